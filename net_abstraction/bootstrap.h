@@ -1,0 +1,21 @@
+/* Fabric address exchange through a directory: each node publishes its
+ * endpoint name as a file and reads everyone else's. The virtual cluster and
+ * the tests give every process the same directory; on a real cluster the node
+ * daemons' state directory is filled by the MM before the fabric opens. */
+#ifndef STORM_BOOTSTRAP_H
+#define STORM_BOOTSTRAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SN_ADDR_MAX 256
+
+int sn_boot_publish(const char *dir, int rail, uint32_t node, const void *addr,
+		    size_t len);
+/* Waits (inotify, no polling loop) until all n addresses of rail are there.
+ * addrs holds n * SN_ADDR_MAX bytes; lens n entries. On timeout returns
+ * -ETIMEDOUT and sets *missing to the first absent node. */
+int sn_boot_collect(const char *dir, int rail, uint32_t n, unsigned timeout_ms,
+		    uint8_t *addrs, size_t *lens, uint32_t *missing);
+
+#endif

@@ -1,0 +1,1428 @@
+/* The network layer: libfabric endpoints, the progress engine, and the three
+ * primitives carried as tree operations.
+ *
+ * Every primitive is a tree operation rooted at the node that starts it: a
+ * "down" message (a chunk of data, a condition to evaluate, a value to write,
+ * a commit) travels from each member to its children in the tree of
+ * (root, set, fanout), and each member answers its parent with one ACK that
+ * aggregates its subtree (which nodes confirmed, which children did not
+ * answer, the AND of the condition). The root completes the operation when
+ * every child answered or its deadline passed. See docs/ARCHITECTURE.md. */
+#include "sn.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+
+#include "bootstrap.h"
+#include "tree.h"
+#include "wire.h"
+
+#define SN_RAILS 2
+
+enum slot_kind { SLOT_RX, SLOT_TX };
+
+struct rec;
+
+struct slot {
+	struct fi_context2 fctx; /* must be first: the CQ hands it back */
+	enum slot_kind kind;
+	int rail;
+	/* rx */
+	uint8_t *buf;
+	size_t size;
+	/* tx */
+	struct slot *next;   /* pending queue */
+	uint32_t dest;
+	struct rec *rec;     /* operation this message belongs to, if any */
+	uint32_t req_id;     /* CAW request it carries, if any */
+	struct iovec iov[2];
+	void *desc[2];
+	size_t niov;
+	uint8_t hdr[SN_WIRE_HDR_MAX];
+};
+
+struct rail {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	int wait_fd;
+	fi_addr_t *peers;
+	struct slot *rx;        /* rx_depth receive slots */
+	uint8_t *rx_mem;
+	struct slot *txq_head, *txq_tail; /* not yet accepted by the provider */
+	size_t max_payload;
+};
+
+typedef void (*rec_done_fn)(struct sn_ctx *ctx, struct rec *r);
+
+/* One tree operation as seen by one member. */
+struct rec {
+	struct rec *next;
+	struct sn_msg m;        /* the down message's parameters */
+	int rail;
+	uint32_t parent;        /* UINT32_MAX at the root */
+	uint32_t nchildren;
+	uint32_t children[SN_MAX_FANOUT];
+	struct sn_nodeset waiting;  /* children yet to answer */
+	struct sn_nodeset ok, suspect;
+	int32_t status;         /* 1/0 AND of conditions, or -errno */
+	bool in_set, local_done, finished;
+	uint64_t bytes;         /* XFER bytes placed here */
+	uint64_t deadline_ns;
+	unsigned tx_pending;
+	/* root only */
+	rec_done_fn done;
+	unsigned local_ev;
+	void *owned;            /* private copy of the source, freed at the end */
+	struct caw_job *job;
+};
+
+/* A writing CAW queued at its set's leader. */
+struct caw_job {
+	struct caw_job *next;
+	uint32_t caller, req_id;
+	struct sn_msg req;
+};
+
+/* A blocking call waiting for its answer. */
+struct pending {
+	struct pending *next;
+	uint32_t req_id;
+	bool done;
+	int32_t status;
+	struct sn_nodeset failed;
+};
+
+struct event {
+	uint64_t signalled, consumed;
+	unsigned errors;
+	int err;
+	struct sn_nodeset failed;
+};
+
+struct sn_ctx {
+	struct sn_config cfg;
+	char provider[2][64];
+	char bootdir[4096];
+	int nrails;
+	struct rail rails[SN_RAILS];
+	int epfd;
+	uint8_t *gmem;
+	size_t gmem_size;
+	uint32_t self, n;
+	uint32_t next_opid;
+	struct rec *recs;
+	struct caw_job *jobs_head, *jobs_tail;
+	bool job_active;
+	struct pending *pendings;
+	struct event events[SN_MAX_EVENTS];
+	struct sn_stats stats;
+	char err[512];
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+__attribute__((format(printf, 3, 4))) static int fail(struct sn_ctx *ctx, int err,
+						      const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(ctx->err, sizeof(ctx->err), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+static void note(struct sn_ctx *ctx, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Problems seen while serving others (malformed messages, late answers):
+ * logged, never fatal. */
+static void note(struct sn_ctx *ctx, const char *fmt, ...)
+{
+	if (!getenv("SN_DEBUG"))
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "sn[%u]: ", ctx->self);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static unsigned env_uint(const char *name, unsigned dflt)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return dflt;
+	char *end;
+	unsigned long x = strtoul(v, &end, 10);
+	return *end ? dflt : (unsigned)x;
+}
+
+void sn_config_defaults(struct sn_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->provider = getenv("SN_PROVIDER") ? getenv("SN_PROVIDER") : "tcp;ofi_rxm";
+	cfg->sys_provider = getenv("SN_SYS_PROVIDER");
+	cfg->gmem_size = 1u << 20;
+	cfg->fanout = env_uint("SN_FANOUT", 4);
+	cfg->timeout_ms = env_uint("SN_TIMEOUT_MS", 5000);
+	cfg->spin_us = env_uint("SN_SPIN_US", 0);
+	cfg->chunk_size = env_uint("SN_CHUNK_SIZE", 128 * 1024);
+	cfg->rx_depth = env_uint("SN_RX_DEPTH", 32);
+}
+
+const char *sn_strerror(const struct sn_ctx *ctx) { return ctx->err; }
+uint32_t sn_node_id(const struct sn_ctx *ctx) { return ctx->self; }
+uint32_t sn_node_count(const struct sn_ctx *ctx) { return ctx->n; }
+const char *sn_provider_name(const struct sn_ctx *ctx, int rail)
+{
+	return rail < ctx->nrails ? ctx->provider[rail] : NULL;
+}
+void *sn_gmem(struct sn_ctx *ctx) { return ctx->gmem; }
+size_t sn_gmem_size(const struct sn_ctx *ctx) { return ctx->gmem_size; }
+void sn_get_stats(const struct sn_ctx *ctx, struct sn_stats *st) { *st = ctx->stats; }
+
+/* ---------------------------------------------------------------- events */
+
+static void event_signal(struct sn_ctx *ctx, unsigned ev)
+{
+	if (ev < SN_MAX_EVENTS)
+		ctx->events[ev].signalled++;
+}
+
+static void event_fail(struct sn_ctx *ctx, unsigned ev, int err,
+		       const struct sn_nodeset *failed)
+{
+	if (ev >= SN_MAX_EVENTS)
+		return;
+	ctx->events[ev].errors++;
+	ctx->events[ev].err = err;
+	ctx->events[ev].failed = *failed;
+}
+
+int sn_event_signal(struct sn_ctx *ctx, unsigned ev)
+{
+	if (ev >= SN_MAX_EVENTS)
+		return fail(ctx, -EINVAL, "event %u out of range (max %d)", ev, SN_MAX_EVENTS - 1);
+	event_signal(ctx, ev);
+	return 0;
+}
+
+/* ------------------------------------------------------------ global vars */
+
+static int check_range(struct sn_ctx *ctx, uint64_t off, uint64_t len, bool user)
+{
+	if (off > ctx->gmem_size || len > ctx->gmem_size - off)
+		return fail(ctx, -EINVAL,
+			    "range [%" PRIu64 ", +%" PRIu64 ") is outside the global memory "
+			    "(%zu bytes)", off, len, ctx->gmem_size);
+	if (user && off < SN_GMEM_RESERVED && len)
+		return fail(ctx, -EINVAL,
+			    "offset %" PRIu64 " is in the reserved first %d bytes of global memory",
+			    off, SN_GMEM_RESERVED);
+	return 0;
+}
+
+static int check_var(struct sn_ctx *ctx, uint64_t off)
+{
+	if (off % 8)
+		return fail(ctx, -EINVAL, "global variable offset %" PRIu64 " is not 8-aligned",
+			    off);
+	return check_range(ctx, off, 8, false);
+}
+
+uint64_t sn_var_load(struct sn_ctx *ctx, uint64_t off)
+{
+	return __atomic_load_n((uint64_t *)(ctx->gmem + off), __ATOMIC_ACQUIRE);
+}
+
+void sn_var_store(struct sn_ctx *ctx, uint64_t off, uint64_t value)
+{
+	__atomic_store_n((uint64_t *)(ctx->gmem + off), value, __ATOMIC_RELEASE);
+}
+
+bool sn_cmp_eval(enum sn_cmp op, uint64_t lhs, uint64_t rhs)
+{
+	switch (op) {
+	case SN_EQ: return lhs == rhs;
+	case SN_NE: return lhs != rhs;
+	case SN_LT: return lhs < rhs;
+	case SN_LE: return lhs <= rhs;
+	case SN_GT: return lhs > rhs;
+	case SN_GE: return lhs >= rhs;
+	}
+	return false;
+}
+
+const char *sn_cmp_name(enum sn_cmp op)
+{
+	static const char *names[] = {"==", "!=", "<", "<=", ">", ">="};
+	return (unsigned)op <= SN_GE ? names[op] : "?";
+}
+
+/* ------------------------------------------------------------- transmit */
+
+static void rec_free(struct sn_ctx *ctx, struct rec *r)
+{
+	for (struct rec **p = &ctx->recs; *p; p = &(*p)->next)
+		if (*p == r) {
+			*p = r->next;
+			break;
+		}
+	free(r->owned);
+	free(r);
+}
+
+static void rec_release(struct sn_ctx *ctx, struct rec *r)
+{
+	if (r->finished && r->tx_pending == 0)
+		rec_free(ctx, r);
+}
+
+static void txq_push(struct rail *rl, struct slot *s)
+{
+	s->next = NULL;
+	if (rl->txq_tail)
+		rl->txq_tail->next = s;
+	else
+		rl->txq_head = s;
+	rl->txq_tail = s;
+}
+
+static void tx_failed(struct sn_ctx *ctx, struct slot *s, int err);
+
+/* Hands queued messages to the provider until it pushes back. */
+static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
+{
+	while (rl->txq_head) {
+		struct slot *s = rl->txq_head;
+		ssize_t rc = fi_sendv(rl->ep, s->iov, s->desc, s->niov, rl->peers[s->dest],
+				      &s->fctx);
+		if (rc == -FI_EAGAIN)
+			return;
+		rl->txq_head = s->next;
+		if (!rl->txq_head)
+			rl->txq_tail = NULL;
+		if (rc) {
+			tx_failed(ctx, s, (int)rc);
+			continue;
+		}
+		ctx->stats.msgs_sent++;
+		ctx->stats.bytes_sent += s->iov[0].iov_len + (s->niov > 1 ? s->iov[1].iov_len : 0);
+	}
+}
+
+/* Queues message m to node dest, with an optional payload that must stay
+ * valid until the send completes. */
+static int send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn_msg *m,
+		    const void *payload, size_t plen, struct rec *r, uint32_t req_id)
+{
+	struct rail *rl = &ctx->rails[rail];
+	struct slot *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->kind = SLOT_TX;
+	s->rail = rail;
+	s->dest = dest;
+	s->rec = r;
+	s->req_id = req_id;
+	s->iov[0].iov_base = s->hdr;
+	s->iov[0].iov_len = sn_wire_encode(m, s->hdr);
+	s->niov = 1;
+	if (plen) {
+		s->iov[1].iov_base = (void *)payload;
+		s->iov[1].iov_len = plen;
+		s->niov = 2;
+	}
+	if (r)
+		r->tx_pending++;
+	txq_push(rl, s);
+	tx_flush(ctx, rl);
+	return 0;
+}
+
+/* --------------------------------------------------------- tree records */
+
+static struct rec *rec_find(struct sn_ctx *ctx, uint32_t origin, uint32_t opid)
+{
+	for (struct rec *r = ctx->recs; r; r = r->next)
+		if (r->m.origin == origin && r->m.opid == opid && !r->finished)
+			return r;
+	return NULL;
+}
+
+static uint32_t budget_left_ms(const struct rec *r)
+{
+	uint64_t t = now_ns();
+	if (t >= r->deadline_ns)
+		return 0;
+	/* children must answer before their parent gives up on them */
+	return (uint32_t)((r->deadline_ns - t) / 1000000 * 3 / 4);
+}
+
+static struct rec *rec_new(struct sn_ctx *ctx, const struct sn_msg *m, int rail,
+			   uint64_t budget_ms)
+{
+	struct sn_tree_pos pos;
+	if (sn_tree_position(m->origin, &m->set, m->fanout, ctx->self, &pos))
+		return NULL;
+	struct rec *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->m = *m;
+	r->m.payload = NULL;
+	r->rail = rail;
+	r->parent = pos.parent;
+	r->nchildren = pos.nchildren;
+	memcpy(r->children, pos.children, pos.nchildren * sizeof(uint32_t));
+	for (uint32_t i = 0; i < pos.nchildren; i++)
+		sn_set_add(&r->waiting, pos.children[i]);
+	r->in_set = sn_set_has(&m->set, ctx->self);
+	r->status = 1;
+	r->local_ev = SN_NO_EVENT;
+	r->deadline_ns = now_ns() + budget_ms * 1000000ull;
+	r->next = ctx->recs;
+	ctx->recs = r;
+	return r;
+}
+
+/* Sends the down message of r (with its payload slice, for XFER) to every child. */
+static void rec_forward(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m,
+			const void *payload)
+{
+	struct sn_msg fw = *m;
+	fw.sender = ctx->self;
+	fw.budget_ms = budget_left_ms(r);
+	for (uint32_t i = 0; i < r->nchildren; i++) {
+		if (!sn_set_has(&r->waiting, r->children[i]))
+			continue; /* already failed */
+		if (send_msg(ctx, r->rail, r->children[i], &fw, payload, fw.chunk_len, r, 0))
+			note(ctx, "out of memory forwarding to node %u", r->children[i]);
+		if (m->type == SN_MSG_XFER)
+			ctx->stats.forwards++;
+	}
+}
+
+static void rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired)
+{
+	if (r->finished)
+		return;
+	if (!expired && !(r->local_done && sn_set_empty(&r->waiting)))
+		return;
+	if (expired) {
+		/* children that did not answer in time are the suspects */
+		sn_set_or(&r->suspect, &r->waiting);
+		sn_set_clear(&r->waiting);
+		ctx->stats.timeouts++;
+	}
+	if (r->in_set && r->local_done)
+		sn_set_add(&r->ok, ctx->self);
+	r->finished = true;
+	if (r->parent == UINT32_MAX) {
+		if (r->done)
+			r->done(ctx, r);
+	} else if (r->m.flags & SN_F_ACK) {
+		struct sn_msg ack = {
+			.type = SN_MSG_ACK,
+			.origin = r->m.origin,
+			.opid = r->m.opid,
+			.sender = ctx->self,
+			.nbits = ctx->n,
+			.fanout = r->m.fanout,
+			.status = r->status,
+			.event = SN_NO_EVENT,
+			.set = r->ok,
+			.set2 = r->suspect,
+		};
+		send_msg(ctx, r->rail, r->parent, &ack, NULL, 0, r, 0);
+	}
+	rec_release(ctx, r);
+}
+
+static void rec_child_failed(struct sn_ctx *ctx, struct rec *r, uint32_t child)
+{
+	if (!sn_set_has(&r->waiting, child))
+		return;
+	sn_set_del(&r->waiting, child);
+	sn_set_add(&r->suspect, child);
+	rec_try_finish(ctx, r, false);
+}
+
+static void combine_status(struct rec *r, int32_t status)
+{
+	if (r->status < 0)
+		return;
+	if (status < 0)
+		r->status = status;
+	else
+		r->status = r->status && status;
+}
+
+/* Carries out m's local effect on this member. */
+static void rec_local(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m)
+{
+	switch (m->type) {
+	case SN_MSG_XFER:
+		if (r->in_set && m->chunk_len)
+			memmove(ctx->gmem + m->off + m->chunk_off, m->payload, m->chunk_len);
+		r->bytes += m->chunk_len;
+		if (r->bytes < m->total)
+			return;
+		if (r->in_set && !(m->flags & SN_F_ATOMIC))
+			event_signal(ctx, m->event);
+		break;
+	case SN_MSG_COMMIT:
+		if (r->in_set)
+			event_signal(ctx, m->event);
+		break;
+	case SN_MSG_EVAL:
+		if (r->in_set)
+			combine_status(r, sn_cmp_eval((enum sn_cmp)m->cmp, sn_var_load(ctx, m->off),
+						      m->value));
+		break;
+	case SN_MSG_WRITE:
+		if (r->in_set)
+			sn_var_store(ctx, m->off2, m->value2);
+		break;
+	default:
+		return;
+	}
+	r->local_done = true;
+}
+
+/* --------------------------------------------------------------- receive */
+
+static int check_down(struct sn_ctx *ctx, const struct sn_msg *m, const char **why)
+{
+	if (m->fanout == 0 || m->fanout > SN_MAX_FANOUT)
+		return *why = "bad fan-out", -EPROTO;
+	if (m->type == SN_MSG_XFER &&
+	    (m->off < SN_GMEM_RESERVED || m->off > ctx->gmem_size ||
+	     m->total > ctx->gmem_size - m->off))
+		return *why = "transfer outside global memory", -EPROTO;
+	if ((m->type == SN_MSG_XFER || m->type == SN_MSG_COMMIT) && m->event != SN_NO_EVENT &&
+	    m->event >= SN_MAX_EVENTS)
+		return *why = "event out of range", -EPROTO;
+	bool evals = m->type == SN_MSG_EVAL || m->type == SN_MSG_CAW_REQ;
+	bool writes = m->type == SN_MSG_WRITE ||
+		      (m->type == SN_MSG_CAW_REQ && (m->flags & SN_F_WRITE));
+	if ((evals && (m->off % 8 || m->off > ctx->gmem_size - 8 || m->cmp > SN_GE)) ||
+	    (writes && (m->off2 % 8 || m->off2 > ctx->gmem_size - 8)))
+		return *why = "bad global variable", -EPROTO;
+	if (!sn_set_has(&m->set, ctx->self) && m->origin != ctx->self)
+		return *why = "not a member of the operation", -EPROTO;
+	return 0;
+}
+
+static void handle_down(struct sn_ctx *ctx, int rail, const struct sn_msg *m)
+{
+	struct rec *r = rec_find(ctx, m->origin, m->opid);
+	if (!r) {
+		r = rec_new(ctx, m, rail, m->budget_ms);
+		if (!r) {
+			note(ctx, "cannot place node in tree of op %u/%u", m->origin, m->opid);
+			return;
+		}
+	} else {
+		/* progress on a long transfer keeps it alive */
+		uint64_t d = now_ns() + (uint64_t)m->budget_ms * 1000000ull;
+		if (d > r->deadline_ns)
+			r->deadline_ns = d;
+	}
+	rec_local(ctx, r, m);
+	/* only the root can be outside the set, so the chunk is in our gmem now */
+	const void *payload = m->chunk_len ? ctx->gmem + m->off + m->chunk_off : NULL;
+	rec_forward(ctx, r, m, payload);
+	rec_try_finish(ctx, r, false);
+}
+
+static void handle_ack(struct sn_ctx *ctx, const struct sn_msg *m)
+{
+	struct rec *r = rec_find(ctx, m->origin, m->opid);
+	if (!r || !sn_set_has(&r->waiting, m->sender)) {
+		note(ctx, "late or unknown ACK for op %u/%u from node %u", m->origin, m->opid,
+		     m->sender);
+		return;
+	}
+	sn_set_del(&r->waiting, m->sender);
+	sn_set_or(&r->ok, &m->set);
+	sn_set_or(&r->suspect, &m->set2);
+	combine_status(r, m->status);
+	rec_try_finish(ctx, r, false);
+}
+
+static void caw_job_enqueue(struct sn_ctx *ctx, uint32_t caller, uint32_t req_id,
+			    const struct sn_msg *req);
+
+static struct pending *pending_find(struct sn_ctx *ctx, uint32_t req_id)
+{
+	for (struct pending *p = ctx->pendings; p; p = p->next)
+		if (p->req_id == req_id)
+			return p;
+	return NULL;
+}
+
+static void pending_complete(struct sn_ctx *ctx, uint32_t req_id, int32_t status,
+			     const struct sn_nodeset *failed)
+{
+	struct pending *p = pending_find(ctx, req_id);
+	if (!p || p->done)
+		return;
+	p->done = true;
+	p->status = status;
+	p->failed = *failed;
+}
+
+static void handle_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t len)
+{
+	struct sn_msg m;
+	const char *why = "";
+	ctx->stats.msgs_recv++;
+	ctx->stats.bytes_recv += len;
+	if (sn_wire_decode(buf, len, ctx->n, &m, &why)) {
+		note(ctx, "dropped malformed message: %s", why);
+		return;
+	}
+	switch (m.type) {
+	case SN_MSG_XFER:
+	case SN_MSG_COMMIT:
+	case SN_MSG_EVAL:
+	case SN_MSG_WRITE:
+		if (check_down(ctx, &m, &why)) {
+			note(ctx, "dropped message from node %u: %s", m.sender, why);
+			return;
+		}
+		handle_down(ctx, rail, &m);
+		break;
+	case SN_MSG_ACK:
+		handle_ack(ctx, &m);
+		break;
+	case SN_MSG_CAW_REQ:
+		if (m.origin != ctx->self || sn_set_next(&m.set, 0) != ctx->self ||
+		    check_down(ctx, &m, &why)) {
+			note(ctx, "dropped CAW request from node %u: %s", m.sender,
+			     *why ? why : "not its leader");
+			return;
+		}
+		caw_job_enqueue(ctx, m.sender, m.opid, &m);
+		break;
+	case SN_MSG_CAW_RESULT:
+		pending_complete(ctx, m.opid, m.status, &m.set);
+		break;
+	}
+}
+
+static int post_rx(struct sn_ctx *ctx, struct rail *rl, struct slot *s)
+{
+	ssize_t rc;
+	do {
+		rc = fi_recv(rl->ep, s->buf, s->size, NULL, FI_ADDR_UNSPEC, &s->fctx);
+		if (rc == -FI_EAGAIN)
+			fi_cq_read(rl->cq, NULL, 0);
+	} while (rc == -FI_EAGAIN);
+	if (rc)
+		return fail(ctx, (int)rc, "cannot post receive: %s", fi_strerror((int)-rc));
+	return 0;
+}
+
+/* ---------------------------------------------------------------- progress */
+
+static void tx_done(struct sn_ctx *ctx, struct slot *s)
+{
+	struct rec *r = s->rec;
+	free(s);
+	if (r) {
+		r->tx_pending--;
+		rec_release(ctx, r);
+	}
+}
+
+static void tx_failed(struct sn_ctx *ctx, struct slot *s, int err)
+{
+	note(ctx, "send to node %u failed: %s", s->dest, fi_strerror(-err));
+	if (s->rec && !s->rec->finished)
+		rec_child_failed(ctx, s->rec, s->dest);
+	if (s->req_id) {
+		struct sn_nodeset f;
+		sn_set_clear(&f);
+		sn_set_add(&f, s->dest);
+		pending_complete(ctx, s->req_id, -EHOSTUNREACH, &f);
+	}
+	tx_done(ctx, s);
+}
+
+static void check_deadlines(struct sn_ctx *ctx)
+{
+	uint64_t t = now_ns();
+	struct rec *r = ctx->recs;
+	while (r) {
+		struct rec *next = r->next; /* r may be freed */
+		if (!r->finished && t >= r->deadline_ns)
+			rec_try_finish(ctx, r, true);
+		r = next;
+	}
+}
+
+static int rail_progress(struct sn_ctx *ctx, int rail)
+{
+	struct rail *rl = &ctx->rails[rail];
+	struct fi_cq_msg_entry ent[16];
+	int handled = 0;
+	for (;;) {
+		ssize_t n = fi_cq_read(rl->cq, ent, 16);
+		if (n == -FI_EAGAIN)
+			break;
+		if (n == -FI_EAVAIL) {
+			struct fi_cq_err_entry ee = {0};
+			if (fi_cq_readerr(rl->cq, &ee, 0) < 1)
+				break;
+			struct slot *s = ee.op_context;
+			if (!s)
+				continue;
+			if (s->kind == SLOT_TX) {
+				tx_failed(ctx, s, -(int)ee.err);
+			} else if (ee.err != FI_ECANCELED) {
+				note(ctx, "receive error: %s", fi_strerror((int)ee.err));
+				post_rx(ctx, rl, s);
+			}
+			handled++;
+			continue;
+		}
+		if (n < 0)
+			return fail(ctx, (int)n, "completion queue: %s", fi_strerror((int)-n));
+		for (ssize_t i = 0; i < n; i++) {
+			struct slot *s = ent[i].op_context;
+			if (s->kind == SLOT_TX) {
+				tx_done(ctx, s);
+			} else {
+				handle_rx(ctx, rail, s->buf, ent[i].len);
+				post_rx(ctx, rl, s);
+			}
+		}
+		handled += (int)n;
+	}
+	tx_flush(ctx, rl);
+	return handled;
+}
+
+int sn_progress(struct sn_ctx *ctx)
+{
+	int total = 0;
+	for (int i = 0; i < ctx->nrails; i++) {
+		int rc = rail_progress(ctx, i);
+		if (rc < 0)
+			return rc;
+		total += rc;
+	}
+	check_deadlines(ctx);
+	return total;
+}
+
+int sn_wait_fd(struct sn_ctx *ctx) { return ctx->epfd; }
+
+int sn_prepare_wait(struct sn_ctx *ctx)
+{
+	for (int i = 0; i < ctx->nrails; i++) {
+		if (ctx->rails[i].wait_fd < 0 || ctx->rails[i].txq_head)
+			return -EAGAIN;
+		struct fid *f = &ctx->rails[i].cq->fid;
+		if (fi_trywait(ctx->rails[i].fabric, &f, 1) != FI_SUCCESS)
+			return -EAGAIN;
+	}
+	return 0;
+}
+
+int sn_next_timeout_ms(struct sn_ctx *ctx)
+{
+	uint64_t t = now_ns(), best = UINT64_MAX;
+	for (struct rec *r = ctx->recs; r; r = r->next)
+		if (!r->finished && r->deadline_ns < best)
+			best = r->deadline_ns;
+	if (best == UINT64_MAX)
+		return -1;
+	return best <= t ? 0 : (int)((best - t + 999999) / 1000000);
+}
+
+/* Drives progress until cond(arg) holds or deadline_ns passes; sleeps on the
+ * wait fd rather than spinning, after an optional spin phase. */
+static void wait_until(struct sn_ctx *ctx, bool (*cond)(struct sn_ctx *, void *), void *arg,
+		       uint64_t deadline_ns)
+{
+	uint64_t spin_until = now_ns() + (uint64_t)ctx->cfg.spin_us * 1000;
+	unsigned backoff_us = 1;
+	for (;;) {
+		sn_progress(ctx);
+		if (cond(ctx, arg))
+			return;
+		uint64_t t = now_ns();
+		if (t >= deadline_ns)
+			return;
+		if (t < spin_until)
+			continue;
+		int ms = (int)((deadline_ns - t + 999999) / 1000000);
+		int next = sn_next_timeout_ms(ctx);
+		if (next >= 0 && next < ms)
+			ms = next;
+		if (ctx->epfd < 0 || ctx->rails[0].wait_fd < 0) {
+			/* no wait object: back off from 1 µs to 1 ms */
+			struct timespec ts = {0, (long)backoff_us * 1000};
+			nanosleep(&ts, NULL);
+			if (backoff_us < 1000)
+				backoff_us *= 2;
+			continue;
+		}
+		if (sn_prepare_wait(ctx))
+			continue;
+		struct pollfd pfd = {.fd = ctx->epfd, .events = POLLIN};
+		poll(&pfd, 1, ms);
+	}
+}
+
+/* ---------------------------------------------------------------- TEST-EVENT */
+
+struct ev_arg {
+	unsigned ev;
+};
+
+static bool ev_ready(struct sn_ctx *ctx, void *arg)
+{
+	struct event *e = &ctx->events[((struct ev_arg *)arg)->ev];
+	return e->errors || e->signalled > e->consumed;
+}
+
+int sn_test_event(struct sn_ctx *ctx, unsigned ev, int timeout_ms, struct sn_nodeset *failed)
+{
+	if (ev >= SN_MAX_EVENTS)
+		return fail(ctx, -EINVAL, "event %u out of range (max %d)", ev, SN_MAX_EVENTS - 1);
+	struct ev_arg a = {ev};
+	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX
+					   : now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	if (timeout_ms == 0)
+		sn_progress(ctx);
+	else
+		wait_until(ctx, ev_ready, &a, deadline);
+	struct event *e = &ctx->events[ev];
+	if (e->errors) {
+		e->errors--;
+		if (failed)
+			*failed = e->failed;
+		char list[256];
+		sn_set_format(&e->failed, list, sizeof(list));
+		return fail(ctx, e->err, "operation on event %u failed: node(s) %s did not confirm",
+			    ev, list);
+	}
+	if (e->signalled > e->consumed) {
+		e->consumed++;
+		return 1;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------- XFER-AND-SIGNAL */
+
+static int next_opid(struct sn_ctx *ctx)
+{
+	if (++ctx->next_opid == 0)
+		ctx->next_opid = 1;
+	return (int)ctx->next_opid;
+}
+
+static int pick_rail(struct sn_ctx *ctx, unsigned flags)
+{
+	return (flags & SN_XFER_SYS) && ctx->nrails > 1 ? 1 : 0;
+}
+
+/* Failed = the set minus the nodes that confirmed. */
+static int rec_outcome(struct sn_ctx *ctx, struct rec *r, struct sn_nodeset *failed)
+{
+	*failed = r->m.set;
+	sn_set_andnot(failed, &r->ok);
+	if (sn_set_empty(failed))
+		return 0;
+	(void)ctx;
+	return sn_set_empty(&r->suspect) ? -ETIMEDOUT : -EHOSTUNREACH;
+}
+
+static void xfer_commit_done(struct sn_ctx *ctx, struct rec *r)
+{
+	struct sn_nodeset failed;
+	int err = rec_outcome(ctx, r, &failed);
+	if (err)
+		event_fail(ctx, r->local_ev, err, &failed);
+	else
+		event_signal(ctx, r->local_ev);
+}
+
+static struct rec *root_new(struct sn_ctx *ctx, struct sn_msg *m, int rail,
+			    uint64_t budget_ms, rec_done_fn done);
+static void root_launch(struct sn_ctx *ctx, struct rec *r);
+
+static void xfer_done(struct sn_ctx *ctx, struct rec *r)
+{
+	struct sn_nodeset failed;
+	int err = rec_outcome(ctx, r, &failed);
+	if (err) {
+		event_fail(ctx, r->local_ev, err, &failed);
+		return;
+	}
+	if (!(r->m.flags & SN_F_ATOMIC)) {
+		event_signal(ctx, r->local_ev);
+		return;
+	}
+	/* every destination holds the data: now let them see it */
+	struct sn_msg c = r->m;
+	c.type = SN_MSG_COMMIT;
+	c.chunk_len = 0;
+	c.total = 0;
+	struct rec *cr = root_new(ctx, &c, r->rail, ctx->cfg.timeout_ms, xfer_commit_done);
+	if (!cr) {
+		event_fail(ctx, r->local_ev, -ENOMEM, &failed);
+		return;
+	}
+	cr->local_ev = r->local_ev;
+	root_launch(ctx, cr);
+}
+
+/* Creates the root record of a tree operation; m gets its identity. */
+static struct rec *root_new(struct sn_ctx *ctx, struct sn_msg *m, int rail,
+			    uint64_t budget_ms, rec_done_fn done)
+{
+	m->origin = ctx->self;
+	m->opid = (uint32_t)next_opid(ctx);
+	m->sender = ctx->self;
+	m->nbits = ctx->n;
+	m->flags |= SN_F_ACK;
+	struct rec *r = rec_new(ctx, m, rail, budget_ms);
+	if (r)
+		r->done = done;
+	return r;
+}
+
+/* Acts on a payload-less root record and sends it down the tree. */
+static void root_launch(struct sn_ctx *ctx, struct rec *r)
+{
+	rec_local(ctx, r, &r->m);
+	rec_forward(ctx, r, &r->m, NULL);
+	rec_try_finish(ctx, r, false);
+}
+
+int sn_xfer(struct sn_ctx *ctx, const struct sn_nodeset *dst, uint64_t dst_off,
+	    const void *src, size_t len, unsigned local_ev, unsigned remote_ev, unsigned flags)
+{
+	int rc;
+	if (sn_set_empty(dst))
+		return fail(ctx, -EINVAL, "XFER-AND-SIGNAL to an empty node set");
+	if (sn_set_span(dst) > ctx->n)
+		return fail(ctx, -EINVAL, "XFER-AND-SIGNAL to node %u, beyond the %u nodes",
+			    sn_set_span(dst) - 1, ctx->n);
+	if ((rc = check_range(ctx, dst_off, len, true)))
+		return rc;
+	if ((local_ev != SN_NO_EVENT && local_ev >= SN_MAX_EVENTS) ||
+	    (remote_ev != SN_NO_EVENT && remote_ev >= SN_MAX_EVENTS))
+		return fail(ctx, -EINVAL, "event out of range (max %d)", SN_MAX_EVENTS - 1);
+
+	int rail = pick_rail(ctx, flags);
+	struct rail *rl = &ctx->rails[rail];
+	struct sn_msg m = {
+		.type = SN_MSG_XFER,
+		.flags = (uint16_t)((flags & SN_XFER_ATOMIC) ? SN_F_ATOMIC : 0),
+		.fanout = ctx->cfg.fanout,
+		.event = remote_ev,
+		.off = dst_off,
+		.total = len,
+		.set = *dst,
+	};
+	/* the tree moves len bytes per member; assume at least 25 MB/s for that */
+	uint64_t budget = ctx->cfg.timeout_ms + (uint64_t)len * sn_set_count(dst) / 25000;
+	struct rec *r = root_new(ctx, &m, rail, budget, xfer_done);
+	if (!r)
+		return fail(ctx, -ENOMEM, "out of memory");
+	r->local_ev = local_ev;
+
+	const uint8_t *from = src;
+	bool self_dest = sn_set_has(dst, ctx->self);
+	if (r->nchildren && len && local_ev == SN_NO_EVENT) {
+		/* the caller may reuse src at once: send a private copy */
+		r->owned = malloc(len);
+		if (!r->owned) {
+			r->finished = true;
+			rec_release(ctx, r);
+			return fail(ctx, -ENOMEM, "out of memory copying %zu bytes", len);
+		}
+		memcpy(r->owned, src, len);
+		from = r->owned;
+	}
+	if (self_dest && len)
+		memmove(ctx->gmem + dst_off, src, len);
+	if (self_dest && !(flags & SN_XFER_ATOMIC))
+		event_signal(ctx, remote_ev);
+	r->local_done = true;
+
+	size_t chunk = rl->max_payload;
+	size_t off = 0;
+	do {
+		m.chunk_off = off;
+		m.chunk_len = (uint32_t)(len - off < chunk ? len - off : chunk);
+		rec_forward(ctx, r, &m, len ? from + off : NULL);
+		off += m.chunk_len;
+	} while (off < len);
+	rec_try_finish(ctx, r, false);
+	return 0;
+}
+
+/* -------------------------------------------------------- COMPARE-AND-WRITE */
+
+static void caw_job_start(struct sn_ctx *ctx);
+
+static void caw_job_finish(struct sn_ctx *ctx, struct caw_job *job, int32_t status,
+			   const struct sn_nodeset *failed)
+{
+	if (job->caller == ctx->self) {
+		pending_complete(ctx, job->req_id, status, failed);
+	} else {
+		struct sn_msg res = {
+			.type = SN_MSG_CAW_RESULT,
+			.origin = ctx->self,
+			.opid = job->req_id,
+			.sender = ctx->self,
+			.nbits = ctx->n,
+			.event = SN_NO_EVENT,
+			.status = status,
+			.set = *failed,
+		};
+		send_msg(ctx, pick_rail(ctx, SN_XFER_SYS), job->caller, &res, NULL, 0, NULL, 0);
+	}
+	free(job);
+	ctx->job_active = false;
+	caw_job_start(ctx);
+}
+
+static void caw_write_done(struct sn_ctx *ctx, struct rec *r)
+{
+	struct sn_nodeset failed;
+	int err = rec_outcome(ctx, r, &failed);
+	caw_job_finish(ctx, r->job, err ? err : 1, &failed);
+}
+
+static void caw_eval_done(struct sn_ctx *ctx, struct rec *r)
+{
+	struct sn_nodeset failed;
+	int err = rec_outcome(ctx, r, &failed);
+	struct caw_job *job = r->job;
+	if (err || r->status != 1 || !(job->req.flags & SN_F_WRITE)) {
+		caw_job_finish(ctx, job, err ? err : r->status, &failed);
+		return;
+	}
+	struct sn_msg w = job->req;
+	w.type = SN_MSG_WRITE;
+	w.flags = 0;
+	struct rec *wr = root_new(ctx, &w, r->rail, ctx->cfg.timeout_ms, caw_write_done);
+	if (!wr) {
+		caw_job_finish(ctx, job, -ENOMEM, &failed);
+		return;
+	}
+	wr->job = job;
+	root_launch(ctx, wr);
+}
+
+static void caw_job_start(struct sn_ctx *ctx)
+{
+	if (ctx->job_active || !ctx->jobs_head)
+		return;
+	struct caw_job *job = ctx->jobs_head;
+	ctx->jobs_head = job->next;
+	if (!ctx->jobs_head)
+		ctx->jobs_tail = NULL;
+	ctx->job_active = true;
+	struct sn_msg e = job->req;
+	e.type = SN_MSG_EVAL;
+	e.flags = 0;
+	struct rec *r = root_new(ctx, &e, pick_rail(ctx, SN_XFER_SYS), ctx->cfg.timeout_ms,
+				 caw_eval_done);
+	if (!r) {
+		struct sn_nodeset none;
+		sn_set_clear(&none);
+		caw_job_finish(ctx, job, -ENOMEM, &none);
+		return;
+	}
+	r->job = job;
+	root_launch(ctx, r);
+}
+
+static void caw_job_enqueue(struct sn_ctx *ctx, uint32_t caller, uint32_t req_id,
+			    const struct sn_msg *req)
+{
+	struct caw_job *job = calloc(1, sizeof(*job));
+	if (!job) {
+		note(ctx, "out of memory queueing CAW from node %u", caller);
+		return;
+	}
+	job->caller = caller;
+	job->req_id = req_id;
+	job->req = *req;
+	if (ctx->jobs_tail)
+		ctx->jobs_tail->next = job;
+	else
+		ctx->jobs_head = job;
+	ctx->jobs_tail = job;
+	caw_job_start(ctx);
+}
+
+static bool pending_ready(struct sn_ctx *ctx, void *arg)
+{
+	(void)ctx;
+	return ((struct pending *)arg)->done;
+}
+
+static void caw_read_done(struct sn_ctx *ctx, struct rec *r)
+{
+	struct sn_nodeset failed;
+	int err = rec_outcome(ctx, r, &failed);
+	pending_complete(ctx, r->m.opid, err ? err : r->status, &failed);
+}
+
+int sn_caw(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off, enum sn_cmp op,
+	   uint64_t value, bool do_write, uint64_t write_off, uint64_t write_val,
+	   struct sn_nodeset *failed)
+{
+	int rc;
+	if (sn_set_empty(set))
+		return fail(ctx, -EINVAL, "COMPARE-AND-WRITE on an empty node set");
+	if (sn_set_span(set) > ctx->n)
+		return fail(ctx, -EINVAL, "COMPARE-AND-WRITE on node %u, beyond the %u nodes",
+			    sn_set_span(set) - 1, ctx->n);
+	if ((unsigned)op > SN_GE)
+		return fail(ctx, -EINVAL, "unknown comparison %d", (int)op);
+	if ((rc = check_var(ctx, var_off)) || (do_write && (rc = check_var(ctx, write_off))))
+		return rc;
+
+	struct sn_msg m = {
+		.type = SN_MSG_EVAL,
+		.flags = (uint16_t)(do_write ? SN_F_WRITE : 0),
+		.fanout = ctx->cfg.fanout,
+		.event = SN_NO_EVENT,
+		.cmp = (uint32_t)op,
+		.off = var_off,
+		.value = value,
+		.off2 = write_off,
+		.value2 = write_val,
+		.set = *set,
+	};
+	struct pending p = {0};
+	uint32_t leader = sn_set_next(set, 0);
+	uint64_t wait_ms = ctx->cfg.timeout_ms;
+	int rail = pick_rail(ctx, SN_XFER_SYS);
+	if (!do_write) {
+		struct rec *r = root_new(ctx, &m, rail, ctx->cfg.timeout_ms, caw_read_done);
+		if (!r)
+			return fail(ctx, -ENOMEM, "out of memory");
+		p.req_id = r->m.opid;
+		p.next = ctx->pendings;
+		ctx->pendings = &p;
+		root_launch(ctx, r);
+	} else {
+		/* writes are serialised through the leader; it runs two phases */
+		p.req_id = (uint32_t)next_opid(ctx);
+		p.next = ctx->pendings;
+		ctx->pendings = &p;
+		wait_ms = 3ull * ctx->cfg.timeout_ms;
+		m.origin = leader;
+		m.opid = p.req_id;
+		m.sender = ctx->self;
+		m.nbits = ctx->n;
+		if (leader == ctx->self) {
+			caw_job_enqueue(ctx, ctx->self, p.req_id, &m);
+		} else {
+			m.type = SN_MSG_CAW_REQ;
+			send_msg(ctx, rail, leader, &m, NULL, 0, NULL, p.req_id);
+		}
+	}
+	wait_until(ctx, pending_ready, &p, now_ns() + wait_ms * 1000000ull);
+	for (struct pending **pp = &ctx->pendings; *pp; pp = &(*pp)->next)
+		if (*pp == &p) {
+			*pp = p.next;
+			break;
+		}
+	if (!p.done) {
+		sn_set_clear(&p.failed);
+		sn_set_add(&p.failed, leader);
+		p.status = -ETIMEDOUT;
+	}
+	if (failed)
+		*failed = p.failed;
+	if (p.status < 0) {
+		char list[256];
+		sn_set_format(&p.failed, list, sizeof(list));
+		return fail(ctx, p.status, "COMPARE-AND-WRITE failed: node(s) %s did not answer",
+			    list);
+	}
+	return p.status;
+}
+
+/* ------------------------------------------------------------- open/close */
+
+static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
+{
+	struct rail *rl = &ctx->rails[rail];
+	struct fi_info *hints = fi_allocinfo();
+	int rc;
+	if (!hints)
+		return fail(ctx, -ENOMEM, "out of memory");
+	hints->caps = FI_MSG;
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->mode = FI_CONTEXT | FI_CONTEXT2;
+	/* no FI_MR_LOCAL: providers that need registered buffers are used under
+	 * ofi_rxm, which registers for us */
+	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	hints->domain_attr->threading = FI_THREAD_DOMAIN;
+	hints->fabric_attr->prov_name = strdup(prov);
+	rc = fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &rl->info);
+	fi_freeinfo(hints);
+	if (rc)
+		return fail(ctx, -ENOENT, "libfabric provider '%s' is not available here: %s",
+			    prov, fi_strerror(-rc));
+	struct fi_info *fi = rl->info;
+	if ((rc = fi_fabric(fi->fabric_attr, &rl->fabric, NULL)) ||
+	    (rc = fi_domain(rl->fabric, fi, &rl->domain, NULL)))
+		return fail(ctx, rc, "opening provider '%s': %s", prov, fi_strerror(-rc));
+
+	struct fi_cq_attr cq_attr = {
+		.format = FI_CQ_FORMAT_MSG,
+		.wait_obj = FI_WAIT_FD,
+		.size = ctx->cfg.rx_depth + 4096,
+	};
+	rl->wait_fd = -1;
+	if (fi_cq_open(rl->domain, &cq_attr, &rl->cq, NULL) == 0) {
+		if (fi_control(&rl->cq->fid, FI_GETWAIT, &rl->wait_fd))
+			rl->wait_fd = -1;
+	} else {
+		cq_attr.wait_obj = FI_WAIT_NONE;
+		if ((rc = fi_cq_open(rl->domain, &cq_attr, &rl->cq, NULL)))
+			return fail(ctx, rc, "opening completion queue: %s", fi_strerror(-rc));
+	}
+	struct fi_av_attr av_attr = {.type = FI_AV_TABLE, .count = ctx->n};
+	if ((rc = fi_av_open(rl->domain, &av_attr, &rl->av, NULL)) ||
+	    (rc = fi_endpoint(rl->domain, fi, &rl->ep, NULL)) ||
+	    (rc = fi_ep_bind(rl->ep, &rl->av->fid, 0)) ||
+	    (rc = fi_ep_bind(rl->ep, &rl->cq->fid, FI_TRANSMIT | FI_RECV)) ||
+	    (rc = fi_enable(rl->ep)))
+		return fail(ctx, rc, "opening endpoint on '%s': %s", prov, fi_strerror(-rc));
+
+	size_t maxmsg = fi->ep_attr->max_msg_size;
+	rl->max_payload = ctx->cfg.chunk_size;
+	if (maxmsg && rl->max_payload > maxmsg - SN_WIRE_HDR_MAX)
+		rl->max_payload = maxmsg - SN_WIRE_HDR_MAX;
+	if (fi->tx_attr->iov_limit < 2)
+		return fail(ctx, -ENOTSUP, "provider '%s' cannot send two-part messages", prov);
+
+	/* publish our address, then learn everyone's */
+	uint8_t addr[SN_ADDR_MAX];
+	size_t alen = sizeof(addr);
+	if ((rc = fi_getname(&rl->ep->fid, addr, &alen)))
+		return fail(ctx, rc, "fi_getname: %s", fi_strerror(-rc));
+	if ((rc = sn_boot_publish(ctx->bootdir, rail, ctx->self, addr, alen)))
+		return fail(ctx, rc, "publishing address in %s: %s", ctx->bootdir, strerror(-rc));
+	uint8_t *all = malloc((size_t)ctx->n * SN_ADDR_MAX);
+	size_t *lens = calloc(ctx->n, sizeof(size_t));
+	rl->peers = calloc(ctx->n, sizeof(fi_addr_t));
+	if (!all || !lens || !rl->peers) {
+		free(all);
+		free(lens);
+		return fail(ctx, -ENOMEM, "out of memory");
+	}
+	uint32_t missing = 0;
+	rc = sn_boot_collect(ctx->bootdir, rail, ctx->n, env_uint("SN_BOOT_TIMEOUT_MS", 30000),
+			     all, lens, &missing);
+	if (rc) {
+		free(all);
+		free(lens);
+		return fail(ctx, rc, "bootstrap: node %u never published its address in %s",
+			    missing, ctx->bootdir);
+	}
+	for (uint32_t i = 0; i < ctx->n && !rc; i++)
+		if (fi_av_insert(rl->av, all + (size_t)i * SN_ADDR_MAX, 1, &rl->peers[i], 0, NULL) != 1)
+			rc = fail(ctx, -EINVAL, "bootstrap: bad fabric address for node %u", i);
+	free(all);
+	free(lens);
+	if (rc)
+		return rc;
+
+	size_t bufsz = SN_WIRE_HDR_MAX + rl->max_payload;
+	rl->rx = calloc(ctx->cfg.rx_depth, sizeof(struct slot));
+	rl->rx_mem = malloc(bufsz * ctx->cfg.rx_depth);
+	if (!rl->rx || !rl->rx_mem)
+		return fail(ctx, -ENOMEM, "out of memory for receive buffers");
+	for (unsigned i = 0; i < ctx->cfg.rx_depth; i++) {
+		struct slot *s = &rl->rx[i];
+		s->kind = SLOT_RX;
+		s->rail = rail;
+		s->buf = rl->rx_mem + bufsz * i;
+		s->size = bufsz;
+		if ((rc = post_rx(ctx, rl, s)))
+			return rc;
+	}
+	snprintf(ctx->provider[rail], sizeof(ctx->provider[rail]), "%s", prov);
+	return 0;
+}
+
+static void rail_close(struct rail *rl)
+{
+	if (rl->ep)
+		fi_close(&rl->ep->fid);
+	if (rl->av)
+		fi_close(&rl->av->fid);
+	if (rl->cq)
+		fi_close(&rl->cq->fid);
+	if (rl->domain)
+		fi_close(&rl->domain->fid);
+	if (rl->fabric)
+		fi_close(&rl->fabric->fid);
+	if (rl->info)
+		fi_freeinfo(rl->info);
+	while (rl->txq_head) {
+		struct slot *s = rl->txq_head;
+		rl->txq_head = s->next;
+		free(s);
+	}
+	free(rl->rx);
+	free(rl->rx_mem);
+	free(rl->peers);
+}
+
+/* sn_open fails before a context exists to hold the reason */
+static _Thread_local char open_error[512];
+
+int sn_open(const struct sn_config *cfg, struct sn_ctx **out)
+{
+	struct sn_ctx *ctx = calloc(1, sizeof(*ctx));
+	int rc = 0;
+	*out = NULL;
+	if (!ctx)
+		return -ENOMEM;
+	ctx->cfg = *cfg;
+	ctx->self = cfg->node_id;
+	ctx->n = cfg->node_count;
+	ctx->epfd = -1;
+	if (!ctx->cfg.provider)
+		ctx->cfg.provider = "tcp;ofi_rxm";
+	if (!ctx->cfg.fanout)
+		ctx->cfg.fanout = 4;
+	if (!ctx->cfg.timeout_ms)
+		ctx->cfg.timeout_ms = 5000;
+	if (!ctx->cfg.chunk_size)
+		ctx->cfg.chunk_size = 128 * 1024;
+	if (!ctx->cfg.rx_depth)
+		ctx->cfg.rx_depth = 32;
+	if (ctx->n == 0 || ctx->n > SN_MAX_NODES)
+		rc = fail(ctx, -EINVAL, "node count %u out of range 1..%d", ctx->n, SN_MAX_NODES);
+	else if (ctx->self >= ctx->n)
+		rc = fail(ctx, -EINVAL, "node id %u out of range 0..%u", ctx->self, ctx->n - 1);
+	else if (ctx->cfg.fanout > SN_MAX_FANOUT)
+		rc = fail(ctx, -EINVAL, "fan-out %u out of range 1..%d", ctx->cfg.fanout,
+			  SN_MAX_FANOUT);
+	else if (cfg->gmem_size < SN_GMEM_RESERVED + 8)
+		rc = fail(ctx, -EINVAL, "global memory of %zu bytes is smaller than %d",
+			  cfg->gmem_size, SN_GMEM_RESERVED + 8);
+	else if (!cfg->bootstrap || strncmp(cfg->bootstrap, "dir:", 4))
+		rc = fail(ctx, -EINVAL, "bootstrap '%s' not understood (expected dir:PATH)",
+			  cfg->bootstrap ? cfg->bootstrap : "(none)");
+	if (rc)
+		goto err;
+	snprintf(ctx->bootdir, sizeof(ctx->bootdir), "%s", cfg->bootstrap + 4);
+	ctx->gmem_size = (cfg->gmem_size + 4095) & ~(size_t)4095;
+	ctx->gmem = mmap(NULL, ctx->gmem_size, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (ctx->gmem == MAP_FAILED) {
+		ctx->gmem = NULL;
+		rc = fail(ctx, -errno, "cannot map %zu bytes of global memory", ctx->gmem_size);
+		goto err;
+	}
+	ctx->nrails = 1;
+	if ((rc = rail_open(ctx, 0, ctx->cfg.provider)))
+		goto err;
+	if (cfg->sys_provider && *cfg->sys_provider) {
+		ctx->nrails = 2;
+		if ((rc = rail_open(ctx, 1, cfg->sys_provider)))
+			goto err;
+	}
+	ctx->epfd = epoll_create1(EPOLL_CLOEXEC);
+	for (int i = 0; i < ctx->nrails && ctx->epfd >= 0; i++) {
+		struct epoll_event ev = {.events = EPOLLIN};
+		if (ctx->rails[i].wait_fd < 0 ||
+		    epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, ctx->rails[i].wait_fd, &ev)) {
+			close(ctx->epfd);
+			ctx->epfd = -1;
+		}
+	}
+	*out = ctx;
+	return 0;
+err:
+	snprintf(open_error, sizeof(open_error), "%s", ctx->err);
+	sn_close(ctx);
+	return rc;
+}
+
+const char *sn_open_error(void) { return open_error; }
+
+static bool drained(struct sn_ctx *ctx, void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < ctx->nrails; i++)
+		if (ctx->rails[i].txq_head)
+			return false;
+	for (struct rec *r = ctx->recs; r; r = r->next)
+		if (!r->finished || r->tx_pending)
+			return false;
+	return !ctx->job_active && !ctx->jobs_head;
+}
+
+void sn_close(struct sn_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	/* finish what others are waiting on from us: forwards, ACKs, CAW jobs */
+	if (ctx->rails[0].ep)
+		wait_until(ctx, drained, NULL,
+			   now_ns() + (uint64_t)ctx->cfg.timeout_ms * 1000000ull);
+	for (int i = 0; i < ctx->nrails; i++)
+		rail_close(&ctx->rails[i]);
+	while (ctx->recs) {
+		struct rec *r = ctx->recs;
+		ctx->recs = r->next;
+		free(r->owned);
+		free(r);
+	}
+	while (ctx->jobs_head) {
+		struct caw_job *j = ctx->jobs_head;
+		ctx->jobs_head = j->next;
+		free(j);
+	}
+	if (ctx->epfd >= 0)
+		close(ctx->epfd);
+	if (ctx->gmem)
+		munmap(ctx->gmem, ctx->gmem_size);
+	free(ctx);
+}

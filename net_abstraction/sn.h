@@ -1,0 +1,118 @@
+/* storm network abstraction: global memory, events and the three primitives
+ * (XFER-AND-SIGNAL, TEST-EVENT, COMPARE-AND-WRITE) over libfabric.
+ *
+ * Conventions: functions return 0 (or a documented non-negative value) on
+ * success and a negative errno on failure; the context keeps a one-line
+ * description of the last error (sn_strerror). A context is single-threaded:
+ * one thread drives it, and every blocking call also drives progress, which is
+ * what forwards tree traffic through this node. A node that is not inside a
+ * blocking call must call sn_progress() whenever sn_wait_fd() is readable.
+ */
+#ifndef STORM_SN_H
+#define STORM_SN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nodeset.h"
+
+#define SN_MAX_EVENTS 256
+
+struct sn_ctx;
+
+struct sn_config {
+	const char *provider;     /* libfabric provider, "tcp;ofi_rxm" if NULL */
+	const char *sys_provider; /* second rail for system traffic, or NULL */
+	uint32_t node_id;         /* this node, 0 .. node_count-1 */
+	uint32_t node_count;
+	size_t gmem_size;         /* bytes of global memory, same on every node */
+	const char *bootstrap;    /* "dir:PATH": address exchange through files */
+	unsigned fanout;          /* tree fan-out for sets, default 4 */
+	unsigned timeout_ms;      /* bound on any operation, default 5000 */
+	unsigned spin_us;         /* busy-poll this long before sleeping, default 0 */
+	size_t chunk_size;        /* payload bytes per message, default 128 KiB */
+	unsigned rx_depth;        /* receive buffers posted per rail, default 32 */
+};
+
+/* Fills defaults and then overrides from environment variables SN_PROVIDER,
+ * SN_SYS_PROVIDER, SN_FANOUT, SN_TIMEOUT_MS, SN_SPIN_US, SN_CHUNK_SIZE. */
+void sn_config_defaults(struct sn_config *cfg);
+
+int sn_open(const struct sn_config *cfg, struct sn_ctx **out);
+/* Why the last sn_open in this thread failed. */
+const char *sn_open_error(void);
+void sn_close(struct sn_ctx *ctx);
+
+const char *sn_strerror(const struct sn_ctx *ctx);
+uint32_t sn_node_id(const struct sn_ctx *ctx);
+uint32_t sn_node_count(const struct sn_ctx *ctx);
+const char *sn_provider_name(const struct sn_ctx *ctx, int rail);
+
+/* Global memory: the same offsets name the same variables on every node. The
+ * first SN_GMEM_RESERVED bytes belong to the library. */
+#define SN_GMEM_RESERVED 4096
+void *sn_gmem(struct sn_ctx *ctx);
+size_t sn_gmem_size(const struct sn_ctx *ctx);
+uint64_t sn_var_load(struct sn_ctx *ctx, uint64_t off);
+void sn_var_store(struct sn_ctx *ctx, uint64_t off, uint64_t value);
+
+/* Events are counting: each signal adds one, each successful test takes one.
+ * Event ids are global, so a remote event is named by the same id. An event
+ * that an operation failed on also carries the error and the nodes. */
+int sn_event_signal(struct sn_ctx *ctx, unsigned ev);
+/* TEST-EVENT: 1 if the event was signalled (and consumes it), 0 if not
+ * (timeout_ms 0 polls, < 0 waits forever, otherwise waits that long),
+ * negative errno if the operation that signals it failed; then *failed, if
+ * given, receives the nodes that did not confirm. */
+int sn_test_event(struct sn_ctx *ctx, unsigned ev, int timeout_ms,
+		  struct sn_nodeset *failed);
+
+enum sn_xfer_flags {
+	SN_XFER_ATOMIC = 1u << 0, /* signal remote events only once all hold it */
+	SN_XFER_SYS = 1u << 1,    /* use the system rail when there is one */
+};
+#define SN_NO_EVENT UINT32_MAX
+
+/* XFER-AND-SIGNAL: put len bytes from src into [dst_off, dst_off+len) of the
+ * global memory of every node in dst (which may include this node).
+ * Non-blocking: src may be reused when local_ev fires, or at once when
+ * local_ev is SN_NO_EVENT (the data is then copied). local_ev fires when every
+ * destination holds the data (or with an error naming those that do not);
+ * remote_ev fires on each destination when it holds the data. */
+int sn_xfer(struct sn_ctx *ctx, const struct sn_nodeset *dst, uint64_t dst_off,
+	    const void *src, size_t len, unsigned local_ev, unsigned remote_ev,
+	    unsigned flags);
+
+enum sn_cmp { SN_EQ, SN_NE, SN_LT, SN_LE, SN_GT, SN_GE };
+bool sn_cmp_eval(enum sn_cmp op, uint64_t lhs, uint64_t rhs);
+const char *sn_cmp_name(enum sn_cmp op);
+
+/* COMPARE-AND-WRITE: is (var at var_off) OP value true on every node of set?
+ * If so and do_write, write write_val to write_off on every node of set.
+ * Returns 1 (true, and written), 0 (false, nothing written) or a negative
+ * errno; on -ETIMEDOUT/-EHOSTUNREACH *failed names the unresponsive nodes.
+ * Calls with a write are serialised through the set's lowest node, so
+ * concurrent callers agree on one final value. */
+int sn_caw(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off,
+	   enum sn_cmp op, uint64_t value, bool do_write, uint64_t write_off,
+	   uint64_t write_val, struct sn_nodeset *failed);
+
+/* Event-loop integration: an fd that becomes readable when progress may be
+ * needed (or -1 if the provider offers none, then poll sn_progress), and the
+ * call that makes it. sn_progress returns the number of events signalled. */
+int sn_wait_fd(struct sn_ctx *ctx);
+int sn_progress(struct sn_ctx *ctx);
+/* 0 if it is safe to sleep on sn_wait_fd now, -EAGAIN if sn_progress must
+ * run first (libfabric's fi_trywait contract). */
+int sn_prepare_wait(struct sn_ctx *ctx);
+/* Milliseconds until the next internal deadline, or -1 if none. */
+int sn_next_timeout_ms(struct sn_ctx *ctx);
+
+/* Counters for tests and benchmarks. */
+struct sn_stats {
+	uint64_t msgs_sent, msgs_recv, bytes_sent, bytes_recv, forwards, timeouts;
+};
+void sn_get_stats(const struct sn_ctx *ctx, struct sn_stats *st);
+
+#endif

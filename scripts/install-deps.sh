@@ -1,0 +1,27 @@
+#!/bin/sh
+# Installs the Debian packages storm needs to build and test, only those missing.
+# Called by `make demo` and `make check`; safe to run repeatedly. Needs root (or sudo).
+set -eu
+
+build_pkgs="build-essential pkg-config libfabric-dev libfabric-bin libprotobuf-c-dev
+protobuf-c-compiler libcunit1-dev libinih-dev libjansson-dev libsodium-dev
+libclang-rt-14-dev clang"
+bench_pkgs="mpich libmpich-dev gnuplot-nox hyperfine"
+
+want="$build_pkgs"
+[ "${1:-}" = "--bench" ] && want="$want $bench_pkgs"
+
+missing=""
+for p in $want; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+echo "install-deps: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq >/dev/null
+# shellcheck disable=SC2086
+$sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null

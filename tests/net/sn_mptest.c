@@ -1,0 +1,545 @@
+/* Multi-process tests of the three primitives: every scenario runs as 2, 8 and
+ * 32 local node processes on each libfabric provider. Processes synchronise
+ * only through the primitives themselves (barrier = COMPARE-AND-WRITE polled by
+ * a leader, then an XFER-AND-SIGNAL "go"), never by sleeping. */
+#include <CUnit/Basic.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../lib/spawn.h"
+#include "sn.h"
+
+enum { VAR_A = 4096, VAR_B = 4104, VAR_BAR = 4112, VAR_WIN = 4120, VAR_GO = 4128,
+       DATA = 8192 };
+enum { EV_DATA = 1, EV_LOCAL = 2, EV_GO = 3, EV_UNUSED = 9 };
+#define BIG (16u << 20)
+#define GMEM (DATA + BIG + 8192)
+#define OP_TIMEOUT_MS 3000
+#define RUN_TIMEOUT_MS 120000
+
+static const char *providers[] = {"tcp;ofi_rxm", "shm", "sockets", "udp;ofi_rxd"};
+
+struct params {
+	const char *prov;
+};
+
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "node %u: %s:%d: check failed: %s: ", \
+				self, __FILE__, __LINE__, #cond);              \
+			fprintf(stderr, __VA_ARGS__);                          \
+			fputc('\n', stderr);                                   \
+			return 1;                                              \
+		}                                                              \
+	} while (0)
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static struct sn_ctx *open_node(const struct spawn_node *nd, size_t gmem)
+{
+	const struct params *p = nd->arg;
+	char boot[256];
+	struct sn_config c;
+	struct sn_ctx *ctx;
+	sn_config_defaults(&c);
+	snprintf(boot, sizeof(boot), "dir:%s", nd->bootdir);
+	c.provider = p->prov;
+	c.node_id = nd->id;
+	c.node_count = nd->n;
+	c.gmem_size = gmem;
+	c.bootstrap = boot;
+	c.timeout_ms = getenv("SN_TEST_TIMEOUT_MS") ? (unsigned)atoi(getenv("SN_TEST_TIMEOUT_MS")) : OP_TIMEOUT_MS;
+	int rc = sn_open(&c, &ctx);
+	if (rc) {
+		fprintf(stderr, "node %u: sn_open: %s\n", nd->id, sn_open_error());
+		exit(2);
+	}
+	return ctx;
+}
+
+static void all_nodes(struct sn_ctx *ctx, struct sn_nodeset *s)
+{
+	sn_set_clear(s);
+	sn_set_range(s, 0, sn_node_count(ctx) - 1);
+}
+
+/* Barrier over set for epoch: everyone publishes the epoch; the set's lowest
+ * node polls COMPARE-AND-WRITE until all have, then multicasts "go". */
+static int barrier(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t epoch)
+{
+	uint32_t self = sn_node_id(ctx), leader = sn_set_next(set, 0);
+	sn_var_store(ctx, VAR_BAR, epoch);
+	if (self != leader) {
+		int rc = sn_test_event(ctx, EV_GO, 4 * OP_TIMEOUT_MS, NULL);
+		return rc == 1 ? 0 : -1;
+	}
+	int rc;
+	while ((rc = sn_caw(ctx, set, VAR_BAR, SN_GE, epoch, false, 0, 0, NULL)) == 0)
+		;
+	if (rc < 0)
+		return rc;
+	struct sn_nodeset others = *set;
+	sn_set_del(&others, self);
+	if (sn_set_empty(&others))
+		return 0;
+	if (sn_xfer(ctx, &others, VAR_GO, &epoch, 8, EV_LOCAL, EV_GO, 0))
+		return -1;
+	return sn_test_event(ctx, EV_LOCAL, 4 * OP_TIMEOUT_MS, NULL) == 1 ? 0 : -1;
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
+}
+
+static void fill(uint8_t *buf, size_t len, uint64_t seed)
+{
+	size_t i = 0;
+	for (; i + 8 <= len; i += 8) {
+		uint64_t v = mix(seed + i);
+		memcpy(buf + i, &v, 8);
+	}
+	for (; i < len; i++)
+		buf[i] = (uint8_t)mix(seed + i);
+}
+
+/* ------------------------------------------------------------ integrity */
+
+struct plan {
+	uint32_t root;
+	struct sn_nodeset set;
+	size_t size;
+	uint64_t off;
+	unsigned flags;
+};
+
+/* Every node derives the same plan for iteration it. */
+static void make_plan(uint32_t n, uint32_t it, struct plan *p)
+{
+	uint64_t r = mix(0x5eed0000 + it);
+	p->root = it % n;
+	sn_set_clear(&p->set);
+	switch (it == 0 ? 0 : r % 4) {
+	case 0:
+		sn_set_range(&p->set, 0, n - 1);
+		break;
+	case 1:
+		sn_set_add(&p->set, (uint32_t)(mix(r) % n));
+		break;
+	case 2: {
+		uint32_t a = (uint32_t)(mix(r + 1) % n), b = (uint32_t)(mix(r + 2) % n);
+		sn_set_range(&p->set, a < b ? a : b, a < b ? b : a);
+		break;
+	}
+	default:
+		for (uint32_t i = 0; i < n; i++)
+			if (mix(r + 10 + i) & 1)
+				sn_set_add(&p->set, i);
+		if (sn_set_empty(&p->set))
+			sn_set_add(&p->set, (p->root + 1) % n);
+	}
+	uint64_t s = mix(r + 3);
+	if (it == 0)
+		p->size = BIG; /* the largest size, to every node, always tested */
+	else if (s % 8 == 0)
+		p->size = 0;
+	else if (s % 8 < 4)
+		p->size = (size_t)(mix(r + 4) % 4096);
+	else
+		p->size = (size_t)(mix(r + 4) % (1u << 20));
+	p->off = DATA + mix(r + 5) % 4096;
+	p->flags = it % 3 == 2 ? SN_XFER_ATOMIC : 0;
+}
+
+static int scen_integrity(const struct spawn_node *nd)
+{
+	uint32_t self = nd->id, n = nd->n;
+	struct sn_ctx *ctx = open_node(nd, GMEM);
+	uint8_t *buf = malloc(BIG), *expect = malloc(BIG);
+	uint32_t iters = n >= 32 ? 12 : 24;
+	struct sn_nodeset all;
+	all_nodes(ctx, &all);
+	for (uint32_t it = 0; it < iters; it++) {
+		struct plan p;
+		make_plan(n, it, &p);
+		bool member = sn_set_has(&p.set, self);
+		if (self == p.root) {
+			fill(buf, p.size, it);
+			int rc = sn_xfer(ctx, &p.set, p.off, buf, p.size, EV_LOCAL, EV_DATA, p.flags);
+			CHECK(rc == 0, "sn_xfer: %s", sn_strerror(ctx));
+			rc = sn_test_event(ctx, EV_LOCAL, 4 * OP_TIMEOUT_MS, NULL);
+			CHECK(rc == 1, "local event of iteration %u: %d %s", it, rc, sn_strerror(ctx));
+		}
+		if (member) {
+			int rc = sn_test_event(ctx, EV_DATA, 4 * OP_TIMEOUT_MS, NULL);
+			CHECK(rc == 1, "remote event of iteration %u: %d", it, rc);
+			fill(expect, p.size, it);
+			CHECK(memcmp((uint8_t *)sn_gmem(ctx) + p.off, expect, p.size) == 0,
+			      "data of iteration %u (%zu bytes from node %u) differs", it, p.size,
+			      p.root);
+		}
+		CHECK(sn_test_event(ctx, EV_DATA, 0, NULL) == 0, "extra remote event at %u", it);
+		CHECK(barrier(ctx, &all, it + 1) == 0, "barrier %u: %s", it, sn_strerror(ctx));
+	}
+	free(buf);
+	free(expect);
+	sn_close(ctx);
+	return 0;
+}
+
+/* --------------------------------------------------------------- events */
+
+static int scen_events(const struct spawn_node *nd)
+{
+	uint32_t self = nd->id, n = nd->n;
+	struct sn_ctx *ctx = open_node(nd, 1 << 20);
+	struct sn_nodeset all, zero, others;
+	all_nodes(ctx, &all);
+	sn_set_clear(&zero);
+	sn_set_add(&zero, 0);
+	others = all;
+	sn_set_del(&others, 0);
+
+	/* counting: five signals give five successes, then none */
+	if (self == 1)
+		for (uint64_t i = 0; i < 5; i++) {
+			CHECK(sn_xfer(ctx, &zero, VAR_A, &i, 8, EV_LOCAL, EV_DATA, 0) == 0, "xfer");
+			CHECK(sn_test_event(ctx, EV_LOCAL, OP_TIMEOUT_MS, NULL) == 1, "local");
+		}
+	CHECK(barrier(ctx, &all, 1) == 0, "barrier");
+	if (self == 0) {
+		for (int i = 0; i < 5; i++)
+			CHECK(sn_test_event(ctx, EV_DATA, 0, NULL) == 1, "signal %d missing", i);
+		CHECK(sn_test_event(ctx, EV_DATA, 0, NULL) == 0, "a sixth signal");
+		CHECK(sn_var_load(ctx, VAR_A) == 4, "last value %lu",
+		      (unsigned long)sn_var_load(ctx, VAR_A));
+		/* a bounded wait on an event nobody signals returns 0, not earlier */
+		uint64_t t0 = now_ms();
+		CHECK(sn_test_event(ctx, EV_UNUSED, 100, NULL) == 0, "unused event fired");
+		CHECK(now_ms() - t0 >= 100, "returned after %lu ms",
+		      (unsigned long)(now_ms() - t0));
+		CHECK(sn_test_event(ctx, SN_MAX_EVENTS, 0, NULL) == -EINVAL, "bad event id");
+		/* the local event means every destination holds the data */
+		for (uint64_t v = 1; v <= 20; v++) {
+			unsigned fl = v % 2 ? SN_XFER_ATOMIC : 0;
+			CHECK(sn_xfer(ctx, &others, VAR_B, &v, 8, EV_LOCAL, EV_DATA, fl) == 0, "xfer");
+			CHECK(sn_test_event(ctx, EV_LOCAL, OP_TIMEOUT_MS, NULL) == 1, "local %lu",
+			      (unsigned long)v);
+			CHECK(sn_caw(ctx, &others, VAR_B, SN_EQ, v, false, 0, 0, NULL) == 1,
+			      "value %lu not everywhere when the local event fired",
+			      (unsigned long)v);
+		}
+		/* no local event: the source may be reused at once */
+		uint64_t v = 777;
+		CHECK(sn_xfer(ctx, &others, VAR_B, &v, 8, SN_NO_EVENT, EV_DATA, 0) == 0, "xfer");
+		v = 0;
+	} else {
+		for (int i = 0; i < 21; i++)
+			CHECK(sn_test_event(ctx, EV_DATA, 4 * OP_TIMEOUT_MS, NULL) == 1,
+			      "remote event %d", i);
+		CHECK(sn_var_load(ctx, VAR_B) == 777, "copied source");
+	}
+	CHECK(barrier(ctx, &all, 2) == 0, "barrier");
+	(void)n;
+	sn_close(ctx);
+	return 0;
+}
+
+/* ------------------------------------------------------- CAW truth table */
+
+static uint64_t value_of(uint32_t node) { return node * 10 + 5; }
+
+static int scen_caw(const struct spawn_node *nd)
+{
+	uint32_t self = nd->id, n = nd->n;
+	struct sn_ctx *ctx = open_node(nd, 1 << 20);
+	struct sn_nodeset all;
+	all_nodes(ctx, &all);
+	sn_var_store(ctx, VAR_A, value_of(self));
+	CHECK(barrier(ctx, &all, 1) == 0, "barrier");
+	if (self == 0) {
+		struct sn_nodeset sets[5];
+		for (int i = 0; i < 5; i++)
+			sn_set_clear(&sets[i]);
+		sets[0] = all;
+		sn_set_add(&sets[1], 1);
+		sn_set_add(&sets[2], n - 1);
+		sn_set_range(&sets[3], 1, n - 1);
+		for (uint32_t i = 0; i < n; i += 2)
+			sn_set_add(&sets[4], i);
+		uint64_t values[] = {0, 5, 15, value_of(n / 2), value_of(n - 1), UINT64_MAX};
+		for (int si = 0; si < 5; si++)
+			for (int op = SN_EQ; op <= SN_GE; op++)
+				for (size_t vi = 0; vi < sizeof(values) / 8; vi++) {
+					bool want = true;
+					for (uint32_t m = 0; m < n; m++)
+						if (sn_set_has(&sets[si], m))
+							want = want && sn_cmp_eval((enum sn_cmp)op,
+										   value_of(m),
+										   values[vi]);
+					int rc = sn_caw(ctx, &sets[si], VAR_A, (enum sn_cmp)op,
+							values[vi], false, 0, 0, NULL);
+					CHECK(rc == (int)want, "set %d: var %s %lu gave %d, want %d",
+					      si, sn_cmp_name((enum sn_cmp)op),
+					      (unsigned long)values[vi], rc, want);
+				}
+		/* a true condition writes on the set only; a false one writes nothing */
+		struct sn_nodeset s = sets[4], rest = all;
+		sn_set_andnot(&rest, &s);
+		CHECK(sn_caw(ctx, &s, VAR_A, SN_GE, 5, true, VAR_B, 77, NULL) == 1, "write");
+		CHECK(sn_caw(ctx, &s, VAR_B, SN_EQ, 77, false, 0, 0, NULL) == 1, "written");
+		if (!sn_set_empty(&rest))
+			CHECK(sn_caw(ctx, &rest, VAR_B, SN_EQ, 0, false, 0, 0, NULL) == 1,
+			      "written outside the set");
+		CHECK(sn_caw(ctx, &s, VAR_A, SN_EQ, 12345, true, VAR_B, 99, NULL) == 0, "false");
+		CHECK(sn_caw(ctx, &s, VAR_B, SN_EQ, 77, false, 0, 0, NULL) == 1, "false wrote");
+		/* bad arguments */
+		struct sn_nodeset empty;
+		sn_set_clear(&empty);
+		CHECK(sn_caw(ctx, &empty, VAR_A, SN_EQ, 0, false, 0, 0, NULL) == -EINVAL, "empty");
+		CHECK(strstr(sn_strerror(ctx), "empty") != NULL, "message: %s", sn_strerror(ctx));
+		CHECK(sn_caw(ctx, &all, VAR_A + 3, SN_EQ, 0, false, 0, 0, NULL) == -EINVAL,
+		      "unaligned");
+		CHECK(sn_caw(ctx, &all, 1 << 20, SN_EQ, 0, false, 0, 0, NULL) == -EINVAL,
+		      "outside");
+	}
+	CHECK(barrier(ctx, &all, 2) == 0, "barrier");
+	sn_close(ctx);
+	return 0;
+}
+
+/* ---------------------------------------------------- concurrent writers */
+
+static int scen_concurrent(const struct spawn_node *nd)
+{
+	uint32_t self = nd->id, n = nd->n;
+	struct sn_ctx *ctx = open_node(nd, 1 << 20);
+	struct sn_nodeset all;
+	all_nodes(ctx, &all);
+	for (uint64_t round = 0; round < 3; round++) {
+		/* everyone races to turn VAR_A from 'round' into its own mark */
+		uint64_t base = round * 1000;
+		sn_var_store(ctx, VAR_A, base);
+		sn_var_store(ctx, VAR_WIN, 0);
+		CHECK(barrier(ctx, &all, 3 * round + 1) == 0, "barrier");
+		int rc = sn_caw(ctx, &all, VAR_A, SN_EQ, base, true, VAR_A, base + self + 1, NULL);
+		CHECK(rc == 0 || rc == 1, "caw: %d %s", rc, sn_strerror(ctx));
+		sn_var_store(ctx, VAR_WIN, (uint64_t)rc);
+		CHECK(barrier(ctx, &all, 3 * round + 2) == 0, "barrier");
+		if (self == 0) {
+			uint32_t winners = 0, winner = 0;
+			for (uint32_t j = 0; j < n; j++) {
+				struct sn_nodeset one;
+				sn_set_clear(&one);
+				sn_set_add(&one, j);
+				if (sn_caw(ctx, &one, VAR_WIN, SN_EQ, 1, false, 0, 0, NULL) == 1) {
+					winners++;
+					winner = j;
+				}
+			}
+			CHECK(winners == 1, "round %lu: %u winners", (unsigned long)round, winners);
+			CHECK(sn_caw(ctx, &all, VAR_A, SN_EQ, base + winner + 1, false, 0, 0, NULL) ==
+				      1,
+			      "nodes disagree on the final value");
+		}
+		/* nobody resets its variables before node 0 has read them */
+		CHECK(barrier(ctx, &all, 3 * round + 3) == 0, "barrier");
+	}
+	CHECK(barrier(ctx, &all, 100) == 0, "barrier");
+	sn_close(ctx);
+	return 0;
+}
+
+/* ----------------------------------------------------------- peer killed */
+
+static int scen_kill(const struct spawn_node *nd)
+{
+	uint32_t self = nd->id, n = nd->n, victim = n - 1;
+	struct sn_ctx *ctx = open_node(nd, GMEM);
+	struct sn_nodeset all, others, survivors;
+	all_nodes(ctx, &all);
+	others = all;
+	sn_set_del(&others, 0);
+	survivors = all;
+	sn_set_del(&survivors, victim);
+	CHECK(barrier(ctx, &all, 1) == 0, "barrier");
+	if (self == victim) {
+		/* die in the middle of the transfer */
+		struct sn_stats st;
+		for (;;) {
+			sn_test_event(ctx, EV_UNUSED, 1, NULL);
+			sn_get_stats(ctx, &st);
+			if (st.bytes_recv >= (1u << 20))
+				raise(SIGKILL);
+		}
+	}
+	if (self == 0) {
+		size_t len = 4u << 20;
+		uint8_t *buf = malloc(len);
+		fill(buf, len, 42);
+		CHECK(sn_xfer(ctx, &others, DATA, buf, len, EV_LOCAL, EV_DATA, 0) == 0, "xfer");
+		struct sn_nodeset failed;
+		uint64_t t0 = now_ms();
+		int rc = sn_test_event(ctx, EV_LOCAL, -1, &failed);
+		CHECK(rc < 0, "transfer to a dead node succeeded (%d)", rc);
+		CHECK(sn_set_has(&failed, victim), "error does not name node %u", victim);
+		CHECK(strstr(sn_strerror(ctx), "did not confirm") != NULL, "message: %s",
+		      sn_strerror(ctx));
+		CHECK(now_ms() - t0 < 20u * OP_TIMEOUT_MS, "took %lu ms",
+		      (unsigned long)(now_ms() - t0));
+		sn_set_clear(&failed);
+		rc = sn_caw(ctx, &all, VAR_A, SN_EQ, 0, false, 0, 0, &failed);
+		CHECK(rc < 0 && sn_set_has(&failed, victim), "CAW with a dead node: %d", rc);
+		rc = sn_caw(ctx, &all, VAR_A, SN_EQ, 0, true, VAR_B, 1, &failed);
+		CHECK(rc < 0 && sn_set_has(&failed, victim), "writing CAW with a dead node: %d",
+		      rc);
+		free(buf);
+	} else {
+		CHECK(sn_test_event(ctx, EV_DATA, 4 * OP_TIMEOUT_MS, NULL) == 1, "data");
+	}
+	CHECK(barrier(ctx, &survivors, 2) == 0, "survivors' barrier: %s", sn_strerror(ctx));
+	sn_close(ctx);
+	return 0;
+}
+
+/* ----------------------------------------------------------- bad input */
+
+static int scen_badargs(const struct spawn_node *nd)
+{
+	uint32_t self = nd->id;
+	char boot[256];
+	struct sn_config c;
+	struct sn_ctx *ctx;
+	sn_config_defaults(&c);
+	snprintf(boot, sizeof(boot), "dir:%s", nd->bootdir);
+	c.node_count = 1;
+	c.bootstrap = boot;
+	c.provider = "no-such-provider";
+	CHECK(sn_open(&c, &ctx) == -ENOENT, "unknown provider accepted");
+	CHECK(strstr(sn_open_error(), "no-such-provider"), "message: %s", sn_open_error());
+	c.provider = ((const struct params *)nd->arg)->prov;
+	c.node_id = 3;
+	CHECK(sn_open(&c, &ctx) == -EINVAL, "node id beyond the count accepted");
+	c.node_id = 0;
+	c.bootstrap = "carrier-pigeon";
+	CHECK(sn_open(&c, &ctx) == -EINVAL && strstr(sn_open_error(), "bootstrap"),
+	      "bad bootstrap: %s", sn_open_error());
+	c.bootstrap = boot;
+	CHECK(sn_open(&c, &ctx) == 0, "open: %s", sn_open_error());
+
+	struct sn_nodeset empty, me, beyond;
+	sn_set_clear(&empty);
+	sn_set_clear(&me);
+	sn_set_add(&me, 0);
+	sn_set_clear(&beyond);
+	sn_set_add(&beyond, 5);
+	uint64_t v = 9;
+	CHECK(sn_xfer(ctx, &empty, VAR_A, &v, 8, EV_LOCAL, EV_DATA, 0) == -EINVAL, "empty set");
+	CHECK(strstr(sn_strerror(ctx), "empty"), "message: %s", sn_strerror(ctx));
+	CHECK(sn_xfer(ctx, &me, c.gmem_size - 4, &v, 8, EV_LOCAL, EV_DATA, 0) == -EINVAL,
+	      "offset out of the region");
+	CHECK(strstr(sn_strerror(ctx), "outside the global memory"), "message: %s",
+	      sn_strerror(ctx));
+	CHECK(sn_xfer(ctx, &me, 8, &v, 8, EV_LOCAL, EV_DATA, 0) == -EINVAL, "reserved region");
+	CHECK(sn_xfer(ctx, &beyond, VAR_A, &v, 8, EV_LOCAL, EV_DATA, 0) == -EINVAL,
+	      "node beyond the cluster");
+	CHECK(sn_xfer(ctx, &me, VAR_A, &v, 8, 4000, EV_DATA, 0) == -EINVAL, "bad event");
+	/* to oneself: both events fire at once */
+	CHECK(sn_xfer(ctx, &me, VAR_A, &v, 8, EV_LOCAL, EV_DATA, 0) == 0, "self xfer");
+	CHECK(sn_test_event(ctx, EV_LOCAL, 1000, NULL) == 1, "self local event");
+	CHECK(sn_test_event(ctx, EV_DATA, 0, NULL) == 1, "self remote event");
+	CHECK(sn_var_load(ctx, VAR_A) == 9, "self data");
+	CHECK(sn_caw(ctx, &me, VAR_A, SN_EQ, 9, true, VAR_B, 5, NULL) == 1, "self caw");
+	CHECK(sn_var_load(ctx, VAR_B) == 5, "self caw write");
+	sn_close(ctx);
+	return 0;
+}
+
+/* ------------------------------------------------------------- registry */
+
+static int run_scenario(int prov, int (*fn)(const struct spawn_node *), uint32_t n,
+			int killed)
+{
+	struct params p = {.prov = providers[prov]};
+	int *st = calloc(n, sizeof(int));
+	int rc = spawn_run(n, fn, &p, RUN_TIMEOUT_MS, st);
+	if (rc == 0)
+		rc = spawn_check(n, st, killed);
+	free(st);
+	return rc;
+}
+
+#define SCEN_LIST(X, P)                      \
+	X(P, integrity, 2) X(P, integrity, 8) X(P, integrity, 32) \
+	X(P, events, 2) X(P, events, 8) X(P, events, 32)          \
+	X(P, caw, 2) X(P, caw, 8) X(P, caw, 32)                   \
+	X(P, concurrent, 2) X(P, concurrent, 8) X(P, concurrent, 32) \
+	X(P, kill, 2) X(P, kill, 8) X(P, kill, 32)                \
+	X(P, badargs, 1)
+
+#define DEFINE_TEST(P, S, N)                                                         \
+	static void t_##P##_##S##_##N(void)                                          \
+	{                                                                            \
+		CU_ASSERT_EQUAL(run_scenario(P, scen_##S, N,                         \
+					     scen_##S == scen_kill ? (int)(N) - 1 : -1), \
+				0);                                                  \
+	}
+#define ADD_TEST(P, S, N)                                  \
+	if (!getenv("SN_TEST_ONLY") || strstr(#S " x" #N, getenv("SN_TEST_ONLY"))) \
+		CU_add_test(suite, #S " x" #N, t_##P##_##S##_##N);
+
+SCEN_LIST(DEFINE_TEST, 0)
+SCEN_LIST(DEFINE_TEST, 1)
+SCEN_LIST(DEFINE_TEST, 2)
+SCEN_LIST(DEFINE_TEST, 3)
+
+static bool wanted(const char *prov)
+{
+	const char *only = getenv("SN_TEST_PROVIDERS"); /* e.g. "shm|tcp;ofi_rxm" */
+	if (!only || !*only)
+		return true;
+	size_t l = strlen(prov);
+	for (const char *p = only; (p = strstr(p, prov)); p += l)
+		if ((p == only || p[-1] == '|') && (p[l] == '\0' || p[l] == '|'))
+			return true;
+	return false;
+}
+
+int main(void)
+{
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 2;
+	CU_pSuite suite;
+	for (int p = 0; p < 4; p++) {
+		char name[64];
+		if (!wanted(providers[p]))
+			continue;
+		snprintf(name, sizeof(name), "primitives on %s", providers[p]);
+		suite = CU_add_suite(name, NULL, NULL);
+		switch (p) {
+		case 0: SCEN_LIST(ADD_TEST, 0) break;
+		case 1: SCEN_LIST(ADD_TEST, 1) break;
+		case 2: SCEN_LIST(ADD_TEST, 2) break;
+		case 3: SCEN_LIST(ADD_TEST, 3) break;
+		}
+	}
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	unsigned failed = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return failed ? 1 : 0;
+}
