@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +48,7 @@ struct slot {
 	size_t size;
 	/* tx */
 	struct slot *next;   /* pending queue */
+	uint64_t queued_ns;  /* when the provider first pushed back */
 	uint32_t dest;
 	struct rec *rec;     /* operation this message belongs to, if any */
 	uint32_t req_id;     /* CAW request it carries, if any */
@@ -69,6 +71,7 @@ struct rail {
 	uint8_t *rx_mem;
 	struct slot *txq_head, *txq_tail; /* not yet accepted by the provider */
 	size_t max_payload;
+	bool flushing;
 };
 
 typedef void (*rec_done_fn)(struct sn_ctx *ctx, struct rec *r);
@@ -314,18 +317,47 @@ static void txq_push(struct rail *rl, struct slot *s)
 
 static void tx_failed(struct sn_ctx *ctx, struct slot *s, int err);
 
-/* Hands queued messages to the provider until it pushes back. */
+/* Hands queued messages to the provider. A destination that pushes back
+ * (-FI_EAGAIN) keeps its messages, in order, without holding up the others;
+ * one that stays blocked past the timeout is given up as unreachable. */
 static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 {
-	while (rl->txq_head) {
-		struct slot *s = rl->txq_head;
-		ssize_t rc = fi_sendv(rl->ep, s->iov, s->desc, s->niov, rl->peers[s->dest],
+	/* a failure handled below may queue more (an ACK): the walk picks it up */
+	if (rl->flushing)
+		return;
+	rl->flushing = true;
+	struct sn_nodeset blocked;
+	struct slot **pp = &rl->txq_head, *prev = NULL;
+	uint64_t t = 0;
+	bool any_blocked = false;
+	while (*pp) {
+		struct slot *s = *pp;
+		ssize_t rc;
+		if (any_blocked && sn_set_has(&blocked, s->dest)) {
+			rc = -FI_EAGAIN;
+		} else {
+			rc = fi_sendv(rl->ep, s->iov, s->desc, s->niov, rl->peers[s->dest],
 				      &s->fctx);
-		if (rc == -FI_EAGAIN)
-			return;
-		rl->txq_head = s->next;
-		if (!rl->txq_head)
-			rl->txq_tail = NULL;
+		}
+		if (rc == -FI_EAGAIN) {
+			if (!t)
+				t = now_ns();
+			if (!s->queued_ns)
+				s->queued_ns = t;
+			if (t - s->queued_ns < (uint64_t)ctx->cfg.timeout_ms * 1000000ull) {
+				if (!any_blocked)
+					sn_set_clear(&blocked);
+				any_blocked = true;
+				sn_set_add(&blocked, s->dest);
+				prev = s;
+				pp = &s->next;
+				continue;
+			}
+			rc = -FI_ETIMEDOUT;
+		}
+		*pp = s->next;
+		if (rl->txq_tail == s)
+			rl->txq_tail = prev;
 		if (rc) {
 			tx_failed(ctx, s, (int)rc);
 			continue;
@@ -333,6 +365,7 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 		ctx->stats.msgs_sent++;
 		ctx->stats.bytes_sent += s->iov[0].iov_len + (s->niov > 1 ? s->iov[1].iov_len : 0);
 	}
+	rl->flushing = false;
 }
 
 /* Queues message m to node dest, with an optional payload that must stay
@@ -602,6 +635,8 @@ static void handle_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t l
 	const char *why = "";
 	ctx->stats.msgs_recv++;
 	ctx->stats.bytes_recv += len;
+	if (ctx->cfg.fault_die_after && ctx->stats.bytes_recv >= ctx->cfg.fault_die_after)
+		raise(SIGKILL);
 	if (sn_wire_decode(buf, len, ctx->n, &m, &why)) {
 		note(ctx, "dropped malformed message: %s", why);
 		return;
@@ -782,9 +817,10 @@ static void wait_until(struct sn_ctx *ctx, bool (*cond)(struct sn_ctx *, void *)
 			return;
 		if (t < spin_until)
 			continue;
-		int ms = (int)((deadline_ns - t + 999999) / 1000000);
+		uint64_t left_ms = (deadline_ns - t) / 1000000 + 1;
+		int ms = left_ms > INT32_MAX ? -1 : (int)left_ms;
 		int next = sn_next_timeout_ms(ctx);
-		if (next >= 0 && next < ms)
+		if (next >= 0 && (ms < 0 || next < ms))
 			ms = next;
 		if (ctx->epfd < 0 || ctx->rails[0].wait_fd < 0) {
 			/* no wait object: back off from 1 µs to 1 ms */

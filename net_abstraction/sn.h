@@ -33,6 +33,8 @@ struct sn_config {
 	unsigned spin_us;         /* busy-poll this long before sleeping, default 0 */
 	size_t chunk_size;        /* payload bytes per message, default 128 KiB */
 	unsigned rx_depth;        /* receive buffers posted per rail, default 32 */
+	uint64_t fault_die_after; /* fault injection: SIGKILL self once this many
+				     bytes were received (0: never) */
 };
 
 /* Fills defaults and then overrides from environment variables SN_PROVIDER,
