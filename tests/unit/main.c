@@ -1,0 +1,18 @@
+/* CUnit runner for the pure parts: node sets, trees, the wire codec. */
+#include <CUnit/Basic.h>
+
+#include "suites.h"
+
+int main(void)
+{
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 2;
+	add_nodeset_suite();
+	add_tree_suite();
+	add_wire_suite();
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+	CU_cleanup_registry();
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,6 @@
+#ifndef STORM_TEST_SUITES_H
+#define STORM_TEST_SUITES_H
+void add_nodeset_suite(void);
+void add_tree_suite(void);
+void add_wire_suite(void);
+#endif
