@@ -9,7 +9,7 @@ SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-san
 NET_SRC := $(wildcard net_abstraction/*.c)
 
 .PHONY: all deps bench-deps demo check unit unit-asan nettest bench clean
-all: $(BUILD)/lib/libstormnet.a $(BUILD)/bin/sn_node $(BUILD)/bin/sn_mptest \
+all: $(BUILD)/lib/libstormnet.a $(BUILD)/bin/primitives_demo $(BUILD)/bin/sn_mptest \
      $(BUILD)/bin/unit_tests $(BUILD)/bin/sn_bench
 
 deps:
@@ -30,7 +30,8 @@ $(BUILD)/lib/libstormnet.a: $(NET_SRC:%.c=$(BUILD)/obj/%.o)
 	$(AR) rcs $@ $^
 
 # ---- programs
-$(BUILD)/bin/sn_node: $(BUILD)/obj/net_abstraction/tools/sn_node.o $(BUILD)/lib/libstormnet.a
+$(BUILD)/bin/primitives_demo: $(BUILD)/obj/demo/primitives_demo.o $(BUILD)/obj/tests/lib/spawn.o \
+                              $(BUILD)/lib/libstormnet.a
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDLIBS)
 $(BUILD)/bin/sn_bench: $(BUILD)/obj/bench/primitives/sn_bench.o $(BUILD)/obj/tests/lib/spawn.o \
@@ -64,8 +65,8 @@ check: deps
 	$(MAKE) unit unit-asan nettest
 
 demo: deps
-	$(MAKE) $(BUILD)/bin/sn_node
-	./scripts/demo.sh
+	$(MAKE) $(BUILD)/bin/primitives_demo
+	$(BUILD)/bin/primitives_demo --nodes 8
 
 bench: bench-deps
 	$(MAKE) all

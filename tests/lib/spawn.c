@@ -55,8 +55,9 @@ int spawn_run(uint32_t n, int (*fn)(const struct spawn_node *), void *arg,
 		pid_t pid = fork();
 		if (pid == 0) {
 			struct spawn_node node = {.id = i, .n = n, .bootdir = dir, .arg = arg};
+			int rc = fn(&node);
 			fflush(NULL);
-			_exit(fn(&node));
+			_exit(rc);
 		}
 		pids[i] = pid;
 		pfd[i].fd = pid > 0 ? pidfd_open_(pid) : -1;
