@@ -10,7 +10,7 @@ NET_SRC := $(wildcard net_abstraction/*.c)
 
 .PHONY: all deps bench-deps demo check unit unit-asan nettest bench clean
 all: $(BUILD)/lib/libstormnet.a $(BUILD)/bin/primitives_demo $(BUILD)/bin/sn_mptest \
-     $(BUILD)/bin/unit_tests $(BUILD)/bin/sn_bench
+     $(BUILD)/bin/unit_tests
 
 deps:
 	@./scripts/install-deps.sh
@@ -69,7 +69,7 @@ demo: deps
 	$(BUILD)/bin/primitives_demo --nodes 8
 
 bench: bench-deps
-	$(MAKE) all
+	$(MAKE) all $(BUILD)/bin/sn_bench
 	./bench/primitives/run.sh
 
 clean:
