@@ -419,6 +419,48 @@ static int scen_kill(const struct spawn_node *nd)
 	return 0;
 }
 
+/* ------------------------------------------------------------ two rails */
+
+/* System traffic on a second rail (tcp;ofi_rxm) beside the data rail. */
+static int scen_rails(const struct spawn_node *nd)
+{
+	uint32_t self = nd->id;
+	const struct params *p = nd->arg;
+	char boot[256];
+	struct sn_config c;
+	struct sn_ctx *ctx;
+	sn_config_defaults(&c);
+	snprintf(boot, sizeof(boot), "dir:%s", nd->bootdir);
+	c.provider = p->prov;
+	c.sys_provider = "tcp;ofi_rxm";
+	c.node_id = nd->id;
+	c.node_count = nd->n;
+	c.gmem_size = 1 << 20;
+	c.bootstrap = boot;
+	c.timeout_ms = OP_TIMEOUT_MS;
+	CHECK(sn_open(&c, &ctx) == 0, "open: %s", sn_open_error());
+	CHECK(sn_provider_name(ctx, 1) && !strcmp(sn_provider_name(ctx, 1), "tcp;ofi_rxm"),
+	      "no system rail");
+	struct sn_nodeset all, others;
+	all_nodes(ctx, &all);
+	others = all;
+	sn_set_del(&others, 0);
+	CHECK(barrier(ctx, &all, 1) == 0, "barrier over the system rail");
+	if (self == 0)
+		for (uint64_t v = 1; v <= 10; v++) {
+			unsigned fl = v % 2 ? SN_XFER_SYS : 0;
+			CHECK(sn_xfer(ctx, &others, VAR_B, &v, 8, EV_LOCAL, EV_DATA, fl) == 0, "xfer");
+			CHECK(sn_test_event(ctx, EV_LOCAL, OP_TIMEOUT_MS, NULL) == 1, "local");
+			CHECK(sn_caw(ctx, &others, VAR_B, SN_EQ, v, false, 0, 0, NULL) == 1, "value");
+		}
+	else
+		for (int i = 0; i < 10; i++)
+			CHECK(sn_test_event(ctx, EV_DATA, 4 * OP_TIMEOUT_MS, NULL) == 1, "data %d", i);
+	CHECK(barrier(ctx, &all, 2) == 0, "barrier");
+	sn_close(ctx);
+	return 0;
+}
+
 /* ----------------------------------------------------------- bad input */
 
 static int scen_badargs(const struct spawn_node *nd)
@@ -492,7 +534,7 @@ static int run_scenario(int prov, int (*fn)(const struct spawn_node *), uint32_t
 	X(P, caw, 2) X(P, caw, 8) X(P, caw, 32)                   \
 	X(P, concurrent, 2) X(P, concurrent, 8) X(P, concurrent, 32) \
 	X(P, kill, 2) X(P, kill, 8) X(P, kill, 32)                \
-	X(P, badargs, 1)
+	X(P, rails, 8) X(P, badargs, 1)
 
 #define DEFINE_TEST(P, S, N)                                                         \
 	static void t_##P##_##S##_##N(void)                                          \
