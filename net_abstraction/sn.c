@@ -712,12 +712,15 @@ static void tx_failed(struct sn_ctx *ctx, struct slot *s, int err)
 static void check_deadlines(struct sn_ctx *ctx)
 {
 	uint64_t t = now_ns();
-	struct rec *r = ctx->recs;
-	while (r) {
-		struct rec *next = r->next; /* r may be freed */
-		if (!r->finished && t >= r->deadline_ns)
+	/* finishing one record can free others (a failed ACK cascades), so
+	 * rescan from the head after each; every pass finishes one record */
+	for (struct rec *r = ctx->recs; r;) {
+		if (!r->finished && t >= r->deadline_ns) {
 			rec_try_finish(ctx, r, true);
-		r = next;
+			r = ctx->recs;
+		} else {
+			r = r->next;
+		}
 	}
 }
 
