@@ -2,6 +2,7 @@
  *
  *   sn_bench --provider P --nodes N --test lat|mcast|caw [--size BYTES]
  *            [--iters K] [--warmup W] [--spin US] [--budget-s S]
+ *            [--op-timeout-ms MS] [--pin 0|1]
  *
  * One JSON line per result on stdout (printed by node 0):
  *   lat    2 nodes ping-pong: node 0 XFERs size bytes to node 1 with a remote
@@ -16,11 +17,16 @@
  *          that node 0's final XFER signals.
  * Medians over K iterations after W warm-up ones, with p10 and p90. A
  * measurement stops early, after at least 5 iterations, once it has spent
- * --budget-s seconds (default 20). --spin sets sn_config.spin_us (default 0
+ * --budget-s seconds (default 20). --op-timeout-ms sets sn_config.timeout_ms
+ * (default 20000). --spin sets sn_config.spin_us (default 0
  * for mcast and caw, 1000000 for lat); the JSON says "spin":true when set.
+ * --pin 1 puts node i on the i-th CPU the process may use (modulo their
+ * number), as `taskset` does for the two fi_pingpong processes: left to
+ * itself the scheduler sometimes stacks both busy-polling processes on one
+ * CPU, and each message then waits for a time slice.
  * The whole run is bounded by spawn_run's timeout. */
 #include <errno.h>
-#include <math.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +51,7 @@ struct opts {
 	long spin_us; /* -1: the test's default */
 	double budget_s;
 	unsigned op_timeout_ms;
+	bool pin; /* node i runs on the i-th allowed CPU (modulo their number) */
 };
 
 static uint64_t now_ns(void)
@@ -96,7 +103,8 @@ static void report(const struct opts *o, const char *bench, long size, double *u
 	       pct(us, n, 0.1), pct(us, n, 0.9), n);
 	if (bw && size > 0)
 		printf(",\"mbps\":%.1f", (double)size / med);
-	printf(",\"spin\":%s,\"fanout\":%s,\"node0_msgs_sent\":%llu}\n", spin ? "true" : "false",
+	printf(",\"spin\":%s,\"pinned\":%s,\"fanout\":%s,\"node0_msgs_sent\":%llu}\n",
+	       spin ? "true" : "false", o->pin ? "true" : "false",
 	       getenv("SN_FANOUT") ? getenv("SN_FANOUT") : "4", (unsigned long long)st.msgs_sent);
 	fflush(stdout);
 }
@@ -113,9 +121,26 @@ static void report(const struct opts *o, const char *bench, long size, double *u
 		}                                                               \
 	} while (0)
 
+static void pin_cpu(uint32_t id)
+{
+	cpu_set_t allowed, one;
+	if (sched_getaffinity(0, sizeof(allowed), &allowed))
+		return;
+	int count = CPU_COUNT(&allowed), k = (int)(id % (uint32_t)(count ? count : 1));
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &allowed) && k-- == 0) {
+			CPU_ZERO(&one);
+			CPU_SET(cpu, &one);
+			sched_setaffinity(0, sizeof(one), &one);
+			return;
+		}
+}
+
 static struct sn_ctx *open_node(const struct spawn_node *nd, bool spin)
 {
 	const struct opts *o = nd->arg;
+	if (o->pin)
+		pin_cpu(nd->id);
 	char boot[256];
 	struct sn_config c;
 	struct sn_ctx *ctx;
@@ -298,7 +323,10 @@ static int run_mcast(const struct spawn_node *nd)
 			if (last)
 				break;
 		} else {
-			int rc = sn_test_event(ctx, EV_DATA, (int)tmo * 8, NULL);
+			/* node 0 gives up after its operation budget (timeout plus
+			 * 25 MB/s per destination); wait a little longer than that */
+			int wait_ms = (int)(2 * tmo + size / 25000 * n + 10000);
+			int rc = sn_test_event(ctx, EV_DATA, wait_ms, NULL);
 			CHECK(rc == 1, "data of iteration %d: %d %s", it, rc, sn_strerror(ctx));
 			CHECK(sn_test_event(ctx, EV_DONE, (int)tmo * 4, NULL) == 1, "flag: %s",
 			      sn_strerror(ctx));
@@ -372,14 +400,14 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: sn_bench --provider P --nodes N --test lat|mcast|caw [--size BYTES]\n"
 		"                [--iters K] [--warmup W] [--spin US] [--budget-s S]\n"
-		"                [--op-timeout-ms MS]\n");
+		"                [--op-timeout-ms MS] [--pin 0|1]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
 	struct opts o = {.provider = NULL, .test = NULL, .nodes = 2, .size = -1, .iters = 0,
-			 .warmup = -1, .spin_us = -1, .budget_s = 20, .op_timeout_ms = 30000};
+			 .warmup = -1, .spin_us = -1, .budget_s = 20, .op_timeout_ms = 20000};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!v)
@@ -400,6 +428,8 @@ int main(int argc, char **argv)
 			o.spin_us = strtol(v, NULL, 10);
 		else if (!strcmp(a, "--budget-s"))
 			o.budget_s = atof(v);
+		else if (!strcmp(a, "--pin"))
+			o.pin = atoi(v) != 0;
 		else if (!strcmp(a, "--op-timeout-ms"))
 			o.op_timeout_ms = (unsigned)strtoul(v, NULL, 10);
 		else
@@ -447,7 +477,7 @@ int main(int argc, char **argv)
 	/* bounded: the budget per measurement plus generous room for start-up,
 	 * warm-up and the slowest iteration */
 	double sizes = !strcmp(o.test, "lat") && o.size < 0 ? 3 : 1;
-	unsigned run_ms = (unsigned)(sizes * (o.budget_s * 1000 + 4.0 * o.op_timeout_ms) + 60000);
+	unsigned run_ms = (unsigned)(sizes * (o.budget_s * 1000 + 6.0 * o.op_timeout_ms) + 60000);
 	int *st = calloc(o.nodes, sizeof(int));
 	if (!st)
 		return 1;
