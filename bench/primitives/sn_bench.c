@@ -141,16 +141,11 @@ static struct sn_ctx *open_node(const struct spawn_node *nd, bool spin)
 	const struct opts *o = nd->arg;
 	if (o->pin)
 		pin_cpu(nd->id);
-	char boot[256];
 	struct sn_config c;
 	struct sn_ctx *ctx;
-	sn_config_defaults(&c);
-	snprintf(boot, sizeof(boot), "dir:%s", nd->bootdir);
+	spawn_sn_config(nd, &c);
 	c.provider = o->provider;
-	c.node_id = nd->id;
-	c.node_count = nd->n;
 	c.gmem_size = GMEM;
-	c.bootstrap = boot;
 	c.timeout_ms = o->op_timeout_ms;
 	c.spin_us = spin ? (unsigned)(o->spin_us < 0 ? 1000000 : o->spin_us) : 0;
 	if (sn_open(&c, &ctx)) {

@@ -13,6 +13,14 @@
 #include <time.h>
 #include <unistd.h>
 
+void spawn_sn_config(const struct spawn_node *nd, struct sn_config *c)
+{
+	sn_config_defaults(c);
+	c->node_id = nd->id;
+	c->node_count = nd->n;
+	c->bootstrap = nd->bootstrap;
+}
+
 static int pidfd_open_(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
 
 static void rm_dir(const char *dir)
@@ -40,7 +48,7 @@ static uint64_t now_ms(void)
 int spawn_run(uint32_t n, int (*fn)(const struct spawn_node *), void *arg,
 	      unsigned timeout_ms, int *status)
 {
-	char dir[] = "/tmp/storm-spawn-XXXXXX";
+	char boot[] = "dir:/tmp/storm-spawn-XXXXXX", *dir = boot + 4;
 	if (!mkdtemp(dir))
 		return -errno;
 	pid_t *pids = calloc(n, sizeof(pid_t));
@@ -54,7 +62,7 @@ int spawn_run(uint32_t n, int (*fn)(const struct spawn_node *), void *arg,
 	for (uint32_t i = 0; i < n; i++) {
 		pid_t pid = fork();
 		if (pid == 0) {
-			struct spawn_node node = {.id = i, .n = n, .bootdir = dir, .arg = arg};
+			struct spawn_node node = {.id = i, .n = n, .bootstrap = boot, .arg = arg};
 			int rc = fn(&node);
 			fflush(NULL);
 			_exit(rc);

@@ -5,11 +5,16 @@
 
 #include <stdint.h>
 
+#include "sn.h"
+
 struct spawn_node {
 	uint32_t id, n;
-	const char *bootdir; /* fresh per run: pass as "dir:" bootstrap */
+	const char *bootstrap; /* "dir:PATH", fresh per run */
 	void *arg;
 };
+
+/* sn_config_defaults plus this node's id, the node count and the bootstrap. */
+void spawn_sn_config(const struct spawn_node *nd, struct sn_config *c);
 
 /* Forks n children (before the parent touches libfabric), runs fn in each and
  * exits with its return value. Waits on pidfds until all have ended or

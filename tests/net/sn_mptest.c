@@ -49,16 +49,11 @@ static struct sn_ctx *open_node_faulty(const struct spawn_node *nd, size_t gmem,
 				       uint64_t die_after)
 {
 	const struct params *p = nd->arg;
-	char boot[256];
 	struct sn_config c;
 	struct sn_ctx *ctx;
-	sn_config_defaults(&c);
-	snprintf(boot, sizeof(boot), "dir:%s", nd->bootdir);
+	spawn_sn_config(nd, &c);
 	c.provider = p->prov;
-	c.node_id = nd->id;
-	c.node_count = nd->n;
 	c.gmem_size = gmem;
-	c.bootstrap = boot;
 	/* sockets runs progress threads of its own: 32 of them on 2 cores need
 	 * more slack before a silent node counts as dead */
 	c.timeout_ms = strcmp(p->prov, "sockets") ? OP_TIMEOUT_MS : 3 * OP_TIMEOUT_MS;
@@ -428,17 +423,12 @@ static int scen_rails(const struct spawn_node *nd)
 {
 	uint32_t self = nd->id;
 	const struct params *p = nd->arg;
-	char boot[256];
 	struct sn_config c;
 	struct sn_ctx *ctx;
-	sn_config_defaults(&c);
-	snprintf(boot, sizeof(boot), "dir:%s", nd->bootdir);
+	spawn_sn_config(nd, &c);
 	c.provider = p->prov;
 	c.sys_provider = "tcp;ofi_rxm";
-	c.node_id = nd->id;
-	c.node_count = nd->n;
 	c.gmem_size = 1 << 20;
-	c.bootstrap = boot;
 	c.timeout_ms = OP_TIMEOUT_MS;
 	CHECK(sn_open(&c, &ctx) == 0, "open: %s", sn_open_error());
 	CHECK(sn_provider_name(ctx, 1) && !strcmp(sn_provider_name(ctx, 1), "tcp;ofi_rxm"),
@@ -468,13 +458,9 @@ static int scen_rails(const struct spawn_node *nd)
 static int scen_badargs(const struct spawn_node *nd)
 {
 	uint32_t self = nd->id;
-	char boot[256];
 	struct sn_config c;
 	struct sn_ctx *ctx;
-	sn_config_defaults(&c);
-	snprintf(boot, sizeof(boot), "dir:%s", nd->bootdir);
-	c.node_count = 1;
-	c.bootstrap = boot;
+	spawn_sn_config(nd, &c);
 	c.provider = "no-such-provider";
 	CHECK(sn_open(&c, &ctx) == -ENOENT, "unknown provider accepted");
 	CHECK(strstr(sn_open_error(), "no-such-provider"), "message: %s", sn_open_error());
@@ -485,7 +471,7 @@ static int scen_badargs(const struct spawn_node *nd)
 	c.bootstrap = "carrier-pigeon";
 	CHECK(sn_open(&c, &ctx) == -EINVAL && strstr(sn_open_error(), "bootstrap"),
 	      "bad bootstrap: %s", sn_open_error());
-	c.bootstrap = boot;
+	c.bootstrap = nd->bootstrap;
 	CHECK(sn_open(&c, &ctx) == 0, "open: %s", sn_open_error());
 
 	struct sn_nodeset empty, me, beyond;
