@@ -1238,6 +1238,10 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 	hints->domain_attr->threading = FI_THREAD_DOMAIN;
 	hints->fabric_attr->prov_name = strdup(prov);
+	/* sockets' own progress threads starve on a busy node and drop
+	 * connections; we drive progress ourselves (it then has no wait fd) */
+	if (!strncmp(prov, "sockets", 7))
+		hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
 	rc = fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &rl->info);
 	fi_freeinfo(hints);
 	if (rc)

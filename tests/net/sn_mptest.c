@@ -54,9 +54,7 @@ static struct sn_ctx *open_node_faulty(const struct spawn_node *nd, size_t gmem,
 	spawn_sn_config(nd, &c);
 	c.provider = p->prov;
 	c.gmem_size = gmem;
-	/* sockets runs progress threads of its own: 32 of them on 2 cores need
-	 * more slack before a silent node counts as dead */
-	c.timeout_ms = strcmp(p->prov, "sockets") ? OP_TIMEOUT_MS : 3 * OP_TIMEOUT_MS;
+	c.timeout_ms = OP_TIMEOUT_MS;
 	c.fault_die_after = die_after;
 	int rc = sn_open(&c, &ctx);
 	if (rc) {
