@@ -1,29 +1,50 @@
 # storm top-level build. `make demo` runs the main job; `make check` runs every test.
 CC      ?= cc
 BUILD   := build
+GEN     := $(BUILD)/gen
 CFLAGS  := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -MMD -MP \
-           -I net_abstraction
+           -I net_abstraction -I common -I $(GEN)/proto
 LDLIBS  := -lfabric
 SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 NET_SRC := $(wildcard net_abstraction/*.c)
+COMMON_SRC := $(wildcard common/*.c)
+PROTO_SRC := $(wildcard proto/*.proto)
+PROTO_C := $(PROTO_SRC:proto/%.proto=$(GEN)/proto/%.pb-c.c)
+PROTO_H := $(PROTO_C:.c=.h)
+MM_SRC  := $(wildcard daemons/mm/*.c)
+ND_SRC  := $(wildcard daemons/node/*.c)
+CLI_SRC := $(wildcard cli/*.c)
+DAEMON_LIBS := -lfabric -lprotobuf-c -linih -ljansson
 
 .PHONY: all deps bench-deps demo check unit unit-asan nettest bench clean
-all: $(BUILD)/lib/libstormnet.a $(BUILD)/bin/primitives_demo $(BUILD)/bin/sn_mptest \
-     $(BUILD)/bin/unit_tests
+all: $(BUILD)/lib/libstormnet.a $(BUILD)/lib/libstormcommon.a $(BUILD)/bin/primitives_demo \
+     $(BUILD)/bin/sn_mptest $(BUILD)/bin/unit_tests $(BUILD)/bin/stormmm $(BUILD)/bin/stormnd \
+     $(BUILD)/bin/storm
 
 deps:
 	@./scripts/install-deps.sh
 bench-deps:
 	@./scripts/install-deps.sh --bench
 
+# ---- generated protobuf-c codecs (every object may include them)
+$(GEN)/proto/%.pb-c.c $(GEN)/proto/%.pb-c.h: proto/%.proto
+	@mkdir -p $(GEN)/proto
+	protoc-c --proto_path=proto --c_out=$(GEN)/proto $<
+$(GEN)/obj/%.o: $(GEN)/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -Werror,$(CFLAGS)) -c $< -o $@
+
 # ---- libraries
-$(BUILD)/obj/%.o: %.c
+$(BUILD)/obj/%.o: %.c | $(PROTO_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
-$(BUILD)/asan/%.o: %.c
+$(BUILD)/asan/%.o: %.c | $(PROTO_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SANFLAGS) -c $< -o $@
+$(BUILD)/lib/libstormcommon.a: $(COMMON_SRC:%.c=$(BUILD)/obj/%.o) $(PROTO_C:$(GEN)/%.c=$(GEN)/obj/%.o)
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
 
 $(BUILD)/lib/libstormnet.a: $(NET_SRC:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(dir $@)
@@ -39,15 +60,28 @@ $(BUILD)/bin/sn_bench: $(BUILD)/obj/bench/primitives/sn_bench.o $(BUILD)/obj/tes
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDLIBS) -lm
 
+$(BUILD)/bin/stormmm: $(MM_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormcommon.a \
+                     $(BUILD)/lib/libstormnet.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(DAEMON_LIBS)
+$(BUILD)/bin/stormnd: $(ND_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormcommon.a \
+                     $(BUILD)/lib/libstormnet.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(DAEMON_LIBS)
+$(BUILD)/bin/storm: $(CLI_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormcommon.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ -lprotobuf-c -linih -ljansson
+
 # ---- tests
 UNIT_SRC := $(wildcard tests/unit/*.c)
-UNIT_LIB := net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wire.c
+UNIT_LIB := net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wire.c \
+            common/hostlist.c common/config.c
 $(BUILD)/bin/unit_tests: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_LIB:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ -lcunit
+	$(CC) -o $@ $^ -lcunit -linih
 $(BUILD)/bin/unit_tests_asan: $(UNIT_SRC:%.c=$(BUILD)/asan/%.o) $(UNIT_LIB:%.c=$(BUILD)/asan/%.o)
 	@mkdir -p $(dir $@)
-	$(CC) $(SANFLAGS) -o $@ $^ -lcunit
+	$(CC) $(SANFLAGS) -o $@ $^ -lcunit -linih
 $(BUILD)/bin/sn_mptest: $(BUILD)/obj/tests/net/sn_mptest.o $(BUILD)/obj/tests/lib/spawn.o \
                         $(BUILD)/lib/libstormnet.a
 	@mkdir -p $(dir $@)

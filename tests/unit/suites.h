@@ -3,4 +3,5 @@
 void add_nodeset_suite(void);
 void add_tree_suite(void);
 void add_wire_suite(void);
+void add_config_suite(void);
 #endif

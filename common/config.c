@@ -1,0 +1,230 @@
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ini.h>
+
+struct parse {
+	struct storm_conf *c;
+	char *err;
+	size_t errlen;
+	int failed;
+	char nodes_spec[4096];
+	char reason[256];
+};
+
+struct uint_key {
+	const char *section, *name;
+	size_t off;
+	unsigned min, max;
+};
+
+static const struct uint_key uint_keys[] = {
+	{ "cluster", "timeslice_us", offsetof(struct storm_conf, timeslice_us), 100, 10000000 },
+	{ "cluster", "down_after", offsetof(struct storm_conf, down_after), 2, 1000000 },
+	{ "cluster", "fanout", offsetof(struct storm_conf, fanout), 2, 64 },
+	{ "cluster", "op_timeout_ms", offsetof(struct storm_conf, op_timeout_ms), 10, 600000 },
+	{ "cluster", "kill_wait_ms", offsetof(struct storm_conf, kill_wait_ms), 0, 600000 },
+	{ "nodes", "cpus", offsetof(struct storm_conf, cpus), 1, 4096 },
+};
+
+struct str_key {
+	const char *section, *name;
+	size_t off, size;
+};
+
+#define STR_KEY(sec, field) \
+	{ sec, #field, offsetof(struct storm_conf, field), sizeof(((struct storm_conf *)0)->field) }
+static const struct str_key str_keys[] = {
+	STR_KEY("cluster", name),     STR_KEY("cluster", provider),
+	STR_KEY("cluster", sys_provider), STR_KEY("cluster", state_dir),
+	STR_KEY("cluster", socket),   STR_KEY("cluster", bootstrap),
+};
+
+/* inih (as Debian builds it) does not pass line numbers to the handler, but
+ * returns the line of the first handler error; finish() prefixes it. */
+static int bad(struct parse *p, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(p->reason, sizeof(p->reason), fmt, ap);
+	va_end(ap);
+	p->failed = 1;
+	return 0;
+}
+
+static int on_key(void *user, const char *section, const char *name, const char *value)
+{
+	struct parse *p = user;
+	if (p->failed)
+		return 0;
+	for (size_t i = 0; i < sizeof(uint_keys) / sizeof(uint_keys[0]); i++) {
+		const struct uint_key *k = &uint_keys[i];
+		if (strcmp(section, k->section) || strcmp(name, k->name))
+			continue;
+		char *end;
+		errno = 0;
+		unsigned long v = strtoul(value, &end, 10);
+		if (errno || end == value || *end || value[0] == '-')
+			return bad(p, "%s must be a whole number, not '%s'", name, value);
+		if (v < k->min || v > k->max)
+			return bad(p, "%s = %lu is out of range [%u, %u]", name, v, k->min,
+				   k->max);
+		*(unsigned *)((char *)p->c + k->off) = (unsigned)v;
+		return 1;
+	}
+	for (size_t i = 0; i < sizeof(str_keys) / sizeof(str_keys[0]); i++) {
+		const struct str_key *k = &str_keys[i];
+		if (strcmp(section, k->section) || strcmp(name, k->name))
+			continue;
+		if (strlen(value) >= k->size)
+			return bad(p, "%s is too long (at most %zu characters)", name,
+				   k->size - 1);
+		memcpy((char *)p->c + k->off, value, strlen(value) + 1);
+		return 1;
+	}
+	if (!strcmp(section, "nodes") && !strcmp(name, "names")) {
+		if (strlen(value) >= sizeof(p->nodes_spec))
+			return bad(p, "names is too long");
+		strcpy(p->nodes_spec, value);
+		return 1;
+	}
+	if (!section[0])
+		return bad(p, "'%s' outside any section ([cluster] or [nodes])", name);
+	return bad(p, "unknown key '%s' in [%s]", name, section);
+}
+
+static void defaults(struct storm_conf *c, const char *path)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->path, sizeof(c->path), "%s", path);
+	strcpy(c->name, "storm");
+	strcpy(c->provider, "tcp;ofi_rxm");
+	c->timeslice_us = 10000;
+	c->down_after = 200;
+	c->fanout = 4;
+	c->op_timeout_ms = 5000;
+	c->kill_wait_ms = 5000;
+	strcpy(c->state_dir, "/var/lib/storm");
+	strcpy(c->socket, "/run/storm/mm.sock");
+	strcpy(c->bootstrap, "dir:/run/storm/fabric");
+	c->cpus = 4;
+}
+
+static int finish(struct parse *p, int rc)
+{
+	struct storm_conf *c = p->c;
+	if (p->failed) {
+		snprintf(p->err, p->errlen, "%s:%d: %s", c->path, rc, p->reason);
+		return -1;
+	}
+	if (rc < 0) {
+		snprintf(p->err, p->errlen, "%s: %s", c->path, strerror(errno ? errno : EIO));
+		return -1;
+	}
+	if (rc > 0) {
+		snprintf(p->err, p->errlen, "%s:%d: syntax error (expected [section] or key = value)",
+			 c->path, rc);
+		return -1;
+	}
+	if (!p->nodes_spec[0]) {
+		snprintf(p->err, p->errlen, "%s: no nodes (set names = ... in [nodes])", c->path);
+		return -1;
+	}
+	if (strncmp(c->bootstrap, "dir:", 4) != 0) {
+		snprintf(p->err, p->errlen, "%s: bootstrap must be dir:PATH, not '%s'", c->path,
+			 c->bootstrap);
+		return -1;
+	}
+	c->nodes = calloc(STORM_CONF_MAX_NODES, sizeof(*c->nodes));
+	if (!c->nodes) {
+		snprintf(p->err, p->errlen, "%s: out of memory", c->path);
+		return -1;
+	}
+	char herr[256];
+	c->nnodes = hostlist_expand(p->nodes_spec, c->nodes, STORM_CONF_MAX_NODES, herr,
+				    sizeof(herr));
+	if (c->nnodes < 0) {
+		snprintf(p->err, p->errlen, "%s: [nodes] names: %s", c->path, herr);
+		conf_free(c);
+		return -1;
+	}
+	return 0;
+}
+
+int conf_load(const char *path, struct storm_conf *c, char *err, size_t errlen)
+{
+	struct parse p = { .c = c, .err = err, .errlen = errlen };
+	defaults(c, path);
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		snprintf(err, errlen, "cannot read configuration %s: %s", path, strerror(errno));
+		return -1;
+	}
+	int rc = ini_parse_file(f, on_key, &p);
+	fclose(f);
+	return finish(&p, rc);
+}
+
+int conf_load_string(const char *text, const char *path, struct storm_conf *c, char *err,
+		     size_t errlen)
+{
+	struct parse p = { .c = c, .err = err, .errlen = errlen };
+	defaults(c, path);
+	return finish(&p, ini_parse_string(text, on_key, &p));
+}
+
+void conf_free(struct storm_conf *c)
+{
+	free(c->nodes);
+	c->nodes = NULL;
+	c->nnodes = 0;
+}
+
+int conf_node_index(const struct storm_conf *c, const char *name)
+{
+	for (int i = 0; i < c->nnodes; i++)
+		if (!strcmp(c->nodes[i], name))
+			return i;
+	return -1;
+}
+
+int conf_write(const struct storm_conf *c, const char *path)
+{
+	char tmp[PATH_MAX + 8];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		return -errno;
+	const char **names = malloc(sizeof(*names) * (size_t)(c->nnodes ? c->nnodes : 1));
+	if (!names) {
+		fclose(f);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < c->nnodes; i++)
+		names[i] = c->nodes[i];
+	static char list[65536];
+	hostlist_compress(names, c->nnodes, list, sizeof(list));
+	free(names);
+	fprintf(f,
+		"# storm cluster configuration (docs/storm.conf.md)\n"
+		"[cluster]\nname = %s\nprovider = %s\n%s%s%s"
+		"timeslice_us = %u\ndown_after = %u\nfanout = %u\nop_timeout_ms = %u\n"
+		"kill_wait_ms = %u\nstate_dir = %s\nsocket = %s\nbootstrap = %s\n\n"
+		"[nodes]\nnames = %s\ncpus = %u\n",
+		c->name, c->provider, c->sys_provider[0] ? "sys_provider = " : "",
+		c->sys_provider, c->sys_provider[0] ? "\n" : "", c->timeslice_us, c->down_after,
+		c->fanout, c->op_timeout_ms, c->kill_wait_ms, c->state_dir, c->socket,
+		c->bootstrap, list, c->cpus);
+	if (fclose(f) != 0 || rename(tmp, path) != 0) {
+		int e = errno;
+		unlink(tmp);
+		return -e;
+	}
+	return 0;
+}

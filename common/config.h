@@ -1,0 +1,44 @@
+/* storm.conf: one INI file (parsed with inih) read by the MM, the node
+ * daemons and the CLI. Format and every key: docs/storm.conf.md. */
+#ifndef STORM_CONFIG_H
+#define STORM_CONFIG_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hostlist.h"
+
+#define STORM_CONF_MAX_NODES 1000
+
+struct storm_conf {
+	char path[PATH_MAX];
+	char name[64];
+	char provider[64];
+	char sys_provider[64];   /* "" when there is no second rail */
+	unsigned timeslice_us;
+	unsigned down_after;     /* missed strobes before a node is DOWN */
+	unsigned fanout;
+	unsigned op_timeout_ms;
+	unsigned kill_wait_ms;   /* SIGTERM to SIGKILL on cancel */
+	char state_dir[PATH_MAX]; /* node state: <state_dir>/<node name> */
+	char socket[PATH_MAX];   /* the MM's control socket */
+	char bootstrap[PATH_MAX]; /* sn bootstrap, "dir:PATH" */
+	unsigned cpus;           /* per node */
+	int nnodes;
+	char (*nodes)[HOSTNAME_MAX];
+};
+
+/* Defaults, then the file. Returns 0, or -1 with "FILE:LINE: reason" in err.
+ * Out-of-range values are refused, not clamped. */
+int conf_load(const char *path, struct storm_conf *c, char *err, size_t errlen);
+/* Same, from a string (tests, fuzzing); path names it in messages. */
+int conf_load_string(const char *text, const char *path, struct storm_conf *c,
+		     char *err, size_t errlen);
+void conf_free(struct storm_conf *c);
+/* Index of the node with this name, or -1. */
+int conf_node_index(const struct storm_conf *c, const char *name);
+/* Writes c as a file conf_load reads back to the same values. */
+int conf_write(const struct storm_conf *c, const char *path);
+
+#endif

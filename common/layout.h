@@ -1,0 +1,105 @@
+/* The global memory map shared by the machine manager and the node daemons,
+ * and the event ids they signal. Every process of a cluster opens its network
+ * context with the same gmem size (layout_gmem_size), so an offset names the
+ * same thing everywhere.
+ *
+ * Fabric ids: the MM is fabric node 0; the compute node with index i (its
+ * position in the configuration's node list) is fabric node i + 1.
+ *
+ * Data flow (docs/ARCHITECTURE.md, "Control plane"):
+ *   strobe   MM -> all UP nodes, every timeslice, SYS rail, no local event:
+ *            struct strobe at GM_STROBE, remote EV_STROBE.
+ *   command  MM -> all UP nodes: [u32 len][packed storm.cl.Command] in ring
+ *            slot (seq % GM_CMD_SLOTS), remote EV_CMD. The MM reuses a slot
+ *            only when every UP node reported cmd_done >= seq - GM_CMD_SLOTS.
+ *   file     MM -> a job's nodes: struct file_chunk + data in file buffer
+ *            (chunk seq % 2), remote EV_FILE. A node that has written a chunk
+ *            to its job directory stores the chunk's seq in GM_VAR_FILE_DONE;
+ *            the MM sends chunk seq into buffer seq % 2 only after
+ *            COMPARE-AND-WRITE finds GM_VAR_FILE_DONE >= seq - 2 (GE) on
+ *            every node of the job (transfers run one at a time, so the
+ *            first two chunks of a transfer find both buffers free), and
+ *            sends the Launch only after it finds >= the last chunk's seq.
+ *   report   node i -> MM: [u32 len][packed storm.cl.Report] in report slot
+ *            i of the MM's memory, remote EV_REPORT. A node sends report
+ *            seq k+1 only after a strobe acknowledged k (strobe.ack[i] == k),
+ *            so a slot is never overwritten unread. One per strobe at most;
+ *            a node always sends one per strobe, so a report is its heartbeat.
+ *   done     node sets GM_VAR_DONE(slot) = job id once every local rank of the
+ *            job ended and its output went out; the MM confirms the end of a
+ *            job with COMPARE-AND-WRITE (EQ job) over the job's nodes, which
+ *            also writes 0 there, freeing the slot.
+ */
+#ifndef STORM_LAYOUT_H
+#define STORM_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define STORM_MAX_NODES 1000 /* fabric ids 0..1000 fit a 1024-bit node set */
+
+enum storm_event {
+	EV_STROBE = 1, /* remote, on nodes */
+	EV_CMD = 2,    /* remote, on nodes */
+	EV_FILE = 3,   /* remote, on nodes */
+	EV_REPORT = 4, /* remote, on the MM */
+	/* local completions */
+	EV_CMD_SENT = 10,
+	EV_FILE_SENT0 = 11, /* + buffer index */
+	EV_REPORT_SENT = 13,
+	EV_PROBE_SENT = 14,
+};
+
+struct strobe {
+	uint64_t slice;   /* timeslice number, from 1 */
+	uint32_t cmd_seq; /* last command sent; acting on it may wait for its slot */
+	uint32_t row;     /* matrix row to run (gang scheduling; 0 for now) */
+	uint32_t nnodes;  /* entries in ack */
+	uint32_t flags;
+	uint64_t ack[];   /* per node index: last report seq the MM consumed */
+};
+
+#define GM_STROBE ((uint64_t)4096)
+#define GM_STROBE_MAX (sizeof(struct strobe) + 8 * STORM_MAX_NODES)
+
+#define GM_VARS ((uint64_t)16384)
+#define GM_VAR_FILE_DONE GM_VARS           /* u64: last file chunk written */
+#define GM_JOB_SLOTS 256
+#define GM_VAR_DONE(slot) (GM_VARS + 8 + 8 * (uint64_t)(slot))
+
+#define GM_CMD_RING ((uint64_t)65536)
+#define GM_CMD_SLOTS 16
+#define GM_CMD_SLOT_SIZE ((uint64_t)65536)
+#define GM_CMD_SLOT(seq) (GM_CMD_RING + ((seq) % GM_CMD_SLOTS) * GM_CMD_SLOT_SIZE)
+
+struct file_chunk {
+	uint64_t job;
+	uint64_t seq;     /* global chunk sequence, from 1 */
+	uint64_t offset;  /* in the file */
+	uint32_t file;    /* index in Launch.files / the announced list */
+	uint32_t len;     /* data bytes following this header */
+	uint64_t size;    /* whole file size */
+	uint32_t mode;
+	uint32_t flags;   /* FILE_LAST: last chunk of the file */
+	char name[64];    /* basename in the job directory */
+};
+#define FILE_LAST 1u
+
+#define GM_FILE_BUF ((uint64_t)2 << 20)
+#define GM_FILE_BUF_SIZE ((uint64_t)4 << 20)
+#define GM_FILE_DATA_MAX (GM_FILE_BUF_SIZE - sizeof(struct file_chunk))
+#define GM_FILE_BUF_AT(i) (GM_FILE_BUF + (uint64_t)(i) * GM_FILE_BUF_SIZE)
+
+#define GM_REPORTS (GM_FILE_BUF + 2 * GM_FILE_BUF_SIZE)
+#define GM_REPORT_SLOT_SIZE ((uint64_t)65536)
+#define GM_REPORT_SLOT(idx) (GM_REPORTS + (uint64_t)(idx) * GM_REPORT_SLOT_SIZE)
+
+static inline size_t layout_gmem_size(uint32_t nnodes)
+{
+	return GM_REPORT_SLOT(nnodes);
+}
+
+static inline uint32_t fabric_id(uint32_t node_index) { return node_index + 1; }
+#define MM_FABRIC_ID 0u
+
+#endif

@@ -1,0 +1,138 @@
+/* Host lists and storm.conf parsing. */
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "hostlist.h"
+#include "suites.h"
+
+static char names[2000][HOSTNAME_MAX];
+static char err[512];
+
+static void test_expand(void)
+{
+	CU_ASSERT_EQUAL(hostlist_expand("node[00-03],login,gpu[1,3-4]x", names, 2000, err,
+					sizeof(err)), 8);
+	const char *want[] = { "node00", "node01", "node02", "node03",
+			       "login",  "gpu1x",  "gpu3x",  "gpu4x" };
+	for (int i = 0; i < 8; i++)
+		CU_ASSERT_STRING_EQUAL(names[i], want[i]);
+	CU_ASSERT_EQUAL(hostlist_expand(" a , b ", names, 2000, err, sizeof(err)), 2);
+	CU_ASSERT_STRING_EQUAL(names[1], "b");
+	CU_ASSERT_EQUAL(hostlist_expand("n[8-11]", names, 2000, err, sizeof(err)), 4);
+	CU_ASSERT_STRING_EQUAL(names[3], "n11");
+	CU_ASSERT_EQUAL(hostlist_expand("n[0-999]", names, 2000, err, sizeof(err)), 1000);
+}
+
+static void test_expand_bad(void)
+{
+	const char *bad[] = { "n[0-3",   "n[3-1]",  "n[a]",  "n[1-]", "a,,b",
+			      "n[1,1]",  "a,a",     "n[0-5000]", "" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		CU_ASSERT_EQUAL(hostlist_expand(bad[i], names, 2000, err, sizeof(err)), -1);
+		CU_ASSERT(err[0] != '\0');
+	}
+	/* limit respected */
+	CU_ASSERT_EQUAL(hostlist_expand("n[0-9]", names, 5, err, sizeof(err)), -1);
+}
+
+static void roundtrip(const char *spec, const char *want)
+{
+	int n = hostlist_expand(spec, names, 2000, err, sizeof(err));
+	CU_ASSERT_FATAL(n > 0);
+	const char *ptrs[2000];
+	for (int i = 0; i < n; i++)
+		ptrs[i] = names[i];
+	char out[256];
+	hostlist_compress(ptrs, n, out, sizeof(out));
+	CU_ASSERT_STRING_EQUAL(out, want);
+}
+
+static void test_compress(void)
+{
+	roundtrip("node[00-03]", "node[00-03]");
+	roundtrip("node00,node01,node02,node05,node06", "node[00-02,05-06]");
+	roundtrip("login,n[1-2],x", "login,n[1-2],x");
+	roundtrip("n1", "n1");
+	roundtrip("n9,n10", "n9,n10"); /* different widths are different runs */
+	/* truncation keeps a terminated string */
+	const char *p[] = { "aaaaaaaa", "bbbbbbbb" };
+	char small[6];
+	size_t w = hostlist_compress(p, 2, small, sizeof(small));
+	CU_ASSERT_EQUAL(w, 17);
+	CU_ASSERT_EQUAL(strlen(small), 5);
+}
+
+static void test_conf_good(void)
+{
+	struct storm_conf c;
+	CU_ASSERT_EQUAL_FATAL(
+		conf_load_string("[cluster]\nname = v\ntimeslice_us = 2000 ; 2 ms\n"
+				 "provider = shm\n[nodes]\nnames = n[0-7]\ncpus = 2\n",
+				 "t.conf", &c, err, sizeof(err)),
+		0);
+	CU_ASSERT_STRING_EQUAL(c.name, "v");
+	CU_ASSERT_STRING_EQUAL(c.provider, "shm");
+	CU_ASSERT_EQUAL(c.timeslice_us, 2000);
+	CU_ASSERT_EQUAL(c.cpus, 2);
+	CU_ASSERT_EQUAL(c.nnodes, 8);
+	CU_ASSERT_EQUAL(conf_node_index(&c, "n7"), 7);
+	CU_ASSERT_EQUAL(conf_node_index(&c, "n8"), -1);
+	CU_ASSERT_EQUAL(c.down_after, 200); /* default kept */
+
+	/* written and read back to the same values */
+	char path[] = "/tmp/storm-conf-test-XXXXXX";
+	int fd = mkstemp(path);
+	CU_ASSERT_FATAL(fd >= 0);
+	close(fd);
+	CU_ASSERT_EQUAL(conf_write(&c, path), 0);
+	struct storm_conf d;
+	CU_ASSERT_EQUAL_FATAL(conf_load(path, &d, err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(d.provider, c.provider);
+	CU_ASSERT_EQUAL(d.timeslice_us, c.timeslice_us);
+	CU_ASSERT_EQUAL(d.nnodes, c.nnodes);
+	CU_ASSERT_STRING_EQUAL(d.nodes[5], "n5");
+	unlink(path);
+	conf_free(&c);
+	conf_free(&d);
+}
+
+static void expect_bad(const char *text, const char *fragment)
+{
+	struct storm_conf c;
+	err[0] = '\0';
+	CU_ASSERT_EQUAL(conf_load_string(text, "bad.conf", &c, err, sizeof(err)), -1);
+	if (!strstr(err, fragment))
+		fprintf(stderr, "\n  error '%s' lacks '%s'\n", err, fragment);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, fragment));
+}
+
+static void test_conf_bad(void)
+{
+	expect_bad("[cluster]\ntimeslice_us = 5\n[nodes]\nnames=a\n", "bad.conf:2: timeslice_us = 5 is out of range");
+	expect_bad("[cluster]\nfanout = four\n[nodes]\nnames=a\n", "fanout must be a whole number");
+	expect_bad("[cluster]\nfanout = -4\n[nodes]\nnames=a\n", "whole number");
+	expect_bad("[cluster]\ncolour = red\n", "bad.conf:2: unknown key 'colour' in [cluster]");
+	expect_bad("x = 1\n", "outside any section");
+	expect_bad("[cluster]\nname = a\n", "no nodes");
+	expect_bad("[nodes]\nnames = n[1-\n", "unclosed");
+	expect_bad("[cluster]\nbootstrap = file:/x\n[nodes]\nnames=a\n", "bootstrap must be dir:");
+	expect_bad("[cluster\n", "syntax error");
+	struct storm_conf c;
+	CU_ASSERT_EQUAL(conf_load("/nonexistent/storm.conf", &c, err, sizeof(err)), -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "No such file"));
+}
+
+void add_config_suite(void)
+{
+	CU_pSuite s = CU_add_suite("hostlist+config", NULL, NULL);
+	CU_add_test(s, "hostlist expand", test_expand);
+	CU_add_test(s, "hostlist refuses malformed lists", test_expand_bad);
+	CU_add_test(s, "hostlist compress", test_compress);
+	CU_add_test(s, "config parses and round-trips", test_conf_good);
+	CU_add_test(s, "config refuses bad input with file:line", test_conf_bad);
+}
