@@ -81,6 +81,7 @@ struct file_chunk {
 	uint64_t size;    /* whole file size */
 	uint32_t mode;
 	uint32_t flags;   /* FILE_LAST: last chunk of the file */
+	uint32_t uid, gid; /* owner of the job directory and its files */
 	char name[64];    /* basename in the job directory */
 };
 #define FILE_LAST 1u
