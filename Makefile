@@ -3,7 +3,7 @@ CC      ?= cc
 BUILD   := build
 GEN     := $(BUILD)/gen
 CFLAGS  := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -MMD -MP \
-           -I net_abstraction -I common -I $(GEN)/proto
+           -I net_abstraction -I common -I scheduler -I $(GEN)/proto
 LDLIBS  := -lfabric
 SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
@@ -13,7 +13,7 @@ PROTO_SRC := $(wildcard proto/*.proto)
 PROTO_C := $(PROTO_SRC:proto/%.proto=$(GEN)/proto/%.pb-c.c)
 PROTO_H := $(PROTO_C:.c=.h)
 .SECONDARY: $(PROTO_C) $(PROTO_H)
-MM_SRC  := $(wildcard daemons/mm/*.c)
+MM_SRC  := $(wildcard daemons/mm/*.c) scheduler/alloc.c
 ND_SRC  := $(wildcard daemons/node/*.c)
 CLI_SRC := $(wildcard cli/*.c)
 DAEMON_LIBS := -lfabric -lprotobuf-c -linih -ljansson
@@ -76,7 +76,7 @@ $(BUILD)/bin/storm: $(CLI_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormcommon.
 # ---- tests
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_LIB := net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wire.c \
-            common/hostlist.c common/config.c
+            common/hostlist.c common/config.c scheduler/alloc.c
 $(BUILD)/bin/unit_tests: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_LIB:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ -lcunit -linih

@@ -11,6 +11,7 @@ int main(void)
 	add_tree_suite();
 	add_wire_suite();
 	add_config_suite();
+	add_alloc_suite();
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();

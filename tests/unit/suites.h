@@ -4,4 +4,5 @@ void add_nodeset_suite(void);
 void add_tree_suite(void);
 void add_wire_suite(void);
 void add_config_suite(void);
+void add_alloc_suite(void);
 #endif

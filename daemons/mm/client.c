@@ -1,0 +1,406 @@
+/* The control socket: one connection per CLI invocation, requests in,
+ * replies out, never blocking the loop on a slow or hostile client. */
+#include "mm.h"
+
+#include <errno.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static void update_epoll(struct mm *mm, struct client *c)
+{
+	struct epoll_event ev = { .events = EPOLLIN | (c->out_len ? EPOLLOUT : 0),
+				  .data.u64 = (uint64_t)(uintptr_t)c };
+	epoll_ctl(mm->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+int client_accept(struct mm *mm)
+{
+	int fd = accept4(mm->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	struct ucred cr;
+	socklen_t crlen = sizeof(cr);
+	struct client *c = calloc(1, sizeof(*c));
+	if (!c || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0) {
+		free(c);
+		close(fd);
+		return 1;
+	}
+	c->fd = fd;
+	c->uid = cr.uid;
+	c->gid = cr.gid;
+	c->pid = cr.pid;
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint64_t)(uintptr_t)c };
+	if (epoll_ctl(mm->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		free(c);
+		close(fd);
+		return 1;
+	}
+	c->next = mm->clients;
+	mm->clients = c;
+	return 1;
+}
+
+static void flush(struct mm *mm, struct client *c)
+{
+	while (c->out_len) {
+		ssize_t n = send(c->fd, c->out, c->out_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
+				client_close(mm, c);
+			break;
+		}
+		memmove(c->out, c->out + n, c->out_len - (size_t)n);
+		c->out_len -= (size_t)n;
+	}
+	if (c->fd < 0)
+		return;
+	if (!c->out_len && c->closing)
+		client_close(mm, c);
+	else
+		update_epoll(mm, c);
+}
+
+void client_send(struct mm *mm, struct client *c, const Storm__Ctl__Reply *r)
+{
+	if (c->fd < 0)
+		return;
+	size_t len = storm__ctl__reply__get_packed_size(r);
+	if (c->out_len + 4 + len > c->out_cap) {
+		size_t cap = c->out_cap ? c->out_cap : 4096;
+		while (cap < c->out_len + 4 + len)
+			cap *= 2;
+		uint8_t *nb = realloc(c->out, cap);
+		if (!nb) {
+			client_close(mm, c);
+			return;
+		}
+		c->out = nb;
+		c->out_cap = cap;
+	}
+	uint8_t *p = c->out + c->out_len;
+	p[0] = (uint8_t)(len >> 24);
+	p[1] = (uint8_t)(len >> 16);
+	p[2] = (uint8_t)(len >> 8);
+	p[3] = (uint8_t)len;
+	storm__ctl__reply__pack(r, p + 4);
+	c->out_len += 4 + len;
+	flush(mm, c);
+}
+
+void client_send_error(struct mm *mm, struct client *c, Storm__Ctl__ErrorCode code,
+		       const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	Storm__Ctl__Error e = STORM__CTL__ERROR__INIT;
+	e.code = code;
+	e.message = msg;
+	Storm__Ctl__Reply r = STORM__CTL__REPLY__INIT;
+	r.version = PROTO_VERSION;
+	r.body_case = STORM__CTL__REPLY__BODY_ERROR;
+	r.error = &e;
+	client_send(mm, c, &r);
+}
+
+void client_close(struct mm *mm, struct client *c)
+{
+	if (c->fd >= 0) {
+		epoll_ctl(mm->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+		close(c->fd);
+		c->fd = -1;
+	}
+	if (c->job) {
+		struct job *j = c->job;
+		c->job = NULL;
+		j->client = NULL;
+		job_client_gone(mm, j);
+	}
+	frame_rx_reset(&c->rx);
+	/* freed by clients_reap: this loop turn may still hold events for it */
+}
+
+void clients_reap(struct mm *mm)
+{
+	for (struct client **pp = &mm->clients; *pp;) {
+		struct client *c = *pp;
+		if (c->fd >= 0) {
+			pp = &c->next;
+			continue;
+		}
+		*pp = c->next;
+		free(c->out);
+		free(c);
+	}
+}
+
+static void reply_status(struct mm *mm, struct client *c)
+{
+	Storm__Ctl__Status st = STORM__CTL__STATUS__INIT;
+	st.cluster = mm->conf.name;
+	st.nodes_total = (uint32_t)mm->conf.nnodes;
+	st.nodes_up = (uint32_t)alloc_up(&mm->alloc);
+	st.slice = mm->slice;
+	st.timeslice_us = mm->conf.timeslice_us;
+	st.provider = (char *)sn_provider_name(mm->sn, 0);
+	st.mm_pid = (uint32_t)getpid();
+	for (struct job *j = mm->jobs; j; j = j->next) {
+		st.jobs_running += j->state == STORM__CTL__JOB_STATE__RUNNING ||
+				   j->state == STORM__CTL__JOB_STATE__LAUNCHING;
+		st.jobs_queued += j->state == STORM__CTL__JOB_STATE__QUEUED;
+	}
+	Storm__Ctl__Reply r = STORM__CTL__REPLY__INIT;
+	r.version = PROTO_VERSION;
+	r.body_case = STORM__CTL__REPLY__BODY_STATUS;
+	r.status = &st;
+	client_send(mm, c, &r);
+}
+
+void clients_tick(struct mm *mm)
+{
+	bool all_up = alloc_up(&mm->alloc) == mm->conf.nnodes;
+	double now = now_s();
+	for (struct client *c = mm->clients; c; c = c->next)
+		if (c->fd >= 0 && c->status_deadline > 0 && (all_up || now >= c->status_deadline)) {
+			c->status_deadline = 0;
+			reply_status(mm, c);
+		}
+	clients_reap(mm);
+}
+
+static void reply_jobs(struct mm *mm, struct client *c, bool all)
+{
+	size_t n = 0;
+	for (struct job *j = mm->jobs; j; j = j->next)
+		n += all || job_active(j);
+	Storm__Ctl__JobInfo *infos = calloc(n ? n : 1, sizeof(*infos));
+	Storm__Ctl__JobInfo **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
+	if (!infos || !ptrs) {
+		free(infos);
+		free(ptrs);
+		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INTERNAL, "out of memory");
+		return;
+	}
+	size_t k = 0;
+	for (struct job *j = mm->jobs; j; j = j->next)
+		if (all || job_active(j)) {
+			job_fill_info(mm, j, &infos[k]);
+			ptrs[k] = &infos[k];
+			k++;
+		}
+	Storm__Ctl__JobList jl = STORM__CTL__JOB_LIST__INIT;
+	jl.jobs = ptrs;
+	jl.n_jobs = n;
+	Storm__Ctl__Reply r = STORM__CTL__REPLY__INIT;
+	r.version = PROTO_VERSION;
+	r.body_case = STORM__CTL__REPLY__BODY_JOBS;
+	r.jobs = &jl;
+	client_send(mm, c, &r);
+	free(infos);
+	free(ptrs);
+}
+
+static void reply_nodes(struct mm *mm, struct client *c)
+{
+	size_t n = (size_t)mm->conf.nnodes;
+	Storm__Ctl__NodeInfo *infos = calloc(n, sizeof(*infos));
+	Storm__Ctl__NodeInfo **ptrs = calloc(n, sizeof(*ptrs));
+	uint64_t *jobs = calloc(n, sizeof(*jobs));
+	if (!infos || !ptrs || !jobs) {
+		free(infos);
+		free(ptrs);
+		free(jobs);
+		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INTERNAL, "out of memory");
+		return;
+	}
+	double now = now_s();
+	for (size_t i = 0; i < n; i++) {
+		struct mm_node *nd = &mm->nodes[i];
+		storm__ctl__node_info__init(&infos[i]);
+		infos[i].name = mm->conf.nodes[i];
+		infos[i].state = nd->state;
+		infos[i].cpus = mm->conf.cpus;
+		if (nd->job) {
+			jobs[i] = nd->job;
+			infos[i].jobs = &jobs[i];
+			infos[i].n_jobs = 1;
+		}
+		infos[i].last_heard = nd->heard_time > 0 ? now - nd->heard_time : -1;
+		ptrs[i] = &infos[i];
+	}
+	Storm__Ctl__NodeList nl = STORM__CTL__NODE_LIST__INIT;
+	nl.nodes = ptrs;
+	nl.n_nodes = n;
+	Storm__Ctl__Reply r = STORM__CTL__REPLY__INIT;
+	r.version = PROTO_VERSION;
+	r.body_case = STORM__CTL__REPLY__BODY_NODES;
+	r.nodes = &nl;
+	client_send(mm, c, &r);
+	free(infos);
+	free(ptrs);
+	free(jobs);
+}
+
+static void handle_cancel(struct mm *mm, struct client *c, const Storm__Ctl__Cancel *cn)
+{
+	struct job *j = job_find(mm, cn->job);
+	if (!j) {
+		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_NOT_FOUND, "no job %llu",
+				  (unsigned long long)cn->job);
+		return;
+	}
+	if (c->uid != 0 && c->uid != j->uid) {
+		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PERMISSION,
+				  "job %llu belongs to %s; only its owner or root may cancel it",
+				  (unsigned long long)j->id, j->user);
+		return;
+	}
+	if (!job_active(j)) {
+		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID,
+				  "job %llu has already ended", (unsigned long long)j->id);
+		return;
+	}
+	if (cn->signal < 0 || cn->signal > 64) {
+		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID, "bad signal %d",
+				  cn->signal);
+		return;
+	}
+	char who[96];
+	struct passwd *pw = getpwuid(c->uid);
+	snprintf(who, sizeof(who), "%s", pw ? pw->pw_name : "?");
+	job_cancel(mm, j, cn->signal, who);
+	Storm__Ctl__Cancelled ca = STORM__CTL__CANCELLED__INIT;
+	ca.job = cn->job;
+	Storm__Ctl__Reply r = STORM__CTL__REPLY__INIT;
+	r.version = PROTO_VERSION;
+	r.body_case = STORM__CTL__REPLY__BODY_CANCELLED;
+	r.cancelled = &ca;
+	client_send(mm, c, &r);
+}
+
+static void handle_shutdown(struct mm *mm, struct client *c)
+{
+	if (c->uid != 0 && c->uid != geteuid()) {
+		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PERMISSION,
+				  "only root or the cluster's owner may shut it down");
+		return;
+	}
+	mm_log("shutdown requested by uid %u", (unsigned)c->uid);
+	jobs_end_all(mm, "the cluster was shut down");
+	Storm__Cl__Command cmd = STORM__CL__COMMAND__INIT;
+	Storm__Cl__Shutdown sd = STORM__CL__SHUTDOWN__INIT;
+	cmd.body_case = STORM__CL__COMMAND__BODY_SHUTDOWN;
+	cmd.shutdown = &sd;
+	cmd_queue(mm, &cmd, NULL, 0);
+	mm->shutting_down = true;
+	mm->shutdown_deadline = now_s() + 2;
+	Storm__Ctl__ShuttingDown s = STORM__CTL__SHUTTING_DOWN__INIT;
+	Storm__Ctl__Reply r = STORM__CTL__REPLY__INIT;
+	r.version = PROTO_VERSION;
+	r.body_case = STORM__CTL__REPLY__BODY_SHUTTING_DOWN;
+	r.shutting_down = &s;
+	client_send(mm, c, &r);
+}
+
+static void handle(struct mm *mm, struct client *c)
+{
+	Storm__Ctl__Request *req = storm__ctl__request__unpack(NULL, c->rx.len, c->rx.buf);
+	if (!req) {
+		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,
+				  "malformed request (%zu bytes that are not a storm.ctl.Request)",
+				  c->rx.len);
+		c->closing = true;
+		return;
+	}
+	if (req->version != PROTO_VERSION) {
+		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,
+				  "protocol version %u is not supported (this manager speaks %u)",
+				  req->version, PROTO_VERSION);
+		c->closing = true;
+		storm__ctl__request__free_unpacked(req, NULL);
+		return;
+	}
+	switch (req->body_case) {
+	case STORM__CTL__REQUEST__BODY_SUBMIT:
+		if (mm->shutting_down) {
+			client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID,
+					  "the cluster is shutting down");
+			break;
+		}
+		job_submit(mm, c, req->submit, c->rx.fds, c->rx.nfds);
+		break;
+	case STORM__CTL__REQUEST__BODY_JOBS:
+		reply_jobs(mm, c, req->jobs->all);
+		break;
+	case STORM__CTL__REQUEST__BODY_NODES:
+		reply_nodes(mm, c);
+		break;
+	case STORM__CTL__REQUEST__BODY_CANCEL:
+		handle_cancel(mm, c, req->cancel);
+		break;
+	case STORM__CTL__REQUEST__BODY_STATUS:
+		if (req->status->wait_ms && alloc_up(&mm->alloc) < mm->conf.nnodes)
+			c->status_deadline = now_s() + req->status->wait_ms / 1000.0;
+		else
+			reply_status(mm, c);
+		break;
+	case STORM__CTL__REQUEST__BODY_SHUTDOWN:
+		handle_shutdown(mm, c);
+		break;
+	default:
+		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,
+				  "empty or unknown request");
+		c->closing = true;
+	}
+	storm__ctl__request__free_unpacked(req, NULL);
+}
+
+void client_on_io(struct mm *mm, struct client *c, uint32_t events)
+{
+	if (c->fd < 0)
+		return;
+	if (events & EPOLLOUT)
+		flush(mm, c);
+	if (c->fd < 0 || !(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+		return;
+	for (;;) {
+		if (c->closing) { /* ignore what follows a fatal error */
+			char sink[4096];
+			ssize_t n = recv(c->fd, sink, sizeof(sink), MSG_DONTWAIT);
+			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+				client_close(mm, c);
+			return;
+		}
+		int rc = frame_rx_read(c->fd, &c->rx);
+		if (rc == 0)
+			return;
+		if (rc < 0) {
+			if (rc == -EMSGSIZE) {
+				client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,
+						  "request larger than %u bytes", FRAME_MAX);
+				c->closing = true;
+				flush(mm, c);
+				if (c->fd >= 0)
+					shutdown(c->fd, SHUT_RD);
+				return;
+			}
+			client_close(mm, c);
+			return;
+		}
+		handle(mm, c);
+		frame_rx_reset(&c->rx);
+		if (c->fd < 0)
+			return;
+	}
+}

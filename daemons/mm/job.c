@@ -1,0 +1,740 @@
+/* Job life: submission checks, allocation, launch, output, end. */
+#include "mm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define KEEP_FINISHED 1000 /* ended jobs remembered for `storm jobs --all` */
+#define LAUNCH_ROOM (GM_CMD_SLOT_SIZE - 4096) /* argv + env must fit a command */
+
+bool job_active(const struct job *j)
+{
+	return j->state == STORM__CTL__JOB_STATE__QUEUED ||
+	       j->state == STORM__CTL__JOB_STATE__LAUNCHING ||
+	       j->state == STORM__CTL__JOB_STATE__RUNNING;
+}
+
+struct job *job_find(struct mm *mm, uint64_t id)
+{
+	for (struct job *j = mm->jobs; j; j = j->next)
+		if (j->id == id)
+			return j;
+	return NULL;
+}
+
+static void free_strv(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+void job_destroy(struct job *j)
+{
+	free_strv(j->argv, j->argc);
+	free_strv(j->env, j->nenv);
+	for (int i = 0; i < j->nfds; i++) {
+		if (j->fds[i] >= 0)
+			close(j->fds[i]);
+		free(j->fnames[i]);
+	}
+	if (j->out_fd >= 0)
+		close(j->out_fd);
+	free(j->cwd);
+	free(j->program);
+	free(j->output_path);
+	free(j->nodes);
+	free(j->rank_status);
+	free(j->node_done);
+	free(j);
+}
+
+static char **dup_strv(char **v, size_t n)
+{
+	char **out = calloc(n ? n : 1, sizeof(char *));
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (!(out[i] = strdup(v[i]))) {
+			free_strv(out, i);
+			return NULL;
+		}
+	return out;
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+static bool plain_name(const char *s)
+{
+	return s[0] && strlen(s) < sizeof(((struct file_chunk *)0)->name) && !strchr(s, '/') &&
+	       strcmp(s, ".") && strcmp(s, "..");
+}
+
+/* Opens the batch output file with the submitting user's rights. */
+static int open_as_user(const struct job *j, const char *path, int *err)
+{
+	uid_t ou = (uid_t)setfsuid((uid_t)-1);
+	gid_t og = (gid_t)setfsgid((gid_t)-1);
+	setfsgid(j->gid);
+	setfsuid(j->uid);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
+	*err = errno;
+	setfsuid(ou);
+	setfsgid(og);
+	return fd;
+}
+
+static char *expand_output(const char *pattern, uint64_t id)
+{
+	char out[PATH_MAX];
+	size_t w = 0;
+	for (const char *p = pattern; *p && w + 24 < sizeof(out); p++) {
+		if (p[0] == '%' && p[1] == 'j') {
+			w += (size_t)snprintf(out + w, sizeof(out) - w, "%llu", (unsigned long long)id);
+			p++;
+		} else {
+			out[w++] = *p;
+		}
+	}
+	out[w] = '\0';
+	return strdup(out);
+}
+
+static void submit_refuse(struct mm *mm, struct client *c, Storm__Ctl__ErrorCode code,
+			  const char *msg)
+{
+	client_send_error(mm, c, code, "%s", msg);
+}
+
+void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds, int nfds)
+{
+	char why[512];
+	const struct storm_conf *conf = &mm->conf;
+	uint32_t cpus = conf->cpus, total = (uint32_t)conf->nnodes;
+	uint32_t nodes = s->nodes, ranks = s->ranks;
+#define REFUSE(code, ...)                                    \
+	do {                                                 \
+		snprintf(why, sizeof(why), __VA_ARGS__);     \
+		submit_refuse(mm, c, STORM__CTL__ERROR_CODE__##code, why); \
+		return;                                      \
+	} while (0)
+	if (geteuid() != 0 && c->uid != geteuid())
+		REFUSE(ERR_PERMISSION,
+		       "this cluster runs as uid %u and can run only that user's jobs (start it as root to serve others)",
+		       (unsigned)geteuid());
+	if (s->n_argv == 0 || !s->argv[0][0])
+		REFUSE(ERR_INVALID, "no program to run");
+	if (!s->cwd[0] || s->cwd[0] != '/')
+		REFUSE(ERR_INVALID, "the working directory must be an absolute path");
+	if (nodes == 0 && ranks == 0)
+		nodes = ranks = 1;
+	else if (nodes == 0)
+		nodes = (ranks + cpus - 1) / cpus;
+	else if (ranks == 0)
+		ranks = nodes;
+	if (nodes > total)
+		REFUSE(ERR_INVALID, "%u nodes requested but the cluster has %u", nodes, total);
+	if (ranks < nodes)
+		REFUSE(ERR_INVALID, "%u ranks cannot occupy %u nodes (at least one rank per node)",
+		       ranks, nodes);
+	if (!s->overcommit && ranks > nodes * cpus) {
+		if (s->nodes == 0)
+			REFUSE(ERR_INVALID,
+			       "%u ranks need %u CPUs but the cluster holds %u (%u nodes of %u CPUs); use --overcommit",
+			       ranks, ranks, total * cpus, total, cpus);
+		REFUSE(ERR_INVALID,
+		       "%u ranks on %u nodes exceed their %u CPUs (%u per node); use more nodes or --overcommit",
+		       ranks, nodes, nodes * cpus, cpus);
+	}
+	size_t need_fds = s->n_files + (s->no_bcast ? 0 : 1);
+	if ((size_t)nfds != need_fds)
+		REFUSE(ERR_PROTOCOL, "%zu file descriptors expected with the request, %d came", need_fds,
+		       nfds);
+	size_t room = 0;
+	for (size_t i = 0; i < s->n_argv; i++)
+		room += strlen(s->argv[i]) + 4;
+	for (size_t i = 0; i < s->n_env; i++)
+		room += strlen(s->env[i]) + 4;
+	room += strlen(s->cwd) + strlen(s->program) + 64 * s->n_files;
+	if (room > LAUNCH_ROOM)
+		REFUSE(ERR_INVALID,
+		       "arguments and environment take %zu bytes; at most %llu fit a launch command",
+		       room, (unsigned long long)LAUNCH_ROOM);
+	if (s->no_bcast && s->program[0] != '/')
+		REFUSE(ERR_INVALID, "with --no-bcast the program needs an absolute path");
+	for (size_t i = 0; i < s->n_files; i++)
+		if (!plain_name(base_name(s->files[i])))
+			REFUSE(ERR_INVALID, "bad file name '%s'", s->files[i]);
+	/* the descriptors: what the user could open, checked here again */
+	for (int i = 0; i < nfds; i++) {
+		struct stat st;
+		const char *what = (!s->no_bcast && i == 0) ? s->program
+							    : s->files[i - (s->no_bcast ? 0 : 1)];
+		if (fstat(fds[i], &st) < 0 || !S_ISREG(st.st_mode))
+			REFUSE(ERR_INVALID, "%s is not a regular file", what);
+		if (!s->no_bcast && i == 0 && !(st.st_mode & 0111))
+			REFUSE(ERR_INVALID, "%s is not executable", what);
+	}
+
+	struct job *j = calloc(1, sizeof(*j));
+	if (!j)
+		REFUSE(ERR_INTERNAL, "out of memory");
+	j->out_fd = -1;
+	j->uid = c->uid;
+	j->gid = c->gid;
+	struct passwd *pw = getpwuid(c->uid);
+	if (pw)
+		snprintf(j->user, sizeof(j->user), "%s", pw->pw_name);
+	else
+		snprintf(j->user, sizeof(j->user), "%u", (unsigned)c->uid);
+	j->id = mm->next_job_id;
+	snprintf(j->name, sizeof(j->name), "%s", s->name[0] ? s->name : base_name(s->argv[0]));
+	j->nnodes = nodes;
+	j->nranks = ranks;
+	j->argc = s->n_argv;
+	j->argv = dup_strv(s->argv, s->n_argv);
+	j->nenv = s->n_env;
+	j->env = dup_strv(s->env, s->n_env);
+	j->cwd = strdup(s->cwd);
+	j->program = strdup(s->program);
+	j->no_bcast = s->no_bcast;
+	j->nodes = calloc(nodes, sizeof(int));
+	j->rank_status = malloc(sizeof(int32_t) * ranks);
+	j->node_done = calloc(nodes, sizeof(bool));
+	if (!j->argv || !j->env || !j->cwd || !j->program || !j->nodes || !j->rank_status ||
+	    !j->node_done) {
+		job_destroy(j);
+		REFUSE(ERR_INTERNAL, "out of memory");
+	}
+	for (uint32_t r = 0; r < ranks; r++)
+		j->rank_status[r] = INT32_MIN;
+	for (int i = 0; i < nfds; i++) {
+		struct stat st;
+		fstat(fds[i], &st);
+		j->fds[i] = fds[i];
+		fds[i] = -1; /* taken */
+		j->fsizes[i] = (uint64_t)st.st_size;
+		j->fmodes[i] = st.st_mode & 07777;
+		const char *nm = (!s->no_bcast && i == 0) ? base_name(s->program)
+							  : base_name(s->files[i - (s->no_bcast ? 0 : 1)]);
+		j->fnames[i] = strdup(plain_name(nm) ? nm : "program");
+		j->nfds = i + 1;
+	}
+	if (!s->interactive) {
+		char pattern[PATH_MAX];
+		if (s->output[0])
+			snprintf(pattern, sizeof(pattern), "%s%s%s", s->output[0] == '/' ? "" : s->cwd,
+				 s->output[0] == '/' ? "" : "/", s->output);
+		else
+			snprintf(pattern, sizeof(pattern), "%s/storm-%%j.out", s->cwd);
+		j->output_path = expand_output(pattern, j->id);
+		int err = 0;
+		if (j->output_path)
+			j->out_fd = open_as_user(j, j->output_path, &err);
+		if (j->out_fd < 0) {
+			snprintf(why, sizeof(why), "cannot write the output file %.400s: %s",
+				 j->output_path ? j->output_path : pattern, strerror(err));
+			job_destroy(j);
+			submit_refuse(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID, why);
+			return;
+		}
+	} else {
+		j->client = c;
+		c->job = j;
+	}
+#undef REFUSE
+	mm->next_job_id++;
+	j->state = STORM__CTL__JOB_STATE__QUEUED;
+	j->t_submit = now_s();
+	struct job **tail = &mm->jobs;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = j;
+	mm_log("job %llu submitted by %s: %u nodes, %u ranks, %s%s", (unsigned long long)j->id,
+	       j->user, nodes, ranks, j->program, j->no_bcast ? " (no transfer)" : "");
+
+	Storm__Ctl__Submitted sub = STORM__CTL__SUBMITTED__INIT;
+	sub.job = j->id;
+	sub.state = "QUEUED";
+	sub.output = j->output_path ? j->output_path : "";
+	Storm__Ctl__Reply r = STORM__CTL__REPLY__INIT;
+	r.version = PROTO_VERSION;
+	r.body_case = STORM__CTL__REPLY__BODY_SUBMITTED;
+	r.submitted = &sub;
+	client_send(mm, c, &r);
+	jobs_schedule(mm);
+}
+
+/* ---- starting */
+
+static void release_nodes(struct mm *mm, struct job *j)
+{
+	if (!j->t_start)
+		return;
+	for (uint32_t k = 0; k < j->nnodes; k++)
+		if (mm->nodes[j->nodes[k]].job == j->id)
+			mm->nodes[j->nodes[k]].job = 0;
+	alloc_release(&mm->alloc, j->nodes, (int)j->nnodes);
+	mm->slot_used[j->slot] = false;
+}
+
+static int take_slot(struct mm *mm)
+{
+	for (int i = 0; i < GM_JOB_SLOTS; i++)
+		if (!mm->slot_used[i]) {
+			mm->slot_used[i] = true;
+			return i;
+		}
+	return -1;
+}
+
+static void start(struct mm *mm, struct job *j)
+{
+	int slot = take_slot(mm);
+	if (slot < 0 || alloc_take(&mm->alloc, (int)j->nnodes, j->nodes) < 0) {
+		if (slot >= 0)
+			mm->slot_used[slot] = false;
+		return;
+	}
+	j->slot = (uint32_t)slot;
+	j->state = STORM__CTL__JOB_STATE__LAUNCHING;
+	j->t_start = now_s();
+	j->reason[0] = '\0';
+	sn_set_clear(&j->set);
+	const char **names = malloc(sizeof(char *) * j->nnodes);
+	for (uint32_t k = 0; k < j->nnodes; k++) {
+		mm->nodes[j->nodes[k]].job = j->id;
+		sn_set_add(&j->set, fabric_id((uint32_t)j->nodes[k]));
+		if (names)
+			names[k] = mm->conf.nodes[j->nodes[k]];
+	}
+	if (names)
+		hostlist_compress(names, (int)j->nnodes, j->nodelist, sizeof(j->nodelist));
+	free(names);
+	mm_log("job %llu starts on %s", (unsigned long long)j->id, j->nodelist);
+	if (j->no_bcast)
+		job_transferred(mm, j);
+	else if (transfer_start(mm, j) < 0)
+		job_fail(mm, j, "cannot start the program transfer: out of memory");
+}
+
+void jobs_schedule(struct mm *mm)
+{
+	if (mm->shutting_down)
+		return;
+	int avail = alloc_available(&mm->alloc);
+	for (struct job *j = mm->jobs; j; j = j->next) {
+		if (j->state != STORM__CTL__JOB_STATE__QUEUED)
+			continue;
+		/* first come, first served: a job that cannot start holds back those after it */
+		if ((int)j->nnodes > avail) {
+			snprintf(j->reason, sizeof(j->reason), "waiting for %u nodes (%d free of %d up)",
+				 j->nnodes, avail, alloc_up(&mm->alloc));
+			return;
+		}
+		if (!j->no_bcast && mm->xfer) {
+			snprintf(j->reason, sizeof(j->reason), "waiting for another job's transfer");
+			return;
+		}
+		start(mm, j);
+		avail = alloc_available(&mm->alloc);
+	}
+}
+
+/* Slurm's block distribution: the first (ranks % nodes) nodes get one more. */
+void job_transferred(struct mm *mm, struct job *j)
+{
+	j->t_transferred = now_s();
+	Storm__Cl__Launch l = STORM__CL__LAUNCH__INIT;
+	uint32_t first[j->nnodes], count[j->nnodes];
+	uint32_t base = j->nranks / j->nnodes, extra = j->nranks % j->nnodes, r = 0;
+	for (uint32_t k = 0; k < j->nnodes; k++) {
+		first[k] = r;
+		count[k] = base + (k < extra);
+		r += count[k];
+	}
+	l.job = j->id;
+	l.slot = j->slot;
+	l.ranks = j->nranks;
+	l.first_rank = first;
+	l.n_first_rank = j->nnodes;
+	l.rank_count = count;
+	l.n_rank_count = j->nnodes;
+	l.uid = j->uid;
+	l.gid = j->gid;
+	l.user = j->user;
+	l.cwd = j->cwd;
+	l.argv = j->argv;
+	l.n_argv = j->argc;
+	l.env = j->env;
+	l.n_env = j->nenv;
+	Storm__Cl__JobFile files[FRAME_MAX_FDS], *fptr[FRAME_MAX_FDS];
+	for (int i = 0; i < j->nfds; i++) {
+		storm__cl__job_file__init(&files[i]);
+		files[i].name = j->fnames[i];
+		files[i].size = j->fsizes[i];
+		files[i].mode = j->fmodes[i];
+		fptr[i] = &files[i];
+	}
+	l.files = fptr;
+	l.n_files = (size_t)j->nfds;
+	l.exec_path = j->no_bcast ? j->program : "";
+	Storm__Cl__Command cmd = STORM__CL__COMMAND__INIT;
+	cmd.body_case = STORM__CL__COMMAND__BODY_LAUNCH;
+	cmd.launch = &l;
+	int rc = cmd_queue(mm, &cmd, j->nodes, j->nnodes);
+	if (rc < 0) {
+		job_fail(mm, j, "cannot queue the launch command: %s", strerror(-rc));
+		return;
+	}
+	j->state = STORM__CTL__JOB_STATE__RUNNING;
+	j->t_launched = now_s();
+}
+
+/* ---- ending */
+
+static int32_t status_code(int32_t ws)
+{
+	if (WIFEXITED(ws))
+		return WEXITSTATUS(ws);
+	if (WIFSIGNALED(ws))
+		return 128 + WTERMSIG(ws);
+	return 1;
+}
+
+static void finish(struct mm *mm, struct job *j)
+{
+	j->t_end = now_s();
+	int32_t code = 0;
+	for (uint32_t r = 0; r < j->nranks; r++)
+		if (j->rank_status[r] != INT32_MIN && status_code(j->rank_status[r]) != 0) {
+			code = status_code(j->rank_status[r]);
+			break;
+		}
+	if (code == 0 && (j->failed || j->cancelled))
+		code = 1; /* ended early without a rank saying why */
+	j->exit_status = code;
+	j->state = j->cancelled ? STORM__CTL__JOB_STATE__CANCELLED
+		   : (j->failed || code) ? STORM__CTL__JOB_STATE__FAILED
+					 : STORM__CTL__JOB_STATE__COMPLETED;
+	if (j->state == STORM__CTL__JOB_STATE__FAILED && !j->reason[0])
+		for (uint32_t r = 0; r < j->nranks; r++)
+			if (j->rank_status[r] != INT32_MIN && status_code(j->rank_status[r])) {
+				int ws = j->rank_status[r];
+				if (WIFSIGNALED(ws))
+					snprintf(j->reason, sizeof(j->reason), "rank %u killed by signal %d (%s)",
+						 r, WTERMSIG(ws), strsignal(WTERMSIG(ws)));
+				else
+					snprintf(j->reason, sizeof(j->reason), "rank %u exited with status %d",
+						 r, WEXITSTATUS(ws));
+				break;
+			}
+	release_nodes(mm, j);
+	if (mm->xfer)
+		transfer_abort(mm, j);
+	mm_log("job %llu ended: %s, exit %d%s%s", (unsigned long long)j->id,
+	       protobuf_c_enum_descriptor_get_value(&storm__ctl__job_state__descriptor, j->state)->name,
+	       code, j->reason[0] ? ", " : "", j->reason);
+	if (j->client) {
+		Storm__Ctl__JobEnd e = STORM__CTL__JOB_END__INIT;
+		e.job = j->id;
+		e.state = j->state;
+		e.exit_status = code;
+		/* a rank's own failure is its output; the reason says what else happened */
+		e.reason = (j->failed || j->cancelled) ? j->reason : "";
+		Storm__Ctl__RankEnd *re = calloc(j->nranks, sizeof(*re));
+		Storm__Ctl__RankEnd **rp = calloc(j->nranks, sizeof(*rp));
+		size_t n = 0;
+		for (uint32_t r = 0; re && rp && r < j->nranks; r++)
+			if (j->rank_status[r] != INT32_MIN) {
+				storm__ctl__rank_end__init(&re[n]);
+				re[n].rank = r;
+				re[n].wait_status = j->rank_status[r];
+				rp[n] = &re[n];
+				n++;
+			}
+		e.ranks = rp;
+		e.n_ranks = n;
+		e.transfer_ms = j->t_transferred && !j->no_bcast ? (j->t_transferred - j->t_start) * 1e3 : 0;
+		e.execute_ms = j->t_launched ? (j->t_end - j->t_launched) * 1e3 : 0;
+		e.total_ms = (j->t_end - j->t_submit) * 1e3;
+		Storm__Ctl__Reply r = STORM__CTL__REPLY__INIT;
+		r.version = PROTO_VERSION;
+		r.body_case = STORM__CTL__REPLY__BODY_END;
+		r.end = &e;
+		struct client *c = j->client;
+		j->client = NULL;
+		c->job = NULL;
+		client_send(mm, c, &r);
+		c->closing = true;
+		free(re);
+		free(rp);
+	}
+	if (j->out_fd >= 0) {
+		if (j->reason[0] && (j->failed || j->cancelled))
+			dprintf(j->out_fd, "storm: job %llu: %s\n", (unsigned long long)j->id, j->reason);
+		close(j->out_fd);
+		j->out_fd = -1;
+	}
+	for (int i = 0; i < j->nfds; i++)
+		if (j->fds[i] >= 0) {
+			close(j->fds[i]);
+			j->fds[i] = -1;
+		}
+	/* forget the oldest ended jobs beyond the limit */
+	int ended = 0;
+	for (struct job **pp = &mm->jobs; *pp;) {
+		struct job *x = *pp;
+		if (!job_active(x) && ++ended > KEEP_FINISHED && x != j) {
+			*pp = x->next;
+			job_destroy(x);
+			continue;
+		}
+		pp = &x->next;
+	}
+	jobs_schedule(mm);
+}
+
+/* Every node of the job said DONE (or is gone): confirm with one
+ * COMPARE-AND-WRITE over the live ones, which also frees the done slot. */
+static void check_end(struct mm *mm, struct job *j)
+{
+	if (!job_active(j) || j->nodes_done < j->nnodes)
+		return;
+	struct sn_nodeset live;
+	sn_set_clear(&live);
+	for (uint32_t k = 0; k < j->nnodes; k++)
+		if (mm->nodes[j->nodes[k]].state == STORM__CTL__NODE_STATE__UP &&
+		    j->t_launched)
+			sn_set_add(&live, fabric_id((uint32_t)j->nodes[k]));
+	if (!j->failed && sn_set_count(&live)) {
+		struct sn_nodeset failed;
+		int rc = sn_caw(mm->sn, &live, GM_VAR_DONE(j->slot), SN_EQ, j->id, true,
+				GM_VAR_DONE(j->slot), 0, &failed);
+		if (rc == 0)
+			mm_log("job %llu: termination check found a node not done", (unsigned long long)j->id);
+		else if (rc < 0)
+			mm_log("job %llu: termination check failed: %s", (unsigned long long)j->id,
+			       sn_strerror(mm->sn));
+	}
+	finish(mm, j);
+}
+
+static void signal_nodes(struct mm *mm, struct job *j, int sig, unsigned kill_after_ms)
+{
+	int targets[j->nnodes];
+	size_t n = 0;
+	for (uint32_t k = 0; k < j->nnodes; k++)
+		if (!j->node_done[k] && mm->nodes[j->nodes[k]].state == STORM__CTL__NODE_STATE__UP)
+			targets[n++] = j->nodes[k];
+	if (!n)
+		return;
+	Storm__Cl__Signal sg = STORM__CL__SIGNAL__INIT;
+	sg.job = j->id;
+	sg.signal = sig;
+	sg.kill_after_ms = kill_after_ms;
+	Storm__Cl__Command cmd = STORM__CL__COMMAND__INIT;
+	cmd.body_case = STORM__CL__COMMAND__BODY_SIGNAL;
+	cmd.signal = &sg;
+	cmd_queue(mm, &cmd, targets, n);
+}
+
+/* Before the launch command went out no rank exists; after it, wait for
+ * the nodes to report their ranks' ends. */
+static void stop_job(struct mm *mm, struct job *j, int sig, unsigned kill_after_ms)
+{
+	if (j->state == STORM__CTL__JOB_STATE__QUEUED ||
+	    j->state == STORM__CTL__JOB_STATE__LAUNCHING) {
+		if (j->state == STORM__CTL__JOB_STATE__LAUNCHING)
+			signal_nodes(mm, j, SIGKILL, 0); /* nodes drop partial files */
+		finish(mm, j);
+		return;
+	}
+	signal_nodes(mm, j, sig, kill_after_ms);
+	check_end(mm, j);
+}
+
+void job_fail(struct mm *mm, struct job *j, const char *fmt, ...)
+{
+	if (!job_active(j))
+		return;
+	if (!j->failed && !j->cancelled) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(j->reason, sizeof(j->reason), fmt, ap);
+		va_end(ap);
+	}
+	bool first = !j->failed;
+	j->failed = true;
+	if (first)
+		stop_job(mm, j, SIGKILL, 0);
+}
+
+void job_cancel(struct mm *mm, struct job *j, int sig, const char *who)
+{
+	if (!j->cancelled && !j->failed)
+		snprintf(j->reason, sizeof(j->reason), "cancelled by %s", who);
+	j->cancelled = true;
+	stop_job(mm, j, sig ? sig : SIGTERM, sig ? 0 : mm->conf.kill_wait_ms);
+}
+
+void job_client_gone(struct mm *mm, struct job *j)
+{
+	if (job_active(j))
+		job_cancel(mm, j, SIGKILL, "the end of its storm run");
+}
+
+void jobs_end_all(struct mm *mm, const char *why)
+{
+	for (struct job *j = mm->jobs; j; j = j->next)
+		if (job_active(j)) {
+			snprintf(j->reason, sizeof(j->reason), "%s", why);
+			j->failed = true;
+			finish(mm, j);
+		}
+}
+
+static int job_node_pos(const struct job *j, int node)
+{
+	for (uint32_t k = 0; k < j->nnodes; k++)
+		if (j->nodes[k] == node)
+			return (int)k;
+	return -1;
+}
+
+void job_node_lost(struct mm *mm, struct job *j, int node)
+{
+	int k = job_node_pos(j, node);
+	if (k < 0 || !job_active(j))
+		return;
+	if (!j->node_done[k]) {
+		j->node_done[k] = true;
+		j->nodes_done++;
+	}
+	const struct mm_node *n = &mm->nodes[node];
+	job_fail(mm, j, "node %s stopped responding (no report for %.1f s); the job was terminated",
+		 mm->conf.nodes[node], now_s() - n->heard_time);
+	check_end(mm, j);
+}
+
+/* ---- reports */
+
+void job_on_output(struct mm *mm, const Storm__Cl__Output *o)
+{
+	struct job *j = job_find(mm, o->job);
+	if (!j || !o->data.len)
+		return;
+	if (j->client) {
+		Storm__Ctl__Output out = STORM__CTL__OUTPUT__INIT;
+		out.job = o->job;
+		out.rank = o->rank;
+		out.stream = o->stream == 2 ? STORM__CTL__STREAM__STDERR : STORM__CTL__STREAM__STDOUT;
+		out.data = o->data;
+		Storm__Ctl__Reply r = STORM__CTL__REPLY__INIT;
+		r.version = PROTO_VERSION;
+		r.body_case = STORM__CTL__REPLY__BODY_OUTPUT;
+		r.output = &out;
+		client_send(mm, j->client, &r);
+	} else if (j->out_fd >= 0) {
+		const uint8_t *p = o->data.data;
+		size_t left = o->data.len;
+		while (left) {
+			ssize_t w = write(j->out_fd, p, left);
+			if (w < 0) {
+				if (errno == EINTR)
+					continue;
+				mm_log("job %llu: writing %s: %s", (unsigned long long)j->id,
+				       j->output_path, strerror(errno));
+				break;
+			}
+			p += w;
+			left -= (size_t)w;
+		}
+	}
+}
+
+void job_on_exit(struct mm *mm, int node, const Storm__Cl__RankExit *e)
+{
+	struct job *j = job_find(mm, e->job);
+	if (!j || e->rank >= j->nranks || job_node_pos(j, node) < 0)
+		return;
+	if (j->rank_status[e->rank] == INT32_MIN)
+		j->ranks_ended++;
+	j->rank_status[e->rank] = e->wait_status;
+}
+
+void job_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n)
+{
+	struct job *j = job_find(mm, n->job);
+	int k = j ? job_node_pos(j, node) : -1;
+	if (k < 0 || !job_active(j))
+		return;
+	switch (n->kind) {
+	case STORM__CL__JOB_NOTE__KIND__FAILED:
+		if (!j->node_done[k]) {
+			j->node_done[k] = true;
+			j->nodes_done++;
+		}
+		job_fail(mm, j, "node %s: %s", mm->conf.nodes[node], n->message);
+		check_end(mm, j);
+		break;
+	case STORM__CL__JOB_NOTE__KIND__DONE:
+		if (!j->node_done[k]) {
+			j->node_done[k] = true;
+			j->nodes_done++;
+		}
+		check_end(mm, j);
+		break;
+	default:
+		break;
+	}
+}
+
+void job_progress(struct mm *mm, struct job *j, uint64_t done, uint64_t total)
+{
+	if (!j->client)
+		return;
+	Storm__Ctl__Progress p = STORM__CTL__PROGRESS__INIT;
+	p.job = j->id;
+	p.done = done;
+	p.total = total;
+	Storm__Ctl__Reply r = STORM__CTL__REPLY__INIT;
+	r.version = PROTO_VERSION;
+	r.body_case = STORM__CTL__REPLY__BODY_PROGRESS;
+	r.progress = &p;
+	client_send(mm, j->client, &r);
+}
+
+void job_fill_info(struct mm *mm, const struct job *j, Storm__Ctl__JobInfo *info)
+{
+	(void)mm;
+	storm__ctl__job_info__init(info);
+	info->job = j->id;
+	info->name = (char *)j->name;
+	info->user = (char *)j->user;
+	info->uid = j->uid;
+	info->state = j->state;
+	info->nodes = j->nnodes;
+	info->ranks = j->nranks;
+	info->nodelist = (char *)j->nodelist;
+	info->submit_time = j->t_submit;
+	info->start_time = j->t_start;
+	info->end_time = j->t_end;
+	info->exit_status = j->exit_status;
+	info->reason = (char *)j->reason;
+}

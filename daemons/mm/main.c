@@ -1,0 +1,298 @@
+/* stormmm: start-up and the event loop. */
+#include "mm.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+/* epoll tags: small integers for our own fds, client pointers otherwise */
+enum { TAG_LISTEN = 1, TAG_TIMER, TAG_SIGNAL, TAG_SN };
+
+double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void mm_log(const char *fmt, ...)
+{
+	char ts[32];
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	struct tm tm;
+	localtime_r(&t.tv_sec, &tm);
+	strftime(ts, sizeof(ts), "%H:%M:%S", &tm);
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s.%03ld stormmm: ", ts, t.tv_nsec / 1000000);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: stormmm -c CONF [--foreground]\n"
+		"The storm machine manager: runs the timeslice loop, the control socket\n"
+		"and the job table of the cluster described by CONF (docs/storm.conf.md).\n"
+		"  -c, --conf FILE   cluster configuration (required)\n"
+		"  -h, --help        this text\n"
+		"Exit status: 0 after a clean shutdown, 1 on a fatal error, 2 on bad usage.\n");
+}
+
+static int listen_socket(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		mm_log("error: socket path %s is too long", path);
+		return -1;
+	}
+	strcpy(sa.sun_path, path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	/* a live MM answers connect; a stale socket file does not */
+	int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		mm_log("error: another machine manager already listens on %s", path);
+		close(probe);
+		close(fd);
+		return -1;
+	}
+	if (probe >= 0)
+		close(probe);
+	unlink(path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0) {
+		mm_log("error: cannot listen on %s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	/* anyone may connect: identity comes from SO_PEERCRED, rights from the job */
+	chmod(path, 0666);
+	return fd;
+}
+
+static int ep_add(int epfd, int fd, uint64_t tag)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = tag };
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static int start(struct mm *mm, const char *conf_path)
+{
+	char err[512];
+	if (conf_load(conf_path, &mm->conf, err, sizeof(err)) < 0) {
+		mm_log("error: %s", err);
+		return -1;
+	}
+	const struct storm_conf *c = &mm->conf;
+	mm->nodes = calloc((size_t)c->nnodes, sizeof(*mm->nodes));
+	mm->strobe_buf = calloc(1, GM_STROBE_MAX);
+	if (!mm->nodes || !mm->strobe_buf || alloc_init(&mm->alloc, c->nnodes) < 0) {
+		mm_log("error: out of memory");
+		return -1;
+	}
+	mm->next_job_id = 1;
+	mm->cmd_tail = &mm->cmd_queue;
+
+	struct sn_config sc;
+	sn_config_defaults(&sc);
+	sc.provider = c->provider;
+	sc.sys_provider = c->sys_provider[0] ? c->sys_provider : NULL;
+	sc.node_id = MM_FABRIC_ID;
+	sc.node_count = (uint32_t)c->nnodes + 1;
+	sc.gmem_size = layout_gmem_size((uint32_t)c->nnodes);
+	sc.bootstrap = c->bootstrap;
+	sc.fanout = c->fanout;
+	sc.timeout_ms = c->op_timeout_ms;
+	int rc = sn_open(&sc, &mm->sn);
+	if (rc < 0) {
+		mm_log("error: cannot open the fabric: %s", sn_open_error());
+		return -1;
+	}
+
+	mm->epfd = epoll_create1(EPOLL_CLOEXEC);
+	mm->listen_fd = listen_socket(c->socket);
+	if (mm->epfd < 0 || mm->listen_fd < 0)
+		return -1;
+	mm->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	struct itimerspec its = { 0 };
+	its.it_interval.tv_sec = c->timeslice_us / 1000000;
+	its.it_interval.tv_nsec = (long)(c->timeslice_us % 1000000) * 1000;
+	its.it_value = its.it_interval;
+	timerfd_settime(mm->timer_fd, 0, &its, NULL);
+	sigset_t ss;
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGTERM);
+	sigaddset(&ss, SIGINT);
+	sigprocmask(SIG_BLOCK, &ss, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	mm->signal_fd = signalfd(-1, &ss, SFD_NONBLOCK | SFD_CLOEXEC);
+	mm->sn_fd = sn_wait_fd(mm->sn);
+	if (ep_add(mm->epfd, mm->listen_fd, TAG_LISTEN) < 0 ||
+	    ep_add(mm->epfd, mm->timer_fd, TAG_TIMER) < 0 ||
+	    ep_add(mm->epfd, mm->signal_fd, TAG_SIGNAL) < 0 ||
+	    (mm->sn_fd >= 0 && ep_add(mm->epfd, mm->sn_fd, TAG_SN) < 0)) {
+		mm_log("error: epoll: %s", strerror(errno));
+		return -1;
+	}
+	mm_log("cluster '%s': %d nodes, %s, timeslice %u us, socket %s", c->name, c->nnodes,
+	       sn_provider_name(mm->sn, 0), c->timeslice_us, c->socket);
+	return 0;
+}
+
+/* Local completions and remote events the loop reacts to between slices. */
+static void poll_events(struct mm *mm)
+{
+	sn_progress(mm->sn);
+	if (sn_test_event(mm->sn, EV_REPORT, 0, NULL) != 0) {
+		while (sn_test_event(mm->sn, EV_REPORT, 0, NULL) > 0)
+			;
+		slice_on_report_event(mm);
+	}
+	cmd_on_sent_event(mm);
+	transfer_step(mm);
+	cmd_pump(mm);
+}
+
+static void run(struct mm *mm)
+{
+	struct epoll_event evs[64];
+	for (;;) {
+		int timeout = -1;
+		if (sn_prepare_wait(mm->sn) < 0 || mm->sn_fd < 0)
+			timeout = mm->sn_fd < 0 ? 1 : 0;
+		int t = sn_next_timeout_ms(mm->sn);
+		if (t >= 0 && (timeout < 0 || t < timeout))
+			timeout = t;
+		if (mm->xfer && (timeout < 0 || timeout > 1))
+			timeout = 1; /* a transfer polls its flow control */
+		int n = epoll_wait(mm->epfd, evs, 64, timeout);
+		if (n < 0 && errno != EINTR) {
+			mm_log("error: epoll_wait: %s", strerror(errno));
+			return;
+		}
+		bool tick = false;
+		for (int i = 0; i < n; i++) {
+			uint64_t tag = evs[i].data.u64;
+			if (tag == TAG_LISTEN) {
+				while (client_accept(mm) > 0)
+					;
+			} else if (tag == TAG_TIMER) {
+				uint64_t expirations;
+				if (read(mm->timer_fd, &expirations, 8) == 8)
+					tick = true;
+			} else if (tag == TAG_SIGNAL) {
+				struct signalfd_siginfo si;
+				while (read(mm->signal_fd, &si, sizeof(si)) == sizeof(si))
+					if (!mm->shutting_down) {
+						mm_log("signal %u: shutting the cluster down", si.ssi_signo);
+						jobs_end_all(mm, "the machine manager was stopped");
+						Storm__Cl__Command cmd = STORM__CL__COMMAND__INIT;
+						Storm__Cl__Shutdown sd = STORM__CL__SHUTDOWN__INIT;
+						cmd.body_case = STORM__CL__COMMAND__BODY_SHUTDOWN;
+						cmd.shutdown = &sd;
+						cmd_queue(mm, &cmd, NULL, 0);
+						mm->shutting_down = true;
+						mm->shutdown_deadline = now_s() + 2;
+					}
+			} else if (tag != TAG_SN) {
+				client_on_io(mm, (struct client *)(uintptr_t)tag, evs[i].events);
+			}
+		}
+		poll_events(mm);
+		if (tick)
+			slice_tick(mm);
+		if (mm->shutting_down && ((!mm->cmd_queue && !mm->cmd_inflight) ||
+					  now_s() > mm->shutdown_deadline))
+			return;
+	}
+}
+
+static void stop(struct mm *mm)
+{
+	for (struct client *c = mm->clients; c; c = c->next)
+		client_close(mm, c);
+	clients_reap(mm);
+	transfer_abort(mm, transfer_job(mm));
+	while (mm->jobs) {
+		struct job *j = mm->jobs;
+		mm->jobs = j->next;
+		job_destroy(j);
+	}
+	while (mm->cmd_queue) {
+		struct pending_cmd *p = mm->cmd_queue;
+		mm->cmd_queue = p->next;
+		free(p->buf);
+		free(p);
+	}
+	free(mm->cmd_buf);
+	if (mm->sn)
+		sn_close(mm->sn);
+	if (mm->listen_fd > 0) {
+		close(mm->listen_fd);
+		unlink(mm->conf.socket);
+	}
+	if (mm->timer_fd > 0)
+		close(mm->timer_fd);
+	if (mm->signal_fd > 0)
+		close(mm->signal_fd);
+	if (mm->epfd > 0)
+		close(mm->epfd);
+	alloc_free(&mm->alloc);
+	free(mm->nodes);
+	free(mm->strobe_buf);
+	conf_free(&mm->conf);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = { { "conf", required_argument, NULL, 'c' },
+					      { "help", no_argument, NULL, 'h' },
+					      { "foreground", no_argument, NULL, 'f' },
+					      { 0 } };
+	const char *conf = NULL;
+	int o;
+	while ((o = getopt_long(argc, argv, "c:hf", opts, NULL)) != -1) {
+		switch (o) {
+		case 'c':
+			conf = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'f':
+			break;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!conf || optind < argc) {
+		fprintf(stderr, "stormmm: error: %s\n",
+			conf ? "unexpected argument" : "missing -c CONF");
+		usage(stderr);
+		return 2;
+	}
+	static struct mm mm;
+	int rc = start(&mm, conf);
+	if (rc == 0)
+		run(&mm);
+	stop(&mm);
+	mm_log(rc == 0 ? "stopped" : "failed to start");
+	return rc == 0 ? 0 : 1;
+}

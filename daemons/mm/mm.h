@@ -1,0 +1,167 @@
+/* stormmm, the machine manager: one single-threaded event loop that owns the
+ * timeslice timer, the control socket, the job table and fabric node 0.
+ * main.c     options, start-up, the event loop
+ * slice.c    the timeslice: strobes, membership, the command ring, reports
+ * client.c   the control socket: frames, requests, replies
+ * job.c      job life: validation, allocation, launch, output, end
+ * transfer.c program and file multicast with COMPARE-AND-WRITE flow control */
+#ifndef STORM_MM_H
+#define STORM_MM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "alloc.h"
+#include "cluster.pb-c.h"
+#include "config.h"
+#include "control.pb-c.h"
+#include "frame.h"
+#include "layout.h"
+#include "sn.h"
+
+#define PROTO_VERSION 1
+
+struct job;
+
+struct client {
+	int fd;
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+	struct frame_rx rx;
+	uint8_t *out;            /* replies not yet written */
+	size_t out_len, out_cap;
+	bool closing;            /* close once out is flushed */
+	struct job *job;         /* interactive job streaming here */
+	double status_deadline;  /* >0: a ClusterStatus waiting for all nodes UP */
+	struct client *next;
+};
+
+struct mm_node {
+	Storm__Ctl__NodeState state;
+	uint64_t report_seq;     /* last report consumed, acknowledged in strobes */
+	uint64_t heard_slice;    /* slice of the last report */
+	double heard_time;
+	uint32_t cmd_done;
+	uint64_t job;            /* job holding the node, 0 if free */
+};
+
+struct job {
+	uint64_t id;
+	char name[64];
+	char user[64];
+	uid_t uid;
+	gid_t gid;
+	Storm__Ctl__JobState state;
+	uint32_t nnodes, nranks;
+	int *nodes;              /* node indices, ascending */
+	char nodelist[512];
+	struct sn_nodeset set;   /* fabric ids of the nodes */
+	char **argv;
+	size_t argc;
+	char **env;
+	size_t nenv;
+	char *cwd;
+	char *program;           /* path on the CLI host */
+	bool no_bcast;
+	int nfds;                /* program (unless no_bcast), then files */
+	int fds[FRAME_MAX_FDS];
+	char *fnames[FRAME_MAX_FDS];
+	uint64_t fsizes[FRAME_MAX_FDS];
+	uint32_t fmodes[FRAME_MAX_FDS];
+	struct client *client;   /* interactive: where output and the end go */
+	char *output_path;       /* batch */
+	int out_fd;
+	uint32_t slot;           /* done variable */
+	double t_submit, t_start, t_transferred, t_launched, t_end;
+	int32_t *rank_status;    /* wait status per rank, INT32_MIN until known */
+	uint32_t ranks_ended;
+	bool *node_done;         /* per job node: DONE note (or dead) */
+	uint32_t nodes_done;
+	bool failed, cancelled, confirm_pending;
+	int32_t exit_status;
+	char reason[512];
+	struct job *next;
+};
+
+struct mm {
+	struct storm_conf conf;
+	struct sn_ctx *sn;
+	int epfd, listen_fd, timer_fd, signal_fd, sn_fd;
+	uint64_t slice;
+	double slice_start;
+	struct mm_node *nodes;
+	struct alloc alloc;
+	struct client *clients;
+	struct job *jobs;        /* submission order */
+	uint64_t next_job_id;
+	bool slot_used[GM_JOB_SLOTS];
+	/* command ring */
+	uint32_t cmd_seq;        /* last sent */
+	struct pending_cmd *cmd_queue, **cmd_tail;
+	bool cmd_inflight;
+	uint8_t *cmd_buf;        /* the in-flight command, kept for resends */
+	size_t cmd_len;
+	struct sn_nodeset cmd_set;
+	bool shutting_down;
+	double shutdown_deadline;
+	uint64_t file_seq;       /* last file chunk sent */
+	struct transfer *xfer;   /* the one transfer under way, if any */
+	uint8_t *strobe_buf;
+};
+
+struct pending_cmd {
+	uint8_t *buf;            /* [u32 len][packed Command] */
+	size_t len;
+	struct pending_cmd *next;
+};
+
+double now_s(void);
+void mm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* slice.c */
+void slice_tick(struct mm *mm);
+void slice_on_report_event(struct mm *mm);
+/* Queues a command for every UP node; nodes outside `targets` skip it. */
+int cmd_queue(struct mm *mm, Storm__Cl__Command *cmd, const int *targets, size_t ntargets);
+void cmd_pump(struct mm *mm);
+void cmd_on_sent_event(struct mm *mm);
+void mark_node(struct mm *mm, int idx, Storm__Ctl__NodeState st, const char *why);
+
+/* client.c */
+int client_accept(struct mm *mm);
+void client_on_io(struct mm *mm, struct client *c, uint32_t events);
+void client_send(struct mm *mm, struct client *c, const Storm__Ctl__Reply *r);
+void client_send_error(struct mm *mm, struct client *c, Storm__Ctl__ErrorCode code,
+		       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void client_close(struct mm *mm, struct client *c);
+void clients_tick(struct mm *mm);
+void clients_reap(struct mm *mm);
+
+/* job.c */
+struct job *job_find(struct mm *mm, uint64_t id);
+void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds, int nfds);
+void jobs_schedule(struct mm *mm);
+void job_cancel(struct mm *mm, struct job *j, int sig, const char *who);
+void job_fail(struct mm *mm, struct job *j, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void job_transferred(struct mm *mm, struct job *j);
+void job_on_output(struct mm *mm, const Storm__Cl__Output *o);
+void job_on_exit(struct mm *mm, int node, const Storm__Cl__RankExit *e);
+void job_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n);
+void job_node_lost(struct mm *mm, struct job *j, int node);
+void job_fill_info(struct mm *mm, const struct job *j, Storm__Ctl__JobInfo *info);
+void job_client_gone(struct mm *mm, struct job *j);
+void job_destroy(struct job *j);
+void jobs_end_all(struct mm *mm, const char *why);
+void job_progress(struct mm *mm, struct job *j, uint64_t done, uint64_t total);
+bool job_active(const struct job *j);
+
+/* transfer.c */
+int transfer_start(struct mm *mm, struct job *j);
+void transfer_step(struct mm *mm);
+void transfer_abort(struct mm *mm, struct job *j);
+struct job *transfer_job(const struct mm *mm);
+
+#endif

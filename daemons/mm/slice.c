@@ -1,0 +1,264 @@
+/* The timeslice: strobes, membership, the command ring and node reports. */
+#include "mm.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A node not heard from for this many slices gets its strobe on its own,
+ * not inside the tree, so a dead node cannot starve a subtree of strobes
+ * before it is declared DOWN. */
+static unsigned suspect_after(const struct mm *mm)
+{
+	unsigned s = mm->conf.down_after / 8;
+	return s < 3 ? 3 : s;
+}
+
+void mark_node(struct mm *mm, int idx, Storm__Ctl__NodeState st, const char *why)
+{
+	struct mm_node *n = &mm->nodes[idx];
+	if (n->state == st)
+		return;
+	n->state = st;
+	alloc_set_up(&mm->alloc, idx, st == STORM__CTL__NODE_STATE__UP);
+	mm_log("node %s is %s%s%s", mm->conf.nodes[idx],
+	       st == STORM__CTL__NODE_STATE__UP ? "UP" : "DOWN", why ? ": " : "", why ? why : "");
+	if (st == STORM__CTL__NODE_STATE__DOWN && n->job) {
+		struct job *j = job_find(mm, n->job);
+		if (j)
+			job_node_lost(mm, j, idx);
+	}
+	if (st == STORM__CTL__NODE_STATE__UP)
+		jobs_schedule(mm);
+}
+
+static void send_strobe(struct mm *mm)
+{
+	struct strobe *s = (struct strobe *)mm->strobe_buf;
+	int nn = mm->conf.nnodes;
+	s->slice = mm->slice;
+	s->cmd_seq = mm->cmd_seq;
+	s->row = 0;
+	s->nnodes = (uint32_t)nn;
+	s->flags = 0;
+	struct sn_nodeset tree, single;
+	sn_set_clear(&tree);
+	for (int i = 0; i < nn; i++) {
+		struct mm_node *n = &mm->nodes[i];
+		s->ack[i] = n->report_seq;
+		bool fresh = n->state == STORM__CTL__NODE_STATE__UP &&
+			     mm->slice - n->heard_slice <= suspect_after(mm);
+		if (fresh) {
+			sn_set_add(&tree, fabric_id((uint32_t)i));
+		} else if (n->state == STORM__CTL__NODE_STATE__UP || mm->slice % 4 == 0) {
+			/* suspects every slice, the rest as a probe every fourth */
+			sn_set_clear(&single);
+			sn_set_add(&single, fabric_id((uint32_t)i));
+			sn_xfer(mm->sn, &single, GM_STROBE, s, sizeof(*s) + 8 * (size_t)nn,
+				SN_NO_EVENT, EV_STROBE, SN_XFER_SYS);
+		}
+	}
+	if (sn_set_count(&tree) == 0)
+		return;
+	int rc = sn_xfer(mm->sn, &tree, GM_STROBE, s, sizeof(*s) + 8 * (size_t)nn, SN_NO_EVENT,
+			 EV_STROBE, SN_XFER_SYS);
+	if (rc < 0)
+		mm_log("strobe %llu: %s", (unsigned long long)mm->slice, sn_strerror(mm->sn));
+}
+
+static void check_membership(struct mm *mm)
+{
+	for (int i = 0; i < mm->conf.nnodes; i++) {
+		struct mm_node *n = &mm->nodes[i];
+		if (n->state != STORM__CTL__NODE_STATE__UP)
+			continue;
+		uint64_t missed = mm->slice - n->heard_slice;
+		if (missed > mm->conf.down_after) {
+			char why[128];
+			snprintf(why, sizeof(why), "no report for %llu timeslices (%.1f s)",
+				 (unsigned long long)missed, now_s() - n->heard_time);
+			mark_node(mm, i, STORM__CTL__NODE_STATE__DOWN, why);
+		}
+	}
+}
+
+void slice_tick(struct mm *mm)
+{
+	mm->slice++;
+	mm->slice_start = now_s();
+	check_membership(mm);
+	send_strobe(mm);
+	clients_tick(mm);
+	jobs_schedule(mm);
+}
+
+/* ---- reports */
+
+static void consume_report(struct mm *mm, int idx)
+{
+	struct mm_node *n = &mm->nodes[idx];
+	const uint8_t *slot = (const uint8_t *)sn_gmem(mm->sn) + GM_REPORT_SLOT(idx);
+	uint32_t len;
+	memcpy(&len, slot, 4);
+	if (len == 0)
+		return;
+	if (len > GM_REPORT_SLOT_SIZE - 4) {
+		mm_log("node %s: report length %u exceeds its slot; ignored", mm->conf.nodes[idx],
+		       len);
+		memset((void *)slot, 0, 4);
+		return;
+	}
+	Storm__Cl__Report *r = storm__cl__report__unpack(NULL, len, slot + 4);
+	if (!r) {
+		mm_log("node %s: undecodable report (%u bytes); ignored", mm->conf.nodes[idx], len);
+		memset((void *)slot, 0, 4);
+		return;
+	}
+	if (r->seq <= n->report_seq) { /* already consumed */
+		storm__cl__report__free_unpacked(r, NULL);
+		return;
+	}
+	n->report_seq = r->seq;
+	n->heard_slice = mm->slice;
+	n->heard_time = now_s();
+	n->cmd_done = r->cmd_done;
+	if (n->state != STORM__CTL__NODE_STATE__UP)
+		mark_node(mm, idx, STORM__CTL__NODE_STATE__UP, NULL);
+	/* the node orders its records so that output precedes the exit of its
+	 * rank and exits precede the DONE note (layout.h) */
+	for (size_t i = 0; i < r->n_output; i++)
+		job_on_output(mm, r->output[i]);
+	for (size_t i = 0; i < r->n_exits; i++)
+		job_on_exit(mm, idx, r->exits[i]);
+	for (size_t i = 0; i < r->n_notes; i++)
+		job_on_note(mm, idx, r->notes[i]);
+	storm__cl__report__free_unpacked(r, NULL);
+}
+
+void slice_on_report_event(struct mm *mm)
+{
+	for (int i = 0; i < mm->conf.nnodes; i++)
+		consume_report(mm, i);
+}
+
+/* ---- the command ring */
+
+int cmd_queue(struct mm *mm, Storm__Cl__Command *cmd, const int *targets, size_t ntargets)
+{
+	uint32_t *nodes = NULL;
+	if (ntargets) {
+		nodes = malloc(sizeof(uint32_t) * ntargets);
+		if (!nodes)
+			return -ENOMEM;
+		for (size_t i = 0; i < ntargets; i++)
+			nodes[i] = (uint32_t)targets[i];
+	}
+	cmd->nodes = nodes;
+	cmd->n_nodes = ntargets;
+	cmd->seq = 0; /* set when sent */
+	size_t len = storm__cl__command__get_packed_size(cmd) + 8 /* room for seq */;
+	struct pending_cmd *p = calloc(1, sizeof(*p));
+	uint8_t *buf = malloc(4 + len);
+	if (!p || !buf || 4 + len > GM_CMD_SLOT_SIZE) {
+		free(p);
+		free(buf);
+		free(nodes);
+		cmd->nodes = NULL;
+		cmd->n_nodes = 0;
+		return len + 4 > GM_CMD_SLOT_SIZE ? -E2BIG : -ENOMEM;
+	}
+	/* packed later with its sequence number; keep the unpacked form packed
+	 * once here only to learn the size, then again at send */
+	p->buf = buf;
+	p->len = storm__cl__command__pack(cmd, buf + 4);
+	free(nodes);
+	cmd->nodes = NULL;
+	cmd->n_nodes = 0;
+	*mm->cmd_tail = p;
+	mm->cmd_tail = &p->next;
+	cmd_pump(mm);
+	return 0;
+}
+
+static uint32_t min_cmd_done(const struct mm *mm)
+{
+	uint32_t m = mm->cmd_seq;
+	for (int i = 0; i < mm->conf.nnodes; i++)
+		if (mm->nodes[i].state == STORM__CTL__NODE_STATE__UP && mm->nodes[i].cmd_done < m)
+			m = mm->nodes[i].cmd_done;
+	return m;
+}
+
+void cmd_pump(struct mm *mm)
+{
+	if (mm->cmd_inflight || !mm->cmd_queue)
+		return;
+	uint32_t seq = mm->cmd_seq + 1;
+	if (seq > GM_CMD_SLOTS && min_cmd_done(mm) < seq - GM_CMD_SLOTS)
+		return; /* a slow node still has the slot to read */
+	struct pending_cmd *p = mm->cmd_queue;
+	mm->cmd_queue = p->next;
+	if (!mm->cmd_queue)
+		mm->cmd_tail = &mm->cmd_queue;
+	/* re-pack with the sequence number */
+	Storm__Cl__Command *cmd = storm__cl__command__unpack(NULL, p->len, p->buf + 4);
+	if (!cmd) {
+		mm_log("internal: cannot re-read a queued command");
+		free(p->buf);
+		free(p);
+		return;
+	}
+	cmd->seq = seq;
+	free(mm->cmd_buf);
+	mm->cmd_len = 4 + storm__cl__command__get_packed_size(cmd);
+	mm->cmd_buf = malloc(mm->cmd_len);
+	uint32_t plen = (uint32_t)storm__cl__command__pack(cmd, mm->cmd_buf + 4);
+	memcpy(mm->cmd_buf, &plen, 4);
+	storm__cl__command__free_unpacked(cmd, NULL);
+	free(p->buf);
+	free(p);
+
+	sn_set_clear(&mm->cmd_set);
+	for (int i = 0; i < mm->conf.nnodes; i++)
+		if (mm->nodes[i].state == STORM__CTL__NODE_STATE__UP)
+			sn_set_add(&mm->cmd_set, fabric_id((uint32_t)i));
+	mm->cmd_seq = seq;
+	if (sn_set_count(&mm->cmd_set) == 0)
+		return; /* nobody to tell; nodes adopt cmd_seq from the strobe */
+	int rc = sn_xfer(mm->sn, &mm->cmd_set, GM_CMD_SLOT(seq), mm->cmd_buf, mm->cmd_len,
+			 EV_CMD_SENT, EV_CMD, 0);
+	if (rc < 0) {
+		mm_log("command %u: %s", seq, sn_strerror(mm->sn));
+		return;
+	}
+	mm->cmd_inflight = true;
+}
+
+void cmd_on_sent_event(struct mm *mm)
+{
+	if (!mm->cmd_inflight)
+		return;
+	struct sn_nodeset failed;
+	int rc = sn_test_event(mm->sn, EV_CMD_SENT, 0, &failed);
+	if (rc == 0)
+		return;
+	mm->cmd_inflight = false;
+	if (rc < 0) {
+		/* a dead node inside the tree cuts its subtree off: send again to
+		 * each node that did not confirm, on its own */
+		char list[256];
+		sn_set_format(&failed, list, sizeof(list));
+		mm_log("command %u did not reach fabric nodes %s; resending to each", mm->cmd_seq,
+		       list);
+		struct sn_nodeset one;
+		for (uint32_t f = sn_set_next(&failed, 0); f != UINT32_MAX;
+		     f = sn_set_next(&failed, f + 1)) {
+			sn_set_clear(&one);
+			sn_set_add(&one, f);
+			sn_xfer(mm->sn, &one, GM_CMD_SLOT(mm->cmd_seq), mm->cmd_buf, mm->cmd_len,
+				SN_NO_EVENT, EV_CMD, 0);
+		}
+	}
+	cmd_pump(mm);
+}

@@ -1,0 +1,207 @@
+/* Program and file multicast (BRIEF §4): chunks go into two file buffers in
+ * the global memory of the job's nodes by XFER-AND-SIGNAL; a buffer is
+ * reused only after COMPARE-AND-WRITE finds that every node wrote out the
+ * chunk it held (layout.h). One transfer at a time. */
+#include "mm.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct transfer {
+	struct job *job;
+	int file;              /* index into job->fds */
+	uint64_t off;          /* in that file */
+	uint64_t first_seq, last_seq;
+	bool busy[2];          /* XFER of the chunk in buffer i not yet confirmed */
+	bool all_sent;
+	uint64_t done, total;
+	double last_progress;
+	uint8_t *stage[2];
+};
+
+int transfer_start(struct mm *mm, struct job *j)
+{
+	struct transfer *x = calloc(1, sizeof(*x));
+	if (!x)
+		return -1;
+	for (int b = 0; b < 2; b++)
+		if (!(x->stage[b] = malloc(GM_FILE_BUF_SIZE))) {
+			free(x->stage[0]);
+			free(x);
+			return -1;
+		}
+	x->job = j;
+	x->first_seq = mm->file_seq + 1;
+	for (int i = 0; i < j->nfds; i++)
+		x->total += j->fsizes[i];
+	x->last_progress = now_s();
+	mm->xfer = x;
+	job_progress(mm, j, 0, x->total);
+	transfer_step(mm);
+	return 0;
+}
+
+static void transfer_free(struct mm *mm)
+{
+	struct transfer *x = mm->xfer;
+	if (!x)
+		return;
+	/* a chunk still in flight reads its stage buffer: drain its event first */
+	for (int b = 0; b < 2; b++)
+		if (x->busy[b])
+			sn_test_event(mm->sn, EV_FILE_SENT0 + (unsigned)b, -1, NULL);
+	free(x->stage[0]);
+	free(x->stage[1]);
+	free(x);
+	mm->xfer = NULL;
+}
+
+struct job *transfer_job(const struct mm *mm) { return mm->xfer ? mm->xfer->job : NULL; }
+
+void transfer_abort(struct mm *mm, struct job *j)
+{
+	if (mm->xfer && mm->xfer->job == j)
+		transfer_free(mm);
+}
+
+static void fail(struct mm *mm, const char *what, const struct sn_nodeset *failed)
+{
+	struct job *j = mm->xfer->job;
+	char names[512] = "";
+	size_t w = 0;
+	if (failed)
+		for (uint32_t f = sn_set_next(failed, 0); f != UINT32_MAX && w + 70 < sizeof(names);
+		     f = sn_set_next(failed, f + 1))
+			if (f >= 1 && (int)f <= mm->conf.nnodes)
+				w += (size_t)snprintf(names + w, sizeof(names) - w, "%s%s", w ? "," : "",
+						      mm->conf.nodes[f - 1]);
+	transfer_free(mm);
+	if (names[0])
+		job_fail(mm, j, "%s: node%s %s did not confirm (%s)", what,
+			 strchr(names, ',') ? "s" : "", names, sn_strerror(mm->sn));
+	else
+		job_fail(mm, j, "%s: %s", what, sn_strerror(mm->sn));
+}
+
+/* 1: every node of the job has written chunk seq; 0: not yet; -1: failed */
+static int written(struct mm *mm, uint64_t seq)
+{
+	struct sn_nodeset failed;
+	int rc = sn_caw(mm->sn, &mm->xfer->job->set, GM_VAR_FILE_DONE, SN_GE, seq, false, 0, 0,
+			&failed);
+	if (rc < 0) {
+		fail(mm, "program transfer", &failed);
+		return -1;
+	}
+	return rc;
+}
+
+static int send_chunk(struct mm *mm)
+{
+	struct transfer *x = mm->xfer;
+	struct job *j = x->job;
+	uint64_t seq = mm->file_seq + 1;
+	int b = (int)(seq % 2);
+	if (x->busy[b])
+		return 0;
+	if (seq >= x->first_seq + 2) {
+		int w = written(mm, seq - 2);
+		if (w <= 0)
+			return w;
+	}
+	uint64_t size = j->fsizes[x->file];
+	uint64_t len = size - x->off;
+	if (len > GM_FILE_DATA_MAX)
+		len = GM_FILE_DATA_MAX;
+	struct file_chunk *h = (struct file_chunk *)x->stage[b];
+	memset(h, 0, sizeof(*h));
+	h->job = j->id;
+	h->seq = seq;
+	h->offset = x->off;
+	h->file = (uint32_t)x->file;
+	h->len = (uint32_t)len;
+	h->size = size;
+	h->mode = j->fmodes[x->file];
+	h->uid = j->uid;
+	h->gid = j->gid;
+	snprintf(h->name, sizeof(h->name), "%s", j->fnames[x->file]);
+	uint8_t *data = x->stage[b] + sizeof(*h);
+	for (uint64_t got = 0; got < len;) {
+		ssize_t n = pread(j->fds[x->file], data + got, len - got, (off_t)(x->off + got));
+		if (n <= 0) {
+			char what[300];
+			snprintf(what, sizeof(what), "cannot read %s (%s)", j->fnames[x->file],
+				 n == 0 ? "it shrank after submission" : strerror(errno));
+			fail(mm, what, NULL);
+			return -1;
+		}
+		got += (uint64_t)n;
+	}
+	x->off += len;
+	if (x->off == size)
+		h->flags |= FILE_LAST;
+	int rc = sn_xfer(mm->sn, &j->set, GM_FILE_BUF_AT(b), x->stage[b], sizeof(*h) + len,
+			 EV_FILE_SENT0 + (unsigned)b, EV_FILE, 0);
+	if (rc < 0) {
+		fail(mm, "program transfer", NULL);
+		return -1;
+	}
+	x->busy[b] = true;
+	mm->file_seq = seq;
+	x->done += len;
+	if (x->off == size) {
+		x->file++;
+		x->off = 0;
+		if (x->file == j->nfds) {
+			x->all_sent = true;
+			x->last_seq = seq;
+		}
+	}
+	return 1;
+}
+
+void transfer_step(struct mm *mm)
+{
+	struct transfer *x = mm->xfer;
+	if (!x)
+		return;
+	for (int b = 0; b < 2; b++) {
+		if (!x->busy[b])
+			continue;
+		struct sn_nodeset failed;
+		int rc = sn_test_event(mm->sn, EV_FILE_SENT0 + (unsigned)b, 0, &failed);
+		if (rc < 0) {
+			x->busy[b] = false;
+			fail(mm, "program transfer", &failed);
+			return;
+		}
+		if (rc > 0)
+			x->busy[b] = false;
+	}
+	while (!x->all_sent) {
+		int rc = send_chunk(mm);
+		if (rc < 0)
+			return; /* x is gone */
+		if (rc == 0)
+			break;
+	}
+	double now = now_s();
+	if (now - x->last_progress >= 0.25) {
+		x->last_progress = now;
+		job_progress(mm, x->job, x->done, x->total);
+	}
+	if (!x->all_sent || x->busy[0] || x->busy[1])
+		return;
+	int w = written(mm, x->last_seq);
+	if (w <= 0)
+		return;
+	struct job *j = x->job;
+	if (now - j->t_start >= 1.0)
+		job_progress(mm, j, x->total, x->total);
+	transfer_free(mm);
+	job_transferred(mm, j);
+	jobs_schedule(mm); /* the next transfer may start */
+}
