@@ -253,7 +253,8 @@ void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds
 			submit_refuse(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID, why);
 			return;
 		}
-	} else {
+	}
+	if (s->interactive || s->wait) {
 		j->client = c;
 		c->job = j;
 	}
@@ -639,7 +640,7 @@ void job_on_output(struct mm *mm, const Storm__Cl__Output *o)
 	struct job *j = job_find(mm, o->job);
 	if (!j || !o->data.len)
 		return;
-	if (j->client) {
+	if (j->out_fd < 0 && j->client) {
 		Storm__Ctl__Output out = STORM__CTL__OUTPUT__INIT;
 		out.job = o->job;
 		out.rank = o->rank;
@@ -650,7 +651,7 @@ void job_on_output(struct mm *mm, const Storm__Cl__Output *o)
 		r.body_case = STORM__CTL__REPLY__BODY_OUTPUT;
 		r.output = &out;
 		client_send(mm, j->client, &r);
-	} else if (j->out_fd >= 0) {
+	} else if (j->out_fd >= 0) { /* batch */
 		const uint8_t *p = o->data.data;
 		size_t left = o->data.len;
 		while (left) {
