@@ -596,7 +596,9 @@ void job_cancel(struct mm *mm, struct job *j, int sig, const char *who)
 
 void job_client_gone(struct mm *mm, struct job *j)
 {
-	if (job_active(j))
+	/* like srun: an interactive job dies with its client; a batch job
+	 * whose `submit --wait` went away runs on */
+	if (job_active(j) && j->out_fd < 0)
 		job_cancel(mm, j, SIGKILL, "the end of its storm run");
 }
 
