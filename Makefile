@@ -111,3 +111,11 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# ---- the storm CLI against a scripted stand-in machine manager
+$(BUILD)/bin/fake_ctl_mm: $(BUILD)/obj/tests/cluster/fake_ctl_mm.o $(BUILD)/lib/libstormcommon.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ -lprotobuf-c -linih -lpthread
+.PHONY: clitest
+clitest: $(BUILD)/bin/storm $(BUILD)/bin/fake_ctl_mm
+	./tests/cluster/test_cli_fake.sh $(BUILD)/bin

@@ -892,7 +892,7 @@ static int cmd_status(struct cli *c, int argc, char **argv)
 		       s->nodes_up, s->nodes_total, s->provider, ts);
 		if (ndown)
 			printf("not up: %s\n", downlist);
-		printf("slice %llu, %u jobs running, %u queued; machine manager pid %u; %s\n",
+		printf("slice %llu, jobs: %u running, %u queued; machine manager pid %u; %s\n",
 		       (unsigned long long)s->slice, s->jobs_running, s->jobs_queued, s->mm_pid,
 		       c->conf_path);
 	}

@@ -47,7 +47,8 @@ int cli_find_conf(struct cli *c, char *err, size_t errlen)
 {
 	const char *explicit = c->conf_opt ? c->conf_opt : getenv("STORM_CONF");
 	if (explicit && *explicit) {
-		snprintf(c->conf_path, sizeof(c->conf_path), "%s", explicit);
+		if (explicit != c->conf_path)
+			snprintf(c->conf_path, sizeof(c->conf_path), "%s", explicit);
 		return 0;
 	}
 	char dirs[2][64], files[2][80];
@@ -92,7 +93,13 @@ int cli_load_conf(struct cli *c)
 		return -1;
 	}
 	if (conf_load(c->conf_path, &c->conf, err, sizeof(err)) != 0) {
-		fprintf(stderr, "storm: error: %s\n", err);
+		if (access(c->conf_path, F_OK) != 0) /* named but absent: nothing is up */
+			fprintf(stderr,
+				"storm: error: no cluster is up (%s); start one with 'storm cluster "
+				"up --nodes N'\n",
+				err);
+		else
+			fprintf(stderr, "storm: error: %s\n", err);
 		return -1;
 	}
 	c->have_conf = 1;
