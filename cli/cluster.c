@@ -1006,8 +1006,12 @@ int cmd_cluster(struct cli *c, int argc, char **argv)
 		fputs(cluster_help, stdout);
 		return EXIT_OK;
 	}
-	if (!strcmp(sub, "up"))
+	if (!strcmp(sub, "up")) {
+		if (c->conf_opt) /* up writes a configuration, it reads none */
+			return usage_error("storm cluster up",
+					   "--conf does not apply; --dir DIR chooses where it goes");
 		return cmd_up(argc - 1, argv + 1);
+	}
 	if (!strcmp(sub, "status"))
 		return cmd_status(c, argc - 1, argv + 1);
 	if (!strcmp(sub, "down"))
