@@ -76,7 +76,7 @@ $(BUILD)/bin/storm: $(CLI_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormcommon.
 # ---- tests
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_LIB := net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wire.c \
-            common/hostlist.c common/config.c scheduler/alloc.c
+            common/hostlist.c common/config.c scheduler/alloc.c cli/opts.c cli/label.c cli/fmt.c
 $(BUILD)/bin/unit_tests: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_LIB:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ -lcunit -linih
@@ -111,3 +111,11 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# ---- the storm CLI against a scripted stand-in machine manager
+$(BUILD)/bin/fake_ctl_mm: $(BUILD)/obj/tests/cluster/fake_ctl_mm.o $(BUILD)/lib/libstormcommon.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ -lprotobuf-c -linih -lpthread
+.PHONY: clitest
+clitest: $(BUILD)/bin/storm $(BUILD)/bin/fake_ctl_mm
+	./tests/cluster/test_cli_fake.sh $(BUILD)/bin

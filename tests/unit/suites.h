@@ -5,4 +5,5 @@ void add_tree_suite(void);
 void add_wire_suite(void);
 void add_config_suite(void);
 void add_alloc_suite(void);
+void add_cli_suite(void);
 #endif

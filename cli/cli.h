@@ -1,0 +1,62 @@
+/* The storm CLI's internals: finding the cluster, talking to the machine
+ * manager (proto/control.proto over common/frame.h), and the commands. */
+#ifndef STORM_CLI_H
+#define STORM_CLI_H
+
+#include <limits.h>
+
+#include "config.h"
+#include "control.pb-c.h"
+
+#define CTL_VERSION 1
+#define CTL_TIMEOUT_MS 10000 /* a reply to a query; the MM answers at slice boundaries */
+
+/* Exit codes (docs/storm.1.md): storm run exits with the job's status. */
+enum { EXIT_OK = 0, EXIT_STORM = 1, EXIT_USAGE = 2 };
+
+struct cli {
+	const char *conf_opt; /* --conf FILE, or NULL */
+	char conf_path[PATH_MAX];
+	struct storm_conf conf;
+	int have_conf;
+};
+
+/* Finds storm.conf (--conf, $STORM_CONF, /tmp/storm-$UID, /tmp/storm-0,
+ * /etc/storm) and loads it. Returns 0, or prints why and returns -1. */
+int cli_load_conf(struct cli *c);
+/* Where the search would look; the directory of a virtual cluster. */
+int cli_find_conf(struct cli *c, char *err, size_t errlen);
+
+/* Connects to the MM's socket within timeout_ms; fd or -errno. */
+int ctl_connect(const char *path, int timeout_ms);
+/* cli_load_conf + ctl_connect; on failure prints "no cluster is up (...)"
+ * and returns -1. */
+int cli_connect(struct cli *c);
+/* Sends one Request (version set here) with descriptors. 0 or -errno. */
+int ctl_send(int fd, Storm__Ctl__Request *req, const int *fds, int nfds);
+/* Receives one Reply within timeout_ms (-1: no limit). 0, -ETIMEDOUT, -EPIPE
+ * (closed), -EPROTO (undecodable or another protocol version), -errno. */
+int ctl_recv(int fd, int timeout_ms, Storm__Ctl__Reply **rep);
+void ctl_reply_free(Storm__Ctl__Reply *rep);
+/* Prints why a ctl_send/ctl_recv failed, as one "storm: error:" line. */
+void ctl_report(int err);
+
+/* Connect, send, receive one reply. NULL after printing the failure (an
+ * Error reply included); the exit code then goes to *rc. */
+Storm__Ctl__Reply *cli_call(struct cli *c, Storm__Ctl__Request *req, int timeout_ms, int *rc);
+/* Prints "storm: error: [what: ]MESSAGE" for an Error reply; returns 1. */
+int cli_print_error(const Storm__Ctl__Error *e, const char *what);
+/* A reply of an unexpected kind: prints it and returns 1. */
+int cli_unexpected(const Storm__Ctl__Reply *rep, const char *wanted);
+
+/* Monotonic seconds. */
+double now_s(void);
+
+int cmd_run(struct cli *c, int argc, char **argv);
+int cmd_submit(struct cli *c, int argc, char **argv);
+int cmd_jobs(struct cli *c, int argc, char **argv);
+int cmd_nodes(struct cli *c, int argc, char **argv);
+int cmd_cancel(struct cli *c, int argc, char **argv);
+int cmd_cluster(struct cli *c, int argc, char **argv);
+
+#endif

@@ -1,0 +1,1020 @@
+/* storm cluster up|status|down: the virtual cluster on this machine, the
+ * embedded default. `up` writes DIR/storm.conf, starts stormmm and N stormnd
+ * detached (pids in DIR/pids, logs in DIR/log) and waits until every node is
+ * UP; `down` asks the MM to shut down, waits for every pid, kills leftovers
+ * and removes the run-time files (logs stay). */
+#define _XOPEN_SOURCE 700 /* nftw */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "fmt.h"
+#include "hostlist.h"
+#include "opts.h"
+
+#define MAX_VIRTUAL_NODES 1000 /* STORM_CONF_MAX_NODES; tested up to 64 */
+#define MM_START_TIMEOUT_S 10.0
+/* DIR/mm.sock must fit a socket address (108 bytes), so DIR is short */
+#define DIR_MAX 96
+
+struct daemon {
+	pid_t pid;
+	char name[HOSTNAME_MAX]; /* "mm" or the node name */
+	int pidfd;
+	int gone;
+};
+
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+/* ---- small file helpers */
+
+static int path_join(char *out, size_t len, const char *dir, const char *name)
+{
+	int n = snprintf(out, len, "%s/%s", dir, name);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	int rc = flag == FTW_DP ? rmdir(path) : unlink(path);
+	return rc != 0 && errno != ENOENT ? -1 : 0;
+}
+
+/* rm -rf that never follows a symlink or leaves the file system. */
+static int rm_rf(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) != 0)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISDIR(st.st_mode))
+		return unlink(path);
+	return nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+/* Prints the last `lines` lines of a log, each prefixed with its name. */
+static void log_tail(const char *dir, const char *name, int lines)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/log/%s.log", dir, name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	char buf[4096];
+	off_t size = lseek(fd, 0, SEEK_END);
+	off_t from = size > (off_t)sizeof(buf) - 1 ? size - (off_t)sizeof(buf) + 1 : 0;
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, from);
+	close(fd);
+	if (n <= 0) {
+		fprintf(stderr, "  %s: (empty log %s)\n", name, path);
+		return;
+	}
+	buf[n] = '\0';
+	while (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	char *start = buf + n;
+	for (int k = 0; k < lines && start > buf;) {
+		start--;
+		if (*start == '\n' && ++k == lines)
+			start++;
+	}
+	for (char *line = strtok(start, "\n"); line; line = strtok(NULL, "\n"))
+		fprintf(stderr, "  %s: %s\n", name, line);
+}
+
+/* ---- the daemons */
+
+/* stormmm/stormnd next to this storm (a build tree or an install), else PATH. */
+static int find_daemon(const char *name, char *out, size_t len)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		if (path_join(out, len, dirname(self), name) == 0 && access(out, X_OK) == 0)
+			return 0;
+	}
+	const char *path = getenv("PATH");
+	while (path && *path) {
+		const char *colon = strchr(path, ':');
+		size_t dlen = colon ? (size_t)(colon - path) : strlen(path);
+		int k = snprintf(out, len, "%.*s/%s", (int)dlen, path, name);
+		if (dlen && k > 0 && (size_t)k < len && access(out, X_OK) == 0)
+			return 0;
+		path = colon ? colon + 1 : NULL;
+	}
+	fprintf(stderr,
+		"storm: error: cannot find %s (not next to %s, not in PATH); build it with "
+		"'make'\n",
+		name, n > 0 ? self : "storm");
+	return -1;
+}
+
+/* Starts argv detached: own session, stdin /dev/null, stdout+stderr to log.
+ * A CLOEXEC pipe carries an exec failure back. pid or -errno. */
+static pid_t spawn_detached(char *const argv[], const char *log)
+{
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC) != 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(pfd[0]);
+		close(pfd[1]);
+		return -e;
+	}
+	if (pid == 0) {
+		int e = 0;
+		signal(SIGINT, SIG_DFL);
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		int in = open("/dev/null", O_RDONLY);
+		int out = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+		if (setsid() < 0 || in < 0 || out < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
+		    dup2(out, 2) < 0)
+			e = errno;
+		if (!e) {
+			close_range(3, ~0u, CLOSE_RANGE_CLOEXEC); /* keep pfd[1] until exec */
+			execv(argv[0], argv);
+			e = errno;
+		}
+		if (write(pfd[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(pfd[1]);
+	int e = 0;
+	ssize_t n;
+	while ((n = read(pfd[0], &e, sizeof(e))) < 0 && errno == EINTR)
+		;
+	close(pfd[0]);
+	if (n == (ssize_t)sizeof(e)) {
+		waitpid(pid, NULL, 0);
+		return -e;
+	}
+	return pid;
+}
+
+static int append_pid(const char *pids_file, pid_t pid, const char *name)
+{
+	FILE *f = fopen(pids_file, "a");
+	if (!f)
+		return -1;
+	fprintf(f, "%d %s\n", (int)pid, name);
+	return fclose(f);
+}
+
+/* DIR/pids: "PID NAME" lines. Count, 0 without a file. */
+static int read_pids(const char *pids_file, struct daemon **out)
+{
+	*out = NULL;
+	FILE *f = fopen(pids_file, "r");
+	if (!f)
+		return 0;
+	int n = 0, cap = 0;
+	struct daemon d = { 0 };
+	int pid;
+	while (fscanf(f, "%d %63s", &pid, d.name) == 2) {
+		if (pid <= 1)
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			struct daemon *nd = realloc(*out, (size_t)cap * sizeof(*nd));
+			if (!nd)
+				break;
+			*out = nd;
+		}
+		d.pid = pid;
+		d.pidfd = -1;
+		(*out)[n++] = d;
+	}
+	fclose(f);
+	return n;
+}
+
+/* A pid from DIR/pids is ours only while it still runs with "-c CONF":
+ * pids are reused, and an unrelated process must never be killed. */
+static int runs_with_conf(pid_t pid, const char *conf)
+{
+	char path[64], buf[8192];
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	for (char *a = buf; a < buf + n; a += strlen(a) + 1)
+		if (!strcmp(a, conf))
+			return 1;
+	return 0;
+}
+
+/* Waits until every daemon has exited or the deadline passes. Count left. */
+static int wait_gone(struct daemon *d, int n, double deadline)
+{
+	for (;;) {
+		int left = 0;
+		struct pollfd *p = calloc((size_t)(n ? n : 1), sizeof(*p));
+		if (!p)
+			return n;
+		for (int i = 0; i < n; i++) {
+			if (d[i].gone)
+				continue;
+			p[left].fd = d[i].pidfd;
+			p[left].events = POLLIN;
+			left++;
+		}
+		double wait = deadline - now_s();
+		if (!left || wait <= 0) {
+			free(p);
+			return left;
+		}
+		poll(p, (nfds_t)left, (int)(wait * 1000) + 1);
+		free(p);
+		for (int i = 0; i < n; i++) {
+			if (d[i].gone)
+				continue;
+			struct pollfd q = { .fd = d[i].pidfd, .events = POLLIN };
+			if (poll(&q, 1, 0) == 1) {
+				d[i].gone = 1;
+				close(d[i].pidfd);
+				d[i].pidfd = -1;
+				waitpid(d[i].pid, NULL, WNOHANG); /* reap if it is our child */
+			}
+		}
+	}
+}
+
+/* Stops the daemons listed in pids_file: waits up to grace_s for them to
+ * leave on their own (after a Shutdown), then SIGTERM, then SIGKILL. Names
+ * the stubborn ones. Returns how many were still running at the start. */
+static int stop_daemons(const char *pids_file, const char *conf, double grace_s, int quiet)
+{
+	struct daemon *d;
+	int n = read_pids(pids_file, &d);
+	int running = 0;
+	for (int i = 0; i < n; i++) {
+		d[i].pidfd = pidfd_open(d[i].pid, 0);
+		if (d[i].pidfd >= 0 && !runs_with_conf(d[i].pid, conf)) {
+			close(d[i].pidfd);
+			d[i].pidfd = -1;
+		}
+		d[i].gone = d[i].pidfd < 0;
+		running += !d[i].gone;
+	}
+	int left = wait_gone(d, n, now_s() + grace_s);
+	for (int sig = SIGTERM; left > 0; sig = SIGKILL) {
+		for (int i = 0; i < n; i++) {
+			if (d[i].gone)
+				continue;
+			if (!quiet && sig == SIGKILL)
+				fprintf(stderr, "storm: warning: %s (pid %d) did not exit; killing it\n",
+					d[i].name, (int)d[i].pid);
+			pidfd_send_signal(d[i].pidfd, sig, NULL, 0);
+		}
+		left = wait_gone(d, n, now_s() + 2.0);
+		if (sig == SIGKILL)
+			break;
+	}
+	for (int i = 0; i < n; i++)
+		if (!d[i].gone) {
+			fprintf(stderr, "storm: warning: %s (pid %d) survived SIGKILL\n", d[i].name,
+				(int)d[i].pid);
+			close(d[i].pidfd);
+		}
+	free(d);
+	return running;
+}
+
+/* Removes what a cluster leaves at run time; DIR/log and storm.conf stay. */
+static int remove_runtime(const char *dir)
+{
+	static const char *names[] = { "fabric", "state", "mm.sock", "pids" };
+	int removed = 0;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char path[PATH_MAX];
+		struct stat st;
+		if (path_join(path, sizeof(path), dir, names[i]) != 0 || lstat(path, &st) != 0)
+			continue;
+		if (rm_rf(path) != 0)
+			fprintf(stderr, "storm: warning: cannot remove %s: %s\n", path,
+				strerror(errno));
+		else
+			removed++;
+	}
+	return removed;
+}
+
+/* ---- talking to the MM */
+
+static Storm__Ctl__Reply *ask(const char *sock, Storm__Ctl__Request *req, int timeout_ms,
+			      int *err)
+{
+	Storm__Ctl__Reply *rep = NULL;
+	int fd = ctl_connect(sock, 1000);
+	if (fd < 0) {
+		*err = fd;
+		return NULL;
+	}
+	*err = ctl_send(fd, req, NULL, 0);
+	if (*err == 0)
+		*err = ctl_recv(fd, timeout_ms, &rep);
+	close(fd);
+	return rep;
+}
+
+static Storm__Ctl__Reply *ask_status(const char *sock, unsigned wait_ms, int *err)
+{
+	Storm__Ctl__ClusterStatus cs = STORM__CTL__CLUSTER_STATUS__INIT;
+	cs.wait_ms = wait_ms;
+	Storm__Ctl__Request req = STORM__CTL__REQUEST__INIT;
+	req.body_case = STORM__CTL__REQUEST__BODY_STATUS;
+	req.status = &cs;
+	return ask(sock, &req, (int)wait_ms + 5000, err);
+}
+
+static Storm__Ctl__Reply *ask_nodes(const char *sock, int *err)
+{
+	Storm__Ctl__ListNodes ln = STORM__CTL__LIST_NODES__INIT;
+	Storm__Ctl__Request req = STORM__CTL__REQUEST__INIT;
+	req.body_case = STORM__CTL__REQUEST__BODY_NODES;
+	req.nodes = &ln;
+	return ask(sock, &req, CTL_TIMEOUT_MS, err);
+}
+
+static int send_shutdown(const char *sock, int *err)
+{
+	Storm__Ctl__Shutdown sd = STORM__CTL__SHUTDOWN__INIT;
+	Storm__Ctl__Request req = STORM__CTL__REQUEST__INIT;
+	req.body_case = STORM__CTL__REQUEST__BODY_SHUTDOWN;
+	req.shutdown = &sd;
+	Storm__Ctl__Reply *rep = ask(sock, &req, CTL_TIMEOUT_MS, err);
+	if (!rep)
+		return -1;
+	int rc = 0;
+	if (rep->body_case == STORM__CTL__REPLY__BODY_ERROR)
+		rc = cli_print_error(rep->error, "shutdown");
+	else if (rep->body_case != STORM__CTL__REPLY__BODY_SHUTTING_DOWN)
+		rc = cli_unexpected(rep, "ShuttingDown");
+	ctl_reply_free(rep);
+	return rc ? 1 : 0;
+}
+
+/* ---- storm cluster up */
+
+static const char up_help[] =
+	"Usage: storm cluster up --nodes N [OPTIONS]\n"
+	"\n"
+	"Starts a virtual cluster on this machine: the machine manager (stormmm)\n"
+	"and N node daemons (stormnd) named node00, node01, ... (node000.. past 100),\n"
+	"each detached with its log in DIR/log. Returns once every node is UP.\n"
+	"Other storm commands find the cluster without flags when DIR is the default.\n"
+	"\n"
+	"  -N, --nodes N          node daemons to start (1-1000; tested up to 64)\n"
+	"      --dir DIR          where the cluster lives (default /tmp/storm-$UID)\n"
+	"      --provider P       libfabric provider (default tcp;ofi_rxm)\n"
+	"      --timeslice-us T   timeslice in microseconds (default 10000)\n"
+	"      --cpus C           CPUs per virtual node (default 4)\n"
+	"      --down-after K     missed strobes before a node is DOWN (default 200)\n"
+	"      --netns            one network namespace per node (not supported yet)\n"
+	"  -h, --help             this help\n";
+
+enum { C_NODES = 1, C_DIR, C_PROVIDER, C_TIMESLICE, C_CPUS, C_DOWN_AFTER, C_NETNS, C_JSON,
+       C_CONF, C_HELP };
+
+struct up_opts {
+	unsigned nodes, timeslice_us, cpus, down_after;
+	const char *dir, *provider;
+};
+
+/* Describes why nodes never came up: names from NodeList, their log tails. */
+static void report_missing(const char *dir, const char *sock, const struct storm_conf *conf,
+			   double waited)
+{
+	int err;
+	Storm__Ctl__Reply *rep = ask_nodes(sock, &err);
+	const char **missing = calloc((size_t)conf->nnodes, sizeof(*missing));
+	int nmissing = 0;
+	if (!missing)
+		return;
+	if (rep && rep->body_case == STORM__CTL__REPLY__BODY_NODES) {
+		for (size_t i = 0; i < rep->nodes->n_nodes; i++)
+			if (rep->nodes->nodes[i]->state != STORM__CTL__NODE_STATE__UP)
+				missing[nmissing++] = rep->nodes->nodes[i]->name;
+	} else {
+		for (int i = 0; i < conf->nnodes; i++) /* no list: suspect every node */
+			missing[nmissing++] = conf->nodes[i];
+	}
+	char list[4096];
+	hostlist_compress(missing, nmissing, list, sizeof(list));
+	fprintf(stderr,
+		"storm: error: the cluster did not come up within %.0f s: %d of %d nodes never "
+		"came up: %s\n",
+		waited, nmissing, conf->nnodes, list);
+	for (int i = 0; i < nmissing && i < 4; i++)
+		log_tail(dir, missing[i], 3);
+	if (nmissing > 4)
+		fprintf(stderr, "  (logs of the others in %s/log)\n", dir);
+	free(missing);
+	ctl_reply_free(rep);
+}
+
+/* Takes down what `up` started after a failure. */
+static void teardown(const char *dir, const char *sock, const char *conf_path)
+{
+	int err;
+	send_shutdown(sock, &err);
+	char pids[PATH_MAX];
+	path_join(pids, sizeof(pids), dir, "pids");
+	stop_daemons(pids, conf_path, 3.0, 1);
+	remove_runtime(dir);
+	fprintf(stderr, "storm: took the partial cluster down (logs in %s/log)\n", dir);
+}
+
+/* A child that exited during `up`: its name, or NULL. */
+static const char *dead_child(struct daemon *d, int n, int *status)
+{
+	for (int i = 0; i < n; i++)
+		if (!d[i].gone && waitpid(d[i].pid, status, WNOHANG) == d[i].pid) {
+			d[i].gone = 1;
+			return d[i].name;
+		}
+	return NULL;
+}
+
+static void describe_exit(const char *name, int status)
+{
+	if (WIFEXITED(status))
+		fprintf(stderr, "storm: error: %s exited with status %d during start-up:\n", name,
+			WEXITSTATUS(status));
+	else
+		fprintf(stderr, "storm: error: %s was killed by signal %d during start-up:\n", name,
+			WTERMSIG(status));
+}
+
+static int prepare_dir(const char *dir)
+{
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+		fprintf(stderr, "storm: error: cannot create %s: %s\n", dir, strerror(errno));
+		return -1;
+	}
+	struct stat st;
+	if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "storm: error: %s is not a directory\n", dir);
+		return -1;
+	}
+	/* a predictable name in /tmp: someone else may have made it first */
+	if (st.st_uid != getuid() || (st.st_mode & 022)) {
+		fprintf(stderr,
+			"storm: error: %s belongs to uid %u or others may write it; use a "
+			"directory of your own (--dir)\n",
+			dir, (unsigned)st.st_uid);
+		return -1;
+	}
+	static const char *subdirs[] = { "log", "state", "fabric" };
+	for (size_t i = 0; i < 3; i++) {
+		char p[PATH_MAX];
+		if (path_join(p, sizeof(p), dir, subdirs[i]) != 0 ||
+		    (mkdir(p, 0755) != 0 && errno != EEXIST)) {
+			fprintf(stderr, "storm: error: cannot create %s/%s: %s\n", dir, subdirs[i],
+				strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int cluster_up(const struct up_opts *o)
+{
+	char dir[DIR_MAX], conf_path[PATH_MAX], sock[PATH_MAX], pids[PATH_MAX];
+	char mm_bin[PATH_MAX + 16], nd_bin[PATH_MAX + 16], cwd[PATH_MAX], abs[PATH_MAX];
+	if (o->dir) {
+		if (!getcwd(cwd, sizeof(cwd)) || absolute_path(cwd, o->dir, abs, sizeof(abs))) {
+			fprintf(stderr, "storm: error: cannot make %s absolute\n", o->dir);
+			return EXIT_STORM;
+		}
+	} else {
+		snprintf(abs, sizeof(abs), "/tmp/storm-%u", (unsigned)getuid());
+	}
+	if (strlen(abs) >= DIR_MAX) {
+		fprintf(stderr,
+			"storm: error: %s: too long a path for the control socket in it (at most "
+			"%d characters)\n",
+			abs, DIR_MAX - 1);
+		return EXIT_STORM;
+	}
+	memcpy(dir, abs, strlen(abs) + 1);
+	snprintf(conf_path, sizeof(conf_path), "%s/storm.conf", dir);
+	snprintf(sock, sizeof(sock), "%s/mm.sock", dir);
+	snprintf(pids, sizeof(pids), "%s/pids", dir);
+	if (find_daemon("stormmm", mm_bin, sizeof(mm_bin)) ||
+	    find_daemon("stormnd", nd_bin, sizeof(nd_bin)))
+		return EXIT_STORM;
+
+	/* A cluster that answers in DIR is left alone; a dead one is cleaned. */
+	int err;
+	struct storm_conf old;
+	char cerr[512];
+	const char *old_sock = sock;
+	if (conf_load(conf_path, &old, cerr, sizeof(cerr)) == 0)
+		old_sock = old.socket;
+	Storm__Ctl__Reply *rep = ask_status(old_sock, 0, &err);
+	if (rep || (err != -ECONNREFUSED && err != -ENOENT)) {
+		if (rep && rep->body_case == STORM__CTL__REPLY__BODY_STATUS)
+			fprintf(stderr,
+				"storm: error: a cluster is already up in %s (cluster '%s', %u of %u "
+				"nodes up); take it down first with 'storm cluster down%s%s'\n",
+				dir, rep->status->cluster, rep->status->nodes_up,
+				rep->status->nodes_total, o->dir ? " --dir " : "", o->dir ? dir : "");
+		else
+			fprintf(stderr,
+				"storm: error: something answers on %s; is a cluster up in %s? ('storm "
+				"cluster down%s%s' takes it down)\n",
+				old_sock, dir, o->dir ? " --dir " : "", o->dir ? dir : "");
+		ctl_reply_free(rep);
+		if (old.nodes)
+			conf_free(&old);
+		return EXIT_STORM;
+	}
+	if (old.nodes)
+		conf_free(&old);
+	if (stop_daemons(pids, conf_path, 0.0, 1) > 0 || remove_runtime(dir) > 0) {
+		remove_runtime(dir);
+		fprintf(stderr, "storm: cleaned up a stale cluster in %s\n", dir);
+	}
+	if (prepare_dir(dir) != 0)
+		return EXIT_STORM;
+
+	struct storm_conf conf;
+	if (conf_load_string("[nodes]\nnames = node0\n", conf_path, &conf, cerr, sizeof(cerr))) {
+		fprintf(stderr, "storm: error: %s\n", cerr);
+		return EXIT_STORM;
+	}
+	if (o->provider)
+		snprintf(conf.provider, sizeof(conf.provider), "%s", o->provider);
+	if (o->timeslice_us)
+		conf.timeslice_us = o->timeslice_us;
+	if (o->cpus)
+		conf.cpus = o->cpus;
+	if (o->down_after)
+		conf.down_after = o->down_after;
+	snprintf(conf.state_dir, sizeof(conf.state_dir), "%s/state", dir);
+	snprintf(conf.socket, sizeof(conf.socket), "%s", sock);
+	snprintf(conf.bootstrap, sizeof(conf.bootstrap), "dir:%s/fabric", dir);
+	conf.nnodes = (int)o->nodes;
+	virtual_node_names(conf.nnodes, conf.nodes);
+	int rc = conf_write(&conf, conf_path);
+	if (rc != 0) {
+		fprintf(stderr, "storm: error: cannot write %s: %s\n", conf_path, strerror(-rc));
+		conf_free(&conf);
+		return EXIT_STORM;
+	}
+
+	struct daemon *d = calloc(o->nodes + 1, sizeof(*d));
+	if (!d) {
+		conf_free(&conf);
+		fprintf(stderr, "storm: error: out of memory\n");
+		return EXIT_STORM;
+	}
+	struct sigaction sa = { .sa_handler = on_sigint };
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	int nd = 0, code = EXIT_STORM, status;
+	const char *dead;
+	double start = now_s();
+
+	/* The MM first: nodes find it through the fabric directory. */
+	char log[PATH_MAX];
+	snprintf(log, sizeof(log), "%s/log/mm.log", dir);
+	char *mm_argv[] = { mm_bin, "-c", conf_path, NULL };
+	pid_t pid = spawn_detached(mm_argv, log);
+	if (pid < 0) {
+		fprintf(stderr, "storm: error: cannot start %s: %s\n", mm_bin, strerror(-(int)pid));
+		goto fail;
+	}
+	d[nd].pid = pid;
+	snprintf(d[nd++].name, HOSTNAME_MAX, "mm");
+	append_pid(pids, pid, "mm");
+	for (;;) {
+		if ((dead = dead_child(d, nd, &status))) {
+			describe_exit("the machine manager", status);
+			log_tail(dir, "mm", 5);
+			goto fail;
+		}
+		rep = ask_status(sock, 0, &err);
+		if (rep)
+			break;
+		if (interrupted)
+			goto interrupted;
+		if (now_s() - start > MM_START_TIMEOUT_S) {
+			fprintf(stderr,
+				"storm: error: the machine manager does not answer on %s after %.0f s "
+				"(%s)\n",
+				sock, MM_START_TIMEOUT_S, strerror(-err));
+			log_tail(dir, "mm", 5);
+			goto fail;
+		}
+		usleep(20000);
+	}
+	ctl_reply_free(rep);
+
+	for (int i = 0; i < conf.nnodes; i++) {
+		snprintf(log, sizeof(log), "%s/log/%s.log", dir, conf.nodes[i]);
+		char *nd_argv[] = { nd_bin, "-c", conf_path, "-n", conf.nodes[i], NULL };
+		pid = spawn_detached(nd_argv, log);
+		if (pid < 0) {
+			fprintf(stderr, "storm: error: cannot start %s for %s: %s\n", nd_bin,
+				conf.nodes[i], strerror(-(int)pid));
+			goto fail;
+		}
+		d[nd].pid = pid;
+		snprintf(d[nd++].name, HOSTNAME_MAX, "%s", conf.nodes[i]);
+		append_pid(pids, pid, conf.nodes[i]);
+	}
+
+	double limit = 30.0 + 0.5 * conf.nnodes;
+	for (;;) {
+		if ((dead = dead_child(d, nd, &status))) {
+			describe_exit(!strcmp(dead, "mm") ? "the machine manager" : dead, status);
+			log_tail(dir, dead, 5);
+			goto fail;
+		}
+		if (interrupted)
+			goto interrupted;
+		double left = limit - (now_s() - start);
+		if (left <= 0) {
+			report_missing(dir, sock, &conf, limit);
+			goto fail;
+		}
+		/* short waits so a dead daemon or Ctrl-C is noticed quickly */
+		rep = ask_status(sock, left < 1.0 ? (unsigned)(left * 1000) : 1000, &err);
+		if (!rep) {
+			fprintf(stderr, "storm: error: the machine manager stopped answering: %s\n",
+				strerror(-err));
+			log_tail(dir, "mm", 5);
+			goto fail;
+		}
+		if (rep->body_case == STORM__CTL__REPLY__BODY_STATUS &&
+		    rep->status->nodes_up == rep->status->nodes_total &&
+		    rep->status->nodes_total == (uint32_t)conf.nnodes)
+			break;
+		if (rep->body_case == STORM__CTL__REPLY__BODY_ERROR) {
+			cli_print_error(rep->error, "cluster status");
+			ctl_reply_free(rep);
+			goto fail;
+		}
+		ctl_reply_free(rep);
+	}
+	char list[4096], ts[32];
+	const char **names = malloc(sizeof(*names) * (size_t)conf.nnodes);
+	for (int i = 0; names && i < conf.nnodes; i++)
+		names[i] = conf.nodes[i];
+	if (names)
+		hostlist_compress(names, conf.nnodes, list, sizeof(list));
+	else
+		list[0] = '\0';
+	free(names);
+	fmt_timeslice(rep->status->timeslice_us ? rep->status->timeslice_us : conf.timeslice_us,
+		      ts, sizeof(ts));
+	printf("storm: cluster '%s' up: %d nodes %s, %s, timeslice %s (%s)\n", rep->status->cluster,
+	       conf.nnodes, list,
+	       rep->status->provider[0] ? rep->status->provider : conf.provider, ts, dir);
+	ctl_reply_free(rep);
+	fflush(stdout);
+	char def[64];
+	snprintf(def, sizeof(def), "/tmp/storm-%u", (unsigned)getuid());
+	if (strcmp(dir, def) != 0)
+		fprintf(stderr, "storm: other commands find it with --conf %s or STORM_CONF=%s\n",
+			conf_path, conf_path);
+	code = EXIT_OK;
+	goto out;
+interrupted:
+	fprintf(stderr, "storm: interrupted while the cluster was coming up\n");
+fail:
+	teardown(dir, sock, conf_path);
+out:
+	free(d);
+	conf_free(&conf);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	return code;
+}
+
+static int cmd_up(int argc, char **argv)
+{
+	static const struct cli_opt opts[] = {
+		{ "nodes", 'N', 1, C_NODES },	       { "dir", 0, 1, C_DIR },
+		{ "provider", 0, 1, C_PROVIDER },      { "timeslice-us", 0, 1, C_TIMESLICE },
+		{ "cpus", 0, 1, C_CPUS },	       { "down-after", 0, 1, C_DOWN_AFTER },
+		{ "netns", 0, 0, C_NETNS },	       { "help", 'h', 0, C_HELP },
+		{ NULL, 0, 0, 0 },
+	};
+	const char *cmd = "storm cluster up";
+	struct up_opts o = { 0 };
+	struct cli_optparse p;
+	cli_opt_init(&p, argc, argv, 1, 0);
+	int id, netns = 0;
+	uint64_t v;
+	while ((id = cli_opt_next(&p, opts)) != OPT_DONE) {
+		switch (id) {
+		case C_NODES:
+			if (parse_uint(p.arg, 1, MAX_VIRTUAL_NODES, &v))
+				return usage_error(cmd, "--nodes wants 1 to %d, not '%s'",
+						   MAX_VIRTUAL_NODES, p.arg);
+			o.nodes = (unsigned)v;
+			break;
+		case C_DIR:
+			if (!p.arg[0])
+				return usage_error(cmd, "--dir wants a directory");
+			o.dir = p.arg;
+			break;
+		case C_PROVIDER:
+			if (!p.arg[0] || strlen(p.arg) >= 64 || strpbrk(p.arg, "\n\r"))
+				return usage_error(cmd, "--provider wants a libfabric provider name "
+							"such as 'tcp;ofi_rxm'");
+			o.provider = p.arg;
+			break;
+		case C_TIMESLICE:
+			if (parse_uint(p.arg, 100, 10000000, &v))
+				return usage_error(cmd, "--timeslice-us wants 100 to 10000000, not '%s'",
+						   p.arg);
+			o.timeslice_us = (unsigned)v;
+			break;
+		case C_CPUS:
+			if (parse_uint(p.arg, 1, 4096, &v))
+				return usage_error(cmd, "--cpus wants 1 to 4096, not '%s'", p.arg);
+			o.cpus = (unsigned)v;
+			break;
+		case C_DOWN_AFTER:
+			if (parse_uint(p.arg, 2, 1000000, &v))
+				return usage_error(cmd, "--down-after wants 2 to 1000000, not '%s'",
+						   p.arg);
+			o.down_after = (unsigned)v;
+			break;
+		case C_NETNS: netns = 1; break;
+		case C_HELP: fputs(up_help, stdout); return EXIT_OK;
+		case OPT_OPERAND: return usage_error(cmd, "unexpected argument '%s'", p.arg);
+		default: return usage_error(cmd, "%s", p.err);
+		}
+	}
+	if (netns) {
+		fprintf(stderr, "%s: error: --netns is not supported yet\n", cmd);
+		return EXIT_USAGE;
+	}
+	if (!o.nodes)
+		return usage_error(cmd, "--nodes N is required");
+	return cluster_up(&o);
+}
+
+/* ---- storm cluster status / down: which cluster */
+
+/* --dir DIR means DIR/storm.conf; else the usual search. 0 or -1 when there
+ * is no configuration at all (err says where it looked). */
+static int locate(struct cli *c, const char *dir, char *err, size_t errlen)
+{
+	if (dir) {
+		char cwd[PATH_MAX], abs[PATH_MAX];
+		if (!getcwd(cwd, sizeof(cwd)) || absolute_path(cwd, dir, abs, sizeof(abs)) ||
+		    path_join(c->conf_path, sizeof(c->conf_path), abs, "storm.conf")) {
+			snprintf(err, errlen, "cannot make %s absolute", dir);
+			return -1;
+		}
+		c->conf_opt = c->conf_path;
+		return 0;
+	}
+	return cli_find_conf(c, err, errlen);
+}
+
+static const char status_help[] =
+	"Usage: storm cluster status [--json] [--dir DIR]\n"
+	"\n"
+	"The cluster's name, nodes up, provider, timeslice, current slice, jobs and\n"
+	"the machine manager's pid; the nodes that are not UP by name.\n"
+	"\n"
+	"      --json     print a JSON object for scripts\n"
+	"      --dir DIR  the virtual cluster in DIR (default: the usual search)\n"
+	"      --conf FILE the cluster's storm.conf\n"
+	"  -h, --help     this help\n";
+
+static int cmd_status(struct cli *c, int argc, char **argv)
+{
+	static const struct cli_opt opts[] = {
+		{ "json", 0, 0, C_JSON }, { "dir", 0, 1, C_DIR },   { "conf", 0, 1, C_CONF },
+		{ "help", 'h', 0, C_HELP }, { NULL, 0, 0, 0 },
+	};
+	const char *cmd = "storm cluster status", *dir = NULL;
+	int json = 0, id;
+	struct cli_optparse p;
+	cli_opt_init(&p, argc, argv, 1, 0);
+	while ((id = cli_opt_next(&p, opts)) != OPT_DONE) {
+		switch (id) {
+		case C_JSON: json = 1; break;
+		case C_DIR: dir = p.arg; break;
+		case C_CONF: c->conf_opt = p.arg; break;
+		case C_HELP: fputs(status_help, stdout); return EXIT_OK;
+		case OPT_OPERAND: return usage_error(cmd, "unexpected argument '%s'", p.arg);
+		default: return usage_error(cmd, "%s", p.err);
+		}
+	}
+	char err[512];
+	if (dir && locate(c, dir, err, sizeof(err)) != 0) {
+		fprintf(stderr, "storm: error: %s\n", err);
+		return EXIT_STORM;
+	}
+	Storm__Ctl__ClusterStatus cs = STORM__CTL__CLUSTER_STATUS__INIT;
+	Storm__Ctl__Request req = STORM__CTL__REQUEST__INIT;
+	req.body_case = STORM__CTL__REQUEST__BODY_STATUS;
+	req.status = &cs;
+	int rc;
+	Storm__Ctl__Reply *rep = cli_call(c, &req, CTL_TIMEOUT_MS, &rc);
+	if (!rep)
+		return rc;
+	if (rep->body_case != STORM__CTL__REPLY__BODY_STATUS) {
+		rc = cli_unexpected(rep, "Status");
+		ctl_reply_free(rep);
+		return rc;
+	}
+	Storm__Ctl__Status *s = rep->status;
+	/* nodes that are not UP, by name */
+	int nerr;
+	Storm__Ctl__Reply *nodes = s->nodes_up < s->nodes_total ? ask_nodes(c->conf.socket, &nerr)
+								: NULL;
+	const char **down = calloc(s->nodes_total + 1, sizeof(*down));
+	int ndown = 0;
+	if (nodes && nodes->body_case == STORM__CTL__REPLY__BODY_NODES && down)
+		for (size_t i = 0; i < nodes->nodes->n_nodes && ndown < (int)s->nodes_total; i++)
+			if (nodes->nodes->nodes[i]->state != STORM__CTL__NODE_STATE__UP)
+				down[ndown++] = nodes->nodes->nodes[i]->name;
+	char downlist[4096] = "";
+	hostlist_compress(down, ndown, downlist, sizeof(downlist));
+	if (json) {
+		json_t *arr = json_array();
+		for (int i = 0; i < ndown; i++)
+			json_array_append_new(arr, json_string(down[i]));
+		json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:o, s:I, s:i, s:s, s:i, s:i, s:i}",
+				      "cluster", s->cluster, "conf", c->conf_path, "nodes_total",
+				      (int)s->nodes_total, "nodes_up", (int)s->nodes_up,
+				      "nodes_not_up", arr, "slice", (json_int_t)s->slice,
+				      "timeslice_us", (int)s->timeslice_us, "provider", s->provider,
+				      "jobs_running", (int)s->jobs_running, "jobs_queued",
+				      (int)s->jobs_queued, "mm_pid", (int)s->mm_pid);
+		json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		putchar('\n');
+		json_decref(o);
+	} else {
+		char ts[32];
+		fmt_timeslice(s->timeslice_us, ts, sizeof(ts));
+		printf("cluster '%s': %u of %u nodes up, provider %s, timeslice %s\n", s->cluster,
+		       s->nodes_up, s->nodes_total, s->provider, ts);
+		if (ndown)
+			printf("not up: %s\n", downlist);
+		printf("slice %llu, jobs: %u running, %u queued; machine manager pid %u; %s\n",
+		       (unsigned long long)s->slice, s->jobs_running, s->jobs_queued, s->mm_pid,
+		       c->conf_path);
+	}
+	free(down);
+	ctl_reply_free(nodes);
+	ctl_reply_free(rep);
+	return EXIT_OK;
+}
+
+static const char down_help[] =
+	"Usage: storm cluster down [--dir DIR]\n"
+	"\n"
+	"Asks the machine manager to shut down, waits for every daemon of the\n"
+	"virtual cluster (DIR/pids) to exit, kills those that do not, and removes\n"
+	"DIR/fabric, DIR/state, DIR/mm.sock and DIR/pids; DIR/log stays. On a\n"
+	"cluster that is not up it removes what is left and says so (exit 0).\n"
+	"\n"
+	"      --dir DIR  the virtual cluster in DIR (default: the usual search)\n"
+	"      --conf FILE the cluster's storm.conf\n"
+	"  -h, --help     this help\n";
+
+static int cmd_down(struct cli *c, int argc, char **argv)
+{
+	static const struct cli_opt opts[] = {
+		{ "dir", 0, 1, C_DIR }, { "conf", 0, 1, C_CONF }, { "help", 'h', 0, C_HELP },
+		{ NULL, 0, 0, 0 },
+	};
+	const char *cmd = "storm cluster down", *dir_opt = NULL;
+	int id;
+	struct cli_optparse p;
+	cli_opt_init(&p, argc, argv, 1, 0);
+	while ((id = cli_opt_next(&p, opts)) != OPT_DONE) {
+		switch (id) {
+		case C_DIR: dir_opt = p.arg; break;
+		case C_CONF: c->conf_opt = p.arg; break;
+		case C_HELP: fputs(down_help, stdout); return EXIT_OK;
+		case OPT_OPERAND: return usage_error(cmd, "unexpected argument '%s'", p.arg);
+		default: return usage_error(cmd, "%s", p.err);
+		}
+	}
+	char err[512];
+	if (locate(c, dir_opt, err, sizeof(err)) != 0) {
+		printf("storm: no cluster is up (%s); nothing to take down\n", err);
+		return EXIT_OK;
+	}
+	char dir[PATH_MAX], tmp[PATH_MAX], pids[PATH_MAX + 8], sock[PATH_MAX + 16];
+	snprintf(tmp, sizeof(tmp), "%s", c->conf_path);
+	snprintf(dir, sizeof(dir), "%s", dirname(tmp));
+	path_join(pids, sizeof(pids), dir, "pids");
+	struct storm_conf conf;
+	int have_conf = conf_load(c->conf_path, &conf, err, sizeof(err)) == 0;
+	snprintf(sock, sizeof(sock), "%s/mm.sock", dir);
+	/* only a virtual cluster's own layout is cleaned: never a real
+	 * cluster's state directory */
+	int is_virtual = access(pids, F_OK) == 0;
+	if (have_conf) {
+		char st[PATH_MAX + 8];
+		snprintf(st, sizeof(st), "%s/state", dir);
+		is_virtual |= !strcmp(conf.socket, sock) && !strcmp(conf.state_dir, st);
+		snprintf(sock, sizeof(sock), "%s", conf.socket);
+		conf_free(&conf);
+	} else if (!is_virtual) {
+		printf("storm: no cluster is up (%s); nothing to take down\n", err);
+		return EXIT_OK;
+	}
+	int e;
+	int rc = send_shutdown(sock, &e);
+	if (rc > 0)
+		return EXIT_STORM; /* refused, e.g. not root's: message printed */
+	int was_up = rc == 0;
+	if (!is_virtual) {
+		if (was_up)
+			printf("storm: the machine manager on %s is shutting down\n", sock);
+		else
+			printf("storm: no cluster is up (cannot connect to %s: %s)\n", sock,
+			       strerror(-e));
+		return EXIT_OK;
+	}
+	struct daemon *d;
+	int n = read_pids(pids, &d);
+	free(d);
+	int running = stop_daemons(pids, c->conf_path, was_up ? 5.0 + 0.1 * n : 0.0, !was_up);
+	int removed = remove_runtime(dir);
+	if (was_up)
+		printf("storm: cluster down (%s)\n", dir);
+	else if (running || removed)
+		printf("storm: no cluster was up in %s; cleaned up what was left (%d daemons)\n", dir,
+		       running);
+	else
+		printf("storm: no cluster is up in %s; nothing to take down\n", dir);
+	return EXIT_OK;
+}
+
+static const char cluster_help[] =
+	"Usage: storm cluster up|status|down [OPTIONS]\n"
+	"\n"
+	"  up --nodes N   start a virtual cluster on this machine\n"
+	"  status         the cluster's state\n"
+	"  down           stop the virtual cluster and clean up\n"
+	"\n"
+	"'storm cluster SUBCOMMAND --help' for the options.\n";
+
+int cmd_cluster(struct cli *c, int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(cluster_help, stderr);
+		return EXIT_USAGE;
+	}
+	const char *sub = argv[1];
+	if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
+		fputs(cluster_help, stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(sub, "up")) {
+		if (c->conf_opt) /* up writes a configuration, it reads none */
+			return usage_error("storm cluster up",
+					   "--conf does not apply; --dir DIR chooses where it goes");
+		return cmd_up(argc - 1, argv + 1);
+	}
+	if (!strcmp(sub, "status"))
+		return cmd_status(c, argc - 1, argv + 1);
+	if (!strcmp(sub, "down"))
+		return cmd_down(c, argc - 1, argv + 1);
+	return usage_error("storm cluster", "unknown subcommand '%s'", sub);
+}

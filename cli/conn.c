@@ -1,0 +1,273 @@
+/* Finding the cluster and the request/reply plumbing to the MM. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "frame.h"
+
+double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A storm.conf found by the default search in a shared directory (/tmp) is
+ * only trusted when its directory and the file belong to the expected user
+ * and nobody else may write them: anyone can create /tmp/storm-0 first and
+ * would otherwise receive every user's environment and programs. */
+static int trusted(const char *dir, const char *file, uid_t owner, char *why, size_t len)
+{
+	struct stat d, f;
+	if (lstat(dir, &d) != 0 || lstat(file, &f) != 0)
+		return 0;
+	if (!S_ISDIR(d.st_mode) || d.st_uid != owner || (d.st_mode & 022)) {
+		snprintf(why, len, "%s is not a directory owned by uid %u and writable only by it",
+			 dir, (unsigned)owner);
+		return -1;
+	}
+	if (!S_ISREG(f.st_mode) || (f.st_uid != owner && f.st_uid != 0) || (f.st_mode & 022)) {
+		snprintf(why, len, "%s is not a file owned by uid %u and writable only by it", file,
+			 (unsigned)owner);
+		return -1;
+	}
+	return 1;
+}
+
+int cli_find_conf(struct cli *c, char *err, size_t errlen)
+{
+	const char *explicit = c->conf_opt ? c->conf_opt : getenv("STORM_CONF");
+	if (explicit && *explicit) {
+		if (explicit != c->conf_path)
+			snprintf(c->conf_path, sizeof(c->conf_path), "%s", explicit);
+		return 0;
+	}
+	char dirs[2][64], files[2][80];
+	uid_t owners[2] = { getuid(), 0 };
+	for (int i = 0; i < 2; i++) {
+		snprintf(dirs[i], sizeof(dirs[i]), "/tmp/storm-%u", (unsigned)owners[i]);
+		snprintf(files[i], sizeof(files[i]), "%s/storm.conf", dirs[i]);
+		if (i == 1 && owners[0] == 0)
+			break;
+		char why[256];
+		int t = trusted(dirs[i], files[i], owners[i], why, sizeof(why));
+		if (t < 0) {
+			snprintf(err, errlen, "refusing %s: %s", files[i], why);
+			return -1;
+		}
+		if (t > 0) {
+			snprintf(c->conf_path, sizeof(c->conf_path), "%s", files[i]);
+			return 0;
+		}
+	}
+	if (access("/etc/storm/storm.conf", F_OK) == 0) {
+		snprintf(c->conf_path, sizeof(c->conf_path), "/etc/storm/storm.conf");
+		return 0;
+	}
+	if (owners[0] == 0)
+		snprintf(err, errlen, "no storm.conf in /tmp/storm-0 or /etc/storm");
+	else
+		snprintf(err, errlen, "no storm.conf in %s, /tmp/storm-0 or /etc/storm", dirs[0]);
+	return -1;
+}
+
+int cli_load_conf(struct cli *c)
+{
+	if (c->have_conf)
+		return 0;
+	char err[512];
+	if (cli_find_conf(c, err, sizeof(err)) != 0) {
+		fprintf(stderr,
+			"storm: error: no cluster is up (%s); start one with 'storm cluster up "
+			"--nodes N'\n",
+			err);
+		return -1;
+	}
+	if (conf_load(c->conf_path, &c->conf, err, sizeof(err)) != 0) {
+		if (access(c->conf_path, F_OK) != 0) /* named but absent: nothing is up */
+			fprintf(stderr,
+				"storm: error: no cluster is up (%s); start one with 'storm cluster "
+				"up --nodes N'\n",
+				err);
+		else
+			fprintf(stderr, "storm: error: %s\n", err);
+		return -1;
+	}
+	c->have_conf = 1;
+	return 0;
+}
+
+int ctl_connect(const char *path, int timeout_ms)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* Non-blocking: a full listen backlog gives EAGAIN instead of a hang;
+	 * retry it until the deadline. */
+	double deadline = now_s() + timeout_ms / 1000.0;
+	for (;;) {
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			return fd;
+		int e = errno;
+		if (e == EINTR)
+			continue;
+		if (e != EAGAIN || now_s() > deadline) {
+			close(fd);
+			return e == EAGAIN ? -ETIMEDOUT : -e;
+		}
+		usleep(10000);
+	}
+}
+
+int cli_connect(struct cli *c)
+{
+	if (cli_load_conf(c) != 0)
+		return -1;
+	int fd = ctl_connect(c->conf.socket, 5000);
+	if (fd < 0) {
+		fprintf(stderr,
+			"storm: error: no cluster is up (cannot connect to %s: %s); start one "
+			"with 'storm cluster up --nodes N'\n",
+			c->conf.socket, strerror(-fd));
+		return -1;
+	}
+	return fd;
+}
+
+int ctl_send(int fd, Storm__Ctl__Request *req, const int *fds, int nfds)
+{
+	req->version = CTL_VERSION;
+	size_t len = storm__ctl__request__get_packed_size(req);
+	uint8_t *buf = malloc(len ? len : 1);
+	if (!buf)
+		return -ENOMEM;
+	storm__ctl__request__pack(req, buf);
+	int rc = frame_send(fd, buf, len, fds, nfds);
+	free(buf);
+	return rc;
+}
+
+int ctl_recv(int fd, int timeout_ms, Storm__Ctl__Reply **rep)
+{
+	struct frame_rx rx = { 0 };
+	double deadline = now_s() + timeout_ms / 1000.0;
+	int rc;
+	for (;;) {
+		rc = frame_rx_read(fd, &rx);
+		if (rc != 0)
+			break;
+		int wait = -1;
+		if (timeout_ms >= 0) {
+			double left = deadline - now_s();
+			if (left <= 0) {
+				rc = -ETIMEDOUT;
+				break;
+			}
+			wait = (int)(left * 1000) + 1;
+		}
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		if (poll(&p, 1, wait) < 0 && errno != EINTR) {
+			rc = -errno;
+			break;
+		}
+	}
+	if (rc == 1) {
+		*rep = storm__ctl__reply__unpack(NULL, rx.len, rx.buf);
+		rc = 0;
+		if (!*rep)
+			rc = -EPROTO;
+		else if ((*rep)->version != CTL_VERSION) {
+			fprintf(stderr,
+				"storm: error: the machine manager speaks control protocol version "
+				"%u, this storm speaks %u\n",
+				(*rep)->version, CTL_VERSION);
+			ctl_reply_free(*rep);
+			*rep = NULL;
+			rc = -EPROTONOSUPPORT;
+		}
+	}
+	frame_rx_reset(&rx);
+	return rc;
+}
+
+void ctl_reply_free(Storm__Ctl__Reply *rep)
+{
+	if (rep)
+		storm__ctl__reply__free_unpacked(rep, NULL);
+}
+
+void ctl_report(int err)
+{
+	switch (err) {
+	case -EPIPE:
+	case -ECONNRESET:
+		fprintf(stderr, "storm: error: lost connection to the machine manager\n");
+		break;
+	case -ETIMEDOUT:
+		fprintf(stderr, "storm: error: the machine manager did not answer in time\n");
+		break;
+	case -EPROTO:
+		fprintf(stderr, "storm: error: undecodable reply from the machine manager\n");
+		break;
+	case -EPROTONOSUPPORT: /* already said which versions */
+		break;
+	default:
+		fprintf(stderr, "storm: error: talking to the machine manager: %s\n",
+			strerror(-err));
+	}
+}
+
+Storm__Ctl__Reply *cli_call(struct cli *c, Storm__Ctl__Request *req, int timeout_ms, int *rc)
+{
+	*rc = EXIT_STORM;
+	int fd = cli_connect(c);
+	if (fd < 0)
+		return NULL;
+	Storm__Ctl__Reply *rep = NULL;
+	int e = ctl_send(fd, req, NULL, 0);
+	if (e == 0)
+		e = ctl_recv(fd, timeout_ms, &rep);
+	close(fd);
+	if (e != 0) {
+		ctl_report(e);
+		return NULL;
+	}
+	if (rep->body_case == STORM__CTL__REPLY__BODY_ERROR) {
+		cli_print_error(rep->error, NULL);
+		ctl_reply_free(rep);
+		return NULL;
+	}
+	*rc = EXIT_OK;
+	return rep;
+}
+
+int cli_print_error(const Storm__Ctl__Error *e, const char *what)
+{
+	const char *msg = e && e->message && e->message[0] ? e->message : "request refused";
+	if (what)
+		fprintf(stderr, "storm: error: %s: %s\n", what, msg);
+	else
+		fprintf(stderr, "storm: error: %s\n", msg);
+	return EXIT_STORM;
+}
+
+int cli_unexpected(const Storm__Ctl__Reply *rep, const char *wanted)
+{
+	fprintf(stderr,
+		"storm: error: the machine manager answered with reply %d where %s was expected\n",
+		(int)rep->body_case, wanted);
+	return EXIT_STORM;
+}

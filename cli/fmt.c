@@ -1,0 +1,107 @@
+#include "fmt.h"
+
+#include <ctype.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "opts.h"
+
+int parse_signal(const char *s)
+{
+	uint64_t n;
+	if (!s || !*s)
+		return -1;
+	if (isdigit((unsigned char)s[0]))
+		return parse_uint(s, 1, (uint64_t)SIGRTMAX, &n) == 0 ? (int)n : -1;
+	if (!strncasecmp(s, "SIG", 3))
+		s += 3;
+	for (int sig = 1; sig < SIGRTMIN; sig++) {
+		const char *abbrev = sigabbrev_np(sig);
+		if (abbrev && !strcasecmp(abbrev, s))
+			return sig;
+	}
+	return -1;
+}
+
+const char *signal_name(int sig, char *buf, size_t len)
+{
+	const char *abbrev = sig > 0 ? sigabbrev_np(sig) : NULL;
+	if (abbrev)
+		snprintf(buf, len, "SIG%s", abbrev);
+	else
+		snprintf(buf, len, "signal %d", sig);
+	return buf;
+}
+
+void fmt_elapsed(double secs, char *out, size_t len)
+{
+	if (secs < 0)
+		secs = 0;
+	unsigned long t = (unsigned long)secs;
+	unsigned long d = t / 86400, h = t / 3600 % 24, m = t / 60 % 60, s = t % 60;
+	if (d)
+		snprintf(out, len, "%lu-%02lu:%02lu:%02lu", d, h, m, s);
+	else if (h)
+		snprintf(out, len, "%lu:%02lu:%02lu", h, m, s);
+	else
+		snprintf(out, len, "%lu:%02lu", m, s);
+}
+
+void fmt_timeslice(unsigned us, char *out, size_t len)
+{
+	if (us < 1000)
+		snprintf(out, len, "%u us", us);
+	else if (us % 1000 == 0)
+		snprintf(out, len, "%u ms", us / 1000);
+	else
+		snprintf(out, len, "%.3g ms", us / 1000.0);
+}
+
+void fmt_bytes(uint64_t n, char *out, size_t len)
+{
+	static const char *unit[] = { "KiB", "MiB", "GiB", "TiB" };
+	if (n < 1024) {
+		snprintf(out, len, "%llu B", (unsigned long long)n);
+		return;
+	}
+	double v = (double)n / 1024;
+	int u = 0;
+	while (v >= 1024 && u < 3) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(out, len, "%.1f %s", v, unit[u]);
+}
+
+void virtual_node_names(int n, char (*names)[HOSTNAME_MAX])
+{
+	int width = n > 100 ? 3 : 2;
+	for (int i = 0; i < n; i++)
+		snprintf(names[i], HOSTNAME_MAX, "node%0*d", width, i);
+}
+
+int absolute_path(const char *cwd, const char *path, char *out, size_t len)
+{
+	int n;
+	if (path[0] == '/')
+		n = snprintf(out, len, "%s", path);
+	else
+		n = snprintf(out, len, "%s%s%s", cwd,
+			     cwd[0] && cwd[strlen(cwd) - 1] == '/' ? "" : "/", path);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+const char *job_state_name(int state)
+{
+	static const char *names[] = { "QUEUED", "LAUNCHING", "RUNNING",
+				       "COMPLETED", "FAILED", "CANCELLED" };
+	return state >= 0 && state < 6 ? names[state] : "UNKNOWN";
+}
+
+const char *node_state_name(int state)
+{
+	static const char *names[] = { "UNKNOWN", "UP", "DOWN" };
+	return state >= 0 && state < 3 ? names[state] : "UNKNOWN";
+}

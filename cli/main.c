@@ -1,0 +1,83 @@
+/* storm: the user's command for a storm cluster. Global options, then one
+ * command; each command parses its own options (see docs/storm.1.md). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "opts.h"
+
+#define STORM_VERSION "0.1"
+
+static const char usage[] =
+	"Usage: storm [--conf FILE] COMMAND [OPTIONS] [ARGS]\n"
+	"\n"
+	"Commands:\n"
+	"  run      run a program on the cluster and stream its output (like srun)\n"
+	"  submit   queue a program as a batch job and print its id (like sbatch)\n"
+	"  jobs     list jobs (like squeue)\n"
+	"  nodes    list nodes (like sinfo -N)\n"
+	"  cancel   signal or cancel jobs (like scancel)\n"
+	"  cluster  bring a virtual cluster up or down on this machine; its status\n"
+	"\n"
+	"Global options:\n"
+	"  --conf FILE   the cluster's storm.conf (default: $STORM_CONF, then\n"
+	"                /tmp/storm-$UID/storm.conf, /tmp/storm-0/storm.conf,\n"
+	"                /etc/storm/storm.conf)\n"
+	"  -h, --help    this help; 'storm COMMAND --help' for a command\n"
+	"  --version     print the version\n"
+	"\n"
+	"Exit codes: 0 success, 1 storm error (no cluster, request refused, job not\n"
+	"found), 2 usage error; storm run exits with the job's status.\n";
+
+enum { O_CONF = 1, O_HELP, O_VERSION };
+static const struct cli_opt global_opts[] = {
+	{ "conf", 0, 1, O_CONF },
+	{ "help", 'h', 0, O_HELP },
+	{ "version", 0, 0, O_VERSION },
+	{ NULL, 0, 0, 0 },
+};
+
+static const struct {
+	const char *name;
+	int (*fn)(struct cli *, int, char **);
+} commands[] = {
+	{ "run", cmd_run },	  { "submit", cmd_submit }, { "jobs", cmd_jobs },
+	{ "nodes", cmd_nodes },	  { "cancel", cmd_cancel }, { "cluster", cmd_cluster },
+};
+
+int main(int argc, char **argv)
+{
+	struct cli c = { 0 };
+	struct cli_optparse p;
+	cli_opt_init(&p, argc, argv, 1, 1);
+	int id;
+	while ((id = cli_opt_next(&p, global_opts)) > 0) {
+		switch (id) {
+		case O_CONF:
+			c.conf_opt = p.arg;
+			break;
+		case O_HELP:
+			fputs(usage, stdout);
+			return EXIT_OK;
+		case O_VERSION:
+			printf("storm %s (control protocol %d)\n", STORM_VERSION, CTL_VERSION);
+			return EXIT_OK;
+		}
+	}
+	if (id == OPT_ERROR)
+		return usage_error("storm", "%s", p.err);
+	if (p.ind >= argc) {
+		fputs(usage, stderr);
+		return EXIT_USAGE;
+	}
+	const char *name = argv[p.ind];
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(commands[i].name, name) != 0)
+			continue;
+		int rc = commands[i].fn(&c, argc - p.ind, argv + p.ind);
+		if (c.have_conf)
+			conf_free(&c.conf);
+		return rc;
+	}
+	return usage_error("storm", "unknown command '%s'", name);
+}

@@ -1,0 +1,323 @@
+/* storm jobs, storm nodes, storm cancel: one request each, a table or JSON. */
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "fmt.h"
+#include "opts.h"
+
+enum { Q_ALL = 1, Q_JSON, Q_SIGNAL, Q_CONF, Q_HELP };
+
+/* Returns 0 or the exit code of a failed print. */
+static int print_json(json_t *root)
+{
+	int rc = json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(root);
+	if (rc != 0 || fputc('\n', stdout) == EOF) {
+		fprintf(stderr, "storm: error: cannot write JSON: %s\n", strerror(errno));
+		return EXIT_STORM;
+	}
+	return 0;
+}
+
+/* ---- jobs */
+
+static const char jobs_help[] =
+	"Usage: storm jobs [--all] [--json]\n"
+	"\n"
+	"Lists the cluster's jobs, like squeue: queued, launching and running ones,\n"
+	"with --all the finished ones too.\n"
+	"\n"
+	"  -a, --all      include completed, failed and cancelled jobs\n"
+	"      --json     print {\"jobs\": [...]} for scripts\n"
+	"      --conf FILE the cluster's storm.conf\n"
+	"  -h, --help     this help\n"
+	"\n"
+	"Columns: JOBID NAME USER STATE NODES RANKS TIME NODELIST(REASON); TIME is the\n"
+	"time since launch (to its end for finished jobs).\n";
+
+static double wall_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static json_t *job_json(const Storm__Ctl__JobInfo *j)
+{
+	return json_pack("{s:I, s:s, s:s, s:i, s:s, s:i, s:i, s:s, s:f, s:f, s:f, s:i, s:s}",
+			 "job", (json_int_t)j->job, "name", j->name, "user", j->user, "uid",
+			 (int)j->uid, "state", job_state_name(j->state), "nodes", (int)j->nodes,
+			 "ranks", (int)j->ranks, "nodelist", j->nodelist, "submit_time",
+			 j->submit_time, "start_time", j->start_time, "end_time", j->end_time,
+			 "exit_status", (int)j->exit_status, "reason", j->reason);
+}
+
+int cmd_jobs(struct cli *c, int argc, char **argv)
+{
+	static const struct cli_opt opts[] = {
+		{ "all", 'a', 0, Q_ALL },   { "json", 0, 0, Q_JSON }, { "conf", 0, 1, Q_CONF },
+		{ "help", 'h', 0, Q_HELP }, { NULL, 0, 0, 0 },
+	};
+	int all = 0, json = 0, id;
+	struct cli_optparse p;
+	cli_opt_init(&p, argc, argv, 1, 0);
+	while ((id = cli_opt_next(&p, opts)) != OPT_DONE) {
+		switch (id) {
+		case Q_ALL: all = 1; break;
+		case Q_JSON: json = 1; break;
+		case Q_CONF: c->conf_opt = p.arg; break;
+		case Q_HELP: fputs(jobs_help, stdout); return EXIT_OK;
+		case OPT_OPERAND: return usage_error("storm jobs", "unexpected argument '%s'", p.arg);
+		default: return usage_error("storm jobs", "%s", p.err);
+		}
+	}
+	Storm__Ctl__ListJobs lj = STORM__CTL__LIST_JOBS__INIT;
+	lj.all = all;
+	Storm__Ctl__Request req = STORM__CTL__REQUEST__INIT;
+	req.body_case = STORM__CTL__REQUEST__BODY_JOBS;
+	req.jobs = &lj;
+	int rc;
+	Storm__Ctl__Reply *rep = cli_call(c, &req, CTL_TIMEOUT_MS, &rc);
+	if (!rep)
+		return rc;
+	if (rep->body_case != STORM__CTL__REPLY__BODY_JOBS) {
+		rc = cli_unexpected(rep, "JobList");
+		ctl_reply_free(rep);
+		return rc;
+	}
+	Storm__Ctl__JobList *list = rep->jobs;
+	if (json) {
+		json_t *arr = json_array();
+		for (size_t i = 0; i < list->n_jobs; i++)
+			json_array_append_new(arr, job_json(list->jobs[i]));
+		rc = print_json(json_pack("{s:o}", "jobs", arr));
+		ctl_reply_free(rep);
+		return rc;
+	}
+	/* column widths from the content, squeue-like left-aligned text */
+	const char *hdr[] = { "JOBID", "NAME", "USER", "STATE", "NODES", "RANKS", "TIME",
+			      "NODELIST(REASON)" };
+	static const int numeric[8] = { 1, 0, 0, 0, 1, 1, 1, 0 };
+	size_t n = list->n_jobs;
+	char (*cells)[8][128] = calloc(n ? n : 1, sizeof(*cells));
+	if (!cells) {
+		ctl_reply_free(rep);
+		fprintf(stderr, "storm: error: out of memory\n");
+		return EXIT_STORM;
+	}
+	int w[8];
+	for (int k = 0; k < 8; k++)
+		w[k] = (int)strlen(hdr[k]);
+	double wall = wall_now();
+	for (size_t i = 0; i < n; i++) {
+		const Storm__Ctl__JobInfo *j = list->jobs[i];
+		snprintf(cells[i][0], 128, "%llu", (unsigned long long)j->job);
+		snprintf(cells[i][1], 128, "%s", j->name);
+		snprintf(cells[i][2], 128, "%s", j->user[0] ? j->user : "?");
+		snprintf(cells[i][3], 128, "%s", job_state_name(j->state));
+		snprintf(cells[i][4], 128, "%u", j->nodes);
+		snprintf(cells[i][5], 128, "%u", j->ranks);
+		double elapsed = 0;
+		if (j->start_time > 0)
+			elapsed = (j->end_time > 0 ? j->end_time : wall) - j->start_time;
+		fmt_elapsed(elapsed, cells[i][6], 128);
+		if (j->state == STORM__CTL__JOB_STATE__QUEUED || !j->nodelist[0])
+			snprintf(cells[i][7], 128, "(%s)", j->reason[0] ? j->reason : "None");
+		else if (j->reason[0] && j->state == STORM__CTL__JOB_STATE__FAILED)
+			snprintf(cells[i][7], 128, "%s (%s)", j->nodelist, j->reason);
+		else
+			snprintf(cells[i][7], 128, "%s", j->nodelist);
+		for (int k = 0; k < 8; k++)
+			if ((int)strlen(cells[i][k]) > w[k])
+				w[k] = (int)strlen(cells[i][k]);
+	}
+	/* numbers right-aligned, text left-aligned, the last column unpadded */
+	for (int k = 0; k < 8; k++)
+		printf("%*s%s", k == 7 ? 0 : numeric[k] ? w[k] : -w[k], hdr[k], k < 7 ? " " : "\n");
+	for (size_t i = 0; i < n; i++)
+		for (int k = 0; k < 8; k++)
+			printf("%*s%s", k == 7 ? 0 : numeric[k] ? w[k] : -w[k], cells[i][k],
+			       k < 7 ? " " : "\n");
+	free(cells);
+	ctl_reply_free(rep);
+	return EXIT_OK;
+}
+
+/* ---- nodes */
+
+static const char nodes_help[] =
+	"Usage: storm nodes [--json]\n"
+	"\n"
+	"Lists the cluster's nodes: NAME STATE CPUS JOBS. STATE is UP, DOWN (missed\n"
+	"too many strobes) or UNKNOWN (never heard from).\n"
+	"\n"
+	"      --json     print {\"nodes\": [...]} for scripts\n"
+	"      --conf FILE the cluster's storm.conf\n"
+	"  -h, --help     this help\n";
+
+int cmd_nodes(struct cli *c, int argc, char **argv)
+{
+	static const struct cli_opt opts[] = {
+		{ "json", 0, 0, Q_JSON }, { "conf", 0, 1, Q_CONF }, { "help", 'h', 0, Q_HELP },
+		{ NULL, 0, 0, 0 },
+	};
+	int json = 0, id;
+	struct cli_optparse p;
+	cli_opt_init(&p, argc, argv, 1, 0);
+	while ((id = cli_opt_next(&p, opts)) != OPT_DONE) {
+		switch (id) {
+		case Q_JSON: json = 1; break;
+		case Q_CONF: c->conf_opt = p.arg; break;
+		case Q_HELP: fputs(nodes_help, stdout); return EXIT_OK;
+		case OPT_OPERAND: return usage_error("storm nodes", "unexpected argument '%s'", p.arg);
+		default: return usage_error("storm nodes", "%s", p.err);
+		}
+	}
+	Storm__Ctl__ListNodes ln = STORM__CTL__LIST_NODES__INIT;
+	Storm__Ctl__Request req = STORM__CTL__REQUEST__INIT;
+	req.body_case = STORM__CTL__REQUEST__BODY_NODES;
+	req.nodes = &ln;
+	int rc;
+	Storm__Ctl__Reply *rep = cli_call(c, &req, CTL_TIMEOUT_MS, &rc);
+	if (!rep)
+		return rc;
+	if (rep->body_case != STORM__CTL__REPLY__BODY_NODES) {
+		rc = cli_unexpected(rep, "NodeList");
+		ctl_reply_free(rep);
+		return rc;
+	}
+	Storm__Ctl__NodeList *list = rep->nodes;
+	if (json) {
+		json_t *arr = json_array();
+		for (size_t i = 0; i < list->n_nodes; i++) {
+			const Storm__Ctl__NodeInfo *nd = list->nodes[i];
+			json_t *jobs = json_array();
+			for (size_t k = 0; k < nd->n_jobs; k++)
+				json_array_append_new(jobs, json_integer((json_int_t)nd->jobs[k]));
+			json_array_append_new(arr, json_pack("{s:s, s:s, s:i, s:o, s:f}", "name",
+							     nd->name, "state",
+							     node_state_name(nd->state), "cpus",
+							     (int)nd->cpus, "jobs", jobs,
+							     "last_heard", nd->last_heard));
+		}
+		rc = print_json(json_pack("{s:o}", "nodes", arr));
+		ctl_reply_free(rep);
+		return rc;
+	}
+	int wname = 4;
+	for (size_t i = 0; i < list->n_nodes; i++)
+		if ((int)strlen(list->nodes[i]->name) > wname)
+			wname = (int)strlen(list->nodes[i]->name);
+	printf("%-*s %-7s %4s JOBS\n", wname, "NAME", "STATE", "CPUS");
+	for (size_t i = 0; i < list->n_nodes; i++) {
+		const Storm__Ctl__NodeInfo *nd = list->nodes[i];
+		printf("%-*s %-7s %4u ", wname, nd->name, node_state_name(nd->state), nd->cpus);
+		if (!nd->n_jobs)
+			fputs("-", stdout);
+		for (size_t k = 0; k < nd->n_jobs; k++)
+			printf("%s%llu", k ? "," : "", (unsigned long long)nd->jobs[k]);
+		putchar('\n');
+	}
+	ctl_reply_free(rep);
+	return EXIT_OK;
+}
+
+/* ---- cancel */
+
+static const char cancel_help[] =
+	"Usage: storm cancel [-s SIGNAL] JOBID...\n"
+	"\n"
+	"Cancels jobs, like scancel: without -s the ranks get SIGTERM, then SIGKILL\n"
+	"after the cluster's kill_wait; a queued job is removed. With -s only that\n"
+	"signal is sent.\n"
+	"\n"
+	"  -s, --signal SIGNAL  a name (INT, SIGUSR1) or a number\n"
+	"      --conf FILE      the cluster's storm.conf\n"
+	"  -h, --help           this help\n"
+	"\n"
+	"Exit status: 0 when every job was cancelled, 1 when any was not (the\n"
+	"machine manager's reason is printed), 2 on bad usage.\n";
+
+int cmd_cancel(struct cli *c, int argc, char **argv)
+{
+	static const struct cli_opt opts[] = {
+		{ "signal", 's', 1, Q_SIGNAL }, { "conf", 0, 1, Q_CONF },
+		{ "help", 'h', 0, Q_HELP },	{ NULL, 0, 0, 0 },
+	};
+	int sig = 0, id, njobs = 0;
+	uint64_t *jobs = calloc((size_t)argc, sizeof(*jobs));
+	if (!jobs) {
+		fprintf(stderr, "storm: error: out of memory\n");
+		return EXIT_STORM;
+	}
+	struct cli_optparse p;
+	cli_opt_init(&p, argc, argv, 1, 0);
+	int rc = EXIT_OK;
+	while ((id = cli_opt_next(&p, opts)) != OPT_DONE) {
+		switch (id) {
+		case Q_SIGNAL:
+			sig = parse_signal(p.arg);
+			if (sig < 0)
+				rc = usage_error("storm cancel", "unknown signal '%s'", p.arg);
+			break;
+		case Q_CONF: c->conf_opt = p.arg; break;
+		case Q_HELP: fputs(cancel_help, stdout); free(jobs); return EXIT_OK;
+		case OPT_OPERAND:
+			if (parse_uint(p.arg, 1, UINT64_MAX, &jobs[njobs]) != 0)
+				rc = usage_error("storm cancel", "'%s' is not a job id", p.arg);
+			njobs++;
+			break;
+		default: rc = usage_error("storm cancel", "%s", p.err); break;
+		}
+		if (rc != EXIT_OK) {
+			free(jobs);
+			return rc;
+		}
+	}
+	if (!njobs) {
+		free(jobs);
+		return usage_error("storm cancel", "no job id given");
+	}
+	if (cli_load_conf(c) != 0) {
+		free(jobs);
+		return EXIT_STORM;
+	}
+	for (int i = 0; i < njobs; i++) {
+		Storm__Ctl__Cancel cancel = STORM__CTL__CANCEL__INIT;
+		cancel.job = jobs[i];
+		cancel.signal = sig;
+		Storm__Ctl__Request req = STORM__CTL__REQUEST__INIT;
+		req.body_case = STORM__CTL__REQUEST__BODY_CANCEL;
+		req.cancel = &cancel;
+		int fd = cli_connect(c);
+		if (fd < 0) {
+			rc = EXIT_STORM;
+			break; /* the cluster is gone: the others would fail alike */
+		}
+		Storm__Ctl__Reply *rep = NULL;
+		int e = ctl_send(fd, &req, NULL, 0);
+		if (e == 0)
+			e = ctl_recv(fd, CTL_TIMEOUT_MS, &rep);
+		close(fd);
+		char what[64];
+		snprintf(what, sizeof(what), "cancel %llu", (unsigned long long)jobs[i]);
+		if (e != 0) {
+			ctl_report(e);
+			rc = EXIT_STORM;
+		} else if (rep->body_case == STORM__CTL__REPLY__BODY_ERROR) {
+			rc = cli_print_error(rep->error, what);
+		} else if (rep->body_case != STORM__CTL__REPLY__BODY_CANCELLED) {
+			rc = cli_unexpected(rep, "Cancelled");
+		}
+		ctl_reply_free(rep);
+	}
+	free(jobs);
+	return rc;
+}

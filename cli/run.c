@@ -1,0 +1,726 @@
+/* storm run and storm submit: check the program here, pass it (and each
+ * --file) to the MM as open descriptors with the Submit, then for run stream
+ * the job's output, progress and end. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "fmt.h"
+#include "frame.h"
+#include "label.h"
+#include "opts.h"
+
+extern char **environ;
+
+#define SUBMIT_TIMEOUT_MS 60000 /* the MM answers a Submit before any transfer */
+#define MAX_FILES (FRAME_MAX_FDS - 1) /* one descriptor is the program's */
+
+struct job_opts {
+	const char *cmd; /* "storm run" or "storm submit" */
+	int batch;
+	unsigned nodes, ranks;
+	int label, no_bcast, timing, overcommit, parsable;
+	const char *name, *output;
+	const char *files[MAX_FILES];
+	int nfiles;
+	char **argv; /* the program and its arguments */
+	int argc;
+};
+
+static const char run_help[] =
+	"Usage: storm run [OPTIONS] PROGRAM [ARGS...]\n"
+	"\n"
+	"Runs PROGRAM as a job on the cluster, streams every rank's stdout and\n"
+	"stderr as it comes, and exits with the job's status. Options end at\n"
+	"PROGRAM, like srun. PROGRAM is found in PATH when it has no '/', and is\n"
+	"sent to the nodes (no shared file system needed).\n"
+	"\n"
+	"  -N, --nodes N       nodes to allocate (default: as many as the ranks need)\n"
+	"  -n, --ntasks N      ranks to start (default: one per node)\n"
+	"  -l, --label         prefix every output line with 'RANK: '\n"
+	"      --no-bcast      do not send PROGRAM: it is on a path every node sees\n"
+	"      --file F        send F along too (repeatable, up to 15); ranks find it\n"
+	"                      under its base name in their working directory\n"
+	"      --timing        print transfer, execute and total time on stderr\n"
+	"  -J, --job-name NAME the job's name (default: PROGRAM's base name)\n"
+	"  -O, --overcommit    allow more ranks than CPUs on a node\n"
+	"      --conf FILE     the cluster's storm.conf\n"
+	"  -h, --help          this help\n"
+	"\n"
+	"Ctrl-C sends SIGINT to the job; a second Ctrl-C within 1 s kills it.\n"
+	"Exit status: the job's (first non-zero rank status, 128+N for a rank killed\n"
+	"by signal N); 1 when storm failed or the job did not run; 2 on bad usage.\n";
+
+static const char submit_help[] =
+	"Usage: storm submit [OPTIONS] PROGRAM [ARGS...]\n"
+	"\n"
+	"Queues PROGRAM as a batch job and prints its id. Its output (every rank's\n"
+	"stdout and stderr) goes to storm-JOBID.out in the current directory, or to\n"
+	"the file given with -o. Options end at PROGRAM.\n"
+	"\n"
+	"  -N, --nodes N       nodes to allocate (default: as many as the ranks need)\n"
+	"  -n, --ntasks N      ranks to start (default: one per node)\n"
+	"  -o, --output FILE   output file; %j becomes the job id\n"
+	"      --parsable      print only the job id\n"
+	"      --no-bcast      do not send PROGRAM: it is on a path every node sees\n"
+	"      --file F        send F along too (repeatable, up to 15)\n"
+	"  -J, --job-name NAME the job's name (default: PROGRAM's base name)\n"
+	"  -O, --overcommit    allow more ranks than CPUs on a node\n"
+	"      --conf FILE     the cluster's storm.conf\n"
+	"  -h, --help          this help\n"
+	"\n"
+	"Exit status: 0 when the job was accepted, 1 when refused or no cluster is\n"
+	"up, 2 on bad usage.\n";
+
+enum {
+	J_NODES = 1, J_RANKS, J_LABEL, J_NOBCAST, J_FILE, J_TIMING, J_NAME, J_OVERCOMMIT,
+	J_OUTPUT, J_PARSABLE, J_CONF, J_HELP
+};
+static const struct cli_opt run_opts[] = {
+	{ "nodes", 'N', 1, J_NODES },	  { "ntasks", 'n', 1, J_RANKS },
+	{ "label", 'l', 0, J_LABEL },	  { "no-bcast", 0, 0, J_NOBCAST },
+	{ "file", 0, 1, J_FILE },	  { "timing", 0, 0, J_TIMING },
+	{ "job-name", 'J', 1, J_NAME },	  { "overcommit", 'O', 0, J_OVERCOMMIT },
+	{ "conf", 0, 1, J_CONF },	  { "help", 'h', 0, J_HELP },
+	{ NULL, 0, 0, 0 },
+};
+static const struct cli_opt submit_opts[] = {
+	{ "nodes", 'N', 1, J_NODES },	  { "ntasks", 'n', 1, J_RANKS },
+	{ "output", 'o', 1, J_OUTPUT },	  { "parsable", 0, 0, J_PARSABLE },
+	{ "no-bcast", 0, 0, J_NOBCAST },  { "file", 0, 1, J_FILE },
+	{ "job-name", 'J', 1, J_NAME },	  { "overcommit", 'O', 0, J_OVERCOMMIT },
+	{ "conf", 0, 1, J_CONF },	  { "help", 'h', 0, J_HELP },
+	{ NULL, 0, 0, 0 },
+};
+
+/* Returns -1 to go on, else the exit code. */
+static int parse_job_opts(struct cli *c, int argc, char **argv, struct job_opts *o)
+{
+	struct cli_optparse p;
+	cli_opt_init(&p, argc, argv, 1, 1);
+	int id;
+	uint64_t v;
+	while ((id = cli_opt_next(&p, o->batch ? submit_opts : run_opts)) > 0) {
+		switch (id) {
+		case J_NODES:
+		case J_RANKS:
+			if (parse_uint(p.arg, 1, 1u << 20, &v) != 0)
+				return usage_error(o->cmd, "%s wants a whole number from 1, not '%s'",
+						   id == J_NODES ? "-N/--nodes" : "-n/--ntasks",
+						   p.arg);
+			*(id == J_NODES ? &o->nodes : &o->ranks) = (unsigned)v;
+			break;
+		case J_LABEL: o->label = 1; break;
+		case J_NOBCAST: o->no_bcast = 1; break;
+		case J_TIMING: o->timing = 1; break;
+		case J_OVERCOMMIT: o->overcommit = 1; break;
+		case J_PARSABLE: o->parsable = 1; break;
+		case J_NAME: o->name = p.arg; break;
+		case J_OUTPUT:
+			if (!p.arg[0])
+				return usage_error(o->cmd, "-o wants a file name");
+			o->output = p.arg;
+			break;
+		case J_CONF: c->conf_opt = p.arg; break;
+		case J_FILE:
+			if (o->nfiles == MAX_FILES)
+				return usage_error(o->cmd, "at most %d --file options", MAX_FILES);
+			o->files[o->nfiles++] = p.arg;
+			break;
+		case J_HELP:
+			fputs(o->batch ? submit_help : run_help, stdout);
+			return EXIT_OK;
+		}
+	}
+	if (id == OPT_ERROR)
+		return usage_error(o->cmd, "%s", p.err);
+	if (p.ind >= argc)
+		return usage_error(o->cmd, "no program given");
+	o->argv = argv + p.ind;
+	o->argc = argc - p.ind;
+	return -1;
+}
+
+/* PROGRAM without '/' is looked up in PATH like execvp does. */
+static int resolve_program(const char *prog, char *out, size_t len)
+{
+	if (strchr(prog, '/')) {
+		snprintf(out, len, "%s", prog);
+		return 0;
+	}
+	const char *path = getenv("PATH");
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	int denied = 0;
+	while (path) {
+		const char *colon = strchr(path, ':');
+		size_t dlen = colon ? (size_t)(colon - path) : strlen(path);
+		int n = dlen ? snprintf(out, len, "%.*s/%s", (int)dlen, path, prog)
+			     : snprintf(out, len, "./%s", prog); /* empty entry: cwd */
+		struct stat st;
+		if (n > 0 && (size_t)n < len && stat(out, &st) == 0 && S_ISREG(st.st_mode)) {
+			if (access(out, X_OK) == 0)
+				return 0;
+			denied = 1;
+		}
+		path = colon ? colon + 1 : NULL;
+	}
+	if (denied)
+		fprintf(stderr, "storm: error: %s: found in PATH but not executable\n", prog);
+	else
+		fprintf(stderr, "storm: error: %s: command not found (searched PATH)\n", prog);
+	return -1;
+}
+
+/* Opens a file to send, checking it is a regular one. fd or -1 (printed). */
+static int open_regular(const char *shown, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "storm: error: %s: %s\n", shown, strerror(errno));
+		return -1;
+	}
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "storm: error: %s: %s\n", shown,
+			S_ISDIR(st.st_mode) ? "Is a directory" : "not a regular file");
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+struct prepared {
+	Storm__Ctl__Submit sub;
+	int fds[FRAME_MAX_FDS];
+	int nfds;
+	char program[PATH_MAX];
+	char cwd[PATH_MAX];
+	char output[PATH_MAX];
+	char *file_names[MAX_FILES];
+	char name[256];
+};
+
+static void close_fds(struct prepared *pr)
+{
+	for (int i = 0; i < pr->nfds; i++)
+		close(pr->fds[i]);
+	pr->nfds = 0;
+}
+
+/* Everything that can be checked here is, before any request is sent. */
+static int prepare(const struct job_opts *o, struct prepared *pr)
+{
+	Storm__Ctl__Submit init = STORM__CTL__SUBMIT__INIT;
+	pr->sub = init;
+	pr->nfds = 0;
+	const char *prog = o->argv[0];
+	char found[PATH_MAX];
+	if (resolve_program(prog, found, sizeof(found)) != 0)
+		return EXIT_STORM;
+	struct stat st;
+	if (stat(found, &st) != 0) {
+		fprintf(stderr, "storm: error: %s: %s\n", prog, strerror(errno));
+		return EXIT_STORM;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "storm: error: %s: Is a directory\n", prog);
+		return EXIT_STORM;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		fprintf(stderr, "storm: error: %s: not a regular file\n", prog);
+		return EXIT_STORM;
+	}
+	if (access(found, X_OK) != 0) {
+		fprintf(stderr, "storm: error: %s: Permission denied (not executable)\n", prog);
+		return EXIT_STORM;
+	}
+	if (!realpath(found, pr->program)) {
+		fprintf(stderr, "storm: error: %s: %s\n", prog, strerror(errno));
+		return EXIT_STORM;
+	}
+	if (!o->no_bcast) {
+		int fd = open_regular(prog, found);
+		if (fd < 0)
+			return EXIT_STORM;
+		pr->fds[pr->nfds++] = fd;
+	}
+	for (int i = 0; i < o->nfiles; i++) {
+		char tmp[PATH_MAX];
+		snprintf(tmp, sizeof(tmp), "%s", o->files[i]);
+		pr->file_names[i] = strdup(basename(tmp));
+		if (!pr->file_names[i]) {
+			fprintf(stderr, "storm: error: out of memory\n");
+			close_fds(pr);
+			return EXIT_STORM;
+		}
+		for (int j = 0; j < i; j++)
+			if (!strcmp(pr->file_names[j], pr->file_names[i])) {
+				close_fds(pr);
+				return usage_error(o->cmd, "two --file options share the name '%s'",
+						   pr->file_names[i]);
+			}
+		int fd = open_regular(o->files[i], o->files[i]);
+		if (fd < 0) {
+			close_fds(pr);
+			return EXIT_STORM;
+		}
+		pr->fds[pr->nfds++] = fd;
+	}
+	if (!getcwd(pr->cwd, sizeof(pr->cwd))) {
+		fprintf(stderr, "storm: error: cannot tell the current directory: %s\n",
+			strerror(errno));
+		close_fds(pr);
+		return EXIT_STORM;
+	}
+	pr->output[0] = '\0';
+	if (o->output && absolute_path(pr->cwd, o->output, pr->output, sizeof(pr->output))) {
+		close_fds(pr);
+		return usage_error(o->cmd, "-o %s: path too long", o->output);
+	}
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s", prog);
+	snprintf(pr->name, sizeof(pr->name), "%s", o->name ? o->name : basename(tmp));
+
+	size_t nenv = 0;
+	while (environ[nenv])
+		nenv++;
+	Storm__Ctl__Submit *s = &pr->sub;
+	s->n_argv = (size_t)o->argc;
+	s->argv = o->argv;
+	s->program = pr->program;
+	s->nodes = o->nodes;
+	s->ranks = o->ranks;
+	s->interactive = !o->batch;
+	s->no_bcast = o->no_bcast;
+	s->cwd = pr->cwd;
+	s->n_env = nenv;
+	s->env = environ;
+	s->output = pr->output;
+	s->n_files = (size_t)o->nfiles;
+	s->files = pr->file_names;
+	s->name = pr->name;
+	s->overcommit = o->overcommit;
+	return -1;
+}
+
+static void free_prepared(struct prepared *pr, int nfiles)
+{
+	close_fds(pr);
+	for (int i = 0; i < nfiles; i++)
+		free(pr->file_names[i]);
+}
+
+/* Sends the Submit with its descriptors. Connected fd or -1 (printed). */
+static int send_submit(struct cli *c, struct prepared *pr)
+{
+	int fd = cli_connect(c);
+	if (fd < 0)
+		return -1;
+	Storm__Ctl__Request req = STORM__CTL__REQUEST__INIT;
+	req.body_case = STORM__CTL__REQUEST__BODY_SUBMIT;
+	req.submit = &pr->sub;
+	int rc = ctl_send(fd, &req, pr->fds, pr->nfds);
+	if (rc != 0) {
+		if (rc == -EMSGSIZE)
+			fprintf(stderr, "storm: error: the job description is too large to send "
+					"(environment and arguments exceed %u MiB)\n",
+				FRAME_MAX >> 20);
+		else
+			ctl_report(rc);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* ---- storm run: the streaming loop */
+
+struct run_state {
+	struct cli *c;
+	const struct job_opts *o;
+	uint64_t job; /* 0 until Submitted */
+	struct label_split labels;
+	/* Ctrl-C */
+	int interrupts;
+	double last_interrupt;
+	int pending_signal; /* to send once the job has an id */
+	int killed;
+	/* progress */
+	int stderr_tty;
+	double xfer_start, progress_last;
+	uint64_t done, total;
+	int progress_shown, progress_open;
+};
+
+static void write_all(int fd, const char *data, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, data, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return; /* nowhere to report a broken stdout */
+		}
+		data += n;
+		len -= (size_t)n;
+	}
+}
+
+/* A \r-updated progress line must be ended before anything else is written. */
+static void end_progress_line(struct run_state *st)
+{
+	if (st->progress_open) {
+		write_all(2, "\n", 1);
+		st->progress_open = 0;
+	}
+}
+
+static void show_progress(struct run_state *st)
+{
+	double t = now_s(), elapsed = t - st->xfer_start;
+	int final = st->total && st->done >= st->total;
+	if (elapsed < 1.0 && !st->progress_shown)
+		return; /* fast transfers stay silent */
+	if (!final && st->progress_shown && t - st->progress_last < (st->stderr_tty ? 0.1 : 5.0))
+		return;
+	if (final && !st->progress_shown)
+		return;
+	char done[32], total[32], line[256];
+	fmt_bytes(st->done, done, sizeof(done));
+	fmt_bytes(st->total, total, sizeof(total));
+	int pct = st->total ? (int)(st->done * 100 / st->total) : 0;
+	snprintf(line, sizeof(line), "storm: job %llu: transferring %s of %s (%d%%), %.1f s",
+		 (unsigned long long)st->job, done, total, pct, elapsed);
+	char out[300];
+	int n;
+	if (st->stderr_tty) {
+		n = snprintf(out, sizeof(out), "\r%s\033[K%s", line, final ? "\n" : "");
+		st->progress_open = !final;
+	} else {
+		n = snprintf(out, sizeof(out), "%s\n", line);
+	}
+	write_all(2, out, (size_t)n);
+	st->progress_shown = 1;
+	st->progress_last = t;
+}
+
+static int send_cancel(struct cli *c, uint64_t job, int sig)
+{
+	int fd = ctl_connect(c->conf.socket, 2000);
+	if (fd < 0) {
+		fprintf(stderr, "storm: error: cannot reach the machine manager to cancel job %llu: %s\n",
+			(unsigned long long)job, strerror(-fd));
+		return -1;
+	}
+	Storm__Ctl__Cancel cancel = STORM__CTL__CANCEL__INIT;
+	cancel.job = job;
+	cancel.signal = sig;
+	Storm__Ctl__Request req = STORM__CTL__REQUEST__INIT;
+	req.body_case = STORM__CTL__REQUEST__BODY_CANCEL;
+	req.cancel = &cancel;
+	Storm__Ctl__Reply *rep = NULL;
+	int rc = ctl_send(fd, &req, NULL, 0);
+	if (rc == 0)
+		rc = ctl_recv(fd, 5000, &rep);
+	close(fd);
+	if (rc != 0) {
+		ctl_report(rc);
+		return -1;
+	}
+	if (rep->body_case == STORM__CTL__REPLY__BODY_ERROR) {
+		char what[64];
+		snprintf(what, sizeof(what), "cancel job %llu", (unsigned long long)job);
+		cli_print_error(rep->error, what);
+		rc = -1;
+	}
+	ctl_reply_free(rep);
+	return rc;
+}
+
+/* Returns -1 to go on, else the exit code. */
+static int on_interrupt(struct run_state *st)
+{
+	double t = now_s();
+	int quick = st->interrupts > 0 && t - st->last_interrupt < 1.0;
+	st->interrupts++;
+	st->last_interrupt = t;
+	end_progress_line(st);
+	if (st->killed && quick) {
+		fprintf(stderr, "storm: leaving job %llu while it is being killed\n",
+			(unsigned long long)st->job);
+		return 128 + SIGINT;
+	}
+	int sig = quick ? SIGKILL : SIGINT;
+	if (!st->job) {
+		st->pending_signal = sig;
+		fprintf(stderr, "storm: interrupt: the job will get %s as soon as it is accepted\n",
+			sig == SIGKILL ? "SIGKILL" : "SIGINT");
+		return -1;
+	}
+	if (sig == SIGKILL) {
+		fprintf(stderr, "storm: interrupt: killing job %llu (SIGKILL)\n",
+			(unsigned long long)st->job);
+		st->killed = 1;
+	} else {
+		fprintf(stderr,
+			"storm: interrupt: sent SIGINT to job %llu (Ctrl-C again within 1 s "
+			"kills it)\n",
+			(unsigned long long)st->job);
+	}
+	send_cancel(st->c, st->job, sig);
+	return -1;
+}
+
+static void flush_labels(struct run_state *st)
+{
+	struct strbuf out[2] = { { 0 }, { 0 } };
+	label_flush(&st->labels, out);
+	for (int i = 0; i < 2; i++) {
+		if (out[i].len)
+			write_all(1 + i, out[i].data, out[i].len);
+		sb_free(&out[i]);
+	}
+}
+
+static int exit_code_of(const Storm__Ctl__JobEnd *e)
+{
+	int code = e->exit_status;
+	if (code < 0 || code > 255)
+		code = 255;
+	if (code == 0 && e->state != STORM__CTL__JOB_STATE__COMPLETED)
+		code = 1; /* a job that did not run to its end never reports success */
+	return code;
+}
+
+/* Returns -1 to go on, else the exit code. */
+static int on_reply(struct run_state *st, Storm__Ctl__Reply *rep)
+{
+	switch (rep->body_case) {
+	case STORM__CTL__REPLY__BODY_SUBMITTED: {
+		Storm__Ctl__Submitted *s = rep->submitted;
+		st->job = s->job;
+		st->xfer_start = now_s();
+		if (s->state && !strcmp(s->state, "QUEUED"))
+			fprintf(stderr, "storm: job %llu queued%s%s\n", (unsigned long long)s->job,
+				s->reason[0] ? ": " : "", s->reason);
+		if (st->pending_signal) {
+			if (st->pending_signal == SIGKILL)
+				st->killed = 1;
+			fprintf(stderr, "storm: interrupt: sending %s to job %llu\n",
+				st->pending_signal == SIGKILL ? "SIGKILL" : "SIGINT",
+				(unsigned long long)st->job);
+			send_cancel(st->c, st->job, st->pending_signal);
+			st->pending_signal = 0;
+		}
+		return -1;
+	}
+	case STORM__CTL__REPLY__BODY_OUTPUT: {
+		Storm__Ctl__Output *out = rep->output;
+		int is_err = out->stream == STORM__CTL__STREAM__STDERR;
+		end_progress_line(st);
+		if (!st->o->label) {
+			write_all(is_err ? 2 : 1, (const char *)out->data.data, out->data.len);
+			return -1;
+		}
+		struct strbuf lines = { 0 };
+		if (label_feed(&st->labels, out->rank, is_err, out->data.data, out->data.len,
+			       &lines) != 0) {
+			fprintf(stderr, "storm: error: out of memory\n");
+			return EXIT_STORM;
+		}
+		if (lines.len)
+			write_all(is_err ? 2 : 1, lines.data, lines.len);
+		sb_free(&lines);
+		return -1;
+	}
+	case STORM__CTL__REPLY__BODY_PROGRESS:
+		st->done = rep->progress->done;
+		st->total = rep->progress->total;
+		show_progress(st);
+		return -1;
+	case STORM__CTL__REPLY__BODY_END: {
+		Storm__Ctl__JobEnd *e = rep->end;
+		flush_labels(st);
+		end_progress_line(st);
+		if (e->reason && e->reason[0])
+			fprintf(stderr, "storm: error: job %llu: %s\n", (unsigned long long)e->job,
+				e->reason);
+		if (st->o->timing)
+			fprintf(stderr,
+				"storm: job %llu timing: transfer %.1f ms, execute %.1f ms, total "
+				"%.1f ms\n",
+				(unsigned long long)e->job, e->transfer_ms, e->execute_ms,
+				e->total_ms);
+		return exit_code_of(e);
+	}
+	case STORM__CTL__REPLY__BODY_ERROR:
+		flush_labels(st);
+		end_progress_line(st);
+		if (st->job) {
+			char what[64];
+			snprintf(what, sizeof(what), "job %llu", (unsigned long long)st->job);
+			return cli_print_error(rep->error, what);
+		}
+		return cli_print_error(rep->error, NULL);
+	case STORM__CTL__REPLY__BODY_SHUTTING_DOWN:
+		flush_labels(st);
+		end_progress_line(st);
+		fprintf(stderr, "storm: error: job %llu: the machine manager is shutting down\n",
+			(unsigned long long)st->job);
+		return EXIT_STORM;
+	default:
+		return -1; /* a kind this storm does not know: newer MM, ignore */
+	}
+}
+
+static int stream_job(struct run_state *st, int fd)
+{
+	/* Ctrl-C arrives on a signalfd so it is handled between frames; an
+	 * ignored SIGINT (background job of a script) stays ignored. */
+	int sfd = -1;
+	struct sigaction old;
+	sigaction(SIGINT, NULL, &old);
+	if (old.sa_handler != SIG_IGN) {
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, SIGINT);
+		sigprocmask(SIG_BLOCK, &set, NULL);
+		sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	}
+	struct frame_rx rx = { 0 };
+	double submitted_by = now_s() + SUBMIT_TIMEOUT_MS / 1000.0;
+	int code = -1;
+	while (code < 0) {
+		int rc;
+		while ((rc = frame_rx_read(fd, &rx)) == 1) {
+			Storm__Ctl__Reply *rep = storm__ctl__reply__unpack(NULL, rx.len, rx.buf);
+			frame_rx_reset(&rx);
+			if (!rep) {
+				end_progress_line(st);
+				ctl_report(-EPROTO);
+				code = EXIT_STORM;
+				break;
+			}
+			if (rep->version != CTL_VERSION) {
+				end_progress_line(st);
+				fprintf(stderr,
+					"storm: error: the machine manager speaks control protocol "
+					"version %u, this storm speaks %u\n",
+					rep->version, CTL_VERSION);
+				code = EXIT_STORM;
+			} else {
+				code = on_reply(st, rep);
+			}
+			ctl_reply_free(rep);
+			if (code >= 0)
+				break;
+		}
+		if (code >= 0)
+			break;
+		if (rc < 0) {
+			flush_labels(st);
+			end_progress_line(st);
+			if (rc == -EPIPE || rc == -ECONNRESET)
+				fprintf(stderr, "storm: error: lost connection to the machine manager\n");
+			else
+				ctl_report(rc);
+			code = EXIT_STORM;
+			break;
+		}
+		struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
+		int timeout = -1;
+		if (!st->job) {
+			double left = submitted_by - now_s();
+			if (left <= 0) {
+				fprintf(stderr, "storm: error: the machine manager did not accept the "
+						"job within %d s\n",
+					SUBMIT_TIMEOUT_MS / 1000);
+				code = EXIT_STORM;
+				break;
+			}
+			timeout = (int)(left * 1000) + 1;
+		}
+		if (poll(p, sfd >= 0 ? 2 : 1, timeout) < 0 && errno != EINTR) {
+			fprintf(stderr, "storm: error: poll: %s\n", strerror(errno));
+			code = EXIT_STORM;
+			break;
+		}
+		if (sfd >= 0 && (p[1].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si) && code < 0)
+				code = on_interrupt(st);
+		}
+	}
+	frame_rx_reset(&rx);
+	if (sfd >= 0)
+		close(sfd);
+	return code;
+}
+
+static int job_main(struct cli *c, int argc, char **argv, int batch)
+{
+	struct job_opts o = { .cmd = batch ? "storm submit" : "storm run", .batch = batch };
+	int rc = parse_job_opts(c, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	struct prepared *pr = calloc(1, sizeof(*pr));
+	if (!pr) {
+		fprintf(stderr, "storm: error: out of memory\n");
+		return EXIT_STORM;
+	}
+	rc = prepare(&o, pr);
+	if (rc >= 0) {
+		free(pr);
+		return rc;
+	}
+	int fd = send_submit(c, pr);
+	free_prepared(pr, o.nfiles); /* the MM holds its own copies now */
+	free(pr);
+	if (fd < 0)
+		return EXIT_STORM;
+	if (!batch) {
+		struct run_state st = { .c = c, .o = &o, .stderr_tty = isatty(2) };
+		rc = stream_job(&st, fd);
+		label_free(&st.labels);
+		close(fd);
+		return rc;
+	}
+	Storm__Ctl__Reply *rep = NULL;
+	rc = ctl_recv(fd, SUBMIT_TIMEOUT_MS, &rep);
+	close(fd);
+	if (rc != 0) {
+		ctl_report(rc);
+		return EXIT_STORM;
+	}
+	if (rep->body_case == STORM__CTL__REPLY__BODY_ERROR)
+		rc = cli_print_error(rep->error, NULL);
+	else if (rep->body_case != STORM__CTL__REPLY__BODY_SUBMITTED)
+		rc = cli_unexpected(rep, "Submitted");
+	else if (o.parsable)
+		printf("%llu\n", (unsigned long long)rep->submitted->job);
+	else
+		printf("Submitted job %llu\n", (unsigned long long)rep->submitted->job);
+	ctl_reply_free(rep);
+	return rc;
+}
+
+int cmd_run(struct cli *c, int argc, char **argv)
+{
+	return job_main(c, argc, argv, 0);
+}
+
+int cmd_submit(struct cli *c, int argc, char **argv)
+{
+	return job_main(c, argc, argv, 1);
+}

@@ -1,0 +1,216 @@
+/* The storm CLI's pure parts: option parsing, --label line splitting,
+ * signal names, formatting. */
+#include <CUnit/CUnit.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../../cli/fmt.h"
+#include "../../cli/label.h"
+#include "../../cli/opts.h"
+#include "suites.h"
+
+void add_cli_suite(void);
+
+enum { A = 1, B, N, NAME };
+static const struct cli_opt opts[] = {
+	{ "all", 'a', 0, A },	 { "bee", 'b', 0, B }, { "nodes", 'N', 1, N },
+	{ "name", 0, 1, NAME }, { NULL, 0, 0, 0 },
+};
+
+static void test_opts_stop_at_program(void)
+{
+	char *argv[] = { "run", "-N4", "--name=x", "-ab", "--nodes", "8", "prog", "-N", "2", NULL };
+	struct cli_optparse p;
+	cli_opt_init(&p, 9, argv, 1, 1);
+	CU_ASSERT_EQUAL(cli_opt_next(&p, opts), N);
+	CU_ASSERT_STRING_EQUAL(p.arg, "4");
+	CU_ASSERT_EQUAL(cli_opt_next(&p, opts), NAME);
+	CU_ASSERT_STRING_EQUAL(p.arg, "x");
+	CU_ASSERT_EQUAL(cli_opt_next(&p, opts), A);
+	CU_ASSERT_EQUAL(cli_opt_next(&p, opts), B);
+	CU_ASSERT_EQUAL(cli_opt_next(&p, opts), N);
+	CU_ASSERT_STRING_EQUAL(p.arg, "8");
+	CU_ASSERT_EQUAL(cli_opt_next(&p, opts), OPT_DONE);
+	CU_ASSERT_EQUAL(p.ind, 6); /* the program; its own -N untouched */
+}
+
+static void test_opts_operands_and_dashdash(void)
+{
+	char *argv[] = { "cancel", "5", "-a", "6", "--", "-7", NULL };
+	struct cli_optparse p;
+	cli_opt_init(&p, 6, argv, 1, 0);
+	CU_ASSERT_EQUAL(cli_opt_next(&p, opts), OPT_OPERAND);
+	CU_ASSERT_STRING_EQUAL(p.arg, "5");
+	CU_ASSERT_EQUAL(cli_opt_next(&p, opts), A);
+	CU_ASSERT_EQUAL(cli_opt_next(&p, opts), OPT_OPERAND);
+	CU_ASSERT_EQUAL(cli_opt_next(&p, opts), OPT_OPERAND);
+	CU_ASSERT_STRING_EQUAL(p.arg, "-7");
+	CU_ASSERT_EQUAL(cli_opt_next(&p, opts), OPT_DONE);
+
+	char *argv2[] = { "run", "--", "-prog", NULL };
+	cli_opt_init(&p, 3, argv2, 1, 1);
+	CU_ASSERT_EQUAL(cli_opt_next(&p, opts), OPT_DONE);
+	CU_ASSERT_EQUAL(p.ind, 2);
+}
+
+static void test_opts_errors(void)
+{
+	struct cli_optparse p;
+	char *a1[] = { "run", "--frob", NULL };
+	cli_opt_init(&p, 2, a1, 1, 1);
+	CU_ASSERT_EQUAL(cli_opt_next(&p, opts), OPT_ERROR);
+	CU_ASSERT_STRING_EQUAL(p.err, "unknown option '--frob'");
+	char *a2[] = { "run", "--frob=1", NULL };
+	cli_opt_init(&p, 2, a2, 1, 1);
+	CU_ASSERT_EQUAL(cli_opt_next(&p, opts), OPT_ERROR);
+	CU_ASSERT_STRING_EQUAL(p.err, "unknown option '--frob'");
+	char *a3[] = { "run", "-N", NULL };
+	cli_opt_init(&p, 2, a3, 1, 1);
+	CU_ASSERT_EQUAL(cli_opt_next(&p, opts), OPT_ERROR);
+	CU_ASSERT_STRING_EQUAL(p.err, "option '-N' needs a value");
+	char *a4[] = { "run", "--all=1", NULL };
+	cli_opt_init(&p, 2, a4, 1, 1);
+	CU_ASSERT_EQUAL(cli_opt_next(&p, opts), OPT_ERROR);
+	CU_ASSERT_STRING_EQUAL(p.err, "option '--all' takes no value");
+	char *a5[] = { "run", "-ax", NULL };
+	cli_opt_init(&p, 2, a5, 1, 1);
+	CU_ASSERT_EQUAL(cli_opt_next(&p, opts), A);
+	CU_ASSERT_EQUAL(cli_opt_next(&p, opts), OPT_ERROR);
+	CU_ASSERT_STRING_EQUAL(p.err, "unknown option '-x'");
+	char *a6[] = { "run", "--nodes", NULL };
+	cli_opt_init(&p, 2, a6, 1, 1);
+	CU_ASSERT_EQUAL(cli_opt_next(&p, opts), OPT_ERROR);
+	CU_ASSERT_STRING_EQUAL(p.err, "option '--nodes' needs a value");
+}
+
+static void test_parse_uint(void)
+{
+	uint64_t v;
+	CU_ASSERT_EQUAL(parse_uint("12", 1, 100, &v), 0);
+	CU_ASSERT_EQUAL(v, 12);
+	CU_ASSERT_EQUAL(parse_uint("0", 1, 100, &v), -1);
+	CU_ASSERT_EQUAL(parse_uint("101", 1, 100, &v), -1);
+	CU_ASSERT_EQUAL(parse_uint("-1", 0, 100, &v), -1);
+	CU_ASSERT_EQUAL(parse_uint(" 1", 0, 100, &v), -1);
+	CU_ASSERT_EQUAL(parse_uint("1x", 0, 100, &v), -1);
+	CU_ASSERT_EQUAL(parse_uint("", 0, 100, &v), -1);
+	CU_ASSERT_EQUAL(parse_uint("99999999999999999999999", 0, UINT64_MAX, &v), -1);
+}
+
+static void test_signals(void)
+{
+	CU_ASSERT_EQUAL(parse_signal("INT"), SIGINT);
+	CU_ASSERT_EQUAL(parse_signal("SIGINT"), SIGINT);
+	CU_ASSERT_EQUAL(parse_signal("sigkill"), SIGKILL);
+	CU_ASSERT_EQUAL(parse_signal("usr1"), SIGUSR1);
+	CU_ASSERT_EQUAL(parse_signal("9"), 9);
+	CU_ASSERT_EQUAL(parse_signal("0"), -1);
+	CU_ASSERT_EQUAL(parse_signal("65"), -1);
+	CU_ASSERT_EQUAL(parse_signal("NOPE"), -1);
+	CU_ASSERT_EQUAL(parse_signal("SIG"), -1);
+	CU_ASSERT_EQUAL(parse_signal(""), -1);
+	char buf[32];
+	CU_ASSERT_STRING_EQUAL(signal_name(SIGTERM, buf, sizeof(buf)), "SIGTERM");
+}
+
+static void test_label_pieces(void)
+{
+	struct label_split l = { 0 };
+	struct strbuf out = { 0 };
+	CU_ASSERT_EQUAL(label_feed(&l, 0, 0, "hel", 3, &out), 0);
+	CU_ASSERT_EQUAL(out.len, 0);
+	label_feed(&l, 1, 0, "other\n", 6, &out);
+	label_feed(&l, 0, 1, "err", 3, &out); /* stderr keeps its own partial */
+	label_feed(&l, 0, 0, "lo\nwor", 6, &out);
+	label_feed(&l, 0, 0, "ld\n\nx", 5, &out);
+	CU_ASSERT_STRING_EQUAL(out.data, "1: other\n0: hello\n0: world\n0: \n");
+	struct strbuf end[2] = { { 0 }, { 0 } };
+	CU_ASSERT_EQUAL(label_flush(&l, end), 0);
+	CU_ASSERT_STRING_EQUAL(end[0].data, "0: x\n");
+	CU_ASSERT_STRING_EQUAL(end[1].data, "0: err\n");
+	/* flushed partials are gone */
+	struct strbuf again[2] = { { 0 }, { 0 } };
+	label_flush(&l, again);
+	CU_ASSERT_EQUAL(again[0].len + again[1].len, 0);
+	sb_free(&out);
+	sb_free(&end[0]);
+	sb_free(&end[1]);
+	label_free(&l);
+}
+
+static void test_label_big_ranks_and_long_lines(void)
+{
+	struct label_split l = { 0 };
+	struct strbuf out = { 0 };
+	label_feed(&l, 4095, 1, "z\n", 2, &out);
+	CU_ASSERT_STRING_EQUAL(out.data, "4095: z\n");
+	static char big[LABEL_PARTIAL_MAX + 10];
+	memset(big, 'a', sizeof(big));
+	out.len = 0;
+	label_feed(&l, 2, 0, big, sizeof(big), &out); /* no newline, too long */
+	CU_ASSERT_EQUAL(out.len, 3 + sizeof(big) + 1);
+	CU_ASSERT_EQUAL(out.data[out.len - 1], '\n');
+	sb_free(&out);
+	label_free(&l);
+}
+
+static void test_formatting(void)
+{
+	char b[64];
+	fmt_elapsed(5, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "0:05");
+	fmt_elapsed(3725, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "1:02:05");
+	fmt_elapsed(90061, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "1-01:01:01");
+	fmt_elapsed(-3, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "0:00");
+	fmt_timeslice(10000, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "10 ms");
+	fmt_timeslice(500, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "500 us");
+	fmt_timeslice(1500, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "1.5 ms");
+	fmt_bytes(512, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "512 B");
+	fmt_bytes(12u << 20, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "12.0 MiB");
+	CU_ASSERT_EQUAL(absolute_path("/home/u", "o-%j.txt", b, sizeof(b)), 0);
+	CU_ASSERT_STRING_EQUAL(b, "/home/u/o-%j.txt");
+	CU_ASSERT_EQUAL(absolute_path("/", "x", b, sizeof(b)), 0);
+	CU_ASSERT_STRING_EQUAL(b, "/x");
+	CU_ASSERT_EQUAL(absolute_path("/a", "/abs", b, sizeof(b)), 0);
+	CU_ASSERT_STRING_EQUAL(b, "/abs");
+	CU_ASSERT_EQUAL(absolute_path("/a", "xyz", b, 5), -1);
+	CU_ASSERT_STRING_EQUAL(job_state_name(5), "CANCELLED");
+	CU_ASSERT_STRING_EQUAL(node_state_name(2), "DOWN");
+	CU_ASSERT_STRING_EQUAL(job_state_name(99), "UNKNOWN");
+}
+
+static void test_virtual_names(void)
+{
+	static char names[101][HOSTNAME_MAX];
+	virtual_node_names(8, names);
+	CU_ASSERT_STRING_EQUAL(names[0], "node00");
+	CU_ASSERT_STRING_EQUAL(names[7], "node07");
+	virtual_node_names(100, names);
+	CU_ASSERT_STRING_EQUAL(names[99], "node99");
+	virtual_node_names(101, names);
+	CU_ASSERT_STRING_EQUAL(names[0], "node000");
+	CU_ASSERT_STRING_EQUAL(names[100], "node100");
+}
+
+void add_cli_suite(void)
+{
+	CU_pSuite s = CU_add_suite("cli", NULL, NULL);
+	CU_add_test(s, "options end at the program", test_opts_stop_at_program);
+	CU_add_test(s, "operands and --", test_opts_operands_and_dashdash);
+	CU_add_test(s, "option errors", test_opts_errors);
+	CU_add_test(s, "whole numbers", test_parse_uint);
+	CU_add_test(s, "signal names", test_signals);
+	CU_add_test(s, "--label pieces and partial lines", test_label_pieces);
+	CU_add_test(s, "--label large ranks, long lines", test_label_big_ranks_and_long_lines);
+	CU_add_test(s, "formatting", test_formatting);
+	CU_add_test(s, "virtual node names", test_virtual_names);
+}
