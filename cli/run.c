@@ -29,7 +29,7 @@ struct job_opts {
 	const char *cmd; /* "storm run" or "storm submit" */
 	int batch;
 	unsigned nodes, ranks;
-	int label, no_bcast, timing, overcommit, parsable;
+	int label, no_bcast, timing, overcommit, parsable, wait;
 	const char *name, *output;
 	const char *files[MAX_FILES];
 	int nfiles;
@@ -72,6 +72,7 @@ static const char submit_help[] =
 	"  -n, --ntasks N      ranks to start (default: one per node)\n"
 	"  -o, --output FILE   output file; %j becomes the job id\n"
 	"      --parsable      print only the job id\n"
+	"  -W, --wait          wait for the job to end and exit with its status\n"
 	"      --no-bcast      do not send PROGRAM: it is on a path every node sees\n"
 	"      --file F        send F along too (repeatable, up to 15)\n"
 	"  -J, --job-name NAME the job's name (default: PROGRAM's base name)\n"
@@ -80,11 +81,11 @@ static const char submit_help[] =
 	"  -h, --help          this help\n"
 	"\n"
 	"Exit status: 0 when the job was accepted, 1 when refused or no cluster is\n"
-	"up, 2 on bad usage.\n";
+	"up, 2 on bad usage; with --wait, the job's status as for storm run.\n";
 
 enum {
 	J_NODES = 1, J_RANKS, J_LABEL, J_NOBCAST, J_FILE, J_TIMING, J_NAME, J_OVERCOMMIT,
-	J_OUTPUT, J_PARSABLE, J_CONF, J_HELP
+	J_OUTPUT, J_PARSABLE, J_CONF, J_HELP, J_WAIT
 };
 static const struct cli_opt run_opts[] = {
 	{ "nodes", 'N', 1, J_NODES },	  { "ntasks", 'n', 1, J_RANKS },
@@ -97,6 +98,7 @@ static const struct cli_opt run_opts[] = {
 static const struct cli_opt submit_opts[] = {
 	{ "nodes", 'N', 1, J_NODES },	  { "ntasks", 'n', 1, J_RANKS },
 	{ "output", 'o', 1, J_OUTPUT },	  { "parsable", 0, 0, J_PARSABLE },
+	{ "wait", 'W', 0, J_WAIT },
 	{ "no-bcast", 0, 0, J_NOBCAST },  { "file", 0, 1, J_FILE },
 	{ "job-name", 'J', 1, J_NAME },	  { "overcommit", 'O', 0, J_OVERCOMMIT },
 	{ "conf", 0, 1, J_CONF },	  { "help", 'h', 0, J_HELP },
@@ -125,6 +127,7 @@ static int parse_job_opts(struct cli *c, int argc, char **argv, struct job_opts 
 		case J_TIMING: o->timing = 1; break;
 		case J_OVERCOMMIT: o->overcommit = 1; break;
 		case J_PARSABLE: o->parsable = 1; break;
+		case J_WAIT: o->wait = 1; break;
 		case J_NAME: o->name = p.arg; break;
 		case J_OUTPUT:
 			if (!p.arg[0])
@@ -302,6 +305,7 @@ static int prepare(const struct job_opts *o, struct prepared *pr)
 	s->nodes = o->nodes;
 	s->ranks = o->ranks;
 	s->interactive = !o->batch;
+	s->wait = o->batch && o->wait;
 	s->no_bcast = o->no_bcast;
 	s->cwd = pr->cwd;
 	s->n_env = nenv;
@@ -698,8 +702,11 @@ static int job_main(struct cli *c, int argc, char **argv, int batch)
 	}
 	Storm__Ctl__Reply *rep = NULL;
 	rc = ctl_recv(fd, SUBMIT_TIMEOUT_MS, &rep);
-	close(fd);
+	if (!o.wait)
+		close(fd);
 	if (rc != 0) {
+		if (o.wait)
+			close(fd);
 		ctl_report(rc);
 		return EXIT_STORM;
 	}
@@ -711,8 +718,36 @@ static int job_main(struct cli *c, int argc, char **argv, int batch)
 		printf("%llu\n", (unsigned long long)rep->submitted->job);
 	else
 		printf("Submitted job %llu\n", (unsigned long long)rep->submitted->job);
+	int waiting = rc == 0 && o.wait;
 	ctl_reply_free(rep);
-	return rc;
+	if (!waiting) {
+		if (o.wait)
+			close(fd);
+		return rc;
+	}
+	fflush(stdout);
+	/* --wait: the MM keeps the connection and ends it with the JobEnd */
+	for (;;) {
+		rep = NULL;
+		rc = ctl_recv(fd, -1, &rep);
+		if (rc != 0) {
+			ctl_report(rc);
+			close(fd);
+			return EXIT_STORM;
+		}
+		if (rep->body_case == STORM__CTL__REPLY__BODY_END) {
+			const Storm__Ctl__JobEnd *e = rep->end;
+			if (e->reason && e->reason[0])
+				fprintf(stderr, "storm: error: job %llu: %s\n", (unsigned long long)e->job,
+					e->reason);
+			rc = e->exit_status ? e->exit_status
+			     : e->state == STORM__CTL__JOB_STATE__COMPLETED ? 0 : EXIT_STORM;
+			ctl_reply_free(rep);
+			close(fd);
+			return rc;
+		}
+		ctl_reply_free(rep);
+	}
 }
 
 int cmd_run(struct cli *c, int argc, char **argv)
