@@ -345,12 +345,16 @@ static void run(struct nd *nd)
 			nd_log(nd, "epoll_wait: %s", strerror(errno));
 			break;
 		}
+		/* pipes first: reaping may free a job whose pipes are in evs */
+		bool signalled = false;
 		for (int i = 0; i < n; i++) {
 			if (evs[i].data.u64 == ND_TAG_SIG)
-				on_signals(nd);
+				signalled = true;
 			else if (evs[i].data.u64 != ND_TAG_SN)
 				nd_pipe_readable(nd, evs[i].data.ptr);
 		}
+		if (signalled)
+			on_signals(nd);
 		int rc = sn_progress(nd->sn);
 		if (rc < 0)
 			nd_log(nd, "network progress: %s", sn_strerror(nd->sn));
