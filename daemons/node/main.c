@@ -292,8 +292,9 @@ static int setup(struct nd *nd, const struct opts *o)
 		ev.data.u64 = ND_TAG_SN;
 		epoll_ctl(nd->epfd, EPOLL_CTL_ADD, wfd, &ev);
 	}
-	nd_log(nd, "node %u of %d up (fabric id %u, provider %s)", nd->index, nd->conf.nnodes,
-	       fabric_id(nd->index), sn_provider_name(nd->sn, 0));
+	nd_log(nd, "node %u of %d up (fabric id %u, provider %s, %s)", nd->index,
+	       nd->conf.nnodes, fabric_id(nd->index), sn_provider_name(nd->sn, 0),
+	       wfd >= 0 ? "sleeps on its wait fd" : "no wait fd: polls every 1 ms");
 	return 0;
 }
 
@@ -368,8 +369,11 @@ static void run(struct nd *nd)
 		if (drain_event(nd, EV_STROBE))
 			on_strobe(nd);
 		nd_timers(nd);
-		if (!nd->pipes_paused && nd->q_bytes >= ND_OUTPUT_CAP)
+		if (!nd->pipes_paused && nd->q_bytes >= ND_OUTPUT_CAP) {
+			nd_log(nd, "%zu bytes of output wait for reports; pausing rank pipes",
+			       nd->q_bytes);
 			nd_pipes_pause(nd, true);
+		}
 		else if (nd->pipes_paused && nd->q_bytes < ND_OUTPUT_CAP / 2)
 			nd_pipes_pause(nd, false);
 	}

@@ -575,6 +575,46 @@ static void test_big_output(uid_t uid, gid_t gid, const char *user)
 	free(want);
 }
 
+struct flood {
+	uint64_t job;
+	uint32_t lines;
+};
+
+static bool flood_done(void *arg)
+{
+	struct flood *f = arg;
+	return mm.jobs[f->job].r[0].exited;
+}
+
+static void test_flood(uid_t uid, gid_t gid, const char *user, uint32_t lines)
+{
+	say("backpressure: 'seq 1 %u' outruns the reports; nothing may be lost", lines);
+	char last[16];
+	snprintf(last, sizeof(last), "%u", lines);
+	const char *argv[] = {"seq", "1", last};
+	uint32_t node0[] = {0};
+	struct launch_spec ls = {.job = 10, .nodes = node0, .nnodes = 1, .per_node = 1,
+				 .uid = uid, .gid = gid, .user = user, .cwd = "/tmp",
+				 .exec_path = "/usr/bin/seq", .argv = argv, .argc = 3};
+	launch(&ls);
+	struct flood f = {10, lines};
+	if (!pump_until(flood_done, &f, 300000))
+		fatal("job 10 never ended");
+	wait_done(10, node0, 1);
+	struct rank_out *ro = &mm.jobs[10].r[0];
+	char *p = ro->text[1], line[16];
+	bool ok = p != NULL;
+	for (uint32_t i = 1; ok && i <= lines; i++) {
+		int n = snprintf(line, sizeof(line), "%u\n", i);
+		ok = !strncmp(p, line, (size_t)n);
+		p += n;
+	}
+	CHECK(ok && (size_t)(p - ro->text[1]) == ro->len[1], "flood output of %zu bytes is wrong",
+	      ro->len[1]);
+	free(ro->text[1]);
+	ro->text[1] = NULL;
+}
+
 static void test_signals(uid_t uid, gid_t gid, const char *user)
 {
 	say("signal: SIGTERM to sleep on 2 nodes");
@@ -683,11 +723,13 @@ static void test_shutdown(uid_t uid, gid_t gid, const char *user)
 		fatal("job 9 never printed its pids");
 	Storm__Cl__Command c = STORM__CL__COMMAND__INIT;
 	Storm__Cl__Shutdown s = STORM__CL__SHUTDOWN__INIT;
-	c.n_nodes = mm.n;
+	/* the last node is not addressed; it gets SIGTERM instead */
+	c.n_nodes = mm.n - 1;
 	c.nodes = every;
 	c.body_case = STORM__CL__COMMAND__BODY_SHUTDOWN;
 	c.shutdown = &s;
 	send_cmd(&c);
+	kill(mm.pids[mm.n - 1], SIGTERM);
 	/* keep strobing while the daemons leave: one may still need them */
 	uint64_t deadline = now_ns() + 60000000000ull;
 	uint32_t left = mm.n;
@@ -824,6 +866,7 @@ int main(int argc, char **argv)
 	test_echo(uid, gid, user);
 	test_script();
 	test_big_output(uid, gid, user);
+	test_flood(uid, gid, user, valgrind ? 1500000 : 3000000);
 	test_signals(uid, gid, user);
 	test_bad_input(uid, gid, user);
 	uint64_t before[MAXN];
