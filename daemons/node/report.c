@@ -274,6 +274,30 @@ void nd_report(struct nd *nd, uint64_t ack)
 		send_next(nd, nd->report_seq + 1);
 		return;
 	}
+	if (ack + 1 != nd->report_seq) {
+		/* neither consumed nor pending: the MM lost track (restarted);
+		 * renumber the last report so it follows what the MM has */
+		Storm__Cl__Report *r = storm__cl__report__unpack(NULL, nd->report_len - 4,
+								 nd->report_buf + 4);
+		nd_log(nd, "MM acknowledges report %llu, but %llu was sent; resynchronising",
+		       (unsigned long long)ack, (unsigned long long)nd->report_seq);
+		if (r) {
+			r->seq = ack + 1;
+			size_t len = storm__cl__report__get_packed_size(r);
+			uint8_t *buf = xcalloc(1, 4 + len);
+			uint32_t len32 = (uint32_t)len;
+			memcpy(buf, &len32, 4);
+			storm__cl__report__pack(r, buf + 4);
+			storm__cl__report__free_unpacked(r, NULL);
+			free(nd->report_buf);
+			nd->report_buf = buf;
+			nd->report_len = 4 + len;
+			nd->report_seq = ack + 1;
+			nd->unacked_strobes = 0;
+			send_bytes(nd);
+		}
+		return;
+	}
 	/* not consumed yet; a report lost on the way would stop the
 	 * heartbeat for good, so resend the same bytes now and then (the MM
 	 * tells a duplicate by its seq) */

@@ -696,6 +696,18 @@ static void test_bad_input(uid_t uid, gid_t gid, const char *user)
 	      mm.jobs[7].fail_msg);
 	CHECK(!mm.jobs[7].r[0].exited, "no rank of job 7 ran");
 
+	if (geteuid() != 0) {
+		/* an unprivileged daemon refuses to run a job as someone else */
+		struct launch_spec l4 = {.job = 11, .nodes = first_two, .nnodes = 2,
+					 .per_node = 1, .uid = uid + 1, .gid = gid, .user = "",
+					 .cwd = "/tmp", .exec_path = "/bin/true", .argv = argv,
+					 .argc = 1};
+		launch(&l4);
+		wait_done(11, first_two, 2);
+		CHECK(mm.jobs[11].failed[0] == 1 && strstr(mm.jobs[11].fail_msg, "not root"),
+		      "job 11 FAILED message '%s'", mm.jobs[11].fail_msg);
+	}
+
 	const char *argv3[] = {"pwd"};
 	uint32_t node0[] = {0};
 	struct launch_spec l3 = {.job = 8, .nodes = node0, .nnodes = 1, .per_node = 1,
