@@ -119,3 +119,14 @@ $(BUILD)/bin/fake_ctl_mm: $(BUILD)/obj/tests/cluster/fake_ctl_mm.o $(BUILD)/lib/
 .PHONY: clitest
 clitest: $(BUILD)/bin/storm $(BUILD)/bin/fake_ctl_mm
 	./tests/cluster/test_cli_fake.sh $(BUILD)/bin
+
+# ---- node daemon against a stand-in MM (tests/cluster/fake_mm.c)
+.PHONY: ndtest ndtest-valgrind
+$(BUILD)/bin/fake_mm: $(BUILD)/obj/tests/cluster/fake_mm.o $(BUILD)/lib/libstormcommon.a \
+                      $(BUILD)/lib/libstormnet.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(DAEMON_LIBS)
+ndtest: $(BUILD)/bin/stormnd $(BUILD)/bin/fake_mm
+	$(BUILD)/bin/fake_mm --stormnd $(BUILD)/bin/stormnd --nodes 3
+ndtest-valgrind: $(BUILD)/bin/stormnd $(BUILD)/bin/fake_mm
+	$(BUILD)/bin/fake_mm --stormnd $(BUILD)/bin/stormnd --nodes 3 --valgrind

@@ -1,0 +1,182 @@
+/* Job directories and the files transferred into them through the two file
+ * buffers of global memory (layout.h, "file"). */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "layout.h"
+#include "nd.h"
+
+bool nd_valid_basename(const char *name)
+{
+	return name[0] && strcmp(name, ".") && strcmp(name, "..") && !strchr(name, '/');
+}
+
+/* The state directory was checked to leave room at start-up. */
+static void job_dir_path(const struct nd *nd, uint64_t job, char *path, size_t len)
+{
+	if ((size_t)snprintf(path, len, "%s/%" PRIu64, nd->jobs_dir, job) >= len)
+		path[0] = '\0';
+}
+
+/* Creates the job directory (0700, owned by the job's user when we are
+ * root) unless it exists. Returns 0 or -errno; path receives it. */
+int nd_job_dir_create(struct nd *nd, uint64_t job, uint32_t uid, uint32_t gid, char *path,
+		      size_t len)
+{
+	job_dir_path(nd, job, path, len);
+	if (mkdir(path, 0700) < 0) {
+		if (errno != EEXIST)
+			return -errno;
+		return 0;
+	}
+	if (nd->root && chown(path, uid, gid) < 0) {
+		int err = -errno;
+		rmdir(path);
+		return err;
+	}
+	return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)type;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+void nd_job_dir_remove(struct nd *nd, uint64_t job)
+{
+	char path[PATH_MAX];
+	if (nd->file_fd >= 0 && nd->file_job == job)
+		nd_files_close(nd);
+	job_dir_path(nd, job, path, sizeof(path));
+	/* FTW_PHYS: a rank may leave symlinks; remove them, never follow */
+	if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT)
+		nd_log(nd, "job %" PRIu64 ": cannot remove %s: %s", job, path, strerror(errno));
+}
+
+void nd_files_close(struct nd *nd)
+{
+	if (nd->file_fd >= 0)
+		close(nd->file_fd);
+	nd->file_fd = -1;
+}
+
+/* Why a chunk header cannot be used, or NULL. */
+static const char *chunk_problem(const struct file_chunk *c)
+{
+	if (!memchr(c->name, '\0', sizeof(c->name)))
+		return "file name is not terminated";
+	if (!nd_valid_basename(c->name))
+		return "file name is not a plain basename";
+	if (c->job == 0)
+		return "job id 0";
+	if (c->len > GM_FILE_DATA_MAX)
+		return "length exceeds the file buffer";
+	if (c->offset > c->size || c->len > c->size - c->offset)
+		return "data beyond the announced file size";
+	return NULL;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t len, uint64_t off)
+{
+	while (len > 0) {
+		ssize_t n = pwrite(fd, p, len, (off_t)off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+static void write_chunk(struct nd *nd, const struct file_chunk *c, const uint8_t *data)
+{
+	const char *bad = chunk_problem(c);
+	if (bad) {
+		nd_log(nd, "file chunk %" PRIu64 " skipped: %s", c->seq, bad);
+		return;
+	}
+	char dir[PATH_MAX], path[PATH_MAX + 80];
+	int rc = nd_job_dir_create(nd, c->job, c->uid, c->gid, dir, sizeof(dir));
+	if (rc < 0) {
+		nd_log(nd, "job %" PRIu64 ": cannot create %s: %s", c->job, dir, strerror(-rc));
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, c->name);
+	if (nd->file_fd < 0 || nd->file_job != c->job || nd->file_index != c->file) {
+		nd_files_close(nd);
+		/* O_NOFOLLOW: the directory belongs to the user, we may be root */
+		int fd = open(path,
+			      O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC |
+				      (c->offset == 0 ? O_TRUNC : 0),
+			      0600);
+		if (fd < 0) {
+			nd_log(nd, "job %" PRIu64 ": cannot create %s: %s", c->job, path,
+			       strerror(errno));
+			return;
+		}
+		/* set-id bits from the network are not honoured */
+		if ((nd->root && fchown(fd, c->uid, c->gid) < 0) || fchmod(fd, c->mode & 0777) < 0) {
+			nd_log(nd, "job %" PRIu64 ": cannot set owner or mode of %s: %s", c->job,
+			       path, strerror(errno));
+			close(fd);
+			unlink(path);
+			return;
+		}
+		nd->file_fd = fd;
+		nd->file_job = c->job;
+		nd->file_index = c->file;
+	}
+	rc = write_all(nd->file_fd, data, c->len, c->offset);
+	if (rc == 0 && (c->flags & FILE_LAST) && ftruncate(nd->file_fd, (off_t)c->size) < 0)
+		rc = -errno;
+	if (rc < 0) {
+		/* the Launch's size check then fails the job with a reason */
+		nd_log(nd, "job %" PRIu64 ": cannot write %s: %s", c->job, path, strerror(-rc));
+		nd_files_close(nd);
+		unlink(path);
+		return;
+	}
+	if (c->flags & FILE_LAST)
+		nd_files_close(nd);
+}
+
+/* Each EV_FILE means one buffer was filled completely. Chunks land in
+ * sequence order, so the oldest unprocessed one is the one that completed;
+ * a newer one may still be landing and is left alone until its event. */
+void nd_files_arrived(struct nd *nd, int count)
+{
+	for (int i = 0; i < count; i++) {
+		struct file_chunk hdr[2];
+		int pick = -1;
+		for (int b = 0; b < 2; b++) {
+			memcpy(&hdr[b], nd->gmem + GM_FILE_BUF_AT(b), sizeof(hdr[b]));
+			if (hdr[b].seq > nd->file_seq && (pick < 0 || hdr[b].seq < hdr[pick].seq))
+				pick = b;
+		}
+		if (pick < 0) {
+			nd_log(nd, "file event without a new chunk (last %" PRIu64 "); ignored",
+			       nd->file_seq);
+			continue;
+		}
+		write_chunk(nd, &hdr[pick],
+			    nd->gmem + GM_FILE_BUF_AT(pick) + sizeof(struct file_chunk));
+		/* a skipped chunk counts as consumed too, or the MM's flow
+		 * control would wait for it until its timeout */
+		nd->file_seq = hdr[pick].seq;
+		sn_var_store(nd->sn, GM_VAR_FILE_DONE, nd->file_seq);
+	}
+}

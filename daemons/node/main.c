@@ -1,0 +1,405 @@
+/* stormnd: the node daemon's start-up, event loop, strobes and commands. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "layout.h"
+#include "nd.h"
+
+static const char usage[] =
+	"usage: stormnd -c CONF -n NODENAME [--no-realtime]\n"
+	"\n"
+	"The storm node daemon: follows the machine manager's strobes, runs the\n"
+	"ranks of jobs on this node and reports their output and exits.\n"
+	"\n"
+	"  -c, --config CONF    storm.conf to read\n"
+	"  -n, --name NODENAME  this node's name, as listed in [nodes] names\n"
+	"      --no-realtime    do not try SCHED_FIFO priority 1\n"
+	"  -h, --help           this text\n";
+
+uint64_t nd_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void nd_log(const struct nd *nd, const char *fmt, ...)
+{
+	struct timespec ts;
+	struct tm tm;
+	char stamp[32], msg[1024];
+	clock_gettime(CLOCK_REALTIME, &ts);
+	localtime_r(&ts.tv_sec, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	/* one write per line, so lines of several daemons do not interleave */
+	fprintf(stderr, "%s.%03ld stormnd[%s]: %s\n", stamp, ts.tv_nsec / 1000000,
+		nd ? nd->name : "?", msg);
+}
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+/* ---- commands */
+
+static void act(struct nd *nd, const Storm__Cl__Command *cmd)
+{
+	size_t k;
+	for (k = 0; k < cmd->n_nodes; k++)
+		if (cmd->nodes[k] == nd->index)
+			break;
+	if (k == cmd->n_nodes)
+		return; /* not addressed to this node */
+	switch (cmd->body_case) {
+	case STORM__CL__COMMAND__BODY_LAUNCH:
+		nd_launch(nd, cmd, k);
+		break;
+	case STORM__CL__COMMAND__BODY_SIGNAL:
+		nd_signal_job(nd, cmd->signal);
+		break;
+	case STORM__CL__COMMAND__BODY_SHUTDOWN:
+		nd_log(nd, "shutdown requested by the MM");
+		nd->stop = true;
+		break;
+	default:
+		nd_log(nd, "command %u has no body; ignored", cmd->seq);
+	}
+}
+
+/* Acts on the ring's commands in sequence order, as far as they arrived. */
+static void process_commands(struct nd *nd)
+{
+	while (nd->seen_strobe && !nd->stop) {
+		uint32_t want = nd->cmd_done + 1;
+		uint8_t *slot = nd->gmem + GM_CMD_SLOT(want);
+		uint32_t len;
+		memcpy(&len, slot, 4);
+		if (len == 0)
+			return; /* not arrived yet (consumed slots are zeroed) */
+		Storm__Cl__Command *cmd = NULL;
+		if (len <= GM_CMD_SLOT_SIZE - 4)
+			cmd = storm__cl__command__unpack(NULL, len, slot + 4);
+		if (!cmd) {
+			nd_log(nd, "command slot for %u is malformed (length %u); skipped", want,
+			       len);
+		} else if (cmd->seq != want) {
+			if (nd->cmd_warned_seq != cmd->seq)
+				nd_log(nd, "command slot for %u holds command %u; waiting", want,
+				       cmd->seq);
+			nd->cmd_warned_seq = cmd->seq;
+			storm__cl__command__free_unpacked(cmd, NULL);
+			return;
+		} else {
+			act(nd, cmd);
+			storm__cl__command__free_unpacked(cmd, NULL);
+		}
+		/* zeroed so an old command is never taken for a new one; the MM
+		 * reuses the slot only after we report cmd_done >= want */
+		memset(slot, 0, 4);
+		nd->cmd_done = want;
+	}
+}
+
+/* ---- strobes */
+
+static void on_strobe(struct nd *nd)
+{
+	struct strobe s;
+	memcpy(&s, nd->gmem + GM_STROBE, sizeof(s));
+	uint64_t ack = 0;
+	if (s.nnodes > STORM_MAX_NODES) {
+		nd_log(nd, "strobe %" PRIu64 " claims %u nodes; ignored", s.slice, s.nnodes);
+		return;
+	}
+	if (nd->index < s.nnodes)
+		memcpy(&ack, nd->gmem + GM_STROBE + sizeof(s) + 8 * (uint64_t)nd->index, 8);
+	if (!nd->seen_strobe) {
+		nd->seen_strobe = true;
+		/* earlier commands went out before this node was up */
+		if (nd->cmd_done == 0)
+			nd->cmd_done = s.cmd_seq;
+		nd_log(nd, "first strobe: slice %" PRIu64 ", commands from %u", s.slice,
+		       nd->cmd_done + 1);
+	}
+	nd->slice = s.slice;
+	process_commands(nd);
+	nd_report(nd, ack);
+}
+
+/* ---- set-up and loop */
+
+struct opts {
+	const char *conf, *name;
+	bool realtime;
+};
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+	static const struct option longopts[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"name", required_argument, NULL, 'n'},
+		{"no-realtime", no_argument, NULL, 'R'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	o->realtime = true;
+	int c;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":c:n:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			o->conf = optarg;
+			break;
+		case 'n':
+			o->name = optarg;
+			break;
+		case 'R':
+			o->realtime = false;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			exit(0);
+		case ':':
+			fprintf(stderr, "stormnd: error: option '%s' needs a value\n",
+				argv[optind - 1]);
+			return -1;
+		default:
+			fprintf(stderr, "stormnd: error: unknown option '%s' (see --help)\n",
+				argv[optind - 1]);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "stormnd: error: unexpected argument '%s' (see --help)\n",
+			argv[optind]);
+		return -1;
+	}
+	if (!o->conf || !o->name) {
+		fprintf(stderr, "stormnd: error: %s is required (see --help)\n",
+			!o->conf ? "-c CONF" : "-n NODENAME");
+		return -1;
+	}
+	return 0;
+}
+
+static void go_realtime(struct nd *nd)
+{
+	/* reset on fork: the ranks must not inherit the daemon's priority */
+	struct sched_param sp = {.sched_priority = 1};
+	if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) < 0)
+		nd_log(nd, "running without real-time priority: SCHED_FIFO refused: %s",
+		       strerror(errno));
+}
+
+static int setup(struct nd *nd, const struct opts *o)
+{
+	char err[512];
+	if (conf_load(o->conf, &nd->conf, err, sizeof(err)) < 0) {
+		fprintf(stderr, "stormnd: error: %s\n", err);
+		return -1;
+	}
+	int idx = conf_node_index(&nd->conf, o->name);
+	if (idx < 0) {
+		fprintf(stderr, "stormnd: error: node '%s' is not listed in %s\n", o->name,
+			o->conf);
+		return -1;
+	}
+	nd->index = (uint32_t)idx;
+	nd->root = geteuid() == 0;
+	/* room for "/jobs/<20 digits>/<63-char file name>" below it */
+	int n = snprintf(nd->state_dir, sizeof(nd->state_dir), "%s/%s", nd->conf.state_dir,
+			 o->name);
+	if (n < 0 || (size_t)n + 100 >= sizeof(nd->state_dir)) {
+		fprintf(stderr, "stormnd: error: state directory %s/%s is too long\n",
+			nd->conf.state_dir, o->name);
+		return -1;
+	}
+	memcpy(nd->jobs_dir, nd->state_dir, (size_t)n);
+	memcpy(nd->jobs_dir + n, "/jobs", 6);
+	/* users must reach their own 0700 job directories below these */
+	if (mkdir_p(nd->jobs_dir, 0711) < 0) {
+		fprintf(stderr, "stormnd: error: cannot create state directory %s: %s\n",
+			nd->jobs_dir, strerror(errno));
+		return -1;
+	}
+	if (o->realtime)
+		go_realtime(nd);
+
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	nd->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	nd->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (nd->sigfd < 0 || nd->epfd < 0) {
+		fprintf(stderr, "stormnd: error: cannot create signalfd or epoll: %s\n",
+			strerror(errno));
+		return -1;
+	}
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = ND_TAG_SIG};
+	epoll_ctl(nd->epfd, EPOLL_CTL_ADD, nd->sigfd, &ev);
+
+	struct sn_config sc;
+	sn_config_defaults(&sc);
+	sc.provider = nd->conf.provider;
+	sc.sys_provider = nd->conf.sys_provider[0] ? nd->conf.sys_provider : NULL;
+	sc.node_id = fabric_id(nd->index);
+	sc.node_count = (uint32_t)nd->conf.nnodes + 1;
+	sc.gmem_size = layout_gmem_size((uint32_t)nd->conf.nnodes);
+	sc.bootstrap = nd->conf.bootstrap;
+	sc.fanout = nd->conf.fanout;
+	sc.timeout_ms = nd->conf.op_timeout_ms;
+	int rc = sn_open(&sc, &nd->sn);
+	if (rc < 0) {
+		fprintf(stderr, "stormnd: error: cannot open the network: %s\n", sn_open_error());
+		return -1;
+	}
+	nd->gmem = sn_gmem(nd->sn);
+	int wfd = sn_wait_fd(nd->sn);
+	if (wfd >= 0) {
+		ev.data.u64 = ND_TAG_SN;
+		epoll_ctl(nd->epfd, EPOLL_CTL_ADD, wfd, &ev);
+	}
+	nd_log(nd, "node %u of %d up (fabric id %u, provider %s, %s)", nd->index,
+	       nd->conf.nnodes, fabric_id(nd->index), sn_provider_name(nd->sn, 0),
+	       wfd >= 0 ? "sleeps on its wait fd" : "no wait fd: polls every 1 ms");
+	return 0;
+}
+
+static void on_signals(struct nd *nd)
+{
+	struct signalfd_siginfo si;
+	while (read(nd->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGCHLD) {
+			nd_reap(nd);
+		} else {
+			nd_log(nd, "%s received; shutting down", strsignal((int)si.ssi_signo));
+			nd->stop = true;
+		}
+	}
+	/* SIGCHLDs coalesce; reap whatever ended, signalled or not */
+	nd_reap(nd);
+}
+
+static int drain_event(struct nd *nd, unsigned ev)
+{
+	int n = 0, rc;
+	while ((rc = sn_test_event(nd->sn, ev, 0, NULL)) != 0) {
+		if (rc < 0) {
+			nd_log(nd, "event %u carries an error: %s", ev, sn_strerror(nd->sn));
+			continue;
+		}
+		n++;
+	}
+	return n;
+}
+
+static void run(struct nd *nd)
+{
+	struct epoll_event evs[64];
+	bool busy = true;
+	bool have_wait_fd = sn_wait_fd(nd->sn) >= 0;
+	while (!nd->stop) {
+		int timeout = -1;
+		if (!have_wait_fd || sn_prepare_wait(nd->sn) < 0)
+			timeout = busy ? 0 : 1; /* progress is due, or must be polled */
+		int t = sn_next_timeout_ms(nd->sn);
+		if (t >= 0 && (timeout < 0 || t < timeout))
+			timeout = t;
+		t = nd_timer_ms(nd);
+		if (t >= 0 && (timeout < 0 || t < timeout))
+			timeout = t;
+		int n = epoll_wait(nd->epfd, evs, 64, timeout);
+		if (n < 0 && errno != EINTR) {
+			nd_log(nd, "epoll_wait: %s", strerror(errno));
+			break;
+		}
+		/* pipes first: reaping may free a job whose pipes are in evs */
+		bool signalled = false;
+		for (int i = 0; i < n; i++) {
+			if (evs[i].data.u64 == ND_TAG_SIG)
+				signalled = true;
+			else if (evs[i].data.u64 != ND_TAG_SN)
+				nd_pipe_readable(nd, evs[i].data.ptr);
+		}
+		if (signalled)
+			on_signals(nd);
+		int rc = sn_progress(nd->sn);
+		if (rc < 0)
+			nd_log(nd, "network progress: %s", sn_strerror(nd->sn));
+		busy = rc > 0;
+		int files = drain_event(nd, EV_FILE);
+		if (files)
+			nd_files_arrived(nd, files);
+		if (drain_event(nd, EV_CMD))
+			process_commands(nd);
+		/* several strobes since the last turn: the latest one counts */
+		if (drain_event(nd, EV_STROBE))
+			on_strobe(nd);
+		nd_timers(nd);
+		if (!nd->pipes_paused && nd->q_bytes >= ND_OUTPUT_CAP) {
+			nd_log(nd, "%zu bytes of output wait for reports; pausing rank pipes",
+			       nd->q_bytes);
+			nd_pipes_pause(nd, true);
+		}
+		else if (nd->pipes_paused && nd->q_bytes < ND_OUTPUT_CAP / 2)
+			nd_pipes_pause(nd, false);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = {0};
+	if (parse_args(argc, argv, &o) < 0)
+		return 2;
+	struct nd nd = {.name = o.name, .epfd = -1, .sigfd = -1, .file_fd = -1};
+	int status = 0;
+	if (setup(&nd, &o) < 0) {
+		status = 1;
+	} else {
+		run(&nd);
+		nd_kill_all(&nd);
+		nd_log(&nd, "stopped");
+	}
+	nd_files_close(&nd);
+	nd_queue_free(&nd);
+	sn_close(nd.sn);
+	if (nd.epfd >= 0)
+		close(nd.epfd);
+	if (nd.sigfd >= 0)
+		close(nd.sigfd);
+	conf_free(&nd.conf);
+	return status;
+}

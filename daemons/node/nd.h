@@ -1,0 +1,141 @@
+/* stormnd: the node daemon. One single-threaded event loop (main.c) drives
+ * the network context, the ranks' pipes and signals; ranks.c forks, reaps and
+ * signals the ranks of jobs, files.c materialises transferred files in job
+ * directories, report.c queues what happened and sends it to the MM as the
+ * node's heartbeat. Memory map and protocol: common/layout.h. */
+#ifndef STORM_ND_H
+#define STORM_ND_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cluster.pb-c.h"
+#include "config.h"
+#include "sn.h"
+
+#define ND_READ_CHUNK (16 * 1024)        /* bytes per pipe read */
+#define ND_OUTPUT_CAP (8u * 1024 * 1024) /* stop reading pipes above this */
+#define ND_EXIT_DRAIN_MAX (1u << 20)     /* per pipe when its rank exits */
+#define ND_RESEND_AFTER 8                /* strobes without an ack before resending */
+
+/* epoll tags; pipes are tagged with a pointer to their struct nd_pipe */
+#define ND_TAG_SN 1u
+#define ND_TAG_SIG 2u
+
+struct nd_job;
+struct nd_rank;
+
+struct nd_pipe {
+	int fd;                 /* -1 once closed */
+	uint32_t stream;        /* 1 stdout, 2 stderr */
+	bool in_epoll;
+	struct nd_job *job;
+	struct nd_rank *rank;
+};
+
+struct nd_rank {
+	pid_t pid;              /* 0 before the fork, -1 once reaped */
+	uint32_t rank;
+	struct nd_pipe pipes[2];
+};
+
+struct nd_job {
+	uint64_t id;
+	uint32_t slot;          /* GM_VAR_DONE index */
+	pid_t pgid;
+	uint32_t nranks, nalive;
+	struct nd_rank *ranks;
+	uint64_t kill_at_ns;    /* pending SIGKILL after a Signal, 0: none */
+	char dir[PATH_MAX];
+	struct nd_job *next;
+};
+
+enum nd_rec_kind { REC_OUTPUT, REC_EXIT, REC_NOTE };
+
+/* One thing that happened, in the order it happened. */
+struct nd_rec {
+	enum nd_rec_kind kind;
+	uint64_t job;
+	uint32_t rank, stream;
+	int32_t wait_status;
+	int note;               /* Storm__Cl__JobNote__Kind */
+	char *message;
+	uint32_t done_slot;     /* DONE: GM_VAR_DONE slot to set once sent */
+	uint8_t *data;
+	size_t len, off;        /* output bytes and how many already went out */
+	struct nd_rec *next;
+};
+
+struct nd {
+	struct storm_conf conf;
+	const char *name;
+	uint32_t index;
+	bool root;              /* may switch users and chown */
+	struct sn_ctx *sn;
+	uint8_t *gmem;
+	int epfd, sigfd;
+	char state_dir[PATH_MAX], jobs_dir[PATH_MAX];
+	bool stop;
+
+	/* strobes and commands */
+	bool seen_strobe;
+	uint64_t slice;
+	uint32_t cmd_done;
+	uint32_t cmd_warned_seq; /* a mismatched slot already logged */
+
+	/* files */
+	uint64_t file_seq;      /* last chunk processed */
+	int file_fd;            /* file being written, or -1 */
+	uint64_t file_job;
+	uint32_t file_index;
+
+	struct nd_job *jobs;
+
+	/* records and reports */
+	struct nd_rec *q_head, *q_tail;
+	size_t q_bytes;         /* output bytes buffered */
+	bool pipes_paused;
+	uint64_t report_seq;    /* last report sent, 0: none yet */
+	uint8_t *report_buf;    /* its bytes, for a resend */
+	size_t report_len;
+	unsigned unacked_strobes;
+};
+
+/* main.c */
+void nd_log(const struct nd *nd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+uint64_t nd_now_ns(void);
+
+/* files.c */
+int nd_job_dir_create(struct nd *nd, uint64_t job, uint32_t uid, uint32_t gid, char *path,
+		      size_t len);
+void nd_job_dir_remove(struct nd *nd, uint64_t job);
+bool nd_valid_basename(const char *name);
+/* Handles `count` EV_FILE signals: writes the chunks that arrived. */
+void nd_files_arrived(struct nd *nd, int count);
+void nd_files_close(struct nd *nd);
+
+/* ranks.c */
+void nd_launch(struct nd *nd, const Storm__Cl__Command *cmd, size_t k);
+void nd_signal_job(struct nd *nd, const Storm__Cl__Signal *sig);
+void nd_reap(struct nd *nd);
+void nd_pipe_readable(struct nd *nd, struct nd_pipe *p);
+void nd_timers(struct nd *nd);
+int nd_timer_ms(const struct nd *nd); /* ms to the next timer, -1: none */
+void nd_pipes_pause(struct nd *nd, bool pause);
+void nd_kill_all(struct nd *nd);
+
+/* report.c */
+void nd_queue_output(struct nd *nd, struct nd_job *job, uint32_t rank, uint32_t stream,
+		     const void *data, size_t len);
+void nd_queue_exit(struct nd *nd, uint64_t job, uint32_t rank, int status);
+void nd_queue_note(struct nd *nd, uint64_t job, int kind, uint32_t done_slot,
+		   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* After a strobe: send the next report if the last one was acknowledged. */
+void nd_report(struct nd *nd, uint64_t ack);
+void nd_queue_free(struct nd *nd);
+
+#endif

@@ -1,0 +1,553 @@
+/* Ranks: fork and exec a job's local ranks in one process group, collect
+ * their output through pipes, reap them, signal them, end the job. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "layout.h"
+#include "nd.h"
+
+#define NO_DONE_SLOT UINT32_MAX
+
+/* Everything a child needs, prepared before fork: after fork only
+ * async-signal-safe calls are made (the daemon may have library threads). */
+struct plan {
+	const char *path, *cwd, *node;
+	char **argv, **envp;
+	bool switch_user;
+	uid_t uid;
+	gid_t gid;
+	gid_t *groups;
+	int ngroups;
+	pid_t pgid;
+};
+
+static void put(int fd, const char *s)
+{
+	ssize_t rc = write(fd, s, strlen(s));
+	(void)rc; /* nothing to do in a dying child */
+}
+
+static void child_fail(const struct plan *pl, const char *what, const char *arg, int err)
+{
+	put(2, "stormnd: ");
+	put(2, pl->node);
+	put(2, ": ");
+	put(2, what);
+	put(2, " '");
+	put(2, arg);
+	put(2, "': ");
+	put(2, strerror(err));
+	put(2, "\n");
+	_exit(127);
+}
+
+static _Noreturn void run_child(const struct plan *pl, int out_w, int err_w)
+{
+	setpgid(0, pl->pgid);
+	int null = open("/dev/null", O_RDONLY);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
+		_exit(127);
+	close_range(3, ~0u, 0);
+
+	/* the daemon blocks signals for its signalfd and ignores SIGPIPE */
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	for (int s = 1; s < NSIG; s++)
+		sigaction(s, &dfl, NULL);
+
+	if (pl->switch_user) {
+		char id[16];
+		snprintf(id, sizeof(id), "%u", (unsigned)pl->uid);
+		if (setgroups((size_t)pl->ngroups, pl->groups) < 0 || setgid(pl->gid) < 0 ||
+		    setuid(pl->uid) < 0)
+			child_fail(pl, "cannot switch to uid", id, errno);
+	}
+	if (pl->cwd[0] && chdir(pl->cwd) < 0) {
+		/* as Slurm does: run anyway, somewhere that exists */
+		int err = errno;
+		put(2, "stormnd: ");
+		put(2, pl->node);
+		put(2, ": warning: cannot chdir to '");
+		put(2, pl->cwd);
+		put(2, "': ");
+		put(2, strerror(err));
+		put(2, "; running in /tmp\n");
+		if (chdir("/tmp") < 0)
+			child_fail(pl, "cannot chdir to", "/tmp", errno);
+	}
+	execve(pl->path, pl->argv, pl->envp);
+	child_fail(pl, "cannot execute", pl->path, errno);
+	_exit(127);
+}
+
+static struct nd_job *find_job(struct nd *nd, uint64_t id)
+{
+	for (struct nd_job *j = nd->jobs; j; j = j->next)
+		if (j->id == id)
+			return j;
+	return NULL;
+}
+
+static void pipe_watch(struct nd *nd, struct nd_pipe *p)
+{
+	if (p->fd < 0 || p->in_epoll || nd->pipes_paused)
+		return;
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = p};
+	if (epoll_ctl(nd->epfd, EPOLL_CTL_ADD, p->fd, &ev) == 0)
+		p->in_epoll = true;
+	else
+		nd_log(nd, "cannot watch a rank's pipe: %s", strerror(errno));
+}
+
+static void pipe_close(struct nd *nd, struct nd_pipe *p)
+{
+	if (p->fd < 0)
+		return;
+	if (p->in_epoll)
+		epoll_ctl(nd->epfd, EPOLL_CTL_DEL, p->fd, NULL);
+	close(p->fd);
+	p->fd = -1;
+	p->in_epoll = false;
+}
+
+void nd_pipes_pause(struct nd *nd, bool pause)
+{
+	if (nd->pipes_paused == pause)
+		return;
+	nd->pipes_paused = pause;
+	for (struct nd_job *j = nd->jobs; j; j = j->next)
+		for (uint32_t i = 0; i < j->nranks; i++)
+			for (int s = 0; s < 2; s++) {
+				struct nd_pipe *p = &j->ranks[i].pipes[s];
+				if (pause && p->in_epoll) {
+					/* removed, not masked: a hung-up pipe reports
+					 * EPOLLHUP even with no events requested */
+					epoll_ctl(nd->epfd, EPOLL_CTL_DEL, p->fd, NULL);
+					p->in_epoll = false;
+				} else if (!pause) {
+					pipe_watch(nd, p);
+				}
+			}
+}
+
+/* Reads up to limit bytes in pieces of ND_READ_CHUNK; closes on EOF. */
+static void read_pipe(struct nd *nd, struct nd_pipe *p, size_t limit)
+{
+	uint8_t buf[ND_READ_CHUNK];
+	size_t total = 0;
+	while (p->fd >= 0 && total < limit) {
+		ssize_t n = read(p->fd, buf, sizeof(buf));
+		if (n > 0) {
+			nd_queue_output(nd, p->job, p->rank->rank, p->stream, buf, (size_t)n);
+			total += (size_t)n;
+		} else if (n == 0) {
+			pipe_close(nd, p);
+		} else if (errno == EINTR) {
+			continue;
+		} else {
+			if (errno != EAGAIN)
+				pipe_close(nd, p);
+			return;
+		}
+	}
+}
+
+void nd_pipe_readable(struct nd *nd, struct nd_pipe *p)
+{
+	/* one pipe's worth per turn, so one chatty rank cannot starve others */
+	read_pipe(nd, p, 4 * ND_READ_CHUNK);
+}
+
+static void job_free(struct nd *nd, struct nd_job *job)
+{
+	for (struct nd_job **pp = &nd->jobs; *pp; pp = &(*pp)->next)
+		if (*pp == job) {
+			*pp = job->next;
+			break;
+		}
+	for (uint32_t i = 0; i < job->nranks; i++)
+		for (int s = 0; s < 2; s++)
+			pipe_close(nd, &job->ranks[i].pipes[s]);
+	free(job->ranks);
+	free(job);
+}
+
+static void job_end(struct nd *nd, struct nd_job *job)
+{
+	/* whatever the ranks left behind in their group goes with them */
+	if (job->pgid > 0 && killpg(job->pgid, SIGKILL) < 0 && errno != ESRCH)
+		nd_log(nd, "job %" PRIu64 ": cannot kill process group %d: %s", job->id,
+		       (int)job->pgid, strerror(errno));
+	nd_job_dir_remove(nd, job->id);
+	nd_queue_note(nd, job->id, STORM__CL__JOB_NOTE__KIND__DONE, job->slot, "%s", "");
+	nd_log(nd, "job %" PRIu64 " done", job->id);
+	job_free(nd, job);
+}
+
+static void rank_ended(struct nd *nd, struct nd_job *job, struct nd_rank *r, int status)
+{
+	/* everything it wrote before exiting goes before its exit */
+	for (int s = 0; s < 2; s++) {
+		read_pipe(nd, &r->pipes[s], ND_EXIT_DRAIN_MAX);
+		pipe_close(nd, &r->pipes[s]);
+	}
+	r->pid = -1;
+	nd_queue_exit(nd, job->id, r->rank, status);
+	if (--job->nalive == 0)
+		job_end(nd, job);
+}
+
+void nd_reap(struct nd *nd)
+{
+	for (;;) {
+		int status;
+		pid_t pid = waitpid(-1, &status, WNOHANG);
+		if (pid <= 0)
+			return;
+		for (struct nd_job *j = nd->jobs; j; j = j->next)
+			for (uint32_t i = 0; i < j->nranks; i++)
+				if (j->ranks[i].pid == pid) {
+					rank_ended(nd, j, &j->ranks[i], status);
+					goto next;
+				}
+next:;
+	}
+}
+
+/* Supplementary groups of the job's user, as initgroups would set them. */
+static int user_groups(const char *user, uid_t uid, gid_t gid, gid_t **out)
+{
+	struct passwd *pw = user[0] ? getpwnam(user) : NULL;
+	int n = 1;
+	gid_t *g = malloc(sizeof(*g));
+	if (!g)
+		return -1;
+	g[0] = gid;
+	if (!pw || pw->pw_uid != uid) {
+		/* unknown here, or not that uid: only the primary group */
+		*out = g;
+		return 1;
+	}
+	for (int tries = 0; tries < 4; tries++) {
+		int want = n;
+		if (getgrouplist(user, gid, g, &want) >= 0) {
+			*out = g;
+			return want;
+		}
+		gid_t *bigger = realloc(g, (size_t)want * sizeof(*g));
+		if (!bigger)
+			break;
+		g = bigger;
+		n = want;
+	}
+	free(g);
+	return -1;
+}
+
+static bool env_is_ours(const char *e)
+{
+	static const char *const ours[] = {
+		"STORM_JOBID=", "STORM_RANK=", "STORM_SIZE=", "STORM_LOCAL_RANK=",
+		"STORM_NODEID=", "STORM_NODENAME=", "STORM_NNODES=", "STORM_JOB_DIR=",
+	};
+	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
+		if (!strncmp(e, ours[i], strlen(ours[i])))
+			return true;
+	return false;
+}
+
+/* Checks the transferred files; returns NULL or why the job cannot start. */
+static const char *check_files(const Storm__Cl__Launch *L, const char *dir, char *why,
+			       size_t len)
+{
+	for (size_t i = 0; i < L->n_files; i++) {
+		const Storm__Cl__JobFile *f = L->files[i];
+		if (!nd_valid_basename(f->name)) {
+			snprintf(why, len, "file name '%s' is not a plain basename", f->name);
+			return why;
+		}
+		char path[PATH_MAX + 256];
+		struct stat st;
+		snprintf(path, sizeof(path), "%s/%s", dir, f->name);
+		if (lstat(path, &st) < 0) {
+			snprintf(why, len, "transferred file '%s' is missing: %s", f->name,
+				 strerror(errno));
+			return why;
+		}
+		if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != f->size) {
+			snprintf(why, len, "transferred file '%s' has %lld bytes, expected %" PRIu64,
+				 f->name, (long long)st.st_size, f->size);
+			return why;
+		}
+	}
+	return NULL;
+}
+
+static void fail_launch(struct nd *nd, uint64_t job, uint32_t slot, const char *why)
+{
+	nd_log(nd, "job %" PRIu64 " cannot start: %s", job, why);
+	nd_job_dir_remove(nd, job);
+	/* no rank runs here, so this node is done with the job at once */
+	nd_queue_note(nd, job, STORM__CL__JOB_NOTE__KIND__FAILED, NO_DONE_SLOT, "%s: %s",
+		      nd->name, why);
+	nd_queue_note(nd, job, STORM__CL__JOB_NOTE__KIND__DONE,
+		      slot < GM_JOB_SLOTS ? slot : NO_DONE_SLOT, "%s", "");
+}
+
+static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_job *job, struct plan *pl, uint32_t first)
+{
+	const Storm__Cl__Launch *L = cmd->launch;
+	char jobid[32], size[16], nodeid[16], nnodes[16], rank[16], local[16];
+	char e_job[48], e_size[32], e_node[32], e_name[96], e_nn[32], e_rank[32], e_local[40];
+	char e_dir[PATH_MAX + 16];
+	snprintf(jobid, sizeof(jobid), "%" PRIu64, L->job);
+	snprintf(size, sizeof(size), "%u", L->ranks);
+	snprintf(nodeid, sizeof(nodeid), "%u", nd->index);
+	snprintf(nnodes, sizeof(nnodes), "%zu", cmd->n_nodes);
+	snprintf(e_job, sizeof(e_job), "STORM_JOBID=%s", jobid);
+	snprintf(e_size, sizeof(e_size), "STORM_SIZE=%s", size);
+	snprintf(e_node, sizeof(e_node), "STORM_NODEID=%s", nodeid);
+	snprintf(e_name, sizeof(e_name), "STORM_NODENAME=%s", nd->name);
+	snprintf(e_nn, sizeof(e_nn), "STORM_NNODES=%s", nnodes);
+	snprintf(e_dir, sizeof(e_dir), "STORM_JOB_DIR=%s", job->dir);
+
+	size_t ne = 0;
+	pl->envp = calloc(L->n_env + 9, sizeof(char *));
+	if (!pl->envp) {
+		fail_launch(nd, L->job, L->slot, "out of memory");
+		return;
+	}
+	for (size_t i = 0; i < L->n_env; i++)
+		if (!env_is_ours(L->env[i]))
+			pl->envp[ne++] = L->env[i];
+	char *fixed[] = {e_job, e_size, e_node, e_name, e_nn, e_dir, e_rank, e_local};
+	for (size_t i = 0; i < 8; i++)
+		pl->envp[ne++] = fixed[i];
+	pl->envp[ne] = NULL;
+
+	for (uint32_t i = 0; i < job->nranks; i++) {
+		struct nd_rank *r = &job->ranks[i];
+		r->rank = first + i;
+		snprintf(rank, sizeof(rank), "%u", r->rank);
+		snprintf(local, sizeof(local), "%u", i);
+		snprintf(e_rank, sizeof(e_rank), "STORM_RANK=%s", rank);
+		snprintf(e_local, sizeof(e_local), "STORM_LOCAL_RANK=%s", local);
+		int out[2] = {-1, -1}, err[2] = {-1, -1};
+		if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+			nd_log(nd, "job %" PRIu64 ": cannot create pipes for rank %u: %s",
+			       job->id, r->rank, strerror(errno));
+			for (int s = 0; s < 2; s++)
+				if (out[s] >= 0)
+					close(out[s]);
+			goto fail;
+		}
+		pl->pgid = job->pgid;
+		pid_t pid = fork();
+		if (pid == 0)
+			run_child(pl, out[1], err[1]);
+		int fork_err = errno;
+		close(out[1]);
+		close(err[1]);
+		if (pid < 0) {
+			close(out[0]);
+			close(err[0]);
+			nd_log(nd, "job %" PRIu64 ": cannot fork rank %u: %s", job->id, r->rank,
+			       strerror(fork_err));
+			goto fail;
+		}
+		if (job->pgid == 0)
+			job->pgid = pid;
+		/* both sides set the group, so neither order of running races */
+		setpgid(pid, job->pgid);
+		r->pid = pid;
+		job->nalive++;
+		int fds[2] = {out[0], err[0]};
+		for (int s = 0; s < 2; s++) {
+			struct nd_pipe *p = &r->pipes[s];
+			p->fd = fds[s];
+			p->stream = (uint32_t)s + 1;
+			p->job = job;
+			p->rank = r;
+			fcntl(p->fd, F_SETFL, O_NONBLOCK);
+			pipe_watch(nd, p);
+		}
+	}
+	nd_queue_note(nd, job->id, STORM__CL__JOB_NOTE__KIND__STARTED, NO_DONE_SLOT, "%s", "");
+	nd_log(nd, "job %" PRIu64 ": started ranks %u..%u", job->id, first,
+	       first + job->nranks - 1);
+	return;
+fail:
+	/* could not start them all: none may run; the reaper reports the
+	 * killed ones and then DONE */
+	nd_queue_note(nd, job->id, STORM__CL__JOB_NOTE__KIND__FAILED, NO_DONE_SLOT,
+		      "%s: cannot start every rank (see the node's log)", nd->name);
+	if (job->nalive > 0)
+		killpg(job->pgid, SIGKILL);
+	else
+		job_end(nd, job);
+}
+
+void nd_launch(struct nd *nd, const Storm__Cl__Command *cmd, size_t k)
+{
+	const Storm__Cl__Launch *L = cmd->launch;
+	char why[PATH_MAX + 256];
+	if (find_job(nd, L->job)) {
+		nd_log(nd, "job %" PRIu64 " launched again while it runs here; ignored", L->job);
+		return;
+	}
+	if (L->job == 0 || L->slot >= GM_JOB_SLOTS || L->n_first_rank != cmd->n_nodes ||
+	    L->n_rank_count != cmd->n_nodes) {
+		fail_launch(nd, L->job, L->slot,
+			    "malformed launch (job id, slot or per-node rank lists)");
+		return;
+	}
+	uint32_t count = L->rank_count[k], first = L->first_rank[k];
+	if (!nd->root && L->uid != geteuid()) {
+		snprintf(why, sizeof(why), "cannot run as uid %u: stormnd is not root (uid %u)",
+			 L->uid, (unsigned)geteuid());
+		fail_launch(nd, L->job, L->slot, why);
+		return;
+	}
+	if (!L->exec_path[0] && L->n_files == 0) {
+		fail_launch(nd, L->job, L->slot, "no program: neither exec_path nor files");
+		return;
+	}
+	struct nd_job *job = calloc(1, sizeof(*job));
+	if (!job || !(job->ranks = calloc(count ? count : 1, sizeof(*job->ranks)))) {
+		free(job);
+		fail_launch(nd, L->job, L->slot, "out of memory");
+		return;
+	}
+	job->id = L->job;
+	job->slot = L->slot;
+	job->nranks = count;
+	for (uint32_t i = 0; i < count; i++)
+		job->ranks[i].pipes[0].fd = job->ranks[i].pipes[1].fd = -1;
+	int rc = nd_job_dir_create(nd, L->job, L->uid, L->gid, job->dir, sizeof(job->dir));
+	if (rc < 0) {
+		snprintf(why, sizeof(why), "cannot create job directory %s: %s", job->dir,
+			 strerror(-rc));
+		goto fail;
+	}
+	if (check_files(L, job->dir, why, sizeof(why)))
+		goto fail;
+
+	char prog[PATH_MAX + 256];
+	if (L->exec_path[0])
+		snprintf(prog, sizeof(prog), "%s", L->exec_path);
+	else
+		snprintf(prog, sizeof(prog), "%s/%s", job->dir, L->files[0]->name);
+	struct plan pl = {.path = prog, .cwd = L->cwd, .node = nd->name, .uid = L->uid,
+			  .gid = L->gid, .switch_user = nd->root};
+	char *argv0[] = {prog, NULL};
+	pl.argv = argv0;
+	if (L->n_argv) {
+		pl.argv = calloc(L->n_argv + 1, sizeof(char *));
+		if (!pl.argv) {
+			snprintf(why, sizeof(why), "out of memory");
+			goto fail;
+		}
+		memcpy(pl.argv, L->argv, L->n_argv * sizeof(char *));
+	}
+	if (nd->root && (pl.ngroups = user_groups(L->user, L->uid, L->gid, &pl.groups)) < 0) {
+		snprintf(why, sizeof(why), "cannot list the groups of user '%s'", L->user);
+		if (pl.argv != argv0)
+			free(pl.argv);
+		goto fail;
+	}
+	job->next = nd->jobs;
+	nd->jobs = job;
+	if (count == 0) {
+		nd_queue_note(nd, job->id, STORM__CL__JOB_NOTE__KIND__STARTED, NO_DONE_SLOT, "%s",
+			      "");
+		job_end(nd, job);
+	} else {
+		start_ranks(nd, cmd, job, &pl, first);
+	}
+	if (pl.argv != argv0)
+		free(pl.argv);
+	free(pl.envp);
+	free(pl.groups);
+	return;
+fail:
+	free(job->ranks);
+	free(job);
+	fail_launch(nd, L->job, L->slot, why);
+}
+
+void nd_signal_job(struct nd *nd, const Storm__Cl__Signal *sig)
+{
+	struct nd_job *job = find_job(nd, sig->job);
+	if (!job || job->pgid <= 0) {
+		/* it may have ended since the MM decided; nothing to do */
+		nd_log(nd, "signal %d for job %" PRIu64 ", which does not run here; ignored",
+		       sig->signal, sig->job);
+		return;
+	}
+	if (sig->signal <= 0 || sig->signal >= NSIG) {
+		nd_log(nd, "job %" PRIu64 ": invalid signal %d; ignored", job->id, sig->signal);
+		return;
+	}
+	if (killpg(job->pgid, sig->signal) < 0 && errno != ESRCH)
+		nd_log(nd, "job %" PRIu64 ": cannot send signal %d: %s", job->id, sig->signal,
+		       strerror(errno));
+	if (sig->kill_after_ms) {
+		uint64_t at = nd_now_ns() + (uint64_t)sig->kill_after_ms * 1000000u;
+		if (!job->kill_at_ns || at < job->kill_at_ns)
+			job->kill_at_ns = at;
+	}
+}
+
+void nd_timers(struct nd *nd)
+{
+	uint64_t now = nd_now_ns();
+	for (struct nd_job *j = nd->jobs; j; j = j->next)
+		if (j->kill_at_ns && now >= j->kill_at_ns) {
+			j->kill_at_ns = 0;
+			nd_log(nd, "job %" PRIu64 ": still running after the grace time; SIGKILL",
+			       j->id);
+			killpg(j->pgid, SIGKILL);
+		}
+}
+
+int nd_timer_ms(const struct nd *nd)
+{
+	uint64_t now = nd_now_ns(), best = UINT64_MAX;
+	for (const struct nd_job *j = nd->jobs; j; j = j->next)
+		if (j->kill_at_ns && j->kill_at_ns < best)
+			best = j->kill_at_ns;
+	if (best == UINT64_MAX)
+		return -1;
+	return best <= now ? 0 : (int)((best - now + 999999) / 1000000);
+}
+
+void nd_kill_all(struct nd *nd)
+{
+	while (nd->jobs) {
+		struct nd_job *j = nd->jobs;
+		if (j->pgid > 0)
+			killpg(j->pgid, SIGKILL);
+		for (uint32_t i = 0; i < j->nranks; i++)
+			if (j->ranks[i].pid > 0) {
+				int st;
+				while (waitpid(j->ranks[i].pid, &st, 0) < 0 && errno == EINTR)
+					;
+			}
+		nd_job_dir_remove(nd, j->id);
+		job_free(nd, j);
+	}
+}

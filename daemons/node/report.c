@@ -1,0 +1,311 @@
+/* The record queue and the reports that carry it to the MM, one per strobe. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layout.h"
+#include "nd.h"
+
+#define NOTE_MESSAGE_MAX 1024
+
+static void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n, size);
+	if (!p) {
+		/* the daemon cannot keep its ordering promise without memory */
+		fprintf(stderr, "stormnd: error: out of memory\n");
+		abort();
+	}
+	return p;
+}
+
+static void enqueue(struct nd *nd, struct nd_rec *r)
+{
+	if (nd->q_tail)
+		nd->q_tail->next = r;
+	else
+		nd->q_head = r;
+	nd->q_tail = r;
+}
+
+void nd_queue_output(struct nd *nd, struct nd_job *job, uint32_t rank, uint32_t stream,
+		     const void *data, size_t len)
+{
+	struct nd_rec *r = xcalloc(1, sizeof(*r));
+	r->kind = REC_OUTPUT;
+	r->job = job->id;
+	r->rank = rank;
+	r->stream = stream;
+	r->data = xcalloc(1, len);
+	memcpy(r->data, data, len);
+	r->len = len;
+	nd->q_bytes += len;
+	enqueue(nd, r);
+}
+
+void nd_queue_exit(struct nd *nd, uint64_t job, uint32_t rank, int status)
+{
+	struct nd_rec *r = xcalloc(1, sizeof(*r));
+	r->kind = REC_EXIT;
+	r->job = job;
+	r->rank = rank;
+	r->wait_status = status;
+	enqueue(nd, r);
+}
+
+void nd_queue_note(struct nd *nd, uint64_t job, int kind, uint32_t done_slot,
+		   const char *fmt, ...)
+{
+	struct nd_rec *r = xcalloc(1, sizeof(*r));
+	r->kind = REC_NOTE;
+	r->job = job;
+	r->note = kind;
+	r->done_slot = done_slot;
+	r->message = xcalloc(1, NOTE_MESSAGE_MAX);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->message, NOTE_MESSAGE_MAX, fmt, ap);
+	va_end(ap);
+	enqueue(nd, r);
+}
+
+static void rec_free(struct nd_rec *r)
+{
+	free(r->data);
+	free(r->message);
+	free(r);
+}
+
+void nd_queue_free(struct nd *nd)
+{
+	while (nd->q_head) {
+		struct nd_rec *r = nd->q_head;
+		nd->q_head = r->next;
+		rec_free(r);
+	}
+	nd->q_tail = NULL;
+	nd->q_bytes = 0;
+	free(nd->report_buf);
+	nd->report_buf = NULL;
+}
+
+static size_t varint_size(uint64_t v)
+{
+	size_t n = 1;
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+/* Bytes a submessage adds to a Report as a repeated field (tag < 16). */
+static size_t field_cost(size_t sub)
+{
+	return 1 + varint_size(sub) + sub;
+}
+
+static void send_bytes(struct nd *nd)
+{
+	struct sn_nodeset mm;
+	sn_set_clear(&mm);
+	sn_set_add(&mm, MM_FABRIC_ID);
+	int rc = sn_xfer(nd->sn, &mm, GM_REPORT_SLOT(nd->index), nd->report_buf,
+			 nd->report_len, SN_NO_EVENT, EV_REPORT, SN_XFER_SYS);
+	if (rc < 0)
+		nd_log(nd, "cannot send report %llu to the MM: %s",
+		       (unsigned long long)nd->report_seq, sn_strerror(nd->sn));
+}
+
+/* Packs the longest prefix of the queue that fits a report slot, sends it,
+ * and drops what went out from the queue. Order: the MM reads output, then
+ * exits, then notes; a prefix keeps "exit after its output, DONE after its
+ * exits" because those already precede in the queue. A STARTED note ends the
+ * prefix when records follow it, so no output precedes its STARTED. */
+static void send_next(struct nd *nd, uint64_t seq)
+{
+	size_t cap = 64, n_out = 0, n_exit = 0, n_note = 0;
+	Storm__Cl__Output *outs = xcalloc(cap, sizeof(*outs));
+	Storm__Cl__RankExit *exits = xcalloc(cap, sizeof(*exits));
+	Storm__Cl__JobNote *notes = xcalloc(cap, sizeof(*notes));
+	Storm__Cl__Report rep = STORM__CL__REPORT__INIT;
+	rep.seq = seq;
+	rep.slice = nd->slice;
+	rep.cmd_done = nd->cmd_done;
+	const size_t budget = GM_REPORT_SLOT_SIZE - 4;
+	size_t used = storm__cl__report__get_packed_size(&rep);
+	struct nd_rec *r = nd->q_head, *stop = NULL;
+	size_t partial = 0; /* output bytes of `stop` that go out in this report */
+
+	for (; r; r = r->next) {
+		if (n_out == cap || n_exit == cap || n_note == cap) {
+			cap *= 2;
+			/* nothing points into these arrays until packing */
+			outs = realloc(outs, cap * sizeof(*outs));
+			exits = realloc(exits, cap * sizeof(*exits));
+			notes = realloc(notes, cap * sizeof(*notes));
+			if (!outs || !exits || !notes) {
+				fprintf(stderr, "stormnd: error: out of memory\n");
+				abort();
+			}
+		}
+		size_t cost;
+		if (r->kind == REC_OUTPUT) {
+			Storm__Cl__Output *o = &outs[n_out];
+			storm__cl__output__init(o);
+			o->job = r->job;
+			o->rank = r->rank;
+			o->stream = r->stream;
+			o->data.data = r->data + r->off;
+			o->data.len = r->len - r->off;
+			cost = field_cost(storm__cl__output__get_packed_size(o));
+			if (used + cost > budget) {
+				/* split: send what fits, keep the rest first in line */
+				size_t avail = budget - used;
+				while (o->data.len > 0 && cost > avail) {
+					size_t over = cost - avail;
+					o->data.len = over >= o->data.len ? 0 : o->data.len - over;
+					cost = field_cost(storm__cl__output__get_packed_size(o));
+				}
+				if (o->data.len > 0) {
+					partial = o->data.len;
+					n_out++;
+					used += cost;
+				}
+				stop = r;
+				break;
+			}
+			n_out++;
+		} else if (r->kind == REC_EXIT) {
+			Storm__Cl__RankExit *e = &exits[n_exit];
+			storm__cl__rank_exit__init(e);
+			e->job = r->job;
+			e->rank = r->rank;
+			e->wait_status = r->wait_status;
+			cost = field_cost(storm__cl__rank_exit__get_packed_size(e));
+			if (used + cost > budget) {
+				stop = r;
+				break;
+			}
+			n_exit++;
+		} else {
+			Storm__Cl__JobNote *m = &notes[n_note];
+			storm__cl__job_note__init(m);
+			m->job = r->job;
+			m->kind = (Storm__Cl__JobNote__Kind)r->note;
+			m->message = r->message;
+			cost = field_cost(storm__cl__job_note__get_packed_size(m));
+			if (used + cost > budget) {
+				stop = r;
+				break;
+			}
+			n_note++;
+		}
+		used += cost;
+		if (r->kind == REC_NOTE && r->note == STORM__CL__JOB_NOTE__KIND__STARTED &&
+		    r->next && r->next->kind != REC_NOTE) {
+			stop = r->next;
+			break;
+		}
+	}
+
+	Storm__Cl__Output **po = xcalloc(n_out + 1, sizeof(*po));
+	Storm__Cl__RankExit **pe = xcalloc(n_exit + 1, sizeof(*pe));
+	Storm__Cl__JobNote **pn = xcalloc(n_note + 1, sizeof(*pn));
+	for (size_t i = 0; i < n_out; i++)
+		po[i] = &outs[i];
+	for (size_t i = 0; i < n_exit; i++)
+		pe[i] = &exits[i];
+	for (size_t i = 0; i < n_note; i++)
+		pn[i] = &notes[i];
+	rep.n_output = n_out;
+	rep.output = po;
+	rep.n_exits = n_exit;
+	rep.exits = pe;
+	rep.n_notes = n_note;
+	rep.notes = pn;
+
+	size_t len = storm__cl__report__get_packed_size(&rep);
+	free(nd->report_buf);
+	nd->report_buf = xcalloc(1, 4 + len);
+	uint32_t len32 = (uint32_t)len;
+	memcpy(nd->report_buf, &len32, 4);
+	storm__cl__report__pack(&rep, nd->report_buf + 4);
+	nd->report_len = 4 + len;
+	nd->report_seq = seq;
+	nd->unacked_strobes = 0;
+	send_bytes(nd);
+	free(po);
+	free(pe);
+	free(pn);
+	free(outs);
+	free(exits);
+	free(notes);
+
+	/* drop what went out; a DONE going out completes the job for the MM */
+	while (nd->q_head && nd->q_head != stop) {
+		struct nd_rec *d = nd->q_head;
+		nd->q_head = d->next;
+		if (d->kind == REC_OUTPUT)
+			nd->q_bytes -= d->len - d->off;
+		if (d->kind == REC_NOTE && d->done_slot != UINT32_MAX)
+			sn_var_store(nd->sn, GM_VAR_DONE(d->done_slot), d->job);
+		rec_free(d);
+	}
+	if (!nd->q_head)
+		nd->q_tail = NULL;
+	if (stop && partial) {
+		stop->off += partial;
+		nd->q_bytes -= partial;
+	}
+}
+
+void nd_report(struct nd *nd, uint64_t ack)
+{
+	if (nd->report_seq == 0) {
+		/* first report: continue from whatever the MM last consumed
+		 * from this slot (0 for a fresh MM), so a restarted daemon is
+		 * not mistaken for a stale one */
+		send_next(nd, ack + 1);
+		return;
+	}
+	if (ack == nd->report_seq) {
+		send_next(nd, nd->report_seq + 1);
+		return;
+	}
+	if (ack + 1 != nd->report_seq) {
+		/* neither consumed nor pending: the MM lost track (restarted);
+		 * renumber the last report so it follows what the MM has */
+		Storm__Cl__Report *r = storm__cl__report__unpack(NULL, nd->report_len - 4,
+								 nd->report_buf + 4);
+		nd_log(nd, "MM acknowledges report %llu, but %llu was sent; resynchronising",
+		       (unsigned long long)ack, (unsigned long long)nd->report_seq);
+		if (r) {
+			r->seq = ack + 1;
+			size_t len = storm__cl__report__get_packed_size(r);
+			uint8_t *buf = xcalloc(1, 4 + len);
+			uint32_t len32 = (uint32_t)len;
+			memcpy(buf, &len32, 4);
+			storm__cl__report__pack(r, buf + 4);
+			storm__cl__report__free_unpacked(r, NULL);
+			free(nd->report_buf);
+			nd->report_buf = buf;
+			nd->report_len = 4 + len;
+			nd->report_seq = ack + 1;
+			nd->unacked_strobes = 0;
+			send_bytes(nd);
+		}
+		return;
+	}
+	/* not consumed yet; a report lost on the way would stop the
+	 * heartbeat for good, so resend the same bytes now and then (the MM
+	 * tells a duplicate by its seq) */
+	if (++nd->unacked_strobes >= ND_RESEND_AFTER) {
+		nd->unacked_strobes = 0;
+		nd_log(nd, "report %llu not acknowledged after %d strobes (MM has %llu); resending",
+		       (unsigned long long)nd->report_seq, ND_RESEND_AFTER,
+		       (unsigned long long)ack);
+		send_bytes(nd);
+	}
+}

@@ -1,0 +1,910 @@
+/* fake_mm: plays the machine manager against real stormnd processes, by the
+ * protocol of common/layout.h, and checks what the node daemons report.
+ *
+ *   fake_mm --stormnd build/bin/stormnd [--nodes 3] [--valgrind] [--keep]
+ *
+ * It writes a storm.conf in a fresh temporary directory, starts one stormnd
+ * per node (optionally under valgrind, which must then find no errors or
+ * leaks), opens the fabric as node 0, and runs: heartbeat, /bin/echo on two
+ * nodes, a transferred script with a 9 MiB data file run as another user,
+ * large output, a signal, a signal with SIGKILL after a grace time, bad
+ * input (malformed command, bad file chunk, missing file, missing program,
+ * missing cwd), and a shutdown while a job runs. Exit 0 when all hold. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cluster.pb-c.h"
+#include "config.h"
+#include "layout.h"
+#include "sn.h"
+
+#define MAXN 16
+#define MAXJOB 16
+#define MAXRANK 64
+
+struct rank_out {
+	char *text[3]; /* by stream */
+	size_t len[3];
+	bool exited;
+	int status;
+};
+
+struct job {
+	uint32_t nranks;
+	struct rank_out r[MAXRANK];
+	int started[MAXN], failed[MAXN], done[MAXN];
+	char fail_msg[512];
+};
+
+static struct {
+	struct storm_conf conf;
+	struct sn_ctx *sn;
+	uint32_t n;
+	uint64_t slice, ack[MAXN], reports[MAXN];
+	uint32_t cmd_seq, cmd_done[MAXN];
+	uint64_t file_seq;
+	uint64_t next_strobe_ns;
+	struct job jobs[MAXJOB];
+	int failures;
+	char dir[256];
+	pid_t pids[MAXN];
+} mm;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "fake_mm: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+}
+
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			mm.failures++;                                         \
+			say("FAIL %s:%d: %s", __FILE__, __LINE__, #cond);      \
+			say(__VA_ARGS__);                                      \
+		}                                                              \
+	} while (0)
+
+static void fatal(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "fake_mm: error: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+	for (uint32_t i = 0; i < mm.n; i++)
+		if (mm.pids[i] > 0)
+			kill(mm.pids[i], SIGKILL);
+	exit(1);
+}
+
+static struct sn_nodeset nodes_set(const uint32_t *idx, size_t n)
+{
+	struct sn_nodeset s;
+	sn_set_clear(&s);
+	for (size_t i = 0; i < n; i++)
+		sn_set_add(&s, fabric_id(idx[i]));
+	return s;
+}
+
+static struct sn_nodeset all_nodes(void)
+{
+	struct sn_nodeset s;
+	sn_set_clear(&s);
+	sn_set_range(&s, 1, mm.n);
+	return s;
+}
+
+/* ---- reports */
+
+static void take_report(uint32_t i, const Storm__Cl__Report *r)
+{
+	mm.ack[i] = r->seq;
+	mm.reports[i]++;
+	mm.cmd_done[i] = r->cmd_done;
+	for (size_t k = 0; k < r->n_output; k++) {
+		const Storm__Cl__Output *o = r->output[k];
+		if (o->job >= MAXJOB || o->rank >= MAXRANK || o->stream < 1 || o->stream > 2) {
+			CHECK(0, "node %u: output for job %" PRIu64 " rank %u stream %u", i, o->job,
+			      o->rank, o->stream);
+			continue;
+		}
+		struct rank_out *ro = &mm.jobs[o->job].r[o->rank];
+		CHECK(!ro->exited, "node %u: output of job %" PRIu64 " rank %u after its exit", i,
+		      o->job, o->rank);
+		ro->text[o->stream] = realloc(ro->text[o->stream], ro->len[o->stream] + o->data.len + 1);
+		memcpy(ro->text[o->stream] + ro->len[o->stream], o->data.data, o->data.len);
+		ro->len[o->stream] += o->data.len;
+		ro->text[o->stream][ro->len[o->stream]] = '\0';
+	}
+	for (size_t k = 0; k < r->n_exits; k++) {
+		const Storm__Cl__RankExit *e = r->exits[k];
+		if (e->job >= MAXJOB || e->rank >= MAXRANK) {
+			CHECK(0, "node %u: exit for job %" PRIu64 " rank %u", i, e->job, e->rank);
+			continue;
+		}
+		struct rank_out *ro = &mm.jobs[e->job].r[e->rank];
+		CHECK(!ro->exited, "job %" PRIu64 " rank %u exited twice", e->job, e->rank);
+		ro->exited = true;
+		ro->status = e->wait_status;
+	}
+	for (size_t k = 0; k < r->n_notes; k++) {
+		const Storm__Cl__JobNote *m = r->notes[k];
+		if (m->job >= MAXJOB)
+			continue;
+		struct job *j = &mm.jobs[m->job];
+		if (m->kind == STORM__CL__JOB_NOTE__KIND__STARTED)
+			j->started[i]++;
+		else if (m->kind == STORM__CL__JOB_NOTE__KIND__FAILED) {
+			j->failed[i]++;
+			snprintf(j->fail_msg, sizeof(j->fail_msg), "%s", m->message);
+			say("node %u: job %" PRIu64 " FAILED: %s", i, m->job, m->message);
+		} else if (m->kind == STORM__CL__JOB_NOTE__KIND__DONE) {
+			j->done[i]++;
+		}
+	}
+}
+
+static void read_reports(void)
+{
+	uint8_t *g = sn_gmem(mm.sn);
+	for (uint32_t i = 0; i < mm.n; i++) {
+		uint32_t len;
+		memcpy(&len, g + GM_REPORT_SLOT(i), 4);
+		if (len == 0 || len > GM_REPORT_SLOT_SIZE - 4)
+			continue;
+		Storm__Cl__Report *r = storm__cl__report__unpack(NULL, len, g + GM_REPORT_SLOT(i) + 4);
+		if (!r) {
+			CHECK(0, "node %u: report does not unpack", i);
+			continue;
+		}
+		if (r->seq == mm.ack[i] + 1)
+			take_report(i, r);
+		else
+			CHECK(r->seq <= mm.ack[i], "node %u: report %" PRIu64 " after %" PRIu64, i,
+			      r->seq, mm.ack[i]);
+		storm__cl__report__free_unpacked(r, NULL);
+	}
+}
+
+static void strobe(void)
+{
+	uint8_t buf[GM_STROBE_MAX];
+	struct strobe *s = (struct strobe *)buf;
+	s->slice = ++mm.slice;
+	s->cmd_seq = mm.cmd_seq;
+	s->row = 0;
+	s->nnodes = mm.n;
+	s->flags = 0;
+	memcpy(buf + sizeof(*s), mm.ack, 8 * mm.n);
+	struct sn_nodeset all = all_nodes();
+	if (sn_xfer(mm.sn, &all, GM_STROBE, buf, sizeof(*s) + 8 * mm.n, SN_NO_EVENT, EV_STROBE,
+		    SN_XFER_SYS) < 0)
+		fatal("strobe: %s", sn_strerror(mm.sn));
+}
+
+/* Runs the MM's loop (strobes, reports) until cond() holds or timeout. */
+static bool pump_until(bool (*cond)(void *), void *arg, unsigned timeout_ms)
+{
+	uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000u;
+	uint64_t period = (uint64_t)mm.conf.timeslice_us * 1000u;
+	for (;;) {
+		sn_progress(mm.sn);
+		while (sn_test_event(mm.sn, EV_REPORT, 0, NULL) == 1)
+			read_reports();
+		if (cond && cond(arg))
+			return true;
+		uint64_t t = now_ns();
+		if (t >= deadline)
+			return false;
+		if (t >= mm.next_strobe_ns) {
+			strobe();
+			mm.next_strobe_ns = t + period;
+			continue;
+		}
+		uint64_t until = mm.next_strobe_ns < deadline ? mm.next_strobe_ns : deadline;
+		int ms = (int)((until - t) / 1000000u);
+		int fd = sn_wait_fd(mm.sn);
+		if (fd >= 0 && sn_prepare_wait(mm.sn) == 0) {
+			struct pollfd p = {.fd = fd, .events = POLLIN};
+			poll(&p, 1, ms);
+		} else {
+			poll(NULL, 0, ms > 1 ? 1 : ms);
+		}
+	}
+}
+
+static void pump_ms(unsigned ms)
+{
+	pump_until(NULL, NULL, ms);
+}
+
+/* ---- commands */
+
+static void send_raw(uint32_t seq, const void *buf, size_t len)
+{
+	struct sn_nodeset all = all_nodes();
+	/* the slot is free once every node acted on the command that used it */
+	for (uint32_t i = 0; i < mm.n; i++)
+		while (seq > GM_CMD_SLOTS && mm.cmd_done[i] < seq - GM_CMD_SLOTS)
+			pump_ms(1);
+	if (sn_xfer(mm.sn, &all, GM_CMD_SLOT(seq), buf, len, EV_CMD_SENT, EV_CMD, 0) < 0)
+		fatal("command %u: %s", seq, sn_strerror(mm.sn));
+	if (sn_test_event(mm.sn, EV_CMD_SENT, (int)mm.conf.op_timeout_ms, NULL) != 1)
+		fatal("command %u not confirmed: %s", seq, sn_strerror(mm.sn));
+}
+
+static void send_cmd(Storm__Cl__Command *c)
+{
+	c->seq = ++mm.cmd_seq;
+	size_t len = storm__cl__command__get_packed_size(c);
+	uint8_t *buf = malloc(4 + len);
+	uint32_t l32 = (uint32_t)len;
+	memcpy(buf, &l32, 4);
+	storm__cl__command__pack(c, buf + 4);
+	send_raw(c->seq, buf, 4 + len);
+	free(buf);
+}
+
+struct launch_spec {
+	uint64_t job;
+	const uint32_t *nodes;
+	size_t nnodes;
+	uint32_t per_node;
+	uid_t uid;
+	gid_t gid;
+	const char *user, *cwd, *exec_path;
+	const char *const *argv;
+	size_t argc;
+	Storm__Cl__JobFile **files;
+	size_t nfiles;
+};
+
+static void launch(const struct launch_spec *ls)
+{
+	Storm__Cl__Command c = STORM__CL__COMMAND__INIT;
+	Storm__Cl__Launch l = STORM__CL__LAUNCH__INIT;
+	uint32_t first[MAXN], count[MAXN];
+	for (size_t k = 0; k < ls->nnodes; k++) {
+		first[k] = (uint32_t)k * ls->per_node;
+		count[k] = ls->per_node;
+	}
+	char *env[] = {"PATH=/usr/bin:/bin", "STORM_RANK=bogus", "LANG=C"};
+	l.job = ls->job;
+	l.slot = (uint32_t)ls->job; /* one slot per job id in this test */
+	l.ranks = (uint32_t)ls->nnodes * ls->per_node;
+	l.n_first_rank = l.n_rank_count = ls->nnodes;
+	l.first_rank = first;
+	l.rank_count = count;
+	l.uid = ls->uid;
+	l.gid = ls->gid;
+	l.user = (char *)ls->user;
+	l.cwd = (char *)ls->cwd;
+	l.n_argv = ls->argc;
+	l.argv = (char **)ls->argv;
+	l.n_env = 3;
+	l.env = env;
+	l.exec_path = (char *)(ls->exec_path ? ls->exec_path : "");
+	l.n_files = ls->nfiles;
+	l.files = ls->files;
+	c.n_nodes = ls->nnodes;
+	c.nodes = (uint32_t *)ls->nodes;
+	c.body_case = STORM__CL__COMMAND__BODY_LAUNCH;
+	c.launch = &l;
+	mm.jobs[ls->job].nranks = l.ranks;
+	send_cmd(&c);
+}
+
+static void signal_job(uint64_t job, const uint32_t *nodes, size_t n, int sig, uint32_t after)
+{
+	Storm__Cl__Command c = STORM__CL__COMMAND__INIT;
+	Storm__Cl__Signal s = STORM__CL__SIGNAL__INIT;
+	s.job = job;
+	s.signal = sig;
+	s.kill_after_ms = after;
+	c.n_nodes = n;
+	c.nodes = (uint32_t *)nodes;
+	c.body_case = STORM__CL__COMMAND__BODY_SIGNAL;
+	c.signal = &s;
+	send_cmd(&c);
+}
+
+/* ---- files */
+
+static void caw_file_done(const struct sn_nodeset *set, uint64_t at_least)
+{
+	uint64_t deadline = now_ns() + 60000000000ull;
+	for (;;) {
+		int rc = sn_caw(mm.sn, set, GM_VAR_FILE_DONE, SN_GE, at_least, false, 0, 0, NULL);
+		if (rc == 1)
+			return;
+		if (rc < 0)
+			fatal("file flow control: %s", sn_strerror(mm.sn));
+		if (now_ns() > deadline)
+			fatal("nodes never consumed file chunk %" PRIu64, at_least);
+		pump_ms(1);
+	}
+}
+
+static void send_chunk(const struct sn_nodeset *set, struct file_chunk *h, const void *data)
+{
+	h->seq = ++mm.file_seq;
+	if (h->seq > 2)
+		caw_file_done(set, h->seq - 2);
+	size_t len = sizeof(*h) + h->len;
+	uint8_t *buf = malloc(len);
+	memcpy(buf, h, sizeof(*h));
+	memcpy(buf + sizeof(*h), data, h->len);
+	if (sn_xfer(mm.sn, set, GM_FILE_BUF_AT(h->seq % 2), buf, len, SN_NO_EVENT, EV_FILE, 0) < 0)
+		fatal("file chunk %" PRIu64 ": %s", h->seq, sn_strerror(mm.sn));
+	free(buf);
+}
+
+static void send_file(uint64_t job, const struct sn_nodeset *set, uint32_t index,
+		      const char *name, const uint8_t *data, size_t size, uint32_t mode, uid_t uid,
+		      gid_t gid)
+{
+	size_t off = 0;
+	do {
+		struct file_chunk h = {0};
+		h.job = job;
+		h.offset = off;
+		h.file = index;
+		h.len = (uint32_t)(size - off > GM_FILE_DATA_MAX ? GM_FILE_DATA_MAX : size - off);
+		h.size = size;
+		h.mode = mode;
+		h.flags = off + h.len == size ? FILE_LAST : 0;
+		h.uid = uid;
+		h.gid = gid;
+		snprintf(h.name, sizeof(h.name), "%s", name);
+		send_chunk(set, &h, data + off);
+		off += h.len;
+	} while (off < size);
+}
+
+/* ---- conditions */
+
+struct wait_job {
+	uint64_t job;
+	const uint32_t *nodes;
+	size_t n;
+};
+
+static bool all_reported(void *arg)
+{
+	uint64_t want = *(uint64_t *)arg;
+	for (uint32_t i = 0; i < mm.n; i++)
+		if (mm.reports[i] < want)
+			return false;
+	return true;
+}
+
+static bool job_done(void *arg)
+{
+	struct wait_job *w = arg;
+	for (size_t k = 0; k < w->n; k++)
+		if (!mm.jobs[w->job].done[w->nodes[k]])
+			return false;
+	return true;
+}
+
+static bool job_started(void *arg)
+{
+	struct wait_job *w = arg;
+	for (size_t k = 0; k < w->n; k++)
+		if (!mm.jobs[w->job].started[w->nodes[k]])
+			return false;
+	return true;
+}
+
+static bool all_said(void *arg)
+{
+	struct wait_job *w = arg;
+	for (uint32_t r = 0; r < mm.jobs[w->job].nranks; r++)
+		if (!mm.jobs[w->job].r[r].len[1])
+			return false;
+	return true;
+}
+
+static void wait_done(uint64_t job, const uint32_t *nodes, size_t n)
+{
+	struct wait_job w = {job, nodes, n};
+	if (!pump_until(job_done, &w, 60000))
+		fatal("job %" PRIu64 " never reported DONE on every node", job);
+	/* every node set its done variable: confirm and free the slot */
+	struct sn_nodeset set = nodes_set(nodes, n);
+	int rc = sn_caw(mm.sn, &set, GM_VAR_DONE(job), SN_EQ, job, true, GM_VAR_DONE(job), 0,
+			NULL);
+	CHECK(rc == 1, "job %" PRIu64 ": done variable not set everywhere (rc %d)", job, rc);
+}
+
+static void check_dir_gone(uint64_t job, uint32_t node)
+{
+	char path[512];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/state/%s/jobs/%" PRIu64, mm.dir, mm.conf.nodes[node], job);
+	CHECK(stat(path, &st) < 0 && errno == ENOENT, "job directory %s was left behind", path);
+}
+
+/* ---- scenarios */
+
+static const uint32_t first_two[] = {0, 1};
+static uint32_t every[MAXN];
+
+static void test_echo(uid_t uid, gid_t gid, const char *user)
+{
+	say("echo: /bin/echo hi, 2 ranks on each of 2 nodes");
+	const char *argv[] = {"echo", "hi"};
+	struct launch_spec ls = {.job = 1, .nodes = first_two, .nnodes = 2, .per_node = 2,
+				 .uid = uid, .gid = gid, .user = user, .cwd = "/tmp",
+				 .exec_path = "/bin/echo", .argv = argv, .argc = 2};
+	launch(&ls);
+	wait_done(1, first_two, 2);
+	for (uint32_t r = 0; r < 4; r++) {
+		struct rank_out *ro = &mm.jobs[1].r[r];
+		CHECK(ro->exited && ro->status == 0, "rank %u: exited %d status %d", r, ro->exited,
+		      ro->status);
+		CHECK(ro->text[1] && !strcmp(ro->text[1], "hi\n"), "rank %u said '%s'", r,
+		      ro->text[1] ? ro->text[1] : "");
+	}
+	CHECK(mm.jobs[1].started[0] == 1 && mm.jobs[1].started[1] == 1, "STARTED notes");
+	CHECK(!mm.jobs[1].done[2], "node 2 was not in job 1");
+}
+
+static uint8_t *make_data(size_t size)
+{
+	uint8_t *d = malloc(size);
+	uint64_t x = 88172645463325252ull;
+	for (size_t i = 0; i < size; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		d[i] = (uint8_t)x;
+	}
+	return d;
+}
+
+static void test_script(void)
+{
+	say("script: a transferred script and a 9 MiB file on %u nodes, as nobody", mm.n);
+	static const char script[] =
+		"#!/bin/sh\n"
+		"echo \"rank $STORM_RANK/$STORM_SIZE local $STORM_LOCAL_RANK node $STORM_NODEID "
+		"$STORM_NODENAME of $STORM_NNODES uid $(id -u) job $STORM_JOBID in $(pwd)\"\n"
+		"cksum < \"$STORM_JOB_DIR/data.bin\"\n"
+		"echo oops >&2\n"
+		"exit 3\n";
+	size_t dsize = 9u << 20;
+	uint8_t *data = make_data(dsize);
+	char path[300], cmd[400], sum[128] = "";
+	snprintf(path, sizeof(path), "%s/data.bin", mm.dir);
+	FILE *f = fopen(path, "w");
+	fwrite(data, 1, dsize, f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "cksum < %s", path);
+	FILE *p = popen(cmd, "r");
+	if (!p || !fgets(sum, sizeof(sum), p))
+		fatal("cannot compute the expected checksum");
+	pclose(p);
+
+	uid_t uid = geteuid() == 0 ? 65534 : geteuid();
+	gid_t gid = geteuid() == 0 ? 65534 : getegid();
+	struct sn_nodeset set = nodes_set(every, mm.n);
+	send_file(2, &set, 0, "run.sh", (const uint8_t *)script, strlen(script), 0755, uid, gid);
+	send_file(2, &set, 1, "data.bin", data, dsize, 0644, uid, gid);
+	/* a bad chunk is consumed (flow control goes on) but writes nothing */
+	struct file_chunk bad = {.job = 2, .len = 4, .size = 4, .mode = 0644, .flags = FILE_LAST,
+				 .uid = uid, .gid = gid};
+	snprintf(bad.name, sizeof(bad.name), "../evil");
+	send_chunk(&set, &bad, "evil");
+	caw_file_done(&set, mm.file_seq);
+	free(data);
+
+	Storm__Cl__JobFile f0 = STORM__CL__JOB_FILE__INIT, f1 = STORM__CL__JOB_FILE__INIT;
+	f0.name = "run.sh";
+	f0.size = strlen(script);
+	f0.mode = 0755;
+	f1.name = "data.bin";
+	f1.size = dsize;
+	f1.mode = 0644;
+	Storm__Cl__JobFile *files[] = {&f0, &f1};
+	const char *argv[] = {"run.sh"};
+	struct launch_spec ls = {.job = 2, .nodes = every, .nnodes = mm.n, .per_node = 1,
+				 .uid = uid, .gid = gid, .user = "nobody", .cwd = "/",
+				 .argv = argv, .argc = 1, .files = files, .nfiles = 2};
+	launch(&ls);
+	wait_done(2, every, mm.n);
+	for (uint32_t r = 0; r < mm.n; r++) {
+		struct rank_out *ro = &mm.jobs[2].r[r];
+		char want[1024];
+		snprintf(want, sizeof(want),
+			 "rank %u/%u local 0 node %u %s of %u uid %u job 2 in /\n%s", r, mm.n, r,
+			 mm.conf.nodes[r], mm.n, (unsigned)uid, sum);
+		CHECK(ro->text[1] && !strcmp(ro->text[1], want), "rank %u said '%s', not '%s'", r,
+		      ro->text[1] ? ro->text[1] : "", want);
+		CHECK(ro->text[2] && !strcmp(ro->text[2], "oops\n"), "rank %u stderr '%s'", r,
+		      ro->text[2] ? ro->text[2] : "");
+		CHECK(ro->exited && WIFEXITED(ro->status) && WEXITSTATUS(ro->status) == 3,
+		      "rank %u status %d", r, ro->status);
+		check_dir_gone(2, r);
+	}
+}
+
+static void test_big_output(uid_t uid, gid_t gid, const char *user)
+{
+	say("output: 'seq 1 100000' (589 KB) on one node, in order and complete");
+	const char *argv[] = {"seq", "1", "100000"};
+	uint32_t node2[] = {mm.n - 1};
+	struct launch_spec ls = {.job = 3, .nodes = node2, .nnodes = 1, .per_node = 1,
+				 .uid = uid, .gid = gid, .user = user, .cwd = "/tmp",
+				 .exec_path = "/usr/bin/seq", .argv = argv, .argc = 3};
+	launch(&ls);
+	wait_done(3, node2, 1);
+	size_t cap = 1 << 20, len = 0;
+	char *want = malloc(cap);
+	for (int i = 1; i <= 100000; i++)
+		len += (size_t)snprintf(want + len, cap - len, "%d\n", i);
+	struct rank_out *ro = &mm.jobs[3].r[0];
+	CHECK(ro->len[1] == len && !memcmp(ro->text[1], want, len),
+	      "output of %zu bytes differs from the expected %zu", ro->len[1], len);
+	CHECK(ro->exited && ro->status == 0, "status %d", ro->status);
+	free(want);
+}
+
+struct flood {
+	uint64_t job;
+	uint32_t lines;
+};
+
+static bool flood_done(void *arg)
+{
+	struct flood *f = arg;
+	return mm.jobs[f->job].r[0].exited;
+}
+
+static void test_flood(uid_t uid, gid_t gid, const char *user, uint32_t lines)
+{
+	say("backpressure: 'seq 1 %u' outruns the reports; nothing may be lost", lines);
+	char last[16];
+	snprintf(last, sizeof(last), "%u", lines);
+	const char *argv[] = {"seq", "1", last};
+	uint32_t node0[] = {0};
+	struct launch_spec ls = {.job = 10, .nodes = node0, .nnodes = 1, .per_node = 1,
+				 .uid = uid, .gid = gid, .user = user, .cwd = "/tmp",
+				 .exec_path = "/usr/bin/seq", .argv = argv, .argc = 3};
+	launch(&ls);
+	struct flood f = {10, lines};
+	if (!pump_until(flood_done, &f, 300000))
+		fatal("job 10 never ended");
+	wait_done(10, node0, 1);
+	struct rank_out *ro = &mm.jobs[10].r[0];
+	char *p = ro->text[1], line[16];
+	bool ok = p != NULL;
+	for (uint32_t i = 1; ok && i <= lines; i++) {
+		int n = snprintf(line, sizeof(line), "%u\n", i);
+		ok = !strncmp(p, line, (size_t)n);
+		p += n;
+	}
+	CHECK(ok && (size_t)(p - ro->text[1]) == ro->len[1], "flood output of %zu bytes is wrong",
+	      ro->len[1]);
+	free(ro->text[1]);
+	ro->text[1] = NULL;
+}
+
+static void test_signals(uid_t uid, gid_t gid, const char *user)
+{
+	say("signal: SIGTERM to sleep on 2 nodes");
+	/* signalled once each rank said it runs: a rank signalled between fork
+	 * and exec dies the same way natively, but not under valgrind */
+	const char *argv[] = {"sh", "-c", "echo up; exec sleep 100"};
+	struct launch_spec ls = {.job = 4, .nodes = first_two, .nnodes = 2, .per_node = 2,
+				 .uid = uid, .gid = gid, .user = user, .cwd = "/tmp",
+				 .exec_path = "/bin/sh", .argv = argv, .argc = 3};
+	launch(&ls);
+	struct wait_job w = {4, first_two, 2};
+	if (!pump_until(job_started, &w, 30000) || !pump_until(all_said, &w, 30000))
+		fatal("job 4 never started");
+	signal_job(4, first_two, 2, SIGTERM, 0);
+	wait_done(4, first_two, 2);
+	for (uint32_t r = 0; r < 4; r++) {
+		struct rank_out *ro = &mm.jobs[4].r[r];
+		CHECK(WIFSIGNALED(ro->status) && WTERMSIG(ro->status) == SIGTERM,
+		      "rank %u status %d", r, ro->status);
+	}
+
+	say("signal: SIGTERM ignored, SIGKILL after 300 ms");
+	const char *argv2[] = {"sh", "-c", "trap '' TERM; echo ready; sleep 100; echo survived"};
+	struct launch_spec l2 = {.job = 5, .nodes = first_two, .nnodes = 2, .per_node = 1,
+				 .uid = uid, .gid = gid, .user = user, .cwd = "/tmp",
+				 .exec_path = "/bin/sh", .argv = argv2, .argc = 3};
+	launch(&l2);
+	w.job = 5;
+	if (!pump_until(all_said, &w, 30000))
+		fatal("job 5 never said ready");
+	signal_job(5, first_two, 2, SIGTERM, 300);
+	uint64_t t0 = now_ns();
+	wait_done(5, first_two, 2);
+	uint64_t ms = (now_ns() - t0) / 1000000u;
+	for (uint32_t r = 0; r < 2; r++) {
+		struct rank_out *ro = &mm.jobs[5].r[r];
+		CHECK(WIFSIGNALED(ro->status) && WTERMSIG(ro->status) == SIGKILL,
+		      "rank %u status %d", r, ro->status);
+		CHECK(!strcmp(ro->text[1], "ready\n"), "rank %u said '%s'", r, ro->text[1]);
+	}
+	CHECK(ms >= 300, "SIGKILL came after %" PRIu64 " ms, before the grace time", ms);
+}
+
+static void test_bad_input(uid_t uid, gid_t gid, const char *user)
+{
+	say("bad input: malformed command, missing program, missing file, missing cwd");
+	uint8_t junk[64];
+	memset(junk, 0xff, sizeof(junk));
+	uint32_t l32 = 60;
+	memcpy(junk, &l32, 4);
+	send_raw(++mm.cmd_seq, junk, sizeof(junk));
+
+	const char *argv[] = {"nothing"};
+	struct launch_spec ls = {.job = 6, .nodes = first_two, .nnodes = 2, .per_node = 1,
+				 .uid = uid, .gid = gid, .user = user, .cwd = "/tmp",
+				 .exec_path = "/nonexistent/prog", .argv = argv, .argc = 1};
+	launch(&ls);
+	wait_done(6, first_two, 2);
+	for (uint32_t r = 0; r < 2; r++) {
+		struct rank_out *ro = &mm.jobs[6].r[r];
+		CHECK(WIFEXITED(ro->status) && WEXITSTATUS(ro->status) == 127, "rank %u status %d",
+		      r, ro->status);
+		CHECK(ro->text[2] && strstr(ro->text[2], "cannot execute '/nonexistent/prog': No such file"),
+		      "rank %u stderr '%s'", r, ro->text[2] ? ro->text[2] : "");
+	}
+
+	Storm__Cl__JobFile f0 = STORM__CL__JOB_FILE__INIT;
+	f0.name = "never-sent";
+	f0.size = 10;
+	f0.mode = 0755;
+	Storm__Cl__JobFile *files[] = {&f0};
+	struct launch_spec l2 = {.job = 7, .nodes = first_two, .nnodes = 2, .per_node = 1,
+				 .uid = uid, .gid = gid, .user = user, .cwd = "/tmp",
+				 .argv = argv, .argc = 1, .files = files, .nfiles = 1};
+	launch(&l2);
+	wait_done(7, first_two, 2);
+	CHECK(mm.jobs[7].failed[0] == 1 && mm.jobs[7].failed[1] == 1, "job 7 FAILED notes");
+	CHECK(strstr(mm.jobs[7].fail_msg, "never-sent"), "FAILED message '%s'",
+	      mm.jobs[7].fail_msg);
+	CHECK(!mm.jobs[7].r[0].exited, "no rank of job 7 ran");
+
+	if (geteuid() != 0) {
+		/* an unprivileged daemon refuses to run a job as someone else */
+		struct launch_spec l4 = {.job = 11, .nodes = first_two, .nnodes = 2,
+					 .per_node = 1, .uid = uid + 1, .gid = gid, .user = "",
+					 .cwd = "/tmp", .exec_path = "/bin/true", .argv = argv,
+					 .argc = 1};
+		launch(&l4);
+		wait_done(11, first_two, 2);
+		CHECK(mm.jobs[11].failed[0] == 1 && strstr(mm.jobs[11].fail_msg, "not root"),
+		      "job 11 FAILED message '%s'", mm.jobs[11].fail_msg);
+	}
+
+	const char *argv3[] = {"pwd"};
+	uint32_t node0[] = {0};
+	struct launch_spec l3 = {.job = 8, .nodes = node0, .nnodes = 1, .per_node = 1,
+				 .uid = uid, .gid = gid, .user = user, .cwd = "/no/such/dir",
+				 .exec_path = "/bin/pwd", .argv = argv3, .argc = 1};
+	launch(&l3);
+	wait_done(8, node0, 1);
+	struct rank_out *ro = &mm.jobs[8].r[0];
+	CHECK(ro->text[1] && !strcmp(ro->text[1], "/tmp\n"), "pwd said '%s'",
+	      ro->text[1] ? ro->text[1] : "");
+	CHECK(ro->text[2] && strstr(ro->text[2], "cannot chdir to '/no/such/dir'"),
+	      "stderr '%s'", ro->text[2] ? ro->text[2] : "");
+}
+
+static void test_shutdown(uid_t uid, gid_t gid, const char *user)
+{
+	say("shutdown: while a job runs; its ranks must die with the daemons");
+	const char *argv[] = {"sh", "-c", "echo $$; exec sleep 100"};
+	struct launch_spec ls = {.job = 9, .nodes = every, .nnodes = mm.n, .per_node = 1,
+				 .uid = uid, .gid = gid, .user = user, .cwd = "/tmp",
+				 .exec_path = "/bin/sh", .argv = argv, .argc = 3};
+	launch(&ls);
+	struct wait_job w = {9, every, mm.n};
+	if (!pump_until(all_said, &w, 30000))
+		fatal("job 9 never printed its pids");
+	Storm__Cl__Command c = STORM__CL__COMMAND__INIT;
+	Storm__Cl__Shutdown s = STORM__CL__SHUTDOWN__INIT;
+	/* the last node is not addressed; it gets SIGTERM instead */
+	c.n_nodes = mm.n - 1;
+	c.nodes = every;
+	c.body_case = STORM__CL__COMMAND__BODY_SHUTDOWN;
+	c.shutdown = &s;
+	send_cmd(&c);
+	kill(mm.pids[mm.n - 1], SIGTERM);
+	/* keep strobing while the daemons leave: one may still need them */
+	uint64_t deadline = now_ns() + 60000000000ull;
+	uint32_t left = mm.n;
+	while (left && now_ns() < deadline) {
+		pump_ms(5);
+		for (uint32_t i = 0; i < mm.n; i++) {
+			int st;
+			if (mm.pids[i] > 0 && waitpid(mm.pids[i], &st, WNOHANG) == mm.pids[i]) {
+				CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+				      "stormnd %u ended with status %d", i, st);
+				mm.pids[i] = 0;
+				left--;
+			}
+		}
+	}
+	CHECK(left == 0, "%u daemons did not exit after Shutdown", left);
+	for (uint32_t r = 0; r < mm.n; r++) {
+		pid_t pid = (pid_t)atoi(mm.jobs[9].r[r].text[1]);
+		CHECK(pid > 0 && kill(pid, 0) < 0 && errno == ESRCH, "rank %u (pid %d) survived", r,
+		      (int)pid);
+		check_dir_gone(9, r);
+	}
+}
+
+/* ---- set-up */
+
+static void start_daemons(const char *stormnd, const char *conf, bool valgrind, bool realtime)
+{
+	for (uint32_t i = 0; i < mm.n; i++) {
+		pid_t pid = fork();
+		if (pid < 0)
+			fatal("fork: %s", strerror(errno));
+		if (pid == 0) {
+			const char *argv[16];
+			int a = 0;
+			if (valgrind) {
+				argv[a++] = "valgrind";
+				argv[a++] = "-q";
+				argv[a++] = "--leak-check=full";
+				argv[a++] = "--show-leak-kinds=definite,indirect";
+				argv[a++] = "--errors-for-leak-kinds=definite,indirect";
+				argv[a++] = "--error-exitcode=99";
+				argv[a++] = "--child-silent-after-fork=yes";
+			}
+			argv[a++] = stormnd;
+			argv[a++] = "-c";
+			argv[a++] = conf;
+			argv[a++] = "-n";
+			argv[a++] = mm.conf.nodes[i];
+			if (!realtime)
+				argv[a++] = "--no-realtime";
+			argv[a] = NULL;
+			execvp(argv[0], (char **)argv);
+			fprintf(stderr, "fake_mm: cannot execute %s: %s\n", argv[0], strerror(errno));
+			_exit(127);
+		}
+		mm.pids[i] = pid;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"stormnd", required_argument, NULL, 's'}, {"nodes", required_argument, NULL, 'n'},
+		{"valgrind", no_argument, NULL, 'V'},      {"keep", no_argument, NULL, 'k'},
+		{"realtime", no_argument, NULL, 'R'},      {NULL, 0, NULL, 0}};
+	const char *stormnd = "build/bin/stormnd";
+	bool valgrind = false, keep = false, realtime = false;
+	mm.n = 3;
+	int c;
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's': stormnd = optarg; break;
+		case 'n': mm.n = (uint32_t)atoi(optarg); break;
+		case 'V': valgrind = true; break;
+		case 'k': keep = true; break;
+		case 'R': realtime = true; break;
+		default:
+			fprintf(stderr, "usage: fake_mm [--stormnd PATH] [--nodes 2..%d] [--valgrind] "
+					"[--realtime] [--keep]\n", MAXN);
+			return 2;
+		}
+	}
+	if (mm.n < 2 || mm.n > MAXN) {
+		fprintf(stderr, "fake_mm: error: --nodes must be 2..%d\n", MAXN);
+		return 2;
+	}
+	for (uint32_t i = 0; i < mm.n; i++)
+		every[i] = i;
+	snprintf(mm.dir, sizeof(mm.dir), "/tmp/fake_mm.XXXXXX");
+	if (!mkdtemp(mm.dir))
+		fatal("mkdtemp: %s", strerror(errno));
+	chmod(mm.dir, 0755); /* ranks run as nobody under it */
+	char conf[300], text[1024], err[512];
+	const char *prov = getenv("SN_PROVIDER") ? getenv("SN_PROVIDER") : "tcp;ofi_rxm";
+	snprintf(conf, sizeof(conf), "%s/storm.conf", mm.dir);
+	snprintf(text, sizeof(text),
+		 "[cluster]\nprovider = %s\ntimeslice_us = 5000\nop_timeout_ms = %u\n"
+		 "state_dir = %s/state\nbootstrap = dir:%s/fabric\nsocket = %s/mm.sock\n"
+		 "[nodes]\nnames = n[1-%u]\n",
+		 prov, valgrind ? 20000 : 5000, mm.dir, mm.dir, mm.dir, mm.n);
+	FILE *f = fopen(conf, "w");
+	if (!f || fputs(text, f) < 0 || fclose(f))
+		fatal("cannot write %s", conf);
+	char fab[300];
+	snprintf(fab, sizeof(fab), "%s/fabric", mm.dir);
+	mkdir(fab, 0700);
+	if (conf_load(conf, &mm.conf, err, sizeof(err)) < 0)
+		fatal("%s", err);
+
+	/* fork before libfabric is touched */
+	start_daemons(stormnd, conf, valgrind, realtime);
+	struct sn_config sc;
+	sn_config_defaults(&sc);
+	sc.provider = mm.conf.provider;
+	sc.node_id = MM_FABRIC_ID;
+	sc.node_count = mm.n + 1;
+	sc.gmem_size = layout_gmem_size(mm.n);
+	sc.bootstrap = mm.conf.bootstrap;
+	sc.fanout = mm.conf.fanout;
+	sc.timeout_ms = mm.conf.op_timeout_ms;
+	if (sn_open(&sc, &mm.sn) < 0)
+		fatal("cannot open the network: %s", sn_open_error());
+
+	uint64_t two = 2;
+	if (!pump_until(all_reported, &two, 60000))
+		fatal("not every node daemon sent a heartbeat");
+	say("heartbeat: every node reports");
+
+	struct passwd *pw = getpwuid(geteuid());
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	const char *user = pw ? pw->pw_name : "";
+	test_echo(uid, gid, user);
+	test_script();
+	test_big_output(uid, gid, user);
+	test_flood(uid, gid, user, valgrind ? 1500000 : 3000000);
+	test_signals(uid, gid, user);
+	test_bad_input(uid, gid, user);
+	uint64_t before[MAXN];
+	memcpy(before, mm.reports, sizeof(before));
+	pump_ms(100);
+	for (uint32_t i = 0; i < mm.n; i++)
+		CHECK(mm.reports[i] > before[i] + 3, "node %u sent %" PRIu64 " reports in 100 ms", i,
+		      mm.reports[i] - before[i]);
+	test_shutdown(uid, gid, user);
+
+	sn_close(mm.sn);
+	for (uint32_t i = 0; i < MAXJOB; i++)
+		for (uint32_t r = 0; r < MAXRANK; r++)
+			for (int s = 0; s < 3; s++)
+				free(mm.jobs[i].r[r].text[s]);
+	conf_free(&mm.conf);
+	if (!keep) {
+		char cmd[400];
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", mm.dir);
+		if (system(cmd) != 0)
+			say("could not remove %s", mm.dir);
+	}
+	if (mm.failures) {
+		say("%d checks failed", mm.failures);
+		return 1;
+	}
+	say("all checks passed");
+	return 0;
+}
