@@ -26,7 +26,6 @@
 #include "opts.h"
 
 #define MAX_VIRTUAL_NODES 1000 /* STORM_CONF_MAX_NODES; tested up to 64 */
-#define MM_START_TIMEOUT_S 10.0
 /* DIR/mm.sock must fit a socket address (108 bytes), so DIR is short */
 #define DIR_MAX 96
 
@@ -607,7 +606,8 @@ static int cluster_up(const struct up_opts *o)
 	const char *dead;
 	double start = now_s();
 
-	/* The MM first: nodes find it through the fabric directory. */
+	/* Every daemon at once: each waits in the fabric directory for the
+	 * others' addresses, the MM included, before it answers anything. */
 	char log[PATH_MAX];
 	snprintf(log, sizeof(log), "%s/log/mm.log", dir);
 	char *mm_argv[] = { mm_bin, "-c", conf_path, NULL };
@@ -619,28 +619,6 @@ static int cluster_up(const struct up_opts *o)
 	d[nd].pid = pid;
 	snprintf(d[nd++].name, HOSTNAME_MAX, "mm");
 	append_pid(pids, pid, "mm");
-	for (;;) {
-		if ((dead = dead_child(d, nd, &status))) {
-			describe_exit("the machine manager", status);
-			log_tail(dir, "mm", 5);
-			goto fail;
-		}
-		rep = ask_status(sock, 0, &err);
-		if (rep)
-			break;
-		if (interrupted)
-			goto interrupted;
-		if (now_s() - start > MM_START_TIMEOUT_S) {
-			fprintf(stderr,
-				"storm: error: the machine manager does not answer on %s after %.0f s "
-				"(%s)\n",
-				sock, MM_START_TIMEOUT_S, strerror(-err));
-			log_tail(dir, "mm", 5);
-			goto fail;
-		}
-		usleep(20000);
-	}
-	ctl_reply_free(rep);
 
 	for (int i = 0; i < conf.nnodes; i++) {
 		snprintf(log, sizeof(log), "%s/log/%s.log", dir, conf.nodes[i]);
@@ -673,6 +651,12 @@ static int cluster_up(const struct up_opts *o)
 		/* short waits so a dead daemon or Ctrl-C is noticed quickly */
 		rep = ask_status(sock, left < 1.0 ? (unsigned)(left * 1000) : 1000, &err);
 		if (!rep) {
+			/* not listening yet, or still joining the fabric */
+			if (err == -ENOENT || err == -ECONNREFUSED || err == -ETIMEDOUT) {
+				if (err != -ETIMEDOUT)
+					usleep(20000);
+				continue;
+			}
 			fprintf(stderr, "storm: error: the machine manager stopped answering: %s\n",
 				strerror(-err));
 			log_tail(dir, "mm", 5);

@@ -109,6 +109,11 @@ static int start(struct mm *mm, const char *conf_path)
 	mm->next_job_id = 1;
 	mm->cmd_tail = &mm->cmd_queue;
 
+	/* listen first: the CLI may connect while the fabric is still forming;
+	 * it is answered once every node has joined */
+	mm->listen_fd = listen_socket(c->socket);
+	if (mm->listen_fd < 0)
+		return -1;
 	struct sn_config sc;
 	sn_config_defaults(&sc);
 	sc.provider = c->provider;
@@ -126,8 +131,7 @@ static int start(struct mm *mm, const char *conf_path)
 	}
 
 	mm->epfd = epoll_create1(EPOLL_CLOEXEC);
-	mm->listen_fd = listen_socket(c->socket);
-	if (mm->epfd < 0 || mm->listen_fd < 0)
+	if (mm->epfd < 0)
 		return -1;
 	mm->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	struct itimerspec its = { 0 };
