@@ -147,6 +147,10 @@ void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds
 		nodes = (ranks + cpus - 1) / cpus;
 	else if (ranks == 0)
 		ranks = nodes;
+	if (nodes > total && s->nodes == 0)
+		REFUSE(ERR_INVALID,
+		       "%u ranks need %u nodes of %u CPUs but the cluster has %u nodes (%u CPUs); use --overcommit",
+		       ranks, nodes, cpus, total, total * cpus);
 	if (nodes > total)
 		REFUSE(ERR_INVALID, "%u nodes requested but the cluster has %u", nodes, total);
 	if (ranks < nodes)
@@ -269,16 +273,29 @@ void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds
 	mm_log("job %llu submitted by %s: %u nodes, %u ranks, %s%s", (unsigned long long)j->id,
 	       j->user, nodes, ranks, j->program, j->no_bcast ? " (no transfer)" : "");
 
+	/* would the scheduler start it now? (it runs right after this reply,
+	 * which must come first on the connection) */
+	bool first_queued = true;
+	for (struct job *q = mm->jobs; q && q != j; q = q->next)
+		if (q->state == STORM__CTL__JOB_STATE__QUEUED)
+			first_queued = false;
+	bool starts = first_queued && (int)nodes <= alloc_available(&mm->alloc) &&
+		      (j->no_bcast || !mm->xfer);
 	Storm__Ctl__Submitted sub = STORM__CTL__SUBMITTED__INIT;
 	sub.job = j->id;
-	sub.state = "QUEUED";
+	sub.state = starts ? "LAUNCHING" : "QUEUED";
+	if (!starts) {
+		jobs_schedule(mm); /* fills in the reason */
+		sub.reason = j->reason;
+	}
 	sub.output = j->output_path ? j->output_path : "";
 	Storm__Ctl__Reply r = STORM__CTL__REPLY__INIT;
 	r.version = PROTO_VERSION;
 	r.body_case = STORM__CTL__REPLY__BODY_SUBMITTED;
 	r.submitted = &sub;
 	client_send(mm, c, &r);
-	jobs_schedule(mm);
+	if (starts)
+		jobs_schedule(mm);
 }
 
 /* ---- starting */
