@@ -549,6 +549,10 @@ static int on_reply(struct run_state *st, Storm__Ctl__Reply *rep)
 		return -1;
 	}
 	case STORM__CTL__REPLY__BODY_PROGRESS:
+		/* the transfer's clock starts with its first report, not at
+		 * submission: a queued job has not started moving */
+		if (rep->progress->done == 0 && !st->progress_shown)
+			st->xfer_start = now_s();
 		st->done = rep->progress->done;
 		st->total = rep->progress->total;
 		show_progress(st);
