@@ -50,7 +50,7 @@ static const char run_help[] =
 	"  -l, --label         prefix every output line with 'RANK: '\n"
 	"      --no-bcast      do not send PROGRAM: it is on a path every node sees\n"
 	"      --file F        send F along too (repeatable, up to 15); ranks find it\n"
-	"                      under its base name in their working directory\n"
+	"                      as $STORM_JOB_DIR/NAME (NAME: its base name)\n"
 	"      --timing        print transfer, execute and total time on stderr\n"
 	"  -J, --job-name NAME the job's name (default: PROGRAM's base name)\n"
 	"  -O, --overcommit    allow more ranks than CPUs on a node\n"
