@@ -95,9 +95,17 @@ unit-asan: $(BUILD)/bin/unit_tests_asan
 nettest: $(BUILD)/bin/sn_mptest
 	$(BUILD)/bin/sn_mptest
 
+# a 12 MiB program that prints a hash of itself (tests/cluster)
+$(BUILD)/bin/storm_selfsum: tests/cluster/selfsum.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -o $@ $<
+.PHONY: clustertest
+clustertest: all $(BUILD)/bin/storm_selfsum
+	./tests/cluster/test_cluster.sh $(BUILD)/bin
+
 check: deps
 	$(MAKE) all
-	$(MAKE) unit unit-asan nettest
+	$(MAKE) unit unit-asan clustertest nettest
 
 demo: deps
 	$(MAKE) $(BUILD)/bin/primitives_demo

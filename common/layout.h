@@ -13,13 +13,15 @@
  *            slot (seq % GM_CMD_SLOTS), remote EV_CMD. The MM reuses a slot
  *            only when every UP node reported cmd_done >= seq - GM_CMD_SLOTS.
  *   file     MM -> a job's nodes: struct file_chunk + data in file buffer
- *            (chunk seq % 2), remote EV_FILE. A node that has written a chunk
- *            to its job directory stores the chunk's seq in GM_VAR_FILE_DONE;
- *            the MM sends chunk seq into buffer seq % 2 only after
- *            COMPARE-AND-WRITE finds GM_VAR_FILE_DONE >= seq - 2 (GE) on
- *            every node of the job (transfers run one at a time, so the
- *            first two chunks of a transfer find both buffers free), and
- *            sends the Launch only after it finds >= the last chunk's seq.
+ *            b = seq % 2, remote event EV_FILE(b). The two buffers' transfers
+ *            are independent, so a chunk may land before the one sent ahead
+ *            of it: a node writes each at its offset, whatever the order.
+ *            A node that has written the chunk of buffer b stores its seq in
+ *            GM_VAR_FILE_DONE(b); the MM sends chunk seq into buffer b only
+ *            after COMPARE-AND-WRITE finds GM_VAR_FILE_DONE(b) >= seq - 2
+ *            (GE) on every node of the job (transfers run one at a time, so
+ *            the first two chunks of a transfer find both buffers free), and
+ *            sends the Launch only after both buffers' last chunks are done.
  *   report   node i -> MM: [u32 len][packed storm.cl.Report] in report slot
  *            i of the MM's memory, remote EV_REPORT. A node sends report
  *            seq k+1 only after a strobe acknowledged k (strobe.ack[i] == k),
@@ -41,8 +43,9 @@
 enum storm_event {
 	EV_STROBE = 1, /* remote, on nodes */
 	EV_CMD = 2,    /* remote, on nodes */
-	EV_FILE = 3,   /* remote, on nodes */
+	EV_FILE0 = 3,  /* remote, on nodes: file buffer 0 filled */
 	EV_REPORT = 4, /* remote, on the MM */
+	EV_FILE1 = 5,  /* remote, on nodes: file buffer 1 filled */
 	/* local completions */
 	EV_CMD_SENT = 10,
 	EV_FILE_SENT0 = 11, /* + buffer index */
@@ -63,9 +66,10 @@ struct strobe {
 #define GM_STROBE_MAX (sizeof(struct strobe) + 8 * STORM_MAX_NODES)
 
 #define GM_VARS ((uint64_t)16384)
-#define GM_VAR_FILE_DONE GM_VARS           /* u64: last file chunk written */
+/* u64: seq of the last chunk written from file buffer b */
+#define GM_VAR_FILE_DONE(b) (GM_VARS + 8 * (uint64_t)(b))
 #define GM_JOB_SLOTS 256
-#define GM_VAR_DONE(slot) (GM_VARS + 8 + 8 * (uint64_t)(slot))
+#define GM_VAR_DONE(slot) (GM_VARS + 16 + 8 * (uint64_t)(slot))
 
 #define GM_CMD_RING ((uint64_t)65536)
 #define GM_CMD_SLOTS 16
@@ -90,6 +94,7 @@ struct file_chunk {
 #define GM_FILE_BUF_SIZE ((uint64_t)4 << 20)
 #define GM_FILE_DATA_MAX (GM_FILE_BUF_SIZE - sizeof(struct file_chunk))
 #define GM_FILE_BUF_AT(i) (GM_FILE_BUF + (uint64_t)(i) * GM_FILE_BUF_SIZE)
+#define EV_FILE(b) ((b) ? EV_FILE1 : EV_FILE0)
 
 #define GM_REPORTS (GM_FILE_BUF + 2 * GM_FILE_BUF_SIZE)
 #define GM_REPORT_SLOT_SIZE ((uint64_t)65536)

@@ -114,6 +114,12 @@ void client_send_error(struct mm *mm, struct client *c, Storm__Ctl__ErrorCode co
 	client_send(mm, c, &r);
 }
 
+void client_finish(struct mm *mm, struct client *c)
+{
+	c->closing = true;
+	flush(mm, c);
+}
+
 void client_close(struct mm *mm, struct client *c)
 {
 	if (c->fd >= 0) {
@@ -320,14 +326,14 @@ static void handle(struct mm *mm, struct client *c)
 		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,
 				  "malformed request (%zu bytes that are not a storm.ctl.Request)",
 				  c->rx.len);
-		c->closing = true;
+		client_finish(mm, c);
 		return;
 	}
 	if (req->version != PROTO_VERSION) {
 		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,
 				  "protocol version %u is not supported (this manager speaks %u)",
 				  req->version, PROTO_VERSION);
-		c->closing = true;
+		client_finish(mm, c);
 		storm__ctl__request__free_unpacked(req, NULL);
 		return;
 	}
@@ -361,7 +367,7 @@ static void handle(struct mm *mm, struct client *c)
 	default:
 		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,
 				  "empty or unknown request");
-		c->closing = true;
+		client_finish(mm, c);
 	}
 	storm__ctl__request__free_unpacked(req, NULL);
 }
@@ -389,10 +395,7 @@ void client_on_io(struct mm *mm, struct client *c, uint32_t events)
 			if (rc == -EMSGSIZE) {
 				client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,
 						  "request larger than %u bytes", FRAME_MAX);
-				c->closing = true;
-				flush(mm, c);
-				if (c->fd >= 0)
-					shutdown(c->fd, SHUT_RD);
+				client_finish(mm, c);
 				return;
 			}
 			client_close(mm, c);

@@ -473,8 +473,7 @@ static void finish(struct mm *mm, struct job *j)
 		e.job = j->id;
 		e.state = j->state;
 		e.exit_status = code;
-		/* a rank's own failure is its output; the reason says what else happened */
-		e.reason = (j->failed || j->cancelled) ? j->reason : "";
+		e.reason = j->reason;
 		Storm__Ctl__RankEnd *re = calloc(j->nranks, sizeof(*re));
 		Storm__Ctl__RankEnd **rp = calloc(j->nranks, sizeof(*rp));
 		size_t n = 0;
@@ -499,7 +498,7 @@ static void finish(struct mm *mm, struct job *j)
 		j->client = NULL;
 		c->job = NULL;
 		client_send(mm, c, &r);
-		c->closing = true;
+		client_finish(mm, c);
 		free(re);
 		free(rp);
 	}

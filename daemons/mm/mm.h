@@ -136,6 +136,8 @@ void client_send(struct mm *mm, struct client *c, const Storm__Ctl__Reply *r);
 void client_send_error(struct mm *mm, struct client *c, Storm__Ctl__ErrorCode code,
 		       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void client_close(struct mm *mm, struct client *c);
+/* Closes the connection once what was sent is flushed. */
+void client_finish(struct mm *mm, struct client *c);
 void clients_tick(struct mm *mm);
 void clients_reap(struct mm *mm);
 

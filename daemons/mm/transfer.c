@@ -90,8 +90,8 @@ static void fail(struct mm *mm, const char *what, const struct sn_nodeset *faile
 static int written(struct mm *mm, uint64_t seq)
 {
 	struct sn_nodeset failed;
-	int rc = sn_caw(mm->sn, &mm->xfer->job->set, GM_VAR_FILE_DONE, SN_GE, seq, false, 0, 0,
-			&failed);
+	int rc = sn_caw(mm->sn, &mm->xfer->job->set, GM_VAR_FILE_DONE(seq % 2), SN_GE, seq, false,
+			0, 0, &failed);
 	if (rc < 0) {
 		fail(mm, "program transfer", &failed);
 		return -1;
@@ -144,7 +144,7 @@ static int send_chunk(struct mm *mm)
 	if (x->off == size)
 		h->flags |= FILE_LAST;
 	int rc = sn_xfer(mm->sn, &j->set, GM_FILE_BUF_AT(b), x->stage[b], sizeof(*h) + len,
-			 EV_FILE_SENT0 + (unsigned)b, EV_FILE, 0);
+			 EV_FILE_SENT0 + (unsigned)b, EV_FILE(b), 0);
 	if (rc < 0) {
 		fail(mm, "program transfer", NULL);
 		return -1;
@@ -196,6 +196,8 @@ void transfer_step(struct mm *mm)
 	if (!x->all_sent || x->busy[0] || x->busy[1])
 		return;
 	int w = written(mm, x->last_seq);
+	if (w > 0 && x->last_seq > x->first_seq) /* the other buffer's last chunk */
+		w = written(mm, x->last_seq - 1);
 	if (w <= 0)
 		return;
 	struct job *j = x->job;

@@ -119,10 +119,9 @@ static void write_chunk(struct nd *nd, const struct file_chunk *c, const uint8_t
 	if (nd->file_fd < 0 || nd->file_job != c->job || nd->file_index != c->file) {
 		nd_files_close(nd);
 		/* O_NOFOLLOW: the directory belongs to the user, we may be root */
-		int fd = open(path,
-			      O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC |
-				      (c->offset == 0 ? O_TRUNC : 0),
-			      0600);
+		/* no O_TRUNC: a later chunk of this file may have come first;
+		 * the job directory is new, and FILE_LAST sets the size */
+		int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0) {
 			nd_log(nd, "job %" PRIu64 ": cannot create %s: %s", c->job, path,
 			       strerror(errno));
@@ -154,29 +153,23 @@ static void write_chunk(struct nd *nd, const struct file_chunk *c, const uint8_t
 		nd_files_close(nd);
 }
 
-/* Each EV_FILE means one buffer was filled completely. Chunks land in
- * sequence order, so the oldest unprocessed one is the one that completed;
- * a newer one may still be landing and is left alone until its event. */
-void nd_files_arrived(struct nd *nd, int count)
+/* Each EV_FILE(b) means buffer b was filled completely. The two buffers'
+ * transfers are independent, so chunks may be handled out of order; each
+ * is written at its own offset. */
+void nd_files_arrived(struct nd *nd, int b, int count)
 {
 	for (int i = 0; i < count; i++) {
-		struct file_chunk hdr[2];
-		int pick = -1;
-		for (int b = 0; b < 2; b++) {
-			memcpy(&hdr[b], nd->gmem + GM_FILE_BUF_AT(b), sizeof(hdr[b]));
-			if (hdr[b].seq > nd->file_seq && (pick < 0 || hdr[b].seq < hdr[pick].seq))
-				pick = b;
-		}
-		if (pick < 0) {
-			nd_log(nd, "file event without a new chunk (last %" PRIu64 "); ignored",
-			       nd->file_seq);
+		struct file_chunk hdr;
+		memcpy(&hdr, nd->gmem + GM_FILE_BUF_AT(b), sizeof(hdr));
+		if (hdr.seq <= nd->file_seq[b]) {
+			nd_log(nd, "file event on buffer %d without a new chunk (last %" PRIu64 "); ignored",
+			       b, nd->file_seq[b]);
 			continue;
 		}
-		write_chunk(nd, &hdr[pick],
-			    nd->gmem + GM_FILE_BUF_AT(pick) + sizeof(struct file_chunk));
+		write_chunk(nd, &hdr, nd->gmem + GM_FILE_BUF_AT(b) + sizeof(struct file_chunk));
 		/* a skipped chunk counts as consumed too, or the MM's flow
 		 * control would wait for it until its timeout */
-		nd->file_seq = hdr[pick].seq;
-		sn_var_store(nd->sn, GM_VAR_FILE_DONE, nd->file_seq);
+		nd->file_seq[b] = hdr.seq;
+		sn_var_store(nd->sn, GM_VAR_FILE_DONE(b), hdr.seq);
 	}
 }

@@ -360,9 +360,11 @@ static void run(struct nd *nd)
 		if (rc < 0)
 			nd_log(nd, "network progress: %s", sn_strerror(nd->sn));
 		busy = rc > 0;
-		int files = drain_event(nd, EV_FILE);
-		if (files)
-			nd_files_arrived(nd, files);
+		for (int b = 0; b < 2; b++) {
+			int files = drain_event(nd, EV_FILE(b));
+			if (files)
+				nd_files_arrived(nd, b, files);
+		}
 		if (drain_event(nd, EV_CMD))
 			process_commands(nd);
 		/* several strobes since the last turn: the latest one counts */

@@ -87,7 +87,7 @@ struct nd {
 	uint32_t cmd_warned_seq; /* a mismatched slot already logged */
 
 	/* files */
-	uint64_t file_seq;      /* last chunk processed */
+	uint64_t file_seq[2];   /* per file buffer: last chunk processed */
 	int file_fd;            /* file being written, or -1 */
 	uint64_t file_job;
 	uint32_t file_index;
@@ -114,8 +114,8 @@ int nd_job_dir_create(struct nd *nd, uint64_t job, uint32_t uid, uint32_t gid, c
 		      size_t len);
 void nd_job_dir_remove(struct nd *nd, uint64_t job);
 bool nd_valid_basename(const char *name);
-/* Handles `count` EV_FILE signals: writes the chunks that arrived. */
-void nd_files_arrived(struct nd *nd, int count);
+/* Handles `count` EV_FILE(b) signals: writes the chunk of buffer b. */
+void nd_files_arrived(struct nd *nd, int b, int count);
 void nd_files_close(struct nd *nd);
 
 /* ranks.c */

@@ -339,7 +339,7 @@ static void caw_file_done(const struct sn_nodeset *set, uint64_t at_least)
 {
 	uint64_t deadline = now_ns() + 60000000000ull;
 	for (;;) {
-		int rc = sn_caw(mm.sn, set, GM_VAR_FILE_DONE, SN_GE, at_least, false, 0, 0, NULL);
+		int rc = sn_caw(mm.sn, set, GM_VAR_FILE_DONE(at_least % 2), SN_GE, at_least, false, 0, 0, NULL);
 		if (rc == 1)
 			return;
 		if (rc < 0)
@@ -359,7 +359,7 @@ static void send_chunk(const struct sn_nodeset *set, struct file_chunk *h, const
 	uint8_t *buf = malloc(len);
 	memcpy(buf, h, sizeof(*h));
 	memcpy(buf + sizeof(*h), data, h->len);
-	if (sn_xfer(mm.sn, set, GM_FILE_BUF_AT(h->seq % 2), buf, len, SN_NO_EVENT, EV_FILE, 0) < 0)
+	if (sn_xfer(mm.sn, set, GM_FILE_BUF_AT(h->seq % 2), buf, len, SN_NO_EVENT, EV_FILE(h->seq % 2), 0) < 0)
 		fatal("file chunk %" PRIu64 ": %s", h->seq, sn_strerror(mm.sn));
 	free(buf);
 }

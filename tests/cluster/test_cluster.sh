@@ -1,0 +1,242 @@
+#!/bin/bash
+# Integration tests: the real stormmm and 8 real stormnd on a virtual cluster
+# on this machine, driven only through the real storm CLI. Synchronisation is
+# on events (a job's first output line read from a FIFO, the CLI's own
+# waits), never on sleeps. Every daemon is taken down on exit, pass or fail.
+# Usage: test_cluster.sh BUILD_BIN_DIR   (make clustertest)
+set -u
+BIN=$(cd "${1:-build/bin}" && pwd)
+T=$(mktemp -d /tmp/storm-clustertest.XXXXXX)
+C=$T/c
+export PATH=$BIN:$PATH
+export STORM_CONF=$C/storm.conf
+fails=0 checks=0
+BG=""
+
+cleanup() {
+	for p in $BG; do kill -9 "$p" 2>/dev/null; done
+	storm cluster down --dir "$C" >/dev/null 2>&1
+	# whatever survived the orderly way (a test that failed half-way)
+	if [ -f "$C/pids" ]; then
+		while read -r pid _; do kill -9 "$pid" 2>/dev/null; done <"$C/pids"
+	fi
+	pkill -9 -f "storm-clustertest-marker" 2>/dev/null
+	[ -n "${KEEP:-}" ] || rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+ok() { checks=$((checks + 1)); echo "ok   $1"; }
+bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $1"; }
+# expect NAME WANT_RC CMD...: runs CMD with stdout in $T/out, stderr in $T/err
+expect() {
+	local name=$1 want=$2
+	shift 2
+	"$@" >"$T/out" 2>"$T/err"
+	local rc=$?
+	if [ "$rc" = "$want" ]; then ok "$name (exit $rc)"; else
+		bad "$name: exit $rc, wanted $want"
+		sed 's/^/     out: /' "$T/out" | head -20
+		sed 's/^/     err: /' "$T/err" | head -20
+	fi
+}
+# has NAME FILE TEXT: FILE contains TEXT (a fixed string)
+has() {
+	if grep -qF -- "$3" "$T/$2"; then ok "$1"; else
+		bad "$1: no '$3' in $2"
+		sed 's/^/     | /' "$T/$2" | head -20
+	fi
+}
+# same NAME FILE_A FILE_B
+same() {
+	if cmp -s "$2" "$3"; then ok "$1"; else
+		bad "$1"
+		diff "$2" "$3" | head -20 | sed 's/^/     | /'
+	fi
+}
+# jobid_of_running: the id of the only running job
+running_job() {
+	storm jobs --json | python3 -c '
+import json, sys
+jobs = [j for j in json.load(sys.stdin)["jobs"] if j["state"] == "RUNNING"]
+print(jobs[0]["job"] if len(jobs) == 1 else "")'
+}
+# start_bg NAME CMD...: runs CMD in the background with stdout into FIFO
+# $T/NAME.fifo (read by the test) and stderr in $T/NAME.err; sets BGPID
+start_bg() {
+	local name=$1
+	shift
+	mkfifo "$T/$name.fifo"
+	"$@" >"$T/$name.fifo" 2>"$T/$name.err" &
+	BGPID=$!
+	BG="$BG $BGPID"
+	exec 7<"$T/$name.fifo"
+}
+
+cd "$T" || exit 1
+
+# ---- no cluster
+export STORM_CONF=$T/none/storm.conf
+expect "a cluster that is not up is a clear error, not a hang" 1 timeout 20 storm run /bin/true
+has "  ... and says so" err "no cluster is up"
+export STORM_CONF=$C/storm.conf
+
+# ---- up
+expect "cluster up with 8 nodes" 0 storm cluster up --nodes 8 --dir "$C" --down-after 100
+expect "nodes --json" 0 storm nodes --json
+if python3 -c 'import json,sys; n=json.load(open(sys.argv[1]))["nodes"]; sys.exit(not (len(n)==8 and all(x["state"]=="UP" for x in n)))' "$T/out"; then
+	ok "all 8 nodes UP"
+else bad "all 8 nodes UP"; fi
+
+# ---- output, labels, environment, cwd
+expect "run -N 8 -n 32" 0 storm run -N 8 -n 32 --label sh -c \
+	'echo "$STORM_RANK $STORM_SIZE $STORM_LOCAL_RANK $STORM_NODEID $STORM_NODENAME $STORM_NNODES $(pwd)"'
+sort -n "$T/out" >"$T/got"
+for r in $(seq 0 31); do
+	n=$((r / 4))
+	printf '%d: %d 32 %d %d node%02d 8 %s\n' $r $r $((r % 4)) $n $n "$T"
+done | sort -n >"$T/want"
+same "every rank once, with its rank, size, local rank, node and the caller's cwd" "$T/want" "$T/got"
+expect "STORM_JOBID is the job's id" 0 storm run -n 1 sh -c 'echo "id=$STORM_JOBID"'
+if grep -qE '^id=[0-9]+$' "$T/out"; then ok "STORM_JOBID set"; else bad "STORM_JOBID set"; fi
+expect "stdout and stderr stay apart" 0 storm run -n 1 sh -c 'echo to-out; echo to-err >&2'
+has "  stdout" out to-out
+has "  stderr" err to-err
+if grep -q to-err "$T/out"; then bad "  stderr leaked into stdout"; else ok "  no stderr in stdout"; fi
+expect "the caller's environment reaches the ranks" 0 env STORM_TEST_VAR=xyzzy storm run -N 2 sh -c 'echo "v=$STORM_TEST_VAR"'
+if [ "$(grep -c '^v=xyzzy$' "$T/out")" = 2 ]; then ok "  on both nodes"; else bad "  on both nodes"; fi
+
+# ---- exit statuses
+expect "exit status of the job" 3 storm run -n 2 sh -c 'exit 3'
+expect "first non-zero rank status (lowest rank)" 2 storm run -N 4 -n 4 sh -c \
+	'[ "$STORM_RANK" -ge 2 ] && exit "$STORM_RANK"; exit 0'
+expect "a rank killed by SIGSEGV gives 128+11" 139 storm run -n 2 sh -c 'kill -SEGV $$'
+has "  ... and says which rank" err "signal 11"
+
+# ---- a 12 MiB binary arrives intact on every node
+SELF=$BIN/storm_selfsum
+"$SELF" >"$T/local.sum"
+expect "12 MiB program on 8 nodes" 0 storm run -N 8 -n 8 "$SELF"
+if [ "$(wc -l <"$T/out")" = 8 ] && [ "$(sort -u "$T/out")" = "$(cat "$T/local.sum")" ]; then
+	ok "  every node ran an identical copy ($(cut -d' ' -f2 "$T/local.sum") bytes)"
+else
+	bad "  every node ran an identical copy"
+	sed 's/^/     | /' "$T/out"
+fi
+expect "--no-bcast runs the program from its path" 0 storm run --no-bcast -N 2 /bin/echo shared
+if [ "$(grep -c '^shared$' "$T/out")" = 2 ]; then ok "  on both nodes"; else bad "  on both nodes"; fi
+printf 'payload-%s\n' "$$" >"$T/data.txt"
+expect "--file arrives in STORM_JOB_DIR" 0 storm run -N 2 --file "$T/data.txt" sh -c 'cat "$STORM_JOB_DIR/data.txt"'
+if [ "$(grep -c "^payload-$$\$" "$T/out")" = 2 ]; then ok "  on both nodes"; else bad "  on both nodes"; fi
+
+# ---- batch
+expect "submit --wait writes storm-JOBID.out" 0 storm submit --wait -N 2 -n 4 sh -c 'echo "batch $STORM_RANK"'
+id=$(sed -n 's/^Submitted job \([0-9]*\)$/\1/p' "$T/out")
+if [ -n "$id" ] && [ "$(grep -c '^batch [0-3]$' "$T/storm-$id.out")" = 4 ]; then
+	ok "  the output file holds every rank's line"
+else bad "  the output file holds every rank's line (job '$id')"; fi
+expect "submit -o with %j" 0 storm submit --wait --parsable -o "$T/named-%j.txt" -n 1 echo named
+id=$(head -1 "$T/out")
+has "  output in the named file" "named-$id.txt" named
+expect "submit --wait returns the job's status" 5 storm submit --wait -n 1 sh -c 'exit 5'
+
+# ---- several shells at once (6 jobs of 2 nodes on 8 nodes: some queue)
+pids=""
+for k in 1 2 3 4 5 6; do
+	storm run -N 2 -n 4 sh -c "echo job$k \$STORM_RANK" >"$T/par$k.out" 2>"$T/par$k.err" &
+	pids="$pids $!"
+done
+allok=1
+k=0
+for p in $pids; do
+	k=$((k + 1))
+	wait "$p" || allok=0
+	[ "$(sort "$T/par$k.out" | tr '\n' ' ')" = "job$k 0 job$k 1 job$k 2 job$k 3 " ] || allok=0
+done
+if [ $allok = 1 ]; then ok "6 concurrent storm run, each with its own output"; else
+	bad "6 concurrent storm run"
+	head -5 "$T"/par*.out "$T"/par*.err
+fi
+
+# ---- cancel
+start_bg cancel storm run -N 2 -n 2 sh -c 'echo up; exec sleep 600 # storm-clustertest-marker'
+read -r line <&7
+[ "$line" = up ] && ok "cancel: the job runs" || bad "cancel: the job runs ('$line')"
+id=$(running_job)
+expect "storm cancel" 0 storm cancel "$id"
+wait "$BGPID"
+rc=$?
+exec 7<&-
+[ $rc = 143 ] && ok "  storm run exits 128+SIGTERM" || bad "  storm run exits 128+SIGTERM (got $rc)"
+has "  ... and says who cancelled" cancel.err "cancelled by"
+expect "cancelling an ended job is refused" 1 storm cancel "$id"
+expect "cancelling a job that does not exist" 1 storm cancel 99999
+has "  ... names it" err "no job 99999"
+
+# ---- Ctrl-C
+start_bg intr env --default-signal=INT storm run -N 2 sh -c 'echo up; exec sleep 600 # storm-clustertest-marker'
+read -r line <&7
+kill -INT "$BGPID"
+wait "$BGPID"
+rc=$?
+exec 7<&-
+[ $rc = 130 ] && ok "Ctrl-C cancels: exit 128+SIGINT" || bad "Ctrl-C cancels: exit 128+SIGINT (got $rc)"
+
+# ---- bad input
+expect "a program that does not exist" 1 storm run ./no-such-program
+has "  ... named" err "no-such-program: No such file or directory"
+printf '#!/bin/sh\n' >"$T/noexec.sh"
+chmod 644 "$T/noexec.sh"
+expect "a program that is not executable" 1 storm run "$T/noexec.sh"
+has "  ... said so" err "not executable"
+expect "-N larger than the cluster" 1 storm run -N 9 /bin/true
+has "  ... says why" err "9 nodes requested but the cluster has 8"
+expect "more ranks than the cluster holds" 1 storm run -n 40 /bin/true
+has "  ... says why" err "40 ranks need 10 nodes"
+expect "an unknown flag" 2 storm run --frobnicate /bin/true
+expect "--no-bcast with a program that is not there" 1 storm run --no-bcast -n 1 /bin/true-not-here-either
+has "  ... named" err "true-not-here-either: No such file or directory"
+python3 - "$C/mm.sock" >"$T/proto.out" 2>&1 <<'EOF'
+import socket, struct, sys
+def ask(payload):
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(10)
+    s.sendall(payload)
+    data = b""
+    while True:
+        b = s.recv(65536)
+        if not b: break
+        data += b
+    return data
+print("garbage:", ask(struct.pack(">I", 5) + b"\xff\xff\xff\xff\xff"))
+print("oversize:", ask(struct.pack(">I", 0xFFFFFFF0)))
+print("version:", ask(struct.pack(">I", 2) + b"\x08\x07"))  # Request{version=7}
+EOF
+has "a malformed control message gets an error reply" proto.out "malformed request"
+has "an oversize control message gets an error reply" proto.out "larger than"
+has "a wrong-version control message gets an error reply" proto.out "version 7 is not supported"
+expect "  ... and the MM serves everyone else" 0 storm jobs
+
+# ---- a node dies during a job
+start_bg death storm run -N 8 -n 8 sh -c 'echo up; exec sleep 600 # storm-clustertest-marker'
+for i in 1 2 3 4 5 6 7 8; do read -r line <&7; done
+ndpid=$(awk '$2 == "node03" { print $1 }' "$C/pids")
+pkill -9 -P "$ndpid"
+kill -9 "$ndpid"
+wait "$BGPID"
+rc=$?
+exec 7<&-
+[ $rc != 0 ] && ok "a node's death fails its job (exit $rc)" || bad "a node's death fails its job"
+has "  ... naming the node" death.err "node03"
+if pgrep -f "sleep 600 # storm-clustertest-marker" >/dev/null; then
+	bad "  the job's processes on the other nodes are gone"
+else ok "  the job's processes on the other nodes are gone"; fi
+expect "nodes shows it DOWN" 0 storm nodes
+if grep -E '^node03 +DOWN' "$T/out" >/dev/null; then ok "  node03 DOWN"; else bad "  node03 DOWN"; sed 's/^/     | /' "$T/out"; fi
+expect "the other 7 nodes still run jobs" 0 storm run -N 7 /bin/true
+
+# ---- down
+expect "cluster down" 0 storm cluster down --dir "$C"
+if pgrep -f "$C/storm.conf" >/dev/null; then bad "every daemon gone"; else ok "every daemon gone"; fi
+
+echo "$checks checks, $fails failed"
+[ $fails = 0 ]
