@@ -19,6 +19,7 @@
 #define ND_READ_CHUNK (16 * 1024)        /* bytes per pipe read */
 #define ND_OUTPUT_CAP (8u * 1024 * 1024) /* stop reading pipes above this */
 #define ND_EXIT_DRAIN_MAX (1u << 20)     /* per pipe when its rank exits */
+#define ND_MAX_LOCAL_RANKS 4096
 #define ND_RESEND_AFTER 8                /* strobes without an ack before resending */
 
 /* epoll tags; pipes are tagged with a pointer to their struct nd_pipe */
