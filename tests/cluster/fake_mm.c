@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -97,9 +98,14 @@ static void fatal(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	fprintf(stderr, "\n");
 	va_end(ap);
+	/* SIGTERM, so the daemons take their ranks with them */
 	for (uint32_t i = 0; i < mm.n; i++)
 		if (mm.pids[i] > 0)
-			kill(mm.pids[i], SIGKILL);
+			kill(mm.pids[i], SIGTERM);
+	for (uint32_t i = 0; i < mm.n; i++)
+		if (mm.pids[i] > 0)
+			waitpid(mm.pids[i], NULL, 0);
+	fprintf(stderr, "fake_mm: files kept in %s\n", mm.dir);
 	exit(1);
 }
 
@@ -800,6 +806,8 @@ static void start_daemons(const char *stormnd, const char *conf, bool valgrind, 
 		if (pid < 0)
 			fatal("fork: %s", strerror(errno));
 		if (pid == 0) {
+			/* a driver that dies must not leave daemons behind */
+			prctl(PR_SET_PDEATHSIG, SIGTERM);
 			const char *argv[16];
 			int a = 0;
 			if (valgrind) {
