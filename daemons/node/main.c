@@ -287,6 +287,7 @@ static int setup(struct nd *nd, const struct opts *o)
 			nd->jobs_dir, strerror(errno));
 		return -1;
 	}
+	nd_jobs_dir_clean(nd);
 	if (o->realtime)
 		go_realtime(nd);
 

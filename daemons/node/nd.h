@@ -114,6 +114,7 @@ uint64_t nd_now_ns(void);
 int nd_job_dir_create(struct nd *nd, uint64_t job, uint32_t uid, uint32_t gid, char *path,
 		      size_t len);
 void nd_job_dir_remove(struct nd *nd, uint64_t job);
+void nd_jobs_dir_clean(struct nd *nd);
 bool nd_valid_basename(const char *name);
 /* Handles `count` EV_FILE signals: writes the chunks that arrived. */
 void nd_files_arrived(struct nd *nd, int count);
