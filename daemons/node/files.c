@@ -1,10 +1,12 @@
 /* Job directories and the files transferred into them through the two file
  * buffers of global memory (layout.h, "file"). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -61,6 +63,25 @@ void nd_job_dir_remove(struct nd *nd, uint64_t job)
 	/* FTW_PHYS: a rank may leave symlinks; remove them, never follow */
 	if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT)
 		nd_log(nd, "job %" PRIu64 ": cannot remove %s: %s", job, path, strerror(errno));
+}
+
+/* Job directories left by an earlier daemon on this node belong to jobs that
+ * died with it. */
+void nd_jobs_dir_clean(struct nd *nd)
+{
+	DIR *d = opendir(nd->jobs_dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end;
+		uint64_t job = strtoull(e->d_name, &end, 10);
+		if (e->d_name[0] == '.' || *end || job == 0)
+			continue;
+		nd_log(nd, "removing job directory %s left by an earlier stormnd", e->d_name);
+		nd_job_dir_remove(nd, job);
+	}
+	closedir(d);
 }
 
 void nd_files_close(struct nd *nd)

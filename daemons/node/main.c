@@ -131,6 +131,21 @@ static void process_commands(struct nd *nd)
 
 /* ---- strobes */
 
+/* Does the ring slot of seq hold command seq? */
+static bool slot_holds(struct nd *nd, uint32_t seq)
+{
+	uint8_t *slot = nd->gmem + GM_CMD_SLOT(seq);
+	uint32_t len;
+	memcpy(&len, slot, 4);
+	if (len == 0 || len > GM_CMD_SLOT_SIZE - 4)
+		return false;
+	Storm__Cl__Command *cmd = storm__cl__command__unpack(NULL, len, slot + 4);
+	bool holds = cmd && cmd->seq == seq;
+	if (cmd)
+		storm__cl__command__free_unpacked(cmd, NULL);
+	return holds;
+}
+
 static void on_strobe(struct nd *nd)
 {
 	struct strobe s;
@@ -150,8 +165,28 @@ static void on_strobe(struct nd *nd)
 		nd_log(nd, "first strobe: slice %" PRIu64 ", commands from %u", s.slice,
 		       nd->cmd_done + 1);
 	}
+	bool rejoined = nd->slice && s.slice > nd->slice + nd->conf.down_after;
 	nd->slice = s.slice;
 	process_commands(nd);
+	if (rejoined && nd->cmd_done < s.cmd_seq) {
+		/* we missed enough strobes for the MM to declare us DOWN, and
+		 * commands went to the UP nodes only: the ones not in our ring
+		 * never will be, and waiting for them would stall the ring for
+		 * everyone. Continue at the oldest one that did arrive. */
+		uint32_t from = nd->cmd_done + 1, resume = s.cmd_seq + 1;
+		if (s.cmd_seq - nd->cmd_done > GM_CMD_SLOTS)
+			from = s.cmd_seq - GM_CMD_SLOTS + 1;
+		for (uint32_t q = from; q <= s.cmd_seq; q++)
+			if (slot_holds(nd, q)) {
+				resume = q;
+				break;
+			}
+		nd_log(nd, "back after missing more than %u strobes; commands %u..%u never "
+			   "reached this node, continuing after them",
+		       nd->conf.down_after, nd->cmd_done + 1, resume - 1);
+		nd->cmd_done = resume - 1;
+		process_commands(nd);
+	}
 	nd_report(nd, ack);
 }
 
@@ -245,12 +280,14 @@ static int setup(struct nd *nd, const struct opts *o)
 	}
 	memcpy(nd->jobs_dir, nd->state_dir, (size_t)n);
 	memcpy(nd->jobs_dir + n, "/jobs", 6);
+	umask(022); /* what ranks inherit; job directories are 0700 anyway */
 	/* users must reach their own 0700 job directories below these */
 	if (mkdir_p(nd->jobs_dir, 0711) < 0) {
 		fprintf(stderr, "stormnd: error: cannot create state directory %s: %s\n",
 			nd->jobs_dir, strerror(errno));
 		return -1;
 	}
+	nd_jobs_dir_clean(nd);
 	if (o->realtime)
 		go_realtime(nd);
 

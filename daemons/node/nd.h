@@ -19,6 +19,7 @@
 #define ND_READ_CHUNK (16 * 1024)        /* bytes per pipe read */
 #define ND_OUTPUT_CAP (8u * 1024 * 1024) /* stop reading pipes above this */
 #define ND_EXIT_DRAIN_MAX (1u << 20)     /* per pipe when its rank exits */
+#define ND_MAX_LOCAL_RANKS 4096
 #define ND_RESEND_AFTER 8                /* strobes without an ack before resending */
 
 /* epoll tags; pipes are tagged with a pointer to their struct nd_pipe */
@@ -113,6 +114,7 @@ uint64_t nd_now_ns(void);
 int nd_job_dir_create(struct nd *nd, uint64_t job, uint32_t uid, uint32_t gid, char *path,
 		      size_t len);
 void nd_job_dir_remove(struct nd *nd, uint64_t job);
+void nd_jobs_dir_clean(struct nd *nd);
 bool nd_valid_basename(const char *name);
 /* Handles `count` EV_FILE(b) signals: writes the chunk of buffer b. */
 void nd_files_arrived(struct nd *nd, int b, int count);

@@ -416,6 +416,12 @@ void nd_launch(struct nd *nd, const Storm__Cl__Command *cmd, size_t k)
 		return;
 	}
 	uint32_t count = L->rank_count[k], first = L->first_rank[k];
+	if (count > ND_MAX_LOCAL_RANKS) {
+		snprintf(why, sizeof(why), "%u ranks on one node (at most %d)", count,
+			 ND_MAX_LOCAL_RANKS);
+		fail_launch(nd, L->job, L->slot, why);
+		return;
+	}
 	if (!nd->root && L->uid != geteuid()) {
 		snprintf(why, sizeof(why), "cannot run as uid %u: stormnd is not root (uid %u)",
 			 L->uid, (unsigned)geteuid());

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -60,6 +61,7 @@ static struct {
 	int failures;
 	char dir[256];
 	pid_t pids[MAXN];
+	bool down[MAXN]; /* left out of strobes and commands */
 } mm;
 
 static uint64_t now_ns(void)
@@ -96,9 +98,14 @@ static void fatal(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	fprintf(stderr, "\n");
 	va_end(ap);
+	/* SIGTERM, so the daemons take their ranks with them */
 	for (uint32_t i = 0; i < mm.n; i++)
 		if (mm.pids[i] > 0)
-			kill(mm.pids[i], SIGKILL);
+			kill(mm.pids[i], SIGTERM);
+	for (uint32_t i = 0; i < mm.n; i++)
+		if (mm.pids[i] > 0)
+			waitpid(mm.pids[i], NULL, 0);
+	fprintf(stderr, "fake_mm: files kept in %s\n", mm.dir);
 	exit(1);
 }
 
@@ -115,7 +122,9 @@ static struct sn_nodeset all_nodes(void)
 {
 	struct sn_nodeset s;
 	sn_set_clear(&s);
-	sn_set_range(&s, 1, mm.n);
+	for (uint32_t i = 0; i < mm.n; i++)
+		if (!mm.down[i])
+			sn_set_add(&s, fabric_id(i));
 	return s;
 }
 
@@ -250,7 +259,7 @@ static void send_raw(uint32_t seq, const void *buf, size_t len)
 	struct sn_nodeset all = all_nodes();
 	/* the slot is free once every node acted on the command that used it */
 	for (uint32_t i = 0; i < mm.n; i++)
-		while (seq > GM_CMD_SLOTS && mm.cmd_done[i] < seq - GM_CMD_SLOTS)
+		while (!mm.down[i] && seq > GM_CMD_SLOTS && mm.cmd_done[i] < seq - GM_CMD_SLOTS)
 			pump_ms(1);
 	if (sn_xfer(mm.sn, &all, GM_CMD_SLOT(seq), buf, len, EV_CMD_SENT, EV_CMD, 0) < 0)
 		fatal("command %u: %s", seq, sn_strerror(mm.sn));
@@ -722,6 +731,28 @@ static void test_bad_input(uid_t uid, gid_t gid, const char *user)
 	      "stderr '%s'", ro->text[2] ? ro->text[2] : "");
 }
 
+static void test_rejoin(uid_t uid, gid_t gid, const char *user)
+{
+	uint32_t last = mm.n - 1;
+	say("rejoin: node %u misses %u strobes and 3 commands, then runs a job", last,
+	    mm.conf.down_after + 5);
+	mm.down[last] = true;
+	for (int i = 0; i < 3; i++)
+		signal_job(99, every, last, SIGTERM, 0); /* to the UP nodes; no such job */
+	pump_ms((mm.conf.down_after + 5) * mm.conf.timeslice_us / 1000);
+	mm.down[last] = false;
+	const char *argv[] = {"echo", "back"};
+	uint32_t node[] = {last};
+	struct launch_spec ls = {.job = 12, .nodes = node, .nnodes = 1, .per_node = 1,
+				 .uid = uid, .gid = gid, .user = user, .cwd = "/tmp",
+				 .exec_path = "/bin/echo", .argv = argv, .argc = 2};
+	launch(&ls);
+	wait_done(12, node, 1);
+	struct rank_out *ro = &mm.jobs[12].r[0];
+	CHECK(ro->text[1] && !strcmp(ro->text[1], "back\n"), "rank said '%s'",
+	      ro->text[1] ? ro->text[1] : "");
+}
+
 static void test_shutdown(uid_t uid, gid_t gid, const char *user)
 {
 	say("shutdown: while a job runs; its ranks must die with the daemons");
@@ -775,6 +806,8 @@ static void start_daemons(const char *stormnd, const char *conf, bool valgrind, 
 		if (pid < 0)
 			fatal("fork: %s", strerror(errno));
 		if (pid == 0) {
+			/* a driver that dies must not leave daemons behind */
+			prctl(PR_SET_PDEATHSIG, SIGTERM);
 			const char *argv[16];
 			int a = 0;
 			if (valgrind) {
@@ -839,7 +872,7 @@ int main(int argc, char **argv)
 	const char *prov = getenv("SN_PROVIDER") ? getenv("SN_PROVIDER") : "tcp;ofi_rxm";
 	snprintf(conf, sizeof(conf), "%s/storm.conf", mm.dir);
 	snprintf(text, sizeof(text),
-		 "[cluster]\nprovider = %s\ntimeslice_us = 5000\nop_timeout_ms = %u\n"
+		 "[cluster]\nprovider = %s\ntimeslice_us = 5000\ndown_after = 20\nop_timeout_ms = %u\n"
 		 "state_dir = %s/state\nbootstrap = dir:%s/fabric\nsocket = %s/mm.sock\n"
 		 "[nodes]\nnames = n[1-%u]\n",
 		 prov, valgrind ? 20000 : 5000, mm.dir, mm.dir, mm.dir, mm.n);
@@ -887,6 +920,7 @@ int main(int argc, char **argv)
 	for (uint32_t i = 0; i < mm.n; i++)
 		CHECK(mm.reports[i] > before[i] + 3, "node %u sent %" PRIu64 " reports in 100 ms", i,
 		      mm.reports[i] - before[i]);
+	test_rejoin(uid, gid, user);
 	test_shutdown(uid, gid, user);
 
 	sn_close(mm.sn);
