@@ -105,11 +105,13 @@ clustertest: all $(BUILD)/bin/storm_selfsum
 
 check: deps
 	$(MAKE) all
-	$(MAKE) unit unit-asan clustertest nettest
+	$(MAKE) unit unit-asan clitest ndtest clustertest nettest
 
+# the main job on the embedded default: an 8-node virtual cluster on this
+# machine, one 32-rank job with a 12 MiB program multicast to every node
 demo: deps
-	$(MAKE) $(BUILD)/bin/primitives_demo
-	$(BUILD)/bin/primitives_demo --nodes 8
+	$(MAKE) all $(BUILD)/bin/storm_selfsum
+	./scripts/demo.sh $(BUILD)/bin
 
 bench: bench-deps
 	$(MAKE) all $(BUILD)/bin/sn_bench

@@ -29,8 +29,7 @@
  *            a node always sends one per strobe, so a report is its heartbeat.
  *   done     node sets GM_VAR_DONE(slot) = job id once every local rank of the
  *            job ended and its output went out; the MM confirms the end of a
- *            job with COMPARE-AND-WRITE (EQ job) over the job's nodes, which
- *            also writes 0 there, freeing the slot.
+ *            job with COMPARE-AND-WRITE (EQ job) over the job's nodes.
  */
 #ifndef STORM_LAYOUT_H
 #define STORM_LAYOUT_H

@@ -528,7 +528,7 @@ static void finish(struct mm *mm, struct job *j)
 }
 
 /* Every node of the job said DONE (or is gone): confirm with one
- * COMPARE-AND-WRITE over the live ones, which also frees the done slot. */
+ * COMPARE-AND-WRITE over the live ones. */
 static void check_end(struct mm *mm, struct job *j)
 {
 	if (!job_active(j) || j->nodes_done < j->nnodes)
@@ -541,8 +541,11 @@ static void check_end(struct mm *mm, struct job *j)
 			sn_set_add(&live, fabric_id((uint32_t)j->nodes[k]));
 	if (!j->failed && sn_set_count(&live)) {
 		struct sn_nodeset failed;
-		int rc = sn_caw(mm->sn, &live, GM_VAR_DONE(j->slot), SN_EQ, j->id, true,
-				GM_VAR_DONE(j->slot), 0, &failed);
+		/* no write: the MM is the only reader, and a stale job id in a
+		 * slot never equals the next job's; a write would also route the
+		 * operation through the set's lowest node (sn.h) */
+		int rc = sn_caw(mm->sn, &live, GM_VAR_DONE(j->slot), SN_EQ, j->id, false, 0, 0,
+				&failed);
 		if (rc == 0)
 			mm_log("job %llu: termination check found a node not done", (unsigned long long)j->id);
 		else if (rc < 0)
