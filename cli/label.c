@@ -17,7 +17,8 @@ int sb_append(struct strbuf *b, const void *data, size_t len)
 		b->data = d;
 		b->cap = cap;
 	}
-	memcpy(b->data + b->len, data, len);
+	if (len) /* memcpy may not be given NULL, even for 0 bytes */
+		memcpy(b->data + b->len, data, len);
 	b->len += len;
 	b->data[b->len] = '\0';
 	return 0;
