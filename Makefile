@@ -8,7 +8,7 @@ SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-san
 
 NET_SRC := $(wildcard net_abstraction/*.c)
 
-.PHONY: all deps bench-deps demo check unit unit-asan nettest bench clean
+.PHONY: all deps bench-deps demo check unit unit-asan nettest bench bench-launch clean
 all: $(BUILD)/lib/libstormnet.a $(BUILD)/bin/primitives_demo $(BUILD)/bin/sn_mptest \
      $(BUILD)/bin/unit_tests
 
@@ -71,6 +71,11 @@ demo: deps
 bench: bench-deps
 	$(MAKE) all $(BUILD)/bin/sn_bench
 	./bench/primitives/run.sh
+	./bench/launch/run.sh
+
+# the launch experiment alone (storm against srun --bcast, srun, mpiexec, copies)
+bench-launch: bench-deps
+	./bench/launch/run.sh
 
 clean:
 	rm -rf $(BUILD)

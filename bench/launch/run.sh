@@ -107,7 +107,7 @@ ${CC:-cc} -O2 -Wall -Wextra -std=c11 -o build/bench/copy_floor bench/launch/copy
 	{ log "cannot build copy_floor"; exit 1; }
 
 {
-	echo "{\"bench\":\"meta\",\"date\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\",\"quick\":$QUICK,\"reps\":$REPS,\"ppn\":$PPN,\"nproc\":$(nproc),\"cpu\":\"$(json_str "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')")\",\"kernel\":\"$(uname -r)\",\"slurm\":\"$(srun --version 2>/dev/null | awk '{print $2}')\",\"mpich\":\"$(mpichversion 2>/dev/null | awk '/MPICH Version/ {print $3}')\",\"tmp_fs\":\"$(df -T /tmp | awk 'NR == 2 {print $2}')\",\"load1_start\":$(load1)}"
+	echo "{\"bench\":\"meta\",\"date\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\",\"quick\":$QUICK,\"reps\":$REPS,\"ppn\":$PPN,\"nproc\":$(nproc),\"cpu\":\"$(json_str "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')")\",\"kernel\":\"$(uname -r)\",\"mpich\":\"$(mpichversion 2>/dev/null | awk '/MPICH Version/ {print $3}')\",\"tmp_fs\":\"$(df -T /tmp | awk 'NR == 2 {print $2}')\",\"load1_start\":$(load1)}"
 } >>"$OUT"
 
 # ---------------------------------------------------------------- peers
@@ -119,7 +119,7 @@ if method srun_bcast || method srun; then
 		SLURM_UP=1
 		eval "$(bench/launch/slurm-cluster.sh env)"
 		export SLURM_CONF
-		echo "{\"bench\":\"meta_slurm\",\"nodes\":$MAXN,\"tree_width\":\"$(scontrol show config | awk '$1 == "TreeWidth" {print $3}')\",\"multiple_slurmd\":\"$(scontrol show config | awk '$1 == "MULTIPLE_SLURMD" {print $3}')\"}" >>"$OUT"
+		echo "{\"bench\":\"meta_slurm\",\"nodes\":$MAXN,\"slurm\":\"$(srun --version | awk '{print $2}')\",\"tree_width\":\"$(scontrol show config | awk '$1 == "TreeWidth" {print $3}')\",\"multiple_slurmd\":\"$(scontrol show config | awk '$1 == "MULTIPLE_SLURMD" {print $3}')\"}" >>"$OUT"
 	else
 		skip srun "slurm-cluster.sh up $MAXN failed (see log.txt)"
 	fi
