@@ -263,15 +263,25 @@ def limits(res):
     if s1 is not None and sN is not None:
         per = (sN - s1) / (hi - lo) if hi > lo else None
         out.append(
-            "- **srun's fixed cost.** A launch of %d node(s) takes %s: srun asks slurmctld for"
+            "- **srun's fixed cost.** A launch on %d node%s takes %s: srun asks slurmctld for"
             " an allocation, gets a credential signed through munge, creates the step,"
             " and every slurmd forks a slurmstepd that forks the tasks and reports back;"
             " srun waits for every task's exit message. It grows to %s at %d nodes%s,"
             " where %d slurmd and their slurmstepd share 2 cores (Slurm forwards the"
             " launch through a tree of slurmd, TreeWidth %s)." %
-            (lo, ms(s1), ms(sN), hi,
+            (lo, "" if lo == 1 else "s", ms(s1), ms(sN), hi,
              " (%s per added node)" % ms(per) if per is not None else "",
              hi, res.meta("tree_width") or "?"))
+    one, four = g("srun_1task", big, 1), g("srun", big, 1)
+    if one is not None and four is not None:
+        out.append(
+            "- **slurmstepd's 100 ms nap.** On one node, `srun -n 1` takes %s and `srun -n 4`"
+            " %s. strace on the node's slurmstepd shows why: once it has reaped the first"
+            " task it sleeps 100 ms (`clock_nanosleep`, hard-coded in Slurm 22.05) before it"
+            " collects the other tasks' exits with `WNOHANG`, so it can send one aggregated"
+            " exit message. Every launch with more than one task per node pays it, on"
+            " every node in parallel; no slurm.conf setting removes it." %
+            (ms(one), ms(four)))
     parts = []
     for s in sizes:
         b, p = g("srun_bcast", s, hi), g("srun", s, hi)

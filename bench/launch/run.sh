@@ -69,23 +69,23 @@ json_str() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
 # $OUT, tagged with the 1-minute load average at its start. timeit.py writes
 # an "error" line itself when a run fails; if it dies without one, an error
 # line is written here.
-# usage: record METHOD SIZE_MIB NODES [timeit options] -- command...
+# usage: record METHOD SIZE_MIB NODES PROCS [timeit options] -- command...
 record() {
-	m=$1 size=$2 n=$3
-	shift 3
+	m=$1 size=$2 n=$3 np=$4
+	shift 4
 	l=$(load1)
-	log "$m ${size} MiB, $n nodes / $((n * PPN)) processes: $*  (load $l)"
+	log "$m ${size} MiB, $n nodes / $np processes: $*  (load $l)"
 	tmp=$RES/.out
 	timeout "$CMD_TIMEOUT" python3 bench/launch/timeit.py --reps "$REPS" --warmup 1 \
 		--timeout $RUN_TIMEOUT --field bench=launch --field method="$m" \
-		--field size_mib="$size" --field nodes="$n" --field procs=$((n * PPN)) \
+		--field size_mib="$size" --field nodes="$n" --field procs="$np" \
 		"$@" >"$tmp" 2>>"$LOG"
 	rc=$?
 	if [ -s "$tmp" ]; then
 		sed "s/}\$/,\"load1\":$l}/" "$tmp" | tee -a "$OUT" >&2
 	else
 		printf '{"bench":"launch","method":"%s","size_mib":%s,"nodes":%s,"procs":%s,"error":"exit %s","load1":%s}\n' \
-			"$m" "$size" "$n" $((n * PPN)) "$rc" "$l" >>"$OUT"
+			"$m" "$size" "$n" "$np" "$rc" "$l" >>"$OUT"
 	fi
 	[ $rc -eq 0 ] || log "FAILED ($rc): $m ${size} MiB, $n nodes"
 	rm -f "$tmp"
@@ -137,15 +137,19 @@ for s in $SIZES; do
 		if [ $SLURM_UP = 1 ]; then
 			# srun's own allocation (no salloc); jobs run in /tmp so that
 			# nothing lands in the repository
-			method srun_bcast && record srun_bcast "$s" "$n" --prepare "rm -f '$BCAST_DIR'/slurm_bcast_*" \
+			method srun_bcast && record srun_bcast "$s" "$n" "$np" --prepare "rm -f '$BCAST_DIR'/slurm_bcast_*" \
 				-- srun --chdir=/tmp --bcast="$BCAST_DIR/" -N "$n" -n "$np" "$app"
-			method srun && record srun "$s" "$n" -- srun --chdir=/tmp -N "$n" -n "$np" "$app"
+			method srun && record srun "$s" "$n" "$np" -- srun --chdir=/tmp -N "$n" -n "$np" "$app"
+			# one task: slurmstepd sleeps 100 ms before it reaps the second and
+			# later tasks of a node (see report.py); this shows the difference
+			[ "$n" = 1 ] && method srun && record srun_1task "$s" 1 1 \
+				-- srun --chdir=/tmp -N 1 -n 1 "$app"
 		fi
-		[ $HAVE_MPI = 1 ] && record mpiexec "$s" "$n" -- mpiexec -n "$np" "$app"
-		method copy_floor && record copy_floor "$s" "$n" --prepare "rm -f '$COPY_DIR'/copy-*" \
+		[ $HAVE_MPI = 1 ] && record mpiexec "$s" "$n" "$np" -- mpiexec -n "$np" "$app"
+		method copy_floor && record copy_floor "$s" "$n" "$np" --prepare "rm -f '$COPY_DIR'/copy-*" \
 			-- build/bench/copy_floor "$app" "$COPY_DIR" "$n"
 		# shellcheck disable=SC2016
-		method cp && record cp "$s" "$n" --prepare "rm -f '$COPY_DIR'/copy-*" \
+		method cp && record cp "$s" "$n" "$np" --prepare "rm -f '$COPY_DIR'/copy-*" \
 			-- sh -c 'i=0; while [ $i -lt "$3" ]; do cp "$1" "$2/copy-$i" || exit 1; i=$((i + 1)); done' \
 			cp "$app" "$COPY_DIR" "$n"
 	done
@@ -177,9 +181,9 @@ run_storm() {
 		for n in $NODES; do
 			np=$((n * PPN))
 			# ./app-SM run from build/bench, as a user would: storm sends it
-			record storm "$s" "$n" --storm-timing --cwd build/bench \
+			record storm "$s" "$n" "$np" --storm-timing --cwd build/bench \
 				-- "$TOP/$STORM" run --timing -N "$n" -n "$np" "./app-${s}M"
-			record storm_nobcast "$s" "$n" --storm-timing --cwd build/bench \
+			record storm_nobcast "$s" "$n" "$np" --storm-timing --cwd build/bench \
 				-- "$TOP/$STORM" run --timing --no-bcast -N "$n" -n "$np" "./app-${s}M"
 		done
 	done
