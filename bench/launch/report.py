@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -65,14 +66,29 @@ class Results:
         self.rows = rows
         self.launch = [r for r in rows if r.get("bench") == "launch" and "skipped" not in r]
 
+    def _lines(self, method, size, nodes):
+        return [r for r in self.launch
+                if r.get("method") == method and r.get("size_mib") == size and
+                r.get("nodes") == nodes and r.get("run", 1) != 0]  # run 0: warm-up
+
     def get(self, method, size, nodes):
-        """The last successful measurement of a point, or None."""
-        hit = None
-        for r in self.launch:
-            if (r.get("method") == method and r.get("size_mib") == size and
-                    r.get("nodes") == nodes and "error" not in r):
-                hit = r
-        return hit
+        """A point's timed runs merged: all their samples and the medians of
+        them (and of storm's phases); "failed" counts failed runs. None when
+        no run succeeded."""
+        ok = [r for r in self._lines(method, size, nodes) if "error" not in r]
+        if not ok:
+            return None
+        out = {"failed": sum(1 for r in self._lines(method, size, nodes) if "error" in r)}
+        for key in ("samples_ms", "transfer_samples_ms", "execute_samples_ms",
+                    "total_samples_ms"):
+            vals = [v for r in ok for v in r.get(key, [])]
+            if vals:
+                out[key] = vals
+                out[key.replace("_samples", "").replace("samples_ms", "median_ms")] = \
+                    statistics.median(vals)
+        out["min_ms"] = min(out["samples_ms"])
+        out["max_ms"] = max(out["samples_ms"])
+        return out
 
     def med(self, method, size, nodes, key="median_ms"):
         r = self.get(method, size, nodes)
@@ -85,9 +101,8 @@ class Results:
         return min(v) if v else None
 
     def error(self, method, size, nodes):
-        for r in self.launch:
-            if (r.get("method") == method and r.get("size_mib") == size and
-                    r.get("nodes") == nodes and "error" in r):
+        for r in self._lines(method, size, nodes):
+            if "error" in r:
                 return r["error"]
         return None
 
@@ -157,6 +172,8 @@ def cell(res, m, s, n):
     v = ms(r["median_ms"])
     if m in ("storm", "storm_nobcast") and "transfer_ms" in r:
         v += " (xfer %s, exec %s)" % (ms(r["transfer_ms"]), ms(r["execute_ms"]))
+    if r["failed"]:
+        v += " (%d run%s failed)" % (r["failed"], "s" if r["failed"] > 1 else "")
     return v
 
 
@@ -188,8 +205,12 @@ def build(res, results_path, png_rel):
              " `slurmd -N bnI` per node, each on its own port, 4 CPUs each; no cgroups,"
              " accounting or PMI), jobs submitted with srun's own allocation. Every value"
              " is wall time from fork to exit of the launching command, the median of %s"
-             " runs after one warm-up (`bench/launch/timeit.py`, monotonic clock); copies"
-             " from the previous run are removed before each run, untimed. All virtual"
+             " runs after one warm-up (`bench/launch/timeit.py`, monotonic clock); the runs"
+             " of one point go round-robin over the methods, so that a burst of load from"
+             " the machine's other users falls on all of them alike; copies from the"
+             " previous run are removed before each run, untimed. The load average is"
+             " partly the benchmark's own: a 64-node launch puts hundreds of processes on"
+             " the run queue for a moment. All virtual"
              " nodes and all processes share the 2 cores, and every copy lands on the"
              " same disk: this is the cost of the software path, not of a network." %
              (res.meta("nodes", ("meta_slurm",)) or "N", res.meta("reps") or "?"))
@@ -221,6 +242,27 @@ def build(res, results_path, png_rel):
                     fmt_ratio(ratio(st, res.floor(s, n)))]
             rows.append(row)
         L.append(table(hdr, rows))
+        L.append("")
+    big = max(res.sizes()) if res.sizes() else None
+    if big is not None:
+        L.append("### Transfer and execution, %d MiB" % big)
+        L.append("")
+        L.append("Slurm's transfer is estimated as srun --bcast − srun (the same launch with and"
+                 " without the broadcast); storm's two phases are its own `--timing` split."
+                 " The copy floor is the faster of copy_floor and cp ×n.")
+        L.append("")
+        rows = []
+        for n in nodes:
+            b, p = res.med("srun_bcast", big, n), res.med("srun", big, n)
+            rows.append(["%d / %d" % (n, 4 * n),
+                         ms(b - p) if b is not None and p is not None else "–",
+                         ms(p), ms(res.floor(big, n)),
+                         ms(res.med("storm", big, n, "transfer_ms")),
+                         ms(res.med("storm", big, n, "execute_ms")),
+                         ms(res.med("mpiexec", big, n))])
+        L.append(table(["nodes / procs", "Slurm transfer (srun --bcast − srun)",
+                        "Slurm launch (srun)", "copy floor", "storm transfer",
+                        "storm execute", "mpiexec"], rows))
         L.append("")
     L.append("storm / srun --bcast and storm / copy floor use `storm run` with transfer;"
              " storm / srun and storm / mpiexec use `--no-bcast` (no transfer on either"
@@ -339,9 +381,12 @@ def plot(res, png):
                         v = res.med(m, s, n)
                         if v is not None:
                             f.write("%d %.3f\n" % (n, v))
-        style = {"srun_bcast": "lc rgb '#d62728' pt 7", "srun": "lc rgb '#ff7f0e' pt 5",
-                 "mpiexec": "lc rgb '#2ca02c' pt 9", "copy_floor": "lc rgb '#7f7f7f' pt 13 dt 2",
-                 "cp": "lc rgb '#bcbd22' pt 11 dt 3", "storm": "lc rgb '#1f77b4' pt 7 lw 3",
+        style = {"srun_bcast": "lc rgb '#d62728' pt 7 lw 2",
+                 "srun": "lc rgb '#ff7f0e' pt 5 lw 2",
+                 "mpiexec": "lc rgb '#2ca02c' pt 9 lw 2",
+                 "copy_floor": "lc rgb '#7f7f7f' pt 13 dt 2 lw 2",
+                 "cp": "lc rgb '#bcbd22' pt 11 dt 3 lw 2",
+                 "storm": "lc rgb '#1f77b4' pt 7 lw 3",
                  "storm_nobcast": "lc rgb '#17becf' pt 5 lw 3"}
         ymin = min(v for v in (res.med(m, s, n) for m in methods for s in sizes for n in nodes)
                    if v is not None)
@@ -358,7 +403,7 @@ def plot(res, png):
               "set grid", "set key top left font ',9'"]
         for s in sizes:
             gp.append("set title '%d MiB binary'" % s)
-            series = ["'%s/%s-%d.dat' using 1:2 with linespoints %s lw 2 title '%s'" %
+            series = ["'%s/%s-%d.dat' using 1:2 with linespoints %s title '%s'" %
                       (d, m, s, style.get(m, ""), LABEL[m]) for m in methods]
             gp.append("plot " + ", ".join(series))
         gp.append("unset multiplot")

@@ -9,7 +9,8 @@
 #   storm       storm run --timing -N n -n 4n app  (and storm_nobcast with --no-bcast)
 # on a private Slurm cluster (bench/launch/slurm-cluster.sh) and, for storm, a
 # virtual storm cluster of as many nodes. Each command: warm-up, then REPS
-# timed runs (bench/launch/timeit.py, monotonic clock), median reported.
+# timed runs (bench/launch/timeit.py, monotonic clock), median reported; the
+# runs of one point go round-robin over the methods.
 #
 # Run by `make bench`; alone: bench/launch/run.sh. Settings (environment):
 #   BENCH_QUICK=1                   sizes 4 12, nodes 1 8 64, 3 repetitions
@@ -40,8 +41,9 @@ else
 fi
 METHODS=${BENCH_LAUNCH_METHODS:-srun_bcast srun mpiexec copy_floor cp storm}
 PPN=4          # processes per node
-RUN_TIMEOUT=120 # seconds, per timed run
-CMD_TIMEOUT=1800 # seconds, per measurement (all its runs)
+RUN=0          # run number of the current point (0: warm-up)
+RUN_TIMEOUT=120 # seconds, per run (timeit.py kills the command's process group)
+CMD_TIMEOUT=300 # seconds, per record (timeit.py and its --prepare included)
 method() { case " $METHODS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 stamp=$(date +%Y%m%d-%H%M%S)
@@ -65,29 +67,35 @@ log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$LOG" >&2; }
 load1() { cut -d' ' -f1 /proc/loadavg; }
 json_str() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
 
-# Runs one measurement (bench/launch/timeit.py) and appends its JSON line to
-# $OUT, tagged with the 1-minute load average at its start. timeit.py writes
-# an "error" line itself when a run fails; if it dies without one, an error
-# line is written here.
+# Runs a command once (bench/launch/timeit.py: fork to exit on the monotonic
+# clock) and appends its JSON line to $OUT, tagged with the run number $RUN
+# (0 is the warm-up, which the report leaves out) and the 1-minute load
+# average at its start. timeit.py writes an "error" line itself when the run
+# fails; if it dies without one, an error line is written here.
 # usage: record METHOD SIZE_MIB NODES PROCS [timeit options] -- command...
 record() {
-	m=$1 size=$2 n=$3 np=$4
+	r_m=$1 r_size=$2 r_n=$3 r_np=$4  # sh has no locals: names of their own
 	shift 4
 	l=$(load1)
-	log "$m ${size} MiB, $n nodes / $np processes: $*  (load $l)"
+	echo "[$(date +%H:%M:%S)] run $RUN: $r_m ${r_size} MiB, $r_n nodes / $r_np processes (load $l): $*" >>"$LOG"
 	tmp=$RES/.out
-	timeout "$CMD_TIMEOUT" python3 bench/launch/timeit.py --reps "$REPS" --warmup 1 \
-		--timeout $RUN_TIMEOUT --field bench=launch --field method="$m" \
-		--field size_mib="$size" --field nodes="$n" --field procs="$np" \
+	timeout "$CMD_TIMEOUT" python3 bench/launch/timeit.py --reps 1 --warmup 0 \
+		--timeout $RUN_TIMEOUT --field bench=launch --field method="$r_m" \
+		--field size_mib="$r_size" --field nodes="$r_n" --field procs="$r_np" --field run="$RUN" \
 		"$@" >"$tmp" 2>>"$LOG"
 	rc=$?
 	if [ -s "$tmp" ]; then
-		sed "s/}\$/,\"load1\":$l}/" "$tmp" | tee -a "$OUT" >&2
+		sed "s/}\$/,\"load1\":$l}/" "$tmp" >>"$OUT"
 	else
-		printf '{"bench":"launch","method":"%s","size_mib":%s,"nodes":%s,"procs":%s,"error":"exit %s","load1":%s}\n' \
-			"$m" "$size" "$n" "$np" "$rc" "$l" >>"$OUT"
+		printf '{"bench":"launch","method":"%s","size_mib":%s,"nodes":%s,"procs":%s,"run":%s,"error":"exit %s","load1":%s}\n' \
+			"$r_m" "$r_size" "$r_n" "$r_np" "$RUN" "$rc" "$l" >>"$OUT"
 	fi
-	[ $rc -eq 0 ] || log "FAILED ($rc): $m ${size} MiB, $n nodes"
+	if [ $rc -eq 0 ]; then
+		printf '  %-14s %2s MiB %3s nodes  run %s: %s ms\n' "$r_m" "$r_size" "$r_n" "$RUN" \
+			"$(sed 's/.*"median_ms":\([0-9.]*\).*/\1/' "$tmp")" >&2
+	else
+		log "FAILED ($rc): $r_m ${r_size} MiB, $r_n nodes, run $RUN"
+	fi
 	rm -f "$tmp"
 }
 
@@ -130,28 +138,38 @@ if method mpiexec; then
 fi
 mkdir -p "$COPY_DIR" "$BCAST_DIR"
 
+# Round-robin: every run of a point (size, nodes) goes through all methods
+# once, so a burst of load from the machine's other users hits them alike.
 for s in $SIZES; do
 	app=$TOP/build/bench/app-${s}M
 	for n in $NODES; do
 		np=$((n * PPN))
-		if [ $SLURM_UP = 1 ]; then
-			# srun's own allocation (no salloc); jobs run in /tmp so that
-			# nothing lands in the repository
-			method srun_bcast && record srun_bcast "$s" "$n" "$np" --prepare "rm -f '$BCAST_DIR'/slurm_bcast_*" \
-				-- srun --chdir=/tmp --bcast="$BCAST_DIR/" -N "$n" -n "$np" "$app"
-			method srun && record srun "$s" "$n" "$np" -- srun --chdir=/tmp -N "$n" -n "$np" "$app"
-			# one task: slurmstepd sleeps 100 ms before it reaps the second and
-			# later tasks of a node (see report.py); this shows the difference
-			[ "$n" = 1 ] && method srun && record srun_1task "$s" 1 1 \
-				-- srun --chdir=/tmp -N 1 -n 1 "$app"
-		fi
-		[ $HAVE_MPI = 1 ] && record mpiexec "$s" "$n" "$np" -- mpiexec -n "$np" "$app"
-		method copy_floor && record copy_floor "$s" "$n" "$np" --prepare "rm -f '$COPY_DIR'/copy-*" \
-			-- build/bench/copy_floor "$app" "$COPY_DIR" "$n"
-		# shellcheck disable=SC2016
-		method cp && record cp "$s" "$n" "$np" --prepare "rm -f '$COPY_DIR'/copy-*" \
-			-- sh -c 'i=0; while [ $i -lt "$3" ]; do cp "$1" "$2/copy-$i" || exit 1; i=$((i + 1)); done' \
-			cp "$app" "$COPY_DIR" "$n"
+		log "${s} MiB, $n nodes / $np processes: $REPS runs after a warm-up (load $(load1))"
+		RUN=0
+		while [ $RUN -le "$REPS" ]; do
+			if [ $SLURM_UP = 1 ]; then
+				# srun's own allocation (no salloc); jobs run in /tmp so that
+				# nothing lands in the repository
+				method srun_bcast && record srun_bcast "$s" "$n" "$np" \
+					--prepare "rm -f '$BCAST_DIR'/slurm_bcast_*" \
+					-- srun --chdir=/tmp --bcast="$BCAST_DIR/" -N "$n" -n "$np" "$app"
+				method srun && record srun "$s" "$n" "$np" \
+					-- srun --chdir=/tmp -N "$n" -n "$np" "$app"
+				# one task: slurmstepd sleeps 100 ms before it reaps the second
+				# and later tasks of a node (see report.py); this shows it
+				[ "$n" = 1 ] && method srun && record srun_1task "$s" 1 1 \
+					-- srun --chdir=/tmp -N 1 -n 1 "$app"
+			fi
+			[ $HAVE_MPI = 1 ] && record mpiexec "$s" "$n" "$np" -- mpiexec -n "$np" "$app"
+			method copy_floor && record copy_floor "$s" "$n" "$np" \
+				--prepare "rm -f '$COPY_DIR'/copy-*" \
+				-- build/bench/copy_floor "$app" "$COPY_DIR" "$n"
+			# shellcheck disable=SC2016
+			method cp && record cp "$s" "$n" "$np" --prepare "rm -f '$COPY_DIR'/copy-*" \
+				-- sh -c 'i=0; while [ $i -lt "$3" ]; do cp "$1" "$2/copy-$i" || exit 1; i=$((i + 1)); done' \
+				cp "$app" "$COPY_DIR" "$n"
+			RUN=$((RUN + 1))
+		done
 	done
 done
 rm -rf "$COPY_DIR"
@@ -180,11 +198,15 @@ run_storm() {
 	for s in $SIZES; do
 		for n in $NODES; do
 			np=$((n * PPN))
-			# ./app-SM run from build/bench, as a user would: storm sends it
-			record storm "$s" "$n" "$np" --storm-timing --cwd build/bench \
-				-- "$TOP/$STORM" run --timing -N "$n" -n "$np" "./app-${s}M"
-			record storm_nobcast "$s" "$n" "$np" --storm-timing --cwd build/bench \
-				-- "$TOP/$STORM" run --timing --no-bcast -N "$n" -n "$np" "./app-${s}M"
+			RUN=0
+			while [ $RUN -le "$REPS" ]; do
+				# ./app-SM run from build/bench, as a user would: storm sends it
+				record storm "$s" "$n" "$np" --storm-timing --cwd build/bench \
+					-- "$TOP/$STORM" run --timing -N "$n" -n "$np" "./app-${s}M"
+				record storm_nobcast "$s" "$n" "$np" --storm-timing --cwd build/bench \
+					-- "$TOP/$STORM" run --timing --no-bcast -N "$n" -n "$np" "./app-${s}M"
+				RUN=$((RUN + 1))
+			done
 		done
 	done
 	timeout 60 "$STORM" cluster down >>"$LOG" 2>&1
