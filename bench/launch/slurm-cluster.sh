@@ -7,6 +7,7 @@
 #   bench/launch/slurm-cluster.sh down     stop everything it started, remove leftovers
 #   bench/launch/slurm-cluster.sh status   print sinfo; exit 0 when up and all nodes idle
 #   bench/launch/slurm-cluster.sh env      print `export SLURM_CONF=...` for srun/sinfo/scancel
+#   bench/launch/slurm-cluster.sh pids     list the processes `down` would stop, stop nothing
 #
 # Debian's slurm-wlm 22.05 is built with multiple-slurmd support (`scontrol show
 # config` prints MULTIPLE_SLURMD = Yes), so several slurmd processes share this
@@ -18,7 +19,7 @@
 # munge key and socket, slurm.conf, state, spool, logs. The system's Slurm and
 # munge (/etc/slurm, /etc/munge, /run/munge, ports 6817/6818) are not used;
 # this cluster uses ports $STORM_SLURM_PORT (default 26817) for slurmctld and
-# $STORM_SLURM_PORT+1+I for node I. Debian packages: slurm-wlm munge
+# $STORM_SLURM_PORT+I for node bnI. Debian packages: slurm-wlm munge
 # (`make bench-deps`). Runs as root (tested); as another user, SlurmUser and
 # SlurmdUser are that user and jobs run only as that user.
 set -u
@@ -32,37 +33,57 @@ export SLURM_CONF="$CONF"
 
 die() { echo "slurm-cluster: $*" >&2; exit 1; }
 say() { echo "slurm-cluster: $*" >&2; }
+
+# $BASE is wiped by `up`: it must be a directory of its own, not /tmp or a
+# system directory.
+case $BASE in
+/*/?*) ;;
+*) die "STORM_SLURM_DIR must be an absolute path at least two levels deep: $BASE" ;;
+esac
+case ${BASE%/} in
+/home/*/*) ;;
+/var/tmp | /var/lib | /var/log | /home/* | /usr/* | /etc/* | /proc/* | /sys/* | /dev/* | /run/* | /boot/*)
+	die "refusing STORM_SLURM_DIR=$BASE" ;;
+esac
+
 now_ms() { awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime; }
 
-# Processes of this cluster: the daemons (their command line names $BASE), the
-# slurmstepd processes (working directory or an open file under $BASE), and all
-# their descendants (job tasks), and the srun/sbcast/salloc clients whose
-# environment names this cluster's slurm.conf. Never matched by program name alone, so a
-# system Slurm or another user's cluster is left alone. The daemons detach
-# into sessions of their own, so everything in this script's session (this
-# shell, its pipelines and helpers, its callers) is skipped.
+# Processes of this cluster, matched exactly, never by program name alone (a
+# system Slurm or another cluster is left alone): daemons with an argument
+# that is exactly this cluster's slurm.conf or munge socket; slurmstepd
+# processes whose working directory or an open file is under $BASE (only when
+# $BASE carries this script's marker); srun/sbcast/salloc/sbatch/scancel
+# whose environment holds exactly SLURM_CONF=$CONF; then the descendants of
+# those (job tasks). PID 1 and everything in this script's own session (this
+# shell, its helpers, its callers) are never included. The daemons and
+# slurmstepd detach into sessions of their own.
+MARKER=.storm-bench-slurm-cluster
 sid() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f4; }
 ours() {
 	mysid=$(sid $$)
 	{
-		grep -lF -- "$BASE/" /proc/[0-9]*/cmdline 2>/dev/null | cut -d/ -f3
-		find /proc/[0-9]*/cwd /proc/[0-9]*/fd -maxdepth 1 \( -lname "$BASE" -o -lname "$BASE/*" \) \
+		grep -lzxF -e "$CONF" -e "--socket=$BASE/munge/munge.socket" /proc/[0-9]*/cmdline \
 			2>/dev/null | cut -d/ -f3
-		# Slurm clients still talking to this cluster
-		grep -lF -- "SLURM_CONF=$CONF" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 |
+		if [ -f "$BASE/$MARKER" ]; then
+			find /proc/[0-9]*/cwd /proc/[0-9]*/fd -maxdepth 1 -lname "$BASE/*" 2>/dev/null |
+				cut -d/ -f3 | sort -u | while read -r p; do
+					[ "$(cat "/proc/$p/comm" 2>/dev/null)" = slurmstepd ] && echo "$p"
+				done
+		fi
+		grep -lzxF -- "SLURM_CONF=$CONF" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 |
 			while read -r p; do
 				case $(cat "/proc/$p/comm" 2>/dev/null) in srun | sbcast | salloc | sbatch | scancel) echo "$p" ;; esac
 			done
 	} | sort -u | while read -r p; do
 		s=$(sid "$p")
-		[ -n "$s" ] && [ "$s" != "$mysid" ] && echo "$p"
+		[ "$p" != 1 ] && [ -n "$s" ] && [ "$s" != "$mysid" ] && echo "$p"
 	done
 }
 
-descendants() { # pids... -> those pids and all their descendants
-	ps -e -o pid=,ppid= | awk -v roots="$*" '
+descendants() { # pids... -> those pids and their descendants, never PID 1 or our session
+	ps -e -o pid=,ppid=,sid= | awk -v roots="$*" -v mysid="$(sid $$)" '
 		BEGIN { n = split(roots, r, " "); for (i = 1; i <= n; i++) keep[r[i]] = 1 }
-		{ parent[$1] = $2 }
+		$3 != mysid && $1 != 1 { parent[$1] = $2 }
 		END {
 			do { changed = 0
 				for (p in parent) if (!(p in keep) && (parent[p] in keep)) { keep[p] = 1; changed = 1 }
@@ -200,6 +221,9 @@ cmd_up() {
 		say "already up: $n nodes idle ($CONF)"
 		return 0
 	fi
+	if [ -d "$BASE" ] && [ -n "$(ls -A "$BASE")" ] && [ ! -f "$BASE/$MARKER" ]; then
+		die "$BASE holds something else than a cluster of this script: not wiping it"
+	fi
 	cmd_down quiet
 	i=0
 	while [ $i -le "$n" ]; do
@@ -211,6 +235,7 @@ cmd_up() {
 	mkdir -p "$BASE/munge" "$BASE/state" "$BASE/spool" "$BASE/log" "$BASE/run" "$BASE/bcast" ||
 		die "cannot create $BASE"
 	# munged insists: socket directory traversable by all, key readable only by its owner
+	: >"$BASE/$MARKER"
 	chmod 755 "$BASE" "$BASE/munge"
 	(umask 077 && head -c 1024 /dev/urandom >"$BASE/munge/munge.key")
 	munged --key-file="$BASE/munge/munge.key" --socket="$BASE/munge/munge.socket" \
@@ -243,10 +268,17 @@ cmd_status() {
 	all_idle "$(cat "$BASE/nodes" 2>/dev/null || echo 0)"
 }
 
+cmd_pids() { # what down would stop
+	roots=$(ours | tr '\n' ' ')
+	# shellcheck disable=SC2086
+	[ -n "$roots" ] && descendants $roots | sort -n
+}
+
 case ${1:-} in
 up) cmd_up "${2:-}" ;;
 down) cmd_down ;;
 status) cmd_status ;;
 env) echo "export SLURM_CONF=$CONF" ;;
-*) die "usage: $0 up N | down | status | env" ;;
+pids) cmd_pids ;;
+*) die "usage: $0 up N | down | status | env | pids" ;;
 esac
