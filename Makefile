@@ -18,7 +18,7 @@ ND_SRC  := $(wildcard daemons/node/*.c)
 CLI_SRC := $(wildcard cli/*.c)
 DAEMON_LIBS := -lfabric -lprotobuf-c -linih -ljansson
 
-.PHONY: all deps bench-deps demo check unit unit-asan nettest bench clean
+.PHONY: all deps bench-deps demo check unit unit-asan nettest bench bench-launch clean
 all: $(BUILD)/lib/libstormnet.a $(BUILD)/lib/libstormcommon.a $(BUILD)/bin/primitives_demo \
      $(BUILD)/bin/sn_mptest $(BUILD)/bin/unit_tests $(BUILD)/bin/stormmm $(BUILD)/bin/stormnd \
      $(BUILD)/bin/storm
@@ -116,6 +116,11 @@ demo: deps
 bench: bench-deps
 	$(MAKE) all $(BUILD)/bin/sn_bench
 	./bench/primitives/run.sh
+	./bench/launch/run.sh
+
+# the launch experiment alone (storm against srun --bcast, srun, mpiexec, copies)
+bench-launch: bench-deps
+	./bench/launch/run.sh
 
 clean:
 	rm -rf $(BUILD)
