@@ -117,6 +117,8 @@ bench: bench-deps
 	$(MAKE) all $(BUILD)/bin/sn_bench
 	./bench/primitives/run.sh
 	./bench/launch/run.sh
+	./bench/timeslice/run.sh 8
+	./bench/timeslice/run.sh 64
 
 # the launch experiment alone (storm against srun --bcast, srun, mpiexec, copies)
 bench-launch: bench-deps
