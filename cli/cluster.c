@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "netns.h"
 #include "fmt.h"
 #include "hostlist.h"
 #include "opts.h"
@@ -130,7 +131,10 @@ static int find_daemon(const char *name, char *out, size_t len)
 
 /* Starts argv detached: own session, stdin /dev/null, stdout+stderr to log.
  * A CLOEXEC pipe carries an exec failure back. pid or -errno. */
-static pid_t spawn_detached(char *const argv[], const char *log)
+/* netns_node: the node's namespace (>= 0), the MM's side of the bridge (-1),
+ * or no namespace at all (NO_NETNS). */
+#define NO_NETNS (-1000)
+static pid_t spawn_detached(char *const argv[], const char *log, const char *dir, int netns_node)
 {
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) != 0)
@@ -153,6 +157,8 @@ static pid_t spawn_detached(char *const argv[], const char *log)
 		if (setsid() < 0 || in < 0 || out < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
 		    dup2(out, 2) < 0)
 			e = errno;
+		if (!e && netns_node != NO_NETNS)
+			e = -netns_enter(dir, netns_node);
 		if (!e) {
 			close_range(3, ~0u, CLOSE_RANGE_CLOEXEC); /* keep pfd[1] until exec */
 			execv(argv[0], argv);
@@ -313,7 +319,7 @@ static int stop_daemons(const char *pids_file, const char *conf, double grace_s,
 static int remove_runtime(const char *dir)
 {
 	static const char *names[] = { "fabric", "state", "mm.sock", "pids" };
-	int removed = 0;
+	int removed = netns_down(dir);
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		char path[PATH_MAX];
 		struct stat st;
@@ -399,7 +405,8 @@ static const char up_help[] =
 	"      --timeslice-us T   timeslice in microseconds (default 10000)\n"
 	"      --cpus C           CPUs per virtual node (default 4)\n"
 	"      --down-after K     missed strobes before a node is DOWN (default 200)\n"
-	"      --netns            one network namespace per node (not supported yet)\n"
+	"      --netns            each node daemon in its own network namespace on a\n"
+	"                         bridge (root; 10.213.0.0/16), so a node can be cut off\n"
 	"  -h, --help             this help\n";
 
 enum { C_NODES = 1, C_DIR, C_PROVIDER, C_TIMESLICE, C_CPUS, C_DOWN_AFTER, C_NETNS, C_JSON,
@@ -407,6 +414,7 @@ enum { C_NODES = 1, C_DIR, C_PROVIDER, C_TIMESLICE, C_CPUS, C_DOWN_AFTER, C_NETN
 
 struct up_opts {
 	unsigned nodes, timeslice_us, cpus, down_after;
+	int netns;
 	const char *dir, *provider;
 };
 
@@ -567,6 +575,10 @@ static int cluster_up(const struct up_opts *o)
 	}
 	if (prepare_dir(dir) != 0)
 		return EXIT_STORM;
+	if (o->netns && netns_up(dir, (int)o->nodes, cerr, sizeof(cerr)) != 0) {
+		fprintf(stderr, "storm: error: %s\n", cerr);
+		return EXIT_STORM;
+	}
 
 	struct storm_conf conf;
 	if (conf_load_string("[nodes]\nnames = node0\n", conf_path, &conf, cerr, sizeof(cerr))) {
@@ -611,7 +623,7 @@ static int cluster_up(const struct up_opts *o)
 	char log[PATH_MAX];
 	snprintf(log, sizeof(log), "%s/log/mm.log", dir);
 	char *mm_argv[] = { mm_bin, "-c", conf_path, NULL };
-	pid_t pid = spawn_detached(mm_argv, log);
+	pid_t pid = spawn_detached(mm_argv, log, dir, o->netns ? -1 : NO_NETNS);
 	if (pid < 0) {
 		fprintf(stderr, "storm: error: cannot start %s: %s\n", mm_bin, strerror(-(int)pid));
 		goto fail;
@@ -623,7 +635,7 @@ static int cluster_up(const struct up_opts *o)
 	for (int i = 0; i < conf.nnodes; i++) {
 		snprintf(log, sizeof(log), "%s/log/%s.log", dir, conf.nodes[i]);
 		char *nd_argv[] = { nd_bin, "-c", conf_path, "-n", conf.nodes[i], NULL };
-		pid = spawn_detached(nd_argv, log);
+		pid = spawn_detached(nd_argv, log, dir, o->netns ? i : NO_NETNS);
 		if (pid < 0) {
 			fprintf(stderr, "storm: error: cannot start %s for %s: %s\n", nd_bin,
 				conf.nodes[i], strerror(-(int)pid));
@@ -765,10 +777,9 @@ static int cmd_up(int argc, char **argv)
 		default: return usage_error(cmd, "%s", p.err);
 		}
 	}
-	if (netns) {
-		fprintf(stderr, "%s: error: --netns is not supported yet\n", cmd);
-		return EXIT_USAGE;
-	}
+	o.netns = netns;
+	if (netns && o.provider && (!strcmp(o.provider, "shm") || strstr(o.provider, "shm;")))
+		return usage_error(cmd, "--netns needs a network provider, not '%s'", o.provider);
 	if (!o.nodes)
 		return usage_error(cmd, "--nodes N is required");
 	return cluster_up(&o);

@@ -639,6 +639,33 @@ static int job_node_pos(const struct job *j, int node)
 	return -1;
 }
 
+static int job_node_pos(const struct job *j, int node);
+
+bool job_runs_on(struct mm *mm, uint64_t id, int idx)
+{
+	struct job *j = job_find(mm, id);
+	return j && job_active(j) && job_node_pos(j, idx) >= 0;
+}
+
+void job_kill_stray(struct mm *mm, uint64_t id, int idx)
+{
+	struct mm_node *n = &mm->nodes[idx];
+	/* once, and again only if it is still there 100 slices later */
+	if (n->orphan_killed == id && mm->slice - n->orphan_slice < 100)
+		return;
+	n->orphan_killed = id;
+	n->orphan_slice = mm->slice;
+	mm_log("node %s still runs job %llu, which the manager does not run there; killing it",
+	       mm->conf.nodes[idx], (unsigned long long)id);
+	Storm__Cl__Signal sg = STORM__CL__SIGNAL__INIT;
+	sg.job = id;
+	sg.signal = SIGKILL;
+	Storm__Cl__Command cmd = STORM__CL__COMMAND__INIT;
+	cmd.body_case = STORM__CL__COMMAND__BODY_SIGNAL;
+	cmd.signal = &sg;
+	cmd_queue(mm, &cmd, &idx, 1);
+}
+
 void job_node_lost(struct mm *mm, struct job *j, int node)
 {
 	int k = job_node_pos(j, node);

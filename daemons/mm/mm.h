@@ -45,6 +45,8 @@ struct mm_node {
 	double heard_time;
 	uint32_t cmd_done;
 	uint64_t job;            /* job holding the node, 0 if free */
+	uint64_t orphan_killed;  /* last stray job told to die here, and when */
+	uint64_t orphan_slice;
 };
 
 struct job {
@@ -156,6 +158,10 @@ void job_node_lost(struct mm *mm, struct job *j, int node);
 void job_fill_info(struct mm *mm, const struct job *j, Storm__Ctl__JobInfo *info);
 void job_client_gone(struct mm *mm, struct job *j);
 void job_destroy(struct job *j);
+/* The job is active and runs on node idx. */
+bool job_runs_on(struct mm *mm, uint64_t id, int idx);
+/* Tells node idx to SIGKILL a job it runs that the MM does not run there. */
+void job_kill_stray(struct mm *mm, uint64_t id, int idx);
 void jobs_end_all(struct mm *mm, const char *why);
 void job_progress(struct mm *mm, struct job *j, uint64_t done, uint64_t total);
 bool job_active(const struct job *j);

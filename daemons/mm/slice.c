@@ -133,6 +133,9 @@ static void consume_report(struct mm *mm, int idx)
 		job_on_exit(mm, idx, r->exits[i]);
 	for (size_t i = 0; i < r->n_notes; i++)
 		job_on_note(mm, idx, r->notes[i]);
+	for (size_t i = 0; i < r->n_running; i++)
+		if (!job_runs_on(mm, r->running[i], idx))
+			job_kill_stray(mm, r->running[i], idx);
 	storm__cl__report__free_unpacked(r, NULL);
 }
 

@@ -133,6 +133,11 @@ static void send_next(struct nd *nd, uint64_t seq)
 	rep.seq = seq;
 	rep.slice = nd->slice;
 	rep.cmd_done = nd->cmd_done;
+	uint64_t running[64];
+	for (struct nd_job *j = nd->jobs; j && rep.n_running < 64; j = j->next)
+		if (j->nalive > 0)
+			running[rep.n_running++] = j->id;
+	rep.running = running;
 	const size_t budget = GM_REPORT_SLOT_SIZE - 4;
 	size_t used = storm__cl__report__get_packed_size(&rep);
 	struct nd_rec *r = nd->q_head, *stop = NULL;

@@ -1,0 +1,176 @@
+#include "netns.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Interface names are at most 15 characters: a short prefix derived from
+ * the cluster directory keeps two clusters' names apart. */
+static void prefix(const char *dir, char out[8])
+{
+	uint32_t h = 2166136261u;
+	for (const char *p = dir; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	snprintf(out, 8, "s%05x", h & 0xfffff);
+}
+
+void netns_name(const char *dir, int node, char *out, size_t len)
+{
+	char p[8];
+	prefix(dir, p);
+	snprintf(out, len, "%s-n%d", p, node);
+}
+
+/* Node i's address: 10.213.(i / 250).(i % 250 + 1); the MM's: 10.213.255.254. */
+static int run_ip_batch(const char *netns, const char *batch_path)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		if (null >= 0)
+			dup2(null, 1);
+		if (netns)
+			execlp("ip", "ip", "-n", netns, "-batch", batch_path, (char *)NULL);
+		else
+			execlp("ip", "ip", "-batch", batch_path, (char *)NULL);
+		_exit(127);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
+}
+
+int netns_up(const char *dir, int nnodes, char *err, size_t errlen)
+{
+	if (geteuid() != 0) {
+		snprintf(err, errlen, "--netns needs root (network namespaces and a bridge)");
+		return -1;
+	}
+	if (nnodes > 250 * 255) {
+		snprintf(err, errlen, "--netns supports at most %d nodes", 250 * 255);
+		return -1;
+	}
+	char p[8], path[4200], rec[4200];
+	prefix(dir, p);
+	snprintf(rec, sizeof(rec), "%s/netns", dir);
+	FILE *r = fopen(rec, "w");
+	if (!r) {
+		snprintf(err, errlen, "cannot write %s: %s", rec, strerror(errno));
+		return -1;
+	}
+	fprintf(r, "%s %d\n", p, nnodes);
+	fclose(r);
+	snprintf(path, sizeof(path), "%s/netns.batch", dir);
+	FILE *b = fopen(path, "w");
+	if (!b) {
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+		return -1;
+	}
+	fprintf(b, "link add %sbr type bridge\naddr add 10.213.255.254/16 dev %sbr\n"
+		   "link set %sbr up\n", p, p, p);
+	for (int i = 0; i < nnodes; i++)
+		fprintf(b, "netns add %s-n%d\nlink add %sh%d type veth peer name eth0 netns %s-n%d\n"
+			   "link set %sh%d master %sbr up\n", p, i, p, i, p, i, p, i, p);
+	fclose(b);
+	if (run_ip_batch(NULL, path) != 0) {
+		snprintf(err, errlen, "setting up the bridge and namespaces failed ('ip -batch %s')",
+			 path);
+		netns_down(dir);
+		return -1;
+	}
+	for (int i = 0; i < nnodes; i++) {
+		char ns[32];
+		snprintf(ns, sizeof(ns), "%s-n%d", p, i);
+		b = fopen(path, "w");
+		if (!b)
+			break;
+		fprintf(b, "addr add 10.213.%d.%d/16 dev eth0\nlink set eth0 up\nlink set lo up\n",
+			i / 250, i % 250 + 1);
+		fclose(b);
+		if (run_ip_batch(ns, path) != 0) {
+			snprintf(err, errlen, "configuring namespace %s failed", ns);
+			netns_down(dir);
+			return -1;
+		}
+	}
+	unlink(path);
+	return 0;
+}
+
+int netns_down(const char *dir)
+{
+	char rec[4200], p[16], path[4200];
+	int n = 0;
+	snprintf(rec, sizeof(rec), "%s/netns", dir);
+	FILE *r = fopen(rec, "r");
+	if (!r)
+		return 0;
+	int ok = fscanf(r, "%7s %d", p, &n) == 2;
+	fclose(r);
+	if (!ok) {
+		unlink(rec);
+		return 0;
+	}
+	snprintf(path, sizeof(path), "%s/netns.batch", dir);
+	FILE *b = fopen(path, "w");
+	if (b) {
+		/* deleting a namespace deletes its end of the veth, and so the pair */
+		for (int i = 0; i < n; i++)
+			fprintf(b, "netns del %s-n%d\n", p, i);
+		fprintf(b, "link del %sbr\n", p);
+		fclose(b);
+		/* -force: go on past what is already gone */
+		pid_t pid = fork();
+		if (pid == 0) {
+			int null = open("/dev/null", O_WRONLY);
+			if (null >= 0) {
+				dup2(null, 1);
+				dup2(null, 2);
+			}
+			execlp("ip", "ip", "-force", "-batch", path, (char *)NULL);
+			_exit(127);
+		}
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+		unlink(path);
+	}
+	unlink(rec);
+	return 1;
+}
+
+int netns_enter(const char *dir, int node)
+{
+	char p[8];
+	prefix(dir, p);
+	char ifname[16];
+	if (node >= 0) {
+		char path[64];
+		snprintf(path, sizeof(path), "/run/netns/%s-n%d", p, node);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		int rc = setns(fd, CLONE_NEWNET);
+		int e = errno;
+		close(fd);
+		if (rc < 0)
+			return -e;
+		snprintf(ifname, sizeof(ifname), "eth0");
+	} else {
+		snprintf(ifname, sizeof(ifname), "%sbr", p);
+	}
+	/* each provider's own knob for the interface to bind */
+	setenv("FI_TCP_IFACE", ifname, 1);
+	setenv("FI_SOCKETS_IFACE", ifname, 1);
+	setenv("FI_UDP_IFACE", ifname, 1);
+	return 0;
+}

@@ -1,0 +1,80 @@
+#!/bin/bash
+# A virtual cluster with one network namespace per node (storm cluster up
+# --netns): cut a node's link, see it DOWN and its job fail naming it, run on
+# the others, restore the link, see it UP and run on all. Needs root.
+# Usage: test_netns.sh BUILD_BIN_DIR   (part of make clustertest)
+set -u
+BIN=$(cd "${1:-build/bin}" && pwd)
+T=$(mktemp -d /tmp/storm-netnstest.XXXXXX)
+C=$T/c
+export PATH=$BIN:$PATH STORM_CONF=$C/storm.conf
+fails=0 checks=0
+cleanup() {
+	storm cluster down --dir "$C" >/dev/null 2>&1
+	if [ -f "$C/pids" ]; then
+		while read -r pid _; do kill -9 "$pid" 2>/dev/null; done <"$C/pids"
+	fi
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+ok() { checks=$((checks + 1)); echo "ok   $1"; }
+bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $1"; }
+# state_is NODE STATE: one look at the MM's view
+state_is() {
+	storm nodes --json | python3 -c '
+import json, sys
+n = {x["name"]: x["state"] for x in json.load(sys.stdin)["nodes"]}
+sys.exit(n.get(sys.argv[1]) != sys.argv[2])' "$1" "$2"
+}
+# wait_state NODE STATE SECONDS: polls the MM until the node is in STATE
+wait_state() {
+	local end=$(($(date +%s) + $3))
+	while [ "$(date +%s)" -le $end ]; do
+		state_is "$1" "$2" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+if [ "$(id -u)" != 0 ]; then
+	echo "FAIL test_netns.sh needs root (network namespaces)"
+	exit 1
+fi
+cd "$T" || exit 1
+if storm cluster up --netns --nodes 4 --dir "$C" --down-after 50 >"$T/up.out" 2>&1; then
+	ok "cluster up --netns with 4 nodes"
+else bad "cluster up --netns"; cat "$T/up.out"; exit 1; fi
+storm run -N 4 sh -c 'ip -4 -o addr show eth0 | wc -l' >"$T/out" 2>&1
+[ "$(grep -c '^1$' "$T/out")" = 4 ] && ok "each node daemon's ranks see only their own eth0" ||
+	bad "each node in its own namespace: $(cat "$T/out")"
+NS=$(ip netns list | awk '{ print $1 }' | grep -- '-n2$' | head -1)
+[ -n "$NS" ] && ok "node02's namespace exists ($NS)" || bad "node02's namespace exists"
+
+mkfifo "$T/f"
+storm run -N 4 sh -c 'echo up; exec sleep 600' >"$T/f" 2>"$T/run.err" &
+RUN=$!
+exec 7<"$T/f"
+for i in 1 2 3 4; do read -r _ <&7; done
+ip -n "$NS" link set eth0 down
+wait_state node02 DOWN 20 && ok "a cut link makes the node DOWN" || bad "a cut link makes the node DOWN"
+wait "$RUN"
+rc=$?
+exec 7<&-
+[ $rc != 0 ] && grep -q node02 "$T/run.err" && ok "its job fails naming node02 (exit $rc)" ||
+	{ bad "its job fails naming node02 (exit $rc)"; cat "$T/run.err"; }
+storm run -N 3 /bin/true && ok "the 3 others still run jobs" || bad "the 3 others still run jobs"
+ip -n "$NS" link set eth0 up
+wait_state node02 UP 30 && ok "the restored link brings it UP again" || bad "the node comes back UP"
+# its ranks of the failed job are strays now: the MM has them killed
+strays_gone() { [ "$(ip netns pids "$NS" | wc -l)" = 1 ]; } # only stormnd is left
+end=$(($(date +%s) + 20))
+while ! strays_gone && [ "$(date +%s)" -le $end ]; do sleep 0.1; done
+strays_gone && ok "the failed job's ranks on the returning node are killed" ||
+	bad "the failed job's ranks on the returning node are killed: $(ip netns pids "$NS" | xargs ps -o args= -p)"
+storm run -N 4 hostname >/dev/null && ok "a job on all 4 after it returns" || bad "a job on all 4 after it returns"
+storm cluster down --dir "$C" >/dev/null 2>&1
+ip netns list | grep -q -- "${NS%-n2}" && bad "cluster down removes the namespaces" ||
+	ok "cluster down removes the namespaces and the bridge"
+echo "$checks checks, $fails failed"
+[ $fails = 0 ]
