@@ -103,6 +103,7 @@ $(BUILD)/bin/storm_selfsum: tests/cluster/selfsum.c
 clustertest: all $(BUILD)/bin/storm_selfsum
 	./tests/cluster/test_cluster.sh $(BUILD)/bin
 	./tests/cluster/test_netns.sh $(BUILD)/bin
+	./tests/cluster/test_valgrind.sh $(BUILD)/bin
 
 check: deps
 	$(MAKE) all

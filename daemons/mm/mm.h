@@ -125,7 +125,8 @@ void mm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* slice.c */
 void slice_tick(struct mm *mm);
 void slice_on_report_event(struct mm *mm);
-/* Queues a command for every UP node; nodes outside `targets` skip it. */
+/* Queues a command for every UP node; nodes outside `targets` (all nodes
+ * when targets is NULL) skip it. */
 int cmd_queue(struct mm *mm, Storm__Cl__Command *cmd, const int *targets, size_t ntargets);
 void cmd_pump(struct mm *mm);
 void cmd_on_sent_event(struct mm *mm);

@@ -149,14 +149,14 @@ void slice_on_report_event(struct mm *mm)
 
 int cmd_queue(struct mm *mm, Storm__Cl__Command *cmd, const int *targets, size_t ntargets)
 {
-	uint32_t *nodes = NULL;
-	if (ntargets) {
-		nodes = malloc(sizeof(uint32_t) * ntargets);
-		if (!nodes)
-			return -ENOMEM;
-		for (size_t i = 0; i < ntargets; i++)
-			nodes[i] = (uint32_t)targets[i];
-	}
+	/* no targets: every node (nodes act only on commands that name them) */
+	size_t n = targets ? ntargets : (size_t)mm->conf.nnodes;
+	uint32_t *nodes = malloc(sizeof(uint32_t) * (n ? n : 1));
+	if (!nodes)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		nodes[i] = targets ? (uint32_t)targets[i] : (uint32_t)i;
+	ntargets = n;
 	cmd->nodes = nodes;
 	cmd->n_nodes = ntargets;
 	cmd->seq = 0; /* set when sent */

@@ -237,6 +237,9 @@ expect "the other 7 nodes still run jobs" 0 storm run -N 7 /bin/true
 # ---- down
 expect "cluster down" 0 storm cluster down --dir "$C"
 if pgrep -f "$C/storm.conf" >/dev/null; then bad "every daemon gone"; else ok "every daemon gone"; fi
+n=$(grep -l "shutdown requested by the MM" "$C"/log/node*.log | wc -l)
+[ "$n" = 7 ] && ok "  the 7 live node daemons stopped on the MM's command, not killed" ||
+	bad "  the live node daemons stopped on the MM's command ($n of 7)"
 
 echo "$checks checks, $fails failed"
 [ $fails = 0 ]

@@ -1,0 +1,76 @@
+#!/bin/bash
+# The machine manager and two node daemons under valgrind through a run, a
+# --file, a failing batch job, a cancel, a malformed control message and an
+# orderly shutdown: no memory error, no leak, in any of them.
+# Usage: test_valgrind.sh BUILD_BIN_DIR   (part of make check)
+set -u
+BIN=$(cd "${1:-build/bin}" && pwd)
+T=$(mktemp -d /tmp/storm-vgtest.XXXXXX)
+export STORM_CONF=$T/storm.conf PATH=$BIN:$PATH
+PIDS=""
+cleanup() {
+	for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
+	[ -n "${KEEP:-}" ] || rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+fails=0
+ok() { echo "ok   $1"; }
+bad() { fails=$((fails + 1)); echo "FAIL $1"; }
+cat >"$STORM_CONF" <<CONF
+[cluster]
+state_dir = $T/state
+socket = $T/mm.sock
+bootstrap = dir:$T/fabric
+op_timeout_ms = 20000
+down_after = 1000
+[nodes]
+names = node[00-01]
+CONF
+mkdir -p "$T/fabric" "$T/state"
+VG="valgrind -q --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --error-exitcode=9"
+$VG stormmm -c "$STORM_CONF" >"$T/mm.log" 2>&1 &
+PIDS="$PIDS $!"
+for n in node00 node01; do
+	$VG stormnd -c "$STORM_CONF" -n $n --no-realtime >"$T/$n.log" 2>&1 &
+	PIDS="$PIDS $!"
+done
+# answered once every node is UP (the CLI waits on the MM, which waits on the fabric)
+storm cluster status >/dev/null 2>&1
+end=$(($(date +%s) + 120))
+until [ "$(storm cluster status --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["nodes_up"])' 2>/dev/null)" = 2 ]; do
+	[ "$(date +%s)" -gt $end ] && { bad "nodes never came up"; exit 1; }
+	sleep 0.2
+done
+[ "$(storm run -N 2 -n 4 sh -c 'echo hi' | wc -l)" = 4 ] && ok "run" || bad "run"
+[ "$(storm run -N 2 --file /etc/hostname cat /etc/hostname | wc -l)" = 2 ] && ok "--file" || bad "--file"
+storm submit --wait -o "$T/b.out" -N 2 sh -c 'exit 3' >/dev/null 2>&1
+[ $? = 3 ] && ok "failing batch job" || bad "failing batch job"
+mkfifo "$T/f"
+storm run -N 2 sh -c 'echo up; exec sleep 60' >"$T/f" 2>/dev/null &
+RUN=$!
+exec 7<"$T/f"
+read -r _ <&7
+storm cancel "$(storm jobs --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["job"])')" >/dev/null
+wait $RUN
+[ $? = 143 ] && ok "cancel" || bad "cancel"
+exec 7<&-
+python3 -c "
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b'\0\0\0\5hello')
+print(s.recv(1000))" "$T/mm.sock" | grep -q malformed && ok "malformed message refused" || bad "malformed message"
+storm cluster down --dir "$T" >/dev/null 2>&1
+for p in $PIDS; do
+	wait "$p"
+	rc=$?
+	[ $rc = 0 ] || bad "a daemon under valgrind exited with $rc"
+done
+PIDS=""
+for f in mm node00 node01; do
+	if grep -q "==[0-9]*==" "$T/$f.log"; then
+		bad "valgrind reports for $f:"
+		grep "==[0-9]*==" "$T/$f.log" | head -30
+	else ok "$f: no valgrind error or leak"; fi
+done
+echo "$fails failed"
+[ $fails = 0 ]
