@@ -5,6 +5,7 @@
 #   srun        srun -N n -n 4n app                (binary on a path all nodes see)
 #   mpiexec     mpiexec -n 4n app                  (MPICH hydra: launch without transfer)
 #   copy_floor  copy_floor app DIR n               (the binary copied n times, one process)
+#   copy_floor_shm  the same into /dev/shm         (memory only, as a memfd launcher would)
 #   cp          n x `cp app DIR/i`                 (the same with one cp process per copy)
 #   storm       storm run --timing -N n -n 4n app  (and storm_nobcast with --no-bcast)
 # on a private Slurm cluster (bench/launch/slurm-cluster.sh) and, for storm, a
@@ -16,7 +17,7 @@
 #   BENCH_QUICK=1                   sizes 4 12, nodes 1 8 64, 3 repetitions
 #   BENCH_LAUNCH_SIZES="4 8 12"     MiB
 #   BENCH_LAUNCH_NODES="1 2 4 8 16 32 64"
-#   BENCH_LAUNCH_METHODS="srun_bcast srun mpiexec copy_floor cp storm"
+#   BENCH_LAUNCH_METHODS="srun_bcast srun mpiexec copy_floor copy_floor_shm cp storm"
 #   BENCH_LAUNCH_REPS=5             timed runs per point (after 1 warm-up)
 #   BENCH_LAUNCH_REPORT=0           do not rewrite docs/BENCHMARKS.md / docs/launch.png
 # Results: bench/results/launch-<date>/results.jsonl (+ log.txt); then the
@@ -39,7 +40,7 @@ else
 	NODES=${BENCH_LAUNCH_NODES:-1 2 4 8 16 32 64}
 	REPS=${BENCH_LAUNCH_REPS:-5}
 fi
-METHODS=${BENCH_LAUNCH_METHODS:-srun_bcast srun mpiexec copy_floor cp storm}
+METHODS=${BENCH_LAUNCH_METHODS:-srun_bcast srun mpiexec copy_floor copy_floor_shm cp storm}
 PPN=4          # processes per node
 RUN=0          # run number of the current point (0: warm-up)
 RUN_TIMEOUT=120 # seconds, per run (timeit.py kills the command's process group)
@@ -62,6 +63,7 @@ SLURM_DIR=${STORM_SLURM_DIR:-/tmp/storm-bench-slurm}
 export STORM_SLURM_DIR="$SLURM_DIR"
 BCAST_DIR=$SLURM_DIR/bcast
 COPY_DIR=/tmp/storm-bench-launch-copies
+SHM_DIR=/dev/shm/storm-bench-launch-copies # the same in memory (tmpfs): no disk, no writeback
 
 log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$LOG" >&2; }
 load1() { cut -d' ' -f1 /proc/loadavg; }
@@ -137,6 +139,10 @@ if method mpiexec; then
 	if command -v mpiexec >/dev/null; then HAVE_MPI=1; else skip mpiexec "mpiexec not found (mpich)"; fi
 fi
 mkdir -p "$COPY_DIR" "$BCAST_DIR"
+if method copy_floor_shm && ! mkdir -p "$SHM_DIR" 2>/dev/null; then
+	skip copy_floor_shm "cannot create $SHM_DIR"
+	METHODS=$(echo " $METHODS " | sed 's/ copy_floor_shm / /')
+fi
 
 # Round-robin: every run of a point (size, nodes) goes through all methods
 # once, so a burst of load from the machine's other users hits them alike.
@@ -164,6 +170,9 @@ for s in $SIZES; do
 			method copy_floor && record copy_floor "$s" "$n" "$np" \
 				--prepare "rm -f '$COPY_DIR'/copy-*" \
 				-- build/bench/copy_floor "$app" "$COPY_DIR" "$n"
+			method copy_floor_shm && record copy_floor_shm "$s" "$n" "$np" \
+				--prepare "rm -f '$SHM_DIR'/copy-*" \
+				-- build/bench/copy_floor "$app" "$SHM_DIR" "$n"
 			# shellcheck disable=SC2016
 			method cp && record cp "$s" "$n" "$np" --prepare "rm -f '$COPY_DIR'/copy-*" \
 				-- sh -c 'i=0; while [ $i -lt "$3" ]; do cp "$1" "$2/copy-$i" || exit 1; i=$((i + 1)); done' \
@@ -172,7 +181,7 @@ for s in $SIZES; do
 		done
 	done
 done
-rm -rf "$COPY_DIR"
+rm -rf "$COPY_DIR" "$SHM_DIR"
 rm -f "$BCAST_DIR"/slurm_bcast_*
 [ $SLURM_UP = 1 ] && bench/launch/slurm-cluster.sh down 2>>"$LOG"
 
