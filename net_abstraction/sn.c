@@ -515,6 +515,7 @@ static void rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired)
 			.set = r->ok,
 			.set2 = r->suspect,
 		};
+		ctx->stats.acks_sent++;
 		send_msg(ctx, r->rail, r->parent, &ack, NULL, 0, r, 0);
 	}
 	rec_release(ctx, r);
@@ -702,6 +703,7 @@ static void handle_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t l
 		handle_down(ctx, rail, &m);
 		break;
 	case SN_MSG_ACK:
+		ctx->stats.acks_recv++;
 		handle_ack(ctx, &m);
 		break;
 	case SN_MSG_CAW_REQ:
@@ -871,16 +873,22 @@ static void wait_until(struct sn_ctx *ctx, bool (*cond)(struct sn_ctx *, void *)
 	uint64_t spin_until = start + (uint64_t)ctx->cfg.spin_us * 1000;
 	bool no_wait_obj = ctx->epfd < 0 || ctx->rails[0].wait_fd < 0;
 	uint64_t yield_until = (spin_until > start ? spin_until : start) + SN_YIELD_NS;
-	unsigned backoff_us = 1;
+	unsigned backoff_us = 1, spins = 0;
+	bool spinning = spin_until > start;
 	for (;;) {
 		sn_progress(ctx);
 		if (cond(ctx, arg))
 			return;
+		/* while busy-polling, read the clock only every 16th round: it
+		 * costs about as much as an empty progress round */
+		if (spinning && (++spins & 15))
+			continue;
 		uint64_t t = now_ns();
 		if (t >= deadline_ns)
 			return;
 		if (t < spin_until)
 			continue;
+		spinning = false;
 		if (no_wait_obj && t < yield_until) {
 			/* nothing to sleep on: give the core away but look again
 			 * soon, before paying for a timed sleep */
@@ -924,12 +932,12 @@ int sn_test_event(struct sn_ctx *ctx, unsigned ev, int timeout_ms, struct sn_nod
 	if (ev >= SN_MAX_EVENTS)
 		return fail(ctx, -EINVAL, "event %u out of range (max %d)", ev, SN_MAX_EVENTS - 1);
 	struct ev_arg a = {ev};
-	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX
-					   : now_ns() + (uint64_t)timeout_ms * 1000000ull;
-	if (timeout_ms == 0)
-		sn_progress(ctx);
-	else
-		wait_until(ctx, ev_ready, &a, deadline);
+	/* one round first: an event that is already there costs no clock read */
+	sn_progress(ctx);
+	if (timeout_ms != 0 && !ev_ready(ctx, &a))
+		wait_until(ctx, ev_ready, &a,
+			   timeout_ms < 0 ? UINT64_MAX
+					  : now_ns() + (uint64_t)timeout_ms * 1000000ull);
 	struct event *e = &ctx->events[ev];
 	if (e->errors) {
 		e->errors--;
