@@ -68,6 +68,14 @@ class Results:
                    and (size is None or r.get("size") == size)
                    and (spin is None or r.get("spin") == spin))
 
+    def values(self, bench, provider=None, size=None, **kw):
+        """Every value of the matching runs (to show how repeated runs vary)."""
+        return sorted(value(r) for r in self.rows
+                      if r.get("bench") == bench and "error" not in r
+                      and (provider is None or r.get("provider") == provider)
+                      and (size is None or r.get("size") == size)
+                      and all(r.get(k) == v for k, v in kw.items()))
+
     def failed(self, bench, provider, nodes):
         for r in self.rows:
             if (r.get("bench") == bench and r.get("provider") == provider and
@@ -242,6 +250,9 @@ def build(res, results_path):
         xa = res.find("xfer_lat", p, 2, 8, spin=True, local_ev=True)
         xn = res.find("xfer_lat", p, 2, 8, spin=False)
         pp_s = us(med(pp)) if pp else failed_cell(res, "fi_pingpong", p, 2)
+        runs = res.values("fi_pingpong", p, 8)
+        if len(runs) > 1:
+            pp_s += " (runs: %s)" % ", ".join(us(v) for v in runs)
         row = ["`%s`" % p, pp_s, spread(x) if x else failed_cell(res, "xfer_lat", p, 2),
                fmt_ratio(ratio(med(x), med(pp)), True), us(mean(x)),
                fmt_ratio(ratio(mean(x), med(pp))),
@@ -263,6 +274,19 @@ def build(res, results_path):
                     "XFER 8 B, no spin", "fi_pingpong 64 KiB", "XFER 64 KiB, spin", "ratio",
                     "fi_pingpong 1 MiB", "XFER 1 MiB, spin", "ratio"], rows))
     L.append("")
+    noisy = []
+    for p in PROVIDERS:
+        runs = res.values("fi_pingpong", p, 8)
+        if len(runs) > 1 and runs[0] > 0 and runs[-1] / runs[0] > 1.5 and \
+                not (p == "sockets" and sockets_note):
+            noisy.append("`%s` (%s to %s)" % (p, us(runs[0]), us(runs[-1])))
+    if noisy:
+        L.append("**Caution:** fi_pingpong's repeated 8 B runs disagree by more than 1.5x"
+                 " on %s: its mean absorbs every time another job takes the CPU, while"
+                 " XFER's median does not, so in this run the median-over-mean *ratio*"
+                 " flatters storm; the *mean ratio* is the like-for-like one (and is"
+                 " just as exposed to the load)." % ", ".join(noisy))
+        L.append("")
 
     nodes = [n for n in res.node_counts() if n >= 2]
 
