@@ -34,8 +34,7 @@ snb() { # binary provider extra-args -> "median mean"
 	shift 2
 	timeout 120 "$bin" --provider "$p" --nodes 2 --test lat --size 8 --pin 1 \
 		--iters $ITERS --budget-s $BUDGET "$@" 2>/dev/null |
-		sed -n 's/.*"median_us":\([0-9.]*\).*/\1/p; s/.*"mean_us":\([0-9.]*\).*/mean \1/p' |
-		paste -sd' '
+		grep -o '"median_us":[0-9.]*\|"mean_us":[0-9.]*' | tr -d '"' | paste -sd' '
 }
 
 for p in "tcp;ofi_rxm" shm "udp;ofi_rxd"; do
