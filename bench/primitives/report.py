@@ -423,9 +423,11 @@ def caw_growth(res):
             per = ", ".join("%d: %s (%s/level)" % (n, us(v), us(v / depth(n))) for n, v in vals)
             n0, v0 = vals[0]
             n1, v1 = vals[-1]
-            parts.append("`%s`%s — %s; %d→%d nodes: %s" %
+            lv0, lv1 = v0 / depth(n0), v1 / depth(n1)
+            parts.append("`%s`%s — %s; %d→%d nodes: %s in all, %s per level" %
                          (p, ", spin" if spin else "", per, n0, n1,
-                          fmt_ratio(v1 / v0) if v0 else "–"))
+                          fmt_ratio(v1 / v0) if v0 else "–",
+                          fmt_ratio(lv1 / lv0) if lv0 else "–"))
     out.append(
         "- **COMPARE-AND-WRITE against node count.** The combining tree has fan-out 4,"
         " so its depth is %s levels for %s nodes; a read-only CAW goes down and"
@@ -434,10 +436,15 @@ def caw_growth(res):
         " level: %s. Above 2 nodes the per-level time is set by how fast a sleeping"
         " node is scheduled again on the 2 shared cores (up to the 1 ms back-off on"
         " shm, a poll() wake-up on tcp;ofi_rxm), not by the messages, so the curve is"
-        " a step per level plus the scheduling noise of 32 processes on 2 cores;"
-        " busy-polling (*spin*) makes it worse once the nodes outnumber the cores,"
-        " because the spinning nodes take the CPU from the node that holds the"
-        " message." %
+        " a step per level plus the scheduling noise of 32 processes on 2 cores."
+        " Where the time per level stays flat from 8 to 32 nodes (shm without"
+        " spinning, where each level costs about one back-off wake-up) the growth is"
+        " logarithmic; where it rises with N (tcp;ofi_rxm: more processes queue for"
+        " the same 2 cores at every level) the total grows faster than log N here,"
+        " and only a machine with a core per node can show whether the tree alone"
+        " does. Busy-polling (*spin*) makes it worse once the nodes outnumber the"
+        " cores, because the spinning nodes take the CPU from the node that holds"
+        " the message." %
         ("/".join(str(depth(n)) for n in ns), "/".join(str(n) for n in ns),
          fmt_ratio(ns[-1] / ns[0]), ns[0], ns[-1],
          fmt_ratio(depth(ns[-1]) / max(depth(ns[0]), 1)), "; ".join(parts)))
