@@ -30,7 +30,9 @@ struct sn_config {
 	const char *bootstrap;    /* "dir:PATH": address exchange through files */
 	unsigned fanout;          /* tree fan-out for sets, default 4 */
 	unsigned timeout_ms;      /* bound on any operation, default 5000 */
-	unsigned spin_us;         /* busy-poll this long before sleeping, default 0 */
+	unsigned spin_us;         /* busy-poll this long before sleeping, default 0
+				     (without a wait fd, 20 µs of sched_yield
+				     polling always precede the first sleep) */
 	size_t chunk_size;        /* payload bytes per message, default 128 KiB */
 	unsigned rx_depth;        /* receive buffers posted per rail, default 32 */
 	uint64_t fault_die_after; /* fault injection: SIGKILL self once this many

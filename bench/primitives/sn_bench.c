@@ -12,7 +12,8 @@
  *          default the XFERs ask for no local event, as a daemon answering a
  *          request does: the reply is the confirmation, as in fi_pingpong.
  *          --local-ev 1 asks for one on every XFER (and waits for it before
- *          the next), which costs each transfer an ACK from its destination.
+ *          the next, inside the timed round trip), which costs each transfer
+ *          an ACK from its destination.
  *          Reports the median and the mean (fi_pingpong reports a mean).
  *   mcast  node 0 XFERs --size bytes (default 12 MiB) to nodes 1..N-1 and waits
  *          for its local event (every destination holds the data); a barrier
