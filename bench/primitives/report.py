@@ -567,7 +567,9 @@ def limits(res):
     out.append(
         "- **Known issue, udp;ofi_rxd at 32 nodes.** While developing this benchmark,"
         " the 12 MiB multicast on udp;ofi_rxd with 32 nodes failed in 4 of 9 attempts"
-        " (runs of up to 22 transfers; the few runs at 8 and 16 nodes did not fail):"
+        " (runs of up to 22 transfers; it has since failed at 16 nodes too, on a"
+        " heavily loaded machine, and an A/B run of the code before and after the"
+        " latency work shows the same behaviour):"
         " in those run with `SN_DEBUG=1`, one interior node's receives completed with"
         " `FI_ETRUNC` (rxd reports that"
         " when a message completes with fewer bytes than announced), so that node and"
