@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,6 +35,14 @@
 #include "wire.h"
 
 #define SN_RAILS 2
+/* Payloads up to this size travel inside the send slot (one iovec, and the
+ * caller's buffer is free at once without a separate copy). */
+#define SN_INLINE_MAX 256
+/* Send slots kept for reuse instead of a malloc/free per message. */
+#define SN_SLOT_CACHE 64
+/* Without a wait object, poll with sched_yield this long before the nanosleep
+ * back-off: a sleep costs the timer slack (~50 µs) even when asked for 1 µs. */
+#define SN_YIELD_NS 20000ull
 
 enum slot_kind { SLOT_RX, SLOT_TX };
 
@@ -55,7 +64,8 @@ struct slot {
 	struct iovec iov[2];
 	void *desc[2];
 	size_t niov;
-	uint8_t hdr[SN_WIRE_HDR_MAX];
+	/* header, then an inline payload; not cleared on reuse */
+	uint8_t hdr[SN_WIRE_HDR_MAX + SN_INLINE_MAX];
 };
 
 struct rail {
@@ -137,6 +147,9 @@ struct sn_ctx {
 	bool job_active;
 	struct pending *pendings;
 	struct event events[SN_MAX_EVENTS];
+	struct slot *free_slots; /* cache of SN_SLOT_CACHE send slots at most */
+	unsigned nfree_slots;
+	uint64_t tx_outstanding; /* sends handed out and not yet completed */
 	struct sn_stats stats;
 	char err[512];
 };
@@ -374,9 +387,14 @@ static int send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn
 		    const void *payload, size_t plen, struct rec *r, uint32_t req_id)
 {
 	struct rail *rl = &ctx->rails[rail];
-	struct slot *s = calloc(1, sizeof(*s));
-	if (!s)
+	struct slot *s = ctx->free_slots;
+	if (s) {
+		ctx->free_slots = s->next;
+		ctx->nfree_slots--;
+	} else if (!(s = malloc(sizeof(*s)))) {
 		return -ENOMEM;
+	}
+	memset(s, 0, offsetof(struct slot, hdr));
 	s->kind = SLOT_TX;
 	s->rail = rail;
 	s->dest = dest;
@@ -385,13 +403,18 @@ static int send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn
 	s->iov[0].iov_base = s->hdr;
 	s->iov[0].iov_len = sn_wire_encode(m, s->hdr);
 	s->niov = 1;
-	if (plen) {
+	if (plen && plen <= SN_INLINE_MAX) {
+		/* small: one contiguous buffer, and the source is free at once */
+		memcpy(s->hdr + s->iov[0].iov_len, payload, plen);
+		s->iov[0].iov_len += plen;
+	} else if (plen) {
 		s->iov[1].iov_base = (void *)payload;
 		s->iov[1].iov_len = plen;
 		s->niov = 2;
 	}
 	if (r)
 		r->tx_pending++;
+	ctx->tx_outstanding++;
 	txq_push(rl, s);
 	tx_flush(ctx, rl);
 	return 0;
@@ -431,8 +454,10 @@ static struct rec *rec_new(struct sn_ctx *ctx, const struct sn_msg *m, int rail,
 	r->parent = pos.parent;
 	r->nchildren = pos.nchildren;
 	memcpy(r->children, pos.children, pos.nchildren * sizeof(uint32_t));
-	for (uint32_t i = 0; i < pos.nchildren; i++)
-		sn_set_add(&r->waiting, pos.children[i]);
+	/* without SN_F_ACK no child answers, so there is nothing to wait for */
+	if (m->flags & SN_F_ACK)
+		for (uint32_t i = 0; i < pos.nchildren; i++)
+			sn_set_add(&r->waiting, pos.children[i]);
 	r->in_set = sn_set_has(&m->set, ctx->self);
 	r->status = 1;
 	r->local_ev = SN_NO_EVENT;
@@ -450,7 +475,7 @@ static void rec_forward(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *
 	fw.sender = ctx->self;
 	fw.budget_ms = budget_left_ms(r);
 	for (uint32_t i = 0; i < r->nchildren; i++) {
-		if (!sn_set_has(&r->waiting, r->children[i]))
+		if (sn_set_has(&r->suspect, r->children[i]))
 			continue; /* already failed */
 		if (send_msg(ctx, r->rail, r->children[i], &fw, payload, fw.chunk_len, r, 0))
 			note(ctx, "out of memory forwarding to node %u", r->children[i]);
@@ -490,6 +515,7 @@ static void rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired)
 			.set = r->ok,
 			.set2 = r->suspect,
 		};
+		ctx->stats.acks_sent++;
 		send_msg(ctx, r->rail, r->parent, &ack, NULL, 0, r, 0);
 	}
 	rec_release(ctx, r);
@@ -497,8 +523,13 @@ static void rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired)
 
 static void rec_child_failed(struct sn_ctx *ctx, struct rec *r, uint32_t child)
 {
-	if (!sn_set_has(&r->waiting, child))
+	if (!sn_set_has(&r->waiting, child)) {
+		/* nobody waits on an unacknowledged transfer, but later
+		 * chunks should not go to a child known to be gone */
+		if (!(r->m.flags & SN_F_ACK))
+			sn_set_add(&r->suspect, child);
 		return;
+	}
 	sn_set_del(&r->waiting, child);
 	sn_set_add(&r->suspect, child);
 	rec_try_finish(ctx, r, false);
@@ -570,8 +601,27 @@ static int check_down(struct sn_ctx *ctx, const struct sn_msg *m, const char **w
 	return 0;
 }
 
+/* A leaf that receives a whole transfer nobody waits on (no SN_F_ACK) needs
+ * no record: place the data and signal. The common case of a small message
+ * to one node, or of a strobe at the edge of the tree. */
+static bool leaf_fast_path(struct sn_ctx *ctx, const struct sn_msg *m)
+{
+	if (m->type != SN_MSG_XFER || (m->flags & (SN_F_ACK | SN_F_ATOMIC)) || m->chunk_off ||
+	    m->chunk_len != m->total || !sn_set_has(&m->set, ctx->self))
+		return false;
+	struct sn_tree_pos pos;
+	if (sn_tree_position(m->origin, &m->set, m->fanout, ctx->self, &pos) || pos.nchildren)
+		return false;
+	if (m->chunk_len)
+		memmove(ctx->gmem + m->off, m->payload, m->chunk_len);
+	event_signal(ctx, m->event);
+	return true;
+}
+
 static void handle_down(struct sn_ctx *ctx, int rail, const struct sn_msg *m)
 {
+	if (leaf_fast_path(ctx, m))
+		return;
 	struct rec *r = rec_find(ctx, m->origin, m->opid);
 	if (!r) {
 		r = rec_new(ctx, m, rail, m->budget_ms);
@@ -653,6 +703,7 @@ static void handle_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t l
 		handle_down(ctx, rail, &m);
 		break;
 	case SN_MSG_ACK:
+		ctx->stats.acks_recv++;
 		handle_ack(ctx, &m);
 		break;
 	case SN_MSG_CAW_REQ:
@@ -688,7 +739,14 @@ static int post_rx(struct sn_ctx *ctx, struct rail *rl, struct slot *s)
 static void tx_done(struct sn_ctx *ctx, struct slot *s)
 {
 	struct rec *r = s->rec;
-	free(s);
+	ctx->tx_outstanding--;
+	if (ctx->nfree_slots < SN_SLOT_CACHE) {
+		s->next = ctx->free_slots;
+		ctx->free_slots = s;
+		ctx->nfree_slots++;
+	} else {
+		free(s);
+	}
 	if (r) {
 		r->tx_pending--;
 		rec_release(ctx, r);
@@ -711,6 +769,8 @@ static void tx_failed(struct sn_ctx *ctx, struct slot *s, int err)
 
 static void check_deadlines(struct sn_ctx *ctx)
 {
+	if (!ctx->recs)
+		return; /* the idle case: no clock read on every progress round */
 	uint64_t t = now_ns();
 	/* finishing one record can free others (a failed ACK cascades), so
 	 * rescan from the head after each; every pass finishes one record */
@@ -809,23 +869,38 @@ int sn_next_timeout_ms(struct sn_ctx *ctx)
 static void wait_until(struct sn_ctx *ctx, bool (*cond)(struct sn_ctx *, void *), void *arg,
 		       uint64_t deadline_ns)
 {
-	uint64_t spin_until = now_ns() + (uint64_t)ctx->cfg.spin_us * 1000;
-	unsigned backoff_us = 1;
+	uint64_t start = now_ns();
+	uint64_t spin_until = start + (uint64_t)ctx->cfg.spin_us * 1000;
+	bool no_wait_obj = ctx->epfd < 0 || ctx->rails[0].wait_fd < 0;
+	uint64_t yield_until = (spin_until > start ? spin_until : start) + SN_YIELD_NS;
+	unsigned backoff_us = 1, spins = 0;
+	bool spinning = spin_until > start;
 	for (;;) {
 		sn_progress(ctx);
 		if (cond(ctx, arg))
 			return;
+		/* while busy-polling, read the clock only every 16th round: it
+		 * costs about as much as an empty progress round */
+		if (spinning && (++spins & 15))
+			continue;
 		uint64_t t = now_ns();
 		if (t >= deadline_ns)
 			return;
 		if (t < spin_until)
 			continue;
+		spinning = false;
+		if (no_wait_obj && t < yield_until) {
+			/* nothing to sleep on: give the core away but look again
+			 * soon, before paying for a timed sleep */
+			sched_yield();
+			continue;
+		}
 		uint64_t left_ms = (deadline_ns - t) / 1000000 + 1;
 		int ms = left_ms > INT32_MAX ? -1 : (int)left_ms;
 		int next = sn_next_timeout_ms(ctx);
 		if (next >= 0 && (ms < 0 || next < ms))
 			ms = next;
-		if (ctx->epfd < 0 || ctx->rails[0].wait_fd < 0) {
+		if (no_wait_obj) {
 			/* no wait object: back off from 1 µs to 1 ms */
 			struct timespec ts = {0, (long)backoff_us * 1000};
 			nanosleep(&ts, NULL);
@@ -857,12 +932,12 @@ int sn_test_event(struct sn_ctx *ctx, unsigned ev, int timeout_ms, struct sn_nod
 	if (ev >= SN_MAX_EVENTS)
 		return fail(ctx, -EINVAL, "event %u out of range (max %d)", ev, SN_MAX_EVENTS - 1);
 	struct ev_arg a = {ev};
-	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX
-					   : now_ns() + (uint64_t)timeout_ms * 1000000ull;
-	if (timeout_ms == 0)
-		sn_progress(ctx);
-	else
-		wait_until(ctx, ev_ready, &a, deadline);
+	/* one round first: an event that is already there costs no clock read */
+	sn_progress(ctx);
+	if (timeout_ms != 0 && !ev_ready(ctx, &a))
+		wait_until(ctx, ev_ready, &a,
+			   timeout_ms < 0 ? UINT64_MAX
+					  : now_ns() + (uint64_t)timeout_ms * 1000000ull);
 	struct event *e = &ctx->events[ev];
 	if (e->errors) {
 		e->errors--;
@@ -916,7 +991,7 @@ static void xfer_commit_done(struct sn_ctx *ctx, struct rec *r)
 }
 
 static struct rec *root_new(struct sn_ctx *ctx, struct sn_msg *m, int rail,
-			    uint64_t budget_ms, rec_done_fn done);
+			    uint64_t budget_ms, rec_done_fn done, bool ack);
 static void root_launch(struct sn_ctx *ctx, struct rec *r);
 
 static void xfer_done(struct sn_ctx *ctx, struct rec *r)
@@ -936,7 +1011,7 @@ static void xfer_done(struct sn_ctx *ctx, struct rec *r)
 	c.type = SN_MSG_COMMIT;
 	c.chunk_len = 0;
 	c.total = 0;
-	struct rec *cr = root_new(ctx, &c, r->rail, ctx->cfg.timeout_ms, xfer_commit_done);
+	struct rec *cr = root_new(ctx, &c, r->rail, ctx->cfg.timeout_ms, xfer_commit_done, true);
 	if (!cr) {
 		event_fail(ctx, r->local_ev, -ENOMEM, &failed);
 		return;
@@ -945,15 +1020,23 @@ static void xfer_done(struct sn_ctx *ctx, struct rec *r)
 	root_launch(ctx, cr);
 }
 
-/* Creates the root record of a tree operation; m gets its identity. */
-static struct rec *root_new(struct sn_ctx *ctx, struct sn_msg *m, int rail,
-			    uint64_t budget_ms, rec_done_fn done)
+/* Gives m the identity of a new tree operation rooted here. */
+static void root_identity(struct sn_ctx *ctx, struct sn_msg *m, bool ack)
 {
 	m->origin = ctx->self;
 	m->opid = (uint32_t)next_opid(ctx);
 	m->sender = ctx->self;
 	m->nbits = ctx->n;
-	m->flags |= SN_F_ACK;
+	if (ack)
+		m->flags |= SN_F_ACK;
+}
+
+/* Creates the root record of a tree operation; m gets its identity. Without
+ * ack the members do not answer and the record finishes once sent. */
+static struct rec *root_new(struct sn_ctx *ctx, struct sn_msg *m, int rail,
+			    uint64_t budget_ms, rec_done_fn done, bool ack)
+{
+	root_identity(ctx, m, ack);
 	struct rec *r = rec_new(ctx, m, rail, budget_ms);
 	if (r)
 		r->done = done;
@@ -996,14 +1079,36 @@ int sn_xfer(struct sn_ctx *ctx, const struct sn_nodeset *dst, uint64_t dst_off,
 	};
 	/* the tree moves len bytes per member; assume at least 25 MB/s for that */
 	uint64_t budget = ctx->cfg.timeout_ms + (uint64_t)len * sn_set_count(dst) / 25000;
-	struct rec *r = root_new(ctx, &m, rail, budget, xfer_done);
+	bool self_dest = sn_set_has(dst, ctx->self);
+	/* Only a local event or the commit phase of an atomic transfer waits on
+	 * the destinations' ACKs; without either nobody would read them. */
+	bool ack = local_ev != SN_NO_EVENT || (flags & SN_XFER_ATOMIC);
+	if (!ack && len <= SN_INLINE_MAX) {
+		/* one message per child with the payload inline: no record at all */
+		struct sn_tree_pos pos;
+		root_identity(ctx, &m, false);
+		if (sn_tree_position(ctx->self, dst, m.fanout, ctx->self, &pos))
+			return fail(ctx, -EINVAL, "no tree for this node set");
+		m.chunk_len = (uint32_t)len;
+		m.budget_ms = (uint32_t)(budget * 3 / 4);
+		for (uint32_t i = 0; i < pos.nchildren; i++) {
+			if (send_msg(ctx, rail, pos.children[i], &m, src, len, NULL, 0))
+				return fail(ctx, -ENOMEM, "out of memory");
+			ctx->stats.forwards++;
+		}
+		if (self_dest && len)
+			memmove(ctx->gmem + dst_off, src, len);
+		if (self_dest)
+			event_signal(ctx, remote_ev);
+		return 0;
+	}
+	struct rec *r = root_new(ctx, &m, rail, budget, xfer_done, ack);
 	if (!r)
 		return fail(ctx, -ENOMEM, "out of memory");
 	r->local_ev = local_ev;
 
 	const uint8_t *from = src;
-	bool self_dest = sn_set_has(dst, ctx->self);
-	if (r->nchildren && len && local_ev == SN_NO_EVENT) {
+	if (r->nchildren && len > SN_INLINE_MAX && local_ev == SN_NO_EVENT) {
 		/* the caller may reuse src at once: send a private copy */
 		r->owned = malloc(len);
 		if (!r->owned) {
@@ -1078,7 +1183,7 @@ static void caw_eval_done(struct sn_ctx *ctx, struct rec *r)
 	struct sn_msg w = job->req;
 	w.type = SN_MSG_WRITE;
 	w.flags = 0;
-	struct rec *wr = root_new(ctx, &w, r->rail, ctx->cfg.timeout_ms, caw_write_done);
+	struct rec *wr = root_new(ctx, &w, r->rail, ctx->cfg.timeout_ms, caw_write_done, true);
 	if (!wr) {
 		caw_job_finish(ctx, job, -ENOMEM, &failed);
 		return;
@@ -1100,7 +1205,7 @@ static void caw_job_start(struct sn_ctx *ctx)
 	e.type = SN_MSG_EVAL;
 	e.flags = 0;
 	struct rec *r = root_new(ctx, &e, pick_rail(ctx, SN_XFER_SYS), ctx->cfg.timeout_ms,
-				 caw_eval_done);
+				 caw_eval_done, true);
 	if (!r) {
 		struct sn_nodeset none;
 		sn_set_clear(&none);
@@ -1175,7 +1280,7 @@ int sn_caw(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off, e
 	uint64_t wait_ms = ctx->cfg.timeout_ms;
 	int rail = pick_rail(ctx, SN_XFER_SYS);
 	if (!do_write) {
-		struct rec *r = root_new(ctx, &m, rail, ctx->cfg.timeout_ms, caw_read_done);
+		struct rec *r = root_new(ctx, &m, rail, ctx->cfg.timeout_ms, caw_read_done, true);
 		if (!r)
 			return fail(ctx, -ENOMEM, "out of memory");
 		p.req_id = r->m.opid;
@@ -1433,6 +1538,8 @@ const char *sn_open_error(void) { return open_error; }
 static bool drained(struct sn_ctx *ctx, void *arg)
 {
 	(void)arg;
+	if (ctx->tx_outstanding)
+		return false;
 	for (int i = 0; i < ctx->nrails; i++)
 		if (ctx->rails[i].txq_head)
 			return false;
@@ -1457,6 +1564,11 @@ void sn_close(struct sn_ctx *ctx)
 		ctx->recs = r->next;
 		free(r->owned);
 		free(r);
+	}
+	while (ctx->free_slots) {
+		struct slot *s = ctx->free_slots;
+		ctx->free_slots = s->next;
+		free(s);
 	}
 	while (ctx->jobs_head) {
 		struct caw_job *j = ctx->jobs_head;

@@ -30,7 +30,9 @@ struct sn_config {
 	const char *bootstrap;    /* "dir:PATH": address exchange through files */
 	unsigned fanout;          /* tree fan-out for sets, default 4 */
 	unsigned timeout_ms;      /* bound on any operation, default 5000 */
-	unsigned spin_us;         /* busy-poll this long before sleeping, default 0 */
+	unsigned spin_us;         /* busy-poll this long before sleeping, default 0
+				     (without a wait fd, 20 µs of sched_yield
+				     polling always precede the first sleep) */
 	size_t chunk_size;        /* payload bytes per message, default 128 KiB */
 	unsigned rx_depth;        /* receive buffers posted per rail, default 32 */
 	uint64_t fault_die_after; /* fault injection: SIGKILL self once this many
@@ -81,7 +83,14 @@ enum sn_xfer_flags {
  * Non-blocking: src may be reused when local_ev fires, or at once when
  * local_ev is SN_NO_EVENT (the data is then copied). local_ev fires when every
  * destination holds the data (or with an error naming those that do not);
- * remote_ev fires on each destination when it holds the data. */
+ * remote_ev fires on each destination when it holds the data.
+ *
+ * Only a local event (or SN_XFER_ATOMIC, whose commit phase needs them) makes
+ * the destinations acknowledge. With local_ev == SN_NO_EVENT and no
+ * SN_XFER_ATOMIC no ACK is sent, so the sender learns nothing of delivery:
+ * a dead or unreachable destination is not reported, and the data may be
+ * lost without any error here. Use it where something else confirms (a
+ * reply, a later COMPARE-AND-WRITE), as in a request/response or a strobe. */
 int sn_xfer(struct sn_ctx *ctx, const struct sn_nodeset *dst, uint64_t dst_off,
 	    const void *src, size_t len, unsigned local_ev, unsigned remote_ev,
 	    unsigned flags);
@@ -114,6 +123,7 @@ int sn_next_timeout_ms(struct sn_ctx *ctx);
 /* Counters for tests and benchmarks. */
 struct sn_stats {
 	uint64_t msgs_sent, msgs_recv, bytes_sent, bytes_recv, forwards, timeouts;
+	uint64_t acks_sent, acks_recv; /* tree ACKs (see sn_xfer: not every XFER has them) */
 };
 void sn_get_stats(const struct sn_ctx *ctx, struct sn_stats *st);
 

@@ -35,7 +35,8 @@ static int index_of(uint32_t root, const struct sn_nodeset *set, uint32_t node,
 	/* members below node, excluding the root, then +1 for the root slot */
 	uint32_t below = 0;
 	for (uint32_t w = 0; w < node / 64; w++)
-		below += (uint32_t)__builtin_popcountll(set->w[w]);
+		if (set->w[w])
+			below += (uint32_t)__builtin_popcountll(set->w[w]);
 	if (node % 64)
 		below += (uint32_t)__builtin_popcountll(set->w[node / 64] &
 							((1ull << (node % 64)) - 1));

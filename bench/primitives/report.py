@@ -34,12 +34,16 @@ class Results:
     def __init__(self, rows):
         self.rows = rows
 
-    def find(self, bench, provider=None, nodes=None, size=None, spin=None):
+    def find(self, bench, provider=None, nodes=None, size=None, spin=None,
+             local_ev=None):
         """The matching result without an error (of several repeated runs, the
-        one with the median value), or None."""
+        one with the median value), or None. local_ev filters xfer_lat runs
+        (runs from before the option always had a local event)."""
         hits = []
         for r in self.rows:
             if r.get("bench") != bench or "error" in r:
+                continue
+            if local_ev is not None and r.get("local_ev", True) != local_ev:
                 continue
             if provider is not None and r.get("provider") != provider:
                 continue
@@ -55,12 +59,22 @@ class Results:
         hits.sort(key=value)
         return hits[(len(hits) - 1) // 2]
 
-    def count(self, bench, provider=None, nodes=None, size=None, spin=None):
+    def count(self, bench, provider=None, nodes=None, size=None, spin=None,
+              local_ev=None):
         return sum(1 for r in self.rows if r.get("bench") == bench and "error" not in r
+                   and (local_ev is None or r.get("local_ev", True) == local_ev)
                    and (provider is None or r.get("provider") == provider)
                    and (nodes is None or r.get("nodes") == nodes)
                    and (size is None or r.get("size") == size)
                    and (spin is None or r.get("spin") == spin))
+
+    def values(self, bench, provider=None, size=None, **kw):
+        """Every value of the matching runs (to show how repeated runs vary)."""
+        return sorted(value(r) for r in self.rows
+                      if r.get("bench") == bench and "error" not in r
+                      and (provider is None or r.get("provider") == provider)
+                      and (size is None or r.get("size") == size)
+                      and all(r.get(k) == v for k, v in kw.items()))
 
     def failed(self, bench, provider, nodes):
         for r in self.rows:
@@ -105,6 +119,13 @@ def value(r):
 
 def med(r):
     return value(r) if r else None
+
+
+def mean(r):
+    """The mean in µs (fi_pingpong's only statistic; sn_bench reports both)."""
+    if not r:
+        return None
+    return r.get("mean_us", r.get("median_us"))
 
 
 def spread(r):
@@ -208,21 +229,35 @@ def build(res, results_path):
     L.append("fi_pingpong: `fi_pingpong -p P -e rdm -S SIZE -I K` (server and client on"
              " 127.0.0.1, `-d lo` for sockets, pinned with `taskset` to two different"
              " CPUs), its mean µs per transfer (it reports no distribution). XFER:"
-             " `sn_bench --test lat --pin 1` (its two nodes pinned the same way), median"
-             " with p10–p90. For 8 B both ran %s, interleaved, and the table shows"
-             " the run with the median value of each. In the XFER test node 0 XFERs to node 1 with a remote event, node 1 waits in"
-             " TEST-EVENT and XFERs back; every XFER is also acknowledged (its local"
-             " event), which fi_pingpong does not do. Target: XFER 8 B (spin) ≤ 1.5x"
-             " fi_pingpong.%s" % (times(res.count("fi_pingpong", "shm", size=8)), sockets_note))
+             " `sn_bench --test lat --pin 1` (its two nodes pinned the same way, both"
+             " busy-polling: `spin_us` = 1 s), median with p10–p90, and its mean. For 8 B"
+             " both ran %s, interleaved, and the table shows the run with the median"
+             " value of each. In the XFER test node 0 XFERs to node 1 with a remote"
+             " event, node 1 waits in TEST-EVENT and XFERs back. The XFERs ask for no"
+             " local event, as a daemon answering a request does (the reply is the"
+             " confirmation, as in fi_pingpong), so no ACK travels; the column *with local"
+             " event* is the same ping-pong with a local event on every XFER, waited for"
+             " before the next one, so every XFER is also acknowledged by its"
+             " destination. Target: XFER 8 B (spin) ≤ 1.5x fi_pingpong; *ratio* is"
+             " XFER's median over fi_pingpong's mean (the comparison used since the"
+             " first report), *mean ratio* is mean over mean.%s" %
+             (times(res.count("fi_pingpong", "shm", size=8)), sockets_note))
     L.append("")
     rows = []
     for p in PROVIDERS:
         pp = res.find("fi_pingpong", p, size=8)
-        x = res.find("xfer_lat", p, 2, 8, spin=True)
+        x = res.find("xfer_lat", p, 2, 8, spin=True, local_ev=False)
+        xa = res.find("xfer_lat", p, 2, 8, spin=True, local_ev=True)
         xn = res.find("xfer_lat", p, 2, 8, spin=False)
         pp_s = us(med(pp)) if pp else failed_cell(res, "fi_pingpong", p, 2)
+        runs = res.values("fi_pingpong", p, 8)
+        if len(runs) > 1:
+            pp_s += " (runs: %s)" % ", ".join(us(v) for v in runs)
         row = ["`%s`" % p, pp_s, spread(x) if x else failed_cell(res, "xfer_lat", p, 2),
-               fmt_ratio(ratio(med(x), med(pp)), True), spread(xn)]
+               fmt_ratio(ratio(med(x), med(pp)), True), us(mean(x)),
+               fmt_ratio(ratio(mean(x), med(pp))),
+               "%s (%s)" % (us(med(xa)), fmt_ratio(ratio(med(xa), med(pp)))) if xa else "–",
+               spread(xn)]
         for size in (65536, 1 << 20):
             ppl = res.find("fi_pingpong", p, size=size)
             xl = res.find("xfer_lat", p, 2, size, spin=True)
@@ -232,12 +267,26 @@ def build(res, results_path):
     m64 = res.find("mpi_lat", None, 2, 65536)
     m1m = res.find("mpi_lat", None, 2, 1 << 20)
     if m8:
-        rows.append(["MPICH (own shm), MPI_Send/Recv", "–", spread(m8), "–", "–",
-                     "–", us(med(m64)), "–", "–", us(med(m1m)), "–"])
+        rows.append(["MPICH (own shm), MPI_Send/Recv", "–", spread(m8), "–", "–", "–", "–",
+                     "–", "–", us(med(m64)), "–", "–", us(med(m1m)), "–"])
     L.append(table(["provider", "fi_pingpong 8 B", "XFER 8 B, spin", "ratio",
+                    "XFER 8 B mean", "mean ratio", "XFER 8 B with local event (ratio)",
                     "XFER 8 B, no spin", "fi_pingpong 64 KiB", "XFER 64 KiB, spin", "ratio",
                     "fi_pingpong 1 MiB", "XFER 1 MiB, spin", "ratio"], rows))
     L.append("")
+    noisy = []
+    for p in PROVIDERS:
+        runs = res.values("fi_pingpong", p, 8)
+        if len(runs) > 1 and runs[0] > 0 and runs[-1] / runs[0] > 1.5 and \
+                not (p == "sockets" and sockets_note):
+            noisy.append("`%s` (%s to %s)" % (p, us(runs[0]), us(runs[-1])))
+    if noisy:
+        L.append("**Caution:** fi_pingpong's repeated 8 B runs disagree by more than 1.5x"
+                 " on %s: its mean absorbs every time another job takes the CPU, while"
+                 " XFER's median does not, so in this run the median-over-mean *ratio*"
+                 " flatters storm; the *mean ratio* is the like-for-like one (and is"
+                 " just as exposed to the load)." % ", ".join(noisy))
+        L.append("")
 
     nodes = [n for n in res.node_counts() if n >= 2]
 
@@ -317,10 +366,11 @@ def build(res, results_path):
     L.append("### Headline")
     L.append("")
     for p in PROVIDERS:
-        x = res.find("xfer_lat", p, 2, 8, spin=True)
+        x = res.find("xfer_lat", p, 2, 8, spin=True, local_ev=False)
         pp = res.find("fi_pingpong", p, size=8)
-        L.append("- XFER 8 B vs fi_pingpong, `%s`: %s (%s vs %s)" %
-                 (p, fmt_ratio(ratio(med(x), med(pp)), True), us(med(x)), us(med(pp))))
+        L.append("- XFER 8 B vs fi_pingpong, `%s`: %s (median %s vs %s; mean %s, %s)" %
+                 (p, fmt_ratio(ratio(med(x), med(pp)), True), us(med(x)), us(med(pp)),
+                  us(mean(x)), fmt_ratio(ratio(mean(x), med(pp)))))
     x = res.find("xfer_mcast", "shm", 32, MCAST_SIZE, spin=False)
     b = res.find("mpi_bcast", None, 32, MCAST_SIZE)
     L.append("- multicast 12 MiB, shm, 32 nodes vs MPI_Bcast: %s (%s vs %s)" %
@@ -345,6 +395,60 @@ def build(res, results_path):
     L.extend(limits(res))
     L.append("")
     return "\n".join(L)
+
+
+def depth(n, fanout=4):
+    """Levels of the tree over n nodes (as sn_tree_depth)."""
+    d, reach, level = 0, 1, 1
+    while reach < n:
+        level *= fanout
+        reach += level
+        d += 1
+    return d
+
+
+def caw_growth(res):
+    """Does COMPARE-AND-WRITE grow as log(nodes)? Time per tree level."""
+    out = []
+    ns = [n for n in res.node_counts() if n >= 2]
+    if len(ns) < 2:
+        return out
+    parts = []
+    for p in ("shm", "tcp;ofi_rxm"):
+        for spin in (False, True):
+            vals = [(n, med(res.find("caw", p, n, spin=spin))) for n in ns]
+            vals = [(n, v) for n, v in vals if v is not None]
+            if len(vals) < 2:
+                continue
+            per = ", ".join("%d: %s (%s/level)" % (n, us(v), us(v / depth(n))) for n, v in vals)
+            n0, v0 = vals[0]
+            n1, v1 = vals[-1]
+            lv0, lv1 = v0 / depth(n0), v1 / depth(n1)
+            parts.append("`%s`%s — %s; %d→%d nodes: %s in all, %s per level" %
+                         (p, ", spin" if spin else "", per, n0, n1,
+                          fmt_ratio(v1 / v0) if v0 else "–",
+                          fmt_ratio(lv1 / lv0) if lv0 else "–"))
+    out.append(
+        "- **COMPARE-AND-WRITE against node count.** The combining tree has fan-out 4,"
+        " so its depth is %s levels for %s nodes; a read-only CAW goes down and"
+        " back up once, so it should grow with the depth (log₄ N), not with N (which"
+        " grows %s from %d to %d nodes, the depth %s). Measured, with the time per"
+        " level: %s. Above 2 nodes the per-level time is set by how fast a sleeping"
+        " node is scheduled again on the 2 shared cores (up to the 1 ms back-off on"
+        " shm, a poll() wake-up on tcp;ofi_rxm), not by the messages, so the curve is"
+        " a step per level plus the scheduling noise of 32 processes on 2 cores."
+        " Where the time per level stays flat from 8 to 32 nodes (shm without"
+        " spinning, where each level costs about one back-off wake-up) the growth is"
+        " logarithmic; where it rises with N (tcp;ofi_rxm: more processes queue for"
+        " the same 2 cores at every level) the total grows faster than log N here,"
+        " and only a machine with a core per node can show whether the tree alone"
+        " does. Busy-polling (*spin*) makes it worse once the nodes outnumber the"
+        " cores, because the spinning nodes take the CPU from the node that holds"
+        " the message." %
+        ("/".join(str(depth(n)) for n in ns), "/".join(str(n) for n in ns),
+         fmt_ratio(ns[-1] / ns[0]), ns[0], ns[-1],
+         fmt_ratio(depth(ns[-1]) / max(depth(ns[0]), 1)), "; ".join(parts)))
+    return out
 
 
 def limits(res):
@@ -383,43 +487,51 @@ def limits(res):
         " that have work: %s. Those ratios say more about oversubscription than"
         " about either implementation; the 2-node rows are the like-for-like ones."
         " Spinning (`spin_us`) helps storm only while the nodes fit on the cores"
-        " (CAW on shm: %s spinning vs %s not at 2 nodes; %s vs %s at 4)." %
+        " (CAW on shm: %s spinning vs %s not at 2 nodes; %s vs %s at 4). So the"
+        " CAW and multicast targets at 32 nodes are met because MPICH collapses under"
+        " oversubscription, not because storm's tree is faster; where nothing is"
+        " oversubscribed (2 nodes) CAW on shm, spinning, takes %s against"
+        " MPI_Allreduce's %s, and the 12 MiB multicast %s against MPI_Bcast's %s."
+        " A fair 32-node comparison needs 32 cores (or a cluster)." %
         (us(bar2), us(bar32), us(g("mpi_bcast", None, 32, 1 << 20)),
          us(g("mpi_bcast", None, 32, MCAST_SIZE)), verdict,
          us(g("caw", "shm", 2, spin=True)), us(g("caw", "shm", 2, spin=False)),
-         us(g("caw", "shm", 4, spin=True)), us(g("caw", "shm", 4, spin=False))))
+         us(g("caw", "shm", 4, spin=True)), us(g("caw", "shm", 4, spin=False)),
+         us(g("caw", "shm", 2, spin=True)), us(g("mpi_allreduce", None, 2)),
+         us(g("xfer_mcast", "shm", 2, MCAST_SIZE, spin=False)),
+         us(g("mpi_bcast", None, 2, MCAST_SIZE))))
     out.append(
         "- **No wait object for shm and udp;ofi_rxd.** Their completion queues cannot"
         " be opened with `FI_WAIT_FD`, so a waiting node (`wait_until` in"
-        " `net_abstraction/sn.c`) backs off with nanosleep from 1 µs doubling up to"
-        " 1 ms. A node that has been idle for a while therefore reacts up to ~1 ms"
-        " late, at every level of the tree: CAW over 2 nodes on shm takes %s without"
-        " spinning against %s on tcp;ofi_rxm, which sleeps in poll() on its fd and"
-        " wakes when data arrives. The 8 B ping-pong without spinning (%s on shm)"
-        " stays short only because the backoff restarts at 1 µs with every call." %
+        " `net_abstraction/sn.c`) first polls with sched_yield for 20 µs (a nanosleep"
+        " costs the ~50 µs timer slack however short it is asked to be) and then backs"
+        " off with nanosleep from 1 µs doubling up to 1 ms. A node that has been idle"
+        " for a while therefore reacts up to ~1 ms late, at every level of the tree:"
+        " CAW over 2 nodes on shm takes %s without spinning against %s on"
+        " tcp;ofi_rxm, which sleeps in poll() on its fd and wakes when data arrives."
+        " The 8 B ping-pong without spinning (%s on shm) stays short because each"
+        " answer arrives within the yield phase." %
         (us(g("caw", "shm", 2, spin=False)), us(g("caw", "tcp;ofi_rxm", 2, spin=False)),
          us(g("xfer_lat", "shm", 2, 8, spin=False))))
+    pp_shm, pp_tcp = g("fi_pingpong", "shm", size=8), g("fi_pingpong", "tcp;ofi_rxm", size=8)
     out.append(
-        "- **Two messages per XFER on the 2-node path.** Each XFER is a tree"
-        " operation: the destination answers with an ACK (so that the sender's local"
-        " event means \"delivered\"), and it sends that ACK from inside progress"
-        " before the application sees the remote event, so in a ping-pong every"
-        " hop is two provider messages where fi_pingpong has one (at fi_pingpong's"
-        " cost per message that alone would be %s on shm, %s on tcp;ofi_rxm); on"
-        " top comes storm's own work: a heap-allocated send slot and operation record per message, a"
-        " header of ≥ 96 bytes plus node bitmaps to encode and decode, a linear"
-        " search of the operation records, and on the receiver a copy out of the"
-        " bounce buffer into global memory. Measured: %s vs fi_pingpong's %s on"
-        " shm, %s vs %s on tcp;ofi_rxm (8 B, both busy-polling). A profile of the"
-        " shm ping-pong (`perf record` on sn_bench) shows no single hot spot in"
-        " storm's code: the spinning loop spends most samples in clock_gettime"
-        " (two calls per progress round, ~28 ns each here) and the rest in the shm"
-        " provider's locks and queues." %
-        (us(2 * g("fi_pingpong", "shm", size=8)) if g("fi_pingpong", "shm", size=8) else "–",
-         us(2 * g("fi_pingpong", "tcp;ofi_rxm", size=8)) if g("fi_pingpong", "tcp;ofi_rxm", size=8) else "–",
-         us(g("xfer_lat", "shm", 2, 8, spin=True)), us(g("fi_pingpong", "shm", size=8)),
-         us(g("xfer_lat", "tcp;ofi_rxm", 2, 8, spin=True)),
-         us(g("fi_pingpong", "tcp;ofi_rxm", size=8))))
+        "- **What an 8 B XFER still costs over fi_pingpong.** Without a local event"
+        " an XFER is one provider message, like fi_pingpong's; with one it is two (the"
+        " destination's ACK): %s vs %s on shm, %s vs %s on tcp;ofi_rxm (the *with local"
+        " event* column). The rest is storm's work per message: a header of 96 bytes"
+        " plus two node bitmaps to encode, send as one iovec and decode; validating the"
+        " node set and computing the tree position on both sides; the event bookkeeping"
+        " of TEST-EVENT; and the send completion that storm asks for (fi_pingpong"
+        " injects 8 B messages and gets none; storm needs the completion to report a"
+        " failed send and to know when an endpoint may close). On shm, where a"
+        " provider message costs %s, those few hundred nanoseconds are the whole gap;"
+        " on the network providers they vanish in the transport's own cost." %
+        (us(g("xfer_lat", "shm", 2, 8, spin=True, local_ev=True)),
+         us(g("xfer_lat", "shm", 2, 8, spin=True, local_ev=False)),
+         us(g("xfer_lat", "tcp;ofi_rxm", 2, 8, spin=True, local_ev=True)),
+         us(g("xfer_lat", "tcp;ofi_rxm", 2, 8, spin=True, local_ev=False)),
+         us(pp_shm) if pp_shm else "–"))
+    out.extend(caw_growth(res))
     x2 = res.find("xfer_mcast", "shm", 2, MCAST_SIZE, spin=False)
     x32 = res.find("xfer_mcast", "shm", 32, MCAST_SIZE, spin=False)
     out.append(
@@ -455,7 +567,9 @@ def limits(res):
     out.append(
         "- **Known issue, udp;ofi_rxd at 32 nodes.** While developing this benchmark,"
         " the 12 MiB multicast on udp;ofi_rxd with 32 nodes failed in 4 of 9 attempts"
-        " (runs of up to 22 transfers; the few runs at 8 and 16 nodes did not fail):"
+        " (runs of up to 22 transfers; it has since failed at 16 nodes too, on a"
+        " heavily loaded machine; whether the latency work changed how often was"
+        " not measured):"
         " in those run with `SN_DEBUG=1`, one interior node's receives completed with"
         " `FI_ETRUNC` (rxd reports that"
         " when a message completes with fewer bytes than announced), so that node and"

@@ -135,7 +135,9 @@ command -v taskset >/dev/null || log "taskset not found (util-linux): no fi_ping
 # ---------------------------------------------------------------- latency
 # 8 B: $PP_RUNS fi_pingpong runs interleaved with as many sn_bench runs (the
 # report takes the run with the median value of each); then 64 KiB and 1 MiB
-# once each, and 8 B without busy polling.
+# once each, 8 B without busy polling, and 8 B with a local event per XFER.
+# sn_bench's XFERs ask for no local event unless --local-ev 1: the pong is
+# the confirmation, as in fi_pingpong and in a daemon answering a request.
 HAVE_PP=0
 command -v fi_pingpong >/dev/null && command -v taskset >/dev/null && HAVE_PP=1
 phase lat && echo "$PROVIDERS" | while IFS= read -r p; do
@@ -153,6 +155,10 @@ phase lat && echo "$PROVIDERS" | while IFS= read -r p; do
 		done
 	done
 	record xfer_lat "$p" 2 -- $SN --provider "$p" --nodes 2 --test lat --size 8 --spin 0 \
+		--pin 1 --iters $LAT_ITERS --budget-s $LAT_BUDGET
+	# the same ping-pong with a local event on every XFER (so every XFER
+	# is acknowledged by its destination): what delivery confirmation costs
+	record xfer_lat "$p" 2 -- $SN --provider "$p" --nodes 2 --test lat --size 8 --local-ev 1 \
 		--pin 1 --iters $LAT_ITERS --budget-s $LAT_BUDGET
 done
 

@@ -2,13 +2,19 @@
  *
  *   sn_bench --provider P --nodes N --test lat|mcast|caw [--size BYTES]
  *            [--iters K] [--warmup W] [--spin US] [--budget-s S]
- *            [--op-timeout-ms MS] [--pin 0|1]
+ *            [--op-timeout-ms MS] [--pin 0|1] [--local-ev 0|1]
  *
  * One JSON line per result on stdout (printed by node 0):
  *   lat    2 nodes ping-pong: node 0 XFERs size bytes to node 1 with a remote
  *          event, node 1 waits for it with TEST-EVENT and XFERs the same size
  *          back. Half the round trip, for 8 B, 64 KiB and 1 MiB (or --size).
- *          Busy-polls by default (spin_us = 1 s), like fi_pingpong.
+ *          Busy-polls by default (spin_us = 1 s), like fi_pingpong. By
+ *          default the XFERs ask for no local event, as a daemon answering a
+ *          request does: the reply is the confirmation, as in fi_pingpong.
+ *          --local-ev 1 asks for one on every XFER (and waits for it before
+ *          the next, inside the timed round trip), which costs each transfer
+ *          an ACK from its destination.
+ *          Reports the median and the mean (fi_pingpong reports a mean).
  *   mcast  node 0 XFERs --size bytes (default 12 MiB) to nodes 1..N-1 and waits
  *          for its local event (every destination holds the data); a barrier
  *          between iterations. Reports time and bandwidth (payload / time).
@@ -52,6 +58,7 @@ struct opts {
 	double budget_s;
 	unsigned op_timeout_ms;
 	bool pin; /* node i runs on the i-th allowed CPU (modulo their number) */
+	bool local_ev; /* lat: ask for (and wait on) a local event per XFER */
 };
 
 static uint64_t now_ns(void)
@@ -95,17 +102,23 @@ static void report(const struct opts *o, const char *bench, long size, double *u
 	sn_get_stats(ctx, &st);
 	json_escape(o->provider, prov, sizeof(prov));
 	qsort(us, (size_t)n, sizeof(double), cmp_double);
-	double med = pct(us, n, 0.5);
+	double med = pct(us, n, 0.5), sum = 0;
+	for (int i = 0; i < n; i++)
+		sum += us[i];
 	printf("{\"bench\":\"%s\",\"provider\":\"%s\",\"nodes\":%u", bench, prov, o->nodes);
 	if (size >= 0)
 		printf(",\"size\":%ld", size);
-	printf(",\"median_us\":%.3f,\"p10_us\":%.3f,\"p90_us\":%.3f,\"iters\":%d", med,
-	       pct(us, n, 0.1), pct(us, n, 0.9), n);
+	printf(",\"median_us\":%.3f,\"mean_us\":%.3f,\"p10_us\":%.3f,\"p90_us\":%.3f,"
+	       "\"iters\":%d", med, n ? sum / n : 0, pct(us, n, 0.1), pct(us, n, 0.9), n);
+	if (!strcmp(bench, "xfer_lat"))
+		printf(",\"local_ev\":%s", o->local_ev ? "true" : "false");
 	if (bw && size > 0)
 		printf(",\"mbps\":%.1f", (double)size / med);
-	printf(",\"spin\":%s,\"pinned\":%s,\"fanout\":%s,\"node0_msgs_sent\":%llu}\n",
+	printf(",\"spin\":%s,\"pinned\":%s,\"fanout\":%s,\"node0_msgs_sent\":%llu,"
+	       "\"node0_msgs_recv\":%llu}\n",
 	       spin ? "true" : "false", o->pin ? "true" : "false",
-	       getenv("SN_FANOUT") ? getenv("SN_FANOUT") : "4", (unsigned long long)st.msgs_sent);
+	       getenv("SN_FANOUT") ? getenv("SN_FANOUT") : "4", (unsigned long long)st.msgs_sent,
+	       (unsigned long long)st.msgs_recv);
 	fflush(stdout);
 }
 
@@ -207,6 +220,7 @@ static int run_lat(const struct spawn_node *nd)
 	CHECK(buf && us, "out of memory");
 	CHECK(barrier(ctx, 1, tmo) == 0, "barrier: %s", sn_strerror(ctx));
 	uint8_t *gm = sn_gmem(ctx);
+	unsigned lev = o->local_ev ? EV_LOCAL : SN_NO_EVENT;
 	for (int si = 0; si < nsizes; si++) {
 		size_t size = (size_t)sizes[si];
 		int iters = o->iters, done = 0;
@@ -215,6 +229,9 @@ static int run_lat(const struct spawn_node *nd)
 		double spent = 0;
 		bool more = true;
 		bool pending_local = false;
+		/* one clock read per round trip: each iteration starts where the
+		 * previous one ended, as fi_pingpong times its whole loop */
+		uint64_t t0 = now_ns();
 		for (int it = -o->warmup; more; it++) {
 			if (self == 0) {
 				/* the early stop travels in the data: not below 8 bytes */
@@ -228,13 +245,14 @@ static int run_lat(const struct spawn_node *nd)
 					CHECK(sn_test_event(ctx, EV_LOCAL, (int)tmo * 2, NULL) == 1,
 					      "local event: %s", sn_strerror(ctx));
 				}
-				uint64_t t0 = now_ns();
-				CHECK(sn_xfer(ctx, &peer, DATA, buf, size, EV_LOCAL, EV_DATA, 0) == 0,
+				CHECK(sn_xfer(ctx, &peer, DATA, buf, size, lev, EV_DATA, 0) == 0,
 				      "xfer: %s", sn_strerror(ctx));
-				pending_local = true;
+				pending_local = o->local_ev;
 				CHECK(sn_test_event(ctx, EV_PONG, (int)tmo * 2, NULL) == 1,
 				      "pong of iteration %d (%zu B): %s", it, size, sn_strerror(ctx));
-				double dt = (double)(now_ns() - t0) / 2000.0;
+				uint64_t t1 = now_ns();
+				double dt = (double)(t1 - t0) / 2000.0;
+				t0 = t1;
 				if (it >= 0) {
 					us[done++] = dt;
 					spent += 2 * dt;
@@ -252,9 +270,9 @@ static int run_lat(const struct spawn_node *nd)
 					CHECK(sn_test_event(ctx, EV_LOCAL, (int)tmo * 2, NULL) == 1,
 					      "local event: %s", sn_strerror(ctx));
 				}
-				CHECK(sn_xfer(ctx, &peer, DATA, buf, size, EV_LOCAL, EV_PONG, 0) == 0,
+				CHECK(sn_xfer(ctx, &peer, DATA, buf, size, lev, EV_PONG, 0) == 0,
 				      "xfer: %s", sn_strerror(ctx));
-				pending_local = true;
+				pending_local = o->local_ev;
 				more = flag != 0;
 			}
 		}
@@ -395,7 +413,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: sn_bench --provider P --nodes N --test lat|mcast|caw [--size BYTES]\n"
 		"                [--iters K] [--warmup W] [--spin US] [--budget-s S]\n"
-		"                [--op-timeout-ms MS] [--pin 0|1]\n");
+		"                [--op-timeout-ms MS] [--pin 0|1] [--local-ev 0|1]\n");
 	exit(2);
 }
 
@@ -425,6 +443,8 @@ int main(int argc, char **argv)
 			o.budget_s = atof(v);
 		else if (!strcmp(a, "--pin"))
 			o.pin = atoi(v) != 0;
+		else if (!strcmp(a, "--local-ev"))
+			o.local_ev = atoi(v) != 0;
 		else if (!strcmp(a, "--op-timeout-ms"))
 			o.op_timeout_ms = (unsigned)strtoul(v, NULL, 10);
 		else

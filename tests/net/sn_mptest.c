@@ -15,7 +15,8 @@
 
 enum { VAR_A = 4096, VAR_B = 4104, VAR_BAR = 4112, VAR_WIN = 4120, VAR_GO = 4128,
        DATA = 8192 };
-enum { EV_DATA = 1, EV_LOCAL = 2, EV_GO = 3, EV_UNUSED = 9 };
+enum { EV_DATA = 1, EV_LOCAL = 2, EV_GO = 3, EV_SINGLE = 4, EV_BIG = 5, EV_REPLY = 6,
+       EV_ATOMIC = 7, EV_UNUSED = 9 };
 #define BIG (16u << 20)
 #define GMEM (DATA + BIG + 8192)
 #define OP_TIMEOUT_MS 3000
@@ -258,6 +259,118 @@ static int scen_events(const struct spawn_node *nd)
 	}
 	CHECK(barrier(ctx, &all, 2) == 0, "barrier");
 	(void)n;
+	sn_close(ctx);
+	return 0;
+}
+
+/* ------------------------------------------ transfers without local event */
+
+/* Children of node j in the tree of (root 0, all nodes, fan-out 4): the root
+ * comes first, then members ascending, so node j sits at index j. */
+static uint32_t children_of(uint32_t j, uint32_t n)
+{
+	uint64_t first = (uint64_t)j * 4 + 1, c = 0;
+	for (uint64_t k = first; k < first + 4 && k < n; k++)
+		c++;
+	return (uint32_t)c;
+}
+
+#define NOACK_K 5
+#define NOACK_BIG 300000 /* three chunks, beyond the inline size */
+
+/* XFER with SN_NO_EVENT and no SN_XFER_ATOMIC is not acknowledged, yet still
+ * delivers and signals the remote event, to one node and down a tree (small
+ * inline and multi-chunk). Runs before any other operation, so the counters
+ * see only these messages. An atomic transfer without local event must still
+ * be acknowledged (its commit depends on it). */
+static int scen_noack(const struct spawn_node *nd)
+{
+	uint32_t self = nd->id, n = nd->n;
+	struct sn_ctx *ctx = open_node(nd, 1 << 20);
+	struct sn_nodeset all, others, one, zero;
+	struct sn_stats st;
+	all_nodes(ctx, &all);
+	others = all;
+	sn_set_del(&others, 0);
+	sn_set_clear(&one);
+	sn_set_add(&one, 1);
+	sn_set_clear(&zero);
+	sn_set_add(&zero, 0);
+	uint8_t *big = malloc(NOACK_BIG);
+	CHECK(big, "out of memory");
+	fill(big, NOACK_BIG, 42);
+	if (self == 0) {
+		for (uint64_t k = 1; k <= NOACK_K; k++) {
+			CHECK(sn_xfer(ctx, &others, VAR_B, &k, 8, SN_NO_EVENT, EV_DATA, 0) == 0,
+			      "tree xfer: %s", sn_strerror(ctx));
+			uint64_t v = 100 + k;
+			CHECK(sn_xfer(ctx, &one, VAR_A, &v, 8, SN_NO_EVENT, EV_SINGLE, 0) == 0,
+			      "single xfer: %s", sn_strerror(ctx));
+		}
+		CHECK(sn_xfer(ctx, &others, DATA, big, NOACK_BIG, SN_NO_EVENT, EV_BIG, 0) == 0,
+		      "big xfer: %s", sn_strerror(ctx));
+		memset(big, 0, NOACK_BIG); /* the source may be reused at once */
+		/* every destination answers once it holds everything */
+		for (uint32_t i = 1; i < n; i++)
+			CHECK(sn_test_event(ctx, EV_REPLY, 4 * OP_TIMEOUT_MS, NULL) == 1,
+			      "reply %u of %u: %s", i, n - 1, sn_strerror(ctx));
+		sn_get_stats(ctx, &st);
+		uint32_t kids = children_of(0, n);
+		CHECK(st.acks_recv == 0, "%lu ACKs received", (unsigned long)st.acks_recv);
+		CHECK(st.msgs_recv == n - 1, "%lu messages received, expected the %u replies",
+		      (unsigned long)st.msgs_recv, n - 1);
+		/* K small to the tree and to node 1, three chunks of the big one
+		 * (counted when queued: a first send to a peer may wait for the
+		 * provider to connect, so msgs_sent can still lag here) */
+		CHECK(st.forwards == (uint64_t)NOACK_K * (kids + 1) + 3 * kids,
+		      "%lu messages sent", (unsigned long)st.forwards);
+		/* the counter does count ACKs: an acknowledged transfer gets them */
+		uint64_t v = 7;
+		CHECK(sn_xfer(ctx, &others, VAR_B, &v, 8, EV_LOCAL, EV_DATA, 0) == 0, "xfer");
+		CHECK(sn_test_event(ctx, EV_LOCAL, OP_TIMEOUT_MS, NULL) == 1, "local: %s",
+		      sn_strerror(ctx));
+		sn_get_stats(ctx, &st);
+		CHECK(st.acks_recv == kids, "%lu ACKs for %u children", (unsigned long)st.acks_recv,
+		      kids);
+		/* atomic without local event: still acknowledged, or no commit */
+		v = 8;
+		CHECK(sn_xfer(ctx, &others, VAR_B, &v, 8, SN_NO_EVENT, EV_ATOMIC, SN_XFER_ATOMIC) == 0,
+		      "atomic xfer");
+	} else {
+		for (int k = 0; k < NOACK_K; k++)
+			CHECK(sn_test_event(ctx, EV_DATA, 4 * OP_TIMEOUT_MS, NULL) == 1,
+			      "tree event %d: %s", k, sn_strerror(ctx));
+		CHECK(sn_var_load(ctx, VAR_B) == NOACK_K, "tree value %lu",
+		      (unsigned long)sn_var_load(ctx, VAR_B));
+		if (self == 1) {
+			for (int k = 0; k < NOACK_K; k++)
+				CHECK(sn_test_event(ctx, EV_SINGLE, 4 * OP_TIMEOUT_MS, NULL) == 1,
+				      "single event %d: %s", k, sn_strerror(ctx));
+			CHECK(sn_var_load(ctx, VAR_A) == 100 + NOACK_K, "single value %lu",
+			      (unsigned long)sn_var_load(ctx, VAR_A));
+		}
+		CHECK(sn_test_event(ctx, EV_BIG, 4 * OP_TIMEOUT_MS, NULL) == 1, "big event: %s",
+		      sn_strerror(ctx));
+		CHECK(memcmp((uint8_t *)sn_gmem(ctx) + DATA, big, NOACK_BIG) == 0, "big data differs");
+		sn_get_stats(ctx, &st);
+		CHECK(st.acks_sent == 0 && st.acks_recv == 0, "ACKs sent %lu, received %lu",
+		      (unsigned long)st.acks_sent, (unsigned long)st.acks_recv);
+		/* exactly the forwards to our children (queued, maybe not yet
+		 * accepted by the provider), and no ACK to our parent */
+		uint32_t kids = children_of(self, n);
+		CHECK(st.forwards == (uint64_t)(NOACK_K + 3) * kids, "%lu forwards, %u children",
+		      (unsigned long)st.forwards, kids);
+		uint64_t one_v = 1;
+		CHECK(sn_xfer(ctx, &zero, VAR_GO, &one_v, 8, SN_NO_EVENT, EV_REPLY, 0) == 0,
+		      "reply: %s", sn_strerror(ctx));
+		CHECK(sn_test_event(ctx, EV_DATA, 4 * OP_TIMEOUT_MS, NULL) == 1, "acked xfer: %s",
+		      sn_strerror(ctx));
+		CHECK(sn_test_event(ctx, EV_ATOMIC, 4 * OP_TIMEOUT_MS, NULL) == 1, "atomic: %s",
+		      sn_strerror(ctx));
+		CHECK(sn_var_load(ctx, VAR_B) == 8, "atomic value");
+	}
+	free(big);
+	CHECK(barrier(ctx, &all, 1) == 0, "barrier");
 	sn_close(ctx);
 	return 0;
 }
@@ -517,6 +630,7 @@ static int run_scenario(int prov, int (*fn)(const struct spawn_node *), uint32_t
 #define SCEN_LIST(X, P)                      \
 	X(P, integrity, 2) X(P, integrity, 8) X(P, integrity, 32) \
 	X(P, events, 2) X(P, events, 8) X(P, events, 32)          \
+	X(P, noack, 2) X(P, noack, 8) X(P, noack, 32)             \
 	X(P, caw, 2) X(P, caw, 8) X(P, caw, 32)                   \
 	X(P, concurrent, 2) X(P, concurrent, 8) X(P, concurrent, 32) \
 	X(P, kill, 2) X(P, kill, 8) X(P, kill, 32)                \
