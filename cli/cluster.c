@@ -407,14 +407,16 @@ static const char up_help[] =
 	"      --down-after K     missed strobes before a node is DOWN (default 200)\n"
 	"      --netns            each node daemon in its own network namespace on a\n"
 	"                         bridge (root; 10.213.0.0/16), so a node can be cut off\n"
+	"      --realtime         node daemons at SCHED_FIFO, as on a real cluster (off:\n"
+	"                         N real-time daemons would share this machine's cores)\n"
 	"  -h, --help             this help\n";
 
-enum { C_NODES = 1, C_DIR, C_PROVIDER, C_TIMESLICE, C_CPUS, C_DOWN_AFTER, C_NETNS, C_JSON,
+enum { C_NODES = 1, C_DIR, C_PROVIDER, C_TIMESLICE, C_CPUS, C_DOWN_AFTER, C_NETNS, C_REALTIME, C_JSON,
        C_CONF, C_HELP };
 
 struct up_opts {
 	unsigned nodes, timeslice_us, cpus, down_after;
-	int netns;
+	int netns, realtime;
 	const char *dir, *provider;
 };
 
@@ -591,8 +593,11 @@ static int cluster_up(const struct up_opts *o)
 		conf.timeslice_us = o->timeslice_us;
 	if (o->cpus)
 		conf.cpus = o->cpus;
-	if (o->down_after)
+	if (o->down_after) {
 		conf.down_after = o->down_after;
+		if (conf.report_every * 2 > conf.down_after) /* the config requires it */
+			conf.report_every = conf.down_after / 2;
+	}
 	snprintf(conf.state_dir, sizeof(conf.state_dir), "%s/state", dir);
 	snprintf(conf.socket, sizeof(conf.socket), "%s", sock);
 	snprintf(conf.bootstrap, sizeof(conf.bootstrap), "dir:%s/fabric", dir);
@@ -634,7 +639,10 @@ static int cluster_up(const struct up_opts *o)
 
 	for (int i = 0; i < conf.nnodes; i++) {
 		snprintf(log, sizeof(log), "%s/log/%s.log", dir, conf.nodes[i]);
-		char *nd_argv[] = { nd_bin, "-c", conf_path, "-n", conf.nodes[i], NULL };
+		/* SCHED_FIFO is for a node with one daemon: 64 real-time daemons
+		 * on a few cores would starve everything else if one spun */
+		char *nd_argv[] = { nd_bin, "-c", conf_path, "-n", conf.nodes[i],
+				    o->realtime ? NULL : "--no-realtime", NULL };
 		pid = spawn_detached(nd_argv, log, dir, o->netns ? i : NO_NETNS);
 		if (pid < 0) {
 			fprintf(stderr, "storm: error: cannot start %s for %s: %s\n", nd_bin,
@@ -727,6 +735,7 @@ static int cmd_up(int argc, char **argv)
 		{ "provider", 0, 1, C_PROVIDER },      { "timeslice-us", 0, 1, C_TIMESLICE },
 		{ "cpus", 0, 1, C_CPUS },	       { "down-after", 0, 1, C_DOWN_AFTER },
 		{ "netns", 0, 0, C_NETNS },	       { "help", 'h', 0, C_HELP },
+		{ "realtime", 0, 0, C_REALTIME },
 		{ NULL, 0, 0, 0 },
 	};
 	const char *cmd = "storm cluster up";
@@ -772,6 +781,7 @@ static int cmd_up(int argc, char **argv)
 			o.down_after = (unsigned)v;
 			break;
 		case C_NETNS: netns = 1; break;
+		case C_REALTIME: o.realtime = 1; break;
 		case C_HELP: fputs(up_help, stdout); return EXIT_OK;
 		case OPT_OPERAND: return usage_error(cmd, "unexpected argument '%s'", p.arg);
 		default: return usage_error(cmd, "%s", p.err);

@@ -27,6 +27,7 @@ struct uint_key {
 static const struct uint_key uint_keys[] = {
 	{ "cluster", "timeslice_us", offsetof(struct storm_conf, timeslice_us), 100, 10000000 },
 	{ "cluster", "down_after", offsetof(struct storm_conf, down_after), 2, 1000000 },
+	{ "cluster", "report_every", offsetof(struct storm_conf, report_every), 1, 100000 },
 	{ "cluster", "fanout", offsetof(struct storm_conf, fanout), 2, 64 },
 	{ "cluster", "op_timeout_ms", offsetof(struct storm_conf, op_timeout_ms), 10, 600000 },
 	{ "cluster", "kill_wait_ms", offsetof(struct storm_conf, kill_wait_ms), 0, 600000 },
@@ -107,6 +108,7 @@ static void defaults(struct storm_conf *c, const char *path)
 	strcpy(c->provider, "tcp;ofi_rxm");
 	c->timeslice_us = 10000;
 	c->down_after = 200;
+	c->report_every = 10;
 	c->fanout = 4;
 	c->op_timeout_ms = 5000;
 	c->kill_wait_ms = 5000;
@@ -130,6 +132,13 @@ static int finish(struct parse *p, int rc)
 	if (rc > 0) {
 		snprintf(p->err, p->errlen, "%s:%d: syntax error (expected [section] or key = value)",
 			 c->path, rc);
+		return -1;
+	}
+	if (c->report_every * 2 > c->down_after) {
+		snprintf(p->err, p->errlen,
+			 "%s: report_every (%u) must be at most half of down_after (%u), or idle "
+			 "nodes would be declared DOWN between their reports",
+			 c->path, c->report_every, c->down_after);
 		return -1;
 	}
 	if (!p->nodes_spec[0]) {
@@ -214,12 +223,13 @@ int conf_write(const struct storm_conf *c, const char *path)
 	fprintf(f,
 		"# storm cluster configuration (docs/storm.conf.md)\n"
 		"[cluster]\nname = %s\nprovider = %s\n%s%s%s"
-		"timeslice_us = %u\ndown_after = %u\nfanout = %u\nop_timeout_ms = %u\n"
+		"timeslice_us = %u\ndown_after = %u\nreport_every = %u\nfanout = %u\n"
+		"op_timeout_ms = %u\n"
 		"kill_wait_ms = %u\nstate_dir = %s\nsocket = %s\nbootstrap = %s\n\n"
 		"[nodes]\nnames = %s\ncpus = %u\n",
 		c->name, c->provider, c->sys_provider[0] ? "sys_provider = " : "",
 		c->sys_provider, c->sys_provider[0] ? "\n" : "", c->timeslice_us, c->down_after,
-		c->fanout, c->op_timeout_ms, c->kill_wait_ms, c->state_dir, c->socket,
+		c->report_every, c->fanout, c->op_timeout_ms, c->kill_wait_ms, c->state_dir, c->socket,
 		c->bootstrap, list, c->cpus);
 	if (fclose(f) != 0 || rename(tmp, path) != 0) {
 		int e = errno;

@@ -18,6 +18,7 @@ struct storm_conf {
 	char sys_provider[64];   /* "" when there is no second rail */
 	unsigned timeslice_us;
 	unsigned down_after;     /* missed strobes before a node is DOWN */
+	unsigned report_every;   /* an idle node reports (heartbeat) every N strobes */
 	unsigned fanout;
 	unsigned op_timeout_ms;
 	unsigned kill_wait_ms;   /* SIGTERM to SIGKILL on cancel */

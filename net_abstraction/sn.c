@@ -844,7 +844,9 @@ int sn_wait_fd(struct sn_ctx *ctx) { return ctx->epfd; }
 int sn_prepare_wait(struct sn_ctx *ctx)
 {
 	for (int i = 0; i < ctx->nrails; i++) {
-		if (ctx->rails[i].wait_fd < 0 || ctx->rails[i].txq_head)
+		/* a send the provider pushed back (txq) is no reason to spin:
+		 * sn_next_timeout_ms brings the caller back within 1 ms */
+		if (ctx->rails[i].wait_fd < 0)
 			return -EAGAIN;
 		struct fid *f = &ctx->rails[i].cq->fid;
 		if (fi_trywait(ctx->rails[i].fabric, &f, 1) != FI_SUCCESS)
@@ -853,15 +855,29 @@ int sn_prepare_wait(struct sn_ctx *ctx)
 	return 0;
 }
 
+/* Connection set-up (rxm over tcp or sockets) is progressed only inside
+ * fi_cq_read, and an incoming connection request does not make the CQ's
+ * wait fd readable. A node that sleeps until a message arrives can then
+ * never accept the connection that message needs: a tree child whose only
+ * traffic comes from its parent would sleep forever. So a sleeper wakes at
+ * least this often to drive progress. */
+#define SN_CM_POLL_MS 5
+
 int sn_next_timeout_ms(struct sn_ctx *ctx)
 {
 	uint64_t t = now_ns(), best = UINT64_MAX;
 	for (struct rec *r = ctx->recs; r; r = r->next)
 		if (!r->finished && r->deadline_ns < best)
 			best = r->deadline_ns;
-	if (best == UINT64_MAX)
-		return -1;
-	return best <= t ? 0 : (int)((best - t + 999999) / 1000000);
+	int ms = best == UINT64_MAX ? -1
+		 : best <= t	     ? 0
+				     : (int)((best - t + 999999) / 1000000);
+	if (ms < 0 || ms > SN_CM_POLL_MS)
+		ms = SN_CM_POLL_MS;
+	for (int i = 0; i < ctx->nrails; i++)
+		if (ctx->rails[i].txq_head && ms > 1)
+			ms = 1; /* retry what the provider pushed back */
+	return ms;
 }
 
 /* Drives progress until cond(arg) holds or deadline_ns passes; sleeps on the

@@ -117,7 +117,9 @@ int sn_progress(struct sn_ctx *ctx);
 /* 0 if it is safe to sleep on sn_wait_fd now, -EAGAIN if sn_progress must
  * run first (libfabric's fi_trywait contract). */
 int sn_prepare_wait(struct sn_ctx *ctx);
-/* Milliseconds until the next internal deadline, or -1 if none. */
+/* Milliseconds until the caller must call sn_progress again even if the wait
+ * fd stays quiet: the next internal deadline, and at most a few ms, because
+ * connection set-up is not signalled on the wait fd (sn.c, SN_CM_POLL_MS). */
 int sn_next_timeout_ms(struct sn_ctx *ctx);
 
 /* Counters for tests and benchmarks. */

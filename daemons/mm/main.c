@@ -143,6 +143,7 @@ static int start(struct mm *mm, const char *conf_path)
 	sigemptyset(&ss);
 	sigaddset(&ss, SIGTERM);
 	sigaddset(&ss, SIGINT);
+	sigaddset(&ss, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &ss, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	mm->signal_fd = signalfd(-1, &ss, SFD_NONBLOCK | SFD_CLOEXEC);
@@ -171,6 +172,38 @@ static void poll_events(struct mm *mm)
 	cmd_on_sent_event(mm);
 	transfer_step(mm);
 	cmd_pump(mm);
+}
+
+/* SIGUSR1: what the manager believes, in its log, for diagnosis. */
+static void dump_state(struct mm *mm)
+{
+	mm_log("state: slice %llu, command %u%s, %s transfer, file chunk %llu",
+	       (unsigned long long)mm->slice, mm->cmd_seq, mm->cmd_inflight ? " in flight" : "",
+	       transfer_job(mm) ? "a" : "no", (unsigned long long)mm->file_seq);
+	for (int i = 0; i < mm->conf.nnodes; i++) {
+		const struct mm_node *n = &mm->nodes[i];
+		mm_log("  node %s: %s, report %llu heard at slice %llu, command %u, job %llu",
+		       mm->conf.nodes[i],
+		       protobuf_c_enum_descriptor_get_value(&storm__ctl__node_state__descriptor,
+							    n->state)->name,
+		       (unsigned long long)n->report_seq, (unsigned long long)n->heard_slice,
+		       n->cmd_done, (unsigned long long)n->job);
+	}
+	for (struct job *j = mm->jobs; j; j = j->next) {
+		if (!job_active(j))
+			continue;
+		char waiting[256] = "";
+		size_t w = 0;
+		for (uint32_t k = 0; k < j->nnodes && w + 12 < sizeof(waiting); k++)
+			if (!j->node_done[k])
+				w += (size_t)snprintf(waiting + w, sizeof(waiting) - w, " %s",
+						      mm->conf.nodes[j->nodes[k]]);
+		mm_log("  job %llu: %s, %u/%u nodes done, %u/%u ranks ended; waiting for:%s",
+		       (unsigned long long)j->id,
+		       protobuf_c_enum_descriptor_get_value(&storm__ctl__job_state__descriptor,
+							    j->state)->name,
+		       j->nodes_done, j->nnodes, j->ranks_ended, j->nranks, waiting);
+	}
 }
 
 static void run(struct mm *mm)
@@ -203,7 +236,9 @@ static void run(struct mm *mm)
 			} else if (tag == TAG_SIGNAL) {
 				struct signalfd_siginfo si;
 				while (read(mm->signal_fd, &si, sizeof(si)) == sizeof(si))
-					if (!mm->shutting_down) {
+					if (si.ssi_signo == SIGUSR1)
+						dump_state(mm);
+					else if (!mm->shutting_down) {
 						mm_log("signal %u: shutting the cluster down", si.ssi_signo);
 						jobs_end_all(mm, "the machine manager was stopped");
 						Storm__Cl__Command cmd = STORM__CL__COMMAND__INIT;

@@ -170,8 +170,10 @@ static void write_chunk(struct nd *nd, const struct file_chunk *c, const uint8_t
 		unlink(path);
 		return;
 	}
-	if (c->flags & FILE_LAST)
-		nd_files_close(nd);
+	/* closed after every chunk: the chunks of a file may come in any order
+	 * (layout.h), and a descriptor left open for writing would make the
+	 * exec fail with ETXTBSY */
+	nd_files_close(nd);
 }
 
 /* Each EV_FILE(b) means buffer b was filled completely. The two buffers'

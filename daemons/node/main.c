@@ -155,6 +155,12 @@ static void on_strobe(struct nd *nd)
 		nd_log(nd, "strobe %" PRIu64 " claims %u nodes; ignored", s.slice, s.nnodes);
 		return;
 	}
+	/* strobes come down the tree or, to a late node, straight from the MM:
+	 * an older one can land after a newer one, and its acknowledgements
+	 * would look like the MM going back (then a report would be renumbered
+	 * onto one already consumed, and lost) */
+	if (nd->seen_strobe && s.slice <= nd->slice)
+		return;
 	if (nd->index < s.nnodes)
 		memcpy(&ack, nd->gmem + GM_STROBE + sizeof(s) + 8 * (uint64_t)nd->index, 8);
 	if (!nd->seen_strobe) {

@@ -88,6 +88,7 @@ struct nd {
 	uint32_t cmd_warned_seq; /* a mismatched slot already logged */
 
 	/* files */
+	unsigned quiet_strobes; /* acknowledged strobes since the last report */
 	uint64_t file_seq[2];   /* per file buffer: last chunk processed */
 	int file_fd;            /* file being written, or -1 */
 	uint64_t file_job;

@@ -276,7 +276,12 @@ void nd_report(struct nd *nd, uint64_t ack)
 		return;
 	}
 	if (ack == nd->report_seq) {
-		send_next(nd, nd->report_seq + 1);
+		/* with nothing to say, only every report_every strobes: that
+		 * is the heartbeat, and it keeps the MM's work per slice low */
+		if (nd->q_head || ++nd->quiet_strobes >= nd->conf.report_every) {
+			nd->quiet_strobes = 0;
+			send_next(nd, nd->report_seq + 1);
+		}
 		return;
 	}
 	if (ack + 1 != nd->report_seq) {

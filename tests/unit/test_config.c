@@ -122,6 +122,8 @@ static void test_conf_bad(void)
 	expect_bad("[nodes]\nnames = n[1-\n", "unclosed");
 	expect_bad("[cluster]\nbootstrap = file:/x\n[nodes]\nnames=a\n", "bootstrap must be dir:");
 	expect_bad("[cluster\n", "syntax error");
+	expect_bad("[cluster]\ndown_after = 10\nreport_every = 6\n[nodes]\nnames=a\n",
+		   "report_every (6) must be at most half of down_after (10)");
 	struct storm_conf c;
 	CU_ASSERT_EQUAL(conf_load("/nonexistent/storm.conf", &c, err, sizeof(err)), -1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "No such file"));
