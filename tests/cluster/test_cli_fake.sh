@@ -58,7 +58,7 @@ expect "not in PATH" 1 "$S" run no-such-command-xyz
 expect "missing --file" 1 "$S" run --file nofile /bin/true
 expect "bad signal" 2 "$S" cancel -s NOPE 5
 expect "bad job id" 2 "$S" cancel abc
-expect "netns" 2 "$S" cluster up --nodes 2 --netns
+expect "netns needs a network provider" 2 "$S" cluster up --nodes 2 --netns --provider shm
 for c in run submit jobs nodes cancel cluster "cluster up" "cluster status" "cluster down"; do
 	expect "help: $c" 0 "$S" $c --help
 done
