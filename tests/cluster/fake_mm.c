@@ -872,7 +872,7 @@ int main(int argc, char **argv)
 	const char *prov = getenv("SN_PROVIDER") ? getenv("SN_PROVIDER") : "tcp;ofi_rxm";
 	snprintf(conf, sizeof(conf), "%s/storm.conf", mm.dir);
 	snprintf(text, sizeof(text),
-		 "[cluster]\nprovider = %s\ntimeslice_us = 5000\ndown_after = 20\nop_timeout_ms = %u\n"
+		 "[cluster]\nprovider = %s\ntimeslice_us = 5000\ndown_after = 20\nreport_every = 2\nop_timeout_ms = %u\n"
 		 "state_dir = %s/state\nbootstrap = dir:%s/fabric\nsocket = %s/mm.sock\n"
 		 "[nodes]\nnames = n[1-%u]\n",
 		 prov, valgrind ? 20000 : 5000, mm.dir, mm.dir, mm.dir, mm.n);
@@ -918,6 +918,7 @@ int main(int argc, char **argv)
 	memcpy(before, mm.reports, sizeof(before));
 	pump_ms(100);
 	for (uint32_t i = 0; i < mm.n; i++)
+		/* report_every = 2 at 5 ms: about 10 heartbeats in 100 ms */
 		CHECK(mm.reports[i] > before[i] + 3, "node %u sent %" PRIu64 " reports in 100 ms", i,
 		      mm.reports[i] - before[i]);
 	test_rejoin(uid, gid, user);
