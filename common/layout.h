@@ -24,9 +24,12 @@
  *            sends the Launch only after both buffers' last chunks are done.
  *   report   node i -> MM: [u32 len][packed storm.cl.Report] in report slot
  *            i of the MM's memory, remote EV_REPORT. A node sends report
- *            seq k+1 only after a strobe acknowledged k (strobe.ack[i] == k),
- *            so a slot is never overwritten unread. One per strobe at most;
- *            a node always sends one per strobe, so a report is its heartbeat.
+ *            seq k+1 only after k was acknowledged — by a strobe
+ *            (strobe.ack[i] == k) or by the MM's direct ack (it writes k to
+ *            GM_VAR_REPORT_ACK with remote EV_REPORT_ACK as soon as it has
+ *            consumed report k) — so a slot is never overwritten unread. A
+ *            node with records sends as soon as it may; an idle one every
+ *            report_every strobes, as its heartbeat.
  *   done     node sets GM_VAR_DONE(slot) = job id once every local rank of the
  *            job ended and its output went out; the MM confirms the end of a
  *            job with COMPARE-AND-WRITE (EQ job) over the job's nodes.
@@ -45,6 +48,7 @@ enum storm_event {
 	EV_FILE0 = 3,  /* remote, on nodes: file buffer 0 filled */
 	EV_REPORT = 4, /* remote, on the MM */
 	EV_FILE1 = 5,  /* remote, on nodes: file buffer 1 filled */
+	EV_REPORT_ACK = 6, /* remote, on nodes: GM_VAR_REPORT_ACK was written */
 	/* local completions */
 	EV_CMD_SENT = 10,
 	EV_FILE_SENT0 = 11, /* + buffer index */
@@ -69,6 +73,11 @@ struct strobe {
 #define GM_VAR_FILE_DONE(b) (GM_VARS + 8 * (uint64_t)(b))
 #define GM_JOB_SLOTS 256
 #define GM_VAR_DONE(slot) (GM_VARS + 16 + 8 * (uint64_t)(slot))
+
+/* u64 on a node: the last report of it the MM consumed, written by the MM
+ * right after consuming it, so a node with more to say need not wait for the
+ * next strobe's ack */
+#define GM_VAR_REPORT_ACK (GM_VARS + 8192)
 
 #define GM_CMD_RING ((uint64_t)65536)
 #define GM_CMD_SLOTS 16

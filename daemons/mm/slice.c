@@ -120,6 +120,12 @@ static void consume_report(struct mm *mm, int idx)
 		return;
 	}
 	n->report_seq = r->seq;
+	/* acknowledge now rather than in the next strobe: a node with more
+	 * output or a job's end to report sends at once */
+	struct sn_nodeset one;
+	sn_set_clear(&one);
+	sn_set_add(&one, fabric_id((uint32_t)idx));
+	sn_xfer(mm->sn, &one, GM_VAR_REPORT_ACK, &n->report_seq, 8, SN_NO_EVENT, EV_REPORT_ACK, 0);
 	n->heard_slice = mm->slice;
 	n->heard_time = now_s();
 	n->cmd_done = r->cmd_done;

@@ -413,6 +413,12 @@ static void run(struct nd *nd)
 		/* several strobes since the last turn: the latest one counts */
 		if (drain_event(nd, EV_STROBE))
 			on_strobe(nd);
+		if (drain_event(nd, EV_REPORT_ACK)) {
+			uint64_t ack = sn_var_load(nd->sn, GM_VAR_REPORT_ACK);
+			if (ack > nd->acked && ack <= nd->report_seq)
+				nd->acked = ack;
+		}
+		nd_report_flush(nd);
 		nd_timers(nd);
 		if (!nd->pipes_paused && nd->q_bytes >= ND_OUTPUT_CAP) {
 			nd_log(nd, "%zu bytes of output wait for reports; pausing rank pipes",

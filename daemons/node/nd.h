@@ -101,6 +101,7 @@ struct nd {
 	size_t q_bytes;         /* output bytes buffered */
 	bool pipes_paused;
 	uint64_t report_seq;    /* last report sent, 0: none yet */
+	uint64_t acked;         /* highest report the MM acknowledged */
 	uint8_t *report_buf;    /* its bytes, for a resend */
 	size_t report_len;
 	unsigned unacked_strobes;
@@ -139,6 +140,8 @@ void nd_queue_note(struct nd *nd, uint64_t job, int kind, uint32_t done_slot,
 		   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* After a strobe: send the next report if the last one was acknowledged. */
 void nd_report(struct nd *nd, uint64_t ack);
+/* Sends the queued records now if the last report was acknowledged. */
+void nd_report_flush(struct nd *nd);
 void nd_queue_free(struct nd *nd);
 
 #endif

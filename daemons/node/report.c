@@ -266,8 +266,20 @@ static void send_next(struct nd *nd, uint64_t seq)
 	}
 }
 
+void nd_report_flush(struct nd *nd)
+{
+	if (nd->report_seq && nd->acked == nd->report_seq && nd->q_head) {
+		nd->quiet_strobes = 0;
+		send_next(nd, nd->report_seq + 1);
+	}
+}
+
 void nd_report(struct nd *nd, uint64_t ack)
 {
+	/* a strobe built before the MM's direct ack may carry an older one */
+	if (ack < nd->acked)
+		ack = nd->acked;
+	nd->acked = ack;
 	if (nd->report_seq == 0) {
 		/* first report: continue from whatever the MM last consumed
 		 * from this slot (0 for a fresh MM), so a restarted daemon is
