@@ -233,6 +233,17 @@ void cmd_pump(struct mm *mm)
 		if (mm->nodes[i].state == STORM__CTL__NODE_STATE__UP)
 			sn_set_add(&mm->cmd_set, fabric_id((uint32_t)i));
 	mm->cmd_seq = seq;
+	/* a node that is DOWN may only be slow or cut off: it gets each
+	 * command on its own (best effort, outside the tree, which it must not
+	 * cut), so that when it returns its ring is not missing one */
+	struct sn_nodeset one;
+	for (int i = 0; i < mm->conf.nnodes; i++)
+		if (mm->nodes[i].state == STORM__CTL__NODE_STATE__DOWN) {
+			sn_set_clear(&one);
+			sn_set_add(&one, fabric_id((uint32_t)i));
+			sn_xfer(mm->sn, &one, GM_CMD_SLOT(seq), mm->cmd_buf, mm->cmd_len, SN_NO_EVENT,
+				EV_CMD, 0);
+		}
 	if (sn_set_count(&mm->cmd_set) == 0)
 		return; /* nobody to tell; nodes adopt cmd_seq from the strobe */
 	int rc = sn_xfer(mm->sn, &mm->cmd_set, GM_CMD_SLOT(seq), mm->cmd_buf, mm->cmd_len,

@@ -111,6 +111,15 @@ static void process_commands(struct nd *nd)
 		if (!cmd) {
 			nd_log(nd, "command slot for %u is malformed (length %u); skipped", want,
 			       len);
+		} else if (cmd->seq > want && cmd->seq - want < GM_CMD_SLOTS * 1024u) {
+			/* the slot was reused: commands want..seq-1 were overwritten
+			 * before we looked (we were stopped or cut off); they are lost
+			 * to us, and waiting for them would stall the ring for good */
+			nd_log(nd, "commands %u..%u were overwritten before this node read them; "
+				   "skipping to %u", want, cmd->seq - 1, cmd->seq);
+			storm__cl__command__free_unpacked(cmd, NULL);
+			nd->cmd_done = cmd->seq - 1;
+			continue;
 		} else if (cmd->seq != want) {
 			if (nd->cmd_warned_seq != cmd->seq)
 				nd_log(nd, "command slot for %u holds command %u; waiting", want,

@@ -216,6 +216,22 @@ has "an oversize control message gets an error reply" proto.out "larger than"
 has "a wrong-version control message gets an error reply" proto.out "version 7 is not supported"
 expect "  ... and the MM serves everyone else" 0 storm jobs
 
+# ---- a node stops answering during a launch (its daemon frozen with SIGSTOP
+# before a 12 MiB transfer to all 8 nodes): the job fails naming it, nothing
+# hangs, and the node is UP again once it runs again
+ndpid=$(awk '$2 == "node05" { print $1 }' "$C/pids")
+kill -STOP "$ndpid"
+expect "a node frozen during the program transfer fails the launch" 1 timeout 60 storm run -N 8 -n 8 "$SELF"
+has "  ... naming the node" err "node05"
+kill -CONT "$ndpid"
+end=$(($(date +%s) + 30))
+until storm nodes | grep -qE '^node05 +UP'; do
+	[ "$(date +%s)" -gt $end ] && break
+	sleep 0.1 # polls the MM's view of a state change; not a synchronisation delay
+done
+storm nodes | grep -qE '^node05 +UP' && ok "  node05 is UP again after SIGCONT" || bad "  node05 is UP again after SIGCONT"
+expect "  ... and runs jobs again" 0 storm run -N 8 -n 8 "$SELF"
+
 # ---- a node dies during a job
 start_bg death storm run -N 8 -n 8 sh -c 'echo up; exec sleep 600 # storm-clustertest-marker'
 for i in 1 2 3 4 5 6 7 8; do read -r line <&7; done
