@@ -1,0 +1,45 @@
+/* The Ousterhout matrix of gang scheduling (issue 4): processing elements
+ * (nodes) across, time slots (rows, at most MPL) down. A job occupies the
+ * same PEs in its home row and, by alternate-slot backfilling, in every
+ * other row where those PEs are free. A pure library: the MM drives it.
+ * Not yet wired into the MM (scheduler/alloc.h still allocates). */
+#ifndef STORM_MATRIX_H
+#define STORM_MATRIX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct matrix_job {
+	uint64_t id;
+	int n;       /* PEs */
+	int *pes;    /* ascending */
+	int home;    /* the row it was placed in */
+};
+
+struct matrix {
+	int npe, mpl;
+	uint64_t *cell; /* mpl x npe job ids, 0: free */
+	struct matrix_job *jobs;
+	int njobs, cap;
+};
+
+int matrix_init(struct matrix *m, int npe, int mpl);
+void matrix_free(struct matrix *m);
+uint64_t matrix_at(const struct matrix *m, int row, int pe);
+/* First fit: the lowest row with n free PEs, the lowest such PEs. Returns
+ * the row, or -1 when no row has room (the job waits). */
+int matrix_place(struct matrix *m, uint64_t job, int n);
+/* Frees every cell of the job. */
+void matrix_remove(struct matrix *m, uint64_t job);
+/* Alternate slots: each job also runs in every other row where all its PEs
+ * are free. Returns the cells added. */
+int matrix_backfill(struct matrix *m);
+/* After jobs end: moves each job's home down to the lowest row where its
+ * PEs are free (PEs never change: its processes live there), drops the
+ * alternate cells and backfills again. Returns the jobs moved. */
+int matrix_compact(struct matrix *m);
+/* The next row after `row` (cyclically) that holds any job; -1 if none. */
+int matrix_next_row(const struct matrix *m, int row);
+bool matrix_runs_in(const struct matrix *m, uint64_t job, int row);
+
+#endif

@@ -1,0 +1,118 @@
+/* The gang-scheduling matrix: packing, backfilling, compaction, turns. */
+#include <CUnit/CUnit.h>
+
+#include "matrix.h"
+#include "suites.h"
+
+/* Every job occupies exactly its PEs in its home row, and nowhere else
+ * except whole copies of them (alternates). */
+static void check_consistent(const struct matrix *m)
+{
+	for (int i = 0; i < m->njobs; i++) {
+		const struct matrix_job *j = &m->jobs[i];
+		for (int r = 0; r < m->mpl; r++) {
+			int here = 0;
+			for (int p = 0; p < m->npe; p++)
+				here += matrix_at(m, r, p) == j->id;
+			CU_ASSERT(here == 0 || here == j->n);
+			if (r == j->home)
+				CU_ASSERT_EQUAL(here, j->n);
+			for (int k = 0; here && k < j->n; k++)
+				CU_ASSERT_EQUAL(matrix_at(m, r, j->pes[k]), j->id);
+		}
+	}
+}
+
+static void test_first_fit(void)
+{
+	struct matrix m;
+	CU_ASSERT_EQUAL_FATAL(matrix_init(&m, 8, 3), 0);
+	CU_ASSERT_EQUAL(matrix_place(&m, 1, 6), 0);
+	CU_ASSERT_EQUAL(matrix_place(&m, 2, 2), 0); /* fits beside job 1 */
+	CU_ASSERT_EQUAL(matrix_place(&m, 3, 4), 1); /* row 0 is full */
+	CU_ASSERT_EQUAL(matrix_place(&m, 4, 5), 2);
+	CU_ASSERT_EQUAL(matrix_place(&m, 5, 8), -1); /* no row has 8 free: waits */
+	CU_ASSERT_EQUAL(matrix_place(&m, 6, 9), -1); /* wider than the machine */
+	CU_ASSERT_EQUAL(matrix_place(&m, 1, 1), -1); /* already placed */
+	CU_ASSERT_EQUAL(matrix_at(&m, 0, 6), 2);
+	CU_ASSERT_EQUAL(matrix_at(&m, 1, 4), 0);
+	check_consistent(&m);
+	matrix_free(&m);
+}
+
+static void test_backfill_and_turns(void)
+{
+	struct matrix m;
+	matrix_init(&m, 8, 3);
+	matrix_place(&m, 1, 4); /* row 0, PEs 0-3 */
+	matrix_place(&m, 2, 8); /* row 1 */
+	matrix_place(&m, 3, 4); /* row 0, PEs 4-7 */
+	matrix_place(&m, 4, 2); /* row 2, PEs 0-1 */
+	int added = matrix_backfill(&m);
+	/* job 1 also in row 2 (PEs 0-1 busy there: no), job 3 in row 2 (4-7 free: yes) */
+	CU_ASSERT_EQUAL(added, 4);
+	CU_ASSERT(matrix_runs_in(&m, 3, 2));
+	CU_ASSERT_FALSE(matrix_runs_in(&m, 1, 2));
+	CU_ASSERT_FALSE(matrix_runs_in(&m, 2, 0));
+	check_consistent(&m);
+	/* every non-empty row gets its turn, in order, cyclically */
+	CU_ASSERT_EQUAL(matrix_next_row(&m, -1), 0);
+	CU_ASSERT_EQUAL(matrix_next_row(&m, 0), 1);
+	CU_ASSERT_EQUAL(matrix_next_row(&m, 1), 2);
+	CU_ASSERT_EQUAL(matrix_next_row(&m, 2), 0);
+	matrix_free(&m);
+}
+
+static void test_compaction(void)
+{
+	struct matrix m;
+	matrix_init(&m, 4, 4);
+	matrix_place(&m, 1, 4); /* row 0 */
+	matrix_place(&m, 2, 2); /* row 1, PEs 0-1 */
+	matrix_place(&m, 3, 2); /* row 1, PEs 2-3 */
+	matrix_place(&m, 4, 4); /* row 2 */
+	matrix_backfill(&m);
+	matrix_remove(&m, 1); /* row 0 empties */
+	CU_ASSERT_FALSE(matrix_runs_in(&m, 1, 0));
+	int moved = matrix_compact(&m);
+	CU_ASSERT_EQUAL(moved, 3); /* jobs 2 and 3 move to row 0, job 4 to row 1 */
+	CU_ASSERT(matrix_runs_in(&m, 2, 0) && matrix_runs_in(&m, 3, 0));
+	CU_ASSERT(matrix_runs_in(&m, 4, 1));
+	CU_ASSERT(matrix_runs_in(&m, 2, 2) && matrix_runs_in(&m, 3, 3)); /* backfilled */
+	check_consistent(&m);
+	/* alternates yield to a new job: it takes row 2, and 2 and 3 leave it */
+	CU_ASSERT_EQUAL(matrix_place(&m, 5, 4), 2);
+	CU_ASSERT_FALSE(matrix_runs_in(&m, 2, 2));
+	CU_ASSERT(matrix_runs_in(&m, 2, 3));
+	check_consistent(&m);
+	matrix_remove(&m, 4);
+	matrix_remove(&m, 5);
+	matrix_compact(&m);
+	/* jobs smaller than a row share it, and backfill gives them the empty rows */
+	for (int r = 0; r < 4; r++)
+		CU_ASSERT(matrix_runs_in(&m, 2, r) && matrix_runs_in(&m, 3, r));
+	check_consistent(&m);
+	matrix_free(&m);
+}
+
+static void test_bad(void)
+{
+	struct matrix m;
+	CU_ASSERT_EQUAL(matrix_init(&m, 0, 2), -1);
+	CU_ASSERT_EQUAL(matrix_init(&m, 4, 0), -1);
+	matrix_init(&m, 4, 1);
+	CU_ASSERT_EQUAL(matrix_place(&m, 0, 1), -1); /* job id 0 means free */
+	CU_ASSERT_EQUAL(matrix_place(&m, 7, 0), -1);
+	matrix_remove(&m, 99); /* unknown: nothing happens */
+	CU_ASSERT_EQUAL(matrix_next_row(&m, 0), -1);
+	matrix_free(&m);
+}
+
+void add_matrix_suite(void)
+{
+	CU_pSuite s = CU_add_suite("matrix", NULL, NULL);
+	CU_add_test(s, "first-fit packing", test_first_fit);
+	CU_add_test(s, "alternate-slot backfill and row turns", test_backfill_and_turns);
+	CU_add_test(s, "compaction when jobs end", test_compaction);
+	CU_add_test(s, "bad arguments", test_bad);
+}
