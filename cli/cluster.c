@@ -411,7 +411,7 @@ static const char up_help[] =
 	"                         N real-time daemons would share this machine's cores)\n"
 	"  -h, --help             this help\n";
 
-enum { C_NODES = 1, C_DIR, C_PROVIDER, C_TIMESLICE, C_CPUS, C_DOWN_AFTER, C_NETNS, C_REALTIME, C_JSON,
+enum { C_NODES = 1, C_DIR, C_PROVIDER, C_TIMESLICE, C_CPUS, C_DOWN_AFTER, C_NETNS, C_REALTIME, C_WAIT, C_JSON,
        C_CONF, C_HELP };
 
 struct up_opts {
@@ -815,12 +815,14 @@ static int locate(struct cli *c, const char *dir, char *err, size_t errlen)
 }
 
 static const char status_help[] =
-	"Usage: storm cluster status [--json] [--dir DIR]\n"
+	"Usage: storm cluster status [--json] [--wait SECONDS] [--dir DIR]\n"
 	"\n"
 	"The cluster's name, nodes up, provider, timeslice, current slice, jobs and\n"
 	"the machine manager's pid; the nodes that are not UP by name.\n"
 	"\n"
 	"      --json     print a JSON object for scripts\n"
+	"      --wait S   answer once every node is UP, or after S seconds (then\n"
+	"                 exit 1 if some are not)\n"
 	"      --dir DIR  the virtual cluster in DIR (default: the usual search)\n"
 	"      --conf FILE the cluster's storm.conf\n"
 	"  -h, --help     this help\n";
@@ -829,10 +831,12 @@ static int cmd_status(struct cli *c, int argc, char **argv)
 {
 	static const struct cli_opt opts[] = {
 		{ "json", 0, 0, C_JSON }, { "dir", 0, 1, C_DIR },   { "conf", 0, 1, C_CONF },
-		{ "help", 'h', 0, C_HELP }, { NULL, 0, 0, 0 },
+		{ "wait", 0, 1, C_WAIT }, { "help", 'h', 0, C_HELP }, { NULL, 0, 0, 0 },
 	};
 	const char *cmd = "storm cluster status", *dir = NULL;
 	int json = 0, id;
+	unsigned wait_s = 0;
+	uint64_t v;
 	struct cli_optparse p;
 	cli_opt_init(&p, argc, argv, 1, 0);
 	while ((id = cli_opt_next(&p, opts)) != OPT_DONE) {
@@ -840,6 +844,11 @@ static int cmd_status(struct cli *c, int argc, char **argv)
 		case C_JSON: json = 1; break;
 		case C_DIR: dir = p.arg; break;
 		case C_CONF: c->conf_opt = p.arg; break;
+		case C_WAIT:
+			if (parse_uint(p.arg, 1, 86400, &v))
+				return usage_error(cmd, "--wait wants 1 to 86400 seconds, not '%s'", p.arg);
+			wait_s = (unsigned)v;
+			break;
 		case C_HELP: fputs(status_help, stdout); return EXIT_OK;
 		case OPT_OPERAND: return usage_error(cmd, "unexpected argument '%s'", p.arg);
 		default: return usage_error(cmd, "%s", p.err);
@@ -851,11 +860,12 @@ static int cmd_status(struct cli *c, int argc, char **argv)
 		return EXIT_STORM;
 	}
 	Storm__Ctl__ClusterStatus cs = STORM__CTL__CLUSTER_STATUS__INIT;
+	cs.wait_ms = wait_s * 1000; /* the MM answers when all are UP, or then */
 	Storm__Ctl__Request req = STORM__CTL__REQUEST__INIT;
 	req.body_case = STORM__CTL__REQUEST__BODY_STATUS;
 	req.status = &cs;
 	int rc;
-	Storm__Ctl__Reply *rep = cli_call(c, &req, CTL_TIMEOUT_MS, &rc);
+	Storm__Ctl__Reply *rep = cli_call(c, &req, CTL_TIMEOUT_MS + (int)cs.wait_ms, &rc);
 	if (!rep)
 		return rc;
 	if (rep->body_case != STORM__CTL__REPLY__BODY_STATUS) {
@@ -901,10 +911,12 @@ static int cmd_status(struct cli *c, int argc, char **argv)
 		       (unsigned long long)s->slice, s->jobs_running, s->jobs_queued, s->mm_pid,
 		       c->conf_path);
 	}
+	/* --wait: the MM answered at its deadline with nodes still missing */
+	rc = wait_s && s->nodes_up < s->nodes_total ? EXIT_STORM : EXIT_OK;
 	free(down);
 	ctl_reply_free(nodes);
 	ctl_reply_free(rep);
-	return EXIT_OK;
+	return rc;
 }
 
 static const char down_help[] =

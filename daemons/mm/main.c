@@ -114,6 +114,7 @@ static int start(struct mm *mm, const char *conf_path)
 	mm->listen_fd = listen_socket(c->socket);
 	if (mm->listen_fd < 0)
 		return -1;
+	mm_log("listening on %s; joining the fabric", c->socket);
 	struct sn_config sc;
 	sn_config_defaults(&sc);
 	sc.provider = c->provider;

@@ -61,6 +61,28 @@ static unsigned nodes_up(void)
 	return n;
 } /* ids as in the docs' examples */
 
+/* As the real MM's Shutdown command does: the stand-in node daemons of
+ * `cluster up` (DIR/pids, next to the configuration) are told to stop. */
+static void stop_fake_nodes(void)
+{
+	if (!have_conf)
+		return;
+	char path[PATH_MAX + 8];
+	snprintf(path, sizeof(path), "%s", conf.path);
+	char *slash = strrchr(path, '/');
+	snprintf(slash ? slash + 1 : path, sizeof(path) - (size_t)(slash ? slash + 1 - path : 0),
+		 "pids");
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	int pid;
+	char name[64];
+	while (fscanf(f, "%d %63s", &pid, name) == 2)
+		if (strcmp(name, "mm") != 0)
+			kill(pid, SIGTERM);
+	fclose(f);
+}
+
 static void msleep(int ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
@@ -438,6 +460,7 @@ static void *serve(void *arg)
 		send_reply(fd, &rep);
 		close(fd);
 		unlink(sock_path);
+		stop_fake_nodes();
 		exit(0);
 	} else {
 		send_error(fd, STORM__CTL__ERROR_CODE__ERR_PROTOCOL, "unknown request");
@@ -483,6 +506,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fake_ctl_mm: %s: %s\n", sock_path, strerror(errno));
 		return 1;
 	}
+	printf("listening\n"); /* tests wait for this line, not for time */
+	fflush(stdout);
 	for (;;) {
 		int fd = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0)

@@ -6,6 +6,7 @@
 set -u
 BIN=$(cd "${1:-build/bin}" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
 T=$(mktemp -d /tmp/storm-clitest.XXXXXX)
 S=$BIN/storm
 fails=0 checks=0
@@ -64,10 +65,12 @@ for c in run submit jobs nodes cancel cluster "cluster up" "cluster status" "clu
 done
 
 # ---- against the fake MM
-"$BIN/fake_ctl_mm" "$T/mm.sock" & MM_PID=$!
+mkfifo "$T/mm.fifo"
+"$BIN/fake_ctl_mm" "$T/mm.sock" >"$T/mm.fifo" & MM_PID=$!
+read -r ready <"$T/mm.fifo" # "listening", once the socket accepts
+[ "$ready" = listening ] || bad "fake MM did not start"
 printf '[cluster]\nname = fake\nsocket = %s/mm.sock\n[nodes]\nnames = node[00-02]\n' "$T" >"$T/storm.conf"
 export STORM_CONF=$T/storm.conf
-for i in $(seq 50); do [ -S "$T/mm.sock" ] && break; sleep 0.05; done
 
 expect "run streams" 0 "$S" run /bin/true hello
 has "raw stdout" out "second line"
@@ -96,12 +99,27 @@ expect "--no-bcast sends no program" 0 "$S" run --no-bcast --file data.txt /bin/
 expect "progress" 0 "$S" run /bin/true progress
 grep -qE '^storm: job [0-9]+: transferring .* of 48\.0 MiB' err && ok "progress line" || bad "progress: $(cat err)"
 
-env --default-signal=INT "$S" run /bin/true intr >"$T/out" 2>"$T/err" & P=$!
-sleep 0.5; kill -INT $P; wait $P; rc=$?
+# the job's first line says it runs; storm's stdout goes through a FIFO so
+# the test reads it as it comes (and keeps a copy in out)
+mkfifo "$T/run.fifo"
+env --default-signal=INT "$S" run /bin/true intr >"$T/run.fifo" 2>"$T/err" & P=$!
+exec 8<"$T/run.fifo"
+read -r line <&8 # "waiting": the job runs
+kill -INT $P
+cat <&8 >"$T/out"
+exec 8<&-
+wait $P; rc=$?
 [ $rc = 130 ] && ok "Ctrl-C: exit 130" || bad "Ctrl-C: exit $rc"
 has "Ctrl-C reached the job" out "got signal 2"
-env --default-signal=INT "$S" run /bin/true hang >"$T/out" 2>"$T/err" & P=$!
-sleep 0.5; kill -INT $P; sleep 0.2; kill -INT $P; wait $P; rc=$?
+env --default-signal=INT "$S" run /bin/true hang >"$T/run.fifo" 2>"$T/err" & P=$!
+exec 8<"$T/run.fifo"
+read -r line <&8 # "waiting"
+kill -INT $P
+read -r line <&8 # "got signal 2": the first Ctrl-C arrived
+kill -INT $P # a second one within 1 s
+cat <&8 >"$T/out"
+exec 8<&-
+wait $P; rc=$?
 [ $rc = 137 ] && ok "double Ctrl-C: exit 137" || bad "double Ctrl-C: exit $rc"
 has "SIGKILL reached the job" out "got signal 9"
 
@@ -154,11 +172,12 @@ expect "down again" 0 "$T/bin/storm" cluster down --dir "$T/c"
 "$T/bin/storm" cluster up --nodes 3 --dir "$T/c" >/dev/null 2>&1
 mm=$(awk '$2 == "mm" {print $1}' "$T/c/pids")
 kill -9 "$mm"
-sleep 0.2
+gone "$mm"
 expect "up over a stale cluster" 0 "$T/bin/storm" cluster up --nodes 2 --dir "$T/c"
 has "stale cleaned" err "storm: cleaned up a stale cluster in $T/c"
-kill -9 "$(awk '$2 == "mm" {print $1}' "$T/c/pids")"
-sleep 0.2
+mm=$(awk '$2 == "mm" {print $1}' "$T/c/pids")
+kill -9 "$mm"
+gone "$mm"
 expect "down on a dead cluster" 0 "$T/bin/storm" cluster down --dir "$T/c"
 grep -q "no cluster was up in $T/c; cleaned up" out && ok "dead cluster cleaned" || bad "down: $(cat out)"
 FAKE_ND_FAIL=node01 expect "a node that dies at start" 1 "$T/bin/storm" cluster up --nodes 3 --dir "$T/c"

@@ -226,12 +226,8 @@ kill -STOP "$ndpid"
 expect "a node frozen during the program transfer fails the launch" 1 timeout 60 storm run -N 8 -n 8 "$SELF"
 has "  ... naming the node" err "node05"
 kill -CONT "$ndpid"
-end=$(($(date +%s) + 30))
-until storm nodes | grep -qE '^node05 +UP'; do
-	[ "$(date +%s)" -gt $end ] && break
-	sleep 0.1 # polls the MM's view of a state change; not a synchronisation delay
-done
-storm nodes | grep -qE '^node05 +UP' && ok "  node05 is UP again after SIGCONT" || bad "  node05 is UP again after SIGCONT"
+storm cluster status --wait 30 >/dev/null && ok "  node05 is UP again after SIGCONT" ||
+	bad "  node05 is UP again after SIGCONT"
 expect "  ... and runs jobs again" 0 storm run -N 8 -n 8 "$SELF"
 
 # ---- a node dies during a job

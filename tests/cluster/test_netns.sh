@@ -5,6 +5,7 @@
 # Usage: test_netns.sh BUILD_BIN_DIR   (part of make clustertest)
 set -u
 BIN=$(cd "${1:-build/bin}" && pwd)
+. "$(dirname "$0")/lib.sh"
 T=$(mktemp -d /tmp/storm-netnstest.XXXXXX)
 C=$T/c
 export PATH=$BIN:$PATH STORM_CONF=$C/storm.conf
@@ -20,23 +21,6 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 ok() { checks=$((checks + 1)); echo "ok   $1"; }
 bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $1"; }
-# state_is NODE STATE: one look at the MM's view
-state_is() {
-	storm nodes --json | python3 -c '
-import json, sys
-n = {x["name"]: x["state"] for x in json.load(sys.stdin)["nodes"]}
-sys.exit(n.get(sys.argv[1]) != sys.argv[2])' "$1" "$2"
-}
-# wait_state NODE STATE SECONDS: polls the MM until the node is in STATE
-wait_state() {
-	local end=$(($(date +%s) + $3))
-	while [ "$(date +%s)" -le $end ]; do
-		state_is "$1" "$2" && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 if [ "$(id -u)" != 0 ]; then
 	echo "FAIL test_netns.sh needs root (network namespaces)"
 	exit 1
@@ -57,7 +41,8 @@ RUN=$!
 exec 7<"$T/f"
 for i in 1 2 3 4; do read -r _ <&7; done
 ip -n "$NS" link set eth0 down
-wait_state node02 DOWN 20 && ok "a cut link makes the node DOWN" || bad "a cut link makes the node DOWN"
+wait_log "$C/log/mm.log" "node node02 is DOWN" 20 && ok "a cut link makes the node DOWN" ||
+	bad "a cut link makes the node DOWN"
 wait "$RUN"
 rc=$?
 exec 7<&-
@@ -65,13 +50,14 @@ exec 7<&-
 	{ bad "its job fails naming node02 (exit $rc)"; cat "$T/run.err"; }
 storm run -N 3 /bin/true && ok "the 3 others still run jobs" || bad "the 3 others still run jobs"
 ip -n "$NS" link set eth0 up
-wait_state node02 UP 30 && ok "the restored link brings it UP again" || bad "the node comes back UP"
-# its ranks of the failed job are strays now: the MM has them killed
-strays_gone() { [ "$(ip netns pids "$NS" | wc -l)" = 1 ]; } # only stormnd is left
-end=$(($(date +%s) + 20))
-while ! strays_gone && [ "$(date +%s)" -le $end ]; do sleep 0.1; done
-strays_gone && ok "the failed job's ranks on the returning node are killed" ||
-	bad "the failed job's ranks on the returning node are killed: $(ip netns pids "$NS" | xargs ps -o args= -p)"
+storm cluster status --wait 30 >/dev/null && ok "the restored link brings it UP again" ||
+	bad "the node comes back UP"
+# its ranks of the failed job are strays now: the MM has them killed, and
+# the node daemon logs the job's end once they are
+id=$(sed -n 's/^storm: error: job \([0-9]*\):.*/\1/p' "$T/run.err" | head -1)
+if wait_log "$C/log/node02.log" "job $id done" 20 && [ "$(ip netns pids "$NS" | wc -l)" = 1 ]; then
+	ok "the failed job's ranks on the returning node are killed"
+else bad "the failed job's ranks on the returning node are killed: $(ip netns pids "$NS" | xargs ps -o args= -p)"; fi
 storm run -N 4 hostname >/dev/null && ok "a job on all 4 after it returns" || bad "a job on all 4 after it returns"
 storm cluster down --dir "$C" >/dev/null 2>&1
 ip netns list | grep -q -- "${NS%-n2}" && bad "cluster down removes the namespaces" ||

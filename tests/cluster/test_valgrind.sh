@@ -5,6 +5,7 @@
 # Usage: test_valgrind.sh BUILD_BIN_DIR   (part of make check)
 set -u
 BIN=$(cd "${1:-build/bin}" && pwd)
+. "$(dirname "$0")/lib.sh"
 T=$(mktemp -d /tmp/storm-vgtest.XXXXXX)
 export STORM_CONF=$T/storm.conf PATH=$BIN:$PATH
 PIDS=""
@@ -35,13 +36,9 @@ for n in node00 node01; do
 	$VG stormnd -c "$STORM_CONF" -n $n --no-realtime >"$T/$n.log" 2>&1 &
 	PIDS="$PIDS $!"
 done
-# answered once every node is UP (the CLI waits on the MM, which waits on the fabric)
-storm cluster status >/dev/null 2>&1
-end=$(($(date +%s) + 120))
-until [ "$(storm cluster status --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["nodes_up"])' 2>/dev/null)" = 2 ]; do
-	[ "$(date +%s)" -gt $end ] && { bad "nodes never came up"; exit 1; }
-	sleep 0.2
-done
+# the MM says when it listens; then it answers once every node is UP
+wait_log "$T/mm.log" "listening on" 60 || { bad "the MM never listened"; exit 1; }
+storm cluster status --wait 120 >/dev/null || { bad "nodes never came up"; exit 1; }
 [ "$(storm run -N 2 -n 4 sh -c 'echo hi' | wc -l)" = 4 ] && ok "run" || bad "run"
 [ "$(storm run -N 2 --file /etc/hostname cat /etc/hostname | wc -l)" = 2 ] && ok "--file" || bad "--file"
 storm submit --wait -o "$T/b.out" -N 2 sh -c 'exit 3' >/dev/null 2>&1

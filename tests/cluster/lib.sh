@@ -1,0 +1,25 @@
+# Shared by the cluster test scripts (bash): waiting on events, not on time.
+
+# wait_log FILE TEXT SECONDS: returns 0 as soon as a line of FILE (already
+# there or appended later: tail -F follows it) contains TEXT, 1 if none does
+# within SECONDS.
+wait_log() {
+	local rc=1
+	coproc WAIT_LOG_TAIL { exec timeout "$3" tail -n +1 -F "$1" 2>/dev/null; }
+	grep -q -m1 -F -- "$2" <&"${WAIT_LOG_TAIL[0]}" && rc=0
+	kill "$WAIT_LOG_TAIL_PID" 2>/dev/null
+	wait "$WAIT_LOG_TAIL_PID" 2>/dev/null
+	return $rc
+}
+
+# gone PID: returns once the process (not necessarily our child) has exited,
+# woken by its pidfd; 1 if it still runs after 10 s.
+gone() {
+	python3 -c '
+import os, select, sys
+try:
+    fd = os.pidfd_open(int(sys.argv[1]))
+except ProcessLookupError:
+    sys.exit(0)
+sys.exit(0 if select.select([fd], [], [], 10)[0] else 1)' "$1"
+}
