@@ -13,6 +13,9 @@ import shutil
 import statistics
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from benchdoc import fmt_ratio, ratio, replace_section, table  # noqa: E402
 import tempfile
 
 SECTION = "## Launch (bench/launch)"
@@ -147,25 +150,10 @@ def ms(v):
     return "%.2f ms" % v
 
 
-def ratio(a, b):
-    if a is None or b is None or b <= 0:
-        return None
-    return a / b
 
 
-def fmt_ratio(x, limit=None):
-    if x is None:
-        return "–"
-    s = "%.3fx" % x if x < 0.1 else ("%.2fx" % x if x < 10 else "%.0fx" % x)
-    if limit is not None:
-        s += " ✓" if x <= limit else " ✗"
-    return s
 
 
-def table(header, rows):
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(out)
 
 
 def cell(res, m, s, n):
@@ -432,19 +420,7 @@ def main():
     if len(sys.argv) == 4 and plot(res, sys.argv[3]):
         png_rel = os.path.relpath(sys.argv[3], os.path.dirname(os.path.abspath(doc)))
     section = build(res, os.path.relpath(sys.argv[1]), png_rel)
-    text = ""
-    if os.path.exists(doc):
-        with open(doc) as f:
-            text = f.read()
-    if not text.strip():
-        text = "# Benchmarks\n\n"
-    pat = re.compile(r"^## Launch \(bench/launch\)\n.*?(?=^## |\Z)", re.M | re.S)
-    if pat.search(text):
-        text = pat.sub(lambda m: section + "\n", text, count=1)
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    with open(doc, "w") as f:
-        f.write(text)
+    replace_section(doc, 'Launch (bench/launch)', section)
     return 0
 
 

@@ -10,6 +10,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from benchdoc import fmt_ratio, ratio, replace_section, table  # noqa: E402
+
 SECTION = "## Primitives (bench/primitives)"
 PROVIDERS = ["tcp;ofi_rxm", "shm", "sockets", "udp;ofi_rxd"]
 TARGET = 1.5
@@ -136,24 +139,8 @@ def spread(r):
     return "%s (%s–%s)" % (us(r["median_us"]), us(r["p10_us"]), us(r["p90_us"]))
 
 
-def ratio(a, b):
-    if a is None or b is None or b <= 0:
-        return None
-    return a / b
 
 
-def fmt_ratio(x, target=False):
-    if x is None:
-        return "–"
-    if x < 0.1:
-        s = "%.3fx" % x
-    elif x < 10:
-        s = "%.2fx" % x
-    else:
-        s = "%.0fx" % x
-    if target:
-        s += " ✓" if x <= TARGET else " ✗"
-    return s
 
 
 def cell(res, bench, prov, n, **kw):
@@ -172,12 +159,6 @@ def times(n):
     return {0: "no times", 1: "once", 2: "twice"}.get(n, "%d times" % n)
 
 
-def table(header, rows):
-    out = ["| " + " | ".join(header) + " |",
-           "|" + "|".join("---" for _ in header) + "|"]
-    for row in rows:
-        out.append("| " + " | ".join(row) + " |")
-    return "\n".join(out)
 
 
 def build(res, results_path):
@@ -254,7 +235,7 @@ def build(res, results_path):
         if len(runs) > 1:
             pp_s += " (runs: %s)" % ", ".join(us(v) for v in runs)
         row = ["`%s`" % p, pp_s, spread(x) if x else failed_cell(res, "xfer_lat", p, 2),
-               fmt_ratio(ratio(med(x), med(pp)), True), us(mean(x)),
+               fmt_ratio(ratio(med(x), med(pp)), TARGET), us(mean(x)),
                fmt_ratio(ratio(mean(x), med(pp))),
                "%s (%s)" % (us(med(xa)), fmt_ratio(ratio(med(xa), med(pp)))) if xa else "–",
                spread(xn)]
@@ -312,7 +293,7 @@ def build(res, results_path):
             x = res.find("xfer_mcast", p, n, MCAST_SIZE, spin=False)
             if x:
                 row.append("%s, %.0f MB/s" % (us(med(x)), x["mbps"]))
-                row.append(fmt_ratio(ratio(med(x), med(b)), p == "shm" and n == 32))
+                row.append(fmt_ratio(ratio(med(x), med(b)), TARGET if p == "shm" and n == 32 else None))
             else:
                 row += [failed_cell(res, "xfer_mcast", p, n), "–"]
         rows.append(row)
@@ -352,7 +333,7 @@ def build(res, results_path):
                 if c:
                     row.append("%s (%s)" % (us(med(c)),
                                             fmt_ratio(ratio(med(c), med(a)),
-                                                      p == "shm" and n == 32)))
+                                                      TARGET if p == "shm" and n == 32 else None)))
                 else:
                     row.append(failed_cell(res, "caw", p, n) if not spin else "–")
         rows.append(row)
@@ -369,23 +350,23 @@ def build(res, results_path):
         x = res.find("xfer_lat", p, 2, 8, spin=True, local_ev=False)
         pp = res.find("fi_pingpong", p, size=8)
         L.append("- XFER 8 B vs fi_pingpong, `%s`: %s (median %s vs %s; mean %s, %s)" %
-                 (p, fmt_ratio(ratio(med(x), med(pp)), True), us(med(x)), us(med(pp)),
+                 (p, fmt_ratio(ratio(med(x), med(pp)), TARGET), us(med(x)), us(med(pp)),
                   us(mean(x)), fmt_ratio(ratio(mean(x), med(pp)))))
     x = res.find("xfer_mcast", "shm", 32, MCAST_SIZE, spin=False)
     b = res.find("mpi_bcast", None, 32, MCAST_SIZE)
     L.append("- multicast 12 MiB, shm, 32 nodes vs MPI_Bcast: %s (%s vs %s)" %
-             (fmt_ratio(ratio(med(x), med(b)), True), us(med(x)), us(med(b))))
+             (fmt_ratio(ratio(med(x), med(b)), TARGET), us(med(x)), us(med(b))))
     for spin in (False, True):
         c = res.find("caw", "shm", 32, spin=spin)
         a = res.find("mpi_allreduce", None, 32)
         L.append("- CAW, shm%s, 32 nodes vs MPI_Allreduce: %s (%s vs %s)" %
-                 (", spin" if spin else "", fmt_ratio(ratio(med(c), med(a)), True),
+                 (", spin" if spin else "", fmt_ratio(ratio(med(c), med(a)), TARGET),
                   us(med(c)), us(med(a))))
     for spin in (False, True):
         c = res.find("caw", "shm", 2, spin=spin)
         a = res.find("mpi_allreduce", None, 2)
         L.append("- CAW, shm%s, 2 nodes vs MPI_Allreduce: %s (%s vs %s)" %
-                 (", spin" if spin else "", fmt_ratio(ratio(med(c), med(a)), True),
+                 (", spin" if spin else "", fmt_ratio(ratio(med(c), med(a)), TARGET),
                   us(med(c)), us(med(a))))
     L.append("")
 
@@ -596,19 +577,7 @@ def main():
     rel = os.path.relpath(sys.argv[1])
     section = build(res, rel)
     doc = sys.argv[2]
-    text = ""
-    if os.path.exists(doc):
-        with open(doc) as f:
-            text = f.read()
-    if not text.strip():
-        text = "# Benchmarks\n\n"
-    pat = re.compile(r"^## Primitives \(bench/primitives\)\n.*?(?=^## |\Z)", re.M | re.S)
-    if pat.search(text):
-        text = pat.sub(lambda m: section + "\n", text, count=1)
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    with open(doc, "w") as f:
-        f.write(text)
+    replace_section(doc, 'Primitives (bench/primitives)', section)
     return 0
 
 
