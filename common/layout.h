@@ -29,7 +29,8 @@
  *            GM_VAR_REPORT_ACK with remote EV_REPORT_ACK as soon as it has
  *            consumed report k) — so a slot is never overwritten unread. A
  *            node with records sends as soon as it may; an idle one every
- *            report_every strobes, as its heartbeat.
+ *            report_every strobes, as its heartbeat. The MM zeroes a slot's
+ *            length word as it reads the report, so a slot is decoded once.
  *   done     node sets GM_VAR_DONE(slot) = job id once every local rank of the
  *            job ended and its output went out; the MM confirms the end of a
  *            job with COMPARE-AND-WRITE (EQ job) over the job's nodes.

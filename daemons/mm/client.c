@@ -303,14 +303,7 @@ static void handle_shutdown(struct mm *mm, struct client *c)
 		return;
 	}
 	mm_log("shutdown requested by uid %u", (unsigned)c->uid);
-	jobs_end_all(mm, "the cluster was shut down");
-	Storm__Cl__Command cmd = STORM__CL__COMMAND__INIT;
-	Storm__Cl__Shutdown sd = STORM__CL__SHUTDOWN__INIT;
-	cmd.body_case = STORM__CL__COMMAND__BODY_SHUTDOWN;
-	cmd.shutdown = &sd;
-	cmd_queue(mm, &cmd, NULL, 0);
-	mm->shutting_down = true;
-	mm->shutdown_deadline = now_s() + 2;
+	mm_shutdown(mm, "the cluster was shut down");
 	Storm__Ctl__ShuttingDown s = STORM__CTL__SHUTTING_DOWN__INIT;
 	Storm__Ctl__Reply r = STORM__CTL__REPLY__INIT;
 	r.version = PROTO_VERSION;

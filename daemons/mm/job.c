@@ -536,10 +536,9 @@ static void check_end(struct mm *mm, struct job *j)
 	struct sn_nodeset live;
 	sn_set_clear(&live);
 	for (uint32_t k = 0; k < j->nnodes; k++)
-		if (mm->nodes[j->nodes[k]].state == STORM__CTL__NODE_STATE__UP &&
-		    j->t_launched)
+		if (mm->nodes[j->nodes[k]].state == STORM__CTL__NODE_STATE__UP)
 			sn_set_add(&live, fabric_id((uint32_t)j->nodes[k]));
-	if (!j->failed && sn_set_count(&live)) {
+	if (j->t_launched && !j->failed && sn_set_count(&live)) {
 		struct sn_nodeset failed;
 		/* no write: the MM is the only reader, and a stale job id in a
 		 * slot never equals the next job's; a write would also route the

@@ -161,6 +161,18 @@ static int start(struct mm *mm, const char *conf_path)
 	return 0;
 }
 
+void mm_shutdown(struct mm *mm, const char *why)
+{
+	jobs_end_all(mm, why);
+	Storm__Cl__Command cmd = STORM__CL__COMMAND__INIT;
+	Storm__Cl__Shutdown sd = STORM__CL__SHUTDOWN__INIT;
+	cmd.body_case = STORM__CL__COMMAND__BODY_SHUTDOWN;
+	cmd.shutdown = &sd;
+	cmd_queue(mm, &cmd, NULL, 0);
+	mm->shutting_down = true;
+	mm->shutdown_deadline = now_s() + 2; /* for the command to reach the nodes */
+}
+
 /* Local completions and remote events the loop reacts to between slices. */
 static void poll_events(struct mm *mm)
 {
@@ -241,14 +253,7 @@ static void run(struct mm *mm)
 						dump_state(mm);
 					else if (!mm->shutting_down) {
 						mm_log("signal %u: shutting the cluster down", si.ssi_signo);
-						jobs_end_all(mm, "the machine manager was stopped");
-						Storm__Cl__Command cmd = STORM__CL__COMMAND__INIT;
-						Storm__Cl__Shutdown sd = STORM__CL__SHUTDOWN__INIT;
-						cmd.body_case = STORM__CL__COMMAND__BODY_SHUTDOWN;
-						cmd.shutdown = &sd;
-						cmd_queue(mm, &cmd, NULL, 0);
-						mm->shutting_down = true;
-						mm->shutdown_deadline = now_s() + 2;
+						mm_shutdown(mm, "the machine manager was stopped");
 					}
 			} else if (tag != TAG_SN) {
 				client_on_io(mm, (struct client *)(uintptr_t)tag, evs[i].events);

@@ -101,6 +101,7 @@ struct mm {
 	bool slot_used[GM_JOB_SLOTS];
 	/* command ring */
 	uint32_t cmd_seq;        /* last sent */
+	uint32_t cmd_queued_seq; /* last queued (numbers are given at queueing) */
 	struct pending_cmd *cmd_queue, **cmd_tail;
 	bool cmd_inflight;
 	uint8_t *cmd_buf;        /* the in-flight command, kept for resends */
@@ -120,6 +121,8 @@ struct pending_cmd {
 };
 
 double now_s(void);
+/* Ends every job, tells every node to stop, and lets the loop finish. */
+void mm_shutdown(struct mm *mm, const char *why);
 void mm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* slice.c */

@@ -90,7 +90,8 @@ void slice_tick(struct mm *mm)
 	check_membership(mm);
 	send_strobe(mm);
 	clients_tick(mm);
-	jobs_schedule(mm);
+	/* no scheduling pass here: what can let a job start (a submission, a
+	 * job's end, a node UP, a transfer done) runs jobs_schedule itself */
 }
 
 /* ---- reports */
@@ -98,24 +99,24 @@ void slice_tick(struct mm *mm)
 static void consume_report(struct mm *mm, int idx)
 {
 	struct mm_node *n = &mm->nodes[idx];
-	const uint8_t *slot = (const uint8_t *)sn_gmem(mm->sn) + GM_REPORT_SLOT(idx);
+	uint8_t *slot = (uint8_t *)sn_gmem(mm->sn) + GM_REPORT_SLOT(idx);
 	uint32_t len;
 	memcpy(&len, slot, 4);
 	if (len == 0)
-		return;
+		return; /* nothing new: every slot is looked at on any EV_REPORT */
+	/* emptied at once, so the slot is decoded once per report that lands */
+	memset(slot, 0, 4);
 	if (len > GM_REPORT_SLOT_SIZE - 4) {
 		mm_log("node %s: report length %u exceeds its slot; ignored", mm->conf.nodes[idx],
 		       len);
-		memset((void *)slot, 0, 4);
 		return;
 	}
 	Storm__Cl__Report *r = storm__cl__report__unpack(NULL, len, slot + 4);
 	if (!r) {
 		mm_log("node %s: undecodable report (%u bytes); ignored", mm->conf.nodes[idx], len);
-		memset((void *)slot, 0, 4);
 		return;
 	}
-	if (r->seq <= n->report_seq) { /* already consumed */
+	if (r->seq <= n->report_seq) { /* a resend of one already consumed */
 		storm__cl__report__free_unpacked(r, NULL);
 		return;
 	}
@@ -162,25 +163,26 @@ int cmd_queue(struct mm *mm, Storm__Cl__Command *cmd, const int *targets, size_t
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		nodes[i] = targets ? (uint32_t)targets[i] : (uint32_t)i;
-	ntargets = n;
 	cmd->nodes = nodes;
-	cmd->n_nodes = ntargets;
-	cmd->seq = 0; /* set when sent */
-	size_t len = storm__cl__command__get_packed_size(cmd) + 8 /* room for seq */;
+	cmd->n_nodes = n;
+	/* commands leave in queue order, so the sequence is known now */
+	cmd->seq = mm->cmd_queued_seq + 1;
+	size_t len = 4 + storm__cl__command__get_packed_size(cmd);
 	struct pending_cmd *p = calloc(1, sizeof(*p));
-	uint8_t *buf = malloc(4 + len);
-	if (!p || !buf || 4 + len > GM_CMD_SLOT_SIZE) {
+	uint8_t *buf = malloc(len);
+	if (!p || !buf || len > GM_CMD_SLOT_SIZE) {
 		free(p);
 		free(buf);
 		free(nodes);
 		cmd->nodes = NULL;
 		cmd->n_nodes = 0;
-		return len + 4 > GM_CMD_SLOT_SIZE ? -E2BIG : -ENOMEM;
+		return len > GM_CMD_SLOT_SIZE ? -E2BIG : -ENOMEM;
 	}
-	/* packed later with its sequence number; keep the unpacked form packed
-	 * once here only to learn the size, then again at send */
+	uint32_t plen = (uint32_t)storm__cl__command__pack(cmd, buf + 4);
+	memcpy(buf, &plen, 4); /* [u32 len][packed], as the ring slot holds it */
 	p->buf = buf;
-	p->len = storm__cl__command__pack(cmd, buf + 4);
+	p->len = len;
+	mm->cmd_queued_seq++;
 	free(nodes);
 	cmd->nodes = NULL;
 	cmd->n_nodes = 0;
@@ -210,22 +212,9 @@ void cmd_pump(struct mm *mm)
 	mm->cmd_queue = p->next;
 	if (!mm->cmd_queue)
 		mm->cmd_tail = &mm->cmd_queue;
-	/* re-pack with the sequence number */
-	Storm__Cl__Command *cmd = storm__cl__command__unpack(NULL, p->len, p->buf + 4);
-	if (!cmd) {
-		mm_log("internal: cannot re-read a queued command");
-		free(p->buf);
-		free(p);
-		return;
-	}
-	cmd->seq = seq;
-	free(mm->cmd_buf);
-	mm->cmd_len = 4 + storm__cl__command__get_packed_size(cmd);
-	mm->cmd_buf = malloc(mm->cmd_len);
-	uint32_t plen = (uint32_t)storm__cl__command__pack(cmd, mm->cmd_buf + 4);
-	memcpy(mm->cmd_buf, &plen, 4);
-	storm__cl__command__free_unpacked(cmd, NULL);
-	free(p->buf);
+	free(mm->cmd_buf); /* the previous one is confirmed: no resend needs it */
+	mm->cmd_buf = p->buf;
+	mm->cmd_len = p->len;
 	free(p);
 
 	sn_set_clear(&mm->cmd_set);
