@@ -19,8 +19,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -137,6 +140,7 @@ struct sn_ctx {
 	char bootdir[4096];
 	int nrails;
 	struct rail rails[SN_RAILS];
+	bool opened; /* every rail up: only then is there anything to drain */
 	int epfd;
 	uint8_t *gmem;
 	size_t gmem_size;
@@ -1344,6 +1348,43 @@ int sn_caw(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off, e
 
 /* ------------------------------------------------------------- open/close */
 
+/* The shm provider names its region /dev/shm/PID:IDX:IDX and never removes
+ * it when a process is killed; with pids recycled (pid_max 32768), a later
+ * process can draw a dead one's name and fail to open with EBUSY. We name
+ * regions ourselves, with a random part so a name is never reused, and
+ * remove our own regions whose process is gone. */
+#define SHM_PREFIX "storm-sn."
+
+static void shm_sweep_stale(void)
+{
+	DIR *d = opendir("/dev/shm");
+	struct dirent *e;
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		struct stat st;
+		long pid;
+		if (strncmp(e->d_name, SHM_PREFIX, strlen(SHM_PREFIX)) ||
+		    sscanf(e->d_name + strlen(SHM_PREFIX), "%ld.", &pid) != 1 || pid <= 0 ||
+		    fstatat(dirfd(d), e->d_name, &st, 0) || st.st_uid != geteuid())
+			continue;
+		if (kill((pid_t)pid, 0) && errno == ESRCH)
+			unlinkat(dirfd(d), e->d_name, 0);
+	}
+	closedir(d);
+}
+
+static int shm_name_endpoint(struct fid_ep *ep, int rail)
+{
+	uint32_t token = 0;
+	char name[64];
+	shm_sweep_stale();
+	if (getrandom(&token, sizeof(token), 0) != sizeof(token))
+		token = (uint32_t)now_ns();
+	snprintf(name, sizeof(name), SHM_PREFIX "%ld.%08x.%d", (long)getpid(), token, rail);
+	return fi_setname(&ep->fid, name, strlen(name) + 1);
+}
+
 static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 {
 	struct rail *rl = &ctx->rails[rail];
@@ -1392,6 +1433,8 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	    (rc = fi_endpoint(rl->domain, fi, &rl->ep, NULL)) ||
 	    (rc = fi_ep_bind(rl->ep, &rl->av->fid, 0)) ||
 	    (rc = fi_ep_bind(rl->ep, &rl->cq->fid, FI_TRANSMIT | FI_RECV)) ||
+	    (!strcmp(fi->fabric_attr->prov_name, "shm") &&
+	     (rc = shm_name_endpoint(rl->ep, rail))) ||
 	    (rc = fi_enable(rl->ep)))
 		return fail(ctx, rc, "opening endpoint on '%s': %s", prov, fi_strerror(-rc));
 
@@ -1541,6 +1584,7 @@ int sn_open(const struct sn_config *cfg, struct sn_ctx **out)
 			ctx->epfd = -1;
 		}
 	}
+	ctx->opened = true;
 	*out = ctx;
 	return 0;
 err:
@@ -1570,7 +1614,7 @@ void sn_close(struct sn_ctx *ctx)
 	if (!ctx)
 		return;
 	/* finish what others are waiting on from us: forwards, ACKs, CAW jobs */
-	if (ctx->rails[0].ep)
+	if (ctx->opened)
 		wait_until(ctx, drained, NULL,
 			   now_ns() + (uint64_t)ctx->cfg.timeout_ms * 1000000ull);
 	for (int i = 0; i < ctx->nrails; i++)
