@@ -405,6 +405,11 @@ static const char up_help[] =
 	"      --timeslice-us T   timeslice in microseconds (default 10000)\n"
 	"      --cpus C           CPUs per virtual node (default 4)\n"
 	"      --down-after K     missed strobes before a node is DOWN (default 200)\n"
+	"      --mpl M            rows of the gang-scheduling matrix (1-16, default 2)\n"
+	"      --quantum Q        timeslices each row runs before the next (default 1)\n"
+	"      --policy P         gang (time-share nodes) or fcfs (MPL 1); default gang\n"
+	"      --switch S         how nodes stop a job out of its row: signals or\n"
+	"                         freezer (cgroup v2); default signals\n"
 	"      --netns            each node daemon in its own network namespace on a\n"
 	"                         bridge (root; 10.213.0.0/16), so a node can be cut off\n"
 	"      --realtime         node daemons at SCHED_FIFO, as on a real cluster (off:\n"
@@ -412,11 +417,12 @@ static const char up_help[] =
 	"  -h, --help             this help\n";
 
 enum { C_NODES = 1, C_DIR, C_PROVIDER, C_TIMESLICE, C_CPUS, C_DOWN_AFTER, C_NETNS, C_REALTIME, C_WAIT, C_JSON,
-       C_CONF, C_HELP };
+       C_CONF, C_HELP, C_MPL, C_QUANTUM, C_POLICY, C_SWITCH };
 
 struct up_opts {
-	unsigned nodes, timeslice_us, cpus, down_after;
+	unsigned nodes, timeslice_us, cpus, down_after, mpl, quantum;
 	int netns, realtime;
+	int policy, switch_mode; /* -1: the default */
 	const char *dir, *provider;
 };
 
@@ -593,6 +599,16 @@ static int cluster_up(const struct up_opts *o)
 		conf.timeslice_us = o->timeslice_us;
 	if (o->cpus)
 		conf.cpus = o->cpus;
+	if (o->policy >= 0)
+		conf.policy = o->policy;
+	if (o->mpl)
+		conf.mpl = o->mpl;
+	else if (conf.policy == POLICY_FCFS)
+		conf.mpl = 1;
+	if (o->quantum)
+		conf.quantum = o->quantum;
+	if (o->switch_mode >= 0)
+		conf.switch_mode = o->switch_mode;
 	if (o->down_after) {
 		conf.down_after = o->down_after;
 		if (conf.report_every * 2 > conf.down_after) /* the config requires it */
@@ -735,11 +751,13 @@ static int cmd_up(int argc, char **argv)
 		{ "provider", 0, 1, C_PROVIDER },      { "timeslice-us", 0, 1, C_TIMESLICE },
 		{ "cpus", 0, 1, C_CPUS },	       { "down-after", 0, 1, C_DOWN_AFTER },
 		{ "netns", 0, 0, C_NETNS },	       { "help", 'h', 0, C_HELP },
-		{ "realtime", 0, 0, C_REALTIME },
+		{ "realtime", 0, 0, C_REALTIME },      { "mpl", 0, 1, C_MPL },
+		{ "quantum", 0, 1, C_QUANTUM },        { "policy", 0, 1, C_POLICY },
+		{ "switch", 0, 1, C_SWITCH },
 		{ NULL, 0, 0, 0 },
 	};
 	const char *cmd = "storm cluster up";
-	struct up_opts o = { 0 };
+	struct up_opts o = { .policy = -1, .switch_mode = -1 };
 	struct cli_optparse p;
 	cli_opt_init(&p, argc, argv, 1, 0);
 	int id, netns = 0;
@@ -780,6 +798,32 @@ static int cmd_up(int argc, char **argv)
 						   p.arg);
 			o.down_after = (unsigned)v;
 			break;
+		case C_MPL:
+			if (parse_uint(p.arg, 1, STORM_MAX_MPL, &v))
+				return usage_error(cmd, "--mpl wants 1 to %d, not '%s'", STORM_MAX_MPL,
+						   p.arg);
+			o.mpl = (unsigned)v;
+			break;
+		case C_QUANTUM:
+			if (parse_uint(p.arg, 1, 1000000, &v))
+				return usage_error(cmd, "--quantum wants 1 to 1000000 timeslices, not '%s'",
+						   p.arg);
+			o.quantum = (unsigned)v;
+			break;
+		case C_POLICY:
+		case C_SWITCH: {
+			const char *const *names = id == C_POLICY ? storm_policy_names : storm_switch_names;
+			int k = 0;
+			while (names[k] && strcmp(names[k], p.arg))
+				k++;
+			if (!names[k])
+				return usage_error(cmd, "%s wants %s, not '%s'",
+						   id == C_POLICY ? "--policy" : "--switch",
+						   id == C_POLICY ? "gang or fcfs" : "signals or freezer",
+						   p.arg);
+			*(id == C_POLICY ? &o.policy : &o.switch_mode) = k;
+			break;
+		}
 		case C_NETNS: netns = 1; break;
 		case C_REALTIME: o.realtime = 1; break;
 		case C_HELP: fputs(up_help, stdout); return EXIT_OK;
@@ -792,6 +836,9 @@ static int cmd_up(int argc, char **argv)
 		return usage_error(cmd, "--netns needs a network provider, not '%s'", o.provider);
 	if (!o.nodes)
 		return usage_error(cmd, "--nodes N is required");
+	if (o.policy == POLICY_FCFS && o.mpl > 1)
+		return usage_error(cmd, "--policy fcfs runs one job per node; --mpl %u contradicts it",
+				   o.mpl);
 	return cluster_up(&o);
 }
 

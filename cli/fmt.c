@@ -96,8 +96,8 @@ int absolute_path(const char *cwd, const char *path, char *out, size_t len)
 const char *job_state_name(int state)
 {
 	static const char *names[] = { "QUEUED", "LAUNCHING", "RUNNING",
-				       "COMPLETED", "FAILED", "CANCELLED" };
-	return state >= 0 && state < 6 ? names[state] : "UNKNOWN";
+				       "COMPLETED", "FAILED", "CANCELLED", "SUSPENDED" };
+	return state >= 0 && state < 7 ? names[state] : "UNKNOWN";
 }
 
 const char *node_state_name(int state)

@@ -16,6 +16,7 @@ struct parse {
 	int failed;
 	char nodes_spec[4096];
 	char reason[256];
+	int mpl_set;
 };
 
 struct uint_key {
@@ -32,6 +33,22 @@ static const struct uint_key uint_keys[] = {
 	{ "cluster", "op_timeout_ms", offsetof(struct storm_conf, op_timeout_ms), 10, 600000 },
 	{ "cluster", "kill_wait_ms", offsetof(struct storm_conf, kill_wait_ms), 0, 600000 },
 	{ "nodes", "cpus", offsetof(struct storm_conf, cpus), 1, 4096 },
+	{ "scheduler", "quantum", offsetof(struct storm_conf, quantum), 1, 1000000 },
+	{ "scheduler", "mpl", offsetof(struct storm_conf, mpl), 1, STORM_MAX_MPL },
+};
+
+const char *const storm_policy_names[] = {"gang", "fcfs", NULL};
+const char *const storm_switch_names[] = {"signals", "freezer", NULL};
+
+struct enum_key {
+	const char *section, *name;
+	size_t off;
+	const char *const *values;
+};
+
+static const struct enum_key enum_keys[] = {
+	{ "scheduler", "policy", offsetof(struct storm_conf, policy), storm_policy_names },
+	{ "scheduler", "switch", offsetof(struct storm_conf, switch_mode), storm_switch_names },
 };
 
 struct str_key {
@@ -77,6 +94,8 @@ static int on_key(void *user, const char *section, const char *name, const char 
 			return bad(p, "%s = %lu is out of range [%u, %u]", name, v, k->min,
 				   k->max);
 		*(unsigned *)((char *)p->c + k->off) = (unsigned)v;
+		if (!strcmp(name, "mpl"))
+			p->mpl_set = 1;
 		return 1;
 	}
 	for (size_t i = 0; i < sizeof(str_keys) / sizeof(str_keys[0]); i++) {
@@ -89,6 +108,21 @@ static int on_key(void *user, const char *section, const char *name, const char 
 		memcpy((char *)p->c + k->off, value, strlen(value) + 1);
 		return 1;
 	}
+	for (size_t i = 0; i < sizeof(enum_keys) / sizeof(enum_keys[0]); i++) {
+		const struct enum_key *k = &enum_keys[i];
+		if (strcmp(section, k->section) || strcmp(name, k->name))
+			continue;
+		char choices[128] = "";
+		for (int v = 0; k->values[v]; v++) {
+			if (!strcmp(value, k->values[v])) {
+				*(int *)((char *)p->c + k->off) = v;
+				return 1;
+			}
+			snprintf(choices + strlen(choices), sizeof(choices) - strlen(choices), "%s%s",
+				 v ? ", " : "", k->values[v]);
+		}
+		return bad(p, "%s must be one of %s, not '%s'", name, choices, value);
+	}
 	if (!strcmp(section, "nodes") && !strcmp(name, "names")) {
 		if (strlen(value) >= sizeof(p->nodes_spec))
 			return bad(p, "names is too long");
@@ -96,7 +130,7 @@ static int on_key(void *user, const char *section, const char *name, const char 
 		return 1;
 	}
 	if (!section[0])
-		return bad(p, "'%s' outside any section ([cluster] or [nodes])", name);
+		return bad(p, "'%s' outside any section ([cluster], [scheduler] or [nodes])", name);
 	return bad(p, "unknown key '%s' in [%s]", name, section);
 }
 
@@ -116,6 +150,10 @@ static void defaults(struct storm_conf *c, const char *path)
 	strcpy(c->socket, "/run/storm/mm.sock");
 	strcpy(c->bootstrap, "dir:/run/storm/fabric");
 	c->cpus = 4;
+	c->quantum = 1;
+	c->mpl = 2;
+	c->policy = POLICY_GANG;
+	c->switch_mode = SWITCH_SIGNALS;
 }
 
 static int finish(struct parse *p, int rc)
@@ -140,6 +178,17 @@ static int finish(struct parse *p, int rc)
 			 "nodes would be declared DOWN between their reports",
 			 c->path, c->report_every, c->down_after);
 		return -1;
+	}
+	if (c->policy == POLICY_FCFS) {
+		/* first come, first served runs one job per node: a matrix of one row */
+		if (p->mpl_set && c->mpl != 1) {
+			snprintf(p->err, p->errlen,
+				 "%s: policy = fcfs runs one job per node, so mpl must be 1 (it is %u); "
+				 "use policy = gang to time-share nodes",
+				 c->path, c->mpl);
+			return -1;
+		}
+		c->mpl = 1;
 	}
 	if (!p->nodes_spec[0]) {
 		snprintf(p->err, p->errlen, "%s: no nodes (set names = ... in [nodes])", c->path);
@@ -226,11 +275,13 @@ int conf_write(const struct storm_conf *c, const char *path)
 		"timeslice_us = %u\ndown_after = %u\nreport_every = %u\nfanout = %u\n"
 		"op_timeout_ms = %u\n"
 		"kill_wait_ms = %u\nstate_dir = %s\nsocket = %s\nbootstrap = %s\n\n"
+		"[scheduler]\npolicy = %s\nmpl = %u\nquantum = %u\nswitch = %s\n\n"
 		"[nodes]\nnames = %s\ncpus = %u\n",
 		c->name, c->provider, c->sys_provider[0] ? "sys_provider = " : "",
 		c->sys_provider, c->sys_provider[0] ? "\n" : "", c->timeslice_us, c->down_after,
 		c->report_every, c->fanout, c->op_timeout_ms, c->kill_wait_ms, c->state_dir, c->socket,
-		c->bootstrap, list, c->cpus);
+		c->bootstrap, storm_policy_names[c->policy], c->mpl, c->quantum,
+		storm_switch_names[c->switch_mode], list, c->cpus);
 	if (fclose(f) != 0 || rename(tmp, path) != 0) {
 		int e = errno;
 		unlink(tmp);

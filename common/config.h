@@ -10,6 +10,12 @@
 #include "hostlist.h"
 
 #define STORM_CONF_MAX_NODES 1000
+#define STORM_MAX_MPL 16
+
+enum storm_policy { POLICY_GANG, POLICY_FCFS };
+enum storm_switch { SWITCH_SIGNALS, SWITCH_FREEZER };
+extern const char *const storm_policy_names[];  /* "gang", "fcfs" */
+extern const char *const storm_switch_names[];  /* "signals", "freezer" */
 
 struct storm_conf {
 	char path[PATH_MAX];
@@ -26,6 +32,11 @@ struct storm_conf {
 	char socket[PATH_MAX];   /* the MM's control socket */
 	char bootstrap[PATH_MAX]; /* sn bootstrap, "dir:PATH" */
 	unsigned cpus;           /* per node */
+	/* [scheduler] */
+	unsigned quantum;        /* timeslices a matrix row runs before the next */
+	unsigned mpl;            /* rows of the matrix (multiprogramming level) */
+	int policy;              /* enum storm_policy */
+	int switch_mode;         /* enum storm_switch: how nodes stop and continue jobs */
 	int nnodes;
 	char (*nodes)[HOSTNAME_MAX];
 };

@@ -8,7 +8,10 @@
  *
  * Data flow (docs/ARCHITECTURE.md, "Control plane"):
  *   strobe   MM -> all UP nodes, every timeslice, SYS rail, no local event:
- *            struct strobe at GM_STROBE, remote EV_STROBE.
+ *            struct strobe at GM_STROBE, remote EV_STROBE. It names the
+ *            matrix row running in this slice and, per node, the job of
+ *            that node's cell in the row (strobe_run): each node continues
+ *            that job and stops every other one it holds.
  *   command  MM -> all UP nodes: [u32 len][packed storm.cl.Command] in ring
  *            slot (seq % GM_CMD_SLOTS), remote EV_CMD. The MM reuses a slot
  *            only when every UP node reported cmd_done >= seq - GM_CMD_SLOTS.
@@ -60,16 +63,24 @@ enum storm_event {
 struct strobe {
 	uint64_t slice;   /* timeslice number, from 1 */
 	uint32_t cmd_seq; /* last command sent; acting on it may wait for its slot */
-	uint32_t row;     /* matrix row to run (gang scheduling; 0 for now) */
-	uint32_t nnodes;  /* entries in ack */
+	int32_t row;      /* matrix row running in this slice, -1: none */
+	uint32_t nnodes;  /* entries in ack and in run */
 	uint32_t flags;
-	uint64_t ack[];   /* per node index: last report seq the MM consumed */
+	uint64_t switches; /* row changes so far: a new value is a new row's turn */
+	uint64_t ack[];   /* per node index: last report seq the MM consumed;
+			   * then run[nnodes]: the job to run (0: none) */
 };
 
-#define GM_STROBE ((uint64_t)4096)
-#define GM_STROBE_MAX (sizeof(struct strobe) + 8 * STORM_MAX_NODES)
+static inline uint64_t *strobe_run(struct strobe *s) { return s->ack + s->nnodes; }
+static inline size_t strobe_size(uint32_t nnodes)
+{
+	return sizeof(struct strobe) + 16 * (size_t)nnodes;
+}
 
-#define GM_VARS ((uint64_t)16384)
+#define GM_STROBE ((uint64_t)4096)
+#define GM_STROBE_MAX (sizeof(struct strobe) + 16 * STORM_MAX_NODES)
+
+#define GM_VARS ((uint64_t)32768)
 /* u64: seq of the last chunk written from file buffer b */
 #define GM_VAR_FILE_DONE(b) (GM_VARS + 8 * (uint64_t)(b))
 #define GM_JOB_SLOTS 256
@@ -79,6 +90,9 @@ struct strobe {
  * right after consuming it, so a node with more to say need not wait for the
  * next strobe's ack */
 #define GM_VAR_REPORT_ACK (GM_VARS + 8192)
+
+_Static_assert(GM_STROBE + GM_STROBE_MAX <= GM_VARS, "the strobe overlaps the variables");
+_Static_assert(GM_VAR_REPORT_ACK + 8 <= 65536, "the variables overlap the command ring");
 
 #define GM_CMD_RING ((uint64_t)65536)
 #define GM_CMD_SLOTS 16

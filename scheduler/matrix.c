@@ -13,7 +13,12 @@ int matrix_init(struct matrix *m, int npe, int mpl)
 	m->npe = npe;
 	m->mpl = mpl;
 	m->cell = calloc((size_t)npe * (size_t)mpl, sizeof(uint64_t));
-	return m->cell ? 0 : -1;
+	m->down = calloc((size_t)npe, sizeof(bool));
+	if (!m->cell || !m->down) {
+		matrix_free(m);
+		return -1;
+	}
+	return 0;
 }
 
 void matrix_free(struct matrix *m)
@@ -22,18 +27,31 @@ void matrix_free(struct matrix *m)
 		free(m->jobs[i].pes);
 	free(m->jobs);
 	free(m->cell);
+	free(m->down);
 	memset(m, 0, sizeof(*m));
 }
 
 uint64_t matrix_at(const struct matrix *m, int row, int pe) { return CELL(m, row, pe); }
 
-static struct matrix_job *find(struct matrix *m, uint64_t id)
+void matrix_set_down(struct matrix *m, int pe, bool down)
+{
+	if (pe >= 0 && pe < m->npe)
+		m->down[pe] = down;
+}
+
+static struct matrix_job *find(const struct matrix *m, uint64_t id)
 {
 	for (int i = 0; i < m->njobs; i++)
 		if (m->jobs[i].id == id)
 			return &m->jobs[i];
 	return NULL;
 }
+
+const struct matrix_job *matrix_find(const struct matrix *m, uint64_t job)
+{
+	return find(m, job);
+}
+
 
 static bool pes_free(const struct matrix *m, int row, const int *pes, int n)
 {
@@ -44,13 +62,28 @@ static bool pes_free(const struct matrix *m, int row, const int *pes, int n)
 }
 
 /* A cell a new job may take: free, or an alternate copy (which yields). */
-static bool takeable(struct matrix *m, int r, int p)
+static bool takeable(const struct matrix *m, int r, int p)
 {
 	uint64_t id = CELL(m, r, p);
+	if (m->down[p])
+		return false;
 	if (!id)
 		return true;
 	struct matrix_job *x = find(m, id);
 	return x && x->home != r;
+}
+
+int matrix_room(const struct matrix *m)
+{
+	int best = 0;
+	for (int r = 0; r < m->mpl; r++) {
+		int n = 0;
+		for (int p = 0; p < m->npe; p++)
+			n += takeable(m, r, p);
+		if (n > best)
+			best = n;
+	}
+	return best;
 }
 
 /* Drops job id's alternate copy from row r (a copy is all its PEs or none). */
@@ -88,7 +121,7 @@ int matrix_place(struct matrix *m, uint64_t job, int n)
 		j->home = r;
 		m->njobs++; /* before marking, so takeable() no longer sees a stranger */
 		for (int p = 0, k = 0; p < m->npe && k < n; p++)
-			if (CELL(m, r, p) == 0 || takeable(m, r, p)) {
+			if (takeable(m, r, p)) {
 				if (CELL(m, r, p))
 					drop_alternate(m, r, CELL(m, r, p));
 				CELL(m, r, p) = job;

@@ -1,8 +1,9 @@
 /* The Ousterhout matrix of gang scheduling (issue 4): processing elements
  * (nodes) across, time slots (rows, at most MPL) down. A job occupies the
  * same PEs in its home row and, by alternate-slot backfilling, in every
- * other row where those PEs are free. A pure library: the MM drives it.
- * Not yet wired into the MM (scheduler/alloc.h still allocates). */
+ * other row where those PEs are free. A pure library: the MM drives it
+ * (daemons/mm/job.c places and removes jobs, slice.c picks the row each
+ * quantum and tells every node which job its cell in that row holds). */
 #ifndef STORM_MATRIX_H
 #define STORM_MATRIX_H
 
@@ -19,6 +20,7 @@ struct matrix_job {
 struct matrix {
 	int npe, mpl;
 	uint64_t *cell; /* mpl x npe job ids, 0: free */
+	bool *down;     /* per PE: not to be given to new jobs */
 	struct matrix_job *jobs;
 	int njobs, cap;
 };
@@ -26,6 +28,11 @@ struct matrix {
 int matrix_init(struct matrix *m, int npe, int mpl);
 void matrix_free(struct matrix *m);
 uint64_t matrix_at(const struct matrix *m, int row, int pe);
+/* A PE that is down takes no new job (its jobs are the MM's to end). */
+void matrix_set_down(struct matrix *m, int pe, bool down);
+/* The largest job that could be placed now: the most takeable PEs in a row. */
+int matrix_room(const struct matrix *m);
+const struct matrix_job *matrix_find(const struct matrix *m, uint64_t job);
 /* First fit: the lowest row with n free PEs, the lowest such PEs. Returns
  * the row, or -1 when no row has room (the job waits). */
 int matrix_place(struct matrix *m, uint64_t job, int n);

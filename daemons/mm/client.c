@@ -156,14 +156,19 @@ static void reply_status(struct mm *mm, struct client *c)
 	Storm__Ctl__Status st = STORM__CTL__STATUS__INIT;
 	st.cluster = mm->conf.name;
 	st.nodes_total = (uint32_t)mm->conf.nnodes;
-	st.nodes_up = (uint32_t)alloc_up(&mm->alloc);
+	st.nodes_up = (uint32_t)nodes_up(mm);
 	st.slice = mm->slice;
 	st.timeslice_us = mm->conf.timeslice_us;
 	st.provider = (char *)sn_provider_name(mm->sn, 0);
 	st.mm_pid = (uint32_t)getpid();
+	st.mpl = mm->conf.mpl;
+	st.quantum = mm->conf.quantum;
+	st.policy = (char *)storm_policy_names[mm->conf.policy];
 	for (struct job *j = mm->jobs; j; j = j->next) {
-		st.jobs_running += j->state == STORM__CTL__JOB_STATE__RUNNING ||
+		bool launched = j->state == STORM__CTL__JOB_STATE__RUNNING;
+		st.jobs_running += (launched && gang_runs_now(mm, j)) ||
 				   j->state == STORM__CTL__JOB_STATE__LAUNCHING;
+		st.jobs_suspended += launched && !gang_runs_now(mm, j);
 		st.jobs_queued += j->state == STORM__CTL__JOB_STATE__QUEUED;
 	}
 	Storm__Ctl__Reply r = STORM__CTL__REPLY__INIT;
@@ -175,7 +180,7 @@ static void reply_status(struct mm *mm, struct client *c)
 
 void clients_tick(struct mm *mm)
 {
-	bool all_up = alloc_up(&mm->alloc) == mm->conf.nnodes;
+	bool all_up = nodes_up(mm) == mm->conf.nnodes;
 	double now = now_s();
 	for (struct client *c = mm->clients; c; c = c->next)
 		if (c->fd >= 0 && c->status_deadline > 0 && (all_up || now >= c->status_deadline)) {
@@ -217,12 +222,77 @@ static void reply_jobs(struct mm *mm, struct client *c, bool all)
 	free(ptrs);
 }
 
+int nodes_up(const struct mm *mm)
+{
+	int up = 0;
+	for (int i = 0; i < mm->conf.nnodes; i++)
+		up += mm->nodes[i].state == STORM__CTL__NODE_STATE__UP;
+	return up;
+}
+
+static void reply_matrix(struct mm *mm, struct client *c)
+{
+	size_t nn = (size_t)mm->conf.nnodes, mpl = mm->conf.mpl, nj = 0;
+	for (struct job *j = mm->jobs; j; j = j->next)
+		nj += job_active(j);
+	uint64_t *cells = calloc(nn * mpl, sizeof(*cells));
+	Storm__Ctl__NodeState *states = calloc(nn, sizeof(*states));
+	Storm__Ctl__JobInfo *infos = calloc(nj ? nj : 1, sizeof(*infos));
+	Storm__Ctl__JobInfo **ptrs = calloc(nj ? nj : 1, sizeof(*ptrs));
+	char **names = calloc(nn, sizeof(*names));
+	if (!cells || !states || !infos || !ptrs || !names) {
+		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INTERNAL, "out of memory");
+		goto out;
+	}
+	for (size_t r = 0; r < mpl; r++)
+		for (size_t p = 0; p < nn; p++)
+			cells[r * nn + p] = matrix_at(&mm->matrix, (int)r, (int)p);
+	for (size_t p = 0; p < nn; p++) {
+		states[p] = mm->nodes[p].state;
+		names[p] = mm->conf.nodes[p];
+	}
+	size_t k = 0;
+	for (struct job *j = mm->jobs; j; j = j->next)
+		if (job_active(j)) {
+			job_fill_info(mm, j, &infos[k]);
+			ptrs[k] = &infos[k];
+			k++;
+		}
+	Storm__Ctl__Matrix m = STORM__CTL__MATRIX__INIT;
+	m.mpl = (uint32_t)mpl;
+	m.nodes = names;
+	m.n_nodes = nn;
+	m.cells = cells;
+	m.n_cells = nn * mpl;
+	m.node_states = states;
+	m.n_node_states = nn;
+	m.row = mm->row;
+	m.slice = mm->slice;
+	m.timeslice_us = mm->conf.timeslice_us;
+	m.quantum = mm->conf.quantum;
+	m.policy = (char *)storm_policy_names[mm->conf.policy];
+	m.switches = mm->switches;
+	m.jobs = ptrs;
+	m.n_jobs = k;
+	Storm__Ctl__Reply r = STORM__CTL__REPLY__INIT;
+	r.version = PROTO_VERSION;
+	r.body_case = STORM__CTL__REPLY__BODY_MATRIX;
+	r.matrix = &m;
+	client_send(mm, c, &r);
+out:
+	free(names);
+	free(cells);
+	free(states);
+	free(infos);
+	free(ptrs);
+}
+
 static void reply_nodes(struct mm *mm, struct client *c)
 {
 	size_t n = (size_t)mm->conf.nnodes;
 	Storm__Ctl__NodeInfo *infos = calloc(n, sizeof(*infos));
 	Storm__Ctl__NodeInfo **ptrs = calloc(n, sizeof(*ptrs));
-	uint64_t *jobs = calloc(n, sizeof(*jobs));
+	uint64_t *jobs = calloc(n * mm->conf.mpl, sizeof(*jobs));
 	if (!infos || !ptrs || !jobs) {
 		free(infos);
 		free(ptrs);
@@ -237,11 +307,17 @@ static void reply_nodes(struct mm *mm, struct client *c)
 		infos[i].name = mm->conf.nodes[i];
 		infos[i].state = nd->state;
 		infos[i].cpus = mm->conf.cpus;
-		if (nd->job) {
-			jobs[i] = nd->job;
-			infos[i].jobs = &jobs[i];
-			infos[i].n_jobs = 1;
+		/* one job per row at most; an alternate copy is the same job */
+		uint64_t *mine = &jobs[i * mm->conf.mpl];
+		for (unsigned r = 0; r < mm->conf.mpl; r++) {
+			uint64_t id = matrix_at(&mm->matrix, (int)r, (int)i);
+			bool seen = false;
+			for (size_t k = 0; k < infos[i].n_jobs; k++)
+				seen |= mine[k] == id;
+			if (id && !seen)
+				mine[infos[i].n_jobs++] = id;
 		}
+		infos[i].jobs = mine;
 		infos[i].last_heard = nd->heard_time > 0 ? now - nd->heard_time : -1;
 		ptrs[i] = &infos[i];
 	}
@@ -349,10 +425,13 @@ static void handle(struct mm *mm, struct client *c)
 		handle_cancel(mm, c, req->cancel);
 		break;
 	case STORM__CTL__REQUEST__BODY_STATUS:
-		if (req->status->wait_ms && alloc_up(&mm->alloc) < mm->conf.nnodes)
+		if (req->status->wait_ms && nodes_up(mm) < mm->conf.nnodes)
 			c->status_deadline = now_s() + req->status->wait_ms / 1000.0;
 		else
 			reply_status(mm, c);
+		break;
+	case STORM__CTL__REQUEST__BODY_MATRIX:
+		reply_matrix(mm, c);
 		break;
 	case STORM__CTL__REQUEST__BODY_SHUTDOWN:
 		handle_shutdown(mm, c);

@@ -279,7 +279,7 @@ void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds
 	for (struct job *q = mm->jobs; q && q != j; q = q->next)
 		if (q->state == STORM__CTL__JOB_STATE__QUEUED)
 			first_queued = false;
-	bool starts = first_queued && (int)nodes <= alloc_available(&mm->alloc) &&
+	bool starts = first_queued && (int)nodes <= matrix_room(&mm->matrix) &&
 		      (j->no_bcast || !mm->xfer);
 	Storm__Ctl__Submitted sub = STORM__CTL__SUBMITTED__INIT;
 	sub.job = j->id;
@@ -304,10 +304,7 @@ static void release_nodes(struct mm *mm, struct job *j)
 {
 	if (!j->t_start)
 		return;
-	for (uint32_t k = 0; k < j->nnodes; k++)
-		if (mm->nodes[j->nodes[k]].job == j->id)
-			mm->nodes[j->nodes[k]].job = 0;
-	alloc_release(&mm->alloc, j->nodes, (int)j->nnodes);
+	gang_remove(mm, j);
 	mm->slot_used[j->slot] = false;
 }
 
@@ -324,7 +321,7 @@ static int take_slot(struct mm *mm)
 static void start(struct mm *mm, struct job *j)
 {
 	int slot = take_slot(mm);
-	if (slot < 0 || alloc_take(&mm->alloc, (int)j->nnodes, j->nodes) < 0) {
+	if (slot < 0 || gang_place(mm, j) < 0) {
 		if (slot >= 0)
 			mm->slot_used[slot] = false;
 		return;
@@ -336,7 +333,6 @@ static void start(struct mm *mm, struct job *j)
 	sn_set_clear(&j->set);
 	const char **names = malloc(sizeof(char *) * j->nnodes);
 	for (uint32_t k = 0; k < j->nnodes; k++) {
-		mm->nodes[j->nodes[k]].job = j->id;
 		sn_set_add(&j->set, fabric_id((uint32_t)j->nodes[k]));
 		if (names)
 			names[k] = mm->conf.nodes[j->nodes[k]];
@@ -344,7 +340,8 @@ static void start(struct mm *mm, struct job *j)
 	if (names)
 		hostlist_compress(names, (int)j->nnodes, j->nodelist, sizeof(j->nodelist));
 	free(names);
-	mm_log("job %llu starts on %s", (unsigned long long)j->id, j->nodelist);
+	mm_log("job %llu starts on %s in row %d", (unsigned long long)j->id, j->nodelist,
+	       gang_home(mm, j));
 	if (j->no_bcast)
 		job_transferred(mm, j);
 	else if (transfer_start(mm, j) < 0)
@@ -355,22 +352,19 @@ void jobs_schedule(struct mm *mm)
 {
 	if (mm->shutting_down)
 		return;
-	int avail = alloc_available(&mm->alloc);
 	for (struct job *j = mm->jobs; j; j = j->next) {
 		if (j->state != STORM__CTL__JOB_STATE__QUEUED)
 			continue;
 		/* first come, first served: a job that cannot start holds back those after it */
-		if ((int)j->nnodes > avail) {
-			snprintf(j->reason, sizeof(j->reason), "waiting for %u nodes (%d free of %d up)",
-				 j->nnodes, avail, alloc_up(&mm->alloc));
-			return;
-		}
 		if (!j->no_bcast && mm->xfer) {
 			snprintf(j->reason, sizeof(j->reason), "waiting for another job's transfer");
 			return;
 		}
 		start(mm, j);
-		avail = alloc_available(&mm->alloc);
+		if (j->state == STORM__CTL__JOB_STATE__QUEUED) {
+			gang_waiting_reason(mm, j, j->reason, sizeof(j->reason));
+			return;
+		}
 	}
 }
 
@@ -422,6 +416,8 @@ void job_transferred(struct mm *mm, struct job *j)
 	}
 	j->state = STORM__CTL__JOB_STATE__RUNNING;
 	j->t_launched = now_s();
+	/* launched into the running row: it runs from its first strobe */
+	j->ran = gang_runs_now(mm, j);
 }
 
 /* ---- ending */
@@ -770,13 +766,15 @@ void job_progress(struct mm *mm, struct job *j, uint64_t done, uint64_t total)
 
 void job_fill_info(struct mm *mm, const struct job *j, Storm__Ctl__JobInfo *info)
 {
-	(void)mm;
 	storm__ctl__job_info__init(info);
 	info->job = j->id;
 	info->name = (char *)j->name;
 	info->user = (char *)j->user;
 	info->uid = j->uid;
 	info->state = j->state;
+	if (j->state == STORM__CTL__JOB_STATE__RUNNING && !gang_runs_now(mm, j))
+		info->state = STORM__CTL__JOB_STATE__SUSPENDED;
+	info->row = gang_home(mm, j);
 	info->nodes = j->nnodes;
 	info->ranks = j->nranks;
 	info->nodelist = (char *)j->nodelist;

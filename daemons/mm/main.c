@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,6 +26,13 @@ double now_s(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+double mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
 void mm_log(const char *fmt, ...)
@@ -102,9 +110,19 @@ static int start(struct mm *mm, const char *conf_path)
 	const struct storm_conf *c = &mm->conf;
 	mm->nodes = calloc((size_t)c->nnodes, sizeof(*mm->nodes));
 	mm->strobe_buf = calloc(1, GM_STROBE_MAX);
-	if (!mm->nodes || !mm->strobe_buf || alloc_init(&mm->alloc, c->nnodes) < 0) {
+	if (!mm->nodes || !mm->strobe_buf || matrix_init(&mm->matrix, c->nnodes, (int)c->mpl) < 0) {
 		mm_log("error: out of memory");
 		return -1;
+	}
+	for (int i = 0; i < c->nnodes; i++)
+		matrix_set_down(&mm->matrix, i, true); /* until its first report */
+	mm->row = -1;
+	const char *trace = getenv("STORM_TRACE");
+	if (trace && *trace) {
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/mm.trace", trace);
+		if (!(mm->trace = fopen(path, "w")))
+			mm_log("warning: cannot write the trace %s: %s", path, strerror(errno));
 	}
 	mm->next_job_id = 1;
 	mm->cmd_tail = &mm->cmd_queue;
@@ -195,12 +213,13 @@ static void dump_state(struct mm *mm)
 	       transfer_job(mm) ? "a" : "no", (unsigned long long)mm->file_seq);
 	for (int i = 0; i < mm->conf.nnodes; i++) {
 		const struct mm_node *n = &mm->nodes[i];
-		mm_log("  node %s: %s, report %llu heard at slice %llu, command %u, job %llu",
+		mm_log("  node %s: %s, report %llu heard at slice %llu, command %u, row %d job %llu",
 		       mm->conf.nodes[i],
 		       protobuf_c_enum_descriptor_get_value(&storm__ctl__node_state__descriptor,
 							    n->state)->name,
 		       (unsigned long long)n->report_seq, (unsigned long long)n->heard_slice,
-		       n->cmd_done, (unsigned long long)n->job);
+		       n->cmd_done, mm->row,
+		       (unsigned long long)(mm->row >= 0 ? matrix_at(&mm->matrix, mm->row, i) : 0));
 	}
 	for (struct job *j = mm->jobs; j; j = j->next) {
 		if (!job_active(j))
@@ -298,7 +317,9 @@ static void stop(struct mm *mm)
 		close(mm->signal_fd);
 	if (mm->epfd > 0)
 		close(mm->epfd);
-	alloc_free(&mm->alloc);
+	matrix_free(&mm->matrix);
+	if (mm->trace)
+		fclose(mm->trace);
 	free(mm->nodes);
 	free(mm->strobe_buf);
 	conf_free(&mm->conf);

@@ -4,20 +4,22 @@
  * slice.c    the timeslice: strobes, membership, the command ring, reports
  * client.c   the control socket: frames, requests, replies
  * job.c      job life: validation, allocation, launch, output, end
- * transfer.c program and file multicast with COMPARE-AND-WRITE flow control */
+ * transfer.c program and file multicast with COMPARE-AND-WRITE flow control
+ * gang.c     the gang-scheduling matrix: placing jobs, picking the row */
 #ifndef STORM_MM_H
 #define STORM_MM_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
-#include "alloc.h"
 #include "cluster.pb-c.h"
 #include "config.h"
 #include "control.pb-c.h"
 #include "frame.h"
 #include "layout.h"
+#include "matrix.h"
 #include "sn.h"
 
 #define PROTO_VERSION 1
@@ -44,7 +46,6 @@ struct mm_node {
 	uint64_t heard_slice;    /* slice of the last report */
 	double heard_time;
 	uint32_t cmd_done;
-	uint64_t job;            /* job holding the node, 0 if free */
 	uint64_t orphan_killed;  /* last stray job told to die here, and when */
 	uint64_t orphan_slice;
 };
@@ -82,6 +83,7 @@ struct job {
 	bool *node_done;         /* per job node: DONE note (or dead) */
 	uint32_t nodes_done;
 	bool failed, cancelled, confirm_pending;
+	bool ran;                /* its row has had a turn since the launch */
 	int32_t exit_status;
 	char reason[512];
 	struct job *next;
@@ -94,7 +96,11 @@ struct mm {
 	uint64_t slice;
 	double slice_start;
 	struct mm_node *nodes;
-	struct alloc alloc;
+	struct matrix matrix;
+	int row;                 /* the matrix row running now, -1: none */
+	unsigned quantum_left;   /* slices before the next row boundary */
+	uint64_t switches;       /* row changes so far */
+	FILE *trace;             /* STORM_TRACE: strobe send times, for bench/gang */
 	struct client *clients;
 	struct job *jobs;        /* submission order */
 	uint64_t next_job_id;
@@ -121,6 +127,7 @@ struct pending_cmd {
 };
 
 double now_s(void);
+double mono_ns(void);
 /* Ends every job, tells every node to stop, and lets the loop finish. */
 void mm_shutdown(struct mm *mm, const char *why);
 void mm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -169,6 +176,17 @@ void job_kill_stray(struct mm *mm, uint64_t id, int idx);
 void jobs_end_all(struct mm *mm, const char *why);
 void job_progress(struct mm *mm, struct job *j, uint64_t done, uint64_t total);
 bool job_active(const struct job *j);
+
+/* gang.c */
+void gang_tick(struct mm *mm);
+void gang_fill_strobe(struct mm *mm, struct strobe *s);
+/* Places the job in the matrix and fills j->nodes; -1 when no row has room. */
+int gang_place(struct mm *mm, struct job *j);
+void gang_remove(struct mm *mm, struct job *j);
+bool gang_runs_now(struct mm *mm, const struct job *j);
+int gang_home(struct mm *mm, const struct job *j);
+const char *gang_waiting_reason(struct mm *mm, const struct job *j, char *buf, size_t len);
+int nodes_up(const struct mm *mm);
 
 /* transfer.c */
 int transfer_start(struct mm *mm, struct job *j);

@@ -21,13 +21,22 @@ void mark_node(struct mm *mm, int idx, Storm__Ctl__NodeState st, const char *why
 	if (n->state == st)
 		return;
 	n->state = st;
-	alloc_set_up(&mm->alloc, idx, st == STORM__CTL__NODE_STATE__UP);
+	matrix_set_down(&mm->matrix, idx, st != STORM__CTL__NODE_STATE__UP);
 	mm_log("node %s is %s%s%s", mm->conf.nodes[idx],
 	       st == STORM__CTL__NODE_STATE__UP ? "UP" : "DOWN", why ? ": " : "", why ? why : "");
-	if (st == STORM__CTL__NODE_STATE__DOWN && n->job) {
-		struct job *j = job_find(mm, n->job);
-		if (j)
-			job_node_lost(mm, j, idx);
+	if (st == STORM__CTL__NODE_STATE__DOWN) {
+		/* ids first: ending a job may forget ended ones from the list */
+		uint64_t ids[STORM_MAX_MPL * 4];
+		int n_ids = 0;
+		for (struct job *j = mm->jobs; j && n_ids < (int)(sizeof(ids) / sizeof(ids[0]));
+		     j = j->next)
+			if (job_runs_on(mm, j->id, idx))
+				ids[n_ids++] = j->id;
+		for (int k = 0; k < n_ids; k++) {
+			struct job *j = job_find(mm, ids[k]);
+			if (j)
+				job_node_lost(mm, j, idx);
+		}
 	}
 	if (st == STORM__CTL__NODE_STATE__UP)
 		jobs_schedule(mm);
@@ -39,9 +48,10 @@ static void send_strobe(struct mm *mm)
 	int nn = mm->conf.nnodes;
 	s->slice = mm->slice;
 	s->cmd_seq = mm->cmd_seq;
-	s->row = 0;
 	s->nnodes = (uint32_t)nn;
 	s->flags = 0;
+	gang_fill_strobe(mm, s);
+	size_t size = strobe_size((uint32_t)nn);
 	struct sn_nodeset tree, single;
 	sn_set_clear(&tree);
 	for (int i = 0; i < nn; i++) {
@@ -55,14 +65,16 @@ static void send_strobe(struct mm *mm)
 			/* suspects every slice, the rest as a probe every fourth */
 			sn_set_clear(&single);
 			sn_set_add(&single, fabric_id((uint32_t)i));
-			sn_xfer(mm->sn, &single, GM_STROBE, s, sizeof(*s) + 8 * (size_t)nn,
-				SN_NO_EVENT, EV_STROBE, SN_XFER_SYS);
+			sn_xfer(mm->sn, &single, GM_STROBE, s, size, SN_NO_EVENT, EV_STROBE,
+				SN_XFER_SYS);
 		}
 	}
 	if (sn_set_count(&tree) == 0)
 		return;
-	int rc = sn_xfer(mm->sn, &tree, GM_STROBE, s, sizeof(*s) + 8 * (size_t)nn, SN_NO_EVENT,
-			 EV_STROBE, SN_XFER_SYS);
+	if (mm->trace)
+		fprintf(mm->trace, "strobe %llu %llu %d %.0f\n", (unsigned long long)mm->slice,
+			(unsigned long long)mm->switches, mm->row, mono_ns());
+	int rc = sn_xfer(mm->sn, &tree, GM_STROBE, s, size, SN_NO_EVENT, EV_STROBE, SN_XFER_SYS);
 	if (rc < 0)
 		mm_log("strobe %llu: %s", (unsigned long long)mm->slice, sn_strerror(mm->sn));
 }
@@ -88,6 +100,7 @@ void slice_tick(struct mm *mm)
 	mm->slice++;
 	mm->slice_start = now_s();
 	check_membership(mm);
+	gang_tick(mm);
 	send_strobe(mm);
 	clients_tick(mm);
 	/* no scheduling pass here: what can let a job start (a submission, a

@@ -180,7 +180,10 @@ static void on_strobe(struct nd *nd)
 		nd_log(nd, "first strobe: slice %" PRIu64 ", commands from %u", s.slice,
 		       nd->cmd_done + 1);
 	}
+	uint64_t t_recv = nd_now_ns();
 	bool rejoined = nd->slice && s.slice > nd->slice + nd->conf.down_after;
+	if (nd->slice && s.slice > nd->slice + 1)
+		nd->missed_strobes += s.slice - nd->slice - 1;
 	nd->slice = s.slice;
 	process_commands(nd);
 	if (rejoined && nd->cmd_done < s.cmd_seq) {
@@ -202,6 +205,19 @@ static void on_strobe(struct nd *nd)
 		nd->cmd_done = resume - 1;
 		process_commands(nd);
 	}
+	uint64_t run = 0;
+	if (nd->index < s.nnodes)
+		memcpy(&run, nd->gmem + GM_STROBE + sizeof(s) + 8 * ((uint64_t)s.nnodes + nd->index),
+		       8);
+	int switched = nd_gang_apply(nd, run);
+	if (nd->trace) {
+		/* slice, the MM's switch count, when it came, when the switch was done */
+		fprintf(nd->trace, "strobe %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %d\n",
+			s.slice, s.switches, t_recv, switched ? nd_now_ns() : 0, switched);
+	}
+	nd->switches = s.switches;
+	if (nd->cg_pending)
+		nd_gang_timers(nd);
 	nd_report(nd, ack);
 }
 
@@ -313,6 +329,18 @@ static int setup(struct nd *nd, const struct opts *o)
 	sigaddset(&set, SIGINT);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* gang switches stop and continue ranks all the time: no SIGCHLD for that */
+	struct sigaction chld = {.sa_handler = SIG_DFL, .sa_flags = SA_NOCLDSTOP};
+	sigaction(SIGCHLD, &chld, NULL);
+	if (nd_gang_init(nd) < 0)
+		return -1;
+	const char *trace = getenv("STORM_TRACE");
+	if (trace && *trace) {
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/%s.trace", trace, nd->name);
+		if (!(nd->trace = fopen(path, "w")))
+			nd_log(nd, "cannot write the trace %s: %s", path, strerror(errno));
+	}
 	nd->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	nd->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (nd->sigfd < 0 || nd->epfd < 0) {
@@ -455,6 +483,9 @@ int main(int argc, char **argv)
 	}
 	nd_files_close(&nd);
 	nd_queue_free(&nd);
+	nd_gang_close(&nd);
+	if (nd.trace)
+		fclose(nd.trace);
 	sn_close(nd.sn);
 	if (nd.epfd >= 0)
 		close(nd.epfd);

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "cluster.pb-c.h"
@@ -21,6 +22,7 @@
 #define ND_EXIT_DRAIN_MAX (1u << 20)     /* per pipe when its rank exits */
 #define ND_MAX_LOCAL_RANKS 4096
 #define ND_RESEND_AFTER 8                /* strobes without an ack before resending */
+#define ND_CG_PENDING_MAX 64             /* job cgroups waiting to be removed */
 
 /* epoll tags; pipes are tagged with a pointer to their struct nd_pipe */
 #define ND_TAG_SN 1u
@@ -50,6 +52,8 @@ struct nd_job {
 	uint32_t nranks, nalive;
 	struct nd_rank *ranks;
 	uint64_t kill_at_ns;    /* pending SIGKILL after a Signal, 0: none */
+	bool stopped;           /* its row is not running: stopped or frozen */
+	int freeze_fd, procs_fd; /* switch = freezer: its cgroup's files, else -1 */
 	char dir[PATH_MAX];
 	struct nd_job *next;
 };
@@ -86,6 +90,15 @@ struct nd {
 	uint64_t slice;
 	uint32_t cmd_done;
 	uint32_t cmd_warned_seq; /* a mismatched slot already logged */
+
+	/* gang scheduling (gang.c) */
+	uint64_t run_job;       /* the job the last strobe says runs here, 0: none */
+	uint64_t switches;      /* the MM's row changes as of the last strobe */
+	uint64_t missed_strobes;
+	char cg_base[PATH_MAX]; /* switch = freezer: this daemon's cgroup subtree */
+	char *cg_remove[ND_CG_PENDING_MAX];
+	int cg_pending;
+	FILE *trace;            /* STORM_TRACE: strobe and switch times */
 
 	/* files */
 	unsigned quiet_strobes; /* acknowledged strobes since the last report */
@@ -131,6 +144,19 @@ void nd_timers(struct nd *nd);
 int nd_timer_ms(const struct nd *nd); /* ms to the next timer, -1: none */
 void nd_pipes_pause(struct nd *nd, bool pause);
 void nd_kill_all(struct nd *nd);
+
+/* gang.c */
+int nd_gang_init(struct nd *nd);
+void nd_gang_close(struct nd *nd);
+/* Sets the job's initial state from the last strobe (and makes its cgroup). */
+int nd_gang_job_start(struct nd *nd, struct nd_job *job);
+void nd_gang_adopt(struct nd *nd, struct nd_job *job, pid_t pid, bool traced);
+int nd_gang_release_signal(const struct nd_job *job);
+void nd_gang_job_end(struct nd *nd, struct nd_job *job);
+/* Runs job `run` (0: none) and stops the others; returns the jobs switched. */
+int nd_gang_apply(struct nd *nd, uint64_t run);
+void nd_gang_timers(struct nd *nd);
+void nd_cg_remove_later(struct nd *nd, const char *path);
 
 /* report.c */
 void nd_queue_output(struct nd *nd, struct nd_job *job, uint32_t rank, uint32_t stream,

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -31,6 +32,7 @@ struct plan {
 	gid_t *groups;
 	int ngroups;
 	pid_t pgid;
+	int traced_w;           /* handshake pipe: "T" once the child is traced */
 };
 
 static void put(int fd, const char *s)
@@ -56,6 +58,11 @@ static void child_fail(const struct plan *pl, const char *what, const char *arg,
 static _Noreturn void run_child(const struct plan *pl, int out_w, int err_w)
 {
 	setpgid(0, pl->pgid);
+	/* halt at the execve, before the program's first instruction, until
+	 * the daemon has put us in our job's gang state (gang.c) */
+	if (pl->traced_w >= 0 && ptrace(PTRACE_TRACEME, 0, NULL, NULL) == 0 &&
+	    write(pl->traced_w, "T", 1) < 0)
+		_exit(127);
 	int null = open("/dev/null", O_RDONLY);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
 		_exit(127);
@@ -182,6 +189,7 @@ static void job_free(struct nd *nd, struct nd_job *job)
 	for (uint32_t i = 0; i < job->nranks; i++)
 		for (int s = 0; s < 2; s++)
 			pipe_close(nd, &job->ranks[i].pipes[s]);
+	nd_gang_job_end(nd, job);
 	free(job->ranks);
 	free(job);
 }
@@ -308,6 +316,34 @@ static void fail_launch(struct nd *nd, uint64_t job, uint32_t slot, const char *
 		      slot < GM_JOB_SLOTS ? slot : NO_DONE_SLOT, "%s", "");
 }
 
+/* The child is past its execve (vfork returned) or, under a debugger's
+ * fork emulation, on its way: it said "T" if it is traced, and then halts
+ * at the exec for us to place it and let it go. An untraced child (ptrace
+ * refused here) is placed just after its exec. */
+static void adopt(struct nd *nd, struct nd_job *job, pid_t pid, int hs_r)
+{
+	char c;
+	ssize_t n = -1;
+	if (hs_r >= 0)
+		while ((n = read(hs_r, &c, 1)) < 0 && errno == EINTR)
+			;
+	if (n != 1) {
+		nd_gang_adopt(nd, job, pid, false);
+		return;
+	}
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	/* WNOWAIT: if the exec failed it exited, and the reaper reports that */
+	while (waitid(P_PID, (id_t)pid, &si, WEXITED | WSTOPPED | WNOWAIT) < 0 && errno == EINTR)
+		;
+	if (si.si_code != CLD_TRAPPED && si.si_code != CLD_STOPPED)
+		return;
+	nd_gang_adopt(nd, job, pid, true);
+	if (ptrace(PTRACE_DETACH, pid, NULL, (void *)(long)nd_gang_release_signal(job)) < 0)
+		nd_log(nd, "job %" PRIu64 ": cannot release pid %d after its exec: %s", job->id,
+		       (int)pid, strerror(errno));
+}
+
 static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_job *job, struct plan *pl, uint32_t first)
 {
 	const Storm__Cl__Launch *L = cmd->launch;
@@ -356,6 +392,10 @@ static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_
 			goto fail;
 		}
 		pl->pgid = job->pgid;
+		int hs[2] = {-1, -1};
+		if (pipe2(hs, O_CLOEXEC) < 0)
+			hs[0] = hs[1] = -1;
+		pl->traced_w = hs[1];
 		/* vfork: fork() copies the page tables of the daemon's ~90 MB of
 		 * buffers, 3-5 ms a rank here. run_child is vfork-safe: plain
 		 * system calls on its own fd table and stack frame (the groups
@@ -367,6 +407,12 @@ static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_
 		int fork_err = errno;
 		close(out[1]);
 		close(err[1]);
+		if (hs[1] >= 0)
+			close(hs[1]);
+		if (pid > 0)
+			adopt(nd, job, pid, hs[0]);
+		if (hs[0] >= 0)
+			close(hs[0]);
 		if (pid < 0) {
 			close(out[0]);
 			close(err[0]);
@@ -446,6 +492,7 @@ void nd_launch(struct nd *nd, const Storm__Cl__Command *cmd, size_t k)
 	job->id = L->job;
 	job->slot = L->slot;
 	job->nranks = count;
+	job->freeze_fd = job->procs_fd = -1;
 	for (uint32_t i = 0; i < count; i++)
 		job->ranks[i].pipes[0].fd = job->ranks[i].pipes[1].fd = -1;
 	int rc = nd_job_dir_create(nd, L->job, L->uid, L->gid, job->dir, sizeof(job->dir));
@@ -478,6 +525,15 @@ void nd_launch(struct nd *nd, const Storm__Cl__Command *cmd, size_t k)
 		snprintf(why, sizeof(why), "cannot list the groups of user '%s'", L->user);
 		if (pl.argv != argv0)
 			free(pl.argv);
+		goto fail;
+	}
+	rc = nd_gang_job_start(nd, job);
+	if (rc < 0) {
+		snprintf(why, sizeof(why), "cannot create the job's cgroup for switch = freezer: %s",
+			 strerror(-rc));
+		if (pl.argv != argv0)
+			free(pl.argv);
+		free(pl.groups);
 		goto fail;
 	}
 	job->next = nd->jobs;

@@ -11,7 +11,6 @@ int main(void)
 	add_tree_suite();
 	add_wire_suite();
 	add_config_suite();
-	add_alloc_suite();
 	add_cli_suite();
 	add_matrix_suite();
 	CU_basic_set_mode(CU_BRM_VERBOSE);

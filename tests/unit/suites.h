@@ -4,7 +4,6 @@ void add_nodeset_suite(void);
 void add_tree_suite(void);
 void add_wire_suite(void);
 void add_config_suite(void);
-void add_alloc_suite(void);
 void add_cli_suite(void);
 void add_matrix_suite(void);
 #endif

@@ -72,7 +72,8 @@ static void test_conf_good(void)
 	struct storm_conf c;
 	CU_ASSERT_EQUAL_FATAL(
 		conf_load_string("[cluster]\nname = v\ntimeslice_us = 2000 ; 2 ms\n"
-				 "provider = shm\n[nodes]\nnames = n[0-7]\ncpus = 2\n",
+				 "provider = shm\n[scheduler]\nmpl = 3\nquantum = 4\n"
+				 "switch = freezer\n[nodes]\nnames = n[0-7]\ncpus = 2\n",
 				 "t.conf", &c, err, sizeof(err)),
 		0);
 	CU_ASSERT_STRING_EQUAL(c.name, "v");
@@ -83,6 +84,10 @@ static void test_conf_good(void)
 	CU_ASSERT_EQUAL(conf_node_index(&c, "n7"), 7);
 	CU_ASSERT_EQUAL(conf_node_index(&c, "n8"), -1);
 	CU_ASSERT_EQUAL(c.down_after, 200); /* default kept */
+	CU_ASSERT_EQUAL(c.mpl, 3);
+	CU_ASSERT_EQUAL(c.quantum, 4);
+	CU_ASSERT_EQUAL(c.policy, POLICY_GANG);
+	CU_ASSERT_EQUAL(c.switch_mode, SWITCH_FREEZER);
 
 	/* written and read back to the same values */
 	char path[] = "/tmp/storm-conf-test-XXXXXX";
@@ -95,6 +100,9 @@ static void test_conf_good(void)
 	CU_ASSERT_STRING_EQUAL(d.provider, c.provider);
 	CU_ASSERT_EQUAL(d.timeslice_us, c.timeslice_us);
 	CU_ASSERT_EQUAL(d.nnodes, c.nnodes);
+	CU_ASSERT_EQUAL(d.mpl, 3);
+	CU_ASSERT_EQUAL(d.quantum, 4);
+	CU_ASSERT_EQUAL(d.switch_mode, SWITCH_FREEZER);
 	CU_ASSERT_STRING_EQUAL(d.nodes[5], "n5");
 	unlink(path);
 	conf_free(&c);
@@ -124,7 +132,20 @@ static void test_conf_bad(void)
 	expect_bad("[cluster\n", "syntax error");
 	expect_bad("[cluster]\ndown_after = 10\nreport_every = 6\n[nodes]\nnames=a\n",
 		   "report_every (6) must be at most half of down_after (10)");
+	expect_bad("[scheduler]\nmpl = 0\n[nodes]\nnames=a\n", "bad.conf:2: mpl = 0 is out of range [1, 16]");
+	expect_bad("[scheduler]\nmpl = 17\n[nodes]\nnames=a\n", "mpl = 17 is out of range");
+	expect_bad("[scheduler]\nquantum = 0\n[nodes]\nnames=a\n", "quantum = 0 is out of range");
+	expect_bad("[scheduler]\npolicy = lottery\n[nodes]\nnames=a\n",
+		   "policy must be one of gang, fcfs, not 'lottery'");
+	expect_bad("[scheduler]\nswitch = magic\n[nodes]\nnames=a\n",
+		   "switch must be one of signals, freezer");
+	expect_bad("[scheduler]\npolicy = fcfs\nmpl = 2\n[nodes]\nnames=a\n",
+		   "policy = fcfs runs one job per node, so mpl must be 1");
 	struct storm_conf c;
+	CU_ASSERT_EQUAL_FATAL(conf_load_string("[scheduler]\npolicy = fcfs\n[nodes]\nnames=a\n",
+					       "f.conf", &c, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(c.mpl, 1);
+	conf_free(&c);
 	CU_ASSERT_EQUAL(conf_load("/nonexistent/storm.conf", &c, err, sizeof(err)), -1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "No such file"));
 }

@@ -95,6 +95,46 @@ static void test_compaction(void)
 	matrix_free(&m);
 }
 
+static void test_down_pes(void)
+{
+	struct matrix m;
+	matrix_init(&m, 4, 2);
+	matrix_set_down(&m, 1, true);
+	CU_ASSERT_EQUAL(matrix_room(&m), 3);
+	CU_ASSERT_EQUAL(matrix_place(&m, 1, 4), -1); /* only 3 PEs are up */
+	CU_ASSERT_EQUAL(matrix_place(&m, 1, 3), 0);
+	const struct matrix_job *j = matrix_find(&m, 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+	CU_ASSERT(j->pes[0] == 0 && j->pes[1] == 2 && j->pes[2] == 3);
+	CU_ASSERT_EQUAL(matrix_at(&m, 0, 1), 0);
+	CU_ASSERT_EQUAL(matrix_room(&m), 3); /* row 1 */
+	CU_ASSERT_EQUAL(matrix_place(&m, 2, 1), 1); /* not on PE 1 in row 0 either */
+	CU_ASSERT_EQUAL(matrix_at(&m, 1, 0), 2);
+	matrix_set_down(&m, 1, false);
+	CU_ASSERT_EQUAL(matrix_place(&m, 3, 1), 0);
+	CU_ASSERT_EQUAL(matrix_at(&m, 0, 1), 3);
+	CU_ASSERT_PTR_NULL(matrix_find(&m, 99));
+	check_consistent(&m);
+	matrix_free(&m);
+}
+
+/* MPL 1 is first come, first served on exclusive nodes. */
+static void test_fcfs(void)
+{
+	struct matrix m;
+	matrix_init(&m, 4, 1);
+	CU_ASSERT_EQUAL(matrix_place(&m, 1, 3), 0);
+	CU_ASSERT_EQUAL(matrix_place(&m, 2, 2), -1);
+	CU_ASSERT_EQUAL(matrix_room(&m), 1);
+	CU_ASSERT_EQUAL(matrix_backfill(&m), 0);
+	CU_ASSERT_EQUAL(matrix_next_row(&m, 0), 0);
+	matrix_remove(&m, 1);
+	matrix_compact(&m);
+	CU_ASSERT_EQUAL(matrix_place(&m, 2, 2), 0);
+	CU_ASSERT_EQUAL(matrix_room(&m), 2);
+	matrix_free(&m);
+}
+
 static void test_bad(void)
 {
 	struct matrix m;
@@ -114,5 +154,7 @@ void add_matrix_suite(void)
 	CU_add_test(s, "first-fit packing", test_first_fit);
 	CU_add_test(s, "alternate-slot backfill and row turns", test_backfill_and_turns);
 	CU_add_test(s, "compaction when jobs end", test_compaction);
+	CU_add_test(s, "down PEs take no new job", test_down_pes);
+	CU_add_test(s, "MPL 1 is FCFS", test_fcfs);
 	CU_add_test(s, "bad arguments", test_bad);
 }

@@ -1,0 +1,135 @@
+/* Gang scheduling: the MM's side of the Ousterhout matrix. Jobs are placed
+ * in rows when they start and removed when they end; every quantum the MM
+ * picks the next row and each strobe tells every node which job its cell in
+ * that row holds. */
+#include "mm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A row is worth a turn when one of its jobs has ranks to run: a job still
+ * transferring its program holds cells but has nothing on the nodes. */
+static bool row_runnable(struct mm *mm, int row)
+{
+	if (row < 0)
+		return false;
+	uint64_t last = 0;
+	for (int p = 0; p < mm->conf.nnodes; p++) {
+		uint64_t id = matrix_at(&mm->matrix, row, p);
+		if (!id || id == last)
+			continue;
+		last = id;
+		struct job *j = job_find(mm, id);
+		if (j && j->state == STORM__CTL__JOB_STATE__RUNNING)
+			return true;
+	}
+	return false;
+}
+
+static void mark_ran(struct mm *mm, int row)
+{
+	for (struct job *j = mm->jobs; j; j = j->next)
+		if (j->state == STORM__CTL__JOB_STATE__RUNNING && !j->ran &&
+		    matrix_runs_in(&mm->matrix, j->id, row))
+			j->ran = true;
+}
+
+void gang_tick(struct mm *mm)
+{
+	if (mm->quantum_left > 0)
+		mm->quantum_left--;
+	if (mm->quantum_left > 0 && row_runnable(mm, mm->row))
+		return;
+	/* a row boundary: a job that has not run yet goes first (oldest first),
+	 * so a new interactive job starts now rather than after a full turn
+	 * of the matrix; then the rows in order, skipping empty ones */
+	int next = -1;
+	for (struct job *j = mm->jobs; j && next < 0; j = j->next)
+		if (j->state == STORM__CTL__JOB_STATE__RUNNING && !j->ran) {
+			const struct matrix_job *mj = matrix_find(&mm->matrix, j->id);
+			if (mj)
+				next = mj->home;
+		}
+	for (int step = 1; step <= mm->matrix.mpl && next < 0; step++) {
+		int r = ((mm->row < 0 ? -1 : mm->row) + step) % mm->matrix.mpl;
+		if (row_runnable(mm, r))
+			next = r;
+	}
+	if (next < 0)
+		return; /* nothing to run; keep the row, so its cells show */
+	if (next != mm->row) {
+		mm->row = next;
+		mm->switches++;
+	}
+	mm->quantum_left = mm->conf.quantum;
+	mark_ran(mm, next);
+}
+
+void gang_fill_strobe(struct mm *mm, struct strobe *s)
+{
+	uint64_t *run = strobe_run(s);
+	s->row = mm->row;
+	s->switches = mm->switches;
+	for (int p = 0; p < mm->conf.nnodes; p++) {
+		uint64_t id = mm->row >= 0 ? matrix_at(&mm->matrix, mm->row, p) : 0;
+		struct job *j = id ? job_find(mm, id) : NULL;
+		/* only launched jobs: a node must not take a job it is still
+		 * receiving for one to continue */
+		run[p] = j && (j->state == STORM__CTL__JOB_STATE__RUNNING ||
+			       j->state == STORM__CTL__JOB_STATE__LAUNCHING)
+				 ? id
+				 : 0;
+	}
+}
+
+int gang_place(struct mm *mm, struct job *j)
+{
+	if (matrix_place(&mm->matrix, j->id, (int)j->nnodes) < 0)
+		return -1;
+	const struct matrix_job *mj = matrix_find(&mm->matrix, j->id);
+	memcpy(j->nodes, mj->pes, sizeof(int) * j->nnodes);
+	matrix_backfill(&mm->matrix);
+	/* it may start in the running row: then it runs from its launch */
+	if (mm->row < 0 || !row_runnable(mm, mm->row))
+		mm->quantum_left = 0;
+	return 0;
+}
+
+void gang_remove(struct mm *mm, struct job *j)
+{
+	if (!matrix_find(&mm->matrix, j->id))
+		return;
+	matrix_remove(&mm->matrix, j->id);
+	matrix_compact(&mm->matrix);
+	/* compaction may have moved the running row's jobs: follow the one
+	 * that has run longest in it rather than lose the rest of its turn */
+	if (!row_runnable(mm, mm->row))
+		mm->quantum_left = 0;
+}
+
+bool gang_runs_now(struct mm *mm, const struct job *j)
+{
+	return mm->row >= 0 && matrix_runs_in(&mm->matrix, j->id, mm->row);
+}
+
+int gang_home(struct mm *mm, const struct job *j)
+{
+	const struct matrix_job *mj = matrix_find(&mm->matrix, j->id);
+	return mj ? mj->home : -1;
+}
+
+const char *gang_waiting_reason(struct mm *mm, const struct job *j, char *buf, size_t len)
+{
+	int up = 0;
+	for (int i = 0; i < mm->conf.nnodes; i++)
+		up += mm->nodes[i].state == STORM__CTL__NODE_STATE__UP;
+	if ((int)j->nnodes > up)
+		snprintf(buf, len, "waiting for %u nodes (%d of %d up)", j->nnodes, up,
+			 mm->conf.nnodes);
+	else
+		snprintf(buf, len, "waiting for %u nodes free in one row of the matrix "
+				   "(at most %d free in a row, MPL %u)",
+			 j->nnodes, matrix_room(&mm->matrix), mm->conf.mpl);
+	return buf;
+}

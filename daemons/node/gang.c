@@ -1,0 +1,272 @@
+/* Gang scheduling on a node: each strobe names the job this node's cell of
+ * the running matrix row holds; that job runs and every other job here is
+ * stopped. Two ways to stop a job (storm.conf [scheduler] switch):
+ *   signals  SIGSTOP / SIGCONT to the job's process group (children that
+ *            stay in the group go with it; one that makes its own session
+ *            escapes);
+ *   freezer  the job's cgroup v2 cgroup.freeze (every descendant, and the
+ *            job's own processes cannot undo it with SIGCONT).
+ * Ranks are born stopped when their job's row is not running: each child
+ * asks to be traced before its execve, so it halts at the exec before the
+ * program's first instruction; the daemon then puts it in its job's state
+ * and lets go (ranks.c, nd_gang_adopt). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nd.h"
+
+/* ---- the cgroup v2 tree: <mount><own cgroup>/storm-<node>/job<id> */
+
+static int find_own_cgroup(char *out, size_t len)
+{
+	char mnt[PATH_MAX] = "", own[PATH_MAX] = "", line[PATH_MAX + 256];
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		/* ... mount-point ... - fstype source options */
+		char *dash = strstr(line, " - cgroup2 ");
+		if (!dash)
+			continue;
+		char point[PATH_MAX];
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", point) == 1) {
+			snprintf(mnt, sizeof(mnt), "%s", point);
+			break;
+		}
+	}
+	fclose(f);
+	if (!mnt[0])
+		return -ENOENT;
+	f = fopen("/proc/self/cgroup", "r");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "0::", 3)) {
+			snprintf(own, sizeof(own), "%.4000s", line + 3);
+			own[strcspn(own, "\n")] = '\0';
+		}
+	fclose(f);
+	if (!own[0])
+		return -ENOENT;
+	if ((size_t)snprintf(out, len, "%s%s", mnt, strcmp(own, "/") ? own : "") >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static int write_file(const char *dir, const char *name, const char *text)
+{
+	char path[PATH_MAX + 64];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = write(fd, text, strlen(text));
+	int err = n < 0 ? errno : 0;
+	close(fd);
+	return -err;
+}
+
+static void job_cgroup_path(const struct nd *nd, uint64_t job, char *out, size_t len)
+{
+	snprintf(out, len, "%s/job%" PRIu64, nd->cg_base, job);
+}
+
+/* A job cgroup left by an earlier daemon: its processes go, then it. */
+static void remove_stale(struct nd *nd)
+{
+	DIR *d = opendir(nd->cg_base);
+	struct dirent *e;
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, "job", 3))
+			continue;
+		char path[PATH_MAX + 300];
+		snprintf(path, sizeof(path), "%s/%s", nd->cg_base, e->d_name);
+		write_file(path, "cgroup.kill", "1");
+		if (rmdir(path) < 0 && errno != ENOENT)
+			nd_cg_remove_later(nd, path);
+	}
+	closedir(d);
+}
+
+int nd_gang_init(struct nd *nd)
+{
+	nd->cg_base[0] = '\0';
+	if (nd->conf.switch_mode != SWITCH_FREEZER)
+		return 0;
+	char own[PATH_MAX];
+	int rc = find_own_cgroup(own, sizeof(own));
+	if (rc < 0) {
+		fprintf(stderr,
+			"stormnd: error: switch = freezer needs a cgroup v2 hierarchy, and none is "
+			"mounted here (%s); use switch = signals\n",
+			strerror(-rc));
+		return -1;
+	}
+	if ((size_t)snprintf(nd->cg_base, sizeof(nd->cg_base), "%s/storm-%s", own, nd->name) >=
+	    sizeof(nd->cg_base) - 32) {
+		fprintf(stderr, "stormnd: error: cgroup path %s/storm-%s is too long\n", own,
+			nd->name);
+		return -1;
+	}
+	if (mkdir(nd->cg_base, 0755) < 0 && errno != EEXIST) {
+		fprintf(stderr,
+			"stormnd: error: switch = freezer: cannot create cgroup %s: %s (the daemon "
+			"needs a delegated cgroup v2 subtree; use switch = signals)\n",
+			nd->cg_base, strerror(errno));
+		return -1;
+	}
+	char probe[PATH_MAX + 64];
+	snprintf(probe, sizeof(probe), "%s/cgroup.freeze", nd->cg_base);
+	if (access(probe, W_OK) < 0) {
+		fprintf(stderr,
+			"stormnd: error: switch = freezer: %s is missing or not writable (%s); "
+			"use switch = signals\n",
+			probe, strerror(errno));
+		return -1;
+	}
+	remove_stale(nd);
+	return 0;
+}
+
+void nd_gang_close(struct nd *nd)
+{
+	if (nd->cg_base[0])
+		rmdir(nd->cg_base); /* fails while a job cgroup is still going: harmless */
+	for (int i = 0; i < nd->cg_pending; i++)
+		free(nd->cg_remove[i]);
+	nd->cg_pending = 0;
+}
+
+void nd_cg_remove_later(struct nd *nd, const char *path)
+{
+	if (nd->cg_pending < ND_CG_PENDING_MAX)
+		nd->cg_remove[nd->cg_pending++] = strdup(path);
+}
+
+/* Cgroups whose last process was still exiting when its job ended. */
+void nd_gang_timers(struct nd *nd)
+{
+	for (int i = 0; i < nd->cg_pending;) {
+		if (!nd->cg_remove[i] || rmdir(nd->cg_remove[i]) == 0 || errno == ENOENT) {
+			free(nd->cg_remove[i]);
+			nd->cg_remove[i] = nd->cg_remove[--nd->cg_pending];
+		} else {
+			i++;
+		}
+	}
+}
+
+/* ---- per job */
+
+int nd_gang_job_start(struct nd *nd, struct nd_job *job)
+{
+	job->stopped = nd->run_job != job->id;
+	job->freeze_fd = job->procs_fd = -1;
+	if (!nd->cg_base[0])
+		return 0;
+	char path[PATH_MAX + 64], file[PATH_MAX + 96];
+	job_cgroup_path(nd, job->id, path, sizeof(path));
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	snprintf(file, sizeof(file), "%s/cgroup.freeze", path);
+	job->freeze_fd = open(file, O_WRONLY | O_CLOEXEC);
+	snprintf(file, sizeof(file), "%s/cgroup.procs", path);
+	job->procs_fd = open(file, O_WRONLY | O_CLOEXEC);
+	if (job->freeze_fd < 0 || job->procs_fd < 0) {
+		int err = errno;
+		nd_gang_job_end(nd, job);
+		return -err;
+	}
+	/* frozen before any rank enters, if its row is not running */
+	if (job->stopped && write(job->freeze_fd, "1", 1) < 0) {
+		int err = errno;
+		nd_gang_job_end(nd, job);
+		return -err;
+	}
+	return 0;
+}
+
+/* A new rank, halted at its exec (or, untraced, just past it). */
+void nd_gang_adopt(struct nd *nd, struct nd_job *job, pid_t pid, bool traced)
+{
+	if (job->procs_fd >= 0) {
+		char s[24];
+		int n = snprintf(s, sizeof(s), "%d", (int)pid);
+		if (write(job->procs_fd, s, (size_t)n) < 0)
+			nd_log(nd, "job %" PRIu64 ": cannot move pid %d into its cgroup: %s",
+			       job->id, (int)pid, strerror(errno));
+		return;
+	}
+	if (job->stopped && !traced)
+		kill(pid, SIGSTOP); /* a few µs after its exec: the best without ptrace */
+}
+
+/* The signal a traced rank is let go with: it stops at once, before its
+ * program's first instruction, if its job is stopped (the freezer holds a
+ * frozen job's ranks by itself). */
+int nd_gang_release_signal(const struct nd_job *job)
+{
+	return job->stopped && job->procs_fd < 0 ? SIGSTOP : 0;
+}
+
+void nd_gang_job_end(struct nd *nd, struct nd_job *job)
+{
+	if (job->freeze_fd >= 0)
+		close(job->freeze_fd);
+	if (job->procs_fd >= 0)
+		close(job->procs_fd);
+	job->freeze_fd = job->procs_fd = -1;
+	if (!nd->cg_base[0])
+		return;
+	char path[PATH_MAX + 64];
+	job_cgroup_path(nd, job->id, path, sizeof(path));
+	/* descendants that left the process group go too */
+	write_file(path, "cgroup.kill", "1");
+	if (rmdir(path) < 0 && errno != ENOENT)
+		nd_cg_remove_later(nd, path);
+}
+
+static int set_stopped(struct nd *nd, struct nd_job *job, bool stop)
+{
+	int rc = 0;
+	if (job->freeze_fd >= 0) {
+		if (pwrite(job->freeze_fd, stop ? "1" : "0", 1, 0) < 0)
+			rc = -errno;
+	} else if (job->pgid > 0) {
+		if (killpg(job->pgid, stop ? SIGSTOP : SIGCONT) < 0 && errno != ESRCH)
+			rc = -errno;
+	}
+	if (rc < 0)
+		nd_log(nd, "job %" PRIu64 ": cannot %s it: %s", job->id, stop ? "stop" : "continue",
+		       strerror(-rc));
+	job->stopped = stop;
+	return rc;
+}
+
+int nd_gang_apply(struct nd *nd, uint64_t run)
+{
+	int changed = 0;
+	nd->run_job = run;
+	/* the outgoing job first, so two jobs never run at once */
+	for (struct nd_job *j = nd->jobs; j; j = j->next)
+		if (j->id != run && !j->stopped) {
+			set_stopped(nd, j, true);
+			changed++;
+		}
+	for (struct nd_job *j = nd->jobs; j; j = j->next)
+		if (j->id == run && j->stopped) {
+			set_stopped(nd, j, false);
+			changed++;
+		}
+	return changed;
+}
