@@ -62,6 +62,7 @@ static struct {
 	char dir[256];
 	pid_t pids[MAXN];
 	bool down[MAXN]; /* left out of strobes and commands */
+	uint64_t run[MAXN]; /* the job each node runs: the last launched there */
 } mm;
 
 static uint64_t now_ns(void)
@@ -209,9 +210,11 @@ static void strobe(void)
 	s->row = 0;
 	s->nnodes = mm.n;
 	s->flags = 0;
+	s->switches = 0;
 	memcpy(buf + sizeof(*s), mm.ack, 8 * mm.n);
+	memcpy(strobe_run(s), mm.run, 8 * mm.n);
 	struct sn_nodeset all = all_nodes();
-	if (sn_xfer(mm.sn, &all, GM_STROBE, buf, sizeof(*s) + 8 * mm.n, SN_NO_EVENT, EV_STROBE,
+	if (sn_xfer(mm.sn, &all, GM_STROBE, buf, strobe_size(mm.n), SN_NO_EVENT, EV_STROBE,
 		    SN_XFER_SYS) < 0)
 		fatal("strobe: %s", sn_strerror(mm.sn));
 }
@@ -293,7 +296,12 @@ struct launch_spec {
 	size_t nfiles;
 };
 
-static void launch(const struct launch_spec *ls)
+static void launch_in(const struct launch_spec *ls, bool runs);
+static void launch(const struct launch_spec *ls) { launch_in(ls, true); }
+
+/* runs: the strobes name it on its nodes (it runs from its launch); else
+ * it is launched into a row that is not running */
+static void launch_in(const struct launch_spec *ls, bool runs)
 {
 	Storm__Cl__Command c = STORM__CL__COMMAND__INIT;
 	Storm__Cl__Launch l = STORM__CL__LAUNCH__INIT;
@@ -325,6 +333,10 @@ static void launch(const struct launch_spec *ls)
 	c.body_case = STORM__CL__COMMAND__BODY_LAUNCH;
 	c.launch = &l;
 	mm.jobs[ls->job].nranks = l.ranks;
+	/* runs from its launch: the strobes name it before the command lands */
+	for (size_t k = 0; runs && k < ls->nnodes; k++)
+		mm.run[ls->nodes[k]] = ls->job;
+	strobe();
 	send_cmd(&c);
 }
 
@@ -667,6 +679,63 @@ static void test_signals(uid_t uid, gid_t gid, const char *user)
 	CHECK(ms >= 300, "SIGKILL came after %" PRIu64 " ms, before the grace time", ms);
 }
 
+/* The state letter of /proc/PID/stat ('R', 'S', 'T', ...), '?' if gone. */
+static char proc_state(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return '?';
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *rp = strrchr(buf, ')');
+	return rp && rp[1] == ' ' ? rp[2] : '?';
+}
+
+static bool said_pid(void *arg)
+{
+	struct wait_job *w = arg;
+	return mm.jobs[w->job].r[0].len[1] > 0;
+}
+
+static void test_gang(uid_t uid, gid_t gid, const char *user)
+{
+	say("gang: a job launched outside the running row does not run until named");
+	/* the rank prints its pid at once: no output while it must be stopped */
+	const char *argv[] = {"sh", "-c", "echo $$; exec sleep 100"};
+	uint32_t node0[] = {0};
+	struct launch_spec ls = {.job = 13, .nodes = node0, .nnodes = 1, .per_node = 1,
+				 .uid = uid, .gid = gid, .user = user, .cwd = "/tmp",
+				 .exec_path = "/bin/sh", .argv = argv, .argc = 3};
+	mm.run[0] = 0;
+	launch_in(&ls, false);
+	struct wait_job w = {13, node0, 1};
+	if (!pump_until(job_started, &w, 30000))
+		fatal("job 13 never started");
+	/* started (forked) but held at its exec: nothing may come out */
+	CHECK(!pump_until(said_pid, &w, 500), "job 13 ran outside its row: it printed '%s'",
+	      mm.jobs[13].r[0].text[1] ? mm.jobs[13].r[0].text[1] : "");
+	mm.run[0] = 13;
+	if (!pump_until(said_pid, &w, 30000))
+		fatal("job 13 never ran once its row came");
+	pid_t pid = (pid_t)atoi(mm.jobs[13].r[0].text[1]);
+	CHECK(pid > 0 && proc_state(pid) != 'T', "job 13 (pid %d) is %c while running", (int)pid,
+	      proc_state(pid));
+	/* out of its row again: stopped, on the next strobe */
+	mm.run[0] = 0;
+	uint64_t deadline = now_ns() + 5000000000ull;
+	while (proc_state(pid) != 'T' && now_ns() < deadline)
+		pump_ms(20);
+	CHECK(proc_state(pid) == 'T', "job 13 (pid %d) is %c out of its row", (int)pid,
+	      proc_state(pid));
+	/* a stopped job still ends on SIGKILL */
+	signal_job(13, node0, 1, SIGKILL, 0);
+	wait_done(13, node0, 1);
+	CHECK(WIFSIGNALED(mm.jobs[13].r[0].status), "job 13 status %d", mm.jobs[13].r[0].status);
+}
+
 static void test_bad_input(uid_t uid, gid_t gid, const char *user)
 {
 	say("bad input: malformed command, missing program, missing file, missing cwd");
@@ -913,6 +982,7 @@ int main(int argc, char **argv)
 	test_big_output(uid, gid, user);
 	test_flood(uid, gid, user, valgrind ? 1500000 : 3000000);
 	test_signals(uid, gid, user);
+	test_gang(uid, gid, user);
 	test_bad_input(uid, gid, user);
 	uint64_t before[MAXN];
 	memcpy(before, mm.reports, sizeof(before));
