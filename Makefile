@@ -102,6 +102,7 @@ $(BUILD)/bin/storm_selfsum: tests/cluster/selfsum.c
 .PHONY: clustertest
 clustertest: all $(BUILD)/bin/storm_selfsum
 	./tests/cluster/test_cluster.sh $(BUILD)/bin
+	./tests/cluster/test_gang.sh $(BUILD)/bin
 	./tests/cluster/test_netns.sh $(BUILD)/bin
 	./tests/cluster/test_valgrind.sh $(BUILD)/bin
 

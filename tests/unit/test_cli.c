@@ -3,11 +3,13 @@
 #include <CUnit/CUnit.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../../cli/fmt.h"
 #include "../../cli/label.h"
 #include "../../cli/opts.h"
+#include "../../cli/mview.h"
 #include "suites.h"
 
 void add_cli_suite(void);
@@ -201,10 +203,44 @@ static void test_virtual_names(void)
 	CU_ASSERT_STRING_EQUAL(names[100], "node100");
 }
 
+static void test_matrix_draw(void)
+{
+	/* 2 rows x 3 nodes: job 7 home in row 0 on nodes 0-1 and backfilled in
+	 * row 1; job 12 in row 1 on node 2; node 2 is free and DOWN in row 0 */
+	uint64_t cells[] = {7, 7, 0, 7, 7, 12};
+	bool down[] = {false, false, true};
+	uint64_t ids[] = {7, 12};
+	int homes[] = {0, 1};
+	struct mview v = {.mpl = 2, .nnodes = 3, .row = 1, .cells = cells, .down = down,
+			  .njobs = 2, .job_ids = ids, .job_homes = homes};
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	mview_draw(f, &v, 80);
+	fclose(f);
+	CU_ASSERT_STRING_EQUAL(text, "node     0  1  2\n"
+				     " row 0   7  7  x\n"
+				     ">row 1  7+ 7+ 12\n");
+	free(text);
+	/* narrow: the nodes go in blocks of columns */
+	f = open_memstream(&text, &len);
+	mview_draw(f, &v, 14);
+	fclose(f);
+	CU_ASSERT_STRING_EQUAL(text, "node     0  1\n"
+				     " row 0   7  7\n"
+				     ">row 1  7+ 7+\n"
+				     "\n"
+				     "node     2\n"
+				     " row 0   x\n"
+				     ">row 1  12\n");
+	free(text);
+}
+
 void add_cli_suite(void)
 {
 	CU_pSuite s = CU_add_suite("cli", NULL, NULL);
 	CU_add_test(s, "options end at the program", test_opts_stop_at_program);
+	CU_add_test(s, "matrix drawing", test_matrix_draw);
 	CU_add_test(s, "operands and --", test_opts_operands_and_dashdash);
 	CU_add_test(s, "option errors", test_opts_errors);
 	CU_add_test(s, "whole numbers", test_parse_uint);
