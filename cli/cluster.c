@@ -11,6 +11,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -412,7 +413,7 @@ static const char up_help[] =
 	"                         freezer (cgroup v2); default signals\n"
 	"      --netns            each node daemon in its own network namespace on a\n"
 	"                         bridge (root; 10.213.0.0/16), so a node can be cut off\n"
-	"      --realtime         node daemons at SCHED_FIFO, as on a real cluster (off:\n"
+	"      --realtime         daemons at SCHED_FIFO, as on a real cluster (off:\n"
 	"                         N real-time daemons would share this machine's cores)\n"
 	"  -h, --help             this help\n";
 
@@ -648,6 +649,13 @@ static int cluster_up(const struct up_opts *o)
 	if (pid < 0) {
 		fprintf(stderr, "storm: error: cannot start %s: %s\n", mm_bin, strerror(-(int)pid));
 		goto fail;
+	}
+	if (o->realtime) {
+		/* the MM's timer drives every switch: it must not wait for a core */
+		struct sched_param sp = { .sched_priority = 1 };
+		if (sched_setscheduler(pid, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) < 0)
+			fprintf(stderr, "storm: warning: machine manager without real-time "
+					"priority: %s\n", strerror(errno));
 	}
 	d[nd].pid = pid;
 	snprintf(d[nd++].name, HOSTNAME_MAX, "mm");
