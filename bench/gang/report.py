@@ -146,7 +146,8 @@ def build(res, results_path, plot_rel):
     # ---- ratio table
     nodes = res.nodes()
     slurm = res.point("slurm", "gang", 8)
-    all_ts = sorted({t for n in nodes for t in res.slices(n)})
+    all_ts = sorted({r["timeslice_us"] for r in res.gang if r.get("system") == "storm"
+                     and r.get("switch") == "signals" and "timeslice_us" in r})
     hdr = ["timeslice"]
     for n in nodes:
         hdr += ["%d nodes: Ta / Tb / T" % n, "%d nodes: T/(Ta+Tb)" % n]
@@ -158,7 +159,9 @@ def build(res, results_path, plot_rel):
         for n in nodes:
             p = res.point("storm", "signals", n, ts)
             if p is None:
-                row += ["–", "–"]
+                bad = [r for r in res.gang if r.get("system") == "storm" and r.get("switch") ==
+                       "signals" and r.get("nodes") == n and r.get("timeslice_us") == ts]
+                row += ["failed (%s)" % bad[0]["error"] if bad else "–", "–"]
                 continue
             row.append("%s / %s / %s" % (sec(p["ta"]), sec(p["tb"]), sec(p["t"])))
             cell = fmt_ratio(p["ratio"], TARGET_RATIO if (n == 8 and ts == 1000) else None)
@@ -181,14 +184,35 @@ def build(res, results_path, plot_rel):
         rows.append(row)
     L.append(table(hdr, rows))
     L.append("")
+    fails = [r for r in res.gang if "error" in r]
+    if fails:
+        L.append("**Failures in this run:** " + "; ".join(
+            "%s %s, %s nodes, %s (%s)" % (r.get("system"), r.get("switch"), r.get("nodes"),
+                                          ts_label(r.get("timeslice_us", 0)), r["error"])
+            for r in fails) + ". See the run's `log.txt`.")
+        if any(r.get("error") == "cluster up failed" and r.get("timeslice_us", 0) >= 4000000
+               for r in fails):
+            L.append("")
+            L.append(
+                "Why a cluster with a timeslice of several seconds does not come up: a node"
+                " daemon is UP once a strobe reaches it, and the MM sends nodes that are not"
+                " yet UP a probe strobe only every fourth slice (`daemons/mm/slice.c`), every"
+                " 32 s at 8 s, while `storm cluster up` gave up after 34 s with no node UP"
+                " (retried without `--realtime`, the same). Whether the very first probe finds"
+                " the daemons ready is a race (a cluster that did come up at 8 s is in the"
+                " table). The 8 s point needs `cluster up` to wait for several probe periods,"
+                " or the MM to probe new nodes at once.")
+        L.append("")
     L.append(
         "Reading it: a job submitted to an idle cluster starts at the next strobe, so *Ta* and"
         " *Tb* include a wait of up to one timeslice (submitted back to back, B often finds a"
         " strobe sooner than A); at timeslices of the order of the jobs themselves (≥ 1 s here)"
         " that wait is a large part of Ta + Tb, and a ratio below 1 says that, not that"
-        " time-sharing made the work faster. Together, the first job runs one whole slice and"
-        " the other job only starts at the next row switch, so at 8 s, longer than a job,"
-        " T ≈ one slice + the second job. At the small timeslices the strobes themselves cost:"
+        " time-sharing made the work faster. At 8 s Ta, Tb and T come out as whole slices"
+        " (8.0 / 8.0 / 16.0 s at 32 nodes for jobs of about 4 s): a job starts at a strobe,"
+        " the next one, submitted when the previous one ended, waits for the following"
+        " strobe, and together the second job starts at the next row switch; the ratio of 1"
+        " there measures that rounding, not the cost of switching. At the small timeslices the strobes themselves cost:"
         " the node daemons (SCHED_FIFO) and the MM wake every slice on the same 2 cores as the"
         " ranks, which is what slows Ta and Tb there.")
     L.append("")
@@ -225,12 +249,15 @@ def build(res, results_path, plot_rel):
             " asks for its step in between is refused (`step creation temporarily disabled`) and"
             " waits with a back-off that here took about two minutes, long after the first job"
             " ended (an `srun -N 8` from outside an allocation did the same: 124 s for two 4 s"
-            " jobs). The job script watches srun's stderr and restarts it when it says so"
-            " (%d restarts in this run), but the refused srun is usually stopped together with"
-            " its job before the script can react. %d of %d together-runs in this run hit the"
-            " back-off. Those runs are kept in the median: it is what a user of this Slurm sees"
-            " when two multi-node jobs share nodes under gang scheduling." %
-            (retries, len(slow), len(slurm["rows"])))
+            " jobs). The job script watches srun's stderr and restarts srun when it says so;"
+            " that restarted it %d times in this run, so it did not catch the refused srun in"
+            " time (why was not established: the batch step is suspended with its job, and"
+            " the long wait starts after the resume). %d of %d together-runs in this run hit"
+            " the back-off. Those runs are kept in the median (of %d runs the median is immune"
+            " to one): it is what a user of this Slurm sees when two multi-node jobs share"
+            " nodes under gang scheduling; the runs without it give Slurm %s." %
+            (retries, len(slow), len(slurm["rows"]), len(slurm["rows"]),
+             ", ".join(fmt_ratio(r["ratio"]) for r in slurm["rows"] if r not in slow) or "none"))
         L.append("")
 
     # ---- trace
@@ -243,7 +270,7 @@ def build(res, results_path, plot_rel):
         " multicast down its tree, every node). *Skew*: for each context switch that every node"
         " made (a strobe that stopped one job and continued the other), the last node's"
         " switch-done time − the first's. *Missed*: gaps in a node's sequence of strobes (sum over"
-        " nodes / worst node); a node that misses a strobe runs the old row until the next one."
+        " nodes / worst node); a node that misses a strobe keeps running what it ran until the next strobe it sees."
         " *DOWN*: nodes the MM had declared DOWN at the end.")
     L.append("")
     hdr = ["nodes", "timeslice", "latency p50 / p99", "skew p50 / p99", "switches", "missed (sum / worst node)", "DOWN"]
