@@ -18,7 +18,7 @@ ND_SRC  := $(wildcard daemons/node/*.c)
 CLI_SRC := $(wildcard cli/*.c)
 DAEMON_LIBS := -lfabric -lprotobuf-c -linih -ljansson
 
-.PHONY: all deps bench-deps demo check unit unit-asan nettest bench bench-launch clean
+.PHONY: all deps bench-deps demo check unit unit-asan nettest bench bench-launch bench-gang clean
 all: $(BUILD)/lib/libstormnet.a $(BUILD)/lib/libstormcommon.a $(BUILD)/bin/primitives_demo \
      $(BUILD)/bin/sn_mptest $(BUILD)/bin/unit_tests $(BUILD)/bin/stormmm $(BUILD)/bin/stormnd \
      $(BUILD)/bin/storm
@@ -73,6 +73,11 @@ $(BUILD)/bin/storm: $(CLI_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormcommon.
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ -lprotobuf-c -linih -ljansson
 
+# a CPU-bound rank for bench/gang
+$(BUILD)/bin/gang_spin: bench/gang/spin.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -o $@ $<
+
 # ---- tests
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_LIB := net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wire.c \
@@ -122,6 +127,17 @@ bench: bench-deps
 	./bench/launch/run.sh
 	./bench/timeslice/run.sh 8
 	./bench/timeslice/run.sh 64
+	$(MAKE) bench-gang-run
+
+# gang scheduling (the STORM paper's Figure 3): two CPU-bound jobs alone and
+# together against the timeslice, trace statistics, signals vs freezer, Slurm's gang
+bench-gang: bench-deps
+	$(MAKE) bench-gang-run
+.PHONY: bench-gang-run
+bench-gang-run:
+	$(MAKE) all $(BUILD)/bin/gang_spin
+	./bench/gang/run.sh
+	python3 bench/gang/report.py bench/results/gang-latest/results.jsonl docs/BENCHMARKS.md docs/gang.svg
 
 # the launch experiment alone (storm against srun --bcast, srun, mpiexec, copies)
 bench-launch: bench-deps

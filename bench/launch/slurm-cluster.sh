@@ -15,6 +15,13 @@
 # SlurmdSpoolDir/SlurmdPidFile/SlurmdLogFile contain %n. `srun --bcast=DIR/`
 # (trailing slash) makes every node write its own slurm_bcast_JOB.STEP_NODE file.
 #
+# STORM_SLURM_CONF_EXTRA (bench/gang): slurm.conf lines, one a line, that
+# replace the generated lines with the same key (PartitionName=... replaces
+# the partition line, SelectType=... the select plugin) or are appended when
+# no generated line has that key; KEY= (nothing after '=') only removes the
+# generated KEY line; NodeName lines are never replaced. Unset,
+# the configuration is the launch benchmark's.
+#
 # Everything lives under $STORM_SLURM_DIR (default /tmp/storm-bench-slurm): the
 # munge key and socket, slurm.conf, state, spool, logs. The system's Slurm and
 # munge (/etc/slurm, /etc/munge, /run/munge, ports 6817/6818) are not used;
@@ -207,6 +214,13 @@ EOF
 		i=$((i + 1))
 	done >>"$CONF"
 	echo "PartitionName=bench Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO" >>"$CONF"
+	if [ -n "${STORM_SLURM_CONF_EXTRA:-}" ]; then
+		printf '%s\n' "$STORM_SLURM_CONF_EXTRA" >"$BASE/extra.conf"
+		awk -F= 'NR == FNR { if (NF > 1 && $1 != "NodeName") over[$1] = 1; next }
+			!(NF > 1 && ($1 in over)) { print }' "$BASE/extra.conf" "$CONF" >"$CONF.tmp" &&
+			{ echo "# STORM_SLURM_CONF_EXTRA"; grep -v -e '^[[:space:]]*$' -e '^[^=]*=[[:space:]]*$' "$BASE/extra.conf"; } >>"$CONF.tmp" &&
+			mv "$CONF.tmp" "$CONF" || die "cannot apply STORM_SLURM_CONF_EXTRA"
+	fi
 	: >"$BASE/plugstack.conf"
 }
 
@@ -217,7 +231,8 @@ cmd_up() {
 	for c in munged slurmctld slurmd sinfo srun ss; do
 		command -v $c >/dev/null || die "$c not found: apt-get install slurm-wlm munge iproute2 (make bench-deps)"
 	done
-	if [ "$(cat "$BASE/nodes" 2>/dev/null)" = "$n" ] && all_idle "$n"; then
+	if [ "$(cat "$BASE/nodes" 2>/dev/null)" = "$n" ] &&
+		[ "$(cat "$BASE/extra.conf" 2>/dev/null)" = "${STORM_SLURM_CONF_EXTRA:-}" ] && all_idle "$n"; then
 		say "already up: $n nodes idle ($CONF)"
 		return 0
 	fi

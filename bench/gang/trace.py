@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Summarises a STORM_TRACE directory (mm.trace and one NODE.trace per node
+daemon, written by a virtual cluster on this machine, so their
+CLOCK_MONOTONIC times are comparable) as one JSON object on stdout:
+
+  latency   strobe delivery: node T_RECV - MM T_SEND of the same slice, over
+            every strobe the MM sent down its tree and every node received
+  skew      per switch K: max - min over the nodes of T_SWITCH_DONE of the
+            lines with NSWITCHED > 0 and SWITCHES == K; only switches that
+            every node made (the rest are counted as partial)
+  missed    per node: gaps in its SLICE sequence, counted from its first
+            strobe at or after the MM's first traced one (before that the
+            node was not yet in the tree and got only every fourth probe)
+
+usage: trace.py DIR [key=value ...]   (the pairs are added to the object)
+"""
+import glob
+import json
+import os
+import sys
+
+
+def pct(vals, p):
+    if not vals:
+        return None
+    vals = sorted(vals)
+    k = (len(vals) - 1) * p / 100.0
+    lo = int(k)
+    hi = min(lo + 1, len(vals) - 1)
+    return vals[lo] + (vals[hi] - vals[lo]) * (k - lo)
+
+
+def main():
+    d = sys.argv[1]
+    out = {"bench": "gang_trace"}
+    for kv in sys.argv[2:]:
+        k, _, v = kv.partition("=")
+        try:
+            out[k] = json.loads(v)
+        except ValueError:
+            out[k] = v
+    send = {}
+    with open(os.path.join(d, "mm.trace")) as f:
+        for line in f:
+            p = line.split()
+            if len(p) == 5 and p[0] == "strobe":
+                send[int(p[1])] = float(p[4])
+    first = min(send) if send else 0
+    lat = []
+    switch_done = {}  # K -> [t_done per node]
+    missed = {}
+    nodes = sorted(glob.glob(os.path.join(d, "*.trace")))
+    nodes = [n for n in nodes if os.path.basename(n) != "mm.trace"]
+    for path in nodes:
+        name = os.path.basename(path)[:-len(".trace")]
+        last = None
+        gaps = 0
+        with open(path) as f:
+            for line in f:
+                p = line.split()
+                if len(p) != 6 or p[0] != "strobe":
+                    continue
+                sl, sw, trecv, tdone, nsw = int(p[1]), int(p[2]), int(p[3]), int(p[4]), int(p[5])
+                t = send.get(sl)
+                if t is not None:
+                    lat.append(trecv - t)
+                if nsw > 0:
+                    switch_done.setdefault(sw, {})[name] = tdone
+                if sl < first:
+                    continue
+                if last is not None and sl > last + 1:
+                    gaps += sl - last - 1
+                if last is None or sl > last:
+                    last = sl
+        missed[name] = gaps
+    skews, partial = [], 0
+    for k, per in switch_done.items():
+        if len(per) == len(nodes):
+            v = list(per.values())
+            skews.append(max(v) - min(v))
+        else:
+            partial += 1
+    us = lambda x: None if x is None else round(x / 1000.0, 2)  # noqa: E731
+    out.update({
+        "strobes_sent": len(send),
+        "latency_n": len(lat),
+        "latency_p50_us": us(pct(lat, 50)), "latency_p99_us": us(pct(lat, 99)),
+        "latency_max_us": us(max(lat) if lat else None),
+        "switches_n": len(skews), "switches_partial": partial,
+        "skew_p50_us": us(pct(skews, 50)), "skew_p99_us": us(pct(skews, 99)),
+        "skew_max_us": us(max(skews) if skews else None),
+        "missed_total": sum(missed.values()),
+        "missed_max_per_node": max(missed.values()) if missed else None,
+        "missed_per_node": missed,
+    })
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
