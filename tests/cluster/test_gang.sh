@@ -49,17 +49,24 @@ has() {
 
 # spinner NAME: a CPU-bound rank that runs until killed, findable by NAME
 spin() { storm submit -o /dev/null "$@" /bin/sh -c 'while :; do :; done' "storm-gangtest-spin-$NAME"; }
-# pids_of NAME N: the comma-separated pids of the N ranks of spinner NAME,
-# once all exist (a rank halted at its exec already has its command line)
+# pids_of NAME JOB N: the comma-separated pids of the N ranks of spinner NAME,
+# once every node of JOB has logged that its ranks exist (a rank halted at
+# its exec already has its command line)
 pids_of() {
-	local i
-	for i in $(seq 600); do
-		local p
-		p=$(pgrep -f "storm-gangtest-spin-$1\$" | sort -n | paste -sd,)
-		if [ "$(echo "$p" | tr ',' '\n' | grep -c .)" = "$2" ]; then echo "$p"; return 0; fi
-		sleep 0.05 # polling the process table: the ranks announce nothing else
+	local node
+	for node in $(storm jobs --json | python3 -c '
+import json, sys
+for j in json.load(sys.stdin)["jobs"]:
+    if j["job"] == int(sys.argv[1]): print(j["nodelist"])' "$2" | xargs -r python3 -c '
+import re, sys
+m = re.fullmatch(r"(.*)\[(\d+)-(\d+)\]", sys.argv[1])
+w = len(m.group(2)) if m else 0
+print(" ".join(f"{m.group(1)}{i:0{w}d}" for i in range(int(m.group(2)), int(m.group(3)) + 1)) if m else sys.argv[1])'); do
+		wait_log "$C/log/$node.log" "job $2: started ranks" 30 || return 1
 	done
-	return 1
+	local p
+	p=$(pgrep -f "storm-gangtest-spin-$1\$" | sort -n | paste -sd,)
+	[ "$(echo "$p" | tr ',' '\n' | grep -c .)" = "$3" ] && echo "$p"
 }
 job_field() { # job_field JOB FIELD: from storm jobs --json
 	storm jobs --json | python3 -c '
@@ -98,7 +105,7 @@ run_mode() {
 	local a b c
 	a=$(awk '{print $3}' "$T/job_a") b=$(awk '{print $3}' "$T/job_b") c=$(awk '{print $3}' "$T/job_c")
 	local pa pb pc
-	if pa=$(pids_of a 4) && pb=$(pids_of b 2) && pc=$(pids_of c 2); then
+	if pa=$(pids_of a "$a" 4) && pb=$(pids_of b "$b" 2) && pc=$(pids_of c "$c" 2); then
 		ok "three jobs launched on 4 nodes (jobs $a $b $c)"
 	else
 		bad "ranks of the three jobs never all appeared"
