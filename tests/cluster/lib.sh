@@ -23,3 +23,27 @@ except ProcessLookupError:
     sys.exit(0)
 sys.exit(0 if select.select([fd], [], [], 10)[0] else 1)' "$1"
 }
+
+# Checks: ok/bad count them in $checks and $fails; expect and has keep the
+# command's output in $T/out and $T/err (T: the test's scratch directory).
+ok() { checks=$((checks + 1)); echo "ok   $1"; }
+bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $1"; }
+# expect NAME WANT_RC CMD...: runs CMD with stdout in $T/out, stderr in $T/err
+expect() {
+	local name=$1 want=$2
+	shift 2
+	"$@" >"$T/out" 2>"$T/err"
+	local rc=$?
+	if [ "$rc" = "$want" ]; then ok "$name (exit $rc)"; else
+		bad "$name: exit $rc, wanted $want"
+		sed 's/^/     out: /' "$T/out" | head -20
+		sed 's/^/     err: /' "$T/err" | head -20
+	fi
+}
+# has NAME FILE TEXT: FILE contains TEXT (a fixed string)
+has() {
+	if grep -qF -- "$3" "$T/$2"; then ok "$1"; else
+		bad "$1: no '$3' in $2"
+		sed 's/^/     | /' "$T/$2" | head -20
+	fi
+}

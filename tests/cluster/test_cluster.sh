@@ -10,6 +10,7 @@ T=$(mktemp -d /tmp/storm-clustertest.XXXXXX)
 C=$T/c
 export PATH=$BIN:$PATH
 export STORM_CONF=$C/storm.conf
+. "$(dirname "$0")/lib.sh"
 fails=0 checks=0
 BG=""
 
@@ -26,27 +27,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-ok() { checks=$((checks + 1)); echo "ok   $1"; }
-bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $1"; }
-# expect NAME WANT_RC CMD...: runs CMD with stdout in $T/out, stderr in $T/err
-expect() {
-	local name=$1 want=$2
-	shift 2
-	"$@" >"$T/out" 2>"$T/err"
-	local rc=$?
-	if [ "$rc" = "$want" ]; then ok "$name (exit $rc)"; else
-		bad "$name: exit $rc, wanted $want"
-		sed 's/^/     out: /' "$T/out" | head -20
-		sed 's/^/     err: /' "$T/err" | head -20
-	fi
-}
-# has NAME FILE TEXT: FILE contains TEXT (a fixed string)
-has() {
-	if grep -qF -- "$3" "$T/$2"; then ok "$1"; else
-		bad "$1: no '$3' in $2"
-		sed 's/^/     | /' "$T/$2" | head -20
-	fi
-}
 # same NAME FILE_A FILE_B
 same() {
 	if cmp -s "$2" "$3"; then ok "$1"; else

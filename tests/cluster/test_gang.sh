@@ -27,26 +27,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-ok() { checks=$((checks + 1)); echo "ok   $1"; }
-bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $1"; }
-expect() {
-	local name=$1 want=$2
-	shift 2
-	"$@" >"$T/out" 2>"$T/err"
-	local rc=$?
-	if [ "$rc" = "$want" ]; then ok "$name (exit $rc)"; else
-		bad "$name: exit $rc, wanted $want"
-		sed 's/^/     out: /' "$T/out" | head -20
-		sed 's/^/     err: /' "$T/err" | head -20
-	fi
-}
-has() {
-	if grep -qF -- "$3" "$T/$2"; then ok "$1"; else
-		bad "$1: no '$3' in $2"
-		sed 's/^/     | /' "$T/$2" | head -20
-	fi
-}
-
 # spinner NAME: a CPU-bound rank that runs until killed, findable by NAME
 spin() { storm submit -o /dev/null "$@" /bin/sh -c 'while :; do :; done' "storm-gangtest-spin-$NAME"; }
 # pids_of NAME JOB N: the comma-separated pids of the N ranks of spinner NAME,
