@@ -252,22 +252,19 @@ int conf_node_index(const struct storm_conf *c, const char *name)
 	return -1;
 }
 
-int conf_write(const struct storm_conf *c, const char *path)
+int conf_print(const struct storm_conf *c, FILE *f)
 {
-	char tmp[PATH_MAX + 8];
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	FILE *f = fopen(tmp, "w");
-	if (!f)
-		return -errno;
 	const char **names = malloc(sizeof(*names) * (size_t)(c->nnodes ? c->nnodes : 1));
-	if (!names) {
-		fclose(f);
+	/* 1000 names of 63 characters and their commas */
+	char *list = malloc(STORM_CONF_MAX_NODES * HOSTNAME_MAX + 1);
+	if (!names || !list) {
+		free(names);
+		free(list);
 		return -ENOMEM;
 	}
 	for (int i = 0; i < c->nnodes; i++)
 		names[i] = c->nodes[i];
-	static char list[65536];
-	hostlist_compress(names, c->nnodes, list, sizeof(list));
+	hostlist_compress(names, c->nnodes, list, STORM_CONF_MAX_NODES * HOSTNAME_MAX + 1);
 	free(names);
 	fprintf(f,
 		"# storm cluster configuration (docs/storm.conf.md)\n"
@@ -282,10 +279,23 @@ int conf_write(const struct storm_conf *c, const char *path)
 		c->report_every, c->fanout, c->op_timeout_ms, c->kill_wait_ms, c->state_dir, c->socket,
 		c->bootstrap, storm_policy_names[c->policy], c->mpl, c->quantum,
 		storm_switch_names[c->switch_mode], list, c->cpus);
-	if (fclose(f) != 0 || rename(tmp, path) != 0) {
-		int e = errno;
+	free(list);
+	return ferror(f) ? -EIO : 0;
+}
+
+int conf_write(const struct storm_conf *c, const char *path)
+{
+	char tmp[PATH_MAX + 8];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		return -errno;
+	int rc = conf_print(c, f);
+	if (fclose(f) != 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && rename(tmp, path) != 0)
+		rc = -errno;
+	if (rc < 0)
 		unlink(tmp);
-		return -e;
-	}
-	return 0;
+	return rc;
 }

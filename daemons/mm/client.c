@@ -353,12 +353,11 @@ static void handle_cancel(struct mm *mm, struct client *c, const Storm__Ctl__Can
 				  "job %llu has already ended", (unsigned long long)j->id);
 		return;
 	}
-	if (cn->signal < 0 || cn->signal > 64) {
-		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID, "bad signal %d",
-				  cn->signal);
+	char who[96];
+	if (mm_req_check_cancel(cn, who, sizeof(who)) != STORM__CTL__ERROR_CODE__ERR_NONE) {
+		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID, "%s", who);
 		return;
 	}
-	char who[96];
 	struct passwd *pw = getpwuid(c->uid);
 	snprintf(who, sizeof(who), "%s", pw ? pw->pw_name : "?");
 	job_cancel(mm, j, cn->signal, who);
@@ -390,20 +389,12 @@ static void handle_shutdown(struct mm *mm, struct client *c)
 
 static void handle(struct mm *mm, struct client *c)
 {
-	Storm__Ctl__Request *req = storm__ctl__request__unpack(NULL, c->rx.len, c->rx.buf);
-	if (!req) {
-		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,
-				  "malformed request (%zu bytes that are not a storm.ctl.Request)",
-				  c->rx.len);
+	Storm__Ctl__Request *req;
+	char why[512];
+	Storm__Ctl__ErrorCode code = mm_req_decode(c->rx.buf, c->rx.len, &req, why, sizeof(why));
+	if (code != STORM__CTL__ERROR_CODE__ERR_NONE) {
+		client_send_error(mm, c, code, "%s", why);
 		client_finish(mm, c);
-		return;
-	}
-	if (req->version != PROTO_VERSION) {
-		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,
-				  "protocol version %u is not supported (this manager speaks %u)",
-				  req->version, PROTO_VERSION);
-		client_finish(mm, c);
-		storm__ctl__request__free_unpacked(req, NULL);
 		return;
 	}
 	switch (req->body_case) {
@@ -436,10 +427,8 @@ static void handle(struct mm *mm, struct client *c)
 	case STORM__CTL__REQUEST__BODY_SHUTDOWN:
 		handle_shutdown(mm, c);
 		break;
-	default:
-		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,
-				  "empty or unknown request");
-		client_finish(mm, c);
+	default: /* mm_req_decode let no other body through */
+		break;
 	}
 	storm__ctl__request__free_unpacked(req, NULL);
 }

@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #define KEEP_FINISHED 1000 /* ended jobs remembered for `storm jobs --all` */
-#define LAUNCH_ROOM (GM_CMD_SLOT_SIZE - 4096) /* argv + env must fit a command */
 
 bool job_active(const struct job *j)
 {
@@ -73,18 +72,6 @@ static char **dup_strv(char **v, size_t n)
 	return out;
 }
 
-static const char *base_name(const char *p)
-{
-	const char *s = strrchr(p, '/');
-	return s ? s + 1 : p;
-}
-
-static bool plain_name(const char *s)
-{
-	return s[0] && strlen(s) < sizeof(((struct file_chunk *)0)->name) && !strchr(s, '/') &&
-	       strcmp(s, ".") && strcmp(s, "..");
-}
-
 /* Opens the batch output file with the submitting user's rights. */
 static int open_as_user(const struct job *j, const char *path, int *err)
 {
@@ -124,9 +111,6 @@ static void submit_refuse(struct mm *mm, struct client *c, Storm__Ctl__ErrorCode
 void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds, int nfds)
 {
 	char why[512];
-	const struct storm_conf *conf = &mm->conf;
-	uint32_t cpus = conf->cpus, total = (uint32_t)conf->nnodes;
-	uint32_t nodes = s->nodes, ranks = s->ranks;
 #define REFUSE(code, ...)                                    \
 	do {                                                 \
 		snprintf(why, sizeof(why), __VA_ARGS__);     \
@@ -137,53 +121,13 @@ void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds
 		REFUSE(ERR_PERMISSION,
 		       "this cluster runs as uid %u and can run only that user's jobs (start it as root to serve others)",
 		       (unsigned)geteuid());
-	if (s->n_argv == 0 || !s->argv[0][0])
-		REFUSE(ERR_INVALID, "no program to run");
-	if (!s->cwd[0] || s->cwd[0] != '/')
-		REFUSE(ERR_INVALID, "the working directory must be an absolute path");
-	if (nodes == 0 && ranks == 0)
-		nodes = ranks = 1;
-	else if (nodes == 0)
-		nodes = (ranks + cpus - 1) / cpus;
-	else if (ranks == 0)
-		ranks = nodes;
-	if (nodes > total && s->nodes == 0)
-		REFUSE(ERR_INVALID,
-		       "%u ranks need %u nodes of %u CPUs but the cluster has %u nodes (%u CPUs); use --overcommit",
-		       ranks, nodes, cpus, total, total * cpus);
-	if (nodes > total)
-		REFUSE(ERR_INVALID, "%u nodes requested but the cluster has %u", nodes, total);
-	if (ranks < nodes)
-		REFUSE(ERR_INVALID, "%u ranks cannot occupy %u nodes (at least one rank per node)",
-		       ranks, nodes);
-	if (!s->overcommit && ranks > nodes * cpus) {
-		if (s->nodes == 0)
-			REFUSE(ERR_INVALID,
-			       "%u ranks need %u CPUs but the cluster holds %u (%u nodes of %u CPUs); use --overcommit",
-			       ranks, ranks, total * cpus, total, cpus);
-		REFUSE(ERR_INVALID,
-		       "%u ranks on %u nodes exceed their %u CPUs (%u per node); use more nodes or --overcommit",
-		       ranks, nodes, nodes * cpus, cpus);
+	struct submit_plan plan;
+	Storm__Ctl__ErrorCode code = mm_req_check_submit(&mm->conf, s, nfds, &plan, why, sizeof(why));
+	if (code != STORM__CTL__ERROR_CODE__ERR_NONE) {
+		submit_refuse(mm, c, code, why);
+		return;
 	}
-	size_t need_fds = s->n_files + (s->no_bcast ? 0 : 1);
-	if ((size_t)nfds != need_fds)
-		REFUSE(ERR_PROTOCOL, "%zu file descriptors expected with the request, %d came", need_fds,
-		       nfds);
-	size_t room = 0;
-	for (size_t i = 0; i < s->n_argv; i++)
-		room += strlen(s->argv[i]) + 4;
-	for (size_t i = 0; i < s->n_env; i++)
-		room += strlen(s->env[i]) + 4;
-	room += strlen(s->cwd) + strlen(s->program) + 64 * s->n_files;
-	if (room > LAUNCH_ROOM)
-		REFUSE(ERR_INVALID,
-		       "arguments and environment take %zu bytes; at most %llu fit a launch command",
-		       room, (unsigned long long)LAUNCH_ROOM);
-	if (s->no_bcast && s->program[0] != '/')
-		REFUSE(ERR_INVALID, "with --no-bcast the program needs an absolute path");
-	for (size_t i = 0; i < s->n_files; i++)
-		if (!plain_name(base_name(s->files[i])))
-			REFUSE(ERR_INVALID, "bad file name '%s'", s->files[i]);
+	uint32_t nodes = plan.nodes, ranks = plan.ranks;
 	/* the descriptors: what the user could open, checked here again */
 	for (int i = 0; i < nfds; i++) {
 		struct stat st;
@@ -207,7 +151,7 @@ void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds
 	else
 		snprintf(j->user, sizeof(j->user), "%u", (unsigned)c->uid);
 	j->id = mm->next_job_id;
-	snprintf(j->name, sizeof(j->name), "%s", s->name[0] ? s->name : base_name(s->argv[0]));
+	snprintf(j->name, sizeof(j->name), "%s", s->name[0] ? s->name : mm_base_name(s->argv[0]));
 	j->nnodes = nodes;
 	j->nranks = ranks;
 	j->argc = s->n_argv;
@@ -234,9 +178,9 @@ void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds
 		fds[i] = -1; /* taken */
 		j->fsizes[i] = (uint64_t)st.st_size;
 		j->fmodes[i] = st.st_mode & 07777;
-		const char *nm = (!s->no_bcast && i == 0) ? base_name(s->program)
-							  : base_name(s->files[i - (s->no_bcast ? 0 : 1)]);
-		j->fnames[i] = strdup(plain_name(nm) ? nm : "program");
+		const char *nm = (!s->no_bcast && i == 0) ? mm_base_name(s->program)
+							  : mm_base_name(s->files[i - (s->no_bcast ? 0 : 1)]);
+		j->fnames[i] = strdup(mm_plain_name(nm) ? nm : "program");
 		j->nfds = i + 1;
 	}
 	if (!s->interactive) {

@@ -5,7 +5,8 @@
  * client.c   the control socket: frames, requests, replies
  * job.c      job life: validation, allocation, launch, output, end
  * transfer.c program and file multicast with COMPARE-AND-WRITE flow control
- * gang.c     the gang-scheduling matrix: placing jobs, picking the row */
+ * gang.c     the gang-scheduling matrix: placing jobs, picking the row
+ * request.c  decoding and checking control requests (pure, fuzzed) */
 #ifndef STORM_MM_H
 #define STORM_MM_H
 
@@ -20,9 +21,8 @@
 #include "frame.h"
 #include "layout.h"
 #include "matrix.h"
+#include "request.h"
 #include "sn.h"
-
-#define PROTO_VERSION 1
 
 struct job;
 
