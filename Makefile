@@ -146,6 +146,9 @@ bench-launch: bench-deps
 clean:
 	rm -rf $(BUILD)
 
+# libFuzzer harnesses: `make fuzz`, `make fuzz-check` (fuzz/README.md)
+include fuzz/fuzz.mk
+
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # ---- the storm CLI against a scripted stand-in machine manager
