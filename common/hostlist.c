@@ -15,8 +15,9 @@ static int errf(char *err, size_t errlen, const char *fmt, ...)
 	return -1;
 }
 
-/* One element: PREFIX or PREFIX[RANGES]SUFFIX; ranges keep the width of
- * their lower bound ("00-07" gives two digits). */
+/* One element: PREFIX or PREFIX[RANGES]SUFFIX, where SUFFIX may hold more
+ * ranges (rack[1-2]n[01-04]); ranges keep the width of their lower bound
+ * ("00-07" gives two digits). */
 static int expand_one(const char *el, size_t ellen, char (*names)[HOSTNAME_MAX], int n,
 		      int max, char *err, size_t errlen)
 {
@@ -63,12 +64,22 @@ static int expand_one(const char *el, size_t ellen, char (*names)[HOSTNAME_MAX],
 		for (unsigned long v = lo; v <= hi; v++) {
 			if (n >= max)
 				return errf(err, errlen, "more than %d hosts", max);
-			int w = snprintf(names[n], HOSTNAME_MAX, "%.*s%0*lu%.*s", plen, el,
-					 width, v, slen, suffix);
+			/* the suffix may hold further ranges, as in rack[1-2]n[01-04] */
+			char one[HOSTNAME_MAX + 1];
+			int w = snprintf(one, sizeof(one), "%.*s%0*lu", plen, el, width, v);
 			if (w >= HOSTNAME_MAX)
 				return errf(err, errlen, "host name in '%.*s' is too long",
 					    (int)ellen, el);
-			n++;
+			char *next = malloc((size_t)w + (size_t)slen + 1);
+			if (!next)
+				return errf(err, errlen, "out of memory");
+			memcpy(next, one, (size_t)w);
+			memcpy(next + w, suffix, (size_t)slen);
+			next[w + slen] = '\0';
+			n = expand_one(next, (size_t)(w + slen), names, n, max, err, errlen);
+			free(next);
+			if (n < 0)
+				return -1;
 		}
 	}
 	return n;

@@ -25,6 +25,10 @@ static void test_expand(void)
 	CU_ASSERT_EQUAL(hostlist_expand("n[8-11]", names, 2000, err, sizeof(err)), 4);
 	CU_ASSERT_STRING_EQUAL(names[3], "n11");
 	CU_ASSERT_EQUAL(hostlist_expand("n[0-999]", names, 2000, err, sizeof(err)), 1000);
+	/* several ranges in one name, as Slurm expands them (found by fuzz/hostlist) */
+	CU_ASSERT_EQUAL(hostlist_expand("r[1-2]n[01-03]", names, 2000, err, sizeof(err)), 6);
+	CU_ASSERT_STRING_EQUAL(names[0], "r1n01");
+	CU_ASSERT_STRING_EQUAL(names[5], "r2n03");
 }
 
 static void test_expand_bad(void)
