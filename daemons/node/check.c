@@ -42,9 +42,16 @@ const char *nd_launch_problem(const Storm__Cl__Command *cmd, size_t k, char *why
 	if (L->job == 0 || L->slot >= GM_JOB_SLOTS || L->n_first_rank != cmd->n_nodes ||
 	    L->n_rank_count != cmd->n_nodes || k >= cmd->n_nodes)
 		return "malformed launch (job id, slot or per-node rank lists)";
-	uint32_t count = L->rank_count[k];
+	uint32_t count = L->rank_count[k], first = L->first_rank[k];
 	if (count > ND_MAX_LOCAL_RANKS) {
 		snprintf(why, len, "%u ranks on one node (at most %d)", count, ND_MAX_LOCAL_RANKS);
+		return why;
+	}
+	/* STORM_RANK must stay below STORM_SIZE, and a rank's exit must name one
+	 * the MM knows */
+	if ((uint64_t)first + count > L->ranks) {
+		snprintf(why, len, "ranks %u..%llu on this node, but the job has %u", first,
+			 (unsigned long long)first + count - 1, L->ranks);
 		return why;
 	}
 	if (!L->exec_path[0] && L->n_files == 0)
