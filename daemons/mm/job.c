@@ -110,7 +110,7 @@ static void submit_refuse(struct mm *mm, struct client *c, Storm__Ctl__ErrorCode
 
 void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds, int nfds)
 {
-	char why[512];
+	char why[512], shown[PATH_MAX];
 #define REFUSE(code, ...)                                    \
 	do {                                                 \
 		snprintf(why, sizeof(why), __VA_ARGS__);     \
@@ -134,9 +134,11 @@ void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds
 		const char *what = (!s->no_bcast && i == 0) ? s->program
 							    : s->files[i - (s->no_bcast ? 0 : 1)];
 		if (fstat(fds[i], &st) < 0 || !S_ISREG(st.st_mode))
-			REFUSE(ERR_INVALID, "%s is not a regular file", what);
+			REFUSE(ERR_INVALID, "%s is not a regular file",
+			       mm_printable(what, shown, sizeof(shown)));
 		if (!s->no_bcast && i == 0 && !(st.st_mode & 0111))
-			REFUSE(ERR_INVALID, "%s is not executable", what);
+			REFUSE(ERR_INVALID, "%s is not executable",
+			       mm_printable(what, shown, sizeof(shown)));
 	}
 
 	struct job *j = calloc(1, sizeof(*j));
@@ -195,8 +197,9 @@ void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds
 		if (j->output_path)
 			j->out_fd = open_as_user(j, j->output_path, &err);
 		if (j->out_fd < 0) {
-			snprintf(why, sizeof(why), "cannot write the output file %.400s: %s",
-				 j->output_path ? j->output_path : pattern, strerror(err));
+			snprintf(why, sizeof(why), "cannot write the output file %s: %s",
+				 mm_printable(j->output_path ? j->output_path : pattern, shown, 400),
+				 strerror(err));
 			job_destroy(j);
 			submit_refuse(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID, why);
 			return;

@@ -65,6 +65,15 @@ Storm__Cl__Report *mm_report_decode(const uint8_t *slot, uint32_t len, const cha
 	return r;
 }
 
+const char *mm_printable(const char *s, char *buf, size_t len)
+{
+	size_t i = 0;
+	for (; s[i] && i + 1 < len; i++)
+		buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+	buf[i] = '\0';
+	return buf;
+}
+
 const char *mm_base_name(const char *p)
 {
 	const char *s = strrchr(p, '/');
@@ -128,9 +137,11 @@ Storm__Ctl__ErrorCode mm_req_check_submit(const struct storm_conf *conf,
 		       room, (unsigned long long)LAUNCH_ROOM);
 	if (s->no_bcast && s->program[0] != '/')
 		REFUSE(ERR_INVALID, "with --no-bcast the program needs an absolute path");
+	char shown[256];
 	for (size_t i = 0; i < s->n_files; i++)
 		if (!mm_plain_name(mm_base_name(s->files[i])))
-			REFUSE(ERR_INVALID, "bad file name '%s'", s->files[i]);
+			REFUSE(ERR_INVALID, "bad file name '%s'",
+			       mm_printable(s->files[i], shown, sizeof(shown)));
 #undef REFUSE
 	plan->nodes = nodes;
 	plan->ranks = ranks;

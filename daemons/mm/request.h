@@ -42,6 +42,10 @@ Storm__Ctl__ErrorCode mm_req_check_cancel(const Storm__Ctl__Cancel *cn, char *wh
  * reason in *why when it overflows the slot or does not decode. */
 Storm__Cl__Report *mm_report_decode(const uint8_t *slot, uint32_t len, const char **why);
 
+/* s as it may appear inside a one-line error message: control characters
+ * (a newline in a file name) become '?', and at most len - 1 bytes. */
+const char *mm_printable(const char *s, char *buf, size_t len);
+
 /* The last component of a path (the string itself without a '/'). */
 const char *mm_base_name(const char *p);
 /* A name a node may create in a job directory. */
