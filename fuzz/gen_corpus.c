@@ -3,6 +3,7 @@
  * fuzzing starts from inputs that get past the decoders. Run by
  * `make fuzz-corpus`; the output is checked in. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,29 @@ static void requests(void)
 	s.ranks = 5000;
 	s.overcommit = 1;
 	request("submit-overcommit", &r, 0, 0, NULL, NULL);
+
+	/* at the limits: the most ranks a count can say, and an environment that
+	 * just fits the room check on the largest cluster */
+	s.nodes = 0;
+	s.ranks = UINT32_MAX;
+	request("submit-most-ranks", &r, 0, 1, NULL, NULL);
+	s.nodes = 1;
+	s.ranks = 5000;
+	request("submit-5000-ranks-one-node", &r, 0, 1, NULL, NULL);
+	static char big[61][1001];
+	char *bigenv[61];
+	for (int i = 0; i < 61; i++) {
+		snprintf(big[i], sizeof(big[i]), "V%02d=", i);
+		memset(big[i] + 4, 'x', 996);
+		big[i][1000] = '\0';
+		bigenv[i] = big[i];
+	}
+	s.env = bigenv;
+	s.n_env = 61;
+	s.nodes = 1000;
+	s.ranks = 1000;
+	s.overcommit = 0;
+	request("submit-big-env-1000-nodes", &r, 0, 2, NULL, NULL);
 
 	Storm__Ctl__ListJobs lj = STORM__CTL__LIST_JOBS__INIT;
 	lj.all = 1;

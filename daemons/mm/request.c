@@ -99,8 +99,8 @@ Storm__Ctl__ErrorCode mm_req_check_submit(const struct storm_conf *conf,
 		REFUSE(ERR_INVALID, "the working directory must be an absolute path");
 	if (nodes == 0 && ranks == 0)
 		nodes = ranks = 1;
-	else if (nodes == 0)
-		nodes = (ranks + cpus - 1) / cpus;
+	else if (nodes == 0) /* in 64 bits: ranks near 2^32 wrapped to 0 nodes */
+		nodes = (uint32_t)(((uint64_t)ranks + cpus - 1) / cpus);
 	else if (ranks == 0)
 		ranks = nodes;
 	if (nodes > total && s->nodes == 0)
