@@ -121,6 +121,12 @@ Storm__Ctl__ErrorCode mm_req_check_submit(const struct storm_conf *conf,
 		       "%u ranks on %u nodes exceed their %u CPUs (%u per node); use more nodes or --overcommit",
 		       ranks, nodes, nodes * cpus, cpus);
 	}
+	/* a node starts at most STORM_MAX_LOCAL_RANKS of a job: with
+	 * --overcommit more would be accepted here and fail on every node */
+	if ((ranks + (uint64_t)nodes - 1) / nodes > STORM_MAX_LOCAL_RANKS)
+		REFUSE(ERR_INVALID,
+		       "%u ranks on %u nodes put more than %d on a node, the most a node starts",
+		       ranks, nodes, STORM_MAX_LOCAL_RANKS);
 	size_t need_fds = s->n_files + (s->no_bcast ? 0 : 1);
 	if ((size_t)nfds != need_fds)
 		REFUSE(ERR_PROTOCOL, "%zu file descriptors expected with the request, %d came",
