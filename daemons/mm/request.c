@@ -136,11 +136,14 @@ Storm__Ctl__ErrorCode mm_req_check_submit(const struct storm_conf *conf,
 		room += strlen(s->argv[i]) + 4;
 	for (size_t i = 0; i < s->n_env; i++)
 		room += strlen(s->env[i]) + 4;
-	room += strlen(s->cwd) + strlen(s->program) + 64 * s->n_files;
+	/* the Launch also lists per node its index, first rank and rank count
+	 * (up to 16 bytes as varints) and per file a name, size and mode */
+	room += strlen(s->cwd) + strlen(s->program) + 96 * need_fds + 16 * (size_t)nodes;
 	if (room > LAUNCH_ROOM)
 		REFUSE(ERR_INVALID,
-		       "arguments and environment take %zu bytes; at most %llu fit a launch command",
-		       room, (unsigned long long)LAUNCH_ROOM);
+		       "arguments and environment take %zu bytes with the rank lists of %u nodes; "
+		       "at most %llu fit a launch command",
+		       room, nodes, (unsigned long long)LAUNCH_ROOM);
 	if (s->no_bcast && s->program[0] != '/')
 		REFUSE(ERR_INVALID, "with --no-bcast the program needs an absolute path");
 	char shown[256];
