@@ -64,6 +64,8 @@ int label_feed(struct label_split *l, unsigned rank, int is_stderr, const void *
 	struct label_part *p = part(l, rank, is_stderr);
 	if (!p)
 		return -ENOMEM;
+	if (len == 0) /* data may be NULL then, and NULL + 0 is undefined */
+		return 0;
 	const char *s = data, *end = s + len;
 	while (s < end) {
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
