@@ -625,10 +625,12 @@ void job_node_lost(struct mm *mm, struct job *j, int node)
 
 /* ---- reports */
 
-void job_on_output(struct mm *mm, const Storm__Cl__Output *o)
+void job_on_output(struct mm *mm, int node, const Storm__Cl__Output *o)
 {
 	struct job *j = job_find(mm, o->job);
-	if (!j || !o->data.len)
+	/* as for exits: only a rank of the job, from a node of the job (a bogus
+	 * rank would make `storm run --label` allocate per rank up to it) */
+	if (!j || !o->data.len || o->rank >= j->nranks || job_node_pos(j, node) < 0)
 		return;
 	if (j->out_fd < 0 && j->client) {
 		Storm__Ctl__Output out = STORM__CTL__OUTPUT__INIT;

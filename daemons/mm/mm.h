@@ -162,7 +162,7 @@ void job_cancel(struct mm *mm, struct job *j, int sig, const char *who);
 void job_fail(struct mm *mm, struct job *j, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void job_transferred(struct mm *mm, struct job *j);
-void job_on_output(struct mm *mm, const Storm__Cl__Output *o);
+void job_on_output(struct mm *mm, int node, const Storm__Cl__Output *o);
 void job_on_exit(struct mm *mm, int node, const Storm__Cl__RankExit *e);
 void job_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n);
 void job_node_lost(struct mm *mm, struct job *j, int node);

@@ -144,7 +144,7 @@ static void consume_report(struct mm *mm, int idx)
 	/* the node orders its records so that output precedes the exit of its
 	 * rank and exits precede the DONE note (layout.h) */
 	for (size_t i = 0; i < r->n_output; i++)
-		job_on_output(mm, r->output[i]);
+		job_on_output(mm, idx, r->output[i]);
 	for (size_t i = 0; i < r->n_exits; i++)
 		job_on_exit(mm, idx, r->exits[i]);
 	for (size_t i = 0; i < r->n_notes; i++)
