@@ -1,6 +1,7 @@
 #include "hostlist.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +45,7 @@ static int expand_one(const char *el, size_t ellen, char (*names)[HOSTNAME_MAX],
 		if (!isdigit((unsigned char)*p))
 			return errf(err, errlen, "bad range in '%.*s'", (int)ellen, el);
 		char *end;
+		errno = 0;
 		unsigned long lo = strtoul(p, &end, 10), hi = lo;
 		int width = (int)(end - p);
 		p = end;
@@ -54,6 +56,8 @@ static int expand_one(const char *el, size_t ellen, char (*names)[HOSTNAME_MAX],
 			hi = strtoul(p, &end, 10);
 			p = end;
 		}
+		if (errno == ERANGE)
+			return errf(err, errlen, "number too large in '%.*s'", (int)ellen, el);
 		if (hi < lo || hi - lo > 100000)
 			return errf(err, errlen, "bad range %lu-%lu in '%.*s'", lo, hi,
 				    (int)ellen, el);
@@ -80,6 +84,8 @@ static int expand_one(const char *el, size_t ellen, char (*names)[HOSTNAME_MAX],
 			free(next);
 			if (n < 0)
 				return -1;
+			if (v == hi)
+				break; /* hi may be ULONG_MAX, where v++ wraps to 0 */
 		}
 	}
 	return n;

@@ -29,6 +29,10 @@ static void test_expand(void)
 	CU_ASSERT_EQUAL(hostlist_expand("r[1-2]n[01-03]", names, 2000, err, sizeof(err)), 6);
 	CU_ASSERT_STRING_EQUAL(names[0], "r1n01");
 	CU_ASSERT_STRING_EQUAL(names[5], "r2n03");
+	/* the largest number: one name, not a wrap to 0, 1, ... */
+	CU_ASSERT_EQUAL(hostlist_expand("x[18446744073709551615]", names, 2000, err, sizeof(err)), 1);
+	CU_ASSERT_STRING_EQUAL(names[0], "x18446744073709551615");
+	CU_ASSERT_EQUAL(hostlist_expand("x[18446744073709551616]", names, 2000, err, sizeof(err)), -1);
 }
 
 static void test_expand_bad(void)
