@@ -28,6 +28,9 @@ static int expand_one(const char *el, size_t ellen, char (*names)[HOSTNAME_MAX],
 			return errf(err, errlen, "empty host name");
 		if (ellen >= HOSTNAME_MAX)
 			return errf(err, errlen, "host name '%.*s' is too long", (int)ellen, el);
+		/* a name with ']' would not read back from a compressed list */
+		if (memchr(el, ']', ellen))
+			return errf(err, errlen, "unmatched ']' in '%.*s'", (int)ellen, el);
 		if (n >= max)
 			return errf(err, errlen, "more than %d hosts", max);
 		memcpy(names[n], el, ellen);
