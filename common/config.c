@@ -15,7 +15,7 @@ struct parse {
 	char *err;
 	size_t errlen;
 	int failed;
-	char nodes_spec[4096];
+	char nodes_spec[STORM_CONF_MAX_NODES * HOSTNAME_MAX]; /* 1000 names, uncompressed */
 	char reason[256];
 	int mpl_set;
 	int line, err_line;      /* lines read; the line of a reader error */
