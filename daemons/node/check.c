@@ -58,7 +58,12 @@ const char *nd_launch_problem(const Storm__Cl__Command *cmd, size_t k, char *why
 		return "no program: neither exec_path nor files";
 	for (size_t i = 0; i < L->n_files; i++)
 		if (!nd_valid_basename(L->files[i]->name)) {
-			snprintf(why, len, "file name '%s' is not a plain basename", L->files[i]->name);
+			/* the reason goes to the user in one line: no control characters */
+			snprintf(why, len, "file name '%.64s' is not a plain basename",
+				 L->files[i]->name);
+			for (char *c = why; *c; c++)
+				if ((unsigned char)*c < 0x20 || *c == 0x7f)
+					*c = '?';
 			return why;
 		}
 	return NULL;
