@@ -8,7 +8,7 @@
 #                       tests/fuzz/corpus/T and the regressions tests/fuzz/regress/T
 # To add a target: write fuzz/T.c, add T to FUZZ_TARGETS and its FUZZ_DEPS_T.
 FUZZ_TARGETS := frame ctl_request ctl_reply mm_report nd_command nd_strobe nd_chunk \
-                wire nodeset config hostlist cli_opts
+                wire nodeset config hostlist cli_opts mm_state
 
 FUZZ_DEPS_frame       := common/frame.c
 FUZZ_DEPS_ctl_request := daemons/mm/request.c common/config.c common/hostlist.c
@@ -22,6 +22,10 @@ FUZZ_DEPS_nodeset     := net_abstraction/nodeset.c
 FUZZ_DEPS_config      := common/config.c common/hostlist.c
 FUZZ_DEPS_hostlist    := common/hostlist.c
 FUZZ_DEPS_cli_opts    := cli/opts.c cli/fmt.c
+FUZZ_DEPS_mm_state    := $(MM_SRC) common/config.c common/hostlist.c common/frame.c \
+                         net_abstraction/nodeset.c fuzz/stub_sn.c
+# the MM's main() and its stderr log give way to the harness's
+FUZZ_EXTRA_daemons/mm/main.c := -Dmain=stormmm_main -Dmm_log=mm_log_stderr
 
 FUZZ_CC      ?= $(shell command -v clang-14 || command -v clang)
 FUZZ_SECONDS ?= 60
@@ -38,14 +42,14 @@ $(BUILD)/fuzz/lf/$(GEN)/%.o: $(GEN)/%.c
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_LF) -fsanitize=fuzzer-no-link -c $< -o $@
 $(BUILD)/fuzz/lf/%.o: %.c | $(PROTO_H)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -Werror $(FUZZ_LF) -fsanitize=fuzzer-no-link -c $< -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Werror $(FUZZ_EXTRA_$<) $(FUZZ_LF) -fsanitize=fuzzer-no-link -c $< -o $@
 # replay builds with the ordinary compiler (the generated codecs without -Werror)
 $(BUILD)/asan/$(GEN)/%.o: $(GEN)/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -Werror,$(CFLAGS)) $(SANFLAGS) -c $< -o $@
 $(BUILD)/fuzz/asan/%.o: %.c | $(PROTO_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(SANFLAGS) $(FUZZ_INC) -c $< -o $@
+	$(CC) $(CFLAGS) $(SANFLAGS) $(FUZZ_INC) $(FUZZ_EXTRA_$<) -c $< -o $@
 
 define FUZZ_TEMPLATE
 $(BUILD)/fuzz/$(1): $(BUILD)/fuzz/lf/fuzz/$(1).o \

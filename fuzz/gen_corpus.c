@@ -437,6 +437,148 @@ static void texts(void)
 	put("cli_opts", "signals", sig, sizeof(sig) - 1);
 }
 
+/* mm_state seeds: a session of events (fuzz/mm_state.c) */
+static uint8_t sess[65536];
+static size_t slen_;
+
+static void op(const uint8_t *b, size_t n)
+{
+	memcpy(sess + slen_, b, n);
+	slen_ += n;
+}
+
+static void op_request(int client, int nfds, Storm__Ctl__Request *r)
+{
+	r->version = 1;
+	size_t len = storm__ctl__request__get_packed_size(r);
+	uint8_t h[5] = {0, (uint8_t)client, (uint8_t)nfds, (uint8_t)(len >> 8), (uint8_t)len};
+	op(h, 5);
+	storm__ctl__request__pack(r, sess + slen_);
+	slen_ += len;
+}
+
+static void op_node(int node, int job, int what, int rank, int status)
+{
+	uint8_t h[6] = {6, (uint8_t)node, (uint8_t)job, (uint8_t)what, (uint8_t)rank,
+			(uint8_t)status};
+	op(h, 6);
+}
+
+static void op_simple(uint8_t code, int arg)
+{
+	uint8_t h[2] = {code, (uint8_t)arg};
+	op(h, code == 2 ? 1 : 2);
+}
+
+/* notes in op_node's what byte: 4 | kind << 3 */
+#define W_OUT 1
+#define W_EXIT 2
+#define W_NOTE(k) (4 | (k) << 3)
+#define W_RUNNING 0x40
+
+static void sessions(void)
+{
+	char *argv[] = {"/bin/true"};
+	Storm__Ctl__Submit s = STORM__CTL__SUBMIT__INIT;
+	s.argv = argv;
+	s.n_argv = 1;
+	s.program = "/bin/true";
+	s.cwd = "/tmp";
+	s.nodes = 2;
+	s.ranks = 4;
+	s.interactive = 1;
+	s.no_bcast = 1;
+	Storm__Ctl__Request r = STORM__CTL__REQUEST__INIT;
+	r.body_case = STORM__CTL__REQUEST__BODY_SUBMIT;
+	r.submit = &s;
+
+	/* a job run to its end: nodes UP, submit, launch, output, exits, DONE */
+	slen_ = 0;
+	op((const uint8_t[]){0}, 1);
+	for (int n = 0; n < 4; n++)
+		op_node(n, 0, 0, 0, 0);
+	op_request(0, 0, &r);
+	op_simple(3, 0);
+	op_simple(2, 0);
+	for (int n = 0; n < 2; n++) {
+		op_node(n, 0, W_NOTE(1) | W_RUNNING, 0, 0);
+		op_node(n, 0, W_OUT | W_EXIT | W_RUNNING, (uint8_t)(2 * n), 0);
+		op_node(n, 0, W_EXIT, (uint8_t)(2 * n + 1), 0);
+		op_node(n, 0, W_NOTE(3), 0, 0);
+	}
+	op_simple(3, 0);
+	op_simple(2, 0);
+	put("mm_state", "run-to-end", sess, slen_);
+
+	/* a program transfer (one descriptor), two jobs gang-scheduled, a node lost */
+	slen_ = 0;
+	op((const uint8_t[]){0}, 1);
+	for (int n = 0; n < 4; n++)
+		op_node(n, 0, 0, 0, 0);
+	s.no_bcast = 0;
+	s.program = "/tmp/app";
+	s.nodes = 4;
+	s.ranks = 8;
+	op_request(0, 1, &r);
+	for (int k = 0; k < 6; k++)
+		op_simple(3, 0);
+	op_request(1, 1, &r);
+	for (int k = 0; k < 6; k++)
+		op_simple(3, 0);
+	op_simple(5, 3);
+	op_node(0, 0, W_NOTE(2), 0, 0);
+	op_node(1, 1, W_OUT | W_EXIT, 1, 9);
+	op_simple(5, 20);
+	put("mm_state", "transfer-gang-node-down", sess, slen_);
+
+	/* queries, a batch job, a cancel, a hang-up, shutdown (fcfs cluster) */
+	slen_ = 0;
+	op((const uint8_t[]){1}, 1);
+	for (int n = 0; n < 3; n++)
+		op_node(n, 0, 0, 0, 0);
+	s.no_bcast = 1;
+	s.interactive = 0;
+	s.wait = 1;
+	s.nodes = 1;
+	s.ranks = 1;
+	s.output = "/dev/null";
+	op_request(2, 0, &r);
+	Storm__Ctl__ListJobs lj = STORM__CTL__LIST_JOBS__INIT;
+	lj.all = 1;
+	Storm__Ctl__Request q = STORM__CTL__REQUEST__INIT;
+	q.body_case = STORM__CTL__REQUEST__BODY_JOBS;
+	q.jobs = &lj;
+	op_request(3, 0, &q);
+	Storm__Ctl__ShowMatrix sm = STORM__CTL__SHOW_MATRIX__INIT;
+	q.body_case = STORM__CTL__REQUEST__BODY_MATRIX;
+	q.matrix = &sm;
+	op_request(3, 0, &q);
+	Storm__Ctl__ListNodes ln = STORM__CTL__LIST_NODES__INIT;
+	q.body_case = STORM__CTL__REQUEST__BODY_NODES;
+	q.nodes = &ln;
+	op_request(3, 0, &q);
+	Storm__Ctl__ClusterStatus cs = STORM__CTL__CLUSTER_STATUS__INIT;
+	cs.wait_ms = 100;
+	q.body_case = STORM__CTL__REQUEST__BODY_STATUS;
+	q.status = &cs;
+	op_request(1, 0, &q);
+	Storm__Ctl__Cancel cn = STORM__CTL__CANCEL__INIT;
+	cn.job = 1;
+	q.body_case = STORM__CTL__REQUEST__BODY_CANCEL;
+	q.cancel = &cn;
+	op_request(3, 0, &q);
+	op_simple(4, 2);
+	op_simple(3, 0);
+	op_node(0, 0, W_NOTE(3), 0, 0);
+	Storm__Ctl__Shutdown sd = STORM__CTL__SHUTDOWN__INIT;
+	q.body_case = STORM__CTL__REQUEST__BODY_SHUTDOWN;
+	q.shutdown = &sd;
+	op_request(0, 0, &q);
+	op_simple(3, 0);
+	op_simple(2, 0);
+	put("mm_state", "queries-batch-cancel-shutdown", sess, slen_);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -452,5 +594,6 @@ int main(int argc, char **argv)
 	strobes_chunks();
 	wires();
 	texts();
+	sessions();
 	return 0;
 }

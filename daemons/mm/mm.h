@@ -131,6 +131,8 @@ double now_s(void);
 double mono_ns(void);
 /* Ends every job, tells every node to stop, and lets the loop finish. */
 void mm_shutdown(struct mm *mm, const char *why);
+/* Closes and frees everything the MM holds (at exit; fuzz/mm_state per input). */
+void mm_stop(struct mm *mm);
 void mm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* slice.c */
