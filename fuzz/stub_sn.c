@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layout.h"
 #include "stub_sn.h"
 
 struct sn_ctx {
@@ -19,8 +20,8 @@ void stub_sn_reset(size_t gmem_size)
 		free(stub.gmem);
 		stub.gmem = calloc(1, gmem_size);
 		stub.gmem_size = gmem_size;
-	} else {
-		memset(stub.gmem, 0, gmem_size);
+	} else { /* the MM reads only its report slots */
+		memset(stub.gmem + GM_REPORTS, 0, gmem_size - GM_REPORTS);
 	}
 	memset(stub.pending, 0, sizeof(stub.pending));
 	stub.caw_result = 1;
