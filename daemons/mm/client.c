@@ -409,6 +409,14 @@ static void handle(struct mm *mm, struct client *c)
 					  "the cluster is shutting down");
 			break;
 		}
+		if (c->job) {
+			/* the connection belongs to that job's end: a second one
+			 * would leave the first pointing at a freed client */
+			client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,
+					  "this connection already follows job %llu; one job per connection",
+					  (unsigned long long)c->job->id);
+			break;
+		}
 		job_submit(mm, c, req->submit, c->rx.fds, c->rx.nfds);
 		break;
 	case STORM__CTL__REQUEST__BODY_JOBS:
