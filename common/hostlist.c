@@ -44,6 +44,8 @@ static int expand_one(const char *el, size_t ellen, char (*names)[HOSTNAME_MAX],
 	const char *suffix = rb + 1;
 	int slen = (int)(el + ellen - suffix);
 	const char *p = lb + 1;
+	if (p == rb) /* "n[]" named no host at all, and a cluster of none loaded */
+		return errf(err, errlen, "empty range in '%.*s'", (int)ellen, el);
 	while (p < rb) {
 		if (!isdigit((unsigned char)*p))
 			return errf(err, errlen, "bad range in '%.*s'", (int)ellen, el);
