@@ -35,7 +35,7 @@ FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -MMD -MP -g -O1 -fno-omit-frame-pointer -
 FUZZ_LIBS    := -lprotobuf-c -linih -ljansson
 FUZZ_LF      := -fsanitize=address,undefined -fno-sanitize-recover=all
 
-.PHONY: fuzz fuzz-build fuzz-check fuzz-corpus
+.PHONY: fuzz fuzz-build fuzz-check fuzz-corpus fuzz-merge
 # libFuzzer builds: every object instrumented for coverage
 $(BUILD)/fuzz/lf/$(GEN)/%.o: $(GEN)/%.c
 	@mkdir -p $(dir $@)
@@ -74,6 +74,10 @@ fuzz-check: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/check/%)
 		$(BUILD)/fuzz/check/$$t $$(ls -d tests/fuzz/corpus/$$t tests/fuzz/regress/$$t 2>/dev/null) \
 		|| exit 1; \
 	done
+
+# what make fuzz grew, minimised into tests/fuzz/corpus (then commit it)
+fuzz-merge: fuzz-build
+	./fuzz/merge.sh $(BUILD)/fuzz $(FUZZ_TARGETS)
 
 # the seed corpora, from valid messages and files (fuzz/gen_corpus.c)
 $(BUILD)/fuzz/gen_corpus: fuzz/gen_corpus.c net_abstraction/wire.c net_abstraction/nodeset.c \
