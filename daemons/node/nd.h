@@ -15,6 +15,7 @@
 
 #include "cluster.pb-c.h"
 #include "config.h"
+#include "gm_auth.h"
 #include "sn.h"
 
 #define ND_READ_CHUNK (16 * 1024)        /* bytes per pipe read */
@@ -90,6 +91,12 @@ struct nd {
 	uint64_t slice;
 	uint32_t cmd_done;
 	uint32_t cmd_warned_seq; /* a mismatched slot already logged */
+	uint32_t cmd_refused_seq; /* a slot with a bad tag already logged */
+
+	/* authentication (common/gm_auth.h) */
+	uint8_t key[GM_KEY_LEN];
+	struct gm_ratelimit rl_auth; /* refused strobes, commands, acks */
+	uint64_t refused;       /* messages refused so far */
 
 	/* gang scheduling (gang.c) */
 	uint64_t run_job;       /* the job the last strobe says runs here, 0: none */
@@ -124,6 +131,8 @@ struct nd {
 void nd_log(const struct nd *nd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 uint64_t nd_now_ns(void);
+/* nd_log, rate-limited: for refused (forged, altered, replayed) messages. */
+void nd_log_refused(struct nd *nd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* files.c */
 int nd_job_dir_create(struct nd *nd, uint64_t job, uint32_t uid, uint32_t gid, char *path,
@@ -169,5 +178,7 @@ void nd_report(struct nd *nd, uint64_t ack);
 /* Sends the queued records now if the last report was acknowledged. */
 void nd_report_flush(struct nd *nd);
 void nd_queue_free(struct nd *nd);
+/* Appends the report's tag: buf holds [u32 len][packed] and GM_TAG_LEN more. */
+void nd_report_seal(struct nd *nd, uint8_t *buf, size_t len);
 
 #endif

@@ -138,7 +138,7 @@ static void send_next(struct nd *nd, uint64_t seq)
 		if (j->nalive > 0)
 			running[rep.n_running++] = j->id;
 	rep.running = running;
-	const size_t budget = GM_REPORT_SLOT_SIZE - 4;
+	const size_t budget = GM_REPORT_SLOT_SIZE - 4 - GM_TAG_LEN;
 	size_t used = storm__cl__report__get_packed_size(&rep);
 	struct nd_rec *r = nd->q_head, *stop = NULL;
 	size_t partial = 0; /* output bytes of `stop` that go out in this report */
@@ -233,11 +233,12 @@ static void send_next(struct nd *nd, uint64_t seq)
 
 	size_t len = storm__cl__report__get_packed_size(&rep);
 	free(nd->report_buf);
-	nd->report_buf = xcalloc(1, 4 + len);
+	nd->report_buf = xcalloc(1, 4 + len + GM_TAG_LEN);
 	uint32_t len32 = (uint32_t)len;
 	memcpy(nd->report_buf, &len32, 4);
 	storm__cl__report__pack(&rep, nd->report_buf + 4);
-	nd->report_len = 4 + len;
+	nd_report_seal(nd, nd->report_buf, len);
+	nd->report_len = 4 + len + GM_TAG_LEN;
 	nd->report_seq = seq;
 	nd->unacked_strobes = 0;
 	send_bytes(nd);
@@ -264,6 +265,11 @@ static void send_next(struct nd *nd, uint64_t seq)
 		stop->off += partial;
 		nd->q_bytes -= partial;
 	}
+}
+
+void nd_report_seal(struct nd *nd, uint8_t *buf, size_t len)
+{
+	gm_mac(nd->key, GM_MAC_REPORT, nd->index, buf, 4 + len, buf + 4 + len);
 }
 
 void nd_report_flush(struct nd *nd)
@@ -299,21 +305,22 @@ void nd_report(struct nd *nd, uint64_t ack)
 	if (ack + 1 != nd->report_seq) {
 		/* neither consumed nor pending: the MM lost track (restarted);
 		 * renumber the last report so it follows what the MM has */
-		Storm__Cl__Report *r = storm__cl__report__unpack(NULL, nd->report_len - 4,
-								 nd->report_buf + 4);
+		Storm__Cl__Report *r = storm__cl__report__unpack(
+			NULL, nd->report_len - 4 - GM_TAG_LEN, nd->report_buf + 4);
 		nd_log(nd, "MM acknowledges report %llu, but %llu was sent; resynchronising",
 		       (unsigned long long)ack, (unsigned long long)nd->report_seq);
 		if (r) {
 			r->seq = ack + 1;
 			size_t len = storm__cl__report__get_packed_size(r);
-			uint8_t *buf = xcalloc(1, 4 + len);
+			uint8_t *buf = xcalloc(1, 4 + len + GM_TAG_LEN);
 			uint32_t len32 = (uint32_t)len;
 			memcpy(buf, &len32, 4);
 			storm__cl__report__pack(r, buf + 4);
+			nd_report_seal(nd, buf, len);
 			storm__cl__report__free_unpacked(r, NULL);
 			free(nd->report_buf);
 			nd->report_buf = buf;
-			nd->report_len = 4 + len;
+			nd->report_len = 4 + len + GM_TAG_LEN;
 			nd->report_seq = ack + 1;
 			nd->unacked_strobes = 0;
 			send_bytes(nd);
