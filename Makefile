@@ -107,8 +107,9 @@ $(BUILD)/bin/storm_selfsum: tests/cluster/selfsum.c
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -o $@ $<
 .PHONY: clustertest
-clustertest: all $(BUILD)/bin/storm_selfsum
+clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge
 	./tests/cluster/test_cluster.sh $(BUILD)/bin
+	./tests/cluster/test_users.sh $(BUILD)/bin
 	./tests/cluster/test_gang.sh $(BUILD)/bin
 	./tests/cluster/test_netns.sh $(BUILD)/bin
 	./tests/cluster/test_valgrind.sh $(BUILD)/bin
@@ -157,6 +158,11 @@ $(BUILD)/bin/fake_ctl_mm: $(BUILD)/obj/tests/cluster/fake_ctl_mm.o $(BUILD)/lib/
 .PHONY: clitest
 clitest: $(BUILD)/bin/storm $(BUILD)/bin/fake_ctl_mm
 	./tests/cluster/test_cli_fake.sh $(BUILD)/bin
+
+# forged, altered and replayed control frames (tests/cluster/test_users.sh)
+$(BUILD)/bin/ctl_forge: $(BUILD)/obj/tests/cluster/ctl_forge.o $(BUILD)/lib/libstormcommon.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ -lprotobuf-c -linih $(AUTH_LIBS)
 
 # ---- node daemon against a stand-in MM (tests/cluster/fake_mm.c)
 .PHONY: ndtest ndtest-valgrind

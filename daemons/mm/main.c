@@ -142,6 +142,12 @@ static int start(struct mm *mm, const char *conf_path)
 	for (int i = 0; i < c->nnodes; i++)
 		matrix_set_down(&mm->matrix, i, true); /* until its first report */
 	mm->row = -1;
+	/* tests only (tests/cluster/test_users.sh): STORM_TEST_TAMPER="strobe=K" */
+	const char *tamper = getenv("STORM_TEST_TAMPER"), *tp;
+	if (tamper && (tp = strstr(tamper, "strobe="))) {
+		mm->tamper_strobe = strtoull(tp + 7, NULL, 10);
+		mm_log("test hook STORM_TEST_TAMPER=%s", tamper);
+	}
 	const char *trace = getenv("STORM_TRACE");
 	if (trace && *trace) {
 		char path[PATH_MAX];

@@ -57,6 +57,11 @@ static void send_strobe(struct mm *mm)
 	gm_mac(mm->key, GM_MAC_STROBE, GM_MAC_ANY_NODE, s, strobe_signed_size((uint32_t)nn),
 	       mm->strobe_buf + strobe_signed_size((uint32_t)nn));
 	size_t size = strobe_size((uint32_t)nn);
+	if (mm->slice == mm->tamper_strobe) {
+		/* what a forger would send: the nodes must refuse it and go on */
+		mm_log("test hook: strobe %llu goes out altered", (unsigned long long)mm->slice);
+		s->row ^= 0x40;
+	}
 	struct sn_nodeset tree, single;
 	sn_set_clear(&tree);
 	for (int i = 0; i < nn; i++) {

@@ -391,6 +391,17 @@ static int setup(struct nd *nd, const struct opts *o)
 	sigaction(SIGCHLD, &chld, NULL);
 	if (nd_gang_init(nd) < 0)
 		return -1;
+	/* tests only (tests/cluster/test_users.sh): STORM_TEST_TAMPER_NODE=NAME
+	 * and STORM_TEST_TAMPER="report=K,replay=K" */
+	const char *tnode = getenv("STORM_TEST_TAMPER_NODE"), *tamper = getenv("STORM_TEST_TAMPER");
+	if (tnode && tamper && !strcmp(tnode, nd->name)) {
+		const char *p;
+		if ((p = strstr(tamper, "report=")))
+			nd->tamper_report = strtoull(p + 7, NULL, 10);
+		if ((p = strstr(tamper, "replay=")))
+			nd->tamper_replay = strtoull(p + 7, NULL, 10);
+		nd_log(nd, "test hook STORM_TEST_TAMPER=%s", tamper);
+	}
 	const char *trace = getenv("STORM_TRACE");
 	if (trace && *trace) {
 		char path[PATH_MAX];

@@ -97,6 +97,11 @@ struct nd {
 	uint8_t key[GM_KEY_LEN];
 	struct gm_ratelimit rl_auth; /* refused strobes, commands, acks */
 	uint64_t refused;       /* messages refused so far */
+	/* STORM_TEST_TAMPER (tests only): report seq to send altered, report
+	 * seq after which an old report is sent again; 0: none */
+	uint64_t tamper_report, tamper_replay;
+	uint8_t *tamper_saved;  /* report 2, kept for the replay */
+	size_t tamper_saved_len;
 
 	/* gang scheduling (gang.c) */
 	uint64_t run_job;       /* the job the last strobe says runs here, 0: none */

@@ -88,6 +88,8 @@ void nd_queue_free(struct nd *nd)
 	nd->q_bytes = 0;
 	free(nd->report_buf);
 	nd->report_buf = NULL;
+	free(nd->tamper_saved);
+	nd->tamper_saved = NULL;
 }
 
 static size_t varint_size(uint64_t v)
@@ -106,11 +108,50 @@ static size_t field_cost(size_t sub)
 	return 1 + varint_size(sub) + sub;
 }
 
+/* STORM_TEST_TAMPER: what a forger on the fabric would do, from a node, so
+ * tests/cluster/test_users.sh can see the MM refuse it and go on. Sends an
+ * altered report, or report 2 again, in place of the report due; the real one
+ * goes out with the resend of an unacknowledged report. true: it did. */
+static bool tamper(struct nd *nd, const struct sn_nodeset *mm)
+{
+	if (nd->report_seq == 2 && !nd->tamper_saved) {
+		nd->tamper_saved = xcalloc(1, nd->report_len);
+		memcpy(nd->tamper_saved, nd->report_buf, nd->report_len);
+		nd->tamper_saved_len = nd->report_len;
+	}
+	uint8_t *bad = NULL;
+	size_t len = 0;
+	if (nd->report_seq == nd->tamper_report) {
+		nd->tamper_report = 0;
+		bad = xcalloc(1, nd->report_len);
+		memcpy(bad, nd->report_buf, nd->report_len);
+		bad[4] ^= 0x01; /* one bit of the packed report */
+		len = nd->report_len;
+		nd_log(nd, "test hook: report %llu goes out altered",
+		       (unsigned long long)nd->report_seq);
+	} else if (nd->report_seq == nd->tamper_replay && nd->tamper_saved) {
+		nd->tamper_replay = 0;
+		bad = nd->tamper_saved;
+		nd->tamper_saved = NULL;
+		len = nd->tamper_saved_len;
+		nd_log(nd, "test hook: report 2 goes out again in place of report %llu",
+		       (unsigned long long)nd->report_seq);
+	}
+	if (!bad)
+		return false;
+	sn_xfer(nd->sn, mm, GM_REPORT_SLOT(nd->index), bad, len, SN_NO_EVENT, EV_REPORT,
+		SN_XFER_SYS);
+	free(bad);
+	return true;
+}
+
 static void send_bytes(struct nd *nd)
 {
 	struct sn_nodeset mm;
 	sn_set_clear(&mm);
 	sn_set_add(&mm, MM_FABRIC_ID);
+	if ((nd->tamper_report || nd->tamper_replay) && tamper(nd, &mm))
+		return;
 	int rc = sn_xfer(nd->sn, &mm, GM_REPORT_SLOT(nd->index), nd->report_buf,
 			 nd->report_len, SN_NO_EVENT, EV_REPORT, SN_XFER_SYS);
 	if (rc < 0)
