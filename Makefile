@@ -79,6 +79,14 @@ $(BUILD)/bin/gang_spin: bench/gang/spin.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -o $@ $<
 
+# the cost of authentication on the strobe path (docs/BENCHMARKS.md)
+$(BUILD)/bin/mac_bench: $(BUILD)/obj/bench/auth/mac_bench.o $(BUILD)/lib/libstormcommon.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(AUTH_LIBS)
+.PHONY: bench-auth
+bench-auth: $(BUILD)/bin/mac_bench
+	./bench/auth/run.sh $(BUILD)/bin
+
 # ---- tests
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_LIB := net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wire.c \
