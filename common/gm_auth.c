@@ -55,16 +55,43 @@ int gm_key_create(const char *path)
 	return -e;
 }
 
-void gm_mac(const uint8_t key[GM_KEY_LEN], enum gm_domain d, uint32_t node, const void *msg,
-	    size_t len, uint8_t tag[GM_TAG_LEN])
+void gm_mac2(const uint8_t key[GM_KEY_LEN], enum gm_domain d, uint32_t node, const void *a,
+	     size_t alen, const void *b, size_t blen, uint8_t tag[GM_TAG_LEN])
 {
 	crypto_generichash_state st;
 	uint8_t head[8] = { 's', 't', 'g', (uint8_t)d, (uint8_t)(node >> 24), (uint8_t)(node >> 16),
 			    (uint8_t)(node >> 8), (uint8_t)node };
 	crypto_generichash_init(&st, key, GM_KEY_LEN, GM_TAG_LEN);
 	crypto_generichash_update(&st, head, sizeof(head));
-	crypto_generichash_update(&st, msg, len);
+	crypto_generichash_update(&st, a, alen);
+	if (blen)
+		crypto_generichash_update(&st, b, blen);
 	crypto_generichash_final(&st, tag, GM_TAG_LEN);
+}
+
+void gm_mac(const uint8_t key[GM_KEY_LEN], enum gm_domain d, uint32_t node, const void *msg,
+	    size_t len, uint8_t tag[GM_TAG_LEN])
+{
+	gm_mac2(key, d, node, msg, len, NULL, 0, tag);
+}
+
+void gm_file_tag(const uint8_t key[GM_KEY_LEN], const uint8_t nonce[16], uint64_t seq,
+		 const void *hdr, size_t hlen, const void *data, size_t dlen,
+		 uint8_t tag[GM_TAG_LEN])
+{
+	uint8_t in[4 + 16 + 8], otk[crypto_onetimeauth_KEYBYTES];
+	memcpy(in, "file", 4);
+	memcpy(in + 4, nonce, 16);
+	for (int i = 0; i < 8; i++)
+		in[20 + i] = (uint8_t)(seq >> (56 - 8 * i));
+	crypto_generichash(otk, sizeof(otk), in, sizeof(in), key, GM_KEY_LEN);
+	crypto_onetimeauth_state st;
+	crypto_onetimeauth_init(&st, otk);
+	crypto_onetimeauth_update(&st, hdr, hlen);
+	if (dlen)
+		crypto_onetimeauth_update(&st, data, dlen);
+	crypto_onetimeauth_final(&st, tag);
+	sodium_memzero(otk, sizeof(otk));
 }
 
 bool gm_mac_ok(const uint8_t key[GM_KEY_LEN], enum gm_domain d, uint32_t node, const void *msg,
@@ -93,3 +120,4 @@ bool gm_ratelimit_ok(struct gm_ratelimit *r, double now, unsigned *held)
 
 #include "layout.h"
 _Static_assert(GM_TAG_BYTES == GM_TAG_LEN, "layout.h and gm_auth.h disagree on the tag");
+_Static_assert(crypto_onetimeauth_BYTES == GM_TAG_LEN, "a Poly1305 tag is a file chunk's tag");

@@ -7,9 +7,10 @@
  * position in the configuration's node list) is fabric node i + 1.
  *
  * Data flow (docs/ARCHITECTURE.md, "Control plane"):
- * Authentication (common/gm_auth.h): strobes, commands, reports and report
- * acks end in a GM_TAG_LEN-byte tag with the cluster key; a receiver drops
- * (and logs) what fails it, and what is older than the last it accepted.
+ * Authentication (common/gm_auth.h): strobes, commands, reports, report acks
+ * and file chunks carry a GM_TAG_LEN-byte tag with the cluster key; a
+ * receiver drops (and logs) what fails it, and what is older than the last it
+ * accepted.
  *
  *   strobe   MM -> all UP nodes, every timeslice, SYS rail, no local event:
  *            struct strobe at GM_STROBE, remote EV_STROBE. It names the
@@ -122,6 +123,8 @@ struct file_chunk {
 	uint32_t flags;   /* FILE_LAST: last chunk of the file */
 	uint32_t uid, gid; /* owner of the job directory and its files */
 	char name[64];    /* basename in the job directory */
+	uint8_t nonce[16]; /* the MM's, random per start: with seq, a one-time key */
+	uint8_t tag[16];  /* gm_file_tag over the header before it and the data */
 };
 #define FILE_LAST 1u
 

@@ -133,6 +133,7 @@ static int start(struct mm *mm, const char *conf_path)
 		mm_log("error: %s", err);
 		return -1;
 	}
+	randombytes_buf(mm->file_nonce, sizeof(mm->file_nonce));
 	mm->nodes = calloc((size_t)c->nnodes, sizeof(*mm->nodes));
 	mm->strobe_buf = calloc(1, GM_STROBE_MAX);
 	if (!mm->nodes || !mm->strobe_buf || matrix_init(&mm->matrix, c->nnodes, (int)c->mpl) < 0) {

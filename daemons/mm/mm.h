@@ -124,6 +124,7 @@ struct mm {
 	struct transfer *xfer;   /* the one transfer under way, if any */
 	uint8_t *strobe_buf;
 	uint8_t key[GM_KEY_LEN]; /* cluster key: tags MM <-> node messages */
+	uint8_t file_nonce[16];  /* random per start: file chunk keys (gm_file_tag) */
 	struct gm_ratelimit rl_ctl, rl_report; /* refusals in the log */
 	uint64_t tamper_strobe;  /* STORM_TEST_TAMPER strobe=K (tests): sent altered */
 };

@@ -14,6 +14,7 @@
  * Exit 0 when all hold. Each daemon's log: DIR/<node>.log. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -405,6 +406,9 @@ static void send_chunk(const struct sn_nodeset *set, struct file_chunk *h, const
 	h->seq = ++mm.file_seq;
 	if (h->seq > 2)
 		caw_file_done(set, h->seq - 2);
+	memset(h->nonce, 0x17, sizeof(h->nonce));
+	gm_file_tag(mm.key, h->nonce, h->seq, h, offsetof(struct file_chunk, tag), data, h->len,
+		    h->tag);
 	size_t len = sizeof(*h) + h->len;
 	uint8_t *buf = malloc(len);
 	memcpy(buf, h, sizeof(*h));
@@ -935,6 +939,22 @@ static void test_forgery(uid_t uid, gid_t gid, const char *user)
 	CHECK(mm.jobs[14].r[0].text[1] && !strcmp(mm.jobs[14].r[0].text[1], "genuine\n"),
 	      "the genuine launch after a forged one printed '%s'",
 	      mm.jobs[14].r[0].text[1] ? mm.jobs[14].r[0].text[1] : "");
+
+	/* a forged file chunk: a program swapped on its way; nothing written */
+	struct file_chunk fc = {.job = 15, .seq = mm.file_seq + 1, .len = 5, .size = 5,
+				.mode = 0755, .flags = FILE_LAST, .uid = uid, .gid = gid};
+	snprintf(fc.name, sizeof(fc.name), "evil.sh");
+	memset(fc.tag, 0x33, sizeof(fc.tag));
+	uint8_t cbuf[sizeof(fc) + 5];
+	memcpy(cbuf, &fc, sizeof(fc));
+	memcpy(cbuf + sizeof(fc), "evil\n", 5);
+	sn_xfer(mm.sn, &all, GM_FILE_BUF_AT(fc.seq % 2), cbuf, sizeof(cbuf), SN_NO_EVENT,
+		EV_FILE(fc.seq % 2), 0);
+	char fwant[128];
+	snprintf(fwant, sizeof(fwant), "file chunk %" PRIu64 " in buffer %d has a bad tag", fc.seq,
+		 (int)(fc.seq % 2));
+	CHECK(pump_until(logged, fwant, 5000), "every node logs the forged file chunk");
+	check_dir_gone(15, 0);
 
 	/* a forged direct ack: would let a node overwrite an unread report */
 	uint8_t ack[GM_REPORT_ACK_SIZE];

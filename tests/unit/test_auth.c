@@ -49,6 +49,43 @@ static void test_mac_every_bit(void)
 	key[5] ^= 1;
 }
 
+static void test_file_tag(void)
+{
+	static uint8_t data[5000];
+	uint8_t hdr[64], nonce[16], tag[GM_TAG_LEN], t2[GM_TAG_LEN];
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 13);
+	memset(hdr, 0x21, sizeof(hdr));
+	memset(nonce, 0x5c, sizeof(nonce));
+	gm_file_tag(key, nonce, 9, hdr, sizeof(hdr), data, sizeof(data), tag);
+	gm_file_tag(key, nonce, 9, hdr, sizeof(hdr), data, sizeof(data), t2);
+	CU_ASSERT(memcmp(tag, t2, GM_TAG_LEN) == 0);
+	int same = 0;
+	for (size_t b = 0; b < sizeof(data) * 8; b += 7) { /* data bits */
+		data[b / 8] ^= (uint8_t)(1u << (b % 8));
+		gm_file_tag(key, nonce, 9, hdr, sizeof(hdr), data, sizeof(data), t2);
+		same += memcmp(tag, t2, GM_TAG_LEN) == 0;
+		data[b / 8] ^= (uint8_t)(1u << (b % 8));
+	}
+	for (size_t b = 0; b < sizeof(hdr) * 8; b++) { /* header bits */
+		hdr[b / 8] ^= (uint8_t)(1u << (b % 8));
+		gm_file_tag(key, nonce, 9, hdr, sizeof(hdr), data, sizeof(data), t2);
+		same += memcmp(tag, t2, GM_TAG_LEN) == 0;
+		hdr[b / 8] ^= (uint8_t)(1u << (b % 8));
+	}
+	CU_ASSERT_EQUAL(same, 0);
+	/* another chunk number or MM start: another one-time key */
+	gm_file_tag(key, nonce, 10, hdr, sizeof(hdr), data, sizeof(data), t2);
+	CU_ASSERT(memcmp(tag, t2, GM_TAG_LEN) != 0);
+	nonce[15] ^= 1;
+	gm_file_tag(key, nonce, 9, hdr, sizeof(hdr), data, sizeof(data), t2);
+	CU_ASSERT(memcmp(tag, t2, GM_TAG_LEN) != 0);
+	/* a truncated chunk */
+	nonce[15] ^= 1;
+	gm_file_tag(key, nonce, 9, hdr, sizeof(hdr), data, sizeof(data) - 1, t2);
+	CU_ASSERT(memcmp(tag, t2, GM_TAG_LEN) != 0);
+}
+
 static void test_key_file(void)
 {
 	char dir[] = "/tmp/storm-unit-key.XXXXXX", path[64], err[256];
@@ -202,6 +239,7 @@ void add_auth_suite(void)
 {
 	CU_pSuite s = CU_add_suite("auth", NULL, NULL);
 	CU_add_test(s, "MAC refuses every bit flip, domain, node, key", test_mac_every_bit);
+	CU_add_test(s, "file chunk tags: bits, chunk number, nonce, length", test_file_tag);
 	CU_add_test(s, "key file checks", test_key_file);
 	CU_add_test(s, "log rate limit", test_ratelimit);
 	CU_add_test(s, "control envelope parsing", test_env_parse);
