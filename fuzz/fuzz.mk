@@ -8,7 +8,7 @@
 #                       tests/fuzz/corpus/T and the regressions tests/fuzz/regress/T
 # To add a target: write fuzz/T.c, add T to FUZZ_TARGETS and its FUZZ_DEPS_T.
 FUZZ_TARGETS := frame ctl_request ctl_reply mm_report nd_command nd_strobe nd_chunk \
-                wire nodeset config hostlist cli_opts mm_state
+                wire nodeset config hostlist cli_opts mm_state ctl_auth
 
 FUZZ_DEPS_frame       := common/frame.c
 FUZZ_DEPS_ctl_request := daemons/mm/request.c common/config.c common/hostlist.c
@@ -23,6 +23,7 @@ FUZZ_DEPS_config      := common/config.c common/hostlist.c
 FUZZ_DEPS_hostlist    := common/hostlist.c
 FUZZ_DEPS_cli_opts    := cli/opts.c cli/fmt.c
 FUZZ_DEPS_mm_state    := $(MM_SRC) $(COMMON_SRC) net_abstraction/nodeset.c fuzz/stub_sn.c
+FUZZ_DEPS_ctl_auth    := common/ctl_auth.c
 # the MM's main() and its stderr log give way to the harness's
 FUZZ_EXTRA_daemons/mm/main.c := -Dmain=stormmm_main -Dmm_log=mm_log_stderr \
                                 -Dmm_log_limited=mm_log_limited_stderr
