@@ -210,6 +210,7 @@ static void on_strobe(struct nd *nd)
 		memcpy(&run, nd->gmem + GM_STROBE + sizeof(s) + 8 * ((uint64_t)s.nnodes + nd->index),
 		       8);
 	int switched = nd_gang_apply(nd, run);
+	nd_bcs_strobe(nd);
 	if (nd->trace) {
 		/* slice, the MM's switch count, when it came, when the switch was done */
 		fprintf(nd->trace, "strobe %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %d\n",
@@ -367,6 +368,10 @@ static int setup(struct nd *nd, const struct opts *o)
 		return -1;
 	}
 	nd->gmem = sn_gmem(nd->sn);
+	if (nd_bcs_init(nd, sc.chunk_size) < 0) {
+		fprintf(stderr, "stormnd: error: out of memory\n");
+		return -1;
+	}
 	int wfd = sn_wait_fd(nd->sn);
 	if (wfd >= 0) {
 		ev.data.u64 = ND_TAG_SN;
@@ -450,6 +455,8 @@ static void run(struct nd *nd)
 		/* several strobes since the last turn: the latest one counts */
 		if (drain_event(nd, EV_STROBE))
 			on_strobe(nd);
+		if (drain_event(nd, EV_BCS))
+			nd_bcs_arrived(nd);
 		if (drain_event(nd, EV_REPORT_ACK)) {
 			uint64_t ack = sn_var_load(nd->sn, GM_VAR_REPORT_ACK);
 			if (ack > nd->acked && ack <= nd->report_seq)
@@ -484,6 +491,7 @@ int main(int argc, char **argv)
 	nd_files_close(&nd);
 	nd_queue_free(&nd);
 	nd_gang_close(&nd);
+	nd_bcs_close(&nd);
 	if (nd.trace)
 		fclose(nd.trace);
 	sn_close(nd.sn);

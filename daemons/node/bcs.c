@@ -1,0 +1,1058 @@
+/* BCS-MPI in the node daemon: the NIC threads of the paper (§4.5).
+ *
+ * Ranks post descriptors into a memfd shared with this daemon
+ * (bcs_mpi/chan.h). At every strobe, for each job that uses MPI here:
+ *   1. completion: completions gathered during the last slice go into the
+ *      ranks' completion rings and blocked ranks are woken (futex);
+ *   2. collection: the ranks' new descriptors are read, labelled with the
+ *      slice;
+ *   3. descriptor exchange: one DESC message per other node of the job
+ *      carries the send descriptors for its ranks and says "nothing more
+ *      from me up to this slice" (its cover);
+ *   4. matching: once every node of the job covers slice t, the receivers'
+ *      round t runs (bcs_mpi/match.h): sends in (slice, source rank, post
+ *      order), then receives in post order;
+ *   5. transmission: per source node and slice at most BCS_BUDGET bytes are
+ *      granted (GRANT to the sender's node); the sender reads the bytes from
+ *      its rank (process_vm_readv) and puts them into the receiver node's
+ *      mailbox (DATA); the receiver writes them into the receiving rank
+ *      (process_vm_writev). A message larger than the budget takes several
+ *      slices. Within a node the daemon copies from one rank to the other.
+ * Node to node everything travels through the mailboxes of common/layout.h
+ * (XFER-AND-SIGNAL), never a same-host shortcut. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "../../bcs_mpi/chan.h"
+#include "../../bcs_mpi/match.h"
+#include "layout.h"
+#include "nd.h"
+
+#define BCS_MAGIC 0x3153434bu   /* mailbox message */
+#define BCS_BUDGET (1u << 20)   /* bytes granted per source node and slice */
+#define BCS_DEAD_JOBS 64
+
+enum mtype { M_DESC = 1, M_GRANT = 2, M_DATA = 3, M_ABORT = 4 };
+
+struct mhdr {
+	uint32_t magic;
+	uint32_t seq;
+	uint32_t type;
+	uint32_t len;   /* body bytes after the header */
+	uint64_t job;
+	uint64_t slice; /* DESC: cover (UINT64_MAX: the node is done with the job) */
+	uint32_t count; /* entries in the body */
+	uint32_t flags;
+};
+
+struct wdesc { /* a send descriptor on the wire */
+	int32_t src, dst, tag;
+	uint32_t ctx, seq, sreq, flags, pad;
+	uint64_t len;
+};
+
+struct wgrant {
+	int32_t src, dst;
+	uint32_t sreq, rreq;
+	uint64_t off, len;
+	uint32_t last, pad;
+};
+
+struct wdata {
+	int32_t dst;
+	uint32_t rreq;
+	uint64_t off;
+	uint64_t len;
+};
+
+struct omsg {
+	struct omsg *next;
+	uint32_t to;
+	size_t len;
+	uint8_t data[];
+};
+
+struct outbox {
+	uint32_t sent;    /* messages written to the peer */
+	struct omsg *head, *tail;
+};
+
+/* a matched message, at the receiver's node */
+struct xfer {
+	struct bcs_msend *s;
+	struct bcs_mrecv *r;
+	uint32_t lr;      /* receiving local rank */
+	uint64_t total, granted, done;
+	struct xfer *next;
+};
+
+/* a send waiting for its grants, at the sender's node */
+struct osend {
+	uint32_t lr, req;
+	uint64_t addr, len;
+	struct osend *next;
+};
+
+struct comps {
+	struct bcs_comp *v;
+	size_t n, cap;
+};
+
+struct bjob {
+	uint64_t id;
+	struct nd_job *job;        /* NULL until launched here */
+	int memfd;
+	uint8_t *map;
+	size_t maplen;
+	uint32_t nlocal, first, world;
+	uint32_t nnodes_job;
+	uint32_t *nodes, *nfirst, *ncount;
+	bool active, final_sent, aborted;
+	uint64_t *cover;           /* per cluster node index */
+	uint64_t round;
+	struct bcs_msend **inc;    /* sends not yet in a round */
+	size_t ninc, capinc;
+	struct bcs_mrecv **newr;   /* receives and probes not yet in a round */
+	uint32_t *newr_lr;
+	size_t nnewr, capnewr;
+	struct bcs_mq *mq;         /* per local rank */
+	struct bcs_mrecv **probes; /* blocking probes waiting, per local rank */
+	uint32_t *sseq, *rseq;
+	struct osend *osends;
+	struct xfer **gq_head, **gq_tail; /* per source node index: to grant */
+	uint64_t *budget;          /* per source node index, this slice */
+	struct xfer *wait_data;    /* granted, data pending */
+	struct comps *comps;       /* per local rank, to publish */
+	struct wdesc **batch;      /* per cluster node index: sends for it */
+	size_t *nbatch, *capbatch;
+	struct bjob *next;
+};
+
+struct nd_bcs {
+	uint32_t nnodes, self;
+	size_t max_msg;
+	struct outbox *out;
+	uint32_t *consumed, *unacked; /* per source node */
+	struct bjob *jobs;
+	uint64_t dead[BCS_DEAD_JOBS];
+	unsigned ndead;
+	uint8_t *bounce;
+};
+
+static void *grow(void *p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return p;
+	size_t c = *cap ? *cap * 2 : 16;
+	while (c < need)
+		c *= 2;
+	void *q = realloc(p, c * elem);
+	if (!q) {
+		abort(); /* the daemon cannot go on without its bookkeeping */
+	}
+	*cap = c;
+	return q;
+}
+
+/* ---- mailboxes */
+
+static void mb_xfer(struct nd *nd, struct omsg *m)
+{
+	struct nd_bcs *b = nd->bcs;
+	struct mhdr *h = (struct mhdr *)m->data;
+	struct sn_nodeset to;
+	sn_set_clear(&to);
+	sn_set_add(&to, fabric_id(m->to));
+	uint64_t off = gm_bcs_slot(b->nnodes, b->self, h->seq % GM_BCS_SLOTS);
+	int rc = sn_xfer(nd->sn, &to, off, m->data, m->len, SN_NO_EVENT, EV_BCS, 0);
+	if (rc < 0)
+		nd_log(nd, "bcs: message to node %u lost: %s", m->to, sn_strerror(nd->sn));
+}
+
+static void mb_flush(struct nd *nd, uint32_t to)
+{
+	struct nd_bcs *b = nd->bcs;
+	struct outbox *o = &b->out[to];
+	uint64_t acked = sn_var_load(nd->sn, gm_bcs_ack(b->nnodes, to));
+	while (o->head && o->sent - (uint32_t)acked < GM_BCS_SLOTS) {
+		struct omsg *m = o->head;
+		o->head = m->next;
+		if (!o->head)
+			o->tail = NULL;
+		((struct mhdr *)m->data)->seq = ++o->sent;
+		mb_xfer(nd, m);
+		free(m);
+	}
+}
+
+static void mb_send(struct nd *nd, uint32_t to, uint32_t type, uint64_t job, uint64_t slice,
+		    uint32_t count, const void *body, size_t len, const void *body2, size_t len2)
+{
+	struct nd_bcs *b = nd->bcs;
+	struct omsg *m = malloc(sizeof(*m) + sizeof(struct mhdr) + len + len2);
+	if (!m)
+		abort();
+	m->next = NULL;
+	m->to = to;
+	m->len = sizeof(struct mhdr) + len + len2;
+	struct mhdr h = {.magic = BCS_MAGIC, .type = type, .len = (uint32_t)(len + len2),
+			 .job = job, .slice = slice, .count = count};
+	memcpy(m->data, &h, sizeof(h));
+	if (len)
+		memcpy(m->data + sizeof(h), body, len);
+	if (len2)
+		memcpy(m->data + sizeof(h) + len, body2, len2);
+	struct outbox *o = &b->out[to];
+	if (o->tail)
+		o->tail->next = m;
+	else
+		o->head = m;
+	o->tail = m;
+	mb_flush(nd, to);
+}
+
+static void mb_ack(struct nd *nd, uint32_t from)
+{
+	struct nd_bcs *b = nd->bcs;
+	if (!b->unacked[from])
+		return;
+	b->unacked[from] = 0;
+	uint64_t v = b->consumed[from];
+	struct sn_nodeset to;
+	sn_set_clear(&to);
+	sn_set_add(&to, fabric_id(from));
+	if (sn_xfer(nd->sn, &to, gm_bcs_ack(b->nnodes, b->self), &v, 8, SN_NO_EVENT, EV_BCS, 0) < 0)
+		nd_log(nd, "bcs: ack to node %u lost: %s", from, sn_strerror(nd->sn));
+}
+
+/* ---- jobs */
+
+static struct bjob *bjob_find(struct nd_bcs *b, uint64_t id)
+{
+	for (struct bjob *j = b->jobs; j; j = j->next)
+		if (j->id == id)
+			return j;
+	return NULL;
+}
+
+static bool job_dead(struct nd_bcs *b, uint64_t id)
+{
+	for (unsigned i = 0; i < BCS_DEAD_JOBS && i < b->ndead; i++)
+		if (b->dead[i] == id)
+			return true;
+	return false;
+}
+
+static struct bjob *bjob_new(struct nd_bcs *b, uint64_t id)
+{
+	struct bjob *j = calloc(1, sizeof(*j));
+	if (!j)
+		abort();
+	j->id = id;
+	j->memfd = -1;
+	uint32_t n = b->nnodes;
+	j->cover = calloc(n, sizeof(*j->cover));
+	j->gq_head = calloc(n, sizeof(*j->gq_head));
+	j->gq_tail = calloc(n, sizeof(*j->gq_tail));
+	j->budget = calloc(n, sizeof(*j->budget));
+	j->batch = calloc(n, sizeof(*j->batch));
+	j->nbatch = calloc(n, sizeof(*j->nbatch));
+	j->capbatch = calloc(n, sizeof(*j->capbatch));
+	if (!j->cover || !j->gq_head || !j->gq_tail || !j->budget || !j->batch || !j->nbatch ||
+	    !j->capbatch)
+		abort();
+	for (uint32_t i = 0; i < n; i++)
+		j->budget[i] = BCS_BUDGET;
+	j->next = b->jobs;
+	b->jobs = j;
+	return j;
+}
+
+static int node_of_rank(const struct bjob *j, int32_t rank)
+{
+	for (uint32_t k = 0; k < j->nnodes_job; k++)
+		if ((uint32_t)rank >= j->nfirst[k] && (uint32_t)rank < j->nfirst[k] + j->ncount[k])
+			return (int)j->nodes[k];
+	return -1;
+}
+
+static struct bcs_area *area(struct bjob *j, uint32_t lr)
+{
+	return (struct bcs_area *)(j->map + BCS_CHAN_HDR + (uint64_t)lr * BCS_AREA_SIZE);
+}
+
+static pid_t pid_of(struct bjob *j, uint32_t lr)
+{
+	if (!j->job || lr >= j->job->nranks)
+		return -1;
+	return j->job->ranks[lr].pid;
+}
+
+static void complete(struct bjob *j, uint32_t lr, uint32_t req, int32_t src, int32_t tag, int err,
+		     uint64_t len)
+{
+	struct comps *c = &j->comps[lr];
+	c->v = grow(c->v, &c->cap, c->n + 1, sizeof(*c->v));
+	c->v[c->n++] = (struct bcs_comp){.req = req, .src = src, .tag = tag, .err = err,
+					 .len = len};
+}
+
+/* Completion micro-phase: into the rings, then wake. */
+static void publish(struct bjob *j)
+{
+	for (uint32_t lr = 0; lr < j->nlocal; lr++) {
+		struct comps *c = &j->comps[lr];
+		struct bcs_area *a = area(j, lr);
+		bool wake = __atomic_load_n(&a->want_room, __ATOMIC_ACQUIRE);
+		size_t k = 0;
+		uint32_t head = a->comp_head;
+		uint32_t tail = __atomic_load_n(&a->comp_tail, __ATOMIC_ACQUIRE);
+		while (k < c->n && head - tail < BCS_COMP_RING) {
+			a->comp[head % BCS_COMP_RING] = c->v[k++];
+			head++;
+		}
+		if (k) {
+			__atomic_store_n(&a->comp_head, head, __ATOMIC_RELEASE);
+			memmove(c->v, c->v + k, (c->n - k) * sizeof(*c->v));
+			c->n -= k;
+			wake = true;
+		}
+		if (wake) {
+			__atomic_fetch_add(&a->futex, 1, __ATOMIC_RELEASE);
+			syscall(SYS_futex, &a->futex, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+		}
+	}
+}
+
+/* ---- data movement */
+
+static int copy_from(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec l = {buf, len}, r = {(void *)(uintptr_t)addr, len};
+	return len == 0 || process_vm_readv(pid, &l, 1, &r, 1, 0) == (ssize_t)len ? 0 : -1;
+}
+
+static int copy_to(pid_t pid, uint64_t addr, const void *buf, size_t len)
+{
+	struct iovec l = {(void *)buf, len}, r = {(void *)(uintptr_t)addr, len};
+	return len == 0 || process_vm_writev(pid, &l, 1, &r, 1, 0) == (ssize_t)len ? 0 : -1;
+}
+
+static struct osend *osend_take(struct bjob *j, uint32_t lr, uint32_t req, bool unlink)
+{
+	for (struct osend **pp = &j->osends; *pp; pp = &(*pp)->next)
+		if ((*pp)->lr == lr && (*pp)->req == req) {
+			struct osend *o = *pp;
+			if (unlink)
+				*pp = o->next;
+			return o;
+		}
+	return NULL;
+}
+
+static void recv_done(struct bjob *j, struct xfer *x, int err)
+{
+	if (!err && x->s->len > x->r->len)
+		err = BCS_ETRUNC;
+	complete(j, x->lr, x->r->req, x->s->src, x->s->tag, err, x->total);
+}
+
+static void xfer_free(struct xfer *x)
+{
+	free(x->s);
+	free(x->r);
+	free(x);
+}
+
+/* Grants (and within the node, copies) up to the slice's budget per source. */
+static void grant(struct nd *nd, struct bjob *j)
+{
+	struct nd_bcs *b = nd->bcs;
+	size_t maxg = (b->max_msg - sizeof(struct mhdr)) / sizeof(struct wgrant);
+	struct wgrant *g = malloc(maxg * sizeof(*g));
+	if (!g)
+		abort();
+	for (uint32_t node = 0; node < b->nnodes; node++) {
+		size_t ng = 0;
+		while (j->gq_head[node]) {
+			struct xfer *x = j->gq_head[node];
+			uint64_t chunk = x->total - x->granted;
+			if (chunk > j->budget[node])
+				chunk = j->budget[node];
+			if (chunk == 0 && x->total != 0)
+				break; /* budget spent: the rest next slice */
+			j->budget[node] -= chunk;
+			uint64_t off = x->granted;
+			x->granted += chunk;
+			bool last = x->granted == x->total;
+			if (node == b->self) {
+				/* both ranks here: the daemon copies, through its bounce buffer */
+				uint32_t slr = (uint32_t)x->s->src - j->first;
+				struct osend *o = osend_take(j, slr, x->s->sreq, false);
+				int err = o ? 0 : BCS_EFAULT;
+				for (uint64_t d = 0; !err && d < chunk;) {
+					size_t n = chunk - d > b->max_msg ? b->max_msg : chunk - d;
+					if (copy_from(pid_of(j, slr), o->addr + off + d, b->bounce, n) < 0 ||
+					    copy_to(pid_of(j, x->lr), x->r->addr + off + d, b->bounce, n) < 0)
+						err = BCS_EFAULT;
+					d += n;
+				}
+				x->done += chunk;
+				if (last || err) {
+					if (o) {
+						osend_take(j, slr, x->s->sreq, true);
+						complete(j, slr, o->req, x->s->dst, x->s->tag, 0, o->len);
+						free(o);
+					}
+					recv_done(j, x, err);
+				}
+			} else {
+				g[ng++] = (struct wgrant){.src = x->s->src, .dst = x->s->dst,
+							  .sreq = x->s->sreq, .rreq = x->r->req,
+							  .off = off, .len = chunk, .last = last};
+				if (ng == maxg) {
+					mb_send(nd, node, M_GRANT, j->id, 0, (uint32_t)ng, g,
+						ng * sizeof(*g), NULL, 0);
+					ng = 0;
+				}
+			}
+			if (!last)
+				break;
+			j->gq_head[node] = x->next;
+			if (!x->next)
+				j->gq_tail[node] = NULL;
+			if (node == b->self) {
+				xfer_free(x);
+			} else if (x->total == 0) {
+				recv_done(j, x, 0);
+				xfer_free(x);
+			} else {
+				x->next = j->wait_data;
+				j->wait_data = x;
+			}
+		}
+		if (ng)
+			mb_send(nd, node, M_GRANT, j->id, 0, (uint32_t)ng, g, ng * sizeof(*g), NULL, 0);
+	}
+	free(g);
+}
+
+static void matched(struct bjob *j, struct bcs_msend *s, struct bcs_mrecv *r)
+{
+	struct xfer *x = calloc(1, sizeof(*x));
+	if (!x)
+		abort();
+	x->s = s;
+	x->r = r;
+	x->lr = (uint32_t)s->dst - j->first;
+	x->total = s->len < r->len ? s->len : r->len;
+	uint32_t node = s->src_node;
+	if (j->gq_tail[node])
+		j->gq_tail[node]->next = x;
+	else
+		j->gq_head[node] = x;
+	j->gq_tail[node] = x;
+}
+
+static void check_probes(struct bjob *j, uint32_t lr)
+{
+	for (struct bcs_mrecv **pp = &j->probes[lr]; *pp;) {
+		struct bcs_mrecv *p = *pp;
+		struct bcs_msend *s = bcs_mq_peek(&j->mq[lr], p->src, p->tag, p->ctx);
+		if (!s) {
+			pp = &p->next;
+			continue;
+		}
+		complete(j, lr, p->req, s->src, s->tag, 0, s->len);
+		*pp = p->next;
+		free(p);
+	}
+}
+
+/* Matching micro-phase: every round every node of the job covers. */
+static void rounds(struct nd *nd, struct bjob *j)
+{
+	if (!j->job || !j->map)
+		return;
+	uint64_t t = UINT64_MAX;
+	for (uint32_t k = 0; k < j->nnodes_job; k++)
+		if (j->cover[j->nodes[k]] < t)
+			t = j->cover[j->nodes[k]];
+	if (t <= j->round)
+		return;
+	/* this round's sends in matching order; later ones stay */
+	size_t n = 0;
+	for (size_t i = 0; i < j->ninc; i++)
+		if (j->inc[i]->label <= t) {
+			struct bcs_msend *tmp = j->inc[n];
+			j->inc[n++] = j->inc[i];
+			j->inc[i] = tmp;
+		}
+	qsort(j->inc, n, sizeof(*j->inc), bcs_msend_cmp);
+	size_t si = 0, ri = 0;
+	while (si < n || (ri < j->nnewr && j->newr[ri]->label <= t)) {
+		uint64_t ls = si < n ? j->inc[si]->label : UINT64_MAX;
+		uint64_t lr_ = ri < j->nnewr && j->newr[ri]->label <= t ? j->newr[ri]->label
+									  : UINT64_MAX;
+		uint64_t label = ls < lr_ ? ls : lr_;
+		for (; si < n && j->inc[si]->label == label; si++) {
+			struct bcs_msend *s = j->inc[si];
+			uint32_t lr = (uint32_t)s->dst - j->first;
+			struct bcs_mrecv *r = bcs_mq_send(&j->mq[lr], s);
+			if (r)
+				matched(j, s, r);
+			else
+				check_probes(j, lr);
+		}
+		for (; ri < j->nnewr && j->newr[ri]->label == label; ri++) {
+			struct bcs_mrecv *r = j->newr[ri];
+			uint32_t lr = j->newr_lr[ri];
+			if (r->op == BCS_OP_RECV) {
+				struct bcs_msend *s = bcs_mq_recv(&j->mq[lr], r);
+				if (s)
+					matched(j, s, r);
+				continue;
+			}
+			struct bcs_msend *s = bcs_mq_peek(&j->mq[lr], r->src, r->tag, r->ctx);
+			if (s || r->op == BCS_OP_IPROBE) {
+				complete(j, lr, r->req, s ? s->src : -1, s ? s->tag : -1,
+					 s ? 0 : BCS_ENOTFOUND, s ? s->len : 0);
+				free(r);
+			} else {
+				r->next = j->probes[lr];
+				j->probes[lr] = r;
+			}
+		}
+	}
+	memmove(j->inc, j->inc + n, (j->ninc - n) * sizeof(*j->inc));
+	j->ninc -= n;
+	memmove(j->newr, j->newr + ri, (j->nnewr - ri) * sizeof(*j->newr));
+	memmove(j->newr_lr, j->newr_lr + ri, (j->nnewr - ri) * sizeof(*j->newr_lr));
+	j->nnewr -= ri;
+	j->round = t;
+	grant(nd, j);
+}
+
+static void kill_local(struct nd *nd, struct bjob *j, const char *why)
+{
+	if (j->aborted || !j->job)
+		return;
+	j->aborted = true;
+	nd_log(nd, "job %" PRIu64 ": %s; killing its ranks here", j->id, why);
+	for (uint32_t i = 0; i < j->job->nranks; i++)
+		if (j->job->ranks[i].pid > 0)
+			kill(j->job->ranks[i].pid, SIGKILL);
+}
+
+static void abort_job(struct nd *nd, struct bjob *j, uint32_t rank, int code)
+{
+	char why[96];
+	snprintf(why, sizeof(why), "rank %u called MPI_Abort (%d)", rank, code);
+	for (uint32_t k = 0; k < j->nnodes_job; k++)
+		if (j->nodes[k] != nd->bcs->self)
+			mb_send(nd, j->nodes[k], M_ABORT, j->id, rank, (uint32_t)code, NULL, 0, NULL,
+				0);
+	kill_local(nd, j, why);
+}
+
+/* Collection micro-phase: the ranks' new descriptors. */
+static void collect(struct nd *nd, struct bjob *j, uint64_t slice)
+{
+	struct nd_bcs *b = nd->bcs;
+	for (uint32_t lr = 0; lr < j->nlocal; lr++) {
+		struct bcs_area *a = area(j, lr);
+		uint32_t head = __atomic_load_n(&a->sub_head, __ATOMIC_ACQUIRE);
+		uint32_t tail = a->sub_tail;
+		if (head - tail > BCS_SUB_RING) {
+			nd_log(nd, "job %" PRIu64 ": rank %u's ring is corrupt", j->id, j->first + lr);
+			tail = head;
+		}
+		for (; tail != head; tail++) {
+			struct bcs_desc d = a->sub[tail % BCS_SUB_RING];
+			int32_t me = (int32_t)(j->first + lr);
+			switch (d.op) {
+			case BCS_OP_INIT:
+				j->active = true;
+				break;
+			case BCS_OP_SEND: {
+				int node = d.peer >= 0 && (uint32_t)d.peer < j->world
+						   ? node_of_rank(j, d.peer) : -1;
+				if (node < 0) {
+					complete(j, lr, d.req, d.peer, d.tag, BCS_EFAULT, 0);
+					break;
+				}
+				struct osend *o = malloc(sizeof(*o));
+				if (!o)
+					abort();
+				*o = (struct osend){.lr = lr, .req = d.req, .addr = d.addr,
+						    .len = d.len, .next = j->osends};
+				j->osends = o;
+				struct wdesc w = {.src = me, .dst = d.peer, .tag = d.tag, .ctx = d.ctx,
+						  .seq = j->sseq[lr]++, .sreq = d.req,
+						  .flags = d.flags, .len = d.len};
+				j->batch[node] = grow(j->batch[node], &j->capbatch[node],
+						      j->nbatch[node] + 1, sizeof(w));
+				j->batch[node][j->nbatch[node]++] = w;
+				break;
+			}
+			case BCS_OP_RECV:
+			case BCS_OP_PROBE:
+			case BCS_OP_IPROBE: {
+				struct bcs_mrecv *r = calloc(1, sizeof(*r));
+				if (!r)
+					abort();
+				*r = (struct bcs_mrecv){.label = slice, .seq = j->rseq[lr]++,
+							.src = d.peer, .tag = d.tag, .ctx = d.ctx,
+							.req = d.req, .op = d.op, .addr = d.addr,
+							.len = d.len};
+				j->newr = grow(j->newr, &j->capnewr, j->nnewr + 1, sizeof(*j->newr));
+				size_t cap = j->capnewr;
+				(void)cap;
+				j->newr_lr = realloc(j->newr_lr, j->capnewr * sizeof(*j->newr_lr));
+				if (!j->newr_lr)
+					abort();
+				j->newr_lr[j->nnewr] = lr;
+				j->newr[j->nnewr++] = r;
+				break;
+			}
+			case BCS_OP_CANCEL: {
+				struct bcs_mrecv *r = bcs_mq_cancel(&j->mq[lr], d.req);
+				for (size_t i = 0; !r && i < j->nnewr; i++)
+					if (j->newr_lr[i] == lr && j->newr[i]->req == d.req &&
+					    j->newr[i]->op == BCS_OP_RECV) {
+						r = j->newr[i];
+						memmove(j->newr + i, j->newr + i + 1,
+							(j->nnewr - i - 1) * sizeof(*j->newr));
+						memmove(j->newr_lr + i, j->newr_lr + i + 1,
+							(j->nnewr - i - 1) * sizeof(*j->newr_lr));
+						j->nnewr--;
+					}
+				if (r) {
+					complete(j, lr, r->req, BCS_ANY_SOURCE, BCS_ANY_TAG,
+						 BCS_ECANCELLED, 0);
+					free(r);
+				}
+				break;
+			}
+			case BCS_OP_ABORT:
+				__atomic_store_n(&a->sub_tail, tail + 1, __ATOMIC_RELEASE);
+				abort_job(nd, j, (uint32_t)me, d.tag);
+				return;
+			default:
+				nd_log(nd, "job %" PRIu64 ": rank %d posted unknown operation %u", j->id,
+				       me, d.op);
+			}
+		}
+		__atomic_store_n(&a->sub_tail, tail, __ATOMIC_RELEASE);
+	}
+	(void)b;
+}
+
+static void add_incoming(struct nd_bcs *b, struct bjob *j, uint32_t from, uint64_t label,
+			 const struct wdesc *w, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (w[i].dst < 0 || (uint32_t)w[i].dst < j->first ||
+		    (j->job && (uint32_t)w[i].dst >= j->first + j->nlocal))
+			continue;
+		struct bcs_msend *s = calloc(1, sizeof(*s));
+		if (!s)
+			abort();
+		*s = (struct bcs_msend){.label = label, .src = w[i].src, .dst = w[i].dst,
+					.tag = w[i].tag, .ctx = w[i].ctx, .seq = w[i].seq,
+					.sreq = w[i].sreq, .src_node = from, .flags = w[i].flags,
+					.len = w[i].len};
+		j->inc = grow(j->inc, &j->capinc, j->ninc + 1, sizeof(*j->inc));
+		j->inc[j->ninc++] = s;
+	}
+	(void)b;
+}
+
+/* Descriptor exchange: this slice's sends to every other node of the job. */
+static void exchange(struct nd *nd, struct bjob *j, uint64_t cover)
+{
+	struct nd_bcs *b = nd->bcs;
+	size_t per = (b->max_msg - sizeof(struct mhdr)) / sizeof(struct wdesc);
+	for (uint32_t k = 0; k < j->nnodes_job; k++) {
+		uint32_t node = j->nodes[k];
+		struct wdesc *w = j->batch[node];
+		size_t n = j->nbatch[node];
+		if (node == b->self) {
+			add_incoming(b, j, node, cover, w, n);
+		} else {
+			size_t off = 0;
+			do {
+				size_t c = n - off > per ? per : n - off;
+				/* all but the last piece cover the slice before */
+				uint64_t cv = off + c < n ? cover - 1 : cover;
+				mb_send(nd, node, M_DESC, j->id, cv, (uint32_t)c, w + off,
+					c * sizeof(*w), NULL, 0);
+				off += c;
+			} while (off < n);
+		}
+		j->nbatch[node] = 0;
+	}
+}
+
+/* ---- incoming mailbox messages */
+
+static void on_grant(struct nd *nd, struct bjob *j, uint32_t from, const struct wgrant *g,
+		     size_t n)
+{
+	struct nd_bcs *b = nd->bcs;
+	size_t room = b->max_msg - sizeof(struct mhdr) - sizeof(struct wdata);
+	for (size_t i = 0; i < n; i++) {
+		if (g[i].src < 0 || (uint32_t)g[i].src < j->first ||
+		    (uint32_t)g[i].src >= j->first + j->nlocal)
+			continue;
+		uint32_t lr = (uint32_t)g[i].src - j->first;
+		struct osend *o = osend_take(j, lr, g[i].sreq, false);
+		if (!o)
+			continue;
+		for (uint64_t d = 0; d < g[i].len;) {
+			size_t c = g[i].len - d > room ? room : g[i].len - d;
+			struct wdata w = {.dst = g[i].dst, .rreq = g[i].rreq, .off = g[i].off + d,
+					  .len = c};
+			if (g[i].off + d + c > o->len ||
+			    copy_from(pid_of(j, lr), o->addr + g[i].off + d, b->bounce, c) < 0)
+				memset(b->bounce, 0, c); /* the rank is gone: the job dies anyway */
+			mb_send(nd, from, M_DATA, j->id, 0, 1, &w, sizeof(w), b->bounce, c);
+			d += c;
+		}
+		if (g[i].last) {
+			osend_take(j, lr, g[i].sreq, true);
+			complete(j, lr, o->req, g[i].dst, 0, 0, o->len);
+			free(o);
+		}
+	}
+}
+
+static void on_data(struct bjob *j, uint32_t from, const struct wdata *w, const uint8_t *payload)
+{
+	/* the head of the source's grant queue may be partly granted */
+	struct xfer *h = j->gq_head ? j->gq_head[from] : NULL;
+	if (h && h->s->dst == w->dst && h->r->req == w->rreq && w->off + w->len <= h->granted) {
+		if (copy_to(pid_of(j, h->lr), h->r->addr + w->off, payload, w->len) == 0)
+			h->done += w->len;
+		return;
+	}
+	for (struct xfer **pp = &j->wait_data; *pp; pp = &(*pp)->next) {
+		struct xfer *x = *pp;
+		if (x->s->dst != w->dst || x->r->req != w->rreq)
+			continue;
+		if (w->off + w->len > x->total)
+			return;
+		int err = copy_to(pid_of(j, x->lr), x->r->addr + w->off, payload, w->len);
+		x->done += w->len;
+		if (x->done >= x->total || err) {
+			recv_done(j, x, err ? BCS_EFAULT : 0);
+			*pp = x->next;
+			xfer_free(x);
+		}
+		return;
+	}
+}
+
+static void on_message(struct nd *nd, uint32_t from, const struct mhdr *h, const uint8_t *body)
+{
+	struct nd_bcs *b = nd->bcs;
+	if (job_dead(b, h->job))
+		return;
+	struct bjob *j = bjob_find(b, h->job);
+	if (!j)
+		j = bjob_new(b, h->job);
+	switch (h->type) {
+	case M_DESC:
+		if ((size_t)h->count * sizeof(struct wdesc) > h->len)
+			return;
+		add_incoming(b, j, from, h->slice == UINT64_MAX ? j->cover[from] + 1 : h->slice,
+			     (const struct wdesc *)body, h->count);
+		if (h->slice > j->cover[from])
+			j->cover[from] = h->slice;
+		j->active = true;
+		rounds(nd, j);
+		break;
+	case M_GRANT:
+		if ((size_t)h->count * sizeof(struct wgrant) > h->len)
+			return;
+		on_grant(nd, j, from, (const struct wgrant *)body, h->count);
+		break;
+	case M_DATA: {
+		struct wdata w;
+		if (h->len < sizeof(w))
+			return;
+		memcpy(&w, body, sizeof(w));
+		if (w.len > h->len - sizeof(w))
+			return;
+		on_data(j, from, &w, body + sizeof(w));
+		break;
+	}
+	case M_ABORT:
+		kill_local(nd, j, "MPI_Abort on another node");
+		break;
+	}
+}
+
+void nd_bcs_arrived(struct nd *nd)
+{
+	struct nd_bcs *b = nd->bcs;
+	if (!b)
+		return;
+	for (uint32_t from = 0; from < b->nnodes; from++) {
+		if (from == b->self)
+			continue;
+		for (;;) {
+			uint32_t want = b->consumed[from] + 1;
+			const uint8_t *slot = nd->gmem + gm_bcs_slot(b->nnodes, from, want % GM_BCS_SLOTS);
+			struct mhdr h;
+			memcpy(&h, slot, sizeof(h));
+			if (h.magic != BCS_MAGIC || h.seq != want)
+				break;
+			if (h.len <= b->max_msg - sizeof(h))
+				on_message(nd, from, &h, slot + sizeof(h));
+			b->consumed[from] = want;
+			if (++b->unacked[from] >= GM_BCS_SLOTS / 2)
+				mb_ack(nd, from);
+		}
+		if (b->out[from].head)
+			mb_flush(nd, from);
+	}
+}
+
+/* ---- the strobe */
+
+void nd_bcs_strobe(struct nd *nd)
+{
+	struct nd_bcs *b = nd->bcs;
+	if (!b)
+		return;
+	for (struct bjob *j = b->jobs; j; j = j->next) {
+		if (!j->job || !j->map)
+			continue;
+		for (uint32_t i = 0; i < b->nnodes; i++)
+			j->budget[i] = BCS_BUDGET;
+		collect(nd, j, nd->slice);
+		publish(j);
+		if (!j->active || j->aborted)
+			continue;
+		exchange(nd, j, nd->slice);
+		if (nd->slice > j->cover[b->self])
+			j->cover[b->self] = nd->slice;
+		rounds(nd, j);
+		grant(nd, j);
+	}
+	for (uint32_t from = 0; from < b->nnodes; from++)
+		mb_ack(nd, from);
+}
+
+/* ---- set-up */
+
+int nd_bcs_init(struct nd *nd, size_t chunk_size)
+{
+	struct nd_bcs *b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->nnodes = (uint32_t)nd->conf.nnodes;
+	b->self = nd->index;
+	b->max_msg = chunk_size < GM_BCS_SLOT_SIZE ? chunk_size : GM_BCS_SLOT_SIZE;
+	b->out = calloc(b->nnodes, sizeof(*b->out));
+	b->consumed = calloc(b->nnodes, sizeof(*b->consumed));
+	b->unacked = calloc(b->nnodes, sizeof(*b->unacked));
+	b->bounce = malloc(b->max_msg);
+	if (!b->out || !b->consumed || !b->unacked || !b->bounce) {
+		free(b->out);
+		free(b->consumed);
+		free(b->unacked);
+		free(b->bounce);
+		free(b);
+		return -ENOMEM;
+	}
+	nd->bcs = b;
+	return 0;
+}
+
+int nd_bcs_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command *cmd, size_t k)
+{
+	struct nd_bcs *b = nd->bcs;
+	const Storm__Cl__Launch *L = cmd->launch;
+	if (!b)
+		return -1;
+	struct bjob *j = bjob_find(b, job->id);
+	if (!j)
+		j = bjob_new(b, job->id);
+	j->job = job;
+	j->nlocal = job->nranks;
+	j->first = L->first_rank[k];
+	j->world = L->ranks;
+	j->nnodes_job = (uint32_t)cmd->n_nodes;
+	j->nodes = calloc(cmd->n_nodes, sizeof(uint32_t));
+	j->nfirst = calloc(cmd->n_nodes, sizeof(uint32_t));
+	j->ncount = calloc(cmd->n_nodes, sizeof(uint32_t));
+	j->mq = calloc(j->nlocal ? j->nlocal : 1, sizeof(*j->mq));
+	j->probes = calloc(j->nlocal ? j->nlocal : 1, sizeof(*j->probes));
+	j->sseq = calloc(j->nlocal ? j->nlocal : 1, sizeof(uint32_t));
+	j->rseq = calloc(j->nlocal ? j->nlocal : 1, sizeof(uint32_t));
+	j->comps = calloc(j->nlocal ? j->nlocal : 1, sizeof(*j->comps));
+	if (!j->nodes || !j->nfirst || !j->ncount || !j->mq || !j->probes || !j->sseq ||
+	    !j->rseq || !j->comps)
+		abort();
+	for (size_t i = 0; i < cmd->n_nodes; i++) {
+		j->nodes[i] = cmd->nodes[i] < b->nnodes ? cmd->nodes[i] : b->self;
+		j->nfirst[i] = L->first_rank[i];
+		j->ncount[i] = L->rank_count[i];
+	}
+	/* dropped sends to ranks not here that arrived before the launch */
+	size_t n = 0;
+	for (size_t i = 0; i < j->ninc; i++)
+		if ((uint32_t)j->inc[i]->dst >= j->first &&
+		    (uint32_t)j->inc[i]->dst < j->first + j->nlocal)
+			j->inc[n++] = j->inc[i];
+		else
+			free(j->inc[i]);
+	j->ninc = n;
+	j->maplen = bcs_chan_size(j->nlocal);
+	j->memfd = memfd_create("storm-bcs", MFD_CLOEXEC);
+	if (j->memfd < 0 || ftruncate(j->memfd, (off_t)j->maplen) < 0) {
+		nd_log(nd, "job %" PRIu64 ": no BCS-MPI channel: memfd: %s", job->id,
+		       strerror(errno));
+		return -1;
+	}
+	j->map = mmap(NULL, j->maplen, PROT_READ | PROT_WRITE, MAP_SHARED, j->memfd, 0);
+	if (j->map == MAP_FAILED) {
+		j->map = NULL;
+		nd_log(nd, "job %" PRIu64 ": no BCS-MPI channel: mmap: %s", job->id,
+		       strerror(errno));
+		return -1;
+	}
+	struct bcs_chan_hdr h = {.magic = BCS_CHAN_MAGIC, .version = BCS_CHAN_VERSION,
+				 .nlocal = j->nlocal, .area_size = (uint32_t)BCS_AREA_SIZE,
+				 .job = job->id, .world = j->world, .first_rank = j->first};
+	memcpy(j->map, &h, sizeof(h));
+	rounds(nd, j);
+	return j->memfd;
+}
+
+static void bjob_free(struct bjob *j)
+{
+	for (size_t i = 0; i < j->ninc; i++)
+		free(j->inc[i]);
+	for (size_t i = 0; i < j->nnewr; i++)
+		free(j->newr[i]);
+	for (uint32_t lr = 0; j->mq && lr < j->nlocal; lr++) {
+		for (struct bcs_msend *s = j->mq[lr].uhead, *n; s; s = n) {
+			n = s->next;
+			free(s);
+		}
+		for (struct bcs_mrecv *r = j->mq[lr].phead, *n; r; r = n) {
+			n = r->next;
+			free(r);
+		}
+		for (struct bcs_mrecv *r = j->probes[lr], *n; r; r = n) {
+			n = r->next;
+			free(r);
+		}
+		free(j->comps[lr].v);
+	}
+	for (struct osend *o = j->osends, *n; o; o = n) {
+		n = o->next;
+		free(o);
+	}
+	for (struct xfer *x = j->wait_data, *n; x; x = n) {
+		n = x->next;
+		xfer_free(x);
+	}
+	free(j->inc);
+	free(j->newr);
+	free(j->newr_lr);
+	free(j->mq);
+	free(j->probes);
+	free(j->sseq);
+	free(j->rseq);
+	free(j->comps);
+	free(j->nodes);
+	free(j->nfirst);
+	free(j->ncount);
+	free(j->cover);
+	free(j->budget);
+	free(j->nbatch);
+	free(j->capbatch);
+	if (j->map)
+		munmap(j->map, j->maplen);
+	if (j->memfd >= 0)
+		close(j->memfd);
+	free(j);
+}
+
+static void bjob_free_queues(struct nd_bcs *b, struct bjob *j)
+{
+	for (uint32_t i = 0; i < b->nnodes; i++) {
+		for (struct xfer *x = j->gq_head[i], *n; x; x = n) {
+			n = x->next;
+			xfer_free(x);
+		}
+		free(j->batch[i]);
+	}
+	free(j->gq_head);
+	free(j->gq_tail);
+	free(j->batch);
+	j->gq_head = j->gq_tail = NULL;
+	j->batch = NULL;
+}
+
+void nd_bcs_job_end(struct nd *nd, struct nd_job *job)
+{
+	struct nd_bcs *b = nd->bcs;
+	if (!b)
+		return;
+	struct bjob **pp = &b->jobs;
+	while (*pp && (*pp)->id != job->id)
+		pp = &(*pp)->next;
+	struct bjob *j = *pp;
+	if (!j)
+		return;
+	if (j->map && !j->aborted)
+		collect(nd, j, nd->slice); /* an MPI_Abort just before the exit */
+	if (j->active) {
+		/* nothing more from this node: the others' rounds go on without it */
+		for (uint32_t k = 0; k < j->nnodes_job; k++)
+			if (j->nodes[k] != b->self)
+				mb_send(nd, j->nodes[k], M_DESC, j->id, UINT64_MAX, 0, NULL, 0, NULL, 0);
+	}
+	*pp = j->next;
+	b->dead[b->ndead++ % BCS_DEAD_JOBS] = j->id;
+	bjob_free_queues(b, j);
+	bjob_free(j);
+}
+
+void nd_bcs_close(struct nd *nd)
+{
+	struct nd_bcs *b = nd->bcs;
+	if (!b)
+		return;
+	while (b->jobs) {
+		struct bjob *j = b->jobs;
+		b->jobs = j->next;
+		bjob_free_queues(b, j);
+		bjob_free(j);
+	}
+	for (uint32_t i = 0; i < b->nnodes; i++)
+		for (struct omsg *m = b->out[i].head, *n; m; m = n) {
+			n = m->next;
+			free(m);
+		}
+	free(b->out);
+	free(b->consumed);
+	free(b->unacked);
+	free(b->bounce);
+	free(b);
+	nd->bcs = NULL;
+}
