@@ -15,7 +15,7 @@ PROTO_H := $(PROTO_C:.c=.h)
 .SECONDARY: $(PROTO_C) $(PROTO_H)
 MM_SRC  := $(wildcard daemons/mm/*.c) scheduler/matrix.c
 ND_SRC  := $(wildcard daemons/node/*.c) bcs_mpi/match.c
-CLI_SRC := $(wildcard cli/*.c)
+CLI_SRC := $(wildcard cli/*.c) bcs_mpi/trace_codec.c
 DAEMON_LIBS := -lfabric -lprotobuf-c -linih -ljansson
 
 .PHONY: all deps bench-deps demo check unit unit-asan nettest bench bench-launch bench-gang clean
@@ -133,6 +133,7 @@ $(BUILD)/bin/storm_selfsum: tests/cluster/selfsum.c
 clustertest: all $(BUILD)/bin/storm_selfsum
 	./tests/cluster/test_cluster.sh $(BUILD)/bin
 	./tests/cluster/test_gang.sh $(BUILD)/bin
+	./tests/cluster/test_mpi.sh $(BUILD)/bin
 	./tests/cluster/test_netns.sh $(BUILD)/bin
 	./tests/cluster/test_valgrind.sh $(BUILD)/bin
 

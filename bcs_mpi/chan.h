@@ -71,7 +71,9 @@ struct bcs_area {
 	uint32_t futex;       /* bumped and woken by the daemon */
 	uint32_t pid;
 	uint32_t want_room;   /* the rank waits for room in the submit ring */
-	uint32_t pad0[13];
+	uint32_t aborted;     /* MPI_Abort somewhere in the job: exit with abort_code */
+	uint32_t abort_code;
+	uint32_t pad0[11];
 	uint32_t sub_head;    /* written by the rank */
 	uint32_t pad1[15];
 	uint32_t sub_tail;    /* written by the daemon */

@@ -52,6 +52,13 @@ void bcs_trace_init(int rank)
 	tr.rank = rank;
 	tr.t.rank = (uint32_t)rank;
 	const char *rec = getenv("STORM_BCS_RECORD"), *rep = getenv("STORM_BCS_REPLAY");
+	char path[4096];
+	if (rep && *rep && !strchr(rep, '/')) {
+		/* storm replay sends the trace along: it is in the job directory */
+		const char *dir = getenv("STORM_JOB_DIR");
+		snprintf(path, sizeof(path), "%s/%s", dir ? dir : ".", rep);
+		rep = path;
+	}
 	if (rep && *rep) {
 		FILE *f = fopen(rep, "rb");
 		char why[256];

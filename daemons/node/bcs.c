@@ -542,15 +542,24 @@ static void rounds(struct nd *nd, struct bjob *j)
 	grant(nd, j);
 }
 
-static void kill_local(struct nd *nd, struct bjob *j, const char *why)
+/* Ranks in an MPI call exit with the abort code at once; the others are
+ * killed after a second (the job's kill timer, ranks.c). */
+static void kill_local(struct nd *nd, struct bjob *j, int code, const char *why)
 {
 	if (j->aborted || !j->job)
 		return;
 	j->aborted = true;
-	nd_log(nd, "job %" PRIu64 ": %s; killing its ranks here", j->id, why);
-	for (uint32_t i = 0; i < j->job->nranks; i++)
-		if (j->job->ranks[i].pid > 0)
-			kill(j->job->ranks[i].pid, SIGKILL);
+	nd_log(nd, "job %" PRIu64 ": %s; ending its ranks here", j->id, why);
+	for (uint32_t lr = 0; j->map && lr < j->nlocal; lr++) {
+		struct bcs_area *a = area(j, lr);
+		a->abort_code = (uint32_t)(code & 255);
+		__atomic_store_n(&a->aborted, 1, __ATOMIC_RELEASE);
+		__atomic_fetch_add(&a->futex, 1, __ATOMIC_RELEASE);
+		syscall(SYS_futex, &a->futex, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	}
+	uint64_t at = nd_now_ns() + 1000000000u;
+	if (!j->job->kill_at_ns || at < j->job->kill_at_ns)
+		j->job->kill_at_ns = at;
 }
 
 static void abort_job(struct nd *nd, struct bjob *j, uint32_t rank, int code)
@@ -559,9 +568,9 @@ static void abort_job(struct nd *nd, struct bjob *j, uint32_t rank, int code)
 	snprintf(why, sizeof(why), "rank %u called MPI_Abort (%d)", rank, code);
 	for (uint32_t k = 0; k < j->nnodes_job; k++)
 		if (j->nodes[k] != nd->bcs->self)
-			mb_send(nd, j->nodes[k], M_ABORT, j->id, rank, (uint32_t)code, NULL, 0, NULL,
-				0);
-	kill_local(nd, j, why);
+			mb_send(nd, j->nodes[k], M_ABORT, j->id, rank, (uint32_t)code & 255, NULL, 0,
+				NULL, 0);
+	kill_local(nd, j, code, why);
 }
 
 /* Collection micro-phase: the ranks' new descriptors. */
@@ -797,7 +806,7 @@ static void on_message(struct nd *nd, uint32_t from, const struct mhdr *h, const
 		break;
 	}
 	case M_ABORT:
-		kill_local(nd, j, "MPI_Abort on another node");
+		kill_local(nd, j, (int)h->count, "MPI_Abort on another node");
 		break;
 	}
 }

@@ -3,6 +3,7 @@
  * order is fixed by the matching rule; under `storm replay` it is forced. */
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 int main(int argc, char **argv)
@@ -11,7 +12,8 @@ int main(int argc, char **argv)
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
-	for (int round = 0; round < 3; round++) {
+	int rounds = argc > 1 ? atoi(argv[1]) : 3;
+	for (int round = 0; round < rounds; round++) {
 		if (rank == 0) {
 			printf("round %d:", round);
 			for (int i = 1; i < size; i++) {
