@@ -276,12 +276,15 @@ int bcs_trace_decode(const void *buf, size_t len, struct bcs_trace *t, char *why
 			err = "truncated rank section";
 			goto bad;
 		}
-		if (bcs_trace_decode_rank(r.p + r.off, n, &t->sec[i]) < 0 ||
-		    t->sec[i].rank >= t->ranks) {
+		if (bcs_trace_decode_rank(r.p + r.off, n, &t->sec[i]) < 0) {
 			err = "malformed rank section";
 			goto bad;
 		}
-		t->nsections = (uint32_t)i + 1;
+		t->nsections = (uint32_t)i + 1; /* freed with t from here on */
+		if (t->sec[i].rank >= t->ranks) {
+			err = "rank section for a rank beyond the job";
+			goto bad;
+		}
 		r.off += n;
 	}
 	if (r.off != r.n) {
