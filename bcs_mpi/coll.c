@@ -119,7 +119,9 @@ static int reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_
 	long span = (long)count * extent_of(dt);
 	if (c->rank != root) {
 		MPI_Request r;
-		rc = bcs_isend(sbuf, count, dt, root, TAG_COLL, c, true, &r);
+		/* MPI_Allreduce's MPI_IN_PLACE holds on every rank */
+		rc = bcs_isend(sbuf == MPI_IN_PLACE ? rbuf : sbuf, count, dt, root, TAG_COLL, c, true,
+			       &r);
 		return rc ? rc : bcs_waitall(1, &r);
 	}
 	const void *mine = sbuf == MPI_IN_PLACE ? rbuf : sbuf;

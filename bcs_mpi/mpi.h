@@ -197,13 +197,13 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
 int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag,
 			 int source, int recvtag, MPI_Comm comm, MPI_Status *status);
 int MPI_Wait(MPI_Request *request, MPI_Status *status);
-int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[]);
+int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status *array_of_statuses);
 int MPI_Waitany(int count, MPI_Request array_of_requests[], int *indx, MPI_Status *status);
 int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount,
-		 int array_of_indices[], MPI_Status array_of_statuses[]);
+		 int array_of_indices[], MPI_Status *array_of_statuses);
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status);
 int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag,
-		MPI_Status array_of_statuses[]);
+		MPI_Status *array_of_statuses);
 int MPI_Testany(int count, MPI_Request array_of_requests[], int *indx, int *flag,
 		MPI_Status *status);
 int MPI_Request_free(MPI_Request *request);

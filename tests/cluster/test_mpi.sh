@@ -2,7 +2,8 @@
 # BCS-MPI on a virtual 4-node cluster, through bcs-mpicc and the real CLI:
 # a ring, wildcard receives, a message over several slices (with strided
 # datatypes, truncation, zero-length and self messages), collectives and
-# communicator splits, MPI_Abort, two MPI jobs gang-scheduled on the same
+# communicator splits, thousands of outstanding requests and the completion
+# calls, MPI_Abort, two MPI jobs gang-scheduled on the same
 # nodes, and storm run --record / storm replay (the replayed output equals
 # the recorded one byte for byte, a doctored trace forces its outcomes, a
 # trace the program departs from is reported as a divergence).
@@ -28,7 +29,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-for p in ring wildcard bigmsg coll testloop abort; do
+for p in ring wildcard bigmsg coll testloop abort many; do
 	expect "bcs-mpicc $p.c" 0 bcs-mpicc -O2 -Wall -Werror "$HERE/mpi/$p.c" -o "$T/$p"
 done
 expect "bcs-mpicc -c then link" 0 sh -c "bcs-mpicc -c '$HERE/mpi/ring.c' -o '$T/ring.o' && bcs-mpicc '$T/ring.o' -o '$T/ring2'"
@@ -68,6 +69,9 @@ has "    intact" out "bigmsg: 3145745 ints from 0 tag 5, intact"
 expect "collectives on 4 nodes, 8 ranks" 0 storm run -N 4 -n 8 ./coll
 has "  every check holds" out "coll: maxloc 7 at 3, ordered reduce"
 has "  no errors" out "errors 0"
+
+expect "5000 outstanding requests, completion calls, probes, cancel, v-collectives, in place, errors" 0 storm run -N 4 -n 5 ./many
+has "  every check holds" out "many: 0 errors"
 
 expect "MPI_Abort ends the job" 7 storm run -N 4 -n 4 ./abort
 has "  with rank 1's message" err "rank 1 aborts"
