@@ -714,11 +714,21 @@ static void exchange(struct nd *nd, struct bjob *j, uint64_t cover)
 
 /* ---- incoming mailbox messages */
 
+/* DATA payload per message: small enough for the provider's eager path
+ * (rxm sends larger messages by rendezvous, a round trip more each) */
+static size_t bcs_data_max(const struct nd_bcs *b)
+{
+	const char *e = getenv("STORM_BCS_DATA_MAX");
+	size_t want = e && *e ? (size_t)strtoul(e, NULL, 10) : 16384 - 256;
+	size_t most = b->max_msg - sizeof(struct mhdr) - sizeof(struct wdata);
+	return want && want < most ? want : most;
+}
+
 static void on_grant(struct nd *nd, struct bjob *j, uint32_t from, const struct wgrant *g,
 		     size_t n)
 {
 	struct nd_bcs *b = nd->bcs;
-	size_t room = b->max_msg - sizeof(struct mhdr) - sizeof(struct wdata);
+	size_t room = bcs_data_max(b);
 	for (size_t i = 0; i < n; i++) {
 		if (g[i].src < 0 || (uint32_t)g[i].src < j->first ||
 		    (uint32_t)g[i].src >= j->first + j->nlocal)
@@ -914,10 +924,14 @@ int nd_bcs_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command
 	if (!j->nodes || !j->nfirst || !j->ncount || !j->mq || !j->probes || !j->sseq ||
 	    !j->rseq || !j->comps)
 		abort();
+	/* nodes without ranks of the job take no part (they never cover) */
+	j->nnodes_job = 0;
 	for (size_t i = 0; i < cmd->n_nodes; i++) {
-		j->nodes[i] = cmd->nodes[i] < b->nnodes ? cmd->nodes[i] : b->self;
-		j->nfirst[i] = L->first_rank[i];
-		j->ncount[i] = L->rank_count[i];
+		if (!L->rank_count[i] || cmd->nodes[i] >= b->nnodes)
+			continue;
+		j->nodes[j->nnodes_job] = cmd->nodes[i];
+		j->nfirst[j->nnodes_job] = L->first_rank[i];
+		j->ncount[j->nnodes_job++] = L->rank_count[i];
 	}
 	/* dropped sends to ranks not here that arrived before the launch */
 	size_t n = 0;
