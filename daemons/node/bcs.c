@@ -30,6 +30,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../../bcs_mpi/chan.h"
@@ -52,6 +53,7 @@ struct mhdr {
 	uint64_t slice; /* DESC: cover (UINT64_MAX: the node is done with the job) */
 	uint32_t count; /* entries in the body */
 	uint32_t flags;
+	uint64_t inc;   /* the sending daemon's incarnation (its start time) */
 };
 
 struct wdesc { /* a send descriptor on the wire */
@@ -142,6 +144,8 @@ struct nd_bcs {
 	size_t max_msg;
 	struct outbox *out;
 	uint32_t *consumed, *unacked; /* per source node */
+	uint64_t inc;                 /* this daemon's incarnation */
+	uint64_t *peer_inc;           /* per source node: its incarnation, 0: unknown */
 	struct bjob *jobs;
 	uint64_t dead[BCS_DEAD_JOBS];
 	unsigned ndead;
@@ -205,7 +209,7 @@ static void mb_send(struct nd *nd, uint32_t to, uint32_t type, uint64_t job, uin
 	m->to = to;
 	m->len = sizeof(struct mhdr) + len + len2;
 	struct mhdr h = {.magic = BCS_MAGIC, .type = type, .len = (uint32_t)(len + len2),
-			 .job = job, .slice = slice, .count = count};
+			 .job = job, .slice = slice, .count = count, .inc = b->inc};
 	memcpy(m->data, &h, sizeof(h));
 	if (len)
 		memcpy(m->data + sizeof(h), body, len);
@@ -821,6 +825,35 @@ static void on_message(struct nd *nd, uint32_t from, const struct mhdr *h, const
 	}
 }
 
+/* A peer daemon we do not know (we started after it) or that restarted
+ * (a new incarnation) numbers its messages from where it is: take its stream
+ * from the oldest message in the mailbox. Our messages it never saw are
+ * lost with its old jobs; our window towards it starts afresh. */
+static void resync(struct nd *nd, uint32_t from)
+{
+	struct nd_bcs *b = nd->bcs;
+	uint32_t best = 0;
+	uint64_t inc = 0;
+	for (uint32_t k = 0; k < GM_BCS_SLOTS; k++) {
+		struct mhdr h;
+		memcpy(&h, nd->gmem + gm_bcs_slot(b->nnodes, from, k), sizeof(h));
+		if (h.magic != BCS_MAGIC || h.inc == 0 || h.inc == b->peer_inc[from] ||
+		    h.seq % GM_BCS_SLOTS != k)
+			continue;
+		if (!inc || h.inc > inc || (h.inc == inc && h.seq < best)) {
+			inc = h.inc;
+			best = h.seq;
+		}
+	}
+	if (!inc)
+		return;
+	if (b->peer_inc[from])
+		nd_log(nd, "bcs: node %u restarted; taking up its messages from %u", from, best);
+	b->peer_inc[from] = inc;
+	b->consumed[from] = best - 1;
+	sn_var_store(nd->sn, gm_bcs_ack(b->nnodes, from), b->out[from].sent);
+}
+
 void nd_bcs_arrived(struct nd *nd)
 {
 	struct nd_bcs *b = nd->bcs;
@@ -829,6 +862,11 @@ void nd_bcs_arrived(struct nd *nd)
 	for (uint32_t from = 0; from < b->nnodes; from++) {
 		if (from == b->self)
 			continue;
+		/* a new stream starts at message 1, in slot 1 */
+		struct mhdr h1;
+		memcpy(&h1, nd->gmem + gm_bcs_slot(b->nnodes, from, 1 % GM_BCS_SLOTS), sizeof(h1));
+		if (!b->peer_inc[from] || (h1.magic == BCS_MAGIC && h1.inc && h1.inc != b->peer_inc[from]))
+			resync(nd, from);
 		for (;;) {
 			uint32_t want = b->consumed[from] + 1;
 			const uint8_t *slot = nd->gmem + gm_bcs_slot(b->nnodes, from, want % GM_BCS_SLOTS);
@@ -887,7 +925,12 @@ int nd_bcs_init(struct nd *nd, size_t chunk_size)
 	b->consumed = calloc(b->nnodes, sizeof(*b->consumed));
 	b->unacked = calloc(b->nnodes, sizeof(*b->unacked));
 	b->bounce = malloc(b->max_msg);
-	if (!b->out || !b->consumed || !b->unacked || !b->bounce) {
+	b->peer_inc = calloc(b->nnodes, sizeof(*b->peer_inc));
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	b->inc = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (!b->out || !b->consumed || !b->unacked || !b->bounce || !b->peer_inc) {
+		free(b->peer_inc);
 		free(b->out);
 		free(b->consumed);
 		free(b->unacked);
@@ -1076,6 +1119,7 @@ void nd_bcs_close(struct nd *nd)
 	free(b->consumed);
 	free(b->unacked);
 	free(b->bounce);
+	free(b->peer_inc);
 	free(b);
 	nd->bcs = NULL;
 }
