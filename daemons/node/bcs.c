@@ -411,7 +411,12 @@ static void grant(struct nd *nd, struct bjob *j)
 					d += n;
 				}
 				x->done += chunk;
-				if (last || err) {
+				if (err) {
+					/* a rank gone: finish the pair now, never grant it again */
+					x->granted = x->total;
+					last = true;
+				}
+				if (last) {
 					if (o) {
 						osend_take(j, slr, x->s->sreq, true);
 						complete(j, slr, o->req, x->s->dst, x->s->tag, 0, o->len);
