@@ -30,6 +30,8 @@ int bcs_isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
 int bcs_irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, struct bcs_comm *c,
 	      bool coll, MPI_Request *req);
 int bcs_waitall(int n, MPI_Request *reqs);
+/* MPI_Barrier(MPI_COMM_WORLD) by the node daemons (one descriptor exchange) */
+int bcs_world_barrier(void);
 
 /* Combines count items: inout = in op inout (user ops see the user layout). */
 int bcs_reduce_local(MPI_Op op, MPI_Datatype dt, int count, const void *in, void *inout);

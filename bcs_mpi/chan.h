@@ -37,6 +37,7 @@ enum bcs_op {
 	BCS_OP_IPROBE = 5, /* completes at the next matching round, found or not */
 	BCS_OP_ABORT = 6,  /* tag: error code; the daemon kills the job everywhere */
 	BCS_OP_INIT = 7,   /* the rank entered MPI_Init: its node takes part */
+	BCS_OP_BARRIER = 8, /* MPI_Barrier on MPI_COMM_WORLD, done by the daemons */
 };
 
 struct bcs_desc {

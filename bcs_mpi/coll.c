@@ -53,6 +53,8 @@ int MPI_Barrier(MPI_Comm comm)
 	COMM(comm, "MPI_Barrier");
 	if (c->size == 1)
 		return MPI_SUCCESS;
+	if (comm == MPI_COMM_WORLD)
+		return bcs_err(comm, bcs_world_barrier(), "MPI_Barrier");
 	int n = c->size, rc;
 	MPI_Request *r = reqs(n);
 	if (!r)

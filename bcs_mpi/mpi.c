@@ -861,6 +861,16 @@ int bcs_waitall(int n, MPI_Request *reqs)
 	return err;
 }
 
+int bcs_world_barrier(void)
+{
+	int id = req_new(R_PROBE, MPI_COMM_WORLD);
+	struct bcs_desc d = {.op = BCS_OP_BARRIER, .req = (uint32_t)id};
+	post(&d);
+	wait_for(req_done, &id);
+	req_release(id);
+	return MPI_SUCCESS;
+}
+
 #define CHECK_COMM(comm, fn)                                                          \
 	bcs_need_init(fn);                                                            \
 	struct bcs_comm *c = bcs_comm_get(comm);                                      \

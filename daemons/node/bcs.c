@@ -121,6 +121,11 @@ struct bjob {
 	bool active, final_sent, aborted;
 	uint64_t *cover;           /* per cluster node index */
 	uint64_t round;
+	/* MPI_Barrier(MPI_COMM_WORLD): every DESC carries how many barriers all
+	 * of its node's ranks entered; barrier k ends when every node says k */
+	uint32_t *bar_posted, *bar_req; /* per local rank */
+	uint32_t *bar_seen;             /* per cluster node index */
+	uint32_t bar_done;
 	struct bcs_msend **inc;    /* sends not yet in a round */
 	size_t ninc, capinc;
 	struct bcs_mrecv **newr;   /* receives and probes not yet in a round */
@@ -145,6 +150,7 @@ struct nd_bcs {
 	struct outbox *out;
 	uint32_t *consumed, *unacked; /* per source node */
 	uint64_t inc;                 /* this daemon's incarnation */
+	uint32_t next_flags;          /* mhdr.flags of the next mb_send */
 	uint64_t *peer_inc;           /* per source node: its incarnation, 0: unknown */
 	struct bjob *jobs;
 	uint64_t dead[BCS_DEAD_JOBS];
@@ -199,6 +205,23 @@ static void mb_flush(struct nd *nd, uint32_t to)
 }
 
 static void mb_send(struct nd *nd, uint32_t to, uint32_t type, uint64_t job, uint64_t slice,
+		    uint32_t count, const void *body, size_t len, const void *body2, size_t len2);
+
+/* The barriers every local rank entered (UINT32_MAX once the node is done). */
+static uint32_t bar_local(const struct bjob *j)
+{
+	uint32_t m = UINT32_MAX;
+	for (uint32_t lr = 0; lr < j->nlocal; lr++)
+		if (j->bar_posted[lr] < m)
+			m = j->bar_posted[lr];
+	return m;
+}
+
+static void mb_send_flags(struct nd *nd, uint32_t to, uint32_t type, uint64_t job,
+			  uint64_t slice, uint32_t count, uint32_t flags, const void *body,
+			  size_t len);
+
+static void mb_send(struct nd *nd, uint32_t to, uint32_t type, uint64_t job, uint64_t slice,
 		    uint32_t count, const void *body, size_t len, const void *body2, size_t len2)
 {
 	struct nd_bcs *b = nd->bcs;
@@ -209,7 +232,9 @@ static void mb_send(struct nd *nd, uint32_t to, uint32_t type, uint64_t job, uin
 	m->to = to;
 	m->len = sizeof(struct mhdr) + len + len2;
 	struct mhdr h = {.magic = BCS_MAGIC, .type = type, .len = (uint32_t)(len + len2),
-			 .job = job, .slice = slice, .count = count, .inc = b->inc};
+			 .job = job, .slice = slice, .count = count, .inc = b->inc,
+			 .flags = b->next_flags};
+	b->next_flags = 0;
 	memcpy(m->data, &h, sizeof(h));
 	if (len)
 		memcpy(m->data + sizeof(h), body, len);
@@ -222,6 +247,14 @@ static void mb_send(struct nd *nd, uint32_t to, uint32_t type, uint64_t job, uin
 		o->head = m;
 	o->tail = m;
 	mb_flush(nd, to);
+}
+
+static void mb_send_flags(struct nd *nd, uint32_t to, uint32_t type, uint64_t job,
+			  uint64_t slice, uint32_t count, uint32_t flags, const void *body,
+			  size_t len)
+{
+	nd->bcs->next_flags = flags;
+	mb_send(nd, to, type, job, slice, count, body, len, NULL, 0);
 }
 
 static void mb_ack(struct nd *nd, uint32_t from)
@@ -268,11 +301,12 @@ static struct bjob *bjob_new(struct nd_bcs *b, uint64_t id)
 	j->gq_head = calloc(n, sizeof(*j->gq_head));
 	j->gq_tail = calloc(n, sizeof(*j->gq_tail));
 	j->budget = calloc(n, sizeof(*j->budget));
+	j->bar_seen = calloc(n, sizeof(*j->bar_seen));
 	j->batch = calloc(n, sizeof(*j->batch));
 	j->nbatch = calloc(n, sizeof(*j->nbatch));
 	j->capbatch = calloc(n, sizeof(*j->capbatch));
 	if (!j->cover || !j->gq_head || !j->gq_tail || !j->budget || !j->batch || !j->nbatch ||
-	    !j->capbatch)
+	    !j->capbatch || !j->bar_seen)
 		abort();
 	for (uint32_t i = 0; i < n; i++)
 		j->budget[i] = BCS_BUDGET;
@@ -487,6 +521,21 @@ static void check_probes(struct bjob *j, uint32_t lr)
 	}
 }
 
+/* Barrier k of MPI_COMM_WORLD ends once every node of the job reported k. */
+static void barriers(struct bjob *j, uint32_t self)
+{
+	if (!j->job || !j->map || !j->nnodes_job)
+		return;
+	j->bar_seen[self] = bar_local(j);
+	uint32_t all = UINT32_MAX;
+	for (uint32_t k = 0; k < j->nnodes_job; k++)
+		if (j->bar_seen[j->nodes[k]] < all)
+			all = j->bar_seen[j->nodes[k]];
+	for (; j->bar_done < all && j->bar_done < bar_local(j); j->bar_done++)
+		for (uint32_t lr = 0; lr < j->nlocal; lr++)
+			complete(j, lr, j->bar_req[lr], -1, -1, 0, 0);
+}
+
 /* Matching micro-phase: every round every node of the job covers. */
 static void rounds(struct nd *nd, struct bjob *j)
 {
@@ -601,6 +650,10 @@ static void collect(struct nd *nd, struct bjob *j, uint64_t slice)
 			case BCS_OP_INIT:
 				j->active = true;
 				break;
+			case BCS_OP_BARRIER:
+				j->bar_posted[lr]++;
+				j->bar_req[lr] = d.req;
+				break;
 			case BCS_OP_SEND: {
 				int node = d.peer >= 0 && (uint32_t)d.peer < j->world
 						   ? node_of_rank(j, d.peer) : -1;
@@ -712,8 +765,8 @@ static void exchange(struct nd *nd, struct bjob *j, uint64_t cover)
 				size_t c = n - off > per ? per : n - off;
 				/* all but the last piece cover the slice before */
 				uint64_t cv = off + c < n ? cover - 1 : cover;
-				mb_send(nd, node, M_DESC, j->id, cv, (uint32_t)c, w + off,
-					c * sizeof(*w), NULL, 0);
+				mb_send_flags(nd, node, M_DESC, j->id, cv, (uint32_t)c, bar_local(j),
+					      w + off, c * sizeof(*w));
 				off += c;
 			} while (off < n);
 		}
@@ -806,8 +859,11 @@ static void on_message(struct nd *nd, uint32_t from, const struct mhdr *h, const
 			     (const struct wdesc *)body, h->count);
 		if (h->slice > j->cover[from])
 			j->cover[from] = h->slice;
+		if (h->flags > j->bar_seen[from])
+			j->bar_seen[from] = h->flags;
 		j->active = true;
 		rounds(nd, j);
+		barriers(j, nd->bcs->self);
 		break;
 	case M_GRANT:
 		if ((size_t)h->count * sizeof(struct wgrant) > h->len)
@@ -911,6 +967,7 @@ void nd_bcs_strobe(struct nd *nd)
 			j->cover[b->self] = nd->slice;
 		rounds(nd, j);
 		grant(nd, j);
+		barriers(j, b->self);
 	}
 	for (uint32_t from = 0; from < b->nnodes; from++)
 		mb_ack(nd, from);
@@ -969,8 +1026,10 @@ int nd_bcs_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command
 	j->sseq = calloc(j->nlocal ? j->nlocal : 1, sizeof(uint32_t));
 	j->rseq = calloc(j->nlocal ? j->nlocal : 1, sizeof(uint32_t));
 	j->comps = calloc(j->nlocal ? j->nlocal : 1, sizeof(*j->comps));
+	j->bar_posted = calloc(j->nlocal ? j->nlocal : 1, sizeof(uint32_t));
+	j->bar_req = calloc(j->nlocal ? j->nlocal : 1, sizeof(uint32_t));
 	if (!j->nodes || !j->nfirst || !j->ncount || !j->mq || !j->probes || !j->sseq ||
-	    !j->rseq || !j->comps)
+	    !j->rseq || !j->comps || !j->bar_posted || !j->bar_req)
 		abort();
 	/* nodes without ranks of the job take no part (they never cover) */
 	j->nnodes_job = 0;
@@ -1054,6 +1113,9 @@ static void bjob_free(struct bjob *j)
 	free(j->ncount);
 	free(j->cover);
 	free(j->budget);
+	free(j->bar_seen);
+	free(j->bar_posted);
+	free(j->bar_req);
 	free(j->nbatch);
 	free(j->capbatch);
 	if (j->map)
@@ -1096,7 +1158,8 @@ void nd_bcs_job_end(struct nd *nd, struct nd_job *job)
 		/* nothing more from this node: the others' rounds go on without it */
 		for (uint32_t k = 0; k < j->nnodes_job; k++)
 			if (j->nodes[k] != b->self)
-				mb_send(nd, j->nodes[k], M_DESC, j->id, UINT64_MAX, 0, NULL, 0, NULL, 0);
+				mb_send_flags(nd, j->nodes[k], M_DESC, j->id, UINT64_MAX, 0, UINT32_MAX,
+					      NULL, 0);
 	}
 	*pp = j->next;
 	b->dead[b->ndead++ % BCS_DEAD_JOBS] = j->id;
