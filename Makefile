@@ -14,7 +14,7 @@ PROTO_C := $(PROTO_SRC:proto/%.proto=$(GEN)/proto/%.pb-c.c)
 PROTO_H := $(PROTO_C:.c=.h)
 .SECONDARY: $(PROTO_C) $(PROTO_H)
 MM_SRC  := $(wildcard daemons/mm/*.c) scheduler/matrix.c
-ND_SRC  := $(wildcard daemons/node/*.c) bcs_mpi/match.c
+ND_SRC  := $(wildcard daemons/node/*.c) bcs_mpi/match.c bcs_mpi/dtype.c
 CLI_SRC := $(wildcard cli/*.c) bcs_mpi/trace_codec.c
 DAEMON_LIBS := -lfabric -lprotobuf-c -linih -ljansson
 

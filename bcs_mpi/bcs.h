@@ -32,6 +32,8 @@ int bcs_irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, struct bc
 int bcs_waitall(int n, MPI_Request *reqs);
 /* MPI_Barrier(MPI_COMM_WORLD) by the node daemons (one descriptor exchange) */
 int bcs_world_barrier(void);
+/* MPI_Allreduce(MPI_COMM_WORLD) of at most BCS_RED_MAX bytes by the daemons */
+int bcs_world_allreduce(const void *sbuf, void *rbuf, int count, struct bcs_type *t, MPI_Op op);
 
 /* Combines count items: inout = in op inout (user ops see the user layout). */
 int bcs_reduce_local(MPI_Op op, MPI_Datatype dt, int count, const void *in, void *inout);

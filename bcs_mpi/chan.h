@@ -26,6 +26,8 @@
 #define BCS_COMP_RING 4096u /* power of two */
 #define BCS_CHAN_HDR 4096u
 
+#define BCS_RED_MAX 512u
+
 #define BCS_ANY_SOURCE (-1)
 #define BCS_ANY_TAG (-1)
 
@@ -38,6 +40,10 @@ enum bcs_op {
 	BCS_OP_ABORT = 6,  /* tag: error code; the daemon kills the job everywhere */
 	BCS_OP_INIT = 7,   /* the rank entered MPI_Init: its node takes part */
 	BCS_OP_BARRIER = 8, /* MPI_Barrier on MPI_COMM_WORLD, done by the daemons */
+	BCS_OP_ALLREDUCE = 9, /* MPI_Allreduce on MPI_COMM_WORLD of at most
+			       * BCS_RED_MAX packed bytes at addr (the result
+			       * replaces them); peer: op, tag: basic type,
+			       * ctx: element count */
 };
 
 struct bcs_desc {

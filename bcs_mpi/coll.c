@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bcs.h"
+#include "chan.h"
 
 #define TAG_COLL 1
 
@@ -161,6 +162,13 @@ int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_
 		  MPI_Comm comm)
 {
 	COMM(comm, "MPI_Allreduce");
+	struct bcs_type *t = bcs_type_get(dt);
+	/* small values of a predefined type on MPI_COMM_WORLD: by the daemons */
+	if (comm == MPI_COMM_WORLD && c->size > 1 && t && t->predefined && count > 0 &&
+	    (long)count * t->size <= BCS_RED_MAX && op >= MPI_MAX && op <= MPI_MINLOC &&
+	    bcs_op_valid(op, t->basic))
+		return bcs_err(comm, bcs_world_allreduce(sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf,
+							 count, t, op), "MPI_Allreduce");
 	int rc = reduce(sbuf, rbuf, count, dt, op, 0, c);
 	if (!rc)
 		rc = bcast(rbuf, count, dt, 0, c);

@@ -21,7 +21,7 @@
 #define EAGER_MAX 65536 /* a blocking MPI_Send of at most this is buffered */
 #define MAX_COMMS 4096
 
-enum rkind { R_SEND = 1, R_RECV, R_PROBE, R_NULLDONE };
+enum rkind { R_SEND = 1, R_RECV, R_PROBE, R_NULLDONE, R_DAEMON };
 
 struct req {
 	int used, kind, done, freed, internal;
@@ -150,6 +150,8 @@ static void on_completion(const struct bcs_comp *c)
 		}
 		return;
 	}
+	if (r->kind == R_DAEMON) /* a barrier or allreduce the daemons did */
+		return;
 	if (r->kind == R_PROBE) {
 		r->st.MPI_SOURCE = c->err ? MPI_ANY_SOURCE : comm_rank_of(r->comm, c->src);
 		r->st.MPI_TAG = c->tag;
@@ -863,12 +865,30 @@ int bcs_waitall(int n, MPI_Request *reqs)
 
 int bcs_world_barrier(void)
 {
-	int id = req_new(R_PROBE, MPI_COMM_WORLD);
+	int id = req_new(R_DAEMON, MPI_COMM_WORLD);
 	struct bcs_desc d = {.op = BCS_OP_BARRIER, .req = (uint32_t)id};
 	post(&d);
 	wait_for(req_done, &id);
 	req_release(id);
 	return MPI_SUCCESS;
+}
+
+int bcs_world_allreduce(const void *sbuf, void *rbuf, int count, struct bcs_type *t, MPI_Op op)
+{
+	uint8_t val[BCS_RED_MAX];
+	long bytes = (long)count * t->size;
+	bcs_pack(t, sbuf, count, val);
+	int id = req_new(R_DAEMON, MPI_COMM_WORLD);
+	struct bcs_desc d = {.op = BCS_OP_ALLREDUCE, .req = (uint32_t)id, .peer = op,
+			     .tag = t->basic, .ctx = (uint32_t)((long)count * t->nelem),
+			     .addr = (uint64_t)(uintptr_t)val, .len = (uint64_t)bytes};
+	post(&d);
+	wait_for(req_done, &id);
+	int err = req_of(id)->st.MPI_ERROR;
+	req_release(id);
+	if (!err)
+		bcs_unpack(t, val, bytes, rbuf);
+	return err;
 }
 
 #define CHECK_COMM(comm, fn)                                                          \

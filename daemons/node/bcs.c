@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "../../bcs_mpi/chan.h"
+#include "../../bcs_mpi/dtype.h"
 #include "../../bcs_mpi/match.h"
 #include "layout.h"
 #include "nd.h"
@@ -41,8 +42,14 @@
 #define BCS_MAGIC 0x3153434bu   /* mailbox message */
 #define BCS_BUDGET (1u << 20)   /* bytes granted per source node and slice */
 #define BCS_DEAD_JOBS 64
+#define BCS_HASH 4096           /* buckets of the per-job request tables */
 
-enum mtype { M_DESC = 1, M_GRANT = 2, M_DATA = 3, M_ABORT = 4 };
+static unsigned hkey(uint32_t a, uint32_t b)
+{
+	return (a * 2654435761u ^ b * 40503u) % BCS_HASH;
+}
+
+enum mtype { M_DESC = 1, M_GRANT = 2, M_DATA = 3, M_ABORT = 4, M_RED = 5 };
 
 struct mhdr {
 	uint32_t magic;
@@ -126,6 +133,18 @@ struct bjob {
 	uint32_t *bar_posted, *bar_req; /* per local rank */
 	uint32_t *bar_seen;             /* per cluster node index */
 	uint32_t bar_done;
+	/* MPI_Allreduce(MPI_COMM_WORLD) of small values: each node folds its
+	 * ranks' values (rank order) and sends the partial to every node of the
+	 * job (M_RED); each folds the partials in node order */
+	uint32_t *red_posted, *red_req; /* per local rank */
+	uint64_t *red_addr;
+	uint8_t *red_val;               /* per local rank, BCS_RED_MAX bytes */
+	uint32_t red_len, red_count;
+	int red_op, red_basic;
+	uint32_t red_done;
+	uint8_t *red_part;              /* [node][2][BCS_RED_MAX] */
+	uint32_t *red_part_seq;         /* [node][2]: which allreduce it holds */
+	uint32_t *red_part_len;
 	struct bcs_msend **inc;    /* sends not yet in a round */
 	size_t ninc, capinc;
 	struct bcs_mrecv **newr;   /* receives and probes not yet in a round */
@@ -134,10 +153,10 @@ struct bjob {
 	struct bcs_mq *mq;         /* per local rank */
 	struct bcs_mrecv **probes; /* blocking probes waiting, per local rank */
 	uint32_t *sseq, *rseq;
-	struct osend *osends;
+	struct osend **osends;     /* hashed by (local rank, request) */
 	struct xfer **gq_head, **gq_tail; /* per source node index: to grant */
 	uint64_t *budget;          /* per source node index, this slice */
-	struct xfer *wait_data;    /* granted, data pending */
+	struct xfer **wait_data;   /* granted, data pending; hashed by (rank, request) */
 	struct comps *comps;       /* per local rank, to publish */
 	struct wdesc **batch;      /* per cluster node index: sends for it */
 	size_t *nbatch, *capbatch;
@@ -302,11 +321,13 @@ static struct bjob *bjob_new(struct nd_bcs *b, uint64_t id)
 	j->gq_tail = calloc(n, sizeof(*j->gq_tail));
 	j->budget = calloc(n, sizeof(*j->budget));
 	j->bar_seen = calloc(n, sizeof(*j->bar_seen));
+	j->osends = calloc(BCS_HASH, sizeof(*j->osends));
+	j->wait_data = calloc(BCS_HASH, sizeof(*j->wait_data));
 	j->batch = calloc(n, sizeof(*j->batch));
 	j->nbatch = calloc(n, sizeof(*j->nbatch));
 	j->capbatch = calloc(n, sizeof(*j->capbatch));
 	if (!j->cover || !j->gq_head || !j->gq_tail || !j->budget || !j->batch || !j->nbatch ||
-	    !j->capbatch || !j->bar_seen)
+	    !j->capbatch || !j->bar_seen || !j->osends || !j->wait_data)
 		abort();
 	for (uint32_t i = 0; i < n; i++)
 		j->budget[i] = BCS_BUDGET;
@@ -387,7 +408,7 @@ static int copy_to(pid_t pid, uint64_t addr, const void *buf, size_t len)
 
 static struct osend *osend_take(struct bjob *j, uint32_t lr, uint32_t req, bool unlink)
 {
-	for (struct osend **pp = &j->osends; *pp; pp = &(*pp)->next)
+	for (struct osend **pp = &j->osends[hkey(lr, req)]; *pp; pp = &(*pp)->next)
 		if ((*pp)->lr == lr && (*pp)->req == req) {
 			struct osend *o = *pp;
 			if (unlink)
@@ -479,8 +500,9 @@ static void grant(struct nd *nd, struct bjob *j)
 				recv_done(j, x, 0);
 				xfer_free(x);
 			} else {
-				x->next = j->wait_data;
-				j->wait_data = x;
+				unsigned h = hkey((uint32_t)x->s->dst, x->r->req);
+				x->next = j->wait_data[h];
+				j->wait_data[h] = x;
 			}
 		}
 		if (ng)
@@ -534,6 +556,71 @@ static void barriers(struct bjob *j, uint32_t self)
 	for (; j->bar_done < all && j->bar_done < bar_local(j); j->bar_done++)
 		for (uint32_t lr = 0; lr < j->nlocal; lr++)
 			complete(j, lr, j->bar_req[lr], -1, -1, 0, 0);
+}
+
+static uint32_t red_local(const struct bjob *j)
+{
+	uint32_t m = UINT32_MAX;
+	for (uint32_t lr = 0; lr < j->nlocal; lr++)
+		if (j->red_posted[lr] < m)
+			m = j->red_posted[lr];
+	return m;
+}
+
+static int node_pos(const struct bjob *j, uint32_t node)
+{
+	for (uint32_t k = 0; k < j->nnodes_job; k++)
+		if (j->nodes[k] == node)
+			return (int)k;
+	return -1;
+}
+
+static uint8_t *red_slot(struct bjob *j, int pos, uint32_t seq)
+{
+	return j->red_part + ((size_t)pos * 2 + seq % 2) * BCS_RED_MAX;
+}
+
+/* Allreduce number red_done+1: this node's partial out once every local
+ * rank entered it, the result in once every node's partial is here. */
+static void reduces(struct nd *nd, struct bjob *j)
+{
+	if (!j->job || !j->map || !j->nnodes_job || !j->red_part)
+		return;
+	uint32_t k = j->red_done + 1;
+	int self = node_pos(j, nd->bcs->self);
+	if (self < 0 || red_local(j) < k)
+		return;
+	if (j->red_part_seq[self * 2 + k % 2] != k) {
+		/* fold the local values in rank order: x0 op (x1 op ...) */
+		uint8_t *acc = red_slot(j, self, k);
+		memcpy(acc, j->red_val + (j->nlocal - 1) * BCS_RED_MAX, j->red_len);
+		for (int lr = (int)j->nlocal - 2; lr >= 0; lr--)
+			bcs_op_apply(j->red_op, j->red_basic, j->red_val + (size_t)lr * BCS_RED_MAX,
+				     acc, j->red_count);
+		j->red_part_seq[self * 2 + k % 2] = k;
+		j->red_part_len[self * 2 + k % 2] = j->red_len;
+		for (uint32_t n = 0; n < j->nnodes_job; n++)
+			if ((int)n != self)
+				mb_send(nd, j->nodes[n], M_RED, j->id, k, j->red_len, acc, j->red_len,
+					NULL, 0);
+	}
+	for (uint32_t n = 0; n < j->nnodes_job; n++)
+		if (j->red_part_seq[n * 2 + k % 2] != k)
+			return; /* a node's partial is still on its way */
+	uint8_t res[BCS_RED_MAX];
+	int err = 0;
+	memcpy(res, red_slot(j, (int)j->nnodes_job - 1, k), j->red_len);
+	for (int n = (int)j->nnodes_job - 2; n >= 0; n--) {
+		if (j->red_part_len[n * 2 + k % 2] != j->red_len)
+			err = BCS_EFAULT; /* the ranks disagree on the count or type */
+		bcs_op_apply(j->red_op, j->red_basic, red_slot(j, n, k), res, j->red_count);
+	}
+	for (uint32_t lr = 0; lr < j->nlocal; lr++) {
+		int e = err ? err : copy_to(pid_of(j, lr), j->red_addr[lr], res, j->red_len) < 0
+					    ? BCS_EFAULT : 0;
+		complete(j, lr, j->red_req[lr], -1, -1, e, j->red_len);
+	}
+	j->red_done = k;
 }
 
 /* Matching micro-phase: every round every node of the job covers. */
@@ -654,6 +741,21 @@ static void collect(struct nd *nd, struct bjob *j, uint64_t slice)
 				j->bar_posted[lr]++;
 				j->bar_req[lr] = d.req;
 				break;
+			case BCS_OP_ALLREDUCE:
+				if (d.len > BCS_RED_MAX || !bcs_op_valid(d.peer, d.tag) ||
+				    copy_from(pid_of(j, lr), d.addr, j->red_val + lr * BCS_RED_MAX,
+					      d.len) < 0) {
+					complete(j, lr, d.req, -1, -1, BCS_EFAULT, 0);
+					break;
+				}
+				j->red_posted[lr]++;
+				j->red_req[lr] = d.req;
+				j->red_addr[lr] = d.addr;
+				j->red_len = (uint32_t)d.len;
+				j->red_count = d.ctx;
+				j->red_op = d.peer;
+				j->red_basic = d.tag;
+				break;
 			case BCS_OP_SEND: {
 				int node = d.peer >= 0 && (uint32_t)d.peer < j->world
 						   ? node_of_rank(j, d.peer) : -1;
@@ -664,9 +766,10 @@ static void collect(struct nd *nd, struct bjob *j, uint64_t slice)
 				struct osend *o = malloc(sizeof(*o));
 				if (!o)
 					abort();
+				unsigned h = hkey(lr, d.req);
 				*o = (struct osend){.lr = lr, .req = d.req, .addr = d.addr,
-						    .len = d.len, .next = j->osends};
-				j->osends = o;
+						    .len = d.len, .next = j->osends[h]};
+				j->osends[h] = o;
 				struct wdesc w = {.src = me, .dst = d.peer, .tag = d.tag, .ctx = d.ctx,
 						  .seq = j->sseq[lr]++, .sreq = d.req,
 						  .flags = d.flags, .len = d.len};
@@ -790,7 +893,9 @@ static void on_grant(struct nd *nd, struct bjob *j, uint32_t from, const struct 
 		     size_t n)
 {
 	struct nd_bcs *b = nd->bcs;
-	size_t room = bcs_data_max(b);
+	/* DATA messages pack records (struct wdata + bytes) up to the eager size */
+	size_t room = bcs_data_max(b) + sizeof(struct wdata), used = 0;
+	uint32_t records = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (g[i].src < 0 || (uint32_t)g[i].src < j->first ||
 		    (uint32_t)g[i].src >= j->first + j->nlocal)
@@ -800,13 +905,22 @@ static void on_grant(struct nd *nd, struct bjob *j, uint32_t from, const struct 
 		if (!o)
 			continue;
 		for (uint64_t d = 0; d < g[i].len;) {
-			size_t c = g[i].len - d > room ? room : g[i].len - d;
+			if (used + sizeof(struct wdata) + 64 > room) {
+				mb_send(nd, from, M_DATA, j->id, 0, records, b->bounce, used, NULL, 0);
+				used = records = 0;
+			}
+			size_t c = room - used - sizeof(struct wdata);
+			if (c > g[i].len - d)
+				c = g[i].len - d;
 			struct wdata w = {.dst = g[i].dst, .rreq = g[i].rreq, .off = g[i].off + d,
 					  .len = c};
+			memcpy(b->bounce + used, &w, sizeof(w));
+			uint8_t *at = b->bounce + used + sizeof(w);
 			if (g[i].off + d + c > o->len ||
-			    copy_from(pid_of(j, lr), o->addr + g[i].off + d, b->bounce, c) < 0)
-				memset(b->bounce, 0, c); /* the rank is gone: the job dies anyway */
-			mb_send(nd, from, M_DATA, j->id, 0, 1, &w, sizeof(w), b->bounce, c);
+			    copy_from(pid_of(j, lr), o->addr + g[i].off + d, at, c) < 0)
+				memset(at, 0, c); /* the rank is gone: the job dies anyway */
+			used += sizeof(w) + c;
+			records++;
 			d += c;
 		}
 		if (g[i].last) {
@@ -815,6 +929,8 @@ static void on_grant(struct nd *nd, struct bjob *j, uint32_t from, const struct 
 			free(o);
 		}
 	}
+	if (records)
+		mb_send(nd, from, M_DATA, j->id, 0, records, b->bounce, used, NULL, 0);
 }
 
 static void on_data(struct bjob *j, uint32_t from, const struct wdata *w, const uint8_t *payload)
@@ -826,7 +942,8 @@ static void on_data(struct bjob *j, uint32_t from, const struct wdata *w, const 
 			h->done += w->len;
 		return;
 	}
-	for (struct xfer **pp = &j->wait_data; *pp; pp = &(*pp)->next) {
+	for (struct xfer **pp = &j->wait_data[hkey((uint32_t)w->dst, w->rreq)]; *pp;
+	     pp = &(*pp)->next) {
 		struct xfer *x = *pp;
 		if (x->s->dst != w->dst || x->r->req != w->rreq)
 			continue;
@@ -871,18 +988,34 @@ static void on_message(struct nd *nd, uint32_t from, const struct mhdr *h, const
 		on_grant(nd, j, from, (const struct wgrant *)body, h->count);
 		break;
 	case M_DATA: {
-		struct wdata w;
-		if (h->len < sizeof(w))
-			return;
-		memcpy(&w, body, sizeof(w));
-		if (w.len > h->len - sizeof(w))
-			return;
-		on_data(j, from, &w, body + sizeof(w));
+		size_t off = 0;
+		for (uint32_t k = 0; k < h->count; k++) {
+			struct wdata w;
+			if (h->len - off < sizeof(w))
+				return;
+			memcpy(&w, body + off, sizeof(w));
+			off += sizeof(w);
+			if (w.len > h->len - off)
+				return;
+			on_data(j, from, &w, body + off);
+			off += w.len;
+		}
 		break;
 	}
 	case M_ABORT:
 		kill_local(nd, j, (int)h->count, "MPI_Abort on another node");
 		break;
+	case M_RED: {
+		int pos = j->red_part ? node_pos(j, from) : -1;
+		if (pos < 0 || h->len > BCS_RED_MAX || h->slice > UINT32_MAX)
+			return;
+		uint32_t k = (uint32_t)h->slice;
+		memcpy(red_slot(j, pos, k), body, h->len);
+		j->red_part_seq[pos * 2 + k % 2] = k;
+		j->red_part_len[pos * 2 + k % 2] = h->len;
+		reduces(nd, j);
+		break;
+	}
 	}
 }
 
@@ -968,6 +1101,7 @@ void nd_bcs_strobe(struct nd *nd)
 		rounds(nd, j);
 		grant(nd, j);
 		barriers(j, b->self);
+		reduces(nd, j);
 	}
 	for (uint32_t from = 0; from < b->nnodes; from++)
 		mb_ack(nd, from);
@@ -1028,8 +1162,17 @@ int nd_bcs_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command
 	j->comps = calloc(j->nlocal ? j->nlocal : 1, sizeof(*j->comps));
 	j->bar_posted = calloc(j->nlocal ? j->nlocal : 1, sizeof(uint32_t));
 	j->bar_req = calloc(j->nlocal ? j->nlocal : 1, sizeof(uint32_t));
+	j->red_posted = calloc(j->nlocal ? j->nlocal : 1, sizeof(uint32_t));
+	j->red_req = calloc(j->nlocal ? j->nlocal : 1, sizeof(uint32_t));
+	j->red_addr = calloc(j->nlocal ? j->nlocal : 1, sizeof(uint64_t));
+	j->red_val = calloc(j->nlocal ? j->nlocal : 1, BCS_RED_MAX);
+	j->red_part = calloc(cmd->n_nodes ? cmd->n_nodes * 2 : 2, BCS_RED_MAX);
+	j->red_part_seq = calloc(cmd->n_nodes ? cmd->n_nodes * 2 : 2, sizeof(uint32_t));
+	j->red_part_len = calloc(cmd->n_nodes ? cmd->n_nodes * 2 : 2, sizeof(uint32_t));
 	if (!j->nodes || !j->nfirst || !j->ncount || !j->mq || !j->probes || !j->sseq ||
-	    !j->rseq || !j->comps || !j->bar_posted || !j->bar_req)
+	    !j->rseq || !j->comps || !j->bar_posted || !j->bar_req || !j->red_posted ||
+	    !j->red_req || !j->red_addr || !j->red_val || !j->red_part || !j->red_part_seq ||
+	    !j->red_part_len)
 		abort();
 	/* nodes without ranks of the job take no part (they never cover) */
 	j->nnodes_job = 0;
@@ -1092,14 +1235,18 @@ static void bjob_free(struct bjob *j)
 		}
 		free(j->comps[lr].v);
 	}
-	for (struct osend *o = j->osends, *n; o; o = n) {
-		n = o->next;
-		free(o);
-	}
-	for (struct xfer *x = j->wait_data, *n; x; x = n) {
-		n = x->next;
-		xfer_free(x);
-	}
+	for (unsigned h = 0; j->osends && h < BCS_HASH; h++)
+		for (struct osend *o = j->osends[h], *n; o; o = n) {
+			n = o->next;
+			free(o);
+		}
+	free(j->osends);
+	for (unsigned h = 0; j->wait_data && h < BCS_HASH; h++)
+		for (struct xfer *x = j->wait_data[h], *n; x; x = n) {
+			n = x->next;
+			xfer_free(x);
+		}
+	free(j->wait_data);
 	free(j->inc);
 	free(j->newr);
 	free(j->newr_lr);
@@ -1116,6 +1263,13 @@ static void bjob_free(struct bjob *j)
 	free(j->bar_seen);
 	free(j->bar_posted);
 	free(j->bar_req);
+	free(j->red_posted);
+	free(j->red_req);
+	free(j->red_addr);
+	free(j->red_val);
+	free(j->red_part);
+	free(j->red_part_seq);
+	free(j->red_part_len);
 	free(j->nbatch);
 	free(j->capbatch);
 	if (j->map)
