@@ -170,6 +170,8 @@ struct nd_bcs {
 	uint32_t *consumed, *unacked; /* per source node */
 	uint64_t inc;                 /* this daemon's incarnation */
 	uint32_t next_flags;          /* mhdr.flags of the next mb_send */
+	uint64_t phase_at_ns;         /* when this slice's exchange runs, 0: done */
+	uint64_t phase_slice;
 	uint64_t *peer_inc;           /* per source node: its incarnation, 0: unknown */
 	struct bjob *jobs;
 	uint64_t dead[BCS_DEAD_JOBS];
@@ -1081,30 +1083,68 @@ void nd_bcs_arrived(struct nd *nd)
 
 /* ---- the strobe */
 
-void nd_bcs_strobe(struct nd *nd)
+/* Collection, descriptor exchange, matching, transmission: a quarter of a
+ * slice after the strobe, so that ranks woken by the strobe's completions
+ * have posted their next descriptors by then (one slice per blocking call,
+ * not two). */
+static void phase(struct nd *nd)
 {
 	struct nd_bcs *b = nd->bcs;
-	if (!b)
-		return;
+	uint64_t slice = b->phase_slice;
+	b->phase_at_ns = 0;
 	for (struct bjob *j = b->jobs; j; j = j->next) {
 		if (!j->job || !j->map)
 			continue;
-		for (uint32_t i = 0; i < b->nnodes; i++)
-			j->budget[i] = BCS_BUDGET;
-		collect(nd, j, nd->slice);
-		publish(j);
+		collect(nd, j, slice);
 		if (!j->active || j->aborted)
 			continue;
-		exchange(nd, j, nd->slice);
-		if (nd->slice > j->cover[b->self])
-			j->cover[b->self] = nd->slice;
+		exchange(nd, j, slice);
+		if (slice > j->cover[b->self])
+			j->cover[b->self] = slice;
 		rounds(nd, j);
 		grant(nd, j);
 		barriers(j, b->self);
 		reduces(nd, j);
 	}
+}
+
+void nd_bcs_strobe(struct nd *nd)
+{
+	struct nd_bcs *b = nd->bcs;
+	if (!b)
+		return;
+	if (b->phase_at_ns)
+		phase(nd); /* the last slice's, overtaken by this strobe */
+	/* completion: what finished in the last slice, and wake-ups */
+	for (struct bjob *j = b->jobs; j; j = j->next) {
+		if (!j->job || !j->map)
+			continue;
+		for (uint32_t i = 0; i < b->nnodes; i++)
+			j->budget[i] = BCS_BUDGET;
+		publish(j);
+	}
 	for (uint32_t from = 0; from < b->nnodes; from++)
 		mb_ack(nd, from);
+	b->phase_slice = nd->slice;
+	b->phase_at_ns = nd_now_ns() + (uint64_t)nd->conf.timeslice_us * 1000u / 4;
+	if (!b->phase_at_ns)
+		b->phase_at_ns = 1;
+}
+
+int nd_bcs_timer_ms(const struct nd *nd)
+{
+	const struct nd_bcs *b = nd->bcs;
+	if (!b || !b->phase_at_ns)
+		return -1;
+	uint64_t now = nd_now_ns();
+	return b->phase_at_ns <= now ? 0 : (int)((b->phase_at_ns - now + 999999) / 1000000);
+}
+
+void nd_bcs_timers(struct nd *nd)
+{
+	struct nd_bcs *b = nd->bcs;
+	if (b && b->phase_at_ns && nd_now_ns() >= b->phase_at_ns)
+		phase(nd);
 }
 
 /* ---- set-up */

@@ -426,6 +426,9 @@ static void run(struct nd *nd)
 		t = nd_timer_ms(nd);
 		if (t >= 0 && (timeout < 0 || t < timeout))
 			timeout = t;
+		t = nd_bcs_timer_ms(nd);
+		if (t >= 0 && (timeout < 0 || t < timeout))
+			timeout = t;
 		int n = epoll_wait(nd->epfd, evs, 64, timeout);
 		if (n < 0 && errno != EINTR) {
 			nd_log(nd, "epoll_wait: %s", strerror(errno));
@@ -464,6 +467,7 @@ static void run(struct nd *nd)
 		}
 		nd_report_flush(nd);
 		nd_timers(nd);
+		nd_bcs_timers(nd);
 		if (!nd->pipes_paused && nd->q_bytes >= ND_OUTPUT_CAP) {
 			nd_log(nd, "%zu bytes of output wait for reports; pausing rank pipes",
 			       nd->q_bytes);

@@ -170,6 +170,9 @@ void nd_bcs_job_end(struct nd *nd, struct nd_job *job);
 void nd_bcs_strobe(struct nd *nd);
 /* EV_BCS fired: mailbox messages or acknowledgements arrived. */
 void nd_bcs_arrived(struct nd *nd);
+/* The exchange a fraction into the slice: ms until due (-1: none), and run it. */
+int nd_bcs_timer_ms(const struct nd *nd);
+void nd_bcs_timers(struct nd *nd);
 
 /* report.c */
 void nd_queue_output(struct nd *nd, struct nd_job *job, uint32_t rank, uint32_t stream,
