@@ -142,14 +142,10 @@ static void consume_report(struct mm *mm, int idx)
 		return; /* nothing new: every slot is looked at on any EV_REPORT */
 	/* emptied at once, so the slot is decoded once per report that lands */
 	memset(slot, 0, 4);
-	if (len > GM_REPORT_SLOT_SIZE - 4) {
-		mm_log("node %s: report length %u exceeds its slot; ignored", mm->conf.nodes[idx],
-		       len);
-		return;
-	}
-	Storm__Cl__Report *r = storm__cl__report__unpack(NULL, len, slot + 4);
+	const char *why;
+	Storm__Cl__Report *r = mm_report_decode(slot, len, &why);
 	if (!r) {
-		mm_log("node %s: undecodable report (%u bytes); ignored", mm->conf.nodes[idx], len);
+		mm_log("node %s: %s (%u bytes); ignored", mm->conf.nodes[idx], why, len);
 		return;
 	}
 	if (r->seq <= n->report_seq) { /* a resend of one already consumed */
@@ -171,7 +167,7 @@ static void consume_report(struct mm *mm, int idx)
 	/* the node orders its records so that output precedes the exit of its
 	 * rank and exits precede the DONE note (layout.h) */
 	for (size_t i = 0; i < r->n_output; i++)
-		job_on_output(mm, r->output[i]);
+		job_on_output(mm, idx, r->output[i]);
 	for (size_t i = 0; i < r->n_exits; i++)
 		job_on_exit(mm, idx, r->exits[i]);
 	for (size_t i = 0; i < r->n_notes; i++)

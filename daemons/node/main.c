@@ -102,12 +102,9 @@ static void process_commands(struct nd *nd)
 		uint32_t want = nd->cmd_done + 1;
 		uint8_t *slot = nd->gmem + GM_CMD_SLOT(want);
 		uint32_t len;
-		memcpy(&len, slot, 4);
+		Storm__Cl__Command *cmd = nd_command_decode(slot, &len);
 		if (len == 0)
 			return; /* not arrived yet (consumed slots are zeroed) */
-		Storm__Cl__Command *cmd = NULL;
-		if (len <= GM_CMD_SLOT_SIZE - 4)
-			cmd = storm__cl__command__unpack(NULL, len, slot + 4);
 		if (!cmd) {
 			nd_log(nd, "command slot for %u is malformed (length %u); skipped", want,
 			       len);
@@ -143,12 +140,8 @@ static void process_commands(struct nd *nd)
 /* Does the ring slot of seq hold command seq? */
 static bool slot_holds(struct nd *nd, uint32_t seq)
 {
-	uint8_t *slot = nd->gmem + GM_CMD_SLOT(seq);
 	uint32_t len;
-	memcpy(&len, slot, 4);
-	if (len == 0 || len > GM_CMD_SLOT_SIZE - 4)
-		return false;
-	Storm__Cl__Command *cmd = storm__cl__command__unpack(NULL, len, slot + 4);
+	Storm__Cl__Command *cmd = nd_command_decode(nd->gmem + GM_CMD_SLOT(seq), &len);
 	bool holds = cmd && cmd->seq == seq;
 	if (cmd)
 		storm__cl__command__free_unpacked(cmd, NULL);
@@ -158,9 +151,8 @@ static bool slot_holds(struct nd *nd, uint32_t seq)
 static void on_strobe(struct nd *nd)
 {
 	struct strobe s;
-	memcpy(&s, nd->gmem + GM_STROBE, sizeof(s));
-	uint64_t ack = 0;
-	if (s.nnodes > STORM_MAX_NODES) {
+	uint64_t ack, run;
+	if (nd_strobe_read(nd->gmem + GM_STROBE, nd->index, &s, &ack, &run) < 0) {
 		nd_log(nd, "strobe %" PRIu64 " claims %u nodes; ignored", s.slice, s.nnodes);
 		return;
 	}
@@ -170,8 +162,6 @@ static void on_strobe(struct nd *nd)
 	 * onto one already consumed, and lost) */
 	if (nd->seen_strobe && s.slice <= nd->slice)
 		return;
-	if (nd->index < s.nnodes)
-		memcpy(&ack, nd->gmem + GM_STROBE + sizeof(s) + 8 * (uint64_t)nd->index, 8);
 	if (!nd->seen_strobe) {
 		nd->seen_strobe = true;
 		/* earlier commands went out before this node was up */
@@ -205,10 +195,6 @@ static void on_strobe(struct nd *nd)
 		nd->cmd_done = resume - 1;
 		process_commands(nd);
 	}
-	uint64_t run = 0;
-	if (nd->index < s.nnodes)
-		memcpy(&run, nd->gmem + GM_STROBE + sizeof(s) + 8 * ((uint64_t)s.nnodes + nd->index),
-		       8);
 	int switched = nd_gang_apply(nd, run);
 	nd_bcs_strobe(nd);
 	if (nd->trace) {
