@@ -12,8 +12,11 @@ static struct {
 	int mode; /* 0 off, 1 record, 2 replay */
 	int rank;
 	struct bcs_rank_trace t;
-	size_t capwild, captest, capindex, capmask;
-	size_t cwild, ctest, cindex, cmask; /* replay cursors / record counts */
+	size_t capwild, capruns, capindex, capmask;
+	size_t cwild, cindex, cmask; /* replay cursors / record counts */
+	uint64_t ctest;              /* test flags taken */
+	size_t run;                  /* replay: the run being read, and how far */
+	uint64_t run_off;
 	struct bcs_trace file;
 } tr;
 
@@ -97,13 +100,15 @@ int bcs_trace_replaying(void)
 void bcs_trace_finish(void)
 {
 	if (tr.mode == 2) {
-		if (tr.cwild < tr.t.nwild || tr.ctest < tr.t.ntest || tr.cindex < tr.t.nindex ||
+		uint64_t ntest = bcs_trace_ntest(&tr.t);
+		if (tr.cwild < tr.t.nwild || tr.ctest < ntest || tr.cindex < tr.t.nindex ||
 		    tr.cmask < tr.t.nmask)
 			diverged("MPI_Finalize", 0,
 				 "the recorded run had more outcomes (wildcards %zu/%zu, tests "
-				 "%zu/%zu, waitany %zu/%zu, waitsome %zu/%zu)",
-				 tr.cwild, tr.t.nwild, tr.ctest, tr.t.ntest, tr.cindex, tr.t.nindex,
-				 tr.cmask, tr.t.nmask);
+				 "%llu/%llu, waitany %zu/%zu, waitsome %zu/%zu)",
+				 tr.cwild, tr.t.nwild, (unsigned long long)tr.ctest,
+				 (unsigned long long)ntest, tr.cindex, tr.t.nindex, tr.cmask,
+				 tr.t.nmask);
 		return;
 	}
 	if (tr.mode != 1)
@@ -153,24 +158,44 @@ void bcs_trace_wild_done(int k, int src, int tag)
 	}
 }
 
+/* replay: the next flag's run, skipping spent and empty runs; nruns if none */
+static size_t next_run(void)
+{
+	while (tr.run < tr.t.nruns && tr.run_off >= tr.t.runs[tr.run]) {
+		tr.run++;
+		tr.run_off = 0;
+	}
+	return tr.run;
+}
+
 int bcs_trace_peek_test(void)
 {
 	if (tr.mode != 2)
 		return -1;
-	return tr.ctest < tr.t.ntest ? tr.t.test[tr.ctest] : -2;
+	size_t r = next_run();
+	return r < tr.t.nruns ? (int)(r % 2) : -2;
 }
 
 int bcs_trace_test(int flag, const char *fn)
 {
-	size_t k = tr.ctest++;
+	uint64_t k = tr.ctest++;
 	if (tr.mode == 1) {
-		tr.t.test = grow(tr.t.test, &tr.captest, k + 1, 1);
-		tr.t.test[k] = (uint8_t)(flag != 0);
-		tr.t.ntest = k + 1;
+		/* runs alternate zeros, ones, zeros...: a new run when the flag changes */
+		int want = flag != 0;
+		if (tr.t.nruns == 0 || (int)((tr.t.nruns - 1) % 2) != want) {
+			tr.t.runs = grow(tr.t.runs, &tr.capruns, tr.t.nruns + 2, sizeof(*tr.t.runs));
+			if (tr.t.nruns == 0 && want)
+				tr.t.runs[tr.t.nruns++] = 0;
+			tr.t.runs[tr.t.nruns++] = 0;
+		}
+		tr.t.runs[tr.t.nruns - 1]++;
 	} else if (tr.mode == 2) {
-		if (k >= tr.t.ntest)
-			diverged(fn, k, "the recorded run made only %zu such calls", tr.t.ntest);
-		return tr.t.test[k];
+		size_t r = next_run();
+		if (r >= tr.t.nruns)
+			diverged(fn, (size_t)k, "the recorded run made only %llu such calls",
+				 (unsigned long long)k);
+		tr.run_off++;
+		return (int)(r % 2);
 	}
 	return flag;
 }

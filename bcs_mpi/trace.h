@@ -31,8 +31,10 @@ struct bcs_rank_trace {
 	uint32_t rank;
 	struct bcs_wild *wild;
 	size_t nwild;
-	uint8_t *test;    /* 0/1 per MPI_Test/Testall/Iprobe call */
-	size_t ntest;
+	uint64_t *runs;   /* MPI_Test/Testall/Iprobe flags as run lengths: runs[0]
+			   * zeros, runs[1] ones, runs[2] zeros, ... (a polling
+			   * loop of any length is one run, never expanded) */
+	size_t nruns;
 	int32_t *index;   /* MPI_Waitany/Testany: index, -1 none */
 	size_t nindex;
 	uint64_t *mask;   /* MPI_Waitsome: completed requests (first 64) */
@@ -47,6 +49,8 @@ struct bcs_trace {
 	struct bcs_rank_trace *sec;
 };
 
+/* How many test flags the runs hold (saturating). */
+uint64_t bcs_trace_ntest(const struct bcs_rank_trace *t);
 /* Encodes one rank's streams; returns a malloc'd buffer (and its length) or NULL. */
 uint8_t *bcs_trace_encode_rank(const struct bcs_rank_trace *t, size_t *len);
 /* Whole file: header (job shape, argv) then the rank sections as encoded above. */

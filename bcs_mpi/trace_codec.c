@@ -52,6 +52,19 @@ struct rbuf {
 	bool bad;
 };
 
+static uint64_t get_varint(struct rbuf *r);
+
+/* a field stored plus one: -1 .. INT32_MAX */
+static int32_t get_plus1(struct rbuf *r)
+{
+	uint64_t v = get_varint(r);
+	if (v > (uint64_t)INT32_MAX + 1) {
+		r->bad = true;
+		return -1;
+	}
+	return (int32_t)((int64_t)v - 1);
+}
+
 static uint64_t get_varint(struct rbuf *r)
 {
 	uint64_t v = 0;
@@ -80,6 +93,14 @@ static size_t get_count(struct rbuf *r, size_t min)
 	return (size_t)c;
 }
 
+uint64_t bcs_trace_ntest(const struct bcs_rank_trace *t)
+{
+	uint64_t n = 0;
+	for (size_t k = 0; k < t->nruns; k++)
+		n = t->runs[k] > UINT64_MAX - n ? UINT64_MAX : n + t->runs[k];
+	return n;
+}
+
 uint8_t *bcs_trace_encode_rank(const struct bcs_rank_trace *t, size_t *len)
 {
 	struct wbuf w = {0};
@@ -89,21 +110,9 @@ uint8_t *bcs_trace_encode_rank(const struct bcs_rank_trace *t, size_t *len)
 		varint(&w, (uint64_t)((int64_t)t->wild[i].src + 1));
 		varint(&w, (uint64_t)((int64_t)t->wild[i].tag + 1));
 	}
-	/* test flags as run lengths, starting with a run of zeros */
-	size_t runs = 0;
-	for (size_t i = 0; i < t->ntest; runs++) {
-		uint8_t want = runs % 2;
-		while (i < t->ntest && t->test[i] == want)
-			i++;
-	}
-	varint(&w, runs);
-	for (size_t i = 0, k = 0; k < runs; k++) {
-		uint8_t want = k % 2;
-		size_t start = i;
-		while (i < t->ntest && t->test[i] == want)
-			i++;
-		varint(&w, i - start);
-	}
+	varint(&w, t->nruns);
+	for (size_t k = 0; k < t->nruns; k++)
+		varint(&w, t->runs[k]);
 	varint(&w, t->nindex);
 	for (size_t i = 0; i < t->nindex; i++)
 		varint(&w, (uint64_t)((int64_t)t->index[i] + 1));
@@ -130,31 +139,19 @@ int bcs_trace_decode_rank(const uint8_t *buf, size_t len, struct bcs_rank_trace 
 	if (!r.bad && t->nwild && !(t->wild = calloc(t->nwild, sizeof(*t->wild))))
 		return -1;
 	for (size_t i = 0; !r.bad && i < t->nwild; i++) {
-		t->wild[i].src = (int32_t)((int64_t)get_varint(&r) - 1);
-		t->wild[i].tag = (int32_t)((int64_t)get_varint(&r) - 1);
+		t->wild[i].src = get_plus1(&r);
+		t->wild[i].tag = get_plus1(&r);
 	}
-	size_t runs = get_count(&r, 1);
-	for (size_t k = 0; !r.bad && k < runs; k++) {
-		uint64_t n = get_varint(&r);
-		/* a run may not claim more flags than a trace could ever hold */
-		if (n > ((uint64_t)1 << 32) || t->ntest + n > ((uint64_t)1 << 32)) {
-			r.bad = true;
-			break;
-		}
-		uint8_t *q = realloc(t->test, t->ntest + (size_t)n + 1);
-		if (!q) {
-			r.bad = true;
-			break;
-		}
-		t->test = q;
-		memset(t->test + t->ntest, (int)(k % 2), (size_t)n);
-		t->ntest += (size_t)n;
-	}
+	t->nruns = get_count(&r, 1);
+	if (!r.bad && t->nruns && !(t->runs = calloc(t->nruns, sizeof(*t->runs))))
+		r.bad = true;
+	for (size_t k = 0; !r.bad && k < t->nruns; k++)
+		t->runs[k] = get_varint(&r);
 	t->nindex = get_count(&r, 1);
 	if (!r.bad && t->nindex && !(t->index = calloc(t->nindex, sizeof(*t->index))))
 		r.bad = true;
 	for (size_t i = 0; !r.bad && i < t->nindex; i++)
-		t->index[i] = (int32_t)((int64_t)get_varint(&r) - 1);
+		t->index[i] = get_plus1(&r);
 	t->nmask = get_count(&r, 1);
 	if (!r.bad && t->nmask && !(t->mask = calloc(t->nmask, sizeof(*t->mask))))
 		r.bad = true;
@@ -170,7 +167,7 @@ int bcs_trace_decode_rank(const uint8_t *buf, size_t len, struct bcs_rank_trace 
 void bcs_rank_trace_free(struct bcs_rank_trace *t)
 {
 	free(t->wild);
-	free(t->test);
+	free(t->runs);
 	free(t->index);
 	free(t->mask);
 	memset(t, 0, sizeof(*t));
