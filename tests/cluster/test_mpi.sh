@@ -148,6 +148,21 @@ awk -F': ' '{ n = split($2, a, " "); s = ""; for (i = n; i >= 1; i--) s = s " " 
 	"$T/wild.rec" >"$T/wild.want"
 if cmp -s "$T/out" "$T/wild.want"; then ok "  its outcomes are forced ($(head -1 "$T/out"))"; else
 	bad "  outcomes not forced:"; diff "$T/wild.want" "$T/out" | head; fi
+# --debug without a terminal: the rank waits in MPI_Init saying how to attach;
+# gdb releases it and the replay goes on to the recorded output
+storm replay --debug 2 "$T/wild.trace" >"$T/dbg.out" 2>"$T/dbg.err" </dev/null &
+dbg=$!
+if wait_log "$T/dbg.err" "is held in MPI_Init: gdb -p" 60; then
+	ok "replay --debug 2 holds rank 2 and says how to attach"
+	pid=$(sed -n 's/.*rank 2 (pid \([0-9]*\) .*/\1/p' "$T/dbg.err" | head -1)
+	if timeout 60 gdb -q -p "$pid" -batch -ex 'set var bcs_debug_hold = 0' >"$T/gdb.out" 2>&1; then
+		ok "  gdb attaches and releases it"; else bad "  gdb: $(tail -2 "$T/gdb.out")"; fi
+else
+	bad "replay --debug 2: no hold line: $(cat "$T/dbg.err")"
+	kill "$dbg" 2>/dev/null
+fi
+if wait "$dbg"; then ok "  the replay then ends normally"; else bad "  the replay failed: $(tail -3 "$T/dbg.err")"; fi
+if cmp -s "$T/dbg.out" "$T/wild.rec"; then ok "  with the recorded output"; else bad "  output differs"; fi
 # a program that departs from its trace: one round more than recorded
 sed 's/wildcard.2/wildcard.3/' "$T/wild.trace" >/dev/null
 python3 -c '
