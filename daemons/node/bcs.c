@@ -1116,15 +1116,20 @@ void nd_bcs_strobe(struct nd *nd)
 	if (b->phase_at_ns)
 		phase(nd); /* the last slice's, overtaken by this strobe */
 	/* completion: what finished in the last slice, and wake-ups */
+	bool any = false;
 	for (struct bjob *j = b->jobs; j; j = j->next) {
 		if (!j->job || !j->map)
 			continue;
+		any = true;
 		for (uint32_t i = 0; i < b->nnodes; i++)
 			j->budget[i] = BCS_BUDGET;
-		publish(j);
+		if (j->active)
+			publish(j);
 	}
 	for (uint32_t from = 0; from < b->nnodes; from++)
 		mb_ack(nd, from);
+	if (!any)
+		return; /* no ranks here: no exchange to run this slice */
 	b->phase_slice = nd->slice;
 	b->phase_at_ns = nd_now_ns() + (uint64_t)nd->conf.timeslice_us * 1000u / 4;
 	if (!b->phase_at_ns)
