@@ -124,6 +124,7 @@ static const struct str_key str_keys[] = {
 	STR_KEY("cluster", name),     STR_KEY("cluster", provider),
 	STR_KEY("cluster", sys_provider), STR_KEY("cluster", state_dir),
 	STR_KEY("cluster", socket),   STR_KEY("cluster", bootstrap),
+	STR_KEY("cluster", key_file), STR_KEY("cluster", munge_socket),
 };
 
 /* inih (as Debian builds it) does not pass line numbers to the handler, but
@@ -217,6 +218,7 @@ static void defaults(struct storm_conf *c, const char *path)
 	strcpy(c->state_dir, "/var/lib/storm");
 	strcpy(c->socket, "/run/storm/mm.sock");
 	strcpy(c->bootstrap, "dir:/run/storm/fabric");
+	strcpy(c->key_file, "/etc/storm/cluster.key");
 	c->cpus = 4;
 	c->quantum = 1;
 	c->mpl = 2;
@@ -366,8 +368,8 @@ static int print_names(const struct storm_conf *c, FILE *f)
 int conf_print(const struct storm_conf *c, FILE *f)
 {
 	/* a value inih would cut would not read back */
-	const char *strs[] = { c->name, c->provider, c->sys_provider, c->state_dir, c->socket,
-			       c->bootstrap };
+	const char *strs[] = { c->name,	  c->provider, c->sys_provider, c->state_dir,
+			       c->socket, c->bootstrap, c->key_file,	c->munge_socket };
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
 		if (strlen(strs[i]) + strlen("sys_provider = ") > CONF_LINE_MAX)
 			return -ENAMETOOLONG;
@@ -376,13 +378,16 @@ int conf_print(const struct storm_conf *c, FILE *f)
 		"[cluster]\nname = %s\nprovider = %s\n%s%s%s"
 		"timeslice_us = %u\ndown_after = %u\nreport_every = %u\nfanout = %u\n"
 		"op_timeout_ms = %u\n"
-		"kill_wait_ms = %u\nstate_dir = %s\nsocket = %s\nbootstrap = %s\n\n"
+		"kill_wait_ms = %u\nstate_dir = %s\nsocket = %s\nbootstrap = %s\nkey_file = %s\n"
+		"%s%s%s\n"
 		"[scheduler]\npolicy = %s\nmpl = %u\nquantum = %u\nswitch = %s\n\n"
 		"[nodes]\ncpus = %u\n",
 		c->name, c->provider, c->sys_provider[0] ? "sys_provider = " : "",
 		c->sys_provider, c->sys_provider[0] ? "\n" : "", c->timeslice_us, c->down_after,
 		c->report_every, c->fanout, c->op_timeout_ms, c->kill_wait_ms, c->state_dir, c->socket,
-		c->bootstrap, storm_policy_names[c->policy], c->mpl, c->quantum,
+		c->bootstrap, c->key_file, c->munge_socket[0] ? "munge_socket = " : "",
+		c->munge_socket, c->munge_socket[0] ? "\n" : "", storm_policy_names[c->policy], c->mpl,
+		c->quantum,
 		storm_switch_names[c->switch_mode], c->cpus);
 	int rc = print_names(c, f);
 	if (rc == 0 && ferror(f))

@@ -32,6 +32,8 @@ struct storm_conf {
 	char state_dir[PATH_MAX]; /* node state: <state_dir>/<node name> */
 	char socket[PATH_MAX];   /* the MM's control socket */
 	char bootstrap[PATH_MAX]; /* sn bootstrap, "dir:PATH" */
+	char key_file[PATH_MAX]; /* the cluster key: MACs on MM <-> node messages */
+	char munge_socket[PATH_MAX]; /* munged's socket, "": MUNGE's default */
 	unsigned cpus;           /* per node */
 	/* [scheduler] */
 	unsigned quantum;        /* timeslices a matrix row runs before the next */

@@ -23,8 +23,7 @@ FUZZ_DEPS_nodeset     := net_abstraction/nodeset.c
 FUZZ_DEPS_config      := common/config.c common/hostlist.c
 FUZZ_DEPS_hostlist    := common/hostlist.c
 FUZZ_DEPS_cli_opts    := cli/opts.c cli/fmt.c
-FUZZ_DEPS_mm_state    := $(MM_SRC) common/config.c common/hostlist.c common/frame.c \
-                         net_abstraction/nodeset.c fuzz/stub_sn.c
+FUZZ_DEPS_mm_state    := $(MM_SRC) $(COMMON_SRC) net_abstraction/nodeset.c fuzz/stub_sn.c
 # the MM's main() and its stderr log give way to the harness's
 FUZZ_EXTRA_daemons/mm/main.c := -Dmain=stormmm_main -Dmm_log=mm_log_stderr
 
@@ -33,7 +32,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_INC     := -I net_abstraction -I common -I scheduler -I $(GEN)/proto -I fuzz -I cli \
                 -I daemons/mm -I daemons/node
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -MMD -MP -g -O1 -fno-omit-frame-pointer -Wall -Wextra $(FUZZ_INC)
-FUZZ_LIBS    := -lprotobuf-c -linih -ljansson
+FUZZ_LIBS    := -lprotobuf-c -linih -ljansson $(AUTH_LIBS)
 FUZZ_LF      := -fsanitize=address,undefined -fno-sanitize-recover=all
 
 .PHONY: fuzz fuzz-build fuzz-check fuzz-corpus

@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>
+#include <sodium.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,7 +170,20 @@ void nd_files_arrived(struct nd *nd, int b, int count)
 			       b, nd->file_seq[b]);
 			continue;
 		}
-		write_chunk(nd, &hdr, nd->gmem + GM_FILE_BUF_AT(b) + sizeof(struct file_chunk));
+		const uint8_t *data = nd->gmem + GM_FILE_BUF_AT(b) + sizeof(struct file_chunk);
+		uint8_t want[GM_TAG_LEN];
+		if (hdr.len <= GM_FILE_DATA_MAX)
+			gm_file_tag(nd->key, hdr.nonce, hdr.seq, &hdr, offsetof(struct file_chunk, tag),
+				    data, hdr.len, want);
+		if (hdr.len > GM_FILE_DATA_MAX || sodium_memcmp(want, hdr.tag, GM_TAG_LEN) != 0) {
+			/* forged or altered: nothing written, not counted as
+			 * consumed (the genuine chunk of that number may follow;
+			 * if it was overwritten, the transfer fails by timeout) */
+			nd_log_refused(nd, "file chunk %" PRIu64 " in buffer %d has a bad tag (forged "
+					   "or altered); refused", hdr.seq, b);
+			continue;
+		}
+		write_chunk(nd, &hdr, data);
 		/* a skipped chunk counts as consumed too, or the MM's flow
 		 * control would wait for it until its timeout */
 		nd->file_seq[b] = hdr.seq;

@@ -16,6 +16,7 @@
 
 #include "cluster.pb-c.h"
 #include "config.h"
+#include "gm_auth.h"
 #include "layout.h"
 #include "sn.h"
 
@@ -93,6 +94,17 @@ struct nd {
 	uint64_t slice;
 	uint32_t cmd_done;
 	uint32_t cmd_warned_seq; /* a mismatched slot already logged */
+	uint32_t cmd_refused_seq; /* a slot with a bad tag already logged */
+
+	/* authentication (common/gm_auth.h) */
+	uint8_t key[GM_KEY_LEN];
+	struct gm_ratelimit rl_auth; /* refused strobes, commands, acks */
+	uint64_t refused;       /* messages refused so far */
+	/* STORM_TEST_TAMPER (tests only): report seq to send altered, report
+	 * seq after which an old report is sent again; 0: none */
+	uint64_t tamper_report, tamper_replay;
+	uint8_t *tamper_saved;  /* report 2, kept for the replay */
+	size_t tamper_saved_len;
 
 	/* gang scheduling (gang.c) */
 	uint64_t run_job;       /* the job the last strobe says runs here, 0: none */
@@ -128,6 +140,8 @@ struct nd {
 void nd_log(const struct nd *nd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 uint64_t nd_now_ns(void);
+/* nd_log, rate-limited: for refused (forged, altered, replayed) messages. */
+void nd_log_refused(struct nd *nd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* check.c: pure, fuzzed (fuzz/nd_*.c) */
 bool nd_valid_basename(const char *name);
@@ -202,5 +216,7 @@ void nd_report(struct nd *nd, uint64_t ack);
 /* Sends the queued records now if the last report was acknowledged. */
 void nd_report_flush(struct nd *nd);
 void nd_queue_free(struct nd *nd);
+/* Appends the report's tag: buf holds [u32 len][packed] and GM_TAG_LEN more. */
+void nd_report_seal(struct nd *nd, uint8_t *buf, size_t len);
 
 #endif
