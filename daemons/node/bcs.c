@@ -170,6 +170,7 @@ struct nd_bcs {
 	uint32_t *consumed, *unacked; /* per source node */
 	uint64_t inc;                 /* this daemon's incarnation */
 	uint32_t next_flags;          /* mhdr.flags of the next mb_send */
+	struct gm_ratelimit forged_log;
 	uint64_t phase_at_ns;         /* when this slice's exchange runs, 0: done */
 	uint64_t phase_slice;
 	uint64_t *peer_inc;           /* per source node: its incarnation, 0: unknown */
@@ -204,7 +205,9 @@ static void mb_xfer(struct nd *nd, struct omsg *m)
 	sn_set_clear(&to);
 	sn_set_add(&to, fabric_id(m->to));
 	uint64_t off = gm_bcs_slot(b->nnodes, b->self, h->seq % GM_BCS_SLOTS);
-	int rc = sn_xfer(nd->sn, &to, off, m->data, m->len, SN_NO_EVENT, EV_BCS, 0);
+	/* the tag covers the numbered header and the body, bound to this node */
+	gm_mac(nd->key, GM_MAC_BCS, b->self, m->data, m->len, m->data + m->len);
+	int rc = sn_xfer(nd->sn, &to, off, m->data, m->len + GM_TAG_LEN, SN_NO_EVENT, EV_BCS, 0);
 	if (rc < 0)
 		nd_log(nd, "bcs: message to node %u lost: %s", m->to, sn_strerror(nd->sn));
 }
@@ -246,7 +249,7 @@ static void mb_send(struct nd *nd, uint32_t to, uint32_t type, uint64_t job, uin
 		    uint32_t count, const void *body, size_t len, const void *body2, size_t len2)
 {
 	struct nd_bcs *b = nd->bcs;
-	struct omsg *m = malloc(sizeof(*m) + sizeof(struct mhdr) + len + len2);
+	struct omsg *m = malloc(sizeof(*m) + sizeof(struct mhdr) + len + len2 + GM_TAG_LEN);
 	if (!m)
 		abort();
 	m->next = NULL;
@@ -1033,8 +1036,11 @@ static void resync(struct nd *nd, uint32_t from)
 	for (uint32_t k = 0; k < GM_BCS_SLOTS; k++) {
 		struct mhdr h;
 		memcpy(&h, nd->gmem + gm_bcs_slot(b->nnodes, from, k), sizeof(h));
+		const uint8_t *slot = nd->gmem + gm_bcs_slot(b->nnodes, from, k);
 		if (h.magic != BCS_MAGIC || h.inc == 0 || h.inc == b->peer_inc[from] ||
-		    h.seq % GM_BCS_SLOTS != k)
+		    h.seq % GM_BCS_SLOTS != k || h.len > b->max_msg - sizeof(h) ||
+		    !gm_mac_ok(nd->key, GM_MAC_BCS, from, slot, sizeof(h) + h.len,
+			       slot + sizeof(h) + h.len))
 			continue;
 		if (!inc || h.inc > inc || (h.inc == inc && h.seq < best)) {
 			inc = h.inc;
@@ -1070,8 +1076,17 @@ void nd_bcs_arrived(struct nd *nd)
 			memcpy(&h, slot, sizeof(h));
 			if (h.magic != BCS_MAGIC || h.seq != want)
 				break;
-			if (h.len <= b->max_msg - sizeof(h))
-				on_message(nd, from, &h, slot + sizeof(h));
+			if (h.len > b->max_msg - sizeof(h) ||
+			    !gm_mac_ok(nd->key, GM_MAC_BCS, from, slot, sizeof(h) + h.len,
+				       slot + sizeof(h) + h.len)) {
+				/* forged or torn: wait for the sender's genuine message */
+				unsigned held = 0;
+				if (gm_ratelimit_ok(&b->forged_log, (double)nd_now_ns() / 1e9, &held))
+					nd_log(nd, "bcs: message %u from node %u is not authentic; "
+						   "ignored (%u more held back)", want, from, held);
+				break;
+			}
+			on_message(nd, from, &h, slot + sizeof(h));
 			b->consumed[from] = want;
 			if (++b->unacked[from] >= GM_BCS_SLOTS / 2)
 				mb_ack(nd, from);
@@ -1161,7 +1176,8 @@ int nd_bcs_init(struct nd *nd, size_t chunk_size)
 		return -ENOMEM;
 	b->nnodes = (uint32_t)nd->conf.nnodes;
 	b->self = nd->index;
-	b->max_msg = chunk_size < GM_BCS_SLOT_SIZE ? chunk_size : GM_BCS_SLOT_SIZE;
+	/* a message and its tag fit one slot and one network chunk */
+	b->max_msg = (chunk_size < GM_BCS_SLOT_SIZE ? chunk_size : GM_BCS_SLOT_SIZE) - GM_TAG_LEN;
 	b->out = calloc(b->nnodes, sizeof(*b->out));
 	b->consumed = calloc(b->nnodes, sizeof(*b->consumed));
 	b->unacked = calloc(b->nnodes, sizeof(*b->unacked));
