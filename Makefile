@@ -124,7 +124,7 @@ clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge
 
 check: deps
 	$(MAKE) all
-	$(MAKE) unit unit-asan clitest ndtest clustertest nettest
+	$(MAKE) unit unit-asan fuzz-check clitest ndtest clustertest nettest
 
 # the main job on the embedded default: an 8-node virtual cluster on this
 # machine, one 32-rank job with a 12 MiB program multicast to every node
@@ -156,6 +156,9 @@ bench-launch: bench-deps
 
 clean:
 	rm -rf $(BUILD)
+
+# libFuzzer harnesses: `make fuzz`, `make fuzz-check` (fuzz/README.md)
+include fuzz/fuzz.mk
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "hostlist.h"
 
@@ -54,5 +55,7 @@ void conf_free(struct storm_conf *c);
 int conf_node_index(const struct storm_conf *c, const char *name);
 /* Writes c as a file conf_load reads back to the same values. */
 int conf_write(const struct storm_conf *c, const char *path);
+/* The same text on f. 0 or -errno. */
+int conf_print(const struct storm_conf *c, FILE *f);
 
 #endif

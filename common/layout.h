@@ -50,6 +50,7 @@
 #include <stdint.h>
 
 #define STORM_MAX_NODES 1000 /* fabric ids 0..1000 fit a 1024-bit node set */
+#define STORM_MAX_LOCAL_RANKS 4096 /* ranks of one job a node starts */
 
 enum storm_event {
 	EV_STROBE = 1, /* remote, on nodes */

@@ -376,12 +376,11 @@ static void handle_cancel(struct mm *mm, struct client *c, const Storm__Ctl__Can
 				  "job %llu has already ended", (unsigned long long)j->id);
 		return;
 	}
-	if (cn->signal < 0 || cn->signal > 64) {
-		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID, "bad signal %d",
-				  cn->signal);
+	char who[96];
+	if (mm_req_check_cancel(cn, who, sizeof(who)) != STORM__CTL__ERROR_CODE__ERR_NONE) {
+		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID, "%s", who);
 		return;
 	}
-	char who[96];
 	struct passwd *pw = getpwuid(c->uid);
 	snprintf(who, sizeof(who), "%s", pw ? pw->pw_name : "?");
 	job_cancel(mm, j, cn->signal, who);
@@ -447,20 +446,12 @@ static void handle(struct mm *mm, struct client *c)
 	size_t blen;
 	if (!authenticate(mm, c, &body, &blen))
 		return;
-	Storm__Ctl__Request *req = storm__ctl__request__unpack(NULL, blen, body);
-	if (!req) {
-		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,
-				  "malformed request (%zu bytes that are not a storm.ctl.Request)",
-				  blen);
+	Storm__Ctl__Request *req;
+	char why[512];
+	Storm__Ctl__ErrorCode code = mm_req_decode(body, blen, &req, why, sizeof(why));
+	if (code != STORM__CTL__ERROR_CODE__ERR_NONE) {
+		client_send_error(mm, c, code, "%s", why);
 		client_finish(mm, c);
-		return;
-	}
-	if (req->version != PROTO_VERSION) {
-		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,
-				  "protocol version %u is not supported (this manager speaks %u)",
-				  req->version, PROTO_VERSION);
-		client_finish(mm, c);
-		storm__ctl__request__free_unpacked(req, NULL);
 		return;
 	}
 	switch (req->body_case) {
@@ -468,6 +459,14 @@ static void handle(struct mm *mm, struct client *c)
 		if (mm->shutting_down) {
 			client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID,
 					  "the cluster is shutting down");
+			break;
+		}
+		if (c->job) {
+			/* the connection belongs to that job's end: a second one
+			 * would leave the first pointing at a freed client */
+			client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,
+					  "this connection already follows job %llu; one job per connection",
+					  (unsigned long long)c->job->id);
 			break;
 		}
 		job_submit(mm, c, req->submit, c->rx.fds, c->rx.nfds);
@@ -493,10 +492,8 @@ static void handle(struct mm *mm, struct client *c)
 	case STORM__CTL__REQUEST__BODY_SHUTDOWN:
 		handle_shutdown(mm, c);
 		break;
-	default:
-		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,
-				  "empty or unknown request");
-		client_finish(mm, c);
+	default: /* mm_req_decode let no other body through */
+		break;
 	}
 	storm__ctl__request__free_unpacked(req, NULL);
 }

@@ -337,7 +337,7 @@ static void run(struct mm *mm)
 	}
 }
 
-static void stop(struct mm *mm)
+void mm_stop(struct mm *mm)
 {
 	for (struct client *c = mm->clients; c; c = c->next)
 		client_close(mm, c);
@@ -411,7 +411,7 @@ int main(int argc, char **argv)
 	int rc = start(&mm, conf);
 	if (rc == 0)
 		run(&mm);
-	stop(&mm);
+	mm_stop(&mm);
 	mm_log(rc == 0 ? "stopped" : "failed to start");
 	return rc == 0 ? 0 : 1;
 }

@@ -6,6 +6,7 @@
  * job.c      job life: validation, allocation, launch, output, end
  * transfer.c program and file multicast with COMPARE-AND-WRITE flow control
  * gang.c     the gang-scheduling matrix: placing jobs, picking the row
+ * request.c  decoding and checking control requests (pure, fuzzed)
  * access.c   who may touch a job (mm_may_touch) */
 #ifndef STORM_MM_H
 #define STORM_MM_H
@@ -23,9 +24,8 @@
 #include "gm_auth.h"
 #include "layout.h"
 #include "matrix.h"
+#include "request.h"
 #include "sn.h"
-
-#define PROTO_VERSION 1
 
 struct job;
 
@@ -139,6 +139,8 @@ double now_s(void);
 double mono_ns(void);
 /* Ends every job, tells every node to stop, and lets the loop finish. */
 void mm_shutdown(struct mm *mm, const char *why);
+/* Closes and frees everything the MM holds (at exit; fuzz/mm_state per input). */
+void mm_stop(struct mm *mm);
 void mm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* mm_log at most GM_LOG_BURST lines per GM_LOG_WINDOW_S for one kind of
  * refusal (a flood of forged messages must not fill the disk). */
@@ -187,7 +189,7 @@ void job_cancel(struct mm *mm, struct job *j, int sig, const char *who);
 void job_fail(struct mm *mm, struct job *j, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void job_transferred(struct mm *mm, struct job *j);
-void job_on_output(struct mm *mm, const Storm__Cl__Output *o);
+void job_on_output(struct mm *mm, int node, const Storm__Cl__Output *o);
 void job_on_exit(struct mm *mm, int node, const Storm__Cl__RankExit *e);
 void job_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n);
 void job_node_lost(struct mm *mm, struct job *j, int node);

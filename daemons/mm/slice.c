@@ -168,9 +168,10 @@ static void consume_report(struct mm *mm, int idx)
 			       "altered); ignored", mm->conf.nodes[idx], len);
 		return;
 	}
-	Storm__Cl__Report *r = storm__cl__report__unpack(NULL, len, slot + 4);
+	const char *why;
+	Storm__Cl__Report *r = mm_report_decode(slot, len, &why);
 	if (!r) {
-		mm_log("node %s: undecodable report (%u bytes); ignored", mm->conf.nodes[idx], len);
+		mm_log("node %s: %s (%u bytes); ignored", mm->conf.nodes[idx], why, len);
 		return;
 	}
 	if (r->seq <= n->report_seq) {
@@ -202,7 +203,7 @@ static void consume_report(struct mm *mm, int idx)
 	/* the node orders its records so that output precedes the exit of its
 	 * rank and exits precede the DONE note (layout.h) */
 	for (size_t i = 0; i < r->n_output; i++)
-		job_on_output(mm, r->output[i]);
+		job_on_output(mm, idx, r->output[i]);
 	for (size_t i = 0; i < r->n_exits; i++)
 		job_on_exit(mm, idx, r->exits[i]);
 	for (size_t i = 0; i < r->n_notes; i++)

@@ -16,11 +16,6 @@
 #include "layout.h"
 #include "nd.h"
 
-bool nd_valid_basename(const char *name)
-{
-	return name[0] && strcmp(name, ".") && strcmp(name, "..") && !strchr(name, '/');
-}
-
 /* The state directory was checked to leave room at start-up. */
 static void job_dir_path(const struct nd *nd, uint64_t job, char *path, size_t len)
 {
@@ -93,22 +88,6 @@ void nd_files_close(struct nd *nd)
 	nd->file_fd = -1;
 }
 
-/* Why a chunk header cannot be used, or NULL. */
-static const char *chunk_problem(const struct file_chunk *c)
-{
-	if (!memchr(c->name, '\0', sizeof(c->name)))
-		return "file name is not terminated";
-	if (!nd_valid_basename(c->name))
-		return "file name is not a plain basename";
-	if (c->job == 0)
-		return "job id 0";
-	if (c->len > GM_FILE_DATA_MAX)
-		return "length exceeds the file buffer";
-	if (c->offset > c->size || c->len > c->size - c->offset)
-		return "data beyond the announced file size";
-	return NULL;
-}
-
 static int write_all(int fd, const uint8_t *p, size_t len, uint64_t off)
 {
 	while (len > 0) {
@@ -127,7 +106,7 @@ static int write_all(int fd, const uint8_t *p, size_t len, uint64_t off)
 
 static void write_chunk(struct nd *nd, const struct file_chunk *c, const uint8_t *data)
 {
-	const char *bad = chunk_problem(c);
+	const char *bad = nd_chunk_problem(c);
 	if (bad) {
 		nd_log(nd, "file chunk %" PRIu64 " skipped: %s", c->seq, bad);
 		return;

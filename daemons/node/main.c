@@ -142,7 +142,7 @@ static void process_commands(struct nd *nd)
 			nd->cmd_refused_seq = want;
 			return;
 		}
-		Storm__Cl__Command *cmd = storm__cl__command__unpack(NULL, len, slot + 4);
+		Storm__Cl__Command *cmd = nd_command_decode(slot, &len);
 		if (!cmd) {
 			nd_log(nd, "command slot for %u is malformed (length %u); skipped", want,
 			       len);
@@ -179,11 +179,11 @@ static void process_commands(struct nd *nd)
 /* Does the ring slot of seq hold command seq? */
 static bool slot_holds(struct nd *nd, uint32_t seq)
 {
-	uint8_t *slot = nd->gmem + GM_CMD_SLOT(seq);
 	uint32_t len;
+	uint8_t *slot = nd->gmem + GM_CMD_SLOT(seq);
 	if (!slot_genuine(nd, slot, &len))
 		return false;
-	Storm__Cl__Command *cmd = storm__cl__command__unpack(NULL, len, slot + 4);
+	Storm__Cl__Command *cmd = nd_command_decode(slot, &len);
 	bool holds = cmd && cmd->seq == seq;
 	if (cmd)
 		storm__cl__command__free_unpacked(cmd, NULL);
@@ -193,9 +193,9 @@ static bool slot_holds(struct nd *nd, uint32_t seq)
 static void on_strobe(struct nd *nd)
 {
 	struct strobe s;
-	memcpy(&s, nd->gmem + GM_STROBE, sizeof(s));
-	uint64_t ack = 0;
-	if (s.nnodes != (uint32_t)nd->conf.nnodes) {
+	uint64_t ack, run;
+	if (nd_strobe_read(nd->gmem + GM_STROBE, nd->index, &s, &ack, &run) < 0 ||
+	    s.nnodes != (uint32_t)nd->conf.nnodes) {
 		nd_log_refused(nd, "strobe %" PRIu64 " claims %u nodes, the cluster has %d; refused",
 			       s.slice, s.nnodes, nd->conf.nnodes);
 		return;
@@ -219,8 +219,6 @@ static void on_strobe(struct nd *nd)
 					   "): replayed; refused", s.slice, nd->slice);
 		return;
 	}
-	if (nd->index < s.nnodes)
-		memcpy(&ack, nd->gmem + GM_STROBE + sizeof(s) + 8 * (uint64_t)nd->index, 8);
 	if (!nd->seen_strobe) {
 		nd->seen_strobe = true;
 		/* earlier commands went out before this node was up */
@@ -254,10 +252,6 @@ static void on_strobe(struct nd *nd)
 		nd->cmd_done = resume - 1;
 		process_commands(nd);
 	}
-	uint64_t run = 0;
-	if (nd->index < s.nnodes)
-		memcpy(&run, nd->gmem + GM_STROBE + sizeof(s) + 8 * ((uint64_t)s.nnodes + nd->index),
-		       8);
 	int switched = nd_gang_apply(nd, run);
 	if (nd->trace) {
 		/* slice, the MM's switch count, when it came, when the switch was done */
