@@ -52,12 +52,23 @@ trap 'exit 1' INT TERM
 # nodes N: the virtual nodes for N ranks (two ranks a node past 4)
 nodes() { if [ "$1" -gt 4 ]; then echo 4; else echo "$1"; fi; }
 
-# passed NAME OUT RC: a suite program exited 0 and its last line counts no failure
+# timed CMD...: runs CMD under the time limit, its run time in ms in $ms
+timed() {
+	local t0 rc
+	t0=$(date +%s%N)
+	timeout "$LIMIT" "$@"
+	rc=$?
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	return $rc
+}
+
+# passed NAME OUT RC: a suite program exited 0, its totals line counts no
+# failure and no line says FAIL
 passed() {
 	local name=$1 out=$2 rc=$3
 	if [ "$rc" = 0 ] && grep -q '^[a-z0-9_]*: [0-9]* checks, 0 failed$' "$out" &&
 		! grep -q FAIL "$out"; then
-		ok "$name: $(grep -o '[0-9]* checks, 0 failed$' "$out")"
+		ok "$name: $(grep -o '[0-9]* checks, 0 failed$' "$out") ($ms ms)"
 	else
 		bad "$name: exit $rc"
 		grep -v '^[0-9]* ok ' "$out" | head -20 | sed 's/^/     out: /'
@@ -93,7 +104,7 @@ start=$(date +%s%N)
 for n in $RANKS; do
 	for p in $PROGS; do
 		o=$T/mpich/$p.$n.out
-		timeout "$LIMIT" "${mpiexec_yield[@]}" -n "$n" "$T/mpich/$p" >"$o" 2>"$o.err"
+		timed "${mpiexec_yield[@]}" -n "$n" "$T/mpich/$p" >"$o" 2>"$o.err"
 		passed "MPICH $p, $n ranks" "$o" $?
 	done
 done
@@ -150,7 +161,7 @@ start=$(date +%s%N)
 for n in $RANKS; do
 	for p in $PROGS; do
 		o=$T/bcs/$p.$n.out
-		timeout "$LIMIT" storm run -N "$(nodes "$n")" -n "$n" "$T/bcs/$p" >"$o" 2>"$o.err"
+		timed storm run -N "$(nodes "$n")" -n "$n" "$T/bcs/$p" >"$o" 2>"$o.err"
 		passed "BCS-MPI $p, $n ranks" "$o" $?
 		if cmp -s "$T/mpich/$p.$n.out" "$o"; then
 			ok "  same output as MPICH"
