@@ -17,6 +17,7 @@
 #                        one run of 8 ranks on 2 cores takes about 1.4 s)
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../cluster/lib.sh
 . "$HERE/../cluster/lib.sh"
 MPICH_ONLY=0 RANKS="1 2 4 8" RACY_RUNS=50 MPICH_RACY_RUNS=0 BIN=build/bin
 while [ $# -gt 0 ]; do
@@ -38,9 +39,9 @@ export PATH=$BIN:$PATH
 export STORM_CONF=$C/storm.conf
 fails=0 checks=0
 PROGS="env p2p coll ops ops_complex comm"
-CFLAGS="-std=c11 -O1 -Wall -Wextra -Werror"
+CFLAGS=(-std=c11 -O1 -Wall -Wextra -Werror)
 # GCC 12 warns (wrongly) on MPICH's MPI_STATUSES_IGNORE passed as an array
-MPICH_CFLAGS="$CFLAGS -Wno-stringop-overflow"
+MPICH_CFLAGS=("${CFLAGS[@]}" -Wno-stringop-overflow)
 # each program's run, whatever the implementation; a hang is a failure
 LIMIT=${MPI_TEST_TIMEOUT:-120}
 
@@ -95,9 +96,7 @@ cc -O2 -shared -fPIC -o "$T/mpich_yield.so" "$HERE/mpich_yield.c" -ldl || bad "c
 # the suite's ranks yield when idle (mpich_yield.c); the racy program's do not
 mpiexec_yield=(mpiexec.mpich -genv LD_PRELOAD "$T/mpich_yield.so")
 for p in $PROGS abort racy; do
-	if mpicc.mpich $MPICH_CFLAGS -o "$T/mpich/$p" "$HERE/$p.c" 2>"$T/mpich/$p.cc"; then
-		:
-	else
+	if ! mpicc.mpich "${MPICH_CFLAGS[@]}" -o "$T/mpich/$p" "$HERE/$p.c" 2>"$T/mpich/$p.cc"; then
 		bad "mpicc $p.c"
 		head -20 "$T/mpich/$p.cc"
 	fi
@@ -153,7 +152,7 @@ fi
 # ---- BCS-MPI: the same programs, the same outputs
 echo "# BCS-MPI"
 for p in $PROGS abort racy; do
-	if ! "$BIN/bcs-mpicc" $CFLAGS -o "$T/bcs/$p" "$HERE/$p.c" 2>"$T/bcs/$p.cc"; then
+	if ! "$BIN/bcs-mpicc" "${CFLAGS[@]}" -o "$T/bcs/$p" "$HERE/$p.c" 2>"$T/bcs/$p.cc"; then
 		bad "bcs-mpicc $p.c"
 		head -20 "$T/bcs/$p.cc"
 	fi
