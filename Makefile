@@ -148,6 +148,12 @@ clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge
 	./tests/cluster/test_netns.sh $(BUILD)/bin
 	./tests/cluster/test_valgrind.sh $(BUILD)/bin
 
+# MPI conformance (tests/mpi): the suite under MPICH and under BCS-MPI on a
+# virtual cluster, outputs compared; the racy program; record and replay
+.PHONY: mpitest
+mpitest: all
+	./tests/mpi/run.sh $(BUILD)/bin
+
 check: deps
 	$(MAKE) all
 	$(MAKE) unit unit-asan fuzz-check clitest ndtest clustertest nettest
