@@ -14,15 +14,15 @@ PROTO_C := $(PROTO_SRC:proto/%.proto=$(GEN)/proto/%.pb-c.c)
 PROTO_H := $(PROTO_C:.c=.h)
 .SECONDARY: $(PROTO_C) $(PROTO_H)
 MM_SRC  := $(wildcard daemons/mm/*.c) scheduler/matrix.c
-ND_SRC  := $(wildcard daemons/node/*.c)
-CLI_SRC := $(wildcard cli/*.c)
+ND_SRC  := $(wildcard daemons/node/*.c) bcs_mpi/match.c bcs_mpi/dtype.c
+CLI_SRC := $(wildcard cli/*.c) bcs_mpi/trace_codec.c
 AUTH_LIBS := -lmunge -lsodium
 DAEMON_LIBS := -lfabric -lprotobuf-c -linih -ljansson $(AUTH_LIBS)
 
 .PHONY: all deps bench-deps demo check unit unit-asan nettest bench bench-launch bench-gang clean
 all: $(BUILD)/lib/libstormnet.a $(BUILD)/lib/libstormcommon.a $(BUILD)/bin/primitives_demo \
      $(BUILD)/bin/sn_mptest $(BUILD)/bin/unit_tests $(BUILD)/bin/stormmm $(BUILD)/bin/stormnd \
-     $(BUILD)/bin/storm
+     $(BUILD)/bin/storm bcsmpi
 
 deps:
 	@./scripts/install-deps.sh
@@ -79,6 +79,30 @@ $(BUILD)/bin/gang_spin: bench/gang/spin.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -o $@ $<
 
+# ---- BCS-MPI: libbcsmpi (static and shared), mpi.h, bcs-mpicc, pkg-config
+BCS_LIB_SRC := bcs_mpi/mpi.c bcs_mpi/coll.c bcs_mpi/dtype.c bcs_mpi/trace.c bcs_mpi/trace_codec.c
+BCS_LIB_OBJ := $(BCS_LIB_SRC:%.c=$(BUILD)/obj/%.o)
+.PHONY: bcsmpi
+bcsmpi: $(BUILD)/lib/libbcsmpi.a $(BUILD)/lib/libbcsmpi.so $(BUILD)/include/mpi.h \
+        $(BUILD)/bin/bcs-mpicc $(BUILD)/lib/pkgconfig/bcsmpi.pc
+$(BUILD)/lib/libbcsmpi.a: $(BCS_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	$(AR) rcs $@ $^
+$(BUILD)/lib/libbcsmpi.so: $(BCS_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,libbcsmpi.so -o $@ $^
+$(BUILD)/include/mpi.h: bcs_mpi/mpi.h
+	@mkdir -p $(dir $@)
+	cp $< $@
+$(BUILD)/bin/bcs-mpicc: bcs_mpi/bcs-mpicc.in
+	@mkdir -p $(dir $@)
+	sed -e 's|@PREFIX@|$(abspath $(BUILD))|g' $< > $@
+	chmod +x $@
+$(BUILD)/lib/pkgconfig/bcsmpi.pc: bcs_mpi/bcsmpi.pc.in
+	@mkdir -p $(dir $@)
+	sed -e 's|@PREFIX@|$(abspath $(BUILD))|g' $< > $@
+
 # the cost of authentication on the strobe path (docs/BENCHMARKS.md)
 $(BUILD)/bin/mac_bench: $(BUILD)/obj/bench/auth/mac_bench.o $(BUILD)/lib/libstormcommon.a
 	@mkdir -p $(dir $@)
@@ -91,7 +115,8 @@ bench-auth: $(BUILD)/bin/mac_bench
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_LIB := net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wire.c \
             common/hostlist.c common/config.c scheduler/matrix.c cli/opts.c cli/label.c cli/fmt.c cli/mview.c \
-            common/gm_auth.c common/ctl_auth.c daemons/mm/access.c
+            common/gm_auth.c common/ctl_auth.c daemons/mm/access.c \
+            bcs_mpi/match.c bcs_mpi/dtype.c bcs_mpi/trace_codec.c
 $(BUILD)/bin/unit_tests: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_LIB:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ -lcunit -linih $(AUTH_LIBS)
@@ -119,8 +144,15 @@ clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge
 	./tests/cluster/test_cluster.sh $(BUILD)/bin
 	./tests/cluster/test_users.sh $(BUILD)/bin
 	./tests/cluster/test_gang.sh $(BUILD)/bin
+	./tests/cluster/test_mpi.sh $(BUILD)/bin
 	./tests/cluster/test_netns.sh $(BUILD)/bin
 	./tests/cluster/test_valgrind.sh $(BUILD)/bin
+
+# MPI conformance (tests/mpi): the suite under MPICH and under BCS-MPI on a
+# virtual cluster, outputs compared; the racy program; record and replay
+.PHONY: mpitest
+mpitest: all
+	./tests/mpi/run.sh $(BUILD)/bin
 
 check: deps
 	$(MAKE) all

@@ -18,6 +18,7 @@ static const char usage[] =
 	"  nodes    list nodes (like sinfo -N)\n"
 	"  cancel   signal or cancel jobs (like scancel)\n"
 	"  matrix   draw the gang-scheduling matrix, once or live (--watch)\n"
+	"  replay   rerun a BCS-MPI job recorded with 'storm run --record'\n"
 	"  cluster  bring a virtual cluster up or down on this machine; its status\n"
 	"\n"
 	"Global options:\n"
@@ -44,7 +45,7 @@ static const struct {
 } commands[] = {
 	{ "run", cmd_run },	  { "submit", cmd_submit }, { "jobs", cmd_jobs },
 	{ "nodes", cmd_nodes },	  { "cancel", cmd_cancel }, { "cluster", cmd_cluster },
-	{ "matrix", cmd_matrix },
+	{ "matrix", cmd_matrix }, { "replay", cmd_replay },
 };
 
 int main(int argc, char **argv)

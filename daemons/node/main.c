@@ -253,6 +253,7 @@ static void on_strobe(struct nd *nd)
 		process_commands(nd);
 	}
 	int switched = nd_gang_apply(nd, run);
+	nd_bcs_strobe(nd);
 	if (nd->trace) {
 		/* slice, the MM's switch count, when it came, when the switch was done */
 		fprintf(nd->trace, "strobe %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %d\n",
@@ -429,6 +430,10 @@ static int setup(struct nd *nd, const struct opts *o)
 		return -1;
 	}
 	nd->gmem = sn_gmem(nd->sn);
+	if (nd_bcs_init(nd, sc.chunk_size) < 0) {
+		fprintf(stderr, "stormnd: error: out of memory\n");
+		return -1;
+	}
 	int wfd = sn_wait_fd(nd->sn);
 	if (wfd >= 0) {
 		ev.data.u64 = ND_TAG_SN;
@@ -483,6 +488,9 @@ static void run(struct nd *nd)
 		t = nd_timer_ms(nd);
 		if (t >= 0 && (timeout < 0 || t < timeout))
 			timeout = t;
+		t = nd_bcs_timer_ms(nd);
+		if (t >= 0 && (timeout < 0 || t < timeout))
+			timeout = t;
 		int n = epoll_wait(nd->epfd, evs, 64, timeout);
 		if (n < 0 && errno != EINTR) {
 			nd_log(nd, "epoll_wait: %s", strerror(errno));
@@ -512,6 +520,8 @@ static void run(struct nd *nd)
 		/* several strobes since the last turn: the latest one counts */
 		if (drain_event(nd, EV_STROBE))
 			on_strobe(nd);
+		if (drain_event(nd, EV_BCS))
+			nd_bcs_arrived(nd);
 		if (drain_event(nd, EV_REPORT_ACK)) {
 			const uint8_t *v = nd->gmem + GM_VAR_REPORT_ACK;
 			uint64_t ack;
@@ -524,6 +534,7 @@ static void run(struct nd *nd)
 		}
 		nd_report_flush(nd);
 		nd_timers(nd);
+		nd_bcs_timers(nd);
 		if (!nd->pipes_paused && nd->q_bytes >= ND_OUTPUT_CAP) {
 			nd_log(nd, "%zu bytes of output wait for reports; pausing rank pipes",
 			       nd->q_bytes);
@@ -551,6 +562,7 @@ int main(int argc, char **argv)
 	nd_files_close(&nd);
 	nd_queue_free(&nd);
 	nd_gang_close(&nd);
+	nd_bcs_close(&nd);
 	if (nd.trace)
 		fclose(nd.trace);
 	sn_close(nd.sn);

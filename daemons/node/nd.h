@@ -33,6 +33,7 @@
 
 struct nd_job;
 struct nd_rank;
+struct nd_bcs;
 
 struct nd_pipe {
 	int fd;                 /* -1 once closed */
@@ -122,6 +123,7 @@ struct nd {
 	uint32_t file_index;
 
 	struct nd_job *jobs;
+	struct nd_bcs *bcs;     /* BCS-MPI state (bcs.c) */
 
 	/* records and reports */
 	struct nd_rec *q_head, *q_tail;
@@ -188,6 +190,20 @@ void nd_gang_job_end(struct nd *nd, struct nd_job *job);
 int nd_gang_apply(struct nd *nd, uint64_t run);
 void nd_gang_timers(struct nd *nd);
 void nd_cg_remove_later(struct nd *nd, const char *path);
+
+/* bcs.c: BCS-MPI, the daemon's side */
+int nd_bcs_init(struct nd *nd, size_t chunk_size);
+void nd_bcs_close(struct nd *nd);
+/* Creates the job's channel; returns its memfd (the ranks inherit it) or -1. */
+int nd_bcs_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command *cmd, size_t k);
+void nd_bcs_job_end(struct nd *nd, struct nd_job *job);
+/* At each strobe, after the gang switch: the micro-phases. */
+void nd_bcs_strobe(struct nd *nd);
+/* EV_BCS fired: mailbox messages or acknowledgements arrived. */
+void nd_bcs_arrived(struct nd *nd);
+/* The exchange a fraction into the slice: ms until due (-1: none), and run it. */
+int nd_bcs_timer_ms(const struct nd *nd);
+void nd_bcs_timers(struct nd *nd);
 
 /* report.c */
 void nd_queue_output(struct nd *nd, struct nd_job *job, uint32_t rank, uint32_t stream,
