@@ -326,10 +326,21 @@ def build(res, results_path):
                 outs = {r["outcome"] for r in rs}
                 parts.append("%s: %d distinct outcome(s) in %d runs" %
                              ("MPICH" if impl == "mpich" else "BCS-MPI", len(outs), len(rs)))
+        rec = [r["outcome"] for r in res.sel(bench="racy_replay") if r.get("recorded")]
+        rep = [r["outcome"] for r in res.sel(bench="racy_replay") if r.get("replayed")]
+        if rec:
+            parts.append("one BCS-MPI run recorded (`storm run --record`) and replayed %d times"
+                         " (`storm replay`): %s" % (len(rep), "every replay gave the recorded outcome"
+                                                    if rep and all(o == rec[0] for o in rep) else
+                                                    "**%d of %d replays differ from the recorded outcome**" %
+                                                    (len([o for o in rep if o != rec[0]]), len(rep))))
         L.append("### Racy MPI_ANY_SOURCE program")
         L.append("")
         L.append("`bench/mpi/racy.c` on %d ranks (shm), %d rounds of %d wildcard receives at rank 0;"
-                 " the outcome is the whole matching order. %s." %
+                 " the outcome is the whole matching order. %s. BCS-MPI matches in a fixed order within a"
+                 " timeslice (slice, source rank, post order), but which slice a send falls in is"
+                 " timing, so plain runs may differ; the trace of the recorded run pins those"
+                 " outcomes down." %
                  (n, racy[0]["rounds"], n - 1, "; ".join(parts)))
         L.append("")
 

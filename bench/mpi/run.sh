@@ -21,13 +21,15 @@
 #   micro   ping-pong latency and streaming bandwidth, 2 ranks, both transports
 #   record  `storm run --record` against without (sweep --nb, stencil, racy):
 #           run time and trace bytes (per wildcard receive for racy)
-#   racy    bench/mpi/racy.c BENCH_MPI_RACY_RUNS times under each: distinct outcomes
+#   racy    bench/mpi/racy.c BENCH_MPI_RACY_RUNS times under each: distinct
+#           outcomes; and one BCS-MPI run recorded and replayed (storm replay)
+#           10 times: the replays' outcomes against the recorded one
 #
 # usage: bench/mpi/run.sh [--quick]
 #   --quick  a smoke run (about a minute): 4 ranks, shm, small problems, one
 #            repetition; exits non-zero when a run fails, when a checksum
-#            differs between MPICH and BCS-MPI or when BCS-MPI's racy outcome
-#            is not unique. Results go to bench/results/mpi-quick-<date>.
+#            differs between MPICH and BCS-MPI or when a replayed BCS-MPI
+#            racy run does not reproduce the recorded outcome. Results go to bench/results/mpi-quick-<date>.
 # Settings (environment):
 #   BENCH_MPI_RANKS="4 8 16"  BENCH_MPI_TRANSPORTS="shm tcp"  BENCH_MPI_REPS=3
 #   BENCH_MPI_TIMESLICE=1000 (us, the BCS-MPI cluster of the apps/micro/record/racy phases)
@@ -35,6 +37,7 @@
 #   BENCH_MPI_RPN=1 (ranks per virtual node)  BENCH_MPI_RACY_RUNS=20
 #   BENCH_MPI_SWEEP="--nx 64 --ny 64 --nz 64 --mk 8 --iters 4" (sweep's problem)
 #   BENCH_MPI_STENCIL="--steps 40" (stencil's problem)
+#   BENCH_MPI_STORM_BUILD=DIR  storm and bcs-mpicc from DIR/bin (default build/)
 #   BENCH_MPI_BCS=0  MPICH only (also what happens when bcs-mpicc or storm is missing
 #                    or a BCS-MPI smoke run fails: the results say so)
 # Results: bench/results/mpi-<date>/results.jsonl (+ log.txt), symlink
@@ -64,6 +67,7 @@ if [ "$QUICK" = 1 ]; then
 	REPS=${BENCH_MPI_REPS:-1}
 	SLICES=${BENCH_MPI_SLICES:-}
 	RACY_RUNS=${BENCH_MPI_RACY_RUNS:-5}
+	REPLAYS=3
 	SWEEP_ARGS=${BENCH_MPI_SWEEP:---nx 24 --ny 24 --nz 16 --mk 4 --iters 2}
 	STENCIL_ARGS=${BENCH_MPI_STENCIL:---nx 24 --ny 24 --nz 24 --steps 10}
 	PHASES=${BENCH_MPI_PHASES:-apps micro record racy}
@@ -76,6 +80,7 @@ else
 	REPS=${BENCH_MPI_REPS:-3}
 	SLICES=${BENCH_MPI_SLICES-250 500 1000 2000 5000}
 	RACY_RUNS=${BENCH_MPI_RACY_RUNS:-20}
+	REPLAYS=10
 	SWEEP_ARGS=${BENCH_MPI_SWEEP:---nx 64 --ny 64 --nz 64 --mk 8 --iters 4}
 	STENCIL_ARGS=${BENCH_MPI_STENCIL:---steps 40}
 	PHASES=${BENCH_MPI_PHASES:-apps slices micro record racy}
@@ -89,8 +94,9 @@ RPN=${BENCH_MPI_RPN:-1}
 WANT_BCS=${BENCH_MPI_BCS:-1}
 phase() { case " $PHASES " in *" $1 "*) return 0 ;; esac; return 1; }
 
-STORM=$TOP/build/bin/storm
-BCSCC=$TOP/build/bin/bcs-mpicc
+SB=${BENCH_MPI_STORM_BUILD:-$TOP/build} # where storm and bcs-mpicc come from
+STORM=$SB/bin/storm
+BCSCC=$SB/bin/bcs-mpicc
 BIN=$TOP/build/bench/mpi
 CDIR=${STORM_MPIBENCH_DIR:-/tmp/mpibench/cluster}
 export STORM_CONF=$CDIR/storm.conf
@@ -177,7 +183,7 @@ else
 	cluster_down
 fi
 
-echo "{\"bench\":\"meta\",\"date\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\",\"quick\":$QUICK,\"bcs\":$BCS,\"reps\":$REPS,\"ranks\":\"$RANKS\",\"transports\":\"$TRANSPORTS\",\"timeslice_us\":$TS,\"slices\":\"$SLICES\",\"rpn\":$RPN,\"sweep_args\":\"$SWEEP_ARGS\",\"stencil_args\":\"$STENCIL_ARGS\",\"mpich\":\"$(json_str "$(mpichversion 2>/dev/null | sed -n 's/^MPICH \(Version\|Device\):[[:space:]]*/\1 /p' | tr '\n' ' ')")\",\"nproc\":$(nproc),\"cpu\":\"$(json_str "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')")\",\"kernel\":\"$(uname -r)\",\"commit\":\"$(git rev-parse --short HEAD 2>/dev/null)\",\"load1_start\":$(load1)}" >>"$OUT"
+echo "{\"bench\":\"meta\",\"date\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\",\"quick\":$QUICK,\"bcs\":$BCS,\"reps\":$REPS,\"ranks\":\"$RANKS\",\"transports\":\"$TRANSPORTS\",\"timeslice_us\":$TS,\"slices\":\"$SLICES\",\"rpn\":$RPN,\"phases\":\"$PHASES\",\"sweep_args\":\"$SWEEP_ARGS\",\"stencil_args\":\"$STENCIL_ARGS\",\"mpich\":\"$(json_str "$(mpichversion 2>/dev/null | sed -n 's/^MPICH \(Version\|Device\):[[:space:]]*/\1 /p' | tr '\n' ' ')")\",\"nproc\":$(nproc),\"cpu\":\"$(json_str "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')")\",\"kernel\":\"$(uname -r)\",\"commit\":\"$(git rev-parse --short HEAD 2>/dev/null)\",\"load1_start\":$(load1)}" >>"$OUT"
 log "bench/mpi: BCS-MPI $([ $BCS = 1 ] && echo yes || echo 'NO (MPICH only)'), ranks $RANKS, transports $TRANSPORTS, $REPS reps, timeslice $TS us"
 
 # ------------------------------------------------------------------ running
@@ -186,10 +192,17 @@ log "bench/mpi: BCS-MPI $([ $BCS = 1 ] && echo yes || echo 'NO (MPICH only)'), r
 # in MPI_Finalize after the results are out (a rank flushing an endpoint that
 # its peers, already in the PMI barrier, no longer progress: openucx/ucx#8738):
 # 3 s after rank 0 said "results complete" (mb_finalize) the command is ended
-# and HUNG set; the run's results stand, they were measured before.
+# and HUNG set; the run's results stand, they were measured before. Only
+# MPICH's runs are watched so (BCS-MPI's trace is written at MPI_Finalize).
 HUNG=0
-watch_run() {
+watch_run() { # WATCH(0|1) COMMAND...
 	HUNG=0
+	local watch=$1
+	shift
+	if [ "$watch" = 0 ]; then
+		timeout "$RUN_TIMEOUT" "$@" >"$WORK/out" 2>"$WORK/err"
+		return
+	fi
 	timeout "$RUN_TIMEOUT" "$@" >"$WORK/out" 2>"$WORK/err" &
 	local pid=$! t_end=""
 	while kill -0 $pid 2>/dev/null; do
@@ -206,12 +219,16 @@ watch_run() {
 }
 
 # One program run; its JSON lines go to $OUT with the run's facts in front.
-# run IMPL TRANSPORT RANKS BENCH EXTRA_JSON [--record FILE] -- PROG ARGS...
+# run IMPL TRANSPORT RANKS BENCH EXTRA_JSON [--record|--replay FILE] -- PROG ARGS...
+# (with --replay, `storm replay FILE` reruns the recorded PROG ARGS)
 run() {
-	local impl=$1 tr=$2 np=$3 bench=$4 extra=$5 rec=()
+	local impl=$1 tr=$2 np=$3 bench=$4 extra=$5 rec=() replay=""
 	shift 5
 	if [ "$1" = --record ]; then
 		rec=(--record "$2")
+		shift 2
+	elif [ "$1" = --replay ]; then
+		replay=$2
 		shift 2
 	fi
 	shift # --
@@ -224,11 +241,12 @@ run() {
 	else
 		nodes=$(nodes_for "$np")
 		cmd=("$STORM" run -N "$nodes" -n "$np" "${rec[@]}" "$BIN/bcs/$prog" "$@")
+		[ -n "$replay" ] && cmd=("$STORM" replay "$replay")
 	fi
 	l=$(load1)
 	lo0=$(lo_bytes)
 	t0=$(now)
-	watch_run "${cmd[@]}"
+	watch_run "$([ "$impl" = mpich ] && echo 1 || echo 0)" "${cmd[@]}"
 	rc=$?
 	t1=$(now)
 	lo1=$(lo_bytes)
@@ -236,8 +254,8 @@ run() {
 	local pre="\"bench\":\"$bench\",\"impl\":\"$impl\",\"transport\":\"$tr\",\"nodes\":$nodes,\"timeslice_us\":$([ "$impl" = bcs ] && echo "$CUR_TS" || echo null),\"wall_s\":$(elapsed "$t0" "$t1"),\"lo_bytes\":$((lo1 - lo0)),\"load1\":$l${extra:+,$extra}"
 	if [ $rc = 0 ] && grep -q '^{"prog"' "$WORK/out"; then
 		grep '^{"prog"' "$WORK/out" | sed "s/^{/{$pre,/" >>"$OUT"
-		grep '^{"prog"' "$WORK/out" | head -1 | grep -o '"time_s":[0-9.]*\|"lat_us":[0-9.]*\|"outcome":"[0-9a-fx]*"' |
-			head -1 | sed "s/^/  $impl $tr $np $prog $* ${rec[*]}: /" | tee -a "$LOG" >&2
+		log "  $impl $tr $np $prog $*${rec[*]:+ ${rec[*]}}: $(grep '^{"prog"' "$WORK/out" | head -1 |
+			grep -o '"time_s":[0-9.]*\|"lat_us":[0-9.]*' | head -1)$([ $HUNG = 1 ] && echo ' (hung in MPI_Finalize, ended)')"
 		return 0
 	fi
 	FAILS=$((FAILS + 1))
@@ -393,9 +411,20 @@ if phase racy; then
 			run "$1" shm "$np" racy "\"rep\":$i" -- racy
 		done
 	}
-	log "racy: $RACY_RUNS runs of racy on $np ranks under each (load $(load1))"
+	# BCS-MPI's matching depends on (slice, source, post order) only, but which
+	# slice a send falls in is timing: one recorded run, replayed, is the
+	# reproducible one
+	racy_replays() {
+		local f=$WORK/racy.trace i
+		rm -f "$f"
+		run bcs shm "$np" racy_replay "\"rep\":0,\"recorded\":true" --record "$f" -- racy || return
+		for ((i = 1; i <= REPLAYS; i++)); do
+			run bcs shm "$np" racy_replay "\"rep\":$i,\"replayed\":true" --replay "$f" -- racy
+		done
+	}
+	log "racy: $RACY_RUNS runs of racy on $np ranks under each, $REPLAYS replays of one recorded BCS-MPI run (load $(load1))"
 	racy_runs mpich
-	[ $BCS = 1 ] && bcs_block shm "$np" racy_runs bcs
+	[ $BCS = 1 ] && bcs_block shm "$np" racy_runs bcs && bcs_block shm "$np" racy_replays
 fi
 
 ended=$(date +%s)
@@ -407,6 +436,7 @@ if [ "$QUICK" = 1 ]; then
 	python3 - "$OUT" <<'EOF' || FAILS=$((FAILS + 1))
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+meta = next((r for r in rows if r.get("bench") == "meta"), {})
 bad = 0
 sums = {}
 for r in rows:
@@ -419,10 +449,14 @@ for k, v in sorted(sums.items()):
 for impl in ("mpich", "bcs"):
     outs = {r["outcome"] for r in rows if r.get("bench") == "racy" and r.get("impl") == impl and "outcome" in r}
     if outs:
-        print("quick: racy under %s: %d distinct outcome(s)" % (impl, len(outs)))
-        if impl == "bcs" and len(outs) != 1:
-            bad += 1
-meta = next((r for r in rows if r.get("bench") == "meta"), {})
+        print("quick: racy under %s: %d distinct outcome(s) in %d runs" % (impl, len(outs), len(
+            [r for r in rows if r.get("bench") == "racy" and r.get("impl") == impl])))
+rec = [r["outcome"] for r in rows if r.get("bench") == "racy_replay" and r.get("recorded") and "outcome" in r]
+rep = [r["outcome"] for r in rows if r.get("bench") == "racy_replay" and r.get("replayed") and "outcome" in r]
+if meta.get("bcs") and "racy" in meta.get("phases", "racy"):
+    ok = len(rec) == 1 and rep and all(o == rec[0] for o in rep)
+    bad += not ok
+    print("quick: racy recorded %s, replayed %s: %s" % (rec, sorted(set(rep)), "reproduced" if ok else "NOT REPRODUCED"))
 if not meta.get("bcs"):
     print("quick: BCS-MPI was not run (see the skip line): MPICH only")
 sys.exit(1 if bad else 0)
