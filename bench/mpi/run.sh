@@ -35,8 +35,8 @@
 #   BENCH_MPI_TIMESLICE=1000 (us, the BCS-MPI cluster of the apps/micro/record/racy phases)
 #   BENCH_MPI_SLICES="250 500 1000 2000 5000"  BENCH_MPI_SLICE_RANKS=8
 #   BENCH_MPI_RPN=1 (ranks per virtual node)  BENCH_MPI_RACY_RUNS=20
-#   BENCH_MPI_SWEEP="--nx 64 --ny 64 --nz 64 --mk 8 --iters 4" (sweep's problem)
-#   BENCH_MPI_STENCIL="--steps 40" (stencil's problem)
+#   BENCH_MPI_SWEEP="--nx 64 --ny 64 --nz 64 --mk 16 --iters 2" (sweep's problem)
+#   BENCH_MPI_STENCIL="--steps 30" (stencil's problem)
 #   BENCH_MPI_STORM_BUILD=DIR  storm and bcs-mpicc from DIR/bin (default build/)
 #   BENCH_MPI_BCS=0  MPICH only (also what happens when bcs-mpicc or storm is missing
 #                    or a BCS-MPI smoke run fails: the results say so)
@@ -81,8 +81,8 @@ else
 	SLICES=${BENCH_MPI_SLICES-250 500 1000 2000 5000}
 	RACY_RUNS=${BENCH_MPI_RACY_RUNS:-20}
 	REPLAYS=10
-	SWEEP_ARGS=${BENCH_MPI_SWEEP:---nx 64 --ny 64 --nz 64 --mk 8 --iters 4}
-	STENCIL_ARGS=${BENCH_MPI_STENCIL:---steps 40}
+	SWEEP_ARGS=${BENCH_MPI_SWEEP:---nx 64 --ny 64 --nz 64 --mk 16 --iters 2}
+	STENCIL_ARGS=${BENCH_MPI_STENCIL:---steps 30}
 	PHASES=${BENCH_MPI_PHASES:-apps slices micro record racy}
 	MICRO_MAX=1048576 BUDGET_MS=300
 	RUN_TIMEOUT=600
