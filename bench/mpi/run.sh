@@ -243,13 +243,22 @@ run() {
 		cmd=("$STORM" run -N "$nodes" -n "$np" "${rec[@]}" "$BIN/bcs/$prog" "$@")
 		[ -n "$replay" ] && cmd=("$STORM" replay "$replay")
 	fi
-	l=$(load1)
-	lo0=$(lo_bytes)
-	t0=$(now)
-	watch_run "$([ "$impl" = mpich ] && echo 1 || echo 0)" "${cmd[@]}"
-	rc=$?
-	t1=$(now)
-	lo1=$(lo_bytes)
+	local try
+	for try in 1 2; do
+		l=$(load1)
+		lo0=$(lo_bytes)
+		t0=$(now)
+		watch_run "$([ "$impl" = mpich ] && echo 1 || echo 0)" "${cmd[@]}"
+		rc=$?
+		t1=$(now)
+		lo1=$(lo_bytes)
+		# a run that failed before any result (MPICH's UCX now and then
+		# fails init_worker with "No such device") is tried once more
+		[ $rc = 0 ] || [ $rc = 124 ] || grep -q '^{"prog"' "$WORK/out" || [ $try = 2 ] && break
+		log "  $impl $tr $np $prog: exit $rc before any result ($(tail -1 "$WORK/err")): once more"
+		cat "$WORK/err" >>"$LOG"
+		extra="$extra${extra:+,}\"retried\":true"
+	done
 	[ $HUNG = 1 ] && extra="$extra${extra:+,}\"finalize_hang\":true" && rc=0
 	local pre="\"bench\":\"$bench\",\"impl\":\"$impl\",\"transport\":\"$tr\",\"nodes\":$nodes,\"timeslice_us\":$([ "$impl" = bcs ] && echo "$CUR_TS" || echo null),\"wall_s\":$(elapsed "$t0" "$t1"),\"lo_bytes\":$((lo1 - lo0)),\"load1\":$l${extra:+,$extra}"
 	if [ $rc = 0 ] && grep -q '^{"prog"' "$WORK/out"; then
