@@ -128,6 +128,9 @@ def build(res, results_path):
               res.end.get("seconds"), res.end.get("failures", len(res.errors())),
               " (listed at the end)" if res.errors() else ""))
     L.append("")
+    if m.get("note"):
+        L.append("Note: " + m["note"])
+        L.append("")
     ts = m.get("timeslice_us")
     L.append(
         "Setup: the programs of `bench/mpi` (plain MPI C, the subset of issue 5 item 1), each built"
@@ -361,6 +364,21 @@ def build(res, results_path):
                " the next steps' computation; the smaller the timeslice the less it costs, until the"
                " strobes' own CPU time (one node daemon per virtual node, on the same 2 cores)"
                " takes over (see the timeslice table).")
+    sw = res.sel(bench="app", app="sweep", impl="bcs")
+    if sw and ts:
+        r0 = sw[0]
+        steps = r0["iters"] * 8 * (r0["nz"] // r0["mk"]) * (r0["angles"] // r0["mmi"])
+        per = []
+        for n in ranks:
+            for t in transports:
+                a, _ = res.app_value("app", "sweep", "mpich", t, n)
+                b, _ = res.app_value("app", "sweep", "bcs", t, n)
+                if a is not None and b is not None:
+                    per.append("%s at %d ranks %s" % ("%+.2f" % ((b - a) / steps / (ts / 1e6)), n, t))
+        if per:
+            lim.append("Measured: the blocking sweep's extra time under BCS-MPI per pipeline step (%d"
+                       " steps per rank, each a Recv and a Send in x and in y) in timeslices of %s: %s." %
+                       (steps, ts_label(ts), ", ".join(per)))
     lim.append("The pipeline fill of the sweep (npi + npj − 2 hops per octant) and the per-step"
                " MPI_Allreduce of the stencil cost whole timeslices under BCS-MPI whatever their"
                " size.")

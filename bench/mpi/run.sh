@@ -38,6 +38,7 @@
 #   BENCH_MPI_SWEEP="--nx 64 --ny 64 --nz 64 --mk 16 --iters 2" (sweep's problem)
 #   BENCH_MPI_STENCIL="--steps 30" (stencil's problem)
 #   BENCH_MPI_STORM_BUILD=DIR  storm and bcs-mpicc from DIR/bin (default build/)
+#   BENCH_MPI_NOTE="..."  a sentence for the report (where that storm came from)
 #   BENCH_MPI_BCS=0  MPICH only (also what happens when bcs-mpicc or storm is missing
 #                    or a BCS-MPI smoke run fails: the results say so)
 # Results: bench/results/mpi-<date>/results.jsonl (+ log.txt), symlink
@@ -183,7 +184,7 @@ else
 	cluster_down
 fi
 
-echo "{\"bench\":\"meta\",\"date\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\",\"quick\":$QUICK,\"bcs\":$BCS,\"reps\":$REPS,\"ranks\":\"$RANKS\",\"transports\":\"$TRANSPORTS\",\"timeslice_us\":$TS,\"slices\":\"$SLICES\",\"rpn\":$RPN,\"phases\":\"$PHASES\",\"sweep_args\":\"$SWEEP_ARGS\",\"stencil_args\":\"$STENCIL_ARGS\",\"mpich\":\"$(json_str "$(mpichversion 2>/dev/null | sed -n 's/^MPICH \(Version\|Device\):[[:space:]]*/\1 /p' | tr '\n' ' ')")\",\"nproc\":$(nproc),\"cpu\":\"$(json_str "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')")\",\"kernel\":\"$(uname -r)\",\"commit\":\"$(git rev-parse --short HEAD 2>/dev/null)\",\"load1_start\":$(load1)}" >>"$OUT"
+echo "{\"bench\":\"meta\",\"date\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\",\"quick\":$QUICK,\"bcs\":$BCS,\"reps\":$REPS,\"ranks\":\"$RANKS\",\"transports\":\"$TRANSPORTS\",\"timeslice_us\":$TS,\"slices\":\"$SLICES\",\"rpn\":$RPN,\"phases\":\"$PHASES\",\"sweep_args\":\"$SWEEP_ARGS\",\"stencil_args\":\"$STENCIL_ARGS\",\"mpich\":\"$(json_str "$(mpichversion 2>/dev/null | sed -n 's/^MPICH \(Version\|Device\):[[:space:]]*/\1 /p' | tr '\n' ' ')")\",\"nproc\":$(nproc),\"cpu\":\"$(json_str "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')")\",\"kernel\":\"$(uname -r)\",\"commit\":\"$(git rev-parse --short HEAD 2>/dev/null)\",\"storm_build\":\"$(json_str "$SB")\",\"note\":\"$(json_str "${BENCH_MPI_NOTE:-}")\",\"load1_start\":$(load1)}" >>"$OUT"
 log "bench/mpi: BCS-MPI $([ $BCS = 1 ] && echo yes || echo 'NO (MPICH only)'), ranks $RANKS, transports $TRANSPORTS, $REPS reps, timeslice $TS us"
 
 # ------------------------------------------------------------------ running
