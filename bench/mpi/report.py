@@ -348,6 +348,8 @@ def build(res, results_path):
         L.append("")
 
     # ---- limits
+    slices = sorted({r["timeslice_us"] for r in res.sel(bench="slice")})
+    sr = next(iter({r["ranks"] for r in res.sel(bench="slice")}), None)
     L.append("### What limits the ratios")
     L.append("")
     lim = []
@@ -361,9 +363,51 @@ def build(res, results_path):
     lim.append("BCS-MPI moves a message only at the micro-phases of a timeslice: a blocking call costs"
                " about 1.5 timeslices (BRIEF §6), so the blocking sweep, with a Send and a Recv per"
                " face and pipeline step, pays per step what the non-blocking variant hides behind"
-               " the next steps' computation; the smaller the timeslice the less it costs, until the"
-               " strobes' own CPU time (one node daemon per virtual node, on the same 2 cores)"
-               " takes over (see the timeslice table).")
+               " the next steps' computation.")
+    if slices:
+        lo_s, hi_s = min(slices), max(slices)
+        vals = []
+        for app in ("sweep", "sweep_nb", "stencil"):
+            a = res.app_value("slice", app, "bcs", "shm", sr, lo_s)[0]
+            b = res.app_value("slice", app, "bcs", "shm", sr, hi_s)[0]
+            if a and b:
+                vals.append((app, a, b))
+        if vals:
+            flat = all(max(a, b) / min(a, b) < 1.25 for _, a, b in vals)
+            up = all(b > a for _, a, b in vals)
+            if flat:
+                why = ("The run times barely follow the timeslice here: what dominates is CPU time, %d"
+                       " ranks and %d node daemons (plus the machine manager and other jobs) on 2"
+                       " cores, not the slice mechanics." % (sr, -(-sr // int(m.get("rpn", 1)))))
+            elif up:
+                why = ("Smaller slices shorten every wait for a slice boundary, so far without the"
+                       " strobes' own CPU time (a node daemon per virtual node, on the same 2 cores)"
+                       " taking over.")
+            else:
+                why = ("No consistent direction: on this machine at this load the run-to-run spread"
+                       " is as large as the timeslice's effect.")
+            lim.append("Measured against the timeslice (%d ranks, shm), from %s to %s: %s. %s" % (
+                sr, ts_label(lo_s), ts_label(hi_s), ", ".join(
+                    "%s %s → %s" % (app.replace("_nb", " --nb"), sec(a), sec(b)) for app, a, b in vals),
+                why))
+    pp8 = {t: med([r["lat_us"] for r in res.sel(bench="micro", test="pingpong", impl="bcs", transport=t)
+                   if r["bytes"] == 8]) for t in transports}
+    if ts and all(v is not None for v in pp8.values()) and pp8:
+        lim.append("BCS-MPI's 8 B ping-pong takes %s per half round trip (%s): a message waits for the"
+                   " descriptor exchange of the next slice, then for the transfer and the completion"
+                   " at the strobe after; the `shm` provider has no wait object, so an idle node"
+                   " daemon backs off in nanosleep up to 1 ms (see Primitives) and wakes late." %
+                   (" and ".join("%s on %s" % (usec(v), t) for t, v in pp8.items()),
+                    " / ".join("%.1f slices" % (v / ts) for v in pp8.values())))
+    bw = {t: med([r["mb_s"] for r in res.sel(bench="micro", test="bw", impl="bcs", transport=t)
+                  if r["bytes"] == max((x["bytes"] for x in res.sel(bench="micro", test="bw")), default=0)])
+          for t in transports}
+    if ts and all(v is not None for v in bw.values()) and bw:
+        lim.append("Streaming bandwidth at the largest size: %s, i.e. %s per %s slice: data moves"
+                   " only in a slice's transmission phase, within its byte budget, in DATA messages"
+                   " of at most 16 KiB." % (
+                       " and ".join("%.0f MB/s on %s" % (v, t) for t, v in bw.items()),
+                       " / ".join("%.0f KB" % (v * ts / 1e3) for v in bw.values()), ts_label(ts)))
     sw = res.sel(bench="app", app="sweep", impl="bcs")
     if sw and ts:
         r0 = sw[0]
@@ -376,8 +420,9 @@ def build(res, results_path):
                 if a is not None and b is not None:
                     per.append("%s at %d ranks %s" % ("%+.2f" % ((b - a) / steps / (ts / 1e6)), n, t))
         if per:
-            lim.append("Measured: the blocking sweep's extra time under BCS-MPI per pipeline step (%d"
-                       " steps per rank, each a Recv and a Send in x and in y) in timeslices of %s: %s." %
+            lim.append("The blocking sweep's time under BCS-MPI minus MPICH's, per pipeline step (%d"
+                       " steps per rank, each a Recv and a Send in x and in y), in timeslices of %s: %s"
+                       " (negative: BCS-MPI was faster)." %
                        (steps, ts_label(ts), ", ".join(per)))
     lim.append("The pipeline fill of the sweep (npi + npj − 2 hops per octant) and the per-step"
                " MPI_Allreduce of the stencil cost whole timeslices under BCS-MPI whatever their"
