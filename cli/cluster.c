@@ -162,6 +162,15 @@ static pid_t spawn_detached(char *const argv[], const char *log, const char *dir
 			e = errno;
 		if (!e && netns_node != NO_NETNS)
 			e = -netns_enter(dir, netns_node);
+		if (netns_node == NO_NETNS) {
+			/* all on this host: loopback. The providers' default is the
+			 * first other interface, which may be a bridge that someone's
+			 * network namespaces take away mid-run, and every connection
+			 * with it. The user's own choice stays. */
+			setenv("FI_TCP_IFACE", "lo", 0);
+			setenv("FI_SOCKETS_IFACE", "lo", 0);
+			setenv("FI_UDP_IFACE", "lo", 0);
+		}
 		if (!e) {
 			close_range(3, ~0u, CLOSE_RANGE_CLOEXEC); /* keep pfd[1] until exec */
 			execv(argv[0], argv);

@@ -39,7 +39,7 @@ static void test_expand_bad(void)
 {
 	const char *bad[] = { "n[0-3",   "n[3-1]",  "n[a]",  "n[1-]", "a,,b",
 			      "n[1,1]",  "a,a",     "n[0-5000]", "",
-			      "a]",      "n[1-2]x]" };
+			      "a]",      "n[1-2]x]", "n[]",    "n[1]m[]" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = '\0';
 		CU_ASSERT_EQUAL(hostlist_expand(bad[i], names, 2000, err, sizeof(err)), -1);
