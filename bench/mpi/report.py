@@ -427,8 +427,19 @@ def build(res, results_path):
     lim.append("The pipeline fill of the sweep (npi + npj − 2 hops per octant) and the per-step"
                " MPI_Allreduce of the stencil cost whole timeslices under BCS-MPI whatever their"
                " size.")
+    same = []
+    if ts in slices and sr is not None:
+        for app in ("sweep", "sweep_nb", "stencil"):
+            a = res.app_value("app", app, "bcs", "shm", sr)[0]
+            b = res.app_value("slice", app, "bcs", "shm", sr, ts)[0]
+            if a and b:
+                same.append("%s %s and %s" % (app.replace("_nb", " --nb"), sec(a), sec(b)))
     lim.append("Noise: the machine is shared (load averages above); medians of %s runs, ratios of"
-               " medians, one run's ratio may be off by tens of percent." % m.get("reps", "?"))
+               " medians, one run's ratio may be off by tens of percent.%s" % (
+                   m.get("reps", "?"), (" The same BCS-MPI configuration (%d ranks, shm, %s) measured"
+                                        " in the mini-app table and again in the timeslice table,"
+                                        " minutes apart: %s." % (sr, ts_label(ts), ", ".join(same)))
+                   if same else ""))
     L.extend("- " + x for x in lim)
     L.append("")
 
