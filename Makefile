@@ -19,7 +19,7 @@ CLI_SRC := $(wildcard cli/*.c) bcs_mpi/trace_codec.c
 AUTH_LIBS := -lmunge -lsodium
 DAEMON_LIBS := -lfabric -lprotobuf-c -linih -ljansson $(AUTH_LIBS)
 
-.PHONY: all deps bench-deps demo check unit unit-asan nettest bench bench-launch bench-gang clean
+.PHONY: all deps bench-deps demo check unit unit-asan nettest bench bench-launch bench-gang bench-mpi clean
 all: $(BUILD)/lib/libstormnet.a $(BUILD)/lib/libstormcommon.a $(BUILD)/bin/primitives_demo \
      $(BUILD)/bin/sn_mptest $(BUILD)/bin/unit_tests $(BUILD)/bin/stormmm $(BUILD)/bin/stormnd \
      $(BUILD)/bin/storm bcsmpi
@@ -171,6 +171,7 @@ bench: bench-deps
 	./bench/timeslice/run.sh 8
 	./bench/timeslice/run.sh 64
 	$(MAKE) bench-gang-run
+	$(MAKE) bench-mpi-run
 
 # gang scheduling (the STORM paper's Figure 3): two CPU-bound jobs alone and
 # together against the timeslice, trace statistics, signals vs freezer, Slurm's gang
@@ -181,6 +182,16 @@ bench-gang-run:
 	$(MAKE) all $(BUILD)/bin/gang_spin
 	./bench/gang/run.sh
 	python3 bench/gang/report.py bench/results/gang-latest/results.jsonl docs/BENCHMARKS.md docs/gang.svg
+
+# BCS-MPI against MPICH (bench/mpi: mini-apps, microbenchmarks, timeslice
+# sweep, --record, racy program); bench/mpi/run.sh --quick is a smoke run
+bench-mpi: bench-deps
+	$(MAKE) bench-mpi-run
+.PHONY: bench-mpi-run
+bench-mpi-run:
+	$(MAKE) all
+	./bench/mpi/run.sh
+	python3 bench/mpi/report.py bench/results/mpi-latest/results.jsonl docs/BENCHMARKS.md
 
 # the launch experiment alone (storm against srun --bcast, srun, mpiexec, copies)
 bench-launch: bench-deps
