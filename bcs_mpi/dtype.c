@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdbool.h>
+#include <complex.h>
 #include <wchar.h>
 
 #include "dtype.h"
@@ -73,6 +74,9 @@ long bcs_basic_size(int b)
 	case MPI_2INT: return 2 * sizeof(int);
 	case MPI_SHORT_INT: return sizeof(short) + sizeof(int);
 	case MPI_LONG_DOUBLE_INT: return sizeof(long double) + sizeof(int);
+	case MPI_C_FLOAT_COMPLEX: return sizeof(float _Complex);
+	case MPI_C_DOUBLE_COMPLEX: return sizeof(double _Complex);
+	case MPI_C_LONG_DOUBLE_COMPLEX: return sizeof(long double _Complex);
 	}
 	return 0;
 }
@@ -81,7 +85,7 @@ void bcs_types_init(void)
 {
 	if (types[MPI_INT].used)
 		return;
-	for (int h = MPI_CHAR; h <= MPI_PACKED; h++)
+	for (int h = MPI_CHAR; h <= MPI_C_LONG_DOUBLE_COMPLEX; h++)
 		if (h < MPI_FLOAT_INT || h > MPI_LONG_DOUBLE_INT)
 			predef(h, bcs_basic_size(h));
 	pair(MPI_FLOAT_INT, sizeof(float), offsetof(struct pair_f, i), sizeof(struct pair_f));
@@ -109,7 +113,7 @@ bool bcs_type_is_contig(const struct bcs_type *t)
 
 static int alloc_type(void)
 {
-	for (int h = MPI_PACKED + 1; h < BCS_TYPE_MAX; h++)
+	for (int h = MPI_C_LONG_DOUBLE_COMPLEX + 1; h < BCS_TYPE_MAX; h++)
 		if (!types[h].used)
 			return h;
 	return -1;
@@ -224,7 +228,7 @@ void bcs_unpack(const struct bcs_type *t, const void *in, long bytes, void *buf)
 
 /* ---- predefined operators */
 
-enum tclass { C_NONE, C_INT, C_FLOAT, C_BYTE, C_BOOL, C_PAIR };
+enum tclass { C_NONE, C_INT, C_FLOAT, C_BYTE, C_BOOL, C_PAIR, C_COMPLEX };
 
 static enum tclass tclass(int b)
 {
@@ -240,6 +244,8 @@ static enum tclass tclass(int b)
 		return C_FLOAT;
 	case MPI_BYTE:
 		return C_BYTE;
+	case MPI_C_FLOAT_COMPLEX: case MPI_C_DOUBLE_COMPLEX: case MPI_C_LONG_DOUBLE_COMPLEX:
+		return C_COMPLEX;
 	case MPI_C_BOOL:
 		return C_BOOL;
 	case MPI_FLOAT_INT: case MPI_DOUBLE_INT: case MPI_LONG_INT: case MPI_2INT:
@@ -256,7 +262,7 @@ bool bcs_op_valid(int op, int basic)
 	case MPI_MAX: case MPI_MIN:
 		return c == C_INT || c == C_FLOAT;
 	case MPI_SUM: case MPI_PROD:
-		return c == C_INT || c == C_FLOAT;
+		return c == C_INT || c == C_FLOAT || c == C_COMPLEX;
 	case MPI_LAND: case MPI_LOR: case MPI_LXOR:
 		return c == C_INT || c == C_BOOL;
 	case MPI_BAND: case MPI_BOR: case MPI_BXOR:
@@ -330,6 +336,18 @@ bool bcs_op_valid(int op, int basic)
 		}                                                                       \
 	} while (0)
 
+/* complex: SUM and PROD only (MPI-3 §5.9.2) */
+#define CPX(T)                                                                          \
+	do {                                                                            \
+		for (long i = 0; i < n; i++) {                                          \
+			T a, b;                                                         \
+			memcpy(&a, (const char *)in + i * (long)sizeof(T), sizeof(T));  \
+			memcpy(&b, (char *)inout + i * (long)sizeof(T), sizeof(T));      \
+			T r = op == MPI_SUM ? a + b : a * b;                            \
+			memcpy((char *)inout + i * (long)sizeof(T), &r, sizeof(T));      \
+		}                                                                       \
+	} while (0)
+
 int bcs_op_apply(int op, int basic, const void *in, void *inout, long n)
 {
 	if (!bcs_op_valid(op, basic))
@@ -358,6 +376,9 @@ int bcs_op_apply(int op, int basic, const void *in, void *inout, long n)
 	case MPI_2INT: LOC(int); break;
 	case MPI_SHORT_INT: LOC(short); break;
 	case MPI_LONG_DOUBLE_INT: LOC(long double); break;
+	case MPI_C_FLOAT_COMPLEX: CPX(float _Complex); break;
+	case MPI_C_DOUBLE_COMPLEX: CPX(double _Complex); break;
+	case MPI_C_LONG_DOUBLE_COMPLEX: CPX(long double _Complex); break;
 	default: return MPI_ERR_OP;
 	}
 	return 0;

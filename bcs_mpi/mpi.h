@@ -106,6 +106,10 @@ typedef void(MPI_User_function)(void *invec, void *inoutvec, int *len, MPI_Datat
 #define MPI_SHORT_INT 33
 #define MPI_LONG_DOUBLE_INT 34
 #define MPI_PACKED 35
+#define MPI_C_FLOAT_COMPLEX 36
+#define MPI_C_COMPLEX MPI_C_FLOAT_COMPLEX
+#define MPI_C_DOUBLE_COMPLEX 37
+#define MPI_C_LONG_DOUBLE_COMPLEX 38
 
 /* predefined ops */
 #define MPI_MAX 1
