@@ -17,6 +17,7 @@ MM_SRC  := $(wildcard daemons/mm/*.c) scheduler/matrix.c
 ND_SRC  := $(wildcard daemons/node/*.c)
 CLI_SRC := $(wildcard cli/*.c)
 DAEMON_LIBS := -lfabric -lprotobuf-c -linih -ljansson
+MM_LIBS := -lsqlite3
 
 .PHONY: all deps bench-deps demo check unit unit-asan nettest bench bench-launch bench-gang clean
 all: $(BUILD)/lib/libstormnet.a $(BUILD)/lib/libstormcommon.a $(BUILD)/bin/primitives_demo \
@@ -64,7 +65,7 @@ $(BUILD)/bin/sn_bench: $(BUILD)/obj/bench/primitives/sn_bench.o $(BUILD)/obj/tes
 $(BUILD)/bin/stormmm: $(MM_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormcommon.a \
                      $(BUILD)/lib/libstormnet.a
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(DAEMON_LIBS)
+	$(CC) -o $@ $^ $(DAEMON_LIBS) $(MM_LIBS)
 $(BUILD)/bin/stormnd: $(ND_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormcommon.a \
                      $(BUILD)/lib/libstormnet.a
 	@mkdir -p $(dir $@)
@@ -81,13 +82,14 @@ $(BUILD)/bin/gang_spin: bench/gang/spin.c
 # ---- tests
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_LIB := net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wire.c \
-            common/hostlist.c common/config.c scheduler/matrix.c cli/opts.c cli/label.c cli/fmt.c cli/mview.c
+            common/hostlist.c common/config.c scheduler/matrix.c cli/opts.c cli/label.c cli/fmt.c cli/mview.c \
+            daemons/mm/db.c
 $(BUILD)/bin/unit_tests: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_LIB:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ -lcunit -linih
+	$(CC) -o $@ $^ -lcunit -linih -lsqlite3
 $(BUILD)/bin/unit_tests_asan: $(UNIT_SRC:%.c=$(BUILD)/asan/%.o) $(UNIT_LIB:%.c=$(BUILD)/asan/%.o)
 	@mkdir -p $(dir $@)
-	$(CC) $(SANFLAGS) -o $@ $^ -lcunit -linih
+	$(CC) $(SANFLAGS) -o $@ $^ -lcunit -linih -lsqlite3
 $(BUILD)/bin/sn_mptest: $(BUILD)/obj/tests/net/sn_mptest.o $(BUILD)/obj/tests/lib/spawn.o \
                         $(BUILD)/lib/libstormnet.a
 	@mkdir -p $(dir $@)
@@ -109,6 +111,7 @@ clustertest: all $(BUILD)/bin/storm_selfsum
 	./tests/cluster/test_cluster.sh $(BUILD)/bin
 	./tests/cluster/test_gang.sh $(BUILD)/bin
 	./tests/cluster/test_netns.sh $(BUILD)/bin
+	./tests/cluster/test_persist.sh $(BUILD)/bin
 	./tests/cluster/test_valgrind.sh $(BUILD)/bin
 
 check: deps

@@ -59,5 +59,6 @@ int cmd_nodes(struct cli *c, int argc, char **argv);
 int cmd_cancel(struct cli *c, int argc, char **argv);
 int cmd_cluster(struct cli *c, int argc, char **argv);
 int cmd_matrix(struct cli *c, int argc, char **argv);
+int cmd_acct(struct cli *c, int argc, char **argv);
 
 #endif

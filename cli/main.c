@@ -17,6 +17,7 @@ static const char usage[] =
 	"  jobs     list jobs (like squeue)\n"
 	"  nodes    list nodes (like sinfo -N)\n"
 	"  cancel   signal or cancel jobs (like scancel)\n"
+	"  acct     list ended jobs from the accounting (like sacct)\n"
 	"  matrix   draw the gang-scheduling matrix, once or live (--watch)\n"
 	"  cluster  bring a virtual cluster up or down on this machine; its status\n"
 	"\n"
@@ -44,7 +45,7 @@ static const struct {
 } commands[] = {
 	{ "run", cmd_run },	  { "submit", cmd_submit }, { "jobs", cmd_jobs },
 	{ "nodes", cmd_nodes },	  { "cancel", cmd_cancel }, { "cluster", cmd_cluster },
-	{ "matrix", cmd_matrix },
+	{ "matrix", cmd_matrix }, { "acct", cmd_acct },
 };
 
 int main(int argc, char **argv)

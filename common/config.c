@@ -39,6 +39,7 @@ static const struct uint_key uint_keys[] = {
 
 const char *const storm_policy_names[] = {"gang", "fcfs", NULL};
 const char *const storm_switch_names[] = {"signals", "freezer", NULL};
+const char *const storm_db_sync_names[] = {"normal", "full", NULL};
 
 struct enum_key {
 	const char *section, *name;
@@ -49,6 +50,8 @@ struct enum_key {
 static const struct enum_key enum_keys[] = {
 	{ "scheduler", "policy", offsetof(struct storm_conf, policy), storm_policy_names },
 	{ "scheduler", "switch", offsetof(struct storm_conf, switch_mode), storm_switch_names },
+	{ "cluster", "database_sync", offsetof(struct storm_conf, database_sync),
+	  storm_db_sync_names },
 };
 
 struct str_key {
@@ -62,6 +65,7 @@ static const struct str_key str_keys[] = {
 	STR_KEY("cluster", name),     STR_KEY("cluster", provider),
 	STR_KEY("cluster", sys_provider), STR_KEY("cluster", state_dir),
 	STR_KEY("cluster", socket),   STR_KEY("cluster", bootstrap),
+	STR_KEY("cluster", database),
 };
 
 /* inih (as Debian builds it) does not pass line numbers to the handler, but
@@ -274,13 +278,16 @@ int conf_write(const struct storm_conf *c, const char *path)
 		"[cluster]\nname = %s\nprovider = %s\n%s%s%s"
 		"timeslice_us = %u\ndown_after = %u\nreport_every = %u\nfanout = %u\n"
 		"op_timeout_ms = %u\n"
-		"kill_wait_ms = %u\nstate_dir = %s\nsocket = %s\nbootstrap = %s\n\n"
+		"kill_wait_ms = %u\nstate_dir = %s\nsocket = %s\nbootstrap = %s\n%s%s%s%s\n"
 		"[scheduler]\npolicy = %s\nmpl = %u\nquantum = %u\nswitch = %s\n\n"
 		"[nodes]\nnames = %s\ncpus = %u\n",
 		c->name, c->provider, c->sys_provider[0] ? "sys_provider = " : "",
 		c->sys_provider, c->sys_provider[0] ? "\n" : "", c->timeslice_us, c->down_after,
 		c->report_every, c->fanout, c->op_timeout_ms, c->kill_wait_ms, c->state_dir, c->socket,
-		c->bootstrap, storm_policy_names[c->policy], c->mpl, c->quantum,
+		c->bootstrap, c->database[0] ? "database = " : "", c->database,
+		c->database[0] ? "\n" : "",
+		c->database_sync == DB_SYNC_FULL ? "database_sync = full\n" : "",
+		storm_policy_names[c->policy], c->mpl, c->quantum,
 		storm_switch_names[c->switch_mode], list, c->cpus);
 	if (fclose(f) != 0 || rename(tmp, path) != 0) {
 		int e = errno;

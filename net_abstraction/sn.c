@@ -21,6 +21,7 @@
 #include <string.h>
 #include <dirent.h>
 #include <sys/epoll.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -80,6 +81,8 @@ struct rail {
 	struct fid_ep *ep;
 	int wait_fd;
 	fi_addr_t *peers;
+	uint8_t *addrs;         /* each peer's published address (SN_ADDR_MAX each) */
+	size_t *alens;
 	struct slot *rx;        /* rx_depth receive slots */
 	uint8_t *rx_mem;
 	struct slot *txq_head, *txq_tail; /* not yet accepted by the provider */
@@ -142,6 +145,7 @@ struct sn_ctx {
 	struct rail rails[SN_RAILS];
 	bool opened; /* every rail up: only then is there anything to drain */
 	int epfd;
+	int ino_fd;  /* inotify on the bootstrap directory: peers that restart */
 	uint8_t *gmem;
 	size_t gmem_size;
 	uint32_t self, n;
@@ -830,9 +834,48 @@ static int rail_progress(struct sn_ctx *ctx, int rail)
 	return handled;
 }
 
+/* A daemon that restarts (kill -9, then started again) opens a new endpoint
+ * and republishes its address: peers swap it into their address vector, so
+ * the MM and node daemons can come back without the others restarting. The
+ * old address's connection is dropped with it (fi_av_remove). */
+static void peers_refresh(struct sn_ctx *ctx)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	ssize_t len;
+	while (ctx->ino_fd >= 0 && (len = read(ctx->ino_fd, buf, sizeof(buf))) > 0) {
+		for (char *p = buf; p < buf + len;) {
+			struct inotify_event *e = (struct inotify_event *)p;
+			p += sizeof(*e) + e->len;
+			int rail;
+			uint32_t node;
+			if (!e->len || sn_boot_parse_name(e->name, &rail, &node) ||
+			    rail >= ctx->nrails || node >= ctx->n || node == ctx->self)
+				continue;
+			struct rail *rl = &ctx->rails[rail];
+			uint8_t addr[SN_ADDR_MAX];
+			size_t alen = 0;
+			if (sn_boot_read(ctx->bootdir, rail, node, addr, &alen) ||
+			    (alen == rl->alens[node] &&
+			     !memcmp(addr, rl->addrs + (size_t)node * SN_ADDR_MAX, alen)))
+				continue;
+			fi_addr_t fa;
+			fi_av_remove(rl->av, &rl->peers[node], 1, 0);
+			if (fi_av_insert(rl->av, addr, 1, &fa, 0, NULL) != 1) {
+				note(ctx, "node %u republished an address we cannot use", node);
+				continue;
+			}
+			rl->peers[node] = fa;
+			memcpy(rl->addrs + (size_t)node * SN_ADDR_MAX, addr, alen);
+			rl->alens[node] = alen;
+			note(ctx, "node %u restarted: new address on rail %d", node, rail);
+		}
+	}
+}
+
 int sn_progress(struct sn_ctx *ctx)
 {
 	int total = 0;
+	peers_refresh(ctx);
 	for (int i = 0; i < ctx->nrails; i++) {
 		int rc = rail_progress(ctx, i);
 		if (rc < 0)
@@ -1472,8 +1515,9 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	for (uint32_t i = 0; i < ctx->n && !rc; i++)
 		if (fi_av_insert(rl->av, all + (size_t)i * SN_ADDR_MAX, 1, &rl->peers[i], 0, NULL) != 1)
 			rc = fail(ctx, -EINVAL, "bootstrap: bad fabric address for node %u", i);
-	free(all);
-	free(lens);
+	/* kept: a peer that republishes (it restarted) is told apart by them */
+	rl->addrs = all;
+	rl->alens = lens;
 	if (rc)
 		return rc;
 
@@ -1517,6 +1561,8 @@ static void rail_close(struct rail *rl)
 	free(rl->rx);
 	free(rl->rx_mem);
 	free(rl->peers);
+	free(rl->addrs);
+	free(rl->alens);
 }
 
 /* sn_open fails before a context exists to hold the reason */
@@ -1533,6 +1579,7 @@ int sn_open(const struct sn_config *cfg, struct sn_ctx **out)
 	ctx->self = cfg->node_id;
 	ctx->n = cfg->node_count;
 	ctx->epfd = -1;
+	ctx->ino_fd = -1;
 	if (!ctx->cfg.provider)
 		ctx->cfg.provider = "tcp;ofi_rxm";
 	if (!ctx->cfg.fanout)
@@ -1575,7 +1622,16 @@ int sn_open(const struct sn_config *cfg, struct sn_ctx **out)
 		if ((rc = rail_open(ctx, 1, cfg->sys_provider)))
 			goto err;
 	}
+	ctx->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (ctx->ino_fd >= 0 && inotify_add_watch(ctx->ino_fd, ctx->bootdir, IN_MOVED_TO) < 0) {
+		close(ctx->ino_fd);
+		ctx->ino_fd = -1;
+	}
 	ctx->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (ctx->epfd >= 0 && ctx->ino_fd >= 0) {
+		struct epoll_event ev = {.events = EPOLLIN};
+		epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, ctx->ino_fd, &ev);
+	}
 	for (int i = 0; i < ctx->nrails && ctx->epfd >= 0; i++) {
 		struct epoll_event ev = {.events = EPOLLIN};
 		if (ctx->rails[i].wait_fd < 0 ||
@@ -1637,6 +1693,8 @@ void sn_close(struct sn_ctx *ctx)
 	}
 	if (ctx->epfd >= 0)
 		close(ctx->epfd);
+	if (ctx->ino_fd >= 0)
+		close(ctx->ino_fd);
 	if (ctx->gmem)
 		munmap(ctx->gmem, ctx->gmem_size);
 	free(ctx);

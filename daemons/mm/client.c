@@ -436,6 +436,9 @@ static void handle(struct mm *mm, struct client *c)
 	case STORM__CTL__REQUEST__BODY_SHUTDOWN:
 		handle_shutdown(mm, c);
 		break;
+	case STORM__CTL__REQUEST__BODY_ACCT:
+		persist_acct(mm, c, req->acct);
+		break;
 	default:
 		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,
 				  "empty or unknown request");

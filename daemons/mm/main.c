@@ -126,6 +126,9 @@ static int start(struct mm *mm, const char *conf_path)
 	}
 	mm->next_job_id = 1;
 	mm->cmd_tail = &mm->cmd_queue;
+	/* the jobs of an earlier run of this MM, before anyone can submit */
+	if (persist_open(mm) < 0)
+		return -1;
 
 	/* listen first: the CLI may connect while the fabric is still forming;
 	 * it is answered once every node has joined */
@@ -320,6 +323,7 @@ static void stop(struct mm *mm)
 	matrix_free(&mm->matrix);
 	if (mm->trace)
 		fclose(mm->trace);
+	persist_close(mm);
 	free(mm->nodes);
 	free(mm->strobe_buf);
 	conf_free(&mm->conf);

@@ -38,8 +38,16 @@ void mark_node(struct mm *mm, int idx, Storm__Ctl__NodeState st, const char *why
 				job_node_lost(mm, j, idx);
 		}
 	}
-	if (st == STORM__CTL__NODE_STATE__UP)
+	if (st == STORM__CTL__NODE_STATE__UP) {
+		/* a node daemon that restarted has its file flow-control
+		 * variables at 0: count every chunk so far as consumed there */
+		uint64_t fd[2] = { mm->file_seq, mm->file_seq };
+		struct sn_nodeset one;
+		sn_set_clear(&one);
+		sn_set_add(&one, fabric_id((uint32_t)idx));
+		sn_xfer(mm->sn, &one, GM_VAR_FILE_DONE(0), fd, sizeof(fd), SN_NO_EVENT, SN_NO_EVENT, 0);
 		jobs_schedule(mm);
+	}
 }
 
 static void send_strobe(struct mm *mm)
@@ -50,6 +58,7 @@ static void send_strobe(struct mm *mm)
 	s->cmd_seq = mm->cmd_seq;
 	s->nnodes = (uint32_t)nn;
 	s->flags = 0;
+	s->epoch = mm->epoch;
 	gang_fill_strobe(mm, s);
 	size_t size = strobe_size((uint32_t)nn);
 	struct sn_nodeset tree, single;
@@ -100,6 +109,7 @@ void slice_tick(struct mm *mm)
 	mm->slice++;
 	mm->slice_start = now_s();
 	check_membership(mm);
+	persist_tick(mm);
 	gang_tick(mm);
 	send_strobe(mm);
 	clients_tick(mm);
@@ -134,12 +144,6 @@ static void consume_report(struct mm *mm, int idx)
 		return;
 	}
 	n->report_seq = r->seq;
-	/* acknowledge now rather than in the next strobe: a node with more
-	 * output or a job's end to report sends at once */
-	struct sn_nodeset one;
-	sn_set_clear(&one);
-	sn_set_add(&one, fabric_id((uint32_t)idx));
-	sn_xfer(mm->sn, &one, GM_VAR_REPORT_ACK, &n->report_seq, 8, SN_NO_EVENT, EV_REPORT_ACK, 0);
 	n->heard_slice = mm->slice;
 	n->heard_time = now_s();
 	n->cmd_done = r->cmd_done;
@@ -156,7 +160,17 @@ static void consume_report(struct mm *mm, int idx)
 	for (size_t i = 0; i < r->n_running; i++)
 		if (!job_runs_on(mm, r->running[i], idx))
 			job_kill_stray(mm, r->running[i], idx);
+	persist_node_report(mm, idx, r);
 	storm__cl__report__free_unpacked(r, NULL);
+	/* what the report changed is on disk before the node may forget it:
+	 * a node drops its records once their report is acknowledged */
+	persist_flush(mm);
+	/* acknowledge now rather than in the next strobe: a node with more
+	 * output or a job's end to report sends at once */
+	struct sn_nodeset one;
+	sn_set_clear(&one);
+	sn_set_add(&one, fabric_id((uint32_t)idx));
+	sn_xfer(mm->sn, &one, GM_VAR_REPORT_ACK, &n->report_seq, 8, SN_NO_EVENT, EV_REPORT_ACK, 0);
 }
 
 void slice_on_report_event(struct mm *mm)

@@ -90,6 +90,7 @@ struct nd {
 	uint64_t slice;
 	uint32_t cmd_done;
 	uint32_t cmd_warned_seq; /* a mismatched slot already logged */
+	uint64_t mm_epoch;      /* the MM's incarnation, from its strobes */
 
 	/* gang scheduling (gang.c) */
 	uint64_t run_job;       /* the job the last strobe says runs here, 0: none */
@@ -144,6 +145,13 @@ void nd_timers(struct nd *nd);
 int nd_timer_ms(const struct nd *nd); /* ms to the next timer, -1: none */
 void nd_pipes_pause(struct nd *nd, bool pause);
 void nd_kill_all(struct nd *nd);
+
+/* orphans.c: the ranks of each job, listed in the state directory, so a
+ * restarted daemon kills those it can no longer serve */
+void nd_ranks_save(struct nd *nd, const struct nd_job *job);
+void nd_ranks_forget(struct nd *nd, uint64_t job);
+void nd_ranks_recover(struct nd *nd);
+uint64_t nd_proc_start_time(pid_t pid);
 
 /* gang.c */
 int nd_gang_init(struct nd *nd);

@@ -190,6 +190,7 @@ static void job_free(struct nd *nd, struct nd_job *job)
 		for (int s = 0; s < 2; s++)
 			pipe_close(nd, &job->ranks[i].pipes[s]);
 	nd_gang_job_end(nd, job);
+	nd_ranks_forget(nd, job->id);
 	free(job->ranks);
 	free(job);
 }
@@ -440,6 +441,7 @@ static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_
 	nd_queue_note(nd, job->id, STORM__CL__JOB_NOTE__KIND__STARTED, NO_DONE_SLOT, "%s", "");
 	nd_log(nd, "job %" PRIu64 ": started ranks %u..%u", job->id, first,
 	       first + job->nranks - 1);
+	nd_ranks_save(nd, job);
 	return;
 fail:
 	/* could not start them all: none may run; the reaper reports the
