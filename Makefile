@@ -112,6 +112,7 @@ clustertest: all $(BUILD)/bin/storm_selfsum
 	./tests/cluster/test_gang.sh $(BUILD)/bin
 	./tests/cluster/test_netns.sh $(BUILD)/bin
 	./tests/cluster/test_persist.sh $(BUILD)/bin
+	./tests/cluster/test_load.sh $(BUILD)/bin 200 10
 	./tests/cluster/test_valgrind.sh $(BUILD)/bin
 
 check: deps
@@ -141,6 +142,12 @@ bench-gang-run:
 	$(MAKE) all $(BUILD)/bin/gang_spin
 	./bench/gang/run.sh
 	python3 bench/gang/report.py bench/results/gang-latest/results.jsonl docs/BENCHMARKS.md docs/gang.svg
+
+# reliability under load (docs/RELIABILITY.md): 1000 jobs from 10 concurrent
+# clients, all accounted, the MM's heap back to its baseline
+.PHONY: soak
+soak: all
+	./tests/cluster/test_load.sh $(BUILD)/bin 1000 10
 
 # the launch experiment alone (storm against srun --bcast, srun, mpiexec, copies)
 bench-launch: bench-deps

@@ -47,6 +47,11 @@ static int sqlfail(struct mm_db *db, const char *what)
 	return -1;
 }
 
+int64_t db_memory_used(void)
+{
+	return sqlite3_memory_used();
+}
+
 const char *db_error(struct mm_db *db)
 {
 	return db ? db->err : "no database";

@@ -63,6 +63,8 @@ struct db_ckpt {
  * `full_sync`, else NORMAL. Returns 0, or -1 with the reason in err. */
 int db_open(const char *path, bool full_sync, struct mm_db **out, char *err, size_t errlen);
 void db_close(struct mm_db *db);
+/* Bytes SQLite holds (page cache and the rest), for the memory dump. */
+int64_t db_memory_used(void);
 /* The last error, for logs. */
 const char *db_error(struct mm_db *db);
 

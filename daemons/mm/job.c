@@ -15,7 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define KEEP_FINISHED 1000 /* ended jobs remembered for `storm jobs --all` */
+/* ended jobs kept in memory for `storm jobs --all`; all of them are in the
+ * database (`storm acct`), so memory does not grow with the job count */
+#define KEEP_FINISHED 100
 #define LAUNCH_ROOM (GM_CMD_SLOT_SIZE - 4096) /* argv + env must fit a command */
 
 bool job_active(const struct job *j)

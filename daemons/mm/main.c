@@ -1,8 +1,10 @@
 /* stormmm: start-up and the event loop. */
+#include "db.h"
 #include "mm.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -211,6 +213,13 @@ static void poll_events(struct mm *mm)
 /* SIGUSR1: what the manager believes, in its log, for diagnosis. */
 static void dump_state(struct mm *mm)
 {
+	struct mallinfo2 mi = mallinfo2();
+	int jobs = 0;
+	for (struct job *j = mm->jobs; j; j = j->next)
+		jobs++;
+	/* bench/soak reads this line: heap in use against the job count */
+	mm_log("memory: heap %zu bytes in use, %zu mapped, %lld of them SQLite's; %d jobs in "
+	       "memory", mi.uordblks, mi.hblkhd, (long long)db_memory_used(), jobs);
 	mm_log("state: slice %llu, command %u%s, %s transfer, file chunk %llu",
 	       (unsigned long long)mm->slice, mm->cmd_seq, mm->cmd_inflight ? " in flight" : "",
 	       transfer_job(mm) ? "a" : "no", (unsigned long long)mm->file_seq);
