@@ -102,17 +102,23 @@ unit-asan: $(BUILD)/bin/unit_tests_asan
 nettest: $(BUILD)/bin/sn_mptest
 	$(BUILD)/bin/sn_mptest
 
+# loss and delay on a node's link for the fault tests (this kernel has no netem)
+$(BUILD)/bin/nfq_netem: tests/cluster/nfq_netem.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -o $@ $< -lnetfilter_queue
+
 # a 12 MiB program that prints a hash of itself (tests/cluster)
 $(BUILD)/bin/storm_selfsum: tests/cluster/selfsum.c
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -o $@ $<
 .PHONY: clustertest
-clustertest: all $(BUILD)/bin/storm_selfsum
+clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/nfq_netem
 	./tests/cluster/test_cluster.sh $(BUILD)/bin
 	./tests/cluster/test_gang.sh $(BUILD)/bin
 	./tests/cluster/test_netns.sh $(BUILD)/bin
 	./tests/cluster/test_persist.sh $(BUILD)/bin
 	./tests/cluster/test_load.sh $(BUILD)/bin 200 10
+	./tests/cluster/test_faults.sh $(BUILD)/bin
 	./tests/cluster/test_valgrind.sh $(BUILD)/bin
 
 check: deps

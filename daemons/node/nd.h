@@ -107,6 +107,11 @@ struct nd {
 	int file_fd;            /* file being written, or -1 */
 	uint64_t file_job;
 	uint32_t file_index;
+	/* the last file that could not be written (disk full...): the launch
+	 * names the cause, and its later chunks are not written */
+	uint64_t file_err_job;
+	uint32_t file_err_index;
+	char file_err[160];
 
 	struct nd_job *jobs;
 

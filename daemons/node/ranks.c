@@ -503,6 +503,10 @@ void nd_launch(struct nd *nd, const Storm__Cl__Command *cmd, size_t k)
 			 strerror(-rc));
 		goto fail;
 	}
+	if (nd->file_err_job == L->job) {
+		snprintf(why, sizeof(why), "%s", nd->file_err);
+		goto fail;
+	}
 	if (check_files(L, job->dir, why, sizeof(why)))
 		goto fail;
 
