@@ -52,6 +52,9 @@ enum slot_kind { SLOT_RX, SLOT_TX };
 
 struct rec;
 
+/* Receive sets a rail may add, one per restart of a peer (see rx_replenish) */
+#define SN_RX_EXTRA_SETS 4
+
 struct slot {
 	struct fi_context2 fctx; /* must be first: the CQ hands it back */
 	enum slot_kind kind;
@@ -83,6 +86,10 @@ struct rail {
 	fi_addr_t *peers;
 	uint8_t *addrs;         /* each peer's published address (SN_ADDR_MAX each) */
 	size_t *alens;
+	bool *stale;            /* republished (it restarted): swap before use */
+	int nextra;             /* receive sets added after restarts of peers */
+	struct slot *rx_extra[SN_RX_EXTRA_SETS];
+	uint8_t *rx_extra_mem[SN_RX_EXTRA_SETS];
 	struct slot *rx;        /* rx_depth receive slots */
 	uint8_t *rx_mem;
 	struct slot *txq_head, *txq_tail; /* not yet accepted by the provider */
@@ -338,6 +345,8 @@ static void txq_push(struct rail *rl, struct slot *s)
 
 static void tx_failed(struct sn_ctx *ctx, struct slot *s, int err);
 
+static void peer_use(struct sn_ctx *ctx, int rail, uint32_t node);
+
 /* Hands queued messages to the provider. A destination that pushes back
  * (-FI_EAGAIN) keeps its messages, in order, without holding up the others;
  * one that stays blocked past the timeout is given up as unreachable. */
@@ -357,6 +366,7 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 		if (any_blocked && sn_set_has(&blocked, s->dest)) {
 			rc = -FI_EAGAIN;
 		} else {
+			peer_use(ctx, (int)(rl - ctx->rails), s->dest);
 			rc = fi_sendv(rl->ep, s->iov, s->desc, s->niov, rl->peers[s->dest],
 				      &s->fctx);
 		}
@@ -699,6 +709,7 @@ static void handle_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t l
 		note(ctx, "dropped malformed message: %s", why);
 		return;
 	}
+	peer_use(ctx, rail, m.sender);
 	switch (m.type) {
 	case SN_MSG_XFER:
 	case SN_MSG_COMMIT:
@@ -835,9 +846,83 @@ static int rail_progress(struct sn_ctx *ctx, int rail)
 }
 
 /* A daemon that restarts (kill -9, then started again) opens a new endpoint
- * and republishes its address: peers swap it into their address vector, so
- * the MM and node daemons can come back without the others restarting. The
- * old address's connection is dropped with it (fi_av_remove). */
+ * and republishes its address; peers notice (inotify on the bootstrap
+ * directory) and swap it into their address vector at its first use (see
+ * peer_use), so the MM and node daemons can come back without the others
+ * restarting. */
+/* Swaps node's address on one rail for the one it published, dropping the
+ * old one's connection. 1 swapped, 0 unchanged, -errno. */
+static int peer_reload(struct sn_ctx *ctx, int rail, uint32_t node)
+{
+	struct rail *rl = &ctx->rails[rail];
+	uint8_t addr[SN_ADDR_MAX];
+	size_t alen = 0;
+	int rc = sn_boot_read(ctx->bootdir, rail, node, addr, &alen);
+	if (rc)
+		return rc;
+	rl->stale[node] = false;
+	if (alen == rl->alens[node] &&
+	    !memcmp(addr, rl->addrs + (size_t)node * SN_ADDR_MAX, alen))
+		return 0;
+	fi_addr_t fa;
+	fi_av_remove(rl->av, &rl->peers[node], 1, 0);
+	if (fi_av_insert(rl->av, addr, 1, &fa, 0, NULL) != 1) {
+		note(ctx, "node %u published an address we cannot use", node);
+		return -EINVAL;
+	}
+	rl->peers[node] = fa;
+	memcpy(rl->addrs + (size_t)node * SN_ADDR_MAX, addr, alen);
+	rl->alens[node] = alen;
+	rl->stale[node] = false;
+	return 1;
+}
+
+/* The new address goes in at first use, not when it is published: if the
+ * restarted peer speaks first, its connection is already there and carries
+ * our answers; if we speak first, we connect. Swapping at once made both
+ * sides connect at the same moment, and rxm then left neither connection
+ * usable (a restarted MM heard no node). */
+static void peer_use(struct sn_ctx *ctx, int rail, uint32_t node)
+{
+	if (node < ctx->n && ctx->rails[rail].stale[node] &&
+	    peer_reload(ctx, rail, node) > 0)
+		note(ctx, "node %u restarted: its new address on rail %d is in use", node, rail);
+}
+
+/* A peer that died while sending us large messages leaves receive buffers
+ * that the provider matched to its rendezvous and will never complete
+ * (ofi_rxm 1.17 does not fail them when the connection closes): a restarted
+ * MM found every buffer of its nodes taken by the 4 MiB it was multicasting
+ * when killed, and nothing it sent was ever delivered. So when a peer
+ * restarts, a fresh set of receive buffers is posted, a few times at most. */
+static void rx_replenish(struct sn_ctx *ctx, int rail)
+{
+	struct rail *rl = &ctx->rails[rail];
+	if (rl->nextra >= SN_RX_EXTRA_SETS)
+		return;
+	size_t bufsz = SN_WIRE_HDR_MAX + rl->max_payload;
+	struct slot *slots = calloc(ctx->cfg.rx_depth, sizeof(struct slot));
+	uint8_t *mem = malloc(bufsz * ctx->cfg.rx_depth);
+	if (!slots || !mem) {
+		free(slots);
+		free(mem);
+		return;
+	}
+	rl->rx_extra[rl->nextra] = slots;
+	rl->rx_extra_mem[rl->nextra++] = mem;
+	for (unsigned i = 0; i < ctx->cfg.rx_depth; i++) {
+		struct slot *s = &slots[i];
+		s->kind = SLOT_RX;
+		s->rail = rail;
+		s->buf = mem + bufsz * i;
+		s->size = bufsz;
+		if (post_rx(ctx, rl, s))
+			break;
+	}
+	note(ctx, "rail %d: %u more receive buffers after a peer restarted", rail,
+	     ctx->cfg.rx_depth);
+}
+
 static void peers_refresh(struct sn_ctx *ctx)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
@@ -851,23 +936,9 @@ static void peers_refresh(struct sn_ctx *ctx)
 			if (!e->len || sn_boot_parse_name(e->name, &rail, &node) ||
 			    rail >= ctx->nrails || node >= ctx->n || node == ctx->self)
 				continue;
-			struct rail *rl = &ctx->rails[rail];
-			uint8_t addr[SN_ADDR_MAX];
-			size_t alen = 0;
-			if (sn_boot_read(ctx->bootdir, rail, node, addr, &alen) ||
-			    (alen == rl->alens[node] &&
-			     !memcmp(addr, rl->addrs + (size_t)node * SN_ADDR_MAX, alen)))
-				continue;
-			fi_addr_t fa;
-			fi_av_remove(rl->av, &rl->peers[node], 1, 0);
-			if (fi_av_insert(rl->av, addr, 1, &fa, 0, NULL) != 1) {
-				note(ctx, "node %u republished an address we cannot use", node);
-				continue;
-			}
-			rl->peers[node] = fa;
-			memcpy(rl->addrs + (size_t)node * SN_ADDR_MAX, addr, alen);
-			rl->alens[node] = alen;
-			note(ctx, "node %u restarted: new address on rail %d", node, rail);
+			ctx->rails[rail].stale[node] = true;
+			note(ctx, "node %u republished its address on rail %d", node, rail);
+			rx_replenish(ctx, rail);
 		}
 	}
 }
@@ -1518,6 +1589,8 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	/* kept: a peer that republishes (it restarted) is told apart by them */
 	rl->addrs = all;
 	rl->alens = lens;
+	if (!(rl->stale = calloc(ctx->n, sizeof(bool))))
+		return fail(ctx, -ENOMEM, "out of memory");
 	if (rc)
 		return rc;
 
@@ -1563,6 +1636,11 @@ static void rail_close(struct rail *rl)
 	free(rl->peers);
 	free(rl->addrs);
 	free(rl->alens);
+	free(rl->stale);
+	for (int i = 0; i < rl->nextra; i++) {
+		free(rl->rx_extra[i]);
+		free(rl->rx_extra_mem[i]);
+	}
 }
 
 /* sn_open fails before a context exists to hold the reason */

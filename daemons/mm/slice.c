@@ -144,11 +144,17 @@ static void consume_report(struct mm *mm, int idx)
 		return;
 	}
 	n->report_seq = r->seq;
-	n->heard_slice = mm->slice;
-	n->heard_time = now_s();
-	n->cmd_done = r->cmd_done;
-	if (n->state != STORM__CTL__NODE_STATE__UP)
-		mark_node(mm, idx, STORM__CTL__NODE_STATE__UP, NULL);
+	/* a report sent before the node saw this MM's strobes (a restart):
+	 * its records count, but its command and file numbers are the old
+	 * MM's, so the node is UP only once it reports under this epoch */
+	bool current = r->epoch == mm->epoch;
+	if (current) {
+		n->heard_slice = mm->slice;
+		n->heard_time = now_s();
+		n->cmd_done = r->cmd_done;
+		if (n->state != STORM__CTL__NODE_STATE__UP)
+			mark_node(mm, idx, STORM__CTL__NODE_STATE__UP, NULL);
+	}
 	/* the node orders its records so that output precedes the exit of its
 	 * rank and exits precede the DONE note (layout.h) */
 	for (size_t i = 0; i < r->n_output; i++)
@@ -160,7 +166,8 @@ static void consume_report(struct mm *mm, int idx)
 	for (size_t i = 0; i < r->n_running; i++)
 		if (!job_runs_on(mm, r->running[i], idx))
 			job_kill_stray(mm, r->running[i], idx);
-	persist_node_report(mm, idx, r);
+	if (current)
+		persist_node_report(mm, idx, r);
 	storm__cl__report__free_unpacked(r, NULL);
 	/* what the report changed is on disk before the node may forget it:
 	 * a node drops its records once their report is acknowledged */

@@ -7,8 +7,8 @@ wait_log() {
 	local rc=1
 	coproc WAIT_LOG_TAIL { exec timeout "$3" tail -n +1 -F "$1" 2>/dev/null; }
 	grep -q -m1 -F -- "$2" <&"${WAIT_LOG_TAIL[0]}" && rc=0
-	kill "$WAIT_LOG_TAIL_PID" 2>/dev/null
-	wait "$WAIT_LOG_TAIL_PID" 2>/dev/null
+	kill "${WAIT_LOG_TAIL_PID:-}" 2>/dev/null
+	wait "${WAIT_LOG_TAIL_PID:-}" 2>/dev/null
 	return $rc
 }
 

@@ -25,12 +25,13 @@ NETEM="" MNT=""
 cleanup() {
 	for p in $NETEM; do kill "$p" 2>/dev/null; done
 	for ns in ${LOSSY:-}; do ip netns exec "$ns" iptables -F OUTPUT 2>/dev/null; done
+	for ns in ${DROPS:-}; do ip netns exec "$ns" iptables -F INPUT 2>/dev/null; done
 	[ -n "$MNT" ] && umount "$MNT" 2>/dev/null
 	storm cluster down --dir "$C" >/dev/null 2>&1
 	if [ -f "$C/pids" ]; then
 		while read -r pid _; do kill -9 "$pid" 2>/dev/null; done <"$C/pids"
 	fi
-	rm -rf "$T"
+	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
@@ -41,7 +42,8 @@ fi
 cd "$T" || exit 1
 : >"$T/ids"
 daemon_pid() { awk -v n="$1" '$2 == n { p = $1 } END { print p }' "$C/pids"; }
-ns_of() { ip netns list | awk '{ print $1 }' | grep -- "-n$1\$" | head -1; }
+# node i's namespace: DIR/netns records the cluster's prefix
+ns_of() { echo "$(cut -d' ' -f1 "$C/netns")-n$1"; }
 # submitted jobs, for the final count of lost ones
 track() { sed -n 's/^Submitted job \([0-9]*\)$/\1/p' "$T/out" >>"$T/ids"; }
 SELF=$BIN/storm_selfsum
@@ -120,6 +122,38 @@ for round in transfer launch; do
 		grep "job $id ended" "$C/log/mm.log" | tail -1 | sed 's/^/     /'
 	else bad "  job $id ended after the restart"; fi
 done
+
+# a launch command that one node never got (its link was down) when the MM
+# died: the restarted MM learns it from that node's reports and fails the
+# job. The dead MM's sockets would still deliver the command once the link is
+# back (the kernel retransmits for an exited process): node03 drops their
+# packets, as if they had been lost for good.
+NS3=$(ns_of 3)
+ip -n "$NS3" link set eth0 down
+expect "MM killed while node03 is cut off from a launch" 0 storm submit -N 4 --no-bcast -o "$T/k.cut" \
+	/bin/sh -c 'echo "ran $STORM_RANK"; exec sleep 600'
+track
+id=$(tail -1 "$T/ids")
+for n in node00 node01 node02; do wait_log "$C/log/$n.log" "job $id: started ranks" 20; done
+mm=$(daemon_pid mm)
+for port in $(ss -tnpH | grep "pid=$mm," | awk '$5 ~ /^10\.213\.0\.4:/ { sub(/.*:/, "", $4); print $4 }'); do
+	ip netns exec "$NS3" iptables -A INPUT -s 10.213.255.254 -p tcp --sport "$port" -j DROP
+done
+DROPS=$NS3
+kill -9 "$mm"
+gone "$mm"
+ip -n "$NS3" link set eth0 up
+expect "  restarted" 0 storm cluster restart mm --dir "$C"
+if wait_log "$C/log/mm.log" "job $id ended" 60; then
+	storm acct -j "$id" --json >"$T/acct.cut"
+	grep -q '"state": "FAILED"' "$T/acct.cut" && grep -q "node03 never received its launch command" "$T/acct.cut" &&
+		ok "  the job is reported FAILED naming node03, which never got the launch" ||
+		{ bad "  the job fails naming node03"; cat "$T/acct.cut"; }
+else bad "  job $id ended after the restart"; fi
+ip netns exec "$NS3" iptables -F INPUT
+DROPS=""
+[ -z "$(pgrep -f "sleep 600" -P "$(daemon_pid node00)")" ] && ok "  its ranks on the other nodes are gone" ||
+	bad "  its ranks on the other nodes are gone"
 
 # ---- 4. node03's local storage fills up during a transfer
 MNT=$C/state/node03/jobs
