@@ -16,8 +16,9 @@ PROTO_H := $(PROTO_C:.c=.h)
 MM_SRC  := $(wildcard daemons/mm/*.c) scheduler/matrix.c
 ND_SRC  := $(wildcard daemons/node/*.c)
 CLI_SRC := $(wildcard cli/*.c)
-DAEMON_LIBS := -lfabric -lprotobuf-c -linih -ljansson
 MM_LIBS := -lsqlite3
+AUTH_LIBS := -lmunge -lsodium
+DAEMON_LIBS := -lfabric -lprotobuf-c -linih -ljansson $(AUTH_LIBS)
 
 .PHONY: all deps bench-deps demo check unit unit-asan nettest bench bench-launch bench-gang clean
 all: $(BUILD)/lib/libstormnet.a $(BUILD)/lib/libstormcommon.a $(BUILD)/bin/primitives_demo \
@@ -72,24 +73,32 @@ $(BUILD)/bin/stormnd: $(ND_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormcommon
 	$(CC) -o $@ $^ $(DAEMON_LIBS)
 $(BUILD)/bin/storm: $(CLI_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormcommon.a
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ -lprotobuf-c -linih -ljansson
+	$(CC) -o $@ $^ -lprotobuf-c -linih -ljansson $(AUTH_LIBS)
 
 # a CPU-bound rank for bench/gang
 $(BUILD)/bin/gang_spin: bench/gang/spin.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -o $@ $<
 
+# the cost of authentication on the strobe path (docs/BENCHMARKS.md)
+$(BUILD)/bin/mac_bench: $(BUILD)/obj/bench/auth/mac_bench.o $(BUILD)/lib/libstormcommon.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(AUTH_LIBS)
+.PHONY: bench-auth
+bench-auth: $(BUILD)/bin/mac_bench
+	./bench/auth/run.sh $(BUILD)/bin
+
 # ---- tests
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_LIB := net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wire.c \
             common/hostlist.c common/config.c scheduler/matrix.c cli/opts.c cli/label.c cli/fmt.c cli/mview.c \
-            daemons/mm/db.c
+            common/gm_auth.c common/ctl_auth.c daemons/mm/access.c daemons/mm/db.c
 $(BUILD)/bin/unit_tests: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_LIB:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ -lcunit -linih -lsqlite3
+	$(CC) -o $@ $^ -lcunit -linih $(AUTH_LIBS) -lsqlite3
 $(BUILD)/bin/unit_tests_asan: $(UNIT_SRC:%.c=$(BUILD)/asan/%.o) $(UNIT_LIB:%.c=$(BUILD)/asan/%.o)
 	@mkdir -p $(dir $@)
-	$(CC) $(SANFLAGS) -o $@ $^ -lcunit -linih -lsqlite3
+	$(CC) $(SANFLAGS) -o $@ $^ -lcunit -linih $(AUTH_LIBS) -lsqlite3
 $(BUILD)/bin/sn_mptest: $(BUILD)/obj/tests/net/sn_mptest.o $(BUILD)/obj/tests/lib/spawn.o \
                         $(BUILD)/lib/libstormnet.a
 	@mkdir -p $(dir $@)
@@ -112,8 +121,9 @@ $(BUILD)/bin/storm_selfsum: tests/cluster/selfsum.c
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -o $@ $<
 .PHONY: clustertest
-clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/nfq_netem
+clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/nfq_netem
 	./tests/cluster/test_cluster.sh $(BUILD)/bin
+	./tests/cluster/test_users.sh $(BUILD)/bin
 	./tests/cluster/test_gang.sh $(BUILD)/bin
 	./tests/cluster/test_netns.sh $(BUILD)/bin
 	./tests/cluster/test_persist.sh $(BUILD)/bin
@@ -123,7 +133,7 @@ clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/nfq_netem
 
 check: deps
 	$(MAKE) all
-	$(MAKE) unit unit-asan clitest ndtest clustertest nettest
+	$(MAKE) unit unit-asan fuzz-check clitest ndtest clustertest nettest
 
 # the main job on the embedded default: an 8-node virtual cluster on this
 # machine, one 32-rank job with a 12 MiB program multicast to every node
@@ -162,15 +172,23 @@ bench-launch: bench-deps
 clean:
 	rm -rf $(BUILD)
 
+# libFuzzer harnesses: `make fuzz`, `make fuzz-check` (fuzz/README.md)
+include fuzz/fuzz.mk
+
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # ---- the storm CLI against a scripted stand-in machine manager
 $(BUILD)/bin/fake_ctl_mm: $(BUILD)/obj/tests/cluster/fake_ctl_mm.o $(BUILD)/lib/libstormcommon.a
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ -lprotobuf-c -linih -lpthread
+	$(CC) -o $@ $^ -lprotobuf-c -linih -lpthread $(AUTH_LIBS)
 .PHONY: clitest
 clitest: $(BUILD)/bin/storm $(BUILD)/bin/fake_ctl_mm
 	./tests/cluster/test_cli_fake.sh $(BUILD)/bin
+
+# forged, altered and replayed control frames (tests/cluster/test_users.sh)
+$(BUILD)/bin/ctl_forge: $(BUILD)/obj/tests/cluster/ctl_forge.o $(BUILD)/lib/libstormcommon.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ -lprotobuf-c -linih $(AUTH_LIBS)
 
 # ---- node daemon against a stand-in MM (tests/cluster/fake_mm.c)
 .PHONY: ndtest ndtest-valgrind

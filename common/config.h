@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "hostlist.h"
 
@@ -35,6 +36,8 @@ struct storm_conf {
 	char bootstrap[PATH_MAX]; /* sn bootstrap, "dir:PATH" */
 	char database[PATH_MAX]; /* the MM's SQLite file; "": <state_dir>/mm.db */
 	int database_sync;       /* enum storm_db_sync */
+	char key_file[PATH_MAX]; /* the cluster key: MACs on MM <-> node messages */
+	char munge_socket[PATH_MAX]; /* munged's socket, "": MUNGE's default */
 	unsigned cpus;           /* per node */
 	/* [scheduler] */
 	unsigned quantum;        /* timeslices a matrix row runs before the next */
@@ -56,5 +59,7 @@ void conf_free(struct storm_conf *c);
 int conf_node_index(const struct storm_conf *c, const char *name);
 /* Writes c as a file conf_load reads back to the same values. */
 int conf_write(const struct storm_conf *c, const char *path);
+/* The same text on f. 0 or -errno. */
+int conf_print(const struct storm_conf *c, FILE *f);
 
 #endif

@@ -413,6 +413,23 @@ uint64_t db_last_job_id(struct mm_db *db)
 	return id;
 }
 
+uint64_t db_next_epoch(struct mm_db *db, uint64_t floor)
+{
+	sqlite3_stmt *st = prep(db, "SELECT value FROM meta WHERE key = 'epoch'");
+	uint64_t last = 0;
+	if (st && sqlite3_step(st) == SQLITE_ROW)
+		last = (uint64_t)sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	uint64_t e = floor > last ? floor : last + 1;
+	/* stored as a signed 64-bit integer: stay below 2^63 */
+	e &= INT64_MAX;
+	st = prep(db, "INSERT OR REPLACE INTO meta(key, value) VALUES('epoch', ?1)");
+	if (!st)
+		return 0;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)e);
+	return step_done(db, st, "recording the epoch") < 0 ? 0 : e;
+}
+
 int db_acct_list(struct mm_db *db, const struct db_acct_filter *f,
 		 int (*cb)(void *arg, const struct db_acct *a), void *arg)
 {

@@ -81,6 +81,10 @@ int db_jobs_active(struct mm_db *db, int (*cb)(void *arg, const struct db_job *j
 /* The highest job id ever given, 0 for none. */
 uint64_t db_last_job_id(struct mm_db *db);
 
+/* This MM's incarnation: above every earlier one recorded here and at least
+ * `floor` (the clock), so nodes can refuse an older MM's strobes. 0 on error. */
+uint64_t db_next_epoch(struct mm_db *db, uint64_t floor);
+
 /* Accounting of ended jobs matching f, oldest first. */
 int db_acct_list(struct mm_db *db, const struct db_acct_filter *f,
 		 int (*cb)(void *arg, const struct db_acct *a), void *arg);

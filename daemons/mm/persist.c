@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fsuid.h>
-#include <sys/random.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -73,8 +73,12 @@ static void to_db(const struct job *j, struct db_job *d)
 	d->node_done = started ? j->node_done : NULL;
 }
 
+/* Without a database (fuzz/mm_state drives the MM without one) nothing is
+ * saved and nothing restored. */
 int persist_job_new(struct mm *mm, struct job *j, const Storm__Ctl__Submit *s)
 {
+	if (!mm->db)
+		return 0;
 	size_t len = storm__ctl__submit__get_packed_size(s);
 	uint8_t *spec = malloc(len ? len : 1);
 	if (!spec) {
@@ -95,6 +99,9 @@ int persist_job_new(struct mm *mm, struct job *j, const Storm__Ctl__Submit *s)
 
 void persist_job(struct mm *mm, struct job *j)
 {
+	j->dirty = false;
+	if (!mm->db)
+		return;
 	struct db_job d;
 	to_db(j, &d);
 	if (db_job_update(mm->db, &d) < 0)
@@ -105,6 +112,9 @@ void persist_job(struct mm *mm, struct job *j)
 
 void persist_job_end(struct mm *mm, struct job *j)
 {
+	j->dirty = false;
+	if (!mm->db)
+		return;
 	struct db_job d;
 	to_db(j, &d);
 	if (db_job_end(mm->db, &d) < 0)
@@ -335,8 +345,13 @@ int persist_open(struct mm *mm)
 		mm_log("error: %s", err);
 		return -1;
 	}
-	while (getrandom(&mm->epoch, sizeof(mm->epoch), 0) != sizeof(mm->epoch) || !mm->epoch)
-		;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	mm->epoch = db_next_epoch(mm->db, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
+	if (!mm->epoch) {
+		mm_log("error: cannot record this start in %s: %s", path, db_error(mm->db));
+		return -1;
+	}
 	mm->next_job_id = db_last_job_id(mm->db) + 1;
 	struct restore rs = { .mm = mm, .tail = &mm->jobs };
 	while (*rs.tail)
@@ -472,6 +487,11 @@ void persist_acct(struct mm *mm, struct client *c, const Storm__Ctl__Acct *a)
 	struct db_acct_filter f = { .user = a->user[0] ? a->user : NULL, .uid = -1,
 				    .job = a->job, .since = a->since };
 	struct acct_out o = { 0 };
+	if (!mm->db) {
+		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INTERNAL,
+				  "this machine manager keeps no database");
+		return;
+	}
 	int rc = db_acct_list(mm->db, &f, acct_one, &o);
 	if (rc < 0)
 		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INTERNAL,

@@ -22,7 +22,7 @@ cleanup() {
 	if [ -f "$C/pids" ]; then
 		while read -r pid _; do kill -9 "$pid" 2>/dev/null; done <"$C/pids"
 	fi
-	rm -rf "$T"
+	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM

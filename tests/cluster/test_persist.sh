@@ -21,7 +21,7 @@ cleanup() {
 		while read -r pid _; do kill -9 "$pid" 2>/dev/null; done <"$C/pids"
 	fi
 	for p in ${RANKPIDS:-}; do kill -9 "$p" 2>/dev/null; done
-	rm -rf "$T"
+	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM

@@ -106,6 +106,12 @@ static void test_life(void)
 	CU_ASSERT_EQUAL(s.nodes0[1], -1); /* queued: no allocation */
 	db_close(db2);
 
+	/* epochs only grow, whatever the clock says */
+	uint64_t e1 = db_next_epoch(db, 1000), e2 = db_next_epoch(db, 10), e3 = db_next_epoch(db, 5000);
+	CU_ASSERT_EQUAL(e1, 1000);
+	CU_ASSERT_EQUAL(e2, 1001);
+	CU_ASSERT_EQUAL(e3, 5000);
+
 	struct db_job missing = job(99, "RUNNING");
 	CU_ASSERT_NOT_EQUAL(db_job_update(db, &missing), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(db_error(db), "99"));
