@@ -52,9 +52,6 @@ enum slot_kind { SLOT_RX, SLOT_TX };
 
 struct rec;
 
-/* Receive sets a rail may add, one per restart of a peer (see rx_replenish) */
-#define SN_RX_EXTRA_SETS 4
-
 struct slot {
 	struct fi_context2 fctx; /* must be first: the CQ hands it back */
 	enum slot_kind kind;
@@ -87,9 +84,6 @@ struct rail {
 	uint8_t *addrs;         /* each peer's published address (SN_ADDR_MAX each) */
 	size_t *alens;
 	bool *stale;            /* republished (it restarted): swap before use */
-	int nextra;             /* receive sets added after restarts of peers */
-	struct slot *rx_extra[SN_RX_EXTRA_SETS];
-	uint8_t *rx_extra_mem[SN_RX_EXTRA_SETS];
 	struct slot *rx;        /* rx_depth receive slots */
 	uint8_t *rx_mem;
 	struct slot *txq_head, *txq_tail; /* not yet accepted by the provider */
@@ -889,42 +883,6 @@ static void peer_use(struct sn_ctx *ctx, int rail, uint32_t node)
 		note(ctx, "node %u restarted: its new address on rail %d is in use", node, rail);
 }
 
-/* A peer that died while sending us large messages leaves receive buffers
- * that the provider matched to its rendezvous and will never complete
- * (ofi_rxm 1.17 does not fail them when the connection closes): a restarted
- * MM found every buffer of its nodes taken by the 4 MiB it was multicasting
- * when killed, and nothing it sent was ever delivered. So when a peer
- * restarts, a fresh set of receive buffers is posted, a few times at most. */
-static void rx_replenish(struct sn_ctx *ctx, int rail)
-{
-	struct rail *rl = &ctx->rails[rail];
-	if (rl->nextra >= SN_RX_EXTRA_SETS)
-		return;
-	size_t bufsz = SN_WIRE_HDR_MAX + rl->max_payload;
-	struct slot *slots = calloc(ctx->cfg.rx_depth, sizeof(struct slot));
-	uint8_t *mem = malloc(bufsz * ctx->cfg.rx_depth);
-	if (!slots || !mem) {
-		free(slots);
-		free(mem);
-		return;
-	}
-	rl->rx_extra[rl->nextra] = slots;
-	rl->rx_extra_mem[rl->nextra++] = mem;
-	unsigned posted = 0;
-	for (unsigned i = 0; i < ctx->cfg.rx_depth; i++) {
-		struct slot *s = &slots[i];
-		s->kind = SLOT_RX;
-		s->rail = rail;
-		s->buf = mem + bufsz * i;
-		s->size = bufsz;
-		/* one try each: a full receive queue means none was lost */
-		if (fi_recv(rl->ep, s->buf, s->size, NULL, FI_ADDR_UNSPEC, &s->fctx) != 0)
-			break;
-		posted++;
-	}
-	note(ctx, "rail %d: %u more receive buffers after a peer restarted", rail, posted);
-}
-
 static void peers_refresh(struct sn_ctx *ctx)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
@@ -940,7 +898,6 @@ static void peers_refresh(struct sn_ctx *ctx)
 				continue;
 			ctx->rails[rail].stale[node] = true;
 			note(ctx, "node %u republished its address on rail %d", node, rail);
-			rx_replenish(ctx, rail);
 		}
 	}
 }
@@ -1639,10 +1596,6 @@ static void rail_close(struct rail *rl)
 	free(rl->addrs);
 	free(rl->alens);
 	free(rl->stale);
-	for (int i = 0; i < rl->nextra; i++) {
-		free(rl->rx_extra[i]);
-		free(rl->rx_extra_mem[i]);
-	}
 }
 
 /* sn_open fails before a context exists to hold the reason */
