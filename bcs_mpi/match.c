@@ -41,7 +41,7 @@ struct bcs_mrecv *bcs_mq_send(struct bcs_mq *q, struct bcs_msend *s)
 			continue;
 		/* the first receive it matches is a wildcard (resolved only at
 		 * quiescence), or an earlier send waits for that receive: queue */
-		if (r->src == BCS_ANY_SOURCE || bcs_mq_peek(q, r->src, r->tag, r->ctx))
+		if (q->wild && (r->src == BCS_ANY_SOURCE || bcs_mq_peek(q, r->src, r->tag, r->ctx)))
 			break;
 		if (r->prev)
 			r->prev->next = r->next;
@@ -80,7 +80,9 @@ struct bcs_msend *bcs_mq_recv(struct bcs_mq *q, struct bcs_mrecv *r)
 {
 	struct bcs_msend *s = r->src == BCS_ANY_SOURCE ? NULL
 						       : bcs_mq_peek(q, r->src, r->tag, r->ctx);
-	if (s && !wild_ahead(q, s)) {
+	if (r->src == BCS_ANY_SOURCE)
+		q->wild = true;
+	if (s && !(q->wild && wild_ahead(q, s))) {
 		unlink_send(q, s);
 		return s;
 	}
@@ -160,6 +162,10 @@ struct bcs_mrecv *bcs_mq_resolve(struct bcs_mq *q, struct bcs_msend **sp)
 		*sp = s;
 		return r;
 	}
+	q->wild = false;
+	for (struct bcs_mrecv *r = q->phead; r; r = r->next)
+		if (r->src == BCS_ANY_SOURCE)
+			q->wild = true;
 	return NULL;
 }
 

@@ -41,6 +41,9 @@ struct bcs_mrecv {
 struct bcs_mq {
 	struct bcs_msend *uhead, *utail; /* unmatched sends */
 	struct bcs_mrecv *phead, *ptail; /* posted receives */
+	/* a wildcard receive was posted and not everything it held back is
+	 * resolved yet: only then do sends and receives look for one ahead */
+	bool wild;
 };
 
 bool bcs_matches(int32_t rsrc, int32_t rtag, uint32_t rctx, const struct bcs_msend *s);

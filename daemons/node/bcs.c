@@ -11,7 +11,9 @@
  *      from me up to this slice" (its cover);
  *   4. matching: once every node of the job covers slice t, the receivers'
  *      round t runs (bcs_mpi/match.h): sends in (slice, source rank, post
- *      order), then receives in post order;
+ *      order), then receives in post order; MPI_ANY_SOURCE receives and
+ *      probes only once the job is quiescent (resolve), so that their
+ *      matching is the same whatever the timing;
  *   5. transmission: per source node and slice at most BCS_BUDGET bytes are
  *      granted (GRANT to the sender's node); the sender reads the bytes from
  *      its rank (process_vm_readv) and puts them into the receiver node's
