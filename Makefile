@@ -16,6 +16,7 @@ PROTO_H := $(PROTO_C:.c=.h)
 MM_SRC  := $(wildcard daemons/mm/*.c) scheduler/matrix.c
 ND_SRC  := $(wildcard daemons/node/*.c) bcs_mpi/match.c bcs_mpi/dtype.c
 CLI_SRC := $(wildcard cli/*.c) bcs_mpi/trace_codec.c
+MM_LIBS := -lsqlite3
 AUTH_LIBS := -lmunge -lsodium
 DAEMON_LIBS := -lfabric -lprotobuf-c -linih -ljansson $(AUTH_LIBS)
 
@@ -65,7 +66,7 @@ $(BUILD)/bin/sn_bench: $(BUILD)/obj/bench/primitives/sn_bench.o $(BUILD)/obj/tes
 $(BUILD)/bin/stormmm: $(MM_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormcommon.a \
                      $(BUILD)/lib/libstormnet.a
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(DAEMON_LIBS)
+	$(CC) -o $@ $^ $(DAEMON_LIBS) $(MM_LIBS)
 $(BUILD)/bin/stormnd: $(ND_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormcommon.a \
                      $(BUILD)/lib/libstormnet.a
 	@mkdir -p $(dir $@)
@@ -115,14 +116,14 @@ bench-auth: $(BUILD)/bin/mac_bench
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_LIB := net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wire.c \
             common/hostlist.c common/config.c scheduler/matrix.c cli/opts.c cli/label.c cli/fmt.c cli/mview.c \
-            common/gm_auth.c common/ctl_auth.c daemons/mm/access.c \
+            common/gm_auth.c common/ctl_auth.c daemons/mm/access.c daemons/mm/db.c \
             bcs_mpi/match.c bcs_mpi/dtype.c bcs_mpi/trace_codec.c
 $(BUILD)/bin/unit_tests: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_LIB:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ -lcunit -linih $(AUTH_LIBS)
+	$(CC) -o $@ $^ -lcunit -linih $(AUTH_LIBS) -lsqlite3
 $(BUILD)/bin/unit_tests_asan: $(UNIT_SRC:%.c=$(BUILD)/asan/%.o) $(UNIT_LIB:%.c=$(BUILD)/asan/%.o)
 	@mkdir -p $(dir $@)
-	$(CC) $(SANFLAGS) -o $@ $^ -lcunit -linih $(AUTH_LIBS)
+	$(CC) $(SANFLAGS) -o $@ $^ -lcunit -linih $(AUTH_LIBS) -lsqlite3
 $(BUILD)/bin/sn_mptest: $(BUILD)/obj/tests/net/sn_mptest.o $(BUILD)/obj/tests/lib/spawn.o \
                         $(BUILD)/lib/libstormnet.a
 	@mkdir -p $(dir $@)
@@ -135,17 +136,25 @@ unit-asan: $(BUILD)/bin/unit_tests_asan
 nettest: $(BUILD)/bin/sn_mptest
 	$(BUILD)/bin/sn_mptest
 
+# loss and delay on a node's link for the fault tests (this kernel has no netem)
+$(BUILD)/bin/nfq_netem: tests/cluster/nfq_netem.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -o $@ $< -lnetfilter_queue
+
 # a 12 MiB program that prints a hash of itself (tests/cluster)
 $(BUILD)/bin/storm_selfsum: tests/cluster/selfsum.c
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -o $@ $<
 .PHONY: clustertest
-clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge
+clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/nfq_netem
 	./tests/cluster/test_cluster.sh $(BUILD)/bin
 	./tests/cluster/test_users.sh $(BUILD)/bin
 	./tests/cluster/test_gang.sh $(BUILD)/bin
 	./tests/cluster/test_mpi.sh $(BUILD)/bin
 	./tests/cluster/test_netns.sh $(BUILD)/bin
+	./tests/cluster/test_persist.sh $(BUILD)/bin
+	./tests/cluster/test_load.sh $(BUILD)/bin 200 10
+	./tests/cluster/test_faults.sh $(BUILD)/bin
 	./tests/cluster/test_valgrind.sh $(BUILD)/bin
 
 # MPI conformance (tests/mpi): the suite under MPICH and under BCS-MPI on a
@@ -192,6 +201,12 @@ bench-mpi-run:
 	$(MAKE) all
 	./bench/mpi/run.sh
 	python3 bench/mpi/report.py bench/results/mpi-latest/results.jsonl docs/BENCHMARKS.md
+
+# reliability under load (docs/RELIABILITY.md): 1000 jobs from 10 concurrent
+# clients, all accounted, the MM's heap back to its baseline
+.PHONY: soak
+soak: all
+	./tests/cluster/test_load.sh $(BUILD)/bin 1000 10
 
 # the launch experiment alone (storm against srun --bcast, srun, mpiexec, copies)
 bench-launch: bench-deps

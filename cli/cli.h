@@ -70,6 +70,7 @@ int cmd_cancel(struct cli *c, int argc, char **argv);
 int cmd_cluster(struct cli *c, int argc, char **argv);
 int cmd_matrix(struct cli *c, int argc, char **argv);
 int cmd_replay(struct cli *c, int argc, char **argv);
+int cmd_acct(struct cli *c, int argc, char **argv);
 /* `storm matrix` without --json: the header line, the grid, the jobs. */
 void matrix_draw(const Storm__Ctl__Matrix *m, FILE *f);
 

@@ -17,6 +17,7 @@ static const char usage[] =
 	"  jobs     list jobs (like squeue)\n"
 	"  nodes    list nodes (like sinfo -N)\n"
 	"  cancel   signal or cancel jobs (like scancel)\n"
+	"  acct     list ended jobs from the accounting (like sacct)\n"
 	"  matrix   draw the gang-scheduling matrix, once or live (--watch)\n"
 	"  replay   rerun a BCS-MPI job recorded with 'storm run --record'\n"
 	"  cluster  bring a virtual cluster up or down on this machine; its status\n"
@@ -45,7 +46,7 @@ static const struct {
 } commands[] = {
 	{ "run", cmd_run },	  { "submit", cmd_submit }, { "jobs", cmd_jobs },
 	{ "nodes", cmd_nodes },	  { "cancel", cmd_cancel }, { "cluster", cmd_cluster },
-	{ "matrix", cmd_matrix }, { "replay", cmd_replay },
+	{ "matrix", cmd_matrix }, { "replay", cmd_replay }, { "acct", cmd_acct },
 };
 
 int main(int argc, char **argv)

@@ -683,7 +683,16 @@ static int stream_job(struct run_state *st, int fd)
 		if (rc < 0) {
 			flush_labels(st);
 			end_progress_line(st);
-			if (rc == -EPIPE || rc == -ECONNRESET)
+			if ((rc == -EPIPE || rc == -ECONNRESET) && st->job)
+				/* the MM died or was restarted: the nodes still run the
+				 * job, and a restarted MM finds it in its database */
+				fprintf(stderr,
+					"storm: error: lost the connection to the machine manager "
+					"(it stopped or restarted); job %llu keeps running: 'storm "
+					"jobs' shows it, and its further output goes to "
+					"storm-%llu.out in the job's directory\n",
+					(unsigned long long)st->job, (unsigned long long)st->job);
+			else if (rc == -EPIPE || rc == -ECONNRESET)
 				fprintf(stderr, "storm: error: lost connection to the machine manager\n");
 			else
 				ctl_report(rc);

@@ -34,7 +34,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_INC     := -I net_abstraction -I common -I scheduler -I $(GEN)/proto -I fuzz -I cli \
                 -I daemons/mm -I daemons/node
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -MMD -MP -g -O1 -fno-omit-frame-pointer -Wall -Wextra $(FUZZ_INC)
-FUZZ_LIBS    := -lprotobuf-c -linih -ljansson $(AUTH_LIBS)
+FUZZ_LIBS    := -lprotobuf-c -linih -ljansson $(AUTH_LIBS) $(MM_LIBS)
 FUZZ_LF      := -fsanitize=address,undefined -fno-sanitize-recover=all
 
 .PHONY: fuzz fuzz-build fuzz-check fuzz-corpus fuzz-merge

@@ -15,7 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define KEEP_FINISHED 1000 /* ended jobs remembered for `storm jobs --all` */
+/* ended jobs kept in memory for `storm jobs --all`; all of them are in the
+ * database (`storm acct`), so memory does not grow with the job count */
+#define KEEP_FINISHED 100
 
 bool job_active(const struct job *j)
 {
@@ -210,9 +212,18 @@ void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds
 		c->job = j;
 	}
 #undef REFUSE
-	mm->next_job_id++;
 	j->state = STORM__CTL__JOB_STATE__QUEUED;
 	j->t_submit = now_s();
+	/* nothing accepted is lost: on disk before the reply says so */
+	if (persist_job_new(mm, j, s) < 0) {
+		if (j->client)
+			c->job = NULL;
+		job_destroy(j);
+		submit_refuse(mm, c, STORM__CTL__ERROR_CODE__ERR_INTERNAL,
+			      "the machine manager cannot record the job in its database (see its log)");
+		return;
+	}
+	mm->next_job_id++;
 	struct job **tail = &mm->jobs;
 	while (*tail)
 		tail = &(*tail)->next;
@@ -289,6 +300,7 @@ static void start(struct mm *mm, struct job *j)
 	free(names);
 	mm_log("job %llu starts on %s in row %d", (unsigned long long)j->id, j->nodelist,
 	       gang_home(mm, j));
+	persist_job(mm, j);
 	if (j->no_bcast)
 		job_transferred(mm, j);
 	else if (transfer_start(mm, j) < 0)
@@ -363,6 +375,7 @@ void job_transferred(struct mm *mm, struct job *j)
 	}
 	j->state = STORM__CTL__JOB_STATE__RUNNING;
 	j->t_launched = now_s();
+	persist_job(mm, j);
 	/* launched into the running row: it runs from its first strobe */
 	j->ran = gang_runs_now(mm, j);
 }
@@ -405,6 +418,7 @@ static void finish(struct mm *mm, struct job *j)
 						 r, WEXITSTATUS(ws));
 				break;
 			}
+	persist_job_end(mm, j);
 	release_nodes(mm, j);
 	if (mm->xfer)
 		transfer_abort(mm, j);
@@ -608,7 +622,7 @@ void job_kill_stray(struct mm *mm, uint64_t id, int idx)
 	cmd_queue(mm, &cmd, &idx, 1);
 }
 
-void job_node_lost(struct mm *mm, struct job *j, int node)
+void job_node_failed(struct mm *mm, struct job *j, int node, const char *why)
 {
 	int k = job_node_pos(j, node);
 	if (k < 0 || !job_active(j))
@@ -617,10 +631,22 @@ void job_node_lost(struct mm *mm, struct job *j, int node)
 		j->node_done[k] = true;
 		j->nodes_done++;
 	}
-	const struct mm_node *n = &mm->nodes[node];
-	job_fail(mm, j, "node %s stopped responding (no report for %.1f s); the job was terminated",
-		 mm->conf.nodes[node], now_s() - n->heard_time);
+	job_fail(mm, j, "%s", why);
 	check_end(mm, j);
+}
+
+void job_node_lost(struct mm *mm, struct job *j, int node)
+{
+	char why[256];
+	const struct mm_node *n = &mm->nodes[node];
+	if (n->heard_time > 0)
+		snprintf(why, sizeof(why),
+			 "node %s stopped responding (no report for %.1f s); the job was terminated",
+			 mm->conf.nodes[node], now_s() - n->heard_time);
+	else
+		snprintf(why, sizeof(why), "node %s did not report since the machine manager "
+			 "restarted; the job was terminated", mm->conf.nodes[node]);
+	job_node_failed(mm, j, node, why);
 }
 
 /* ---- reports */
@@ -669,6 +695,7 @@ void job_on_exit(struct mm *mm, int node, const Storm__Cl__RankExit *e)
 	if (j->rank_status[e->rank] == INT32_MIN)
 		j->ranks_ended++;
 	j->rank_status[e->rank] = e->wait_status;
+	j->dirty = true; /* saved before the report is acknowledged */
 }
 
 void job_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n)
@@ -677,6 +704,7 @@ void job_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n)
 	int k = j ? job_node_pos(j, node) : -1;
 	if (k < 0 || !job_active(j))
 		return;
+	j->dirty = true;
 	switch (n->kind) {
 	case STORM__CL__JOB_NOTE__KIND__FAILED:
 		if (!j->node_done[k]) {

@@ -7,7 +7,8 @@
  * transfer.c program and file multicast with COMPARE-AND-WRITE flow control
  * gang.c     the gang-scheduling matrix: placing jobs, picking the row
  * request.c  decoding and checking control requests (pure, fuzzed)
- * access.c   who may touch a job (mm_may_touch) */
+ * access.c   who may touch a job (mm_may_touch)
+ * persist.c  the job table in SQLite (db.c), recovery after a restart, acct */
 #ifndef STORM_MM_H
 #define STORM_MM_H
 
@@ -52,6 +53,7 @@ struct mm_node {
 	uint32_t cmd_done;
 	uint64_t orphan_killed;  /* last stray job told to die here, and when */
 	uint64_t orphan_slice;
+	unsigned idle_reports;   /* reports without records since the MM started */
 };
 
 struct job {
@@ -88,6 +90,7 @@ struct job {
 	uint32_t nodes_done;
 	bool failed, cancelled, confirm_pending;
 	bool ran;                /* its row has had a turn since the launch */
+	bool recovered, dirty;   /* restored from the database; changed, unsaved */
 	int32_t exit_status;
 	char reason[512];
 	struct job *next;
@@ -123,6 +126,8 @@ struct mm {
 	uint64_t file_seq;       /* last file chunk sent */
 	struct transfer *xfer;   /* the one transfer under way, if any */
 	uint8_t *strobe_buf;
+	struct mm_db *db;        /* persist.c */
+	uint64_t epoch;          /* this MM's incarnation, in every strobe */
 	uint8_t key[GM_KEY_LEN]; /* cluster key: tags MM <-> node messages */
 	uint8_t file_nonce[16];  /* random per start: file chunk keys (gm_file_tag) */
 	struct gm_ratelimit rl_ctl, rl_report; /* refusals in the log */
@@ -193,6 +198,8 @@ void job_on_output(struct mm *mm, int node, const Storm__Cl__Output *o);
 void job_on_exit(struct mm *mm, int node, const Storm__Cl__RankExit *e);
 void job_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n);
 void job_node_lost(struct mm *mm, struct job *j, int node);
+/* Node `node` is done with the job, which fails for `why` (naming it). */
+void job_node_failed(struct mm *mm, struct job *j, int node, const char *why);
 void job_fill_info(struct mm *mm, const struct job *j, Storm__Ctl__JobInfo *info);
 void job_client_gone(struct mm *mm, struct job *j);
 void job_destroy(struct job *j);
@@ -214,6 +221,22 @@ bool gang_runs_now(struct mm *mm, const struct job *j);
 int gang_home(struct mm *mm, const struct job *j);
 const char *gang_waiting_reason(struct mm *mm, const struct job *j, char *buf, size_t len);
 int nodes_up(const struct mm *mm);
+
+/* persist.c: every accepted job is in the database before it is
+ * acknowledged; its changes are saved as they happen */
+int persist_open(struct mm *mm);
+void persist_close(struct mm *mm);
+/* Records a new job; -1 (logged) when the database refuses it. */
+int persist_job_new(struct mm *mm, struct job *j, const Storm__Ctl__Submit *s);
+void persist_job(struct mm *mm, struct job *j);
+void persist_job_end(struct mm *mm, struct job *j);
+/* Saves the jobs marked dirty (rank exits, node notes). */
+void persist_flush(struct mm *mm);
+/* After a node's report: jobs restored from the database that the node
+ * never received (the MM died mid-launch) fail. */
+void persist_node_report(struct mm *mm, int idx, const Storm__Cl__Report *r);
+void persist_tick(struct mm *mm);
+void persist_acct(struct mm *mm, struct client *c, const Storm__Ctl__Acct *a);
 
 /* transfer.c */
 int transfer_start(struct mm *mm, struct job *j);

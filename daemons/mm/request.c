@@ -44,6 +44,7 @@ Storm__Ctl__ErrorCode mm_req_decode(const uint8_t *buf, size_t len, Storm__Ctl__
 	case STORM__CTL__REQUEST__BODY_STATUS:
 	case STORM__CTL__REQUEST__BODY_MATRIX:
 	case STORM__CTL__REQUEST__BODY_SHUTDOWN:
+	case STORM__CTL__REQUEST__BODY_ACCT:
 		*out = req;
 		return STORM__CTL__ERROR_CODE__ERR_NONE;
 	default:

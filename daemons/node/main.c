@@ -190,6 +190,26 @@ static bool slot_holds(struct nd *nd, uint32_t seq)
 	return holds;
 }
 
+/* The MM restarted (its strobes carry a new epoch): its command numbers,
+ * file chunk numbers and slices start over. What the old one left in the
+ * ring is dropped; the jobs, their ranks and the queued records stay, and
+ * the reports continue (the MM takes any sequence above what it acked). */
+static void mm_restarted(struct nd *nd, const struct strobe *s)
+{
+	nd_log(nd, "the machine manager restarted (new epoch at its slice %" PRIu64
+		   "); commands from %u", s->slice, s->cmd_seq + 1);
+	for (uint32_t q = 0; q < GM_CMD_SLOTS; q++)
+		memset(nd->gmem + GM_CMD_SLOT(q), 0, 4);
+	nd->cmd_done = s->cmd_seq;
+	nd->cmd_warned_seq = 0;
+	nd->slice = 0;
+	nd_files_close(nd);
+	for (int b = 0; b < 2; b++) {
+		nd->file_seq[b] = 0;
+		sn_var_store(nd->sn, GM_VAR_FILE_DONE(b), 0);
+	}
+}
+
 static void on_strobe(struct nd *nd)
 {
 	struct strobe s;
@@ -211,6 +231,15 @@ static void on_strobe(struct nd *nd)
 	 * an older one can land after a newer one, and its acknowledgements
 	 * would look like the MM going back (then a report would be renumbered
 	 * onto one already consumed, and lost) */
+	if (nd->seen_strobe && s.epoch < nd->mm_epoch) {
+		/* epochs only grow (db_next_epoch): an earlier MM's strobe */
+		nd_log_refused(nd, "strobe %" PRIu64 " is from an earlier machine manager: "
+				   "replayed; refused", s.slice);
+		return;
+	}
+	if (nd->seen_strobe && s.epoch != nd->mm_epoch)
+		mm_restarted(nd, &s);
+	nd->mm_epoch = s.epoch;
 	if (nd->seen_strobe && s.slice <= nd->slice) {
 		/* the tree and a direct send can reorder by one or two slices;
 		 * anything older is a replay */
@@ -370,6 +399,7 @@ static int setup(struct nd *nd, const struct opts *o)
 			nd->jobs_dir, strerror(errno));
 		return -1;
 	}
+	nd_ranks_recover(nd);
 	nd_jobs_dir_clean(nd);
 	if (o->realtime)
 		go_realtime(nd);

@@ -94,6 +94,7 @@ struct nd {
 	uint64_t slice;
 	uint32_t cmd_done;
 	uint32_t cmd_warned_seq; /* a mismatched slot already logged */
+	uint64_t mm_epoch;      /* the MM's incarnation, from its strobes */
 	uint32_t cmd_refused_seq; /* a slot with a bad tag already logged */
 
 	/* authentication (common/gm_auth.h) */
@@ -121,6 +122,11 @@ struct nd {
 	int file_fd;            /* file being written, or -1 */
 	uint64_t file_job;
 	uint32_t file_index;
+	/* the last file that could not be written (disk full...): the launch
+	 * names the cause, and its later chunks are not written */
+	uint64_t file_err_job;
+	uint32_t file_err_index;
+	char file_err[160];
 
 	struct nd_job *jobs;
 	struct nd_bcs *bcs;     /* BCS-MPI state (bcs.c) */
@@ -177,6 +183,13 @@ void nd_timers(struct nd *nd);
 int nd_timer_ms(const struct nd *nd); /* ms to the next timer, -1: none */
 void nd_pipes_pause(struct nd *nd, bool pause);
 void nd_kill_all(struct nd *nd);
+
+/* orphans.c: the ranks of each job, listed in the state directory, so a
+ * restarted daemon kills those it can no longer serve */
+void nd_ranks_save(struct nd *nd, const struct nd_job *job);
+void nd_ranks_forget(struct nd *nd, uint64_t job);
+void nd_ranks_recover(struct nd *nd);
+uint64_t nd_proc_start_time(pid_t pid);
 
 /* gang.c */
 int nd_gang_init(struct nd *nd);

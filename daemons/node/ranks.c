@@ -197,6 +197,7 @@ static void job_free(struct nd *nd, struct nd_job *job)
 			pipe_close(nd, &job->ranks[i].pipes[s]);
 	nd_gang_job_end(nd, job);
 	nd_bcs_job_end(nd, job);
+	nd_ranks_forget(nd, job->id);
 	free(job->ranks);
 	free(job);
 }
@@ -446,6 +447,7 @@ static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_
 	nd_queue_note(nd, job->id, STORM__CL__JOB_NOTE__KIND__STARTED, NO_DONE_SLOT, "%s", "");
 	nd_log(nd, "job %" PRIu64 ": started ranks %u..%u", job->id, first,
 	       first + job->nranks - 1);
+	nd_ranks_save(nd, job);
 	return;
 fail:
 	/* could not start them all: none may run; the reaper reports the
@@ -494,6 +496,10 @@ void nd_launch(struct nd *nd, const Storm__Cl__Command *cmd, size_t k)
 	if (rc < 0) {
 		snprintf(why, sizeof(why), "cannot create job directory %s: %s", job->dir,
 			 strerror(-rc));
+		goto fail;
+	}
+	if (nd->file_err_job == L->job) {
+		snprintf(why, sizeof(why), "%s", nd->file_err);
 		goto fail;
 	}
 	if (check_files(L, job->dir, why, sizeof(why)))
