@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #define BCS_CHAN_MAGIC 0x4d534342u /* "BCSM" */
-#define BCS_CHAN_VERSION 1
+#define BCS_CHAN_VERSION 2 /* 2: bcs_area.idle */
 #define BCS_SUB_RING 4096u  /* power of two */
 #define BCS_COMP_RING 4096u /* power of two */
 #define BCS_CHAN_HDR 4096u
