@@ -164,7 +164,7 @@ mpitest: all
 
 check: deps
 	$(MAKE) all
-	$(MAKE) unit unit-asan fuzz-check clitest ndtest clustertest nettest
+	$(MAKE) unit unit-asan fuzz-check clitest ndtest clustertest nettest mpitest
 
 # the main job on the embedded default: an 8-node virtual cluster on this
 # machine, one 32-rank job with a 12 MiB program multicast to every node

@@ -21,13 +21,14 @@
 #include <stdint.h>
 
 #define BCS_CHAN_MAGIC 0x4d534342u /* "BCSM" */
-#define BCS_CHAN_VERSION 1
+#define BCS_CHAN_VERSION 2 /* 2: bcs_area.idle */
 #define BCS_SUB_RING 4096u  /* power of two */
 #define BCS_COMP_RING 4096u /* power of two */
 #define BCS_CHAN_HDR 4096u
 
 #define BCS_RED_MAX 512u
 
+#define BCS_IDLE_DONE 0xffffffffu
 #define BCS_ANY_SOURCE (-1)
 #define BCS_ANY_TAG (-1)
 
@@ -80,7 +81,13 @@ struct bcs_area {
 	uint32_t want_room;   /* the rank waits for room in the submit ring */
 	uint32_t aborted;     /* MPI_Abort somewhere in the job: exit with abort_code */
 	uint32_t abort_code;
-	uint32_t pad0[11];
+	/* the rank waits (blocked, or its Test/Iprobe found nothing) having
+	 * consumed every completion up to comp_head: idle = that comp_head + 1;
+	 * 0 while it runs; BCS_IDLE_DONE once finalized. The daemon reports a
+	 * node quiet only while every rank's idle is current (wildcard matching
+	 * at quiescence, daemons/node/bcs.c) */
+	uint32_t idle;
+	uint32_t pad0[10];
 	uint32_t sub_head;    /* written by the rank */
 	uint32_t pad1[15];
 	uint32_t sub_tail;    /* written by the daemon */

@@ -41,6 +41,9 @@ struct bcs_mrecv {
 struct bcs_mq {
 	struct bcs_msend *uhead, *utail; /* unmatched sends */
 	struct bcs_mrecv *phead, *ptail; /* posted receives */
+	/* a wildcard receive was posted and not everything it held back is
+	 * resolved yet: only then do sends and receives look for one ahead */
+	bool wild;
 };
 
 bool bcs_matches(int32_t rsrc, int32_t rtag, uint32_t rctx, const struct bcs_msend *s);
@@ -54,6 +57,24 @@ struct bcs_msend *bcs_mq_recv(struct bcs_mq *q, struct bcs_mrecv *r);
 struct bcs_msend *bcs_mq_peek(const struct bcs_mq *q, int32_t src, int32_t tag, uint32_t ctx);
 /* Unlinks the posted receive with request id req; NULL if none (matched). */
 struct bcs_mrecv *bcs_mq_cancel(struct bcs_mq *q, uint32_t req);
+/* Determinism of MPI_ANY_SOURCE: a wildcard receive never matches when a
+ * send arrives or when it is posted (nor does a later receive that would
+ * take a send the wildcard could take); the daemon resolves wildcards only
+ * at quiescence of the job, with bcs_mq_resolve. */
+/* For a wildcard source: the matching unmatched send of the lowest source
+ * rank (its earliest); otherwise bcs_mq_peek. */
+struct bcs_msend *bcs_mq_peek_lowest(const struct bcs_mq *q, int32_t src, int32_t tag,
+				     uint32_t ctx);
+/* At quiescence: the first posted receive (post order) that can match now,
+ * unlinked, with its send (*sp, unlinked): the lowest source for a
+ * wildcard. NULL when none can. Call until NULL. */
+struct bcs_mrecv *bcs_mq_resolve(struct bcs_mq *q, struct bcs_msend **sp);
+/* A node's quiet reports: bit i of qmask = quiet at slice cover-i.
+ * bcs_quiet_push records the report for `slice` (UINT64_MAX: done with the
+ * job, quiet for ever; a skipped slice counts as busy); bcs_quiet_at says
+ * whether the node was quiet at slice and at slice-1. */
+uint64_t bcs_quiet_push(uint64_t cover, uint64_t qmask, uint64_t slice, bool quiet);
+bool bcs_quiet_at(uint64_t cover, uint64_t qmask, uint64_t slice);
 /* qsort order of a round's sends: slice, source rank, source post order. */
 int bcs_msend_cmp(const void *a, const void *b);
 

@@ -193,6 +193,14 @@ static void drain(void)
 	}
 }
 
+/* This rank waits with nothing unseen (chan.h, idle). */
+static void declare_idle(void)
+{
+	struct bcs_area *a = g.area;
+	if (a->idle != BCS_IDLE_DONE)
+		__atomic_store_n(&a->idle, a->comp_tail + 1, __ATOMIC_SEQ_CST);
+}
+
 /* Sleeps until cond holds; the daemon wakes us at the strobe. */
 static void wait_for(bool (*cond)(void *), void *arg)
 {
@@ -203,9 +211,11 @@ static void wait_for(bool (*cond)(void *), void *arg)
 		uint32_t v = __atomic_load_n(&g.area->futex, __ATOMIC_ACQUIRE);
 		drain();
 		if (cond(arg))
-			return;
+			break;
+		declare_idle();
 		futex_wait(&g.area->futex, v);
 	}
+	/* idle stays: a completion consumed since makes it stale (comp_head moved) */
 }
 
 static bool ring_has_room(void *arg)
@@ -223,6 +233,9 @@ static void post(const struct bcs_desc *d)
 		wait_for(ring_has_room, NULL);
 		__atomic_store_n(&a->want_room, 0, __ATOMIC_RELEASE);
 	}
+	/* running again (an iprobe loop still counts as polling) */
+	if (a->idle != BCS_IDLE_DONE && d->op != BCS_OP_IPROBE)
+		__atomic_store_n(&a->idle, 0, __ATOMIC_SEQ_CST);
 	uint32_t head = a->sub_head;
 	a->sub[head % BCS_SUB_RING] = *d;
 	__atomic_store_n(&a->sub_head, head + 1, __ATOMIC_RELEASE);
@@ -648,6 +661,7 @@ int MPI_Finalize(void)
 	int rc = MPI_Barrier(MPI_COMM_WORLD);
 	bcs_trace_finish();
 	g.finalized = 1;
+	__atomic_store_n(&g.area->idle, BCS_IDLE_DONE, __ATOMIC_SEQ_CST);
 	return rc;
 }
 
@@ -1029,8 +1043,10 @@ int MPI_Test(MPI_Request *rq, int *flag, MPI_Status *st)
 	*flag = bcs_trace_test(r->done ? 1 : 0, "MPI_Test");
 	if (*flag && !r->done)
 		wait_for(req_done, rq); /* replay: it completed in the recorded run */
-	if (!*flag)
+	if (!*flag) {
+		declare_idle(); /* polling counts as waiting */
 		return MPI_SUCCESS;
+	}
 	MPI_Comm comm = r->comm;
 	return bcs_err(comm, finish(rq, st), "MPI_Test");
 }
@@ -1116,8 +1132,10 @@ int MPI_Testall(int n, MPI_Request v[], int *flag, MPI_Status sts[])
 	drain();
 	struct any_arg a = {n, v};
 	*flag = bcs_trace_test(all_done(&a) ? 1 : 0, "MPI_Testall");
-	if (!*flag)
+	if (!*flag) {
+		declare_idle();
 		return MPI_SUCCESS;
+	}
 	wait_for(all_done, &a);
 	return all_finish(n, v, sts, "MPI_Testall");
 }
@@ -1177,6 +1195,7 @@ int MPI_Testany(int n, MPI_Request v[], int *indx, int *flag, MPI_Status *st)
 	if (i < 0 || i >= n) {
 		*flag = 0;
 		*indx = MPI_UNDEFINED;
+		declare_idle();
 		return MPI_SUCCESS;
 	}
 	if (!req_of(v[i]))
@@ -1300,6 +1319,8 @@ static int probe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st, boo
 	bool found = !r->st.bcs_cancelled;
 	if (!block && !bcs_trace_replaying())
 		*flag = bcs_trace_test(found ? 1 : 0, "MPI_Iprobe");
+	if (!block && !found)
+		declare_idle();
 	if (wild)
 		bcs_trace_wild_done(k, found ? c->world[r->st.MPI_SOURCE] : -1,
 				    found ? r->st.MPI_TAG : -1);

@@ -11,7 +11,9 @@
  *      from me up to this slice" (its cover);
  *   4. matching: once every node of the job covers slice t, the receivers'
  *      round t runs (bcs_mpi/match.h): sends in (slice, source rank, post
- *      order), then receives in post order;
+ *      order), then receives in post order; MPI_ANY_SOURCE receives and
+ *      probes only once the job is quiescent (resolve), so that their
+ *      matching is the same whatever the timing;
  *   5. transmission: per source node and slice at most BCS_BUDGET bytes are
  *      granted (GRANT to the sender's node); the sender reads the bytes from
  *      its rank (process_vm_readv) and puts them into the receiver node's
@@ -61,6 +63,8 @@ struct mhdr {
 	uint32_t count; /* entries in the body */
 	uint32_t flags;
 	uint64_t inc;   /* the sending daemon's incarnation (its start time) */
+	uint32_t quiet; /* DESC: the node was quiet for the job at this cover */
+	uint32_t pad;
 };
 
 struct wdesc { /* a send descriptor on the wire */
@@ -128,6 +132,11 @@ struct bjob {
 	bool active, final_sent, aborted;
 	uint64_t *cover;           /* per cluster node index */
 	uint64_t round;
+	/* wildcard matching at quiescence: per cluster node index, its quiet
+	 * reports (bcs_quiet_push); moved: a completion since the last phase */
+	uint64_t *qmask;
+	bool moved;
+	uint64_t resolved;         /* the last slice wildcards were resolved at */
 	/* MPI_Barrier(MPI_COMM_WORLD): every DESC carries how many barriers all
 	 * of its node's ranks entered; barrier k ends when every node says k */
 	uint32_t *bar_posted, *bar_req; /* per local rank */
@@ -170,6 +179,7 @@ struct nd_bcs {
 	uint32_t *consumed, *unacked; /* per source node */
 	uint64_t inc;                 /* this daemon's incarnation */
 	uint32_t next_flags;          /* mhdr.flags of the next mb_send */
+	uint32_t next_quiet;          /* mhdr.quiet of the next mb_send */
 	struct gm_ratelimit forged_log;
 	uint64_t phase_at_ns;         /* when this slice's exchange runs, 0: done */
 	uint64_t phase_slice;
@@ -257,8 +267,9 @@ static void mb_send(struct nd *nd, uint32_t to, uint32_t type, uint64_t job, uin
 	m->len = sizeof(struct mhdr) + len + len2;
 	struct mhdr h = {.magic = BCS_MAGIC, .type = type, .len = (uint32_t)(len + len2),
 			 .job = job, .slice = slice, .count = count, .inc = b->inc,
-			 .flags = b->next_flags};
+			 .flags = b->next_flags, .quiet = b->next_quiet};
 	b->next_flags = 0;
+	b->next_quiet = 0;
 	memcpy(m->data, &h, sizeof(h));
 	if (len)
 		memcpy(m->data + sizeof(h), body, len);
@@ -322,6 +333,7 @@ static struct bjob *bjob_new(struct nd_bcs *b, uint64_t id)
 	j->memfd = -1;
 	uint32_t n = b->nnodes;
 	j->cover = calloc(n, sizeof(*j->cover));
+	j->qmask = calloc(n, sizeof(*j->qmask));
 	j->gq_head = calloc(n, sizeof(*j->gq_head));
 	j->gq_tail = calloc(n, sizeof(*j->gq_tail));
 	j->budget = calloc(n, sizeof(*j->budget));
@@ -331,7 +343,7 @@ static struct bjob *bjob_new(struct nd_bcs *b, uint64_t id)
 	j->batch = calloc(n, sizeof(*j->batch));
 	j->nbatch = calloc(n, sizeof(*j->nbatch));
 	j->capbatch = calloc(n, sizeof(*j->capbatch));
-	if (!j->cover || !j->gq_head || !j->gq_tail || !j->budget || !j->batch || !j->nbatch ||
+	if (!j->cover || !j->qmask || !j->gq_head || !j->gq_tail || !j->budget || !j->batch || !j->nbatch ||
 	    !j->capbatch || !j->bar_seen || !j->osends || !j->wait_data)
 		abort();
 	for (uint32_t i = 0; i < n; i++)
@@ -365,6 +377,8 @@ static void complete(struct bjob *j, uint32_t lr, uint32_t req, int32_t src, int
 		     uint64_t len)
 {
 	struct comps *c = &j->comps[lr];
+	if (err != BCS_ENOTFOUND)
+		j->moved = true; /* an iprobe that found nothing moved nothing */
 	c->v = grow(c->v, &c->cap, c->n + 1, sizeof(*c->v));
 	c->v[c->n++] = (struct bcs_comp){.req = req, .src = src, .tag = tag, .err = err,
 					 .len = len};
@@ -533,11 +547,15 @@ static void matched(struct bjob *j, struct bcs_msend *s, struct bcs_mrecv *r)
 	j->gq_tail[node] = x;
 }
 
-static void check_probes(struct bjob *j, uint32_t lr)
+/* Blocking probes that can answer; wildcard ones (MPI_ANY_SOURCE) only with
+ * wild, at quiescence. */
+static void check_probes(struct bjob *j, uint32_t lr, bool wild)
 {
 	for (struct bcs_mrecv **pp = &j->probes[lr]; *pp;) {
 		struct bcs_mrecv *p = *pp;
-		struct bcs_msend *s = bcs_mq_peek(&j->mq[lr], p->src, p->tag, p->ctx);
+		struct bcs_msend *s = p->src == BCS_ANY_SOURCE && !wild
+					      ? NULL
+					      : bcs_mq_peek_lowest(&j->mq[lr], p->src, p->tag, p->ctx);
 		if (!s) {
 			pp = &p->next;
 			continue;
@@ -628,6 +646,31 @@ static void reduces(struct nd *nd, struct bjob *j)
 	j->red_done = k;
 }
 
+/* Wildcard receives and probes (MPI_ANY_SOURCE) are resolved only when the
+ * job is quiescent at the round just run: every node of the job reported
+ * quiet at that slice and the one before (its ranks all waiting, nothing
+ * collected, moved or in flight; see node_quiet). Then the sends that are
+ * posted are all the program will post before a match, whatever the
+ * timing: each local rank's posted receives in post order take theirs
+ * (a wildcard the lowest source), then its blocking wildcard probes. */
+static void resolve(struct bjob *j)
+{
+	uint64_t c = j->round;
+	if (c == UINT64_MAX || c <= j->resolved)
+		return;
+	for (uint32_t k = 0; k < j->nnodes_job; k++)
+		if (!bcs_quiet_at(j->cover[j->nodes[k]], j->qmask[j->nodes[k]], c))
+			return;
+	j->resolved = c;
+	for (uint32_t lr = 0; lr < j->nlocal; lr++) {
+		struct bcs_mrecv *r;
+		struct bcs_msend *s;
+		while ((r = bcs_mq_resolve(&j->mq[lr], &s)))
+			matched(j, s, r);
+		check_probes(j, lr, true);
+	}
+}
+
 /* Matching micro-phase: every round every node of the job covers. */
 static void rounds(struct nd *nd, struct bjob *j)
 {
@@ -661,7 +704,7 @@ static void rounds(struct nd *nd, struct bjob *j)
 			if (r)
 				matched(j, s, r);
 			else
-				check_probes(j, lr);
+				check_probes(j, lr, false);
 		}
 		for (; ri < j->nnewr && j->newr[ri]->label == label; ri++) {
 			struct bcs_mrecv *r = j->newr[ri];
@@ -672,7 +715,10 @@ static void rounds(struct nd *nd, struct bjob *j)
 					matched(j, s, r);
 				continue;
 			}
-			struct bcs_msend *s = bcs_mq_peek(&j->mq[lr], r->src, r->tag, r->ctx);
+			/* a blocking wildcard probe answers at quiescence only */
+			struct bcs_msend *s = r->op == BCS_OP_PROBE && r->src == BCS_ANY_SOURCE
+						      ? NULL
+						      : bcs_mq_peek(&j->mq[lr], r->src, r->tag, r->ctx);
 			if (s || r->op == BCS_OP_IPROBE) {
 				complete(j, lr, r->req, s ? s->src : -1, s ? s->tag : -1,
 					 s ? 0 : BCS_ENOTFOUND, s ? s->len : 0);
@@ -689,6 +735,7 @@ static void rounds(struct nd *nd, struct bjob *j)
 	memmove(j->newr_lr, j->newr_lr + ri, (j->nnewr - ri) * sizeof(*j->newr_lr));
 	j->nnewr -= ri;
 	j->round = t;
+	resolve(j);
 	grant(nd, j);
 }
 
@@ -723,10 +770,12 @@ static void abort_job(struct nd *nd, struct bjob *j, uint32_t rank, int code)
 	kill_local(nd, j, code, why);
 }
 
-/* Collection micro-phase: the ranks' new descriptors. */
-static void collect(struct nd *nd, struct bjob *j, uint64_t slice)
+/* Collection micro-phase: the ranks' new descriptors. Returns whether any
+ * but an iprobe came (an iprobe loop counts as polling, not as moving). */
+static bool collect(struct nd *nd, struct bjob *j, uint64_t slice)
 {
 	struct nd_bcs *b = nd->bcs;
+	bool any = false;
 	for (uint32_t lr = 0; lr < j->nlocal; lr++) {
 		struct bcs_area *a = area(j, lr);
 		uint32_t head = __atomic_load_n(&a->sub_head, __ATOMIC_ACQUIRE);
@@ -738,6 +787,8 @@ static void collect(struct nd *nd, struct bjob *j, uint64_t slice)
 		for (; tail != head; tail++) {
 			struct bcs_desc d = a->sub[tail % BCS_SUB_RING];
 			int32_t me = (int32_t)(j->first + lr);
+			if (d.op != BCS_OP_IPROBE)
+				any = true;
 			switch (d.op) {
 			case BCS_OP_INIT:
 				j->active = true;
@@ -825,7 +876,7 @@ static void collect(struct nd *nd, struct bjob *j, uint64_t slice)
 			case BCS_OP_ABORT:
 				__atomic_store_n(&a->sub_tail, tail + 1, __ATOMIC_RELEASE);
 				abort_job(nd, j, (uint32_t)me, d.tag);
-				return;
+				return true;
 			default:
 				nd_log(nd, "job %" PRIu64 ": rank %d posted unknown operation %u", j->id,
 				       me, d.op);
@@ -834,6 +885,7 @@ static void collect(struct nd *nd, struct bjob *j, uint64_t slice)
 		__atomic_store_n(&a->sub_tail, tail, __ATOMIC_RELEASE);
 	}
 	(void)b;
+	return any;
 }
 
 static void add_incoming(struct nd_bcs *b, struct bjob *j, uint32_t from, uint64_t label,
@@ -857,7 +909,7 @@ static void add_incoming(struct nd_bcs *b, struct bjob *j, uint32_t from, uint64
 }
 
 /* Descriptor exchange: this slice's sends to every other node of the job. */
-static void exchange(struct nd *nd, struct bjob *j, uint64_t cover)
+static void exchange(struct nd *nd, struct bjob *j, uint64_t cover, bool quiet)
 {
 	struct nd_bcs *b = nd->bcs;
 	size_t per = (b->max_msg - sizeof(struct mhdr)) / sizeof(struct wdesc);
@@ -873,6 +925,7 @@ static void exchange(struct nd *nd, struct bjob *j, uint64_t cover)
 				size_t c = n - off > per ? per : n - off;
 				/* all but the last piece cover the slice before */
 				uint64_t cv = off + c < n ? cover - 1 : cover;
+				b->next_quiet = quiet;
 				mb_send_flags(nd, node, M_DESC, j->id, cv, (uint32_t)c, bar_local(j),
 					      w + off, c * sizeof(*w));
 				off += c;
@@ -979,6 +1032,8 @@ static void on_message(struct nd *nd, uint32_t from, const struct mhdr *h, const
 			return;
 		add_incoming(b, j, from, h->slice == UINT64_MAX ? j->cover[from] + 1 : h->slice,
 			     (const struct wdesc *)body, h->count);
+		j->qmask[from] = bcs_quiet_push(j->cover[from], j->qmask[from], h->slice,
+						 h->quiet != 0);
 		if (h->slice > j->cover[from])
 			j->cover[from] = h->slice;
 		if (h->flags > j->bar_seen[from])
@@ -1098,6 +1153,38 @@ void nd_bcs_arrived(struct nd *nd)
 
 /* ---- the strobe */
 
+/* Every local rank waits having seen every completion published (chan.h,
+ * idle); read before collecting, so a rank that posts in between shows. */
+static bool ranks_idle(struct bjob *j)
+{
+	for (uint32_t lr = 0; lr < j->nlocal; lr++) {
+		struct bcs_area *a = area(j, lr);
+		uint32_t idle = __atomic_load_n(&a->idle, __ATOMIC_SEQ_CST);
+		if (idle != BCS_IDLE_DONE && idle != a->comp_head + 1)
+			return false;
+	}
+	return true;
+}
+
+/* Nothing of the job moves on this node: no completion since the last
+ * phase, every round before this slice run, no match waiting for its
+ * grants or data, no completion waiting for ring room. */
+static bool node_quiet(struct bjob *j, uint64_t slice)
+{
+	if (j->moved || j->round + 1 < slice)
+		return false;
+	for (uint32_t n = 0; n < j->nnodes_job; n++)
+		if (j->gq_head[j->nodes[n]])
+			return false;
+	for (unsigned h = 0; h < BCS_HASH; h++)
+		if (j->wait_data[h])
+			return false;
+	for (uint32_t lr = 0; lr < j->nlocal; lr++)
+		if (j->comps[lr].n)
+			return false;
+	return true;
+}
+
 /* Collection, descriptor exchange, matching, transmission: a quarter of a
  * slice after the strobe, so that ranks woken by the strobe's completions
  * have posted their next descriptors by then (one slice per blocking call,
@@ -1110,10 +1197,14 @@ static void phase(struct nd *nd)
 	for (struct bjob *j = b->jobs; j; j = j->next) {
 		if (!j->job || !j->map)
 			continue;
-		collect(nd, j, slice);
+		bool idle = ranks_idle(j);
+		bool quiet = !collect(nd, j, slice) && idle;
 		if (!j->active || j->aborted)
 			continue;
-		exchange(nd, j, slice);
+		quiet = quiet && node_quiet(j, slice);
+		j->moved = false;
+		exchange(nd, j, slice, quiet);
+		j->qmask[b->self] = bcs_quiet_push(j->cover[b->self], j->qmask[b->self], slice, quiet);
 		if (slice > j->cover[b->self])
 			j->cover[b->self] = slice;
 		rounds(nd, j);
@@ -1320,6 +1411,7 @@ static void bjob_free(struct bjob *j)
 	free(j->nfirst);
 	free(j->ncount);
 	free(j->cover);
+	free(j->qmask);
 	free(j->budget);
 	free(j->bar_seen);
 	free(j->bar_posted);

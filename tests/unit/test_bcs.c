@@ -44,30 +44,136 @@ static void test_match_order(void)
 	CU_ASSERT(in[4]->src == 3);
 	for (int i = 0; i < 5; i++)
 		CU_ASSERT_PTR_NULL(bcs_mq_send(&q, in[i]));
-	/* a wildcard takes the first in that order; ANY_TAG too */
-	struct bcs_mrecv *r = rcv(BCS_ANY_SOURCE, BCS_ANY_TAG, 0, 1);
-	struct bcs_msend *s = bcs_mq_recv(&q, r);
-	CU_ASSERT(s == in[0]);
-	free(s);
-	/* a specific tag skips non-matching ones but keeps per-source order */
-	struct bcs_mrecv *r2 = rcv(2, 0, 0, 2);
-	s = bcs_mq_recv(&q, r2);
+	/* ANY_TAG with a source is matched at once, in that source's order */
+	struct bcs_mrecv *r2 = rcv(2, BCS_ANY_TAG, 0, 2);
+	struct bcs_msend *s = bcs_mq_recv(&q, r2);
 	CU_ASSERT(s == in[1]);
 	free(s);
+	/* a wildcard source waits for quiescence: posted, nothing taken */
+	struct bcs_mrecv *r = rcv(BCS_ANY_SOURCE, BCS_ANY_TAG, 0, 1);
+	CU_ASSERT_PTR_NULL(bcs_mq_recv(&q, r));
+	CU_ASSERT(q.phead == r);
 	/* probe peeks without taking */
 	CU_ASSERT(bcs_mq_peek(&q, 2, BCS_ANY_TAG, 0) == in[2]);
 	CU_ASSERT(bcs_mq_peek(&q, 9, BCS_ANY_TAG, 0) == NULL);
 	CU_ASSERT(bcs_mq_peek(&q, BCS_ANY_SOURCE, 0, 1) == NULL); /* other context */
+	/* at quiescence the wildcard takes the lowest source (its earliest) */
+	struct bcs_msend *got;
+	CU_ASSERT(bcs_mq_resolve(&q, &got) == r);
+	CU_ASSERT(got == in[0]); /* src 1, slice 1 */
+	CU_ASSERT_PTR_NULL(q.phead);
+	free(got);
 	free(r);
 	free(r2);
 	while (q.uhead) {
 		struct bcs_mrecv *x = rcv(BCS_ANY_SOURCE, BCS_ANY_TAG, 0, 3);
-		s = bcs_mq_recv(&q, x);
-		CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-		free(s);
+		CU_ASSERT_PTR_NULL(bcs_mq_recv(&q, x));
+		CU_ASSERT(bcs_mq_resolve(&q, &got) == x);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+		free(got);
 		free(x);
 	}
 	CU_ASSERT_PTR_NULL(q.utail);
+}
+
+/* Wildcard resolution is independent of the order sends arrived in, and a
+ * specific receive posted behind a wildcard never takes what the wildcard
+ * could have taken. */
+static void test_match_wild(void)
+{
+	/* the same sends, arriving in two different orders (other slices) */
+	int order[2][4] = {{3, 1, 2, 1}, {1, 2, 1, 3}};
+	int got[2][4];
+	for (int k = 0; k < 2; k++) {
+		struct bcs_mq q = {0};
+		uint32_t seq[4] = {0};
+		for (int i = 0; i < 4; i++) {
+			int src = order[k][i];
+			CU_ASSERT_PTR_NULL(bcs_mq_send(&q, snd((uint64_t)i + 1, src, 0, 0, seq[src]++)));
+		}
+		struct bcs_mrecv *w[4];
+		for (int i = 0; i < 4; i++) {
+			w[i] = rcv(BCS_ANY_SOURCE, 0, 0, (uint32_t)i);
+			CU_ASSERT_PTR_NULL(bcs_mq_recv(&q, w[i]));
+		}
+		for (int i = 0; i < 4; i++) {
+			struct bcs_msend *s;
+			struct bcs_mrecv *r = bcs_mq_resolve(&q, &s);
+			CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+			CU_ASSERT(r == w[i]); /* post order */
+			got[k][i] = s->src * 10 + (int)s->seq;
+			free(s);
+			free(r);
+		}
+		CU_ASSERT_PTR_NULL(q.uhead);
+	}
+	for (int i = 0; i < 4; i++)
+		CU_ASSERT_EQUAL(got[0][i], got[1][i]);
+	CU_ASSERT_EQUAL(got[0][0], 10);
+	CU_ASSERT_EQUAL(got[0][1], 11);
+	CU_ASSERT_EQUAL(got[0][2], 20);
+	CU_ASSERT_EQUAL(got[0][3], 30);
+
+	/* posted: wildcard, then a receive from 2; a send from 2 waits for the
+	 * wildcard (it could take it), and so does the specific receive */
+	struct bcs_mq q = {0};
+	struct bcs_mrecv *w = rcv(BCS_ANY_SOURCE, 0, 0, 1), *r2 = rcv(2, 0, 0, 2);
+	CU_ASSERT_PTR_NULL(bcs_mq_recv(&q, w));
+	struct bcs_msend *a = snd(1, 2, 0, 0, 0), *b = snd(2, 2, 0, 0, 1);
+	CU_ASSERT_PTR_NULL(bcs_mq_send(&q, a));
+	CU_ASSERT_PTR_NULL(bcs_mq_recv(&q, r2));
+	CU_ASSERT_PTR_NULL(bcs_mq_send(&q, b)); /* a is still ahead of it */
+	/* a send the wildcard cannot take (other tag) matches at once */
+	struct bcs_mrecv *t9 = rcv(2, 9, 0, 3);
+	CU_ASSERT_PTR_NULL(bcs_mq_recv(&q, t9));
+	struct bcs_msend *c = snd(3, 2, 9, 0, 2);
+	CU_ASSERT(bcs_mq_send(&q, c) == t9);
+	struct bcs_msend *s;
+	CU_ASSERT(bcs_mq_resolve(&q, &s) == w);
+	CU_ASSERT(s == a);
+	CU_ASSERT(bcs_mq_resolve(&q, &s) == r2);
+	CU_ASSERT(s == b);
+	CU_ASSERT_PTR_NULL(bcs_mq_resolve(&q, &s));
+	free(w);
+	free(r2);
+	free(t9);
+	free(a);
+	free(b);
+	free(c);
+}
+
+/* The quiet reports: quiescence at slice t needs t and t-1 quiet. */
+static void test_quiet(void)
+{
+	uint64_t cover = 0, m = 0;
+	bool q[] = {false, true, true, false, true, true, true};
+	for (uint64_t t = 1; t <= 7; t++) {
+		m = bcs_quiet_push(cover, m, t, q[t - 1]);
+		cover = t;
+	}
+	CU_ASSERT(!bcs_quiet_at(cover, m, 1));
+	CU_ASSERT(!bcs_quiet_at(cover, m, 2)); /* slice 1 was busy */
+	CU_ASSERT(bcs_quiet_at(cover, m, 3));
+	CU_ASSERT(!bcs_quiet_at(cover, m, 4));
+	CU_ASSERT(!bcs_quiet_at(cover, m, 5));
+	CU_ASSERT(bcs_quiet_at(cover, m, 6));
+	CU_ASSERT(bcs_quiet_at(cover, m, 7));
+	CU_ASSERT(!bcs_quiet_at(cover, m, 8)); /* not reported yet */
+	/* a piece of the same cover that is busy clears it */
+	m = bcs_quiet_push(cover, m, 7, false);
+	CU_ASSERT(!bcs_quiet_at(cover, m, 7));
+	CU_ASSERT(bcs_quiet_at(cover, m, 6));
+	/* skipped slices count as busy; far history is forgotten */
+	m = bcs_quiet_push(cover, m, 10, true);
+	cover = 10;
+	CU_ASSERT(!bcs_quiet_at(cover, m, 10));
+	m = bcs_quiet_push(cover, m, 200, true);
+	cover = 200;
+	CU_ASSERT(!bcs_quiet_at(cover, m, 200));
+	CU_ASSERT(!bcs_quiet_at(cover, m, 10));
+	/* a node done with the job is quiet for ever */
+	m = bcs_quiet_push(cover, m, UINT64_MAX, false);
+	CU_ASSERT(bcs_quiet_at(UINT64_MAX, m, 500));
 }
 
 static void test_match_posted(void)
@@ -78,18 +184,19 @@ static void test_match_posted(void)
 	CU_ASSERT_PTR_NULL(bcs_mq_recv(&q, a));
 	CU_ASSERT_PTR_NULL(bcs_mq_recv(&q, b));
 	CU_ASSERT_PTR_NULL(bcs_mq_recv(&q, c));
-	/* a send takes the first posted receive that matches it */
+	/* a send whose first matching receive is a wildcard waits */
 	struct bcs_msend *s = snd(1, 2, 5, 0, 0);
-	CU_ASSERT(bcs_mq_send(&q, s) == b);
+	CU_ASSERT_PTR_NULL(bcs_mq_send(&q, s));
 	struct bcs_msend *s2 = snd(1, 1, 5, 0, 0);
 	CU_ASSERT(bcs_mq_send(&q, s2) == a);
 	/* cancel removes an unmatched receive, and only that */
 	CU_ASSERT(bcs_mq_cancel(&q, 10) == NULL);
 	CU_ASSERT(bcs_mq_cancel(&q, 12) == c);
+	CU_ASSERT(bcs_mq_cancel(&q, 11) == b);
 	CU_ASSERT_PTR_NULL(q.phead);
 	struct bcs_msend *s3 = snd(1, 1, 5, 4, 0);
 	CU_ASSERT_PTR_NULL(bcs_mq_send(&q, s3)); /* nothing posted: unexpected */
-	CU_ASSERT(q.uhead == s3);
+	CU_ASSERT(q.uhead == s && q.utail == s3);
 	free(a);
 	free(b);
 	free(c);
@@ -308,6 +415,8 @@ void add_bcs_suite(void)
 	CU_pSuite s = CU_add_suite("bcs-mpi", NULL, NULL);
 	CU_add_test(s, "matching order: slice, source, post order", test_match_order);
 	CU_add_test(s, "posted receives, cancel", test_match_posted);
+	CU_add_test(s, "wildcards resolved at quiescence, by source", test_match_wild);
+	CU_add_test(s, "quiet reports and quiescence", test_quiet);
 	CU_add_test(s, "vector and contiguous pack/unpack", test_pack_vector);
 	CU_add_test(s, "pair types", test_pair_types);
 	CU_add_test(s, "predefined ops", test_ops);
