@@ -74,7 +74,7 @@ grep -qE '^storm: error: job [0-9]+: rank 1 exited with status 3$' err && ok "jo
 expect "refused" 1 "$S" run /bin/true refuse
 has_line "refusal message" err "storm: error: 64 ranks need 16 nodes of 4 CPUs, the cluster has 8"
 expect "lost connection" 1 "$S" run /bin/true drop
-has_line "lost connection message" err "storm: error: lost connection to the machine manager"
+has "lost connection message" err "storm: error: lost the connection to the machine manager"
 expect "request contents" 0 "$S" run -N 2 -n 4 -J myjob env env
 has_line "argv0, program, cwd, env" out "argv0=env program=$(readlink -f "$(command -v env)") cwd=$T HOME=$HOME name=myjob N=2 n=4"
 echo hello >data.txt
