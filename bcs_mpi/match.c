@@ -169,14 +169,24 @@ struct bcs_mrecv *bcs_mq_resolve(struct bcs_mq *q, struct bcs_msend **sp)
 	return NULL;
 }
 
-bool bcs_quiet_at(uint64_t cover, uint64_t qmask, uint64_t slice)
+bool bcs_quiet_span(uint64_t cover, uint64_t qmask, uint64_t slice, uint64_t span)
 {
 	if (cover == UINT64_MAX)
 		return true; /* the node is done with the job */
-	if (cover < slice || slice == 0)
+	if (cover < slice || slice <= span)
 		return false;
 	uint64_t d = cover - slice;
-	return d + 1 < 64 && (qmask >> d & 1) && (qmask >> (d + 1) & 1);
+	if (d + span >= 64)
+		return false;
+	for (uint64_t i = 0; i <= span; i++)
+		if (!(qmask >> (d + i) & 1))
+			return false;
+	return true;
+}
+
+bool bcs_quiet_at(uint64_t cover, uint64_t qmask, uint64_t slice)
+{
+	return bcs_quiet_span(cover, qmask, slice, 1);
 }
 
 uint64_t bcs_quiet_push(uint64_t cover, uint64_t qmask, uint64_t slice, bool quiet)

@@ -75,6 +75,8 @@ struct bcs_mrecv *bcs_mq_resolve(struct bcs_mq *q, struct bcs_msend **sp);
  * whether the node was quiet at slice and at slice-1. */
 uint64_t bcs_quiet_push(uint64_t cover, uint64_t qmask, uint64_t slice, bool quiet);
 bool bcs_quiet_at(uint64_t cover, uint64_t qmask, uint64_t slice);
+/* Quiet at every slice from slice-span to slice (bcs_quiet_at: span 1). */
+bool bcs_quiet_span(uint64_t cover, uint64_t qmask, uint64_t slice, uint64_t span);
 /* qsort order of a round's sends: slice, source rank, source post order. */
 int bcs_msend_cmp(const void *a, const void *b);
 

@@ -45,6 +45,8 @@
 #define BCS_BUDGET (1u << 20)   /* bytes granted per source node and slice */
 #define BCS_DEAD_JOBS 64
 #define BCS_HASH 4096           /* buckets of the per-job request tables */
+/* rounds a node may still have to run and report quiet (resolve) */
+#define BCS_QLAG_MAX 16
 
 static unsigned hkey(uint32_t a, uint32_t b)
 {
@@ -135,6 +137,9 @@ struct bjob {
 	/* wildcard matching at quiescence: per cluster node index, its quiet
 	 * reports (bcs_quiet_push); moved: a completion since the last phase */
 	uint64_t *qmask;
+	/* [node][slice % 64]: the rounds the node still had to run at that
+	 * report (mhdr.quiet - 1) */
+	uint8_t (*qlag)[64];
 	bool moved;
 	uint64_t resolved;         /* the last slice wildcards were resolved at */
 	/* MPI_Barrier(MPI_COMM_WORLD): every DESC carries how many barriers all
@@ -334,6 +339,7 @@ static struct bjob *bjob_new(struct nd_bcs *b, uint64_t id)
 	uint32_t n = b->nnodes;
 	j->cover = calloc(n, sizeof(*j->cover));
 	j->qmask = calloc(n, sizeof(*j->qmask));
+	j->qlag = calloc(n, sizeof(*j->qlag));
 	j->gq_head = calloc(n, sizeof(*j->gq_head));
 	j->gq_tail = calloc(n, sizeof(*j->gq_tail));
 	j->budget = calloc(n, sizeof(*j->budget));
@@ -343,7 +349,7 @@ static struct bjob *bjob_new(struct nd_bcs *b, uint64_t id)
 	j->batch = calloc(n, sizeof(*j->batch));
 	j->nbatch = calloc(n, sizeof(*j->nbatch));
 	j->capbatch = calloc(n, sizeof(*j->capbatch));
-	if (!j->cover || !j->qmask || !j->gq_head || !j->gq_tail || !j->budget || !j->batch || !j->nbatch ||
+	if (!j->cover || !j->qmask || !j->qlag || !j->gq_head || !j->gq_tail || !j->budget || !j->batch || !j->nbatch ||
 	    !j->capbatch || !j->bar_seen || !j->osends || !j->wait_data)
 		abort();
 	for (uint32_t i = 0; i < n; i++)
@@ -658,8 +664,17 @@ static void resolve(struct bjob *j)
 	uint64_t c = j->round;
 	if (c == UINT64_MAX || c <= j->resolved)
 		return;
+	/* a node that reported with rounds still to run (its DESCs came late)
+	 * was quiet only if nothing was collected in those rounds: every node
+	 * quiet that many slices further back too */
+	uint64_t lag = 0;
+	for (uint32_t k = 0; k < j->nnodes_job; k++) {
+		uint32_t n = j->nodes[k];
+		if (j->cover[n] != UINT64_MAX && j->qlag[n][c % 64] > lag)
+			lag = j->qlag[n][c % 64];
+	}
 	for (uint32_t k = 0; k < j->nnodes_job; k++)
-		if (!bcs_quiet_at(j->cover[j->nodes[k]], j->qmask[j->nodes[k]], c))
+		if (!bcs_quiet_span(j->cover[j->nodes[k]], j->qmask[j->nodes[k]], c, lag + 1))
 			return;
 	j->resolved = c;
 	for (uint32_t lr = 0; lr < j->nlocal; lr++) {
@@ -909,7 +924,7 @@ static void add_incoming(struct nd_bcs *b, struct bjob *j, uint32_t from, uint64
 }
 
 /* Descriptor exchange: this slice's sends to every other node of the job. */
-static void exchange(struct nd *nd, struct bjob *j, uint64_t cover, bool quiet)
+static void exchange(struct nd *nd, struct bjob *j, uint64_t cover, uint32_t quiet)
 {
 	struct nd_bcs *b = nd->bcs;
 	size_t per = (b->max_msg - sizeof(struct mhdr)) / sizeof(struct wdesc);
@@ -1032,8 +1047,12 @@ static void on_message(struct nd *nd, uint32_t from, const struct mhdr *h, const
 			return;
 		add_incoming(b, j, from, h->slice == UINT64_MAX ? j->cover[from] + 1 : h->slice,
 			     (const struct wdesc *)body, h->count);
-		j->qmask[from] = bcs_quiet_push(j->cover[from], j->qmask[from], h->slice,
-						 h->quiet != 0);
+		{
+			bool q = h->quiet != 0 && h->quiet - 1 <= BCS_QLAG_MAX;
+			j->qmask[from] = bcs_quiet_push(j->cover[from], j->qmask[from], h->slice, q);
+			if (q && h->slice != UINT64_MAX && h->slice >= j->cover[from])
+				j->qlag[from][h->slice % 64] = (uint8_t)(h->quiet - 1);
+		}
 		if (h->slice > j->cover[from])
 			j->cover[from] = h->slice;
 		if (h->flags > j->bar_seen[from])
@@ -1171,7 +1190,7 @@ static bool ranks_idle(struct bjob *j)
  * grants or data, no completion waiting for ring room. */
 static bool node_quiet(struct bjob *j, uint64_t slice)
 {
-	if (j->moved || j->round + 1 < slice)
+	if (j->moved || j->round == UINT64_MAX || j->round + 1 + BCS_QLAG_MAX < slice)
 		return false;
 	for (uint32_t n = 0; n < j->nnodes_job; n++)
 		if (j->gq_head[j->nodes[n]])
@@ -1203,8 +1222,12 @@ static void phase(struct nd *nd)
 			continue;
 		quiet = quiet && node_quiet(j, slice);
 		j->moved = false;
-		exchange(nd, j, slice, quiet);
+		/* rounds not run yet (other nodes' DESCs late, as under load) */
+		uint8_t lag = j->round + 1 < slice ? (uint8_t)(slice - 1 - j->round) : 0;
+		exchange(nd, j, slice, quiet ? lag + 1u : 0);
 		j->qmask[b->self] = bcs_quiet_push(j->cover[b->self], j->qmask[b->self], slice, quiet);
+		if (quiet)
+			j->qlag[b->self][slice % 64] = lag;
 		if (slice > j->cover[b->self])
 			j->cover[b->self] = slice;
 		rounds(nd, j);
@@ -1412,6 +1435,7 @@ static void bjob_free(struct bjob *j)
 	free(j->ncount);
 	free(j->cover);
 	free(j->qmask);
+	free(j->qlag);
 	free(j->budget);
 	free(j->bar_seen);
 	free(j->bar_posted);

@@ -159,6 +159,11 @@ static void test_quiet(void)
 	CU_ASSERT(bcs_quiet_at(cover, m, 6));
 	CU_ASSERT(bcs_quiet_at(cover, m, 7));
 	CU_ASSERT(!bcs_quiet_at(cover, m, 8)); /* not reported yet */
+	/* a node lagging L rounds needs the L slices before quiet too */
+	CU_ASSERT(bcs_quiet_span(cover, m, 7, 2));
+	CU_ASSERT(!bcs_quiet_span(cover, m, 7, 3)); /* slice 4 was busy */
+	CU_ASSERT(bcs_quiet_span(cover, m, 3, 1));
+	CU_ASSERT(!bcs_quiet_span(cover, m, 3, 3)); /* before slice 1 */
 	/* a piece of the same cover that is busy clears it */
 	m = bcs_quiet_push(cover, m, 7, false);
 	CU_ASSERT(!bcs_quiet_at(cover, m, 7));
