@@ -3,7 +3,7 @@ CC      ?= cc
 BUILD   := build
 GEN     := $(BUILD)/gen
 CFLAGS  := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -MMD -MP \
-           -I net_abstraction -I common -I scheduler -I $(GEN)/proto
+           -I net_abstraction -I common -I scheduler -I checkpoint -I $(GEN)/proto
 LDLIBS  := -lfabric
 SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
@@ -21,7 +21,7 @@ DAEMON_LIBS := -lfabric -lprotobuf-c -linih -ljansson
 .PHONY: all deps bench-deps demo check unit unit-asan nettest bench bench-launch bench-gang clean
 all: $(BUILD)/lib/libstormnet.a $(BUILD)/lib/libstormcommon.a $(BUILD)/bin/primitives_demo \
      $(BUILD)/bin/sn_mptest $(BUILD)/bin/unit_tests $(BUILD)/bin/stormmm $(BUILD)/bin/stormnd \
-     $(BUILD)/bin/storm
+     $(BUILD)/bin/storm $(BUILD)/lib/libstormckpt.a $(BUILD)/bin/storm-ckpt
 
 deps:
 	@./scripts/install-deps.sh
@@ -50,6 +50,23 @@ $(BUILD)/lib/libstormcommon.a: $(COMMON_SRC:%.c=$(BUILD)/obj/%.o) $(PROTO_C:$(GE
 $(BUILD)/lib/libstormnet.a: $(NET_SRC:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
+
+# the process checkpointer (checkpoint/); its image metadata is proto/ckpt.proto
+CKPT_SRC := checkpoint/image.c checkpoint/util.c checkpoint/dump.c checkpoint/restore.c
+$(BUILD)/lib/libstormckpt.a: $(CKPT_SRC:%.c=$(BUILD)/obj/%.o)
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+$(BUILD)/bin/storm-ckpt: $(BUILD)/obj/checkpoint/tool.o $(BUILD)/lib/libstormckpt.a \
+                         $(BUILD)/lib/libstormcommon.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ -lprotobuf-c -lxxhash
+
+$(BUILD)/bin/ckpt_prog: tests/ckpt/ckpt_prog.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -o $@ $<
+.PHONY: ckpttest
+ckpttest: $(BUILD)/bin/storm-ckpt $(BUILD)/bin/ckpt_prog
+	./tests/ckpt/test_ckpt.sh $(BUILD)/bin
 
 # ---- programs
 $(BUILD)/bin/primitives_demo: $(BUILD)/obj/demo/primitives_demo.o $(BUILD)/obj/tests/lib/spawn.o \
@@ -81,13 +98,14 @@ $(BUILD)/bin/gang_spin: bench/gang/spin.c
 # ---- tests
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_LIB := net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wire.c \
-            common/hostlist.c common/config.c scheduler/matrix.c cli/opts.c cli/label.c cli/fmt.c cli/mview.c
+            common/hostlist.c common/config.c scheduler/matrix.c cli/opts.c cli/label.c cli/fmt.c cli/mview.c \
+            checkpoint/image.c checkpoint/util.c
 $(BUILD)/bin/unit_tests: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_LIB:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ -lcunit -linih
+	$(CC) -o $@ $^ -lcunit -linih -lxxhash
 $(BUILD)/bin/unit_tests_asan: $(UNIT_SRC:%.c=$(BUILD)/asan/%.o) $(UNIT_LIB:%.c=$(BUILD)/asan/%.o)
 	@mkdir -p $(dir $@)
-	$(CC) $(SANFLAGS) -o $@ $^ -lcunit -linih
+	$(CC) $(SANFLAGS) -o $@ $^ -lcunit -linih -lxxhash
 $(BUILD)/bin/sn_mptest: $(BUILD)/obj/tests/net/sn_mptest.o $(BUILD)/obj/tests/lib/spawn.o \
                         $(BUILD)/lib/libstormnet.a
 	@mkdir -p $(dir $@)
@@ -113,7 +131,7 @@ clustertest: all $(BUILD)/bin/storm_selfsum
 
 check: deps
 	$(MAKE) all
-	$(MAKE) unit unit-asan clitest ndtest clustertest nettest
+	$(MAKE) unit unit-asan ckpttest clitest ndtest clustertest nettest
 
 # the main job on the embedded default: an 8-node virtual cluster on this
 # machine, one 32-rank job with a 12 MiB program multicast to every node

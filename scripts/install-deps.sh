@@ -5,7 +5,7 @@ set -eu
 
 build_pkgs="build-essential pkg-config libfabric-dev libfabric-bin libprotobuf-c-dev
 protobuf-c-compiler libcunit1-dev libinih-dev libjansson-dev libsodium-dev
-libclang-rt-14-dev clang valgrind python3 iproute2"
+libclang-rt-14-dev clang valgrind python3 iproute2 libxxhash-dev"
 # slurm-wlm, munge: bench/launch's peer cluster (bench/launch/slurm-cluster.sh runs
 # its own private munged/slurmctld/slurmd; the system services are not used)
 bench_pkgs="mpich libmpich-dev gnuplot-nox hyperfine slurm-wlm munge"

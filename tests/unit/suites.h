@@ -6,4 +6,5 @@ void add_wire_suite(void);
 void add_config_suite(void);
 void add_cli_suite(void);
 void add_matrix_suite(void);
+void add_ckpt_image_suite(void);
 #endif
