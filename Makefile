@@ -82,10 +82,10 @@ $(BUILD)/bin/stormmm: $(MM_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormcommon
                      $(BUILD)/lib/libstormnet.a
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(DAEMON_LIBS)
-$(BUILD)/bin/stormnd: $(ND_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormcommon.a \
-                     $(BUILD)/lib/libstormnet.a
+$(BUILD)/bin/stormnd: $(ND_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormckpt.a \
+                     $(BUILD)/lib/libstormcommon.a $(BUILD)/lib/libstormnet.a
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(DAEMON_LIBS)
+	$(CC) -o $@ $^ $(DAEMON_LIBS) -lxxhash
 $(BUILD)/bin/storm: $(CLI_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormcommon.a
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ -lprotobuf-c -linih -ljansson

@@ -59,9 +59,11 @@ struct ckpt_restore_opts {
 	 * the caller): set the process group, stdin/stdout/stderr... Return 0. */
 	int (*child_setup)(void *arg);
 	void *child_arg;
-	/* Files of the image under from_prefix are looked up under to_prefix
-	 * (a job directory that lives elsewhere on this node). */
-	const char *from_prefix, *to_prefix;
+	/* Files of the image under one of from_prefixes are looked up under
+	 * to_prefix instead (the job directory moved: a restart elsewhere). */
+	const char *const *from_prefixes;
+	size_t nfrom;
+	const char *to_prefix;
 };
 
 /* Rebuilds the process of the image at path as a child of the caller;

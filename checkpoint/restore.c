@@ -326,11 +326,13 @@ struct child_ctx {
 static char *remap_path(const struct ckpt_restore_opts *o, const char *p)
 {
 	char *r;
-	size_t fl = o->from_prefix ? strlen(o->from_prefix) : 0;
-	if (fl && o->to_prefix && strncmp(p, o->from_prefix, fl) == 0) {
-		if (asprintf(&r, "%s%s", o->to_prefix, p + fl) < 0)
-			return NULL;
-		return r;
+	for (size_t i = 0; o->to_prefix && i < o->nfrom; i++) {
+		size_t fl = strlen(o->from_prefixes[i]);
+		if (fl && strncmp(p, o->from_prefixes[i], fl) == 0 && (p[fl] == '/' || !p[fl])) {
+			if (asprintf(&r, "%s%s", o->to_prefix, p + fl) < 0)
+				return NULL;
+			return r;
+		}
 	}
 	return strdup(p);
 }

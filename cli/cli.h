@@ -59,5 +59,10 @@ int cmd_nodes(struct cli *c, int argc, char **argv);
 int cmd_cancel(struct cli *c, int argc, char **argv);
 int cmd_cluster(struct cli *c, int argc, char **argv);
 int cmd_matrix(struct cli *c, int argc, char **argv);
+int cmd_checkpoint(struct cli *c, int argc, char **argv);
+int cmd_restart(struct cli *c, int argc, char **argv);
+int cmd_checkpoints(struct cli *c, int argc, char **argv);
+/* run.c: streams a submitted job on fd like storm run; its exit code */
+int cli_stream(struct cli *c, int fd, const char *cmd, int label);
 
 #endif

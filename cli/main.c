@@ -19,6 +19,9 @@ static const char usage[] =
 	"  cancel   signal or cancel jobs (like scancel)\n"
 	"  matrix   draw the gang-scheduling matrix, once or live (--watch)\n"
 	"  cluster  bring a virtual cluster up or down on this machine; its status\n"
+	"  checkpoint   checkpoint a running job\n"
+	"  restart      start a job again from a checkpoint, streaming its output\n"
+	"  checkpoints  list or delete checkpoints\n"
 	"\n"
 	"Global options:\n"
 	"  --conf FILE   the cluster's storm.conf (default: $STORM_CONF, then\n"
@@ -44,7 +47,8 @@ static const struct {
 } commands[] = {
 	{ "run", cmd_run },	  { "submit", cmd_submit }, { "jobs", cmd_jobs },
 	{ "nodes", cmd_nodes },	  { "cancel", cmd_cancel }, { "cluster", cmd_cluster },
-	{ "matrix", cmd_matrix },
+	{ "matrix", cmd_matrix }, { "checkpoint", cmd_checkpoint }, { "restart", cmd_restart },
+	{ "checkpoints", cmd_checkpoints },
 };
 
 int main(int argc, char **argv)

@@ -133,6 +133,9 @@ void client_close(struct mm *mm, struct client *c)
 		j->client = NULL;
 		job_client_gone(mm, j);
 	}
+	for (struct job *j = mm->jobs; j; j = j->next)
+		if (j->ckpt_client == c)
+			j->ckpt_client = NULL;
 	frame_rx_reset(&c->rx);
 	/* freed by clients_reap: this loop turn may still hold events for it */
 }
@@ -334,6 +337,11 @@ static void reply_nodes(struct mm *mm, struct client *c)
 	free(jobs);
 }
 
+bool client_may_touch(const struct client *c, uid_t owner)
+{
+	return c->uid == 0 || c->uid == owner;
+}
+
 static void handle_cancel(struct mm *mm, struct client *c, const Storm__Ctl__Cancel *cn)
 {
 	struct job *j = job_find(mm, cn->job);
@@ -342,7 +350,7 @@ static void handle_cancel(struct mm *mm, struct client *c, const Storm__Ctl__Can
 				  (unsigned long long)cn->job);
 		return;
 	}
-	if (c->uid != 0 && c->uid != j->uid) {
+	if (!client_may_touch(c, j->uid)) {
 		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PERMISSION,
 				  "job %llu belongs to %s; only its owner or root may cancel it",
 				  (unsigned long long)j->id, j->user);
@@ -435,6 +443,12 @@ static void handle(struct mm *mm, struct client *c)
 		break;
 	case STORM__CTL__REQUEST__BODY_SHUTDOWN:
 		handle_shutdown(mm, c);
+		break;
+	case STORM__CTL__REQUEST__BODY_CHECKPOINT:
+	case STORM__CTL__REQUEST__BODY_RESTART:
+	case STORM__CTL__REQUEST__BODY_CHECKPOINTS:
+	case STORM__CTL__REQUEST__BODY_DELETE_CHECKPOINT:
+		ckpt_handle_request(mm, c, req);
 		break;
 	default:
 		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,

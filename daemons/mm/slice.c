@@ -101,6 +101,7 @@ void slice_tick(struct mm *mm)
 	mm->slice_start = now_s();
 	check_membership(mm);
 	gang_tick(mm);
+	ckpt_tick(mm);
 	send_strobe(mm);
 	clients_tick(mm);
 	/* no scheduling pass here: what can let a job start (a submission, a

@@ -86,6 +86,9 @@ static void act(struct nd *nd, const Storm__Cl__Command *cmd)
 	case STORM__CL__COMMAND__BODY_SIGNAL:
 		nd_signal_job(nd, cmd->signal);
 		break;
+	case STORM__CL__COMMAND__BODY_CHECKPOINT:
+		nd_checkpoint(nd, cmd->checkpoint);
+		break;
 	case STORM__CL__COMMAND__BODY_SHUTDOWN:
 		nd_log(nd, "shutdown requested by the MM");
 		nd->stop = true;
@@ -332,7 +335,7 @@ static int setup(struct nd *nd, const struct opts *o)
 	/* gang switches stop and continue ranks all the time: no SIGCHLD for that */
 	struct sigaction chld = {.sa_handler = SIG_DFL, .sa_flags = SA_NOCLDSTOP};
 	sigaction(SIGCHLD, &chld, NULL);
-	if (nd_gang_init(nd) < 0)
+	if (nd_gang_init(nd) < 0 || nd_ckpt_init(nd) < 0)
 		return -1;
 	const char *trace = getenv("STORM_TRACE");
 	if (trace && *trace) {
@@ -481,6 +484,7 @@ int main(int argc, char **argv)
 		nd_kill_all(&nd);
 		nd_log(&nd, "stopped");
 	}
+	nd_ckpt_close(&nd);
 	nd_files_close(&nd);
 	nd_queue_free(&nd);
 	nd_gang_close(&nd);

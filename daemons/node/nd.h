@@ -53,6 +53,7 @@ struct nd_job {
 	struct nd_rank *ranks;
 	uint64_t kill_at_ns;    /* pending SIGKILL after a Signal, 0: none */
 	bool stopped;           /* its row is not running: stopped or frozen */
+	bool ckpt_busy;         /* a checkpoint helper is saving it: stays stopped */
 	int freeze_fd, procs_fd; /* switch = freezer: its cgroup's files, else -1 */
 	char dir[PATH_MAX];
 	struct nd_job *next;
@@ -108,6 +109,7 @@ struct nd {
 	uint32_t file_index;
 
 	struct nd_job *jobs;
+	struct nd_helper *helpers; /* checkpoint and restore helpers (ckpt.c) */
 
 	/* records and reports */
 	struct nd_rec *q_head, *q_tail;
@@ -157,6 +159,23 @@ void nd_gang_job_end(struct nd *nd, struct nd_job *job);
 int nd_gang_apply(struct nd *nd, uint64_t run);
 void nd_gang_timers(struct nd *nd);
 void nd_cg_remove_later(struct nd *nd, const char *path);
+
+/* ckpt.c: checkpoint and restore helpers (forked; the daemon's loop goes on) */
+struct nd_helper;
+int nd_ckpt_init(struct nd *nd);
+void nd_checkpoint(struct nd *nd, const Storm__Cl__Checkpoint *c);
+/* A Launch with restore: the ranks come back from their images. */
+void nd_restore_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_job *job,
+		      uint32_t first);
+/* A child ended: a helper's is handled here (true); a rank's is not. */
+bool nd_ckpt_reaped(struct nd *nd, pid_t pid, int status);
+void nd_ckpt_close(struct nd *nd);
+
+/* ranks.c, for ckpt.c */
+void nd_rank_pipes_watch(struct nd *nd, struct nd_job *job, struct nd_rank *r, int out_r,
+			 int err_r);
+void nd_job_started(struct nd *nd, struct nd_job *job);
+void nd_job_start_failed(struct nd *nd, struct nd_job *job, const char *why);
 
 /* report.c */
 void nd_queue_output(struct nd *nd, struct nd_job *job, uint32_t rank, uint32_t stream,

@@ -4,8 +4,8 @@
  * on its arguments, so a run that was checkpointed, killed and restored must
  * print exactly what an uninterrupted run prints.
  *   ckpt_prog STEPS HEAP_MIB FILE [STEP_MS]
- * stdout: one line per step ("step N sum S"), then "done ...". FILE: one
- * line per step too. */
+ * stdout: one line per step ("step N sum S"), then "done ...". FILE ("%r"
+ * in it: the STORM_RANK): one line per step too. */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,7 +37,15 @@ int main(int argc, char **argv)
 	long steps = atol(argv[1]);
 	size_t n = (size_t)atol(argv[2]) << 20 >> 3;
 	double step_s = (argc > 4 ? atof(argv[4]) : 5) / 1000;
-	FILE *f = fopen(argv[3], "w");
+	/* "%r" in FILE: the storm rank, so ranks of one job write their own file */
+	char path[4096];
+	const char *r = strstr(argv[3], "%r"), *rank = getenv("STORM_RANK");
+	if (r)
+		snprintf(path, sizeof(path), "%.*s%s%s", (int)(r - argv[3]), argv[3],
+			 rank ? rank : "0", r + 2);
+	else
+		snprintf(path, sizeof(path), "%s", argv[3]);
+	FILE *f = fopen(path, "w");
 	uint64_t *heap = malloc(n * sizeof(*heap));
 	if (!f || !heap) {
 		perror("ckpt_prog");
