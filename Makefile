@@ -123,8 +123,9 @@ $(BUILD)/bin/storm_selfsum: tests/cluster/selfsum.c
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -o $@ $<
 .PHONY: clustertest
-clustertest: all $(BUILD)/bin/storm_selfsum
+clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ckpt_prog
 	./tests/cluster/test_cluster.sh $(BUILD)/bin
+	./tests/cluster/test_ckpt.sh $(BUILD)/bin
 	./tests/cluster/test_gang.sh $(BUILD)/bin
 	./tests/cluster/test_netns.sh $(BUILD)/bin
 	./tests/cluster/test_valgrind.sh $(BUILD)/bin

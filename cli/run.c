@@ -534,12 +534,13 @@ static int on_reply(struct run_state *st, Storm__Ctl__Reply *rep)
 	switch (rep->body_case) {
 	case STORM__CTL__REPLY__BODY_SUBMITTED: {
 		Storm__Ctl__Submitted *s = rep->submitted;
-		if (st->job && s->job != st->job) /* restarted from a checkpoint */
+		int restarted = st->job && s->job != st->job;
+		if (restarted) /* from a checkpoint, its node lost */
 			fprintf(stderr, "storm: %s; now job %llu\n",
 				s->reason[0] ? s->reason : "restarted", (unsigned long long)s->job);
 		st->job = s->job;
 		st->xfer_start = now_s();
-		if (s->state && !strcmp(s->state, "QUEUED"))
+		if (!restarted && s->state && !strcmp(s->state, "QUEUED"))
 			fprintf(stderr, "storm: job %llu queued%s%s\n", (unsigned long long)s->job,
 				s->reason[0] ? ": " : "", s->reason);
 		if (st->pending_signal) {

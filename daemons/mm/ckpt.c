@@ -237,9 +237,9 @@ static void ckpt_finish(struct mm *mm, struct job *j, bool ok, const char *why)
 	j->ckpt = NULL;
 	if (j->ckpt_interval)
 		j->ckpt_next = now_s() + j->ckpt_interval;
-	mm_log("job %" PRIu64 ": checkpoint %" PRIu64 " %s: %" PRIu64 " bytes in %.3f s%s%s", j->id,
-	       r->id, ok ? "complete" : "INCOMPLETE", r->bytes, r->seconds, ok ? "" : ": ",
-	       ok ? "" : r->reason);
+	mm_log("job %" PRIu64 ": %s checkpoint %" PRIu64 " (epoch %u): %" PRIu64 " bytes in %.3f s%s%s",
+	       j->id, ok ? "complete" : "INCOMPLETE", r->id, r->epoch, r->bytes, r->seconds,
+	       ok ? "" : ": ", ok ? "" : r->reason);
 	struct client *c = j->ckpt_client;
 	j->ckpt_client = NULL;
 	if (!c)
