@@ -190,18 +190,6 @@ def build(res, results_path, plot_rel):
             "%s %s, %s nodes, %s (%s)" % (r.get("system"), r.get("switch"), r.get("nodes"),
                                           ts_label(r.get("timeslice_us", 0)), r["error"])
             for r in fails) + ". See the run's `log.txt`.")
-        if any(r.get("error") == "cluster up failed" and r.get("timeslice_us", 0) >= 4000000
-               for r in fails):
-            L.append("")
-            L.append(
-                "Why a cluster with a timeslice of several seconds does not come up: a node"
-                " daemon is UP once a strobe reaches it, and the MM sends nodes that are not"
-                " yet UP a probe strobe only every fourth slice (`daemons/mm/slice.c`), every"
-                " 32 s at 8 s, while `storm cluster up` gave up after 34 s with no node UP"
-                " (retried without `--realtime`, the same). Whether the very first probe finds"
-                " the daemons ready is a race (a cluster that did come up at 8 s is in the"
-                " table). The 8 s point needs `cluster up` to wait for several probe periods,"
-                " or the MM to probe new nodes at once.")
         L.append("")
     L.append(
         "Reading it: a job submitted to an idle cluster starts at the next strobe, so *Ta* and"

@@ -181,7 +181,7 @@ static void reply_status(struct mm *mm, struct client *c)
 	client_send(mm, c, &r);
 }
 
-void clients_tick(struct mm *mm)
+void status_waiters_answer(struct mm *mm)
 {
 	bool all_up = nodes_up(mm) == mm->conf.nnodes;
 	double now = now_s();
@@ -190,6 +190,11 @@ void clients_tick(struct mm *mm)
 			c->status_deadline = 0;
 			reply_status(mm, c);
 		}
+}
+
+void clients_tick(struct mm *mm)
+{
+	status_waiters_answer(mm);
 	clients_reap(mm);
 }
 

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 /* epoll tags: small integers for our own fds, client pointers otherwise */
-enum { TAG_LISTEN = 1, TAG_TIMER, TAG_SIGNAL, TAG_SN };
+enum { TAG_LISTEN = 1, TAG_TIMER, TAG_PROBE, TAG_SIGNAL, TAG_SN };
 
 double now_s(void)
 {
@@ -156,8 +156,20 @@ static int start(struct mm *mm, const char *conf_path)
 	struct itimerspec its = { 0 };
 	its.it_interval.tv_sec = c->timeslice_us / 1000000;
 	its.it_interval.tv_nsec = (long)(c->timeslice_us % 1000000) * 1000;
-	its.it_value = its.it_interval;
+	/* slice 1 at once: with long slices, nodes would wait a whole one */
+	its.it_value.tv_nsec = 1000;
 	timerfd_settime(mm->timer_fd, 0, &its, NULL);
+	mm->probe_fd = -1;
+	if ((uint64_t)c->timeslice_us * 4 > PROBE_US) {
+		mm->probe_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+		struct itimerspec p = { .it_interval = { 0, PROBE_US * 1000L } };
+		p.it_value = p.it_interval;
+		if (mm->probe_fd < 0 || timerfd_settime(mm->probe_fd, 0, &p, NULL) < 0 ||
+		    ep_add(mm->epfd, mm->probe_fd, TAG_PROBE) < 0) {
+			mm_log("error: probe timer: %s", strerror(errno));
+			return -1;
+		}
+	}
 	sigset_t ss;
 	sigemptyset(&ss);
 	sigaddset(&ss, SIGTERM);
@@ -265,6 +277,10 @@ static void run(struct mm *mm)
 				uint64_t expirations;
 				if (read(mm->timer_fd, &expirations, 8) == 8)
 					tick = true;
+			} else if (tag == TAG_PROBE) {
+				uint64_t expirations;
+				if (read(mm->probe_fd, &expirations, 8) == 8)
+					probe_tick(mm);
 			} else if (tag == TAG_SIGNAL) {
 				struct signalfd_siginfo si;
 				while (read(mm->signal_fd, &si, sizeof(si)) == sizeof(si))
@@ -315,6 +331,8 @@ static void stop(struct mm *mm)
 	}
 	if (mm->timer_fd > 0)
 		close(mm->timer_fd);
+	if (mm->probe_fd > 0)
+		close(mm->probe_fd);
 	if (mm->signal_fd > 0)
 		close(mm->signal_fd);
 	if (mm->epfd > 0)

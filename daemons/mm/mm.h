@@ -134,6 +134,7 @@ struct mm {
 	struct storm_conf conf;
 	struct sn_ctx *sn;
 	int epfd, listen_fd, timer_fd, signal_fd, sn_fd;
+	int probe_fd; /* armed only when 4 timeslices exceed PROBE_US */
 	uint64_t slice;
 	double slice_start;
 	struct mm_node *nodes;
@@ -177,6 +178,9 @@ void mm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* slice.c */
 void slice_tick(struct mm *mm);
+void probe_tick(struct mm *mm);
+/* how often nodes not UP get the strobe that brings them (back) UP */
+#define PROBE_US 100000u
 void slice_on_report_event(struct mm *mm);
 /* Queues a command for every UP node; nodes outside `targets` (all nodes
  * when targets is NULL) skip it. */
@@ -194,6 +198,8 @@ void client_send_error(struct mm *mm, struct client *c, Storm__Ctl__ErrorCode co
 void client_close(struct mm *mm, struct client *c);
 /* Closes the connection once what was sent is flushed. */
 void client_finish(struct mm *mm, struct client *c);
+/* answers `cluster status --wait` once every node is UP or its wait ran out */
+void status_waiters_answer(struct mm *mm);
 void clients_tick(struct mm *mm);
 void clients_reap(struct mm *mm);
 

@@ -38,8 +38,10 @@ void mark_node(struct mm *mm, int idx, Storm__Ctl__NodeState st, const char *why
 				job_node_lost(mm, j, idx);
 		}
 	}
-	if (st == STORM__CTL__NODE_STATE__UP)
+	if (st == STORM__CTL__NODE_STATE__UP) {
 		jobs_schedule(mm);
+		status_waiters_answer(mm);
+	}
 }
 
 static void send_strobe(struct mm *mm)
@@ -61,8 +63,11 @@ static void send_strobe(struct mm *mm)
 			     mm->slice - n->heard_slice <= suspect_after(mm);
 		if (fresh) {
 			sn_set_add(&tree, fabric_id((uint32_t)i));
-		} else if (n->state == STORM__CTL__NODE_STATE__UP || mm->slice % 4 == 0) {
-			/* suspects every slice, the rest as a probe every fourth */
+		} else if (n->state == STORM__CTL__NODE_STATE__UP ||
+			   (mm->probe_fd < 0 && mm->slice % 4 == 0)) {
+			/* suspects every slice, the rest as a probe every fourth
+			 * slice, or every PROBE_US from probe_tick when slices are
+			 * long (else an 8 s slice kept a starting node waiting 32 s) */
 			sn_set_clear(&single);
 			sn_set_add(&single, fabric_id((uint32_t)i));
 			sn_xfer(mm->sn, &single, GM_STROBE, s, size, SN_NO_EVENT, EV_STROBE,
@@ -77,6 +82,24 @@ static void send_strobe(struct mm *mm)
 	int rc = sn_xfer(mm->sn, &tree, GM_STROBE, s, size, SN_NO_EVENT, EV_STROBE, SN_XFER_SYS);
 	if (rc < 0)
 		mm_log("strobe %llu: %s", (unsigned long long)mm->slice, sn_strerror(mm->sn));
+}
+
+void probe_tick(struct mm *mm)
+{
+	status_waiters_answer(mm); /* their deadlines, between long slices */
+	if (mm->slice == 0)
+		return; /* no strobe yet to probe with */
+	struct sn_nodeset single;
+	size_t size = strobe_size((uint32_t)mm->conf.nnodes);
+	for (int i = 0; i < mm->conf.nnodes; i++) {
+		if (mm->nodes[i].state == STORM__CTL__NODE_STATE__UP)
+			continue;
+		/* the last strobe again: a node that already has it ignores it */
+		sn_set_clear(&single);
+		sn_set_add(&single, fabric_id((uint32_t)i));
+		sn_xfer(mm->sn, &single, GM_STROBE, mm->strobe_buf, size, SN_NO_EVENT, EV_STROBE,
+			SN_XFER_SYS);
+	}
 }
 
 static void check_membership(struct mm *mm)

@@ -47,3 +47,10 @@ has() {
 		sed 's/^/     | /' "$T/$2" | head -20
 	fi
 }
+# has_line NAME FILE TEXT: FILE has a line that is exactly TEXT
+has_line() {
+	if grep -qxF -- "$3" "$T/$2"; then ok "$1"; else
+		bad "$1: no line '$3' in $2"
+		sed 's/^/     | /' "$T/$2" | head -20
+	fi
+}

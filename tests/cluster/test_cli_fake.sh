@@ -19,41 +19,25 @@ cleanup() {
 }
 trap cleanup EXIT
 
-ok() { checks=$((checks + 1)); echo "ok   $1"; }
-bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $1"; }
-# expect NAME WANT_RC CMD...: runs CMD, stdout to $T/out, stderr to $T/err
-expect() {
-	local name=$1 want=$2
-	shift 2
-	"$@" >"$T/out" 2>"$T/err"
-	local rc=$?
-	if [ "$rc" = "$want" ]; then ok "$name (exit $rc)"; else
-		bad "$name: exit $rc, wanted $want"; sed 's/^/     out: /' "$T/out"; sed 's/^/     err: /' "$T/err"; fi
-}
-has() { # has NAME FILE TEXT: FILE contains the line TEXT exactly
-	if grep -qxF -- "$3" "$T/$2"; then ok "$1"; else
-		bad "$1: no line '$3' in $2"; sed 's/^/     | /' "$T/$2"; fi
-}
-
 cd "$T"
 # ---- no cluster, usage
 export STORM_CONF=$T/none/storm.conf
 expect "run without a cluster" 1 "$S" run /bin/true
-has "no-cluster message" err "storm: error: no cluster is up (cannot read configuration $T/none/storm.conf: No such file or directory); start one with 'storm cluster up --nodes N'"
+has_line "no-cluster message" err "storm: error: no cluster is up (cannot read configuration $T/none/storm.conf: No such file or directory); start one with 'storm cluster up --nodes N'"
 mkdir -p "$T/none" && printf '[cluster]\nsocket = %s/none/mm.sock\n[nodes]\nnames = n0\n' "$T" >"$T/none/storm.conf"
 expect "jobs without a cluster" 1 "$S" jobs
-has "no-cluster message" err "storm: error: no cluster is up (cannot connect to $T/none/mm.sock: No such file or directory); start one with 'storm cluster up --nodes N'"
+has_line "no-cluster message" err "storm: error: no cluster is up (cannot connect to $T/none/mm.sock: No such file or directory); start one with 'storm cluster up --nodes N'"
 expect "unknown option" 2 "$S" run --frob x
-has "unknown option message" err "storm run: error: unknown option '--frob'; see 'storm run --help'"
+has_line "unknown option message" err "storm run: error: unknown option '--frob'; see 'storm run --help'"
 expect "missing value" 2 "$S" run -N
 expect "bad count" 2 "$S" run -n zero /bin/true
 expect "no program" 2 "$S" run -N 2
 expect "unknown command" 2 "$S" frob
 expect "missing program" 1 "$S" run ./nope
-has "missing program message" err "storm: error: ./nope: No such file or directory"
+has_line "missing program message" err "storm: error: ./nope: No such file or directory"
 touch noexec
 expect "not executable" 1 "$S" run ./noexec
-has "not executable message" err "storm: error: ./noexec: Permission denied (not executable)"
+has_line "not executable message" err "storm: error: ./noexec: Permission denied (not executable)"
 expect "directory" 1 "$S" run /tmp
 expect "not in PATH" 1 "$S" run no-such-command-xyz
 expect "missing --file" 1 "$S" run --file nofile /bin/true
@@ -73,12 +57,12 @@ printf '[cluster]\nname = fake\nsocket = %s/mm.sock\n[nodes]\nnames = node[00-02
 export STORM_CONF=$T/storm.conf
 
 expect "run streams" 0 "$S" run /bin/true hello
-has "raw stdout" out "second line"
+has_line "raw stdout" out "second line"
 expect "run --label" 0 "$S" run -l -n 3 /bin/true hello
-has "label line" out "1: hello from rank 1"
-has "label joined pieces" out "2: second line"
-has "label partial at the end" out "0: tail"
-has "label stderr" err "2: warn 2"
+has_line "label line" out "1: hello from rank 1"
+has_line "label joined pieces" out "2: second line"
+has_line "label partial at the end" out "0: tail"
+has_line "label stderr" err "2: warn 2"
 [ "$(grep -c '^0: ' out)" = 3 ] && ok "rank 0 has 3 stdout lines" || bad "rank 0 lines: $(cat out)"
 expect "run --timing" 0 "$S" run --timing /bin/true hello
 grep -qE '^storm: job [0-9]+ timing: transfer 12\.3 ms, execute 20\.1 ms, total 35\.0 ms$' err &&
@@ -86,15 +70,15 @@ grep -qE '^storm: job [0-9]+ timing: transfer 12\.3 ms, execute 20\.1 ms, total 
 expect "job exit status" 3 "$S" run /bin/true exit 3
 grep -qE '^storm: error: job [0-9]+: rank 1 exited with status 3$' err && ok "job failure reason" || bad "reason: $(cat err)"
 expect "refused" 1 "$S" run /bin/true refuse
-has "refusal message" err "storm: error: 64 ranks need 16 nodes of 4 CPUs, the cluster has 8"
+has_line "refusal message" err "storm: error: 64 ranks need 16 nodes of 4 CPUs, the cluster has 8"
 expect "lost connection" 1 "$S" run /bin/true drop
-has "lost connection message" err "storm: error: lost connection to the machine manager"
+has_line "lost connection message" err "storm: error: lost connection to the machine manager"
 expect "request contents" 0 "$S" run -N 2 -n 4 -J myjob env env
-has "argv0, program, cwd, env" out "argv0=env program=$(readlink -f "$(command -v env)") cwd=$T HOME=$HOME name=myjob N=2 n=4"
+has_line "argv0, program, cwd, env" out "argv0=env program=$(readlink -f "$(command -v env)") cwd=$T HOME=$HOME name=myjob N=2 n=4"
 echo hello >data.txt
 expect "--file descriptors" 0 "$S" run --file data.txt --file "$T/storm.conf" /bin/true files
-has "file 1" out "file data.txt 6 bytes"
-has "file 2" out "file storm.conf $(stat -c %s "$T/storm.conf") bytes"
+has_line "file 1" out "file data.txt 6 bytes"
+has_line "file 2" out "file storm.conf $(stat -c %s "$T/storm.conf") bytes"
 expect "--no-bcast sends no program" 0 "$S" run --no-bcast --file data.txt /bin/true files
 expect "progress" 0 "$S" run /bin/true progress
 grep -qE '^storm: job [0-9]+: transferring .* of 48\.0 MiB' err && ok "progress line" || bad "progress: $(cat err)"
@@ -110,7 +94,7 @@ cat <&8 >"$T/out"
 exec 8<&-
 wait $P; rc=$?
 [ $rc = 130 ] && ok "Ctrl-C: exit 130" || bad "Ctrl-C: exit $rc"
-has "Ctrl-C reached the job" out "got signal 2"
+has_line "Ctrl-C reached the job" out "got signal 2"
 env --default-signal=INT "$S" run /bin/true hang >"$T/run.fifo" 2>"$T/err" & P=$!
 exec 8<"$T/run.fifo"
 read -r line <&8 # "waiting"
@@ -121,7 +105,7 @@ cat <&8 >"$T/out"
 exec 8<&-
 wait $P; rc=$?
 [ $rc = 137 ] && ok "double Ctrl-C: exit 137" || bad "double Ctrl-C: exit $rc"
-has "SIGKILL reached the job" out "got signal 9"
+has_line "SIGKILL reached the job" out "got signal 9"
 
 expect "submit" 0 "$S" submit -o "out-%j.txt" /bin/true
 grep -qE '^Submitted job [0-9]+$' out && ok "submit message" || bad "submit: $(cat out)"
@@ -141,13 +125,13 @@ grep -qE '^node02 +DOWN +4 -$' out && ok "nodes row" || bad "nodes: $(cat out)"
 expect "nodes --json" 0 "$S" nodes --json
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["nodes"][0]["jobs"]==[6]' out && ok "nodes JSON" || bad "nodes JSON"
 expect "cluster status" 0 "$S" cluster status
-has "status not-up list" out "not up: node02"
+has_line "status not-up list" out "not up: node02"
 expect "cluster status --json" 0 "$S" cluster status --json
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["nodes_not_up"]==["node02"]' out && ok "status JSON" || bad "status JSON"
 expect "cancel" 0 "$S" cancel -s USR1 7
 expect "cancel not found / permission" 1 "$S" cancel 404 13 7
-has "not found" err "storm: error: cancel 404: no job 404"
-has "permission" err "storm: error: cancel 13: job 13 belongs to alice, not to you"
+has_line "not found" err "storm: error: cancel 404: no job 404"
+has_line "permission" err "storm: error: cancel 13: job 13 belongs to alice, not to you"
 kill $MM_PID; wait $MM_PID 2>/dev/null; MM_PID=
 expect "connection refused, no hang" 1 timeout 10 "$S" jobs
 unset STORM_CONF
@@ -158,13 +142,13 @@ cp "$S" "$T/bin/storm"
 cp "$BIN/fake_ctl_mm" "$T/bin/stormmm"
 cp "$HERE/fake_stormnd" "$T/bin/stormnd"
 expect "cluster up" 0 "$T/bin/storm" cluster up --nodes 12 --dir "$T/c" --timeslice-us 500
-has "up line" out "storm: cluster 'storm' up: 12 nodes node[00-11], tcp;ofi_rxm, timeslice 500 us ($T/c)"
+has_line "up line" out "storm: cluster 'storm' up: 12 nodes node[00-11], tcp;ofi_rxm, timeslice 500 us ($T/c)"
 [ "$(wc -l <"$T/c/pids")" = 13 ] && ok "13 pids" || bad "pids: $(cat "$T/c/pids")"
 expect "up again refused" 1 "$T/bin/storm" cluster up --nodes 2 --dir "$T/c"
 expect "status --dir" 0 "$T/bin/storm" cluster status --dir "$T/c"
 expect "jobs via --conf" 0 "$T/bin/storm" --conf "$T/c/storm.conf" jobs
 expect "cluster down" 0 "$T/bin/storm" cluster down --dir "$T/c"
-has "down line" out "storm: cluster down ($T/c)"
+has_line "down line" out "storm: cluster down ($T/c)"
 [ ! -e "$T/c/pids" ] && [ ! -e "$T/c/state" ] && [ ! -e "$T/c/fabric" ] && [ -d "$T/c/log" ] &&
 	ok "runtime files removed, logs kept" || bad "left: $(ls "$T/c")"
 expect "down again" 0 "$T/bin/storm" cluster down --dir "$T/c"
@@ -174,14 +158,14 @@ mm=$(awk '$2 == "mm" {print $1}' "$T/c/pids")
 kill -9 "$mm"
 gone "$mm"
 expect "up over a stale cluster" 0 "$T/bin/storm" cluster up --nodes 2 --dir "$T/c"
-has "stale cleaned" err "storm: cleaned up a stale cluster in $T/c"
+has_line "stale cleaned" err "storm: cleaned up a stale cluster in $T/c"
 mm=$(awk '$2 == "mm" {print $1}' "$T/c/pids")
 kill -9 "$mm"
 gone "$mm"
 expect "down on a dead cluster" 0 "$T/bin/storm" cluster down --dir "$T/c"
 grep -q "no cluster was up in $T/c; cleaned up" out && ok "dead cluster cleaned" || bad "down: $(cat out)"
 FAKE_ND_FAIL=node01 expect "a node that dies at start" 1 "$T/bin/storm" cluster up --nodes 3 --dir "$T/c"
-has "dead node named" err "storm: error: node01 exited with status 3 during start-up:"
+has_line "dead node named" err "storm: error: node01 exited with status 3 during start-up:"
 [ ! -e "$T/c/pids" ] && ok "failed up cleaned" || bad "pids left after a failed up"
 
 echo "$checks checks, $fails failed"

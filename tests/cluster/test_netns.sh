@@ -19,8 +19,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-ok() { checks=$((checks + 1)); echo "ok   $1"; }
-bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $1"; }
 if [ "$(id -u)" != 0 ]; then
 	echo "FAIL test_netns.sh needs root (network namespaces)"
 	exit 1

@@ -16,8 +16,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 fails=0
-ok() { echo "ok   $1"; }
-bad() { fails=$((fails + 1)); echo "FAIL $1"; }
 cat >"$STORM_CONF" <<CONF
 [cluster]
 state_dir = $T/state
