@@ -220,11 +220,59 @@ int ckpt_begin(struct mm *mm, struct job *j, struct client *c, char *why, size_t
 		return -1;
 	}
 	/* out of the run list from the next strobe on: the nodes stop it */
+	r->periodic = !c;
 	j->ckpt = r;
 	j->ckpt_client = c;
 	mm_log("job %" PRIu64 ": checkpoint %" PRIu64 " (epoch %u) started", j->id, r->id,
 	       r->epoch);
 	return 0;
+}
+
+#define KEEP_PERIODIC 2 /* complete periodic checkpoints kept per job */
+
+static void remove_images(struct mm *mm, const struct mm_ckpt *r)
+{
+	char dir[96];
+	rel_dir(dir, sizeof(dir), r->job, r->epoch);
+	Storm__Cl__Checkpoint ck = STORM__CL__CHECKPOINT__INIT;
+	ck.job = r->job;
+	ck.id = r->id;
+	ck.dir = dir;
+	ck.remove = true;
+	Storm__Cl__Command cmd = STORM__CL__COMMAND__INIT;
+	cmd.body_case = STORM__CL__COMMAND__BODY_CHECKPOINT;
+	cmd.checkpoint = &ck;
+	cmd_queue(mm, &cmd, r->nodes, r->nnodes);
+}
+
+/* Periodic checkpoints would fill the nodes' disks: once one completes,
+ * the job's older periodic ones go, but for the last KEEP_PERIODIC complete.
+ * Those taken by storm checkpoint stay until deleted. */
+static void prune(struct mm *mm, uint64_t job)
+{
+	for (;;) {
+		struct mm_ckpt *victim = NULL, *newest = NULL;
+		for (struct mm_ckpt *r = mm->ckpts; r; r = r->next)
+			if (r->job == job && r->periodic)
+				newest = r;
+		for (struct mm_ckpt *r = newest ? mm->ckpts : NULL; r; r = r->next) {
+			if (r->job != job || !r->periodic)
+				continue;
+			unsigned newer = 0;
+			for (struct mm_ckpt *q = r->next; q; q = q->next)
+				newer += q->job == job && q->periodic && q->complete;
+			if (newer >= KEEP_PERIODIC) {
+				victim = r;
+				break;
+			}
+		}
+		if (!victim)
+			return;
+		mm_log("job %" PRIu64 ": checkpoint %" PRIu64 " (epoch %u) pruned", job, victim->id,
+		       victim->epoch);
+		remove_images(mm, victim);
+		ckpt_rec_delete(mm, victim);
+	}
 }
 
 static void ckpt_finish(struct mm *mm, struct job *j, bool ok, const char *why)
@@ -240,6 +288,8 @@ static void ckpt_finish(struct mm *mm, struct job *j, bool ok, const char *why)
 	mm_log("job %" PRIu64 ": %s checkpoint %" PRIu64 " (epoch %u): %" PRIu64 " bytes in %.3f s%s%s",
 	       j->id, ok ? "complete" : "INCOMPLETE", r->id, r->epoch, r->bytes, r->seconds,
 	       ok ? "" : ": ", ok ? "" : r->reason);
+	if (ok && r->periodic)
+		prune(mm, j->id);
 	struct client *c = j->ckpt_client;
 	j->ckpt_client = NULL;
 	if (!c)
@@ -597,17 +647,7 @@ static void handle_delete(struct mm *mm, struct client *c, uint64_t id)
 					  "checkpoint %llu is being taken", (unsigned long long)id);
 			return;
 		}
-	char dir[96];
-	rel_dir(dir, sizeof(dir), r->job, r->epoch);
-	Storm__Cl__Checkpoint ck = STORM__CL__CHECKPOINT__INIT;
-	ck.job = r->job;
-	ck.id = r->id;
-	ck.dir = dir;
-	ck.remove = true;
-	Storm__Cl__Command cmd = STORM__CL__COMMAND__INIT;
-	cmd.body_case = STORM__CL__COMMAND__BODY_CHECKPOINT;
-	cmd.checkpoint = &ck;
-	cmd_queue(mm, &cmd, r->nodes, r->nnodes);
+	remove_images(mm, r);
 	reply_info(mm, c, r);
 	mm_log("checkpoint %llu deleted by uid %u", (unsigned long long)id, (unsigned)c->uid);
 	ckpt_rec_delete(mm, r);

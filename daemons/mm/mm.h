@@ -114,6 +114,7 @@ struct mm_ckpt {
 	uint32_t nodes_done;
 	uint64_t bytes;
 	bool complete, failed;
+	bool periodic;           /* taken by --checkpoint-interval: pruned (ckpt.c) */
 	char reason[256];
 	double time, t_start, seconds;
 	/* the job, as a restart relaunches it */

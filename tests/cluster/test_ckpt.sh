@@ -170,6 +170,13 @@ grep -q "stopped responding; job $FJ restarts from checkpoint" fail.err &&
 	ok "  storm run says it restarted" || bad "  storm run says it restarted"
 same_files "  files identical to an uninterrupted run"
 grep -q "^done " fail.out && ok "  the job ran to its end" || bad "  the job ran to its end"
+# periodic checkpoints are pruned to the last two complete ones per job
+over=$(storm checkpoints --json | python3 -c '
+import collections, json, sys
+n = collections.Counter(k["job"] for k in json.load(sys.stdin)["checkpoints"] if k["complete"] and k["job"] > int(sys.argv[1]) - 1)
+print(sum(1 for v in n.values() if v > 2))' "$FJ")
+[ "$over" = 0 ] && ok "  at most two periodic checkpoints kept per job" ||
+	bad "  at most two periodic checkpoints kept per job"
 
 echo "test_ckpt: $((checks - fails))/$checks passed"
 [ "$fails" = 0 ]
