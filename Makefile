@@ -18,7 +18,7 @@ ND_SRC  := $(wildcard daemons/node/*.c)
 CLI_SRC := $(wildcard cli/*.c)
 DAEMON_LIBS := -lfabric -lprotobuf-c -linih -ljansson
 
-.PHONY: all deps bench-deps demo check unit unit-asan nettest bench bench-launch bench-gang clean
+.PHONY: all deps bench-deps demo check unit unit-asan nettest bench bench-launch bench-gang bench-ckpt clean
 all: $(BUILD)/lib/libstormnet.a $(BUILD)/lib/libstormcommon.a $(BUILD)/bin/primitives_demo \
      $(BUILD)/bin/sn_mptest $(BUILD)/bin/unit_tests $(BUILD)/bin/stormmm $(BUILD)/bin/stormnd \
      $(BUILD)/bin/storm $(BUILD)/lib/libstormckpt.a $(BUILD)/bin/storm-ckpt
@@ -147,6 +147,7 @@ bench: bench-deps
 	./bench/timeslice/run.sh 8
 	./bench/timeslice/run.sh 64
 	$(MAKE) bench-gang-run
+	$(MAKE) bench-ckpt-run
 
 # gang scheduling (the STORM paper's Figure 3): two CPU-bound jobs alone and
 # together against the timeslice, trace statistics, signals vs freezer, Slurm's gang
@@ -157,6 +158,16 @@ bench-gang-run:
 	$(MAKE) all $(BUILD)/bin/gang_spin
 	./bench/gang/run.sh
 	python3 bench/gang/report.py bench/results/gang-latest/results.jsonl docs/BENCHMARKS.md docs/gang.svg
+
+# checkpoint/restart: checkpoint and restart time against job memory on 8
+# virtual nodes vs dd's bandwidth, failure-free overhead at 10 s and 60 s
+bench-ckpt: bench-deps
+	$(MAKE) bench-ckpt-run
+.PHONY: bench-ckpt-run
+bench-ckpt-run:
+	$(MAKE) all $(BUILD)/bin/ckpt_prog
+	./bench/checkpoint/run.sh
+	python3 bench/checkpoint/report.py bench/results/ckpt-latest/results.jsonl docs/BENCHMARKS.md
 
 # the launch experiment alone (storm against srun --bcast, srun, mpiexec, copies)
 bench-launch: bench-deps

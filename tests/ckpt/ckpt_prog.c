@@ -3,7 +3,10 @@
  * move brk, and pacing by clock_gettime (the vDSO). Its output depends only
  * on its arguments, so a run that was checkpointed, killed and restored must
  * print exactly what an uninterrupted run prints.
- *   ckpt_prog STEPS HEAP_MIB FILE [STEP_MS]
+ *   ckpt_prog STEPS HEAP_MIB FILE [STEP_MS [spin|sleep]]
+ * A step waits for its STEP_MS by spinning on clock_gettime (default) or by
+ * clock_nanosleep (bench/checkpoint: little CPU, so the runtime is the steps'
+ * time plus whatever stopped the program).
  * stdout: one line per step ("step N sum S"), then "done ...". FILE ("%r"
  * in it: the STORM_RANK): one line per step too. */
 #include <signal.h>
@@ -31,12 +34,13 @@ static double now(void)
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: ckpt_prog STEPS HEAP_MIB FILE [STEP_MS]\n");
+		fprintf(stderr, "usage: ckpt_prog STEPS HEAP_MIB FILE [STEP_MS [spin|sleep]]\n");
 		return 2;
 	}
 	long steps = atol(argv[1]);
 	size_t n = (size_t)atol(argv[2]) << 20 >> 3;
 	double step_s = (argc > 4 ? atof(argv[4]) : 5) / 1000;
+	int sleeping = argc > 5 && !strcmp(argv[5], "sleep");
 	/* "%r" in FILE: the storm rank, so ranks of one job write their own file */
 	char path[4096];
 	const char *r = strstr(argv[3], "%r"), *rank = getenv("STORM_RANK");
@@ -74,6 +78,11 @@ int main(int argc, char **argv)
 		memset(grow + growlen - 4096, (int)(s & 0xff), 4096);
 		if (s % 7 == 0)
 			raise(SIGUSR1);
+		if (sleeping) {
+			struct timespec ts = { (time_t)until, (long)((until - (time_t)until) * 1e9) };
+			while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
+				; /* EINTR: a checkpoint interrupted it; the deadline stands */
+		}
 		while (now() < until)
 			;
 		printf("step %ld sum %016llx hits %d\n", s, (unsigned long long)sum, (int)hits);
