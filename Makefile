@@ -16,7 +16,8 @@ PROTO_H := $(PROTO_C:.c=.h)
 MM_SRC  := $(wildcard daemons/mm/*.c) scheduler/matrix.c
 ND_SRC  := $(wildcard daemons/node/*.c)
 CLI_SRC := $(wildcard cli/*.c)
-DAEMON_LIBS := -lfabric -lprotobuf-c -linih -ljansson
+AUTH_LIBS := -lmunge -lsodium
+DAEMON_LIBS := -lfabric -lprotobuf-c -linih -ljansson $(AUTH_LIBS)
 
 .PHONY: all deps bench-deps demo check unit unit-asan nettest bench bench-launch bench-gang bench-ckpt clean
 all: $(BUILD)/lib/libstormnet.a $(BUILD)/lib/libstormcommon.a $(BUILD)/bin/primitives_demo \
@@ -88,24 +89,33 @@ $(BUILD)/bin/stormnd: $(ND_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormckpt.a
 	$(CC) -o $@ $^ $(DAEMON_LIBS) -lxxhash
 $(BUILD)/bin/storm: $(CLI_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormcommon.a
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ -lprotobuf-c -linih -ljansson
+	$(CC) -o $@ $^ -lprotobuf-c -linih -ljansson $(AUTH_LIBS)
 
 # a CPU-bound rank for bench/gang
 $(BUILD)/bin/gang_spin: bench/gang/spin.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -o $@ $<
 
+# the cost of authentication on the strobe path (docs/BENCHMARKS.md)
+$(BUILD)/bin/mac_bench: $(BUILD)/obj/bench/auth/mac_bench.o $(BUILD)/lib/libstormcommon.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(AUTH_LIBS)
+.PHONY: bench-auth
+bench-auth: $(BUILD)/bin/mac_bench
+	./bench/auth/run.sh $(BUILD)/bin
+
 # ---- tests
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_LIB := net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wire.c \
             common/hostlist.c common/config.c scheduler/matrix.c cli/opts.c cli/label.c cli/fmt.c cli/mview.c \
+            common/gm_auth.c common/ctl_auth.c daemons/mm/access.c \
             checkpoint/image.c checkpoint/util.c
 $(BUILD)/bin/unit_tests: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_LIB:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ -lcunit -linih -lxxhash
+	$(CC) -o $@ $^ -lcunit -linih $(AUTH_LIBS) -lxxhash
 $(BUILD)/bin/unit_tests_asan: $(UNIT_SRC:%.c=$(BUILD)/asan/%.o) $(UNIT_LIB:%.c=$(BUILD)/asan/%.o)
 	@mkdir -p $(dir $@)
-	$(CC) $(SANFLAGS) -o $@ $^ -lcunit -linih -lxxhash
+	$(CC) $(SANFLAGS) -o $@ $^ -lcunit -linih $(AUTH_LIBS) -lxxhash
 $(BUILD)/bin/sn_mptest: $(BUILD)/obj/tests/net/sn_mptest.o $(BUILD)/obj/tests/lib/spawn.o \
                         $(BUILD)/lib/libstormnet.a
 	@mkdir -p $(dir $@)
@@ -123,8 +133,9 @@ $(BUILD)/bin/storm_selfsum: tests/cluster/selfsum.c
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -o $@ $<
 .PHONY: clustertest
-clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ckpt_prog
+clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/ckpt_prog
 	./tests/cluster/test_cluster.sh $(BUILD)/bin
+	./tests/cluster/test_users.sh $(BUILD)/bin
 	./tests/cluster/test_ckpt.sh $(BUILD)/bin
 	./tests/cluster/test_gang.sh $(BUILD)/bin
 	./tests/cluster/test_netns.sh $(BUILD)/bin
@@ -132,7 +143,7 @@ clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ckpt_prog
 
 check: deps
 	$(MAKE) all
-	$(MAKE) unit unit-asan ckpttest clitest ndtest clustertest nettest
+	$(MAKE) unit unit-asan fuzz-check ckpttest clitest ndtest clustertest nettest
 
 # the main job on the embedded default: an 8-node virtual cluster on this
 # machine, one 32-rank job with a 12 MiB program multicast to every node
@@ -176,15 +187,23 @@ bench-launch: bench-deps
 clean:
 	rm -rf $(BUILD)
 
+# libFuzzer harnesses: `make fuzz`, `make fuzz-check` (fuzz/README.md)
+include fuzz/fuzz.mk
+
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # ---- the storm CLI against a scripted stand-in machine manager
 $(BUILD)/bin/fake_ctl_mm: $(BUILD)/obj/tests/cluster/fake_ctl_mm.o $(BUILD)/lib/libstormcommon.a
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ -lprotobuf-c -linih -lpthread
+	$(CC) -o $@ $^ -lprotobuf-c -linih -lpthread $(AUTH_LIBS)
 .PHONY: clitest
 clitest: $(BUILD)/bin/storm $(BUILD)/bin/fake_ctl_mm
 	./tests/cluster/test_cli_fake.sh $(BUILD)/bin
+
+# forged, altered and replayed control frames (tests/cluster/test_users.sh)
+$(BUILD)/bin/ctl_forge: $(BUILD)/obj/tests/cluster/ctl_forge.o $(BUILD)/lib/libstormcommon.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ -lprotobuf-c -linih $(AUTH_LIBS)
 
 # ---- node daemon against a stand-in MM (tests/cluster/fake_mm.c)
 .PHONY: ndtest ndtest-valgrind

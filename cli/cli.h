@@ -4,6 +4,9 @@
 #define STORM_CLI_H
 
 #include <limits.h>
+#include <stdio.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "config.h"
 #include "control.pb-c.h"
@@ -35,9 +38,16 @@ int cli_connect(struct cli *c);
 /* Sends one Request (version set here) with descriptors. 0 or -errno. */
 int ctl_send(int fd, Storm__Ctl__Request *req, const int *fds, int nfds);
 /* Receives one Reply within timeout_ms (-1: no limit). 0, -ETIMEDOUT, -EPIPE
- * (closed), -EPROTO (undecodable or another protocol version), -errno. */
+ * (closed), -EPROTO (undecodable or another protocol version), -EBADMSG (not
+ * authenticated), -errno. */
 int ctl_recv(int fd, int timeout_ms, Storm__Ctl__Reply **rep);
 void ctl_reply_free(Storm__Ctl__Reply *rep);
+/* Checks a received frame's tag (common/ctl_auth.h) and decodes the Reply:
+ * 0, -EBADMSG (not authenticated), -EPROTO, -EPROTONOSUPPORT (printed). */
+int ctl_decode_reply(int fd, const uint8_t *buf, size_t len, Storm__Ctl__Reply **rep);
+/* The munged socket requests are signed with ("" or NULL: MUNGE's default);
+ * cli_load_conf sets it from storm.conf. */
+void ctl_set_munge_socket(const char *path);
 /* Prints why a ctl_send/ctl_recv failed, as one "storm: error:" line. */
 void ctl_report(int err);
 
@@ -64,5 +74,7 @@ int cmd_restart(struct cli *c, int argc, char **argv);
 int cmd_checkpoints(struct cli *c, int argc, char **argv);
 /* run.c: streams a submitted job on fd like storm run; its exit code */
 int cli_stream(struct cli *c, int fd, const char *cmd, int label);
+/* `storm matrix` without --json: the header line, the grid, the jobs. */
+void matrix_draw(const Storm__Ctl__Matrix *m, FILE *f);
 
 #endif

@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "gm_auth.h"
+#include "munged.h"
 #include "netns.h"
 #include "fmt.h"
 #include "hostlist.h"
@@ -316,11 +318,12 @@ static int stop_daemons(const char *pids_file, const char *conf, double grace_s,
 	return running;
 }
 
-/* Removes what a cluster leaves at run time; DIR/log and storm.conf stay. */
+/* Removes what a cluster leaves at run time; DIR/log and storm.conf stay.
+ * Its munged goes too: after the daemons, which may still ask it. */
 static int remove_runtime(const char *dir)
 {
-	static const char *names[] = { "fabric", "state", "mm.sock", "pids" };
-	int removed = netns_down(dir);
+	static const char *names[] = { "fabric", "state", "mm.sock", "pids", "cluster.key" };
+	int removed = netns_down(dir) + munged_stop(dir);
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		char path[PATH_MAX];
 		struct stat st;
@@ -556,8 +559,10 @@ static int cluster_up(const struct up_opts *o)
 	struct storm_conf old;
 	char cerr[512];
 	const char *old_sock = sock;
-	if (conf_load(conf_path, &old, cerr, sizeof(cerr)) == 0)
+	if (conf_load(conf_path, &old, cerr, sizeof(cerr)) == 0) {
 		old_sock = old.socket;
+		ctl_set_munge_socket(old.munge_socket);
+	}
 	Storm__Ctl__Reply *rep = ask_status(old_sock, 0, &err);
 	if (rep || (err != -ECONNREFUSED && err != -ENOENT)) {
 		if (rep && rep->body_case == STORM__CTL__REPLY__BODY_STATUS)
@@ -618,14 +623,28 @@ static int cluster_up(const struct up_opts *o)
 	snprintf(conf.state_dir, sizeof(conf.state_dir), "%s/state", dir);
 	snprintf(conf.socket, sizeof(conf.socket), "%s", sock);
 	snprintf(conf.bootstrap, sizeof(conf.bootstrap), "dir:%s/fabric", dir);
+	/* a fresh cluster key and munged for every cluster (docs/ARCHITECTURE.md,
+	 * "Security"): the daemons and this CLI read their paths from storm.conf */
+	snprintf(conf.key_file, sizeof(conf.key_file), "%s/cluster.key", dir);
+	munged_socket_path(dir, conf.munge_socket, sizeof(conf.munge_socket));
 	conf.nnodes = (int)o->nodes;
 	virtual_node_names(conf.nnodes, conf.nodes);
+	char emsg[2 * PATH_MAX + 128];
 	int rc = conf_write(&conf, conf_path);
+	if (rc == 0 && (rc = gm_key_create(conf.key_file)) != 0)
+		snprintf(emsg, sizeof(emsg), "cannot create the cluster key %s: %s", conf.key_file,
+			 strerror(-rc));
+	else if (rc != 0)
+		snprintf(emsg, sizeof(emsg), "cannot write %s: %s", conf_path, strerror(-rc));
+	else if (munged_start(dir, emsg, sizeof(emsg)) != 0)
+		rc = -1;
 	if (rc != 0) {
-		fprintf(stderr, "storm: error: cannot write %s: %s\n", conf_path, strerror(-rc));
+		fprintf(stderr, "storm: error: %s\n", emsg);
+		remove_runtime(dir);
 		conf_free(&conf);
 		return EXIT_STORM;
 	}
+	ctl_set_munge_socket(conf.munge_socket);
 
 	struct daemon *d = calloc(o->nodes + 1, sizeof(*d));
 	if (!d) {
@@ -978,8 +997,9 @@ static const char down_help[] =
 	"Usage: storm cluster down [--dir DIR]\n"
 	"\n"
 	"Asks the machine manager to shut down, waits for every daemon of the\n"
-	"virtual cluster (DIR/pids) to exit, kills those that do not, and removes\n"
-	"DIR/fabric, DIR/state, DIR/mm.sock and DIR/pids; DIR/log stays. On a\n"
+	"virtual cluster (DIR/pids) to exit, kills those that do not, stops the\n"
+	"cluster's munged, and removes DIR/fabric, DIR/state, DIR/mm.sock,\n"
+	"DIR/pids, DIR/munge and DIR/cluster.key; DIR/log stays. On a\n"
 	"cluster that is not up it removes what is left and says so (exit 0).\n"
 	"\n"
 	"      --dir DIR  the virtual cluster in DIR (default: the usual search)\n"
@@ -1025,6 +1045,7 @@ static int cmd_down(struct cli *c, int argc, char **argv)
 		snprintf(st, sizeof(st), "%s/state", dir);
 		is_virtual |= !strcmp(conf.socket, sock) && !strcmp(conf.state_dir, st);
 		snprintf(sock, sizeof(sock), "%s", conf.socket);
+		ctl_set_munge_socket(conf.munge_socket);
 		conf_free(&conf);
 	} else if (!is_virtual) {
 		printf("storm: no cluster is up (%s); nothing to take down\n", err);

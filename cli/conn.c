@@ -12,7 +12,56 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "ctl_auth.h"
 #include "frame.h"
+
+/* ---- authentication (common/ctl_auth.h): one session per connection,
+ * found by its descriptor (a new connection on a reused fd starts anew) */
+
+static char munge_socket[PATH_MAX];
+static char auth_error[320]; /* why the last reply or request failed it */
+
+struct conn_session {
+	int fd;
+	struct ctl_session s;
+	struct conn_session *next;
+};
+static struct conn_session *sessions;
+
+void ctl_set_munge_socket(const char *path)
+{
+	snprintf(munge_socket, sizeof(munge_socket), "%s", path ? path : "");
+}
+
+static struct ctl_session *session_of(int fd)
+{
+	for (struct conn_session *cs = sessions; cs; cs = cs->next)
+		if (cs->fd == fd)
+			return &cs->s;
+	return NULL;
+}
+
+/* A fresh session for a new connection to the MM, whose uid (from the
+ * socket) is the only one allowed to read our credential. */
+static int session_new(int fd)
+{
+	struct ucred cr;
+	socklen_t crlen = sizeof(cr);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) != 0)
+		return -errno;
+	struct ctl_session *s = session_of(fd);
+	if (!s) {
+		struct conn_session *cs = calloc(1, sizeof(*cs));
+		if (!cs)
+			return -ENOMEM;
+		cs->fd = fd;
+		cs->next = sessions;
+		sessions = cs;
+		s = &cs->s;
+	}
+	ctl_session_init(s, false, munge_socket, cr.uid);
+	return 0;
+}
 
 double now_s(void)
 {
@@ -103,6 +152,7 @@ int cli_load_conf(struct cli *c)
 		return -1;
 	}
 	c->have_conf = 1;
+	ctl_set_munge_socket(c->conf.munge_socket);
 	return 0;
 }
 
@@ -119,8 +169,14 @@ int ctl_connect(const char *path, int timeout_ms)
 	 * retry it until the deadline. */
 	double deadline = now_s() + timeout_ms / 1000.0;
 	for (;;) {
-		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			int e = session_new(fd);
+			if (e < 0) {
+				close(fd);
+				return e;
+			}
 			return fd;
+		}
 		int e = errno;
 		if (e == EINTR)
 			continue;
@@ -149,15 +205,56 @@ int cli_connect(struct cli *c)
 
 int ctl_send(int fd, Storm__Ctl__Request *req, const int *fds, int nfds)
 {
+	struct ctl_session *s = session_of(fd);
+	if (!s)
+		return -ENOTCONN;
 	req->version = CTL_VERSION;
-	size_t len = storm__ctl__request__get_packed_size(req);
-	uint8_t *buf = malloc(len ? len : 1);
+	size_t len = storm__ctl__request__get_packed_size(req), elen;
+	uint8_t *buf = malloc(len ? len : 1), *env;
 	if (!buf)
 		return -ENOMEM;
 	storm__ctl__request__pack(req, buf);
-	int rc = frame_send(fd, buf, len, fds, nfds);
+	int rc = ctl_auth_wrap(s, buf, len, &env, &elen, auth_error, sizeof(auth_error));
 	free(buf);
+	if (rc < 0)
+		return rc == -ENOMEM || rc == -EMSGSIZE ? rc : -EKEYREJECTED;
+	rc = frame_send(fd, env, elen, fds, nfds);
+	free(env);
 	return rc;
+}
+
+int ctl_decode_reply(int fd, const uint8_t *buf, size_t len, Storm__Ctl__Reply **rep)
+{
+	struct ctl_session *s = session_of(fd);
+	const uint8_t *body;
+	size_t blen;
+	bool plain;
+	*rep = NULL;
+	if (!s)
+		return -ENOTCONN;
+	if (ctl_auth_unwrap(s, buf, len, &body, &blen, &plain, auth_error, sizeof(auth_error)) !=
+	    CTL_AUTH_OK)
+		return -EBADMSG;
+	*rep = storm__ctl__reply__unpack(NULL, blen, body);
+	if (!*rep)
+		return -EPROTO;
+	if (plain && (*rep)->body_case != STORM__CTL__REPLY__BODY_ERROR) {
+		/* an MM that could not authenticate us can only refuse */
+		snprintf(auth_error, sizeof(auth_error), "an untagged reply that is not an error");
+		ctl_reply_free(*rep);
+		*rep = NULL;
+		return -EBADMSG;
+	}
+	if ((*rep)->version != CTL_VERSION) {
+		fprintf(stderr,
+			"storm: error: the machine manager speaks control protocol version "
+			"%u, this storm speaks %u\n",
+			(*rep)->version, CTL_VERSION);
+		ctl_reply_free(*rep);
+		*rep = NULL;
+		return -EPROTONOSUPPORT;
+	}
+	return 0;
 }
 
 int ctl_recv(int fd, int timeout_ms, Storm__Ctl__Reply **rep)
@@ -184,21 +281,8 @@ int ctl_recv(int fd, int timeout_ms, Storm__Ctl__Reply **rep)
 			break;
 		}
 	}
-	if (rc == 1) {
-		*rep = storm__ctl__reply__unpack(NULL, rx.len, rx.buf);
-		rc = 0;
-		if (!*rep)
-			rc = -EPROTO;
-		else if ((*rep)->version != CTL_VERSION) {
-			fprintf(stderr,
-				"storm: error: the machine manager speaks control protocol version "
-				"%u, this storm speaks %u\n",
-				(*rep)->version, CTL_VERSION);
-			ctl_reply_free(*rep);
-			*rep = NULL;
-			rc = -EPROTONOSUPPORT;
-		}
-	}
+	if (rc == 1)
+		rc = ctl_decode_reply(fd, rx.buf, rx.len, rep);
 	frame_rx_reset(&rx);
 	return rc;
 }
@@ -223,6 +307,13 @@ void ctl_report(int err)
 		fprintf(stderr, "storm: error: undecodable reply from the machine manager\n");
 		break;
 	case -EPROTONOSUPPORT: /* already said which versions */
+		break;
+	case -EKEYREJECTED:
+		fprintf(stderr, "storm: error: %s\n", auth_error);
+		break;
+	case -EBADMSG:
+		fprintf(stderr, "storm: error: reply from the machine manager not authenticated: %s\n",
+			auth_error);
 		break;
 	default:
 		fprintf(stderr, "storm: error: talking to the machine manager: %s\n",

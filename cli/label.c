@@ -61,7 +61,10 @@ static struct label_part *part(struct label_split *l, unsigned rank, int is_stde
 int label_feed(struct label_split *l, unsigned rank, int is_stderr, const void *data,
 	       size_t len, struct strbuf *out)
 {
-	struct label_part *p = part(l, rank, is_stderr);
+	if (len == 0) /* data may be NULL then, and NULL + 0 is undefined */
+		return 0;
+	struct label_part none = {0};
+	struct label_part *p = rank < LABEL_MAX_RANKS ? part(l, rank, is_stderr) : &none;
 	if (!p)
 		return -ENOMEM;
 	const char *s = data, *end = s + len;
@@ -78,7 +81,7 @@ int label_feed(struct label_split *l, unsigned rank, int is_stderr, const void *
 	size_t rest = (size_t)(end - s);
 	if (rest == 0)
 		return 0;
-	if (p->len + rest > LABEL_PARTIAL_MAX) {
+	if (p->len + rest > LABEL_PARTIAL_MAX || p == &none) {
 		int rc = emit(out, rank, p->data, p->len, s, rest);
 		p->len = 0;
 		return rc;

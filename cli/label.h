@@ -9,6 +9,9 @@
 /* A partial line longer than this is emitted as a line of its own, so a rank
  * that never writes a newline cannot grow the CLI without bound. */
 #define LABEL_PARTIAL_MAX 65536
+/* Ranks a job can have (1000 nodes of 4096 ranks) fit below this; the
+ * partial line of a rank beyond it is not kept (it would size the table). */
+#define LABEL_MAX_RANKS (1u << 22)
 
 struct strbuf {
 	char *data;

@@ -87,7 +87,7 @@ static int print_json(const Storm__Ctl__Matrix *m, bool compact)
 	return EXIT_OK;
 }
 
-static void draw(const Storm__Ctl__Matrix *m, FILE *f)
+void matrix_draw(const Storm__Ctl__Matrix *m, FILE *f)
 {
 	size_t nn = m->n_nodes;
 	bool *down = calloc(nn ? nn : 1, sizeof(bool));
@@ -189,7 +189,7 @@ int cmd_matrix(struct cli *c, int argc, char **argv)
 			size_t len = 0;
 			FILE *mem = open_memstream(&text, &len);
 			if (mem) {
-				draw(rep->matrix, mem);
+				matrix_draw(rep->matrix, mem);
 				fclose(mem);
 				if (watch && tty)
 					fputs("\033[H\033[2J", stdout);

@@ -23,6 +23,10 @@ static int fail(struct cli_optparse *p, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(p->err, sizeof(p->err), fmt, ap);
 	va_end(ap);
+	/* the message quotes what was typed: keep it one line */
+	for (char *c = p->err; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
 	return OPT_ERROR;
 }
 

@@ -637,24 +637,16 @@ static int stream_job(struct run_state *st, int fd)
 	while (code < 0) {
 		int rc;
 		while ((rc = frame_rx_read(fd, &rx)) == 1) {
-			Storm__Ctl__Reply *rep = storm__ctl__reply__unpack(NULL, rx.len, rx.buf);
+			Storm__Ctl__Reply *rep;
+			int e = ctl_decode_reply(fd, rx.buf, rx.len, &rep);
 			frame_rx_reset(&rx);
-			if (!rep) {
+			if (e != 0) {
 				end_progress_line(st);
-				ctl_report(-EPROTO);
+				ctl_report(e);
 				code = EXIT_STORM;
 				break;
 			}
-			if (rep->version != CTL_VERSION) {
-				end_progress_line(st);
-				fprintf(stderr,
-					"storm: error: the machine manager speaks control protocol "
-					"version %u, this storm speaks %u\n",
-					rep->version, CTL_VERSION);
-				code = EXIT_STORM;
-			} else {
-				code = on_reply(st, rep);
-			}
+			code = on_reply(st, rep);
 			ctl_reply_free(rep);
 			if (code >= 0)
 				break;

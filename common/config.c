@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,10 +15,71 @@ struct parse {
 	char *err;
 	size_t errlen;
 	int failed;
-	char nodes_spec[4096];
+	char nodes_spec[STORM_CONF_MAX_NODES * HOSTNAME_MAX]; /* 1000 names, uncompressed */
 	char reason[256];
 	int mpl_set;
+	int line, err_line;      /* lines read; the line of a reader error */
 };
+
+/* What ini_parse_stream reads from: a string or a file. inih (as Debian
+ * builds it) cuts a line at INI_MAX_LINE (200) and parses the rest as a line
+ * of its own, so a long comment could set a key and a long value was cut:
+ * this reader refuses such a line instead, naming it. */
+struct source {
+	const char *s;
+	FILE *f;
+	struct parse *p;
+};
+
+static int source_getc(struct source *src)
+{
+	if (src->f)
+		return fgetc(src->f);
+	return *src->s ? (unsigned char)*src->s++ : EOF;
+}
+
+static void source_ungetc(struct source *src, int c)
+{
+	if (src->f)
+		ungetc(c, src->f);
+	else
+		src->s--;
+	(void)c;
+}
+
+static char *read_line(char *str, int num, void *stream)
+{
+	struct source *src = stream;
+	struct parse *p = src->p;
+	int n = 0, c = EOF;
+	if (p->failed)
+		return NULL;
+	while (n < num - 1 && (c = source_getc(src)) != EOF) {
+		str[n++] = (char)c;
+		if (c == '\n')
+			break;
+	}
+	if (n == 0)
+		return NULL;
+	p->line++;
+	if (n == num - 1 && str[n - 1] != '\n') {
+		/* full: the line ends here or it is too long */
+		c = source_getc(src);
+		if (c == '\r')
+			c = source_getc(src);
+		if (c != EOF && c != '\n') {
+			source_ungetc(src, c);
+			snprintf(p->reason, sizeof(p->reason),
+				 "line longer than %d characters (continue a long names list on "
+				 "indented lines)", num - 1);
+			p->failed = 1;
+			p->err_line = p->line;
+			return NULL;
+		}
+	}
+	str[n] = '\0';
+	return str;
+}
 
 struct uint_key {
 	const char *section, *name;
@@ -62,6 +124,7 @@ static const struct str_key str_keys[] = {
 	STR_KEY("cluster", name),     STR_KEY("cluster", provider),
 	STR_KEY("cluster", sys_provider), STR_KEY("cluster", state_dir),
 	STR_KEY("cluster", socket),   STR_KEY("cluster", bootstrap),
+	STR_KEY("cluster", key_file), STR_KEY("cluster", munge_socket),
 };
 
 /* inih (as Debian builds it) does not pass line numbers to the handler, but
@@ -124,9 +187,15 @@ static int on_key(void *user, const char *section, const char *name, const char 
 		return bad(p, "%s must be one of %s, not '%s'", name, choices, value);
 	}
 	if (!strcmp(section, "nodes") && !strcmp(name, "names")) {
-		if (strlen(value) >= sizeof(p->nodes_spec))
-			return bad(p, "names is too long");
-		strcpy(p->nodes_spec, value);
+		/* an indented line continues the list (inih passes it as the same
+		 * key again): join the pieces with a comma */
+		size_t have = strlen(p->nodes_spec);
+		bool sep = have && p->nodes_spec[have - 1] != ',' && value[0] != ',';
+		if (have + sep + strlen(value) >= sizeof(p->nodes_spec))
+			return bad(p, "names is too long (at most %zu characters)",
+				   sizeof(p->nodes_spec) - 1);
+		snprintf(p->nodes_spec + have, sizeof(p->nodes_spec) - have, "%s%s",
+			 sep ? "," : "", value);
 		return 1;
 	}
 	if (!section[0])
@@ -149,6 +218,7 @@ static void defaults(struct storm_conf *c, const char *path)
 	strcpy(c->state_dir, "/var/lib/storm");
 	strcpy(c->socket, "/run/storm/mm.sock");
 	strcpy(c->bootstrap, "dir:/run/storm/fabric");
+	strcpy(c->key_file, "/etc/storm/cluster.key");
 	c->cpus = 4;
 	c->quantum = 1;
 	c->mpl = 2;
@@ -160,7 +230,8 @@ static int finish(struct parse *p, int rc)
 {
 	struct storm_conf *c = p->c;
 	if (p->failed) {
-		snprintf(p->err, p->errlen, "%s:%d: %s", c->path, rc, p->reason);
+		snprintf(p->err, p->errlen, "%s:%d: %s", c->path, p->err_line ? p->err_line : rc,
+			 p->reason);
 		return -1;
 	}
 	if (rc < 0) {
@@ -224,7 +295,8 @@ int conf_load(const char *path, struct storm_conf *c, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot read configuration %s: %s", path, strerror(errno));
 		return -1;
 	}
-	int rc = ini_parse_file(f, on_key, &p);
+	struct source src = { .f = f, .p = &p };
+	int rc = ini_parse_stream(read_line, &src, on_key, &p);
 	fclose(f);
 	return finish(&p, rc);
 }
@@ -234,7 +306,8 @@ int conf_load_string(const char *text, const char *path, struct storm_conf *c, c
 {
 	struct parse p = { .c = c, .err = err, .errlen = errlen };
 	defaults(c, path);
-	return finish(&p, ini_parse_string(text, on_key, &p));
+	struct source src = { .s = text, .p = &p };
+	return finish(&p, ini_parse_stream(read_line, &src, on_key, &p));
 }
 
 void conf_free(struct storm_conf *c)
@@ -252,6 +325,76 @@ int conf_node_index(const struct storm_conf *c, const char *name)
 	return -1;
 }
 
+/* inih reads lines of at most this many characters (read_line) */
+#define CONF_LINE_MAX 199
+#define NAMES_LINE 120 /* names per line, wrapped onto indented lines */
+
+/* The node list as "names = L1\n  L2\n...", each Li a host list of its own
+ * of at most NAMES_LINE characters where the names allow it. */
+static int print_names(const struct storm_conf *c, FILE *f)
+{
+	const char **names = malloc(sizeof(*names) * (size_t)(c->nnodes ? c->nnodes : 1));
+	char *list = malloc(CONF_LINE_MAX + 1), *fit = malloc(CONF_LINE_MAX + 1);
+	if (!names || !list || !fit) {
+		free(names);
+		free(list);
+		free(fit);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < c->nnodes; i++)
+		names[i] = c->nodes[i];
+	fputs("names =", f);
+	int rc = 0;
+	for (int i = 0; i < c->nnodes;) {
+		/* the longest run from i whose compressed form fits a line */
+		int j = i + 1;
+		hostlist_compress(names + i, 1, fit, CONF_LINE_MAX + 1);
+		while (j < c->nnodes &&
+		       hostlist_compress(names + i, j + 1 - i, list, CONF_LINE_MAX + 1) <= NAMES_LINE) {
+			memcpy(fit, list, strlen(list) + 1);
+			j++;
+		}
+		fprintf(f, "%s%s\n", i ? "  " : " ", fit);
+		i = j;
+	}
+	if (!c->nnodes)
+		fputc('\n', f);
+	free(names);
+	free(list);
+	free(fit);
+	return rc;
+}
+
+int conf_print(const struct storm_conf *c, FILE *f)
+{
+	/* a value inih would cut would not read back */
+	const char *strs[] = { c->name,	  c->provider, c->sys_provider, c->state_dir,
+			       c->socket, c->bootstrap, c->key_file,	c->munge_socket };
+	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+		if (strlen(strs[i]) + strlen("sys_provider = ") > CONF_LINE_MAX)
+			return -ENAMETOOLONG;
+	fprintf(f,
+		"# storm cluster configuration (docs/storm.conf.md)\n"
+		"[cluster]\nname = %s\nprovider = %s\n%s%s%s"
+		"timeslice_us = %u\ndown_after = %u\nreport_every = %u\nfanout = %u\n"
+		"op_timeout_ms = %u\n"
+		"kill_wait_ms = %u\nstate_dir = %s\nsocket = %s\nbootstrap = %s\nkey_file = %s\n"
+		"%s%s%s\n"
+		"[scheduler]\npolicy = %s\nmpl = %u\nquantum = %u\nswitch = %s\n\n"
+		"[nodes]\ncpus = %u\n",
+		c->name, c->provider, c->sys_provider[0] ? "sys_provider = " : "",
+		c->sys_provider, c->sys_provider[0] ? "\n" : "", c->timeslice_us, c->down_after,
+		c->report_every, c->fanout, c->op_timeout_ms, c->kill_wait_ms, c->state_dir, c->socket,
+		c->bootstrap, c->key_file, c->munge_socket[0] ? "munge_socket = " : "",
+		c->munge_socket, c->munge_socket[0] ? "\n" : "", storm_policy_names[c->policy], c->mpl,
+		c->quantum,
+		storm_switch_names[c->switch_mode], c->cpus);
+	int rc = print_names(c, f);
+	if (rc == 0 && ferror(f))
+		rc = -EIO;
+	return rc;
+}
+
 int conf_write(const struct storm_conf *c, const char *path)
 {
 	char tmp[PATH_MAX + 8];
@@ -259,33 +402,12 @@ int conf_write(const struct storm_conf *c, const char *path)
 	FILE *f = fopen(tmp, "w");
 	if (!f)
 		return -errno;
-	const char **names = malloc(sizeof(*names) * (size_t)(c->nnodes ? c->nnodes : 1));
-	if (!names) {
-		fclose(f);
-		return -ENOMEM;
-	}
-	for (int i = 0; i < c->nnodes; i++)
-		names[i] = c->nodes[i];
-	static char list[65536];
-	hostlist_compress(names, c->nnodes, list, sizeof(list));
-	free(names);
-	fprintf(f,
-		"# storm cluster configuration (docs/storm.conf.md)\n"
-		"[cluster]\nname = %s\nprovider = %s\n%s%s%s"
-		"timeslice_us = %u\ndown_after = %u\nreport_every = %u\nfanout = %u\n"
-		"op_timeout_ms = %u\n"
-		"kill_wait_ms = %u\nstate_dir = %s\nsocket = %s\nbootstrap = %s\n\n"
-		"[scheduler]\npolicy = %s\nmpl = %u\nquantum = %u\nswitch = %s\n\n"
-		"[nodes]\nnames = %s\ncpus = %u\n",
-		c->name, c->provider, c->sys_provider[0] ? "sys_provider = " : "",
-		c->sys_provider, c->sys_provider[0] ? "\n" : "", c->timeslice_us, c->down_after,
-		c->report_every, c->fanout, c->op_timeout_ms, c->kill_wait_ms, c->state_dir, c->socket,
-		c->bootstrap, storm_policy_names[c->policy], c->mpl, c->quantum,
-		storm_switch_names[c->switch_mode], list, c->cpus);
-	if (fclose(f) != 0 || rename(tmp, path) != 0) {
-		int e = errno;
+	int rc = conf_print(c, f);
+	if (fclose(f) != 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && rename(tmp, path) != 0)
+		rc = -errno;
+	if (rc < 0)
 		unlink(tmp);
-		return -e;
-	}
-	return 0;
+	return rc;
 }

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "hostlist.h"
 
@@ -31,6 +32,8 @@ struct storm_conf {
 	char state_dir[PATH_MAX]; /* node state: <state_dir>/<node name> */
 	char socket[PATH_MAX];   /* the MM's control socket */
 	char bootstrap[PATH_MAX]; /* sn bootstrap, "dir:PATH" */
+	char key_file[PATH_MAX]; /* the cluster key: MACs on MM <-> node messages */
+	char munge_socket[PATH_MAX]; /* munged's socket, "": MUNGE's default */
 	unsigned cpus;           /* per node */
 	/* [scheduler] */
 	unsigned quantum;        /* timeslices a matrix row runs before the next */
@@ -52,5 +55,7 @@ void conf_free(struct storm_conf *c);
 int conf_node_index(const struct storm_conf *c, const char *name);
 /* Writes c as a file conf_load reads back to the same values. */
 int conf_write(const struct storm_conf *c, const char *path);
+/* The same text on f. 0 or -errno. */
+int conf_print(const struct storm_conf *c, FILE *f);
 
 #endif

@@ -1,6 +1,7 @@
 #include "hostlist.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,8 +16,9 @@ static int errf(char *err, size_t errlen, const char *fmt, ...)
 	return -1;
 }
 
-/* One element: PREFIX or PREFIX[RANGES]SUFFIX; ranges keep the width of
- * their lower bound ("00-07" gives two digits). */
+/* One element: PREFIX or PREFIX[RANGES]SUFFIX, where SUFFIX may hold more
+ * ranges (rack[1-2]n[01-04]); ranges keep the width of their lower bound
+ * ("00-07" gives two digits). */
 static int expand_one(const char *el, size_t ellen, char (*names)[HOSTNAME_MAX], int n,
 		      int max, char *err, size_t errlen)
 {
@@ -26,6 +28,9 @@ static int expand_one(const char *el, size_t ellen, char (*names)[HOSTNAME_MAX],
 			return errf(err, errlen, "empty host name");
 		if (ellen >= HOSTNAME_MAX)
 			return errf(err, errlen, "host name '%.*s' is too long", (int)ellen, el);
+		/* a name with ']' would not read back from a compressed list */
+		if (memchr(el, ']', ellen))
+			return errf(err, errlen, "unmatched ']' in '%.*s'", (int)ellen, el);
 		if (n >= max)
 			return errf(err, errlen, "more than %d hosts", max);
 		memcpy(names[n], el, ellen);
@@ -43,6 +48,7 @@ static int expand_one(const char *el, size_t ellen, char (*names)[HOSTNAME_MAX],
 		if (!isdigit((unsigned char)*p))
 			return errf(err, errlen, "bad range in '%.*s'", (int)ellen, el);
 		char *end;
+		errno = 0;
 		unsigned long lo = strtoul(p, &end, 10), hi = lo;
 		int width = (int)(end - p);
 		p = end;
@@ -53,6 +59,8 @@ static int expand_one(const char *el, size_t ellen, char (*names)[HOSTNAME_MAX],
 			hi = strtoul(p, &end, 10);
 			p = end;
 		}
+		if (errno == ERANGE)
+			return errf(err, errlen, "number too large in '%.*s'", (int)ellen, el);
 		if (hi < lo || hi - lo > 100000)
 			return errf(err, errlen, "bad range %lu-%lu in '%.*s'", lo, hi,
 				    (int)ellen, el);
@@ -63,12 +71,24 @@ static int expand_one(const char *el, size_t ellen, char (*names)[HOSTNAME_MAX],
 		for (unsigned long v = lo; v <= hi; v++) {
 			if (n >= max)
 				return errf(err, errlen, "more than %d hosts", max);
-			int w = snprintf(names[n], HOSTNAME_MAX, "%.*s%0*lu%.*s", plen, el,
-					 width, v, slen, suffix);
+			/* the suffix may hold further ranges, as in rack[1-2]n[01-04] */
+			char one[HOSTNAME_MAX + 1];
+			int w = snprintf(one, sizeof(one), "%.*s%0*lu", plen, el, width, v);
 			if (w >= HOSTNAME_MAX)
 				return errf(err, errlen, "host name in '%.*s' is too long",
 					    (int)ellen, el);
-			n++;
+			char *next = malloc((size_t)w + (size_t)slen + 1);
+			if (!next)
+				return errf(err, errlen, "out of memory");
+			memcpy(next, one, (size_t)w);
+			memcpy(next + w, suffix, (size_t)slen);
+			next[w + slen] = '\0';
+			n = expand_one(next, (size_t)(w + slen), names, n, max, err, errlen);
+			free(next);
+			if (n < 0)
+				return -1;
+			if (v == hi)
+				break; /* hi may be ULONG_MAX, where v++ wraps to 0 */
 		}
 	}
 	return n;

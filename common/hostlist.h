@@ -1,4 +1,4 @@
-/* Slurm-style host lists: "node[00-07],login,gpu[1,3-4]". */
+/* Slurm-style host lists: "node[00-07],login,gpu[1,3-4],r[1-2]n[01-04]". */
 #ifndef STORM_HOSTLIST_H
 #define STORM_HOSTLIST_H
 

@@ -7,12 +7,17 @@
  * position in the configuration's node list) is fabric node i + 1.
  *
  * Data flow (docs/ARCHITECTURE.md, "Control plane"):
+ * Authentication (common/gm_auth.h): strobes, commands, reports, report acks
+ * and file chunks carry a GM_TAG_LEN-byte tag with the cluster key; a
+ * receiver drops (and logs) what fails it, and what is older than the last it
+ * accepted.
+ *
  *   strobe   MM -> all UP nodes, every timeslice, SYS rail, no local event:
  *            struct strobe at GM_STROBE, remote EV_STROBE. It names the
  *            matrix row running in this slice and, per node, the job of
  *            that node's cell in the row (strobe_run): each node continues
  *            that job and stops every other one it holds.
- *   command  MM -> all UP nodes: [u32 len][packed storm.cl.Command] in ring
+ *   command  MM -> all UP nodes: [u32 len][packed storm.cl.Command][tag] in ring
  *            slot (seq % GM_CMD_SLOTS), remote EV_CMD. The MM reuses a slot
  *            only when every UP node reported cmd_done >= seq - GM_CMD_SLOTS.
  *   file     MM -> a job's nodes: struct file_chunk + data in file buffer
@@ -25,7 +30,7 @@
  *            (GE) on every node of the job (transfers run one at a time, so
  *            the first two chunks of a transfer find both buffers free), and
  *            sends the Launch only after both buffers' last chunks are done.
- *   report   node i -> MM: [u32 len][packed storm.cl.Report] in report slot
+ *   report   node i -> MM: [u32 len][packed storm.cl.Report][tag] in report slot
  *            i of the MM's memory, remote EV_REPORT. A node sends report
  *            seq k+1 only after k was acknowledged — by a strobe
  *            (strobe.ack[i] == k) or by the MM's direct ack (it writes k to
@@ -45,6 +50,7 @@
 #include <stdint.h>
 
 #define STORM_MAX_NODES 1000 /* fabric ids 0..1000 fit a 1024-bit node set */
+#define STORM_MAX_LOCAL_RANKS 4096 /* ranks of one job a node starts */
 
 enum storm_event {
 	EV_STROBE = 1, /* remote, on nodes */
@@ -68,17 +74,24 @@ struct strobe {
 	uint32_t flags;
 	uint64_t switches; /* row changes so far: a new value is a new row's turn */
 	uint64_t ack[];   /* per node index: last report seq the MM consumed;
-			   * then run[nnodes]: the job to run (0: none) */
+			   * then run[nnodes]: the job to run (0: none);
+			   * then the tag (GM_MAC_STROBE) of all before it */
 };
 
+#define GM_TAG_BYTES 16 /* GM_TAG_LEN (common/gm_auth.h) */
 static inline uint64_t *strobe_run(struct strobe *s) { return s->ack + s->nnodes; }
-static inline size_t strobe_size(uint32_t nnodes)
+/* bytes the tag covers */
+static inline size_t strobe_signed_size(uint32_t nnodes)
 {
 	return sizeof(struct strobe) + 16 * (size_t)nnodes;
 }
+static inline size_t strobe_size(uint32_t nnodes)
+{
+	return strobe_signed_size(nnodes) + GM_TAG_BYTES;
+}
 
 #define GM_STROBE ((uint64_t)4096)
-#define GM_STROBE_MAX (sizeof(struct strobe) + 16 * STORM_MAX_NODES)
+#define GM_STROBE_MAX (sizeof(struct strobe) + 16 * STORM_MAX_NODES + GM_TAG_BYTES)
 
 #define GM_VARS ((uint64_t)32768)
 /* u64: seq of the last chunk written from file buffer b */
@@ -90,13 +103,14 @@ static inline size_t strobe_size(uint32_t nnodes)
  * job there; the MM confirms a checkpoint with COMPARE-AND-WRITE (EQ id) */
 #define GM_VAR_CKPT(slot) (GM_VARS + 4096 + 8 * (uint64_t)(slot))
 
-/* u64 on a node: the last report of it the MM consumed, written by the MM
- * right after consuming it, so a node with more to say need not wait for the
- * next strobe's ack */
+/* On a node: u64, the last report of it the MM consumed, then its tag
+ * (GM_MAC_ACK, for that node); written by the MM right after consuming it,
+ * so a node with more to say need not wait for the next strobe's ack */
 #define GM_VAR_REPORT_ACK (GM_VARS + 8192)
+#define GM_REPORT_ACK_SIZE (8 + GM_TAG_BYTES)
 
 _Static_assert(GM_STROBE + GM_STROBE_MAX <= GM_VARS, "the strobe overlaps the variables");
-_Static_assert(GM_VAR_REPORT_ACK + 8 <= 65536, "the variables overlap the command ring");
+_Static_assert(GM_VAR_REPORT_ACK + GM_REPORT_ACK_SIZE <= 65536, "the variables overlap the command ring");
 
 #define GM_CMD_RING ((uint64_t)65536)
 #define GM_CMD_SLOTS 16
@@ -114,6 +128,8 @@ struct file_chunk {
 	uint32_t flags;   /* FILE_LAST: last chunk of the file */
 	uint32_t uid, gid; /* owner of the job directory and its files */
 	char name[64];    /* basename in the job directory */
+	uint8_t nonce[16]; /* the MM's, random per start: with seq, a one-time key */
+	uint8_t tag[16];  /* gm_file_tag over the header before it and the data */
 };
 #define FILE_LAST 1u
 

@@ -5,10 +5,12 @@ set -eu
 
 build_pkgs="build-essential pkg-config libfabric-dev libfabric-bin libprotobuf-c-dev
 protobuf-c-compiler libcunit1-dev libinih-dev libjansson-dev libsodium-dev
-libclang-rt-14-dev clang valgrind python3 iproute2 libxxhash-dev"
+libclang-rt-14-dev clang valgrind python3 iproute2 munge libmunge-dev passwd libxxhash-dev"
+# munge, libmunge-dev: control-message credentials (the virtual cluster runs its
+# own munged); passwd: useradd/groupadd for tests/cluster/test_users.sh
 # slurm-wlm, munge: bench/launch's peer cluster (bench/launch/slurm-cluster.sh runs
 # its own private munged/slurmctld/slurmd; the system services are not used)
-bench_pkgs="mpich libmpich-dev gnuplot-nox hyperfine slurm-wlm munge"
+bench_pkgs="mpich libmpich-dev gnuplot-nox hyperfine slurm-wlm"
 
 want="$build_pkgs"
 [ "${1:-}" = "--bench" ] && want="$want $bench_pkgs"

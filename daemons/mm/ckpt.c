@@ -590,10 +590,8 @@ static void handle_restart(struct mm *mm, struct client *c, const Storm__Ctl__Re
 				  (unsigned long long)rq->checkpoint);
 		return;
 	}
-	if (!client_may_touch(c, r->uid)) {
-		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PERMISSION,
-				  "checkpoint %llu belongs to %s; only its owner or root may restart it",
-				  (unsigned long long)r->id, r->user);
+	if (!mm_may_touch_ckpt(c, r, "restart", why, sizeof(why))) {
+		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PERMISSION, "%s", why);
 		return;
 	}
 	if (!r->complete) {
@@ -635,10 +633,9 @@ static void handle_delete(struct mm *mm, struct client *c, uint64_t id)
 				  (unsigned long long)id);
 		return;
 	}
-	if (!client_may_touch(c, r->uid)) {
-		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PERMISSION,
-				  "checkpoint %llu belongs to %s; only its owner or root may delete it",
-				  (unsigned long long)r->id, r->user);
+	char why[256];
+	if (!mm_may_touch_ckpt(c, r, "delete", why, sizeof(why))) {
+		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PERMISSION, "%s", why);
 		return;
 	}
 	for (struct job *j = mm->jobs; j; j = j->next)
@@ -692,11 +689,8 @@ void ckpt_handle_request(struct mm *mm, struct client *c, const Storm__Ctl__Requ
 		if (!j) {
 			client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_NOT_FOUND, "no job %llu",
 					  (unsigned long long)req->checkpoint->job);
-		} else if (!client_may_touch(c, j->uid)) {
-			client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PERMISSION,
-					  "job %llu belongs to %s; only its owner or root may "
-					  "checkpoint it",
-					  (unsigned long long)j->id, j->user);
+		} else if (!mm_may_touch(c, j, "checkpoint", why, sizeof(why))) {
+			client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PERMISSION, "%s", why);
 		} else if (ckpt_begin(mm, j, c, why, sizeof(why)) < 0) {
 			client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID, "%s", why);
 		}

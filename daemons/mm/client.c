@@ -33,6 +33,7 @@ int client_accept(struct mm *mm)
 		return 1;
 	}
 	c->fd = fd;
+	ctl_session_init(&c->sess, true, mm->conf.munge_socket, 0);
 	c->uid = cr.uid;
 	c->gid = cr.gid;
 	c->pid = cr.pid;
@@ -73,13 +74,29 @@ void client_send(struct mm *mm, struct client *c, const Storm__Ctl__Reply *r)
 {
 	if (c->fd < 0)
 		return;
-	size_t len = storm__ctl__reply__get_packed_size(r);
+	size_t plen = storm__ctl__reply__get_packed_size(r);
+	uint8_t *packed = malloc(plen ? plen : 1), *env = NULL;
+	size_t len = 0;
+	char err[256];
+	if (!packed) {
+		client_close(mm, c);
+		return;
+	}
+	storm__ctl__reply__pack(r, packed);
+	int rc = ctl_auth_wrap(&c->sess, packed, plen, &env, &len, err, sizeof(err));
+	free(packed);
+	if (rc < 0) {
+		mm_log("reply to uid %u: %s", (unsigned)c->uid, err);
+		client_close(mm, c);
+		return;
+	}
 	if (c->out_len + 4 + len > c->out_cap) {
 		size_t cap = c->out_cap ? c->out_cap : 4096;
 		while (cap < c->out_len + 4 + len)
 			cap *= 2;
 		uint8_t *nb = realloc(c->out, cap);
 		if (!nb) {
+			free(env);
 			client_close(mm, c);
 			return;
 		}
@@ -91,7 +108,8 @@ void client_send(struct mm *mm, struct client *c, const Storm__Ctl__Reply *r)
 	p[1] = (uint8_t)(len >> 16);
 	p[2] = (uint8_t)(len >> 8);
 	p[3] = (uint8_t)len;
-	storm__ctl__reply__pack(r, p + 4);
+	memcpy(p + 4, env, len);
+	free(env);
 	c->out_len += 4 + len;
 	flush(mm, c);
 }
@@ -137,6 +155,7 @@ void client_close(struct mm *mm, struct client *c)
 		if (j->ckpt_client == c)
 			j->ckpt_client = NULL;
 	frame_rx_reset(&c->rx);
+	ctl_session_clear(&c->sess);
 	/* freed by clients_reap: this loop turn may still hold events for it */
 }
 
@@ -342,11 +361,6 @@ static void reply_nodes(struct mm *mm, struct client *c)
 	free(jobs);
 }
 
-bool client_may_touch(const struct client *c, uid_t owner)
-{
-	return c->uid == 0 || c->uid == owner;
-}
-
 static void handle_cancel(struct mm *mm, struct client *c, const Storm__Ctl__Cancel *cn)
 {
 	struct job *j = job_find(mm, cn->job);
@@ -355,10 +369,9 @@ static void handle_cancel(struct mm *mm, struct client *c, const Storm__Ctl__Can
 				  (unsigned long long)cn->job);
 		return;
 	}
-	if (!client_may_touch(c, j->uid)) {
-		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PERMISSION,
-				  "job %llu belongs to %s; only its owner or root may cancel it",
-				  (unsigned long long)j->id, j->user);
+	char why[256];
+	if (!mm_may_touch(c, j, "cancel", why, sizeof(why))) {
+		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PERMISSION, "%s", why);
 		return;
 	}
 	if (!job_active(j)) {
@@ -366,12 +379,11 @@ static void handle_cancel(struct mm *mm, struct client *c, const Storm__Ctl__Can
 				  "job %llu has already ended", (unsigned long long)j->id);
 		return;
 	}
-	if (cn->signal < 0 || cn->signal > 64) {
-		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID, "bad signal %d",
-				  cn->signal);
+	char who[96];
+	if (mm_req_check_cancel(cn, who, sizeof(who)) != STORM__CTL__ERROR_CODE__ERR_NONE) {
+		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID, "%s", who);
 		return;
 	}
-	char who[96];
 	struct passwd *pw = getpwuid(c->uid);
 	snprintf(who, sizeof(who), "%s", pw ? pw->pw_name : "?");
 	job_cancel(mm, j, cn->signal, who);
@@ -401,22 +413,48 @@ static void handle_shutdown(struct mm *mm, struct client *c)
 	client_send(mm, c, &r);
 }
 
+/* Checks the frame's credential or tag (common/ctl_auth.h) and points at the
+ * request inside. false: refused, logged, answered, connection closing. */
+static bool authenticate(struct mm *mm, struct client *c, const uint8_t **body, size_t *len)
+{
+	char err[256];
+	bool plain, first = !c->sess.keyed;
+	enum ctl_auth_fail f =
+		ctl_auth_unwrap(&c->sess, c->rx.buf, c->rx.len, body, len, &plain, err, sizeof(err));
+	if (f == CTL_AUTH_OK && first && c->sess.uid != c->uid) {
+		/* a credential relayed by another local user: MUNGE vouches for
+		 * who made it, the socket for who sent it, and they differ */
+		snprintf(err, sizeof(err), "credential of uid %u sent by uid %u",
+			 (unsigned)c->sess.uid, (unsigned)c->uid);
+		f = CTL_AUTH_BAD_CRED;
+		ctl_session_clear(&c->sess);
+	}
+	if (f == CTL_AUTH_OK) {
+		c->gid = c->sess.gid; /* MUNGE's word, as the uid */
+		return true;
+	}
+	mm_log_limited(&mm->rl_ctl, "refused a request from uid %u pid %d: %s", (unsigned)c->uid,
+		       (int)c->pid, err);
+	client_send_error(mm, c,
+			  f == CTL_AUTH_UNAVAILABLE ? STORM__CTL__ERROR_CODE__ERR_INTERNAL
+						    : STORM__CTL__ERROR_CODE__ERR_PERMISSION,
+			  "request not authenticated: %s", err);
+	client_finish(mm, c);
+	return false;
+}
+
 static void handle(struct mm *mm, struct client *c)
 {
-	Storm__Ctl__Request *req = storm__ctl__request__unpack(NULL, c->rx.len, c->rx.buf);
-	if (!req) {
-		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,
-				  "malformed request (%zu bytes that are not a storm.ctl.Request)",
-				  c->rx.len);
-		client_finish(mm, c);
+	const uint8_t *body;
+	size_t blen;
+	if (!authenticate(mm, c, &body, &blen))
 		return;
-	}
-	if (req->version != PROTO_VERSION) {
-		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,
-				  "protocol version %u is not supported (this manager speaks %u)",
-				  req->version, PROTO_VERSION);
+	Storm__Ctl__Request *req;
+	char why[512];
+	Storm__Ctl__ErrorCode code = mm_req_decode(body, blen, &req, why, sizeof(why));
+	if (code != STORM__CTL__ERROR_CODE__ERR_NONE) {
+		client_send_error(mm, c, code, "%s", why);
 		client_finish(mm, c);
-		storm__ctl__request__free_unpacked(req, NULL);
 		return;
 	}
 	switch (req->body_case) {
@@ -424,6 +462,14 @@ static void handle(struct mm *mm, struct client *c)
 		if (mm->shutting_down) {
 			client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID,
 					  "the cluster is shutting down");
+			break;
+		}
+		if (c->job) {
+			/* the connection belongs to that job's end: a second one
+			 * would leave the first pointing at a freed client */
+			client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,
+					  "this connection already follows job %llu; one job per connection",
+					  (unsigned long long)c->job->id);
 			break;
 		}
 		job_submit(mm, c, req->submit, c->rx.fds, c->rx.nfds);
@@ -455,10 +501,8 @@ static void handle(struct mm *mm, struct client *c)
 	case STORM__CTL__REQUEST__BODY_DELETE_CHECKPOINT:
 		ckpt_handle_request(mm, c, req);
 		break;
-	default:
-		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,
-				  "empty or unknown request");
-		client_finish(mm, c);
+	default: /* mm_req_decode let no other body through */
+		break;
 	}
 	storm__ctl__request__free_unpacked(req, NULL);
 }

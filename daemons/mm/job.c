@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #define KEEP_FINISHED 1000 /* ended jobs remembered for `storm jobs --all` */
-#define LAUNCH_ROOM (GM_CMD_SLOT_SIZE - 4096) /* argv + env must fit a command */
 
 bool job_active(const struct job *j)
 {
@@ -73,18 +72,6 @@ static char **dup_strv(char **v, size_t n)
 	return out;
 }
 
-static const char *base_name(const char *p)
-{
-	const char *s = strrchr(p, '/');
-	return s ? s + 1 : p;
-}
-
-static bool plain_name(const char *s)
-{
-	return s[0] && strlen(s) < sizeof(((struct file_chunk *)0)->name) && !strchr(s, '/') &&
-	       strcmp(s, ".") && strcmp(s, "..");
-}
-
 /* Opens the batch output file with the submitting user's rights. */
 static int open_as_user(const struct job *j, const char *path, int *err)
 {
@@ -123,10 +110,7 @@ static void submit_refuse(struct mm *mm, struct client *c, Storm__Ctl__ErrorCode
 
 void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds, int nfds)
 {
-	char why[512];
-	const struct storm_conf *conf = &mm->conf;
-	uint32_t cpus = conf->cpus, total = (uint32_t)conf->nnodes;
-	uint32_t nodes = s->nodes, ranks = s->ranks;
+	char why[512], shown[PATH_MAX];
 #define REFUSE(code, ...)                                    \
 	do {                                                 \
 		snprintf(why, sizeof(why), __VA_ARGS__);     \
@@ -137,62 +121,24 @@ void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds
 		REFUSE(ERR_PERMISSION,
 		       "this cluster runs as uid %u and can run only that user's jobs (start it as root to serve others)",
 		       (unsigned)geteuid());
-	if (s->n_argv == 0 || !s->argv[0][0])
-		REFUSE(ERR_INVALID, "no program to run");
-	if (!s->cwd[0] || s->cwd[0] != '/')
-		REFUSE(ERR_INVALID, "the working directory must be an absolute path");
-	if (nodes == 0 && ranks == 0)
-		nodes = ranks = 1;
-	else if (nodes == 0)
-		nodes = (ranks + cpus - 1) / cpus;
-	else if (ranks == 0)
-		ranks = nodes;
-	if (nodes > total && s->nodes == 0)
-		REFUSE(ERR_INVALID,
-		       "%u ranks need %u nodes of %u CPUs but the cluster has %u nodes (%u CPUs); use --overcommit",
-		       ranks, nodes, cpus, total, total * cpus);
-	if (nodes > total)
-		REFUSE(ERR_INVALID, "%u nodes requested but the cluster has %u", nodes, total);
-	if (ranks < nodes)
-		REFUSE(ERR_INVALID, "%u ranks cannot occupy %u nodes (at least one rank per node)",
-		       ranks, nodes);
-	if (!s->overcommit && ranks > nodes * cpus) {
-		if (s->nodes == 0)
-			REFUSE(ERR_INVALID,
-			       "%u ranks need %u CPUs but the cluster holds %u (%u nodes of %u CPUs); use --overcommit",
-			       ranks, ranks, total * cpus, total, cpus);
-		REFUSE(ERR_INVALID,
-		       "%u ranks on %u nodes exceed their %u CPUs (%u per node); use more nodes or --overcommit",
-		       ranks, nodes, nodes * cpus, cpus);
+	struct submit_plan plan;
+	Storm__Ctl__ErrorCode code = mm_req_check_submit(&mm->conf, s, nfds, &plan, why, sizeof(why));
+	if (code != STORM__CTL__ERROR_CODE__ERR_NONE) {
+		submit_refuse(mm, c, code, why);
+		return;
 	}
-	size_t need_fds = s->n_files + (s->no_bcast ? 0 : 1);
-	if ((size_t)nfds != need_fds)
-		REFUSE(ERR_PROTOCOL, "%zu file descriptors expected with the request, %d came", need_fds,
-		       nfds);
-	size_t room = 0;
-	for (size_t i = 0; i < s->n_argv; i++)
-		room += strlen(s->argv[i]) + 4;
-	for (size_t i = 0; i < s->n_env; i++)
-		room += strlen(s->env[i]) + 4;
-	room += strlen(s->cwd) + strlen(s->program) + 64 * s->n_files;
-	if (room > LAUNCH_ROOM)
-		REFUSE(ERR_INVALID,
-		       "arguments and environment take %zu bytes; at most %llu fit a launch command",
-		       room, (unsigned long long)LAUNCH_ROOM);
-	if (s->no_bcast && s->program[0] != '/')
-		REFUSE(ERR_INVALID, "with --no-bcast the program needs an absolute path");
-	for (size_t i = 0; i < s->n_files; i++)
-		if (!plain_name(base_name(s->files[i])))
-			REFUSE(ERR_INVALID, "bad file name '%s'", s->files[i]);
+	uint32_t nodes = plan.nodes, ranks = plan.ranks;
 	/* the descriptors: what the user could open, checked here again */
 	for (int i = 0; i < nfds; i++) {
 		struct stat st;
 		const char *what = (!s->no_bcast && i == 0) ? s->program
 							    : s->files[i - (s->no_bcast ? 0 : 1)];
 		if (fstat(fds[i], &st) < 0 || !S_ISREG(st.st_mode))
-			REFUSE(ERR_INVALID, "%s is not a regular file", what);
+			REFUSE(ERR_INVALID, "%s is not a regular file",
+			       mm_printable(what, shown, sizeof(shown)));
 		if (!s->no_bcast && i == 0 && !(st.st_mode & 0111))
-			REFUSE(ERR_INVALID, "%s is not executable", what);
+			REFUSE(ERR_INVALID, "%s is not executable",
+			       mm_printable(what, shown, sizeof(shown)));
 	}
 
 	struct job *j = calloc(1, sizeof(*j));
@@ -207,7 +153,7 @@ void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds
 	else
 		snprintf(j->user, sizeof(j->user), "%u", (unsigned)c->uid);
 	j->id = mm->next_job_id;
-	snprintf(j->name, sizeof(j->name), "%s", s->name[0] ? s->name : base_name(s->argv[0]));
+	snprintf(j->name, sizeof(j->name), "%s", s->name[0] ? s->name : mm_base_name(s->argv[0]));
 	j->nnodes = nodes;
 	j->nranks = ranks;
 	j->argc = s->n_argv;
@@ -236,9 +182,9 @@ void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds
 		fds[i] = -1; /* taken */
 		j->fsizes[i] = (uint64_t)st.st_size;
 		j->fmodes[i] = st.st_mode & 07777;
-		const char *nm = (!s->no_bcast && i == 0) ? base_name(s->program)
-							  : base_name(s->files[i - (s->no_bcast ? 0 : 1)]);
-		j->fnames[i] = strdup(plain_name(nm) ? nm : "program");
+		const char *nm = (!s->no_bcast && i == 0) ? mm_base_name(s->program)
+							  : mm_base_name(s->files[i - (s->no_bcast ? 0 : 1)]);
+		j->fnames[i] = strdup(mm_plain_name(nm) ? nm : "program");
 		j->nfds = i + 1;
 	}
 	if (!s->interactive) {
@@ -253,8 +199,9 @@ void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds
 		if (j->output_path)
 			j->out_fd = open_as_user(j, j->output_path, &err);
 		if (j->out_fd < 0) {
-			snprintf(why, sizeof(why), "cannot write the output file %.400s: %s",
-				 j->output_path ? j->output_path : pattern, strerror(err));
+			snprintf(why, sizeof(why), "cannot write the output file %s: %s",
+				 mm_printable(j->output_path ? j->output_path : pattern, shown, 400),
+				 strerror(err));
 			job_destroy(j);
 			submit_refuse(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID, why);
 			return;
@@ -699,10 +646,12 @@ void job_node_lost(struct mm *mm, struct job *j, int node)
 
 /* ---- reports */
 
-void job_on_output(struct mm *mm, const Storm__Cl__Output *o)
+void job_on_output(struct mm *mm, int node, const Storm__Cl__Output *o)
 {
 	struct job *j = job_find(mm, o->job);
-	if (!j || !o->data.len)
+	/* as for exits: only a rank of the job, from a node of the job (a bogus
+	 * rank would make `storm run --label` allocate per rank up to it) */
+	if (!j || !o->data.len || o->rank >= j->nranks || job_node_pos(j, node) < 0)
 		return;
 	if (j->out_fd < 0 && j->client) {
 		Storm__Ctl__Output out = STORM__CTL__OUTPUT__INIT;

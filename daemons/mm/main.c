@@ -16,6 +16,7 @@
 #include <sys/timerfd.h>
 #include <sys/un.h>
 #include <time.h>
+#include <sodium.h>
 #include <unistd.h>
 
 /* epoll tags: small integers for our own fds, client pointers otherwise */
@@ -49,6 +50,22 @@ void mm_log(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
+}
+
+void mm_log_limited(struct gm_ratelimit *rl, const char *fmt, ...)
+{
+	unsigned held;
+	if (!gm_ratelimit_ok(rl, now_s(), &held))
+		return;
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (held)
+		mm_log("%s (%u similar lines suppressed)", msg, held);
+	else
+		mm_log("%s", msg);
 }
 
 static void usage(FILE *f)
@@ -108,6 +125,15 @@ static int start(struct mm *mm, const char *conf_path)
 		return -1;
 	}
 	const struct storm_conf *c = &mm->conf;
+	if (sodium_init() < 0)
+		snprintf(err, sizeof(err), "libsodium cannot initialise");
+	else if (gm_key_load(c->key_file, mm->key, err, sizeof(err)) == 0)
+		err[0] = '\0';
+	if (err[0]) {
+		mm_log("error: %s", err);
+		return -1;
+	}
+	randombytes_buf(mm->file_nonce, sizeof(mm->file_nonce));
 	mm->nodes = calloc((size_t)c->nnodes, sizeof(*mm->nodes));
 	mm->strobe_buf = calloc(1, GM_STROBE_MAX);
 	if (!mm->nodes || !mm->strobe_buf || matrix_init(&mm->matrix, c->nnodes, (int)c->mpl) < 0) {
@@ -117,6 +143,12 @@ static int start(struct mm *mm, const char *conf_path)
 	for (int i = 0; i < c->nnodes; i++)
 		matrix_set_down(&mm->matrix, i, true); /* until its first report */
 	mm->row = -1;
+	/* tests only (tests/cluster/test_users.sh): STORM_TEST_TAMPER="strobe=K" */
+	const char *tamper = getenv("STORM_TEST_TAMPER"), *tp;
+	if (tamper && (tp = strstr(tamper, "strobe="))) {
+		mm->tamper_strobe = strtoull(tp + 7, NULL, 10);
+		mm_log("test hook STORM_TEST_TAMPER=%s", tamper);
+	}
 	const char *trace = getenv("STORM_TRACE");
 	if (trace && *trace) {
 		char path[PATH_MAX];
@@ -188,6 +220,8 @@ static int start(struct mm *mm, const char *conf_path)
 	}
 	mm_log("cluster '%s': %d nodes, %s, timeslice %u us, socket %s", c->name, c->nnodes,
 	       sn_provider_name(mm->sn, 0), c->timeslice_us, c->socket);
+	mm_log("authentication: MUNGE at %s for requests, cluster key %s for nodes",
+	       c->munge_socket[0] ? c->munge_socket : "the default socket", c->key_file);
 	return 0;
 }
 
@@ -303,7 +337,7 @@ static void run(struct mm *mm)
 	}
 }
 
-static void stop(struct mm *mm)
+void mm_stop(struct mm *mm)
 {
 	for (struct client *c = mm->clients; c; c = c->next)
 		client_close(mm, c);
@@ -342,6 +376,7 @@ static void stop(struct mm *mm)
 		fclose(mm->trace);
 	free(mm->nodes);
 	free(mm->strobe_buf);
+	sodium_memzero(mm->key, sizeof(mm->key));
 	conf_free(&mm->conf);
 }
 
@@ -378,7 +413,7 @@ int main(int argc, char **argv)
 	int rc = start(&mm, conf);
 	if (rc == 0)
 		run(&mm);
-	stop(&mm);
+	mm_stop(&mm);
 	mm_log(rc == 0 ? "stopped" : "failed to start");
 	return rc == 0 ? 0 : 1;
 }

@@ -6,6 +6,8 @@
  * job.c      job life: validation, allocation, launch, output, end
  * transfer.c program and file multicast with COMPARE-AND-WRITE flow control
  * gang.c     the gang-scheduling matrix: placing jobs, picking the row
+ * request.c  decoding and checking control requests (pure, fuzzed)
+ * access.c   who may touch a job (mm_may_touch) or a checkpoint
  * ckpt.c     checkpoints: records, the coordinated protocol, restart, recovery */
 #ifndef STORM_MM_H
 #define STORM_MM_H
@@ -18,12 +20,13 @@
 #include "cluster.pb-c.h"
 #include "config.h"
 #include "control.pb-c.h"
+#include "ctl_auth.h"
 #include "frame.h"
+#include "gm_auth.h"
 #include "layout.h"
 #include "matrix.h"
+#include "request.h"
 #include "sn.h"
-
-#define PROTO_VERSION 1
 
 struct job;
 
@@ -32,6 +35,7 @@ struct client {
 	uid_t uid;
 	gid_t gid;
 	pid_t pid;
+	struct ctl_session sess; /* MUNGE, then tags (common/ctl_auth.h) */
 	struct frame_rx rx;
 	uint8_t *out;            /* replies not yet written */
 	size_t out_len, out_cap;
@@ -163,6 +167,10 @@ struct mm {
 	uint8_t *strobe_buf;
 	struct mm_ckpt *ckpts;   /* checkpoint records, oldest first */
 	uint64_t next_ckpt_id;
+	uint8_t key[GM_KEY_LEN]; /* cluster key: tags MM <-> node messages */
+	uint8_t file_nonce[16];  /* random per start: file chunk keys (gm_file_tag) */
+	struct gm_ratelimit rl_ctl, rl_report; /* refusals in the log */
+	uint64_t tamper_strobe;  /* STORM_TEST_TAMPER strobe=K (tests): sent altered */
 };
 
 struct pending_cmd {
@@ -175,7 +183,20 @@ double now_s(void);
 double mono_ns(void);
 /* Ends every job, tells every node to stop, and lets the loop finish. */
 void mm_shutdown(struct mm *mm, const char *why);
+/* Closes and frees everything the MM holds (at exit; fuzz/mm_state per input). */
+void mm_stop(struct mm *mm);
 void mm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* mm_log at most GM_LOG_BURST lines per GM_LOG_WINDOW_S for one kind of
+ * refusal (a flood of forged messages must not fill the disk). */
+void mm_log_limited(struct gm_ratelimit *rl, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* access.c */
+/* May the client cancel, checkpoint, restart or attach to (`verb`) the job?
+ * Its owner and root may; anyone else gets false and a one-line reason.
+ * Every request that touches a job asks this, and nothing else decides. */
+bool mm_may_touch(const struct client *c, const struct job *j, const char *verb, char *why,
+		  size_t len);
 
 /* slice.c */
 void slice_tick(struct mm *mm);
@@ -212,7 +233,7 @@ void job_cancel(struct mm *mm, struct job *j, int sig, const char *who);
 void job_fail(struct mm *mm, struct job *j, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void job_transferred(struct mm *mm, struct job *j);
-void job_on_output(struct mm *mm, const Storm__Cl__Output *o);
+void job_on_output(struct mm *mm, int node, const Storm__Cl__Output *o);
 void job_on_exit(struct mm *mm, int node, const Storm__Cl__RankExit *e);
 void job_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n);
 void job_node_lost(struct mm *mm, struct job *j, int node);
@@ -256,8 +277,8 @@ void ckpt_job_ended(struct mm *mm, struct job *j);
 int ckpt_restart_prepare(struct mm *mm, struct job *j);
 void ckpt_fill_launch(struct mm *mm, struct job *j, Storm__Cl__Launch *l, char **old_dirs);
 void ckpt_handle_request(struct mm *mm, struct client *c, const Storm__Ctl__Request *req);
-/* client.c: only the owner or root may touch a job or its checkpoints */
-bool client_may_touch(const struct client *c, uid_t owner);
+bool mm_may_touch_ckpt(const struct client *c, const struct mm_ckpt *r, const char *verb,
+		       char *why, size_t len);
 
 /* transfer.c */
 int transfer_start(struct mm *mm, struct job *j);

@@ -53,12 +53,21 @@ static void send_strobe(struct mm *mm)
 	s->nnodes = (uint32_t)nn;
 	s->flags = 0;
 	gang_fill_strobe(mm, s);
+	for (int i = 0; i < nn; i++)
+		s->ack[i] = mm->nodes[i].report_seq;
+	/* the tag covers the whole strobe: fill everything first */
+	gm_mac(mm->key, GM_MAC_STROBE, GM_MAC_ANY_NODE, s, strobe_signed_size((uint32_t)nn),
+	       mm->strobe_buf + strobe_signed_size((uint32_t)nn));
 	size_t size = strobe_size((uint32_t)nn);
+	if (mm->slice == mm->tamper_strobe) {
+		/* what a forger would send: the nodes must refuse it and go on */
+		mm_log("test hook: strobe %llu goes out altered", (unsigned long long)mm->slice);
+		s->row ^= 0x40;
+	}
 	struct sn_nodeset tree, single;
 	sn_set_clear(&tree);
 	for (int i = 0; i < nn; i++) {
 		struct mm_node *n = &mm->nodes[i];
-		s->ack[i] = n->report_seq;
 		bool fresh = n->state == STORM__CTL__NODE_STATE__UP &&
 			     mm->slice - n->heard_slice <= suspect_after(mm);
 		if (fresh) {
@@ -143,17 +152,37 @@ static void consume_report(struct mm *mm, int idx)
 		return; /* nothing new: every slot is looked at on any EV_REPORT */
 	/* emptied at once, so the slot is decoded once per report that lands */
 	memset(slot, 0, 4);
-	if (len > GM_REPORT_SLOT_SIZE - 4) {
-		mm_log("node %s: report length %u exceeds its slot; ignored", mm->conf.nodes[idx],
-		       len);
+	if (len > GM_REPORT_SLOT_SIZE - 4 - GM_TAG_LEN) {
+		mm_log_limited(&mm->rl_report, "node %s: report length %u exceeds its slot; ignored",
+			       mm->conf.nodes[idx], len);
 		return;
 	}
-	Storm__Cl__Report *r = storm__cl__report__unpack(NULL, len, slot + 4);
+	uint8_t *tag = slot + 4 + len;
+	memcpy(slot, &len, 4); /* the tag covers the length word as sent */
+	bool genuine = gm_mac_ok(mm->key, GM_MAC_REPORT, (uint32_t)idx, slot, 4 + len, tag);
+	memset(slot, 0, 4);
+	if (!genuine) {
+		/* forged or altered: the node resends a report that is not
+		 * acknowledged, so a genuine one overwritten here is not lost */
+		mm_log_limited(&mm->rl_report,
+			       "node %s: report slot holds %u bytes with a bad tag (forged or "
+			       "altered); ignored", mm->conf.nodes[idx], len);
+		return;
+	}
+	const char *why;
+	Storm__Cl__Report *r = mm_report_decode(slot, len, &why);
 	if (!r) {
-		mm_log("node %s: undecodable report (%u bytes); ignored", mm->conf.nodes[idx], len);
+		mm_log("node %s: %s (%u bytes); ignored", mm->conf.nodes[idx], why, len);
 		return;
 	}
-	if (r->seq <= n->report_seq) { /* a resend of one already consumed */
+	if (r->seq <= n->report_seq) {
+		/* a resend of one already consumed (a node resends an unacknowledged
+		 * report), or a replay: either way not consumed twice */
+		if (r->seq + 1 < n->report_seq)
+			mm_log_limited(&mm->rl_report,
+				       "node %s: report %llu is older than the last consumed (%llu): "
+				       "replayed; ignored", mm->conf.nodes[idx],
+				       (unsigned long long)r->seq, (unsigned long long)n->report_seq);
 		storm__cl__report__free_unpacked(r, NULL);
 		return;
 	}
@@ -163,7 +192,10 @@ static void consume_report(struct mm *mm, int idx)
 	struct sn_nodeset one;
 	sn_set_clear(&one);
 	sn_set_add(&one, fabric_id((uint32_t)idx));
-	sn_xfer(mm->sn, &one, GM_VAR_REPORT_ACK, &n->report_seq, 8, SN_NO_EVENT, EV_REPORT_ACK, 0);
+	uint8_t ack[GM_REPORT_ACK_SIZE];
+	memcpy(ack, &n->report_seq, 8);
+	gm_mac(mm->key, GM_MAC_ACK, (uint32_t)idx, ack, 8, ack + 8);
+	sn_xfer(mm->sn, &one, GM_VAR_REPORT_ACK, ack, sizeof(ack), SN_NO_EVENT, EV_REPORT_ACK, 0);
 	n->heard_slice = mm->slice;
 	n->heard_time = now_s();
 	n->cmd_done = r->cmd_done;
@@ -172,7 +204,7 @@ static void consume_report(struct mm *mm, int idx)
 	/* the node orders its records so that output precedes the exit of its
 	 * rank and exits precede the DONE note (layout.h) */
 	for (size_t i = 0; i < r->n_output; i++)
-		job_on_output(mm, r->output[i]);
+		job_on_output(mm, idx, r->output[i]);
 	for (size_t i = 0; i < r->n_exits; i++)
 		job_on_exit(mm, idx, r->exits[i]);
 	for (size_t i = 0; i < r->n_notes; i++)
@@ -204,7 +236,7 @@ int cmd_queue(struct mm *mm, Storm__Cl__Command *cmd, const int *targets, size_t
 	cmd->n_nodes = n;
 	/* commands leave in queue order, so the sequence is known now */
 	cmd->seq = mm->cmd_queued_seq + 1;
-	size_t len = 4 + storm__cl__command__get_packed_size(cmd);
+	size_t len = 4 + storm__cl__command__get_packed_size(cmd) + GM_TAG_LEN;
 	struct pending_cmd *p = calloc(1, sizeof(*p));
 	uint8_t *buf = malloc(len);
 	if (!p || !buf || len > GM_CMD_SLOT_SIZE) {
@@ -216,7 +248,8 @@ int cmd_queue(struct mm *mm, Storm__Cl__Command *cmd, const int *targets, size_t
 		return len > GM_CMD_SLOT_SIZE ? -E2BIG : -ENOMEM;
 	}
 	uint32_t plen = (uint32_t)storm__cl__command__pack(cmd, buf + 4);
-	memcpy(buf, &plen, 4); /* [u32 len][packed], as the ring slot holds it */
+	memcpy(buf, &plen, 4); /* [u32 len][packed][tag], as the ring slot holds it */
+	gm_mac(mm->key, GM_MAC_CMD, GM_MAC_ANY_NODE, buf, 4 + plen, buf + 4 + plen);
 	p->buf = buf;
 	p->len = len;
 	mm->cmd_queued_seq++;

@@ -4,6 +4,8 @@
  * chunk it held (layout.h). One transfer at a time. */
 #include "mm.h"
 
+#include <stddef.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,6 +145,9 @@ static int send_chunk(struct mm *mm)
 	x->off += len;
 	if (x->off == size)
 		h->flags |= FILE_LAST;
+	/* a node runs what lands here as the user: it must come from us */
+	memcpy(h->nonce, mm->file_nonce, sizeof(h->nonce));
+	gm_file_tag(mm->key, h->nonce, seq, h, offsetof(struct file_chunk, tag), data, len, h->tag);
 	int rc = sn_xfer(mm->sn, &j->set, GM_FILE_BUF_AT(b), x->stage[b], sizeof(*h) + len,
 			 EV_FILE_SENT0 + (unsigned)b, EV_FILE(b), 0);
 	if (rc < 0) {

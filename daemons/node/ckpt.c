@@ -80,12 +80,6 @@ static int mkdirs(const char *path, mode_t mode)
 	return 0;
 }
 
-/* A directory named by the MM: under ckpt/, no "..". */
-static bool valid_rel(const char *d)
-{
-	return !strncmp(d, "ckpt/", 5) && !strstr(d, "..") && d[strlen(d) - 1] != '/';
-}
-
 static int copy_file(const char *from, const char *to, uid_t uid, gid_t gid, bool root)
 {
 	if (link(from, to) == 0 || errno == EEXIST)
@@ -259,7 +253,7 @@ static void ckpt_remove(struct nd *nd, const Storm__Cl__Checkpoint *c)
 
 void nd_checkpoint(struct nd *nd, const Storm__Cl__Checkpoint *c)
 {
-	if (!valid_rel(c->dir)) {
+	if (!nd_valid_ckpt_dir(c->dir)) {
 		nd_log(nd, "checkpoint %" PRIu64 ": bad directory '%s'; ignored", c->id, c->dir);
 		return;
 	}
@@ -372,7 +366,7 @@ static _Noreturn void restore_child(struct nd *nd, const Storm__Cl__Launch *L,
 	char err[1024], img[PATH_MAX + 128], files[PATH_MAX + 128];
 	if (L->files_dir[0]) {
 		snprintf(files, sizeof(files), "%s/%s", nd->state_dir, L->files_dir);
-		int rc = valid_rel(L->files_dir) ? copy_dir_files(files, job->dir, L->uid, L->gid,
+		int rc = nd_valid_ckpt_dir(L->files_dir) ? copy_dir_files(files, job->dir, L->uid, L->gid,
 								  nd->root)
 						 : -EINVAL;
 		if (rc) {
@@ -414,7 +408,7 @@ void nd_restore_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_jo
 		      uint32_t first)
 {
 	const Storm__Cl__Launch *L = cmd->launch;
-	if (L->restore_dir[0] && !valid_rel(L->restore_dir)) {
+	if (L->restore_dir[0] && !nd_valid_ckpt_dir(L->restore_dir)) {
 		nd_job_start_failed(nd, job, "bad checkpoint directory");
 		return;
 	}

@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>
+#include <sodium.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,11 +15,6 @@
 
 #include "layout.h"
 #include "nd.h"
-
-bool nd_valid_basename(const char *name)
-{
-	return name[0] && strcmp(name, ".") && strcmp(name, "..") && !strchr(name, '/');
-}
 
 /* The state directory was checked to leave room at start-up. */
 static void job_dir_path(const struct nd *nd, uint64_t job, char *path, size_t len)
@@ -91,22 +88,6 @@ void nd_files_close(struct nd *nd)
 	nd->file_fd = -1;
 }
 
-/* Why a chunk header cannot be used, or NULL. */
-static const char *chunk_problem(const struct file_chunk *c)
-{
-	if (!memchr(c->name, '\0', sizeof(c->name)))
-		return "file name is not terminated";
-	if (!nd_valid_basename(c->name))
-		return "file name is not a plain basename";
-	if (c->job == 0)
-		return "job id 0";
-	if (c->len > GM_FILE_DATA_MAX)
-		return "length exceeds the file buffer";
-	if (c->offset > c->size || c->len > c->size - c->offset)
-		return "data beyond the announced file size";
-	return NULL;
-}
-
 static int write_all(int fd, const uint8_t *p, size_t len, uint64_t off)
 {
 	while (len > 0) {
@@ -125,7 +106,7 @@ static int write_all(int fd, const uint8_t *p, size_t len, uint64_t off)
 
 static void write_chunk(struct nd *nd, const struct file_chunk *c, const uint8_t *data)
 {
-	const char *bad = chunk_problem(c);
+	const char *bad = nd_chunk_problem(c);
 	if (bad) {
 		nd_log(nd, "file chunk %" PRIu64 " skipped: %s", c->seq, bad);
 		return;
@@ -189,7 +170,20 @@ void nd_files_arrived(struct nd *nd, int b, int count)
 			       b, nd->file_seq[b]);
 			continue;
 		}
-		write_chunk(nd, &hdr, nd->gmem + GM_FILE_BUF_AT(b) + sizeof(struct file_chunk));
+		const uint8_t *data = nd->gmem + GM_FILE_BUF_AT(b) + sizeof(struct file_chunk);
+		uint8_t want[GM_TAG_LEN];
+		if (hdr.len <= GM_FILE_DATA_MAX)
+			gm_file_tag(nd->key, hdr.nonce, hdr.seq, &hdr, offsetof(struct file_chunk, tag),
+				    data, hdr.len, want);
+		if (hdr.len > GM_FILE_DATA_MAX || sodium_memcmp(want, hdr.tag, GM_TAG_LEN) != 0) {
+			/* forged or altered: nothing written, not counted as
+			 * consumed (the genuine chunk of that number may follow;
+			 * if it was overwritten, the transfer fails by timeout) */
+			nd_log_refused(nd, "file chunk %" PRIu64 " in buffer %d has a bad tag (forged "
+					   "or altered); refused", hdr.seq, b);
+			continue;
+		}
+		write_chunk(nd, &hdr, data);
 		/* a skipped chunk counts as consumed too, or the MM's flow
 		 * control would wait for it until its timeout */
 		nd->file_seq[b] = hdr.seq;

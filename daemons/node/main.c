@@ -11,6 +11,7 @@
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sodium.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,6 +51,32 @@ void nd_log(const struct nd *nd, const char *fmt, ...)
 	/* one write per line, so lines of several daemons do not interleave */
 	fprintf(stderr, "%s.%03ld stormnd[%s]: %s\n", stamp, ts.tv_nsec / 1000000,
 		nd ? nd->name : "?", msg);
+}
+
+void nd_log_refused(struct nd *nd, const char *fmt, ...)
+{
+	nd->refused++;
+	unsigned held;
+	if (!gm_ratelimit_ok(&nd->rl_auth, (double)nd_now_ns() / 1e9, &held))
+		return;
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (held)
+		nd_log(nd, "%s (%u similar lines suppressed)", msg, held);
+	else
+		nd_log(nd, "%s", msg);
+}
+
+/* Does the ring slot hold a command the MM tagged? Its length in *len. */
+static bool slot_genuine(struct nd *nd, const uint8_t *slot, uint32_t *len)
+{
+	memcpy(len, slot, 4);
+	if (*len == 0 || *len > GM_CMD_SLOT_SIZE - 4 - GM_TAG_LEN)
+		return false;
+	return gm_mac_ok(nd->key, GM_MAC_CMD, GM_MAC_ANY_NODE, slot, 4 + *len, slot + 4 + *len);
 }
 
 static int mkdir_p(const char *path, mode_t mode)
@@ -108,9 +135,17 @@ static void process_commands(struct nd *nd)
 		memcpy(&len, slot, 4);
 		if (len == 0)
 			return; /* not arrived yet (consumed slots are zeroed) */
-		Storm__Cl__Command *cmd = NULL;
-		if (len <= GM_CMD_SLOT_SIZE - 4)
-			cmd = storm__cl__command__unpack(NULL, len, slot + 4);
+		if (!slot_genuine(nd, slot, &len)) {
+			/* forged or altered: never acted on, never skipped over
+			 * (skipping would let a forger cancel commands); the MM's
+			 * genuine command overwrites it */
+			if (nd->cmd_refused_seq != want)
+				nd_log_refused(nd, "command slot for %u: %u bytes with a bad tag "
+						   "(forged or altered); refused", want, len);
+			nd->cmd_refused_seq = want;
+			return;
+		}
+		Storm__Cl__Command *cmd = nd_command_decode(slot, &len);
 		if (!cmd) {
 			nd_log(nd, "command slot for %u is malformed (length %u); skipped", want,
 			       len);
@@ -124,6 +159,7 @@ static void process_commands(struct nd *nd)
 			nd->cmd_done = cmd->seq - 1;
 			continue;
 		} else if (cmd->seq != want) {
+			/* an older command (a replay, or the slot's previous use) */
 			if (nd->cmd_warned_seq != cmd->seq)
 				nd_log(nd, "command slot for %u holds command %u; waiting", want,
 				       cmd->seq);
@@ -146,12 +182,11 @@ static void process_commands(struct nd *nd)
 /* Does the ring slot of seq hold command seq? */
 static bool slot_holds(struct nd *nd, uint32_t seq)
 {
-	uint8_t *slot = nd->gmem + GM_CMD_SLOT(seq);
 	uint32_t len;
-	memcpy(&len, slot, 4);
-	if (len == 0 || len > GM_CMD_SLOT_SIZE - 4)
+	uint8_t *slot = nd->gmem + GM_CMD_SLOT(seq);
+	if (!slot_genuine(nd, slot, &len))
 		return false;
-	Storm__Cl__Command *cmd = storm__cl__command__unpack(NULL, len, slot + 4);
+	Storm__Cl__Command *cmd = nd_command_decode(slot, &len);
 	bool holds = cmd && cmd->seq == seq;
 	if (cmd)
 		storm__cl__command__free_unpacked(cmd, NULL);
@@ -161,20 +196,32 @@ static bool slot_holds(struct nd *nd, uint32_t seq)
 static void on_strobe(struct nd *nd)
 {
 	struct strobe s;
-	memcpy(&s, nd->gmem + GM_STROBE, sizeof(s));
-	uint64_t ack = 0;
-	if (s.nnodes > STORM_MAX_NODES) {
-		nd_log(nd, "strobe %" PRIu64 " claims %u nodes; ignored", s.slice, s.nnodes);
+	uint64_t ack, run;
+	if (nd_strobe_read(nd->gmem + GM_STROBE, nd->index, &s, &ack, &run) < 0 ||
+	    s.nnodes != (uint32_t)nd->conf.nnodes) {
+		nd_log_refused(nd, "strobe %" PRIu64 " claims %u nodes, the cluster has %d; refused",
+			       s.slice, s.nnodes, nd->conf.nnodes);
+		return;
+	}
+	const uint8_t *raw = nd->gmem + GM_STROBE;
+	if (!gm_mac_ok(nd->key, GM_MAC_STROBE, GM_MAC_ANY_NODE, raw, strobe_signed_size(s.nnodes),
+		       raw + strobe_signed_size(s.nnodes))) {
+		nd_log_refused(nd, "strobe %" PRIu64 " has a bad tag (forged or altered); refused",
+			       s.slice);
 		return;
 	}
 	/* strobes come down the tree or, to a late node, straight from the MM:
 	 * an older one can land after a newer one, and its acknowledgements
 	 * would look like the MM going back (then a report would be renumbered
 	 * onto one already consumed, and lost) */
-	if (nd->seen_strobe && s.slice <= nd->slice)
+	if (nd->seen_strobe && s.slice <= nd->slice) {
+		/* the tree and a direct send can reorder by one or two slices;
+		 * anything older is a replay */
+		if (s.slice + 8 < nd->slice)
+			nd_log_refused(nd, "strobe %" PRIu64 " is older than the last one (%" PRIu64
+					   "): replayed; refused", s.slice, nd->slice);
 		return;
-	if (nd->index < s.nnodes)
-		memcpy(&ack, nd->gmem + GM_STROBE + sizeof(s) + 8 * (uint64_t)nd->index, 8);
+	}
 	if (!nd->seen_strobe) {
 		nd->seen_strobe = true;
 		/* earlier commands went out before this node was up */
@@ -208,10 +255,6 @@ static void on_strobe(struct nd *nd)
 		nd->cmd_done = resume - 1;
 		process_commands(nd);
 	}
-	uint64_t run = 0;
-	if (nd->index < s.nnodes)
-		memcpy(&run, nd->gmem + GM_STROBE + sizeof(s) + 8 * ((uint64_t)s.nnodes + nd->index),
-		       8);
 	int switched = nd_gang_apply(nd, run);
 	if (nd->trace) {
 		/* slice, the MM's switch count, when it came, when the switch was done */
@@ -304,6 +347,14 @@ static int setup(struct nd *nd, const struct opts *o)
 	}
 	nd->index = (uint32_t)idx;
 	nd->root = geteuid() == 0;
+	if (sodium_init() < 0)
+		snprintf(err, sizeof(err), "libsodium cannot initialise");
+	else if (gm_key_load(nd->conf.key_file, nd->key, err, sizeof(err)) == 0)
+		err[0] = '\0';
+	if (err[0]) {
+		fprintf(stderr, "stormnd: error: %s\n", err);
+		return -1;
+	}
 	/* room for "/jobs/<20 digits>/<63-char file name>" below it */
 	int n = snprintf(nd->state_dir, sizeof(nd->state_dir), "%s/%s", nd->conf.state_dir,
 			 o->name);
@@ -337,6 +388,17 @@ static int setup(struct nd *nd, const struct opts *o)
 	sigaction(SIGCHLD, &chld, NULL);
 	if (nd_gang_init(nd) < 0 || nd_ckpt_init(nd) < 0)
 		return -1;
+	/* tests only (tests/cluster/test_users.sh): STORM_TEST_TAMPER_NODE=NAME
+	 * and STORM_TEST_TAMPER="report=K,replay=K" */
+	const char *tnode = getenv("STORM_TEST_TAMPER_NODE"), *tamper = getenv("STORM_TEST_TAMPER");
+	if (tnode && tamper && !strcmp(tnode, nd->name)) {
+		const char *p;
+		if ((p = strstr(tamper, "report=")))
+			nd->tamper_report = strtoull(p + 7, NULL, 10);
+		if ((p = strstr(tamper, "replay=")))
+			nd->tamper_replay = strtoull(p + 7, NULL, 10);
+		nd_log(nd, "test hook STORM_TEST_TAMPER=%s", tamper);
+	}
 	const char *trace = getenv("STORM_TRACE");
 	if (trace && *trace) {
 		char path[PATH_MAX];
@@ -454,9 +516,14 @@ static void run(struct nd *nd)
 		if (drain_event(nd, EV_STROBE))
 			on_strobe(nd);
 		if (drain_event(nd, EV_REPORT_ACK)) {
-			uint64_t ack = sn_var_load(nd->sn, GM_VAR_REPORT_ACK);
-			if (ack > nd->acked && ack <= nd->report_seq)
-				nd->acked = ack;
+			const uint8_t *v = nd->gmem + GM_VAR_REPORT_ACK;
+			uint64_t ack;
+			memcpy(&ack, v, 8);
+			if (!gm_mac_ok(nd->key, GM_MAC_ACK, nd->index, v, 8, v + 8))
+				nd_log_refused(nd, "report ack %" PRIu64 " has a bad tag (forged or "
+						   "altered); refused", ack);
+			else if (ack > nd->acked && ack <= nd->report_seq)
+				nd->acked = ack; /* an older one (a replay) changes nothing */
 		}
 		nd_report_flush(nd);
 		nd_timers(nd);

@@ -2,7 +2,8 @@
  * the network context, the ranks' pipes and signals; ranks.c forks, reaps and
  * signals the ranks of jobs, files.c materialises transferred files in job
  * directories, report.c queues what happened and sends it to the MM as the
- * node's heartbeat. Memory map and protocol: common/layout.h. */
+ * node's heartbeat; check.c holds the pure checks of what the MM wrote.
+ * Memory map and protocol: common/layout.h. */
 #ifndef STORM_ND_H
 #define STORM_ND_H
 
@@ -15,12 +16,14 @@
 
 #include "cluster.pb-c.h"
 #include "config.h"
+#include "gm_auth.h"
+#include "layout.h"
 #include "sn.h"
 
 #define ND_READ_CHUNK (16 * 1024)        /* bytes per pipe read */
 #define ND_OUTPUT_CAP (8u * 1024 * 1024) /* stop reading pipes above this */
 #define ND_EXIT_DRAIN_MAX (1u << 20)     /* per pipe when its rank exits */
-#define ND_MAX_LOCAL_RANKS 4096
+#define ND_MAX_LOCAL_RANKS STORM_MAX_LOCAL_RANKS
 #define ND_RESEND_AFTER 8                /* strobes without an ack before resending */
 #define ND_CG_PENDING_MAX 64             /* job cgroups waiting to be removed */
 
@@ -91,6 +94,17 @@ struct nd {
 	uint64_t slice;
 	uint32_t cmd_done;
 	uint32_t cmd_warned_seq; /* a mismatched slot already logged */
+	uint32_t cmd_refused_seq; /* a slot with a bad tag already logged */
+
+	/* authentication (common/gm_auth.h) */
+	uint8_t key[GM_KEY_LEN];
+	struct gm_ratelimit rl_auth; /* refused strobes, commands, acks */
+	uint64_t refused;       /* messages refused so far */
+	/* STORM_TEST_TAMPER (tests only): report seq to send altered, report
+	 * seq after which an old report is sent again; 0: none */
+	uint64_t tamper_report, tamper_replay;
+	uint8_t *tamper_saved;  /* report 2, kept for the replay */
+	size_t tamper_saved_len;
 
 	/* gang scheduling (gang.c) */
 	uint64_t run_job;       /* the job the last strobe says runs here, 0: none */
@@ -126,13 +140,32 @@ struct nd {
 void nd_log(const struct nd *nd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 uint64_t nd_now_ns(void);
+/* nd_log, rate-limited: for refused (forged, altered, replayed) messages. */
+void nd_log_refused(struct nd *nd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* check.c: pure, fuzzed (fuzz/nd_*.c) */
+bool nd_valid_basename(const char *name);
+/* a checkpoint directory named by the MM: "ckpt/...", relative, no ".." */
+bool nd_valid_ckpt_dir(const char *d);
+/* Copies the strobe header out of its area (GM_STROBE_MAX bytes) and this
+ * node's ack and run entries (0 when the strobe does not list it); -1 when
+ * the header is malformed. */
+int nd_strobe_read(const uint8_t *area, uint32_t index, struct strobe *s, uint64_t *ack,
+		   uint64_t *run);
+/* Unpacks the command in a ring slot (GM_CMD_SLOT_SIZE bytes); NULL when
+ * the slot is empty (*len 0) or malformed. */
+Storm__Cl__Command *nd_command_decode(const uint8_t *slot, uint32_t *len);
+/* Why the Launch in cmd cannot start on the node at position k of
+ * cmd->nodes, or NULL. why may receive the text. */
+const char *nd_launch_problem(const Storm__Cl__Command *cmd, size_t k, char *why, size_t len);
+/* Why a file chunk header cannot be used, or NULL. */
+const char *nd_chunk_problem(const struct file_chunk *c);
 
 /* files.c */
 int nd_job_dir_create(struct nd *nd, uint64_t job, uint32_t uid, uint32_t gid, char *path,
 		      size_t len);
 void nd_job_dir_remove(struct nd *nd, uint64_t job);
 void nd_jobs_dir_clean(struct nd *nd);
-bool nd_valid_basename(const char *name);
 /* Handles `count` EV_FILE(b) signals: writes the chunk of buffer b. */
 void nd_files_arrived(struct nd *nd, int b, int count);
 void nd_files_close(struct nd *nd);
@@ -188,5 +221,7 @@ void nd_report(struct nd *nd, uint64_t ack);
 /* Sends the queued records now if the last report was acknowledged. */
 void nd_report_flush(struct nd *nd);
 void nd_queue_free(struct nd *nd);
+/* Appends the report's tag: buf holds [u32 len][packed] and GM_TAG_LEN more. */
+void nd_report_seal(struct nd *nd, uint8_t *buf, size_t len);
 
 #endif

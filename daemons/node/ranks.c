@@ -285,11 +285,7 @@ static const char *check_files(const Storm__Cl__Launch *L, const char *dir, char
 			       size_t len)
 {
 	for (size_t i = 0; i < L->n_files; i++) {
-		const Storm__Cl__JobFile *f = L->files[i];
-		if (!nd_valid_basename(f->name)) {
-			snprintf(why, len, "file name '%s' is not a plain basename", f->name);
-			return why;
-		}
+		const Storm__Cl__JobFile *f = L->files[i]; /* names: nd_launch_problem */
 		char path[PATH_MAX + 256];
 		struct stat st;
 		snprintf(path, sizeof(path), "%s/%s", dir, f->name);
@@ -479,27 +475,16 @@ void nd_launch(struct nd *nd, const Storm__Cl__Command *cmd, size_t k)
 		nd_log(nd, "job %" PRIu64 " launched again while it runs here; ignored", L->job);
 		return;
 	}
-	if (L->job == 0 || L->slot >= GM_JOB_SLOTS || L->n_first_rank != cmd->n_nodes ||
-	    L->n_rank_count != cmd->n_nodes) {
-		fail_launch(nd, L->job, L->slot,
-			    "malformed launch (job id, slot or per-node rank lists)");
+	const char *bad = nd_launch_problem(cmd, k, why, sizeof(why));
+	if (bad) {
+		fail_launch(nd, L->job, L->slot, bad);
 		return;
 	}
 	uint32_t count = L->rank_count[k], first = L->first_rank[k];
-	if (count > ND_MAX_LOCAL_RANKS) {
-		snprintf(why, sizeof(why), "%u ranks on one node (at most %d)", count,
-			 ND_MAX_LOCAL_RANKS);
-		fail_launch(nd, L->job, L->slot, why);
-		return;
-	}
 	if (!nd->root && L->uid != geteuid()) {
 		snprintf(why, sizeof(why), "cannot run as uid %u: stormnd is not root (uid %u)",
 			 L->uid, (unsigned)geteuid());
 		fail_launch(nd, L->job, L->slot, why);
-		return;
-	}
-	if (!L->restore && !L->exec_path[0] && L->n_files == 0) {
-		fail_launch(nd, L->job, L->slot, "no program: neither exec_path nor files");
 		return;
 	}
 	struct nd_job *job = calloc(1, sizeof(*job));

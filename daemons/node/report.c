@@ -88,6 +88,8 @@ void nd_queue_free(struct nd *nd)
 	nd->q_bytes = 0;
 	free(nd->report_buf);
 	nd->report_buf = NULL;
+	free(nd->tamper_saved);
+	nd->tamper_saved = NULL;
 }
 
 static size_t varint_size(uint64_t v)
@@ -106,11 +108,50 @@ static size_t field_cost(size_t sub)
 	return 1 + varint_size(sub) + sub;
 }
 
+/* STORM_TEST_TAMPER: what a forger on the fabric would do, from a node, so
+ * tests/cluster/test_users.sh can see the MM refuse it and go on. Sends an
+ * altered report, or report 2 again, in place of the report due; the real one
+ * goes out with the resend of an unacknowledged report. true: it did. */
+static bool tamper(struct nd *nd, const struct sn_nodeset *mm)
+{
+	if (nd->report_seq == 2 && !nd->tamper_saved) {
+		nd->tamper_saved = xcalloc(1, nd->report_len);
+		memcpy(nd->tamper_saved, nd->report_buf, nd->report_len);
+		nd->tamper_saved_len = nd->report_len;
+	}
+	uint8_t *bad = NULL;
+	size_t len = 0;
+	if (nd->report_seq == nd->tamper_report) {
+		nd->tamper_report = 0;
+		bad = xcalloc(1, nd->report_len);
+		memcpy(bad, nd->report_buf, nd->report_len);
+		bad[4] ^= 0x01; /* one bit of the packed report */
+		len = nd->report_len;
+		nd_log(nd, "test hook: report %llu goes out altered",
+		       (unsigned long long)nd->report_seq);
+	} else if (nd->report_seq == nd->tamper_replay && nd->tamper_saved) {
+		nd->tamper_replay = 0;
+		bad = nd->tamper_saved;
+		nd->tamper_saved = NULL;
+		len = nd->tamper_saved_len;
+		nd_log(nd, "test hook: report 2 goes out again in place of report %llu",
+		       (unsigned long long)nd->report_seq);
+	}
+	if (!bad)
+		return false;
+	sn_xfer(nd->sn, mm, GM_REPORT_SLOT(nd->index), bad, len, SN_NO_EVENT, EV_REPORT,
+		SN_XFER_SYS);
+	free(bad);
+	return true;
+}
+
 static void send_bytes(struct nd *nd)
 {
 	struct sn_nodeset mm;
 	sn_set_clear(&mm);
 	sn_set_add(&mm, MM_FABRIC_ID);
+	if ((nd->tamper_report || nd->tamper_replay) && tamper(nd, &mm))
+		return;
 	int rc = sn_xfer(nd->sn, &mm, GM_REPORT_SLOT(nd->index), nd->report_buf,
 			 nd->report_len, SN_NO_EVENT, EV_REPORT, SN_XFER_SYS);
 	if (rc < 0)
@@ -138,7 +179,7 @@ static void send_next(struct nd *nd, uint64_t seq)
 		if (j->nalive > 0)
 			running[rep.n_running++] = j->id;
 	rep.running = running;
-	const size_t budget = GM_REPORT_SLOT_SIZE - 4;
+	const size_t budget = GM_REPORT_SLOT_SIZE - 4 - GM_TAG_LEN;
 	size_t used = storm__cl__report__get_packed_size(&rep);
 	struct nd_rec *r = nd->q_head, *stop = NULL;
 	size_t partial = 0; /* output bytes of `stop` that go out in this report */
@@ -233,11 +274,12 @@ static void send_next(struct nd *nd, uint64_t seq)
 
 	size_t len = storm__cl__report__get_packed_size(&rep);
 	free(nd->report_buf);
-	nd->report_buf = xcalloc(1, 4 + len);
+	nd->report_buf = xcalloc(1, 4 + len + GM_TAG_LEN);
 	uint32_t len32 = (uint32_t)len;
 	memcpy(nd->report_buf, &len32, 4);
 	storm__cl__report__pack(&rep, nd->report_buf + 4);
-	nd->report_len = 4 + len;
+	nd_report_seal(nd, nd->report_buf, len);
+	nd->report_len = 4 + len + GM_TAG_LEN;
 	nd->report_seq = seq;
 	nd->unacked_strobes = 0;
 	send_bytes(nd);
@@ -264,6 +306,11 @@ static void send_next(struct nd *nd, uint64_t seq)
 		stop->off += partial;
 		nd->q_bytes -= partial;
 	}
+}
+
+void nd_report_seal(struct nd *nd, uint8_t *buf, size_t len)
+{
+	gm_mac(nd->key, GM_MAC_REPORT, nd->index, buf, 4 + len, buf + 4 + len);
 }
 
 void nd_report_flush(struct nd *nd)
@@ -299,21 +346,22 @@ void nd_report(struct nd *nd, uint64_t ack)
 	if (ack + 1 != nd->report_seq) {
 		/* neither consumed nor pending: the MM lost track (restarted);
 		 * renumber the last report so it follows what the MM has */
-		Storm__Cl__Report *r = storm__cl__report__unpack(NULL, nd->report_len - 4,
-								 nd->report_buf + 4);
+		Storm__Cl__Report *r = storm__cl__report__unpack(
+			NULL, nd->report_len - 4 - GM_TAG_LEN, nd->report_buf + 4);
 		nd_log(nd, "MM acknowledges report %llu, but %llu was sent; resynchronising",
 		       (unsigned long long)ack, (unsigned long long)nd->report_seq);
 		if (r) {
 			r->seq = ack + 1;
 			size_t len = storm__cl__report__get_packed_size(r);
-			uint8_t *buf = xcalloc(1, 4 + len);
+			uint8_t *buf = xcalloc(1, 4 + len + GM_TAG_LEN);
 			uint32_t len32 = (uint32_t)len;
 			memcpy(buf, &len32, 4);
 			storm__cl__report__pack(r, buf + 4);
+			nd_report_seal(nd, buf, len);
 			storm__cl__report__free_unpacked(r, NULL);
 			free(nd->report_buf);
 			nd->report_buf = buf;
-			nd->report_len = 4 + len;
+			nd->report_len = 4 + len + GM_TAG_LEN;
 			nd->report_seq = ack + 1;
 			nd->unacked_strobes = 0;
 			send_bytes(nd);

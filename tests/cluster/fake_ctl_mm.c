@@ -11,7 +11,10 @@
  *   refuse     answers the Submit with an Error
  *   files      prints each --file's name and size, then exit 0
  *   env        prints argv[0], program, cwd and HOME from the request
- * Usage: fake_ctl_mm SOCKET, or fake_ctl_mm -c storm.conf to stand in for
+ * Requests must be authenticated as the real MM wants them (common/ctl_auth.h,
+ * MUNGE at MUNGE_SOCKET or the configuration's munge_socket); replies are
+ * tagged the same way.
+ * Usage: fake_ctl_mm SOCKET MUNGE_SOCKET, or fake_ctl_mm -c storm.conf to stand in for
  * stormmm under `storm cluster up`: then a node counts as UP once the file
  * STATE_DIR/NAME.up exists (tests/cluster/fake_stormnd writes it). Exits
  * after a Shutdown, removing its socket. */
@@ -28,6 +31,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "ctl_auth.h"
 #include "control.pb-c.h"
 #include "frame.h"
 
@@ -89,14 +93,22 @@ static void msleep(int ms)
 	nanosleep(&ts, NULL);
 }
 
+static const char *munge_sock;
+static __thread struct ctl_session sess; /* one connection per thread */
+
 static int send_reply(int fd, Storm__Ctl__Reply *rep)
 {
 	rep->version = 1;
-	size_t len = storm__ctl__reply__get_packed_size(rep);
-	uint8_t *buf = malloc(len ? len : 1);
+	size_t len = storm__ctl__reply__get_packed_size(rep), elen;
+	uint8_t *buf = malloc(len ? len : 1), *env;
+	char err[256];
 	storm__ctl__reply__pack(rep, buf);
-	int rc = frame_send(fd, buf, len, NULL, 0);
+	int rc = ctl_auth_wrap(&sess, buf, len, &env, &elen, err, sizeof(err));
 	free(buf);
+	if (rc < 0)
+		return rc;
+	rc = frame_send(fd, env, elen, NULL, 0);
+	free(env);
 	return rc;
 }
 
@@ -422,7 +434,16 @@ static void *serve(void *arg)
 		close(fd);
 		return NULL;
 	}
-	Storm__Ctl__Request *req = storm__ctl__request__unpack(NULL, len, buf);
+	ctl_session_init(&sess, true, munge_sock, 0);
+	const uint8_t *body;
+	size_t blen;
+	bool plain;
+	char why[256];
+	Storm__Ctl__Request *req = NULL;
+	if (ctl_auth_unwrap(&sess, buf, len, &body, &blen, &plain, why, sizeof(why)) == CTL_AUTH_OK)
+		req = storm__ctl__request__unpack(NULL, blen, body);
+	else
+		fprintf(stderr, "fake_ctl_mm: refused: %s\n", why);
 	free(buf);
 	Storm__Ctl__Reply rep = STORM__CTL__REPLY__INIT;
 	if (!req || req->version != 1) {
@@ -483,14 +504,16 @@ int main(int argc, char **argv)
 		}
 		have_conf = 1;
 		sock_path = conf.socket;
+		munge_sock = conf.munge_socket;
 		if (getenv("FAKE_MM_FAIL")) {
 			fprintf(stderr, "fake_ctl_mm: failing on purpose (FAKE_MM_FAIL)\n");
 			return 3;
 		}
-	} else if (argc == 2) {
+	} else if (argc == 3) {
 		sock_path = argv[1];
+		munge_sock = argv[2];
 	} else {
-		fprintf(stderr, "usage: fake_ctl_mm SOCKET | fake_ctl_mm -c storm.conf\n");
+		fprintf(stderr, "usage: fake_ctl_mm SOCKET MUNGE_SOCKET | fake_ctl_mm -c storm.conf\n");
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);

@@ -4,11 +4,12 @@
 # there or appended later: tail -F follows it) contains TEXT, 1 if none does
 # within SECONDS.
 wait_log() {
-	local rc=1
+	local rc=1 pid
 	coproc WAIT_LOG_TAIL { exec timeout "$3" tail -n +1 -F "$1" 2>/dev/null; }
+	pid=$WAIT_LOG_TAIL_PID # bash unsets it when the coprocess ends
 	grep -q -m1 -F -- "$2" <&"${WAIT_LOG_TAIL[0]}" && rc=0
-	kill "$WAIT_LOG_TAIL_PID" 2>/dev/null
-	wait "$WAIT_LOG_TAIL_PID" 2>/dev/null
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
 	return $rc
 }
 
@@ -53,4 +54,18 @@ has_line() {
 		bad "$1: no line '$3' in $2"
 		sed 's/^/     | /' "$T/$2" | head -20
 	fi
+}
+
+# start_munged DIR: a private munged (own key, socket DIR/munge.socket) for
+# tests that talk to a machine manager without `storm cluster up`; its pid
+# in $MUNGED_PID (the caller kills it in its trap). Returns once it answers.
+start_munged() {
+	local d=$1
+	mkdir -p "$d" && chmod 755 "$d"
+	head -c 128 /dev/urandom >"$d/munge.key" && chmod 600 "$d/munge.key"
+	/usr/sbin/munged --foreground --force --socket="$d/munge.socket" --key-file="$d/munge.key" \
+		--pid-file="$d/munged.pid" --seed-file="$d/munged.seed" 2>"$d/munged.log" &
+	MUNGED_PID=$!
+	# in the foreground it logs to stderr: its work threads once its socket listens
+	wait_log "$d/munged.log" "work threads" 10 && munge -S "$d/munge.socket" -n >/dev/null
 }

@@ -10,10 +10,11 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 T=$(mktemp -d /tmp/storm-clitest.XXXXXX)
 S=$BIN/storm
 fails=0 checks=0
-MM_PID=
+MM_PID= MUNGED_PID=
 
 cleanup() {
 	[ -n "$MM_PID" ] && kill "$MM_PID" 2>/dev/null
+	[ -n "$MUNGED_PID" ] && kill "$MUNGED_PID" 2>/dev/null
 	[ -f "$T/c/pids" ] && "$T/bin/storm" cluster down --dir "$T/c" >/dev/null 2>&1
 	rm -rf "$T"
 }
@@ -49,11 +50,12 @@ for c in run submit jobs nodes cancel cluster "cluster up" "cluster status" "clu
 done
 
 # ---- against the fake MM
+start_munged "$T/munge" || bad "munged did not start"
 mkfifo "$T/mm.fifo"
-"$BIN/fake_ctl_mm" "$T/mm.sock" >"$T/mm.fifo" & MM_PID=$!
+"$BIN/fake_ctl_mm" "$T/mm.sock" "$T/munge/munge.socket" >"$T/mm.fifo" & MM_PID=$!
 read -r ready <"$T/mm.fifo" # "listening", once the socket accepts
 [ "$ready" = listening ] || bad "fake MM did not start"
-printf '[cluster]\nname = fake\nsocket = %s/mm.sock\n[nodes]\nnames = node[00-02]\n' "$T" >"$T/storm.conf"
+printf '[cluster]\nname = fake\nsocket = %s/mm.sock\nmunge_socket = %s/munge/munge.socket\n[nodes]\nnames = node[00-02]\n' "$T" "$T" >"$T/storm.conf"
 export STORM_CONF=$T/storm.conf
 
 expect "run streams" 0 "$S" run /bin/true hello
@@ -149,7 +151,8 @@ expect "status --dir" 0 "$T/bin/storm" cluster status --dir "$T/c"
 expect "jobs via --conf" 0 "$T/bin/storm" --conf "$T/c/storm.conf" jobs
 expect "cluster down" 0 "$T/bin/storm" cluster down --dir "$T/c"
 has_line "down line" out "storm: cluster down ($T/c)"
-[ ! -e "$T/c/pids" ] && [ ! -e "$T/c/state" ] && [ ! -e "$T/c/fabric" ] && [ -d "$T/c/log" ] &&
+[ ! -e "$T/c/pids" ] && [ ! -e "$T/c/state" ] && [ ! -e "$T/c/fabric" ] && [ ! -e "$T/c/munge" ] &&
+	[ ! -e "$T/c/cluster.key" ] && [ -d "$T/c/log" ] &&
 	ok "runtime files removed, logs kept" || bad "left: $(ls "$T/c")"
 expect "down again" 0 "$T/bin/storm" cluster down --dir "$T/c"
 # a stale cluster: the MM killed, its nodes still there

@@ -189,10 +189,13 @@ def ask(payload):
         if not b: break
         data += b
     return data
-print("garbage:", ask(struct.pack(">I", 5) + b"\xff\xff\xff\xff\xff"))
+print("unauthenticated:", ask(struct.pack(">I", 5) + b"\xff\xff\xff\xff\xff"))
 print("oversize:", ask(struct.pack(">I", 0xFFFFFFF0)))
-print("version:", ask(struct.pack(">I", 2) + b"\x08\x07"))  # Request{version=7}
 EOF
+# authenticated but malformed or of another version: ctl_forge signs them
+"$BIN/ctl_forge" --conf "$C/storm.conf" garbage >>"$T/proto.out" 2>&1
+"$BIN/ctl_forge" --conf "$C/storm.conf" version=7 >>"$T/proto.out" 2>&1
+has "an unauthenticated control message gets an error reply" proto.out "request not authenticated"
 has "a malformed control message gets an error reply" proto.out "malformed request"
 has "an oversize control message gets an error reply" proto.out "larger than"
 has "a wrong-version control message gets an error reply" proto.out "version 7 is not supported"

@@ -8,25 +8,30 @@ BIN=$(cd "${1:-build/bin}" && pwd)
 . "$(dirname "$0")/lib.sh"
 T=$(mktemp -d /tmp/storm-vgtest.XXXXXX)
 export STORM_CONF=$T/storm.conf PATH=$BIN:$PATH
-PIDS=""
+PIDS="" MUNGED_PID=""
 cleanup() {
 	for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
+	[ -n "$MUNGED_PID" ] && kill "$MUNGED_PID" 2>/dev/null
 	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-fails=0
+fails=0 checks=0
 cat >"$STORM_CONF" <<CONF
 [cluster]
 state_dir = $T/state
 socket = $T/mm.sock
 bootstrap = dir:$T/fabric
+key_file = $T/cluster.key
+munge_socket = $T/munge/munge.socket
 op_timeout_ms = 20000
 down_after = 1000
 [nodes]
 names = node[00-01]
 CONF
 mkdir -p "$T/fabric" "$T/state"
+head -c 32 /dev/urandom >"$T/cluster.key" && chmod 600 "$T/cluster.key"
+start_munged "$T/munge" || { bad "munged did not start"; exit 1; }
 VG="valgrind -q --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --error-exitcode=9"
 $VG stormmm -c "$STORM_CONF" >"$T/mm.log" 2>&1 &
 PIDS="$PIDS $!"
@@ -53,7 +58,12 @@ exec 7<&-
 python3 -c "
 import socket, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b'\0\0\0\5hello')
-print(s.recv(1000))" "$T/mm.sock" | grep -q malformed && ok "malformed message refused" || bad "malformed message"
+print(s.recv(1000))" "$T/mm.sock" | grep -q "not authenticated" && ok "unauthenticated message refused" ||
+	bad "unauthenticated message"
+ctl_forge --conf "$STORM_CONF" garbage | grep -q malformed && ok "malformed message refused" ||
+	bad "malformed message"
+ctl_forge --conf "$STORM_CONF" replay | grep -q "replayed MUNGE credential" && ok "replay refused" ||
+	bad "replay"
 storm cluster down --dir "$T" >/dev/null 2>&1
 for p in $PIDS; do
 	wait "$p"

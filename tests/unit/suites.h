@@ -7,4 +7,5 @@ void add_config_suite(void);
 void add_cli_suite(void);
 void add_matrix_suite(void);
 void add_ckpt_image_suite(void);
+void add_auth_suite(void);
 #endif

@@ -25,12 +25,21 @@ static void test_expand(void)
 	CU_ASSERT_EQUAL(hostlist_expand("n[8-11]", names, 2000, err, sizeof(err)), 4);
 	CU_ASSERT_STRING_EQUAL(names[3], "n11");
 	CU_ASSERT_EQUAL(hostlist_expand("n[0-999]", names, 2000, err, sizeof(err)), 1000);
+	/* several ranges in one name, as Slurm expands them (found by fuzz/hostlist) */
+	CU_ASSERT_EQUAL(hostlist_expand("r[1-2]n[01-03]", names, 2000, err, sizeof(err)), 6);
+	CU_ASSERT_STRING_EQUAL(names[0], "r1n01");
+	CU_ASSERT_STRING_EQUAL(names[5], "r2n03");
+	/* the largest number: one name, not a wrap to 0, 1, ... */
+	CU_ASSERT_EQUAL(hostlist_expand("x[18446744073709551615]", names, 2000, err, sizeof(err)), 1);
+	CU_ASSERT_STRING_EQUAL(names[0], "x18446744073709551615");
+	CU_ASSERT_EQUAL(hostlist_expand("x[18446744073709551616]", names, 2000, err, sizeof(err)), -1);
 }
 
 static void test_expand_bad(void)
 {
 	const char *bad[] = { "n[0-3",   "n[3-1]",  "n[a]",  "n[1-]", "a,,b",
-			      "n[1,1]",  "a,a",     "n[0-5000]", "" };
+			      "n[1,1]",  "a,a",     "n[0-5000]", "",
+			      "a]",      "n[1-2]x]" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = '\0';
 		CU_ASSERT_EQUAL(hostlist_expand(bad[i], names, 2000, err, sizeof(err)), -1);

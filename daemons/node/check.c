@@ -1,0 +1,95 @@
+/* What the node daemon decodes from global memory, checked apart from the
+ * daemon's state: pure, so the fuzz harnesses (fuzz/nd_*.c) drive exactly
+ * the checks stormnd runs on strobes, command slots, launches and file
+ * chunks the MM wrote. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "layout.h"
+#include "nd.h"
+
+bool nd_valid_basename(const char *name)
+{
+	return name[0] && strcmp(name, ".") && strcmp(name, "..") && !strchr(name, '/');
+}
+
+bool nd_valid_ckpt_dir(const char *d)
+{
+	/* relative to the state directory, under ckpt/, never climbing out */
+	size_t n = strlen(d);
+	return !strncmp(d, "ckpt/", 5) && !strstr(d, "..") && d[n - 1] != '/' && !strstr(d, "//");
+}
+
+int nd_strobe_read(const uint8_t *area, uint32_t index, struct strobe *s, uint64_t *ack,
+		   uint64_t *run)
+{
+	memcpy(s, area, sizeof(*s));
+	*ack = *run = 0;
+	if (s->nnodes > STORM_MAX_NODES)
+		return -1;
+	if (index < s->nnodes) {
+		memcpy(ack, area + sizeof(*s) + 8 * (uint64_t)index, 8);
+		memcpy(run, area + sizeof(*s) + 8 * ((uint64_t)s->nnodes + index), 8);
+	}
+	return 0;
+}
+
+Storm__Cl__Command *nd_command_decode(const uint8_t *slot, uint32_t *len)
+{
+	memcpy(len, slot, 4);
+	if (*len == 0 || *len > GM_CMD_SLOT_SIZE - 4)
+		return NULL;
+	return storm__cl__command__unpack(NULL, *len, slot + 4);
+}
+
+const char *nd_launch_problem(const Storm__Cl__Command *cmd, size_t k, char *why, size_t len)
+{
+	const Storm__Cl__Launch *L = cmd->launch;
+	if (L->job == 0 || L->slot >= GM_JOB_SLOTS || L->n_first_rank != cmd->n_nodes ||
+	    L->n_rank_count != cmd->n_nodes || k >= cmd->n_nodes)
+		return "malformed launch (job id, slot or per-node rank lists)";
+	uint32_t count = L->rank_count[k], first = L->first_rank[k];
+	if (count > ND_MAX_LOCAL_RANKS) {
+		snprintf(why, len, "%u ranks on one node (at most %d)", count, ND_MAX_LOCAL_RANKS);
+		return why;
+	}
+	/* STORM_RANK must stay below STORM_SIZE, and a rank's exit must name one
+	 * the MM knows */
+	if ((uint64_t)first + count > L->ranks) {
+		snprintf(why, len, "ranks %u..%llu on this node, but the job has %u", first,
+			 (unsigned long long)first + count - 1, L->ranks);
+		return why;
+	}
+	if (!L->restore && !L->exec_path[0] && L->n_files == 0)
+		return "no program: neither exec_path nor files";
+	if (L->restore && ((L->restore_dir[0] && !nd_valid_ckpt_dir(L->restore_dir)) ||
+			   (L->files_dir[0] && !nd_valid_ckpt_dir(L->files_dir))))
+		return "bad checkpoint directory in a restart";
+	for (size_t i = 0; i < L->n_files; i++)
+		if (!nd_valid_basename(L->files[i]->name)) {
+			/* the reason goes to the user in one line: no control characters */
+			snprintf(why, len, "file name '%.64s' is not a plain basename",
+				 L->files[i]->name);
+			for (char *c = why; *c; c++)
+				if ((unsigned char)*c < 0x20 || *c == 0x7f)
+					*c = '?';
+			return why;
+		}
+	return NULL;
+}
+
+const char *nd_chunk_problem(const struct file_chunk *c)
+{
+	if (!memchr(c->name, '\0', sizeof(c->name)))
+		return "file name is not terminated";
+	if (!nd_valid_basename(c->name))
+		return "file name is not a plain basename";
+	if (c->job == 0)
+		return "job id 0";
+	if (c->len > GM_FILE_DATA_MAX)
+		return "length exceeds the file buffer";
+	if (c->offset > c->size || c->len > c->size - c->offset)
+		return "data beyond the announced file size";
+	return NULL;
+}

@@ -1,0 +1,129 @@
+/* A stand-in for libstormnet under fuzz/mm_state: no fabric, one global
+ * memory buffer, events that fire when the harness says so. The MM's code
+ * above it runs unchanged. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layout.h"
+#include "stub_sn.h"
+
+struct sn_ctx {
+	int unused;
+};
+static struct sn_ctx the_ctx;
+struct stub_sn stub;
+
+void stub_sn_reset(size_t gmem_size)
+{
+	if (stub.gmem_size != gmem_size) {
+		free(stub.gmem);
+		stub.gmem = calloc(1, gmem_size);
+		stub.gmem_size = gmem_size;
+	} else { /* the MM reads only its report slots */
+		memset(stub.gmem + GM_REPORTS, 0, gmem_size - GM_REPORTS);
+	}
+	memset(stub.pending, 0, sizeof(stub.pending));
+	stub.caw_result = 1;
+	stub.fail_events = 0;
+	stub.xfers = 0;
+}
+
+void sn_config_defaults(struct sn_config *cfg) { memset(cfg, 0, sizeof(*cfg)); }
+int sn_open(const struct sn_config *cfg, struct sn_ctx **out)
+{
+	(void)cfg;
+	*out = &the_ctx;
+	return 0;
+}
+const char *sn_open_error(void) { return "stub"; }
+void sn_close(struct sn_ctx *ctx) { (void)ctx; }
+const char *sn_strerror(const struct sn_ctx *ctx)
+{
+	(void)ctx;
+	return "stub failure";
+}
+const char *sn_provider_name(const struct sn_ctx *ctx, int rail)
+{
+	(void)ctx;
+	(void)rail;
+	return "stub";
+}
+void *sn_gmem(struct sn_ctx *ctx)
+{
+	(void)ctx;
+	return stub.gmem;
+}
+int sn_wait_fd(struct sn_ctx *ctx)
+{
+	(void)ctx;
+	return -1;
+}
+int sn_progress(struct sn_ctx *ctx)
+{
+	(void)ctx;
+	return 0;
+}
+int sn_prepare_wait(struct sn_ctx *ctx)
+{
+	(void)ctx;
+	return 0;
+}
+int sn_next_timeout_ms(struct sn_ctx *ctx)
+{
+	(void)ctx;
+	return 5;
+}
+
+int sn_test_event(struct sn_ctx *ctx, unsigned ev, int timeout_ms, struct sn_nodeset *failed)
+{
+	(void)ctx;
+	(void)timeout_ms;
+	if (ev >= STUB_EVENTS || !stub.pending[ev])
+		return 0;
+	stub.pending[ev]--;
+	if (stub.fail_events) {
+		stub.fail_events--;
+		if (failed) {
+			sn_set_clear(failed);
+			sn_set_add(failed, 1);
+		}
+		return -ETIMEDOUT;
+	}
+	return 1;
+}
+
+int sn_xfer(struct sn_ctx *ctx, const struct sn_nodeset *dst, uint64_t dst_off, const void *src,
+	    size_t len, unsigned local_ev, unsigned remote_ev, unsigned flags)
+{
+	(void)ctx;
+	(void)remote_ev;
+	(void)flags;
+	/* what the MM sends must lie inside every node's global memory */
+	if (dst_off + len > stub.gmem_size || sn_set_empty(dst))
+		abort();
+	(void)src;
+	stub.xfers++;
+	if (local_ev != SN_NO_EVENT && local_ev < STUB_EVENTS)
+		stub.pending[local_ev]++;
+	return 0;
+}
+
+int sn_caw(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off, enum sn_cmp op,
+	   uint64_t value, bool do_write, uint64_t write_off, uint64_t write_val,
+	   struct sn_nodeset *failed)
+{
+	(void)ctx;
+	(void)op;
+	(void)value;
+	(void)do_write;
+	(void)write_off;
+	(void)write_val;
+	if (var_off + 8 > stub.gmem_size || sn_set_empty(set))
+		abort();
+	if (stub.caw_result < 0 && failed) {
+		sn_set_clear(failed);
+		sn_set_add(failed, 1);
+	}
+	return stub.caw_result;
+}
