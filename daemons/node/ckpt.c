@@ -258,7 +258,15 @@ void nd_checkpoint(struct nd *nd, const Storm__Cl__Checkpoint *c)
 		return;
 	}
 	if (c->remove) {
-		ckpt_remove(nd, c);
+		/* unlinking gigabytes can stall on a busy disk: not in the loop
+		 * (the reaper takes the child as a pid it does not know) */
+		pid_t pid = fork();
+		if (pid == 0) {
+			ckpt_remove(nd, c);
+			_exit(0);
+		}
+		if (pid < 0)
+			ckpt_remove(nd, c);
 		return;
 	}
 	struct nd_job *job = job_of(nd, c->job);

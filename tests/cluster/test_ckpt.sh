@@ -16,6 +16,9 @@ chmod 755 "$T" # another user's storm must read the configuration
 C=$T/c
 export PATH=$BIN:$PATH
 export STORM_CONF=$C/storm.conf
+# loopback only: a --netns cluster's bridge that another test takes down
+# must not take this cluster's connections with it
+export FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo FI_UDP_IFACE=lo
 fails=0 checks=0
 bg=()
 
