@@ -65,12 +65,12 @@ static int print_json(json_t *root)
 
 static json_t *ckpt_json(const Storm__Ctl__CheckpointInfo *k)
 {
-	return json_pack("{s:I, s:I, s:i, s:s, s:s, s:i, s:s, s:i, s:i, s:I, s:b, s:f, s:f, s:s}",
+	return json_pack("{s:I, s:I, s:i, s:s, s:s, s:i, s:s, s:i, s:i, s:I, s:b, s:f, s:f, s:f, s:s}",
 			 "id", (json_int_t)k->id, "job", (json_int_t)k->job, "epoch", (int)k->epoch,
 			 "name", k->name, "user", k->user, "uid", (int)k->uid, "nodelist",
 			 k->nodelist, "nodes", (int)k->nodes, "ranks", (int)k->ranks, "bytes",
 			 (json_int_t)k->bytes, "complete", (int)k->complete, "time", k->time,
-			 "seconds", k->seconds, "reason", k->reason);
+			 "seconds", k->seconds, "frozen", k->frozen, "reason", k->reason);
 }
 
 static int one_id(const char *cmd, struct cli_optparse *p, const char *s, uint64_t *id)
@@ -127,9 +127,9 @@ int cmd_checkpoint(struct cli *c, int argc, char **argv)
 	} else {
 		char size[32];
 		fmt_bytes(k->bytes, size, sizeof(size));
-		printf("checkpoint %llu of job %llu (epoch %u): %s on %s, %.3f s\n",
+		printf("checkpoint %llu of job %llu (epoch %u): %s on %s, %.3f s (job frozen %.3f s)\n",
 		       (unsigned long long)k->id, (unsigned long long)k->job, k->epoch, size,
-		       k->nodelist, k->seconds);
+		       k->nodelist, k->seconds, k->frozen);
 	}
 	ctl_reply_free(rep);
 	return rc;

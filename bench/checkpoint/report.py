@@ -57,7 +57,8 @@ def main():
            "through a forked helper, fsync'd) into state directories on the machine's one disk; "
            "the storage's bandwidth is `dd if=/dev/zero bs=1M conv=fsync` of the same size into the "
            "same directory, right before. Checkpoint time is the MM's freeze-to-confirmation "
-           "(COMPARE-AND-WRITE); restart time runs from `storm restart` to the last node's "
+           "(COMPARE-AND-WRITE), images fsync'd; the job is frozen only until every node has "
+           "written its images (then it runs on while they are fsync'd); restart time runs from `storm restart` to the last node's "
            "\"started ranks\" (same nodes, images read back from the page cache). Targets: "
            "throughput ≥ %d%% of dd's, restart ≤ %.1fx the checkpoint." %
            (run, TARGET_THROUGHPUT * 100, TARGET_RESTART), ""]
@@ -67,13 +68,14 @@ def main():
         frac = thr / r["dd_bps"] if thr and r.get("dd_bps") else None
         rr = r["restart_s"] / r["ckpt_s"] if r.get("restart_s") and r.get("ckpt_s") else None
         trs.append([
-            "%d MiB" % r["total_mib"], mib(r["bytes"]), "%.3f s" % r["ckpt_s"], mbps(thr),
+            "%d MiB" % r["total_mib"], mib(r["bytes"]), "%.3f s" % r["ckpt_s"],
+            "–" if r.get("frozen_s") is None else "%.3f s" % r["frozen_s"], mbps(thr),
             mbps(r.get("dd_bps")),
             "–" if frac is None else "%.0f%%%s" % (frac * 100, mark(frac >= TARGET_THROUGHPUT)),
             "–" if r.get("restart_s") is None else "%.3f s" % r["restart_s"],
             "–" if rr is None else "%.2fx%s" % (rr, mark(rr <= TARGET_RESTART)),
         ])
-    out.append(table(["job memory", "image bytes", "checkpoint", "throughput", "dd (fsync)",
+    out.append(table(["job memory", "image bytes", "checkpoint", "job frozen", "throughput", "dd (fsync)",
                       "of dd", "restart", "restart / checkpoint"], trs))
     out.append("")
     base = next((r for r in over if r["interval"] == 0 and r.get("rc") == 0), None)
@@ -95,8 +97,8 @@ def main():
         out.append("Failure-free overhead: the same program paced by `clock_nanosleep` (%d s of "
                    "10 ms steps, %d MiB in total on 8 nodes), with `--checkpoint-interval`; "
                    "overhead = runtime / runtime without checkpoints − 1, which is what the "
-                   "freezes cost it (target ≤ %d%% at 60 s); frozen = the sum of the MM's "
-                   "freeze-to-confirmation times, the same cost without the run-to-run noise "
+                   "freezes cost it (target ≤ %d%% at 60 s); frozen = the sum of the times "
+                   "the job was stopped for its checkpoints, the same cost without the run-to-run noise "
                    "of a shared machine." %
                    (over[0].get("run_s", 0), over[0].get("total_mib", 0), TARGET_OVERHEAD_60 * 100))
         out.append("")

@@ -3,7 +3,8 @@
 # per node (tests/ckpt/ckpt_prog: a heap it fills, a file per rank, clock
 # pacing):
 #  1. for total job memory 16 MiB .. 2 GiB: `storm checkpoint` time (the MM's
-#     freeze-to-confirmation, and the CLI's wall time) and image bytes, the
+#     freeze-to-confirmation, and the CLI's wall time), how long the job was
+#     frozen (until every node had written, not yet fsync'd) and image bytes, the
 #     storage's write bandwidth measured right before in the same directory
 #     (dd of the same size, conv=fsync), and the restart time (`storm restart`
 #     issued to the last node's "started ranks" log line);
@@ -156,7 +157,7 @@ import json, sys
 total, t0, t1, tr0, tr1, ddbps, dds = sys.argv[1:]
 ck = json.load(open("ck.json"))
 print(json.dumps({"kind": "size", "total_mib": int(total), "bytes": ck["bytes"],
-                  "ckpt_s": ck["seconds"], "ckpt_cli_s": float(t1) - float(t0),
+                  "ckpt_s": ck["seconds"], "frozen_s": ck.get("frozen"), "ckpt_cli_s": float(t1) - float(t0),
                   "restart_s": (float(tr1) - float(tr0)) if tr1 else None,
                   "dd_bps": float(ddbps) if ddbps else None, "dd_s": float(dds) if dds else None}))
 PY
@@ -176,7 +177,7 @@ for iv in $INTERVALS; do
 	n=$("$STORM" checkpoints --json | python3 -c 'import json,sys; print(sum(1 for k in json.load(sys.stdin)["checkpoints"] if k["job"] == int(sys.argv[1])))' "$J")
 	nlog=$(grep -c "job $J: complete checkpoint" "$SDIR/log/mm.log")
 	# what the job spent frozen: the MM's freeze-to-confirmation times
-	frozen=$(grep "job $J: complete checkpoint" "$SDIR/log/mm.log" | awk '{ for (i = 1; i <= NF; i++) if ($i == "in") s += $(i+1) } END { printf "%.3f", s + 0 }')
+	frozen=$(grep "job $J: complete checkpoint" "$SDIR/log/mm.log" | awk '{ for (i = 1; i <= NF; i++) if ($i == "frozen") s += $(i+1) } END { printf "%.3f", s + 0 }')
 	echo "{\"kind\": \"overhead\", \"interval\": $iv, \"runtime_s\": $(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}'), \"rc\": $rc, \"checkpoints\": $nlog, \"kept\": $n, \"frozen_s\": $frozen, \"run_s\": $RUNS, \"total_mib\": 256}" >>"$OUT"
 	log "overhead, interval $iv: $(tail -1 "$OUT")"
 done

@@ -53,6 +53,7 @@ static void rec_free(struct mm_ckpt *r)
 	free(r->program);
 	free(r->nodes);
 	free(r->node_done);
+	free(r->node_captured);
 	free(r);
 }
 
@@ -99,6 +100,7 @@ static struct mm_ckpt *rec_new(struct mm *mm, const struct job *j)
 	r->nranks = j->nranks;
 	r->nodes = malloc(sizeof(int) * j->nnodes);
 	r->node_done = calloc(j->nnodes, sizeof(bool));
+	r->node_captured = calloc(j->nnodes, sizeof(bool));
 	r->argv = dup_strv(j->argv, j->argc);
 	r->argc = j->argc;
 	r->env = dup_strv(j->env, j->nenv);
@@ -124,7 +126,7 @@ static struct mm_ckpt *rec_new(struct mm *mm, const struct job *j)
 			r->fmodes[i] = j->fmodes[i];
 		}
 	}
-	if (!r->nodes || !r->node_done || !r->argv || !r->env || !r->cwd || !r->program) {
+	if (!r->nodes || !r->node_done || !r->node_captured || !r->argv || !r->env || !r->cwd || !r->program) {
 		rec_free(r);
 		return NULL;
 	}
@@ -155,6 +157,7 @@ static void fill_info(const struct mm_ckpt *r, Storm__Ctl__CheckpointInfo *i)
 	i->time = r->time;
 	i->seconds = r->seconds;
 	i->reason = (char *)r->reason;
+	i->frozen = r->frozen;
 }
 
 static void reply_info(struct mm *mm, struct client *c, const struct mm_ckpt *r)
@@ -280,14 +283,19 @@ static void ckpt_finish(struct mm *mm, struct job *j, bool ok, const char *why)
 	struct mm_ckpt *r = j->ckpt;
 	r->complete = ok;
 	r->seconds = now_s() - r->t_start;
+	if (!r->thawed) {
+		r->thawed = true;
+		r->frozen = r->seconds;
+	}
 	if (!ok && !r->reason[0])
 		snprintf(r->reason, sizeof(r->reason), "%s", why);
 	j->ckpt = NULL;
 	if (j->ckpt_interval)
 		j->ckpt_next = now_s() + j->ckpt_interval;
-	mm_log("job %" PRIu64 ": %s checkpoint %" PRIu64 " (epoch %u): %" PRIu64 " bytes in %.3f s%s%s",
+	mm_log("job %" PRIu64 ": %s checkpoint %" PRIu64 " (epoch %u): %" PRIu64 " bytes in %.3f s, "
+	       "frozen %.3f s%s%s",
 	       j->id, ok ? "complete" : "INCOMPLETE", r->id, r->epoch, r->bytes, r->seconds,
-	       ok ? "" : ": ", ok ? "" : r->reason);
+	       r->frozen, ok ? "" : ": ", ok ? "" : r->reason);
 	if (ok && r->periodic)
 		prune(mm, j->id);
 	struct client *c = j->ckpt_client;
@@ -324,6 +332,20 @@ void ckpt_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n)
 		ckpt_finish(mm, j, false, r->reason);
 		return;
 	}
+	/* captured (CHECKPOINTED implies it): when every node's ranks are in
+	 * their images the job runs on while the nodes fsync them */
+	if (!r->node_captured[k]) {
+		r->node_captured[k] = true;
+		if (++r->nodes_captured == r->nnodes && !r->thawed) {
+			r->thawed = true;
+			r->frozen = now_s() - r->t_start;
+			mm_log("job %" PRIu64 ": checkpoint %" PRIu64 " captured on every node; "
+			       "frozen %.3f s",
+			       j->id, r->id, r->frozen);
+		}
+	}
+	if (n->kind == STORM__CL__JOB_NOTE__KIND__CHECKPOINT_CAPTURED)
+		return;
 	if (!r->node_done[k]) {
 		r->node_done[k] = true;
 		r->nodes_done++;

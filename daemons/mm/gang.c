@@ -77,7 +77,7 @@ void gang_fill_strobe(struct mm *mm, struct strobe *s)
 		/* only launched jobs: a node must not take a job it is still
 		 * receiving for one to continue */
 		/* a job being checkpointed is frozen until every node saved it */
-		run[p] = j && !j->ckpt && (j->state == STORM__CTL__JOB_STATE__RUNNING ||
+		run[p] = j && !ckpt_freezes(j) && (j->state == STORM__CTL__JOB_STATE__RUNNING ||
 					   j->state == STORM__CTL__JOB_STATE__LAUNCHING)
 				 ? id
 				 : 0;

@@ -701,6 +701,7 @@ void job_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n)
 	switch (n->kind) {
 	case STORM__CL__JOB_NOTE__KIND__CHECKPOINTED:
 	case STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED:
+	case STORM__CL__JOB_NOTE__KIND__CHECKPOINT_CAPTURED:
 		ckpt_on_note(mm, node, n);
 		break;
 	case STORM__CL__JOB_NOTE__KIND__FAILED:

@@ -116,6 +116,10 @@ struct mm_ckpt {
 	char nodelist[512];
 	bool *node_done;
 	uint32_t nodes_done;
+	bool *node_captured;     /* its ranks' memory is in its images */
+	uint32_t nodes_captured;
+	bool thawed;             /* every node captured: the job runs on */
+	double frozen;           /* seconds the job was stopped for it */
 	uint64_t bytes;
 	bool complete, failed;
 	bool periodic;           /* taken by --checkpoint-interval: pruned (ckpt.c) */
@@ -277,6 +281,11 @@ void ckpt_job_ended(struct mm *mm, struct job *j);
 int ckpt_restart_prepare(struct mm *mm, struct job *j);
 void ckpt_fill_launch(struct mm *mm, struct job *j, Storm__Cl__Launch *l, char **old_dirs);
 void ckpt_handle_request(struct mm *mm, struct client *c, const Storm__Ctl__Request *req);
+/* gang.c: a job is out of the run list while a checkpoint captures it */
+static inline bool ckpt_freezes(const struct job *j)
+{
+	return j->ckpt && !j->ckpt->thawed;
+}
 bool mm_may_touch_ckpt(const struct client *c, const struct mm_ckpt *r, const char *verb,
 		       char *why, size_t len);
 

@@ -7,9 +7,11 @@
  *  - Checkpoint: the job is stopped (SIGSTOP to its group; with the freezer
  *    it is thawed so the stop takes effect) and kept stopped (ckpt_busy) while
  *    the helper writes DIR/rank<R>.img for each local rank and, the first
- *    time, copies the job directory's files to ckpt/JOB/files. Then the node
- *    stores the checkpoint id in GM_VAR_CKPT(slot), which the MM checks with
- *    COMPARE-AND-WRITE, and reports CHECKPOINTED.
+ *    time, copies the job directory's files to ckpt/JOB/files. When every
+ *    image is written it says so (CHECKPOINT_CAPTURED: the job may run on)
+ *    and fsyncs them; then the node stores the checkpoint id in
+ *    GM_VAR_CKPT(slot), which the MM checks with COMPARE-AND-WRITE, and
+ *    reports CHECKPOINTED.
  *  - Restore: the helper rebuilds each rank from its image, stopped, in one
  *    process group, with the daemon's pipes as stdout and stderr, as the
  *    job's user. The daemon is a child subreaper, so when the helper exits
@@ -42,6 +44,9 @@ struct nd_helper {
 	uint32_t slot;
 	uint32_t first;         /* restore: the job's first local rank */
 	int *pipes;             /* restore: per local rank, stdout and stderr read ends */
+	bool captured;          /* dump: its images are written; the job may run on */
+	char buf[4096];         /* dump: what it said so far */
+	size_t len;
 	struct nd_helper *next;
 };
 
@@ -149,6 +154,7 @@ static int result_pipe(int fds[2])
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return -errno;
 	fcntl(fds[0], F_SETPIPE_SZ, 1 << 20);
+	fcntl(fds[0], F_SETFL, O_NONBLOCK);
 	return 0;
 }
 
@@ -183,17 +189,32 @@ static _Noreturn void dump_child(struct nd_job *job, const char *dir, const char
 		_exit(1);
 	}
 	uint64_t total = 0;
+	char path[PATH_MAX + 300];
 	for (uint32_t i = 0; i < job->nranks; i++) {
 		if (job->ranks[i].pid <= 0)
 			continue;
-		char path[PATH_MAX + 300];
 		struct ckpt_stats cs;
 		snprintf(path, sizeof(path), "%s/rank%u.img", dir, job->ranks[i].rank);
-		if (ckpt_dump(job->ranks[i].pid, path, CKPT_DUMP_FSYNC, &cs, err, sizeof(err)) < 0) {
+		if (ckpt_dump(job->ranks[i].pid, path, 0, &cs, err, sizeof(err)) < 0) {
 			dprintf(w, "E rank %u: %s\n", job->ranks[i].rank, err);
 			_exit(1);
 		}
 		total += cs.bytes;
+	}
+	/* the memory is captured: the job may run on while the images reach
+	 * the disk; the checkpoint is complete only once they have */
+	dprintf(w, "C %" PRIu64 "\n", total);
+	for (uint32_t i = 0; i < job->nranks; i++) {
+		if (job->ranks[i].pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/rank%u.img", dir, job->ranks[i].rank);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || fsync(fd) < 0) {
+			dprintf(w, "E rank %u: %s: fsync: %s\n", job->ranks[i].rank, path,
+				strerror(errno));
+			_exit(1);
+		}
+		close(fd);
 	}
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd >= 0) {
@@ -321,14 +342,16 @@ void nd_checkpoint(struct nd *nd, const Storm__Cl__Checkpoint *c)
 	       dir, (int)pid);
 }
 
-static void dump_done(struct nd *nd, struct nd_helper *h, const char *res)
+/* The helper's ranks may run again: its images are written (or it failed). */
+static void dump_release(struct nd *nd, struct nd_helper *h)
 {
 	struct nd_job *job = job_of(nd, h->job);
+	h->captured = true;
 	if (job) {
 		job->ckpt_busy = false;
 		/* it stays stopped (frozen again with the freezer, its SIGSTOP then
-		 * undone): the first strobe that runs it after the MM has confirmed
-		 * the checkpoint continues it */
+		 * undone): the first strobe that runs it once the MM has heard that
+		 * every node captured its ranks continues it */
 		if (job->freeze_fd >= 0) {
 			if (pwrite(job->freeze_fd, "1", 1, 0) < 0)
 				nd_log(nd, "job %" PRIu64 ": cannot freeze it: %s", job->id,
@@ -336,15 +359,51 @@ static void dump_done(struct nd *nd, struct nd_helper *h, const char *res)
 			killpg(job->pgid, SIGCONT);
 		}
 	}
+}
+
+static void helper_read(struct nd_helper *h)
+{
+	ssize_t r;
+	while (h->len < sizeof(h->buf) - 1 &&
+	       (r = read(h->fd, h->buf + h->len, sizeof(h->buf) - 1 - h->len)) > 0)
+		h->len += (size_t)r;
+	h->buf[h->len] = 0;
+}
+
+void nd_ckpt_poll(struct nd *nd)
+{
+	for (struct nd_helper *h = nd->helpers; h; h = h->next) {
+		if (h->kind != H_DUMP || h->captured)
+			continue;
+		helper_read(h);
+		unsigned long long bytes;
+		/* it says "C <bytes>" first, once every image is written */
+		if (strncmp(h->buf, "C ", 2) || !strchr(h->buf, '\n') ||
+		    sscanf(h->buf, "C %llu", &bytes) != 1)
+			continue;
+		dump_release(nd, h);
+		nd_queue_note(nd, h->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINT_CAPTURED, UINT32_MAX,
+			      "%" PRIu64 " %llu", h->id, bytes);
+	}
+}
+
+static void dump_done(struct nd *nd, struct nd_helper *h, const char *res)
+{
+	if (!h->captured)
+		dump_release(nd, h);
 	unsigned long long bytes = 0;
-	if (sscanf(res, "OK %llu", &bytes) == 1) {
+	const char *ok = strstr(res, "OK "), *e = strstr(res, "E ");
+	if (ok && !e && sscanf(ok, "OK %llu", &bytes) == 1) {
 		sn_var_store(nd->sn, GM_VAR_CKPT(h->slot), h->id);
 		nd_queue_note(nd, h->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINTED, UINT32_MAX,
 			      "%" PRIu64 " %llu", h->id, bytes);
 		nd_log(nd, "job %" PRIu64 ": checkpoint %" PRIu64 " written, %llu bytes", h->job,
 		       h->id, bytes);
 	} else {
-		const char *why = res[0] == 'E' ? res + 2 : "the checkpoint helper died";
+		char line[1100] = "the checkpoint helper died";
+		if (e)
+			snprintf(line, sizeof(line), "%.*s", (int)strcspn(e + 2, "\n"), e + 2);
+		const char *why = line;
 		nd_queue_note(nd, h->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED, UINT32_MAX,
 			      "%" PRIu64 " %s: %s", h->id, nd->name, why);
 		nd_log(nd, "job %" PRIu64 ": checkpoint %" PRIu64 " failed: %s", h->job, h->id, why);
@@ -530,17 +589,20 @@ bool nd_ckpt_reaped(struct nd *nd, pid_t pid, int status)
 		if (h->pid != pid)
 			continue;
 		*pp = h->next;
-		char buf[1 << 16];
-		size_t n = 0;
-		fcntl(h->fd, F_SETFL, O_NONBLOCK);
-		for (ssize_t r; n < sizeof(buf) - 1 && (r = read(h->fd, buf + n, sizeof(buf) - 1 - n)) > 0;)
-			n += (size_t)r;
-		buf[n] = 0;
-		close(h->fd);
-		if (h->kind == H_DUMP)
-			dump_done(nd, h, buf);
-		else
+		if (h->kind == H_DUMP) {
+			helper_read(h);
+			close(h->fd);
+			dump_done(nd, h, h->buf);
+		} else {
+			char buf[1 << 16];
+			size_t n = 0;
+			for (ssize_t r; n < sizeof(buf) - 1 &&
+					(r = read(h->fd, buf + n, sizeof(buf) - 1 - n)) > 0;)
+				n += (size_t)r;
+			buf[n] = 0;
+			close(h->fd);
 			restore_done(nd, h, buf);
+		}
 		free(h->pipes);
 		free(h);
 		return true;

@@ -255,6 +255,8 @@ static void on_strobe(struct nd *nd)
 		nd->cmd_done = resume - 1;
 		process_commands(nd);
 	}
+	if (nd->helpers)
+		nd_ckpt_poll(nd);
 	int switched = nd_gang_apply(nd, run);
 	if (nd->trace) {
 		/* slice, the MM's switch count, when it came, when the switch was done */

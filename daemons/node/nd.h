@@ -202,6 +202,8 @@ void nd_restore_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_jo
 		      uint32_t first);
 /* A child ended: a helper's is handled here (true); a rank's is not. */
 bool nd_ckpt_reaped(struct nd *nd, pid_t pid, int status);
+/* Every strobe: a helper whose images are written lets its job run on. */
+void nd_ckpt_poll(struct nd *nd);
 void nd_ckpt_close(struct nd *nd);
 
 /* ranks.c, for ckpt.c */
