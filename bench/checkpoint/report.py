@@ -99,7 +99,8 @@ def main():
                    "overhead = runtime / runtime without checkpoints − 1, which is what the "
                    "freezes cost it (target ≤ %d%% at 60 s); frozen = the sum of the times "
                    "the job was stopped for its checkpoints, the same cost without the run-to-run noise "
-                   "of a shared machine." %
+                   "of a shared machine (runtimes of identical runs here differ by up to "
+                   "~15%%, more than the freezes, so the runtime column may even show a gain)." %
                    (over[0].get("run_s", 0), over[0].get("total_mib", 0), TARGET_OVERHEAD_60 * 100))
         out.append("")
         out.append(table(["interval", "runtime", "checkpoints", "overhead (runtime)",
