@@ -14,15 +14,16 @@ PROTO_C := $(PROTO_SRC:proto/%.proto=$(GEN)/proto/%.pb-c.c)
 PROTO_H := $(PROTO_C:.c=.h)
 .SECONDARY: $(PROTO_C) $(PROTO_H)
 MM_SRC  := $(wildcard daemons/mm/*.c) scheduler/matrix.c
-ND_SRC  := $(wildcard daemons/node/*.c)
-CLI_SRC := $(wildcard cli/*.c)
+ND_SRC  := $(wildcard daemons/node/*.c) bcs_mpi/match.c bcs_mpi/dtype.c
+CLI_SRC := $(wildcard cli/*.c) bcs_mpi/trace_codec.c
+MM_LIBS := -lsqlite3
 AUTH_LIBS := -lmunge -lsodium
 DAEMON_LIBS := -lfabric -lprotobuf-c -linih -ljansson $(AUTH_LIBS)
 
-.PHONY: all deps bench-deps demo check unit unit-asan nettest bench bench-launch bench-gang bench-ckpt clean
+.PHONY: all deps bench-deps demo check unit unit-asan nettest bench bench-launch bench-gang bench-ckpt bench-mpi clean
 all: $(BUILD)/lib/libstormnet.a $(BUILD)/lib/libstormcommon.a $(BUILD)/bin/primitives_demo \
      $(BUILD)/bin/sn_mptest $(BUILD)/bin/unit_tests $(BUILD)/bin/stormmm $(BUILD)/bin/stormnd \
-     $(BUILD)/bin/storm $(BUILD)/lib/libstormckpt.a $(BUILD)/bin/storm-ckpt
+     $(BUILD)/bin/storm $(BUILD)/lib/libstormckpt.a $(BUILD)/bin/storm-ckpt bcsmpi
 
 deps:
 	@./scripts/install-deps.sh
@@ -82,7 +83,7 @@ $(BUILD)/bin/sn_bench: $(BUILD)/obj/bench/primitives/sn_bench.o $(BUILD)/obj/tes
 $(BUILD)/bin/stormmm: $(MM_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormcommon.a \
                      $(BUILD)/lib/libstormnet.a
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(DAEMON_LIBS)
+	$(CC) -o $@ $^ $(DAEMON_LIBS) $(MM_LIBS)
 $(BUILD)/bin/stormnd: $(ND_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormckpt.a \
                      $(BUILD)/lib/libstormcommon.a $(BUILD)/lib/libstormnet.a
 	@mkdir -p $(dir $@)
@@ -96,6 +97,30 @@ $(BUILD)/bin/gang_spin: bench/gang/spin.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -o $@ $<
 
+# ---- BCS-MPI: libbcsmpi (static and shared), mpi.h, bcs-mpicc, pkg-config
+BCS_LIB_SRC := bcs_mpi/mpi.c bcs_mpi/coll.c bcs_mpi/dtype.c bcs_mpi/trace.c bcs_mpi/trace_codec.c
+BCS_LIB_OBJ := $(BCS_LIB_SRC:%.c=$(BUILD)/obj/%.o)
+.PHONY: bcsmpi
+bcsmpi: $(BUILD)/lib/libbcsmpi.a $(BUILD)/lib/libbcsmpi.so $(BUILD)/include/mpi.h \
+        $(BUILD)/bin/bcs-mpicc $(BUILD)/lib/pkgconfig/bcsmpi.pc
+$(BUILD)/lib/libbcsmpi.a: $(BCS_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	$(AR) rcs $@ $^
+$(BUILD)/lib/libbcsmpi.so: $(BCS_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,libbcsmpi.so -o $@ $^
+$(BUILD)/include/mpi.h: bcs_mpi/mpi.h
+	@mkdir -p $(dir $@)
+	cp $< $@
+$(BUILD)/bin/bcs-mpicc: bcs_mpi/bcs-mpicc.in
+	@mkdir -p $(dir $@)
+	sed -e 's|@PREFIX@|$(abspath $(BUILD))|g' $< > $@
+	chmod +x $@
+$(BUILD)/lib/pkgconfig/bcsmpi.pc: bcs_mpi/bcsmpi.pc.in
+	@mkdir -p $(dir $@)
+	sed -e 's|@PREFIX@|$(abspath $(BUILD))|g' $< > $@
+
 # the cost of authentication on the strobe path (docs/BENCHMARKS.md)
 $(BUILD)/bin/mac_bench: $(BUILD)/obj/bench/auth/mac_bench.o $(BUILD)/lib/libstormcommon.a
 	@mkdir -p $(dir $@)
@@ -108,14 +133,15 @@ bench-auth: $(BUILD)/bin/mac_bench
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_LIB := net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wire.c \
             common/hostlist.c common/config.c scheduler/matrix.c cli/opts.c cli/label.c cli/fmt.c cli/mview.c \
-            common/gm_auth.c common/ctl_auth.c daemons/mm/access.c \
+            common/gm_auth.c common/ctl_auth.c daemons/mm/access.c daemons/mm/db.c \
+            bcs_mpi/match.c bcs_mpi/dtype.c bcs_mpi/trace_codec.c \
             checkpoint/image.c checkpoint/util.c
 $(BUILD)/bin/unit_tests: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_LIB:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ -lcunit -linih $(AUTH_LIBS) -lxxhash
+	$(CC) -o $@ $^ -lcunit -linih $(AUTH_LIBS) -lsqlite3 -lxxhash
 $(BUILD)/bin/unit_tests_asan: $(UNIT_SRC:%.c=$(BUILD)/asan/%.o) $(UNIT_LIB:%.c=$(BUILD)/asan/%.o)
 	@mkdir -p $(dir $@)
-	$(CC) $(SANFLAGS) -o $@ $^ -lcunit -linih $(AUTH_LIBS) -lxxhash
+	$(CC) $(SANFLAGS) -o $@ $^ -lcunit -linih $(AUTH_LIBS) -lsqlite3 -lxxhash
 $(BUILD)/bin/sn_mptest: $(BUILD)/obj/tests/net/sn_mptest.o $(BUILD)/obj/tests/lib/spawn.o \
                         $(BUILD)/lib/libstormnet.a
 	@mkdir -p $(dir $@)
@@ -128,22 +154,37 @@ unit-asan: $(BUILD)/bin/unit_tests_asan
 nettest: $(BUILD)/bin/sn_mptest
 	$(BUILD)/bin/sn_mptest
 
+# loss and delay on a node's link for the fault tests (this kernel has no netem)
+$(BUILD)/bin/nfq_netem: tests/cluster/nfq_netem.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -o $@ $< -lnetfilter_queue
+
 # a 12 MiB program that prints a hash of itself (tests/cluster)
 $(BUILD)/bin/storm_selfsum: tests/cluster/selfsum.c
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -o $@ $<
 .PHONY: clustertest
-clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/ckpt_prog
+clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/nfq_netem \
+             $(BUILD)/bin/ckpt_prog
 	./tests/cluster/test_cluster.sh $(BUILD)/bin
 	./tests/cluster/test_users.sh $(BUILD)/bin
 	./tests/cluster/test_ckpt.sh $(BUILD)/bin
 	./tests/cluster/test_gang.sh $(BUILD)/bin
+	./tests/cluster/test_mpi.sh $(BUILD)/bin
 	./tests/cluster/test_netns.sh $(BUILD)/bin
+	./tests/cluster/test_persist.sh $(BUILD)/bin
+	./tests/cluster/test_load.sh $(BUILD)/bin 200 10
 	./tests/cluster/test_valgrind.sh $(BUILD)/bin
+
+# MPI conformance (tests/mpi): the suite under MPICH and under BCS-MPI on a
+# virtual cluster, outputs compared; the racy program; record and replay
+.PHONY: mpitest
+mpitest: all
+	./tests/mpi/run.sh $(BUILD)/bin
 
 check: deps
 	$(MAKE) all
-	$(MAKE) unit unit-asan fuzz-check ckpttest clitest ndtest clustertest nettest
+	$(MAKE) unit unit-asan fuzz-check ckpttest clitest ndtest clustertest nettest mpitest
 
 # the main job on the embedded default: an 8-node virtual cluster on this
 # machine, one 32-rank job with a 12 MiB program multicast to every node
@@ -159,6 +200,7 @@ bench: bench-deps
 	./bench/timeslice/run.sh 64
 	$(MAKE) bench-gang-run
 	$(MAKE) bench-ckpt-run
+	$(MAKE) bench-mpi-run
 
 # gang scheduling (the STORM paper's Figure 3): two CPU-bound jobs alone and
 # together against the timeslice, trace statistics, signals vs freezer, Slurm's gang
@@ -179,6 +221,26 @@ bench-ckpt-run:
 	$(MAKE) all $(BUILD)/bin/ckpt_prog
 	./bench/checkpoint/run.sh
 	python3 bench/checkpoint/report.py bench/results/ckpt-latest/results.jsonl docs/BENCHMARKS.md
+
+# BCS-MPI against MPICH (bench/mpi: mini-apps, microbenchmarks, timeslice
+# sweep, --record, racy program); bench/mpi/run.sh --quick is a smoke run
+bench-mpi: bench-deps
+	$(MAKE) bench-mpi-run
+.PHONY: bench-mpi-run
+bench-mpi-run:
+	$(MAKE) all
+	./bench/mpi/run.sh
+	python3 bench/mpi/report.py bench/results/mpi-latest/results.jsonl docs/BENCHMARKS.md
+
+# reliability under load (docs/RELIABILITY.md): 1000 jobs from 10 concurrent
+# clients, all accounted, the MM's heap back to its baseline
+.PHONY: soak faulttest
+soak: all
+	./tests/cluster/test_load.sh $(BUILD)/bin 1000 10
+# fault injection on a --netns cluster (root): not in `make check` yet, one of
+# its rounds failed 1 run in 3 after the auth merge (docs/RELIABILITY.md)
+faulttest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/nfq_netem
+	./tests/cluster/test_faults.sh $(BUILD)/bin
 
 # the launch experiment alone (storm against srun --bcast, srun, mpiexec, copies)
 bench-launch: bench-deps

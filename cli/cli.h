@@ -74,6 +74,8 @@ int cmd_restart(struct cli *c, int argc, char **argv);
 int cmd_checkpoints(struct cli *c, int argc, char **argv);
 /* run.c: streams a submitted job on fd like storm run; its exit code */
 int cli_stream(struct cli *c, int fd, const char *cmd, int label);
+int cmd_replay(struct cli *c, int argc, char **argv);
+int cmd_acct(struct cli *c, int argc, char **argv);
 /* `storm matrix` without --json: the header line, the grid, the jobs. */
 void matrix_draw(const Storm__Ctl__Matrix *m, FILE *f);
 

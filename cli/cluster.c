@@ -19,6 +19,7 @@
 #include <sys/pidfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -137,7 +138,8 @@ static int find_daemon(const char *name, char *out, size_t len)
 /* netns_node: the node's namespace (>= 0), the MM's side of the bridge (-1),
  * or no namespace at all (NO_NETNS). */
 #define NO_NETNS (-1000)
-static pid_t spawn_detached(char *const argv[], const char *log, const char *dir, int netns_node)
+static pid_t spawn_detached(char *const argv[], const char *log, const char *dir, int netns_node,
+			    int append)
 {
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) != 0)
@@ -156,12 +158,21 @@ static pid_t spawn_detached(char *const argv[], const char *log, const char *dir
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		int in = open("/dev/null", O_RDONLY);
-		int out = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+		int out = open(log, O_WRONLY | O_CREAT | (append ? 0 : O_TRUNC) | O_APPEND, 0644);
 		if (setsid() < 0 || in < 0 || out < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
 		    dup2(out, 2) < 0)
 			e = errno;
 		if (!e && netns_node != NO_NETNS)
 			e = -netns_enter(dir, netns_node);
+		if (netns_node == NO_NETNS) {
+			/* all on this host: loopback. The providers' default is the
+			 * first other interface, which may be a bridge that someone's
+			 * network namespaces take away mid-run, and every connection
+			 * with it. The user's own choice stays. */
+			setenv("FI_TCP_IFACE", "lo", 0);
+			setenv("FI_SOCKETS_IFACE", "lo", 0);
+			setenv("FI_UDP_IFACE", "lo", 0);
+		}
 		if (!e) {
 			close_range(3, ~0u, CLOSE_RANGE_CLOEXEC); /* keep pfd[1] until exec */
 			execv(argv[0], argv);
@@ -664,7 +675,7 @@ static int cluster_up(const struct up_opts *o)
 	char log[PATH_MAX];
 	snprintf(log, sizeof(log), "%s/log/mm.log", dir);
 	char *mm_argv[] = { mm_bin, "-c", conf_path, NULL };
-	pid_t pid = spawn_detached(mm_argv, log, dir, o->netns ? -1 : NO_NETNS);
+	pid_t pid = spawn_detached(mm_argv, log, dir, o->netns ? -1 : NO_NETNS, 0);
 	if (pid < 0) {
 		fprintf(stderr, "storm: error: cannot start %s: %s\n", mm_bin, strerror(-(int)pid));
 		goto fail;
@@ -686,7 +697,7 @@ static int cluster_up(const struct up_opts *o)
 		 * on a few cores would starve everything else if one spun */
 		char *nd_argv[] = { nd_bin, "-c", conf_path, "-n", conf.nodes[i],
 				    o->realtime ? NULL : "--no-realtime", NULL };
-		pid = spawn_detached(nd_argv, log, dir, o->netns ? i : NO_NETNS);
+		pid = spawn_detached(nd_argv, log, dir, o->netns ? i : NO_NETNS, 0);
 		if (pid < 0) {
 			fprintf(stderr, "storm: error: cannot start %s for %s: %s\n", nd_bin,
 				conf.nodes[i], strerror(-(int)pid));
@@ -1079,12 +1090,143 @@ static int cmd_down(struct cli *c, int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* ---- restart: one daemon of the virtual cluster, started again as up did */
+
+static const char restart_help[] =
+	"Usage: storm cluster restart mm|NODE [--dir DIR]\n"
+	"\n"
+	"Starts the machine manager (mm) or node NODE's daemon of the virtual cluster\n"
+	"again, as 'cluster up' started it (detached, its log appended, in its\n"
+	"network namespace with --netns), after it died or was killed. The machine\n"
+	"manager takes its jobs back from its database and the node daemons\n"
+	"re-register with it; a restarted node daemon kills the ranks it lost and\n"
+	"reports their jobs failed. For the machine manager, waits until it\n"
+	"answers. Refused while that daemon still runs.\n"
+	"\n"
+	"      --dir DIR   the cluster's directory (default: where storm.conf is found)\n"
+	"      --conf FILE the cluster's storm.conf\n"
+	"  -h, --help     this help\n";
+
+static int cluster_restart(struct cli *c, int argc, char **argv)
+{
+	static const struct cli_opt opts[] = {
+		{ "dir", 0, 1, C_DIR }, { "conf", 0, 1, C_CONF }, { "help", 'h', 0, C_HELP },
+		{ NULL, 0, 0, 0 },
+	};
+	const char *cmd = "storm cluster restart", *dir_opt = NULL, *name = NULL;
+	int id;
+	struct cli_optparse p;
+	cli_opt_init(&p, argc, argv, 1, 0);
+	while ((id = cli_opt_next(&p, opts)) != OPT_DONE) {
+		switch (id) {
+		case C_DIR: dir_opt = p.arg; break;
+		case C_CONF: c->conf_opt = p.arg; break;
+		case C_HELP: fputs(restart_help, stdout); return EXIT_OK;
+		case OPT_OPERAND:
+			if (name)
+				return usage_error(cmd, "unexpected argument '%s'", p.arg);
+			name = p.arg;
+			break;
+		default: return usage_error(cmd, "%s", p.err);
+		}
+	}
+	if (!name)
+		return usage_error(cmd, "which daemon? 'mm' or a node name");
+	char err[512];
+	if (locate(c, dir_opt, err, sizeof(err)) != 0) {
+		fprintf(stderr, "storm: error: no virtual cluster found (%s)\n", err);
+		return EXIT_STORM;
+	}
+	char dir[PATH_MAX], tmp[PATH_MAX], pids[PATH_MAX + 8], log[PATH_MAX + 80], nsf[PATH_MAX + 8];
+	snprintf(tmp, sizeof(tmp), "%s", c->conf_path);
+	snprintf(dir, sizeof(dir), "%s", dirname(tmp));
+	path_join(pids, sizeof(pids), dir, "pids");
+	path_join(nsf, sizeof(nsf), dir, "netns");
+	if (access(pids, F_OK) != 0) {
+		fprintf(stderr, "storm: error: %s is not a virtual cluster's directory (no pids file)\n",
+			dir);
+		return EXIT_STORM;
+	}
+	struct storm_conf conf;
+	if (conf_load(c->conf_path, &conf, err, sizeof(err)) != 0) {
+		fprintf(stderr, "storm: error: %s\n", err);
+		return EXIT_STORM;
+	}
+	int is_mm = !strcmp(name, "mm"), idx = is_mm ? -1 : conf_node_index(&conf, name);
+	int rc = EXIT_STORM;
+	if (!is_mm && idx < 0) {
+		rc = usage_error(cmd, "'%s' is neither mm nor a node of %s", name, c->conf_path);
+		goto out;
+	}
+	struct daemon *d;
+	int n = read_pids(pids, &d);
+	for (int i = 0; i < n; i++)
+		if (!strcmp(d[i].name, name) && kill(d[i].pid, 0) == 0 &&
+		    runs_with_conf(d[i].pid, c->conf_path)) {
+			fprintf(stderr, "storm: error: %s still runs (pid %d); it must die first\n",
+				name, (int)d[i].pid);
+			free(d);
+			goto out;
+		}
+	free(d);
+	char bin[PATH_MAX + 16];
+	if (find_daemon(is_mm ? "stormmm" : "stormnd", bin, sizeof(bin)))
+		goto out;
+	int netns = access(nsf, F_OK) == 0;
+	snprintf(log, sizeof(log), "%s/log/%s.log", dir, is_mm ? "mm" : name);
+	char *mm_argv[] = { bin, "-c", c->conf_path, NULL };
+	char *nd_argv[] = { bin, "-c", c->conf_path, "-n", (char *)name, "--no-realtime", NULL };
+	double start = now_s();
+	pid_t pid = spawn_detached(is_mm ? mm_argv : nd_argv, log, dir,
+				   netns ? idx : NO_NETNS, 1);
+	if (pid < 0) {
+		fprintf(stderr, "storm: error: cannot start %s: %s\n", bin, strerror(-(int)pid));
+		goto out;
+	}
+	append_pid(pids, pid, name);
+	if (!is_mm) {
+		printf("storm: %s's node daemon started again (pid %d)\n", name, (int)pid);
+		rc = EXIT_OK;
+		goto out;
+	}
+	/* the MM listens at once, answers once it has joined the fabric */
+	ctl_set_munge_socket(conf.munge_socket);
+	for (;;) {
+		int e;
+		Storm__Ctl__Reply *rep = ask_status(conf.socket, 1000, &e);
+		if (rep && rep->body_case == STORM__CTL__REPLY__BODY_STATUS) {
+			printf("storm: machine manager started again (pid %d) in %.2f s: %u of %u "
+			       "nodes up, %u jobs running, %u queued\n",
+			       (int)pid, now_s() - start, rep->status->nodes_up,
+			       rep->status->nodes_total, rep->status->jobs_running,
+			       rep->status->jobs_queued);
+			ctl_reply_free(rep);
+			rc = EXIT_OK;
+			break;
+		}
+		ctl_reply_free(rep);
+		if (kill(pid, 0) != 0 || now_s() - start > 30) {
+			fprintf(stderr, "storm: error: the machine manager did not answer; see %s\n",
+				log);
+			break;
+		}
+		if (!rep) {
+			struct timespec ts = { 0, 20 * 1000000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+out:
+	conf_free(&conf);
+	return rc;
+}
+
 static const char cluster_help[] =
-	"Usage: storm cluster up|status|down [OPTIONS]\n"
+	"Usage: storm cluster up|status|down|restart [OPTIONS]\n"
 	"\n"
 	"  up --nodes N   start a virtual cluster on this machine\n"
 	"  status         the cluster's state\n"
 	"  down           stop the virtual cluster and clean up\n"
+	"  restart NAME   start its machine manager (mm) or a node daemon again\n"
 	"\n"
 	"'storm cluster SUBCOMMAND --help' for the options.\n";
 
@@ -1109,5 +1251,7 @@ int cmd_cluster(struct cli *c, int argc, char **argv)
 		return cmd_status(c, argc - 1, argv + 1);
 	if (!strcmp(sub, "down"))
 		return cmd_down(c, argc - 1, argv + 1);
+	if (!strcmp(sub, "restart"))
+		return cluster_restart(c, argc - 1, argv + 1);
 	return usage_error("storm cluster", "unknown subcommand '%s'", sub);
 }

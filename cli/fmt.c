@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <stdlib.h>
+#include <time.h>
 
 #include "opts.h"
 
@@ -104,4 +106,44 @@ const char *node_state_name(int state)
 {
 	static const char *names[] = { "UNKNOWN", "UP", "DOWN" };
 	return state >= 0 && state < 3 ? names[state] : "UNKNOWN";
+}
+
+int parse_since(const char *s, double now, double *out)
+{
+	char *end;
+	/* a duration back from now: 90s, 30m, 2h, 1d */
+	if (s[0] >= '0' && s[0] <= '9') {
+		double v = strtod(s, &end);
+		double unit = 0;
+		if (end != s && end[0] && !end[1]) {
+			switch (end[0]) {
+			case 's': unit = 1; break;
+			case 'm': unit = 60; break;
+			case 'h': unit = 3600; break;
+			case 'd': unit = 86400; break;
+			}
+		}
+		if (unit > 0 && v >= 0) {
+			*out = now - v * unit;
+			return 0;
+		}
+	}
+	/* a local date or time: YYYY-MM-DD[THH:MM[:SS]] */
+	struct tm tm;
+	memset(&tm, 0, sizeof(tm));
+	static const char *const forms[] = { "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M",
+					     "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d" };
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		memset(&tm, 0, sizeof(tm));
+		end = strptime(s, forms[i], &tm);
+		if (end && !*end) {
+			tm.tm_isdst = -1;
+			time_t t = mktime(&tm);
+			if (t == (time_t)-1)
+				return -1;
+			*out = (double)t;
+			return 0;
+		}
+	}
+	return -1;
 }

@@ -27,6 +27,10 @@ void virtual_node_names(int n, char (*names)[HOSTNAME_MAX]);
  * -1 when it does not fit. */
 int absolute_path(const char *cwd, const char *path, char *out, size_t len);
 
+/* storm acct --since: "2h" (that long before now; s, m, h, d) or a local
+ * "YYYY-MM-DD[THH:MM[:SS]]". Epoch seconds in *out; 0, or -1 if not understood. */
+int parse_since(const char *s, double now, double *out);
+
 /* JobState / NodeState of control.proto by number. */
 const char *job_state_name(int state);
 const char *node_state_name(int state);

@@ -17,7 +17,9 @@ static const char usage[] =
 	"  jobs     list jobs (like squeue)\n"
 	"  nodes    list nodes (like sinfo -N)\n"
 	"  cancel   signal or cancel jobs (like scancel)\n"
+	"  acct     list ended jobs from the accounting (like sacct)\n"
 	"  matrix   draw the gang-scheduling matrix, once or live (--watch)\n"
+	"  replay   rerun a BCS-MPI job recorded with 'storm run --record'\n"
 	"  cluster  bring a virtual cluster up or down on this machine; its status\n"
 	"  checkpoint   checkpoint a running job\n"
 	"  restart      start a job again from a checkpoint, streaming its output\n"
@@ -49,6 +51,7 @@ static const struct {
 	{ "nodes", cmd_nodes },	  { "cancel", cmd_cancel }, { "cluster", cmd_cluster },
 	{ "matrix", cmd_matrix }, { "checkpoint", cmd_checkpoint }, { "restart", cmd_restart },
 	{ "checkpoints", cmd_checkpoints },
+	{ "matrix", cmd_matrix }, { "replay", cmd_replay }, { "acct", cmd_acct },
 };
 
 int main(int argc, char **argv)

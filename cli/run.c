@@ -12,8 +12,10 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "bcs.h"
 #include "cli.h"
 #include "fmt.h"
 #include "frame.h"
@@ -37,6 +39,8 @@ struct job_opts {
 	int nfiles;
 	char **argv; /* the program and its arguments */
 	int argc;
+	const char *record; /* --record FILE: the BCS-MPI trace to write */
+	int bcs;            /* take BCS-MPI trace/debug lines out of stderr */
 };
 
 static const char run_help[] =
@@ -54,6 +58,9 @@ static const char run_help[] =
 	"      --file F        send F along too (repeatable, up to 15); ranks find it\n"
 	"                      as $STORM_JOB_DIR/NAME (NAME: its base name)\n"
 	"      --timing        print transfer, execute and total time on stderr\n"
+	"      --record FILE   BCS-MPI programs: write every timing-dependent outcome\n"
+	"                      (wildcard receives, MPI_Test*, MPI_Iprobe, MPI_Waitany,\n"
+	"                      MPI_Waitsome) to FILE, for 'storm replay FILE'\n"
 	"  -J, --job-name NAME the job's name (default: PROGRAM's base name)\n"
 	"  -O, --overcommit    allow more ranks than CPUs on a node\n"
 	"      --checkpoint-interval S  checkpoint the job every S seconds\n"
@@ -93,7 +100,8 @@ static const char submit_help[] =
 
 enum {
 	J_NODES = 1, J_RANKS, J_LABEL, J_NOBCAST, J_FILE, J_TIMING, J_NAME, J_OVERCOMMIT,
-	J_OUTPUT, J_PARSABLE, J_CONF, J_HELP, J_WAIT, J_CKPT_INTERVAL, J_RESTART_ON_FAILURE
+	J_OUTPUT, J_PARSABLE, J_CONF, J_HELP, J_WAIT, J_CKPT_INTERVAL, J_RESTART_ON_FAILURE,
+	J_RECORD
 };
 static const struct cli_opt run_opts[] = {
 	{ "nodes", 'N', 1, J_NODES },	  { "ntasks", 'n', 1, J_RANKS },
@@ -103,6 +111,7 @@ static const struct cli_opt run_opts[] = {
 	{ "conf", 0, 1, J_CONF },	  { "help", 'h', 0, J_HELP },
 	{ "checkpoint-interval", 0, 1, J_CKPT_INTERVAL },
 	{ "restart-on-failure", 0, 0, J_RESTART_ON_FAILURE },
+	{ "record", 0, 1, J_RECORD },
 	{ NULL, 0, 0, 0 },
 };
 static const struct cli_opt submit_opts[] = {
@@ -154,6 +163,11 @@ static int parse_job_opts(struct cli *c, int argc, char **argv, struct job_opts 
 			o->output = p.arg;
 			break;
 		case J_CONF: c->conf_opt = p.arg; break;
+		case J_RECORD:
+			if (!p.arg[0])
+				return usage_error(o->cmd, "--record wants a file name");
+			o->record = p.arg;
+			break;
 		case J_FILE:
 			if (o->nfiles == MAX_FILES)
 				return usage_error(o->cmd, "at most %d --file options", MAX_FILES);
@@ -386,6 +400,7 @@ struct run_state {
 	double xfer_start, progress_last;
 	uint64_t done, total;
 	int progress_shown, progress_open;
+	struct bcs_filter *bf; /* --record, storm replay */
 };
 
 static void write_all(int fd, const char *data, size_t len)
@@ -477,6 +492,8 @@ static int send_cancel(struct cli *c, uint64_t job, int sig)
 static int on_interrupt(struct run_state *st)
 {
 	double t = now_s();
+	if (bcs_filter_debugger(st->bf) > 0 && waitpid(bcs_filter_debugger(st->bf), NULL, WNOHANG) == 0)
+		return -1; /* Ctrl-C is gdb's while it runs (storm replay --debug) */
 	int quick = st->interrupts > 0 && t - st->last_interrupt < 1.0;
 	st->interrupts++;
 	st->last_interrupt = t;
@@ -529,6 +546,27 @@ static int exit_code_of(const Storm__Ctl__JobEnd *e)
 }
 
 /* Returns -1 to go on, else the exit code. */
+static int show_output(struct run_state *st, uint32_t rank, int is_err, const uint8_t *data,
+		       size_t len)
+{
+	if (!len)
+		return -1;
+	if (!st->o->label) {
+		write_all(is_err ? 2 : 1, (const char *)data, len);
+		return -1;
+	}
+	struct strbuf lines = { 0 };
+	if (label_feed(&st->labels, rank, is_err, data, len, &lines) != 0) {
+		fprintf(stderr, "storm: error: out of memory\n");
+		return EXIT_STORM;
+	}
+	if (lines.len)
+		write_all(is_err ? 2 : 1, lines.data, lines.len);
+	sb_free(&lines);
+	return -1;
+}
+
+/* Returns -1 to go on, else the exit code. */
 static int on_reply(struct run_state *st, Storm__Ctl__Reply *rep)
 {
 	switch (rep->body_case) {
@@ -558,20 +596,17 @@ static int on_reply(struct run_state *st, Storm__Ctl__Reply *rep)
 		Storm__Ctl__Output *out = rep->output;
 		int is_err = out->stream == STORM__CTL__STREAM__STDERR;
 		end_progress_line(st);
-		if (!st->o->label) {
-			write_all(is_err ? 2 : 1, (const char *)out->data.data, out->data.len);
-			return -1;
+		if (is_err && st->bf) {
+			struct strbuf keep = { 0 };
+			int rc = bcs_filter_feed(st->bf, out->rank, out->data.data, out->data.len,
+						 &keep) < 0 ? EXIT_STORM
+							    : show_output(st, out->rank, 1,
+									  (const uint8_t *)keep.data,
+									  keep.len);
+			sb_free(&keep);
+			return rc;
 		}
-		struct strbuf lines = { 0 };
-		if (label_feed(&st->labels, out->rank, is_err, out->data.data, out->data.len,
-			       &lines) != 0) {
-			fprintf(stderr, "storm: error: out of memory\n");
-			return EXIT_STORM;
-		}
-		if (lines.len)
-			write_all(is_err ? 2 : 1, lines.data, lines.len);
-		sb_free(&lines);
-		return -1;
+		return show_output(st, out->rank, is_err, out->data.data, out->data.len);
 	}
 	case STORM__CTL__REPLY__BODY_PROGRESS:
 		/* the transfer's clock starts with its first report, not at
@@ -584,6 +619,17 @@ static int on_reply(struct run_state *st, Storm__Ctl__Reply *rep)
 		return -1;
 	case STORM__CTL__REPLY__BODY_END: {
 		Storm__Ctl__JobEnd *e = rep->end;
+		if (st->bf) {
+			for (;;) {
+				struct strbuf rest = { 0 };
+				uint32_t rank = 0;
+				bcs_filter_flush(st->bf, &rank, &rest);
+				if (!rest.len)
+					break;
+				show_output(st, rank, 1, (const uint8_t *)rest.data, rest.len);
+				sb_free(&rest);
+			}
+		}
 		flush_labels(st);
 		end_progress_line(st);
 		if (e->reason && e->reason[0])
@@ -595,7 +641,14 @@ static int on_reply(struct run_state *st, Storm__Ctl__Reply *rep)
 				"%.1f ms\n",
 				(unsigned long long)e->job, e->transfer_ms, e->execute_ms,
 				e->total_ms);
-		return exit_code_of(e);
+		int code = exit_code_of(e);
+		if (st->o->record) {
+			unsigned ranks = st->o->ranks ? st->o->ranks : st->o->nodes ? st->o->nodes : 1;
+			if (bcs_filter_write(st->bf, st->o->record, st->o->nodes, ranks, st->o->argc,
+					     st->o->argv) < 0 && code == 0)
+				code = EXIT_STORM;
+		}
+		return code;
 	}
 	case STORM__CTL__REPLY__BODY_ERROR:
 		flush_labels(st);
@@ -656,7 +709,16 @@ static int stream_job(struct run_state *st, int fd)
 		if (rc < 0) {
 			flush_labels(st);
 			end_progress_line(st);
-			if (rc == -EPIPE || rc == -ECONNRESET)
+			if ((rc == -EPIPE || rc == -ECONNRESET) && st->job)
+				/* the MM died or was restarted: the nodes still run the
+				 * job, and a restarted MM finds it in its database */
+				fprintf(stderr,
+					"storm: error: lost the connection to the machine manager "
+					"(it stopped or restarted); job %llu keeps running: 'storm "
+					"jobs' shows it, and its further output goes to "
+					"storm-%llu.out in the job's directory\n",
+					(unsigned long long)st->job, (unsigned long long)st->job);
+			else if (rc == -EPIPE || rc == -ECONNRESET)
 				fprintf(stderr, "storm: error: lost connection to the machine manager\n");
 			else
 				ctl_report(rc);
@@ -702,12 +764,25 @@ int cli_stream(struct cli *c, int fd, const char *cmd, int label)
 	return rc;
 }
 
-static int job_main(struct cli *c, int argc, char **argv, int batch)
+static int job_main(struct cli *c, int argc, char **argv, int batch, int bcs)
 {
-	struct job_opts o = { .cmd = batch ? "storm submit" : "storm run", .batch = batch };
+	struct job_opts o = { .cmd = batch ? "storm submit" : bcs ? "storm replay" : "storm run",
+			      .batch = batch, .bcs = bcs };
 	int rc = parse_job_opts(c, argc, argv, &o);
 	if (rc >= 0)
 		return rc;
+	if (o.record) {
+		/* fail now rather than after the run */
+		int tfd = open(o.record, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		if (tfd < 0) {
+			fprintf(stderr, "storm: error: cannot write the trace %s: %s\n", o.record,
+				strerror(errno));
+			return EXIT_STORM;
+		}
+		close(tfd);
+		setenv("STORM_BCS_RECORD", "1", 1);
+		o.bcs = 1;
+	}
 	struct prepared *pr = calloc(1, sizeof(*pr));
 	if (!pr) {
 		fprintf(stderr, "storm: error: out of memory\n");
@@ -725,8 +800,14 @@ static int job_main(struct cli *c, int argc, char **argv, int batch)
 		return EXIT_STORM;
 	if (!batch) {
 		struct run_state st = { .c = c, .o = &o, .stderr_tty = isatty(2) };
+		if (o.bcs && !(st.bf = bcs_filter_new())) {
+			fprintf(stderr, "storm: error: out of memory\n");
+			close(fd);
+			return EXIT_STORM;
+		}
 		rc = stream_job(&st, fd);
 		label_free(&st.labels);
+		bcs_filter_free(st.bf);
 		close(fd);
 		return rc;
 	}
@@ -782,10 +863,16 @@ static int job_main(struct cli *c, int argc, char **argv, int batch)
 
 int cmd_run(struct cli *c, int argc, char **argv)
 {
-	return job_main(c, argc, argv, 0);
+	return job_main(c, argc, argv, 0, 0);
+}
+
+int run_bcs_job(struct cli *c, int argc, char **argv, const char *record)
+{
+	(void)record;
+	return job_main(c, argc, argv, 0, 1);
 }
 
 int cmd_submit(struct cli *c, int argc, char **argv)
 {
-	return job_main(c, argc, argv, 1);
+	return job_main(c, argc, argv, 1, 0);
 }

@@ -101,6 +101,7 @@ static const struct uint_key uint_keys[] = {
 
 const char *const storm_policy_names[] = {"gang", "fcfs", NULL};
 const char *const storm_switch_names[] = {"signals", "freezer", NULL};
+const char *const storm_db_sync_names[] = {"normal", "full", NULL};
 
 struct enum_key {
 	const char *section, *name;
@@ -111,6 +112,8 @@ struct enum_key {
 static const struct enum_key enum_keys[] = {
 	{ "scheduler", "policy", offsetof(struct storm_conf, policy), storm_policy_names },
 	{ "scheduler", "switch", offsetof(struct storm_conf, switch_mode), storm_switch_names },
+	{ "cluster", "database_sync", offsetof(struct storm_conf, database_sync),
+	  storm_db_sync_names },
 };
 
 struct str_key {
@@ -124,6 +127,7 @@ static const struct str_key str_keys[] = {
 	STR_KEY("cluster", name),     STR_KEY("cluster", provider),
 	STR_KEY("cluster", sys_provider), STR_KEY("cluster", state_dir),
 	STR_KEY("cluster", socket),   STR_KEY("cluster", bootstrap),
+	STR_KEY("cluster", database),
 	STR_KEY("cluster", key_file), STR_KEY("cluster", munge_socket),
 };
 
@@ -369,7 +373,8 @@ int conf_print(const struct storm_conf *c, FILE *f)
 {
 	/* a value inih would cut would not read back */
 	const char *strs[] = { c->name,	  c->provider, c->sys_provider, c->state_dir,
-			       c->socket, c->bootstrap, c->key_file,	c->munge_socket };
+			       c->socket, c->bootstrap, c->key_file,	c->munge_socket,
+			       c->database };
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
 		if (strlen(strs[i]) + strlen("sys_provider = ") > CONF_LINE_MAX)
 			return -ENAMETOOLONG;
@@ -379,14 +384,17 @@ int conf_print(const struct storm_conf *c, FILE *f)
 		"timeslice_us = %u\ndown_after = %u\nreport_every = %u\nfanout = %u\n"
 		"op_timeout_ms = %u\n"
 		"kill_wait_ms = %u\nstate_dir = %s\nsocket = %s\nbootstrap = %s\nkey_file = %s\n"
-		"%s%s%s\n"
+		"%s%s%s%s%s%s%s\n"
 		"[scheduler]\npolicy = %s\nmpl = %u\nquantum = %u\nswitch = %s\n\n"
 		"[nodes]\ncpus = %u\n",
 		c->name, c->provider, c->sys_provider[0] ? "sys_provider = " : "",
 		c->sys_provider, c->sys_provider[0] ? "\n" : "", c->timeslice_us, c->down_after,
 		c->report_every, c->fanout, c->op_timeout_ms, c->kill_wait_ms, c->state_dir, c->socket,
 		c->bootstrap, c->key_file, c->munge_socket[0] ? "munge_socket = " : "",
-		c->munge_socket, c->munge_socket[0] ? "\n" : "", storm_policy_names[c->policy], c->mpl,
+		c->munge_socket, c->munge_socket[0] ? "\n" : "", c->database[0] ? "database = " : "",
+		c->database, c->database[0] ? "\n" : "",
+		c->database_sync == DB_SYNC_FULL ? "database_sync = full\n" : "",
+		storm_policy_names[c->policy], c->mpl,
 		c->quantum,
 		storm_switch_names[c->switch_mode], c->cpus);
 	int rc = print_names(c, f);

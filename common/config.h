@@ -15,6 +15,8 @@
 
 enum storm_policy { POLICY_GANG, POLICY_FCFS };
 enum storm_switch { SWITCH_SIGNALS, SWITCH_FREEZER };
+enum storm_db_sync { DB_SYNC_NORMAL, DB_SYNC_FULL };
+extern const char *const storm_db_sync_names[]; /* "normal", "full" */
 extern const char *const storm_policy_names[];  /* "gang", "fcfs" */
 extern const char *const storm_switch_names[];  /* "signals", "freezer" */
 
@@ -32,6 +34,8 @@ struct storm_conf {
 	char state_dir[PATH_MAX]; /* node state: <state_dir>/<node name> */
 	char socket[PATH_MAX];   /* the MM's control socket */
 	char bootstrap[PATH_MAX]; /* sn bootstrap, "dir:PATH" */
+	char database[PATH_MAX]; /* the MM's SQLite file; "": <state_dir>/mm.db */
+	int database_sync;       /* enum storm_db_sync */
 	char key_file[PATH_MAX]; /* the cluster key: MACs on MM <-> node messages */
 	char munge_socket[PATH_MAX]; /* munged's socket, "": MUNGE's default */
 	unsigned cpus;           /* per node */

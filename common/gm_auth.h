@@ -26,6 +26,7 @@ enum gm_domain {
 	GM_MAC_CMD = 2,
 	GM_MAC_REPORT = 3,
 	GM_MAC_ACK = 4,
+	GM_MAC_BCS = 5, /* node <-> node: BCS-MPI mailbox messages (daemons/node/bcs.c) */
 };
 #define GM_MAC_ANY_NODE UINT32_MAX /* messages from the MM to every node */
 

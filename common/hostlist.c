@@ -13,6 +13,10 @@ static int errf(char *err, size_t errlen, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
+	/* it quotes the list: keep it one line */
+	for (char *c = err; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
 	return -1;
 }
 
@@ -44,6 +48,8 @@ static int expand_one(const char *el, size_t ellen, char (*names)[HOSTNAME_MAX],
 	const char *suffix = rb + 1;
 	int slen = (int)(el + ellen - suffix);
 	const char *p = lb + 1;
+	if (p == rb) /* "n[]" named no host at all, and a cluster of none loaded */
+		return errf(err, errlen, "empty range in '%.*s'", (int)ellen, el);
 	while (p < rb) {
 		if (!isdigit((unsigned char)*p))
 			return errf(err, errlen, "bad range in '%.*s'", (int)ellen, el);

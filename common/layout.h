@@ -42,6 +42,13 @@
  *   done     node sets GM_VAR_DONE(slot) = job id once every local rank of the
  *            job ended and its output went out; the MM confirms the end of a
  *            job with COMPARE-AND-WRITE (EQ job) over the job's nodes.
+ *   bcs      node j -> node i (BCS-MPI, daemons/node/bcs.c): message number
+ *            s lands in i's mailbox for j, slot s % GM_BCS_SLOTS, remote
+ *            EV_BCS; one message fits one network chunk, so a slot whose
+ *            header shows s is complete. j writes s only after i acknowledged
+ *            s - GM_BCS_SLOTS by storing its count of consumed messages into
+ *            j's GM_BCS_ACK(i) (a separate 8-byte XFER, so acknowledgements
+ *            never wait for a free slot themselves).
  */
 #ifndef STORM_LAYOUT_H
 #define STORM_LAYOUT_H
@@ -59,6 +66,7 @@ enum storm_event {
 	EV_REPORT = 4, /* remote, on the MM */
 	EV_FILE1 = 5,  /* remote, on nodes: file buffer 1 filled */
 	EV_REPORT_ACK = 6, /* remote, on nodes: GM_VAR_REPORT_ACK was written */
+	EV_BCS = 7,    /* remote, on nodes: a BCS-MPI mailbox message or ack */
 	/* local completions */
 	EV_CMD_SENT = 10,
 	EV_FILE_SENT0 = 11, /* + buffer index */
@@ -73,6 +81,7 @@ struct strobe {
 	uint32_t nnodes;  /* entries in ack and in run */
 	uint32_t flags;
 	uint64_t switches; /* row changes so far: a new value is a new row's turn */
+	uint64_t epoch;   /* the MM's incarnation: a new one means it restarted */
 	uint64_t ack[];   /* per node index: last report seq the MM consumed;
 			   * then run[nnodes]: the job to run (0: none);
 			   * then the tag (GM_MAC_STROBE) of all before it */
@@ -143,9 +152,32 @@ struct file_chunk {
 #define GM_REPORT_SLOT_SIZE ((uint64_t)65536)
 #define GM_REPORT_SLOT(idx) (GM_REPORTS + (uint64_t)(idx) * GM_REPORT_SLOT_SIZE)
 
+/* BCS-MPI mailboxes, after the report slots (their place depends on the
+ * node count, which every process of a cluster shares): per source node an
+ * acknowledgement word, then GM_BCS_SLOTS message slots. */
+#define GM_BCS_SLOTS 16u
+#define GM_BCS_SLOT_SIZE ((uint64_t)65536)
+_Static_assert(GM_BCS_SLOT_SIZE <= 128 * 1024, "a mailbox message must fit one network chunk");
+static inline uint64_t gm_bcs_base(uint32_t nnodes)
+{
+	return (GM_REPORT_SLOT(nnodes) + 65535) & ~(uint64_t)65535;
+}
+/* on node i: how many of i's messages node `from` consumed */
+static inline uint64_t gm_bcs_ack(uint32_t nnodes, uint32_t from)
+{
+	return gm_bcs_base(nnodes) + 8 * (uint64_t)from;
+}
+/* on node i: slot k of the mailbox for messages from node `from` */
+static inline uint64_t gm_bcs_slot(uint32_t nnodes, uint32_t from, uint32_t k)
+{
+	uint64_t slots = (gm_bcs_base(nnodes) + 8 * (uint64_t)STORM_MAX_NODES + 65535) &
+			 ~(uint64_t)65535;
+	return slots + ((uint64_t)from * GM_BCS_SLOTS + k) * GM_BCS_SLOT_SIZE;
+}
+
 static inline size_t layout_gmem_size(uint32_t nnodes)
 {
-	return GM_REPORT_SLOT(nnodes);
+	return gm_bcs_slot(nnodes, nnodes, 0);
 }
 
 static inline uint32_t fabric_id(uint32_t node_index) { return node_index + 1; }

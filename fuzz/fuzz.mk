@@ -8,9 +8,11 @@
 #                       tests/fuzz/corpus/T and the regressions tests/fuzz/regress/T
 # To add a target: write fuzz/T.c, add T to FUZZ_TARGETS and its FUZZ_DEPS_T.
 FUZZ_TARGETS := frame ctl_request ctl_reply mm_report nd_command nd_strobe nd_chunk \
-                wire nodeset config hostlist cli_opts mm_state ckpt_image
+                wire nodeset config hostlist cli_opts mm_state ctl_auth bcs_trace \
+                ckpt_image
 
 FUZZ_DEPS_frame       := common/frame.c
+FUZZ_DEPS_bcs_trace   := bcs_mpi/trace_codec.c
 FUZZ_DEPS_ckpt_image  := checkpoint/image.c
 FUZZ_DEPS_ctl_request := daemons/mm/request.c common/config.c common/hostlist.c
 FUZZ_DEPS_ctl_reply   := $(filter-out cli/main.c,$(CLI_SRC)) $(COMMON_SRC)
@@ -24,18 +26,20 @@ FUZZ_DEPS_config      := common/config.c common/hostlist.c
 FUZZ_DEPS_hostlist    := common/hostlist.c
 FUZZ_DEPS_cli_opts    := cli/opts.c cli/fmt.c
 FUZZ_DEPS_mm_state    := $(MM_SRC) $(COMMON_SRC) net_abstraction/nodeset.c fuzz/stub_sn.c
+FUZZ_DEPS_ctl_auth    := common/ctl_auth.c
 # the MM's main() and its stderr log give way to the harness's
-FUZZ_EXTRA_daemons/mm/main.c := -Dmain=stormmm_main -Dmm_log=mm_log_stderr
+FUZZ_EXTRA_daemons/mm/main.c := -Dmain=stormmm_main -Dmm_log=mm_log_stderr \
+                                -Dmm_log_limited=mm_log_limited_stderr
 
 FUZZ_CC      ?= $(shell command -v clang-14 || command -v clang)
 FUZZ_SECONDS ?= 60
 FUZZ_INC     := -I net_abstraction -I common -I scheduler -I $(GEN)/proto -I fuzz -I cli \
                 -I daemons/mm -I daemons/node -I checkpoint
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -MMD -MP -g -O1 -fno-omit-frame-pointer -Wall -Wextra $(FUZZ_INC)
-FUZZ_LIBS    := -lprotobuf-c -linih -ljansson $(AUTH_LIBS) -lxxhash
+FUZZ_LIBS    := -lprotobuf-c -linih -ljansson $(AUTH_LIBS) $(MM_LIBS) -lxxhash
 FUZZ_LF      := -fsanitize=address,undefined -fno-sanitize-recover=all
 
-.PHONY: fuzz fuzz-build fuzz-check fuzz-corpus
+.PHONY: fuzz fuzz-build fuzz-check fuzz-corpus fuzz-merge
 # libFuzzer builds: every object instrumented for coverage
 $(BUILD)/fuzz/lf/$(GEN)/%.o: $(GEN)/%.c
 	@mkdir -p $(dir $@)
@@ -74,6 +78,10 @@ fuzz-check: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/check/%)
 		$(BUILD)/fuzz/check/$$t $$(ls -d tests/fuzz/corpus/$$t tests/fuzz/regress/$$t 2>/dev/null) \
 		|| exit 1; \
 	done
+
+# what make fuzz grew, minimised into tests/fuzz/corpus (then commit it)
+fuzz-merge: fuzz-build
+	./fuzz/merge.sh $(BUILD)/fuzz $(FUZZ_TARGETS)
 
 # the seed corpora, from valid messages and files (fuzz/gen_corpus.c)
 $(BUILD)/fuzz/gen_corpus: fuzz/gen_corpus.c net_abstraction/wire.c net_abstraction/nodeset.c \

@@ -5,9 +5,11 @@
  *
  * Input: one byte choosing the configuration, then records, each an op byte
  * and its arguments:
- *   0 REQUEST  client(1) nfds(1) len(2) bytes  a frame from CLI client 0..3,
+ *   0 REQUEST  client(1) nfds(1) len(2) bytes  a request from CLI client 0..3
+ *              in a MAC envelope of its (already keyed) session,
  *              with nfds descriptors (a small executable, then files)
- *   1 REPORT   node(1) len(2) bytes            raw bytes into node's report slot
+ *   1 REPORT   node(1) len(2) bytes            raw bytes into node's report slot,
+ *              tagged with the cluster key unless node's high bit is set
  *   2 TICK                                     one timeslice
  *   3 POLL     how(1)                          local events fire; COMPARE-AND-
  *              WRITE answers true, false or fails; events may carry an error
@@ -30,7 +32,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ctl_auth.h"
 #include "fuzz.h"
+#include "gm_auth.h"
 #include "mm.h"
 #include "stub_sn.h"
 
@@ -52,12 +56,30 @@ void mm_log(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+void mm_log_limited(struct gm_ratelimit *rl, const char *fmt, ...)
+{
+	(void)rl;
+	if (!getenv("FUZZ_MM_LOG"))
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
 static struct mm mm;
 static struct {
 	struct client *c;
 	int peer;
 	struct frame_rx rx;
+	struct ctl_session sess; /* the CLI's side of the connection */
 } cl[CLIENTS];
+
+/* Clients come already authenticated (the MUNGE exchange needs munged, and
+ * what it vouches for is the peer's uid): both sides hold this session key,
+ * so requests reach the MM's decoder in MAC envelopes (common/ctl_auth.h). */
+static const uint8_t session_key[CTL_KEY_LEN] = "fuzz-session-key-fuzz-session-k";
 
 static const char *const confs[2] = {
 	"[cluster]\ndown_after = 6\nreport_every = 2\n[scheduler]\nmpl = 2\n"
@@ -106,6 +128,7 @@ static void drop_client(int i)
 	if (cl[i].peer >= 0)
 		close(cl[i].peer);
 	frame_rx_reset(&cl[i].rx);
+	ctl_session_clear(&cl[i].sess);
 	cl[i].peer = -1;
 	cl[i].c = NULL;
 }
@@ -124,6 +147,14 @@ static struct client *get_client(int i)
 	c->uid = geteuid();
 	c->gid = getegid();
 	c->pid = getpid();
+	ctl_session_init(&c->sess, true, NULL, 0);
+	c->sess.keyed = true;
+	memcpy(c->sess.key, session_key, CTL_KEY_LEN);
+	c->sess.uid = c->uid;
+	c->sess.gid = c->gid;
+	ctl_session_init(&cl[i].sess, false, NULL, c->uid);
+	cl[i].sess.keyed = true;
+	memcpy(cl[i].sess.key, session_key, CTL_KEY_LEN);
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
 	epoll_ctl(mm.epfd, EPOLL_CTL_ADD, c->fd, &ev);
 	c->next = mm.clients;
@@ -142,8 +173,17 @@ static void drain(int i)
 		int rc = frame_rx_read(cl[i].peer, &cl[i].rx);
 		if (rc <= 0)
 			break;
-		Storm__Ctl__Reply *r = storm__ctl__reply__unpack(NULL, cl[i].rx.len, cl[i].rx.buf);
-		FUZZ_ASSERT(r, "the MM sent %zu bytes that are not a Reply", cl[i].rx.len);
+		const uint8_t *body;
+		size_t blen;
+		bool plain;
+		char err[256];
+		enum ctl_auth_fail f = ctl_auth_unwrap(&cl[i].sess, cl[i].rx.buf, cl[i].rx.len, &body,
+						       &blen, &plain, err, sizeof(err));
+		FUZZ_ASSERT(f == CTL_AUTH_OK, "a reply the client cannot authenticate: %s", err);
+		Storm__Ctl__Reply *r = storm__ctl__reply__unpack(NULL, blen, body);
+		FUZZ_ASSERT(r, "the MM sent %zu bytes that are not a Reply", blen);
+		FUZZ_ASSERT(!plain || r->body_case == STORM__CTL__REPLY__BODY_ERROR,
+			    "a plain reply that is not an Error");
 		FUZZ_ASSERT(r->version == PROTO_VERSION, "reply version %u", r->version);
 		if (r->body_case == STORM__CTL__REPLY__BODY_ERROR) {
 			FUZZ_ASSERT(r->error->code != STORM__CTL__ERROR_CODE__ERR_NONE, "error code 0");
@@ -169,7 +209,13 @@ static void request(int i, int nfds, const uint8_t *data, size_t len)
 	int fds[4];
 	for (int k = 0; k < nfds; k++)
 		fds[k] = memfd_with(k == 0 ? 100 : 4096, k == 0 ? 0755 : 0644);
-	int rc = frame_send(cl[i].peer, data, len, fds, nfds);
+	uint8_t *env;
+	size_t envlen;
+	char err[256];
+	FUZZ_ASSERT(ctl_auth_wrap(&cl[i].sess, data, len, &env, &envlen, err, sizeof(err)) == 0,
+		    "wrap: %s", err);
+	int rc = frame_send(cl[i].peer, env, envlen, fds, nfds);
+	free(env);
 	for (int k = 0; k < nfds; k++)
 		close(fds[k]);
 	FUZZ_ASSERT(rc == 0, "frame_send: %d", rc);
@@ -189,12 +235,18 @@ static void hangup(int i)
 	drop_client(i);
 }
 
-static void raw_report(int node, const uint8_t *data, size_t len)
+/* Raw bytes as a node's report; tagged with the cluster key as the node
+ * would (a genuine but malformed report) unless forge. */
+static void raw_report(int node, bool forge, const uint8_t *data, size_t len)
 {
 	uint8_t *slot = stub.gmem + GM_REPORT_SLOT(node);
 	if (len > GM_REPORT_SLOT_SIZE)
 		len = GM_REPORT_SLOT_SIZE;
 	memcpy(slot, data, len);
+	uint32_t rlen;
+	memcpy(&rlen, slot, 4);
+	if (!forge && len >= 4 && rlen <= GM_REPORT_SLOT_SIZE - 4 - GM_TAG_LEN)
+		gm_mac(mm.key, GM_MAC_REPORT, (uint32_t)node, slot, 4 + rlen, slot + 4 + rlen);
 	slice_on_report_event(&mm);
 }
 
@@ -244,6 +296,7 @@ static void node_report(int node, const uint8_t *a)
 	uint32_t len = (uint32_t)storm__cl__report__get_packed_size(&r);
 	memcpy(slot, &len, 4);
 	storm__cl__report__pack(&r, slot + 4);
+	gm_mac(mm.key, GM_MAC_REPORT, (uint32_t)node, slot, 4 + len, slot + 4 + len);
 	slice_on_report_event(&mm);
 }
 
@@ -301,12 +354,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		case 1: {
 			NEED(3);
-			int node = data[i] % mm.conf.nnodes;
+			int node = (data[i] & 0x7f) % mm.conf.nnodes;
+			bool forge = data[i] & 0x80;
 			size_t len = (size_t)data[i + 1] << 8 | data[i + 2];
 			i += 3;
 			if (len > size - i)
 				len = size - i;
-			raw_report(node, data + i, len);
+			raw_report(node, forge, data + i, len);
 			i += len;
 			break;
 		}

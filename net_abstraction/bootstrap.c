@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdlib.h>
+#include <string.h>
 #include <stdio.h>
 #include <sys/inotify.h>
 #include <time.h>
@@ -36,7 +38,7 @@ int sn_boot_publish(const char *dir, int rail, uint32_t node, const void *addr,
 	return err;
 }
 
-static int read_addr(const char *dir, int rail, uint32_t node, uint8_t *out, size_t *len)
+int sn_boot_read(const char *dir, int rail, uint32_t node, uint8_t *out, size_t *len)
 {
 	char path[PATH_MAX];
 	addr_path(path, sizeof(path), dir, rail, node);
@@ -74,7 +76,7 @@ int sn_boot_collect(const char *dir, int rail, uint32_t n, unsigned timeout_ms,
 	int rc = 0;
 	for (;;) {
 		/* the watch is set before this scan, so no arrival is missed */
-		while (next < n && read_addr(dir, rail, next, addrs + (size_t)next * SN_ADDR_MAX,
+		while (next < n && sn_boot_read(dir, rail, next, addrs + (size_t)next * SN_ADDR_MAX,
 					     &lens[next]) == 0)
 			next++;
 		if (next == n)
@@ -94,4 +96,21 @@ int sn_boot_collect(const char *dir, int rail, uint32_t n, unsigned timeout_ms,
 	}
 	close(ifd);
 	return rc;
+}
+
+int sn_boot_parse_name(const char *name, int *rail, uint32_t *node)
+{
+	if (strncmp(name, "addr.r", 6))
+		return -1;
+	char *end;
+	long r = strtol(name + 6, &end, 10);
+	if (end == name + 6 || strncmp(end, ".n", 2))
+		return -1;
+	const char *n = end + 2;
+	unsigned long v = strtoul(n, &end, 10);
+	if (end == n || *end || r < 0 || r > 1 || v > UINT32_MAX)
+		return -1; /* "addr.r0.n3.tmp123" and the like */
+	*rail = (int)r;
+	*node = (uint32_t)v;
+	return 0;
 }

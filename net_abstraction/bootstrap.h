@@ -17,5 +17,9 @@ int sn_boot_publish(const char *dir, int rail, uint32_t node, const void *addr,
  * -ETIMEDOUT and sets *missing to the first absent node. */
 int sn_boot_collect(const char *dir, int rail, uint32_t n, unsigned timeout_ms,
 		    uint8_t *addrs, size_t *lens, uint32_t *missing);
+/* Reads one published address (out: SN_ADDR_MAX bytes). 0 or -errno. */
+int sn_boot_read(const char *dir, int rail, uint32_t node, uint8_t *out, size_t *len);
+/* Parses a published file name "addr.r<rail>.n<node>"; 0 or -1. */
+int sn_boot_parse_name(const char *name, int *rail, uint32_t *node);
 
 #endif

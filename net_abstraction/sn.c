@@ -21,6 +21,7 @@
 #include <string.h>
 #include <dirent.h>
 #include <sys/epoll.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -80,6 +81,9 @@ struct rail {
 	struct fid_ep *ep;
 	int wait_fd;
 	fi_addr_t *peers;
+	uint8_t *addrs;         /* each peer's published address (SN_ADDR_MAX each) */
+	size_t *alens;
+	bool *stale;            /* republished (it restarted): swap before use */
 	struct slot *rx;        /* rx_depth receive slots */
 	uint8_t *rx_mem;
 	struct slot *txq_head, *txq_tail; /* not yet accepted by the provider */
@@ -142,6 +146,7 @@ struct sn_ctx {
 	struct rail rails[SN_RAILS];
 	bool opened; /* every rail up: only then is there anything to drain */
 	int epfd;
+	int ino_fd;  /* inotify on the bootstrap directory: peers that restart */
 	uint8_t *gmem;
 	size_t gmem_size;
 	uint32_t self, n;
@@ -334,6 +339,8 @@ static void txq_push(struct rail *rl, struct slot *s)
 
 static void tx_failed(struct sn_ctx *ctx, struct slot *s, int err);
 
+static void peer_use(struct sn_ctx *ctx, int rail, uint32_t node);
+
 /* Hands queued messages to the provider. A destination that pushes back
  * (-FI_EAGAIN) keeps its messages, in order, without holding up the others;
  * one that stays blocked past the timeout is given up as unreachable. */
@@ -353,6 +360,7 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 		if (any_blocked && sn_set_has(&blocked, s->dest)) {
 			rc = -FI_EAGAIN;
 		} else {
+			peer_use(ctx, (int)(rl - ctx->rails), s->dest);
 			rc = fi_sendv(rl->ep, s->iov, s->desc, s->niov, rl->peers[s->dest],
 				      &s->fctx);
 		}
@@ -695,6 +703,7 @@ static void handle_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t l
 		note(ctx, "dropped malformed message: %s", why);
 		return;
 	}
+	peer_use(ctx, rail, m.sender);
 	switch (m.type) {
 	case SN_MSG_XFER:
 	case SN_MSG_COMMIT:
@@ -830,9 +839,73 @@ static int rail_progress(struct sn_ctx *ctx, int rail)
 	return handled;
 }
 
+/* A daemon that restarts (kill -9, then started again) opens a new endpoint
+ * and republishes its address; peers notice (inotify on the bootstrap
+ * directory) and swap it into their address vector at its first use (see
+ * peer_use), so the MM and node daemons can come back without the others
+ * restarting. */
+/* Swaps node's address on one rail for the one it published, dropping the
+ * old one's connection. 1 swapped, 0 unchanged, -errno. */
+static int peer_reload(struct sn_ctx *ctx, int rail, uint32_t node)
+{
+	struct rail *rl = &ctx->rails[rail];
+	uint8_t addr[SN_ADDR_MAX];
+	size_t alen = 0;
+	int rc = sn_boot_read(ctx->bootdir, rail, node, addr, &alen);
+	if (rc)
+		return rc;
+	rl->stale[node] = false;
+	if (alen == rl->alens[node] &&
+	    !memcmp(addr, rl->addrs + (size_t)node * SN_ADDR_MAX, alen))
+		return 0;
+	fi_addr_t fa;
+	fi_av_remove(rl->av, &rl->peers[node], 1, 0);
+	if (fi_av_insert(rl->av, addr, 1, &fa, 0, NULL) != 1) {
+		note(ctx, "node %u published an address we cannot use", node);
+		return -EINVAL;
+	}
+	rl->peers[node] = fa;
+	memcpy(rl->addrs + (size_t)node * SN_ADDR_MAX, addr, alen);
+	rl->alens[node] = alen;
+	rl->stale[node] = false;
+	return 1;
+}
+
+/* The new address goes in at first use, not when it is published: if the
+ * restarted peer speaks first, its connection is already there and carries
+ * our answers; if we speak first, we connect. Swapping at once made both
+ * sides connect at the same moment, and rxm then left neither connection
+ * usable (a restarted MM heard no node). */
+static void peer_use(struct sn_ctx *ctx, int rail, uint32_t node)
+{
+	if (node < ctx->n && ctx->rails[rail].stale[node] &&
+	    peer_reload(ctx, rail, node) > 0)
+		note(ctx, "node %u restarted: its new address on rail %d is in use", node, rail);
+}
+
+static void peers_refresh(struct sn_ctx *ctx)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	ssize_t len;
+	while (ctx->ino_fd >= 0 && (len = read(ctx->ino_fd, buf, sizeof(buf))) > 0) {
+		for (char *p = buf; p < buf + len;) {
+			struct inotify_event *e = (struct inotify_event *)p;
+			p += sizeof(*e) + e->len;
+			int rail;
+			uint32_t node;
+			if (!e->len || sn_boot_parse_name(e->name, &rail, &node) ||
+			    rail >= ctx->nrails || node >= ctx->n || node == ctx->self)
+				continue;
+			ctx->rails[rail].stale[node] = true;
+			note(ctx, "node %u republished its address on rail %d", node, rail);
+		}
+	}
+}
+
 int sn_progress(struct sn_ctx *ctx)
 {
 	int total = 0;
+	peers_refresh(ctx);
 	for (int i = 0; i < ctx->nrails; i++) {
 		int rc = rail_progress(ctx, i);
 		if (rc < 0)
@@ -1472,8 +1545,11 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	for (uint32_t i = 0; i < ctx->n && !rc; i++)
 		if (fi_av_insert(rl->av, all + (size_t)i * SN_ADDR_MAX, 1, &rl->peers[i], 0, NULL) != 1)
 			rc = fail(ctx, -EINVAL, "bootstrap: bad fabric address for node %u", i);
-	free(all);
-	free(lens);
+	/* kept: a peer that republishes (it restarted) is told apart by them */
+	rl->addrs = all;
+	rl->alens = lens;
+	if (!(rl->stale = calloc(ctx->n, sizeof(bool))))
+		return fail(ctx, -ENOMEM, "out of memory");
 	if (rc)
 		return rc;
 
@@ -1517,6 +1593,9 @@ static void rail_close(struct rail *rl)
 	free(rl->rx);
 	free(rl->rx_mem);
 	free(rl->peers);
+	free(rl->addrs);
+	free(rl->alens);
+	free(rl->stale);
 }
 
 /* sn_open fails before a context exists to hold the reason */
@@ -1533,6 +1612,7 @@ int sn_open(const struct sn_config *cfg, struct sn_ctx **out)
 	ctx->self = cfg->node_id;
 	ctx->n = cfg->node_count;
 	ctx->epfd = -1;
+	ctx->ino_fd = -1;
 	if (!ctx->cfg.provider)
 		ctx->cfg.provider = "tcp;ofi_rxm";
 	if (!ctx->cfg.fanout)
@@ -1575,7 +1655,16 @@ int sn_open(const struct sn_config *cfg, struct sn_ctx **out)
 		if ((rc = rail_open(ctx, 1, cfg->sys_provider)))
 			goto err;
 	}
+	ctx->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (ctx->ino_fd >= 0 && inotify_add_watch(ctx->ino_fd, ctx->bootdir, IN_MOVED_TO) < 0) {
+		close(ctx->ino_fd);
+		ctx->ino_fd = -1;
+	}
 	ctx->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (ctx->epfd >= 0 && ctx->ino_fd >= 0) {
+		struct epoll_event ev = {.events = EPOLLIN};
+		epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, ctx->ino_fd, &ev);
+	}
 	for (int i = 0; i < ctx->nrails && ctx->epfd >= 0; i++) {
 		struct epoll_event ev = {.events = EPOLLIN};
 		if (ctx->rails[i].wait_fd < 0 ||
@@ -1637,6 +1726,8 @@ void sn_close(struct sn_ctx *ctx)
 	}
 	if (ctx->epfd >= 0)
 		close(ctx->epfd);
+	if (ctx->ino_fd >= 0)
+		close(ctx->ino_fd);
 	if (ctx->gmem)
 		munmap(ctx->gmem, ctx->gmem_size);
 	free(ctx);

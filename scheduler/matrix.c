@@ -132,6 +132,48 @@ int matrix_place(struct matrix *m, uint64_t job, int n)
 	return -1;
 }
 
+int matrix_place_on(struct matrix *m, uint64_t job, const int *pes, int n)
+{
+	if (job == 0 || n <= 0 || n > m->npe || find(m, job))
+		return -1;
+	for (int k = 0; k < n; k++)
+		if (pes[k] < 0 || pes[k] >= m->npe || (k && pes[k] <= pes[k - 1]))
+			return -1;
+	for (int r = 0; r < m->mpl; r++) {
+		bool fits = true;
+		for (int k = 0; k < n && fits; k++) {
+			uint64_t id = CELL(m, r, pes[k]);
+			struct matrix_job *x = id ? find(m, id) : NULL;
+			fits = !id || (x && x->home != r);
+		}
+		if (!fits)
+			continue;
+		if (m->njobs == m->cap) {
+			int cap = m->cap ? 2 * m->cap : 8;
+			struct matrix_job *nj = realloc(m->jobs, sizeof(*nj) * (size_t)cap);
+			if (!nj)
+				return -1;
+			m->jobs = nj;
+			m->cap = cap;
+		}
+		struct matrix_job *j = &m->jobs[m->njobs];
+		if (!(j->pes = malloc(sizeof(int) * (size_t)n)))
+			return -1;
+		memcpy(j->pes, pes, sizeof(int) * (size_t)n);
+		j->id = job;
+		j->n = n;
+		j->home = r;
+		m->njobs++;
+		for (int k = 0; k < n; k++) {
+			if (CELL(m, r, pes[k]))
+				drop_alternate(m, r, CELL(m, r, pes[k]));
+			CELL(m, r, pes[k]) = job;
+		}
+		return r;
+	}
+	return -1;
+}
+
 void matrix_remove(struct matrix *m, uint64_t job)
 {
 	for (size_t i = 0; i < (size_t)m->npe * (size_t)m->mpl; i++)

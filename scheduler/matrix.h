@@ -36,6 +36,10 @@ const struct matrix_job *matrix_find(const struct matrix *m, uint64_t job);
 /* First fit: the lowest row with n free PEs, the lowest such PEs. Returns
  * the row, or -1 when no row has room (the job waits). */
 int matrix_place(struct matrix *m, uint64_t job, int n);
+/* Puts a job back on the given PEs (ascending), in the lowest row where
+ * they are free, whether up or down: the MM restoring its jobs after a
+ * restart. Returns the row, or -1. */
+int matrix_place_on(struct matrix *m, uint64_t job, const int *pes, int n);
 /* Frees every cell of the job. */
 void matrix_remove(struct matrix *m, uint64_t job);
 /* Alternate slots: each job also runs in every other row where all its PEs

@@ -501,6 +501,9 @@ static void handle(struct mm *mm, struct client *c)
 	case STORM__CTL__REQUEST__BODY_DELETE_CHECKPOINT:
 		ckpt_handle_request(mm, c, req);
 		break;
+	case STORM__CTL__REQUEST__BODY_ACCT:
+		persist_acct(mm, c, req->acct);
+		break;
 	default: /* mm_req_decode let no other body through */
 		break;
 	}

@@ -15,7 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define KEEP_FINISHED 1000 /* ended jobs remembered for `storm jobs --all` */
+/* ended jobs kept in memory for `storm jobs --all`; all of them are in the
+ * database (`storm acct`), so memory does not grow with the job count */
+#define KEEP_FINISHED 100
 
 bool job_active(const struct job *j)
 {
@@ -212,9 +214,18 @@ void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds
 		c->job = j;
 	}
 #undef REFUSE
-	mm->next_job_id++;
 	j->state = STORM__CTL__JOB_STATE__QUEUED;
 	j->t_submit = now_s();
+	/* nothing accepted is lost: on disk before the reply says so */
+	if (persist_job_new(mm, j, s) < 0) {
+		if (j->client)
+			c->job = NULL;
+		job_destroy(j);
+		submit_refuse(mm, c, STORM__CTL__ERROR_CODE__ERR_INTERNAL,
+			      "the machine manager cannot record the job in its database (see its log)");
+		return;
+	}
+	mm->next_job_id++;
 	struct job **tail = &mm->jobs;
 	while (*tail)
 		tail = &(*tail)->next;
@@ -291,6 +302,7 @@ static void start(struct mm *mm, struct job *j)
 	free(names);
 	mm_log("job %llu starts on %s in row %d", (unsigned long long)j->id, j->nodelist,
 	       gang_home(mm, j));
+	persist_job(mm, j);
 	int in_place = j->restore_id ? ckpt_restart_prepare(mm, j) : 0;
 	if (in_place < 0)
 		return; /* failed, saying why */
@@ -376,6 +388,7 @@ void job_transferred(struct mm *mm, struct job *j)
 	j->t_launched = now_s();
 	if (j->ckpt_interval)
 		j->ckpt_next = j->t_launched + j->ckpt_interval;
+	persist_job(mm, j);
 	/* launched into the running row: it runs from its first strobe */
 	j->ran = gang_runs_now(mm, j);
 }
@@ -419,6 +432,7 @@ static void finish(struct mm *mm, struct job *j)
 						 r, WEXITSTATUS(ws));
 				break;
 			}
+	persist_job_end(mm, j);
 	release_nodes(mm, j);
 	if (mm->xfer)
 		transfer_abort(mm, j);
@@ -622,7 +636,7 @@ void job_kill_stray(struct mm *mm, uint64_t id, int idx)
 	cmd_queue(mm, &cmd, &idx, 1);
 }
 
-void job_node_lost(struct mm *mm, struct job *j, int node)
+void job_node_failed(struct mm *mm, struct job *j, int node, const char *why)
 {
 	int k = job_node_pos(j, node);
 	if (k < 0 || !job_active(j))
@@ -631,17 +645,29 @@ void job_node_lost(struct mm *mm, struct job *j, int node)
 		j->node_done[k] = true;
 		j->nodes_done++;
 	}
-	const struct mm_node *n = &mm->nodes[node];
+	/* with --restart-on-failure a restart job takes over from its latest
+	 * checkpoint; why names the node, the end says what became of the job */
 	uint64_t again = ckpt_node_lost(mm, j, node);
 	if (again)
-		job_fail(mm, j, "node %s stopped responding (no report for %.1f s); restarted from "
-				"its latest checkpoint as job %llu",
-			 mm->conf.nodes[node], now_s() - n->heard_time, (unsigned long long)again);
+		job_fail(mm, j, "%s; restarted from its latest checkpoint as job %llu", why,
+			 (unsigned long long)again);
 	else
-		job_fail(mm, j, "node %s stopped responding (no report for %.1f s); the job was "
-				"terminated",
-			 mm->conf.nodes[node], now_s() - n->heard_time);
+		job_fail(mm, j, "%s; the job was terminated", why);
 	check_end(mm, j);
+}
+
+void job_node_lost(struct mm *mm, struct job *j, int node)
+{
+	char why[256];
+	const struct mm_node *n = &mm->nodes[node];
+	if (n->heard_time > 0)
+		snprintf(why, sizeof(why),
+			 "node %s stopped responding (no report for %.1f s)",
+			 mm->conf.nodes[node], now_s() - n->heard_time);
+	else
+		snprintf(why, sizeof(why), "node %s did not report since the machine manager "
+			 "restarted", mm->conf.nodes[node]);
+	job_node_failed(mm, j, node, why);
 }
 
 /* ---- reports */
@@ -690,6 +716,7 @@ void job_on_exit(struct mm *mm, int node, const Storm__Cl__RankExit *e)
 	if (j->rank_status[e->rank] == INT32_MIN)
 		j->ranks_ended++;
 	j->rank_status[e->rank] = e->wait_status;
+	j->dirty = true; /* saved before the report is acknowledged */
 }
 
 void job_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n)
@@ -698,6 +725,7 @@ void job_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n)
 	int k = j ? job_node_pos(j, node) : -1;
 	if (k < 0 || !job_active(j))
 		return;
+	j->dirty = true;
 	switch (n->kind) {
 	case STORM__CL__JOB_NOTE__KIND__CHECKPOINTED:
 	case STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED:

@@ -1,8 +1,10 @@
 /* stormmm: start-up and the event loop. */
+#include "db.h"
 #include "mm.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -158,6 +160,9 @@ static int start(struct mm *mm, const char *conf_path)
 	}
 	mm->next_job_id = 1;
 	mm->cmd_tail = &mm->cmd_queue;
+	/* the jobs of an earlier run of this MM, before anyone can submit */
+	if (persist_open(mm) < 0)
+		return -1;
 
 	/* listen first: the CLI may connect while the fabric is still forming;
 	 * it is answered once every node has joined */
@@ -254,6 +259,13 @@ static void poll_events(struct mm *mm)
 /* SIGUSR1: what the manager believes, in its log, for diagnosis. */
 static void dump_state(struct mm *mm)
 {
+	struct mallinfo2 mi = mallinfo2();
+	int jobs = 0;
+	for (struct job *j = mm->jobs; j; j = j->next)
+		jobs++;
+	/* bench/soak reads this line: heap in use against the job count */
+	mm_log("memory: heap %zu bytes in use, %zu mapped, %lld of them SQLite's; %d jobs in "
+	       "memory", mi.uordblks, mi.hblkhd, (long long)db_memory_used(), jobs);
 	mm_log("state: slice %llu, command %u%s, %s transfer, file chunk %llu",
 	       (unsigned long long)mm->slice, mm->cmd_seq, mm->cmd_inflight ? " in flight" : "",
 	       transfer_job(mm) ? "a" : "no", (unsigned long long)mm->file_seq);
@@ -374,6 +386,7 @@ void mm_stop(struct mm *mm)
 	matrix_free(&mm->matrix);
 	if (mm->trace)
 		fclose(mm->trace);
+	persist_close(mm);
 	free(mm->nodes);
 	free(mm->strobe_buf);
 	sodium_memzero(mm->key, sizeof(mm->key));

@@ -8,7 +8,8 @@
  * gang.c     the gang-scheduling matrix: placing jobs, picking the row
  * request.c  decoding and checking control requests (pure, fuzzed)
  * access.c   who may touch a job (mm_may_touch) or a checkpoint
- * ckpt.c     checkpoints: records, the coordinated protocol, restart, recovery */
+ * ckpt.c     checkpoints: records, the coordinated protocol, restart, recovery
+ * persist.c  the job table in SQLite (db.c), recovery after a restart, acct */
 #ifndef STORM_MM_H
 #define STORM_MM_H
 
@@ -53,6 +54,7 @@ struct mm_node {
 	uint32_t cmd_done;
 	uint64_t orphan_killed;  /* last stray job told to die here, and when */
 	uint64_t orphan_slice;
+	unsigned idle_reports;   /* reports without records since the MM started */
 };
 
 struct job {
@@ -89,6 +91,7 @@ struct job {
 	uint32_t nodes_done;
 	bool failed, cancelled, confirm_pending;
 	bool ran;                /* its row has had a turn since the launch */
+	bool recovered, dirty;   /* restored from the database; changed, unsaved */
 	int32_t exit_status;
 	char reason[512];
 	/* checkpoint/restart (ckpt.c) */
@@ -171,6 +174,8 @@ struct mm {
 	uint8_t *strobe_buf;
 	struct mm_ckpt *ckpts;   /* checkpoint records, oldest first */
 	uint64_t next_ckpt_id;
+	struct mm_db *db;        /* persist.c */
+	uint64_t epoch;          /* this MM's incarnation, in every strobe */
 	uint8_t key[GM_KEY_LEN]; /* cluster key: tags MM <-> node messages */
 	uint8_t file_nonce[16];  /* random per start: file chunk keys (gm_file_tag) */
 	struct gm_ratelimit rl_ctl, rl_report; /* refusals in the log */
@@ -241,6 +246,8 @@ void job_on_output(struct mm *mm, int node, const Storm__Cl__Output *o);
 void job_on_exit(struct mm *mm, int node, const Storm__Cl__RankExit *e);
 void job_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n);
 void job_node_lost(struct mm *mm, struct job *j, int node);
+/* Node `node` is done with the job, which fails for `why` (naming it). */
+void job_node_failed(struct mm *mm, struct job *j, int node, const char *why);
 void job_fill_info(struct mm *mm, const struct job *j, Storm__Ctl__JobInfo *info);
 void job_client_gone(struct mm *mm, struct job *j);
 void job_destroy(struct job *j);
@@ -288,6 +295,21 @@ static inline bool ckpt_freezes(const struct job *j)
 }
 bool mm_may_touch_ckpt(const struct client *c, const struct mm_ckpt *r, const char *verb,
 		       char *why, size_t len);
+/* persist.c: every accepted job is in the database before it is
+ * acknowledged; its changes are saved as they happen */
+int persist_open(struct mm *mm);
+void persist_close(struct mm *mm);
+/* Records a new job; -1 (logged) when the database refuses it. */
+int persist_job_new(struct mm *mm, struct job *j, const Storm__Ctl__Submit *s);
+void persist_job(struct mm *mm, struct job *j);
+void persist_job_end(struct mm *mm, struct job *j);
+/* Saves the jobs marked dirty (rank exits, node notes). */
+void persist_flush(struct mm *mm);
+/* After a node's report: jobs restored from the database that the node
+ * never received (the MM died mid-launch) fail. */
+void persist_node_report(struct mm *mm, int idx, const Storm__Cl__Report *r);
+void persist_tick(struct mm *mm);
+void persist_acct(struct mm *mm, struct client *c, const Storm__Ctl__Acct *a);
 
 /* transfer.c */
 int transfer_start(struct mm *mm, struct job *j);

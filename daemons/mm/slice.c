@@ -39,6 +39,13 @@ void mark_node(struct mm *mm, int idx, Storm__Ctl__NodeState st, const char *why
 		}
 	}
 	if (st == STORM__CTL__NODE_STATE__UP) {
+		/* a node daemon that restarted has its file flow-control
+		 * variables at 0: count every chunk so far as consumed there */
+		uint64_t fd[2] = { mm->file_seq, mm->file_seq };
+		struct sn_nodeset one;
+		sn_set_clear(&one);
+		sn_set_add(&one, fabric_id((uint32_t)idx));
+		sn_xfer(mm->sn, &one, GM_VAR_FILE_DONE(0), fd, sizeof(fd), SN_NO_EVENT, SN_NO_EVENT, 0);
 		jobs_schedule(mm);
 		status_waiters_answer(mm);
 	}
@@ -52,6 +59,7 @@ static void send_strobe(struct mm *mm)
 	s->cmd_seq = mm->cmd_seq;
 	s->nnodes = (uint32_t)nn;
 	s->flags = 0;
+	s->epoch = mm->epoch;
 	gang_fill_strobe(mm, s);
 	for (int i = 0; i < nn; i++)
 		s->ack[i] = mm->nodes[i].report_seq;
@@ -132,6 +140,7 @@ void slice_tick(struct mm *mm)
 	mm->slice++;
 	mm->slice_start = now_s();
 	check_membership(mm);
+	persist_tick(mm);
 	gang_tick(mm);
 	ckpt_tick(mm);
 	send_strobe(mm);
@@ -187,20 +196,17 @@ static void consume_report(struct mm *mm, int idx)
 		return;
 	}
 	n->report_seq = r->seq;
-	/* acknowledge now rather than in the next strobe: a node with more
-	 * output or a job's end to report sends at once */
-	struct sn_nodeset one;
-	sn_set_clear(&one);
-	sn_set_add(&one, fabric_id((uint32_t)idx));
-	uint8_t ack[GM_REPORT_ACK_SIZE];
-	memcpy(ack, &n->report_seq, 8);
-	gm_mac(mm->key, GM_MAC_ACK, (uint32_t)idx, ack, 8, ack + 8);
-	sn_xfer(mm->sn, &one, GM_VAR_REPORT_ACK, ack, sizeof(ack), SN_NO_EVENT, EV_REPORT_ACK, 0);
-	n->heard_slice = mm->slice;
-	n->heard_time = now_s();
-	n->cmd_done = r->cmd_done;
-	if (n->state != STORM__CTL__NODE_STATE__UP)
-		mark_node(mm, idx, STORM__CTL__NODE_STATE__UP, NULL);
+	/* a report sent before the node saw this MM's strobes (a restart):
+	 * its records count, but its command and file numbers are the old
+	 * MM's, so the node is UP only once it reports under this epoch */
+	bool current = r->epoch == mm->epoch;
+	if (current) {
+		n->heard_slice = mm->slice;
+		n->heard_time = now_s();
+		n->cmd_done = r->cmd_done;
+		if (n->state != STORM__CTL__NODE_STATE__UP)
+			mark_node(mm, idx, STORM__CTL__NODE_STATE__UP, NULL);
+	}
 	/* the node orders its records so that output precedes the exit of its
 	 * rank and exits precede the DONE note (layout.h) */
 	for (size_t i = 0; i < r->n_output; i++)
@@ -212,7 +218,21 @@ static void consume_report(struct mm *mm, int idx)
 	for (size_t i = 0; i < r->n_running; i++)
 		if (!job_runs_on(mm, r->running[i], idx))
 			job_kill_stray(mm, r->running[i], idx);
+	if (current)
+		persist_node_report(mm, idx, r);
 	storm__cl__report__free_unpacked(r, NULL);
+	/* what the report changed is on disk before the node may forget it:
+	 * a node drops its records once their report is acknowledged */
+	persist_flush(mm);
+	/* acknowledge now rather than in the next strobe: a node with more
+	 * output or a job's end to report sends at once */
+	struct sn_nodeset one;
+	sn_set_clear(&one);
+	sn_set_add(&one, fabric_id((uint32_t)idx));
+	uint8_t ack[GM_REPORT_ACK_SIZE];
+	memcpy(ack, &n->report_seq, 8);
+	gm_mac(mm->key, GM_MAC_ACK, (uint32_t)idx, ack, 8, ack + 8);
+	sn_xfer(mm->sn, &one, GM_VAR_REPORT_ACK, ack, sizeof(ack), SN_NO_EVENT, EV_REPORT_ACK, 0);
 }
 
 void slice_on_report_event(struct mm *mm)

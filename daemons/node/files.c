@@ -104,6 +104,14 @@ static int write_all(int fd, const uint8_t *p, size_t len, uint64_t off)
 	return 0;
 }
 
+static void file_failed(struct nd *nd, const struct file_chunk *c, const char *what, int err)
+{
+	nd->file_err_job = c->job;
+	nd->file_err_index = c->file;
+	snprintf(nd->file_err, sizeof(nd->file_err), "cannot %s transferred file '%.60s' in "
+		 "node-local storage: %s", what, c->name, strerror(err));
+}
+
 static void write_chunk(struct nd *nd, const struct file_chunk *c, const uint8_t *data)
 {
 	const char *bad = nd_chunk_problem(c);
@@ -112,6 +120,8 @@ static void write_chunk(struct nd *nd, const struct file_chunk *c, const uint8_t
 		return;
 	}
 	char dir[PATH_MAX], path[PATH_MAX + 80];
+	if (nd->file_err_job == c->job && nd->file_err_index == c->file)
+		return; /* that file failed already: nothing half-written stays */
 	int rc = nd_job_dir_create(nd, c->job, c->uid, c->gid, dir, sizeof(dir));
 	if (rc < 0) {
 		nd_log(nd, "job %" PRIu64 ": cannot create %s: %s", c->job, dir, strerror(-rc));
@@ -127,6 +137,7 @@ static void write_chunk(struct nd *nd, const struct file_chunk *c, const uint8_t
 		if (fd < 0) {
 			nd_log(nd, "job %" PRIu64 ": cannot create %s: %s", c->job, path,
 			       strerror(errno));
+			file_failed(nd, c, "create", errno);
 			return;
 		}
 		/* set-id bits from the network are not honoured */
@@ -149,6 +160,7 @@ static void write_chunk(struct nd *nd, const struct file_chunk *c, const uint8_t
 		nd_log(nd, "job %" PRIu64 ": cannot write %s: %s", c->job, path, strerror(-rc));
 		nd_files_close(nd);
 		unlink(path);
+		file_failed(nd, c, "write", -rc);
 		return;
 	}
 	/* closed after every chunk: the chunks of a file may come in any order

@@ -193,6 +193,26 @@ static bool slot_holds(struct nd *nd, uint32_t seq)
 	return holds;
 }
 
+/* The MM restarted (its strobes carry a new epoch): its command numbers,
+ * file chunk numbers and slices start over. What the old one left in the
+ * ring is dropped; the jobs, their ranks and the queued records stay, and
+ * the reports continue (the MM takes any sequence above what it acked). */
+static void mm_restarted(struct nd *nd, const struct strobe *s)
+{
+	nd_log(nd, "the machine manager restarted (new epoch at its slice %" PRIu64
+		   "); commands from %u", s->slice, s->cmd_seq + 1);
+	for (uint32_t q = 0; q < GM_CMD_SLOTS; q++)
+		memset(nd->gmem + GM_CMD_SLOT(q), 0, 4);
+	nd->cmd_done = s->cmd_seq;
+	nd->cmd_warned_seq = 0;
+	nd->slice = 0;
+	nd_files_close(nd);
+	for (int b = 0; b < 2; b++) {
+		nd->file_seq[b] = 0;
+		sn_var_store(nd->sn, GM_VAR_FILE_DONE(b), 0);
+	}
+}
+
 static void on_strobe(struct nd *nd)
 {
 	struct strobe s;
@@ -214,6 +234,15 @@ static void on_strobe(struct nd *nd)
 	 * an older one can land after a newer one, and its acknowledgements
 	 * would look like the MM going back (then a report would be renumbered
 	 * onto one already consumed, and lost) */
+	if (nd->seen_strobe && s.epoch < nd->mm_epoch) {
+		/* epochs only grow (db_next_epoch): an earlier MM's strobe */
+		nd_log_refused(nd, "strobe %" PRIu64 " is from an earlier machine manager: "
+				   "replayed; refused", s.slice);
+		return;
+	}
+	if (nd->seen_strobe && s.epoch != nd->mm_epoch)
+		mm_restarted(nd, &s);
+	nd->mm_epoch = s.epoch;
 	if (nd->seen_strobe && s.slice <= nd->slice) {
 		/* the tree and a direct send can reorder by one or two slices;
 		 * anything older is a replay */
@@ -258,6 +287,7 @@ static void on_strobe(struct nd *nd)
 	if (nd->helpers)
 		nd_ckpt_poll(nd);
 	int switched = nd_gang_apply(nd, run);
+	nd_bcs_strobe(nd);
 	if (nd->trace) {
 		/* slice, the MM's switch count, when it came, when the switch was done */
 		fprintf(nd->trace, "strobe %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %d\n",
@@ -374,6 +404,7 @@ static int setup(struct nd *nd, const struct opts *o)
 			nd->jobs_dir, strerror(errno));
 		return -1;
 	}
+	nd_ranks_recover(nd);
 	nd_jobs_dir_clean(nd);
 	if (o->realtime)
 		go_realtime(nd);
@@ -434,6 +465,10 @@ static int setup(struct nd *nd, const struct opts *o)
 		return -1;
 	}
 	nd->gmem = sn_gmem(nd->sn);
+	if (nd_bcs_init(nd, sc.chunk_size) < 0) {
+		fprintf(stderr, "stormnd: error: out of memory\n");
+		return -1;
+	}
 	int wfd = sn_wait_fd(nd->sn);
 	if (wfd >= 0) {
 		ev.data.u64 = ND_TAG_SN;
@@ -488,6 +523,9 @@ static void run(struct nd *nd)
 		t = nd_timer_ms(nd);
 		if (t >= 0 && (timeout < 0 || t < timeout))
 			timeout = t;
+		t = nd_bcs_timer_ms(nd);
+		if (t >= 0 && (timeout < 0 || t < timeout))
+			timeout = t;
 		int n = epoll_wait(nd->epfd, evs, 64, timeout);
 		if (n < 0 && errno != EINTR) {
 			nd_log(nd, "epoll_wait: %s", strerror(errno));
@@ -517,6 +555,8 @@ static void run(struct nd *nd)
 		/* several strobes since the last turn: the latest one counts */
 		if (drain_event(nd, EV_STROBE))
 			on_strobe(nd);
+		if (drain_event(nd, EV_BCS))
+			nd_bcs_arrived(nd);
 		if (drain_event(nd, EV_REPORT_ACK)) {
 			const uint8_t *v = nd->gmem + GM_VAR_REPORT_ACK;
 			uint64_t ack;
@@ -529,6 +569,7 @@ static void run(struct nd *nd)
 		}
 		nd_report_flush(nd);
 		nd_timers(nd);
+		nd_bcs_timers(nd);
 		if (!nd->pipes_paused && nd->q_bytes >= ND_OUTPUT_CAP) {
 			nd_log(nd, "%zu bytes of output wait for reports; pausing rank pipes",
 			       nd->q_bytes);
@@ -557,6 +598,7 @@ int main(int argc, char **argv)
 	nd_files_close(&nd);
 	nd_queue_free(&nd);
 	nd_gang_close(&nd);
+	nd_bcs_close(&nd);
 	if (nd.trace)
 		fclose(nd.trace);
 	sn_close(nd.sn);

@@ -33,6 +33,7 @@
 
 struct nd_job;
 struct nd_rank;
+struct nd_bcs;
 
 struct nd_pipe {
 	int fd;                 /* -1 once closed */
@@ -94,6 +95,7 @@ struct nd {
 	uint64_t slice;
 	uint32_t cmd_done;
 	uint32_t cmd_warned_seq; /* a mismatched slot already logged */
+	uint64_t mm_epoch;      /* the MM's incarnation, from its strobes */
 	uint32_t cmd_refused_seq; /* a slot with a bad tag already logged */
 
 	/* authentication (common/gm_auth.h) */
@@ -121,9 +123,15 @@ struct nd {
 	int file_fd;            /* file being written, or -1 */
 	uint64_t file_job;
 	uint32_t file_index;
+	/* the last file that could not be written (disk full...): the launch
+	 * names the cause, and its later chunks are not written */
+	uint64_t file_err_job;
+	uint32_t file_err_index;
+	char file_err[160];
 
 	struct nd_job *jobs;
 	struct nd_helper *helpers; /* checkpoint and restore helpers (ckpt.c) */
+	struct nd_bcs *bcs;     /* BCS-MPI state (bcs.c) */
 
 	/* records and reports */
 	struct nd_rec *q_head, *q_tail;
@@ -180,6 +188,13 @@ int nd_timer_ms(const struct nd *nd); /* ms to the next timer, -1: none */
 void nd_pipes_pause(struct nd *nd, bool pause);
 void nd_kill_all(struct nd *nd);
 
+/* orphans.c: the ranks of each job, listed in the state directory, so a
+ * restarted daemon kills those it can no longer serve */
+void nd_ranks_save(struct nd *nd, const struct nd_job *job);
+void nd_ranks_forget(struct nd *nd, uint64_t job);
+void nd_ranks_recover(struct nd *nd);
+uint64_t nd_proc_start_time(pid_t pid);
+
 /* gang.c */
 int nd_gang_init(struct nd *nd);
 void nd_gang_close(struct nd *nd);
@@ -211,6 +226,19 @@ void nd_rank_pipes_watch(struct nd *nd, struct nd_job *job, struct nd_rank *r, i
 			 int err_r);
 void nd_job_started(struct nd *nd, struct nd_job *job);
 void nd_job_start_failed(struct nd *nd, struct nd_job *job, const char *why);
+/* bcs.c: BCS-MPI, the daemon's side */
+int nd_bcs_init(struct nd *nd, size_t chunk_size);
+void nd_bcs_close(struct nd *nd);
+/* Creates the job's channel; returns its memfd (the ranks inherit it) or -1. */
+int nd_bcs_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command *cmd, size_t k);
+void nd_bcs_job_end(struct nd *nd, struct nd_job *job);
+/* At each strobe, after the gang switch: the micro-phases. */
+void nd_bcs_strobe(struct nd *nd);
+/* EV_BCS fired: mailbox messages or acknowledgements arrived. */
+void nd_bcs_arrived(struct nd *nd);
+/* The exchange a fraction into the slice: ms until due (-1: none), and run it. */
+int nd_bcs_timer_ms(const struct nd *nd);
+void nd_bcs_timers(struct nd *nd);
 
 /* report.c */
 void nd_queue_output(struct nd *nd, struct nd_job *job, uint32_t rank, uint32_t stream,

@@ -33,6 +33,7 @@ struct plan {
 	int ngroups;
 	pid_t pgid;
 	int traced_w;           /* handshake pipe: "T" once the child is traced */
+	int bcs_fd;             /* the job's BCS-MPI channel, becomes fd 3; -1: none */
 };
 
 static void put(int fd, const char *s)
@@ -66,7 +67,12 @@ static _Noreturn void run_child(const struct plan *pl, int out_w, int err_w)
 	int null = open("/dev/null", O_RDONLY);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
 		_exit(127);
-	close_range(3, ~0u, 0);
+	/* the BCS-MPI channel at a fixed fd (STORM_BCS_FD), kept across exec */
+	if (pl->bcs_fd == 3)
+		fcntl(3, F_SETFD, 0);
+	else if (pl->bcs_fd >= 0 && dup2(pl->bcs_fd, 3) < 0)
+		_exit(127);
+	close_range(pl->bcs_fd >= 0 ? 4 : 3, ~0u, 0);
 
 	/* the daemon blocks signals for its signalfd and ignores SIGPIPE */
 	sigset_t none;
@@ -190,6 +196,8 @@ static void job_free(struct nd *nd, struct nd_job *job)
 		for (int s = 0; s < 2; s++)
 			pipe_close(nd, &job->ranks[i].pipes[s]);
 	nd_gang_job_end(nd, job);
+	nd_bcs_job_end(nd, job);
+	nd_ranks_forget(nd, job->id);
 	free(job->ranks);
 	free(job);
 }
@@ -273,6 +281,7 @@ static bool env_is_ours(const char *e)
 	static const char *const ours[] = {
 		"STORM_JOBID=", "STORM_RANK=", "STORM_SIZE=", "STORM_LOCAL_RANK=",
 		"STORM_NODEID=", "STORM_NODENAME=", "STORM_NNODES=", "STORM_JOB_DIR=",
+		"STORM_BCS_FD=",
 	};
 	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
 		if (!strncmp(e, ours[i], strlen(ours[i])))
@@ -360,7 +369,7 @@ static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_
 	snprintf(e_dir, sizeof(e_dir), "STORM_JOB_DIR=%s", job->dir);
 
 	size_t ne = 0;
-	pl->envp = calloc(L->n_env + 9, sizeof(char *));
+	pl->envp = calloc(L->n_env + 10, sizeof(char *));
 	if (!pl->envp) {
 		fail_launch(nd, L->job, L->slot, "out of memory");
 		return;
@@ -371,6 +380,8 @@ static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_
 	char *fixed[] = {e_job, e_size, e_node, e_name, e_nn, e_dir, e_rank, e_local};
 	for (size_t i = 0; i < 8; i++)
 		pl->envp[ne++] = fixed[i];
+	if (pl->bcs_fd >= 0)
+		pl->envp[ne++] = "STORM_BCS_FD=3";
 	pl->envp[ne] = NULL;
 
 	for (uint32_t i = 0; i < job->nranks; i++) {
@@ -453,6 +464,7 @@ void nd_job_started(struct nd *nd, struct nd_job *job)
 	nd_log(nd, "job %" PRIu64 ": started ranks %u..%u", job->id,
 	       job->nranks ? job->ranks[0].rank : 0,
 	       job->nranks ? job->ranks[job->nranks - 1].rank : 0);
+	nd_ranks_save(nd, job);
 }
 
 void nd_job_start_failed(struct nd *nd, struct nd_job *job, const char *why)
@@ -505,6 +517,10 @@ void nd_launch(struct nd *nd, const Storm__Cl__Command *cmd, size_t k)
 			 strerror(-rc));
 		goto fail;
 	}
+	if (nd->file_err_job == L->job) {
+		snprintf(why, sizeof(why), "%s", nd->file_err);
+		goto fail;
+	}
 	if (check_files(L, job->dir, why, sizeof(why)))
 		goto fail;
 
@@ -516,7 +532,7 @@ void nd_launch(struct nd *nd, const Storm__Cl__Command *cmd, size_t k)
 	else /* a restore: the ranks come from their images */
 		prog[0] = '\0';
 	struct plan pl = {.path = prog, .cwd = L->cwd, .node = nd->name, .uid = L->uid,
-			  .gid = L->gid, .switch_user = nd->root};
+			  .gid = L->gid, .switch_user = nd->root, .bcs_fd = -1};
 	char *argv0[] = {prog, NULL};
 	pl.argv = argv0;
 	if (L->n_argv) {
@@ -544,6 +560,8 @@ void nd_launch(struct nd *nd, const Storm__Cl__Command *cmd, size_t k)
 	}
 	job->next = nd->jobs;
 	nd->jobs = job;
+	if (count)
+		pl.bcs_fd = nd_bcs_job_start(nd, job, cmd, k);
 	if (count == 0) {
 		nd_queue_note(nd, job->id, STORM__CL__JOB_NOTE__KIND__STARTED, NO_DONE_SLOT, "%s",
 			      "");

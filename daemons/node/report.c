@@ -174,6 +174,7 @@ static void send_next(struct nd *nd, uint64_t seq)
 	rep.seq = seq;
 	rep.slice = nd->slice;
 	rep.cmd_done = nd->cmd_done;
+	rep.epoch = nd->mm_epoch;
 	uint64_t running[64];
 	for (struct nd_job *j = nd->jobs; j && rep.n_running < 64; j = j->next)
 		if (j->nalive > 0)

@@ -48,6 +48,34 @@ has() {
 		sed 's/^/     | /' "$T/$2" | head -20
 	fi
 }
+
+# wait_count FILE TEXT N SECONDS: returns 0 once N lines of FILE (there
+# already or appended later) contain TEXT, 1 if fewer do within SECONDS.
+# Prints how many it saw.
+wait_count() {
+	python3 - "$@" <<'PY'
+import os, select, subprocess, sys, time
+path, text, n, secs = sys.argv[1], sys.argv[2].encode(), int(sys.argv[3]), float(sys.argv[4])
+tail = subprocess.Popen(["tail", "-n", "+1", "-F", path], stdout=subprocess.PIPE,
+                        stderr=subprocess.DEVNULL)
+deadline, k, buf = time.monotonic() + secs, 0, b""
+while k < n:
+    left = deadline - time.monotonic()
+    if left <= 0 or not select.select([tail.stdout], [], [], left)[0]:
+        break
+    data = os.read(tail.stdout.fileno(), 65536)
+    if not data:
+        break
+    buf += data
+    *lines, buf = buf.split(b"\n")
+    k += sum(1 for l in lines if text in l)
+tail.kill()
+tail.wait()
+print(k)
+sys.exit(0 if k >= n else 1)
+PY
+}
+
 # has_line NAME FILE TEXT: FILE has a line that is exactly TEXT
 has_line() {
 	if grep -qxF -- "$3" "$T/$2"; then ok "$1"; else

@@ -7,6 +7,9 @@
 set -u
 BIN=$(cd "${1:-build/bin}" && pwd)
 T=$(mktemp -d /tmp/storm-clustertest.XXXXXX)
+# in the ranks' command lines: our cleanup must not kill the ranks of a
+# test running beside this one (another checkout)
+MARK=storm-clustertest-${T##*.}-marker
 C=$T/c
 export PATH=$BIN:$PATH
 export STORM_CONF=$C/storm.conf
@@ -21,7 +24,7 @@ cleanup() {
 	if [ -f "$C/pids" ]; then
 		while read -r pid _; do kill -9 "$pid" 2>/dev/null; done <"$C/pids"
 	fi
-	pkill -9 -f "storm-clustertest-marker" 2>/dev/null
+	pkill -9 -f "$MARK" 2>/dev/null
 	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT
@@ -141,7 +144,7 @@ if [ $allok = 1 ]; then ok "6 concurrent storm run, each with its own output"; e
 fi
 
 # ---- cancel
-start_bg cancel storm run -N 2 -n 2 sh -c 'echo up; exec sleep 600 # storm-clustertest-marker'
+start_bg cancel storm run -N 2 -n 2 sh -c "echo up; exec sleep 600 # $MARK"
 read -r line <&7
 [ "$line" = up ] && ok "cancel: the job runs" || bad "cancel: the job runs ('$line')"
 id=$(running_job)
@@ -156,7 +159,7 @@ expect "cancelling a job that does not exist" 1 storm cancel 99999
 has "  ... names it" err "no job 99999"
 
 # ---- Ctrl-C
-start_bg intr env --default-signal=INT storm run -N 2 sh -c 'echo up; exec sleep 600 # storm-clustertest-marker'
+start_bg intr env --default-signal=INT storm run -N 2 sh -c "echo up; exec sleep 600 # $MARK"
 read -r line <&7
 kill -INT "$BGPID"
 wait "$BGPID"
@@ -214,7 +217,7 @@ storm cluster status --wait 30 >/dev/null && ok "  node05 is UP again after SIGC
 expect "  ... and runs jobs again" 0 storm run -N 8 -n 8 "$SELF"
 
 # ---- a node dies during a job
-start_bg death storm run -N 8 -n 8 sh -c 'echo up; exec sleep 600 # storm-clustertest-marker'
+start_bg death storm run -N 8 -n 8 sh -c "echo up; exec sleep 600 # $MARK"
 for i in 1 2 3 4 5 6 7 8; do read -r line <&7; done
 ndpid=$(awk '$2 == "node03" { print $1 }' "$C/pids")
 pkill -9 -P "$ndpid"
@@ -224,7 +227,7 @@ rc=$?
 exec 7<&-
 [ $rc != 0 ] && ok "a node's death fails its job (exit $rc)" || bad "a node's death fails its job"
 has "  ... naming the node" death.err "node03"
-if pgrep -f "sleep 600 # storm-clustertest-marker" >/dev/null; then
+if pgrep -f "sleep 600 # $MARK" >/dev/null; then
 	bad "  the job's processes on the other nodes are gone"
 else ok "  the job's processes on the other nodes are gone"; fi
 expect "nodes shows it DOWN" 0 storm nodes

@@ -15,20 +15,23 @@ C=$T/c
 export PATH=$BIN:$PATH
 export STORM_CONF=$C/storm.conf
 fails=0 checks=0
+# in the ranks' names: a test running beside this one (another checkout)
+# must neither be killed by our cleanup nor counted by our sampler
+SPIN=storm-gangtest-${T##*.}-spin
 
 cleanup() {
 	storm cluster down --dir "$C" >/dev/null 2>&1
 	if [ -f "$C/pids" ]; then
 		while read -r pid _; do kill -9 "$pid" 2>/dev/null; done <"$C/pids"
 	fi
-	pkill -9 -f "storm-gangtest-spin" 2>/dev/null
+	pkill -9 -f "$SPIN-" 2>/dev/null
 	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 # spinner NAME: a CPU-bound rank that runs until killed, findable by NAME
-spin() { storm submit -o /dev/null "$@" /bin/sh -c 'while :; do :; done' "storm-gangtest-spin-$NAME"; }
+spin() { storm submit -o /dev/null "$@" /bin/sh -c 'while :; do :; done' "$SPIN-$NAME"; }
 # pids_of NAME JOB N: the comma-separated pids of the N ranks of spinner NAME,
 # once every node of JOB has logged that its ranks exist (a rank halted at
 # its exec already has its command line)
@@ -45,7 +48,7 @@ print(" ".join(f"{m.group(1)}{i:0{w}d}" for i in range(int(m.group(2)), int(m.gr
 		wait_log "$C/log/$node.log" "job $2: started ranks" 30 || return 1
 	done
 	local p
-	p=$(pgrep -f "storm-gangtest-spin-$1\$" | sort -n | paste -sd,)
+	p=$(pgrep -f "$SPIN-$1\$" | sort -n | paste -sd,)
 	[ "$(echo "$p" | tr ',' '\n' | grep -c .)" = "$3" ] && echo "$p"
 }
 job_field() { # job_field JOB FIELD: from storm jobs --json

@@ -59,6 +59,11 @@ int spawn_run(uint32_t n, int (*fn)(const struct spawn_node *), void *arg,
 		return -ENOMEM;
 	}
 	fflush(NULL);
+	/* loopback, as `storm cluster up` does: another interface (a test's
+	 * bridge) may vanish mid-run and take the connections with it */
+	setenv("FI_TCP_IFACE", "lo", 0);
+	setenv("FI_SOCKETS_IFACE", "lo", 0);
+	setenv("FI_UDP_IFACE", "lo", 0);
 	for (uint32_t i = 0; i < n; i++) {
 		pid_t pid = fork();
 		if (pid == 0) {

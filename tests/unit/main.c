@@ -14,6 +14,8 @@ int main(void)
 	add_cli_suite();
 	add_matrix_suite();
 	add_ckpt_image_suite();
+	add_bcs_suite();
+	add_db_suite();
 	add_auth_suite();
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();

@@ -190,6 +190,26 @@ static void test_formatting(void)
 	CU_ASSERT_STRING_EQUAL(job_state_name(99), "UNKNOWN");
 }
 
+static void test_since(void)
+{
+	double t = 0;
+	CU_ASSERT_EQUAL(parse_since("90s", 1000.0, &t), 0);
+	CU_ASSERT_DOUBLE_EQUAL(t, 910.0, 1e-9);
+	CU_ASSERT_EQUAL(parse_since("2h", 10000.0, &t), 0);
+	CU_ASSERT_DOUBLE_EQUAL(t, 2800.0, 1e-9);
+	CU_ASSERT_EQUAL(parse_since("1d", 100000.0, &t), 0);
+	CU_ASSERT_DOUBLE_EQUAL(t, 13600.0, 1e-9);
+	CU_ASSERT_EQUAL(parse_since("2026-11-22", 0, &t), 0);
+	double day = t;
+	CU_ASSERT_EQUAL(parse_since("2026-11-22T01:30", 0, &t), 0);
+	CU_ASSERT_DOUBLE_EQUAL(t - day, 5400.0, 1e-9);
+	CU_ASSERT_EQUAL(parse_since("2026-11-22 01:30:15", 0, &t), 0);
+	CU_ASSERT_DOUBLE_EQUAL(t - day, 5415.0, 1e-9);
+	const char *bad[] = { "", "h", "2x", "-2h", "2h ago", "2026-13-01", "2026-11-22T", "yesterday" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CU_ASSERT_EQUAL(parse_since(bad[i], 0, &t), -1);
+}
+
 static void test_virtual_names(void)
 {
 	static char names[101][HOSTNAME_MAX];
@@ -249,4 +269,5 @@ void add_cli_suite(void)
 	CU_add_test(s, "--label large ranks, long lines", test_label_big_ranks_and_long_lines);
 	CU_add_test(s, "formatting", test_formatting);
 	CU_add_test(s, "virtual node names", test_virtual_names);
+	CU_add_test(s, "acct --since", test_since);
 }

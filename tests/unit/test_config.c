@@ -39,7 +39,7 @@ static void test_expand_bad(void)
 {
 	const char *bad[] = { "n[0-3",   "n[3-1]",  "n[a]",  "n[1-]", "a,,b",
 			      "n[1,1]",  "a,a",     "n[0-5000]", "",
-			      "a]",      "n[1-2]x]" };
+			      "a]",      "n[1-2]x]", "n[]",    "n[1]m[]" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = '\0';
 		CU_ASSERT_EQUAL(hostlist_expand(bad[i], names, 2000, err, sizeof(err)), -1);
@@ -113,9 +113,26 @@ static void test_conf_good(void)
 	CU_ASSERT_EQUAL(d.quantum, 4);
 	CU_ASSERT_EQUAL(d.switch_mode, SWITCH_FREEZER);
 	CU_ASSERT_STRING_EQUAL(d.nodes[5], "n5");
+	CU_ASSERT_STRING_EQUAL(d.database, ""); /* default: <state_dir>/mm.db */
+	CU_ASSERT_EQUAL(d.database_sync, DB_SYNC_NORMAL);
+	conf_free(&d);
+	/* the MM's database settings read back too */
+	snprintf(c.database, sizeof(c.database), "/var/lib/storm/x.db");
+	c.database_sync = DB_SYNC_FULL;
+	CU_ASSERT_EQUAL(conf_write(&c, path), 0);
+	CU_ASSERT_EQUAL_FATAL(conf_load(path, &d, err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(d.database, "/var/lib/storm/x.db");
+	CU_ASSERT_EQUAL(d.database_sync, DB_SYNC_FULL);
 	unlink(path);
 	conf_free(&c);
 	conf_free(&d);
+}
+
+static void expect_bad(const char *text, const char *fragment);
+
+static void test_database_keys(void)
+{
+	expect_bad("[cluster]\ndatabase_sync = sometimes\n[nodes]\nnames = a\n", "database_sync");
 }
 
 static void expect_bad(const char *text, const char *fragment)
@@ -167,4 +184,5 @@ void add_config_suite(void)
 	CU_add_test(s, "hostlist compress", test_compress);
 	CU_add_test(s, "config parses and round-trips", test_conf_good);
 	CU_add_test(s, "config refuses bad input with file:line", test_conf_bad);
+	CU_add_test(s, "database keys", test_database_keys);
 }

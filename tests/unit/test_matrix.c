@@ -135,6 +135,27 @@ static void test_fcfs(void)
 	matrix_free(&m);
 }
 
+/* A restarted MM puts jobs back on their PEs, lowest free row first,
+ * whether those PEs are up or not. */
+static void test_place_on(void)
+{
+	struct matrix m;
+	CU_ASSERT_EQUAL_FATAL(matrix_init(&m, 6, 2), 0);
+	int a[] = { 1, 2 }, b[] = { 2, 3 }, c[] = { 0, 5 }, d[] = { 2, 4 }, bad[] = { 3, 1 };
+	matrix_set_down(&m, 5, true);
+	CU_ASSERT_EQUAL(matrix_place_on(&m, 1, a, 2), 0);
+	CU_ASSERT_EQUAL(matrix_place_on(&m, 2, b, 2), 1); /* PE 2 taken in row 0 */
+	CU_ASSERT_EQUAL(matrix_place_on(&m, 3, c, 2), 0); /* PE 5 down: still its own */
+	CU_ASSERT_EQUAL(matrix_place_on(&m, 4, d, 2), -1); /* PE 2 taken in both rows */
+	CU_ASSERT_EQUAL(matrix_place_on(&m, 1, c, 2), -1); /* already placed */
+	CU_ASSERT_EQUAL(matrix_place_on(&m, 5, bad, 2), -1); /* not ascending */
+	CU_ASSERT_EQUAL(matrix_at(&m, 1, 3), 2);
+	CU_ASSERT_EQUAL(matrix_at(&m, 0, 5), 3);
+	matrix_backfill(&m);
+	check_consistent(&m);
+	matrix_free(&m);
+}
+
 static void test_bad(void)
 {
 	struct matrix m;
@@ -157,4 +178,5 @@ void add_matrix_suite(void)
 	CU_add_test(s, "down PEs take no new job", test_down_pes);
 	CU_add_test(s, "MPL 1 is FCFS", test_fcfs);
 	CU_add_test(s, "bad arguments", test_bad);
+	CU_add_test(s, "jobs put back on their PEs after a restart", test_place_on);
 }

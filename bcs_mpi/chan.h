@@ -1,0 +1,120 @@
+/* The BCS-MPI channel between a rank and its node daemon: one memfd per job
+ * on a node, created by stormnd at launch and inherited by the ranks as
+ * fd STORM_BCS_FD. It holds a header and one area per local rank:
+ *
+ *   submit ring     rank -> daemon: descriptors (struct bcs_desc). The rank
+ *                   writes an entry and then advances sub_head; the daemon
+ *                   reads entries up to sub_head at each strobe and advances
+ *                   sub_tail.
+ *   completion ring daemon -> rank: struct bcs_comp. The daemon writes
+ *                   entries, advances comp_head, bumps `futex` and wakes it
+ *                   at the strobe (the completion micro-phase); the rank
+ *                   consumes them and advances comp_tail.
+ *
+ * A rank that waits reads `futex`, checks its completions, and sleeps in
+ * FUTEX_WAIT on that value: a wake between the check and the sleep changes
+ * the value, so it is never lost. Layout shared by bcs_mpi/ (the library)
+ * and daemons/node/bcs.c; docs/ARCHITECTURE.md "BCS-MPI". */
+#ifndef STORM_BCS_CHAN_H
+#define STORM_BCS_CHAN_H
+
+#include <stdint.h>
+
+#define BCS_CHAN_MAGIC 0x4d534342u /* "BCSM" */
+#define BCS_CHAN_VERSION 2 /* 2: bcs_area.idle */
+#define BCS_SUB_RING 4096u  /* power of two */
+#define BCS_COMP_RING 4096u /* power of two */
+#define BCS_CHAN_HDR 4096u
+
+#define BCS_RED_MAX 512u
+
+#define BCS_IDLE_DONE 0xffffffffu
+#define BCS_ANY_SOURCE (-1)
+#define BCS_ANY_TAG (-1)
+
+enum bcs_op {
+	BCS_OP_SEND = 1,   /* addr/len: the message; peer: destination world rank */
+	BCS_OP_RECV = 2,   /* addr/len: the buffer; peer: source or BCS_ANY_SOURCE */
+	BCS_OP_CANCEL = 3, /* req: the receive to cancel */
+	BCS_OP_PROBE = 4,  /* completes once a matching message is there (not taken) */
+	BCS_OP_IPROBE = 5, /* completes at the next matching round, found or not */
+	BCS_OP_ABORT = 6,  /* tag: error code; the daemon kills the job everywhere */
+	BCS_OP_INIT = 7,   /* the rank entered MPI_Init: its node takes part */
+	BCS_OP_BARRIER = 8, /* MPI_Barrier on MPI_COMM_WORLD, done by the daemons */
+	BCS_OP_ALLREDUCE = 9, /* MPI_Allreduce on MPI_COMM_WORLD of at most
+			       * BCS_RED_MAX packed bytes at addr (the result
+			       * replaces them); peer: op, tag: basic type,
+			       * ctx: element count */
+};
+
+struct bcs_desc {
+	uint32_t op;
+	uint32_t req;   /* the library's request id, echoed in the completion */
+	int32_t peer;
+	int32_t tag;
+	uint32_t ctx;   /* communicator context id */
+	uint32_t flags;
+	uint64_t addr;  /* in the rank's address space */
+	uint64_t len;
+};
+
+/* completion error codes (the library maps them to MPI errors) */
+enum bcs_err {
+	BCS_OK = 0,
+	BCS_ETRUNC = 1,     /* message longer than the receive buffer */
+	BCS_ECANCELLED = 2, /* receive cancelled */
+	BCS_ENOTFOUND = 3,  /* iprobe: nothing matched */
+	BCS_EFAULT = 4,     /* the daemon could not read or write the buffer */
+};
+
+struct bcs_comp {
+	uint32_t req;
+	int32_t src;    /* world rank of the matched send */
+	int32_t tag;
+	int32_t err;    /* enum bcs_err */
+	uint64_t len;   /* bytes received (recv) or message length (probe) */
+};
+
+struct bcs_area {
+	uint32_t futex;       /* bumped and woken by the daemon */
+	uint32_t pid;
+	uint32_t want_room;   /* the rank waits for room in the submit ring */
+	uint32_t aborted;     /* MPI_Abort somewhere in the job: exit with abort_code */
+	uint32_t abort_code;
+	/* the rank waits (blocked, or its Test/Iprobe found nothing) having
+	 * consumed every completion up to comp_head: idle = that comp_head + 1;
+	 * 0 while it runs; BCS_IDLE_DONE once finalized. The daemon reports a
+	 * node quiet only while every rank's idle is current (wildcard matching
+	 * at quiescence, daemons/node/bcs.c) */
+	uint32_t idle;
+	uint32_t pad0[10];
+	uint32_t sub_head;    /* written by the rank */
+	uint32_t pad1[15];
+	uint32_t sub_tail;    /* written by the daemon */
+	uint32_t pad2[15];
+	uint32_t comp_head;   /* written by the daemon */
+	uint32_t pad3[15];
+	uint32_t comp_tail;   /* written by the rank */
+	uint32_t pad4[15];
+	struct bcs_desc sub[BCS_SUB_RING];
+	struct bcs_comp comp[BCS_COMP_RING];
+};
+
+#define BCS_AREA_SIZE ((sizeof(struct bcs_area) + 4095) & ~(uint64_t)4095)
+
+struct bcs_chan_hdr {
+	uint32_t magic, version;
+	uint32_t nlocal;      /* areas that follow */
+	uint32_t area_size;
+	uint64_t job;
+	uint32_t world;       /* ranks in the job */
+	uint32_t first_rank;  /* world rank of local area 0 */
+	uint32_t replay;      /* reserved */
+};
+
+static inline uint64_t bcs_chan_size(uint32_t nlocal)
+{
+	return BCS_CHAN_HDR + (uint64_t)nlocal * BCS_AREA_SIZE;
+}
+
+#endif

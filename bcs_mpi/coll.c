@@ -1,0 +1,431 @@
+/* BCS-MPI collectives over the library's point to point, on each
+ * communicator's collective context. Under BCS a message costs a timeslice
+ * whatever its peer count, so the algorithms are flat: every message of a
+ * phase is posted at once and the phase takes one matching round (a tree
+ * would take log2(P) rounds). Reductions fold in rank order, so every rank
+ * computes the same bits, and non-commutative user ops are honoured. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bcs.h"
+#include "chan.h"
+
+#define TAG_COLL 1
+
+#define COMM(comm, fn)                                                                 \
+	bcs_need_init(fn);                                                             \
+	struct bcs_comm *c = bcs_comm_get(comm);                                       \
+	if (!c)                                                                        \
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, fn)
+
+static MPI_Request *reqs(int n)
+{
+	MPI_Request *r = calloc((size_t)(n ? n : 1), sizeof(*r));
+	return r;
+}
+
+/* Copies count items of stype at s into rcount items of rtype at r. */
+static int copy_typed(const void *s, int scount, MPI_Datatype stype, void *r, int rcount,
+		      MPI_Datatype rtype)
+{
+	struct bcs_type *st = bcs_type_get(stype), *rt = bcs_type_get(rtype);
+	if (!st || !rt)
+		return MPI_ERR_TYPE;
+	long sb = (long)scount * st->size, rb = (long)rcount * rt->size;
+	if (sb > rb)
+		return MPI_ERR_TRUNCATE;
+	char *tmp = malloc((size_t)sb + 1);
+	if (!tmp)
+		return MPI_ERR_INTERN;
+	bcs_pack(st, s, scount, tmp);
+	bcs_unpack(rt, tmp, sb, r);
+	free(tmp);
+	return MPI_SUCCESS;
+}
+
+static long extent_of(MPI_Datatype dt)
+{
+	struct bcs_type *t = bcs_type_get(dt);
+	return t ? t->extent : 0;
+}
+
+int MPI_Barrier(MPI_Comm comm)
+{
+	COMM(comm, "MPI_Barrier");
+	if (c->size == 1)
+		return MPI_SUCCESS;
+	if (comm == MPI_COMM_WORLD)
+		return bcs_err(comm, bcs_world_barrier(), "MPI_Barrier");
+	int n = c->size, rc;
+	MPI_Request *r = reqs(n);
+	if (!r)
+		return bcs_err(comm, MPI_ERR_INTERN, "MPI_Barrier");
+	if (c->rank == 0) {
+		for (int i = 1; i < n; i++)
+			bcs_irecv(NULL, 0, MPI_BYTE, i, TAG_COLL, c, true, &r[i]);
+		rc = bcs_waitall(n, r);
+		for (int i = 1; !rc && i < n; i++)
+			bcs_isend(NULL, 0, MPI_BYTE, i, TAG_COLL, c, true, &r[i]);
+		if (!rc)
+			rc = bcs_waitall(n, r);
+	} else {
+		rc = bcs_isend(NULL, 0, MPI_BYTE, 0, TAG_COLL, c, true, &r[0]);
+		if (!rc)
+			rc = bcs_irecv(NULL, 0, MPI_BYTE, 0, TAG_COLL, c, true, &r[1]);
+		if (!rc)
+			rc = bcs_waitall(2, r);
+	}
+	free(r);
+	return bcs_err(comm, rc, "MPI_Barrier");
+}
+
+static int bcast(void *buf, int count, MPI_Datatype dt, int root, struct bcs_comm *c)
+{
+	int n = c->size, rc = MPI_SUCCESS;
+	if (root < 0 || root >= n)
+		return MPI_ERR_ROOT;
+	if (n == 1)
+		return MPI_SUCCESS;
+	MPI_Request *r = reqs(n);
+	if (!r)
+		return MPI_ERR_INTERN;
+	if (c->rank == root) {
+		for (int i = 0; !rc && i < n; i++)
+			if (i != root)
+				rc = bcs_isend(buf, count, dt, i, TAG_COLL, c, true, &r[i]);
+	} else {
+		rc = bcs_irecv(buf, count, dt, root, TAG_COLL, c, true, &r[0]);
+	}
+	int w = bcs_waitall(n, r);
+	free(r);
+	return rc ? rc : w;
+}
+
+int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
+{
+	COMM(comm, "MPI_Bcast");
+	return bcs_err(comm, bcast(buf, count, dt, root, c), "MPI_Bcast");
+}
+
+/* Every rank's count items to the root, folded in rank order: res = x0 op
+ * ... op x(n-1) where each user call computes inout = in op inout. */
+static int reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+		  int root, struct bcs_comm *c)
+{
+	int n = c->size, rc = bcs_op_check(op, dt);
+	if (rc)
+		return rc;
+	if (count < 0)
+		return MPI_ERR_COUNT;
+	if (root < 0 || root >= n)
+		return MPI_ERR_ROOT;
+	long span = (long)count * extent_of(dt);
+	if (c->rank != root) {
+		MPI_Request r;
+		/* MPI_Allreduce's MPI_IN_PLACE holds on every rank */
+		rc = bcs_isend(sbuf == MPI_IN_PLACE ? rbuf : sbuf, count, dt, root, TAG_COLL, c, true,
+			       &r);
+		return rc ? rc : bcs_waitall(1, &r);
+	}
+	const void *mine = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+	char *all = malloc((size_t)(span * n) + 1);
+	MPI_Request *r = reqs(n);
+	if (!all || !r) {
+		free(all);
+		free(r);
+		return MPI_ERR_INTERN;
+	}
+	for (int i = 0; !rc && i < n; i++)
+		if (i != root)
+			rc = bcs_irecv(all + span * i, count, dt, i, TAG_COLL, c, true, &r[i]);
+	if (!rc)
+		rc = bcs_waitall(n, r);
+	if (!rc)
+		rc = copy_typed(mine, count, dt, all + span * root, count, dt);
+	for (int i = n - 2; !rc && i >= 0; i--)
+		rc = bcs_reduce_local(op, dt, count, all + span * i, all + span * (n - 1));
+	if (!rc)
+		rc = copy_typed(all + span * (n - 1), count, dt, rbuf, count, dt);
+	free(all);
+	free(r);
+	return rc;
+}
+
+int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
+	       MPI_Comm comm)
+{
+	COMM(comm, "MPI_Reduce");
+	return bcs_err(comm, reduce(sbuf, rbuf, count, dt, op, root, c), "MPI_Reduce");
+}
+
+int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+		  MPI_Comm comm)
+{
+	COMM(comm, "MPI_Allreduce");
+	struct bcs_type *t = bcs_type_get(dt);
+	/* small values of a predefined type on MPI_COMM_WORLD: by the daemons */
+	if (comm == MPI_COMM_WORLD && c->size > 1 && t && t->predefined && count > 0 &&
+	    (long)count * t->size <= BCS_RED_MAX && op >= MPI_MAX && op <= MPI_MINLOC &&
+	    bcs_op_valid(op, t->basic))
+		return bcs_err(comm, bcs_world_allreduce(sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf,
+							 count, t, op), "MPI_Allreduce");
+	int rc = reduce(sbuf, rbuf, count, dt, op, 0, c);
+	if (!rc)
+		rc = bcast(rbuf, count, dt, 0, c);
+	return bcs_err(comm, rc, "MPI_Allreduce");
+}
+
+int MPI_Scan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
+{
+	COMM(comm, "MPI_Scan");
+	int n = c->size, me = c->rank, rc = bcs_op_check(op, dt);
+	if (!rc && count < 0)
+		rc = MPI_ERR_COUNT;
+	if (rc)
+		return bcs_err(comm, rc, "MPI_Scan");
+	long span = (long)count * extent_of(dt);
+	const void *mine = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+	char *all = malloc((size_t)(span * (me + 1)) + 1);
+	MPI_Request *r = reqs(2 * n);
+	if (!all || !r) {
+		free(all);
+		free(r);
+		return bcs_err(comm, MPI_ERR_INTERN, "MPI_Scan");
+	}
+	/* one round: each rank's contribution to every higher rank */
+	for (int i = me + 1; !rc && i < n; i++)
+		rc = bcs_isend(mine, count, dt, i, TAG_COLL, c, true, &r[n + i]);
+	for (int i = 0; !rc && i < me; i++)
+		rc = bcs_irecv(all + span * i, count, dt, i, TAG_COLL, c, true, &r[i]);
+	if (!rc)
+		rc = bcs_waitall(2 * n, r);
+	if (!rc)
+		rc = copy_typed(mine, count, dt, all + span * me, count, dt);
+	for (int i = me - 1; !rc && i >= 0; i--)
+		rc = bcs_reduce_local(op, dt, count, all + span * i, all + span * me);
+	if (!rc)
+		rc = copy_typed(all + span * me, count, dt, rbuf, count, dt);
+	free(all);
+	free(r);
+	return bcs_err(comm, rc, "MPI_Scan");
+}
+
+/* gather(v): counts/displs NULL for the regular form */
+static int gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+		   const int *rcounts, const int *displs, MPI_Datatype rtype, int root,
+		   struct bcs_comm *c)
+{
+	int n = c->size, rc = MPI_SUCCESS;
+	if (root < 0 || root >= n)
+		return MPI_ERR_ROOT;
+	if (c->rank != root) {
+		MPI_Request r;
+		rc = bcs_isend(sbuf, scount, stype, root, TAG_COLL, c, true, &r);
+		return rc ? rc : bcs_waitall(1, &r);
+	}
+	long ext = extent_of(rtype);
+	MPI_Request *r = reqs(n);
+	if (!r)
+		return MPI_ERR_INTERN;
+	for (int i = 0; !rc && i < n; i++) {
+		int cnt = rcounts ? rcounts[i] : rcount;
+		char *at = (char *)rbuf + ext * (displs ? (long)displs[i] : (long)i * rcount);
+		if (i == root) {
+			if (sbuf != MPI_IN_PLACE)
+				rc = copy_typed(sbuf, scount, stype, at, cnt, rtype);
+		} else {
+			rc = bcs_irecv(at, cnt, rtype, i, TAG_COLL, c, true, &r[i]);
+		}
+	}
+	int w = bcs_waitall(n, r);
+	free(r);
+	return rc ? rc : w;
+}
+
+int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+	       MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+	COMM(comm, "MPI_Gather");
+	return bcs_err(comm, gatherv(sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype, root, c),
+		       "MPI_Gather");
+}
+
+int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+		const int rcounts[], const int displs[], MPI_Datatype rtype, int root,
+		MPI_Comm comm)
+{
+	COMM(comm, "MPI_Gatherv");
+	return bcs_err(comm, gatherv(sbuf, scount, stype, rbuf, 0, rcounts, displs, rtype, root, c),
+		       "MPI_Gatherv");
+}
+
+static int scatterv(const void *sbuf, int scount, const int *scounts, const int *displs,
+		    MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root,
+		    struct bcs_comm *c)
+{
+	int n = c->size, rc = MPI_SUCCESS;
+	if (root < 0 || root >= n)
+		return MPI_ERR_ROOT;
+	if (c->rank != root) {
+		MPI_Request r;
+		rc = bcs_irecv(rbuf, rcount, rtype, root, TAG_COLL, c, true, &r);
+		return rc ? rc : bcs_waitall(1, &r);
+	}
+	long ext = extent_of(stype);
+	MPI_Request *r = reqs(n);
+	if (!r)
+		return MPI_ERR_INTERN;
+	for (int i = 0; !rc && i < n; i++) {
+		int cnt = scounts ? scounts[i] : scount;
+		const char *at = (const char *)sbuf +
+				 ext * (displs ? (long)displs[i] : (long)i * scount);
+		if (i == root) {
+			if (rbuf != MPI_IN_PLACE)
+				rc = copy_typed(at, cnt, stype, rbuf, rcount, rtype);
+		} else {
+			rc = bcs_isend(at, cnt, stype, i, TAG_COLL, c, true, &r[i]);
+		}
+	}
+	int w = bcs_waitall(n, r);
+	free(r);
+	return rc ? rc : w;
+}
+
+int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+		MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+	COMM(comm, "MPI_Scatter");
+	return bcs_err(comm, scatterv(sbuf, scount, NULL, NULL, stype, rbuf, rcount, rtype, root, c),
+		       "MPI_Scatter");
+}
+
+int MPI_Scatterv(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype stype,
+		 void *rbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+	COMM(comm, "MPI_Scatterv");
+	return bcs_err(comm, scatterv(sbuf, 0, scounts, displs, stype, rbuf, rcount, rtype, root, c),
+		       "MPI_Scatterv");
+}
+
+/* Every rank's block to every other rank, in one round. */
+static int allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+		      const int *rcounts, const int *displs, MPI_Datatype rtype,
+		      struct bcs_comm *c)
+{
+	int n = c->size, me = c->rank, rc = MPI_SUCCESS;
+	long ext = extent_of(rtype);
+	char *mine_at = (char *)rbuf + ext * (displs ? (long)displs[me] : (long)me * rcount);
+	int mycnt = rcounts ? rcounts[me] : rcount;
+	const void *src = sbuf;
+	int cnt = scount;
+	MPI_Datatype type = stype;
+	if (sbuf == MPI_IN_PLACE) {
+		src = mine_at;
+		cnt = mycnt;
+		type = rtype;
+	} else {
+		rc = copy_typed(sbuf, scount, stype, mine_at, mycnt, rtype);
+	}
+	MPI_Request *r = reqs(2 * n);
+	if (!r)
+		return MPI_ERR_INTERN;
+	for (int i = 0; !rc && i < n; i++) {
+		if (i == me)
+			continue;
+		char *at = (char *)rbuf + ext * (displs ? (long)displs[i] : (long)i * rcount);
+		rc = bcs_irecv(at, rcounts ? rcounts[i] : rcount, rtype, i, TAG_COLL, c, true,
+			       &r[i]);
+		if (!rc)
+			rc = bcs_isend(src, cnt, type, i, TAG_COLL, c, true, &r[n + i]);
+	}
+	int w = bcs_waitall(2 * n, r);
+	free(r);
+	return rc ? rc : w;
+}
+
+int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+		  MPI_Datatype rtype, MPI_Comm comm)
+{
+	COMM(comm, "MPI_Allgather");
+	return bcs_err(comm, allgatherv(sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype, c),
+		       "MPI_Allgather");
+}
+
+int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+		   const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm)
+{
+	COMM(comm, "MPI_Allgatherv");
+	return bcs_err(comm, allgatherv(sbuf, scount, stype, rbuf, 0, rcounts, displs, rtype, c),
+		       "MPI_Allgatherv");
+}
+
+int bcs_allgather_ints(struct bcs_comm *c, const int *mine, int k, int *all)
+{
+	return allgatherv(mine, k, MPI_INT, all, k, NULL, NULL, MPI_INT, c);
+}
+
+static int alltoallv(const void *sbuf, int scount, const int *scounts, const int *sdispls,
+		     MPI_Datatype stype, void *rbuf, int rcount, const int *rcounts,
+		     const int *rdispls, MPI_Datatype rtype, struct bcs_comm *c)
+{
+	int n = c->size, rc = MPI_SUCCESS;
+	void *copy = NULL;
+	if (sbuf == MPI_IN_PLACE) {
+		/* send from a copy of what the receives will overwrite */
+		long hi = 0, ext = extent_of(rtype);
+		for (int i = 0; i < n; i++) {
+			long end = ext * ((rdispls ? (long)rdispls[i] : (long)i * rcount) +
+					  (rcounts ? rcounts[i] : rcount));
+			if (end > hi)
+				hi = end;
+		}
+		if (!(copy = malloc((size_t)hi + 1)))
+			return MPI_ERR_INTERN;
+		memcpy(copy, rbuf, (size_t)hi);
+		sbuf = copy;
+		scount = rcount;
+		scounts = rcounts;
+		sdispls = rdispls;
+		stype = rtype;
+	}
+	long sext = extent_of(stype), rext = extent_of(rtype);
+	MPI_Request *r = reqs(2 * n);
+	if (!r) {
+		free(copy);
+		return MPI_ERR_INTERN;
+	}
+	for (int i = 0; !rc && i < n; i++) {
+		const char *s = (const char *)sbuf +
+				sext * (sdispls ? (long)sdispls[i] : (long)i * scount);
+		char *d = (char *)rbuf + rext * (rdispls ? (long)rdispls[i] : (long)i * rcount);
+		int sc = scounts ? scounts[i] : scount, rcnt = rcounts ? rcounts[i] : rcount;
+		if (i == c->rank) {
+			rc = copy_typed(s, sc, stype, d, rcnt, rtype);
+			continue;
+		}
+		rc = bcs_irecv(d, rcnt, rtype, i, TAG_COLL, c, true, &r[i]);
+		if (!rc)
+			rc = bcs_isend(s, sc, stype, i, TAG_COLL, c, true, &r[n + i]);
+	}
+	int w = bcs_waitall(2 * n, r);
+	free(r);
+	free(copy);
+	return rc ? rc : w;
+}
+
+int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+		 MPI_Datatype rtype, MPI_Comm comm)
+{
+	COMM(comm, "MPI_Alltoall");
+	return bcs_err(comm, alltoallv(sbuf, scount, NULL, NULL, stype, rbuf, rcount, NULL, NULL,
+				       rtype, c), "MPI_Alltoall");
+}
+
+int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype stype,
+		  void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rtype,
+		  MPI_Comm comm)
+{
+	COMM(comm, "MPI_Alltoallv");
+	return bcs_err(comm, alltoallv(sbuf, 0, scounts, sdispls, stype, rbuf, 0, rcounts, rdispls,
+				       rtype, c), "MPI_Alltoallv");
+}

@@ -1,0 +1,385 @@
+/* BCS-MPI datatypes and predefined reduction operators (dtype.h). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdbool.h>
+#include <complex.h>
+#include <wchar.h>
+
+#include "dtype.h"
+#include "mpi.h"
+
+static struct bcs_type types[BCS_TYPE_MAX];
+
+struct pair_f { float v; int i; };
+struct pair_d { double v; int i; };
+struct pair_l { long v; int i; };
+struct pair_2i { int v; int i; };
+struct pair_s { short v; int i; };
+struct pair_ld { long double v; int i; };
+
+static void predef(int h, long size)
+{
+	struct bcs_type *t = &types[h];
+	t->used = t->committed = t->predefined = 1;
+	t->size = t->extent = size;
+	t->basic = h;
+	t->nelem = 1;
+	t->nblocks = 1;
+	t->blocks = malloc(sizeof(struct bcs_block));
+	t->blocks[0] = (struct bcs_block){0, size};
+}
+
+static void pair(int h, long vsize, long ioff, long extent)
+{
+	struct bcs_type *t = &types[h];
+	t->used = t->committed = t->predefined = 1;
+	t->size = vsize + (long)sizeof(int);
+	t->extent = extent;
+	t->basic = h;
+	t->nelem = 1;
+	if (ioff == vsize) {
+		t->nblocks = 1;
+		t->blocks = malloc(sizeof(struct bcs_block));
+		t->blocks[0] = (struct bcs_block){0, t->size};
+	} else {
+		t->nblocks = 2;
+		t->blocks = malloc(2 * sizeof(struct bcs_block));
+		t->blocks[0] = (struct bcs_block){0, vsize};
+		t->blocks[1] = (struct bcs_block){ioff, (long)sizeof(int)};
+	}
+}
+
+long bcs_basic_size(int b)
+{
+	switch (b) {
+	case MPI_CHAR: case MPI_SIGNED_CHAR: case MPI_UNSIGNED_CHAR: case MPI_BYTE:
+	case MPI_INT8_T: case MPI_UINT8_T: case MPI_PACKED: return 1;
+	case MPI_C_BOOL: return sizeof(_Bool);
+	case MPI_WCHAR: return sizeof(wchar_t);
+	case MPI_SHORT: case MPI_UNSIGNED_SHORT: case MPI_INT16_T: case MPI_UINT16_T: return 2;
+	case MPI_INT: case MPI_UNSIGNED: case MPI_INT32_T: case MPI_UINT32_T: return 4;
+	case MPI_FLOAT: return sizeof(float);
+	case MPI_LONG: case MPI_UNSIGNED_LONG: return sizeof(long);
+	case MPI_LONG_LONG_INT: case MPI_UNSIGNED_LONG_LONG: case MPI_INT64_T:
+	case MPI_UINT64_T: return 8;
+	case MPI_AINT: return sizeof(MPI_Aint);
+	case MPI_OFFSET: return sizeof(MPI_Offset);
+	case MPI_COUNT: return sizeof(MPI_Count);
+	case MPI_DOUBLE: return sizeof(double);
+	case MPI_LONG_DOUBLE: return sizeof(long double);
+	case MPI_FLOAT_INT: return sizeof(float) + sizeof(int);
+	case MPI_DOUBLE_INT: return sizeof(double) + sizeof(int);
+	case MPI_LONG_INT: return sizeof(long) + sizeof(int);
+	case MPI_2INT: return 2 * sizeof(int);
+	case MPI_SHORT_INT: return sizeof(short) + sizeof(int);
+	case MPI_LONG_DOUBLE_INT: return sizeof(long double) + sizeof(int);
+	case MPI_C_FLOAT_COMPLEX: return sizeof(float _Complex);
+	case MPI_C_DOUBLE_COMPLEX: return sizeof(double _Complex);
+	case MPI_C_LONG_DOUBLE_COMPLEX: return sizeof(long double _Complex);
+	}
+	return 0;
+}
+
+void bcs_types_init(void)
+{
+	if (types[MPI_INT].used)
+		return;
+	for (int h = MPI_CHAR; h <= MPI_C_LONG_DOUBLE_COMPLEX; h++)
+		if (h < MPI_FLOAT_INT || h > MPI_LONG_DOUBLE_INT)
+			predef(h, bcs_basic_size(h));
+	pair(MPI_FLOAT_INT, sizeof(float), offsetof(struct pair_f, i), sizeof(struct pair_f));
+	pair(MPI_DOUBLE_INT, sizeof(double), offsetof(struct pair_d, i), sizeof(struct pair_d));
+	pair(MPI_LONG_INT, sizeof(long), offsetof(struct pair_l, i), sizeof(struct pair_l));
+	pair(MPI_2INT, sizeof(int), offsetof(struct pair_2i, i), sizeof(struct pair_2i));
+	pair(MPI_SHORT_INT, sizeof(short), offsetof(struct pair_s, i), sizeof(struct pair_s));
+	/* long double carries 10 meaningful bytes in 16 on x86-64: all 16 travel */
+	pair(MPI_LONG_DOUBLE_INT, sizeof(long double), offsetof(struct pair_ld, i),
+	     sizeof(struct pair_ld));
+}
+
+struct bcs_type *bcs_type_get(int h)
+{
+	if (h <= 0 || h >= BCS_TYPE_MAX || !types[h].used)
+		return NULL;
+	return &types[h];
+}
+
+bool bcs_type_is_contig(const struct bcs_type *t)
+{
+	return t->nblocks == 1 && t->blocks[0].off == 0 && t->blocks[0].len == t->size &&
+	       t->extent == t->size;
+}
+
+static int alloc_type(void)
+{
+	for (int h = MPI_C_LONG_DOUBLE_COMPLEX + 1; h < BCS_TYPE_MAX; h++)
+		if (!types[h].used)
+			return h;
+	return -1;
+}
+
+/* Appends a block, merging it with the previous one when adjacent. */
+static void add_block(struct bcs_block *v, int *n, long off, long len)
+{
+	if (len == 0)
+		return;
+	if (*n && v[*n - 1].off + v[*n - 1].len == off) {
+		v[*n - 1].len += len;
+		return;
+	}
+	v[(*n)++] = (struct bcs_block){off, len};
+}
+
+static int make(long items, long blocklen, long stride_bytes, const struct bcs_type *o,
+		long extent, int *newtype)
+{
+	int h = alloc_type();
+	if (h < 0)
+		return MPI_ERR_INTERN;
+	long nb = items * blocklen * o->nblocks;
+	struct bcs_block *v = malloc((size_t)(nb ? nb : 1) * sizeof(*v));
+	if (!v)
+		return MPI_ERR_INTERN;
+	int n = 0;
+	for (long i = 0; i < items; i++)
+		for (long k = 0; k < blocklen; k++)
+			for (int b = 0; b < o->nblocks; b++)
+				add_block(v, &n, i * stride_bytes + k * o->extent + o->blocks[b].off,
+					  o->blocks[b].len);
+	struct bcs_type *t = &types[h];
+	memset(t, 0, sizeof(*t));
+	t->used = 1;
+	t->size = items * blocklen * o->size;
+	t->extent = extent;
+	t->basic = o->basic;
+	t->nelem = items * blocklen * o->nelem;
+	t->nblocks = n;
+	t->blocks = v;
+	*newtype = h;
+	return 0;
+}
+
+int bcs_type_contiguous(int count, int old, int *newtype)
+{
+	const struct bcs_type *o = bcs_type_get(old);
+	if (!o)
+		return MPI_ERR_TYPE;
+	if (count < 0)
+		return MPI_ERR_COUNT;
+	return make(1, count, 0, o, count * o->extent, newtype);
+}
+
+int bcs_type_vector(int count, int blocklen, int stride, int old, int *newtype)
+{
+	const struct bcs_type *o = bcs_type_get(old);
+	if (!o)
+		return MPI_ERR_TYPE;
+	if (count < 0 || blocklen < 0)
+		return MPI_ERR_COUNT;
+	if (stride < 0)
+		return MPI_ERR_ARG; /* negative strides are outside the subset */
+	long extent = count ? ((long)(count - 1) * stride + blocklen) * o->extent : 0;
+	return make(count, blocklen, (long)stride * o->extent, o, extent, newtype);
+}
+
+int bcs_type_free(int *h)
+{
+	struct bcs_type *t = bcs_type_get(*h);
+	if (!t || t->predefined)
+		return MPI_ERR_TYPE;
+	free(t->blocks);
+	memset(t, 0, sizeof(*t));
+	*h = MPI_DATATYPE_NULL;
+	return 0;
+}
+
+void bcs_pack(const struct bcs_type *t, const void *buf, long count, void *out)
+{
+	const char *b = buf;
+	char *o = out;
+	if (bcs_type_is_contig(t)) {
+		memcpy(o, b, (size_t)(count * t->size));
+		return;
+	}
+	for (long i = 0; i < count; i++)
+		for (int k = 0; k < t->nblocks; k++) {
+			memcpy(o, b + i * t->extent + t->blocks[k].off, (size_t)t->blocks[k].len);
+			o += t->blocks[k].len;
+		}
+}
+
+void bcs_unpack(const struct bcs_type *t, const void *in, long bytes, void *buf)
+{
+	const char *p = in;
+	char *b = buf;
+	if (bcs_type_is_contig(t)) {
+		memcpy(b, p, (size_t)bytes);
+		return;
+	}
+	for (long i = 0; bytes > 0; i++)
+		for (int k = 0; k < t->nblocks && bytes > 0; k++) {
+			long n = t->blocks[k].len < bytes ? t->blocks[k].len : bytes;
+			memcpy(b + i * t->extent + t->blocks[k].off, p, (size_t)n);
+			p += n;
+			bytes -= n;
+		}
+}
+
+/* ---- predefined operators */
+
+enum tclass { C_NONE, C_INT, C_FLOAT, C_BYTE, C_BOOL, C_PAIR, C_COMPLEX };
+
+static enum tclass tclass(int b)
+{
+	switch (b) {
+	case MPI_CHAR: case MPI_SIGNED_CHAR: case MPI_UNSIGNED_CHAR: case MPI_WCHAR:
+	case MPI_SHORT: case MPI_UNSIGNED_SHORT: case MPI_INT: case MPI_UNSIGNED: case MPI_LONG:
+	case MPI_UNSIGNED_LONG: case MPI_LONG_LONG_INT: case MPI_UNSIGNED_LONG_LONG:
+	case MPI_INT8_T: case MPI_INT16_T: case MPI_INT32_T: case MPI_INT64_T: case MPI_UINT8_T:
+	case MPI_UINT16_T: case MPI_UINT32_T: case MPI_UINT64_T: case MPI_AINT: case MPI_OFFSET:
+	case MPI_COUNT:
+		return C_INT;
+	case MPI_FLOAT: case MPI_DOUBLE: case MPI_LONG_DOUBLE:
+		return C_FLOAT;
+	case MPI_BYTE:
+		return C_BYTE;
+	case MPI_C_FLOAT_COMPLEX: case MPI_C_DOUBLE_COMPLEX: case MPI_C_LONG_DOUBLE_COMPLEX:
+		return C_COMPLEX;
+	case MPI_C_BOOL:
+		return C_BOOL;
+	case MPI_FLOAT_INT: case MPI_DOUBLE_INT: case MPI_LONG_INT: case MPI_2INT:
+	case MPI_SHORT_INT: case MPI_LONG_DOUBLE_INT:
+		return C_PAIR;
+	}
+	return C_NONE;
+}
+
+bool bcs_op_valid(int op, int basic)
+{
+	enum tclass c = tclass(basic);
+	switch (op) {
+	case MPI_MAX: case MPI_MIN:
+		return c == C_INT || c == C_FLOAT;
+	case MPI_SUM: case MPI_PROD:
+		return c == C_INT || c == C_FLOAT || c == C_COMPLEX;
+	case MPI_LAND: case MPI_LOR: case MPI_LXOR:
+		return c == C_INT || c == C_BOOL;
+	case MPI_BAND: case MPI_BOR: case MPI_BXOR:
+		return c == C_INT || c == C_BYTE;
+	case MPI_MAXLOC: case MPI_MINLOC:
+		return c == C_PAIR;
+	}
+	return false;
+}
+
+#define ARITH(T)                                                                        \
+	do {                                                                            \
+		for (long i = 0; i < n; i++) {                                          \
+			T a, b;                                                         \
+			memcpy(&a, (const char *)in + i * (long)sizeof(T), sizeof(T));  \
+			memcpy(&b, (char *)inout + i * (long)sizeof(T), sizeof(T));      \
+			T r = b;                                                        \
+			switch (op) {                                                   \
+			case MPI_MAX: r = a > b ? a : b; break;                         \
+			case MPI_MIN: r = a < b ? a : b; break;                         \
+			case MPI_SUM: r = a + b; break;                                 \
+			case MPI_PROD: r = a * b; break;                                \
+			case MPI_LAND: r = (a && b); break;                             \
+			case MPI_LOR: r = (a || b); break;                              \
+			case MPI_LXOR: r = (!a != !b); break;                           \
+			}                                                               \
+			memcpy((char *)inout + i * (long)sizeof(T), &r, sizeof(T));      \
+		}                                                                       \
+	} while (0)
+
+#define BITS(T)                                                                         \
+	do {                                                                            \
+		for (long i = 0; i < n; i++) {                                          \
+			T a, b;                                                         \
+			memcpy(&a, (const char *)in + i * (long)sizeof(T), sizeof(T));  \
+			memcpy(&b, (char *)inout + i * (long)sizeof(T), sizeof(T));      \
+			T r = op == MPI_BAND ? (T)(a & b) : op == MPI_BOR ? (T)(a | b)  \
+							  : (T)(a ^ b);          \
+			memcpy((char *)inout + i * (long)sizeof(T), &r, sizeof(T));      \
+		}                                                                       \
+	} while (0)
+
+#define INTOP(T)                                                                        \
+	do {                                                                            \
+		if (op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR)                  \
+			BITS(T);                                                        \
+		else                                                                    \
+			ARITH(T);                                                       \
+	} while (0)
+
+/* MAXLOC/MINLOC on packed (value, int) pairs: the better value wins; on a
+ * tie, the smaller index (MPI-3 §5.9.4). */
+#define LOC(T)                                                                          \
+	do {                                                                            \
+		const long es = (long)sizeof(T) + (long)sizeof(int);                    \
+		for (long i = 0; i < n; i++) {                                          \
+			T a, b;                                                         \
+			int ia, ib;                                                     \
+			const char *pa = (const char *)in + i * es;                     \
+			char *pb = (char *)inout + i * es;                              \
+			memcpy(&a, pa, sizeof(T));                                      \
+			memcpy(&ia, pa + sizeof(T), sizeof(int));                       \
+			memcpy(&b, pb, sizeof(T));                                      \
+			memcpy(&ib, pb + sizeof(T), sizeof(int));                       \
+			bool take = op == MPI_MAXLOC ? (a > b || (a == b && ia < ib))   \
+						     : (a < b || (a == b && ia < ib));  \
+			if (take) {                                                     \
+				memcpy(pb, &a, sizeof(T));                              \
+				memcpy(pb + sizeof(T), &ia, sizeof(int));               \
+			}                                                               \
+		}                                                                       \
+	} while (0)
+
+/* complex: SUM and PROD only (MPI-3 §5.9.2) */
+#define CPX(T)                                                                          \
+	do {                                                                            \
+		for (long i = 0; i < n; i++) {                                          \
+			T a, b;                                                         \
+			memcpy(&a, (const char *)in + i * (long)sizeof(T), sizeof(T));  \
+			memcpy(&b, (char *)inout + i * (long)sizeof(T), sizeof(T));      \
+			T r = op == MPI_SUM ? a + b : a * b;                            \
+			memcpy((char *)inout + i * (long)sizeof(T), &r, sizeof(T));      \
+		}                                                                       \
+	} while (0)
+
+int bcs_op_apply(int op, int basic, const void *in, void *inout, long n)
+{
+	if (!bcs_op_valid(op, basic))
+		return MPI_ERR_OP;
+	switch (basic) {
+	case MPI_CHAR: INTOP(char); break;
+	case MPI_SIGNED_CHAR: case MPI_INT8_T: INTOP(int8_t); break;
+	case MPI_UNSIGNED_CHAR: case MPI_UINT8_T: case MPI_BYTE: INTOP(uint8_t); break;
+	case MPI_WCHAR: INTOP(wchar_t); break;
+	case MPI_SHORT: case MPI_INT16_T: INTOP(int16_t); break;
+	case MPI_UNSIGNED_SHORT: case MPI_UINT16_T: INTOP(uint16_t); break;
+	case MPI_INT: case MPI_INT32_T: INTOP(int32_t); break;
+	case MPI_UNSIGNED: case MPI_UINT32_T: INTOP(uint32_t); break;
+	case MPI_LONG: case MPI_AINT: INTOP(long); break;
+	case MPI_UNSIGNED_LONG: INTOP(unsigned long); break;
+	case MPI_LONG_LONG_INT: case MPI_INT64_T: case MPI_OFFSET: case MPI_COUNT:
+		INTOP(int64_t); break;
+	case MPI_UNSIGNED_LONG_LONG: case MPI_UINT64_T: INTOP(uint64_t); break;
+	case MPI_C_BOOL: ARITH(unsigned char); break; /* _Bool is one byte here */
+	case MPI_FLOAT: ARITH(float); break;
+	case MPI_DOUBLE: ARITH(double); break;
+	case MPI_LONG_DOUBLE: ARITH(long double); break;
+	case MPI_FLOAT_INT: LOC(float); break;
+	case MPI_DOUBLE_INT: LOC(double); break;
+	case MPI_LONG_INT: LOC(long); break;
+	case MPI_2INT: LOC(int); break;
+	case MPI_SHORT_INT: LOC(short); break;
+	case MPI_LONG_DOUBLE_INT: LOC(long double); break;
+	case MPI_C_FLOAT_COMPLEX: CPX(float _Complex); break;
+	case MPI_C_DOUBLE_COMPLEX: CPX(double _Complex); break;
+	case MPI_C_LONG_DOUBLE_COMPLEX: CPX(long double _Complex); break;
+	default: return MPI_ERR_OP;
+	}
+	return 0;
+}

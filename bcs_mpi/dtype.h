@@ -1,0 +1,48 @@
+/* BCS-MPI datatypes and reduction operators: pure (unit-tested).
+ *
+ * A datatype is a flat list of byte blocks (offset, length) within an extent,
+ * made of one basic type (or several, for the predefined pair types). Data
+ * travels packed: the blocks of each item, back to back. Predefined ops work
+ * on packed arrays of basic elements; pair types pack as value then int. */
+#ifndef BCS_DTYPE_H
+#define BCS_DTYPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct bcs_block {
+	long off, len;
+};
+
+struct bcs_type {
+	int used, committed, predefined;
+	long size;      /* data bytes per item */
+	long extent;
+	int basic;      /* predefined type all elements are made of */
+	long nelem;     /* basic elements per item */
+	int nblocks;
+	struct bcs_block *blocks;
+};
+
+#define BCS_TYPE_MAX 4096
+
+void bcs_types_init(void);
+/* NULL for an invalid handle */
+struct bcs_type *bcs_type_get(int handle);
+/* 0 or an MPI error class */
+int bcs_type_contiguous(int count, int old, int *newtype);
+int bcs_type_vector(int count, int blocklen, int stride, int old, int *newtype);
+int bcs_type_free(int *handle);
+bool bcs_type_is_contig(const struct bcs_type *t);
+long bcs_basic_size(int basic);
+void bcs_pack(const struct bcs_type *t, const void *buf, long count, void *out);
+/* Unpacks `bytes` packed bytes (whole blocks only) into count items at buf. */
+void bcs_unpack(const struct bcs_type *t, const void *in, long bytes, void *buf);
+
+/* Applies a predefined op: inout[i] = in[i] op inout[i] for n elements of
+ * basic type `basic` (packed). Returns 0 or MPI_ERR_OP when op does not
+ * apply to the type. */
+int bcs_op_apply(int op, int basic, const void *in, void *inout, long n);
+bool bcs_op_valid(int op, int basic);
+
+#endif

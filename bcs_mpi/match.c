@@ -1,0 +1,193 @@
+/* BCS-MPI matching engine (match.h). */
+#include <stddef.h>
+
+#include "chan.h"
+#include "match.h"
+
+bool bcs_matches(int32_t rsrc, int32_t rtag, uint32_t rctx, const struct bcs_msend *s)
+{
+	return rctx == s->ctx && (rsrc == BCS_ANY_SOURCE || rsrc == s->src) &&
+	       (rtag == BCS_ANY_TAG || rtag == s->tag);
+}
+
+static void unlink_send(struct bcs_mq *q, struct bcs_msend *s)
+{
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		q->uhead = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	else
+		q->utail = s->prev;
+	s->prev = s->next = NULL;
+}
+
+static void queue_send(struct bcs_mq *q, struct bcs_msend *s)
+{
+	s->next = NULL;
+	s->prev = q->utail;
+	if (q->utail)
+		q->utail->next = s;
+	else
+		q->uhead = s;
+	q->utail = s;
+}
+
+struct bcs_mrecv *bcs_mq_send(struct bcs_mq *q, struct bcs_msend *s)
+{
+	for (struct bcs_mrecv *r = q->phead; r; r = r->next) {
+		if (r->op != BCS_OP_RECV || !bcs_matches(r->src, r->tag, r->ctx, s))
+			continue;
+		/* the first receive it matches is a wildcard (resolved only at
+		 * quiescence), or an earlier send waits for that receive: queue */
+		if (q->wild && (r->src == BCS_ANY_SOURCE || bcs_mq_peek(q, r->src, r->tag, r->ctx)))
+			break;
+		if (r->prev)
+			r->prev->next = r->next;
+		else
+			q->phead = r->next;
+		if (r->next)
+			r->next->prev = r->prev;
+		else
+			q->ptail = r->prev;
+		r->prev = r->next = NULL;
+		return r;
+	}
+	queue_send(q, s);
+	return NULL;
+}
+
+struct bcs_msend *bcs_mq_peek(const struct bcs_mq *q, int32_t src, int32_t tag, uint32_t ctx)
+{
+	for (struct bcs_msend *s = q->uhead; s; s = s->next)
+		if (bcs_matches(src, tag, ctx, s))
+			return s;
+	return NULL;
+}
+
+/* A posted wildcard receive ahead that could take s. */
+static bool wild_ahead(const struct bcs_mq *q, const struct bcs_msend *s)
+{
+	for (const struct bcs_mrecv *r = q->phead; r; r = r->next)
+		if (r->op == BCS_OP_RECV && r->src == BCS_ANY_SOURCE &&
+		    bcs_matches(r->src, r->tag, r->ctx, s))
+			return true;
+	return false;
+}
+
+struct bcs_msend *bcs_mq_recv(struct bcs_mq *q, struct bcs_mrecv *r)
+{
+	struct bcs_msend *s = r->src == BCS_ANY_SOURCE ? NULL
+						       : bcs_mq_peek(q, r->src, r->tag, r->ctx);
+	if (r->src == BCS_ANY_SOURCE)
+		q->wild = true;
+	if (s && !(q->wild && wild_ahead(q, s))) {
+		unlink_send(q, s);
+		return s;
+	}
+	r->next = NULL;
+	r->prev = q->ptail;
+	if (q->ptail)
+		q->ptail->next = r;
+	else
+		q->phead = r;
+	q->ptail = r;
+	return NULL;
+}
+
+struct bcs_mrecv *bcs_mq_cancel(struct bcs_mq *q, uint32_t req)
+{
+	for (struct bcs_mrecv *r = q->phead; r; r = r->next) {
+		if (r->req != req)
+			continue;
+		if (r->prev)
+			r->prev->next = r->next;
+		else
+			q->phead = r->next;
+		if (r->next)
+			r->next->prev = r->prev;
+		else
+			q->ptail = r->prev;
+		r->prev = r->next = NULL;
+		return r;
+	}
+	return NULL;
+}
+
+int bcs_msend_cmp(const void *a, const void *b)
+{
+	const struct bcs_msend *x = *(const struct bcs_msend *const *)a;
+	const struct bcs_msend *y = *(const struct bcs_msend *const *)b;
+	if (x->label != y->label)
+		return x->label < y->label ? -1 : 1;
+	if (x->src != y->src)
+		return x->src < y->src ? -1 : 1;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return 0;
+}
+
+struct bcs_msend *bcs_mq_peek_lowest(const struct bcs_mq *q, int32_t src, int32_t tag,
+				     uint32_t ctx)
+{
+	if (src != BCS_ANY_SOURCE)
+		return bcs_mq_peek(q, src, tag, ctx);
+	struct bcs_msend *best = NULL;
+	/* queue order is post order within a source: the first of the lowest */
+	for (struct bcs_msend *s = q->uhead; s; s = s->next)
+		if (bcs_matches(src, tag, ctx, s) && (!best || s->src < best->src))
+			best = s;
+	return best;
+}
+
+struct bcs_mrecv *bcs_mq_resolve(struct bcs_mq *q, struct bcs_msend **sp)
+{
+	for (struct bcs_mrecv *r = q->phead; r; r = r->next) {
+		if (r->op != BCS_OP_RECV)
+			continue;
+		struct bcs_msend *s = bcs_mq_peek_lowest(q, r->src, r->tag, r->ctx);
+		if (!s)
+			continue;
+		unlink_send(q, s);
+		if (r->prev)
+			r->prev->next = r->next;
+		else
+			q->phead = r->next;
+		if (r->next)
+			r->next->prev = r->prev;
+		else
+			q->ptail = r->prev;
+		r->prev = r->next = NULL;
+		*sp = s;
+		return r;
+	}
+	q->wild = false;
+	for (struct bcs_mrecv *r = q->phead; r; r = r->next)
+		if (r->src == BCS_ANY_SOURCE)
+			q->wild = true;
+	return NULL;
+}
+
+bool bcs_quiet_at(uint64_t cover, uint64_t qmask, uint64_t slice)
+{
+	if (cover == UINT64_MAX)
+		return true; /* the node is done with the job */
+	if (cover < slice || slice == 0)
+		return false;
+	uint64_t d = cover - slice;
+	return d + 1 < 64 && (qmask >> d & 1) && (qmask >> (d + 1) & 1);
+}
+
+uint64_t bcs_quiet_push(uint64_t cover, uint64_t qmask, uint64_t slice, bool quiet)
+{
+	if (slice == UINT64_MAX)
+		return ~(uint64_t)0;
+	if (slice < cover)
+		return qmask; /* stale: covers only grow */
+	if (slice == cover)
+		return quiet ? qmask : qmask & ~(uint64_t)1;
+	uint64_t d = slice - cover;
+	qmask = d >= 64 ? 0 : qmask << d; /* skipped slices count as busy */
+	return qmask | (quiet ? 1u : 0u);
+}

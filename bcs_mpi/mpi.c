@@ -1,0 +1,1478 @@
+/* BCS-MPI: environment, the channel to the node daemon, requests, point to
+ * point, communicators, errors. Every communication call only posts a
+ * descriptor (bcs_mpi/chan.h); the node daemon matches and moves the data at
+ * its timeslices, and completions come back at the strobe. */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bcs.h"
+#include "chan.h"
+#include "trace.h"
+
+#define EAGER_MAX 65536 /* a blocking MPI_Send of at most this is buffered */
+#define MAX_COMMS 4096
+
+enum rkind { R_SEND = 1, R_RECV, R_PROBE, R_NULLDONE, R_DAEMON };
+
+struct req {
+	int used, kind, done, freed, internal;
+	int wild;          /* wildcard receive: its trace ordinal + 1 */
+	MPI_Comm comm;
+	MPI_Status st;
+	void *tmp;         /* packed copy (send) or packed landing buffer (recv) */
+	void *ubuf;        /* recv: where to unpack */
+	MPI_Datatype dt;
+	int next_free;
+};
+
+static struct {
+	int inited, finalized;
+	int rank, size, local;
+	int thread;
+	struct bcs_area *area;
+	struct req *reqs;
+	int nreqs, free_head;
+	int eager_out;     /* buffered sends not yet taken by the daemon */
+	struct bcs_comm comms[MAX_COMMS];
+	uint32_t next_ctx;
+	MPI_User_function *ops[256];
+	int op_commute[256];
+} g = {.free_head = -1};
+
+static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "BCS-MPI rank %d: ", g.rank);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+void bcs_need_init(const char *fn)
+{
+	if (!g.inited || g.finalized)
+		die("%s called %s MPI_Init", fn, g.finalized ? "after MPI_Finalize" : "before");
+}
+
+/* ---- the channel */
+
+static void futex_wait(uint32_t *addr, uint32_t val)
+{
+	syscall(SYS_futex, addr, FUTEX_WAIT, val, NULL, NULL, 0);
+}
+
+static struct req *req_of(int id)
+{
+	return id > 0 && id <= g.nreqs && g.reqs[id - 1].used ? &g.reqs[id - 1] : NULL;
+}
+
+static void req_release(int id)
+{
+	struct req *r = &g.reqs[id - 1];
+	free(r->tmp);
+	memset(r, 0, sizeof(*r));
+	r->next_free = g.free_head;
+	g.free_head = id - 1;
+}
+
+static int req_new(int kind, MPI_Comm comm)
+{
+	if (g.free_head < 0) {
+		int n = g.nreqs ? g.nreqs * 2 : 256;
+		struct req *v = realloc(g.reqs, (size_t)n * sizeof(*v));
+		if (!v)
+			die("out of memory for requests");
+		memset(v + g.nreqs, 0, (size_t)(n - g.nreqs) * sizeof(*v));
+		for (int i = n - 1; i >= g.nreqs; i--) {
+			v[i].next_free = g.free_head;
+			g.free_head = i;
+		}
+		g.reqs = v;
+		g.nreqs = n;
+	}
+	int i = g.free_head;
+	struct req *r = &g.reqs[i];
+	g.free_head = r->next_free;
+	memset(r, 0, sizeof(*r));
+	r->used = 1;
+	r->kind = kind;
+	r->comm = comm;
+	return i + 1;
+}
+
+static int comm_rank_of(MPI_Comm comm, int world)
+{
+	struct bcs_comm *c = bcs_comm_get(comm);
+	if (!c)
+		return world;
+	for (int i = 0; i < c->size; i++)
+		if (c->world[i] == world)
+			return i;
+	return world;
+}
+
+static int map_err(int e)
+{
+	switch (e) {
+	case BCS_OK: return MPI_SUCCESS;
+	case BCS_ETRUNC: return MPI_ERR_TRUNCATE;
+	case BCS_ECANCELLED: return MPI_SUCCESS;
+	default: return MPI_ERR_OTHER;
+	}
+}
+
+static void on_completion(const struct bcs_comp *c)
+{
+	struct req *r = req_of((int)c->req);
+	if (!r || r->done)
+		return;
+	r->done = 1;
+	r->st.MPI_ERROR = map_err(c->err);
+	r->st.bcs_cancelled = c->err == BCS_ECANCELLED;
+	if (r->kind == R_SEND) {
+		if (r->internal) {
+			g.eager_out--;
+			req_release((int)c->req);
+		} else if (r->freed) {
+			req_release((int)c->req);
+		}
+		return;
+	}
+	if (r->kind == R_DAEMON) /* a barrier or allreduce the daemons did */
+		return;
+	if (r->kind == R_PROBE) {
+		r->st.MPI_SOURCE = c->err ? MPI_ANY_SOURCE : comm_rank_of(r->comm, c->src);
+		r->st.MPI_TAG = c->tag;
+		r->st.bcs_count = (long long)c->len;
+		r->st.bcs_cancelled = c->err == BCS_ENOTFOUND; /* "not found" for iprobe */
+		r->st.MPI_ERROR = MPI_SUCCESS;
+		return;
+	}
+	r->st.MPI_SOURCE = r->st.bcs_cancelled ? MPI_ANY_SOURCE : comm_rank_of(r->comm, c->src);
+	r->st.MPI_TAG = c->tag;
+	r->st.bcs_count = (long long)c->len;
+	if (r->tmp && !r->st.bcs_cancelled) {
+		struct bcs_type *t = bcs_type_get(r->dt);
+		if (t)
+			bcs_unpack(t, r->tmp, (long)c->len, r->ubuf);
+	}
+	free(r->tmp);
+	r->tmp = NULL;
+	if (r->freed)
+		req_release((int)c->req);
+}
+
+static void drain(void)
+{
+	struct bcs_area *a = g.area;
+	if (__atomic_load_n(&a->aborted, __ATOMIC_ACQUIRE)) {
+		/* another rank called MPI_Abort: the job ends with its code */
+		fflush(stdout);
+		fflush(stderr);
+		_exit((int)a->abort_code);
+	}
+	uint32_t tail = a->comp_tail;
+	uint32_t head = __atomic_load_n(&a->comp_head, __ATOMIC_ACQUIRE);
+	while (tail != head) {
+		struct bcs_comp c = a->comp[tail % BCS_COMP_RING];
+		tail++;
+		__atomic_store_n(&a->comp_tail, tail, __ATOMIC_RELEASE);
+		on_completion(&c);
+	}
+}
+
+/* This rank waits with nothing unseen (chan.h, idle). */
+static void declare_idle(void)
+{
+	struct bcs_area *a = g.area;
+	if (a->idle != BCS_IDLE_DONE)
+		__atomic_store_n(&a->idle, a->comp_tail + 1, __ATOMIC_SEQ_CST);
+}
+
+/* Sleeps until cond holds; the daemon wakes us at the strobe. */
+static void wait_for(bool (*cond)(void *), void *arg)
+{
+	for (;;) {
+		drain();
+		if (cond(arg))
+			return;
+		uint32_t v = __atomic_load_n(&g.area->futex, __ATOMIC_ACQUIRE);
+		drain();
+		if (cond(arg))
+			break;
+		declare_idle();
+		futex_wait(&g.area->futex, v);
+	}
+	/* idle stays: a completion consumed since makes it stale (comp_head moved) */
+}
+
+static bool ring_has_room(void *arg)
+{
+	(void)arg;
+	struct bcs_area *a = g.area;
+	return a->sub_head - __atomic_load_n(&a->sub_tail, __ATOMIC_ACQUIRE) < BCS_SUB_RING;
+}
+
+static void post(const struct bcs_desc *d)
+{
+	struct bcs_area *a = g.area;
+	if (!ring_has_room(NULL)) {
+		__atomic_store_n(&a->want_room, 1, __ATOMIC_RELEASE);
+		wait_for(ring_has_room, NULL);
+		__atomic_store_n(&a->want_room, 0, __ATOMIC_RELEASE);
+	}
+	/* running again (an iprobe loop still counts as polling) */
+	if (a->idle != BCS_IDLE_DONE && d->op != BCS_OP_IPROBE)
+		__atomic_store_n(&a->idle, 0, __ATOMIC_SEQ_CST);
+	uint32_t head = a->sub_head;
+	a->sub[head % BCS_SUB_RING] = *d;
+	__atomic_store_n(&a->sub_head, head + 1, __ATOMIC_RELEASE);
+}
+
+static bool req_done(void *arg)
+{
+	struct req *r = req_of(*(int *)arg);
+	return !r || r->done;
+}
+
+/* ---- communicators and errors */
+
+struct bcs_comm *bcs_comm_get(MPI_Comm c)
+{
+	if (c <= 0 || c >= MAX_COMMS || !g.comms[c].used)
+		return NULL;
+	return &g.comms[c];
+}
+
+static const char *const err_text[] = {
+	[MPI_SUCCESS] = "no error",
+	[MPI_ERR_BUFFER] = "invalid buffer pointer",
+	[MPI_ERR_COUNT] = "invalid count argument",
+	[MPI_ERR_TYPE] = "invalid datatype",
+	[MPI_ERR_TAG] = "invalid tag",
+	[MPI_ERR_COMM] = "invalid communicator",
+	[MPI_ERR_RANK] = "invalid rank",
+	[MPI_ERR_ROOT] = "invalid root",
+	[MPI_ERR_GROUP] = "invalid group",
+	[MPI_ERR_OP] = "invalid reduce operation",
+	[MPI_ERR_TOPOLOGY] = "invalid topology",
+	[MPI_ERR_DIMS] = "invalid dimension argument",
+	[MPI_ERR_ARG] = "invalid argument of some other kind",
+	[MPI_ERR_UNKNOWN] = "unknown error",
+	[MPI_ERR_TRUNCATE] = "message truncated",
+	[MPI_ERR_OTHER] = "other MPI error",
+	[MPI_ERR_INTERN] = "internal MPI error",
+	[MPI_ERR_IN_STATUS] = "error code is in status",
+	[MPI_ERR_PENDING] = "pending request",
+	[MPI_ERR_REQUEST] = "invalid request",
+};
+
+int MPI_Error_string(int code, char *s, int *len)
+{
+	const char *t = NULL;
+	if (code >= 0 && (size_t)code < sizeof(err_text) / sizeof(err_text[0]))
+		t = err_text[code];
+	if (code == MPI_ERR_UNSUPPORTED_OPERATION)
+		t = "operation not supported by BCS-MPI";
+	char buf[64];
+	if (!t) {
+		snprintf(buf, sizeof(buf), "unknown error code %d", code);
+		t = buf;
+	}
+	snprintf(s, MPI_MAX_ERROR_STRING, "%s", t);
+	*len = (int)strlen(s);
+	return MPI_SUCCESS;
+}
+
+int MPI_Error_class(int code, int *cls)
+{
+	if (code < 0 || (code > MPI_ERR_REQUEST && code != MPI_ERR_UNSUPPORTED_OPERATION))
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Error_class");
+	*cls = code;
+	return MPI_SUCCESS;
+}
+
+int bcs_err(MPI_Comm comm, int code, const char *fn)
+{
+	if (code == MPI_SUCCESS)
+		return code;
+	struct bcs_comm *c = bcs_comm_get(comm);
+	if (!c)
+		c = bcs_comm_get(MPI_COMM_WORLD);
+	if (c && c->errh == MPI_ERRORS_RETURN)
+		return code;
+	char s[MPI_MAX_ERROR_STRING];
+	int n;
+	MPI_Error_string(code, s, &n);
+	fprintf(stderr, "BCS-MPI rank %d: %s: %s (error class %d); aborting (MPI_ERRORS_ARE_FATAL)\n",
+		g.rank, fn, s, code);
+	MPI_Abort(comm, code);
+	return code;
+}
+
+int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler h)
+{
+	bcs_need_init("MPI_Comm_set_errhandler");
+	struct bcs_comm *c = bcs_comm_get(comm);
+	if (!c)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_set_errhandler");
+	if (h != MPI_ERRORS_ARE_FATAL && h != MPI_ERRORS_RETURN)
+		return bcs_err(comm, MPI_ERR_ARG, "MPI_Comm_set_errhandler");
+	c->errh = h;
+	return MPI_SUCCESS;
+}
+
+int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *h)
+{
+	struct bcs_comm *c = bcs_comm_get(comm);
+	if (!c)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_get_errhandler");
+	*h = c->errh;
+	return MPI_SUCCESS;
+}
+
+int MPI_Errhandler_free(MPI_Errhandler *h)
+{
+	*h = MPI_ERRHANDLER_NULL;
+	return MPI_SUCCESS;
+}
+
+static MPI_Comm comm_alloc(void)
+{
+	for (int i = 3; i < MAX_COMMS; i++)
+		if (!g.comms[i].used)
+			return i;
+	return MPI_COMM_NULL;
+}
+
+static void comm_set(MPI_Comm h, int size, int rank, int *world, uint32_t ctx, int errh)
+{
+	g.comms[h] = (struct bcs_comm){.used = 1, .size = size, .rank = rank, .world = world,
+				       .ctx = ctx, .errh = errh};
+}
+
+int MPI_Comm_rank(MPI_Comm comm, int *rank)
+{
+	bcs_need_init("MPI_Comm_rank");
+	struct bcs_comm *c = bcs_comm_get(comm);
+	if (!c)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_rank");
+	*rank = c->rank;
+	return MPI_SUCCESS;
+}
+
+int MPI_Comm_size(MPI_Comm comm, int *size)
+{
+	bcs_need_init("MPI_Comm_size");
+	struct bcs_comm *c = bcs_comm_get(comm);
+	if (!c)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_size");
+	*size = c->size;
+	return MPI_SUCCESS;
+}
+
+int bcs_new_ctx(struct bcs_comm *c, uint32_t *ctx)
+{
+	int mine = (int)g.next_ctx, *all = malloc((size_t)c->size * sizeof(int));
+	if (!all)
+		return MPI_ERR_INTERN;
+	int rc = bcs_allgather_ints(c, &mine, 1, all);
+	uint32_t m = 0;
+	for (int i = 0; !rc && i < c->size; i++)
+		if ((uint32_t)all[i] > m)
+			m = (uint32_t)all[i];
+	free(all);
+	if (rc)
+		return rc;
+	*ctx = m;
+	g.next_ctx = m + 2;
+	return MPI_SUCCESS;
+}
+
+int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+{
+	bcs_need_init("MPI_Comm_dup");
+	struct bcs_comm *c = bcs_comm_get(comm);
+	if (!c)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_dup");
+	uint32_t ctx;
+	int rc = bcs_new_ctx(c, &ctx);
+	if (rc)
+		return bcs_err(comm, rc, "MPI_Comm_dup");
+	MPI_Comm h = comm_alloc();
+	int *w = malloc((size_t)c->size * sizeof(int));
+	if (!h || !w) {
+		free(w);
+		return bcs_err(comm, MPI_ERR_INTERN, "MPI_Comm_dup");
+	}
+	memcpy(w, c->world, (size_t)c->size * sizeof(int));
+	comm_set(h, c->size, c->rank, w, ctx, c->errh);
+	*newcomm = h;
+	return MPI_SUCCESS;
+}
+
+int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
+{
+	bcs_need_init("MPI_Comm_split");
+	struct bcs_comm *c = bcs_comm_get(comm);
+	if (!c)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_split");
+	if (color < 0 && color != MPI_UNDEFINED)
+		return bcs_err(comm, MPI_ERR_ARG, "MPI_Comm_split");
+	int mine[2] = {color, key};
+	int *all = malloc((size_t)c->size * 2 * sizeof(int));
+	if (!all)
+		return bcs_err(comm, MPI_ERR_INTERN, "MPI_Comm_split");
+	int rc = bcs_allgather_ints(c, mine, 2, all);
+	uint32_t ctx = 0;
+	if (!rc)
+		rc = bcs_new_ctx(c, &ctx);
+	if (rc) {
+		free(all);
+		return bcs_err(comm, rc, "MPI_Comm_split");
+	}
+	if (color == MPI_UNDEFINED) {
+		free(all);
+		*newcomm = MPI_COMM_NULL;
+		return MPI_SUCCESS;
+	}
+	/* members of my color ordered by (key, old rank): insertion sort */
+	int n = 0, *mem = malloc((size_t)c->size * sizeof(int));
+	if (!mem) {
+		free(all);
+		return bcs_err(comm, MPI_ERR_INTERN, "MPI_Comm_split");
+	}
+	for (int i = 0; i < c->size; i++) {
+		if (all[2 * i] != color)
+			continue;
+		int k = n++;
+		while (k > 0 && all[2 * mem[k - 1] + 1] > all[2 * i + 1]) {
+			mem[k] = mem[k - 1];
+			k--;
+		}
+		mem[k] = i;
+	}
+	int me = 0;
+	for (int i = 0; i < n; i++) {
+		if (mem[i] == c->rank)
+			me = i;
+		mem[i] = c->world[mem[i]];
+	}
+	free(all);
+	MPI_Comm h = comm_alloc();
+	if (!h) {
+		free(mem);
+		return bcs_err(comm, MPI_ERR_INTERN, "MPI_Comm_split");
+	}
+	comm_set(h, n, me, mem, ctx, c->errh);
+	*newcomm = h;
+	return MPI_SUCCESS;
+}
+
+int MPI_Comm_free(MPI_Comm *comm)
+{
+	bcs_need_init("MPI_Comm_free");
+	struct bcs_comm *c = bcs_comm_get(*comm);
+	if (!c || *comm == MPI_COMM_WORLD || *comm == MPI_COMM_SELF)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_free");
+	free(c->world);
+	memset(c, 0, sizeof(*c));
+	*comm = MPI_COMM_NULL;
+	return MPI_SUCCESS;
+}
+
+int MPI_Comm_compare(MPI_Comm a, MPI_Comm b, int *result)
+{
+	struct bcs_comm *x = bcs_comm_get(a), *y = bcs_comm_get(b);
+	if (!x || !y)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_compare");
+	if (a == b) {
+		*result = MPI_IDENT;
+		return MPI_SUCCESS;
+	}
+	if (x->size != y->size) {
+		*result = MPI_UNEQUAL;
+		return MPI_SUCCESS;
+	}
+	bool same_order = true, same_set = true;
+	for (int i = 0; i < x->size; i++) {
+		if (x->world[i] != y->world[i])
+			same_order = false;
+		bool found = false;
+		for (int k = 0; k < y->size && !found; k++)
+			found = x->world[i] == y->world[k];
+		same_set = same_set && found;
+	}
+	*result = same_order ? MPI_CONGRUENT : same_set ? MPI_SIMILAR : MPI_UNEQUAL;
+	return MPI_SUCCESS;
+}
+
+/* ---- environment */
+
+static int env_int(const char *name, int dflt)
+{
+	const char *v = getenv(name);
+	return v && *v ? atoi(v) : dflt;
+}
+
+/* storm replay --debug: gdb clears this to let the rank go on */
+volatile int bcs_debug_hold = 1;
+
+static void debug_hold(void)
+{
+	const char *d = getenv("STORM_BCS_DEBUG");
+	if (!d || !*d || atoi(d) != g.rank)
+		return;
+	const char *node = getenv("STORM_NODENAME");
+	char host[256] = "localhost";
+	gethostname(host, sizeof(host) - 1);
+	int pid = (int)getpid();
+	const char *tty = getenv("STORM_BCS_DEBUG_TTY");
+	if ((!tty || strcmp(tty, "1")) && access("/usr/bin/gdbserver", X_OK) == 0) {
+		int port = 20000 + pid % 20000;
+		char where[64], self[16];
+		snprintf(where, sizeof(where), ":%d", port);
+		snprintf(self, sizeof(self), "%d", pid);
+		if (fork() == 0) {
+			execl("/usr/bin/gdbserver", "gdbserver", "--attach", where, self, (char *)NULL);
+			_exit(127);
+		}
+		fprintf(stderr, "storm replay: rank %d (pid %d on node %s) is held in MPI_Init "
+			"under gdbserver at %s:%d: gdb PROGRAM -ex 'target remote %s:%d' -ex "
+			"'set var bcs_debug_hold = 0'\n", g.rank, pid, node ? node : host, host,
+			port, host, port);
+	} else {
+		fprintf(stderr, "storm replay: rank %d (pid %d on node %s, host %s) is held in "
+			"MPI_Init: gdb -p %d -ex 'set var bcs_debug_hold = 0'\n", g.rank, pid,
+			node ? node : host, host, pid);
+	}
+	fflush(stderr);
+	dprintf(2, "\001BCS-DEBUG %d %d %s\n", g.rank, pid, host);
+	while (bcs_debug_hold)
+		usleep(50000);
+}
+
+static int init_common(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	if (g.inited)
+		die("MPI_Init called twice");
+	const char *fdv = getenv("STORM_BCS_FD");
+	if (!fdv || !*fdv)
+		die("MPI_Init: no BCS-MPI channel (STORM_BCS_FD is not set): start the program "
+		    "with 'storm run'");
+	int fd = atoi(fdv);
+	g.rank = env_int("STORM_RANK", 0);
+	g.size = env_int("STORM_SIZE", 1);
+	g.local = env_int("STORM_LOCAL_RANK", 0);
+	struct bcs_chan_hdr h = {0};
+	if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || h.magic != BCS_CHAN_MAGIC ||
+	    h.version != BCS_CHAN_VERSION || (uint32_t)g.local >= h.nlocal ||
+	    h.area_size != BCS_AREA_SIZE || h.world != (uint32_t)g.size)
+		die("MPI_Init: fd %d is not this job's BCS-MPI channel (magic %#x version %u, "
+		    "%u local ranks, world %u; stormnd and libbcsmpi of different versions?)",
+		    fd, h.magic, h.version, h.nlocal, h.world);
+	size_t len = bcs_chan_size(h.nlocal);
+	void *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		die("MPI_Init: cannot map the BCS-MPI channel: %s", strerror(errno));
+	close(fd); /* the mapping stays; children of the rank do not inherit it */
+	g.area = (struct bcs_area *)((char *)map + BCS_CHAN_HDR + (size_t)g.local * BCS_AREA_SIZE);
+	g.area->pid = (uint32_t)getpid();
+	bcs_types_init();
+	int *w = malloc((size_t)g.size * sizeof(int)), *s = malloc(sizeof(int));
+	if (!w || !s)
+		die("out of memory");
+	for (int i = 0; i < g.size; i++)
+		w[i] = i;
+	s[0] = g.rank;
+	comm_set(MPI_COMM_WORLD, g.size, g.rank, w, 0, MPI_ERRORS_ARE_FATAL);
+	comm_set(MPI_COMM_SELF, 1, 0, s, 2, MPI_ERRORS_ARE_FATAL);
+	g.next_ctx = 4;
+	g.inited = 1;
+	bcs_trace_init(g.rank);
+	debug_hold();
+	struct bcs_desc d = {.op = BCS_OP_INIT};
+	post(&d);
+	/* everyone starts from the same strobe */
+	return MPI_Barrier(MPI_COMM_WORLD);
+}
+
+int MPI_Init(int *argc, char ***argv)
+{
+	return init_common(argc, argv);
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+	g.thread = required < MPI_THREAD_FUNNELED ? required : MPI_THREAD_FUNNELED;
+	*provided = g.thread;
+	return init_common(argc, argv);
+}
+
+int MPI_Query_thread(int *provided)
+{
+	*provided = g.thread;
+	return MPI_SUCCESS;
+}
+
+int MPI_Is_thread_main(int *flag)
+{
+	*flag = 1;
+	return MPI_SUCCESS;
+}
+
+int MPI_Initialized(int *flag)
+{
+	*flag = g.inited;
+	return MPI_SUCCESS;
+}
+
+int MPI_Finalized(int *flag)
+{
+	*flag = g.finalized;
+	return MPI_SUCCESS;
+}
+
+static bool no_eager(void *arg)
+{
+	(void)arg;
+	return g.eager_out == 0;
+}
+
+int MPI_Finalize(void)
+{
+	bcs_need_init("MPI_Finalize");
+	/* buffered sends must leave this process before it may exit */
+	wait_for(no_eager, NULL);
+	int rc = MPI_Barrier(MPI_COMM_WORLD);
+	bcs_trace_finish();
+	g.finalized = 1;
+	__atomic_store_n(&g.area->idle, BCS_IDLE_DONE, __ATOMIC_SEQ_CST);
+	return rc;
+}
+
+int MPI_Abort(MPI_Comm comm, int code)
+{
+	(void)comm;
+	fflush(stdout);
+	fflush(stderr);
+	if (g.area) {
+		struct bcs_desc d = {.op = BCS_OP_ABORT, .tag = code};
+		post(&d);
+	}
+	/* the daemon kills the job's other ranks when it reads the descriptor */
+	_exit(code ? code & 255 ? code & 255 : 1 : 0);
+}
+
+double MPI_Wtime(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double MPI_Wtick(void)
+{
+	return 1e-9;
+}
+
+int MPI_Get_processor_name(char *name, int *len)
+{
+	const char *n = getenv("STORM_NODENAME");
+	char host[MPI_MAX_PROCESSOR_NAME];
+	if (!n || !*n) {
+		if (gethostname(host, sizeof(host)) < 0)
+			snprintf(host, sizeof(host), "unknown");
+		host[sizeof(host) - 1] = '\0';
+		n = host;
+	}
+	snprintf(name, MPI_MAX_PROCESSOR_NAME, "%s", n);
+	*len = (int)strlen(name);
+	return MPI_SUCCESS;
+}
+
+int MPI_Get_version(int *version, int *subversion)
+{
+	*version = MPI_VERSION;
+	*subversion = MPI_SUBVERSION;
+	return MPI_SUCCESS;
+}
+
+int MPI_Get_library_version(char *version, int *len)
+{
+	snprintf(version, MPI_MAX_LIBRARY_VERSION_STRING,
+		 "BCS-MPI (storm): MPI %d.%d subset on globally scheduled communication",
+		 MPI_VERSION, MPI_SUBVERSION);
+	*len = (int)strlen(version);
+	return MPI_SUCCESS;
+}
+
+/* ---- point to point */
+
+static int check_buf(const void *buf, int count, MPI_Datatype dt, struct bcs_type **t)
+{
+	if (count < 0)
+		return MPI_ERR_COUNT;
+	*t = bcs_type_get(dt);
+	if (!*t || !(*t)->committed)
+		return MPI_ERR_TYPE;
+	if (!buf && count > 0 && (*t)->size > 0)
+		return MPI_ERR_BUFFER;
+	return MPI_SUCCESS;
+}
+
+static int null_request(MPI_Comm comm, MPI_Request *req)
+{
+	int id = req_new(R_NULLDONE, comm);
+	struct req *r = &g.reqs[id - 1];
+	r->done = 1;
+	r->st.MPI_SOURCE = MPI_PROC_NULL;
+	r->st.MPI_TAG = MPI_ANY_TAG;
+	*req = id;
+	return MPI_SUCCESS;
+}
+
+static int isend_impl(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+		      struct bcs_comm *c, bool coll, bool eager, MPI_Comm comm,
+		      MPI_Request *req)
+{
+	struct bcs_type *t;
+	int rc = check_buf(buf, count, dt, &t);
+	if (rc)
+		return rc;
+	if (dest == MPI_PROC_NULL)
+		return null_request(comm, req);
+	if (dest < 0 || dest >= c->size)
+		return MPI_ERR_RANK;
+	if (tag < 0 || tag > MPI_TAG_UB)
+		return MPI_ERR_TAG;
+	long bytes = (long)count * t->size;
+	int id = req_new(R_SEND, comm);
+	struct req *r = &g.reqs[id - 1];
+	const void *addr = buf;
+	if (!bcs_type_is_contig(t) || (eager && bytes <= EAGER_MAX)) {
+		r->tmp = malloc(bytes ? (size_t)bytes : 1);
+		if (!r->tmp)
+			die("out of memory for a %ld-byte send", bytes);
+		bcs_pack(t, buf, count, r->tmp);
+		addr = r->tmp;
+	}
+	if (eager && bytes <= EAGER_MAX) {
+		r->internal = 1;
+		g.eager_out++;
+		id = -id; /* nothing for the caller to wait on */
+	}
+	struct bcs_desc d = {.op = BCS_OP_SEND, .req = (uint32_t)(id < 0 ? -id : id),
+			     .peer = c->world[dest], .tag = tag,
+			     .ctx = c->ctx + (coll ? 1 : 0), .addr = (uint64_t)(uintptr_t)addr,
+			     .len = (uint64_t)bytes};
+	post(&d);
+	*req = id < 0 ? MPI_REQUEST_NULL : id;
+	return MPI_SUCCESS;
+}
+
+static int irecv_impl(void *buf, int count, MPI_Datatype dt, int src, int tag,
+		      struct bcs_comm *c, bool coll, MPI_Comm comm, MPI_Request *req)
+{
+	struct bcs_type *t;
+	int rc = check_buf(buf, count, dt, &t);
+	if (rc)
+		return rc;
+	if (src == MPI_PROC_NULL)
+		return null_request(comm, req);
+	if (src != MPI_ANY_SOURCE && (src < 0 || src >= c->size))
+		return MPI_ERR_RANK;
+	if (tag != MPI_ANY_TAG && (tag < 0 || tag > MPI_TAG_UB))
+		return MPI_ERR_TAG;
+	long bytes = (long)count * t->size;
+	int id = req_new(R_RECV, comm);
+	struct req *r = &g.reqs[id - 1];
+	void *addr = buf;
+	if (!bcs_type_is_contig(t)) {
+		r->tmp = malloc(bytes ? (size_t)bytes : 1);
+		if (!r->tmp)
+			die("out of memory for a %ld-byte receive", bytes);
+		r->ubuf = buf;
+		r->dt = dt;
+		addr = r->tmp;
+	}
+	int wsrc = src == MPI_ANY_SOURCE ? BCS_ANY_SOURCE : c->world[src];
+	int wtag = tag;
+	/* replay: a wildcard takes the recorded outcome as a specific receive */
+	if (!coll && (src == MPI_ANY_SOURCE || tag == MPI_ANY_TAG))
+		r->wild = bcs_trace_wild_post(&wsrc, &wtag) + 1;
+	struct bcs_desc d = {.op = BCS_OP_RECV, .req = (uint32_t)id, .peer = wsrc, .tag = wtag,
+			     .ctx = c->ctx + (coll ? 1 : 0), .addr = (uint64_t)(uintptr_t)addr,
+			     .len = (uint64_t)bytes};
+	post(&d);
+	*req = id;
+	return MPI_SUCCESS;
+}
+
+int bcs_isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+	      struct bcs_comm *c, bool coll, MPI_Request *req)
+{
+	return isend_impl(buf, count, dt, dest, tag, c, coll, false, MPI_COMM_WORLD, req);
+}
+
+int bcs_irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, struct bcs_comm *c,
+	      bool coll, MPI_Request *req)
+{
+	return irecv_impl(buf, count, dt, src, tag, c, coll, MPI_COMM_WORLD, req);
+}
+
+static void empty_status(MPI_Status *st)
+{
+	if (st == MPI_STATUS_IGNORE)
+		return;
+	st->MPI_SOURCE = MPI_ANY_SOURCE;
+	st->MPI_TAG = MPI_ANY_TAG;
+	st->MPI_ERROR = MPI_SUCCESS;
+	st->bcs_cancelled = 0;
+	st->bcs_count = 0;
+}
+
+/* Takes a completed request: status out, request freed; returns its error. */
+static int finish(MPI_Request *rq, MPI_Status *st)
+{
+	struct req *r = req_of(*rq);
+	if (r->wild) {
+		struct bcs_comm *c = bcs_comm_get(r->comm);
+		int src = r->st.bcs_cancelled || !c ? -1 : c->world[r->st.MPI_SOURCE];
+		bcs_trace_wild_done(r->wild - 1, src, r->st.bcs_cancelled ? -1 : r->st.MPI_TAG);
+	}
+	int err = r->st.MPI_ERROR;
+	if (st != MPI_STATUS_IGNORE)
+		*st = r->st;
+	req_release(*rq);
+	*rq = MPI_REQUEST_NULL;
+	return err;
+}
+
+int bcs_waitall(int n, MPI_Request *reqs)
+{
+	int err = MPI_SUCCESS;
+	for (int i = 0; i < n; i++) {
+		if (reqs[i] == MPI_REQUEST_NULL)
+			continue;
+		wait_for(req_done, &reqs[i]);
+		int e = finish(&reqs[i], MPI_STATUS_IGNORE);
+		if (e && !err)
+			err = e;
+	}
+	return err;
+}
+
+int bcs_world_barrier(void)
+{
+	int id = req_new(R_DAEMON, MPI_COMM_WORLD);
+	struct bcs_desc d = {.op = BCS_OP_BARRIER, .req = (uint32_t)id};
+	post(&d);
+	wait_for(req_done, &id);
+	req_release(id);
+	return MPI_SUCCESS;
+}
+
+int bcs_world_allreduce(const void *sbuf, void *rbuf, int count, struct bcs_type *t, MPI_Op op)
+{
+	uint8_t val[BCS_RED_MAX];
+	long bytes = (long)count * t->size;
+	bcs_pack(t, sbuf, count, val);
+	int id = req_new(R_DAEMON, MPI_COMM_WORLD);
+	struct bcs_desc d = {.op = BCS_OP_ALLREDUCE, .req = (uint32_t)id, .peer = op,
+			     .tag = t->basic, .ctx = (uint32_t)((long)count * t->nelem),
+			     .addr = (uint64_t)(uintptr_t)val, .len = (uint64_t)bytes};
+	post(&d);
+	wait_for(req_done, &id);
+	int err = req_of(id)->st.MPI_ERROR;
+	req_release(id);
+	if (!err)
+		bcs_unpack(t, val, bytes, rbuf);
+	return err;
+}
+
+#define CHECK_COMM(comm, fn)                                                          \
+	bcs_need_init(fn);                                                            \
+	struct bcs_comm *c = bcs_comm_get(comm);                                      \
+	if (!c)                                                                       \
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, fn)
+
+int MPI_Isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,
+	      MPI_Request *req)
+{
+	CHECK_COMM(comm, "MPI_Isend");
+	return bcs_err(comm, isend_impl(buf, count, dt, dest, tag, c, false, false, comm, req),
+		       "MPI_Isend");
+}
+
+int MPI_Issend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,
+	       MPI_Request *req)
+{
+	/* every send completes only once matched and read: synchronous already */
+	CHECK_COMM(comm, "MPI_Issend");
+	return bcs_err(comm, isend_impl(buf, count, dt, dest, tag, c, false, false, comm, req),
+		       "MPI_Issend");
+}
+
+int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm comm,
+	      MPI_Request *req)
+{
+	CHECK_COMM(comm, "MPI_Irecv");
+	return bcs_err(comm, irecv_impl(buf, count, dt, src, tag, c, false, comm, req),
+		       "MPI_Irecv");
+}
+
+int MPI_Send(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
+{
+	CHECK_COMM(comm, "MPI_Send");
+	MPI_Request r;
+	int rc = isend_impl(buf, count, dt, dest, tag, c, false, true, comm, &r);
+	if (!rc && r != MPI_REQUEST_NULL) {
+		wait_for(req_done, &r);
+		rc = finish(&r, MPI_STATUS_IGNORE);
+	}
+	return bcs_err(comm, rc, "MPI_Send");
+}
+
+int MPI_Ssend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
+{
+	CHECK_COMM(comm, "MPI_Ssend");
+	MPI_Request r;
+	int rc = isend_impl(buf, count, dt, dest, tag, c, false, false, comm, &r);
+	if (!rc) {
+		wait_for(req_done, &r);
+		rc = finish(&r, MPI_STATUS_IGNORE);
+	}
+	return bcs_err(comm, rc, "MPI_Ssend");
+}
+
+int MPI_Recv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm comm,
+	     MPI_Status *st)
+{
+	CHECK_COMM(comm, "MPI_Recv");
+	MPI_Request r;
+	int rc = irecv_impl(buf, count, dt, src, tag, c, false, comm, &r);
+	if (!rc) {
+		wait_for(req_done, &r);
+		rc = finish(&r, st);
+	}
+	return bcs_err(comm, rc, "MPI_Recv");
+}
+
+int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int stag,
+		 void *rbuf, int rcount, MPI_Datatype rtype, int src, int rtag, MPI_Comm comm,
+		 MPI_Status *st)
+{
+	CHECK_COMM(comm, "MPI_Sendrecv");
+	MPI_Request r[2];
+	int rc = irecv_impl(rbuf, rcount, rtype, src, rtag, c, false, comm, &r[1]);
+	if (rc)
+		return bcs_err(comm, rc, "MPI_Sendrecv");
+	rc = isend_impl(sbuf, scount, stype, dest, stag, c, false, false, comm, &r[0]);
+	if (rc)
+		return bcs_err(comm, rc, "MPI_Sendrecv");
+	wait_for(req_done, &r[0]);
+	int e0 = finish(&r[0], MPI_STATUS_IGNORE);
+	wait_for(req_done, &r[1]);
+	int e1 = finish(&r[1], st);
+	return bcs_err(comm, e1 ? e1 : e0, "MPI_Sendrecv");
+}
+
+int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int stag, int src,
+			 int rtag, MPI_Comm comm, MPI_Status *st)
+{
+	CHECK_COMM(comm, "MPI_Sendrecv_replace");
+	struct bcs_type *t;
+	int rc = check_buf(buf, count, dt, &t);
+	if (rc)
+		return bcs_err(comm, rc, "MPI_Sendrecv_replace");
+	long bytes = (long)count * t->size;
+	void *copy = malloc(bytes ? (size_t)bytes : 1);
+	if (!copy)
+		return bcs_err(comm, MPI_ERR_INTERN, "MPI_Sendrecv_replace");
+	bcs_pack(t, buf, count, copy);
+	rc = MPI_Sendrecv(copy, (int)bytes, MPI_BYTE, dest, stag, buf, count, dt, src, rtag, comm,
+			  st);
+	free(copy);
+	return rc;
+}
+
+/* ---- completion calls */
+
+int MPI_Wait(MPI_Request *rq, MPI_Status *st)
+{
+	bcs_need_init("MPI_Wait");
+	if (*rq == MPI_REQUEST_NULL) {
+		empty_status(st);
+		return MPI_SUCCESS;
+	}
+	struct req *r = req_of(*rq);
+	if (!r)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Wait");
+	MPI_Comm comm = r->comm;
+	wait_for(req_done, rq);
+	return bcs_err(comm, finish(rq, st), "MPI_Wait");
+}
+
+int MPI_Test(MPI_Request *rq, int *flag, MPI_Status *st)
+{
+	bcs_need_init("MPI_Test");
+	if (*rq == MPI_REQUEST_NULL) {
+		*flag = 1;
+		empty_status(st);
+		return MPI_SUCCESS;
+	}
+	struct req *r = req_of(*rq);
+	if (!r)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Test");
+	drain();
+	*flag = bcs_trace_test(r->done ? 1 : 0, "MPI_Test");
+	if (*flag && !r->done)
+		wait_for(req_done, rq); /* replay: it completed in the recorded run */
+	if (!*flag) {
+		declare_idle(); /* polling counts as waiting */
+		return MPI_SUCCESS;
+	}
+	MPI_Comm comm = r->comm;
+	return bcs_err(comm, finish(rq, st), "MPI_Test");
+}
+
+struct any_arg {
+	int n;
+	MPI_Request *v;
+};
+
+static bool any_done(void *arg)
+{
+	struct any_arg *a = arg;
+	for (int i = 0; i < a->n; i++) {
+		struct req *r = req_of(a->v[i]);
+		if (r && r->done)
+			return true;
+	}
+	return false;
+}
+
+static bool all_done(void *arg)
+{
+	struct any_arg *a = arg;
+	for (int i = 0; i < a->n; i++) {
+		struct req *r = req_of(a->v[i]);
+		if (r && !r->done)
+			return false;
+	}
+	return true;
+}
+
+static int check_reqs(int n, MPI_Request *v, const char *fn, int *active)
+{
+	*active = 0;
+	if (n < 0)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COUNT, fn);
+	for (int i = 0; i < n; i++) {
+		if (v[i] == MPI_REQUEST_NULL)
+			continue;
+		if (!req_of(v[i]))
+			return bcs_err(MPI_COMM_WORLD, MPI_ERR_REQUEST, fn);
+		(*active)++;
+	}
+	return MPI_SUCCESS;
+}
+
+static int all_finish(int n, MPI_Request *v, MPI_Status *sts, const char *fn)
+{
+	int err = MPI_SUCCESS;
+	MPI_Comm comm = MPI_COMM_WORLD;
+	for (int i = 0; i < n; i++) {
+		MPI_Status tmp, *st = sts == MPI_STATUSES_IGNORE ? &tmp : &sts[i];
+		if (v[i] == MPI_REQUEST_NULL) {
+			empty_status(st);
+			continue;
+		}
+		comm = req_of(v[i])->comm;
+		int e = finish(&v[i], st);
+		st->MPI_ERROR = e;
+		if (e)
+			err = MPI_ERR_IN_STATUS;
+	}
+	return err ? bcs_err(comm, err, fn) : MPI_SUCCESS;
+}
+
+int MPI_Waitall(int n, MPI_Request v[], MPI_Status sts[])
+{
+	bcs_need_init("MPI_Waitall");
+	int active, rc = check_reqs(n, v, "MPI_Waitall", &active);
+	if (rc)
+		return rc;
+	struct any_arg a = {n, v};
+	wait_for(all_done, &a);
+	return all_finish(n, v, sts, "MPI_Waitall");
+}
+
+int MPI_Testall(int n, MPI_Request v[], int *flag, MPI_Status sts[])
+{
+	bcs_need_init("MPI_Testall");
+	int active, rc = check_reqs(n, v, "MPI_Testall", &active);
+	if (rc)
+		return rc;
+	drain();
+	struct any_arg a = {n, v};
+	*flag = bcs_trace_test(all_done(&a) ? 1 : 0, "MPI_Testall");
+	if (!*flag) {
+		declare_idle();
+		return MPI_SUCCESS;
+	}
+	wait_for(all_done, &a);
+	return all_finish(n, v, sts, "MPI_Testall");
+}
+
+static int first_done(int n, MPI_Request *v)
+{
+	for (int i = 0; i < n; i++) {
+		struct req *r = req_of(v[i]);
+		if (r && r->done)
+			return i;
+	}
+	return -1;
+}
+
+static int one_finish(MPI_Request *v, int i, MPI_Status *st, const char *fn)
+{
+	MPI_Comm comm = req_of(v[i])->comm;
+	return bcs_err(comm, finish(&v[i], st), fn);
+}
+
+int MPI_Waitany(int n, MPI_Request v[], int *indx, MPI_Status *st)
+{
+	bcs_need_init("MPI_Waitany");
+	int active, rc = check_reqs(n, v, "MPI_Waitany", &active);
+	if (rc)
+		return rc;
+	if (!active) {
+		*indx = MPI_UNDEFINED;
+		empty_status(st);
+		return MPI_SUCCESS;
+	}
+	struct any_arg a = {n, v};
+	wait_for(any_done, &a);
+	int i = bcs_trace_index(first_done(n, v), "MPI_Waitany");
+	struct req *r = i >= 0 && i < n ? req_of(v[i]) : NULL;
+	if (!r)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_INTERN, "MPI_Waitany (replay diverged)");
+	wait_for(req_done, &v[i]);
+	*indx = i;
+	return one_finish(v, i, st, "MPI_Waitany");
+}
+
+int MPI_Testany(int n, MPI_Request v[], int *indx, int *flag, MPI_Status *st)
+{
+	bcs_need_init("MPI_Testany");
+	int active, rc = check_reqs(n, v, "MPI_Testany", &active);
+	if (rc)
+		return rc;
+	if (!active) {
+		*flag = 1;
+		*indx = MPI_UNDEFINED;
+		empty_status(st);
+		return MPI_SUCCESS;
+	}
+	drain();
+	int i = bcs_trace_index(first_done(n, v), "MPI_Testany");
+	if (i < 0 || i >= n) {
+		*flag = 0;
+		*indx = MPI_UNDEFINED;
+		declare_idle();
+		return MPI_SUCCESS;
+	}
+	if (!req_of(v[i]))
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_INTERN, "MPI_Testany (replay diverged)");
+	wait_for(req_done, &v[i]);
+	*flag = 1;
+	*indx = i;
+	return one_finish(v, i, st, "MPI_Testany");
+}
+
+int MPI_Waitsome(int n, MPI_Request v[], int *outcount, int idx[], MPI_Status sts[])
+{
+	bcs_need_init("MPI_Waitsome");
+	int active, rc = check_reqs(n, v, "MPI_Waitsome", &active);
+	if (rc)
+		return rc;
+	if (!active) {
+		*outcount = MPI_UNDEFINED;
+		return MPI_SUCCESS;
+	}
+	struct any_arg a = {n, v};
+	wait_for(any_done, &a);
+	uint64_t mask = 0;
+	for (int i = 0; i < n && i < 64; i++) {
+		struct req *r = req_of(v[i]);
+		if (r && r->done)
+			mask |= 1ull << i;
+	}
+	mask = bcs_trace_mask(mask, "MPI_Waitsome");
+	int k = 0, err = MPI_SUCCESS;
+	MPI_Comm comm = MPI_COMM_WORLD;
+	for (int i = 0; i < n; i++) {
+		struct req *r = req_of(v[i]);
+		if (!r || !(i < 64 ? (int)((mask >> i) & 1) : r->done))
+			continue;
+		comm = r->comm;
+		wait_for(req_done, &v[i]);
+		MPI_Status tmp, *st = sts == MPI_STATUSES_IGNORE ? &tmp : &sts[k];
+		int e = finish(&v[i], st);
+		st->MPI_ERROR = e;
+		if (e)
+			err = MPI_ERR_IN_STATUS;
+		idx[k++] = i;
+	}
+	*outcount = k;
+	return err ? bcs_err(comm, err, "MPI_Waitsome") : MPI_SUCCESS;
+}
+
+int MPI_Request_free(MPI_Request *rq)
+{
+	bcs_need_init("MPI_Request_free");
+	struct req *r = req_of(*rq);
+	if (!r)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Request_free");
+	if (r->done)
+		req_release(*rq);
+	else
+		r->freed = 1;
+	*rq = MPI_REQUEST_NULL;
+	return MPI_SUCCESS;
+}
+
+int MPI_Cancel(MPI_Request *rq)
+{
+	bcs_need_init("MPI_Cancel");
+	struct req *r = req_of(*rq);
+	if (!r)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Cancel");
+	if (r->kind == R_SEND)
+		return bcs_err(r->comm, MPI_ERR_UNSUPPORTED_OPERATION, "MPI_Cancel (of a send)");
+	if (r->kind != R_RECV || r->done)
+		return MPI_SUCCESS;
+	struct bcs_desc d = {.op = BCS_OP_CANCEL, .req = (uint32_t)*rq};
+	post(&d);
+	return MPI_SUCCESS;
+}
+
+int MPI_Test_cancelled(const MPI_Status *st, int *flag)
+{
+	*flag = st->bcs_cancelled;
+	return MPI_SUCCESS;
+}
+
+static int probe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st, bool block,
+		 const char *fn)
+{
+	CHECK_COMM(comm, fn);
+	if (src == MPI_PROC_NULL) {
+		if (flag)
+			*flag = 1;
+		if (st != MPI_STATUS_IGNORE) {
+			empty_status(st);
+			st->MPI_SOURCE = MPI_PROC_NULL;
+		}
+		return MPI_SUCCESS;
+	}
+	if (src != MPI_ANY_SOURCE && (src < 0 || src >= c->size))
+		return bcs_err(comm, MPI_ERR_RANK, fn);
+	if (tag != MPI_ANY_TAG && (tag < 0 || tag > MPI_TAG_UB))
+		return bcs_err(comm, MPI_ERR_TAG, fn);
+	int wsrc = src == MPI_ANY_SOURCE ? BCS_ANY_SOURCE : c->world[src], wtag = tag;
+	bool wild = src == MPI_ANY_SOURCE || tag == MPI_ANY_TAG;
+	bool blocking = block;
+	if (!block && bcs_trace_replaying()) {
+		/* replay: the recorded flag decides; found means wait for it */
+		*flag = bcs_trace_test(0, "MPI_Iprobe");
+		if (!*flag) {
+			if (wild) /* the recorded run spent an ordinal on it too */
+				bcs_trace_wild_post(&wsrc, &wtag);
+			return MPI_SUCCESS;
+		}
+		blocking = true;
+	}
+	int k = wild ? bcs_trace_wild_post(&wsrc, &wtag) : -1;
+	int id = req_new(R_PROBE, comm);
+	struct bcs_desc d = {.op = blocking ? BCS_OP_PROBE : BCS_OP_IPROBE, .req = (uint32_t)id,
+			     .peer = wsrc, .tag = wtag, .ctx = c->ctx};
+	post(&d);
+	wait_for(req_done, &id);
+	struct req *r = req_of(id);
+	bool found = !r->st.bcs_cancelled;
+	if (!block && !bcs_trace_replaying())
+		*flag = bcs_trace_test(found ? 1 : 0, "MPI_Iprobe");
+	if (!block && !found)
+		declare_idle();
+	if (wild)
+		bcs_trace_wild_done(k, found ? c->world[r->st.MPI_SOURCE] : -1,
+				    found ? r->st.MPI_TAG : -1);
+	if (found && st != MPI_STATUS_IGNORE) {
+		*st = r->st;
+		st->bcs_cancelled = 0;
+	}
+	req_release(id);
+	return MPI_SUCCESS;
+}
+
+int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *st)
+{
+	return probe(src, tag, comm, NULL, st, true, "MPI_Probe");
+}
+
+int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st)
+{
+	return probe(src, tag, comm, flag, st, false, "MPI_Iprobe");
+}
+
+int MPI_Get_count(const MPI_Status *st, MPI_Datatype dt, int *count)
+{
+	struct bcs_type *t = bcs_type_get(dt);
+	if (!t)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Get_count");
+	if (t->size == 0)
+		*count = 0;
+	else if (st->bcs_count % t->size)
+		*count = MPI_UNDEFINED;
+	else
+		*count = (int)(st->bcs_count / t->size);
+	return MPI_SUCCESS;
+}
+
+int MPI_Get_elements(const MPI_Status *st, MPI_Datatype dt, int *count)
+{
+	struct bcs_type *t = bcs_type_get(dt);
+	if (!t)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Get_elements");
+	long es = bcs_basic_size(t->basic);
+	*count = es && st->bcs_count % es == 0 ? (int)(st->bcs_count / es) : MPI_UNDEFINED;
+	return MPI_SUCCESS;
+}
+
+/* ---- datatypes and ops */
+
+int MPI_Type_contiguous(int count, MPI_Datatype old, MPI_Datatype *newtype)
+{
+	bcs_types_init();
+	return bcs_err(MPI_COMM_WORLD, bcs_type_contiguous(count, old, newtype),
+		       "MPI_Type_contiguous");
+}
+
+int MPI_Type_vector(int count, int blocklen, int stride, MPI_Datatype old, MPI_Datatype *newtype)
+{
+	bcs_types_init();
+	return bcs_err(MPI_COMM_WORLD, bcs_type_vector(count, blocklen, stride, old, newtype),
+		       "MPI_Type_vector");
+}
+
+int MPI_Type_commit(MPI_Datatype *dt)
+{
+	struct bcs_type *t = bcs_type_get(*dt);
+	if (!t)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Type_commit");
+	t->committed = 1;
+	return MPI_SUCCESS;
+}
+
+int MPI_Type_free(MPI_Datatype *dt)
+{
+	return bcs_err(MPI_COMM_WORLD, bcs_type_free(dt), "MPI_Type_free");
+}
+
+int MPI_Type_size(MPI_Datatype dt, int *size)
+{
+	bcs_types_init();
+	struct bcs_type *t = bcs_type_get(dt);
+	if (!t)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Type_size");
+	*size = (int)t->size;
+	return MPI_SUCCESS;
+}
+
+int MPI_Type_get_extent(MPI_Datatype dt, MPI_Aint *lb, MPI_Aint *extent)
+{
+	bcs_types_init();
+	struct bcs_type *t = bcs_type_get(dt);
+	if (!t)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Type_get_extent");
+	*lb = 0;
+	*extent = t->extent;
+	return MPI_SUCCESS;
+}
+
+int MPI_Op_create(MPI_User_function *fn, int commute, MPI_Op *op)
+{
+	for (int i = 32; i < 256; i++)
+		if (!g.ops[i]) {
+			g.ops[i] = fn;
+			g.op_commute[i] = commute;
+			*op = i;
+			return MPI_SUCCESS;
+		}
+	return bcs_err(MPI_COMM_WORLD, MPI_ERR_INTERN, "MPI_Op_create");
+}
+
+int MPI_Op_free(MPI_Op *op)
+{
+	if (*op < 32 || *op >= 256 || !g.ops[*op])
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_OP, "MPI_Op_free");
+	g.ops[*op] = NULL;
+	*op = MPI_OP_NULL;
+	return MPI_SUCCESS;
+}
+
+int bcs_op_check(MPI_Op op, MPI_Datatype dt)
+{
+	struct bcs_type *t = bcs_type_get(dt);
+	if (!t || !t->committed)
+		return MPI_ERR_TYPE;
+	if (op >= 32 && op < 256 && g.ops[op])
+		return MPI_SUCCESS;
+	if (op < MPI_MAX || op > MPI_MINLOC)
+		return MPI_ERR_OP;
+	return bcs_op_valid(op, t->basic) ? MPI_SUCCESS : MPI_ERR_OP;
+}
+
+int bcs_reduce_local(MPI_Op op, MPI_Datatype dt, int count, const void *in, void *inout)
+{
+	struct bcs_type *t = bcs_type_get(dt);
+	if (op >= 32 && op < 256 && g.ops[op]) {
+		MPI_Datatype d = dt;
+		int n = count;
+		g.ops[op]((void *)in, inout, &n, &d);
+		return MPI_SUCCESS;
+	}
+	if (bcs_type_is_contig(t))
+		return bcs_op_apply(op, t->basic, in, inout, (long)count * t->nelem);
+	long bytes = (long)count * t->size;
+	char *a = malloc((size_t)bytes + 1), *b = malloc((size_t)bytes + 1);
+	if (!a || !b) {
+		free(a);
+		free(b);
+		return MPI_ERR_INTERN;
+	}
+	bcs_pack(t, in, count, a);
+	bcs_pack(t, inout, count, b);
+	int rc = bcs_op_apply(op, t->basic, a, b, (long)count * t->nelem);
+	bcs_unpack(t, b, bytes, inout);
+	free(a);
+	free(b);
+	return rc;
+}

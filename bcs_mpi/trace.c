@@ -1,0 +1,231 @@
+/* BCS-MPI record and replay, the library's side (trace.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mpi.h"
+#include "trace.h"
+
+static struct {
+	int mode; /* 0 off, 1 record, 2 replay */
+	int rank;
+	struct bcs_rank_trace t;
+	size_t capwild, capruns, capindex, capmask;
+	size_t cwild, cindex, cmask; /* replay cursors / record counts */
+	uint64_t ctest;              /* test flags taken */
+	size_t run;                  /* replay: the run being read, and how far */
+	uint64_t run_off;
+	struct bcs_trace file;
+} tr;
+
+static void *grow(void *p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return p;
+	size_t c = *cap ? *cap * 2 : 64;
+	while (c < need)
+		c *= 2;
+	void *q = realloc(p, c * elem);
+	if (!q) {
+		fprintf(stderr, "BCS-MPI rank %d: out of memory for the trace\n", tr.rank);
+		exit(1);
+	}
+	*cap = c;
+	return q;
+}
+
+static void diverged(const char *fn, size_t k, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void diverged(const char *fn, size_t k, const char *fmt, ...)
+{
+	char what[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "storm replay: divergence at rank %d, %s (its #%zu such outcome): %s\n",
+		tr.rank, fn, k + 1, what);
+	MPI_Abort(MPI_COMM_WORLD, 3);
+}
+
+void bcs_trace_init(int rank)
+{
+	tr.rank = rank;
+	tr.t.rank = (uint32_t)rank;
+	const char *rec = getenv("STORM_BCS_RECORD"), *rep = getenv("STORM_BCS_REPLAY");
+	char path[4096];
+	if (rep && *rep && !strchr(rep, '/')) {
+		/* storm replay sends the trace along: it is in the job directory */
+		const char *dir = getenv("STORM_JOB_DIR");
+		snprintf(path, sizeof(path), "%s/%s", dir ? dir : ".", rep);
+		rep = path;
+	}
+	if (rep && *rep) {
+		FILE *f = fopen(rep, "rb");
+		char why[256];
+		uint8_t *buf = NULL;
+		size_t len = 0, cap = 0;
+		if (f) {
+			for (;;) {
+				buf = grow(buf, &cap, len + 65536, 1);
+				size_t n = fread(buf + len, 1, 65536, f);
+				len += n;
+				if (n == 0)
+					break;
+			}
+			fclose(f);
+		}
+		if (!f || bcs_trace_decode(buf, len, &tr.file, why, sizeof(why)) < 0) {
+			fprintf(stderr, "BCS-MPI rank %d: cannot replay %s: %s\n", rank, rep,
+				f ? why : "cannot open it");
+			exit(1);
+		}
+		free(buf);
+		tr.mode = 2;
+		for (uint32_t i = 0; i < tr.file.nsections; i++)
+			if (tr.file.sec[i].rank == (uint32_t)rank)
+				tr.t = tr.file.sec[i];
+	} else if (rec && *rec) {
+		tr.mode = 1;
+	}
+}
+
+int bcs_trace_replaying(void)
+{
+	return tr.mode == 2;
+}
+
+void bcs_trace_finish(void)
+{
+	if (tr.mode == 2) {
+		uint64_t ntest = bcs_trace_ntest(&tr.t);
+		if (tr.cwild < tr.t.nwild || tr.ctest < ntest || tr.cindex < tr.t.nindex ||
+		    tr.cmask < tr.t.nmask)
+			diverged("MPI_Finalize", 0,
+				 "the recorded run had more outcomes (wildcards %zu/%zu, tests "
+				 "%llu/%llu, waitany %zu/%zu, waitsome %zu/%zu)",
+				 tr.cwild, tr.t.nwild, (unsigned long long)tr.ctest,
+				 (unsigned long long)ntest, tr.cindex, tr.t.nindex, tr.cmask,
+				 tr.t.nmask);
+		return;
+	}
+	if (tr.mode != 1)
+		return;
+	size_t len;
+	uint8_t *enc = bcs_trace_encode_rank(&tr.t, &len);
+	char *b = enc ? bcs_b64_encode(enc, len) : NULL;
+	if (!b) {
+		fprintf(stderr, "BCS-MPI rank %d: out of memory encoding the trace\n", tr.rank);
+		return;
+	}
+	fflush(stderr);
+	/* storm run --record takes this line out of the output (cli/run.c) */
+	dprintf(2, "\001BCS-TRACE %d %s\n", tr.rank, b);
+	free(b);
+	free(enc);
+}
+
+int bcs_trace_wild_post(int *src, int *tag)
+{
+	size_t k = tr.cwild++;
+	if (tr.mode == 1) {
+		tr.t.wild = grow(tr.t.wild, &tr.capwild, k + 1, sizeof(*tr.t.wild));
+		tr.t.wild[k] = (struct bcs_wild){-1, -1};
+		tr.t.nwild = k + 1;
+	} else if (tr.mode == 2) {
+		if (k >= tr.t.nwild)
+			diverged("a wildcard receive", k, "the recorded run had only %zu",
+				 tr.t.nwild);
+		if (tr.t.wild[k].src >= 0) {
+			*src = tr.t.wild[k].src;
+			*tag = tr.t.wild[k].tag;
+		}
+	}
+	return (int)k;
+}
+
+void bcs_trace_wild_done(int k, int src, int tag)
+{
+	if (tr.mode == 1 && (size_t)k < tr.t.nwild) {
+		tr.t.wild[k] = (struct bcs_wild){src, tag};
+	} else if (tr.mode == 2 && (size_t)k < tr.t.nwild && tr.t.wild[k].src >= 0 &&
+		   (tr.t.wild[k].src != src || tr.t.wild[k].tag != tag)) {
+		diverged("a wildcard receive", (size_t)k,
+			 "expected source %d tag %d, matched source %d tag %d",
+			 tr.t.wild[k].src, tr.t.wild[k].tag, src, tag);
+	}
+}
+
+/* replay: the next flag's run, skipping spent and empty runs; nruns if none */
+static size_t next_run(void)
+{
+	while (tr.run < tr.t.nruns && tr.run_off >= tr.t.runs[tr.run]) {
+		tr.run++;
+		tr.run_off = 0;
+	}
+	return tr.run;
+}
+
+int bcs_trace_peek_test(void)
+{
+	if (tr.mode != 2)
+		return -1;
+	size_t r = next_run();
+	return r < tr.t.nruns ? (int)(r % 2) : -2;
+}
+
+int bcs_trace_test(int flag, const char *fn)
+{
+	uint64_t k = tr.ctest++;
+	if (tr.mode == 1) {
+		/* runs alternate zeros, ones, zeros...: a new run when the flag changes */
+		int want = flag != 0;
+		if (tr.t.nruns == 0 || (int)((tr.t.nruns - 1) % 2) != want) {
+			tr.t.runs = grow(tr.t.runs, &tr.capruns, tr.t.nruns + 2, sizeof(*tr.t.runs));
+			if (tr.t.nruns == 0 && want)
+				tr.t.runs[tr.t.nruns++] = 0;
+			tr.t.runs[tr.t.nruns++] = 0;
+		}
+		tr.t.runs[tr.t.nruns - 1]++;
+	} else if (tr.mode == 2) {
+		size_t r = next_run();
+		if (r >= tr.t.nruns)
+			diverged(fn, (size_t)k, "the recorded run made only %llu such calls",
+				 (unsigned long long)k);
+		tr.run_off++;
+		return (int)(r % 2);
+	}
+	return flag;
+}
+
+int bcs_trace_index(int i, const char *fn)
+{
+	size_t k = tr.cindex++;
+	if (tr.mode == 1) {
+		tr.t.index = grow(tr.t.index, &tr.capindex, k + 1, sizeof(*tr.t.index));
+		tr.t.index[k] = i;
+		tr.t.nindex = k + 1;
+	} else if (tr.mode == 2) {
+		if (k >= tr.t.nindex)
+			diverged(fn, k, "the recorded run made only %zu such calls", tr.t.nindex);
+		return tr.t.index[k];
+	}
+	return i;
+}
+
+uint64_t bcs_trace_mask(uint64_t mask, const char *fn)
+{
+	size_t k = tr.cmask++;
+	if (tr.mode == 1) {
+		tr.t.mask = grow(tr.t.mask, &tr.capmask, k + 1, sizeof(*tr.t.mask));
+		tr.t.mask[k] = mask;
+		tr.t.nmask = k + 1;
+	} else if (tr.mode == 2) {
+		if (k >= tr.t.nmask)
+			diverged(fn, k, "the recorded run made only %zu such calls", tr.t.nmask);
+		return tr.t.mask[k];
+	}
+	return mask;
+}

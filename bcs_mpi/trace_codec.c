@@ -1,0 +1,350 @@
+/* BCS-MPI trace codec (trace.h; format in docs/bcs-trace.md). Pure. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace.h"
+
+struct wbuf {
+	uint8_t *p;
+	size_t n, cap;
+	bool oom;
+};
+
+static void put(struct wbuf *w, const void *d, size_t n)
+{
+	if (w->oom)
+		return;
+	if (w->n + n > w->cap) {
+		size_t c = w->cap ? w->cap * 2 : 64;
+		while (c < w->n + n)
+			c *= 2;
+		uint8_t *q = realloc(w->p, c);
+		if (!q) {
+			w->oom = true;
+			return;
+		}
+		w->p = q;
+		w->cap = c;
+	}
+	memcpy(w->p + w->n, d, n);
+	w->n += n;
+}
+
+static void varint(struct wbuf *w, uint64_t v)
+{
+	uint8_t b[10];
+	size_t n = 0;
+	do {
+		b[n] = (uint8_t)(v & 0x7f);
+		v >>= 7;
+		if (v)
+			b[n] |= 0x80;
+		n++;
+	} while (v);
+	put(w, b, n);
+}
+
+struct rbuf {
+	const uint8_t *p;
+	size_t n, off;
+	bool bad;
+};
+
+static uint64_t get_varint(struct rbuf *r);
+
+/* a field stored plus one: -1 .. INT32_MAX */
+static int32_t get_plus1(struct rbuf *r)
+{
+	uint64_t v = get_varint(r);
+	if (v > (uint64_t)INT32_MAX + 1) {
+		r->bad = true;
+		return -1;
+	}
+	return (int32_t)((int64_t)v - 1);
+}
+
+static uint64_t get_varint(struct rbuf *r)
+{
+	uint64_t v = 0;
+	for (unsigned shift = 0; shift < 64; shift += 7) {
+		if (r->off >= r->n) {
+			r->bad = true;
+			return 0;
+		}
+		uint8_t b = r->p[r->off++];
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return v;
+	}
+	r->bad = true;
+	return 0;
+}
+
+/* a count of entries that need at least `min` bytes each */
+static size_t get_count(struct rbuf *r, size_t min)
+{
+	uint64_t c = get_varint(r);
+	if (r->bad || (min && c > (r->n - r->off) / min)) {
+		r->bad = true;
+		return 0;
+	}
+	return (size_t)c;
+}
+
+uint64_t bcs_trace_ntest(const struct bcs_rank_trace *t)
+{
+	uint64_t n = 0;
+	for (size_t k = 0; k < t->nruns; k++)
+		n = t->runs[k] > UINT64_MAX - n ? UINT64_MAX : n + t->runs[k];
+	return n;
+}
+
+uint8_t *bcs_trace_encode_rank(const struct bcs_rank_trace *t, size_t *len)
+{
+	struct wbuf w = {0};
+	varint(&w, t->rank);
+	varint(&w, t->nwild);
+	for (size_t i = 0; i < t->nwild; i++) {
+		varint(&w, (uint64_t)((int64_t)t->wild[i].src + 1));
+		varint(&w, (uint64_t)((int64_t)t->wild[i].tag + 1));
+	}
+	varint(&w, t->nruns);
+	for (size_t k = 0; k < t->nruns; k++)
+		varint(&w, t->runs[k]);
+	varint(&w, t->nindex);
+	for (size_t i = 0; i < t->nindex; i++)
+		varint(&w, (uint64_t)((int64_t)t->index[i] + 1));
+	varint(&w, t->nmask);
+	for (size_t i = 0; i < t->nmask; i++)
+		varint(&w, t->mask[i]);
+	if (w.oom) {
+		free(w.p);
+		return NULL;
+	}
+	*len = w.n;
+	return w.p;
+}
+
+int bcs_trace_decode_rank(const uint8_t *buf, size_t len, struct bcs_rank_trace *t)
+{
+	struct rbuf r = {.p = buf, .n = len};
+	memset(t, 0, sizeof(*t));
+	uint64_t rank = get_varint(&r);
+	if (rank > UINT32_MAX)
+		return -1;
+	t->rank = (uint32_t)rank;
+	t->nwild = get_count(&r, 2);
+	if (!r.bad && t->nwild && !(t->wild = calloc(t->nwild, sizeof(*t->wild))))
+		return -1;
+	for (size_t i = 0; !r.bad && i < t->nwild; i++) {
+		t->wild[i].src = get_plus1(&r);
+		t->wild[i].tag = get_plus1(&r);
+	}
+	t->nruns = get_count(&r, 1);
+	if (!r.bad && t->nruns && !(t->runs = calloc(t->nruns, sizeof(*t->runs))))
+		r.bad = true;
+	for (size_t k = 0; !r.bad && k < t->nruns; k++)
+		t->runs[k] = get_varint(&r);
+	t->nindex = get_count(&r, 1);
+	if (!r.bad && t->nindex && !(t->index = calloc(t->nindex, sizeof(*t->index))))
+		r.bad = true;
+	for (size_t i = 0; !r.bad && i < t->nindex; i++)
+		t->index[i] = get_plus1(&r);
+	t->nmask = get_count(&r, 1);
+	if (!r.bad && t->nmask && !(t->mask = calloc(t->nmask, sizeof(*t->mask))))
+		r.bad = true;
+	for (size_t i = 0; !r.bad && i < t->nmask; i++)
+		t->mask[i] = get_varint(&r);
+	if (r.bad || r.off != r.n) {
+		bcs_rank_trace_free(t);
+		return -1;
+	}
+	return 0;
+}
+
+void bcs_rank_trace_free(struct bcs_rank_trace *t)
+{
+	free(t->wild);
+	free(t->runs);
+	free(t->index);
+	free(t->mask);
+	memset(t, 0, sizeof(*t));
+}
+
+uint8_t *bcs_trace_encode(const struct bcs_trace *t, uint8_t *const *secs, const size_t *lens,
+			  size_t *len)
+{
+	struct wbuf w = {0};
+	put(&w, BCS_TRACE_MAGIC, 4);
+	varint(&w, BCS_TRACE_VERSION);
+	varint(&w, t->nodes);
+	varint(&w, t->ranks);
+	varint(&w, t->argc);
+	for (uint32_t i = 0; i < t->argc; i++) {
+		size_t n = strlen(t->argv[i]);
+		varint(&w, n);
+		put(&w, t->argv[i], n);
+	}
+	varint(&w, t->nsections);
+	for (uint32_t i = 0; i < t->nsections; i++) {
+		varint(&w, lens[i]);
+		put(&w, secs[i], lens[i]);
+	}
+	if (w.oom) {
+		free(w.p);
+		return NULL;
+	}
+	*len = w.n;
+	return w.p;
+}
+
+void bcs_trace_free(struct bcs_trace *t)
+{
+	for (uint32_t i = 0; t->argv && i < t->argc; i++)
+		free(t->argv[i]);
+	free(t->argv);
+	for (uint32_t i = 0; t->sec && i < t->nsections; i++)
+		bcs_rank_trace_free(&t->sec[i]);
+	free(t->sec);
+	memset(t, 0, sizeof(*t));
+}
+
+int bcs_trace_decode(const void *buf, size_t len, struct bcs_trace *t, char *why, size_t whylen)
+{
+	struct rbuf r = {.p = buf, .n = len};
+	memset(t, 0, sizeof(*t));
+	const char *err = NULL;
+	if (len < 4 || memcmp(buf, BCS_TRACE_MAGIC, 4)) {
+		snprintf(why, whylen, "not a BCS-MPI trace (bad magic)");
+		return -1;
+	}
+	r.off = 4;
+	uint64_t v = get_varint(&r);
+	if (!r.bad && v != BCS_TRACE_VERSION) {
+		snprintf(why, whylen, "trace version %llu, this storm reads %d",
+			 (unsigned long long)v, BCS_TRACE_VERSION);
+		return -1;
+	}
+	uint64_t nodes = get_varint(&r), ranks = get_varint(&r);
+	size_t argc = get_count(&r, 1);
+	if (r.bad || nodes > UINT32_MAX || ranks > UINT32_MAX || argc == 0) {
+		err = "truncated or malformed header";
+		goto bad;
+	}
+	t->nodes = (uint32_t)nodes;
+	t->ranks = (uint32_t)ranks;
+	if (!(t->argv = calloc(argc, sizeof(char *)))) {
+		err = "out of memory";
+		goto bad;
+	}
+	t->argc = (uint32_t)argc;
+	for (size_t i = 0; i < argc; i++) {
+		size_t n = get_count(&r, 0);
+		if (r.bad || n > r.n - r.off) {
+			err = "truncated argument";
+			goto bad;
+		}
+		if (!(t->argv[i] = malloc(n + 1))) {
+			err = "out of memory";
+			goto bad;
+		}
+		memcpy(t->argv[i], r.p + r.off, n);
+		t->argv[i][n] = '\0';
+		if (strlen(t->argv[i]) != n) {
+			err = "argument with a NUL byte";
+			goto bad;
+		}
+		r.off += n;
+	}
+	size_t ns = get_count(&r, 1);
+	if (r.bad || ns > t->ranks) {
+		err = "bad section count";
+		goto bad;
+	}
+	if (ns && !(t->sec = calloc(ns, sizeof(*t->sec)))) {
+		err = "out of memory";
+		goto bad;
+	}
+	for (size_t i = 0; i < ns; i++) {
+		size_t n = get_count(&r, 0);
+		if (r.bad || n > r.n - r.off) {
+			err = "truncated rank section";
+			goto bad;
+		}
+		if (bcs_trace_decode_rank(r.p + r.off, n, &t->sec[i]) < 0) {
+			err = "malformed rank section";
+			goto bad;
+		}
+		t->nsections = (uint32_t)i + 1; /* freed with t from here on */
+		if (t->sec[i].rank >= t->ranks) {
+			err = "rank section for a rank beyond the job";
+			goto bad;
+		}
+		r.off += n;
+	}
+	if (r.off != r.n) {
+		err = "trailing bytes";
+		goto bad;
+	}
+	return 0;
+bad:
+	snprintf(why, whylen, "%s", err);
+	bcs_trace_free(t);
+	return -1;
+}
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+char *bcs_b64_encode(const uint8_t *in, size_t len)
+{
+	char *o = malloc(4 * ((len + 2) / 3) + 1), *p = o;
+	if (!o)
+		return NULL;
+	for (size_t i = 0; i < len; i += 3) {
+		uint32_t v = (uint32_t)in[i] << 16;
+		if (i + 1 < len)
+			v |= (uint32_t)in[i + 1] << 8;
+		if (i + 2 < len)
+			v |= in[i + 2];
+		*p++ = b64[(v >> 18) & 63];
+		*p++ = b64[(v >> 12) & 63];
+		*p++ = i + 1 < len ? b64[(v >> 6) & 63] : '=';
+		*p++ = i + 2 < len ? b64[v & 63] : '=';
+	}
+	*p = '\0';
+	return o;
+}
+
+uint8_t *bcs_b64_decode(const char *in, size_t *len)
+{
+	size_t n = strlen(in);
+	if (n % 4)
+		return NULL;
+	uint8_t *o = malloc(n / 4 * 3 + 1);
+	if (!o)
+		return NULL;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i += 4) {
+		uint32_t v = 0;
+		int pad = 0;
+		for (int j = 0; j < 4; j++) {
+			const char *q = in[i + j] == '=' ? NULL : strchr(b64, in[i + j]);
+			if (in[i + j] == '=' && i + 4 == n && j >= 2) {
+				pad++;
+			} else if (!q || !in[i + j] || pad) {
+				free(o);
+				return NULL;
+			}
+			v = v << 6 | (q ? (uint32_t)(q - b64) : 0);
+		}
+		o[k++] = (uint8_t)(v >> 16);
+		if (pad < 2)
+			o[k++] = (uint8_t)(v >> 8);
+		if (pad < 1)
+			o[k++] = (uint8_t)v;
+	}
+	*len = k;
+	return o;
+}

@@ -1,0 +1,366 @@
+/* storm run --record and storm replay: BCS-MPI traces (docs/bcs-trace.md).
+ *
+ * With --record every rank logs its timing-dependent outcomes and prints its
+ * encoded section at MPI_Finalize as one stderr line "\001BCS-TRACE RANK
+ * BASE64"; bcs_filter_feed takes those lines out of the output and the CLI
+ * writes the file at the job's end. storm replay reruns the recorded program
+ * and arguments on the same shape, with the trace sent along (--file) and
+ * STORM_BCS_REPLAY naming it, so each rank forces its recorded outcomes.
+ * "\001BCS-DEBUG RANK PID NODE" is the line of a rank held for --debug. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../bcs_mpi/trace.h"
+#include "bcs.h"
+#include "cli.h"
+#include "opts.h"
+
+#define TRACE_TAG "\001BCS-TRACE "
+#define DEBUG_TAG "\001BCS-DEBUG "
+#define TRACE_MAX (256u << 20) /* a trace file this storm reads at most */
+
+struct pending {
+	uint32_t rank;
+	struct strbuf line; /* a partial stderr line */
+};
+
+struct bcs_filter {
+	struct pending *p;
+	size_t n, cap;
+	uint8_t **sec;      /* decoded sections, by arrival */
+	size_t *seclen;
+	uint32_t *secrank;
+	size_t nsec;
+	pid_t debugger;
+};
+
+struct bcs_filter *bcs_filter_new(void)
+{
+	return calloc(1, sizeof(struct bcs_filter));
+}
+
+static struct strbuf *pending_of(struct bcs_filter *f, uint32_t rank)
+{
+	for (size_t i = 0; i < f->n; i++)
+		if (f->p[i].rank == rank)
+			return &f->p[i].line;
+	if (f->n == f->cap) {
+		size_t c = f->cap ? 2 * f->cap : 16;
+		struct pending *q = realloc(f->p, c * sizeof(*q));
+		if (!q)
+			return NULL;
+		f->p = q;
+		f->cap = c;
+	}
+	f->p[f->n] = (struct pending){.rank = rank};
+	return &f->p[f->n++].line;
+}
+
+static void on_trace_line(struct bcs_filter *f, const char *line)
+{
+	unsigned rank;
+	int off = 0;
+	if (sscanf(line, "%u %n", &rank, &off) != 1 || off == 0) {
+		fprintf(stderr, "storm: warning: a malformed trace line was ignored\n");
+		return;
+	}
+	size_t len;
+	uint8_t *sec = bcs_b64_decode(line + off, &len);
+	struct bcs_rank_trace t;
+	if (!sec || bcs_trace_decode_rank(sec, len, &t) < 0 || t.rank != rank) {
+		fprintf(stderr, "storm: warning: rank %u's trace section is malformed; ignored\n",
+			rank);
+		free(sec);
+		return;
+	}
+	bcs_rank_trace_free(&t);
+	uint8_t **s = realloc(f->sec, (f->nsec + 1) * sizeof(*s));
+	size_t *l = realloc(f->seclen, (f->nsec + 1) * sizeof(*l));
+	uint32_t *r = realloc(f->secrank, (f->nsec + 1) * sizeof(*r));
+	if (s)
+		f->sec = s;
+	if (l)
+		f->seclen = l;
+	if (r)
+		f->secrank = r;
+	if (!s || !l || !r) {
+		free(sec);
+		return;
+	}
+	f->sec[f->nsec] = sec;
+	f->seclen[f->nsec] = len;
+	f->secrank[f->nsec++] = rank;
+}
+
+static void on_debug_line(struct bcs_filter *f, const char *line)
+{
+	unsigned rank;
+	int pid;
+	char node[128];
+	if (sscanf(line, "%u %d %127s", &rank, &pid, node) != 3)
+		return;
+	if (f->debugger || !isatty(0) || !isatty(1))
+		return; /* the rank printed how to attach */
+	/* the virtual cluster runs on this host: gdb in this terminal */
+	char pidarg[16];
+	snprintf(pidarg, sizeof(pidarg), "%d", pid);
+	pid_t g = fork();
+	if (g == 0) {
+		execlp("gdb", "gdb", "-q", "-p", pidarg, "-ex", "set var bcs_debug_hold = 0",
+		       "-ex", "echo storm replay: rank held in MPI_Init; set breakpoints, then 'continue'\\n",
+		       (char *)NULL);
+		fprintf(stderr, "storm: error: cannot run gdb: %s\n", strerror(errno));
+		_exit(127);
+	}
+	if (g > 0)
+		f->debugger = g;
+}
+
+pid_t bcs_filter_debugger(const struct bcs_filter *f)
+{
+	return f ? f->debugger : 0;
+}
+
+int bcs_filter_feed(struct bcs_filter *f, uint32_t rank, const uint8_t *d, size_t n,
+		    struct strbuf *show)
+{
+	struct strbuf *pl = pending_of(f, rank);
+	if (!pl || sb_append(pl, d, n) < 0)
+		return -ENOMEM;
+	size_t start = 0;
+	for (size_t i = 0; i < pl->len; i++) {
+		if (pl->data[i] != '\n')
+			continue;
+		char *line = pl->data + start;
+		size_t len = i - start;
+		if (len >= strlen(TRACE_TAG) && !memcmp(line, TRACE_TAG, strlen(TRACE_TAG))) {
+			pl->data[i] = '\0';
+			on_trace_line(f, line + strlen(TRACE_TAG));
+		} else if (len >= strlen(DEBUG_TAG) && !memcmp(line, DEBUG_TAG, strlen(DEBUG_TAG))) {
+			pl->data[i] = '\0';
+			on_debug_line(f, line + strlen(DEBUG_TAG));
+		} else if (sb_append(show, line, len + 1) < 0) {
+			return -ENOMEM;
+		}
+		start = i + 1;
+	}
+	memmove(pl->data, pl->data + start, pl->len - start);
+	pl->len -= start;
+	/* a partial line that cannot be one of ours goes out now */
+	if (pl->len && pl->data[0] != '\001') {
+		if (sb_append(show, pl->data, pl->len) < 0)
+			return -ENOMEM;
+		pl->len = 0;
+	}
+	return 0;
+}
+
+void bcs_filter_flush(struct bcs_filter *f, uint32_t *rank, struct strbuf *show)
+{
+	for (size_t i = 0; i < f->n; i++)
+		if (f->p[i].line.len) {
+			*rank = f->p[i].rank;
+			sb_append(show, f->p[i].line.data, f->p[i].line.len);
+			f->p[i].line.len = 0;
+			return;
+		}
+}
+
+int bcs_filter_write(struct bcs_filter *f, const char *path, unsigned nodes, unsigned ranks,
+		     int argc, char **argv)
+{
+	struct bcs_trace t = {.nodes = nodes, .ranks = ranks, .argc = (uint32_t)argc,
+			      .argv = argv, .nsections = 0};
+	/* sections in rank order, one per rank (the last one printed wins) */
+	uint8_t **secs = calloc(f->nsec + 1, sizeof(*secs));
+	size_t *lens = calloc(f->nsec + 1, sizeof(*lens));
+	if (!secs || !lens) {
+		free(secs);
+		free(lens);
+		fprintf(stderr, "storm: error: out of memory\n");
+		return -1;
+	}
+	for (uint32_t r = 0; r < ranks; r++) {
+		ssize_t best = -1;
+		for (size_t i = 0; i < f->nsec; i++)
+			if (f->secrank[i] == r)
+				best = (ssize_t)i;
+		if (best >= 0) {
+			secs[t.nsections] = f->sec[best];
+			lens[t.nsections++] = f->seclen[best];
+		}
+	}
+	size_t len;
+	uint8_t *buf = bcs_trace_encode(&t, secs, lens, &len);
+	free(secs);
+	free(lens);
+	if (!buf) {
+		fprintf(stderr, "storm: error: out of memory\n");
+		return -1;
+	}
+	int rc = -1;
+	FILE *out = fopen(path, "wb");
+	if (!out)
+		fprintf(stderr, "storm: error: cannot write the trace %s: %s\n", path,
+			strerror(errno));
+	else if (fwrite(buf, 1, len, out) != len || fclose(out) != 0)
+		fprintf(stderr, "storm: error: cannot write the trace %s: %s\n", path,
+			strerror(errno));
+	else
+		rc = 0;
+	if (rc == 0 && t.nsections < ranks)
+		fprintf(stderr, "storm: warning: the trace %s holds %u of %u ranks (the others "
+				"did not reach MPI_Finalize)\n", path, t.nsections, ranks);
+	free(buf);
+	return rc;
+}
+
+void bcs_filter_free(struct bcs_filter *f)
+{
+	if (!f)
+		return;
+	if (f->debugger > 0) {
+		int st;
+		while (waitpid(f->debugger, &st, 0) < 0 && errno == EINTR)
+			;
+	}
+	for (size_t i = 0; i < f->n; i++)
+		sb_free(&f->p[i].line);
+	for (size_t i = 0; i < f->nsec; i++)
+		free(f->sec[i]);
+	free(f->p);
+	free(f->sec);
+	free(f->seclen);
+	free(f->secrank);
+	free(f);
+}
+
+/* ---- storm replay */
+
+static const char replay_help[] =
+	"Usage: storm replay [OPTIONS] TRACE\n"
+	"\n"
+	"Reruns the BCS-MPI job recorded with 'storm run --record TRACE': the same\n"
+	"program and arguments (found from the current directory as when recorded),\n"
+	"on as many nodes and ranks, with every recorded outcome forced — wildcard\n"
+	"receives, MPI_Test*, MPI_Iprobe, MPI_Waitany/Waitsome. A rank whose run\n"
+	"departs from the trace stops the job with a line naming the rank, the call\n"
+	"and the expected against the actual outcome (exit status 3).\n"
+	"\n"
+	"  --debug RANK   hold RANK in MPI_Init under a debugger: gdb in this\n"
+	"                 terminal when there is one (the other ranks replay around\n"
+	"                 it), otherwise the rank prints how to attach (gdbserver's\n"
+	"                 address when gdbserver is installed)\n"
+	"  -l, --label    prefix every output line with 'RANK: '\n"
+	"      --conf FILE the cluster's storm.conf\n"
+	"  -h, --help     this help\n"
+	"\n"
+	"Exit status: the job's, as for storm run; 1 when the trace cannot be read.\n";
+
+enum { R_DEBUG = 1, R_LABEL, R_CONF, R_HELP };
+static const struct cli_opt replay_opts[] = {
+	{ "debug", 0, 1, R_DEBUG }, { "label", 'l', 0, R_LABEL },
+	{ "conf", 0, 1, R_CONF },   { "help", 'h', 0, R_HELP },
+	{ NULL, 0, 0, 0 },
+};
+
+int cmd_replay(struct cli *c, int argc, char **argv)
+{
+	struct cli_optparse p;
+	cli_opt_init(&p, argc, argv, 1, 1);
+	int id, label = 0;
+	long debug = -1;
+	while ((id = cli_opt_next(&p, replay_opts)) > 0) {
+		switch (id) {
+		case R_DEBUG: {
+			char *end;
+			errno = 0;
+			debug = strtol(p.arg, &end, 10);
+			if (errno || *end || end == p.arg || debug < 0) {
+				fprintf(stderr, "storm replay: error: --debug wants a rank, not '%s'\n",
+					p.arg);
+				return EXIT_USAGE;
+			}
+			break;
+		}
+		case R_LABEL: label = 1; break;
+		case R_CONF: c->conf_opt = p.arg; break;
+		case R_HELP: fputs(replay_help, stdout); return EXIT_OK;
+		}
+	}
+	if (id == OPT_ERROR) {
+		fprintf(stderr, "storm replay: error: %s (see --help)\n", p.err);
+		return EXIT_USAGE;
+	}
+	if (p.ind != argc - 1) {
+		fprintf(stderr, "storm replay: error: %s (see --help)\n",
+			p.ind >= argc ? "no trace given" : "one trace only");
+		return EXIT_USAGE;
+	}
+	const char *path = argv[p.ind];
+	FILE *in = fopen(path, "rb");
+	if (!in) {
+		fprintf(stderr, "storm replay: error: cannot open %s: %s\n", path, strerror(errno));
+		return EXIT_STORM;
+	}
+	uint8_t *buf = malloc(TRACE_MAX);
+	size_t len = buf ? fread(buf, 1, TRACE_MAX, in) : 0;
+	fclose(in);
+	struct bcs_trace t;
+	char why[256];
+	if (!buf || bcs_trace_decode(buf, len, &t, why, sizeof(why)) < 0) {
+		fprintf(stderr, "storm replay: error: %s: %s\n", path, buf ? why : "out of memory");
+		free(buf);
+		return EXIT_STORM;
+	}
+	free(buf);
+	if (debug >= 0 && (uint32_t)debug >= t.ranks) {
+		fprintf(stderr, "storm replay: error: --debug %ld: the job had ranks 0..%u\n", debug,
+			t.ranks - 1);
+		bcs_trace_free(&t);
+		return EXIT_USAGE;
+	}
+	/* storm run -N nodes -n ranks --file TRACE [-l] PROGRAM ARGS... */
+	char nodes[16], ranks[16], dbg[24], tmp[PATH_MAX];
+	snprintf(nodes, sizeof(nodes), "%u", t.nodes);
+	snprintf(ranks, sizeof(ranks), "%u", t.ranks);
+	char **av = calloc(t.argc + 12, sizeof(char *));
+	if (!av) {
+		bcs_trace_free(&t);
+		return EXIT_STORM;
+	}
+	int n = 0;
+	av[n++] = "storm replay";
+	if (t.nodes) {
+		av[n++] = "-N";
+		av[n++] = nodes;
+	}
+	av[n++] = "-n";
+	av[n++] = ranks;
+	av[n++] = "--file";
+	av[n++] = (char *)path;
+	if (label)
+		av[n++] = "-l";
+	for (uint32_t i = 0; i < t.argc; i++)
+		av[n++] = t.argv[i];
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	setenv("STORM_BCS_REPLAY", basename(tmp), 1);
+	if (debug >= 0) {
+		snprintf(dbg, sizeof(dbg), "%ld", debug);
+		setenv("STORM_BCS_DEBUG", dbg, 1);
+		/* with a terminal the CLI runs gdb itself (on_debug_line) */
+		setenv("STORM_BCS_DEBUG_TTY", isatty(0) && isatty(1) ? "1" : "0", 1);
+	}
+	int rc = run_bcs_job(c, n, av, NULL);
+	free(av);
+	bcs_trace_free(&t);
+	return rc;
+}

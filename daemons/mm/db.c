@@ -1,0 +1,535 @@
+/* The MM's SQLite database (db.h). */
+#include "db.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+struct mm_db {
+	sqlite3 *h;
+	char err[512];
+};
+
+#define SCHEMA_VERSION 1
+
+static const char schema[] =
+	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value);"
+	/* a job from its acceptance on; spec is the request as accepted */
+	"CREATE TABLE IF NOT EXISTS jobs("
+	" id INTEGER PRIMARY KEY, name TEXT, user TEXT, uid INTEGER, gid INTEGER,"
+	" nnodes INTEGER, nranks INTEGER, spec BLOB NOT NULL, output_path TEXT,"
+	" state TEXT NOT NULL, slot INTEGER, nodelist TEXT,"
+	" submit_time REAL, start_time REAL, launch_time REAL, end_time REAL,"
+	" exit_status INTEGER, reason TEXT, rank_status BLOB, node_done BLOB);"
+	"CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);"
+	/* the nodes (matrix columns) of a started job; gone when it ends */
+	"CREATE TABLE IF NOT EXISTS allocations("
+	" job INTEGER NOT NULL, node INTEGER NOT NULL, PRIMARY KEY(job, node));"
+	"CREATE TABLE IF NOT EXISTS checkpoints("
+	" id INTEGER PRIMARY KEY, job INTEGER NOT NULL, epoch INTEGER NOT NULL,"
+	" nodes TEXT, size INTEGER, complete INTEGER NOT NULL DEFAULT 0, created REAL);"
+	"CREATE INDEX IF NOT EXISTS checkpoints_job ON checkpoints(job);"
+	/* one line per ended job, as `storm acct` shows it */
+	"CREATE TABLE IF NOT EXISTS accounting("
+	" job INTEGER PRIMARY KEY, name TEXT, user TEXT, uid INTEGER, nnodes INTEGER,"
+	" nranks INTEGER, nodelist TEXT, submit_time REAL, start_time REAL, end_time REAL,"
+	" elapsed REAL, state TEXT, exit_status INTEGER, reason TEXT);"
+	"CREATE INDEX IF NOT EXISTS accounting_end ON accounting(end_time);";
+
+static int sqlfail(struct mm_db *db, const char *what)
+{
+	snprintf(db->err, sizeof(db->err), "%s: %s", what, sqlite3_errmsg(db->h));
+	return -1;
+}
+
+int64_t db_memory_used(void)
+{
+	return sqlite3_memory_used();
+}
+
+const char *db_error(struct mm_db *db)
+{
+	return db ? db->err : "no database";
+}
+
+static int exec(struct mm_db *db, const char *sql)
+{
+	char *msg = NULL;
+	if (sqlite3_exec(db->h, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		snprintf(db->err, sizeof(db->err), "%s", msg ? msg : sqlite3_errmsg(db->h));
+		sqlite3_free(msg);
+		return -1;
+	}
+	return 0;
+}
+
+int db_open(const char *path, bool full_sync, struct mm_db **out, char *err, size_t errlen)
+{
+	struct mm_db *db = calloc(1, sizeof(*db));
+	*out = NULL;
+	if (!db) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	/* the database holds users' environments: owner only */
+	mode_t old = umask(077);
+	int rc = sqlite3_open_v2(path, &db->h,
+				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+				 NULL);
+	umask(old);
+	if (rc != SQLITE_OK) {
+		snprintf(err, errlen, "cannot open the database %s: %s", path,
+			 db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(rc));
+		sqlite3_close(db->h);
+		free(db);
+		return -1;
+	}
+	sqlite3_busy_timeout(db->h, 5000);
+	char pragmas[256];
+	/* WAL: a commit appends to the log, no rewrite of the database, and
+	 * readers (sqlite3 on the file) never block the MM. NORMAL syncs the
+	 * log only at checkpoints: a commit survives the MM's death (kill -9)
+	 * at once, and a machine crash loses at most the commits since the
+	 * last checkpoint; FULL syncs every commit (docs/storm.conf.md). */
+	snprintf(pragmas, sizeof(pragmas),
+		 "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA foreign_keys=ON;",
+		 full_sync ? "FULL" : "NORMAL");
+	if (exec(db, pragmas) < 0 || exec(db, schema) < 0) {
+		snprintf(err, errlen, "cannot set up the database %s: %s", path, db->err);
+		sqlite3_close(db->h);
+		free(db);
+		return -1;
+	}
+	char v[96];
+	snprintf(v, sizeof(v), "INSERT OR IGNORE INTO meta VALUES('schema', %d);", SCHEMA_VERSION);
+	if (exec(db, v) < 0) {
+		snprintf(err, errlen, "cannot set up the database %s: %s", path, db->err);
+		sqlite3_close(db->h);
+		free(db);
+		return -1;
+	}
+	*out = db;
+	return 0;
+}
+
+void db_close(struct mm_db *db)
+{
+	if (!db)
+		return;
+	sqlite3_close(db->h);
+	free(db);
+}
+
+static sqlite3_stmt *prep(struct mm_db *db, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) {
+		sqlfail(db, "prepare");
+		return NULL;
+	}
+	return st;
+}
+
+static int step_done(struct mm_db *db, sqlite3_stmt *st, const char *what)
+{
+	int rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return sqlfail(db, what);
+	return 0;
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *s)
+{
+	if (s)
+		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+static void bind_blob(sqlite3_stmt *st, int i, const void *p, size_t len)
+{
+	if (p)
+		sqlite3_bind_blob64(st, i, p, len, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+/* node_done as bytes: bool is one byte in this ABI, but say so */
+static uint8_t *done_bytes(const struct db_job *j)
+{
+	if (!j->node_done)
+		return NULL;
+	uint8_t *b = malloc(j->nnodes ? j->nnodes : 1);
+	for (uint32_t k = 0; b && k < j->nnodes; k++)
+		b[k] = j->node_done[k];
+	return b;
+}
+
+static int bind_dynamic(sqlite3_stmt *st, const struct db_job *j, int first)
+{
+	uint8_t *done = done_bytes(j);
+	if (j->node_done && !done)
+		return -ENOMEM;
+	bind_text(st, first, j->state);
+	if (j->slot >= 0)
+		sqlite3_bind_int(st, first + 1, j->slot);
+	else
+		sqlite3_bind_null(st, first + 1);
+	bind_text(st, first + 2, j->nodelist);
+	sqlite3_bind_double(st, first + 3, j->t_submit);
+	sqlite3_bind_double(st, first + 4, j->t_start);
+	sqlite3_bind_double(st, first + 5, j->t_launched);
+	sqlite3_bind_double(st, first + 6, j->t_end);
+	sqlite3_bind_int(st, first + 7, j->exit_status);
+	bind_text(st, first + 8, j->reason);
+	bind_blob(st, first + 9, j->rank_status, sizeof(int32_t) * j->nranks);
+	bind_blob(st, first + 10, done, j->nnodes);
+	free(done);
+	return 0;
+}
+
+int db_job_insert(struct mm_db *db, const struct db_job *j)
+{
+	sqlite3_stmt *st = prep(db,
+		"INSERT INTO jobs(id, name, user, uid, gid, nnodes, nranks, spec, output_path,"
+		" state, slot, nodelist, submit_time, start_time, launch_time, end_time,"
+		" exit_status, reason, rank_status, node_done)"
+		" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,"
+		" ?17, ?18, ?19, ?20)");
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
+	bind_text(st, 2, j->name);
+	bind_text(st, 3, j->user);
+	sqlite3_bind_int64(st, 4, j->uid);
+	sqlite3_bind_int64(st, 5, j->gid);
+	sqlite3_bind_int64(st, 6, j->nnodes);
+	sqlite3_bind_int64(st, 7, j->nranks);
+	sqlite3_bind_blob64(st, 8, j->spec ? j->spec : "", j->spec_len, SQLITE_TRANSIENT);
+	bind_text(st, 9, j->output_path);
+	if (bind_dynamic(st, j, 10) < 0) {
+		sqlite3_finalize(st);
+		snprintf(db->err, sizeof(db->err), "out of memory");
+		return -1;
+	}
+	return step_done(db, st, "recording the job");
+}
+
+static int update(struct mm_db *db, const struct db_job *j)
+{
+	sqlite3_stmt *st = prep(db,
+		"UPDATE jobs SET state = ?1, slot = ?2, nodelist = ?3, submit_time = ?4,"
+		" start_time = ?5, launch_time = ?6, end_time = ?7, exit_status = ?8, reason = ?9,"
+		" rank_status = ?10, node_done = ?11, output_path = ?12 WHERE id = ?13");
+	if (!st)
+		return -1;
+	if (bind_dynamic(st, j, 1) < 0) {
+		sqlite3_finalize(st);
+		snprintf(db->err, sizeof(db->err), "out of memory");
+		return -1;
+	}
+	bind_text(st, 12, j->output_path);
+	sqlite3_bind_int64(st, 13, (sqlite3_int64)j->id);
+	if (step_done(db, st, "updating the job") < 0)
+		return -1;
+	if (sqlite3_changes(db->h) != 1) {
+		snprintf(db->err, sizeof(db->err), "job %llu is not in the database",
+			 (unsigned long long)j->id);
+		return -1;
+	}
+	return 0;
+}
+
+/* The allocation follows the job's nodes: written once when it starts. */
+static int put_alloc(struct mm_db *db, const struct db_job *j)
+{
+	sqlite3_stmt *st = prep(db, "DELETE FROM allocations WHERE job = ?1");
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
+	if (step_done(db, st, "releasing the allocation") < 0)
+		return -1;
+	for (uint32_t k = 0; j->nodes && k < j->nnodes; k++) {
+		st = prep(db, "INSERT INTO allocations(job, node) VALUES(?1, ?2)");
+		if (!st)
+			return -1;
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
+		sqlite3_bind_int(st, 2, j->nodes[k]);
+		if (step_done(db, st, "recording the allocation") < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int txn_end(struct mm_db *db, int rc)
+{
+	if (rc == 0 && exec(db, "COMMIT") == 0)
+		return 0;
+	char keep[sizeof(db->err)];
+	memcpy(keep, db->err, sizeof(keep));
+	exec(db, "ROLLBACK");
+	memcpy(db->err, keep, sizeof(keep));
+	return -1;
+}
+
+int db_job_update(struct mm_db *db, const struct db_job *j)
+{
+	if (exec(db, "BEGIN IMMEDIATE") < 0)
+		return -1;
+	int rc = update(db, j);
+	if (rc == 0)
+		rc = put_alloc(db, j);
+	return txn_end(db, rc);
+}
+
+int db_job_end(struct mm_db *db, const struct db_job *j)
+{
+	if (exec(db, "BEGIN IMMEDIATE") < 0)
+		return -1;
+	int rc = update(db, j);
+	sqlite3_stmt *st = NULL;
+	if (rc == 0 && (st = prep(db, "DELETE FROM allocations WHERE job = ?1"))) {
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
+		rc = step_done(db, st, "releasing the allocation");
+	} else {
+		rc = -1;
+	}
+	if (rc == 0 && (st = prep(db,
+		"INSERT OR REPLACE INTO accounting(job, name, user, uid, nnodes, nranks, nodelist,"
+		" submit_time, start_time, end_time, elapsed, state, exit_status, reason)"
+		" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"))) {
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
+		bind_text(st, 2, j->name);
+		bind_text(st, 3, j->user);
+		sqlite3_bind_int64(st, 4, j->uid);
+		sqlite3_bind_int64(st, 5, j->nnodes);
+		sqlite3_bind_int64(st, 6, j->nranks);
+		bind_text(st, 7, j->nodelist);
+		sqlite3_bind_double(st, 8, j->t_submit);
+		sqlite3_bind_double(st, 9, j->t_start);
+		sqlite3_bind_double(st, 10, j->t_end);
+		/* a job that never started ran for no time */
+		sqlite3_bind_double(st, 11, j->t_start > 0 ? j->t_end - j->t_start : 0);
+		bind_text(st, 12, j->state);
+		sqlite3_bind_int(st, 13, j->exit_status);
+		bind_text(st, 14, j->reason);
+		rc = step_done(db, st, "recording the accounting");
+	} else if (rc == 0) {
+		rc = -1;
+	}
+	return txn_end(db, rc);
+}
+
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+	return (const char *)sqlite3_column_text(st, i);
+}
+
+int db_jobs_active(struct mm_db *db, int (*cb)(void *arg, const struct db_job *j), void *arg)
+{
+	sqlite3_stmt *st = prep(db,
+		"SELECT id, name, user, uid, gid, nnodes, nranks, spec, output_path, state, slot,"
+		" nodelist, submit_time, start_time, launch_time, end_time, exit_status, reason,"
+		" rank_status, node_done FROM jobs"
+		" WHERE state IN ('QUEUED', 'LAUNCHING', 'RUNNING') ORDER BY id");
+	if (!st)
+		return -1;
+	int rc = 0, s;
+	while (rc == 0 && (s = sqlite3_step(st)) == SQLITE_ROW) {
+		struct db_job j = {0};
+		j.id = (uint64_t)sqlite3_column_int64(st, 0);
+		j.name = col_text(st, 1);
+		j.user = col_text(st, 2);
+		j.uid = (uint32_t)sqlite3_column_int64(st, 3);
+		j.gid = (uint32_t)sqlite3_column_int64(st, 4);
+		j.nnodes = (uint32_t)sqlite3_column_int64(st, 5);
+		j.nranks = (uint32_t)sqlite3_column_int64(st, 6);
+		j.spec = sqlite3_column_blob(st, 7);
+		j.spec_len = (size_t)sqlite3_column_bytes(st, 7);
+		j.output_path = col_text(st, 8);
+		j.state = col_text(st, 9);
+		j.slot = sqlite3_column_type(st, 10) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 10);
+		j.nodelist = col_text(st, 11);
+		j.t_submit = sqlite3_column_double(st, 12);
+		j.t_start = sqlite3_column_double(st, 13);
+		j.t_launched = sqlite3_column_double(st, 14);
+		j.t_end = sqlite3_column_double(st, 15);
+		j.exit_status = sqlite3_column_int(st, 16);
+		j.reason = col_text(st, 17);
+		int32_t *ranks = NULL;
+		bool *done = NULL;
+		int *nodes = NULL;
+		size_t rb = (size_t)sqlite3_column_bytes(st, 18);
+		if (rb == sizeof(int32_t) * j.nranks && rb &&
+		    (ranks = malloc(rb)))
+			memcpy(ranks, sqlite3_column_blob(st, 18), rb);
+		size_t db_ = (size_t)sqlite3_column_bytes(st, 19);
+		if (db_ == j.nnodes && db_ && (done = calloc(j.nnodes, sizeof(bool)))) {
+			const uint8_t *b = sqlite3_column_blob(st, 19);
+			for (uint32_t k = 0; k < j.nnodes; k++)
+				done[k] = b[k] != 0;
+		}
+		/* the allocation's nodes, ascending, if it has one */
+		sqlite3_stmt *a = prep(db, "SELECT node FROM allocations WHERE job = ?1 ORDER BY node");
+		if (a) {
+			sqlite3_bind_int64(a, 1, (sqlite3_int64)j.id);
+			uint32_t n = 0;
+			nodes = calloc(j.nnodes ? j.nnodes : 1, sizeof(int));
+			while (nodes && sqlite3_step(a) == SQLITE_ROW && n < j.nnodes)
+				nodes[n++] = sqlite3_column_int(a, 0);
+			sqlite3_finalize(a);
+			if (n != j.nnodes) {
+				free(nodes);
+				nodes = NULL;
+			}
+		}
+		j.rank_status = ranks;
+		j.node_done = done;
+		j.nodes = nodes;
+		rc = cb(arg, &j);
+		free(ranks);
+		free(done);
+		free(nodes);
+	}
+	if (rc == 0 && s != SQLITE_DONE)
+		rc = sqlfail(db, "reading the jobs");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+uint64_t db_last_job_id(struct mm_db *db)
+{
+	sqlite3_stmt *st = prep(db, "SELECT max(id) FROM jobs");
+	uint64_t id = 0;
+	if (st && sqlite3_step(st) == SQLITE_ROW)
+		id = (uint64_t)sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return id;
+}
+
+uint64_t db_next_epoch(struct mm_db *db, uint64_t floor)
+{
+	sqlite3_stmt *st = prep(db, "SELECT value FROM meta WHERE key = 'epoch'");
+	uint64_t last = 0;
+	if (st && sqlite3_step(st) == SQLITE_ROW)
+		last = (uint64_t)sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	uint64_t e = floor > last ? floor : last + 1;
+	/* stored as a signed 64-bit integer: stay below 2^63 */
+	e &= INT64_MAX;
+	st = prep(db, "INSERT OR REPLACE INTO meta(key, value) VALUES('epoch', ?1)");
+	if (!st)
+		return 0;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)e);
+	return step_done(db, st, "recording the epoch") < 0 ? 0 : e;
+}
+
+int db_acct_list(struct mm_db *db, const struct db_acct_filter *f,
+		 int (*cb)(void *arg, const struct db_acct *a), void *arg)
+{
+	sqlite3_stmt *st = prep(db,
+		"SELECT job, name, user, uid, nnodes, nranks, nodelist, submit_time, start_time,"
+		" end_time, state, exit_status, reason FROM accounting"
+		" WHERE (?1 IS NULL OR user = ?1) AND (?2 < 0 OR uid = ?2) AND (?3 = 0 OR job = ?3)"
+		" AND end_time >= ?4 ORDER BY job");
+	if (!st)
+		return -1;
+	bind_text(st, 1, f->user);
+	sqlite3_bind_int64(st, 2, f->uid);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)f->job);
+	sqlite3_bind_double(st, 4, f->since);
+	int rc = 0, s;
+	while (rc == 0 && (s = sqlite3_step(st)) == SQLITE_ROW) {
+		struct db_acct a = {0};
+		a.id = (uint64_t)sqlite3_column_int64(st, 0);
+		a.name = col_text(st, 1);
+		a.user = col_text(st, 2);
+		a.uid = (uint32_t)sqlite3_column_int64(st, 3);
+		a.nnodes = (uint32_t)sqlite3_column_int64(st, 4);
+		a.nranks = (uint32_t)sqlite3_column_int64(st, 5);
+		a.nodelist = col_text(st, 6);
+		a.t_submit = sqlite3_column_double(st, 7);
+		a.t_start = sqlite3_column_double(st, 8);
+		a.t_end = sqlite3_column_double(st, 9);
+		a.state = col_text(st, 10);
+		a.exit_status = sqlite3_column_int(st, 11);
+		a.reason = col_text(st, 12);
+		rc = cb(arg, &a);
+	}
+	if (rc == 0 && s != SQLITE_DONE)
+		rc = sqlfail(db, "reading the accounting");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int db_ckpt_add(struct mm_db *db, uint64_t job, uint64_t epoch, const char *nodes, uint64_t size,
+		bool complete, int64_t *id)
+{
+	sqlite3_stmt *st = prep(db,
+		"INSERT INTO checkpoints(job, epoch, nodes, size, complete, created)"
+		" VALUES(?1, ?2, ?3, ?4, ?5, ?6)");
+	if (!st)
+		return -1;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)epoch);
+	bind_text(st, 3, nodes);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)size);
+	sqlite3_bind_int(st, 5, complete);
+	sqlite3_bind_double(st, 6, (double)ts.tv_sec + ts.tv_nsec / 1e9);
+	if (step_done(db, st, "recording the checkpoint") < 0)
+		return -1;
+	if (id)
+		*id = sqlite3_last_insert_rowid(db->h);
+	return 0;
+}
+
+int db_ckpt_complete(struct mm_db *db, int64_t id, uint64_t size)
+{
+	sqlite3_stmt *st = prep(db, "UPDATE checkpoints SET complete = 1, size = ?1 WHERE id = ?2");
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)size);
+	sqlite3_bind_int64(st, 2, id);
+	if (step_done(db, st, "completing the checkpoint") < 0)
+		return -1;
+	if (sqlite3_changes(db->h) != 1) {
+		snprintf(db->err, sizeof(db->err), "no checkpoint %lld", (long long)id);
+		return -1;
+	}
+	return 0;
+}
+
+int db_ckpt_list(struct mm_db *db, uint64_t job, int (*cb)(void *arg, const struct db_ckpt *c),
+		 void *arg)
+{
+	sqlite3_stmt *st = prep(db,
+		"SELECT id, job, epoch, nodes, size, complete, created FROM checkpoints"
+		" WHERE ?1 = 0 OR job = ?1 ORDER BY id");
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
+	int rc = 0, s;
+	while (rc == 0 && (s = sqlite3_step(st)) == SQLITE_ROW) {
+		struct db_ckpt c = {0};
+		c.id = sqlite3_column_int64(st, 0);
+		c.job = (uint64_t)sqlite3_column_int64(st, 1);
+		c.epoch = (uint64_t)sqlite3_column_int64(st, 2);
+		c.nodes = col_text(st, 3);
+		c.size = (uint64_t)sqlite3_column_int64(st, 4);
+		c.complete = sqlite3_column_int(st, 5) != 0;
+		c.created = sqlite3_column_double(st, 6);
+		rc = cb(arg, &c);
+	}
+	if (rc == 0 && s != SQLITE_DONE)
+		rc = sqlfail(db, "reading the checkpoints");
+	sqlite3_finalize(st);
+	return rc;
+}

@@ -1,0 +1,219 @@
+#!/bin/bash
+# MPI conformance: the programs of tests/mpi built against MPICH (mpicc,
+# mpiexec) and against BCS-MPI (bcs-mpicc, storm run on a 4-node virtual
+# cluster this script starts), run on 1, 2, 4 and 8 ranks; every output must
+# say the checks passed and BCS-MPI's must equal MPICH's byte for byte. Then
+# the jobs that end badly (MPI_Abort, ERRORS_ARE_FATAL), the racy
+# ANY_SOURCE program 50 times under BCS-MPI (one outcome; with
+# --mpich-racy-runs, MPICH's count of outcomes for comparison), and a recorded
+# run that `storm replay` must reproduce byte for byte. Every daemon is taken
+# down on exit.
+#
+# Usage: run.sh [--mpich-only] [--ranks "1 2 4 8"] [--racy-runs N]
+#               [--mpich-racy-runs N] [BUILD_BIN_DIR]
+#   --mpich-only         only the MPICH half (the suite's own validation)
+#   --racy-runs N        runs of the racy program under BCS-MPI (default 50)
+#   --mpich-racy-runs N  and under MPICH, to count its outcomes (default 0:
+#                        one run of 8 ranks on 2 cores takes about 1.4 s)
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../cluster/lib.sh
+. "$HERE/../cluster/lib.sh"
+MPICH_ONLY=0 RANKS="1 2 4 8" RACY_RUNS=50 MPICH_RACY_RUNS=0 BIN=build/bin
+while [ $# -gt 0 ]; do
+	case $1 in
+	--mpich-only) MPICH_ONLY=1 ;;
+	--ranks) RANKS=$2; shift ;;
+	--racy-runs) RACY_RUNS=$2; shift ;;
+	--mpich-racy-runs) MPICH_RACY_RUNS=$2; shift ;;
+	-h | --help) sed -n '2,18s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	-*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+	*) BIN=$1 ;;
+	esac
+	shift
+done
+BIN=$(cd "$BIN" && pwd) || exit 2
+T=$(mktemp -d "${TMPDIR:-/tmp}/storm-mpitest.XXXXXX")
+C=$T/c
+export PATH=$BIN:$PATH
+export STORM_CONF=$C/storm.conf
+fails=0 checks=0
+PROGS="env p2p coll ops ops_complex comm"
+CFLAGS=(-std=c11 -O1 -Wall -Wextra -Werror)
+# GCC 12 warns (wrongly) on MPICH's MPI_STATUSES_IGNORE passed as an array
+MPICH_CFLAGS=("${CFLAGS[@]}" -Wno-stringop-overflow)
+# each program's run, whatever the implementation; a hang is a failure
+LIMIT=${MPI_TEST_TIMEOUT:-120}
+
+cleanup() {
+	if [ -f "$C/storm.conf" ]; then storm cluster down --dir "$C" >/dev/null 2>&1; fi
+	[ -n "${KEEP:-}" ] || rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# nodes N: the virtual nodes for N ranks (two ranks a node past 4)
+nodes() { if [ "$1" -gt 4 ]; then echo 4; else echo "$1"; fi; }
+
+# timed CMD...: runs CMD under the time limit, its run time in ms in $ms
+timed() {
+	local t0 rc
+	t0=$(date +%s%N)
+	timeout "$LIMIT" "$@"
+	rc=$?
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	return $rc
+}
+
+# passed NAME OUT RC: a suite program exited 0, its totals line counts no
+# failure and no line says FAIL
+passed() {
+	local name=$1 out=$2 rc=$3
+	if [ "$rc" = 0 ] && grep -q '^[a-z0-9_]*: [0-9]* checks, 0 failed$' "$out" &&
+		! grep -q FAIL "$out"; then
+		ok "$name: $(grep -o '[0-9]* checks, 0 failed$' "$out") ($ms ms)"
+	else
+		bad "$name: exit $rc"
+		grep -v '^[0-9]* ok ' "$out" | head -20 | sed 's/^/     out: /'
+		head -10 "$out.err" | sed 's/^/     err: /'
+	fi
+}
+
+# bad_end NAME OUT RC MODE: a job that must end badly did, after "before" only
+bad_end() {
+	if [ "$3" != 0 ] && grep -qx "$4: before" "$2" && ! grep -q "$4: after" "$2"; then
+		ok "$1 (exit $3)"
+	else
+		bad "$1: exit $3"
+		head -10 "$2" "$2.err" | sed 's/^/     | /'
+	fi
+}
+
+# ---- MPICH: builds the suite and validates it
+echo "# MPICH ($(mpiexec.mpich --version 2>/dev/null | sed -n 's/^ *Version: *//p'))"
+mkdir -p "$T/mpich" "$T/bcs"
+cc -O2 -shared -fPIC -o "$T/mpich_yield.so" "$HERE/mpich_yield.c" -ldl || bad "cc mpich_yield.c"
+# the suite's ranks yield when idle (mpich_yield.c); the racy program's do not
+mpiexec_yield=(mpiexec.mpich -genv LD_PRELOAD "$T/mpich_yield.so")
+for p in $PROGS abort racy; do
+	if ! mpicc.mpich "${MPICH_CFLAGS[@]}" -o "$T/mpich/$p" "$HERE/$p.c" 2>"$T/mpich/$p.cc"; then
+		bad "mpicc $p.c"
+		head -20 "$T/mpich/$p.cc"
+	fi
+done
+start=$(date +%s%N)
+for n in $RANKS; do
+	for p in $PROGS; do
+		o=$T/mpich/$p.$n.out
+		timed "${mpiexec_yield[@]}" -n "$n" "$T/mpich/$p" >"$o" 2>"$o.err"
+		passed "MPICH $p, $n ranks" "$o" $?
+	done
+done
+for m in abort fatal fatal-dup; do
+	o=$T/mpich/$m.out
+	timeout "$LIMIT" "${mpiexec_yield[@]}" -n 4 "$T/mpich/abort" "$m" >"$o" 2>"$o.err"
+	bad_end "MPICH $m on 4 ranks ends the job" "$o" $? "$m"
+done
+echo "info: MPICH suite runs took $(( ($(date +%s%N) - start) / 1000000 )) ms"
+
+# distinct NAME RUNS CMD...: runs CMD RUNS times, the count of distinct
+# outputs in $distinct, each output's last line in $T/racy.all (a failed run
+# counts as a failure of NAME)
+distinct() {
+	local name=$1 runs=$2 i rc
+	shift 2
+	: >"$T/racy.all"
+	: >"$T/racy.sums"
+	for i in $(seq "$runs"); do
+		timeout "$LIMIT" "$@" >"$T/racy.one" 2>"$T/racy.one.err"
+		rc=$?
+		if [ $rc != 0 ]; then
+			bad "$name: run $i exit $rc"
+			head -5 "$T/racy.one" "$T/racy.one.err"
+			distinct=-1
+			return
+		fi
+		md5sum <"$T/racy.one" >>"$T/racy.sums"
+		tail -n 1 "$T/racy.one" >>"$T/racy.all"
+	done
+	distinct=$(sort -u "$T/racy.sums" | wc -l)
+}
+if [ "$MPICH_RACY_RUNS" -gt 0 ]; then
+	distinct "MPICH racy" "$MPICH_RACY_RUNS" mpiexec.mpich -n 8 "$T/mpich/racy"
+	echo "info: the racy program under MPICH, 8 ranks: $distinct distinct outcomes in $MPICH_RACY_RUNS runs"
+fi
+
+if [ "$MPICH_ONLY" = 1 ]; then
+	echo "$checks checks, $fails failed (MPICH only)"
+	[ "$fails" = 0 ]
+	exit
+fi
+
+# ---- BCS-MPI: the same programs, the same outputs
+echo "# BCS-MPI"
+for p in $PROGS abort racy; do
+	if ! "$BIN/bcs-mpicc" "${CFLAGS[@]}" -o "$T/bcs/$p" "$HERE/$p.c" 2>"$T/bcs/$p.cc"; then
+		bad "bcs-mpicc $p.c"
+		head -20 "$T/bcs/$p.cc"
+	fi
+done
+# 2 ms slices: a blocking call costs a slice or two; 10 s before a node that
+# misses strobes is DOWN, as this machine may be loaded by other jobs
+# outside the subset: a clear build error, never a wrong result
+printf '#include <mpi.h>\nint main(int c, char **v)\n{\n\tMPI_Request r[1];\n\tint n, i[1];\n\tMPI_Init(&c, &v);\n\tMPI_Testsome(1, r, &n, i, MPI_STATUSES_IGNORE);\n\treturn MPI_Finalize();\n}\n' >"$T/outside.c"
+expect "bcs-mpicc refuses MPI_Testsome (outside the subset)" 1 "$BIN/bcs-mpicc" -o "$T/outside" "$T/outside.c"
+has "  naming it" err "MPI_Testsome"
+
+expect "cluster up (4 nodes, 2 ms slices)" 0 storm cluster up --nodes 4 --dir "$C" \
+	--timeslice-us 2000 --down-after 5000
+start=$(date +%s%N)
+for n in $RANKS; do
+	for p in $PROGS; do
+		o=$T/bcs/$p.$n.out
+		timed storm run -N "$(nodes "$n")" -n "$n" "$T/bcs/$p" >"$o" 2>"$o.err"
+		passed "BCS-MPI $p, $n ranks" "$o" $?
+		if cmp -s "$T/mpich/$p.$n.out" "$o"; then
+			ok "  same output as MPICH"
+		else
+			bad "  output differs from MPICH's"
+			diff "$T/mpich/$p.$n.out" "$o" | head -20 | sed 's/^/     /'
+		fi
+	done
+done
+echo "info: BCS-MPI suite runs took $(( ($(date +%s%N) - start) / 1000000 )) ms"
+for m in abort fatal fatal-dup; do
+	o=$T/bcs/$m.out
+	timeout "$LIMIT" storm run -N 4 -n 4 "$T/bcs/abort" "$m" >"$o" 2>"$o.err"
+	bad_end "BCS-MPI $m on 4 ranks ends the job" "$o" $? "$m"
+done
+expect "a job runs after those" 0 storm run -N 4 -n 4 "$T/bcs/racy" 1
+
+start=$(date +%s%N)
+distinct "BCS-MPI racy" "$RACY_RUNS" storm run -N 4 -n 8 "$T/bcs/racy"
+echo "info: $RACY_RUNS racy runs under BCS-MPI took $(( ($(date +%s%N) - start) / 1000000 )) ms"
+if [ "$distinct" = 1 ]; then
+	ok "BCS-MPI racy, 8 ranks: one outcome in $RACY_RUNS runs"
+else
+	bad "BCS-MPI racy, 8 ranks: $distinct distinct outcomes in $RACY_RUNS runs"
+	sort "$T/racy.all" | uniq -c | sort -rn | head -5 | sed 's/^/     /'
+fi
+
+# ---- record and replay
+# 16 rounds: an outcome among very many
+expect "storm run --record" 0 storm run --record "$T/racy.trace" -N 4 -n 8 "$T/bcs/racy" 16
+cp "$T/out" "$T/recorded.out"
+check_size=$(stat -c %s "$T/racy.trace" 2>/dev/null || echo 0)
+if [ "$check_size" -gt 0 ]; then ok "trace written ($check_size bytes)"; else bad "no trace"; fi
+# three replays, so that an outcome that merely recurs cannot pass for one
+for i in 1 2 3; do
+	expect "storm replay ($i)" 0 storm replay "$T/racy.trace"
+	if cmp -s "$T/recorded.out" "$T/out"; then
+		ok "  output equals the recorded run's"
+	else
+		bad "  output differs from the recorded run's"
+		diff "$T/recorded.out" "$T/out" | head -10 | sed 's/^/     /'
+	fi
+done
+
+echo "$checks checks, $fails failed"
+[ "$fails" = 0 ]

@@ -1,0 +1,226 @@
+/* The MM's database (daemons/mm/db.c) on a scratch file: a job's life,
+ * what a restart reads back, accounting filters, checkpoints, and that
+ * every commit is there for a second connection at once (WAL). */
+#include <CUnit/CUnit.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../daemons/mm/db.h"
+#include "suites.h"
+
+static char dir[64], path[128];
+
+static struct mm_db *fresh(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/storm-dbtest.XXXXXX");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/mm.db", dir);
+	struct mm_db *db = NULL;
+	char err[256];
+	CU_ASSERT_EQUAL_FATAL(db_open(path, false, &db, err, sizeof(err)), 0);
+	return db;
+}
+
+static void gone(struct mm_db *db)
+{
+	db_close(db);
+	char cmd[160];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
+struct seen {
+	int n;
+	uint64_t ids[16];
+	char states[16][16];
+	int nodes0[16];
+	int32_t rank1[16];
+	bool done1[16];
+};
+
+static int collect(void *arg, const struct db_job *j)
+{
+	struct seen *s = arg;
+	s->ids[s->n] = j->id;
+	snprintf(s->states[s->n], 16, "%s", j->state);
+	s->nodes0[s->n] = j->nodes ? j->nodes[0] : -1;
+	s->rank1[s->n] = j->rank_status ? j->rank_status[1] : -7;
+	s->done1[s->n] = j->node_done ? j->node_done[1] : false;
+	CU_ASSERT_EQUAL(j->spec_len, 5);
+	s->n++;
+	return 0;
+}
+
+static struct db_job job(uint64_t id, const char *state)
+{
+	struct db_job j = { .id = id, .name = "sh", .user = "alice", .uid = 1000, .gid = 1000,
+			    .nnodes = 2, .nranks = 2, .spec = "spec!", .spec_len = 5,
+			    .state = state, .slot = -1, .t_submit = 100.0 + (double)id };
+	return j;
+}
+
+static void test_life(void)
+{
+	struct mm_db *db = fresh();
+	CU_ASSERT_EQUAL(db_last_job_id(db), 0);
+	struct db_job a = job(1, "QUEUED"), b = job(2, "QUEUED"), c = job(3, "QUEUED");
+	CU_ASSERT_EQUAL(db_job_insert(db, &a), 0);
+	CU_ASSERT_EQUAL(db_job_insert(db, &b), 0);
+	CU_ASSERT_EQUAL(db_job_insert(db, &c), 0);
+	CU_ASSERT_NOT_EQUAL(db_job_insert(db, &a), 0); /* an id is given once */
+	/* job 1 runs on nodes 4 and 5, rank 1 ended, node 5 done */
+	int nodes[2] = { 4, 5 };
+	int32_t ranks[2] = { INT32_MIN, 256 };
+	bool done[2] = { false, true };
+	a.state = "RUNNING";
+	a.slot = 7;
+	a.nodes = nodes;
+	a.rank_status = ranks;
+	a.node_done = done;
+	a.t_start = 200;
+	CU_ASSERT_EQUAL(db_job_update(db, &a), 0);
+	/* job 2 ends */
+	b.state = "COMPLETED";
+	b.t_start = 150;
+	b.t_end = 160;
+	CU_ASSERT_EQUAL(db_job_end(db, &b), 0);
+	CU_ASSERT_EQUAL(db_last_job_id(db), 3);
+
+	/* a second connection (the restarted MM) sees every commit */
+	struct mm_db *db2 = NULL;
+	char err[256];
+	CU_ASSERT_EQUAL_FATAL(db_open(path, true, &db2, err, sizeof(err)), 0);
+	struct seen s = { 0 };
+	CU_ASSERT_EQUAL(db_jobs_active(db2, collect, &s), 0);
+	CU_ASSERT_EQUAL(s.n, 2);
+	CU_ASSERT_EQUAL(s.ids[0], 1);
+	CU_ASSERT_STRING_EQUAL(s.states[0], "RUNNING");
+	CU_ASSERT_EQUAL(s.nodes0[0], 4);
+	CU_ASSERT_EQUAL(s.rank1[0], 256);
+	CU_ASSERT(s.done1[0]);
+	CU_ASSERT_EQUAL(s.ids[1], 3);
+	CU_ASSERT_EQUAL(s.nodes0[1], -1); /* queued: no allocation */
+	db_close(db2);
+
+	/* epochs only grow, whatever the clock says */
+	uint64_t e1 = db_next_epoch(db, 1000), e2 = db_next_epoch(db, 10), e3 = db_next_epoch(db, 5000);
+	CU_ASSERT_EQUAL(e1, 1000);
+	CU_ASSERT_EQUAL(e2, 1001);
+	CU_ASSERT_EQUAL(e3, 5000);
+
+	struct db_job missing = job(99, "RUNNING");
+	CU_ASSERT_NOT_EQUAL(db_job_update(db, &missing), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(db_error(db), "99"));
+	gone(db);
+}
+
+static int count_acct(void *arg, const struct db_acct *a)
+{
+	int *n = arg;
+	CU_ASSERT(a->t_end >= a->t_start);
+	(*n)++;
+	return 0;
+}
+
+static int acct_n(struct mm_db *db, const char *user, uint64_t id, double since)
+{
+	struct db_acct_filter f = { .user = user, .uid = -1, .job = id, .since = since };
+	int n = 0;
+	CU_ASSERT_EQUAL(db_acct_list(db, &f, count_acct, &n), 0);
+	return n;
+}
+
+static void test_acct(void)
+{
+	struct mm_db *db = fresh();
+	for (uint64_t i = 1; i <= 4; i++) {
+		struct db_job j = job(i, "QUEUED");
+		if (i == 4)
+			j.user = "bob";
+		CU_ASSERT_EQUAL(db_job_insert(db, &j), 0);
+		j.state = i == 3 ? "FAILED" : "COMPLETED";
+		j.t_start = 1000 * (double)i;
+		j.t_end = 1000 * (double)i + 5;
+		j.exit_status = i == 3 ? 2 : 0;
+		CU_ASSERT_EQUAL(db_job_end(db, &j), 0);
+	}
+	CU_ASSERT_EQUAL(acct_n(db, NULL, 0, 0), 4);
+	CU_ASSERT_EQUAL(acct_n(db, "alice", 0, 0), 3);
+	CU_ASSERT_EQUAL(acct_n(db, "bob", 0, 0), 1);
+	CU_ASSERT_EQUAL(acct_n(db, "carol", 0, 0), 0);
+	CU_ASSERT_EQUAL(acct_n(db, NULL, 3, 0), 1);
+	CU_ASSERT_EQUAL(acct_n(db, NULL, 0, 2500), 2);
+	CU_ASSERT_EQUAL(acct_n(db, "alice", 0, 2500), 1);
+	struct seen s = { 0 };
+	CU_ASSERT_EQUAL(db_jobs_active(db, collect, &s), 0);
+	CU_ASSERT_EQUAL(s.n, 0);
+	gone(db);
+}
+
+static int count_ckpt(void *arg, const struct db_ckpt *c)
+{
+	int *n = arg;
+	if (c->complete)
+		n[1]++;
+	n[0]++;
+	return 0;
+}
+
+static void test_ckpt(void)
+{
+	struct mm_db *db = fresh();
+	int64_t id = 0, id2 = 0;
+	CU_ASSERT_EQUAL(db_ckpt_add(db, 5, 1, "node[00-03]", 0, false, &id), 0);
+	CU_ASSERT_EQUAL(db_ckpt_add(db, 6, 1, "node00", 10, true, &id2), 0);
+	CU_ASSERT(id > 0 && id2 > id);
+	int n[2] = { 0, 0 };
+	CU_ASSERT_EQUAL(db_ckpt_list(db, 5, count_ckpt, n), 0);
+	CU_ASSERT(n[0] == 1 && n[1] == 0);
+	CU_ASSERT_EQUAL(db_ckpt_complete(db, id, 4096), 0);
+	n[0] = n[1] = 0;
+	CU_ASSERT_EQUAL(db_ckpt_list(db, 0, count_ckpt, n), 0);
+	CU_ASSERT(n[0] == 2 && n[1] == 2);
+	CU_ASSERT_NOT_EQUAL(db_ckpt_complete(db, 12345, 1), 0);
+	gone(db);
+}
+
+static void test_open_errors(void)
+{
+	struct mm_db *db = NULL;
+	char err[256] = "";
+	CU_ASSERT_NOT_EQUAL(db_open("/nonexistent-dir/x/mm.db", false, &db, err, sizeof(err)), 0);
+	CU_ASSERT_PTR_NULL(db);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "/nonexistent-dir/x/mm.db"));
+	/* a file that is not a database */
+	db = fresh();
+	db_close(db);
+	FILE *f = fopen(path, "w");
+	fputs("this is not an SQLite database, but it is long enough to have a header\n", f);
+	fclose(f);
+	unlink(strcat(strcpy(err, path), "-wal"));
+	db = NULL;
+	CU_ASSERT_NOT_EQUAL(db_open(path, false, &db, err, sizeof(err)), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, path));
+	char cmd[160];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CU_ASSERT_EQUAL(system(cmd), 0);
+	/* owner-only: it holds users' environments */
+	db = fresh();
+	struct stat st;
+	CU_ASSERT_EQUAL(stat(path, &st), 0);
+	CU_ASSERT_EQUAL(st.st_mode & 077, 0);
+	gone(db);
+}
+
+void add_db_suite(void)
+{
+	CU_pSuite s = CU_add_suite("mm database", NULL, NULL);
+	CU_add_test(s, "a job's life and what a restart reads back", test_life);
+	CU_add_test(s, "accounting filters", test_acct);
+	CU_add_test(s, "checkpoints", test_ckpt);
+	CU_add_test(s, "bad files are refused with the path", test_open_errors);
+}
