@@ -11,7 +11,11 @@
  * the run list. A node that fails or dies leaves the record incomplete, and
  * an incomplete checkpoint is never restarted.
  *
- * Records live in a list behind ckpt_rec_* (a database may hold them). */
+ * Records live in a list behind ckpt_rec_*; each is also written through to
+ * the database's checkpoints table (db_ckpt_*: job, epoch, nodes, size,
+ * complete), which keeps no relaunch data: after an MM restart the table
+ * is history, and only this MM's in-memory records can be restarted. */
+#include "db.h"
 #include "mm.h"
 
 #include <errno.h>
@@ -225,6 +229,9 @@ int ckpt_begin(struct mm *mm, struct job *j, struct client *c, char *why, size_t
 	/* out of the run list from the next strobe on: the nodes stop it */
 	r->periodic = !c;
 	j->ckpt = r;
+	if (mm->db && db_ckpt_add(mm->db, j->id, r->epoch, r->nodelist, 0, false, &r->db_id) < 0)
+		mm_log("checkpoint %" PRIu64 ": cannot record it in the database: %s", r->id,
+		       db_error(mm->db));
 	j->ckpt_client = c;
 	mm_log("job %" PRIu64 ": checkpoint %" PRIu64 " (epoch %u) started", j->id, r->id,
 	       r->epoch);
@@ -246,6 +253,15 @@ static void remove_images(struct mm *mm, const struct mm_ckpt *r)
 	cmd.body_case = STORM__CL__COMMAND__BODY_CHECKPOINT;
 	cmd.checkpoint = &ck;
 	cmd_queue(mm, &cmd, r->nodes, r->nnodes);
+}
+
+/* Gone for good (deleted, pruned): out of the list and the database. */
+static void rec_forget(struct mm *mm, struct mm_ckpt *r)
+{
+	if (mm->db && r->db_id && db_ckpt_delete(mm->db, r->db_id) < 0)
+		mm_log("checkpoint %" PRIu64 ": cannot delete it from the database: %s", r->id,
+		       db_error(mm->db));
+	ckpt_rec_delete(mm, r);
 }
 
 /* Periodic checkpoints would fill the nodes' disks: once one completes,
@@ -274,7 +290,7 @@ static void prune(struct mm *mm, uint64_t job)
 		mm_log("job %" PRIu64 ": checkpoint %" PRIu64 " (epoch %u) pruned", job, victim->id,
 		       victim->epoch);
 		remove_images(mm, victim);
-		ckpt_rec_delete(mm, victim);
+		rec_forget(mm, victim);
 	}
 }
 
@@ -296,6 +312,9 @@ static void ckpt_finish(struct mm *mm, struct job *j, bool ok, const char *why)
 	       "frozen %.3f s%s%s",
 	       j->id, ok ? "complete" : "INCOMPLETE", r->id, r->epoch, r->bytes, r->seconds,
 	       r->frozen, ok ? "" : ": ", ok ? "" : r->reason);
+	if (ok && r->db_id && db_ckpt_complete(mm->db, r->db_id, r->bytes) < 0)
+		mm_log("checkpoint %" PRIu64 ": cannot mark it complete in the database: %s", r->id,
+		       db_error(mm->db));
 	if (ok && r->periodic)
 		prune(mm, j->id);
 	struct client *c = j->ckpt_client;
@@ -669,7 +688,7 @@ static void handle_delete(struct mm *mm, struct client *c, uint64_t id)
 	remove_images(mm, r);
 	reply_info(mm, c, r);
 	mm_log("checkpoint %llu deleted by uid %u", (unsigned long long)id, (unsigned)c->uid);
-	ckpt_rec_delete(mm, r);
+	rec_forget(mm, r);
 }
 
 static void reply_list(struct mm *mm, struct client *c)

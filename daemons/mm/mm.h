@@ -139,6 +139,7 @@ struct mm_ckpt {
 	uint32_t fmodes[FRAME_MAX_FDS];
 	uint32_t interval;
 	bool restart_on_failure;
+	int64_t db_id;           /* its row in the database's checkpoints table, 0: none */
 	struct mm_ckpt *next;
 };
 
