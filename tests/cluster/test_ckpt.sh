@@ -96,6 +96,11 @@ expect "storm checkpoints lists them" 0 storm checkpoints
 	bad "  three complete checkpoints"
 [ -f "$C/state/node00/ckpt/1/3/rank0.img" ] && [ -f "$C/state/node01/ckpt/1/3/rank1.img" ] &&
 	ok "  images in each node's state directory" || bad "  images in each node's state directory"
+# the MM's database has them too (its checkpoints table)
+DB=$(find "$C" -name mm.db | head -1)
+db_ckpts() { sqlite3 "$DB" "SELECT epoch || ':' || complete FROM checkpoints WHERE job = 1 ORDER BY id" | tr '\n' ' '; }
+[ -n "$DB" ] && [ "$(db_ckpts)" = "1:1 2:1 3:1 " ] && ok "  recorded complete in the MM's database" ||
+	bad "  recorded complete in the MM's database (${DB:-no mm.db}: $(db_ckpts 2>&1))"
 
 # ---- restart the last one where it was: the files end identical
 rm -f out0.f.tmp
@@ -153,6 +158,8 @@ fi
 expect "storm checkpoints --delete" 0 storm checkpoints --delete 1
 wait_log "$C/log/node00.log" "checkpoint 1 of job 1 deleted" 10 &&
 	[ ! -e "$C/state/node00/ckpt/1/1" ] && ok "  its images are gone" || bad "  its images are gone"
+[ "$(db_ckpts)" = "2:1 3:1 " ] && ok "  gone from the MM's database" ||
+	bad "  gone from the MM's database: $(db_ckpts 2>&1)"
 expect "restart of a deleted checkpoint" 1 storm restart 1
 
 # ---- a node dies: the job restarts from its latest complete checkpoint
