@@ -223,6 +223,7 @@ static void strobe(void)
 	s->nnodes = mm.n;
 	s->flags = 0;
 	s->switches = 0;
+	s->epoch = 1; /* one MM incarnation throughout: a new epoch means a restart */
 	memcpy(buf + sizeof(*s), mm.ack, 8 * mm.n);
 	memcpy(strobe_run(s), mm.run, 8 * mm.n);
 	gm_mac(mm.key, GM_MAC_STROBE, GM_MAC_ANY_NODE, buf, strobe_signed_size(mm.n),
