@@ -3,7 +3,7 @@ CC      ?= cc
 BUILD   := build
 GEN     := $(BUILD)/gen
 CFLAGS  := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -MMD -MP \
-           -I net_abstraction -I common -I scheduler -I $(GEN)/proto
+           -I net_abstraction -I common -I scheduler -I checkpoint -I $(GEN)/proto
 LDLIBS  := -lfabric
 SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
@@ -20,10 +20,10 @@ MM_LIBS := -lsqlite3
 AUTH_LIBS := -lmunge -lsodium
 DAEMON_LIBS := -lfabric -lprotobuf-c -linih -ljansson $(AUTH_LIBS)
 
-.PHONY: all deps bench-deps demo check unit unit-asan nettest bench bench-launch bench-gang bench-mpi clean
+.PHONY: all deps bench-deps demo check unit unit-asan nettest bench bench-launch bench-gang bench-ckpt bench-mpi clean
 all: $(BUILD)/lib/libstormnet.a $(BUILD)/lib/libstormcommon.a $(BUILD)/bin/primitives_demo \
      $(BUILD)/bin/sn_mptest $(BUILD)/bin/unit_tests $(BUILD)/bin/stormmm $(BUILD)/bin/stormnd \
-     $(BUILD)/bin/storm bcsmpi
+     $(BUILD)/bin/storm $(BUILD)/lib/libstormckpt.a $(BUILD)/bin/storm-ckpt bcsmpi
 
 deps:
 	@./scripts/install-deps.sh
@@ -53,6 +53,23 @@ $(BUILD)/lib/libstormnet.a: $(NET_SRC:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
+# the process checkpointer (checkpoint/); its image metadata is proto/ckpt.proto
+CKPT_SRC := checkpoint/image.c checkpoint/util.c checkpoint/dump.c checkpoint/restore.c
+$(BUILD)/lib/libstormckpt.a: $(CKPT_SRC:%.c=$(BUILD)/obj/%.o)
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+$(BUILD)/bin/storm-ckpt: $(BUILD)/obj/checkpoint/tool.o $(BUILD)/lib/libstormckpt.a \
+                         $(BUILD)/lib/libstormcommon.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ -lprotobuf-c -lxxhash
+
+$(BUILD)/bin/ckpt_prog: tests/ckpt/ckpt_prog.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -o $@ $<
+.PHONY: ckpttest
+ckpttest: $(BUILD)/bin/storm-ckpt $(BUILD)/bin/ckpt_prog
+	./tests/ckpt/test_ckpt.sh $(BUILD)/bin
+
 # ---- programs
 $(BUILD)/bin/primitives_demo: $(BUILD)/obj/demo/primitives_demo.o $(BUILD)/obj/tests/lib/spawn.o \
                               $(BUILD)/lib/libstormnet.a
@@ -67,10 +84,10 @@ $(BUILD)/bin/stormmm: $(MM_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormcommon
                      $(BUILD)/lib/libstormnet.a
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(DAEMON_LIBS) $(MM_LIBS)
-$(BUILD)/bin/stormnd: $(ND_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormcommon.a \
-                     $(BUILD)/lib/libstormnet.a
+$(BUILD)/bin/stormnd: $(ND_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormckpt.a \
+                     $(BUILD)/lib/libstormcommon.a $(BUILD)/lib/libstormnet.a
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(DAEMON_LIBS)
+	$(CC) -o $@ $^ $(DAEMON_LIBS) -lxxhash
 $(BUILD)/bin/storm: $(CLI_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormcommon.a
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ -lprotobuf-c -linih -ljansson $(AUTH_LIBS)
@@ -117,13 +134,14 @@ UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_LIB := net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wire.c \
             common/hostlist.c common/config.c scheduler/matrix.c cli/opts.c cli/label.c cli/fmt.c cli/mview.c \
             common/gm_auth.c common/ctl_auth.c daemons/mm/access.c daemons/mm/db.c \
-            bcs_mpi/match.c bcs_mpi/dtype.c bcs_mpi/trace_codec.c
+            bcs_mpi/match.c bcs_mpi/dtype.c bcs_mpi/trace_codec.c \
+            checkpoint/image.c checkpoint/util.c
 $(BUILD)/bin/unit_tests: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_LIB:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ -lcunit -linih $(AUTH_LIBS) -lsqlite3
+	$(CC) -o $@ $^ -lcunit -linih $(AUTH_LIBS) -lsqlite3 -lxxhash
 $(BUILD)/bin/unit_tests_asan: $(UNIT_SRC:%.c=$(BUILD)/asan/%.o) $(UNIT_LIB:%.c=$(BUILD)/asan/%.o)
 	@mkdir -p $(dir $@)
-	$(CC) $(SANFLAGS) -o $@ $^ -lcunit -linih $(AUTH_LIBS) -lsqlite3
+	$(CC) $(SANFLAGS) -o $@ $^ -lcunit -linih $(AUTH_LIBS) -lsqlite3 -lxxhash
 $(BUILD)/bin/sn_mptest: $(BUILD)/obj/tests/net/sn_mptest.o $(BUILD)/obj/tests/lib/spawn.o \
                         $(BUILD)/lib/libstormnet.a
 	@mkdir -p $(dir $@)
@@ -146,9 +164,11 @@ $(BUILD)/bin/storm_selfsum: tests/cluster/selfsum.c
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -o $@ $<
 .PHONY: clustertest
-clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/nfq_netem
+clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/nfq_netem \
+             $(BUILD)/bin/ckpt_prog
 	./tests/cluster/test_cluster.sh $(BUILD)/bin
 	./tests/cluster/test_users.sh $(BUILD)/bin
+	./tests/cluster/test_ckpt.sh $(BUILD)/bin
 	./tests/cluster/test_gang.sh $(BUILD)/bin
 	./tests/cluster/test_mpi.sh $(BUILD)/bin
 	./tests/cluster/test_netns.sh $(BUILD)/bin
@@ -164,7 +184,7 @@ mpitest: all
 
 check: deps
 	$(MAKE) all
-	$(MAKE) unit unit-asan fuzz-check clitest ndtest clustertest nettest mpitest
+	$(MAKE) unit unit-asan fuzz-check ckpttest clitest ndtest clustertest nettest mpitest
 
 # the main job on the embedded default: an 8-node virtual cluster on this
 # machine, one 32-rank job with a 12 MiB program multicast to every node
@@ -179,6 +199,7 @@ bench: bench-deps
 	./bench/timeslice/run.sh 8
 	./bench/timeslice/run.sh 64
 	$(MAKE) bench-gang-run
+	$(MAKE) bench-ckpt-run
 	$(MAKE) bench-mpi-run
 
 # gang scheduling (the STORM paper's Figure 3): two CPU-bound jobs alone and
@@ -190,6 +211,16 @@ bench-gang-run:
 	$(MAKE) all $(BUILD)/bin/gang_spin
 	./bench/gang/run.sh
 	python3 bench/gang/report.py bench/results/gang-latest/results.jsonl docs/BENCHMARKS.md docs/gang.svg
+
+# checkpoint/restart: checkpoint and restart time against job memory on 8
+# virtual nodes vs dd's bandwidth, failure-free overhead at 10 s and 60 s
+bench-ckpt: bench-deps
+	$(MAKE) bench-ckpt-run
+.PHONY: bench-ckpt-run
+bench-ckpt-run:
+	$(MAKE) all $(BUILD)/bin/ckpt_prog
+	./bench/checkpoint/run.sh
+	python3 bench/checkpoint/report.py bench/results/ckpt-latest/results.jsonl docs/BENCHMARKS.md
 
 # BCS-MPI against MPICH (bench/mpi: mini-apps, microbenchmarks, timeslice
 # sweep, --record, racy program); bench/mpi/run.sh --quick is a smoke run

@@ -69,6 +69,11 @@ int cmd_nodes(struct cli *c, int argc, char **argv);
 int cmd_cancel(struct cli *c, int argc, char **argv);
 int cmd_cluster(struct cli *c, int argc, char **argv);
 int cmd_matrix(struct cli *c, int argc, char **argv);
+int cmd_checkpoint(struct cli *c, int argc, char **argv);
+int cmd_restart(struct cli *c, int argc, char **argv);
+int cmd_checkpoints(struct cli *c, int argc, char **argv);
+/* run.c: streams a submitted job on fd like storm run; its exit code */
+int cli_stream(struct cli *c, int fd, const char *cmd, int label);
 int cmd_replay(struct cli *c, int argc, char **argv);
 int cmd_acct(struct cli *c, int argc, char **argv);
 /* `storm matrix` without --json: the header line, the grid, the jobs. */

@@ -1107,7 +1107,7 @@ static const char restart_help[] =
 	"      --conf FILE the cluster's storm.conf\n"
 	"  -h, --help     this help\n";
 
-static int cmd_restart(struct cli *c, int argc, char **argv)
+static int cluster_restart(struct cli *c, int argc, char **argv)
 {
 	static const struct cli_opt opts[] = {
 		{ "dir", 0, 1, C_DIR }, { "conf", 0, 1, C_CONF }, { "help", 'h', 0, C_HELP },
@@ -1252,6 +1252,6 @@ int cmd_cluster(struct cli *c, int argc, char **argv)
 	if (!strcmp(sub, "down"))
 		return cmd_down(c, argc - 1, argv + 1);
 	if (!strcmp(sub, "restart"))
-		return cmd_restart(c, argc - 1, argv + 1);
+		return cluster_restart(c, argc - 1, argv + 1);
 	return usage_error("storm cluster", "unknown subcommand '%s'", sub);
 }

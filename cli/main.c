@@ -21,6 +21,9 @@ static const char usage[] =
 	"  matrix   draw the gang-scheduling matrix, once or live (--watch)\n"
 	"  replay   rerun a BCS-MPI job recorded with 'storm run --record'\n"
 	"  cluster  bring a virtual cluster up or down on this machine; its status\n"
+	"  checkpoint   checkpoint a running job\n"
+	"  restart      start a job again from a checkpoint, streaming its output\n"
+	"  checkpoints  list or delete checkpoints\n"
 	"\n"
 	"Global options:\n"
 	"  --conf FILE   the cluster's storm.conf (default: $STORM_CONF, then\n"
@@ -46,6 +49,8 @@ static const struct {
 } commands[] = {
 	{ "run", cmd_run },	  { "submit", cmd_submit }, { "jobs", cmd_jobs },
 	{ "nodes", cmd_nodes },	  { "cancel", cmd_cancel }, { "cluster", cmd_cluster },
+	{ "matrix", cmd_matrix }, { "checkpoint", cmd_checkpoint }, { "restart", cmd_restart },
+	{ "checkpoints", cmd_checkpoints },
 	{ "matrix", cmd_matrix }, { "replay", cmd_replay }, { "acct", cmd_acct },
 };
 

@@ -32,6 +32,8 @@ struct job_opts {
 	int batch;
 	unsigned nodes, ranks;
 	int label, no_bcast, timing, overcommit, parsable, wait;
+	unsigned ckpt_interval;
+	int restart_on_failure;
 	const char *name, *output;
 	const char *files[MAX_FILES];
 	int nfiles;
@@ -61,6 +63,9 @@ static const char run_help[] =
 	"                      MPI_Waitsome) to FILE, for 'storm replay FILE'\n"
 	"  -J, --job-name NAME the job's name (default: PROGRAM's base name)\n"
 	"  -O, --overcommit    allow more ranks than CPUs on a node\n"
+	"      --checkpoint-interval S  checkpoint the job every S seconds\n"
+	"      --restart-on-failure     if a node of the job dies, restart it from its\n"
+	"                      latest complete checkpoint on the nodes left\n"
 	"      --conf FILE     the cluster's storm.conf\n"
 	"  -h, --help          this help\n"
 	"\n"
@@ -84,6 +89,9 @@ static const char submit_help[] =
 	"      --file F        send F along too (repeatable, up to 15)\n"
 	"  -J, --job-name NAME the job's name (default: PROGRAM's base name)\n"
 	"  -O, --overcommit    allow more ranks than CPUs on a node\n"
+	"      --checkpoint-interval S  checkpoint the job every S seconds\n"
+	"      --restart-on-failure     if a node of the job dies, restart it from its\n"
+	"                      latest complete checkpoint on the nodes left\n"
 	"      --conf FILE     the cluster's storm.conf\n"
 	"  -h, --help          this help\n"
 	"\n"
@@ -92,7 +100,8 @@ static const char submit_help[] =
 
 enum {
 	J_NODES = 1, J_RANKS, J_LABEL, J_NOBCAST, J_FILE, J_TIMING, J_NAME, J_OVERCOMMIT,
-	J_OUTPUT, J_PARSABLE, J_CONF, J_HELP, J_WAIT, J_RECORD
+	J_OUTPUT, J_PARSABLE, J_CONF, J_HELP, J_WAIT, J_CKPT_INTERVAL, J_RESTART_ON_FAILURE,
+	J_RECORD
 };
 static const struct cli_opt run_opts[] = {
 	{ "nodes", 'N', 1, J_NODES },	  { "ntasks", 'n', 1, J_RANKS },
@@ -100,6 +109,8 @@ static const struct cli_opt run_opts[] = {
 	{ "file", 0, 1, J_FILE },	  { "timing", 0, 0, J_TIMING },
 	{ "job-name", 'J', 1, J_NAME },	  { "overcommit", 'O', 0, J_OVERCOMMIT },
 	{ "conf", 0, 1, J_CONF },	  { "help", 'h', 0, J_HELP },
+	{ "checkpoint-interval", 0, 1, J_CKPT_INTERVAL },
+	{ "restart-on-failure", 0, 0, J_RESTART_ON_FAILURE },
 	{ "record", 0, 1, J_RECORD },
 	{ NULL, 0, 0, 0 },
 };
@@ -110,6 +121,8 @@ static const struct cli_opt submit_opts[] = {
 	{ "no-bcast", 0, 0, J_NOBCAST },  { "file", 0, 1, J_FILE },
 	{ "job-name", 'J', 1, J_NAME },	  { "overcommit", 'O', 0, J_OVERCOMMIT },
 	{ "conf", 0, 1, J_CONF },	  { "help", 'h', 0, J_HELP },
+	{ "checkpoint-interval", 0, 1, J_CKPT_INTERVAL },
+	{ "restart-on-failure", 0, 0, J_RESTART_ON_FAILURE },
 	{ NULL, 0, 0, 0 },
 };
 
@@ -136,6 +149,13 @@ static int parse_job_opts(struct cli *c, int argc, char **argv, struct job_opts 
 		case J_OVERCOMMIT: o->overcommit = 1; break;
 		case J_PARSABLE: o->parsable = 1; break;
 		case J_WAIT: o->wait = 1; break;
+		case J_RESTART_ON_FAILURE: o->restart_on_failure = 1; break;
+		case J_CKPT_INTERVAL:
+			if (parse_uint(p.arg, 1, 1u << 30, &v) != 0)
+				return usage_error(o->cmd, "--checkpoint-interval wants seconds, a whole "
+						   "number from 1, not '%s'", p.arg);
+			o->ckpt_interval = (unsigned)v;
+			break;
 		case J_NAME: o->name = p.arg; break;
 		case J_OUTPUT:
 			if (!p.arg[0])
@@ -328,6 +348,8 @@ static int prepare(const struct job_opts *o, struct prepared *pr)
 	s->files = pr->file_names;
 	s->name = pr->name;
 	s->overcommit = o->overcommit;
+	s->checkpoint_interval = o->ckpt_interval;
+	s->restart_on_failure = o->restart_on_failure;
 	return -1;
 }
 
@@ -550,9 +572,13 @@ static int on_reply(struct run_state *st, Storm__Ctl__Reply *rep)
 	switch (rep->body_case) {
 	case STORM__CTL__REPLY__BODY_SUBMITTED: {
 		Storm__Ctl__Submitted *s = rep->submitted;
+		int restarted = st->job && s->job != st->job;
+		if (restarted) /* from a checkpoint, its node lost */
+			fprintf(stderr, "storm: %s; now job %llu\n",
+				s->reason[0] ? s->reason : "restarted", (unsigned long long)s->job);
 		st->job = s->job;
 		st->xfer_start = now_s();
-		if (s->state && !strcmp(s->state, "QUEUED"))
+		if (!restarted && s->state && !strcmp(s->state, "QUEUED"))
 			fprintf(stderr, "storm: job %llu queued%s%s\n", (unsigned long long)s->job,
 				s->reason[0] ? ": " : "", s->reason);
 		if (st->pending_signal) {
@@ -727,6 +753,15 @@ static int stream_job(struct run_state *st, int fd)
 	if (sfd >= 0)
 		close(sfd);
 	return code;
+}
+
+int cli_stream(struct cli *c, int fd, const char *cmd, int label)
+{
+	struct job_opts o = { .cmd = cmd, .label = label };
+	struct run_state st = { .c = c, .o = &o, .stderr_tty = isatty(2) };
+	int rc = stream_job(&st, fd);
+	label_free(&st.labels);
+	return rc;
 }
 
 static int job_main(struct cli *c, int argc, char **argv, int batch, int bcs)

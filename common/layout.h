@@ -108,6 +108,10 @@ static inline size_t strobe_size(uint32_t nnodes)
 #define GM_JOB_SLOTS 256
 #define GM_VAR_DONE(slot) (GM_VARS + 16 + 8 * (uint64_t)(slot))
 
+/* u64 per job slot: the id of the last checkpoint this node finished for the
+ * job there; the MM confirms a checkpoint with COMPARE-AND-WRITE (EQ id) */
+#define GM_VAR_CKPT(slot) (GM_VARS + 4096 + 8 * (uint64_t)(slot))
+
 /* On a node: u64, the last report of it the MM consumed, then its tag
  * (GM_MAC_ACK, for that node); written by the MM right after consuming it,
  * so a node with more to say need not wait for the next strobe's ack */

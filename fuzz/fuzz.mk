@@ -8,10 +8,12 @@
 #                       tests/fuzz/corpus/T and the regressions tests/fuzz/regress/T
 # To add a target: write fuzz/T.c, add T to FUZZ_TARGETS and its FUZZ_DEPS_T.
 FUZZ_TARGETS := frame ctl_request ctl_reply mm_report nd_command nd_strobe nd_chunk \
-                wire nodeset config hostlist cli_opts mm_state ctl_auth bcs_trace
+                wire nodeset config hostlist cli_opts mm_state ctl_auth bcs_trace \
+                ckpt_image
 
 FUZZ_DEPS_frame       := common/frame.c
 FUZZ_DEPS_bcs_trace   := bcs_mpi/trace_codec.c
+FUZZ_DEPS_ckpt_image  := checkpoint/image.c
 FUZZ_DEPS_ctl_request := daemons/mm/request.c common/config.c common/hostlist.c
 FUZZ_DEPS_ctl_reply   := $(filter-out cli/main.c,$(CLI_SRC)) $(COMMON_SRC)
 FUZZ_DEPS_mm_report   := daemons/mm/request.c common/config.c common/hostlist.c
@@ -32,9 +34,9 @@ FUZZ_EXTRA_daemons/mm/main.c := -Dmain=stormmm_main -Dmm_log=mm_log_stderr \
 FUZZ_CC      ?= $(shell command -v clang-14 || command -v clang)
 FUZZ_SECONDS ?= 60
 FUZZ_INC     := -I net_abstraction -I common -I scheduler -I $(GEN)/proto -I fuzz -I cli \
-                -I daemons/mm -I daemons/node
+                -I daemons/mm -I daemons/node -I checkpoint
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -MMD -MP -g -O1 -fno-omit-frame-pointer -Wall -Wextra $(FUZZ_INC)
-FUZZ_LIBS    := -lprotobuf-c -linih -ljansson $(AUTH_LIBS) $(MM_LIBS)
+FUZZ_LIBS    := -lprotobuf-c -linih -ljansson $(AUTH_LIBS) $(MM_LIBS) -lxxhash
 FUZZ_LF      := -fsanitize=address,undefined -fno-sanitize-recover=all
 
 .PHONY: fuzz fuzz-build fuzz-check fuzz-corpus fuzz-merge

@@ -49,7 +49,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_ASSERT((uint64_t)first + count <= L->ranks,
 				    "ranks %u..%u of a job of %u ranks", first, first + count - 1,
 				    L->ranks);
-			FUZZ_ASSERT(L->exec_path[0] || L->n_files > 0, "no program");
+			/* a restart's ranks come from their images, not a program */
+			FUZZ_ASSERT(L->restore || L->exec_path[0] || L->n_files > 0, "no program");
+			FUZZ_ASSERT(!L->restore || ((!L->restore_dir[0] ||
+						     nd_valid_ckpt_dir(L->restore_dir)) &&
+						    (!L->files_dir[0] || nd_valid_ckpt_dir(L->files_dir))),
+				    "checkpoint directories '%s' '%s'", L->restore_dir, L->files_dir);
 			for (size_t i = 0; i < L->n_files; i++)
 				FUZZ_ASSERT(nd_valid_basename(L->files[i]->name) &&
 						    !strchr(L->files[i]->name, '/'),

@@ -14,3 +14,14 @@ bool mm_may_touch(const struct client *c, const struct job *j, const char *verb,
 		 (unsigned long long)j->id, j->user, verb);
 	return false;
 }
+
+bool mm_may_touch_ckpt(const struct client *c, const struct mm_ckpt *r, const char *verb,
+		       char *why, size_t len)
+{
+	/* a checkpoint is its job's: the same rule */
+	if (c->uid == 0 || c->uid == r->uid)
+		return true;
+	snprintf(why, len, "checkpoint %llu belongs to %s; only its owner or root may %s it",
+		 (unsigned long long)r->id, r->user, verb);
+	return false;
+}

@@ -151,6 +151,9 @@ void client_close(struct mm *mm, struct client *c)
 		j->client = NULL;
 		job_client_gone(mm, j);
 	}
+	for (struct job *j = mm->jobs; j; j = j->next)
+		if (j->ckpt_client == c)
+			j->ckpt_client = NULL;
 	frame_rx_reset(&c->rx);
 	ctl_session_clear(&c->sess);
 	/* freed by clients_reap: this loop turn may still hold events for it */
@@ -491,6 +494,12 @@ static void handle(struct mm *mm, struct client *c)
 		break;
 	case STORM__CTL__REQUEST__BODY_SHUTDOWN:
 		handle_shutdown(mm, c);
+		break;
+	case STORM__CTL__REQUEST__BODY_CHECKPOINT:
+	case STORM__CTL__REQUEST__BODY_RESTART:
+	case STORM__CTL__REQUEST__BODY_CHECKPOINTS:
+	case STORM__CTL__REQUEST__BODY_DELETE_CHECKPOINT:
+		ckpt_handle_request(mm, c, req);
 		break;
 	case STORM__CTL__REQUEST__BODY_ACCT:
 		persist_acct(mm, c, req->acct);

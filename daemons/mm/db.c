@@ -507,6 +507,15 @@ int db_ckpt_complete(struct mm_db *db, int64_t id, uint64_t size)
 	return 0;
 }
 
+int db_ckpt_delete(struct mm_db *db, int64_t id)
+{
+	sqlite3_stmt *st = prep(db, "DELETE FROM checkpoints WHERE id = ?1");
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, id);
+	return step_done(db, st, "deleting the checkpoint");
+}
+
 int db_ckpt_list(struct mm_db *db, uint64_t job, int (*cb)(void *arg, const struct db_ckpt *c),
 		 void *arg)
 {

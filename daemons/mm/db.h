@@ -94,6 +94,8 @@ int db_acct_list(struct mm_db *db, const struct db_acct_filter *f,
 int db_ckpt_add(struct mm_db *db, uint64_t job, uint64_t epoch, const char *nodes, uint64_t size,
 		bool complete, int64_t *id);
 int db_ckpt_complete(struct mm_db *db, int64_t id, uint64_t size);
+/* Deleted or pruned: its images are gone. */
+int db_ckpt_delete(struct mm_db *db, int64_t id);
 int db_ckpt_list(struct mm_db *db, uint64_t job, int (*cb)(void *arg, const struct db_ckpt *c),
 		 void *arg);
 

@@ -76,8 +76,9 @@ void gang_fill_strobe(struct mm *mm, struct strobe *s)
 		struct job *j = id ? job_find(mm, id) : NULL;
 		/* only launched jobs: a node must not take a job it is still
 		 * receiving for one to continue */
-		run[p] = j && (j->state == STORM__CTL__JOB_STATE__RUNNING ||
-			       j->state == STORM__CTL__JOB_STATE__LAUNCHING)
+		/* a job being checkpointed is frozen until every node saved it */
+		run[p] = j && !ckpt_freezes(j) && (j->state == STORM__CTL__JOB_STATE__RUNNING ||
+					   j->state == STORM__CTL__JOB_STATE__LAUNCHING)
 				 ? id
 				 : 0;
 	}

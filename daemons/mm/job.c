@@ -165,6 +165,8 @@ void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds
 	j->cwd = strdup(s->cwd);
 	j->program = strdup(s->program);
 	j->no_bcast = s->no_bcast;
+	j->ckpt_interval = s->checkpoint_interval;
+	j->restart_on_failure = s->restart_on_failure;
 	j->nodes = calloc(nodes, sizeof(int));
 	j->rank_status = malloc(sizeof(int32_t) * ranks);
 	j->node_done = calloc(nodes, sizeof(bool));
@@ -301,7 +303,10 @@ static void start(struct mm *mm, struct job *j)
 	mm_log("job %llu starts on %s in row %d", (unsigned long long)j->id, j->nodelist,
 	       gang_home(mm, j));
 	persist_job(mm, j);
-	if (j->no_bcast)
+	int in_place = j->restore_id ? ckpt_restart_prepare(mm, j) : 0;
+	if (in_place < 0)
+		return; /* failed, saying why */
+	if (j->no_bcast || in_place)
 		job_transferred(mm, j);
 	else if (transfer_start(mm, j) < 0)
 		job_fail(mm, j, "cannot start the program transfer: out of memory");
@@ -365,6 +370,9 @@ void job_transferred(struct mm *mm, struct job *j)
 	l.files = fptr;
 	l.n_files = (size_t)j->nfds;
 	l.exec_path = j->no_bcast ? j->program : "";
+	char *old_dirs[STORM_MAX_NODES > 64 ? 64 : STORM_MAX_NODES];
+	if (j->restore_id)
+		ckpt_fill_launch(mm, j, &l, old_dirs);
 	Storm__Cl__Command cmd = STORM__CL__COMMAND__INIT;
 	cmd.body_case = STORM__CL__COMMAND__BODY_LAUNCH;
 	cmd.launch = &l;
@@ -373,8 +381,13 @@ void job_transferred(struct mm *mm, struct job *j)
 		job_fail(mm, j, "cannot queue the launch command: %s", strerror(-rc));
 		return;
 	}
+	if (j->restore_id)
+		for (size_t i = 0; i < l.n_old_dirs; i++)
+			free(old_dirs[i]);
 	j->state = STORM__CTL__JOB_STATE__RUNNING;
 	j->t_launched = now_s();
+	if (j->ckpt_interval)
+		j->ckpt_next = j->t_launched + j->ckpt_interval;
 	persist_job(mm, j);
 	/* launched into the running row: it runs from its first strobe */
 	j->ran = gang_runs_now(mm, j);
@@ -394,6 +407,7 @@ static int32_t status_code(int32_t ws)
 static void finish(struct mm *mm, struct job *j)
 {
 	j->t_end = now_s();
+	ckpt_job_ended(mm, j);
 	int32_t code = 0;
 	for (uint32_t r = 0; r < j->nranks; r++)
 		if (j->rank_status[r] != INT32_MIN && status_code(j->rank_status[r]) != 0) {
@@ -631,7 +645,14 @@ void job_node_failed(struct mm *mm, struct job *j, int node, const char *why)
 		j->node_done[k] = true;
 		j->nodes_done++;
 	}
-	job_fail(mm, j, "%s", why);
+	/* with --restart-on-failure a restart job takes over from its latest
+	 * checkpoint; why names the node, the end says what became of the job */
+	uint64_t again = ckpt_node_lost(mm, j, node);
+	if (again)
+		job_fail(mm, j, "%s; restarted from its latest checkpoint as job %llu", why,
+			 (unsigned long long)again);
+	else
+		job_fail(mm, j, "%s; the job was terminated", why);
 	check_end(mm, j);
 }
 
@@ -641,11 +662,11 @@ void job_node_lost(struct mm *mm, struct job *j, int node)
 	const struct mm_node *n = &mm->nodes[node];
 	if (n->heard_time > 0)
 		snprintf(why, sizeof(why),
-			 "node %s stopped responding (no report for %.1f s); the job was terminated",
+			 "node %s stopped responding (no report for %.1f s)",
 			 mm->conf.nodes[node], now_s() - n->heard_time);
 	else
 		snprintf(why, sizeof(why), "node %s did not report since the machine manager "
-			 "restarted; the job was terminated", mm->conf.nodes[node]);
+			 "restarted", mm->conf.nodes[node]);
 	job_node_failed(mm, j, node, why);
 }
 
@@ -706,6 +727,11 @@ void job_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n)
 		return;
 	j->dirty = true;
 	switch (n->kind) {
+	case STORM__CL__JOB_NOTE__KIND__CHECKPOINTED:
+	case STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED:
+	case STORM__CL__JOB_NOTE__KIND__CHECKPOINT_CAPTURED:
+		ckpt_on_note(mm, node, n);
+		break;
 	case STORM__CL__JOB_NOTE__KIND__FAILED:
 		if (!j->node_done[k]) {
 			j->node_done[k] = true;

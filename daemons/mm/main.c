@@ -360,6 +360,8 @@ void mm_stop(struct mm *mm)
 		mm->jobs = j->next;
 		job_destroy(j);
 	}
+	while (mm->ckpts)
+		ckpt_rec_delete(mm, mm->ckpts);
 	while (mm->cmd_queue) {
 		struct pending_cmd *p = mm->cmd_queue;
 		mm->cmd_queue = p->next;

@@ -7,7 +7,8 @@
  * transfer.c program and file multicast with COMPARE-AND-WRITE flow control
  * gang.c     the gang-scheduling matrix: placing jobs, picking the row
  * request.c  decoding and checking control requests (pure, fuzzed)
- * access.c   who may touch a job (mm_may_touch)
+ * access.c   who may touch a job (mm_may_touch) or a checkpoint
+ * ckpt.c     checkpoints: records, the coordinated protocol, restart, recovery
  * persist.c  the job table in SQLite (db.c), recovery after a restart, acct */
 #ifndef STORM_MM_H
 #define STORM_MM_H
@@ -93,7 +94,53 @@ struct job {
 	bool recovered, dirty;   /* restored from the database; changed, unsaved */
 	int32_t exit_status;
 	char reason[512];
+	/* checkpoint/restart (ckpt.c) */
+	uint32_t ckpt_interval;  /* seconds, 0: no periodic checkpoints */
+	bool restart_on_failure;
+	double ckpt_next;        /* next periodic checkpoint (monotonic-ish now_s) */
+	uint32_t ckpt_epoch;     /* checkpoints taken of this job so far */
+	struct mm_ckpt *ckpt;    /* the one under way: the job is frozen meanwhile */
+	struct client *ckpt_client; /* storm checkpoint waiting for it */
+	uint64_t restore_id;     /* a restart: from this checkpoint */
 	struct job *next;
+};
+
+/* A checkpoint record (ckpt.c): what `storm checkpoints` lists and what a
+ * restart needs. Kept in memory behind ckpt_rec_* so a database can hold
+ * them instead. */
+struct mm_ckpt {
+	uint64_t id, job;
+	uint32_t epoch;
+	char name[64], user[64];
+	uid_t uid;
+	gid_t gid;
+	uint32_t nnodes, nranks;
+	int *nodes;              /* where the images are, in the job's node order */
+	char nodelist[512];
+	bool *node_done;
+	uint32_t nodes_done;
+	bool *node_captured;     /* its ranks' memory is in its images */
+	uint32_t nodes_captured;
+	bool thawed;             /* every node captured: the job runs on */
+	double frozen;           /* seconds the job was stopped for it */
+	uint64_t bytes;
+	bool complete, failed;
+	bool periodic;           /* taken by --checkpoint-interval: pruned (ckpt.c) */
+	char reason[256];
+	double time, t_start, seconds;
+	/* the job, as a restart relaunches it */
+	char **argv, **env;
+	size_t argc, nenv;
+	char *cwd, *program;
+	bool no_bcast;
+	int nfiles;
+	char *fnames[FRAME_MAX_FDS];
+	uint64_t fsizes[FRAME_MAX_FDS];
+	uint32_t fmodes[FRAME_MAX_FDS];
+	uint32_t interval;
+	bool restart_on_failure;
+	int64_t db_id;           /* its row in the database's checkpoints table, 0: none */
+	struct mm_ckpt *next;
 };
 
 struct mm {
@@ -126,6 +173,8 @@ struct mm {
 	uint64_t file_seq;       /* last file chunk sent */
 	struct transfer *xfer;   /* the one transfer under way, if any */
 	uint8_t *strobe_buf;
+	struct mm_ckpt *ckpts;   /* checkpoint records, oldest first */
+	uint64_t next_ckpt_id;
 	struct mm_db *db;        /* persist.c */
 	uint64_t epoch;          /* this MM's incarnation, in every strobe */
 	uint8_t key[GM_KEY_LEN]; /* cluster key: tags MM <-> node messages */
@@ -222,6 +271,31 @@ int gang_home(struct mm *mm, const struct job *j);
 const char *gang_waiting_reason(struct mm *mm, const struct job *j, char *buf, size_t len);
 int nodes_up(const struct mm *mm);
 
+/* ckpt.c */
+struct mm_ckpt *ckpt_rec_find(struct mm *mm, uint64_t id);
+struct mm_ckpt *ckpt_rec_latest_complete(struct mm *mm, uint64_t job);
+void ckpt_rec_delete(struct mm *mm, struct mm_ckpt *r);
+/* Starts a checkpoint of a running job; c (may be NULL) gets the answer.
+ * 0, or -1 with why filled. */
+int ckpt_begin(struct mm *mm, struct job *j, struct client *c, char *why, size_t len);
+void ckpt_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n);
+void ckpt_tick(struct mm *mm);
+/* The job's node died: its checkpoint under way fails; with
+ * --restart-on-failure a restart job takes over its client: its id, else 0. */
+uint64_t ckpt_node_lost(struct mm *mm, struct job *j, int node);
+void ckpt_job_ended(struct mm *mm, struct job *j);
+/* start(): a restart job's images are in place (1), to be transferred (0,
+ * fds filled), or cannot be had (-1, job failed). */
+int ckpt_restart_prepare(struct mm *mm, struct job *j);
+void ckpt_fill_launch(struct mm *mm, struct job *j, Storm__Cl__Launch *l, char **old_dirs);
+void ckpt_handle_request(struct mm *mm, struct client *c, const Storm__Ctl__Request *req);
+/* gang.c: a job is out of the run list while a checkpoint captures it */
+static inline bool ckpt_freezes(const struct job *j)
+{
+	return j->ckpt && !j->ckpt->thawed;
+}
+bool mm_may_touch_ckpt(const struct client *c, const struct mm_ckpt *r, const char *verb,
+		       char *why, size_t len);
 /* persist.c: every accepted job is in the database before it is
  * acknowledged; its changes are saved as they happen */
 int persist_open(struct mm *mm);

@@ -142,6 +142,7 @@ void slice_tick(struct mm *mm)
 	check_membership(mm);
 	persist_tick(mm);
 	gang_tick(mm);
+	ckpt_tick(mm);
 	send_strobe(mm);
 	clients_tick(mm);
 	/* no scheduling pass here: what can let a job start (a submission, a

@@ -14,6 +14,13 @@ bool nd_valid_basename(const char *name)
 	return name[0] && strcmp(name, ".") && strcmp(name, "..") && !strchr(name, '/');
 }
 
+bool nd_valid_ckpt_dir(const char *d)
+{
+	/* relative to the state directory, under ckpt/, never climbing out */
+	size_t n = strlen(d);
+	return !strncmp(d, "ckpt/", 5) && !strstr(d, "..") && d[n - 1] != '/' && !strstr(d, "//");
+}
+
 int nd_strobe_read(const uint8_t *area, uint32_t index, struct strobe *s, uint64_t *ack,
 		   uint64_t *run)
 {
@@ -54,8 +61,11 @@ const char *nd_launch_problem(const Storm__Cl__Command *cmd, size_t k, char *why
 			 (unsigned long long)first + count - 1, L->ranks);
 		return why;
 	}
-	if (!L->exec_path[0] && L->n_files == 0)
+	if (!L->restore && !L->exec_path[0] && L->n_files == 0)
 		return "no program: neither exec_path nor files";
+	if (L->restore && ((L->restore_dir[0] && !nd_valid_ckpt_dir(L->restore_dir)) ||
+			   (L->files_dir[0] && !nd_valid_ckpt_dir(L->files_dir))))
+		return "bad checkpoint directory in a restart";
 	for (size_t i = 0; i < L->n_files; i++)
 		if (!nd_valid_basename(L->files[i]->name)) {
 			/* the reason goes to the user in one line: no control characters */

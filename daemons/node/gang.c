@@ -263,8 +263,9 @@ int nd_gang_apply(struct nd *nd, uint64_t run)
 			set_stopped(nd, j, true);
 			changed++;
 		}
+	/* a job being checkpointed stays stopped until its images are written */
 	for (struct nd_job *j = nd->jobs; j; j = j->next)
-		if (j->id == run && j->stopped) {
+		if (j->id == run && j->stopped && !j->ckpt_busy) {
 			set_stopped(nd, j, false);
 			changed++;
 		}

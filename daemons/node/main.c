@@ -113,6 +113,9 @@ static void act(struct nd *nd, const Storm__Cl__Command *cmd)
 	case STORM__CL__COMMAND__BODY_SIGNAL:
 		nd_signal_job(nd, cmd->signal);
 		break;
+	case STORM__CL__COMMAND__BODY_CHECKPOINT:
+		nd_checkpoint(nd, cmd->checkpoint);
+		break;
 	case STORM__CL__COMMAND__BODY_SHUTDOWN:
 		nd_log(nd, "shutdown requested by the MM");
 		nd->stop = true;
@@ -281,6 +284,8 @@ static void on_strobe(struct nd *nd)
 		nd->cmd_done = resume - 1;
 		process_commands(nd);
 	}
+	if (nd->helpers)
+		nd_ckpt_poll(nd);
 	int switched = nd_gang_apply(nd, run);
 	nd_bcs_strobe(nd);
 	if (nd->trace) {
@@ -414,7 +419,7 @@ static int setup(struct nd *nd, const struct opts *o)
 	/* gang switches stop and continue ranks all the time: no SIGCHLD for that */
 	struct sigaction chld = {.sa_handler = SIG_DFL, .sa_flags = SA_NOCLDSTOP};
 	sigaction(SIGCHLD, &chld, NULL);
-	if (nd_gang_init(nd) < 0)
+	if (nd_gang_init(nd) < 0 || nd_ckpt_init(nd) < 0)
 		return -1;
 	/* tests only (tests/cluster/test_users.sh): STORM_TEST_TAMPER_NODE=NAME
 	 * and STORM_TEST_TAMPER="report=K,replay=K" */
@@ -589,6 +594,7 @@ int main(int argc, char **argv)
 		nd_kill_all(&nd);
 		nd_log(&nd, "stopped");
 	}
+	nd_ckpt_close(&nd);
 	nd_files_close(&nd);
 	nd_queue_free(&nd);
 	nd_gang_close(&nd);

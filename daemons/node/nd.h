@@ -57,6 +57,7 @@ struct nd_job {
 	struct nd_rank *ranks;
 	uint64_t kill_at_ns;    /* pending SIGKILL after a Signal, 0: none */
 	bool stopped;           /* its row is not running: stopped or frozen */
+	bool ckpt_busy;         /* a checkpoint helper is saving it: stays stopped */
 	int freeze_fd, procs_fd; /* switch = freezer: its cgroup's files, else -1 */
 	char dir[PATH_MAX];
 	struct nd_job *next;
@@ -129,6 +130,7 @@ struct nd {
 	char file_err[160];
 
 	struct nd_job *jobs;
+	struct nd_helper *helpers; /* checkpoint and restore helpers (ckpt.c) */
 	struct nd_bcs *bcs;     /* BCS-MPI state (bcs.c) */
 
 	/* records and reports */
@@ -151,6 +153,8 @@ void nd_log_refused(struct nd *nd, const char *fmt, ...) __attribute__((format(p
 
 /* check.c: pure, fuzzed (fuzz/nd_*.c) */
 bool nd_valid_basename(const char *name);
+/* a checkpoint directory named by the MM: "ckpt/...", relative, no ".." */
+bool nd_valid_ckpt_dir(const char *d);
 /* Copies the strobe header out of its area (GM_STROBE_MAX bytes) and this
  * node's ack and run entries (0 when the strobe does not list it); -1 when
  * the header is malformed. */
@@ -204,6 +208,24 @@ int nd_gang_apply(struct nd *nd, uint64_t run);
 void nd_gang_timers(struct nd *nd);
 void nd_cg_remove_later(struct nd *nd, const char *path);
 
+/* ckpt.c: checkpoint and restore helpers (forked; the daemon's loop goes on) */
+struct nd_helper;
+int nd_ckpt_init(struct nd *nd);
+void nd_checkpoint(struct nd *nd, const Storm__Cl__Checkpoint *c);
+/* A Launch with restore: the ranks come back from their images. */
+void nd_restore_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_job *job,
+		      uint32_t first);
+/* A child ended: a helper's is handled here (true); a rank's is not. */
+bool nd_ckpt_reaped(struct nd *nd, pid_t pid, int status);
+/* Every strobe: a helper whose images are written lets its job run on. */
+void nd_ckpt_poll(struct nd *nd);
+void nd_ckpt_close(struct nd *nd);
+
+/* ranks.c, for ckpt.c */
+void nd_rank_pipes_watch(struct nd *nd, struct nd_job *job, struct nd_rank *r, int out_r,
+			 int err_r);
+void nd_job_started(struct nd *nd, struct nd_job *job);
+void nd_job_start_failed(struct nd *nd, struct nd_job *job, const char *why);
 /* bcs.c: BCS-MPI, the daemon's side */
 int nd_bcs_init(struct nd *nd, size_t chunk_size);
 void nd_bcs_close(struct nd *nd);

@@ -234,6 +234,8 @@ void nd_reap(struct nd *nd)
 		pid_t pid = waitpid(-1, &status, WNOHANG);
 		if (pid <= 0)
 			return;
+		if (nd_ckpt_reaped(nd, pid, status))
+			continue;
 		for (struct nd_job *j = nd->jobs; j; j = j->next)
 			for (uint32_t i = 0; i < j->nranks; i++)
 				if (j->ranks[i].pid == pid) {
@@ -433,27 +435,44 @@ static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_
 		setpgid(pid, job->pgid);
 		r->pid = pid;
 		job->nalive++;
-		int fds[2] = {out[0], err[0]};
-		for (int s = 0; s < 2; s++) {
-			struct nd_pipe *p = &r->pipes[s];
-			p->fd = fds[s];
-			p->stream = (uint32_t)s + 1;
-			p->job = job;
-			p->rank = r;
-			fcntl(p->fd, F_SETFL, O_NONBLOCK);
-			pipe_watch(nd, p);
-		}
+		nd_rank_pipes_watch(nd, job, r, out[0], err[0]);
 	}
-	nd_queue_note(nd, job->id, STORM__CL__JOB_NOTE__KIND__STARTED, NO_DONE_SLOT, "%s", "");
-	nd_log(nd, "job %" PRIu64 ": started ranks %u..%u", job->id, first,
-	       first + job->nranks - 1);
-	nd_ranks_save(nd, job);
+	nd_job_started(nd, job);
 	return;
 fail:
+	nd_job_start_failed(nd, job, "cannot start every rank (see the node's log)");
+}
+
+void nd_rank_pipes_watch(struct nd *nd, struct nd_job *job, struct nd_rank *r, int out_r,
+			 int err_r)
+{
+	int fds[2] = {out_r, err_r};
+	for (int s = 0; s < 2; s++) {
+		struct nd_pipe *p = &r->pipes[s];
+		p->fd = fds[s];
+		p->stream = (uint32_t)s + 1;
+		p->job = job;
+		p->rank = r;
+		fcntl(p->fd, F_SETFL, O_NONBLOCK);
+		pipe_watch(nd, p);
+	}
+}
+
+void nd_job_started(struct nd *nd, struct nd_job *job)
+{
+	nd_queue_note(nd, job->id, STORM__CL__JOB_NOTE__KIND__STARTED, NO_DONE_SLOT, "%s", "");
+	nd_log(nd, "job %" PRIu64 ": started ranks %u..%u", job->id,
+	       job->nranks ? job->ranks[0].rank : 0,
+	       job->nranks ? job->ranks[job->nranks - 1].rank : 0);
+	nd_ranks_save(nd, job);
+}
+
+void nd_job_start_failed(struct nd *nd, struct nd_job *job, const char *why)
+{
 	/* could not start them all: none may run; the reaper reports the
 	 * killed ones and then DONE */
-	nd_queue_note(nd, job->id, STORM__CL__JOB_NOTE__KIND__FAILED, NO_DONE_SLOT,
-		      "%s: cannot start every rank (see the node's log)", nd->name);
+	nd_queue_note(nd, job->id, STORM__CL__JOB_NOTE__KIND__FAILED, NO_DONE_SLOT, "%s: %s",
+		      nd->name, why);
 	if (job->nalive > 0)
 		killpg(job->pgid, SIGKILL);
 	else
@@ -508,8 +527,10 @@ void nd_launch(struct nd *nd, const Storm__Cl__Command *cmd, size_t k)
 	char prog[PATH_MAX + 256];
 	if (L->exec_path[0])
 		snprintf(prog, sizeof(prog), "%s", L->exec_path);
-	else
+	else if (L->n_files)
 		snprintf(prog, sizeof(prog), "%s/%s", job->dir, L->files[0]->name);
+	else /* a restore: the ranks come from their images */
+		prog[0] = '\0';
 	struct plan pl = {.path = prog, .cwd = L->cwd, .node = nd->name, .uid = L->uid,
 			  .gid = L->gid, .switch_user = nd->root, .bcs_fd = -1};
 	char *argv0[] = {prog, NULL};
@@ -545,6 +566,8 @@ void nd_launch(struct nd *nd, const Storm__Cl__Command *cmd, size_t k)
 		nd_queue_note(nd, job->id, STORM__CL__JOB_NOTE__KIND__STARTED, NO_DONE_SLOT, "%s",
 			      "");
 		job_end(nd, job);
+	} else if (L->restore) {
+		nd_restore_ranks(nd, cmd, job, first);
 	} else {
 		start_ranks(nd, cmd, job, &pl, first);
 	}

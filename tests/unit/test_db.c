@@ -185,6 +185,13 @@ static void test_ckpt(void)
 	CU_ASSERT_EQUAL(db_ckpt_list(db, 0, count_ckpt, n), 0);
 	CU_ASSERT(n[0] == 2 && n[1] == 2);
 	CU_ASSERT_NOT_EQUAL(db_ckpt_complete(db, 12345, 1), 0);
+	CU_ASSERT_EQUAL(db_ckpt_delete(db, id), 0);
+	n[0] = n[1] = 0;
+	CU_ASSERT_EQUAL(db_ckpt_list(db, 0, count_ckpt, n), 0);
+	CU_ASSERT(n[0] == 1 && n[1] == 1);
+	n[0] = n[1] = 0;
+	CU_ASSERT_EQUAL(db_ckpt_list(db, 5, count_ckpt, n), 0);
+	CU_ASSERT_EQUAL(n[0], 0);
 	gone(db);
 }
 

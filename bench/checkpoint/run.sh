@@ -1,0 +1,184 @@
+#!/bin/bash
+# Checkpoint/restart (issue 6 item 6) on an 8-node virtual cluster, one rank
+# per node (tests/ckpt/ckpt_prog: a heap it fills, a file per rank, clock
+# pacing):
+#  1. for total job memory 16 MiB .. 2 GiB: `storm checkpoint` time (the MM's
+#     freeze-to-confirmation, and the CLI's wall time), how long the job was
+#     frozen (until every node had written, not yet fsync'd) and image bytes, the
+#     storage's write bandwidth measured right before in the same directory
+#     (dd of the same size, conv=fsync), and the restart time (`storm restart`
+#     issued to the last node's "started ranks" log line);
+#  2. failure-free overhead: the same program, paced by clock_nanosleep
+#     (BENCH_CKPT_RUN seconds of 10 ms steps, 256 MiB in total), without
+#     checkpoints and with --checkpoint-interval 10 and 60; overhead =
+#     runtime / runtime without - 1 (what the freezes cost it).
+# The node daemons checkpoint in parallel into their state directories, which
+# all live on this machine's one disk (like 8 nodes sharing one file server);
+# restart reads the images back while they are still in the page cache.
+#
+# Run by `make bench-ckpt`, which then runs report.py. Settings:
+#   BENCH_QUICK=1                 sizes 16, 64, 256 MiB; overhead at 10 s on a 30 s run
+#   BENCH_CKPT_SIZES="16 64 256 1024 2048"   MiB in total
+#   BENCH_CKPT_RUN=120            seconds of the overhead runs
+# Results: bench/results/ckpt-<date>/results.jsonl (+ log.txt), symlink
+# bench/results/ckpt-latest. The cluster lives in /tmp/ckptbench-storm.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+TOP=$(pwd)
+QUICK=${BENCH_QUICK:-0}
+if [ "$QUICK" = 1 ]; then
+	SIZES=${BENCH_CKPT_SIZES:-16 64 256}
+	RUNS=${BENCH_CKPT_RUN:-30}
+	INTERVALS="0 10"
+else
+	SIZES=${BENCH_CKPT_SIZES:-16 64 256 1024 2048}
+	RUNS=${BENCH_CKPT_RUN:-120}
+	INTERVALS="0 10 60"
+fi
+NODES=8
+STORM=$TOP/build/bin/storm
+PROG=$TOP/build/bin/ckpt_prog
+SDIR=${STORM_CKPT_DIR:-/tmp/ckptbench-storm}
+export STORM_CONF=$SDIR/storm.conf
+# loopback only: libfabric would otherwise take the first interface it
+# finds, and a --netns cluster's bridge (10.213.255.254) that goes away with
+# it takes every connection of this cluster along (seen: all nodes DOWN)
+export FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo FI_UDP_IFACE=lo
+WORK=$(mktemp -d /tmp/ckptbench-work.XXXXXX)
+stamp=$(date +%Y%m%d-%H%M%S)
+RES=$TOP/bench/results/ckpt-$stamp
+mkdir -p "$RES"
+OUT=$RES/results.jsonl
+LOG=$RES/log.txt
+: >"$OUT"
+ln -sfn "ckpt-$stamp" "$TOP/bench/results/ckpt-latest"
+UP=0
+
+log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$LOG" >&2; }
+cleanup() {
+	[ $UP = 1 ] && timeout 60 "$STORM" cluster down --dir "$SDIR" >>"$LOG" 2>&1
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'log "interrupted"; exit 1' INT TERM
+
+now() { echo "$EPOCHREALTIME"; }
+newest_job() {
+	"$STORM" jobs --all --json | python3 -c 'import json,sys; print(max(j["job"] for j in json.load(sys.stdin)["jobs"]))'
+}
+# wait_steps FILE N: until N ranks printed "step 1 " in FILE
+wait_steps() {
+	local i
+	for ((i = 0; i < 6000; i++)); do
+		[ "$(grep -c '^step 1 ' "$1" 2>/dev/null)" -ge "$2" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+wait_gone() { # wait_gone JOB
+	local i
+	for ((i = 0; i < 1200; i++)); do
+		"$STORM" jobs --json | grep -q "\"job\": $1," || return 0
+		sleep 0.05
+	done
+	return 1
+}
+# last_started JOB: Unix time of the last node's "job JOB: started ranks" line
+last_started() {
+	python3 - "$SDIR/log" "$1" <<'PY'
+import datetime, glob, sys
+best = None
+for f in glob.glob(sys.argv[1] + "/node*.log"):
+    for line in open(f, errors="replace"):
+        if ("job %s: started ranks" % sys.argv[2]) in line:
+            t = datetime.datetime.strptime(line[:23], "%Y-%m-%dT%H:%M:%S.%f").timestamp()
+            best = t if best is None or t > best else best
+print(best if best is not None else "")
+PY
+}
+
+log "cluster up: $NODES nodes in $SDIR"
+timeout 60 "$STORM" cluster down --dir "$SDIR" >/dev/null 2>&1
+rm -rf "$SDIR"
+if ! timeout 120 "$STORM" cluster up --nodes $NODES --dir "$SDIR" --down-after 3000 >>"$LOG" 2>&1; then
+	log "cluster up failed"
+	exit 1
+fi
+UP=1
+cd "$WORK" || exit 1
+STATE=$SDIR/state
+
+# ---- 1. checkpoint and restart time against memory
+for total in $SIZES; do
+	per=$((total / NODES))
+	[ $per -lt 1 ] && per=1
+	# the storage, now
+	dd if=/dev/zero of="$STATE/ddtest" bs=1M count="$total" conv=fsync 2>dd.err >/dev/null
+	ddbps=$(awk '/copied/ { for (i = 1; i <= NF; i++) if ($i == "s,") print $(i+1) * ($(i+2) ~ /^GB/ ? 1e9 : $(i+2) ~ /^MB/ ? 1e6 : 1e3) }' dd.err)
+	dds=$(awk '/copied/ { for (i = 1; i <= NF; i++) if ($i == "s,") print $(i-1) }' dd.err)
+	rm -f "$STATE/ddtest"
+	: >job.out
+	"$STORM" submit -N $NODES -n $NODES -o "$WORK/job.out" --parsable "$PROG" 30000 $per out%r.f 10 >job.id 2>>"$LOG"
+	J=$(cat job.id)
+	if ! wait_steps job.out $NODES; then
+		log "size $total MiB: job $J did not start"
+		continue
+	fi
+	t0=$(now)
+	"$STORM" checkpoint --json "$J" >ck.json 2>>"$LOG"
+	t1=$(now)
+	"$STORM" cancel --signal KILL "$J" >/dev/null 2>&1
+	wait_gone "$J"
+	CK=$(python3 -c 'import json; print(json.load(open("ck.json"))["id"])' 2>/dev/null)
+	if [ -z "$CK" ]; then
+		log "size $total MiB: checkpoint failed"
+		continue
+	fi
+	: >restart.out
+	before=$(newest_job)
+	tr0=$(now)
+	"$STORM" restart "$CK" >restart.out 2>>"$LOG" &
+	RP=$!
+	R=""
+	for ((i = 0; i < 6000; i++)); do
+		R=$(newest_job)
+		[ "$R" -gt "$before" ] &&
+			[ "$(grep -h "job $R: started ranks" "$SDIR"/log/node*.log | wc -l)" -ge $NODES ] && break
+		sleep 0.05
+	done
+	tr1=$(last_started "$R")
+	"$STORM" cancel --signal KILL "$R" >/dev/null 2>&1
+	kill "$RP" 2>/dev/null
+	wait "$RP" 2>/dev/null
+	wait_gone "$R"
+	"$STORM" checkpoints --delete "$CK" >/dev/null 2>&1
+	python3 - "$total" "$t0" "$t1" "$tr0" "$tr1" "$ddbps" "$dds" >>"$OUT" <<'PY'
+import json, sys
+total, t0, t1, tr0, tr1, ddbps, dds = sys.argv[1:]
+ck = json.load(open("ck.json"))
+print(json.dumps({"kind": "size", "total_mib": int(total), "bytes": ck["bytes"],
+                  "ckpt_s": ck["seconds"], "frozen_s": ck.get("frozen"), "ckpt_cli_s": float(t1) - float(t0),
+                  "restart_s": (float(tr1) - float(tr0)) if tr1 else None,
+                  "dd_bps": float(ddbps) if ddbps else None, "dd_s": float(dds) if dds else None}))
+PY
+	log "size $total MiB: $(tail -1 "$OUT")"
+done
+
+# ---- 2. failure-free overhead
+STEPS=$((RUNS * 100)) # 10 ms steps
+for iv in $INTERVALS; do
+	extra=()
+	[ "$iv" != 0 ] && extra=(--checkpoint-interval "$iv")
+	t0=$(now)
+	"$STORM" run -N $NODES -n $NODES "${extra[@]}" "$PROG" $STEPS $((256 / NODES)) out%r.f 10 sleep >ov.out 2>>"$LOG"
+	rc=$?
+	t1=$(now)
+	J=$(newest_job)
+	n=$("$STORM" checkpoints --json | python3 -c 'import json,sys; print(sum(1 for k in json.load(sys.stdin)["checkpoints"] if k["job"] == int(sys.argv[1])))' "$J")
+	nlog=$(grep -c "job $J: complete checkpoint" "$SDIR/log/mm.log")
+	# what the job spent frozen: the MM's freeze-to-confirmation times
+	frozen=$(grep "job $J: complete checkpoint" "$SDIR/log/mm.log" | awk '{ for (i = 1; i <= NF; i++) if ($i == "frozen") s += $(i+1) } END { printf "%.3f", s + 0 }')
+	echo "{\"kind\": \"overhead\", \"interval\": $iv, \"runtime_s\": $(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}'), \"rc\": $rc, \"checkpoints\": $nlog, \"kept\": $n, \"frozen_s\": $frozen, \"run_s\": $RUNS, \"total_mib\": 256}" >>"$OUT"
+	log "overhead, interval $iv: $(tail -1 "$OUT")"
+done
+log "done: $OUT"

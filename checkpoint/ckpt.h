@@ -1,0 +1,77 @@
+/* libstormckpt: checkpoint and restore of an unmodified, single-threaded
+ * Linux x86-64 process with ptrace and /proc (no kernel module, no CRIU).
+ * Images: checkpoint/image.h. How it works: docs/ARCHITECTURE.md,
+ * "Checkpoint/restart". Functions return 0 or a negative errno and put a
+ * one-line reason in err. */
+#ifndef STORM_CKPT_H
+#define STORM_CKPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum ckpt_vma_kind {
+	CKPT_VMA_ANON = 0,
+	CKPT_VMA_FILE = 1,
+	CKPT_VMA_HEAP = 2,
+	CKPT_VMA_STACK = 3,
+	CKPT_VMA_VDSO = 4,
+	CKPT_VMA_VVAR = 5,
+	CKPT_VMA_VVAR_VCLOCK = 6,
+	CKPT_VMA_VSYSCALL = 7,
+};
+
+/* One line of /proc/PID/maps. */
+struct ckpt_map {
+	uint64_t start, end, offset;
+	unsigned prot;  /* PROT_* */
+	int shared;
+	unsigned kind;  /* enum ckpt_vma_kind */
+	int deleted;    /* "(deleted)" file */
+	char path[4096];
+};
+
+/* Parses one /proc/PID/maps line. Returns 0 or -EINVAL. Pure. */
+int ckpt_parse_maps_line(const char *line, struct ckpt_map *m);
+
+enum {
+	CKPT_DUMP_KILL = 1,  /* SIGKILL the process once the image is written */
+	CKPT_DUMP_FSYNC = 2, /* fsync the image before renaming it into place */
+};
+
+struct ckpt_stats {
+	uint64_t bytes;      /* image size */
+	uint64_t pages;      /* pages saved or restored */
+	double seconds;
+};
+
+/* Writes an image of process pid (stopped or running; left as it was unless
+ * CKPT_DUMP_KILL) to path (through path.tmp and a rename). */
+int ckpt_dump(pid_t pid, const char *path, unsigned flags, struct ckpt_stats *st, char *err,
+	      size_t errlen);
+
+struct ckpt_restore_opts {
+	int stopped;        /* leave it stopped by SIGSTOP (gang scheduling continues it) */
+	uid_t uid;          /* run as this user/group once restored, if drop_creds */
+	gid_t gid;
+	int drop_creds;
+	/* Runs in the new process before it is rebuilt (it is still a fork of
+	 * the caller): set the process group, stdin/stdout/stderr... Return 0. */
+	int (*child_setup)(void *arg);
+	void *child_arg;
+	/* Files of the image under one of from_prefixes are looked up under
+	 * to_prefix instead (the job directory moved: a restart elsewhere). */
+	const char *const *from_prefixes;
+	size_t nfrom;
+	const char *to_prefix;
+};
+
+/* Rebuilds the process of the image at path as a child of the caller;
+ * *pid gets its pid (it is running, or stopped if opts->stopped). */
+int ckpt_restore(const char *path, const struct ckpt_restore_opts *opts, pid_t *pid,
+		 struct ckpt_stats *st, char *err, size_t errlen);
+
+/* Checks an image's header, table and every checksum without restoring. */
+int ckpt_verify_file(const char *path, uint64_t *size, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,807 @@
+/* ckpt_restore: rebuild a process from an image, as a child of the caller.
+ *
+ * The child is a fork of the caller that prepares what it can do itself
+ * (credentials, files, cwd, umask, signal handlers, a "syscall; int3" gadget
+ * page at an address free in the image) and stops under ptrace. The parent
+ * then drives it with injected system calls: munmap of everything but the
+ * vDSO/vvar and the gadget, mremap of the vDSO/vvar to the image's addresses
+ * (the vDSO of the same kernel is identical: checked byte for byte), mmap of
+ * every area at its address, the saved pages written through /proc/PID/mem,
+ * prctl(PR_SET_MM_MAP) for brk and friends, rseq, interval timers; finally
+ * the gadget goes, the registers and signal mask are set and it is let go. */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/prctl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/rseq.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <grp.h>
+#include <xxhash.h>
+
+#include "ckpt.pb-c.h"
+#include "image.h"
+#include "internal.h"
+
+#define USER_TOP 0x800000000000ull
+
+struct image {
+	const char *path;
+	int fd;
+	uint64_t size;
+	struct ckpt_header h;
+	Storm__Ckpt__Meta *meta;
+	Storm__Ckpt__VmaTable *vt;
+	Storm__Ckpt__FileTable *ft;
+	const struct ckpt_sec **psec; /* page section of each area index */
+};
+
+struct kernel_sigaction {
+	uint64_t handler, flags, restorer, mask;
+};
+
+static void image_close(struct image *im)
+{
+	if (im->meta)
+		storm__ckpt__meta__free_unpacked(im->meta, NULL);
+	if (im->vt)
+		storm__ckpt__vma_table__free_unpacked(im->vt, NULL);
+	if (im->ft)
+		storm__ckpt__file_table__free_unpacked(im->ft, NULL);
+	free(im->psec);
+	ckpt_header_free(&im->h);
+	if (im->fd >= 0)
+		close(im->fd);
+	im->fd = -1;
+}
+
+static int pread_all(int fd, void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t r = pread(fd, (char *)buf + done, len - done, off + done);
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -ENODATA;
+		done += r;
+	}
+	return 0;
+}
+
+/* The areas must be page-aligned, ordered, apart, below the user limit; their
+ * runs inside them and their page sections the right length. */
+static int check_tables(struct image *im, char *err, size_t errlen)
+{
+	Storm__Ckpt__Meta *m = im->meta;
+	if (m->regs.len != sizeof(struct user_regs_struct))
+		return ckpt_fail(err, errlen, -EINVAL, "%s: section meta: registers are %zu bytes",
+				 im->path, m->regs.len);
+	if (!m->mm)
+		return ckpt_fail(err, errlen, -EINVAL, "%s: section meta: no mm fields", im->path);
+	uint32_t npsec = 0;
+	for (uint32_t i = 0; i < im->h.nsec; i++)
+		if (im->h.secs[i].type == CKPT_SEC_PAGES)
+			npsec++;
+	im->psec = calloc(im->vt->n_vmas + 1, sizeof(*im->psec));
+	uint64_t prev = 0;
+	for (size_t i = 0; i < im->vt->n_vmas; i++) {
+		Storm__Ckpt__Vma *v = im->vt->vmas[i];
+		if (v->start < prev || v->end <= v->start || (v->start | v->end) & (CKPT_PAGE - 1) ||
+		    (v->end > USER_TOP && v->kind != CKPT_VMA_VSYSCALL) ||
+		    v->kind > CKPT_VMA_VSYSCALL)
+			return ckpt_fail(err, errlen, -EINVAL,
+					 "%s: section vmas: area %zu (%#llx-%#llx) is malformed",
+					 im->path, i, (unsigned long long)v->start,
+					 (unsigned long long)v->end);
+		prev = v->end;
+		if (v->pages_section < 0) {
+			if (v->n_runs)
+				goto bad_runs;
+			continue;
+		}
+		uint64_t npages = (v->end - v->start) / CKPT_PAGE, next = 0, total = 0;
+		for (size_t r = 0; r < v->n_runs; r++) {
+			Storm__Ckpt__Run *run = v->runs[r];
+			if (run->page < next || run->count == 0 || run->count > npages ||
+			    run->page > npages - run->count)
+				goto bad_runs;
+			next = run->page + run->count;
+			total += run->count;
+		}
+		for (uint32_t s = 0; s < im->h.nsec; s++)
+			if (im->h.secs[s].type == CKPT_SEC_PAGES &&
+			    im->h.secs[s].index == (uint32_t)v->pages_section)
+				im->psec[i] = &im->h.secs[s];
+		if (!im->psec[i] || im->psec[i]->length != total * CKPT_PAGE)
+			goto bad_runs;
+		continue;
+bad_runs:
+		return ckpt_fail(err, errlen, -EINVAL,
+				 "%s: section vmas: saved pages of area %zu do not match section "
+				 "pages[%d]",
+				 im->path, i, v->pages_section);
+	}
+	for (size_t i = 0; i < im->ft->n_files; i++)
+		if (im->ft->files[i]->fd < 0 || im->ft->files[i]->fd > 65535)
+			return ckpt_fail(err, errlen, -EINVAL, "%s: section files: fd %d", im->path,
+					 im->ft->files[i]->fd);
+	return 0;
+}
+
+static int image_open(const char *path, struct image *im, char *err, size_t errlen)
+{
+	char why[256], name[32];
+	int rc;
+
+	memset(im, 0, sizeof(*im));
+	im->path = path;
+	im->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (im->fd < 0)
+		return ckpt_fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
+	struct stat sb;
+	fstat(im->fd, &sb);
+	im->size = sb.st_size;
+	unsigned char fixed[CKPT_HDR_FIXED];
+	size_t got = im->size < CKPT_HDR_FIXED ? im->size : CKPT_HDR_FIXED;
+	if ((rc = pread_all(im->fd, fixed, got, 0)))
+		return ckpt_fail(err, errlen, rc, "%s: header: %s", path, strerror(-rc));
+	uint32_t nsec = 0;
+	if (got == CKPT_HDR_FIXED)
+		memcpy(&nsec, fixed + 12, 4);
+	size_t hsize = ckpt_header_size(nsec > CKPT_MAX_SECTIONS ? 0 : nsec);
+	if (hsize > im->size)
+		hsize = im->size;
+	unsigned char *hb = malloc(hsize > got ? hsize : got);
+	memcpy(hb, fixed, got);
+	if (hsize > got && (rc = pread_all(im->fd, hb + got, hsize - got, got))) {
+		free(hb);
+		return ckpt_fail(err, errlen, rc, "%s: section table: %s", path, strerror(-rc));
+	}
+	rc = ckpt_image_read_header(hb, hsize > got ? hsize : got, &im->h, why, sizeof(why));
+	free(hb);
+	if (rc)
+		return ckpt_fail(err, errlen, rc, "%s: %s", path, why);
+	if (im->size < im->h.file_size)
+		return ckpt_fail(err, errlen, -ENODATA,
+				 "%s: truncated in section %s (image is %llu bytes, header says %llu)",
+				 path, ckpt_section_at(&im->h, im->size, name, sizeof(name)),
+				 (unsigned long long)im->size, (unsigned long long)im->h.file_size);
+	if (im->size > im->h.file_size)
+		return ckpt_fail(err, errlen, -EINVAL,
+				 "%s: image is %llu bytes, header says %llu (trailing data)", path,
+				 (unsigned long long)im->size, (unsigned long long)im->h.file_size);
+	for (uint32_t i = 0; i < im->h.nsec; i++) {
+		const struct ckpt_sec *s = &im->h.secs[i];
+		if (s->type == CKPT_SEC_PAGES)
+			continue;
+		if (s->length > (64u << 20))
+			return ckpt_fail(err, errlen, -EINVAL, "%s: section %s: %llu bytes is too big",
+					 path, ckpt_sec_name(s, name, sizeof(name)),
+					 (unsigned long long)s->length);
+		uint8_t *b = malloc(s->length ? s->length : 1);
+		if ((rc = pread_all(im->fd, b, s->length, s->offset)) ||
+		    (rc = ckpt_sec_check(s, b, why, sizeof(why)))) {
+			free(b);
+			return ckpt_fail(err, errlen, rc, "%s: %s", path, why);
+		}
+		ProtobufCMessage *msg = NULL;
+		if (s->type == CKPT_SEC_META)
+			msg = &(im->meta = storm__ckpt__meta__unpack(NULL, s->length, b))->base;
+		else if (s->type == CKPT_SEC_VMAS)
+			msg = &(im->vt = storm__ckpt__vma_table__unpack(NULL, s->length, b))->base;
+		else
+			msg = &(im->ft = storm__ckpt__file_table__unpack(NULL, s->length, b))->base;
+		free(b);
+		if (!msg)
+			return ckpt_fail(err, errlen, -EINVAL, "%s: section %s: malformed", path,
+					 ckpt_sec_name(s, name, sizeof(name)));
+	}
+	if ((rc = check_tables(im, why, sizeof(why))))
+		return ckpt_fail(err, errlen, rc, "%s", why);
+	return 0;
+}
+
+int ckpt_verify_file(const char *path, uint64_t *size, char *err, size_t errlen)
+{
+	struct image im;
+	int rc = image_open(path, &im, err, errlen);
+	const size_t BUF = 8 << 20;
+	char *buf = malloc(BUF), name[32];
+	XXH3_state_t *xs = XXH3_createState();
+	for (uint32_t i = 0; !rc && i < im.h.nsec; i++) {
+		const struct ckpt_sec *s = &im.h.secs[i];
+		if (s->type != CKPT_SEC_PAGES)
+			continue;
+		XXH3_64bits_reset(xs);
+		for (uint64_t o = 0; o < s->length && !rc;) {
+			size_t n = s->length - o < BUF ? s->length - o : BUF;
+			rc = pread_all(im.fd, buf, n, s->offset + o);
+			XXH3_64bits_update(xs, buf, n);
+			o += n;
+		}
+		if (!rc && XXH3_64bits_digest(xs) != s->hash)
+			rc = ckpt_fail(err, errlen, -EINVAL,
+				       "%s: section %s: checksum mismatch (corrupted)", path,
+				       ckpt_sec_name(s, name, sizeof(name)));
+		else if (rc)
+			rc = ckpt_fail(err, errlen, rc, "%s: section %s: %s", path,
+				       ckpt_sec_name(s, name, sizeof(name)), strerror(-rc));
+	}
+	if (!rc && size)
+		*size = im.size;
+	XXH3_freeState(xs);
+	free(buf);
+	image_close(&im);
+	return rc;
+}
+
+/* ---- the special mappings (vvar, vvar_vclock, vdso) */
+
+struct special {
+	uint64_t start[3], len[3]; /* by kind - CKPT_VMA_VDSO */
+	uint64_t lo, hi;
+	int have;
+};
+
+static void special_add(struct special *s, unsigned kind, uint64_t start, uint64_t end)
+{
+	int k = kind - CKPT_VMA_VDSO;
+	s->start[k] = start;
+	s->len[k] = end - start;
+	if (!s->have || start < s->lo)
+		s->lo = start;
+	if (!s->have || end > s->hi)
+		s->hi = end;
+	s->have |= 1 << k;
+}
+
+static int own_maps(struct ckpt_map **out, size_t *n, pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	char *maps = ckpt_read_all(path, NULL);
+	if (!maps)
+		return -errno;
+	size_t cap = 64;
+	*out = malloc(cap * sizeof(**out));
+	*n = 0;
+	for (char *line = strtok(maps, "\n"); line; line = strtok(NULL, "\n")) {
+		if (*n == cap)
+			*out = realloc(*out, (cap *= 2) * sizeof(**out));
+		if (ckpt_parse_maps_line(line, &(*out)[*n]) == 0)
+			(*n)++;
+	}
+	free(maps);
+	return 0;
+}
+
+static int range_free(uint64_t a, uint64_t len, const struct image *im, const struct ckpt_map *m,
+		      size_t nm)
+{
+	for (size_t i = 0; i < im->vt->n_vmas; i++)
+		if (a < im->vt->vmas[i]->end && im->vt->vmas[i]->start < a + len)
+			return 0;
+	for (size_t i = 0; i < nm; i++)
+		if (a < m[i].end && m[i].start < a + len)
+			return 0;
+	return 1;
+}
+
+/* An address range of len bytes free in the image and in our own layout,
+ * other than avoid. */
+static uint64_t find_free(uint64_t len, const struct image *im, const struct ckpt_map *m,
+			  size_t nm, uint64_t avoid, uint64_t avoid_len)
+{
+	for (uint64_t a = 0x10000000ull; a + len < USER_TOP; a += 0x1000000ull) {
+		if (a < avoid + avoid_len && avoid < a + len)
+			continue;
+		if (range_free(a, len, im, m, nm))
+			return a;
+	}
+	return 0;
+}
+
+/* ---- the child */
+
+struct child_ctx {
+	const struct image *im;
+	const struct ckpt_restore_opts *o;
+	uint64_t gadget;
+	int errw;
+};
+
+static char *remap_path(const struct ckpt_restore_opts *o, const char *p)
+{
+	char *r;
+	for (size_t i = 0; o->to_prefix && i < o->nfrom; i++) {
+		size_t fl = strlen(o->from_prefixes[i]);
+		if (fl && strncmp(p, o->from_prefixes[i], fl) == 0 && (p[fl] == '/' || !p[fl])) {
+			if (asprintf(&r, "%s%s", o->to_prefix, p + fl) < 0)
+				return NULL;
+			return r;
+		}
+	}
+	return strdup(p);
+}
+
+__attribute__((noreturn)) static void child_fail(int errw, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (n > 0 && write(errw, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1) < 0)
+		_exit(126);
+	_exit(126);
+}
+
+__attribute__((noreturn)) static void child_main(struct child_ctx *c)
+{
+	const struct image *im = c->im;
+	const struct ckpt_restore_opts *o = c->o;
+	Storm__Ckpt__FileTable *ft = im->ft;
+	sigset_t all;
+
+	sigfillset(&all);
+	sigdelset(&all, SIGTRAP);
+	sigdelset(&all, SIGSEGV);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	for (int sig = 1; sig <= 64; sig++) {
+		struct kernel_sigaction ka = { 0 };
+		if (sig != SIGKILL && sig != SIGSTOP)
+			syscall(SYS_rt_sigaction, sig, &ka, NULL, 8);
+	}
+	if (o->child_setup && o->child_setup(o->child_arg) != 0)
+		child_fail(c->errw, "setting up the new process failed");
+	if (o->drop_creds) {
+		if (setgroups(1, &o->gid) < 0 || setresgid(o->gid, o->gid, o->gid) < 0 ||
+		    setresuid(o->uid, o->uid, o->uid) < 0)
+			child_fail(c->errw, "cannot become uid %u gid %u: %s", o->uid, o->gid,
+				   strerror(errno));
+		prctl(PR_SET_DUMPABLE, 1);
+	}
+	/* descriptors: keep the inherited non-files the image had, reopen files */
+	int maxfd = 2;
+	for (size_t i = 0; i < ft->n_files; i++)
+		if (ft->files[i]->fd > maxfd)
+			maxfd = ft->files[i]->fd;
+	int errw = fcntl(c->errw, F_DUPFD_CLOEXEC, maxfd + 1);
+	if (errw < 0)
+		child_fail(c->errw, "dup: %s", strerror(errno));
+	close(c->errw);
+	for (int fd = 0; fd <= maxfd; fd++) {
+		int keep = 0;
+		for (size_t i = 0; i < ft->n_files; i++)
+			keep |= ft->files[i]->fd == fd && ft->files[i]->kind == 1;
+		if (!keep)
+			close(fd);
+	}
+	syscall(SYS_close_range, errw + 1, ~0u, 0);
+	for (size_t i = 0; i < ft->n_files; i++) {
+		Storm__Ckpt__File *f = ft->files[i];
+		if (f->kind != 0)
+			continue;
+		char *path = remap_path(o, f->path);
+		int fl = f->flags & ~(O_CREAT | O_TRUNC | O_EXCL | O_NOCTTY);
+		int tmp = open(path ? path : f->path, fl);
+		if (tmp < 0)
+			child_fail(errw, "%s: section files: fd %d: %s: %s", im->path, f->fd,
+				   path ? path : f->path, strerror(errno));
+		struct stat sb;
+		if ((fl & O_ACCMODE) != O_RDONLY && fstat(tmp, &sb) == 0 &&
+		    (uint64_t)sb.st_size > f->size && ftruncate(tmp, f->size) < 0)
+			child_fail(errw, "%s: cannot cut back to %llu bytes: %s", path,
+				   (unsigned long long)f->size, strerror(errno));
+		if (tmp != f->fd) {
+			if (dup3(tmp, f->fd, f->flags & O_CLOEXEC) < 0)
+				child_fail(errw, "dup3 to fd %d: %s", f->fd, strerror(errno));
+			close(tmp);
+		}
+		if (lseek(f->fd, f->pos, SEEK_SET) < 0 && errno != ESPIPE)
+			child_fail(errw, "%s: seek to %llu: %s", path, (unsigned long long)f->pos,
+				   strerror(errno));
+		free(path);
+	}
+	if (chdir(im->meta->cwd) < 0)
+		child_fail(errw, "%s: cwd %s: %s", im->path, im->meta->cwd, strerror(errno));
+	umask(im->meta->umask);
+	/* glibc registered rseq for this thread at our TLS: forget it */
+	if (__rseq_size) {
+		void *area = (char *)__builtin_thread_pointer() + __rseq_offset;
+		if (syscall(SYS_rseq, area, 32, RSEQ_FLAG_UNREGISTER, RSEQ_SIG) < 0)
+			syscall(SYS_rseq, area, __rseq_size, RSEQ_FLAG_UNREGISTER, RSEQ_SIG);
+	}
+	void *g = mmap((void *)c->gadget, 2 * CKPT_PAGE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (g != (void *)c->gadget)
+		child_fail(errw, "gadget page at %#llx: %s", (unsigned long long)c->gadget,
+			   strerror(errno));
+	memcpy(g, "\x0f\x05\xcc\xcc", 4);
+	mprotect(g, CKPT_PAGE, PROT_READ | PROT_EXEC);
+	for (size_t i = 0; i < im->meta->n_sigactions; i++) {
+		Storm__Ckpt__SigAction *s = im->meta->sigactions[i];
+		struct kernel_sigaction ka = { s->handler, s->flags, s->restorer, s->mask };
+		if (s->sig >= 1 && s->sig <= 64 && s->sig != SIGKILL && s->sig != SIGSTOP &&
+		    syscall(SYS_rt_sigaction, s->sig, &ka, NULL, 8) < 0)
+			child_fail(errw, "%s: section meta: rt_sigaction(%u): %s", im->path, s->sig,
+				   strerror(errno));
+	}
+	close(errw);
+	if (ptrace(PTRACE_TRACEME, 0, 0, 0) < 0)
+		_exit(125);
+	kill(getpid(), SIGSTOP);
+	_exit(124);
+}
+
+/* ---- the parent */
+
+struct drive {
+	struct ckpt_tracee t;
+	struct user_regs_struct base;
+	const struct image *im;
+	char *err;
+	size_t errlen;
+};
+
+static int sys(struct drive *d, const char *what, long nr, long *ret, int nargs, long a0, long a1,
+	       long a2, long a3, long a4, long a5)
+{
+	long r;
+	int rc = ckpt_inject(&d->t, &d->base, nr, &r, 0, nargs, a0, a1, a2, a3, a4, a5);
+	if (rc)
+		return ckpt_fail(d->err, d->errlen, rc, "%s: restoring: %s: %s", d->im->path, what,
+				 strerror(-rc));
+	if ((unsigned long)r > -4096ul)
+		return ckpt_fail(d->err, d->errlen, (int)r, "%s: restoring: %s: %s", d->im->path,
+				 what, strerror((int)-r));
+	if (ret)
+		*ret = r;
+	return 0;
+}
+
+#define SYS(d, what, nr, ret, ...) sys(d, what, nr, ret, __VA_ARGS__)
+
+static int restore_pages(struct drive *d, size_t vi, char *buf, size_t bufsz, uint64_t *pages)
+{
+	const struct image *im = d->im;
+	Storm__Ckpt__Vma *v = im->vt->vmas[vi];
+	const struct ckpt_sec *s = im->psec[vi];
+	char name[32];
+	XXH3_state_t *xs = XXH3_createState();
+	XXH3_64bits_reset(xs);
+	uint64_t off = s->offset;
+	int rc = 0;
+	for (size_t r = 0; r < v->n_runs && !rc; r++) {
+		uint64_t a = v->start + v->runs[r]->page * CKPT_PAGE;
+		uint64_t left = v->runs[r]->count * CKPT_PAGE;
+		*pages += v->runs[r]->count;
+		while (left && !rc) {
+			size_t n = left < bufsz ? left : bufsz;
+			rc = pread_all(im->fd, buf, n, off);
+			if (rc) {
+				ckpt_fail(d->err, d->errlen, rc, "%s: section %s: %s", im->path,
+					  ckpt_sec_name(s, name, sizeof(name)), strerror(-rc));
+				break;
+			}
+			XXH3_64bits_update(xs, buf, n);
+			rc = ckpt_mem_write(&d->t, a, buf, n);
+			if (rc)
+				ckpt_fail(d->err, d->errlen, rc, "%s: restoring: writing %#llx: %s",
+					  im->path, (unsigned long long)a, strerror(-rc));
+			off += n;
+			a += n;
+			left -= n;
+		}
+	}
+	if (!rc && XXH3_64bits_digest(xs) != s->hash)
+		rc = ckpt_fail(d->err, d->errlen, -EINVAL,
+			       "%s: section %s: checksum mismatch (corrupted)", im->path,
+			       ckpt_sec_name(s, name, sizeof(name)));
+	XXH3_freeState(xs);
+	return rc;
+}
+
+static int drive(struct drive *d, uint64_t gadget, uint64_t tmp, const struct special *img_sp,
+		 const struct ckpt_restore_opts *o, uint64_t *pages)
+{
+	const struct image *im = d->im;
+	Storm__Ckpt__Meta *m = im->meta;
+	uint64_t scratch = gadget + CKPT_PAGE;
+	struct ckpt_map *cm = NULL;
+	size_t ncm = 0;
+	int rc;
+	long r;
+
+	if (own_maps(&cm, &ncm, d->t.pid) < 0)
+		return ckpt_fail(d->err, d->errlen, -errno, "restoring: cannot read the new maps");
+	struct special csp = { 0 };
+	for (size_t i = 0; i < ncm; i++) {
+		struct ckpt_map *x = &cm[i];
+		if (x->kind == CKPT_VMA_VSYSCALL || (x->start >= gadget && x->end <= gadget + 2 * CKPT_PAGE))
+			continue;
+		if (x->kind >= CKPT_VMA_VDSO && x->kind <= CKPT_VMA_VVAR_VCLOCK) {
+			special_add(&csp, x->kind, x->start, x->end);
+			continue;
+		}
+		if ((rc = SYS(d, "munmap", SYS_munmap, NULL, 2, x->start, x->end - x->start, 0, 0, 0, 0)))
+			goto out;
+	}
+	/* the vDSO and its data pages to the image's addresses, through tmp */
+	if (img_sp->have && csp.lo != img_sp->lo) {
+		for (int pass = 0; pass < 2; pass++)
+			for (int k = 0; k < 3; k++) {
+				if (!(csp.have >> k & 1))
+					continue;
+				uint64_t from = pass == 0 ? csp.start[k] : tmp + csp.start[k] - csp.lo;
+				uint64_t to = pass == 0 ? tmp + csp.start[k] - csp.lo
+							: img_sp->start[k];
+				if ((rc = SYS(d, "mremap of the vDSO", SYS_mremap, NULL, 5, from,
+					      csp.len[k], csp.len[k], MREMAP_MAYMOVE | MREMAP_FIXED,
+					      to, 0)))
+					goto out;
+			}
+	}
+	for (size_t i = 0; i < im->vt->n_vmas; i++) {
+		Storm__Ckpt__Vma *v = im->vt->vmas[i];
+		if (v->kind >= CKPT_VMA_VDSO)
+			continue;
+		long flags = MAP_FIXED | (v->shared ? MAP_SHARED : MAP_PRIVATE), fd = -1;
+		if (v->kind == CKPT_VMA_FILE) {
+			char *path = remap_path(o, v->path);
+			size_t l = strlen(path) + 1;
+			if (l > CKPT_PAGE)
+				l = CKPT_PAGE;
+			path[l - 1] = 0;
+			rc = ckpt_mem_write(&d->t, scratch, path, l);
+			free(path);
+			int mode = v->shared && (v->prot & PROT_WRITE) ? O_RDWR : O_RDONLY;
+			if (rc || (rc = SYS(d, v->path, SYS_open, &fd, 2, scratch, mode, 0, 0, 0, 0)))
+				goto out;
+		} else {
+			flags |= MAP_ANONYMOUS;
+			if (v->kind == CKPT_VMA_STACK)
+				flags |= MAP_GROWSDOWN;
+		}
+		rc = SYS(d, "mmap", SYS_mmap, &r, 6, v->start, v->end - v->start, v->prot, flags, fd,
+			 v->offset);
+		if (fd >= 0)
+			SYS(d, "close", SYS_close, NULL, 1, fd, 0, 0, 0, 0, 0);
+		if (rc)
+			goto out;
+		if ((uint64_t)r != v->start) {
+			rc = ckpt_fail(d->err, d->errlen, -EFAULT,
+				       "%s: restoring: area %#llx landed at %#lx", im->path,
+				       (unsigned long long)v->start, r);
+			goto out;
+		}
+	}
+	const size_t BUF = 8 << 20;
+	char *buf = malloc(BUF);
+	for (size_t i = 0; i < im->vt->n_vmas && !rc; i++)
+		if (im->psec[i])
+			rc = restore_pages(d, i, buf, BUF, pages);
+	free(buf);
+	if (rc)
+		goto out;
+	/* brk, argument and environment bounds, auxv, exe */
+	struct prctl_mm_map mm = {
+		.start_code = m->mm->start_code, .end_code = m->mm->end_code,
+		.start_data = m->mm->start_data, .end_data = m->mm->end_data,
+		.start_brk = m->mm->start_brk, .brk = m->mm->brk,
+		.start_stack = m->mm->start_stack, .arg_start = m->mm->arg_start,
+		.arg_end = m->mm->arg_end, .env_start = m->mm->env_start, .env_end = m->mm->env_end,
+		.exe_fd = (uint32_t)-1,
+	};
+	size_t auxlen = m->mm->auxv.len & ~7ul;
+	if (auxlen > 2048)
+		auxlen = 2048;
+	if (auxlen) {
+		mm.auxv = (__u64 *)(uintptr_t)(scratch + 1024);
+		mm.auxv_size = auxlen;
+		ckpt_mem_write(&d->t, scratch + 1024, m->mm->auxv.data, auxlen);
+	}
+	long exefd = -1;
+	if (m->exe[0]) {
+		char *path = remap_path(o, m->exe);
+		if (strlen(path) < 1000 && ckpt_mem_write(&d->t, scratch + 3072, path, strlen(path) + 1) == 0 &&
+		    ckpt_inject(&d->t, &d->base, SYS_open, &exefd, 0, 2, (long)(scratch + 3072),
+				(long)O_RDONLY) == 0 && exefd >= 0)
+			mm.exe_fd = exefd;
+		free(path);
+	}
+	ckpt_mem_write(&d->t, scratch, &mm, sizeof(mm));
+	rc = ckpt_inject(&d->t, &d->base, SYS_prctl, &r, 0, 4, (long)PR_SET_MM, (long)PR_SET_MM_MAP,
+			 (long)scratch, (long)sizeof(mm));
+	if (!rc && r < 0 && exefd >= 0) { /* not allowed to set the exe link: the rest then */
+		mm.exe_fd = (uint32_t)-1;
+		ckpt_mem_write(&d->t, scratch, &mm, sizeof(mm));
+		rc = ckpt_inject(&d->t, &d->base, SYS_prctl, &r, 0, 4, (long)PR_SET_MM,
+				 (long)PR_SET_MM_MAP, (long)scratch, (long)sizeof(mm));
+	}
+	if (exefd >= 0)
+		SYS(d, "close", SYS_close, NULL, 1, exefd, 0, 0, 0, 0, 0);
+	if (!rc && r < 0)
+		rc = ckpt_fail(d->err, d->errlen, (int)r, "%s: restoring: prctl(PR_SET_MM_MAP): %s",
+			       im->path, strerror((int)-r));
+	if (rc)
+		goto out;
+	if (m->rseq_addr &&
+	    (rc = SYS(d, "rseq", SYS_rseq, NULL, 4, m->rseq_addr, m->rseq_len, 0, m->rseq_sig, 0, 0)))
+		goto out;
+	for (size_t i = 0; i < m->n_itimers; i++) {
+		struct itimerval it = {
+			{ m->itimers[i]->interval_us / 1000000, m->itimers[i]->interval_us % 1000000 },
+			{ m->itimers[i]->value_us / 1000000, m->itimers[i]->value_us % 1000000 },
+		};
+		ckpt_mem_write(&d->t, scratch, &it, sizeof(it));
+		if ((rc = SYS(d, "setitimer", SYS_setitimer, NULL, 3, m->itimers[i]->which, scratch, 0,
+			      0, 0, 0)))
+			goto out;
+	}
+	/* last: the gadget itself; returning into the unmapped page traps */
+	rc = ckpt_inject(&d->t, &d->base, SYS_munmap, &r, 1, 2, (long)gadget, (long)(2 * CKPT_PAGE));
+	if (rc) {
+		ckpt_fail(d->err, d->errlen, rc, "%s: restoring: removing the gadget: %s", im->path,
+			  strerror(-rc));
+		goto out;
+	}
+	struct user_regs_struct regs;
+	memcpy(&regs, m->regs.data, sizeof(regs));
+	struct iovec iov = { m->xstate.data, m->xstate.len };
+	if (ptrace(PTRACE_SETREGS, d->t.pid, 0, &regs) < 0 ||
+	    (m->xstate.len && ptrace(PTRACE_SETREGSET, d->t.pid, NT_X86_XSTATE, &iov) < 0) ||
+	    (!m->xstate.len && m->fpregs.len &&
+	     ptrace(PTRACE_SETREGSET, d->t.pid, NT_PRFPREG,
+		    &(struct iovec){ m->fpregs.data, m->fpregs.len }) < 0) ||
+	    ptrace(PTRACE_SETSIGMASK, d->t.pid, sizeof(m->sigmask), &m->sigmask) < 0) {
+		rc = ckpt_fail(d->err, d->errlen, -errno, "%s: restoring registers: %s", im->path,
+			       strerror(errno));
+		goto out;
+	}
+out:
+	free(cm);
+	return rc;
+}
+
+int ckpt_restore(const char *path, const struct ckpt_restore_opts *opts, pid_t *pidp,
+		 struct ckpt_stats *st, char *err, size_t errlen)
+{
+	static const struct ckpt_restore_opts none;
+	const struct ckpt_restore_opts *o = opts ? opts : &none;
+	struct image im;
+	struct ckpt_map *mine = NULL;
+	size_t nmine = 0;
+	int rc, pfd[2] = { -1, -1 };
+	pid_t pid = -1;
+	double t0 = ckpt_now();
+	uint64_t pages = 0;
+
+	if ((rc = image_open(path, &im, err, errlen)))
+		goto out;
+	Storm__Ckpt__Meta *m = im.meta;
+	/* our vDSO must be the image's */
+	struct special isp = { 0 }, msp = { 0 };
+	for (size_t i = 0; i < im.vt->n_vmas; i++) {
+		Storm__Ckpt__Vma *v = im.vt->vmas[i];
+		if (v->kind >= CKPT_VMA_VDSO && v->kind <= CKPT_VMA_VVAR_VCLOCK)
+			special_add(&isp, v->kind, v->start, v->end);
+	}
+	if (own_maps(&mine, &nmine, getpid()) < 0) {
+		rc = ckpt_fail(err, errlen, -errno, "cannot read /proc/self/maps");
+		goto out;
+	}
+	for (size_t i = 0; i < nmine; i++)
+		if (mine[i].kind >= CKPT_VMA_VDSO && mine[i].kind <= CKPT_VMA_VVAR_VCLOCK)
+			special_add(&msp, mine[i].kind, mine[i].start, mine[i].end);
+	int same = isp.have == msp.have;
+	for (int k = 0; k < 3 && same; k++)
+		same = !(isp.have >> k & 1) ||
+		       (isp.len[k] == msp.len[k] &&
+			isp.start[k] - isp.lo == msp.start[k] - msp.lo);
+	void *vdso = (void *)getauxval(AT_SYSINFO_EHDR);
+	if (!same || !vdso || m->vdso.len != msp.len[0] || memcmp(vdso, m->vdso.data, m->vdso.len)) {
+		rc = ckpt_fail(err, errlen, -ENOEXEC,
+			       "%s: section meta: the vDSO differs from this kernel's "
+			       "(restore on a node running the same kernel)",
+			       path);
+		goto out;
+	}
+	/* every mapped file must be the one of the checkpoint */
+	for (size_t i = 0; i < im.vt->n_vmas; i++) {
+		Storm__Ckpt__Vma *v = im.vt->vmas[i];
+		if (v->kind != CKPT_VMA_FILE)
+			continue;
+		char *fp = remap_path(o, v->path);
+		uint64_t size, hash;
+		rc = ckpt_file_range_hash(fp, v->offset, v->end - v->start, &size, &hash);
+		if (rc || size != v->file_size || hash != v->file_hash) {
+			rc = ckpt_fail(err, errlen, rc ? rc : -ESTALE,
+				       "%s: mapped file %s %s since the checkpoint", path, fp,
+				       rc ? "is gone" : "changed");
+			free(fp);
+			goto out;
+		}
+		free(fp);
+	}
+	uint64_t gadget = find_free(2 * CKPT_PAGE, &im, mine, nmine, 0, 0);
+	uint64_t tmp = find_free(msp.hi - msp.lo, &im, mine, nmine, gadget, 2 * CKPT_PAGE);
+	if (!gadget || !tmp) {
+		rc = ckpt_fail(err, errlen, -ENOMEM, "%s: no free address range to work from", path);
+		goto out;
+	}
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		rc = ckpt_fail(err, errlen, -errno, "pipe: %s", strerror(errno));
+		goto out;
+	}
+	pid = fork();
+	if (pid < 0) {
+		rc = ckpt_fail(err, errlen, -errno, "fork: %s", strerror(errno));
+		goto out;
+	}
+	if (pid == 0) {
+		close(pfd[0]);
+		struct child_ctx c = { &im, o, gadget, pfd[1] };
+		child_main(&c);
+	}
+	close(pfd[1]);
+	pfd[1] = -1;
+	int ws;
+	if (waitpid(pid, &ws, __WALL) < 0 || !WIFSTOPPED(ws)) {
+		char msg[512] = "";
+		ssize_t n = read(pfd[0], msg, sizeof(msg) - 1);
+		msg[n > 0 ? n : 0] = 0;
+		rc = ckpt_fail(err, errlen, -EIO, "%s", msg[0] ? msg : "the new process died");
+		pid = -1;
+		goto out;
+	}
+	struct drive d = { .t = { .pid = pid, .gadget = gadget }, .im = &im, .err = err,
+			   .errlen = errlen };
+	char mp[64];
+	snprintf(mp, sizeof(mp), "/proc/%d/mem", pid);
+	d.t.memfd = open(mp, O_RDWR | O_CLOEXEC);
+	if (d.t.memfd < 0 || ptrace(PTRACE_GETREGS, pid, 0, &d.base) < 0) {
+		rc = ckpt_fail(err, errlen, -errno, "%s: %s", mp, strerror(errno));
+		goto out;
+	}
+	rc = drive(&d, gadget, tmp, &isp, o, &pages);
+	close(d.t.memfd);
+	if (rc)
+		goto out;
+	int sig = o->stopped ? SIGSTOP : d.t.pending_sig;
+	if (ptrace(PTRACE_DETACH, pid, 0, sig) < 0) {
+		rc = ckpt_fail(err, errlen, -errno, "detach: %s", strerror(errno));
+		goto out;
+	}
+	*pidp = pid;
+	if (st) {
+		st->bytes = im.size;
+		st->pages = pages;
+		st->seconds = ckpt_now() - t0;
+	}
+out:
+	if (rc && pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, __WALL);
+	}
+	if (pfd[0] >= 0)
+		close(pfd[0]);
+	if (pfd[1] >= 0)
+		close(pfd[1]);
+	free(mine);
+	image_close(&im);
+	return rc;
+}

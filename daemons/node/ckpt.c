@@ -1,0 +1,624 @@
+/* Checkpoint and restore of a job's ranks on this node (libstormckpt).
+ *
+ * Both run in a helper process forked from the daemon, so the daemon's loop
+ * keeps following strobes while memory is written (a 2 GiB job would
+ * otherwise miss enough strobes to be declared DOWN). The helper reports
+ * through a pipe and exits; its end is seen by the reaper (nd_ckpt_reaped).
+ *  - Checkpoint: the job is stopped (SIGSTOP to its group; with the freezer
+ *    it is thawed so the stop takes effect) and kept stopped (ckpt_busy) while
+ *    the helper writes DIR/rank<R>.img for each local rank and, the first
+ *    time, copies the job directory's files to ckpt/JOB/files. When every
+ *    image is written it says so (CHECKPOINT_CAPTURED: the job may run on)
+ *    and fsyncs them; then the node stores the checkpoint id in
+ *    GM_VAR_CKPT(slot), which the MM checks with COMPARE-AND-WRITE, and
+ *    reports CHECKPOINTED.
+ *  - Restore: the helper rebuilds each rank from its image, stopped, in one
+ *    process group, with the daemon's pipes as stdout and stderr, as the
+ *    job's user. The daemon is a child subreaper, so when the helper exits
+ *    the ranks become its children, to be reaped like launched ones. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ckpt.h"
+#include "layout.h"
+#include "nd.h"
+
+enum helper_kind { H_DUMP, H_RESTORE };
+
+struct nd_helper {
+	pid_t pid;
+	int fd;                 /* read end of its result pipe */
+	enum helper_kind kind;
+	uint64_t job, id;
+	uint32_t slot;
+	uint32_t first;         /* restore: the job's first local rank */
+	int *pipes;             /* restore: per local rank, stdout and stderr read ends */
+	bool captured;          /* dump: its images are written; the job may run on */
+	char buf[4096];         /* dump: what it said so far */
+	size_t len;
+	struct nd_helper *next;
+};
+
+int nd_ckpt_init(struct nd *nd)
+{
+	/* restored ranks are the helper's children: they must come to us */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
+		nd_log(nd, "cannot become a child subreaper (%s): restarts will not work",
+		       strerror(errno));
+	}
+	return 0;
+}
+
+static struct nd_job *job_of(struct nd *nd, uint64_t id)
+{
+	for (struct nd_job *j = nd->jobs; j; j = j->next)
+		if (j->id == id)
+			return j;
+	return NULL;
+}
+
+static int mkdirs(const char *path, mode_t mode)
+{
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0711) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int copy_file(const char *from, const char *to, uid_t uid, gid_t gid, bool root)
+{
+	if (link(from, to) == 0 || errno == EEXIST)
+		return 0;
+	int in = open(from, O_RDONLY | O_CLOEXEC), out = -1, rc = 0;
+	struct stat st;
+	if (in < 0 || fstat(in, &st) < 0)
+		rc = -errno;
+	else if ((out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, st.st_mode & 07777)) < 0)
+		rc = -errno;
+	while (!rc) {
+		ssize_t n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
+		if (n < 0)
+			rc = -errno;
+		if (n <= 0)
+			break;
+	}
+	if (!rc && root && fchown(out, uid, gid) < 0)
+		rc = -errno;
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return rc;
+}
+
+/* Copies (links) every regular file of dir `from` into `to`. */
+static int copy_dir_files(const char *from, const char *to, uid_t uid, gid_t gid, bool root)
+{
+	DIR *d = opendir(from);
+	if (!d)
+		return -errno;
+	struct dirent *e;
+	int rc = 0;
+	while (!rc && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char a[PATH_MAX + 256], b[PATH_MAX + 256];
+		struct stat st;
+		snprintf(a, sizeof(a), "%s/%s", from, e->d_name);
+		snprintf(b, sizeof(b), "%s/%s", to, e->d_name);
+		if (stat(a, &st) == 0 && S_ISREG(st.st_mode) && !strstr(e->d_name, ".img"))
+			rc = copy_file(a, b, uid, gid, root);
+	}
+	closedir(d);
+	return rc;
+}
+
+static bool is_stopped(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true; /* gone: the dump will say so */
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	return p && (p[2] == 'T' || p[2] == 't');
+}
+
+static int result_pipe(int fds[2])
+{
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -errno;
+	fcntl(fds[0], F_SETPIPE_SZ, 1 << 20);
+	fcntl(fds[0], F_SETFL, O_NONBLOCK);
+	return 0;
+}
+
+static void add_helper(struct nd *nd, struct nd_helper *h)
+{
+	h->next = nd->helpers;
+	nd->helpers = h;
+}
+
+/* ---- checkpoint */
+
+static _Noreturn void dump_child(struct nd_job *job, const char *dir, const char *files_dir,
+				 int w)
+{
+	char err[1024];
+	double t0 = nd_now_ns() / 1e9;
+	/* every rank must have taken its SIGSTOP */
+	for (uint32_t i = 0; i < job->nranks; i++) {
+		pid_t pid = job->ranks[i].pid;
+		for (int k = 0; pid > 0 && k < 5000 && !is_stopped(pid); k++)
+			usleep(1000);
+	}
+	int rc = mkdirs(dir, 0700);
+	struct stat st;
+	if (!rc && stat(files_dir, &st) < 0) {
+		rc = mkdirs(files_dir, 0700);
+		if (!rc)
+			rc = copy_dir_files(job->dir, files_dir, 0, 0, false);
+	}
+	if (rc) {
+		dprintf(w, "E cannot create %s: %s\n", dir, strerror(-rc));
+		_exit(1);
+	}
+	uint64_t total = 0;
+	char path[PATH_MAX + 300];
+	for (uint32_t i = 0; i < job->nranks; i++) {
+		if (job->ranks[i].pid <= 0)
+			continue;
+		struct ckpt_stats cs;
+		snprintf(path, sizeof(path), "%s/rank%u.img", dir, job->ranks[i].rank);
+		if (ckpt_dump(job->ranks[i].pid, path, 0, &cs, err, sizeof(err)) < 0) {
+			dprintf(w, "E rank %u: %s\n", job->ranks[i].rank, err);
+			_exit(1);
+		}
+		total += cs.bytes;
+	}
+	/* the memory is captured: the job may run on while the images reach
+	 * the disk; the checkpoint is complete only once they have */
+	dprintf(w, "C %" PRIu64 "\n", total);
+	for (uint32_t i = 0; i < job->nranks; i++) {
+		if (job->ranks[i].pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/rank%u.img", dir, job->ranks[i].rank);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || fsync(fd) < 0) {
+			dprintf(w, "E rank %u: %s: fsync: %s\n", job->ranks[i].rank, path,
+				strerror(errno));
+			_exit(1);
+		}
+		close(fd);
+	}
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	dprintf(w, "OK %" PRIu64 " %.6f\n", total, nd_now_ns() / 1e9 - t0);
+	_exit(0);
+}
+
+static void ckpt_remove(struct nd *nd, const Storm__Cl__Checkpoint *c)
+{
+	char path[PATH_MAX + 128];
+	snprintf(path, sizeof(path), "%s/%s", nd->state_dir, c->dir);
+	DIR *d = opendir(path);
+	if (d) {
+		struct dirent *e;
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.') {
+				char f[PATH_MAX + 400];
+				snprintf(f, sizeof(f), "%s/%s", path, e->d_name);
+				unlink(f);
+			}
+		closedir(d);
+	}
+	rmdir(path);
+	/* the job's last checkpoint: its files copy goes too */
+	char *slash = strrchr(path, '/');
+	*slash = 0;
+	d = opendir(path);
+	int others = 0;
+	if (d) {
+		struct dirent *e;
+		while ((e = readdir(d)))
+			others += e->d_name[0] != '.' && strcmp(e->d_name, "files");
+		closedir(d);
+	}
+	if (!others) {
+		char files[PATH_MAX + 140];
+		snprintf(files, sizeof(files), "%s/files", path);
+		d = opendir(files);
+		if (d) {
+			struct dirent *e;
+			while ((e = readdir(d)))
+				if (e->d_name[0] != '.') {
+					char f[PATH_MAX + 400];
+					snprintf(f, sizeof(f), "%s/%s", files, e->d_name);
+					unlink(f);
+				}
+			closedir(d);
+		}
+		rmdir(files);
+		rmdir(path);
+	}
+	nd_log(nd, "checkpoint %" PRIu64 " of job %" PRIu64 " deleted", c->id, c->job);
+}
+
+void nd_checkpoint(struct nd *nd, const Storm__Cl__Checkpoint *c)
+{
+	if (!nd_valid_ckpt_dir(c->dir)) {
+		nd_log(nd, "checkpoint %" PRIu64 ": bad directory '%s'; ignored", c->id, c->dir);
+		return;
+	}
+	if (c->remove) {
+		/* unlinking gigabytes can stall on a busy disk: not in the loop
+		 * (the reaper takes the child as a pid it does not know) */
+		pid_t pid = fork();
+		if (pid == 0) {
+			ckpt_remove(nd, c);
+			_exit(0);
+		}
+		if (pid < 0)
+			ckpt_remove(nd, c);
+		return;
+	}
+	struct nd_job *job = job_of(nd, c->job);
+	const char *why = !job ? "the job does not run here"
+			  : job->ckpt_busy ? "a checkpoint of the job is under way"
+			  : job->pgid <= 0 || !job->nalive ? "the job has no live ranks here"
+							   : NULL;
+	if (why) {
+		nd_queue_note(nd, c->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED,
+			      UINT32_MAX, "%" PRIu64 " %s: %s", c->id, nd->name, why);
+		return;
+	}
+	/* stopped for the helper: with the freezer, thawed so the stop lands */
+	if (killpg(job->pgid, SIGSTOP) < 0 && errno != ESRCH)
+		nd_log(nd, "job %" PRIu64 ": cannot stop it for a checkpoint: %s", job->id,
+		       strerror(errno));
+	if (job->freeze_fd >= 0 && pwrite(job->freeze_fd, "0", 1, 0) < 0)
+		nd_log(nd, "job %" PRIu64 ": cannot thaw it for a checkpoint: %s", job->id,
+		       strerror(errno));
+	job->stopped = true;
+	job->ckpt_busy = true;
+	char dir[PATH_MAX + 128], files[PATH_MAX + 128];
+	snprintf(dir, sizeof(dir), "%s/%s", nd->state_dir, c->dir);
+	snprintf(files, sizeof(files), "%s/ckpt/%" PRIu64 "/files", nd->state_dir, job->id);
+	int fds[2];
+	struct nd_helper *h = calloc(1, sizeof(*h));
+	pid_t pid = -1;
+	if (h && result_pipe(fds) == 0) {
+		pid = fork();
+		if (pid == 0) {
+			close(fds[0]);
+			dump_child(job, dir, files, fds[1]);
+		}
+		close(fds[1]);
+	}
+	if (pid < 0) {
+		nd_queue_note(nd, c->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED,
+			      UINT32_MAX, "%" PRIu64 " %s: cannot start the checkpoint helper",
+			      c->id, nd->name);
+		job->ckpt_busy = false;
+		free(h);
+		return;
+	}
+	h->pid = pid;
+	h->fd = fds[0];
+	h->kind = H_DUMP;
+	h->job = job->id;
+	h->id = c->id;
+	h->slot = c->slot;
+	add_helper(nd, h);
+	nd_log(nd, "job %" PRIu64 ": checkpoint %" PRIu64 " into %s (helper %d)", job->id, c->id,
+	       dir, (int)pid);
+}
+
+/* The helper's ranks may run again: its images are written (or it failed). */
+static void dump_release(struct nd *nd, struct nd_helper *h)
+{
+	struct nd_job *job = job_of(nd, h->job);
+	h->captured = true;
+	if (job) {
+		job->ckpt_busy = false;
+		/* it stays stopped (frozen again with the freezer, its SIGSTOP then
+		 * undone): the first strobe that runs it once the MM has heard that
+		 * every node captured its ranks continues it */
+		if (job->freeze_fd >= 0) {
+			if (pwrite(job->freeze_fd, "1", 1, 0) < 0)
+				nd_log(nd, "job %" PRIu64 ": cannot freeze it: %s", job->id,
+				       strerror(errno));
+			killpg(job->pgid, SIGCONT);
+		}
+	}
+}
+
+static void helper_read(struct nd_helper *h)
+{
+	ssize_t r;
+	while (h->len < sizeof(h->buf) - 1 &&
+	       (r = read(h->fd, h->buf + h->len, sizeof(h->buf) - 1 - h->len)) > 0)
+		h->len += (size_t)r;
+	h->buf[h->len] = 0;
+}
+
+void nd_ckpt_poll(struct nd *nd)
+{
+	for (struct nd_helper *h = nd->helpers; h; h = h->next) {
+		if (h->kind != H_DUMP || h->captured)
+			continue;
+		helper_read(h);
+		unsigned long long bytes;
+		/* it says "C <bytes>" first, once every image is written */
+		if (strncmp(h->buf, "C ", 2) || !strchr(h->buf, '\n') ||
+		    sscanf(h->buf, "C %llu", &bytes) != 1)
+			continue;
+		dump_release(nd, h);
+		nd_queue_note(nd, h->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINT_CAPTURED, UINT32_MAX,
+			      "%" PRIu64 " %llu", h->id, bytes);
+	}
+}
+
+static void dump_done(struct nd *nd, struct nd_helper *h, const char *res)
+{
+	if (!h->captured)
+		dump_release(nd, h);
+	unsigned long long bytes = 0;
+	const char *ok = strstr(res, "OK "), *e = strstr(res, "E ");
+	if (ok && !e && sscanf(ok, "OK %llu", &bytes) == 1) {
+		sn_var_store(nd->sn, GM_VAR_CKPT(h->slot), h->id);
+		nd_queue_note(nd, h->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINTED, UINT32_MAX,
+			      "%" PRIu64 " %llu", h->id, bytes);
+		nd_log(nd, "job %" PRIu64 ": checkpoint %" PRIu64 " written, %llu bytes", h->job,
+		       h->id, bytes);
+	} else {
+		char line[1100] = "the checkpoint helper died";
+		if (e)
+			snprintf(line, sizeof(line), "%.*s", (int)strcspn(e + 2, "\n"), e + 2);
+		const char *why = line;
+		nd_queue_note(nd, h->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED, UINT32_MAX,
+			      "%" PRIu64 " %s: %s", h->id, nd->name, why);
+		nd_log(nd, "job %" PRIu64 ": checkpoint %" PRIu64 " failed: %s", h->job, h->id, why);
+	}
+}
+
+/* ---- restore */
+
+struct setup_arg {
+	int out_w, err_w;
+	pid_t pgid;
+};
+
+static int restore_setup(void *p)
+{
+	struct setup_arg *a = p;
+	setpgid(0, a->pgid);
+	int null = open("/dev/null", O_RDONLY);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(a->out_w, 1) < 0 || dup2(a->err_w, 2) < 0)
+		return -1;
+	return 0;
+}
+
+static _Noreturn void restore_child(struct nd *nd, const Storm__Cl__Launch *L,
+				    struct nd_job *job, const int *wfds, int w)
+{
+	char err[1024], img[PATH_MAX + 128], files[PATH_MAX + 128];
+	if (L->files_dir[0]) {
+		snprintf(files, sizeof(files), "%s/%s", nd->state_dir, L->files_dir);
+		int rc = nd_valid_ckpt_dir(L->files_dir) ? copy_dir_files(files, job->dir, L->uid, L->gid,
+								  nd->root)
+						 : -EINVAL;
+		if (rc) {
+			dprintf(w, "E cannot copy the job's files from %s: %s\n", files,
+				strerror(-rc));
+			_exit(1);
+		}
+	}
+	struct setup_arg a = { .pgid = 0 };
+	struct ckpt_restore_opts o = {
+		.stopped = 1, .uid = L->uid, .gid = L->gid, .drop_creds = nd->root,
+		.child_setup = restore_setup, .child_arg = &a,
+		.from_prefixes = (const char *const *)L->old_dirs, .nfrom = L->n_old_dirs,
+		.to_prefix = job->dir,
+	};
+	for (uint32_t i = 0; i < job->nranks; i++) {
+		uint32_t rank = job->ranks[i].rank;
+		if (L->restore_dir[0])
+			snprintf(img, sizeof(img), "%s/%s/rank%u.img", nd->state_dir, L->restore_dir,
+				 rank);
+		else
+			snprintf(img, sizeof(img), "%s/rank%u.img", job->dir, rank);
+		a.out_w = wfds[2 * i];
+		a.err_w = wfds[2 * i + 1];
+		pid_t pid;
+		struct ckpt_stats cs;
+		if (ckpt_restore(img, &o, &pid, &cs, err, sizeof(err)) < 0) {
+			dprintf(w, "E rank %u: %s\n", rank, err);
+			_exit(1);
+		}
+		if (!a.pgid)
+			a.pgid = pid;
+		dprintf(w, "R %u %d\n", rank, (int)pid);
+	}
+	_exit(0);
+}
+
+void nd_restore_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_job *job,
+		      uint32_t first)
+{
+	const Storm__Cl__Launch *L = cmd->launch;
+	if (L->restore_dir[0] && !nd_valid_ckpt_dir(L->restore_dir)) {
+		nd_job_start_failed(nd, job, "bad checkpoint directory");
+		return;
+	}
+	for (uint32_t i = 0; i < job->nranks; i++)
+		job->ranks[i].rank = first + i;
+	struct nd_helper *h = calloc(1, sizeof(*h));
+	int *wfds = calloc(2 * job->nranks, sizeof(int));
+	int *rfds = calloc(2 * job->nranks, sizeof(int));
+	int res[2] = { -1, -1 };
+	uint32_t made = 0;
+	if (!h || !wfds || !rfds || result_pipe(res) < 0)
+		goto fail;
+	for (; made < job->nranks; made++) {
+		int out[2], err[2];
+		if (pipe2(out, O_CLOEXEC) < 0)
+			goto fail;
+		if (pipe2(err, O_CLOEXEC) < 0) {
+			close(out[0]);
+			close(out[1]);
+			goto fail;
+		}
+		rfds[2 * made] = out[0];
+		wfds[2 * made] = out[1];
+		rfds[2 * made + 1] = err[0];
+		wfds[2 * made + 1] = err[1];
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(res[0]);
+		restore_child(nd, L, job, wfds, res[1]);
+	}
+	if (pid < 0)
+		goto fail;
+	close(res[1]);
+	for (uint32_t i = 0; i < 2 * job->nranks; i++)
+		close(wfds[i]);
+	free(wfds);
+	h->pid = pid;
+	h->fd = res[0];
+	h->kind = H_RESTORE;
+	h->job = job->id;
+	h->first = first;
+	h->pipes = rfds;
+	add_helper(nd, h);
+	nd_log(nd, "job %" PRIu64 ": restoring ranks %u..%u (helper %d)", job->id, first,
+	       first + job->nranks - 1, (int)pid);
+	return;
+fail:
+	for (uint32_t i = 0; i < 2 * made; i++) {
+		close(rfds[i]);
+		close(wfds[i]);
+	}
+	if (res[0] >= 0) {
+		close(res[0]);
+		close(res[1]);
+	}
+	free(h);
+	free(wfds);
+	free(rfds);
+	nd_job_start_failed(nd, job, "cannot start the restore helper");
+}
+
+static void restore_done(struct nd *nd, struct nd_helper *h, char *res)
+{
+	struct nd_job *job = job_of(nd, h->job);
+	char why[1100] = "";
+	for (char *line = strtok(res, "\n"); line; line = strtok(NULL, "\n")) {
+		unsigned rank;
+		int pid;
+		if (sscanf(line, "R %u %d", &rank, &pid) == 2 && job && rank >= h->first &&
+		    rank - h->first < job->nranks) {
+			struct nd_rank *r = &job->ranks[rank - h->first];
+			r->pid = pid;
+			job->nalive++;
+			if (!job->pgid)
+				job->pgid = pid;
+			nd_rank_pipes_watch(nd, job, r, h->pipes[2 * (rank - h->first)],
+					    h->pipes[2 * (rank - h->first) + 1]);
+			h->pipes[2 * (rank - h->first)] = h->pipes[2 * (rank - h->first) + 1] = -1;
+			nd_gang_adopt(nd, job, pid, true);
+		} else if (line[0] == 'E') {
+			snprintf(why, sizeof(why), "%s", line + 2);
+		} else if (sscanf(line, "R %u %d", &rank, &pid) == 2) {
+			kill(pid, SIGKILL); /* its job is gone */
+		}
+	}
+	for (uint32_t i = 0; job && i < 2 * job->nranks; i++)
+		if (h->pipes[i] >= 0)
+			close(h->pipes[i]);
+	if (!job)
+		return;
+	if (!why[0] && job->nalive < job->nranks)
+		snprintf(why, sizeof(why), "the restore helper died");
+	if (why[0]) {
+		nd_log(nd, "job %" PRIu64 ": restore failed: %s", job->id, why);
+		nd_job_start_failed(nd, job, why);
+		return;
+	}
+	/* restored stopped: continued now if its row runs (the freezer holds a
+	 * frozen job by itself) */
+	if (!job->stopped || job->freeze_fd >= 0)
+		killpg(job->pgid, SIGCONT);
+	nd_job_started(nd, job);
+}
+
+bool nd_ckpt_reaped(struct nd *nd, pid_t pid, int status)
+{
+	(void)status;
+	for (struct nd_helper **pp = &nd->helpers; *pp; pp = &(*pp)->next) {
+		struct nd_helper *h = *pp;
+		if (h->pid != pid)
+			continue;
+		*pp = h->next;
+		if (h->kind == H_DUMP) {
+			helper_read(h);
+			close(h->fd);
+			dump_done(nd, h, h->buf);
+		} else {
+			char buf[1 << 16];
+			size_t n = 0;
+			for (ssize_t r; n < sizeof(buf) - 1 &&
+					(r = read(h->fd, buf + n, sizeof(buf) - 1 - n)) > 0;)
+				n += (size_t)r;
+			buf[n] = 0;
+			close(h->fd);
+			restore_done(nd, h, buf);
+		}
+		free(h->pipes);
+		free(h);
+		return true;
+	}
+	return false;
+}
+
+void nd_ckpt_close(struct nd *nd)
+{
+	while (nd->helpers) {
+		struct nd_helper *h = nd->helpers;
+		nd->helpers = h->next;
+		kill(h->pid, SIGKILL);
+		waitpid(h->pid, NULL, 0);
+		close(h->fd);
+		free(h->pipes);
+		free(h);
+	}
+}

@@ -1,0 +1,103 @@
+#!/bin/bash
+# The checkpointer on its own (storm-ckpt, libstormckpt): a program with a
+# 64 MiB heap, an open file it writes, a signal handler and clock_gettime
+# pacing is checkpointed several times mid-run (left running, and killed),
+# restored from each image, and must end with output byte-identical to an
+# uninterrupted run. Corrupted and truncated images must fail with a clear
+# error naming the file and the section.
+# usage: tests/ckpt/test_ckpt.sh BINDIR
+set -u
+B=$(cd "$1" && pwd)
+CK=$B/storm-ckpt
+PROG=$B/ckpt_prog
+. "$(dirname "$0")/../cluster/lib.sh"
+T=$(mktemp -d /tmp/ckpt-test.XXXXXX)
+checks=0 fails=0
+started=()
+cleanup() {
+	for p in "${started[@]}"; do kill -9 "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+STEPS=150 HEAP=64
+cd "$T" || exit 1
+"$PROG" $STEPS $HEAP ref.f >ref.out 2>ref.err || { echo "FAIL reference run"; exit 1; }
+
+# 1. run; dump it while it keeps running, then dump and kill it
+"$PROG" $STEPS $HEAP run.f >run.out 2>run.err &
+P=$!
+started+=("$P")
+wait_log run.out "step 20 " 30 || bad "program reached step 20"
+expect "dump a running process (left running)" 0 "$CK" dump "$P" img1
+wait_log run.out "step 40 " 30 || bad "program kept running after the dump"
+expect "dump and kill" 0 "$CK" dump "$P" img2 --kill
+wait "$P" 2>/dev/null
+[ -s img1 ] && [ -s img2 ] && ok "images written" || bad "images written"
+
+# 2. restore img2; dump and kill the restored process; restore that image
+"$CK" restore img2 2>r2.err &
+R=$!
+started+=("$R")
+wait_log r2.err "as pid" 10 || bad "restore img2 started"
+NP=$(sed -n 's/.*as pid \([0-9]*\).*/\1/p' r2.err)
+started+=("$NP")
+wait_log run.out "step 80 " 30 || bad "restored process runs on"
+expect "dump the restored process" 0 "$CK" dump "$NP" img3 --kill
+wait "$R"
+[ $? = 137 ] && ok "restored process was killed" || bad "restored process was killed"
+expect "restore the second-generation image to the end" 0 "$CK" restore img3
+if cmp -s run.out ref.out && cmp -s run.f ref.f; then
+	ok "output after 2 kills and 2 restores is byte-identical"
+else
+	bad "output after 2 kills and 2 restores is byte-identical"
+	diff ref.out run.out | head -5
+fi
+
+# 3. the first image (taken while it ran on) restores to the same end
+expect "restore the image of a process that ran on" 0 "$CK" restore img1
+if cmp -s run.out ref.out && cmp -s run.f ref.f; then
+	ok "restart from the earliest image is byte-identical too"
+else
+	bad "restart from the earliest image is byte-identical too"
+fi
+expect "verify a good image" 0 "$CK" verify img3
+
+# 4. damaged images: a clear one-line error naming the file and the section
+size=$(stat -c %s img3)
+cp img3 flipped
+printf '\x55' | dd of=flipped bs=1 seek=$((size / 3)) conv=notrunc status=none
+expect "restore a corrupted image fails" 1 "$CK" restore flipped
+has "corruption error names file and section" err "flipped: section pages["
+has "corruption error says checksum" err "checksum mismatch"
+[ "$(wc -l <"$T/err")" = 1 ] && ok "one-line error" || bad "one-line error"
+expect "verify finds the corruption" 1 "$CK" verify flipped
+has "verify names the section" err "flipped: section pages["
+head -c $((size / 2)) img3 >truncated
+expect "restore a truncated image fails" 1 "$CK" restore truncated
+has "truncation error names file and section" err "truncated: truncated in section pages["
+head -c 20 img3 >stub
+expect "restore a 20-byte stub fails" 1 "$CK" restore stub
+has "stub error names the header" err "stub: header: truncated"
+cp img3 hdrflip
+printf '\x01' | dd of=hdrflip bs=1 seek=9 conv=notrunc status=none
+expect "restore with a damaged header fails" 1 "$CK" restore hdrflip
+has "header error" err "hdrflip: header: checksum mismatch"
+# the section table damaged behind a valid header checksum
+cp img3 metaflip
+off=$(python3 -c '
+import struct,sys
+b=open("img3","rb").read()
+n=struct.unpack_from("<I",b,12)[0]
+for i in range(n):
+    t,idx,o,l,h=struct.unpack_from("<IIQQQ",b,40+32*i)
+    if t==1: print(o+l//2)')
+printf '\xff' | dd of=metaflip bs=1 seek="$off" conv=notrunc status=none
+expect "restore with damaged metadata fails" 1 "$CK" restore metaflip
+has "metadata error names the section" err "metaflip: section meta: checksum mismatch"
+expect "dump of a missing process fails" 1 "$CK" dump 999999999 nothing
+has "missing process error" err "no such process"
+
+echo "test_ckpt: $((checks - fails))/$checks passed"
+[ "$fails" = 0 ]

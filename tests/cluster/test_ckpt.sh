@@ -1,0 +1,192 @@
+#!/bin/bash
+# Checkpoint/restart of jobs on a virtual cluster, through the real CLI: a
+# 2-rank job (tests/ckpt/ckpt_prog: 16 MiB heap, a file per rank, a signal
+# handler, clock_gettime pacing) checkpointed three times mid-run, killed and
+# restarted on the same nodes and on other ones, ends with files identical to
+# an uninterrupted run; a job with --restart-on-failure survives SIGKILL of a
+# node daemon and its ranks; damaged images, incomplete checkpoints and other
+# users are refused with a clear error. Every daemon goes down on exit.
+# Usage: test_ckpt.sh BUILD_BIN_DIR   (make clustertest)
+set -u
+BIN=$(cd "${1:-build/bin}" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+T=$(mktemp -d /tmp/storm-ckpttest.XXXXXX)
+chmod 755 "$T" # another user's storm must read the configuration
+C=$T/c
+export PATH=$BIN:$PATH
+export STORM_CONF=$C/storm.conf
+# loopback only: a --netns cluster's bridge that another test takes down
+# must not take this cluster's connections with it
+export FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo FI_UDP_IFACE=lo
+fails=0 checks=0
+bg=()
+
+cleanup() {
+	for p in "${bg[@]}"; do kill -9 "$p" 2>/dev/null; done
+	storm cluster down --dir "$C" >/dev/null 2>&1
+	if [ -f "$C/pids" ]; then
+		while read -r pid _; do kill -9 "$pid" 2>/dev/null; done <"$C/pids"
+	fi
+	[ -n "${KEEP:-}" ] || rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+STEPS=250 HEAP=16 STEP_MS=10
+PROG="$BIN/ckpt_prog $STEPS $HEAP out%r.f $STEP_MS"
+# ck_field ID FIELD: from storm checkpoints --json
+ck_field() {
+	storm checkpoints --json | python3 -c '
+import json, sys
+for k in json.load(sys.stdin)["checkpoints"]:
+    if k["id"] == int(sys.argv[1]): print(k[sys.argv[2]])' "$1" "$2"
+}
+job_nodes() {
+	storm jobs --all --json | python3 -c '
+import json, sys
+for j in json.load(sys.stdin)["jobs"]:
+    if j["job"] == int(sys.argv[1]): print(j["nodelist"])' "$1"
+}
+# same_files NAME: each rank's file equals the uninterrupted run's
+same_files() {
+	if cmp -s "$T/ref0.f" "$T/w/out0.f" && cmp -s "$T/ref0.f" "$T/w/out1.f"; then ok "$1"; else
+		bad "$1"
+		cmp "$T/ref0.f" "$T/w/out0.f"
+		cmp "$T/ref0.f" "$T/w/out1.f"
+	fi
+}
+# tail_of_ref NAME FILE: FILE's lines (two ranks) are ref.out's from some step on
+tail_of_ref() {
+	if python3 - "$T/ref.out" "$2" <<'PY'
+import collections, sys
+ref = open(sys.argv[1]).read().splitlines()
+got = [l for l in open(sys.argv[2]).read().splitlines() if not l.startswith("storm:")]
+c = collections.Counter(got)
+# the ranks run apart: near the checkpoint one may be a step ahead
+assert got and all(n <= 2 for n in c.values()) and c[ref[-1]] == 2, "twice at most, both ends"
+first = min(ref.index(l) for l in c)
+assert set(c) == set(ref[first:]), "the reference from step %d on" % first
+PY
+	then ok "$1"; else bad "$1"; fi
+}
+
+# the uninterrupted run, for comparison
+mkdir -p "$T/w"
+(cd "$T" && STORM_RANK=0 $BIN/ckpt_prog $STEPS $HEAP ref%r.f 1 >ref.out) || bad "reference run"
+
+expect "cluster up" 0 storm cluster up --nodes 4 --down-after 40 --dir "$C"
+cd "$T/w" || exit 1
+
+# ---- three checkpoints of a running job, then it is killed
+storm run -N 2 -n 2 $PROG >run1.out 2>run1.err &
+bg+=($!)
+wait_log run1.out "step 30 " 30 || bad "job 1 reached step 30"
+expect "storm checkpoint (epoch 1)" 0 storm checkpoint 1
+has "  it reports the checkpoint" out "checkpoint 1 of job 1 (epoch 1)"
+wait_log run1.out "step 60 " 30
+expect "storm checkpoint --json (epoch 2)" 0 storm checkpoint --json 1
+has "  JSON names it complete" out '"complete": true'
+wait_log run1.out "step 90 " 30
+expect "storm checkpoint (epoch 3)" 0 storm checkpoint 1
+expect "storm cancel the job" 0 storm cancel --signal KILL 1
+wait "${bg[-1]}"
+expect "storm checkpoints lists them" 0 storm checkpoints
+[ "$(grep -c COMPLETE "$T/out")" = 3 ] && ok "  three complete checkpoints" ||
+	bad "  three complete checkpoints"
+[ -f "$C/state/node00/ckpt/1/3/rank0.img" ] && [ -f "$C/state/node01/ckpt/1/3/rank1.img" ] &&
+	ok "  images in each node's state directory" || bad "  images in each node's state directory"
+# the MM's database has them too (its checkpoints table)
+DB=$(find "$C" -name mm.db | head -1)
+db_ckpts() { sqlite3 "$DB" "SELECT epoch || ':' || complete FROM checkpoints WHERE job = 1 ORDER BY id" | tr '\n' ' '; }
+[ -n "$DB" ] && [ "$(db_ckpts)" = "1:1 2:1 3:1 " ] && ok "  recorded complete in the MM's database" ||
+	bad "  recorded complete in the MM's database (${DB:-no mm.db}: $(db_ckpts 2>&1))"
+
+# ---- restart the last one where it was: the files end identical
+rm -f out0.f.tmp
+expect "storm restart 3 (same nodes)" 0 storm restart 3
+cp "$T/out" r3.out
+same_files "  files identical to an uninterrupted run"
+tail_of_ref "  output is the uninterrupted run's, from the checkpoint on" r3.out
+[ "$(job_nodes 2)" = "node[00-01]" ] && ok "  ran on node[00-01]" || bad "  ran on $(job_nodes 2)"
+
+# ---- restart the second one elsewhere: another job holds node[00-01]
+storm submit -N 2 -o /dev/null --parsable /bin/sleep 600 >blocker.id
+expect "storm restart 2 (other nodes)" 0 storm restart 2
+cp "$T/out" r2.out
+[ "$(job_nodes 4)" = "node[02-03]" ] && ok "  ran on node[02-03]" || bad "  ran on $(job_nodes 4)"
+same_files "  files identical after a restart on other nodes"
+tail_of_ref "  output from the second checkpoint on" r2.out
+storm cancel --signal KILL "$(cat blocker.id)" >/dev/null
+
+# ---- refusals
+# a rank that cannot come back fails the job (its status: 1, or 137 when the
+# other rank was restored and then killed)
+expect "a damaged image fails the restart" 1 bash -c "
+	printf '\\x55' | dd of=$C/state/node00/ckpt/1/1/rank0.img bs=1 seek=200000 conv=notrunc status=none
+	storm restart 1 || exit 1"
+has "  error names the image and the section" err "rank0.img: section pages["
+has "  error says why" err "checksum mismatch"
+expect "a truncated image fails the restart" 1 bash -c "
+	truncate -s 100000 $C/state/node01/ckpt/1/2/rank1.img; storm restart 2"
+has "  error names the image and the section" err "rank1.img: truncated in section"
+expect "restart of a missing checkpoint" 1 storm restart 99
+has "  says so" err "no checkpoint 99"
+expect "checkpoint of a missing job" 1 storm checkpoint 99
+has "  says so" err "no job 99"
+storm run python3 -c 'import threading, time
+threading.Thread(target=time.sleep, args=(60,)).start(); print("threads up", flush=True)' \
+	>mt.out 2>&1 &
+bg+=($!)
+wait_log mt.out "threads up" 30
+MT=$(storm jobs --json | python3 -c 'import json,sys; print(max(j["job"] for j in json.load(sys.stdin)["jobs"]))')
+expect "checkpoint of a multi-threaded job fails" 1 storm checkpoint "$MT"
+has "  names the cause" err "only single-threaded processes are supported"
+INC=$(storm checkpoints --json | python3 -c 'import json,sys; print(max(k["id"] for k in json.load(sys.stdin)["checkpoints"]))')
+[ "$(ck_field "$INC" complete)" = False ] && ok "  recorded as incomplete" || bad "  recorded as incomplete"
+expect "an incomplete checkpoint never restarts" 1 storm restart "$INC"
+has "  says so" err "is incomplete"
+storm cancel --signal KILL "$MT" >/dev/null
+if command -v setpriv >/dev/null; then
+	expect "another user may not checkpoint root's job" 1 \
+		setpriv --reuid=65534 --regid=65534 --clear-groups storm checkpoint 1
+	has "  permission error" err "only its owner or root"
+	expect "nor restart root's checkpoint" 1 \
+		setpriv --reuid=65534 --regid=65534 --clear-groups storm restart 3
+	has "  permission error" err "only its owner or root"
+fi
+expect "storm checkpoints --delete" 0 storm checkpoints --delete 1
+wait_log "$C/log/node00.log" "checkpoint 1 of job 1 deleted" 10 &&
+	[ ! -e "$C/state/node00/ckpt/1/1" ] && ok "  its images are gone" || bad "  its images are gone"
+[ "$(db_ckpts)" = "2:1 3:1 " ] && ok "  gone from the MM's database" ||
+	bad "  gone from the MM's database: $(db_ckpts 2>&1)"
+expect "restart of a deleted checkpoint" 1 storm restart 1
+
+# ---- a node dies: the job restarts from its latest complete checkpoint
+rm -f out0.f out1.f
+storm run -N 2 -n 2 --checkpoint-interval 1 --restart-on-failure $PROG >fail.out 2>fail.err &
+RUN=$!
+bg+=($RUN)
+wait_log fail.out "step 1 " 30
+FJ=$(storm jobs --json | python3 -c 'import json,sys; print(max(j["job"] for j in json.load(sys.stdin)["jobs"]))')
+wait_log "$C/log/mm.log" "job $FJ: complete checkpoint" 30 || bad "a periodic checkpoint completed"
+N1=$(awk '$2 == "node01" { print $1 }' "$C/pids")
+kill -9 "$N1" $(cat /proc/"$N1"/task/*/children 2>/dev/null)
+wait "$RUN"
+rc=$?
+[ "$rc" = 0 ] && ok "the job survives SIGKILL of node01's daemon and ranks (exit 0)" ||
+	{ bad "the job survives SIGKILL of node01 (exit $rc)"; sed 's/^/     | /' fail.err | tail -5; }
+grep -q "stopped responding; job $FJ restarts from checkpoint" fail.err &&
+	ok "  storm run says it restarted" || bad "  storm run says it restarted"
+same_files "  files identical to an uninterrupted run"
+grep -q "^done " fail.out && ok "  the job ran to its end" || bad "  the job ran to its end"
+# periodic checkpoints are pruned to the last two complete ones per job
+over=$(storm checkpoints --json | python3 -c '
+import collections, json, sys
+n = collections.Counter(k["job"] for k in json.load(sys.stdin)["checkpoints"] if k["complete"] and k["job"] > int(sys.argv[1]) - 1)
+print(sum(1 for v in n.values() if v > 2))' "$FJ")
+[ "$over" = 0 ] && ok "  at most two periodic checkpoints kept per job" ||
+	bad "  at most two periodic checkpoints kept per job"
+
+echo "test_ckpt: $((checks - fails))/$checks passed"
+[ "$fails" = 0 ]

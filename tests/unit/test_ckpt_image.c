@@ -1,0 +1,188 @@
+/* The checkpoint image container (checkpoint/image.h) and the maps parser:
+ * round trip, every truncation, a bit flip in every section, malformed tables. */
+#include <CUnit/CUnit.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "ckpt.h"
+#include "image.h"
+#include "suites.h"
+
+/* An image with meta, vmas, files and two page sections of distinct bytes. */
+static unsigned char *build(size_t *len, struct ckpt_sec *secs)
+{
+	const uint32_t types[5] = { CKPT_SEC_PAGES, CKPT_SEC_PAGES, CKPT_SEC_META, CKPT_SEC_VMAS,
+				    CKPT_SEC_FILES };
+	const size_t lens[5] = { 4096, 8192, 100, 37, 1 };
+	struct ckpt_header h = { .nsec = 5, .secs = secs };
+	size_t off = ckpt_header_size(5);
+	for (int i = 0; i < 5; i++) {
+		secs[i] = (struct ckpt_sec){ .type = types[i], .index = i < 2 ? i : 0,
+					     .offset = off, .length = lens[i] };
+		off += lens[i];
+	}
+	h.file_size = off;
+	unsigned char *buf = malloc(off);
+	for (int i = 0; i < 5; i++) {
+		for (size_t b = 0; b < lens[i]; b++)
+			buf[secs[i].offset + b] = (unsigned char)(b * 7 + i);
+		secs[i].hash = ckpt_hash(buf + secs[i].offset, lens[i]);
+	}
+	CU_ASSERT_EQUAL(ckpt_image_write_header(&h, buf), ckpt_header_size(5));
+	*len = off;
+	return buf;
+}
+
+static void test_roundtrip(void)
+{
+	struct ckpt_sec secs[5];
+	size_t len;
+	unsigned char *img = build(&len, secs);
+	struct ckpt_header h;
+	char err[256];
+	CU_ASSERT_EQUAL_FATAL(ckpt_image_verify(img, len, &h, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(h.nsec, 5);
+	CU_ASSERT_EQUAL(h.file_size, len);
+	CU_ASSERT_EQUAL(h.version, CKPT_VERSION);
+	for (int i = 0; i < 5; i++) {
+		CU_ASSERT_EQUAL(h.secs[i].type, secs[i].type);
+		CU_ASSERT_EQUAL(h.secs[i].index, secs[i].index);
+		CU_ASSERT_EQUAL(h.secs[i].offset, secs[i].offset);
+		CU_ASSERT_EQUAL(h.secs[i].length, secs[i].length);
+		CU_ASSERT_EQUAL(h.secs[i].hash, secs[i].hash);
+	}
+	ckpt_header_free(&h);
+	free(img);
+}
+
+static void test_every_truncation(void)
+{
+	struct ckpt_sec secs[5];
+	size_t len;
+	unsigned char *img = build(&len, secs);
+	char err[256];
+	for (size_t l = 0; l < len; l++) {
+		struct ckpt_header h;
+		unsigned char *copy = malloc(l ? l : 1); /* ASan sees reads past l */
+		memcpy(copy, img, l);
+		int rc = ckpt_image_verify(copy, l, &h, err, sizeof(err));
+		CU_ASSERT_EQUAL(rc, -ENODATA);
+		if (l >= ckpt_header_size(5))
+			CU_ASSERT_PTR_NOT_NULL(strstr(err, "truncated in section"));
+		if (l == secs[1].offset + 10)
+			CU_ASSERT_PTR_NOT_NULL(strstr(err, "pages[1]"));
+		free(copy);
+	}
+	free(img);
+}
+
+static void test_bit_flip_per_section(void)
+{
+	struct ckpt_sec secs[5];
+	size_t len;
+	unsigned char *img = build(&len, secs);
+	const char *names[5] = { "pages[0]", "pages[1]", "meta", "vmas", "files" };
+	char err[256];
+	struct ckpt_header h;
+	for (int i = 0; i < 5; i++) {
+		for (uint64_t at = 0; at < secs[i].length; at += secs[i].length / 3 + 1) {
+			for (int bit = 0; bit < 8; bit += 3) {
+				img[secs[i].offset + at] ^= 1 << bit;
+				CU_ASSERT_EQUAL(ckpt_image_verify(img, len, &h, err, sizeof(err)),
+						-EINVAL);
+				CU_ASSERT_PTR_NOT_NULL(strstr(err, names[i]));
+				CU_ASSERT_PTR_NOT_NULL(strstr(err, "checksum"));
+				img[secs[i].offset + at] ^= 1 << bit;
+			}
+		}
+	}
+	/* every bit of the header and the table */
+	for (size_t b = 0; b < ckpt_header_size(5) * 8; b++) {
+		img[b / 8] ^= 1 << (b % 8);
+		int rc = ckpt_image_verify(img, len, &h, err, sizeof(err));
+		CU_ASSERT(rc == -EINVAL || rc == -ENODATA);
+		if (rc == 0)
+			ckpt_header_free(&h);
+		img[b / 8] ^= 1 << (b % 8);
+	}
+	CU_ASSERT_EQUAL(ckpt_image_verify(img, len, &h, err, sizeof(err)), 0);
+	ckpt_header_free(&h);
+	free(img);
+}
+
+/* A well-formed header (checksums right) whose table lies: every rule. */
+static void test_bad_tables(void)
+{
+	struct ckpt_sec secs[5];
+	size_t len;
+	unsigned char *img = build(&len, secs);
+	char err[256];
+	struct ckpt_header h = { .nsec = 5, .secs = secs, .file_size = len }, out;
+
+	secs[3].offset -= 1; /* overlaps meta */
+	ckpt_image_write_header(&h, img);
+	CU_ASSERT_EQUAL(ckpt_image_read_header(img, len, &out, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "vmas"));
+	secs[3].offset += 1;
+	secs[4].length = 1ull << 62; /* past the end, and no overflow */
+	ckpt_image_write_header(&h, img);
+	CU_ASSERT_EQUAL(ckpt_image_read_header(img, len, &out, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "files"));
+	secs[4].length = 1;
+	secs[4].type = CKPT_SEC_META; /* meta twice, no files */
+	ckpt_image_write_header(&h, img);
+	CU_ASSERT_EQUAL(ckpt_image_read_header(img, len, &out, err, sizeof(err)), -EINVAL);
+	secs[4].type = 9;
+	ckpt_image_write_header(&h, img);
+	CU_ASSERT_EQUAL(ckpt_image_read_header(img, len, &out, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "unknown"));
+	secs[4].type = CKPT_SEC_FILES;
+	ckpt_image_write_header(&h, img);
+	CU_ASSERT_EQUAL(ckpt_image_read_header(img, len, &out, err, sizeof(err)), 0);
+	ckpt_header_free(&out);
+	memcpy(img, "NOTSTORM", 8);
+	CU_ASSERT_EQUAL(ckpt_image_read_header(img, len, &out, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "magic"));
+	free(img);
+}
+
+static void test_maps_line(void)
+{
+	struct ckpt_map m;
+	CU_ASSERT_EQUAL(ckpt_parse_maps_line("560ddd35e000-560ddd363000 r-xp 00002000 fe:00 247134"
+					     "                     /usr/bin/cat\n", &m), 0);
+	CU_ASSERT_EQUAL(m.start, 0x560ddd35e000ull);
+	CU_ASSERT_EQUAL(m.end, 0x560ddd363000ull);
+	CU_ASSERT_EQUAL(m.offset, 0x2000);
+	CU_ASSERT_EQUAL(m.prot, PROT_READ | PROT_EXEC);
+	CU_ASSERT_EQUAL(m.kind, CKPT_VMA_FILE);
+	CU_ASSERT_STRING_EQUAL(m.path, "/usr/bin/cat");
+	CU_ASSERT_EQUAL(ckpt_parse_maps_line("7fe134351000-7fe134355000 r--p 00000000 00:00 0    "
+					     "   [vvar]", &m), 0);
+	CU_ASSERT_EQUAL(m.kind, CKPT_VMA_VVAR);
+	CU_ASSERT_EQUAL(ckpt_parse_maps_line("7fe1-7fe2000 rw-p 0 00:00 0", &m), -EINVAL);
+	CU_ASSERT_EQUAL(ckpt_parse_maps_line("7fe134337000-7fe134344000 rw-p 00000000 00:00 0 ",
+					     &m), 0);
+	CU_ASSERT_EQUAL(m.kind, CKPT_VMA_ANON);
+	CU_ASSERT_EQUAL(m.prot, PROT_READ | PROT_WRITE);
+	CU_ASSERT_EQUAL(ckpt_parse_maps_line("7f0000000000-7f0000001000 rw-s 00000000 00:01 5 "
+					     "/dev/zero (deleted)", &m), 0);
+	CU_ASSERT_EQUAL(m.kind, CKPT_VMA_ANON);
+	CU_ASSERT(m.shared && m.deleted);
+	CU_ASSERT_EQUAL(ckpt_parse_maps_line("7ffec0efc000-7ffec0f1d000 rw-p 00000000 00:00 0 "
+					     "[stack]", &m), 0);
+	CU_ASSERT_EQUAL(m.kind, CKPT_VMA_STACK);
+	CU_ASSERT_EQUAL(ckpt_parse_maps_line("garbage", &m), -EINVAL);
+}
+
+void add_ckpt_image_suite(void)
+{
+	CU_pSuite s = CU_add_suite("ckpt_image", NULL, NULL);
+	CU_add_test(s, "round trip", test_roundtrip);
+	CU_add_test(s, "every truncation", test_every_truncation);
+	CU_add_test(s, "bit flip per section", test_bit_flip_per_section);
+	CU_add_test(s, "malformed tables", test_bad_tables);
+	CU_add_test(s, "maps lines", test_maps_line);
+}
