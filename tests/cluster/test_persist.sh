@@ -109,7 +109,7 @@ expect "storm acct --help" 0 storm acct --help
 # middle of a 12 MiB multicast the nodes can stay deaf to the new MM: rxm
 # keeps receive buffers matched to the dead sender; docs/RELIABILITY.md)
 SELF=$BIN/storm_selfsum
-expect "a program submitted" 0 storm submit -N 4 -n 4 -o "$T/big.out" /bin/echo ran
+expect "a program submitted" 0 storm submit -N 4 -n 4 -o "$T/big.out" /bin/sh -c 'echo ran $STORM_RANK'
 BIG=$(sed -n 's/^Submitted job //p' "$T/out")
 wait_log "$C/log/mm.log" "job $BIG submitted" 10
 kill9 mm
@@ -118,7 +118,9 @@ wait_log "$C/log/mm.log" "job $BIG ended" 60
 expect "  storm acct -j $BIG" 0 storm acct -j "$BIG"
 grep -qE "^ +$BIG .* COMPLETED .* 0 node" "$T/out" && ok "  the job completed after the restart" ||
 	{ bad "  the job completed after the restart"; cat "$T/out"; }
-[ "$(grep -c '^ran$' "$T/big.out" 2>/dev/null)" = 4 ] && ok "  every rank ran it (4 lines)" ||
+# output is at least once across an MM kill: a report whose output the dead
+# MM wrote but never acknowledged comes again (docs/RELIABILITY.md)
+[ "$(grep '^ran [0-3]$' "$T/big.out" 2>/dev/null | sort -u | wc -l)" = 4 ] && ok "  every rank ran it (ranks 0-3)" ||
 	{ bad "  every rank ran it"; cat "$T/big.out"; }
 
 # ---- a node daemon dies under a job and is started again
