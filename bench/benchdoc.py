@@ -1,7 +1,29 @@
 """What the benchmark reports share: ratios, markdown tables, and replacing
 their own section of docs/BENCHMARKS.md while leaving the others alone."""
+import json
 import os
 import re
+import statistics
+
+
+def load(path):
+    """The JSON objects of a results.jsonl, one per line; other lines skipped."""
+    rows = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    rows.append(json.loads(line))
+                except ValueError:
+                    pass
+    return rows
+
+
+def med(vals):
+    """The median of the values that are not None, or None."""
+    vals = [v for v in vals if v is not None]
+    return statistics.median(vals) if vals else None
 
 
 def ratio(a, b):

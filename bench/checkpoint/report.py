@@ -10,25 +10,13 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from benchdoc import replace_section, table  # noqa: E402
+from benchdoc import load, replace_section, table  # noqa: E402
 
 HEADING = "Checkpoint/restart"
 TARGET_THROUGHPUT = 0.70   # of the storage write bandwidth
 TARGET_RESTART = 1.2       # restart time / checkpoint time
 TARGET_OVERHEAD_60 = 0.01  # failure-free, 60 s interval
 
-
-def load(path):
-    rows = []
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if line.startswith("{"):
-                try:
-                    rows.append(json.loads(line))
-                except ValueError:
-                    pass
-    return rows
 
 
 def mib(n):

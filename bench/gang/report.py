@@ -15,7 +15,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from benchdoc import fmt_ratio, ratio, replace_section, table  # noqa: E402
+from benchdoc import fmt_ratio, load, med, ratio, replace_section, table  # noqa: E402
 
 HEADING = "Gang scheduling"
 TARGET_RATIO = 1.03     # 1 ms, MPL 2, 8 nodes
@@ -23,22 +23,6 @@ TARGET_SLICE_US = 250   # smallest timeslice the nodes follow
 TARGET_SKEW_US = 100    # switch skew p99 at 8 nodes
 
 
-def load(path):
-    rows = []
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if line.startswith("{"):
-                try:
-                    rows.append(json.loads(line))
-                except ValueError:
-                    pass
-    return rows
-
-
-def med(vals):
-    vals = [v for v in vals if v is not None]
-    return statistics.median(vals) if vals else None
 
 
 def ts_label(us):

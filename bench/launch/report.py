@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from benchdoc import fmt_ratio, ratio, replace_section, table  # noqa: E402
+from benchdoc import fmt_ratio, load, ratio, replace_section, table  # noqa: E402
 import tempfile
 
 SECTION = "## Launch (bench/launch)"
@@ -54,18 +54,6 @@ TARGETS = [
     ("64 nodes, 12 MiB: storm within 2x of the copy floor", "storm", "copy_floor", 12, 64, 2.0),
 ]
 
-
-def load(path):
-    rows = []
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if line.startswith("{"):
-                try:
-                    rows.append(json.loads(line))
-                except ValueError:
-                    pass
-    return rows
 
 
 class Results:

@@ -11,7 +11,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from benchdoc import fmt_ratio, ratio, replace_section, table  # noqa: E402
+from benchdoc import fmt_ratio, load, med, ratio, replace_section, table  # noqa: E402
 
 HEADING = "BCS-MPI"
 TARGET_NB = 1.05        # non-blocking mini-apps at 8 and 16 ranks
@@ -22,22 +22,6 @@ APPS = [("sweep_nb", "sweep, non-blocking (Isend/Irecv)"), ("stencil", "stencil 
         ("sweep", "sweep, blocking (Send/Recv)"), ("allreduce", "MPI_Allreduce, 1 double (µs per call)")]
 
 
-def load(path):
-    rows = []
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if line.startswith("{"):
-                try:
-                    rows.append(json.loads(line))
-                except ValueError:
-                    pass
-    return rows
-
-
-def med(vals):
-    vals = [v for v in vals if v is not None]
-    return statistics.median(vals) if vals else None
 
 
 def sec(v):

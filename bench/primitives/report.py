@@ -11,26 +11,13 @@ import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from benchdoc import fmt_ratio, ratio, replace_section, table  # noqa: E402
+from benchdoc import fmt_ratio, load, ratio, replace_section, table  # noqa: E402
 
 SECTION = "## Primitives (bench/primitives)"
 PROVIDERS = ["tcp;ofi_rxm", "shm", "sockets", "udp;ofi_rxd"]
 TARGET = 1.5
 MCAST_SIZE = 12 << 20
 
-
-def load(path):
-    rows = []
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if not line.startswith("{"):
-                continue
-            try:
-                rows.append(json.loads(line))
-            except ValueError:
-                pass
-    return rows
 
 
 class Results:
