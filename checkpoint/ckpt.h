@@ -37,18 +37,48 @@ int ckpt_parse_maps_line(const char *line, struct ckpt_map *m);
 enum {
 	CKPT_DUMP_KILL = 1,  /* SIGKILL the process once the image is written */
 	CKPT_DUMP_FSYNC = 2, /* fsync the image before renaming it into place */
+	/* once the process is let go, start the disk writing the image as it
+	 * is made, so the fsync finds little left */
+	CKPT_DUMP_WRITEBACK = 4,
+	/* let the process go before its memory is written: a copy-on-write
+	 * fork of it (clone(CLONE_PARENT) injected, held under ptrace, killed
+	 * after) is read instead. Not taken (the memory is read from the
+	 * stopped process itself) where the fork would not be a faithful copy:
+	 * saved shared memory, MADV_DONTFORK or MADV_WIPEONFORK areas, or a
+	 * failed clone (a pids limit, seccomp). Its parent (the process's) sees
+	 * an unknown child exit. */
+	CKPT_DUMP_SNAPSHOT = 8,
 };
 
 struct ckpt_stats {
 	uint64_t bytes;      /* image size */
 	uint64_t pages;      /* pages saved or restored */
 	double seconds;
+	/* dump: where the seconds went (bench/checkpoint reports them) */
+	double t_stop;       /* seize and interrupt until it is stopped */
+	double t_meta;       /* /proc, injected queries, files, page plan */
+	double t_copy;       /* memory read and written to the image */
+	double t_frozen;     /* from the start until the process was let go */
+	int snapshot;        /* its memory was read from a snapshot */
 };
 
 /* Writes an image of process pid (stopped or running; left as it was unless
  * CKPT_DUMP_KILL) to path (through path.tmp and a rename). */
 int ckpt_dump(pid_t pid, const char *path, unsigned flags, struct ckpt_stats *st, char *err,
 	      size_t errlen);
+
+struct ckpt_dump_opts {
+	unsigned flags;              /* CKPT_DUMP_* */
+	/* called once the process is let go, its state captured (before the
+	 * image is written with CKPT_DUMP_SNAPSHOT, after it without); not on
+	 * a failure before that point */
+	void (*captured)(void *arg);
+	void *arg;
+};
+
+/* ckpt_dump with a captured callback. */
+int ckpt_dump_ex(pid_t pid, const char *path, const struct ckpt_dump_opts *o,
+		 struct ckpt_stats *st, char *err, size_t errlen);
 
 struct ckpt_restore_opts {
 	int stopped;        /* leave it stopped by SIGSTOP (gang scheduling continues it) */

@@ -20,6 +20,7 @@
 #   BENCH_QUICK=1                 sizes 16, 64, 256 MiB; overhead at 10 s on a 30 s run
 #   BENCH_CKPT_SIZES="16 64 256 1024 2048"   MiB in total
 #   BENCH_CKPT_RUN=120            seconds of the overhead runs
+#   BENCH_CKPT_INTERVALS="0 10 60"  overhead runs ("" for none)
 # Results: bench/results/ckpt-<date>/results.jsonl (+ log.txt), symlink
 # bench/results/ckpt-latest. The cluster lives in /tmp/ckptbench-storm.
 set -u
@@ -35,6 +36,7 @@ else
 	RUNS=${BENCH_CKPT_RUN:-120}
 	INTERVALS="0 10 60"
 fi
+INTERVALS=${BENCH_CKPT_INTERVALS-$INTERVALS}
 NODES=8
 STORM=$TOP/build/bin/storm
 PROG=$TOP/build/bin/ckpt_prog
