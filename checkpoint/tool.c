@@ -44,7 +44,7 @@ int main(int argc, char **argv)
 			else if (!strcmp(argv[i], "--fsync"))
 				flags |= CKPT_DUMP_FSYNC;
 			else if (!strcmp(argv[i], "--snapshot"))
-				flags |= CKPT_DUMP_SNAPSHOT;
+				flags |= CKPT_DUMP_SNAPSHOT | CKPT_DUMP_WRITEBACK;
 			else {
 				fprintf(stderr, "storm-ckpt: unknown option '%s'\n", argv[i]);
 				return 2;
