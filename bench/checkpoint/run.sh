@@ -24,6 +24,7 @@
 #   BENCH_CKPT_RUN=120            seconds of the overhead runs
 #   BENCH_CKPT_INTERVALS="0 10 60"  overhead runs ("" for none)
 #   BENCH_CKPT_PACE=sleep         the size runs' ranks sleep or spin between steps
+#   BENCH_CKPT_REPS=3             rounds of the sizes (report.py takes medians)
 # Results: bench/results/ckpt-<date>/results.jsonl (+ log.txt), symlink
 # bench/results/ckpt-latest. The cluster lives in /tmp/ckptbench-storm.
 set -u
@@ -45,6 +46,7 @@ INTERVALS=${BENCH_CKPT_INTERVALS-$INTERVALS}
 # helper (8 spinning ranks would take this machine's 2 cores from the 8
 # helpers); spin to see that
 PACE=${BENCH_CKPT_PACE:-sleep}
+REPS=${BENCH_CKPT_REPS:-3}
 NODES=8
 STORM=$TOP/build/bin/storm
 PROG=$TOP/build/bin/ckpt_prog
@@ -118,8 +120,8 @@ UP=1
 cd "$WORK" || exit 1
 STATE=$SDIR/state
 
-# ---- 1. checkpoint and restart time against memory
-for total in $SIZES; do
+# ---- 1. checkpoint and restart time against memory (REPS rounds of the sizes)
+for total in $(for ((r = 0; r < REPS; r++)); do echo $SIZES; done); do
 	per=$((total / NODES))
 	[ $per -lt 1 ] && per=1
 	# the storage, now, written as storm writes it: one dd per node into

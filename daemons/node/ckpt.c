@@ -22,6 +22,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,8 +158,8 @@ struct rank_dump {
 	pid_t pid;
 	uint32_t rank;
 	int sig;        /* one byte here when captured (or failed before) */
-	bool captured;
-	int rc;
+	atomic_bool captured;
+	atomic_int rc;
 	struct ckpt_stats cs;
 	char path[PATH_MAX + 300];
 	char err[1024];
