@@ -169,6 +169,7 @@ clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/
 	./tests/cluster/test_cluster.sh $(BUILD)/bin
 	./tests/cluster/test_users.sh $(BUILD)/bin
 	./tests/cluster/test_ckpt.sh $(BUILD)/bin
+	./tests/cluster/test_ckpt_mpi.sh $(BUILD)/bin
 	./tests/cluster/test_gang.sh $(BUILD)/bin
 	./tests/cluster/test_mpi.sh $(BUILD)/bin
 	./tests/cluster/test_netns.sh $(BUILD)/bin

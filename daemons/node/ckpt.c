@@ -46,6 +46,7 @@ struct nd_helper {
 	int *pipes;             /* restore: per local rank, stdout and stderr read ends */
 	bool captured;          /* dump: its images are written; the job may run on */
 	char *dir, *files;      /* dump, until forked: where the images go */
+	uint64_t slice;         /* dump: when the command came */
 	char buf[4096];         /* dump: what it said so far */
 	size_t len;
 	struct nd_helper *next;
@@ -344,6 +345,7 @@ void nd_checkpoint(struct nd *nd, const Storm__Cl__Checkpoint *c)
 		return;
 	}
 	h->fd = -1;
+	h->slice = nd->slice;
 	h->kind = H_DUMP;
 	h->job = job->id;
 	h->id = c->id;
@@ -424,10 +426,12 @@ static void dump_release(struct nd *nd, struct nd_helper *h)
 void nd_ckpt_running(struct nd *nd, struct nd_job *job)
 {
 	/* back in the run list before its drain ended here: the MM gave the
-	 * checkpoint up (another node failed it) */
+	 * checkpoint up (another node failed it). The strobe right after the
+	 * command may still carry the run list from before it. */
 	for (struct nd_helper **pp = &nd->helpers; *pp; pp = &(*pp)->next) {
 		struct nd_helper *h = *pp;
-		if (h->kind == H_DUMP && h->pid == 0 && h->job == job->id) {
+		if (h->kind == H_DUMP && h->pid == 0 && h->job == job->id &&
+		    nd->slice >= h->slice + 2) {
 			dump_unstarted(nd, h, "the checkpoint was abandoned");
 			*pp = h->next;
 			helper_free(h);
