@@ -195,6 +195,7 @@ struct bjob {
 	 * drained: per cluster node, it said DRAINED; sealed: every node did,
 	 * pend holds each local rank's pending operations in post order */
 	bool frozen, sealed;
+	bool restoring;            /* restored ranks not all back yet (nd_bcs_restored) */
 	uint64_t ckpt_id, freeze_ns;
 	uint64_t *fcover;
 	bool *drained;
@@ -827,9 +828,9 @@ static bool collect(struct nd *nd, struct bjob *j, uint64_t slice)
 {
 	struct nd_bcs *b = nd->bcs;
 	bool any = false;
+	if (j->restoring)
+		return false; /* its rings hold what the ranks had pending: not before they are back */
 	for (uint32_t lr = 0; lr < j->nlocal; lr++) {
-		if (pid_of(j, lr) <= 0)
-			continue; /* being restored: its ring holds what it had pending */
 		struct bcs_area *a = area(j, lr);
 		uint32_t head = __atomic_load_n(&a->sub_head, __ATOMIC_ACQUIRE);
 		uint32_t tail = a->sub_tail;
@@ -1507,6 +1508,7 @@ int nd_bcs_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command
 	if (!j)
 		j = bjob_new(b, job->id);
 	j->job = job;
+	j->restoring = L->restore;
 	j->nlocal = job->nranks;
 	j->first = L->first_rank[k];
 	j->world = L->ranks;
@@ -1850,6 +1852,13 @@ int nd_bcs_restore_rank(struct nd *nd, struct nd_job *job, uint32_t lr, const vo
 	p[1] = (struct ckpt_ext_piece){.addr = at, .len = BCS_AREA_SIZE,
 				       .off = BCS_CHAN_HDR + (uint64_t)lr * BCS_AREA_SIZE};
 	return 2;
+}
+
+void nd_bcs_restored(struct nd *nd, struct nd_job *job)
+{
+	struct bjob *j = nd->bcs ? bjob_find(nd->bcs, job->id) : NULL;
+	if (j)
+		j->restoring = false;
 }
 
 int nd_bcs_fd(struct nd *nd, struct nd_job *job)

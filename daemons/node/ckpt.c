@@ -682,6 +682,7 @@ static void restore_done(struct nd *nd, struct nd_helper *h, char *res)
 		nd_job_start_failed(nd, job, why);
 		return;
 	}
+	nd_bcs_restored(nd, job);
 	/* restored stopped: continued now if its row runs (the freezer holds a
 	 * frozen job by itself) */
 	if (!job->stopped || job->freeze_fd >= 0)

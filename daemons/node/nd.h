@@ -260,6 +260,7 @@ int nd_bcs_restore_rank(struct nd *nd, struct nd_job *job, uint32_t lr, const vo
 			size_t app_len, uint64_t start, uint64_t end, uint64_t offset,
 			struct ckpt_ext_piece *p, size_t max, char *err, size_t errlen);
 int nd_bcs_fd(struct nd *nd, struct nd_job *job); /* the job's channel, -1: none */
+void nd_bcs_restored(struct nd *nd, struct nd_job *job); /* its ranks are back: collect */
 void nd_bcs_timers(struct nd *nd);
 
 /* report.c */
