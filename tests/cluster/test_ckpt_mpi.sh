@@ -23,11 +23,7 @@ bg=()
 
 cleanup() {
 	for p in "${bg[@]}"; do kill -9 "$p" 2>/dev/null; done
-	storm cluster down --dir "$C" >/dev/null 2>&1
-	if [ -f "$C/pids" ]; then
-		while read -r pid _; do kill -9 "$pid" 2>/dev/null; done <"$C/pids"
-	fi
-	[ -n "${KEEP:-}" ] || rm -rf "$T"
+	cluster_teardown
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
@@ -38,12 +34,6 @@ expect "bcs-mpicc ckptapp.c" 0 bcs-mpicc -O2 -Wall -Werror "$HERE/mpi/ckptapp.c"
 APP="$T/ckptapp $STEPS $HEAP $BIG $STEP_MS"
 last_job() { storm jobs --all --json | python3 -c 'import json,sys; print(max(j["job"] for j in json.load(sys.stdin)["jobs"]))'; }
 last_ckpt() { storm checkpoints --json | python3 -c 'import json,sys; print(max(k["id"] for k in json.load(sys.stdin)["checkpoints"]))'; }
-job_nodes() {
-	storm jobs --all --json | python3 -c '
-import json, sys
-for j in json.load(sys.stdin)["jobs"]:
-    if j["job"] == int(sys.argv[1]): print(j["nodelist"])' "$1"
-}
 # same_result NAME FILE: FILE is the uninterrupted run's result, byte for byte
 same_result() {
 	if cmp -s "$T/ref.txt" "$2"; then ok "$1"; else
