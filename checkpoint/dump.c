@@ -67,6 +67,7 @@ struct dump {
 	int attached;
 	struct dvma *v;
 	size_t nv;
+	unsigned flags;
 	char *err;
 	size_t errlen;
 	/* CKPT_DUMP_SNAPSHOT: the fork whose memory is read (pid 0: none) */
@@ -168,6 +169,9 @@ static int read_maps(struct dump *d)
 			break;
 		}
 		d->nv++;
+		if ((d->flags & CKPT_DUMP_EXTERNAL_MEMFD) && v->m.shared &&
+		    v->m.kind == CKPT_VMA_FILE && !strncmp(v->m.path, "/memfd:", 7))
+			v->m.kind = CKPT_VMA_EXTERNAL;
 		if (v->m.deleted && v->m.kind == CKPT_VMA_FILE) {
 			rc = ckpt_fail(d->err, d->errlen, -ENOTSUP,
 				       "pid %d: maps deleted file %s (not supported)", d->pid,
@@ -627,19 +631,15 @@ static void let_go(struct dump *d, const struct ckpt_dump_opts *o)
 		o->captured(o->arg);
 }
 
-int ckpt_dump(pid_t pid, const char *path, unsigned flags, struct ckpt_stats *st, char *err,
-	      size_t errlen)
+int ckpt_dump(pid_t pid, const char *path, const struct ckpt_dump_opts *o,
+	      struct ckpt_stats *st, char *err, size_t errlen)
 {
-	struct ckpt_dump_opts o = { .flags = flags };
-	return ckpt_dump_ex(pid, path, &o, st, err, errlen);
-}
-
-int ckpt_dump_ex(pid_t pid, const char *path, const struct ckpt_dump_opts *o,
-		 struct ckpt_stats *st, char *err, size_t errlen)
-{
-	struct dump d = { .pid = pid, .err = err, .errlen = errlen, .t = { .pid = pid, .memfd = -1 },
-			  .snap = { .memfd = -1 } };
+	static const struct ckpt_dump_opts none = { 0 };
+	if (!o)
+		o = &none;
 	unsigned flags = o->flags;
+	struct dump d = { .pid = pid, .flags = flags, .err = err, .errlen = errlen,
+			  .t = { .pid = pid, .memfd = -1 }, .snap = { .memfd = -1 } };
 	Storm__Ckpt__Meta meta = STORM__CKPT__META__INIT;
 	Storm__Ckpt__MmFields mm = STORM__CKPT__MM_FIELDS__INIT;
 	Storm__Ckpt__VmaTable vt = STORM__CKPT__VMA_TABLE__INIT;
@@ -765,6 +765,10 @@ int ckpt_dump_ex(pid_t pid, const char *path, const struct ckpt_dump_opts *o,
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
 	meta.time_ns = now.tv_sec * 1000000000ll + now.tv_nsec;
+	if (o && o->app_len) {
+		meta.app.data = (uint8_t *)o->app;
+		meta.app.len = o->app_len;
+	}
 	rc = list_files(&d, &ft);
 	if (rc)
 		goto out;

@@ -39,7 +39,7 @@
 enum helper_kind { H_DUMP, H_RESTORE };
 
 struct nd_helper {
-	pid_t pid;
+	pid_t pid;              /* 0: a dump waiting for the job's BCS-MPI drain */
 	int fd;                 /* read end of its result pipe */
 	enum helper_kind kind;
 	uint64_t job, id;
@@ -47,6 +47,9 @@ struct nd_helper {
 	uint32_t first;         /* restore: the job's first local rank */
 	int *pipes;             /* restore: per local rank, stdout and stderr read ends */
 	bool captured;          /* dump: its images are written; the job may run on */
+	char *dir, *files;      /* dump, until forked: where the images go */
+	uint64_t slice;         /* dump: when the command came */
+	uint64_t t_cmd;         /* dump: and at what nd_now_ns() */
 	char buf[4096];         /* dump: what it said so far */
 	size_t len;
 	struct nd_helper *next;
@@ -144,6 +147,14 @@ static int result_pipe(int fds[2])
 	return 0;
 }
 
+static void helper_free(struct nd_helper *h)
+{
+	free(h->pipes);
+	free(h->dir);
+	free(h->files);
+	free(h);
+}
+
 static void add_helper(struct nd *nd, struct nd_helper *h)
 {
 	h->next = nd->helpers;
@@ -163,6 +174,8 @@ struct rank_dump {
 	struct ckpt_stats cs;
 	char path[PATH_MAX + 300];
 	char err[1024];
+	void *app;      /* its BCS-MPI state (nd_bcs_rank_state) */
+	size_t app_len;
 };
 
 static void rank_captured(void *arg)
@@ -177,18 +190,22 @@ static void *rank_dump(void *arg)
 	struct rank_dump *r = arg;
 	/* a snapshot lets it go before its memory is written; each image is
 	 * fsync'd by its own thread */
+	/* its BCS-MPI channel stays ours: the image keeps the rank's state in
+	 * it (sealed by the drain), not the mapping's bytes */
 	struct ckpt_dump_opts o = {
-		.flags = CKPT_DUMP_SNAPSHOT | CKPT_DUMP_WRITEBACK | CKPT_DUMP_FSYNC,
+		.flags = CKPT_DUMP_EXTERNAL_MEMFD | CKPT_DUMP_SNAPSHOT | CKPT_DUMP_WRITEBACK |
+			 CKPT_DUMP_FSYNC,
+		.app = r->app, .app_len = r->app_len,
 		.captured = rank_captured, .arg = r,
 	};
-	r->rc = ckpt_dump_ex(r->pid, r->path, &o, &r->cs, r->err, sizeof(r->err));
+	r->rc = ckpt_dump(r->pid, r->path, &o, &r->cs, r->err, sizeof(r->err));
 	if (!r->captured)
 		(void)!write(r->sig, "e", 1);
 	return NULL;
 }
 
-static _Noreturn void dump_child(struct nd_job *job, const char *dir, const char *files_dir,
-				 int w, uint64_t t_cmd)
+static _Noreturn void dump_child(struct nd *nd, struct nd_job *job, const char *dir,
+				 const char *files_dir, int w, uint64_t t_cmd)
 {
 	double t0 = t_cmd / 1e9, t_fork = nd_now_ns() / 1e9 - t0;
 	/* the ranks need not have taken their SIGSTOP yet: seized, a pending
@@ -221,6 +238,10 @@ static _Noreturn void dump_child(struct nd_job *job, const char *dir, const char
 		r->rank = job->ranks[i].rank;
 		r->sig = sig[1];
 		snprintf(r->path, sizeof(r->path), "%s/rank%u.img", dir, r->rank);
+		if (nd_bcs_rank_state(nd, job, i, &r->app, &r->app_len) < 0) {
+			dprintf(w, "E rank %u: out of memory\n", r->rank);
+			_exit(1);
+		}
 		if ((rc = pthread_create(&th[n], NULL, rank_dump, r))) {
 			dprintf(w, "E rank %u: cannot start its dump: %s\n", r->rank, strerror(rc));
 			_exit(1);
@@ -249,12 +270,13 @@ static _Noreturn void dump_child(struct nd_job *job, const char *dir, const char
 	uint64_t total = 0;
 	double d_stop = 0, d_meta = 0, d_copy = 0;
 	unsigned snaps = 0;
-	for (uint32_t i = 0; i < n; i++) {
+	int bad = -1;
+	for (uint32_t i = 0; i < n; i++)
 		pthread_join(th[i], NULL);
-		if (rd[i].rc < 0) {
-			dprintf(w, "E rank %u: %s\n", rd[i].rank, rd[i].err);
-			_exit(1);
-		}
+	for (uint32_t i = 0; i < n; i++) {
+		free(rd[i].app);
+		if (rd[i].rc < 0 && bad < 0)
+			bad = (int)i;
 		total += rd[i].cs.bytes;
 		d_stop += rd[i].cs.t_stop;
 		d_meta += rd[i].cs.t_meta;
@@ -262,6 +284,12 @@ static _Noreturn void dump_child(struct nd_job *job, const char *dir, const char
 		frozen = rd[i].cs.t_frozen > frozen ? rd[i].cs.t_frozen : frozen;
 		snaps += rd[i].cs.snapshot;
 	}
+	if (bad >= 0)
+		dprintf(w, "E rank %u: %s\n", rd[bad].rank, rd[bad].err);
+	free(rd);
+	free(th);
+	if (bad >= 0)
+		_exit(1);
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd >= 0) {
 		fsync(dfd);
@@ -362,37 +390,80 @@ void nd_checkpoint(struct nd *nd, const Storm__Cl__Checkpoint *c)
 		       strerror(errno));
 	job->stopped = true;
 	job->ckpt_busy = true;
+	job->ckpt_frozen = true;
+	nd_bcs_freeze(nd, job, c->id);
 	char dir[PATH_MAX + 128], files[PATH_MAX + 128];
 	snprintf(dir, sizeof(dir), "%s/%s", nd->state_dir, c->dir);
 	snprintf(files, sizeof(files), "%s/ckpt/%" PRIu64 "/files", nd->state_dir, job->id);
-	int fds[2];
 	struct nd_helper *h = calloc(1, sizeof(*h));
-	pid_t pid = -1;
-	if (h && result_pipe(fds) == 0) {
-		pid = fork();
-		if (pid == 0) {
-			close(fds[0]);
-			dump_child(job, dir, files, fds[1], t_cmd);
-		}
-		close(fds[1]);
-	}
-	if (pid < 0) {
+	if (!h || !(h->dir = strdup(dir)) || !(h->files = strdup(files))) {
 		nd_queue_note(nd, c->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED,
-			      UINT32_MAX, "%" PRIu64 " %s: cannot start the checkpoint helper",
-			      c->id, nd->name);
+			      UINT32_MAX, "%" PRIu64 " %s: out of memory", c->id, nd->name);
 		job->ckpt_busy = false;
+		if (h)
+			free(h->dir);
 		free(h);
 		return;
 	}
-	h->pid = pid;
-	h->fd = fds[0];
+	h->fd = -1;
+	h->slice = nd->slice;
+	h->t_cmd = t_cmd;
 	h->kind = H_DUMP;
 	h->job = job->id;
 	h->id = c->id;
 	h->slot = c->slot;
 	add_helper(nd, h);
-	nd_log(nd, "job %" PRIu64 ": checkpoint %" PRIu64 " into %s (helper %d)", job->id, c->id,
-	       dir, (int)pid);
+	/* the helper starts once the job's BCS-MPI traffic has drained
+	 * (nd_ckpt_poll): at once for a job that has none */
+	nd_ckpt_poll(nd);
+}
+
+static void dump_unstarted(struct nd *nd, struct nd_helper *h, const char *why)
+{
+	struct nd_job *job = job_of(nd, h->job);
+	if (job)
+		job->ckpt_busy = false;
+	nd_queue_note(nd, h->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED, UINT32_MAX,
+		      "%" PRIu64 " %s: %s", h->id, nd->name, why);
+	nd_log(nd, "job %" PRIu64 ": checkpoint %" PRIu64 " failed: %s", h->job, h->id, why);
+}
+
+/* Forks the dump helper once the drain is done. Returns false when the
+ * checkpoint ended here (failed, or the job is gone): h is to be dropped. */
+static bool dump_start(struct nd *nd, struct nd_helper *h)
+{
+	struct nd_job *job = job_of(nd, h->job);
+	char why[256];
+	if (!job)
+		return false; /* the job ended meanwhile; the MM knows */
+	int s = nd_bcs_sealed(nd, job, why, sizeof(why));
+	if (s < 0) {
+		dump_unstarted(nd, h, why);
+		return false;
+	}
+	if (s == 0)
+		return true;
+	int fds[2];
+	pid_t pid = -1;
+	if (result_pipe(fds) == 0) {
+		pid = fork();
+		if (pid == 0) {
+			close(fds[0]);
+			dump_child(nd, job, h->dir, h->files, fds[1], h->t_cmd);
+		}
+		close(fds[1]);
+		if (pid < 0)
+			close(fds[0]);
+	}
+	if (pid < 0) {
+		dump_unstarted(nd, h, "cannot start the checkpoint helper");
+		return false;
+	}
+	h->pid = pid;
+	h->fd = fds[0];
+	nd_log(nd, "job %" PRIu64 ": checkpoint %" PRIu64 " into %s (helper %d)", job->id, h->id,
+	       h->dir, (int)pid);
+	return true;
 }
 
 /* The helper's ranks may run again: its images are written (or it failed). */
@@ -414,6 +485,27 @@ static void dump_release(struct nd *nd, struct nd_helper *h)
 	}
 }
 
+void nd_ckpt_running(struct nd *nd, struct nd_job *job)
+{
+	/* back in the run list before its drain ended here: the MM gave the
+	 * checkpoint up (another node failed it). The strobe right after the
+	 * command may still carry the run list from before it. */
+	for (struct nd_helper **pp = &nd->helpers; *pp; pp = &(*pp)->next) {
+		struct nd_helper *h = *pp;
+		if (h->kind == H_DUMP && h->pid == 0 && h->job == job->id &&
+		    nd->slice >= h->slice + 2) {
+			dump_unstarted(nd, h, "the checkpoint was abandoned");
+			*pp = h->next;
+			helper_free(h);
+			break;
+		}
+	}
+	if (!job->ckpt_busy && job->ckpt_frozen) {
+		nd_bcs_thaw(nd, job);
+		job->ckpt_frozen = false;
+	}
+}
+
 static void helper_read(struct nd_helper *h)
 {
 	ssize_t r;
@@ -425,8 +517,15 @@ static void helper_read(struct nd_helper *h)
 
 void nd_ckpt_poll(struct nd *nd)
 {
-	for (struct nd_helper *h = nd->helpers; h; h = h->next) {
-		if (h->kind != H_DUMP || h->captured)
+	for (struct nd_helper **pp = &nd->helpers; *pp;) {
+		struct nd_helper *h = *pp;
+		if (h->kind == H_DUMP && h->pid == 0 && !dump_start(nd, h)) {
+			*pp = h->next;
+			helper_free(h);
+			continue;
+		}
+		pp = &h->next;
+		if (h->kind != H_DUMP || h->captured || h->pid == 0)
 			continue;
 		helper_read(h);
 		unsigned long long bytes;
@@ -467,7 +566,11 @@ static void dump_done(struct nd *nd, struct nd_helper *h, const char *res)
 
 struct setup_arg {
 	int out_w, err_w;
+	int bcs_fd;             /* the new channel: fd 3, as at launch */
 	pid_t pgid;
+	struct nd *nd;
+	struct nd_job *job;
+	uint32_t lr;            /* the rank being restored, local index */
 };
 
 static int restore_setup(void *p)
@@ -475,9 +578,21 @@ static int restore_setup(void *p)
 	struct setup_arg *a = p;
 	setpgid(0, a->pgid);
 	int null = open("/dev/null", O_RDONLY);
-	if (null < 0 || dup2(null, 0) < 0 || dup2(a->out_w, 1) < 0 || dup2(a->err_w, 2) < 0)
+	if (null < 0 || dup2(null, 0) < 0 || dup2(a->out_w, 1) < 0 || dup2(a->err_w, 2) < 0 ||
+	    (a->bcs_fd >= 0 && a->bcs_fd != 3 && dup2(a->bcs_fd, 3) < 0))
 		return -1;
 	return 0;
+}
+
+/* The rank's BCS-MPI channel mapping: its area of the new channel, rebuilt
+ * from the state its image keeps (chan_ckpt.h). */
+static int restore_channel(void *p, const void *app, size_t app_len, uint64_t start,
+			   uint64_t end, uint64_t offset, struct ckpt_ext_piece *pc, size_t max,
+			   char *err, size_t errlen)
+{
+	struct setup_arg *a = p;
+	return nd_bcs_restore_rank(a->nd, a->job, a->lr, app, app_len, start, end, offset, pc,
+				   max, err, errlen);
 }
 
 static _Noreturn void restore_child(struct nd *nd, const Storm__Cl__Launch *L,
@@ -495,14 +610,16 @@ static _Noreturn void restore_child(struct nd *nd, const Storm__Cl__Launch *L,
 			_exit(1);
 		}
 	}
-	struct setup_arg a = { .pgid = 0 };
+	struct setup_arg a = { .pgid = 0, .nd = nd, .job = job, .bcs_fd = nd_bcs_fd(nd, job) };
 	struct ckpt_restore_opts o = {
 		.stopped = 1, .uid = L->uid, .gid = L->gid, .drop_creds = nd->root,
 		.child_setup = restore_setup, .child_arg = &a,
 		.from_prefixes = (const char *const *)L->old_dirs, .nfrom = L->n_old_dirs,
 		.to_prefix = job->dir,
+		.external = restore_channel, .external_arg = &a, .external_fd = a.bcs_fd,
 	};
 	for (uint32_t i = 0; i < job->nranks; i++) {
+		a.lr = i;
 		uint32_t rank = job->ranks[i].rank;
 		if (L->restore_dir[0])
 			snprintf(img, sizeof(img), "%s/%s/rank%u.img", nd->state_dir, L->restore_dir,
@@ -627,6 +744,7 @@ static void restore_done(struct nd *nd, struct nd_helper *h, char *res)
 		nd_job_start_failed(nd, job, why);
 		return;
 	}
+	nd_bcs_restored(nd, job);
 	/* restored stopped: continued now if its row runs (the freezer holds a
 	 * frozen job by itself) */
 	if (!job->stopped || job->freeze_fd >= 0)
@@ -656,8 +774,7 @@ bool nd_ckpt_reaped(struct nd *nd, pid_t pid, int status)
 			close(h->fd);
 			restore_done(nd, h, buf);
 		}
-		free(h->pipes);
-		free(h);
+		helper_free(h);
 		return true;
 	}
 	return false;
@@ -668,10 +785,11 @@ void nd_ckpt_close(struct nd *nd)
 	while (nd->helpers) {
 		struct nd_helper *h = nd->helpers;
 		nd->helpers = h->next;
-		kill(h->pid, SIGKILL);
-		waitpid(h->pid, NULL, 0);
-		close(h->fd);
-		free(h->pipes);
-		free(h);
+		if (h->pid > 0) {
+			kill(h->pid, SIGKILL);
+			waitpid(h->pid, NULL, 0);
+			close(h->fd);
+		}
+		helper_free(h);
 	}
 }
