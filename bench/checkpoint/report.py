@@ -30,8 +30,9 @@ Checkpoint time (to the confirmation) about the same up to 1 GiB (0.11 → 0.13 
 0.24 s, 0.77 → 0.74 s, 2.45 → 2.4-2.8 s) and longer at 2 GiB (4.5 → 5.4-6.2 s). Failure-free \
 overhead at a 10 s interval (11 checkpoints of 0.5-0.65 GB, 120 s runs): main +10.4 s \
 (+8.3%, frozen 10.2 s), this branch +7.6 s (+6.0%, frozen 1.4 s); at 60 s, frozen 2.36 s \
-(1.9%) → 0.32 s (0.24%), the runtimes (+0.15%, +4.3%) within this machine's run-to-run \
-noise.
+(1.9%) → 0.32 s (0.24%), the runtimes within this machine's run-to-run noise: main \
++0.15%, this branch +4.3% in the run below and +0.67% (frozen 0.27 s, 0.21%) in a second \
+pair of runs (none 122.74 s, 60 s 123.57 s).
 
 **What limits the targets still missed.**
 
