@@ -341,7 +341,9 @@ static int read_mm(struct dump *d, Storm__Ckpt__MmFields *mm)
 	char *p = strrchr(st, ')');
 	unsigned long long f[64] = { 0 };
 	int i = 3; /* p points before field 3 */
-	for (char *tok = p ? strtok(p + 2, " ") : NULL; tok && i < 64; tok = strtok(NULL, " "))
+	char *save = NULL; /* strtok_r: storm dumps a node's ranks in threads */
+	for (char *tok = p ? strtok_r(p + 2, " ", &save) : NULL; tok && i < 64;
+	     tok = strtok_r(NULL, " ", &save))
 		f[i++] = strtoull(tok, NULL, 10);
 	free(st);
 	if (i < 52)
