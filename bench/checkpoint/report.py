@@ -52,6 +52,10 @@ the 2 cores; frozen, the helpers had the cores to themselves, which is why 2 GiB
 longer now. On a cluster each node's helper has the node's other cores. Lowering the \
 writing threads' priority once the job runs (nice 10) was tried: +6.5 s at 10 s instead \
 of +7.6 s, within the noise, for a longer checkpoint; not kept.
+* *Restart at 16 MiB (~1.2x)*: a restart has the same fixed costs (the launch's \
+multicast, a helper forked per node, a report per strobe) around a restore of 2 MiB per \
+node, so at 16 MiB it is as long as a checkpoint that is itself fixed-cost bound (the \
+three rounds: 1.16x, 1.22x, 1.65x).
 * *The frozen column is no longer the whole cost*: the copy-on-write faults and the \
 helpers' CPU are paid while the job runs, so they show only in the runtime column, \
 which here varies by more than they cost (identical runs differ by up to ~15%)."""
@@ -83,7 +87,9 @@ def main():
            "`make bench-ckpt` (bench/checkpoint/run.sh, run %s; medians of %d rounds): an 8-node "
            "virtual cluster on this 2-core machine, one rank per node (tests/ckpt/ckpt_prog, its "
            "heap filled; every step it writes one word in each page of its heap, then sleeps "
-           "out its 10 ms), checkpointed with `storm checkpoint`. Each node's helper dumps its "
+           "out its 10 ms: 8 ranks spinning instead would take this machine's 2 cores from "
+           "the 8 helpers, which on a cluster have their node's other cores; "
+           "BENCH_CKPT_PACE=spin shows that), checkpointed with `storm checkpoint`. Each node's helper dumps its "
            "rank in a thread: it is let go once a copy-on-write snapshot of it is taken, and "
            "the image is written from the snapshot (written back as it goes, fsync'd) into the "
            "node's state directory on the machine's one disk. dd is that storage written the "
