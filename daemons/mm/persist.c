@@ -363,6 +363,8 @@ int persist_open(struct mm *mm)
 		return -1;
 	}
 	matrix_backfill(&mm->matrix);
+	if (ckpt_load(mm) < 0) /* the earlier MMs' checkpoints, restartable */
+		return -1;
 	for (int i = 0; i < rs.nfail; i++) {
 		struct job *j = job_find(mm, rs.fail[i]);
 		if (!j)

@@ -557,6 +557,7 @@ static void run(struct nd *nd)
 			on_strobe(nd);
 		if (drain_event(nd, EV_BCS))
 			nd_bcs_arrived(nd);
+		nd_copy_pump(nd);
 		if (drain_event(nd, EV_REPORT_ACK)) {
 			const uint8_t *v = nd->gmem + GM_VAR_REPORT_ACK;
 			uint64_t ack;
@@ -595,6 +596,7 @@ int main(int argc, char **argv)
 		nd_log(&nd, "stopped");
 	}
 	nd_ckpt_close(&nd);
+	nd_copy_close(&nd);
 	nd_files_close(&nd);
 	nd_queue_free(&nd);
 	nd_gang_close(&nd);

@@ -132,6 +132,7 @@ struct nd {
 	struct nd_job *jobs;
 	struct nd_helper *helpers; /* checkpoint and restore helpers (ckpt.c) */
 	struct nd_bcs *bcs;     /* BCS-MPI state (bcs.c) */
+	struct nd_copies *copies; /* checkpoint copies (ckpt_copy.c) */
 
 	/* records and reports */
 	struct nd_rec *q_head, *q_tail;
@@ -240,6 +241,27 @@ void nd_bcs_arrived(struct nd *nd);
 int nd_bcs_timer_ms(const struct nd *nd);
 void nd_bcs_timers(struct nd *nd);
 
+/* bcs.c: the node-to-node mailboxes, also carrying checkpoint copies:
+ * messages of type >= ND_MB_COPY_FIRST go to nd_copy_message */
+#define ND_MB_COPY_FIRST 16u
+void nd_mb_send(struct nd *nd, uint32_t to, uint32_t type, uint64_t job, uint64_t arg,
+		const void *body, size_t len, const void *body2, size_t len2);
+/* messages to `to` queued or not yet acknowledged */
+uint32_t nd_mb_backlog(const struct nd *nd, uint32_t to);
+size_t nd_mb_body_max(const struct nd *nd);
+/* ckpt_copy.c: checkpoint files moved node to node (buddy copies, a
+ * restart's staging) */
+/* The command's copies this node sends; after_dump: once its dump is done. */
+void nd_copy_plan(struct nd *nd, const Storm__Cl__Checkpoint *c);
+/* The dump of checkpoint id is written (bytes): true when copies follow,
+ * which then store GM_VAR_CKPT and report CHECKPOINTED themselves. */
+bool nd_copy_after_dump(struct nd *nd, uint64_t id, uint32_t slot, uint64_t bytes);
+void nd_copy_forget(struct nd *nd, uint64_t id);
+void nd_copy_message(struct nd *nd, uint32_t from, uint32_t type, uint64_t job, uint64_t arg,
+		     const uint8_t *body, size_t len);
+/* Sends what the mailboxes' windows take; fails copies that stalled. */
+void nd_copy_pump(struct nd *nd);
+void nd_copy_close(struct nd *nd);
 /* report.c */
 void nd_queue_output(struct nd *nd, struct nd_job *job, uint32_t rank, uint32_t stream,
 		     const void *data, size_t len);
