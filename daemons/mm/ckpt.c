@@ -673,8 +673,8 @@ void ckpt_job_ended(struct mm *mm, struct job *j)
 
 /* A new job that restarts checkpoint r on `nodes` nodes (0: as many as it
  * had); c, when given, gets its output and end like a storm run. */
-static struct job *restart_job(struct mm *mm, struct mm_ckpt *r, uint32_t nodes, char *why,
-			       size_t len)
+static struct job *restart_job(struct mm *mm, struct mm_ckpt *r, uint32_t nodes, bool interactive,
+			       char *why, size_t len)
 {
 	if (!nodes)
 		nodes = r->nnodes;
@@ -717,9 +717,29 @@ static struct job *restart_job(struct mm *mm, struct mm_ckpt *r, uint32_t nodes,
 	}
 	for (uint32_t k = 0; k < r->nranks; k++)
 		j->rank_status[k] = INT32_MIN;
-	mm->next_job_id++;
 	j->state = STORM__CTL__JOB_STATE__QUEUED;
 	j->t_submit = now_s();
+	/* in the database as a job (its id is never given again) that a
+	 * restarted MM starts as the same restart */
+	Storm__Ctl__Submit s = STORM__CTL__SUBMIT__INIT;
+	s.argv = r->argv;
+	s.n_argv = r->argc;
+	s.program = r->program;
+	s.nodes = nodes;
+	s.ranks = r->nranks;
+	s.interactive = interactive;
+	s.no_bcast = r->no_bcast;
+	s.cwd = r->cwd;
+	s.env = r->env;
+	s.n_env = r->nenv;
+	s.name = r->name;
+	s.overcommit = true;
+	s.checkpoint_interval = r->interval;
+	s.restart_on_failure = r->restart_on_failure;
+	s.restore_checkpoint = r->id;
+	if (persist_job_new(mm, j, &s) < 0)
+		mm_log("job %" PRIu64 ": a restarted MM will not know it", j->id);
+	mm->next_job_id++;
 	struct job **tail = &mm->jobs;
 	while (*tail)
 		tail = &(*tail)->next;
@@ -759,7 +779,7 @@ uint64_t ckpt_node_lost(struct mm *mm, struct job *j, int node)
 		mm_log("job %" PRIu64 ": no complete checkpoint to restart from", j->id);
 		return 0;
 	}
-	struct job *n = restart_job(mm, r, r->nnodes, why, sizeof(why));
+	struct job *n = restart_job(mm, r, r->nnodes, j->client != NULL, why, sizeof(why));
 	if (!n) {
 		mm_log("job %" PRIu64 ": cannot restart checkpoint %" PRIu64 ": %s", j->id, r->id, why);
 		return 0;
@@ -1050,7 +1070,7 @@ static void handle_restart(struct mm *mm, struct client *c, const Storm__Ctl__Re
 				  "the cluster is shutting down");
 		return;
 	}
-	struct job *j = restart_job(mm, r, rq->nodes, why, sizeof(why));
+	struct job *j = restart_job(mm, r, rq->nodes, true, why, sizeof(why));
 	if (!j) {
 		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID, "%s", why);
 		return;

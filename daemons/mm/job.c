@@ -124,6 +124,7 @@ void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds
 		REFUSE(ERR_PERMISSION,
 		       "this cluster runs as uid %u and can run only that user's jobs (start it as root to serve others)",
 		       (unsigned)geteuid());
+	s->restore_checkpoint = 0; /* set only for the MM's own restart jobs */
 	struct submit_plan plan;
 	Storm__Ctl__ErrorCode code = mm_req_check_submit(&mm->conf, s, nfds, &plan, why, sizeof(why));
 	if (code != STORM__CTL__ERROR_CODE__ERR_NONE) {

@@ -3,9 +3,13 @@
 # 2-rank job (tests/ckpt/ckpt_prog: 16 MiB heap, a file per rank, a signal
 # handler, clock_gettime pacing) checkpointed three times mid-run, killed and
 # restarted on the same nodes and on other ones, ends with files identical to
-# an uninterrupted run; a job with --restart-on-failure survives SIGKILL of a
-# node daemon and its ranks; damaged images, incomplete checkpoints and other
-# users are refused with a clear error. Every daemon goes down on exit.
+# an uninterrupted run; every image has a buddy copy on another node; a job
+# with --restart-on-failure survives SIGKILL of a node daemon and its ranks
+# and the loss of that node's images (its ranks come back from the copies,
+# moved node to node); after kill -9 of the MM, its successor restarts the
+# checkpoints recorded in the database; damaged images, incomplete
+# checkpoints and other users are refused with a clear error. Every daemon
+# goes down on exit.
 # Usage: test_ckpt.sh BUILD_BIN_DIR   (make clustertest)
 set -u
 BIN=$(cd "${1:-build/bin}" && pwd)
@@ -101,6 +105,15 @@ DB=$(find "$C" -name mm.db | head -1)
 db_ckpts() { sqlite3 "$DB" "SELECT epoch || ':' || complete FROM checkpoints WHERE job = 1 ORDER BY id" | tr '\n' ' '; }
 [ -n "$DB" ] && [ "$(db_ckpts)" = "1:1 2:1 3:1 " ] && ok "  recorded complete in the MM's database" ||
 	bad "  recorded complete in the MM's database (${DB:-no mm.db}: $(db_ckpts 2>&1))"
+# buddy copies: each node's images are also on the next node of the job,
+# and the database says where each rank's image and its copy are
+cmp -s "$C/state/node00/ckpt/1/3/rank0.img" "$C/state/node01/ckpt/1/3/rank0.img" &&
+	cmp -s "$C/state/node01/ckpt/1/3/rank1.img" "$C/state/node00/ckpt/1/3/rank1.img" &&
+	ok "  each image has an identical copy on the job's other node" ||
+	bad "  each image has an identical copy on the job's other node"
+db_imgs() { sqlite3 "$DB" "SELECT rank || ':' || node || ':' || copy FROM checkpoint_images WHERE ckpt = (SELECT id FROM checkpoints WHERE job = 1 AND epoch = 3) ORDER BY rank" | tr '\n' ' '; }
+[ "$(db_imgs)" = "0:node00:node01 1:node01:node00 " ] && ok "  the database records where each image and its copy are" ||
+	bad "  the database records where each image and its copy are: $(db_imgs 2>&1)"
 
 # ---- restart the last one where it was: the files end identical
 rm -f out0.f.tmp
@@ -172,10 +185,16 @@ FJ=$(storm jobs --json | python3 -c 'import json,sys; print(max(j["job"] for j i
 wait_log "$C/log/mm.log" "job $FJ: complete checkpoint" 30 || bad "a periodic checkpoint completed"
 N1=$(awk '$2 == "node01" { print $1 }' "$C/pids")
 kill -9 "$N1" $(cat /proc/"$N1"/task/*/children 2>/dev/null)
+# and its disk is lost: the restart takes rank 1 from its copy on node00
+rm -rf "$C/state/node01/ckpt"
 wait "$RUN"
 rc=$?
-[ "$rc" = 0 ] && ok "the job survives SIGKILL of node01's daemon and ranks (exit 0)" ||
+[ "$rc" = 0 ] && ok "the job survives SIGKILL of node01's daemon and ranks, and the loss of its images (exit 0)" ||
 	{ bad "the job survives SIGKILL of node01 (exit $rc)"; sed 's/^/     | /' fail.err | tail -5; }
+grep -qE "job [0-9]+: [0-9]+ files of checkpoint [0-9]+ move to its nodes" "$C/log/mm.log" &&
+	grep -q "for a restart" "$C/log/node00.log" &&
+	ok "  the images moved node to node from the buddy copies" ||
+	bad "  the images moved node to node from the buddy copies"
 grep -q "stopped responding; job $FJ restarts from checkpoint" fail.err &&
 	ok "  storm run says it restarted" || bad "  storm run says it restarted"
 same_files "  files identical to an uninterrupted run"
@@ -187,6 +206,18 @@ n = collections.Counter(k["job"] for k in json.load(sys.stdin)["checkpoints"] if
 print(sum(1 for v in n.values() if v > 2))' "$FJ")
 [ "$over" = 0 ] && ok "  at most two periodic checkpoints kept per job" ||
 	bad "  at most two periodic checkpoints kept per job"
+
+# ---- the MM dies: its successor restarts the checkpoints it recorded
+MM=$(awk '$2 == "mm" { p = $1 } END { print p }' "$C/pids")
+kill -9 "$MM" && gone "$MM"
+expect "storm cluster restart mm" 0 storm cluster restart mm --dir "$C"
+[ "$(ck_field 3 complete)" = True ] && ok "  checkpoint 3 is listed complete after the MM restart" ||
+	bad "  checkpoint 3 is listed complete after the MM restart"
+# node01 is down and lost its images: rank 1 comes from its copy on node00
+expect "storm restart 3 after the MM restart" 0 storm restart 3
+cp "$T/out" r3b.out
+same_files "  files identical to an uninterrupted run"
+tail_of_ref "  output is the uninterrupted run's, from the checkpoint on" r3b.out
 
 echo "test_ckpt: $((checks - fails))/$checks passed"
 [ "$fails" = 0 ]
