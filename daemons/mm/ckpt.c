@@ -11,10 +11,17 @@
  * the run list. A node that fails or dies leaves the record incomplete, and
  * an incomplete checkpoint is never restarted.
  *
+ * With checkpoint_copies, each node's images also go to its buddy (the next
+ * node of the job), node to node (daemons/node/ckpt_copy.c); a node reports
+ * CHECKPOINTED only once its copies are on disk. A restart first has every
+ * new node receive, from an up node that holds them, the images and files
+ * it lacks (staging), then launches; the MM never reads an image.
+ *
  * Records live in a list behind ckpt_rec_*; each is also written through to
- * the database's checkpoints table (db_ckpt_*: job, epoch, nodes, size,
- * complete), which keeps no relaunch data: after an MM restart the table
- * is history, and only this MM's in-memory records can be restarted. */
+ * the database (ckpt_persist: the checkpoints row with the relaunch data, a
+ * packed storm.rec.Checkpoint, and checkpoint_images: where each rank's
+ * image and copy are), and read back when the MM starts (ckpt_load), so the
+ * checkpoints of an earlier MM restart too. */
 #include "ckptrec.pb-c.h"
 #include "db.h"
 #include "mm.h"
