@@ -35,17 +35,8 @@
 
 enum { M_COPY_DATA = ND_MB_COPY_FIRST, M_COPY_ACK };
 
-#define COPY_NAME_MAX 160
+#define COPY_NAME_MAX ND_COPY_NAME_MAX
 #define COPY_STALL_NS (60ull * 1000000000ull) /* no progress: the copy fails */
-
-struct copy_hdr { /* head of an M_COPY_DATA body; the data follows */
-	uint64_t xid;     /* the sender's number for this file */
-	uint64_t size;    /* of the whole file */
-	uint64_t offset;  /* of this data */
-	uint32_t mode;
-	uint32_t len;     /* data bytes */
-	char name[COPY_NAME_MAX]; /* relative to the state directory */
-};
 
 struct copy_ack { /* M_COPY_ACK body */
 	uint64_t xid;
@@ -136,15 +127,6 @@ static void task_unlink(struct nd *nd, struct copy_task *t)
 		}
 }
 
-/* A name the MM may make us read or write: under ckpt/, no "..", and its
- * last part a plain file name. */
-static bool name_ok(const char *name)
-{
-	const char *base = strrchr(name, '/');
-	return strlen(name) < COPY_NAME_MAX - 8 && nd_valid_ckpt_dir(name) && base &&
-	       nd_valid_basename(base + 1);
-}
-
 static void task_end(struct nd *nd, struct copy_task *t, const char *why)
 {
 	task_unlink(nd, t);
@@ -222,7 +204,7 @@ static int task_start(struct nd *nd, struct copy_task *t, char *why, size_t len)
 				if (e->d_name[0] == '.' || lstat(full, &fs) < 0 || !S_ISREG(fs.st_mode) ||
 				    strstr(e->d_name, ".part"))
 					continue;
-				if (!name_ok(sub)) {
+				if (!nd_valid_ckpt_file(sub)) {
 					snprintf(why, len, "cannot copy %s: bad name", sub);
 					closedir(d);
 					return -1;
@@ -293,7 +275,7 @@ void nd_copy_plan(struct nd *nd, const Storm__Cl__Checkpoint *c)
 			else
 				snprintf(name, sizeof(name), "%.100s/rank%u.img", c->dir,
 					 job->ranks[k].rank);
-			if (!name_ok(name) || e->to >= (uint32_t)nd->conf.nnodes ||
+			if (!nd_valid_ckpt_file(name) || e->to >= (uint32_t)nd->conf.nnodes ||
 			    e->to == nd->index) {
 				snprintf(why, sizeof(why), "bad copy '%.60s' to node %u", name, e->to);
 				task_free(t);
@@ -365,7 +347,7 @@ void nd_copy_pump(struct nd *nd)
 	if (!s)
 		return;
 	uint64_t now = nd_now_ns();
-	size_t room = nd_mb_body_max(nd) - sizeof(struct copy_hdr);
+	size_t room = nd_mb_body_max(nd) - sizeof(struct nd_copy_hdr);
 	for (struct copy_task *t = s->tasks, *next; t; t = next) {
 		next = t->next;
 		if (!t->started)
@@ -381,7 +363,7 @@ void nd_copy_pump(struct nd *nd)
 				task_end(nd, t, why);
 				goto next_task;
 			}
-			struct copy_hdr h = {.xid = f->xid, .size = f->size, .offset = f->off,
+			struct nd_copy_hdr h = {.xid = f->xid, .size = f->size, .offset = f->off,
 					     .mode = f->mode, .len = (uint32_t)n};
 			snprintf(h.name, sizeof(h.name), "%s", f->name);
 			nd_mb_send(nd, f->to, M_COPY_DATA, t->job, f->xid, &h, sizeof(h), s->buf, n);
@@ -434,7 +416,7 @@ static void send_ack(struct nd *nd, uint32_t to, uint64_t job, uint64_t xid, int
 	nd_mb_send(nd, to, M_COPY_ACK, job, xid, &a, sizeof(a), NULL, 0);
 }
 
-static void on_data(struct nd *nd, uint32_t from, uint64_t job, const struct copy_hdr *h,
+static void on_data(struct nd *nd, uint32_t from, uint64_t job, const struct nd_copy_hdr *h,
 		    const uint8_t *data)
 {
 	struct nd_copies *s = nd->copies;
@@ -448,11 +430,6 @@ static void on_data(struct nd *nd, uint32_t from, uint64_t job, const struct cop
 	snprintf(part, sizeof(part), "%s.part", path);
 	const char *what = "write";
 	int err = 0, fd = -1;
-	if (!name_ok(name) || h->offset > h->size || h->len > h->size - h->offset) {
-		err = EINVAL;
-		what = "accept";
-		goto failed;
-	}
 	if (h->offset == 0 && (err = -mkdirs(part)) != 0) {
 		what = "create the directory of";
 		goto failed;
@@ -547,11 +524,20 @@ void nd_copy_message(struct nd *nd, uint32_t from, uint32_t type, uint64_t job, 
 	(void)arg;
 	if (!state(nd))
 		return;
-	if (type == M_COPY_DATA && len >= sizeof(struct copy_hdr)) {
-		struct copy_hdr h;
+	if (type == M_COPY_DATA && len >= sizeof(struct nd_copy_hdr)) {
+		struct nd_copy_hdr h;
 		memcpy(&h, body, sizeof(h));
-		if (h.len == len - sizeof(h))
+		const char *bad = nd_copy_problem(&h, len);
+		if (!bad) {
 			on_data(nd, from, job, &h, body + sizeof(h));
+		} else {
+			/* the sender's own bug (it is authenticated): its copy fails */
+			nd_log(nd, "checkpoint copy from node %s refused: %s", nd->conf.nodes[from],
+			       bad);
+			char why[128];
+			snprintf(why, sizeof(why), "node %s refused a copy: %s", nd->name, bad);
+			send_ack(nd, from, job, h.xid, EINVAL, why);
+		}
 	} else if (type == M_COPY_ACK && len >= sizeof(struct copy_ack)) {
 		struct copy_ack a;
 		memcpy(&a, body, sizeof(a));

@@ -156,6 +156,22 @@ void nd_log_refused(struct nd *nd, const char *fmt, ...) __attribute__((format(p
 bool nd_valid_basename(const char *name);
 /* a checkpoint directory named by the MM: "ckpt/...", relative, no ".." */
 bool nd_valid_ckpt_dir(const char *d);
+/* a checkpoint file named by the MM or a peer: a valid ckpt dir whose last
+ * part is a plain name, short enough for its ".part" twin */
+bool nd_valid_ckpt_file(const char *name);
+/* A checkpoint copy message (ckpt_copy.c, M_COPY_DATA): this header, then
+ * `len` bytes of the file `name` at `offset`. */
+#define ND_COPY_NAME_MAX 160
+struct nd_copy_hdr {
+	uint64_t xid;     /* the sender's number for this file */
+	uint64_t size;    /* of the whole file */
+	uint64_t offset;  /* of this data */
+	uint32_t mode;
+	uint32_t len;     /* data bytes after the header */
+	char name[ND_COPY_NAME_MAX]; /* relative to the state directory */
+};
+/* Why a copy message whose body is body_len bytes cannot be written, or NULL. */
+const char *nd_copy_problem(const struct nd_copy_hdr *h, size_t body_len);
 /* Copies the strobe header out of its area (GM_STROBE_MAX bytes) and this
  * node's ack and run entries (0 when the strobe does not list it); -1 when
  * the header is malformed. */
