@@ -65,12 +65,20 @@ static int print_json(json_t *root)
 
 static json_t *ckpt_json(const Storm__Ctl__CheckpointInfo *k)
 {
-	return json_pack("{s:I, s:I, s:i, s:s, s:s, s:i, s:s, s:i, s:i, s:I, s:b, s:f, s:f, s:f, s:s}",
+	/* where each rank's image is, and its buddy copy (null: none) */
+	json_t *images = json_array();
+	for (size_t r = 0; images && r < k->n_image_nodes; r++)
+		json_array_append_new(images, json_pack("{s:i, s:s, s:s?}", "rank", (int)r, "node",
+							k->image_nodes[r], "copy",
+							r < k->n_copy_nodes && k->copy_nodes[r][0]
+								? k->copy_nodes[r] : NULL));
+	return json_pack("{s:I, s:I, s:i, s:s, s:s, s:i, s:s, s:i, s:i, s:I, s:b, s:f, s:f, s:f, s:s, s:o}",
 			 "id", (json_int_t)k->id, "job", (json_int_t)k->job, "epoch", (int)k->epoch,
 			 "name", k->name, "user", k->user, "uid", (int)k->uid, "nodelist",
 			 k->nodelist, "nodes", (int)k->nodes, "ranks", (int)k->ranks, "bytes",
 			 (json_int_t)k->bytes, "complete", (int)k->complete, "time", k->time,
-			 "seconds", k->seconds, "frozen", k->frozen, "reason", k->reason);
+			 "seconds", k->seconds, "frozen", k->frozen, "reason", k->reason, "images",
+			 images ? images : json_array());
 }
 
 static int one_id(const char *cmd, struct cli_optparse *p, const char *s, uint64_t *id)

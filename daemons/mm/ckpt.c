@@ -389,9 +389,21 @@ int ckpt_load(struct mm *mm)
 	return 0;
 }
 
-static void fill_info(const struct mm_ckpt *r, Storm__Ctl__CheckpointInfo *i)
+/* where: 2 * r->nranks pointers for the image locations (NULL: left out) */
+static void fill_info(struct mm *mm, const struct mm_ckpt *r, Storm__Ctl__CheckpointInfo *i,
+		      char **where)
 {
 	storm__ctl__checkpoint_info__init(i);
+	for (uint32_t k = 0; where && k < r->nranks; k++) {
+		where[k] = mm->conf.nodes[r->rank_node[k]];
+		where[r->nranks + k] = r->rank_copy[k] >= 0 ? mm->conf.nodes[r->rank_copy[k]] : "";
+	}
+	if (where) {
+		i->image_nodes = where;
+		i->n_image_nodes = r->nranks;
+		i->copy_nodes = where + r->nranks;
+		i->n_copy_nodes = r->nranks;
+	}
 	i->id = r->id;
 	i->job = r->job;
 	i->epoch = r->epoch;
@@ -412,12 +424,14 @@ static void fill_info(const struct mm_ckpt *r, Storm__Ctl__CheckpointInfo *i)
 static void reply_info(struct mm *mm, struct client *c, const struct mm_ckpt *r)
 {
 	Storm__Ctl__CheckpointInfo info;
-	fill_info(r, &info);
+	char **where = calloc(2 * (size_t)r->nranks + 1, sizeof(char *));
+	fill_info(mm, r, &info, where);
 	Storm__Ctl__Reply rep = STORM__CTL__REPLY__INIT;
 	rep.version = PROTO_VERSION;
 	rep.body_case = STORM__CTL__REPLY__BODY_CHECKPOINTED;
 	rep.checkpointed = &info;
 	client_send(mm, c, &rep);
+	free(where);
 }
 
 /* ---- the protocol */
@@ -1122,20 +1136,24 @@ static void handle_delete(struct mm *mm, struct client *c, uint64_t id)
 
 static void reply_list(struct mm *mm, struct client *c)
 {
-	size_t n = 0;
-	for (struct mm_ckpt *r = mm->ckpts; r; r = r->next)
-		n++;
+	size_t n = 0, ranks = 0;
+	for (struct mm_ckpt *r = mm->ckpts; r; r = r->next, n++)
+		ranks += r->nranks;
+	char **where = calloc(2 * ranks + 1, sizeof(char *));
 	Storm__Ctl__CheckpointInfo *infos = calloc(n ? n : 1, sizeof(*infos));
 	Storm__Ctl__CheckpointInfo **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
-	if (!infos || !ptrs) {
+	if (!infos || !ptrs || !where) {
 		free(infos);
 		free(ptrs);
+		free(where);
 		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INTERNAL, "out of memory");
 		return;
 	}
 	size_t k = 0;
+	char **w = where;
 	for (struct mm_ckpt *r = mm->ckpts; r; r = r->next, k++) {
-		fill_info(r, &infos[k]);
+		fill_info(mm, r, &infos[k], w);
+		w += 2 * (size_t)r->nranks;
 		ptrs[k] = &infos[k];
 	}
 	Storm__Ctl__CheckpointList cl = STORM__CTL__CHECKPOINT_LIST__INIT;
@@ -1148,6 +1166,7 @@ static void reply_list(struct mm *mm, struct client *c)
 	client_send(mm, c, &rep);
 	free(infos);
 	free(ptrs);
+	free(where);
 }
 
 void ckpt_handle_request(struct mm *mm, struct client *c, const Storm__Ctl__Request *req)

@@ -46,6 +46,14 @@ import json, sys
 for k in json.load(sys.stdin)["checkpoints"]:
     if k["id"] == int(sys.argv[1]): print(k[sys.argv[2]])' "$1" "$2"
 }
+# ck_images ID: where each rank's image and its copy are, from --json
+ck_images() {
+	storm checkpoints --json | python3 -c '
+import json, sys
+for k in json.load(sys.stdin)["checkpoints"]:
+    if k["id"] == int(sys.argv[1]):
+        print(" ".join("%d:%s:%s" % (i["rank"], i["node"], i["copy"]) for i in k["images"]))' "$1"
+}
 job_nodes() {
 	storm jobs --all --json | python3 -c '
 import json, sys
@@ -114,6 +122,8 @@ cmp -s "$C/state/node00/ckpt/1/3/rank0.img" "$C/state/node01/ckpt/1/3/rank0.img"
 db_imgs() { sqlite3 "$DB" "SELECT rank || ':' || node || ':' || copy FROM checkpoint_images WHERE ckpt = (SELECT id FROM checkpoints WHERE job = 1 AND epoch = 3) ORDER BY rank" | tr '\n' ' '; }
 [ "$(db_imgs)" = "0:node00:node01 1:node01:node00 " ] && ok "  the database records where each image and its copy are" ||
 	bad "  the database records where each image and its copy are: $(db_imgs 2>&1)"
+[ "$(ck_images 3)" = "0:node00:node01 1:node01:node00" ] && ok "  storm checkpoints --json shows them" ||
+	bad "  storm checkpoints --json shows them: $(ck_images 3)"
 
 # ---- restart the last one where it was: the files end identical
 rm -f out0.f.tmp
@@ -211,8 +221,9 @@ print(sum(1 for v in n.values() if v > 2))' "$FJ")
 MM=$(awk '$2 == "mm" { p = $1 } END { print p }' "$C/pids")
 kill -9 "$MM" && gone "$MM"
 expect "storm cluster restart mm" 0 storm cluster restart mm --dir "$C"
-[ "$(ck_field 3 complete)" = True ] && ok "  checkpoint 3 is listed complete after the MM restart" ||
-	bad "  checkpoint 3 is listed complete after the MM restart"
+[ "$(ck_field 3 complete)" = True ] && [ "$(ck_images 3)" = "0:node00:node01 1:node01:node00" ] &&
+	ok "  checkpoint 3 is listed complete, with its images, after the MM restart" ||
+	bad "  checkpoint 3 is listed complete, with its images, after the MM restart: $(ck_images 3)"
 # node01 is down and lost its images: rank 1 comes from its copy on node00
 expect "storm restart 3 after the MM restart" 0 storm restart 3
 cp "$T/out" r3b.out
