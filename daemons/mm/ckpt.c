@@ -686,6 +686,8 @@ void ckpt_tick(struct mm *mm)
 
 void ckpt_job_ended(struct mm *mm, struct job *j)
 {
+	free(j->stage); /* ended while its images moved: late notes are ignored */
+	j->stage = NULL;
 	if (j->ckpt)
 		ckpt_finish(mm, j, false, "the job ended before every node saved it");
 }
@@ -996,6 +998,8 @@ bool ckpt_stage_note(struct mm *mm, struct job *j, int node, const Storm__Cl__Jo
 	char *rest = NULL;
 	if (strtoull(n->message, &rest, 10) != j->restore_id)
 		return false;
+	if (j->state != STORM__CTL__JOB_STATE__LAUNCHING)
+		return true; /* it ended meanwhile */
 	while (rest && *rest == ' ')
 		rest++;
 	struct ckpt_stage *st = j->stage;
