@@ -827,7 +827,12 @@ uint64_t ckpt_node_lost(struct mm *mm, struct job *j, int node)
 
 /* ---- a restart's staging: images and files to the nodes that lack them */
 
+/* a sender that restarted (and lost its copies) without being declared
+ * DOWN would leave the restart waiting forever */
+#define STAGE_MAX_S 600.0
+
 struct ckpt_stage {
+	double t_start;
 	uint32_t n, left;
 	struct {
 		int node;
@@ -960,6 +965,7 @@ int ckpt_restart_prepare(struct mm *mm, struct job *j)
 		goto oom;
 	}
 	j->stage->n = j->stage->left = ns;
+	j->stage->t_start = now_s();
 	for (uint32_t i = 0; i < ns; i++)
 		j->stage->from[i].node = senders[i];
 	Storm__Cl__Checkpoint ck = STORM__CL__CHECKPOINT__INIT;
@@ -1031,6 +1037,13 @@ static void stage_check(struct mm *mm)
 	for (struct job *j = mm->jobs; j; j = j->next) {
 		if (!j->stage || !job_active(j))
 			continue;
+		if (now_s() - j->stage->t_start > STAGE_MAX_S) {
+			free(j->stage);
+			j->stage = NULL;
+			job_fail(mm, j, "the images of checkpoint %" PRIu64 " did not reach its nodes "
+					"in %.0f s", j->restore_id, STAGE_MAX_S);
+			continue;
+		}
 		for (uint32_t i = 0; i < j->stage->n; i++) {
 			int node = j->stage->from[i].node;
 			if (j->stage->from[i].done || node_up(mm, node))
