@@ -526,6 +526,9 @@ static void run(struct nd *nd)
 		t = nd_bcs_timer_ms(nd);
 		if (t >= 0 && (timeout < 0 || t < timeout))
 			timeout = t;
+		t = nd_copy_timer_ms(nd);
+		if (t >= 0 && (timeout < 0 || t < timeout))
+			timeout = t;
 		int n = epoll_wait(nd->epfd, evs, 64, timeout);
 		if (n < 0 && errno != EINTR) {
 			nd_log(nd, "epoll_wait: %s", strerror(errno));

@@ -277,6 +277,8 @@ void nd_copy_message(struct nd *nd, uint32_t from, uint32_t type, uint64_t job, 
 		     const uint8_t *body, size_t len);
 /* Sends what the mailboxes' windows take; fails copies that stalled. */
 void nd_copy_pump(struct nd *nd);
+/* ms to wait at most while copies move (-1: none) */
+int nd_copy_timer_ms(const struct nd *nd);
 void nd_copy_close(struct nd *nd);
 /* report.c */
 void nd_queue_output(struct nd *nd, struct nd_job *job, uint32_t rank, uint32_t stream,
