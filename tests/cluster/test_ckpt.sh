@@ -233,6 +233,20 @@ expect "storm restart 3 after the MM restart" 0 storm restart 3
 cp "$T/out" r3b.out
 same_files "  files identical to an uninterrupted run"
 tail_of_ref "  output is the uninterrupted run's, from the checkpoint on" r3b.out
+# deleting it removes the images a restart moved to other nodes too
+RJ=$(storm jobs --all --json | python3 -c 'import json,sys; print(max(j["job"] for j in json.load(sys.stdin)["jobs"]))')
+OTHER=$(job_nodes "$RJ" | python3 -c '
+import re, sys
+s = sys.stdin.read().strip()
+m = re.match(r"node\[(\d+)[-,](\d+)\]", s)
+names = ["node%s" % x for x in m.groups()] if m else [s]
+print([n for n in names if n not in ("node00", "node01")][0])')
+[ -f "$C/state/$OTHER/ckpt/1/3/rank1.img" ] && ok "  rank 1's image was moved to $OTHER" ||
+	bad "  rank 1's image was moved to ${OTHER:-another node}"
+expect "storm checkpoints --delete 3" 0 storm checkpoints --delete 3
+wait_log "$C/log/$OTHER.log" "checkpoint 3 of job 1 deleted" 10 &&
+	[ ! -e "$C/state/$OTHER/ckpt/1/3" ] && ok "  the moved images are gone from $OTHER" ||
+	bad "  the moved images are gone from $OTHER"
 
 echo "test_ckpt: $((checks - fails))/$checks passed"
 [ "$fails" = 0 ]
