@@ -568,7 +568,15 @@ static void on_data(struct nd *nd, uint32_t from, uint64_t job, const struct nd_
 	struct copy_sync *cs = calloc(1, sizeof(*cs));
 	int pfd[2] = {-1, -1};
 	pid_t pid = -1;
-	if (cs && pipe2(pfd, O_CLOEXEC | O_NONBLOCK) == 0 && (pid = fork()) == 0) {
+	if (cs && pipe2(pfd, O_CLOEXEC | O_NONBLOCK) == 0) {
+		/* listed before the fork: the child's memory stays reachable */
+		*cs = (struct copy_sync){.fd = pfd[0], .from = from, .job = job, .xid = h->xid,
+					 .next = s->syncing};
+		snprintf(cs->name, sizeof(cs->name), "%s", name);
+		s->syncing = cs;
+		pid = fork();
+	}
+	if (pid == 0) {
 		close(pfd[0]);
 		int rc = fsync(fd) < 0 || rename(part, path) < 0 ? errno : 0;
 		char dir[PATH_MAX + COPY_NAME_MAX];
@@ -586,6 +594,7 @@ static void on_data(struct nd *nd, uint32_t from, uint64_t job, const struct nd_
 	if (pid < 0) {
 		err = errno ? errno : ENOMEM;
 		if (pfd[0] >= 0) {
+			s->syncing = cs->next;
 			close(pfd[0]);
 			close(pfd[1]);
 		}
@@ -594,10 +603,6 @@ static void on_data(struct nd *nd, uint32_t from, uint64_t job, const struct nd_
 	}
 	close(pfd[1]);
 	close(fd);
-	*cs = (struct copy_sync){.fd = pfd[0], .from = from, .job = job, .xid = h->xid,
-				 .next = s->syncing};
-	snprintf(cs->name, sizeof(cs->name), "%s", name);
-	s->syncing = cs;
 	return;
 failed:
 	if (fd >= 0)
