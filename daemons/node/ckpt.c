@@ -310,6 +310,10 @@ void nd_checkpoint(struct nd *nd, const Storm__Cl__Checkpoint *c)
 			ckpt_remove(nd, c);
 		return;
 	}
+	if (c->send) { /* a restart's staging: this node only sends (ckpt_copy.c) */
+		nd_copy_plan(nd, c);
+		return;
+	}
 	struct nd_job *job = job_of(nd, c->job);
 	const char *why = !job ? "the job does not run here"
 			  : job->ckpt_busy ? "a checkpoint of the job is under way"
@@ -351,6 +355,7 @@ void nd_checkpoint(struct nd *nd, const Storm__Cl__Checkpoint *c)
 	h->id = c->id;
 	h->slot = c->slot;
 	add_helper(nd, h);
+	nd_copy_plan(nd, c); /* buddy copies, sent once the dump is done */
 	/* the helper starts once the job's BCS-MPI traffic has drained
 	 * (nd_ckpt_poll): at once for a job that has none */
 	nd_ckpt_poll(nd);
@@ -361,6 +366,7 @@ static void dump_unstarted(struct nd *nd, struct nd_helper *h, const char *why)
 	struct nd_job *job = job_of(nd, h->job);
 	if (job)
 		job->ckpt_busy = false;
+	nd_copy_forget(nd, h->id);
 	nd_queue_note(nd, h->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED, UINT32_MAX,
 		      "%" PRIu64 " %s: %s", h->id, nd->name, why);
 	nd_log(nd, "job %" PRIu64 ": checkpoint %" PRIu64 " failed: %s", h->job, h->id, why);
@@ -372,8 +378,10 @@ static bool dump_start(struct nd *nd, struct nd_helper *h)
 {
 	struct nd_job *job = job_of(nd, h->job);
 	char why[256];
-	if (!job)
+	if (!job) {
+		nd_copy_forget(nd, h->id);
 		return false; /* the job ended meanwhile; the MM knows */
+	}
 	int s = nd_bcs_sealed(nd, job, why, sizeof(why));
 	if (s < 0) {
 		dump_unstarted(nd, h, why);
@@ -484,6 +492,8 @@ static void dump_done(struct nd *nd, struct nd_helper *h, const char *res)
 	unsigned long long bytes = 0;
 	const char *ok = strstr(res, "OK "), *e = strstr(res, "E ");
 	if (ok && !e && sscanf(ok, "OK %llu", &bytes) == 1) {
+		if (nd_copy_after_dump(nd, h->id, h->slot, bytes))
+			return; /* complete once its buddy has the copies */
 		sn_var_store(nd->sn, GM_VAR_CKPT(h->slot), h->id);
 		nd_queue_note(nd, h->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINTED, UINT32_MAX,
 			      "%" PRIu64 " %llu", h->id, bytes);
@@ -494,6 +504,7 @@ static void dump_done(struct nd *nd, struct nd_helper *h, const char *res)
 		if (e)
 			snprintf(line, sizeof(line), "%.*s", (int)strcspn(e + 2, "\n"), e + 2);
 		const char *why = line;
+		nd_copy_forget(nd, h->id);
 		nd_queue_note(nd, h->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED, UINT32_MAX,
 			      "%" PRIu64 " %s: %s", h->id, nd->name, why);
 		nd_log(nd, "job %" PRIu64 ": checkpoint %" PRIu64 " failed: %s", h->job, h->id, why);
