@@ -46,7 +46,7 @@ struct nd_helper {
 	int *pipes;             /* restore: per local rank, stdout and stderr read ends */
 	bool captured;          /* dump: its images are written; the job may run on */
 	char *dir, *files;      /* dump, until forked: where the images go */
-	uint64_t slice;         /* dump: when the command came */
+	uint32_t cmd_seq;       /* dump: its Checkpoint command's number */
 	char buf[4096];         /* dump: what it said so far */
 	size_t len;
 	struct nd_helper *next;
@@ -349,7 +349,7 @@ void nd_checkpoint(struct nd *nd, const Storm__Cl__Checkpoint *c)
 		return;
 	}
 	h->fd = -1;
-	h->slice = nd->slice;
+	h->cmd_seq = nd->cmd_done + 1; /* the command being acted on */
 	h->kind = H_DUMP;
 	h->job = job->id;
 	h->id = c->id;
@@ -434,12 +434,13 @@ static void dump_release(struct nd *nd, struct nd_helper *h)
 void nd_ckpt_running(struct nd *nd, struct nd_job *job)
 {
 	/* back in the run list before its drain ended here: the MM gave the
-	 * checkpoint up (another node failed it). The strobe right after the
-	 * command may still carry the run list from before it. */
+	 * checkpoint up (another node failed it) — if the strobe was sent after
+	 * the command: a node that lags reads strobes sent before it (their run
+	 * lists still have the job) after the command itself. */
 	for (struct nd_helper **pp = &nd->helpers; *pp; pp = &(*pp)->next) {
 		struct nd_helper *h = *pp;
 		if (h->kind == H_DUMP && h->pid == 0 && h->job == job->id &&
-		    nd->slice >= h->slice + 2) {
+		    (int32_t)(nd->strobe_cmd_seq - h->cmd_seq) >= 0) {
 			dump_unstarted(nd, h, "the checkpoint was abandoned");
 			*pp = h->next;
 			helper_free(h);

@@ -286,6 +286,7 @@ static void on_strobe(struct nd *nd)
 	}
 	if (nd->helpers)
 		nd_ckpt_poll(nd);
+	nd->strobe_cmd_seq = s.cmd_seq;
 	int switched = nd_gang_apply(nd, run);
 	nd_bcs_strobe(nd);
 	if (nd->trace) {

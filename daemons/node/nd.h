@@ -96,6 +96,7 @@ struct nd {
 	bool seen_strobe;
 	uint64_t slice;
 	uint32_t cmd_done;
+	uint32_t strobe_cmd_seq; /* the last command the current strobe's MM had queued */
 	uint32_t cmd_warned_seq; /* a mismatched slot already logged */
 	uint64_t mm_epoch;      /* the MM's incarnation, from its strobes */
 	uint32_t cmd_refused_seq; /* a slot with a bad tag already logged */

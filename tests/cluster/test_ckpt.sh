@@ -150,7 +150,7 @@ storm cancel --signal KILL "$(cat blocker.id)" >/dev/null
 # a rank that cannot come back fails the job (its status: 1, or 137 when the
 # other rank was restored and then killed)
 expect "a damaged image fails the restart" 1 bash -c "
-	printf '\\x55' | dd of=$C/state/node00/ckpt/1/1/rank0.img bs=1 seek=200000 conv=notrunc status=none
+	python3 -c 'import sys; f = open(sys.argv[1], \"r+b\"); f.seek(200000); b = f.read(1); f.seek(200000); f.write(bytes([b[0] ^ 0xff]))' $C/state/node00/ckpt/1/1/rank0.img
 	storm restart 1 || exit 1"
 has "  error names the image and the section" err "rank0.img: section pages["
 has "  error says why" err "checksum mismatch"
