@@ -43,18 +43,40 @@ enum {
 	/* shared mappings of memfds are the caller's: saved as CKPT_VMA_EXTERNAL
 	 * areas (without their bytes) instead of refused */
 	CKPT_DUMP_EXTERNAL_MEMFD = 4,
+	/* once the process is let go, start the disk writing the image as it
+	 * is made, so the fsync finds little left */
+	CKPT_DUMP_WRITEBACK = 8,
+	/* let the process go before its memory is written: a copy-on-write
+	 * fork of it (clone(CLONE_PARENT) injected, held under ptrace, killed
+	 * after) is read instead. Not taken (the memory is read from the
+	 * stopped process itself) where the fork would not be a faithful copy:
+	 * saved shared memory, MADV_DONTFORK or MADV_WIPEONFORK areas, or a
+	 * failed clone (a pids limit, seccomp). Its parent (the process's) sees
+	 * an unknown child exit. */
+	CKPT_DUMP_SNAPSHOT = 16,
 };
 
 struct ckpt_dump_opts {
 	unsigned flags;      /* CKPT_DUMP_* */
 	const void *app;     /* the caller's bytes, kept in the image (meta) and */
 	size_t app_len;      /* handed back to ckpt_restore_opts.external */
+	/* called once the process is let go, its state captured (before the
+	 * image is written with CKPT_DUMP_SNAPSHOT, after it without); not on
+	 * a failure before that point */
+	void (*captured)(void *arg);
+	void *arg;
 };
 
 struct ckpt_stats {
 	uint64_t bytes;      /* image size */
 	uint64_t pages;      /* pages saved or restored */
 	double seconds;
+	/* dump: where the seconds went (bench/checkpoint reports them) */
+	double t_stop;       /* seize and interrupt until it is stopped */
+	double t_meta;       /* /proc, injected queries, files, page plan */
+	double t_copy;       /* memory read and written to the image */
+	double t_frozen;     /* from the start until the process was let go */
+	int snapshot;        /* its memory was read from a snapshot */
 };
 
 /* Writes an image of process pid (stopped or running; left as it was unless

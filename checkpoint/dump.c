@@ -11,6 +11,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +70,10 @@ struct dump {
 	unsigned flags;
 	char *err;
 	size_t errlen;
+	/* CKPT_DUMP_SNAPSHOT: the fork whose memory is read (pid 0: none) */
+	struct ckpt_tracee snap;
+	uint64_t patch_at;       /* the fork's text still holds the gadget here, */
+	unsigned char patch[8];  /* over these bytes */
 };
 
 static uint64_t status_hex(const char *status, const char *key)
@@ -335,7 +341,9 @@ static int read_mm(struct dump *d, Storm__Ckpt__MmFields *mm)
 	char *p = strrchr(st, ')');
 	unsigned long long f[64] = { 0 };
 	int i = 3; /* p points before field 3 */
-	for (char *tok = p ? strtok(p + 2, " ") : NULL; tok && i < 64; tok = strtok(NULL, " "))
+	char *save = NULL; /* strtok_r: storm dumps a node's ranks in threads */
+	for (char *tok = p ? strtok_r(p + 2, " ", &save) : NULL; tok && i < 64;
+	     tok = strtok_r(NULL, " ", &save))
 		f[i++] = strtoull(tok, NULL, 10);
 	free(st);
 	if (i < 52)
@@ -387,6 +395,149 @@ static int put_section(int out, uint64_t *off, struct ckpt_sec *s, uint32_t type
 	return write_all(out, data, len);
 }
 
+static void snapshot_drop(struct dump *d)
+{
+	if (d->snap.pid <= 0)
+		return;
+	kill(d->snap.pid, SIGKILL);
+	int ws;
+	while (waitpid(d->snap.pid, &ws, __WALL) == d->snap.pid && !WIFEXITED(ws) &&
+	       !WIFSIGNALED(ws))
+		;
+	if (d->snap.memfd >= 0)
+		close(d->snap.memfd);
+	d->snap.pid = 0;
+	d->snap.memfd = -1;
+}
+
+/* True if the fork holds every page planned from the process: same areas
+ * (none left out by MADV_DONTFORK) and each planned page present or
+ * swapped (MADV_WIPEONFORK areas come up empty). */
+static bool snapshot_faithful(struct dump *d)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/maps", d->snap.pid);
+	char *maps = ckpt_read_all(path, NULL);
+	if (!maps)
+		return false;
+	size_t k = 0;
+	bool same = true;
+	struct ckpt_map *m = malloc(sizeof(*m));
+	for (char *line = maps; same && m && *line; k++) {
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = 0;
+		same = k < d->nv && ckpt_parse_maps_line(line, m) == 0 &&
+		       m->start == d->v[k].m.start && m->end == d->v[k].m.end;
+		line = nl ? nl + 1 : line + strlen(line);
+	}
+	same = same && m && k == d->nv;
+	free(m);
+	free(maps);
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", d->snap.pid);
+	int pm = same ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	if (pm < 0)
+		return false;
+	uint64_t e[512];
+	for (size_t i = 0; same && i < d->nv; i++)
+		for (size_t r = 0; same && r < d->v[i].nruns; r++) {
+			uint64_t p = d->v[i].m.start / CKPT_PAGE + d->v[i].runs[r]->page;
+			for (uint64_t left = d->v[i].runs[r]->count; same && left;) {
+				size_t n = left < 512 ? left : 512;
+				same = pread(pm, e, n * 8, p * 8) == (ssize_t)(n * 8);
+				for (size_t j = 0; same && j < n; j++)
+					same = (e[j] & (PM_PRESENT | PM_SWAP)) != 0;
+				p += n;
+				left -= n;
+			}
+		}
+	close(pm);
+	return same;
+}
+
+/* Takes the snapshot: clone(CLONE_PARENT | SIGCHLD) run by the process, its
+ * child auto-attached (PTRACE_O_TRACEFORK) and killed if we die
+ * (PTRACE_O_EXITKILL, inherited). CLONE_PARENT: the process never sees a
+ * child of its own; the fork's end goes to its parent. Returns true if the
+ * memory is to be read from the fork. */
+static bool snapshot(struct dump *d)
+{
+	for (size_t i = 0; i < d->nv; i++)
+		if (d->v[i].m.shared && d->v[i].nruns)
+			return false; /* shared pages would change under us */
+	struct ckpt_tracee *t = &d->t;
+	unsigned char gadget[8] = { 0x0f, 0x05, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc };
+	if (!t->gadget || ckpt_mem_read(t, t->gadget, d->patch, 8) ||
+	    ckpt_mem_write(t, t->gadget, gadget, 8))
+		return false;
+	d->patch_at = t->gadget;
+	uint64_t mask = ckpt_inject_mask();
+	ptrace(PTRACE_SETSIGMASK, d->pid, sizeof(mask), &mask);
+	pid_t child = 0;
+	struct user_regs_struct r = d->regs;
+	r.rax = SYS_clone;
+	r.orig_rax = -1;
+	r.rdi = CLONE_PARENT | SIGCHLD;
+	r.rsi = r.rdx = r.r10 = r.r8 = 0; /* same stack (copied), no tids, no tls */
+	r.rip = t->gadget;
+	bool ok = ptrace(PTRACE_SETOPTIONS, d->pid, 0, PTRACE_O_TRACEFORK | PTRACE_O_EXITKILL) == 0 &&
+		  ptrace(PTRACE_SETREGS, d->pid, 0, &r) == 0 && ptrace(PTRACE_CONT, d->pid, 0, 0) == 0;
+	while (ok) {
+		int st;
+		if (waitpid(d->pid, &st, __WALL) < 0 || !WIFSTOPPED(st)) {
+			ok = false;
+			break;
+		}
+		if ((st >> 16) == PTRACE_EVENT_FORK) {
+			unsigned long msg = 0;
+			ptrace(PTRACE_GETEVENTMSG, d->pid, 0, &msg);
+			child = (pid_t)msg;
+		} else if (WSTOPSIG(st) == SIGTRAP && (st >> 16) == 0) {
+			break; /* the int3 after the syscall */
+		} else if (WSTOPSIG(st) == SIGSEGV) {
+			ok = false;
+			break;
+		} else if ((st >> 16) == 0) {
+			t->pending_sig = WSTOPSIG(st);
+		}
+		ok = ptrace(PTRACE_CONT, d->pid, 0, 0) == 0;
+	}
+	ckpt_mem_write(t, t->gadget, d->patch, 8);
+	ptrace(PTRACE_SETOPTIONS, d->pid, 0, 0);
+	ptrace(PTRACE_SETSIGMASK, d->pid, sizeof(d->sigmask), &d->sigmask);
+	ptrace(PTRACE_SETREGS, d->pid, 0, &d->regs);
+	if (child <= 0)
+		return false;
+	d->snap.pid = child;
+	d->snap.memfd = -1;
+	int st;
+	/* its first stop, before it ran anything */
+	if (waitpid(child, &st, __WALL) != child || !WIFSTOPPED(st)) {
+		d->snap.pid = 0;
+		return false;
+	}
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/mem", child);
+	d->snap.memfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (!ok || d->snap.memfd < 0 || !snapshot_faithful(d)) {
+		snapshot_drop(d);
+		return false;
+	}
+	return true;
+}
+
+/* The gadget bytes in a chunk read from the fork give way to the text's. */
+static void snapshot_patch(const struct dump *d, const struct iovec *rio, size_t n,
+			   unsigned char *buf)
+{
+	for (size_t i = 0, at = 0; d->snap.pid > 0 && i < n; at += rio[i].iov_len, i++) {
+		uint64_t a = (uint64_t)(uintptr_t)rio[i].iov_base, e = a + rio[i].iov_len;
+		for (uint64_t p = d->patch_at; p < d->patch_at + 8; p++)
+			if (p >= a && p < e)
+				buf[at + (p - a)] = d->patch[p - d->patch_at];
+	}
+}
+
 static void detach(struct dump *d)
 {
 	if (!d->attached)
@@ -395,12 +546,102 @@ static void detach(struct dump *d)
 	d->attached = 0;
 }
 
+/* Saves area v's runs to out: read a chunk of at most cap bytes of them with
+ * one process_vm_readv (one copy, where /proc/PID/mem's pread makes two),
+ * hash it and write it. What process_vm_readv may not read (a page without
+ * PROT_READ), and a snapshot's pages, come through /proc/PID/mem. With
+ * CKPT_DUMP_WRITEBACK the disk gets each chunk as it is written, so the
+ * caller's fsync has little left to wait for. */
+static int copy_area(struct dump *d, const struct dvma *v, int out, unsigned char *buf, size_t cap,
+		     XXH3_state_t *xs, uint64_t *off, unsigned flags, const char *path)
+{
+	enum { NIOV = 256 };
+	struct iovec rio[NIOV];
+	size_t r = 0;
+	uint64_t done = 0; /* bytes of run r already saved */
+	while (r < v->nruns) {
+		size_t n = 0, len = 0;
+		for (size_t q = r; q < v->nruns && n < NIOV && len < cap; q++) {
+			uint64_t base = v->m.start + v->runs[q]->page * CKPT_PAGE;
+			uint64_t size = v->runs[q]->count * CKPT_PAGE;
+			uint64_t skip = q == r ? done : 0;
+			uint64_t take = size - skip < cap - len ? size - skip : cap - len;
+			rio[n].iov_base = (void *)(uintptr_t)(base + skip);
+			rio[n].iov_len = take;
+			n++;
+			len += take;
+		}
+		struct iovec lio = { buf, len };
+		/* a fork's pages through /proc/PID/mem: process_vm_readv pins them,
+		 * and pinning a copy-on-write page copies it (unshares) */
+		struct ckpt_tracee *src = d->snap.pid > 0 ? &d->snap : &d->t;
+		ssize_t got = src == &d->snap ? 0 : process_vm_readv(src->pid, &lio, 1, rio, n, 0);
+		if (got < 0)
+			got = 0;
+		/* the rest of the chunk, slowly */
+		for (size_t i = 0, at = 0; i < n && (size_t)got < len; i++) {
+			size_t l = rio[i].iov_len;
+			if (at + l > (size_t)got) {
+				size_t from = (size_t)got > at ? (size_t)got - at : 0;
+				uint64_t a = (uint64_t)(uintptr_t)rio[i].iov_base + from;
+				int rc = ckpt_mem_read(src, a, buf + at + from, l - from);
+				if (rc)
+					return ckpt_fail(d->err, d->errlen, rc,
+							 "pid %d: reading memory at %#llx: %s", d->pid,
+							 (unsigned long long)a, strerror(-rc));
+				got = (ssize_t)(at + l);
+			}
+			at += l;
+		}
+		snapshot_patch(d, rio, n, buf);
+		XXH3_64bits_update(xs, buf, len);
+		int rc = write_all(out, buf, len);
+		if (rc)
+			return ckpt_fail(d->err, d->errlen, rc, "%s: %s", path, strerror(-rc));
+		if ((flags & CKPT_DUMP_WRITEBACK) && !d->attached)
+			sync_file_range(out, (off64_t)*off, (off64_t)len, SYNC_FILE_RANGE_WRITE);
+		*off += len;
+		/* advance past what was taken */
+		for (size_t left = len; left;) {
+			uint64_t size = v->runs[r]->count * CKPT_PAGE - done;
+			if (left >= size) {
+				left -= size;
+				r++;
+				done = 0;
+			} else {
+				done += left;
+				left = 0;
+			}
+		}
+	}
+	return 0;
+}
+
+/* The process may go on: killed (CKPT_DUMP_KILL) or let go as it was. */
+static void let_go(struct dump *d, const struct ckpt_dump_opts *o)
+{
+	if (o->flags & CKPT_DUMP_KILL) {
+		kill(d->pid, SIGKILL);
+		int ws;
+		while (waitpid(d->pid, &ws, __WALL) == d->pid && !WIFEXITED(ws) && !WIFSIGNALED(ws))
+			;
+		d->attached = 0;
+	} else {
+		detach(d);
+	}
+	if (o->captured)
+		o->captured(o->arg);
+}
+
 int ckpt_dump(pid_t pid, const char *path, const struct ckpt_dump_opts *o,
 	      struct ckpt_stats *st, char *err, size_t errlen)
 {
-	unsigned flags = o ? o->flags : 0;
+	static const struct ckpt_dump_opts none = { 0 };
+	if (!o)
+		o = &none;
+	unsigned flags = o->flags;
 	struct dump d = { .pid = pid, .flags = flags, .err = err, .errlen = errlen,
-			  .t = { .pid = pid, .memfd = -1 } };
+			  .t = { .pid = pid, .memfd = -1 }, .snap = { .memfd = -1 } };
 	Storm__Ckpt__Meta meta = STORM__CKPT__META__INIT;
 	Storm__Ckpt__MmFields mm = STORM__CKPT__MM_FIELDS__INIT;
 	Storm__Ckpt__VmaTable vt = STORM__CKPT__VMA_TABLE__INIT;
@@ -450,6 +691,7 @@ int ckpt_dump(pid_t pid, const char *path, const struct ckpt_dump_opts *o,
 		ptrace(PTRACE_CONT, pid, 0, 0);
 		ptrace(PTRACE_INTERRUPT, pid, 0, 0);
 	}
+	double t_stopped = ckpt_now();
 	snprintf(p, sizeof(p), "%s/mem", d.proc);
 	d.t.memfd = open(p, O_RDWR | O_CLOEXEC);
 	snprintf(p, sizeof(p), "%s/pagemap", d.proc);
@@ -577,6 +819,14 @@ int ckpt_dump(pid_t pid, const char *path, const struct ckpt_dump_opts *o,
 		}
 	}
 
+	/* with a snapshot to read, the process goes on now */
+	bool snap = (flags & CKPT_DUMP_SNAPSHOT) && !(flags & CKPT_DUMP_KILL) && snapshot(&d);
+	double t_free = 0;
+	if (snap) {
+		let_go(&d, o);
+		t_free = ckpt_now();
+	}
+
 	/* write: header space, page sections, metadata sections, then the header */
 	h.nsec = npsec + 3;
 	h.secs = calloc(h.nsec, sizeof(*h.secs));
@@ -595,7 +845,9 @@ int ckpt_dump(pid_t pid, const char *path, const struct ckpt_dump_opts *o,
 		rc = -errno;
 		goto out;
 	}
-	const size_t BUF = 8 << 20;
+	double t_planned = ckpt_now();
+	/* small enough for the hash and the write to find it in the cache */
+	const size_t BUF = 1 << 20;
 	buf = malloc(BUF);
 	XXH3_state_t *xs = XXH3_createState();
 	uint64_t pages = 0;
@@ -608,30 +860,7 @@ int ckpt_dump(pid_t pid, const char *path, const struct ckpt_dump_opts *o,
 		s->index = v->pb.pages_section;
 		s->offset = off;
 		XXH3_64bits_reset(xs);
-		for (size_t r = 0; r < v->nruns; r++) {
-			uint64_t a = v->m.start + v->runs[r]->page * CKPT_PAGE;
-			uint64_t left = v->runs[r]->count * CKPT_PAGE;
-			while (left) {
-				size_t chunk = left < BUF ? left : BUF;
-				rc = ckpt_mem_read(&d.t, a, buf, chunk);
-				if (rc) {
-					rc = ckpt_fail(err, errlen, rc,
-						       "pid %d: reading memory at %#llx: %s", pid,
-						       (unsigned long long)a, strerror(-rc));
-					break;
-				}
-				XXH3_64bits_update(xs, buf, chunk);
-				if ((rc = write_all(out, buf, chunk))) {
-					ckpt_fail(err, errlen, rc, "%s: %s", tmp, strerror(-rc));
-					break;
-				}
-				a += chunk;
-				left -= chunk;
-				off += chunk;
-			}
-			if (rc)
-				break;
-		}
+		rc = copy_area(&d, v, out, buf, BUF, xs, &off, flags, tmp);
 		if (rc) {
 			XXH3_freeState(xs);
 			goto out;
@@ -641,15 +870,12 @@ int ckpt_dump(pid_t pid, const char *path, const struct ckpt_dump_opts *o,
 		s->hash = XXH3_64bits_digest(xs);
 	}
 	XXH3_freeState(xs);
+	double t_copied = ckpt_now();
+	snapshot_drop(&d);
 	/* the process itself is no longer needed */
-	if (flags & CKPT_DUMP_KILL) {
-		kill(pid, SIGKILL);
-		int ws;
-		while (waitpid(pid, &ws, __WALL) == pid && !WIFEXITED(ws) && !WIFSIGNALED(ws))
-			;
-		d.attached = 0;
-	} else {
-		detach(&d);
+	if (!snap) {
+		let_go(&d, o);
+		t_free = ckpt_now();
 	}
 	struct {
 		uint32_t type;
@@ -686,8 +912,14 @@ int ckpt_dump(pid_t pid, const char *path, const struct ckpt_dump_opts *o,
 		st->bytes = h.file_size;
 		st->pages = pages;
 		st->seconds = ckpt_now() - t0;
+		st->t_stop = t_stopped - t0;
+		st->t_meta = t_planned - t_stopped;
+		st->t_copy = t_copied - t_planned;
+		st->t_frozen = t_free - t0;
+		st->snapshot = snap;
 	}
 out:
+	snapshot_drop(&d);
 	if (rc)
 		detach(&d);
 	if (out >= 0) {

@@ -1,5 +1,5 @@
 /* storm-ckpt: the checkpointer on its own, for tests and by hand.
- *   storm-ckpt dump PID IMAGE [--kill] [--fsync]
+ *   storm-ckpt dump PID IMAGE [--kill] [--fsync] [--snapshot]
  *   storm-ckpt restore IMAGE [--stopped]   (waits for it; exits with its status)
  *   storm-ckpt verify IMAGE */
 #include <errno.h>
@@ -14,7 +14,7 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: storm-ckpt dump PID IMAGE [--kill] [--fsync]\n"
+	fprintf(f, "usage: storm-ckpt dump PID IMAGE [--kill] [--fsync] [--snapshot]\n"
 		   "       storm-ckpt restore IMAGE [--stopped]\n"
 		   "       storm-ckpt verify IMAGE\n"
 		   "Checkpoints a single-threaded process into IMAGE, or restores one as a child\n"
@@ -43,6 +43,8 @@ int main(int argc, char **argv)
 				flags |= CKPT_DUMP_KILL;
 			else if (!strcmp(argv[i], "--fsync"))
 				flags |= CKPT_DUMP_FSYNC;
+			else if (!strcmp(argv[i], "--snapshot"))
+				flags |= CKPT_DUMP_SNAPSHOT | CKPT_DUMP_WRITEBACK;
 			else {
 				fprintf(stderr, "storm-ckpt: unknown option '%s'\n", argv[i]);
 				return 2;
@@ -53,9 +55,10 @@ int main(int argc, char **argv)
 			fprintf(stderr, "storm-ckpt: %s\n", err);
 			return 1;
 		}
-		fprintf(stderr, "storm-ckpt: dumped pid %ld to %s: %llu bytes, %llu pages, %.3f s\n",
+		fprintf(stderr, "storm-ckpt: dumped pid %ld to %s: %llu bytes, %llu pages, %.3f s "
+				"(stopped %.3f s%s)\n",
 			pid, argv[3], (unsigned long long)st.bytes, (unsigned long long)st.pages,
-			st.seconds);
+			st.seconds, st.t_frozen, st.snapshot ? ", memory read from a snapshot" : "");
 		return 0;
 	}
 	if (argc >= 3 && !strcmp(argv[1], "restore")) {

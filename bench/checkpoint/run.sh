@@ -4,10 +4,12 @@
 # pacing):
 #  1. for total job memory 16 MiB .. 2 GiB: `storm checkpoint` time (the MM's
 #     freeze-to-confirmation, and the CLI's wall time), how long the job was
-#     frozen (until every node had written, not yet fsync'd) and image bytes, the
-#     storage's write bandwidth measured right before in the same directory
-#     (dd of the same size, conv=fsync), and the restart time (`storm restart`
-#     issued to the last node's "started ranks" log line);
+#     frozen (until every node had captured its ranks: snapshots taken) and
+#     image bytes, where the time went on the nodes (phases.py), the
+#     storage's write bandwidth measured right before in the same directories
+#     (8 dd at once, one per node's state directory, total/8 each,
+#     conv=fsync), and the restart time (`storm restart` issued to the last
+#     node's "started ranks" log line);
 #  2. failure-free overhead: the same program, paced by clock_nanosleep
 #     (BENCH_CKPT_RUN seconds of 10 ms steps, 256 MiB in total), without
 #     checkpoints and with --checkpoint-interval 10 and 60; overhead =
@@ -20,6 +22,9 @@
 #   BENCH_QUICK=1                 sizes 16, 64, 256 MiB; overhead at 10 s on a 30 s run
 #   BENCH_CKPT_SIZES="16 64 256 1024 2048"   MiB in total
 #   BENCH_CKPT_RUN=120            seconds of the overhead runs
+#   BENCH_CKPT_INTERVALS="0 10 60"  overhead runs ("" for none)
+#   BENCH_CKPT_PACE=sleep         the size runs' ranks sleep or spin between steps
+#   BENCH_CKPT_REPS=3             rounds of the sizes (report.py takes medians)
 # Results: bench/results/ckpt-<date>/results.jsonl (+ log.txt), symlink
 # bench/results/ckpt-latest. The cluster lives in /tmp/ckptbench-storm.
 set -u
@@ -35,6 +40,13 @@ else
 	RUNS=${BENCH_CKPT_RUN:-120}
 	INTERVALS="0 10 60"
 fi
+INTERVALS=${BENCH_CKPT_INTERVALS-$INTERVALS}
+# how the size runs' ranks wait out their steps: sleep, as one rank on a
+# node of its own would leave the node's other cores to its checkpoint
+# helper (8 spinning ranks would take this machine's 2 cores from the 8
+# helpers); spin to see that
+PACE=${BENCH_CKPT_PACE:-sleep}
+REPS=${BENCH_CKPT_REPS:-3}
 NODES=8
 STORM=$TOP/build/bin/storm
 PROG=$TOP/build/bin/ckpt_prog
@@ -108,17 +120,24 @@ UP=1
 cd "$WORK" || exit 1
 STATE=$SDIR/state
 
-# ---- 1. checkpoint and restart time against memory
-for total in $SIZES; do
+# ---- 1. checkpoint and restart time against memory (REPS rounds of the sizes)
+for total in $(for ((r = 0; r < REPS; r++)); do echo $SIZES; done); do
 	per=$((total / NODES))
 	[ $per -lt 1 ] && per=1
-	# the storage, now
-	dd if=/dev/zero of="$STATE/ddtest" bs=1M count="$total" conv=fsync 2>dd.err >/dev/null
-	ddbps=$(awk '/copied/ { for (i = 1; i <= NF; i++) if ($i == "s,") print $(i+1) * ($(i+2) ~ /^GB/ ? 1e9 : $(i+2) ~ /^MB/ ? 1e6 : 1e3) }' dd.err)
-	dds=$(awk '/copied/ { for (i = 1; i <= NF; i++) if ($i == "s,") print $(i-1) }' dd.err)
-	rm -f "$STATE/ddtest"
+	# the storage, now, written as storm writes it: one dd per node into
+	# its state directory, all at once, each fsync'd; bandwidth = all the
+	# bytes / until the last one is done
+	d0=$(now)
+	for ((k = 0; k < NODES; k++)); do
+		dd if=/dev/zero of="$STATE/node0$k/ddtest" bs=1M count="$per" conv=fsync 2>/dev/null &
+	done
+	wait
+	d1=$(now)
+	rm -f "$STATE"/node0*/ddtest
+	dds=$(awk -v a="$d0" -v b="$d1" 'BEGIN { print b - a }')
+	ddbps=$(awk -v s="$dds" -v n=$((per * NODES)) 'BEGIN { print n * 1048576 / s }')
 	: >job.out
-	"$STORM" submit -N $NODES -n $NODES -o "$WORK/job.out" --parsable "$PROG" 30000 $per out%r.f 10 >job.id 2>>"$LOG"
+	"$STORM" submit -N $NODES -n $NODES -o "$WORK/job.out" --parsable "$PROG" 30000 $per out%r.f 10 $PACE >job.id 2>>"$LOG"
 	J=$(cat job.id)
 	if ! wait_steps job.out $NODES; then
 		log "size $total MiB: job $J did not start"
@@ -152,14 +171,20 @@ for total in $SIZES; do
 	wait "$RP" 2>/dev/null
 	wait_gone "$R"
 	"$STORM" checkpoints --delete "$CK" >/dev/null 2>&1
-	python3 - "$total" "$t0" "$t1" "$tr0" "$tr1" "$ddbps" "$dds" >>"$OUT" <<'PY'
+	python3 "$TOP/bench/checkpoint/phases.py" "$SDIR" "$CK" >phases.json 2>>"$LOG"
+	python3 - "$total" "$t0" "$t1" "$tr0" "$tr1" "$ddbps" "$dds" "$PACE" >>"$OUT" <<'PY'
 import json, sys
-total, t0, t1, tr0, tr1, ddbps, dds = sys.argv[1:]
+total, t0, t1, tr0, tr1, ddbps, dds, pace = sys.argv[1:]
 ck = json.load(open("ck.json"))
+try:
+    phases = json.load(open("phases.json"))
+except ValueError:
+    phases = None
 print(json.dumps({"kind": "size", "total_mib": int(total), "bytes": ck["bytes"],
                   "ckpt_s": ck["seconds"], "frozen_s": ck.get("frozen"), "ckpt_cli_s": float(t1) - float(t0),
                   "restart_s": (float(tr1) - float(tr0)) if tr1 else None,
-                  "dd_bps": float(ddbps) if ddbps else None, "dd_s": float(dds) if dds else None}))
+                  "dd_bps": float(ddbps) if ddbps else None, "dd_s": float(dds) if dds else None,
+                  "dd_writers": 8, "pace": pace, "phases": phases}))
 PY
 	log "size $total MiB: $(tail -1 "$OUT")"
 done

@@ -20,7 +20,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +49,7 @@ struct nd_helper {
 	bool captured;          /* dump: its images are written; the job may run on */
 	char *dir, *files;      /* dump, until forked: where the images go */
 	uint32_t cmd_seq;       /* dump: its Checkpoint command's number */
+	uint64_t t_cmd;         /* dump: when it came (nd_now_ns) */
 	char buf[4096];         /* dump: what it said so far */
 	size_t len;
 	struct nd_helper *next;
@@ -135,22 +138,6 @@ static int copy_dir_files(const char *from, const char *to, uid_t uid, gid_t gid
 	return rc;
 }
 
-static bool is_stopped(pid_t pid)
-{
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return true; /* gone: the dump will say so */
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = 0;
-	char *p = strrchr(buf, ')');
-	return p && (p[2] == 'T' || p[2] == 't');
-}
-
 static int result_pipe(int fds[2])
 {
 	if (pipe2(fds, O_CLOEXEC) < 0)
@@ -176,17 +163,53 @@ static void add_helper(struct nd *nd, struct nd_helper *h)
 
 /* ---- checkpoint */
 
-static _Noreturn void dump_child(struct nd *nd, struct nd_job *job, const char *dir,
-				 const char *files_dir, int w)
-{
+/* One rank's dump, in a thread of the helper: the ranks of a node are
+ * dumped side by side, and each says when it may run on. */
+struct rank_dump {
+	pid_t pid;
+	uint32_t rank;
+	int sig;        /* one byte here when captured (or failed before) */
+	atomic_bool captured;
+	atomic_int rc;
+	struct ckpt_stats cs;
+	char path[PATH_MAX + 300];
 	char err[1024];
-	double t0 = nd_now_ns() / 1e9;
-	/* every rank must have taken its SIGSTOP */
-	for (uint32_t i = 0; i < job->nranks; i++) {
-		pid_t pid = job->ranks[i].pid;
-		for (int k = 0; pid > 0 && k < 5000 && !is_stopped(pid); k++)
-			usleep(1000);
-	}
+	void *app;      /* its BCS-MPI state (nd_bcs_rank_state) */
+	size_t app_len;
+};
+
+static void rank_captured(void *arg)
+{
+	struct rank_dump *r = arg;
+	r->captured = true;
+	(void)!write(r->sig, "c", 1);
+}
+
+static void *rank_dump(void *arg)
+{
+	struct rank_dump *r = arg;
+	/* a snapshot lets it go before its memory is written; each image is
+	 * fsync'd by its own thread */
+	/* its BCS-MPI channel stays ours: the image keeps the rank's state in
+	 * it (sealed by the drain), not the mapping's bytes */
+	struct ckpt_dump_opts o = {
+		.flags = CKPT_DUMP_EXTERNAL_MEMFD | CKPT_DUMP_SNAPSHOT | CKPT_DUMP_WRITEBACK |
+			 CKPT_DUMP_FSYNC,
+		.app = r->app, .app_len = r->app_len,
+		.captured = rank_captured, .arg = r,
+	};
+	r->rc = ckpt_dump(r->pid, r->path, &o, &r->cs, r->err, sizeof(r->err));
+	if (!r->captured)
+		(void)!write(r->sig, "e", 1);
+	return NULL;
+}
+
+static _Noreturn void dump_child(struct nd *nd, struct nd_job *job, const char *dir,
+				 const char *files_dir, int w, uint64_t t_cmd)
+{
+	double t0 = t_cmd / 1e9, t_fork = nd_now_ns() / 1e9 - t0;
+	/* the ranks need not have taken their SIGSTOP yet: seized, a pending
+	 * one is handed back when they are let go */
 	int rc = mkdirs(dir, 0700);
 	struct stat st;
 	if (!rc && stat(files_dir, &st) < 0) {
@@ -194,54 +217,91 @@ static _Noreturn void dump_child(struct nd *nd, struct nd_job *job, const char *
 		if (!rc)
 			rc = copy_dir_files(job->dir, files_dir, 0, 0, false);
 	}
+	int sig[2];
+	if (!rc && pipe2(sig, O_CLOEXEC) < 0)
+		rc = -errno;
+	struct rank_dump *rd = calloc(job->nranks ? job->nranks : 1, sizeof(*rd));
+	pthread_t *th = calloc(job->nranks ? job->nranks : 1, sizeof(*th));
+	if (!rc && (!rd || !th))
+		rc = -ENOMEM;
 	if (rc) {
 		dprintf(w, "E cannot create %s: %s\n", dir, strerror(-rc));
 		_exit(1);
 	}
+	double t_dirs = nd_now_ns() / 1e9 - t0;
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < job->nranks; i++) {
+		if (job->ranks[i].pid <= 0)
+			continue;
+		struct rank_dump *r = &rd[n];
+		r->pid = job->ranks[i].pid;
+		r->rank = job->ranks[i].rank;
+		r->sig = sig[1];
+		snprintf(r->path, sizeof(r->path), "%s/rank%u.img", dir, r->rank);
+		if (nd_bcs_rank_state(nd, job, i, &r->app, &r->app_len) < 0) {
+			dprintf(w, "E rank %u: out of memory\n", r->rank);
+			_exit(1);
+		}
+		if ((rc = pthread_create(&th[n], NULL, rank_dump, r))) {
+			dprintf(w, "E rank %u: cannot start its dump: %s\n", r->rank, strerror(rc));
+			_exit(1);
+		}
+		n++;
+	}
+	/* every rank captured: the job may run on while the images reach the
+	 * disk; the checkpoint is complete only once they have */
+	for (uint32_t got = 0; got < n;) {
+		char c;
+		ssize_t k = read(sig[0], &c, 1);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k != 1)
+			break;
+		got++;
+		if (c == 'e')
+			for (uint32_t i = 0; i < n; i++)
+				if (!rd[i].captured && rd[i].rc < 0) {
+					dprintf(w, "E rank %u: %s\n", rd[i].rank, rd[i].err);
+					_exit(1);
+				}
+	}
+	double t_captured = nd_now_ns() / 1e9 - t0, frozen = 0;
+	dprintf(w, "C 0\n");
 	uint64_t total = 0;
-	char path[PATH_MAX + 300];
-	for (uint32_t i = 0; i < job->nranks; i++) {
-		if (job->ranks[i].pid <= 0)
-			continue;
-		struct ckpt_stats cs;
-		/* its BCS-MPI channel stays ours: the image keeps the rank's state
-		 * in it (sealed by the drain), not the mapping's bytes */
-		struct ckpt_dump_opts o = { .flags = CKPT_DUMP_EXTERNAL_MEMFD };
-		void *app;
-		if (nd_bcs_rank_state(nd, job, i, &app, &o.app_len) < 0) {
-			dprintf(w, "E rank %u: out of memory\n", job->ranks[i].rank);
-			_exit(1);
-		}
-		o.app = app;
-		snprintf(path, sizeof(path), "%s/rank%u.img", dir, job->ranks[i].rank);
-		if (ckpt_dump(job->ranks[i].pid, path, &o, &cs, err, sizeof(err)) < 0) {
-			dprintf(w, "E rank %u: %s\n", job->ranks[i].rank, err);
-			_exit(1);
-		}
-		free(app);
-		total += cs.bytes;
+	double d_stop = 0, d_meta = 0, d_copy = 0;
+	unsigned snaps = 0;
+	int bad = -1;
+	for (uint32_t i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	for (uint32_t i = 0; i < n; i++) {
+		free(rd[i].app);
+		if (rd[i].rc < 0 && bad < 0)
+			bad = (int)i;
+		total += rd[i].cs.bytes;
+		d_stop += rd[i].cs.t_stop;
+		d_meta += rd[i].cs.t_meta;
+		d_copy += rd[i].cs.t_copy;
+		frozen = rd[i].cs.t_frozen > frozen ? rd[i].cs.t_frozen : frozen;
+		snaps += rd[i].cs.snapshot;
 	}
-	/* the memory is captured: the job may run on while the images reach
-	 * the disk; the checkpoint is complete only once they have */
-	dprintf(w, "C %" PRIu64 "\n", total);
-	for (uint32_t i = 0; i < job->nranks; i++) {
-		if (job->ranks[i].pid <= 0)
-			continue;
-		snprintf(path, sizeof(path), "%s/rank%u.img", dir, job->ranks[i].rank);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0 || fsync(fd) < 0) {
-			dprintf(w, "E rank %u: %s: fsync: %s\n", job->ranks[i].rank, path,
-				strerror(errno));
-			_exit(1);
-		}
-		close(fd);
-	}
+	if (bad >= 0)
+		dprintf(w, "E rank %u: %s\n", rd[bad].rank, rd[bad].err);
+	free(rd);
+	free(th);
+	if (bad >= 0)
+		_exit(1);
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd >= 0) {
 		fsync(dfd);
 		close(dfd);
 	}
-	dprintf(w, "OK %" PRIu64 " %.6f\n", total, nd_now_ns() / 1e9 - t0);
+	/* from the command's arrival: the helper forked, dirs made, every rank
+	 * captured, images written and fsync'd; ckpt_dump's parts summed over
+	 * the ranks (stop, meta, copy) and the longest a rank was held */
+	dprintf(w, "OK %" PRIu64 " %.6f fork %.3f dirs %.3f captured %.3f (stop %.3f meta %.3f "
+		   "copy %.3f held %.3f, %u of %u from a snapshot)\n",
+		total, nd_now_ns() / 1e9 - t0, t_fork, t_dirs, t_captured, d_stop, d_meta, d_copy,
+		frozen, snaps, n);
 	_exit(0);
 }
 
@@ -324,6 +384,7 @@ void nd_checkpoint(struct nd *nd, const Storm__Cl__Checkpoint *c)
 			      UINT32_MAX, "%" PRIu64 " %s: %s", c->id, nd->name, why);
 		return;
 	}
+	uint64_t t_cmd = nd_now_ns();
 	/* stopped for the helper: with the freezer, thawed so the stop lands */
 	if (killpg(job->pgid, SIGSTOP) < 0 && errno != ESRCH)
 		nd_log(nd, "job %" PRIu64 ": cannot stop it for a checkpoint: %s", job->id,
@@ -350,6 +411,7 @@ void nd_checkpoint(struct nd *nd, const Storm__Cl__Checkpoint *c)
 	}
 	h->fd = -1;
 	h->cmd_seq = nd->cmd_done + 1; /* the command being acted on */
+	h->t_cmd = t_cmd;
 	h->kind = H_DUMP;
 	h->job = job->id;
 	h->id = c->id;
@@ -395,7 +457,7 @@ static bool dump_start(struct nd *nd, struct nd_helper *h)
 		pid = fork();
 		if (pid == 0) {
 			close(fds[0]);
-			dump_child(nd, job, h->dir, h->files, fds[1]);
+			dump_child(nd, job, h->dir, h->files, fds[1], h->t_cmd);
 		}
 		close(fds[1]);
 		if (pid < 0)
@@ -498,8 +560,8 @@ static void dump_done(struct nd *nd, struct nd_helper *h, const char *res)
 		sn_var_store(nd->sn, GM_VAR_CKPT(h->slot), h->id);
 		nd_queue_note(nd, h->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINTED, UINT32_MAX,
 			      "%" PRIu64 " %llu", h->id, bytes);
-		nd_log(nd, "job %" PRIu64 ": checkpoint %" PRIu64 " written, %llu bytes", h->job,
-		       h->id, bytes);
+		nd_log(nd, "job %" PRIu64 ": checkpoint %" PRIu64 " written, %llu bytes: %.*s", h->job,
+		       h->id, bytes, (int)strcspn(ok + 3, "\n"), ok + 3);
 	} else {
 		char line[1100] = "the checkpoint helper died";
 		if (e)
