@@ -425,6 +425,8 @@ static const char up_help[] =
 	"      --policy P         gang (time-share nodes) or fcfs (MPL 1); default gang\n"
 	"      --switch S         how nodes stop a job out of its row: signals or\n"
 	"                         freezer (cgroup v2); default signals\n"
+	"      --checkpoint-copies C  1: checkpoints of jobs of 2+ nodes also keep a copy\n"
+	"                         on a buddy node (default); 0: images only where written\n"
 	"      --netns            each node daemon in its own network namespace on a\n"
 	"                         bridge (root; 10.213.0.0/16), so a node can be cut off\n"
 	"      --realtime         daemons at SCHED_FIFO, as on a real cluster (off:\n"
@@ -432,12 +434,12 @@ static const char up_help[] =
 	"  -h, --help             this help\n";
 
 enum { C_NODES = 1, C_DIR, C_PROVIDER, C_TIMESLICE, C_CPUS, C_DOWN_AFTER, C_NETNS, C_REALTIME, C_WAIT, C_JSON,
-       C_CONF, C_HELP, C_MPL, C_QUANTUM, C_POLICY, C_SWITCH };
+       C_CONF, C_HELP, C_MPL, C_QUANTUM, C_POLICY, C_SWITCH, C_COPIES };
 
 struct up_opts {
 	unsigned nodes, timeslice_us, cpus, down_after, mpl, quantum;
 	int netns, realtime;
-	int policy, switch_mode; /* -1: the default */
+	int policy, switch_mode, copies; /* -1: the default */
 	const char *dir, *provider;
 };
 
@@ -626,6 +628,8 @@ static int cluster_up(const struct up_opts *o)
 		conf.quantum = o->quantum;
 	if (o->switch_mode >= 0)
 		conf.switch_mode = o->switch_mode;
+	if (o->copies >= 0)
+		conf.checkpoint_copies = (unsigned)o->copies;
 	if (o->down_after) {
 		conf.down_after = o->down_after;
 		if (conf.report_every * 2 > conf.down_after) /* the config requires it */
@@ -791,11 +795,11 @@ static int cmd_up(int argc, char **argv)
 		{ "netns", 0, 0, C_NETNS },	       { "help", 'h', 0, C_HELP },
 		{ "realtime", 0, 0, C_REALTIME },      { "mpl", 0, 1, C_MPL },
 		{ "quantum", 0, 1, C_QUANTUM },        { "policy", 0, 1, C_POLICY },
-		{ "switch", 0, 1, C_SWITCH },
+		{ "switch", 0, 1, C_SWITCH },	       { "checkpoint-copies", 0, 1, C_COPIES },
 		{ NULL, 0, 0, 0 },
 	};
 	const char *cmd = "storm cluster up";
-	struct up_opts o = { .policy = -1, .switch_mode = -1 };
+	struct up_opts o = { .policy = -1, .switch_mode = -1, .copies = -1 };
 	struct cli_optparse p;
 	cli_opt_init(&p, argc, argv, 1, 0);
 	int id, netns = 0;
@@ -841,6 +845,12 @@ static int cmd_up(int argc, char **argv)
 				return usage_error(cmd, "--mpl wants 1 to %d, not '%s'", STORM_MAX_MPL,
 						   p.arg);
 			o.mpl = (unsigned)v;
+			break;
+		case C_COPIES:
+			if (parse_uint(p.arg, 0, 1, &v))
+				return usage_error(cmd, "--checkpoint-copies wants 0 or 1, not '%s'",
+						   p.arg);
+			o.copies = (int)v;
 			break;
 		case C_QUANTUM:
 			if (parse_uint(p.arg, 1, 1000000, &v))
