@@ -815,8 +815,15 @@ static int rail_progress(struct sn_ctx *ctx, int rail)
 				continue;
 			if (s->kind == SLOT_TX) {
 				tx_failed(ctx, s, -(int)ee.err);
-			} else if (ee.err != FI_ECANCELED) {
-				note(ctx, "receive error: %s", fi_strerror((int)ee.err));
+			} else {
+				/* nothing here cancels a receive: FI_ECANCELED is
+				 * rxm giving back a buffer it had matched to a peer
+				 * whose connection died mid-message (a rendezvous
+				 * read, or an eager one half read). Not posted again,
+				 * an MM killed in a multicast took every buffer of
+				 * its nodes with it, and they never heard the new MM */
+				note(ctx, "receive error: %s; buffer posted again",
+				     fi_strerror((int)ee.err));
 				post_rx(ctx, rl, s);
 			}
 			handled++;
@@ -1458,6 +1465,29 @@ static int shm_name_endpoint(struct fid_ep *ep, int rail)
 	return fi_setname(&ep->fid, name, strlen(name) + 1);
 }
 
+/* Every message goes by ofi_rxm's eager protocol, none by rendezvous: a
+ * receive rxm matched to a rendezvous is completed by an RMA read from the
+ * sender, one per iovec of its send, and when the sender dies (an MM killed
+ * in a program multicast) rxm fails that receive once per read. Reposting
+ * the buffer on the first failure put it in the receive queue twice (the
+ * second failure reposted it again: two messages in one buffer); not
+ * reposting lost it, and a node whose buffers were all lost never heard the
+ * new MM. An eager message is one stream straight into the posted buffer
+ * (rxm's dynamic receive buffers over tcp): a sender that dies in it fails
+ * that receive once. With direct send (tcp) the sender does not copy it
+ * either, so large eager messages cost no more than a rendezvous. rxm reads
+ * the limit when an endpoint opens; other providers ignore it. */
+static void rxm_all_eager(size_t chunk_size)
+{
+	size_t need = SN_WIRE_HDR_MAX + SN_INLINE_MAX + chunk_size;
+	const char *cur = getenv("FI_OFI_RXM_EAGER_LIMIT");
+	if (cur && strtoull(cur, NULL, 10) >= need)
+		return;
+	char v[32];
+	snprintf(v, sizeof(v), "%zu", need);
+	setenv("FI_OFI_RXM_EAGER_LIMIT", v, 1);
+}
+
 static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 {
 	struct rail *rl = &ctx->rails[rail];
@@ -1611,6 +1641,11 @@ int sn_open(const struct sn_config *cfg, struct sn_ctx **out)
 	ctx->cfg = *cfg;
 	ctx->self = cfg->node_id;
 	ctx->n = cfg->node_count;
+	/* operations are named (origin, opid): a restarted daemon must not
+	 * reuse the ids its predecessor's operations still hold on its peers
+	 * (their records live until their deadline), so it starts at random */
+	if (getrandom(&ctx->next_opid, sizeof(ctx->next_opid), 0) != sizeof(ctx->next_opid))
+		ctx->next_opid = (uint32_t)now_ns();
 	ctx->epfd = -1;
 	ctx->ino_fd = -1;
 	if (!ctx->cfg.provider)
@@ -1623,6 +1658,7 @@ int sn_open(const struct sn_config *cfg, struct sn_ctx **out)
 		ctx->cfg.chunk_size = 128 * 1024;
 	if (!ctx->cfg.rx_depth)
 		ctx->cfg.rx_depth = 32;
+	rxm_all_eager(ctx->cfg.chunk_size);
 	if (ctx->n == 0 || ctx->n > SN_MAX_NODES)
 		rc = fail(ctx, -EINVAL, "node count %u out of range 1..%d", ctx->n, SN_MAX_NODES);
 	else if (ctx->self >= ctx->n)

@@ -97,3 +97,34 @@ start_munged() {
 	# in the foreground it logs to stderr: its work threads once its socket listens
 	wait_log "$d/munged.log" "work threads" 10 && munge -S "$d/munge.socket" -n >/dev/null
 }
+
+# wait_written DIR SECONDS READY: returns 0 once a file in a directory made in
+# DIR after the call (a job directory in a node's storage) is closed after
+# writing (a transferred chunk is written out), 1 if none is within SECONDS.
+# Touches READY once it watches, so the caller can start what it waits for.
+wait_written() {
+	python3 - "$@" <<'PY'
+import ctypes, os, select, struct, sys, time
+d, secs, ready = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+libc = ctypes.CDLL(None, use_errno=True)
+IN_CLOSE_WRITE, IN_CREATE, IN_ONLYDIR = 0x8, 0x100, 0x1000000
+fd = libc.inotify_init1(os.O_NONBLOCK)
+top = libc.inotify_add_watch(fd, d.encode(), IN_CREATE | IN_ONLYDIR)
+open(ready, "w").close()
+deadline = time.monotonic() + secs
+while True:
+    left = deadline - time.monotonic()
+    if left <= 0 or not select.select([fd], [], [], left)[0]:
+        sys.exit(1)
+    buf = os.read(fd, 65536)
+    i = 0
+    while i < len(buf):
+        wd, mask, _, ln = struct.unpack_from("iIII", buf, i)
+        name = buf[i + 16:i + 16 + ln].rstrip(b"\0")
+        i += 16 + ln
+        if wd == top and mask & IN_CREATE:
+            libc.inotify_add_watch(fd, os.path.join(d.encode(), name), IN_CLOSE_WRITE)
+        elif wd != top and mask & IN_CLOSE_WRITE:
+            sys.exit(0)
+PY
+}
