@@ -98,19 +98,20 @@ start_munged() {
 	wait_log "$d/munged.log" "work threads" 10 && munge -S "$d/munge.socket" -n >/dev/null
 }
 
-# wait_written DIR SECONDS READY: returns 0 once a file in a directory made in
-# DIR after the call (a job directory in a node's storage) is closed after
-# writing (a transferred chunk is written out), 1 if none is within SECONDS.
-# Touches READY once it watches, so the caller can start what it waits for.
+# wait_written DIR SECONDS: prints "watching" once it watches DIR, then
+# returns 0 once a file in a directory made in DIR after that (a job's
+# directory in a node's storage) is closed after writing (a transferred chunk
+# is written out), 1 if none is within SECONDS. Read its first line before
+# starting what it waits for.
 wait_written() {
 	python3 - "$@" <<'PY'
 import ctypes, os, select, struct, sys, time
-d, secs, ready = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+d, secs = sys.argv[1], float(sys.argv[2])
 libc = ctypes.CDLL(None, use_errno=True)
 IN_CLOSE_WRITE, IN_CREATE, IN_ONLYDIR = 0x8, 0x100, 0x1000000
 fd = libc.inotify_init1(os.O_NONBLOCK)
 top = libc.inotify_add_watch(fd, d.encode(), IN_CREATE | IN_ONLYDIR)
-open(ready, "w").close()
+print("watching", flush=True)
 deadline = time.monotonic() + secs
 while True:
     left = deadline - time.monotonic()
