@@ -45,6 +45,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 cd "$T" || exit 1
 : >"$T/ids"
+# no storm command may hang the test (make check): 2 minutes at most each
+storm() { timeout 120 "$BIN/storm" "$@"; }
 daemon_pid() { awk -v n="$1" '$2 == n { p = $1 } END { print p }' "$C/pids"; }
 # node i's namespace: DIR/netns records the cluster's prefix
 ns_of() { echo "$(cut -d' ' -f1 "$C/netns")-n$1"; }
@@ -65,7 +67,7 @@ storm run -N 4 sh -c 'echo up; exec sleep 600' >"$T/f" 2>"$T/run.err" &
 RUN=$!
 BG=$RUN
 exec 7<"$T/f"
-for i in 1 2 3 4; do read -r _ <&7; done
+for i in 1 2 3 4; do read -r -t 60 _ <&7; done
 # with --restart-on-failure: on node00 and node01 in the matrix's other row
 # (the first is full), checkpointed every second
 # (10 s of steps: it still runs when node01 is declared DOWN)
@@ -73,7 +75,7 @@ CK="$BIN/ckpt_prog 1000 4 ck%r.f 10 sleep"
 mkdir "$T/ck" "$T/ref"
 (cd "$T/ref" && STORM_RANK=0 exec $CK >/dev/null) & # the uninterrupted run's file
 REF=$!
-(cd "$T/ck" && exec storm run -N 2 -n 2 --checkpoint-interval 1 --restart-on-failure $CK) \
+(cd "$T/ck" && storm run -N 2 -n 2 --checkpoint-interval 1 --restart-on-failure $CK) \
 	>"$T/ck.out" 2>"$T/ck.err" &
 CKRUN=$!
 BG="$RUN $CKRUN $REF"
