@@ -62,6 +62,7 @@ struct slot {
 	/* tx */
 	struct slot *next;   /* pending queue */
 	uint64_t queued_ns;  /* when the provider first pushed back */
+	int err;             /* failed at once: handled by the next progress round */
 	uint32_t dest;
 	struct rec *rec;     /* operation this message belongs to, if any */
 	uint32_t req_id;     /* CAW request it carries, if any */
@@ -87,6 +88,7 @@ struct rail {
 	struct slot *rx;        /* rx_depth receive slots */
 	uint8_t *rx_mem;
 	struct slot *txq_head, *txq_tail; /* not yet accepted by the provider */
+	struct slot *failq;     /* refused by the provider, to report as failed */
 	size_t max_payload;
 	bool flushing;
 };
@@ -384,7 +386,14 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 		if (rl->txq_tail == s)
 			rl->txq_tail = prev;
 		if (rc) {
-			tx_failed(ctx, s, (int)rc);
+			/* reported by the next progress round, as a failed
+			 * completion would be: failing it here, inside the
+			 * send_msg of a caller that still uses the record
+			 * (an ACK of an expiring record to an unreachable
+			 * parent), freed that record under it */
+			s->err = (int)rc;
+			s->next = rl->failq;
+			rl->failq = s;
 			continue;
 		}
 		ctx->stats.msgs_sent++;
@@ -818,10 +827,10 @@ static int rail_progress(struct sn_ctx *ctx, int rail)
 			} else {
 				/* nothing here cancels a receive: FI_ECANCELED is
 				 * rxm giving back a buffer it had matched to a peer
-				 * whose connection died mid-message (a rendezvous
-				 * read, or an eager one half read). Not posted again,
-				 * an MM killed in a multicast took every buffer of
-				 * its nodes with it, and they never heard the new MM */
+				 * whose connection died in the middle of the message
+				 * (once: every message is eager, rxm_all_eager). Not
+				 * posted again, an MM killed in a multicast took the
+				 * buffers of its nodes with it: deaf to the new MM */
 				note(ctx, "receive error: %s; buffer posted again",
 				     fi_strerror((int)ee.err));
 				post_rx(ctx, rl, s);
@@ -841,6 +850,10 @@ static int rail_progress(struct sn_ctx *ctx, int rail)
 			}
 		}
 		handled += (int)n;
+	}
+	for (struct slot *s; (s = rl->failq); handled++) {
+		rl->failq = s->next;
+		tx_failed(ctx, s, s->err);
 	}
 	tx_flush(ctx, rl);
 	return handled;
@@ -930,7 +943,7 @@ int sn_prepare_wait(struct sn_ctx *ctx)
 	for (int i = 0; i < ctx->nrails; i++) {
 		/* a send the provider pushed back (txq) is no reason to spin:
 		 * sn_next_timeout_ms brings the caller back within 1 ms */
-		if (ctx->rails[i].wait_fd < 0)
+		if (ctx->rails[i].wait_fd < 0 || ctx->rails[i].failq)
 			return -EAGAIN;
 		struct fid *f = &ctx->rails[i].cq->fid;
 		if (fi_trywait(ctx->rails[i].fabric, &f, 1) != FI_SUCCESS)
@@ -958,9 +971,12 @@ int sn_next_timeout_ms(struct sn_ctx *ctx)
 				     : (int)((best - t + 999999) / 1000000);
 	if (ms < 0 || ms > SN_CM_POLL_MS)
 		ms = SN_CM_POLL_MS;
-	for (int i = 0; i < ctx->nrails; i++)
+	for (int i = 0; i < ctx->nrails; i++) {
 		if (ctx->rails[i].txq_head && ms > 1)
 			ms = 1; /* retry what the provider pushed back */
+		if (ctx->rails[i].failq)
+			ms = 0; /* report what it refused */
+	}
 	return ms;
 }
 
@@ -1618,6 +1634,11 @@ static void rail_close(struct rail *rl)
 	while (rl->txq_head) {
 		struct slot *s = rl->txq_head;
 		rl->txq_head = s->next;
+		free(s);
+	}
+	while (rl->failq) {
+		struct slot *s = rl->failq;
+		rl->failq = s->next;
 		free(s);
 	}
 	free(rl->rx);
