@@ -14,7 +14,7 @@ PROTO_C := $(PROTO_SRC:proto/%.proto=$(GEN)/proto/%.pb-c.c)
 PROTO_H := $(PROTO_C:.c=.h)
 .SECONDARY: $(PROTO_C) $(PROTO_H)
 MM_SRC  := $(wildcard daemons/mm/*.c) scheduler/matrix.c
-ND_SRC  := $(wildcard daemons/node/*.c) bcs_mpi/match.c bcs_mpi/dtype.c
+ND_SRC  := $(wildcard daemons/node/*.c) bcs_mpi/match.c bcs_mpi/dtype.c bcs_mpi/chan_ckpt.c
 CLI_SRC := $(wildcard cli/*.c) bcs_mpi/trace_codec.c
 MM_LIBS := -lsqlite3
 AUTH_LIBS := -lmunge -lsodium
@@ -134,7 +134,7 @@ UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_LIB := net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wire.c \
             common/hostlist.c common/config.c scheduler/matrix.c cli/opts.c cli/label.c cli/fmt.c cli/mview.c \
             common/gm_auth.c common/ctl_auth.c daemons/mm/access.c daemons/mm/db.c \
-            bcs_mpi/match.c bcs_mpi/dtype.c bcs_mpi/trace_codec.c \
+            bcs_mpi/match.c bcs_mpi/dtype.c bcs_mpi/trace_codec.c bcs_mpi/chan_ckpt.c \
             checkpoint/image.c checkpoint/util.c
 $(BUILD)/bin/unit_tests: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_LIB:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(dir $@)
@@ -169,6 +169,7 @@ clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/
 	./tests/cluster/test_cluster.sh $(BUILD)/bin
 	./tests/cluster/test_users.sh $(BUILD)/bin
 	./tests/cluster/test_ckpt.sh $(BUILD)/bin
+	./tests/cluster/test_ckpt_mpi.sh $(BUILD)/bin
 	./tests/cluster/test_gang.sh $(BUILD)/bin
 	./tests/cluster/test_mpi.sh $(BUILD)/bin
 	./tests/cluster/test_netns.sh $(BUILD)/bin

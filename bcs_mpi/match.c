@@ -34,6 +34,30 @@ static void queue_send(struct bcs_mq *q, struct bcs_msend *s)
 	q->utail = s;
 }
 
+static void unlink_recv(struct bcs_mq *q, struct bcs_mrecv *r)
+{
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		q->phead = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	else
+		q->ptail = r->prev;
+	r->prev = r->next = NULL;
+}
+
+static void queue_recv(struct bcs_mq *q, struct bcs_mrecv *r)
+{
+	r->next = NULL;
+	r->prev = q->ptail;
+	if (q->ptail)
+		q->ptail->next = r;
+	else
+		q->phead = r;
+	q->ptail = r;
+}
+
 struct bcs_mrecv *bcs_mq_send(struct bcs_mq *q, struct bcs_msend *s)
 {
 	for (struct bcs_mrecv *r = q->phead; r; r = r->next) {
@@ -43,15 +67,7 @@ struct bcs_mrecv *bcs_mq_send(struct bcs_mq *q, struct bcs_msend *s)
 		 * quiescence), or an earlier send waits for that receive: queue */
 		if (q->wild && (r->src == BCS_ANY_SOURCE || bcs_mq_peek(q, r->src, r->tag, r->ctx)))
 			break;
-		if (r->prev)
-			r->prev->next = r->next;
-		else
-			q->phead = r->next;
-		if (r->next)
-			r->next->prev = r->prev;
-		else
-			q->ptail = r->prev;
-		r->prev = r->next = NULL;
+		unlink_recv(q, r);
 		return r;
 	}
 	queue_send(q, s);
@@ -86,13 +102,7 @@ struct bcs_msend *bcs_mq_recv(struct bcs_mq *q, struct bcs_mrecv *r)
 		unlink_send(q, s);
 		return s;
 	}
-	r->next = NULL;
-	r->prev = q->ptail;
-	if (q->ptail)
-		q->ptail->next = r;
-	else
-		q->phead = r;
-	q->ptail = r;
+	queue_recv(q, r);
 	return NULL;
 }
 
@@ -101,15 +111,7 @@ struct bcs_mrecv *bcs_mq_cancel(struct bcs_mq *q, uint32_t req)
 	for (struct bcs_mrecv *r = q->phead; r; r = r->next) {
 		if (r->req != req)
 			continue;
-		if (r->prev)
-			r->prev->next = r->next;
-		else
-			q->phead = r->next;
-		if (r->next)
-			r->next->prev = r->prev;
-		else
-			q->ptail = r->prev;
-		r->prev = r->next = NULL;
+		unlink_recv(q, r);
 		return r;
 	}
 	return NULL;
@@ -150,15 +152,7 @@ struct bcs_mrecv *bcs_mq_resolve(struct bcs_mq *q, struct bcs_msend **sp)
 		if (!s)
 			continue;
 		unlink_send(q, s);
-		if (r->prev)
-			r->prev->next = r->next;
-		else
-			q->phead = r->next;
-		if (r->next)
-			r->next->prev = r->prev;
-		else
-			q->ptail = r->prev;
-		r->prev = r->next = NULL;
+		unlink_recv(q, r);
 		*sp = s;
 		return r;
 	}

@@ -19,6 +19,9 @@ enum ckpt_vma_kind {
 	CKPT_VMA_VVAR = 5,
 	CKPT_VMA_VVAR_VCLOCK = 6,
 	CKPT_VMA_VSYSCALL = 7,
+	/* a shared memfd mapping that belongs to the caller (the BCS-MPI
+	 * channel): nothing of it is saved; the restorer says what to map */
+	CKPT_VMA_EXTERNAL = 8,
 };
 
 /* One line of /proc/PID/maps. */
@@ -37,6 +40,15 @@ int ckpt_parse_maps_line(const char *line, struct ckpt_map *m);
 enum {
 	CKPT_DUMP_KILL = 1,  /* SIGKILL the process once the image is written */
 	CKPT_DUMP_FSYNC = 2, /* fsync the image before renaming it into place */
+	/* shared mappings of memfds are the caller's: saved as CKPT_VMA_EXTERNAL
+	 * areas (without their bytes) instead of refused */
+	CKPT_DUMP_EXTERNAL_MEMFD = 4,
+};
+
+struct ckpt_dump_opts {
+	unsigned flags;      /* CKPT_DUMP_* */
+	const void *app;     /* the caller's bytes, kept in the image (meta) and */
+	size_t app_len;      /* handed back to ckpt_restore_opts.external */
 };
 
 struct ckpt_stats {
@@ -46,9 +58,15 @@ struct ckpt_stats {
 };
 
 /* Writes an image of process pid (stopped or running; left as it was unless
- * CKPT_DUMP_KILL) to path (through path.tmp and a rename). */
-int ckpt_dump(pid_t pid, const char *path, unsigned flags, struct ckpt_stats *st, char *err,
-	      size_t errlen);
+ * CKPT_DUMP_KILL) to path (through path.tmp and a rename). o may be NULL. */
+int ckpt_dump(pid_t pid, const char *path, const struct ckpt_dump_opts *o,
+	      struct ckpt_stats *st, char *err, size_t errlen);
+
+/* A piece of an external area: len bytes at addr map the external fd's
+ * bytes from off on (MAP_SHARED). */
+struct ckpt_ext_piece {
+	uint64_t addr, len, off;
+};
 
 struct ckpt_restore_opts {
 	int stopped;        /* leave it stopped by SIGSTOP (gang scheduling continues it) */
@@ -64,6 +82,16 @@ struct ckpt_restore_opts {
 	const char *const *from_prefixes;
 	size_t nfrom;
 	const char *to_prefix;
+	/* External areas (CKPT_DUMP_EXTERNAL_MEMFD): called in the caller for
+	 * each, before the new process maps it, with the image's app bytes;
+	 * fills up to max pieces of external_fd to map there and returns their
+	 * number or a negative errno (with a reason in err). What no piece
+	 * covers is mapped anonymous. Without it such an image is refused. */
+	int (*external)(void *arg, const void *app, size_t app_len, uint64_t start,
+			uint64_t end, uint64_t offset, struct ckpt_ext_piece *p, size_t max,
+			char *err, size_t errlen);
+	void *external_arg;
+	int external_fd;    /* a descriptor of the caller, for the pieces (with external) */
 };
 
 /* Rebuilds the process of the image at path as a child of the caller;

@@ -65,6 +65,7 @@ struct dump {
 	int attached;
 	struct dvma *v;
 	size_t nv;
+	unsigned flags;
 	char *err;
 	size_t errlen;
 };
@@ -162,6 +163,9 @@ static int read_maps(struct dump *d)
 			break;
 		}
 		d->nv++;
+		if ((d->flags & CKPT_DUMP_EXTERNAL_MEMFD) && v->m.shared &&
+		    v->m.kind == CKPT_VMA_FILE && !strncmp(v->m.path, "/memfd:", 7))
+			v->m.kind = CKPT_VMA_EXTERNAL;
 		if (v->m.deleted && v->m.kind == CKPT_VMA_FILE) {
 			rc = ckpt_fail(d->err, d->errlen, -ENOTSUP,
 				       "pid %d: maps deleted file %s (not supported)", d->pid,
@@ -391,10 +395,12 @@ static void detach(struct dump *d)
 	d->attached = 0;
 }
 
-int ckpt_dump(pid_t pid, const char *path, unsigned flags, struct ckpt_stats *st, char *err,
-	      size_t errlen)
+int ckpt_dump(pid_t pid, const char *path, const struct ckpt_dump_opts *o,
+	      struct ckpt_stats *st, char *err, size_t errlen)
 {
-	struct dump d = { .pid = pid, .err = err, .errlen = errlen, .t = { .pid = pid, .memfd = -1 } };
+	unsigned flags = o ? o->flags : 0;
+	struct dump d = { .pid = pid, .flags = flags, .err = err, .errlen = errlen,
+			  .t = { .pid = pid, .memfd = -1 } };
 	Storm__Ckpt__Meta meta = STORM__CKPT__META__INIT;
 	Storm__Ckpt__MmFields mm = STORM__CKPT__MM_FIELDS__INIT;
 	Storm__Ckpt__VmaTable vt = STORM__CKPT__VMA_TABLE__INIT;
@@ -519,6 +525,10 @@ int ckpt_dump(pid_t pid, const char *path, unsigned flags, struct ckpt_stats *st
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
 	meta.time_ns = now.tv_sec * 1000000000ll + now.tv_nsec;
+	if (o && o->app_len) {
+		meta.app.data = (uint8_t *)o->app;
+		meta.app.len = o->app_len;
+	}
 	rc = list_files(&d, &ft);
 	if (rc)
 		goto out;

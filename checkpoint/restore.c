@@ -101,7 +101,7 @@ static int check_tables(struct image *im, char *err, size_t errlen)
 		Storm__Ckpt__Vma *v = im->vt->vmas[i];
 		if (v->start < prev || v->end <= v->start || (v->start | v->end) & (CKPT_PAGE - 1) ||
 		    (v->end > USER_TOP && v->kind != CKPT_VMA_VSYSCALL) ||
-		    v->kind > CKPT_VMA_VSYSCALL)
+		    v->kind > CKPT_VMA_EXTERNAL || (v->kind == CKPT_VMA_EXTERNAL && v->n_runs))
 			return ckpt_fail(err, errlen, -EINVAL,
 					 "%s: section vmas: area %zu (%#llx-%#llx) is malformed",
 					 im->path, i, (unsigned long long)v->start,
@@ -316,6 +316,17 @@ static uint64_t find_free(uint64_t len, const struct image *im, const struct ckp
 
 /* ---- the child */
 
+/* The highest descriptor the image has (at least 2); the external fd goes
+ * right above it in the new process. */
+static int image_maxfd(const struct image *im)
+{
+	int maxfd = 2;
+	for (size_t i = 0; i < im->ft->n_files; i++)
+		if (im->ft->files[i]->fd > maxfd)
+			maxfd = im->ft->files[i]->fd;
+	return maxfd;
+}
+
 struct child_ctx {
 	const struct image *im;
 	const struct ckpt_restore_opts *o;
@@ -375,14 +386,16 @@ __attribute__((noreturn)) static void child_main(struct child_ctx *c)
 		prctl(PR_SET_DUMPABLE, 1);
 	}
 	/* descriptors: keep the inherited non-files the image had, reopen files */
-	int maxfd = 2;
-	for (size_t i = 0; i < ft->n_files; i++)
-		if (ft->files[i]->fd > maxfd)
-			maxfd = ft->files[i]->fd;
-	int errw = fcntl(c->errw, F_DUPFD_CLOEXEC, maxfd + 1);
+	int maxfd = image_maxfd(im);
+	int errw = fcntl(c->errw, F_DUPFD_CLOEXEC, maxfd + 2);
 	if (errw < 0)
 		child_fail(c->errw, "dup: %s", strerror(errno));
 	close(c->errw);
+	/* the caller's fd for external areas, at maxfd + 1 (the parent maps
+	 * from there, then closes it) */
+	if (o->external && o->external_fd >= 0 && o->external_fd != maxfd + 1 &&
+	    dup3(o->external_fd, maxfd + 1, O_CLOEXEC) < 0)
+		child_fail(errw, "dup3 of the external fd: %s", strerror(errno));
 	for (int fd = 0; fd <= maxfd; fd++) {
 		int keep = 0;
 		for (size_t i = 0; i < ft->n_files; i++)
@@ -390,7 +403,10 @@ __attribute__((noreturn)) static void child_main(struct child_ctx *c)
 		if (!keep)
 			close(fd);
 	}
+	syscall(SYS_close_range, maxfd + 2, errw - 1, 0);
 	syscall(SYS_close_range, errw + 1, ~0u, 0);
+	if (!o->external || o->external_fd < 0)
+		close(maxfd + 1);
 	for (size_t i = 0; i < ft->n_files; i++) {
 		Storm__Ckpt__File *f = ft->files[i];
 		if (f->kind != 0)
@@ -515,6 +531,34 @@ static int restore_pages(struct drive *d, size_t vi, char *buf, size_t bufsz, ui
 	return rc;
 }
 
+/* An external area: anonymous, then the caller's pieces of its fd over it. */
+static int map_external(struct drive *d, const Storm__Ckpt__Vma *v,
+			const struct ckpt_restore_opts *o)
+{
+	const struct image *im = d->im;
+	struct ckpt_ext_piece p[16];
+	char why[512] = "";
+	int n = o->external(o->external_arg, im->meta->app.data, im->meta->app.len, v->start,
+			    v->end, v->offset, p, 16, why, sizeof(why));
+	if (n < 0)
+		return ckpt_fail(d->err, d->errlen, n, "%s: area %#llx (%s): %s", im->path,
+				 (unsigned long long)v->start, v->path, why);
+	long r;
+	int rc = SYS(d, "mmap", SYS_mmap, &r, 6, v->start, v->end - v->start, v->prot,
+		     MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	long fd = image_maxfd(im) + 1;
+	for (int k = 0; !rc && k < n && k < 16; k++) {
+		if (p[k].addr < v->start || p[k].len > v->end - p[k].addr || !p[k].len ||
+		    (p[k].addr | p[k].len | p[k].off) & (CKPT_PAGE - 1))
+			return ckpt_fail(d->err, d->errlen, -EINVAL,
+					 "%s: area %#llx: piece %d out of the area", im->path,
+					 (unsigned long long)v->start, k);
+		rc = SYS(d, "mmap of an external area", SYS_mmap, &r, 6, p[k].addr, p[k].len,
+			 v->prot, MAP_FIXED | MAP_SHARED, fd, p[k].off);
+	}
+	return rc;
+}
+
 static int drive(struct drive *d, uint64_t gadget, uint64_t tmp, const struct special *img_sp,
 		 const struct ckpt_restore_opts *o, uint64_t *pages)
 {
@@ -557,6 +601,11 @@ static int drive(struct drive *d, uint64_t gadget, uint64_t tmp, const struct sp
 	}
 	for (size_t i = 0; i < im->vt->n_vmas; i++) {
 		Storm__Ckpt__Vma *v = im->vt->vmas[i];
+		if (v->kind == CKPT_VMA_EXTERNAL) {
+			if ((rc = map_external(d, v, o)))
+				goto out;
+			continue;
+		}
 		if (v->kind >= CKPT_VMA_VDSO)
 			continue;
 		long flags = MAP_FIXED | (v->shared ? MAP_SHARED : MAP_PRIVATE), fd = -1;
@@ -589,6 +638,8 @@ static int drive(struct drive *d, uint64_t gadget, uint64_t tmp, const struct sp
 			goto out;
 		}
 	}
+	if (o->external)
+		SYS(d, "close", SYS_close, NULL, 1, image_maxfd(im) + 1, 0, 0, 0, 0, 0);
 	const size_t BUF = 8 << 20;
 	char *buf = malloc(BUF);
 	for (size_t i = 0; i < im->vt->n_vmas && !rc; i++)
@@ -720,6 +771,15 @@ int ckpt_restore(const char *path, const struct ckpt_restore_opts *opts, pid_t *
 			       path);
 		goto out;
 	}
+	for (size_t i = 0; i < im.vt->n_vmas; i++)
+		if (im.vt->vmas[i]->kind == CKPT_VMA_EXTERNAL && (!o->external || o->external_fd < 0)) {
+			rc = ckpt_fail(err, errlen, -ENOTSUP,
+				       "%s: area %#llx maps %s, which only the checkpointing "
+				       "daemon can supply",
+				       path, (unsigned long long)im.vt->vmas[i]->start,
+				       im.vt->vmas[i]->path);
+			goto out;
+		}
 	/* every mapped file must be the one of the checkpoint */
 	for (size_t i = 0; i < im.vt->n_vmas; i++) {
 		Storm__Ckpt__Vma *v = im.vt->vmas[i];

@@ -48,7 +48,8 @@ int main(int argc, char **argv)
 				return 2;
 			}
 		}
-		if (ckpt_dump(pid, argv[3], flags, &st, err, sizeof(err)) < 0) {
+		struct ckpt_dump_opts o = { .flags = flags };
+		if (ckpt_dump(pid, argv[3], &o, &st, err, sizeof(err)) < 0) {
 			fprintf(stderr, "storm-ckpt: %s\n", err);
 			return 1;
 		}
@@ -58,7 +59,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc >= 3 && !strcmp(argv[1], "restore")) {
-		struct ckpt_restore_opts o = { 0 };
+		struct ckpt_restore_opts o = { .external_fd = -1 };
 		for (int i = 3; i < argc; i++) {
 			if (!strcmp(argv[i], "--stopped"))
 				o.stopped = 1;

@@ -9,11 +9,12 @@
 # To add a target: write fuzz/T.c, add T to FUZZ_TARGETS and its FUZZ_DEPS_T.
 FUZZ_TARGETS := frame ctl_request ctl_reply mm_report nd_command nd_strobe nd_chunk \
                 wire nodeset config hostlist cli_opts mm_state ctl_auth bcs_trace \
-                ckpt_image
+                ckpt_image bcs_ckpt_state
 
 FUZZ_DEPS_frame       := common/frame.c
 FUZZ_DEPS_bcs_trace   := bcs_mpi/trace_codec.c
 FUZZ_DEPS_ckpt_image  := checkpoint/image.c
+FUZZ_DEPS_bcs_ckpt_state := bcs_mpi/chan_ckpt.c
 FUZZ_DEPS_ctl_request := daemons/mm/request.c common/config.c common/hostlist.c
 FUZZ_DEPS_ctl_reply   := $(filter-out cli/main.c,$(CLI_SRC)) $(COMMON_SRC)
 FUZZ_DEPS_mm_report   := daemons/mm/request.c common/config.c common/hostlist.c

@@ -27,6 +27,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -36,8 +37,10 @@
 #include <unistd.h>
 
 #include "../../bcs_mpi/chan.h"
+#include "../../bcs_mpi/chan_ckpt.h"
 #include "../../bcs_mpi/dtype.h"
 #include "../../bcs_mpi/match.h"
+#include "ckpt.h"
 #include "layout.h"
 #include "nd.h"
 
@@ -47,6 +50,8 @@
 #define BCS_HASH 4096           /* buckets of the per-job request tables */
 /* rounds a node may still have to run and report quiet (resolve) */
 #define BCS_QLAG_MAX 16
+/* a checkpoint gives up if the job's traffic has not drained by then */
+#define BCS_DRAIN_NS (30ull * 1000000000u)
 
 static unsigned hkey(uint32_t a, uint32_t b)
 {
@@ -66,8 +71,17 @@ struct mhdr {
 	uint32_t flags;
 	uint64_t inc;   /* the sending daemon's incarnation (its start time) */
 	uint32_t quiet; /* DESC: the node was quiet for the job at this cover */
-	uint32_t pad;
+	uint32_t ckpt;  /* DESC: CK_* of the checkpoint ckpt_id being drained */
+	uint64_t ckpt_id;
 };
+
+/* A checkpoint drains the job first (nd_bcs_freeze): every node stops
+ * collecting its ranks' descriptors and says so (FROZEN) in its DESCs; once
+ * it has run the rounds up to every node's frozen cover and no transfer to
+ * its ranks is left, it says DRAINED. When every node said DRAINED nothing
+ * of the job moves any more: each node seals its ranks' pending operations
+ * (chan_ckpt.h) for their images. */
+enum { CK_FROZEN = 1, CK_DRAINED = 2, CK_ACTIVE = 4 /* the sender took part already */ };
 
 struct wdesc { /* a send descriptor on the wire */
 	int32_t src, dst, tag;
@@ -114,6 +128,8 @@ struct xfer {
 struct osend {
 	uint32_t lr, req;
 	uint64_t addr, len;
+	int32_t peer, tag;  /* the rest of its descriptor, for a checkpoint */
+	uint32_t ctx, flags, seq;
 	struct osend *next;
 };
 
@@ -174,6 +190,18 @@ struct bjob {
 	struct comps *comps;       /* per local rank, to publish */
 	struct wdesc **batch;      /* per cluster node index: sends for it */
 	size_t *nbatch, *capbatch;
+	/* checkpoint drain (CK_*): frozen for ckpt_id since freeze_ns; fcover:
+	 * per cluster node, the cover of a FROZEN DESC (UINT64_MAX: none yet);
+	 * drained: per cluster node, it said DRAINED; sealed: every node did,
+	 * pend holds each local rank's pending operations in post order */
+	bool frozen, sealed;
+	bool restoring;            /* restored ranks not all back yet (nd_bcs_restored) */
+	uint64_t ckpt_id, freeze_ns;
+	uint64_t *fcover;
+	bool *drained;
+	struct bcs_desc **pend;
+	uint32_t *npend;
+	char seal_err[160];
 	struct bjob *next;
 };
 
@@ -185,6 +213,8 @@ struct nd_bcs {
 	uint64_t inc;                 /* this daemon's incarnation */
 	uint32_t next_flags;          /* mhdr.flags of the next mb_send */
 	uint32_t next_quiet;          /* mhdr.quiet of the next mb_send */
+	uint32_t next_ckpt;           /* mhdr.ckpt and ckpt_id of the next mb_send */
+	uint64_t next_ckpt_id;
 	struct gm_ratelimit forged_log;
 	uint64_t phase_at_ns;         /* when this slice's exchange runs, 0: done */
 	uint64_t phase_slice;
@@ -194,6 +224,8 @@ struct nd_bcs {
 	unsigned ndead;
 	uint8_t *bounce;
 };
+
+static void try_seal(struct bjob *j);
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem)
 {
@@ -272,9 +304,12 @@ static void mb_send(struct nd *nd, uint32_t to, uint32_t type, uint64_t job, uin
 	m->len = sizeof(struct mhdr) + len + len2;
 	struct mhdr h = {.magic = BCS_MAGIC, .type = type, .len = (uint32_t)(len + len2),
 			 .job = job, .slice = slice, .count = count, .inc = b->inc,
-			 .flags = b->next_flags, .quiet = b->next_quiet};
+			 .flags = b->next_flags, .quiet = b->next_quiet, .ckpt = b->next_ckpt,
+			 .ckpt_id = b->next_ckpt_id};
 	b->next_flags = 0;
 	b->next_quiet = 0;
+	b->next_ckpt = 0;
+	b->next_ckpt_id = 0;
 	memcpy(m->data, &h, sizeof(h));
 	if (len)
 		memcpy(m->data + sizeof(h), body, len);
@@ -349,7 +384,9 @@ static struct bjob *bjob_new(struct nd_bcs *b, uint64_t id)
 	j->batch = calloc(n, sizeof(*j->batch));
 	j->nbatch = calloc(n, sizeof(*j->nbatch));
 	j->capbatch = calloc(n, sizeof(*j->capbatch));
-	if (!j->cover || !j->qmask || !j->qlag || !j->gq_head || !j->gq_tail || !j->budget || !j->batch || !j->nbatch ||
+	j->fcover = calloc(n, sizeof(*j->fcover));
+	j->drained = calloc(n, sizeof(*j->drained));
+	if (!j->fcover || !j->drained || !j->cover || !j->qmask || !j->qlag || !j->gq_head || !j->gq_tail || !j->budget || !j->batch || !j->nbatch ||
 	    !j->capbatch || !j->bar_seen || !j->osends || !j->wait_data)
 		abort();
 	for (uint32_t i = 0; i < n; i++)
@@ -662,8 +699,8 @@ static void reduces(struct nd *nd, struct bjob *j)
 static void resolve(struct bjob *j)
 {
 	uint64_t c = j->round;
-	if (c == UINT64_MAX || c <= j->resolved)
-		return;
+	if (c == UINT64_MAX || c <= j->resolved || j->frozen)
+		return; /* frozen: after the checkpoint, at the same quiescence */
 	/* a node that reported with rounds still to run (its DESCs came late)
 	 * was quiet only if nothing was collected in those rounds: every node
 	 * quiet that many slices further back too */
@@ -791,6 +828,8 @@ static bool collect(struct nd *nd, struct bjob *j, uint64_t slice)
 {
 	struct nd_bcs *b = nd->bcs;
 	bool any = false;
+	if (j->restoring)
+		return false; /* its rings hold what the ranks had pending: not before they are back */
 	for (uint32_t lr = 0; lr < j->nlocal; lr++) {
 		struct bcs_area *a = area(j, lr);
 		uint32_t head = __atomic_load_n(&a->sub_head, __ATOMIC_ACQUIRE);
@@ -839,7 +878,9 @@ static bool collect(struct nd *nd, struct bjob *j, uint64_t slice)
 					abort();
 				unsigned h = hkey(lr, d.req);
 				*o = (struct osend){.lr = lr, .req = d.req, .addr = d.addr,
-						    .len = d.len, .next = j->osends[h]};
+						    .len = d.len, .peer = d.peer, .tag = d.tag,
+						    .ctx = d.ctx, .flags = d.flags,
+						    .seq = j->sseq[lr], .next = j->osends[h]};
 				j->osends[h] = o;
 				struct wdesc w = {.src = me, .dst = d.peer, .tag = d.tag, .ctx = d.ctx,
 						  .seq = j->sseq[lr]++, .sreq = d.req,
@@ -924,7 +965,8 @@ static void add_incoming(struct nd_bcs *b, struct bjob *j, uint32_t from, uint64
 }
 
 /* Descriptor exchange: this slice's sends to every other node of the job. */
-static void exchange(struct nd *nd, struct bjob *j, uint64_t cover, uint32_t quiet)
+static void exchange(struct nd *nd, struct bjob *j, uint64_t cover, uint32_t quiet,
+		     uint32_t ckpt)
 {
 	struct nd_bcs *b = nd->bcs;
 	size_t per = (b->max_msg - sizeof(struct mhdr)) / sizeof(struct wdesc);
@@ -941,6 +983,8 @@ static void exchange(struct nd *nd, struct bjob *j, uint64_t cover, uint32_t qui
 				/* all but the last piece cover the slice before */
 				uint64_t cv = off + c < n ? cover - 1 : cover;
 				b->next_quiet = quiet;
+				b->next_ckpt = ckpt;
+				b->next_ckpt_id = ckpt ? j->ckpt_id : 0;
 				mb_send_flags(nd, node, M_DESC, j->id, cv, (uint32_t)c, bar_local(j),
 					      w + off, c * sizeof(*w));
 				off += c;
@@ -1057,9 +1101,16 @@ static void on_message(struct nd *nd, uint32_t from, const struct mhdr *h, const
 			j->cover[from] = h->slice;
 		if (h->flags > j->bar_seen[from])
 			j->bar_seen[from] = h->flags;
-		j->active = true;
+		if (!(h->ckpt & CK_FROZEN) || (h->ckpt & CK_ACTIVE))
+			j->active = true;
+		if (j->frozen && h->ckpt_id == j->ckpt_id && (h->ckpt & CK_FROZEN) &&
+		    j->fcover[from] == UINT64_MAX)
+			j->fcover[from] = h->slice;
+		if (j->frozen && h->ckpt_id == j->ckpt_id && (h->ckpt & CK_DRAINED))
+			j->drained[from] = true;
 		rounds(nd, j);
 		barriers(j, nd->bcs->self);
+		try_seal(j);
 		break;
 	case M_GRANT:
 		if ((size_t)h->count * sizeof(struct wgrant) > h->len)
@@ -1204,6 +1255,129 @@ static bool node_quiet(struct bjob *j, uint64_t slice)
 	return true;
 }
 
+/* ---- checkpoint drain */
+
+/* Nothing of the job can move to this node's ranks any more: the rounds ran
+ * up to every node's frozen cover (every send is matched or queued) and no
+ * match waits for grants or data. */
+static bool drained_here(struct bjob *j)
+{
+	for (uint32_t k = 0; k < j->nnodes_job; k++) {
+		uint32_t n = j->nodes[k];
+		if (j->cover[n] == UINT64_MAX)
+			continue; /* done with the job: it sends nothing more */
+		if (j->fcover[n] == UINT64_MAX || j->round < j->fcover[n])
+			return false;
+	}
+	if (j->ninc || j->nnewr)
+		return false;
+	for (uint32_t k = 0; k < j->nnodes_job; k++)
+		if (j->gq_head[j->nodes[k]])
+			return false;
+	for (unsigned h = 0; h < BCS_HASH; h++)
+		if (j->wait_data[h])
+			return false;
+	return true;
+}
+
+static int desc_seq_cmp(const void *a, const void *b)
+{
+	/* the seq rides in flags' place while sorting (seal) */
+	const struct bcs_desc *x = a, *y = b;
+	return x->flags < y->flags ? -1 : x->flags > y->flags;
+}
+
+/* Each local rank's pending operations, in the order it posted them: sends
+ * (not matched, so not granted), receives and blocking probes (not
+ * matched), then the barrier or allreduce it waits in. */
+static void seal(struct bjob *j)
+{
+	publish(j); /* what completed goes into the rings first */
+	j->pend = calloc(j->nlocal ? j->nlocal : 1, sizeof(*j->pend));
+	j->npend = calloc(j->nlocal ? j->nlocal : 1, sizeof(*j->npend));
+	if (!j->pend || !j->npend)
+		abort();
+	size_t cap = 0, n = 0;
+	struct bcs_desc *v = NULL;
+	for (uint32_t lr = 0; lr < j->nlocal; lr++) {
+		if (j->comps[lr].n)
+			snprintf(j->seal_err, sizeof(j->seal_err),
+				 "rank %u left more than %u completions unconsumed", j->first + lr,
+				 BCS_COMP_RING);
+		n = 0;
+		if (j->active) {
+			v = grow(v, &cap, n + 1, sizeof(*v));
+			v[n++] = (struct bcs_desc){.op = BCS_OP_INIT};
+		}
+		size_t s0 = n;
+		for (unsigned h = 0; h < BCS_HASH; h++)
+			for (struct osend *o = j->osends[h]; o; o = o->next) {
+				if (o->lr != lr)
+					continue;
+				v = grow(v, &cap, n + 1, sizeof(*v));
+				v[n++] = (struct bcs_desc){.op = BCS_OP_SEND, .req = o->req,
+							   .peer = o->peer, .tag = o->tag,
+							   .ctx = o->ctx, .flags = o->seq,
+							   .addr = o->addr, .len = o->len};
+			}
+		qsort(v + s0, n - s0, sizeof(*v), desc_seq_cmp);
+		for (size_t i = s0; i < n; i++)
+			v[i].flags = 0;
+		size_t r0 = n;
+		struct bcs_mrecv *lists[2] = {j->mq[lr].phead, j->probes[lr]};
+		for (int l = 0; l < 2; l++)
+			for (struct bcs_mrecv *r = lists[l]; r; r = r->next) {
+				v = grow(v, &cap, n + 1, sizeof(*v));
+				v[n++] = (struct bcs_desc){.op = r->op, .req = r->req, .peer = r->src,
+							   .tag = r->tag, .ctx = r->ctx,
+							   .flags = r->seq, .addr = r->addr,
+							   .len = r->len};
+			}
+		for (size_t i = 0; i < j->nnewr; i++)
+			if (j->newr_lr[i] == lr) {
+				struct bcs_mrecv *r = j->newr[i];
+				v = grow(v, &cap, n + 1, sizeof(*v));
+				v[n++] = (struct bcs_desc){.op = r->op, .req = r->req, .peer = r->src,
+							   .tag = r->tag, .ctx = r->ctx,
+							   .flags = r->seq, .addr = r->addr,
+							   .len = r->len};
+			}
+		qsort(v + r0, n - r0, sizeof(*v), desc_seq_cmp);
+		for (size_t i = r0; i < n; i++)
+			v[i].flags = 0;
+		if (j->bar_posted[lr] > j->bar_done) {
+			v = grow(v, &cap, n + 1, sizeof(*v));
+			v[n++] = (struct bcs_desc){.op = BCS_OP_BARRIER, .req = j->bar_req[lr]};
+		}
+		if (j->red_posted[lr] > j->red_done) {
+			v = grow(v, &cap, n + 1, sizeof(*v));
+			v[n++] = (struct bcs_desc){.op = BCS_OP_ALLREDUCE, .req = j->red_req[lr],
+						   .peer = j->red_op, .tag = j->red_basic,
+						   .ctx = j->red_count, .addr = j->red_addr[lr],
+						   .len = j->red_len};
+		}
+		j->pend[lr] = malloc((n ? n : 1) * sizeof(*v));
+		if (!j->pend[lr])
+			abort();
+		if (n)
+			memcpy(j->pend[lr], v, n * sizeof(*v));
+		j->npend[lr] = (uint32_t)n;
+	}
+	free(v);
+	j->sealed = true;
+}
+
+/* Sealed once every node of the job said DRAINED (this one included). */
+static void try_seal(struct bjob *j)
+{
+	if (!j->frozen || j->sealed || !j->job || !j->map)
+		return;
+	for (uint32_t k = 0; k < j->nnodes_job; k++)
+		if (!j->drained[j->nodes[k]] && j->cover[j->nodes[k]] != UINT64_MAX)
+			return;
+	seal(j);
+}
+
 /* Collection, descriptor exchange, matching, transmission: a quarter of a
  * slice after the strobe, so that ranks woken by the strobe's completions
  * have posted their next descriptors by then (one slice per blocking call,
@@ -1217,14 +1391,24 @@ static void phase(struct nd *nd)
 		if (!j->job || !j->map)
 			continue;
 		bool idle = ranks_idle(j);
-		bool quiet = !collect(nd, j, slice) && idle;
-		if (!j->active || j->aborted)
+		/* frozen: the ranks' descriptors stay in their rings */
+		bool quiet = !j->frozen && !collect(nd, j, slice) && idle;
+		if ((!j->active && !j->frozen) || j->aborted)
 			continue;
 		quiet = quiet && node_quiet(j, slice);
 		j->moved = false;
 		/* rounds not run yet (other nodes' DESCs late, as under load) */
 		uint8_t lag = j->round + 1 < slice ? (uint8_t)(slice - 1 - j->round) : 0;
-		exchange(nd, j, slice, quiet ? lag + 1u : 0);
+		uint32_t ck = 0;
+		if (j->frozen) {
+			if (j->fcover[b->self] == UINT64_MAX)
+				j->fcover[b->self] = slice;
+			if (drained_here(j))
+				j->drained[b->self] = true;
+			ck = CK_FROZEN | (j->drained[b->self] ? CK_DRAINED : 0) |
+			     (j->active ? CK_ACTIVE : 0);
+		}
+		exchange(nd, j, slice, quiet ? lag + 1u : 0, ck);
 		j->qmask[b->self] = bcs_quiet_push(j->cover[b->self], j->qmask[b->self], slice, quiet);
 		if (quiet)
 			j->qlag[b->self][slice % 64] = lag;
@@ -1234,6 +1418,7 @@ static void phase(struct nd *nd)
 		grant(nd, j);
 		barriers(j, b->self);
 		reduces(nd, j);
+		try_seal(j);
 	}
 }
 
@@ -1252,8 +1437,8 @@ void nd_bcs_strobe(struct nd *nd)
 		any = true;
 		for (uint32_t i = 0; i < b->nnodes; i++)
 			j->budget[i] = BCS_BUDGET;
-		if (j->active)
-			publish(j);
+		if (j->active && !j->sealed)
+			publish(j); /* sealed: its rings are as its images keep them */
 	}
 	for (uint32_t from = 0; from < b->nnodes; from++)
 		mb_ack(nd, from);
@@ -1323,6 +1508,7 @@ int nd_bcs_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command
 	if (!j)
 		j = bjob_new(b, job->id);
 	j->job = job;
+	j->restoring = L->restore;
 	j->nlocal = job->nranks;
 	j->first = L->first_rank[k];
 	j->world = L->ranks;
@@ -1449,6 +1635,12 @@ static void bjob_free(struct bjob *j)
 	free(j->red_part_len);
 	free(j->nbatch);
 	free(j->capbatch);
+	for (uint32_t lr = 0; j->pend && lr < j->nlocal; lr++)
+		free(j->pend[lr]);
+	free(j->pend);
+	free(j->npend);
+	free(j->fcover);
+	free(j->drained);
 	if (j->map)
 		munmap(j->map, j->maplen);
 	if (j->memfd >= 0)
@@ -1521,4 +1713,156 @@ void nd_bcs_close(struct nd *nd)
 	free(b->peer_inc);
 	free(b);
 	nd->bcs = NULL;
+}
+
+/* ---- checkpoints (daemons/node/ckpt.c) */
+
+void nd_bcs_freeze(struct nd *nd, struct nd_job *job, uint64_t ckpt_id)
+{
+	struct nd_bcs *b = nd->bcs;
+	struct bjob *j = b ? bjob_find(b, job->id) : NULL;
+	if (!j)
+		return;
+	j->frozen = true;
+	j->sealed = false;
+	j->ckpt_id = ckpt_id;
+	j->freeze_ns = nd_now_ns();
+	j->seal_err[0] = 0;
+	for (uint32_t i = 0; i < b->nnodes; i++) {
+		j->fcover[i] = UINT64_MAX;
+		j->drained[i] = false;
+	}
+	/* what the drain has to finish (tests check a checkpoint is taken with
+	 * a message of many slices on its way) */
+	uint64_t left = 0;
+	unsigned nx = 0;
+	for (uint32_t i = 0; i < b->nnodes; i++)
+		for (struct xfer *x = j->gq_head[i]; x; x = x->next, nx++)
+			left += x->total - x->done;
+	for (unsigned h = 0; h < BCS_HASH; h++)
+		for (struct xfer *x = j->wait_data[h]; x; x = x->next, nx++)
+			left += x->total - x->done;
+	if (j->active)
+		nd_log(nd,
+		       "job %" PRIu64 ": checkpoint %" PRIu64 ": BCS-MPI frozen with %u transfers "
+		       "to this node's ranks, %" PRIu64 " bytes still to move; draining",
+		       j->id, ckpt_id, nx, left);
+}
+
+int nd_bcs_sealed(struct nd *nd, struct nd_job *job, char *why, size_t len)
+{
+	struct nd_bcs *b = nd->bcs;
+	struct bjob *j = b ? bjob_find(b, job->id) : NULL;
+	if (!j || !j->map)
+		return 1; /* no channel: nothing to drain */
+	if (j->aborted) {
+		snprintf(why, len, "the job is ending (MPI_Abort)");
+		return -1;
+	}
+	if (j->sealed && j->seal_err[0]) {
+		snprintf(why, len, "%s", j->seal_err);
+		return -1;
+	}
+	if (j->sealed) {
+		if (j->freeze_ns) {
+			nd_log(nd, "job %" PRIu64 ": checkpoint %" PRIu64 ": BCS-MPI drained in %.1f ms",
+			       j->id, j->ckpt_id, (double)(nd_now_ns() - j->freeze_ns) / 1e6);
+			j->freeze_ns = 0;
+		}
+		return 1;
+	}
+	if (nd_now_ns() - j->freeze_ns > BCS_DRAIN_NS) {
+		uint32_t missing = UINT32_MAX;
+		for (uint32_t k = 0; k < j->nnodes_job && missing == UINT32_MAX; k++)
+			if (!j->drained[j->nodes[k]] && j->cover[j->nodes[k]] != UINT64_MAX)
+				missing = j->nodes[k];
+		snprintf(why, len,
+			 "the job's BCS-MPI traffic did not drain within %u s (node index %u "
+			 "not drained)",
+			 (unsigned)(BCS_DRAIN_NS / 1000000000u), missing);
+		return -1;
+	}
+	return 0;
+}
+
+void nd_bcs_thaw(struct nd *nd, struct nd_job *job)
+{
+	struct nd_bcs *b = nd->bcs;
+	struct bjob *j = b ? bjob_find(b, job->id) : NULL;
+	if (!j || !j->frozen)
+		return;
+	j->frozen = j->sealed = false;
+	j->ckpt_id = 0;
+	for (uint32_t lr = 0; j->pend && lr < j->nlocal; lr++)
+		free(j->pend[lr]);
+	free(j->pend);
+	free(j->npend);
+	j->pend = NULL;
+	j->npend = NULL;
+}
+
+int nd_bcs_rank_state(struct nd *nd, struct nd_job *job, uint32_t lr, void **buf, size_t *len)
+{
+	struct nd_bcs *b = nd->bcs;
+	struct bjob *j = b ? bjob_find(b, job->id) : NULL;
+	*buf = NULL;
+	*len = 0;
+	if (!j || !j->map || !j->sealed || lr >= j->nlocal)
+		return 0;
+	*len = bcs_ckpt_size(j->npend[lr]);
+	*buf = malloc(*len);
+	if (!*buf)
+		return -ENOMEM;
+	struct bcs_ckpt_hdr h = {.rank = j->first + lr, .local = lr, .npend = j->npend[lr],
+				 .job = j->id};
+	bcs_ckpt_encode(*buf, &h, j->pend[lr], area(j, lr));
+	return 0;
+}
+
+int nd_bcs_restore_rank(struct nd *nd, struct nd_job *job, uint32_t lr, const void *app,
+			size_t app_len, uint64_t start, uint64_t end, uint64_t offset,
+			struct ckpt_ext_piece *p, size_t max, char *err, size_t errlen)
+{
+	struct nd_bcs *b = nd->bcs;
+	struct bjob *j = b ? bjob_find(b, job->id) : NULL;
+	struct bcs_ckpt_view v;
+	if (!j || !j->map || lr >= j->nlocal) {
+		snprintf(err, errlen, "the job has no BCS-MPI channel here");
+		return -ENOENT;
+	}
+	int rc = bcs_ckpt_decode(app, app_len, &v, err, errlen);
+	if (rc)
+		return rc;
+	if (v.h.rank != j->first + lr) {
+		snprintf(err, errlen, "BCS-MPI state of rank %u in the image of rank %u", v.h.rank,
+			 j->first + lr);
+		return -EINVAL;
+	}
+	/* the rank mapped its node's whole channel; it uses the header and its
+	 * own area, which now lie where this node's channel has them */
+	uint64_t at = start + BCS_CHAN_HDR + (uint64_t)v.h.local * BCS_AREA_SIZE;
+	if (offset != 0 || end < at + BCS_AREA_SIZE || max < 2) {
+		snprintf(err, errlen, "the channel mapping (%#llx-%#llx) does not hold area %u",
+			 (unsigned long long)start, (unsigned long long)end, v.h.local);
+		return -EINVAL;
+	}
+	if ((rc = bcs_ckpt_restore_area(area(j, lr), &v, err, errlen)))
+		return rc;
+	p[0] = (struct ckpt_ext_piece){.addr = start, .len = BCS_CHAN_HDR, .off = 0};
+	p[1] = (struct ckpt_ext_piece){.addr = at, .len = BCS_AREA_SIZE,
+				       .off = BCS_CHAN_HDR + (uint64_t)lr * BCS_AREA_SIZE};
+	return 2;
+}
+
+void nd_bcs_restored(struct nd *nd, struct nd_job *job)
+{
+	struct bjob *j = nd->bcs ? bjob_find(nd->bcs, job->id) : NULL;
+	if (j)
+		j->restoring = false;
+}
+
+int nd_bcs_fd(struct nd *nd, struct nd_job *job)
+{
+	struct bjob *j = nd->bcs ? bjob_find(nd->bcs, job->id) : NULL;
+	return j ? j->memfd : -1;
 }

@@ -37,7 +37,7 @@
 enum helper_kind { H_DUMP, H_RESTORE };
 
 struct nd_helper {
-	pid_t pid;
+	pid_t pid;              /* 0: a dump waiting for the job's BCS-MPI drain */
 	int fd;                 /* read end of its result pipe */
 	enum helper_kind kind;
 	uint64_t job, id;
@@ -45,6 +45,8 @@ struct nd_helper {
 	uint32_t first;         /* restore: the job's first local rank */
 	int *pipes;             /* restore: per local rank, stdout and stderr read ends */
 	bool captured;          /* dump: its images are written; the job may run on */
+	char *dir, *files;      /* dump, until forked: where the images go */
+	uint64_t slice;         /* dump: when the command came */
 	char buf[4096];         /* dump: what it said so far */
 	size_t len;
 	struct nd_helper *next;
@@ -158,6 +160,14 @@ static int result_pipe(int fds[2])
 	return 0;
 }
 
+static void helper_free(struct nd_helper *h)
+{
+	free(h->pipes);
+	free(h->dir);
+	free(h->files);
+	free(h);
+}
+
 static void add_helper(struct nd *nd, struct nd_helper *h)
 {
 	h->next = nd->helpers;
@@ -166,8 +176,8 @@ static void add_helper(struct nd *nd, struct nd_helper *h)
 
 /* ---- checkpoint */
 
-static _Noreturn void dump_child(struct nd_job *job, const char *dir, const char *files_dir,
-				 int w)
+static _Noreturn void dump_child(struct nd *nd, struct nd_job *job, const char *dir,
+				 const char *files_dir, int w)
 {
 	char err[1024];
 	double t0 = nd_now_ns() / 1e9;
@@ -194,11 +204,21 @@ static _Noreturn void dump_child(struct nd_job *job, const char *dir, const char
 		if (job->ranks[i].pid <= 0)
 			continue;
 		struct ckpt_stats cs;
+		/* its BCS-MPI channel stays ours: the image keeps the rank's state
+		 * in it (sealed by the drain), not the mapping's bytes */
+		struct ckpt_dump_opts o = { .flags = CKPT_DUMP_EXTERNAL_MEMFD };
+		void *app;
+		if (nd_bcs_rank_state(nd, job, i, &app, &o.app_len) < 0) {
+			dprintf(w, "E rank %u: out of memory\n", job->ranks[i].rank);
+			_exit(1);
+		}
+		o.app = app;
 		snprintf(path, sizeof(path), "%s/rank%u.img", dir, job->ranks[i].rank);
-		if (ckpt_dump(job->ranks[i].pid, path, 0, &cs, err, sizeof(err)) < 0) {
+		if (ckpt_dump(job->ranks[i].pid, path, &o, &cs, err, sizeof(err)) < 0) {
 			dprintf(w, "E rank %u: %s\n", job->ranks[i].rank, err);
 			_exit(1);
 		}
+		free(app);
 		total += cs.bytes;
 	}
 	/* the memory is captured: the job may run on while the images reach
@@ -309,37 +329,79 @@ void nd_checkpoint(struct nd *nd, const Storm__Cl__Checkpoint *c)
 		       strerror(errno));
 	job->stopped = true;
 	job->ckpt_busy = true;
+	job->ckpt_frozen = true;
+	nd_bcs_freeze(nd, job, c->id);
 	char dir[PATH_MAX + 128], files[PATH_MAX + 128];
 	snprintf(dir, sizeof(dir), "%s/%s", nd->state_dir, c->dir);
 	snprintf(files, sizeof(files), "%s/ckpt/%" PRIu64 "/files", nd->state_dir, job->id);
-	int fds[2];
 	struct nd_helper *h = calloc(1, sizeof(*h));
-	pid_t pid = -1;
-	if (h && result_pipe(fds) == 0) {
-		pid = fork();
-		if (pid == 0) {
-			close(fds[0]);
-			dump_child(job, dir, files, fds[1]);
-		}
-		close(fds[1]);
-	}
-	if (pid < 0) {
+	if (!h || !(h->dir = strdup(dir)) || !(h->files = strdup(files))) {
 		nd_queue_note(nd, c->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED,
-			      UINT32_MAX, "%" PRIu64 " %s: cannot start the checkpoint helper",
-			      c->id, nd->name);
+			      UINT32_MAX, "%" PRIu64 " %s: out of memory", c->id, nd->name);
 		job->ckpt_busy = false;
+		if (h)
+			free(h->dir);
 		free(h);
 		return;
 	}
-	h->pid = pid;
-	h->fd = fds[0];
+	h->fd = -1;
+	h->slice = nd->slice;
 	h->kind = H_DUMP;
 	h->job = job->id;
 	h->id = c->id;
 	h->slot = c->slot;
 	add_helper(nd, h);
-	nd_log(nd, "job %" PRIu64 ": checkpoint %" PRIu64 " into %s (helper %d)", job->id, c->id,
-	       dir, (int)pid);
+	/* the helper starts once the job's BCS-MPI traffic has drained
+	 * (nd_ckpt_poll): at once for a job that has none */
+	nd_ckpt_poll(nd);
+}
+
+static void dump_unstarted(struct nd *nd, struct nd_helper *h, const char *why)
+{
+	struct nd_job *job = job_of(nd, h->job);
+	if (job)
+		job->ckpt_busy = false;
+	nd_queue_note(nd, h->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED, UINT32_MAX,
+		      "%" PRIu64 " %s: %s", h->id, nd->name, why);
+	nd_log(nd, "job %" PRIu64 ": checkpoint %" PRIu64 " failed: %s", h->job, h->id, why);
+}
+
+/* Forks the dump helper once the drain is done. Returns false when the
+ * checkpoint ended here (failed, or the job is gone): h is to be dropped. */
+static bool dump_start(struct nd *nd, struct nd_helper *h)
+{
+	struct nd_job *job = job_of(nd, h->job);
+	char why[256];
+	if (!job)
+		return false; /* the job ended meanwhile; the MM knows */
+	int s = nd_bcs_sealed(nd, job, why, sizeof(why));
+	if (s < 0) {
+		dump_unstarted(nd, h, why);
+		return false;
+	}
+	if (s == 0)
+		return true;
+	int fds[2];
+	pid_t pid = -1;
+	if (result_pipe(fds) == 0) {
+		pid = fork();
+		if (pid == 0) {
+			close(fds[0]);
+			dump_child(nd, job, h->dir, h->files, fds[1]);
+		}
+		close(fds[1]);
+		if (pid < 0)
+			close(fds[0]);
+	}
+	if (pid < 0) {
+		dump_unstarted(nd, h, "cannot start the checkpoint helper");
+		return false;
+	}
+	h->pid = pid;
+	h->fd = fds[0];
+	nd_log(nd, "job %" PRIu64 ": checkpoint %" PRIu64 " into %s (helper %d)", job->id, h->id,
+	       h->dir, (int)pid);
+	return true;
 }
 
 /* The helper's ranks may run again: its images are written (or it failed). */
@@ -361,6 +423,27 @@ static void dump_release(struct nd *nd, struct nd_helper *h)
 	}
 }
 
+void nd_ckpt_running(struct nd *nd, struct nd_job *job)
+{
+	/* back in the run list before its drain ended here: the MM gave the
+	 * checkpoint up (another node failed it). The strobe right after the
+	 * command may still carry the run list from before it. */
+	for (struct nd_helper **pp = &nd->helpers; *pp; pp = &(*pp)->next) {
+		struct nd_helper *h = *pp;
+		if (h->kind == H_DUMP && h->pid == 0 && h->job == job->id &&
+		    nd->slice >= h->slice + 2) {
+			dump_unstarted(nd, h, "the checkpoint was abandoned");
+			*pp = h->next;
+			helper_free(h);
+			break;
+		}
+	}
+	if (!job->ckpt_busy && job->ckpt_frozen) {
+		nd_bcs_thaw(nd, job);
+		job->ckpt_frozen = false;
+	}
+}
+
 static void helper_read(struct nd_helper *h)
 {
 	ssize_t r;
@@ -372,8 +455,15 @@ static void helper_read(struct nd_helper *h)
 
 void nd_ckpt_poll(struct nd *nd)
 {
-	for (struct nd_helper *h = nd->helpers; h; h = h->next) {
-		if (h->kind != H_DUMP || h->captured)
+	for (struct nd_helper **pp = &nd->helpers; *pp;) {
+		struct nd_helper *h = *pp;
+		if (h->kind == H_DUMP && h->pid == 0 && !dump_start(nd, h)) {
+			*pp = h->next;
+			helper_free(h);
+			continue;
+		}
+		pp = &h->next;
+		if (h->kind != H_DUMP || h->captured || h->pid == 0)
 			continue;
 		helper_read(h);
 		unsigned long long bytes;
@@ -414,7 +504,11 @@ static void dump_done(struct nd *nd, struct nd_helper *h, const char *res)
 
 struct setup_arg {
 	int out_w, err_w;
+	int bcs_fd;             /* the new channel: fd 3, as at launch */
 	pid_t pgid;
+	struct nd *nd;
+	struct nd_job *job;
+	uint32_t lr;            /* the rank being restored, local index */
 };
 
 static int restore_setup(void *p)
@@ -422,9 +516,21 @@ static int restore_setup(void *p)
 	struct setup_arg *a = p;
 	setpgid(0, a->pgid);
 	int null = open("/dev/null", O_RDONLY);
-	if (null < 0 || dup2(null, 0) < 0 || dup2(a->out_w, 1) < 0 || dup2(a->err_w, 2) < 0)
+	if (null < 0 || dup2(null, 0) < 0 || dup2(a->out_w, 1) < 0 || dup2(a->err_w, 2) < 0 ||
+	    (a->bcs_fd >= 0 && a->bcs_fd != 3 && dup2(a->bcs_fd, 3) < 0))
 		return -1;
 	return 0;
+}
+
+/* The rank's BCS-MPI channel mapping: its area of the new channel, rebuilt
+ * from the state its image keeps (chan_ckpt.h). */
+static int restore_channel(void *p, const void *app, size_t app_len, uint64_t start,
+			   uint64_t end, uint64_t offset, struct ckpt_ext_piece *pc, size_t max,
+			   char *err, size_t errlen)
+{
+	struct setup_arg *a = p;
+	return nd_bcs_restore_rank(a->nd, a->job, a->lr, app, app_len, start, end, offset, pc,
+				   max, err, errlen);
 }
 
 static _Noreturn void restore_child(struct nd *nd, const Storm__Cl__Launch *L,
@@ -442,14 +548,16 @@ static _Noreturn void restore_child(struct nd *nd, const Storm__Cl__Launch *L,
 			_exit(1);
 		}
 	}
-	struct setup_arg a = { .pgid = 0 };
+	struct setup_arg a = { .pgid = 0, .nd = nd, .job = job, .bcs_fd = nd_bcs_fd(nd, job) };
 	struct ckpt_restore_opts o = {
 		.stopped = 1, .uid = L->uid, .gid = L->gid, .drop_creds = nd->root,
 		.child_setup = restore_setup, .child_arg = &a,
 		.from_prefixes = (const char *const *)L->old_dirs, .nfrom = L->n_old_dirs,
 		.to_prefix = job->dir,
+		.external = restore_channel, .external_arg = &a, .external_fd = a.bcs_fd,
 	};
 	for (uint32_t i = 0; i < job->nranks; i++) {
+		a.lr = i;
 		uint32_t rank = job->ranks[i].rank;
 		if (L->restore_dir[0])
 			snprintf(img, sizeof(img), "%s/%s/rank%u.img", nd->state_dir, L->restore_dir,
@@ -574,6 +682,7 @@ static void restore_done(struct nd *nd, struct nd_helper *h, char *res)
 		nd_job_start_failed(nd, job, why);
 		return;
 	}
+	nd_bcs_restored(nd, job);
 	/* restored stopped: continued now if its row runs (the freezer holds a
 	 * frozen job by itself) */
 	if (!job->stopped || job->freeze_fd >= 0)
@@ -603,8 +712,7 @@ bool nd_ckpt_reaped(struct nd *nd, pid_t pid, int status)
 			close(h->fd);
 			restore_done(nd, h, buf);
 		}
-		free(h->pipes);
-		free(h);
+		helper_free(h);
 		return true;
 	}
 	return false;
@@ -615,10 +723,11 @@ void nd_ckpt_close(struct nd *nd)
 	while (nd->helpers) {
 		struct nd_helper *h = nd->helpers;
 		nd->helpers = h->next;
-		kill(h->pid, SIGKILL);
-		waitpid(h->pid, NULL, 0);
-		close(h->fd);
-		free(h->pipes);
-		free(h);
+		if (h->pid > 0) {
+			kill(h->pid, SIGKILL);
+			waitpid(h->pid, NULL, 0);
+			close(h->fd);
+		}
+		helper_free(h);
 	}
 }

@@ -264,10 +264,13 @@ int nd_gang_apply(struct nd *nd, uint64_t run)
 			changed++;
 		}
 	/* a job being checkpointed stays stopped until its images are written */
-	for (struct nd_job *j = nd->jobs; j; j = j->next)
+	for (struct nd_job *j = nd->jobs; j; j = j->next) {
+		if (j->id == run && (j->ckpt_busy || j->ckpt_frozen))
+			nd_ckpt_running(nd, j);
 		if (j->id == run && j->stopped && !j->ckpt_busy) {
 			set_stopped(nd, j, false);
 			changed++;
 		}
+	}
 	return changed;
 }

@@ -58,6 +58,8 @@ struct nd_job {
 	uint64_t kill_at_ns;    /* pending SIGKILL after a Signal, 0: none */
 	bool stopped;           /* its row is not running: stopped or frozen */
 	bool ckpt_busy;         /* a checkpoint helper is saving it: stays stopped */
+	bool ckpt_frozen;       /* its BCS-MPI traffic is frozen for a checkpoint
+				 * (nd_bcs_freeze) until it runs again */
 	int freeze_fd, procs_fd; /* switch = freezer: its cgroup's files, else -1 */
 	char dir[PATH_MAX];
 	struct nd_job *next;
@@ -219,6 +221,8 @@ void nd_restore_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_jo
 bool nd_ckpt_reaped(struct nd *nd, pid_t pid, int status);
 /* Every strobe: a helper whose images are written lets its job run on. */
 void nd_ckpt_poll(struct nd *nd);
+/* The job is in this strobe's run list while a checkpoint holds it. */
+void nd_ckpt_running(struct nd *nd, struct nd_job *job);
 void nd_ckpt_close(struct nd *nd);
 
 /* ranks.c, for ckpt.c */
@@ -238,6 +242,25 @@ void nd_bcs_strobe(struct nd *nd);
 void nd_bcs_arrived(struct nd *nd);
 /* The exchange a fraction into the slice: ms until due (-1: none), and run it. */
 int nd_bcs_timer_ms(const struct nd *nd);
+/* checkpoints: drain the job (no descriptor collected, every transfer
+ * finished on every node), then its ranks' pending operations are sealed
+ * for their images; thaw once it runs again */
+void nd_bcs_freeze(struct nd *nd, struct nd_job *job, uint64_t ckpt_id);
+/* 1 sealed (or no channel), 0 not yet, -1 failed (why) */
+int nd_bcs_sealed(struct nd *nd, struct nd_job *job, char *why, size_t len);
+void nd_bcs_thaw(struct nd *nd, struct nd_job *job);
+/* In the dump helper: local rank lr's state for its image (chan_ckpt.h),
+ * malloc'd; *len 0 when the job has none. */
+int nd_bcs_rank_state(struct nd *nd, struct nd_job *job, uint32_t lr, void **buf, size_t *len);
+/* In the restore helper (ckpt_restore_opts.external): rebuilds local rank
+ * lr's area of the new channel from its image's state and says where the
+ * rank maps it. */
+struct ckpt_ext_piece;
+int nd_bcs_restore_rank(struct nd *nd, struct nd_job *job, uint32_t lr, const void *app,
+			size_t app_len, uint64_t start, uint64_t end, uint64_t offset,
+			struct ckpt_ext_piece *p, size_t max, char *err, size_t errlen);
+int nd_bcs_fd(struct nd *nd, struct nd_job *job); /* the job's channel, -1: none */
+void nd_bcs_restored(struct nd *nd, struct nd_job *job); /* its ranks are back: collect */
 void nd_bcs_timers(struct nd *nd);
 
 /* report.c */

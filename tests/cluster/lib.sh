@@ -98,6 +98,25 @@ start_munged() {
 	wait_log "$d/munged.log" "work threads" 10 && munge -S "$d/munge.socket" -n >/dev/null
 }
 
+# cluster_teardown: the end of every test's cleanup trap: the virtual
+# cluster $C down, any of its daemons left killed, the scratch dir $T gone
+# (kept with KEEP=1).
+cluster_teardown() {
+	storm cluster down --dir "$C" >/dev/null 2>&1
+	if [ -f "$C/pids" ]; then
+		while read -r pid _; do kill -9 "$pid" 2>/dev/null; done <"$C/pids"
+	fi
+	[ -n "${KEEP:-}" ] || rm -rf "$T"
+}
+
+# job_nodes JOB: the job's node list, from storm jobs --all --json
+job_nodes() {
+	storm jobs --all --json | python3 -c '
+import json, sys
+for j in json.load(sys.stdin)["jobs"]:
+    if j["job"] == int(sys.argv[1]): print(j["nodelist"])' "$1"
+}
+
 # wait_written DIR SECONDS: prints "watching" once it watches DIR, then
 # returns 0 once a file in a directory made in DIR after that (a job's
 # directory in a node's storage) is closed after writing (a transferred chunk

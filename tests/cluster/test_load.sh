@@ -18,11 +18,7 @@ fails=0 checks=0
 CPIDS=""
 cleanup() {
 	for p in $CPIDS; do kill "$p" 2>/dev/null; done
-	storm cluster down --dir "$C" >/dev/null 2>&1
-	if [ -f "$C/pids" ]; then
-		while read -r pid _; do kill -9 "$pid" 2>/dev/null; done <"$C/pids"
-	fi
-	[ -n "${KEEP:-}" ] || rm -rf "$T"
+	cluster_teardown
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM

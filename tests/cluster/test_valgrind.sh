@@ -55,6 +55,21 @@ storm cancel "$(storm jobs --json | python3 -c 'import json,sys; print(json.load
 wait $RUN
 [ $? = 143 ] && ok "cancel" || bad "cancel"
 exec 7<&-
+# a BCS-MPI job checkpointed while it runs (the drain, the sealed
+# operations, the helper; a restart cannot run under valgrind: the restorer
+# would be a valgrind-run process, with valgrind's vDSO)
+if bcs-mpicc -O2 "$(dirname "$0")/mpi/ckptapp.c" -o "$T/ckptapp" 2>"$T/cc.err"; then
+	storm run -N 2 -n 2 "$T/ckptapp" 30 2 2 20 "$T/res" >"$T/app.out" 2>&1 &
+	APP=$!
+	wait_log "$T/app.out" "step 5 big message" 120
+	J=$(storm jobs --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["job"])')
+	storm checkpoint "$J" >/dev/null 2>"$T/ck.err" && ok "checkpoint of a BCS-MPI job" ||
+		{ bad "checkpoint of a BCS-MPI job"; cat "$T/ck.err"; }
+	wait $APP && [ -s "$T/res" ] && ok "  it runs on to its end" || bad "  it runs on to its end"
+else
+	bad "bcs-mpicc ckptapp.c"
+	cat "$T/cc.err"
+fi
 python3 -c "
 import socket, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b'\0\0\0\5hello')

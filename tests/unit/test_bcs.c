@@ -1,11 +1,13 @@
 /* BCS-MPI's pure parts: the matching engine, datatype pack/unpack, the
  * predefined reduction operators, the trace codec. */
 #include <CUnit/CUnit.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../bcs_mpi/chan.h"
+#include "../../bcs_mpi/chan_ckpt.h"
 #include "../../bcs_mpi/dtype.h"
 #include "../../bcs_mpi/match.h"
 #include "../../bcs_mpi/mpi.h"
@@ -415,6 +417,65 @@ static void test_b64(void)
 	CU_ASSERT_PTR_NULL(bcs_b64_decode("a!cd", &len));
 }
 
+/* ---- a rank's state in a checkpoint (chan_ckpt.h) */
+
+static void test_ckpt_state(void)
+{
+	struct bcs_area *a = calloc(1, BCS_AREA_SIZE), *b = calloc(1, BCS_AREA_SIZE);
+	/* the rank posted 5 descriptors, the daemon collected 3 of them; the
+	 * ring has wrapped (indices near UINT32_MAX) */
+	a->sub_tail = UINT32_MAX - 1;
+	a->sub_head = a->sub_tail + 2;
+	a->sub[(a->sub_tail) % BCS_SUB_RING] = (struct bcs_desc){.op = BCS_OP_RECV, .req = 41};
+	a->sub[(a->sub_tail + 1) % BCS_SUB_RING] = (struct bcs_desc){.op = BCS_OP_SEND, .req = 42};
+	a->comp_head = 7;
+	a->comp_tail = 5;
+	struct bcs_desc pend[3] = {{.op = BCS_OP_INIT},
+				   {.op = BCS_OP_SEND, .req = 3, .peer = 1, .tag = 9, .len = 100},
+				   {.op = BCS_OP_BARRIER, .req = 8}};
+	struct bcs_ckpt_hdr h = {.rank = 6, .local = 2, .npend = 3, .job = 77};
+	size_t n = bcs_ckpt_size(3);
+	uint8_t *buf = malloc(n + 1);
+	CU_ASSERT_EQUAL(bcs_ckpt_encode(buf, &h, pend, a), n);
+	struct bcs_ckpt_view v;
+	char err[256];
+	CU_ASSERT_EQUAL(bcs_ckpt_decode(buf, n, &v, err, sizeof(err)), 0);
+	CU_ASSERT(v.h.rank == 6 && v.h.local == 2 && v.h.npend == 3 && v.h.job == 77);
+	CU_ASSERT_EQUAL(bcs_ckpt_restore_area(b, &v, err, sizeof(err)), 0);
+	/* the pending ones come first, then what was not collected */
+	CU_ASSERT_EQUAL(b->sub_head - b->sub_tail, 5u);
+	uint32_t expect_req[5] = {0, 3, 8, 41, 42}, expect_op[5] = {BCS_OP_INIT, BCS_OP_SEND,
+								     BCS_OP_BARRIER, BCS_OP_RECV,
+								     BCS_OP_SEND};
+	for (uint32_t i = 0; i < 5; i++) {
+		const struct bcs_desc *d = &b->sub[(b->sub_tail + i) % BCS_SUB_RING];
+		CU_ASSERT(d->req == expect_req[i] && d->op == expect_op[i]);
+	}
+	CU_ASSERT(b->comp_head == 7 && b->comp_tail == 5);
+	/* every truncation and a trailing byte are refused */
+	for (size_t k = 0; k < n; k += (k < 64 ? 1 : 4093))
+		CU_ASSERT_EQUAL(bcs_ckpt_decode(buf, k, &v, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(bcs_ckpt_decode(buf, n + 1, &v, err, sizeof(err)), -EINVAL);
+	/* another version, another area size */
+	buf[4] ^= 1;
+	CU_ASSERT_EQUAL(bcs_ckpt_decode(buf, n, &v, err, sizeof(err)), -EINVAL);
+	CU_ASSERT(strstr(err, "version") != NULL);
+	buf[4] ^= 1;
+	buf[20] ^= 1;
+	CU_ASSERT_EQUAL(bcs_ckpt_decode(buf, n, &v, err, sizeof(err)), -EINVAL);
+	CU_ASSERT(strstr(err, "channel area") != NULL);
+	buf[20] ^= 1;
+	/* more than the ring holds */
+	a->sub_head = a->sub_tail + BCS_SUB_RING - 1;
+	bcs_ckpt_encode(buf, &h, pend, a);
+	CU_ASSERT_EQUAL(bcs_ckpt_decode(buf, n, &v, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(bcs_ckpt_restore_area(b, &v, err, sizeof(err)), -ENOSPC);
+	CU_ASSERT(strstr(err, "exceed the submit ring") != NULL);
+	free(buf);
+	free(a);
+	free(b);
+}
+
 void add_bcs_suite(void)
 {
 	CU_pSuite s = CU_add_suite("bcs-mpi", NULL, NULL);
@@ -427,4 +488,5 @@ void add_bcs_suite(void)
 	CU_add_test(s, "predefined ops", test_ops);
 	CU_add_test(s, "trace codec round trip, truncation, bit flips", test_trace_roundtrip);
 	CU_add_test(s, "base64", test_b64);
+	CU_add_test(s, "checkpoint state codec and ring restore", test_ckpt_state);
 }

@@ -1,0 +1,133 @@
+#!/bin/bash
+# Checkpoint/restart of a BCS-MPI job on a virtual cluster, through
+# bcs-mpicc and the real CLI: tests/cluster/mpi/ckptapp.c (computation over
+# a 16 MiB heap per rank, ring messages, a 32 MiB message of many slices
+# every 4th step, wildcard receives, Allreduce, Barrier) checkpointed three
+# (or more) times while it runs, one of them while the large message is on its way;
+# the job itself and restarts from each checkpoint — in place, on other
+# nodes, with another number of ranks per node — write a result identical
+# to an uninterrupted run; with --restart-on-failure it survives SIGKILL of
+# a node daemon and its ranks. Every daemon goes down on exit.
+# Usage: test_ckpt_mpi.sh BUILD_BIN_DIR   (make clustertest)
+set -u
+BIN=$(cd "${1:-build/bin}" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+T=$(mktemp -d /tmp/storm-ckptmpi.XXXXXX)
+C=$T/c
+export PATH=$BIN:$PATH
+export STORM_CONF=$C/storm.conf
+export FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo FI_UDP_IFACE=lo
+fails=0 checks=0
+bg=()
+
+cleanup() {
+	for p in "${bg[@]}"; do kill -9 "$p" 2>/dev/null; done
+	cluster_teardown
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+STEPS=100 HEAP=16 BIG=32 STEP_MS=10
+cd "$T" || exit 1
+expect "bcs-mpicc ckptapp.c" 0 bcs-mpicc -O2 -Wall -Werror "$HERE/mpi/ckptapp.c" -o "$T/ckptapp"
+APP="$T/ckptapp $STEPS $HEAP $BIG $STEP_MS"
+last_job() { storm jobs --all --json | python3 -c 'import json,sys; print(max(j["job"] for j in json.load(sys.stdin)["jobs"]))'; }
+last_ckpt() { storm checkpoints --json | python3 -c 'import json,sys; print(max(k["id"] for k in json.load(sys.stdin)["checkpoints"]))'; }
+# same_result NAME FILE: FILE is the uninterrupted run's result, byte for byte
+same_result() {
+	if cmp -s "$T/ref.txt" "$2"; then ok "$1"; else
+		bad "$1"
+		diff "$T/ref.txt" "$2" 2>&1 | head -5 | sed 's/^/     | /'
+	fi
+}
+
+expect "cluster up (4 nodes, 2 ms slices)" 0 storm cluster up --nodes 4 --timeslice-us 2000 \
+	--down-after 2500 --dir "$C"
+expect "an uninterrupted run (2 nodes, 4 ranks)" 0 storm run -N 2 -n 4 $APP "$T/ref.txt"
+[ -s "$T/ref.txt" ] && ok "  it wrote its result" || bad "  it wrote its result"
+
+# ---- three checkpoints while it runs, the job goes on to the same result
+storm run -N 2 -n 4 $APP "$T/live.txt" >live.out 2>live.err &
+bg+=($!)
+J=""
+# most left to move at a freeze, over the job's checkpoints so far
+moving() {
+	grep -h "job $J: checkpoint .*BCS-MPI frozen with" "$C"/log/node0*.log |
+		sed -n 's/.* \([0-9]*\) bytes still to move.*/\1/p' | sort -n | tail -1
+}
+# three checkpoints; more (at later big messages) until one froze it with
+# a message of many slices under way, which a loaded machine may delay
+n=0
+for s in 5 21 41 61 81; do
+	m=$(moving)
+	[ "$n" -ge 3 ] && [ "${m:-0}" -gt 1048576 ] && break
+	wait_log live.out "step $s big message" 60 || bad "job reached step $s"
+	[ -n "$J" ] || J=$(last_job)
+	expect "storm checkpoint $J at step $s" 0 storm checkpoint "$J"
+	n=$((n + 1))
+done
+wait "${bg[-1]}"
+rc=$?
+[ "$rc" = 0 ] && ok "the checkpointed job ends (exit 0)" || bad "the checkpointed job ends (exit $rc)"
+same_result "  its result is the uninterrupted run's" "$T/live.txt"
+mapfile -t CKS < <(storm checkpoints --json | python3 -c '
+import json, sys
+for k in json.load(sys.stdin)["checkpoints"]:
+    if k["job"] == int(sys.argv[1]) and k["complete"]: print(k["id"])' "$J")
+[ "${#CKS[@]}" = "$n" ] && ok "  $n complete checkpoints" || bad "  $n complete checkpoints (${CKS[*]})"
+m=$(moving)
+[ "${m:-0}" -gt 1048576 ] &&
+	ok "  a checkpoint froze it with a message of many slices moving ($m bytes left)" ||
+	bad "  a checkpoint froze it with a message of many slices moving (${m:-none})"
+grep -q "job $J: checkpoint .*: BCS-MPI drained in" "$C/log/node01.log" &&
+	ok "  the nodes drained it before saving" || bad "  the nodes drained it before saving"
+
+# ---- restarts: each writes the uninterrupted run's result
+rm -f "$T/live.txt"
+expect "storm restart ${CKS[1]} (same nodes)" 0 storm restart "${CKS[1]}"
+same_result "  result identical" "$T/live.txt"
+[ "$(job_nodes "$(last_job)")" = "node[00-01]" ] && ok "  ran on node[00-01]" ||
+	bad "  ran on $(job_nodes "$(last_job)")"
+
+rm -f "$T/live.txt"
+expect "storm restart -N 4 ${CKS[0]} (one rank per node: other channel areas)" 0 \
+	storm restart -N 4 "${CKS[0]}"
+same_result "  result identical" "$T/live.txt"
+
+rm -f "$T/live.txt"
+storm submit -N 2 -o /dev/null --parsable /bin/sleep 600 >blocker.id
+expect "storm restart ${CKS[2]} (other nodes)" 0 storm restart "${CKS[2]}"
+[ "$(job_nodes "$(last_job)")" = "node[02-03]" ] && ok "  ran on node[02-03]" ||
+	bad "  ran on $(job_nodes "$(last_job)")"
+same_result "  result identical" "$T/live.txt"
+storm cancel --signal KILL "$(cat blocker.id)" >/dev/null
+
+# ---- the image alone: its channel is the daemon's to give back
+IMG=$C/state/node00/ckpt/$J/1/rank0.img
+expect "storm-ckpt verify of a BCS-MPI rank's image" 0 storm-ckpt verify "$IMG"
+expect "storm-ckpt restore of it is refused" 1 storm-ckpt restore "$IMG"
+has "  naming the channel mapping" err "/memfd:storm-bcs"
+has "  and who can supply it" err "only the checkpointing daemon can supply"
+
+# ---- a node dies: restarted from its latest complete checkpoint
+rm -f "$T/live.txt"
+storm run -N 2 -n 4 --checkpoint-interval 1 --restart-on-failure $APP "$T/live.txt" \
+	>fail.out 2>fail.err &
+RUN=$!
+bg+=($RUN)
+wait_log fail.out "step 0" 30
+FJ=$(last_job)
+wait_log "$C/log/mm.log" "job $FJ: complete checkpoint" 60 || bad "a periodic checkpoint completed"
+N1=$(awk '$2 == "node01" { print $1 }' "$C/pids")
+kill -9 "$N1" $(cat /proc/"$N1"/task/*/children 2>/dev/null)
+wait "$RUN"
+rc=$?
+[ "$rc" = 0 ] && ok "the job survives SIGKILL of node01's daemon and ranks (exit 0)" ||
+	{ bad "the job survives SIGKILL of node01 (exit $rc)"; sed 's/^/     | /' fail.err | tail -5; }
+grep -q "restarts from checkpoint" fail.err && ok "  storm run says it restarted" ||
+	bad "  storm run says it restarted"
+same_result "  result identical" "$T/live.txt"
+
+echo "test_ckpt_mpi: $((checks - fails))/$checks passed"
+[ "$fails" = 0 ]
