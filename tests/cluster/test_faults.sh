@@ -31,11 +31,7 @@ cleanup() {
 	for ns in ${LOSSY:-}; do ip netns exec "$ns" iptables -F OUTPUT 2>/dev/null; done
 	for ns in ${DROPS:-}; do ip netns exec "$ns" iptables -F INPUT 2>/dev/null; done
 	[ -n "$MNT" ] && umount "$MNT" 2>/dev/null
-	storm cluster down --dir "$C" >/dev/null 2>&1
-	if [ -f "$C/pids" ]; then
-		while read -r pid _; do kill -9 "$pid" 2>/dev/null; done <"$C/pids"
-	fi
-	[ -n "${KEEP:-}" ] || rm -rf "$T"
+	cluster_teardown
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
