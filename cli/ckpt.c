@@ -18,8 +18,10 @@ static const char checkpoint_help[] =
 	"\n"
 	"Checkpoints a running job: at the next timeslice boundary the job is\n"
 	"frozen, every node saves its ranks (memory, registers, signals, open\n"
-	"files) into its state directory, and the job goes on. Prints the\n"
-	"checkpoint's id once every node has confirmed; 'storm restart ID' starts\n"
+	"files) into its state directory, and the job goes on; a job of two nodes\n"
+	"or more also gets a copy of each node's images on another of its nodes\n"
+	"(checkpoint_copies in storm.conf). Prints the checkpoint's id once every\n"
+	"node has confirmed; 'storm restart ID' starts\n"
 	"the job again from it. Only the job's owner or root may checkpoint it.\n"
 	"\n"
 	"      --json      print the checkpoint as JSON\n"
@@ -30,9 +32,10 @@ static const char restart_help[] =
 	"Usage: storm restart [-N NODES] [-l] CHECKPOINT\n"
 	"\n"
 	"Starts a new job from a complete checkpoint (see storm checkpoints) and\n"
-	"streams its output like storm run; exits with the job's status. On the\n"
-	"checkpointed job's own nodes the images are used where they are; on other\n"
-	"nodes they are sent with the program. Incomplete checkpoints are refused.\n"
+	"streams its output like storm run; exits with the job's status. A node\n"
+	"that holds a rank's image (or its copy) restores it from there; other\n"
+	"nodes receive it over the fabric from one that holds it. Incomplete\n"
+	"checkpoints are refused.\n"
 	"\n"
 	"  -N, --nodes N   nodes to run on (default: as many as the job had)\n"
 	"  -l, --label     prefix every output line with 'RANK: '\n"
@@ -65,12 +68,20 @@ static int print_json(json_t *root)
 
 static json_t *ckpt_json(const Storm__Ctl__CheckpointInfo *k)
 {
-	return json_pack("{s:I, s:I, s:i, s:s, s:s, s:i, s:s, s:i, s:i, s:I, s:b, s:f, s:f, s:f, s:s}",
+	/* where each rank's image is, and its buddy copy (null: none) */
+	json_t *images = json_array();
+	for (size_t r = 0; images && r < k->n_image_nodes; r++)
+		json_array_append_new(images, json_pack("{s:i, s:s, s:s?}", "rank", (int)r, "node",
+							k->image_nodes[r], "copy",
+							r < k->n_copy_nodes && k->copy_nodes[r][0]
+								? k->copy_nodes[r] : NULL));
+	return json_pack("{s:I, s:I, s:i, s:s, s:s, s:i, s:s, s:i, s:i, s:I, s:b, s:f, s:f, s:f, s:s, s:o}",
 			 "id", (json_int_t)k->id, "job", (json_int_t)k->job, "epoch", (int)k->epoch,
 			 "name", k->name, "user", k->user, "uid", (int)k->uid, "nodelist",
 			 k->nodelist, "nodes", (int)k->nodes, "ranks", (int)k->ranks, "bytes",
 			 (json_int_t)k->bytes, "complete", (int)k->complete, "time", k->time,
-			 "seconds", k->seconds, "frozen", k->frozen, "reason", k->reason);
+			 "seconds", k->seconds, "frozen", k->frozen, "reason", k->reason, "images",
+			 images ? images : json_array());
 }
 
 static int one_id(const char *cmd, struct cli_optparse *p, const char *s, uint64_t *id)

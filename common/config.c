@@ -94,6 +94,7 @@ static const struct uint_key uint_keys[] = {
 	{ "cluster", "fanout", offsetof(struct storm_conf, fanout), 2, 64 },
 	{ "cluster", "op_timeout_ms", offsetof(struct storm_conf, op_timeout_ms), 10, 600000 },
 	{ "cluster", "kill_wait_ms", offsetof(struct storm_conf, kill_wait_ms), 0, 600000 },
+	{ "cluster", "checkpoint_copies", offsetof(struct storm_conf, checkpoint_copies), 0, 1 },
 	{ "nodes", "cpus", offsetof(struct storm_conf, cpus), 1, 4096 },
 	{ "scheduler", "quantum", offsetof(struct storm_conf, quantum), 1, 1000000 },
 	{ "scheduler", "mpl", offsetof(struct storm_conf, mpl), 1, STORM_MAX_MPL },
@@ -219,6 +220,7 @@ static void defaults(struct storm_conf *c, const char *path)
 	c->fanout = 4;
 	c->op_timeout_ms = 5000;
 	c->kill_wait_ms = 5000;
+	c->checkpoint_copies = 1;
 	strcpy(c->state_dir, "/var/lib/storm");
 	strcpy(c->socket, "/run/storm/mm.sock");
 	strcpy(c->bootstrap, "dir:/run/storm/fabric");
@@ -384,7 +386,7 @@ int conf_print(const struct storm_conf *c, FILE *f)
 		"timeslice_us = %u\ndown_after = %u\nreport_every = %u\nfanout = %u\n"
 		"op_timeout_ms = %u\n"
 		"kill_wait_ms = %u\nstate_dir = %s\nsocket = %s\nbootstrap = %s\nkey_file = %s\n"
-		"%s%s%s%s%s%s%s\n"
+		"%s%s%s%s%s%s%s%s\n"
 		"[scheduler]\npolicy = %s\nmpl = %u\nquantum = %u\nswitch = %s\n\n"
 		"[nodes]\ncpus = %u\n",
 		c->name, c->provider, c->sys_provider[0] ? "sys_provider = " : "",
@@ -394,6 +396,7 @@ int conf_print(const struct storm_conf *c, FILE *f)
 		c->munge_socket, c->munge_socket[0] ? "\n" : "", c->database[0] ? "database = " : "",
 		c->database, c->database[0] ? "\n" : "",
 		c->database_sync == DB_SYNC_FULL ? "database_sync = full\n" : "",
+		c->checkpoint_copies ? "" : "checkpoint_copies = 0\n",
 		storm_policy_names[c->policy], c->mpl,
 		c->quantum,
 		storm_switch_names[c->switch_mode], c->cpus);

@@ -31,6 +31,7 @@ struct storm_conf {
 	unsigned fanout;
 	unsigned op_timeout_ms;
 	unsigned kill_wait_ms;   /* SIGTERM to SIGKILL on cancel */
+	unsigned checkpoint_copies; /* 1: a job of >= 2 nodes checkpoints to a buddy too */
 	char state_dir[PATH_MAX]; /* node state: <state_dir>/<node name> */
 	char socket[PATH_MAX];   /* the MM's control socket */
 	char bootstrap[PATH_MAX]; /* sn bootstrap, "dir:PATH" */

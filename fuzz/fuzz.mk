@@ -9,7 +9,7 @@
 # To add a target: write fuzz/T.c, add T to FUZZ_TARGETS and its FUZZ_DEPS_T.
 FUZZ_TARGETS := frame ctl_request ctl_reply mm_report nd_command nd_strobe nd_chunk \
                 wire nodeset config hostlist cli_opts mm_state ctl_auth bcs_trace \
-                ckpt_image bcs_ckpt_state
+                ckpt_image bcs_ckpt_state nd_copy
 
 FUZZ_DEPS_frame       := common/frame.c
 FUZZ_DEPS_bcs_trace   := bcs_mpi/trace_codec.c
@@ -21,6 +21,7 @@ FUZZ_DEPS_mm_report   := daemons/mm/request.c common/config.c common/hostlist.c
 FUZZ_DEPS_nd_command  := daemons/node/check.c
 FUZZ_DEPS_nd_strobe   := daemons/node/check.c
 FUZZ_DEPS_nd_chunk    := daemons/node/check.c
+FUZZ_DEPS_nd_copy     := daemons/node/check.c
 FUZZ_DEPS_wire        := net_abstraction/wire.c net_abstraction/nodeset.c
 FUZZ_DEPS_nodeset     := net_abstraction/nodeset.c
 FUZZ_DEPS_config      := common/config.c common/hostlist.c

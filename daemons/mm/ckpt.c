@@ -11,10 +11,18 @@
  * the run list. A node that fails or dies leaves the record incomplete, and
  * an incomplete checkpoint is never restarted.
  *
+ * With checkpoint_copies, each node's images also go to its buddy (the next
+ * node of the job), node to node (daemons/node/ckpt_copy.c); a node reports
+ * CHECKPOINTED only once its copies are on disk. A restart first has every
+ * new node receive, from an up node that holds them, the images and files
+ * it lacks (staging), then launches; the MM never reads an image.
+ *
  * Records live in a list behind ckpt_rec_*; each is also written through to
- * the database's checkpoints table (db_ckpt_*: job, epoch, nodes, size,
- * complete), which keeps no relaunch data: after an MM restart the table
- * is history, and only this MM's in-memory records can be restarted. */
+ * the database (ckpt_persist: the checkpoints row with the relaunch data, a
+ * packed storm.rec.Checkpoint, and checkpoint_images: where each rank's
+ * image and copy are), and read back when the MM starts (ckpt_load), so the
+ * checkpoints of an earlier MM restart too. */
+#include "ckptrec.pb-c.h"
 #include "db.h"
 #include "mm.h"
 
@@ -58,6 +66,9 @@ static void rec_free(struct mm_ckpt *r)
 	free(r->nodes);
 	free(r->node_done);
 	free(r->node_captured);
+	free(r->rank_node);
+	free(r->rank_copy);
+	free(r->extra);
 	free(r);
 }
 
@@ -88,6 +99,19 @@ void ckpt_rec_delete(struct mm *mm, struct mm_ckpt *r)
 		}
 }
 
+/* Slurm's block distribution, as the Launch: the node position of a rank. */
+static uint32_t pos_of_rank(uint32_t nranks, uint32_t nnodes, uint32_t rank)
+{
+	uint32_t base = nranks / nnodes, extra = nranks % nnodes, first = 0;
+	for (uint32_t k = 0; k < nnodes; k++) {
+		uint32_t count = base + (k < extra);
+		if (rank < first + count)
+			return k;
+		first += count;
+	}
+	return nnodes - 1;
+}
+
 static struct mm_ckpt *rec_new(struct mm *mm, const struct job *j)
 {
 	struct mm_ckpt *r = calloc(1, sizeof(*r));
@@ -105,6 +129,8 @@ static struct mm_ckpt *rec_new(struct mm *mm, const struct job *j)
 	r->nodes = malloc(sizeof(int) * j->nnodes);
 	r->node_done = calloc(j->nnodes, sizeof(bool));
 	r->node_captured = calloc(j->nnodes, sizeof(bool));
+	r->rank_node = malloc(sizeof(int) * (j->nranks ? j->nranks : 1));
+	r->rank_copy = malloc(sizeof(int) * (j->nranks ? j->nranks : 1));
 	r->argv = dup_strv(j->argv, j->argc);
 	r->argc = j->argc;
 	r->env = dup_strv(j->env, j->nenv);
@@ -130,11 +156,16 @@ static struct mm_ckpt *rec_new(struct mm *mm, const struct job *j)
 			r->fmodes[i] = j->fmodes[i];
 		}
 	}
-	if (!r->nodes || !r->node_done || !r->node_captured || !r->argv || !r->env || !r->cwd || !r->program) {
+	if (!r->nodes || !r->node_done || !r->node_captured || !r->argv || !r->env || !r->cwd ||
+	    !r->program || !r->rank_node || !r->rank_copy) {
 		rec_free(r);
 		return NULL;
 	}
 	memcpy(r->nodes, j->nodes, sizeof(int) * j->nnodes);
+	for (uint32_t k = 0; k < j->nranks; k++) {
+		r->rank_node[k] = j->nodes[pos_of_rank(j->nranks, j->nnodes, k)];
+		r->rank_copy[k] = -1;
+	}
 	r->time = now_s();
 	r->t_start = r->time;
 	struct mm_ckpt **tail = &mm->ckpts;
@@ -144,9 +175,235 @@ static struct mm_ckpt *rec_new(struct mm *mm, const struct job *j)
 	return r;
 }
 
-static void fill_info(const struct mm_ckpt *r, Storm__Ctl__CheckpointInfo *i)
+/* ---- the database: each record with what a restart needs (packed
+ * storm.rec.Checkpoint) and where its images are, so a restarted MM can
+ * restart it */
+
+void ckpt_persist(struct mm *mm, struct mm_ckpt *r)
+{
+	if (!mm->db)
+		return;
+	Storm__Rec__Checkpoint c = STORM__REC__CHECKPOINT__INIT;
+	c.id = r->id;
+	c.job = r->job;
+	c.epoch = r->epoch;
+	c.name = r->name;
+	c.user = r->user;
+	c.uid = r->uid;
+	c.gid = r->gid;
+	c.nranks = r->nranks;
+	uint32_t nodes[r->nnodes ? r->nnodes : 1], extra[r->nextra ? r->nextra : 1];
+	for (uint32_t k = 0; k < r->nnodes; k++)
+		nodes[k] = (uint32_t)r->nodes[k];
+	for (uint32_t k = 0; k < r->nextra; k++)
+		extra[k] = (uint32_t)r->extra[k];
+	c.nodes = nodes;
+	c.n_nodes = r->nnodes;
+	c.extra = extra;
+	c.n_extra = r->nextra;
+	c.nodelist = r->nodelist;
+	c.bytes = r->bytes;
+	c.time = r->time;
+	c.seconds = r->seconds;
+	c.frozen = r->frozen;
+	c.reason = r->reason;
+	c.periodic = r->periodic;
+	c.argv = r->argv;
+	c.n_argv = r->argc;
+	c.env = r->env;
+	c.n_env = r->nenv;
+	c.cwd = r->cwd;
+	c.program = r->program;
+	c.no_bcast = r->no_bcast;
+	Storm__Rec__RecFile files[FRAME_MAX_FDS], *fp[FRAME_MAX_FDS];
+	for (int i = 0; i < r->nfiles; i++) {
+		storm__rec__rec_file__init(&files[i]);
+		files[i].name = r->fnames[i];
+		files[i].size = r->fsizes[i];
+		files[i].mode = r->fmodes[i];
+		fp[i] = &files[i];
+	}
+	c.files = fp;
+	c.n_files = (size_t)r->nfiles;
+	c.interval = r->interval;
+	c.restart_on_failure = r->restart_on_failure;
+	size_t len = storm__rec__checkpoint__get_packed_size(&c);
+	uint8_t *buf = malloc(len ? len : 1);
+	struct db_ckpt_image *img = calloc(r->nranks ? r->nranks : 1, sizeof(*img));
+	if (!buf || !img) {
+		mm_log("checkpoint %" PRIu64 ": cannot record it in the database: out of memory",
+		       r->id);
+		free(buf);
+		free(img);
+		return;
+	}
+	storm__rec__checkpoint__pack(&c, buf);
+	for (uint32_t k = 0; k < r->nranks; k++) {
+		img[k].rank = k;
+		img[k].node = mm->conf.nodes[r->rank_node[k]];
+		img[k].copy = r->rank_copy[k] >= 0 ? mm->conf.nodes[r->rank_copy[k]] : NULL;
+	}
+	struct db_ckpt d = {.job = r->job, .epoch = r->epoch, .nodes = r->nodelist,
+			    .size = r->bytes, .complete = r->complete, .data = buf, .data_len = len};
+	if (db_ckpt_save(mm->db, &d, img, r->nranks, &r->db_id) < 0)
+		mm_log("checkpoint %" PRIu64 ": cannot record it in the database: %s", r->id,
+		       db_error(mm->db));
+	free(buf);
+	free(img);
+}
+
+struct load {
+	struct mm *mm;
+	struct mm_ckpt *r;
+	int loaded, skipped;
+};
+
+static int load_image(void *arg, const struct db_ckpt_image *i)
+{
+	struct load *ld = arg;
+	struct mm_ckpt *r = ld->r;
+	if (i->rank >= r->nranks)
+		return 0;
+	int a = i->node ? conf_node_index(&ld->mm->conf, i->node) : -1;
+	int b = i->copy ? conf_node_index(&ld->mm->conf, i->copy) : -1;
+	if (a >= 0)
+		r->rank_node[i->rank] = a;
+	r->rank_copy[i->rank] = b;
+	return 0;
+}
+
+static int load_one(void *arg, const struct db_ckpt *d)
+{
+	struct load *ld = arg;
+	struct mm *mm = ld->mm;
+	Storm__Rec__Checkpoint *c =
+		d->data ? storm__rec__checkpoint__unpack(NULL, d->data_len, d->data) : NULL;
+	bool fits = c && c->n_nodes > 0 && c->nranks >= c->n_nodes &&
+		    (int)c->n_files <= FRAME_MAX_FDS;
+	for (size_t k = 0; fits && k < c->n_nodes; k++)
+		fits = (int)c->nodes[k] < mm->conf.nnodes;
+	for (size_t k = 0; fits && k < c->n_extra; k++)
+		fits = (int)c->extra[k] < mm->conf.nnodes;
+	if (!fits) { /* an older MM's row, or nodes this configuration lacks */
+		if (c)
+			storm__rec__checkpoint__free_unpacked(c, NULL);
+		ld->skipped++;
+		return 0;
+	}
+	struct mm_ckpt *r = calloc(1, sizeof(*r));
+	if (!r)
+		goto oom;
+	r->id = c->id;
+	r->db_id = d->id;
+	r->job = c->job;
+	r->epoch = c->epoch;
+	snprintf(r->name, sizeof(r->name), "%s", c->name);
+	snprintf(r->user, sizeof(r->user), "%s", c->user);
+	snprintf(r->nodelist, sizeof(r->nodelist), "%s", c->nodelist);
+	snprintf(r->reason, sizeof(r->reason), "%s", c->reason);
+	r->uid = c->uid;
+	r->gid = c->gid;
+	r->nnodes = (uint32_t)c->n_nodes;
+	r->nranks = c->nranks;
+	r->bytes = c->bytes;
+	r->complete = d->complete;
+	r->time = c->time;
+	r->seconds = c->seconds;
+	r->frozen = c->frozen;
+	r->thawed = true;
+	r->periodic = c->periodic;
+	r->no_bcast = c->no_bcast;
+	r->interval = c->interval;
+	r->restart_on_failure = c->restart_on_failure;
+	r->nodes = malloc(sizeof(int) * r->nnodes);
+	r->node_done = calloc(r->nnodes, sizeof(bool));
+	r->node_captured = calloc(r->nnodes, sizeof(bool));
+	r->rank_node = malloc(sizeof(int) * r->nranks);
+	r->rank_copy = malloc(sizeof(int) * r->nranks);
+	r->extra = malloc(sizeof(int) * (c->n_extra ? c->n_extra : 1));
+	r->argv = dup_strv(c->argv, c->n_argv);
+	r->argc = c->n_argv;
+	r->env = dup_strv(c->env, c->n_env);
+	r->nenv = c->n_env;
+	r->cwd = strdup(c->cwd);
+	r->program = strdup(c->program);
+	if (!r->nodes || !r->node_done || !r->node_captured || !r->rank_node || !r->rank_copy ||
+	    !r->extra || !r->argv || !r->env || !r->cwd || !r->program) {
+		rec_free(r);
+		goto oom;
+	}
+	for (uint32_t k = 0; k < r->nnodes; k++)
+		r->nodes[k] = (int)c->nodes[k];
+	r->nextra = (uint32_t)c->n_extra;
+	for (uint32_t k = 0; k < r->nextra; k++)
+		r->extra[k] = (int)c->extra[k];
+	for (size_t i = 0; i < c->n_files; i++) {
+		if (!(r->fnames[i] = strdup(c->files[i]->name))) {
+			rec_free(r);
+			goto oom;
+		}
+		r->fsizes[i] = c->files[i]->size;
+		r->fmodes[i] = c->files[i]->mode;
+		r->nfiles = (int)i + 1;
+	}
+	for (uint32_t k = 0; k < r->nranks; k++) {
+		r->rank_node[k] = r->nodes[pos_of_rank(r->nranks, r->nnodes, k)];
+		r->rank_copy[k] = -1;
+	}
+	ld->r = r;
+	if (db_ckpt_images(mm->db, d->id, load_image, ld) < 0)
+		mm_log("checkpoint %" PRIu64 ": cannot read where its images are: %s", r->id,
+		       db_error(mm->db));
+	if (!r->complete && !r->reason[0])
+		snprintf(r->reason, sizeof(r->reason), "the machine manager restarted during it");
+	storm__rec__checkpoint__free_unpacked(c, NULL);
+	struct mm_ckpt **tail = &mm->ckpts;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = r;
+	if (r->id > mm->next_ckpt_id)
+		mm->next_ckpt_id = r->id;
+	/* a job restored running takes its next checkpoints after these */
+	struct job *j = job_find(mm, r->job);
+	if (j && j->ckpt_epoch < r->epoch)
+		j->ckpt_epoch = r->epoch;
+	ld->loaded++;
+	return 0;
+oom:
+	storm__rec__checkpoint__free_unpacked(c, NULL);
+	return -ENOMEM;
+}
+
+int ckpt_load(struct mm *mm)
+{
+	struct load ld = {.mm = mm};
+	int rc = db_ckpt_list(mm->db, 0, load_one, &ld);
+	if (rc < 0) {
+		mm_log("error: cannot read the checkpoints: %s",
+		       rc == -1 ? db_error(mm->db) : strerror(-rc));
+		return -1;
+	}
+	if (ld.loaded || ld.skipped)
+		mm_log("%d checkpoints restored from the database%s", ld.loaded,
+		       ld.skipped ? " (older ones without relaunch data are history only)" : "");
+	return 0;
+}
+
+/* where: 2 * r->nranks pointers for the image locations (NULL: left out) */
+static void fill_info(struct mm *mm, const struct mm_ckpt *r, Storm__Ctl__CheckpointInfo *i,
+		      char **where)
 {
 	storm__ctl__checkpoint_info__init(i);
+	for (uint32_t k = 0; where && k < r->nranks; k++) {
+		where[k] = mm->conf.nodes[r->rank_node[k]];
+		where[r->nranks + k] = r->rank_copy[k] >= 0 ? mm->conf.nodes[r->rank_copy[k]] : "";
+	}
+	if (where) {
+		i->image_nodes = where;
+		i->n_image_nodes = r->nranks;
+		i->copy_nodes = where + r->nranks;
+		i->n_copy_nodes = r->nranks;
+	}
 	i->id = r->id;
 	i->job = r->job;
 	i->epoch = r->epoch;
@@ -167,12 +424,14 @@ static void fill_info(const struct mm_ckpt *r, Storm__Ctl__CheckpointInfo *i)
 static void reply_info(struct mm *mm, struct client *c, const struct mm_ckpt *r)
 {
 	Storm__Ctl__CheckpointInfo info;
-	fill_info(r, &info);
+	char **where = calloc(2 * (size_t)r->nranks + 1, sizeof(char *));
+	fill_info(mm, r, &info, where);
 	Storm__Ctl__Reply rep = STORM__CTL__REPLY__INIT;
 	rep.version = PROTO_VERSION;
 	rep.body_case = STORM__CTL__REPLY__BODY_CHECKPOINTED;
 	rep.checkpointed = &info;
 	client_send(mm, c, &rep);
+	free(where);
 }
 
 /* ---- the protocol */
@@ -216,10 +475,36 @@ int ckpt_begin(struct mm *mm, struct job *j, struct client *c, char *why, size_t
 	ck.id = r->id;
 	ck.slot = j->slot;
 	ck.dir = dir;
+	/* buddy copies: each node's images also go to the next node of the
+	 * job, so that the checkpoint survives the loss of one node */
+	bool copies = mm->conf.checkpoint_copies && j->nnodes >= 2;
+	Storm__Cl__CkptCopy *cps = copies ? calloc(j->nnodes, sizeof(*cps)) : NULL;
+	Storm__Cl__CkptCopy **cpp = copies ? calloc(j->nnodes, sizeof(*cpp)) : NULL;
+	if (copies && (!cps || !cpp)) {
+		free(cps);
+		free(cpp);
+		snprintf(why, len, "out of memory");
+		ckpt_rec_delete(mm, r);
+		j->ckpt_epoch--;
+		return -1;
+	}
+	for (uint32_t k = 0; copies && k < j->nnodes; k++) {
+		storm__cl__ckpt_copy__init(&cps[k]);
+		cps[k].from = (uint32_t)j->nodes[k];
+		cps[k].to = (uint32_t)j->nodes[(k + 1) % j->nnodes];
+		cps[k].name = ""; /* its images */
+		cpp[k] = &cps[k];
+	}
+	for (uint32_t k = 0; copies && k < r->nranks; k++)
+		r->rank_copy[k] = j->nodes[(pos_of_rank(r->nranks, r->nnodes, k) + 1) % j->nnodes];
+	ck.copies = cpp;
+	ck.n_copies = copies ? j->nnodes : 0;
 	Storm__Cl__Command cmd = STORM__CL__COMMAND__INIT;
 	cmd.body_case = STORM__CL__COMMAND__BODY_CHECKPOINT;
 	cmd.checkpoint = &ck;
 	int rc = cmd_queue(mm, &cmd, j->nodes, j->nnodes);
+	free(cps);
+	free(cpp);
 	if (rc < 0) {
 		snprintf(why, len, "cannot queue the checkpoint command: %s", strerror(-rc));
 		ckpt_rec_delete(mm, r);
@@ -229,9 +514,7 @@ int ckpt_begin(struct mm *mm, struct job *j, struct client *c, char *why, size_t
 	/* out of the run list from the next strobe on: the nodes stop it */
 	r->periodic = !c;
 	j->ckpt = r;
-	if (mm->db && db_ckpt_add(mm->db, j->id, r->epoch, r->nodelist, 0, false, &r->db_id) < 0)
-		mm_log("checkpoint %" PRIu64 ": cannot record it in the database: %s", r->id,
-		       db_error(mm->db));
+	ckpt_persist(mm, r);
 	j->ckpt_client = c;
 	mm_log("job %" PRIu64 ": checkpoint %" PRIu64 " (epoch %u) started", j->id, r->id,
 	       r->epoch);
@@ -253,6 +536,8 @@ static void remove_images(struct mm *mm, const struct mm_ckpt *r)
 	cmd.body_case = STORM__CL__COMMAND__BODY_CHECKPOINT;
 	cmd.checkpoint = &ck;
 	cmd_queue(mm, &cmd, r->nodes, r->nnodes);
+	if (r->nextra) /* what restarts staged elsewhere */
+		cmd_queue(mm, &cmd, r->extra, r->nextra);
 }
 
 /* Gone for good (deleted, pruned): out of the list and the database. */
@@ -312,9 +597,7 @@ static void ckpt_finish(struct mm *mm, struct job *j, bool ok, const char *why)
 	       "frozen %.3f s%s%s",
 	       j->id, ok ? "complete" : "INCOMPLETE", r->id, r->epoch, r->bytes, r->seconds,
 	       r->frozen, ok ? "" : ": ", ok ? "" : r->reason);
-	if (ok && r->db_id && db_ckpt_complete(mm->db, r->db_id, r->bytes) < 0)
-		mm_log("checkpoint %" PRIu64 ": cannot mark it complete in the database: %s", r->id,
-		       db_error(mm->db));
+	ckpt_persist(mm, r);
 	if (ok && r->periodic)
 		prune(mm, j->id);
 	struct client *c = j->ckpt_client;
@@ -383,9 +666,12 @@ void ckpt_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n)
 				    : "the confirmation did not reach every node");
 }
 
+static void stage_check(struct mm *mm);
+
 void ckpt_tick(struct mm *mm)
 {
 	double now = now_s();
+	stage_check(mm);
 	for (struct job *j = mm->jobs; j; j = j->next) {
 		if (!j->ckpt_interval || j->ckpt || j->state != STORM__CTL__JOB_STATE__RUNNING ||
 		    now < j->ckpt_next)
@@ -400,6 +686,8 @@ void ckpt_tick(struct mm *mm)
 
 void ckpt_job_ended(struct mm *mm, struct job *j)
 {
+	free(j->stage); /* ended while its images moved: late notes are ignored */
+	j->stage = NULL;
 	if (j->ckpt)
 		ckpt_finish(mm, j, false, "the job ended before every node saved it");
 }
@@ -408,8 +696,8 @@ void ckpt_job_ended(struct mm *mm, struct job *j)
 
 /* A new job that restarts checkpoint r on `nodes` nodes (0: as many as it
  * had); c, when given, gets its output and end like a storm run. */
-static struct job *restart_job(struct mm *mm, struct mm_ckpt *r, uint32_t nodes, char *why,
-			       size_t len)
+static struct job *restart_job(struct mm *mm, struct mm_ckpt *r, uint32_t nodes, bool interactive,
+			       char *why, size_t len)
 {
 	if (!nodes)
 		nodes = r->nnodes;
@@ -452,9 +740,29 @@ static struct job *restart_job(struct mm *mm, struct mm_ckpt *r, uint32_t nodes,
 	}
 	for (uint32_t k = 0; k < r->nranks; k++)
 		j->rank_status[k] = INT32_MIN;
-	mm->next_job_id++;
 	j->state = STORM__CTL__JOB_STATE__QUEUED;
 	j->t_submit = now_s();
+	/* in the database as a job (its id is never given again) that a
+	 * restarted MM starts as the same restart */
+	Storm__Ctl__Submit s = STORM__CTL__SUBMIT__INIT;
+	s.argv = r->argv;
+	s.n_argv = r->argc;
+	s.program = r->program;
+	s.nodes = nodes;
+	s.ranks = r->nranks;
+	s.interactive = interactive;
+	s.no_bcast = r->no_bcast;
+	s.cwd = r->cwd;
+	s.env = r->env;
+	s.n_env = r->nenv;
+	s.name = r->name;
+	s.overcommit = true;
+	s.checkpoint_interval = r->interval;
+	s.restart_on_failure = r->restart_on_failure;
+	s.restore_checkpoint = r->id;
+	if (persist_job_new(mm, j, &s) < 0)
+		mm_log("job %" PRIu64 ": a restarted MM will not know it", j->id);
+	mm->next_job_id++;
 	struct job **tail = &mm->jobs;
 	while (*tail)
 		tail = &(*tail)->next;
@@ -494,7 +802,7 @@ uint64_t ckpt_node_lost(struct mm *mm, struct job *j, int node)
 		mm_log("job %" PRIu64 ": no complete checkpoint to restart from", j->id);
 		return 0;
 	}
-	struct job *n = restart_job(mm, r, r->nnodes, why, sizeof(why));
+	struct job *n = restart_job(mm, r, r->nnodes, j->client != NULL, why, sizeof(why));
 	if (!n) {
 		mm_log("job %" PRIu64 ": cannot restart checkpoint %" PRIu64 ": %s", j->id, r->id, why);
 		return 0;
@@ -517,29 +825,74 @@ uint64_t ckpt_node_lost(struct mm *mm, struct job *j, int node)
 	return n->id;
 }
 
-static bool in_place(const struct job *j, const struct mm_ckpt *r)
+/* ---- a restart's staging: images and files to the nodes that lack them */
+
+/* a sender that restarted (and lost its copies) without being declared
+ * DOWN would leave the restart waiting forever */
+#define STAGE_MAX_S 600.0
+
+struct ckpt_stage {
+	double t_start;
+	uint32_t n, left;
+	struct {
+		int node;
+		bool done;
+	} from[];
+};
+
+static bool node_up(const struct mm *mm, int node)
 {
-	if (j->nnodes != r->nnodes)
-		return false;
-	for (uint32_t k = 0; k < j->nnodes; k++)
-		if (j->nodes[k] != r->nodes[k])
-			return false;
-	return true;
+	return node >= 0 && mm->nodes[node].state == STORM__CTL__NODE_STATE__UP;
 }
 
-/* The node of checkpoint r that holds rank `rank` (block distribution). */
-static int node_of_rank(const struct mm_ckpt *r, uint32_t rank)
+static bool in_list(const int *v, uint32_t n, int node)
 {
-	uint32_t base = r->nranks / r->nnodes, extra = r->nranks % r->nnodes, first = 0;
-	for (uint32_t k = 0; k < r->nnodes; k++) {
-		uint32_t count = base + (k < extra);
-		if (rank < first + count)
-			return r->nodes[k];
-		first += count;
+	for (uint32_t i = 0; i < n; i++)
+		if (v[i] == node)
+			return true;
+	return false;
+}
+
+/* Adds a staging entry; `from` joins the senders. -1: out of memory. */
+static int stage_add(Storm__Cl__CkptCopy ***v, size_t *n, size_t *cap, int from, int to,
+		     const char *name)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 16;
+		Storm__Cl__CkptCopy **nv = realloc(*v, c * sizeof(*nv));
+		if (!nv)
+			return -1;
+		*v = nv;
+		*cap = c;
 	}
-	return r->nodes[r->nnodes - 1];
+	Storm__Cl__CkptCopy *e = malloc(sizeof(*e));
+	if (e)
+		storm__cl__ckpt_copy__init(e);
+	if (!e || !(e->name = strdup(name))) {
+		free(e);
+		return -1;
+	}
+	e->from = (uint32_t)from;
+	e->to = (uint32_t)to;
+	(*v)[(*n)++] = e;
+	return 0;
 }
 
+static void stage_free(Storm__Cl__CkptCopy **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i]->name);
+		free(v[i]);
+	}
+	free(v);
+}
+
+/* Before a restart launches, every node of it must hold the images of its
+ * ranks and the job's files (ckpt/JOB/files): a rank's image is on the node
+ * that wrote it and on its buddy; what a node lacks is sent to it, node to
+ * node, by an up node that holds it (ckpt_copy.c on the nodes). The MM never
+ * reads the images itself. 1: everything is in place; 2: staging started,
+ * the launch waits for it; -1: the job failed, saying why. */
 int ckpt_restart_prepare(struct mm *mm, struct job *j)
 {
 	struct mm_ckpt *r = ckpt_rec_find(mm, j->restore_id);
@@ -547,53 +900,161 @@ int ckpt_restart_prepare(struct mm *mm, struct job *j)
 		job_fail(mm, j, "checkpoint %" PRIu64 " was deleted", j->restore_id);
 		return -1;
 	}
-	if (in_place(j, r))
+	Storm__Cl__CkptCopy **v = NULL;
+	size_t n = 0, cap = 0;
+	char name[128], dir[96];
+	rel_dir(dir, sizeof(dir), r->job, r->epoch);
+	for (uint32_t rank = 0; rank < r->nranks; rank++) {
+		int to = j->nodes[pos_of_rank(j->nranks, j->nnodes, rank)];
+		int a = r->rank_node[rank], b = r->rank_copy[rank];
+		if (to == a || to == b)
+			continue;
+		int from = node_up(mm, a) ? a : node_up(mm, b) ? b : -1;
+		if (from < 0) {
+			job_fail(mm, j, "checkpoint %" PRIu64 ": no node holding the image of rank %u "
+					"is up (%s%s%s)", r->id, rank, mm->conf.nodes[a],
+				 b >= 0 ? ", its copy on " : "; no copy was made",
+				 b >= 0 ? mm->conf.nodes[b] : "");
+			stage_free(v, n);
+			return -1;
+		}
+		snprintf(name, sizeof(name), "%s/rank%u.img", dir, rank);
+		if (stage_add(&v, &n, &cap, from, to, name) < 0)
+			goto oom;
+	}
+	for (uint32_t k = 0; !r->no_bcast && k < j->nnodes; k++) {
+		int to = j->nodes[k], from = -1;
+		if (in_list(r->nodes, r->nnodes, to))
+			continue; /* each node of the job copied its files at its dump */
+		for (uint32_t i = 0; i < r->nnodes && from < 0; i++)
+			if (node_up(mm, r->nodes[i]))
+				from = r->nodes[i];
+		if (from < 0) {
+			job_fail(mm, j, "checkpoint %" PRIu64 ": no node holding the job's files is up",
+				 r->id);
+			stage_free(v, n);
+			return -1;
+		}
+		rel_dir(name, sizeof(name), r->job, 0);
+		if (stage_add(&v, &n, &cap, from, to, name) < 0)
+			goto oom;
+	}
+	if (!n)
 		return 1;
-	/* elsewhere: the files and every image go out with the program
-	 * multicast. The MM reads them from the nodes' state directories,
-	 * which it reaches on a virtual cluster (one host). */
-	int nf = (r->no_bcast ? 0 : r->nfiles) + (int)r->nranks;
-	if (nf > FRAME_MAX_FDS) {
-		job_fail(mm, j, "a restart on other nodes moves at most %d files (program, files "
-				"and one image per rank), this one needs %d; restart on the same nodes",
-			 FRAME_MAX_FDS, nf);
+	int *senders = malloc(sizeof(int) * n);
+	uint32_t ns = 0;
+	if (!senders)
+		goto oom;
+	for (size_t i = 0; i < n; i++) {
+		if (!in_list(senders, ns, (int)v[i]->from))
+			senders[ns++] = (int)v[i]->from;
+		if (!in_list(r->extra, r->nextra, (int)v[i]->to) &&
+		    !in_list(r->nodes, r->nnodes, (int)v[i]->to)) {
+			int *e = realloc(r->extra, sizeof(int) * (r->nextra + 1));
+			if (!e) {
+				free(senders);
+				goto oom;
+			}
+			r->extra = e;
+			r->extra[r->nextra++] = (int)v[i]->to;
+		}
+	}
+	j->stage = calloc(1, sizeof(*j->stage) + ns * sizeof(j->stage->from[0]));
+	if (!j->stage) {
+		free(senders);
+		goto oom;
+	}
+	j->stage->n = j->stage->left = ns;
+	j->stage->t_start = now_s();
+	for (uint32_t i = 0; i < ns; i++)
+		j->stage->from[i].node = senders[i];
+	Storm__Cl__Checkpoint ck = STORM__CL__CHECKPOINT__INIT;
+	ck.job = j->id; /* the notes are the restart's */
+	ck.id = r->id;
+	ck.dir = dir;
+	ck.send = true;
+	ck.copies = v;
+	ck.n_copies = n;
+	Storm__Cl__Command cmd = STORM__CL__COMMAND__INIT;
+	cmd.body_case = STORM__CL__COMMAND__BODY_CHECKPOINT;
+	cmd.checkpoint = &ck;
+	int rc = cmd_queue(mm, &cmd, senders, ns);
+	free(senders);
+	stage_free(v, n);
+	if (rc < 0) {
+		job_fail(mm, j, "cannot queue the staging of checkpoint %" PRIu64 ": %s", r->id,
+			 strerror(-rc));
 		return -1;
 	}
-	char path[PATH_MAX + 512];
-	int k = 0;
-	for (int i = 0; !r->no_bcast && i < r->nfiles; i++, k++) {
-		snprintf(path, sizeof(path), "%s/%s/ckpt/%" PRIu64 "/files/%s", mm->conf.state_dir,
-			 mm->conf.nodes[r->nodes[0]], r->job, r->fnames[i]);
-		j->fnames[k] = strdup(r->fnames[i]);
-		j->fmodes[k] = r->fmodes[i];
-		j->fds[k] = open(path, O_RDONLY | O_CLOEXEC);
-		j->nfds = k + 1;
-		if (j->fds[k] < 0)
-			goto missing;
-		struct stat st;
-		fstat(j->fds[k], &st);
-		j->fsizes[k] = (uint64_t)st.st_size;
-	}
-	for (uint32_t rank = 0; rank < r->nranks; rank++, k++) {
-		snprintf(path, sizeof(path), "%s/%s/ckpt/%" PRIu64 "/%u/rank%u.img",
-			 mm->conf.state_dir, mm->conf.nodes[node_of_rank(r, rank)], r->job, r->epoch,
-			 rank);
-		char name[32];
-		snprintf(name, sizeof(name), "rank%u.img", rank);
-		j->fnames[k] = strdup(name);
-		j->fmodes[k] = 0600;
-		j->fds[k] = open(path, O_RDONLY | O_CLOEXEC);
-		j->nfds = k + 1;
-		if (j->fds[k] < 0)
-			goto missing;
-		struct stat st;
-		fstat(j->fds[k], &st);
-		j->fsizes[k] = (uint64_t)st.st_size;
-	}
-	return 0;
-missing:
-	job_fail(mm, j, "checkpoint %" PRIu64 ": %s: %s", r->id, path, strerror(errno));
+	ckpt_persist(mm, r); /* its new holders */
+	mm_log("job %" PRIu64 ": %zu files of checkpoint %" PRIu64 " move to its nodes from %u "
+	       "nodes", j->id, n, r->id, ns);
+	return 2;
+oom:
+	stage_free(v, n);
+	job_fail(mm, j, "out of memory");
 	return -1;
+}
+
+bool ckpt_stage_note(struct mm *mm, struct job *j, int node, const Storm__Cl__JobNote *n)
+{
+	if (n->kind != STORM__CL__JOB_NOTE__KIND__CHECKPOINT_COPIED &&
+	    n->kind != STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED)
+		return false;
+	char *rest = NULL;
+	if (strtoull(n->message, &rest, 10) != j->restore_id)
+		return false;
+	if (j->state != STORM__CTL__JOB_STATE__LAUNCHING)
+		return true; /* it ended meanwhile */
+	while (rest && *rest == ' ')
+		rest++;
+	struct ckpt_stage *st = j->stage;
+	if (n->kind == STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED) {
+		free(j->stage);
+		j->stage = NULL;
+		job_fail(mm, j, "checkpoint %" PRIu64 ": its images could not be moved: %s",
+			 j->restore_id, rest ? rest : "a node failed");
+		return true;
+	}
+	for (uint32_t i = 0; i < st->n; i++)
+		if (st->from[i].node == node && !st->from[i].done) {
+			st->from[i].done = true;
+			st->left--;
+		}
+	if (st->left)
+		return true;
+	free(j->stage);
+	j->stage = NULL;
+	mm_log("job %" PRIu64 ": the images of checkpoint %" PRIu64 " are on its nodes", j->id,
+	       j->restore_id);
+	job_transferred(mm, j);
+	return true;
+}
+
+/* Every slice: a sender that went down fails the restart it was staging. */
+static void stage_check(struct mm *mm)
+{
+	for (struct job *j = mm->jobs; j; j = j->next) {
+		if (!j->stage || !job_active(j))
+			continue;
+		if (now_s() - j->stage->t_start > STAGE_MAX_S) {
+			free(j->stage);
+			j->stage = NULL;
+			job_fail(mm, j, "the images of checkpoint %" PRIu64 " did not reach its nodes "
+					"in %.0f s", j->restore_id, STAGE_MAX_S);
+			continue;
+		}
+		for (uint32_t i = 0; i < j->stage->n; i++) {
+			int node = j->stage->from[i].node;
+			if (j->stage->from[i].done || node_up(mm, node))
+				continue;
+			free(j->stage);
+			j->stage = NULL;
+			job_fail(mm, j, "node %s went down while it moved the images of checkpoint "
+					"%" PRIu64, mm->conf.nodes[node], j->restore_id);
+			break;
+		}
+	}
 }
 
 void ckpt_fill_launch(struct mm *mm, struct job *j, Storm__Cl__Launch *l, char **old_dirs)
@@ -603,12 +1064,11 @@ void ckpt_fill_launch(struct mm *mm, struct job *j, Storm__Cl__Launch *l, char *
 	if (!r)
 		return;
 	l->restore = true;
-	if (in_place(j, r)) {
-		rel_dir(restore_dir, sizeof(restore_dir), r->job, r->epoch);
-		rel_dir(files_dir, sizeof(files_dir), r->job, 0);
-		l->restore_dir = restore_dir;
-		l->files_dir = r->no_bcast ? "" : files_dir;
-	}
+	/* staged or not, every node has its ranks' images and the files there */
+	rel_dir(restore_dir, sizeof(restore_dir), r->job, r->epoch);
+	rel_dir(files_dir, sizeof(files_dir), r->job, 0);
+	l->restore_dir = restore_dir;
+	l->files_dir = r->no_bcast ? "" : files_dir;
 	size_t n = r->nnodes < 64 ? r->nnodes : 64;
 	for (size_t k = 0; k < n; k++) {
 		char d[PATH_MAX + 512];
@@ -648,7 +1108,7 @@ static void handle_restart(struct mm *mm, struct client *c, const Storm__Ctl__Re
 				  "the cluster is shutting down");
 		return;
 	}
-	struct job *j = restart_job(mm, r, rq->nodes, why, sizeof(why));
+	struct job *j = restart_job(mm, r, rq->nodes, true, why, sizeof(why));
 	if (!j) {
 		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID, "%s", why);
 		return;
@@ -693,20 +1153,24 @@ static void handle_delete(struct mm *mm, struct client *c, uint64_t id)
 
 static void reply_list(struct mm *mm, struct client *c)
 {
-	size_t n = 0;
-	for (struct mm_ckpt *r = mm->ckpts; r; r = r->next)
-		n++;
+	size_t n = 0, ranks = 0;
+	for (struct mm_ckpt *r = mm->ckpts; r; r = r->next, n++)
+		ranks += r->nranks;
+	char **where = calloc(2 * ranks + 1, sizeof(char *));
 	Storm__Ctl__CheckpointInfo *infos = calloc(n ? n : 1, sizeof(*infos));
 	Storm__Ctl__CheckpointInfo **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
-	if (!infos || !ptrs) {
+	if (!infos || !ptrs || !where) {
 		free(infos);
 		free(ptrs);
+		free(where);
 		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INTERNAL, "out of memory");
 		return;
 	}
 	size_t k = 0;
+	char **w = where;
 	for (struct mm_ckpt *r = mm->ckpts; r; r = r->next, k++) {
-		fill_info(r, &infos[k]);
+		fill_info(mm, r, &infos[k], w);
+		w += 2 * (size_t)r->nranks;
 		ptrs[k] = &infos[k];
 	}
 	Storm__Ctl__CheckpointList cl = STORM__CTL__CHECKPOINT_LIST__INIT;
@@ -719,6 +1183,7 @@ static void reply_list(struct mm *mm, struct client *c)
 	client_send(mm, c, &rep);
 	free(infos);
 	free(ptrs);
+	free(where);
 }
 
 void ckpt_handle_request(struct mm *mm, struct client *c, const Storm__Ctl__Request *req)

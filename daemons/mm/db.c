@@ -15,7 +15,7 @@ struct mm_db {
 	char err[512];
 };
 
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2 /* 2: checkpoints.data, checkpoint_images */
 
 static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value);"
@@ -32,8 +32,13 @@ static const char schema[] =
 	" job INTEGER NOT NULL, node INTEGER NOT NULL, PRIMARY KEY(job, node));"
 	"CREATE TABLE IF NOT EXISTS checkpoints("
 	" id INTEGER PRIMARY KEY, job INTEGER NOT NULL, epoch INTEGER NOT NULL,"
-	" nodes TEXT, size INTEGER, complete INTEGER NOT NULL DEFAULT 0, created REAL);"
+	" nodes TEXT, size INTEGER, complete INTEGER NOT NULL DEFAULT 0, created REAL,"
+	" data BLOB);"
 	"CREATE INDEX IF NOT EXISTS checkpoints_job ON checkpoints(job);"
+	/* where each rank's image of a checkpoint is, and its buddy copy */
+	"CREATE TABLE IF NOT EXISTS checkpoint_images("
+	" ckpt INTEGER NOT NULL, rank INTEGER NOT NULL, node TEXT, copy TEXT,"
+	" PRIMARY KEY(ckpt, rank));"
 	/* one line per ended job, as `storm acct` shows it */
 	"CREATE TABLE IF NOT EXISTS accounting("
 	" job INTEGER PRIMARY KEY, name TEXT, user TEXT, uid INTEGER, nnodes INTEGER,"
@@ -105,8 +110,19 @@ int db_open(const char *path, bool full_sync, struct mm_db **out, char *err, siz
 		free(db);
 		return -1;
 	}
-	char v[96];
-	snprintf(v, sizeof(v), "INSERT OR IGNORE INTO meta VALUES('schema', %d);", SCHEMA_VERSION);
+	/* a version 1 database: its checkpoints had no relaunch data */
+	sqlite3_stmt *probe = NULL;
+	if (sqlite3_prepare_v2(db->h, "SELECT data FROM checkpoints", -1, &probe, NULL) != SQLITE_OK &&
+	    exec(db, "ALTER TABLE checkpoints ADD COLUMN data BLOB;") < 0) {
+		snprintf(err, errlen, "cannot upgrade the database %s: %s", path, db->err);
+		sqlite3_close(db->h);
+		free(db);
+		return -1;
+	}
+	sqlite3_finalize(probe);
+	char v[160];
+	snprintf(v, sizeof(v), "INSERT OR IGNORE INTO meta VALUES('schema', %d);"
+		 "UPDATE meta SET value = %d WHERE key = 'schema';", SCHEMA_VERSION, SCHEMA_VERSION);
 	if (exec(db, v) < 0) {
 		snprintf(err, errlen, "cannot set up the database %s: %s", path, db->err);
 		sqlite3_close(db->h);
@@ -509,18 +525,106 @@ int db_ckpt_complete(struct mm_db *db, int64_t id, uint64_t size)
 
 int db_ckpt_delete(struct mm_db *db, int64_t id)
 {
+	if (exec(db, "BEGIN IMMEDIATE") < 0)
+		return -1;
+	int rc = -1;
 	sqlite3_stmt *st = prep(db, "DELETE FROM checkpoints WHERE id = ?1");
+	if (st) {
+		sqlite3_bind_int64(st, 1, id);
+		rc = step_done(db, st, "deleting the checkpoint");
+	}
+	if (rc == 0 && (st = prep(db, "DELETE FROM checkpoint_images WHERE ckpt = ?1"))) {
+		sqlite3_bind_int64(st, 1, id);
+		rc = step_done(db, st, "deleting the checkpoint's images");
+	} else if (rc == 0) {
+		rc = -1;
+	}
+	return txn_end(db, rc);
+}
+
+int db_ckpt_save(struct mm_db *db, const struct db_ckpt *c, const struct db_ckpt_image *img,
+		 uint32_t nimg, int64_t *id)
+{
+	if (exec(db, "BEGIN IMMEDIATE") < 0)
+		return -1;
+	int rc = -1;
+	sqlite3_stmt *st = prep(db, *id ?
+		"UPDATE checkpoints SET job = ?1, epoch = ?2, nodes = ?3, size = ?4, complete = ?5,"
+		" data = ?6 WHERE id = ?7" :
+		"INSERT INTO checkpoints(job, epoch, nodes, size, complete, data, created)"
+		" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+	if (st) {
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)c->job);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)c->epoch);
+		bind_text(st, 3, c->nodes);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)c->size);
+		sqlite3_bind_int(st, 5, c->complete);
+		bind_blob(st, 6, c->data, c->data_len);
+		if (*id) {
+			sqlite3_bind_int64(st, 7, *id);
+		} else {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			sqlite3_bind_double(st, 7, (double)ts.tv_sec + ts.tv_nsec / 1e9);
+		}
+		rc = step_done(db, st, "recording the checkpoint");
+	}
+	if (rc == 0 && *id && sqlite3_changes(db->h) != 1) {
+		snprintf(db->err, sizeof(db->err), "no checkpoint %lld", (long long)*id);
+		rc = -1;
+	}
+	int64_t row = rc == 0 && !*id ? sqlite3_last_insert_rowid(db->h) : *id;
+	if (rc == 0 && (st = prep(db, "DELETE FROM checkpoint_images WHERE ckpt = ?1"))) {
+		sqlite3_bind_int64(st, 1, row);
+		rc = step_done(db, st, "recording the checkpoint's images");
+	} else if (rc == 0) {
+		rc = -1;
+	}
+	for (uint32_t k = 0; rc == 0 && k < nimg; k++) {
+		if (!(st = prep(db, "INSERT INTO checkpoint_images(ckpt, rank, node, copy)"
+				    " VALUES(?1, ?2, ?3, ?4)"))) {
+			rc = -1;
+			break;
+		}
+		sqlite3_bind_int64(st, 1, row);
+		sqlite3_bind_int64(st, 2, img[k].rank);
+		bind_text(st, 3, img[k].node);
+		bind_text(st, 4, img[k].copy);
+		rc = step_done(db, st, "recording the checkpoint's images");
+	}
+	if (txn_end(db, rc) < 0)
+		return -1;
+	*id = row;
+	return 0;
+}
+
+int db_ckpt_images(struct mm_db *db, int64_t id,
+		   int (*cb)(void *arg, const struct db_ckpt_image *i), void *arg)
+{
+	sqlite3_stmt *st = prep(db, "SELECT rank, node, copy FROM checkpoint_images WHERE ckpt = ?1"
+				    " ORDER BY rank");
 	if (!st)
 		return -1;
 	sqlite3_bind_int64(st, 1, id);
-	return step_done(db, st, "deleting the checkpoint");
+	int rc = 0, s;
+	while (rc == 0 && (s = sqlite3_step(st)) == SQLITE_ROW) {
+		struct db_ckpt_image i = {0};
+		i.rank = (uint32_t)sqlite3_column_int64(st, 0);
+		i.node = col_text(st, 1);
+		i.copy = col_text(st, 2);
+		rc = cb(arg, &i);
+	}
+	if (rc == 0 && s != SQLITE_DONE)
+		rc = sqlfail(db, "reading the checkpoint's images");
+	sqlite3_finalize(st);
+	return rc;
 }
 
 int db_ckpt_list(struct mm_db *db, uint64_t job, int (*cb)(void *arg, const struct db_ckpt *c),
 		 void *arg)
 {
 	sqlite3_stmt *st = prep(db,
-		"SELECT id, job, epoch, nodes, size, complete, created FROM checkpoints"
+		"SELECT id, job, epoch, nodes, size, complete, created, data FROM checkpoints"
 		" WHERE ?1 = 0 OR job = ?1 ORDER BY id");
 	if (!st)
 		return -1;
@@ -535,6 +639,8 @@ int db_ckpt_list(struct mm_db *db, uint64_t job, int (*cb)(void *arg, const stru
 		c.size = (uint64_t)sqlite3_column_int64(st, 4);
 		c.complete = sqlite3_column_int(st, 5) != 0;
 		c.created = sqlite3_column_double(st, 6);
+		c.data = sqlite3_column_blob(st, 7);
+		c.data_len = (size_t)sqlite3_column_bytes(st, 7);
 		rc = cb(arg, &c);
 	}
 	if (rc == 0 && s != SQLITE_DONE)

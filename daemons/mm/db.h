@@ -57,6 +57,15 @@ struct db_ckpt {
 	const char *nodes;
 	bool complete;
 	double created;
+	const void *data;        /* what a restart needs (ckpt.c packs it), NULL: none */
+	size_t data_len;
+};
+
+/* Where rank `rank`'s image of a checkpoint is: the node that wrote it and
+ * the node holding its copy (NULL: none). */
+struct db_ckpt_image {
+	uint32_t rank;
+	const char *node, *copy;
 };
 
 /* Opens (creating) the database at path: WAL, synchronous FULL when
@@ -96,6 +105,12 @@ int db_ckpt_add(struct mm_db *db, uint64_t job, uint64_t epoch, const char *node
 int db_ckpt_complete(struct mm_db *db, int64_t id, uint64_t size);
 /* Deleted or pruned: its images are gone. */
 int db_ckpt_delete(struct mm_db *db, int64_t id);
+/* Inserts (*id 0: the new row's id goes to *id) or rewrites checkpoint *id
+ * with c's fields and data, and its images, in one transaction. */
+int db_ckpt_save(struct mm_db *db, const struct db_ckpt *c, const struct db_ckpt_image *img,
+		 uint32_t nimg, int64_t *id);
+int db_ckpt_images(struct mm_db *db, int64_t id,
+		   int (*cb)(void *arg, const struct db_ckpt_image *i), void *arg);
 int db_ckpt_list(struct mm_db *db, uint64_t job, int (*cb)(void *arg, const struct db_ckpt *c),
 		 void *arg);
 

@@ -58,6 +58,7 @@ void job_destroy(struct job *j)
 	free(j->nodes);
 	free(j->rank_status);
 	free(j->node_done);
+	free(j->stage);
 	free(j);
 }
 
@@ -123,6 +124,7 @@ void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds
 		REFUSE(ERR_PERMISSION,
 		       "this cluster runs as uid %u and can run only that user's jobs (start it as root to serve others)",
 		       (unsigned)geteuid());
+	s->restore_checkpoint = 0; /* set only for the MM's own restart jobs */
 	struct submit_plan plan;
 	Storm__Ctl__ErrorCode code = mm_req_check_submit(&mm->conf, s, nfds, &plan, why, sizeof(why));
 	if (code != STORM__CTL__ERROR_CODE__ERR_NONE) {
@@ -304,8 +306,8 @@ static void start(struct mm *mm, struct job *j)
 	       gang_home(mm, j));
 	persist_job(mm, j);
 	int in_place = j->restore_id ? ckpt_restart_prepare(mm, j) : 0;
-	if (in_place < 0)
-		return; /* failed, saying why */
+	if (in_place < 0 || in_place == 2)
+		return; /* failed, saying why; or its images move to its nodes first */
 	if (j->no_bcast || in_place)
 		job_transferred(mm, j);
 	else if (transfer_start(mm, j) < 0)
@@ -739,6 +741,8 @@ void job_on_exit(struct mm *mm, int node, const Storm__Cl__RankExit *e)
 void job_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n)
 {
 	struct job *j = job_find(mm, n->job);
+	if (j && j->stage && ckpt_stage_note(mm, j, node, n))
+		return; /* its senders need not be its nodes */
 	int k = j ? job_node_pos(j, node) : -1;
 	if (k < 0 || !job_active(j))
 		return;

@@ -104,6 +104,7 @@ struct job {
 	struct mm_ckpt *ckpt;    /* the one under way: the job is frozen meanwhile */
 	struct client *ckpt_client; /* storm checkpoint waiting for it */
 	uint64_t restore_id;     /* a restart: from this checkpoint */
+	struct ckpt_stage *stage; /* a restart's images moving to its nodes (ckpt.c) */
 	struct job *next;
 };
 
@@ -142,6 +143,12 @@ struct mm_ckpt {
 	uint32_t interval;
 	bool restart_on_failure;
 	int64_t db_id;           /* its row in the database's checkpoints table, 0: none */
+	/* where the images are: per rank, the node that wrote it and the node
+	 * holding its buddy copy (-1: none); extra: nodes a restart staged
+	 * images or files to (they are removed there too) */
+	int *rank_node, *rank_copy;
+	int *extra;
+	uint32_t nextra;
 	struct mm_ckpt *next;
 };
 
@@ -280,6 +287,10 @@ int nodes_up(const struct mm *mm);
 struct mm_ckpt *ckpt_rec_find(struct mm *mm, uint64_t id);
 struct mm_ckpt *ckpt_rec_latest_complete(struct mm *mm, uint64_t job);
 void ckpt_rec_delete(struct mm *mm, struct mm_ckpt *r);
+/* Writes the record, with its relaunch data and image locations, to the
+ * database; ckpt_load reads them back when the MM starts. */
+void ckpt_persist(struct mm *mm, struct mm_ckpt *r);
+int ckpt_load(struct mm *mm);
 /* Starts a checkpoint of a running job; c (may be NULL) gets the answer.
  * 0, or -1 with why filled. */
 int ckpt_begin(struct mm *mm, struct job *j, struct client *c, char *why, size_t len);
@@ -289,9 +300,13 @@ void ckpt_tick(struct mm *mm);
  * --restart-on-failure a restart job takes over its client: its id, else 0. */
 uint64_t ckpt_node_lost(struct mm *mm, struct job *j, int node);
 void ckpt_job_ended(struct mm *mm, struct job *j);
-/* start(): a restart job's images are in place (1), to be transferred (0,
- * fds filled), or cannot be had (-1, job failed). */
+/* start(): a restart job's images are on its nodes (1), are being moved
+ * there node to node (2: job_transferred follows), or cannot be had (-1,
+ * job failed). */
 int ckpt_restart_prepare(struct mm *mm, struct job *j);
+/* A restart's staging note (CHECKPOINT_COPIED or _FAILED from a sender):
+ * true when it was one. */
+bool ckpt_stage_note(struct mm *mm, struct job *j, int node, const Storm__Cl__JobNote *n);
 void ckpt_fill_launch(struct mm *mm, struct job *j, Storm__Cl__Launch *l, char **old_dirs);
 void ckpt_handle_request(struct mm *mm, struct client *c, const Storm__Ctl__Request *req);
 /* gang.c: a job is out of the run list while a checkpoint captures it */

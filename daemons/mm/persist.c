@@ -274,6 +274,9 @@ static int restore_one(void *arg, const struct db_job *d)
 		j->cwd = strdup(s->cwd);
 		j->program = strdup(s->program);
 		j->no_bcast = s->no_bcast;
+		j->ckpt_interval = s->checkpoint_interval;
+		j->restart_on_failure = s->restart_on_failure;
+		j->restore_id = s->restore_checkpoint;
 	}
 	if (!j->nodes || !j->rank_status || !j->node_done || (s && (!j->argv || !j->env ||
 								    !j->cwd || !j->program))) {
@@ -296,8 +299,10 @@ static int restore_one(void *arg, const struct db_job *d)
 	} else if (st == STORM__CTL__JOB_STATE__RUNNING) {
 		snprintf(why, sizeof(why), "its allocation is missing from the database");
 	} else {
-		/* queued, or its transfer was cut short: it starts (over) */
-		reopen_files(j, s, why, sizeof(why));
+		/* queued, or its transfer was cut short: it starts (over); a
+		 * restart takes its images and files from the nodes again */
+		if (!j->restore_id)
+			reopen_files(j, s, why, sizeof(why));
 		rs->queued++;
 	}
 	/* output: the batch file again; an interactive job lost its storm
@@ -363,6 +368,8 @@ int persist_open(struct mm *mm)
 		return -1;
 	}
 	matrix_backfill(&mm->matrix);
+	if (ckpt_load(mm) < 0) /* the earlier MMs' checkpoints, restartable */
+		return -1;
 	for (int i = 0; i < rs.nfail; i++) {
 		struct job *j = job_find(mm, rs.fail[i]);
 		if (!j)

@@ -1080,6 +1080,10 @@ static void on_data(struct bjob *j, uint32_t from, const struct wdata *w, const 
 static void on_message(struct nd *nd, uint32_t from, const struct mhdr *h, const uint8_t *body)
 {
 	struct nd_bcs *b = nd->bcs;
+	if (h->type >= ND_MB_COPY_FIRST) { /* checkpoint copies share the mailboxes */
+		nd_copy_message(nd, from, h->type, h->job, h->slice, body, h->len);
+		return;
+	}
 	if (job_dead(b, h->job))
 		return;
 	struct bjob *j = bjob_find(b, h->job);
@@ -1220,6 +1224,25 @@ void nd_bcs_arrived(struct nd *nd)
 			mb_flush(nd, from);
 	}
 }
+
+/* ---- the mailboxes, for checkpoint copies (ckpt_copy.c) */
+
+void nd_mb_send(struct nd *nd, uint32_t to, uint32_t type, uint64_t job, uint64_t arg,
+		const void *body, size_t len, const void *body2, size_t len2)
+{
+	mb_send(nd, to, type, job, arg, 0, body, len, body2, len2);
+}
+
+uint32_t nd_mb_backlog(const struct nd *nd, uint32_t to)
+{
+	const struct nd_bcs *b = nd->bcs;
+	uint32_t n = b->out[to].sent - (uint32_t)sn_var_load(nd->sn, gm_bcs_ack(b->nnodes, to));
+	for (const struct omsg *m = b->out[to].head; m; m = m->next)
+		n++;
+	return n;
+}
+
+size_t nd_mb_body_max(const struct nd *nd) { return nd->bcs->max_msg - sizeof(struct mhdr); }
 
 /* ---- the strobe */
 

@@ -21,6 +21,26 @@ bool nd_valid_ckpt_dir(const char *d)
 	return !strncmp(d, "ckpt/", 5) && !strstr(d, "..") && d[n - 1] != '/' && !strstr(d, "//");
 }
 
+bool nd_valid_ckpt_file(const char *name)
+{
+	const char *base = strrchr(name, '/');
+	return strlen(name) < ND_COPY_NAME_MAX - 8 && nd_valid_ckpt_dir(name) && base &&
+	       nd_valid_basename(base + 1);
+}
+
+const char *nd_copy_problem(const struct nd_copy_hdr *h, size_t body_len)
+{
+	if (body_len < sizeof(*h) || h->len != body_len - sizeof(*h))
+		return "its length does not match its data";
+	if (strnlen(h->name, sizeof(h->name)) == sizeof(h->name))
+		return "its name is not terminated";
+	if (!nd_valid_ckpt_file(h->name))
+		return "its name is not a checkpoint file";
+	if (h->offset > h->size || h->len > h->size - h->offset)
+		return "its data lies outside the file";
+	return NULL;
+}
+
 int nd_strobe_read(const uint8_t *area, uint32_t index, struct strobe *s, uint64_t *ack,
 		   uint64_t *run)
 {

@@ -46,7 +46,7 @@ struct nd_helper {
 	int *pipes;             /* restore: per local rank, stdout and stderr read ends */
 	bool captured;          /* dump: its images are written; the job may run on */
 	char *dir, *files;      /* dump, until forked: where the images go */
-	uint64_t slice;         /* dump: when the command came */
+	uint32_t cmd_seq;       /* dump: its Checkpoint command's number */
 	char buf[4096];         /* dump: what it said so far */
 	size_t len;
 	struct nd_helper *next;
@@ -310,6 +310,10 @@ void nd_checkpoint(struct nd *nd, const Storm__Cl__Checkpoint *c)
 			ckpt_remove(nd, c);
 		return;
 	}
+	if (c->send) { /* a restart's staging: this node only sends (ckpt_copy.c) */
+		nd_copy_plan(nd, c);
+		return;
+	}
 	struct nd_job *job = job_of(nd, c->job);
 	const char *why = !job ? "the job does not run here"
 			  : job->ckpt_busy ? "a checkpoint of the job is under way"
@@ -345,12 +349,13 @@ void nd_checkpoint(struct nd *nd, const Storm__Cl__Checkpoint *c)
 		return;
 	}
 	h->fd = -1;
-	h->slice = nd->slice;
+	h->cmd_seq = nd->cmd_done + 1; /* the command being acted on */
 	h->kind = H_DUMP;
 	h->job = job->id;
 	h->id = c->id;
 	h->slot = c->slot;
 	add_helper(nd, h);
+	nd_copy_plan(nd, c); /* buddy copies, sent once the dump is done */
 	/* the helper starts once the job's BCS-MPI traffic has drained
 	 * (nd_ckpt_poll): at once for a job that has none */
 	nd_ckpt_poll(nd);
@@ -361,6 +366,7 @@ static void dump_unstarted(struct nd *nd, struct nd_helper *h, const char *why)
 	struct nd_job *job = job_of(nd, h->job);
 	if (job)
 		job->ckpt_busy = false;
+	nd_copy_forget(nd, h->id);
 	nd_queue_note(nd, h->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED, UINT32_MAX,
 		      "%" PRIu64 " %s: %s", h->id, nd->name, why);
 	nd_log(nd, "job %" PRIu64 ": checkpoint %" PRIu64 " failed: %s", h->job, h->id, why);
@@ -372,8 +378,10 @@ static bool dump_start(struct nd *nd, struct nd_helper *h)
 {
 	struct nd_job *job = job_of(nd, h->job);
 	char why[256];
-	if (!job)
+	if (!job) {
+		nd_copy_forget(nd, h->id);
 		return false; /* the job ended meanwhile; the MM knows */
+	}
 	int s = nd_bcs_sealed(nd, job, why, sizeof(why));
 	if (s < 0) {
 		dump_unstarted(nd, h, why);
@@ -426,12 +434,13 @@ static void dump_release(struct nd *nd, struct nd_helper *h)
 void nd_ckpt_running(struct nd *nd, struct nd_job *job)
 {
 	/* back in the run list before its drain ended here: the MM gave the
-	 * checkpoint up (another node failed it). The strobe right after the
-	 * command may still carry the run list from before it. */
+	 * checkpoint up (another node failed it) — if the strobe was sent after
+	 * the command: a node that lags reads strobes sent before it (their run
+	 * lists still have the job) after the command itself. */
 	for (struct nd_helper **pp = &nd->helpers; *pp; pp = &(*pp)->next) {
 		struct nd_helper *h = *pp;
 		if (h->kind == H_DUMP && h->pid == 0 && h->job == job->id &&
-		    nd->slice >= h->slice + 2) {
+		    (int32_t)(nd->strobe_cmd_seq - h->cmd_seq) >= 0) {
 			dump_unstarted(nd, h, "the checkpoint was abandoned");
 			*pp = h->next;
 			helper_free(h);
@@ -484,6 +493,8 @@ static void dump_done(struct nd *nd, struct nd_helper *h, const char *res)
 	unsigned long long bytes = 0;
 	const char *ok = strstr(res, "OK "), *e = strstr(res, "E ");
 	if (ok && !e && sscanf(ok, "OK %llu", &bytes) == 1) {
+		if (nd_copy_after_dump(nd, h->id, h->slot, bytes))
+			return; /* complete once its buddy has the copies */
 		sn_var_store(nd->sn, GM_VAR_CKPT(h->slot), h->id);
 		nd_queue_note(nd, h->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINTED, UINT32_MAX,
 			      "%" PRIu64 " %llu", h->id, bytes);
@@ -494,6 +505,7 @@ static void dump_done(struct nd *nd, struct nd_helper *h, const char *res)
 		if (e)
 			snprintf(line, sizeof(line), "%.*s", (int)strcspn(e + 2, "\n"), e + 2);
 		const char *why = line;
+		nd_copy_forget(nd, h->id);
 		nd_queue_note(nd, h->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED, UINT32_MAX,
 			      "%" PRIu64 " %s: %s", h->id, nd->name, why);
 		nd_log(nd, "job %" PRIu64 ": checkpoint %" PRIu64 " failed: %s", h->job, h->id, why);

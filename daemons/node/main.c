@@ -313,6 +313,7 @@ static void on_strobe(struct nd *nd)
 	skip_unsent_commands(nd, s.cmd_seq);
 	if (nd->helpers)
 		nd_ckpt_poll(nd);
+	nd->strobe_cmd_seq = s.cmd_seq;
 	int switched = nd_gang_apply(nd, run);
 	nd_bcs_strobe(nd);
 	if (nd->trace) {
@@ -553,6 +554,9 @@ static void run(struct nd *nd)
 		t = nd_bcs_timer_ms(nd);
 		if (t >= 0 && (timeout < 0 || t < timeout))
 			timeout = t;
+		t = nd_copy_timer_ms(nd);
+		if (t >= 0 && (timeout < 0 || t < timeout))
+			timeout = t;
 		int n = epoll_wait(nd->epfd, evs, 64, timeout);
 		if (n < 0 && errno != EINTR) {
 			nd_log(nd, "epoll_wait: %s", strerror(errno));
@@ -584,6 +588,7 @@ static void run(struct nd *nd)
 			on_strobe(nd);
 		if (drain_event(nd, EV_BCS))
 			nd_bcs_arrived(nd);
+		nd_copy_pump(nd);
 		if (drain_event(nd, EV_REPORT_ACK)) {
 			const uint8_t *v = nd->gmem + GM_VAR_REPORT_ACK;
 			uint64_t ack;
@@ -622,6 +627,7 @@ int main(int argc, char **argv)
 		nd_log(&nd, "stopped");
 	}
 	nd_ckpt_close(&nd);
+	nd_copy_close(&nd);
 	nd_files_close(&nd);
 	nd_queue_free(&nd);
 	nd_gang_close(&nd);

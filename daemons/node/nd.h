@@ -96,6 +96,7 @@ struct nd {
 	bool seen_strobe;
 	uint64_t slice;
 	uint32_t cmd_done;
+	uint32_t strobe_cmd_seq; /* the last command the current strobe's MM had queued */
 	uint32_t cmd_warned_seq; /* a mismatched slot already logged */
 	uint64_t mm_epoch;      /* the MM's incarnation, from its strobes */
 	uint32_t cmd_refused_seq; /* a slot with a bad tag already logged */
@@ -134,6 +135,7 @@ struct nd {
 	struct nd_job *jobs;
 	struct nd_helper *helpers; /* checkpoint and restore helpers (ckpt.c) */
 	struct nd_bcs *bcs;     /* BCS-MPI state (bcs.c) */
+	struct nd_copies *copies; /* checkpoint copies (ckpt_copy.c) */
 
 	/* records and reports */
 	struct nd_rec *q_head, *q_tail;
@@ -157,6 +159,22 @@ void nd_log_refused(struct nd *nd, const char *fmt, ...) __attribute__((format(p
 bool nd_valid_basename(const char *name);
 /* a checkpoint directory named by the MM: "ckpt/...", relative, no ".." */
 bool nd_valid_ckpt_dir(const char *d);
+/* a checkpoint file named by the MM or a peer: a valid ckpt dir whose last
+ * part is a plain name, short enough for its ".part" twin */
+bool nd_valid_ckpt_file(const char *name);
+/* A checkpoint copy message (ckpt_copy.c, M_COPY_DATA): this header, then
+ * `len` bytes of the file `name` at `offset`. */
+#define ND_COPY_NAME_MAX 160
+struct nd_copy_hdr {
+	uint64_t xid;     /* the sender's number for this file */
+	uint64_t size;    /* of the whole file */
+	uint64_t offset;  /* of this data */
+	uint32_t mode;
+	uint32_t len;     /* data bytes after the header */
+	char name[ND_COPY_NAME_MAX]; /* relative to the state directory */
+};
+/* Why a copy message whose body is body_len bytes cannot be written, or NULL. */
+const char *nd_copy_problem(const struct nd_copy_hdr *h, size_t body_len);
 /* Copies the strobe header out of its area (GM_STROBE_MAX bytes) and this
  * node's ack and run entries (0 when the strobe does not list it); -1 when
  * the header is malformed. */
@@ -263,6 +281,29 @@ int nd_bcs_fd(struct nd *nd, struct nd_job *job); /* the job's channel, -1: none
 void nd_bcs_restored(struct nd *nd, struct nd_job *job); /* its ranks are back: collect */
 void nd_bcs_timers(struct nd *nd);
 
+/* bcs.c: the node-to-node mailboxes, also carrying checkpoint copies:
+ * messages of type >= ND_MB_COPY_FIRST go to nd_copy_message */
+#define ND_MB_COPY_FIRST 16u
+void nd_mb_send(struct nd *nd, uint32_t to, uint32_t type, uint64_t job, uint64_t arg,
+		const void *body, size_t len, const void *body2, size_t len2);
+/* messages to `to` queued or not yet acknowledged */
+uint32_t nd_mb_backlog(const struct nd *nd, uint32_t to);
+size_t nd_mb_body_max(const struct nd *nd);
+/* ckpt_copy.c: checkpoint files moved node to node (buddy copies, a
+ * restart's staging) */
+/* The command's copies this node sends; after_dump: once its dump is done. */
+void nd_copy_plan(struct nd *nd, const Storm__Cl__Checkpoint *c);
+/* The dump of checkpoint id is written (bytes): true when copies follow,
+ * which then store GM_VAR_CKPT and report CHECKPOINTED themselves. */
+bool nd_copy_after_dump(struct nd *nd, uint64_t id, uint32_t slot, uint64_t bytes);
+void nd_copy_forget(struct nd *nd, uint64_t id);
+void nd_copy_message(struct nd *nd, uint32_t from, uint32_t type, uint64_t job, uint64_t arg,
+		     const uint8_t *body, size_t len);
+/* Sends what the mailboxes' windows take; fails copies that stalled. */
+void nd_copy_pump(struct nd *nd);
+/* ms to wait at most while copies move (-1: none) */
+int nd_copy_timer_ms(const struct nd *nd);
+void nd_copy_close(struct nd *nd);
 /* report.c */
 void nd_queue_output(struct nd *nd, struct nd_job *job, uint32_t rank, uint32_t stream,
 		     const void *data, size_t len);

@@ -195,6 +195,91 @@ static void test_ckpt(void)
 	gone(db);
 }
 
+struct imgs {
+	int n;
+	char seen[256];
+};
+
+static int collect_img(void *arg, const struct db_ckpt_image *i)
+{
+	struct imgs *m = arg;
+	size_t w = strlen(m->seen);
+	snprintf(m->seen + w, sizeof(m->seen) - w, "%u:%s:%s ", i->rank, i->node,
+		 i->copy ? i->copy : "-");
+	m->n++;
+	return 0;
+}
+
+struct blob {
+	char data[64];
+	bool complete;
+};
+
+static int find_blob(void *arg, const struct db_ckpt *c)
+{
+	struct blob *b = arg;
+	snprintf(b->data, sizeof(b->data), "%.*s", (int)c->data_len, (const char *)c->data);
+	b->complete = c->complete;
+	return 0;
+}
+
+/* A record with its relaunch data and image locations: saved, rewritten
+ * (completion, a staged node), read back, deleted with its images. */
+static void test_ckpt_save(void)
+{
+	struct mm_db *db = fresh();
+	struct db_ckpt c = {.job = 7, .epoch = 2, .nodes = "node[00-01]", .data = "relaunch-v1",
+			    .data_len = 11};
+	struct db_ckpt_image img[2] = {{0, "node00", "node01"}, {1, "node01", "node00"}};
+	int64_t id = 0;
+	CU_ASSERT_EQUAL(db_ckpt_save(db, &c, img, 2, &id), 0);
+	CU_ASSERT(id > 0);
+	struct imgs m = {0};
+	CU_ASSERT_EQUAL(db_ckpt_images(db, id, collect_img, &m), 0);
+	CU_ASSERT_STRING_EQUAL(m.seen, "0:node00:node01 1:node01:node00 ");
+	int64_t same = id;
+	c.complete = true;
+	c.data = "relaunch-v2";
+	img[1].copy = NULL; /* rewritten, not added */
+	CU_ASSERT_EQUAL(db_ckpt_save(db, &c, img, 2, &same), 0);
+	CU_ASSERT_EQUAL(same, id);
+	memset(&m, 0, sizeof(m));
+	CU_ASSERT_EQUAL(db_ckpt_images(db, id, collect_img, &m), 0);
+	CU_ASSERT_STRING_EQUAL(m.seen, "0:node00:node01 1:node01:- ");
+	struct blob b = {0};
+	CU_ASSERT_EQUAL(db_ckpt_list(db, 7, find_blob, &b), 0);
+	CU_ASSERT_STRING_EQUAL(b.data, "relaunch-v2");
+	CU_ASSERT(b.complete);
+	int64_t missing = id + 100;
+	CU_ASSERT_NOT_EQUAL(db_ckpt_save(db, &c, img, 2, &missing), 0);
+	CU_ASSERT_EQUAL(db_ckpt_delete(db, id), 0);
+	memset(&m, 0, sizeof(m));
+	CU_ASSERT_EQUAL(db_ckpt_images(db, id, collect_img, &m), 0);
+	CU_ASSERT_EQUAL(m.n, 0);
+	gone(db);
+}
+
+/* A database of schema 1 (checkpoints without data) opens, upgraded. */
+static void test_upgrade(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/storm-dbtest.XXXXXX");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/mm.db", dir);
+	char cmd[400];
+	snprintf(cmd, sizeof(cmd), "sqlite3 %s \"CREATE TABLE checkpoints(id INTEGER PRIMARY KEY,"
+		 " job INTEGER NOT NULL, epoch INTEGER NOT NULL, nodes TEXT, size INTEGER,"
+		 " complete INTEGER NOT NULL DEFAULT 0, created REAL);"
+		 " INSERT INTO checkpoints(job, epoch, complete) VALUES(3, 1, 1);\"", path);
+	CU_ASSERT_EQUAL_FATAL(system(cmd), 0); /* sqlite3: scripts/install-deps.sh */
+	struct mm_db *db = NULL;
+	char err[256];
+	CU_ASSERT_EQUAL_FATAL(db_open(path, false, &db, err, sizeof(err)), 0);
+	struct blob b = {.data = "x"};
+	CU_ASSERT_EQUAL(db_ckpt_list(db, 3, find_blob, &b), 0);
+	CU_ASSERT_STRING_EQUAL(b.data, ""); /* history only: no relaunch data */
+	gone(db);
+}
+
 static void test_open_errors(void)
 {
 	struct mm_db *db = NULL;
@@ -229,5 +314,7 @@ void add_db_suite(void)
 	CU_add_test(s, "a job's life and what a restart reads back", test_life);
 	CU_add_test(s, "accounting filters", test_acct);
 	CU_add_test(s, "checkpoints", test_ckpt);
+	CU_add_test(s, "checkpoints with relaunch data and image locations", test_ckpt_save);
+	CU_add_test(s, "a schema 1 database is upgraded", test_upgrade);
 	CU_add_test(s, "bad files are refused with the path", test_open_errors);
 }
