@@ -173,6 +173,7 @@ clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/
 	./tests/cluster/test_gang.sh $(BUILD)/bin
 	./tests/cluster/test_mpi.sh $(BUILD)/bin
 	./tests/cluster/test_netns.sh $(BUILD)/bin
+	./tests/cluster/test_faults.sh $(BUILD)/bin
 	./tests/cluster/test_persist.sh $(BUILD)/bin
 	./tests/cluster/test_load.sh $(BUILD)/bin 200 10
 	./tests/cluster/test_valgrind.sh $(BUILD)/bin
@@ -238,9 +239,8 @@ bench-mpi-run:
 .PHONY: soak faulttest
 soak: all
 	./tests/cluster/test_load.sh $(BUILD)/bin 1000 10
-# fault injection on a --netns cluster (root): not in `make check` yet, one of
-# its rounds failed 1 run in 3 after the auth merge (docs/RELIABILITY.md)
-faulttest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/nfq_netem
+# fault injection on a --netns cluster (root) alone; also in clustertest
+faulttest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/nfq_netem $(BUILD)/bin/ckpt_prog
 	./tests/cluster/test_faults.sh $(BUILD)/bin
 
 # the launch experiment alone (storm against srun --bcast, srun, mpiexec, copies)

@@ -62,6 +62,7 @@ struct slot {
 	/* tx */
 	struct slot *next;   /* pending queue */
 	uint64_t queued_ns;  /* when the provider first pushed back */
+	int err;             /* failed at once: handled by the next progress round */
 	uint32_t dest;
 	struct rec *rec;     /* operation this message belongs to, if any */
 	uint32_t req_id;     /* CAW request it carries, if any */
@@ -87,6 +88,7 @@ struct rail {
 	struct slot *rx;        /* rx_depth receive slots */
 	uint8_t *rx_mem;
 	struct slot *txq_head, *txq_tail; /* not yet accepted by the provider */
+	struct slot *failq;     /* refused by the provider, to report as failed */
 	size_t max_payload;
 	bool flushing;
 };
@@ -384,7 +386,14 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 		if (rl->txq_tail == s)
 			rl->txq_tail = prev;
 		if (rc) {
-			tx_failed(ctx, s, (int)rc);
+			/* reported by the next progress round, as a failed
+			 * completion would be: failing it here, inside the
+			 * send_msg of a caller that still uses the record
+			 * (an ACK of an expiring record to an unreachable
+			 * parent), freed that record under it */
+			s->err = (int)rc;
+			s->next = rl->failq;
+			rl->failq = s;
 			continue;
 		}
 		ctx->stats.msgs_sent++;
@@ -815,8 +824,15 @@ static int rail_progress(struct sn_ctx *ctx, int rail)
 				continue;
 			if (s->kind == SLOT_TX) {
 				tx_failed(ctx, s, -(int)ee.err);
-			} else if (ee.err != FI_ECANCELED) {
-				note(ctx, "receive error: %s", fi_strerror((int)ee.err));
+			} else {
+				/* nothing here cancels a receive: FI_ECANCELED is
+				 * rxm giving back a buffer it had matched to a peer
+				 * whose connection died in the middle of the message
+				 * (once: every message is eager, rxm_all_eager). Not
+				 * posted again, an MM killed in a multicast took the
+				 * buffers of its nodes with it: deaf to the new MM */
+				note(ctx, "receive error: %s; buffer posted again",
+				     fi_strerror((int)ee.err));
 				post_rx(ctx, rl, s);
 			}
 			handled++;
@@ -834,6 +850,10 @@ static int rail_progress(struct sn_ctx *ctx, int rail)
 			}
 		}
 		handled += (int)n;
+	}
+	for (struct slot *s; (s = rl->failq); handled++) {
+		rl->failq = s->next;
+		tx_failed(ctx, s, s->err);
 	}
 	tx_flush(ctx, rl);
 	return handled;
@@ -923,7 +943,7 @@ int sn_prepare_wait(struct sn_ctx *ctx)
 	for (int i = 0; i < ctx->nrails; i++) {
 		/* a send the provider pushed back (txq) is no reason to spin:
 		 * sn_next_timeout_ms brings the caller back within 1 ms */
-		if (ctx->rails[i].wait_fd < 0)
+		if (ctx->rails[i].wait_fd < 0 || ctx->rails[i].failq)
 			return -EAGAIN;
 		struct fid *f = &ctx->rails[i].cq->fid;
 		if (fi_trywait(ctx->rails[i].fabric, &f, 1) != FI_SUCCESS)
@@ -951,9 +971,12 @@ int sn_next_timeout_ms(struct sn_ctx *ctx)
 				     : (int)((best - t + 999999) / 1000000);
 	if (ms < 0 || ms > SN_CM_POLL_MS)
 		ms = SN_CM_POLL_MS;
-	for (int i = 0; i < ctx->nrails; i++)
+	for (int i = 0; i < ctx->nrails; i++) {
 		if (ctx->rails[i].txq_head && ms > 1)
 			ms = 1; /* retry what the provider pushed back */
+		if (ctx->rails[i].failq)
+			ms = 0; /* report what it refused */
+	}
 	return ms;
 }
 
@@ -1458,6 +1481,29 @@ static int shm_name_endpoint(struct fid_ep *ep, int rail)
 	return fi_setname(&ep->fid, name, strlen(name) + 1);
 }
 
+/* Every message goes by ofi_rxm's eager protocol, none by rendezvous: a
+ * receive rxm matched to a rendezvous is completed by an RMA read from the
+ * sender, one per iovec of its send, and when the sender dies (an MM killed
+ * in a program multicast) rxm fails that receive once per read. Reposting
+ * the buffer on the first failure put it in the receive queue twice (the
+ * second failure reposted it again: two messages in one buffer); not
+ * reposting lost it, and a node whose buffers were all lost never heard the
+ * new MM. An eager message is one stream straight into the posted buffer
+ * (rxm's dynamic receive buffers over tcp): a sender that dies in it fails
+ * that receive once. With direct send (tcp) the sender does not copy it
+ * either, so large eager messages cost no more than a rendezvous. rxm reads
+ * the limit when an endpoint opens; other providers ignore it. */
+static void rxm_all_eager(size_t chunk_size)
+{
+	size_t need = SN_WIRE_HDR_MAX + SN_INLINE_MAX + chunk_size;
+	const char *cur = getenv("FI_OFI_RXM_EAGER_LIMIT");
+	if (cur && strtoull(cur, NULL, 10) >= need)
+		return;
+	char v[32];
+	snprintf(v, sizeof(v), "%zu", need);
+	setenv("FI_OFI_RXM_EAGER_LIMIT", v, 1);
+}
+
 static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 {
 	struct rail *rl = &ctx->rails[rail];
@@ -1590,6 +1636,11 @@ static void rail_close(struct rail *rl)
 		rl->txq_head = s->next;
 		free(s);
 	}
+	while (rl->failq) {
+		struct slot *s = rl->failq;
+		rl->failq = s->next;
+		free(s);
+	}
 	free(rl->rx);
 	free(rl->rx_mem);
 	free(rl->peers);
@@ -1611,6 +1662,11 @@ int sn_open(const struct sn_config *cfg, struct sn_ctx **out)
 	ctx->cfg = *cfg;
 	ctx->self = cfg->node_id;
 	ctx->n = cfg->node_count;
+	/* operations are named (origin, opid): a restarted daemon must not
+	 * reuse the ids its predecessor's operations still hold on its peers
+	 * (their records live until their deadline), so it starts at random */
+	if (getrandom(&ctx->next_opid, sizeof(ctx->next_opid), 0) != sizeof(ctx->next_opid))
+		ctx->next_opid = (uint32_t)now_ns();
 	ctx->epfd = -1;
 	ctx->ino_fd = -1;
 	if (!ctx->cfg.provider)
@@ -1623,6 +1679,7 @@ int sn_open(const struct sn_config *cfg, struct sn_ctx **out)
 		ctx->cfg.chunk_size = 128 * 1024;
 	if (!ctx->cfg.rx_depth)
 		ctx->cfg.rx_depth = 32;
+	rxm_all_eager(ctx->cfg.chunk_size);
 	if (ctx->n == 0 || ctx->n > SN_MAX_NODES)
 		rc = fail(ctx, -EINVAL, "node count %u out of range 1..%d", ctx->n, SN_MAX_NODES);
 	else if (ctx->self >= ctx->n)

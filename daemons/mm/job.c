@@ -527,23 +527,48 @@ static void check_end(struct mm *mm, struct job *j)
 	finish(mm, j);
 }
 
-static void signal_nodes(struct mm *mm, struct job *j, int sig, unsigned kill_after_ms)
+static int job_node_pos(const struct job *j, int node);
+
+static void send_signal(struct mm *mm, uint64_t id, int sig, unsigned kill_after_ms,
+			const int *targets, size_t n)
 {
-	int targets[j->nnodes];
-	size_t n = 0;
-	for (uint32_t k = 0; k < j->nnodes; k++)
-		if (!j->node_done[k] && mm->nodes[j->nodes[k]].state == STORM__CTL__NODE_STATE__UP)
-			targets[n++] = j->nodes[k];
-	if (!n)
-		return;
 	Storm__Cl__Signal sg = STORM__CL__SIGNAL__INIT;
-	sg.job = j->id;
+	sg.job = id;
 	sg.signal = sig;
 	sg.kill_after_ms = kill_after_ms;
 	Storm__Cl__Command cmd = STORM__CL__COMMAND__INIT;
 	cmd.body_case = STORM__CL__COMMAND__BODY_SIGNAL;
 	cmd.signal = &sg;
 	cmd_queue(mm, &cmd, targets, n);
+}
+
+/* Only UP nodes get commands; a node not UP now but not done with the job
+ * either (after an MM restart, one not heard from yet) gets the signal when
+ * it comes UP (jobs_node_up): a command sent before it saw the new MM's
+ * epoch would be dropped with the old ring, and its ranks would run on. */
+static void signal_nodes(struct mm *mm, struct job *j, int sig, unsigned kill_after_ms)
+{
+	j->stop_sig = sig;
+	j->stop_kill_after_ms = kill_after_ms;
+	int targets[j->nnodes];
+	size_t n = 0;
+	for (uint32_t k = 0; k < j->nnodes; k++)
+		if (!j->node_done[k] && mm->nodes[j->nodes[k]].state == STORM__CTL__NODE_STATE__UP)
+			targets[n++] = j->nodes[k];
+	if (n)
+		send_signal(mm, j->id, sig, kill_after_ms, targets, n);
+}
+
+void jobs_node_up(struct mm *mm, int idx)
+{
+	for (struct job *j = mm->jobs; j; j = j->next) {
+		int k = job_active(j) && j->stop_sig ? job_node_pos(j, idx) : -1;
+		if (k < 0 || j->node_done[k])
+			continue;
+		mm_log("job %llu: node %s is back; it gets the signal that stops the job",
+		       (unsigned long long)j->id, mm->conf.nodes[idx]);
+		send_signal(mm, j->id, j->stop_sig, j->stop_kill_after_ms, &idx, 1);
+	}
 }
 
 /* Before the launch command went out no rank exists; after it, wait for
@@ -611,8 +636,6 @@ static int job_node_pos(const struct job *j, int node)
 	return -1;
 }
 
-static int job_node_pos(const struct job *j, int node);
-
 bool job_runs_on(struct mm *mm, uint64_t id, int idx)
 {
 	struct job *j = job_find(mm, id);
@@ -629,13 +652,7 @@ void job_kill_stray(struct mm *mm, uint64_t id, int idx)
 	n->orphan_slice = mm->slice;
 	mm_log("node %s still runs job %llu, which the manager does not run there; killing it",
 	       mm->conf.nodes[idx], (unsigned long long)id);
-	Storm__Cl__Signal sg = STORM__CL__SIGNAL__INIT;
-	sg.job = id;
-	sg.signal = SIGKILL;
-	Storm__Cl__Command cmd = STORM__CL__COMMAND__INIT;
-	cmd.body_case = STORM__CL__COMMAND__BODY_SIGNAL;
-	cmd.signal = &sg;
-	cmd_queue(mm, &cmd, &idx, 1);
+	send_signal(mm, id, SIGKILL, 0, &idx, 1);
 }
 
 void job_node_failed(struct mm *mm, struct job *j, int node, const char *why)

@@ -90,6 +90,8 @@ struct job {
 	bool *node_done;         /* per job node: DONE note (or dead) */
 	uint32_t nodes_done;
 	bool failed, cancelled, confirm_pending;
+	int stop_sig;            /* the signal that stops it (failed/cancelled), 0 */
+	unsigned stop_kill_after_ms;
 	bool ran;                /* its row has had a turn since the launch */
 	bool recovered, dirty;   /* restored from the database; changed, unsaved */
 	int32_t exit_status;
@@ -263,6 +265,9 @@ void job_destroy(struct job *j);
 bool job_runs_on(struct mm *mm, uint64_t id, int idx);
 /* Tells node idx to SIGKILL a job it runs that the MM does not run there. */
 void job_kill_stray(struct mm *mm, uint64_t id, int idx);
+/* Node idx came UP: it gets the stop signal of each stopping job it was not
+ * reachable for (a node not yet heard from after an MM restart). */
+void jobs_node_up(struct mm *mm, int idx);
 void jobs_end_all(struct mm *mm, const char *why);
 void job_progress(struct mm *mm, struct job *j, uint64_t done, uint64_t total);
 bool job_active(const struct job *j);

@@ -46,6 +46,7 @@ void mark_node(struct mm *mm, int idx, Storm__Ctl__NodeState st, const char *why
 		sn_set_clear(&one);
 		sn_set_add(&one, fabric_id((uint32_t)idx));
 		sn_xfer(mm->sn, &one, GM_VAR_FILE_DONE(0), fd, sizeof(fd), SN_NO_EVENT, SN_NO_EVENT, 0);
+		jobs_node_up(mm, idx);
 		jobs_schedule(mm);
 		status_waiters_answer(mm);
 	}

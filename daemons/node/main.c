@@ -179,6 +179,32 @@ static void process_commands(struct nd *nd)
 
 /* ---- strobes */
 
+static bool slot_holds(struct nd *nd, uint32_t seq);
+
+/* Commands go to the nodes the MM counts UP, one at a time: the next leaves
+ * only once every one of them holds the last. So an empty slot for the next
+ * command while a later one is in the ring is a command never sent here: the
+ * node was not UP for the MM then (cut off while a restarted MM failed a job
+ * and told the others). Waiting for it would stop this node's ring for good,
+ * and with it the MM's once the ring wraps. */
+static void skip_unsent_commands(struct nd *nd, uint32_t last_sent)
+{
+	uint32_t want = nd->cmd_done + 1, len;
+	if (want > last_sent)
+		return;
+	memcpy(&len, nd->gmem + GM_CMD_SLOT(want), 4);
+	if (len)
+		return;
+	for (uint32_t q = want + 1; q <= last_sent && q - want < GM_CMD_SLOTS; q++)
+		if (slot_holds(nd, q)) {
+			nd_log(nd, "commands %u..%u were not sent to this node (it was not UP for the "
+				   "MM); continuing at %u", want, q - 1, q);
+			nd->cmd_done = q - 1;
+			process_commands(nd);
+			return;
+		}
+}
+
 /* Does the ring slot of seq hold command seq? */
 static bool slot_holds(struct nd *nd, uint32_t seq)
 {
@@ -284,6 +310,7 @@ static void on_strobe(struct nd *nd)
 		nd->cmd_done = resume - 1;
 		process_commands(nd);
 	}
+	skip_unsent_commands(nd, s.cmd_seq);
 	if (nd->helpers)
 		nd_ckpt_poll(nd);
 	nd->strobe_cmd_seq = s.cmd_seq;

@@ -116,3 +116,35 @@ import json, sys
 for j in json.load(sys.stdin)["jobs"]:
     if j["job"] == int(sys.argv[1]): print(j["nodelist"])' "$1"
 }
+
+# wait_written DIR SECONDS: prints "watching" once it watches DIR, then
+# returns 0 once a file in a directory made in DIR after that (a job's
+# directory in a node's storage) is closed after writing (a transferred chunk
+# is written out), 1 if none is within SECONDS. Read its first line before
+# starting what it waits for.
+wait_written() {
+	python3 - "$@" <<'PY'
+import ctypes, os, select, struct, sys, time
+d, secs = sys.argv[1], float(sys.argv[2])
+libc = ctypes.CDLL(None, use_errno=True)
+IN_CLOSE_WRITE, IN_CREATE, IN_ONLYDIR = 0x8, 0x100, 0x1000000
+fd = libc.inotify_init1(os.O_NONBLOCK)
+top = libc.inotify_add_watch(fd, d.encode(), IN_CREATE | IN_ONLYDIR)
+print("watching", flush=True)
+deadline = time.monotonic() + secs
+while True:
+    left = deadline - time.monotonic()
+    if left <= 0 or not select.select([fd], [], [], left)[0]:
+        sys.exit(1)
+    buf = os.read(fd, 65536)
+    i = 0
+    while i < len(buf):
+        wd, mask, _, ln = struct.unpack_from("iIII", buf, i)
+        name = buf[i + 16:i + 16 + ln].rstrip(b"\0")
+        i += 16 + ln
+        if wd == top and mask & IN_CREATE:
+            libc.inotify_add_watch(fd, os.path.join(d.encode(), name), IN_CLOSE_WRITE)
+        elif wd != top and mask & IN_CLOSE_WRITE:
+            sys.exit(0)
+PY
+}

@@ -1,19 +1,23 @@
 #!/bin/bash
 # Fault injection on a 4-node --netns virtual cluster (each node daemon in its
 # own network namespace on a bridge):
-#  1. a node's link goes down under a job: DOWN, the job fails naming it;
-#     the link comes back: UP, and it runs jobs again;
+#  1. a node's link goes down under two jobs: DOWN; the plain one fails
+#     naming it, the one with --restart-on-failure restarts from its latest
+#     checkpoint on the nodes still up and ends as an uninterrupted run; the
+#     link comes back: UP, and it runs jobs again;
 #  2. 20% packet loss and 5 ms delay on two nodes' links while jobs run
 #     (NFQUEUE + nfq_netem: this kernel has no sch_netem): every job finishes
 #     with the right output, a 12 MiB program arrives intact everywhere;
-#  3. the machine manager killed (kill -9) at the start of launches and
-#     started again: each job completes or is reported failed, none is lost;
+#  3. the machine manager killed (kill -9) at the start of launches, in the
+#     middle of a 12 MiB program's multicast, and while a node is cut off
+#     from a launch, and started again: each job completes or is reported
+#     failed, none is lost, and the cluster serves new jobs;
 #  4. a node's local storage (a 2 MiB tmpfs) fills up during a 12 MiB
 #     transfer: the job fails naming the node and the cause, and nothing
 #     half-written is left on any node.
 # Ends with the count of jobs lost (submitted, but neither completed nor
 # reported failed in storm acct): must be 0. Needs root.
-# Usage: test_faults.sh BUILD_BIN_DIR   (part of make clustertest)
+# Usage: test_faults.sh BUILD_BIN_DIR   (make clustertest, make faulttest)
 set -u
 BIN=$(cd "${1:-build/bin}" && pwd)
 . "$(dirname "$0")/lib.sh"
@@ -21,17 +25,13 @@ T=$(mktemp -d /tmp/storm-faulttest.XXXXXX)
 C=$T/c
 export PATH=$BIN:$PATH STORM_CONF=$C/storm.conf
 fails=0 checks=0
-NETEM="" MNT=""
+NETEM="" MNT="" BG=""
 cleanup() {
-	for p in $NETEM; do kill "$p" 2>/dev/null; done
+	for p in $NETEM $BG; do kill "$p" 2>/dev/null; done
 	for ns in ${LOSSY:-}; do ip netns exec "$ns" iptables -F OUTPUT 2>/dev/null; done
 	for ns in ${DROPS:-}; do ip netns exec "$ns" iptables -F INPUT 2>/dev/null; done
 	[ -n "$MNT" ] && umount "$MNT" 2>/dev/null
-	storm cluster down --dir "$C" >/dev/null 2>&1
-	if [ -f "$C/pids" ]; then
-		while read -r pid _; do kill -9 "$pid" 2>/dev/null; done <"$C/pids"
-	fi
-	[ -n "${KEEP:-}" ] || rm -rf "$T"
+	cluster_teardown
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
@@ -41,6 +41,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 cd "$T" || exit 1
 : >"$T/ids"
+# no storm command may hang the test (make check): 2 minutes at most each
+storm() { timeout 120 "$BIN/storm" "$@"; }
 daemon_pid() { awk -v n="$1" '$2 == n { p = $1 } END { print p }' "$C/pids"; }
 # node i's namespace: DIR/netns records the cluster's prefix
 ns_of() { echo "$(cut -d' ' -f1 "$C/netns")-n$1"; }
@@ -54,20 +56,44 @@ if storm cluster up --netns --nodes 4 --down-after 1000 --dir "$C" >"$T/up.out" 
 	ok "cluster up --netns with 4 nodes"
 else bad "cluster up --netns"; cat "$T/up.out"; exit 1; fi
 
-# ---- 1. a link goes down under a job, and comes back
+# ---- 1. a link goes down under two jobs, and comes back
 NS1=$(ns_of 1)
 mkfifo "$T/f"
 storm run -N 4 sh -c 'echo up; exec sleep 600' >"$T/f" 2>"$T/run.err" &
 RUN=$!
+BG=$RUN
 exec 7<"$T/f"
-for i in 1 2 3 4; do read -r _ <&7; done
+for i in 1 2 3 4; do read -r -t 60 _ <&7; done
+# with --restart-on-failure: on node00 and node01 in the matrix's other row
+# (the first is full), checkpointed every second
+# (10 s of steps: it still runs when node01 is declared DOWN)
+CK="$BIN/ckpt_prog 1000 4 ck%r.f 10 sleep"
+mkdir "$T/ck" "$T/ref"
+(cd "$T/ref" && STORM_RANK=0 exec $CK >/dev/null) & # the uninterrupted run's file
+REF=$!
+(cd "$T/ck" && storm run -N 2 -n 2 --checkpoint-interval 1 --restart-on-failure $CK) \
+	>"$T/ck.out" 2>"$T/ck.err" &
+CKRUN=$!
+BG="$RUN $CKRUN $REF"
+wait_log "$T/ck.out" "step 1 " 30
+CKJ=$(storm jobs --json | python3 -c 'import json,sys; print(max(j["job"] for j in json.load(sys.stdin)["jobs"]))')
+wait_log "$C/log/mm.log" "job $CKJ: complete checkpoint" 30 || bad "job $CKJ: a periodic checkpoint completed"
 ip -n "$NS1" link set eth0 down
 wait_log "$C/log/mm.log" "node node01 is DOWN" 30 && ok "link down: node01 DOWN" || bad "link down: node01 DOWN"
 wait "$RUN"
 rc=$?
 exec 7<&-
 [ $rc != 0 ] && grep -q "node node01 stopped responding" "$T/run.err" &&
-	ok "  its job fails naming node01 (exit $rc)" || { bad "  its job fails naming node01"; cat "$T/run.err"; }
+	ok "  a job fails naming node01 (exit $rc)" || { bad "  a job fails naming node01"; cat "$T/run.err"; }
+wait "$CKRUN"
+rc=$?
+BG=""
+[ $rc = 0 ] && grep -q "node node01 stopped responding; job $CKJ restarts from checkpoint" "$T/ck.err" &&
+	ok "  a job with --restart-on-failure restarts from its checkpoint and ends (exit 0)" ||
+	{ bad "  a job with --restart-on-failure recovers (exit $rc)"; tail -5 "$T/ck.err"; }
+wait "$REF"
+cmp -s "$T/ref/ck0.f" "$T/ck/ck0.f" && cmp -s "$T/ref/ck0.f" "$T/ck/ck1.f" && grep -q "^done " "$T/ck.out" &&
+	ok "  ... its files are those of an uninterrupted run" || bad "  ... its files are an uninterrupted run's"
 ip -n "$NS1" link set eth0 up
 storm cluster status --wait 30 >/dev/null && ok "  link up: node01 UP again" || bad "  node01 UP again"
 expect "  a job on all 4 after it returns" 0 storm run -N 4 true
@@ -104,10 +130,7 @@ LOSSY=""
 # ---- 3. the MM killed in the middle of launches, and started again
 for round in transfer launch; do
 	if [ $round = transfer ]; then
-		# a small program: killed in a 12 MiB multicast, the nodes of a
-		# --netns cluster stay deaf to the new MM (rxm keeps their receive
-		# buffers matched to the dead sender: docs/RELIABILITY.md)
-		expect "MM killed during a program transfer" 0 storm submit -N 4 -n 4 -o "$T/k.$round" /bin/true
+		expect "MM killed as a program transfer starts" 0 storm submit -N 4 -n 4 -o "$T/k.$round" /bin/true
 	else
 		# no transfer: the kill lands around the launch command itself
 		expect "MM killed at a launch command" 0 storm submit -N 4 -n 4 --no-bcast \
@@ -126,12 +149,44 @@ for round in transfer launch; do
 	else bad "  job $id ended after the restart"; fi
 done
 
+# killed once node00 has written the first 4 MiB chunk of a 12 MiB program
+# and a 24 MiB file: the other chunks are on the wire. The nodes must hear
+# the new MM (a receive the provider had matched to the dead sender's
+# message is given back and posted again) and the transfer starts over.
+head -c 25165824 /dev/urandom >"$T/big"
+exec 8< <(wait_written "$C/state/node00/jobs" 30; echo "written $?")
+read -r _ <&8 # watching
+expect "MM killed in the middle of a 12 MiB multicast" 0 storm submit -N 4 -n 4 -o "$T/k.mid" \
+	--file "$T/big" "$SELF"
+track
+id=$(tail -1 "$T/ids")
+read -r _ w <&8
+exec 8<&-
+[ "$w" = 0 ] || bad "  node00 wrote a chunk of job $id"
+kill -9 "$(daemon_pid mm)"
+gone "$(daemon_pid mm)"
+expect "  restarted" 0 storm cluster restart mm --dir "$C"
+grep -q "job $id restored from the database: QUEUED" "$C/log/mm.log" &&
+	ok "  job $id was still transferring: restored QUEUED" || bad "  job $id restored QUEUED"
+if wait_log "$C/log/mm.log" "job $id ended" 60; then
+	storm acct -j "$id" --json >"$T/acct.mid"
+	grep -q '"state": "COMPLETED"' "$T/acct.mid" && [ "$(cut -d' ' -f2- "$T/k.mid" | sort -u)" = "$SUM" ] &&
+		[ "$(wc -l <"$T/k.mid")" = 4 ] &&
+		ok "  job $id transferred again and completed: one checksum on all 4 ranks" ||
+		{ bad "  job $id completed with the right checksums"; cat "$T/acct.mid" "$T/k.mid"; }
+else bad "  job $id ended after the restart"; fi
+expect "  the cluster runs new jobs" 0 storm run -N 4 -n 4 "$SELF"
+[ "$(cut -d' ' -f2- "$T/out" | sort -u)" = "$SUM" ] && ok "  ... a 12 MiB program arrives intact" ||
+	bad "  ... a 12 MiB program arrives intact"
+
 # a launch command that one node never got (its link was down) when the MM
 # died: the restarted MM learns it from that node's reports and fails the
 # job. The dead MM's sockets would still deliver the command once the link is
 # back (the kernel retransmits for an exited process): node03 drops their
-# packets, as if they had been lost for good.
-NS3=$(ns_of 3)
+# packets, as if they had been lost for good. node02 is cut off while the MM
+# restarts, so it is not UP when the job fails: its ranks must be killed when
+# it comes back (they once ran on, and the job never ended).
+NS2=$(ns_of 2) NS3=$(ns_of 3)
 ip -n "$NS3" link set eth0 down
 expect "MM killed while node03 is cut off from a launch" 0 storm submit -N 4 --no-bcast -o "$T/k.cut" \
 	/bin/sh -c 'echo "ran $STORM_RANK"; exec sleep 600'
@@ -145,9 +200,15 @@ done
 DROPS=$NS3
 kill -9 "$mm"
 gone "$mm"
+ip -n "$NS2" link set eth0 down
 ip -n "$NS3" link set eth0 up
-expect "  restarted" 0 storm cluster restart mm --dir "$C"
-if wait_log "$C/log/mm.log" "job $id ended" 60; then
+expect "  restarted, node02 cut off" 0 storm cluster restart mm --dir "$C"
+wait_log "$C/log/node00.log" "job $id done" 30 && ok "  the job fails: its ranks on node00 are killed" ||
+	bad "  the job fails: its ranks on node00 are killed"
+ip -n "$NS2" link set eth0 up
+wait_log "$C/log/mm.log" "job $id: node node02 is back; it gets the signal that stops the job" 30 &&
+	ok "  node02 is back and told to kill the job's ranks" || bad "  node02 told to kill the job's ranks"
+if wait_log "$C/log/mm.log" "job $id ended" 30; then
 	storm acct -j "$id" --json >"$T/acct.cut"
 	grep -q '"state": "FAILED"' "$T/acct.cut" && grep -q "node03 never received its launch command" "$T/acct.cut" &&
 		ok "  the job is reported FAILED naming node03, which never got the launch" ||
@@ -155,8 +216,9 @@ if wait_log "$C/log/mm.log" "job $id ended" 60; then
 else bad "  job $id ended after the restart"; fi
 ip netns exec "$NS3" iptables -F INPUT
 DROPS=""
-[ -z "$(pgrep -f "sleep 600" -P "$(daemon_pid node00)")" ] && ok "  its ranks on the other nodes are gone" ||
-	bad "  its ranks on the other nodes are gone"
+left=""
+for n in node00 node01 node02; do left="$left$(pgrep -f "sleep 600" -P "$(daemon_pid $n)")"; done
+[ -z "$left" ] && ok "  its ranks on the other nodes are gone" || bad "  its ranks on the other nodes are gone: $left"
 
 # ---- 4. node03's local storage fills up during a transfer
 MNT=$C/state/node03/jobs
