@@ -996,8 +996,9 @@ static void exchange(struct nd *nd, struct bjob *j, uint64_t cover, uint32_t qui
 
 /* ---- incoming mailbox messages */
 
-/* DATA payload per message: small enough for the provider's eager path
- * (rxm sends larger messages by rendezvous, a round trip more each) */
+/* DATA payload per message: 16 KiB, chosen when rxm sent larger messages by
+ * rendezvous (a round trip more each); sn_open now makes every message eager
+ * (net_abstraction/sn.c), larger records are not measured yet */
 static size_t bcs_data_max(const struct nd_bcs *b)
 {
 	const char *e = getenv("STORM_BCS_DATA_MAX");
