@@ -126,10 +126,8 @@ struct xfer {
 
 /* a send waiting for its grants, at the sender's node */
 struct osend {
-	uint32_t lr, req;
-	uint64_t addr, len;
-	int32_t peer, tag;  /* the rest of its descriptor, for a checkpoint */
-	uint32_t ctx, flags, seq;
+	uint32_t lr, seq;      /* seq: its post order among the rank's sends */
+	struct bcs_desc d;     /* as the rank posted it (a checkpoint keeps it) */
 	struct osend *next;
 };
 
@@ -471,7 +469,7 @@ static int copy_to(pid_t pid, uint64_t addr, const void *buf, size_t len)
 static struct osend *osend_take(struct bjob *j, uint32_t lr, uint32_t req, bool unlink)
 {
 	for (struct osend **pp = &j->osends[hkey(lr, req)]; *pp; pp = &(*pp)->next)
-		if ((*pp)->lr == lr && (*pp)->req == req) {
+		if ((*pp)->lr == lr && (*pp)->d.req == req) {
 			struct osend *o = *pp;
 			if (unlink)
 				*pp = o->next;
@@ -522,7 +520,7 @@ static void grant(struct nd *nd, struct bjob *j)
 				int err = o ? 0 : BCS_EFAULT;
 				for (uint64_t d = 0; !err && d < chunk;) {
 					size_t n = chunk - d > b->max_msg ? b->max_msg : chunk - d;
-					if (copy_from(pid_of(j, slr), o->addr + off + d, b->bounce, n) < 0 ||
+					if (copy_from(pid_of(j, slr), o->d.addr + off + d, b->bounce, n) < 0 ||
 					    copy_to(pid_of(j, x->lr), x->r->addr + off + d, b->bounce, n) < 0)
 						err = BCS_EFAULT;
 					d += n;
@@ -536,7 +534,7 @@ static void grant(struct nd *nd, struct bjob *j)
 				if (last) {
 					if (o) {
 						osend_take(j, slr, x->s->sreq, true);
-						complete(j, slr, o->req, x->s->dst, x->s->tag, 0, o->len);
+						complete(j, slr, o->d.req, x->s->dst, x->s->tag, 0, o->d.len);
 						free(o);
 					}
 					recv_done(j, x, err);
@@ -877,10 +875,8 @@ static bool collect(struct nd *nd, struct bjob *j, uint64_t slice)
 				if (!o)
 					abort();
 				unsigned h = hkey(lr, d.req);
-				*o = (struct osend){.lr = lr, .req = d.req, .addr = d.addr,
-						    .len = d.len, .peer = d.peer, .tag = d.tag,
-						    .ctx = d.ctx, .flags = d.flags,
-						    .seq = j->sseq[lr], .next = j->osends[h]};
+				*o = (struct osend){.lr = lr, .seq = j->sseq[lr], .d = d,
+						    .next = j->osends[h]};
 				j->osends[h] = o;
 				struct wdesc w = {.src = me, .dst = d.peer, .tag = d.tag, .ctx = d.ctx,
 						  .seq = j->sseq[lr]++, .sreq = d.req,
@@ -1034,8 +1030,8 @@ static void on_grant(struct nd *nd, struct bjob *j, uint32_t from, const struct 
 					  .len = c};
 			memcpy(b->bounce + used, &w, sizeof(w));
 			uint8_t *at = b->bounce + used + sizeof(w);
-			if (g[i].off + d + c > o->len ||
-			    copy_from(pid_of(j, lr), o->addr + g[i].off + d, at, c) < 0)
+			if (g[i].off + d + c > o->d.len ||
+			    copy_from(pid_of(j, lr), o->d.addr + g[i].off + d, at, c) < 0)
 				memset(at, 0, c); /* the rank is gone: the job dies anyway */
 			used += sizeof(w) + c;
 			records++;
@@ -1043,7 +1039,7 @@ static void on_grant(struct nd *nd, struct bjob *j, uint32_t from, const struct 
 		}
 		if (g[i].last) {
 			osend_take(j, lr, g[i].sreq, true);
-			complete(j, lr, o->req, g[i].dst, 0, 0, o->len);
+			complete(j, lr, o->d.req, g[i].dst, 0, 0, o->d.len);
 			free(o);
 		}
 	}
@@ -1304,11 +1300,30 @@ static bool drained_here(struct bjob *j)
 	return true;
 }
 
-static int desc_seq_cmp(const void *a, const void *b)
+/* a pending operation and its post order, while sealing */
+struct spend {
+	uint32_t seq;
+	struct bcs_desc d;
+};
+
+static int spend_cmp(const void *a, const void *b)
 {
-	/* the seq rides in flags' place while sorting (seal) */
-	const struct bcs_desc *x = a, *y = b;
-	return x->flags < y->flags ? -1 : x->flags > y->flags;
+	const struct spend *x = a, *y = b;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void spend_add(struct spend **v, size_t *n, size_t *cap, uint32_t seq,
+		      struct bcs_desc d)
+{
+	*v = grow(*v, cap, *n + 1, sizeof(**v));
+	(*v)[(*n)++] = (struct spend){.seq = seq, .d = d};
+}
+
+static void spend_recv(struct spend **v, size_t *n, size_t *cap, const struct bcs_mrecv *r)
+{
+	spend_add(v, n, cap, r->seq,
+		  (struct bcs_desc){.op = r->op, .req = r->req, .peer = r->src, .tag = r->tag,
+				    .ctx = r->ctx, .addr = r->addr, .len = r->len});
 }
 
 /* Each local rank's pending operations, in the order it posted them: sends
@@ -1321,74 +1336,61 @@ static void seal(struct bjob *j)
 	j->npend = calloc(j->nlocal ? j->nlocal : 1, sizeof(*j->npend));
 	if (!j->pend || !j->npend)
 		abort();
-	size_t cap = 0, n = 0;
-	struct bcs_desc *v = NULL;
+	struct spend *sv = NULL, *rv = NULL;
+	size_t scap = 0, rcap = 0;
 	for (uint32_t lr = 0; lr < j->nlocal; lr++) {
 		if (j->comps[lr].n)
 			snprintf(j->seal_err, sizeof(j->seal_err),
 				 "rank %u left more than %u completions unconsumed", j->first + lr,
 				 BCS_COMP_RING);
-		n = 0;
-		if (j->active) {
-			v = grow(v, &cap, n + 1, sizeof(*v));
-			v[n++] = (struct bcs_desc){.op = BCS_OP_INIT};
-		}
-		size_t s0 = n;
+		size_t ns = 0, nr = 0;
 		for (unsigned h = 0; h < BCS_HASH; h++)
-			for (struct osend *o = j->osends[h]; o; o = o->next) {
-				if (o->lr != lr)
-					continue;
-				v = grow(v, &cap, n + 1, sizeof(*v));
-				v[n++] = (struct bcs_desc){.op = BCS_OP_SEND, .req = o->req,
-							   .peer = o->peer, .tag = o->tag,
-							   .ctx = o->ctx, .flags = o->seq,
-							   .addr = o->addr, .len = o->len};
-			}
-		qsort(v + s0, n - s0, sizeof(*v), desc_seq_cmp);
-		for (size_t i = s0; i < n; i++)
-			v[i].flags = 0;
-		size_t r0 = n;
-		struct bcs_mrecv *lists[2] = {j->mq[lr].phead, j->probes[lr]};
-		for (int l = 0; l < 2; l++)
-			for (struct bcs_mrecv *r = lists[l]; r; r = r->next) {
-				v = grow(v, &cap, n + 1, sizeof(*v));
-				v[n++] = (struct bcs_desc){.op = r->op, .req = r->req, .peer = r->src,
-							   .tag = r->tag, .ctx = r->ctx,
-							   .flags = r->seq, .addr = r->addr,
-							   .len = r->len};
-			}
+			for (struct osend *o = j->osends[h]; o; o = o->next)
+				if (o->lr == lr)
+					spend_add(&sv, &ns, &scap, o->seq, o->d);
+		for (struct bcs_mrecv *r = j->mq[lr].phead; r; r = r->next)
+			spend_recv(&rv, &nr, &rcap, r);
+		for (struct bcs_mrecv *r = j->probes[lr]; r; r = r->next)
+			spend_recv(&rv, &nr, &rcap, r);
 		for (size_t i = 0; i < j->nnewr; i++)
-			if (j->newr_lr[i] == lr) {
-				struct bcs_mrecv *r = j->newr[i];
-				v = grow(v, &cap, n + 1, sizeof(*v));
-				v[n++] = (struct bcs_desc){.op = r->op, .req = r->req, .peer = r->src,
-							   .tag = r->tag, .ctx = r->ctx,
-							   .flags = r->seq, .addr = r->addr,
-							   .len = r->len};
-			}
-		qsort(v + r0, n - r0, sizeof(*v), desc_seq_cmp);
-		for (size_t i = r0; i < n; i++)
-			v[i].flags = 0;
-		if (j->bar_posted[lr] > j->bar_done) {
-			v = grow(v, &cap, n + 1, sizeof(*v));
-			v[n++] = (struct bcs_desc){.op = BCS_OP_BARRIER, .req = j->bar_req[lr]};
-		}
-		if (j->red_posted[lr] > j->red_done) {
-			v = grow(v, &cap, n + 1, sizeof(*v));
-			v[n++] = (struct bcs_desc){.op = BCS_OP_ALLREDUCE, .req = j->red_req[lr],
+			if (j->newr_lr[i] == lr)
+				spend_recv(&rv, &nr, &rcap, j->newr[i]);
+		qsort(sv, ns, sizeof(*sv), spend_cmp);
+		qsort(rv, nr, sizeof(*rv), spend_cmp);
+		struct bcs_desc *p = malloc((ns + nr + 3) * sizeof(*p));
+		if (!p)
+			abort();
+		size_t n = 0;
+		if (j->active)
+			p[n++] = (struct bcs_desc){.op = BCS_OP_INIT};
+		for (size_t i = 0; i < ns; i++)
+			p[n++] = sv[i].d;
+		for (size_t i = 0; i < nr; i++)
+			p[n++] = rv[i].d;
+		if (j->bar_posted[lr] > j->bar_done)
+			p[n++] = (struct bcs_desc){.op = BCS_OP_BARRIER, .req = j->bar_req[lr]};
+		if (j->red_posted[lr] > j->red_done)
+			p[n++] = (struct bcs_desc){.op = BCS_OP_ALLREDUCE, .req = j->red_req[lr],
 						   .peer = j->red_op, .tag = j->red_basic,
 						   .ctx = j->red_count, .addr = j->red_addr[lr],
 						   .len = j->red_len};
-		}
-		j->pend[lr] = malloc((n ? n : 1) * sizeof(*v));
-		if (!j->pend[lr])
-			abort();
-		if (n)
-			memcpy(j->pend[lr], v, n * sizeof(*v));
+		j->pend[lr] = p;
 		j->npend[lr] = (uint32_t)n;
 	}
-	free(v);
+	free(sv);
+	free(rv);
 	j->sealed = true;
+}
+
+/* The sealed operations go (the checkpoint is over, or the job). */
+static void free_pend(struct bjob *j)
+{
+	for (uint32_t lr = 0; j->pend && lr < j->nlocal; lr++)
+		free(j->pend[lr]);
+	free(j->pend);
+	free(j->npend);
+	j->pend = NULL;
+	j->npend = NULL;
 }
 
 /* Sealed once every node of the job said DRAINED (this one included). */
@@ -1659,10 +1661,7 @@ static void bjob_free(struct bjob *j)
 	free(j->red_part_len);
 	free(j->nbatch);
 	free(j->capbatch);
-	for (uint32_t lr = 0; j->pend && lr < j->nlocal; lr++)
-		free(j->pend[lr]);
-	free(j->pend);
-	free(j->npend);
+	free_pend(j);
 	free(j->fcover);
 	free(j->drained);
 	if (j->map)
@@ -1817,12 +1816,7 @@ void nd_bcs_thaw(struct nd *nd, struct nd_job *job)
 		return;
 	j->frozen = j->sealed = false;
 	j->ckpt_id = 0;
-	for (uint32_t lr = 0; j->pend && lr < j->nlocal; lr++)
-		free(j->pend[lr]);
-	free(j->pend);
-	free(j->npend);
-	j->pend = NULL;
-	j->npend = NULL;
+	free_pend(j);
 }
 
 int nd_bcs_rank_state(struct nd *nd, struct nd_job *job, uint32_t lr, void **buf, size_t *len)

@@ -36,8 +36,12 @@ else bad "cluster up"; cat "$T/up.out"; exit 1; fi
 
 # ---- the machine manager dies with jobs running and queued
 mkfifo "$T/f"
-# the jobs go on once the test has looked at them after the restart
-hold="while [ ! -e $T/go ]; do sleep 0.05; done"
+# the jobs go on once the test has looked at them after the restart: each of
+# their 4 ranks blocks reading a line of the fifo go, which the test holds
+# open (so a line written before a rank reads waits in it)
+mkfifo "$T/go"
+exec 9<>"$T/go"
+hold="read _ < $T/go"
 storm run -N 2 sh -c "echo started \$STORM_RANK; $hold; echo after \$STORM_RANK" \
 	>"$T/f" 2>"$T/run.err" &
 RUN=$!
@@ -68,7 +72,7 @@ expect "storm jobs after the restart" 0 storm jobs
 grep -qE "^ +$RUNJOB .*RUNNING" "$T/out" && grep -qE "^ +$BATCH .*RUNNING" "$T/out" &&
 	grep -qE "^ +$QUEUED .*QUEUED" "$T/out" && ok "  running jobs still RUNNING, the queued one QUEUED" ||
 	{ bad "  jobs kept their states"; cat "$T/out"; }
-touch "$T/go"
+printf 'go\ngo\ngo\ngo\n' >&9
 wait_log "$C/log/mm.log" "job $QUEUED ended" 30 && ok "the queued job ran after the restart" ||
 	bad "the queued job ran after the restart"
 [ "$(sort "$T/batch.out" | tr '\n' ' ')" = "one 0 one 1 two 0 two 1 " ] &&
