@@ -181,28 +181,38 @@ static void process_commands(struct nd *nd)
 
 static bool slot_holds(struct nd *nd, uint32_t seq);
 
-/* Commands go to the nodes the MM counts UP, one at a time: the next leaves
- * only once every one of them holds the last. So an empty slot for the next
- * command while a later one is in the ring is a command never sent here: the
- * node was not UP for the MM then (cut off while a restarted MM failed a job
- * and told the others). Waiting for it would stop this node's ring for good,
- * and with it the MM's once the ring wraps. */
-static void skip_unsent_commands(struct nd *nd, uint32_t last_sent)
+/* Commands cmd_done+1..last_sent missing from the ring while a later one is
+ * there were never sent to this node (it was not UP for the MM: the MM sends
+ * the next command once every UP node holds the last). After a DOWN spell
+ * (rejoined) none of the missing ones will come, even with no later one
+ * here. Either way: continue at the first that did arrive, else after
+ * last_sent. */
+static void skip_unsent_commands(struct nd *nd, uint32_t last_sent, bool rejoined)
 {
 	uint32_t want = nd->cmd_done + 1, len;
 	if (want > last_sent)
 		return;
 	memcpy(&len, nd->gmem + GM_CMD_SLOT(want), 4);
-	if (len)
-		return;
-	for (uint32_t q = want + 1; q <= last_sent && q - want < GM_CMD_SLOTS; q++)
+	if (len && !rejoined)
+		return; /* it is there (or its slot's older command, to wait out) */
+	uint32_t from = last_sent - want >= GM_CMD_SLOTS ? last_sent - GM_CMD_SLOTS + 1 : want;
+	uint32_t resume = rejoined ? last_sent + 1 : 0;
+	for (uint32_t q = from; q <= last_sent; q++)
 		if (slot_holds(nd, q)) {
-			nd_log(nd, "commands %u..%u were not sent to this node (it was not UP for the "
-				   "MM); continuing at %u", want, q - 1, q);
-			nd->cmd_done = q - 1;
-			process_commands(nd);
-			return;
+			resume = q;
+			break;
 		}
+	if (!resume)
+		return; /* the next one is on its way */
+	if (rejoined)
+		nd_log(nd, "back after missing more than %u strobes; commands %u..%u never "
+			   "reached this node, continuing after them",
+		       nd->conf.down_after, want, resume - 1);
+	else
+		nd_log(nd, "commands %u..%u were not sent to this node (it was not UP for the "
+			   "MM); continuing at %u", want, resume - 1, resume);
+	nd->cmd_done = resume - 1;
+	process_commands(nd);
 }
 
 /* Does the ring slot of seq hold command seq? */
@@ -291,26 +301,7 @@ static void on_strobe(struct nd *nd)
 		nd->missed_strobes += s.slice - nd->slice - 1;
 	nd->slice = s.slice;
 	process_commands(nd);
-	if (rejoined && nd->cmd_done < s.cmd_seq) {
-		/* we missed enough strobes for the MM to declare us DOWN, and
-		 * commands went to the UP nodes only: the ones not in our ring
-		 * never will be, and waiting for them would stall the ring for
-		 * everyone. Continue at the oldest one that did arrive. */
-		uint32_t from = nd->cmd_done + 1, resume = s.cmd_seq + 1;
-		if (s.cmd_seq - nd->cmd_done > GM_CMD_SLOTS)
-			from = s.cmd_seq - GM_CMD_SLOTS + 1;
-		for (uint32_t q = from; q <= s.cmd_seq; q++)
-			if (slot_holds(nd, q)) {
-				resume = q;
-				break;
-			}
-		nd_log(nd, "back after missing more than %u strobes; commands %u..%u never "
-			   "reached this node, continuing after them",
-		       nd->conf.down_after, nd->cmd_done + 1, resume - 1);
-		nd->cmd_done = resume - 1;
-		process_commands(nd);
-	}
-	skip_unsent_commands(nd, s.cmd_seq);
+	skip_unsent_commands(nd, s.cmd_seq, rejoined);
 	if (nd->helpers)
 		nd_ckpt_poll(nd);
 	nd->strobe_cmd_seq = s.cmd_seq;
