@@ -10,4 +10,5 @@ void add_ckpt_image_suite(void);
 void add_bcs_suite(void);
 void add_db_suite(void);
 void add_auth_suite(void);
+void add_evloop_suite(void);
 #endif

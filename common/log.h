@@ -1,0 +1,24 @@
+/* One log line format and the clocks for every storm daemon: a line is
+ * "YYYY-MM-DDTHH:MM:SS.mmm IDENT: message", written with one write so lines
+ * of daemons sharing a terminal or file do not interleave. */
+#ifndef STORM_LOG_H
+#define STORM_LOG_H
+
+#include <stdint.h>
+
+#include "gm_auth.h" /* struct gm_ratelimit */
+
+/* Names the daemon in every line ("stormmm", "stormnd[node01]"); copied. */
+void log_set_ident(const char *ident);
+void slog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* slog at most GM_LOG_BURST lines per GM_LOG_WINDOW_S for one kind of
+ * refusal (a flood of forged messages must not fill the disk). */
+void slog_limited(struct gm_ratelimit *rl, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* CLOCK_REALTIME in seconds: what users and the database see. */
+double clock_wall_s(void);
+/* CLOCK_MONOTONIC in nanoseconds: deadlines and durations. */
+uint64_t clock_mono_ns(void);
+
+#endif
