@@ -133,7 +133,7 @@ bench-auth: $(BUILD)/bin/mac_bench
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_LIB := net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wire.c \
             common/hostlist.c common/config.c scheduler/matrix.c cli/opts.c cli/label.c cli/fmt.c cli/mview.c \
-            common/gm_auth.c common/ctl_auth.c common/evloop.c daemons/mm/access.c daemons/mm/db.c \
+            common/gm_auth.c common/ctl_auth.c common/evloop.c common/fault.c daemons/mm/access.c daemons/mm/db.c \
             bcs_mpi/match.c bcs_mpi/dtype.c bcs_mpi/trace_codec.c bcs_mpi/chan_ckpt.c \
             checkpoint/image.c checkpoint/util.c
 $(BUILD)/bin/unit_tests: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_LIB:%.c=$(BUILD)/obj/%.o)

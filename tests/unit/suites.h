@@ -11,4 +11,5 @@ void add_bcs_suite(void);
 void add_db_suite(void);
 void add_auth_suite(void);
 void add_evloop_suite(void);
+void add_fault_suite(void);
 #endif
