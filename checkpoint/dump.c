@@ -633,153 +633,137 @@ static void let_go(struct dump *d, const struct ckpt_dump_opts *o)
 		o->captured(o->arg);
 }
 
-int ckpt_dump(pid_t pid, const char *path, const struct ckpt_dump_opts *o,
-	      struct ckpt_stats *st, char *err, size_t errlen)
-{
-	static const struct ckpt_dump_opts none = { 0 };
-	if (!o)
-		o = &none;
-	unsigned flags = o->flags;
-	struct dump d = { .pid = pid, .flags = flags, .err = err, .errlen = errlen,
-			  .t = { .pid = pid, .memfd = -1 }, .snap = { .memfd = -1 } };
-	Storm__Ckpt__Meta meta = STORM__CKPT__META__INIT;
-	Storm__Ckpt__MmFields mm = STORM__CKPT__MM_FIELDS__INIT;
-	Storm__Ckpt__VmaTable vt = STORM__CKPT__VMA_TABLE__INIT;
-	Storm__Ckpt__FileTable ft = STORM__CKPT__FILE_TABLE__INIT;
-	char *status = NULL, *tmp = NULL, cwd[4096] = "", exe[4096] = "";
-	int rc = 0, out = -1, pmfd = -1;
-	unsigned char *xbuf = NULL, *buf = NULL, *hdr = NULL;
-	struct ckpt_header h = { 0 };
-	double t0 = ckpt_now();
+/* What one dump gathers for the image's metadata sections, and frees. */
+struct image {
+	Storm__Ckpt__Meta meta;
+	Storm__Ckpt__MmFields mm;
+	Storm__Ckpt__VmaTable vt;
+	Storm__Ckpt__FileTable ft;
+	char *status;            /* /proc/PID/status at the stop */
+	char comm[64], cwd[4096], exe[4096];
+	unsigned char *xbuf;     /* FP or extended registers */
+	uint32_t npsec;          /* page sections planned */
+	struct ckpt_header h;
+};
 
-	meta.mm = &mm;
-	snprintf(d.proc, sizeof(d.proc), "/proc/%d", pid);
+/* Seizes the process and waits for its ptrace stop; a signal that arrives
+ * first is handed back at the detach. */
+static int stop_process(struct dump *d, struct image *im)
+{
+	pid_t pid = d->pid;
 	char p[128];
-	snprintf(p, sizeof(p), "%s/status", d.proc);
-	status = ckpt_read_all(p, NULL);
-	if (!status) {
-		rc = ckpt_fail(err, errlen, -ESRCH, "pid %d: no such process", pid);
-		goto out;
-	}
-	if (status_dec(status, "Threads:\t", 10) != 1) {
-		rc = ckpt_fail(err, errlen, -ENOTSUP,
-			       "pid %d: %ld threads (only single-threaded processes are supported)",
-			       pid, status_dec(status, "Threads:\t", 10));
-		goto out;
-	}
-	if (ptrace(PTRACE_SEIZE, pid, 0, 0) < 0) {
-		rc = ckpt_fail(err, errlen, -errno, "pid %d: ptrace seize: %s", pid, strerror(errno));
-		goto out;
-	}
-	d.attached = 1;
-	if (ptrace(PTRACE_INTERRUPT, pid, 0, 0) < 0) {
-		rc = ckpt_fail(err, errlen, -errno, "pid %d: ptrace interrupt: %s", pid,
-			       strerror(errno));
-		goto out;
-	}
+	snprintf(p, sizeof(p), "%s/status", d->proc);
+	im->status = ckpt_read_all(p, NULL);
+	if (!im->status)
+		return ckpt_fail(d->err, d->errlen, -ESRCH, "pid %d: no such process", pid);
+	if (status_dec(im->status, "Threads:\t", 10) != 1)
+		return ckpt_fail(d->err, d->errlen, -ENOTSUP,
+				 "pid %d: %ld threads (only single-threaded processes are supported)",
+				 pid, status_dec(im->status, "Threads:\t", 10));
+	if (ptrace(PTRACE_SEIZE, pid, 0, 0) < 0)
+		return ckpt_fail(d->err, d->errlen, -errno, "pid %d: ptrace seize: %s", pid,
+				 strerror(errno));
+	d->attached = 1;
+	if (ptrace(PTRACE_INTERRUPT, pid, 0, 0) < 0)
+		return ckpt_fail(d->err, d->errlen, -errno, "pid %d: ptrace interrupt: %s", pid,
+				 strerror(errno));
 	for (;;) {
 		int ws;
 		if (waitpid(pid, &ws, __WALL) < 0 || !WIFSTOPPED(ws)) {
-			d.attached = 0;
-			rc = ckpt_fail(err, errlen, -ESRCH, "pid %d: exited while being stopped", pid);
-			goto out;
+			d->attached = 0;
+			return ckpt_fail(d->err, d->errlen, -ESRCH,
+					 "pid %d: exited while being stopped", pid);
 		}
 		if ((ws >> 16) == PTRACE_EVENT_STOP)
-			break;
-		/* a signal arrived first: hand it back at the detach */
-		d.t.pending_sig = WSTOPSIG(ws);
+			return 0;
+		d->t.pending_sig = WSTOPSIG(ws);
 		ptrace(PTRACE_CONT, pid, 0, 0);
 		ptrace(PTRACE_INTERRUPT, pid, 0, 0);
 	}
-	double t_stopped = ckpt_now();
-	snprintf(p, sizeof(p), "%s/mem", d.proc);
-	d.t.memfd = open(p, O_RDWR | O_CLOEXEC);
-	snprintf(p, sizeof(p), "%s/pagemap", d.proc);
-	pmfd = open(p, O_RDONLY | O_CLOEXEC);
-	if (d.t.memfd < 0 || pmfd < 0) {
-		rc = ckpt_fail(err, errlen, -errno, "pid %d: %s: %s", pid, p, strerror(errno));
-		goto out;
-	}
-	if (ptrace(PTRACE_GETREGS, pid, 0, &d.regs) < 0 ||
-	    ptrace(PTRACE_GETSIGMASK, pid, sizeof(d.sigmask), &d.sigmask) < 0) {
-		rc = ckpt_fail(err, errlen, -errno, "pid %d: reading registers: %s", pid,
-			       strerror(errno));
-		goto out;
-	}
-	meta.regs.data = (uint8_t *)&d.regs;
-	meta.regs.len = sizeof(d.regs);
-	meta.sigmask = d.sigmask;
-	xbuf = malloc(65536);
-	struct iovec iov = { xbuf, 65536 };
+}
+
+/* General, FP or extended registers, signal mask, rseq registration. */
+static int read_registers(struct dump *d, struct image *im)
+{
+	pid_t pid = d->pid;
+	Storm__Ckpt__Meta *meta = &im->meta;
+	if (ptrace(PTRACE_GETREGS, pid, 0, &d->regs) < 0 ||
+	    ptrace(PTRACE_GETSIGMASK, pid, sizeof(d->sigmask), &d->sigmask) < 0)
+		return ckpt_fail(d->err, d->errlen, -errno, "pid %d: reading registers: %s", pid,
+				 strerror(errno));
+	meta->regs.data = (uint8_t *)&d->regs;
+	meta->regs.len = sizeof(d->regs);
+	meta->sigmask = d->sigmask;
+	im->xbuf = malloc(65536);
+	if (!im->xbuf)
+		return -ENOMEM;
+	struct iovec iov = { im->xbuf, 65536 };
 	if (ptrace(PTRACE_GETREGSET, pid, NT_X86_XSTATE, &iov) == 0) {
-		meta.xstate.data = xbuf;
-		meta.xstate.len = iov.iov_len;
+		meta->xstate.data = im->xbuf;
+		meta->xstate.len = iov.iov_len;
 	} else {
 		iov.iov_len = sizeof(struct user_fpregs_struct);
-		if (ptrace(PTRACE_GETREGSET, pid, NT_PRFPREG, &iov) < 0) {
-			rc = ckpt_fail(err, errlen, -errno, "pid %d: reading FP registers: %s", pid,
-				       strerror(errno));
-			goto out;
-		}
-		meta.fpregs.data = xbuf;
-		meta.fpregs.len = iov.iov_len;
+		if (ptrace(PTRACE_GETREGSET, pid, NT_PRFPREG, &iov) < 0)
+			return ckpt_fail(d->err, d->errlen, -errno,
+					 "pid %d: reading FP registers: %s", pid, strerror(errno));
+		meta->fpregs.data = im->xbuf;
+		meta->fpregs.len = iov.iov_len;
 	}
 	struct rseq_conf rc_conf = { 0 };
 	if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, pid, sizeof(rc_conf), &rc_conf) > 0 &&
 	    rc_conf.rseq_abi_pointer) {
-		meta.rseq_addr = rc_conf.rseq_abi_pointer;
-		meta.rseq_len = rc_conf.rseq_abi_size;
-		meta.rseq_sig = rc_conf.signature;
+		meta->rseq_addr = rc_conf.rseq_abi_pointer;
+		meta->rseq_len = rc_conf.rseq_abi_size;
+		meta->rseq_sig = rc_conf.signature;
 	}
-	rc = read_maps(&d);
-	if (rc)
-		goto out;
-	rc = query_by_injection(&d, &meta, status);
-	if (rc)
-		goto out;
-	if ((rc = read_mm(&d, &mm)) < 0) {
-		ckpt_fail(err, errlen, rc, "pid %d: reading stat/auxv failed", pid);
-		goto out;
-	}
-	/* the gadget write left a private copy of a text page: harmless, it is saved */
-	meta.pid = pid;
-	const char *cp = strstr(status, "Name:\t");
-	char comm[64] = "";
+	return 0;
+}
+
+/* Name, directories, umask, environment, command line, time, the caller's
+ * own state (o->app). */
+static void read_identity(struct dump *d, struct image *im, const struct ckpt_dump_opts *o)
+{
+	Storm__Ckpt__Meta *meta = &im->meta;
+	char p[128];
+	meta->pid = d->pid;
+	const char *cp = strstr(im->status, "Name:\t");
 	if (cp)
-		sscanf(cp + 6, "%63[^\n]", comm);
-	meta.comm = comm;
-	snprintf(p, sizeof(p), "%s/cwd", d.proc);
-	ssize_t n = readlink(p, cwd, sizeof(cwd) - 1);
-	cwd[n > 0 ? n : 0] = 0;
-	meta.cwd = cwd;
-	snprintf(p, sizeof(p), "%s/exe", d.proc);
-	n = readlink(p, exe, sizeof(exe) - 1);
-	exe[n > 0 ? n : 0] = 0;
-	meta.exe = exe;
-	meta.umask = status_dec(status, "Umask:\t", 8);
+		sscanf(cp + 6, "%63[^\n]", im->comm);
+	meta->comm = im->comm;
+	snprintf(p, sizeof(p), "%s/cwd", d->proc);
+	ssize_t n = readlink(p, im->cwd, sizeof(im->cwd) - 1);
+	im->cwd[n > 0 ? n : 0] = 0;
+	meta->cwd = im->cwd;
+	snprintf(p, sizeof(p), "%s/exe", d->proc);
+	n = readlink(p, im->exe, sizeof(im->exe) - 1);
+	im->exe[n > 0 ? n : 0] = 0;
+	meta->exe = im->exe;
+	meta->umask = status_dec(im->status, "Umask:\t", 8);
 	size_t elen = 0, clen = 0;
-	snprintf(p, sizeof(p), "%s/environ", d.proc);
-	meta.environ.data = (uint8_t *)ckpt_read_all(p, &elen);
-	meta.environ.len = elen;
-	snprintf(p, sizeof(p), "%s/cmdline", d.proc);
-	meta.cmdline.data = (uint8_t *)ckpt_read_all(p, &clen);
-	meta.cmdline.len = clen;
+	snprintf(p, sizeof(p), "%s/environ", d->proc);
+	meta->environ.data = (uint8_t *)ckpt_read_all(p, &elen);
+	meta->environ.len = elen;
+	snprintf(p, sizeof(p), "%s/cmdline", d->proc);
+	meta->cmdline.data = (uint8_t *)ckpt_read_all(p, &clen);
+	meta->cmdline.len = clen;
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
-	meta.time_ns = now.tv_sec * 1000000000ll + now.tv_nsec;
-	if (o && o->app_len) {
-		meta.app.data = (uint8_t *)o->app;
-		meta.app.len = o->app_len;
+	meta->time_ns = now.tv_sec * 1000000000ll + now.tv_nsec;
+	if (o->app_len) {
+		meta->app.data = (uint8_t *)o->app;
+		meta->app.len = o->app_len;
 	}
-	rc = list_files(&d, &ft);
-	if (rc)
-		goto out;
+}
 
-	/* plan the areas and their page sections */
-	uint32_t npsec = 0;
-	vt.vmas = calloc(d.nv ? d.nv : 1, sizeof(*vt.vmas));
-	for (size_t i = 0; i < d.nv; i++) {
-		struct dvma *v = &d.v[i];
+/* The area table, and for each area what is saved: nothing (its file's
+ * data), the vDSO for comparison, or its pages as runs in a page section. */
+static int plan_areas(struct dump *d, struct image *im, int pmfd)
+{
+	im->vt.vmas = calloc(d->nv ? d->nv : 1, sizeof(*im->vt.vmas));
+	if (!im->vt.vmas)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->nv; i++) {
+		struct dvma *v = &d->v[i];
 		Storm__Ckpt__Vma *pb = &v->pb;
 		storm__ckpt__vma__init(pb);
 		pb->start = v->m.start;
@@ -790,48 +774,203 @@ int ckpt_dump(pid_t pid, const char *path, const struct ckpt_dump_opts *o,
 		pb->path = v->m.path;
 		pb->offset = v->m.offset;
 		pb->pages_section = -1;
-		vt.vmas[vt.n_vmas++] = pb;
+		im->vt.vmas[im->vt.n_vmas++] = pb;
+		int rc;
 		if (v->m.kind == CKPT_VMA_VDSO) {
-			meta.vdso.len = v->m.end - v->m.start;
-			meta.vdso.data = malloc(meta.vdso.len);
-			if ((rc = ckpt_mem_read(&d.t, v->m.start, meta.vdso.data, meta.vdso.len)))
-				goto out;
+			im->meta.vdso.len = v->m.end - v->m.start;
+			im->meta.vdso.data = malloc(im->meta.vdso.len);
+			if (!im->meta.vdso.data)
+				return -ENOMEM;
+			if ((rc = ckpt_mem_read(&d->t, v->m.start, im->meta.vdso.data,
+						im->meta.vdso.len)))
+				return rc;
 		}
 		if (v->m.kind >= CKPT_VMA_VDSO)
 			continue;
 		if (v->m.kind == CKPT_VMA_FILE) {
 			rc = ckpt_file_range_hash(v->m.path, v->m.offset, v->m.end - v->m.start,
 						  &pb->file_size, &pb->file_hash);
-			if (rc) {
-				rc = ckpt_fail(err, errlen, rc, "pid %d: mapped file %s: %s", pid,
-					       v->m.path, strerror(-rc));
-				goto out;
-			}
+			if (rc)
+				return ckpt_fail(d->err, d->errlen, rc, "pid %d: mapped file %s: %s",
+						 d->pid, v->m.path, strerror(-rc));
 			if (v->m.shared)
 				continue; /* its data is the file's */
 		}
-		if ((rc = plan_pages(&d, pmfd, v)))
-			goto out;
+		if ((rc = plan_pages(d, pmfd, v)))
+			return rc;
 		if (v->nruns) {
 			pb->runs = v->runs;
 			pb->n_runs = v->nruns;
-			pb->pages_section = npsec++;
+			pb->pages_section = (int32_t)im->npsec++;
 		}
 	}
+	return 0;
+}
+
+/* Every page section, each hashed as it is written; *pages counts them. */
+static int write_pages(struct dump *d, struct image *im, int out, const char *tmp,
+		       uint64_t *off, uint64_t *pages)
+{
+	/* small enough for the hash and the write to find it in the cache */
+	const size_t BUF = 1 << 20;
+	unsigned char *buf = malloc(BUF);
+	XXH3_state_t *xs = XXH3_createState();
+	int rc = buf && xs ? 0 : -ENOMEM;
+	for (size_t i = 0, k = 0; !rc && i < d->nv; i++) {
+		struct dvma *v = &d->v[i];
+		if (v->pb.pages_section < 0)
+			continue;
+		struct ckpt_sec *s = &im->h.secs[k++];
+		s->type = CKPT_SEC_PAGES;
+		s->index = (uint32_t)v->pb.pages_section;
+		s->offset = *off;
+		XXH3_64bits_reset(xs);
+		rc = copy_area(d, v, out, buf, BUF, xs, off, d->flags, tmp);
+		if (rc)
+			break;
+		*pages += v->npages;
+		s->length = *off - s->offset;
+		s->hash = XXH3_64bits_digest(xs);
+	}
+	XXH3_freeState(xs);
+	free(buf);
+	return rc;
+}
+
+/* The metadata sections after the pages, then the header at the start. */
+static int write_meta_and_header(struct dump *d, struct image *im, int out, const char *tmp,
+				 uint64_t off)
+{
+	struct {
+		uint32_t type;
+		const ProtobufCMessage *msg;
+	} md[3] = { { CKPT_SEC_META, &im->meta.base },
+		    { CKPT_SEC_VMAS, &im->vt.base },
+		    { CKPT_SEC_FILES, &im->ft.base } };
+	for (int i = 0; i < 3; i++) {
+		size_t len = protobuf_c_message_get_packed_size(md[i].msg);
+		uint8_t *pk = malloc(len ? len : 1);
+		if (!pk)
+			return -ENOMEM;
+		protobuf_c_message_pack(md[i].msg, pk);
+		int rc = put_section(out, &off, &im->h.secs[im->npsec + i], md[i].type, pk, len);
+		free(pk);
+		if (rc)
+			return ckpt_fail(d->err, d->errlen, rc, "%s: %s", tmp, strerror(-rc));
+	}
+	im->h.file_size = off;
+	size_t hsize = ckpt_header_size(im->h.nsec);
+	unsigned char *hdr = malloc(hsize);
+	if (!hdr)
+		return -ENOMEM;
+	ckpt_image_write_header(&im->h, hdr);
+	int rc = 0;
+	if (pwrite(out, hdr, hsize, 0) != (ssize_t)hsize ||
+	    ((d->flags & CKPT_DUMP_FSYNC) && fsync(out) < 0))
+		rc = ckpt_fail(d->err, d->errlen, -errno, "%s: %s", tmp, strerror(errno));
+	free(hdr);
+	return rc;
+}
+
+static void image_free(struct image *im)
+{
+	for (size_t i = 0; i < im->meta.n_sigactions; i++)
+		free(im->meta.sigactions[i]);
+	free(im->meta.sigactions);
+	for (size_t i = 0; i < im->meta.n_itimers; i++)
+		free(im->meta.itimers[i]);
+	free(im->meta.itimers);
+	for (size_t i = 0; i < im->ft.n_files; i++) {
+		free(im->ft.files[i]->path);
+		free(im->ft.files[i]);
+	}
+	free(im->ft.files);
+	free(im->vt.vmas);
+	free(im->meta.vdso.data);
+	free(im->meta.environ.data);
+	free(im->meta.cmdline.data);
+	free(im->mm.auxv.data);
+	free(im->status);
+	free(im->xbuf);
+	free(im->h.secs);
+}
+
+static void dump_free(struct dump *d)
+{
+	snapshot_drop(d);
+	if (d->t.memfd >= 0)
+		close(d->t.memfd);
+	for (size_t i = 0; i < d->nv; i++) {
+		for (size_t r = 0; r < d->v[i].nruns; r++)
+			free(d->v[i].runs[r]);
+		free(d->v[i].runs);
+	}
+	free(d->v);
+}
+
+/* Everything but the memory, read while the process is stopped. */
+static int read_state(struct dump *d, struct image *im, const struct ckpt_dump_opts *o,
+		      int *pmfd)
+{
+	char p[128];
+	snprintf(p, sizeof(p), "%s/mem", d->proc);
+	d->t.memfd = open(p, O_RDWR | O_CLOEXEC);
+	snprintf(p, sizeof(p), "%s/pagemap", d->proc);
+	*pmfd = open(p, O_RDONLY | O_CLOEXEC);
+	if (d->t.memfd < 0 || *pmfd < 0)
+		return ckpt_fail(d->err, d->errlen, -errno, "pid %d: %s: %s", d->pid, p,
+				 strerror(errno));
+	int rc;
+	if ((rc = read_registers(d, im)) || (rc = read_maps(d)) ||
+	    (rc = query_by_injection(d, &im->meta, im->status)))
+		return rc;
+	if ((rc = read_mm(d, &im->mm)) < 0)
+		return ckpt_fail(d->err, d->errlen, rc, "pid %d: reading stat/auxv failed", d->pid);
+	/* the gadget write left a private copy of a text page: harmless, it is saved */
+	read_identity(d, im, o);
+	if ((rc = list_files(d, &im->ft)))
+		return rc;
+	return plan_areas(d, im, *pmfd);
+}
+
+int ckpt_dump(pid_t pid, const char *path, const struct ckpt_dump_opts *o,
+	      struct ckpt_stats *st, char *err, size_t errlen)
+{
+	static const struct ckpt_dump_opts none = { 0 };
+	if (!o)
+		o = &none;
+	struct dump d = { .pid = pid, .flags = o->flags, .err = err, .errlen = errlen,
+			  .t = { .pid = pid, .memfd = -1 }, .snap = { .memfd = -1 } };
+	struct image im = { .meta = STORM__CKPT__META__INIT, .mm = STORM__CKPT__MM_FIELDS__INIT,
+			    .vt = STORM__CKPT__VMA_TABLE__INIT,
+			    .ft = STORM__CKPT__FILE_TABLE__INIT };
+	im.meta.mm = &im.mm;
+	snprintf(d.proc, sizeof(d.proc), "/proc/%d", pid);
+	char *tmp = NULL;
+	int out = -1, pmfd = -1;
+	uint64_t pages = 0;
+	double t0 = ckpt_now(), t_stopped = 0, t_free = 0;
+
+	int rc = stop_process(&d, &im);
+	if (rc)
+		goto out;
+	t_stopped = ckpt_now();
+	if ((rc = read_state(&d, &im, o, &pmfd)))
+		goto out;
 
 	/* with a snapshot to read, the process goes on now */
-	bool snap = (flags & CKPT_DUMP_SNAPSHOT) && !(flags & CKPT_DUMP_KILL) && snapshot(&d);
-	double t_free = 0;
+	bool snap = (d.flags & CKPT_DUMP_SNAPSHOT) && !(d.flags & CKPT_DUMP_KILL) &&
+		    snapshot(&d);
 	if (snap) {
 		let_go(&d, o);
 		t_free = ckpt_now();
 	}
 
-	/* write: header space, page sections, metadata sections, then the header */
-	h.nsec = npsec + 3;
-	h.secs = calloc(h.nsec, sizeof(*h.secs));
-	size_t hsize = ckpt_header_size(h.nsec);
-	if (asprintf(&tmp, "%s.tmp", path) < 0) {
+	/* header space, page sections, metadata sections, then the header */
+	im.h.nsec = im.npsec + 3;
+	im.h.secs = calloc(im.h.nsec, sizeof(*im.h.secs));
+	if (!im.h.secs || asprintf(&tmp, "%s.tmp", path) < 0) {
+		tmp = NULL;
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -840,36 +979,14 @@ int ckpt_dump(pid_t pid, const char *path, const struct ckpt_dump_opts *o,
 		rc = ckpt_fail(err, errlen, -errno, "%s: %s", tmp, strerror(errno));
 		goto out;
 	}
-	uint64_t off = hsize;
-	if (lseek(out, off, SEEK_SET) < 0) {
+	uint64_t off = ckpt_header_size(im.h.nsec);
+	if (lseek(out, (off_t)off, SEEK_SET) < 0) {
 		rc = -errno;
 		goto out;
 	}
 	double t_planned = ckpt_now();
-	/* small enough for the hash and the write to find it in the cache */
-	const size_t BUF = 1 << 20;
-	buf = malloc(BUF);
-	XXH3_state_t *xs = XXH3_createState();
-	uint64_t pages = 0;
-	for (size_t i = 0, k = 0; i < d.nv; i++) {
-		struct dvma *v = &d.v[i];
-		if (v->pb.pages_section < 0)
-			continue;
-		struct ckpt_sec *s = &h.secs[k++];
-		s->type = CKPT_SEC_PAGES;
-		s->index = v->pb.pages_section;
-		s->offset = off;
-		XXH3_64bits_reset(xs);
-		rc = copy_area(&d, v, out, buf, BUF, xs, &off, flags, tmp);
-		if (rc) {
-			XXH3_freeState(xs);
-			goto out;
-		}
-		pages += v->npages;
-		s->length = off - s->offset;
-		s->hash = XXH3_64bits_digest(xs);
-	}
-	XXH3_freeState(xs);
+	if ((rc = write_pages(&d, &im, out, tmp, &off, &pages)))
+		goto out;
 	double t_copied = ckpt_now();
 	snapshot_drop(&d);
 	/* the process itself is no longer needed */
@@ -877,31 +994,8 @@ int ckpt_dump(pid_t pid, const char *path, const struct ckpt_dump_opts *o,
 		let_go(&d, o);
 		t_free = ckpt_now();
 	}
-	struct {
-		uint32_t type;
-		const ProtobufCMessage *msg;
-	} md[3] = { { CKPT_SEC_META, &meta.base },
-		    { CKPT_SEC_VMAS, &vt.base },
-		    { CKPT_SEC_FILES, &ft.base } };
-	for (int i = 0; i < 3; i++) {
-		size_t len = protobuf_c_message_get_packed_size(md[i].msg);
-		uint8_t *pk = malloc(len ? len : 1);
-		protobuf_c_message_pack(md[i].msg, pk);
-		rc = put_section(out, &off, &h.secs[npsec + i], md[i].type, pk, len);
-		free(pk);
-		if (rc) {
-			ckpt_fail(err, errlen, rc, "%s: %s", tmp, strerror(-rc));
-			goto out;
-		}
-	}
-	h.file_size = off;
-	hdr = malloc(hsize);
-	ckpt_image_write_header(&h, hdr);
-	if (pwrite(out, hdr, hsize, 0) != (ssize_t)hsize ||
-	    ((flags & CKPT_DUMP_FSYNC) && fsync(out) < 0)) {
-		rc = ckpt_fail(err, errlen, -errno, "%s: %s", tmp, strerror(errno));
+	if ((rc = write_meta_and_header(&d, &im, out, tmp, off)))
 		goto out;
-	}
 	if (close(out) < 0 || rename(tmp, path) < 0) {
 		out = -1;
 		rc = ckpt_fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
@@ -909,7 +1003,7 @@ int ckpt_dump(pid_t pid, const char *path, const struct ckpt_dump_opts *o,
 	}
 	out = -1;
 	if (st) {
-		st->bytes = h.file_size;
+		st->bytes = im.h.file_size;
 		st->pages = pages;
 		st->seconds = ckpt_now() - t0;
 		st->t_stop = t_stopped - t0;
@@ -926,37 +1020,10 @@ out:
 		close(out);
 		unlink(tmp);
 	}
-	if (d.t.memfd >= 0)
-		close(d.t.memfd);
 	if (pmfd >= 0)
 		close(pmfd);
-	for (size_t i = 0; i < d.nv; i++) {
-		for (size_t r = 0; r < d.v[i].nruns; r++)
-			free(d.v[i].runs[r]);
-		free(d.v[i].runs);
-	}
-	free(d.v);
-	free(vt.vmas);
-	for (size_t i = 0; i < meta.n_sigactions; i++)
-		free(meta.sigactions[i]);
-	free(meta.sigactions);
-	for (size_t i = 0; i < meta.n_itimers; i++)
-		free(meta.itimers[i]);
-	free(meta.itimers);
-	for (size_t i = 0; i < ft.n_files; i++) {
-		free(ft.files[i]->path);
-		free(ft.files[i]);
-	}
-	free(ft.files);
-	free(meta.vdso.data);
-	free(meta.environ.data);
-	free(meta.cmdline.data);
-	free(mm.auxv.data);
-	free(status);
+	dump_free(&d);
+	image_free(&im);
 	free(tmp);
-	free(xbuf);
-	free(buf);
-	free(hdr);
-	free(h.secs);
 	return rc;
 }
