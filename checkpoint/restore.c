@@ -559,21 +559,19 @@ static int map_external(struct drive *d, const Storm__Ckpt__Vma *v,
 	return rc;
 }
 
-static int drive(struct drive *d, uint64_t gadget, uint64_t tmp, const struct special *img_sp,
-		 const struct ckpt_restore_opts *o, uint64_t *pages)
+/* Unmaps everything of the new process but the gadget, and moves its vDSO
+ * and data pages to the image's addresses (through tmp, where they may
+ * overlap). */
+static int clear_and_move_vdso(struct drive *d, uint64_t gadget, uint64_t tmp,
+			       const struct special *img_sp)
 {
-	const struct image *im = d->im;
-	Storm__Ckpt__Meta *m = im->meta;
-	uint64_t scratch = gadget + CKPT_PAGE;
 	struct ckpt_map *cm = NULL;
 	size_t ncm = 0;
-	int rc;
-	long r;
-
+	int rc = 0;
 	if (own_maps(&cm, &ncm, d->t.pid) < 0)
 		return ckpt_fail(d->err, d->errlen, -errno, "restoring: cannot read the new maps");
 	struct special csp = { 0 };
-	for (size_t i = 0; i < ncm; i++) {
+	for (size_t i = 0; i < ncm && !rc; i++) {
 		struct ckpt_map *x = &cm[i];
 		if (x->kind == CKPT_VMA_VSYSCALL || (x->start >= gadget && x->end <= gadget + 2 * CKPT_PAGE))
 			continue;
@@ -581,74 +579,92 @@ static int drive(struct drive *d, uint64_t gadget, uint64_t tmp, const struct sp
 			special_add(&csp, x->kind, x->start, x->end);
 			continue;
 		}
-		if ((rc = SYS(d, "munmap", SYS_munmap, NULL, 2, x->start, x->end - x->start, 0, 0, 0, 0)))
-			goto out;
+		rc = SYS(d, "munmap", SYS_munmap, NULL, 2, x->start, x->end - x->start, 0, 0, 0, 0);
 	}
-	/* the vDSO and its data pages to the image's addresses, through tmp */
-	if (img_sp->have && csp.lo != img_sp->lo) {
-		for (int pass = 0; pass < 2; pass++)
-			for (int k = 0; k < 3; k++) {
-				if (!(csp.have >> k & 1))
-					continue;
-				uint64_t from = pass == 0 ? csp.start[k] : tmp + csp.start[k] - csp.lo;
-				uint64_t to = pass == 0 ? tmp + csp.start[k] - csp.lo
-							: img_sp->start[k];
-				if ((rc = SYS(d, "mremap of the vDSO", SYS_mremap, NULL, 5, from,
-					      csp.len[k], csp.len[k], MREMAP_MAYMOVE | MREMAP_FIXED,
-					      to, 0)))
-					goto out;
-			}
+	free(cm);
+	if (rc || !img_sp->have || csp.lo == img_sp->lo)
+		return rc;
+	for (int pass = 0; pass < 2; pass++)
+		for (int k = 0; k < 3; k++) {
+			if (!(csp.have >> k & 1))
+				continue;
+			uint64_t from = pass == 0 ? csp.start[k] : tmp + csp.start[k] - csp.lo;
+			uint64_t to = pass == 0 ? tmp + csp.start[k] - csp.lo : img_sp->start[k];
+			if ((rc = SYS(d, "mremap of the vDSO", SYS_mremap, NULL, 5, from, csp.len[k],
+				      csp.len[k], MREMAP_MAYMOVE | MREMAP_FIXED, to, 0)))
+				return rc;
+		}
+	return 0;
+}
+
+/* One area of the image, mapped where it was (its file opened through the
+ * scratch page). */
+static int map_area(struct drive *d, Storm__Ckpt__Vma *v, const struct ckpt_restore_opts *o,
+		    uint64_t scratch)
+{
+	long flags = MAP_FIXED | (v->shared ? MAP_SHARED : MAP_PRIVATE), fd = -1, r;
+	int rc;
+	if (v->kind == CKPT_VMA_FILE) {
+		char *path = remap_path(o, v->path);
+		size_t l = strlen(path) + 1;
+		if (l > CKPT_PAGE)
+			l = CKPT_PAGE;
+		path[l - 1] = 0;
+		rc = ckpt_mem_write(&d->t, scratch, path, l);
+		free(path);
+		int mode = v->shared && (v->prot & PROT_WRITE) ? O_RDWR : O_RDONLY;
+		if (rc || (rc = SYS(d, v->path, SYS_open, &fd, 2, scratch, mode, 0, 0, 0, 0)))
+			return rc;
+	} else {
+		flags |= MAP_ANONYMOUS;
+		if (v->kind == CKPT_VMA_STACK)
+			flags |= MAP_GROWSDOWN;
 	}
-	for (size_t i = 0; i < im->vt->n_vmas; i++) {
+	rc = SYS(d, "mmap", SYS_mmap, &r, 6, v->start, v->end - v->start, v->prot, flags, fd,
+		 v->offset);
+	if (fd >= 0)
+		SYS(d, "close", SYS_close, NULL, 1, fd, 0, 0, 0, 0, 0);
+	if (rc)
+		return rc;
+	if ((uint64_t)r != v->start)
+		return ckpt_fail(d->err, d->errlen, -EFAULT,
+				 "%s: restoring: area %#llx landed at %#lx", d->im->path,
+				 (unsigned long long)v->start, r);
+	return 0;
+}
+
+/* Every area mapped, then the saved pages written into them. */
+static int restore_areas(struct drive *d, const struct ckpt_restore_opts *o, uint64_t scratch,
+			 uint64_t *pages)
+{
+	const struct image *im = d->im;
+	int rc = 0;
+	for (size_t i = 0; i < im->vt->n_vmas && !rc; i++) {
 		Storm__Ckpt__Vma *v = im->vt->vmas[i];
-		if (v->kind == CKPT_VMA_EXTERNAL) {
-			if ((rc = map_external(d, v, o)))
-				goto out;
-			continue;
-		}
-		if (v->kind >= CKPT_VMA_VDSO)
-			continue;
-		long flags = MAP_FIXED | (v->shared ? MAP_SHARED : MAP_PRIVATE), fd = -1;
-		if (v->kind == CKPT_VMA_FILE) {
-			char *path = remap_path(o, v->path);
-			size_t l = strlen(path) + 1;
-			if (l > CKPT_PAGE)
-				l = CKPT_PAGE;
-			path[l - 1] = 0;
-			rc = ckpt_mem_write(&d->t, scratch, path, l);
-			free(path);
-			int mode = v->shared && (v->prot & PROT_WRITE) ? O_RDWR : O_RDONLY;
-			if (rc || (rc = SYS(d, v->path, SYS_open, &fd, 2, scratch, mode, 0, 0, 0, 0)))
-				goto out;
-		} else {
-			flags |= MAP_ANONYMOUS;
-			if (v->kind == CKPT_VMA_STACK)
-				flags |= MAP_GROWSDOWN;
-		}
-		rc = SYS(d, "mmap", SYS_mmap, &r, 6, v->start, v->end - v->start, v->prot, flags, fd,
-			 v->offset);
-		if (fd >= 0)
-			SYS(d, "close", SYS_close, NULL, 1, fd, 0, 0, 0, 0, 0);
-		if (rc)
-			goto out;
-		if ((uint64_t)r != v->start) {
-			rc = ckpt_fail(d->err, d->errlen, -EFAULT,
-				       "%s: restoring: area %#llx landed at %#lx", im->path,
-				       (unsigned long long)v->start, r);
-			goto out;
-		}
+		if (v->kind == CKPT_VMA_EXTERNAL)
+			rc = map_external(d, v, o);
+		else if (v->kind < CKPT_VMA_VDSO)
+			rc = map_area(d, v, o, scratch);
 	}
+	if (rc)
+		return rc;
 	if (o->external)
 		SYS(d, "close", SYS_close, NULL, 1, image_maxfd(im) + 1, 0, 0, 0, 0, 0);
 	const size_t BUF = 8 << 20;
 	char *buf = malloc(BUF);
+	if (!buf)
+		return -ENOMEM;
 	for (size_t i = 0; i < im->vt->n_vmas && !rc; i++)
 		if (im->psec[i])
 			rc = restore_pages(d, i, buf, BUF, pages);
 	free(buf);
-	if (rc)
-		goto out;
-	/* brk, argument and environment bounds, auxv, exe */
+	return rc;
+}
+
+/* brk, argument and environment bounds, auxv and exe by PR_SET_MM_MAP. */
+static int restore_mm_fields(struct drive *d, const struct ckpt_restore_opts *o, uint64_t scratch)
+{
+	Storm__Ckpt__Meta *m = d->im->meta;
 	struct prctl_mm_map mm = {
 		.start_code = m->mm->start_code, .end_code = m->mm->end_code,
 		.start_data = m->mm->start_data, .end_data = m->mm->end_data,
@@ -665,7 +681,7 @@ static int drive(struct drive *d, uint64_t gadget, uint64_t tmp, const struct sp
 		mm.auxv_size = auxlen;
 		ckpt_mem_write(&d->t, scratch + 1024, m->mm->auxv.data, auxlen);
 	}
-	long exefd = -1;
+	long exefd = -1, r;
 	if (m->exe[0]) {
 		char *path = remap_path(o, m->exe);
 		if (strlen(path) < 1000 && ckpt_mem_write(&d->t, scratch + 3072, path, strlen(path) + 1) == 0 &&
@@ -675,8 +691,8 @@ static int drive(struct drive *d, uint64_t gadget, uint64_t tmp, const struct sp
 		free(path);
 	}
 	ckpt_mem_write(&d->t, scratch, &mm, sizeof(mm));
-	rc = ckpt_inject(&d->t, &d->base, SYS_prctl, &r, 0, 4, (long)PR_SET_MM, (long)PR_SET_MM_MAP,
-			 (long)scratch, (long)sizeof(mm));
+	int rc = ckpt_inject(&d->t, &d->base, SYS_prctl, &r, 0, 4, (long)PR_SET_MM,
+			     (long)PR_SET_MM_MAP, (long)scratch, (long)sizeof(mm));
 	if (!rc && r < 0 && exefd >= 0) { /* not allowed to set the exe link: the rest then */
 		mm.exe_fd = (uint32_t)-1;
 		ckpt_mem_write(&d->t, scratch, &mm, sizeof(mm));
@@ -687,12 +703,17 @@ static int drive(struct drive *d, uint64_t gadget, uint64_t tmp, const struct sp
 		SYS(d, "close", SYS_close, NULL, 1, exefd, 0, 0, 0, 0, 0);
 	if (!rc && r < 0)
 		rc = ckpt_fail(d->err, d->errlen, (int)r, "%s: restoring: prctl(PR_SET_MM_MAP): %s",
-			       im->path, strerror((int)-r));
-	if (rc)
-		goto out;
+			       d->im->path, strerror((int)-r));
+	return rc;
+}
+
+static int restore_rseq_itimers(struct drive *d, uint64_t scratch)
+{
+	Storm__Ckpt__Meta *m = d->im->meta;
+	int rc;
 	if (m->rseq_addr &&
 	    (rc = SYS(d, "rseq", SYS_rseq, NULL, 4, m->rseq_addr, m->rseq_len, 0, m->rseq_sig, 0, 0)))
-		goto out;
+		return rc;
 	for (size_t i = 0; i < m->n_itimers; i++) {
 		struct itimerval it = {
 			{ m->itimers[i]->interval_us / 1000000, m->itimers[i]->interval_us % 1000000 },
@@ -701,15 +722,22 @@ static int drive(struct drive *d, uint64_t gadget, uint64_t tmp, const struct sp
 		ckpt_mem_write(&d->t, scratch, &it, sizeof(it));
 		if ((rc = SYS(d, "setitimer", SYS_setitimer, NULL, 3, m->itimers[i]->which, scratch, 0,
 			      0, 0, 0)))
-			goto out;
+			return rc;
 	}
-	/* last: the gadget itself; returning into the unmapped page traps */
-	rc = ckpt_inject(&d->t, &d->base, SYS_munmap, &r, 1, 2, (long)gadget, (long)(2 * CKPT_PAGE));
-	if (rc) {
-		ckpt_fail(d->err, d->errlen, rc, "%s: restoring: removing the gadget: %s", im->path,
-			  strerror(-rc));
-		goto out;
-	}
+	return 0;
+}
+
+/* Last: the gadget goes (returning into the unmapped page traps), then the
+ * saved registers and signal mask. */
+static int restore_registers(struct drive *d, uint64_t gadget)
+{
+	Storm__Ckpt__Meta *m = d->im->meta;
+	long r;
+	int rc = ckpt_inject(&d->t, &d->base, SYS_munmap, &r, 1, 2, (long)gadget,
+			     (long)(2 * CKPT_PAGE));
+	if (rc)
+		return ckpt_fail(d->err, d->errlen, rc, "%s: restoring: removing the gadget: %s",
+				 d->im->path, strerror(-rc));
 	struct user_regs_struct regs;
 	memcpy(&regs, m->regs.data, sizeof(regs));
 	struct iovec iov = { m->xstate.data, m->xstate.len };
@@ -718,14 +746,78 @@ static int drive(struct drive *d, uint64_t gadget, uint64_t tmp, const struct sp
 	    (!m->xstate.len && m->fpregs.len &&
 	     ptrace(PTRACE_SETREGSET, d->t.pid, NT_PRFPREG,
 		    &(struct iovec){ m->fpregs.data, m->fpregs.len }) < 0) ||
-	    ptrace(PTRACE_SETSIGMASK, d->t.pid, sizeof(m->sigmask), &m->sigmask) < 0) {
-		rc = ckpt_fail(d->err, d->errlen, -errno, "%s: restoring registers: %s", im->path,
-			       strerror(errno));
-		goto out;
+	    ptrace(PTRACE_SETSIGMASK, d->t.pid, sizeof(m->sigmask), &m->sigmask) < 0)
+		return ckpt_fail(d->err, d->errlen, -errno, "%s: restoring registers: %s",
+				 d->im->path, strerror(errno));
+	return 0;
+}
+
+/* Turns the stopped new process into the image's, step by step. */
+static int drive(struct drive *d, uint64_t gadget, uint64_t tmp, const struct special *img_sp,
+		 const struct ckpt_restore_opts *o, uint64_t *pages)
+{
+	uint64_t scratch = gadget + CKPT_PAGE;
+	int rc;
+	if ((rc = clear_and_move_vdso(d, gadget, tmp, img_sp)) ||
+	    (rc = restore_areas(d, o, scratch, pages)) ||
+	    (rc = restore_mm_fields(d, o, scratch)) || (rc = restore_rseq_itimers(d, scratch)))
+		return rc;
+	return restore_registers(d, gadget);
+}
+
+/* Can this host restore the image? Its vDSO must be ours (isp, msp: the
+ * image's and our special areas), an external area needs the daemon's
+ * callback, and every mapped file must be the checkpoint's. */
+static int check_restorable(const struct image *imp, const struct ckpt_restore_opts *o,
+			    const struct ckpt_map *mine, size_t nmine, struct special *isp,
+			    struct special *msp, char *err, size_t errlen)
+{
+	const char *path = imp->path;
+	Storm__Ckpt__Meta *m = imp->meta;
+	int rc;
+	for (size_t i = 0; i < imp->vt->n_vmas; i++) {
+		Storm__Ckpt__Vma *v = imp->vt->vmas[i];
+		if (v->kind >= CKPT_VMA_VDSO && v->kind <= CKPT_VMA_VVAR_VCLOCK)
+			special_add(isp, v->kind, v->start, v->end);
 	}
-out:
-	free(cm);
-	return rc;
+	for (size_t i = 0; i < nmine; i++)
+		if (mine[i].kind >= CKPT_VMA_VDSO && mine[i].kind <= CKPT_VMA_VVAR_VCLOCK)
+			special_add(msp, mine[i].kind, mine[i].start, mine[i].end);
+	int same = isp->have == msp->have;
+	for (int k = 0; k < 3 && same; k++)
+		same = !(isp->have >> k & 1) ||
+		       (isp->len[k] == msp->len[k] &&
+			isp->start[k] - isp->lo == msp->start[k] - msp->lo);
+	void *vdso = (void *)getauxval(AT_SYSINFO_EHDR);
+	if (!same || !vdso || m->vdso.len != msp->len[0] || memcmp(vdso, m->vdso.data, m->vdso.len))
+		return ckpt_fail(err, errlen, -ENOEXEC,
+				 "%s: section meta: the vDSO differs from this kernel's "
+				 "(restore on a node running the same kernel)",
+				 path);
+	for (size_t i = 0; i < imp->vt->n_vmas; i++)
+		if (imp->vt->vmas[i]->kind == CKPT_VMA_EXTERNAL && (!o->external || o->external_fd < 0))
+			return ckpt_fail(err, errlen, -ENOTSUP,
+					 "%s: area %#llx maps %s, which only the checkpointing "
+					 "daemon can supply",
+					 path, (unsigned long long)imp->vt->vmas[i]->start,
+					 imp->vt->vmas[i]->path);
+	for (size_t i = 0; i < imp->vt->n_vmas; i++) {
+		Storm__Ckpt__Vma *v = imp->vt->vmas[i];
+		if (v->kind != CKPT_VMA_FILE)
+			continue;
+		char *fp = remap_path(o, v->path);
+		uint64_t size, hash;
+		rc = ckpt_file_range_hash(fp, v->offset, v->end - v->start, &size, &hash);
+		if (rc || size != v->file_size || hash != v->file_hash) {
+			rc = ckpt_fail(err, errlen, rc ? rc : -ESTALE,
+				       "%s: mapped file %s %s since the checkpoint", path, fp,
+				       rc ? "is gone" : "changed");
+			free(fp);
+			return rc;
+		}
+		free(fp);
+	}
+	return 0;
 }
 
 int ckpt_restore(const char *path, const struct ckpt_restore_opts *opts, pid_t *pidp,
@@ -743,60 +835,13 @@ int ckpt_restore(const char *path, const struct ckpt_restore_opts *opts, pid_t *
 
 	if ((rc = image_open(path, &im, err, errlen)))
 		goto out;
-	Storm__Ckpt__Meta *m = im.meta;
-	/* our vDSO must be the image's */
 	struct special isp = { 0 }, msp = { 0 };
-	for (size_t i = 0; i < im.vt->n_vmas; i++) {
-		Storm__Ckpt__Vma *v = im.vt->vmas[i];
-		if (v->kind >= CKPT_VMA_VDSO && v->kind <= CKPT_VMA_VVAR_VCLOCK)
-			special_add(&isp, v->kind, v->start, v->end);
-	}
 	if (own_maps(&mine, &nmine, getpid()) < 0) {
 		rc = ckpt_fail(err, errlen, -errno, "cannot read /proc/self/maps");
 		goto out;
 	}
-	for (size_t i = 0; i < nmine; i++)
-		if (mine[i].kind >= CKPT_VMA_VDSO && mine[i].kind <= CKPT_VMA_VVAR_VCLOCK)
-			special_add(&msp, mine[i].kind, mine[i].start, mine[i].end);
-	int same = isp.have == msp.have;
-	for (int k = 0; k < 3 && same; k++)
-		same = !(isp.have >> k & 1) ||
-		       (isp.len[k] == msp.len[k] &&
-			isp.start[k] - isp.lo == msp.start[k] - msp.lo);
-	void *vdso = (void *)getauxval(AT_SYSINFO_EHDR);
-	if (!same || !vdso || m->vdso.len != msp.len[0] || memcmp(vdso, m->vdso.data, m->vdso.len)) {
-		rc = ckpt_fail(err, errlen, -ENOEXEC,
-			       "%s: section meta: the vDSO differs from this kernel's "
-			       "(restore on a node running the same kernel)",
-			       path);
+	if ((rc = check_restorable(&im, o, mine, nmine, &isp, &msp, err, errlen)))
 		goto out;
-	}
-	for (size_t i = 0; i < im.vt->n_vmas; i++)
-		if (im.vt->vmas[i]->kind == CKPT_VMA_EXTERNAL && (!o->external || o->external_fd < 0)) {
-			rc = ckpt_fail(err, errlen, -ENOTSUP,
-				       "%s: area %#llx maps %s, which only the checkpointing "
-				       "daemon can supply",
-				       path, (unsigned long long)im.vt->vmas[i]->start,
-				       im.vt->vmas[i]->path);
-			goto out;
-		}
-	/* every mapped file must be the one of the checkpoint */
-	for (size_t i = 0; i < im.vt->n_vmas; i++) {
-		Storm__Ckpt__Vma *v = im.vt->vmas[i];
-		if (v->kind != CKPT_VMA_FILE)
-			continue;
-		char *fp = remap_path(o, v->path);
-		uint64_t size, hash;
-		rc = ckpt_file_range_hash(fp, v->offset, v->end - v->start, &size, &hash);
-		if (rc || size != v->file_size || hash != v->file_hash) {
-			rc = ckpt_fail(err, errlen, rc ? rc : -ESTALE,
-				       "%s: mapped file %s %s since the checkpoint", path, fp,
-				       rc ? "is gone" : "changed");
-			free(fp);
-			goto out;
-		}
-		free(fp);
-	}
 	uint64_t gadget = find_free(2 * CKPT_PAGE, &im, mine, nmine, 0, 0);
 	uint64_t tmp = find_free(msp.hi - msp.lo, &im, mine, nmine, gadget, 2 * CKPT_PAGE);
 	if (!gadget || !tmp) {
