@@ -1,9 +1,9 @@
 /* Fault injection for tests, in one place: what a forger on the fabric or a
  * failing part would do, asked for through the environment and nowhere
  * else. STORM_TEST_TAMPER="point=K[,point=K...]" arms each named point at
- * value K (a slice, a report sequence...); STORM_TEST_TAMPER_NODE=NAME
- * confines it, among node daemons, to the one of that name (the MM always
- * takes its points: it is one). Production runs
+ * value K (a slice, a report sequence...). The MM takes its points
+ * (strobe); a node daemon only when STORM_TEST_TAMPER_NODE names it, so a
+ * test forges from one node while the others stay honest. Production runs
  * never set them, and an unarmed point costs one comparison. */
 #ifndef STORM_FAULT_H
 #define STORM_FAULT_H

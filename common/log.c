@@ -8,6 +8,12 @@
 #include <unistd.h>
 
 static char ident[96] = "storm";
+static int out_fd = STDERR_FILENO;
+
+void log_set_output(int fd)
+{
+	out_fd = fd;
+}
 
 void log_set_ident(const char *id)
 {
@@ -16,6 +22,8 @@ void log_set_ident(const char *id)
 
 static void vlog(const char *fmt, va_list ap)
 {
+	if (out_fd < 0)
+		return;
 	struct timespec ts;
 	struct tm tm;
 	char stamp[32], line[1200];
@@ -31,7 +39,7 @@ static void vlog(const char *fmt, va_list ap)
 		len = sizeof(line) - 2;
 	line[len++] = '\n';
 	/* one write per line: lines of several daemons do not interleave */
-	ssize_t w = write(STDERR_FILENO, line, len);
+	ssize_t w = write(out_fd, line, len);
 	(void)w;
 }
 

@@ -10,6 +10,9 @@
 
 /* Names the daemon in every line ("stormmm", "stormnd[node01]"); copied. */
 void log_set_ident(const char *ident);
+/* Where lines go: a descriptor (stderr by default), or -1 for nowhere (a
+ * fuzz harness running the MM thousands of times a second). */
+void log_set_output(int fd);
 void slog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* slog at most GM_LOG_BURST lines per GM_LOG_WINDOW_S for one kind of
  * refusal (a flood of forged messages must not fill the disk). */

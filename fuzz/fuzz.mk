@@ -29,9 +29,8 @@ FUZZ_DEPS_hostlist    := common/hostlist.c
 FUZZ_DEPS_cli_opts    := cli/opts.c cli/fmt.c
 FUZZ_DEPS_mm_state    := $(MM_SRC) $(COMMON_SRC) net_abstraction/nodeset.c fuzz/stub_sn.c
 FUZZ_DEPS_ctl_auth    := common/ctl_auth.c
-# the MM's main() and its stderr log give way to the harness's
-FUZZ_EXTRA_daemons/mm/main.c := -Dmain=stormmm_main -Dmm_log=mm_log_stderr \
-                                -Dmm_log_limited=mm_log_limited_stderr
+# the MM's main() gives way to the harness's
+FUZZ_EXTRA_daemons/mm/main.c := -Dmain=stormmm_main
 
 FUZZ_CC      ?= $(shell command -v clang-14 || command -v clang)
 FUZZ_SECONDS ?= 60

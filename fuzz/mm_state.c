@@ -40,34 +40,6 @@
 
 #define CLIENTS 4
 
-/* the harness's own log: the MM's is too loud at thousands of runs a second
- * (FUZZ_MM_LOG=1 shows it, to see what an input does) */
-void mm_log(const char *fmt, ...)
-{
-	static int show = -1;
-	if (show < 0)
-		show = getenv("FUZZ_MM_LOG") != NULL;
-	if (!show)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-void mm_log_limited(struct gm_ratelimit *rl, const char *fmt, ...)
-{
-	(void)rl;
-	if (!getenv("FUZZ_MM_LOG"))
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
 static struct mm mm;
 static struct {
 	struct client *c;
@@ -333,6 +305,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
+	/* the MM's log is too loud at thousands of runs a second; FUZZ_MM_LOG=1
+	 * shows it, to see what an input does */
+	log_set_output(getenv("FUZZ_MM_LOG") ? 2 : -1);
 	setup(data[0] & 1);
 	size_t i = 1;
 #define NEED(n)                 \

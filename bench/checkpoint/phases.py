@@ -21,7 +21,7 @@ def main():
     start = None
     for line in open(sdir + "/log/mm.log", errors="replace"):
         if re.search(r": checkpoint %s \(epoch \d+\) started" % ck, line):
-            t = datetime.datetime.strptime(line[:12], "%H:%M:%S.%f")
+            t = datetime.datetime.strptime(line[11:23], "%H:%M:%S.%f")  # both daemons log ISO times
             start = t.hour * 3600 + t.minute * 60 + t.second + t.microsecond / 1e6
     ph = {k: [] for k in ("command", "fork", "dirs", "captured", "written", "held", "stop",
                           "meta", "copy")}

@@ -166,7 +166,7 @@ static struct mm_ckpt *rec_new(struct mm *mm, const struct job *j)
 		r->rank_node[k] = j->nodes[pos_of_rank(j->nranks, j->nnodes, k)];
 		r->rank_copy[k] = -1;
 	}
-	r->time = now_s();
+	r->time = clock_wall_s();
 	r->t_start = r->time;
 	struct mm_ckpt **tail = &mm->ckpts;
 	while (*tail)
@@ -231,7 +231,7 @@ void ckpt_persist(struct mm *mm, struct mm_ckpt *r)
 	uint8_t *buf = malloc(len ? len : 1);
 	struct db_ckpt_image *img = calloc(r->nranks ? r->nranks : 1, sizeof(*img));
 	if (!buf || !img) {
-		mm_log("checkpoint %" PRIu64 ": cannot record it in the database: out of memory",
+		slog("checkpoint %" PRIu64 ": cannot record it in the database: out of memory",
 		       r->id);
 		free(buf);
 		free(img);
@@ -246,7 +246,7 @@ void ckpt_persist(struct mm *mm, struct mm_ckpt *r)
 	struct db_ckpt d = {.job = r->job, .epoch = r->epoch, .nodes = r->nodelist,
 			    .size = r->bytes, .complete = r->complete, .data = buf, .data_len = len};
 	if (db_ckpt_save(mm->db, &d, img, r->nranks, &r->db_id) < 0)
-		mm_log("checkpoint %" PRIu64 ": cannot record it in the database: %s", r->id,
+		slog("checkpoint %" PRIu64 ": cannot record it in the database: %s", r->id,
 		       db_error(mm->db));
 	free(buf);
 	free(img);
@@ -352,7 +352,7 @@ static int load_one(void *arg, const struct db_ckpt *d)
 	}
 	ld->r = r;
 	if (db_ckpt_images(mm->db, d->id, load_image, ld) < 0)
-		mm_log("checkpoint %" PRIu64 ": cannot read where its images are: %s", r->id,
+		slog("checkpoint %" PRIu64 ": cannot read where its images are: %s", r->id,
 		       db_error(mm->db));
 	if (!r->complete && !r->reason[0])
 		snprintf(r->reason, sizeof(r->reason), "the machine manager restarted during it");
@@ -379,12 +379,12 @@ int ckpt_load(struct mm *mm)
 	struct load ld = {.mm = mm};
 	int rc = db_ckpt_list(mm->db, 0, load_one, &ld);
 	if (rc < 0) {
-		mm_log("error: cannot read the checkpoints: %s",
+		slog("error: cannot read the checkpoints: %s",
 		       rc == -1 ? db_error(mm->db) : strerror(-rc));
 		return -1;
 	}
 	if (ld.loaded || ld.skipped)
-		mm_log("%d checkpoints restored from the database%s", ld.loaded,
+		slog("%d checkpoints restored from the database%s", ld.loaded,
 		       ld.skipped ? " (older ones without relaunch data are history only)" : "");
 	return 0;
 }
@@ -516,7 +516,7 @@ int ckpt_begin(struct mm *mm, struct job *j, struct client *c, char *why, size_t
 	j->ckpt = r;
 	ckpt_persist(mm, r);
 	j->ckpt_client = c;
-	mm_log("job %" PRIu64 ": checkpoint %" PRIu64 " (epoch %u) started", j->id, r->id,
+	slog("job %" PRIu64 ": checkpoint %" PRIu64 " (epoch %u) started", j->id, r->id,
 	       r->epoch);
 	return 0;
 }
@@ -544,7 +544,7 @@ static void remove_images(struct mm *mm, const struct mm_ckpt *r)
 static void rec_forget(struct mm *mm, struct mm_ckpt *r)
 {
 	if (mm->db && r->db_id && db_ckpt_delete(mm->db, r->db_id) < 0)
-		mm_log("checkpoint %" PRIu64 ": cannot delete it from the database: %s", r->id,
+		slog("checkpoint %" PRIu64 ": cannot delete it from the database: %s", r->id,
 		       db_error(mm->db));
 	ckpt_rec_delete(mm, r);
 }
@@ -572,7 +572,7 @@ static void prune(struct mm *mm, uint64_t job)
 		}
 		if (!victim)
 			return;
-		mm_log("job %" PRIu64 ": checkpoint %" PRIu64 " (epoch %u) pruned", job, victim->id,
+		slog("job %" PRIu64 ": checkpoint %" PRIu64 " (epoch %u) pruned", job, victim->id,
 		       victim->epoch);
 		remove_images(mm, victim);
 		rec_forget(mm, victim);
@@ -583,7 +583,7 @@ static void ckpt_finish(struct mm *mm, struct job *j, bool ok, const char *why)
 {
 	struct mm_ckpt *r = j->ckpt;
 	r->complete = ok;
-	r->seconds = now_s() - r->t_start;
+	r->seconds = clock_wall_s() - r->t_start;
 	if (!r->thawed) {
 		r->thawed = true;
 		r->frozen = r->seconds;
@@ -592,8 +592,8 @@ static void ckpt_finish(struct mm *mm, struct job *j, bool ok, const char *why)
 		snprintf(r->reason, sizeof(r->reason), "%s", why);
 	j->ckpt = NULL;
 	if (j->ckpt_interval)
-		j->ckpt_next = now_s() + j->ckpt_interval;
-	mm_log("job %" PRIu64 ": %s checkpoint %" PRIu64 " (epoch %u): %" PRIu64 " bytes in %.3f s, "
+		j->ckpt_next = clock_wall_s() + j->ckpt_interval;
+	slog("job %" PRIu64 ": %s checkpoint %" PRIu64 " (epoch %u): %" PRIu64 " bytes in %.3f s, "
 	       "frozen %.3f s%s%s",
 	       j->id, ok ? "complete" : "INCOMPLETE", r->id, r->epoch, r->bytes, r->seconds,
 	       r->frozen, ok ? "" : ": ", ok ? "" : r->reason);
@@ -640,8 +640,8 @@ void ckpt_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n)
 		r->node_captured[k] = true;
 		if (++r->nodes_captured == r->nnodes && !r->thawed) {
 			r->thawed = true;
-			r->frozen = now_s() - r->t_start;
-			mm_log("job %" PRIu64 ": checkpoint %" PRIu64 " captured on every node; "
+			r->frozen = clock_wall_s() - r->t_start;
+			slog("job %" PRIu64 ": checkpoint %" PRIu64 " captured on every node; "
 			       "frozen %.3f s",
 			       j->id, r->id, r->frozen);
 		}
@@ -670,7 +670,7 @@ static void stage_check(struct mm *mm);
 
 void ckpt_tick(struct mm *mm)
 {
-	double now = now_s();
+	double now = clock_wall_s();
 	stage_check(mm);
 	for (struct job *j = mm->jobs; j; j = j->next) {
 		if (!j->ckpt_interval || j->ckpt || j->state != STORM__CTL__JOB_STATE__RUNNING ||
@@ -678,7 +678,7 @@ void ckpt_tick(struct mm *mm)
 			continue;
 		char why[256];
 		if (ckpt_begin(mm, j, NULL, why, sizeof(why)) < 0) {
-			mm_log("job %" PRIu64 ": periodic checkpoint not taken: %s", j->id, why);
+			slog("job %" PRIu64 ": periodic checkpoint not taken: %s", j->id, why);
 			j->ckpt_next = now + j->ckpt_interval;
 		}
 	}
@@ -741,7 +741,7 @@ static struct job *restart_job(struct mm *mm, struct mm_ckpt *r, uint32_t nodes,
 	for (uint32_t k = 0; k < r->nranks; k++)
 		j->rank_status[k] = INT32_MIN;
 	j->state = STORM__CTL__JOB_STATE__QUEUED;
-	j->t_submit = now_s();
+	j->t_submit = clock_wall_s();
 	/* in the database as a job (its id is never given again) that a
 	 * restarted MM starts as the same restart */
 	Storm__Ctl__Submit s = STORM__CTL__SUBMIT__INIT;
@@ -761,13 +761,13 @@ static struct job *restart_job(struct mm *mm, struct mm_ckpt *r, uint32_t nodes,
 	s.restart_on_failure = r->restart_on_failure;
 	s.restore_checkpoint = r->id;
 	if (persist_job_new(mm, j, &s) < 0)
-		mm_log("job %" PRIu64 ": a restarted MM will not know it", j->id);
+		slog("job %" PRIu64 ": a restarted MM will not know it", j->id);
 	mm->next_job_id++;
 	struct job **tail = &mm->jobs;
 	while (*tail)
 		tail = &(*tail)->next;
 	*tail = j;
-	mm_log("job %" PRIu64 " restarts checkpoint %" PRIu64 " of job %" PRIu64 " on %u nodes",
+	slog("job %" PRIu64 " restarts checkpoint %" PRIu64 " of job %" PRIu64 " on %u nodes",
 	       j->id, r->id, r->job, nodes);
 	return j;
 }
@@ -799,12 +799,12 @@ uint64_t ckpt_node_lost(struct mm *mm, struct job *j, int node)
 	if (!r && j->restore_id) /* none of its own yet: the one it came from */
 		r = ckpt_rec_find(mm, j->restore_id);
 	if (!r || !r->complete) {
-		mm_log("job %" PRIu64 ": no complete checkpoint to restart from", j->id);
+		slog("job %" PRIu64 ": no complete checkpoint to restart from", j->id);
 		return 0;
 	}
 	struct job *n = restart_job(mm, r, r->nnodes, j->client != NULL, why, sizeof(why));
 	if (!n) {
-		mm_log("job %" PRIu64 ": cannot restart checkpoint %" PRIu64 ": %s", j->id, r->id, why);
+		slog("job %" PRIu64 ": cannot restart checkpoint %" PRIu64 ": %s", j->id, r->id, why);
 		return 0;
 	}
 	/* the new job speaks to the old one's storm run, or writes its output file */
@@ -965,7 +965,7 @@ int ckpt_restart_prepare(struct mm *mm, struct job *j)
 		goto oom;
 	}
 	j->stage->n = j->stage->left = ns;
-	j->stage->t_start = now_s();
+	j->stage->t_start = clock_wall_s();
 	for (uint32_t i = 0; i < ns; i++)
 		j->stage->from[i].node = senders[i];
 	Storm__Cl__Checkpoint ck = STORM__CL__CHECKPOINT__INIT;
@@ -987,7 +987,7 @@ int ckpt_restart_prepare(struct mm *mm, struct job *j)
 		return -1;
 	}
 	ckpt_persist(mm, r); /* its new holders */
-	mm_log("job %" PRIu64 ": %zu files of checkpoint %" PRIu64 " move to its nodes from %u "
+	slog("job %" PRIu64 ": %zu files of checkpoint %" PRIu64 " move to its nodes from %u "
 	       "nodes", j->id, n, r->id, ns);
 	return 2;
 oom:
@@ -1025,7 +1025,7 @@ bool ckpt_stage_note(struct mm *mm, struct job *j, int node, const Storm__Cl__Jo
 		return true;
 	free(j->stage);
 	j->stage = NULL;
-	mm_log("job %" PRIu64 ": the images of checkpoint %" PRIu64 " are on its nodes", j->id,
+	slog("job %" PRIu64 ": the images of checkpoint %" PRIu64 " are on its nodes", j->id,
 	       j->restore_id);
 	job_transferred(mm, j);
 	return true;
@@ -1037,7 +1037,7 @@ static void stage_check(struct mm *mm)
 	for (struct job *j = mm->jobs; j; j = j->next) {
 		if (!j->stage || !job_active(j))
 			continue;
-		if (now_s() - j->stage->t_start > STAGE_MAX_S) {
+		if (clock_wall_s() - j->stage->t_start > STAGE_MAX_S) {
 			free(j->stage);
 			j->stage = NULL;
 			job_fail(mm, j, "the images of checkpoint %" PRIu64 " did not reach its nodes "
@@ -1147,7 +1147,7 @@ static void handle_delete(struct mm *mm, struct client *c, uint64_t id)
 		}
 	remove_images(mm, r);
 	reply_info(mm, c, r);
-	mm_log("checkpoint %llu deleted by uid %u", (unsigned long long)id, (unsigned)c->uid);
+	slog("checkpoint %llu deleted by uid %u", (unsigned long long)id, (unsigned)c->uid);
 	rec_forget(mm, r);
 }
 

@@ -86,7 +86,7 @@ void client_send(struct mm *mm, struct client *c, const Storm__Ctl__Reply *r)
 	int rc = ctl_auth_wrap(&c->sess, packed, plen, &env, &len, err, sizeof(err));
 	free(packed);
 	if (rc < 0) {
-		mm_log("reply to uid %u: %s", (unsigned)c->uid, err);
+		slog("reply to uid %u: %s", (unsigned)c->uid, err);
 		client_close(mm, c);
 		return;
 	}
@@ -203,7 +203,7 @@ static void reply_status(struct mm *mm, struct client *c)
 void status_waiters_answer(struct mm *mm)
 {
 	bool all_up = nodes_up(mm) == mm->conf.nnodes;
-	double now = now_s();
+	double now = clock_wall_s();
 	for (struct client *c = mm->clients; c; c = c->next)
 		if (c->fd >= 0 && c->status_deadline > 0 && (all_up || now >= c->status_deadline)) {
 			c->status_deadline = 0;
@@ -327,7 +327,7 @@ static void reply_nodes(struct mm *mm, struct client *c)
 		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INTERNAL, "out of memory");
 		return;
 	}
-	double now = now_s();
+	double now = clock_wall_s();
 	for (size_t i = 0; i < n; i++) {
 		struct mm_node *nd = &mm->nodes[i];
 		storm__ctl__node_info__init(&infos[i]);
@@ -403,7 +403,7 @@ static void handle_shutdown(struct mm *mm, struct client *c)
 				  "only root or the cluster's owner may shut it down");
 		return;
 	}
-	mm_log("shutdown requested by uid %u", (unsigned)c->uid);
+	slog("shutdown requested by uid %u", (unsigned)c->uid);
 	mm_shutdown(mm, "the cluster was shut down");
 	Storm__Ctl__ShuttingDown s = STORM__CTL__SHUTTING_DOWN__INIT;
 	Storm__Ctl__Reply r = STORM__CTL__REPLY__INIT;
@@ -433,7 +433,7 @@ static bool authenticate(struct mm *mm, struct client *c, const uint8_t **body, 
 		c->gid = c->sess.gid; /* MUNGE's word, as the uid */
 		return true;
 	}
-	mm_log_limited(&mm->rl_ctl, "refused a request from uid %u pid %d: %s", (unsigned)c->uid,
+	slog_limited(&mm->rl_ctl, "refused a request from uid %u pid %d: %s", (unsigned)c->uid,
 		       (int)c->pid, err);
 	client_send_error(mm, c,
 			  f == CTL_AUTH_UNAVAILABLE ? STORM__CTL__ERROR_CODE__ERR_INTERNAL
@@ -485,7 +485,7 @@ static void handle(struct mm *mm, struct client *c)
 		break;
 	case STORM__CTL__REQUEST__BODY_STATUS:
 		if (req->status->wait_ms && nodes_up(mm) < mm->conf.nnodes)
-			c->status_deadline = now_s() + req->status->wait_ms / 1000.0;
+			c->status_deadline = clock_wall_s() + req->status->wait_ms / 1000.0;
 		else
 			reply_status(mm, c);
 		break;

@@ -217,7 +217,7 @@ void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds
 	}
 #undef REFUSE
 	j->state = STORM__CTL__JOB_STATE__QUEUED;
-	j->t_submit = now_s();
+	j->t_submit = clock_wall_s();
 	/* nothing accepted is lost: on disk before the reply says so */
 	if (persist_job_new(mm, j, s) < 0) {
 		if (j->client)
@@ -232,7 +232,7 @@ void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds
 	while (*tail)
 		tail = &(*tail)->next;
 	*tail = j;
-	mm_log("job %llu submitted by %s: %u nodes, %u ranks, %s%s", (unsigned long long)j->id,
+	slog("job %llu submitted by %s: %u nodes, %u ranks, %s%s", (unsigned long long)j->id,
 	       j->user, nodes, ranks, j->program, j->no_bcast ? " (no transfer)" : "");
 
 	/* would the scheduler start it now? (it runs right after this reply,
@@ -290,7 +290,7 @@ static void start(struct mm *mm, struct job *j)
 	}
 	j->slot = (uint32_t)slot;
 	j->state = STORM__CTL__JOB_STATE__LAUNCHING;
-	j->t_start = now_s();
+	j->t_start = clock_wall_s();
 	j->reason[0] = '\0';
 	sn_set_clear(&j->set);
 	const char **names = malloc(sizeof(char *) * j->nnodes);
@@ -302,7 +302,7 @@ static void start(struct mm *mm, struct job *j)
 	if (names)
 		hostlist_compress(names, (int)j->nnodes, j->nodelist, sizeof(j->nodelist));
 	free(names);
-	mm_log("job %llu starts on %s in row %d", (unsigned long long)j->id, j->nodelist,
+	slog("job %llu starts on %s in row %d", (unsigned long long)j->id, j->nodelist,
 	       gang_home(mm, j));
 	persist_job(mm, j);
 	int in_place = j->restore_id ? ckpt_restart_prepare(mm, j) : 0;
@@ -337,7 +337,7 @@ void jobs_schedule(struct mm *mm)
 /* Slurm's block distribution: the first (ranks % nodes) nodes get one more. */
 void job_transferred(struct mm *mm, struct job *j)
 {
-	j->t_transferred = now_s();
+	j->t_transferred = clock_wall_s();
 	Storm__Cl__Launch l = STORM__CL__LAUNCH__INIT;
 	uint32_t first[j->nnodes], count[j->nnodes];
 	uint32_t base = j->nranks / j->nnodes, extra = j->nranks % j->nnodes, r = 0;
@@ -387,7 +387,7 @@ void job_transferred(struct mm *mm, struct job *j)
 		for (size_t i = 0; i < l.n_old_dirs; i++)
 			free(old_dirs[i]);
 	j->state = STORM__CTL__JOB_STATE__RUNNING;
-	j->t_launched = now_s();
+	j->t_launched = clock_wall_s();
 	if (j->ckpt_interval)
 		j->ckpt_next = j->t_launched + j->ckpt_interval;
 	persist_job(mm, j);
@@ -408,7 +408,7 @@ static int32_t status_code(int32_t ws)
 
 static void finish(struct mm *mm, struct job *j)
 {
-	j->t_end = now_s();
+	j->t_end = clock_wall_s();
 	ckpt_job_ended(mm, j);
 	int32_t code = 0;
 	for (uint32_t r = 0; r < j->nranks; r++)
@@ -438,7 +438,7 @@ static void finish(struct mm *mm, struct job *j)
 	release_nodes(mm, j);
 	if (mm->xfer)
 		transfer_abort(mm, j);
-	mm_log("job %llu ended: %s, exit %d%s%s", (unsigned long long)j->id,
+	slog("job %llu ended: %s, exit %d%s%s", (unsigned long long)j->id,
 	       protobuf_c_enum_descriptor_get_value(&storm__ctl__job_state__descriptor, j->state)->name,
 	       code, j->reason[0] ? ", " : "", j->reason);
 	if (j->client) {
@@ -519,9 +519,9 @@ static void check_end(struct mm *mm, struct job *j)
 		int rc = sn_caw(mm->sn, &live, GM_VAR_DONE(j->slot), SN_EQ, j->id, false, 0, 0,
 				&failed);
 		if (rc == 0)
-			mm_log("job %llu: termination check found a node not done", (unsigned long long)j->id);
+			slog("job %llu: termination check found a node not done", (unsigned long long)j->id);
 		else if (rc < 0)
-			mm_log("job %llu: termination check failed: %s", (unsigned long long)j->id,
+			slog("job %llu: termination check failed: %s", (unsigned long long)j->id,
 			       sn_strerror(mm->sn));
 	}
 	finish(mm, j);
@@ -565,7 +565,7 @@ void jobs_node_up(struct mm *mm, int idx)
 		int k = job_active(j) && j->stop_sig ? job_node_pos(j, idx) : -1;
 		if (k < 0 || j->node_done[k])
 			continue;
-		mm_log("job %llu: node %s is back; it gets the signal that stops the job",
+		slog("job %llu: node %s is back; it gets the signal that stops the job",
 		       (unsigned long long)j->id, mm->conf.nodes[idx]);
 		send_signal(mm, j->id, j->stop_sig, j->stop_kill_after_ms, &idx, 1);
 	}
@@ -650,7 +650,7 @@ void job_kill_stray(struct mm *mm, uint64_t id, int idx)
 		return;
 	n->orphan_killed = id;
 	n->orphan_slice = mm->slice;
-	mm_log("node %s still runs job %llu, which the manager does not run there; killing it",
+	slog("node %s still runs job %llu, which the manager does not run there; killing it",
 	       mm->conf.nodes[idx], (unsigned long long)id);
 	send_signal(mm, id, SIGKILL, 0, &idx, 1);
 }
@@ -682,7 +682,7 @@ void job_node_lost(struct mm *mm, struct job *j, int node)
 	if (n->heard_time > 0)
 		snprintf(why, sizeof(why),
 			 "node %s stopped responding (no report for %.1f s)",
-			 mm->conf.nodes[node], now_s() - n->heard_time);
+			 mm->conf.nodes[node], clock_wall_s() - n->heard_time);
 	else
 		snprintf(why, sizeof(why), "node %s did not report since the machine manager "
 			 "restarted", mm->conf.nodes[node]);
@@ -717,7 +717,7 @@ void job_on_output(struct mm *mm, int node, const Storm__Cl__Output *o)
 			if (w < 0) {
 				if (errno == EINTR)
 					continue;
-				mm_log("job %llu: writing %s: %s", (unsigned long long)j->id,
+				slog("job %llu: writing %s: %s", (unsigned long long)j->id,
 				       j->output_path, strerror(errno));
 				break;
 			}

@@ -24,52 +24,6 @@
 /* epoll tags: small integers for our own fds, client pointers otherwise */
 enum { TAG_LISTEN = 1, TAG_TIMER, TAG_PROBE, TAG_SIGNAL, TAG_SN };
 
-double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-double mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-void mm_log(const char *fmt, ...)
-{
-	char ts[32];
-	struct timespec t;
-	clock_gettime(CLOCK_REALTIME, &t);
-	struct tm tm;
-	localtime_r(&t.tv_sec, &tm);
-	strftime(ts, sizeof(ts), "%H:%M:%S", &tm);
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "%s.%03ld stormmm: ", ts, t.tv_nsec / 1000000);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
-void mm_log_limited(struct gm_ratelimit *rl, const char *fmt, ...)
-{
-	unsigned held;
-	if (!gm_ratelimit_ok(rl, now_s(), &held))
-		return;
-	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (held)
-		mm_log("%s (%u similar lines suppressed)", msg, held);
-	else
-		mm_log("%s", msg);
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -85,7 +39,7 @@ static int listen_socket(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	if (strlen(path) >= sizeof(sa.sun_path)) {
-		mm_log("error: socket path %s is too long", path);
+		slog("error: socket path %s is too long", path);
 		return -1;
 	}
 	strcpy(sa.sun_path, path);
@@ -95,7 +49,7 @@ static int listen_socket(const char *path)
 	/* a live MM answers connect; a stale socket file does not */
 	int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-		mm_log("error: another machine manager already listens on %s", path);
+		slog("error: another machine manager already listens on %s", path);
 		close(probe);
 		close(fd);
 		return -1;
@@ -104,7 +58,7 @@ static int listen_socket(const char *path)
 		close(probe);
 	unlink(path);
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0) {
-		mm_log("error: cannot listen on %s: %s", path, strerror(errno));
+		slog("error: cannot listen on %s: %s", path, strerror(errno));
 		close(fd);
 		return -1;
 	}
@@ -123,7 +77,7 @@ static int start(struct mm *mm, const char *conf_path)
 {
 	char err[512];
 	if (conf_load(conf_path, &mm->conf, err, sizeof(err)) < 0) {
-		mm_log("error: %s", err);
+		slog("error: %s", err);
 		return -1;
 	}
 	const struct storm_conf *c = &mm->conf;
@@ -132,31 +86,28 @@ static int start(struct mm *mm, const char *conf_path)
 	else if (gm_key_load(c->key_file, mm->key, err, sizeof(err)) == 0)
 		err[0] = '\0';
 	if (err[0]) {
-		mm_log("error: %s", err);
+		slog("error: %s", err);
 		return -1;
 	}
 	randombytes_buf(mm->file_nonce, sizeof(mm->file_nonce));
 	mm->nodes = calloc((size_t)c->nnodes, sizeof(*mm->nodes));
 	mm->strobe_buf = calloc(1, GM_STROBE_MAX);
 	if (!mm->nodes || !mm->strobe_buf || matrix_init(&mm->matrix, c->nnodes, (int)c->mpl) < 0) {
-		mm_log("error: out of memory");
+		slog("error: out of memory");
 		return -1;
 	}
 	for (int i = 0; i < c->nnodes; i++)
 		matrix_set_down(&mm->matrix, i, true); /* until its first report */
 	mm->row = -1;
-	/* tests only (tests/cluster/test_users.sh): STORM_TEST_TAMPER="strobe=K" */
-	const char *tamper = getenv("STORM_TEST_TAMPER"), *tp;
-	if (tamper && (tp = strstr(tamper, "strobe="))) {
-		mm->tamper_strobe = strtoull(tp + 7, NULL, 10);
-		mm_log("test hook STORM_TEST_TAMPER=%s", tamper);
-	}
+	fault_init(&mm->fault, NULL);
+	if (fault_armed(&mm->fault))
+		slog("test hook STORM_TEST_TAMPER=%s", getenv("STORM_TEST_TAMPER"));
 	const char *trace = getenv("STORM_TRACE");
 	if (trace && *trace) {
 		char path[PATH_MAX];
 		snprintf(path, sizeof(path), "%s/mm.trace", trace);
 		if (!(mm->trace = fopen(path, "w")))
-			mm_log("warning: cannot write the trace %s: %s", path, strerror(errno));
+			slog("warning: cannot write the trace %s: %s", path, strerror(errno));
 	}
 	mm->next_job_id = 1;
 	mm->cmd_tail = &mm->cmd_queue;
@@ -169,7 +120,7 @@ static int start(struct mm *mm, const char *conf_path)
 	mm->listen_fd = listen_socket(c->socket);
 	if (mm->listen_fd < 0)
 		return -1;
-	mm_log("listening on %s; joining the fabric", c->socket);
+	slog("listening on %s; joining the fabric", c->socket);
 	struct sn_config sc;
 	sn_config_defaults(&sc);
 	sc.provider = c->provider;
@@ -182,7 +133,7 @@ static int start(struct mm *mm, const char *conf_path)
 	sc.timeout_ms = c->op_timeout_ms;
 	int rc = sn_open(&sc, &mm->sn);
 	if (rc < 0) {
-		mm_log("error: cannot open the fabric: %s", sn_open_error());
+		slog("error: cannot open the fabric: %s", sn_open_error());
 		return -1;
 	}
 
@@ -203,7 +154,7 @@ static int start(struct mm *mm, const char *conf_path)
 		p.it_value = p.it_interval;
 		if (mm->probe_fd < 0 || timerfd_settime(mm->probe_fd, 0, &p, NULL) < 0 ||
 		    ep_add(mm->epfd, mm->probe_fd, TAG_PROBE) < 0) {
-			mm_log("error: probe timer: %s", strerror(errno));
+			slog("error: probe timer: %s", strerror(errno));
 			return -1;
 		}
 	}
@@ -220,12 +171,12 @@ static int start(struct mm *mm, const char *conf_path)
 	    ep_add(mm->epfd, mm->timer_fd, TAG_TIMER) < 0 ||
 	    ep_add(mm->epfd, mm->signal_fd, TAG_SIGNAL) < 0 ||
 	    (mm->sn_fd >= 0 && ep_add(mm->epfd, mm->sn_fd, TAG_SN) < 0)) {
-		mm_log("error: epoll: %s", strerror(errno));
+		slog("error: epoll: %s", strerror(errno));
 		return -1;
 	}
-	mm_log("cluster '%s': %d nodes, %s, timeslice %u us, socket %s", c->name, c->nnodes,
+	slog("cluster '%s': %d nodes, %s, timeslice %u us, socket %s", c->name, c->nnodes,
 	       sn_provider_name(mm->sn, 0), c->timeslice_us, c->socket);
-	mm_log("authentication: MUNGE at %s for requests, cluster key %s for nodes",
+	slog("authentication: MUNGE at %s for requests, cluster key %s for nodes",
 	       c->munge_socket[0] ? c->munge_socket : "the default socket", c->key_file);
 	return 0;
 }
@@ -239,7 +190,7 @@ void mm_shutdown(struct mm *mm, const char *why)
 	cmd.shutdown = &sd;
 	cmd_queue(mm, &cmd, NULL, 0);
 	mm->shutting_down = true;
-	mm->shutdown_deadline = now_s() + 2; /* for the command to reach the nodes */
+	mm->shutdown_deadline = clock_wall_s() + 2; /* for the command to reach the nodes */
 }
 
 /* Local completions and remote events the loop reacts to between slices. */
@@ -264,14 +215,14 @@ static void dump_state(struct mm *mm)
 	for (struct job *j = mm->jobs; j; j = j->next)
 		jobs++;
 	/* bench/soak reads this line: heap in use against the job count */
-	mm_log("memory: heap %zu bytes in use, %zu mapped, %lld of them SQLite's; %d jobs in "
+	slog("memory: heap %zu bytes in use, %zu mapped, %lld of them SQLite's; %d jobs in "
 	       "memory", mi.uordblks, mi.hblkhd, (long long)db_memory_used(), jobs);
-	mm_log("state: slice %llu, command %u%s, %s transfer, file chunk %llu",
+	slog("state: slice %llu, command %u%s, %s transfer, file chunk %llu",
 	       (unsigned long long)mm->slice, mm->cmd_seq, mm->cmd_inflight ? " in flight" : "",
 	       transfer_job(mm) ? "a" : "no", (unsigned long long)mm->file_seq);
 	for (int i = 0; i < mm->conf.nnodes; i++) {
 		const struct mm_node *n = &mm->nodes[i];
-		mm_log("  node %s: %s, report %llu heard at slice %llu, command %u, row %d job %llu",
+		slog("  node %s: %s, report %llu heard at slice %llu, command %u, row %d job %llu",
 		       mm->conf.nodes[i],
 		       protobuf_c_enum_descriptor_get_value(&storm__ctl__node_state__descriptor,
 							    n->state)->name,
@@ -288,7 +239,7 @@ static void dump_state(struct mm *mm)
 			if (!j->node_done[k])
 				w += (size_t)snprintf(waiting + w, sizeof(waiting) - w, " %s",
 						      mm->conf.nodes[j->nodes[k]]);
-		mm_log("  job %llu: %s, %u/%u nodes done, %u/%u ranks ended; waiting for:%s",
+		slog("  job %llu: %s, %u/%u nodes done, %u/%u ranks ended; waiting for:%s",
 		       (unsigned long long)j->id,
 		       protobuf_c_enum_descriptor_get_value(&storm__ctl__job_state__descriptor,
 							    j->state)->name,
@@ -310,7 +261,7 @@ static void run(struct mm *mm)
 			timeout = 1; /* a transfer polls its flow control */
 		int n = epoll_wait(mm->epfd, evs, 64, timeout);
 		if (n < 0 && errno != EINTR) {
-			mm_log("error: epoll_wait: %s", strerror(errno));
+			slog("error: epoll_wait: %s", strerror(errno));
 			return;
 		}
 		bool tick = false;
@@ -333,7 +284,7 @@ static void run(struct mm *mm)
 					if (si.ssi_signo == SIGUSR1)
 						dump_state(mm);
 					else if (!mm->shutting_down) {
-						mm_log("signal %u: shutting the cluster down", si.ssi_signo);
+						slog("signal %u: shutting the cluster down", si.ssi_signo);
 						mm_shutdown(mm, "the machine manager was stopped");
 					}
 			} else if (tag != TAG_SN) {
@@ -344,7 +295,7 @@ static void run(struct mm *mm)
 		if (tick)
 			slice_tick(mm);
 		if (mm->shutting_down && ((!mm->cmd_queue && !mm->cmd_inflight) ||
-					  now_s() > mm->shutdown_deadline))
+					  clock_wall_s() > mm->shutdown_deadline))
 			return;
 	}
 }
@@ -401,6 +352,7 @@ int main(int argc, char **argv)
 					      { 0 } };
 	const char *conf = NULL;
 	int o;
+	log_set_ident("stormmm");
 	while ((o = getopt_long(argc, argv, "c:hf", opts, NULL)) != -1) {
 		switch (o) {
 		case 'c':
@@ -427,6 +379,6 @@ int main(int argc, char **argv)
 	if (rc == 0)
 		run(&mm);
 	mm_stop(&mm);
-	mm_log(rc == 0 ? "stopped" : "failed to start");
+	slog(rc == 0 ? "stopped" : "failed to start");
 	return rc == 0 ? 0 : 1;
 }

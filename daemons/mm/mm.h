@@ -22,9 +22,11 @@
 #include "config.h"
 #include "control.pb-c.h"
 #include "ctl_auth.h"
+#include "fault.h"
 #include "frame.h"
 #include "gm_auth.h"
 #include "layout.h"
+#include "log.h"
 #include "matrix.h"
 #include "request.h"
 #include "sn.h"
@@ -189,7 +191,7 @@ struct mm {
 	uint8_t key[GM_KEY_LEN]; /* cluster key: tags MM <-> node messages */
 	uint8_t file_nonce[16];  /* random per start: file chunk keys (gm_file_tag) */
 	struct gm_ratelimit rl_ctl, rl_report; /* refusals in the log */
-	uint64_t tamper_strobe;  /* STORM_TEST_TAMPER strobe=K (tests): sent altered */
+	struct fault fault;      /* tests only: point "strobe", that strobe goes out altered */
 };
 
 struct pending_cmd {
@@ -198,18 +200,10 @@ struct pending_cmd {
 	struct pending_cmd *next;
 };
 
-double now_s(void);
-double mono_ns(void);
 /* Ends every job, tells every node to stop, and lets the loop finish. */
 void mm_shutdown(struct mm *mm, const char *why);
 /* Closes and frees everything the MM holds (at exit; fuzz/mm_state per input). */
 void mm_stop(struct mm *mm);
-void mm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* mm_log at most GM_LOG_BURST lines per GM_LOG_WINDOW_S for one kind of
- * refusal (a flood of forged messages must not fill the disk). */
-void mm_log_limited(struct gm_ratelimit *rl, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
 /* access.c */
 /* May the client cancel, checkpoint, restart or attach to (`verb`) the job?
  * Its owner and root may; anyone else gets false and a one-line reason.

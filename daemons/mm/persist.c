@@ -82,7 +82,7 @@ int persist_job_new(struct mm *mm, struct job *j, const Storm__Ctl__Submit *s)
 	size_t len = storm__ctl__submit__get_packed_size(s);
 	uint8_t *spec = malloc(len ? len : 1);
 	if (!spec) {
-		mm_log("job %llu: out of memory recording it", (unsigned long long)j->id);
+		slog("job %llu: out of memory recording it", (unsigned long long)j->id);
 		return -1;
 	}
 	storm__ctl__submit__pack(s, spec);
@@ -93,7 +93,7 @@ int persist_job_new(struct mm *mm, struct job *j, const Storm__Ctl__Submit *s)
 	int rc = db_job_insert(mm->db, &d);
 	free(spec);
 	if (rc < 0)
-		mm_log("job %llu: cannot record it: %s", (unsigned long long)j->id, db_error(mm->db));
+		slog("job %llu: cannot record it: %s", (unsigned long long)j->id, db_error(mm->db));
 	return rc;
 }
 
@@ -105,7 +105,7 @@ void persist_job(struct mm *mm, struct job *j)
 	struct db_job d;
 	to_db(j, &d);
 	if (db_job_update(mm->db, &d) < 0)
-		mm_log("job %llu: cannot save its state: %s", (unsigned long long)j->id,
+		slog("job %llu: cannot save its state: %s", (unsigned long long)j->id,
 		       db_error(mm->db));
 	j->dirty = false;
 }
@@ -118,7 +118,7 @@ void persist_job_end(struct mm *mm, struct job *j)
 	struct db_job d;
 	to_db(j, &d);
 	if (db_job_end(mm->db, &d) < 0)
-		mm_log("job %llu: cannot record its end: %s", (unsigned long long)j->id,
+		slog("job %llu: cannot record its end: %s", (unsigned long long)j->id,
 		       db_error(mm->db));
 	j->dirty = false;
 }
@@ -323,7 +323,7 @@ static int restore_one(void *arg, const struct db_job *d)
 	}
 	if (s)
 		storm__ctl__submit__free_unpacked(s, NULL);
-	mm_log("job %llu restored from the database: %s%s%s", (unsigned long long)j->id,
+	slog("job %llu restored from the database: %s%s%s", (unsigned long long)j->id,
 	       state_name(j->state), why[0] ? "; it fails: " : "", why);
 	if (why[0] && rs->nfail < (int)(sizeof(rs->fail) / sizeof(rs->fail[0]))) {
 		snprintf(j->reason, sizeof(j->reason), "%s", why);
@@ -340,21 +340,21 @@ int persist_open(struct mm *mm)
 		snprintf(path, sizeof(path), "%s", c->database);
 	} else {
 		if (mkdir(c->state_dir, 0755) < 0 && errno != EEXIST) {
-			mm_log("error: cannot create the state directory %s: %s", c->state_dir,
+			slog("error: cannot create the state directory %s: %s", c->state_dir,
 			       strerror(errno));
 			return -1;
 		}
 		snprintf(path, sizeof(path), "%s/mm.db", c->state_dir);
 	}
 	if (db_open(path, c->database_sync == DB_SYNC_FULL, &mm->db, err, sizeof(err)) < 0) {
-		mm_log("error: %s", err);
+		slog("error: %s", err);
 		return -1;
 	}
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	mm->epoch = db_next_epoch(mm->db, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
 	if (!mm->epoch) {
-		mm_log("error: cannot record this start in %s: %s", path, db_error(mm->db));
+		slog("error: cannot record this start in %s: %s", path, db_error(mm->db));
 		return -1;
 	}
 	mm->next_job_id = db_last_job_id(mm->db) + 1;
@@ -363,7 +363,7 @@ int persist_open(struct mm *mm)
 		rs.tail = &(*rs.tail)->next;
 	int rc = db_jobs_active(mm->db, restore_one, &rs);
 	if (rc < 0) {
-		mm_log("error: cannot read the jobs in %s: %s", path,
+		slog("error: cannot read the jobs in %s: %s", path,
 		       rc == -1 ? db_error(mm->db) : strerror(-rc));
 		return -1;
 	}
@@ -384,7 +384,7 @@ int persist_open(struct mm *mm)
 		job_fail(mm, j, "%s", why);
 	}
 	/* queued jobs got new reasons: saved as the scheduler sets them */
-	mm_log("database %s: next job %llu; %d running and %d queued jobs restored", path,
+	slog("database %s: next job %llu; %d running and %d queued jobs restored", path,
 	       (unsigned long long)mm->next_job_id, rs.running, rs.queued);
 	return 0;
 }

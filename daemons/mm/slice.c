@@ -22,7 +22,7 @@ void mark_node(struct mm *mm, int idx, Storm__Ctl__NodeState st, const char *why
 		return;
 	n->state = st;
 	matrix_set_down(&mm->matrix, idx, st != STORM__CTL__NODE_STATE__UP);
-	mm_log("node %s is %s%s%s", mm->conf.nodes[idx],
+	slog("node %s is %s%s%s", mm->conf.nodes[idx],
 	       st == STORM__CTL__NODE_STATE__UP ? "UP" : "DOWN", why ? ": " : "", why ? why : "");
 	if (st == STORM__CTL__NODE_STATE__DOWN) {
 		/* ids first: ending a job may forget ended ones from the list */
@@ -68,9 +68,9 @@ static void send_strobe(struct mm *mm)
 	gm_mac(mm->key, GM_MAC_STROBE, GM_MAC_ANY_NODE, s, strobe_signed_size((uint32_t)nn),
 	       mm->strobe_buf + strobe_signed_size((uint32_t)nn));
 	size_t size = strobe_size((uint32_t)nn);
-	if (mm->slice == mm->tamper_strobe) {
+	if (fault_hit(&mm->fault, "strobe", mm->slice)) {
 		/* what a forger would send: the nodes must refuse it and go on */
-		mm_log("test hook: strobe %llu goes out altered", (unsigned long long)mm->slice);
+		slog("test hook: strobe %llu goes out altered", (unsigned long long)mm->slice);
 		s->row ^= 0x40;
 	}
 	struct sn_nodeset tree, single;
@@ -96,10 +96,10 @@ static void send_strobe(struct mm *mm)
 		return;
 	if (mm->trace)
 		fprintf(mm->trace, "strobe %llu %llu %d %.0f\n", (unsigned long long)mm->slice,
-			(unsigned long long)mm->switches, mm->row, mono_ns());
+			(unsigned long long)mm->switches, mm->row, (double)clock_mono_ns());
 	int rc = sn_xfer(mm->sn, &tree, GM_STROBE, s, size, SN_NO_EVENT, EV_STROBE, SN_XFER_SYS);
 	if (rc < 0)
-		mm_log("strobe %llu: %s", (unsigned long long)mm->slice, sn_strerror(mm->sn));
+		slog("strobe %llu: %s", (unsigned long long)mm->slice, sn_strerror(mm->sn));
 }
 
 void probe_tick(struct mm *mm)
@@ -130,7 +130,7 @@ static void check_membership(struct mm *mm)
 		if (missed > mm->conf.down_after) {
 			char why[128];
 			snprintf(why, sizeof(why), "no report for %llu timeslices (%.1f s)",
-				 (unsigned long long)missed, now_s() - n->heard_time);
+				 (unsigned long long)missed, clock_wall_s() - n->heard_time);
 			mark_node(mm, i, STORM__CTL__NODE_STATE__DOWN, why);
 		}
 	}
@@ -139,7 +139,7 @@ static void check_membership(struct mm *mm)
 void slice_tick(struct mm *mm)
 {
 	mm->slice++;
-	mm->slice_start = now_s();
+	mm->slice_start = clock_wall_s();
 	check_membership(mm);
 	persist_tick(mm);
 	gang_tick(mm);
@@ -163,7 +163,7 @@ static void consume_report(struct mm *mm, int idx)
 	/* emptied at once, so the slot is decoded once per report that lands */
 	memset(slot, 0, 4);
 	if (len > GM_REPORT_SLOT_SIZE - 4 - GM_TAG_LEN) {
-		mm_log_limited(&mm->rl_report, "node %s: report length %u exceeds its slot; ignored",
+		slog_limited(&mm->rl_report, "node %s: report length %u exceeds its slot; ignored",
 			       mm->conf.nodes[idx], len);
 		return;
 	}
@@ -174,7 +174,7 @@ static void consume_report(struct mm *mm, int idx)
 	if (!genuine) {
 		/* forged or altered: the node resends a report that is not
 		 * acknowledged, so a genuine one overwritten here is not lost */
-		mm_log_limited(&mm->rl_report,
+		slog_limited(&mm->rl_report,
 			       "node %s: report slot holds %u bytes with a bad tag (forged or "
 			       "altered); ignored", mm->conf.nodes[idx], len);
 		return;
@@ -182,14 +182,14 @@ static void consume_report(struct mm *mm, int idx)
 	const char *why;
 	Storm__Cl__Report *r = mm_report_decode(slot, len, &why);
 	if (!r) {
-		mm_log("node %s: %s (%u bytes); ignored", mm->conf.nodes[idx], why, len);
+		slog("node %s: %s (%u bytes); ignored", mm->conf.nodes[idx], why, len);
 		return;
 	}
 	if (r->seq <= n->report_seq) {
 		/* a resend of one already consumed (a node resends an unacknowledged
 		 * report), or a replay: either way not consumed twice */
 		if (r->seq + 1 < n->report_seq)
-			mm_log_limited(&mm->rl_report,
+			slog_limited(&mm->rl_report,
 				       "node %s: report %llu is older than the last consumed (%llu): "
 				       "replayed; ignored", mm->conf.nodes[idx],
 				       (unsigned long long)r->seq, (unsigned long long)n->report_seq);
@@ -203,7 +203,7 @@ static void consume_report(struct mm *mm, int idx)
 	bool current = r->epoch == mm->epoch;
 	if (current) {
 		n->heard_slice = mm->slice;
-		n->heard_time = now_s();
+		n->heard_time = clock_wall_s();
 		n->cmd_done = r->cmd_done;
 		if (n->state != STORM__CTL__NODE_STATE__UP)
 			mark_node(mm, idx, STORM__CTL__NODE_STATE__UP, NULL);
@@ -329,7 +329,7 @@ void cmd_pump(struct mm *mm)
 	int rc = sn_xfer(mm->sn, &mm->cmd_set, GM_CMD_SLOT(seq), mm->cmd_buf, mm->cmd_len,
 			 EV_CMD_SENT, EV_CMD, 0);
 	if (rc < 0) {
-		mm_log("command %u: %s", seq, sn_strerror(mm->sn));
+		slog("command %u: %s", seq, sn_strerror(mm->sn));
 		return;
 	}
 	mm->cmd_inflight = true;
@@ -349,7 +349,7 @@ void cmd_on_sent_event(struct mm *mm)
 		 * each node that did not confirm, on its own */
 		char list[256];
 		sn_set_format(&failed, list, sizeof(list));
-		mm_log("command %u did not reach fabric nodes %s; resending to each", mm->cmd_seq,
+		slog("command %u did not reach fabric nodes %s; resending to each", mm->cmd_seq,
 		       list);
 		struct sn_nodeset one;
 		for (uint32_t f = sn_set_next(&failed, 0); f != UINT32_MAX;

@@ -39,7 +39,7 @@ int transfer_start(struct mm *mm, struct job *j)
 	x->first_seq = mm->file_seq + 1;
 	for (int i = 0; i < j->nfds; i++)
 		x->total += j->fsizes[i];
-	x->last_progress = now_s();
+	x->last_progress = clock_wall_s();
 	mm->xfer = x;
 	job_progress(mm, j, 0, x->total);
 	transfer_step(mm);
@@ -193,7 +193,7 @@ void transfer_step(struct mm *mm)
 		if (rc == 0)
 			break;
 	}
-	double now = now_s();
+	double now = clock_wall_s();
 	if (now - x->last_progress >= 0.25) {
 		x->last_progress = now;
 		job_progress(mm, x->job, x->done, x->total);

@@ -254,7 +254,7 @@ static void mb_xfer(struct nd *nd, struct omsg *m)
 	gm_mac(nd->key, GM_MAC_BCS, b->self, m->data, m->len, m->data + m->len);
 	int rc = sn_xfer(nd->sn, &to, off, m->data, m->len + GM_TAG_LEN, SN_NO_EVENT, EV_BCS, 0);
 	if (rc < 0)
-		nd_log(nd, "bcs: message to node %u lost: %s", m->to, sn_strerror(nd->sn));
+		slog("bcs: message to node %u lost: %s", m->to, sn_strerror(nd->sn));
 }
 
 static void mb_flush(struct nd *nd, uint32_t to)
@@ -341,7 +341,7 @@ static void mb_ack(struct nd *nd, uint32_t from)
 	sn_set_clear(&to);
 	sn_set_add(&to, fabric_id(from));
 	if (sn_xfer(nd->sn, &to, gm_bcs_ack(b->nnodes, b->self), &v, 8, SN_NO_EVENT, EV_BCS, 0) < 0)
-		nd_log(nd, "bcs: ack to node %u lost: %s", from, sn_strerror(nd->sn));
+		slog("bcs: ack to node %u lost: %s", from, sn_strerror(nd->sn));
 }
 
 /* ---- jobs */
@@ -791,12 +791,12 @@ static void rounds(struct nd *nd, struct bjob *j)
 
 /* Ranks in an MPI call exit with the abort code at once; the others are
  * killed after a second (the job's kill timer, ranks.c). */
-static void kill_local(struct nd *nd, struct bjob *j, int code, const char *why)
+static void kill_local(struct bjob *j, int code, const char *why)
 {
 	if (j->aborted || !j->job)
 		return;
 	j->aborted = true;
-	nd_log(nd, "job %" PRIu64 ": %s; ending its ranks here", j->id, why);
+	slog("job %" PRIu64 ": %s; ending its ranks here", j->id, why);
 	for (uint32_t lr = 0; j->map && lr < j->nlocal; lr++) {
 		struct bcs_area *a = area(j, lr);
 		a->abort_code = (uint32_t)(code & 255);
@@ -804,7 +804,7 @@ static void kill_local(struct nd *nd, struct bjob *j, int code, const char *why)
 		__atomic_fetch_add(&a->futex, 1, __ATOMIC_RELEASE);
 		syscall(SYS_futex, &a->futex, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 	}
-	uint64_t at = nd_now_ns() + 1000000000u;
+	uint64_t at = clock_mono_ns() + 1000000000u;
 	if (!j->job->kill_at_ns || at < j->job->kill_at_ns)
 		j->job->kill_at_ns = at;
 }
@@ -817,7 +817,7 @@ static void abort_job(struct nd *nd, struct bjob *j, uint32_t rank, int code)
 		if (j->nodes[k] != nd->bcs->self)
 			mb_send(nd, j->nodes[k], M_ABORT, j->id, rank, (uint32_t)code & 255, NULL, 0,
 				NULL, 0);
-	kill_local(nd, j, code, why);
+	kill_local(j, code, why);
 }
 
 /* Collection micro-phase: the ranks' new descriptors. Returns whether any
@@ -833,7 +833,7 @@ static bool collect(struct nd *nd, struct bjob *j, uint64_t slice)
 		uint32_t head = __atomic_load_n(&a->sub_head, __ATOMIC_ACQUIRE);
 		uint32_t tail = a->sub_tail;
 		if (head - tail > BCS_SUB_RING) {
-			nd_log(nd, "job %" PRIu64 ": rank %u's ring is corrupt", j->id, j->first + lr);
+			slog("job %" PRIu64 ": rank %u's ring is corrupt", j->id, j->first + lr);
 			tail = head;
 		}
 		for (; tail != head; tail++) {
@@ -930,7 +930,7 @@ static bool collect(struct nd *nd, struct bjob *j, uint64_t slice)
 				abort_job(nd, j, (uint32_t)me, d.tag);
 				return true;
 			default:
-				nd_log(nd, "job %" PRIu64 ": rank %d posted unknown operation %u", j->id,
+				slog("job %" PRIu64 ": rank %d posted unknown operation %u", j->id,
 				       me, d.op);
 			}
 		}
@@ -1134,7 +1134,7 @@ static void on_message(struct nd *nd, uint32_t from, const struct mhdr *h, const
 		break;
 	}
 	case M_ABORT:
-		kill_local(nd, j, (int)h->count, "MPI_Abort on another node");
+		kill_local(j, (int)h->count, "MPI_Abort on another node");
 		break;
 	case M_RED: {
 		int pos = j->red_part ? node_pos(j, from) : -1;
@@ -1176,7 +1176,7 @@ static void resync(struct nd *nd, uint32_t from)
 	if (!inc)
 		return;
 	if (b->peer_inc[from])
-		nd_log(nd, "bcs: node %u restarted; taking up its messages from %u", from, best);
+		slog("bcs: node %u restarted; taking up its messages from %u", from, best);
 	b->peer_inc[from] = inc;
 	b->consumed[from] = best - 1;
 	sn_var_store(nd->sn, gm_bcs_ack(b->nnodes, from), b->out[from].sent);
@@ -1207,8 +1207,8 @@ void nd_bcs_arrived(struct nd *nd)
 				       slot + sizeof(h) + h.len)) {
 				/* forged or torn: wait for the sender's genuine message */
 				unsigned held = 0;
-				if (gm_ratelimit_ok(&b->forged_log, (double)nd_now_ns() / 1e9, &held))
-					nd_log(nd, "bcs: message %u from node %u is not authentic; "
+				if (gm_ratelimit_ok(&b->forged_log, (double)clock_mono_ns() / 1e9, &held))
+					slog("bcs: message %u from node %u is not authentic; "
 						   "ignored (%u more held back)", want, from, held);
 				break;
 			}
@@ -1471,7 +1471,7 @@ void nd_bcs_strobe(struct nd *nd)
 	if (!any)
 		return; /* no ranks here: no exchange to run this slice */
 	b->phase_slice = nd->slice;
-	b->phase_at_ns = nd_now_ns() + (uint64_t)nd->conf.timeslice_us * 1000u / 4;
+	b->phase_at_ns = clock_mono_ns() + (uint64_t)nd->conf.timeslice_us * 1000u / 4;
 	if (!b->phase_at_ns)
 		b->phase_at_ns = 1;
 }
@@ -1481,14 +1481,14 @@ int nd_bcs_timer_ms(const struct nd *nd)
 	const struct nd_bcs *b = nd->bcs;
 	if (!b || !b->phase_at_ns)
 		return -1;
-	uint64_t now = nd_now_ns();
+	uint64_t now = clock_mono_ns();
 	return b->phase_at_ns <= now ? 0 : (int)((b->phase_at_ns - now + 999999) / 1000000);
 }
 
 void nd_bcs_timers(struct nd *nd)
 {
 	struct nd_bcs *b = nd->bcs;
-	if (b && b->phase_at_ns && nd_now_ns() >= b->phase_at_ns)
+	if (b && b->phase_at_ns && clock_mono_ns() >= b->phase_at_ns)
 		phase(nd);
 }
 
@@ -1582,14 +1582,14 @@ int nd_bcs_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command
 	j->maplen = bcs_chan_size(j->nlocal);
 	j->memfd = memfd_create("storm-bcs", MFD_CLOEXEC);
 	if (j->memfd < 0 || ftruncate(j->memfd, (off_t)j->maplen) < 0) {
-		nd_log(nd, "job %" PRIu64 ": no BCS-MPI channel: memfd: %s", job->id,
+		slog("job %" PRIu64 ": no BCS-MPI channel: memfd: %s", job->id,
 		       strerror(errno));
 		return -1;
 	}
 	j->map = mmap(NULL, j->maplen, PROT_READ | PROT_WRITE, MAP_SHARED, j->memfd, 0);
 	if (j->map == MAP_FAILED) {
 		j->map = NULL;
-		nd_log(nd, "job %" PRIu64 ": no BCS-MPI channel: mmap: %s", job->id,
+		slog("job %" PRIu64 ": no BCS-MPI channel: mmap: %s", job->id,
 		       strerror(errno));
 		return -1;
 	}
@@ -1749,7 +1749,7 @@ void nd_bcs_freeze(struct nd *nd, struct nd_job *job, uint64_t ckpt_id)
 	j->frozen = true;
 	j->sealed = false;
 	j->ckpt_id = ckpt_id;
-	j->freeze_ns = nd_now_ns();
+	j->freeze_ns = clock_mono_ns();
 	j->seal_err[0] = 0;
 	for (uint32_t i = 0; i < b->nnodes; i++) {
 		j->fcover[i] = UINT64_MAX;
@@ -1766,8 +1766,7 @@ void nd_bcs_freeze(struct nd *nd, struct nd_job *job, uint64_t ckpt_id)
 		for (struct xfer *x = j->wait_data[h]; x; x = x->next, nx++)
 			left += x->total - x->done;
 	if (j->active)
-		nd_log(nd,
-		       "job %" PRIu64 ": checkpoint %" PRIu64 ": BCS-MPI frozen with %u transfers "
+		slog("job %" PRIu64 ": checkpoint %" PRIu64 ": BCS-MPI frozen with %u transfers "
 		       "to this node's ranks, %" PRIu64 " bytes still to move; draining",
 		       j->id, ckpt_id, nx, left);
 }
@@ -1788,13 +1787,13 @@ int nd_bcs_sealed(struct nd *nd, struct nd_job *job, char *why, size_t len)
 	}
 	if (j->sealed) {
 		if (j->freeze_ns) {
-			nd_log(nd, "job %" PRIu64 ": checkpoint %" PRIu64 ": BCS-MPI drained in %.1f ms",
-			       j->id, j->ckpt_id, (double)(nd_now_ns() - j->freeze_ns) / 1e6);
+			slog("job %" PRIu64 ": checkpoint %" PRIu64 ": BCS-MPI drained in %.1f ms",
+			       j->id, j->ckpt_id, (double)(clock_mono_ns() - j->freeze_ns) / 1e6);
 			j->freeze_ns = 0;
 		}
 		return 1;
 	}
-	if (nd_now_ns() - j->freeze_ns > BCS_DRAIN_NS) {
+	if (clock_mono_ns() - j->freeze_ns > BCS_DRAIN_NS) {
 		uint32_t missing = UINT32_MAX;
 		for (uint32_t k = 0; k < j->nnodes_job && missing == UINT32_MAX; k++)
 			if (!j->drained[j->nodes[k]] && j->cover[j->nodes[k]] != UINT64_MAX)

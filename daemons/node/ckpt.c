@@ -55,16 +55,6 @@ struct nd_helper {
 	struct nd_helper *next;
 };
 
-int nd_ckpt_init(struct nd *nd)
-{
-	/* restored ranks are the helper's children: they must come to us */
-	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
-		nd_log(nd, "cannot become a child subreaper (%s): restarts will not work",
-		       strerror(errno));
-	}
-	return 0;
-}
-
 static struct nd_job *job_of(struct nd *nd, uint64_t id)
 {
 	for (struct nd_job *j = nd->jobs; j; j = j->next)
@@ -207,7 +197,7 @@ static void *rank_dump(void *arg)
 static _Noreturn void dump_child(struct nd *nd, struct nd_job *job, const char *dir,
 				 const char *files_dir, int w, uint64_t t_cmd)
 {
-	double t0 = t_cmd / 1e9, t_fork = nd_now_ns() / 1e9 - t0;
+	double t0 = t_cmd / 1e9, t_fork = clock_mono_ns() / 1e9 - t0;
 	/* the ranks need not have taken their SIGSTOP yet: seized, a pending
 	 * one is handed back when they are let go */
 	int rc = mkdirs(dir, 0700);
@@ -228,7 +218,7 @@ static _Noreturn void dump_child(struct nd *nd, struct nd_job *job, const char *
 		dprintf(w, "E cannot create %s: %s\n", dir, strerror(-rc));
 		_exit(1);
 	}
-	double t_dirs = nd_now_ns() / 1e9 - t0;
+	double t_dirs = clock_mono_ns() / 1e9 - t0;
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < job->nranks; i++) {
 		if (job->ranks[i].pid <= 0)
@@ -265,7 +255,7 @@ static _Noreturn void dump_child(struct nd *nd, struct nd_job *job, const char *
 					_exit(1);
 				}
 	}
-	double t_captured = nd_now_ns() / 1e9 - t0, frozen = 0;
+	double t_captured = clock_mono_ns() / 1e9 - t0, frozen = 0;
 	dprintf(w, "C 0\n");
 	uint64_t total = 0;
 	double d_stop = 0, d_meta = 0, d_copy = 0;
@@ -300,7 +290,7 @@ static _Noreturn void dump_child(struct nd *nd, struct nd_job *job, const char *
 	 * the ranks (stop, meta, copy) and the longest a rank was held */
 	dprintf(w, "OK %" PRIu64 " %.6f fork %.3f dirs %.3f captured %.3f (stop %.3f meta %.3f "
 		   "copy %.3f held %.3f, %u of %u from a snapshot)\n",
-		total, nd_now_ns() / 1e9 - t0, t_fork, t_dirs, t_captured, d_stop, d_meta, d_copy,
+		total, clock_mono_ns() / 1e9 - t0, t_fork, t_dirs, t_captured, d_stop, d_meta, d_copy,
 		frozen, snaps, n);
 	_exit(0);
 }
@@ -349,13 +339,13 @@ static void ckpt_remove(struct nd *nd, const Storm__Cl__Checkpoint *c)
 		rmdir(files);
 		rmdir(path);
 	}
-	nd_log(nd, "checkpoint %" PRIu64 " of job %" PRIu64 " deleted", c->id, c->job);
+	slog("checkpoint %" PRIu64 " of job %" PRIu64 " deleted", c->id, c->job);
 }
 
 void nd_checkpoint(struct nd *nd, const Storm__Cl__Checkpoint *c)
 {
 	if (!nd_valid_ckpt_dir(c->dir)) {
-		nd_log(nd, "checkpoint %" PRIu64 ": bad directory '%s'; ignored", c->id, c->dir);
+		slog("checkpoint %" PRIu64 ": bad directory '%s'; ignored", c->id, c->dir);
 		return;
 	}
 	if (c->remove) {
@@ -384,13 +374,13 @@ void nd_checkpoint(struct nd *nd, const Storm__Cl__Checkpoint *c)
 			      UINT32_MAX, "%" PRIu64 " %s: %s", c->id, nd->name, why);
 		return;
 	}
-	uint64_t t_cmd = nd_now_ns();
+	uint64_t t_cmd = clock_mono_ns();
 	/* stopped for the helper: with the freezer, thawed so the stop lands */
 	if (killpg(job->pgid, SIGSTOP) < 0 && errno != ESRCH)
-		nd_log(nd, "job %" PRIu64 ": cannot stop it for a checkpoint: %s", job->id,
+		slog("job %" PRIu64 ": cannot stop it for a checkpoint: %s", job->id,
 		       strerror(errno));
 	if (job->freeze_fd >= 0 && pwrite(job->freeze_fd, "0", 1, 0) < 0)
-		nd_log(nd, "job %" PRIu64 ": cannot thaw it for a checkpoint: %s", job->id,
+		slog("job %" PRIu64 ": cannot thaw it for a checkpoint: %s", job->id,
 		       strerror(errno));
 	job->stopped = true;
 	job->ckpt_busy = true;
@@ -431,7 +421,7 @@ static void dump_unstarted(struct nd *nd, struct nd_helper *h, const char *why)
 	nd_copy_forget(nd, h->id);
 	nd_queue_note(nd, h->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED, UINT32_MAX,
 		      "%" PRIu64 " %s: %s", h->id, nd->name, why);
-	nd_log(nd, "job %" PRIu64 ": checkpoint %" PRIu64 " failed: %s", h->job, h->id, why);
+	slog("job %" PRIu64 ": checkpoint %" PRIu64 " failed: %s", h->job, h->id, why);
 }
 
 /* Forks the dump helper once the drain is done. Returns false when the
@@ -469,7 +459,7 @@ static bool dump_start(struct nd *nd, struct nd_helper *h)
 	}
 	h->pid = pid;
 	h->fd = fds[0];
-	nd_log(nd, "job %" PRIu64 ": checkpoint %" PRIu64 " into %s (helper %d)", job->id, h->id,
+	slog("job %" PRIu64 ": checkpoint %" PRIu64 " into %s (helper %d)", job->id, h->id,
 	       h->dir, (int)pid);
 	return true;
 }
@@ -486,7 +476,7 @@ static void dump_release(struct nd *nd, struct nd_helper *h)
 		 * every node captured its ranks continues it */
 		if (job->freeze_fd >= 0) {
 			if (pwrite(job->freeze_fd, "1", 1, 0) < 0)
-				nd_log(nd, "job %" PRIu64 ": cannot freeze it: %s", job->id,
+				slog("job %" PRIu64 ": cannot freeze it: %s", job->id,
 				       strerror(errno));
 			killpg(job->pgid, SIGCONT);
 		}
@@ -560,7 +550,7 @@ static void dump_done(struct nd *nd, struct nd_helper *h, const char *res)
 		sn_var_store(nd->sn, GM_VAR_CKPT(h->slot), h->id);
 		nd_queue_note(nd, h->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINTED, UINT32_MAX,
 			      "%" PRIu64 " %llu", h->id, bytes);
-		nd_log(nd, "job %" PRIu64 ": checkpoint %" PRIu64 " written, %llu bytes: %.*s", h->job,
+		slog("job %" PRIu64 ": checkpoint %" PRIu64 " written, %llu bytes: %.*s", h->job,
 		       h->id, bytes, (int)strcspn(ok + 3, "\n"), ok + 3);
 	} else {
 		char line[1100] = "the checkpoint helper died";
@@ -570,7 +560,7 @@ static void dump_done(struct nd *nd, struct nd_helper *h, const char *res)
 		nd_copy_forget(nd, h->id);
 		nd_queue_note(nd, h->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED, UINT32_MAX,
 			      "%" PRIu64 " %s: %s", h->id, nd->name, why);
-		nd_log(nd, "job %" PRIu64 ": checkpoint %" PRIu64 " failed: %s", h->job, h->id, why);
+		slog("job %" PRIu64 ": checkpoint %" PRIu64 " failed: %s", h->job, h->id, why);
 	}
 }
 
@@ -653,7 +643,7 @@ static _Noreturn void restore_child(struct nd *nd, const Storm__Cl__Launch *L,
 	_exit(0);
 }
 
-void nd_restore_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_job *job,
+static void nd_restore_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_job *job,
 		      uint32_t first)
 {
 	const Storm__Cl__Launch *L = cmd->launch;
@@ -702,7 +692,7 @@ void nd_restore_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_jo
 	h->first = first;
 	h->pipes = rfds;
 	add_helper(nd, h);
-	nd_log(nd, "job %" PRIu64 ": restoring ranks %u..%u (helper %d)", job->id, first,
+	slog("job %" PRIu64 ": restoring ranks %u..%u (helper %d)", job->id, first,
 	       first + job->nranks - 1, (int)pid);
 	return;
 fail:
@@ -737,7 +727,7 @@ static void restore_done(struct nd *nd, struct nd_helper *h, char *res)
 			nd_rank_pipes_watch(nd, job, r, h->pipes[2 * (rank - h->first)],
 					    h->pipes[2 * (rank - h->first) + 1]);
 			h->pipes[2 * (rank - h->first)] = h->pipes[2 * (rank - h->first) + 1] = -1;
-			nd_gang_adopt(nd, job, pid, true);
+			nd_gang_adopt(job, pid, true);
 		} else if (line[0] == 'E') {
 			snprintf(why, sizeof(why), "%s", line + 2);
 		} else if (sscanf(line, "R %u %d", &rank, &pid) == 2) {
@@ -752,7 +742,7 @@ static void restore_done(struct nd *nd, struct nd_helper *h, char *res)
 	if (!why[0] && job->nalive < job->nranks)
 		snprintf(why, sizeof(why), "the restore helper died");
 	if (why[0]) {
-		nd_log(nd, "job %" PRIu64 ": restore failed: %s", job->id, why);
+		slog("job %" PRIu64 ": restore failed: %s", job->id, why);
 		nd_job_start_failed(nd, job, why);
 		return;
 	}
@@ -764,7 +754,7 @@ static void restore_done(struct nd *nd, struct nd_helper *h, char *res)
 	nd_job_started(nd, job);
 }
 
-bool nd_ckpt_reaped(struct nd *nd, pid_t pid, int status)
+static bool nd_ckpt_reaped(struct nd *nd, pid_t pid, int status)
 {
 	(void)status;
 	for (struct nd_helper **pp = &nd->helpers; *pp; pp = &(*pp)->next) {
@@ -804,4 +794,16 @@ void nd_ckpt_close(struct nd *nd)
 		}
 		helper_free(h);
 	}
+}
+
+int nd_ckpt_init(struct nd *nd)
+{
+	nd->child_reaped = nd_ckpt_reaped;
+	nd->restore_ranks = nd_restore_ranks;
+	/* restored ranks are the helper's children: they must come to us */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
+		slog("cannot become a child subreaper (%s): restarts will not work",
+		       strerror(errno));
+	}
+	return 0;
 }

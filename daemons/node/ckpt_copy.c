@@ -148,18 +148,18 @@ static void task_end(struct nd *nd, struct copy_task *t, const char *why)
 	if (why) {
 		nd_queue_note(nd, t->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED, UINT32_MAX,
 			      "%" PRIu64 " %s: %s", t->id, nd->name, why);
-		nd_log(nd, "job %" PRIu64 ": checkpoint %" PRIu64 " copies failed: %s", t->job,
+		slog("job %" PRIu64 ": checkpoint %" PRIu64 " copies failed: %s", t->job,
 		       t->id, why);
 	} else if (t->send_only) {
 		nd_queue_note(nd, t->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINT_COPIED, UINT32_MAX,
 			      "%" PRIu64 " %" PRIu64, t->id, t->bytes);
-		nd_log(nd, "job %" PRIu64 ": checkpoint %" PRIu64 " staged, %" PRIu64 " bytes sent",
+		slog("job %" PRIu64 ": checkpoint %" PRIu64 " staged, %" PRIu64 " bytes sent",
 		       t->job, t->id, t->bytes);
 	} else {
 		sn_var_store(nd->sn, GM_VAR_CKPT(t->slot), t->id);
 		nd_queue_note(nd, t->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINTED, UINT32_MAX,
 			      "%" PRIu64 " %" PRIu64, t->id, t->dump_bytes);
-		nd_log(nd, "job %" PRIu64 ": checkpoint %" PRIu64 " written, %" PRIu64
+		slog("job %" PRIu64 ": checkpoint %" PRIu64 " written, %" PRIu64
 			   " bytes, and copied to its buddy (%" PRIu64 " bytes)",
 		       t->job, t->id, t->dump_bytes, t->bytes);
 	}
@@ -200,7 +200,7 @@ static int add_file(struct nd *nd, struct copy_task *t, uint32_t to, const char 
 static int task_start(struct nd *nd, struct copy_task *t, char *why, size_t len)
 {
 	t->started = true;
-	t->progress_ns = nd_now_ns();
+	t->progress_ns = clock_mono_ns();
 	for (size_t i = 0; i < t->nent; i++) {
 		const char *name = t->ent[i].name;
 		uint32_t to = t->ent[i].to;
@@ -312,7 +312,7 @@ void nd_copy_plan(struct nd *nd, const Storm__Cl__Checkpoint *c)
 			task_end(nd, t, why);
 			return;
 		}
-		nd_log(nd, "job %" PRIu64 ": sending %zu entries of checkpoint %" PRIu64
+		slog("job %" PRIu64 ": sending %zu entries of checkpoint %" PRIu64
 			   " for a restart", t->job, t->nent, t->id);
 		nd_copy_pump(nd);
 	}
@@ -380,7 +380,7 @@ static int requeue(struct nd *nd, struct copy_task *t, struct copy_file *f)
 	}
 	f->xid = ++nd->copies->next_xid;
 	f->off = 0;
-	nd_log(nd, "checkpoint %" PRIu64 ": %s sent to node %s again (try %u)", t->id, f->name,
+	slog("checkpoint %" PRIu64 ": %s sent to node %s again (try %u)", t->id, f->name,
 	       nd->conf.nodes[f->to], f->tries + 1);
 	return 0;
 }
@@ -393,7 +393,7 @@ void nd_copy_pump(struct nd *nd)
 	struct nd_copies *s = nd->copies;
 	if (!s)
 		return;
-	uint64_t now = nd_now_ns();
+	uint64_t now = clock_mono_ns();
 	for (struct copy_sync **pp = &s->syncing; *pp;) {
 		struct copy_sync *cs = *pp;
 		int rc = 0;
@@ -408,7 +408,7 @@ void nd_copy_pump(struct nd *nd)
 		if (rc) {
 			snprintf(why, sizeof(why), "cannot sync %.60s on %s: %s", cs->name, nd->name,
 				 strerror(rc));
-			nd_log(nd, "checkpoint copy from node %s: %s", nd->conf.nodes[cs->from], why);
+			slog("checkpoint copy from node %s: %s", nd->conf.nodes[cs->from], why);
 		}
 		send_ack(nd, cs->from, cs->job, cs->xid, rc, rc ? why : NULL);
 		close(cs->fd);
@@ -491,7 +491,7 @@ int nd_copy_timer_ms(const struct nd *nd)
 			return 1;
 	if (s->syncing)
 		return 1;
-	return s->rx_ns && nd_now_ns() - s->rx_ns < 100000000u ? 1 : -1; /* receiving */
+	return s->rx_ns && clock_mono_ns() - s->rx_ns < 100000000u ? 1 : -1; /* receiving */
 }
 
 /* ---- receiving */
@@ -612,7 +612,7 @@ failed:
 	char why[128];
 	snprintf(why, sizeof(why), "cannot %s %.60s on %s: %s", what, name, nd->name,
 		 strerror(err));
-	nd_log(nd, "checkpoint copy from node %s: %s", nd->conf.nodes[from], why);
+	slog("checkpoint copy from node %s: %s", nd->conf.nodes[from], why);
 	send_ack(nd, from, job, h->xid, err, why);
 }
 
@@ -636,7 +636,7 @@ static void on_ack(struct nd *nd, const struct copy_ack *a)
 			}
 			*pp = f->next;
 			t->bytes += f->size;
-			t->progress_ns = nd_now_ns();
+			t->progress_ns = clock_mono_ns();
 			file_free(f);
 			if (!t->todo && !t->waiting)
 				task_end(nd, t, NULL);
@@ -664,7 +664,7 @@ void nd_copy_message(struct nd *nd, uint32_t from, uint32_t type, uint64_t job, 
 	if (!state(nd))
 		return;
 	if (type == M_COPY_DATA && len >= sizeof(struct nd_copy_hdr)) {
-		nd->copies->rx_ns = nd_now_ns();
+		nd->copies->rx_ns = clock_mono_ns();
 		struct nd_copy_hdr h;
 		memcpy(&h, body, sizeof(h));
 		const char *bad = nd_copy_problem(&h, len);
@@ -672,7 +672,7 @@ void nd_copy_message(struct nd *nd, uint32_t from, uint32_t type, uint64_t job, 
 			on_data(nd, from, job, &h, body + sizeof(h));
 		} else {
 			/* the sender's own bug (it is authenticated): its copy fails */
-			nd_log(nd, "checkpoint copy from node %s refused: %s", nd->conf.nodes[from],
+			slog("checkpoint copy from node %s refused: %s", nd->conf.nodes[from],
 			       bad);
 			char why[128];
 			snprintf(why, sizeof(why), "node %s refused a copy: %s", nd->name, bad);

@@ -59,7 +59,7 @@ void nd_job_dir_remove(struct nd *nd, uint64_t job)
 	job_dir_path(nd, job, path, sizeof(path));
 	/* FTW_PHYS: a rank may leave symlinks; remove them, never follow */
 	if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT)
-		nd_log(nd, "job %" PRIu64 ": cannot remove %s: %s", job, path, strerror(errno));
+		slog("job %" PRIu64 ": cannot remove %s: %s", job, path, strerror(errno));
 }
 
 /* Job directories left by an earlier daemon on this node belong to jobs that
@@ -75,7 +75,7 @@ void nd_jobs_dir_clean(struct nd *nd)
 		uint64_t job = strtoull(e->d_name, &end, 10);
 		if (e->d_name[0] == '.' || *end || job == 0)
 			continue;
-		nd_log(nd, "removing job directory %s left by an earlier stormnd", e->d_name);
+		slog("removing job directory %s left by an earlier stormnd", e->d_name);
 		nd_job_dir_remove(nd, job);
 	}
 	closedir(d);
@@ -116,7 +116,7 @@ static void write_chunk(struct nd *nd, const struct file_chunk *c, const uint8_t
 {
 	const char *bad = nd_chunk_problem(c);
 	if (bad) {
-		nd_log(nd, "file chunk %" PRIu64 " skipped: %s", c->seq, bad);
+		slog("file chunk %" PRIu64 " skipped: %s", c->seq, bad);
 		return;
 	}
 	char dir[PATH_MAX], path[PATH_MAX + 80];
@@ -124,7 +124,7 @@ static void write_chunk(struct nd *nd, const struct file_chunk *c, const uint8_t
 		return; /* that file failed already: nothing half-written stays */
 	int rc = nd_job_dir_create(nd, c->job, c->uid, c->gid, dir, sizeof(dir));
 	if (rc < 0) {
-		nd_log(nd, "job %" PRIu64 ": cannot create %s: %s", c->job, dir, strerror(-rc));
+		slog("job %" PRIu64 ": cannot create %s: %s", c->job, dir, strerror(-rc));
 		return;
 	}
 	snprintf(path, sizeof(path), "%s/%s", dir, c->name);
@@ -135,14 +135,14 @@ static void write_chunk(struct nd *nd, const struct file_chunk *c, const uint8_t
 		 * the job directory is new, and FILE_LAST sets the size */
 		int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0) {
-			nd_log(nd, "job %" PRIu64 ": cannot create %s: %s", c->job, path,
+			slog("job %" PRIu64 ": cannot create %s: %s", c->job, path,
 			       strerror(errno));
 			file_failed(nd, c, "create", errno);
 			return;
 		}
 		/* set-id bits from the network are not honoured */
 		if ((nd->root && fchown(fd, c->uid, c->gid) < 0) || fchmod(fd, c->mode & 0777) < 0) {
-			nd_log(nd, "job %" PRIu64 ": cannot set owner or mode of %s: %s", c->job,
+			slog("job %" PRIu64 ": cannot set owner or mode of %s: %s", c->job,
 			       path, strerror(errno));
 			close(fd);
 			unlink(path);
@@ -157,7 +157,7 @@ static void write_chunk(struct nd *nd, const struct file_chunk *c, const uint8_t
 		rc = -errno;
 	if (rc < 0) {
 		/* the Launch's size check then fails the job with a reason */
-		nd_log(nd, "job %" PRIu64 ": cannot write %s: %s", c->job, path, strerror(-rc));
+		slog("job %" PRIu64 ": cannot write %s: %s", c->job, path, strerror(-rc));
 		nd_files_close(nd);
 		unlink(path);
 		file_failed(nd, c, "write", -rc);
@@ -178,7 +178,7 @@ void nd_files_arrived(struct nd *nd, int b, int count)
 		struct file_chunk hdr;
 		memcpy(&hdr, nd->gmem + GM_FILE_BUF_AT(b), sizeof(hdr));
 		if (hdr.seq <= nd->file_seq[b]) {
-			nd_log(nd, "file event on buffer %d without a new chunk (last %" PRIu64 "); ignored",
+			slog("file event on buffer %d without a new chunk (last %" PRIu64 "); ignored",
 			       b, nd->file_seq[b]);
 			continue;
 		}

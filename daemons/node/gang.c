@@ -197,13 +197,13 @@ int nd_gang_job_start(struct nd *nd, struct nd_job *job)
 }
 
 /* A new rank, halted at its exec (or, untraced, just past it). */
-void nd_gang_adopt(struct nd *nd, struct nd_job *job, pid_t pid, bool traced)
+void nd_gang_adopt(struct nd_job *job, pid_t pid, bool traced)
 {
 	if (job->procs_fd >= 0) {
 		char s[24];
 		int n = snprintf(s, sizeof(s), "%d", (int)pid);
 		if (write(job->procs_fd, s, (size_t)n) < 0)
-			nd_log(nd, "job %" PRIu64 ": cannot move pid %d into its cgroup: %s",
+			slog("job %" PRIu64 ": cannot move pid %d into its cgroup: %s",
 			       job->id, (int)pid, strerror(errno));
 		return;
 	}
@@ -236,7 +236,7 @@ void nd_gang_job_end(struct nd *nd, struct nd_job *job)
 		nd_cg_remove_later(nd, path);
 }
 
-static int set_stopped(struct nd *nd, struct nd_job *job, bool stop)
+static int set_stopped(struct nd_job *job, bool stop)
 {
 	int rc = 0;
 	if (job->freeze_fd >= 0) {
@@ -247,7 +247,7 @@ static int set_stopped(struct nd *nd, struct nd_job *job, bool stop)
 			rc = -errno;
 	}
 	if (rc < 0)
-		nd_log(nd, "job %" PRIu64 ": cannot %s it: %s", job->id, stop ? "stop" : "continue",
+		slog("job %" PRIu64 ": cannot %s it: %s", job->id, stop ? "stop" : "continue",
 		       strerror(-rc));
 	job->stopped = stop;
 	return rc;
@@ -260,15 +260,13 @@ int nd_gang_apply(struct nd *nd, uint64_t run)
 	/* the outgoing job first, so two jobs never run at once */
 	for (struct nd_job *j = nd->jobs; j; j = j->next)
 		if (j->id != run && !j->stopped) {
-			set_stopped(nd, j, true);
+			set_stopped(j, true);
 			changed++;
 		}
 	/* a job being checkpointed stays stopped until its images are written */
 	for (struct nd_job *j = nd->jobs; j; j = j->next) {
-		if (j->id == run && (j->ckpt_busy || j->ckpt_frozen))
-			nd_ckpt_running(nd, j);
 		if (j->id == run && j->stopped && !j->ckpt_busy) {
-			set_stopped(nd, j, false);
+			set_stopped(j, false);
 			changed++;
 		}
 	}

@@ -29,47 +29,6 @@ static const char usage[] =
 	"      --no-realtime    do not try SCHED_FIFO priority 1\n"
 	"  -h, --help           this text\n";
 
-uint64_t nd_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-void nd_log(const struct nd *nd, const char *fmt, ...)
-{
-	struct timespec ts;
-	struct tm tm;
-	char stamp[32], msg[1024];
-	clock_gettime(CLOCK_REALTIME, &ts);
-	localtime_r(&ts.tv_sec, &tm);
-	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	/* one write per line, so lines of several daemons do not interleave */
-	fprintf(stderr, "%s.%03ld stormnd[%s]: %s\n", stamp, ts.tv_nsec / 1000000,
-		nd ? nd->name : "?", msg);
-}
-
-void nd_log_refused(struct nd *nd, const char *fmt, ...)
-{
-	nd->refused++;
-	unsigned held;
-	if (!gm_ratelimit_ok(&nd->rl_auth, (double)nd_now_ns() / 1e9, &held))
-		return;
-	char msg[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (held)
-		nd_log(nd, "%s (%u similar lines suppressed)", msg, held);
-	else
-		nd_log(nd, "%s", msg);
-}
-
 /* Does the ring slot hold a command the MM tagged? Its length in *len. */
 static bool slot_genuine(struct nd *nd, const uint8_t *slot, uint32_t *len)
 {
@@ -117,11 +76,11 @@ static void act(struct nd *nd, const Storm__Cl__Command *cmd)
 		nd_checkpoint(nd, cmd->checkpoint);
 		break;
 	case STORM__CL__COMMAND__BODY_SHUTDOWN:
-		nd_log(nd, "shutdown requested by the MM");
+		slog("shutdown requested by the MM");
 		nd->stop = true;
 		break;
 	default:
-		nd_log(nd, "command %u has no body; ignored", cmd->seq);
+		slog("command %u has no body; ignored", cmd->seq);
 	}
 }
 
@@ -147,13 +106,13 @@ static void process_commands(struct nd *nd)
 		}
 		Storm__Cl__Command *cmd = nd_command_decode(slot, &len);
 		if (!cmd) {
-			nd_log(nd, "command slot for %u is malformed (length %u); skipped", want,
+			slog("command slot for %u is malformed (length %u); skipped", want,
 			       len);
 		} else if (cmd->seq > want && cmd->seq - want < GM_CMD_SLOTS * 1024u) {
 			/* the slot was reused: commands want..seq-1 were overwritten
 			 * before we looked (we were stopped or cut off); they are lost
 			 * to us, and waiting for them would stall the ring for good */
-			nd_log(nd, "commands %u..%u were overwritten before this node read them; "
+			slog("commands %u..%u were overwritten before this node read them; "
 				   "skipping to %u", want, cmd->seq - 1, cmd->seq);
 			storm__cl__command__free_unpacked(cmd, NULL);
 			nd->cmd_done = cmd->seq - 1;
@@ -161,7 +120,7 @@ static void process_commands(struct nd *nd)
 		} else if (cmd->seq != want) {
 			/* an older command (a replay, or the slot's previous use) */
 			if (nd->cmd_warned_seq != cmd->seq)
-				nd_log(nd, "command slot for %u holds command %u; waiting", want,
+				slog("command slot for %u holds command %u; waiting", want,
 				       cmd->seq);
 			nd->cmd_warned_seq = cmd->seq;
 			storm__cl__command__free_unpacked(cmd, NULL);
@@ -205,11 +164,11 @@ static void skip_unsent_commands(struct nd *nd, uint32_t last_sent, bool rejoine
 	if (!resume)
 		return; /* the next one is on its way */
 	if (rejoined)
-		nd_log(nd, "back after missing more than %u strobes; commands %u..%u never "
+		slog("back after missing more than %u strobes; commands %u..%u never "
 			   "reached this node, continuing after them",
 		       nd->conf.down_after, want, resume - 1);
 	else
-		nd_log(nd, "commands %u..%u were not sent to this node (it was not UP for the "
+		slog("commands %u..%u were not sent to this node (it was not UP for the "
 			   "MM); continuing at %u", want, resume - 1, resume);
 	nd->cmd_done = resume - 1;
 	process_commands(nd);
@@ -235,7 +194,7 @@ static bool slot_holds(struct nd *nd, uint32_t seq)
  * the reports continue (the MM takes any sequence above what it acked). */
 static void mm_restarted(struct nd *nd, const struct strobe *s)
 {
-	nd_log(nd, "the machine manager restarted (new epoch at its slice %" PRIu64
+	slog("the machine manager restarted (new epoch at its slice %" PRIu64
 		   "); commands from %u", s->slice, s->cmd_seq + 1);
 	for (uint32_t q = 0; q < GM_CMD_SLOTS; q++)
 		memset(nd->gmem + GM_CMD_SLOT(q), 0, 4);
@@ -292,10 +251,10 @@ static void on_strobe(struct nd *nd)
 		/* earlier commands went out before this node was up */
 		if (nd->cmd_done == 0)
 			nd->cmd_done = s.cmd_seq;
-		nd_log(nd, "first strobe: slice %" PRIu64 ", commands from %u", s.slice,
+		slog("first strobe: slice %" PRIu64 ", commands from %u", s.slice,
 		       nd->cmd_done + 1);
 	}
-	uint64_t t_recv = nd_now_ns();
+	uint64_t t_recv = clock_mono_ns();
 	bool rejoined = nd->slice && s.slice > nd->slice + nd->conf.down_after;
 	if (nd->slice && s.slice > nd->slice + 1)
 		nd->missed_strobes += s.slice - nd->slice - 1;
@@ -305,12 +264,17 @@ static void on_strobe(struct nd *nd)
 	if (nd->helpers)
 		nd_ckpt_poll(nd);
 	nd->strobe_cmd_seq = s.cmd_seq;
+	/* a checkpoint learns first that its job is named to run: it may
+	 * have been given up, and then the job runs at once */
+	for (struct nd_job *j = nd->jobs; j; j = j->next)
+		if (j->id == run && (j->ckpt_busy || j->ckpt_frozen))
+			nd_ckpt_running(nd, j);
 	int switched = nd_gang_apply(nd, run);
 	nd_bcs_strobe(nd);
 	if (nd->trace) {
 		/* slice, the MM's switch count, when it came, when the switch was done */
 		fprintf(nd->trace, "strobe %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %d\n",
-			s.slice, s.switches, t_recv, switched ? nd_now_ns() : 0, switched);
+			s.slice, s.switches, t_recv, switched ? clock_mono_ns() : 0, switched);
 	}
 	nd->switches = s.switches;
 	if (nd->cg_pending)
@@ -374,12 +338,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-static void go_realtime(struct nd *nd)
+static void go_realtime(void)
 {
 	/* reset on fork: the ranks must not inherit the daemon's priority */
 	struct sched_param sp = {.sched_priority = 1};
 	if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) < 0)
-		nd_log(nd, "running without real-time priority: SCHED_FIFO refused: %s",
+		slog("running without real-time priority: SCHED_FIFO refused: %s",
 		       strerror(errno));
 }
 
@@ -426,7 +390,7 @@ static int setup(struct nd *nd, const struct opts *o)
 	nd_ranks_recover(nd);
 	nd_jobs_dir_clean(nd);
 	if (o->realtime)
-		go_realtime(nd);
+		go_realtime();
 
 	sigset_t set;
 	sigemptyset(&set);
@@ -440,23 +404,15 @@ static int setup(struct nd *nd, const struct opts *o)
 	sigaction(SIGCHLD, &chld, NULL);
 	if (nd_gang_init(nd) < 0 || nd_ckpt_init(nd) < 0)
 		return -1;
-	/* tests only (tests/cluster/test_users.sh): STORM_TEST_TAMPER_NODE=NAME
-	 * and STORM_TEST_TAMPER="report=K,replay=K" */
-	const char *tnode = getenv("STORM_TEST_TAMPER_NODE"), *tamper = getenv("STORM_TEST_TAMPER");
-	if (tnode && tamper && !strcmp(tnode, nd->name)) {
-		const char *p;
-		if ((p = strstr(tamper, "report=")))
-			nd->tamper_report = strtoull(p + 7, NULL, 10);
-		if ((p = strstr(tamper, "replay=")))
-			nd->tamper_replay = strtoull(p + 7, NULL, 10);
-		nd_log(nd, "test hook STORM_TEST_TAMPER=%s", tamper);
-	}
+	fault_init(&nd->fault, nd->name);
+	if (fault_armed(&nd->fault))
+		slog("test hook STORM_TEST_TAMPER=%s", getenv("STORM_TEST_TAMPER"));
 	const char *trace = getenv("STORM_TRACE");
 	if (trace && *trace) {
 		char path[PATH_MAX];
 		snprintf(path, sizeof(path), "%s/%s.trace", trace, nd->name);
 		if (!(nd->trace = fopen(path, "w")))
-			nd_log(nd, "cannot write the trace %s: %s", path, strerror(errno));
+			slog("cannot write the trace %s: %s", path, strerror(errno));
 	}
 	nd->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	nd->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -493,7 +449,7 @@ static int setup(struct nd *nd, const struct opts *o)
 		ev.data.u64 = ND_TAG_SN;
 		epoll_ctl(nd->epfd, EPOLL_CTL_ADD, wfd, &ev);
 	}
-	nd_log(nd, "node %u of %d up (fabric id %u, provider %s, %s)", nd->index,
+	slog("node %u of %d up (fabric id %u, provider %s, %s)", nd->index,
 	       nd->conf.nnodes, fabric_id(nd->index), sn_provider_name(nd->sn, 0),
 	       wfd >= 0 ? "sleeps on its wait fd" : "no wait fd: polls every 1 ms");
 	return 0;
@@ -506,7 +462,7 @@ static void on_signals(struct nd *nd)
 		if (si.ssi_signo == SIGCHLD) {
 			nd_reap(nd);
 		} else {
-			nd_log(nd, "%s received; shutting down", strsignal((int)si.ssi_signo));
+			slog("%s received; shutting down", strsignal((int)si.ssi_signo));
 			nd->stop = true;
 		}
 	}
@@ -519,7 +475,7 @@ static int drain_event(struct nd *nd, unsigned ev)
 	int n = 0, rc;
 	while ((rc = sn_test_event(nd->sn, ev, 0, NULL)) != 0) {
 		if (rc < 0) {
-			nd_log(nd, "event %u carries an error: %s", ev, sn_strerror(nd->sn));
+			slog("event %u carries an error: %s", ev, sn_strerror(nd->sn));
 			continue;
 		}
 		n++;
@@ -550,7 +506,7 @@ static void run(struct nd *nd)
 			timeout = t;
 		int n = epoll_wait(nd->epfd, evs, 64, timeout);
 		if (n < 0 && errno != EINTR) {
-			nd_log(nd, "epoll_wait: %s", strerror(errno));
+			slog("epoll_wait: %s", strerror(errno));
 			break;
 		}
 		/* pipes first: reaping may free a job whose pipes are in evs */
@@ -565,7 +521,7 @@ static void run(struct nd *nd)
 			on_signals(nd);
 		int rc = sn_progress(nd->sn);
 		if (rc < 0)
-			nd_log(nd, "network progress: %s", sn_strerror(nd->sn));
+			slog("network progress: %s", sn_strerror(nd->sn));
 		busy = rc > 0;
 		for (int b = 0; b < 2; b++) {
 			int files = drain_event(nd, EV_FILE(b));
@@ -594,7 +550,7 @@ static void run(struct nd *nd)
 		nd_timers(nd);
 		nd_bcs_timers(nd);
 		if (!nd->pipes_paused && nd->q_bytes >= ND_OUTPUT_CAP) {
-			nd_log(nd, "%zu bytes of output wait for reports; pausing rank pipes",
+			slog("%zu bytes of output wait for reports; pausing rank pipes",
 			       nd->q_bytes);
 			nd_pipes_pause(nd, true);
 		}
@@ -609,13 +565,16 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &o) < 0)
 		return 2;
 	struct nd nd = {.name = o.name, .epfd = -1, .sigfd = -1, .file_fd = -1};
+	char ident[96];
+	snprintf(ident, sizeof(ident), "stormnd[%s]", o.name ? o.name : "?");
+	log_set_ident(ident);
 	int status = 0;
 	if (setup(&nd, &o) < 0) {
 		status = 1;
 	} else {
 		run(&nd);
 		nd_kill_all(&nd);
-		nd_log(&nd, "stopped");
+		slog("stopped");
 	}
 	nd_ckpt_close(&nd);
 	nd_copy_close(&nd);

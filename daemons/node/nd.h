@@ -16,8 +16,10 @@
 
 #include "cluster.pb-c.h"
 #include "config.h"
+#include "fault.h"
 #include "gm_auth.h"
 #include "layout.h"
+#include "log.h"
 #include "sn.h"
 
 #define ND_READ_CHUNK (16 * 1024)        /* bytes per pipe read */
@@ -105,9 +107,9 @@ struct nd {
 	uint8_t key[GM_KEY_LEN];
 	struct gm_ratelimit rl_auth; /* refused strobes, commands, acks */
 	uint64_t refused;       /* messages refused so far */
-	/* STORM_TEST_TAMPER (tests only): report seq to send altered, report
-	 * seq after which an old report is sent again; 0: none */
-	uint64_t tamper_report, tamper_replay;
+	/* tests only: points "report" (that report goes out altered) and
+	 * "replay" (report 2 goes out again in its place) */
+	struct fault fault;
 	uint8_t *tamper_saved;  /* report 2, kept for the replay */
 	size_t tamper_saved_len;
 
@@ -134,6 +136,12 @@ struct nd {
 
 	struct nd_job *jobs;
 	struct nd_helper *helpers; /* checkpoint and restore helpers (ckpt.c) */
+	/* registered by ckpt.c at start-up, so that ranks.c, below it, hands
+	 * over what is checkpointing's without calling up: a child that is
+	 * not a rank (true: it was a helper), and a launch that restores */
+	bool (*child_reaped)(struct nd *nd, pid_t pid, int status);
+	void (*restore_ranks)(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_job *job,
+			      uint32_t first);
 	struct nd_bcs *bcs;     /* BCS-MPI state (bcs.c) */
 	struct nd_copies *copies; /* checkpoint copies (ckpt_copy.c) */
 
@@ -148,12 +156,9 @@ struct nd {
 	unsigned unacked_strobes;
 };
 
-/* main.c */
-void nd_log(const struct nd *nd, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-uint64_t nd_now_ns(void);
-/* nd_log, rate-limited: for refused (forged, altered, replayed) messages. */
-void nd_log_refused(struct nd *nd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A refused (forged, altered, replayed) message: counted, and logged
+ * rate-limited so a flood cannot fill the disk. */
+#define nd_log_refused(nd, ...) ((nd)->refused++, slog_limited(&(nd)->rl_auth, __VA_ARGS__))
 
 /* check.c: pure, fuzzed (fuzz/nd_*.c) */
 bool nd_valid_basename(const char *name);
@@ -220,7 +225,7 @@ int nd_gang_init(struct nd *nd);
 void nd_gang_close(struct nd *nd);
 /* Sets the job's initial state from the last strobe (and makes its cgroup). */
 int nd_gang_job_start(struct nd *nd, struct nd_job *job);
-void nd_gang_adopt(struct nd *nd, struct nd_job *job, pid_t pid, bool traced);
+void nd_gang_adopt(struct nd_job *job, pid_t pid, bool traced);
 int nd_gang_release_signal(const struct nd_job *job);
 void nd_gang_job_end(struct nd *nd, struct nd_job *job);
 /* Runs job `run` (0: none) and stops the others; returns the jobs switched. */
@@ -232,11 +237,6 @@ void nd_cg_remove_later(struct nd *nd, const char *path);
 struct nd_helper;
 int nd_ckpt_init(struct nd *nd);
 void nd_checkpoint(struct nd *nd, const Storm__Cl__Checkpoint *c);
-/* A Launch with restore: the ranks come back from their images. */
-void nd_restore_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_job *job,
-		      uint32_t first);
-/* A child ended: a helper's is handled here (true); a rank's is not. */
-bool nd_ckpt_reaped(struct nd *nd, pid_t pid, int status);
 /* Every strobe: a helper whose images are written lets its job run on. */
 void nd_ckpt_poll(struct nd *nd);
 /* The job is in this strobe's run list while a checkpoint holds it. */

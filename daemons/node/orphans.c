@@ -58,7 +58,7 @@ void nd_ranks_save(struct nd *nd, const struct nd_job *job)
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	FILE *f = fopen(tmp, "we");
 	if (!f) {
-		nd_log(nd, "job %" PRIu64 ": cannot write %s: %s (its ranks would survive a "
+		slog("job %" PRIu64 ": cannot write %s: %s (its ranks would survive a "
 			   "restart of this daemon)", job->id, tmp, strerror(errno));
 		return;
 	}
@@ -68,7 +68,7 @@ void nd_ranks_save(struct nd *nd, const struct nd_job *job)
 			fprintf(f, "rank %u pid %d start %" PRIu64 "\n", job->ranks[i].rank,
 				(int)job->ranks[i].pid, nd_proc_start_time(job->ranks[i].pid));
 	if (fclose(f) != 0 || rename(tmp, path) != 0) {
-		nd_log(nd, "job %" PRIu64 ": cannot write %s: %s", job->id, path, strerror(errno));
+		slog("job %" PRIu64 ": cannot write %s: %s", job->id, path, strerror(errno));
 		unlink(tmp);
 	}
 }
@@ -120,7 +120,7 @@ void nd_ranks_recover(struct nd *nd)
 	char dir[PATH_MAX + 16];
 	snprintf(dir, sizeof(dir), "%s/ranks", nd->state_dir);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-		nd_log(nd, "cannot create %s: %s", dir, strerror(errno));
+		slog("cannot create %s: %s", dir, strerror(errno));
 		return;
 	}
 	DIR *d = opendir(dir);
@@ -138,7 +138,7 @@ void nd_ranks_recover(struct nd *nd)
 		unlink(path);
 		if (!job)
 			continue;
-		nd_log(nd, "job %" PRIu64 ": %d rank processes left by an earlier stormnd killed",
+		slog("job %" PRIu64 ": %d rank processes left by an earlier stormnd killed",
 		       job, killed);
 		/* the MM fails the job naming this node, and ends it elsewhere */
 		nd_queue_note(nd, job, STORM__CL__JOB_NOTE__KIND__FAILED, UINT32_MAX,

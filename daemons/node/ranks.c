@@ -123,7 +123,7 @@ static void pipe_watch(struct nd *nd, struct nd_pipe *p)
 	if (epoll_ctl(nd->epfd, EPOLL_CTL_ADD, p->fd, &ev) == 0)
 		p->in_epoll = true;
 	else
-		nd_log(nd, "cannot watch a rank's pipe: %s", strerror(errno));
+		slog("cannot watch a rank's pipe: %s", strerror(errno));
 }
 
 static void pipe_close(struct nd *nd, struct nd_pipe *p)
@@ -206,11 +206,11 @@ static void job_end(struct nd *nd, struct nd_job *job)
 {
 	/* whatever the ranks left behind in their group goes with them */
 	if (job->pgid > 0 && killpg(job->pgid, SIGKILL) < 0 && errno != ESRCH)
-		nd_log(nd, "job %" PRIu64 ": cannot kill process group %d: %s", job->id,
+		slog("job %" PRIu64 ": cannot kill process group %d: %s", job->id,
 		       (int)job->pgid, strerror(errno));
 	nd_job_dir_remove(nd, job->id);
 	nd_queue_note(nd, job->id, STORM__CL__JOB_NOTE__KIND__DONE, job->slot, "%s", "");
-	nd_log(nd, "job %" PRIu64 " done", job->id);
+	slog("job %" PRIu64 " done", job->id);
 	job_free(nd, job);
 }
 
@@ -234,7 +234,7 @@ void nd_reap(struct nd *nd)
 		pid_t pid = waitpid(-1, &status, WNOHANG);
 		if (pid <= 0)
 			return;
-		if (nd_ckpt_reaped(nd, pid, status))
+		if (nd->child_reaped && nd->child_reaped(nd, pid, status))
 			continue;
 		for (struct nd_job *j = nd->jobs; j; j = j->next)
 			for (uint32_t i = 0; i < j->nranks; i++)
@@ -314,7 +314,7 @@ static const char *check_files(const Storm__Cl__Launch *L, const char *dir, char
 
 static void fail_launch(struct nd *nd, uint64_t job, uint32_t slot, const char *why)
 {
-	nd_log(nd, "job %" PRIu64 " cannot start: %s", job, why);
+	slog("job %" PRIu64 " cannot start: %s", job, why);
 	nd_job_dir_remove(nd, job);
 	/* no rank runs here, so this node is done with the job at once */
 	nd_queue_note(nd, job, STORM__CL__JOB_NOTE__KIND__FAILED, NO_DONE_SLOT, "%s: %s",
@@ -327,7 +327,7 @@ static void fail_launch(struct nd *nd, uint64_t job, uint32_t slot, const char *
  * fork emulation, on its way: it said "T" if it is traced, and then halts
  * at the exec for us to place it and let it go. An untraced child (ptrace
  * refused here) is placed just after its exec. */
-static void adopt(struct nd *nd, struct nd_job *job, pid_t pid, int hs_r)
+static void adopt(struct nd_job *job, pid_t pid, int hs_r)
 {
 	char c;
 	ssize_t n = -1;
@@ -335,7 +335,7 @@ static void adopt(struct nd *nd, struct nd_job *job, pid_t pid, int hs_r)
 		while ((n = read(hs_r, &c, 1)) < 0 && errno == EINTR)
 			;
 	if (n != 1) {
-		nd_gang_adopt(nd, job, pid, false);
+		nd_gang_adopt(job, pid, false);
 		return;
 	}
 	siginfo_t si;
@@ -345,9 +345,9 @@ static void adopt(struct nd *nd, struct nd_job *job, pid_t pid, int hs_r)
 		;
 	if (si.si_code != CLD_TRAPPED && si.si_code != CLD_STOPPED)
 		return;
-	nd_gang_adopt(nd, job, pid, true);
+	nd_gang_adopt(job, pid, true);
 	if (ptrace(PTRACE_DETACH, pid, NULL, (void *)(long)nd_gang_release_signal(job)) < 0)
-		nd_log(nd, "job %" PRIu64 ": cannot release pid %d after its exec: %s", job->id,
+		slog("job %" PRIu64 ": cannot release pid %d after its exec: %s", job->id,
 		       (int)pid, strerror(errno));
 }
 
@@ -393,7 +393,7 @@ static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_
 		snprintf(e_local, sizeof(e_local), "STORM_LOCAL_RANK=%s", local);
 		int out[2] = {-1, -1}, err[2] = {-1, -1};
 		if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
-			nd_log(nd, "job %" PRIu64 ": cannot create pipes for rank %u: %s",
+			slog("job %" PRIu64 ": cannot create pipes for rank %u: %s",
 			       job->id, r->rank, strerror(errno));
 			for (int s = 0; s < 2; s++)
 				if (out[s] >= 0)
@@ -419,13 +419,13 @@ static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_
 		if (hs[1] >= 0)
 			close(hs[1]);
 		if (pid > 0)
-			adopt(nd, job, pid, hs[0]);
+			adopt(job, pid, hs[0]);
 		if (hs[0] >= 0)
 			close(hs[0]);
 		if (pid < 0) {
 			close(out[0]);
 			close(err[0]);
-			nd_log(nd, "job %" PRIu64 ": cannot fork rank %u: %s", job->id, r->rank,
+			slog("job %" PRIu64 ": cannot fork rank %u: %s", job->id, r->rank,
 			       strerror(fork_err));
 			goto fail;
 		}
@@ -461,7 +461,7 @@ void nd_rank_pipes_watch(struct nd *nd, struct nd_job *job, struct nd_rank *r, i
 void nd_job_started(struct nd *nd, struct nd_job *job)
 {
 	nd_queue_note(nd, job->id, STORM__CL__JOB_NOTE__KIND__STARTED, NO_DONE_SLOT, "%s", "");
-	nd_log(nd, "job %" PRIu64 ": started ranks %u..%u", job->id,
+	slog("job %" PRIu64 ": started ranks %u..%u", job->id,
 	       job->nranks ? job->ranks[0].rank : 0,
 	       job->nranks ? job->ranks[job->nranks - 1].rank : 0);
 	nd_ranks_save(nd, job);
@@ -484,7 +484,7 @@ void nd_launch(struct nd *nd, const Storm__Cl__Command *cmd, size_t k)
 	const Storm__Cl__Launch *L = cmd->launch;
 	char why[PATH_MAX + 256];
 	if (find_job(nd, L->job)) {
-		nd_log(nd, "job %" PRIu64 " launched again while it runs here; ignored", L->job);
+		slog("job %" PRIu64 " launched again while it runs here; ignored", L->job);
 		return;
 	}
 	const char *bad = nd_launch_problem(cmd, k, why, sizeof(why));
@@ -567,7 +567,7 @@ void nd_launch(struct nd *nd, const Storm__Cl__Command *cmd, size_t k)
 			      "");
 		job_end(nd, job);
 	} else if (L->restore) {
-		nd_restore_ranks(nd, cmd, job, first);
+		nd->restore_ranks(nd, cmd, job, first);
 	} else {
 		start_ranks(nd, cmd, job, &pl, first);
 	}
@@ -587,19 +587,19 @@ void nd_signal_job(struct nd *nd, const Storm__Cl__Signal *sig)
 	struct nd_job *job = find_job(nd, sig->job);
 	if (!job || job->pgid <= 0) {
 		/* it may have ended since the MM decided; nothing to do */
-		nd_log(nd, "signal %d for job %" PRIu64 ", which does not run here; ignored",
+		slog("signal %d for job %" PRIu64 ", which does not run here; ignored",
 		       sig->signal, sig->job);
 		return;
 	}
 	if (sig->signal <= 0 || sig->signal >= NSIG) {
-		nd_log(nd, "job %" PRIu64 ": invalid signal %d; ignored", job->id, sig->signal);
+		slog("job %" PRIu64 ": invalid signal %d; ignored", job->id, sig->signal);
 		return;
 	}
 	if (killpg(job->pgid, sig->signal) < 0 && errno != ESRCH)
-		nd_log(nd, "job %" PRIu64 ": cannot send signal %d: %s", job->id, sig->signal,
+		slog("job %" PRIu64 ": cannot send signal %d: %s", job->id, sig->signal,
 		       strerror(errno));
 	if (sig->kill_after_ms) {
-		uint64_t at = nd_now_ns() + (uint64_t)sig->kill_after_ms * 1000000u;
+		uint64_t at = clock_mono_ns() + (uint64_t)sig->kill_after_ms * 1000000u;
 		if (!job->kill_at_ns || at < job->kill_at_ns)
 			job->kill_at_ns = at;
 	}
@@ -607,11 +607,11 @@ void nd_signal_job(struct nd *nd, const Storm__Cl__Signal *sig)
 
 void nd_timers(struct nd *nd)
 {
-	uint64_t now = nd_now_ns();
+	uint64_t now = clock_mono_ns();
 	for (struct nd_job *j = nd->jobs; j; j = j->next)
 		if (j->kill_at_ns && now >= j->kill_at_ns) {
 			j->kill_at_ns = 0;
-			nd_log(nd, "job %" PRIu64 ": still running after the grace time; SIGKILL",
+			slog("job %" PRIu64 ": still running after the grace time; SIGKILL",
 			       j->id);
 			killpg(j->pgid, SIGKILL);
 		}
@@ -619,7 +619,7 @@ void nd_timers(struct nd *nd)
 
 int nd_timer_ms(const struct nd *nd)
 {
-	uint64_t now = nd_now_ns(), best = UINT64_MAX;
+	uint64_t now = clock_mono_ns(), best = UINT64_MAX;
 	for (const struct nd_job *j = nd->jobs; j; j = j->next)
 		if (j->kill_at_ns && j->kill_at_ns < best)
 			best = j->kill_at_ns;

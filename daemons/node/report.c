@@ -114,27 +114,25 @@ static size_t field_cost(size_t sub)
  * goes out with the resend of an unacknowledged report. true: it did. */
 static bool tamper(struct nd *nd, const struct sn_nodeset *mm)
 {
-	if (nd->report_seq == 2 && !nd->tamper_saved) {
+	if (nd->report_seq == 2 && !nd->tamper_saved && fault_value(&nd->fault, "replay")) {
 		nd->tamper_saved = xcalloc(1, nd->report_len);
 		memcpy(nd->tamper_saved, nd->report_buf, nd->report_len);
 		nd->tamper_saved_len = nd->report_len;
 	}
 	uint8_t *bad = NULL;
 	size_t len = 0;
-	if (nd->report_seq == nd->tamper_report) {
-		nd->tamper_report = 0;
+	if (fault_hit(&nd->fault, "report", nd->report_seq)) {
 		bad = xcalloc(1, nd->report_len);
 		memcpy(bad, nd->report_buf, nd->report_len);
 		bad[4] ^= 0x01; /* one bit of the packed report */
 		len = nd->report_len;
-		nd_log(nd, "test hook: report %llu goes out altered",
+		slog("test hook: report %llu goes out altered",
 		       (unsigned long long)nd->report_seq);
-	} else if (nd->report_seq == nd->tamper_replay && nd->tamper_saved) {
-		nd->tamper_replay = 0;
+	} else if (nd->tamper_saved && fault_hit(&nd->fault, "replay", nd->report_seq)) {
 		bad = nd->tamper_saved;
 		nd->tamper_saved = NULL;
 		len = nd->tamper_saved_len;
-		nd_log(nd, "test hook: report 2 goes out again in place of report %llu",
+		slog("test hook: report 2 goes out again in place of report %llu",
 		       (unsigned long long)nd->report_seq);
 	}
 	if (!bad)
@@ -150,12 +148,12 @@ static void send_bytes(struct nd *nd)
 	struct sn_nodeset mm;
 	sn_set_clear(&mm);
 	sn_set_add(&mm, MM_FABRIC_ID);
-	if ((nd->tamper_report || nd->tamper_replay) && tamper(nd, &mm))
+	if (fault_armed(&nd->fault) && tamper(nd, &mm))
 		return;
 	int rc = sn_xfer(nd->sn, &mm, GM_REPORT_SLOT(nd->index), nd->report_buf,
 			 nd->report_len, SN_NO_EVENT, EV_REPORT, SN_XFER_SYS);
 	if (rc < 0)
-		nd_log(nd, "cannot send report %llu to the MM: %s",
+		slog("cannot send report %llu to the MM: %s",
 		       (unsigned long long)nd->report_seq, sn_strerror(nd->sn));
 }
 
@@ -349,7 +347,7 @@ void nd_report(struct nd *nd, uint64_t ack)
 		 * renumber the last report so it follows what the MM has */
 		Storm__Cl__Report *r = storm__cl__report__unpack(
 			NULL, nd->report_len - 4 - GM_TAG_LEN, nd->report_buf + 4);
-		nd_log(nd, "MM acknowledges report %llu, but %llu was sent; resynchronising",
+		slog("MM acknowledges report %llu, but %llu was sent; resynchronising",
 		       (unsigned long long)ack, (unsigned long long)nd->report_seq);
 		if (r) {
 			r->seq = ack + 1;
@@ -374,7 +372,7 @@ void nd_report(struct nd *nd, uint64_t ack)
 	 * tells a duplicate by its seq) */
 	if (++nd->unacked_strobes >= ND_RESEND_AFTER) {
 		nd->unacked_strobes = 0;
-		nd_log(nd, "report %llu not acknowledged after %d strobes (MM has %llu); resending",
+		slog("report %llu not acknowledged after %d strobes (MM has %llu); resending",
 		       (unsigned long long)nd->report_seq, ND_RESEND_AFTER,
 		       (unsigned long long)ack);
 		send_bytes(nd);

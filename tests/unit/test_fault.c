@@ -44,9 +44,13 @@ static void test_env(void)
 	CU_ASSERT_EQUAL(fault_value(&f, "strobe"), 9);
 	fault_init(&f, NULL); /* the MM takes its points whatever the node */
 	CU_ASSERT_EQUAL(fault_value(&f, "strobe"), 9);
-	unsetenv("STORM_TEST_TAMPER");
 	unsetenv("STORM_TEST_TAMPER_NODE");
 	fault_init(&f, "node01");
+	CU_ASSERT_FALSE(fault_armed(&f)); /* no node named: nodes stay honest */
+	fault_init(&f, NULL);
+	CU_ASSERT_TRUE(fault_armed(&f));
+	unsetenv("STORM_TEST_TAMPER");
+	fault_init(&f, NULL);
 	CU_ASSERT_FALSE(fault_armed(&f));
 }
 
