@@ -63,6 +63,7 @@ static const char *const confs[2] = {
 static void setup(int which)
 {
 	memset(&mm, 0, sizeof(mm));
+	mm_wire(&mm);
 	char err[512];
 	FUZZ_ASSERT(conf_load_string(confs[which], "fuzz.conf", &mm.conf, err, sizeof(err)) == 0,
 		    "%s", err);
@@ -219,7 +220,7 @@ static void raw_report(int node, bool forge, const uint8_t *data, size_t len)
 	memcpy(&rlen, slot, 4);
 	if (!forge && len >= 4 && rlen <= GM_REPORT_SLOT_SIZE - 4 - GM_TAG_LEN)
 		gm_mac(mm.key, GM_MAC_REPORT, (uint32_t)node, slot, 4 + rlen, slot + 4 + rlen);
-	slice_on_report_event(&mm);
+	report_on_event(&mm);
 }
 
 static void node_report(int node, const uint8_t *a)
@@ -269,7 +270,7 @@ static void node_report(int node, const uint8_t *a)
 	memcpy(slot, &len, 4);
 	storm__cl__report__pack(&r, slot + 4);
 	gm_mac(mm.key, GM_MAC_REPORT, (uint32_t)node, slot, 4 + len, slot + 4 + len);
-	slice_on_report_event(&mm);
+	report_on_event(&mm);
 }
 
 static void check_state(void)

@@ -426,11 +426,7 @@ static void reply_info(struct mm *mm, struct client *c, const struct mm_ckpt *r)
 	Storm__Ctl__CheckpointInfo info;
 	char **where = calloc(2 * (size_t)r->nranks + 1, sizeof(char *));
 	fill_info(mm, r, &info, where);
-	Storm__Ctl__Reply rep = STORM__CTL__REPLY__INIT;
-	rep.version = PROTO_VERSION;
-	rep.body_case = STORM__CTL__REPLY__BODY_CHECKPOINTED;
-	rep.checkpointed = &info;
-	client_send(mm, c, &rep);
+	reply_send(mm, c, STORM__CTL__REPLY__BODY_CHECKPOINTED, &info);
 	free(where);
 }
 
@@ -607,13 +603,13 @@ static void ckpt_finish(struct mm *mm, struct job *j, bool ok, const char *why)
 	if (ok)
 		reply_info(mm, c, r);
 	else
-		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INTERNAL,
-				  "checkpoint %" PRIu64 " of job %" PRIu64 " is incomplete: %s", r->id,
-				  j->id, r->reason);
+		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INTERNAL,
+			    "checkpoint %" PRIu64 " of job %" PRIu64 " is incomplete: %s", r->id,
+			    j->id, r->reason);
 	client_finish(mm, c);
 }
 
-void ckpt_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n)
+static void ckpt_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n)
 {
 	struct job *j = job_find(mm, n->job);
 	struct mm_ckpt *r = j ? j->ckpt : NULL;
@@ -684,7 +680,7 @@ void ckpt_tick(struct mm *mm)
 	}
 }
 
-void ckpt_job_ended(struct mm *mm, struct job *j)
+static void ckpt_job_ended(struct mm *mm, struct job *j)
 {
 	free(j->stage); /* ended while its images moved: late notes are ignored */
 	j->stage = NULL;
@@ -779,14 +775,10 @@ static void send_submitted(struct mm *mm, struct client *c, struct job *j, const
 	sub.state = j->state == STORM__CTL__JOB_STATE__QUEUED ? "QUEUED" : "LAUNCHING";
 	sub.reason = (char *)reason;
 	sub.output = j->output_path ? j->output_path : "";
-	Storm__Ctl__Reply rep = STORM__CTL__REPLY__INIT;
-	rep.version = PROTO_VERSION;
-	rep.body_case = STORM__CTL__REPLY__BODY_SUBMITTED;
-	rep.submitted = &sub;
-	client_send(mm, c, &rep);
+	reply_send(mm, c, STORM__CTL__REPLY__BODY_SUBMITTED, &sub);
 }
 
-uint64_t ckpt_node_lost(struct mm *mm, struct job *j, int node)
+static uint64_t ckpt_node_lost(struct mm *mm, struct job *j, int node)
 {
 	char why[256];
 	if (j->ckpt) {
@@ -893,7 +885,7 @@ static void stage_free(Storm__Cl__CkptCopy **v, size_t n)
  * node, by an up node that holds it (ckpt_copy.c on the nodes). The MM never
  * reads the images itself. 1: everything is in place; 2: staging started,
  * the launch waits for it; -1: the job failed, saying why. */
-int ckpt_restart_prepare(struct mm *mm, struct job *j)
+static int ckpt_restart_prepare(struct mm *mm, struct job *j)
 {
 	struct mm_ckpt *r = ckpt_rec_find(mm, j->restore_id);
 	if (!r) {
@@ -996,7 +988,7 @@ oom:
 	return -1;
 }
 
-bool ckpt_stage_note(struct mm *mm, struct job *j, int node, const Storm__Cl__JobNote *n)
+static bool ckpt_stage_note(struct mm *mm, struct job *j, int node, const Storm__Cl__JobNote *n)
 {
 	if (n->kind != STORM__CL__JOB_NOTE__KIND__CHECKPOINT_COPIED &&
 	    n->kind != STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED)
@@ -1057,7 +1049,7 @@ static void stage_check(struct mm *mm)
 	}
 }
 
-void ckpt_fill_launch(struct mm *mm, struct job *j, Storm__Cl__Launch *l, char **old_dirs)
+static void ckpt_fill_launch(struct mm *mm, struct job *j, Storm__Cl__Launch *l, char **old_dirs)
 {
 	static char restore_dir[96], files_dir[96];
 	struct mm_ckpt *r = ckpt_rec_find(mm, j->restore_id);
@@ -1087,30 +1079,30 @@ static void handle_restart(struct mm *mm, struct client *c, const Storm__Ctl__Re
 	char why[512];
 	struct mm_ckpt *r = ckpt_rec_find(mm, rq->checkpoint);
 	if (!r) {
-		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_NOT_FOUND, "no checkpoint %llu",
-				  (unsigned long long)rq->checkpoint);
+		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_NOT_FOUND, "no checkpoint %llu",
+			    (unsigned long long)rq->checkpoint);
 		return;
 	}
 	if (!mm_may_touch_ckpt(c, r, "restart", why, sizeof(why))) {
-		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PERMISSION, "%s", why);
+		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PERMISSION, "%s", why);
 		return;
 	}
 	if (!r->complete) {
-		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID,
-				  "checkpoint %llu is incomplete (%s); only a complete checkpoint "
-				  "restarts",
-				  (unsigned long long)r->id,
-				  r->reason[0] ? r->reason : "still being taken");
+		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID,
+			    "checkpoint %llu is incomplete (%s); only a complete checkpoint "
+			    "restarts",
+			    (unsigned long long)r->id,
+			    r->reason[0] ? r->reason : "still being taken");
 		return;
 	}
 	if (mm->shutting_down) {
-		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID,
-				  "the cluster is shutting down");
+		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID,
+			    "the cluster is shutting down");
 		return;
 	}
 	struct job *j = restart_job(mm, r, rq->nodes, true, why, sizeof(why));
 	if (!j) {
-		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID, "%s", why);
+		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID, "%s", why);
 		return;
 	}
 	j->client = c;
@@ -1130,19 +1122,19 @@ static void handle_delete(struct mm *mm, struct client *c, uint64_t id)
 {
 	struct mm_ckpt *r = ckpt_rec_find(mm, id);
 	if (!r) {
-		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_NOT_FOUND, "no checkpoint %llu",
-				  (unsigned long long)id);
+		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_NOT_FOUND, "no checkpoint %llu",
+			    (unsigned long long)id);
 		return;
 	}
 	char why[256];
 	if (!mm_may_touch_ckpt(c, r, "delete", why, sizeof(why))) {
-		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PERMISSION, "%s", why);
+		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PERMISSION, "%s", why);
 		return;
 	}
 	for (struct job *j = mm->jobs; j; j = j->next)
 		if (j->ckpt == r) {
-			client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID,
-					  "checkpoint %llu is being taken", (unsigned long long)id);
+			reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID,
+				    "checkpoint %llu is being taken", (unsigned long long)id);
 			return;
 		}
 	remove_images(mm, r);
@@ -1163,7 +1155,7 @@ static void reply_list(struct mm *mm, struct client *c)
 		free(infos);
 		free(ptrs);
 		free(where);
-		client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INTERNAL, "out of memory");
+		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INTERNAL, "out of memory");
 		return;
 	}
 	size_t k = 0;
@@ -1176,11 +1168,7 @@ static void reply_list(struct mm *mm, struct client *c)
 	Storm__Ctl__CheckpointList cl = STORM__CTL__CHECKPOINT_LIST__INIT;
 	cl.checkpoints = ptrs;
 	cl.n_checkpoints = n;
-	Storm__Ctl__Reply rep = STORM__CTL__REPLY__INIT;
-	rep.version = PROTO_VERSION;
-	rep.body_case = STORM__CTL__REPLY__BODY_CHECKPOINTS;
-	rep.checkpoints = &cl;
-	client_send(mm, c, &rep);
+	reply_send(mm, c, STORM__CTL__REPLY__BODY_CHECKPOINTS, &cl);
 	free(infos);
 	free(ptrs);
 	free(where);
@@ -1193,12 +1181,12 @@ void ckpt_handle_request(struct mm *mm, struct client *c, const Storm__Ctl__Requ
 	case STORM__CTL__REQUEST__BODY_CHECKPOINT: {
 		struct job *j = job_find(mm, req->checkpoint->job);
 		if (!j) {
-			client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_NOT_FOUND, "no job %llu",
-					  (unsigned long long)req->checkpoint->job);
+			reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_NOT_FOUND, "no job %llu",
+				    (unsigned long long)req->checkpoint->job);
 		} else if (!mm_may_touch(c, j, "checkpoint", why, sizeof(why))) {
-			client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PERMISSION, "%s", why);
+			reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PERMISSION, "%s", why);
 		} else if (ckpt_begin(mm, j, c, why, sizeof(why)) < 0) {
-			client_send_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID, "%s", why);
+			reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID, "%s", why);
 		}
 		break;
 	}
@@ -1214,4 +1202,18 @@ void ckpt_handle_request(struct mm *mm, struct client *c, const Storm__Ctl__Requ
 	default:
 		break;
 	}
+}
+
+static const struct job_ckpt_hooks hooks = {
+	.restart_prepare = ckpt_restart_prepare,
+	.fill_launch = ckpt_fill_launch,
+	.node_lost = ckpt_node_lost,
+	.on_note = ckpt_on_note,
+	.stage_note = ckpt_stage_note,
+	.ending = ckpt_job_ended,
+};
+
+void ckpt_init(struct mm *mm)
+{
+	mm->ckpt_hooks = &hooks;
 }

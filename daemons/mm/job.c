@@ -108,7 +108,7 @@ static char *expand_output(const char *pattern, uint64_t id)
 static void submit_refuse(struct mm *mm, struct client *c, Storm__Ctl__ErrorCode code,
 			  const char *msg)
 {
-	client_send_error(mm, c, code, "%s", msg);
+	reply_error(mm, c, code, "%s", msg);
 }
 
 void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds, int nfds)
@@ -251,11 +251,7 @@ void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds
 		sub.reason = j->reason;
 	}
 	sub.output = j->output_path ? j->output_path : "";
-	Storm__Ctl__Reply r = STORM__CTL__REPLY__INIT;
-	r.version = PROTO_VERSION;
-	r.body_case = STORM__CTL__REPLY__BODY_SUBMITTED;
-	r.submitted = &sub;
-	client_send(mm, c, &r);
+	reply_send(mm, c, STORM__CTL__REPLY__BODY_SUBMITTED, &sub);
 	if (starts)
 		jobs_schedule(mm);
 }
@@ -305,7 +301,7 @@ static void start(struct mm *mm, struct job *j)
 	slog("job %llu starts on %s in row %d", (unsigned long long)j->id, j->nodelist,
 	       gang_home(mm, j));
 	persist_job(mm, j);
-	int in_place = j->restore_id ? ckpt_restart_prepare(mm, j) : 0;
+	int in_place = j->restore_id ? mm->ckpt_hooks->restart_prepare(mm, j) : 0;
 	if (in_place < 0 || in_place == 2)
 		return; /* failed, saying why; or its images move to its nodes first */
 	if (j->no_bcast || in_place)
@@ -374,7 +370,7 @@ void job_transferred(struct mm *mm, struct job *j)
 	l.exec_path = j->no_bcast ? j->program : "";
 	char *old_dirs[STORM_MAX_NODES > 64 ? 64 : STORM_MAX_NODES];
 	if (j->restore_id)
-		ckpt_fill_launch(mm, j, &l, old_dirs);
+		mm->ckpt_hooks->fill_launch(mm, j, &l, old_dirs);
 	Storm__Cl__Command cmd = STORM__CL__COMMAND__INIT;
 	cmd.body_case = STORM__CL__COMMAND__BODY_LAUNCH;
 	cmd.launch = &l;
@@ -409,7 +405,7 @@ static int32_t status_code(int32_t ws)
 static void finish(struct mm *mm, struct job *j)
 {
 	j->t_end = clock_wall_s();
-	ckpt_job_ended(mm, j);
+	mm->ckpt_hooks->ending(mm, j);
 	int32_t code = 0;
 	for (uint32_t r = 0; r < j->nranks; r++)
 		if (j->rank_status[r] != INT32_MIN && status_code(j->rank_status[r]) != 0) {
@@ -463,14 +459,10 @@ static void finish(struct mm *mm, struct job *j)
 		e.transfer_ms = j->t_transferred && !j->no_bcast ? (j->t_transferred - j->t_start) * 1e3 : 0;
 		e.execute_ms = j->t_launched ? (j->t_end - j->t_launched) * 1e3 : 0;
 		e.total_ms = (j->t_end - j->t_submit) * 1e3;
-		Storm__Ctl__Reply r = STORM__CTL__REPLY__INIT;
-		r.version = PROTO_VERSION;
-		r.body_case = STORM__CTL__REPLY__BODY_END;
-		r.end = &e;
 		struct client *c = j->client;
 		j->client = NULL;
 		c->job = NULL;
-		client_send(mm, c, &r);
+		reply_send(mm, c, STORM__CTL__REPLY__BODY_END, &e);
 		client_finish(mm, c);
 		free(re);
 		free(rp);
@@ -666,7 +658,7 @@ void job_node_failed(struct mm *mm, struct job *j, int node, const char *why)
 	}
 	/* with --restart-on-failure a restart job takes over from its latest
 	 * checkpoint; why names the node, the end says what became of the job */
-	uint64_t again = ckpt_node_lost(mm, j, node);
+	uint64_t again = mm->ckpt_hooks->node_lost(mm, j, node);
 	if (again)
 		job_fail(mm, j, "%s; restarted from its latest checkpoint as job %llu", why,
 			 (unsigned long long)again);
@@ -704,11 +696,7 @@ void job_on_output(struct mm *mm, int node, const Storm__Cl__Output *o)
 		out.rank = o->rank;
 		out.stream = o->stream == 2 ? STORM__CTL__STREAM__STDERR : STORM__CTL__STREAM__STDOUT;
 		out.data = o->data;
-		Storm__Ctl__Reply r = STORM__CTL__REPLY__INIT;
-		r.version = PROTO_VERSION;
-		r.body_case = STORM__CTL__REPLY__BODY_OUTPUT;
-		r.output = &out;
-		client_send(mm, j->client, &r);
+		reply_send(mm, j->client, STORM__CTL__REPLY__BODY_OUTPUT, &out);
 	} else if (j->out_fd >= 0) { /* batch */
 		const uint8_t *p = o->data.data;
 		size_t left = o->data.len;
@@ -741,7 +729,7 @@ void job_on_exit(struct mm *mm, int node, const Storm__Cl__RankExit *e)
 void job_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n)
 {
 	struct job *j = job_find(mm, n->job);
-	if (j && j->stage && ckpt_stage_note(mm, j, node, n))
+	if (j && j->stage && mm->ckpt_hooks->stage_note(mm, j, node, n))
 		return; /* its senders need not be its nodes */
 	int k = j ? job_node_pos(j, node) : -1;
 	if (k < 0 || !job_active(j))
@@ -751,7 +739,7 @@ void job_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n)
 	case STORM__CL__JOB_NOTE__KIND__CHECKPOINTED:
 	case STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED:
 	case STORM__CL__JOB_NOTE__KIND__CHECKPOINT_CAPTURED:
-		ckpt_on_note(mm, node, n);
+		mm->ckpt_hooks->on_note(mm, node, n);
 		break;
 	case STORM__CL__JOB_NOTE__KIND__FAILED:
 		if (!j->node_done[k]) {
@@ -773,7 +761,7 @@ void job_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n)
 	}
 }
 
-void job_progress(struct mm *mm, struct job *j, uint64_t done, uint64_t total)
+static void job_progress(struct mm *mm, struct job *j, uint64_t done, uint64_t total)
 {
 	if (!j->client)
 		return;
@@ -781,11 +769,7 @@ void job_progress(struct mm *mm, struct job *j, uint64_t done, uint64_t total)
 	p.job = j->id;
 	p.done = done;
 	p.total = total;
-	Storm__Ctl__Reply r = STORM__CTL__REPLY__INIT;
-	r.version = PROTO_VERSION;
-	r.body_case = STORM__CTL__REPLY__BODY_PROGRESS;
-	r.progress = &p;
-	client_send(mm, j->client, &r);
+	reply_send(mm, j->client, STORM__CTL__REPLY__BODY_PROGRESS, &p);
 }
 
 void job_fill_info(struct mm *mm, const struct job *j, Storm__Ctl__JobInfo *info)
@@ -807,4 +791,38 @@ void job_fill_info(struct mm *mm, const struct job *j, Storm__Ctl__JobInfo *info
 	info->end_time = j->t_end;
 	info->exit_status = j->exit_status;
 	info->reason = (char *)j->reason;
+}
+
+void mm_shutdown(struct mm *mm, const char *why)
+{
+	jobs_end_all(mm, why);
+	Storm__Cl__Command cmd = STORM__CL__COMMAND__INIT;
+	Storm__Cl__Shutdown sd = STORM__CL__SHUTDOWN__INIT;
+	cmd.body_case = STORM__CL__COMMAND__BODY_SHUTDOWN;
+	cmd.shutdown = &sd;
+	cmd_queue(mm, &cmd, NULL, 0);
+	mm->shutting_down = true;
+	mm->shutdown_deadline = clock_wall_s() + 2; /* for the command to reach the nodes */
+}
+
+static void transfer_failed(struct mm *mm, struct job *j, const char *why)
+{
+	job_fail(mm, j, "%s", why);
+}
+
+static void transfer_done(struct mm *mm, struct job *j)
+{
+	job_transferred(mm, j);
+	jobs_schedule(mm); /* the next transfer may start */
+}
+
+static const struct transfer_hooks transfer_hooks = {
+	.progress = job_progress,
+	.failed = transfer_failed,
+	.done = transfer_done,
+};
+
+void job_init(struct mm *mm)
+{
+	mm->transfer_hooks = &transfer_hooks;
 }

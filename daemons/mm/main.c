@@ -73,9 +73,17 @@ static int ep_add(int epfd, int fd, uint64_t tag)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
+void mm_wire(struct mm *mm)
+{
+	ctl_init(mm);
+	job_init(mm);
+	ckpt_init(mm);
+}
+
 static int start(struct mm *mm, const char *conf_path)
 {
 	char err[512];
+	mm_wire(mm);
 	if (conf_load(conf_path, &mm->conf, err, sizeof(err)) < 0) {
 		slog("error: %s", err);
 		return -1;
@@ -112,7 +120,7 @@ static int start(struct mm *mm, const char *conf_path)
 	mm->next_job_id = 1;
 	mm->cmd_tail = &mm->cmd_queue;
 	/* the jobs of an earlier run of this MM, before anyone can submit */
-	if (persist_open(mm) < 0)
+	if (persist_open(mm) < 0 || recover_jobs(mm) < 0)
 		return -1;
 
 	/* listen first: the CLI may connect while the fabric is still forming;
@@ -181,18 +189,6 @@ static int start(struct mm *mm, const char *conf_path)
 	return 0;
 }
 
-void mm_shutdown(struct mm *mm, const char *why)
-{
-	jobs_end_all(mm, why);
-	Storm__Cl__Command cmd = STORM__CL__COMMAND__INIT;
-	Storm__Cl__Shutdown sd = STORM__CL__SHUTDOWN__INIT;
-	cmd.body_case = STORM__CL__COMMAND__BODY_SHUTDOWN;
-	cmd.shutdown = &sd;
-	cmd_queue(mm, &cmd, NULL, 0);
-	mm->shutting_down = true;
-	mm->shutdown_deadline = clock_wall_s() + 2; /* for the command to reach the nodes */
-}
-
 /* Local completions and remote events the loop reacts to between slices. */
 static void poll_events(struct mm *mm)
 {
@@ -200,7 +196,7 @@ static void poll_events(struct mm *mm)
 	if (sn_test_event(mm->sn, EV_REPORT, 0, NULL) != 0) {
 		while (sn_test_event(mm->sn, EV_REPORT, 0, NULL) > 0)
 			;
-		slice_on_report_event(mm);
+		report_on_event(mm);
 	}
 	cmd_on_sent_event(mm);
 	transfer_step(mm);

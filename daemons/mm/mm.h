@@ -2,7 +2,8 @@
  * timeslice timer, the control socket, the job table and fabric node 0.
  * main.c     options, start-up, the event loop
  * slice.c    the timeslice: strobes, membership, the command ring, reports
- * client.c   the control socket: frames, requests, replies
+ * conn.c     the control socket's connections: frames, authentication, replies out
+ * ctl.c      control requests: decoding, dispatch, cluster-wide replies
  * job.c      job life: validation, allocation, launch, output, end
  * transfer.c program and file multicast with COMPARE-AND-WRITE flow control
  * gang.c     the gang-scheduling matrix: placing jobs, picking the row
@@ -168,6 +169,10 @@ struct mm {
 	uint64_t switches;       /* row changes so far */
 	FILE *trace;             /* STORM_TRACE: strobe send times, for bench/gang */
 	struct client *clients;
+	/* registered by ctl.c: an authenticated request's bytes, and a
+	 * connection closing (conn.c calls them, never ctl.c directly) */
+	void (*on_request)(struct mm *mm, struct client *c, const uint8_t *body, size_t len);
+	void (*on_client_gone)(struct mm *mm, struct client *c);
 	struct job *jobs;        /* submission order */
 	uint64_t next_job_id;
 	bool slot_used[GM_JOB_SLOTS];
@@ -185,6 +190,8 @@ struct mm {
 	struct transfer *xfer;   /* the one transfer under way, if any */
 	uint8_t *strobe_buf;
 	struct mm_ckpt *ckpts;   /* checkpoint records, oldest first */
+	const struct job_ckpt_hooks *ckpt_hooks; /* ckpt.c's, registered at start */
+	const struct transfer_hooks *transfer_hooks; /* job.c's, registered at start */
 	uint64_t next_ckpt_id;
 	struct mm_db *db;        /* persist.c */
 	uint64_t epoch;          /* this MM's incarnation, in every strobe */
@@ -192,6 +199,26 @@ struct mm {
 	uint8_t file_nonce[16];  /* random per start: file chunk keys (gm_file_tag) */
 	struct gm_ratelimit rl_ctl, rl_report; /* refusals in the log */
 	struct fault fault;      /* tests only: point "strobe", that strobe goes out altered */
+};
+
+/* Checkpointing's part in a job's life: ckpt.c registers it (mm_wire), and
+ * job.c calls it at those points, never ckpt.c's functions by name. */
+struct job_ckpt_hooks {
+	/* start(): a restart job's images are on its nodes (1), are being
+	 * moved there node to node (2: job_transferred follows), or cannot be
+	 * had (-1, job failed) */
+	int (*restart_prepare)(struct mm *mm, struct job *j);
+	/* a restart's launch: its images and the directories of the old job */
+	void (*fill_launch)(struct mm *mm, struct job *j, Storm__Cl__Launch *l, char **old_dirs);
+	/* the job's node died: its checkpoint under way fails; with
+	 * --restart-on-failure a restart job takes over its client: its id, else 0 */
+	uint64_t (*node_lost)(struct mm *mm, struct job *j, int node);
+	/* a node's CHECKPOINTED, CHECKPOINT_FAILED or CHECKPOINT_CAPTURED note */
+	void (*on_note)(struct mm *mm, int node, const Storm__Cl__JobNote *n);
+	/* a restart's staging note from a sender: true when it was one */
+	bool (*stage_note)(struct mm *mm, struct job *j, int node, const Storm__Cl__JobNote *n);
+	/* the job is ending: a checkpoint under way fails, periodic ones stop */
+	void (*ending)(struct mm *mm, struct job *j);
 };
 
 struct pending_cmd {
@@ -202,6 +229,10 @@ struct pending_cmd {
 
 /* Ends every job, tells every node to stop, and lets the loop finish. */
 void mm_shutdown(struct mm *mm, const char *why);
+/* Registers each part's handlers with the parts below it (requests with
+ * the connections, checkpointing and persistence with the job life...):
+ * the one place that knows them all. */
+void mm_wire(struct mm *mm);
 /* Closes and frees everything the MM holds (at exit; fuzz/mm_state per input). */
 void mm_stop(struct mm *mm);
 /* access.c */
@@ -216,36 +247,49 @@ void slice_tick(struct mm *mm);
 void probe_tick(struct mm *mm);
 /* how often nodes not UP get the strobe that brings them (back) UP */
 #define PROBE_US 100000u
-void slice_on_report_event(struct mm *mm);
-/* Queues a command for every UP node; nodes outside `targets` (all nodes
+/* report.c: a report landed somewhere (EV_REPORT): every slot is read */
+void report_on_event(struct mm *mm);
+/* cmd.c: the command ring's MM end. Queues a command for every UP node; nodes outside `targets` (all nodes
  * when targets is NULL) skip it. */
 int cmd_queue(struct mm *mm, Storm__Cl__Command *cmd, const int *targets, size_t ntargets);
 void cmd_pump(struct mm *mm);
 void cmd_on_sent_event(struct mm *mm);
+/* nodes.c: membership */
 void mark_node(struct mm *mm, int idx, Storm__Ctl__NodeState st, const char *why);
+/* Nodes UP that missed down_after slices are DOWN. */
+void nodes_check(struct mm *mm);
 
-/* client.c */
+/* reply.c: every control reply. body is the message for the oneof case kind. */
+void reply_send(struct mm *mm, struct client *c, Storm__Ctl__Reply__BodyCase kind,
+		const void *body);
+void reply_error(struct mm *mm, struct client *c, Storm__Ctl__ErrorCode code, const char *fmt,
+		 ...) __attribute__((format(printf, 4, 5)));
+
+/* conn.c: the control socket's connections */
 int client_accept(struct mm *mm);
 void client_on_io(struct mm *mm, struct client *c, uint32_t events);
-void client_send(struct mm *mm, struct client *c, const Storm__Ctl__Reply *r);
-void client_send_error(struct mm *mm, struct client *c, Storm__Ctl__ErrorCode code,
-		       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* one packed reply, sealed and queued (reply.c builds them) */
+void client_send(struct mm *mm, struct client *c, const uint8_t *packed, size_t len);
 void client_close(struct mm *mm, struct client *c);
 /* Closes the connection once what was sent is flushed. */
 void client_finish(struct mm *mm, struct client *c);
+void clients_reap(struct mm *mm);
+
+/* ctl.c: control requests, registered with conn.c */
+void ctl_init(struct mm *mm);
 /* answers `cluster status --wait` once every node is UP or its wait ran out */
 void status_waiters_answer(struct mm *mm);
 void clients_tick(struct mm *mm);
-void clients_reap(struct mm *mm);
 
 /* job.c */
 struct job *job_find(struct mm *mm, uint64_t id);
 void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds, int nfds);
+void job_init(struct mm *mm); /* registers its transfer hooks */
 void jobs_schedule(struct mm *mm);
 void job_cancel(struct mm *mm, struct job *j, int sig, const char *who);
+void job_transferred(struct mm *mm, struct job *j);
 void job_fail(struct mm *mm, struct job *j, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-void job_transferred(struct mm *mm, struct job *j);
 void job_on_output(struct mm *mm, int node, const Storm__Cl__Output *o);
 void job_on_exit(struct mm *mm, int node, const Storm__Cl__RankExit *e);
 void job_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n);
@@ -263,7 +307,6 @@ void job_kill_stray(struct mm *mm, uint64_t id, int idx);
  * reachable for (a node not yet heard from after an MM restart). */
 void jobs_node_up(struct mm *mm, int idx);
 void jobs_end_all(struct mm *mm, const char *why);
-void job_progress(struct mm *mm, struct job *j, uint64_t done, uint64_t total);
 bool job_active(const struct job *j);
 
 /* gang.c */
@@ -275,9 +318,9 @@ void gang_remove(struct mm *mm, struct job *j);
 bool gang_runs_now(struct mm *mm, const struct job *j);
 int gang_home(struct mm *mm, const struct job *j);
 const char *gang_waiting_reason(struct mm *mm, const struct job *j, char *buf, size_t len);
-int nodes_up(const struct mm *mm);
 
 /* ckpt.c */
+void ckpt_init(struct mm *mm);
 struct mm_ckpt *ckpt_rec_find(struct mm *mm, uint64_t id);
 struct mm_ckpt *ckpt_rec_latest_complete(struct mm *mm, uint64_t job);
 void ckpt_rec_delete(struct mm *mm, struct mm_ckpt *r);
@@ -288,20 +331,7 @@ int ckpt_load(struct mm *mm);
 /* Starts a checkpoint of a running job; c (may be NULL) gets the answer.
  * 0, or -1 with why filled. */
 int ckpt_begin(struct mm *mm, struct job *j, struct client *c, char *why, size_t len);
-void ckpt_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n);
 void ckpt_tick(struct mm *mm);
-/* The job's node died: its checkpoint under way fails; with
- * --restart-on-failure a restart job takes over its client: its id, else 0. */
-uint64_t ckpt_node_lost(struct mm *mm, struct job *j, int node);
-void ckpt_job_ended(struct mm *mm, struct job *j);
-/* start(): a restart job's images are on its nodes (1), are being moved
- * there node to node (2: job_transferred follows), or cannot be had (-1,
- * job failed). */
-int ckpt_restart_prepare(struct mm *mm, struct job *j);
-/* A restart's staging note (CHECKPOINT_COPIED or _FAILED from a sender):
- * true when it was one. */
-bool ckpt_stage_note(struct mm *mm, struct job *j, int node, const Storm__Cl__JobNote *n);
-void ckpt_fill_launch(struct mm *mm, struct job *j, Storm__Cl__Launch *l, char **old_dirs);
 void ckpt_handle_request(struct mm *mm, struct client *c, const Storm__Ctl__Request *req);
 /* gang.c: a job is out of the run list while a checkpoint captures it */
 static inline bool ckpt_freezes(const struct job *j)
@@ -320,13 +350,26 @@ void persist_job(struct mm *mm, struct job *j);
 void persist_job_end(struct mm *mm, struct job *j);
 /* Saves the jobs marked dirty (rank exits, node notes). */
 void persist_flush(struct mm *mm);
+/* a job state as stored (its protobuf name), and back */
+const char *persist_state_name(Storm__Ctl__JobState s);
+Storm__Ctl__JobState persist_state_value(const char *name);
+/* recover.c: the jobs of an earlier run of this MM back from the database */
+int recover_jobs(struct mm *mm);
 /* After a node's report: jobs restored from the database that the node
  * never received (the MM died mid-launch) fail. */
-void persist_node_report(struct mm *mm, int idx, const Storm__Cl__Report *r);
-void persist_tick(struct mm *mm);
-void persist_acct(struct mm *mm, struct client *c, const Storm__Ctl__Acct *a);
+void recover_node_report(struct mm *mm, int idx, const Storm__Cl__Report *r);
+/* Nodes holding restored jobs that have not reported by now are DOWN. */
+void recover_tick(struct mm *mm);
+/* acct.c: `storm acct` */
+void acct_reply(struct mm *mm, struct client *c, const Storm__Ctl__Acct *a);
 
-/* transfer.c */
+/* transfer.c. What a transfer tells the job it carries: job.c registers
+ * these (job_init), so transfer.c needs nothing of job.c by name. */
+struct transfer_hooks {
+	void (*progress)(struct mm *mm, struct job *j, uint64_t done, uint64_t total);
+	void (*failed)(struct mm *mm, struct job *j, const char *why);
+	void (*done)(struct mm *mm, struct job *j); /* every node holds every file */
+};
 int transfer_start(struct mm *mm, struct job *j);
 void transfer_step(struct mm *mm);
 void transfer_abort(struct mm *mm, struct job *j);

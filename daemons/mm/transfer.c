@@ -41,7 +41,7 @@ int transfer_start(struct mm *mm, struct job *j)
 		x->total += j->fsizes[i];
 	x->last_progress = clock_wall_s();
 	mm->xfer = x;
-	job_progress(mm, j, 0, x->total);
+	mm->transfer_hooks->progress(mm, j, 0, x->total);
 	transfer_step(mm);
 	return 0;
 }
@@ -80,12 +80,14 @@ static void fail(struct mm *mm, const char *what, const struct sn_nodeset *faile
 			if (f >= 1 && (int)f <= mm->conf.nnodes)
 				w += (size_t)snprintf(names + w, sizeof(names) - w, "%s%s", w ? "," : "",
 						      mm->conf.nodes[f - 1]);
-	transfer_free(mm);
+	char why[1024];
 	if (names[0])
-		job_fail(mm, j, "%s: node%s %s did not confirm (%s)", what,
+		snprintf(why, sizeof(why), "%s: node%s %s did not confirm (%s)", what,
 			 strchr(names, ',') ? "s" : "", names, sn_strerror(mm->sn));
 	else
-		job_fail(mm, j, "%s: %s", what, sn_strerror(mm->sn));
+		snprintf(why, sizeof(why), "%s: %s", what, sn_strerror(mm->sn));
+	transfer_free(mm);
+	mm->transfer_hooks->failed(mm, j, why);
 }
 
 /* 1: every node of the job has written chunk seq; 0: not yet; -1: failed */
@@ -196,7 +198,7 @@ void transfer_step(struct mm *mm)
 	double now = clock_wall_s();
 	if (now - x->last_progress >= 0.25) {
 		x->last_progress = now;
-		job_progress(mm, x->job, x->done, x->total);
+		mm->transfer_hooks->progress(mm, x->job, x->done, x->total);
 	}
 	if (!x->all_sent || x->busy[0] || x->busy[1])
 		return;
@@ -207,8 +209,7 @@ void transfer_step(struct mm *mm)
 		return;
 	struct job *j = x->job;
 	if (now - j->t_start >= 1.0)
-		job_progress(mm, j, x->total, x->total);
+		mm->transfer_hooks->progress(mm, j, x->total, x->total);
 	transfer_free(mm);
-	job_transferred(mm, j);
-	jobs_schedule(mm); /* the next transfer may start */
+	mm->transfer_hooks->done(mm, j);
 }

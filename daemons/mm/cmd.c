@@ -1,0 +1,128 @@
+/* The command ring's MM end: commands queued with their numbers, sent one
+ * at a time into every UP node's ring slot, resent until every node has
+ * taken them (layout.h's GM_CMD_SLOT). Its nodes' progress comes back in
+ * their reports (report intake, slice.c). */
+#include "mm.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cmd_queue(struct mm *mm, Storm__Cl__Command *cmd, const int *targets, size_t ntargets)
+{
+	/* no targets: every node (nodes act only on commands that name them) */
+	size_t n = targets ? ntargets : (size_t)mm->conf.nnodes;
+	uint32_t *nodes = malloc(sizeof(uint32_t) * (n ? n : 1));
+	if (!nodes)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		nodes[i] = targets ? (uint32_t)targets[i] : (uint32_t)i;
+	cmd->nodes = nodes;
+	cmd->n_nodes = n;
+	/* commands leave in queue order, so the sequence is known now */
+	cmd->seq = mm->cmd_queued_seq + 1;
+	size_t len = 4 + storm__cl__command__get_packed_size(cmd) + GM_TAG_LEN;
+	struct pending_cmd *p = calloc(1, sizeof(*p));
+	uint8_t *buf = malloc(len);
+	if (!p || !buf || len > GM_CMD_SLOT_SIZE) {
+		free(p);
+		free(buf);
+		free(nodes);
+		cmd->nodes = NULL;
+		cmd->n_nodes = 0;
+		return len > GM_CMD_SLOT_SIZE ? -E2BIG : -ENOMEM;
+	}
+	uint32_t plen = (uint32_t)storm__cl__command__pack(cmd, buf + 4);
+	memcpy(buf, &plen, 4); /* [u32 len][packed][tag], as the ring slot holds it */
+	gm_mac(mm->key, GM_MAC_CMD, GM_MAC_ANY_NODE, buf, 4 + plen, buf + 4 + plen);
+	p->buf = buf;
+	p->len = len;
+	mm->cmd_queued_seq++;
+	free(nodes);
+	cmd->nodes = NULL;
+	cmd->n_nodes = 0;
+	*mm->cmd_tail = p;
+	mm->cmd_tail = &p->next;
+	cmd_pump(mm);
+	return 0;
+}
+
+static uint32_t min_cmd_done(const struct mm *mm)
+{
+	uint32_t m = mm->cmd_seq;
+	for (int i = 0; i < mm->conf.nnodes; i++)
+		if (mm->nodes[i].state == STORM__CTL__NODE_STATE__UP && mm->nodes[i].cmd_done < m)
+			m = mm->nodes[i].cmd_done;
+	return m;
+}
+
+void cmd_pump(struct mm *mm)
+{
+	if (mm->cmd_inflight || !mm->cmd_queue)
+		return;
+	uint32_t seq = mm->cmd_seq + 1;
+	if (seq > GM_CMD_SLOTS && min_cmd_done(mm) < seq - GM_CMD_SLOTS)
+		return; /* a slow node still has the slot to read */
+	struct pending_cmd *p = mm->cmd_queue;
+	mm->cmd_queue = p->next;
+	if (!mm->cmd_queue)
+		mm->cmd_tail = &mm->cmd_queue;
+	free(mm->cmd_buf); /* the previous one is confirmed: no resend needs it */
+	mm->cmd_buf = p->buf;
+	mm->cmd_len = p->len;
+	free(p);
+
+	sn_set_clear(&mm->cmd_set);
+	for (int i = 0; i < mm->conf.nnodes; i++)
+		if (mm->nodes[i].state == STORM__CTL__NODE_STATE__UP)
+			sn_set_add(&mm->cmd_set, fabric_id((uint32_t)i));
+	mm->cmd_seq = seq;
+	/* a node that is DOWN may only be slow or cut off: it gets each
+	 * command on its own (best effort, outside the tree, which it must not
+	 * cut), so that when it returns its ring is not missing one */
+	struct sn_nodeset one;
+	for (int i = 0; i < mm->conf.nnodes; i++)
+		if (mm->nodes[i].state == STORM__CTL__NODE_STATE__DOWN) {
+			sn_set_clear(&one);
+			sn_set_add(&one, fabric_id((uint32_t)i));
+			sn_xfer(mm->sn, &one, GM_CMD_SLOT(seq), mm->cmd_buf, mm->cmd_len, SN_NO_EVENT,
+				EV_CMD, 0);
+		}
+	if (sn_set_count(&mm->cmd_set) == 0)
+		return; /* nobody to tell; nodes adopt cmd_seq from the strobe */
+	int rc = sn_xfer(mm->sn, &mm->cmd_set, GM_CMD_SLOT(seq), mm->cmd_buf, mm->cmd_len,
+			 EV_CMD_SENT, EV_CMD, 0);
+	if (rc < 0) {
+		slog("command %u: %s", seq, sn_strerror(mm->sn));
+		return;
+	}
+	mm->cmd_inflight = true;
+}
+
+void cmd_on_sent_event(struct mm *mm)
+{
+	if (!mm->cmd_inflight)
+		return;
+	struct sn_nodeset failed;
+	int rc = sn_test_event(mm->sn, EV_CMD_SENT, 0, &failed);
+	if (rc == 0)
+		return;
+	mm->cmd_inflight = false;
+	if (rc < 0) {
+		/* a dead node inside the tree cuts its subtree off: send again to
+		 * each node that did not confirm, on its own */
+		char list[256];
+		sn_set_format(&failed, list, sizeof(list));
+		slog("command %u did not reach fabric nodes %s; resending to each", mm->cmd_seq,
+		       list);
+		struct sn_nodeset one;
+		for (uint32_t f = sn_set_next(&failed, 0); f != UINT32_MAX;
+		     f = sn_set_next(&failed, f + 1)) {
+			sn_set_clear(&one);
+			sn_set_add(&one, f);
+			sn_xfer(mm->sn, &one, GM_CMD_SLOT(mm->cmd_seq), mm->cmd_buf, mm->cmd_len,
+				SN_NO_EVENT, EV_CMD, 0);
+		}
+	}
+	cmd_pump(mm);
+}

@@ -1,0 +1,214 @@
+/* The control socket's connections: one per CLI invocation, frames
+ * authenticated in, replies out, never blocking the loop on a slow or
+ * hostile client. What a request asks is ctl.c's, reached through the
+ * handler it registers (mm->on_request). */
+#include "mm.h"
+
+#include <errno.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static void update_epoll(struct mm *mm, struct client *c)
+{
+	struct epoll_event ev = { .events = EPOLLIN | (c->out_len ? EPOLLOUT : 0),
+				  .data.u64 = (uint64_t)(uintptr_t)c };
+	epoll_ctl(mm->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+int client_accept(struct mm *mm)
+{
+	int fd = accept4(mm->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	struct ucred cr;
+	socklen_t crlen = sizeof(cr);
+	struct client *c = calloc(1, sizeof(*c));
+	if (!c || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0) {
+		free(c);
+		close(fd);
+		return 1;
+	}
+	c->fd = fd;
+	ctl_session_init(&c->sess, true, mm->conf.munge_socket, 0);
+	c->uid = cr.uid;
+	c->gid = cr.gid;
+	c->pid = cr.pid;
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint64_t)(uintptr_t)c };
+	if (epoll_ctl(mm->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		free(c);
+		close(fd);
+		return 1;
+	}
+	c->next = mm->clients;
+	mm->clients = c;
+	return 1;
+}
+
+static void flush(struct mm *mm, struct client *c)
+{
+	while (c->out_len) {
+		ssize_t n = send(c->fd, c->out, c->out_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
+				client_close(mm, c);
+			break;
+		}
+		memmove(c->out, c->out + n, c->out_len - (size_t)n);
+		c->out_len -= (size_t)n;
+	}
+	if (c->fd < 0)
+		return;
+	if (!c->out_len && c->closing)
+		client_close(mm, c);
+	else
+		update_epoll(mm, c);
+}
+
+/* Sends one packed reply, sealed for this connection's session. */
+void client_send(struct mm *mm, struct client *c, const uint8_t *packed, size_t plen)
+{
+	if (c->fd < 0)
+		return;
+	uint8_t *env = NULL;
+	size_t len = 0;
+	char err[256];
+	int rc = ctl_auth_wrap(&c->sess, packed, plen, &env, &len, err, sizeof(err));
+	if (rc < 0) {
+		slog("reply to uid %u: %s", (unsigned)c->uid, err);
+		client_close(mm, c);
+		return;
+	}
+	if (c->out_len + 4 + len > c->out_cap) {
+		size_t cap = c->out_cap ? c->out_cap : 4096;
+		while (cap < c->out_len + 4 + len)
+			cap *= 2;
+		uint8_t *nb = realloc(c->out, cap);
+		if (!nb) {
+			free(env);
+			client_close(mm, c);
+			return;
+		}
+		c->out = nb;
+		c->out_cap = cap;
+	}
+	uint8_t *p = c->out + c->out_len;
+	p[0] = (uint8_t)(len >> 24);
+	p[1] = (uint8_t)(len >> 16);
+	p[2] = (uint8_t)(len >> 8);
+	p[3] = (uint8_t)len;
+	memcpy(p + 4, env, len);
+	free(env);
+	c->out_len += 4 + len;
+	flush(mm, c);
+}
+
+void client_finish(struct mm *mm, struct client *c)
+{
+	c->closing = true;
+	flush(mm, c);
+}
+
+void client_close(struct mm *mm, struct client *c)
+{
+	if (c->fd >= 0) {
+		epoll_ctl(mm->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+		close(c->fd);
+		c->fd = -1;
+	}
+	if (mm->on_client_gone)
+		mm->on_client_gone(mm, c);
+	frame_rx_reset(&c->rx);
+	ctl_session_clear(&c->sess);
+	/* freed by clients_reap: this loop turn may still hold events for it */
+}
+
+void clients_reap(struct mm *mm)
+{
+	for (struct client **pp = &mm->clients; *pp;) {
+		struct client *c = *pp;
+		if (c->fd >= 0) {
+			pp = &c->next;
+			continue;
+		}
+		*pp = c->next;
+		free(c->out);
+		free(c);
+	}
+}
+
+/* Checks the frame's credential or tag (common/ctl_auth.h) and points at the
+ * request inside. false: refused, logged, answered, connection closing. */
+static bool authenticate(struct mm *mm, struct client *c, const uint8_t **body, size_t *len)
+{
+	char err[256];
+	bool plain, first = !c->sess.keyed;
+	enum ctl_auth_fail f =
+		ctl_auth_unwrap(&c->sess, c->rx.buf, c->rx.len, body, len, &plain, err, sizeof(err));
+	if (f == CTL_AUTH_OK && first && c->sess.uid != c->uid) {
+		/* a credential relayed by another local user: MUNGE vouches for
+		 * who made it, the socket for who sent it, and they differ */
+		snprintf(err, sizeof(err), "credential of uid %u sent by uid %u",
+			 (unsigned)c->sess.uid, (unsigned)c->uid);
+		f = CTL_AUTH_BAD_CRED;
+		ctl_session_clear(&c->sess);
+	}
+	if (f == CTL_AUTH_OK) {
+		c->gid = c->sess.gid; /* MUNGE's word, as the uid */
+		return true;
+	}
+	slog_limited(&mm->rl_ctl, "refused a request from uid %u pid %d: %s", (unsigned)c->uid,
+		       (int)c->pid, err);
+	reply_error(mm, c,
+		    f == CTL_AUTH_UNAVAILABLE ? STORM__CTL__ERROR_CODE__ERR_INTERNAL
+		    : STORM__CTL__ERROR_CODE__ERR_PERMISSION,
+		    "request not authenticated: %s", err);
+	client_finish(mm, c);
+	return false;
+}
+
+void client_on_io(struct mm *mm, struct client *c, uint32_t events)
+{
+	if (c->fd < 0)
+		return;
+	if (events & EPOLLOUT)
+		flush(mm, c);
+	if (c->fd < 0 || !(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+		return;
+	for (;;) {
+		if (c->closing) { /* ignore what follows a fatal error */
+			char sink[4096];
+			ssize_t n = recv(c->fd, sink, sizeof(sink), MSG_DONTWAIT);
+			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+				client_close(mm, c);
+			return;
+		}
+		int rc = frame_rx_read(c->fd, &c->rx);
+		if (rc == 0)
+			return;
+		if (rc < 0) {
+			if (rc == -EMSGSIZE) {
+				reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,
+					    "request larger than %u bytes", FRAME_MAX);
+				client_finish(mm, c);
+				return;
+			}
+			client_close(mm, c);
+			return;
+		}
+		const uint8_t *body;
+		size_t blen;
+		if (authenticate(mm, c, &body, &blen))
+			mm->on_request(mm, c, body, blen);
+		frame_rx_reset(&c->rx);
+		if (c->fd < 0)
+			return;
+	}
+}

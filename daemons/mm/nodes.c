@@ -1,0 +1,60 @@
+/* Membership: a node is UP while it reports, DOWN when it stops for
+ * down_after timeslices or is declared dead; what UP and DOWN mean for the
+ * jobs on it is job.c's. */
+#include "mm.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void mark_node(struct mm *mm, int idx, Storm__Ctl__NodeState st, const char *why)
+{
+	struct mm_node *n = &mm->nodes[idx];
+	if (n->state == st)
+		return;
+	n->state = st;
+	matrix_set_down(&mm->matrix, idx, st != STORM__CTL__NODE_STATE__UP);
+	slog("node %s is %s%s%s", mm->conf.nodes[idx],
+	       st == STORM__CTL__NODE_STATE__UP ? "UP" : "DOWN", why ? ": " : "", why ? why : "");
+	if (st == STORM__CTL__NODE_STATE__DOWN) {
+		/* ids first: ending a job may forget ended ones from the list */
+		uint64_t ids[STORM_MAX_MPL * 4];
+		int n_ids = 0;
+		for (struct job *j = mm->jobs; j && n_ids < (int)(sizeof(ids) / sizeof(ids[0]));
+		     j = j->next)
+			if (job_runs_on(mm, j->id, idx))
+				ids[n_ids++] = j->id;
+		for (int k = 0; k < n_ids; k++) {
+			struct job *j = job_find(mm, ids[k]);
+			if (j)
+				job_node_lost(mm, j, idx);
+		}
+	}
+	if (st == STORM__CTL__NODE_STATE__UP) {
+		/* a node daemon that restarted has its file flow-control
+		 * variables at 0: count every chunk so far as consumed there */
+		uint64_t fd[2] = { mm->file_seq, mm->file_seq };
+		struct sn_nodeset one;
+		sn_set_clear(&one);
+		sn_set_add(&one, fabric_id((uint32_t)idx));
+		sn_xfer(mm->sn, &one, GM_VAR_FILE_DONE(0), fd, sizeof(fd), SN_NO_EVENT, SN_NO_EVENT, 0);
+		jobs_node_up(mm, idx);
+		jobs_schedule(mm);
+		status_waiters_answer(mm);
+	}
+}
+
+void nodes_check(struct mm *mm)
+{
+	for (int i = 0; i < mm->conf.nnodes; i++) {
+		struct mm_node *n = &mm->nodes[i];
+		if (n->state != STORM__CTL__NODE_STATE__UP)
+			continue;
+		uint64_t missed = mm->slice - n->heard_slice;
+		if (missed > mm->conf.down_after) {
+			char why[128];
+			snprintf(why, sizeof(why), "no report for %llu timeslices (%.1f s)",
+				 (unsigned long long)missed, clock_wall_s() - n->heard_time);
+			mark_node(mm, i, STORM__CTL__NODE_STATE__DOWN, why);
+		}
+	}
+}

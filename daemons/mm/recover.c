@@ -1,0 +1,309 @@
+/* Recovery after a restart: the jobs and the matrix rebuilt from the
+ * database (persist.c loads, this decides what each record becomes).
+ *
+ *  - QUEUED and LAUNCHING jobs come back QUEUED: the program and files are
+ *    opened again by path with the user's rights (a launch cut short by
+ *    the restart simply starts over; no rank of it ran anywhere);
+ *  - RUNNING jobs come back on their nodes (matrix cells, done slot, rank
+ *    statuses, which nodes are done): the node daemons hold the ranks and
+ *    report to the new MM, whose first strobes carry a new epoch. A node
+ *    that had not received the launch command when the MM died (it reports
+ *    twice with nothing queued and without the job) fails the job naming
+ *    itself; a node that does not report within down_after slices is DOWN,
+ *    and its jobs fail as for any dead node. */
+#include "db.h"
+#include "mm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char **dup_strv(char *const *v, size_t n)
+{
+	char **out = calloc(n ? n : 1, sizeof(char *));
+	for (size_t i = 0; out && i < n; i++)
+		if (!(out[i] = strdup(v[i]))) {
+			for (size_t k = 0; k < i; k++)
+				free(out[k]);
+			free(out);
+			return NULL;
+		}
+	return out;
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+/* Opens path with the job user's rights, as the CLI did at submission. */
+static int open_as(const struct job *j, const char *path, int flags, int *err)
+{
+	uid_t ou = (uid_t)setfsuid((uid_t)-1);
+	gid_t og = (gid_t)setfsgid((gid_t)-1);
+	setfsgid(j->gid);
+	setfsuid(j->uid);
+	int fd = open(path, flags | O_CLOEXEC | O_NOCTTY, 0644);
+	*err = errno;
+	setfsuid(ou);
+	setfsgid(og);
+	return fd;
+}
+
+/* The program and --file files of a queued job, opened again. */
+static int reopen_files(struct job *j, const Storm__Ctl__Submit *s, char *why, size_t len)
+{
+	size_t n = s->n_files + (s->no_bcast ? 0 : 1);
+	if (n > FRAME_MAX_FDS) {
+		snprintf(why, len, "its record lists %zu files", n);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char path[PATH_MAX];
+		const char *f = (!s->no_bcast && i == 0) ? s->program
+							 : s->files[i - (s->no_bcast ? 0 : 1)];
+		if (f[0] == '/')
+			snprintf(path, sizeof(path), "%s", f);
+		else
+			snprintf(path, sizeof(path), "%s/%s", s->cwd, f);
+		int err = 0, fd = open_as(j, path, O_RDONLY, &err);
+		struct stat st;
+		if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+		    (!s->no_bcast && i == 0 && !(st.st_mode & 0111))) {
+			if (fd >= 0) {
+				err = S_ISREG(st.st_mode) ? EACCES : EINVAL;
+				close(fd);
+			}
+			snprintf(why, len,
+				 "cannot open %.300s again after the machine manager restarted: %s",
+				 path, strerror(err));
+			return -1;
+		}
+		j->fds[i] = fd;
+		j->fsizes[i] = (uint64_t)st.st_size;
+		j->fmodes[i] = st.st_mode & 07777;
+		j->fnames[i] = strdup(base_name(f));
+		j->nfds = (int)i + 1;
+	}
+	return 0;
+}
+
+struct restore {
+	struct mm *mm;
+	struct job **tail;
+	uint64_t fail[256]; /* jobs to fail once all are back */
+	int nfail, queued, running;
+};
+
+static void restore_running(struct mm *mm, struct job *j, const struct db_job *d, char *why,
+			    size_t len)
+{
+	memcpy(j->nodes, d->nodes, sizeof(int) * j->nnodes);
+	j->slot = (uint32_t)d->slot;
+	j->t_start = d->t_start > 0 ? d->t_start : d->t_submit;
+	j->t_transferred = d->t_launched;
+	j->t_launched = d->t_launched > 0 ? d->t_launched : j->t_start;
+	for (uint32_t r = 0; d->rank_status && r < j->nranks; r++)
+		if ((j->rank_status[r] = d->rank_status[r]) != INT32_MIN)
+			j->ranks_ended++;
+	for (uint32_t k = 0; d->node_done && k < j->nnodes; k++)
+		if ((j->node_done[k] = d->node_done[k]))
+			j->nodes_done++;
+	snprintf(j->nodelist, sizeof(j->nodelist), "%.500s", d->nodelist ? d->nodelist : "");
+	sn_set_clear(&j->set);
+	for (uint32_t k = 0; k < j->nnodes; k++)
+		sn_set_add(&j->set, fabric_id((uint32_t)j->nodes[k]));
+	j->state = STORM__CTL__JOB_STATE__RUNNING;
+	j->recovered = true;
+	if (d->slot < 0 || d->slot >= GM_JOB_SLOTS || mm->slot_used[d->slot]) {
+		snprintf(why, len, "its done slot %d cannot be restored", d->slot);
+		return;
+	}
+	mm->slot_used[d->slot] = true;
+	if (matrix_place_on(&mm->matrix, j->id, j->nodes, (int)j->nnodes) < 0)
+		snprintf(why, len, "its nodes %.400s have no free row in the matrix", j->nodelist);
+}
+
+static int restore_one(void *arg, const struct db_job *d)
+{
+	struct restore *rs = arg;
+	struct mm *mm = rs->mm;
+	char why[512] = "";
+	Storm__Ctl__Submit *s = storm__ctl__submit__unpack(NULL, d->spec_len, d->spec);
+	struct job *j = calloc(1, sizeof(*j));
+	if (!j) {
+		if (s)
+			storm__ctl__submit__free_unpacked(s, NULL);
+		return -ENOMEM;
+	}
+	j->out_fd = -1;
+	for (int i = 0; i < FRAME_MAX_FDS; i++)
+		j->fds[i] = -1;
+	j->id = d->id;
+	snprintf(j->name, sizeof(j->name), "%s", d->name ? d->name : "?");
+	snprintf(j->user, sizeof(j->user), "%s", d->user ? d->user : "?");
+	j->uid = d->uid;
+	j->gid = d->gid;
+	j->nnodes = d->nnodes ? d->nnodes : 1;
+	j->nranks = d->nranks ? d->nranks : 1;
+	j->t_submit = d->t_submit;
+	j->state = STORM__CTL__JOB_STATE__QUEUED;
+	j->nodes = calloc(j->nnodes, sizeof(int));
+	j->rank_status = malloc(sizeof(int32_t) * j->nranks);
+	j->node_done = calloc(j->nnodes, sizeof(bool));
+	if (s) {
+		j->argc = s->n_argv;
+		j->argv = dup_strv(s->argv, s->n_argv);
+		j->nenv = s->n_env;
+		j->env = dup_strv(s->env, s->n_env);
+		j->cwd = strdup(s->cwd);
+		j->program = strdup(s->program);
+		j->no_bcast = s->no_bcast;
+		j->ckpt_interval = s->checkpoint_interval;
+		j->restart_on_failure = s->restart_on_failure;
+		j->restore_id = s->restore_checkpoint;
+	}
+	if (!j->nodes || !j->rank_status || !j->node_done || (s && (!j->argv || !j->env ||
+								    !j->cwd || !j->program))) {
+		job_destroy(j);
+		if (s)
+			storm__ctl__submit__free_unpacked(s, NULL);
+		return -ENOMEM;
+	}
+	for (uint32_t r = 0; r < j->nranks; r++)
+		j->rank_status[r] = INT32_MIN;
+	*rs->tail = j;
+	rs->tail = &j->next;
+
+	Storm__Ctl__JobState st = persist_state_value(d->state);
+	if (!s) {
+		snprintf(why, sizeof(why), "its record in the database cannot be decoded");
+	} else if (st == STORM__CTL__JOB_STATE__RUNNING && d->nodes) {
+		restore_running(mm, j, d, why, sizeof(why));
+		rs->running++;
+	} else if (st == STORM__CTL__JOB_STATE__RUNNING) {
+		snprintf(why, sizeof(why), "its allocation is missing from the database");
+	} else {
+		/* queued, or its transfer was cut short: it starts (over); a
+		 * restart takes its images and files from the nodes again */
+		if (!j->restore_id)
+			reopen_files(j, s, why, sizeof(why));
+		rs->queued++;
+	}
+	/* output: the batch file again; an interactive job lost its storm
+	 * run with the old MM, so what it prints from now on goes to a file */
+	if (s && s->interactive) {
+		char p[PATH_MAX];
+		snprintf(p, sizeof(p), "%s/storm-%llu.out", s->cwd, (unsigned long long)j->id);
+		j->output_path = strdup(p);
+	} else if (d->output_path) {
+		j->output_path = strdup(d->output_path);
+	}
+	if (j->output_path) {
+		int err = 0;
+		j->out_fd = open_as(j, j->output_path, O_WRONLY | O_CREAT | O_APPEND, &err);
+		if (j->out_fd < 0 && !why[0])
+			snprintf(why, sizeof(why), "cannot open its output file %.400s again: %s",
+				 j->output_path, strerror(err));
+	}
+	if (s)
+		storm__ctl__submit__free_unpacked(s, NULL);
+	slog("job %llu restored from the database: %s%s%s", (unsigned long long)j->id,
+	       persist_state_name(j->state), why[0] ? "; it fails: " : "", why);
+	if (why[0] && rs->nfail < (int)(sizeof(rs->fail) / sizeof(rs->fail[0]))) {
+		snprintf(j->reason, sizeof(j->reason), "%s", why);
+		rs->fail[rs->nfail++] = j->id;
+	}
+	return 0;
+}
+
+static bool listed(const Storm__Cl__Report *r, uint64_t id)
+{
+	for (size_t i = 0; i < r->n_running; i++)
+		if (r->running[i] == id)
+			return true;
+	return false;
+}
+
+void recover_node_report(struct mm *mm, int idx, const Storm__Cl__Report *r)
+{
+	struct mm_node *n = &mm->nodes[idx];
+	/* a report with nothing queued says all the node holds; the first one
+	 * may be a resend packed before the restart, so two are needed */
+	if (r->n_output || r->n_exits || r->n_notes || ++n->idle_reports < 2)
+		return;
+	uint64_t ids[64];
+	int nids = 0;
+	for (struct job *j = mm->jobs; j && nids < 64; j = j->next)
+		if (j->recovered && j->state == STORM__CTL__JOB_STATE__RUNNING &&
+		    job_runs_on(mm, j->id, idx) && !listed(r, j->id))
+			ids[nids++] = j->id;
+	for (int i = 0; i < nids; i++) {
+		struct job *j = job_find(mm, ids[i]);
+		char why[256];
+		snprintf(why, sizeof(why),
+			 "node %s never received its launch command (the machine manager "
+			 "restarted during the launch)", mm->conf.nodes[idx]);
+		if (j)
+			job_node_failed(mm, j, idx, why);
+	}
+}
+
+void recover_tick(struct mm *mm)
+{
+	/* a node holding restored jobs that has not reported for down_after
+	 * slices since the restart is as dead as one that stopped reporting */
+	if (mm->slice != (uint64_t)mm->conf.down_after + 1)
+		return;
+	for (int i = 0; i < mm->conf.nnodes; i++) {
+		if (mm->nodes[i].state != STORM__CTL__NODE_STATE__UNKNOWN)
+			continue;
+		bool holds = false;
+		for (struct job *j = mm->jobs; j && !holds; j = j->next)
+			holds = j->recovered && job_runs_on(mm, j->id, i);
+		if (holds)
+			mark_node(mm, i, STORM__CTL__NODE_STATE__DOWN,
+				  "no report since the machine manager restarted");
+	}
+}
+
+int recover_jobs(struct mm *mm)
+{
+	if (!mm->db)
+		return 0;
+	struct restore rs = { .mm = mm, .tail = &mm->jobs };
+	while (*rs.tail)
+		rs.tail = &(*rs.tail)->next;
+	int rc = db_jobs_active(mm->db, restore_one, &rs);
+	if (rc < 0) {
+		slog("error: cannot read the jobs in the database: %s",
+		       rc == -1 ? db_error(mm->db) : strerror(-rc));
+		return -1;
+	}
+	matrix_backfill(&mm->matrix);
+	if (ckpt_load(mm) < 0) /* the earlier MMs' checkpoints, restartable */
+		return -1;
+	for (int i = 0; i < rs.nfail; i++) {
+		struct job *j = job_find(mm, rs.fail[i]);
+		if (!j)
+			continue;
+		char why[512];
+		snprintf(why, sizeof(why), "%s", j->reason);
+		j->reason[0] = '\0';
+		/* nothing of it will report: its nodes are done with it */
+		for (uint32_t k = 0; k < j->nnodes; k++)
+			j->node_done[k] = true;
+		j->nodes_done = j->nnodes;
+		job_fail(mm, j, "%s", why);
+	}
+	/* queued jobs got new reasons: saved as the scheduler sets them */
+	slog("%d running and %d queued jobs restored from the database", rs.running, rs.queued);
+	return 0;
+}

@@ -1,0 +1,97 @@
+/* Report intake: each node's report slot in the MM's global memory, its
+ * tag checked, decoded, its records handed to the jobs they are about,
+ * stored and then acknowledged. */
+#include "mm.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void consume_report(struct mm *mm, int idx)
+{
+	struct mm_node *n = &mm->nodes[idx];
+	uint8_t *slot = (uint8_t *)sn_gmem(mm->sn) + GM_REPORT_SLOT(idx);
+	uint32_t len;
+	memcpy(&len, slot, 4);
+	if (len == 0)
+		return; /* nothing new: every slot is looked at on any EV_REPORT */
+	/* emptied at once, so the slot is decoded once per report that lands */
+	memset(slot, 0, 4);
+	if (len > GM_REPORT_SLOT_SIZE - 4 - GM_TAG_LEN) {
+		slog_limited(&mm->rl_report, "node %s: report length %u exceeds its slot; ignored",
+			       mm->conf.nodes[idx], len);
+		return;
+	}
+	uint8_t *tag = slot + 4 + len;
+	memcpy(slot, &len, 4); /* the tag covers the length word as sent */
+	bool genuine = gm_mac_ok(mm->key, GM_MAC_REPORT, (uint32_t)idx, slot, 4 + len, tag);
+	memset(slot, 0, 4);
+	if (!genuine) {
+		/* forged or altered: the node resends a report that is not
+		 * acknowledged, so a genuine one overwritten here is not lost */
+		slog_limited(&mm->rl_report,
+			       "node %s: report slot holds %u bytes with a bad tag (forged or "
+			       "altered); ignored", mm->conf.nodes[idx], len);
+		return;
+	}
+	const char *why;
+	Storm__Cl__Report *r = mm_report_decode(slot, len, &why);
+	if (!r) {
+		slog("node %s: %s (%u bytes); ignored", mm->conf.nodes[idx], why, len);
+		return;
+	}
+	if (r->seq <= n->report_seq) {
+		/* a resend of one already consumed (a node resends an unacknowledged
+		 * report), or a replay: either way not consumed twice */
+		if (r->seq + 1 < n->report_seq)
+			slog_limited(&mm->rl_report,
+				       "node %s: report %llu is older than the last consumed (%llu): "
+				       "replayed; ignored", mm->conf.nodes[idx],
+				       (unsigned long long)r->seq, (unsigned long long)n->report_seq);
+		storm__cl__report__free_unpacked(r, NULL);
+		return;
+	}
+	n->report_seq = r->seq;
+	/* a report sent before the node saw this MM's strobes (a restart):
+	 * its records count, but its command and file numbers are the old
+	 * MM's, so the node is UP only once it reports under this epoch */
+	bool current = r->epoch == mm->epoch;
+	if (current) {
+		n->heard_slice = mm->slice;
+		n->heard_time = clock_wall_s();
+		n->cmd_done = r->cmd_done;
+		if (n->state != STORM__CTL__NODE_STATE__UP)
+			mark_node(mm, idx, STORM__CTL__NODE_STATE__UP, NULL);
+	}
+	/* the node orders its records so that output precedes the exit of its
+	 * rank and exits precede the DONE note (layout.h) */
+	for (size_t i = 0; i < r->n_output; i++)
+		job_on_output(mm, idx, r->output[i]);
+	for (size_t i = 0; i < r->n_exits; i++)
+		job_on_exit(mm, idx, r->exits[i]);
+	for (size_t i = 0; i < r->n_notes; i++)
+		job_on_note(mm, idx, r->notes[i]);
+	for (size_t i = 0; i < r->n_running; i++)
+		if (!job_runs_on(mm, r->running[i], idx))
+			job_kill_stray(mm, r->running[i], idx);
+	if (current)
+		recover_node_report(mm, idx, r);
+	storm__cl__report__free_unpacked(r, NULL);
+	/* what the report changed is on disk before the node may forget it:
+	 * a node drops its records once their report is acknowledged */
+	persist_flush(mm);
+	/* acknowledge now rather than in the next strobe: a node with more
+	 * output or a job's end to report sends at once */
+	struct sn_nodeset one;
+	sn_set_clear(&one);
+	sn_set_add(&one, fabric_id((uint32_t)idx));
+	uint8_t ack[GM_REPORT_ACK_SIZE];
+	memcpy(ack, &n->report_seq, 8);
+	gm_mac(mm->key, GM_MAC_ACK, (uint32_t)idx, ack, 8, ack + 8);
+	sn_xfer(mm->sn, &one, GM_VAR_REPORT_ACK, ack, sizeof(ack), SN_NO_EVENT, EV_REPORT_ACK, 0);
+}
+
+void report_on_event(struct mm *mm)
+{
+	for (int i = 0; i < mm->conf.nnodes; i++)
+		consume_report(mm, i);
+}
