@@ -3,7 +3,7 @@ CC      ?= cc
 BUILD   := build
 GEN     := $(BUILD)/gen
 CFLAGS  := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -MMD -MP \
-           -I net_abstraction -I common -I scheduler -I checkpoint -I $(GEN)/proto
+           -I net_abstraction -I common -I scheduler -I checkpoint -I bcs_mpi/abi -I $(GEN)/proto
 LDLIBS  := -lfabric
 SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
@@ -14,8 +14,8 @@ PROTO_C := $(PROTO_SRC:proto/%.proto=$(GEN)/proto/%.pb-c.c)
 PROTO_H := $(PROTO_C:.c=.h)
 .SECONDARY: $(PROTO_C) $(PROTO_H)
 MM_SRC  := $(wildcard daemons/mm/*.c) scheduler/matrix.c
-ND_SRC  := $(wildcard daemons/node/*.c) bcs_mpi/match.c bcs_mpi/dtype.c bcs_mpi/chan_ckpt.c
-CLI_SRC := $(wildcard cli/*.c) bcs_mpi/trace_codec.c
+ND_SRC  := $(wildcard daemons/node/*.c) bcs_mpi/abi/dtype.c bcs_mpi/abi/chan_ckpt.c
+CLI_SRC := $(wildcard cli/*.c) bcs_mpi/abi/trace_codec.c
 MM_LIBS := -lsqlite3
 AUTH_LIBS := -lmunge -lsodium
 DAEMON_LIBS := -lfabric -lprotobuf-c -linih -ljansson $(AUTH_LIBS)
@@ -34,7 +34,7 @@ bench-deps:
 $(GEN)/proto/%.pb-c.c $(GEN)/proto/%.pb-c.h: proto/%.proto
 	@mkdir -p $(GEN)/proto
 	protoc-c --proto_path=proto --c_out=$(GEN)/proto $<
-$(GEN)/obj/%.o: $(GEN)/%.c
+$(GEN)/obj/%.o: $(GEN)/%.c | $(PROTO_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -Werror,$(CFLAGS)) -c $< -o $@
 
@@ -98,7 +98,8 @@ $(BUILD)/bin/gang_spin: bench/gang/spin.c
 	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -o $@ $<
 
 # ---- BCS-MPI: libbcsmpi (static and shared), mpi.h, bcs-mpicc, pkg-config
-BCS_LIB_SRC := bcs_mpi/mpi.c bcs_mpi/coll.c bcs_mpi/dtype.c bcs_mpi/trace.c bcs_mpi/trace_codec.c
+BCS_LIB_SRC := bcs_mpi/mpi.c bcs_mpi/coll.c bcs_mpi/trace.c bcs_mpi/abi/dtype.c \
+               bcs_mpi/abi/trace_codec.c
 BCS_LIB_OBJ := $(BCS_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 .PHONY: bcsmpi
 bcsmpi: $(BUILD)/lib/libbcsmpi.a $(BUILD)/lib/libbcsmpi.so $(BUILD)/include/mpi.h \
@@ -110,7 +111,7 @@ $(BUILD)/lib/libbcsmpi.a: $(BCS_LIB_OBJ)
 $(BUILD)/lib/libbcsmpi.so: $(BCS_LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,libbcsmpi.so -o $@ $^
-$(BUILD)/include/mpi.h: bcs_mpi/mpi.h
+$(BUILD)/include/mpi.h: bcs_mpi/abi/mpi.h
 	@mkdir -p $(dir $@)
 	cp $< $@
 $(BUILD)/bin/bcs-mpicc: bcs_mpi/bcs-mpicc.in
@@ -134,7 +135,7 @@ UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_LIB := net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wire.c \
             common/hostlist.c common/config.c scheduler/matrix.c cli/opts.c cli/label.c cli/fmt.c cli/mview.c \
             common/gm_auth.c common/ctl_auth.c common/evloop.c common/fault.c daemons/mm/access.c daemons/mm/db.c \
-            bcs_mpi/match.c bcs_mpi/dtype.c bcs_mpi/trace_codec.c bcs_mpi/chan_ckpt.c \
+            daemons/node/match.c bcs_mpi/abi/dtype.c bcs_mpi/abi/trace_codec.c bcs_mpi/abi/chan_ckpt.c \
             checkpoint/image.c checkpoint/util.c
 $(BUILD)/bin/unit_tests: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_LIB:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(dir $@)
@@ -184,8 +185,15 @@ clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/
 mpitest: all
 	./tests/mpi/run.sh $(BUILD)/bin
 
+# the layering rules of each folder's README.md, and no daemon call cycle
+# over two files (scripts/layers.py)
+.PHONY: layers
+layers: all
+	./scripts/layers.py
+
 check: deps
 	$(MAKE) all
+	$(MAKE) layers
 	$(MAKE) unit unit-asan fuzz-check ckpttest clitest ndtest clustertest nettest mpitest
 
 # the main job on the embedded default: an 8-node virtual cluster on this

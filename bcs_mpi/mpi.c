@@ -564,6 +564,11 @@ static void debug_hold(void)
 		usleep(50000);
 }
 
+static void abort_world(int code)
+{
+	MPI_Abort(MPI_COMM_WORLD, code);
+}
+
 static int init_common(int *argc, char ***argv)
 {
 	(void)argc;
@@ -603,7 +608,7 @@ static int init_common(int *argc, char ***argv)
 	comm_set(MPI_COMM_SELF, 1, 0, s, 2, MPI_ERRORS_ARE_FATAL);
 	g.next_ctx = 4;
 	g.inited = 1;
-	bcs_trace_init(g.rank);
+	bcs_trace_init(g.rank, abort_world);
 	debug_hold();
 	struct bcs_desc d = {.op = BCS_OP_INIT};
 	post(&d);

@@ -18,6 +18,7 @@ static struct {
 	size_t run;                  /* replay: the run being read, and how far */
 	uint64_t run_off;
 	struct bcs_trace file;
+	void (*abort_job)(int code);
 } tr;
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem)
@@ -47,11 +48,12 @@ static void diverged(const char *fn, size_t k, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "storm replay: divergence at rank %d, %s (its #%zu such outcome): %s\n",
 		tr.rank, fn, k + 1, what);
-	MPI_Abort(MPI_COMM_WORLD, 3);
+	tr.abort_job(3);
 }
 
-void bcs_trace_init(int rank)
+void bcs_trace_init(int rank, void (*abort_job)(int code))
 {
+	tr.abort_job = abort_job;
 	tr.rank = rank;
 	tr.t.rank = (uint32_t)rank;
 	const char *rec = getenv("STORM_BCS_RECORD"), *rep = getenv("STORM_BCS_REPLAY");

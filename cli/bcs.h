@@ -1,5 +1,6 @@
-/* BCS-MPI traces in the CLI (cli/bcs.c): the filter that takes the ranks'
- * trace and debug lines out of their stderr, and storm replay. */
+/* BCS-MPI traces in the CLI: the filter that takes the ranks'
+ * trace and debug lines out of their stderr (bcs.c), and the job runner
+ * storm replay (replay.c) starts through run.c. */
 #ifndef STORM_CLI_BCS_H
 #define STORM_CLI_BCS_H
 

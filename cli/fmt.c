@@ -1,3 +1,4 @@
+/* Pure helpers of the CLI: signal names, durations, sizes, names, paths (fmt.h). */
 #include "fmt.h"
 
 #include <ctype.h>

@@ -1,3 +1,4 @@
+/* Output split into lines, each prefixed with its rank (label.h). */
 #include "label.h"
 
 #include <errno.h>

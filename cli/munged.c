@@ -1,3 +1,4 @@
+/* The virtual cluster's own munged (munged.h). */
 #include "munged.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* Drawing the gang-scheduling matrix for storm matrix (mview.h). Pure. */
 #include "mview.h"
 
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* Node daemons in their own network namespaces for storm cluster up --netns (netns.h). */
 #include "netns.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* Command-line option parsing from a table per command (opts.h). */
 #include "opts.h"
 
 #include <errno.h>

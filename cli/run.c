@@ -238,6 +238,7 @@ static int open_regular(const char *shown, const char *path)
 
 struct prepared {
 	Storm__Ctl__Submit sub;
+	Storm__Job__Spec spec;
 	int fds[FRAME_MAX_FDS];
 	int nfds;
 	char program[PATH_MAX];
@@ -258,7 +259,10 @@ static void close_fds(struct prepared *pr)
 static int prepare(const struct job_opts *o, struct prepared *pr)
 {
 	Storm__Ctl__Submit init = STORM__CTL__SUBMIT__INIT;
+	Storm__Job__Spec spec = STORM__JOB__SPEC__INIT;
 	pr->sub = init;
+	pr->spec = spec;
+	pr->sub.spec = &pr->spec;
 	pr->nfds = 0;
 	const char *prog = o->argv[0];
 	char found[PATH_MAX];
@@ -331,14 +335,14 @@ static int prepare(const struct job_opts *o, struct prepared *pr)
 	size_t nenv = 0;
 	while (environ[nenv])
 		nenv++;
-	Storm__Ctl__Submit *s = &pr->sub;
+	Storm__Job__Spec *s = &pr->spec;
 	s->n_argv = (size_t)o->argc;
 	s->argv = o->argv;
 	s->program = pr->program;
 	s->nodes = o->nodes;
 	s->ranks = o->ranks;
 	s->interactive = !o->batch;
-	s->wait = o->batch && o->wait;
+	pr->sub.wait = o->batch && o->wait;
 	s->no_bcast = o->no_bcast;
 	s->cwd = pr->cwd;
 	s->n_env = nenv;

@@ -1,3 +1,4 @@
+/* storm.conf, parsed with inih and checked (config.h). */
 #include "config.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* Authentication of control frames: MUNGE, then a session key (ctl_auth.h). */
 #include "ctl_auth.h"
 
 #include <errno.h>

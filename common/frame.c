@@ -1,3 +1,4 @@
+/* Length-prefixed frames with descriptors over a stream socket (frame.h). */
 #include "frame.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* Tags on what the MM and the node daemons write into global memory (gm_auth.h). */
 #include "gm_auth.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* Slurm-style host lists, expanded and compressed (hostlist.h). */
 #include "hostlist.h"
 
 #include <ctype.h>

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../bcs_mpi/trace.h"
+#include "trace_codec.h"
 #include "fuzz.h"
 
 static void same_rank(const struct bcs_rank_trace *a, const struct bcs_rank_trace *b)

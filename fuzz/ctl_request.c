@@ -39,7 +39,7 @@ static void load_confs(void)
 
 /* The packed size of the Launch command job.c would build for s, with the
  * largest values the MM can put in the fields it fills itself. */
-static size_t launch_size(const struct storm_conf *conf, const Storm__Ctl__Submit *s,
+static size_t launch_size(const struct storm_conf *conf, const Storm__Job__Spec *s,
 			  const struct submit_plan *plan)
 {
 	size_t n = plan->nodes, nfiles = s->n_files + !s->no_bcast;
@@ -73,13 +73,15 @@ static size_t launch_size(const struct storm_conf *conf, const Storm__Ctl__Submi
 	l.n_first_rank = n;
 	l.rank_count = count;
 	l.n_rank_count = n;
-	l.uid = l.gid = UINT32_MAX;
-	l.user = user;
-	l.cwd = s->cwd;
-	l.argv = s->argv;
-	l.n_argv = s->n_argv;
-	l.env = s->env;
-	l.n_env = s->n_env;
+	/* the description as the MM completes it: the longest user and name */
+	Storm__Job__Spec sp = *s;
+	char name[64];
+	snprintf(name, sizeof(name), "%s", s->name);
+	sp.user = user;
+	sp.name = name;
+	sp.uid = sp.gid = UINT32_MAX;
+	sp.restore_checkpoint = UINT64_MAX;
+	l.spec = &sp;
 	l.exec_path = s->no_bcast ? s->program : "";
 	l.files = fp;
 	l.n_files = nfiles;
@@ -96,8 +98,11 @@ static size_t launch_size(const struct storm_conf *conf, const Storm__Ctl__Submi
 	return size;
 }
 
-static void check_submit(const struct storm_conf *conf, const Storm__Ctl__Submit *s, int nfds)
+static void check_submit(const struct storm_conf *conf, const Storm__Ctl__Submit *sub, int nfds)
 {
+	if (!sub->spec)
+		return; /* the MM refuses it before any check */
+	const Storm__Job__Spec *s = sub->spec;
 	struct submit_plan plan;
 	char why[512] = "";
 	Storm__Ctl__ErrorCode code = mm_req_check_submit(conf, s, nfds, &plan, why, sizeof(why));

@@ -12,9 +12,9 @@ FUZZ_TARGETS := frame ctl_request ctl_reply mm_report nd_command nd_strobe nd_ch
                 ckpt_image bcs_ckpt_state nd_copy
 
 FUZZ_DEPS_frame       := common/frame.c
-FUZZ_DEPS_bcs_trace   := bcs_mpi/trace_codec.c
+FUZZ_DEPS_bcs_trace   := bcs_mpi/abi/trace_codec.c
 FUZZ_DEPS_ckpt_image  := checkpoint/image.c
-FUZZ_DEPS_bcs_ckpt_state := bcs_mpi/chan_ckpt.c
+FUZZ_DEPS_bcs_ckpt_state := bcs_mpi/abi/chan_ckpt.c
 FUZZ_DEPS_ctl_request := daemons/mm/request.c common/config.c common/hostlist.c
 FUZZ_DEPS_ctl_reply   := $(filter-out cli/main.c,$(CLI_SRC)) $(COMMON_SRC)
 FUZZ_DEPS_mm_report   := daemons/mm/request.c common/config.c common/hostlist.c
@@ -34,7 +34,7 @@ FUZZ_EXTRA_daemons/mm/main.c := -Dmain=stormmm_main
 
 FUZZ_CC      ?= $(shell command -v clang-14 || command -v clang)
 FUZZ_SECONDS ?= 60
-FUZZ_INC     := -I net_abstraction -I common -I scheduler -I $(GEN)/proto -I fuzz -I cli \
+FUZZ_INC     := -I net_abstraction -I common -I scheduler -I bcs_mpi/abi -I $(GEN)/proto -I fuzz -I cli \
                 -I daemons/mm -I daemons/node -I checkpoint
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -MMD -MP -g -O1 -fno-omit-frame-pointer -Wall -Wextra $(FUZZ_INC)
 FUZZ_LIBS    := -lprotobuf-c -linih -ljansson $(AUTH_LIBS) $(MM_LIBS) -lxxhash

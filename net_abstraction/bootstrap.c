@@ -1,3 +1,4 @@
+/* Fabric address exchange through a directory (bootstrap.h). */
 #include "bootstrap.h"
 
 #include <errno.h>

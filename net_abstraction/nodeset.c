@@ -1,3 +1,4 @@
+/* Node sets and their wire form (nodeset.h). Pure. */
 #include "nodeset.h"
 
 #include <errno.h>

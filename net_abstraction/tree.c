@@ -1,3 +1,4 @@
+/* Spanning trees over node sets (tree.h). Pure. */
 #include "tree.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* The network layer's wire format, encoded and decoded (wire.h). Pure. */
 #include "wire.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* The Ousterhout matrix of gang scheduling (matrix.h). Pure. */
 #include "matrix.h"
 
 #include <stdlib.h>

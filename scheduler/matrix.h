@@ -1,4 +1,4 @@
-/* The Ousterhout matrix of gang scheduling (issue 4): processing elements
+/* The Ousterhout matrix of gang scheduling: processing elements
  * (nodes) across, time slots (rows, at most MPL) down. A job occupies the
  * same PEs in its home row and, by alternate-slot backfilling, in every
  * other row where those PEs are free. A pure library: the MM drives it

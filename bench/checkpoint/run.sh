@@ -1,5 +1,5 @@
 #!/bin/bash
-# Checkpoint/restart (issue 6 item 6) on an 8-node virtual cluster, one rank
+# Checkpoint/restart on an 8-node virtual cluster, one rank
 # per node (tests/ckpt/ckpt_prog: a heap it fills, a file per rank, clock
 # pacing):
 #  1. for total job memory 16 MiB .. 2 GiB: `storm checkpoint` time (the MM's

@@ -316,7 +316,7 @@ def build(res, results_path, plot_rel):
         L.append("")
 
     # ---- targets
-    L.append("### Targets (issue 4)")
+    L.append("### Targets")
     L.append("")
     p = res.point("storm", "signals", 8, 1000)
     L.append("- 1 ms timeslice, MPL 2, 8 nodes: T/(Ta+Tb) ≤ %.2f: %s" % (

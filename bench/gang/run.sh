@@ -1,5 +1,5 @@
 #!/bin/bash
-# Gang scheduling (issue 4 item 6, the STORM paper's Figure 3): two CPU-bound
+# Gang scheduling (the STORM paper's Figure 3): two CPU-bound
 # jobs A and B (build/bin/gang_spin, one rank per node on every node of a
 # virtual cluster) run alone, one after the other (Ta, Tb), and together
 # (both submitted at once: T, from the first submit until both ended), on a

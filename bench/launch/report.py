@@ -42,7 +42,7 @@ METHODS = [
 ]
 LABEL = {m: label for m, label, _ in METHODS}
 
-# Targets of issue 3 (benchmark, not a test).
+# The launch targets (benchmark, not a test).
 TARGETS = [
     # (text, numerator method, denominator method, size, nodes, limit)
     ("12 MiB on 8 nodes / 32 processes, transfer plus execution: storm ≤ 1/10 of"
@@ -252,7 +252,7 @@ def build(res, results_path, png_rel):
         L.append("![launch time against nodes](%s)" % png_rel)
         L.append("")
 
-    L.append("### Targets (issue 3)")
+    L.append("### Targets")
     L.append("")
     for text, num, den, s, n, limit in TARGETS:
         a = res.med(num, s, n)

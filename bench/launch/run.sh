@@ -1,5 +1,5 @@
 #!/bin/sh
-# The launch experiment (paper §4.3, issue 3 item 8): do-nothing programs of
+# The launch experiment (the STORM paper's launch experiment): do-nothing programs of
 # 4, 8 and 12 MiB started on 1..64 virtual nodes with 4 processes a node, by
 #   srun_bcast  srun --bcast=DIR/ -N n -n 4n app   (Slurm sends the binary, each node writes it)
 #   srun        srun -N n -n 4n app                (binary on a path all nodes see)
@@ -186,7 +186,7 @@ rm -f "$BCAST_DIR"/slurm_bcast_*
 [ $SLURM_UP = 1 ] && bench/launch/slurm-cluster.sh down 2>>"$LOG"
 
 # ---------------------------------------------------------------- storm
-# >>> STORM HOOK. Everything storm-specific is here. It expects (issue 3):
+# >>> STORM HOOK. Everything storm-specific is here. It expects:
 #   storm cluster up --nodes N      a virtual cluster of N node daemons, found by later commands
 #   storm run --timing -N n -n 4n ./app [--no-bcast]
 #       --timing: one line on stderr, parsed by timeit.py --storm-timing:
@@ -196,7 +196,7 @@ rm -f "$BCAST_DIR"/slurm_bcast_*
 STORM=build/bin/storm
 run_storm() {
 	if [ ! -x "$STORM" ]; then
-		skip storm "$STORM not built yet (issue 3): no storm numbers in this run"
+		skip storm "$STORM not built yet: no storm numbers in this run"
 		return 0
 	fi
 	if ! timeout 300 "$STORM" cluster up --nodes "$MAXN" >>"$LOG" 2>&1; then

@@ -1,6 +1,6 @@
 /* What the bench/mpi programs share: option parsing, an order-independent
  * checksum and the JSON result line. Plain MPI (the subset BCS-MPI
- * implements, issue 5 item 1), so every program builds unchanged with
+ * implements), so every program builds unchanged with
  * MPICH's mpicc and with bcs-mpicc. */
 #ifndef MB_H
 #define MB_H

@@ -117,7 +117,7 @@ def build(res, results_path):
         L.append("")
     ts = m.get("timeslice_us")
     L.append(
-        "Setup: the programs of `bench/mpi` (plain MPI C, the subset of issue 5 item 1), each built"
+        "Setup: the programs of `bench/mpi` (plain MPI C, the subset BCS-MPI implements), each built"
         " twice from the same source, with MPICH's `mpicc` and with `build/bin/bcs-mpicc`. MPICH runs"
         " with `mpiexec -n R` while no storm cluster is up; BCS-MPI with `storm run -N R/%s -n R`"
         " on a fresh `storm cluster up --timeslice-us %s` (%s rank(s) per virtual node, so messages"
@@ -345,7 +345,7 @@ def build(res, results_path):
                    " blocked ranks sleep." % ", ".join("%s at %d ranks" % (usec(v), n)
                                                            for n, v in sorted(ar.items()) if v is not None))
     lim.append("BCS-MPI moves a message only at the micro-phases of a timeslice: a blocking call costs"
-               " about 1.5 timeslices (BRIEF §6), so the blocking sweep, with a Send and a Recv per"
+               " about 1.5 timeslices (a message posted in one slice is matched in the next), so the blocking sweep, with a Send and a Recv per"
                " face and pipeline step, pays per step what the non-blocking variant hides behind"
                " the next steps' computation.")
     if slices:

@@ -1,5 +1,5 @@
 #!/bin/bash
-# BCS-MPI against MPICH (issue 5 item 6): the same plain-MPI programs of
+# BCS-MPI against MPICH: the same plain-MPI programs of
 # bench/mpi built twice, with MPICH's mpicc and with storm's bcs-mpicc, and
 # run in the same run, like with like:
 #   shm  BCS-MPI on a virtual cluster over libfabric's `shm` provider

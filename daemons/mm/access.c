@@ -8,10 +8,10 @@ bool mm_may_touch(const struct client *c, const struct job *j, const char *verb,
 		  size_t len)
 {
 	/* c->uid is the uid MUNGE vouched for (checked against SO_PEERCRED) */
-	if (c->uid == 0 || c->uid == j->uid)
+	if (c->uid == 0 || c->uid == j->spec->uid)
 		return true;
 	snprintf(why, len, "job %llu belongs to %s; only its owner or root may %s it",
-		 (unsigned long long)j->id, j->user, verb);
+		 (unsigned long long)j->id, j->spec->user, verb);
 	return false;
 }
 
@@ -19,9 +19,9 @@ bool mm_may_touch_ckpt(const struct client *c, const struct mm_ckpt *r, const ch
 		       char *why, size_t len)
 {
 	/* a checkpoint is its job's: the same rule */
-	if (c->uid == 0 || c->uid == r->uid)
+	if (c->uid == 0 || c->uid == r->spec->uid)
 		return true;
 	snprintf(why, len, "checkpoint %llu belongs to %s; only its owner or root may %s it",
-		 (unsigned long long)r->id, r->user, verb);
+		 (unsigned long long)r->id, r->spec->user, verb);
 	return false;
 }

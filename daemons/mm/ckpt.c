@@ -1,4 +1,4 @@
-/* Checkpoints (BRIEF §7): the records, the coordinated protocol, restart
+/* Checkpoints: the records, the coordinated protocol, restart
  * and recovery from a lost node.
  *
  * Protocol: the MM takes the job out of the strobes' run list (it is
@@ -37,32 +37,11 @@
 
 /* ---- records */
 
-static void free_strv(char **v, size_t n)
-{
-	for (size_t i = 0; v && i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
-static char **dup_strv(char *const *v, size_t n)
-{
-	char **out = calloc(n ? n : 1, sizeof(char *));
-	for (size_t i = 0; out && i < n; i++)
-		if (!(out[i] = strdup(v[i]))) {
-			free_strv(out, i);
-			return NULL;
-		}
-	return out;
-}
-
 static void rec_free(struct mm_ckpt *r)
 {
-	free_strv(r->argv, r->argc);
-	free_strv(r->env, r->nenv);
+	jobspec_free(r->spec);
 	for (int i = 0; i < r->nfiles; i++)
 		free(r->fnames[i]);
-	free(r->cwd);
-	free(r->program);
 	free(r->nodes);
 	free(r->node_done);
 	free(r->node_captured);
@@ -119,11 +98,8 @@ static struct mm_ckpt *rec_new(struct mm *mm, const struct job *j)
 		return NULL;
 	r->id = ++mm->next_ckpt_id;
 	r->job = j->id;
-	snprintf(r->name, sizeof(r->name), "%s", j->name);
-	snprintf(r->user, sizeof(r->user), "%s", j->user);
+	r->spec = jobspec_dup(j->spec);
 	snprintf(r->nodelist, sizeof(r->nodelist), "%s", j->nodelist);
-	r->uid = j->uid;
-	r->gid = j->gid;
 	r->nnodes = j->nnodes;
 	r->nranks = j->nranks;
 	r->nodes = malloc(sizeof(int) * j->nnodes);
@@ -131,18 +107,9 @@ static struct mm_ckpt *rec_new(struct mm *mm, const struct job *j)
 	r->node_captured = calloc(j->nnodes, sizeof(bool));
 	r->rank_node = malloc(sizeof(int) * (j->nranks ? j->nranks : 1));
 	r->rank_copy = malloc(sizeof(int) * (j->nranks ? j->nranks : 1));
-	r->argv = dup_strv(j->argv, j->argc);
-	r->argc = j->argc;
-	r->env = dup_strv(j->env, j->nenv);
-	r->nenv = j->nenv;
-	r->cwd = strdup(j->cwd);
-	r->program = strdup(j->program);
-	r->no_bcast = j->no_bcast;
-	r->interval = j->ckpt_interval;
-	r->restart_on_failure = j->restart_on_failure;
-	r->nfiles = j->restore_id ? 0 : j->nfds;
-	if (j->restore_id) { /* a restart's files are those of what it restarted */
-		const struct mm_ckpt *o = ckpt_rec_find(mm, j->restore_id);
+	r->nfiles = j->spec->restore_checkpoint ? 0 : j->nfds;
+	if (j->spec->restore_checkpoint) { /* a restart's files are those of what it restarted */
+		const struct mm_ckpt *o = ckpt_rec_find(mm, j->spec->restore_checkpoint);
 		for (int i = 0; o && i < o->nfiles; i++) {
 			r->fnames[i] = strdup(o->fnames[i]);
 			r->fsizes[i] = o->fsizes[i];
@@ -156,8 +123,8 @@ static struct mm_ckpt *rec_new(struct mm *mm, const struct job *j)
 			r->fmodes[i] = j->fmodes[i];
 		}
 	}
-	if (!r->nodes || !r->node_done || !r->node_captured || !r->argv || !r->env || !r->cwd ||
-	    !r->program || !r->rank_node || !r->rank_copy) {
+	if (!r->nodes || !r->node_done || !r->node_captured || !r->spec || !r->rank_node ||
+	    !r->rank_copy) {
 		rec_free(r);
 		return NULL;
 	}
@@ -187,10 +154,7 @@ void ckpt_persist(struct mm *mm, struct mm_ckpt *r)
 	c.id = r->id;
 	c.job = r->job;
 	c.epoch = r->epoch;
-	c.name = r->name;
-	c.user = r->user;
-	c.uid = r->uid;
-	c.gid = r->gid;
+	c.spec = r->spec;
 	c.nranks = r->nranks;
 	uint32_t nodes[r->nnodes ? r->nnodes : 1], extra[r->nextra ? r->nextra : 1];
 	for (uint32_t k = 0; k < r->nnodes; k++)
@@ -208,13 +172,6 @@ void ckpt_persist(struct mm *mm, struct mm_ckpt *r)
 	c.frozen = r->frozen;
 	c.reason = r->reason;
 	c.periodic = r->periodic;
-	c.argv = r->argv;
-	c.n_argv = r->argc;
-	c.env = r->env;
-	c.n_env = r->nenv;
-	c.cwd = r->cwd;
-	c.program = r->program;
-	c.no_bcast = r->no_bcast;
 	Storm__Rec__RecFile files[FRAME_MAX_FDS], *fp[FRAME_MAX_FDS];
 	for (int i = 0; i < r->nfiles; i++) {
 		storm__rec__rec_file__init(&files[i]);
@@ -225,8 +182,6 @@ void ckpt_persist(struct mm *mm, struct mm_ckpt *r)
 	}
 	c.files = fp;
 	c.n_files = (size_t)r->nfiles;
-	c.interval = r->interval;
-	c.restart_on_failure = r->restart_on_failure;
 	size_t len = storm__rec__checkpoint__get_packed_size(&c);
 	uint8_t *buf = malloc(len ? len : 1);
 	struct db_ckpt_image *img = calloc(r->nranks ? r->nranks : 1, sizeof(*img));
@@ -278,7 +233,7 @@ static int load_one(void *arg, const struct db_ckpt *d)
 	struct mm *mm = ld->mm;
 	Storm__Rec__Checkpoint *c =
 		d->data ? storm__rec__checkpoint__unpack(NULL, d->data_len, d->data) : NULL;
-	bool fits = c && c->n_nodes > 0 && c->nranks >= c->n_nodes &&
+	bool fits = c && c->spec && c->n_nodes > 0 && c->nranks >= c->n_nodes &&
 		    (int)c->n_files <= FRAME_MAX_FDS;
 	for (size_t k = 0; fits && k < c->n_nodes; k++)
 		fits = (int)c->nodes[k] < mm->conf.nnodes;
@@ -297,12 +252,9 @@ static int load_one(void *arg, const struct db_ckpt *d)
 	r->db_id = d->id;
 	r->job = c->job;
 	r->epoch = c->epoch;
-	snprintf(r->name, sizeof(r->name), "%s", c->name);
-	snprintf(r->user, sizeof(r->user), "%s", c->user);
+	r->spec = jobspec_dup(c->spec);
 	snprintf(r->nodelist, sizeof(r->nodelist), "%s", c->nodelist);
 	snprintf(r->reason, sizeof(r->reason), "%s", c->reason);
-	r->uid = c->uid;
-	r->gid = c->gid;
 	r->nnodes = (uint32_t)c->n_nodes;
 	r->nranks = c->nranks;
 	r->bytes = c->bytes;
@@ -312,23 +264,14 @@ static int load_one(void *arg, const struct db_ckpt *d)
 	r->frozen = c->frozen;
 	r->thawed = true;
 	r->periodic = c->periodic;
-	r->no_bcast = c->no_bcast;
-	r->interval = c->interval;
-	r->restart_on_failure = c->restart_on_failure;
 	r->nodes = malloc(sizeof(int) * r->nnodes);
 	r->node_done = calloc(r->nnodes, sizeof(bool));
 	r->node_captured = calloc(r->nnodes, sizeof(bool));
 	r->rank_node = malloc(sizeof(int) * r->nranks);
 	r->rank_copy = malloc(sizeof(int) * r->nranks);
 	r->extra = malloc(sizeof(int) * (c->n_extra ? c->n_extra : 1));
-	r->argv = dup_strv(c->argv, c->n_argv);
-	r->argc = c->n_argv;
-	r->env = dup_strv(c->env, c->n_env);
-	r->nenv = c->n_env;
-	r->cwd = strdup(c->cwd);
-	r->program = strdup(c->program);
-	if (!r->nodes || !r->node_done || !r->node_captured || !r->rank_node || !r->rank_copy ||
-	    !r->extra || !r->argv || !r->env || !r->cwd || !r->program) {
+	if (!r->spec || !r->nodes || !r->node_done || !r->node_captured || !r->rank_node ||
+	    !r->rank_copy || !r->extra) {
 		rec_free(r);
 		goto oom;
 	}
@@ -407,9 +350,9 @@ static void fill_info(struct mm *mm, const struct mm_ckpt *r, Storm__Ctl__Checkp
 	i->id = r->id;
 	i->job = r->job;
 	i->epoch = r->epoch;
-	i->name = (char *)r->name;
-	i->user = (char *)r->user;
-	i->uid = r->uid;
+	i->name = r->spec->name;
+	i->user = r->spec->user;
+	i->uid = r->spec->uid;
 	i->nodelist = (char *)r->nodelist;
 	i->nodes = r->nnodes;
 	i->ranks = r->nranks;
@@ -587,8 +530,8 @@ static void ckpt_finish(struct mm *mm, struct job *j, bool ok, const char *why)
 	if (!ok && !r->reason[0])
 		snprintf(r->reason, sizeof(r->reason), "%s", why);
 	j->ckpt = NULL;
-	if (j->ckpt_interval)
-		j->ckpt_next = clock_wall_s() + j->ckpt_interval;
+	if (j->spec->checkpoint_interval)
+		j->ckpt_next = clock_wall_s() + j->spec->checkpoint_interval;
 	slog("job %" PRIu64 ": %s checkpoint %" PRIu64 " (epoch %u): %" PRIu64 " bytes in %.3f s, "
 	       "frozen %.3f s%s%s",
 	       j->id, ok ? "complete" : "INCOMPLETE", r->id, r->epoch, r->bytes, r->seconds,
@@ -669,13 +612,13 @@ void ckpt_tick(struct mm *mm)
 	double now = clock_wall_s();
 	stage_check(mm);
 	for (struct job *j = mm->jobs; j; j = j->next) {
-		if (!j->ckpt_interval || j->ckpt || j->state != STORM__CTL__JOB_STATE__RUNNING ||
+		if (!j->spec->checkpoint_interval || j->ckpt || j->state != STORM__CTL__JOB_STATE__RUNNING ||
 		    now < j->ckpt_next)
 			continue;
 		char why[256];
 		if (ckpt_begin(mm, j, NULL, why, sizeof(why)) < 0) {
 			slog("job %" PRIu64 ": periodic checkpoint not taken: %s", j->id, why);
-			j->ckpt_next = now + j->ckpt_interval;
+			j->ckpt_next = now + j->spec->checkpoint_interval;
 		}
 	}
 }
@@ -709,54 +652,29 @@ static struct job *restart_job(struct mm *mm, struct mm_ckpt *r, uint32_t nodes,
 	}
 	j->out_fd = -1;
 	j->id = mm->next_job_id;
-	snprintf(j->name, sizeof(j->name), "%s", r->name);
-	snprintf(j->user, sizeof(j->user), "%s", r->user);
-	j->uid = r->uid;
-	j->gid = r->gid;
+	j->spec = jobspec_dup(r->spec);
 	j->nnodes = nodes;
 	j->nranks = r->nranks;
-	j->argv = dup_strv(r->argv, r->argc);
-	j->argc = r->argc;
-	j->env = dup_strv(r->env, r->nenv);
-	j->nenv = r->nenv;
-	j->cwd = strdup(r->cwd);
-	j->program = strdup(r->program);
-	j->no_bcast = r->no_bcast;
 	j->nodes = calloc(nodes, sizeof(int));
 	j->rank_status = malloc(sizeof(int32_t) * r->nranks);
 	j->node_done = calloc(nodes, sizeof(bool));
-	j->restore_id = r->id;
-	j->ckpt_interval = r->interval;
-	j->restart_on_failure = r->restart_on_failure;
-	if (!j->argv || !j->env || !j->cwd || !j->program || !j->nodes || !j->rank_status ||
-	    !j->node_done) {
+	if (!j->spec || !j->nodes || !j->rank_status || !j->node_done) {
 		job_destroy(j);
 		snprintf(why, len, "out of memory");
 		return NULL;
 	}
+	/* the job as it was, as a restart: in the database as a job (its id
+	 * is never given again) that a restarted MM starts as the same restart */
+	j->spec->restore_checkpoint = r->id;
+	j->spec->nodes = nodes;
+	j->spec->ranks = r->nranks;
+	j->spec->interactive = interactive;
+	j->spec->overcommit = true;
 	for (uint32_t k = 0; k < r->nranks; k++)
 		j->rank_status[k] = INT32_MIN;
 	j->state = STORM__CTL__JOB_STATE__QUEUED;
 	j->t_submit = clock_wall_s();
-	/* in the database as a job (its id is never given again) that a
-	 * restarted MM starts as the same restart */
-	Storm__Ctl__Submit s = STORM__CTL__SUBMIT__INIT;
-	s.argv = r->argv;
-	s.n_argv = r->argc;
-	s.program = r->program;
-	s.nodes = nodes;
-	s.ranks = r->nranks;
-	s.interactive = interactive;
-	s.no_bcast = r->no_bcast;
-	s.cwd = r->cwd;
-	s.env = r->env;
-	s.n_env = r->nenv;
-	s.name = r->name;
-	s.overcommit = true;
-	s.checkpoint_interval = r->interval;
-	s.restart_on_failure = r->restart_on_failure;
-	s.restore_checkpoint = r->id;
-	if (persist_job_new(mm, j, &s) < 0)
+	if (persist_job_new(mm, j) < 0)
 		slog("job %" PRIu64 ": a restarted MM will not know it", j->id);
 	mm->next_job_id++;
 	struct job **tail = &mm->jobs;
@@ -785,11 +703,11 @@ static uint64_t ckpt_node_lost(struct mm *mm, struct job *j, int node)
 		snprintf(why, sizeof(why), "node %s stopped responding", mm->conf.nodes[node]);
 		ckpt_finish(mm, j, false, why);
 	}
-	if (!j->restart_on_failure)
+	if (!j->spec->restart_on_failure)
 		return 0;
 	struct mm_ckpt *r = ckpt_rec_latest_complete(mm, j->id);
-	if (!r && j->restore_id) /* none of its own yet: the one it came from */
-		r = ckpt_rec_find(mm, j->restore_id);
+	if (!r && j->spec->restore_checkpoint) /* none of its own yet: the one it came from */
+		r = ckpt_rec_find(mm, j->spec->restore_checkpoint);
 	if (!r || !r->complete) {
 		slog("job %" PRIu64 ": no complete checkpoint to restart from", j->id);
 		return 0;
@@ -887,9 +805,9 @@ static void stage_free(Storm__Cl__CkptCopy **v, size_t n)
  * the launch waits for it; -1: the job failed, saying why. */
 static int ckpt_restart_prepare(struct mm *mm, struct job *j)
 {
-	struct mm_ckpt *r = ckpt_rec_find(mm, j->restore_id);
+	struct mm_ckpt *r = ckpt_rec_find(mm, j->spec->restore_checkpoint);
 	if (!r) {
-		job_fail(mm, j, "checkpoint %" PRIu64 " was deleted", j->restore_id);
+		job_fail(mm, j, "checkpoint %" PRIu64 " was deleted", j->spec->restore_checkpoint);
 		return -1;
 	}
 	Storm__Cl__CkptCopy **v = NULL;
@@ -914,7 +832,7 @@ static int ckpt_restart_prepare(struct mm *mm, struct job *j)
 		if (stage_add(&v, &n, &cap, from, to, name) < 0)
 			goto oom;
 	}
-	for (uint32_t k = 0; !r->no_bcast && k < j->nnodes; k++) {
+	for (uint32_t k = 0; !r->spec->no_bcast && k < j->nnodes; k++) {
 		int to = j->nodes[k], from = -1;
 		if (in_list(r->nodes, r->nnodes, to))
 			continue; /* each node of the job copied its files at its dump */
@@ -994,7 +912,7 @@ static bool ckpt_stage_note(struct mm *mm, struct job *j, int node, const Storm_
 	    n->kind != STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED)
 		return false;
 	char *rest = NULL;
-	if (strtoull(n->message, &rest, 10) != j->restore_id)
+	if (strtoull(n->message, &rest, 10) != j->spec->restore_checkpoint)
 		return false;
 	if (j->state != STORM__CTL__JOB_STATE__LAUNCHING)
 		return true; /* it ended meanwhile */
@@ -1005,7 +923,7 @@ static bool ckpt_stage_note(struct mm *mm, struct job *j, int node, const Storm_
 		free(j->stage);
 		j->stage = NULL;
 		job_fail(mm, j, "checkpoint %" PRIu64 ": its images could not be moved: %s",
-			 j->restore_id, rest ? rest : "a node failed");
+			 j->spec->restore_checkpoint, rest ? rest : "a node failed");
 		return true;
 	}
 	for (uint32_t i = 0; i < st->n; i++)
@@ -1018,7 +936,7 @@ static bool ckpt_stage_note(struct mm *mm, struct job *j, int node, const Storm_
 	free(j->stage);
 	j->stage = NULL;
 	slog("job %" PRIu64 ": the images of checkpoint %" PRIu64 " are on its nodes", j->id,
-	       j->restore_id);
+	       j->spec->restore_checkpoint);
 	job_transferred(mm, j);
 	return true;
 }
@@ -1033,7 +951,7 @@ static void stage_check(struct mm *mm)
 			free(j->stage);
 			j->stage = NULL;
 			job_fail(mm, j, "the images of checkpoint %" PRIu64 " did not reach its nodes "
-					"in %.0f s", j->restore_id, STAGE_MAX_S);
+					"in %.0f s", j->spec->restore_checkpoint, STAGE_MAX_S);
 			continue;
 		}
 		for (uint32_t i = 0; i < j->stage->n; i++) {
@@ -1043,7 +961,7 @@ static void stage_check(struct mm *mm)
 			free(j->stage);
 			j->stage = NULL;
 			job_fail(mm, j, "node %s went down while it moved the images of checkpoint "
-					"%" PRIu64, mm->conf.nodes[node], j->restore_id);
+					"%" PRIu64, mm->conf.nodes[node], j->spec->restore_checkpoint);
 			break;
 		}
 	}
@@ -1052,7 +970,7 @@ static void stage_check(struct mm *mm)
 static void ckpt_fill_launch(struct mm *mm, struct job *j, Storm__Cl__Launch *l, char **old_dirs)
 {
 	static char restore_dir[96], files_dir[96];
-	struct mm_ckpt *r = ckpt_rec_find(mm, j->restore_id);
+	struct mm_ckpt *r = ckpt_rec_find(mm, j->spec->restore_checkpoint);
 	if (!r)
 		return;
 	l->restore = true;
@@ -1060,7 +978,7 @@ static void ckpt_fill_launch(struct mm *mm, struct job *j, Storm__Cl__Launch *l,
 	rel_dir(restore_dir, sizeof(restore_dir), r->job, r->epoch);
 	rel_dir(files_dir, sizeof(files_dir), r->job, 0);
 	l->restore_dir = restore_dir;
-	l->files_dir = r->no_bcast ? "" : files_dir;
+	l->files_dir = r->spec->no_bcast ? "" : files_dir;
 	size_t n = r->nnodes < 64 ? r->nnodes : 64;
 	for (size_t k = 0; k < n; k++) {
 		char d[PATH_MAX + 512];

@@ -34,17 +34,9 @@ struct job *job_find(struct mm *mm, uint64_t id)
 	return NULL;
 }
 
-static void free_strv(char **v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
 void job_destroy(struct job *j)
 {
-	free_strv(j->argv, j->argc);
-	free_strv(j->env, j->nenv);
+	jobspec_free(j->spec);
 	for (int i = 0; i < j->nfds; i++) {
 		if (j->fds[i] >= 0)
 			close(j->fds[i]);
@@ -52,8 +44,6 @@ void job_destroy(struct job *j)
 	}
 	if (j->out_fd >= 0)
 		close(j->out_fd);
-	free(j->cwd);
-	free(j->program);
 	free(j->output_path);
 	free(j->nodes);
 	free(j->rank_status);
@@ -62,26 +52,13 @@ void job_destroy(struct job *j)
 	free(j);
 }
 
-static char **dup_strv(char **v, size_t n)
-{
-	char **out = calloc(n ? n : 1, sizeof(char *));
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < n; i++)
-		if (!(out[i] = strdup(v[i]))) {
-			free_strv(out, i);
-			return NULL;
-		}
-	return out;
-}
-
 /* Opens the batch output file with the submitting user's rights. */
 static int open_as_user(const struct job *j, const char *path, int *err)
 {
 	uid_t ou = (uid_t)setfsuid((uid_t)-1);
 	gid_t og = (gid_t)setfsgid((gid_t)-1);
-	setfsgid(j->gid);
-	setfsuid(j->uid);
+	setfsgid(j->spec->gid);
+	setfsuid(j->spec->uid);
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
 	*err = errno;
 	setfsuid(ou);
@@ -111,7 +88,8 @@ static void submit_refuse(struct mm *mm, struct client *c, Storm__Ctl__ErrorCode
 	reply_error(mm, c, code, "%s", msg);
 }
 
-void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds, int nfds)
+void job_submit(struct mm *mm, struct client *c, const Storm__Ctl__Submit *sub, int *fds,
+		int nfds)
 {
 	char why[512], shown[PATH_MAX];
 #define REFUSE(code, ...)                                    \
@@ -124,7 +102,9 @@ void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds
 		REFUSE(ERR_PERMISSION,
 		       "this cluster runs as uid %u and can run only that user's jobs (start it as root to serve others)",
 		       (unsigned)geteuid());
-	s->restore_checkpoint = 0; /* set only for the MM's own restart jobs */
+	if (!sub->spec)
+		REFUSE(ERR_INVALID, "the submission holds no job description");
+	const Storm__Job__Spec *s = sub->spec;
 	struct submit_plan plan;
 	Storm__Ctl__ErrorCode code = mm_req_check_submit(&mm->conf, s, nfds, &plan, why, sizeof(why));
 	if (code != STORM__CTL__ERROR_CODE__ERR_NONE) {
@@ -149,31 +129,29 @@ void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds
 	if (!j)
 		REFUSE(ERR_INTERNAL, "out of memory");
 	j->out_fd = -1;
-	j->uid = c->uid;
-	j->gid = c->gid;
+	/* the description as the user sent it, completed with what only the
+	 * MM may say: whose job it is, its name, no restart */
+	char user[64], name[64];
 	struct passwd *pw = getpwuid(c->uid);
 	if (pw)
-		snprintf(j->user, sizeof(j->user), "%s", pw->pw_name);
+		snprintf(user, sizeof(user), "%s", pw->pw_name);
 	else
-		snprintf(j->user, sizeof(j->user), "%u", (unsigned)c->uid);
+		snprintf(user, sizeof(user), "%u", (unsigned)c->uid);
+	snprintf(name, sizeof(name), "%s", s->name[0] ? s->name : mm_base_name(s->argv[0]));
+	Storm__Job__Spec mine = *s;
+	mine.user = user;
+	mine.uid = c->uid;
+	mine.gid = c->gid;
+	mine.name = name;
+	mine.restore_checkpoint = 0;
+	j->spec = jobspec_dup(&mine);
 	j->id = mm->next_job_id;
-	snprintf(j->name, sizeof(j->name), "%s", s->name[0] ? s->name : mm_base_name(s->argv[0]));
 	j->nnodes = nodes;
 	j->nranks = ranks;
-	j->argc = s->n_argv;
-	j->argv = dup_strv(s->argv, s->n_argv);
-	j->nenv = s->n_env;
-	j->env = dup_strv(s->env, s->n_env);
-	j->cwd = strdup(s->cwd);
-	j->program = strdup(s->program);
-	j->no_bcast = s->no_bcast;
-	j->ckpt_interval = s->checkpoint_interval;
-	j->restart_on_failure = s->restart_on_failure;
 	j->nodes = calloc(nodes, sizeof(int));
 	j->rank_status = malloc(sizeof(int32_t) * ranks);
 	j->node_done = calloc(nodes, sizeof(bool));
-	if (!j->argv || !j->env || !j->cwd || !j->program || !j->nodes || !j->rank_status ||
-	    !j->node_done) {
+	if (!j->spec || !j->nodes || !j->rank_status || !j->node_done) {
 		job_destroy(j);
 		REFUSE(ERR_INTERNAL, "out of memory");
 	}
@@ -211,7 +189,7 @@ void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds
 			return;
 		}
 	}
-	if (s->interactive || s->wait) {
+	if (s->interactive || sub->wait) {
 		j->client = c;
 		c->job = j;
 	}
@@ -219,7 +197,7 @@ void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds
 	j->state = STORM__CTL__JOB_STATE__QUEUED;
 	j->t_submit = clock_wall_s();
 	/* nothing accepted is lost: on disk before the reply says so */
-	if (persist_job_new(mm, j, s) < 0) {
+	if (persist_job_new(mm, j) < 0) {
 		if (j->client)
 			c->job = NULL;
 		job_destroy(j);
@@ -233,7 +211,7 @@ void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds
 		tail = &(*tail)->next;
 	*tail = j;
 	slog("job %llu submitted by %s: %u nodes, %u ranks, %s%s", (unsigned long long)j->id,
-	       j->user, nodes, ranks, j->program, j->no_bcast ? " (no transfer)" : "");
+	       j->spec->user, nodes, ranks, j->spec->program, j->spec->no_bcast ? " (no transfer)" : "");
 
 	/* would the scheduler start it now? (it runs right after this reply,
 	 * which must come first on the connection) */
@@ -242,16 +220,16 @@ void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds
 		if (q->state == STORM__CTL__JOB_STATE__QUEUED)
 			first_queued = false;
 	bool starts = first_queued && (int)nodes <= matrix_room(&mm->matrix) &&
-		      (j->no_bcast || !mm->xfer);
-	Storm__Ctl__Submitted sub = STORM__CTL__SUBMITTED__INIT;
-	sub.job = j->id;
-	sub.state = starts ? "LAUNCHING" : "QUEUED";
+		      (j->spec->no_bcast || !mm->xfer);
+	Storm__Ctl__Submitted ok = STORM__CTL__SUBMITTED__INIT;
+	ok.job = j->id;
+	ok.state = starts ? "LAUNCHING" : "QUEUED";
 	if (!starts) {
 		jobs_schedule(mm); /* fills in the reason */
-		sub.reason = j->reason;
+		ok.reason = j->reason;
 	}
-	sub.output = j->output_path ? j->output_path : "";
-	reply_send(mm, c, STORM__CTL__REPLY__BODY_SUBMITTED, &sub);
+	ok.output = j->output_path ? j->output_path : "";
+	reply_send(mm, c, STORM__CTL__REPLY__BODY_SUBMITTED, &ok);
 	if (starts)
 		jobs_schedule(mm);
 }
@@ -301,10 +279,10 @@ static void start(struct mm *mm, struct job *j)
 	slog("job %llu starts on %s in row %d", (unsigned long long)j->id, j->nodelist,
 	       gang_home(mm, j));
 	persist_job(mm, j);
-	int in_place = j->restore_id ? mm->ckpt_hooks->restart_prepare(mm, j) : 0;
+	int in_place = j->spec->restore_checkpoint ? mm->ckpt_hooks->restart_prepare(mm, j) : 0;
 	if (in_place < 0 || in_place == 2)
 		return; /* failed, saying why; or its images move to its nodes first */
-	if (j->no_bcast || in_place)
+	if (j->spec->no_bcast || in_place)
 		job_transferred(mm, j);
 	else if (transfer_start(mm, j) < 0)
 		job_fail(mm, j, "cannot start the program transfer: out of memory");
@@ -318,7 +296,7 @@ void jobs_schedule(struct mm *mm)
 		if (j->state != STORM__CTL__JOB_STATE__QUEUED)
 			continue;
 		/* first come, first served: a job that cannot start holds back those after it */
-		if (!j->no_bcast && mm->xfer) {
+		if (!j->spec->no_bcast && mm->xfer) {
 			snprintf(j->reason, sizeof(j->reason), "waiting for another job's transfer");
 			return;
 		}
@@ -349,14 +327,7 @@ void job_transferred(struct mm *mm, struct job *j)
 	l.n_first_rank = j->nnodes;
 	l.rank_count = count;
 	l.n_rank_count = j->nnodes;
-	l.uid = j->uid;
-	l.gid = j->gid;
-	l.user = j->user;
-	l.cwd = j->cwd;
-	l.argv = j->argv;
-	l.n_argv = j->argc;
-	l.env = j->env;
-	l.n_env = j->nenv;
+	l.spec = j->spec;
 	Storm__Cl__JobFile files[FRAME_MAX_FDS], *fptr[FRAME_MAX_FDS];
 	for (int i = 0; i < j->nfds; i++) {
 		storm__cl__job_file__init(&files[i]);
@@ -367,9 +338,9 @@ void job_transferred(struct mm *mm, struct job *j)
 	}
 	l.files = fptr;
 	l.n_files = (size_t)j->nfds;
-	l.exec_path = j->no_bcast ? j->program : "";
+	l.exec_path = j->spec->no_bcast ? j->spec->program : "";
 	char *old_dirs[STORM_MAX_NODES > 64 ? 64 : STORM_MAX_NODES];
-	if (j->restore_id)
+	if (j->spec->restore_checkpoint)
 		mm->ckpt_hooks->fill_launch(mm, j, &l, old_dirs);
 	Storm__Cl__Command cmd = STORM__CL__COMMAND__INIT;
 	cmd.body_case = STORM__CL__COMMAND__BODY_LAUNCH;
@@ -379,13 +350,13 @@ void job_transferred(struct mm *mm, struct job *j)
 		job_fail(mm, j, "cannot queue the launch command: %s", strerror(-rc));
 		return;
 	}
-	if (j->restore_id)
+	if (j->spec->restore_checkpoint)
 		for (size_t i = 0; i < l.n_old_dirs; i++)
 			free(old_dirs[i]);
 	j->state = STORM__CTL__JOB_STATE__RUNNING;
 	j->t_launched = clock_wall_s();
-	if (j->ckpt_interval)
-		j->ckpt_next = j->t_launched + j->ckpt_interval;
+	if (j->spec->checkpoint_interval)
+		j->ckpt_next = j->t_launched + j->spec->checkpoint_interval;
 	persist_job(mm, j);
 	/* launched into the running row: it runs from its first strobe */
 	j->ran = gang_runs_now(mm, j);
@@ -456,7 +427,7 @@ static void finish(struct mm *mm, struct job *j)
 			}
 		e.ranks = rp;
 		e.n_ranks = n;
-		e.transfer_ms = j->t_transferred && !j->no_bcast ? (j->t_transferred - j->t_start) * 1e3 : 0;
+		e.transfer_ms = j->t_transferred && !j->spec->no_bcast ? (j->t_transferred - j->t_start) * 1e3 : 0;
 		e.execute_ms = j->t_launched ? (j->t_end - j->t_launched) * 1e3 : 0;
 		e.total_ms = (j->t_end - j->t_submit) * 1e3;
 		struct client *c = j->client;
@@ -776,9 +747,9 @@ void job_fill_info(struct mm *mm, const struct job *j, Storm__Ctl__JobInfo *info
 {
 	storm__ctl__job_info__init(info);
 	info->job = j->id;
-	info->name = (char *)j->name;
-	info->user = (char *)j->user;
-	info->uid = j->uid;
+	info->name = (char *)j->spec->name;
+	info->user = (char *)j->spec->user;
+	info->uid = j->spec->uid;
 	info->state = j->state;
 	if (j->state == STORM__CTL__JOB_STATE__RUNNING && !gang_runs_now(mm, j))
 		info->state = STORM__CTL__JOB_STATE__SUSPENDED;

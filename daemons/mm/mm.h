@@ -62,22 +62,14 @@ struct mm_node {
 
 struct job {
 	uint64_t id;
-	char name[64];
-	char user[64];
-	uid_t uid;
-	gid_t gid;
+	/* what the user asked for, completed by the MM (user, name, restart):
+	 * the job's one description, owned (jobspec.c) */
+	Storm__Job__Spec *spec;
 	Storm__Ctl__JobState state;
 	uint32_t nnodes, nranks;
 	int *nodes;              /* node indices, ascending */
 	char nodelist[512];
 	struct sn_nodeset set;   /* fabric ids of the nodes */
-	char **argv;
-	size_t argc;
-	char **env;
-	size_t nenv;
-	char *cwd;
-	char *program;           /* path on the CLI host */
-	bool no_bcast;
 	int nfds;                /* program (unless no_bcast), then files */
 	int fds[FRAME_MAX_FDS];
 	char *fnames[FRAME_MAX_FDS];
@@ -100,13 +92,10 @@ struct job {
 	int32_t exit_status;
 	char reason[512];
 	/* checkpoint/restart (ckpt.c) */
-	uint32_t ckpt_interval;  /* seconds, 0: no periodic checkpoints */
-	bool restart_on_failure;
 	double ckpt_next;        /* next periodic checkpoint (monotonic-ish now_s) */
 	uint32_t ckpt_epoch;     /* checkpoints taken of this job so far */
 	struct mm_ckpt *ckpt;    /* the one under way: the job is frozen meanwhile */
 	struct client *ckpt_client; /* storm checkpoint waiting for it */
-	uint64_t restore_id;     /* a restart: from this checkpoint */
 	struct ckpt_stage *stage; /* a restart's images moving to its nodes (ckpt.c) */
 	struct job *next;
 };
@@ -117,9 +106,7 @@ struct job {
 struct mm_ckpt {
 	uint64_t id, job;
 	uint32_t epoch;
-	char name[64], user[64];
-	uid_t uid;
-	gid_t gid;
+	Storm__Job__Spec *spec;  /* the job, as a restart relaunches it (owned) */
 	uint32_t nnodes, nranks;
 	int *nodes;              /* where the images are, in the job's node order */
 	char nodelist[512];
@@ -134,17 +121,10 @@ struct mm_ckpt {
 	bool periodic;           /* taken by --checkpoint-interval: pruned (ckpt.c) */
 	char reason[256];
 	double time, t_start, seconds;
-	/* the job, as a restart relaunches it */
-	char **argv, **env;
-	size_t argc, nenv;
-	char *cwd, *program;
-	bool no_bcast;
 	int nfiles;
 	char *fnames[FRAME_MAX_FDS];
 	uint64_t fsizes[FRAME_MAX_FDS];
 	uint32_t fmodes[FRAME_MAX_FDS];
-	uint32_t interval;
-	bool restart_on_failure;
 	int64_t db_id;           /* its row in the database's checkpoints table, 0: none */
 	/* where the images are: per rank, the node that wrote it and the node
 	 * holding its buddy copy (-1: none); extra: nodes a restart staged
@@ -259,6 +239,14 @@ void mark_node(struct mm *mm, int idx, Storm__Ctl__NodeState st, const char *why
 /* Nodes UP that missed down_after slices are DOWN. */
 void nodes_check(struct mm *mm);
 
+/* jobspec.c: the one place a job's description is copied and freed. A
+ * copy owns everything it points to; NULL when memory runs out. */
+Storm__Job__Spec *jobspec_dup(const Storm__Job__Spec *s);
+void jobspec_free(Storm__Job__Spec *s);
+/* its packed form (the database row); free() it */
+uint8_t *jobspec_pack(const Storm__Job__Spec *s, size_t *len);
+Storm__Job__Spec *jobspec_unpack(const uint8_t *buf, size_t len);
+
 /* reply.c: every control reply. body is the message for the oneof case kind. */
 void reply_send(struct mm *mm, struct client *c, Storm__Ctl__Reply__BodyCase kind,
 		const void *body);
@@ -283,7 +271,8 @@ void clients_tick(struct mm *mm);
 
 /* job.c */
 struct job *job_find(struct mm *mm, uint64_t id);
-void job_submit(struct mm *mm, struct client *c, Storm__Ctl__Submit *s, int *fds, int nfds);
+void job_submit(struct mm *mm, struct client *c, const Storm__Ctl__Submit *sub, int *fds,
+		int nfds);
 void job_init(struct mm *mm); /* registers its transfer hooks */
 void jobs_schedule(struct mm *mm);
 void job_cancel(struct mm *mm, struct job *j, int sig, const char *who);
@@ -345,7 +334,7 @@ bool mm_may_touch_ckpt(const struct client *c, const struct mm_ckpt *r, const ch
 int persist_open(struct mm *mm);
 void persist_close(struct mm *mm);
 /* Records a new job; -1 (logged) when the database refuses it. */
-int persist_job_new(struct mm *mm, struct job *j, const Storm__Ctl__Submit *s);
+int persist_job_new(struct mm *mm, struct job *j);
 void persist_job(struct mm *mm, struct job *j);
 void persist_job_end(struct mm *mm, struct job *j);
 /* Saves the jobs marked dirty (rank exits, node notes). */

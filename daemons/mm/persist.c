@@ -44,10 +44,10 @@ static void to_db(const struct job *j, struct db_job *d)
 	memset(d, 0, sizeof(*d));
 	bool started = j->t_start > 0;
 	d->id = j->id;
-	d->name = j->name;
-	d->user = j->user;
-	d->uid = j->uid;
-	d->gid = j->gid;
+	d->name = j->spec->name;
+	d->user = j->spec->user;
+	d->uid = j->spec->uid;
+	d->gid = j->spec->gid;
 	d->nnodes = j->nnodes;
 	d->nranks = j->nranks;
 	d->output_path = j->output_path;
@@ -65,17 +65,16 @@ static void to_db(const struct job *j, struct db_job *d)
 	d->node_done = started ? j->node_done : NULL;
 }
 
-int persist_job_new(struct mm *mm, struct job *j, const Storm__Ctl__Submit *s)
+int persist_job_new(struct mm *mm, struct job *j)
 {
 	if (!mm->db)
 		return 0;
-	size_t len = storm__ctl__submit__get_packed_size(s);
-	uint8_t *spec = malloc(len ? len : 1);
+	size_t len;
+	uint8_t *spec = jobspec_pack(j->spec, &len);
 	if (!spec) {
 		slog("job %llu: out of memory recording it", (unsigned long long)j->id);
 		return -1;
 	}
-	storm__ctl__submit__pack(s, spec);
 	struct db_job d;
 	to_db(j, &d);
 	d.spec = spec;

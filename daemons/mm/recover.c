@@ -24,19 +24,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char **dup_strv(char *const *v, size_t n)
-{
-	char **out = calloc(n ? n : 1, sizeof(char *));
-	for (size_t i = 0; out && i < n; i++)
-		if (!(out[i] = strdup(v[i]))) {
-			for (size_t k = 0; k < i; k++)
-				free(out[k]);
-			free(out);
-			return NULL;
-		}
-	return out;
-}
-
 static const char *base_name(const char *p)
 {
 	const char *s = strrchr(p, '/');
@@ -48,8 +35,8 @@ static int open_as(const struct job *j, const char *path, int flags, int *err)
 {
 	uid_t ou = (uid_t)setfsuid((uid_t)-1);
 	gid_t og = (gid_t)setfsgid((gid_t)-1);
-	setfsgid(j->gid);
-	setfsuid(j->uid);
+	setfsgid(j->spec->gid);
+	setfsuid(j->spec->uid);
 	int fd = open(path, flags | O_CLOEXEC | O_NOCTTY, 0644);
 	*err = errno;
 	setfsuid(ou);
@@ -58,8 +45,9 @@ static int open_as(const struct job *j, const char *path, int flags, int *err)
 }
 
 /* The program and --file files of a queued job, opened again. */
-static int reopen_files(struct job *j, const Storm__Ctl__Submit *s, char *why, size_t len)
+static int reopen_files(struct job *j, char *why, size_t len)
 {
+	const Storm__Job__Spec *s = j->spec;
 	size_t n = s->n_files + (s->no_bcast ? 0 : 1);
 	if (n > FRAME_MAX_FDS) {
 		snprintf(why, len, "its record lists %zu files", n);
@@ -136,21 +124,24 @@ static int restore_one(void *arg, const struct db_job *d)
 	struct restore *rs = arg;
 	struct mm *mm = rs->mm;
 	char why[512] = "";
-	Storm__Ctl__Submit *s = storm__ctl__submit__unpack(NULL, d->spec_len, d->spec);
 	struct job *j = calloc(1, sizeof(*j));
-	if (!j) {
-		if (s)
-			storm__ctl__submit__free_unpacked(s, NULL);
+	if (!j)
 		return -ENOMEM;
-	}
 	j->out_fd = -1;
 	for (int i = 0; i < FRAME_MAX_FDS; i++)
 		j->fds[i] = -1;
 	j->id = d->id;
-	snprintf(j->name, sizeof(j->name), "%s", d->name ? d->name : "?");
-	snprintf(j->user, sizeof(j->user), "%s", d->user ? d->user : "?");
-	j->uid = d->uid;
-	j->gid = d->gid;
+	j->spec = jobspec_unpack(d->spec, d->spec_len);
+	bool decoded = j->spec != NULL;
+	if (!decoded) {
+		/* what the row's columns say, so the job can be shown failing */
+		Storm__Job__Spec e = STORM__JOB__SPEC__INIT;
+		e.name = (char *)(d->name ? d->name : "?");
+		e.user = (char *)(d->user ? d->user : "?");
+		e.uid = d->uid;
+		e.gid = d->gid;
+		j->spec = jobspec_dup(&e);
+	}
 	j->nnodes = d->nnodes ? d->nnodes : 1;
 	j->nranks = d->nranks ? d->nranks : 1;
 	j->t_submit = d->t_submit;
@@ -158,23 +149,8 @@ static int restore_one(void *arg, const struct db_job *d)
 	j->nodes = calloc(j->nnodes, sizeof(int));
 	j->rank_status = malloc(sizeof(int32_t) * j->nranks);
 	j->node_done = calloc(j->nnodes, sizeof(bool));
-	if (s) {
-		j->argc = s->n_argv;
-		j->argv = dup_strv(s->argv, s->n_argv);
-		j->nenv = s->n_env;
-		j->env = dup_strv(s->env, s->n_env);
-		j->cwd = strdup(s->cwd);
-		j->program = strdup(s->program);
-		j->no_bcast = s->no_bcast;
-		j->ckpt_interval = s->checkpoint_interval;
-		j->restart_on_failure = s->restart_on_failure;
-		j->restore_id = s->restore_checkpoint;
-	}
-	if (!j->nodes || !j->rank_status || !j->node_done || (s && (!j->argv || !j->env ||
-								    !j->cwd || !j->program))) {
+	if (!j->spec || !j->nodes || !j->rank_status || !j->node_done) {
 		job_destroy(j);
-		if (s)
-			storm__ctl__submit__free_unpacked(s, NULL);
 		return -ENOMEM;
 	}
 	for (uint32_t r = 0; r < j->nranks; r++)
@@ -183,7 +159,7 @@ static int restore_one(void *arg, const struct db_job *d)
 	rs->tail = &j->next;
 
 	Storm__Ctl__JobState st = persist_state_value(d->state);
-	if (!s) {
+	if (!decoded) {
 		snprintf(why, sizeof(why), "its record in the database cannot be decoded");
 	} else if (st == STORM__CTL__JOB_STATE__RUNNING && d->nodes) {
 		restore_running(mm, j, d, why, sizeof(why));
@@ -193,15 +169,15 @@ static int restore_one(void *arg, const struct db_job *d)
 	} else {
 		/* queued, or its transfer was cut short: it starts (over); a
 		 * restart takes its images and files from the nodes again */
-		if (!j->restore_id)
-			reopen_files(j, s, why, sizeof(why));
+		if (!j->spec->restore_checkpoint)
+			reopen_files(j, why, sizeof(why));
 		rs->queued++;
 	}
 	/* output: the batch file again; an interactive job lost its storm
 	 * run with the old MM, so what it prints from now on goes to a file */
-	if (s && s->interactive) {
+	if (decoded && j->spec->interactive) {
 		char p[PATH_MAX];
-		snprintf(p, sizeof(p), "%s/storm-%llu.out", s->cwd, (unsigned long long)j->id);
+		snprintf(p, sizeof(p), "%s/storm-%llu.out", j->spec->cwd, (unsigned long long)j->id);
 		j->output_path = strdup(p);
 	} else if (d->output_path) {
 		j->output_path = strdup(d->output_path);
@@ -213,10 +189,8 @@ static int restore_one(void *arg, const struct db_job *d)
 			snprintf(why, sizeof(why), "cannot open its output file %.400s again: %s",
 				 j->output_path, strerror(err));
 	}
-	if (s)
-		storm__ctl__submit__free_unpacked(s, NULL);
 	slog("job %llu restored from the database: %s%s%s", (unsigned long long)j->id,
-	       persist_state_name(j->state), why[0] ? "; it fails: " : "", why);
+	     persist_state_name(j->state), why[0] ? "; it fails: " : "", why);
 	if (why[0] && rs->nfail < (int)(sizeof(rs->fail) / sizeof(rs->fail[0]))) {
 		snprintf(j->reason, sizeof(j->reason), "%s", why);
 		rs->fail[rs->nfail++] = j->id;

@@ -92,7 +92,7 @@ bool mm_plain_name(const char *s)
 }
 
 Storm__Ctl__ErrorCode mm_req_check_submit(const struct storm_conf *conf,
-					  const Storm__Ctl__Submit *s, int nfds,
+					  const Storm__Job__Spec *s, int nfds,
 					  struct submit_plan *plan, char *why, size_t whylen)
 {
 	uint32_t cpus = conf->cpus, total = (uint32_t)conf->nnodes;
@@ -143,7 +143,13 @@ Storm__Ctl__ErrorCode mm_req_check_submit(const struct storm_conf *conf,
 		room += strlen(s->env[i]) + 4;
 	/* the Launch also lists per node its index, first rank and rank count
 	 * (up to 16 bytes as varints) and per file a name, size and mode */
-	room += strlen(s->cwd) + strlen(s->program) + 96 * need_fds + 16 * (size_t)nodes;
+	/* ... and the rest of the job description: its paths, names (the MM
+	 * keeps 63 bytes of the job's), user and ids */
+	for (size_t i = 0; i < s->n_files; i++)
+		room += strlen(s->files[i]) + 4;
+	size_t name = strlen(s->name);
+	room += strlen(s->cwd) + strlen(s->program) + strlen(s->output) + (name < 63 ? name : 63) +
+		128 + 96 * need_fds + 16 * (size_t)nodes;
 	if (room > LAUNCH_ROOM)
 		REFUSE(ERR_INVALID,
 		       "arguments and environment take %zu bytes with the rank lists of %u nodes; "

@@ -21,7 +21,7 @@
 Storm__Ctl__ErrorCode mm_req_decode(const uint8_t *buf, size_t len, Storm__Ctl__Request **out,
 				    char *why, size_t whylen);
 
-/* What a valid Submit asks for, counts filled in. */
+/* What a valid job description asks for, counts filled in. */
 struct submit_plan {
 	uint32_t nodes, ranks;
 };
@@ -31,7 +31,7 @@ struct submit_plan {
  * a launch command, paths and file names; nfds descriptors came with it.
  * ERR_NONE and *plan, or the error code and a one-line reason. */
 Storm__Ctl__ErrorCode mm_req_check_submit(const struct storm_conf *conf,
-					  const Storm__Ctl__Submit *s, int nfds,
+					  const Storm__Job__Spec *s, int nfds,
 					  struct submit_plan *plan, char *why, size_t whylen);
 /* The signal of a Cancel; ERR_NONE or ERR_INVALID with why. */
 Storm__Ctl__ErrorCode mm_req_check_cancel(const Storm__Ctl__Cancel *cn, char *why,

@@ -1,4 +1,4 @@
-/* Program and file multicast (BRIEF §4): chunks go into two file buffers in
+/* Program and file multicast: chunks go into two file buffers in
  * the global memory of the job's nodes by XFER-AND-SIGNAL; a buffer is
  * reused only after COMPARE-AND-WRITE finds that every node wrote out the
  * chunk it held (layout.h). One transfer at a time. */
@@ -129,8 +129,8 @@ static int send_chunk(struct mm *mm)
 	h->len = (uint32_t)len;
 	h->size = size;
 	h->mode = j->fmodes[x->file];
-	h->uid = j->uid;
-	h->gid = j->gid;
+	h->uid = j->spec->uid;
+	h->gid = j->spec->gid;
 	snprintf(h->name, sizeof(h->name), "%s", j->fnames[x->file]);
 	uint8_t *data = x->stage[b] + sizeof(*h);
 	for (uint64_t got = 0; got < len;) {

@@ -1,4 +1,4 @@
-/* BCS-MPI in the node daemon: the NIC threads of the paper (§4.5).
+/* BCS-MPI in the node daemon: the work the BCS-MPI paper puts on NIC threads.
  *
  * Ranks post descriptors into a memfd shared with this daemon
  * (bcs_mpi/chan.h). At every strobe, for each job that uses MPI here:
@@ -36,10 +36,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../bcs_mpi/chan.h"
-#include "../../bcs_mpi/chan_ckpt.h"
-#include "../../bcs_mpi/dtype.h"
-#include "../../bcs_mpi/match.h"
+#include "chan.h"
+#include "chan_ckpt.h"
+#include "dtype.h"
+#include "match.h"
 #include "ckpt.h"
 #include "layout.h"
 #include "nd.h"

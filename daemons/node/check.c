@@ -69,6 +69,8 @@ const char *nd_launch_problem(const Storm__Cl__Command *cmd, size_t k, char *why
 	if (L->job == 0 || L->slot >= GM_JOB_SLOTS || L->n_first_rank != cmd->n_nodes ||
 	    L->n_rank_count != cmd->n_nodes || k >= cmd->n_nodes)
 		return "malformed launch (job id, slot or per-node rank lists)";
+	if (!L->spec)
+		return "launch without a job description";
 	uint32_t count = L->rank_count[k], first = L->first_rank[k];
 	if (count > ND_MAX_LOCAL_RANKS) {
 		snprintf(why, len, "%u ranks on one node (at most %d)", count, ND_MAX_LOCAL_RANKS);

@@ -603,7 +603,7 @@ static _Noreturn void restore_child(struct nd *nd, const Storm__Cl__Launch *L,
 	char err[1024], img[PATH_MAX + 128], files[PATH_MAX + 128];
 	if (L->files_dir[0]) {
 		snprintf(files, sizeof(files), "%s/%s", nd->state_dir, L->files_dir);
-		int rc = nd_valid_ckpt_dir(L->files_dir) ? copy_dir_files(files, job->dir, L->uid, L->gid,
+		int rc = nd_valid_ckpt_dir(L->files_dir) ? copy_dir_files(files, job->dir, L->spec->uid, L->spec->gid,
 								  nd->root)
 						 : -EINVAL;
 		if (rc) {
@@ -614,7 +614,7 @@ static _Noreturn void restore_child(struct nd *nd, const Storm__Cl__Launch *L,
 	}
 	struct setup_arg a = { .pgid = 0, .nd = nd, .job = job, .bcs_fd = nd_bcs_fd(nd, job) };
 	struct ckpt_restore_opts o = {
-		.stopped = 1, .uid = L->uid, .gid = L->gid, .drop_creds = nd->root,
+		.stopped = 1, .uid = L->spec->uid, .gid = L->spec->gid, .drop_creds = nd->root,
 		.child_setup = restore_setup, .child_arg = &a,
 		.from_prefixes = (const char *const *)L->old_dirs, .nfrom = L->n_old_dirs,
 		.to_prefix = job->dir,

@@ -369,14 +369,14 @@ static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_
 	snprintf(e_dir, sizeof(e_dir), "STORM_JOB_DIR=%s", job->dir);
 
 	size_t ne = 0;
-	pl->envp = calloc(L->n_env + 10, sizeof(char *));
+	pl->envp = calloc(L->spec->n_env + 10, sizeof(char *));
 	if (!pl->envp) {
 		fail_launch(nd, L->job, L->slot, "out of memory");
 		return;
 	}
-	for (size_t i = 0; i < L->n_env; i++)
-		if (!env_is_ours(L->env[i]))
-			pl->envp[ne++] = L->env[i];
+	for (size_t i = 0; i < L->spec->n_env; i++)
+		if (!env_is_ours(L->spec->env[i]))
+			pl->envp[ne++] = L->spec->env[i];
 	char *fixed[] = {e_job, e_size, e_node, e_name, e_nn, e_dir, e_rank, e_local};
 	for (size_t i = 0; i < 8; i++)
 		pl->envp[ne++] = fixed[i];
@@ -493,9 +493,9 @@ void nd_launch(struct nd *nd, const Storm__Cl__Command *cmd, size_t k)
 		return;
 	}
 	uint32_t count = L->rank_count[k], first = L->first_rank[k];
-	if (!nd->root && L->uid != geteuid()) {
+	if (!nd->root && L->spec->uid != geteuid()) {
 		snprintf(why, sizeof(why), "cannot run as uid %u: stormnd is not root (uid %u)",
-			 L->uid, (unsigned)geteuid());
+			 L->spec->uid, (unsigned)geteuid());
 		fail_launch(nd, L->job, L->slot, why);
 		return;
 	}
@@ -511,7 +511,7 @@ void nd_launch(struct nd *nd, const Storm__Cl__Command *cmd, size_t k)
 	job->freeze_fd = job->procs_fd = -1;
 	for (uint32_t i = 0; i < count; i++)
 		job->ranks[i].pipes[0].fd = job->ranks[i].pipes[1].fd = -1;
-	int rc = nd_job_dir_create(nd, L->job, L->uid, L->gid, job->dir, sizeof(job->dir));
+	int rc = nd_job_dir_create(nd, L->job, L->spec->uid, L->spec->gid, job->dir, sizeof(job->dir));
 	if (rc < 0) {
 		snprintf(why, sizeof(why), "cannot create job directory %s: %s", job->dir,
 			 strerror(-rc));
@@ -531,20 +531,20 @@ void nd_launch(struct nd *nd, const Storm__Cl__Command *cmd, size_t k)
 		snprintf(prog, sizeof(prog), "%s/%s", job->dir, L->files[0]->name);
 	else /* a restore: the ranks come from their images */
 		prog[0] = '\0';
-	struct plan pl = {.path = prog, .cwd = L->cwd, .node = nd->name, .uid = L->uid,
-			  .gid = L->gid, .switch_user = nd->root, .bcs_fd = -1};
+	struct plan pl = {.path = prog, .cwd = L->spec->cwd, .node = nd->name, .uid = L->spec->uid,
+			  .gid = L->spec->gid, .switch_user = nd->root, .bcs_fd = -1};
 	char *argv0[] = {prog, NULL};
 	pl.argv = argv0;
-	if (L->n_argv) {
-		pl.argv = calloc(L->n_argv + 1, sizeof(char *));
+	if (L->spec->n_argv) {
+		pl.argv = calloc(L->spec->n_argv + 1, sizeof(char *));
 		if (!pl.argv) {
 			snprintf(why, sizeof(why), "out of memory");
 			goto fail;
 		}
-		memcpy(pl.argv, L->argv, L->n_argv * sizeof(char *));
+		memcpy(pl.argv, L->spec->argv, L->spec->n_argv * sizeof(char *));
 	}
-	if (nd->root && (pl.ngroups = user_groups(L->user, L->uid, L->gid, &pl.groups)) < 0) {
-		snprintf(why, sizeof(why), "cannot list the groups of user '%s'", L->user);
+	if (nd->root && (pl.ngroups = user_groups(L->spec->user, L->spec->uid, L->spec->gid, &pl.groups)) < 0) {
+		snprintf(why, sizeof(why), "cannot list the groups of user '%s'", L->spec->user);
 		if (pl.argv != argv0)
 			free(pl.argv);
 		goto fail;

@@ -173,7 +173,7 @@ static int wait_signal(int slot, int *seen)
 	return sig;
 }
 
-static void play(int fd, Storm__Ctl__Submit *s, int *fds, int nfds)
+static void play(int fd, const Storm__Job__Spec *s, int *fds, int nfds)
 {
 	const char *script = s->n_argv > 1 ? s->argv[1] : "hello";
 	if (!strcmp(script, "refuse")) {
@@ -448,8 +448,10 @@ static void *serve(void *arg)
 	Storm__Ctl__Reply rep = STORM__CTL__REPLY__INIT;
 	if (!req || req->version != 1) {
 		send_error(fd, STORM__CTL__ERROR_CODE__ERR_PROTOCOL, "bad request");
+	} else if (req->body_case == STORM__CTL__REQUEST__BODY_SUBMIT && !req->submit->spec) {
+		send_error(fd, STORM__CTL__ERROR_CODE__ERR_INVALID, "no job description");
 	} else if (req->body_case == STORM__CTL__REQUEST__BODY_SUBMIT) {
-		play(fd, req->submit, fds, nfds);
+		play(fd, req->submit->spec, fds, nfds);
 	} else if (req->body_case == STORM__CTL__REQUEST__BODY_CANCEL) {
 		cancel(fd, req->cancel);
 	} else if (req->body_case == STORM__CTL__REQUEST__BODY_JOBS) {

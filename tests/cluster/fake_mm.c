@@ -336,6 +336,8 @@ static void launch_in(const struct launch_spec *ls, bool runs)
 {
 	Storm__Cl__Command c = STORM__CL__COMMAND__INIT;
 	Storm__Cl__Launch l = STORM__CL__LAUNCH__INIT;
+	Storm__Job__Spec sp = STORM__JOB__SPEC__INIT;
+	l.spec = &sp;
 	uint32_t first[MAXN], count[MAXN];
 	for (size_t k = 0; k < ls->nnodes; k++) {
 		first[k] = (uint32_t)k * ls->per_node;
@@ -348,14 +350,14 @@ static void launch_in(const struct launch_spec *ls, bool runs)
 	l.n_first_rank = l.n_rank_count = ls->nnodes;
 	l.first_rank = first;
 	l.rank_count = count;
-	l.uid = ls->uid;
-	l.gid = ls->gid;
-	l.user = (char *)ls->user;
-	l.cwd = (char *)ls->cwd;
-	l.n_argv = ls->argc;
-	l.argv = (char **)ls->argv;
-	l.n_env = 3;
-	l.env = env;
+	sp.uid = ls->uid;
+	sp.gid = ls->gid;
+	sp.user = (char *)ls->user;
+	sp.cwd = (char *)ls->cwd;
+	sp.n_argv = ls->argc;
+	sp.argv = (char **)ls->argv;
+	sp.n_env = 3;
+	sp.env = env;
 	l.exec_path = (char *)(ls->exec_path ? ls->exec_path : "");
 	l.n_files = ls->nfiles;
 	l.files = ls->files;
@@ -910,6 +912,8 @@ static void test_forgery(uid_t uid, gid_t gid, const char *user)
 				 .uid = uid, .gid = gid, .user = user, .cwd = "/tmp",
 				 .exec_path = "/bin/echo", .argv = argv, .argc = 2};
 	Storm__Cl__Launch l = STORM__CL__LAUNCH__INIT;
+	Storm__Job__Spec sp = STORM__JOB__SPEC__INIT;
+	l.spec = &sp;
 	uint32_t firsts[] = {0, 1}, counts[] = {1, 1};
 	l.job = 14;
 	l.slot = 14;
@@ -918,12 +922,12 @@ static void test_forgery(uid_t uid, gid_t gid, const char *user)
 	l.n_first_rank = 2;
 	l.rank_count = counts;
 	l.n_rank_count = 2;
-	l.uid = uid;
-	l.gid = gid;
-	l.user = (char *)user;
-	l.cwd = "/tmp";
-	l.argv = (char **)argv;
-	l.n_argv = 2;
+	sp.uid = uid;
+	sp.gid = gid;
+	sp.user = (char *)user;
+	sp.cwd = "/tmp";
+	sp.argv = (char **)argv;
+	sp.n_argv = 2;
 	l.exec_path = "/bin/echo";
 	Storm__Cl__Command c = STORM__CL__COMMAND__INIT;
 	c.nodes = (uint32_t *)first_two;

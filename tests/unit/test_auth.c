@@ -215,8 +215,10 @@ static void test_session_tags(void)
 
 static void test_may_touch(void)
 {
-	struct job j = { .id = 7, .uid = 1001 };
-	snprintf(j.user, sizeof(j.user), "alice");
+	Storm__Job__Spec spec = { .uid = 0 }; /* only the owner fields are read */
+	spec.uid = 1001;
+	spec.user = "alice";
+	struct job j = { .id = 7, .spec = &spec };
 	struct client owner = { .uid = 1001 }, root = { .uid = 0 }, other = { .uid = 1002 };
 	char why[256] = "";
 	static const char *verbs[] = { "cancel", "checkpoint", "restart", "attach" };
@@ -231,7 +233,7 @@ static void test_may_touch(void)
 	}
 	/* same group is not enough */
 	struct client same_gid = { .uid = 1003, .gid = 1001 };
-	j.gid = 1001;
+	spec.gid = 1001;
 	CU_ASSERT(!mm_may_touch(&same_gid, &j, "cancel", why, sizeof(why)));
 }
 

@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../bcs_mpi/chan.h"
-#include "../../bcs_mpi/chan_ckpt.h"
-#include "../../bcs_mpi/dtype.h"
-#include "../../bcs_mpi/match.h"
-#include "../../bcs_mpi/mpi.h"
-#include "../../bcs_mpi/trace.h"
+#include "chan.h"
+#include "chan_ckpt.h"
+#include "dtype.h"
+#include "../../daemons/node/match.h"
+#include "mpi.h"
+#include "trace_codec.h"
 #include "suites.h"
 
 /* ---- matching */

@@ -1,10 +1,10 @@
-/* BCS-MPI trace codec (trace.h; format in docs/bcs-trace.md). Pure. */
+/* BCS-MPI trace codec (trace_codec.h; format in docs/bcs-trace.md). Pure. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace.h"
+#include "trace_codec.h"
 
 struct wbuf {
 	uint8_t *p;
