@@ -1,6 +1,6 @@
 /* BCS-MPI: environment, the channel to the node daemon, requests, point to
  * point, communicators, errors. Every communication call only posts a
- * descriptor (bcs_mpi/chan.h); the node daemon matches and moves the data at
+ * descriptor (bcs_mpi/abi/chan.h); the node daemon matches and moves the data at
  * its timeslices, and completions come back at the strobe. */
 #include <errno.h>
 #include <limits.h>

@@ -1,7 +1,6 @@
 /* libstormckpt: checkpoint and restore of an unmodified, single-threaded
  * Linux x86-64 process with ptrace and /proc (no kernel module, no CRIU).
- * Images: checkpoint/image.h. How it works: docs/ARCHITECTURE.md,
- * "Checkpoint/restart". Functions return 0 or a negative errno and put a
+ * Images: checkpoint/image.h. How it works: docs/design/checkpoint.md. Functions return 0 or a negative errno and put a
  * one-line reason in err. */
 #ifndef STORM_CKPT_H
 #define STORM_CKPT_H

@@ -638,8 +638,8 @@ static int cluster_up(const struct up_opts *o)
 	snprintf(conf.state_dir, sizeof(conf.state_dir), "%s/state", dir);
 	snprintf(conf.socket, sizeof(conf.socket), "%s", sock);
 	snprintf(conf.bootstrap, sizeof(conf.bootstrap), "dir:%s/fabric", dir);
-	/* a fresh cluster key and munged for every cluster (docs/ARCHITECTURE.md,
-	 * "Security"): the daemons and this CLI read their paths from storm.conf */
+	/* a fresh cluster key and munged for every cluster (docs/design/security.md):
+	 * the daemons and this CLI read their paths from storm.conf */
 	snprintf(conf.key_file, sizeof(conf.key_file), "%s/cluster.key", dir);
 	munged_socket_path(dir, conf.munge_socket, sizeof(conf.munge_socket));
 	conf.nnodes = (int)o->nodes;

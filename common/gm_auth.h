@@ -1,7 +1,7 @@
 /* Authentication of what the MM and the node daemons write into each other's
  * global memory (strobes, command slots, reports, report acks): a keyed
  * BLAKE2b tag with the cluster key, a file of 32 random bytes, mode 0600,
- * named by storm.conf's key_file (docs/ARCHITECTURE.md, "Security").
+ * named by storm.conf's key_file (docs/design/security.md).
  *
  * Each tag covers a domain (what kind of message) and, for what a node
  * writes, the node index, so a strobe cannot pass for a command nor node

@@ -6,7 +6,7 @@
  * Fabric ids: the MM is fabric node 0; the compute node with index i (its
  * position in the configuration's node list) is fabric node i + 1.
  *
- * Data flow (docs/ARCHITECTURE.md, "Control plane"):
+ * Data flow (docs/design/control-plane.md):
  * Authentication (common/gm_auth.h): strobes, commands, reports, report acks
  * and file chunks carry a GM_TAG_LEN-byte tag with the cluster key; a
  * receiver drops (and logs) what fails it, and what is older than the last it

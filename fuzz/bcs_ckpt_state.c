@@ -1,4 +1,4 @@
-/* A rank's BCS-MPI state as a checkpoint image keeps it (bcs_mpi/chan_ckpt.c),
+/* A rank's BCS-MPI state as a checkpoint image keeps it (bcs_mpi/abi/chan_ckpt.c),
  * which stormnd decodes at restore. Properties: bcs_ckpt_decode either
  * refuses with a one-line reason or yields a view that encodes back to the
  * same bytes; putting it into an area either fits the submit ring (the

@@ -1,4 +1,4 @@
-/* A BCS-MPI trace file (bcs_mpi/trace_codec.c) as storm replay and the
+/* A BCS-MPI trace file (bcs_mpi/abi/trace_codec.c) as storm replay and the
  * ranks read it. Properties: bcs_trace_decode either refuses with a one-line
  * reason or yields a trace whose every section is for a rank of the job;
  * encoding what it decoded and decoding that again gives the same trace. */

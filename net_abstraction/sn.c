@@ -7,7 +7,7 @@
  * (root, set, fanout), and each member answers its parent with one ACK that
  * aggregates its subtree (which nodes confirmed, which children did not
  * answer, the AND of the condition). The root completes the operation when
- * every child answered or its deadline passed. See docs/ARCHITECTURE.md. */
+ * every child answered or its deadline passed. See docs/design/network.md. */
 #include "sn.h"
 
 #include <errno.h>

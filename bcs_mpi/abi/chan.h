@@ -14,7 +14,7 @@
  * A rank that waits reads `futex`, checks its completions, and sleeps in
  * FUTEX_WAIT on that value: a wake between the check and the sleep changes
  * the value, so it is never lost. Layout shared by bcs_mpi/ (the library)
- * and daemons/node/bcs.c; docs/ARCHITECTURE.md "BCS-MPI". */
+ * and daemons/node/bcs.c; docs/design/bcs-mpi.md. */
 #ifndef STORM_BCS_CHAN_H
 #define STORM_BCS_CHAN_H
 

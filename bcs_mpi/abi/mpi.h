@@ -1,5 +1,5 @@
 /* BCS-MPI: the MPI-3 subset storm runs on globally scheduled communication
- * (docs/ARCHITECTURE.md, "BCS-MPI"). Standard C signatures; a function not
+ * (docs/design/bcs-mpi.md). Standard C signatures; a function not
  * declared here is not provided (a program using it fails to link). */
 #ifndef BCS_MPI_H
 #define BCS_MPI_H

@@ -1,5 +1,5 @@
-/* Who may touch a job: the one place that decides it (docs/ARCHITECTURE.md,
- * "Security"). Listing is open to everyone; acting on a job is not. */
+/* Who may touch a job: the one place that decides it (docs/design/security.md).
+ * Listing is open to everyone; acting on a job is not. */
 #include "mm.h"
 
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * change is committed, so the MM acknowledges a submission only after its
  * job is on disk, and acknowledges a node's report only after what it changed
  * is. Knows nothing of the MM's structures (unit-tested alone); schema and
- * choices: docs/ARCHITECTURE.md, "Persistent state". */
+ * choices: docs/design/persistence.md. */
 #ifndef STORM_MM_DB_H
 #define STORM_MM_DB_H
 

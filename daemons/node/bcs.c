@@ -1,7 +1,7 @@
 /* BCS-MPI in the node daemon: the work the BCS-MPI paper puts on NIC threads.
  *
  * Ranks post descriptors into a memfd shared with this daemon
- * (bcs_mpi/chan.h). At every strobe, for each job that uses MPI here:
+ * (bcs_mpi/abi/chan.h). At every strobe, for each job that uses MPI here:
  *   1. completion: completions gathered during the last slice go into the
  *      ranks' completion rings and blocked ranks are woken (futex);
  *   2. collection: the ranks' new descriptors are read, labelled with the
@@ -10,7 +10,7 @@
  *      carries the send descriptors for its ranks and says "nothing more
  *      from me up to this slice" (its cover);
  *   4. matching: once every node of the job covers slice t, the receivers'
- *      round t runs (bcs_mpi/match.h): sends in (slice, source rank, post
+ *      round t runs (match.h): sends in (slice, source rank, post
  *      order), then receives in post order; MPI_ANY_SOURCE receives and
  *      probes only once the job is quiescent (resolve), so that their
  *      matching is the same whatever the timing;

@@ -1,0 +1,243 @@
+/* The node's end of the timeslice, mirroring the MM's slice.c and cmd.c:
+ * each strobe checked (tag, epoch, order), then the command ring read
+ * (commands for this node acted on in order, those of a restarted MM or
+ * never sent skipped), then the gang switch, BCS-MPI's turn and the report. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layout.h"
+#include "nd.h"
+
+static bool slot_holds(struct nd *nd, uint32_t seq);
+
+/* Does the ring slot hold a command the MM tagged? Its length in *len. */
+static bool slot_genuine(struct nd *nd, const uint8_t *slot, uint32_t *len)
+{
+	memcpy(len, slot, 4);
+	if (*len == 0 || *len > GM_CMD_SLOT_SIZE - 4 - GM_TAG_LEN)
+		return false;
+	return gm_mac_ok(nd->key, GM_MAC_CMD, GM_MAC_ANY_NODE, slot, 4 + *len, slot + 4 + *len);
+}
+
+static void act(struct nd *nd, const Storm__Cl__Command *cmd)
+{
+	size_t k;
+	for (k = 0; k < cmd->n_nodes; k++)
+		if (cmd->nodes[k] == nd->index)
+			break;
+	if (k == cmd->n_nodes)
+		return; /* not addressed to this node */
+	switch (cmd->body_case) {
+	case STORM__CL__COMMAND__BODY_LAUNCH:
+		nd_launch(nd, cmd, k);
+		break;
+	case STORM__CL__COMMAND__BODY_SIGNAL:
+		nd_signal_job(nd, cmd->signal);
+		break;
+	case STORM__CL__COMMAND__BODY_CHECKPOINT:
+		nd_checkpoint(nd, cmd->checkpoint);
+		break;
+	case STORM__CL__COMMAND__BODY_SHUTDOWN:
+		slog("shutdown requested by the MM");
+		nd->stop = true;
+		break;
+	default:
+		slog("command %u has no body; ignored", cmd->seq);
+	}
+}
+
+/* Acts on the ring's commands in sequence order, as far as they arrived. */
+void nd_on_commands(struct nd *nd)
+{
+	while (nd->seen_strobe && !nd->stop) {
+		uint32_t want = nd->cmd_done + 1;
+		uint8_t *slot = nd->gmem + GM_CMD_SLOT(want);
+		uint32_t len;
+		memcpy(&len, slot, 4);
+		if (len == 0)
+			return; /* not arrived yet (consumed slots are zeroed) */
+		if (!slot_genuine(nd, slot, &len)) {
+			/* forged or altered: never acted on, never skipped over
+			 * (skipping would let a forger cancel commands); the MM's
+			 * genuine command overwrites it */
+			if (nd->cmd_refused_seq != want)
+				nd_log_refused(nd, "command slot for %u: %u bytes with a bad tag "
+						   "(forged or altered); refused", want, len);
+			nd->cmd_refused_seq = want;
+			return;
+		}
+		Storm__Cl__Command *cmd = nd_command_decode(slot, &len);
+		if (!cmd) {
+			slog("command slot for %u is malformed (length %u); skipped", want,
+			       len);
+		} else if (cmd->seq > want && cmd->seq - want < GM_CMD_SLOTS * 1024u) {
+			/* the slot was reused: commands want..seq-1 were overwritten
+			 * before we looked (we were stopped or cut off); they are lost
+			 * to us, and waiting for them would stall the ring for good */
+			slog("commands %u..%u were overwritten before this node read them; "
+				   "skipping to %u", want, cmd->seq - 1, cmd->seq);
+			storm__cl__command__free_unpacked(cmd, NULL);
+			nd->cmd_done = cmd->seq - 1;
+			continue;
+		} else if (cmd->seq != want) {
+			/* an older command (a replay, or the slot's previous use) */
+			if (nd->cmd_warned_seq != cmd->seq)
+				slog("command slot for %u holds command %u; waiting", want,
+				       cmd->seq);
+			nd->cmd_warned_seq = cmd->seq;
+			storm__cl__command__free_unpacked(cmd, NULL);
+			return;
+		} else {
+			act(nd, cmd);
+			storm__cl__command__free_unpacked(cmd, NULL);
+		}
+		/* zeroed so an old command is never taken for a new one; the MM
+		 * reuses the slot only after we report cmd_done >= want */
+		memset(slot, 0, 4);
+		nd->cmd_done = want;
+	}
+}
+
+/* Commands cmd_done+1..last_sent missing from the ring while a later one is
+ * there were never sent to this node (it was not UP for the MM: the MM sends
+ * the next command once every UP node holds the last). After a DOWN spell
+ * (rejoined) none of the missing ones will come, even with no later one
+ * here. Either way: continue at the first that did arrive, else after
+ * last_sent. */
+static void skip_unsent_commands(struct nd *nd, uint32_t last_sent, bool rejoined)
+{
+	uint32_t want = nd->cmd_done + 1, len;
+	if (want > last_sent)
+		return;
+	memcpy(&len, nd->gmem + GM_CMD_SLOT(want), 4);
+	if (len && !rejoined)
+		return; /* it is there (or its slot's older command, to wait out) */
+	uint32_t from = last_sent - want >= GM_CMD_SLOTS ? last_sent - GM_CMD_SLOTS + 1 : want;
+	uint32_t resume = rejoined ? last_sent + 1 : 0;
+	for (uint32_t q = from; q <= last_sent; q++)
+		if (slot_holds(nd, q)) {
+			resume = q;
+			break;
+		}
+	if (!resume)
+		return; /* the next one is on its way */
+	if (rejoined)
+		slog("back after missing more than %u strobes; commands %u..%u never "
+			   "reached this node, continuing after them",
+		       nd->conf.down_after, want, resume - 1);
+	else
+		slog("commands %u..%u were not sent to this node (it was not UP for the "
+			   "MM); continuing at %u", want, resume - 1, resume);
+	nd->cmd_done = resume - 1;
+	nd_on_commands(nd);
+}
+
+/* Does the ring slot of seq hold command seq? */
+static bool slot_holds(struct nd *nd, uint32_t seq)
+{
+	uint32_t len;
+	uint8_t *slot = nd->gmem + GM_CMD_SLOT(seq);
+	if (!slot_genuine(nd, slot, &len))
+		return false;
+	Storm__Cl__Command *cmd = nd_command_decode(slot, &len);
+	bool holds = cmd && cmd->seq == seq;
+	if (cmd)
+		storm__cl__command__free_unpacked(cmd, NULL);
+	return holds;
+}
+
+/* The MM restarted (its strobes carry a new epoch): its command numbers,
+ * file chunk numbers and slices start over. What the old one left in the
+ * ring is dropped; the jobs, their ranks and the queued records stay, and
+ * the reports continue (the MM takes any sequence above what it acked). */
+static void mm_restarted(struct nd *nd, const struct strobe *s)
+{
+	slog("the machine manager restarted (new epoch at its slice %" PRIu64
+		   "); commands from %u", s->slice, s->cmd_seq + 1);
+	for (uint32_t q = 0; q < GM_CMD_SLOTS; q++)
+		memset(nd->gmem + GM_CMD_SLOT(q), 0, 4);
+	nd->cmd_done = s->cmd_seq;
+	nd->cmd_warned_seq = 0;
+	nd->slice = 0;
+	nd_files_close(nd);
+	for (int b = 0; b < 2; b++) {
+		nd->file_seq[b] = 0;
+		sn_var_store(nd->sn, GM_VAR_FILE_DONE(b), 0);
+	}
+}
+
+void nd_on_strobe(struct nd *nd)
+{
+	struct strobe s;
+	uint64_t ack, run;
+	if (nd_strobe_read(nd->gmem + GM_STROBE, nd->index, &s, &ack, &run) < 0 ||
+	    s.nnodes != (uint32_t)nd->conf.nnodes) {
+		nd_log_refused(nd, "strobe %" PRIu64 " claims %u nodes, the cluster has %d; refused",
+			       s.slice, s.nnodes, nd->conf.nnodes);
+		return;
+	}
+	const uint8_t *raw = nd->gmem + GM_STROBE;
+	if (!gm_mac_ok(nd->key, GM_MAC_STROBE, GM_MAC_ANY_NODE, raw, strobe_signed_size(s.nnodes),
+		       raw + strobe_signed_size(s.nnodes))) {
+		nd_log_refused(nd, "strobe %" PRIu64 " has a bad tag (forged or altered); refused",
+			       s.slice);
+		return;
+	}
+	/* strobes come down the tree or, to a late node, straight from the MM:
+	 * an older one can land after a newer one, and its acknowledgements
+	 * would look like the MM going back (then a report would be renumbered
+	 * onto one already consumed, and lost) */
+	if (nd->seen_strobe && s.epoch < nd->mm_epoch) {
+		/* epochs only grow (db_next_epoch): an earlier MM's strobe */
+		nd_log_refused(nd, "strobe %" PRIu64 " is from an earlier machine manager: "
+				   "replayed; refused", s.slice);
+		return;
+	}
+	if (nd->seen_strobe && s.epoch != nd->mm_epoch)
+		mm_restarted(nd, &s);
+	nd->mm_epoch = s.epoch;
+	if (nd->seen_strobe && s.slice <= nd->slice) {
+		/* the tree and a direct send can reorder by one or two slices;
+		 * anything older is a replay */
+		if (s.slice + 8 < nd->slice)
+			nd_log_refused(nd, "strobe %" PRIu64 " is older than the last one (%" PRIu64
+					   "): replayed; refused", s.slice, nd->slice);
+		return;
+	}
+	if (!nd->seen_strobe) {
+		nd->seen_strobe = true;
+		/* earlier commands went out before this node was up */
+		if (nd->cmd_done == 0)
+			nd->cmd_done = s.cmd_seq;
+		slog("first strobe: slice %" PRIu64 ", commands from %u", s.slice,
+		       nd->cmd_done + 1);
+	}
+	uint64_t t_recv = clock_mono_ns();
+	bool rejoined = nd->slice && s.slice > nd->slice + nd->conf.down_after;
+	if (nd->slice && s.slice > nd->slice + 1)
+		nd->missed_strobes += s.slice - nd->slice - 1;
+	nd->slice = s.slice;
+	nd_on_commands(nd);
+	skip_unsent_commands(nd, s.cmd_seq, rejoined);
+	if (nd->helpers)
+		nd_ckpt_poll(nd);
+	nd->strobe_cmd_seq = s.cmd_seq;
+	/* a checkpoint learns first that its job is named to run: it may
+	 * have been given up, and then the job runs at once */
+	for (struct nd_job *j = nd->jobs; j; j = j->next)
+		if (j->id == run && (j->ckpt_busy || j->ckpt_frozen))
+			nd_ckpt_running(nd, j);
+	int switched = nd_gang_apply(nd, run);
+	nd_bcs_strobe(nd);
+	if (nd->trace) {
+		/* slice, the MM's switch count, when it came, when the switch was done */
+		fprintf(nd->trace, "strobe %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %d\n",
+			s.slice, s.switches, t_recv, switched ? clock_mono_ns() : 0, switched);
+	}
+	nd->switches = s.switches;
+	if (nd->cg_pending)
+		nd_gang_timers(nd);
+	nd_report(nd, ack);
+}
