@@ -77,8 +77,9 @@ static void setup(int which)
 	mm.row = -1;
 	mm.next_job_id = 1;
 	mm.cmd_tail = &mm.cmd_queue;
-	mm.listen_fd = mm.timer_fd = mm.probe_fd = mm.signal_fd = mm.sn_fd = -1;
-	mm.epfd = epoll_create1(EPOLL_CLOEXEC);
+	mm.listen_fd = mm.signal_fd = mm.sn_fd = -1;
+	mm.loop = ev_loop_new();
+	FUZZ_ASSERT(mm.loop, "out of memory");
 	stub_sn_reset(layout_gmem_size((uint32_t)nn));
 	struct sn_config sc;
 	sn_config_defaults(&sc);
@@ -128,8 +129,7 @@ static struct client *get_client(int i)
 	ctl_session_init(&cl[i].sess, false, NULL, c->uid);
 	cl[i].sess.keyed = true;
 	memcpy(cl[i].sess.key, session_key, CTL_KEY_LEN);
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
-	epoll_ctl(mm.epfd, EPOLL_CTL_ADD, c->fd, &ev);
+	c->mm = &mm; /* driven by client_on_io here, never by the loop */
 	c->next = mm.clients;
 	mm.clients = c;
 	cl[i].c = c;

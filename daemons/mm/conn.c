@@ -16,9 +16,13 @@
 
 static void update_epoll(struct mm *mm, struct client *c)
 {
-	struct epoll_event ev = { .events = EPOLLIN | (c->out_len ? EPOLLOUT : 0),
-				  .data.u64 = (uint64_t)(uintptr_t)c };
-	epoll_ctl(mm->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+	ev_io_mod(mm->loop, c->fd, EPOLLIN | (c->out_len ? EPOLLOUT : 0));
+}
+
+static void on_io(void *arg, uint32_t events)
+{
+	struct client *c = arg;
+	client_on_io(c->mm, c, events);
 }
 
 int client_accept(struct mm *mm)
@@ -34,13 +38,13 @@ int client_accept(struct mm *mm)
 		close(fd);
 		return 1;
 	}
+	c->mm = mm;
 	c->fd = fd;
 	ctl_session_init(&c->sess, true, mm->conf.munge_socket, 0);
 	c->uid = cr.uid;
 	c->gid = cr.gid;
 	c->pid = cr.pid;
-	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint64_t)(uintptr_t)c };
-	if (epoll_ctl(mm->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+	if (ev_io_add(mm->loop, fd, EPOLLIN, on_io, c) < 0) {
 		free(c);
 		close(fd);
 		return 1;
@@ -119,7 +123,7 @@ void client_finish(struct mm *mm, struct client *c)
 void client_close(struct mm *mm, struct client *c)
 {
 	if (c->fd >= 0) {
-		epoll_ctl(mm->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+		ev_io_del(mm->loop, c->fd);
 		close(c->fd);
 		c->fd = -1;
 	}

@@ -21,9 +21,6 @@
 #include <sodium.h>
 #include <unistd.h>
 
-/* epoll tags: small integers for our own fds, client pointers otherwise */
-enum { TAG_LISTEN = 1, TAG_TIMER, TAG_PROBE, TAG_SIGNAL, TAG_SN };
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -67,17 +64,139 @@ static int listen_socket(const char *path)
 	return fd;
 }
 
-static int ep_add(int epfd, int fd, uint64_t tag)
-{
-	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = tag };
-	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
-}
-
 void mm_wire(struct mm *mm)
 {
 	ctl_init(mm);
 	job_init(mm);
 	ckpt_init(mm);
+}
+
+
+/* Local completions and remote events the loop reacts to between slices. */
+static void poll_events(struct mm *mm)
+{
+	sn_progress(mm->sn);
+	if (sn_test_event(mm->sn, EV_REPORT, 0, NULL) != 0) {
+		while (sn_test_event(mm->sn, EV_REPORT, 0, NULL) > 0)
+			;
+		report_on_event(mm);
+	}
+	cmd_on_sent_event(mm);
+	transfer_step(mm);
+	cmd_pump(mm);
+}
+
+/* SIGUSR1: what the manager believes, in its log, for diagnosis. */
+static void dump_state(struct mm *mm)
+{
+	struct mallinfo2 mi = mallinfo2();
+	int jobs = 0;
+	for (struct job *j = mm->jobs; j; j = j->next)
+		jobs++;
+	/* bench/soak reads this line: heap in use against the job count */
+	slog("memory: heap %zu bytes in use, %zu mapped, %lld of them SQLite's; %d jobs in "
+	       "memory", mi.uordblks, mi.hblkhd, (long long)db_memory_used(), jobs);
+	slog("state: slice %llu, command %u%s, %s transfer, file chunk %llu",
+	       (unsigned long long)mm->slice, mm->cmd_seq, mm->cmd_inflight ? " in flight" : "",
+	       transfer_job(mm) ? "a" : "no", (unsigned long long)mm->file_seq);
+	for (int i = 0; i < mm->conf.nnodes; i++) {
+		const struct mm_node *n = &mm->nodes[i];
+		slog("  node %s: %s, report %llu heard at slice %llu, command %u, row %d job %llu",
+		       mm->conf.nodes[i],
+		       protobuf_c_enum_descriptor_get_value(&storm__ctl__node_state__descriptor,
+							    n->state)->name,
+		       (unsigned long long)n->report_seq, (unsigned long long)n->heard_slice,
+		       n->cmd_done, mm->row,
+		       (unsigned long long)(mm->row >= 0 ? matrix_at(&mm->matrix, mm->row, i) : 0));
+	}
+	for (struct job *j = mm->jobs; j; j = j->next) {
+		if (!job_active(j))
+			continue;
+		char waiting[256] = "";
+		size_t w = 0;
+		for (uint32_t k = 0; k < j->nnodes && w + 12 < sizeof(waiting); k++)
+			if (!j->node_done[k])
+				w += (size_t)snprintf(waiting + w, sizeof(waiting) - w, " %s",
+						      mm->conf.nodes[j->nodes[k]]);
+		slog("  job %llu: %s, %u/%u nodes done, %u/%u ranks ended; waiting for:%s",
+		       (unsigned long long)j->id,
+		       protobuf_c_enum_descriptor_get_value(&storm__ctl__job_state__descriptor,
+							    j->state)->name,
+		       j->nodes_done, j->nnodes, j->ranks_ended, j->nranks, waiting);
+	}
+}
+
+/* ---- what the event loop calls (common/evloop.h) */
+
+static void on_listen(void *arg, uint32_t events)
+{
+	(void)events;
+	while (client_accept(arg) > 0)
+		;
+}
+
+/* the slice runs after the turn's reports and commands (on_turn) */
+static void on_slice_timer(void *arg)
+{
+	((struct mm *)arg)->tick_due = true;
+}
+
+static void on_probe_timer(void *arg)
+{
+	probe_tick(arg);
+}
+
+static void on_signal(void *arg, uint32_t events)
+{
+	struct mm *mm = arg;
+	(void)events;
+	struct signalfd_siginfo si;
+	while (read(mm->signal_fd, &si, sizeof(si)) == sizeof(si))
+		if (si.ssi_signo == SIGUSR1)
+			dump_state(mm);
+		else if (!mm->shutting_down) {
+			slog("signal %u: shutting the cluster down", si.ssi_signo);
+			mm_shutdown(mm, "the machine manager was stopped");
+		}
+}
+
+/* the fabric's wait descriptor only wakes the loop; on_turn progresses it */
+static void on_fabric(void *arg, uint32_t events)
+{
+	(void)arg;
+	(void)events;
+}
+
+/* how long the fabric lets the loop sleep; last, as it arms the wait fd */
+static int fabric_limit(void *arg)
+{
+	struct mm *mm = arg;
+	int timeout = -1;
+	if (sn_prepare_wait(mm->sn) < 0 || mm->sn_fd < 0)
+		timeout = mm->sn_fd < 0 ? 1 : 0;
+	int t = sn_next_timeout_ms(mm->sn);
+	if (t >= 0 && (timeout < 0 || t < timeout))
+		timeout = t;
+	return timeout;
+}
+
+/* a transfer polls its flow control */
+static int transfer_limit(void *arg)
+{
+	return ((struct mm *)arg)->xfer ? 1 : -1;
+}
+
+static void on_turn(void *arg)
+{
+	struct mm *mm = arg;
+	poll_events(mm);
+	if (mm->tick_due) {
+		mm->tick_due = false;
+		slice_tick(mm);
+	}
+	if (mm->shutting_down && ((!mm->cmd_queue && !mm->cmd_inflight) ||
+				  clock_wall_s() > mm->shutdown_deadline))
+		ev_stop(mm->loop);
 }
 
 static int start(struct mm *mm, const char *conf_path)
@@ -145,26 +264,17 @@ static int start(struct mm *mm, const char *conf_path)
 		return -1;
 	}
 
-	mm->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (mm->epfd < 0)
+	if (!(mm->loop = ev_loop_new()))
 		return -1;
-	mm->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	struct itimerspec its = { 0 };
-	its.it_interval.tv_sec = c->timeslice_us / 1000000;
-	its.it_interval.tv_nsec = (long)(c->timeslice_us % 1000000) * 1000;
 	/* slice 1 at once: with long slices, nodes would wait a whole one */
-	its.it_value.tv_nsec = 1000;
-	timerfd_settime(mm->timer_fd, 0, &its, NULL);
-	mm->probe_fd = -1;
-	if ((uint64_t)c->timeslice_us * 4 > PROBE_US) {
-		mm->probe_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-		struct itimerspec p = { .it_interval = { 0, PROBE_US * 1000L } };
-		p.it_value = p.it_interval;
-		if (mm->probe_fd < 0 || timerfd_settime(mm->probe_fd, 0, &p, NULL) < 0 ||
-		    ep_add(mm->epfd, mm->probe_fd, TAG_PROBE) < 0) {
-			slog("error: probe timer: %s", strerror(errno));
-			return -1;
-		}
+	if (ev_timer_add(mm->loop, 1, c->timeslice_us, on_slice_timer, mm) < 0) {
+		slog("error: slice timer: %s", strerror(errno));
+		return -1;
+	}
+	if ((uint64_t)c->timeslice_us * 4 > PROBE_US &&
+	    (mm->probe_timer = ev_timer_add(mm->loop, PROBE_US, PROBE_US, on_probe_timer, mm)) < 0) {
+		slog("error: probe timer: %s", strerror(errno));
+		return -1;
 	}
 	sigset_t ss;
 	sigemptyset(&ss);
@@ -175,11 +285,13 @@ static int start(struct mm *mm, const char *conf_path)
 	signal(SIGPIPE, SIG_IGN);
 	mm->signal_fd = signalfd(-1, &ss, SFD_NONBLOCK | SFD_CLOEXEC);
 	mm->sn_fd = sn_wait_fd(mm->sn);
-	if (ep_add(mm->epfd, mm->listen_fd, TAG_LISTEN) < 0 ||
-	    ep_add(mm->epfd, mm->timer_fd, TAG_TIMER) < 0 ||
-	    ep_add(mm->epfd, mm->signal_fd, TAG_SIGNAL) < 0 ||
-	    (mm->sn_fd >= 0 && ep_add(mm->epfd, mm->sn_fd, TAG_SN) < 0)) {
-		slog("error: epoll: %s", strerror(errno));
+	if (ev_io_add(mm->loop, mm->listen_fd, EPOLLIN, on_listen, mm) < 0 ||
+	    ev_io_add(mm->loop, mm->signal_fd, EPOLLIN, on_signal, mm) < 0 ||
+	    (mm->sn_fd >= 0 && ev_io_add(mm->loop, mm->sn_fd, EPOLLIN, on_fabric, mm) < 0) ||
+	    ev_limit_add(mm->loop, fabric_limit, mm) < 0 ||
+	    ev_limit_add(mm->loop, transfer_limit, mm) < 0 ||
+	    ev_turn_add(mm->loop, on_turn, mm) < 0) {
+		slog("error: event loop: %s", strerror(errno));
 		return -1;
 	}
 	slog("cluster '%s': %d nodes, %s, timeslice %u us, socket %s", c->name, c->nnodes,
@@ -189,111 +301,10 @@ static int start(struct mm *mm, const char *conf_path)
 	return 0;
 }
 
-/* Local completions and remote events the loop reacts to between slices. */
-static void poll_events(struct mm *mm)
-{
-	sn_progress(mm->sn);
-	if (sn_test_event(mm->sn, EV_REPORT, 0, NULL) != 0) {
-		while (sn_test_event(mm->sn, EV_REPORT, 0, NULL) > 0)
-			;
-		report_on_event(mm);
-	}
-	cmd_on_sent_event(mm);
-	transfer_step(mm);
-	cmd_pump(mm);
-}
-
-/* SIGUSR1: what the manager believes, in its log, for diagnosis. */
-static void dump_state(struct mm *mm)
-{
-	struct mallinfo2 mi = mallinfo2();
-	int jobs = 0;
-	for (struct job *j = mm->jobs; j; j = j->next)
-		jobs++;
-	/* bench/soak reads this line: heap in use against the job count */
-	slog("memory: heap %zu bytes in use, %zu mapped, %lld of them SQLite's; %d jobs in "
-	       "memory", mi.uordblks, mi.hblkhd, (long long)db_memory_used(), jobs);
-	slog("state: slice %llu, command %u%s, %s transfer, file chunk %llu",
-	       (unsigned long long)mm->slice, mm->cmd_seq, mm->cmd_inflight ? " in flight" : "",
-	       transfer_job(mm) ? "a" : "no", (unsigned long long)mm->file_seq);
-	for (int i = 0; i < mm->conf.nnodes; i++) {
-		const struct mm_node *n = &mm->nodes[i];
-		slog("  node %s: %s, report %llu heard at slice %llu, command %u, row %d job %llu",
-		       mm->conf.nodes[i],
-		       protobuf_c_enum_descriptor_get_value(&storm__ctl__node_state__descriptor,
-							    n->state)->name,
-		       (unsigned long long)n->report_seq, (unsigned long long)n->heard_slice,
-		       n->cmd_done, mm->row,
-		       (unsigned long long)(mm->row >= 0 ? matrix_at(&mm->matrix, mm->row, i) : 0));
-	}
-	for (struct job *j = mm->jobs; j; j = j->next) {
-		if (!job_active(j))
-			continue;
-		char waiting[256] = "";
-		size_t w = 0;
-		for (uint32_t k = 0; k < j->nnodes && w + 12 < sizeof(waiting); k++)
-			if (!j->node_done[k])
-				w += (size_t)snprintf(waiting + w, sizeof(waiting) - w, " %s",
-						      mm->conf.nodes[j->nodes[k]]);
-		slog("  job %llu: %s, %u/%u nodes done, %u/%u ranks ended; waiting for:%s",
-		       (unsigned long long)j->id,
-		       protobuf_c_enum_descriptor_get_value(&storm__ctl__job_state__descriptor,
-							    j->state)->name,
-		       j->nodes_done, j->nnodes, j->ranks_ended, j->nranks, waiting);
-	}
-}
-
 static void run(struct mm *mm)
 {
-	struct epoll_event evs[64];
-	for (;;) {
-		int timeout = -1;
-		if (sn_prepare_wait(mm->sn) < 0 || mm->sn_fd < 0)
-			timeout = mm->sn_fd < 0 ? 1 : 0;
-		int t = sn_next_timeout_ms(mm->sn);
-		if (t >= 0 && (timeout < 0 || t < timeout))
-			timeout = t;
-		if (mm->xfer && (timeout < 0 || timeout > 1))
-			timeout = 1; /* a transfer polls its flow control */
-		int n = epoll_wait(mm->epfd, evs, 64, timeout);
-		if (n < 0 && errno != EINTR) {
-			slog("error: epoll_wait: %s", strerror(errno));
-			return;
-		}
-		bool tick = false;
-		for (int i = 0; i < n; i++) {
-			uint64_t tag = evs[i].data.u64;
-			if (tag == TAG_LISTEN) {
-				while (client_accept(mm) > 0)
-					;
-			} else if (tag == TAG_TIMER) {
-				uint64_t expirations;
-				if (read(mm->timer_fd, &expirations, 8) == 8)
-					tick = true;
-			} else if (tag == TAG_PROBE) {
-				uint64_t expirations;
-				if (read(mm->probe_fd, &expirations, 8) == 8)
-					probe_tick(mm);
-			} else if (tag == TAG_SIGNAL) {
-				struct signalfd_siginfo si;
-				while (read(mm->signal_fd, &si, sizeof(si)) == sizeof(si))
-					if (si.ssi_signo == SIGUSR1)
-						dump_state(mm);
-					else if (!mm->shutting_down) {
-						slog("signal %u: shutting the cluster down", si.ssi_signo);
-						mm_shutdown(mm, "the machine manager was stopped");
-					}
-			} else if (tag != TAG_SN) {
-				client_on_io(mm, (struct client *)(uintptr_t)tag, evs[i].events);
-			}
-		}
-		poll_events(mm);
-		if (tick)
-			slice_tick(mm);
-		if (mm->shutting_down && ((!mm->cmd_queue && !mm->cmd_inflight) ||
-					  clock_wall_s() > mm->shutdown_deadline))
-			return;
-	}
+	if (ev_run(mm->loop) < 0)
+		slog("error: epoll_wait: %s", strerror(errno));
 }
 
 void mm_stop(struct mm *mm)
@@ -322,14 +333,10 @@ void mm_stop(struct mm *mm)
 		close(mm->listen_fd);
 		unlink(mm->conf.socket);
 	}
-	if (mm->timer_fd > 0)
-		close(mm->timer_fd);
-	if (mm->probe_fd > 0)
-		close(mm->probe_fd);
 	if (mm->signal_fd > 0)
 		close(mm->signal_fd);
-	if (mm->epfd > 0)
-		close(mm->epfd);
+	if (mm->loop)
+		ev_loop_free(mm->loop);
 	matrix_free(&mm->matrix);
 	if (mm->trace)
 		fclose(mm->trace);

@@ -23,6 +23,7 @@
 #include "config.h"
 #include "control.pb-c.h"
 #include "ctl_auth.h"
+#include "evloop.h"
 #include "fault.h"
 #include "frame.h"
 #include "gm_auth.h"
@@ -35,6 +36,7 @@
 struct job;
 
 struct client {
+	struct mm *mm;
 	int fd;
 	uid_t uid;
 	gid_t gid;
@@ -138,8 +140,10 @@ struct mm_ckpt {
 struct mm {
 	struct storm_conf conf;
 	struct sn_ctx *sn;
-	int epfd, listen_fd, timer_fd, signal_fd, sn_fd;
-	int probe_fd; /* armed only when 4 timeslices exceed PROBE_US */
+	struct ev_loop *loop;    /* common/evloop.h: every descriptor and timer */
+	int listen_fd, signal_fd, sn_fd;
+	int probe_timer;         /* 0, or when 4 timeslices exceed PROBE_US its timer */
+	bool tick_due;           /* the slice timer fired this turn */
 	uint64_t slice;
 	double slice_start;
 	struct mm_node *nodes;
@@ -308,8 +312,8 @@ bool gang_runs_now(struct mm *mm, const struct job *j);
 int gang_home(struct mm *mm, const struct job *j);
 const char *gang_waiting_reason(struct mm *mm, const struct job *j, char *buf, size_t len);
 
-/* ckpt.c */
-void ckpt_init(struct mm *mm);
+/* ckpt_rec.c: the records */
+struct mm_ckpt *ckpt_rec_new(struct mm *mm, const struct job *j);
 struct mm_ckpt *ckpt_rec_find(struct mm *mm, uint64_t id);
 struct mm_ckpt *ckpt_rec_latest_complete(struct mm *mm, uint64_t job);
 void ckpt_rec_delete(struct mm *mm, struct mm_ckpt *r);
@@ -317,6 +321,31 @@ void ckpt_rec_delete(struct mm *mm, struct mm_ckpt *r);
  * database; ckpt_load reads them back when the MM starts. */
 void ckpt_persist(struct mm *mm, struct mm_ckpt *r);
 int ckpt_load(struct mm *mm);
+/* Slurm's block distribution, as the Launch: the node position of a rank. */
+uint32_t ckpt_pos_of_rank(uint32_t nranks, uint32_t nnodes, uint32_t rank);
+/* A checkpoint's directory under a node's state directory (epoch 0: the
+ * job's files, shared by its checkpoints). */
+void ckpt_rec_dir(char *buf, size_t len, uint64_t job, uint32_t epoch);
+/* What storm checkpoints shows of r; where (2 * nranks + 1 entries) holds
+ * the node names it points into. */
+void ckpt_rec_info(struct mm *mm, const struct mm_ckpt *r, Storm__Ctl__CheckpointInfo *i,
+		   char **where);
+void ckpt_reply_info(struct mm *mm, struct client *c, const struct mm_ckpt *r);
+
+/* ckpt_restart.c: a new job from checkpoint r on `nodes` nodes (0: as many
+ * as it had), queued; NULL with why */
+struct job *ckpt_restart_job(struct mm *mm, struct mm_ckpt *r, uint32_t nodes, bool interactive,
+			     char *why, size_t len);
+void ckpt_send_submitted(struct mm *mm, struct client *c, struct job *j, const char *reason);
+/* the job_ckpt_hooks a restart answers (their meaning: struct job_ckpt_hooks) */
+int ckpt_restart_prepare(struct mm *mm, struct job *j);
+bool ckpt_stage_note(struct mm *mm, struct job *j, int node, const Storm__Cl__JobNote *n);
+void ckpt_fill_launch(struct mm *mm, struct job *j, Storm__Cl__Launch *l, char **old_dirs);
+/* Restarts whose staging stalled fail (from ckpt_tick). */
+void ckpt_stage_check(struct mm *mm);
+
+/* ckpt.c: the protocol and the requests */
+void ckpt_init(struct mm *mm);
 /* Starts a checkpoint of a running job; c (may be NULL) gets the answer.
  * 0, or -1 with why filled. */
 int ckpt_begin(struct mm *mm, struct job *j, struct client *c, char *why, size_t len);

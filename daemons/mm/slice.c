@@ -45,7 +45,7 @@ static void send_strobe(struct mm *mm)
 		if (fresh) {
 			sn_set_add(&tree, fabric_id((uint32_t)i));
 		} else if (n->state == STORM__CTL__NODE_STATE__UP ||
-			   (mm->probe_fd < 0 && mm->slice % 4 == 0)) {
+			   (!mm->probe_timer && mm->slice % 4 == 0)) {
 			/* suspects every slice, the rest as a probe every fourth
 			 * slice, or every PROBE_US from probe_tick when slices are
 			 * long (else an 8 s slice kept a starting node waiting 32 s) */

@@ -44,7 +44,6 @@
 #include "layout.h"
 #include "nd.h"
 
-#define BCS_MAGIC 0x3153434bu   /* mailbox message */
 #define BCS_BUDGET (1u << 20)   /* bytes granted per source node and slice */
 #define BCS_DEAD_JOBS 64
 #define BCS_HASH 4096           /* buckets of the per-job request tables */
@@ -60,18 +59,23 @@ static unsigned hkey(uint32_t a, uint32_t b)
 
 enum mtype { M_DESC = 1, M_GRANT = 2, M_DATA = 3, M_ABORT = 4, M_RED = 5 };
 
-struct mhdr {
-	uint32_t magic;
-	uint32_t seq;
-	uint32_t type;
-	uint32_t len;   /* body bytes after the header */
-	uint64_t job;
-	uint64_t slice; /* DESC: cover (UINT64_MAX: the node is done with the job) */
+/* BCS-MPI's header, first in the body of each of its mailbox messages; the
+ * mailbox carries the job and, as its arg, the slice */
+struct bhdr {
 	uint32_t count; /* entries in the body */
 	uint32_t flags;
-	uint64_t inc;   /* the sending daemon's incarnation (its start time) */
 	uint32_t quiet; /* DESC: the node was quiet for the job at this cover */
 	uint32_t ckpt;  /* DESC: CK_* of the checkpoint ckpt_id being drained */
+	uint64_t ckpt_id;
+};
+
+/* a received message as on_message reads it */
+struct mhdr {
+	uint32_t type;
+	uint32_t len;   /* body bytes after BCS's header */
+	uint64_t job;
+	uint64_t slice; /* DESC: cover (UINT64_MAX: the node is done with the job) */
+	uint32_t count, flags, quiet, ckpt;
 	uint64_t ckpt_id;
 };
 
@@ -101,18 +105,6 @@ struct wdata {
 	uint32_t rreq;
 	uint64_t off;
 	uint64_t len;
-};
-
-struct omsg {
-	struct omsg *next;
-	uint32_t to;
-	size_t len;
-	uint8_t data[];
-};
-
-struct outbox {
-	uint32_t sent;    /* messages written to the peer */
-	struct omsg *head, *tail;
 };
 
 /* a matched message, at the receiver's node */
@@ -205,18 +197,13 @@ struct bjob {
 
 struct nd_bcs {
 	uint32_t nnodes, self;
-	size_t max_msg;
-	struct outbox *out;
-	uint32_t *consumed, *unacked; /* per source node */
-	uint64_t inc;                 /* this daemon's incarnation */
+	size_t max_msg;               /* a body, BCS's header included */
 	uint32_t next_flags;          /* mhdr.flags of the next mb_send */
 	uint32_t next_quiet;          /* mhdr.quiet of the next mb_send */
 	uint32_t next_ckpt;           /* mhdr.ckpt and ckpt_id of the next mb_send */
 	uint64_t next_ckpt_id;
-	struct gm_ratelimit forged_log;
 	uint64_t phase_at_ns;         /* when this slice's exchange runs, 0: done */
 	uint64_t phase_slice;
-	uint64_t *peer_inc;           /* per source node: its incarnation, 0: unknown */
 	struct bjob *jobs;
 	uint64_t dead[BCS_DEAD_JOBS];
 	unsigned ndead;
@@ -240,38 +227,7 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem)
 	return q;
 }
 
-/* ---- mailboxes */
-
-static void mb_xfer(struct nd *nd, struct omsg *m)
-{
-	struct nd_bcs *b = nd->bcs;
-	struct mhdr *h = (struct mhdr *)m->data;
-	struct sn_nodeset to;
-	sn_set_clear(&to);
-	sn_set_add(&to, fabric_id(m->to));
-	uint64_t off = gm_bcs_slot(b->nnodes, b->self, h->seq % GM_BCS_SLOTS);
-	/* the tag covers the numbered header and the body, bound to this node */
-	gm_mac(nd->key, GM_MAC_BCS, b->self, m->data, m->len, m->data + m->len);
-	int rc = sn_xfer(nd->sn, &to, off, m->data, m->len + GM_TAG_LEN, SN_NO_EVENT, EV_BCS, 0);
-	if (rc < 0)
-		slog("bcs: message to node %u lost: %s", m->to, sn_strerror(nd->sn));
-}
-
-static void mb_flush(struct nd *nd, uint32_t to)
-{
-	struct nd_bcs *b = nd->bcs;
-	struct outbox *o = &b->out[to];
-	uint64_t acked = sn_var_load(nd->sn, gm_bcs_ack(b->nnodes, to));
-	while (o->head && o->sent - (uint32_t)acked < GM_BCS_SLOTS) {
-		struct omsg *m = o->head;
-		o->head = m->next;
-		if (!o->head)
-			o->tail = NULL;
-		((struct mhdr *)m->data)->seq = ++o->sent;
-		mb_xfer(nd, m);
-		free(m);
-	}
-}
+/* ---- sending, through the mailboxes (mailbox.c) */
 
 static void mb_send(struct nd *nd, uint32_t to, uint32_t type, uint64_t job, uint64_t slice,
 		    uint32_t count, const void *body, size_t len, const void *body2, size_t len2);
@@ -294,32 +250,14 @@ static void mb_send(struct nd *nd, uint32_t to, uint32_t type, uint64_t job, uin
 		    uint32_t count, const void *body, size_t len, const void *body2, size_t len2)
 {
 	struct nd_bcs *b = nd->bcs;
-	struct omsg *m = malloc(sizeof(*m) + sizeof(struct mhdr) + len + len2 + GM_TAG_LEN);
-	if (!m)
-		abort();
-	m->next = NULL;
-	m->to = to;
-	m->len = sizeof(struct mhdr) + len + len2;
-	struct mhdr h = {.magic = BCS_MAGIC, .type = type, .len = (uint32_t)(len + len2),
-			 .job = job, .slice = slice, .count = count, .inc = b->inc,
-			 .flags = b->next_flags, .quiet = b->next_quiet, .ckpt = b->next_ckpt,
-			 .ckpt_id = b->next_ckpt_id};
+	struct bhdr h = {.count = count, .flags = b->next_flags, .quiet = b->next_quiet,
+			 .ckpt = b->next_ckpt, .ckpt_id = b->next_ckpt_id};
 	b->next_flags = 0;
 	b->next_quiet = 0;
 	b->next_ckpt = 0;
 	b->next_ckpt_id = 0;
-	memcpy(m->data, &h, sizeof(h));
-	if (len)
-		memcpy(m->data + sizeof(h), body, len);
-	if (len2)
-		memcpy(m->data + sizeof(h) + len, body2, len2);
-	struct outbox *o = &b->out[to];
-	if (o->tail)
-		o->tail->next = m;
-	else
-		o->head = m;
-	o->tail = m;
-	mb_flush(nd, to);
+	struct iovec parts[3] = {{&h, sizeof(h)}, {(void *)body, len}, {(void *)body2, len2}};
+	nd_mb_send(nd, to, type, job, slice, parts, 3);
 }
 
 static void mb_send_flags(struct nd *nd, uint32_t to, uint32_t type, uint64_t job,
@@ -328,20 +266,6 @@ static void mb_send_flags(struct nd *nd, uint32_t to, uint32_t type, uint64_t jo
 {
 	nd->bcs->next_flags = flags;
 	mb_send(nd, to, type, job, slice, count, body, len, NULL, 0);
-}
-
-static void mb_ack(struct nd *nd, uint32_t from)
-{
-	struct nd_bcs *b = nd->bcs;
-	if (!b->unacked[from])
-		return;
-	b->unacked[from] = 0;
-	uint64_t v = b->consumed[from];
-	struct sn_nodeset to;
-	sn_set_clear(&to);
-	sn_set_add(&to, fabric_id(from));
-	if (sn_xfer(nd->sn, &to, gm_bcs_ack(b->nnodes, b->self), &v, 8, SN_NO_EVENT, EV_BCS, 0) < 0)
-		slog("bcs: ack to node %u lost: %s", from, sn_strerror(nd->sn));
 }
 
 /* ---- jobs */
@@ -496,7 +420,7 @@ static void xfer_free(struct xfer *x)
 static void grant(struct nd *nd, struct bjob *j)
 {
 	struct nd_bcs *b = nd->bcs;
-	size_t maxg = (b->max_msg - sizeof(struct mhdr)) / sizeof(struct wgrant);
+	size_t maxg = (b->max_msg - sizeof(struct bhdr)) / sizeof(struct wgrant);
 	struct wgrant *g = malloc(maxg * sizeof(*g));
 	if (!g)
 		abort();
@@ -965,7 +889,7 @@ static void exchange(struct nd *nd, struct bjob *j, uint64_t cover, uint32_t qui
 		     uint32_t ckpt)
 {
 	struct nd_bcs *b = nd->bcs;
-	size_t per = (b->max_msg - sizeof(struct mhdr)) / sizeof(struct wdesc);
+	size_t per = (b->max_msg - sizeof(struct bhdr)) / sizeof(struct wdesc);
 	for (uint32_t k = 0; k < j->nnodes_job; k++) {
 		uint32_t node = j->nodes[k];
 		struct wdesc *w = j->batch[node];
@@ -999,7 +923,7 @@ static size_t bcs_data_max(const struct nd_bcs *b)
 {
 	const char *e = getenv("STORM_BCS_DATA_MAX");
 	size_t want = e && *e ? (size_t)strtoul(e, NULL, 10) : 16384 - 256;
-	size_t most = b->max_msg - sizeof(struct mhdr) - sizeof(struct wdata);
+	size_t most = b->max_msg - sizeof(struct bhdr) - sizeof(struct wdata);
 	return want && want < most ? want : most;
 }
 
@@ -1077,10 +1001,6 @@ static void on_data(struct bjob *j, uint32_t from, const struct wdata *w, const 
 static void on_message(struct nd *nd, uint32_t from, const struct mhdr *h, const uint8_t *body)
 {
 	struct nd_bcs *b = nd->bcs;
-	if (h->type >= ND_MB_COPY_FIRST) { /* checkpoint copies share the mailboxes */
-		nd_copy_message(nd, from, h->type, h->job, h->slice, body, h->len);
-		return;
-	}
 	if (job_dead(b, h->job))
 		return;
 	struct bjob *j = bjob_find(b, h->job);
@@ -1150,96 +1070,19 @@ static void on_message(struct nd *nd, uint32_t from, const struct mhdr *h, const
 	}
 }
 
-/* A peer daemon we do not know (we started after it) or that restarted
- * (a new incarnation) numbers its messages from where it is: take its stream
- * from the oldest message in the mailbox. Our messages it never saw are
- * lost with its old jobs; our window towards it starts afresh. */
-static void resync(struct nd *nd, uint32_t from)
+/* The mailbox's handler for BCS-MPI's types. */
+static void on_mailbox(struct nd *nd, uint32_t from, uint32_t type, uint64_t job, uint64_t slice,
+		       const uint8_t *body, size_t len)
 {
-	struct nd_bcs *b = nd->bcs;
-	uint32_t best = 0;
-	uint64_t inc = 0;
-	for (uint32_t k = 0; k < GM_BCS_SLOTS; k++) {
-		struct mhdr h;
-		memcpy(&h, nd->gmem + gm_bcs_slot(b->nnodes, from, k), sizeof(h));
-		const uint8_t *slot = nd->gmem + gm_bcs_slot(b->nnodes, from, k);
-		if (h.magic != BCS_MAGIC || h.inc == 0 || h.inc == b->peer_inc[from] ||
-		    h.seq % GM_BCS_SLOTS != k || h.len > b->max_msg - sizeof(h) ||
-		    !gm_mac_ok(nd->key, GM_MAC_BCS, from, slot, sizeof(h) + h.len,
-			       slot + sizeof(h) + h.len))
-			continue;
-		if (!inc || h.inc > inc || (h.inc == inc && h.seq < best)) {
-			inc = h.inc;
-			best = h.seq;
-		}
-	}
-	if (!inc)
+	struct bhdr bh;
+	if (!nd->bcs || len < sizeof(bh))
 		return;
-	if (b->peer_inc[from])
-		slog("bcs: node %u restarted; taking up its messages from %u", from, best);
-	b->peer_inc[from] = inc;
-	b->consumed[from] = best - 1;
-	sn_var_store(nd->sn, gm_bcs_ack(b->nnodes, from), b->out[from].sent);
+	memcpy(&bh, body, sizeof(bh));
+	struct mhdr h = {.type = type, .len = (uint32_t)(len - sizeof(bh)), .job = job,
+			 .slice = slice, .count = bh.count, .flags = bh.flags, .quiet = bh.quiet,
+			 .ckpt = bh.ckpt, .ckpt_id = bh.ckpt_id};
+	on_message(nd, from, &h, body + sizeof(bh));
 }
-
-void nd_bcs_arrived(struct nd *nd)
-{
-	struct nd_bcs *b = nd->bcs;
-	if (!b)
-		return;
-	for (uint32_t from = 0; from < b->nnodes; from++) {
-		if (from == b->self)
-			continue;
-		/* a new stream starts at message 1, in slot 1 */
-		struct mhdr h1;
-		memcpy(&h1, nd->gmem + gm_bcs_slot(b->nnodes, from, 1 % GM_BCS_SLOTS), sizeof(h1));
-		if (!b->peer_inc[from] || (h1.magic == BCS_MAGIC && h1.inc && h1.inc != b->peer_inc[from]))
-			resync(nd, from);
-		for (;;) {
-			uint32_t want = b->consumed[from] + 1;
-			const uint8_t *slot = nd->gmem + gm_bcs_slot(b->nnodes, from, want % GM_BCS_SLOTS);
-			struct mhdr h;
-			memcpy(&h, slot, sizeof(h));
-			if (h.magic != BCS_MAGIC || h.seq != want)
-				break;
-			if (h.len > b->max_msg - sizeof(h) ||
-			    !gm_mac_ok(nd->key, GM_MAC_BCS, from, slot, sizeof(h) + h.len,
-				       slot + sizeof(h) + h.len)) {
-				/* forged or torn: wait for the sender's genuine message */
-				unsigned held = 0;
-				if (gm_ratelimit_ok(&b->forged_log, (double)clock_mono_ns() / 1e9, &held))
-					slog("bcs: message %u from node %u is not authentic; "
-						   "ignored (%u more held back)", want, from, held);
-				break;
-			}
-			on_message(nd, from, &h, slot + sizeof(h));
-			b->consumed[from] = want;
-			if (++b->unacked[from] >= GM_BCS_SLOTS / 2)
-				mb_ack(nd, from);
-		}
-		if (b->out[from].head)
-			mb_flush(nd, from);
-	}
-}
-
-/* ---- the mailboxes, for checkpoint copies (ckpt_copy.c) */
-
-void nd_mb_send(struct nd *nd, uint32_t to, uint32_t type, uint64_t job, uint64_t arg,
-		const void *body, size_t len, const void *body2, size_t len2)
-{
-	mb_send(nd, to, type, job, arg, 0, body, len, body2, len2);
-}
-
-uint32_t nd_mb_backlog(const struct nd *nd, uint32_t to)
-{
-	const struct nd_bcs *b = nd->bcs;
-	uint32_t n = b->out[to].sent - (uint32_t)sn_var_load(nd->sn, gm_bcs_ack(b->nnodes, to));
-	for (const struct omsg *m = b->out[to].head; m; m = m->next)
-		n++;
-	return n;
-}
-
-size_t nd_mb_body_max(const struct nd *nd) { return nd->bcs->max_msg - sizeof(struct mhdr); }
 
 /* ---- the strobe */
 
@@ -1466,8 +1309,6 @@ void nd_bcs_strobe(struct nd *nd)
 		if (j->active && !j->sealed)
 			publish(j); /* sealed: its rings are as its images keep them */
 	}
-	for (uint32_t from = 0; from < b->nnodes; from++)
-		mb_ack(nd, from);
 	if (!any)
 		return; /* no ranks here: no exchange to run this slice */
 	b->phase_slice = nd->slice;
@@ -1494,33 +1335,22 @@ void nd_bcs_timers(struct nd *nd)
 
 /* ---- set-up */
 
-int nd_bcs_init(struct nd *nd, size_t chunk_size)
+int nd_bcs_init(struct nd *nd)
 {
 	struct nd_bcs *b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
 	b->nnodes = (uint32_t)nd->conf.nnodes;
 	b->self = nd->index;
-	/* a message and its tag fit one slot and one network chunk */
-	b->max_msg = (chunk_size < GM_BCS_SLOT_SIZE ? chunk_size : GM_BCS_SLOT_SIZE) - GM_TAG_LEN;
-	b->out = calloc(b->nnodes, sizeof(*b->out));
-	b->consumed = calloc(b->nnodes, sizeof(*b->consumed));
-	b->unacked = calloc(b->nnodes, sizeof(*b->unacked));
+	b->max_msg = nd_mb_body_max(nd);
 	b->bounce = malloc(b->max_msg);
-	b->peer_inc = calloc(b->nnodes, sizeof(*b->peer_inc));
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	b->inc = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	if (!b->out || !b->consumed || !b->unacked || !b->bounce || !b->peer_inc) {
-		free(b->peer_inc);
-		free(b->out);
-		free(b->consumed);
-		free(b->unacked);
-		free(b->bounce);
+	if (!b->bounce) {
 		free(b);
 		return -ENOMEM;
 	}
 	nd->bcs = b;
+	for (uint32_t t = M_DESC; t <= M_RED; t++)
+		nd_mb_register(nd, t, on_mailbox);
 	return 0;
 }
 
@@ -1724,16 +1554,7 @@ void nd_bcs_close(struct nd *nd)
 		bjob_free_queues(b, j);
 		bjob_free(j);
 	}
-	for (uint32_t i = 0; i < b->nnodes; i++)
-		for (struct omsg *m = b->out[i].head, *n; m; m = n) {
-			n = m->next;
-			free(m);
-		}
-	free(b->out);
-	free(b->consumed);
-	free(b->unacked);
 	free(b->bounce);
-	free(b->peer_inc);
 	free(b);
 	nd->bcs = NULL;
 }

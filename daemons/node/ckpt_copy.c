@@ -33,7 +33,8 @@
 #include "layout.h"
 #include "nd.h"
 
-enum { M_COPY_DATA = ND_MB_COPY_FIRST, M_COPY_ACK };
+/* its message types in the mailboxes (BCS-MPI has 1-5) */
+enum { M_COPY_DATA = 16, M_COPY_ACK = 17 };
 
 #define COPY_NAME_MAX ND_COPY_NAME_MAX
 #define COPY_STALL_NS (60ull * 1000000000ull) /* no progress: the copy fails */
@@ -436,7 +437,8 @@ void nd_copy_pump(struct nd *nd)
 			struct nd_copy_hdr h = {.xid = f->xid, .size = f->size, .offset = f->off,
 					     .mode = f->mode, .len = (uint32_t)n};
 			snprintf(h.name, sizeof(h.name), "%s", f->name);
-			nd_mb_send(nd, f->to, M_COPY_DATA, t->job, f->xid, &h, sizeof(h), s->buf, n);
+			struct iovec parts[2] = {{&h, sizeof(h)}, {s->buf, n}};
+			nd_mb_send(nd, f->to, M_COPY_DATA, t->job, f->xid, parts, 2);
 			f->off += n;
 			t->progress_ns = now;
 			if (f->off == f->size) { /* all sent: wait for its ack */
@@ -515,7 +517,8 @@ static void send_ack(struct nd *nd, uint32_t to, uint64_t job, uint64_t xid, int
 {
 	struct copy_ack a = {.xid = xid, .err = err};
 	snprintf(a.why, sizeof(a.why), "%s", why ? why : "");
-	nd_mb_send(nd, to, M_COPY_ACK, job, xid, &a, sizeof(a), NULL, 0);
+	struct iovec part = {&a, sizeof(a)};
+	nd_mb_send(nd, to, M_COPY_ACK, job, xid, &part, 1);
 }
 
 static void on_data(struct nd *nd, uint32_t from, uint64_t job, const struct nd_copy_hdr *h,
@@ -657,8 +660,8 @@ static void on_ack(struct nd *nd, const struct copy_ack *a)
 			}
 }
 
-void nd_copy_message(struct nd *nd, uint32_t from, uint32_t type, uint64_t job, uint64_t arg,
-		     const uint8_t *body, size_t len)
+static void on_message(struct nd *nd, uint32_t from, uint32_t type, uint64_t job, uint64_t arg,
+		       const uint8_t *body, size_t len)
 {
 	(void)arg;
 	if (!state(nd))
@@ -683,6 +686,12 @@ void nd_copy_message(struct nd *nd, uint32_t from, uint32_t type, uint64_t job, 
 		memcpy(&a, body, sizeof(a));
 		on_ack(nd, &a);
 	}
+}
+
+void nd_copy_init(struct nd *nd)
+{
+	nd_mb_register(nd, M_COPY_DATA, on_message);
+	nd_mb_register(nd, M_COPY_ACK, on_message);
 }
 
 void nd_copy_close(struct nd *nd)

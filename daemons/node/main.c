@@ -116,6 +116,127 @@ static void go_realtime(void)
 		       strerror(errno));
 }
 
+/* ---- what the event loop calls (common/evloop.h) */
+
+static void on_signalfd(void *arg, uint32_t events)
+{
+	(void)events;
+	((struct nd *)arg)->signalled = true;
+}
+
+/* the fabric's wait descriptor only wakes the loop; on_turn progresses it */
+static void on_fabric(void *arg, uint32_t events)
+{
+	(void)arg;
+	(void)events;
+}
+
+static int rank_timer_limit(void *arg)
+{
+	return nd_timer_ms(arg);
+}
+
+static int bcs_limit(void *arg)
+{
+	return nd_bcs_timer_ms(arg);
+}
+
+static int copy_limit(void *arg)
+{
+	return nd_copy_timer_ms(arg);
+}
+
+static int fabric_limit(void *arg)
+{
+	struct nd *nd = arg;
+	int timeout = -1;
+	if (sn_wait_fd(nd->sn) < 0 || sn_prepare_wait(nd->sn) < 0)
+		timeout = nd->fabric_busy ? 0 : 1; /* progress is due, or must be polled */
+	int t = sn_next_timeout_ms(nd->sn);
+	if (t >= 0 && (timeout < 0 || t < timeout))
+		timeout = t;
+	return timeout;
+}
+
+
+static void on_signals(struct nd *nd)
+{
+	struct signalfd_siginfo si;
+	while (read(nd->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGCHLD) {
+			nd_reap(nd);
+		} else {
+			slog("%s received; shutting down", strsignal((int)si.ssi_signo));
+			nd->stop = true;
+		}
+	}
+	/* SIGCHLDs coalesce; reap whatever ended, signalled or not */
+	nd_reap(nd);
+}
+
+static int drain_event(struct nd *nd, unsigned ev)
+{
+	int n = 0, rc;
+	while ((rc = sn_test_event(nd->sn, ev, 0, NULL)) != 0) {
+		if (rc < 0) {
+			slog("event %u carries an error: %s", ev, sn_strerror(nd->sn));
+			continue;
+		}
+		n++;
+	}
+	return n;
+}
+
+/* after every wake-up: signals (after the pipes' output was read: reaping
+ * may end a job whose pipes were ready), then what the fabric brought */
+static void on_turn(void *arg)
+{
+	struct nd *nd = arg;
+	if (nd->signalled) {
+		nd->signalled = false;
+		on_signals(nd);
+	}
+	int rc = sn_progress(nd->sn);
+	if (rc < 0)
+		slog("network progress: %s", sn_strerror(nd->sn));
+	nd->fabric_busy = rc > 0;
+	for (int b = 0; b < 2; b++) {
+		int files = drain_event(nd, EV_FILE(b));
+		if (files)
+			nd_files_arrived(nd, b, files);
+	}
+	if (drain_event(nd, EV_CMD))
+		nd_on_commands(nd);
+	/* several strobes since the last turn: the latest one counts */
+	if (drain_event(nd, EV_STROBE))
+		nd_on_strobe(nd);
+	if (drain_event(nd, EV_BCS))
+		nd_mb_arrived(nd);
+	nd_copy_pump(nd);
+	if (drain_event(nd, EV_REPORT_ACK)) {
+		const uint8_t *v = nd->gmem + GM_VAR_REPORT_ACK;
+		uint64_t ack;
+		memcpy(&ack, v, 8);
+		if (!gm_mac_ok(nd->key, GM_MAC_ACK, nd->index, v, 8, v + 8))
+			nd_log_refused(nd, "report ack %" PRIu64 " has a bad tag (forged or "
+					   "altered); refused", ack);
+		else if (ack > nd->acked && ack <= nd->report_seq)
+			nd->acked = ack; /* an older one (a replay) changes nothing */
+	}
+	nd_report_flush(nd);
+	nd_timers(nd);
+	nd_bcs_timers(nd);
+	if (!nd->pipes_paused && nd->q_bytes >= ND_OUTPUT_CAP) {
+		slog("%zu bytes of output wait for reports; pausing rank pipes",
+		       nd->q_bytes);
+		nd_pipes_pause(nd, true);
+	}
+	else if (nd->pipes_paused && nd->q_bytes < ND_OUTPUT_CAP / 2)
+		nd_pipes_pause(nd, false);
+	if (nd->stop)
+		ev_stop(nd->loop);
+}
+
 static int setup(struct nd *nd, const struct opts *o)
 {
 	char err[512];
@@ -184,14 +305,12 @@ static int setup(struct nd *nd, const struct opts *o)
 			slog("cannot write the trace %s: %s", path, strerror(errno));
 	}
 	nd->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-	nd->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (nd->sigfd < 0 || nd->epfd < 0) {
+	nd->loop = ev_loop_new();
+	if (nd->sigfd < 0 || !nd->loop || ev_io_add(nd->loop, nd->sigfd, EPOLLIN, on_signalfd, nd) < 0) {
 		fprintf(stderr, "stormnd: error: cannot create signalfd or epoll: %s\n",
 			strerror(errno));
 		return -1;
 	}
-	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = ND_TAG_SIG};
-	epoll_ctl(nd->epfd, EPOLL_CTL_ADD, nd->sigfd, &ev);
 
 	struct sn_config sc;
 	sn_config_defaults(&sc);
@@ -209,14 +328,19 @@ static int setup(struct nd *nd, const struct opts *o)
 		return -1;
 	}
 	nd->gmem = sn_gmem(nd->sn);
-	if (nd_bcs_init(nd, sc.chunk_size) < 0) {
+	if (nd_mb_init(nd, sc.chunk_size) < 0 || nd_bcs_init(nd) < 0) {
 		fprintf(stderr, "stormnd: error: out of memory\n");
 		return -1;
 	}
+	nd_copy_init(nd);
 	int wfd = sn_wait_fd(nd->sn);
-	if (wfd >= 0) {
-		ev.data.u64 = ND_TAG_SN;
-		epoll_ctl(nd->epfd, EPOLL_CTL_ADD, wfd, &ev);
+	/* the fabric's limit last: it arms the wait descriptor */
+	if ((wfd >= 0 && ev_io_add(nd->loop, wfd, EPOLLIN, on_fabric, nd) < 0) ||
+	    ev_limit_add(nd->loop, rank_timer_limit, nd) < 0 ||
+	    ev_limit_add(nd->loop, bcs_limit, nd) < 0 || ev_limit_add(nd->loop, copy_limit, nd) < 0 ||
+	    ev_limit_add(nd->loop, fabric_limit, nd) < 0 || ev_turn_add(nd->loop, on_turn, nd) < 0) {
+		fprintf(stderr, "stormnd: error: event loop: %s\n", strerror(errno));
+		return -1;
 	}
 	slog("node %u of %d up (fabric id %u, provider %s, %s)", nd->index,
 	       nd->conf.nnodes, fabric_id(nd->index), sn_provider_name(nd->sn, 0),
@@ -224,108 +348,10 @@ static int setup(struct nd *nd, const struct opts *o)
 	return 0;
 }
 
-static void on_signals(struct nd *nd)
-{
-	struct signalfd_siginfo si;
-	while (read(nd->sigfd, &si, sizeof(si)) == sizeof(si)) {
-		if (si.ssi_signo == SIGCHLD) {
-			nd_reap(nd);
-		} else {
-			slog("%s received; shutting down", strsignal((int)si.ssi_signo));
-			nd->stop = true;
-		}
-	}
-	/* SIGCHLDs coalesce; reap whatever ended, signalled or not */
-	nd_reap(nd);
-}
-
-static int drain_event(struct nd *nd, unsigned ev)
-{
-	int n = 0, rc;
-	while ((rc = sn_test_event(nd->sn, ev, 0, NULL)) != 0) {
-		if (rc < 0) {
-			slog("event %u carries an error: %s", ev, sn_strerror(nd->sn));
-			continue;
-		}
-		n++;
-	}
-	return n;
-}
-
 static void run(struct nd *nd)
 {
-	struct epoll_event evs[64];
-	bool busy = true;
-	bool have_wait_fd = sn_wait_fd(nd->sn) >= 0;
-	while (!nd->stop) {
-		int timeout = -1;
-		if (!have_wait_fd || sn_prepare_wait(nd->sn) < 0)
-			timeout = busy ? 0 : 1; /* progress is due, or must be polled */
-		int t = sn_next_timeout_ms(nd->sn);
-		if (t >= 0 && (timeout < 0 || t < timeout))
-			timeout = t;
-		t = nd_timer_ms(nd);
-		if (t >= 0 && (timeout < 0 || t < timeout))
-			timeout = t;
-		t = nd_bcs_timer_ms(nd);
-		if (t >= 0 && (timeout < 0 || t < timeout))
-			timeout = t;
-		t = nd_copy_timer_ms(nd);
-		if (t >= 0 && (timeout < 0 || t < timeout))
-			timeout = t;
-		int n = epoll_wait(nd->epfd, evs, 64, timeout);
-		if (n < 0 && errno != EINTR) {
-			slog("epoll_wait: %s", strerror(errno));
-			break;
-		}
-		/* pipes first: reaping may free a job whose pipes are in evs */
-		bool signalled = false;
-		for (int i = 0; i < n; i++) {
-			if (evs[i].data.u64 == ND_TAG_SIG)
-				signalled = true;
-			else if (evs[i].data.u64 != ND_TAG_SN)
-				nd_pipe_readable(nd, evs[i].data.ptr);
-		}
-		if (signalled)
-			on_signals(nd);
-		int rc = sn_progress(nd->sn);
-		if (rc < 0)
-			slog("network progress: %s", sn_strerror(nd->sn));
-		busy = rc > 0;
-		for (int b = 0; b < 2; b++) {
-			int files = drain_event(nd, EV_FILE(b));
-			if (files)
-				nd_files_arrived(nd, b, files);
-		}
-		if (drain_event(nd, EV_CMD))
-			nd_on_commands(nd);
-		/* several strobes since the last turn: the latest one counts */
-		if (drain_event(nd, EV_STROBE))
-			nd_on_strobe(nd);
-		if (drain_event(nd, EV_BCS))
-			nd_bcs_arrived(nd);
-		nd_copy_pump(nd);
-		if (drain_event(nd, EV_REPORT_ACK)) {
-			const uint8_t *v = nd->gmem + GM_VAR_REPORT_ACK;
-			uint64_t ack;
-			memcpy(&ack, v, 8);
-			if (!gm_mac_ok(nd->key, GM_MAC_ACK, nd->index, v, 8, v + 8))
-				nd_log_refused(nd, "report ack %" PRIu64 " has a bad tag (forged or "
-						   "altered); refused", ack);
-			else if (ack > nd->acked && ack <= nd->report_seq)
-				nd->acked = ack; /* an older one (a replay) changes nothing */
-		}
-		nd_report_flush(nd);
-		nd_timers(nd);
-		nd_bcs_timers(nd);
-		if (!nd->pipes_paused && nd->q_bytes >= ND_OUTPUT_CAP) {
-			slog("%zu bytes of output wait for reports; pausing rank pipes",
-			       nd->q_bytes);
-			nd_pipes_pause(nd, true);
-		}
-		else if (nd->pipes_paused && nd->q_bytes < ND_OUTPUT_CAP / 2)
-			nd_pipes_pause(nd, false);
-	}
+	if (ev_run(nd->loop) < 0)
+		slog("epoll_wait: %s", strerror(errno));
 }
 
 int main(int argc, char **argv)
@@ -333,7 +359,7 @@ int main(int argc, char **argv)
 	struct opts o = {0};
 	if (parse_args(argc, argv, &o) < 0)
 		return 2;
-	struct nd nd = {.name = o.name, .epfd = -1, .sigfd = -1, .file_fd = -1};
+	struct nd nd = {.name = o.name, .sigfd = -1, .file_fd = -1, .fabric_busy = true};
 	char ident[96];
 	snprintf(ident, sizeof(ident), "stormnd[%s]", o.name ? o.name : "?");
 	log_set_ident(ident);
@@ -351,11 +377,12 @@ int main(int argc, char **argv)
 	nd_queue_free(&nd);
 	nd_gang_close(&nd);
 	nd_bcs_close(&nd);
+	nd_mb_close(&nd);
 	if (nd.trace)
 		fclose(nd.trace);
 	sn_close(nd.sn);
-	if (nd.epfd >= 0)
-		close(nd.epfd);
+	if (nd.loop)
+		ev_loop_free(nd.loop);
 	if (nd.sigfd >= 0)
 		close(nd.sigfd);
 	conf_free(&nd.conf);

@@ -13,9 +13,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "cluster.pb-c.h"
 #include "config.h"
+#include "evloop.h"
 #include "fault.h"
 #include "gm_auth.h"
 #include "layout.h"
@@ -29,18 +31,16 @@
 #define ND_RESEND_AFTER 8                /* strobes without an ack before resending */
 #define ND_CG_PENDING_MAX 64             /* job cgroups waiting to be removed */
 
-/* epoll tags; pipes are tagged with a pointer to their struct nd_pipe */
-#define ND_TAG_SN 1u
-#define ND_TAG_SIG 2u
-
 struct nd_job;
 struct nd_rank;
 struct nd_bcs;
+struct nd_mb;
 
 struct nd_pipe {
 	int fd;                 /* -1 once closed */
 	uint32_t stream;        /* 1 stdout, 2 stderr */
-	bool in_epoll;
+	bool in_epoll;          /* registered with the event loop */
+	struct nd *nd;
 	struct nd_job *job;
 	struct nd_rank *rank;
 };
@@ -90,7 +90,10 @@ struct nd {
 	bool root;              /* may switch users and chown */
 	struct sn_ctx *sn;
 	uint8_t *gmem;
-	int epfd, sigfd;
+	struct ev_loop *loop;   /* common/evloop.h: descriptors, limits, turns */
+	int sigfd;
+	bool signalled;         /* the signalfd fired this turn */
+	bool fabric_busy;       /* the last progress did work: poll, do not sleep */
 	char state_dir[PATH_MAX], jobs_dir[PATH_MAX];
 	bool stop;
 
@@ -142,6 +145,7 @@ struct nd {
 	bool (*child_reaped)(struct nd *nd, pid_t pid, int status);
 	void (*restore_ranks)(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_job *job,
 			      uint32_t first);
+	struct nd_mb *mb;       /* node-to-node mailboxes (mailbox.c) */
 	struct nd_bcs *bcs;     /* BCS-MPI state (bcs.c) */
 	struct nd_copies *copies; /* checkpoint copies (ckpt_copy.c) */
 
@@ -254,15 +258,13 @@ void nd_rank_pipes_watch(struct nd *nd, struct nd_job *job, struct nd_rank *r, i
 void nd_job_started(struct nd *nd, struct nd_job *job);
 void nd_job_start_failed(struct nd *nd, struct nd_job *job, const char *why);
 /* bcs.c: BCS-MPI, the daemon's side */
-int nd_bcs_init(struct nd *nd, size_t chunk_size);
+int nd_bcs_init(struct nd *nd); /* after nd_mb_init */
 void nd_bcs_close(struct nd *nd);
 /* Creates the job's channel; returns its memfd (the ranks inherit it) or -1. */
 int nd_bcs_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command *cmd, size_t k);
 void nd_bcs_job_end(struct nd *nd, struct nd_job *job);
 /* At each strobe, after the gang switch: the micro-phases. */
 void nd_bcs_strobe(struct nd *nd);
-/* EV_BCS fired: mailbox messages or acknowledgements arrived. */
-void nd_bcs_arrived(struct nd *nd);
 /* The exchange a fraction into the slice: ms until due (-1: none), and run it. */
 int nd_bcs_timer_ms(const struct nd *nd);
 /* checkpoints: drain the job (no descriptor collected, every transfer
@@ -286,14 +288,26 @@ int nd_bcs_fd(struct nd *nd, struct nd_job *job); /* the job's channel, -1: none
 void nd_bcs_restored(struct nd *nd, struct nd_job *job); /* its ranks are back: collect */
 void nd_bcs_timers(struct nd *nd);
 
-/* bcs.c: the node-to-node mailboxes, also carrying checkpoint copies:
- * messages of type >= ND_MB_COPY_FIRST go to nd_copy_message */
-#define ND_MB_COPY_FIRST 16u
+/* mailbox.c: the node-to-node mailboxes. Clients register a handler per
+ * message type (BCS-MPI: bcs.c; checkpoint copies: ckpt_copy.c); job and
+ * arg travel in the mailbox's header for them. */
+#define ND_MB_TYPES 32u
+typedef void (*nd_mb_handler)(struct nd *nd, uint32_t from, uint32_t type, uint64_t job,
+			      uint64_t arg, const uint8_t *body, size_t len);
+int nd_mb_init(struct nd *nd, size_t chunk_size);
+void nd_mb_close(struct nd *nd);
+void nd_mb_register(struct nd *nd, uint32_t type, nd_mb_handler h);
+/* Queues one message whose body is the parts in order; sent as the
+ * peer's window allows. Its body is at most nd_mb_body_max bytes. */
 void nd_mb_send(struct nd *nd, uint32_t to, uint32_t type, uint64_t job, uint64_t arg,
-		const void *body, size_t len, const void *body2, size_t len2);
+		const struct iovec *parts, int nparts);
 /* messages to `to` queued or not yet acknowledged */
 uint32_t nd_mb_backlog(const struct nd *nd, uint32_t to);
 size_t nd_mb_body_max(const struct nd *nd);
+/* EV_BCS: messages landed (each goes to its handler), or acks freed room */
+void nd_mb_arrived(struct nd *nd);
+/* at each strobe: acknowledge what was consumed since the last one */
+void nd_mb_strobe(struct nd *nd);
 /* ckpt_copy.c: checkpoint files moved node to node (buddy copies, a
  * restart's staging) */
 /* The command's copies this node sends; after_dump: once its dump is done. */
@@ -302,8 +316,8 @@ void nd_copy_plan(struct nd *nd, const Storm__Cl__Checkpoint *c);
  * which then store GM_VAR_CKPT and report CHECKPOINTED themselves. */
 bool nd_copy_after_dump(struct nd *nd, uint64_t id, uint32_t slot, uint64_t bytes);
 void nd_copy_forget(struct nd *nd, uint64_t id);
-void nd_copy_message(struct nd *nd, uint32_t from, uint32_t type, uint64_t job, uint64_t arg,
-		     const uint8_t *body, size_t len);
+/* registers its message types with the mailboxes */
+void nd_copy_init(struct nd *nd);
 /* Sends what the mailboxes' windows take; fails copies that stalled. */
 void nd_copy_pump(struct nd *nd);
 /* ms to wait at most while copies move (-1: none) */

@@ -115,12 +115,19 @@ static struct nd_job *find_job(struct nd *nd, uint64_t id)
 	return NULL;
 }
 
+static void on_pipe(void *arg, uint32_t events)
+{
+	struct nd_pipe *p = arg;
+	(void)events;
+	nd_pipe_readable(p->nd, p);
+}
+
 static void pipe_watch(struct nd *nd, struct nd_pipe *p)
 {
 	if (p->fd < 0 || p->in_epoll || nd->pipes_paused)
 		return;
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = p};
-	if (epoll_ctl(nd->epfd, EPOLL_CTL_ADD, p->fd, &ev) == 0)
+	p->nd = nd;
+	if (ev_io_add(nd->loop, p->fd, EPOLLIN, on_pipe, p) == 0)
 		p->in_epoll = true;
 	else
 		slog("cannot watch a rank's pipe: %s", strerror(errno));
@@ -131,7 +138,7 @@ static void pipe_close(struct nd *nd, struct nd_pipe *p)
 	if (p->fd < 0)
 		return;
 	if (p->in_epoll)
-		epoll_ctl(nd->epfd, EPOLL_CTL_DEL, p->fd, NULL);
+		ev_io_del(nd->loop, p->fd);
 	close(p->fd);
 	p->fd = -1;
 	p->in_epoll = false;
@@ -149,7 +156,7 @@ void nd_pipes_pause(struct nd *nd, bool pause)
 				if (pause && p->in_epoll) {
 					/* removed, not masked: a hung-up pipe reports
 					 * EPOLLHUP even with no events requested */
-					epoll_ctl(nd->epfd, EPOLL_CTL_DEL, p->fd, NULL);
+					ev_io_del(nd->loop, p->fd);
 					p->in_epoll = false;
 				} else if (!pause) {
 					pipe_watch(nd, p);

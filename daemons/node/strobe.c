@@ -231,6 +231,7 @@ void nd_on_strobe(struct nd *nd)
 			nd_ckpt_running(nd, j);
 	int switched = nd_gang_apply(nd, run);
 	nd_bcs_strobe(nd);
+	nd_mb_strobe(nd);
 	if (nd->trace) {
 		/* slice, the MM's switch count, when it came, when the switch was done */
 		fprintf(nd->trace, "strobe %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %d\n",

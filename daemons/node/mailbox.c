@@ -1,0 +1,274 @@
+/* The node-to-node mailboxes: the one way a node daemon sends another
+ * anything. Each node has GM_BCS_SLOTS slots per peer in its global memory
+ * (common/layout.h); a sender numbers its messages to a peer, XFERs each
+ * into the slot its number names and tags it with the cluster key, bound to
+ * the sending node; it keeps at most a window of GM_BCS_SLOTS unacknowledged
+ * and queues the rest. The receiver consumes them in order, checks each tag,
+ * hands the body to the handler its clients registered for the type
+ * (nd_mb_register: BCS-MPI in bcs.c, checkpoint copies in ckpt_copy.c), and
+ * acknowledges by writing how far it got into the sender's memory. A peer
+ * that restarted (a new incarnation) has its stream taken up again. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "layout.h"
+#include "nd.h"
+
+#define MB_MAGIC 0x3153434bu
+
+struct mb_hdr {
+	uint32_t magic;
+	uint32_t seq;
+	uint32_t type;
+	uint32_t len;   /* body bytes after the header */
+	uint64_t inc;   /* the sending daemon's incarnation (its start time) */
+	uint64_t job;
+	uint64_t arg;   /* the client's */
+};
+
+struct omsg {
+	struct omsg *next;
+	uint32_t to;
+	size_t len;
+	uint8_t data[];
+};
+
+struct outbox {
+	uint32_t sent;    /* messages written to the peer */
+	struct omsg *head, *tail;
+};
+
+struct nd_mb {
+	uint32_t nnodes, self;
+	size_t max_msg;                /* header and body, without the tag */
+	struct outbox *out;            /* per peer */
+	uint32_t *consumed, *unacked;  /* per source node */
+	uint64_t inc;                  /* this daemon's incarnation */
+	uint64_t *peer_inc;            /* per source node: its incarnation, 0: unknown */
+	struct gm_ratelimit forged_log;
+	nd_mb_handler handlers[ND_MB_TYPES];
+};
+
+int nd_mb_init(struct nd *nd, size_t chunk_size)
+{
+	struct nd_mb *m = calloc(1, sizeof(*m));
+	if (!m)
+		return -1;
+	m->nnodes = (uint32_t)nd->conf.nnodes;
+	m->self = nd->index;
+	/* a message and its tag fit one slot and one network chunk */
+	m->max_msg = (chunk_size < GM_BCS_SLOT_SIZE ? chunk_size : GM_BCS_SLOT_SIZE) - GM_TAG_LEN;
+	m->out = calloc(m->nnodes, sizeof(*m->out));
+	m->consumed = calloc(m->nnodes, sizeof(*m->consumed));
+	m->unacked = calloc(m->nnodes, sizeof(*m->unacked));
+	m->peer_inc = calloc(m->nnodes, sizeof(*m->peer_inc));
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	m->inc = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	nd->mb = m;
+	if (!m->out || !m->consumed || !m->unacked || !m->peer_inc) {
+		nd_mb_close(nd);
+		return -1;
+	}
+	return 0;
+}
+
+void nd_mb_close(struct nd *nd)
+{
+	struct nd_mb *m = nd->mb;
+	if (!m)
+		return;
+	for (uint32_t i = 0; m->out && i < m->nnodes; i++)
+		for (struct omsg *o = m->out[i].head, *n; o; o = n) {
+			n = o->next;
+			free(o);
+		}
+	free(m->out);
+	free(m->consumed);
+	free(m->unacked);
+	free(m->peer_inc);
+	free(m);
+	nd->mb = NULL;
+}
+
+void nd_mb_register(struct nd *nd, uint32_t type, nd_mb_handler h)
+{
+	if (type < ND_MB_TYPES)
+		nd->mb->handlers[type] = h;
+}
+
+size_t nd_mb_body_max(const struct nd *nd) { return nd->mb->max_msg - sizeof(struct mb_hdr); }
+
+static void xfer_one(struct nd *nd, struct omsg *o)
+{
+	struct nd_mb *m = nd->mb;
+	struct mb_hdr *h = (struct mb_hdr *)o->data;
+	struct sn_nodeset to;
+	sn_set_clear(&to);
+	sn_set_add(&to, fabric_id(o->to));
+	uint64_t off = gm_bcs_slot(m->nnodes, m->self, h->seq % GM_BCS_SLOTS);
+	/* the tag covers the numbered header and the body, bound to this node */
+	gm_mac(nd->key, GM_MAC_BCS, m->self, o->data, o->len, o->data + o->len);
+	int rc = sn_xfer(nd->sn, &to, off, o->data, o->len + GM_TAG_LEN, SN_NO_EVENT, EV_BCS, 0);
+	if (rc < 0)
+		slog("mailbox: message to node %u lost: %s", o->to, sn_strerror(nd->sn));
+}
+
+/* Sends what the peer's window takes. */
+static void flush(struct nd *nd, uint32_t to)
+{
+	struct nd_mb *m = nd->mb;
+	struct outbox *ob = &m->out[to];
+	uint64_t acked = sn_var_load(nd->sn, gm_bcs_ack(m->nnodes, to));
+	while (ob->head && ob->sent - (uint32_t)acked < GM_BCS_SLOTS) {
+		struct omsg *o = ob->head;
+		ob->head = o->next;
+		if (!ob->head)
+			ob->tail = NULL;
+		((struct mb_hdr *)o->data)->seq = ++ob->sent;
+		xfer_one(nd, o);
+		free(o);
+	}
+}
+
+void nd_mb_send(struct nd *nd, uint32_t to, uint32_t type, uint64_t job, uint64_t arg,
+		const struct iovec *parts, int nparts)
+{
+	struct nd_mb *m = nd->mb;
+	size_t len = 0;
+	for (int i = 0; i < nparts; i++)
+		len += parts[i].iov_len;
+	struct omsg *o = malloc(sizeof(*o) + sizeof(struct mb_hdr) + len + GM_TAG_LEN);
+	if (!o)
+		abort(); /* a lost message would stall its job for good */
+	o->next = NULL;
+	o->to = to;
+	o->len = sizeof(struct mb_hdr) + len;
+	struct mb_hdr h = {.magic = MB_MAGIC, .type = type, .len = (uint32_t)len, .inc = m->inc,
+			   .job = job, .arg = arg};
+	memcpy(o->data, &h, sizeof(h));
+	size_t at = sizeof(h);
+	for (int i = 0; i < nparts; i++) {
+		if (parts[i].iov_len)
+			memcpy(o->data + at, parts[i].iov_base, parts[i].iov_len);
+		at += parts[i].iov_len;
+	}
+	struct outbox *ob = &m->out[to];
+	if (ob->tail)
+		ob->tail->next = o;
+	else
+		ob->head = o;
+	ob->tail = o;
+	flush(nd, to);
+}
+
+uint32_t nd_mb_backlog(const struct nd *nd, uint32_t to)
+{
+	const struct nd_mb *m = nd->mb;
+	uint32_t n = m->out[to].sent - (uint32_t)sn_var_load(nd->sn, gm_bcs_ack(m->nnodes, to));
+	for (const struct omsg *o = m->out[to].head; o; o = o->next)
+		n++;
+	return n;
+}
+
+static void ack(struct nd *nd, uint32_t from)
+{
+	struct nd_mb *m = nd->mb;
+	if (!m->unacked[from])
+		return;
+	m->unacked[from] = 0;
+	uint64_t v = m->consumed[from];
+	struct sn_nodeset to;
+	sn_set_clear(&to);
+	sn_set_add(&to, fabric_id(from));
+	if (sn_xfer(nd->sn, &to, gm_bcs_ack(m->nnodes, m->self), &v, 8, SN_NO_EVENT, EV_BCS, 0) < 0)
+		slog("mailbox: ack to node %u lost: %s", from, sn_strerror(nd->sn));
+}
+
+void nd_mb_strobe(struct nd *nd)
+{
+	if (!nd->mb)
+		return;
+	for (uint32_t from = 0; from < nd->mb->nnodes; from++)
+		ack(nd, from);
+}
+
+static bool genuine(struct nd *nd, uint32_t from, const uint8_t *slot, const struct mb_hdr *h)
+{
+	return h->len <= nd->mb->max_msg - sizeof(*h) &&
+	       gm_mac_ok(nd->key, GM_MAC_BCS, from, slot, sizeof(*h) + h->len,
+			 slot + sizeof(*h) + h->len);
+}
+
+/* A peer daemon we do not know (we started after it) or that restarted
+ * (a new incarnation) numbers its messages from where it is: take its stream
+ * from the oldest message in the mailbox. Our messages it never saw are
+ * lost with its old jobs; our window towards it starts afresh. */
+static void resync(struct nd *nd, uint32_t from)
+{
+	struct nd_mb *m = nd->mb;
+	uint32_t best = 0;
+	uint64_t inc = 0;
+	for (uint32_t k = 0; k < GM_BCS_SLOTS; k++) {
+		const uint8_t *slot = nd->gmem + gm_bcs_slot(m->nnodes, from, k);
+		struct mb_hdr h;
+		memcpy(&h, slot, sizeof(h));
+		if (h.magic != MB_MAGIC || h.inc == 0 || h.inc == m->peer_inc[from] ||
+		    h.seq % GM_BCS_SLOTS != k || !genuine(nd, from, slot, &h))
+			continue;
+		if (!inc || h.inc > inc || (h.inc == inc && h.seq < best)) {
+			inc = h.inc;
+			best = h.seq;
+		}
+	}
+	if (!inc)
+		return;
+	if (m->peer_inc[from])
+		slog("mailbox: node %u restarted; taking up its messages from %u", from, best);
+	m->peer_inc[from] = inc;
+	m->consumed[from] = best - 1;
+	sn_var_store(nd->sn, gm_bcs_ack(m->nnodes, from), m->out[from].sent);
+}
+
+void nd_mb_arrived(struct nd *nd)
+{
+	struct nd_mb *m = nd->mb;
+	if (!m)
+		return;
+	for (uint32_t from = 0; from < m->nnodes; from++) {
+		if (from == m->self)
+			continue;
+		/* a new stream starts at message 1, in slot 1 */
+		struct mb_hdr h1;
+		memcpy(&h1, nd->gmem + gm_bcs_slot(m->nnodes, from, 1 % GM_BCS_SLOTS), sizeof(h1));
+		if (!m->peer_inc[from] || (h1.magic == MB_MAGIC && h1.inc && h1.inc != m->peer_inc[from]))
+			resync(nd, from);
+		for (;;) {
+			uint32_t want = m->consumed[from] + 1;
+			const uint8_t *slot = nd->gmem + gm_bcs_slot(m->nnodes, from, want % GM_BCS_SLOTS);
+			struct mb_hdr h;
+			memcpy(&h, slot, sizeof(h));
+			if (h.magic != MB_MAGIC || h.seq != want)
+				break;
+			if (!genuine(nd, from, slot, &h)) {
+				/* forged or torn: wait for the sender's genuine message */
+				unsigned held = 0;
+				if (gm_ratelimit_ok(&m->forged_log, (double)clock_mono_ns() / 1e9, &held))
+					slog("mailbox: message %u from node %u is not authentic; "
+					     "ignored (%u more held back)", want, from, held);
+				break;
+			}
+			nd_mb_handler fn = h.type < ND_MB_TYPES ? m->handlers[h.type] : NULL;
+			if (fn)
+				fn(nd, from, h.type, h.job, h.arg, slot + sizeof(h), h.len);
+			m->consumed[from] = want;
+			if (++m->unacked[from] >= GM_BCS_SLOTS / 2)
+				ack(nd, from);
+		}
+		if (m->out[from].head)
+			flush(nd, from);
+	}
+}
