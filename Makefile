@@ -16,6 +16,8 @@ PROTO_H := $(PROTO_C:.c=.h)
 MM_SRC  := $(wildcard daemons/mm/*.c) scheduler/matrix.c
 ND_SRC  := $(wildcard daemons/node/*.c) bcs_mpi/abi/dtype.c bcs_mpi/abi/chan_ckpt.c
 CLI_SRC := $(wildcard cli/*.c) bcs_mpi/abi/trace_codec.c
+# the virtual-cluster manager, with the CLI's control client and option parser
+VC_SRC  := $(wildcard vcluster/*.c) cli/conn.c cli/opts.c cli/fmt.c
 MM_LIBS := -lsqlite3
 AUTH_LIBS := -lmunge -lsodium
 DAEMON_LIBS := -lfabric -lprotobuf-c -linih -ljansson $(AUTH_LIBS)
@@ -23,7 +25,7 @@ DAEMON_LIBS := -lfabric -lprotobuf-c -linih -ljansson $(AUTH_LIBS)
 .PHONY: all deps bench-deps demo check unit unit-asan nettest bench bench-launch bench-gang bench-ckpt bench-mpi clean
 all: $(BUILD)/lib/libstormnet.a $(BUILD)/lib/libstormcommon.a $(BUILD)/bin/primitives_demo \
      $(BUILD)/bin/sn_mptest $(BUILD)/bin/unit_tests $(BUILD)/bin/stormmm $(BUILD)/bin/stormnd \
-     $(BUILD)/bin/storm $(BUILD)/lib/libstormckpt.a $(BUILD)/bin/storm-ckpt bcsmpi
+     $(BUILD)/bin/storm $(BUILD)/bin/storm-cluster $(BUILD)/lib/libstormckpt.a $(BUILD)/bin/storm-ckpt bcsmpi
 
 deps:
 	@./scripts/install-deps.sh
@@ -89,6 +91,10 @@ $(BUILD)/bin/stormnd: $(ND_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormckpt.a
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(DAEMON_LIBS) -lxxhash
 $(BUILD)/bin/storm: $(CLI_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormcommon.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ -lprotobuf-c -linih -ljansson $(AUTH_LIBS)
+$(BUILD)/obj/vcluster/%.o: CFLAGS += -I cli
+$(BUILD)/bin/storm-cluster: $(VC_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormcommon.a
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ -lprotobuf-c -linih -ljansson $(AUTH_LIBS)
 
@@ -268,7 +274,7 @@ $(BUILD)/bin/fake_ctl_mm: $(BUILD)/obj/tests/cluster/fake_ctl_mm.o $(BUILD)/lib/
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ -lprotobuf-c -linih -lpthread $(AUTH_LIBS)
 .PHONY: clitest
-clitest: $(BUILD)/bin/storm $(BUILD)/bin/fake_ctl_mm
+clitest: $(BUILD)/bin/storm $(BUILD)/bin/storm-cluster $(BUILD)/bin/fake_ctl_mm
 	./tests/cluster/test_cli_fake.sh $(BUILD)/bin
 
 # forged, altered and replayed control frames (tests/cluster/test_users.sh)

@@ -67,7 +67,6 @@ int cmd_submit(struct cli *c, int argc, char **argv);
 int cmd_jobs(struct cli *c, int argc, char **argv);
 int cmd_nodes(struct cli *c, int argc, char **argv);
 int cmd_cancel(struct cli *c, int argc, char **argv);
-int cmd_cluster(struct cli *c, int argc, char **argv);
 int cmd_matrix(struct cli *c, int argc, char **argv);
 int cmd_checkpoint(struct cli *c, int argc, char **argv);
 int cmd_restart(struct cli *c, int argc, char **argv);

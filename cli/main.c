@@ -1,7 +1,12 @@
 /* storm: the user's command for a storm cluster. Global options, then one
  * command; each command parses its own options (see docs/storm.1.md). */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "opts.h"
@@ -42,6 +47,38 @@ static const struct cli_opt global_opts[] = {
 	{ "version", 0, 0, O_VERSION },
 	{ NULL, 0, 0, 0 },
 };
+
+/* storm cluster is the virtual-cluster manager, a program of its own
+ * (vcluster/) installed beside this one: it runs with the same arguments. */
+static int cmd_cluster(struct cli *c, int argc, char **argv)
+{
+	char self[PATH_MAX], prog[PATH_MAX + 16];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0) {
+		fprintf(stderr, "storm: error: cannot find storm-cluster: %s\n", strerror(errno));
+		return EXIT_STORM;
+	}
+	self[n] = '\0';
+	snprintf(prog, sizeof(prog), "%s/storm-cluster", dirname(self));
+	char **av = calloc((size_t)argc + 3, sizeof(char *));
+	if (!av) {
+		fprintf(stderr, "storm: error: out of memory\n");
+		return EXIT_STORM;
+	}
+	int k = 0;
+	av[k++] = prog;
+	if (c->conf_opt) {
+		av[k++] = "--conf";
+		av[k++] = (char *)c->conf_opt;
+	}
+	for (int i = 1; i < argc; i++)
+		av[k++] = argv[i];
+	execv(prog, av);
+	fprintf(stderr, "storm: error: cannot run %s: %s (build it with 'make')\n", prog,
+		strerror(errno));
+	free(av);
+	return EXIT_STORM;
+}
 
 static const struct {
 	const char *name;

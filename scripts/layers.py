@@ -25,9 +25,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # generated into build/gen/proto and belong to the folder "proto"
 INCLUDE_DIRS = ["net_abstraction", "common", "scheduler", "checkpoint", "bcs_mpi/abi",
                 "build/gen/proto"]
+# folders compiled with more -I than the rest (the Makefile's target-specific CFLAGS)
+EXTRA_INCLUDE_DIRS = {"vcluster": ["cli"]}
 PRODUCT = ["net_abstraction", "common", "scheduler", "checkpoint", "bcs_mpi", "bcs_mpi/abi",
-           "daemons/mm", "daemons/node", "cli"]
-DAEMONS = ["daemons/mm", "daemons/node", "cli"]
+           "daemons/mm", "daemons/node", "cli", "vcluster"]
+DAEMONS = ["daemons/mm", "daemons/node", "cli", "vcluster"]
 IO_SYMBOLS = {"open", "open64", "openat", "read", "write", "pread", "pwrite", "fopen",
               "fopen64", "fread", "fwrite", "fprintf", "printf", "puts", "fputs", "putchar",
               "socket", "connect", "send", "recv", "sendmsg", "recvmsg", "close", "ioctl",
@@ -58,7 +60,8 @@ def resolve(src, name):
     here = os.path.join(os.path.dirname(src), name)
     if os.path.exists(here):
         return os.path.normpath(here)
-    for d in INCLUDE_DIRS:
+    folder = os.path.relpath(os.path.dirname(src), ROOT)
+    for d in EXTRA_INCLUDE_DIRS.get(folder, []) + INCLUDE_DIRS:
         p = os.path.join(ROOT, d, name)
         if os.path.exists(p):
             return os.path.normpath(p)

@@ -141,6 +141,7 @@ unset STORM_CONF
 # ---- cluster up/status/down with stand-in daemons next to a copy of storm
 mkdir -p "$T/bin"
 cp "$S" "$T/bin/storm"
+cp "$BIN/storm-cluster" "$T/bin/storm-cluster"
 cp "$BIN/fake_ctl_mm" "$T/bin/stormmm"
 cp "$HERE/fake_stormnd" "$T/bin/stormnd"
 expect "cluster up" 0 "$T/bin/storm" cluster up --nodes 12 --dir "$T/c" --timeslice-us 500

@@ -5,6 +5,7 @@
  * and removes the run-time files (logs stay). */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <jansson.h>
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "vcluster.h"
 #include "gm_auth.h"
 #include "munged.h"
 #include "netns.h"
@@ -540,14 +542,14 @@ static int prepare_dir(const char *dir)
 	return 0;
 }
 
-static int cluster_up(const struct up_opts *o)
+/* The cluster's directory, absolute: --dir or /tmp/storm-$UID; -1 (printed). */
+static int resolve_dir(const struct up_opts *o, char *dir)
 {
-	char dir[DIR_MAX], conf_path[PATH_MAX], sock[PATH_MAX], pids[PATH_MAX];
-	char mm_bin[PATH_MAX + 16], nd_bin[PATH_MAX + 16], cwd[PATH_MAX], abs[PATH_MAX];
+	char cwd[PATH_MAX], abs[PATH_MAX];
 	if (o->dir) {
 		if (!getcwd(cwd, sizeof(cwd)) || absolute_path(cwd, o->dir, abs, sizeof(abs))) {
 			fprintf(stderr, "storm: error: cannot make %s absolute\n", o->dir);
-			return EXIT_STORM;
+			return -1;
 		}
 	} else {
 		snprintf(abs, sizeof(abs), "/tmp/storm-%u", (unsigned)getuid());
@@ -557,26 +559,28 @@ static int cluster_up(const struct up_opts *o)
 			"storm: error: %s: too long a path for the control socket in it (at most "
 			"%d characters)\n",
 			abs, DIR_MAX - 1);
-		return EXIT_STORM;
+		return -1;
 	}
 	memcpy(dir, abs, strlen(abs) + 1);
-	snprintf(conf_path, sizeof(conf_path), "%s/storm.conf", dir);
-	snprintf(sock, sizeof(sock), "%s/mm.sock", dir);
-	snprintf(pids, sizeof(pids), "%s/pids", dir);
-	if (find_daemon("stormmm", mm_bin, sizeof(mm_bin)) ||
-	    find_daemon("stormnd", nd_bin, sizeof(nd_bin)))
-		return EXIT_STORM;
+	return 0;
+}
 
-	/* A cluster that answers in DIR is left alone; a dead one is cleaned. */
+/* A cluster that answers in dir is left alone (-1, printed); a dead one is
+ * cleaned up. */
+static int clear_dir(const struct up_opts *o, const char *dir, const char *conf_path,
+		     const char *sock, const char *pids)
+{
 	int err;
 	struct storm_conf old;
 	char cerr[512];
 	const char *old_sock = sock;
-	if (conf_load(conf_path, &old, cerr, sizeof(cerr)) == 0) {
+	bool have_old = conf_load(conf_path, &old, cerr, sizeof(cerr)) == 0;
+	if (have_old) {
 		old_sock = old.socket;
 		ctl_set_munge_socket(old.munge_socket);
 	}
 	Storm__Ctl__Reply *rep = ask_status(old_sock, 0, &err);
+	int rc = 0;
 	if (rep || (err != -ECONNREFUSED && err != -ENOENT)) {
 		if (rep && rep->body_case == STORM__CTL__REPLY__BODY_STATUS)
 			fprintf(stderr,
@@ -590,64 +594,62 @@ static int cluster_up(const struct up_opts *o)
 				"cluster down%s%s' takes it down)\n",
 				old_sock, dir, o->dir ? " --dir " : "", o->dir ? dir : "");
 		ctl_reply_free(rep);
-		if (old.nodes)
-			conf_free(&old);
-		return EXIT_STORM;
+		rc = -1;
 	}
-	if (old.nodes)
+	if (have_old)
 		conf_free(&old);
-	if (stop_daemons(pids, conf_path, 0.0, 1) > 0 || remove_runtime(dir) > 0) {
+	if (rc == 0 && (stop_daemons(pids, conf_path, 0.0, 1) > 0 || remove_runtime(dir) > 0)) {
 		remove_runtime(dir);
 		fprintf(stderr, "storm: cleaned up a stale cluster in %s\n", dir);
 	}
-	if (prepare_dir(dir) != 0)
-		return EXIT_STORM;
-	if (o->netns && netns_up(dir, (int)o->nodes, cerr, sizeof(cerr)) != 0) {
-		fprintf(stderr, "storm: error: %s\n", cerr);
-		return EXIT_STORM;
-	}
+	return rc;
+}
 
-	struct storm_conf conf;
-	if (conf_load_string("[nodes]\nnames = node0\n", conf_path, &conf, cerr, sizeof(cerr))) {
+/* storm.conf for the options, a fresh cluster key and the cluster's own
+ * munged (docs/design/security.md): the daemons and this CLI read their
+ * paths from storm.conf. 0 with *conf filled, or -1 (printed). */
+static int configure(const struct up_opts *o, const char *dir, const char *conf_path,
+		     const char *sock, struct storm_conf *conf)
+{
+	char cerr[512];
+	if (conf_load_string("[nodes]\nnames = node0\n", conf_path, conf, cerr, sizeof(cerr))) {
 		fprintf(stderr, "storm: error: %s\n", cerr);
-		return EXIT_STORM;
+		return -1;
 	}
 	if (o->provider)
-		snprintf(conf.provider, sizeof(conf.provider), "%s", o->provider);
+		snprintf(conf->provider, sizeof(conf->provider), "%s", o->provider);
 	if (o->timeslice_us)
-		conf.timeslice_us = o->timeslice_us;
+		conf->timeslice_us = o->timeslice_us;
 	if (o->cpus)
-		conf.cpus = o->cpus;
+		conf->cpus = o->cpus;
 	if (o->policy >= 0)
-		conf.policy = o->policy;
+		conf->policy = o->policy;
 	if (o->mpl)
-		conf.mpl = o->mpl;
-	else if (conf.policy == POLICY_FCFS)
-		conf.mpl = 1;
+		conf->mpl = o->mpl;
+	else if (conf->policy == POLICY_FCFS)
+		conf->mpl = 1;
 	if (o->quantum)
-		conf.quantum = o->quantum;
+		conf->quantum = o->quantum;
 	if (o->switch_mode >= 0)
-		conf.switch_mode = o->switch_mode;
+		conf->switch_mode = o->switch_mode;
 	if (o->copies >= 0)
-		conf.checkpoint_copies = (unsigned)o->copies;
+		conf->checkpoint_copies = (unsigned)o->copies;
 	if (o->down_after) {
-		conf.down_after = o->down_after;
-		if (conf.report_every * 2 > conf.down_after) /* the config requires it */
-			conf.report_every = conf.down_after / 2;
+		conf->down_after = o->down_after;
+		if (conf->report_every * 2 > conf->down_after) /* the config requires it */
+			conf->report_every = conf->down_after / 2;
 	}
-	snprintf(conf.state_dir, sizeof(conf.state_dir), "%s/state", dir);
-	snprintf(conf.socket, sizeof(conf.socket), "%s", sock);
-	snprintf(conf.bootstrap, sizeof(conf.bootstrap), "dir:%s/fabric", dir);
-	/* a fresh cluster key and munged for every cluster (docs/design/security.md):
-	 * the daemons and this CLI read their paths from storm.conf */
-	snprintf(conf.key_file, sizeof(conf.key_file), "%s/cluster.key", dir);
-	munged_socket_path(dir, conf.munge_socket, sizeof(conf.munge_socket));
-	conf.nnodes = (int)o->nodes;
-	virtual_node_names(conf.nnodes, conf.nodes);
+	snprintf(conf->state_dir, sizeof(conf->state_dir), "%s/state", dir);
+	snprintf(conf->socket, sizeof(conf->socket), "%s", sock);
+	snprintf(conf->bootstrap, sizeof(conf->bootstrap), "dir:%s/fabric", dir);
+	snprintf(conf->key_file, sizeof(conf->key_file), "%s/cluster.key", dir);
+	munged_socket_path(dir, conf->munge_socket, sizeof(conf->munge_socket));
+	conf->nnodes = (int)o->nodes;
+	virtual_node_names(conf->nnodes, conf->nodes);
 	char emsg[2 * PATH_MAX + 128];
-	int rc = conf_write(&conf, conf_path);
-	if (rc == 0 && (rc = gm_key_create(conf.key_file)) != 0)
-		snprintf(emsg, sizeof(emsg), "cannot create the cluster key %s: %s", conf.key_file,
+	int rc = conf_write(conf, conf_path);
+	if (rc == 0 && (rc = gm_key_create(conf->key_file)) != 0)
+		snprintf(emsg, sizeof(emsg), "cannot create the cluster key %s: %s", conf->key_file,
 			 strerror(-rc));
 	else if (rc != 0)
 		snprintf(emsg, sizeof(emsg), "cannot write %s: %s", conf_path, strerror(-rc));
@@ -656,33 +658,30 @@ static int cluster_up(const struct up_opts *o)
 	if (rc != 0) {
 		fprintf(stderr, "storm: error: %s\n", emsg);
 		remove_runtime(dir);
-		conf_free(&conf);
-		return EXIT_STORM;
+		conf_free(conf);
+		return -1;
 	}
-	ctl_set_munge_socket(conf.munge_socket);
+	ctl_set_munge_socket(conf->munge_socket);
+	return 0;
+}
 
-	struct daemon *d = calloc(o->nodes + 1, sizeof(*d));
-	if (!d) {
-		conf_free(&conf);
-		fprintf(stderr, "storm: error: out of memory\n");
-		return EXIT_STORM;
-	}
-	struct sigaction sa = { .sa_handler = on_sigint };
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	int nd = 0, code = EXIT_STORM, status;
-	const char *dead;
-	double start = now_s();
-
-	/* Every daemon at once: each waits in the fabric directory for the
-	 * others' addresses, the MM included, before it answers anything. */
-	char log[PATH_MAX];
+/* The MM and every node daemon, detached, all at once: each waits in the
+ * fabric directory for the others' addresses, the MM included, before it
+ * answers anything. The started ones are in d[0..*nd). 0, or -1 (printed). */
+static int start_daemons(const struct up_opts *o, const char *dir, const char *conf_path,
+			 const struct storm_conf *conf, struct daemon *d, int *nd)
+{
+	char mm_bin[PATH_MAX + 16], nd_bin[PATH_MAX + 16], log[PATH_MAX], pids[PATH_MAX];
+	if (find_daemon("stormmm", mm_bin, sizeof(mm_bin)) ||
+	    find_daemon("stormnd", nd_bin, sizeof(nd_bin)))
+		return -1;
+	snprintf(pids, sizeof(pids), "%s/pids", dir);
 	snprintf(log, sizeof(log), "%s/log/mm.log", dir);
-	char *mm_argv[] = { mm_bin, "-c", conf_path, NULL };
+	char *mm_argv[] = { mm_bin, "-c", (char *)conf_path, NULL };
 	pid_t pid = spawn_detached(mm_argv, log, dir, o->netns ? -1 : NO_NETNS, 0);
 	if (pid < 0) {
 		fprintf(stderr, "storm: error: cannot start %s: %s\n", mm_bin, strerror(-(int)pid));
-		goto fail;
+		return -1;
 	}
 	if (o->realtime) {
 		/* the MM's timer drives every switch: it must not wait for a core */
@@ -691,43 +690,56 @@ static int cluster_up(const struct up_opts *o)
 			fprintf(stderr, "storm: warning: machine manager without real-time "
 					"priority: %s\n", strerror(errno));
 	}
-	d[nd].pid = pid;
-	snprintf(d[nd++].name, HOSTNAME_MAX, "mm");
+	d[*nd].pid = pid;
+	snprintf(d[(*nd)++].name, HOSTNAME_MAX, "mm");
 	append_pid(pids, pid, "mm");
-
-	for (int i = 0; i < conf.nnodes; i++) {
-		snprintf(log, sizeof(log), "%s/log/%s.log", dir, conf.nodes[i]);
+	for (int i = 0; i < conf->nnodes; i++) {
+		snprintf(log, sizeof(log), "%s/log/%s.log", dir, conf->nodes[i]);
 		/* SCHED_FIFO is for a node with one daemon: 64 real-time daemons
 		 * on a few cores would starve everything else if one spun */
-		char *nd_argv[] = { nd_bin, "-c", conf_path, "-n", conf.nodes[i],
+		char *nd_argv[] = { nd_bin, "-c", (char *)conf_path, "-n", conf->nodes[i],
 				    o->realtime ? NULL : "--no-realtime", NULL };
 		pid = spawn_detached(nd_argv, log, dir, o->netns ? i : NO_NETNS, 0);
 		if (pid < 0) {
 			fprintf(stderr, "storm: error: cannot start %s for %s: %s\n", nd_bin,
-				conf.nodes[i], strerror(-(int)pid));
-			goto fail;
+				conf->nodes[i], strerror(-(int)pid));
+			return -1;
 		}
-		d[nd].pid = pid;
-		snprintf(d[nd++].name, HOSTNAME_MAX, "%s", conf.nodes[i]);
-		append_pid(pids, pid, conf.nodes[i]);
+		d[*nd].pid = pid;
+		snprintf(d[(*nd)++].name, HOSTNAME_MAX, "%s", conf->nodes[i]);
+		append_pid(pids, pid, conf->nodes[i]);
 	}
+	return 0;
+}
 
-	double limit = 30.0 + 0.5 * conf.nnodes;
+/* Waits until the MM says every node is UP: its status reply (the caller
+ * frees it), or NULL (printed) when a daemon died, the wait timed out or
+ * Ctrl-C came (*interrupt set). */
+static Storm__Ctl__Reply *wait_up(const char *dir, const char *sock,
+				  const struct storm_conf *conf, struct daemon *d, int nd,
+				  bool *interrupt)
+{
+	double start = now_s(), limit = 30.0 + 0.5 * conf->nnodes;
+	int err, status;
+	const char *dead;
 	for (;;) {
 		if ((dead = dead_child(d, nd, &status))) {
 			describe_exit(!strcmp(dead, "mm") ? "the machine manager" : dead, status);
 			log_tail(dir, dead, 5);
-			goto fail;
+			return NULL;
 		}
-		if (interrupted)
-			goto interrupted;
+		if (interrupted) {
+			*interrupt = true;
+			return NULL;
+		}
 		double left = limit - (now_s() - start);
 		if (left <= 0) {
-			report_missing(dir, sock, &conf, limit);
-			goto fail;
+			report_missing(dir, sock, conf, limit);
+			return NULL;
 		}
 		/* short waits so a dead daemon or Ctrl-C is noticed quickly */
-		rep = ask_status(sock, left < 1.0 ? (unsigned)(left * 1000) : 1000, &err);
+		Storm__Ctl__Reply *rep = ask_status(sock, left < 1.0 ? (unsigned)(left * 1000) : 1000,
+						    &err);
 		if (!rep) {
 			/* not listening yet, or still joining the fabric */
 			if (err == -ENOENT || err == -ECONNREFUSED || err == -ETIMEDOUT) {
@@ -738,52 +750,162 @@ static int cluster_up(const struct up_opts *o)
 			fprintf(stderr, "storm: error: the machine manager stopped answering: %s\n",
 				strerror(-err));
 			log_tail(dir, "mm", 5);
-			goto fail;
+			return NULL;
 		}
 		if (rep->body_case == STORM__CTL__REPLY__BODY_STATUS &&
 		    rep->status->nodes_up == rep->status->nodes_total &&
-		    rep->status->nodes_total == (uint32_t)conf.nnodes)
-			break;
+		    rep->status->nodes_total == (uint32_t)conf->nnodes)
+			return rep;
 		if (rep->body_case == STORM__CTL__REPLY__BODY_ERROR) {
 			cli_print_error(rep->error, "cluster status");
 			ctl_reply_free(rep);
-			goto fail;
+			return NULL;
 		}
 		ctl_reply_free(rep);
 	}
+}
+
+/* The line a script reads: the cluster's name, nodes, provider, slice. */
+static void print_up(const char *dir, const char *conf_path, const struct storm_conf *conf,
+		     const Storm__Ctl__Status *st)
+{
 	char list[4096], ts[32];
-	const char **names = malloc(sizeof(*names) * (size_t)conf.nnodes);
-	for (int i = 0; names && i < conf.nnodes; i++)
-		names[i] = conf.nodes[i];
+	const char **names = malloc(sizeof(*names) * (size_t)conf->nnodes);
+	for (int i = 0; names && i < conf->nnodes; i++)
+		names[i] = conf->nodes[i];
 	if (names)
-		hostlist_compress(names, conf.nnodes, list, sizeof(list));
+		hostlist_compress(names, conf->nnodes, list, sizeof(list));
 	else
 		list[0] = '\0';
 	free(names);
-	fmt_timeslice(rep->status->timeslice_us ? rep->status->timeslice_us : conf.timeslice_us,
-		      ts, sizeof(ts));
-	printf("storm: cluster '%s' up: %d nodes %s, %s, timeslice %s (%s)\n", rep->status->cluster,
-	       conf.nnodes, list,
-	       rep->status->provider[0] ? rep->status->provider : conf.provider, ts, dir);
-	ctl_reply_free(rep);
+	fmt_timeslice(st->timeslice_us ? st->timeslice_us : conf->timeslice_us, ts, sizeof(ts));
+	printf("storm: cluster '%s' up: %d nodes %s, %s, timeslice %s (%s)\n", st->cluster,
+	       conf->nnodes, list, st->provider[0] ? st->provider : conf->provider, ts, dir);
 	fflush(stdout);
 	char def[64];
 	snprintf(def, sizeof(def), "/tmp/storm-%u", (unsigned)getuid());
 	if (strcmp(dir, def) != 0)
 		fprintf(stderr, "storm: other commands find it with --conf %s or STORM_CONF=%s\n",
 			conf_path, conf_path);
-	code = EXIT_OK;
-	goto out;
-interrupted:
-	fprintf(stderr, "storm: interrupted while the cluster was coming up\n");
-fail:
-	teardown(dir, sock, conf_path);
-out:
+}
+
+static int cluster_up(const struct up_opts *o)
+{
+	char dir[DIR_MAX], conf_path[PATH_MAX], sock[PATH_MAX], pids[PATH_MAX];
+	if (resolve_dir(o, dir) < 0)
+		return EXIT_STORM;
+	snprintf(conf_path, sizeof(conf_path), "%s/storm.conf", dir);
+	snprintf(sock, sizeof(sock), "%s/mm.sock", dir);
+	snprintf(pids, sizeof(pids), "%s/pids", dir);
+	char probe[PATH_MAX + 16];
+	if (find_daemon("stormmm", probe, sizeof(probe)) ||
+	    find_daemon("stormnd", probe, sizeof(probe)))
+		return EXIT_STORM;
+	if (clear_dir(o, dir, conf_path, sock, pids) < 0 || prepare_dir(dir) != 0)
+		return EXIT_STORM;
+	char cerr[512];
+	if (o->netns && netns_up(dir, (int)o->nodes, cerr, sizeof(cerr)) != 0) {
+		fprintf(stderr, "storm: error: %s\n", cerr);
+		return EXIT_STORM;
+	}
+	struct storm_conf conf;
+	if (configure(o, dir, conf_path, sock, &conf) < 0)
+		return EXIT_STORM;
+	struct daemon *d = calloc(o->nodes + 1, sizeof(*d));
+	if (!d) {
+		conf_free(&conf);
+		fprintf(stderr, "storm: error: out of memory\n");
+		return EXIT_STORM;
+	}
+	struct sigaction sa = { .sa_handler = on_sigint };
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	int nd = 0, code = EXIT_STORM;
+	bool interrupt = false;
+	Storm__Ctl__Reply *rep = NULL;
+	if (start_daemons(o, dir, conf_path, &conf, d, &nd) == 0 &&
+	    (rep = wait_up(dir, sock, &conf, d, nd, &interrupt))) {
+		print_up(dir, conf_path, &conf, rep->status);
+		ctl_reply_free(rep);
+		code = EXIT_OK;
+	} else {
+		if (interrupt)
+			fprintf(stderr, "storm: interrupted while the cluster was coming up\n");
+		teardown(dir, sock, conf_path);
+	}
 	free(d);
 	conf_free(&conf);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	return code;
+}
+
+/* The options of storm cluster up that take a number: each read into its
+ * field of struct up_opts within its range, or refused naming the range. */
+static const struct up_number {
+	int id;
+	const char *flag;
+	uint64_t min, max;
+	const char *unit;
+	size_t field;
+} up_numbers[] = {
+	{ C_NODES, "--nodes", 1, MAX_VIRTUAL_NODES, "", offsetof(struct up_opts, nodes) },
+	{ C_TIMESLICE, "--timeslice-us", 100, 10000000, "", offsetof(struct up_opts, timeslice_us) },
+	{ C_CPUS, "--cpus", 1, 4096, "", offsetof(struct up_opts, cpus) },
+	{ C_DOWN_AFTER, "--down-after", 2, 1000000, "", offsetof(struct up_opts, down_after) },
+	{ C_MPL, "--mpl", 1, STORM_MAX_MPL, "", offsetof(struct up_opts, mpl) },
+	{ C_QUANTUM, "--quantum", 1, 1000000, " timeslices", offsetof(struct up_opts, quantum) },
+};
+
+static const char *const copies_names[] = { "0", "1", NULL };
+
+/* The options that name one of a few words: its index into the field. */
+static const struct up_choice {
+	int id;
+	const char *flag;
+	const char *const *names;
+	const char *said;
+	size_t field;
+} up_choices[] = {
+	{ C_POLICY, "--policy", storm_policy_names, "gang or fcfs", offsetof(struct up_opts, policy) },
+	{ C_SWITCH, "--switch", storm_switch_names, "signals or freezer",
+	  offsetof(struct up_opts, switch_mode) },
+	{ C_COPIES, "--checkpoint-copies", copies_names, "0 or 1", offsetof(struct up_opts, copies) },
+};
+
+/* 1 when id is a table option (read into o), 0 when not, -1 (printed) when
+ * its value is refused. */
+static int up_table_option(const char *cmd, int id, const char *arg, struct up_opts *o)
+{
+	for (size_t i = 0; i < sizeof(up_numbers) / sizeof(up_numbers[0]); i++) {
+		const struct up_number *n = &up_numbers[i];
+		uint64_t v;
+		if (n->id != id)
+			continue;
+		if (parse_uint(arg, n->min, n->max, &v)) {
+			usage_error(cmd, "%s wants %llu to %llu%s, not '%s'", n->flag,
+				    (unsigned long long)n->min, (unsigned long long)n->max, n->unit,
+				    arg);
+			return -1;
+		}
+		*(unsigned *)((char *)o + n->field) = (unsigned)v;
+		return 1;
+	}
+	for (size_t i = 0; i < sizeof(up_choices) / sizeof(up_choices[0]); i++) {
+		const struct up_choice *c = &up_choices[i];
+		if (c->id != id)
+			continue;
+		int k = 0;
+		while (c->names[k] && strcmp(c->names[k], arg))
+			k++;
+		if (!c->names[k]) {
+			usage_error(cmd, "%s wants %s, not '%s'", c->flag, c->said, arg);
+			return -1;
+		}
+		*(int *)((char *)o + c->field) = k;
+		return 1;
+	}
+	return 0;
 }
 
 static int cmd_up(int argc, char **argv)
@@ -802,16 +924,14 @@ static int cmd_up(int argc, char **argv)
 	struct up_opts o = { .policy = -1, .switch_mode = -1, .copies = -1 };
 	struct cli_optparse p;
 	cli_opt_init(&p, argc, argv, 1, 0);
-	int id, netns = 0;
-	uint64_t v;
+	int id;
 	while ((id = cli_opt_next(&p, opts)) != OPT_DONE) {
+		int t = id > 0 ? up_table_option(cmd, id, p.arg, &o) : 0;
+		if (t < 0)
+			return EXIT_USAGE;
+		if (t > 0)
+			continue;
 		switch (id) {
-		case C_NODES:
-			if (parse_uint(p.arg, 1, MAX_VIRTUAL_NODES, &v))
-				return usage_error(cmd, "--nodes wants 1 to %d, not '%s'",
-						   MAX_VIRTUAL_NODES, p.arg);
-			o.nodes = (unsigned)v;
-			break;
 		case C_DIR:
 			if (!p.arg[0])
 				return usage_error(cmd, "--dir wants a directory");
@@ -823,64 +943,14 @@ static int cmd_up(int argc, char **argv)
 							"such as 'tcp;ofi_rxm'");
 			o.provider = p.arg;
 			break;
-		case C_TIMESLICE:
-			if (parse_uint(p.arg, 100, 10000000, &v))
-				return usage_error(cmd, "--timeslice-us wants 100 to 10000000, not '%s'",
-						   p.arg);
-			o.timeslice_us = (unsigned)v;
-			break;
-		case C_CPUS:
-			if (parse_uint(p.arg, 1, 4096, &v))
-				return usage_error(cmd, "--cpus wants 1 to 4096, not '%s'", p.arg);
-			o.cpus = (unsigned)v;
-			break;
-		case C_DOWN_AFTER:
-			if (parse_uint(p.arg, 2, 1000000, &v))
-				return usage_error(cmd, "--down-after wants 2 to 1000000, not '%s'",
-						   p.arg);
-			o.down_after = (unsigned)v;
-			break;
-		case C_MPL:
-			if (parse_uint(p.arg, 1, STORM_MAX_MPL, &v))
-				return usage_error(cmd, "--mpl wants 1 to %d, not '%s'", STORM_MAX_MPL,
-						   p.arg);
-			o.mpl = (unsigned)v;
-			break;
-		case C_COPIES:
-			if (parse_uint(p.arg, 0, 1, &v))
-				return usage_error(cmd, "--checkpoint-copies wants 0 or 1, not '%s'",
-						   p.arg);
-			o.copies = (int)v;
-			break;
-		case C_QUANTUM:
-			if (parse_uint(p.arg, 1, 1000000, &v))
-				return usage_error(cmd, "--quantum wants 1 to 1000000 timeslices, not '%s'",
-						   p.arg);
-			o.quantum = (unsigned)v;
-			break;
-		case C_POLICY:
-		case C_SWITCH: {
-			const char *const *names = id == C_POLICY ? storm_policy_names : storm_switch_names;
-			int k = 0;
-			while (names[k] && strcmp(names[k], p.arg))
-				k++;
-			if (!names[k])
-				return usage_error(cmd, "%s wants %s, not '%s'",
-						   id == C_POLICY ? "--policy" : "--switch",
-						   id == C_POLICY ? "gang or fcfs" : "signals or freezer",
-						   p.arg);
-			*(id == C_POLICY ? &o.policy : &o.switch_mode) = k;
-			break;
-		}
-		case C_NETNS: netns = 1; break;
+		case C_NETNS: o.netns = 1; break;
 		case C_REALTIME: o.realtime = 1; break;
 		case C_HELP: fputs(up_help, stdout); return EXIT_OK;
 		case OPT_OPERAND: return usage_error(cmd, "unexpected argument '%s'", p.arg);
 		default: return usage_error(cmd, "%s", p.err);
 		}
 	}
-	o.netns = netns;
-	if (netns && o.provider && (!strcmp(o.provider, "shm") || strstr(o.provider, "shm;")))
+	if (o.netns && o.provider && (!strcmp(o.provider, "shm") || strstr(o.provider, "shm;")))
 		return usage_error(cmd, "--netns needs a network provider, not '%s'", o.provider);
 	if (!o.nodes)
 		return usage_error(cmd, "--nodes N is required");
