@@ -1,4 +1,6 @@
-/* BCS-MPI in the node daemon: the work the BCS-MPI paper puts on NIC threads.
+/* BCS-MPI in the node daemon: the work the BCS-MPI paper puts on NIC threads,
+ * here its micro-phases (the collectives are bcs_coll.c's, a checkpoint's
+ * drain bcs_drain.c's, a job's bookkeeping and sending bcs_job.c's).
  *
  * Ranks post descriptors into a memfd shared with this daemon
  * (bcs_mpi/abi/chan.h). At every strobe, for each job that uses MPI here:
@@ -43,379 +45,9 @@
 #include "ckpt.h"
 #include "layout.h"
 #include "nd.h"
-
-#define BCS_BUDGET (1u << 20)   /* bytes granted per source node and slice */
-#define BCS_DEAD_JOBS 64
-#define BCS_HASH 4096           /* buckets of the per-job request tables */
-/* rounds a node may still have to run and report quiet (resolve) */
-#define BCS_QLAG_MAX 16
-/* a checkpoint gives up if the job's traffic has not drained by then */
-#define BCS_DRAIN_NS (30ull * 1000000000u)
-
-static unsigned hkey(uint32_t a, uint32_t b)
-{
-	return (a * 2654435761u ^ b * 40503u) % BCS_HASH;
-}
-
-enum mtype { M_DESC = 1, M_GRANT = 2, M_DATA = 3, M_ABORT = 4, M_RED = 5 };
-
-/* BCS-MPI's header, first in the body of each of its mailbox messages; the
- * mailbox carries the job and, as its arg, the slice */
-struct bhdr {
-	uint32_t count; /* entries in the body */
-	uint32_t flags;
-	uint32_t quiet; /* DESC: the node was quiet for the job at this cover */
-	uint32_t ckpt;  /* DESC: CK_* of the checkpoint ckpt_id being drained */
-	uint64_t ckpt_id;
-};
-
-/* a received message as on_message reads it */
-struct mhdr {
-	uint32_t type;
-	uint32_t len;   /* body bytes after BCS's header */
-	uint64_t job;
-	uint64_t slice; /* DESC: cover (UINT64_MAX: the node is done with the job) */
-	uint32_t count, flags, quiet, ckpt;
-	uint64_t ckpt_id;
-};
-
-/* A checkpoint drains the job first (nd_bcs_freeze): every node stops
- * collecting its ranks' descriptors and says so (FROZEN) in its DESCs; once
- * it has run the rounds up to every node's frozen cover and no transfer to
- * its ranks is left, it says DRAINED. When every node said DRAINED nothing
- * of the job moves any more: each node seals its ranks' pending operations
- * (chan_ckpt.h) for their images. */
-enum { CK_FROZEN = 1, CK_DRAINED = 2, CK_ACTIVE = 4 /* the sender took part already */ };
-
-struct wdesc { /* a send descriptor on the wire */
-	int32_t src, dst, tag;
-	uint32_t ctx, seq, sreq, flags, pad;
-	uint64_t len;
-};
-
-struct wgrant {
-	int32_t src, dst;
-	uint32_t sreq, rreq;
-	uint64_t off, len;
-	uint32_t last, pad;
-};
-
-struct wdata {
-	int32_t dst;
-	uint32_t rreq;
-	uint64_t off;
-	uint64_t len;
-};
-
-/* a matched message, at the receiver's node */
-struct xfer {
-	struct bcs_msend *s;
-	struct bcs_mrecv *r;
-	uint32_t lr;      /* receiving local rank */
-	uint64_t total, granted, done;
-	struct xfer *next;
-};
-
-/* a send waiting for its grants, at the sender's node */
-struct osend {
-	uint32_t lr, seq;      /* seq: its post order among the rank's sends */
-	struct bcs_desc d;     /* as the rank posted it (a checkpoint keeps it) */
-	struct osend *next;
-};
-
-struct comps {
-	struct bcs_comp *v;
-	size_t n, cap;
-};
-
-struct bjob {
-	uint64_t id;
-	struct nd_job *job;        /* NULL until launched here */
-	int memfd;
-	uint8_t *map;
-	size_t maplen;
-	uint32_t nlocal, first, world;
-	uint32_t nnodes_job;
-	uint32_t *nodes, *nfirst, *ncount;
-	bool active, final_sent, aborted;
-	uint64_t *cover;           /* per cluster node index */
-	uint64_t round;
-	/* wildcard matching at quiescence: per cluster node index, its quiet
-	 * reports (bcs_quiet_push); moved: a completion since the last phase */
-	uint64_t *qmask;
-	/* [node][slice % 64]: the rounds the node still had to run at that
-	 * report (mhdr.quiet - 1) */
-	uint8_t (*qlag)[64];
-	bool moved;
-	uint64_t resolved;         /* the last slice wildcards were resolved at */
-	/* MPI_Barrier(MPI_COMM_WORLD): every DESC carries how many barriers all
-	 * of its node's ranks entered; barrier k ends when every node says k */
-	uint32_t *bar_posted, *bar_req; /* per local rank */
-	uint32_t *bar_seen;             /* per cluster node index */
-	uint32_t bar_done;
-	/* MPI_Allreduce(MPI_COMM_WORLD) of small values: each node folds its
-	 * ranks' values (rank order) and sends the partial to every node of the
-	 * job (M_RED); each folds the partials in node order */
-	uint32_t *red_posted, *red_req; /* per local rank */
-	uint64_t *red_addr;
-	uint8_t *red_val;               /* per local rank, BCS_RED_MAX bytes */
-	uint32_t red_len, red_count;
-	int red_op, red_basic;
-	uint32_t red_done;
-	uint8_t *red_part;              /* [node][2][BCS_RED_MAX] */
-	uint32_t *red_part_seq;         /* [node][2]: which allreduce it holds */
-	uint32_t *red_part_len;
-	struct bcs_msend **inc;    /* sends not yet in a round */
-	size_t ninc, capinc;
-	struct bcs_mrecv **newr;   /* receives and probes not yet in a round */
-	uint32_t *newr_lr;
-	size_t nnewr, capnewr;
-	struct bcs_mq *mq;         /* per local rank */
-	struct bcs_mrecv **probes; /* blocking probes waiting, per local rank */
-	uint32_t *sseq, *rseq;
-	struct osend **osends;     /* hashed by (local rank, request) */
-	struct xfer **gq_head, **gq_tail; /* per source node index: to grant */
-	uint64_t *budget;          /* per source node index, this slice */
-	struct xfer **wait_data;   /* granted, data pending; hashed by (rank, request) */
-	struct comps *comps;       /* per local rank, to publish */
-	struct wdesc **batch;      /* per cluster node index: sends for it */
-	size_t *nbatch, *capbatch;
-	/* checkpoint drain (CK_*): frozen for ckpt_id since freeze_ns; fcover:
-	 * per cluster node, the cover of a FROZEN DESC (UINT64_MAX: none yet);
-	 * drained: per cluster node, it said DRAINED; sealed: every node did,
-	 * pend holds each local rank's pending operations in post order */
-	bool frozen, sealed;
-	bool restoring;            /* restored ranks not all back yet (nd_bcs_restored) */
-	uint64_t ckpt_id, freeze_ns;
-	uint64_t *fcover;
-	bool *drained;
-	struct bcs_desc **pend;
-	uint32_t *npend;
-	char seal_err[160];
-	struct bjob *next;
-};
-
-struct nd_bcs {
-	uint32_t nnodes, self;
-	size_t max_msg;               /* a body, BCS's header included */
-	uint32_t next_flags;          /* mhdr.flags of the next mb_send */
-	uint32_t next_quiet;          /* mhdr.quiet of the next mb_send */
-	uint32_t next_ckpt;           /* mhdr.ckpt and ckpt_id of the next mb_send */
-	uint64_t next_ckpt_id;
-	uint64_t phase_at_ns;         /* when this slice's exchange runs, 0: done */
-	uint64_t phase_slice;
-	struct bjob *jobs;
-	uint64_t dead[BCS_DEAD_JOBS];
-	unsigned ndead;
-	uint8_t *bounce;
-};
-
-static void try_seal(struct bjob *j);
-
-static void *grow(void *p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return p;
-	size_t c = *cap ? *cap * 2 : 16;
-	while (c < need)
-		c *= 2;
-	void *q = realloc(p, c * elem);
-	if (!q) {
-		abort(); /* the daemon cannot go on without its bookkeeping */
-	}
-	*cap = c;
-	return q;
-}
-
-/* ---- sending, through the mailboxes (mailbox.c) */
-
-static void mb_send(struct nd *nd, uint32_t to, uint32_t type, uint64_t job, uint64_t slice,
-		    uint32_t count, const void *body, size_t len, const void *body2, size_t len2);
-
-/* The barriers every local rank entered (UINT32_MAX once the node is done). */
-static uint32_t bar_local(const struct bjob *j)
-{
-	uint32_t m = UINT32_MAX;
-	for (uint32_t lr = 0; lr < j->nlocal; lr++)
-		if (j->bar_posted[lr] < m)
-			m = j->bar_posted[lr];
-	return m;
-}
-
-static void mb_send_flags(struct nd *nd, uint32_t to, uint32_t type, uint64_t job,
-			  uint64_t slice, uint32_t count, uint32_t flags, const void *body,
-			  size_t len);
-
-static void mb_send(struct nd *nd, uint32_t to, uint32_t type, uint64_t job, uint64_t slice,
-		    uint32_t count, const void *body, size_t len, const void *body2, size_t len2)
-{
-	struct nd_bcs *b = nd->bcs;
-	struct bhdr h = {.count = count, .flags = b->next_flags, .quiet = b->next_quiet,
-			 .ckpt = b->next_ckpt, .ckpt_id = b->next_ckpt_id};
-	b->next_flags = 0;
-	b->next_quiet = 0;
-	b->next_ckpt = 0;
-	b->next_ckpt_id = 0;
-	struct iovec parts[3] = {{&h, sizeof(h)}, {(void *)body, len}, {(void *)body2, len2}};
-	nd_mb_send(nd, to, type, job, slice, parts, 3);
-}
-
-static void mb_send_flags(struct nd *nd, uint32_t to, uint32_t type, uint64_t job,
-			  uint64_t slice, uint32_t count, uint32_t flags, const void *body,
-			  size_t len)
-{
-	nd->bcs->next_flags = flags;
-	mb_send(nd, to, type, job, slice, count, body, len, NULL, 0);
-}
-
-/* ---- jobs */
-
-static struct bjob *bjob_find(struct nd_bcs *b, uint64_t id)
-{
-	for (struct bjob *j = b->jobs; j; j = j->next)
-		if (j->id == id)
-			return j;
-	return NULL;
-}
-
-static bool job_dead(struct nd_bcs *b, uint64_t id)
-{
-	for (unsigned i = 0; i < BCS_DEAD_JOBS && i < b->ndead; i++)
-		if (b->dead[i] == id)
-			return true;
-	return false;
-}
-
-static struct bjob *bjob_new(struct nd_bcs *b, uint64_t id)
-{
-	struct bjob *j = calloc(1, sizeof(*j));
-	if (!j)
-		abort();
-	j->id = id;
-	j->memfd = -1;
-	uint32_t n = b->nnodes;
-	j->cover = calloc(n, sizeof(*j->cover));
-	j->qmask = calloc(n, sizeof(*j->qmask));
-	j->qlag = calloc(n, sizeof(*j->qlag));
-	j->gq_head = calloc(n, sizeof(*j->gq_head));
-	j->gq_tail = calloc(n, sizeof(*j->gq_tail));
-	j->budget = calloc(n, sizeof(*j->budget));
-	j->bar_seen = calloc(n, sizeof(*j->bar_seen));
-	j->osends = calloc(BCS_HASH, sizeof(*j->osends));
-	j->wait_data = calloc(BCS_HASH, sizeof(*j->wait_data));
-	j->batch = calloc(n, sizeof(*j->batch));
-	j->nbatch = calloc(n, sizeof(*j->nbatch));
-	j->capbatch = calloc(n, sizeof(*j->capbatch));
-	j->fcover = calloc(n, sizeof(*j->fcover));
-	j->drained = calloc(n, sizeof(*j->drained));
-	if (!j->fcover || !j->drained || !j->cover || !j->qmask || !j->qlag || !j->gq_head || !j->gq_tail || !j->budget || !j->batch || !j->nbatch ||
-	    !j->capbatch || !j->bar_seen || !j->osends || !j->wait_data)
-		abort();
-	for (uint32_t i = 0; i < n; i++)
-		j->budget[i] = BCS_BUDGET;
-	j->next = b->jobs;
-	b->jobs = j;
-	return j;
-}
-
-static int node_of_rank(const struct bjob *j, int32_t rank)
-{
-	for (uint32_t k = 0; k < j->nnodes_job; k++)
-		if ((uint32_t)rank >= j->nfirst[k] && (uint32_t)rank < j->nfirst[k] + j->ncount[k])
-			return (int)j->nodes[k];
-	return -1;
-}
-
-static struct bcs_area *area(struct bjob *j, uint32_t lr)
-{
-	return (struct bcs_area *)(j->map + BCS_CHAN_HDR + (uint64_t)lr * BCS_AREA_SIZE);
-}
-
-static pid_t pid_of(struct bjob *j, uint32_t lr)
-{
-	if (!j->job || lr >= j->job->nranks)
-		return -1;
-	return j->job->ranks[lr].pid;
-}
-
-static void complete(struct bjob *j, uint32_t lr, uint32_t req, int32_t src, int32_t tag, int err,
-		     uint64_t len)
-{
-	struct comps *c = &j->comps[lr];
-	if (err != BCS_ENOTFOUND)
-		j->moved = true; /* an iprobe that found nothing moved nothing */
-	c->v = grow(c->v, &c->cap, c->n + 1, sizeof(*c->v));
-	c->v[c->n++] = (struct bcs_comp){.req = req, .src = src, .tag = tag, .err = err,
-					 .len = len};
-}
-
-/* Completion micro-phase: into the rings, then wake. */
-static void publish(struct bjob *j)
-{
-	for (uint32_t lr = 0; lr < j->nlocal; lr++) {
-		struct comps *c = &j->comps[lr];
-		struct bcs_area *a = area(j, lr);
-		bool wake = __atomic_load_n(&a->want_room, __ATOMIC_ACQUIRE);
-		size_t k = 0;
-		uint32_t head = a->comp_head;
-		uint32_t tail = __atomic_load_n(&a->comp_tail, __ATOMIC_ACQUIRE);
-		while (k < c->n && head - tail < BCS_COMP_RING) {
-			a->comp[head % BCS_COMP_RING] = c->v[k++];
-			head++;
-		}
-		if (k) {
-			__atomic_store_n(&a->comp_head, head, __ATOMIC_RELEASE);
-			memmove(c->v, c->v + k, (c->n - k) * sizeof(*c->v));
-			c->n -= k;
-			wake = true;
-		}
-		if (wake) {
-			__atomic_fetch_add(&a->futex, 1, __ATOMIC_RELEASE);
-			syscall(SYS_futex, &a->futex, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-		}
-	}
-}
+#include "bcs_int.h"
 
 /* ---- data movement */
-
-static int copy_from(pid_t pid, uint64_t addr, void *buf, size_t len)
-{
-	struct iovec l = {buf, len}, r = {(void *)(uintptr_t)addr, len};
-	return len == 0 || process_vm_readv(pid, &l, 1, &r, 1, 0) == (ssize_t)len ? 0 : -1;
-}
-
-static int copy_to(pid_t pid, uint64_t addr, const void *buf, size_t len)
-{
-	struct iovec l = {(void *)buf, len}, r = {(void *)(uintptr_t)addr, len};
-	return len == 0 || process_vm_writev(pid, &l, 1, &r, 1, 0) == (ssize_t)len ? 0 : -1;
-}
-
-static struct osend *osend_take(struct bjob *j, uint32_t lr, uint32_t req, bool unlink)
-{
-	for (struct osend **pp = &j->osends[hkey(lr, req)]; *pp; pp = &(*pp)->next)
-		if ((*pp)->lr == lr && (*pp)->d.req == req) {
-			struct osend *o = *pp;
-			if (unlink)
-				*pp = o->next;
-			return o;
-		}
-	return NULL;
-}
-
-static void recv_done(struct bjob *j, struct xfer *x, int err)
-{
-	if (!err && x->s->len > x->r->len)
-		err = BCS_ETRUNC;
-	complete(j, x->lr, x->r->req, x->s->src, x->s->tag, err, x->total);
-}
-
-static void xfer_free(struct xfer *x)
-{
-	free(x->s);
-	free(x->r);
-	free(x);
-}
-
 /* Grants (and within the node, copies) up to the slice's budget per source. */
 static void grant(struct nd *nd, struct bjob *j)
 {
@@ -440,12 +72,12 @@ static void grant(struct nd *nd, struct bjob *j)
 			if (node == b->self) {
 				/* both ranks here: the daemon copies, through its bounce buffer */
 				uint32_t slr = (uint32_t)x->s->src - j->first;
-				struct osend *o = osend_take(j, slr, x->s->sreq, false);
+				struct osend *o = bcs_osend_take(j, slr, x->s->sreq, false);
 				int err = o ? 0 : BCS_EFAULT;
 				for (uint64_t d = 0; !err && d < chunk;) {
 					size_t n = chunk - d > b->max_msg ? b->max_msg : chunk - d;
-					if (copy_from(pid_of(j, slr), o->d.addr + off + d, b->bounce, n) < 0 ||
-					    copy_to(pid_of(j, x->lr), x->r->addr + off + d, b->bounce, n) < 0)
+					if (bcs_copy_from(bcs_pid_of(j, slr), o->d.addr + off + d, b->bounce, n) < 0 ||
+					    bcs_copy_to(bcs_pid_of(j, x->lr), x->r->addr + off + d, b->bounce, n) < 0)
 						err = BCS_EFAULT;
 					d += n;
 				}
@@ -457,19 +89,19 @@ static void grant(struct nd *nd, struct bjob *j)
 				}
 				if (last) {
 					if (o) {
-						osend_take(j, slr, x->s->sreq, true);
-						complete(j, slr, o->d.req, x->s->dst, x->s->tag, 0, o->d.len);
+						bcs_osend_take(j, slr, x->s->sreq, true);
+						bcs_complete(j, slr, o->d.req, x->s->dst, x->s->tag, 0, o->d.len);
 						free(o);
 					}
-					recv_done(j, x, err);
+					bcs_recv_done(j, x, err);
 				}
 			} else {
 				g[ng++] = (struct wgrant){.src = x->s->src, .dst = x->s->dst,
 							  .sreq = x->s->sreq, .rreq = x->r->req,
 							  .off = off, .len = chunk, .last = last};
 				if (ng == maxg) {
-					mb_send(nd, node, M_GRANT, j->id, 0, (uint32_t)ng, g,
-						ng * sizeof(*g), NULL, 0);
+					bcs_send(nd, node, M_GRANT, j->id, 0, (uint32_t)ng, g,
+						 ng * sizeof(*g), NULL, 0);
 					ng = 0;
 				}
 			}
@@ -479,10 +111,10 @@ static void grant(struct nd *nd, struct bjob *j)
 			if (!x->next)
 				j->gq_tail[node] = NULL;
 			if (node == b->self) {
-				xfer_free(x);
+				bcs_xfer_free(x);
 			} else if (x->total == 0) {
-				recv_done(j, x, 0);
-				xfer_free(x);
+				bcs_recv_done(j, x, 0);
+				bcs_xfer_free(x);
 			} else {
 				unsigned h = hkey((uint32_t)x->s->dst, x->r->req);
 				x->next = j->wait_data[h];
@@ -490,7 +122,7 @@ static void grant(struct nd *nd, struct bjob *j)
 			}
 		}
 		if (ng)
-			mb_send(nd, node, M_GRANT, j->id, 0, (uint32_t)ng, g, ng * sizeof(*g), NULL, 0);
+			bcs_send(nd, node, M_GRANT, j->id, 0, (uint32_t)ng, g, ng * sizeof(*g), NULL, 0);
 	}
 	free(g);
 }
@@ -525,90 +157,10 @@ static void check_probes(struct bjob *j, uint32_t lr, bool wild)
 			pp = &p->next;
 			continue;
 		}
-		complete(j, lr, p->req, s->src, s->tag, 0, s->len);
+		bcs_complete(j, lr, p->req, s->src, s->tag, 0, s->len);
 		*pp = p->next;
 		free(p);
 	}
-}
-
-/* Barrier k of MPI_COMM_WORLD ends once every node of the job reported k. */
-static void barriers(struct bjob *j, uint32_t self)
-{
-	if (!j->job || !j->map || !j->nnodes_job)
-		return;
-	j->bar_seen[self] = bar_local(j);
-	uint32_t all = UINT32_MAX;
-	for (uint32_t k = 0; k < j->nnodes_job; k++)
-		if (j->bar_seen[j->nodes[k]] < all)
-			all = j->bar_seen[j->nodes[k]];
-	for (; j->bar_done < all && j->bar_done < bar_local(j); j->bar_done++)
-		for (uint32_t lr = 0; lr < j->nlocal; lr++)
-			complete(j, lr, j->bar_req[lr], -1, -1, 0, 0);
-}
-
-static uint32_t red_local(const struct bjob *j)
-{
-	uint32_t m = UINT32_MAX;
-	for (uint32_t lr = 0; lr < j->nlocal; lr++)
-		if (j->red_posted[lr] < m)
-			m = j->red_posted[lr];
-	return m;
-}
-
-static int node_pos(const struct bjob *j, uint32_t node)
-{
-	for (uint32_t k = 0; k < j->nnodes_job; k++)
-		if (j->nodes[k] == node)
-			return (int)k;
-	return -1;
-}
-
-static uint8_t *red_slot(struct bjob *j, int pos, uint32_t seq)
-{
-	return j->red_part + ((size_t)pos * 2 + seq % 2) * BCS_RED_MAX;
-}
-
-/* Allreduce number red_done+1: this node's partial out once every local
- * rank entered it, the result in once every node's partial is here. */
-static void reduces(struct nd *nd, struct bjob *j)
-{
-	if (!j->job || !j->map || !j->nnodes_job || !j->red_part)
-		return;
-	uint32_t k = j->red_done + 1;
-	int self = node_pos(j, nd->bcs->self);
-	if (self < 0 || red_local(j) < k)
-		return;
-	if (j->red_part_seq[self * 2 + k % 2] != k) {
-		/* fold the local values in rank order: x0 op (x1 op ...) */
-		uint8_t *acc = red_slot(j, self, k);
-		memcpy(acc, j->red_val + (j->nlocal - 1) * BCS_RED_MAX, j->red_len);
-		for (int lr = (int)j->nlocal - 2; lr >= 0; lr--)
-			bcs_op_apply(j->red_op, j->red_basic, j->red_val + (size_t)lr * BCS_RED_MAX,
-				     acc, j->red_count);
-		j->red_part_seq[self * 2 + k % 2] = k;
-		j->red_part_len[self * 2 + k % 2] = j->red_len;
-		for (uint32_t n = 0; n < j->nnodes_job; n++)
-			if ((int)n != self)
-				mb_send(nd, j->nodes[n], M_RED, j->id, k, j->red_len, acc, j->red_len,
-					NULL, 0);
-	}
-	for (uint32_t n = 0; n < j->nnodes_job; n++)
-		if (j->red_part_seq[n * 2 + k % 2] != k)
-			return; /* a node's partial is still on its way */
-	uint8_t res[BCS_RED_MAX];
-	int err = 0;
-	memcpy(res, red_slot(j, (int)j->nnodes_job - 1, k), j->red_len);
-	for (int n = (int)j->nnodes_job - 2; n >= 0; n--) {
-		if (j->red_part_len[n * 2 + k % 2] != j->red_len)
-			err = BCS_EFAULT; /* the ranks disagree on the count or type */
-		bcs_op_apply(j->red_op, j->red_basic, red_slot(j, n, k), res, j->red_count);
-	}
-	for (uint32_t lr = 0; lr < j->nlocal; lr++) {
-		int e = err ? err : copy_to(pid_of(j, lr), j->red_addr[lr], res, j->red_len) < 0
-					    ? BCS_EFAULT : 0;
-		complete(j, lr, j->red_req[lr], -1, -1, e, j->red_len);
-	}
-	j->red_done = k;
 }
 
 /* Wildcard receives and probes (MPI_ANY_SOURCE) are resolved only when the
@@ -694,8 +246,8 @@ static void rounds(struct nd *nd, struct bjob *j)
 						      ? NULL
 						      : bcs_mq_peek(&j->mq[lr], r->src, r->tag, r->ctx);
 			if (s || r->op == BCS_OP_IPROBE) {
-				complete(j, lr, r->req, s ? s->src : -1, s ? s->tag : -1,
-					 s ? 0 : BCS_ENOTFOUND, s ? s->len : 0);
+				bcs_complete(j, lr, r->req, s ? s->src : -1, s ? s->tag : -1,
+					     s ? 0 : BCS_ENOTFOUND, s ? s->len : 0);
 				free(r);
 			} else {
 				r->next = j->probes[lr];
@@ -713,35 +265,15 @@ static void rounds(struct nd *nd, struct bjob *j)
 	grant(nd, j);
 }
 
-/* Ranks in an MPI call exit with the abort code at once; the others are
- * killed after a second (the job's kill timer, ranks.c). */
-static void kill_local(struct bjob *j, int code, const char *why)
-{
-	if (j->aborted || !j->job)
-		return;
-	j->aborted = true;
-	slog("job %" PRIu64 ": %s; ending its ranks here", j->id, why);
-	for (uint32_t lr = 0; j->map && lr < j->nlocal; lr++) {
-		struct bcs_area *a = area(j, lr);
-		a->abort_code = (uint32_t)(code & 255);
-		__atomic_store_n(&a->aborted, 1, __ATOMIC_RELEASE);
-		__atomic_fetch_add(&a->futex, 1, __ATOMIC_RELEASE);
-		syscall(SYS_futex, &a->futex, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-	}
-	uint64_t at = clock_mono_ns() + 1000000000u;
-	if (!j->job->kill_at_ns || at < j->job->kill_at_ns)
-		j->job->kill_at_ns = at;
-}
-
 static void abort_job(struct nd *nd, struct bjob *j, uint32_t rank, int code)
 {
 	char why[96];
 	snprintf(why, sizeof(why), "rank %u called MPI_Abort (%d)", rank, code);
 	for (uint32_t k = 0; k < j->nnodes_job; k++)
 		if (j->nodes[k] != nd->bcs->self)
-			mb_send(nd, j->nodes[k], M_ABORT, j->id, rank, (uint32_t)code & 255, NULL, 0,
-				NULL, 0);
-	kill_local(j, code, why);
+			bcs_send(nd, j->nodes[k], M_ABORT, j->id, rank, (uint32_t)code & 255, NULL, 0,
+				 NULL, 0);
+	bcs_kill_local(j, code, why);
 }
 
 /* Collection micro-phase: the ranks' new descriptors. Returns whether any
@@ -753,7 +285,7 @@ static bool collect(struct nd *nd, struct bjob *j, uint64_t slice)
 	if (j->restoring)
 		return false; /* its rings hold what the ranks had pending: not before they are back */
 	for (uint32_t lr = 0; lr < j->nlocal; lr++) {
-		struct bcs_area *a = area(j, lr);
+		struct bcs_area *a = bcs_area_of(j, lr);
 		uint32_t head = __atomic_load_n(&a->sub_head, __ATOMIC_ACQUIRE);
 		uint32_t tail = a->sub_tail;
 		if (head - tail > BCS_SUB_RING) {
@@ -775,9 +307,9 @@ static bool collect(struct nd *nd, struct bjob *j, uint64_t slice)
 				break;
 			case BCS_OP_ALLREDUCE:
 				if (d.len > BCS_RED_MAX || !bcs_op_valid(d.peer, d.tag) ||
-				    copy_from(pid_of(j, lr), d.addr, j->red_val + lr * BCS_RED_MAX,
-					      d.len) < 0) {
-					complete(j, lr, d.req, -1, -1, BCS_EFAULT, 0);
+				    bcs_copy_from(bcs_pid_of(j, lr), d.addr, j->red_val + lr * BCS_RED_MAX,
+						  d.len) < 0) {
+					bcs_complete(j, lr, d.req, -1, -1, BCS_EFAULT, 0);
 					break;
 				}
 				j->red_posted[lr]++;
@@ -790,9 +322,9 @@ static bool collect(struct nd *nd, struct bjob *j, uint64_t slice)
 				break;
 			case BCS_OP_SEND: {
 				int node = d.peer >= 0 && (uint32_t)d.peer < j->world
-						   ? node_of_rank(j, d.peer) : -1;
+						   ? bcs_node_of_rank(j, d.peer) : -1;
 				if (node < 0) {
-					complete(j, lr, d.req, d.peer, d.tag, BCS_EFAULT, 0);
+					bcs_complete(j, lr, d.req, d.peer, d.tag, BCS_EFAULT, 0);
 					break;
 				}
 				struct osend *o = malloc(sizeof(*o));
@@ -805,8 +337,8 @@ static bool collect(struct nd *nd, struct bjob *j, uint64_t slice)
 				struct wdesc w = {.src = me, .dst = d.peer, .tag = d.tag, .ctx = d.ctx,
 						  .seq = j->sseq[lr]++, .sreq = d.req,
 						  .flags = d.flags, .len = d.len};
-				j->batch[node] = grow(j->batch[node], &j->capbatch[node],
-						      j->nbatch[node] + 1, sizeof(w));
+				j->batch[node] = bcs_grow(j->batch[node], &j->capbatch[node],
+							  j->nbatch[node] + 1, sizeof(w));
 				j->batch[node][j->nbatch[node]++] = w;
 				break;
 			}
@@ -820,7 +352,7 @@ static bool collect(struct nd *nd, struct bjob *j, uint64_t slice)
 							.src = d.peer, .tag = d.tag, .ctx = d.ctx,
 							.req = d.req, .op = d.op, .addr = d.addr,
 							.len = d.len};
-				j->newr = grow(j->newr, &j->capnewr, j->nnewr + 1, sizeof(*j->newr));
+				j->newr = bcs_grow(j->newr, &j->capnewr, j->nnewr + 1, sizeof(*j->newr));
 				size_t cap = j->capnewr;
 				(void)cap;
 				j->newr_lr = realloc(j->newr_lr, j->capnewr * sizeof(*j->newr_lr));
@@ -843,8 +375,8 @@ static bool collect(struct nd *nd, struct bjob *j, uint64_t slice)
 						j->nnewr--;
 					}
 				if (r) {
-					complete(j, lr, r->req, BCS_ANY_SOURCE, BCS_ANY_TAG,
-						 BCS_ECANCELLED, 0);
+					bcs_complete(j, lr, r->req, BCS_ANY_SOURCE, BCS_ANY_TAG,
+						     BCS_ECANCELLED, 0);
 					free(r);
 				}
 				break;
@@ -878,7 +410,7 @@ static void add_incoming(struct nd_bcs *b, struct bjob *j, uint32_t from, uint64
 					.tag = w[i].tag, .ctx = w[i].ctx, .seq = w[i].seq,
 					.sreq = w[i].sreq, .src_node = from, .flags = w[i].flags,
 					.len = w[i].len};
-		j->inc = grow(j->inc, &j->capinc, j->ninc + 1, sizeof(*j->inc));
+		j->inc = bcs_grow(j->inc, &j->capinc, j->ninc + 1, sizeof(*j->inc));
 		j->inc[j->ninc++] = s;
 	}
 	(void)b;
@@ -905,8 +437,8 @@ static void exchange(struct nd *nd, struct bjob *j, uint64_t cover, uint32_t qui
 				b->next_quiet = quiet;
 				b->next_ckpt = ckpt;
 				b->next_ckpt_id = ckpt ? j->ckpt_id : 0;
-				mb_send_flags(nd, node, M_DESC, j->id, cv, (uint32_t)c, bar_local(j),
-					      w + off, c * sizeof(*w));
+				bcs_send_flags(nd, node, M_DESC, j->id, cv, (uint32_t)c, bcs_bar_local(j),
+					       w + off, c * sizeof(*w));
 				off += c;
 			} while (off < n);
 		}
@@ -939,12 +471,12 @@ static void on_grant(struct nd *nd, struct bjob *j, uint32_t from, const struct 
 		    (uint32_t)g[i].src >= j->first + j->nlocal)
 			continue;
 		uint32_t lr = (uint32_t)g[i].src - j->first;
-		struct osend *o = osend_take(j, lr, g[i].sreq, false);
+		struct osend *o = bcs_osend_take(j, lr, g[i].sreq, false);
 		if (!o)
 			continue;
 		for (uint64_t d = 0; d < g[i].len;) {
 			if (used + sizeof(struct wdata) + 64 > room) {
-				mb_send(nd, from, M_DATA, j->id, 0, records, b->bounce, used, NULL, 0);
+				bcs_send(nd, from, M_DATA, j->id, 0, records, b->bounce, used, NULL, 0);
 				used = records = 0;
 			}
 			size_t c = room - used - sizeof(struct wdata);
@@ -955,20 +487,20 @@ static void on_grant(struct nd *nd, struct bjob *j, uint32_t from, const struct 
 			memcpy(b->bounce + used, &w, sizeof(w));
 			uint8_t *at = b->bounce + used + sizeof(w);
 			if (g[i].off + d + c > o->d.len ||
-			    copy_from(pid_of(j, lr), o->d.addr + g[i].off + d, at, c) < 0)
+			    bcs_copy_from(bcs_pid_of(j, lr), o->d.addr + g[i].off + d, at, c) < 0)
 				memset(at, 0, c); /* the rank is gone: the job dies anyway */
 			used += sizeof(w) + c;
 			records++;
 			d += c;
 		}
 		if (g[i].last) {
-			osend_take(j, lr, g[i].sreq, true);
-			complete(j, lr, o->d.req, g[i].dst, 0, 0, o->d.len);
+			bcs_osend_take(j, lr, g[i].sreq, true);
+			bcs_complete(j, lr, o->d.req, g[i].dst, 0, 0, o->d.len);
 			free(o);
 		}
 	}
 	if (records)
-		mb_send(nd, from, M_DATA, j->id, 0, records, b->bounce, used, NULL, 0);
+		bcs_send(nd, from, M_DATA, j->id, 0, records, b->bounce, used, NULL, 0);
 }
 
 static void on_data(struct bjob *j, uint32_t from, const struct wdata *w, const uint8_t *payload)
@@ -976,7 +508,7 @@ static void on_data(struct bjob *j, uint32_t from, const struct wdata *w, const 
 	/* the head of the source's grant queue may be partly granted */
 	struct xfer *h = j->gq_head ? j->gq_head[from] : NULL;
 	if (h && h->s->dst == w->dst && h->r->req == w->rreq && w->off + w->len <= h->granted) {
-		if (copy_to(pid_of(j, h->lr), h->r->addr + w->off, payload, w->len) == 0)
+		if (bcs_copy_to(bcs_pid_of(j, h->lr), h->r->addr + w->off, payload, w->len) == 0)
 			h->done += w->len;
 		return;
 	}
@@ -987,12 +519,12 @@ static void on_data(struct bjob *j, uint32_t from, const struct wdata *w, const 
 			continue;
 		if (w->off + w->len > x->total)
 			return;
-		int err = copy_to(pid_of(j, x->lr), x->r->addr + w->off, payload, w->len);
+		int err = bcs_copy_to(bcs_pid_of(j, x->lr), x->r->addr + w->off, payload, w->len);
 		x->done += w->len;
 		if (x->done >= x->total || err) {
-			recv_done(j, x, err ? BCS_EFAULT : 0);
+			bcs_recv_done(j, x, err ? BCS_EFAULT : 0);
 			*pp = x->next;
-			xfer_free(x);
+			bcs_xfer_free(x);
 		}
 		return;
 	}
@@ -1001,11 +533,11 @@ static void on_data(struct bjob *j, uint32_t from, const struct wdata *w, const 
 static void on_message(struct nd *nd, uint32_t from, const struct mhdr *h, const uint8_t *body)
 {
 	struct nd_bcs *b = nd->bcs;
-	if (job_dead(b, h->job))
+	if (bcs_job_dead(b, h->job))
 		return;
-	struct bjob *j = bjob_find(b, h->job);
+	struct bjob *j = bcs_job_find(b, h->job);
 	if (!j)
-		j = bjob_new(b, h->job);
+		j = bcs_job_new(b, h->job);
 	switch (h->type) {
 	case M_DESC:
 		if ((size_t)h->count * sizeof(struct wdesc) > h->len)
@@ -1030,8 +562,8 @@ static void on_message(struct nd *nd, uint32_t from, const struct mhdr *h, const
 		if (j->frozen && h->ckpt_id == j->ckpt_id && (h->ckpt & CK_DRAINED))
 			j->drained[from] = true;
 		rounds(nd, j);
-		barriers(j, nd->bcs->self);
-		try_seal(j);
+		bcs_barriers(j, nd->bcs->self);
+		bcs_try_seal(j);
 		break;
 	case M_GRANT:
 		if ((size_t)h->count * sizeof(struct wgrant) > h->len)
@@ -1054,17 +586,17 @@ static void on_message(struct nd *nd, uint32_t from, const struct mhdr *h, const
 		break;
 	}
 	case M_ABORT:
-		kill_local(j, (int)h->count, "MPI_Abort on another node");
+		bcs_kill_local(j, (int)h->count, "MPI_Abort on another node");
 		break;
 	case M_RED: {
-		int pos = j->red_part ? node_pos(j, from) : -1;
+		int pos = j->red_part ? bcs_node_pos(j, from) : -1;
 		if (pos < 0 || h->len > BCS_RED_MAX || h->slice > UINT32_MAX)
 			return;
 		uint32_t k = (uint32_t)h->slice;
-		memcpy(red_slot(j, pos, k), body, h->len);
+		memcpy(bcs_red_slot(j, pos, k), body, h->len);
 		j->red_part_seq[pos * 2 + k % 2] = k;
 		j->red_part_len[pos * 2 + k % 2] = h->len;
-		reduces(nd, j);
+		bcs_reduces(nd, j);
 		break;
 	}
 	}
@@ -1091,7 +623,7 @@ static void on_mailbox(struct nd *nd, uint32_t from, uint32_t type, uint64_t job
 static bool ranks_idle(struct bjob *j)
 {
 	for (uint32_t lr = 0; lr < j->nlocal; lr++) {
-		struct bcs_area *a = area(j, lr);
+		struct bcs_area *a = bcs_area_of(j, lr);
 		uint32_t idle = __atomic_load_n(&a->idle, __ATOMIC_SEQ_CST);
 		if (idle != BCS_IDLE_DONE && idle != a->comp_head + 1)
 			return false;
@@ -1116,135 +648,6 @@ static bool node_quiet(struct bjob *j, uint64_t slice)
 		if (j->comps[lr].n)
 			return false;
 	return true;
-}
-
-/* ---- checkpoint drain */
-
-/* Nothing of the job can move to this node's ranks any more: the rounds ran
- * up to every node's frozen cover (every send is matched or queued) and no
- * match waits for grants or data. */
-static bool drained_here(struct bjob *j)
-{
-	for (uint32_t k = 0; k < j->nnodes_job; k++) {
-		uint32_t n = j->nodes[k];
-		if (j->cover[n] == UINT64_MAX)
-			continue; /* done with the job: it sends nothing more */
-		if (j->fcover[n] == UINT64_MAX || j->round < j->fcover[n])
-			return false;
-	}
-	if (j->ninc || j->nnewr)
-		return false;
-	for (uint32_t k = 0; k < j->nnodes_job; k++)
-		if (j->gq_head[j->nodes[k]])
-			return false;
-	for (unsigned h = 0; h < BCS_HASH; h++)
-		if (j->wait_data[h])
-			return false;
-	return true;
-}
-
-/* a pending operation and its post order, while sealing */
-struct spend {
-	uint32_t seq;
-	struct bcs_desc d;
-};
-
-static int spend_cmp(const void *a, const void *b)
-{
-	const struct spend *x = a, *y = b;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-static void spend_add(struct spend **v, size_t *n, size_t *cap, uint32_t seq,
-		      struct bcs_desc d)
-{
-	*v = grow(*v, cap, *n + 1, sizeof(**v));
-	(*v)[(*n)++] = (struct spend){.seq = seq, .d = d};
-}
-
-static void spend_recv(struct spend **v, size_t *n, size_t *cap, const struct bcs_mrecv *r)
-{
-	spend_add(v, n, cap, r->seq,
-		  (struct bcs_desc){.op = r->op, .req = r->req, .peer = r->src, .tag = r->tag,
-				    .ctx = r->ctx, .addr = r->addr, .len = r->len});
-}
-
-/* Each local rank's pending operations, in the order it posted them: sends
- * (not matched, so not granted), receives and blocking probes (not
- * matched), then the barrier or allreduce it waits in. */
-static void seal(struct bjob *j)
-{
-	publish(j); /* what completed goes into the rings first */
-	j->pend = calloc(j->nlocal ? j->nlocal : 1, sizeof(*j->pend));
-	j->npend = calloc(j->nlocal ? j->nlocal : 1, sizeof(*j->npend));
-	if (!j->pend || !j->npend)
-		abort();
-	struct spend *sv = NULL, *rv = NULL;
-	size_t scap = 0, rcap = 0;
-	for (uint32_t lr = 0; lr < j->nlocal; lr++) {
-		if (j->comps[lr].n)
-			snprintf(j->seal_err, sizeof(j->seal_err),
-				 "rank %u left more than %u completions unconsumed", j->first + lr,
-				 BCS_COMP_RING);
-		size_t ns = 0, nr = 0;
-		for (unsigned h = 0; h < BCS_HASH; h++)
-			for (struct osend *o = j->osends[h]; o; o = o->next)
-				if (o->lr == lr)
-					spend_add(&sv, &ns, &scap, o->seq, o->d);
-		for (struct bcs_mrecv *r = j->mq[lr].phead; r; r = r->next)
-			spend_recv(&rv, &nr, &rcap, r);
-		for (struct bcs_mrecv *r = j->probes[lr]; r; r = r->next)
-			spend_recv(&rv, &nr, &rcap, r);
-		for (size_t i = 0; i < j->nnewr; i++)
-			if (j->newr_lr[i] == lr)
-				spend_recv(&rv, &nr, &rcap, j->newr[i]);
-		qsort(sv, ns, sizeof(*sv), spend_cmp);
-		qsort(rv, nr, sizeof(*rv), spend_cmp);
-		struct bcs_desc *p = malloc((ns + nr + 3) * sizeof(*p));
-		if (!p)
-			abort();
-		size_t n = 0;
-		if (j->active)
-			p[n++] = (struct bcs_desc){.op = BCS_OP_INIT};
-		for (size_t i = 0; i < ns; i++)
-			p[n++] = sv[i].d;
-		for (size_t i = 0; i < nr; i++)
-			p[n++] = rv[i].d;
-		if (j->bar_posted[lr] > j->bar_done)
-			p[n++] = (struct bcs_desc){.op = BCS_OP_BARRIER, .req = j->bar_req[lr]};
-		if (j->red_posted[lr] > j->red_done)
-			p[n++] = (struct bcs_desc){.op = BCS_OP_ALLREDUCE, .req = j->red_req[lr],
-						   .peer = j->red_op, .tag = j->red_basic,
-						   .ctx = j->red_count, .addr = j->red_addr[lr],
-						   .len = j->red_len};
-		j->pend[lr] = p;
-		j->npend[lr] = (uint32_t)n;
-	}
-	free(sv);
-	free(rv);
-	j->sealed = true;
-}
-
-/* The sealed operations go (the checkpoint is over, or the job). */
-static void free_pend(struct bjob *j)
-{
-	for (uint32_t lr = 0; j->pend && lr < j->nlocal; lr++)
-		free(j->pend[lr]);
-	free(j->pend);
-	free(j->npend);
-	j->pend = NULL;
-	j->npend = NULL;
-}
-
-/* Sealed once every node of the job said DRAINED (this one included). */
-static void try_seal(struct bjob *j)
-{
-	if (!j->frozen || j->sealed || !j->job || !j->map)
-		return;
-	for (uint32_t k = 0; k < j->nnodes_job; k++)
-		if (!j->drained[j->nodes[k]] && j->cover[j->nodes[k]] != UINT64_MAX)
-			return;
-	seal(j);
 }
 
 /* Collection, descriptor exchange, matching, transmission: a quarter of a
@@ -1272,7 +675,7 @@ static void phase(struct nd *nd)
 		if (j->frozen) {
 			if (j->fcover[b->self] == UINT64_MAX)
 				j->fcover[b->self] = slice;
-			if (drained_here(j))
+			if (bcs_drained_here(j))
 				j->drained[b->self] = true;
 			ck = CK_FROZEN | (j->drained[b->self] ? CK_DRAINED : 0) |
 			     (j->active ? CK_ACTIVE : 0);
@@ -1285,9 +688,9 @@ static void phase(struct nd *nd)
 			j->cover[b->self] = slice;
 		rounds(nd, j);
 		grant(nd, j);
-		barriers(j, b->self);
-		reduces(nd, j);
-		try_seal(j);
+		bcs_barriers(j, b->self);
+		bcs_reduces(nd, j);
+		bcs_try_seal(j);
 	}
 }
 
@@ -1307,7 +710,7 @@ void nd_bcs_strobe(struct nd *nd)
 		for (uint32_t i = 0; i < b->nnodes; i++)
 			j->budget[i] = BCS_BUDGET;
 		if (j->active && !j->sealed)
-			publish(j); /* sealed: its rings are as its images keep them */
+			bcs_publish(j); /* sealed: its rings are as its images keep them */
 	}
 	if (!any)
 		return; /* no ranks here: no exchange to run this slice */
@@ -1360,9 +763,9 @@ int nd_bcs_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command
 	const Storm__Cl__Launch *L = cmd->launch;
 	if (!b)
 		return -1;
-	struct bjob *j = bjob_find(b, job->id);
+	struct bjob *j = bcs_job_find(b, job->id);
 	if (!j)
-		j = bjob_new(b, job->id);
+		j = bcs_job_new(b, job->id);
 	j->job = job;
 	j->restoring = L->restore;
 	j->nlocal = job->nranks;
@@ -1461,7 +864,7 @@ static void bjob_free(struct bjob *j)
 	for (unsigned h = 0; j->wait_data && h < BCS_HASH; h++)
 		for (struct xfer *x = j->wait_data[h], *n; x; x = n) {
 			n = x->next;
-			xfer_free(x);
+			bcs_xfer_free(x);
 		}
 	free(j->wait_data);
 	free(j->inc);
@@ -1491,7 +894,7 @@ static void bjob_free(struct bjob *j)
 	free(j->red_part_len);
 	free(j->nbatch);
 	free(j->capbatch);
-	free_pend(j);
+	bcs_free_pend(j);
 	free(j->fcover);
 	free(j->drained);
 	if (j->map)
@@ -1506,7 +909,7 @@ static void bjob_free_queues(struct nd_bcs *b, struct bjob *j)
 	for (uint32_t i = 0; i < b->nnodes; i++) {
 		for (struct xfer *x = j->gq_head[i], *n; x; x = n) {
 			n = x->next;
-			xfer_free(x);
+			bcs_xfer_free(x);
 		}
 		free(j->batch[i]);
 	}
@@ -1534,8 +937,8 @@ void nd_bcs_job_end(struct nd *nd, struct nd_job *job)
 		/* nothing more from this node: the others' rounds go on without it */
 		for (uint32_t k = 0; k < j->nnodes_job; k++)
 			if (j->nodes[k] != b->self)
-				mb_send_flags(nd, j->nodes[k], M_DESC, j->id, UINT64_MAX, 0, UINT32_MAX,
-					      NULL, 0);
+				bcs_send_flags(nd, j->nodes[k], M_DESC, j->id, UINT64_MAX, 0, UINT32_MAX,
+					       NULL, 0);
 	}
 	*pp = j->next;
 	b->dead[b->ndead++ % BCS_DEAD_JOBS] = j->id;
@@ -1559,148 +962,8 @@ void nd_bcs_close(struct nd *nd)
 	nd->bcs = NULL;
 }
 
-/* ---- checkpoints (daemons/node/ckpt.c) */
-
-void nd_bcs_freeze(struct nd *nd, struct nd_job *job, uint64_t ckpt_id)
-{
-	struct nd_bcs *b = nd->bcs;
-	struct bjob *j = b ? bjob_find(b, job->id) : NULL;
-	if (!j)
-		return;
-	j->frozen = true;
-	j->sealed = false;
-	j->ckpt_id = ckpt_id;
-	j->freeze_ns = clock_mono_ns();
-	j->seal_err[0] = 0;
-	for (uint32_t i = 0; i < b->nnodes; i++) {
-		j->fcover[i] = UINT64_MAX;
-		j->drained[i] = false;
-	}
-	/* what the drain has to finish (tests check a checkpoint is taken with
-	 * a message of many slices on its way) */
-	uint64_t left = 0;
-	unsigned nx = 0;
-	for (uint32_t i = 0; i < b->nnodes; i++)
-		for (struct xfer *x = j->gq_head[i]; x; x = x->next, nx++)
-			left += x->total - x->done;
-	for (unsigned h = 0; h < BCS_HASH; h++)
-		for (struct xfer *x = j->wait_data[h]; x; x = x->next, nx++)
-			left += x->total - x->done;
-	if (j->active)
-		slog("job %" PRIu64 ": checkpoint %" PRIu64 ": BCS-MPI frozen with %u transfers "
-		       "to this node's ranks, %" PRIu64 " bytes still to move; draining",
-		       j->id, ckpt_id, nx, left);
-}
-
-int nd_bcs_sealed(struct nd *nd, struct nd_job *job, char *why, size_t len)
-{
-	struct nd_bcs *b = nd->bcs;
-	struct bjob *j = b ? bjob_find(b, job->id) : NULL;
-	if (!j || !j->map)
-		return 1; /* no channel: nothing to drain */
-	if (j->aborted) {
-		snprintf(why, len, "the job is ending (MPI_Abort)");
-		return -1;
-	}
-	if (j->sealed && j->seal_err[0]) {
-		snprintf(why, len, "%s", j->seal_err);
-		return -1;
-	}
-	if (j->sealed) {
-		if (j->freeze_ns) {
-			slog("job %" PRIu64 ": checkpoint %" PRIu64 ": BCS-MPI drained in %.1f ms",
-			       j->id, j->ckpt_id, (double)(clock_mono_ns() - j->freeze_ns) / 1e6);
-			j->freeze_ns = 0;
-		}
-		return 1;
-	}
-	if (clock_mono_ns() - j->freeze_ns > BCS_DRAIN_NS) {
-		uint32_t missing = UINT32_MAX;
-		for (uint32_t k = 0; k < j->nnodes_job && missing == UINT32_MAX; k++)
-			if (!j->drained[j->nodes[k]] && j->cover[j->nodes[k]] != UINT64_MAX)
-				missing = j->nodes[k];
-		snprintf(why, len,
-			 "the job's BCS-MPI traffic did not drain within %u s (node index %u "
-			 "not drained)",
-			 (unsigned)(BCS_DRAIN_NS / 1000000000u), missing);
-		return -1;
-	}
-	return 0;
-}
-
-void nd_bcs_thaw(struct nd *nd, struct nd_job *job)
-{
-	struct nd_bcs *b = nd->bcs;
-	struct bjob *j = b ? bjob_find(b, job->id) : NULL;
-	if (!j || !j->frozen)
-		return;
-	j->frozen = j->sealed = false;
-	j->ckpt_id = 0;
-	free_pend(j);
-}
-
-int nd_bcs_rank_state(struct nd *nd, struct nd_job *job, uint32_t lr, void **buf, size_t *len)
-{
-	struct nd_bcs *b = nd->bcs;
-	struct bjob *j = b ? bjob_find(b, job->id) : NULL;
-	*buf = NULL;
-	*len = 0;
-	if (!j || !j->map || !j->sealed || lr >= j->nlocal)
-		return 0;
-	*len = bcs_ckpt_size(j->npend[lr]);
-	*buf = malloc(*len);
-	if (!*buf)
-		return -ENOMEM;
-	struct bcs_ckpt_hdr h = {.rank = j->first + lr, .local = lr, .npend = j->npend[lr],
-				 .job = j->id};
-	bcs_ckpt_encode(*buf, &h, j->pend[lr], area(j, lr));
-	return 0;
-}
-
-int nd_bcs_restore_rank(struct nd *nd, struct nd_job *job, uint32_t lr, const void *app,
-			size_t app_len, uint64_t start, uint64_t end, uint64_t offset,
-			struct ckpt_ext_piece *p, size_t max, char *err, size_t errlen)
-{
-	struct nd_bcs *b = nd->bcs;
-	struct bjob *j = b ? bjob_find(b, job->id) : NULL;
-	struct bcs_ckpt_view v;
-	if (!j || !j->map || lr >= j->nlocal) {
-		snprintf(err, errlen, "the job has no BCS-MPI channel here");
-		return -ENOENT;
-	}
-	int rc = bcs_ckpt_decode(app, app_len, &v, err, errlen);
-	if (rc)
-		return rc;
-	if (v.h.rank != j->first + lr) {
-		snprintf(err, errlen, "BCS-MPI state of rank %u in the image of rank %u", v.h.rank,
-			 j->first + lr);
-		return -EINVAL;
-	}
-	/* the rank mapped its node's whole channel; it uses the header and its
-	 * own area, which now lie where this node's channel has them */
-	uint64_t at = start + BCS_CHAN_HDR + (uint64_t)v.h.local * BCS_AREA_SIZE;
-	if (offset != 0 || end < at + BCS_AREA_SIZE || max < 2) {
-		snprintf(err, errlen, "the channel mapping (%#llx-%#llx) does not hold area %u",
-			 (unsigned long long)start, (unsigned long long)end, v.h.local);
-		return -EINVAL;
-	}
-	if ((rc = bcs_ckpt_restore_area(area(j, lr), &v, err, errlen)))
-		return rc;
-	p[0] = (struct ckpt_ext_piece){.addr = start, .len = BCS_CHAN_HDR, .off = 0};
-	p[1] = (struct ckpt_ext_piece){.addr = at, .len = BCS_AREA_SIZE,
-				       .off = BCS_CHAN_HDR + (uint64_t)lr * BCS_AREA_SIZE};
-	return 2;
-}
-
-void nd_bcs_restored(struct nd *nd, struct nd_job *job)
-{
-	struct bjob *j = nd->bcs ? bjob_find(nd->bcs, job->id) : NULL;
-	if (j)
-		j->restoring = false;
-}
-
 int nd_bcs_fd(struct nd *nd, struct nd_job *job)
 {
-	struct bjob *j = nd->bcs ? bjob_find(nd->bcs, job->id) : NULL;
+	struct bjob *j = nd->bcs ? bcs_job_find(nd->bcs, job->id) : NULL;
 	return j ? j->memfd : -1;
 }

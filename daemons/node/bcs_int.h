@@ -1,0 +1,220 @@
+/* BCS-MPI in the node daemon, shared by its files: the wire format of its
+ * mailbox messages, a job's state (struct bjob) and the functions the files
+ * call of each other. bcs_job.c is the bottom (a job's bookkeeping,
+ * sending, completions); bcs_coll.c the collectives on MPI_COMM_WORLD;
+ * bcs_drain.c a checkpoint's drain and seal; bcs.c the micro-phases of a
+ * timeslice on top of them. */
+#ifndef STORM_ND_BCS_INT_H
+#define STORM_ND_BCS_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "chan.h"
+#include "match.h"
+#include "nd.h"
+
+#define BCS_BUDGET (1u << 20)   /* bytes granted per source node and slice */
+#define BCS_DEAD_JOBS 64
+#define BCS_HASH 4096           /* buckets of the per-job request tables */
+/* rounds a node may still have to run and report quiet (resolve) */
+#define BCS_QLAG_MAX 16
+/* a checkpoint gives up if the job's traffic has not drained by then */
+#define BCS_DRAIN_NS (30ull * 1000000000u)
+
+static inline unsigned hkey(uint32_t a, uint32_t b)
+{
+	return (a * 2654435761u ^ b * 40503u) % BCS_HASH;
+}
+
+enum mtype { M_DESC = 1, M_GRANT = 2, M_DATA = 3, M_ABORT = 4, M_RED = 5 };
+
+/* BCS-MPI's header, first in the body of each of its mailbox messages; the
+ * mailbox carries the job and, as its arg, the slice */
+struct bhdr {
+	uint32_t count; /* entries in the body */
+	uint32_t flags;
+	uint32_t quiet; /* DESC: the node was quiet for the job at this cover */
+	uint32_t ckpt;  /* DESC: CK_* of the checkpoint ckpt_id being drained */
+	uint64_t ckpt_id;
+};
+
+/* a received message as on_message reads it */
+struct mhdr {
+	uint32_t type;
+	uint32_t len;   /* body bytes after BCS's header */
+	uint64_t job;
+	uint64_t slice; /* DESC: cover (UINT64_MAX: the node is done with the job) */
+	uint32_t count, flags, quiet, ckpt;
+	uint64_t ckpt_id;
+};
+
+/* A checkpoint drains the job first (nd_bcs_freeze): every node stops
+ * collecting its ranks' descriptors and says so (FROZEN) in its DESCs; once
+ * it has run the rounds up to every node's frozen cover and no transfer to
+ * its ranks is left, it says DRAINED. When every node said DRAINED nothing
+ * of the job moves any more: each node seals its ranks' pending operations
+ * (chan_ckpt.h) for their images. */
+enum { CK_FROZEN = 1, CK_DRAINED = 2, CK_ACTIVE = 4 /* the sender took part already */ };
+
+struct wdesc { /* a send descriptor on the wire */
+	int32_t src, dst, tag;
+	uint32_t ctx, seq, sreq, flags, pad;
+	uint64_t len;
+};
+
+struct wgrant {
+	int32_t src, dst;
+	uint32_t sreq, rreq;
+	uint64_t off, len;
+	uint32_t last, pad;
+};
+
+struct wdata {
+	int32_t dst;
+	uint32_t rreq;
+	uint64_t off;
+	uint64_t len;
+};
+
+/* a matched message, at the receiver's node */
+struct xfer {
+	struct bcs_msend *s;
+	struct bcs_mrecv *r;
+	uint32_t lr;      /* receiving local rank */
+	uint64_t total, granted, done;
+	struct xfer *next;
+};
+
+/* a send waiting for its grants, at the sender's node */
+struct osend {
+	uint32_t lr, seq;      /* seq: its post order among the rank's sends */
+	struct bcs_desc d;     /* as the rank posted it (a checkpoint keeps it) */
+	struct osend *next;
+};
+
+struct comps {
+	struct bcs_comp *v;
+	size_t n, cap;
+};
+
+struct bjob {
+	uint64_t id;
+	struct nd_job *job;        /* NULL until launched here */
+	int memfd;
+	uint8_t *map;
+	size_t maplen;
+	uint32_t nlocal, first, world;
+	uint32_t nnodes_job;
+	uint32_t *nodes, *nfirst, *ncount;
+	bool active, final_sent, aborted;
+	uint64_t *cover;           /* per cluster node index */
+	uint64_t round;
+	/* wildcard matching at quiescence: per cluster node index, its quiet
+	 * reports (bcs_quiet_push); moved: a completion since the last phase */
+	uint64_t *qmask;
+	/* [node][slice % 64]: the rounds the node still had to run at that
+	 * report (mhdr.quiet - 1) */
+	uint8_t (*qlag)[64];
+	bool moved;
+	uint64_t resolved;         /* the last slice wildcards were resolved at */
+	/* MPI_Barrier(MPI_COMM_WORLD): every DESC carries how many barriers all
+	 * of its node's ranks entered; barrier k ends when every node says k */
+	uint32_t *bar_posted, *bar_req; /* per local rank */
+	uint32_t *bar_seen;             /* per cluster node index */
+	uint32_t bar_done;
+	/* MPI_Allreduce(MPI_COMM_WORLD) of small values: each node folds its
+	 * ranks' values (rank order) and sends the partial to every node of the
+	 * job (M_RED); each folds the partials in node order */
+	uint32_t *red_posted, *red_req; /* per local rank */
+	uint64_t *red_addr;
+	uint8_t *red_val;               /* per local rank, BCS_RED_MAX bytes */
+	uint32_t red_len, red_count;
+	int red_op, red_basic;
+	uint32_t red_done;
+	uint8_t *red_part;              /* [node][2][BCS_RED_MAX] */
+	uint32_t *red_part_seq;         /* [node][2]: which allreduce it holds */
+	uint32_t *red_part_len;
+	struct bcs_msend **inc;    /* sends not yet in a round */
+	size_t ninc, capinc;
+	struct bcs_mrecv **newr;   /* receives and probes not yet in a round */
+	uint32_t *newr_lr;
+	size_t nnewr, capnewr;
+	struct bcs_mq *mq;         /* per local rank */
+	struct bcs_mrecv **probes; /* blocking probes waiting, per local rank */
+	uint32_t *sseq, *rseq;
+	struct osend **osends;     /* hashed by (local rank, request) */
+	struct xfer **gq_head, **gq_tail; /* per source node index: to grant */
+	uint64_t *budget;          /* per source node index, this slice */
+	struct xfer **wait_data;   /* granted, data pending; hashed by (rank, request) */
+	struct comps *comps;       /* per local rank, to publish */
+	struct wdesc **batch;      /* per cluster node index: sends for it */
+	size_t *nbatch, *capbatch;
+	/* checkpoint drain (CK_*): frozen for ckpt_id since freeze_ns; fcover:
+	 * per cluster node, the cover of a FROZEN DESC (UINT64_MAX: none yet);
+	 * drained: per cluster node, it said DRAINED; sealed: every node did,
+	 * pend holds each local rank's pending operations in post order */
+	bool frozen, sealed;
+	bool restoring;            /* restored ranks not all back yet (nd_bcs_restored) */
+	uint64_t ckpt_id, freeze_ns;
+	uint64_t *fcover;
+	bool *drained;
+	struct bcs_desc **pend;
+	uint32_t *npend;
+	char seal_err[160];
+	struct bjob *next;
+};
+
+struct nd_bcs {
+	uint32_t nnodes, self;
+	size_t max_msg;               /* a body, BCS's header included */
+	uint32_t next_flags;          /* mhdr.flags of the next bcs_send */
+	uint32_t next_quiet;          /* mhdr.quiet of the next bcs_send */
+	uint32_t next_ckpt;           /* mhdr.ckpt and ckpt_id of the next bcs_send */
+	uint64_t next_ckpt_id;
+	uint64_t phase_at_ns;         /* when this slice's exchange runs, 0: done */
+	uint64_t phase_slice;
+	struct bjob *jobs;
+	uint64_t dead[BCS_DEAD_JOBS];
+	unsigned ndead;
+	uint8_t *bounce;
+};
+
+/* bcs_job.c */
+void *bcs_grow(void *p, size_t *cap, size_t need, size_t elem);
+void bcs_send(struct nd *nd, uint32_t to, uint32_t type, uint64_t job, uint64_t slice,
+	      uint32_t count, const void *body, size_t len, const void *body2, size_t len2);
+uint32_t bcs_bar_local(const struct bjob *j);
+void bcs_send_flags(struct nd *nd, uint32_t to, uint32_t type, uint64_t job,
+		    uint64_t slice, uint32_t count, uint32_t flags, const void *body,
+		    size_t len);
+struct bjob *bcs_job_find(struct nd_bcs *b, uint64_t id);
+bool bcs_job_dead(struct nd_bcs *b, uint64_t id);
+struct bjob *bcs_job_new(struct nd_bcs *b, uint64_t id);
+int bcs_node_of_rank(const struct bjob *j, int32_t rank);
+struct bcs_area *bcs_area_of(struct bjob *j, uint32_t lr);
+pid_t bcs_pid_of(struct bjob *j, uint32_t lr);
+void bcs_complete(struct bjob *j, uint32_t lr, uint32_t req, int32_t src, int32_t tag, int err,
+		  uint64_t len);
+void bcs_publish(struct bjob *j);
+int bcs_copy_from(pid_t pid, uint64_t addr, void *buf, size_t len);
+int bcs_copy_to(pid_t pid, uint64_t addr, const void *buf, size_t len);
+struct osend *bcs_osend_take(struct bjob *j, uint32_t lr, uint32_t req, bool unlink);
+void bcs_recv_done(struct bjob *j, struct xfer *x, int err);
+void bcs_xfer_free(struct xfer *x);
+void bcs_kill_local(struct bjob *j, int code, const char *why);
+int bcs_node_pos(const struct bjob *j, uint32_t node);
+
+/* bcs_coll.c */
+void bcs_barriers(struct bjob *j, uint32_t self);
+uint8_t *bcs_red_slot(struct bjob *j, int pos, uint32_t seq);
+void bcs_reduces(struct nd *nd, struct bjob *j);
+
+/* bcs_drain.c */
+bool bcs_drained_here(struct bjob *j);
+void bcs_free_pend(struct bjob *j);
+void bcs_try_seal(struct bjob *j);
+
+#endif
