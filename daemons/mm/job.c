@@ -82,55 +82,40 @@ static char *expand_output(const char *pattern, uint64_t id)
 	return strdup(out);
 }
 
-static void submit_refuse(struct mm *mm, struct client *c, Storm__Ctl__ErrorCode code,
-			  const char *msg)
+/* The submitter's descriptors: regular files, the program executable, as
+ * the user could open them. 0, or -1 with why. */
+static int check_descriptors(const Storm__Job__Spec *s, const int *fds, int nfds, char *why,
+			     size_t len)
 {
-	reply_error(mm, c, code, "%s", msg);
-}
-
-void job_submit(struct mm *mm, struct client *c, const Storm__Ctl__Submit *sub, int *fds,
-		int nfds)
-{
-	char why[512], shown[PATH_MAX];
-#define REFUSE(code, ...)                                    \
-	do {                                                 \
-		snprintf(why, sizeof(why), __VA_ARGS__);     \
-		submit_refuse(mm, c, STORM__CTL__ERROR_CODE__##code, why); \
-		return;                                      \
-	} while (0)
-	if (geteuid() != 0 && c->uid != geteuid())
-		REFUSE(ERR_PERMISSION,
-		       "this cluster runs as uid %u and can run only that user's jobs (start it as root to serve others)",
-		       (unsigned)geteuid());
-	if (!sub->spec)
-		REFUSE(ERR_INVALID, "the submission holds no job description");
-	const Storm__Job__Spec *s = sub->spec;
-	struct submit_plan plan;
-	Storm__Ctl__ErrorCode code = mm_req_check_submit(&mm->conf, s, nfds, &plan, why, sizeof(why));
-	if (code != STORM__CTL__ERROR_CODE__ERR_NONE) {
-		submit_refuse(mm, c, code, why);
-		return;
-	}
-	uint32_t nodes = plan.nodes, ranks = plan.ranks;
-	/* the descriptors: what the user could open, checked here again */
+	char shown[PATH_MAX];
 	for (int i = 0; i < nfds; i++) {
 		struct stat st;
 		const char *what = (!s->no_bcast && i == 0) ? s->program
 							    : s->files[i - (s->no_bcast ? 0 : 1)];
-		if (fstat(fds[i], &st) < 0 || !S_ISREG(st.st_mode))
-			REFUSE(ERR_INVALID, "%s is not a regular file",
-			       mm_printable(what, shown, sizeof(shown)));
-		if (!s->no_bcast && i == 0 && !(st.st_mode & 0111))
-			REFUSE(ERR_INVALID, "%s is not executable",
-			       mm_printable(what, shown, sizeof(shown)));
+		if (fstat(fds[i], &st) < 0 || !S_ISREG(st.st_mode)) {
+			snprintf(why, len, "%s is not a regular file",
+				 mm_printable(what, shown, sizeof(shown)));
+			return -1;
+		}
+		if (!s->no_bcast && i == 0 && !(st.st_mode & 0111)) {
+			snprintf(why, len, "%s is not executable",
+				 mm_printable(what, shown, sizeof(shown)));
+			return -1;
+		}
 	}
+	return 0;
+}
 
+/* A new job of the client's: the description as the user sent it,
+ * completed with what only the MM may say (whose job it is, its name, no
+ * restart), and the descriptors taken over. NULL when memory runs out. */
+static struct job *new_job(struct mm *mm, const struct client *c, const Storm__Job__Spec *s,
+			   const struct submit_plan *plan, int *fds, int nfds)
+{
 	struct job *j = calloc(1, sizeof(*j));
 	if (!j)
-		REFUSE(ERR_INTERNAL, "out of memory");
+		return NULL;
 	j->out_fd = -1;
-	/* the description as the user sent it, completed with what only the
-	 * MM may say: whose job it is, its name, no restart */
 	char user[64], name[64];
 	struct passwd *pw = getpwuid(c->uid);
 	if (pw)
@@ -146,16 +131,16 @@ void job_submit(struct mm *mm, struct client *c, const Storm__Ctl__Submit *sub, 
 	mine.restore_checkpoint = 0;
 	j->spec = jobspec_dup(&mine);
 	j->id = mm->next_job_id;
-	j->nnodes = nodes;
-	j->nranks = ranks;
-	j->nodes = calloc(nodes, sizeof(int));
-	j->rank_status = malloc(sizeof(int32_t) * ranks);
-	j->node_done = calloc(nodes, sizeof(bool));
+	j->nnodes = plan->nodes;
+	j->nranks = plan->ranks;
+	j->nodes = calloc(plan->nodes, sizeof(int));
+	j->rank_status = malloc(sizeof(int32_t) * plan->ranks);
+	j->node_done = calloc(plan->nodes, sizeof(bool));
 	if (!j->spec || !j->nodes || !j->rank_status || !j->node_done) {
 		job_destroy(j);
-		REFUSE(ERR_INTERNAL, "out of memory");
+		return NULL;
 	}
-	for (uint32_t r = 0; r < ranks; r++)
+	for (uint32_t r = 0; r < plan->ranks; r++)
 		j->rank_status[r] = INT32_MIN;
 	for (int i = 0; i < nfds; i++) {
 		struct stat st;
@@ -169,57 +154,42 @@ void job_submit(struct mm *mm, struct client *c, const Storm__Ctl__Submit *sub, 
 		j->fnames[i] = strdup(mm_plain_name(nm) ? nm : "program");
 		j->nfds = i + 1;
 	}
-	if (!s->interactive) {
-		char pattern[PATH_MAX];
-		if (s->output[0])
-			snprintf(pattern, sizeof(pattern), "%s%s%s", s->output[0] == '/' ? "" : s->cwd,
-				 s->output[0] == '/' ? "" : "/", s->output);
-		else
-			snprintf(pattern, sizeof(pattern), "%s/storm-%%j.out", s->cwd);
-		j->output_path = expand_output(pattern, j->id);
-		int err = 0;
-		if (j->output_path)
-			j->out_fd = open_as_user(j, j->output_path, &err);
-		if (j->out_fd < 0) {
-			snprintf(why, sizeof(why), "cannot write the output file %s: %s",
-				 mm_printable(j->output_path ? j->output_path : pattern, shown, 400),
-				 strerror(err));
-			job_destroy(j);
-			submit_refuse(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID, why);
-			return;
-		}
-	}
-	if (s->interactive || sub->wait) {
-		j->client = c;
-		c->job = j;
-	}
-#undef REFUSE
-	j->state = STORM__CTL__JOB_STATE__QUEUED;
-	j->t_submit = clock_wall_s();
-	/* nothing accepted is lost: on disk before the reply says so */
-	if (persist_job_new(mm, j) < 0) {
-		if (j->client)
-			c->job = NULL;
-		job_destroy(j);
-		submit_refuse(mm, c, STORM__CTL__ERROR_CODE__ERR_INTERNAL,
-			      "the machine manager cannot record the job in its database (see its log)");
-		return;
-	}
-	mm->next_job_id++;
-	struct job **tail = &mm->jobs;
-	while (*tail)
-		tail = &(*tail)->next;
-	*tail = j;
-	slog("job %llu submitted by %s: %u nodes, %u ranks, %s%s", (unsigned long long)j->id,
-	       j->spec->user, nodes, ranks, j->spec->program, j->spec->no_bcast ? " (no transfer)" : "");
+	return j;
+}
 
-	/* would the scheduler start it now? (it runs right after this reply,
-	 * which must come first on the connection) */
+/* A batch job's output file (-o, or storm-%j.out in its directory), opened
+ * with the user's rights. 0, or -1 with why. */
+static int open_batch_output(struct job *j, char *why, size_t len)
+{
+	const Storm__Job__Spec *s = j->spec;
+	char pattern[PATH_MAX], shown[PATH_MAX];
+	if (s->output[0])
+		snprintf(pattern, sizeof(pattern), "%s%s%s", s->output[0] == '/' ? "" : s->cwd,
+			 s->output[0] == '/' ? "" : "/", s->output);
+	else
+		snprintf(pattern, sizeof(pattern), "%s/storm-%%j.out", s->cwd);
+	j->output_path = expand_output(pattern, j->id);
+	int err = 0;
+	if (j->output_path)
+		j->out_fd = open_as_user(j, j->output_path, &err);
+	if (j->out_fd >= 0)
+		return 0;
+	snprintf(why, len, "cannot write the output file %s: %s",
+		 mm_printable(j->output_path ? j->output_path : pattern, shown, 400),
+		 strerror(err));
+	return -1;
+}
+
+/* The Submitted reply; the scheduler runs right after it (the reply must
+ * come first on the connection), or before it when the job waits, to name
+ * its reason. */
+static void answer_submitted(struct mm *mm, struct client *c, struct job *j)
+{
 	bool first_queued = true;
 	for (struct job *q = mm->jobs; q && q != j; q = q->next)
 		if (q->state == STORM__CTL__JOB_STATE__QUEUED)
 			first_queued = false;
-	bool starts = first_queued && (int)nodes <= matrix_room(&mm->matrix) &&
+	bool starts = first_queued && (int)j->nnodes <= matrix_room(&mm->matrix) &&
 		      (j->spec->no_bcast || !mm->xfer);
 	Storm__Ctl__Submitted ok = STORM__CTL__SUBMITTED__INIT;
 	ok.job = j->id;
@@ -232,6 +202,66 @@ void job_submit(struct mm *mm, struct client *c, const Storm__Ctl__Submit *sub, 
 	reply_send(mm, c, STORM__CTL__REPLY__BODY_SUBMITTED, &ok);
 	if (starts)
 		jobs_schedule(mm);
+}
+
+void job_submit(struct mm *mm, struct client *c, const Storm__Ctl__Submit *sub, int *fds,
+		int nfds)
+{
+	char why[512];
+	Storm__Ctl__ErrorCode code = STORM__CTL__ERROR_CODE__ERR_INVALID;
+	struct submit_plan plan;
+	struct job *j = NULL;
+	if (geteuid() != 0 && c->uid != geteuid()) {
+		code = STORM__CTL__ERROR_CODE__ERR_PERMISSION;
+		snprintf(why, sizeof(why),
+			 "this cluster runs as uid %u and can run only that user's jobs (start it as root to serve others)",
+			 (unsigned)geteuid());
+		goto refuse;
+	}
+	if (!sub->spec) {
+		snprintf(why, sizeof(why), "the submission holds no job description");
+		goto refuse;
+	}
+	code = mm_req_check_submit(&mm->conf, sub->spec, nfds, &plan, why, sizeof(why));
+	if (code != STORM__CTL__ERROR_CODE__ERR_NONE)
+		goto refuse;
+	code = STORM__CTL__ERROR_CODE__ERR_INVALID;
+	if (check_descriptors(sub->spec, fds, nfds, why, sizeof(why)) < 0)
+		goto refuse;
+	if (!(j = new_job(mm, c, sub->spec, &plan, fds, nfds))) {
+		code = STORM__CTL__ERROR_CODE__ERR_INTERNAL;
+		snprintf(why, sizeof(why), "out of memory");
+		goto refuse;
+	}
+	if (!sub->spec->interactive && open_batch_output(j, why, sizeof(why)) < 0)
+		goto refuse;
+	j->state = STORM__CTL__JOB_STATE__QUEUED;
+	j->t_submit = clock_wall_s();
+	/* nothing accepted is lost: on disk before the reply says so */
+	if (persist_job_new(mm, j) < 0) {
+		code = STORM__CTL__ERROR_CODE__ERR_INTERNAL;
+		snprintf(why, sizeof(why),
+			 "the machine manager cannot record the job in its database (see its log)");
+		goto refuse;
+	}
+	if (sub->spec->interactive || sub->wait) {
+		j->client = c;
+		c->job = j;
+	}
+	mm->next_job_id++;
+	struct job **tail = &mm->jobs;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = j;
+	slog("job %llu submitted by %s: %u nodes, %u ranks, %s%s", (unsigned long long)j->id,
+	     j->spec->user, j->nnodes, j->nranks, j->spec->program,
+	     j->spec->no_bcast ? " (no transfer)" : "");
+	answer_submitted(mm, c, j);
+	return;
+refuse:
+	if (j)
+		job_destroy(j);
+	reply_error(mm, c, code, "%s", why);
 }
 
 /* ---- starting */
