@@ -19,21 +19,6 @@
  * database (`storm acct`), so memory does not grow with the job count */
 #define KEEP_FINISHED 100
 
-bool job_active(const struct job *j)
-{
-	return j->state == STORM__CTL__JOB_STATE__QUEUED ||
-	       j->state == STORM__CTL__JOB_STATE__LAUNCHING ||
-	       j->state == STORM__CTL__JOB_STATE__RUNNING;
-}
-
-struct job *job_find(struct mm *mm, uint64_t id)
-{
-	for (struct job *j = mm->jobs; j; j = j->next)
-		if (j->id == id)
-			return j;
-	return NULL;
-}
-
 void job_destroy(struct job *j)
 {
 	jobspec_free(j->spec);

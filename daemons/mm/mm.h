@@ -273,8 +273,12 @@ void ctl_init(struct mm *mm);
 void status_waiters_answer(struct mm *mm);
 void clients_tick(struct mm *mm);
 
-/* job.c */
+/* jobtab.c: the job table */
 struct job *job_find(struct mm *mm, uint64_t id);
+/* queued, launching or running */
+bool job_active(const struct job *j);
+
+/* job.c */
 void job_submit(struct mm *mm, struct client *c, const Storm__Ctl__Submit *sub, int *fds,
 		int nfds);
 void job_init(struct mm *mm); /* registers its transfer hooks */
@@ -300,7 +304,6 @@ void job_kill_stray(struct mm *mm, uint64_t id, int idx);
  * reachable for (a node not yet heard from after an MM restart). */
 void jobs_node_up(struct mm *mm, int idx);
 void jobs_end_all(struct mm *mm, const char *why);
-bool job_active(const struct job *j);
 
 /* gang.c */
 void gang_tick(struct mm *mm);
