@@ -21,6 +21,7 @@ int cmd_queue(struct mm *mm, Storm__Cl__Command *cmd, const int *targets, size_t
 	cmd->n_nodes = n;
 	/* commands leave in queue order, so the sequence is known now */
 	cmd->seq = mm->cmd_queued_seq + 1;
+	cmd->epoch = mm->epoch;
 	size_t len = 4 + storm__cl__command__get_packed_size(cmd) + GM_TAG_LEN;
 	struct pending_cmd *p = calloc(1, sizeof(*p));
 	uint8_t *buf = malloc(len);

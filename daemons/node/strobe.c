@@ -69,6 +69,15 @@ void nd_on_commands(struct nd *nd)
 			return;
 		}
 		Storm__Cl__Command *cmd = nd_command_decode(slot, &len);
+		if (cmd && cmd->epoch != nd->mm_epoch) {
+			/* a dead MM's, landed late: not the command this MM numbers
+			 * so; cleared, so the genuine one (or a skip) can come */
+			slog("command slot for %u holds command %u of an earlier machine "
+			     "manager; cleared", want, cmd->seq);
+			storm__cl__command__free_unpacked(cmd, NULL);
+			memset(slot, 0, 4);
+			return;
+		}
 		if (!cmd) {
 			slog("command slot for %u is malformed (length %u); skipped", want,
 			       len);
@@ -142,7 +151,7 @@ static bool slot_holds(struct nd *nd, uint32_t seq)
 	if (!slot_genuine(nd, slot, &len))
 		return false;
 	Storm__Cl__Command *cmd = nd_command_decode(slot, &len);
-	bool holds = cmd && cmd->seq == seq;
+	bool holds = cmd && cmd->seq == seq && cmd->epoch == nd->mm_epoch;
 	if (cmd)
 		storm__cl__command__free_unpacked(cmd, NULL);
 	return holds;

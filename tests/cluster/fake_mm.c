@@ -37,7 +37,7 @@
 #include "sn.h"
 
 #define MAXN 16
-#define MAXJOB 16
+#define MAXJOB 17
 #define MAXRANK 64
 
 struct rank_out {
@@ -301,9 +301,12 @@ static void send_sealed(uint32_t seq, const void *payload, size_t len, bool forg
 	free(buf);
 }
 
-static void send_cmd_as(Storm__Cl__Command *c, bool forged)
+/* forged: a bad tag; stale: a good tag but an earlier MM's epoch. Either
+ * takes the next number without using it up. */
+static void send_cmd_full(Storm__Cl__Command *c, bool forged, bool stale)
 {
-	c->seq = forged ? mm.cmd_seq + 1 : ++mm.cmd_seq;
+	c->seq = forged || stale ? mm.cmd_seq + 1 : ++mm.cmd_seq;
+	c->epoch = stale ? 0 : 1; /* its strobes' are 1 */
 	size_t len = storm__cl__command__get_packed_size(c);
 	uint8_t *buf = malloc(len ? len : 1);
 	storm__cl__command__pack(c, buf);
@@ -311,6 +314,7 @@ static void send_cmd_as(Storm__Cl__Command *c, bool forged)
 	free(buf);
 }
 
+static void send_cmd_as(Storm__Cl__Command *c, bool forged) { send_cmd_full(c, forged, false); }
 static void send_cmd(Storm__Cl__Command *c) { send_cmd_as(c, false); }
 
 struct launch_spec {
@@ -944,6 +948,25 @@ static void test_forgery(uid_t uid, gid_t gid, const char *user)
 	CHECK(mm.jobs[14].r[0].text[1] && !strcmp(mm.jobs[14].r[0].text[1], "genuine\n"),
 	      "the genuine launch after a forged one printed '%s'",
 	      mm.jobs[14].r[0].text[1] ? mm.jobs[14].r[0].text[1] : "");
+
+	/* a dead MM's launch landing late in the next ring slot (its tag is
+	 * good, its epoch an earlier one): never run, and the genuine command
+	 * of that number is still taken */
+	l.job = 16;
+	l.slot = 15;
+	send_cmd_full(&c, false, true);
+	CHECK(pump_until(logged, "of an earlier machine manager; cleared", 5000),
+	      "every node logs the earlier MM's command");
+	pump_ms(50);
+	CHECK(mm.jobs[16].started[0] == 0 && !mm.jobs[16].r[0].exited,
+	      "the earlier MM's launch ran");
+	struct launch_spec l16 = ls;
+	l16.job = 16;
+	launch(&l16);
+	wait_done(16, first_two, 2);
+	CHECK(mm.jobs[16].r[0].text[1] && !strcmp(mm.jobs[16].r[0].text[1], "genuine\n"),
+	      "the genuine launch after an earlier MM's printed '%s'",
+	      mm.jobs[16].r[0].text[1] ? mm.jobs[16].r[0].text[1] : "");
 
 	/* a forged file chunk: a program swapped on its way; nothing written */
 	struct file_chunk fc = {.job = 15, .seq = mm.file_seq + 1, .len = 5, .size = 5,
