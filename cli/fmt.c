@@ -2,6 +2,7 @@
 #include "fmt.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -98,9 +99,9 @@ int absolute_path(const char *cwd, const char *path, char *out, size_t len)
 
 const char *job_state_name(int state)
 {
-	static const char *names[] = { "QUEUED", "LAUNCHING", "RUNNING",
-				       "COMPLETED", "FAILED", "CANCELLED", "SUSPENDED" };
-	return state >= 0 && state < 7 ? names[state] : "UNKNOWN";
+	static const char *names[] = { "QUEUED",    "LAUNCHING", "RUNNING", "COMPLETED",
+				       "FAILED",    "CANCELLED", "SUSPENDED", "TIMEOUT" };
+	return state >= 0 && state < 8 ? names[state] : "UNKNOWN";
 }
 
 const char *node_state_name(int state)
@@ -147,4 +148,58 @@ int parse_since(const char *s, double now, double *out)
 		}
 	}
 	return -1;
+}
+
+/* digits at *p, at most a billion; -1 when none */
+static int read_number(const char **p, uint64_t *v)
+{
+	if (**p < '0' || **p > '9')
+		return -1;
+	*v = 0;
+	while (**p >= '0' && **p <= '9') {
+		*v = *v * 10 + (uint64_t)(*(*p)++ - '0');
+		if (*v > 1000000000u)
+			return -1;
+	}
+	return 0;
+}
+
+int parse_time_limit(const char *s, uint64_t *seconds)
+{
+	/* Slurm's forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S */
+	const char *p = s;
+	uint64_t days = 0, f[3] = { 0 };
+	bool with_days = strchr(s, '-') != NULL;
+	if (with_days && (read_number(&p, &days) < 0 || *p++ != '-'))
+		return -1;
+	int n = 0;
+	for (;;) {
+		if (read_number(&p, &f[n++]) < 0)
+			return -1;
+		if (*p == ':' && n < 3) {
+			p++;
+			continue;
+		}
+		if (*p)
+			return -1;
+		break;
+	}
+	uint64_t h = 0, m = 0, sec = 0;
+	if (with_days) {
+		h = f[0];
+		m = f[1];
+		sec = f[2];
+	} else if (n == 3) {
+		h = f[0];
+		m = f[1];
+		sec = f[2];
+	} else {
+		m = f[0];
+		sec = f[1];
+	}
+	uint64_t t = ((days * 24 + h) * 60 + m) * 60 + sec;
+	if (t == 0 || t > UINT32_MAX)
+		return -1;
+	*seconds = t;
+	return 0;
 }

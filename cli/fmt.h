@@ -33,6 +33,9 @@ int parse_since(const char *s, double now, double *out);
 
 /* JobState / NodeState of control.proto by number. */
 const char *job_state_name(int state);
+/* A time limit as Slurm's -t takes it (M, M:S, H:M:S, D-H, D-H:M, D-H:M:S)
+ * in seconds, at least 1; -1 when it is none of those. */
+int parse_time_limit(const char *s, uint64_t *seconds);
 const char *node_state_name(int state);
 
 #endif

@@ -33,6 +33,7 @@ struct job_opts {
 	unsigned nodes, ranks;
 	int label, no_bcast, timing, overcommit, parsable, wait;
 	unsigned ckpt_interval;
+	unsigned time_limit; /* -t, seconds; 0: none */
 	int restart_on_failure;
 	const char *name, *output;
 	const char *files[MAX_FILES];
@@ -63,6 +64,9 @@ static const char run_help[] =
 	"                      MPI_Waitsome) to FILE, for 'storm replay FILE'\n"
 	"  -J, --job-name NAME the job's name (default: PROGRAM's base name)\n"
 	"  -O, --overcommit    allow more ranks than CPUs on a node\n"
+	"  -t, --time T        stop the job once it has run T (minutes, M:S, H:M:S,\n"
+	"                      D-H, D-H:M or D-H:M:S, as Slurm): SIGTERM, then\n"
+	"                      SIGKILL after the cluster's kill_wait; state TIMEOUT\n"
 	"      --checkpoint-interval S  checkpoint the job every S seconds\n"
 	"      --restart-on-failure     if a node of the job dies, restart it from its\n"
 	"                      latest complete checkpoint on the nodes left\n"
@@ -89,6 +93,7 @@ static const char submit_help[] =
 	"      --file F        send F along too (repeatable, up to 15)\n"
 	"  -J, --job-name NAME the job's name (default: PROGRAM's base name)\n"
 	"  -O, --overcommit    allow more ranks than CPUs on a node\n"
+	"  -t, --time T        stop the job once it has run T (as for storm run)\n"
 	"      --checkpoint-interval S  checkpoint the job every S seconds\n"
 	"      --restart-on-failure     if a node of the job dies, restart it from its\n"
 	"                      latest complete checkpoint on the nodes left\n"
@@ -101,7 +106,7 @@ static const char submit_help[] =
 enum {
 	J_NODES = 1, J_RANKS, J_LABEL, J_NOBCAST, J_FILE, J_TIMING, J_NAME, J_OVERCOMMIT,
 	J_OUTPUT, J_PARSABLE, J_CONF, J_HELP, J_WAIT, J_CKPT_INTERVAL, J_RESTART_ON_FAILURE,
-	J_RECORD
+	J_RECORD, J_TIME
 };
 static const struct cli_opt run_opts[] = {
 	{ "nodes", 'N', 1, J_NODES },	  { "ntasks", 'n', 1, J_RANKS },
@@ -112,6 +117,7 @@ static const struct cli_opt run_opts[] = {
 	{ "checkpoint-interval", 0, 1, J_CKPT_INTERVAL },
 	{ "restart-on-failure", 0, 0, J_RESTART_ON_FAILURE },
 	{ "record", 0, 1, J_RECORD },
+	{ "time", 't', 1, J_TIME },
 	{ NULL, 0, 0, 0 },
 };
 static const struct cli_opt submit_opts[] = {
@@ -123,6 +129,7 @@ static const struct cli_opt submit_opts[] = {
 	{ "conf", 0, 1, J_CONF },	  { "help", 'h', 0, J_HELP },
 	{ "checkpoint-interval", 0, 1, J_CKPT_INTERVAL },
 	{ "restart-on-failure", 0, 0, J_RESTART_ON_FAILURE },
+	{ "time", 't', 1, J_TIME },
 	{ NULL, 0, 0, 0 },
 };
 
@@ -155,6 +162,12 @@ static int parse_job_opts(struct cli *c, int argc, char **argv, struct job_opts 
 				return usage_error(o->cmd, "--checkpoint-interval wants seconds, a whole "
 						   "number from 1, not '%s'", p.arg);
 			o->ckpt_interval = (unsigned)v;
+			break;
+		case J_TIME:
+			if (parse_time_limit(p.arg, &v) != 0)
+				return usage_error(o->cmd, "-t/--time wants minutes, M:S, H:M:S, D-H, "
+						   "D-H:M or D-H:M:S, not '%s'", p.arg);
+			o->time_limit = (unsigned)v;
 			break;
 		case J_NAME: o->name = p.arg; break;
 		case J_OUTPUT:
@@ -353,6 +366,7 @@ static int prepare(const struct job_opts *o, struct prepared *pr)
 	s->name = pr->name;
 	s->overcommit = o->overcommit;
 	s->checkpoint_interval = o->ckpt_interval;
+	s->time_limit = o->time_limit;
 	s->restart_on_failure = o->restart_on_failure;
 	return -1;
 }

@@ -398,10 +398,11 @@ static void finish(struct mm *mm, struct job *j)
 			code = status_code(j->rank_status[r]);
 			break;
 		}
-	if (code == 0 && (j->failed || j->cancelled))
+	if (code == 0 && (j->failed || j->cancelled || j->timed_out))
 		code = 1; /* ended early without a rank saying why */
 	j->exit_status = code;
 	j->state = j->cancelled ? STORM__CTL__JOB_STATE__CANCELLED
+		   : j->timed_out ? STORM__CTL__JOB_STATE__TIMEOUT
 		   : (j->failed || code) ? STORM__CTL__JOB_STATE__FAILED
 					 : STORM__CTL__JOB_STATE__COMPLETED;
 	if (j->state == STORM__CTL__JOB_STATE__FAILED && !j->reason[0])
@@ -454,7 +455,7 @@ static void finish(struct mm *mm, struct job *j)
 		free(rp);
 	}
 	if (j->out_fd >= 0) {
-		if (j->reason[0] && (j->failed || j->cancelled))
+		if (j->reason[0] && (j->failed || j->cancelled || j->timed_out))
 			dprintf(j->out_fd, "storm: job %llu: %s\n", (unsigned long long)j->id, j->reason);
 		close(j->out_fd);
 		j->out_fd = -1;
@@ -578,6 +579,32 @@ void job_fail(struct mm *mm, struct job *j, const char *fmt, ...)
 	j->failed = true;
 	if (first)
 		stop_job(mm, j, SIGKILL, 0);
+}
+
+void jobs_check_time(struct mm *mm)
+{
+	double now = clock_wall_s();
+	/* ids first: stopping a job that never launched ends it at once */
+	uint64_t ids[64];
+	int n = 0;
+	for (struct job *j = mm->jobs; j && n < 64; j = j->next)
+		if (j->spec->time_limit && j->t_start > 0 && !j->timed_out && !j->cancelled &&
+		    !j->failed && (j->state == STORM__CTL__JOB_STATE__LAUNCHING ||
+				   j->state == STORM__CTL__JOB_STATE__RUNNING) &&
+		    now - j->t_start >= j->spec->time_limit)
+			ids[n++] = j->id;
+	for (int i = 0; i < n; i++) {
+		struct job *j = job_find(mm, ids[i]);
+		if (!j)
+			continue;
+		char limit[32];
+		uint32_t t = j->spec->time_limit;
+		snprintf(limit, sizeof(limit), "%u:%02u:%02u", t / 3600, t / 60 % 60, t % 60);
+		snprintf(j->reason, sizeof(j->reason), "time limit %s reached", limit);
+		j->timed_out = true;
+		slog("job %llu: %s; stopping it", (unsigned long long)j->id, j->reason);
+		stop_job(mm, j, SIGTERM, mm->conf.kill_wait_ms);
+	}
 }
 
 void job_cancel(struct mm *mm, struct job *j, int sig, const char *who)

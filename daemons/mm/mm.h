@@ -86,7 +86,7 @@ struct job {
 	uint32_t ranks_ended;
 	bool *node_done;         /* per job node: DONE note (or dead) */
 	uint32_t nodes_done;
-	bool failed, cancelled, confirm_pending;
+	bool failed, cancelled, timed_out, confirm_pending;
 	int stop_sig;            /* the signal that stops it (failed/cancelled), 0 */
 	unsigned stop_kill_after_ms;
 	bool ran;                /* its row has had a turn since the launch */
@@ -304,6 +304,8 @@ void job_kill_stray(struct mm *mm, uint64_t id, int idx);
  * reachable for (a node not yet heard from after an MM restart). */
 void jobs_node_up(struct mm *mm, int idx);
 void jobs_end_all(struct mm *mm, const char *why);
+/* Jobs that ran past their time limit (-t) are stopped: TIMEOUT. */
+void jobs_check_time(struct mm *mm);
 
 /* gang.c */
 void gang_tick(struct mm *mm);

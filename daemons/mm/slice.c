@@ -89,6 +89,7 @@ void slice_tick(struct mm *mm)
 	mm->slice_start = clock_wall_s();
 	nodes_check(mm);
 	recover_tick(mm);
+	jobs_check_time(mm);
 	gang_tick(mm);
 	ckpt_tick(mm);
 	send_strobe(mm);

@@ -588,17 +588,11 @@ static void on_message(struct nd *nd, uint32_t from, const struct mhdr *h, const
 	case M_ABORT:
 		bcs_kill_local(j, (int)h->count, "MPI_Abort on another node");
 		break;
-	case M_RED: {
-		int pos = j->red_part ? bcs_node_pos(j, from) : -1;
-		if (pos < 0 || h->len > BCS_RED_MAX || h->slice > UINT32_MAX)
+	case M_RED:
+		if (h->len > BCS_RED_MAX || h->slice > UINT32_MAX)
 			return;
-		uint32_t k = (uint32_t)h->slice;
-		memcpy(bcs_red_slot(j, pos, k), body, h->len);
-		j->red_part_seq[pos * 2 + k % 2] = k;
-		j->red_part_len[pos * 2 + k % 2] = h->len;
-		bcs_reduces(nd, j);
+		bcs_red_partial(nd, j, from, (uint32_t)h->slice, body, h->len);
 		break;
-	}
 	}
 }
 
@@ -803,6 +797,7 @@ int nd_bcs_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command
 		j->nfirst[j->nnodes_job] = L->first_rank[i];
 		j->ncount[j->nnodes_job++] = L->rank_count[i];
 	}
+	bcs_red_take_early(j);
 	/* dropped sends to ranks not here that arrived before the launch */
 	size_t n = 0;
 	for (size_t i = 0; i < j->ninc; i++)
@@ -889,6 +884,7 @@ static void bjob_free(struct bjob *j)
 	free(j->red_req);
 	free(j->red_addr);
 	free(j->red_val);
+	bcs_red_free_early(j);
 	free(j->red_part);
 	free(j->red_part_seq);
 	free(j->red_part_len);

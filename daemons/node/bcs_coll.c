@@ -95,3 +95,52 @@ void bcs_reduces(struct nd *nd, struct bjob *j)
 	}
 	j->red_done = k;
 }
+
+void bcs_red_partial(struct nd *nd, struct bjob *j, uint32_t from, uint32_t seq,
+		     const uint8_t *val, uint32_t len)
+{
+	if (!j->red_part) {
+		struct early_red *e = malloc(sizeof(*e));
+		if (!e)
+			abort(); /* a lost partial would hang the job's allreduce */
+		*e = (struct early_red){.next = j->early_red, .from = from, .seq = seq, .len = len};
+		memcpy(e->val, val, len);
+		j->early_red = e;
+		return;
+	}
+	int pos = bcs_node_pos(j, from);
+	if (pos < 0)
+		return;
+	memcpy(bcs_red_slot(j, pos, seq), val, len);
+	j->red_part_seq[pos * 2 + seq % 2] = seq;
+	j->red_part_len[pos * 2 + seq % 2] = len;
+	if (nd)
+		bcs_reduces(nd, j);
+}
+
+void bcs_red_take_early(struct bjob *j)
+{
+	/* oldest first: the list holds the newest at its head */
+	struct early_red *rev = NULL;
+	while (j->early_red) {
+		struct early_red *e = j->early_red;
+		j->early_red = e->next;
+		e->next = rev;
+		rev = e;
+	}
+	while (rev) {
+		struct early_red *e = rev;
+		rev = e->next;
+		bcs_red_partial(NULL, j, e->from, e->seq, e->val, e->len);
+		free(e);
+	}
+}
+
+void bcs_red_free_early(struct bjob *j)
+{
+	while (j->early_red) {
+		struct early_red *e = j->early_red;
+		j->early_red = e->next;
+		free(e);
+	}
+}

@@ -135,6 +135,7 @@ struct bjob {
 	int red_op, red_basic;
 	uint32_t red_done;
 	uint8_t *red_part;              /* [node][2][BCS_RED_MAX] */
+	struct early_red *early_red;    /* partials that came before this node's launch */
 	uint32_t *red_part_seq;         /* [node][2]: which allreduce it holds */
 	uint32_t *red_part_len;
 	struct bcs_msend **inc;    /* sends not yet in a round */
@@ -165,6 +166,14 @@ struct bjob {
 	uint32_t *npend;
 	char seal_err[160];
 	struct bjob *next;
+};
+
+/* A node's allreduce partial that came before the job's launch here (a
+ * restored rank elsewhere may reduce at once): kept until the launch. */
+struct early_red {
+	struct early_red *next;
+	uint32_t from, seq, len;
+	uint8_t val[BCS_RED_MAX];
 };
 
 struct nd_bcs {
@@ -208,6 +217,12 @@ void bcs_kill_local(struct bjob *j, int code, const char *why);
 int bcs_node_pos(const struct bjob *j, uint32_t node);
 
 /* bcs_coll.c */
+/* One node's partial of allreduce seq; kept aside while the job has not
+ * been launched here (no slots yet), taken in by bcs_red_take_early. */
+void bcs_red_partial(struct nd *nd, struct bjob *j, uint32_t from, uint32_t seq,
+		     const uint8_t *val, uint32_t len);
+void bcs_red_take_early(struct bjob *j);
+void bcs_red_free_early(struct bjob *j);
 void bcs_barriers(struct bjob *j, uint32_t self);
 uint8_t *bcs_red_slot(struct bjob *j, int pos, uint32_t seq);
 void bcs_reduces(struct nd *nd, struct bjob *j);

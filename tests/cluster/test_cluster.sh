@@ -158,6 +158,18 @@ expect "cancelling an ended job is refused" 1 storm cancel "$id"
 expect "cancelling a job that does not exist" 1 storm cancel 99999
 has "  ... names it" err "no job 99999"
 
+# ---- time limit: stopped with SIGTERM once it has run 2 s, state TIMEOUT
+expect "storm run -t 0:02 of a rank that would sleep 600 s is stopped" 143 \
+	timeout 60 storm run -N 2 -n 2 -t 0:02 sh -c "exec sleep 600 # $MARK"
+has "  ... saying why" err "time limit 0:00:02 reached"
+id=$(storm jobs --all --json | python3 -c 'import json,sys; print(max(j["job"] for j in json.load(sys.stdin)["jobs"]))')
+storm acct -j "$id" --json >"$T/acct.time"
+grep -q '"state": "TIMEOUT"' "$T/acct.time" && ok "  acct says TIMEOUT" ||
+	{ bad "  acct says TIMEOUT"; cat "$T/acct.time"; }
+expect "a job within its limit completes" 0 storm run -N 1 -t 1 true
+expect "-t that is no time is refused" 2 storm run -t 1:2:3:4 true
+has "  ... naming the forms" err "-t/--time wants minutes, M:S, H:M:S"
+
 # ---- Ctrl-C
 start_bg intr env --default-signal=INT storm run -N 2 sh -c "echo up; exec sleep 600 # $MARK"
 read -r line <&7

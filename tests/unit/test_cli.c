@@ -210,6 +210,31 @@ static void test_since(void)
 		CU_ASSERT_EQUAL(parse_since(bad[i], 0, &t), -1);
 }
 
+static void test_time_limit(void)
+{
+	static const struct {
+		const char *in;
+		uint64_t want; /* 0: refused */
+	} cases[] = {
+		{ "5", 300 },	       { "0:30", 30 },	    { "1:2:3", 3723 },   { "2-0", 172800 },
+		{ "1-2:3", 93780 },    { "1-2:3:4", 93784 }, { "90", 5400 },     { "0:0:1", 1 },
+		{ "", 0 },	       { "0", 0 },	    { "0:0", 0 },	 { "1:2:3:4", 0 },
+		{ "1-", 0 },	       { "-1", 0 },	    { "1-2-3", 0 },	 { "a", 0 },
+		{ "1:", 0 },	       { ":1", 0 },	    { "1 ", 0 },	 { "99999999999", 0 },
+		{ "1-2:3:4:5", 0 },    { "1000000000-0", 0 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t got = 0;
+		int rc = parse_time_limit(cases[i].in, &got);
+		if (cases[i].want) {
+			CU_ASSERT_EQUAL(rc, 0);
+			CU_ASSERT_EQUAL(got, cases[i].want);
+		} else {
+			CU_ASSERT_EQUAL(rc, -1);
+		}
+	}
+}
+
 static void test_virtual_names(void)
 {
 	static char names[101][HOSTNAME_MAX];
@@ -270,4 +295,5 @@ void add_cli_suite(void)
 	CU_add_test(s, "formatting", test_formatting);
 	CU_add_test(s, "virtual node names", test_virtual_names);
 	CU_add_test(s, "acct --since", test_since);
+	CU_add_test(s, "-t time limits, as Slurm writes them", test_time_limit);
 }
