@@ -952,6 +952,26 @@ int sn_prepare_wait(struct sn_ctx *ctx)
 	return 0;
 }
 
+int sn_sleep_limit_ms(struct sn_ctx *ctx, bool busy)
+{
+	int timeout = -1, t;
+	for (int i = 0; i < ctx->nrails; i++) {
+		struct fid *f = &ctx->rails[i].cq->fid;
+		if (ctx->rails[i].wait_fd < 0 || ctx->rails[i].failq)
+			t = busy ? 0 : 1; /* polled, or a retry due: no spin */
+		else if (fi_trywait(ctx->rails[i].fabric, &f, 1) != FI_SUCCESS)
+			t = 0; /* completions to take now */
+		else
+			continue;
+		if (timeout < 0 || t < timeout)
+			timeout = t;
+	}
+	t = sn_next_timeout_ms(ctx);
+	if (t >= 0 && (timeout < 0 || t < timeout))
+		timeout = t;
+	return timeout;
+}
+
 /* Connection set-up (rxm over tcp or sockets) is progressed only inside
  * fi_cq_read, and an incoming connection request does not make the CQ's
  * wait fd readable. A node that sleeps until a message arrives can then

@@ -121,6 +121,12 @@ int sn_prepare_wait(struct sn_ctx *ctx);
  * fd stays quiet: the next internal deadline, and at most a few ms, because
  * connection set-up is not signalled on the wait fd (sn.c, SN_CM_POLL_MS). */
 int sn_next_timeout_ms(struct sn_ctx *ctx);
+/* How long an event loop may sleep on sn_wait_fd now, in ms (-1: until it
+ * fires), arming it as sn_prepare_wait does: 0 when completions wait to be
+ * progressed; when there is no wait fd, or a send the provider pushed back
+ * waits for its retry, 0 if the last sn_progress did work (busy), else 1;
+ * never more than sn_next_timeout_ms. Called last before sleeping. */
+int sn_sleep_limit_ms(struct sn_ctx *ctx, bool busy);
 
 /* Counters for tests and benchmarks. */
 struct sn_stats {

@@ -74,7 +74,7 @@ void mm_wire(struct mm *mm)
 /* Local completions and remote events the loop reacts to between slices. */
 static void poll_events(struct mm *mm)
 {
-	sn_progress(mm->sn);
+	mm->fabric_busy = sn_progress(mm->sn) > 0;
 	if (sn_test_event(mm->sn, EV_REPORT, 0, NULL) != 0) {
 		while (sn_test_event(mm->sn, EV_REPORT, 0, NULL) > 0)
 			;
@@ -170,13 +170,7 @@ static void on_fabric(void *arg, uint32_t events)
 static int fabric_limit(void *arg)
 {
 	struct mm *mm = arg;
-	int timeout = -1;
-	if (sn_prepare_wait(mm->sn) < 0 || mm->sn_fd < 0)
-		timeout = mm->sn_fd < 0 ? 1 : 0;
-	int t = sn_next_timeout_ms(mm->sn);
-	if (t >= 0 && (timeout < 0 || t < timeout))
-		timeout = t;
-	return timeout;
+	return sn_sleep_limit_ms(mm->sn, mm->fabric_busy);
 }
 
 /* a transfer polls its flow control */

@@ -144,6 +144,7 @@ struct mm {
 	int listen_fd, signal_fd, sn_fd;
 	int probe_timer;         /* 0, or when 4 timeslices exceed PROBE_US its timer */
 	bool tick_due;           /* the slice timer fired this turn */
+	bool fabric_busy;        /* the last progress did work: poll, do not sleep */
 	uint64_t slice;
 	double slice_start;
 	struct mm_node *nodes;

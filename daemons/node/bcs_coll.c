@@ -96,6 +96,18 @@ void bcs_reduces(struct nd *nd, struct bjob *j)
 	j->red_done = k;
 }
 
+/* Into its slot; the job has been launched here. */
+static void store_partial(struct bjob *j, uint32_t from, uint32_t seq, const uint8_t *val,
+			  uint32_t len)
+{
+	int pos = bcs_node_pos(j, from);
+	if (pos < 0)
+		return;
+	memcpy(bcs_red_slot(j, pos, seq), val, len);
+	j->red_part_seq[pos * 2 + seq % 2] = seq;
+	j->red_part_len[pos * 2 + seq % 2] = len;
+}
+
 void bcs_red_partial(struct nd *nd, struct bjob *j, uint32_t from, uint32_t seq,
 		     const uint8_t *val, uint32_t len)
 {
@@ -108,14 +120,8 @@ void bcs_red_partial(struct nd *nd, struct bjob *j, uint32_t from, uint32_t seq,
 		j->early_red = e;
 		return;
 	}
-	int pos = bcs_node_pos(j, from);
-	if (pos < 0)
-		return;
-	memcpy(bcs_red_slot(j, pos, seq), val, len);
-	j->red_part_seq[pos * 2 + seq % 2] = seq;
-	j->red_part_len[pos * 2 + seq % 2] = len;
-	if (nd)
-		bcs_reduces(nd, j);
+	store_partial(j, from, seq, val, len);
+	bcs_reduces(nd, j);
 }
 
 void bcs_red_take_early(struct bjob *j)
@@ -131,7 +137,7 @@ void bcs_red_take_early(struct bjob *j)
 	while (rev) {
 		struct early_red *e = rev;
 		rev = e->next;
-		bcs_red_partial(NULL, j, e->from, e->seq, e->val, e->len);
+		store_partial(j, e->from, e->seq, e->val, e->len);
 		free(e);
 	}
 }

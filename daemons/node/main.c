@@ -149,13 +149,7 @@ static int copy_limit(void *arg)
 static int fabric_limit(void *arg)
 {
 	struct nd *nd = arg;
-	int timeout = -1;
-	if (sn_wait_fd(nd->sn) < 0 || sn_prepare_wait(nd->sn) < 0)
-		timeout = nd->fabric_busy ? 0 : 1; /* progress is due, or must be polled */
-	int t = sn_next_timeout_ms(nd->sn);
-	if (t >= 0 && (timeout < 0 || t < timeout))
-		timeout = t;
-	return timeout;
+	return sn_sleep_limit_ms(nd->sn, nd->fabric_busy);
 }
 
 

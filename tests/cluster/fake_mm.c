@@ -885,6 +885,11 @@ static bool inject_strobe(const uint8_t *buf, const char *text)
 	return false;
 }
 
+static bool slice_reached(void *arg)
+{
+	return mm.slice >= *(const uint64_t *)arg;
+}
+
 /* Forged, altered and replayed messages: refused, logged, and the daemons
  * keep following the genuine ones. */
 static void test_forgery(uid_t uid, gid_t gid, const char *user)
@@ -906,7 +911,8 @@ static void test_forgery(uid_t uid, gid_t gid, const char *user)
 	CHECK(pump_until(reported_since, before, 5000), "nodes follow genuine strobes after it");
 
 	/* a genuine strobe from 20 slices ago, sent again */
-	pump_ms(100);
+	uint64_t old_by = ((const struct strobe *)old)->slice + 20;
+	CHECK(pump_until(slice_reached, &old_by, 5000), "the slices go on");
 	CHECK(inject_strobe(old, "): replayed; refused"), "every node logs the replay");
 
 	/* a forged launch in the next ring slot: never run, and the genuine
