@@ -74,6 +74,12 @@ int sn_next_timeout_ms(struct sn_ctx *ctx)
 	(void)ctx;
 	return 5;
 }
+int sn_sleep_limit_ms(struct sn_ctx *ctx, bool busy)
+{
+	(void)ctx;
+	(void)busy;
+	return 5;
+}
 
 int sn_test_event(struct sn_ctx *ctx, unsigned ev, int timeout_ms, struct sn_nodeset *failed)
 {
