@@ -12,4 +12,5 @@ void add_db_suite(void);
 void add_auth_suite(void);
 void add_evloop_suite(void);
 void add_fault_suite(void);
+void add_slurmopt_suite(void);
 #endif
