@@ -10,10 +10,12 @@
 
 #include "cli.h"
 #include "fmt.h"
+#include "jobid.h"
+#include "jobtable.h"
 #include "opts.h"
 
 static const char acct_help[] =
-	"Usage: storm acct [-u USER] [-j JOB] [--since WHEN] [--json]\n"
+	"Usage: storm acct [-u USER] [-j JOB] [--since WHEN] [--json | --format FIELDS]\n"
 	"\n"
 	"Lists ended jobs (completed, failed, cancelled) from the machine manager's\n"
 	"database, oldest first, like sacct. The database outlives restarts of the\n"
@@ -25,6 +27,10 @@ static const char acct_help[] =
 	"                    YYYY-MM-DD[THH:MM[:SS]], or a duration back from now\n"
 	"                    such as 90s, 30m, 2h, 1d\n"
 	"      --json        print {\"jobs\": [...]} for scripts\n"
+	"  -o, --format FIELDS  these columns, as sacct's: comma-separated, each with\n"
+	"                    an optional %WIDTH: JobID, JobName, User, UID, State,\n"
+	"                    Elapsed, NodeList, NNodes, NTasks, ExitCode, Reason,\n"
+	"                    Submit, Start, End\n"
 	"      --conf FILE   the cluster's storm.conf\n"
 	"  -h, --help        this help\n"
 	"\n"
@@ -32,7 +38,7 @@ static const char acct_help[] =
 	"EXIT is the job's status (storm run's exit code): 0, the first non-zero\n"
 	"rank status, or 128+N for a rank killed by signal N.\n";
 
-enum { A_USER = 1, A_JOB, A_SINCE, A_JSON, A_CONF, A_HELP };
+enum { A_USER = 1, A_JOB, A_SINCE, A_JSON, A_CONF, A_HELP, A_FORMAT };
 
 static void fmt_time(double t, char *out, size_t len)
 {
@@ -56,10 +62,12 @@ static int print_json(const Storm__Ctl__AcctList *l)
 	json_t *arr = json_array();
 	for (size_t i = 0; i < l->n_jobs; i++) {
 		const Storm__Ctl__AcctEntry *e = l->jobs[i];
+		char id[48];
+		jobid_format(e->job, e->array_job, e->array_task, id, sizeof(id));
 		json_array_append_new(
-			arr, json_pack("{s:I, s:s, s:s, s:i, s:s, s:i, s:i, s:s, s:f, s:f, s:f, s:f, "
-				       "s:i, s:s}",
-				       "job", (json_int_t)e->job, "name", e->name, "user", e->user,
+			arr, json_pack("{s:I, s:s, s:s, s:s, s:i, s:s, s:i, s:i, s:s, s:f, s:f, s:f, "
+				       "s:f, s:i, s:s}",
+				       "job", (json_int_t)e->job, "jobid", id, "name", e->name, "user", e->user,
 				       "uid", (int)e->uid, "state", job_state_name(e->state), "nodes",
 				       (int)e->nodes, "ranks", (int)e->ranks, "nodelist", e->nodelist,
 				       "submit_time", e->submit_time, "start_time", e->start_time,
@@ -95,7 +103,7 @@ static int print_table(const Storm__Ctl__AcctList *l)
 		w[k] = (int)strlen(hdr[k]);
 	for (size_t i = 0; i < n; i++) {
 		const Storm__Ctl__AcctEntry *e = l->jobs[i];
-		snprintf(cells[i][0], 96, "%llu", (unsigned long long)e->job);
+		jobid_format(e->job, e->array_job, e->array_task, cells[i][0], 96);
 		snprintf(cells[i][1], 96, "%.40s", e->name);
 		snprintf(cells[i][2], 96, "%.40s", e->user[0] ? e->user : "?");
 		snprintf(cells[i][3], 96, "%s", job_state_name(e->state));
@@ -121,13 +129,46 @@ static int print_table(const Storm__Ctl__AcctList *l)
 	return EXIT_OK;
 }
 
+static int print_fields(const Storm__Ctl__AcctList *l, const struct job_col *cols, int ncol)
+{
+	struct job_row *rows = calloc(l->n_jobs ? l->n_jobs : 1, sizeof(*rows));
+	if (!rows) {
+		fprintf(stderr, "storm: error: out of memory\n");
+		return EXIT_STORM;
+	}
+	for (size_t i = 0; i < l->n_jobs; i++) {
+		const Storm__Ctl__AcctEntry *e = l->jobs[i];
+		struct job_row *r = &rows[i];
+		jobid_format(e->job, e->array_job, e->array_task, r->jobid, sizeof(r->jobid));
+		r->name = e->name;
+		r->user = e->user;
+		r->nodelist = e->nodelist;
+		r->reason = e->reason;
+		r->state = e->state;
+		r->uid = e->uid;
+		r->nodes = e->nodes;
+		r->ranks = e->ranks;
+		r->submit = e->submit_time;
+		r->start = e->start_time;
+		r->end = e->end_time;
+		r->exit_status = e->exit_status;
+	}
+	jobtable_print(stdout, cols, ncol, rows, l->n_jobs);
+	free(rows);
+	return EXIT_OK;
+}
+
 int cmd_acct(struct cli *c, int argc, char **argv)
 {
 	static const struct cli_opt opts[] = {
 		{ "user", 'u', 1, A_USER }, { "job", 'j', 1, A_JOB },   { "since", 'S', 1, A_SINCE },
 		{ "json", 0, 0, A_JSON },   { "conf", 0, 1, A_CONF },   { "help", 'h', 0, A_HELP },
-		{ NULL, 0, 0, 0 },
+		{ "format", 'o', 1, A_FORMAT }, { NULL, 0, 0, 0 },
 	};
+	struct job_col cols[JOBTABLE_MAX_COLS];
+	int ncol = 0;
+	char why[512];
+	struct jobref ref;
 	Storm__Ctl__Acct a = STORM__CTL__ACCT__INIT;
 	char user[256] = "";
 	int json = 0, id;
@@ -149,9 +190,14 @@ int cmd_acct(struct cli *c, int argc, char **argv)
 			}
 			break;
 		case A_JOB:
-			if (parse_uint(p.arg, 1, UINT64_MAX, &v) < 0)
-				return usage_error("storm acct", "-j wants a job id, not '%s'", p.arg);
-			a.job = v;
+			if (jobid_parse(p.arg, &ref) < 0 || ref.task_given)
+				return usage_error("storm acct", "-j wants a job id (JOBID or "
+						   "JOBID.STEP), not '%s'", p.arg);
+			a.job = ref.id;
+			break;
+		case A_FORMAT:
+			if (jobtable_parse(p.arg, cols, &ncol, why, sizeof(why)) < 0)
+				return usage_error("storm acct", "--format: %s", why);
 			break;
 		case A_SINCE: {
 			struct timespec ts;
@@ -180,7 +226,9 @@ int cmd_acct(struct cli *c, int argc, char **argv)
 	if (rep->body_case != STORM__CTL__REPLY__BODY_ACCT)
 		rc = cli_unexpected(rep, "AcctList");
 	else
-		rc = json ? print_json(rep->acct) : print_table(rep->acct);
+		rc = json ? print_json(rep->acct)
+		     : ncol ? print_fields(rep->acct, cols, ncol)
+			    : print_table(rep->acct);
 	ctl_reply_free(rep);
 	return rc;
 }

@@ -9,10 +9,12 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "jobid.h"
+#include "jobtable.h"
 #include "fmt.h"
 #include "opts.h"
 
-enum { Q_ALL = 1, Q_JSON, Q_SIGNAL, Q_CONF, Q_HELP };
+enum { Q_ALL = 1, Q_JSON, Q_SIGNAL, Q_CONF, Q_HELP, Q_FORMAT };
 
 /* Returns 0 or the exit code of a failed print. */
 static int print_json(json_t *root)
@@ -29,18 +31,22 @@ static int print_json(json_t *root)
 /* ---- jobs */
 
 static const char jobs_help[] =
-	"Usage: storm jobs [--all] [--json]\n"
+	"Usage: storm jobs [--all] [--json | -o FIELDS]\n"
 	"\n"
 	"Lists the cluster's jobs, like squeue: queued, launching and running ones,\n"
 	"with --all the finished ones too.\n"
 	"\n"
 	"  -a, --all      include completed, failed and cancelled jobs\n"
 	"      --json     print {\"jobs\": [...]} for scripts\n"
+	"  -o, --format FIELDS  these columns, comma-separated, each with an optional\n"
+	"                 %WIDTH: JobID, JobName, User, UID, State, Elapsed, NodeList,\n"
+	"                 NNodes, NTasks, ExitCode, Reason, Submit, Start, End\n"
 	"      --conf FILE the cluster's storm.conf\n"
 	"  -h, --help     this help\n"
 	"\n"
 	"Columns: JOBID NAME USER STATE NODES RANKS TIME NODELIST(REASON); TIME is the\n"
-	"time since launch (to its end for finished jobs).\n";
+	"time since launch (to its end for finished jobs). JOBID is 12 for a job,\n"
+	"12.0 for a step of allocation 12, 12_3 for task 3 of array 12.\n";
 
 static double wall_now(void)
 {
@@ -49,29 +55,49 @@ static double wall_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* "job" is the number the daemons use; "jobid" the id as users write it */
 static json_t *job_json(const Storm__Ctl__JobInfo *j)
 {
-	return json_pack("{s:I, s:s, s:s, s:i, s:s, s:i, s:i, s:s, s:f, s:f, s:f, s:i, s:s}",
-			 "job", (json_int_t)j->job, "name", j->name, "user", j->user, "uid",
-			 (int)j->uid, "state", job_state_name(j->state), "nodes", (int)j->nodes,
-			 "ranks", (int)j->ranks, "nodelist", j->nodelist, "submit_time",
-			 j->submit_time, "start_time", j->start_time, "end_time", j->end_time,
-			 "exit_status", (int)j->exit_status, "reason", j->reason);
+	char id[48];
+	jobid_format(j->job, j->array_job, j->array_task, id, sizeof(id));
+	json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:i, s:s, s:i, s:i, s:s, s:f, s:f, s:f, s:i, "
+			      "s:s}",
+			      "job", (json_int_t)j->job, "jobid", id, "name", j->name, "user",
+			      j->user, "uid", (int)j->uid, "state", job_state_name(j->state),
+			      "nodes", (int)j->nodes, "ranks", (int)j->ranks, "nodelist",
+			      j->nodelist, "submit_time", j->submit_time, "start_time",
+			      j->start_time, "end_time", j->end_time, "exit_status",
+			      (int)j->exit_status, "reason", j->reason);
+	if (jobid_is_step(j->job)) {
+		json_object_set_new(o, "allocation", json_integer((json_int_t)jobid_alloc(j->job)));
+		json_object_set_new(o, "step", json_integer(jobid_step_no(j->job)));
+	}
+	if (j->array_job) {
+		json_object_set_new(o, "array_job", json_integer((json_int_t)j->array_job));
+		json_object_set_new(o, "array_task", json_integer(j->array_task));
+	}
+	return o;
 }
 
 int cmd_jobs(struct cli *c, int argc, char **argv)
 {
 	static const struct cli_opt opts[] = {
 		{ "all", 'a', 0, Q_ALL },   { "json", 0, 0, Q_JSON }, { "conf", 0, 1, Q_CONF },
-		{ "help", 'h', 0, Q_HELP }, { NULL, 0, 0, 0 },
+		{ "help", 'h', 0, Q_HELP }, { "format", 'o', 1, Q_FORMAT }, { NULL, 0, 0, 0 },
 	};
-	int all = 0, json = 0, id;
+	int all = 0, json = 0, id, ncol = 0;
+	struct job_col cols[JOBTABLE_MAX_COLS];
+	char why[512];
 	struct cli_optparse p;
 	cli_opt_init(&p, argc, argv, 1, 0);
 	while ((id = cli_opt_next(&p, opts)) != OPT_DONE) {
 		switch (id) {
 		case Q_ALL: all = 1; break;
 		case Q_JSON: json = 1; break;
+		case Q_FORMAT:
+			if (jobtable_parse(p.arg, cols, &ncol, why, sizeof(why)) < 0)
+				return usage_error("storm jobs", "-o/--format: %s", why);
+			break;
 		case Q_CONF: c->conf_opt = p.arg; break;
 		case Q_HELP: fputs(jobs_help, stdout); return EXIT_OK;
 		case OPT_OPERAND: return usage_error("storm jobs", "unexpected argument '%s'", p.arg);
@@ -101,6 +127,33 @@ int cmd_jobs(struct cli *c, int argc, char **argv)
 		ctl_reply_free(rep);
 		return rc;
 	}
+	double wall = wall_now();
+	if (ncol) {
+		struct job_row *rows = calloc(list->n_jobs ? list->n_jobs : 1, sizeof(*rows));
+		for (size_t i = 0; rows && i < list->n_jobs; i++) {
+			const Storm__Ctl__JobInfo *j = list->jobs[i];
+			struct job_row *r = &rows[i];
+			jobid_format(j->job, j->array_job, j->array_task, r->jobid, sizeof(r->jobid));
+			r->name = j->name;
+			r->user = j->user;
+			r->nodelist = j->nodelist;
+			r->reason = j->reason;
+			r->state = j->state;
+			r->uid = j->uid;
+			r->nodes = j->nodes;
+			r->ranks = j->ranks;
+			r->submit = j->submit_time;
+			r->start = j->start_time;
+			r->end = j->end_time;
+			r->now = wall;
+			r->exit_status = j->exit_status;
+		}
+		if (rows)
+			jobtable_print(stdout, cols, ncol, rows, list->n_jobs);
+		free(rows);
+		ctl_reply_free(rep);
+		return rows ? EXIT_OK : EXIT_STORM;
+	}
 	/* column widths from the content, squeue-like left-aligned text */
 	const char *hdr[] = { "JOBID", "NAME", "USER", "STATE", "NODES", "RANKS", "TIME",
 			      "NODELIST(REASON)" };
@@ -115,10 +168,9 @@ int cmd_jobs(struct cli *c, int argc, char **argv)
 	int w[8];
 	for (int k = 0; k < 8; k++)
 		w[k] = (int)strlen(hdr[k]);
-	double wall = wall_now();
 	for (size_t i = 0; i < n; i++) {
 		const Storm__Ctl__JobInfo *j = list->jobs[i];
-		snprintf(cells[i][0], 128, "%llu", (unsigned long long)j->job);
+		jobid_format(j->job, j->array_job, j->array_task, cells[i][0], 128);
 		snprintf(cells[i][1], 128, "%s", j->name);
 		snprintf(cells[i][2], 128, "%s", j->user[0] ? j->user : "?");
 		snprintf(cells[i][3], 128, "%s", job_state_name(j->state));
@@ -236,7 +288,8 @@ static const char cancel_help[] =
 	"\n"
 	"Cancels jobs, like scancel: without -s the ranks get SIGTERM, then SIGKILL\n"
 	"after the cluster's kill_wait; a queued job is removed. With -s only that\n"
-	"signal is sent.\n"
+	"signal is sent. JOBID is a job (12; an allocation's steps go with it), a\n"
+	"step (12.0), an array (12: every task) or one task of it (12_3).\n"
 	"\n"
 	"  -s, --signal SIGNAL  a name (INT, SIGUSR1) or a number\n"
 	"      --conf FILE      the cluster's storm.conf\n"
@@ -252,7 +305,7 @@ int cmd_cancel(struct cli *c, int argc, char **argv)
 		{ "help", 'h', 0, Q_HELP },	{ NULL, 0, 0, 0 },
 	};
 	int sig = 0, id, njobs = 0;
-	uint64_t *jobs = calloc((size_t)argc, sizeof(*jobs));
+	struct jobref *jobs = calloc((size_t)argc, sizeof(*jobs));
 	if (!jobs) {
 		fprintf(stderr, "storm: error: out of memory\n");
 		return EXIT_STORM;
@@ -270,8 +323,9 @@ int cmd_cancel(struct cli *c, int argc, char **argv)
 		case Q_CONF: c->conf_opt = p.arg; break;
 		case Q_HELP: fputs(cancel_help, stdout); free(jobs); return EXIT_OK;
 		case OPT_OPERAND:
-			if (parse_uint(p.arg, 1, UINT64_MAX, &jobs[njobs]) != 0)
-				rc = usage_error("storm cancel", "'%s' is not a job id", p.arg);
+			if (jobid_parse(p.arg, &jobs[njobs]) != 0)
+				rc = usage_error("storm cancel", "'%s' is not a job id (JOBID, "
+						 "JOBID.STEP or ARRAYID_TASK)", p.arg);
 			njobs++;
 			break;
 		default: rc = usage_error("storm cancel", "%s", p.err); break;
@@ -291,7 +345,9 @@ int cmd_cancel(struct cli *c, int argc, char **argv)
 	}
 	for (int i = 0; i < njobs; i++) {
 		Storm__Ctl__Cancel cancel = STORM__CTL__CANCEL__INIT;
-		cancel.job = jobs[i];
+		cancel.job = jobs[i].id;
+		cancel.task_given = jobs[i].task_given;
+		cancel.task = jobs[i].task;
 		cancel.signal = sig;
 		Storm__Ctl__Request req = STORM__CTL__REQUEST__INIT;
 		req.body_case = STORM__CTL__REQUEST__BODY_CANCEL;
@@ -306,8 +362,13 @@ int cmd_cancel(struct cli *c, int argc, char **argv)
 		if (e == 0)
 			e = ctl_recv(fd, CTL_TIMEOUT_MS, &rep);
 		close(fd);
-		char what[64];
-		snprintf(what, sizeof(what), "cancel %llu", (unsigned long long)jobs[i]);
+		char what[64], shown[48];
+		if (jobs[i].task_given)
+			snprintf(shown, sizeof(shown), "%llu_%u", (unsigned long long)jobs[i].id,
+				 jobs[i].task);
+		else
+			jobid_format(jobs[i].id, 0, 0, shown, sizeof(shown));
+		snprintf(what, sizeof(what), "cancel %s", shown);
 		if (e != 0) {
 			ctl_report(e);
 			rc = EXIT_STORM;

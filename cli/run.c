@@ -18,6 +18,7 @@
 #include "bcs.h"
 #include "cli.h"
 #include "fmt.h"
+#include "jobopt.h"
 #include "frame.h"
 #include "label.h"
 #include "opts.h"
@@ -25,180 +26,6 @@
 extern char **environ;
 
 #define SUBMIT_TIMEOUT_MS 60000 /* the MM answers a Submit before any transfer */
-#define MAX_FILES (FRAME_MAX_FDS - 1) /* one descriptor is the program's */
-
-struct job_opts {
-	const char *cmd; /* "storm run" or "storm submit" */
-	int batch;
-	unsigned nodes, ranks;
-	int label, no_bcast, timing, overcommit, parsable, wait;
-	unsigned ckpt_interval;
-	unsigned time_limit; /* -t, seconds; 0: none */
-	int restart_on_failure;
-	const char *name, *output;
-	const char *files[MAX_FILES];
-	int nfiles;
-	char **argv; /* the program and its arguments */
-	int argc;
-	const char *record; /* --record FILE: the BCS-MPI trace to write */
-	int bcs;            /* take BCS-MPI trace/debug lines out of stderr */
-};
-
-static const char run_help[] =
-	"Usage: storm run [OPTIONS] PROGRAM [ARGS...]\n"
-	"\n"
-	"Runs PROGRAM as a job on the cluster, streams every rank's stdout and\n"
-	"stderr as it comes, and exits with the job's status. Options end at\n"
-	"PROGRAM, like srun. PROGRAM is found in PATH when it has no '/', and is\n"
-	"sent to the nodes (no shared file system needed).\n"
-	"\n"
-	"  -N, --nodes N       nodes to allocate (default: as many as the ranks need)\n"
-	"  -n, --ntasks N      ranks to start (default: one per node)\n"
-	"  -l, --label         prefix every output line with 'RANK: '\n"
-	"      --no-bcast      do not send PROGRAM: it is on a path every node sees\n"
-	"      --file F        send F along too (repeatable, up to 15); ranks find it\n"
-	"                      as $STORM_JOB_DIR/NAME (NAME: its base name)\n"
-	"      --timing        print transfer, execute and total time on stderr\n"
-	"      --record FILE   BCS-MPI programs: write every timing-dependent outcome\n"
-	"                      (wildcard receives, MPI_Test*, MPI_Iprobe, MPI_Waitany,\n"
-	"                      MPI_Waitsome) to FILE, for 'storm replay FILE'\n"
-	"  -J, --job-name NAME the job's name (default: PROGRAM's base name)\n"
-	"  -O, --overcommit    allow more ranks than CPUs on a node\n"
-	"  -t, --time T        stop the job once it has run T (minutes, M:S, H:M:S,\n"
-	"                      D-H, D-H:M or D-H:M:S, as Slurm): SIGTERM, then\n"
-	"                      SIGKILL after the cluster's kill_wait; state TIMEOUT\n"
-	"      --checkpoint-interval S  checkpoint the job every S seconds\n"
-	"      --restart-on-failure     if a node of the job dies, restart it from its\n"
-	"                      latest complete checkpoint on the nodes left\n"
-	"      --conf FILE     the cluster's storm.conf\n"
-	"  -h, --help          this help\n"
-	"\n"
-	"Ctrl-C sends SIGINT to the job; a second Ctrl-C within 1 s kills it.\n"
-	"Exit status: the job's (first non-zero rank status, 128+N for a rank killed\n"
-	"by signal N); 1 when storm failed or the job did not run; 2 on bad usage.\n";
-
-static const char submit_help[] =
-	"Usage: storm submit [OPTIONS] PROGRAM [ARGS...]\n"
-	"\n"
-	"Queues PROGRAM as a batch job and prints its id. Its output (every rank's\n"
-	"stdout and stderr) goes to storm-JOBID.out in the current directory, or to\n"
-	"the file given with -o. Options end at PROGRAM.\n"
-	"\n"
-	"  -N, --nodes N       nodes to allocate (default: as many as the ranks need)\n"
-	"  -n, --ntasks N      ranks to start (default: one per node)\n"
-	"  -o, --output FILE   output file; %j becomes the job id\n"
-	"      --parsable      print only the job id\n"
-	"  -W, --wait          wait for the job to end and exit with its status\n"
-	"      --no-bcast      do not send PROGRAM: it is on a path every node sees\n"
-	"      --file F        send F along too (repeatable, up to 15)\n"
-	"  -J, --job-name NAME the job's name (default: PROGRAM's base name)\n"
-	"  -O, --overcommit    allow more ranks than CPUs on a node\n"
-	"  -t, --time T        stop the job once it has run T (as for storm run)\n"
-	"      --checkpoint-interval S  checkpoint the job every S seconds\n"
-	"      --restart-on-failure     if a node of the job dies, restart it from its\n"
-	"                      latest complete checkpoint on the nodes left\n"
-	"      --conf FILE     the cluster's storm.conf\n"
-	"  -h, --help          this help\n"
-	"\n"
-	"Exit status: 0 when the job was accepted, 1 when refused or no cluster is\n"
-	"up, 2 on bad usage; with --wait, the job's status as for storm run.\n";
-
-enum {
-	J_NODES = 1, J_RANKS, J_LABEL, J_NOBCAST, J_FILE, J_TIMING, J_NAME, J_OVERCOMMIT,
-	J_OUTPUT, J_PARSABLE, J_CONF, J_HELP, J_WAIT, J_CKPT_INTERVAL, J_RESTART_ON_FAILURE,
-	J_RECORD, J_TIME
-};
-static const struct cli_opt run_opts[] = {
-	{ "nodes", 'N', 1, J_NODES },	  { "ntasks", 'n', 1, J_RANKS },
-	{ "label", 'l', 0, J_LABEL },	  { "no-bcast", 0, 0, J_NOBCAST },
-	{ "file", 0, 1, J_FILE },	  { "timing", 0, 0, J_TIMING },
-	{ "job-name", 'J', 1, J_NAME },	  { "overcommit", 'O', 0, J_OVERCOMMIT },
-	{ "conf", 0, 1, J_CONF },	  { "help", 'h', 0, J_HELP },
-	{ "checkpoint-interval", 0, 1, J_CKPT_INTERVAL },
-	{ "restart-on-failure", 0, 0, J_RESTART_ON_FAILURE },
-	{ "record", 0, 1, J_RECORD },
-	{ "time", 't', 1, J_TIME },
-	{ NULL, 0, 0, 0 },
-};
-static const struct cli_opt submit_opts[] = {
-	{ "nodes", 'N', 1, J_NODES },	  { "ntasks", 'n', 1, J_RANKS },
-	{ "output", 'o', 1, J_OUTPUT },	  { "parsable", 0, 0, J_PARSABLE },
-	{ "wait", 'W', 0, J_WAIT },
-	{ "no-bcast", 0, 0, J_NOBCAST },  { "file", 0, 1, J_FILE },
-	{ "job-name", 'J', 1, J_NAME },	  { "overcommit", 'O', 0, J_OVERCOMMIT },
-	{ "conf", 0, 1, J_CONF },	  { "help", 'h', 0, J_HELP },
-	{ "checkpoint-interval", 0, 1, J_CKPT_INTERVAL },
-	{ "restart-on-failure", 0, 0, J_RESTART_ON_FAILURE },
-	{ "time", 't', 1, J_TIME },
-	{ NULL, 0, 0, 0 },
-};
-
-/* Returns -1 to go on, else the exit code. */
-static int parse_job_opts(struct cli *c, int argc, char **argv, struct job_opts *o)
-{
-	struct cli_optparse p;
-	cli_opt_init(&p, argc, argv, 1, 1);
-	int id;
-	uint64_t v;
-	while ((id = cli_opt_next(&p, o->batch ? submit_opts : run_opts)) > 0) {
-		switch (id) {
-		case J_NODES:
-		case J_RANKS:
-			if (parse_uint(p.arg, 1, 1u << 20, &v) != 0)
-				return usage_error(o->cmd, "%s wants a whole number from 1, not '%s'",
-						   id == J_NODES ? "-N/--nodes" : "-n/--ntasks",
-						   p.arg);
-			*(id == J_NODES ? &o->nodes : &o->ranks) = (unsigned)v;
-			break;
-		case J_LABEL: o->label = 1; break;
-		case J_NOBCAST: o->no_bcast = 1; break;
-		case J_TIMING: o->timing = 1; break;
-		case J_OVERCOMMIT: o->overcommit = 1; break;
-		case J_PARSABLE: o->parsable = 1; break;
-		case J_WAIT: o->wait = 1; break;
-		case J_RESTART_ON_FAILURE: o->restart_on_failure = 1; break;
-		case J_CKPT_INTERVAL:
-			if (parse_uint(p.arg, 1, 1u << 30, &v) != 0)
-				return usage_error(o->cmd, "--checkpoint-interval wants seconds, a whole "
-						   "number from 1, not '%s'", p.arg);
-			o->ckpt_interval = (unsigned)v;
-			break;
-		case J_TIME:
-			if (parse_time_limit(p.arg, &v) != 0)
-				return usage_error(o->cmd, "-t/--time wants minutes, M:S, H:M:S, D-H, "
-						   "D-H:M or D-H:M:S, not '%s'", p.arg);
-			o->time_limit = (unsigned)v;
-			break;
-		case J_NAME: o->name = p.arg; break;
-		case J_OUTPUT:
-			if (!p.arg[0])
-				return usage_error(o->cmd, "-o wants a file name");
-			o->output = p.arg;
-			break;
-		case J_CONF: c->conf_opt = p.arg; break;
-		case J_RECORD:
-			if (!p.arg[0])
-				return usage_error(o->cmd, "--record wants a file name");
-			o->record = p.arg;
-			break;
-		case J_FILE:
-			if (o->nfiles == MAX_FILES)
-				return usage_error(o->cmd, "at most %d --file options", MAX_FILES);
-			o->files[o->nfiles++] = p.arg;
-			break;
-		case J_HELP:
-			fputs(o->batch ? submit_help : run_help, stdout);
-			return EXIT_OK;
-		}
-	}
-	if (id == OPT_ERROR)
-		return usage_error(o->cmd, "%s", p.err);
-	if (p.ind >= argc)
-		return usage_error(o->cmd, "no program given");
-	o->argv = argv + p.ind;
-	o->argc = argc - p.ind;
-	return -1;
-}
 
 /* PROGRAM without '/' is looked up in PATH like execvp does. */
 static int resolve_program(const char *prog, char *out, size_t len)
@@ -252,6 +79,9 @@ static int open_regular(const char *shown, const char *path)
 struct prepared {
 	Storm__Ctl__Submit sub;
 	Storm__Job__Spec spec;
+	Storm__Job__Dependency deps[DEP_MAX], *dep_ptrs[DEP_MAX];
+	char **env;       /* --export's choice, malloc'd; NULL: environ */
+	char *env_buf;
 	int fds[FRAME_MAX_FDS];
 	int nfds;
 	char program[PATH_MAX];
@@ -294,7 +124,7 @@ static int prepare(const struct job_opts *o, struct prepared *pr)
 		fprintf(stderr, "storm: error: %s: not a regular file\n", prog);
 		return EXIT_STORM;
 	}
-	if (access(found, X_OK) != 0) {
+	if (!o->script && access(found, X_OK) != 0) {
 		fprintf(stderr, "storm: error: %s: Permission denied (not executable)\n", prog);
 		return EXIT_STORM;
 	}
@@ -346,8 +176,19 @@ static int prepare(const struct job_opts *o, struct prepared *pr)
 	snprintf(pr->name, sizeof(pr->name), "%s", o->name ? o->name : basename(tmp));
 
 	size_t nenv = 0;
-	while (environ[nenv])
-		nenv++;
+	char **env = environ;
+	if (o->export_spec) {
+		char why[256];
+		if (export_env(o->export_spec, environ, &pr->env, &nenv, &pr->env_buf, why,
+			       sizeof(why)) < 0) {
+			close_fds(pr);
+			return usage_error(o->cmd, "%s", why);
+		}
+		env = pr->env;
+	} else {
+		while (environ[nenv])
+			nenv++;
+	}
 	Storm__Job__Spec *s = &pr->spec;
 	s->n_argv = (size_t)o->argc;
 	s->argv = o->argv;
@@ -359,7 +200,7 @@ static int prepare(const struct job_opts *o, struct prepared *pr)
 	s->no_bcast = o->no_bcast;
 	s->cwd = pr->cwd;
 	s->n_env = nenv;
-	s->env = environ;
+	s->env = env;
 	s->output = pr->output;
 	s->n_files = (size_t)o->nfiles;
 	s->files = pr->file_names;
@@ -368,12 +209,38 @@ static int prepare(const struct job_opts *o, struct prepared *pr)
 	s->checkpoint_interval = o->ckpt_interval;
 	s->time_limit = o->time_limit;
 	s->restart_on_failure = o->restart_on_failure;
+	s->script = o->script;
+	for (size_t i = 0; i < o->ndeps; i++) {
+		storm__job__dependency__init(&pr->deps[i]);
+		pr->deps[i].kind = (Storm__Job__Dependency__Kind)o->deps[i].kind;
+		pr->deps[i].job = o->deps[i].job.id;
+		pr->deps[i].task_given = o->deps[i].job.task_given;
+		pr->deps[i].task = o->deps[i].job.task;
+		pr->dep_ptrs[i] = &pr->deps[i];
+	}
+	s->dependencies = pr->dep_ptrs;
+	s->n_dependencies = o->ndeps;
+	s->array_tasks = o->array_tasks;
+	s->n_array_tasks = o->ntasks;
+	s->array_limit = o->array_limit;
+	/* storm run inside a batch script or a storm alloc shell: a step of it */
+	const char *alloc = o->batch ? NULL : getenv("STORM_JOBID");
+	struct jobref ref;
+	if (alloc && *alloc) {
+		if (jobid_parse(alloc, &ref) < 0 || ref.task_given || jobid_is_step(ref.id)) {
+			close_fds(pr);
+			return usage_error(o->cmd, "STORM_JOBID=%s is not a job id", alloc);
+		}
+		s->allocation = ref.id;
+	}
 	return -1;
 }
 
 static void free_prepared(struct prepared *pr, int nfiles)
 {
 	close_fds(pr);
+	free(pr->env);
+	free(pr->env_buf);
 	for (int i = 0; i < nfiles; i++)
 		free(pr->file_names[i]);
 }
@@ -782,13 +649,63 @@ int cli_stream(struct cli *c, int fd, const char *cmd, int label)
 	return rc;
 }
 
+static int job_run(struct cli *c, struct job_opts *o, int batch);
+
+/* A batch script, as sbatch takes it: a file (by its path, from the
+ * current directory) whose first bytes are #!. */
+static int is_script(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return 0;
+	struct stat st;
+	char head[2];
+	int yes = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && read(fd, head, 2) == 2 &&
+		  head[0] == '#' && head[1] == '!';
+	close(fd);
+	return yes;
+}
+
 static int job_main(struct cli *c, int argc, char **argv, int batch, int bcs)
 {
 	struct job_opts o = { .cmd = batch ? "storm submit" : bcs ? "storm replay" : "storm run",
 			      .batch = batch, .bcs = bcs };
 	int rc = parse_job_opts(c, argc, argv, &o);
-	if (rc >= 0)
+	if (rc >= 0) {
+		job_opts_free(&o);
 		return rc;
+	}
+	char script_path[PATH_MAX];
+	if (batch && is_script(o.argv[0])) {
+		/* its directives first, then the command line again over them */
+		struct job_opts d = { .cmd = o.cmd, .batch = 1, .script = 1 };
+		job_opts_free(&o);
+		rc = apply_directives(c, o.argv[0], &d);
+		if (rc < 0)
+			rc = parse_job_opts(c, argc, argv, &d);
+		if (rc >= 0) {
+			job_opts_free(&d);
+			return rc;
+		}
+		o = d;
+		if (!strchr(o.argv[0], '/')) { /* from here, not from PATH */
+			snprintf(script_path, sizeof(script_path), "./%s", o.argv[0]);
+			o.argv[0] = script_path;
+		}
+	}
+	if (o.ntasks && o.wait) {
+		job_opts_free(&o);
+		return usage_error(o.cmd, "--array and --wait do not go together");
+	}
+	rc = job_run(c, &o, batch);
+	job_opts_free(&o);
+	return rc;
+}
+
+static int job_run(struct cli *c, struct job_opts *o_, int batch)
+{
+	struct job_opts o = *o_;
+	int rc;
 	if (o.record) {
 		/* fail now rather than after the run */
 		int tfd = open(o.record, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
@@ -808,6 +725,7 @@ static int job_main(struct cli *c, int argc, char **argv, int batch, int bcs)
 	}
 	rc = prepare(&o, pr);
 	if (rc >= 0) {
+		free_prepared(pr, o.nfiles);
 		free(pr);
 		return rc;
 	}

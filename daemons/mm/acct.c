@@ -44,6 +44,8 @@ static int acct_one(void *arg, const struct db_acct *a)
 	e->state = persist_state_value(a->state);
 	e->exit_status = a->exit_status;
 	e->reason = sdup(a->reason);
+	e->array_job = a->array_job;
+	e->array_task = a->array_task;
 	o->v[o->n++] = e;
 	return 0;
 }

@@ -41,6 +41,11 @@ int ckpt_begin(struct mm *mm, struct job *j, struct client *c, char *why, size_t
 		snprintf(why, len, "a checkpoint of job %" PRIu64 " is under way", j->id);
 		return -1;
 	}
+	if (j->spec->script || j->spec->hold) {
+		snprintf(why, len, "job %" PRIu64 " is an allocation; checkpoint its steps (%" PRIu64
+			 ".0, ...)", j->id, j->id);
+		return -1;
+	}
 	for (uint32_t k = 0; k < j->nnodes; k++)
 		if (mm->nodes[j->nodes[k]].state != STORM__CTL__NODE_STATE__UP) {
 			snprintf(why, len, "node %s of job %" PRIu64 " is down",

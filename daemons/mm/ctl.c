@@ -182,35 +182,76 @@ static void reply_nodes(struct mm *mm, struct client *c)
 	free(jobs);
 }
 
+/* The jobs a Cancel names: a job or a step; one task of an array; or, by
+ * the array's id (its first task's), every task of it. */
+static size_t cancel_targets(struct mm *mm, const Storm__Ctl__Cancel *cn, struct job **out,
+			     size_t max)
+{
+	struct job *j = cn->task_given ? NULL : job_find(mm, cn->job);
+	size_t n = 0;
+	if (j && j->spec->array_job != j->id) {
+		out[n++] = j;
+		return n;
+	}
+	for (struct job *t = mm->jobs; t && n < max; t = t->next)
+		if (t->spec->array_job == cn->job && (!cn->task_given || t->spec->array_task == cn->task))
+			out[n++] = t;
+	return n;
+}
+
 static void handle_cancel(struct mm *mm, struct client *c, const Storm__Ctl__Cancel *cn)
 {
-	struct job *j = job_find(mm, cn->job);
-	if (!j) {
-		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_NOT_FOUND, "no job %llu",
-			    (unsigned long long)cn->job);
+	struct job **targets = calloc(10000, sizeof(*targets));
+	if (!targets) {
+		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INTERNAL, "out of memory");
 		return;
 	}
-	char why[256];
-	if (!mm_may_touch(c, j, "cancel", why, sizeof(why))) {
-		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PERMISSION, "%s", why);
-		return;
+	size_t n = cancel_targets(mm, cn, targets, 10000), active = 0;
+	char why[256], who[96];
+	if (!n) {
+		if (cn->task_given)
+			reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_NOT_FOUND, "no task %llu_%u",
+				    (unsigned long long)cn->job, cn->task);
+		else
+			reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_NOT_FOUND, "no job %llu",
+				    (unsigned long long)cn->job);
+		goto out;
 	}
-	if (!job_active(j)) {
-		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID,
-			    "job %llu has already ended", (unsigned long long)j->id);
-		return;
+	for (size_t i = 0; i < n; i++) {
+		if (!mm_may_touch(c, targets[i], "cancel", why, sizeof(why))) {
+			reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PERMISSION, "%s", why);
+			goto out;
+		}
+		active += job_active(targets[i]);
 	}
-	char who[96];
+	if (!active) {
+		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID, "job %llu has already ended",
+			    (unsigned long long)targets[0]->id);
+		goto out;
+	}
 	if (mm_req_check_cancel(cn, who, sizeof(who)) != STORM__CTL__ERROR_CODE__ERR_NONE) {
 		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID, "%s", who);
-		return;
+		goto out;
 	}
 	struct passwd *pw = getpwuid(c->uid);
 	snprintf(who, sizeof(who), "%s", pw ? pw->pw_name : "?");
-	job_cancel(mm, j, cn->signal, who);
+	/* ids first: a cancel may end jobs, and an end may forget old ones */
+	size_t k = 0;
+	uint64_t *list = calloc(n, sizeof(*list));
+	for (size_t i = 0; list && i < n; i++)
+		if (job_active(targets[i]))
+			list[k++] = targets[i]->id;
+	for (size_t i = 0; i < k; i++) {
+		struct job *j = job_find(mm, list[i]);
+		if (j && job_active(j))
+			job_cancel(mm, j, cn->signal, who);
+	}
+	free(list);
 	Storm__Ctl__Cancelled ca = STORM__CTL__CANCELLED__INIT;
 	ca.job = cn->job;
 	reply_send(mm, c, STORM__CTL__REPLY__BODY_CANCELLED, &ca);
+out:
+	free(targets);
 }
 
 static void handle_shutdown(struct mm *mm, struct client *c)

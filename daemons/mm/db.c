@@ -15,7 +15,7 @@ struct mm_db {
 	char err[512];
 };
 
-#define SCHEMA_VERSION 2 /* 2: checkpoints.data, checkpoint_images */
+#define SCHEMA_VERSION 3 /* 2: checkpoints.data, checkpoint_images; 3: accounting.array_* */
 
 static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value);"
@@ -43,7 +43,8 @@ static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS accounting("
 	" job INTEGER PRIMARY KEY, name TEXT, user TEXT, uid INTEGER, nnodes INTEGER,"
 	" nranks INTEGER, nodelist TEXT, submit_time REAL, start_time REAL, end_time REAL,"
-	" elapsed REAL, state TEXT, exit_status INTEGER, reason TEXT);"
+	" elapsed REAL, state TEXT, exit_status INTEGER, reason TEXT,"
+	" array_job INTEGER NOT NULL DEFAULT 0, array_task INTEGER NOT NULL DEFAULT 0);"
 	"CREATE INDEX IF NOT EXISTS accounting_end ON accounting(end_time);";
 
 static int sqlfail(struct mm_db *db, const char *what)
@@ -114,6 +115,18 @@ int db_open(const char *path, bool full_sync, struct mm_db **out, char *err, siz
 	sqlite3_stmt *probe = NULL;
 	if (sqlite3_prepare_v2(db->h, "SELECT data FROM checkpoints", -1, &probe, NULL) != SQLITE_OK &&
 	    exec(db, "ALTER TABLE checkpoints ADD COLUMN data BLOB;") < 0) {
+		snprintf(err, errlen, "cannot upgrade the database %s: %s", path, db->err);
+		sqlite3_close(db->h);
+		free(db);
+		return -1;
+	}
+	sqlite3_finalize(probe);
+	/* before version 3: no array tasks in the accounting */
+	probe = NULL;
+	if (sqlite3_prepare_v2(db->h, "SELECT array_job FROM accounting", -1, &probe, NULL) !=
+		    SQLITE_OK &&
+	    exec(db, "ALTER TABLE accounting ADD COLUMN array_job INTEGER NOT NULL DEFAULT 0;"
+		     "ALTER TABLE accounting ADD COLUMN array_task INTEGER NOT NULL DEFAULT 0;") < 0) {
 		snprintf(err, errlen, "cannot upgrade the database %s: %s", path, db->err);
 		sqlite3_close(db->h);
 		free(db);
@@ -318,8 +331,9 @@ int db_job_end(struct mm_db *db, const struct db_job *j)
 	}
 	if (rc == 0 && (st = prep(db,
 		"INSERT OR REPLACE INTO accounting(job, name, user, uid, nnodes, nranks, nodelist,"
-		" submit_time, start_time, end_time, elapsed, state, exit_status, reason)"
-		" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"))) {
+		" submit_time, start_time, end_time, elapsed, state, exit_status, reason,"
+		" array_job, array_task)"
+		" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"))) {
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
 		bind_text(st, 2, j->name);
 		bind_text(st, 3, j->user);
@@ -335,6 +349,8 @@ int db_job_end(struct mm_db *db, const struct db_job *j)
 		bind_text(st, 12, j->state);
 		sqlite3_bind_int(st, 13, j->exit_status);
 		bind_text(st, 14, j->reason);
+		sqlite3_bind_int64(st, 15, (sqlite3_int64)j->array_job);
+		sqlite3_bind_int64(st, 16, j->array_task);
 		rc = step_done(db, st, "recording the accounting");
 	} else if (rc == 0) {
 		rc = -1;
@@ -421,10 +437,25 @@ int db_jobs_active(struct mm_db *db, int (*cb)(void *arg, const struct db_job *j
 
 uint64_t db_last_job_id(struct mm_db *db)
 {
-	sqlite3_stmt *st = prep(db, "SELECT max(id) FROM jobs");
+	/* a step's id has its allocation's in the low 32 bits (jobid.h) */
+	sqlite3_stmt *st = prep(db, "SELECT max(id & 4294967295) FROM jobs");
 	uint64_t id = 0;
 	if (st && sqlite3_step(st) == SQLITE_ROW)
 		id = (uint64_t)sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return id;
+}
+
+uint64_t db_job_last_step(struct mm_db *db, uint64_t alloc)
+{
+	sqlite3_stmt *st = prep(db, "SELECT max(id) FROM jobs WHERE id > 4294967295 AND "
+				    "(id & 4294967295) = ?");
+	uint64_t id = 0;
+	if (st) {
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)alloc);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			id = (uint64_t)sqlite3_column_int64(st, 0);
+	}
 	sqlite3_finalize(st);
 	return id;
 }
@@ -451,7 +482,7 @@ int db_acct_list(struct mm_db *db, const struct db_acct_filter *f,
 {
 	sqlite3_stmt *st = prep(db,
 		"SELECT job, name, user, uid, nnodes, nranks, nodelist, submit_time, start_time,"
-		" end_time, state, exit_status, reason FROM accounting"
+		" end_time, state, exit_status, reason, array_job, array_task FROM accounting"
 		" WHERE (?1 IS NULL OR user = ?1) AND (?2 < 0 OR uid = ?2) AND (?3 = 0 OR job = ?3)"
 		" AND end_time >= ?4 ORDER BY job");
 	if (!st)
@@ -476,6 +507,8 @@ int db_acct_list(struct mm_db *db, const struct db_acct_filter *f,
 		a.state = col_text(st, 10);
 		a.exit_status = sqlite3_column_int(st, 11);
 		a.reason = col_text(st, 12);
+		a.array_job = (uint64_t)sqlite3_column_int64(st, 13);
+		a.array_task = (uint32_t)sqlite3_column_int64(st, 14);
 		rc = cb(arg, &a);
 	}
 	if (rc == 0 && s != SQLITE_DONE)

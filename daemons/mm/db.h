@@ -33,6 +33,8 @@ struct db_job {
 	const char *reason;
 	const int32_t *rank_status; /* nranks wait statuses (INT32_MIN: unknown), or NULL */
 	const bool *node_done;   /* nnodes flags, or NULL */
+	uint64_t array_job;      /* a task of this array, 0: none */
+	uint32_t array_task;
 };
 
 /* One line of `storm acct`. */
@@ -42,6 +44,8 @@ struct db_acct {
 	uint32_t uid, nnodes, nranks;
 	double t_submit, t_start, t_end;
 	int32_t exit_status;
+	uint64_t array_job;      /* a task of this array, 0: none */
+	uint32_t array_task;
 };
 
 struct db_acct_filter {
@@ -89,6 +93,8 @@ int db_job_end(struct mm_db *db, const struct db_job *j);
 int db_jobs_active(struct mm_db *db, int (*cb)(void *arg, const struct db_job *j), void *arg);
 /* The highest job id ever given, 0 for none. */
 uint64_t db_last_job_id(struct mm_db *db);
+/* the highest step id of allocation `alloc`, 0: none */
+uint64_t db_job_last_step(struct mm_db *db, uint64_t alloc);
 
 /* This MM's incarnation: above every earlier one recorded here and at least
  * `floor` (the clock), so nodes can refuse an older MM's strobes. 0 on error. */

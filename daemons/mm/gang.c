@@ -77,7 +77,7 @@ void gang_fill_strobe(struct mm *mm, struct strobe *s)
 		/* only launched jobs: a node must not take a job it is still
 		 * receiving for one to continue */
 		/* a job being checkpointed is frozen until every node saved it */
-		run[p] = j && !ckpt_freezes(j) && (j->state == STORM__CTL__JOB_STATE__RUNNING ||
+		run[p] = j && !alloc_frozen(mm, j) && (j->state == STORM__CTL__JOB_STATE__RUNNING ||
 					   j->state == STORM__CTL__JOB_STATE__LAUNCHING)
 				 ? id
 				 : 0;
@@ -109,14 +109,15 @@ void gang_remove(struct mm *mm, struct job *j)
 		mm->quantum_left = 0;
 }
 
+/* a step runs in its allocation's cells (jobid_alloc) */
 bool gang_runs_now(struct mm *mm, const struct job *j)
 {
-	return mm->row >= 0 && matrix_runs_in(&mm->matrix, j->id, mm->row);
+	return mm->row >= 0 && matrix_runs_in(&mm->matrix, jobid_alloc(j->id), mm->row);
 }
 
 int gang_home(struct mm *mm, const struct job *j)
 {
-	const struct matrix_job *mj = matrix_find(&mm->matrix, j->id);
+	const struct matrix_job *mj = matrix_find(&mm->matrix, jobid_alloc(j->id));
 	return mj ? mj->home : -1;
 }
 

@@ -51,13 +51,17 @@ static int open_as_user(const struct job *j, const char *path, int *err)
 	return fd;
 }
 
-static char *expand_output(const char *pattern, uint64_t id)
+/* %j the job id, %A an array's id, %a the task's number (Slurm's) */
+static char *expand_output(const char *pattern, const struct job *j)
 {
 	char out[PATH_MAX];
 	size_t w = 0;
 	for (const char *p = pattern; *p && w + 24 < sizeof(out); p++) {
-		if (p[0] == '%' && p[1] == 'j') {
-			w += (size_t)snprintf(out + w, sizeof(out) - w, "%llu", (unsigned long long)id);
+		if (p[0] == '%' && (p[1] == 'j' || p[1] == 'A' || p[1] == 'a')) {
+			unsigned long long v = p[1] == 'j' ? j->id
+					       : p[1] == 'A' ? (j->spec->array_job ? j->spec->array_job : j->id)
+							     : j->spec->array_task;
+			w += (size_t)snprintf(out + w, sizeof(out) - w, "%llu", v);
 			p++;
 		} else {
 			out[w++] = *p;
@@ -82,7 +86,7 @@ static int check_descriptors(const Storm__Job__Spec *s, const int *fds, int nfds
 				 mm_printable(what, shown, sizeof(shown)));
 			return -1;
 		}
-		if (!s->no_bcast && i == 0 && !(st.st_mode & 0111)) {
+		if (!s->no_bcast && i == 0 && !s->script && !(st.st_mode & 0111)) {
 			snprintf(why, len, "%s is not executable",
 				 mm_printable(what, shown, sizeof(shown)));
 			return -1;
@@ -94,8 +98,8 @@ static int check_descriptors(const Storm__Job__Spec *s, const int *fds, int nfds
 /* A new job of the client's: the description as the user sent it,
  * completed with what only the MM may say (whose job it is, its name, no
  * restart), and the descriptors taken over. NULL when memory runs out. */
-static struct job *new_job(struct mm *mm, const struct client *c, const Storm__Job__Spec *s,
-			   const struct submit_plan *plan, int *fds, int nfds)
+static struct job *new_job(const struct client *c, const Storm__Job__Spec *s,
+			   const struct submit_plan *plan, int *fds, int nfds, uint64_t id)
 {
 	struct job *j = calloc(1, sizeof(*j));
 	if (!j)
@@ -115,7 +119,7 @@ static struct job *new_job(struct mm *mm, const struct client *c, const Storm__J
 	mine.name = name;
 	mine.restore_checkpoint = 0;
 	j->spec = jobspec_dup(&mine);
-	j->id = mm->next_job_id;
+	j->id = id;
 	j->nnodes = plan->nodes;
 	j->nranks = plan->ranks;
 	j->nodes = calloc(plan->nodes, sizeof(int));
@@ -134,6 +138,8 @@ static struct job *new_job(struct mm *mm, const struct client *c, const Storm__J
 		fds[i] = -1; /* taken */
 		j->fsizes[i] = (uint64_t)st.st_size;
 		j->fmodes[i] = st.st_mode & 07777;
+		if (i == 0 && s->script && !s->no_bcast)
+			j->fmodes[i] |= 0500; /* sbatch runs a script without its x bit */
 		const char *nm = (!s->no_bcast && i == 0) ? mm_base_name(s->program)
 							  : mm_base_name(s->files[i - (s->no_bcast ? 0 : 1)]);
 		j->fnames[i] = strdup(mm_plain_name(nm) ? nm : "program");
@@ -152,8 +158,9 @@ static int open_batch_output(struct job *j, char *why, size_t len)
 		snprintf(pattern, sizeof(pattern), "%s%s%s", s->output[0] == '/' ? "" : s->cwd,
 			 s->output[0] == '/' ? "" : "/", s->output);
 	else
-		snprintf(pattern, sizeof(pattern), "%s/storm-%%j.out", s->cwd);
-	j->output_path = expand_output(pattern, j->id);
+		snprintf(pattern, sizeof(pattern), "%s/storm-%s.out", s->cwd,
+			 s->array_job ? "%A_%a" : "%j");
+	j->output_path = expand_output(pattern, j);
 	int err = 0;
 	if (j->output_path)
 		j->out_fd = open_as_user(j, j->output_path, &err);
@@ -174,10 +181,13 @@ static void answer_submitted(struct mm *mm, struct client *c, struct job *j)
 	for (struct job *q = mm->jobs; q && q != j; q = q->next)
 		if (q->state == STORM__CTL__JOB_STATE__QUEUED)
 			first_queued = false;
-	bool starts = first_queued && (int)j->nnodes <= matrix_room(&mm->matrix) &&
-		      (j->spec->no_bcast || !mm->xfer);
+	char why[sizeof(j->reason)];
+	bool starts = (j->spec->no_bcast || !mm->xfer) &&
+		      (jobid_is_step(j->id) ||
+		       (first_queued && (int)j->nnodes <= matrix_room(&mm->matrix) &&
+			job_eligible(mm, j, why, sizeof(why)) == ELIGIBLE));
 	Storm__Ctl__Submitted ok = STORM__CTL__SUBMITTED__INIT;
-	ok.job = j->id;
+	ok.job = j->spec->array_job ? j->spec->array_job : j->id;
 	ok.state = starts ? "LAUNCHING" : "QUEUED";
 	if (!starts) {
 		jobs_schedule(mm); /* fills in the reason */
@@ -189,13 +199,37 @@ static void answer_submitted(struct mm *mm, struct client *c, struct job *j)
 		jobs_schedule(mm);
 }
 
+static void finish(struct mm *mm, struct job *j);
+
+static void append_job(struct mm *mm, struct job *j)
+{
+	struct job **tail = &mm->jobs;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = j;
+}
+
+/* The tasks of an array hold the submitter's descriptors each: the first
+ * their own duplicates, the last the originals. */
+static int dup_fds(const int *fds, int nfds, int *out)
+{
+	for (int i = 0; i < nfds; i++)
+		if ((out[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3)) < 0) {
+			int err = errno;
+			while (i--)
+				close(out[i]);
+			return -err;
+		}
+	return 0;
+}
+
 void job_submit(struct mm *mm, struct client *c, const Storm__Ctl__Submit *sub, int *fds,
 		int nfds)
 {
 	char why[512];
 	Storm__Ctl__ErrorCode code = STORM__CTL__ERROR_CODE__ERR_INVALID;
 	struct submit_plan plan;
-	struct job *j = NULL;
+	struct job *j = NULL, *first = NULL, *alloc = NULL;
 	if (geteuid() != 0 && c->uid != geteuid()) {
 		code = STORM__CTL__ERROR_CODE__ERR_PERMISSION;
 		snprintf(why, sizeof(why),
@@ -207,45 +241,131 @@ void job_submit(struct mm *mm, struct client *c, const Storm__Ctl__Submit *sub, 
 		snprintf(why, sizeof(why), "the submission holds no job description");
 		goto refuse;
 	}
-	code = mm_req_check_submit(&mm->conf, sub->spec, nfds, &plan, why, sizeof(why));
+	/* ours to set, whatever a client sends */
+	Storm__Job__Spec spec = *sub->spec;
+	spec.array_job = 0;
+	spec.array_task = 0;
+	uint64_t id = mm->next_job_id;
+	if (spec.allocation) {
+		code = alloc_step_check(mm, c, &spec, &alloc, &id, why, sizeof(why));
+		if (code != STORM__CTL__ERROR_CODE__ERR_NONE)
+			goto refuse;
+	}
+	code = mm_req_check_submit(&mm->conf, &spec, nfds, &plan, why, sizeof(why));
 	if (code != STORM__CTL__ERROR_CODE__ERR_NONE)
 		goto refuse;
 	code = STORM__CTL__ERROR_CODE__ERR_INVALID;
-	if (check_descriptors(sub->spec, fds, nfds, why, sizeof(why)) < 0)
-		goto refuse;
-	if (!(j = new_job(mm, c, sub->spec, &plan, fds, nfds))) {
-		code = STORM__CTL__ERROR_CODE__ERR_INTERNAL;
-		snprintf(why, sizeof(why), "out of memory");
-		goto refuse;
-	}
-	if (!sub->spec->interactive && open_batch_output(j, why, sizeof(why)) < 0)
-		goto refuse;
-	j->state = STORM__CTL__JOB_STATE__QUEUED;
-	j->t_submit = clock_wall_s();
-	/* nothing accepted is lost: on disk before the reply says so */
-	if (persist_job_new(mm, j) < 0) {
-		code = STORM__CTL__ERROR_CODE__ERR_INTERNAL;
-		snprintf(why, sizeof(why),
-			 "the machine manager cannot record the job in its database (see its log)");
+	if (spec.script || spec.hold)
+		plan.ranks = 1; /* the script; storm alloc runs nothing */
+	if (spec.hold && (!spec.interactive || nfds || spec.n_array_tasks || spec.script)) {
+		snprintf(why, sizeof(why), "an allocation held by storm alloc runs no program");
 		goto refuse;
 	}
-	if (sub->spec->interactive || sub->wait) {
-		j->client = c;
-		c->job = j;
+	if ((spec.script || spec.hold) && (spec.restart_on_failure || spec.checkpoint_interval)) {
+		snprintf(why, sizeof(why), "an allocation is not checkpointed: give its steps "
+					   "--checkpoint-interval or --restart-on-failure");
+		goto refuse;
 	}
-	mm->next_job_id++;
-	struct job **tail = &mm->jobs;
-	while (*tail)
-		tail = &(*tail)->next;
-	*tail = j;
-	slog("job %llu submitted by %s: %u nodes, %u ranks, %s%s", (unsigned long long)j->id,
-	     j->spec->user, j->nnodes, j->nranks, j->spec->program,
-	     j->spec->no_bcast ? " (no transfer)" : "");
-	answer_submitted(mm, c, j);
+	if (spec.n_array_tasks && (spec.interactive || sub->wait)) {
+		snprintf(why, sizeof(why), "an array is a batch job: no --wait, no storm run");
+		goto refuse;
+	}
+	size_t ntasks = spec.n_array_tasks ? spec.n_array_tasks : 1;
+	if (ntasks > 10000 || ntasks * (size_t)(nfds + 1) > mm->fd_room) {
+		snprintf(why, sizeof(why), "an array of %zu tasks is more than this machine manager "
+			 "holds (at most %zu, with %d files each)", ntasks,
+			 mm->fd_room / (size_t)(nfds + 1), nfds);
+		goto refuse;
+	}
+	if (!depend_known(mm, &spec, why, sizeof(why)))
+		goto refuse;
+	if (check_descriptors(&spec, fds, nfds, why, sizeof(why)) < 0)
+		goto refuse;
+	for (size_t t = 0; t < ntasks; t++) {
+		Storm__Job__Spec task = spec;
+		int mine[FRAME_MAX_FDS];
+		int *use = fds;
+		if (spec.n_array_tasks) {
+			task.n_array_tasks = 0;
+			task.array_tasks = NULL;
+			task.array_job = mm->next_job_id - t; /* the first task's id */
+			task.array_task = spec.array_tasks[t];
+			if (t + 1 < ntasks) {
+				int rc = dup_fds(fds, nfds, mine);
+				if (rc < 0) {
+					code = STORM__CTL__ERROR_CODE__ERR_INTERNAL;
+					snprintf(why, sizeof(why), "cannot hold the array's files: %s",
+						 strerror(-rc));
+					goto refuse;
+				}
+				use = mine;
+			}
+		}
+		if (!(j = new_job(c, &task, &plan, use, nfds, spec.allocation ? id : mm->next_job_id))) {
+			if (use == mine)
+				for (int i = 0; i < nfds; i++)
+					close(mine[i]);
+			code = STORM__CTL__ERROR_CODE__ERR_INTERNAL;
+			snprintf(why, sizeof(why), "out of memory");
+			goto refuse;
+		}
+		if (!spec.interactive && open_batch_output(j, why, sizeof(why)) < 0)
+			goto refuse;
+		j->state = STORM__CTL__JOB_STATE__QUEUED;
+		j->t_submit = clock_wall_s();
+		/* nothing accepted is lost: on disk before the reply says so */
+		if (persist_job_new(mm, j) < 0) {
+			code = STORM__CTL__ERROR_CODE__ERR_INTERNAL;
+			snprintf(why, sizeof(why),
+				 "the machine manager cannot record the job in its database (see its log)");
+			goto refuse;
+		}
+		if (spec.interactive || sub->wait) {
+			j->client = c;
+			c->job = j;
+		}
+		if (alloc)
+			alloc->nsteps++;
+		else
+			mm->next_job_id++;
+		append_job(mm, j);
+		if (!first)
+			first = j;
+		j = NULL;
+	}
+	char shown[32];
+	jobid_format(first->id, first->spec->array_job, 0, shown, sizeof(shown));
+	slog("job %s%s submitted by %s: %u nodes, %u ranks, %s%s%s", shown,
+	     ntasks > 1 ? " (array)" : "", first->spec->user, first->nnodes, first->nranks,
+	     first->spec->program, first->spec->no_bcast ? " (no transfer)" : "",
+	     spec.script ? " (batch script)" : spec.hold ? " (allocation)" : "");
+	answer_submitted(mm, c, first);
 	return;
 refuse:
 	if (j)
 		job_destroy(j);
+	if (first) {
+		/* an array that could not be accepted whole: the tasks taken end
+		 * (ids first: each end may forget older jobs) */
+		size_t n = 0;
+		for (struct job *x = first; x; x = x->next)
+			n++;
+		uint64_t *ids = calloc(n, sizeof(*ids));
+		n = 0;
+		for (struct job *x = first; x; x = x->next) {
+			snprintf(x->reason, sizeof(x->reason), "the rest of its array was refused");
+			x->cancelled = true;
+			x->state = STORM__CTL__JOB_STATE__CANCELLED; /* the scheduler passes it by */
+			if (ids)
+				ids[n++] = x->id;
+		}
+		for (size_t i = 0; i < n; i++) {
+			struct job *x = job_find(mm, ids[i]);
+			if (x)
+				finish(mm, x);
+		}
+		free(ids);
+	}
 	reply_error(mm, c, code, "%s", why);
 }
 
@@ -271,10 +391,20 @@ static int take_slot(struct mm *mm)
 
 static void start(struct mm *mm, struct job *j)
 {
+	struct job *a = NULL;
+	if (jobid_is_step(j->id) &&
+	    (!(a = alloc_of(mm, j)) || a->state != STORM__CTL__JOB_STATE__RUNNING)) {
+		job_fail(mm, j, "its allocation %llu ended", (unsigned long long)jobid_alloc(j->id));
+		return;
+	}
 	int slot = take_slot(mm);
-	if (slot < 0 || gang_place(mm, j) < 0) {
-		if (slot >= 0)
-			mm->slot_used[slot] = false;
+	if (slot < 0)
+		return;
+	if (a) {
+		/* a step: the allocation's first nodes, in its cells of the matrix */
+		memcpy(j->nodes, a->nodes, sizeof(int) * j->nnodes);
+	} else if (gang_place(mm, j) < 0) {
+		mm->slot_used[slot] = false;
 		return;
 	}
 	j->slot = (uint32_t)slot;
@@ -303,23 +433,54 @@ static void start(struct mm *mm, struct job *j)
 		job_fail(mm, j, "cannot start the program transfer: out of memory");
 }
 
+/* First come, first served among the jobs that may start: one that finds
+ * no room holds back those after it. A job waiting on a dependency or on
+ * its array's limit holds back nobody, and a step needs only its
+ * allocation, so neither waits behind the queue. */
 void jobs_schedule(struct mm *mm)
 {
 	if (mm->shutting_down)
 		return;
+	bool blocked = false;
+	uint64_t never[64];
+	int nnever = 0;
+	mm->jobs_waiting = false;
 	for (struct job *j = mm->jobs; j; j = j->next) {
 		if (j->state != STORM__CTL__JOB_STATE__QUEUED)
 			continue;
-		/* first come, first served: a job that cannot start holds back those after it */
+		bool step = jobid_is_step(j->id);
+		if (!step) {
+			enum eligible e = job_eligible(mm, j, j->reason, sizeof(j->reason));
+			if (e == NEVER && nnever < 64)
+				never[nnever++] = j->id;
+			if (e != ELIGIBLE) {
+				mm->jobs_waiting = true;
+				continue;
+			}
+			if (blocked) {
+				snprintf(j->reason, sizeof(j->reason), "waiting for the jobs before it");
+				continue;
+			}
+		}
 		if (!j->spec->no_bcast && mm->xfer) {
 			snprintf(j->reason, sizeof(j->reason), "waiting for another job's transfer");
-			return;
+			blocked |= !step;
+			continue;
 		}
 		start(mm, j);
-		if (j->state == STORM__CTL__JOB_STATE__QUEUED) {
+		if (j->state == STORM__CTL__JOB_STATE__QUEUED && !step) {
 			gang_waiting_reason(mm, j, j->reason, sizeof(j->reason));
-			return;
+			blocked = true;
 		}
+	}
+	/* ended after the walk: an end forgets old jobs and schedules again */
+	for (int i = 0; i < nnever; i++) {
+		struct job *j = job_find(mm, never[i]);
+		if (!j || j->state != STORM__CTL__JOB_STATE__QUEUED)
+			continue;
+		slog("job %llu: %s; it will not run", (unsigned long long)j->id, j->reason);
+		j->cancelled = true;
+		finish(mm, j);
 	}
 }
 
@@ -327,10 +488,25 @@ void jobs_schedule(struct mm *mm)
 void job_transferred(struct mm *mm, struct job *j)
 {
 	j->t_transferred = clock_wall_s();
+	uint32_t ln = job_launch_nodes(j);
+	if (ln == 0) { /* storm alloc: the allocation is all there is */
+		j->state = STORM__CTL__JOB_STATE__RUNNING;
+		j->t_launched = clock_wall_s();
+		persist_job(mm, j);
+		j->ran = gang_runs_now(mm, j);
+		if (j->client) {
+			Storm__Ctl__Allocated al = STORM__CTL__ALLOCATED__INIT;
+			al.job = j->id;
+			al.nodelist = j->nodelist;
+			al.nodes = j->nnodes;
+			reply_send(mm, j->client, STORM__CTL__REPLY__BODY_ALLOCATED, &al);
+		}
+		return;
+	}
 	Storm__Cl__Launch l = STORM__CL__LAUNCH__INIT;
-	uint32_t first[j->nnodes], count[j->nnodes];
-	uint32_t base = j->nranks / j->nnodes, extra = j->nranks % j->nnodes, r = 0;
-	for (uint32_t k = 0; k < j->nnodes; k++) {
+	uint32_t first[ln], count[ln];
+	uint32_t base = j->nranks / ln, extra = j->nranks % ln, r = 0;
+	for (uint32_t k = 0; k < ln; k++) {
 		first[k] = r;
 		count[k] = base + (k < extra);
 		r += count[k];
@@ -339,10 +515,12 @@ void job_transferred(struct mm *mm, struct job *j)
 	l.slot = j->slot;
 	l.ranks = j->nranks;
 	l.first_rank = first;
-	l.n_first_rank = j->nnodes;
+	l.n_first_rank = ln;
 	l.rank_count = count;
-	l.n_rank_count = j->nnodes;
+	l.n_rank_count = ln;
 	l.spec = j->spec;
+	l.alloc_nodelist = j->nodelist;
+	l.alloc_nodes = j->nnodes;
 	Storm__Cl__JobFile files[FRAME_MAX_FDS], *fptr[FRAME_MAX_FDS];
 	for (int i = 0; i < j->nfds; i++) {
 		storm__cl__job_file__init(&files[i]);
@@ -360,7 +538,7 @@ void job_transferred(struct mm *mm, struct job *j)
 	Storm__Cl__Command cmd = STORM__CL__COMMAND__INIT;
 	cmd.body_case = STORM__CL__COMMAND__BODY_LAUNCH;
 	cmd.launch = &l;
-	int rc = cmd_queue(mm, &cmd, j->nodes, j->nnodes);
+	int rc = cmd_queue(mm, &cmd, j->nodes, ln);
 	if (rc < 0) {
 		job_fail(mm, j, "cannot queue the launch command: %s", strerror(-rc));
 		return;
@@ -388,8 +566,29 @@ static int32_t status_code(int32_t ws)
 	return 1;
 }
 
+/* An allocation's end ends its steps: queued ones at once, running ones
+ * stopped like it. */
+static void stop_job(struct mm *mm, struct job *j, int sig, unsigned kill_after_ms);
+static void stop_steps(struct mm *mm, struct job *a, int sig, unsigned kill_after_ms)
+{
+	if (!a->spec->script && !a->spec->hold)
+		return;
+	uint64_t ids[GM_JOB_SLOTS + 64];
+	size_t n = alloc_steps(mm, a, ids, sizeof(ids) / sizeof(ids[0]));
+	for (size_t i = 0; i < n; i++) {
+		struct job *s = job_find(mm, ids[i]);
+		if (!s || !job_active(s) || s->cancelled || s->failed)
+			continue;
+		snprintf(s->reason, sizeof(s->reason), "its allocation %llu ended",
+			 (unsigned long long)a->id);
+		s->cancelled = true;
+		stop_job(mm, s, sig, kill_after_ms);
+	}
+}
+
 static void finish(struct mm *mm, struct job *j)
 {
+	stop_steps(mm, j, SIGKILL, 0);
 	j->t_end = clock_wall_s();
 	mm->ckpt_hooks->ending(mm, j);
 	int32_t code = 0;
@@ -483,14 +682,18 @@ static void finish(struct mm *mm, struct job *j)
  * COMPARE-AND-WRITE over the live ones. */
 static void check_end(struct mm *mm, struct job *j)
 {
-	if (!job_active(j) || j->nodes_done < j->nnodes)
+	uint32_t ln = job_launch_nodes(j);
+	if (!job_active(j) || j->nodes_done < ln)
+		return;
+	/* storm alloc's allocation: until its shell is done, or it is stopped */
+	if (!ln && !j->released && !j->cancelled && !j->failed && !j->timed_out)
 		return;
 	struct sn_nodeset live;
 	sn_set_clear(&live);
-	for (uint32_t k = 0; k < j->nnodes; k++)
+	for (uint32_t k = 0; k < ln; k++)
 		if (mm->nodes[j->nodes[k]].state == STORM__CTL__NODE_STATE__UP)
 			sn_set_add(&live, fabric_id((uint32_t)j->nodes[k]));
-	if (j->t_launched && !j->failed && sn_set_count(&live)) {
+	if (j->t_launched && !j->failed && ln && sn_set_count(&live)) {
 		struct sn_nodeset failed;
 		/* no write: the MM is the only reader, and a stale job id in a
 		 * slot never equals the next job's; a write would also route the
@@ -507,6 +710,17 @@ static void check_end(struct mm *mm, struct job *j)
 }
 
 static int job_node_pos(const struct job *j, int node);
+
+/* A node of the job is done with it: said so, failed, or gone. Only the
+ * nodes its ranks run on count towards its end. */
+static void node_is_done(struct job *j, int k)
+{
+	if (j->node_done[k])
+		return;
+	j->node_done[k] = true;
+	if ((uint32_t)k < job_launch_nodes(j))
+		j->nodes_done++;
+}
 
 static void send_signal(struct mm *mm, uint64_t id, int sig, unsigned kill_after_ms,
 			const int *targets, size_t n)
@@ -531,7 +745,7 @@ static void signal_nodes(struct mm *mm, struct job *j, int sig, unsigned kill_af
 	j->stop_kill_after_ms = kill_after_ms;
 	int targets[j->nnodes];
 	size_t n = 0;
-	for (uint32_t k = 0; k < j->nnodes; k++)
+	for (uint32_t k = 0; k < job_launch_nodes(j); k++)
 		if (!j->node_done[k] && mm->nodes[j->nodes[k]].state == STORM__CTL__NODE_STATE__UP)
 			targets[n++] = j->nodes[k];
 	if (n)
@@ -542,7 +756,7 @@ void jobs_node_up(struct mm *mm, int idx)
 {
 	for (struct job *j = mm->jobs; j; j = j->next) {
 		int k = job_active(j) && j->stop_sig ? job_node_pos(j, idx) : -1;
-		if (k < 0 || j->node_done[k])
+		if (k < 0 || (uint32_t)k >= job_launch_nodes(j) || j->node_done[k])
 			continue;
 		slog("job %llu: node %s is back; it gets the signal that stops the job",
 		       (unsigned long long)j->id, mm->conf.nodes[idx]);
@@ -554,6 +768,7 @@ void jobs_node_up(struct mm *mm, int idx)
  * the nodes to report their ranks' ends. */
 static void stop_job(struct mm *mm, struct job *j, int sig, unsigned kill_after_ms)
 {
+	stop_steps(mm, j, sig, kill_after_ms);
 	if (j->state == STORM__CTL__JOB_STATE__QUEUED ||
 	    j->state == STORM__CTL__JOB_STATE__LAUNCHING) {
 		if (j->state == STORM__CTL__JOB_STATE__LAUNCHING)
@@ -619,7 +834,11 @@ void job_client_gone(struct mm *mm, struct job *j)
 {
 	/* like srun: an interactive job dies with its client; a batch job
 	 * whose `submit --wait` went away runs on */
-	if (job_active(j) && j->out_fd < 0)
+	if (job_active(j) && j->spec->hold) {
+		/* storm alloc's shell is done: the allocation ends, its steps with it */
+		j->released = true;
+		stop_job(mm, j, SIGKILL, 0);
+	} else if (job_active(j) && j->out_fd < 0)
 		job_cancel(mm, j, SIGKILL, "the end of its storm run");
 }
 
@@ -665,10 +884,7 @@ void job_node_failed(struct mm *mm, struct job *j, int node, const char *why)
 	int k = job_node_pos(j, node);
 	if (k < 0 || !job_active(j))
 		return;
-	if (!j->node_done[k]) {
-		j->node_done[k] = true;
-		j->nodes_done++;
-	}
+	node_is_done(j, k);
 	/* with --restart-on-failure a restart job takes over from its latest
 	 * checkpoint; why names the node, the end says what became of the job */
 	uint64_t again = mm->ckpt_hooks->node_lost(mm, j, node);
@@ -755,18 +971,12 @@ void job_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n)
 		mm->ckpt_hooks->on_note(mm, node, n);
 		break;
 	case STORM__CL__JOB_NOTE__KIND__FAILED:
-		if (!j->node_done[k]) {
-			j->node_done[k] = true;
-			j->nodes_done++;
-		}
+		node_is_done(j, k);
 		job_fail(mm, j, "node %s: %s", mm->conf.nodes[node], n->message);
 		check_end(mm, j);
 		break;
 	case STORM__CL__JOB_NOTE__KIND__DONE:
-		if (!j->node_done[k]) {
-			j->node_done[k] = true;
-			j->nodes_done++;
-		}
+		node_is_done(j, k);
 		check_end(mm, j);
 		break;
 	default:
@@ -804,6 +1014,8 @@ void job_fill_info(struct mm *mm, const struct job *j, Storm__Ctl__JobInfo *info
 	info->end_time = j->t_end;
 	info->exit_status = j->exit_status;
 	info->reason = (char *)j->reason;
+	info->array_job = j->spec->array_job;
+	info->array_task = j->spec->array_task;
 }
 
 void mm_shutdown(struct mm *mm, const char *why)

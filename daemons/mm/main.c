@@ -14,6 +14,7 @@
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
@@ -231,6 +232,16 @@ static int start(struct mm *mm, const char *conf_path)
 	}
 	mm->next_job_id = 1;
 	mm->cmd_tail = &mm->cmd_queue;
+	/* a queued job holds its program's and files' descriptors until its
+	 * transfer: room for large arrays, the rest for clients */
+	struct rlimit nofile = { 1024, 1024 };
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+		getrlimit(RLIMIT_NOFILE, &nofile);
+	}
+	mm->fd_room = nofile.rlim_cur > 4096 ? (size_t)nofile.rlim_cur - 2048
+					      : (size_t)nofile.rlim_cur / 2;
 	/* the jobs of an earlier run of this MM, before anyone can submit */
 	if (persist_open(mm) < 0 || recover_jobs(mm) < 0)
 		return -1;

@@ -27,6 +27,7 @@
 #include "fault.h"
 #include "frame.h"
 #include "gm_auth.h"
+#include "jobid.h"
 #include "layout.h"
 #include "log.h"
 #include "matrix.h"
@@ -87,9 +88,11 @@ struct job {
 	bool *node_done;         /* per job node: DONE note (or dead) */
 	uint32_t nodes_done;
 	bool failed, cancelled, timed_out, confirm_pending;
+	bool released;           /* storm alloc's client is done with it */
 	int stop_sig;            /* the signal that stops it (failed/cancelled), 0 */
 	unsigned stop_kill_after_ms;
 	bool ran;                /* its row has had a turn since the launch */
+	uint32_t nsteps;         /* an allocation: steps it has had */
 	bool recovered, dirty;   /* restored from the database; changed, unsaved */
 	int32_t exit_status;
 	char reason[512];
@@ -160,6 +163,8 @@ struct mm {
 	void (*on_client_gone)(struct mm *mm, struct client *c);
 	struct job *jobs;        /* submission order */
 	uint64_t next_job_id;
+	size_t fd_room;          /* descriptors queued jobs may hold (an array's) */
+	bool jobs_waiting;       /* a queued job waits on a dependency or array limit */
 	bool slot_used[GM_JOB_SLOTS];
 	/* command ring */
 	uint32_t cmd_seq;        /* last sent */
@@ -278,6 +283,27 @@ void clients_tick(struct mm *mm);
 struct job *job_find(struct mm *mm, uint64_t id);
 /* queued, launching or running */
 bool job_active(const struct job *j);
+
+/* alloc.c: allocations (batch scripts, storm alloc) and their steps */
+/* nodes a job's ranks run on: a script's first, none for storm alloc */
+uint32_t job_launch_nodes(const struct job *j);
+/* a step's allocation, NULL for any other job */
+struct job *alloc_of(struct mm *mm, const struct job *j);
+/* the ids of an allocation's active steps */
+size_t alloc_steps(struct mm *mm, const struct job *a, uint64_t *ids, size_t max);
+/* the allocation, or a step of it, is stopped for a checkpoint */
+bool alloc_frozen(struct mm *mm, const struct job *a);
+/* A step's submission (spec->allocation set): checks it against its
+ * allocation, fills in its node count and picks its id. */
+Storm__Ctl__ErrorCode alloc_step_check(struct mm *mm, const struct client *c,
+				       Storm__Job__Spec *s, struct job **alloc, uint64_t *id,
+				       char *why, size_t len);
+
+/* depend.c: whether a queued job may start (dependencies, array limits) */
+enum eligible { ELIGIBLE, WAIT, NEVER };
+/* every job the dependencies name is known; false with why */
+bool depend_known(struct mm *mm, const Storm__Job__Spec *s, char *why, size_t len);
+enum eligible job_eligible(struct mm *mm, const struct job *j, char *why, size_t len);
 
 /* job.c */
 void job_submit(struct mm *mm, struct client *c, const Storm__Ctl__Submit *sub, int *fds,

@@ -63,6 +63,8 @@ static void to_db(const struct job *j, struct db_job *d)
 	d->reason = j->reason;
 	d->rank_status = started ? j->rank_status : NULL;
 	d->node_done = started ? j->node_done : NULL;
+	d->array_job = j->spec->array_job;
+	d->array_task = j->spec->array_task;
 }
 
 int persist_job_new(struct mm *mm, struct job *j)

@@ -102,7 +102,7 @@ static void restore_running(struct mm *mm, struct job *j, const struct db_job *d
 		if ((j->rank_status[r] = d->rank_status[r]) != INT32_MIN)
 			j->ranks_ended++;
 	for (uint32_t k = 0; d->node_done && k < j->nnodes; k++)
-		if ((j->node_done[k] = d->node_done[k]))
+		if ((j->node_done[k] = d->node_done[k]) && k < job_launch_nodes(j))
 			j->nodes_done++;
 	snprintf(j->nodelist, sizeof(j->nodelist), "%.500s", d->nodelist ? d->nodelist : "");
 	sn_set_clear(&j->set);
@@ -115,7 +115,9 @@ static void restore_running(struct mm *mm, struct job *j, const struct db_job *d
 		return;
 	}
 	mm->slot_used[d->slot] = true;
-	if (matrix_place_on(&mm->matrix, j->id, j->nodes, (int)j->nnodes) < 0)
+	/* a step runs in its allocation's cells */
+	if (!jobid_is_step(j->id) &&
+	    matrix_place_on(&mm->matrix, j->id, j->nodes, (int)j->nnodes) < 0)
 		snprintf(why, len, "its nodes %.400s have no free row in the matrix", j->nodelist);
 }
 
@@ -274,7 +276,7 @@ int recover_jobs(struct mm *mm)
 		/* nothing of it will report: its nodes are done with it */
 		for (uint32_t k = 0; k < j->nnodes; k++)
 			j->node_done[k] = true;
-		j->nodes_done = j->nnodes;
+		j->nodes_done = job_launch_nodes(j);
 		job_fail(mm, j, "%s", why);
 	}
 	/* queued jobs got new reasons: saved as the scheduler sets them */

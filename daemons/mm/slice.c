@@ -94,8 +94,12 @@ void slice_tick(struct mm *mm)
 	ckpt_tick(mm);
 	send_strobe(mm);
 	clients_tick(mm);
-	/* no scheduling pass here: what can let a job start (a submission, a
-	 * job's end, a node UP, a transfer done) runs jobs_schedule itself */
+	/* what can let a job start (a submission, a job's end, a node UP, a
+	 * transfer done) runs jobs_schedule itself; but an `after:` dependency
+	 * holds once its job runs, and an array's limit may change with a
+	 * launch, so a waiting queue is looked at again every 50 slices */
+	if (mm->jobs_waiting && mm->slice % 50 == 0)
+		jobs_schedule(mm);
 }
 
 /* ---- reports */

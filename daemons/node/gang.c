@@ -170,7 +170,7 @@ void nd_gang_timers(struct nd *nd)
 
 int nd_gang_job_start(struct nd *nd, struct nd_job *job)
 {
-	job->stopped = nd->run_job != job->id;
+	job->stopped = nd->run_job != jobid_alloc(job->id);
 	job->freeze_fd = job->procs_fd = -1;
 	if (!nd->cg_base[0])
 		return 0;
@@ -258,14 +258,15 @@ int nd_gang_apply(struct nd *nd, uint64_t run)
 	int changed = 0;
 	nd->run_job = run;
 	/* the outgoing job first, so two jobs never run at once */
+	/* a step runs in its allocation's turn: the strobe names the allocation */
 	for (struct nd_job *j = nd->jobs; j; j = j->next)
-		if (j->id != run && !j->stopped) {
+		if (jobid_alloc(j->id) != run && !j->stopped) {
 			set_stopped(j, true);
 			changed++;
 		}
 	/* a job being checkpointed stays stopped until its images are written */
 	for (struct nd_job *j = nd->jobs; j; j = j->next) {
-		if (j->id == run && j->stopped && !j->ckpt_busy) {
+		if (jobid_alloc(j->id) == run && j->stopped && !j->ckpt_busy) {
 			set_stopped(j, false);
 			changed++;
 		}

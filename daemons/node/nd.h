@@ -18,6 +18,7 @@
 #include "cluster.pb-c.h"
 #include "config.h"
 #include "evloop.h"
+#include "jobid.h"
 #include "fault.h"
 #include "gm_auth.h"
 #include "layout.h"

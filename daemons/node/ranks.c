@@ -288,7 +288,8 @@ static bool env_is_ours(const char *e)
 	static const char *const ours[] = {
 		"STORM_JOBID=", "STORM_RANK=", "STORM_SIZE=", "STORM_LOCAL_RANK=",
 		"STORM_NODEID=", "STORM_NODENAME=", "STORM_NNODES=", "STORM_JOB_DIR=",
-		"STORM_BCS_FD=",
+		"STORM_BCS_FD=", "STORM_STEPID=", "STORM_JOB_NODELIST=", "STORM_JOB_NUM_NODES=",
+		"STORM_ARRAY_JOB_ID=", "STORM_ARRAY_TASK_ID=",
 	};
 	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
 		if (!strncmp(e, ours[i], strlen(ours[i])))
@@ -364,7 +365,8 @@ static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_
 	char jobid[32], size[16], nodeid[16], nnodes[16], rank[16], local[16];
 	char e_job[48], e_size[32], e_node[32], e_name[96], e_nn[32], e_rank[32], e_local[40];
 	char e_dir[PATH_MAX + 16];
-	snprintf(jobid, sizeof(jobid), "%" PRIu64, L->job);
+	/* a step's STORM_JOBID is its allocation's, as Slurm's SLURM_JOB_ID */
+	snprintf(jobid, sizeof(jobid), "%" PRIu64, jobid_alloc(L->job));
 	snprintf(size, sizeof(size), "%u", L->ranks);
 	snprintf(nodeid, sizeof(nodeid), "%u", nd->index);
 	snprintf(nnodes, sizeof(nnodes), "%zu", cmd->n_nodes);
@@ -375,8 +377,15 @@ static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_
 	snprintf(e_nn, sizeof(e_nn), "STORM_NNODES=%s", nnodes);
 	snprintf(e_dir, sizeof(e_dir), "STORM_JOB_DIR=%s", job->dir);
 
+	char e_step[32], e_alist[600], e_anodes[48], e_ajob[48], e_atask[48];
+	snprintf(e_step, sizeof(e_step), "STORM_STEPID=%u", jobid_step_no(L->job));
+	snprintf(e_alist, sizeof(e_alist), "STORM_JOB_NODELIST=%.512s", L->alloc_nodelist);
+	snprintf(e_anodes, sizeof(e_anodes), "STORM_JOB_NUM_NODES=%u", L->alloc_nodes);
+	snprintf(e_ajob, sizeof(e_ajob), "STORM_ARRAY_JOB_ID=%" PRIu64, L->spec->array_job);
+	snprintf(e_atask, sizeof(e_atask), "STORM_ARRAY_TASK_ID=%u", L->spec->array_task);
+
 	size_t ne = 0;
-	pl->envp = calloc(L->spec->n_env + 10, sizeof(char *));
+	pl->envp = calloc(L->spec->n_env + 16, sizeof(char *));
 	if (!pl->envp) {
 		fail_launch(nd, L->job, L->slot, "out of memory");
 		return;
@@ -389,6 +398,16 @@ static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_
 		pl->envp[ne++] = fixed[i];
 	if (pl->bcs_fd >= 0)
 		pl->envp[ne++] = "STORM_BCS_FD=3";
+	if (jobid_is_step(L->job))
+		pl->envp[ne++] = e_step;
+	if (L->alloc_nodes) {
+		pl->envp[ne++] = e_alist;
+		pl->envp[ne++] = e_anodes;
+	}
+	if (L->spec->array_job) {
+		pl->envp[ne++] = e_ajob;
+		pl->envp[ne++] = e_atask;
+	}
 	pl->envp[ne] = NULL;
 
 	for (uint32_t i = 0; i < job->nranks; i++) {

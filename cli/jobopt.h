@@ -1,0 +1,50 @@
+/* The options of storm run, storm submit and storm alloc: their tables,
+ * their help, and one parser for the command line and a batch script's
+ * #STORM / #SBATCH directives alike. */
+#ifndef STORM_CLI_JOBOPT_H
+#define STORM_CLI_JOBOPT_H
+
+#include "cli.h"
+#include "frame.h"
+#include "slurmopt.h"
+
+#define MAX_FILES (FRAME_MAX_FDS - 1) /* one descriptor is the program's */
+
+struct job_opts {
+	const char *cmd; /* "storm run" or "storm submit" */
+	int batch;
+	unsigned nodes, ranks;
+	int label, no_bcast, timing, overcommit, parsable, wait;
+	unsigned ckpt_interval;
+	unsigned time_limit; /* -t, seconds; 0: none */
+	int restart_on_failure;
+	const char *name, *output;
+	const char *files[MAX_FILES];
+	int nfiles;
+	char **argv; /* the program and its arguments */
+	int argc;
+	const char *record; /* --record FILE: the BCS-MPI trace to write */
+	int bcs;            /* take BCS-MPI trace/debug lines out of stderr */
+	struct dep deps[DEP_MAX]; /* --dependency */
+	size_t ndeps;
+	uint32_t *array_tasks; /* --array, malloc'd */
+	size_t ntasks;
+	uint32_t array_limit;
+	const char *export_spec; /* --export, NULL: ALL */
+	int script;         /* submit: PROGRAM is a batch script */
+#define JOBOPT_KEEP 256
+	char **keep[JOBOPT_KEEP]; /* directive words the options point into */
+	int nkeep;
+};
+
+/* Parses argv[1..] into o (o->cmd and o->batch set by the caller). Returns
+ * -1 to go on, else the exit code (help printed, or a usage error). */
+int parse_job_opts(struct cli *c, int argc, char **argv, struct job_opts *o);
+
+/* storm submit of a batch script: its directives into o, before the command
+ * line's options (which win). -1 to go on, else the exit code. */
+int apply_directives(struct cli *c, const char *path, struct job_opts *o);
+
+void job_opts_free(struct job_opts *o);
+
+#endif
