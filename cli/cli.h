@@ -75,6 +75,7 @@ int cmd_checkpoints(struct cli *c, int argc, char **argv);
 int cli_stream(struct cli *c, int fd, const char *cmd, int label);
 int cmd_replay(struct cli *c, int argc, char **argv);
 int cmd_acct(struct cli *c, int argc, char **argv);
+int cmd_alloc(struct cli *c, int argc, char **argv);
 /* `storm matrix` without --json: the header line, the grid, the jobs. */
 void matrix_draw(const Storm__Ctl__Matrix *m, FILE *f);
 

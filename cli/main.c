@@ -18,7 +18,8 @@ static const char usage[] =
 	"\n"
 	"Commands:\n"
 	"  run      run a program on the cluster and stream its output (like srun)\n"
-	"  submit   queue a program as a batch job and print its id (like sbatch)\n"
+	"  submit   queue a program or a batch script and print its id (like sbatch)\n"
+	"  alloc    obtain an allocation and run a shell in it (like salloc)\n"
 	"  jobs     list jobs (like squeue)\n"
 	"  nodes    list nodes (like sinfo -N)\n"
 	"  cancel   signal or cancel jobs (like scancel)\n"
@@ -88,7 +89,7 @@ static const struct {
 	{ "nodes", cmd_nodes },	  { "cancel", cmd_cancel }, { "cluster", cmd_cluster },
 	{ "matrix", cmd_matrix }, { "checkpoint", cmd_checkpoint }, { "restart", cmd_restart },
 	{ "checkpoints", cmd_checkpoints },
-	{ "matrix", cmd_matrix }, { "replay", cmd_replay }, { "acct", cmd_acct },
+	{ "replay", cmd_replay }, { "acct", cmd_acct }, { "alloc", cmd_alloc },
 };
 
 int main(int argc, char **argv)

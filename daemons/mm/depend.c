@@ -56,11 +56,16 @@ static size_t dep_jobs(struct mm *mm, const Storm__Job__Dependency *d, uint64_t 
 	return n;
 }
 
+/* as users write it: afterok */
 static const char *kind_name(Storm__Job__Dependency__Kind k)
 {
-	const ProtobufCEnumValue *v =
-		protobuf_c_enum_descriptor_get_value(&storm__job__dependency__kind__descriptor, (int)k);
-	return v ? v->name : "?";
+	switch (k) {
+	case STORM__JOB__DEPENDENCY__KIND__AFTER: return "after";
+	case STORM__JOB__DEPENDENCY__KIND__AFTEROK: return "afterok";
+	case STORM__JOB__DEPENDENCY__KIND__AFTERANY: return "afterany";
+	case STORM__JOB__DEPENDENCY__KIND__AFTERNOTOK: return "afternotok";
+	default: return "?";
+	}
 }
 
 bool depend_known(struct mm *mm, const Storm__Job__Spec *s, char *why, size_t len)

@@ -148,3 +148,16 @@ while True:
             sys.exit(0)
 PY
 }
+
+# start_bg NAME CMD...: runs CMD in the background with stdout into FIFO
+# $T/NAME.fifo (read by the test) and stderr in $T/NAME.err; sets BGPID and adds it to $BG
+# (the test kills $BG on exit)
+start_bg() {
+	local name=$1
+	shift
+	mkfifo "$T/$name.fifo"
+	"$@" >"$T/$name.fifo" 2>"$T/$name.err" &
+	BGPID=$!
+	BG="$BG $BGPID"
+	exec 7<"$T/$name.fifo"
+}

@@ -44,17 +44,6 @@ import json, sys
 jobs = [j for j in json.load(sys.stdin)["jobs"] if j["state"] == "RUNNING"]
 print(jobs[0]["job"] if len(jobs) == 1 else "")'
 }
-# start_bg NAME CMD...: runs CMD in the background with stdout into FIFO
-# $T/NAME.fifo (read by the test) and stderr in $T/NAME.err; sets BGPID
-start_bg() {
-	local name=$1
-	shift
-	mkfifo "$T/$name.fifo"
-	"$@" >"$T/$name.fifo" 2>"$T/$name.err" &
-	BGPID=$!
-	BG="$BG $BGPID"
-	exec 7<"$T/$name.fifo"
-}
 
 cd "$T" || exit 1
 

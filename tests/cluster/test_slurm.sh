@@ -1,0 +1,210 @@
+#!/bin/bash
+# A Slurm user's day on a 4-node virtual cluster, through the real CLI: batch
+# scripts with #SBATCH/#STORM directives and steps, storm alloc, steps
+# gang-scheduled with their allocation, dependencies, arrays with a limit,
+# --export, jobs -o and acct --format. Synchronised on the CLI's own waits
+# and on output lines, not on sleeps; every daemon is taken down on exit.
+# Usage: test_slurm.sh BUILD_BIN_DIR
+set -u
+BIN=$(cd "${1:-build/bin}" && pwd)
+T=$(mktemp -d /tmp/storm-slurmtest.XXXXXX)
+MARK=storm-slurmtest-${T##*.}-marker
+C=$T/c
+export PATH=$BIN:$PATH
+export STORM_CONF=$C/storm.conf
+. "$(dirname "$0")/lib.sh"
+fails=0 checks=0
+BG=""
+
+cleanup() {
+	for p in $BG; do kill -9 "$p" 2>/dev/null; done
+	storm cluster down --dir "$C" >/dev/null 2>&1
+	if [ -f "$C/pids" ]; then
+		while read -r pid _; do kill -9 "$pid" 2>/dev/null; done <"$C/pids"
+	fi
+	pkill -9 -f "$MARK" 2>/dev/null
+	[ -n "${KEEP:-}" ] || rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+cd "$T" || exit 1
+
+# acct_field JOBID FIELD: one field of one job in storm acct --json
+acct_field() {
+	storm acct --json | python3 -c '
+import json, sys
+for j in json.load(sys.stdin)["jobs"]:
+    if j["jobid"] == sys.argv[1]:
+        print(j[sys.argv[2]])' "$1" "$2"
+}
+
+expect "cluster up with 4 nodes, MPL 2" 0 storm cluster up --nodes 4 --mpl 2 --dir "$C"
+
+# ---- a batch script: directives, steps, the output file
+cat >"$T/job.sh" <<'EOF'
+#!/bin/bash
+#SBATCH --nodes=2 --mem=4G
+#SBATCH -J from-sbatch
+#STORM -t 5 -o script-%j.out
+# a comment between directives
+
+echo "script on $STORM_NODENAME of $STORM_JOB_NUM_NODES: $STORM_JOB_NODELIST"
+storm run -l sh -c 'echo "step $STORM_JOBID.$STORM_STEPID rank $STORM_RANK on $STORM_NODENAME"'
+storm run -N 1 -n 3 sh -c 'echo "second $STORM_JOBID.$STORM_STEPID $STORM_RANK"'
+#SBATCH -N 4
+echo done
+EOF
+chmod 644 "$T/job.sh" # sbatch runs a script without its x bit
+expect "storm submit of a batch script" 0 storm submit --wait --parsable -J from-cli job.sh
+id=$(head -1 "$T/out")
+has "  an #SBATCH option storm does not share is a warning naming the line" err \
+	"job.sh:2: #SBATCH --mem=4G"
+out="$T/script-$id.out"
+has "  the script ran once, on the first node, seeing its allocation" "script-$id.out" \
+	"script on node00 of 2: node[00-01]"
+[ "$(grep -c '^script on' "$out")" = 1 ] && ok "  exactly once" || bad "  exactly once"
+for r in 0 1; do
+	has "  step 0 rank $r on its node" "script-$id.out" "$r: step $id.0 rank $r on node0$r"
+done
+[ "$(grep -c "^second $id.1 " "$out")" = 3 ] && ok "  step 1: 3 ranks on one node" ||
+	{ bad "  step 1: 3 ranks on one node"; cat "$out"; }
+has "  directives end at the first command (#SBATCH -N 4 after it is not read)" \
+	"script-$id.out" "done"
+expect "  acct lists the allocation and its steps" 0 storm acct --format=JobID,JobName,State,NNodes
+for want in "^$id +from-cli +COMPLETED +2$" "^$id\\.0 +sh +COMPLETED +2$" "^$id\\.1 +sh +COMPLETED +1$"; do
+	grep -Eq "$want" "$T/out" && ok "  acct: $want" || { bad "  acct: $want"; cat "$T/out"; }
+done
+
+printf '#!/bin/sh\n#STORM --mem=4G\necho x\n' >"$T/bad.sh"
+expect "an unknown option on a #STORM line is an error" 2 storm submit bad.sh
+has "  ... naming the file and line" err "bad.sh:2:"
+printf '#!/bin/sh\n#STORM -J "open\necho x\n' >"$T/quote.sh"
+expect "an open quote in a directive" 2 storm submit quote.sh
+has "  ... named" err "quote.sh: line 2: unbalanced quotes"
+
+# ---- steps run only in their allocation's turn of the matrix
+# allocation A holds both nodes of row 0; a job B takes row 1 on the same
+# nodes: at no moment may A's step and B both run
+start_bg alloc storm alloc -N 2 -J holder sh -c \
+	"storm run -N 2 sh -c 'echo stepup; while :; do :; done # $MARK-A'"
+wait_log "$T/alloc.err" "granted job allocation" 30 && ok "storm alloc: granted" ||
+	bad "storm alloc: granted"
+read -r line <&7
+[ "$line" = stepup ] && ok "  its step runs" || bad "  its step runs ('$line')"
+storm submit -N 4 -o /dev/null sh -c "while :; do :; done # $MARK-B" >/dev/null
+both=0 samples=0
+for _ in $(seq 1 200); do
+	a=$(pgrep -f "done # $MARK-A" | head -1)
+	b=$(pgrep -f "done # $MARK-B" | head -1)
+	[ -n "$a" ] && [ -n "$b" ] || continue
+	sa=$(awk '{print $3}' "/proc/$a/stat" 2>/dev/null)
+	sb=$(awk '{print $3}' "/proc/$b/stat" 2>/dev/null)
+	samples=$((samples + 1))
+	[ "$sa" = R ] && [ "$sb" = R ] && both=$((both + 1))
+done
+[ $samples -gt 50 ] && [ $both = 0 ] && ok "  the step and another row's job never run at once ($samples samples)" ||
+	bad "  the step and another row's job never run at once ($both of $samples samples both running)"
+alloc_id=$(storm jobs --json | python3 -c '
+import json, sys
+print([j["job"] for j in json.load(sys.stdin)["jobs"] if j["name"] == "holder"][0])')
+expect "  jobs shows the step as ALLOC.0" 0 storm jobs -o JobID,JobName,State
+grep -Eq "^$alloc_id\\.0 +sh " "$T/out" && ok "  $alloc_id.0 listed" || { bad "  $alloc_id.0 listed"; cat "$T/out"; }
+expect "  cancelling the allocation" 0 storm cancel "$alloc_id"
+wait "$BGPID"
+exec 7<&-
+has "  storm alloc says the allocation was revoked" alloc.err "job allocation $alloc_id revoked"
+[ "$(acct_field "$alloc_id.0" state)" = CANCELLED ] && ok "  its step went with it" ||
+	bad "  its step went with it ($(acct_field "$alloc_id.0" state))"
+storm acct -j "$alloc_id.0" --json | grep -q "its allocation $alloc_id ended" &&
+	ok "  the step's reason names its allocation" || bad "  the step's reason names its allocation"
+pkill -9 -f "$MARK-B" 2>/dev/null
+storm cancel "$(storm jobs --json | python3 -c 'import json,sys; print(" ".join(str(j["job"]) for j in json.load(sys.stdin)["jobs"]))')" >/dev/null 2>&1
+
+expect "storm alloc runs its command with the allocation and exits with its status" 3 \
+	storm alloc -N 2 sh -c 'storm run -n 4 sh -c "echo \$STORM_JOBID.\$STORM_STEPID"; exit 3'
+[ "$(grep -c '^[0-9]*\.0$' "$T/out")" = 4 ] && ok "  the step's 4 ranks" || { bad "  the step's 4 ranks"; cat "$T/out" "$T/err"; }
+has "  relinquished" err "relinquishing job allocation"
+expect "a step asking more nodes than its allocation" 1 storm alloc -N 1 storm run -N 2 true
+has "  ... is refused, saying why" err "2 nodes requested but allocation"
+expect "storm run where STORM_JOBID is not an allocation" 1 \
+	storm run -n 1 sh -c 'storm run -n 1 true'
+has "  ... is refused, saying why" err "is not an allocation"
+
+# ---- dependencies
+a=$(storm submit --parsable -N 1 -o /dev/null sh -c 'exit 1')
+ok_id=$(storm submit --parsable -d "afterok:$a" -o "$T/afterok.out" echo ran)
+notok=$(storm submit --parsable -d "afternotok:$a" -o "$T/afternotok.out" echo ran)
+any=$(storm submit --parsable --wait -d "afterany:$a,afternotok:$a" -o "$T/afterany.out" echo ran)
+has "afterany waited for the failed job and ran" afterany.out ran
+storm submit --wait -d "afterany:$notok" -o /dev/null true >/dev/null
+[ "$(acct_field "$notok" state)" = COMPLETED ] && ok "afternotok of a failed job ran" ||
+	bad "afternotok of a failed job ran"
+[ "$(acct_field "$ok_id" state)" = CANCELLED ] && ok "afterok of a failed job never runs" ||
+	bad "afterok of a failed job never runs ($(acct_field "$ok_id" state))"
+storm acct -j "$ok_id" --json | grep -q "afterok:$a can never hold" && ok "  ... saying why" ||
+	bad "  ... saying why"
+grep -q '^ran$' "$T/afterok.out" && bad "  ... and it did not run" || ok "  ... and it did not run"
+expect "a dependency on a job that never was" 1 storm submit -d afterok:99999 true
+has "  ... is refused" err "no such job"
+expect "a malformed dependency" 2 storm submit -d before:3 true
+has "  ... is a usage error naming it" err "'before' is not after, afterok, afterany or afternotok"
+start_bg dep storm run -n 1 sh -c "echo first; exec sleep 600 # $MARK"
+read -r line <&7
+first=$(storm jobs --json | python3 -c 'import json,sys; print([j["job"] for j in json.load(sys.stdin)["jobs"] if j["state"] in ("RUNNING","SUSPENDED")][0])')
+expect "after: starts once the job it names runs" 0 timeout 60 storm run -d "after:$first" echo after-ran
+has "  ... and ran" out after-ran
+storm cancel "$first" >/dev/null
+wait "$BGPID" 2>/dev/null
+exec 7<&-
+
+# ---- arrays
+arr=$(storm submit --parsable --array=0-5%2 -o "$T/arr-%A_%a.out" sh -c \
+	'echo "start $(date +%s.%N)"; echo "task $STORM_ARRAY_TASK_ID of $STORM_ARRAY_JOB_ID"; sleep 0.5; echo "end $(date +%s.%N)"')
+storm submit --wait -d "afterany:$arr" -o /dev/null true >/dev/null
+allok=1
+for t in 0 1 2 3 4 5; do
+	grep -q "^task $t of $arr$" "$T/arr-${arr}_$t.out" 2>/dev/null || allok=0
+done
+[ $allok = 1 ] && ok "an array of 6: each task its id, %A_%a in its output name" ||
+	{ bad "an array of 6"; ls "$T"; }
+most=$(cat "$T"/arr-"$arr"_*.out | python3 -c '
+import sys
+ev = []
+for l in sys.stdin:
+    k, _, t = l.partition(" ")
+    if k in ("start", "end"):
+        ev.append((float(t), 1 if k == "start" else -1))
+run = most = 0
+for _, d in sorted(ev, key=lambda e: (e[0], e[1])):
+    run += d; most = max(most, run)
+print(most)')
+[ "$most" -le 2 ] && ok "  %2: at most 2 tasks ran at once ($most)" || bad "  %2: at most 2 tasks ran at once ($most)"
+expect "  acct lists ARRAY_TASK ids" 0 storm acct --format=JobID,State
+[ "$(grep -Ec "^${arr}_[0-5] +COMPLETED" "$T/out")" = 6 ] && ok "  all 6 COMPLETED" || { bad "  all 6 COMPLETED"; cat "$T/out"; }
+arr=$(storm submit --parsable --array=1-4 -N 4 -o /dev/null sh -c "exec sleep 600 # $MARK")
+expect "cancel one task of an array" 0 storm cancel "${arr}_3"
+[ "$(acct_field "${arr}_3" state)" = CANCELLED ] && ok "  that task CANCELLED" || bad "  that task CANCELLED"
+expect "cancel the whole array by its id" 0 storm cancel "$arr"
+left=$(storm jobs --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["jobs"]))')
+[ "$left" = 0 ] && ok "  no task left" || bad "  no task left ($left)"
+expect "a task that is not there" 1 storm cancel "${arr}_9"
+has "  ... named" err "no task ${arr}_9"
+expect "a malformed --array" 2 storm submit --array=5-3 true
+has "  ... is a usage error" err "--array wants task ids"
+
+# ---- --export
+expect "--export=NONE with names is a usage error" 2 storm run --export=NONE,A true
+expect "--export=NAME,NAME=VALUE" 0 env KEEP_ME=1 DROP_ME=1 storm run -n 1 --export=KEEP_ME,SET_ME=x sh -c \
+	'echo "keep=${KEEP_ME:-} drop=${DROP_ME:-} set=${SET_ME:-}"'
+has "  only those" out "keep=1 drop= set=x"
+
+# ---- formats
+expect "jobs -o with a bad field" 2 storm jobs -o JobID,Bogus
+has "  ... names the fields there are" err "unknown field 'Bogus'; fields are JobID"
+expect "acct --format with widths" 0 storm acct --format=JobID,JobName%4,ExitCode
+head -1 "$T/out" | grep -Eq '^JobID +JobN +ExitCode$' && ok "  the header, JobName cut to 4" ||
+	{ bad "  the header"; head -2 "$T/out"; }
+
+expect "cluster down" 0 storm cluster down --dir "$C"
+echo "$checks checks, $fails failed"
+[ $fails = 0 ]
