@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "jobid.h"
 #include "fmt.h"
 #include "opts.h"
 
@@ -110,9 +111,14 @@ int cmd_checkpoint(struct cli *c, int argc, char **argv)
 		case OPT_OPERAND:
 			if (job)
 				return usage_error("storm checkpoint", "one job at a time");
-			if ((rc = one_id("storm checkpoint", &p, p.arg, &job)) >= 0)
-				return rc;
+		{
+			struct jobref ref;
+			if (jobid_parse(p.arg, &ref) < 0 || ref.task_given)
+				return usage_error("storm checkpoint", "'%s' is not a job id (JOBID "
+						   "or JOBID.STEP; an array task by its own id)", p.arg);
+			job = ref.id;
 			break;
+		}
 		default: return usage_error("storm checkpoint", "%s", p.err);
 		}
 	}
@@ -136,10 +142,11 @@ int cmd_checkpoint(struct cli *c, int argc, char **argv)
 	if (json) {
 		rc = print_json(ckpt_json(k));
 	} else {
-		char size[32];
+		char size[32], shown[48];
 		fmt_bytes(k->bytes, size, sizeof(size));
-		printf("checkpoint %llu of job %llu (epoch %u): %s on %s, %.3f s (job frozen %.3f s)\n",
-		       (unsigned long long)k->id, (unsigned long long)k->job, k->epoch, size,
+		jobid_format(k->job, 0, 0, shown, sizeof(shown));
+		printf("checkpoint %llu of job %s (epoch %u): %s on %s, %.3f s (job frozen %.3f s)\n",
+		       (unsigned long long)k->id, shown, k->epoch, size,
 		       k->nodelist, k->seconds, k->frozen);
 	}
 	ctl_reply_free(rep);

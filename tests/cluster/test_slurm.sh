@@ -130,6 +130,29 @@ expect "storm run where STORM_JOBID is not an allocation" 1 \
 	storm run -n 1 sh -c 'storm run -n 1 true'
 has "  ... is refused, saying why" err "is not an allocation"
 
+# ---- a step is checkpointed, and restarted from it, like any job
+mkdir -p "$T/w" && cd "$T/w" || exit 1
+CK="$BIN/ckpt_prog 300 4 out%r.f 10"
+STORM_RANK=0 $BIN/ckpt_prog 300 4 ref%r.f 1 >ref.out || bad "ckpt_prog reference run"
+storm alloc -N 2 storm run -N 2 -n 2 $CK >ck.out 2>ck.err &
+BG="$BG $!"
+ckpid=$!
+wait_log ck.out "step 30 " 30 || bad "the step reached step 30"
+ck_alloc=$(storm jobs --json | python3 -c '
+import json, sys
+print([j["allocation"] for j in json.load(sys.stdin)["jobs"] if "allocation" in j][0])')
+expect "storm checkpoint ALLOC.0" 0 storm checkpoint "$ck_alloc.0"
+grep -Eq "^checkpoint [0-9]+ of job $ck_alloc\.0 " "$T/out" && ok "  names the step" ||
+	{ bad "  names the step"; cat "$T/out" "$T/err"; }
+ck_id=$(sed -n 's/^checkpoint \([0-9]*\) .*/\1/p' "$T/out")
+expect "checkpoint of the allocation itself is refused" 1 storm checkpoint "$ck_alloc"
+has "  ... saying to checkpoint its steps" err "is an allocation; checkpoint its steps"
+wait "$ckpid" && ok "  the step ran to its end" || bad "  the step ran to its end"
+expect "storm restart of the step's checkpoint" 0 storm restart "$ck_id"
+[ "$(tail -1 "$T/out")" = "$(tail -1 ref.out)" ] && ok "  ends as an uninterrupted run" ||
+	{ bad "  ends as an uninterrupted run"; tail -2 "$T/out" ref.out; }
+cd "$T" || exit 1
+
 # ---- dependencies
 a=$(storm submit --parsable -N 1 -o /dev/null sh -c 'exit 1')
 ok_id=$(storm submit --parsable -d "afterok:$a" -o "$T/afterok.out" echo ran)
