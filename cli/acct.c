@@ -30,7 +30,8 @@ static const char acct_help[] =
 	"  -o, --format FIELDS  these columns, as sacct's: comma-separated, each with\n"
 	"                    an optional %WIDTH: JobID, JobName, User, UID, State,\n"
 	"                    Elapsed, NodeList, NNodes, NTasks, ExitCode, Reason,\n"
-	"                    Submit, Start, End\n"
+	"                    Submit, Start, End, MaxRSS (the largest peak resident\n"
+	"                    set of its ranks), TotalCPU (their CPU time, summed)\n"
 	"      --conf FILE   the cluster's storm.conf\n"
 	"  -h, --help        this help\n"
 	"\n"
@@ -73,6 +74,9 @@ static int print_json(const Storm__Ctl__AcctList *l)
 				       "submit_time", e->submit_time, "start_time", e->start_time,
 				       "end_time", e->end_time, "elapsed", elapsed_of(e),
 				       "exit_status", (int)e->exit_status, "reason", e->reason));
+		json_t *last = json_array_get(arr, json_array_size(arr) - 1);
+		json_object_set_new(last, "max_rss_kb", json_integer((json_int_t)e->max_rss_kb));
+		json_object_set_new(last, "cpu_seconds", json_real(e->cpu_seconds));
 	}
 	json_t *root = json_pack("{s:o}", "jobs", arr);
 	int rc = json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -152,6 +156,8 @@ static int print_fields(const Storm__Ctl__AcctList *l, const struct job_col *col
 		r->start = e->start_time;
 		r->end = e->end_time;
 		r->exit_status = e->exit_status;
+		r->max_rss_kb = e->max_rss_kb;
+		r->cpu_seconds = e->cpu_seconds;
 	}
 	jobtable_print(stdout, cols, ncol, rows, l->n_jobs);
 	free(rows);

@@ -39,6 +39,21 @@ static void f_reason(const struct job_row *r, char *o, size_t l)
 {
 	snprintf(o, l, "%s", r->reason && r->reason[0] ? r->reason : "None");
 }
+/* sacct's forms: 12345K, and [D-][H:]MM:SS.mmm */
+static void f_maxrss(const struct job_row *r, char *o, size_t l)
+{
+	snprintf(o, l, "%lluK", (unsigned long long)r->max_rss_kb);
+}
+static void f_cpu(const struct job_row *r, char *o, size_t l)
+{
+	double s = r->cpu_seconds;
+	unsigned long long whole = (unsigned long long)s;
+	unsigned ms = (unsigned)((s - (double)whole) * 1000);
+	if (whole >= 3600)
+		snprintf(o, l, "%llu:%02llu:%02llu.%03u", whole / 3600, whole / 60 % 60, whole % 60, ms);
+	else
+		snprintf(o, l, "%02llu:%02llu.%03u", whole / 60, whole % 60, ms);
+}
 static void time_of(double t, char *o, size_t l)
 {
 	if (t <= 0) {
@@ -66,6 +81,7 @@ static const struct {
 	{ "NTasks", "NumTasks", true, f_ranks }, { "ExitCode", NULL, true, f_exit },
 	{ "Reason", NULL, false, f_reason },	 { "Submit", NULL, false, f_submit },
 	{ "Start", NULL, false, f_start },	 { "End", NULL, false, f_end },
+	{ "MaxRSS", NULL, true, f_maxrss },	 { "TotalCPU", NULL, true, f_cpu },
 };
 #define NFIELDS (int)(sizeof(fields) / sizeof(fields[0]))
 

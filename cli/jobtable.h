@@ -18,6 +18,8 @@ struct job_row {
 	double submit, start, end; /* Unix seconds, 0: not yet */
 	double now;      /* for the elapsed time of a job still running */
 	int32_t exit_status;
+	uint64_t max_rss_kb; /* accounting only: the largest peak RSS of its ranks */
+	double cpu_seconds;  /* accounting only: its ranks' CPU time */
 };
 
 #define JOBTABLE_MAX_COLS 32

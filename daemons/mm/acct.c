@@ -46,6 +46,8 @@ static int acct_one(void *arg, const struct db_acct *a)
 	e->reason = sdup(a->reason);
 	e->array_job = a->array_job;
 	e->array_task = a->array_task;
+	e->max_rss_kb = a->max_rss_kb;
+	e->cpu_seconds = (double)a->cpu_us / 1e6;
 	o->v[o->n++] = e;
 	return 0;
 }

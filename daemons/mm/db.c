@@ -15,7 +15,9 @@ struct mm_db {
 	char err[512];
 };
 
-#define SCHEMA_VERSION 3 /* 2: checkpoints.data, checkpoint_images; 3: accounting.array_* */
+/* 2: checkpoints.data, checkpoint_images; 3: accounting's array_job,
+ * array_task, max_rss_kb, cpu_us */
+#define SCHEMA_VERSION 3
 
 static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value);"
@@ -44,7 +46,8 @@ static const char schema[] =
 	" job INTEGER PRIMARY KEY, name TEXT, user TEXT, uid INTEGER, nnodes INTEGER,"
 	" nranks INTEGER, nodelist TEXT, submit_time REAL, start_time REAL, end_time REAL,"
 	" elapsed REAL, state TEXT, exit_status INTEGER, reason TEXT,"
-	" array_job INTEGER NOT NULL DEFAULT 0, array_task INTEGER NOT NULL DEFAULT 0);"
+	" array_job INTEGER NOT NULL DEFAULT 0, array_task INTEGER NOT NULL DEFAULT 0,"
+	" max_rss_kb INTEGER NOT NULL DEFAULT 0, cpu_us INTEGER NOT NULL DEFAULT 0);"
 	"CREATE INDEX IF NOT EXISTS accounting_end ON accounting(end_time);";
 
 static int sqlfail(struct mm_db *db, const char *what)
@@ -126,7 +129,9 @@ int db_open(const char *path, bool full_sync, struct mm_db **out, char *err, siz
 	if (sqlite3_prepare_v2(db->h, "SELECT array_job FROM accounting", -1, &probe, NULL) !=
 		    SQLITE_OK &&
 	    exec(db, "ALTER TABLE accounting ADD COLUMN array_job INTEGER NOT NULL DEFAULT 0;"
-		     "ALTER TABLE accounting ADD COLUMN array_task INTEGER NOT NULL DEFAULT 0;") < 0) {
+		     "ALTER TABLE accounting ADD COLUMN array_task INTEGER NOT NULL DEFAULT 0;"
+		     "ALTER TABLE accounting ADD COLUMN max_rss_kb INTEGER NOT NULL DEFAULT 0;"
+		     "ALTER TABLE accounting ADD COLUMN cpu_us INTEGER NOT NULL DEFAULT 0;") < 0) {
 		snprintf(err, errlen, "cannot upgrade the database %s: %s", path, db->err);
 		sqlite3_close(db->h);
 		free(db);
@@ -332,8 +337,9 @@ int db_job_end(struct mm_db *db, const struct db_job *j)
 	if (rc == 0 && (st = prep(db,
 		"INSERT OR REPLACE INTO accounting(job, name, user, uid, nnodes, nranks, nodelist,"
 		" submit_time, start_time, end_time, elapsed, state, exit_status, reason,"
-		" array_job, array_task)"
-		" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"))) {
+		" array_job, array_task, max_rss_kb, cpu_us)"
+		" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,"
+		" ?18)"))) {
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
 		bind_text(st, 2, j->name);
 		bind_text(st, 3, j->user);
@@ -351,6 +357,8 @@ int db_job_end(struct mm_db *db, const struct db_job *j)
 		bind_text(st, 14, j->reason);
 		sqlite3_bind_int64(st, 15, (sqlite3_int64)j->array_job);
 		sqlite3_bind_int64(st, 16, j->array_task);
+		sqlite3_bind_int64(st, 17, (sqlite3_int64)j->max_rss_kb);
+		sqlite3_bind_int64(st, 18, (sqlite3_int64)j->cpu_us);
 		rc = step_done(db, st, "recording the accounting");
 	} else if (rc == 0) {
 		rc = -1;
@@ -482,9 +490,10 @@ int db_acct_list(struct mm_db *db, const struct db_acct_filter *f,
 {
 	sqlite3_stmt *st = prep(db,
 		"SELECT job, name, user, uid, nnodes, nranks, nodelist, submit_time, start_time,"
-		" end_time, state, exit_status, reason, array_job, array_task FROM accounting"
+		" end_time, state, exit_status, reason, array_job, array_task, max_rss_kb, cpu_us"
+		" FROM accounting"
 		" WHERE (?1 IS NULL OR user = ?1) AND (?2 < 0 OR uid = ?2) AND (?3 = 0 OR job = ?3)"
-		" AND end_time >= ?4 ORDER BY job");
+		" AND end_time >= ?4 ORDER BY job & 4294967295, job"); /* steps after their allocation */
 	if (!st)
 		return -1;
 	bind_text(st, 1, f->user);
@@ -509,6 +518,8 @@ int db_acct_list(struct mm_db *db, const struct db_acct_filter *f,
 		a.reason = col_text(st, 12);
 		a.array_job = (uint64_t)sqlite3_column_int64(st, 13);
 		a.array_task = (uint32_t)sqlite3_column_int64(st, 14);
+		a.max_rss_kb = (uint64_t)sqlite3_column_int64(st, 15);
+		a.cpu_us = (uint64_t)sqlite3_column_int64(st, 16);
 		rc = cb(arg, &a);
 	}
 	if (rc == 0 && s != SQLITE_DONE)

@@ -35,6 +35,8 @@ struct db_job {
 	const bool *node_done;   /* nnodes flags, or NULL */
 	uint64_t array_job;      /* a task of this array, 0: none */
 	uint32_t array_task;
+	uint64_t max_rss_kb;     /* the largest of its ranks' peak RSS */
+	uint64_t cpu_us;         /* its ranks' CPU time, summed */
 };
 
 /* One line of `storm acct`. */
@@ -46,6 +48,7 @@ struct db_acct {
 	int32_t exit_status;
 	uint64_t array_job;      /* a task of this array, 0: none */
 	uint32_t array_task;
+	uint64_t max_rss_kb, cpu_us;
 };
 
 struct db_acct_filter {

@@ -949,8 +949,12 @@ void job_on_exit(struct mm *mm, int node, const Storm__Cl__RankExit *e)
 	struct job *j = job_find(mm, e->job);
 	if (!j || e->rank >= j->nranks || job_node_pos(j, node) < 0)
 		return;
-	if (j->rank_status[e->rank] == INT32_MIN)
+	if (j->rank_status[e->rank] == INT32_MIN) {
 		j->ranks_ended++;
+		if (e->max_rss_kb > j->max_rss_kb)
+			j->max_rss_kb = e->max_rss_kb;
+		j->cpu_us += e->cpu_us;
+	}
 	j->rank_status[e->rank] = e->wait_status;
 	j->dirty = true; /* saved before the report is acknowledged */
 }

@@ -93,6 +93,8 @@ struct job {
 	unsigned stop_kill_after_ms;
 	bool ran;                /* its row has had a turn since the launch */
 	uint32_t nsteps;         /* an allocation: steps it has had */
+	uint64_t max_rss_kb;     /* the largest peak RSS of its ranks that ended */
+	uint64_t cpu_us;         /* their CPU time, summed */
 	bool recovered, dirty;   /* restored from the database; changed, unsaved */
 	int32_t exit_status;
 	char reason[512];

@@ -65,6 +65,8 @@ static void to_db(const struct job *j, struct db_job *d)
 	d->node_done = started ? j->node_done : NULL;
 	d->array_job = j->spec->array_job;
 	d->array_task = j->spec->array_task;
+	d->max_rss_kb = j->max_rss_kb;
+	d->cpu_us = j->cpu_us;
 }
 
 int persist_job_new(struct mm *mm, struct job *j)

@@ -76,6 +76,7 @@ struct nd_rec {
 	uint64_t job;
 	uint32_t rank, stream;
 	int32_t wait_status;
+	uint64_t max_rss_kb, cpu_us; /* EXIT: from the rank's rusage */
 	int note;               /* Storm__Cl__JobNote__Kind */
 	char *message;
 	uint32_t done_slot;     /* DONE: GM_VAR_DONE slot to set once sent */
@@ -327,7 +328,9 @@ void nd_copy_close(struct nd *nd);
 /* report.c */
 void nd_queue_output(struct nd *nd, struct nd_job *job, uint32_t rank, uint32_t stream,
 		     const void *data, size_t len);
-void nd_queue_exit(struct nd *nd, uint64_t job, uint32_t rank, int status);
+struct rusage;
+void nd_queue_exit(struct nd *nd, uint64_t job, uint32_t rank, int status,
+		   const struct rusage *ru);
 void nd_queue_note(struct nd *nd, uint64_t job, int kind, uint32_t done_slot,
 		   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* After a strobe: send the next report if the last one was acknowledged. */

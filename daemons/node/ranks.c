@@ -12,6 +12,7 @@
 #include <sys/epoll.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -221,7 +222,8 @@ static void job_end(struct nd *nd, struct nd_job *job)
 	job_free(nd, job);
 }
 
-static void rank_ended(struct nd *nd, struct nd_job *job, struct nd_rank *r, int status)
+static void rank_ended(struct nd *nd, struct nd_job *job, struct nd_rank *r, int status,
+		       const struct rusage *ru)
 {
 	/* everything it wrote before exiting goes before its exit */
 	for (int s = 0; s < 2; s++) {
@@ -229,7 +231,7 @@ static void rank_ended(struct nd *nd, struct nd_job *job, struct nd_rank *r, int
 		pipe_close(nd, &r->pipes[s]);
 	}
 	r->pid = -1;
-	nd_queue_exit(nd, job->id, r->rank, status);
+	nd_queue_exit(nd, job->id, r->rank, status, ru);
 	if (--job->nalive == 0)
 		job_end(nd, job);
 }
@@ -238,7 +240,9 @@ void nd_reap(struct nd *nd)
 {
 	for (;;) {
 		int status;
-		pid_t pid = waitpid(-1, &status, WNOHANG);
+		struct rusage ru;
+		/* its rusage: MaxRSS and CPU time in the accounting */
+		pid_t pid = wait4(-1, &status, WNOHANG, &ru);
 		if (pid <= 0)
 			return;
 		if (nd->child_reaped && nd->child_reaped(nd, pid, status))
@@ -246,7 +250,7 @@ void nd_reap(struct nd *nd)
 		for (struct nd_job *j = nd->jobs; j; j = j->next)
 			for (uint32_t i = 0; i < j->nranks; i++)
 				if (j->ranks[i].pid == pid) {
-					rank_ended(nd, j, &j->ranks[i], status);
+					rank_ended(nd, j, &j->ranks[i], status, &ru);
 					goto next;
 				}
 next:;

@@ -1,5 +1,6 @@
 /* The record queue and the reports that carry it to the MM, one per strobe. */
 #include <stdarg.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,13 +45,19 @@ void nd_queue_output(struct nd *nd, struct nd_job *job, uint32_t rank, uint32_t 
 	enqueue(nd, r);
 }
 
-void nd_queue_exit(struct nd *nd, uint64_t job, uint32_t rank, int status)
+void nd_queue_exit(struct nd *nd, uint64_t job, uint32_t rank, int status,
+		   const struct rusage *ru)
 {
 	struct nd_rec *r = xcalloc(1, sizeof(*r));
 	r->kind = REC_EXIT;
 	r->job = job;
 	r->rank = rank;
 	r->wait_status = status;
+	if (ru) {
+		r->max_rss_kb = (uint64_t)ru->ru_maxrss; /* Linux: KiB */
+		r->cpu_us = (uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000 +
+			    (uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec);
+	}
 	enqueue(nd, r);
 }
 
@@ -228,6 +235,8 @@ static void send_next(struct nd *nd, uint64_t seq)
 			e->job = r->job;
 			e->rank = r->rank;
 			e->wait_status = r->wait_status;
+			e->max_rss_kb = r->max_rss_kb;
+			e->cpu_us = r->cpu_us;
 			cost = field_cost(storm__cl__rank_exit__get_packed_size(e));
 			if (used + cost > budget) {
 				stop = r;

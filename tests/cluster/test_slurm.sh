@@ -221,6 +221,27 @@ expect "--export=NAME,NAME=VALUE" 0 env KEEP_ME=1 DROP_ME=1 storm run -n 1 --exp
 	'echo "keep=${KEEP_ME:-} drop=${DROP_ME:-} set=${SET_ME:-}"'
 has "  only those" out "keep=1 drop= set=x"
 
+# ---- MaxRSS and CPU time, measured per rank by the nodes
+expect "a job that touches 100 MiB and spins 0.5 s CPU" 0 storm submit --wait --parsable -N 2 -n 2 \
+	-o /dev/null python3 -c '
+import time
+x = bytearray(100 << 20)
+for i in range(0, len(x), 4096):
+    x[i] = 1
+t = time.process_time()
+while time.process_time() - t < 0.5:
+    pass'
+id=$(head -1 "$T/out")
+rss=$(acct_field "$id" max_rss_kb)
+cpu=$(acct_field "$id" cpu_seconds)
+[ "$rss" -ge 102400 ] && [ "$rss" -lt 1048576 ] && ok "  MaxRSS ${rss} KiB: the rank's 100 MiB" ||
+	bad "  MaxRSS ${rss} KiB: the rank's 100 MiB"
+python3 -c "import sys; sys.exit(not ($cpu >= 1.0))" && ok "  TotalCPU $cpu s: both ranks' 0.5 s" ||
+	bad "  TotalCPU $cpu s: both ranks' 0.5 s"
+expect "  acct --format MaxRSS,TotalCPU" 0 storm acct -j "$id" --format=JobID,MaxRSS,TotalCPU
+grep -Eq "^$id +${rss}K +[0-9]{2}:[0-9]{2}\.[0-9]{3}$" "$T/out" && ok "  in sacct's forms" ||
+	{ bad "  in sacct's forms"; cat "$T/out"; }
+
 # ---- formats
 expect "jobs -o with a bad field" 2 storm jobs -o JobID,Bogus
 has "  ... names the fields there are" err "unknown field 'Bogus'; fields are JobID"
