@@ -18,7 +18,7 @@ ND_SRC  := $(wildcard daemons/node/*.c) bcs_mpi/abi/dtype.c bcs_mpi/abi/chan_ckp
 CLI_SRC := $(wildcard cli/*.c) bcs_mpi/abi/trace_codec.c
 # the virtual-cluster manager, with the CLI's control client and option parser
 VC_SRC  := $(wildcard vcluster/*.c) cli/conn.c cli/opts.c cli/fmt.c
-MM_LIBS := -lsqlite3
+MM_LIBS := -lsqlite3 -lmicrohttpd
 AUTH_LIBS := -lmunge -lsodium
 DAEMON_LIBS := -lfabric -lprotobuf-c -linih -ljansson $(AUTH_LIBS)
 

@@ -99,6 +99,7 @@ static const struct uint_key uint_keys[] = {
 	{ "nodes", "cpus", offsetof(struct storm_conf, cpus), 1, 4096 },
 	{ "scheduler", "quantum", offsetof(struct storm_conf, quantum), 1, 1000000 },
 	{ "scheduler", "mpl", offsetof(struct storm_conf, mpl), 1, STORM_MAX_MPL },
+	{ "metrics", "port", offsetof(struct storm_conf, metrics_port), 0, 65535 },
 };
 
 const char *const storm_policy_names[] = {"gang", "fcfs", NULL};
@@ -131,6 +132,8 @@ static const struct str_key str_keys[] = {
 	STR_KEY("cluster", socket),   STR_KEY("cluster", bootstrap),
 	STR_KEY("cluster", database),
 	STR_KEY("cluster", key_file), STR_KEY("cluster", munge_socket),
+	{ "metrics", "address", offsetof(struct storm_conf, metrics_address),
+	  sizeof(((struct storm_conf *)0)->metrics_address) },
 };
 
 /* inih (as Debian builds it) does not pass line numbers to the handler, but
@@ -224,6 +227,7 @@ static void defaults(struct storm_conf *c, const char *path)
 	c->checkpoint_copies = 1;
 	strcpy(c->state_dir, "/var/lib/storm");
 	strcpy(c->socket, "/run/storm/mm.sock");
+	strcpy(c->metrics_address, "127.0.0.1");
 	strcpy(c->bootstrap, "dir:/run/storm/fabric");
 	strcpy(c->key_file, "/etc/storm/cluster.key");
 	c->cpus = 4;
@@ -402,6 +406,9 @@ int conf_print(const struct storm_conf *c, FILE *f)
 		c->quantum,
 		storm_switch_names[c->switch_mode], c->cpus);
 	int rc = print_names(c, f);
+	if (rc == 0 && c->metrics_port)
+		fprintf(f, "\n[metrics]\nport = %u\naddress = %s\n", c->metrics_port,
+			c->metrics_address);
 	if (rc == 0 && ferror(f))
 		rc = -EIO;
 	return rc;

@@ -82,6 +82,8 @@ struct strobe {
 	uint32_t flags;
 	uint64_t switches; /* row changes so far: a new value is a new row's turn */
 	uint64_t epoch;   /* the MM's incarnation: a new one means it restarted */
+	uint64_t sent_ns; /* CLOCK_REALTIME when sent: a node reports how long
+			   * after it its switch was done (the MM's metrics) */
 	uint64_t ack[];   /* per node index: last report seq the MM consumed;
 			   * then run[nnodes]: the job to run (0: none);
 			   * then the tag (GM_MAC_STROBE) of all before it */

@@ -431,15 +431,17 @@ static const char up_help[] =
 	"                         on a buddy node (default); 0: images only where written\n"
 	"      --netns            each node daemon in its own network namespace on a\n"
 	"                         bridge (root; 10.213.0.0/16), so a node can be cut off\n"
+	"      --metrics-port P   the machine manager serves Prometheus metrics at\n"
+	"                         http://127.0.0.1:P/metrics (default: off)\n"
 	"      --realtime         daemons at SCHED_FIFO, as on a real cluster (off:\n"
 	"                         N real-time daemons would share this machine's cores)\n"
 	"  -h, --help             this help\n";
 
 enum { C_NODES = 1, C_DIR, C_PROVIDER, C_TIMESLICE, C_CPUS, C_DOWN_AFTER, C_NETNS, C_REALTIME, C_WAIT, C_JSON,
-       C_CONF, C_HELP, C_MPL, C_QUANTUM, C_POLICY, C_SWITCH, C_COPIES };
+       C_CONF, C_HELP, C_MPL, C_QUANTUM, C_POLICY, C_SWITCH, C_COPIES, C_METRICS };
 
 struct up_opts {
-	unsigned nodes, timeslice_us, cpus, down_after, mpl, quantum;
+	unsigned nodes, timeslice_us, cpus, down_after, mpl, quantum, metrics_port;
 	int netns, realtime;
 	int policy, switch_mode, copies; /* -1: the default */
 	const char *dir, *provider;
@@ -624,6 +626,7 @@ static int configure(const struct up_opts *o, const char *dir, const char *conf_
 		conf->cpus = o->cpus;
 	if (o->policy >= 0)
 		conf->policy = o->policy;
+	conf->metrics_port = o->metrics_port;
 	if (o->mpl)
 		conf->mpl = o->mpl;
 	else if (conf->policy == POLICY_FCFS)
@@ -855,6 +858,7 @@ static const struct up_number {
 	{ C_DOWN_AFTER, "--down-after", 2, 1000000, "", offsetof(struct up_opts, down_after) },
 	{ C_MPL, "--mpl", 1, STORM_MAX_MPL, "", offsetof(struct up_opts, mpl) },
 	{ C_QUANTUM, "--quantum", 1, 1000000, " timeslices", offsetof(struct up_opts, quantum) },
+	{ C_METRICS, "--metrics-port", 1, 65535, "", offsetof(struct up_opts, metrics_port) },
 };
 
 static const char *const copies_names[] = { "0", "1", NULL };
@@ -918,7 +922,7 @@ static int cmd_up(int argc, char **argv)
 		{ "realtime", 0, 0, C_REALTIME },      { "mpl", 0, 1, C_MPL },
 		{ "quantum", 0, 1, C_QUANTUM },        { "policy", 0, 1, C_POLICY },
 		{ "switch", 0, 1, C_SWITCH },	       { "checkpoint-copies", 0, 1, C_COPIES },
-		{ NULL, 0, 0, 0 },
+		{ "metrics-port", 0, 1, C_METRICS },   { NULL, 0, 0, 0 },
 	};
 	const char *cmd = "storm cluster up";
 	struct up_opts o = { .policy = -1, .switch_mode = -1, .copies = -1 };

@@ -180,6 +180,8 @@ static void ckpt_finish(struct mm *mm, struct job *j, bool ok, const char *why)
 	}
 	if (!ok && !r->reason[0])
 		snprintf(r->reason, sizeof(r->reason), "%s", why);
+	if (ok)
+		metrics_checkpoint(mm, r->seconds);
 	j->ckpt = NULL;
 	if (j->spec->checkpoint_interval)
 		j->ckpt_next = clock_wall_s() + j->spec->checkpoint_interval;

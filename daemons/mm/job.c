@@ -324,6 +324,7 @@ void job_submit(struct mm *mm, struct client *c, const Storm__Ctl__Submit *sub, 
 			j->client = c;
 			c->job = j;
 		}
+		metrics_job_submitted(mm);
 		if (alloc)
 			alloc->nsteps++;
 		else
@@ -492,6 +493,7 @@ void job_transferred(struct mm *mm, struct job *j)
 	if (ln == 0) { /* storm alloc: the allocation is all there is */
 		j->state = STORM__CTL__JOB_STATE__RUNNING;
 		j->t_launched = clock_wall_s();
+		metrics_job_launched(mm, j);
 		persist_job(mm, j);
 		j->ran = gang_runs_now(mm, j);
 		if (j->client) {
@@ -548,6 +550,7 @@ void job_transferred(struct mm *mm, struct job *j)
 			free(old_dirs[i]);
 	j->state = STORM__CTL__JOB_STATE__RUNNING;
 	j->t_launched = clock_wall_s();
+	metrics_job_launched(mm, j);
 	if (j->spec->checkpoint_interval)
 		j->ckpt_next = j->t_launched + j->spec->checkpoint_interval;
 	persist_job(mm, j);
@@ -617,6 +620,7 @@ static void finish(struct mm *mm, struct job *j)
 				break;
 			}
 	persist_job_end(mm, j);
+	metrics_job_ended(mm, j);
 	release_nodes(mm, j);
 	if (mm->xfer)
 		transfer_abort(mm, j);

@@ -298,6 +298,8 @@ static int start(struct mm *mm, const char *conf_path)
 		slog("error: event loop: %s", strerror(errno));
 		return -1;
 	}
+	if (metrics_start(mm) < 0)
+		return -1;
 	slog("cluster '%s': %d nodes, %s, timeslice %u us, socket %s", c->name, c->nnodes,
 	       sn_provider_name(mm->sn, 0), c->timeslice_us, c->socket);
 	slog("authentication: MUNGE at %s for requests, cluster key %s for nodes",
@@ -331,6 +333,7 @@ void mm_stop(struct mm *mm)
 		free(p);
 	}
 	free(mm->cmd_buf);
+	metrics_stop(mm);
 	if (mm->sn)
 		sn_close(mm->sn);
 	if (mm->listen_fd > 0) {

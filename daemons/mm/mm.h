@@ -167,6 +167,7 @@ struct mm {
 	uint64_t next_job_id;
 	size_t fd_room;          /* descriptors queued jobs may hold (an array's) */
 	bool jobs_waiting;       /* a queued job waits on a dependency or array limit */
+	struct mm_metrics *metrics; /* metrics.c */
 	bool slot_used[GM_JOB_SLOTS];
 	/* command ring */
 	uint32_t cmd_seq;        /* last sent */
@@ -300,6 +301,15 @@ bool alloc_frozen(struct mm *mm, const struct job *a);
 Storm__Ctl__ErrorCode alloc_step_check(struct mm *mm, const struct client *c,
 				       Storm__Job__Spec *s, struct job **alloc, uint64_t *id,
 				       char *why, size_t len);
+
+/* metrics.c: Prometheus metrics, served when storm.conf says [metrics] port */
+int metrics_start(struct mm *mm); /* after the loop exists; -1 logged */
+void metrics_stop(struct mm *mm);
+void metrics_job_submitted(struct mm *mm);
+void metrics_job_launched(struct mm *mm, const struct job *j);
+void metrics_job_ended(struct mm *mm, const struct job *j);
+void metrics_checkpoint(struct mm *mm, double seconds);
+void metrics_on_report(struct mm *mm, int node, const Storm__Cl__Report *r);
 
 /* depend.c: whether a queued job may start (dependencies, array limits) */
 enum eligible { ELIGIBLE, WAIT, NEVER };

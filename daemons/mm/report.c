@@ -51,6 +51,7 @@ static void consume_report(struct mm *mm, int idx)
 		return;
 	}
 	n->report_seq = r->seq;
+	metrics_on_report(mm, idx, r);
 	/* a report sent before the node saw this MM's strobes (a restart):
 	 * its records count, but its command and file numbers are the old
 	 * MM's, so the node is UP only once it reports under this epoch */

@@ -751,6 +751,14 @@ int nd_bcs_init(struct nd *nd)
 	return 0;
 }
 
+uint64_t nd_bcs_bytes_sent(const struct nd *nd)
+{
+	uint64_t n = 0;
+	for (uint32_t t = M_DESC; t <= M_RED; t++)
+		n += nd->mb_sent_bytes[t];
+	return n;
+}
+
 int nd_bcs_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command *cmd, size_t k)
 {
 	struct nd_bcs *b = nd->bcs;

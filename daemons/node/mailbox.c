@@ -156,6 +156,8 @@ void nd_mb_send(struct nd *nd, uint32_t to, uint32_t type, uint64_t job, uint64_
 			memcpy(o->data + at, parts[i].iov_base, parts[i].iov_len);
 		at += parts[i].iov_len;
 	}
+	if (type < ND_MB_TYPES)
+		nd->mb_sent_bytes[type] += len;
 	struct outbox *ob = &m->out[to];
 	if (ob->tail)
 		ob->tail->next = o;

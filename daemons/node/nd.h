@@ -122,6 +122,12 @@ struct nd {
 	uint64_t run_job;       /* the job the last strobe says runs here, 0: none */
 	uint64_t switches;      /* the MM's row changes as of the last strobe */
 	uint64_t missed_strobes;
+	/* row switches done since the last report, for the MM's metrics: the
+	 * newest ND_SW_KEPT (they ride on reports, never cause one) */
+#define ND_SW_KEPT 16
+	struct { uint64_t switches; uint32_t delay_us; } sw[ND_SW_KEPT];
+	unsigned nsw;
+	uint64_t mb_sent_bytes[32]; /* per mailbox type (ND_MB_TYPES <= 32), since start */
 	char cg_base[PATH_MAX]; /* switch = freezer: this daemon's cgroup subtree */
 	char *cg_remove[ND_CG_PENDING_MAX];
 	int cg_pending;
@@ -261,6 +267,7 @@ void nd_job_started(struct nd *nd, struct nd_job *job);
 void nd_job_start_failed(struct nd *nd, struct nd_job *job, const char *why);
 /* bcs.c: BCS-MPI, the daemon's side */
 int nd_bcs_init(struct nd *nd); /* after nd_mb_init */
+uint64_t nd_bcs_bytes_sent(const struct nd *nd); /* BCS-MPI mailbox bytes, since start */
 void nd_bcs_close(struct nd *nd);
 /* Creates the job's channel; returns its memfd (the ranks inherit it) or -1. */
 int nd_bcs_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command *cmd, size_t k);
@@ -293,7 +300,7 @@ void nd_bcs_timers(struct nd *nd);
 /* mailbox.c: the node-to-node mailboxes. Clients register a handler per
  * message type (BCS-MPI: bcs.c; checkpoint copies: ckpt_copy.c); job and
  * arg travel in the mailbox's header for them. */
-#define ND_MB_TYPES 32u
+#define ND_MB_TYPES 32u /* also the size of struct nd.mb_sent_bytes */
 typedef void (*nd_mb_handler)(struct nd *nd, uint32_t from, uint32_t type, uint64_t job,
 			      uint64_t arg, const uint8_t *body, size_t len);
 int nd_mb_init(struct nd *nd, size_t chunk_size);

@@ -185,6 +185,18 @@ static void send_next(struct nd *nd, uint64_t seq)
 		if (j->nalive > 0)
 			running[rep.n_running++] = j->id;
 	rep.running = running;
+	Storm__Cl__SwitchDelay sw[ND_SW_KEPT], *psw[ND_SW_KEPT];
+	for (unsigned i = 0; i < nd->nsw; i++) {
+		storm__cl__switch_delay__init(&sw[i]);
+		sw[i].switches = nd->sw[i].switches;
+		sw[i].delay_us = nd->sw[i].delay_us;
+		psw[i] = &sw[i];
+	}
+	rep.switches = psw;
+	rep.n_switches = nd->nsw;
+	nd->nsw = 0;
+	rep.missed_strobes = nd->missed_strobes;
+	rep.bcs_bytes = nd_bcs_bytes_sent(nd);
 	const size_t budget = GM_REPORT_SLOT_SIZE - 4 - GM_TAG_LEN;
 	size_t used = storm__cl__report__get_packed_size(&rep);
 	struct nd_rec *r = nd->q_head, *stop = NULL;

@@ -239,6 +239,15 @@ void nd_on_strobe(struct nd *nd)
 		if (j->id == run && (j->ckpt_busy || j->ckpt_frozen))
 			nd_ckpt_running(nd, j);
 	int switched = nd_gang_apply(nd, run);
+	if (switched && s.sent_ns) {
+		double late = clock_wall_s() * 1e9 - (double)s.sent_ns;
+		if (nd->nsw == ND_SW_KEPT) {
+			memmove(nd->sw, nd->sw + 1, sizeof(nd->sw[0]) * (ND_SW_KEPT - 1));
+			nd->nsw--;
+		}
+		nd->sw[nd->nsw].switches = s.switches;
+		nd->sw[nd->nsw++].delay_us = late > 0 ? (uint32_t)(late / 1000) : 0;
+	}
 	nd_bcs_strobe(nd);
 	nd_mb_strobe(nd);
 	if (nd->trace) {
