@@ -78,5 +78,9 @@ int cmd_acct(struct cli *c, int argc, char **argv);
 int cmd_alloc(struct cli *c, int argc, char **argv);
 /* `storm matrix` without --json: the header line, the grid, the jobs. */
 void matrix_draw(const Storm__Ctl__Matrix *m, FILE *f);
+/* `storm matrix --json`'s object (jansson's json_t; NULL when out of memory) */
+struct json_t;
+struct json_t *matrix_json(const Storm__Ctl__Matrix *m);
+int cmd_web(struct cli *c, int argc, char **argv);
 
 #endif

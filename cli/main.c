@@ -25,6 +25,7 @@ static const char usage[] =
 	"  cancel   signal or cancel jobs (like scancel)\n"
 	"  acct     list ended jobs from the accounting (like sacct)\n"
 	"  matrix   draw the gang-scheduling matrix, once or live (--watch)\n"
+	"  web      serve a live page of the matrix, the nodes and the jobs\n"
 	"  replay   rerun a BCS-MPI job recorded with 'storm run --record'\n"
 	"  cluster  bring a virtual cluster up or down on this machine; its status\n"
 	"  checkpoint   checkpoint a running job\n"
@@ -90,6 +91,7 @@ static const struct {
 	{ "matrix", cmd_matrix }, { "checkpoint", cmd_checkpoint }, { "restart", cmd_restart },
 	{ "checkpoints", cmd_checkpoints },
 	{ "replay", cmd_replay }, { "acct", cmd_acct }, { "alloc", cmd_alloc },
+	{ "web", cmd_web },
 };
 
 int main(int argc, char **argv)

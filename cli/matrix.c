@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "jobid.h"
 #include "fmt.h"
 #include "mview.h"
 #include "opts.h"
@@ -51,7 +52,7 @@ static int term_width(void)
 	return w >= 20 ? w : 80;
 }
 
-static int print_json(const Storm__Ctl__Matrix *m, bool compact)
+json_t *matrix_json(const Storm__Ctl__Matrix *m)
 {
 	json_t *rows = json_array(), *nodes = json_array(), *jobs = json_array();
 	for (size_t r = 0; r < m->mpl; r++) {
@@ -66,17 +67,25 @@ static int print_json(const Storm__Ctl__Matrix *m, bool compact)
 					 node_state_name(p < m->n_node_states ? (int)m->node_states[p] : 0)));
 	for (size_t k = 0; k < m->n_jobs; k++) {
 		const Storm__Ctl__JobInfo *j = m->jobs[k];
-		json_array_append_new(jobs, json_pack("{s:I, s:s, s:s, s:i, s:i, s:s}", "job",
-						      (json_int_t)j->job, "name", j->name, "state",
+		char id[48];
+		jobid_format(j->job, j->array_job, j->array_task, id, sizeof(id));
+		json_array_append_new(jobs, json_pack("{s:I, s:s, s:s, s:s, s:s, s:i, s:i, s:s}",
+						      "job", (json_int_t)j->job, "jobid", id, "name",
+						      j->name, "user", j->user, "state",
 						      job_state_name(j->state), "row", (int)j->row,
 						      "nodes", (int)j->nodes, "nodelist", j->nodelist));
 	}
-	json_t *root = json_pack("{s:i, s:i, s:I, s:I, s:i, s:i, s:s, s:o, s:o, s:o}", "mpl",
+	return json_pack("{s:i, s:i, s:I, s:I, s:i, s:i, s:s, s:o, s:o, s:o}", "mpl",
 				 (int)m->mpl, "row", (int)m->row, "slice", (json_int_t)m->slice,
 				 "switches", (json_int_t)m->switches, "timeslice_us",
 				 (int)m->timeslice_us, "quantum", (int)m->quantum, "policy", m->policy,
 				 "nodes", nodes, "rows", rows, "jobs", jobs);
-	int rc = json_dumpf(root, stdout,
+}
+
+static int print_json(const Storm__Ctl__Matrix *m, bool compact)
+{
+	json_t *root = matrix_json(m);
+	int rc = !root ? -1 : json_dumpf(root, stdout,
 			    compact ? JSON_COMPACT | JSON_PRESERVE_ORDER
 				    : JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(root);

@@ -38,7 +38,9 @@ for j in json.load(sys.stdin)["jobs"]:
         print(j[sys.argv[2]])' "$1" "$2"
 }
 
-expect "cluster up with 4 nodes, MPL 2" 0 storm cluster up --nodes 4 --mpl 2 --dir "$C"
+MPORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+expect "cluster up with 4 nodes, MPL 2, metrics on" 0 storm cluster up --nodes 4 --mpl 2 \
+	--metrics-port "$MPORT" --dir "$C"
 
 # ---- a batch script: directives, steps, the output file
 cat >"$T/job.sh" <<'EOF'
@@ -248,6 +250,89 @@ has "  ... names the fields there are" err "unknown field 'Bogus'; fields are Jo
 expect "acct --format with widths" 0 storm acct --format=JobID,JobName%4,ExitCode
 head -1 "$T/out" | grep -Eq '^JobID +JobN +ExitCode$' && ok "  the header, JobName cut to 4" ||
 	{ bad "  the header"; head -2 "$T/out"; }
+
+# ---- the MM's metrics, through a real HTTP client and Prometheus' own parser
+# (at the end: every kind of job above has been through it)
+scrape() {
+	/usr/bin/python3 - "$MPORT" <<'PY'  # Debian's, with python3-prometheus-client
+import sys, urllib.request
+from prometheus_client.parser import text_string_to_metric_families
+r = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=10)
+assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4"), r.headers["Content-Type"]
+for fam in text_string_to_metric_families(r.read().decode()):
+    for s in fam.samples:
+        labels = ",".join("%s=%s" % kv for kv in sorted(s.labels.items()))
+        print("%s{%s} %r" % (s.name, labels, s.value))
+PY
+}
+scrape >"$T/m1" 2>"$T/m1.err" && ok "metrics: /metrics parses as the Prometheus text format" ||
+	{ bad "metrics: /metrics parses"; cat "$T/m1.err"; }
+metric() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
+[ "$(metric 'storm_nodes{state=up}' "$T/m1")" = 4.0 ] && ok "  storm_nodes{state=up} 4" ||
+	bad "  storm_nodes{state=up} is $(metric 'storm_nodes{state=up}' "$T/m1")"
+ended=$(storm acct --json | python3 -c 'import json,sys; print(sum(1 for j in json.load(sys.stdin)["jobs"] if j["state"] == "COMPLETED"))')
+[ "$(metric 'storm_jobs_ended_total{state=completed}' "$T/m1")" = "$ended.0" ] &&
+	ok "  storm_jobs_ended_total{completed} is acct's $ended" ||
+	bad "  storm_jobs_ended_total{completed} $(metric 'storm_jobs_ended_total{state=completed}' "$T/m1"), acct $ended"
+python3 - "$T/m1" <<'PY' && ok "  switch delays seen, histograms cumulative, a checkpoint timed" || bad "  histograms"
+import sys
+m = {}
+for l in open(sys.argv[1]):
+    k, v = l.rsplit(" ", 1)
+    m[k] = float(v)
+assert m["storm_switch_delay_seconds_count{}"] > 0, "no switch delays"
+assert m["storm_checkpoint_seconds_count{}"] >= 1, "no checkpoint"
+assert m["storm_job_launch_seconds_count{}"] > 10, "launches"
+for h in ("storm_switch_delay_seconds", "storm_job_launch_seconds", "storm_switch_skew_seconds"):
+    b = sorted((float(k.split("le=")[1].rstrip("}")), v) for k, v in m.items()
+               if k.startswith(h + "_bucket{"))
+    assert all(b[i][1] <= b[i + 1][1] for i in range(len(b) - 1)), h
+    assert b[-1][1] == m[h + "_count{}"], h
+PY
+s1=$(metric 'storm_slices_total{}' "$T/m1")
+storm run -n 1 true >/dev/null
+scrape >"$T/m2"
+s2=$(metric 'storm_slices_total{}' "$T/m2")
+python3 -c "import sys; sys.exit(not ($s2 > $s1))" && ok "  storm_slices_total counts on ($s1 -> $s2)" ||
+	bad "  storm_slices_total counts on ($s1 -> $s2)"
+
+# ---- storm web: the live page in headless Chromium
+wa=$(storm submit --parsable -N 4 -J webA -o /dev/null sh -c "exec sleep 600 # $MARK")
+wb=$(storm submit --parsable -N 2 -J webB -o /dev/null sh -c "exec sleep 600 # $MARK")
+start_bg web storm web --port 0
+read -r line <&7
+url=${line#storm web: }
+case "$url" in http://127.0.0.1:*/) ok "storm web serves $url" ;; *) bad "storm web: '$line'" ;; esac
+chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 --dump-dom "$url" \
+	>"$T/dom.html" 2>/dev/null
+chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 --window-size=900,500 \
+	--screenshot="$T/web.png" "$url" >/dev/null 2>&1
+[ "$(grep -o "class=\"cell busy\" data-job=\"$wa\"" "$T/dom.html" | wc -l)" = 4 ] &&
+	[ "$(grep -o "class=\"cell busy\" data-job=\"$wb\"" "$T/dom.html" | wc -l)" = 2 ] &&
+	ok "  the page's matrix: job $wa in 4 cells, job $wb in 2" ||
+	{ bad "  the page's matrix cells"; grep -o 'data-job="[^"]*"' "$T/dom.html" | sort | uniq -c; }
+[ "$(grep -o '<th class="UP">node0[0-3]</th>' "$T/dom.html" | wc -l)" = 4 ] &&
+	ok "  its 4 nodes UP" || bad "  its 4 nodes UP"
+grep -q '<tr class="running"' "$T/dom.html" && ok "  the running row marked" || bad "  the running row marked"
+python3 - "$T/web.png" <<'PY' && ok "  the screenshot: a 900x500 PNG, not blank" || bad "  the screenshot"
+import struct, sys, zlib
+d = open(sys.argv[1], "rb").read()
+assert d[:8] == b"\x89PNG\r\n\x1a\n"
+w, h = struct.unpack(">II", d[16:24])
+assert (w, h) == (900, 500), (w, h)
+idat, i = b"", 8
+while i < len(d):
+    n, t = struct.unpack(">I4s", d[i:i + 8])
+    if t == b"IDAT":
+        idat += d[i + 8:i + 8 + n]
+    i += 12 + n
+raw = zlib.decompress(idat)
+assert len(set(raw[j] for j in range(0, len(raw), 7))) > 8, "one colour"
+PY
+kill "$BGPID" 2>/dev/null
+wait "$BGPID" 2>/dev/null
+exec 7<&-
+storm cancel "$wa" "$wb" >/dev/null
 
 expect "cluster down" 0 storm cluster down --dir "$C"
 echo "$checks checks, $fails failed"
