@@ -82,5 +82,6 @@ void matrix_draw(const Storm__Ctl__Matrix *m, FILE *f);
 struct json_t;
 struct json_t *matrix_json(const Storm__Ctl__Matrix *m);
 int cmd_web(struct cli *c, int argc, char **argv);
+int cmd_trace(struct cli *c, int argc, char **argv);
 
 #endif

@@ -26,6 +26,7 @@ static const char usage[] =
 	"  acct     list ended jobs from the accounting (like sacct)\n"
 	"  matrix   draw the gang-scheduling matrix, once or live (--watch)\n"
 	"  web      serve a live page of the matrix, the nodes and the jobs\n"
+	"  trace    write a job's trace as Chrome Trace Event JSON (Perfetto)\n"
 	"  replay   rerun a BCS-MPI job recorded with 'storm run --record'\n"
 	"  cluster  bring a virtual cluster up or down on this machine; its status\n"
 	"  checkpoint   checkpoint a running job\n"
@@ -91,7 +92,7 @@ static const struct {
 	{ "matrix", cmd_matrix }, { "checkpoint", cmd_checkpoint }, { "restart", cmd_restart },
 	{ "checkpoints", cmd_checkpoints },
 	{ "replay", cmd_replay }, { "acct", cmd_acct }, { "alloc", cmd_alloc },
-	{ "web", cmd_web },
+	{ "web", cmd_web }, { "trace", cmd_trace },
 };
 
 int main(int argc, char **argv)

@@ -4,15 +4,21 @@
 
 #include <stdio.h>
 
+bool mm_may_touch_owned(const struct client *c, uint64_t job, uint32_t uid, const char *user,
+			const char *verb, char *why, size_t len)
+{
+	/* c->uid is the uid MUNGE vouched for (checked against SO_PEERCRED) */
+	if (c->uid == 0 || c->uid == uid)
+		return true;
+	snprintf(why, len, "job %llu belongs to %s; only its owner or root may %s it",
+		 (unsigned long long)job, user, verb);
+	return false;
+}
+
 bool mm_may_touch(const struct client *c, const struct job *j, const char *verb, char *why,
 		  size_t len)
 {
-	/* c->uid is the uid MUNGE vouched for (checked against SO_PEERCRED) */
-	if (c->uid == 0 || c->uid == j->spec->uid)
-		return true;
-	snprintf(why, len, "job %llu belongs to %s; only its owner or root may %s it",
-		 (unsigned long long)j->id, j->spec->user, verb);
-	return false;
+	return mm_may_touch_owned(c, j->id, j->spec->uid, j->spec->user, verb, why, len);
 }
 
 bool mm_may_touch_ckpt(const struct client *c, const struct mm_ckpt *r, const char *verb,

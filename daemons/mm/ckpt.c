@@ -31,6 +31,11 @@
 
 int ckpt_begin(struct mm *mm, struct job *j, struct client *c, char *why, size_t len)
 {
+	if (j->spec->script || j->spec->hold) {
+		snprintf(why, len, "job %" PRIu64 " is an allocation; checkpoint its steps (%" PRIu64
+			 ".0, ...)", j->id, j->id);
+		return -1;
+	}
 	if (j->state != STORM__CTL__JOB_STATE__RUNNING) {
 		snprintf(why, len, "job %" PRIu64 " is not running (%s)", j->id,
 			 protobuf_c_enum_descriptor_get_value(&storm__ctl__job_state__descriptor,
@@ -39,11 +44,6 @@ int ckpt_begin(struct mm *mm, struct job *j, struct client *c, char *why, size_t
 	}
 	if (j->ckpt) {
 		snprintf(why, len, "a checkpoint of job %" PRIu64 " is under way", j->id);
-		return -1;
-	}
-	if (j->spec->script || j->spec->hold) {
-		snprintf(why, len, "job %" PRIu64 " is an allocation; checkpoint its steps (%" PRIu64
-			 ".0, ...)", j->id, j->id);
 		return -1;
 	}
 	for (uint32_t k = 0; k < j->nnodes; k++)
@@ -182,6 +182,7 @@ static void ckpt_finish(struct mm *mm, struct job *j, bool ok, const char *why)
 		snprintf(r->reason, sizeof(r->reason), "%s", why);
 	if (ok)
 		metrics_checkpoint(mm, r->seconds);
+	trace_checkpoint(mm, j, r);
 	j->ckpt = NULL;
 	if (j->spec->checkpoint_interval)
 		j->ckpt_next = clock_wall_s() + j->spec->checkpoint_interval;

@@ -324,6 +324,9 @@ static void handle(struct mm *mm, struct client *c, const uint8_t *body, size_t 
 	case STORM__CTL__REQUEST__BODY_ACCT:
 		acct_reply(mm, c, req->acct);
 		break;
+	case STORM__CTL__REQUEST__BODY_TRACE:
+		trace_reply(mm, c, req->trace);
+		break;
 	default: /* mm_req_decode let no other body through */
 		break;
 	}

@@ -48,7 +48,12 @@ static const char schema[] =
 	" elapsed REAL, state TEXT, exit_status INTEGER, reason TEXT,"
 	" array_job INTEGER NOT NULL DEFAULT 0, array_task INTEGER NOT NULL DEFAULT 0,"
 	" max_rss_kb INTEGER NOT NULL DEFAULT 0, cpu_us INTEGER NOT NULL DEFAULT 0);"
-	"CREATE INDEX IF NOT EXISTS accounting_end ON accounting(end_time);";
+	"CREATE INDEX IF NOT EXISTS accounting_end ON accounting(end_time);"
+	/* storm trace: packed storm.trace.Chunk per job, from a node (its
+	 * index) or the MM (node -1) */
+	"CREATE TABLE IF NOT EXISTS traces(job INTEGER NOT NULL, node INTEGER NOT NULL,"
+	" data BLOB NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS traces_job ON traces(job);";
 
 static int sqlfail(struct mm_db *db, const char *what)
 {
@@ -524,6 +529,34 @@ int db_acct_list(struct mm_db *db, const struct db_acct_filter *f,
 	}
 	if (rc == 0 && s != SQLITE_DONE)
 		rc = sqlfail(db, "reading the accounting");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int db_trace_add(struct mm_db *db, uint64_t job, int node, const void *data, size_t len)
+{
+	sqlite3_stmt *st = prep(db, "INSERT INTO traces(job, node, data) VALUES(?1, ?2, ?3)");
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
+	sqlite3_bind_int(st, 2, node);
+	sqlite3_bind_blob(st, 3, data, (int)len, SQLITE_TRANSIENT);
+	return step_done(db, st, "recording a trace");
+}
+
+int db_trace_list(struct mm_db *db, uint64_t job,
+		  int (*cb)(void *arg, int node, const void *data, size_t len), void *arg)
+{
+	sqlite3_stmt *st = prep(db, "SELECT node, data FROM traces WHERE job = ?1 ORDER BY rowid");
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
+	int rc = 0, s;
+	while (rc == 0 && (s = sqlite3_step(st)) == SQLITE_ROW)
+		rc = cb(arg, sqlite3_column_int(st, 0), sqlite3_column_blob(st, 1),
+			(size_t)sqlite3_column_bytes(st, 1));
+	if (rc == 0 && s != SQLITE_DONE)
+		rc = sqlfail(db, "reading a trace");
 	sqlite3_finalize(st);
 	return rc;
 }

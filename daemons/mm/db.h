@@ -96,6 +96,11 @@ int db_job_end(struct mm_db *db, const struct db_job *j);
 int db_jobs_active(struct mm_db *db, int (*cb)(void *arg, const struct db_job *j), void *arg);
 /* The highest job id ever given, 0 for none. */
 uint64_t db_last_job_id(struct mm_db *db);
+/* storm trace: a packed storm.trace.Chunk of job from node (-1: the MM) */
+int db_trace_add(struct mm_db *db, uint64_t job, int node, const void *data, size_t len);
+/* each of job's, in the order they were added; a non-zero return stops */
+int db_trace_list(struct mm_db *db, uint64_t job,
+		  int (*cb)(void *arg, int node, const void *data, size_t len), void *arg);
 /* the highest step id of allocation `alloc`, 0: none */
 uint64_t db_job_last_step(struct mm_db *db, uint64_t alloc);
 

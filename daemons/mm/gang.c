@@ -59,6 +59,7 @@ void gang_tick(struct mm *mm)
 	if (next < 0)
 		return; /* nothing to run; keep the row, so its cells show */
 	if (next != mm->row) {
+		trace_rows(mm, mm->row, next);
 		mm->row = next;
 		mm->switches++;
 	}

@@ -34,6 +34,7 @@ void job_destroy(struct job *j)
 	free(j->rank_status);
 	free(j->node_done);
 	free(j->stage);
+	trace_free(j);
 	free(j);
 }
 
@@ -621,6 +622,7 @@ static void finish(struct mm *mm, struct job *j)
 			}
 	persist_job_end(mm, j);
 	metrics_job_ended(mm, j);
+	trace_job_end(mm, j);
 	release_nodes(mm, j);
 	if (mm->xfer)
 		transfer_abort(mm, j);

@@ -22,6 +22,7 @@
 #include "cluster.pb-c.h"
 #include "config.h"
 #include "control.pb-c.h"
+#include "trace.pb-c.h"
 #include "ctl_auth.h"
 #include "evloop.h"
 #include "fault.h"
@@ -95,6 +96,7 @@ struct job {
 	uint32_t nsteps;         /* an allocation: steps it has had */
 	uint64_t max_rss_kb;     /* the largest peak RSS of its ranks that ended */
 	uint64_t cpu_us;         /* their CPU time, summed */
+	struct mm_trace *trace;  /* trace.c: the MM's events of it, NULL: none yet */
 	bool recovered, dirty;   /* restored from the database; changed, unsaved */
 	int32_t exit_status;
 	char reason[512];
@@ -232,6 +234,9 @@ void mm_stop(struct mm *mm);
 /* May the client cancel, checkpoint, restart or attach to (`verb`) the job?
  * Its owner and root may; anyone else gets false and a one-line reason.
  * Every request that touches a job asks this, and nothing else decides. */
+/* the same, for a job known only by its owner (an ended one in the database) */
+bool mm_may_touch_owned(const struct client *c, uint64_t job, uint32_t uid, const char *user,
+			const char *verb, char *why, size_t len);
 bool mm_may_touch(const struct client *c, const struct job *j, const char *verb, char *why,
 		  size_t len);
 
@@ -310,6 +315,14 @@ void metrics_job_launched(struct mm *mm, const struct job *j);
 void metrics_job_ended(struct mm *mm, const struct job *j);
 void metrics_checkpoint(struct mm *mm, double seconds);
 void metrics_on_report(struct mm *mm, int node, const Storm__Cl__Report *r);
+
+/* trace.c: storm trace (the MM's events of a job; the nodes' come in reports) */
+void trace_rows(struct mm *mm, int old_row, int new_row);
+void trace_checkpoint(struct mm *mm, struct job *j, const struct mm_ckpt *r);
+void trace_job_end(struct mm *mm, struct job *j); /* into the database; forgotten */
+void trace_on_chunk(struct mm *mm, int node, const Storm__Trace__Chunk *c);
+void trace_reply(struct mm *mm, struct client *c, const Storm__Ctl__GetTrace *g);
+void trace_free(struct job *j);
 
 /* depend.c: whether a queued job may start (dependencies, array limits) */
 enum eligible { ELIGIBLE, WAIT, NEVER };

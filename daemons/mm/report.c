@@ -52,6 +52,8 @@ static void consume_report(struct mm *mm, int idx)
 	}
 	n->report_seq = r->seq;
 	metrics_on_report(mm, idx, r);
+	for (size_t i = 0; i < r->n_traces; i++)
+		trace_on_chunk(mm, idx, r->traces[i]);
 	/* a report sent before the node saw this MM's strobes (a restart):
 	 * its records count, but its command and file numbers are the old
 	 * MM's, so the node is UP only once it reports under this epoch */

@@ -46,6 +46,7 @@
 #include "layout.h"
 #include "nd.h"
 #include "bcs_int.h"
+#include "trace.pb-c.h"
 
 /* ---- data movement */
 /* Grants (and within the node, copies) up to the slice's budget per source. */
@@ -663,6 +664,7 @@ static void phase(struct nd *nd)
 			continue;
 		quiet = quiet && node_quiet(j, slice);
 		j->moved = false;
+		uint64_t t0 = nd_wall_us(), sent0 = nd_bcs_bytes_sent(nd);
 		/* rounds not run yet (other nodes' DESCs late, as under load) */
 		uint8_t lag = j->round + 1 < slice ? (uint8_t)(slice - 1 - j->round) : 0;
 		uint32_t ck = 0;
@@ -685,6 +687,9 @@ static void phase(struct nd *nd)
 		bcs_barriers(j, b->self);
 		bcs_reduces(nd, j);
 		bcs_try_seal(j);
+		uint64_t sent = nd_bcs_bytes_sent(nd) - sent0;
+		if (!quiet || sent) /* a quiet slice is not worth a trace event */
+			nd_trace(j->job, STORM__TRACE__EVENT__KIND__BCS, t0, nd_wall_us() - t0, slice, sent);
 	}
 }
 

@@ -35,6 +35,7 @@
 #include "ckpt.h"
 #include "layout.h"
 #include "nd.h"
+#include "trace.pb-c.h"
 
 enum helper_kind { H_DUMP, H_RESTORE };
 
@@ -50,6 +51,7 @@ struct nd_helper {
 	char *dir, *files;      /* dump, until forked: where the images go */
 	uint32_t cmd_seq;       /* dump: its Checkpoint command's number */
 	uint64_t t_cmd;         /* dump: when it came (nd_now_ns) */
+	uint64_t t_fork_us;     /* dump: when its helper started (wall clock, traces) */
 	char buf[4096];         /* dump: what it said so far */
 	size_t len;
 	struct nd_helper *next;
@@ -459,6 +461,7 @@ static bool dump_start(struct nd *nd, struct nd_helper *h)
 	}
 	h->pid = pid;
 	h->fd = fds[0];
+	h->t_fork_us = nd_wall_us();
 	slog("job %" PRIu64 ": checkpoint %" PRIu64 " into %s (helper %d)", job->id, h->id,
 	       h->dir, (int)pid);
 	return true;
@@ -756,7 +759,6 @@ static void restore_done(struct nd *nd, struct nd_helper *h, char *res)
 
 static bool nd_ckpt_reaped(struct nd *nd, pid_t pid, int status)
 {
-	(void)status;
 	for (struct nd_helper **pp = &nd->helpers; *pp; pp = &(*pp)->next) {
 		struct nd_helper *h = *pp;
 		if (h->pid != pid)
@@ -765,6 +767,11 @@ static bool nd_ckpt_reaped(struct nd *nd, pid_t pid, int status)
 		if (h->kind == H_DUMP) {
 			helper_read(h);
 			close(h->fd);
+			struct nd_job *job = job_of(nd, h->job);
+			if (job)
+				nd_trace(job, STORM__TRACE__EVENT__KIND__CKPT, h->t_fork_us,
+					 nd_wall_us() - h->t_fork_us, h->id,
+					 WIFEXITED(status) && WEXITSTATUS(status) == 0);
 			dump_done(nd, h, h->buf);
 		} else {
 			char buf[1 << 16];

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "nd.h"
+#include "trace.pb-c.h"
 
 /* ---- the cgroup v2 tree: <mount><own cgroup>/storm-<node>/job<id> */
 
@@ -172,6 +173,8 @@ int nd_gang_job_start(struct nd *nd, struct nd_job *job)
 {
 	job->stopped = nd->run_job != jobid_alloc(job->id);
 	job->freeze_fd = job->procs_fd = -1;
+	if (!job->stopped)
+		nd_trace_run(nd, job, true); /* launched into its running row */
 	if (!nd->cg_base[0])
 		return 0;
 	char path[PATH_MAX + 64], file[PATH_MAX + 96];
@@ -262,12 +265,14 @@ int nd_gang_apply(struct nd *nd, uint64_t run)
 	for (struct nd_job *j = nd->jobs; j; j = j->next)
 		if (jobid_alloc(j->id) != run && !j->stopped) {
 			set_stopped(j, true);
+			nd_trace_run(nd, j, false);
 			changed++;
 		}
 	/* a job being checkpointed stays stopped until its images are written */
 	for (struct nd_job *j = nd->jobs; j; j = j->next) {
 		if (jobid_alloc(j->id) == run && j->stopped && !j->ckpt_busy) {
 			set_stopped(j, false);
+			nd_trace_run(nd, j, true);
 			changed++;
 		}
 	}

@@ -64,11 +64,12 @@ struct nd_job {
 	bool ckpt_frozen;       /* its BCS-MPI traffic is frozen for a checkpoint
 				 * (nd_bcs_freeze) until it runs again */
 	int freeze_fd, procs_fd; /* switch = freezer: its cgroup's files, else -1 */
+	struct nd_trace *trace; /* trace.c: its events here, NULL until the first */
 	char dir[PATH_MAX];
 	struct nd_job *next;
 };
 
-enum nd_rec_kind { REC_OUTPUT, REC_EXIT, REC_NOTE };
+enum nd_rec_kind { REC_OUTPUT, REC_EXIT, REC_NOTE, REC_TRACE };
 
 /* One thing that happened, in the order it happened. */
 struct nd_rec {
@@ -128,6 +129,7 @@ struct nd {
 	struct { uint64_t switches; uint32_t delay_us; } sw[ND_SW_KEPT];
 	unsigned nsw;
 	uint64_t mb_sent_bytes[32]; /* per mailbox type (ND_MB_TYPES <= 32), since start */
+	uint64_t strobe_switches, strobe_sent_us; /* the strobe being acted on (traces) */
 	char cg_base[PATH_MAX]; /* switch = freezer: this daemon's cgroup subtree */
 	char *cg_remove[ND_CG_PENDING_MAX];
 	int cg_pending;
@@ -335,6 +337,18 @@ void nd_copy_close(struct nd *nd);
 /* report.c */
 void nd_queue_output(struct nd *nd, struct nd_job *job, uint32_t rank, uint32_t stream,
 		     const void *data, size_t len);
+/* trace.c: a job's events here, for storm trace */
+uint64_t nd_wall_us(void);
+void nd_trace(struct nd_job *job, int kind, uint64_t t_us, uint64_t dur_us, uint64_t a,
+	      uint64_t b);
+/* the job starts or stops running here (a RUN event at the stop) */
+void nd_trace_run(struct nd *nd, struct nd_job *job, bool running);
+/* its events into the report queue (before its DONE), and forgotten */
+void nd_trace_flush(struct nd *nd, struct nd_job *job);
+void nd_trace_free(struct nd_job *job);
+/* a packed storm.trace.Chunk, taken over */
+void nd_queue_trace(struct nd *nd, uint64_t job, uint8_t *chunk, size_t len);
+
 struct rusage;
 void nd_queue_exit(struct nd *nd, uint64_t job, uint32_t rank, int status,
 		   const struct rusage *ru);

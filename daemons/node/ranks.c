@@ -19,6 +19,7 @@
 
 #include "layout.h"
 #include "nd.h"
+#include "trace.pb-c.h"
 
 #define NO_DONE_SLOT UINT32_MAX
 
@@ -205,6 +206,7 @@ static void job_free(struct nd *nd, struct nd_job *job)
 			pipe_close(nd, &job->ranks[i].pipes[s]);
 	nd_gang_job_end(nd, job);
 	nd_bcs_job_end(nd, job);
+	nd_trace_free(job);
 	nd_ranks_forget(nd, job->id);
 	free(job->ranks);
 	free(job);
@@ -217,6 +219,7 @@ static void job_end(struct nd *nd, struct nd_job *job)
 		slog("job %" PRIu64 ": cannot kill process group %d: %s", job->id,
 		       (int)job->pgid, strerror(errno));
 	nd_job_dir_remove(nd, job->id);
+	nd_trace_flush(nd, job); /* its events reach the MM before its end */
 	nd_queue_note(nd, job->id, STORM__CL__JOB_NOTE__KIND__DONE, job->slot, "%s", "");
 	slog("job %" PRIu64 " done", job->id);
 	job_free(nd, job);
@@ -231,6 +234,7 @@ static void rank_ended(struct nd *nd, struct nd_job *job, struct nd_rank *r, int
 		pipe_close(nd, &r->pipes[s]);
 	}
 	r->pid = -1;
+	nd_trace(job, STORM__TRACE__EVENT__KIND__EXIT, nd_wall_us(), 0, r->rank, (uint64_t)(uint32_t)status);
 	nd_queue_exit(nd, job->id, r->rank, status, ru);
 	if (--job->nalive == 0)
 		job_end(nd, job);
@@ -448,8 +452,10 @@ static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_
 		close(err[1]);
 		if (hs[1] >= 0)
 			close(hs[1]);
-		if (pid > 0)
+		if (pid > 0) {
 			adopt(job, pid, hs[0]);
+			nd_trace(job, STORM__TRACE__EVENT__KIND__EXEC, nd_wall_us(), 0, r->rank, 0);
+		}
 		if (hs[0] >= 0)
 			close(hs[0]);
 		if (pid < 0) {

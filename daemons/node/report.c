@@ -7,6 +7,7 @@
 
 #include "layout.h"
 #include "nd.h"
+#include "trace.pb-c.h"
 
 #define NOTE_MESSAGE_MAX 1024
 
@@ -58,6 +59,17 @@ void nd_queue_exit(struct nd *nd, uint64_t job, uint32_t rank, int status,
 		r->cpu_us = (uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000 +
 			    (uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec);
 	}
+	enqueue(nd, r);
+}
+
+void nd_queue_trace(struct nd *nd, uint64_t job, uint8_t *chunk, size_t len)
+{
+	struct nd_rec *r = xcalloc(1, sizeof(*r));
+	r->kind = REC_TRACE;
+	r->job = job;
+	r->data = chunk;
+	r->len = len;
+	r->done_slot = UINT32_MAX;
 	enqueue(nd, r);
 }
 
@@ -175,6 +187,8 @@ static void send_next(struct nd *nd, uint64_t seq)
 	Storm__Cl__Output *outs = xcalloc(cap, sizeof(*outs));
 	Storm__Cl__RankExit *exits = xcalloc(cap, sizeof(*exits));
 	Storm__Cl__JobNote *notes = xcalloc(cap, sizeof(*notes));
+	Storm__Trace__Chunk **traces = xcalloc(cap, sizeof(*traces));
+	size_t n_trace = 0;
 	Storm__Cl__Report rep = STORM__CL__REPORT__INIT;
 	rep.seq = seq;
 	rep.slice = nd->slice;
@@ -203,13 +217,14 @@ static void send_next(struct nd *nd, uint64_t seq)
 	size_t partial = 0; /* output bytes of `stop` that go out in this report */
 
 	for (; r; r = r->next) {
-		if (n_out == cap || n_exit == cap || n_note == cap) {
+		if (n_out == cap || n_exit == cap || n_note == cap || n_trace == cap) {
 			cap *= 2;
 			/* nothing points into these arrays until packing */
 			outs = realloc(outs, cap * sizeof(*outs));
 			exits = realloc(exits, cap * sizeof(*exits));
 			notes = realloc(notes, cap * sizeof(*notes));
-			if (!outs || !exits || !notes) {
+			traces = realloc(traces, cap * sizeof(*traces));
+			if (!outs || !exits || !notes || !traces) {
 				fprintf(stderr, "stormnd: error: out of memory\n");
 				abort();
 			}
@@ -255,6 +270,14 @@ static void send_next(struct nd *nd, uint64_t seq)
 				break;
 			}
 			n_exit++;
+		} else if (r->kind == REC_TRACE) {
+			cost = field_cost(r->len);
+			if (used + cost > budget) {
+				stop = r;
+				break;
+			}
+			if ((traces[n_trace] = storm__trace__chunk__unpack(NULL, r->len, r->data)))
+				n_trace++;
 		} else {
 			Storm__Cl__JobNote *m = &notes[n_note];
 			storm__cl__job_note__init(m);
@@ -291,6 +314,8 @@ static void send_next(struct nd *nd, uint64_t seq)
 	rep.exits = pe;
 	rep.n_notes = n_note;
 	rep.notes = pn;
+	rep.n_traces = n_trace;
+	rep.traces = traces;
 
 	size_t len = storm__cl__report__get_packed_size(&rep);
 	free(nd->report_buf);
@@ -309,6 +334,9 @@ static void send_next(struct nd *nd, uint64_t seq)
 	free(outs);
 	free(exits);
 	free(notes);
+	for (size_t i = 0; i < n_trace; i++)
+		storm__trace__chunk__free_unpacked(traces[i], NULL);
+	free(traces);
 
 	/* drop what went out; a DONE going out completes the job for the MM */
 	while (nd->q_head && nd->q_head != stop) {

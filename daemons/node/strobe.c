@@ -238,6 +238,8 @@ void nd_on_strobe(struct nd *nd)
 	for (struct nd_job *j = nd->jobs; j; j = j->next)
 		if (j->id == run && (j->ckpt_busy || j->ckpt_frozen))
 			nd_ckpt_running(nd, j);
+	nd->strobe_switches = s.switches;
+	nd->strobe_sent_us = s.sent_ns / 1000;
 	int switched = nd_gang_apply(nd, run);
 	if (switched && s.sent_ns) {
 		double late = clock_wall_s() * 1e9 - (double)s.sent_ns;

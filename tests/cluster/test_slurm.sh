@@ -7,12 +7,13 @@
 # Usage: test_slurm.sh BUILD_BIN_DIR
 set -u
 BIN=$(cd "${1:-build/bin}" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
 T=$(mktemp -d /tmp/storm-slurmtest.XXXXXX)
 MARK=storm-slurmtest-${T##*.}-marker
 C=$T/c
 export PATH=$BIN:$PATH
 export STORM_CONF=$C/storm.conf
-. "$(dirname "$0")/lib.sh"
+. "$HERE/lib.sh"
 fails=0 checks=0
 BG=""
 
@@ -29,6 +30,14 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 cd "$T" || exit 1
 
+# wait_ended JOBID: until the job is in the accounting (it ended), at most 60 s
+wait_ended() {
+	for _ in $(seq 1 300); do
+		storm acct -j "$1" --json 2>/dev/null | grep -q '"jobid"' && return 0
+		sleep 0.2
+	done
+	return 1
+}
 # acct_field JOBID FIELD: one field of one job in storm acct --json
 acct_field() {
 	storm acct --json | python3 -c '
@@ -115,6 +124,7 @@ expect "  cancelling the allocation" 0 storm cancel "$alloc_id"
 wait "$BGPID"
 exec 7<&-
 has "  storm alloc says the allocation was revoked" alloc.err "job allocation $alloc_id revoked"
+wait_ended "$alloc_id.0" || bad "  the step ended within 60 s"
 [ "$(acct_field "$alloc_id.0" state)" = CANCELLED ] && ok "  its step went with it" ||
 	bad "  its step went with it ($(acct_field "$alloc_id.0" state))"
 storm acct -j "$alloc_id.0" --json | grep -q "its allocation $alloc_id ended" &&
@@ -134,8 +144,8 @@ has "  ... is refused, saying why" err "is not an allocation"
 
 # ---- a step is checkpointed, and restarted from it, like any job
 mkdir -p "$T/w" && cd "$T/w" || exit 1
-CK="$BIN/ckpt_prog 300 4 out%r.f 10"
-STORM_RANK=0 $BIN/ckpt_prog 300 4 ref%r.f 1 >ref.out || bad "ckpt_prog reference run"
+CK="$BIN/ckpt_prog 1000 4 out%r.f 10"
+STORM_RANK=0 $BIN/ckpt_prog 1000 4 ref%r.f 1 >ref.out || bad "ckpt_prog reference run"
 storm alloc -N 2 storm run -N 2 -n 2 $CK >ck.out 2>ck.err &
 BG="$BG $!"
 ckpid=$!
@@ -149,10 +159,12 @@ grep -Eq "^checkpoint [0-9]+ of job $ck_alloc\.0 " "$T/out" && ok "  names the s
 ck_id=$(sed -n 's/^checkpoint \([0-9]*\) .*/\1/p' "$T/out")
 expect "checkpoint of the allocation itself is refused" 1 storm checkpoint "$ck_alloc"
 has "  ... saying to checkpoint its steps" err "is an allocation; checkpoint its steps"
-wait "$ckpid" && ok "  the step ran to its end" || bad "  the step ran to its end"
+storm cancel "$ck_alloc" >/dev/null
+wait "$ckpid"
+wait_ended "$ck_alloc.0" || bad "  the step ended with its allocation"
 expect "storm restart of the step's checkpoint" 0 storm restart "$ck_id"
 [ "$(tail -1 "$T/out")" = "$(tail -1 ref.out)" ] && ok "  ends as an uninterrupted run" ||
-	{ bad "  ends as an uninterrupted run"; tail -2 "$T/out" ref.out; }
+	{ bad "  ends as an uninterrupted run"; tail -n 2 "$T/out" ref.out; }
 cd "$T" || exit 1
 
 # ---- dependencies
@@ -250,6 +262,47 @@ has "  ... names the fields there are" err "unknown field 'Bogus'; fields are Jo
 expect "acct --format with widths" 0 storm acct --format=JobID,JobName%4,ExitCode
 head -1 "$T/out" | grep -Eq '^JobID +JobN +ExitCode$' && ok "  the header, JobName cut to 4" ||
 	{ bad "  the header"; head -2 "$T/out"; }
+
+# ---- storm trace: Chrome Trace Event JSON, validated and counted
+expect "bcs-mpicc ring.c" 0 bcs-mpicc -O2 "$HERE/mpi/ring.c" -o "$T/ring"
+spin=$(storm submit --parsable -N 2 -o /dev/null sh -c "while :; do :; done # $MARK")
+expect "a BCS-MPI job sharing its nodes with another (its row takes turns)" 0 \
+	storm submit --wait --parsable -N 2 -n 4 -o "$T/ring.out" "$T/ring"
+rid=$(head -1 "$T/out")
+storm cancel "$spin" >/dev/null
+expect "storm trace -o" 0 storm trace -o "$T/trace.json" "$rid"
+python3 - "$T/trace.json" <<'PY' && ok "  valid Chrome trace: each node's turns, 2 execs and exits, BCS-MPI phases; the MM's queue, launch, end" || bad "  the trace's events"
+import json, sys
+t = json.load(open(sys.argv[1]))
+ev = t["traceEvents"]
+names = {e["pid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
+assert names[0] == "machine manager" and sorted(names) == [0, 1, 2], names
+assert all(names[p].startswith("node") for p in (1, 2)), names
+for e in ev:
+    assert e["ph"] in ("M", "X", "i"), e
+    if e["ph"] != "M":
+        assert e["ts"] >= 0 and e.get("dur", 0) >= 0, e
+def count(pid, pred):
+    return sum(1 for e in ev if e["pid"] == pid and e["ph"] != "M" and pred(e))
+for p in (1, 2):
+    assert count(p, lambda e: e["name"] == "running") >= 1, ("runs", p)
+    assert count(p, lambda e: e["name"].endswith(" exec")) == 2, ("execs", p)
+    assert count(p, lambda e: e["name"].endswith(" exit")) == 2, ("exits", p)
+    assert count(p, lambda e: e["name"] == "micro-phase") >= 1, ("bcs", p)
+    assert all("skew_us" in e["args"] for e in ev if e["pid"] == p and e["name"] == "running")
+for n in ("queued", "launch", "end"):
+    assert count(0, lambda e: e["name"] == n) == 1, n
+assert count(0, lambda e: e["name"].startswith("row ")) >= 1, "rows"
+PY
+expect "  the checkpointed step's trace" 0 storm trace -o "$T/ck.json" "$ck_alloc.0"
+python3 - "$T/ck.json" <<'PY' && ok "  holds its checkpoint, from the MM and from both nodes" || bad "  the step's checkpoint in its trace"
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+assert sum(1 for e in ev if e["pid"] == 0 and e["name"].startswith("checkpoint ")) == 1
+assert {e["pid"] for e in ev if e["name"].startswith("saving checkpoint")} == {1, 2}
+PY
+expect "storm trace of a job that never was" 1 storm trace 99999
+has "  ... says so" err "no job 99999"
 
 # ---- the MM's metrics, through a real HTTP client and Prometheus' own parser
 # (at the end: every kind of job above has been through it)
