@@ -324,9 +324,14 @@ static void handle(struct mm *mm, struct client *c, const uint8_t *body, size_t 
 	case STORM__CTL__REQUEST__BODY_ACCT:
 		acct_reply(mm, c, req->acct);
 		break;
-	case STORM__CTL__REQUEST__BODY_TRACE:
-		trace_reply(mm, c, req->trace);
+	case STORM__CTL__REQUEST__BODY_TRACE: {
+		struct job *j = job_find(mm, req->trace->job);
+		Storm__Ctl__JobInfo info;
+		if (j)
+			job_fill_info(mm, j, &info);
+		trace_reply(mm, c, req->trace, j ? &info : NULL);
 		break;
+	}
 	default: /* mm_req_decode let no other body through */
 		break;
 	}

@@ -321,7 +321,9 @@ void trace_rows(struct mm *mm, int old_row, int new_row);
 void trace_checkpoint(struct mm *mm, struct job *j, const struct mm_ckpt *r);
 void trace_job_end(struct mm *mm, struct job *j); /* into the database; forgotten */
 void trace_on_chunk(struct mm *mm, int node, const Storm__Trace__Chunk *c);
-void trace_reply(struct mm *mm, struct client *c, const Storm__Ctl__GetTrace *g);
+/* info: the job's, when it is in memory (job_fill_info), else NULL */
+void trace_reply(struct mm *mm, struct client *c, const Storm__Ctl__GetTrace *g,
+		 const Storm__Ctl__JobInfo *info);
 void trace_free(struct job *j);
 
 /* depend.c: whether a queued job may start (dependencies, array limits) */

@@ -171,8 +171,12 @@ void trace_free(struct job *j)
 
 void trace_on_chunk(struct mm *mm, int node, const Storm__Trace__Chunk *c)
 {
-	/* only a node of the job, while it runs there */
-	if (!mm->db || !job_runs_on(mm, c->job, node) || c->n_events > 4096)
+	/* only a node of the job, while the job is on */
+	struct job *j = job_find(mm, c->job);
+	bool ours = false;
+	for (uint32_t k = 0; j && job_active(j) && k < j->nnodes; k++)
+		ours |= j->nodes[k] == node;
+	if (!mm->db || !ours || c->n_events > 4096)
 		return;
 	size_t len = storm__trace__chunk__get_packed_size(c);
 	uint8_t *buf = malloc(len);
@@ -256,20 +260,19 @@ static int owner_of(void *arg, const struct db_acct *a)
 	return 0;
 }
 
-void trace_reply(struct mm *mm, struct client *c, const Storm__Ctl__GetTrace *g)
+void trace_reply(struct mm *mm, struct client *c, const Storm__Ctl__GetTrace *g,
+		 const Storm__Ctl__JobInfo *info)
 {
 	char why[256];
 	struct job *j = job_find(mm, g->job);
 	struct owner o = { 0 };
 	Storm__Ctl__Trace tr = STORM__CTL__TRACE__INIT;
-	Storm__Ctl__JobInfo info;
 	if (j) {
 		if (!mm_may_touch(c, j, "trace", why, sizeof(why))) {
 			reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PERMISSION, "%s", why);
 			return;
 		}
-		job_fill_info(mm, j, &info);
-		tr.job = &info;
+		tr.job = (Storm__Ctl__JobInfo *)info;
 	} else {
 		struct db_acct_filter f = { .uid = -1, .job = g->job };
 		if (mm->db)

@@ -343,8 +343,9 @@ void nd_trace(struct nd_job *job, int kind, uint64_t t_us, uint64_t dur_us, uint
 	      uint64_t b);
 /* the job starts or stops running here (a RUN event at the stop) */
 void nd_trace_run(struct nd *nd, struct nd_job *job, bool running);
-/* its events into the report queue (before its DONE), and forgotten */
-void nd_trace_flush(struct nd *nd, struct nd_job *job);
+/* its events, packed, to queue (nd_queue_trace: before its DONE), and forgotten */
+void nd_trace_flush(struct nd *nd, struct nd_job *job,
+		    void (*queue)(struct nd *, uint64_t, uint8_t *, size_t));
 void nd_trace_free(struct nd_job *job);
 /* a packed storm.trace.Chunk, taken over */
 void nd_queue_trace(struct nd *nd, uint64_t job, uint8_t *chunk, size_t len);

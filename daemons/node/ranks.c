@@ -219,7 +219,7 @@ static void job_end(struct nd *nd, struct nd_job *job)
 		slog("job %" PRIu64 ": cannot kill process group %d: %s", job->id,
 		       (int)job->pgid, strerror(errno));
 	nd_job_dir_remove(nd, job->id);
-	nd_trace_flush(nd, job); /* its events reach the MM before its end */
+	nd_trace_flush(nd, job, nd_queue_trace); /* its events reach the MM before its end */
 	nd_queue_note(nd, job->id, STORM__CL__JOB_NOTE__KIND__DONE, job->slot, "%s", "");
 	slog("job %" PRIu64 " done", job->id);
 	job_free(nd, job);

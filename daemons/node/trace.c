@@ -61,7 +61,8 @@ void nd_trace_run(struct nd *nd, struct nd_job *job, bool running)
 	}
 }
 
-void nd_trace_flush(struct nd *nd, struct nd_job *job)
+void nd_trace_flush(struct nd *nd, struct nd_job *job,
+		    void (*queue)(struct nd *, uint64_t, uint8_t *, size_t))
 {
 	nd_trace_run(nd, job, false);
 	struct nd_trace *t = job->trace;
@@ -89,7 +90,7 @@ void nd_trace_flush(struct nd *nd, struct nd_job *job)
 		if (!buf)
 			break;
 		storm__trace__chunk__pack(&c, buf);
-		nd_queue_trace(nd, job->id, buf, len);
+		queue(nd, job->id, buf, len);
 	}
 	free(t);
 	job->trace = NULL;
