@@ -140,7 +140,7 @@ bench-auth: $(BUILD)/bin/mac_bench
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_LIB := net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wire.c \
             common/hostlist.c common/config.c scheduler/matrix.c cli/opts.c cli/label.c cli/fmt.c cli/mview.c \
-            cli/slurmopt.c common/jobid.c \
+            cli/slurmopt.c cli/jobtable.c common/jobid.c \
             common/gm_auth.c common/ctl_auth.c common/evloop.c common/fault.c daemons/mm/access.c daemons/mm/db.c \
             daemons/node/match.c bcs_mpi/abi/dtype.c bcs_mpi/abi/trace_codec.c bcs_mpi/abi/chan_ckpt.c \
             checkpoint/image.c checkpoint/util.c

@@ -82,7 +82,8 @@ static void test_conf_good(void)
 	CU_ASSERT_EQUAL_FATAL(
 		conf_load_string("[cluster]\nname = v\ntimeslice_us = 2000 ; 2 ms\n"
 				 "provider = shm\n[scheduler]\nmpl = 3\nquantum = 4\n"
-				 "switch = freezer\n[nodes]\nnames = n[0-7]\ncpus = 2\n",
+				 "switch = freezer\n[nodes]\nnames = n[0-7]\ncpus = 2\n"
+				 "[metrics]\nport = 9100\naddress = 0.0.0.0\n",
 				 "t.conf", &c, err, sizeof(err)),
 		0);
 	CU_ASSERT_STRING_EQUAL(c.name, "v");
@@ -113,6 +114,8 @@ static void test_conf_good(void)
 	CU_ASSERT_EQUAL(d.quantum, 4);
 	CU_ASSERT_EQUAL(d.switch_mode, SWITCH_FREEZER);
 	CU_ASSERT_STRING_EQUAL(d.nodes[5], "n5");
+	CU_ASSERT_EQUAL(d.metrics_port, 9100);
+	CU_ASSERT_STRING_EQUAL(d.metrics_address, "0.0.0.0");
 	CU_ASSERT_STRING_EQUAL(d.database, ""); /* default: <state_dir>/mm.db */
 	CU_ASSERT_EQUAL(d.database_sync, DB_SYNC_NORMAL);
 	conf_free(&d);

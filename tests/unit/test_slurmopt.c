@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../cli/jobtable.h"
 #include "../../cli/slurmopt.h"
 #include "jobid.h"
 #include "suites.h"
@@ -166,6 +167,32 @@ static void test_directives(void)
 	CU_ASSERT_EQUAL(s.n, 0);
 }
 
+static void test_jobtable(void)
+{
+	struct job_col cols[JOBTABLE_MAX_COLS];
+	int n = 0;
+	char why[512];
+	CU_ASSERT_EQUAL(jobtable_parse("JobID,name%5,state,MaxRSS,TotalCPU", cols, &n, why,
+				       sizeof(why)), 0);
+	CU_ASSERT_EQUAL(n, 5);
+	CU_ASSERT_EQUAL(cols[1].width, 5);
+	struct job_row r = { .jobid = "12.3", .name = "longname", .user = "ann", .state = 3,
+			     .max_rss_kb = 2048, .cpu_seconds = 3725.5 };
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	jobtable_print(f, cols, n, &r, 1);
+	fclose(f);
+	CU_ASSERT_STRING_EQUAL(text, "JobID JobNa State     MaxRSS    TotalCPU\n"
+				     "12.3  longn COMPLETED  2048K 1:02:05.500\n");
+	free(text);
+	const char *bad[] = { "", "Bogus", "JobID,", "JobID%0", "JobID%x", "JobID%5x", ",JobID" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CU_ASSERT_EQUAL(jobtable_parse(bad[i], cols, &n, why, sizeof(why)), -1);
+	jobtable_parse("Bogus", cols, &n, why, sizeof(why));
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "fields are JobID,JobName"));
+}
+
 void add_slurmopt_suite(void)
 {
 	CU_pSuite s = CU_add_suite("slurm options", NULL, NULL);
@@ -174,4 +201,5 @@ void add_slurmopt_suite(void)
 	CU_add_test(s, "--dependency", test_dependency);
 	CU_add_test(s, "--export", test_export);
 	CU_add_test(s, "#STORM and #SBATCH directives", test_directives);
+	CU_add_test(s, "-o/--format fields", test_jobtable);
 }
