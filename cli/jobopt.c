@@ -41,6 +41,12 @@ static const char run_help[] =
 	"                      otherwise; any: either) or, with after, started\n"
 	"      --export=ALL|NONE|NAME[=VALUE][,...]  the environment the ranks get\n"
 	"                      (default ALL: this one)\n"
+	"  -i, --input=0|none  where this command's stdin goes: to rank 0 (default;\n"
+	"                      not when storm run is in the background of a terminal)\n"
+	"                      or nowhere (every rank reads /dev/null)\n"
+	"      --pty           rank 0 runs on a pseudo-terminal (its stdin, stdout and\n"
+	"                      stderr) the size of this one, which goes raw meanwhile;\n"
+	"                      Ctrl-C still interrupts the job\n"
 	"      --conf FILE     the cluster's storm.conf\n"
 	"  -h, --help          this help\n"
 	"\n"
@@ -93,7 +99,7 @@ static const char submit_help[] =
 enum {
 	J_NODES = 1, J_RANKS, J_LABEL, J_NOBCAST, J_FILE, J_TIMING, J_NAME, J_OVERCOMMIT,
 	J_OUTPUT, J_PARSABLE, J_CONF, J_HELP, J_WAIT, J_CKPT_INTERVAL, J_RESTART_ON_FAILURE,
-	J_RECORD, J_TIME, J_DEPENDENCY, J_ARRAY, J_EXPORT
+	J_RECORD, J_TIME, J_DEPENDENCY, J_ARRAY, J_EXPORT, J_INPUT, J_PTY
 };
 static const struct cli_opt run_opts[] = {
 	{ "nodes", 'N', 1, J_NODES },	  { "ntasks", 'n', 1, J_RANKS },
@@ -107,6 +113,8 @@ static const struct cli_opt run_opts[] = {
 	{ "time", 't', 1, J_TIME },
 	{ "dependency", 'd', 1, J_DEPENDENCY },
 	{ "export", 0, 1, J_EXPORT },
+	{ "input", 'i', 1, J_INPUT },
+	{ "pty", 0, 0, J_PTY },
 	{ NULL, 0, 0, 0 },
 };
 static const struct cli_opt submit_opts[] = {
@@ -212,6 +220,16 @@ static int apply_opt(struct cli *c, struct job_opts *o, int id, const char *arg,
 		o->export_spec = arg;
 		break;
 	}
+	case J_INPUT:
+		if (!strcmp(arg, "none"))
+			o->no_stdin = 1;
+		else if (!strcmp(arg, "0"))
+			o->no_stdin = 0;
+		else
+			return usage_error(o->cmd, "%s-i/--input wants 0 (rank 0, the default) or none, "
+					   "not '%s'", where, arg);
+		break;
+	case J_PTY: o->pty = 1; break;
 	case J_HELP:
 		fputs(o->batch ? submit_help : run_help, stdout);
 		return EXIT_OK;

@@ -32,6 +32,9 @@ struct job_opts {
 	uint32_t array_limit;
 	const char *export_spec; /* --export, NULL: ALL */
 	int script;         /* submit: PROGRAM is a batch script */
+	int no_stdin;       /* run --input=none: rank 0 reads /dev/null */
+	int forward_stdin;  /* run: our stdin goes to rank 0 */
+	int pty;            /* run --pty: rank 0 on a terminal, ours raw */
 #define JOBOPT_KEEP 256
 	char **keep[JOBOPT_KEEP]; /* directive words the options point into */
 	int nkeep;

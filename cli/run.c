@@ -10,9 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "bcs.h"
@@ -210,6 +212,15 @@ static int prepare(const struct job_opts *o, struct prepared *pr)
 	s->time_limit = o->time_limit;
 	s->restart_on_failure = o->restart_on_failure;
 	s->script = o->script;
+	s->forward_stdin = o->forward_stdin;
+	if (o->pty) {
+		struct winsize ws;
+		s->pty = 1;
+		if (ioctl(1, TIOCGWINSZ, &ws) == 0 || ioctl(0, TIOCGWINSZ, &ws) == 0) {
+			s->pty_rows = ws.ws_row;
+			s->pty_cols = ws.ws_col;
+		}
+	}
 	for (size_t i = 0; i < o->ndeps; i++) {
 		storm__job__dependency__init(&pr->deps[i]);
 		pr->deps[i].kind = (Storm__Job__Dependency__Kind)o->deps[i].kind;
@@ -286,7 +297,60 @@ struct run_state {
 	uint64_t done, total;
 	int progress_shown, progress_open;
 	struct bcs_filter *bf; /* --record, storm replay */
+	/* our stdin, forwarded to rank 0: at most STDIN_WINDOW unacknowledged */
+	int stdin_open;
+	uint64_t stdin_sent, stdin_acked;
+	int sock;
 };
+
+#define STDIN_CHUNK (16u << 10)
+#define STDIN_WINDOW (64u << 10)
+
+static int on_interrupt(struct run_state *st);
+
+/* A chunk of our stdin to rank 0 (or its end). -1 to go on, or an exit code. */
+static int forward_stdin(struct run_state *st)
+{
+	uint8_t buf[STDIN_CHUNK];
+	ssize_t n = read(0, buf, sizeof(buf));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return -1;
+	if (n > 0 && st->o->pty) {
+		/* a raw terminal sends Ctrl-C as a byte: it still interrupts the job */
+		ssize_t w = 0;
+		for (ssize_t i = 0; i < n; i++) {
+			if (buf[i] != 3) {
+				buf[w++] = buf[i];
+				continue;
+			}
+			int code = on_interrupt(st);
+			if (code >= 0)
+				return code;
+		}
+		if (w == 0)
+			return -1;
+		n = w;
+	}
+	Storm__Ctl__StdinData d = STORM__CTL__STDIN_DATA__INIT;
+	d.job = st->job;
+	if (n > 0) {
+		d.data.data = buf;
+		d.data.len = (size_t)n;
+		st->stdin_sent += (uint64_t)n;
+	} else {
+		d.eof = 1; /* end of our input, or it cannot be read: rank 0 sees EOF */
+		st->stdin_open = 0;
+	}
+	Storm__Ctl__Request req = STORM__CTL__REQUEST__INIT;
+	req.body_case = STORM__CTL__REQUEST__BODY_STDIN;
+	req.stdin = &d;
+	int rc = ctl_send(st->sock, &req, NULL, 0);
+	if (rc != 0) {
+		ctl_report(rc);
+		return EXIT_STORM;
+	}
+	return -1;
+}
 
 static void write_all(int fd, const char *data, size_t len)
 {
@@ -493,6 +557,10 @@ static int on_reply(struct run_state *st, Storm__Ctl__Reply *rep)
 		}
 		return show_output(st, out->rank, is_err, out->data.data, out->data.len);
 	}
+	case STORM__CTL__REPLY__BODY_STDIN_ACK:
+		if (rep->stdin_ack->written > st->stdin_acked)
+			st->stdin_acked = rep->stdin_ack->written;
+		return -1;
 	case STORM__CTL__REPLY__BODY_PROGRESS:
 		/* the transfer's clock starts with its first report, not at
 		 * submission: a queued job has not started moving */
@@ -610,7 +678,11 @@ static int stream_job(struct run_state *st, int fd)
 			code = EXIT_STORM;
 			break;
 		}
-		struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
+		st->sock = fd;
+		bool want_in = st->stdin_open && st->job &&
+			       st->stdin_sent - st->stdin_acked < STDIN_WINDOW;
+		struct pollfd p[3] = { { .fd = fd, .events = POLLIN }, { .fd = sfd, .events = POLLIN },
+				       { .fd = want_in ? 0 : -1, .events = POLLIN } };
 		int timeout = -1;
 		if (!st->job) {
 			double left = submitted_by - now_s();
@@ -623,7 +695,7 @@ static int stream_job(struct run_state *st, int fd)
 			}
 			timeout = (int)(left * 1000) + 1;
 		}
-		if (poll(p, sfd >= 0 ? 2 : 1, timeout) < 0 && errno != EINTR) {
+		if (poll(p, 3, timeout) < 0 && errno != EINTR) {
 			fprintf(stderr, "storm: error: poll: %s\n", strerror(errno));
 			code = EXIT_STORM;
 			break;
@@ -633,6 +705,8 @@ static int stream_job(struct run_state *st, int fd)
 			while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si) && code < 0)
 				code = on_interrupt(st);
 		}
+		if (code < 0 && want_in && (p[2].revents & (POLLIN | POLLHUP | POLLERR)))
+			code = forward_stdin(st);
 	}
 	frame_rx_reset(&rx);
 	if (sfd >= 0)
@@ -702,10 +776,47 @@ static int job_main(struct cli *c, int argc, char **argv, int batch, int bcs)
 	return rc;
 }
 
+/* Our stdin is ours to read: open, and not a terminal we are in the
+ * background of (reading it would stop us with SIGTTIN). */
+static int stdin_forwardable(void)
+{
+	if (fcntl(0, F_GETFD) < 0)
+		return 0;
+	return !isatty(0) || tcgetpgrp(0) == getpgrp();
+}
+
+/* --pty: our terminal raw while the job runs, as it was after */
+static struct termios saved_tty;
+static int tty_raw;
+static void tty_restore(void)
+{
+	if (tty_raw) {
+		tcsetattr(0, TCSADRAIN, &saved_tty);
+		tty_raw = 0;
+	}
+}
+static void tty_make_raw(void)
+{
+	struct termios t;
+	if (!isatty(0) || tcgetattr(0, &saved_tty) != 0)
+		return;
+	t = saved_tty;
+	cfmakeraw(&t);
+	t.c_oflag |= OPOST | ONLCR; /* our own messages still start their lines */
+	if (tcsetattr(0, TCSADRAIN, &t) == 0) {
+		tty_raw = 1;
+		atexit(tty_restore);
+	}
+}
+
 static int job_run(struct cli *c, struct job_opts *o_, int batch)
 {
 	struct job_opts o = *o_;
 	int rc;
+	o.forward_stdin = !batch && !o.no_stdin && strcmp(o.cmd, "storm replay") != 0 &&
+			  stdin_forwardable();
+	if (o.pty && (batch || !o.forward_stdin))
+		return usage_error(o.cmd, "--pty is for storm run with its stdin forwarded");
 	if (o.record) {
 		/* fail now rather than after the run */
 		int tfd = open(o.record, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
@@ -735,13 +846,17 @@ static int job_run(struct cli *c, struct job_opts *o_, int batch)
 	if (fd < 0)
 		return EXIT_STORM;
 	if (!batch) {
-		struct run_state st = { .c = c, .o = &o, .stderr_tty = isatty(2) };
+		struct run_state st = { .c = c, .o = &o, .stderr_tty = isatty(2),
+					.stdin_open = o.forward_stdin };
 		if (o.bcs && !(st.bf = bcs_filter_new())) {
 			fprintf(stderr, "storm: error: out of memory\n");
 			close(fd);
 			return EXIT_STORM;
 		}
+		if (o.pty)
+			tty_make_raw();
 		rc = stream_job(&st, fd);
+		tty_restore();
 		label_free(&st.labels);
 		bcs_filter_free(st.bf);
 		close(fd);

@@ -324,6 +324,9 @@ static void handle(struct mm *mm, struct client *c, const uint8_t *body, size_t 
 	case STORM__CTL__REQUEST__BODY_ACCT:
 		acct_reply(mm, c, req->acct);
 		break;
+	case STORM__CTL__REQUEST__BODY_STDIN:
+		job_stdin(mm, c, req->stdin);
+		break;
 	case STORM__CTL__REQUEST__BODY_TRACE: {
 		struct job *j = job_find(mm, req->trace->job);
 		Storm__Ctl__JobInfo info;

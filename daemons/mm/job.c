@@ -34,6 +34,7 @@ void job_destroy(struct job *j)
 	free(j->rank_status);
 	free(j->node_done);
 	free(j->stage);
+	free(j->stdin_held);
 	trace_free(j);
 	free(j);
 }
@@ -486,6 +487,26 @@ void jobs_schedule(struct mm *mm)
 	}
 }
 
+/* ---- rank 0's standard input */
+
+#define STDIN_MSG_MAX (16u << 10)
+#define STDIN_HELD_MAX (80u << 10) /* the CLI's 64 KiB window and a message */
+
+static void send_stdin(struct mm *mm, struct job *j, const uint8_t *data, size_t len, bool eof)
+{
+	Storm__Cl__Stdin s = STORM__CL__STDIN__INIT;
+	s.job = j->id;
+	s.data.data = (uint8_t *)data;
+	s.data.len = len;
+	s.eof = eof;
+	Storm__Cl__Command cmd = STORM__CL__COMMAND__INIT;
+	cmd.body_case = STORM__CL__COMMAND__BODY_STDIN;
+	cmd.stdin = &s;
+	int rc = cmd_queue(mm, &cmd, &j->nodes[0], 1); /* rank 0's node */
+	if (rc < 0)
+		slog("job %llu: cannot queue its stdin: %s", (unsigned long long)j->id, strerror(-rc));
+}
+
 /* Slurm's block distribution: the first (ranks % nodes) nodes get one more. */
 void job_transferred(struct mm *mm, struct job *j)
 {
@@ -552,6 +573,22 @@ void job_transferred(struct mm *mm, struct job *j)
 	j->state = STORM__CTL__JOB_STATE__RUNNING;
 	j->t_launched = clock_wall_s();
 	metrics_job_launched(mm, j);
+	if (j->stdin_held_len || j->stdin_held_eof) {
+		/* after the Launch in the ring, so the node has the job */
+		for (size_t off = 0; off < j->stdin_held_len || j->stdin_held_eof;) {
+			size_t n = j->stdin_held_len - off < STDIN_MSG_MAX ? j->stdin_held_len - off
+									   : STDIN_MSG_MAX;
+			bool last = off + n == j->stdin_held_len;
+			send_stdin(mm, j, j->stdin_held + off, n, last && j->stdin_held_eof);
+			off += n;
+			if (last)
+				break;
+		}
+		free(j->stdin_held);
+		j->stdin_held = NULL;
+		j->stdin_held_len = 0;
+		j->stdin_held_eof = false;
+	}
 	if (j->spec->checkpoint_interval)
 		j->ckpt_next = j->t_launched + j->spec->checkpoint_interval;
 	persist_job(mm, j);
@@ -985,6 +1022,14 @@ void job_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n)
 		job_fail(mm, j, "node %s: %s", mm->conf.nodes[node], n->message);
 		check_end(mm, j);
 		break;
+	case STORM__CL__JOB_NOTE__KIND__STDIN_ACK:
+		if (k == 0 && j->client) {
+			Storm__Ctl__StdinAck a = STORM__CTL__STDIN_ACK__INIT;
+			a.job = j->id;
+			a.written = n->value;
+			reply_send(mm, j->client, STORM__CTL__REPLY__BODY_STDIN_ACK, &a);
+		}
+		break;
 	case STORM__CL__JOB_NOTE__KIND__DONE:
 		node_is_done(j, k);
 		check_end(mm, j);
@@ -992,6 +1037,39 @@ void job_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n)
 	default:
 		break;
 	}
+}
+
+void job_stdin(struct mm *mm, struct client *c, const Storm__Ctl__StdinData *d)
+{
+	struct job *j = c->job;
+	if (!j || j->id != d->job || !j->spec->forward_stdin || d->data.len > STDIN_MSG_MAX) {
+		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,
+			    "stdin for job %llu: not this connection's job, not forwarding its "
+			    "stdin, or more than %u bytes at once", (unsigned long long)d->job,
+			    STDIN_MSG_MAX);
+		return;
+	}
+	if (!job_active(j) || j->stdin_eof)
+		return; /* ended, or after its end of input: nothing reads it */
+	if (j->state == STORM__CTL__JOB_STATE__RUNNING) {
+		send_stdin(mm, j, d->data.data, d->data.len, d->eof);
+	} else {
+		/* not launched yet: held, and sent right after the launch */
+		if (j->stdin_held_len + d->data.len > STDIN_HELD_MAX) {
+			reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,
+				    "stdin for job %llu beyond its window before the launch",
+				    (unsigned long long)d->job);
+			return;
+		}
+		uint8_t *nb = realloc(j->stdin_held, j->stdin_held_len + d->data.len + 1);
+		if (!nb)
+			return;
+		memcpy(nb + j->stdin_held_len, d->data.data, d->data.len);
+		j->stdin_held = nb;
+		j->stdin_held_len += d->data.len;
+		j->stdin_held_eof = d->eof;
+	}
+	j->stdin_eof = d->eof;
 }
 
 static void job_progress(struct mm *mm, struct job *j, uint64_t done, uint64_t total)

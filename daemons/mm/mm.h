@@ -97,6 +97,10 @@ struct job {
 	uint64_t max_rss_kb;     /* the largest peak RSS of its ranks that ended */
 	uint64_t cpu_us;         /* their CPU time, summed */
 	struct mm_trace *trace;  /* trace.c: the MM's events of it, NULL: none yet */
+	/* storm run's stdin for rank 0: what came before the launch, held */
+	uint8_t *stdin_held;
+	size_t stdin_held_len;
+	bool stdin_held_eof, stdin_eof;
 	bool recovered, dirty;   /* restored from the database; changed, unsaved */
 	int32_t exit_status;
 	char reason[512];
@@ -349,6 +353,8 @@ void job_node_lost(struct mm *mm, struct job *j, int node);
 void job_node_failed(struct mm *mm, struct job *j, int node, const char *why);
 void job_fill_info(struct mm *mm, const struct job *j, Storm__Ctl__JobInfo *info);
 void job_client_gone(struct mm *mm, struct job *j);
+/* storm run's stdin bytes for rank 0, on the job's connection */
+void job_stdin(struct mm *mm, struct client *c, const Storm__Ctl__StdinData *d);
 void job_destroy(struct job *j);
 /* The job is active and runs on node idx. */
 bool job_runs_on(struct mm *mm, uint64_t id, int idx);

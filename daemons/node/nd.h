@@ -65,6 +65,13 @@ struct nd_job {
 				 * (nd_bcs_freeze) until it runs again */
 	int freeze_fd, procs_fd; /* switch = freezer: its cgroup's files, else -1 */
 	struct nd_trace *trace; /* trace.c: its events here, NULL until the first */
+	struct nd *daemon;      /* for its event callbacks */
+	/* stdin.c: rank 0's stdin when storm run forwards it, else -1 */
+	int stdin_w;
+	uint8_t *stdin_buf;     /* bytes not yet written, from stdin_off */
+	size_t stdin_len, stdin_off;
+	bool stdin_eof, stdin_polled, stdin_pty;
+	uint64_t stdin_written;
 	char dir[PATH_MAX];
 	struct nd_job *next;
 };
@@ -78,6 +85,7 @@ struct nd_rec {
 	uint32_t rank, stream;
 	int32_t wait_status;
 	uint64_t max_rss_kb, cpu_us; /* EXIT: from the rank's rusage */
+	uint64_t value;         /* NOTE: STDIN_ACK's count */
 	int note;               /* Storm__Cl__JobNote__Kind */
 	char *message;
 	uint32_t done_slot;     /* DONE: GM_VAR_DONE slot to set once sent */
@@ -337,6 +345,16 @@ void nd_copy_close(struct nd *nd);
 /* report.c */
 void nd_queue_output(struct nd *nd, struct nd_job *job, uint32_t rank, uint32_t stream,
 		     const void *data, size_t len);
+/* stdin.c: rank 0's standard input (storm run forwards its own) */
+void nd_stdin(struct nd *nd, const Storm__Cl__Stdin *s);
+int nd_stdin_open(struct nd_job *job, int *read_end); /* the pipe; 0 or -errno */
+/* --pty: a pseudo-terminal of rows x cols; rank 0's fds 0-2 are *slave, its
+ * output is read from *master, its input written to a duplicate of it */
+int nd_pty_open(struct nd_job *job, uint32_t rows, uint32_t cols, int *master, int *slave);
+void nd_stdin_end(struct nd *nd, struct nd_job *job);
+/* a note with a count and no message (STDIN_ACK) */
+void nd_queue_value(struct nd *nd, uint64_t job, int kind, uint64_t value);
+
 /* trace.c: a job's events here, for storm trace */
 uint64_t nd_wall_us(void);
 void nd_trace(struct nd_job *job, int kind, uint64_t t_us, uint64_t dur_us, uint64_t a,

@@ -35,6 +35,7 @@ struct plan {
 	int ngroups;
 	pid_t pgid;
 	int traced_w;           /* handshake pipe: "T" once the child is traced */
+	int stdin_r;            /* its fd 0 (rank 0 under storm run), -1: /dev/null */
 	int bcs_fd;             /* the job's BCS-MPI channel, becomes fd 3; -1: none */
 };
 
@@ -66,8 +67,8 @@ static _Noreturn void run_child(const struct plan *pl, int out_w, int err_w)
 	if (pl->traced_w >= 0 && ptrace(PTRACE_TRACEME, 0, NULL, NULL) == 0 &&
 	    write(pl->traced_w, "T", 1) < 0)
 		_exit(127);
-	int null = open("/dev/null", O_RDONLY);
-	if (null < 0 || dup2(null, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
+	int in = pl->stdin_r >= 0 ? pl->stdin_r : open("/dev/null", O_RDONLY);
+	if (in < 0 || dup2(in, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
 		_exit(127);
 	/* the BCS-MPI channel at a fixed fd (STORM_BCS_FD), kept across exec */
 	if (pl->bcs_fd == 3)
@@ -207,6 +208,7 @@ static void job_free(struct nd *nd, struct nd_job *job)
 	nd_gang_job_end(nd, job);
 	nd_bcs_job_end(nd, job);
 	nd_trace_free(job);
+	nd_stdin_end(nd, job);
 	nd_ranks_forget(nd, job->id);
 	free(job->ranks);
 	free(job);
@@ -426,7 +428,21 @@ static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_
 		snprintf(e_rank, sizeof(e_rank), "STORM_RANK=%s", rank);
 		snprintf(e_local, sizeof(e_local), "STORM_LOCAL_RANK=%s", local);
 		int out[2] = {-1, -1}, err[2] = {-1, -1};
-		if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+		pl->stdin_r = -1;
+		if (r->rank == 0 && L->spec->pty) {
+			/* one terminal for its fds 0-2; its output comes as stdout */
+			int m, s;
+			int prc = nd_pty_open(job, L->spec->pty_rows, L->spec->pty_cols, &m, &s);
+			if (prc < 0) {
+				slog("job %" PRIu64 ": cannot open a pseudo-terminal: %s", job->id,
+				     strerror(-prc));
+				goto fail;
+			}
+			out[0] = m;
+			out[1] = s;
+			err[1] = fcntl(s, F_DUPFD_CLOEXEC, 3);
+			pl->stdin_r = fcntl(s, F_DUPFD_CLOEXEC, 3);
+		} else if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
 			slog("job %" PRIu64 ": cannot create pipes for rank %u: %s",
 			       job->id, r->rank, strerror(errno));
 			for (int s = 0; s < 2; s++)
@@ -439,6 +455,10 @@ static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_
 		if (pipe2(hs, O_CLOEXEC) < 0)
 			hs[0] = hs[1] = -1;
 		pl->traced_w = hs[1];
+		if (r->rank == 0 && !L->spec->pty && L->spec->forward_stdin &&
+		    nd_stdin_open(job, &pl->stdin_r) < 0)
+			slog("job %" PRIu64 ": cannot open rank 0's stdin: %s; it reads /dev/null",
+			     job->id, strerror(errno));
 		/* vfork: fork() copies the page tables of the daemon's ~90 MB of
 		 * buffers, 3-5 ms a rank here. run_child is vfork-safe: plain
 		 * system calls on its own fd table and stack frame (the groups
@@ -452,6 +472,8 @@ static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_
 		close(err[1]);
 		if (hs[1] >= 0)
 			close(hs[1]);
+		if (pl->stdin_r >= 0)
+			close(pl->stdin_r);
 		if (pid > 0) {
 			adopt(job, pid, hs[0]);
 			nd_trace(job, STORM__TRACE__EVENT__KIND__EXEC, nd_wall_us(), 0, r->rank, 0);
@@ -545,6 +567,8 @@ void nd_launch(struct nd *nd, const Storm__Cl__Command *cmd, size_t k)
 	job->slot = L->slot;
 	job->nranks = count;
 	job->freeze_fd = job->procs_fd = -1;
+	job->stdin_w = -1;
+	job->daemon = nd;
 	for (uint32_t i = 0; i < count; i++)
 		job->ranks[i].pipes[0].fd = job->ranks[i].pipes[1].fd = -1;
 	int rc = nd_job_dir_create(nd, L->job, L->spec->uid, L->spec->gid, job->dir, sizeof(job->dir));

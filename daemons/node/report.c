@@ -73,6 +73,24 @@ void nd_queue_trace(struct nd *nd, uint64_t job, uint8_t *chunk, size_t len)
 	enqueue(nd, r);
 }
 
+void nd_queue_value(struct nd *nd, uint64_t job, int kind, uint64_t value)
+{
+	/* one per job waiting is enough: a later count covers an earlier */
+	for (struct nd_rec *q = nd->q_head; q; q = q->next)
+		if (q->kind == REC_NOTE && q->job == job && q->note == kind) {
+			q->value = value;
+			return;
+		}
+	struct nd_rec *r = xcalloc(1, sizeof(*r));
+	r->kind = REC_NOTE;
+	r->job = job;
+	r->note = kind;
+	r->value = value;
+	r->done_slot = UINT32_MAX;
+	r->message = xcalloc(1, 1);
+	enqueue(nd, r);
+}
+
 void nd_queue_note(struct nd *nd, uint64_t job, int kind, uint32_t done_slot,
 		   const char *fmt, ...)
 {
@@ -284,6 +302,7 @@ static void send_next(struct nd *nd, uint64_t seq)
 			m->job = r->job;
 			m->kind = (Storm__Cl__JobNote__Kind)r->note;
 			m->message = r->message;
+			m->value = r->value;
 			cost = field_cost(storm__cl__job_note__get_packed_size(m));
 			if (used + cost > budget) {
 				stop = r;

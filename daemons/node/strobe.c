@@ -39,6 +39,9 @@ static void act(struct nd *nd, const Storm__Cl__Command *cmd)
 	case STORM__CL__COMMAND__BODY_CHECKPOINT:
 		nd_checkpoint(nd, cmd->checkpoint);
 		break;
+	case STORM__CL__COMMAND__BODY_STDIN:
+		nd_stdin(nd, cmd->stdin);
+		break;
 	case STORM__CL__COMMAND__BODY_SHUTDOWN:
 		slog("shutdown requested by the MM");
 		nd->stop = true;

@@ -235,6 +235,39 @@ expect "--export=NAME,NAME=VALUE" 0 env KEEP_ME=1 DROP_ME=1 storm run -n 1 --exp
 	'echo "keep=${KEEP_ME:-} drop=${DROP_ME:-} set=${SET_ME:-}"'
 has "  only those" out "keep=1 drop= set=x"
 
+# ---- standard input, forwarded to rank 0 (srun's default)
+printf 'line1\nline2\n' >"$T/in.txt"
+expect "storm run forwards its stdin to rank 0; the others read /dev/null" 0 \
+	storm run -N 2 -n 2 sh -c 'if [ "$STORM_RANK" = 0 ]; then sed "s/^/got:/"; else cat; echo other-eof; fi' \
+	<"$T/in.txt"
+[ "$(grep -c '^got:line[12]$' "$T/out")" = 2 ] && grep -q '^other-eof$' "$T/out" &&
+	ok "  rank 0 got both lines, rank 1 an empty stdin" || { bad "  stdin to rank 0"; cat "$T/out"; }
+head -c 4194304 /dev/urandom >"$T/big.in"
+expect "4 MiB of stdin through the flow-controlled path" 0 storm run -n 1 sha256sum <"$T/big.in"
+[ "$(cut -d' ' -f1 "$T/out")" = "$(sha256sum <"$T/big.in" | cut -d' ' -f1)" ] &&
+	ok "  arrives intact (same SHA-256)" || bad "  arrives intact"
+expect "a rank that never reads its stdin ends all the same" 0 timeout 60 storm run -n 1 true <"$T/big.in"
+expect "--input=none" 0 storm run --input=none -n 1 sh -c 'cat; echo read-nothing' <"$T/in.txt"
+[ "$(cat "$T/out")" = read-nothing ] && ok "  rank 0 reads /dev/null" || { bad "  rank 0 reads /dev/null"; cat "$T/out"; }
+expect "-i with something else is a usage error" 2 storm run -i all true
+expect "--pty: rank 0 on a terminal" 0 storm run --pty -n 1 sh -c \
+	'tty; [ -t 0 ] && [ -t 1 ] && [ -t 2 ] && echo is-a-tty; stty size' </dev/null
+grep -q '^/dev/pts/[0-9]*.$' "$T/out" && grep -q '^is-a-tty.$' "$T/out" && grep -q '^24 80.$' "$T/out" &&
+	ok "  its fds 0-2 a pseudo-terminal of 24x80 (ours is none)" || { bad "  a pseudo-terminal"; cat -A "$T/out"; }
+expect "--pty: what we type reaches it" 0 storm run --pty -n 1 sh -c 'read x; echo "got:$x"' <"$T/in.txt"
+grep -q '^got:line1.$' "$T/out" && ok "  through its line discipline" || { bad "  typed input"; cat -A "$T/out"; }
+mkfifo "$T/pty.in"
+exec 8<>"$T/pty.in"
+start_bg ptyint sh -c "exec storm run --pty -n 1 sh -c 'trap \"echo got-int; exit 7\" INT; echo ready; while :; do sleep 0.1; done # $MARK' <'$T/pty.in'"
+read -r line <&7
+[ "${line%$'\r'}" = ready ] && ok "--pty: the job is up" || bad "--pty: the job is up ('$line')"
+printf '\003' >&8
+wait "$BGPID"
+rc=$?
+exec 7<&- 8>&-
+[ $rc = 7 ] && ok "  Ctrl-C typed on a raw terminal interrupts the job (exit 7 from its trap)" ||
+	bad "  Ctrl-C through --pty (exit $rc)"
+
 # ---- MaxRSS and CPU time, measured per rank by the nodes
 expect "a job that touches 100 MiB and spins 0.5 s CPU" 0 storm submit --wait --parsable -N 2 -n 2 \
 	-o /dev/null python3 -c '
