@@ -51,6 +51,8 @@ MPORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
 expect "cluster up with 4 nodes, MPL 2, metrics on" 0 storm cluster up --nodes 4 --mpl 2 \
 	--metrics-port "$MPORT" --dir "$C"
 
+expect "bcs-mpicc ring.c" 0 bcs-mpicc -O2 "$HERE/mpi/ring.c" -o "$T/ring"
+
 # ---- a batch script: directives, steps, the output file
 cat >"$T/job.sh" <<'EOF'
 #!/bin/bash
@@ -166,6 +168,57 @@ expect "storm restart of the step's checkpoint" 0 storm restart "$ck_id"
 [ "$(tail -1 "$T/out")" = "$(tail -1 ref.out)" ] && ok "  ends as an uninterrupted run" ||
 	{ bad "  ends as an uninterrupted run"; tail -n 2 "$T/out" ref.out; }
 cd "$T" || exit 1
+
+# ---- a Slurm user's script (docs/batch.md): an array of allocations, each
+# with a time limit and three steps; #SBATCH kept, srun -> storm run
+cat >"$T/sweep.sh" <<'EOF'
+#!/bin/bash
+#SBATCH --job-name=sweep
+#SBATCH --nodes=2
+#SBATCH --ntasks=4
+#SBATCH --time=00:05:00
+#SBATCH --array=0-2%2
+#SBATCH --output=sweep-%A_%a.out
+#SBATCH --mem=1G
+#SBATCH --partition=compute
+
+set -e
+case_dir=case-$STORM_ARRAY_TASK_ID
+storm run -N 2 -n 2 sh -c "echo prepare $case_dir \$STORM_RANK"
+storm run -n 4 sh -c 'echo solve $STORM_RANK of $STORM_SIZE'
+storm run -N 1 -n 1 sh -c "echo post $case_dir"
+EOF
+sweep=$(storm submit --parsable sweep.sh 2>"$T/sweep.err")
+[ -n "$sweep" ] && ok "the Slurm script submitted as array $sweep" || bad "the Slurm script submitted"
+grep -q "sweep.sh:9: #SBATCH --partition=compute" "$T/sweep.err" && ok "  --partition ignored, said so" ||
+	{ bad "  --partition warning"; cat "$T/sweep.err"; }
+storm submit --wait -d "afterany:$sweep" -o /dev/null true >/dev/null
+allok=1
+for t in 0 1 2; do
+	f="$T/sweep-${sweep}_$t.out"
+	[ "$(grep -c "^prepare case-$t [01]$" "$f" 2>/dev/null)" = 2 ] || allok=0
+	[ "$(grep -c '^solve [0-3] of 4$' "$f" 2>/dev/null)" = 4 ] || allok=0
+	grep -q "^post case-$t$" "$f" 2>/dev/null || allok=0
+done
+[ $allok = 1 ] && ok "  every task ran its three steps" || { bad "  every task's steps"; cat "$T"/sweep-*.out; }
+[ "$(storm acct --json | python3 -c '
+import json, sys
+j = json.load(sys.stdin)["jobs"]
+tasks = [x for x in j if x["jobid"].startswith(sys.argv[1] + "_")]
+ids = {str(t["job"]) for t in tasks}
+steps = [x for x in j if "." in x["jobid"] and x["jobid"].split(".")[0] in ids]
+print(len(tasks), len(steps), all(x["state"] == "COMPLETED" for x in tasks + steps))' "$sweep")" = "3 9 True" ] &&
+	ok "  acct: 3 tasks, 9 steps, all COMPLETED" || bad "  acct of the array's tasks and steps"
+
+# ---- --record and replay of a step
+expect "a BCS-MPI step recorded inside storm alloc" 0 storm alloc -N 2 \
+	storm run --record "$T/step.rec" -n 4 "$T/ring"
+cp "$T/out" "$T/step.out"
+expect "  storm replay of it" 0 storm replay "$T/step.rec"
+sort "$T/out" >"$T/replay.sorted"
+sort "$T/step.out" >"$T/step.sorted"
+cmp -s "$T/replay.sorted" "$T/step.sorted" && ok "  the replay's output is the step's" ||
+	{ bad "  the replay's output is the step's"; diff "$T/step.sorted" "$T/replay.sorted" | head; }
 
 # ---- dependencies
 a=$(storm submit --parsable -N 1 -o /dev/null sh -c 'exit 1')
@@ -297,7 +350,6 @@ head -1 "$T/out" | grep -Eq '^JobID +JobN +ExitCode$' && ok "  the header, JobNa
 	{ bad "  the header"; head -2 "$T/out"; }
 
 # ---- storm trace: Chrome Trace Event JSON, validated and counted
-expect "bcs-mpicc ring.c" 0 bcs-mpicc -O2 "$HERE/mpi/ring.c" -o "$T/ring"
 spin=$(storm submit --parsable -N 2 -o /dev/null sh -c "while :; do :; done # $MARK")
 expect "a BCS-MPI job sharing its nodes with another (its row takes turns)" 0 \
 	storm submit --wait --parsable -N 2 -n 4 -o "$T/ring.out" "$T/ring"
