@@ -161,10 +161,11 @@ static json_t *build(const Storm__Ctl__Trace *t)
 			case STORM__TRACE__EVENT__KIND__RUN: {
 				struct skew key = { e->a, 0, 0 }, *s =
 					sk ? bsearch(&key, sk, nsk, sizeof(*sk), by_switch) : NULL;
-				span(ev, "running", pid, TID_GANG, TS(e), (double)e->dur_us,
-				     json_pack("{s:I, s:I, s:I}", "switch", (json_int_t)e->a,
-					       "delay_us", (json_int_t)e->b, "skew_us",
-					       (json_int_t)(s ? s->hi - s->lo : 0)));
+				snprintf(name, sizeof(name), "row %d", (int)(int32_t)e->c);
+				span(ev, name, pid, TID_GANG, TS(e), (double)e->dur_us,
+				     json_pack("{s:i, s:I, s:I, s:I}", "row", (int)(int32_t)e->c,
+					       "switch", (json_int_t)e->a, "delay_us", (json_int_t)e->b,
+					       "skew_us", (json_int_t)(s ? s->hi - s->lo : 0)));
 				break;
 			}
 			case STORM__TRACE__EVENT__KIND__EXEC:

@@ -138,6 +138,7 @@ struct nd {
 	unsigned nsw;
 	uint64_t mb_sent_bytes[32]; /* per mailbox type (ND_MB_TYPES <= 32), since start */
 	uint64_t strobe_switches, strobe_sent_us; /* the strobe being acted on (traces) */
+	int32_t strobe_row;
 	char cg_base[PATH_MAX]; /* switch = freezer: this daemon's cgroup subtree */
 	char *cg_remove[ND_CG_PENDING_MAX];
 	int cg_pending;

@@ -243,6 +243,7 @@ void nd_on_strobe(struct nd *nd)
 			nd_ckpt_running(nd, j);
 	nd->strobe_switches = s.switches;
 	nd->strobe_sent_us = s.sent_ns / 1000;
+	nd->strobe_row = s.row;
 	int switched = nd_gang_apply(nd, run);
 	if (switched && s.sent_ns) {
 		double late = clock_wall_s() * 1e9 - (double)s.sent_ns;

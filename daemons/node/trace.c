@@ -14,7 +14,7 @@
 
 struct tr_ev {
 	uint8_t kind;
-	uint64_t t_us, dur_us, a, b;
+	uint64_t t_us, dur_us, a, b, c;
 };
 
 struct nd_trace {
@@ -22,6 +22,7 @@ struct nd_trace {
 	uint32_t head, n; /* the oldest, and how many */
 	bool running;     /* a RUN is open since run_t */
 	uint64_t run_t, run_switch, run_delay;
+	int32_t run_row;
 };
 
 uint64_t nd_wall_us(void)
@@ -40,7 +41,7 @@ void nd_trace(struct nd_job *job, int kind, uint64_t t_us, uint64_t dur_us, uint
 		t->head = (t->head + 1) % ND_TRACE_MAX; /* the oldest goes */
 	else
 		t->n++;
-	t->ev[at] = (struct tr_ev){ (uint8_t)kind, t_us, dur_us, a, b };
+	t->ev[at] = (struct tr_ev){ (uint8_t)kind, t_us, dur_us, a, b, 0 };
 }
 
 void nd_trace_run(struct nd *nd, struct nd_job *job, bool running)
@@ -54,10 +55,13 @@ void nd_trace_run(struct nd *nd, struct nd_job *job, bool running)
 		t->run_t = now;
 		t->run_switch = nd->strobe_switches;
 		t->run_delay = nd->strobe_sent_us && now > nd->strobe_sent_us ? now - nd->strobe_sent_us : 0;
+		t->run_row = nd->strobe_row;
 	} else if (!running && t->running) {
 		t->running = false;
 		nd_trace(job, STORM__TRACE__EVENT__KIND__RUN, t->run_t, now - t->run_t, t->run_switch,
 			 t->run_delay);
+		if (t->n) /* the row it ran in, on the event just added */
+			t->ev[(t->head + t->n - 1) % ND_TRACE_MAX].c = (uint64_t)(uint32_t)t->run_row;
 	}
 }
 
@@ -79,6 +83,7 @@ void nd_trace_flush(struct nd *nd, struct nd_job *job,
 			ev[k].dur_us = e->dur_us;
 			ev[k].a = e->a;
 			ev[k].b = e->b;
+			ev[k].c = e->c;
 			pev[k] = &ev[k];
 		}
 		Storm__Trace__Chunk c = STORM__TRACE__CHUNK__INIT;

@@ -370,11 +370,12 @@ for e in ev:
 def count(pid, pred):
     return sum(1 for e in ev if e["pid"] == pid and e["ph"] != "M" and pred(e))
 for p in (1, 2):
-    assert count(p, lambda e: e["name"] == "running") >= 1, ("runs", p)
+    assert count(p, lambda e: e["tid"] == 1 and e["name"].startswith("row ")) >= 1, ("runs", p)
     assert count(p, lambda e: e["name"].endswith(" exec")) == 2, ("execs", p)
     assert count(p, lambda e: e["name"].endswith(" exit")) == 2, ("exits", p)
     assert count(p, lambda e: e["name"] == "micro-phase") >= 1, ("bcs", p)
-    assert all("skew_us" in e["args"] for e in ev if e["pid"] == p and e["name"] == "running")
+    assert all("skew_us" in e["args"] and "row" in e["args"] for e in ev
+               if e["pid"] == p and e["ph"] == "X" and e["tid"] == 1)
 for n in ("queued", "launch", "end"):
     assert count(0, lambda e: e["name"] == n) == 1, n
 assert count(0, lambda e: e["name"].startswith("row ")) >= 1, "rows"
