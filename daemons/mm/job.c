@@ -845,6 +845,22 @@ void jobs_check_time(struct mm *mm)
 	/* ids first: stopping a job that never launched ends it at once */
 	uint64_t ids[64];
 	int n = 0;
+	/* a storm alloc allocation taken back from the database after a restart
+	 * of the MM: its storm alloc lost its connection and ended its command,
+	 * so nothing holds it any more */
+	for (struct job *j = mm->jobs; j && n < 64; j = j->next)
+		if (j->spec->hold && j->recovered && !j->client && job_active(j) && !j->released)
+			ids[n++] = j->id;
+	for (int i = 0; i < n; i++) {
+		struct job *j = job_find(mm, ids[i]);
+		if (!j)
+			continue;
+		slog("job %llu: its storm alloc went with the earlier machine manager; ending it",
+		     (unsigned long long)j->id);
+		j->released = true;
+		stop_job(mm, j, SIGKILL, 0);
+	}
+	n = 0;
 	for (struct job *j = mm->jobs; j && n < 64; j = j->next)
 		if (j->spec->time_limit && j->t_start > 0 && !j->timed_out && !j->cancelled &&
 		    !j->failed && (j->state == STORM__CTL__JOB_STATE__LAUNCHING ||

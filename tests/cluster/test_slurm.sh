@@ -473,6 +473,21 @@ wait "$BGPID" 2>/dev/null
 exec 7<&-
 storm cancel "$wa" "$wb" >/dev/null
 
+# ---- storm alloc across a restart of the machine manager: the allocation
+# it held ends (its storm alloc lost the connection and ended its command)
+start_bg allocmm storm alloc -N 2 -J survivor sh -c "echo granted; exec sleep 600 # $MARK"
+read -r line <&7
+[ "$line" = granted ] && ok "storm alloc holds an allocation" || bad "storm alloc holds an allocation ('$line')"
+aid=$(storm jobs --json | python3 -c 'import json,sys; print([j["job"] for j in json.load(sys.stdin)["jobs"] if j["name"] == "survivor"][0])')
+MM=$(awk '$2 == "mm" { p = $1 } END { print p }' "$C/pids")
+kill -9 "$MM" && gone "$MM"
+expect "  the MM killed and restarted" 0 storm cluster restart mm --dir "$C"
+wait "$BGPID"
+exec 7<&-
+wait_ended "$aid" && ok "  the restarted MM ends the allocation nothing holds" ||
+	bad "  the restarted MM ends the allocation nothing holds"
+[ "$(acct_field "$aid" state)" = COMPLETED ] && ok "  COMPLETED" || bad "  state $(acct_field "$aid" state)"
+
 expect "cluster down" 0 storm cluster down --dir "$C"
 echo "$checks checks, $fails failed"
 [ $fails = 0 ]
