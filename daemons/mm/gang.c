@@ -72,16 +72,24 @@ void gang_fill_strobe(struct mm *mm, struct strobe *s)
 	uint64_t *run = strobe_run(s);
 	s->row = mm->row;
 	s->switches = mm->switches;
+	/* a job's cells are side by side in its row: decide once per job,
+	 * not per node (alloc_frozen walks the job table) */
+	uint64_t last = 0, last_run = 0;
 	for (int p = 0; p < mm->conf.nnodes; p++) {
 		uint64_t id = mm->row >= 0 ? matrix_at(&mm->matrix, mm->row, p) : 0;
-		struct job *j = id ? job_find(mm, id) : NULL;
-		/* only launched jobs: a node must not take a job it is still
-		 * receiving for one to continue */
-		/* a job being checkpointed is frozen until every node saved it */
-		run[p] = j && !alloc_frozen(mm, j) && (j->state == STORM__CTL__JOB_STATE__RUNNING ||
-					   j->state == STORM__CTL__JOB_STATE__LAUNCHING)
-				 ? id
-				 : 0;
+		if (id && id != last) {
+			struct job *j = job_find(mm, id);
+			/* only launched jobs: a node must not take a job it is still
+			 * receiving for one to continue; a job being checkpointed is
+			 * frozen until every node saved it */
+			last_run = j && !alloc_frozen(mm, j) &&
+						   (j->state == STORM__CTL__JOB_STATE__RUNNING ||
+						    j->state == STORM__CTL__JOB_STATE__LAUNCHING)
+					   ? id
+					   : 0;
+			last = id;
+		}
+		run[p] = id ? last_run : 0;
 	}
 }
 

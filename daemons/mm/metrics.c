@@ -115,7 +115,7 @@ void metrics_on_report(struct mm *mm, int node, const Storm__Cl__Report *r)
 	}
 	/* a switch every node has had time to report (each reports at least
 	 * every report_every strobes, and a switch takes at least one) */
-	for (int i = 0; i < SKEW_KEPT; i++)
+	for (int i = 0; r->n_switches && i < SKEW_KEPT; i++)
 		if (m->skew[i].n && m->skew[i].switches + SKEW_WAIT <= m->last_switch)
 			skew_close(m, &m->skew[i]);
 }

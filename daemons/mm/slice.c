@@ -24,7 +24,7 @@ static void send_strobe(struct mm *mm)
 	s->nnodes = (uint32_t)nn;
 	s->flags = 0;
 	s->epoch = mm->epoch;
-	s->sent_ns = (uint64_t)(clock_wall_s() * 1e9);
+	s->sent_ns = (uint64_t)(mm->slice_start * 1e9); /* slice_tick's clock, read once */
 	gang_fill_strobe(mm, s);
 	for (int i = 0; i < nn; i++)
 		s->ack[i] = mm->nodes[i].report_seq;

@@ -19,24 +19,17 @@ BG=""
 
 cleanup() {
 	for p in $BG; do kill -9 "$p" 2>/dev/null; done
-	storm cluster down --dir "$C" >/dev/null 2>&1
-	if [ -f "$C/pids" ]; then
-		while read -r pid _; do kill -9 "$pid" 2>/dev/null; done <"$C/pids"
-	fi
 	pkill -9 -f "$MARK" 2>/dev/null
-	[ -n "${KEEP:-}" ] || rm -rf "$T"
+	cluster_teardown
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 cd "$T" || exit 1
 
-# wait_ended JOBID: until the job is in the accounting (it ended), at most 60 s
+# wait_ended JOBID: until the job has ended, at most 60 s: the MM's own
+# dependency wakes a waiting submission when it ends
 wait_ended() {
-	for _ in $(seq 1 300); do
-		storm acct -j "$1" --json 2>/dev/null | grep -q '"jobid"' && return 0
-		sleep 0.2
-	done
-	return 1
+	timeout 60 storm submit --wait -d "afterany:$1" -o /dev/null true >/dev/null 2>&1
 }
 # acct_field JOBID FIELD: one field of one job in storm acct --json
 acct_field() {
