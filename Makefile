@@ -92,7 +92,7 @@ $(BUILD)/bin/stormnd: $(ND_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormckpt.a
 	$(CC) -o $@ $^ $(DAEMON_LIBS) -lxxhash
 $(BUILD)/bin/storm: $(CLI_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormcommon.a
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ -lprotobuf-c -linih -ljansson -lmicrohttpd $(AUTH_LIBS)
+	$(CC) -o $@ $^ -lprotobuf-c -linih -ljansson -lmicrohttpd -lelf $(AUTH_LIBS)
 $(BUILD)/obj/vcluster/%.o: CFLAGS += -I cli
 $(BUILD)/bin/storm-cluster: $(VC_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormcommon.a
 	@mkdir -p $(dir $@)

@@ -8,6 +8,7 @@
 
 #include "fmt.h"
 #include "jobopt.h"
+#include "mpikind.h"
 #include "opts.h"
 
 static const char run_help[] =
@@ -28,6 +29,9 @@ static const char run_help[] =
 	"      --record FILE   BCS-MPI programs: write every timing-dependent outcome\n"
 	"                      (wildcard receives, MPI_Test*, MPI_Iprobe, MPI_Waitany,\n"
 	"                      MPI_Waitsome) to FILE, for 'storm replay FILE'\n"
+	"      --mpi=auto|bcs|pmi1|pmix|none  how the ranks wire up as one MPI job\n"
+	"                      (default auto: from the MPI PROGRAM is linked with --\n"
+	"                      BCS-MPI: bcs, MPICH: pmi1, Open MPI: pmix; see storm(1))\n"
 	"  -J, --job-name NAME the job's name (default: PROGRAM's base name)\n"
 	"  -O, --overcommit    allow more ranks than CPUs on a node\n"
 	"  -t, --time T        stop the job once it has run T (minutes, M:S, H:M:S,\n"
@@ -78,6 +82,7 @@ static const char submit_help[] =
 	"  -W, --wait          wait for the job to end and exit with its status\n"
 	"      --no-bcast      do not send PROGRAM: it is on a path every node sees\n"
 	"      --file F        send F along too (repeatable, up to 15)\n"
+	"      --mpi=...       as for storm run\n"
 	"  -J, --job-name NAME the job's name (default: PROGRAM's base name)\n"
 	"  -O, --overcommit    allow more ranks than CPUs on a node\n"
 	"  -t, --time T        stop the job once it has run T (as for storm run)\n"
@@ -99,7 +104,7 @@ static const char submit_help[] =
 enum {
 	J_NODES = 1, J_RANKS, J_LABEL, J_NOBCAST, J_FILE, J_TIMING, J_NAME, J_OVERCOMMIT,
 	J_OUTPUT, J_PARSABLE, J_CONF, J_HELP, J_WAIT, J_CKPT_INTERVAL, J_RESTART_ON_FAILURE,
-	J_RECORD, J_TIME, J_DEPENDENCY, J_ARRAY, J_EXPORT, J_INPUT, J_PTY
+	J_RECORD, J_TIME, J_DEPENDENCY, J_ARRAY, J_EXPORT, J_INPUT, J_PTY, J_MPI
 };
 static const struct cli_opt run_opts[] = {
 	{ "nodes", 'N', 1, J_NODES },	  { "ntasks", 'n', 1, J_RANKS },
@@ -115,6 +120,7 @@ static const struct cli_opt run_opts[] = {
 	{ "export", 0, 1, J_EXPORT },
 	{ "input", 'i', 1, J_INPUT },
 	{ "pty", 0, 0, J_PTY },
+	{ "mpi", 0, 1, J_MPI },
 	{ NULL, 0, 0, 0 },
 };
 static const struct cli_opt submit_opts[] = {
@@ -130,6 +136,7 @@ static const struct cli_opt submit_opts[] = {
 	{ "dependency", 'd', 1, J_DEPENDENCY },
 	{ "array", 'a', 1, J_ARRAY },
 	{ "export", 0, 1, J_EXPORT },
+	{ "mpi", 0, 1, J_MPI },
 	{ NULL, 0, 0, 0 },
 };
 /* what a batch script's directives may say: the job's shape, not how
@@ -145,6 +152,7 @@ static const struct cli_opt directive_opts[] = {
 	{ "dependency", 'd', 1, J_DEPENDENCY },
 	{ "array", 'a', 1, J_ARRAY },
 	{ "export", 0, 1, J_EXPORT },
+	{ "mpi", 0, 1, J_MPI },
 	{ NULL, 0, 0, 0 },
 };
 
@@ -230,6 +238,13 @@ static int apply_opt(struct cli *c, struct job_opts *o, int id, const char *arg,
 					   "not '%s'", where, arg);
 		break;
 	case J_PTY: o->pty = 1; break;
+	case J_MPI:
+		if (!strcmp(arg, "auto"))
+			o->mpi = -1;
+		else if ((o->mpi = mpi_kind_parse(arg)) < 0)
+			return usage_error(o->cmd, "%s--mpi wants auto, bcs, pmi1, pmix or none, not '%s'",
+					   where, arg);
+		break;
 	case J_HELP:
 		fputs(o->batch ? submit_help : run_help, stdout);
 		return EXIT_OK;

@@ -23,6 +23,8 @@
 #include "jobopt.h"
 #include "frame.h"
 #include "label.h"
+#include "mpidetect.h"
+#include "mpikind.h"
 #include "opts.h"
 
 extern char **environ;
@@ -100,6 +102,32 @@ static void close_fds(struct prepared *pr)
 	pr->nfds = 0;
 }
 
+/* --mpi: how the ranks wire up, from the program's linkage unless told.
+ * A program linked with one MPI and told another is warned about, never
+ * left to start as unrelated singletons unawares. -1 to go on. */
+static int choose_mpi(const struct job_opts *o, const char *prog, const char *path,
+		      Storm__Job__Spec *s)
+{
+	char lib[128];
+	enum mpi_found f = o->script ? MPI_FOUND_NONE : mpi_detect(path, lib, sizeof(lib));
+	int kind = o->mpi;
+	if (kind < 0)
+		/* no MPI seen (a script, a static program) keeps the BCS-MPI
+		 * channel, which costs a program that ignores it nothing */
+		kind = f == MPI_FOUND_NONE ? MPI_KIND_BCS : mpi_found_kind(f);
+	else if (f != MPI_FOUND_NONE && kind != mpi_found_kind(f))
+		fprintf(stderr, "storm: warning: %s is linked with %s (%s) but runs with --mpi=%s: "
+			"%s\n", prog, mpi_found_name(f), lib, mpi_kind_name(kind),
+			kind == MPI_KIND_NONE ? "its ranks will not find each other (each one a "
+						"singleton MPI job of size 1)"
+					      : "it will not wire up that way");
+	const char *why = mpi_kind_no_checkpoint(kind);
+	if (why && (o->restart_on_failure || o->ckpt_interval))
+		return usage_error(o->cmd, "%s cannot be checkpointed: %s", prog, why);
+	s->mpi = (Storm__Job__Mpi)kind;
+	return -1;
+}
+
 /* Everything that can be checked here is, before any request is sent. */
 static int prepare(const struct job_opts *o, struct prepared *pr)
 {
@@ -134,6 +162,9 @@ static int prepare(const struct job_opts *o, struct prepared *pr)
 		fprintf(stderr, "storm: error: %s: %s\n", prog, strerror(errno));
 		return EXIT_STORM;
 	}
+	int rc = choose_mpi(o, prog, pr->program, &pr->spec);
+	if (rc >= 0)
+		return rc;
 	if (!o->no_bcast) {
 		int fd = open_regular(prog, found);
 		if (fd < 0)
@@ -743,7 +774,7 @@ static int is_script(const char *path)
 static int job_main(struct cli *c, int argc, char **argv, int batch, int bcs)
 {
 	struct job_opts o = { .cmd = batch ? "storm submit" : bcs ? "storm replay" : "storm run",
-			      .batch = batch, .bcs = bcs };
+			      .batch = batch, .bcs = bcs, .mpi = -1 };
 	int rc = parse_job_opts(c, argc, argv, &o);
 	if (rc >= 0) {
 		job_opts_free(&o);
@@ -752,7 +783,7 @@ static int job_main(struct cli *c, int argc, char **argv, int batch, int bcs)
 	char script_path[PATH_MAX];
 	if (batch && is_script(o.argv[0])) {
 		/* its directives first, then the command line again over them */
-		struct job_opts d = { .cmd = o.cmd, .batch = 1, .script = 1 };
+		struct job_opts d = { .cmd = o.cmd, .batch = 1, .script = 1, .mpi = -1 };
 		job_opts_free(&o);
 		rc = apply_directives(c, o.argv[0], &d);
 		if (rc < 0)

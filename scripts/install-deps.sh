@@ -7,7 +7,7 @@ build_pkgs="build-essential pkg-config libfabric-dev libfabric-bin libprotobuf-c
 protobuf-c-compiler libcunit1-dev libinih-dev libjansson-dev libsodium-dev
 libclang-rt-14-dev clang valgrind python3 iproute2 munge libmunge-dev passwd gdb
 mpich libmpich-dev libsqlite3-dev sqlite3 iptables libnetfilter-queue-dev libxxhash-dev
-libmicrohttpd-dev python3-prometheus-client chromium"
+libmicrohttpd-dev python3-prometheus-client chromium libelf-dev"
 # munge, libmunge-dev: control-message credentials (the virtual cluster runs its
 # own munged); passwd: useradd/groupadd for tests/cluster/test_users.sh;
 # gdb: storm replay --debug (tests/cluster/test_mpi.sh);

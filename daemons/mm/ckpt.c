@@ -17,6 +17,7 @@
 #include "ckptrec.pb-c.h"
 #include "db.h"
 #include "mm.h"
+#include "mpikind.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +35,11 @@ int ckpt_begin(struct mm *mm, struct job *j, struct client *c, char *why, size_t
 	if (j->spec->script || j->spec->hold) {
 		snprintf(why, len, "job %" PRIu64 " is an allocation; checkpoint its steps (%" PRIu64
 			 ".0, ...)", j->id, j->id);
+		return -1;
+	}
+	const char *nock = mpi_kind_no_checkpoint(j->spec->mpi);
+	if (nock) {
+		snprintf(why, len, "job %" PRIu64 " cannot be checkpointed: %s", j->id, nock);
 		return -1;
 	}
 	if (j->state != STORM__CTL__JOB_STATE__RUNNING) {

@@ -1,5 +1,6 @@
 /* Job life: submission checks, allocation, launch, output, end. */
 #include "mm.h"
+#include "mpikind.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -266,6 +267,11 @@ void job_submit(struct mm *mm, struct client *c, const Storm__Ctl__Submit *sub, 
 	if ((spec.script || spec.hold) && (spec.restart_on_failure || spec.checkpoint_interval)) {
 		snprintf(why, sizeof(why), "an allocation is not checkpointed: give its steps "
 					   "--checkpoint-interval or --restart-on-failure");
+		goto refuse;
+	}
+	const char *nock = mpi_kind_no_checkpoint(spec.mpi);
+	if (nock && (spec.restart_on_failure || spec.checkpoint_interval)) {
+		snprintf(why, sizeof(why), "the job cannot be checkpointed: %s", nock);
 		goto refuse;
 	}
 	if (spec.n_array_tasks && (spec.interactive || sub->wait)) {

@@ -322,7 +322,7 @@ static int setup(struct nd *nd, const struct opts *o)
 		return -1;
 	}
 	nd->gmem = sn_gmem(nd->sn);
-	if (nd_mb_init(nd, sc.chunk_size) < 0 || nd_bcs_init(nd) < 0) {
+	if (nd_mb_init(nd, sc.chunk_size) < 0 || nd_bcs_init(nd) < 0 || nd_pmi_init(nd) < 0) {
 		fprintf(stderr, "stormnd: error: out of memory\n");
 		return -1;
 	}
@@ -371,6 +371,7 @@ int main(int argc, char **argv)
 	nd_queue_free(&nd);
 	nd_gang_close(&nd);
 	nd_bcs_close(&nd);
+	nd_pmi_close(&nd);
 	nd_mb_close(&nd);
 	if (nd.trace)
 		fclose(nd.trace);

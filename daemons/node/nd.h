@@ -65,6 +65,8 @@ struct nd_job {
 				 * (nd_bcs_freeze) until it runs again */
 	int freeze_fd, procs_fd; /* switch = freezer: its cgroup's files, else -1 */
 	struct nd_trace *trace; /* trace.c: its events here, NULL until the first */
+	int mpi;                /* Storm__Job__Mpi: how its ranks wire up */
+	void *pmi;              /* pmi1.c or pmix.c: its process manager here */
 	struct nd *daemon;      /* for its event callbacks */
 	/* stdin.c: rank 0's stdin when storm run forwards it, else -1 */
 	int stdin_w;
@@ -167,6 +169,8 @@ struct nd {
 	struct nd_mb *mb;       /* node-to-node mailboxes (mailbox.c) */
 	struct nd_bcs *bcs;     /* BCS-MPI state (bcs.c) */
 	struct nd_copies *copies; /* checkpoint copies (ckpt_copy.c) */
+	struct nd_xchg *xchg;   /* the PMI servers' exchanges (pmi_xchg.c) */
+	struct nd_pmix *pmix;   /* the PMIx server (pmix.c), NULL until a job needs it */
 
 	/* records and reports */
 	struct nd_rec *q_head, *q_tail;
@@ -307,6 +311,20 @@ int nd_bcs_restore_rank(struct nd *nd, struct nd_job *job, uint32_t lr, const vo
 int nd_bcs_fd(struct nd *nd, struct nd_job *job); /* the job's channel, -1: none */
 void nd_bcs_restored(struct nd *nd, struct nd_job *job); /* its ranks are back: collect */
 void nd_bcs_timers(struct nd *nd);
+
+/* pmi.c: PMI-1 and PMIx for MPI libraries other than BCS-MPI (pmi.h) */
+#define ND_PMI_ENV_MAX 48 /* environment entries a rank may get */
+int nd_pmi_init(struct nd *nd); /* after nd_mb_init */
+void nd_pmi_close(struct nd *nd);
+/* the job's process manager here, before its ranks start; 0 or -errno */
+int nd_pmi_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command *cmd, size_t k);
+/* Local rank lr's environment entries (at most max, valid until the job
+ * ends) and the descriptor it gets as fd 3 (*fd, -1: none); returns how
+ * many entries, or -errno. */
+int nd_pmi_rank_env(struct nd *nd, struct nd_job *job, uint32_t lr, char **env, size_t max,
+		    int *fd);
+void nd_pmi_rank_forked(struct nd *nd, struct nd_job *job, uint32_t lr);
+void nd_pmi_job_end(struct nd *nd, struct nd_job *job);
 
 /* mailbox.c: the node-to-node mailboxes. Clients register a handler per
  * message type (BCS-MPI: bcs.c; checkpoint copies: ckpt_copy.c); job and

@@ -12,6 +12,7 @@
 #include <sys/epoll.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -36,7 +37,8 @@ struct plan {
 	pid_t pgid;
 	int traced_w;           /* handshake pipe: "T" once the child is traced */
 	int stdin_r;            /* its fd 0 (rank 0 under storm run), -1: /dev/null */
-	int bcs_fd;             /* the job's BCS-MPI channel, becomes fd 3; -1: none */
+	int fd3;                /* becomes fd 3 (the BCS-MPI channel or the rank's PMI
+				 * socket), -1: none */
 };
 
 static void put(int fd, const char *s)
@@ -70,12 +72,13 @@ static _Noreturn void run_child(const struct plan *pl, int out_w, int err_w)
 	int in = pl->stdin_r >= 0 ? pl->stdin_r : open("/dev/null", O_RDONLY);
 	if (in < 0 || dup2(in, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
 		_exit(127);
-	/* the BCS-MPI channel at a fixed fd (STORM_BCS_FD), kept across exec */
-	if (pl->bcs_fd == 3)
+	/* the BCS-MPI channel (STORM_BCS_FD) or the PMI socket (PMI_FD) at a
+	 * fixed fd, kept across exec */
+	if (pl->fd3 == 3)
 		fcntl(3, F_SETFD, 0);
-	else if (pl->bcs_fd >= 0 && dup2(pl->bcs_fd, 3) < 0)
+	else if (pl->fd3 >= 0 && dup2(pl->fd3, 3) < 0)
 		_exit(127);
-	close_range(pl->bcs_fd >= 0 ? 4 : 3, ~0u, 0);
+	close_range(pl->fd3 >= 0 ? 4 : 3, ~0u, 0);
 
 	/* the daemon blocks signals for its signalfd and ignores SIGPIPE */
 	sigset_t none;
@@ -85,11 +88,15 @@ static _Noreturn void run_child(const struct plan *pl, int out_w, int err_w)
 	for (int s = 1; s < NSIG; s++)
 		sigaction(s, &dfl, NULL);
 
+	/* raw system calls: glibc's setuid would signal every thread of the
+	 * process to change them all, and a vfork child shares the daemon's
+	 * threads (the PMIx server library runs one) */
 	if (pl->switch_user) {
 		char id[16];
 		snprintf(id, sizeof(id), "%u", (unsigned)pl->uid);
-		if (setgroups((size_t)pl->ngroups, pl->groups) < 0 || setgid(pl->gid) < 0 ||
-		    setuid(pl->uid) < 0)
+		if (syscall(SYS_setgroups, (size_t)pl->ngroups, pl->groups) < 0 ||
+		    syscall(SYS_setresgid, pl->gid, pl->gid, pl->gid) < 0 ||
+		    syscall(SYS_setresuid, pl->uid, pl->uid, pl->uid) < 0)
 			child_fail(pl, "cannot switch to uid", id, errno);
 	}
 	if (pl->cwd[0] && chdir(pl->cwd) < 0) {
@@ -207,6 +214,7 @@ static void job_free(struct nd *nd, struct nd_job *job)
 			pipe_close(nd, &job->ranks[i].pipes[s]);
 	nd_gang_job_end(nd, job);
 	nd_bcs_job_end(nd, job);
+	nd_pmi_job_end(nd, job);
 	nd_trace_free(job);
 	nd_stdin_end(nd, job);
 	nd_ranks_forget(nd, job->id);
@@ -395,7 +403,7 @@ static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_
 	snprintf(e_atask, sizeof(e_atask), "STORM_ARRAY_TASK_ID=%u", L->spec->array_task);
 
 	size_t ne = 0;
-	pl->envp = calloc(L->spec->n_env + 16, sizeof(char *));
+	pl->envp = calloc(L->spec->n_env + 16 + ND_PMI_ENV_MAX, sizeof(char *));
 	if (!pl->envp) {
 		fail_launch(nd, L->job, L->slot, "out of memory");
 		return;
@@ -406,7 +414,8 @@ static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_
 	char *fixed[] = {e_job, e_size, e_node, e_name, e_nn, e_dir, e_rank, e_local};
 	for (size_t i = 0; i < 8; i++)
 		pl->envp[ne++] = fixed[i];
-	if (pl->bcs_fd >= 0)
+	int bcs_fd = pl->fd3;
+	if (bcs_fd >= 0)
 		pl->envp[ne++] = "STORM_BCS_FD=3";
 	if (jobid_is_step(L->job))
 		pl->envp[ne++] = e_step;
@@ -421,6 +430,16 @@ static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_
 	pl->envp[ne] = NULL;
 
 	for (uint32_t i = 0; i < job->nranks; i++) {
+		/* the process manager's entries after the job's, per rank */
+		int pfd = -1;
+		int np = nd_pmi_rank_env(nd, job, i, pl->envp + ne, ND_PMI_ENV_MAX, &pfd);
+		if (np < 0) {
+			slog("job %" PRIu64 ": cannot set up the process manager for rank %u: %s",
+			     job->id, first + i, strerror(-np));
+			goto fail;
+		}
+		pl->envp[ne + (size_t)np] = NULL;
+		pl->fd3 = pfd >= 0 ? pfd : bcs_fd;
 		struct nd_rank *r = &job->ranks[i];
 		r->rank = first + i;
 		snprintf(rank, sizeof(rank), "%u", r->rank);
@@ -468,6 +487,7 @@ static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_
 		if (pid == 0)
 			run_child(pl, out[1], err[1]);
 		int fork_err = errno;
+		nd_pmi_rank_forked(nd, job, i);
 		close(out[1]);
 		close(err[1]);
 		if (hs[1] >= 0)
@@ -592,7 +612,7 @@ void nd_launch(struct nd *nd, const Storm__Cl__Command *cmd, size_t k)
 	else /* a restore: the ranks come from their images */
 		prog[0] = '\0';
 	struct plan pl = {.path = prog, .cwd = L->spec->cwd, .node = nd->name, .uid = L->spec->uid,
-			  .gid = L->spec->gid, .switch_user = nd->root, .bcs_fd = -1};
+			  .gid = L->spec->gid, .switch_user = nd->root, .fd3 = -1};
 	char *argv0[] = {prog, NULL};
 	pl.argv = argv0;
 	if (L->spec->n_argv) {
@@ -620,9 +640,15 @@ void nd_launch(struct nd *nd, const Storm__Cl__Command *cmd, size_t k)
 	}
 	job->next = nd->jobs;
 	nd->jobs = job;
-	if (count)
-		pl.bcs_fd = nd_bcs_job_start(nd, job, cmd, k);
-	if (count == 0) {
+	job->mpi = L->spec->mpi;
+	if (count && job->mpi == STORM__JOB__MPI__MPI_BCS)
+		pl.fd3 = nd_bcs_job_start(nd, job, cmd, k);
+	if (count && (rc = nd_pmi_job_start(nd, job, cmd, k)) < 0) {
+		/* in the job list now, with no rank alive: this ends it */
+		snprintf(why, sizeof(why), "cannot start the job's process manager: %s",
+			 strerror(-rc));
+		nd_job_start_failed(nd, job, why);
+	} else if (count == 0) {
 		nd_queue_note(nd, job->id, STORM__CL__JOB_NOTE__KIND__STARTED, NO_DONE_SLOT, "%s",
 			      "");
 		job_end(nd, job);
