@@ -165,6 +165,14 @@ int netns_enter(const char *dir, int node)
 		close(fd);
 		if (rc < 0)
 			return -e;
+		/* its own host name and System V IPC too, as a separate machine
+		 * has: MPI libraries tell the ranks that share a host by them
+		 * (UCX's shared-memory transports reach only within one IPC
+		 * namespace), and would otherwise take the nodes for one host */
+		char host[32];
+		snprintf(host, sizeof(host), "%s-node%02d", p, node);
+		if (unshare(CLONE_NEWUTS) < 0 || sethostname(host, strlen(host)) < 0)
+			return -errno;
 		snprintf(ifname, sizeof(ifname), "eth0");
 	} else {
 		snprintf(ifname, sizeof(ifname), "%sbr", p);

@@ -638,8 +638,8 @@ static void finish(struct mm *mm, struct job *j)
 	stop_steps(mm, j, SIGKILL, 0);
 	j->t_end = clock_wall_s();
 	mm->ckpt_hooks->ending(mm, j);
-	int32_t code = 0;
-	for (uint32_t r = 0; r < j->nranks; r++)
+	int32_t code = j->abort_code ? j->abort_code - 1 : 0;
+	for (uint32_t r = 0; !j->abort_code && r < j->nranks; r++)
 		if (j->rank_status[r] != INT32_MIN && status_code(j->rank_status[r]) != 0) {
 			code = status_code(j->rank_status[r]);
 			break;
@@ -1043,6 +1043,13 @@ void job_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n)
 		node_is_done(j, k);
 		job_fail(mm, j, "node %s: %s", mm->conf.nodes[node], n->message);
 		check_end(mm, j);
+		break;
+	case STORM__CL__JOB_NOTE__KIND__ABORTED:
+		/* the other ranks die by signal: the abort's code is the job's,
+		 * as mpiexec's */
+		if (!j->abort_code)
+			j->abort_code = (int)(n->value & 255) + 1;
+		job_fail(mm, j, "node %s: %s", mm->conf.nodes[node], n->message);
 		break;
 	case STORM__CL__JOB_NOTE__KIND__STDIN_ACK:
 		if (k == 0 && j->client) {

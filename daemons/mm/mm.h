@@ -89,6 +89,7 @@ struct job {
 	bool *node_done;         /* per job node: DONE note (or dead) */
 	uint32_t nodes_done;
 	bool failed, cancelled, timed_out, confirm_pending;
+	int abort_code;         /* a rank's MPI_Abort code + 1, the job's exit code; 0: none */
 	bool released;           /* storm alloc's client is done with it */
 	int stop_sig;            /* the signal that stops it (failed/cancelled), 0 */
 	unsigned stop_kill_after_ms;

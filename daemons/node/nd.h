@@ -371,6 +371,8 @@ int nd_stdin_open(struct nd_job *job, int *read_end); /* the pipe; 0 or -errno *
  * output is read from *master, its input written to a duplicate of it */
 int nd_pty_open(struct nd_job *job, uint32_t rows, uint32_t cols, int *master, int *slave);
 void nd_stdin_end(struct nd *nd, struct nd_job *job);
+/* ABORTED: rank called MPI_Abort with code, the job's exit code */
+void nd_queue_abort(struct nd *nd, uint64_t job, uint32_t rank, int code);
 /* a note with a count and no message (STDIN_ACK) */
 void nd_queue_value(struct nd *nd, uint64_t job, int kind, uint64_t value);
 

@@ -174,6 +174,9 @@ static void request(struct p1client *c, const char *line)
 	struct p1job *pj = c->pj;
 	uint32_t rank = pj->first + c->lr;
 	char key[PMI_KEY_MAX], val[PMI_VAL_MAX], name[PMI_KVSNAME_MAX];
+	if (getenv("STORM_PMI_TRACE"))
+		slog("job %" PRIu64 ": rank %u: PMI %.*s", pj->job->id, rank, (int)strcspn(line, "\n"),
+		     line);
 	if (pmi_wire_is(line, "init")) {
 		char v[16], s[16];
 		if (pmi_wire_field(line, "pmi_version", v, sizeof(v)) < 0 ||
@@ -222,9 +225,7 @@ static void request(struct p1client *c, const char *line)
 	} else if (pmi_wire_is(line, "abort")) {
 		char code[16] = "1";
 		pmi_wire_field(line, "exitcode", code, sizeof(code));
-		nd_queue_note(pj->nd, pj->job->id, STORM__CL__JOB_NOTE__KIND__FAILED, UINT32_MAX,
-			      "%s: rank %u called MPI_Abort (exit code %d)", pj->nd->name, rank,
-			      atoi(code));
+		nd_queue_abort(pj->nd, pj->job->id, rank, atoi(code));
 		xchg_abort(pj->nd, pj->job->id, rank, atoi(code));
 	} else {
 		/* spawn, publish and lookup are not served: say so, do not hang */

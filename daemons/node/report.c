@@ -107,6 +107,20 @@ void nd_queue_note(struct nd *nd, uint64_t job, int kind, uint32_t done_slot,
 	enqueue(nd, r);
 }
 
+void nd_queue_abort(struct nd *nd, uint64_t job, uint32_t rank, int code)
+{
+	struct nd_rec *r = xcalloc(1, sizeof(*r));
+	r->kind = REC_NOTE;
+	r->job = job;
+	r->note = STORM__CL__JOB_NOTE__KIND__ABORTED;
+	r->done_slot = UINT32_MAX;
+	r->value = (uint64_t)(code & 255);
+	r->message = xcalloc(1, NOTE_MESSAGE_MAX);
+	snprintf(r->message, NOTE_MESSAGE_MAX, "rank %u called MPI_Abort (exit code %d)", rank,
+		 code & 255);
+	enqueue(nd, r);
+}
+
 static void rec_free(struct nd_rec *r)
 {
 	free(r->data);

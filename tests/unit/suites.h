@@ -13,4 +13,5 @@ void add_auth_suite(void);
 void add_evloop_suite(void);
 void add_fault_suite(void);
 void add_slurmopt_suite(void);
+void add_pmi_suite(void);
 #endif
