@@ -200,10 +200,12 @@ clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/
 
 # MPI conformance (tests/mpi): the suite under MPICH and under BCS-MPI on a
 # virtual cluster, outputs compared; the racy program; record and replay;
-# bcs-mpicc and bcs-mpicxx as drop-in compilers (make, CMake, pkg-config)
+# bcs-mpicc and bcs-mpicxx as drop-in compilers (make, CMake, pkg-config);
+# equivalents of the OSU benchmarks and mpitutorial examples (thirdparty/)
 .PHONY: mpitest
 mpitest: all
 	./tests/mpi/run.sh $(BUILD)/bin
+	./tests/mpi/thirdparty/run.sh $(BUILD)/bin
 	BUILT_CC='$(CC)' BUILT_CXX='$(CXX)' ./tests/mpi/test_wrapper.sh $(BUILD)/bin
 
 # the layering rules of each folder's README.md, and no daemon call cycle
