@@ -60,13 +60,6 @@ static inline int osu_parse(int argc, char **argv, struct osu_opts *o, int rank)
 	return 0;
 }
 
-/* the first size of the sweep: min_size, or 1 when min is 0 and sizes go by
- * powers of two from 1 */
-static inline long osu_next(long size)
-{
-	return size ? size * 2 : 1;
-}
-
 static inline void osu_header(const char *title, const char *columns, const struct osu_opts *o)
 {
 	printf("# OSU MPI %s Test %s\n", title, OSU_VERSION);
