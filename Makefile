@@ -103,13 +103,14 @@ $(BUILD)/bin/gang_spin: bench/gang/spin.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -o $@ $<
 
-# ---- BCS-MPI: libbcsmpi (static and shared), mpi.h, bcs-mpicc, pkg-config
+# ---- BCS-MPI: libbcsmpi (static and shared), mpi.h, bcs-mpicc and bcs-mpicxx, pkg-config
 BCS_LIB_SRC := bcs_mpi/mpi.c bcs_mpi/coll.c bcs_mpi/trace.c bcs_mpi/abi/dtype.c \
                bcs_mpi/abi/trace_codec.c
 BCS_LIB_OBJ := $(BCS_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 .PHONY: bcsmpi
 bcsmpi: $(BUILD)/lib/libbcsmpi.a $(BUILD)/lib/libbcsmpi.so $(BUILD)/include/mpi.h \
-        $(BUILD)/bin/bcs-mpicc $(BUILD)/lib/pkgconfig/bcsmpi.pc
+        $(BUILD)/bin/bcs-mpicc $(BUILD)/bin/bcs-mpicxx $(BUILD)/bin/bcs-mpic++ \
+        $(BUILD)/lib/pkgconfig/bcsmpi.pc
 $(BUILD)/lib/libbcsmpi.a: $(BCS_LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@
@@ -120,10 +121,20 @@ $(BUILD)/lib/libbcsmpi.so: $(BCS_LIB_OBJ)
 $(BUILD)/include/mpi.h: bcs_mpi/abi/mpi.h
 	@mkdir -p $(dir $@)
 	cp $< $@
-$(BUILD)/bin/bcs-mpicc: bcs_mpi/bcs-mpicc.in
+# the wrappers record the compilers storm is built with as their defaults;
+# the stamp changes (and they are rewritten) only when CC or CXX does
+$(GEN)/wrapper-compilers: FORCE
 	@mkdir -p $(dir $@)
-	sed -e 's|@PREFIX@|$(abspath $(BUILD))|g' $< > $@
-	chmod +x $@
+	@echo '$(CC) | $(CXX)' | cmp -s - $@ || echo '$(CC) | $(CXX)' > $@
+.PHONY: FORCE
+$(BUILD)/bin/bcs-mpicc $(BUILD)/bin/bcs-mpicxx: bcs_mpi/bcs-mpicc.in $(GEN)/wrapper-compilers
+	@mkdir -p $(dir $@)
+	sed -e 's|@PREFIX@|$(abspath $(BUILD))|g' -e 's|@CC@|$(CC)|g' -e 's|@CXX@|$(CXX)|g' \
+	    -e 's|@LANG@|$(if $(filter %cxx,$@),c++,c)|g' $< > $@.tmp
+	chmod +x $@.tmp
+	mv $@.tmp $@
+$(BUILD)/bin/bcs-mpic++: $(BUILD)/bin/bcs-mpicxx
+	ln -sf bcs-mpicxx $@
 $(BUILD)/lib/pkgconfig/bcsmpi.pc: bcs_mpi/bcsmpi.pc.in
 	@mkdir -p $(dir $@)
 	sed -e 's|@PREFIX@|$(abspath $(BUILD))|g' $< > $@
@@ -189,10 +200,14 @@ clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/
 	./tests/cluster/test_valgrind.sh $(BUILD)/bin
 
 # MPI conformance (tests/mpi): the suite under MPICH and under BCS-MPI on a
-# virtual cluster, outputs compared; the racy program; record and replay
+# virtual cluster, outputs compared; the racy program; record and replay;
+# bcs-mpicc and bcs-mpicxx as drop-in compilers (make, CMake, pkg-config);
+# equivalents of the OSU benchmarks and mpitutorial examples (thirdparty/)
 .PHONY: mpitest
 mpitest: all
 	./tests/mpi/run.sh $(BUILD)/bin
+	./tests/mpi/thirdparty/run.sh $(BUILD)/bin
+	BUILT_CC='$(CC)' BUILT_CXX='$(CXX)' ./tests/mpi/test_wrapper.sh $(BUILD)/bin
 
 # the layering rules of each folder's README.md, and no daemon call cycle
 # over two files (scripts/layers.py)

@@ -7,7 +7,7 @@ build_pkgs="build-essential pkg-config libfabric-dev libfabric-bin libprotobuf-c
 protobuf-c-compiler libcunit1-dev libinih-dev libjansson-dev libsodium-dev
 libclang-rt-14-dev clang valgrind python3 iproute2 munge libmunge-dev passwd gdb
 mpich libmpich-dev libsqlite3-dev sqlite3 iptables libnetfilter-queue-dev libxxhash-dev
-libmicrohttpd-dev python3-prometheus-client chromium libelf-dev"
+libmicrohttpd-dev python3-prometheus-client chromium libelf-dev cmake"
 # munge, libmunge-dev: control-message credentials (the virtual cluster runs its
 # own munged); passwd: useradd/groupadd for tests/cluster/test_users.sh;
 # gdb: storm replay --debug (tests/cluster/test_mpi.sh);
@@ -15,7 +15,8 @@ libmicrohttpd-dev python3-prometheus-client chromium libelf-dev"
 # libsqlite3-dev: the MM's database; iptables, libnetfilter-queue-dev: packet
 # loss and delay in tests/cluster/test_faults.sh (nfq_netem); libmicrohttpd-dev: the
 # MM's metrics endpoint and storm web; python3-prometheus-client: its test parses
-# the exposition; chromium: storm web's page is tested headless
+# the exposition; chromium: storm web's page is tested headless; cmake:
+# tests/mpi/test_wrapper.sh builds a CMake project with bcs-mpicc and bcs-mpicxx
 # slurm-wlm, munge: bench/launch's peer cluster (bench/launch/slurm-cluster.sh runs
 # its own private munged/slurmctld/slurmd; the system services are not used)
 bench_pkgs="gnuplot-nox hyperfine slurm-wlm"
