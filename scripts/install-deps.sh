@@ -16,7 +16,8 @@ libmicrohttpd-dev python3-prometheus-client chromium libelf-dev cmake"
 # loss and delay in tests/cluster/test_faults.sh (nfq_netem); libmicrohttpd-dev: the
 # MM's metrics endpoint and storm web; python3-prometheus-client: its test parses
 # the exposition; chromium: storm web's page is tested headless; cmake:
-# tests/mpi/test_wrapper.sh builds a CMake project with bcs-mpicc and bcs-mpicxx
+# tests/mpi/test_wrapper.sh builds a CMake project with bcs-mpicc and bcs-mpicxx;
+# libelf-dev: storm run reads which MPI a program is linked with (--mpi=auto)
 # slurm-wlm, munge: bench/launch's peer cluster (bench/launch/slurm-cluster.sh runs
 # its own private munged/slurmctld/slurmd; the system services are not used)
 bench_pkgs="gnuplot-nox hyperfine slurm-wlm"
