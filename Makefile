@@ -22,7 +22,7 @@ MM_LIBS := -lsqlite3 -lmicrohttpd
 AUTH_LIBS := -lmunge -lsodium
 DAEMON_LIBS := -lfabric -lprotobuf-c -linih -ljansson $(AUTH_LIBS)
 
-.PHONY: all deps bench-deps demo check unit unit-asan nettest bench bench-launch bench-gang bench-ckpt bench-mpi clean
+.PHONY: all deps bench-deps demo check unit unit-asan nettest bench bench-pmi bench-launch bench-gang bench-ckpt bench-mpi clean
 all: $(BUILD)/lib/libstormnet.a $(BUILD)/lib/libstormcommon.a $(BUILD)/bin/primitives_demo \
      $(BUILD)/bin/sn_mptest $(BUILD)/bin/unit_tests $(BUILD)/bin/stormmm $(BUILD)/bin/stormnd \
      $(BUILD)/bin/storm $(BUILD)/bin/storm-cluster $(BUILD)/lib/libstormckpt.a $(BUILD)/bin/storm-ckpt bcsmpi
@@ -194,6 +194,7 @@ clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/
 	./tests/cluster/test_gang.sh $(BUILD)/bin
 	./tests/cluster/test_mpi.sh $(BUILD)/bin
 	./tests/cluster/test_netns.sh $(BUILD)/bin
+	./tests/cluster/test_pmi.sh $(BUILD)/bin
 	./tests/cluster/test_faults.sh $(BUILD)/bin
 	./tests/cluster/test_persist.sh $(BUILD)/bin
 	./tests/cluster/test_load.sh $(BUILD)/bin 200 10
@@ -235,6 +236,7 @@ bench: bench-deps
 	$(MAKE) bench-gang-run
 	$(MAKE) bench-ckpt-run
 	$(MAKE) bench-mpi-run
+	./bench/pmi/run.sh
 
 # gang scheduling (the STORM paper's Figure 3): two CPU-bound jobs alone and
 # together against the timeslice, trace statistics, signals vs freezer, Slurm's gang
@@ -276,6 +278,11 @@ faulttest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/nfq_netem $(BUILD)/bin/ck
 	./tests/cluster/test_faults.sh $(BUILD)/bin
 
 # the launch experiment alone (storm against srun --bcast, srun, mpiexec, copies)
+# unmodified MPICH programs under storm run (PMI-1) against mpiexec
+bench-pmi: bench-deps
+	$(MAKE) all
+	./bench/pmi/run.sh
+
 bench-launch: bench-deps
 	./bench/launch/run.sh
 

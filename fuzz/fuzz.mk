@@ -9,7 +9,7 @@
 # To add a target: write fuzz/T.c, add T to FUZZ_TARGETS and its FUZZ_DEPS_T.
 FUZZ_TARGETS := frame ctl_request ctl_reply mm_report nd_command nd_strobe nd_chunk \
                 wire nodeset config hostlist cli_opts mm_state ctl_auth bcs_trace \
-                ckpt_image bcs_ckpt_state nd_copy
+                ckpt_image bcs_ckpt_state nd_copy pmi_wire
 
 FUZZ_DEPS_frame       := common/frame.c
 FUZZ_DEPS_bcs_trace   := bcs_mpi/abi/trace_codec.c
@@ -29,6 +29,7 @@ FUZZ_DEPS_hostlist    := common/hostlist.c
 FUZZ_DEPS_cli_opts    := cli/opts.c cli/fmt.c
 FUZZ_DEPS_mm_state    := $(MM_SRC) $(COMMON_SRC) net_abstraction/nodeset.c fuzz/stub_sn.c
 FUZZ_DEPS_ctl_auth    := common/ctl_auth.c
+FUZZ_DEPS_pmi_wire    := daemons/node/pmi_wire.c
 # the MM's main() gives way to the harness's
 FUZZ_EXTRA_daemons/mm/main.c := -Dmain=stormmm_main
 
@@ -37,7 +38,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_INC     := -I net_abstraction -I common -I scheduler -I bcs_mpi/abi -I $(GEN)/proto -I fuzz -I cli \
                 -I daemons/mm -I daemons/node -I checkpoint
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -MMD -MP -g -O1 -fno-omit-frame-pointer -Wall -Wextra $(FUZZ_INC)
-FUZZ_LIBS    := -lprotobuf-c -linih -ljansson $(AUTH_LIBS) $(MM_LIBS) -lxxhash
+FUZZ_LIBS    := -lprotobuf-c -linih -ljansson $(AUTH_LIBS) $(MM_LIBS) -lxxhash -lelf
 FUZZ_LF      := -fsanitize=address,undefined -fno-sanitize-recover=all
 
 .PHONY: fuzz fuzz-build fuzz-check fuzz-corpus fuzz-merge
