@@ -30,7 +30,8 @@ cd "$T" || exit 1
 if ! mpicc.mpich -O2 -o "$T/pmiprog" "$HERE/mpi/pmiprog.c" 2>"$T/cc.err"; then
 	bad "mpicc.mpich pmiprog.c"; cat "$T/cc.err"; exit 1
 fi
-expect "cluster up --netns, 4 nodes, MPL 2" 0 storm cluster up --netns --nodes 4 --mpl 2 --dir "$C"
+expect "cluster up --netns, 4 nodes, MPL 2, switching by signals" 0 \
+	storm cluster up --netns --nodes 4 --mpl 2 --switch signals --dir "$C"
 [ "$fails" = 0 ] || exit 1
 
 # the node daemons' namespaces, and the bytes their interfaces received
