@@ -529,11 +529,11 @@ int MPI_Win_free(MPI_Win *win)
 	if (rc)
 		return rc;
 	if (w->lreq != MPI_REQUEST_NULL) {
-		MPI_Request r = w->lreq;
-		MPI_Cancel(&r);
+		/* ours now, not progress's (which would post the next one) */
 		MPI_Request v[2] = {w->lreq, -1};
-		wait_reqs(v);
 		w->lreq = MPI_REQUEST_NULL;
+		MPI_Cancel(&v[0]);
+		wait_reqs(v);
 	}
 	/* our answers must have left before the memory goes */
 	bcs_wait(no_pending, NULL);
