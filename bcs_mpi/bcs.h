@@ -43,4 +43,14 @@ int bcs_op_check(MPI_Op op, MPI_Datatype dt);
 int bcs_new_ctx(struct bcs_comm *c, uint32_t *ctx);
 int bcs_allgather_ints(struct bcs_comm *c, const int *mine, int n, int *all);
 
+/* One-sided communication (win.c): the hook runs while this rank waits or
+ * polls; bcs_wait waits until cond holds; bcs_req_done and bcs_req_take
+ * look at and finish a request without touching the trace. */
+extern void (*bcs_progress_hook)(void);
+void bcs_wait(bool (*cond)(void *), void *arg);
+bool bcs_req_done(MPI_Request id);
+int bcs_req_take(MPI_Request *id, MPI_Status *st);
+/* a group's members as world ranks (group_min.c); NULL for a bad handle */
+const int *bcs_group_world(MPI_Group g, int *n);
+
 #endif

@@ -20,6 +20,8 @@
 
 #define EAGER_MAX 65536 /* a blocking MPI_Send of at most this is buffered */
 #define MAX_COMMS 4096
+#define REQ_CHUNK 256
+#define REQ_CHUNKS 4096
 
 enum rkind { R_SEND = 1, R_RECV, R_PROBE, R_NULLDONE, R_DAEMON };
 
@@ -39,7 +41,9 @@ static struct {
 	int rank, size, local;
 	int thread;
 	struct bcs_area *area;
-	struct req *reqs;
+	/* in chunks that never move: a request stays put while one-sided
+	 * progress (which posts requests) runs inside a wait */
+	struct req *reqs[REQ_CHUNKS];
 	int nreqs, free_head;
 	int eager_out;     /* buffered sends not yet taken by the daemon */
 	struct bcs_comm comms[MAX_COMMS];
@@ -73,14 +77,19 @@ static void futex_wait(uint32_t *addr, uint32_t val)
 	syscall(SYS_futex, addr, FUTEX_WAIT, val, NULL, NULL, 0);
 }
 
+static struct req *req_at(int i)
+{
+	return &g.reqs[i / REQ_CHUNK][i % REQ_CHUNK];
+}
+
 static struct req *req_of(int id)
 {
-	return id > 0 && id <= g.nreqs && g.reqs[id - 1].used ? &g.reqs[id - 1] : NULL;
+	return id > 0 && id <= g.nreqs && req_at(id - 1)->used ? req_at(id - 1) : NULL;
 }
 
 static void req_release(int id)
 {
-	struct req *r = &g.reqs[id - 1];
+	struct req *r = req_at(id - 1);
 	free(r->tmp);
 	memset(r, 0, sizeof(*r));
 	r->next_free = g.free_head;
@@ -90,20 +99,19 @@ static void req_release(int id)
 static int req_new(int kind, MPI_Comm comm)
 {
 	if (g.free_head < 0) {
-		int n = g.nreqs ? g.nreqs * 2 : 256;
-		struct req *v = realloc(g.reqs, (size_t)n * sizeof(*v));
+		int n = g.nreqs + REQ_CHUNK;
+		struct req *v = n / REQ_CHUNK <= REQ_CHUNKS ? calloc(REQ_CHUNK, sizeof(*v)) : NULL;
 		if (!v)
 			die("out of memory for requests");
-		memset(v + g.nreqs, 0, (size_t)(n - g.nreqs) * sizeof(*v));
-		for (int i = n - 1; i >= g.nreqs; i--) {
+		g.reqs[g.nreqs / REQ_CHUNK] = v;
+		for (int i = REQ_CHUNK - 1; i >= 0; i--) {
 			v[i].next_free = g.free_head;
-			g.free_head = i;
+			g.free_head = g.nreqs + i;
 		}
-		g.reqs = v;
 		g.nreqs = n;
 	}
 	int i = g.free_head;
-	struct req *r = &g.reqs[i];
+	struct req *r = req_at(i);
 	g.free_head = r->next_free;
 	memset(r, 0, sizeof(*r));
 	r->used = 1;
@@ -193,9 +201,24 @@ static void drain(void)
 	}
 }
 
+/* One-sided progress (win.c): runs wherever this rank waits or polls, never
+ * inside itself, so that a target serves the epochs aimed at it. */
+void (*bcs_progress_hook)(void);
+static int in_progress;
+
+static void progress(void)
+{
+	if (!bcs_progress_hook || in_progress)
+		return;
+	in_progress = 1;
+	bcs_progress_hook();
+	in_progress = 0;
+}
+
 /* This rank waits with nothing unseen (chan.h, idle). */
 static void declare_idle(void)
 {
+	progress();
 	struct bcs_area *a = g.area;
 	if (a->idle != BCS_IDLE_DONE)
 		__atomic_store_n(&a->idle, a->comp_tail + 1, __ATOMIC_SEQ_CST);
@@ -206,10 +229,12 @@ static void wait_for(bool (*cond)(void *), void *arg)
 {
 	for (;;) {
 		drain();
+		progress();
 		if (cond(arg))
 			return;
 		uint32_t v = __atomic_load_n(&g.area->futex, __ATOMIC_ACQUIRE);
 		drain();
+		progress();
 		if (cond(arg))
 			break;
 		declare_idle();
@@ -743,7 +768,7 @@ static int check_buf(const void *buf, int count, MPI_Datatype dt, struct bcs_typ
 static int null_request(MPI_Comm comm, MPI_Request *req)
 {
 	int id = req_new(R_NULLDONE, comm);
-	struct req *r = &g.reqs[id - 1];
+	struct req *r = req_at(id - 1);
 	r->done = 1;
 	r->st.MPI_SOURCE = MPI_PROC_NULL;
 	r->st.MPI_TAG = MPI_ANY_TAG;
@@ -767,7 +792,7 @@ static int isend_impl(const void *buf, int count, MPI_Datatype dt, int dest, int
 		return MPI_ERR_TAG;
 	long bytes = (long)count * t->size;
 	int id = req_new(R_SEND, comm);
-	struct req *r = &g.reqs[id - 1];
+	struct req *r = req_at(id - 1);
 	const void *addr = buf;
 	if (!bcs_type_is_contig(t) || (eager && bytes <= EAGER_MAX)) {
 		r->tmp = malloc(bytes ? (size_t)bytes : 1);
@@ -805,7 +830,7 @@ static int irecv_impl(void *buf, int count, MPI_Datatype dt, int src, int tag,
 		return MPI_ERR_TAG;
 	long bytes = (long)count * t->size;
 	int id = req_new(R_RECV, comm);
-	struct req *r = &g.reqs[id - 1];
+	struct req *r = req_at(id - 1);
 	void *addr = buf;
 	if (!bcs_type_is_contig(t)) {
 		r->tmp = malloc(bytes ? (size_t)bytes : 1);
@@ -880,6 +905,24 @@ int bcs_waitall(int n, MPI_Request *reqs)
 			err = e;
 	}
 	return err;
+}
+
+void bcs_wait(bool (*cond)(void *), void *arg)
+{
+	wait_for(cond, arg);
+}
+
+bool bcs_req_done(MPI_Request id)
+{
+	struct req *r = req_of(id);
+	return !r || r->done;
+}
+
+int bcs_req_take(MPI_Request *id, MPI_Status *st)
+{
+	if (*id == MPI_REQUEST_NULL || !req_of(*id))
+		return MPI_SUCCESS;
+	return finish(id, st);
 }
 
 int bcs_world_barrier(void)

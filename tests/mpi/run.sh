@@ -38,7 +38,7 @@ C=$T/c
 export PATH=$BIN:$PATH
 export STORM_CONF=$C/storm.conf
 fails=0 checks=0
-PROGS="env p2p coll ops ops_complex comm"
+PROGS="env p2p coll ops ops_complex comm rma"
 CFLAGS=(-std=c11 -O1 -Wall -Wextra -Werror)
 # GCC 12 warns (wrongly) on MPICH's MPI_STATUSES_IGNORE passed as an array
 MPICH_CFLAGS=("${CFLAGS[@]}" -Wno-stringop-overflow)
@@ -214,6 +214,17 @@ for i in 1 2 3; do
 		diff "$T/recorded.out" "$T/out" | head -10 | sed 's/^/     /'
 	fi
 done
+
+# one-sided epochs (lock epochs ordered at quiescence) replay too
+expect "storm run --record (rma, 8 ranks)" 0 storm run --record "$T/rma.trace" -N 4 -n 8 "$T/bcs/rma"
+cp "$T/out" "$T/rma.recorded"
+expect "storm replay (rma)" 0 storm replay "$T/rma.trace"
+if cmp -s "$T/rma.recorded" "$T/out" && cmp -s "$T/mpich/rma.8.out" "$T/out"; then
+	ok "  output equals the recorded run's and MPICH's"
+else
+	bad "  output differs from the recorded run's or MPICH's"
+	diff "$T/rma.recorded" "$T/out" | head -10 | sed 's/^/     /'
+fi
 
 echo "$checks checks, $fails failed"
 [ "$fails" = 0 ]

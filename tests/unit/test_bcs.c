@@ -1,5 +1,5 @@
 /* BCS-MPI's pure parts: the matching engine, datatype pack/unpack, the
- * predefined reduction operators, the trace codec. */
+ * predefined reduction operators, the trace codec, one-sided batches. */
 #include <CUnit/CUnit.h>
 #include <errno.h>
 #include <stdint.h>
@@ -11,6 +11,7 @@
 #include "dtype.h"
 #include "../../daemons/node/match.h"
 #include "mpi.h"
+#include "rma.h"
 #include "trace_codec.h"
 #include "suites.h"
 
@@ -476,6 +477,119 @@ static void test_ckpt_state(void)
 	free(b);
 }
 
+/* ---- one-sided batches */
+
+static void test_rma_batch(void)
+{
+	bcs_types_init();
+	long win[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+	struct bcs_rma_buf b = {0};
+	struct bcs_block one = {2 * sizeof(long), sizeof(long)};
+	/* put 40 into [2], sum 5 into [2], get [2], max into [3], cas [4] 4 -> 44,
+	 * cas [5] with a wrong comparand, get_accumulate replace [6], no-op read [6] */
+	long v = 40;
+	memcpy(bcs_rma_add(&b, BCS_RMA_PUT, 0, MPI_LONG, &one, 1), &v, sizeof(v));
+	v = 5;
+	memcpy(bcs_rma_add(&b, BCS_RMA_ACC, MPI_SUM, MPI_LONG, &one, 1), &v, sizeof(v));
+	CU_ASSERT_PTR_NOT_NULL(bcs_rma_add(&b, BCS_RMA_GET, 0, MPI_LONG, &one, 1));
+	struct bcs_block three = {3 * sizeof(long), sizeof(long)};
+	v = 2;
+	memcpy(bcs_rma_add(&b, BCS_RMA_ACC, MPI_MAX, MPI_LONG, &three, 1), &v, sizeof(v));
+	struct bcs_block four = {4 * sizeof(long), sizeof(long)};
+	long cas[2] = {4, 44};
+	memcpy(bcs_rma_add(&b, BCS_RMA_CAS, 0, MPI_LONG, &four, 1), cas, sizeof(cas));
+	struct bcs_block five = {5 * sizeof(long), sizeof(long)};
+	long cas2[2] = {4, 55};
+	memcpy(bcs_rma_add(&b, BCS_RMA_CAS, 0, MPI_LONG, &five, 1), cas2, sizeof(cas2));
+	struct bcs_block six = {6 * sizeof(long), sizeof(long)};
+	v = 66;
+	memcpy(bcs_rma_add(&b, BCS_RMA_GACC, MPI_REPLACE, MPI_LONG, &six, 1), &v, sizeof(v));
+	CU_ASSERT_PTR_NOT_NULL(bcs_rma_add(&b, BCS_RMA_GACC, MPI_NO_OP, MPI_LONG, &six, 1));
+	CU_ASSERT_EQUAL(b.nrec, 8);
+	CU_ASSERT_EQUAL(b.reply, 5 * sizeof(long));
+	long rep[5] = {0};
+	uint64_t rlen = 0;
+	CU_ASSERT_EQUAL(bcs_rma_apply(win, sizeof(win), b.p, b.len, rep, sizeof(rep), &rlen), 0);
+	CU_ASSERT_EQUAL(rlen, sizeof(rep));
+	CU_ASSERT_EQUAL(win[2], 45);
+	CU_ASSERT_EQUAL(rep[0], 45);
+	CU_ASSERT_EQUAL(win[3], 3);
+	CU_ASSERT_EQUAL(win[4], 44);
+	CU_ASSERT_EQUAL(rep[1], 4);
+	CU_ASSERT_EQUAL(win[5], 5);
+	CU_ASSERT_EQUAL(rep[2], 5);
+	CU_ASSERT_EQUAL(rep[3], 6);
+	CU_ASSERT_EQUAL(rep[4], 66);
+	CU_ASSERT_EQUAL(win[6], 66);
+	CU_ASSERT_EQUAL(win[0], 0);
+	CU_ASSERT_EQUAL(win[7], 7);
+	bcs_rma_buf_free(&b);
+}
+
+static void test_rma_errors(void)
+{
+	bcs_types_init();
+	double win[4] = {1, 2, 3, 4};
+	struct bcs_rma_buf b = {0};
+	/* a block past the end: range error, the record before stays applied */
+	struct bcs_block ok = {0, sizeof(double)}, past = {3 * sizeof(double), 2 * sizeof(double)};
+	double v = 9;
+	memcpy(bcs_rma_add(&b, BCS_RMA_PUT, 0, MPI_DOUBLE, &ok, 1), &v, sizeof(v));
+	memcpy(bcs_rma_add(&b, BCS_RMA_PUT, 0, MPI_DOUBLE, &past, 1), &v, sizeof(v));
+	uint64_t rlen;
+	CU_ASSERT_EQUAL(bcs_rma_apply(win, sizeof(win), b.p, b.len, NULL, 0, &rlen),
+			MPI_ERR_RMA_RANGE);
+	CU_ASSERT_EQUAL(win[0], 9);
+	CU_ASSERT_EQUAL(win[3], 4);
+	bcs_rma_buf_free(&b);
+	/* a bitwise op on doubles does not apply */
+	memcpy(bcs_rma_add(&b, BCS_RMA_ACC, MPI_BXOR, MPI_DOUBLE, &ok, 1), &v, sizeof(v));
+	CU_ASSERT_EQUAL(bcs_rma_apply(win, sizeof(win), b.p, b.len, NULL, 0, &rlen), MPI_ERR_OP);
+	/* every truncation of a batch is refused, never read past */
+	struct bcs_rma_buf c = {0};
+	memcpy(bcs_rma_add(&c, BCS_RMA_ACC, MPI_SUM, MPI_DOUBLE, &ok, 1), &v, sizeof(v));
+	for (uint64_t n = 1; n < c.len; n++) {
+		uint8_t *cut = malloc(n);
+		memcpy(cut, c.p, n);
+		CU_ASSERT_NOT_EQUAL(bcs_rma_apply(win, sizeof(win), cut, n, NULL, 0, &rlen), 0);
+		free(cut);
+	}
+	/* no room for a fetch's answer */
+	struct bcs_rma_buf d = {0};
+	CU_ASSERT_PTR_NOT_NULL(bcs_rma_add(&d, BCS_RMA_GET, 0, MPI_DOUBLE, &ok, 1));
+	double r1;
+	CU_ASSERT_EQUAL(bcs_rma_apply(win, sizeof(win), d.p, d.len, &r1, 4, &rlen), MPI_ERR_ARG);
+	bcs_rma_buf_free(&b);
+	bcs_rma_buf_free(&c);
+	bcs_rma_buf_free(&d);
+}
+
+static void test_rma_blocks(void)
+{
+	bcs_types_init();
+	int vec;
+	CU_ASSERT_EQUAL(bcs_type_vector(3, 1, 2, MPI_INT, &vec), 0);
+	uint32_t n;
+	struct bcs_block *b = bcs_rma_blocks(bcs_type_get(vec), 2, 8, &n);
+	/* two items of a 3-int vector (extent 5 ints) at byte 8: the first's
+	 * last int and the second's first are adjacent, one block */
+	CU_ASSERT_EQUAL(n, 5);
+	CU_ASSERT_EQUAL(b[0].off, 8);
+	CU_ASSERT_EQUAL(b[1].off, 16);
+	CU_ASSERT_EQUAL(b[2].off, 8 + 16);
+	CU_ASSERT_EQUAL(b[2].len, 8);
+	CU_ASSERT_EQUAL(b[4].off, 8 + 36);
+	CU_ASSERT_EQUAL(b[4].len, 4);
+	free(b);
+	/* contiguous items merge into one block */
+	b = bcs_rma_blocks(bcs_type_get(MPI_INT), 10, 4, &n);
+	CU_ASSERT_EQUAL(n, 1);
+	CU_ASSERT_EQUAL(b[0].off, 4);
+	CU_ASSERT_EQUAL(b[0].len, 40);
+	free(b);
+	bcs_type_free(&vec);
+}
+
 void add_bcs_suite(void)
 {
 	CU_pSuite s = CU_add_suite("bcs-mpi", NULL, NULL);
@@ -489,4 +603,7 @@ void add_bcs_suite(void)
 	CU_add_test(s, "trace codec round trip, truncation, bit flips", test_trace_roundtrip);
 	CU_add_test(s, "base64", test_b64);
 	CU_add_test(s, "checkpoint state codec and ring restore", test_ckpt_state);
+	CU_add_test(s, "one-sided batch: every kind applied in order", test_rma_batch);
+	CU_add_test(s, "one-sided batch: range, op, truncation, reply room", test_rma_errors);
+	CU_add_test(s, "one-sided target blocks of a datatype", test_rma_blocks);
 }

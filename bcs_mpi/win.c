@@ -1,0 +1,1105 @@
+/* BCS-MPI one-sided communication: windows, their epochs and operations.
+ *
+ * The BCS way: an operation is never done when it is called. The origin
+ * queues it, per target, as a record of a batch (abi/rma.h); the epoch's
+ * synchronisation ships each batch in one message over the library's own
+ * point to point, on the window's private communicator (its collective
+ * context, tags of their own: user traffic never matches them), and the
+ * target applies the batches it receives. Data thus moves in the daemons'
+ * schedule like any message, and everything a window holds lives in the
+ * rank's memory, so a checkpoint taken mid-epoch has it all.
+ *
+ * Determinism: a target applies the batches of one synchronisation in
+ * origin rank order (then issue order within a batch), so even floating
+ * point and non-commutative accumulates give the same bits every run.
+ *   fence        every member sends every other its batch (maybe empty);
+ *                each applies them in rank order, then answers the fetches.
+ *   post/start/  MPI_Win_post pre-posts a header receive from each origin
+ *   complete/    of the group; MPI_Win_complete ships the batches; the
+ *   wait         target applies them in rank order once all arrived.
+ *   lock/unlock  lazy: the epoch's batch goes at MPI_Win_unlock (or
+ *                MPI_Win_flush, after which the target keeps the lock held
+ *                for that origin until its unlock) and is applied whole,
+ *                atomically, under the lock's rules; the answer (always
+ *                sent) completes the unlock. The target learns of batches
+ *                through one wildcard header receive per window, which the
+ *                daemons resolve at quiescence, lowest source first: the
+ *                order of lock epochs at a target is itself deterministic.
+ *
+ * Progress: a target serves post/start and lock batches while it is inside
+ * any MPI call that waits or polls (bcs_progress_hook), as MPICH without an
+ * asynchronous progress thread does; a rank computing outside MPI delays
+ * the origins that wait on it, never corrupts them. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bcs.h"
+#include "chan.h"
+#include "rma.h"
+
+#define MAX_WINS 1024
+
+/* tags on the window's collective context (coll.c uses 1) */
+enum {
+	T_FHDR = 101, T_FBODY, T_FREPLY, /* fence */
+	T_PHDR, T_PBODY, T_PREPLY,       /* post/start/complete/wait */
+	T_LHDR, T_LBODY, T_LREPLY,       /* lock/unlock */
+};
+
+#define F_EXCL 1u /* a batch of an exclusive lock epoch */
+#define F_HOLD 2u /* flushed: the epoch goes on, the target keeps it held */
+
+struct hdr {
+	uint64_t bytes;  /* the batch's length */
+	uint32_t flags;
+	uint32_t pad;
+	uint64_t reply;  /* bytes of its answer */
+};
+
+struct fetch {
+	void *addr;
+	int count;
+	MPI_Datatype dt;
+	uint64_t len;
+};
+
+/* what an origin queued for one target */
+struct tq {
+	struct bcs_rma_buf b;
+	struct fetch *f;
+	int nf, capf;
+	int lock;  /* 0, MPI_LOCK_SHARED or MPI_LOCK_EXCLUSIVE */
+	int held;  /* flushed in this lock epoch: the target holds it for us */
+};
+
+/* a lock batch at the target, in arrival order */
+struct incoming {
+	int from;
+	struct hdr h;
+	MPI_Request body_req;
+	uint8_t *body;
+	struct incoming *next;
+};
+
+struct win {
+	MPI_Comm comm;     /* private duplicate of the user's communicator */
+	int rank, size;
+	char *base;
+	MPI_Aint bytes;
+	int disp_unit, allocated;
+	MPI_Aint *sizes;   /* every member's window size and displacement unit */
+	int *units;
+	struct tq *q;
+	/* access epoch of post/start/complete/wait: targets, ascending */
+	int *start, nstart;
+	/* exposure epoch: origins, ascending; 1 headers, 2 bodies, 3 applied */
+	int *post, npost, pstate;
+	struct hdr *phdr;
+	MPI_Request *preq;
+	uint8_t **pbody;
+	/* passive target */
+	MPI_Request lreq;
+	struct hdr lhdr;
+	struct incoming *in;
+	int excl;          /* the origin holding the lock exclusively, or -1 */
+	char *shared;      /* origins holding it shared (flushed epochs) */
+	int nshared;
+	int self_lock;     /* this rank's own lock on its window */
+	int servicing;
+};
+
+static struct win *wins[MAX_WINS];
+
+/* sends whose buffer is freed once they completed */
+static struct pend {
+	MPI_Request r;
+	void *buf;
+} *pend;
+static int npend, cappend;
+
+static struct win *win_get(MPI_Win h)
+{
+	return h > 0 && h < MAX_WINS ? wins[h] : NULL;
+}
+
+static struct bcs_comm *wc(const struct win *w)
+{
+	return bcs_comm_get(w->comm);
+}
+
+static void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		bcs_err(MPI_COMM_WORLD, MPI_ERR_NO_MEM, "one-sided communication");
+	return p;
+}
+
+/* ---- messages */
+
+static void reap(void)
+{
+	int k = 0;
+	for (int i = 0; i < npend; i++) {
+		if (bcs_req_done(pend[i].r)) {
+			bcs_req_take(&pend[i].r, MPI_STATUS_IGNORE);
+			free(pend[i].buf);
+		} else {
+			pend[k++] = pend[i];
+		}
+	}
+	npend = k;
+}
+
+/* Sends len bytes at buf (taken: freed once sent). */
+static int send_owned(struct win *w, int dest, int tag, void *buf, uint64_t len)
+{
+	if (npend == cappend) {
+		int n = cappend ? cappend * 2 : 64;
+		struct pend *v = realloc(pend, (size_t)n * sizeof(*v));
+		if (!v) {
+			free(buf);
+			return MPI_ERR_NO_MEM;
+		}
+		pend = v;
+		cappend = n;
+	}
+	MPI_Request r;
+	int rc = bcs_isend(buf, (int)len, MPI_BYTE, dest, tag, wc(w), true, &r);
+	if (rc) {
+		free(buf);
+		return rc;
+	}
+	pend[npend++] = (struct pend){r, buf};
+	return MPI_SUCCESS;
+}
+
+static int send_hdr(struct win *w, int dest, int tag, struct hdr h)
+{
+	struct hdr *p = xmalloc(sizeof(h));
+	*p = h;
+	return send_owned(w, dest, tag, p, sizeof(h));
+}
+
+static int recv(struct win *w, void *buf, uint64_t len, int src, int tag, MPI_Request *r)
+{
+	return bcs_irecv(buf, (int)len, MPI_BYTE, src, tag, wc(w), true, r);
+}
+
+static bool all_done(void *arg)
+{
+	MPI_Request *v = arg;
+	for (int i = 0; v[i] != -1; i++)
+		if (!bcs_req_done(v[i]))
+			return false;
+	return true;
+}
+
+/* Waits for the requests (ended by -1) and finishes them. */
+static int wait_reqs(MPI_Request *v)
+{
+	bcs_wait(all_done, v);
+	int err = MPI_SUCCESS;
+	for (int i = 0; v[i] != -1; i++) {
+		int e = bcs_req_take(&v[i], MPI_STATUS_IGNORE);
+		if (e && !err)
+			err = e;
+	}
+	return err;
+}
+
+/* ---- batches */
+
+/* Applies a batch to this rank's window; the answer in *reply (malloc'd). */
+static void apply(struct win *w, const void *batch, uint64_t n, uint64_t want, void **reply)
+{
+	void *rep = xmalloc(want);
+	uint64_t rlen = 0;
+	int rc = bcs_rma_apply(w->base, (uint64_t)w->bytes, batch, n, rep, want, &rlen);
+	if (!rc && rlen != want)
+		rc = MPI_ERR_INTERN;
+	if (rc)
+		bcs_err(w->comm, rc, "one-sided operation at its target");
+	*reply = rep;
+}
+
+/* Hands the fetched bytes of target t's batch to their result buffers. */
+static void unpack_fetches(struct tq *q, const uint8_t *rep)
+{
+	uint64_t off = 0;
+	for (int i = 0; i < q->nf; i++) {
+		struct bcs_type *t = bcs_type_get(q->f[i].dt);
+		if (t)
+			bcs_unpack(t, rep + off, (long)q->f[i].len, q->f[i].addr);
+		off += q->f[i].len;
+	}
+	q->nf = 0;
+}
+
+/* The batch leaves the queue: its bytes, which the caller owns now. */
+static void *detach(struct tq *q, uint64_t *len, uint64_t *reply)
+{
+	void *p = q->b.p;
+	*len = q->b.len;
+	*reply = q->b.reply;
+	memset(&q->b, 0, sizeof(q->b));
+	return p;
+}
+
+/* This rank's own batch to itself, applied now. */
+static void apply_self(struct win *w)
+{
+	struct tq *q = &w->q[w->rank];
+	uint64_t len, want;
+	void *b = detach(q, &len, &want), *rep;
+	apply(w, b, len, want, &rep);
+	unpack_fetches(q, rep);
+	free(rep);
+	free(b);
+}
+
+/* ---- passive target at the target */
+
+static bool may_apply(const struct win *w, const struct incoming *e)
+{
+	if (w->excl >= 0)
+		return w->excl == e->from;
+	if (w->self_lock == MPI_LOCK_EXCLUSIVE)
+		return false;
+	if (e->h.flags & F_EXCL)
+		return w->self_lock == 0 && w->nshared - (w->shared[e->from] ? 1 : 0) == 0;
+	return true;
+}
+
+/* Applies, in arrival order, every received lock batch the holds allow. */
+static void serve_locks(struct win *w)
+{
+	if (w->servicing)
+		return;
+	w->servicing = 1;
+	for (bool again = true; again;) {
+		again = false;
+		for (struct incoming **pp = &w->in; *pp; pp = &(*pp)->next) {
+			struct incoming *e = *pp;
+			if (e->body_req != MPI_REQUEST_NULL) {
+				if (!bcs_req_done(e->body_req))
+					continue;
+				bcs_req_take(&e->body_req, MPI_STATUS_IGNORE);
+			}
+			if (!may_apply(w, e))
+				continue;
+			void *rep;
+			apply(w, e->body, e->h.bytes, e->h.reply, &rep);
+			send_owned(w, e->from, T_LREPLY, rep, e->h.reply);
+			if (e->h.flags & F_HOLD) {
+				if (e->h.flags & F_EXCL) {
+					w->excl = e->from;
+				} else if (!w->shared[e->from]) {
+					w->shared[e->from] = 1;
+					w->nshared++;
+				}
+			} else {
+				if (w->excl == e->from)
+					w->excl = -1;
+				if (w->shared[e->from]) {
+					w->shared[e->from] = 0;
+					w->nshared--;
+				}
+			}
+			*pp = e->next;
+			free(e->body);
+			free(e);
+			again = true; /* the holds changed: look from the start */
+			break;
+		}
+	}
+	w->servicing = 0;
+}
+
+static int post_lock_hdr(struct win *w)
+{
+	return recv(w, &w->lhdr, sizeof(w->lhdr), MPI_ANY_SOURCE, T_LHDR, &w->lreq);
+}
+
+/* A lock batch announced itself: receive its body, look for the next. */
+static void take_lock_hdr(struct win *w)
+{
+	MPI_Status st;
+	bcs_req_take(&w->lreq, &st);
+	struct bcs_comm *c = wc(w);
+	int from = -1;
+	for (int i = 0; i < c->size; i++)
+		if (c->world[i] == st.MPI_SOURCE)
+			from = i;
+	struct incoming *e = xmalloc(sizeof(*e));
+	*e = (struct incoming){.from = from, .h = w->lhdr, .body_req = MPI_REQUEST_NULL};
+	e->body = xmalloc(e->h.bytes);
+	if (e->h.bytes)
+		recv(w, e->body, e->h.bytes, from, T_LBODY, &e->body_req);
+	struct incoming **pp = &w->in;
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = e;
+	post_lock_hdr(w);
+}
+
+/* ---- post/start/complete/wait at the target */
+
+static void serve_exposure(struct win *w)
+{
+	if (w->pstate == 1) {
+		for (int i = 0; i < w->npost; i++)
+			if (!bcs_req_done(w->preq[i]))
+				return;
+		for (int i = 0; i < w->npost; i++) {
+			bcs_req_take(&w->preq[i], MPI_STATUS_IGNORE);
+			w->pbody[i] = xmalloc(w->phdr[i].bytes);
+			if (w->phdr[i].bytes)
+				recv(w, w->pbody[i], w->phdr[i].bytes, w->post[i], T_PBODY,
+				     &w->preq[i]);
+		}
+		w->pstate = 2;
+	}
+	if (w->pstate == 2) {
+		for (int i = 0; i < w->npost; i++)
+			if (!bcs_req_done(w->preq[i]))
+				return;
+		/* every origin's batch is here: applied in rank order */
+		for (int i = 0; i < w->npost; i++) {
+			bcs_req_take(&w->preq[i], MPI_STATUS_IGNORE);
+			void *rep;
+			apply(w, w->pbody[i], w->phdr[i].bytes, w->phdr[i].reply, &rep);
+			if (w->phdr[i].reply)
+				send_owned(w, w->post[i], T_PREPLY, rep, w->phdr[i].reply);
+			else
+				free(rep);
+			free(w->pbody[i]);
+			w->pbody[i] = NULL;
+		}
+		w->pstate = 3;
+	}
+}
+
+static void progress(void)
+{
+	reap();
+	for (int h = 1; h < MAX_WINS; h++) {
+		struct win *w = wins[h];
+		if (!w)
+			continue;
+		if (w->lreq != MPI_REQUEST_NULL && bcs_req_done(w->lreq))
+			take_lock_hdr(w);
+		if (w->in)
+			serve_locks(w);
+		if (w->pstate == 1 || w->pstate == 2)
+			serve_exposure(w);
+	}
+}
+
+/* ---- windows */
+
+int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
+{
+	(void)info;
+	if (size < 0)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_SIZE, "MPI_Alloc_mem");
+	void *p = malloc(size ? (size_t)size : 1);
+	if (!p)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_NO_MEM, "MPI_Alloc_mem");
+	memcpy(baseptr, &p, sizeof(p));
+	return MPI_SUCCESS;
+}
+
+int MPI_Free_mem(void *base)
+{
+	free(base);
+	return MPI_SUCCESS;
+}
+
+static int win_new(void *base, MPI_Aint size, int disp_unit, MPI_Comm comm, int allocated,
+		   MPI_Win *win, const char *fn)
+{
+	bcs_need_init(fn);
+	struct bcs_comm *uc = bcs_comm_get(comm);
+	if (!uc)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, fn);
+	if (size < 0)
+		return bcs_err(comm, MPI_ERR_SIZE, fn);
+	if (disp_unit <= 0)
+		return bcs_err(comm, MPI_ERR_ARG, fn);
+	int h = 1;
+	while (h < MAX_WINS && wins[h])
+		h++;
+	if (h == MAX_WINS)
+		return bcs_err(comm, MPI_ERR_INTERN, fn);
+	struct win *w = calloc(1, sizeof(*w));
+	if (!w)
+		return bcs_err(comm, MPI_ERR_NO_MEM, fn);
+	int rc = MPI_Comm_dup(comm, &w->comm);
+	if (rc) {
+		free(w);
+		return rc;
+	}
+	struct bcs_comm *c = wc(w);
+	w->rank = c->rank;
+	w->size = c->size;
+	w->base = base;
+	w->bytes = size;
+	w->disp_unit = disp_unit;
+	w->allocated = allocated;
+	w->excl = -1;
+	w->lreq = MPI_REQUEST_NULL;
+	w->sizes = xmalloc((size_t)w->size * sizeof(MPI_Aint));
+	w->units = xmalloc((size_t)w->size * sizeof(int));
+	w->q = calloc((size_t)w->size, sizeof(struct tq));
+	w->shared = calloc((size_t)w->size, 1);
+	int mine[3] = {(int)(size & 0x7fffffff), (int)(size >> 31), disp_unit};
+	int *all = xmalloc((size_t)w->size * 3 * sizeof(int));
+	if (!w->q || !w->shared)
+		return bcs_err(comm, MPI_ERR_NO_MEM, fn);
+	rc = bcs_allgather_ints(c, mine, 3, all);
+	if (rc)
+		return bcs_err(comm, rc, fn);
+	for (int i = 0; i < w->size; i++) {
+		w->sizes[i] = (MPI_Aint)all[3 * i] | ((MPI_Aint)all[3 * i + 1] << 31);
+		w->units[i] = all[3 * i + 2];
+	}
+	free(all);
+	rc = post_lock_hdr(w);
+	if (rc)
+		return bcs_err(comm, rc, fn);
+	wins[h] = w;
+	bcs_progress_hook = progress;
+	*win = h;
+	return MPI_SUCCESS;
+}
+
+int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+		   MPI_Win *win)
+{
+	(void)info;
+	if (!base && size > 0)
+		return bcs_err(comm, MPI_ERR_BASE, "MPI_Win_create");
+	return win_new(base, size, disp_unit, comm, 0, win, "MPI_Win_create");
+}
+
+int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
+		     MPI_Win *win)
+{
+	(void)info;
+	if (size < 0)
+		return bcs_err(comm, MPI_ERR_SIZE, "MPI_Win_allocate");
+	/* zeroed, so that what a program sees does not depend on the heap */
+	void *p = calloc(1, size ? (size_t)size : 1);
+	if (!p)
+		return bcs_err(comm, MPI_ERR_NO_MEM, "MPI_Win_allocate");
+	int rc = win_new(p, size, disp_unit, comm, 1, win, "MPI_Win_allocate");
+	if (rc) {
+		free(p);
+		return rc;
+	}
+	memcpy(baseptr, &p, sizeof(p));
+	return MPI_SUCCESS;
+}
+
+#define WIN(h, fn)                                                                     \
+	bcs_need_init(fn);                                                             \
+	struct win *w = win_get(h);                                                    \
+	if (!w)                                                                        \
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_WIN, fn)
+
+static bool no_pending(void *arg)
+{
+	(void)arg;
+	reap();
+	return npend == 0;
+}
+
+int MPI_Win_free(MPI_Win *win)
+{
+	WIN(*win, "MPI_Win_free");
+	for (int i = 0; i < w->size; i++)
+		if (w->q[i].lock || w->q[i].b.nrec)
+			return bcs_err(w->comm, MPI_ERR_RMA_SYNC, "MPI_Win_free");
+	if (w->pstate || w->nstart)
+		return bcs_err(w->comm, MPI_ERR_RMA_SYNC, "MPI_Win_free");
+	/* every lock epoch aimed at us ended before its origin got here (an
+	 * unlock waits for our answer): we serve them while we wait */
+	int rc = MPI_Barrier(w->comm);
+	if (rc)
+		return rc;
+	if (w->lreq != MPI_REQUEST_NULL) {
+		/* ours now, not progress's (which would post the next one) */
+		MPI_Request v[2] = {w->lreq, -1};
+		w->lreq = MPI_REQUEST_NULL;
+		MPI_Cancel(&v[0]);
+		wait_reqs(v);
+	}
+	/* our answers must have left before the memory goes */
+	bcs_wait(no_pending, NULL);
+	for (int i = 0; i < w->size; i++) {
+		bcs_rma_buf_free(&w->q[i].b);
+		free(w->q[i].f);
+	}
+	free(w->q);
+	free(w->shared);
+	free(w->sizes);
+	free(w->units);
+	free(w->start);
+	free(w->post);
+	free(w->phdr);
+	free(w->preq);
+	free(w->pbody);
+	if (w->allocated)
+		free(w->base);
+	MPI_Comm_free(&w->comm);
+	free(w);
+	wins[*win] = NULL;
+	*win = MPI_WIN_NULL;
+	return MPI_SUCCESS;
+}
+
+int MPI_Win_get_attr(MPI_Win win, int keyval, void *val, int *flag)
+{
+	WIN(win, "MPI_Win_get_attr");
+	/* MPI hands back pointers to the values */
+	static MPI_Aint size;
+	static int unit;
+	*flag = 1;
+	if (keyval == MPI_WIN_BASE) {
+		memcpy(val, &w->base, sizeof(void *));
+	} else if (keyval == MPI_WIN_SIZE) {
+		size = w->bytes;
+		void *p = &size;
+		memcpy(val, &p, sizeof(p));
+	} else if (keyval == MPI_WIN_DISP_UNIT) {
+		unit = w->disp_unit;
+		void *p = &unit;
+		memcpy(val, &p, sizeof(p));
+	} else {
+		*flag = 0;
+	}
+	return MPI_SUCCESS;
+}
+
+int MPI_Win_get_group(MPI_Win win, MPI_Group *group)
+{
+	WIN(win, "MPI_Win_get_group");
+	return MPI_Comm_group(w->comm, group);
+}
+
+/* ---- operations */
+
+static int add_fetch(struct tq *q, void *addr, int count, MPI_Datatype dt, uint64_t len)
+{
+	if (q->nf == q->capf) {
+		int n = q->capf ? q->capf * 2 : 16;
+		struct fetch *v = realloc(q->f, (size_t)n * sizeof(*v));
+		if (!v)
+			return MPI_ERR_NO_MEM;
+		q->f = v;
+		q->capf = n;
+	}
+	q->f[q->nf++] = (struct fetch){addr, count, dt, len};
+	return MPI_SUCCESS;
+}
+
+static bool op_ok(int op, int basic)
+{
+	return op == MPI_REPLACE || op == MPI_NO_OP ||
+	       (op >= MPI_MAX && op <= MPI_MINLOC && bcs_op_valid(op, basic));
+}
+
+/* Queues one operation for target trank. origin: data sent (put, acc),
+ * compare: CAS's comparand, result: where fetched bytes land. */
+static int queue_op(uint32_t kind, const void *origin, int ocount, MPI_Datatype odt,
+		    const void *compare, void *result, int rcount, MPI_Datatype rdt, int trank,
+		    MPI_Aint tdisp, int tcount, MPI_Datatype tdt, MPI_Op op, MPI_Win win,
+		    const char *fn)
+{
+	WIN(win, fn);
+	if (trank == MPI_PROC_NULL)
+		return MPI_SUCCESS;
+	if (trank < 0 || trank >= w->size)
+		return bcs_err(w->comm, MPI_ERR_RANK, fn);
+	if (ocount < 0 || tcount < 0 || rcount < 0)
+		return bcs_err(w->comm, MPI_ERR_COUNT, fn);
+	struct bcs_type *tt = bcs_type_get(tdt);
+	struct bcs_type *ot = odt ? bcs_type_get(odt) : NULL;
+	struct bcs_type *rt = rdt ? bcs_type_get(rdt) : NULL;
+	if (!tt || !tt->committed || (odt && (!ot || !ot->committed)) ||
+	    (rdt && (!rt || !rt->committed)))
+		return bcs_err(w->comm, MPI_ERR_TYPE, fn);
+	long tbytes = (long)tcount * tt->size;
+	bool sends = kind != BCS_RMA_GET && !(kind == BCS_RMA_GACC && op == MPI_NO_OP);
+	if ((sends && (!ot || (long)ocount * ot->size != tbytes)) ||
+	    (kind == BCS_RMA_GET && (long)ocount * ot->size != tbytes) ||
+	    (rt && (long)rcount * rt->size != tbytes))
+		return bcs_err(w->comm, MPI_ERR_ARG, fn); /* type signatures differ */
+	if ((kind == BCS_RMA_ACC || kind == BCS_RMA_GACC) && !op_ok(op, tt->basic))
+		return bcs_err(w->comm, MPI_ERR_OP, fn);
+	uint32_t nb;
+	struct bcs_block *blocks = bcs_rma_blocks(tt, tcount, (long)tdisp * w->units[trank], &nb);
+	if (!blocks)
+		return bcs_err(w->comm, MPI_ERR_NO_MEM, fn);
+	for (uint32_t i = 0; i < nb; i++)
+		if (blocks[i].off < 0 || blocks[i].off + blocks[i].len > w->sizes[trank]) {
+			free(blocks);
+			return bcs_err(w->comm, MPI_ERR_RMA_RANGE, fn);
+		}
+	struct tq *q = &w->q[trank];
+	uint8_t *data = bcs_rma_add(&q->b, kind, op, tt->basic, blocks, nb);
+	free(blocks);
+	if (!data)
+		return bcs_err(w->comm, MPI_ERR_NO_MEM, fn);
+	if (kind == BCS_RMA_CAS) {
+		bcs_pack(rt, compare, rcount, data);
+		bcs_pack(rt, origin, rcount, data + tbytes);
+	} else if (sends) {
+		bcs_pack(ot, origin, ocount, data);
+	} else if (kind == BCS_RMA_GACC) {
+		memset(data, 0, (size_t)tbytes);
+	}
+	int rc = MPI_SUCCESS;
+	if (kind == BCS_RMA_GET)
+		rc = add_fetch(q, (void *)origin, ocount, odt, (uint64_t)tbytes);
+	else if (kind == BCS_RMA_GACC || kind == BCS_RMA_CAS)
+		rc = add_fetch(q, result, rcount, rdt, (uint64_t)tbytes);
+	return rc ? bcs_err(w->comm, rc, fn) : MPI_SUCCESS;
+}
+
+int MPI_Put(const void *origin, int ocount, MPI_Datatype odt, int trank, MPI_Aint tdisp,
+	    int tcount, MPI_Datatype tdt, MPI_Win win)
+{
+	return queue_op(BCS_RMA_PUT, origin, ocount, odt, NULL, NULL, 0, 0, trank, tdisp,
+			tcount, tdt, MPI_REPLACE, win, "MPI_Put");
+}
+
+int MPI_Get(void *origin, int ocount, MPI_Datatype odt, int trank, MPI_Aint tdisp, int tcount,
+	    MPI_Datatype tdt, MPI_Win win)
+{
+	return queue_op(BCS_RMA_GET, origin, ocount, odt, NULL, NULL, 0, 0, trank, tdisp,
+			tcount, tdt, MPI_NO_OP, win, "MPI_Get");
+}
+
+int MPI_Accumulate(const void *origin, int ocount, MPI_Datatype odt, int trank,
+		   MPI_Aint tdisp, int tcount, MPI_Datatype tdt, MPI_Op op, MPI_Win win)
+{
+	if (op == MPI_NO_OP)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_OP, "MPI_Accumulate");
+	return queue_op(BCS_RMA_ACC, origin, ocount, odt, NULL, NULL, 0, 0, trank, tdisp,
+			tcount, tdt, op, win, "MPI_Accumulate");
+}
+
+int MPI_Get_accumulate(const void *origin, int ocount, MPI_Datatype odt, void *result,
+		       int rcount, MPI_Datatype rdt, int trank, MPI_Aint tdisp, int tcount,
+		       MPI_Datatype tdt, MPI_Op op, MPI_Win win)
+{
+	return queue_op(BCS_RMA_GACC, origin, ocount, op == MPI_NO_OP ? 0 : odt, NULL, result,
+			rcount, rdt, trank, tdisp, tcount, tdt, op, win, "MPI_Get_accumulate");
+}
+
+int MPI_Fetch_and_op(const void *origin, void *result, MPI_Datatype dt, int trank,
+		     MPI_Aint tdisp, MPI_Op op, MPI_Win win)
+{
+	return queue_op(BCS_RMA_GACC, origin, 1, op == MPI_NO_OP ? 0 : dt, NULL, result, 1, dt,
+			trank, tdisp, 1, dt, op, win, "MPI_Fetch_and_op");
+}
+
+int MPI_Compare_and_swap(const void *origin, const void *compare, void *result,
+			 MPI_Datatype dt, int trank, MPI_Aint tdisp, MPI_Win win)
+{
+	struct bcs_type *t = bcs_type_get(dt);
+	if (!t || !t->predefined)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Compare_and_swap");
+	return queue_op(BCS_RMA_CAS, origin, 1, dt, compare, result, 1, dt, trank, tdisp, 1, dt,
+			MPI_NO_OP, win, "MPI_Compare_and_swap");
+}
+
+/* ---- fence */
+
+int MPI_Win_fence(int assert, MPI_Win win)
+{
+	(void)assert;
+	WIN(win, "MPI_Win_fence");
+	int n = w->size, me = w->rank;
+	struct hdr *inh = calloc((size_t)n, sizeof(*inh));
+	uint8_t **body = calloc((size_t)n, sizeof(*body)), **rep = calloc((size_t)n, sizeof(*rep));
+	MPI_Request *r = xmalloc((size_t)(2 * n + 1) * sizeof(*r));
+	if (!inh || !body || !rep)
+		return bcs_err(w->comm, MPI_ERR_NO_MEM, "MPI_Win_fence");
+	int k = 0, rc = MPI_SUCCESS;
+	for (int p = 0; p < n && !rc; p++) {
+		if (p == me)
+			continue;
+		struct tq *q = &w->q[p];
+		uint64_t len, want;
+		void *b = detach(q, &len, &want);
+		rc = send_hdr(w, p, T_FHDR, (struct hdr){.bytes = len, .reply = want});
+		if (!rc && len)
+			rc = send_owned(w, p, T_FBODY, b, len);
+		else
+			free(b);
+		rep[p] = xmalloc(want);
+		if (!rc && want)
+			rc = recv(w, rep[p], want, p, T_FREPLY, &r[n + k++]);
+	}
+	for (int p = 0, j = 0; p < n && !rc; p++)
+		if (p != me)
+			rc = recv(w, &inh[p], sizeof(inh[p]), p, T_FHDR, &r[j++]);
+	if (rc)
+		return bcs_err(w->comm, rc, "MPI_Win_fence");
+	int nh = n - 1;
+	r[nh] = -1;
+	wait_reqs(r);
+	int j = 0;
+	for (int p = 0; p < n; p++) {
+		if (p == me || !inh[p].bytes)
+			continue;
+		body[p] = xmalloc(inh[p].bytes);
+		recv(w, body[p], inh[p].bytes, p, T_FBODY, &r[j++]);
+	}
+	r[j] = -1;
+	wait_reqs(r);
+	/* every batch of the epoch is here: applied in origin rank order */
+	for (int o = 0; o < n; o++) {
+		if (o == me) {
+			apply_self(w);
+			continue;
+		}
+		void *a;
+		apply(w, body[o], inh[o].bytes, inh[o].reply, &a);
+		free(body[o]);
+		if (inh[o].reply)
+			send_owned(w, o, T_FREPLY, a, inh[o].reply);
+		else
+			free(a);
+	}
+	memmove(r, r + n, (size_t)k * sizeof(*r));
+	r[k] = -1;
+	wait_reqs(r);
+	for (int p = 0; p < n; p++) {
+		if (p != me)
+			unpack_fetches(&w->q[p], rep[p]);
+		free(rep[p]);
+	}
+	free(inh);
+	free(body);
+	free(rep);
+	free(r);
+	return MPI_SUCCESS;
+}
+
+/* ---- post/start/complete/wait */
+
+/* A group's members as ranks of the window, ascending, without this rank. */
+static int group_ranks(struct win *w, MPI_Group group, int **out, int *nout)
+{
+	int gn;
+	const int *gw = bcs_group_world(group, &gn);
+	if (!gw)
+		return MPI_ERR_GROUP;
+	struct bcs_comm *c = wc(w);
+	int *v = xmalloc((size_t)(gn ? gn : 1) * sizeof(int)), k = 0;
+	for (int i = 0; i < c->size; i++)
+		for (int m = 0; m < gn; m++)
+			if (gw[m] == c->world[i] && i != w->rank)
+				v[k++] = i;
+	*out = v;
+	*nout = k;
+	return MPI_SUCCESS;
+}
+
+int MPI_Win_post(MPI_Group group, int assert, MPI_Win win)
+{
+	(void)assert;
+	WIN(win, "MPI_Win_post");
+	if (w->pstate)
+		return bcs_err(w->comm, MPI_ERR_RMA_SYNC, "MPI_Win_post");
+	free(w->post);
+	int rc = group_ranks(w, group, &w->post, &w->npost);
+	if (rc)
+		return bcs_err(w->comm, rc, "MPI_Win_post");
+	int n = w->npost ? w->npost : 1;
+	free(w->phdr);
+	free(w->preq);
+	free(w->pbody);
+	w->phdr = calloc((size_t)n, sizeof(*w->phdr));
+	w->preq = calloc((size_t)n, sizeof(*w->preq));
+	w->pbody = calloc((size_t)n, sizeof(*w->pbody));
+	if (!w->phdr || !w->preq || !w->pbody)
+		return bcs_err(w->comm, MPI_ERR_NO_MEM, "MPI_Win_post");
+	for (int i = 0; i < w->npost && !rc; i++)
+		rc = recv(w, &w->phdr[i], sizeof(w->phdr[i]), w->post[i], T_PHDR, &w->preq[i]);
+	w->pstate = 1;
+	return rc ? bcs_err(w->comm, rc, "MPI_Win_post") : MPI_SUCCESS;
+}
+
+int MPI_Win_start(MPI_Group group, int assert, MPI_Win win)
+{
+	(void)assert;
+	WIN(win, "MPI_Win_start");
+	if (w->start)
+		return bcs_err(w->comm, MPI_ERR_RMA_SYNC, "MPI_Win_start");
+	int rc = group_ranks(w, group, &w->start, &w->nstart);
+	if (rc)
+		return bcs_err(w->comm, rc, "MPI_Win_start");
+	return MPI_SUCCESS;
+}
+
+int MPI_Win_complete(MPI_Win win)
+{
+	WIN(win, "MPI_Win_complete");
+	if (!w->start)
+		return bcs_err(w->comm, MPI_ERR_RMA_SYNC, "MPI_Win_complete");
+	int n = w->nstart, k = 0, rc = MPI_SUCCESS;
+	MPI_Request *r = xmalloc((size_t)(n + 1) * sizeof(*r));
+	uint8_t **rep = calloc((size_t)(n ? n : 1), sizeof(*rep));
+	/* operations on our own window (we exposed it too) take effect now */
+	if (w->q[w->rank].b.nrec)
+		apply_self(w);
+	for (int i = 0; i < n && !rc; i++) {
+		int t = w->start[i];
+		uint64_t len, want;
+		void *b = detach(&w->q[t], &len, &want);
+		rc = send_hdr(w, t, T_PHDR, (struct hdr){.bytes = len, .reply = want});
+		if (!rc && len)
+			rc = send_owned(w, t, T_PBODY, b, len);
+		else
+			free(b);
+		rep[i] = xmalloc(want);
+		if (!rc && want)
+			rc = recv(w, rep[i], want, t, T_PREPLY, &r[k++]);
+	}
+	r[k] = -1;
+	if (!rc)
+		rc = wait_reqs(r);
+	for (int i = 0; i < n; i++) {
+		if (!rc)
+			unpack_fetches(&w->q[w->start[i]], rep[i]);
+		free(rep[i]);
+	}
+	free(rep);
+	free(r);
+	free(w->start);
+	w->start = NULL;
+	w->nstart = 0;
+	return rc ? bcs_err(w->comm, rc, "MPI_Win_complete") : MPI_SUCCESS;
+}
+
+static bool exposure_done(void *arg)
+{
+	return ((struct win *)arg)->pstate == 3;
+}
+
+int MPI_Win_wait(MPI_Win win)
+{
+	WIN(win, "MPI_Win_wait");
+	if (!w->pstate)
+		return bcs_err(w->comm, MPI_ERR_RMA_SYNC, "MPI_Win_wait");
+	serve_exposure(w);
+	bcs_wait(exposure_done, w);
+	w->pstate = 0;
+	return MPI_SUCCESS;
+}
+
+/* ---- lock/unlock */
+
+static bool self_lockable(void *arg)
+{
+	struct win *w = arg;
+	return w->excl < 0 && (w->self_lock != MPI_LOCK_EXCLUSIVE) &&
+	       (w->self_lock == 0 || w->self_lock == MPI_LOCK_SHARED);
+}
+
+static bool self_lockable_excl(void *arg)
+{
+	struct win *w = arg;
+	return w->excl < 0 && w->nshared == 0;
+}
+
+static int lock_one(struct win *w, int type, int rank, const char *fn)
+{
+	if (rank < 0 || rank >= w->size)
+		return bcs_err(w->comm, MPI_ERR_RANK, fn);
+	if (w->q[rank].lock)
+		return bcs_err(w->comm, MPI_ERR_RMA_SYNC, fn);
+	w->q[rank].lock = type;
+	if (rank == w->rank) {
+		/* our own memory: no origin's batch while we hold it */
+		serve_locks(w);
+		bcs_wait(type == MPI_LOCK_EXCLUSIVE ? self_lockable_excl : self_lockable, w);
+		w->self_lock = type;
+	}
+	return MPI_SUCCESS;
+}
+
+int MPI_Win_lock(int type, int rank, int assert, MPI_Win win)
+{
+	(void)assert;
+	WIN(win, "MPI_Win_lock");
+	if (type != MPI_LOCK_SHARED && type != MPI_LOCK_EXCLUSIVE)
+		return bcs_err(w->comm, MPI_ERR_LOCKTYPE, "MPI_Win_lock");
+	return lock_one(w, type, rank, "MPI_Win_lock");
+}
+
+int MPI_Win_lock_all(int assert, MPI_Win win)
+{
+	(void)assert;
+	WIN(win, "MPI_Win_lock_all");
+	for (int t = 0; t < w->size; t++) {
+		int rc = lock_one(w, MPI_LOCK_SHARED, t, "MPI_Win_lock_all");
+		if (rc)
+			return rc;
+	}
+	return MPI_SUCCESS;
+}
+
+/* Ships the lock batches of the targets marked in `which` (hold: a flush)
+ * and waits for every answer. */
+static int ship_locked(struct win *w, const char *which, bool hold)
+{
+	int n = w->size, k = 0, rc = MPI_SUCCESS;
+	MPI_Request *r = xmalloc((size_t)(n + 1) * sizeof(*r));
+	uint8_t **rep = calloc((size_t)n, sizeof(*rep));
+	int *tgt = xmalloc((size_t)n * sizeof(int));
+	if (!rep)
+		return MPI_ERR_NO_MEM;
+	for (int t = 0; t < n && !rc; t++) {
+		struct tq *q = &w->q[t];
+		if (!which[t])
+			continue;
+		if (t == w->rank) {
+			if (q->b.nrec)
+				apply_self(w);
+			continue;
+		}
+		/* nothing done and nothing held: the target never hears of it */
+		if (!q->b.nrec && !q->held && !hold)
+			continue;
+		if (!q->b.nrec && hold)
+			continue;
+		uint64_t len, want;
+		void *b = detach(q, &len, &want);
+		uint32_t flags = (q->lock == MPI_LOCK_EXCLUSIVE ? F_EXCL : 0) | (hold ? F_HOLD : 0);
+		rc = send_hdr(w, t, T_LHDR, (struct hdr){.bytes = len, .flags = flags, .reply = want});
+		if (!rc && len)
+			rc = send_owned(w, t, T_LBODY, b, len);
+		else
+			free(b);
+		rep[t] = xmalloc(want);
+		tgt[k] = t;
+		if (!rc)
+			rc = recv(w, rep[t], want, t, T_LREPLY, &r[k++]);
+		q->held = hold;
+	}
+	r[k] = -1;
+	if (!rc)
+		rc = wait_reqs(r);
+	for (int i = 0; i < k; i++)
+		if (!rc)
+			unpack_fetches(&w->q[tgt[i]], rep[tgt[i]]);
+	for (int t = 0; t < n; t++)
+		free(rep[t]);
+	free(rep);
+	free(tgt);
+	free(r);
+	return rc;
+}
+
+static int unlock(struct win *w, const char *which, const char *fn)
+{
+	for (int t = 0; t < w->size; t++)
+		if (which[t] && !w->q[t].lock)
+			return bcs_err(w->comm, MPI_ERR_RMA_SYNC, fn);
+	int rc = ship_locked(w, which, false);
+	for (int t = 0; t < w->size; t++)
+		if (which[t]) {
+			w->q[t].lock = 0;
+			w->q[t].held = 0;
+		}
+	if (which[w->rank]) {
+		w->self_lock = 0;
+		serve_locks(w); /* what waited for our own lock to go */
+	}
+	return rc ? bcs_err(w->comm, rc, fn) : MPI_SUCCESS;
+}
+
+static int flush(struct win *w, const char *which, const char *fn)
+{
+	for (int t = 0; t < w->size; t++)
+		if (which[t] && !w->q[t].lock)
+			return bcs_err(w->comm, MPI_ERR_RMA_SYNC, fn);
+	int rc = ship_locked(w, which, true);
+	return rc ? bcs_err(w->comm, rc, fn) : MPI_SUCCESS;
+}
+
+static int on_one(struct win *w, int rank, int (*fn)(struct win *, const char *, const char *),
+		  const char *name)
+{
+	if (rank < 0 || rank >= w->size)
+		return bcs_err(w->comm, MPI_ERR_RANK, name);
+	char *which = calloc((size_t)w->size, 1);
+	if (!which)
+		return bcs_err(w->comm, MPI_ERR_NO_MEM, name);
+	which[rank] = 1;
+	int rc = fn(w, which, name);
+	free(which);
+	return rc;
+}
+
+static int on_locked(struct win *w, int (*fn)(struct win *, const char *, const char *),
+		     const char *name)
+{
+	char *which = calloc((size_t)w->size, 1);
+	if (!which)
+		return bcs_err(w->comm, MPI_ERR_NO_MEM, name);
+	for (int t = 0; t < w->size; t++)
+		which[t] = w->q[t].lock != 0;
+	int rc = fn(w, which, name);
+	free(which);
+	return rc;
+}
+
+int MPI_Win_unlock(int rank, MPI_Win win)
+{
+	WIN(win, "MPI_Win_unlock");
+	return on_one(w, rank, unlock, "MPI_Win_unlock");
+}
+
+int MPI_Win_unlock_all(MPI_Win win)
+{
+	WIN(win, "MPI_Win_unlock_all");
+	return on_locked(w, unlock, "MPI_Win_unlock_all");
+}
+
+int MPI_Win_flush(int rank, MPI_Win win)
+{
+	WIN(win, "MPI_Win_flush");
+	return on_one(w, rank, flush, "MPI_Win_flush");
+}
+
+int MPI_Win_flush_all(MPI_Win win)
+{
+	WIN(win, "MPI_Win_flush_all");
+	return on_locked(w, flush, "MPI_Win_flush_all");
+}
+
+/* Local completion is remote completion here: the operations wait for it. */
+int MPI_Win_flush_local(int rank, MPI_Win win)
+{
+	return MPI_Win_flush(rank, win);
+}
+
+int MPI_Win_flush_local_all(MPI_Win win)
+{
+	return MPI_Win_flush_all(win);
+}
+
+/* One copy of the window: nothing to synchronise between its views. */
+int MPI_Win_sync(MPI_Win win)
+{
+	WIN(win, "MPI_Win_sync");
+	(void)w;
+	return MPI_SUCCESS;
+}
