@@ -282,7 +282,8 @@ static void do_fence(struct nd *nd, struct nd_job *job, struct pxmsg *m)
 static void do_abort(struct nd *nd, struct nd_job *job, struct pxmsg *m)
 {
 	char why[240] = "";
-	if (m->text && m->text[0]) {
+	/* Open MPI's MPI_Abort says "N/A": nothing to add */
+	if (m->text && m->text[0] && strcmp(m->text, "N/A")) {
 		snprintf(why, sizeof(why), ": %s", m->text);
 		size_t l = strlen(why);
 		while (l && (why[l - 1] == '\n' || why[l - 1] == ' '))
