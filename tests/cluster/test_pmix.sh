@@ -14,9 +14,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 T=$(mktemp -d /tmp/storm-pmixtest.XXXXXX)
 C=$T/c
 export PATH=$BIN:$PATH STORM_CONF=$C/storm.conf
-fails=0 checks=0
+fails=0 checks=0 BG=
 cleanup() {
-	[ -n "${BG:-}" ] && kill $BG 2>/dev/null
+	[ -n "$BG" ] && kill $BG 2>/dev/null
 	cluster_teardown
 }
 trap cleanup EXIT
