@@ -7,10 +7,13 @@ build_pkgs="build-essential pkg-config libfabric-dev libfabric-bin libprotobuf-c
 protobuf-c-compiler libcunit1-dev libinih-dev libjansson-dev libsodium-dev
 libclang-rt-14-dev clang valgrind python3 iproute2 munge libmunge-dev passwd gdb
 mpich libmpich-dev libsqlite3-dev sqlite3 iptables libnetfilter-queue-dev libxxhash-dev
-libmicrohttpd-dev python3-prometheus-client chromium libelf-dev cmake"
+libmicrohttpd-dev python3-prometheus-client chromium libelf-dev cmake
+libpmix-dev openmpi-bin libopenmpi-dev"
 # munge, libmunge-dev: control-message credentials (the virtual cluster runs its
 # own munged); passwd: useradd/groupadd for tests/cluster/test_users.sh;
 # gdb: storm replay --debug (tests/cluster/test_mpi.sh);
+# libpmix-dev: the node daemon's PMIx server for Open MPI jobs (daemons/node/pmix.c);
+# openmpi-bin, libopenmpi-dev: Open MPI programs under it (tests/cluster/test_pmix.sh)
 # mpich, libmpich-dev: tests/mpi checks BCS-MPI's output against MPICH's (make mpitest)
 # libsqlite3-dev: the MM's database; iptables, libnetfilter-queue-dev: packet
 # loss and delay in tests/cluster/test_faults.sh (nfq_netem); libmicrohttpd-dev: the

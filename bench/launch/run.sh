@@ -136,7 +136,7 @@ if method srun_bcast || method srun; then
 fi
 HAVE_MPI=0
 if method mpiexec; then
-	if command -v mpiexec >/dev/null; then HAVE_MPI=1; else skip mpiexec "mpiexec not found (mpich)"; fi
+	if command -v mpiexec.mpich >/dev/null; then HAVE_MPI=1; else skip mpiexec "mpiexec not found (mpich)"; fi
 fi
 mkdir -p "$COPY_DIR" "$BCAST_DIR"
 if method copy_floor_shm && ! mkdir -p "$SHM_DIR" 2>/dev/null; then
@@ -166,7 +166,7 @@ for s in $SIZES; do
 				[ "$n" = 1 ] && method srun && record srun_1task "$s" 1 1 \
 					-- srun --chdir=/tmp -N 1 -n 1 "$app"
 			fi
-			[ $HAVE_MPI = 1 ] && record mpiexec "$s" "$n" "$np" -- mpiexec -n "$np" "$app"
+			[ $HAVE_MPI = 1 ] && record mpiexec "$s" "$n" "$np" -- mpiexec.mpich -n "$np" "$app"
 			method copy_floor && record copy_floor "$s" "$n" "$np" \
 				--prepare "rm -f '$COPY_DIR'/copy-*" \
 				-- build/bench/copy_floor "$app" "$COPY_DIR" "$n"

@@ -141,9 +141,9 @@ build() { # CC DIR
 		"$1" $CFLAGS bench/mpi/$p.c -o "$2/$p" -lm >>"$LOG" 2>&1 || return 1
 	done
 }
-command -v mpicc >/dev/null && command -v mpiexec >/dev/null ||
+command -v mpicc.mpich >/dev/null && command -v mpiexec.mpich >/dev/null ||
 	{ log "mpicc/mpiexec missing (Debian: mpich libmpich-dev; make bench-deps)"; exit 1; }
-build mpicc "$BIN/mpich" || { log "building with mpicc failed (see $LOG)"; exit 1; }
+build mpicc.mpich "$BIN/mpich" || { log "building with mpicc failed (see $LOG)"; exit 1; }
 
 # cluster_up NODES PROVIDER TIMESLICE_US
 cluster_up() {
@@ -239,7 +239,7 @@ run() {
 	shift
 	local nodes=1 cmd l t0 t1 rc lo0 lo1
 	if [ "$impl" = mpich ]; then
-		cmd=(mpiexec -n "$np" "$BIN/mpich/$prog" "$@")
+		cmd=(mpiexec.mpich -n "$np" "$BIN/mpich/$prog" "$@")
 		[ "$tr" = tcp ] && cmd=(env MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp,self UCX_NET_DEVICES=lo "${cmd[@]}")
 	else
 		nodes=$(nodes_for "$np")

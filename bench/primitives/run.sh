@@ -119,8 +119,8 @@ log "building sn_bench and mpi_peer"
 make -s build/bin/sn_bench >>"$LOG" 2>&1 || { log "cannot build sn_bench"; exit 1; }
 SN=build/bin/sn_bench
 MPI_OK=1
-if command -v mpicc >/dev/null && command -v mpiexec >/dev/null; then
-	mpicc -O2 -Wall -o build/bench/mpi_peer bench/primitives/mpi_peer.c >>"$LOG" 2>&1 || MPI_OK=0
+if command -v mpicc.mpich >/dev/null && command -v mpiexec.mpich >/dev/null; then
+	mpicc.mpich -O2 -Wall -o build/bench/mpi_peer bench/primitives/mpi_peer.c >>"$LOG" 2>&1 || MPI_OK=0
 else
 	MPI_OK=0
 fi
@@ -183,7 +183,7 @@ done
 # only), so with more ranks than cores every step waits for a time slice.
 if [ $MPI_OK = 1 ] && phase mpi; then
 	for n in $NODES; do
-		record mpi mpich "$n" -- mpiexec -n "$n" build/bench/mpi_peer \
+		record mpi mpich "$n" -- mpiexec.mpich -n "$n" build/bench/mpi_peer \
 			--iters $MPI_ITERS --budget-s $MPI_BUDGET
 	done
 fi

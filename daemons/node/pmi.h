@@ -25,6 +25,9 @@ void xchg_close(struct nd *nd);
 /* The job's nodes (cluster indices, in the Launch's order) and this
  * node's place among them; messages that came earlier wait for it. */
 int xchg_job(struct nd *nd, uint64_t job, const uint32_t *nodes, uint32_t n);
+/* xchg_job for a launch: the tree spans the nodes that run ranks (one with
+ * none starts no process manager and would never answer) */
+int xchg_job_launch(struct nd *nd, uint64_t job, const Storm__Cl__Command *cmd);
 /* Starts the job's next exchange with this node's bytes (copied); done is
  * called once every node's bytes are here, in every node the same. The
  * exchanges of a job are numbered in start order, so every node's k-th

@@ -300,20 +300,10 @@ int pmi1_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command *
 	int rc = 0;
 	if (pmi_wire_mapping(count, cmd->n_nodes, map, sizeof(map)) >= 0)
 		rc = kv_set(pj, "PMI_process_mapping", map);
-	/* the exchange's tree spans the nodes that run ranks: one with none
-	 * starts no process manager and would never answer */
-	uint32_t *with = calloc(cmd->n_nodes ? cmd->n_nodes : 1, sizeof(*with)), n = 0;
-	for (size_t i = 0; with && i < cmd->n_nodes; i++)
-		if (count[i])
-			with[n++] = cmd->nodes[i];
 	free(count);
-	if (rc < 0 || !with) {
-		free(with);
+	if (rc < 0)
 		return -ENOMEM;
-	}
-	rc = xchg_job(nd, job->id, with, n);
-	free(with);
-	return rc;
+	return xchg_job_launch(nd, job->id, cmd);
 }
 
 int pmi1_rank_env(struct nd *nd, struct nd_job *job, uint32_t lr, char **env, size_t max,

@@ -361,6 +361,20 @@ int xchg_job(struct nd *nd, uint64_t job, const uint32_t *nodes, uint32_t n)
 	return 0;
 }
 
+int xchg_job_launch(struct nd *nd, uint64_t job, const Storm__Cl__Command *cmd)
+{
+	const Storm__Cl__Launch *L = cmd->launch;
+	uint32_t *with = calloc(cmd->n_nodes ? cmd->n_nodes : 1, sizeof(*with)), n = 0;
+	if (!with)
+		return -ENOMEM;
+	for (size_t i = 0; i < cmd->n_nodes && i < L->n_rank_count; i++)
+		if (L->rank_count[i])
+			with[n++] = cmd->nodes[i];
+	int rc = xchg_job(nd, job, with, n);
+	free(with);
+	return rc;
+}
+
 int xchg_start(struct nd *nd, uint64_t job, const void *mine, size_t len, xchg_done_fn done,
 	       void *arg)
 {

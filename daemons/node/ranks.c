@@ -481,8 +481,9 @@ static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_
 		/* vfork: fork() copies the page tables of the daemon's ~90 MB of
 		 * buffers, 3-5 ms a rank here. run_child is vfork-safe: plain
 		 * system calls on its own fd table and stack frame (the groups
-		 * were looked up in the parent), then execve or _exit; the daemon
-		 * is single-threaded, so setuid needs no cross-thread broadcast. */
+		 * were looked up in the parent), then execve or _exit; the user
+		 * switch is raw system calls, as the PMIx library's thread (pmix.c)
+		 * goes on running beside it. */
 		pid_t pid = vfork();
 		if (pid == 0)
 			run_child(pl, out[1], err[1]);

@@ -1,0 +1,110 @@
+#!/bin/bash
+# Open MPI programs, unmodified, under storm run: the node daemons' PMIx
+# server (daemons/node/pmix.c) on a 4-node cluster with one network
+# namespace per node. A ring and an allreduce over 8 ranks (storm run finds
+# Open MPI in the program and picks --mpi=pmix itself; and with --mpi=pmix
+# given), MPI_Abort ending the job on every node with its code named, the
+# jobs in storm acct, and storm cancel of a job looping in MPI_Barrier.
+# Needs root (network namespaces) and Open MPI (mpicc.openmpi).
+# Usage: test_pmix.sh BUILD_BIN_DIR   (make clustertest)
+set -u
+BIN=$(cd "${1:-build/bin}" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+T=$(mktemp -d /tmp/storm-pmixtest.XXXXXX)
+C=$T/c
+export PATH=$BIN:$PATH STORM_CONF=$C/storm.conf
+fails=0 checks=0 BG=
+cleanup() {
+	[ -n "$BG" ] && kill $BG 2>/dev/null
+	cluster_teardown
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+if [ "$(id -u)" != 0 ]; then
+	echo "FAIL test_pmix.sh needs root (network namespaces)"
+	exit 1
+fi
+cd "$T" || exit 1
+
+expect "mpicc.openmpi ompi_modes.c" 0 mpicc.openmpi -O2 -Wall -Werror "$HERE/mpi/ompi_modes.c" \
+	-o "$T/ompi_modes"
+if storm cluster up --netns --nodes 4 --dir "$C" >"$T/up.out" 2>&1; then
+	ok "cluster up --netns with 4 nodes"
+else bad "cluster up --netns"; cat "$T/up.out"; exit 1; fi
+
+# acct_field JOB FIELD: the job's field in storm acct --json
+acct_field() {
+	storm acct -j "$1" --json | python3 -c '
+import json, sys
+print(json.load(sys.stdin)["jobs"][0][sys.argv[1]])' "$2"
+}
+last_job() {
+	storm jobs --all --json | python3 -c '
+import json, sys
+print(max(j["job"] for j in json.load(sys.stdin)["jobs"]))'
+}
+# every rank r of 8 passed the token on (rank 0 gets it back after 7 more)
+# and the allreduce of the ranks is 28
+want=$(for r in 0 1 2 3 4 5 6 7; do
+	t=$((r == 0 ? 8 : r + 1))
+	echo "rank $r of 8: token $t sum 28"
+done)
+
+expect "storm run -N 4 -n 8 of an Open MPI ring (auto-detected)" 0 \
+	timeout 120 storm run -N 4 -n 8 "$T/ompi_modes" ring
+if [ "$(sort "$T/out")" = "$want" ]; then ok "  all 8 ranks see size 8, the token and the sum"
+else bad "  all 8 ranks see size 8, the token and the sum"; sed 's/^/     | /' "$T/out"; fi
+id=$(last_job)
+[ "$(acct_field "$id" state)" = COMPLETED ] && ok "  storm acct: COMPLETED" ||
+	bad "  storm acct: COMPLETED ($(acct_field "$id" state))"
+n=0
+for i in 0 1 2 3; do grep -q "PMIx server up" "$C/log/node0$i.log" && n=$((n + 1)); done
+[ $n = 4 ] && ok "  every node daemon started its PMIx server" || bad "  PMIx servers up on $n of 4"
+
+expect "the same with --mpi=pmix" 0 timeout 120 storm run --mpi=pmix -N 4 -n 8 "$T/ompi_modes" ring
+[ "$(sort "$T/out")" = "$want" ] && ok "  all 8 ranks right" ||
+	{ bad "  all 8 ranks right"; sed 's/^/     | /' "$T/out"; }
+# without the server each rank is a singleton: what makes the ranks one job
+expect "--mpi=none: no PMIx server" 0 timeout 120 storm run --mpi=none -N 2 -n 2 "$T/ompi_modes" ring
+[ "$(sort -u "$T/out")" = "rank 0 of 1: token 1 sum 0" ] && ok "  ... every rank alone" ||
+	{ bad "  ... every rank alone"; sed 's/^/     | /' "$T/out"; }
+
+# ---- MPI_Abort: rank 1 aborts with 3 while the others wait in MPI_Recv
+timeout 120 storm run -N 4 -n 8 "$T/ompi_modes" abort >"$T/out" 2>"$T/err"
+rc=$?
+[ $rc != 0 ] && [ $rc != 124 ] && ok "MPI_Abort ends the job, non-zero exit ($rc)" ||
+	bad "MPI_Abort ends the job (exit $rc)"
+has "  ... naming the abort and its code" err "rank 1 called MPI_Abort (exit code 3)"
+id=$(last_job)
+[ "$(acct_field "$id" state)" = FAILED ] && ok "  storm acct: FAILED" ||
+	bad "  storm acct: FAILED ($(acct_field "$id" state))"
+n=0
+for i in 0 1 2 3; do wait_log "$C/log/node0$i.log" "job $id done" 20 && n=$((n + 1)); done
+[ $n = 4 ] && ok "  its ranks ended on all 4 nodes" || bad "  its ranks ended on $n of 4 nodes"
+
+# ---- storm cancel of ranks looping in MPI_Barrier
+start_bg loop storm run -N 4 -n 8 "$T/ompi_modes" barrier
+up=0
+while [ $up -lt 8 ] && read -r -t 120 line <&7; do
+	case $line in "rank "*" of 8 up") up=$((up + 1)) ;; esac
+done
+[ $up = 8 ] && ok "8 ranks loop in MPI_Barrier" || bad "8 ranks loop in MPI_Barrier ($up up)"
+id=$(last_job)
+expect "storm cancel" 0 storm cancel "$id"
+timeout 60 cat <&7 >/dev/null
+wait "$BGPID"
+rc=$?
+exec 7<&-
+[ $rc = 143 ] && ok "  storm run exits 128+SIGTERM" || bad "  storm run exits 128+SIGTERM (got $rc)"
+[ "$(acct_field "$id" state)" = CANCELLED ] && ok "  storm acct: CANCELLED" ||
+	bad "  storm acct: CANCELLED ($(acct_field "$id" state))"
+n=0
+for i in 0 1 2 3; do wait_log "$C/log/node0$i.log" "job $id done" 20 && n=$((n + 1)); done
+[ $n = 4 ] && ok "  its ranks ended on all 4 nodes" || bad "  its ranks ended on $n of 4 nodes"
+expect "a job runs after it" 0 timeout 120 storm run -N 4 -n 8 "$T/ompi_modes" ring
+[ "$(sort "$T/out")" = "$want" ] && ok "  all 8 ranks right" ||
+	{ bad "  all 8 ranks right"; sed 's/^/     | /' "$T/out"; }
+
+echo "test_pmix: $((checks - fails))/$checks checks passed"
+[ $fails = 0 ]
