@@ -5,15 +5,24 @@
 #include "mpi.h"
 #include "procs.h"
 
-/* Best split of n into k factors, searched in non-increasing order: the
- * most balanced one (smallest largest factor, then largest smallest). */
+/* Best split of n into k non-increasing factors: the lexicographically
+ * smallest (smallest largest factor, then smallest next one...), which is
+ * MPICH's answer too. */
+static int memcmp_ints(const int *a, const int *b, int k)
+{
+	for (int i = 0; i < k; i++)
+		if (a[i] != b[i])
+			return a[i] < b[i] ? -1 : 1;
+	return 0;
+}
+
 static void search(int n, int k, int maxf, int *cur, int depth, int *best, int *found)
 {
 	if (depth == k - 1) {
 		if (n > maxf)
 			return;
 		cur[depth] = n;
-		if (!*found || cur[0] < best[0] || (cur[0] == best[0] && cur[k - 1] > best[k - 1])) {
+		if (!*found || memcmp_ints(cur, best, k) < 0) {
 			memcpy(best, cur, (size_t)k * sizeof(int));
 			*found = 1;
 		}
