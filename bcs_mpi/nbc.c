@@ -200,3 +200,80 @@ int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
 	*req = id;
 	return bcs_err(comm, rc, "MPI_Iallgather");
 }
+
+/* Igather, Iscatter, Ialltoall: the blocking forms' messages, posted at once.
+ * dir: 0 gather (to root), 1 scatter (from root), 2 alltoall. */
+static int nb_route(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+		    MPI_Datatype rtype, int root, int dir, struct bcs_comm *c, MPI_Comm comm,
+		    MPI_Request *req)
+{
+	struct bcs_type *st = bcs_type_get(stype), *rt = bcs_type_get(rtype);
+	int n = c->size, me = c->rank, rc = MPI_SUCCESS;
+	if (dir != 2 && (root < 0 || root >= n))
+		return MPI_ERR_ROOT;
+	bool at_root = dir == 2 || me == root;
+	/* MPI_IN_PLACE: the root's own block stays where it is */
+	bool in_place = (dir == 0 && at_root && sbuf == MPI_IN_PLACE) ||
+			(dir == 1 && at_root && rbuf == MPI_IN_PLACE);
+	if (dir == 2 && sbuf == MPI_IN_PLACE)
+		return MPI_ERR_ARG; /* outside the subset for the non-blocking form */
+	bool needs_s = dir == 2 || (dir == 0 ? !in_place : at_root);
+	bool needs_r = dir == 2 || (dir == 0 ? at_root : !in_place);
+	if ((needs_s && !st) || (needs_r && !rt))
+		return MPI_ERR_TYPE;
+	int id = bcs_coll_start(comm, NULL, NULL);
+	for (int i = 0; !rc && i < n; i++) {
+		/* what I send to i and receive from i */
+		bool sends = dir == 2 || (dir == 0 ? i == root : at_root);
+		bool recvs = dir == 2 || (dir == 0 ? at_root : i == root);
+		const char *s = (const char *)sbuf;
+		char *r = rbuf;
+		if (dir != 0 && st)
+			s += st->extent * (long)i * scount; /* scatter and alltoall: block i */
+		if (dir != 1 && rt)
+			r += rt->extent * (long)i * rcount; /* gather and alltoall: block i */
+		if (i == me) {
+			if (sends && recvs && !in_place)
+				rc = bcs_copy_typed(s, scount, stype, r, rcount, rtype);
+			continue;
+		}
+		MPI_Request q;
+		if (recvs) {
+			rc = bcs_irecv(r, rcount, rtype, i, TAG_COLL, c, true, &q);
+			if (!rc)
+				bcs_coll_part(id, q);
+		}
+		if (sends && !rc) {
+			rc = bcs_isend(s, scount, stype, i, TAG_COLL, c, true, &q);
+			if (!rc)
+				bcs_coll_part(id, q);
+		}
+	}
+	bcs_coll_arm(id, rc);
+	*req = id;
+	return rc;
+}
+
+int MPI_Igather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+		MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req)
+{
+	COMM(comm, "MPI_Igather");
+	return bcs_err(comm, nb_route(sbuf, scount, stype, rbuf, rcount, rtype, root, 0, c, comm,
+				      req), "MPI_Igather");
+}
+
+int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+		 MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req)
+{
+	COMM(comm, "MPI_Iscatter");
+	return bcs_err(comm, nb_route(sbuf, scount, stype, rbuf, rcount, rtype, root, 1, c, comm,
+				      req), "MPI_Iscatter");
+}
+
+int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+		  MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+	COMM(comm, "MPI_Ialltoall");
+	return bcs_err(comm, nb_route(sbuf, scount, stype, rbuf, rcount, rtype, 0, 2, c, comm,
+				      req), "MPI_Ialltoall");
+}

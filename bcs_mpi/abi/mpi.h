@@ -344,6 +344,14 @@ int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
 		int root, MPI_Comm comm, MPI_Request *request);
 int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
 		   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+		int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+		MPI_Request *request);
+int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+		 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+		 MPI_Request *request);
+int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+		  int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 /* More collectives and non-blocking ones: Reduce_scatter, Reduce_scatter_block,
  * Exscan (predefined and non-commutative user ops, MPI_IN_PLACE); Ibarrier,
- * Ibcast, Iallreduce, Ireduce, Iallgather completed by Wait, Test loops and
+ * Ibcast, Iallreduce, Ireduce, Iallgather, Igather, Iscatter, Ialltoall
+ * completed by Wait, Test loops and
  * Waitall mixed with point-to-point requests, several in flight on one
  * communicator and overlapping blocking collectives and point to point. */
 #include "suite.h"
@@ -229,11 +230,76 @@ static void nonblocking(void)
 	MPI_Comm_free(&half);
 }
 
+static void routed(void)
+{
+	int right = (rank + 1) % size, left = (rank + size - 1) % size;
+	int *all = malloc((size_t)size * 2 * sizeof(int)), *back = malloc((size_t)size * 2 * sizeof(int));
+	for (int root = 0; root < size; root++) {
+		int mine[2] = {rank * 10, rank * 10 + 1}, got = -1, pv = rank;
+		for (int i = 0; i < 2 * size; i++)
+			all[i] = -1;
+		MPI_Request q[3];
+		MPI_Igather(mine, 2, MPI_INT, all, 2, MPI_INT, root, W, &q[0]);
+		MPI_Irecv(&got, 1, MPI_INT, left, 6, W, &q[1]);
+		MPI_Isend(&pv, 1, MPI_INT, right, 6, W, &q[2]);
+		MPI_Waitall(3, q, MPI_STATUSES_IGNORE);
+		if (rank == root) {
+			int good = 1;
+			for (int r = 0; r < size; r++)
+				good &= all[2 * r] == r * 10 && all[2 * r + 1] == r * 10 + 1;
+			check(good && got == left, nm("igather.root%d", root));
+		}
+		/* and back out with Iscatter, the root's block in place */
+		int two[2] = {-1, -1};
+		MPI_Request sq;
+		if (rank == root) {
+			for (int i = 0; i < 2 * size; i++)
+				all[i] += 5;
+			MPI_Iscatter(all, 2, MPI_INT, MPI_IN_PLACE, 2, MPI_INT, root, W, &sq);
+		} else {
+			MPI_Iscatter(NULL, 0, MPI_DATATYPE_NULL, two, 2, MPI_INT, root, W, &sq);
+		}
+		MPI_Wait(&sq, MPI_STATUS_IGNORE);
+		if (rank != root)
+			check(two[0] == rank * 10 + 5 && two[1] == rank * 10 + 6,
+			      nm("iscatter.root%d", root));
+	}
+	/* Ialltoall of two ints per peer, gather's in-place root form too */
+	for (int i = 0; i < 2 * size; i++) {
+		all[i] = rank * 100 + i;
+		back[i] = -1;
+	}
+	MPI_Request aq;
+	MPI_Ialltoall(all, 2, MPI_INT, back, 2, MPI_INT, W, &aq);
+	int flag = 0;
+	while (!flag)
+		MPI_Test(&aq, &flag, MPI_STATUS_IGNORE);
+	int good = 1;
+	for (int p = 0; p < size; p++)
+		good &= back[2 * p] == p * 100 + 2 * rank && back[2 * p + 1] == p * 100 + 2 * rank + 1;
+	check(good, "ialltoall");
+	for (int i = 0; i < 2 * size; i++)
+		all[i] = rank == 0 && i < 2 ? i + 1 : -1;
+	int mine[2] = {rank + 1, rank + 2};
+	MPI_Request gq;
+	MPI_Igather(rank == 0 ? MPI_IN_PLACE : mine, 2, MPI_INT, all, 2, MPI_INT, 0, W, &gq);
+	MPI_Wait(&gq, MPI_STATUS_IGNORE);
+	if (rank == 0) {
+		good = 1;
+		for (int r = 0; r < size; r++)
+			good &= all[2 * r] == r + 1 && all[2 * r + 1] == r + 2;
+		check(good, "igather.in_place");
+	}
+	free(all);
+	free(back);
+}
+
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
 	suite_begin();
 	reduce_scatter();
 	nonblocking();
+	routed();
 	return suite_finish("nbcoll");
 }
