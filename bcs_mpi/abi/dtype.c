@@ -216,6 +216,12 @@ int bcs_type_build(int n, const long *blens, const long *disps, const int *olds,
 			ub = hi;
 		any = true;
 	}
+	/* merged blocks: a contiguous run of many items is one block */
+	if (nv < nb) {
+		struct bcs_block *w = realloc(v, (size_t)(nv ? nv : 1) * sizeof(*v));
+		if (w)
+			v = w;
+	}
 	long extent = ub - lb;
 	/* a struct's extent rounds up to its strictest member's alignment, so an
 	 * array of such structs has the C layout */
