@@ -76,6 +76,64 @@ void *bcs_slots(int n, int count, MPI_Datatype dt, long *stride, char **first)
 	return m;
 }
 
+int MPI_Barrier(MPI_Comm comm)
+{
+	COMM(comm, "MPI_Barrier");
+	if (c->size == 1)
+		return MPI_SUCCESS;
+	if (comm == MPI_COMM_WORLD)
+		return bcs_err(comm, bcs_world_barrier(), "MPI_Barrier");
+	int n = c->size, rc;
+	MPI_Request *r = reqs(n);
+	if (!r)
+		return bcs_err(comm, MPI_ERR_INTERN, "MPI_Barrier");
+	if (c->rank == 0) {
+		for (int i = 1; i < n; i++)
+			bcs_irecv(NULL, 0, MPI_BYTE, i, TAG_COLL, c, true, &r[i]);
+		rc = bcs_waitall(n, r);
+		for (int i = 1; !rc && i < n; i++)
+			bcs_isend(NULL, 0, MPI_BYTE, i, TAG_COLL, c, true, &r[i]);
+		if (!rc)
+			rc = bcs_waitall(n, r);
+	} else {
+		rc = bcs_isend(NULL, 0, MPI_BYTE, 0, TAG_COLL, c, true, &r[0]);
+		if (!rc)
+			rc = bcs_irecv(NULL, 0, MPI_BYTE, 0, TAG_COLL, c, true, &r[1]);
+		if (!rc)
+			rc = bcs_waitall(2, r);
+	}
+	free(r);
+	return bcs_err(comm, rc, "MPI_Barrier");
+}
+
+static int bcast(void *buf, int count, MPI_Datatype dt, int root, struct bcs_comm *c)
+{
+	int n = c->size, rc = MPI_SUCCESS;
+	if (root < 0 || root >= n)
+		return MPI_ERR_ROOT;
+	if (n == 1)
+		return MPI_SUCCESS;
+	MPI_Request *r = reqs(n);
+	if (!r)
+		return MPI_ERR_INTERN;
+	if (c->rank == root) {
+		for (int i = 0; !rc && i < n; i++)
+			if (i != root)
+				rc = bcs_isend(buf, count, dt, i, TAG_COLL, c, true, &r[i]);
+	} else {
+		rc = bcs_irecv(buf, count, dt, root, TAG_COLL, c, true, &r[0]);
+	}
+	int w = bcs_waitall(n, r);
+	free(r);
+	return rc ? rc : w;
+}
+
+int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
+{
+	COMM(comm, "MPI_Bcast");
+	return bcs_err(comm, bcast(buf, count, dt, root, c), "MPI_Bcast");
+}
+
 /* Folds slots lo..hi-1 in rank order into the last: x(lo) op (... op
  * x(hi-1)), the order every reduction here uses, so all agree bit for bit. */
 static int fold(MPI_Op op, MPI_Datatype dt, int count, char *all, long span, int lo, int hi)
