@@ -110,7 +110,9 @@ $(BUILD)/bin/gang_spin: bench/gang/spin.c
 
 # ---- BCS-MPI: libbcsmpi (static and shared), mpi.h, bcs-mpicc and bcs-mpicxx, pkg-config
 BCS_LIB_SRC := bcs_mpi/mpi.c bcs_mpi/coll.c bcs_mpi/trace.c bcs_mpi/abi/dtype.c \
-               bcs_mpi/abi/trace_codec.c bcs_mpi/win.c bcs_mpi/group_min.c bcs_mpi/abi/rma.c
+               bcs_mpi/abi/trace_codec.c bcs_mpi/win.c bcs_mpi/abi/rma.c
+# derived datatypes, groups, topologies, non-blocking collectives
+BCS_LIB_SRC += bcs_mpi/types.c bcs_mpi/group.c bcs_mpi/topo.c bcs_mpi/nbc.c bcs_mpi/abi/procs.c
 BCS_LIB_OBJ := $(BCS_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 .PHONY: bcsmpi
 bcsmpi: $(BUILD)/lib/libbcsmpi.a $(BUILD)/lib/libbcsmpi.so $(BUILD)/include/mpi.h \
@@ -161,6 +163,7 @@ UNIT_LIB := net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wir
             common/gm_auth.c common/ctl_auth.c common/evloop.c common/fault.c daemons/mm/access.c daemons/mm/db.c \
             daemons/node/match.c bcs_mpi/abi/dtype.c bcs_mpi/abi/trace_codec.c bcs_mpi/abi/chan_ckpt.c \
             bcs_mpi/abi/rma.c \
+            bcs_mpi/abi/procs.c \
             checkpoint/image.c checkpoint/util.c
 $(BUILD)/bin/unit_tests: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_LIB:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(dir $@)

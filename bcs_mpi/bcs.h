@@ -15,9 +15,21 @@ struct bcs_comm {
 	int *world;        /* comm rank -> world rank */
 	uint32_t ctx;      /* point to point; collectives use ctx + 1 */
 	int errh;
+	struct bcs_topo *topo; /* a Cartesian communicator's grid (topo.c) */
+};
+
+struct bcs_topo {
+	int ndims;
+	int dims[]; /* ndims sizes, then ndims periodic flags */
 };
 
 struct bcs_comm *bcs_comm_get(MPI_Comm c);
+/* a communicator taking ownership of world (MPI_COMM_NULL when full) */
+MPI_Comm bcs_comm_new(int size, int rank, int *world, uint32_t ctx, int errh);
+/* a copy of a topology (NULL for none) */
+struct bcs_topo *bcs_topo_dup(const struct bcs_topo *t);
+/* the node this rank runs on, as the world rank of its first local rank */
+int bcs_node_id(void);
 /* Calls the communicator's error handler on a failure; returns code. */
 int bcs_err(MPI_Comm comm, int code, const char *fn);
 /* Checks that MPI is initialised; aborts with a message otherwise. */
@@ -35,6 +47,23 @@ int bcs_world_barrier(void);
 /* MPI_Allreduce(MPI_COMM_WORLD) of at most BCS_RED_MAX bytes by the daemons */
 int bcs_world_allreduce(const void *sbuf, void *rbuf, int count, struct bcs_type *t, MPI_Op op);
 
+/* A non-blocking collective's request: bcs_coll_part hands it each posted
+ * point-to-point request (coll = true), bcs_coll_arm ends the posting (err:
+ * a posting failure). Once every part is done, fin(state) runs (its error
+ * becomes the request's) and the request completes; state is freed with it. */
+int bcs_coll_start(MPI_Comm comm, int (*fin)(void *state), void *state);
+void bcs_coll_part(int coll, MPI_Request part);
+void bcs_coll_arm(int coll, int err);
+/* n typed scratch slots of count items of dt each: slot i is at
+ * *first + i * *stride; free the returned block */
+void *bcs_slots(int n, int count, MPI_Datatype dt, long *stride, char **first);
+/* dst = copy of count items of dt (typed buffers, same layout) */
+int bcs_copy_typed(const void *s, int scount, MPI_Datatype stype, void *r, int rcount,
+		   MPI_Datatype rtype);
+
+/* Folds slots lo..hi-1 (bcs_slots) into slot hi-1 in rank order. */
+int bcs_fold(MPI_Op op, MPI_Datatype dt, int count, char *all, long span, int lo, int hi);
+
 /* Combines count items: inout = in op inout (user ops see the user layout). */
 int bcs_reduce_local(MPI_Op op, MPI_Datatype dt, int count, const void *in, void *inout);
 int bcs_op_check(MPI_Op op, MPI_Datatype dt);
@@ -50,7 +79,7 @@ extern void (*bcs_progress_hook)(void);
 void bcs_wait(bool (*cond)(void *), void *arg);
 bool bcs_req_done(MPI_Request id);
 int bcs_req_take(MPI_Request *id, MPI_Status *st);
-/* a group's members as world ranks (group_min.c); NULL for a bad handle */
+/* a group's members as world ranks (group.c); NULL for a bad handle */
 const int *bcs_group_world(MPI_Group g, int *n);
 
 #endif

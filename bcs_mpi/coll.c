@@ -4,6 +4,7 @@
  * phase is posted at once and the phase takes one matching round (a tree
  * would take log2(P) rounds). Reductions fold in rank order, so every rank
  * computes the same bits, and non-commutative user ops are honoured. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,6 +48,32 @@ static long extent_of(MPI_Datatype dt)
 {
 	struct bcs_type *t = bcs_type_get(dt);
 	return t ? t->extent : 0;
+}
+
+int bcs_copy_typed(const void *s, int scount, MPI_Datatype stype, void *r, int rcount,
+		   MPI_Datatype rtype)
+{
+	return copy_typed(s, scount, stype, r, rcount, rtype);
+}
+
+/* Slots span both the bytes count items really touch (true bounds: types
+ * with a lower bound or a shrunk extent fit) and count whole extents (a
+ * user op may copy whole C structs, padding included). */
+void *bcs_slots(int n, int count, MPI_Datatype dt, long *stride, char **first)
+{
+	struct bcs_type *t = bcs_type_get(dt);
+	long span = 0, lo = 0;
+	if (t && count > 0) {
+		long ext = t->extent, last = (long)(count - 1) * ext;
+		long a = t->true_lb < t->lb ? t->true_lb : t->lb;
+		long b = t->true_ub > t->lb + ext ? t->true_ub : t->lb + ext;
+		lo = last < 0 ? a + last : a;
+		span = (last < 0 ? b : b + last) - lo;
+	}
+	char *m = malloc((size_t)(span * n) + 1);
+	*stride = span;
+	*first = m ? m - lo : NULL;
+	return m;
 }
 
 int MPI_Barrier(MPI_Comm comm)
@@ -107,6 +134,21 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 	return bcs_err(comm, bcast(buf, count, dt, root, c), "MPI_Bcast");
 }
 
+/* Folds slots lo..hi-1 in rank order into the last: x(lo) op (... op
+ * x(hi-1)), the order every reduction here uses, so all agree bit for bit. */
+static int fold(MPI_Op op, MPI_Datatype dt, int count, char *all, long span, int lo, int hi)
+{
+	int rc = MPI_SUCCESS;
+	for (int i = hi - 2; !rc && i >= lo; i--)
+		rc = bcs_reduce_local(op, dt, count, all + span * i, all + span * (hi - 1));
+	return rc;
+}
+
+int bcs_fold(MPI_Op op, MPI_Datatype dt, int count, char *all, long span, int lo, int hi)
+{
+	return fold(op, dt, count, all, span, lo, hi);
+}
+
 /* Every rank's count items to the root, folded in rank order: res = x0 op
  * ... op x(n-1) where each user call computes inout = in op inout. */
 static int reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
@@ -119,7 +161,7 @@ static int reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_
 		return MPI_ERR_COUNT;
 	if (root < 0 || root >= n)
 		return MPI_ERR_ROOT;
-	long span = (long)count * extent_of(dt);
+	long span;
 	if (c->rank != root) {
 		MPI_Request r;
 		/* MPI_Allreduce's MPI_IN_PLACE holds on every rank */
@@ -128,10 +170,11 @@ static int reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_
 		return rc ? rc : bcs_waitall(1, &r);
 	}
 	const void *mine = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-	char *all = malloc((size_t)(span * n) + 1);
+	char *all;
+	void *mem = bcs_slots(n, count, dt, &span, &all);
 	MPI_Request *r = reqs(n);
-	if (!all || !r) {
-		free(all);
+	if (!mem || !r) {
+		free(mem);
 		free(r);
 		return MPI_ERR_INTERN;
 	}
@@ -142,11 +185,11 @@ static int reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_
 		rc = bcs_waitall(n, r);
 	if (!rc)
 		rc = copy_typed(mine, count, dt, all + span * root, count, dt);
-	for (int i = n - 2; !rc && i >= 0; i--)
-		rc = bcs_reduce_local(op, dt, count, all + span * i, all + span * (n - 1));
+	if (!rc)
+		rc = fold(op, dt, count, all, span, 0, n);
 	if (!rc)
 		rc = copy_typed(all + span * (n - 1), count, dt, rbuf, count, dt);
-	free(all);
+	free(mem);
 	free(r);
 	return rc;
 }
@@ -175,39 +218,63 @@ int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_
 	return bcs_err(comm, rc, "MPI_Allreduce");
 }
 
-int MPI_Scan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
+/* inclusive (x0 op ... op x(me)) or exclusive (... op x(me - 1); rank 0's
+ * result is left alone) prefix reduction, in one round */
+static int scan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+		struct bcs_comm *c, bool exclusive)
 {
-	COMM(comm, "MPI_Scan");
-	int n = c->size, me = c->rank, rc = bcs_op_check(op, dt);
-	if (!rc && count < 0)
-		rc = MPI_ERR_COUNT;
-	if (rc)
-		return bcs_err(comm, rc, "MPI_Scan");
-	long span = (long)count * extent_of(dt);
+	int n = c->size, me = c->rank, rc = MPI_SUCCESS;
+	long span;
+	char *all;
 	const void *mine = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-	char *all = malloc((size_t)(span * (me + 1)) + 1);
+	void *mem = bcs_slots(me + 1, count, dt, &span, &all);
 	MPI_Request *r = reqs(2 * n);
-	if (!all || !r) {
-		free(all);
+	if (!mem || !r) {
+		free(mem);
 		free(r);
-		return bcs_err(comm, MPI_ERR_INTERN, "MPI_Scan");
+		return MPI_ERR_INTERN;
 	}
-	/* one round: each rank's contribution to every higher rank */
+	/* each rank's contribution to every higher rank */
 	for (int i = me + 1; !rc && i < n; i++)
 		rc = bcs_isend(mine, count, dt, i, TAG_COLL, c, true, &r[n + i]);
 	for (int i = 0; !rc && i < me; i++)
 		rc = bcs_irecv(all + span * i, count, dt, i, TAG_COLL, c, true, &r[i]);
+	int w = bcs_waitall(2 * n, r);
 	if (!rc)
-		rc = bcs_waitall(2 * n, r);
-	if (!rc)
+		rc = w;
+	int top = exclusive ? me : me + 1;
+	if (!rc && !exclusive)
 		rc = copy_typed(mine, count, dt, all + span * me, count, dt);
-	for (int i = me - 1; !rc && i >= 0; i--)
-		rc = bcs_reduce_local(op, dt, count, all + span * i, all + span * me);
-	if (!rc)
-		rc = copy_typed(all + span * me, count, dt, rbuf, count, dt);
-	free(all);
+	if (!rc && top > 0)
+		rc = fold(op, dt, count, all, span, 0, top);
+	if (!rc && top > 0)
+		rc = copy_typed(all + span * (top - 1), count, dt, rbuf, count, dt);
+	free(mem);
 	free(r);
-	return bcs_err(comm, rc, "MPI_Scan");
+	return rc;
+}
+
+int MPI_Scan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
+{
+	COMM(comm, "MPI_Scan");
+	int rc = bcs_op_check(op, dt);
+	if (!rc && count < 0)
+		rc = MPI_ERR_COUNT;
+	if (rc)
+		return bcs_err(comm, rc, "MPI_Scan");
+	return bcs_err(comm, scan(sbuf, rbuf, count, dt, op, c, false), "MPI_Scan");
+}
+
+int MPI_Exscan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+	       MPI_Comm comm)
+{
+	COMM(comm, "MPI_Exscan");
+	int rc = bcs_op_check(op, dt);
+	if (!rc && count < 0)
+		rc = MPI_ERR_COUNT;
+	if (rc)
+		return bcs_err(comm, rc, "MPI_Exscan");
+	return bcs_err(comm, scan(sbuf, rbuf, count, dt, op, c, true), "MPI_Exscan");
 }
 
 /* gather(v): counts/displs NULL for the regular form */
@@ -428,4 +495,72 @@ int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MP
 	COMM(comm, "MPI_Alltoallv");
 	return bcs_err(comm, alltoallv(sbuf, 0, scounts, sdispls, stype, rbuf, 0, rcounts, rdispls,
 				       rtype, c), "MPI_Alltoallv");
+}
+
+/* Rank j's block of the reduction to rank j, in one round: every rank sends
+ * block j to rank j, which folds the n of them in rank order. */
+static int reduce_scatter(const void *sbuf, void *rbuf, const int *counts, int bcount,
+			  MPI_Datatype dt, MPI_Op op, struct bcs_comm *c)
+{
+	int n = c->size, me = c->rank, rc = bcs_op_check(op, dt);
+	if (rc)
+		return rc;
+	long ext = extent_of(dt), off = 0, myoff = 0;
+	for (int i = 0; i < n; i++) {
+		int k = counts ? counts[i] : bcount;
+		if (k < 0)
+			return MPI_ERR_COUNT;
+		if (i == me)
+			myoff = off;
+		off += k;
+	}
+	int mycount = counts ? counts[me] : bcount;
+	const char *src = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+	long span;
+	char *all;
+	void *mem = bcs_slots(n, mycount, dt, &span, &all);
+	MPI_Request *r = reqs(2 * n);
+	if (!mem || !r) {
+		free(mem);
+		free(r);
+		return MPI_ERR_INTERN;
+	}
+	off = 0;
+	for (int i = 0; !rc && i < n; i++) {
+		int k = counts ? counts[i] : bcount;
+		if (i != me) {
+			rc = bcs_isend(src + ext * off, k, dt, i, TAG_COLL, c, true, &r[n + i]);
+			if (!rc)
+				rc = bcs_irecv(all + span * i, mycount, dt, i, TAG_COLL, c, true, &r[i]);
+		}
+		off += k;
+	}
+	int w = bcs_waitall(2 * n, r);
+	if (!rc)
+		rc = w;
+	if (!rc)
+		rc = copy_typed(src + ext * myoff, mycount, dt, all + span * me, mycount, dt);
+	if (!rc)
+		rc = fold(op, dt, mycount, all, span, 0, n);
+	if (!rc)
+		rc = copy_typed(all + span * (n - 1), mycount, dt, rbuf, mycount, dt);
+	free(mem);
+	free(r);
+	return rc;
+}
+
+int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
+			     MPI_Op op, MPI_Comm comm)
+{
+	COMM(comm, "MPI_Reduce_scatter_block");
+	return bcs_err(comm, reduce_scatter(sbuf, rbuf, NULL, count, dt, op, c),
+		       "MPI_Reduce_scatter_block");
+}
+
+int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int counts[], MPI_Datatype dt,
+		       MPI_Op op, MPI_Comm comm)
+{
+	COMM(comm, "MPI_Reduce_scatter");
+	return bcs_err(comm, reduce_scatter(sbuf, rbuf, counts, 0, dt, op, c),
+		       "MPI_Reduce_scatter");
 }

@@ -23,7 +23,7 @@
 #define REQ_CHUNK 256
 #define REQ_CHUNKS 4096
 
-enum rkind { R_SEND = 1, R_RECV, R_PROBE, R_NULLDONE, R_DAEMON };
+enum rkind { R_SEND = 1, R_RECV, R_PROBE, R_NULLDONE, R_DAEMON, R_COLL };
 
 struct req {
 	int used, kind, done, freed, internal;
@@ -34,11 +34,16 @@ struct req {
 	void *ubuf;        /* recv: where to unpack */
 	MPI_Datatype dt;
 	int next_free;
+	/* a non-blocking collective (R_COLL) completes when its point-to-point
+	 * parts have (each names it in parent), then runs fin on tmp */
+	int parent, pending;
+	int (*fin)(void *state);
 };
 
 static struct {
 	int inited, finalized;
 	int rank, size, local;
+	int node;          /* world rank of this node's first local rank */
 	int thread;
 	struct bcs_area *area;
 	/* in chunks that never move: a request stays put while one-sided
@@ -141,7 +146,31 @@ static int map_err(int e)
 	}
 }
 
+static void coll_done(int id);
+
+static void part_done(int parent, int err)
+{
+	struct req *p = req_of(parent);
+	if (!p)
+		return;
+	if (err && !p->st.MPI_ERROR)
+		p->st.MPI_ERROR = err;
+	if (--p->pending == 0)
+		coll_done(parent);
+}
+
+static void on_completion_of(const struct bcs_comp *c);
+
 static void on_completion(const struct bcs_comp *c)
+{
+	struct req *r = req_of((int)c->req);
+	int parent = r && !r->done ? r->parent : 0;
+	on_completion_of(c);
+	if (parent)
+		part_done(parent, map_err(c->err));
+}
+
+static void on_completion_of(const struct bcs_comp *c)
 {
 	struct req *r = req_of((int)c->req);
 	if (!r || r->done)
@@ -388,6 +417,19 @@ static void comm_set(MPI_Comm h, int size, int rank, int *world, uint32_t ctx, i
 				       .ctx = ctx, .errh = errh};
 }
 
+MPI_Comm bcs_comm_new(int size, int rank, int *world, uint32_t ctx, int errh)
+{
+	MPI_Comm h = comm_alloc();
+	if (h != MPI_COMM_NULL)
+		comm_set(h, size, rank, world, ctx, errh);
+	return h;
+}
+
+int bcs_node_id(void)
+{
+	return g.node;
+}
+
 int MPI_Comm_rank(MPI_Comm comm, int *rank)
 {
 	bcs_need_init("MPI_Comm_rank");
@@ -444,6 +486,7 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 	}
 	memcpy(w, c->world, (size_t)c->size * sizeof(int));
 	comm_set(h, c->size, c->rank, w, ctx, c->errh);
+	g.comms[h].topo = bcs_topo_dup(c->topo);
 	*newcomm = h;
 	return MPI_SUCCESS;
 }
@@ -513,6 +556,7 @@ int MPI_Comm_free(MPI_Comm *comm)
 	if (!c || *comm == MPI_COMM_WORLD || *comm == MPI_COMM_SELF)
 		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_free");
 	free(c->world);
+	free(c->topo);
 	memset(c, 0, sizeof(*c));
 	*comm = MPI_COMM_NULL;
 	return MPI_SUCCESS;
@@ -552,43 +596,6 @@ static int env_int(const char *name, int dflt)
 	return v && *v ? atoi(v) : dflt;
 }
 
-/* storm replay --debug: gdb clears this to let the rank go on */
-volatile int bcs_debug_hold = 1;
-
-static void debug_hold(void)
-{
-	const char *d = getenv("STORM_BCS_DEBUG");
-	if (!d || !*d || atoi(d) != g.rank)
-		return;
-	const char *node = getenv("STORM_NODENAME");
-	char host[256] = "localhost";
-	gethostname(host, sizeof(host) - 1);
-	int pid = (int)getpid();
-	const char *tty = getenv("STORM_BCS_DEBUG_TTY");
-	if ((!tty || strcmp(tty, "1")) && access("/usr/bin/gdbserver", X_OK) == 0) {
-		int port = 20000 + pid % 20000;
-		char where[64], self[16];
-		snprintf(where, sizeof(where), ":%d", port);
-		snprintf(self, sizeof(self), "%d", pid);
-		if (fork() == 0) {
-			execl("/usr/bin/gdbserver", "gdbserver", "--attach", where, self, (char *)NULL);
-			_exit(127);
-		}
-		fprintf(stderr, "storm replay: rank %d (pid %d on node %s) is held in MPI_Init "
-			"under gdbserver at %s:%d: gdb PROGRAM -ex 'target remote %s:%d' -ex "
-			"'set var bcs_debug_hold = 0'\n", g.rank, pid, node ? node : host, host,
-			port, host, port);
-	} else {
-		fprintf(stderr, "storm replay: rank %d (pid %d on node %s, host %s) is held in "
-			"MPI_Init: gdb -p %d -ex 'set var bcs_debug_hold = 0'\n", g.rank, pid,
-			node ? node : host, host, pid);
-	}
-	fflush(stderr);
-	dprintf(2, "\001BCS-DEBUG %d %d %s\n", g.rank, pid, host);
-	while (bcs_debug_hold)
-		usleep(50000);
-}
-
 static void abort_world(int code)
 {
 	MPI_Abort(MPI_COMM_WORLD, code);
@@ -620,6 +627,7 @@ static int init_common(int *argc, char ***argv)
 	if (map == MAP_FAILED)
 		die("MPI_Init: cannot map the BCS-MPI channel: %s", strerror(errno));
 	close(fd); /* the mapping stays; children of the rank do not inherit it */
+	g.node = (int)h.first_rank;
 	g.area = (struct bcs_area *)((char *)map + BCS_CHAN_HDR + (size_t)g.local * BCS_AREA_SIZE);
 	g.area->pid = (uint32_t)getpid();
 	bcs_types_init();
@@ -634,7 +642,7 @@ static int init_common(int *argc, char ***argv)
 	g.next_ctx = 4;
 	g.inited = 1;
 	bcs_trace_init(g.rank, abort_world);
-	debug_hold();
+	bcs_trace_debug_hold(g.rank);
 	struct bcs_desc d = {.op = BCS_OP_INIT};
 	post(&d);
 	/* everyone starts from the same strobe */
@@ -760,7 +768,8 @@ static int check_buf(const void *buf, int count, MPI_Datatype dt, struct bcs_typ
 	*t = bcs_type_get(dt);
 	if (!*t || !(*t)->committed)
 		return MPI_ERR_TYPE;
-	if (!buf && count > 0 && (*t)->size > 0)
+	/* MPI_BOTTOM: a derived type's displacements are absolute addresses */
+	if (!buf && count > 0 && (*t)->size > 0 && (*t)->predefined)
 		return MPI_ERR_BUFFER;
 	return MPI_SUCCESS;
 }
@@ -923,6 +932,55 @@ int bcs_req_take(MPI_Request *id, MPI_Status *st)
 	if (*id == MPI_REQUEST_NULL || !req_of(*id))
 		return MPI_SUCCESS;
 	return finish(id, st);
+}
+
+/* ---- non-blocking collectives: a request over point-to-point parts */
+
+static void coll_done(int id)
+{
+	struct req *r = req_of(id);
+	if (r->fin) {
+		int e = r->fin(r->tmp);
+		if (e && !r->st.MPI_ERROR)
+			r->st.MPI_ERROR = e;
+	}
+	r->done = 1;
+	if (r->freed)
+		req_release(id);
+}
+
+int bcs_coll_start(MPI_Comm comm, int (*fin)(void *state), void *state)
+{
+	int id = req_new(R_COLL, comm);
+	struct req *r = req_of(id);
+	r->st.MPI_SOURCE = MPI_ANY_SOURCE;
+	r->st.MPI_TAG = MPI_ANY_TAG;
+	r->fin = fin;
+	r->tmp = state;
+	r->pending = 1; /* held until bcs_coll_arm: parts may finish while others post */
+	return id;
+}
+
+void bcs_coll_part(int coll, MPI_Request part)
+{
+	if (part == MPI_REQUEST_NULL)
+		return;
+	struct req *p = req_of(part);
+	if (p->done) { /* MPI_PROC_NULL */
+		req_release(part);
+		return;
+	}
+	p->parent = coll;
+	p->freed = 1;
+	req_of(coll)->pending++;
+}
+
+void bcs_coll_arm(int coll, int err)
+{
+	struct req *r = req_of(coll);
+	if (err && !r->st.MPI_ERROR)
+		r->st.MPI_ERROR = err;
+	part_done(coll, 0);
 }
 
 int bcs_world_barrier(void)
@@ -1390,80 +1448,7 @@ int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st)
 	return probe(src, tag, comm, flag, st, false, "MPI_Iprobe");
 }
 
-int MPI_Get_count(const MPI_Status *st, MPI_Datatype dt, int *count)
-{
-	struct bcs_type *t = bcs_type_get(dt);
-	if (!t)
-		return bcs_err(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Get_count");
-	if (t->size == 0)
-		*count = 0;
-	else if (st->bcs_count % t->size)
-		*count = MPI_UNDEFINED;
-	else
-		*count = (int)(st->bcs_count / t->size);
-	return MPI_SUCCESS;
-}
-
-int MPI_Get_elements(const MPI_Status *st, MPI_Datatype dt, int *count)
-{
-	struct bcs_type *t = bcs_type_get(dt);
-	if (!t)
-		return bcs_err(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Get_elements");
-	long es = bcs_basic_size(t->basic);
-	*count = es && st->bcs_count % es == 0 ? (int)(st->bcs_count / es) : MPI_UNDEFINED;
-	return MPI_SUCCESS;
-}
-
-/* ---- datatypes and ops */
-
-int MPI_Type_contiguous(int count, MPI_Datatype old, MPI_Datatype *newtype)
-{
-	bcs_types_init();
-	return bcs_err(MPI_COMM_WORLD, bcs_type_contiguous(count, old, newtype),
-		       "MPI_Type_contiguous");
-}
-
-int MPI_Type_vector(int count, int blocklen, int stride, MPI_Datatype old, MPI_Datatype *newtype)
-{
-	bcs_types_init();
-	return bcs_err(MPI_COMM_WORLD, bcs_type_vector(count, blocklen, stride, old, newtype),
-		       "MPI_Type_vector");
-}
-
-int MPI_Type_commit(MPI_Datatype *dt)
-{
-	struct bcs_type *t = bcs_type_get(*dt);
-	if (!t)
-		return bcs_err(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Type_commit");
-	t->committed = 1;
-	return MPI_SUCCESS;
-}
-
-int MPI_Type_free(MPI_Datatype *dt)
-{
-	return bcs_err(MPI_COMM_WORLD, bcs_type_free(dt), "MPI_Type_free");
-}
-
-int MPI_Type_size(MPI_Datatype dt, int *size)
-{
-	bcs_types_init();
-	struct bcs_type *t = bcs_type_get(dt);
-	if (!t)
-		return bcs_err(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Type_size");
-	*size = (int)t->size;
-	return MPI_SUCCESS;
-}
-
-int MPI_Type_get_extent(MPI_Datatype dt, MPI_Aint *lb, MPI_Aint *extent)
-{
-	bcs_types_init();
-	struct bcs_type *t = bcs_type_get(dt);
-	if (!t)
-		return bcs_err(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Type_get_extent");
-	*lb = 0;
-	*extent = t->extent;
-	return MPI_SUCCESS;
-}
+/* ---- reduction operators */
 
 int MPI_Op_create(MPI_User_function *fn, int commute, MPI_Op *op)
 {

@@ -231,3 +231,40 @@ uint64_t bcs_trace_mask(uint64_t mask, const char *fn)
 	}
 	return mask;
 }
+
+/* storm replay --debug: gdb clears this to let the rank go on */
+volatile int bcs_debug_hold = 1;
+
+void bcs_trace_debug_hold(int rank)
+{
+	const char *d = getenv("STORM_BCS_DEBUG");
+	if (!d || !*d || atoi(d) != rank)
+		return;
+	const char *node = getenv("STORM_NODENAME");
+	char host[256] = "localhost";
+	gethostname(host, sizeof(host) - 1);
+	int pid = (int)getpid();
+	const char *tty = getenv("STORM_BCS_DEBUG_TTY");
+	if ((!tty || strcmp(tty, "1")) && access("/usr/bin/gdbserver", X_OK) == 0) {
+		int port = 20000 + pid % 20000;
+		char where[64], self[16];
+		snprintf(where, sizeof(where), ":%d", port);
+		snprintf(self, sizeof(self), "%d", pid);
+		if (fork() == 0) {
+			execl("/usr/bin/gdbserver", "gdbserver", "--attach", where, self, (char *)NULL);
+			_exit(127);
+		}
+		fprintf(stderr, "storm replay: rank %d (pid %d on node %s) is held in MPI_Init "
+			"under gdbserver at %s:%d: gdb PROGRAM -ex 'target remote %s:%d' -ex "
+			"'set var bcs_debug_hold = 0'\n", rank, pid, node ? node : host, host,
+			port, host, port);
+	} else {
+		fprintf(stderr, "storm replay: rank %d (pid %d on node %s, host %s) is held in "
+			"MPI_Init: gdb -p %d -ex 'set var bcs_debug_hold = 0'\n", rank, pid,
+			node ? node : host, host, pid);
+	}
+	fflush(stderr);
+	dprintf(2, "\001BCS-DEBUG %d %d %s\n", rank, pid, host);
+	while (bcs_debug_hold)
+		usleep(50000);
+}

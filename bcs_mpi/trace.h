@@ -32,4 +32,8 @@ uint64_t bcs_trace_mask(uint64_t mask, const char *fn);
 /* Non-zero in replay. */
 int bcs_trace_replaying(void);
 
+/* storm replay --debug: holds the rank named by STORM_BCS_DEBUG in MPI_Init
+ * (under gdbserver when there is one) until a debugger clears bcs_debug_hold */
+void bcs_trace_debug_hold(int rank);
+
 #endif

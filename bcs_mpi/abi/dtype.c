@@ -18,6 +18,21 @@ struct pair_2i { int v; int i; };
 struct pair_s { short v; int i; };
 struct pair_ld { long double v; int i; };
 
+static long basic_align(int b);
+
+/* true bounds: where the data bytes actually lie */
+static void set_true(struct bcs_type *t)
+{
+	t->true_lb = t->true_ub = 0;
+	for (int k = 0; k < t->nblocks; k++) {
+		long lo = t->blocks[k].off, hi = lo + t->blocks[k].len;
+		if (!k || lo < t->true_lb)
+			t->true_lb = lo;
+		if (!k || hi > t->true_ub)
+			t->true_ub = hi;
+	}
+}
+
 static void predef(int h, long size)
 {
 	struct bcs_type *t = &types[h];
@@ -27,7 +42,9 @@ static void predef(int h, long size)
 	t->nelem = 1;
 	t->nblocks = 1;
 	t->blocks = malloc(sizeof(struct bcs_block));
-	t->blocks[0] = (struct bcs_block){0, size};
+	t->blocks[0] = (struct bcs_block){0, size, h};
+	t->align = basic_align(h);
+	set_true(t);
 }
 
 static void pair(int h, long vsize, long ioff, long extent)
@@ -41,13 +58,15 @@ static void pair(int h, long vsize, long ioff, long extent)
 	if (ioff == vsize) {
 		t->nblocks = 1;
 		t->blocks = malloc(sizeof(struct bcs_block));
-		t->blocks[0] = (struct bcs_block){0, t->size};
+		t->blocks[0] = (struct bcs_block){0, t->size, h};
 	} else {
 		t->nblocks = 2;
 		t->blocks = malloc(2 * sizeof(struct bcs_block));
-		t->blocks[0] = (struct bcs_block){0, vsize};
-		t->blocks[1] = (struct bcs_block){ioff, (long)sizeof(int)};
+		t->blocks[0] = (struct bcs_block){0, vsize, h};
+		t->blocks[1] = (struct bcs_block){ioff, (long)sizeof(int), h};
 	}
+	t->align = basic_align(h);
+	set_true(t);
 }
 
 long bcs_basic_size(int b)
@@ -119,55 +138,142 @@ static int alloc_type(void)
 	return -1;
 }
 
-/* Appends a block, merging it with the previous one when adjacent. */
-static void add_block(struct bcs_block *v, int *n, long off, long len)
+/* Appends a block, merging it with the previous one when adjacent and of
+ * the same basic type (Get_elements counts by basic type). */
+static void add_block(struct bcs_block *v, int *n, long off, long len, int basic)
 {
 	if (len == 0)
 		return;
-	if (*n && v[*n - 1].off + v[*n - 1].len == off) {
+	if (*n && v[*n - 1].off + v[*n - 1].len == off && v[*n - 1].basic == basic) {
 		v[*n - 1].len += len;
 		return;
 	}
-	v[(*n)++] = (struct bcs_block){off, len};
+	v[(*n)++] = (struct bcs_block){off, len, basic};
 }
 
-static int make(long items, long blocklen, long stride_bytes, const struct bcs_type *o,
-		long extent, int *newtype)
+/* Alignment of a basic type, as the C compiler lays out a struct member of
+ * it (the pair types align as their value or int, whichever is wider). */
+static long basic_align(int b)
 {
+	switch (b) {
+	case MPI_FLOAT_INT: return _Alignof(struct pair_f);
+	case MPI_DOUBLE_INT: return _Alignof(struct pair_d);
+	case MPI_LONG_INT: return _Alignof(struct pair_l);
+	case MPI_2INT: return _Alignof(struct pair_2i);
+	case MPI_SHORT_INT: return _Alignof(struct pair_s);
+	case MPI_LONG_DOUBLE_INT: return _Alignof(struct pair_ld);
+	case MPI_C_FLOAT_COMPLEX: return _Alignof(float);
+	case MPI_C_DOUBLE_COMPLEX: return _Alignof(double);
+	case MPI_C_LONG_DOUBLE_COMPLEX: return _Alignof(long double);
+	}
+	long s = bcs_basic_size(b);
+	return s > 0 ? s : 1;
+}
+
+int bcs_type_build(int n, const long *blens, const long *disps, const int *olds, int pad,
+		   int *newtype)
+{
+	if (n < 0)
+		return MPI_ERR_COUNT;
+	long nb = 0;
+	for (int i = 0; i < n; i++) {
+		const struct bcs_type *o = bcs_type_get(olds[i]);
+		if (!o)
+			return MPI_ERR_TYPE;
+		if (blens[i] < 0)
+			return MPI_ERR_COUNT;
+		nb += blens[i] * o->nblocks;
+	}
 	int h = alloc_type();
 	if (h < 0)
 		return MPI_ERR_INTERN;
-	long nb = items * blocklen * o->nblocks;
 	struct bcs_block *v = malloc((size_t)(nb ? nb : 1) * sizeof(*v));
 	if (!v)
 		return MPI_ERR_INTERN;
-	int n = 0;
-	for (long i = 0; i < items; i++)
-		for (long k = 0; k < blocklen; k++)
+	int nv = 0, basic = -1;
+	long size = 0, nelem = 0, lb = 0, ub = 0, align = 1;
+	bool any = false;
+	for (int i = 0; i < n; i++) {
+		const struct bcs_type *o = bcs_type_get(olds[i]);
+		for (long k = 0; k < blens[i]; k++)
 			for (int b = 0; b < o->nblocks; b++)
-				add_block(v, &n, i * stride_bytes + k * o->extent + o->blocks[b].off,
-					  o->blocks[b].len);
+				add_block(v, &nv, disps[i] + k * o->extent + o->blocks[b].off,
+					  o->blocks[b].len, o->blocks[b].basic);
+		if (blens[i] == 0)
+			continue;
+		size += blens[i] * o->size;
+		nelem += blens[i] * o->nelem;
+		if (o->size)
+			basic = basic == -1 || basic == o->basic ? o->basic : 0;
+		if (o->align > align)
+			align = o->align;
+		/* the typemap's bounds (MPI-3 §4.1.7): lb = min(disp + lb(old)),
+		 * ub = max(disp + (blen - 1) * extent(old) + ub(old)) */
+		long lo = disps[i] + o->lb, hi = disps[i] + o->lb + blens[i] * o->extent;
+		if (!any || lo < lb)
+			lb = lo;
+		if (!any || hi > ub)
+			ub = hi;
+		any = true;
+	}
+	/* merged blocks: a contiguous run of many items is one block */
+	if (nv < nb) {
+		struct bcs_block *w = realloc(v, (size_t)(nv ? nv : 1) * sizeof(*v));
+		if (w)
+			v = w;
+	}
+	long extent = ub - lb;
+	/* a struct's extent rounds up to its strictest member's alignment, so an
+	 * array of such structs has the C layout */
+	if (pad && extent % align)
+		extent += align - extent % align;
 	struct bcs_type *t = &types[h];
 	memset(t, 0, sizeof(*t));
 	t->used = 1;
-	t->size = items * blocklen * o->size;
+	t->size = size;
+	t->lb = lb;
 	t->extent = extent;
-	t->basic = o->basic;
-	t->nelem = items * blocklen * o->nelem;
-	t->nblocks = n;
+	t->align = align;
+	t->basic = basic == -1 ? n ? bcs_type_get(olds[0])->basic : MPI_BYTE : basic;
+	t->nelem = nelem;
+	t->nblocks = nv;
 	t->blocks = v;
+	set_true(t);
 	*newtype = h;
 	return 0;
 }
 
+/* The regular constructors: count blocks of blen items of old at byte
+ * displacements first + i * step (step in bytes). */
+static int regular(long count, long blen, long step, int old, int *newtype)
+{
+	if (count < 0 || blen < 0)
+		return MPI_ERR_COUNT;
+	if (!bcs_type_get(old))
+		return MPI_ERR_TYPE;
+	long *bl = malloc((size_t)(count ? count : 1) * sizeof(long));
+	long *d = malloc((size_t)(count ? count : 1) * sizeof(long));
+	int *o = malloc((size_t)(count ? count : 1) * sizeof(int));
+	int rc = MPI_ERR_INTERN;
+	if (bl && d && o) {
+		for (long i = 0; i < count; i++) {
+			bl[i] = blen;
+			d[i] = i * step;
+			o[i] = old;
+		}
+		rc = bcs_type_build((int)count, bl, d, o, 0, newtype);
+	}
+	free(bl);
+	free(d);
+	free(o);
+	return rc;
+}
+
 int bcs_type_contiguous(int count, int old, int *newtype)
 {
-	const struct bcs_type *o = bcs_type_get(old);
-	if (!o)
-		return MPI_ERR_TYPE;
 	if (count < 0)
 		return MPI_ERR_COUNT;
-	return make(1, count, 0, o, count * o->extent, newtype);
+	return regular(1, count, 0, old, newtype);
 }
 
 int bcs_type_vector(int count, int blocklen, int stride, int old, int *newtype)
@@ -175,12 +281,81 @@ int bcs_type_vector(int count, int blocklen, int stride, int old, int *newtype)
 	const struct bcs_type *o = bcs_type_get(old);
 	if (!o)
 		return MPI_ERR_TYPE;
-	if (count < 0 || blocklen < 0)
+	return regular(count, blocklen, (long)stride * o->extent, old, newtype);
+}
+
+int bcs_type_hvector(int count, int blocklen, long stride, int old, int *newtype)
+{
+	return regular(count, blocklen, stride, old, newtype);
+}
+
+int bcs_type_indexed(int count, const int *blens, const long *disps, int disp_unit_bytes,
+		     int old, int *newtype)
+{
+	const struct bcs_type *o = bcs_type_get(old);
+	if (!o)
+		return MPI_ERR_TYPE;
+	if (count < 0)
 		return MPI_ERR_COUNT;
-	if (stride < 0)
-		return MPI_ERR_ARG; /* negative strides are outside the subset */
-	long extent = count ? ((long)(count - 1) * stride + blocklen) * o->extent : 0;
-	return make(count, blocklen, (long)stride * o->extent, o, extent, newtype);
+	size_t m = (size_t)(count ? count : 1);
+	long *bl = malloc(m * sizeof(long)), *d = malloc(m * sizeof(long));
+	int *ol = malloc(m * sizeof(int));
+	int rc = MPI_ERR_INTERN;
+	if (bl && d && ol) {
+		for (int i = 0; i < count; i++) {
+			bl[i] = blens[i];
+			d[i] = disp_unit_bytes ? disps[i] : disps[i] * o->extent;
+			ol[i] = old;
+		}
+		rc = bcs_type_build(count, bl, d, ol, 0, newtype);
+	}
+	free(bl);
+	free(d);
+	free(ol);
+	return rc;
+}
+
+int bcs_type_resized(int old, long lb, long extent, int *newtype)
+{
+	const struct bcs_type *o = bcs_type_get(old);
+	if (!o)
+		return MPI_ERR_TYPE;
+	long bl = 1, d = 0;
+	int rc = bcs_type_build(1, &bl, &d, &old, 0, newtype);
+	if (rc)
+		return rc;
+	struct bcs_type *t = &types[*newtype];
+	t->lb = lb;
+	t->extent = extent;
+	return 0;
+}
+
+int bcs_type_dup(int old, int *newtype)
+{
+	const struct bcs_type *o = bcs_type_get(old);
+	if (!o)
+		return MPI_ERR_TYPE;
+	long lb = o->lb, ext = o->extent;
+	int rc = bcs_type_resized(old, lb, ext, newtype);
+	if (!rc)
+		types[*newtype].align = o->align;
+	return rc;
+}
+
+long bcs_type_elements(const struct bcs_type *t, long bytes)
+{
+	if (t->size == 0)
+		return 0;
+	long e = bytes / t->size * t->nelem, rem = bytes % t->size;
+	for (int k = 0; k < t->nblocks && rem > 0; k++) {
+		long es = bcs_basic_size(t->blocks[k].basic);
+		long len = t->blocks[k].len < rem ? t->blocks[k].len : rem;
+		if (es <= 0 || len % es)
+			return -1;
+		e += len / es;
+		rem -= len;
+	}
+	return e;
 }
 
 int bcs_type_free(int *h)

@@ -1,8 +1,8 @@
 /* BCS-MPI datatypes and reduction operators: pure (unit-tested).
  *
- * A datatype is a flat list of byte blocks (offset, length) within an extent,
- * made of one basic type (or several, for the predefined pair types). Data
- * travels packed: the blocks of each item, back to back. Predefined ops work
+ * A datatype is a flat list of byte blocks (offset from the buffer, length,
+ * basic type) in typemap order; item i of a buffer starts i extents after
+ * it. Data travels packed: the blocks of each item, back to back. Predefined ops work
  * on packed arrays of basic elements; pair types pack as value then int. */
 #ifndef BCS_DTYPE_H
 #define BCS_DTYPE_H
@@ -12,13 +12,16 @@
 
 struct bcs_block {
 	long off, len;
+	int basic;      /* the predefined type of its elements */
 };
 
 struct bcs_type {
 	int used, committed, predefined;
 	long size;      /* data bytes per item */
-	long extent;
-	int basic;      /* predefined type all elements are made of */
+	long lb, extent;
+	long true_lb, true_ub; /* where the data bytes lie */
+	long align;     /* strictest alignment of its basic types */
+	int basic;      /* predefined type all elements are made of; 0 if mixed */
 	long nelem;     /* basic elements per item */
 	int nblocks;
 	struct bcs_block *blocks;
@@ -32,7 +35,20 @@ struct bcs_type *bcs_type_get(int handle);
 /* 0 or an MPI error class */
 int bcs_type_contiguous(int count, int old, int *newtype);
 int bcs_type_vector(int count, int blocklen, int stride, int old, int *newtype);
+int bcs_type_hvector(int count, int blocklen, long stride_bytes, int old, int *newtype);
+/* indexed (displacements in old's extents) or hindexed (disp_unit_bytes) */
+int bcs_type_indexed(int count, const int *blens, const long *disps, int disp_unit_bytes,
+		     int old, int *newtype);
+/* The general constructor (struct): n fields of blens[i] items of olds[i] at
+ * byte displacement disps[i]; pad rounds the extent up to the strictest
+ * alignment, as MPI_Type_create_struct does. */
+int bcs_type_build(int n, const long *blens, const long *disps, const int *olds, int pad,
+		   int *newtype);
+int bcs_type_resized(int old, long lb, long extent, int *newtype);
+int bcs_type_dup(int old, int *newtype);
 int bcs_type_free(int *handle);
+/* basic elements in `bytes` packed bytes of t, or -1 if not a whole number */
+long bcs_type_elements(const struct bcs_type *t, long bytes);
 bool bcs_type_is_contig(const struct bcs_type *t);
 long bcs_basic_size(int basic);
 void bcs_pack(const struct bcs_type *t, const void *buf, long count, void *out);

@@ -80,7 +80,7 @@ struct bcs_block *bcs_rma_blocks(const struct bcs_type *t, long count, long disp
 			if (k > 0 && v[k - 1].off + v[k - 1].len == off)
 				v[k - 1].len += len;
 			else
-				v[k++] = (struct bcs_block){off, len};
+				v[k++] = (struct bcs_block){.off = off, .len = len, .basic = t->blocks[j].basic};
 		}
 	*n = k;
 	return v;

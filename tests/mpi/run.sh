@@ -5,8 +5,9 @@
 # say the checks passed and BCS-MPI's must equal MPICH's byte for byte. Then
 # the jobs that end badly (MPI_Abort, ERRORS_ARE_FATAL), the racy
 # ANY_SOURCE program 50 times under BCS-MPI (one outcome; with
-# --mpich-racy-runs, MPICH's count of outcomes for comparison), and a recorded
-# run that `storm replay` must reproduce byte for byte. Every daemon is taken
+# --mpich-racy-runs, MPICH's count of outcomes for comparison), and recorded
+# runs (the racy program, the non-blocking collectives) that `storm replay`
+# must reproduce byte for byte. Every daemon is taken
 # down on exit.
 #
 # Usage: run.sh [--mpich-only] [--ranks "1 2 4 8"] [--racy-runs N]
@@ -38,7 +39,7 @@ C=$T/c
 export PATH=$BIN:$PATH
 export STORM_CONF=$C/storm.conf
 fails=0 checks=0
-PROGS="env p2p coll ops ops_complex comm rma"
+PROGS="env p2p coll ops ops_complex comm groups cart dtypes nbcoll rma"
 CFLAGS=(-std=c11 -O1 -Wall -Wextra -Werror)
 # GCC 12 warns (wrongly) on MPICH's MPI_STATUSES_IGNORE passed as an array
 MPICH_CFLAGS=("${CFLAGS[@]}" -Wno-stringop-overflow)
@@ -215,6 +216,23 @@ for i in 1 2 3; do
 	fi
 done
 
+# non-blocking collectives: Test loops, Waitany and a wildcard receive
+expect "storm run --record nbcoll" 0 storm run --record "$T/nbcoll.trace" -N 4 -n 8 "$T/bcs/nbcoll"
+cp "$T/out" "$T/nbcoll.recorded"
+if [ -f "$T/mpich/nbcoll.8.out" ]; then
+	if cmp -s "$T/mpich/nbcoll.8.out" "$T/nbcoll.recorded"; then
+		ok "  recorded nbcoll output equals MPICH's"
+	else
+		bad "  recorded nbcoll output differs from MPICH's"
+	fi
+fi
+expect "storm replay nbcoll" 0 storm replay "$T/nbcoll.trace"
+if cmp -s "$T/nbcoll.recorded" "$T/out"; then
+	ok "  output equals the recorded run's"
+else
+	bad "  output differs from the recorded run's"
+	diff "$T/nbcoll.recorded" "$T/out" | head -10 | sed 's/^/     /'
+fi
 # one-sided epochs (lock epochs ordered at quiescence) replay too
 expect "storm run --record (rma, 8 ranks)" 0 storm run --record "$T/rma.trace" -N 4 -n 8 "$T/bcs/rma"
 cp "$T/out" "$T/rma.recorded"

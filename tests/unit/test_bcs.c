@@ -2,6 +2,7 @@
  * predefined reduction operators, the trace codec, one-sided batches. */
 #include <CUnit/CUnit.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "chan.h"
 #include "chan_ckpt.h"
 #include "dtype.h"
+#include "procs.h"
 #include "../../daemons/node/match.h"
 #include "mpi.h"
 #include "rma.h"
@@ -259,7 +261,15 @@ static void test_pack_vector(void)
 	CU_ASSERT_EQUAL(bcs_type_free(&c2), 0);
 	int pre = MPI_INT;
 	CU_ASSERT_EQUAL(bcs_type_free(&pre), MPI_ERR_TYPE);
-	CU_ASSERT_EQUAL(bcs_type_vector(1, 1, -1, MPI_INT, &vec), MPI_ERR_ARG);
+	/* a negative stride: the lower bound moves below the buffer */
+	CU_ASSERT_EQUAL_FATAL(bcs_type_vector(3, 1, -2, MPI_INT, &vec), 0);
+	t = bcs_type_get(vec);
+	CU_ASSERT_EQUAL(t->lb, -16);
+	CU_ASSERT_EQUAL(t->extent, 20);
+	CU_ASSERT_EQUAL(t->true_lb, -16);
+	bcs_pack(t, src + 8, 1, packed);
+	CU_ASSERT(packed[0] == 8 && packed[1] == 6 && packed[2] == 4);
+	bcs_type_free(&vec);
 	CU_ASSERT_EQUAL(bcs_type_contiguous(-1, MPI_INT, &vec), MPI_ERR_COUNT);
 	CU_ASSERT_EQUAL(bcs_type_contiguous(1, 9999, &vec), MPI_ERR_TYPE);
 }
@@ -282,6 +292,169 @@ static void test_pair_types(void)
 	CU_ASSERT(b[0].v == 1.5 && b[0].i == 3 && b[1].v == -2.0 && b[1].i == 9);
 	CU_ASSERT_EQUAL(bcs_type_get(MPI_SHORT_INT)->size, 6);
 	CU_ASSERT_EQUAL(bcs_type_get(MPI_2INT)->extent, 8);
+}
+
+/* struct of mixed fields: typemap order, padding, elements of a partial item */
+static void test_struct_type(void)
+{
+	bcs_types_init();
+	struct s { char c; double d[2]; int i; } x[2] = {{'x', {1.5, -2}, 7}, {'y', {3, 4}, 9}}, y[2];
+	long bl[3] = {1, 1, 2}, dp[3] = {offsetof(struct s, i), offsetof(struct s, c),
+					 offsetof(struct s, d)};
+	int ty[3] = {MPI_INT, MPI_CHAR, MPI_DOUBLE}, h;
+	CU_ASSERT_EQUAL_FATAL(bcs_type_build(3, bl, dp, ty, 1, &h), 0);
+	struct bcs_type *t = bcs_type_get(h);
+	CU_ASSERT_EQUAL(t->size, 4 + 1 + 16);
+	CU_ASSERT_EQUAL(t->extent, (long)sizeof(struct s));
+	CU_ASSERT_EQUAL(t->lb, 0);
+	CU_ASSERT_EQUAL(t->basic, 0); /* mixed: no predefined op applies */
+	CU_ASSERT_FALSE(bcs_op_valid(MPI_SUM, t->basic));
+	CU_ASSERT_EQUAL(t->nelem, 4);
+	uint8_t p[42];
+	bcs_pack(t, x, 2, p);
+	int i0, i1;
+	double d1;
+	memcpy(&i0, p, 4);
+	memcpy(&d1, p + 13, 8);
+	memcpy(&i1, p + 21, 4);
+	CU_ASSERT(i0 == 7 && p[4] == 'x' && d1 == -2 && i1 == 9 && p[25] == 'y');
+	memset(y, 0, sizeof(y));
+	bcs_unpack(t, p, 42, y);
+	CU_ASSERT(y[1].c == 'y' && y[1].d[1] == 4 && y[1].i == 9 && y[0].d[0] == 1.5);
+	/* elements: whole items, then whole blocks of the partial one */
+	CU_ASSERT_EQUAL(bcs_type_elements(t, 42), 8);
+	CU_ASSERT_EQUAL(bcs_type_elements(t, 21 + 4 + 1), 4 + 2);
+	CU_ASSERT_EQUAL(bcs_type_elements(t, 21 + 4 + 1 + 8), 4 + 3);
+	CU_ASSERT_EQUAL(bcs_type_elements(t, 21 + 4 + 1 + 3), -1);
+	/* without padding (hindexed-like) the extent ends at the last byte */
+	int h2;
+	long bl2[2] = {1, 1}, dp2[2] = {0, 8};
+	int ty2[2] = {MPI_DOUBLE, MPI_CHAR};
+	CU_ASSERT_EQUAL_FATAL(bcs_type_build(2, bl2, dp2, ty2, 0, &h2), 0);
+	CU_ASSERT_EQUAL(bcs_type_get(h2)->extent, 9);
+	int h3;
+	CU_ASSERT_EQUAL_FATAL(bcs_type_build(2, bl2, dp2, ty2, 1, &h3), 0);
+	CU_ASSERT_EQUAL(bcs_type_get(h3)->extent, 16);
+	bcs_type_free(&h);
+	bcs_type_free(&h2);
+	bcs_type_free(&h3);
+}
+
+/* indexed in typemap order, hvector, resized: what travels and where it lands */
+static void test_indexed_resized(void)
+{
+	bcs_types_init();
+	int ix, hv, rs, cont;
+	int bl[3] = {2, 1, 3};
+	long dp[3] = {9, 0, 5};
+	CU_ASSERT_EQUAL_FATAL(bcs_type_indexed(3, bl, dp, 0, MPI_INT, &ix), 0);
+	struct bcs_type *t = bcs_type_get(ix);
+	CU_ASSERT_EQUAL(t->size, 24);
+	CU_ASSERT_EQUAL(t->extent, 44);
+	CU_ASSERT_EQUAL(t->basic, MPI_INT);
+	int src[32], out[16];
+	for (int i = 0; i < 32; i++)
+		src[i] = i;
+	bcs_pack(t, src, 1, out);
+	int want[6] = {9, 10, 0, 5, 6, 7};
+	CU_ASSERT_EQUAL(memcmp(out, want, sizeof(want)), 0);
+	/* byte displacements: the same map */
+	long bdp[3] = {36, 0, 20};
+	int ixb;
+	CU_ASSERT_EQUAL_FATAL(bcs_type_indexed(3, bl, bdp, 1, MPI_INT, &ixb), 0);
+	bcs_pack(bcs_type_get(ixb), src, 1, out);
+	CU_ASSERT_EQUAL(memcmp(out, want, sizeof(want)), 0);
+	CU_ASSERT_EQUAL_FATAL(bcs_type_hvector(3, 2, 20, MPI_INT, &hv), 0);
+	bcs_pack(bcs_type_get(hv), src, 1, out);
+	CU_ASSERT(out[0] == 0 && out[1] == 1 && out[2] == 5 && out[5] == 11);
+	/* a 4-int column of a 4x4 matrix resized to one int: items interleave */
+	int col;
+	CU_ASSERT_EQUAL_FATAL(bcs_type_vector(4, 1, 4, MPI_INT, &col), 0);
+	CU_ASSERT_EQUAL_FATAL(bcs_type_resized(col, 0, 4, &rs), 0);
+	t = bcs_type_get(rs);
+	CU_ASSERT_EQUAL(t->extent, 4);
+	CU_ASSERT_EQUAL(t->true_ub - t->true_lb, 13 * 4);
+	bcs_pack(t, src, 2, out);
+	CU_ASSERT(out[0] == 0 && out[1] == 4 && out[3] == 12 && out[4] == 1 && out[7] == 13);
+	/* contiguous over a resized type steps by the new extent */
+	CU_ASSERT_EQUAL_FATAL(bcs_type_contiguous(4, rs, &cont), 0);
+	bcs_pack(bcs_type_get(cont), src, 1, out);
+	CU_ASSERT(out[4] == 1 && out[8] == 2 && out[15] == 15);
+	int d;
+	CU_ASSERT_EQUAL_FATAL(bcs_type_dup(rs, &d), 0);
+	CU_ASSERT_EQUAL(bcs_type_get(d)->extent, 4);
+	bcs_type_free(&d);
+	bcs_type_free(&ix);
+	bcs_type_free(&ixb);
+	bcs_type_free(&hv);
+	bcs_type_free(&rs);
+	bcs_type_free(&col);
+	bcs_type_free(&cont);
+}
+
+/* ---- process sets */
+
+static void test_dims_create(void)
+{
+	/* MPICH's answers */
+	static const int cases[][6] = {
+		{6, 2, 3, 2, 0, 0}, {8, 3, 2, 2, 2, 0}, {12, 2, 4, 3, 0, 0}, {20, 4, 5, 2, 2, 1},
+		{42, 4, 7, 3, 2, 1}, {7, 2, 7, 1, 0, 0}, {360, 4, 6, 5, 4, 3}, {1, 3, 1, 1, 1, 0},
+		{64, 3, 4, 4, 4, 0}, {128, 2, 16, 8, 0, 0},
+	};
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		int d[4] = {0, 0, 0, 0};
+		CU_ASSERT_EQUAL(bcs_dims_create(cases[k][0], cases[k][1], d), 0);
+		for (int i = 0; i < cases[k][1]; i++)
+			CU_ASSERT_EQUAL(d[i], cases[k][2 + i]);
+	}
+	int f[3] = {0, 3, 0};
+	CU_ASSERT_EQUAL(bcs_dims_create(24, 3, f), 0);
+	CU_ASSERT(f[0] == 4 && f[1] == 3 && f[2] == 2);
+	int bad[2] = {5, 0};
+	CU_ASSERT_EQUAL(bcs_dims_create(12, 2, bad), MPI_ERR_DIMS);
+	int full[2] = {3, 4};
+	CU_ASSERT_EQUAL(bcs_dims_create(12, 2, full), 0);
+	CU_ASSERT_EQUAL(bcs_dims_create(13, 2, full), MPI_ERR_DIMS);
+	int neg[1] = {-1};
+	CU_ASSERT_EQUAL(bcs_dims_create(4, 1, neg), MPI_ERR_DIMS);
+}
+
+static void test_group_ops(void)
+{
+	int a[4] = {6, 2, 4, 0}, b[3] = {1, 4, 6}, out[7];
+	int n = bcs_ranks_setop(0, a, 4, b, 3, out);
+	int want_u[5] = {6, 2, 4, 0, 1};
+	CU_ASSERT_EQUAL_FATAL(n, 5);
+	CU_ASSERT_EQUAL(memcmp(out, want_u, sizeof(want_u)), 0);
+	n = bcs_ranks_setop(1, a, 4, b, 3, out);
+	CU_ASSERT(n == 2 && out[0] == 6 && out[1] == 4);
+	n = bcs_ranks_setop(2, a, 4, b, 3, out);
+	CU_ASSERT(n == 2 && out[0] == 2 && out[1] == 0);
+	CU_ASSERT_EQUAL(bcs_ranks_setop(1, a, 4, NULL, 0, out), 0);
+	int r1[5] = {0, 1, 2, 3, MPI_PROC_NULL}, r2[5];
+	CU_ASSERT_EQUAL(bcs_ranks_translate(a, 4, b, 3, 5, r1, r2), 0);
+	CU_ASSERT(r2[0] == 2 && r2[1] == MPI_UNDEFINED && r2[2] == 1 && r2[3] == MPI_UNDEFINED &&
+		  r2[4] == MPI_PROC_NULL);
+	int badr[1] = {4};
+	CU_ASSERT_EQUAL(bcs_ranks_translate(a, 4, b, 3, 1, badr, r2), MPI_ERR_RANK);
+}
+
+static void test_cart(void)
+{
+	int dims[3] = {4, 3, 2}, per[3] = {1, 0, 1}, co[3];
+	for (int r = 0; r < 24; r++) {
+		bcs_cart_coords(3, dims, r, 3, co);
+		CU_ASSERT(co[0] == r / 6 && co[1] == (r / 2) % 3 && co[2] == r % 2);
+		CU_ASSERT_EQUAL(bcs_cart_rank(3, dims, per, co), r);
+	}
+	int wrap[3] = {-1, 2, 3};
+	CU_ASSERT_EQUAL(bcs_cart_rank(3, dims, per, wrap), 3 * 6 + 2 * 2 + 1);
+	int off[3] = {0, 3, 0};
+	CU_ASSERT_EQUAL(bcs_cart_rank(3, dims, per, off), -1);
+	int two[2];
+	bcs_cart_coords(3, dims, 23, 2, two); /* only the first maxdims */
+	CU_ASSERT(two[0] == 3 && two[1] == 2);
 }
 
 /* ---- ops */
@@ -484,7 +657,7 @@ static void test_rma_batch(void)
 	bcs_types_init();
 	long win[8] = {0, 1, 2, 3, 4, 5, 6, 7};
 	struct bcs_rma_buf b = {0};
-	struct bcs_block one = {2 * sizeof(long), sizeof(long)};
+	struct bcs_block one = {.off = 2 * sizeof(long), .len = sizeof(long)};
 	/* put 40 into [2], sum 5 into [2], get [2], max into [3], cas [4] 4 -> 44,
 	 * cas [5] with a wrong comparand, get_accumulate replace [6], no-op read [6] */
 	long v = 40;
@@ -492,16 +665,16 @@ static void test_rma_batch(void)
 	v = 5;
 	memcpy(bcs_rma_add(&b, BCS_RMA_ACC, MPI_SUM, MPI_LONG, &one, 1), &v, sizeof(v));
 	CU_ASSERT_PTR_NOT_NULL(bcs_rma_add(&b, BCS_RMA_GET, 0, MPI_LONG, &one, 1));
-	struct bcs_block three = {3 * sizeof(long), sizeof(long)};
+	struct bcs_block three = {.off = 3 * sizeof(long), .len = sizeof(long)};
 	v = 2;
 	memcpy(bcs_rma_add(&b, BCS_RMA_ACC, MPI_MAX, MPI_LONG, &three, 1), &v, sizeof(v));
-	struct bcs_block four = {4 * sizeof(long), sizeof(long)};
+	struct bcs_block four = {.off = 4 * sizeof(long), .len = sizeof(long)};
 	long cas[2] = {4, 44};
 	memcpy(bcs_rma_add(&b, BCS_RMA_CAS, 0, MPI_LONG, &four, 1), cas, sizeof(cas));
-	struct bcs_block five = {5 * sizeof(long), sizeof(long)};
+	struct bcs_block five = {.off = 5 * sizeof(long), .len = sizeof(long)};
 	long cas2[2] = {4, 55};
 	memcpy(bcs_rma_add(&b, BCS_RMA_CAS, 0, MPI_LONG, &five, 1), cas2, sizeof(cas2));
-	struct bcs_block six = {6 * sizeof(long), sizeof(long)};
+	struct bcs_block six = {.off = 6 * sizeof(long), .len = sizeof(long)};
 	v = 66;
 	memcpy(bcs_rma_add(&b, BCS_RMA_GACC, MPI_REPLACE, MPI_LONG, &six, 1), &v, sizeof(v));
 	CU_ASSERT_PTR_NOT_NULL(bcs_rma_add(&b, BCS_RMA_GACC, MPI_NO_OP, MPI_LONG, &six, 1));
@@ -532,7 +705,8 @@ static void test_rma_errors(void)
 	double win[4] = {1, 2, 3, 4};
 	struct bcs_rma_buf b = {0};
 	/* a block past the end: range error, the record before stays applied */
-	struct bcs_block ok = {0, sizeof(double)}, past = {3 * sizeof(double), 2 * sizeof(double)};
+	struct bcs_block ok = {.off = 0, .len = sizeof(double)},
+			 past = {.off = 3 * sizeof(double), .len = 2 * sizeof(double)};
 	double v = 9;
 	memcpy(bcs_rma_add(&b, BCS_RMA_PUT, 0, MPI_DOUBLE, &ok, 1), &v, sizeof(v));
 	memcpy(bcs_rma_add(&b, BCS_RMA_PUT, 0, MPI_DOUBLE, &past, 1), &v, sizeof(v));
@@ -599,6 +773,11 @@ void add_bcs_suite(void)
 	CU_add_test(s, "quiet reports and quiescence", test_quiet);
 	CU_add_test(s, "vector and contiguous pack/unpack", test_pack_vector);
 	CU_add_test(s, "pair types", test_pair_types);
+	CU_add_test(s, "struct types: padding, order, elements", test_struct_type);
+	CU_add_test(s, "indexed, hvector, resized", test_indexed_resized);
+	CU_add_test(s, "dims_create: MPICH's factoring", test_dims_create);
+	CU_add_test(s, "group set operations and translation", test_group_ops);
+	CU_add_test(s, "Cartesian coordinates and ranks", test_cart);
 	CU_add_test(s, "predefined ops", test_ops);
 	CU_add_test(s, "trace codec round trip, truncation, bit flips", test_trace_roundtrip);
 	CU_add_test(s, "base64", test_b64);

@@ -1,0 +1,337 @@
+/* Derived datatypes: Type_create_struct of mixed fields (extent padded like
+ * the C struct) sent point to point and broadcast, from MPI_BOTTOM with
+ * absolute addresses too; Type_indexed, Type_create_indexed_block,
+ * Type_create_hvector, Type_create_hindexed(_block), Type_create_resized (a
+ * matrix transposed by Gather), Type_dup; Type_size, Type_get_extent,
+ * Type_get_true_extent, Get_address, Aint_add/diff; Get_count and
+ * Get_elements on whole and partial receives; Pack/Unpack/Pack_size;
+ * derived types in Alltoall, Gather, Scatter and Allreduce (a user op). */
+#include <stddef.h>
+
+#include "suite.h"
+
+static MPI_Comm W = MPI_COMM_WORLD;
+
+struct rec {
+	char tag;
+	double x[2];
+	int id;
+	short s[3];
+};
+
+static MPI_Datatype rec_type(void)
+{
+	int bl[4] = {1, 2, 1, 3};
+	MPI_Aint d[4] = {offsetof(struct rec, tag), offsetof(struct rec, x), offsetof(struct rec, id),
+			 offsetof(struct rec, s)};
+	MPI_Datatype ty[4] = {MPI_CHAR, MPI_DOUBLE, MPI_INT, MPI_SHORT}, t;
+	MPI_Type_create_struct(4, bl, d, ty, &t);
+	return t;
+}
+
+static struct rec mkrec(int from, int i)
+{
+	struct rec r;
+	memset(&r, 0, sizeof r);
+	r.tag = (char)('a' + (from + i) % 26);
+	r.x[0] = from + i * 0.5;
+	r.x[1] = -from * 2.25 - i;
+	r.id = from * 100 + i;
+	for (int k = 0; k < 3; k++)
+		r.s[k] = (short)(from * 10 + i + k);
+	return r;
+}
+
+static int receq(const struct rec *a, const struct rec *b)
+{
+	return a->tag == b->tag && a->x[0] == b->x[0] && a->x[1] == b->x[1] && a->id == b->id &&
+	       a->s[0] == b->s[0] && a->s[1] == b->s[1] && a->s[2] == b->s[2];
+}
+
+static void structs(void)
+{
+	MPI_Datatype t = rec_type();
+	MPI_Type_commit(&t);
+	int sz;
+	MPI_Aint lb, ext, tlb, text;
+	MPI_Type_size(t, &sz);
+	MPI_Type_get_extent(t, &lb, &ext);
+	MPI_Type_get_true_extent(t, &tlb, &text);
+	checki(sz, 1 + 16 + 4 + 6, "struct.size");
+	checki(lb, 0, "struct.lb");
+	checki(ext, (long long)sizeof(struct rec), "struct.extent_is_sizeof");
+	checki(text, (long long)offsetof(struct rec, s) + 6, "struct.true_extent");
+
+	int right = (rank + 1) % size, left = (rank + size - 1) % size;
+	struct rec out[3], in[4];
+	for (int i = 0; i < 3; i++)
+		out[i] = mkrec(rank, i);
+	memset(in, 0, sizeof in);
+	MPI_Status st;
+	MPI_Sendrecv(out, 3, t, right, 1, in, 4, t, left, 1, W, &st);
+	int good = 1, n;
+	for (int i = 0; i < 3; i++) {
+		struct rec w = mkrec(left, i);
+		good &= receq(&in[i], &w);
+	}
+	check(good, "struct.sendrecv");
+	MPI_Get_count(&st, t, &n);
+	checki(n, 3, "struct.get_count");
+	MPI_Get_elements(&st, t, &n);
+	checki(n, 3 * 7, "struct.get_elements");
+
+	/* a prefix of the typemap (tag and x): a partial item */
+	int bl2[2] = {1, 2};
+	MPI_Aint d2[2] = {offsetof(struct rec, tag), offsetof(struct rec, x)};
+	MPI_Datatype ty2[2] = {MPI_CHAR, MPI_DOUBLE}, head;
+	MPI_Type_create_struct(2, bl2, d2, ty2, &head);
+	MPI_Type_commit(&head);
+	MPI_Sendrecv(out, 1, head, right, 2, in, 1, t, left, 2, W, &st);
+	MPI_Get_count(&st, t, &n);
+	checki(n, MPI_UNDEFINED, "struct.partial.get_count");
+	MPI_Get_elements(&st, t, &n);
+	checki(n, 3, "struct.partial.get_elements");
+	check(in[0].tag == mkrec(left, 0).tag && in[0].x[1] == mkrec(left, 0).x[1],
+	      "struct.partial.data");
+	MPI_Type_free(&head);
+
+	/* broadcast from every root */
+	for (int root = 0; root < size; root++) {
+		struct rec b[2];
+		for (int i = 0; i < 2; i++)
+			b[i] = rank == root ? mkrec(root, i + 5) : (struct rec){0};
+		MPI_Bcast(b, 2, t, root, W);
+		struct rec w0 = mkrec(root, 5), w1 = mkrec(root, 6);
+		check(receq(&b[0], &w0) && receq(&b[1], &w1), nm("struct.bcast.root%d", root));
+	}
+
+	/* absolute addresses from MPI_BOTTOM: two separate variables */
+	int iv = 0;
+	double dv = 0;
+	if (rank == 0) {
+		iv = 4242;
+		dv = 3.5;
+	}
+	MPI_Aint a[2], base;
+	MPI_Get_address(&iv, &a[0]);
+	MPI_Get_address(&dv, &a[1]);
+	MPI_Get_address(&iv, &base);
+	checki(MPI_Aint_diff(a[1], base), (long long)((char *)&dv - (char *)&iv), "aint_diff");
+	check(MPI_Aint_add(base, MPI_Aint_diff(a[1], base)) == a[1], "aint_add");
+	int bl3[2] = {1, 1};
+	MPI_Datatype ty3[2] = {MPI_INT, MPI_DOUBLE}, abs_t;
+	MPI_Type_create_struct(2, bl3, a, ty3, &abs_t);
+	MPI_Type_commit(&abs_t);
+	MPI_Bcast(MPI_BOTTOM, 1, abs_t, 0, W);
+	check(iv == 4242 && dv == 3.5, "struct.bottom_bcast");
+	MPI_Type_free(&abs_t);
+
+	MPI_Type_free(&t);
+	check(t == MPI_DATATYPE_NULL, "type_free.null");
+}
+
+static void indexed(void)
+{
+	int right = (rank + 1) % size, left = (rank + size - 1) % size;
+	int src[20], dst[20], good;
+	for (int i = 0; i < 20; i++)
+		src[i] = rank * 100 + i;
+	/* blocks {0..1}, {5}, {9..11}, in a non-monotone order too */
+	int bl[3] = {2, 1, 3}, dp[3] = {9, 0, 5};
+	MPI_Datatype ix, ib, hv, hi, hib;
+	MPI_Type_indexed(3, bl, dp, MPI_INT, &ix);
+	MPI_Type_commit(&ix);
+	int sz;
+	MPI_Aint lb, ext;
+	MPI_Type_size(ix, &sz);
+	MPI_Type_get_extent(ix, &lb, &ext);
+	check(sz == 24 && lb == 0 && ext == 11 * 4, "indexed.size_extent");
+	for (int i = 0; i < 20; i++)
+		dst[i] = -1;
+	MPI_Sendrecv(src, 1, ix, right, 1, dst, 6, MPI_INT, left, 1, W, MPI_STATUS_IGNORE);
+	int want[6] = {9, 10, 0, 5, 6, 7};
+	good = 1;
+	for (int i = 0; i < 6; i++)
+		good &= dst[i] == left * 100 + want[i];
+	check(good, "indexed.typemap_order");
+	/* received into the indexed type: scattered back */
+	for (int i = 0; i < 20; i++)
+		dst[i] = -1;
+	MPI_Sendrecv(src, 1, ix, right, 2, dst, 1, ix, left, 2, W, MPI_STATUS_IGNORE);
+	good = 1;
+	for (int i = 0; i < 20; i++) {
+		int in = i == 0 || i == 5 || i == 6 || i == 7 || i == 9 || i == 10;
+		good &= dst[i] == (in ? left * 100 + i : -1);
+	}
+	check(good, "indexed.scatter");
+
+	int bd[3] = {1, 7, 14};
+	MPI_Type_create_indexed_block(3, 2, bd, MPI_INT, &ib);
+	MPI_Type_commit(&ib);
+	MPI_Sendrecv(src, 1, ib, right, 3, dst, 6, MPI_INT, left, 3, W, MPI_STATUS_IGNORE);
+	check(dst[0] == left * 100 + 1 && dst[3] == left * 100 + 8 && dst[5] == left * 100 + 15,
+	      "indexed_block");
+
+	/* hvector: every third int by byte stride */
+	MPI_Type_create_hvector(4, 1, 3 * sizeof(int), MPI_INT, &hv);
+	MPI_Type_commit(&hv);
+	MPI_Sendrecv(src, 1, hv, right, 4, dst, 4, MPI_INT, left, 4, W, MPI_STATUS_IGNORE);
+	check(dst[0] == left * 100 && dst[3] == left * 100 + 9, "hvector");
+	MPI_Aint hd[2] = {4 * sizeof(int), 0};
+	int hbl[2] = {3, 1};
+	MPI_Type_create_hindexed(2, hbl, hd, MPI_INT, &hi);
+	MPI_Type_commit(&hi);
+	MPI_Sendrecv(src, 1, hi, right, 5, dst, 4, MPI_INT, left, 5, W, MPI_STATUS_IGNORE);
+	check(dst[0] == left * 100 + 4 && dst[2] == left * 100 + 6 && dst[3] == left * 100,
+	      "hindexed");
+	MPI_Aint hbd[2] = {8 * sizeof(int), 2 * sizeof(int)};
+	MPI_Type_create_hindexed_block(2, 2, hbd, MPI_INT, &hib);
+	MPI_Type_commit(&hib);
+	MPI_Sendrecv(src, 1, hib, right, 6, dst, 4, MPI_INT, left, 6, W, MPI_STATUS_IGNORE);
+	check(dst[0] == left * 100 + 8 && dst[3] == left * 100 + 3, "hindexed_block");
+
+	/* two items of the indexed type: the second one extent later */
+	MPI_Sendrecv(src, 1, ix, right, 7, dst, 6, MPI_INT, left, 7, W, MPI_STATUS_IGNORE);
+	MPI_Datatype dup;
+	MPI_Type_dup(ix, &dup);
+	MPI_Type_size(dup, &sz);
+	checki(sz, 24, "type_dup.size");
+	MPI_Type_free(&dup);
+	MPI_Type_free(&ix);
+	MPI_Type_free(&ib);
+	MPI_Type_free(&hv);
+	MPI_Type_free(&hi);
+	MPI_Type_free(&hib);
+}
+
+/* Resized: a column of an N x size matrix with extent one int, so Gather
+ * puts rank r's row into column r. */
+static void resized(void)
+{
+	enum { N = 4 };
+	int row[N], *mat = malloc((size_t)N * size * sizeof(int));
+	for (int i = 0; i < N; i++)
+		row[i] = rank * 10 + i;
+	MPI_Datatype col, colr;
+	MPI_Type_vector(N, 1, size, MPI_INT, &col);
+	MPI_Type_create_resized(col, 0, sizeof(int), &colr);
+	MPI_Type_commit(&colr);
+	MPI_Aint lb, ext, tlb, text;
+	MPI_Type_get_extent(colr, &lb, &ext);
+	MPI_Type_get_true_extent(colr, &tlb, &text);
+	check(lb == 0 && ext == sizeof(int), "resized.extent");
+	checki(text, (long long)((N - 1) * size + 1) * (long long)sizeof(int), "resized.true_extent");
+	for (int root = 0; root < size; root++) {
+		for (int i = 0; i < N * size; i++)
+			mat[i] = -1;
+		MPI_Gather(row, N, MPI_INT, mat, 1, colr, root, W);
+		if (rank == root) {
+			int good = 1;
+			for (int i = 0; i < N; i++)
+				for (int r = 0; r < size; r++)
+					good &= mat[i * size + r] == r * 10 + i;
+			check(good, nm("resized.gather_transpose.root%d", root));
+		}
+	}
+	/* and back: Scatter columns to rows */
+	int back[N];
+	MPI_Scatter(mat, 1, colr, back, N, MPI_INT, size - 1, W);
+	int good = 1;
+	for (int i = 0; i < N; i++)
+		good &= back[i] == rank * 10 + i;
+	check(good, "resized.scatter");
+	/* a negative lower bound */
+	MPI_Datatype neg;
+	MPI_Type_create_resized(MPI_INT, -4, 12, &neg);
+	MPI_Type_get_extent(neg, &lb, &ext);
+	check(lb == -4 && ext == 12, "resized.negative_lb");
+	MPI_Type_free(&neg);
+	MPI_Type_free(&col);
+	MPI_Type_free(&colr);
+	free(mat);
+}
+
+static void maxid(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+	(void)dt;
+	struct rec *a = in, *b = inout;
+	for (int i = 0; i < *len; i++)
+		if (a[i].id > b[i].id)
+			b[i] = a[i];
+}
+
+static void in_collectives(void)
+{
+	/* Alltoall of a 2-int vector block per peer */
+	int *s = malloc((size_t)size * 4 * sizeof(int)), *r = malloc((size_t)size * 2 * sizeof(int));
+	for (int i = 0; i < size * 4; i++)
+		s[i] = rank * 1000 + i;
+	MPI_Datatype v;
+	MPI_Type_vector(2, 1, 2, MPI_INT, &v); /* ints 0 and 2 of each 4 */
+	MPI_Datatype vr;
+	MPI_Type_create_resized(v, 0, 4 * sizeof(int), &vr);
+	MPI_Type_commit(&vr);
+	MPI_Alltoall(s, 1, vr, r, 2, MPI_INT, W);
+	int good = 1;
+	for (int p = 0; p < size; p++)
+		good &= r[2 * p] == p * 1000 + 4 * rank && r[2 * p + 1] == p * 1000 + 4 * rank + 2;
+	check(good, "alltoall.resized_vector");
+	/* Allreduce with a user op on the struct type: the record of the
+	 * largest id wins, element by element */
+	MPI_Datatype t = rec_type();
+	MPI_Type_commit(&t);
+	MPI_Op op;
+	MPI_Op_create(maxid, 1, &op);
+	struct rec mine[2] = {mkrec(rank, 3), mkrec(size - 1 - rank, 4)}, res[2];
+	MPI_Allreduce(mine, res, 2, t, op, W);
+	struct rec w0 = mkrec(size - 1, 3), w1 = mkrec(size - 1, 4);
+	check(receq(&res[0], &w0) && receq(&res[1], &w1), "allreduce.struct_user_op");
+	MPI_Op_free(&op);
+	MPI_Type_free(&t);
+	MPI_Type_free(&v);
+	MPI_Type_free(&vr);
+	free(s);
+	free(r);
+}
+
+static void packing(void)
+{
+	MPI_Datatype t = rec_type();
+	MPI_Type_commit(&t);
+	int need, pos = 0, sz;
+	MPI_Pack_size(2, t, W, &need);
+	MPI_Type_size(t, &sz);
+	check(need >= 2 * sz, "pack_size");
+	char *buf = malloc((size_t)need + 16);
+	struct rec out[2] = {mkrec(rank, 1), mkrec(rank, 2)}, in[2];
+	int k = rank * 7;
+	MPI_Pack(&k, 1, MPI_INT, buf, need + 16, &pos, W);
+	MPI_Pack(out, 2, t, buf, need + 16, &pos, W);
+	int right = (rank + 1) % size, left = (rank + size - 1) % size, n = 0;
+	char *rbuf = malloc((size_t)need + 16);
+	MPI_Status st;
+	MPI_Sendrecv(buf, pos, MPI_PACKED, right, 9, rbuf, need + 16, MPI_PACKED, left, 9, W, &st);
+	MPI_Get_count(&st, MPI_PACKED, &n);
+	checki(n, pos, "pack.count");
+	int kk = -1, p2 = 0;
+	MPI_Unpack(rbuf, n, &p2, &kk, 1, MPI_INT, W);
+	MPI_Unpack(rbuf, n, &p2, in, 2, t, W);
+	struct rec w0 = mkrec(left, 1), w1 = mkrec(left, 2);
+	check(kk == left * 7 && receq(&in[0], &w0) && receq(&in[1], &w1), "pack.unpack");
+	checki(p2, pos, "unpack.position");
+	free(buf);
+	free(rbuf);
+	MPI_Type_free(&t);
+}
+
+int main(int argc, char **argv)
+{
+	MPI_Init(&argc, &argv);
+	suite_begin();
+	structs();
+	indexed();
+	resized();
+	in_collectives();
+	packing();
+	return suite_finish("dtypes");
+}
