@@ -54,6 +54,7 @@ RUNS=(
 	"my_bcast|4 8||exact"
 	"compare_bcast|4|10000 10|timing"
 	"split|4 8||exact"
+	"groups|4 8||exact"
 )
 
 cleanup() {

@@ -2,8 +2,7 @@
  * world, the subgroup of the prime ranks (MPI_Group_incl) and a
  * communicator for it (MPI_Comm_create_group); every rank prints its world
  * rank and size and, if it is in the primes' communicator, its rank and
- * size there (-1/-1 otherwise). Not run yet: BCS-MPI lacks MPI_Comm_group,
- * MPI_Group_incl, MPI_Comm_create_group and MPI_Group_free. */
+ * size there (-1/-1 otherwise). */
 #include <mpi.h>
 #include <stdio.h>
 
