@@ -122,7 +122,8 @@ expect "  another MPICH job on the same 4 nodes completes beside it (its own row
 	storm run -N 4 -n 8 "$T/pmiprog" ring
 [ "$(grep -c ' of 8: token .* sum 28$' "$T/out")" = 8 ] && ok "  with all 8 ranks right" ||
 	bad "  with all 8 ranks right"
-rpid=$(pgrep -f "pmiprog loop" | head -1)
+# a rank (its command line as typed), not the storm run that started it
+rpid=$(pgrep -f "^$T/pmiprog loop" | head -1)
 exec 8<&7 7<&-
 start_bg loop2 storm run -N 4 -n 8 "$T/pmiprog" loop
 read -r line <&7
