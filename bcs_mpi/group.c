@@ -335,8 +335,12 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *new
 	if (tag < 0 || tag > MPI_TAG_UB)
 		return bcs_err(comm, MPI_ERR_TAG, "MPI_Comm_create_group");
 	int me = index_of(g, c->world[c->rank]);
-	if (me < 0)
-		return bcs_err(comm, MPI_ERR_GROUP, "MPI_Comm_create_group");
+	if (me < 0) {
+		/* as MPICH does (and programs such as mpitutorial's groups rely
+		 * on): a caller outside the group gets no communicator */
+		*newcomm = MPI_COMM_NULL;
+		return MPI_SUCCESS;
+	}
 	/* collective over the group only: the members agree on a context over
 	 * comm's collective context; every receive names its source, so a
 	 * non-member's traffic there cannot match */
