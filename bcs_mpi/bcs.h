@@ -82,4 +82,14 @@ int bcs_req_take(MPI_Request *id, MPI_Status *st);
 /* a group's members as world ranks (group.c); NULL for a bad handle */
 const int *bcs_group_world(MPI_Group g, int *n);
 
+/* collectives' point-to-point tag, in a communicator's collective context */
+#define TAG_COLL 1
+
+/* an MPI call on comm: c is its communicator, or the call fails */
+#define COMM(comm, fn)                                                                 \
+	bcs_need_init(fn);                                                             \
+	struct bcs_comm *c = bcs_comm_get(comm);                                       \
+	if (!c)                                                                        \
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, fn)
+
 #endif

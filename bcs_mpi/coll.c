@@ -11,14 +11,6 @@
 #include "bcs.h"
 #include "chan.h"
 
-#define TAG_COLL 1
-
-#define COMM(comm, fn)                                                                 \
-	bcs_need_init(fn);                                                             \
-	struct bcs_comm *c = bcs_comm_get(comm);                                       \
-	if (!c)                                                                        \
-		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, fn)
-
 static MPI_Request *reqs(int n)
 {
 	MPI_Request *r = calloc((size_t)(n ? n : 1), sizeof(*r));

@@ -12,14 +12,6 @@
 
 #include "bcs.h"
 
-#define TAG_COLL 1
-
-#define COMM(comm, fn)                                                                 \
-	bcs_need_init(fn);                                                             \
-	struct bcs_comm *c = bcs_comm_get(comm);                                       \
-	if (!c)                                                                        \
-		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, fn)
-
 static int nb_barrier(struct bcs_comm *c, MPI_Comm comm, MPI_Request *req)
 {
 	int id = bcs_coll_start(comm, NULL, NULL), rc = MPI_SUCCESS;

@@ -277,9 +277,7 @@ int pmi1_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command *
 {
 	const Storm__Cl__Launch *L = cmd->launch;
 	struct p1job *pj = calloc(1, sizeof(*pj));
-	uint32_t *count = calloc(cmd->n_nodes ? cmd->n_nodes : 1, sizeof(*count));
-	if (!pj || !count || !(pj->c = calloc(job->nranks ? job->nranks : 1, sizeof(*pj->c)))) {
-		free(count);
+	if (!pj || !(pj->c = calloc(job->nranks ? job->nranks : 1, sizeof(*pj->c)))) {
 		free(pj);
 		return -ENOMEM;
 	}
@@ -294,13 +292,10 @@ int pmi1_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command *
 	job->pmi = pj;
 	/* ranks are placed in blocks, node after node: MPICH learns from this
 	 * which of them share memory */
-	for (size_t i = 0; i < cmd->n_nodes && i < L->n_rank_count; i++)
-		count[i] = L->rank_count[i];
 	char map[PMI_VAL_MAX];
 	int rc = 0;
-	if (pmi_wire_mapping(count, cmd->n_nodes, map, sizeof(map)) >= 0)
+	if (pmi_wire_mapping(L->rank_count, L->n_rank_count, map, sizeof(map)) >= 0)
 		rc = kv_set(pj, "PMI_process_mapping", map);
-	free(count);
 	if (rc < 0)
 		return -ENOMEM;
 	return xchg_job_launch(nd, job->id, cmd);
