@@ -57,6 +57,11 @@ static struct {
 	int op_commute[256];
 } g = {.free_head = -1};
 
+/* The thread that called MPI_Init: a thread-local flag, not its tid, which
+ * a restart from a checkpoint changes (the flag is restored with the
+ * thread's memory) */
+static _Thread_local int main_thread;
+
 static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 static void die(const char *fmt, ...)
 {
@@ -630,6 +635,7 @@ static int init_common(int *argc, char ***argv)
 	g.node = (int)h.first_rank;
 	g.area = (struct bcs_area *)((char *)map + BCS_CHAN_HDR + (size_t)g.local * BCS_AREA_SIZE);
 	g.area->pid = (uint32_t)getpid();
+	main_thread = 1;
 	bcs_types_init();
 	int *w = malloc((size_t)g.size * sizeof(int)), *s = malloc(sizeof(int));
 	if (!w || !s)
@@ -669,7 +675,7 @@ int MPI_Query_thread(int *provided)
 
 int MPI_Is_thread_main(int *flag)
 {
-	*flag = 1;
+	*flag = main_thread;
 	return MPI_SUCCESS;
 }
 

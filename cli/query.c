@@ -72,6 +72,8 @@ static json_t *job_json(const Storm__Ctl__JobInfo *j)
 		json_object_set_new(o, "allocation", json_integer((json_int_t)jobid_alloc(j->job)));
 		json_object_set_new(o, "step", json_integer(jobid_step_no(j->job)));
 	}
+	if (j->checkpoint_failed[0])
+		json_object_set_new(o, "checkpoint_failed", json_string(j->checkpoint_failed));
 	if (j->array_job) {
 		json_object_set_new(o, "array_job", json_integer((json_int_t)j->array_job));
 		json_object_set_new(o, "array_task", json_integer(j->array_task));
@@ -184,6 +186,8 @@ int cmd_jobs(struct cli *c, int argc, char **argv)
 			snprintf(cells[i][7], 128, "(%s)", j->reason[0] ? j->reason : "None");
 		else if (j->reason[0] && j->state == STORM__CTL__JOB_STATE__FAILED)
 			snprintf(cells[i][7], 128, "%s (%s)", j->nodelist, j->reason);
+		else if (j->checkpoint_failed[0])
+			snprintf(cells[i][7], 128, "%s (%s)", j->nodelist, j->checkpoint_failed);
 		else
 			snprintf(cells[i][7], 128, "%s", j->nodelist);
 		for (int k = 0; k < 8; k++)

@@ -576,6 +576,10 @@ static int on_reply(struct run_state *st, Storm__Ctl__Reply *rep)
 		Storm__Ctl__Output *out = rep->output;
 		int is_err = out->stream == STORM__CTL__STREAM__STDERR;
 		end_progress_line(st);
+		if (out->rank == UINT32_MAX) { /* storm's own line, not a rank's */
+			write_all(2, (const char *)out->data.data, out->data.len);
+			return -1;
+		}
 		if (is_err && st->bf) {
 			struct strbuf keep = { 0 };
 			int rc = bcs_filter_feed(st->bf, out->rank, out->data.data, out->data.len,

@@ -199,6 +199,19 @@ static void ckpt_finish(struct mm *mm, struct job *j, bool ok, const char *why)
 	ckpt_persist(mm, r);
 	if (ok && r->periodic)
 		prune(mm, j->id);
+	/* the job's record says why its last checkpoint failed (storm jobs) */
+	if (ok)
+		j->ckpt_failed[0] = '\0';
+	else
+		snprintf(j->ckpt_failed, sizeof(j->ckpt_failed), "checkpoint %" PRIu64 " failed: %s",
+			 r->id, r->reason);
+	/* a job that counts on --restart-on-failure hears once that it cannot
+	 * be restarted, in its own error output: later tries fail alike */
+	if (!ok && r->unrestorable && j->spec->restart_on_failure && !j->ckpt_warned) {
+		j->ckpt_warned = true;
+		job_warn(mm, j, "not protected by --restart-on-failure: checkpoint %" PRIu64
+			 " failed: %s", r->id, r->reason);
+	}
 	struct client *c = j->ckpt_client;
 	j->ckpt_client = NULL;
 	if (!c)
@@ -230,6 +243,7 @@ static void ckpt_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n)
 		return;
 	if (n->kind == STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED) {
 		snprintf(r->reason, sizeof(r->reason), "%s", rest ? rest : "a node failed");
+		r->unrestorable = n->value == 1;
 		ckpt_finish(mm, j, false, r->reason);
 		return;
 	}

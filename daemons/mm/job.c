@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <pwd.h>
 #include <signal.h>
@@ -977,23 +978,20 @@ void job_node_lost(struct mm *mm, struct job *j, int node)
 
 /* ---- reports */
 
-void job_on_output(struct mm *mm, int node, const Storm__Cl__Output *o)
+/* To storm run, or into the batch output file. */
+static void job_output(struct mm *mm, struct job *j, uint32_t rank, bool err,
+		       ProtobufCBinaryData data)
 {
-	struct job *j = job_find(mm, o->job);
-	/* as for exits: only a rank of the job, from a node of the job (a bogus
-	 * rank would make `storm run --label` allocate per rank up to it) */
-	if (!j || !o->data.len || o->rank >= j->nranks || job_node_pos(j, node) < 0)
-		return;
 	if (j->out_fd < 0 && j->client) {
 		Storm__Ctl__Output out = STORM__CTL__OUTPUT__INIT;
-		out.job = o->job;
-		out.rank = o->rank;
-		out.stream = o->stream == 2 ? STORM__CTL__STREAM__STDERR : STORM__CTL__STREAM__STDOUT;
-		out.data = o->data;
+		out.job = j->id;
+		out.rank = rank;
+		out.stream = err ? STORM__CTL__STREAM__STDERR : STORM__CTL__STREAM__STDOUT;
+		out.data = data;
 		reply_send(mm, j->client, STORM__CTL__REPLY__BODY_OUTPUT, &out);
 	} else if (j->out_fd >= 0) { /* batch */
-		const uint8_t *p = o->data.data;
-		size_t left = o->data.len;
+		const uint8_t *p = data.data;
+		size_t left = data.len;
 		while (left) {
 			ssize_t w = write(j->out_fd, p, left);
 			if (w < 0) {
@@ -1007,6 +1005,30 @@ void job_on_output(struct mm *mm, int node, const Storm__Cl__Output *o)
 			left -= (size_t)w;
 		}
 	}
+}
+
+void job_on_output(struct mm *mm, int node, const Storm__Cl__Output *o)
+{
+	struct job *j = job_find(mm, o->job);
+	/* as for exits: only a rank of the job, from a node of the job (a bogus
+	 * rank would make `storm run --label` allocate per rank up to it) */
+	if (!j || !o->data.len || o->rank >= j->nranks || job_node_pos(j, node) < 0)
+		return;
+	job_output(mm, j, o->rank, o->stream == 2, o->data);
+}
+
+void job_warn(struct mm *mm, struct job *j, const char *fmt, ...)
+{
+	char line[1024];
+	int n = snprintf(line, sizeof(line), "storm: warning: job %" PRIu64 ": ", j->id);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	slog("%s", line + 16);
+	strcat(line, "\n");
+	job_output(mm, j, UINT32_MAX, true,
+		   (ProtobufCBinaryData){ .len = strlen(line), .data = (uint8_t *)line });
 }
 
 void job_on_exit(struct mm *mm, int node, const Storm__Cl__RankExit *e)
@@ -1133,6 +1155,7 @@ void job_fill_info(struct mm *mm, const struct job *j, Storm__Ctl__JobInfo *info
 	info->reason = (char *)j->reason;
 	info->array_job = j->spec->array_job;
 	info->array_task = j->spec->array_task;
+	info->checkpoint_failed = (char *)j->ckpt_failed;
 }
 
 void mm_shutdown(struct mm *mm, const char *why)

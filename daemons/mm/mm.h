@@ -111,6 +111,8 @@ struct job {
 	struct mm_ckpt *ckpt;    /* the one under way: the job is frozen meanwhile */
 	struct client *ckpt_client; /* storm checkpoint waiting for it */
 	struct ckpt_stage *stage; /* a restart's images moving to its nodes (ckpt.c) */
+	char ckpt_failed[384];   /* its last checkpoint's failure, "" once one completes */
+	bool ckpt_warned;        /* told it is not protected by --restart-on-failure */
 	struct job *next;
 };
 
@@ -133,6 +135,7 @@ struct mm_ckpt {
 	uint64_t bytes;
 	bool complete, failed;
 	bool periodic;           /* taken by --checkpoint-interval: pruned (ckpt.c) */
+	bool unrestorable;       /* failed: a rank holds what cannot be restored */
 	char reason[256];
 	double time, t_start, seconds;
 	int nfiles;
@@ -347,6 +350,10 @@ void job_transferred(struct mm *mm, struct job *j);
 void job_fail(struct mm *mm, struct job *j, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void job_on_output(struct mm *mm, int node, const Storm__Cl__Output *o);
+/* one line of storm's own on the job's stderr: storm run's, or the batch
+ * output file */
+void job_warn(struct mm *mm, struct job *j, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 void job_on_exit(struct mm *mm, int node, const Storm__Cl__RankExit *e);
 void job_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n);
 void job_node_lost(struct mm *mm, struct job *j, int node);

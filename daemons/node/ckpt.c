@@ -217,7 +217,7 @@ static _Noreturn void dump_child(struct nd *nd, struct nd_job *job, const char *
 	if (!rc && (!rd || !th))
 		rc = -ENOMEM;
 	if (rc) {
-		dprintf(w, "E cannot create %s: %s\n", dir, strerror(-rc));
+		dprintf(w, "E %d cannot create %s: %s\n", rc, dir, strerror(-rc));
 		_exit(1);
 	}
 	double t_dirs = clock_mono_ns() / 1e9 - t0;
@@ -231,11 +231,12 @@ static _Noreturn void dump_child(struct nd *nd, struct nd_job *job, const char *
 		r->sig = sig[1];
 		snprintf(r->path, sizeof(r->path), "%s/rank%u.img", dir, r->rank);
 		if (nd_bcs_rank_state(nd, job, i, &r->app, &r->app_len) < 0) {
-			dprintf(w, "E rank %u: out of memory\n", r->rank);
+			dprintf(w, "E %d rank %u: out of memory\n", -ENOMEM, r->rank);
 			_exit(1);
 		}
 		if ((rc = pthread_create(&th[n], NULL, rank_dump, r))) {
-			dprintf(w, "E rank %u: cannot start its dump: %s\n", r->rank, strerror(rc));
+			dprintf(w, "E %d rank %u: cannot start its dump: %s\n", -rc, r->rank,
+				strerror(rc));
 			_exit(1);
 		}
 		n++;
@@ -253,7 +254,8 @@ static _Noreturn void dump_child(struct nd *nd, struct nd_job *job, const char *
 		if (c == 'e')
 			for (uint32_t i = 0; i < n; i++)
 				if (!rd[i].captured && rd[i].rc < 0) {
-					dprintf(w, "E rank %u: %s\n", rd[i].rank, rd[i].err);
+					dprintf(w, "E %d rank %u: %s\n", (int)rd[i].rc, rd[i].rank,
+						rd[i].err);
 					_exit(1);
 				}
 	}
@@ -277,7 +279,7 @@ static _Noreturn void dump_child(struct nd *nd, struct nd_job *job, const char *
 		snaps += rd[i].cs.snapshot;
 	}
 	if (bad >= 0)
-		dprintf(w, "E rank %u: %s\n", rd[bad].rank, rd[bad].err);
+		dprintf(w, "E %d rank %u: %s\n", (int)rd[bad].rc, rd[bad].rank, rd[bad].err);
 	free(rd);
 	free(th);
 	if (bad >= 0)
@@ -556,14 +558,16 @@ static void dump_done(struct nd *nd, struct nd_helper *h, const char *res)
 		slog("job %" PRIu64 ": checkpoint %" PRIu64 " written, %llu bytes: %.*s", h->job,
 		       h->id, bytes, (int)strcspn(ok + 3, "\n"), ok + 3);
 	} else {
+		/* "E <-errno> <why>"; -ENOTSUP: a rank holds what cannot be restored
+		 * (libstormckpt), which another try will meet again */
 		char line[1100] = "the checkpoint helper died";
-		if (e)
-			snprintf(line, sizeof(line), "%.*s", (int)strcspn(e + 2, "\n"), e + 2);
-		const char *why = line;
+		int rc = 0, at = 0;
+		if (e && sscanf(e, "E %d %n", &rc, &at) == 1 && at > 0)
+			snprintf(line, sizeof(line), "%.*s", (int)strcspn(e + at, "\n"), e + at);
 		nd_copy_forget(nd, h->id);
-		nd_queue_note(nd, h->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED, UINT32_MAX,
-			      "%" PRIu64 " %s: %s", h->id, nd->name, why);
-		slog("job %" PRIu64 ": checkpoint %" PRIu64 " failed: %s", h->job, h->id, why);
+		nd_queue_note_value(nd, h->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED,
+				    rc == -ENOTSUP, "%" PRIu64 " %s: %s", h->id, nd->name, line);
+		slog("job %" PRIu64 ": checkpoint %" PRIu64 " failed: %s", h->job, h->id, line);
 	}
 }
 

@@ -394,6 +394,9 @@ void nd_queue_exit(struct nd *nd, uint64_t job, uint32_t rank, int status,
 		   const struct rusage *ru);
 void nd_queue_note(struct nd *nd, uint64_t job, int kind, uint32_t done_slot,
 		   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* a note with a value (JobNote.value), no done slot */
+void nd_queue_note_value(struct nd *nd, uint64_t job, int kind, uint64_t value,
+			 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* After a strobe: send the next report if the last one was acknowledged. */
 void nd_report(struct nd *nd, uint64_t ack);
 /* Sends the queued records now if the last report was acknowledged. */

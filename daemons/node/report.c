@@ -91,34 +91,42 @@ void nd_queue_value(struct nd *nd, uint64_t job, int kind, uint64_t value)
 	enqueue(nd, r);
 }
 
-void nd_queue_note(struct nd *nd, uint64_t job, int kind, uint32_t done_slot,
-		   const char *fmt, ...)
+static void vqueue_note(struct nd *nd, uint64_t job, int kind, uint32_t done_slot,
+			uint64_t value, const char *fmt, va_list ap)
 {
 	struct nd_rec *r = xcalloc(1, sizeof(*r));
 	r->kind = REC_NOTE;
 	r->job = job;
 	r->note = kind;
 	r->done_slot = done_slot;
+	r->value = value;
 	r->message = xcalloc(1, NOTE_MESSAGE_MAX);
+	vsnprintf(r->message, NOTE_MESSAGE_MAX, fmt, ap);
+	enqueue(nd, r);
+}
+
+void nd_queue_note(struct nd *nd, uint64_t job, int kind, uint32_t done_slot,
+		   const char *fmt, ...)
+{
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(r->message, NOTE_MESSAGE_MAX, fmt, ap);
+	vqueue_note(nd, job, kind, done_slot, 0, fmt, ap);
 	va_end(ap);
-	enqueue(nd, r);
+}
+
+void nd_queue_note_value(struct nd *nd, uint64_t job, int kind, uint64_t value,
+			 const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vqueue_note(nd, job, kind, UINT32_MAX, value, fmt, ap);
+	va_end(ap);
 }
 
 void nd_queue_abort(struct nd *nd, uint64_t job, uint32_t rank, int code)
 {
-	struct nd_rec *r = xcalloc(1, sizeof(*r));
-	r->kind = REC_NOTE;
-	r->job = job;
-	r->note = STORM__CL__JOB_NOTE__KIND__ABORTED;
-	r->done_slot = UINT32_MAX;
-	r->value = (uint64_t)(code & 255);
-	r->message = xcalloc(1, NOTE_MESSAGE_MAX);
-	snprintf(r->message, NOTE_MESSAGE_MAX, "rank %u called MPI_Abort (exit code %d)", rank,
-		 code & 255);
-	enqueue(nd, r);
+	nd_queue_note_value(nd, job, STORM__CL__JOB_NOTE__KIND__ABORTED, (uint64_t)(code & 255),
+			    "rank %u called MPI_Abort (exit code %d)", rank, code & 255);
 }
 
 static void rec_free(struct nd_rec *r)

@@ -1,9 +1,16 @@
 /* The environment: Initialized before and after Init_thread (FUNNELED),
- * Finalized, Wtime and Wtick, Get_processor_name, Get_version, Error_class
+ * Is_thread_main on the initializing thread and on another one, Finalized, Wtime and Wtick, Get_processor_name, Get_version, Error_class
  * and Error_string. Only what MPI defines is printed (no name, no time). */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include "suite.h"
+#include <pthread.h>
 #include <time.h>
+
+static void *ask_main(void *flag)
+{
+	MPI_Is_thread_main(flag);
+	return NULL;
+}
 
 int main(int argc, char **argv)
 {
@@ -24,6 +31,13 @@ int main(int argc, char **argv)
 	      "thread_levels.ordered");
 	MPI_Initialized(&flag);
 	checki(flag, 1, "initialized.after_init");
+	int is_main = -1, other = -1;
+	MPI_Is_thread_main(&is_main);
+	checki(is_main, 1, "is_thread_main.initializing_thread");
+	pthread_t th;
+	if (pthread_create(&th, NULL, ask_main, &other) == 0)
+		pthread_join(th, NULL);
+	checki(other, 0, "is_thread_main.another_thread");
 	MPI_Finalized(&flag);
 	checki(flag, 0, "finalized.before_finalize");
 
