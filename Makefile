@@ -103,6 +103,11 @@ $(BUILD)/bin/storm-cluster: $(VC_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstorm
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ -lprotobuf-c -linih -ljansson $(AUTH_LIBS)
 
+# a rank of many threads for bench/checkpoint
+$(BUILD)/bin/ckpt_threads: bench/checkpoint/threads.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -pthread -o $@ $<
+
 # a CPU-bound rank for bench/gang
 $(BUILD)/bin/gang_spin: bench/gang/spin.c
 	@mkdir -p $(dir $@)
@@ -200,6 +205,7 @@ clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/
 	./tests/cluster/test_users.sh $(BUILD)/bin
 	./tests/cluster/test_ckpt.sh $(BUILD)/bin
 	./tests/cluster/test_ckpt_mpi.sh $(BUILD)/bin
+	./tests/cluster/test_ckpt_threads.sh $(BUILD)/bin
 	./tests/cluster/test_gang.sh $(BUILD)/bin
 	./tests/cluster/test_mpi.sh $(BUILD)/bin
 	./tests/cluster/test_netns.sh $(BUILD)/bin
@@ -264,7 +270,7 @@ bench-ckpt: bench-deps
 	$(MAKE) bench-ckpt-run
 .PHONY: bench-ckpt-run
 bench-ckpt-run:
-	$(MAKE) all $(BUILD)/bin/ckpt_prog
+	$(MAKE) all $(BUILD)/bin/ckpt_prog $(BUILD)/bin/ckpt_threads
 	./bench/checkpoint/run.sh
 	python3 bench/checkpoint/report.py bench/results/ckpt-latest/results.jsonl docs/BENCHMARKS.md
 

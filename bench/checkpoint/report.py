@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Turns bench/checkpoint results (JSON lines from bench/checkpoint/run.sh)
-into the "## Checkpoint/restart" section of docs/BENCHMARKS.md, replacing
-that section and keeping the rest.
+into the "## Checkpoint/restart" section of docs/BENCHMARKS.md (from the
+size and overhead runs) and "## Checkpoint/restart: threads" (from the
+threads and CRIU runs), replacing each that the results have rows for and
+keeping the rest.
 
 usage: report.py RESULTS.jsonl docs/BENCHMARKS.md
 """
@@ -13,9 +15,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from benchdoc import load, med, replace_section, table  # noqa: E402
 
 HEADING = "Checkpoint/restart"
+THREADS_HEADING = "Checkpoint/restart: threads"
 TARGET_THROUGHPUT = 0.70   # of the storage write bandwidth
 TARGET_RESTART = 1.2       # restart time / checkpoint time
 TARGET_OVERHEAD_60 = 0.01  # failure-free, 60 s interval
+# a rank of 4 threads against a single-threaded one of the same size
+TARGET_THREADS_FROZEN = 1.5
+TARGET_THREADS_TIME = 1.2  # checkpoint and restart
 
 # What the figures do not show by themselves: the comparison with the
 # helper before snapshots, and what limits the targets still missed
@@ -74,13 +80,99 @@ def mark(ok):
     return " ✓" if ok else " ✗"
 
 
+def threads_section(run, thr, criu):
+    """The threads runs against the single-threaded rank, and CRIU's."""
+    nreps = max([sum(1 for r in thr if r["threads"] == t) for t in
+                 set(r["threads"] for r in thr)] or [0])
+    mibs = sorted(set(r["total_mib"] for r in thr + criu))
+    out = ["## " + THREADS_HEADING, "",
+           "`BENCH_CKPT_SIZES= BENCH_CKPT_INTERVALS= make bench-ckpt` (bench/checkpoint/run.sh, "
+           "run %s; medians of %d rounds): the cluster of the section above, one rank of %s MiB "
+           "on one node (bench/checkpoint/threads.c: its threads, the main one included, each "
+           "write one word in every page of their own slice of the heap every 10 ms, sleeping "
+           "in between), checkpointed with `storm checkpoint` and restarted with `storm restart` "
+           "on the same node, as above. *held* is the longest the dumper held the rank "
+           "(phases.py), inside *frozen*, which has the protocol's fixed costs around it. "
+           "Ratios are against the single-threaded rank; targets for 4 threads: frozen ≤ %.1fx, "
+           "checkpoint and restart ≤ %.1fx." %
+           (run, nreps, "/".join(str(m) for m in mibs), TARGET_THREADS_FROZEN,
+            TARGET_THREADS_TIME), ""]
+
+    def agg(t, f):
+        return med([f(r) for r in thr if r["threads"] == t])
+
+    def held(r):
+        return ((r.get("phases") or {}).get("held") or {}).get("max")
+    base = {k: agg(1, lambda r, k=k: r.get(k)) for k in ("frozen_s", "ckpt_s", "restart_s")}
+    rows = []
+    for t in sorted(set(r["threads"] for r in thr)):
+        fz, ck, rs = (agg(t, lambda r, k=k: r.get(k)) for k in ("frozen_s", "ckpt_s", "restart_s"))
+        by = agg(t, lambda r: r.get("bytes"))
+        thp = agg(t, lambda r: r["bytes"] / r["ckpt_s"] if r.get("ckpt_s") else None)
+
+        def rel(v, k, limit):
+            x = v / base[k] if v is not None and base[k] else None
+            if x is None or t == 1:
+                return "–" if x is None else "1x"
+            return "%.2fx%s" % (x, mark(x <= limit) if t == 4 else "")
+        hd = agg(t, held)
+        rows.append([str(t), "–" if by is None else mib(by),
+                     "–" if ck is None else "%.3f s" % ck, "–" if fz is None else "%.3f s" % fz,
+                     "–" if hd is None else "%.3f s" % hd, mbps(thp),
+                     "–" if rs is None else "%.3f s" % rs,
+                     rel(fz, "frozen_s", TARGET_THREADS_FROZEN),
+                     rel(ck, "ckpt_s", TARGET_THREADS_TIME),
+                     rel(rs, "restart_s", TARGET_THREADS_TIME)])
+    if thr:
+        out.append(table(["threads", "image bytes", "checkpoint", "job frozen", "held",
+                          "throughput", "restart", "frozen / 1 thread",
+                          "checkpoint / 1 thread", "restart / 1 thread"], rows))
+        out.append("")
+    if criu:
+        ver = criu[0].get("version") or "?"
+        ok = [r for r in criu if r.get("dump_rc") == 0]
+        if ok:
+            crows = []
+            for t in sorted(set(r["threads"] for r in ok)):
+                g = [r for r in ok if r["threads"] == t]
+                d = med([r["dump_s"] for r in g])
+                rs = med([r.get("restore_s") for r in g])
+                mine = agg(t, lambda r: r.get("frozen_s"))
+                crows.append([str(t), "%.3f s" % d, "–" if rs is None else "%.3f s" % rs,
+                              "–" if not mine else "%.1fx" % (d / mine)])
+            out.append("CRIU %s on the same program outside storm (`criu dump -t PID "
+                       "--shell-job`, which holds the process until its images are written, "
+                       "then `criu restore --shell-job -d`):" % ver)
+            out.append("")
+            out.append(table(["threads", "criu dump", "criu restore",
+                              "criu dump / storm frozen"], crows))
+        else:
+            errs = sorted(set(r.get("error") or "exit %s" % r.get("dump_rc") for r in criu))
+            out.append("CRIU %s (Debian's `criu`) on the same program outside storm: `criu dump "
+                       "-t PID --shell-job` stops before it touches the process, %s, for every "
+                       "thread count, as `criu check` does: %s. Its own vDSO is not laid out as "
+                       "it expects (this kernel adds a `[vvar_vclock]` mapping beside "
+                       "`[vvar]`), so there is no CRIU figure to compare on this machine." %
+                       (ver, "with exit %s" % criu[0].get("dump_rc"),
+                        "; ".join("`%s`" % e.split(") ", 1)[-1] if e.startswith("(") else e
+                                  for e in errs)))
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     rows = load(sys.argv[1])
     run = os.path.basename(os.path.dirname(os.path.realpath(sys.argv[1])))
+    thr = [r for r in rows if r.get("kind") == "threads"]
+    criu = [r for r in rows if r.get("kind") == "criu"]
+    if thr or criu:
+        replace_section(sys.argv[2], THREADS_HEADING, threads_section(run, thr, criu))
     sizes = [r for r in rows if r.get("kind") == "size"]
     over = [r for r in rows if r.get("kind") == "overhead"]
+    if not sizes and not over:
+        return
     nreps = max([sum(1 for r in sizes if r["total_mib"] == t) for t in
                  set(r["total_mib"] for r in sizes)] or [0])
     out = ["## " + HEADING, "",

@@ -13,18 +13,27 @@
 #  2. failure-free overhead: the same program, paced by clock_nanosleep
 #     (BENCH_CKPT_RUN seconds of 10 ms steps, 256 MiB in total), without
 #     checkpoints and with --checkpoint-interval 10 and 60; overhead =
-#     runtime / runtime without - 1 (what the freezes cost it).
+#     runtime / runtime without - 1 (what the freezes cost it);
+#  3. threads: one rank of 256 MiB on one node (bench/checkpoint/threads.c:
+#     its threads each write one word in every page of their slice of the
+#     heap every 10 ms) with 1, 4 and 8 threads, checkpointed and restarted
+#     as in 1;
+#  4. CRIU (Debian's criu, where installed) on the same program, outside
+#     storm: `criu dump -t PID --shell-job`, `criu restore --shell-job`, or
+#     where it stops on this kernel.
 # The node daemons checkpoint in parallel into their state directories, which
 # all live on this machine's one disk (like 8 nodes sharing one file server);
 # restart reads the images back while they are still in the page cache.
 #
 # Run by `make bench-ckpt`, which then runs report.py. Settings:
 #   BENCH_QUICK=1                 sizes 16, 64, 256 MiB; overhead at 10 s on a 30 s run
-#   BENCH_CKPT_SIZES="16 64 256 1024 2048"   MiB in total
+#   BENCH_CKPT_SIZES="16 64 256 1024 2048"   MiB in total ("" for none)
 #   BENCH_CKPT_RUN=120            seconds of the overhead runs
 #   BENCH_CKPT_INTERVALS="0 10 60"  overhead runs ("" for none)
 #   BENCH_CKPT_PACE=sleep         the size runs' ranks sleep or spin between steps
-#   BENCH_CKPT_REPS=3             rounds of the sizes (report.py takes medians)
+#   BENCH_CKPT_REPS=3             rounds of the sizes and threads (report.py takes medians)
+#   BENCH_CKPT_THREADS="1 4 8"    threads of the one-rank runs ("" for none)
+#   BENCH_CKPT_THREAD_MIB=256     their rank's memory
 # Results: bench/results/ckpt-<date>/results.jsonl (+ log.txt), symlink
 # bench/results/ckpt-latest. The cluster lives in /tmp/ckptbench-storm.
 set -u
@@ -32,11 +41,11 @@ cd "$(dirname "$0")/../.." || exit 1
 TOP=$(pwd)
 QUICK=${BENCH_QUICK:-0}
 if [ "$QUICK" = 1 ]; then
-	SIZES=${BENCH_CKPT_SIZES:-16 64 256}
+	SIZES=${BENCH_CKPT_SIZES-16 64 256}
 	RUNS=${BENCH_CKPT_RUN:-30}
 	INTERVALS="0 10"
 else
-	SIZES=${BENCH_CKPT_SIZES:-16 64 256 1024 2048}
+	SIZES=${BENCH_CKPT_SIZES-16 64 256 1024 2048}
 	RUNS=${BENCH_CKPT_RUN:-120}
 	INTERVALS="0 10 60"
 fi
@@ -47,6 +56,9 @@ INTERVALS=${BENCH_CKPT_INTERVALS-$INTERVALS}
 # helpers); spin to see that
 PACE=${BENCH_CKPT_PACE:-sleep}
 REPS=${BENCH_CKPT_REPS:-3}
+THREADS=${BENCH_CKPT_THREADS-1 4 8}
+THREAD_MIB=${BENCH_CKPT_THREAD_MIB:-256}
+TPROG=$TOP/build/bin/ckpt_threads
 NODES=8
 STORM=$TOP/build/bin/storm
 PROG=$TOP/build/bin/ckpt_prog
@@ -109,6 +121,42 @@ print(best if best is not None else "")
 PY
 }
 
+# ckpt_restart JOB NODES: `storm checkpoint --json` of the running job into
+# ck.json (t0, t1 around it; CK its id), the job killed, `storm restart CK`
+# timed to the last of its NODES nodes' "started ranks" (tr0, tr1), then
+# killed too, the checkpoint deleted and its phases in phases.json.
+# Returns 1 if the checkpoint failed.
+ckpt_restart() {
+	local J=$1 nodes=$2 before R RP i
+	t0=$(now)
+	"$STORM" checkpoint --json "$J" >ck.json 2>>"$LOG"
+	t1=$(now)
+	"$STORM" cancel --signal KILL "$J" >/dev/null 2>&1
+	wait_gone "$J"
+	CK=$(python3 -c 'import json; print(json.load(open("ck.json"))["id"])' 2>/dev/null)
+	[ -n "$CK" ] || return 1
+	: >restart.out
+	before=$(newest_job)
+	tr0=$(now)
+	"$STORM" restart "$CK" >restart.out 2>>"$LOG" &
+	RP=$!
+	R=""
+	for ((i = 0; i < 6000; i++)); do
+		R=$(newest_job)
+		[ "$R" -gt "$before" ] &&
+			[ "$(grep -h "job $R: started ranks" "$SDIR"/log/node*.log | wc -l)" -ge "$nodes" ] && break
+		sleep 0.05
+	done
+	tr1=$(last_started "$R")
+	"$STORM" cancel --signal KILL "$R" >/dev/null 2>&1
+	kill "$RP" 2>/dev/null
+	wait "$RP" 2>/dev/null
+	wait_gone "$R"
+	"$STORM" checkpoints --delete "$CK" >/dev/null 2>&1
+	python3 "$TOP/bench/checkpoint/phases.py" "$SDIR" "$CK" >phases.json 2>>"$LOG"
+	return 0
+}
+
 log "cluster up: $NODES nodes in $SDIR"
 timeout 60 "$STORM" cluster down --dir "$SDIR" >/dev/null 2>&1
 rm -rf "$SDIR"
@@ -146,35 +194,7 @@ for total in $(for ((r = 0; r < REPS; r++)); do echo $SIZES; done); do
 		log "size $total MiB: job $J did not start"
 		continue
 	fi
-	t0=$(now)
-	"$STORM" checkpoint --json "$J" >ck.json 2>>"$LOG"
-	t1=$(now)
-	"$STORM" cancel --signal KILL "$J" >/dev/null 2>&1
-	wait_gone "$J"
-	CK=$(python3 -c 'import json; print(json.load(open("ck.json"))["id"])' 2>/dev/null)
-	if [ -z "$CK" ]; then
-		log "size $total MiB: checkpoint failed"
-		continue
-	fi
-	: >restart.out
-	before=$(newest_job)
-	tr0=$(now)
-	"$STORM" restart "$CK" >restart.out 2>>"$LOG" &
-	RP=$!
-	R=""
-	for ((i = 0; i < 6000; i++)); do
-		R=$(newest_job)
-		[ "$R" -gt "$before" ] &&
-			[ "$(grep -h "job $R: started ranks" "$SDIR"/log/node*.log | wc -l)" -ge $NODES ] && break
-		sleep 0.05
-	done
-	tr1=$(last_started "$R")
-	"$STORM" cancel --signal KILL "$R" >/dev/null 2>&1
-	kill "$RP" 2>/dev/null
-	wait "$RP" 2>/dev/null
-	wait_gone "$R"
-	"$STORM" checkpoints --delete "$CK" >/dev/null 2>&1
-	python3 "$TOP/bench/checkpoint/phases.py" "$SDIR" "$CK" >phases.json 2>>"$LOG"
+	ckpt_restart "$J" $NODES || { log "size $total MiB: checkpoint failed"; continue; }
 	python3 - "$total" "$t0" "$t1" "$tr0" "$tr1" "$ddbps" "$dds" "$PACE" >>"$OUT" <<'PY'
 import json, sys
 total, t0, t1, tr0, tr1, ddbps, dds, pace = sys.argv[1:]
@@ -209,4 +229,69 @@ for iv in $INTERVALS; do
 	echo "{\"kind\": \"overhead\", \"interval\": $iv, \"runtime_s\": $(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}'), \"rc\": $rc, \"checkpoints\": $nlog, \"kept\": $n, \"frozen_s\": $frozen, \"run_s\": $RUNS, \"total_mib\": 256}" >>"$OUT"
 	log "overhead, interval $iv: $(tail -1 "$OUT")"
 done
+# ---- 3. threads: one rank of THREAD_MIB on one node, 1, 4 and 8 threads
+for th in $(for ((r = 0; r < REPS; r++)); do echo $THREADS; done); do
+	: >job.out
+	"$STORM" submit -N 1 -n 1 -o "$WORK/job.out" --parsable "$TPROG" "$th" "$THREAD_MIB" 10 \
+		>job.id 2>>"$LOG"
+	J=$(cat job.id)
+	if ! wait_steps job.out 1; then
+		log "threads $th: job $J did not start"
+		continue
+	fi
+	ckpt_restart "$J" 1 || { log "threads $th: checkpoint failed"; continue; }
+	python3 - "$th" "$THREAD_MIB" "$t0" "$t1" "$tr0" "$tr1" >>"$OUT" <<'PY'
+import json, sys
+th, mib, t0, t1, tr0, tr1 = sys.argv[1:]
+ck = json.load(open("ck.json"))
+try:
+    phases = json.load(open("phases.json"))
+except ValueError:
+    phases = None
+print(json.dumps({"kind": "threads", "threads": int(th), "total_mib": int(mib),
+                  "bytes": ck["bytes"], "ckpt_s": ck["seconds"], "frozen_s": ck.get("frozen"),
+                  "ckpt_cli_s": float(t1) - float(t0),
+                  "restart_s": (float(tr1) - float(tr0)) if tr1 else None, "phases": phases}))
+PY
+	log "threads $th: $(tail -1 "$OUT")"
+done
+
+# ---- 4. CRIU on the same program, outside storm (the kernel's vDSO may stop it)
+if [ -n "$THREADS" ] && command -v criu >/dev/null; then
+	CRIU_VERSION=$(criu --version 2>&1 | sed -n 's/^Version: //p')
+	for th in $THREADS; do
+		: >criu.out
+		"$TPROG" "$th" "$THREAD_MIB" 10 >criu.out 2>&1 </dev/null &
+		P=$!
+		wait_steps criu.out 1
+		rm -rf criu.d && mkdir criu.d
+		c0=$(now)
+		criu dump -t "$P" --shell-job -D criu.d -o dump.log >/dev/null 2>&1
+		drc=$?
+		c1=$(now)
+		rrc="" r0="" r1=""
+		if [ "$drc" = 0 ]; then
+			r0=$(now)
+			criu restore -D criu.d --shell-job -d --pidfile "$WORK/criu.d/restored.pid" \
+				-o restore.log >/dev/null 2>&1
+			rrc=$?
+			r1=$(now)
+			[ -f criu.d/restored.pid ] && kill -9 "$(cat criu.d/restored.pid)" 2>/dev/null
+		fi
+		kill -9 "$P" 2>/dev/null
+		wait "$P" 2>/dev/null
+		err=$(grep -h -m1 "Error" criu.d/dump.log criu.d/restore.log 2>/dev/null | head -1)
+		python3 - "$th" "$THREAD_MIB" "$CRIU_VERSION" "$drc" "$c0" "$c1" "$rrc" "$r0" "$r1" "$err" \
+			"$(du -sb criu.d | cut -f1)" >>"$OUT" <<'PY'
+import json, sys
+th, mib, ver, drc, c0, c1, rrc, r0, r1, err, size = sys.argv[1:]
+print(json.dumps({"kind": "criu", "threads": int(th), "total_mib": int(mib), "version": ver,
+                  "dump_rc": int(drc), "dump_s": float(c1) - float(c0),
+                  "restore_rc": int(rrc) if rrc else None,
+                  "restore_s": float(r1) - float(r0) if r0 else None,
+                  "bytes": int(size), "error": err}))
+PY
+		log "criu, threads $th: $(tail -1 "$OUT")"
+	done
+fi
 log "done: $OUT"
