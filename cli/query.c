@@ -161,7 +161,7 @@ int cmd_jobs(struct cli *c, int argc, char **argv)
 			      "NODELIST(REASON)" };
 	static const int numeric[8] = { 1, 0, 0, 0, 1, 1, 1, 0 };
 	size_t n = list->n_jobs;
-	char (*cells)[8][128] = calloc(n ? n : 1, sizeof(*cells));
+	char (*cells)[8][320] = calloc(n ? n : 1, sizeof(*cells));
 	if (!cells) {
 		ctl_reply_free(rep);
 		fprintf(stderr, "storm: error: out of memory\n");
@@ -183,13 +183,15 @@ int cmd_jobs(struct cli *c, int argc, char **argv)
 			elapsed = (j->end_time > 0 ? j->end_time : wall) - j->start_time;
 		fmt_elapsed(elapsed, cells[i][6], 128);
 		if (j->state == STORM__CTL__JOB_STATE__QUEUED || !j->nodelist[0])
-			snprintf(cells[i][7], 128, "(%s)", j->reason[0] ? j->reason : "None");
+			snprintf(cells[i][7], sizeof(cells[i][7]), "(%s)",
+				 j->reason[0] ? j->reason : "None");
 		else if (j->reason[0] && j->state == STORM__CTL__JOB_STATE__FAILED)
-			snprintf(cells[i][7], 128, "%s (%s)", j->nodelist, j->reason);
+			snprintf(cells[i][7], sizeof(cells[i][7]), "%s (%s)", j->nodelist, j->reason);
 		else if (j->checkpoint_failed[0])
-			snprintf(cells[i][7], 128, "%s (%s)", j->nodelist, j->checkpoint_failed);
+			snprintf(cells[i][7], sizeof(cells[i][7]), "%s (%s)", j->nodelist,
+				 j->checkpoint_failed);
 		else
-			snprintf(cells[i][7], 128, "%s", j->nodelist);
+			snprintf(cells[i][7], sizeof(cells[i][7]), "%s", j->nodelist);
 		for (int k = 0; k < 8; k++)
 			if ((int)strlen(cells[i][k]) > w[k])
 				w[k] = (int)strlen(cells[i][k]);
