@@ -147,15 +147,17 @@ def threads_section(run, thr, criu):
             out.append(table(["threads", "criu dump", "criu restore",
                               "criu dump / storm frozen"], crows))
         else:
-            errs = sorted(set(r.get("error") or "exit %s" % r.get("dump_rc") for r in criu))
+            def first(key):
+                return sorted(set(r.get(key) or "" for r in criu) - {""})
             out.append("CRIU %s (Debian's `criu`) on the same program outside storm: `criu dump "
-                       "-t PID --shell-job` stops before it touches the process, %s, for every "
-                       "thread count, as `criu check` does: %s. Its own vDSO is not laid out as "
-                       "it expects (this kernel adds a `[vvar_vclock]` mapping beside "
-                       "`[vvar]`), so there is no CRIU figure to compare on this machine." %
-                       (ver, "with exit %s" % criu[0].get("dump_rc"),
-                        "; ".join("`%s`" % e.split(") ", 1)[-1] if e.startswith("(") else e
-                                  for e in errs)))
+                       "-t PID --shell-job` fails (exit %s) for every thread count before it "
+                       "touches the process, with %s; `criu check` says %s. CRIU checks its own "
+                       "vDSO when it starts, and this kernel maps a `[vvar_vclock]` area beside "
+                       "`[vvar]` that CRIU 3.17 does not expect, so there is no CRIU figure to "
+                       "compare on this machine." %
+                       (ver, "/".join(sorted(set(str(r.get("dump_rc")) for r in criu))),
+                        "; ".join("`%s`" % e for e in first("error")) or "no error logged",
+                        "; ".join("`%s`" % e for e in first("check")) or "nothing wrong"))
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 

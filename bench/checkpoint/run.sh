@@ -259,6 +259,7 @@ done
 # ---- 4. CRIU on the same program, outside storm (the kernel's vDSO may stop it)
 if [ -n "$THREADS" ] && command -v criu >/dev/null; then
 	CRIU_VERSION=$(criu --version 2>&1 | sed -n 's/^Version: //p')
+	CRIU_CHECK=$(criu check 2>&1 | grep -m1 "Error")
 	for th in $THREADS; do
 		: >criu.out
 		"$TPROG" "$th" "$THREAD_MIB" 10 >criu.out 2>&1 </dev/null &
@@ -282,14 +283,14 @@ if [ -n "$THREADS" ] && command -v criu >/dev/null; then
 		wait "$P" 2>/dev/null
 		err=$(grep -h -m1 "Error" criu.d/dump.log criu.d/restore.log 2>/dev/null | head -1)
 		python3 - "$th" "$THREAD_MIB" "$CRIU_VERSION" "$drc" "$c0" "$c1" "$rrc" "$r0" "$r1" "$err" \
-			"$(du -sb criu.d | cut -f1)" >>"$OUT" <<'PY'
+			"$(du -sb criu.d | cut -f1)" "$CRIU_CHECK" >>"$OUT" <<'PY'
 import json, sys
-th, mib, ver, drc, c0, c1, rrc, r0, r1, err, size = sys.argv[1:]
+th, mib, ver, drc, c0, c1, rrc, r0, r1, err, size, check = sys.argv[1:]
 print(json.dumps({"kind": "criu", "threads": int(th), "total_mib": int(mib), "version": ver,
                   "dump_rc": int(drc), "dump_s": float(c1) - float(c0),
                   "restore_rc": int(rrc) if rrc else None,
                   "restore_s": float(r1) - float(r0) if r0 else None,
-                  "bytes": int(size), "error": err}))
+                  "bytes": int(size), "error": err, "check": check}))
 PY
 		log "criu, threads $th: $(tail -1 "$OUT")"
 	done
