@@ -60,7 +60,8 @@ $(BUILD)/lib/libstormnet.a: $(NET_SRC:%.c=$(BUILD)/obj/%.o)
 	$(AR) rcs $@ $^
 
 # the process checkpointer (checkpoint/); its image metadata is proto/ckpt.proto
-CKPT_SRC := checkpoint/image.c checkpoint/util.c checkpoint/dump.c checkpoint/restore.c
+CKPT_SRC := checkpoint/image.c checkpoint/util.c checkpoint/dump.c checkpoint/restore.c \
+            checkpoint/threads.c
 $(BUILD)/lib/libstormckpt.a: $(CKPT_SRC:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
@@ -72,8 +73,16 @@ $(BUILD)/bin/storm-ckpt: $(BUILD)/obj/checkpoint/tool.o $(BUILD)/lib/libstormckp
 $(BUILD)/bin/ckpt_prog: tests/ckpt/ckpt_prog.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -o $@ $<
+# multi-threaded ones: pthreads, and OpenMP (libgomp's thread pool)
+$(BUILD)/bin/ckpt_threads: tests/ckpt/ckpt_threads.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -pthread -o $@ $<
+$(BUILD)/bin/ckpt_omp: tests/ckpt/ckpt_omp.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -fopenmp -o $@ $<
 .PHONY: ckpttest
-ckpttest: $(BUILD)/bin/storm-ckpt $(BUILD)/bin/ckpt_prog
+ckpttest: $(BUILD)/bin/storm-ckpt $(BUILD)/bin/ckpt_prog $(BUILD)/bin/ckpt_threads \
+          $(BUILD)/bin/ckpt_omp
 	./tests/ckpt/test_ckpt.sh $(BUILD)/bin
 
 # ---- programs
@@ -169,13 +178,17 @@ UNIT_LIB := net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wir
             daemons/node/match.c bcs_mpi/abi/dtype.c bcs_mpi/abi/trace_codec.c bcs_mpi/abi/chan_ckpt.c \
             bcs_mpi/abi/rma.c \
             bcs_mpi/abi/procs.c \
-            checkpoint/image.c checkpoint/util.c
-$(BUILD)/bin/unit_tests: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_LIB:%.c=$(BUILD)/obj/%.o)
+            checkpoint/image.c checkpoint/util.c checkpoint/threads.c
+# the checkpoint image's metadata codec (threads.c reads it)
+UNIT_PB  := proto/ckpt.pb-c.c
+$(BUILD)/bin/unit_tests: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_LIB:%.c=$(BUILD)/obj/%.o) \
+                         $(UNIT_PB:%.c=$(GEN)/obj/%.o)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ -lcunit -linih $(AUTH_LIBS) -lsqlite3 -lxxhash -lelf
-$(BUILD)/bin/unit_tests_asan: $(UNIT_SRC:%.c=$(BUILD)/asan/%.o) $(UNIT_LIB:%.c=$(BUILD)/asan/%.o)
+	$(CC) -o $@ $^ -lcunit -linih $(AUTH_LIBS) -lsqlite3 -lxxhash -lelf -lprotobuf-c
+$(BUILD)/bin/unit_tests_asan: $(UNIT_SRC:%.c=$(BUILD)/asan/%.o) $(UNIT_LIB:%.c=$(BUILD)/asan/%.o) \
+                              $(UNIT_PB:%.c=$(BUILD)/asan/$(GEN)/%.o)
 	@mkdir -p $(dir $@)
-	$(CC) $(SANFLAGS) -o $@ $^ -lcunit -linih $(AUTH_LIBS) -lsqlite3 -lxxhash -lelf
+	$(CC) $(SANFLAGS) -o $@ $^ -lcunit -linih $(AUTH_LIBS) -lsqlite3 -lxxhash -lelf -lprotobuf-c
 $(BUILD)/bin/sn_mptest: $(BUILD)/obj/tests/net/sn_mptest.o $(BUILD)/obj/tests/lib/spawn.o \
                         $(BUILD)/lib/libstormnet.a
 	@mkdir -p $(dir $@)

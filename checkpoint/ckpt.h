@@ -1,7 +1,8 @@
-/* libstormckpt: checkpoint and restore of an unmodified, single-threaded
- * Linux x86-64 process with ptrace and /proc (no kernel module, no CRIU).
- * Images: checkpoint/image.h. How it works: docs/design/checkpoint.md. Functions return 0 or a negative errno and put a
- * one-line reason in err. */
+/* libstormckpt: checkpoint and restore of an unmodified Linux x86-64
+ * process, every thread of it (pthreads, OpenMP), with ptrace and /proc (no
+ * kernel module, no CRIU). Images: checkpoint/image.h. How it works:
+ * docs/design/checkpoint.md. Functions return 0 or a negative errno and put
+ * a one-line reason in err. */
 #ifndef STORM_CKPT_H
 #define STORM_CKPT_H
 
@@ -79,7 +80,8 @@ struct ckpt_stats {
 };
 
 /* Writes an image of process pid (stopped or running; left as it was unless
- * CKPT_DUMP_KILL) to path (through path.tmp and a rename). o may be NULL. */
+ * CKPT_DUMP_KILL) to path (through path.tmp and a rename). Every thread is
+ * held from the stop until it is let go. o may be NULL. */
 int ckpt_dump(pid_t pid, const char *path, const struct ckpt_dump_opts *o,
 	      struct ckpt_stats *st, char *err, size_t errlen);
 
@@ -115,8 +117,10 @@ struct ckpt_restore_opts {
 	int external_fd;    /* a descriptor of the caller, for the pieces (with external) */
 };
 
-/* Rebuilds the process of the image at path as a child of the caller;
- * *pid gets its pid (it is running, or stopped if opts->stopped). */
+/* Rebuilds the process of the image at path as a child of the caller, with
+ * its old pid and thread ids where they are free; *pid gets its pid (it is
+ * running, or with opts->stopped all its threads are in a group stop that a
+ * SIGCONT ends). */
 int ckpt_restore(const char *path, const struct ckpt_restore_opts *opts, pid_t *pid,
 		 struct ckpt_stats *st, char *err, size_t errlen);
 

@@ -1,6 +1,7 @@
 /* ckpt_dump: write an image of a running or stopped process.
  *
- * The process is seized and interrupted with ptrace. What /proc shows is read
+ * Every thread of the process is seized and interrupted with ptrace
+ * (threads.c). What /proc shows is read
  * from /proc (maps, pagemap, fdinfo, status, auxv, environ); the rest (signal
  * handlers, brk, interval timers) is asked of the process itself by injected
  * system calls, run from a "syscall; int3" gadget written over the first bytes
@@ -30,17 +31,7 @@
 #include "ckpt.pb-c.h"
 #include "image.h"
 #include "internal.h"
-
-#ifndef PTRACE_GET_RSEQ_CONFIGURATION
-#define PTRACE_GET_RSEQ_CONFIGURATION 0x420f
-#endif
-struct rseq_conf {
-	uint64_t rseq_abi_pointer;
-	uint32_t rseq_abi_size;
-	uint32_t signature;
-	uint32_t flags;
-	uint32_t pad;
-};
+#include "threads.h"
 
 struct kernel_sigaction {
 	uint64_t handler, flags, restorer, mask;
@@ -61,7 +52,8 @@ struct dvma {
 struct dump {
 	pid_t pid;
 	char proc[64];
-	struct ckpt_tracee t;
+	struct ckpt_tracee t;    /* the main thread */
+	struct ckpt_threads th;  /* every thread, the main one first */
 	struct user_regs_struct regs;
 	uint64_t sigmask;
 	int attached;
@@ -273,6 +265,8 @@ static int query_by_injection(struct dump *d, Storm__Ckpt__Meta *meta, const cha
 		ti->value_us = it.it_value.tv_sec * 1000000ull + it.it_value.tv_usec;
 		meta->itimers[meta->n_itimers++] = ti;
 	}
+	if ((rc = ckpt_threads_query(&d->th, t, scratch, d->err, d->errlen)))
+		goto out;
 	rc = ckpt_inject(t, &d->regs, SYS_munmap, &r, 0, 2, scratch, (long)CKPT_PAGE);
 out:
 	ckpt_mem_write(t, text, saved, 8);
@@ -542,6 +536,7 @@ static void detach(struct dump *d)
 {
 	if (!d->attached)
 		return;
+	ckpt_threads_detach(&d->th);
 	ptrace(PTRACE_DETACH, d->pid, 0, d->t.pending_sig);
 	d->attached = 0;
 }
@@ -622,6 +617,7 @@ static void let_go(struct dump *d, const struct ckpt_dump_opts *o)
 {
 	if (o->flags & CKPT_DUMP_KILL) {
 		kill(d->pid, SIGKILL);
+		ckpt_threads_reap(&d->th);
 		int ws;
 		while (waitpid(d->pid, &ws, __WALL) == d->pid && !WIFEXITED(ws) && !WIFSIGNALED(ws))
 			;
@@ -641,13 +637,12 @@ struct image {
 	Storm__Ckpt__FileTable ft;
 	char *status;            /* /proc/PID/status at the stop */
 	char comm[64], cwd[4096], exe[4096];
-	unsigned char *xbuf;     /* FP or extended registers */
 	uint32_t npsec;          /* page sections planned */
 	struct ckpt_header h;
 };
 
-/* Seizes the process and waits for its ptrace stop; a signal that arrives
- * first is handed back at the detach. */
+/* Seizes every thread and waits for their ptrace stops; a signal that
+ * arrives first is handed back at the detach. */
 static int stop_process(struct dump *d, struct image *im)
 {
 	pid_t pid = d->pid;
@@ -656,66 +651,27 @@ static int stop_process(struct dump *d, struct image *im)
 	im->status = ckpt_read_all(p, NULL);
 	if (!im->status)
 		return ckpt_fail(d->err, d->errlen, -ESRCH, "pid %d: no such process", pid);
-	if (status_dec(im->status, "Threads:\t", 10) != 1)
-		return ckpt_fail(d->err, d->errlen, -ENOTSUP,
-				 "pid %d: %ld threads (only single-threaded processes are supported)",
-				 pid, status_dec(im->status, "Threads:\t", 10));
-	if (ptrace(PTRACE_SEIZE, pid, 0, 0) < 0)
-		return ckpt_fail(d->err, d->errlen, -errno, "pid %d: ptrace seize: %s", pid,
-				 strerror(errno));
-	d->attached = 1;
-	if (ptrace(PTRACE_INTERRUPT, pid, 0, 0) < 0)
-		return ckpt_fail(d->err, d->errlen, -errno, "pid %d: ptrace interrupt: %s", pid,
-				 strerror(errno));
-	for (;;) {
-		int ws;
-		if (waitpid(pid, &ws, __WALL) < 0 || !WIFSTOPPED(ws)) {
-			d->attached = 0;
-			return ckpt_fail(d->err, d->errlen, -ESRCH,
-					 "pid %d: exited while being stopped", pid);
-		}
-		if ((ws >> 16) == PTRACE_EVENT_STOP)
-			return 0;
-		d->t.pending_sig = WSTOPSIG(ws);
-		ptrace(PTRACE_CONT, pid, 0, 0);
-		ptrace(PTRACE_INTERRUPT, pid, 0, 0);
-	}
+	long tgid = status_dec(im->status, "Tgid:\t", 10);
+	if (tgid != pid)
+		return ckpt_fail(d->err, d->errlen, -EINVAL,
+				 "pid %d: a thread of process %ld (dump the process)", pid, tgid);
+	int rc = ckpt_threads_stop(&d->th, pid, d->err, d->errlen);
+	d->attached = d->th.n > 0 && d->th.v[0].tid == pid;
+	if (d->attached)
+		d->t.pending_sig = d->th.v[0].sig;
+	return rc;
 }
 
-/* General, FP or extended registers, signal mask, rseq registration. */
+/* Every thread's registers, FP or extended state, signal mask, rseq, robust
+ * list, name and pending signals; the main one's registers and mask are
+ * what the injected calls start from. */
 static int read_registers(struct dump *d, struct image *im)
 {
-	pid_t pid = d->pid;
-	Storm__Ckpt__Meta *meta = &im->meta;
-	if (ptrace(PTRACE_GETREGS, pid, 0, &d->regs) < 0 ||
-	    ptrace(PTRACE_GETSIGMASK, pid, sizeof(d->sigmask), &d->sigmask) < 0)
-		return ckpt_fail(d->err, d->errlen, -errno, "pid %d: reading registers: %s", pid,
-				 strerror(errno));
-	meta->regs.data = (uint8_t *)&d->regs;
-	meta->regs.len = sizeof(d->regs);
-	meta->sigmask = d->sigmask;
-	im->xbuf = malloc(65536);
-	if (!im->xbuf)
-		return -ENOMEM;
-	struct iovec iov = { im->xbuf, 65536 };
-	if (ptrace(PTRACE_GETREGSET, pid, NT_X86_XSTATE, &iov) == 0) {
-		meta->xstate.data = im->xbuf;
-		meta->xstate.len = iov.iov_len;
-	} else {
-		iov.iov_len = sizeof(struct user_fpregs_struct);
-		if (ptrace(PTRACE_GETREGSET, pid, NT_PRFPREG, &iov) < 0)
-			return ckpt_fail(d->err, d->errlen, -errno,
-					 "pid %d: reading FP registers: %s", pid, strerror(errno));
-		meta->fpregs.data = im->xbuf;
-		meta->fpregs.len = iov.iov_len;
-	}
-	struct rseq_conf rc_conf = { 0 };
-	if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, pid, sizeof(rc_conf), &rc_conf) > 0 &&
-	    rc_conf.rseq_abi_pointer) {
-		meta->rseq_addr = rc_conf.rseq_abi_pointer;
-		meta->rseq_len = rc_conf.rseq_abi_size;
-		meta->rseq_sig = rc_conf.signature;
-	}
+	int rc = ckpt_threads_read(&d->th, &im->meta, d->err, d->errlen);
+	if (rc)
+		return rc;
+	d->regs = d->th.v[0].regs;
+	d->sigmask = d->th.v[0].sigmask;
 	return 0;
 }
 
@@ -891,7 +847,6 @@ static void image_free(struct image *im)
 	free(im->meta.cmdline.data);
 	free(im->mm.auxv.data);
 	free(im->status);
-	free(im->xbuf);
 	free(im->h.secs);
 }
 
@@ -900,6 +855,7 @@ static void dump_free(struct dump *d)
 	snapshot_drop(d);
 	if (d->t.memfd >= 0)
 		close(d->t.memfd);
+	ckpt_threads_free(&d->th);
 	for (size_t i = 0; i < d->nv; i++) {
 		for (size_t r = 0; r < d->v[i].nruns; r++)
 			free(d->v[i].runs[r]);

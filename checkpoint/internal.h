@@ -27,6 +27,15 @@ struct ckpt_tracee {
 int ckpt_inject(struct ckpt_tracee *t, const struct user_regs_struct *base, long nr, long *ret,
 		int expect_segv, int nargs, ...);
 
+/* A thread's saved registers made fit for the new process: a call stopped
+ * with -ERESTART_RESTARTBLOCK cannot restart there (its restart block stayed
+ * with the old task), so it returns -EINTR. Pure. */
+void ckpt_restart_fixup(struct user_regs_struct *r);
+
+/* The offset of the one 4-byte-aligned word of buf equal to tid; -1 if none
+ * or several are. Pure. */
+long ckpt_tid_offset(const void *buf, size_t len, pid_t tid);
+
 int ckpt_mem_read(struct ckpt_tracee *t, uint64_t addr, void *buf, size_t len);
 int ckpt_mem_write(struct ckpt_tracee *t, uint64_t addr, const void *buf, size_t len);
 

@@ -7,7 +7,8 @@
  * vDSO/vvar and the gadget, mremap of the vDSO/vvar to the image's addresses
  * (the vDSO of the same kernel is identical: checked byte for byte), mmap of
  * every area at its address, the saved pages written through /proc/PID/mem,
- * prctl(PR_SET_MM_MAP) for brk and friends, rseq, interval timers; finally
+ * prctl(PR_SET_MM_MAP) for brk and friends, interval timers, then each
+ * thread's own state and the other threads made again (threads.c); finally
  * the gadget goes, the registers and signal mask are set and it is let go. */
 #include <elf.h>
 #include <errno.h>
@@ -34,6 +35,7 @@
 #include "ckpt.pb-c.h"
 #include "image.h"
 #include "internal.h"
+#include "threads.h"
 
 #define USER_TOP 0x800000000000ull
 
@@ -86,9 +88,9 @@ static int pread_all(int fd, void *buf, size_t len, uint64_t off)
 static int check_tables(struct image *im, char *err, size_t errlen)
 {
 	Storm__Ckpt__Meta *m = im->meta;
-	if (m->regs.len != sizeof(struct user_regs_struct))
-		return ckpt_fail(err, errlen, -EINVAL, "%s: section meta: registers are %zu bytes",
-				 im->path, m->regs.len);
+	int rc = ckpt_threads_check(m, im->path, err, errlen);
+	if (rc)
+		return rc;
 	if (!m->mm)
 		return ckpt_fail(err, errlen, -EINVAL, "%s: section meta: no mm fields", im->path);
 	uint32_t npsec = 0;
@@ -466,7 +468,8 @@ __attribute__((noreturn)) static void child_main(struct child_ctx *c)
 /* ---- the parent */
 
 struct drive {
-	struct ckpt_tracee t;
+	struct ckpt_tracee t;            /* the main thread */
+	struct ckpt_threads *th;         /* every thread, once made */
 	struct user_regs_struct base;
 	const struct image *im;
 	char *err;
@@ -707,13 +710,10 @@ static int restore_mm_fields(struct drive *d, const struct ckpt_restore_opts *o,
 	return rc;
 }
 
-static int restore_rseq_itimers(struct drive *d, uint64_t scratch)
+static int restore_itimers(struct drive *d, uint64_t scratch)
 {
 	Storm__Ckpt__Meta *m = d->im->meta;
 	int rc;
-	if (m->rseq_addr &&
-	    (rc = SYS(d, "rseq", SYS_rseq, NULL, 4, m->rseq_addr, m->rseq_len, 0, m->rseq_sig, 0, 0)))
-		return rc;
 	for (size_t i = 0; i < m->n_itimers; i++) {
 		struct itimerval it = {
 			{ m->itimers[i]->interval_us / 1000000, m->itimers[i]->interval_us % 1000000 },
@@ -728,27 +728,20 @@ static int restore_rseq_itimers(struct drive *d, uint64_t scratch)
 }
 
 /* Last: the gadget goes (returning into the unmapped page traps), then the
- * saved registers and signal mask. */
+ * main thread's saved registers and signal mask. */
 static int restore_registers(struct drive *d, uint64_t gadget)
 {
-	Storm__Ckpt__Meta *m = d->im->meta;
+	Storm__Ckpt__Thread view;
+	const Storm__Ckpt__Thread *mt = ckpt_meta_thread(d->im->meta, 0, &view);
 	long r;
 	int rc = ckpt_inject(&d->t, &d->base, SYS_munmap, &r, 1, 2, (long)gadget,
 			     (long)(2 * CKPT_PAGE));
 	if (rc)
 		return ckpt_fail(d->err, d->errlen, rc, "%s: restoring: removing the gadget: %s",
 				 d->im->path, strerror(-rc));
-	struct user_regs_struct regs;
-	memcpy(&regs, m->regs.data, sizeof(regs));
-	struct iovec iov = { m->xstate.data, m->xstate.len };
-	if (ptrace(PTRACE_SETREGS, d->t.pid, 0, &regs) < 0 ||
-	    (m->xstate.len && ptrace(PTRACE_SETREGSET, d->t.pid, NT_X86_XSTATE, &iov) < 0) ||
-	    (!m->xstate.len && m->fpregs.len &&
-	     ptrace(PTRACE_SETREGSET, d->t.pid, NT_PRFPREG,
-		    &(struct iovec){ m->fpregs.data, m->fpregs.len }) < 0) ||
-	    ptrace(PTRACE_SETSIGMASK, d->t.pid, sizeof(m->sigmask), &m->sigmask) < 0)
-		return ckpt_fail(d->err, d->errlen, -errno, "%s: restoring registers: %s",
-				 d->im->path, strerror(errno));
+	if ((rc = ckpt_thread_set_state(d->t.pid, mt)))
+		return ckpt_fail(d->err, d->errlen, rc, "%s: restoring registers: %s", d->im->path,
+				 strerror(-rc));
 	return 0;
 }
 
@@ -760,7 +753,9 @@ static int drive(struct drive *d, uint64_t gadget, uint64_t tmp, const struct sp
 	int rc;
 	if ((rc = clear_and_move_vdso(d, gadget, tmp, img_sp)) ||
 	    (rc = restore_areas(d, o, scratch, pages)) ||
-	    (rc = restore_mm_fields(d, o, scratch)) || (rc = restore_rseq_itimers(d, scratch)))
+	    (rc = restore_mm_fields(d, o, scratch)) || (rc = restore_itimers(d, scratch)) ||
+	    (rc = ckpt_threads_restore(d->th, &d->t, &d->base, d->im->meta, scratch, d->im->path,
+				       d->err, d->errlen)))
 		return rc;
 	return restore_registers(d, gadget);
 }
@@ -830,6 +825,7 @@ int ckpt_restore(const char *path, const struct ckpt_restore_opts *opts, pid_t *
 	size_t nmine = 0;
 	int rc, pfd[2] = { -1, -1 };
 	pid_t pid = -1;
+	struct ckpt_threads th = { 0 };
 	double t0 = ckpt_now();
 	uint64_t pages = 0;
 
@@ -852,7 +848,8 @@ int ckpt_restore(const char *path, const struct ckpt_restore_opts *opts, pid_t *
 		rc = ckpt_fail(err, errlen, -errno, "pipe: %s", strerror(errno));
 		goto out;
 	}
-	pid = fork();
+	/* its old pid where free: what glibc and the program cached stays true */
+	pid = ckpt_fork_pid(im.meta->pid);
 	if (pid < 0) {
 		rc = ckpt_fail(err, errlen, -errno, "fork: %s", strerror(errno));
 		goto out;
@@ -873,7 +870,7 @@ int ckpt_restore(const char *path, const struct ckpt_restore_opts *opts, pid_t *
 		pid = -1;
 		goto out;
 	}
-	struct drive d = { .t = { .pid = pid, .gadget = gadget }, .im = &im, .err = err,
+	struct drive d = { .t = { .pid = pid, .gadget = gadget }, .th = &th, .im = &im, .err = err,
 			   .errlen = errlen };
 	char mp[64];
 	snprintf(mp, sizeof(mp), "/proc/%d/mem", pid);
@@ -886,8 +883,12 @@ int ckpt_restore(const char *path, const struct ckpt_restore_opts *opts, pid_t *
 	close(d.t.memfd);
 	if (rc)
 		goto out;
-	int sig = o->stopped ? SIGSTOP : d.t.pending_sig;
-	if (ptrace(PTRACE_DETACH, pid, 0, sig) < 0) {
+	/* stopped: a SIGSTOP for the process, taken by the first thread let go,
+	 * stops them all before any runs (a group stop, which SIGCONT ends) */
+	if (o->stopped)
+		kill(pid, SIGSTOP);
+	ckpt_threads_detach(&th);
+	if (ptrace(PTRACE_DETACH, pid, 0, d.t.pending_sig) < 0) {
 		rc = ckpt_fail(err, errlen, -errno, "detach: %s", strerror(errno));
 		goto out;
 	}
@@ -900,8 +901,10 @@ int ckpt_restore(const char *path, const struct ckpt_restore_opts *opts, pid_t *
 out:
 	if (rc && pid > 0) {
 		kill(pid, SIGKILL);
+		ckpt_threads_reap(&th); /* the main thread's end waits for theirs */
 		waitpid(pid, NULL, __WALL);
 	}
+	ckpt_threads_free(&th);
 	if (pfd[0] >= 0)
 		close(pfd[0]);
 	if (pfd[1] >= 0)

@@ -17,7 +17,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: storm-ckpt dump PID IMAGE [--kill] [--fsync] [--snapshot]\n"
 		   "       storm-ckpt restore IMAGE [--stopped]\n"
 		   "       storm-ckpt verify IMAGE\n"
-		   "Checkpoints a single-threaded process into IMAGE, or restores one as a child\n"
+		   "Checkpoints a process (every thread) into IMAGE, or restores one as a child\n"
 		   "of this command (which waits for it and exits with its status).\n");
 }
 

@@ -159,6 +159,29 @@ int ckpt_parse_maps_line(const char *line, struct ckpt_map *m)
 	return 0;
 }
 
+#define ERESTART_RESTARTBLOCK 516
+
+void ckpt_restart_fixup(struct user_regs_struct *r)
+{
+	if ((long)r->orig_rax >= 0 && (long)r->rax == -ERESTART_RESTARTBLOCK)
+		r->rax = (unsigned long long)-EINTR;
+}
+
+long ckpt_tid_offset(const void *buf, size_t len, pid_t tid)
+{
+	long at = -1;
+	for (size_t off = 0; off + 4 <= len; off += 4) {
+		int32_t w;
+		memcpy(&w, (const char *)buf + off, 4);
+		if (w != tid)
+			continue;
+		if (at >= 0)
+			return -1;
+		at = (long)off;
+	}
+	return at;
+}
+
 int ckpt_mem_read(struct ckpt_tracee *t, uint64_t addr, void *buf, size_t len)
 {
 	size_t done = 0;
@@ -213,7 +236,8 @@ int ckpt_inject(struct ckpt_tracee *t, const struct user_regs_struct *base, long
 		if (!WIFSTOPPED(st))
 			return -ESRCH;
 		int sig = WSTOPSIG(st);
-		if (sig == SIGTRAP || (expect_segv && sig == SIGSEGV))
+		/* the int3; an event stop (a clone it made, a group stop) is not */
+		if ((sig == SIGTRAP || (expect_segv && sig == SIGSEGV)) && (st >> 16) == 0)
 			break;
 		if (sig == SIGSEGV) /* the gadget faulted: give up */
 			return -EFAULT;

@@ -3,8 +3,9 @@
 # 64 MiB heap, an open file it writes, a signal handler and clock_gettime
 # pacing is checkpointed several times mid-run (left running, and killed),
 # restored from each image, and must end with output byte-identical to an
-# uninterrupted run. Corrupted and truncated images must fail with a clear
-# error naming the file and the section.
+# uninterrupted run; so must a pthread and an OpenMP program. Corrupted and
+# truncated images must fail with a clear error naming the file and the
+# section.
 # usage: tests/ckpt/test_ckpt.sh BINDIR
 set -u
 B=$(cd "$1" && pwd)
@@ -144,6 +145,104 @@ expect "restore with damaged metadata fails" 1 "$CK" restore metaflip
 has "metadata error names the section" err "metaflip: section meta: checksum mismatch"
 expect "dump of a missing process fails" 1 "$CK" dump 999999999 nothing
 has "missing process error" err "no such process"
+
+# 5. multi-threaded programs: a pthread one (a mutex, a barrier each step, a
+# thread asleep in pthread_cond_wait, signals pending for a thread and for
+# the process) and an OpenMP one (a parallel for with a reduction, a
+# barrier). Each is dumped running, from a snapshot and killed; every image
+# restores to an output byte-identical to an uninterrupted run, with its
+# original pid and tids where free and with others where they are taken.
+tids() { ls "/proc/$1/task" 2>/dev/null | sort -n | paste -sd' '; }
+# the states of a process's threads, each once (T: stopped)
+states() { for s in /proc/"$1"/task/*/stat; do sed 's/.*) \([A-Z]\).*/\1/' "$s"; done | sort -u | paste -sd' '; }
+new_pid() { sed -n 's/.*as pid \([0-9]*\).*/\1/p' "$1"; }
+# garble FILE TEXT: the bytes from the line starting with TEXT on are
+# overwritten (the size stays): a restore that resumes before that line
+# must write them all again
+garble() {
+	python3 -c '
+import sys
+b = open(sys.argv[1], "rb").read()
+i = b.find(b"\n" + sys.argv[2].encode()) + 1
+open(sys.argv[1], "r+b").write(b[:i] + b"#" * (len(b) - i)) if i else sys.exit(1)' "$1" "$2"
+}
+same() {
+	if cmp -s "$2" "$3"; then ok "$1"; else
+		bad "$1"
+		diff "$3" "$2" | head -5
+	fi
+}
+
+# threaded NAME THREADS PROGRAM ARGS...
+threaded() {
+	local n=$1 nt=$2
+	shift 2
+	"$@" >"$n.ref" 2>/dev/null || bad "$n: reference run"
+	"$@" >"$n.out" 2>"$n.err" &
+	local P=$! R NP orig
+	started+=("$P")
+	wait_log "$n.out" "step 20 " 30 || bad "$n: program reached step 20"
+	expect "$n: dump of $nt threads, left running" 0 "$CK" dump "$P" "$n.img1"
+	wait_log "$n.out" "step 30 " 30 || bad "$n: program kept running after the dump"
+	expect "$n: dump from a snapshot" 0 "$CK" dump "$P" "$n.img1s" --snapshot
+	has "$n: the snapshot was taken" err "memory read from a snapshot"
+	wait_log "$n.out" "step 40 " 30 || bad "$n: program kept running after the snapshot"
+	orig=$(tids "$P")
+	[ "$(wc -w <<<"$orig")" = "$nt" ] && ok "$n: $nt threads" || bad "$n: $nt threads: $orig"
+	expect "$n: dump and kill" 0 "$CK" dump "$P" "$n.img2" --kill
+	wait "$P" 2>/dev/null
+
+	# the killed one's pid and tids are free: it gets them back
+	"$CK" restore "$n.img2" 2>"$n.r2" &
+	R=$!
+	started+=("$R")
+	wait_log "$n.r2" "as pid" 10 || bad "$n: restore of the killed one started"
+	NP=$(new_pid "$n.r2")
+	started+=("$NP")
+	[ "$(tids "$NP")" = "$orig" ] && ok "$n: restored with its pid and tids" ||
+		bad "$n: restored with its pid and tids: $orig became $(tids "$NP")"
+	wait "$R" && ok "$n: the restored process ended well" || bad "$n: the restored process ended well"
+	same "$n: output after a kill and a restore is byte-identical" "$n.out" "$n.ref"
+
+	# the snapshot's image, left stopped: it holds the pid and tids meanwhile
+	"$CK" restore "$n.img1s" --stopped 2>"$n.r3" &
+	R=$!
+	started+=("$R")
+	wait_log "$n.r3" "as pid" 10 || bad "$n: restore of the snapshot image started"
+	NP=$(new_pid "$n.r3")
+	started+=("$NP")
+	# let go with a SIGSTOP pending: each thread takes it before it runs
+	for ((i = 0; i < 500; i++)); do
+		[ "$(states "$NP")" = T ] && break
+		sleep 0.01
+	done
+	[ "$(tids "$NP" | wc -w)" = "$nt" ] && [ "$(states "$NP")" = T ] &&
+		ok "$n: restored stopped, every thread" ||
+		bad "$n: restored stopped, every thread: $(tids "$NP") in $(states "$NP")"
+	# the first image while they are taken: a new pid and tids
+	expect "$n: restore while its pid and tids are taken" 0 "$CK" restore "$n.img1"
+	[ "$(new_pid "$T/err")" != "$P" ] && ok "$n: it got another pid" || bad "$n: it got another pid"
+	same "$n: with other tids, the output is byte-identical" "$n.out" "$n.ref"
+	# the stopped one resumes before step 40: it writes from there on again
+	garble "$n.out" "step 40 " || bad "$n: output reached step 40"
+	kill -CONT "$NP"
+	wait "$R" && ok "$n: continued, it ended well" || bad "$n: continued, it ended well"
+	same "$n: from the snapshot's image, continued, the output is byte-identical" "$n.out" "$n.ref"
+}
+threaded pthread 5 "$B/ckpt_threads" 90 10
+threaded openmp 4 "$B/ckpt_omp" 90 10
+
+# the dumper leaks nothing and reads no uninitialised byte, threads and all
+"$B/ckpt_threads" 100000 10 >vg.out 2>/dev/null &
+V=$!
+started+=("$V")
+wait_log vg.out "step 5 " 30 || bad "valgrind's program started"
+expect "valgrind: dump a threaded process, clean" 0 valgrind -q --error-exitcode=9 \
+	--leak-check=full --errors-for-leak-kinds=definite,indirect,possible \
+	"$CK" dump "$V" vg.img --snapshot
+expect "valgrind: dump and kill it, clean" 0 valgrind -q --error-exitcode=9 \
+	--leak-check=full --errors-for-leak-kinds=definite,indirect,possible \
+	"$CK" dump "$V" vg.img --kill
 
 echo "test_ckpt: $((checks - fails))/$checks passed"
 [ "$fails" = 0 ]

@@ -7,9 +7,9 @@
 # with --restart-on-failure survives SIGKILL of a node daemon and its ranks
 # and the loss of that node's images (its ranks come back from the copies,
 # moved node to node); after kill -9 of the MM, its successor restarts the
-# checkpoints recorded in the database; damaged images, incomplete
-# checkpoints and other users are refused with a clear error. Every daemon
-# goes down on exit.
+# checkpoints recorded in the database; a multi-threaded job restarts;
+# damaged images, incomplete checkpoints and other users are refused with a
+# clear error. Every daemon goes down on exit.
 # Usage: test_ckpt.sh BUILD_BIN_DIR   (make clustertest)
 set -u
 BIN=$(cd "${1:-build/bin}" && pwd)
@@ -161,19 +161,34 @@ expect "restart of a missing checkpoint" 1 storm restart 99
 has "  says so" err "no checkpoint 99"
 expect "checkpoint of a missing job" 1 storm checkpoint 99
 has "  says so" err "no job 99"
+# a multi-threaded job: checkpointed while a thread sleeps, killed and
+# restarted, the thread wakes and the main one joins it
 storm run python3 -c 'import threading, time
-threading.Thread(target=time.sleep, args=(60,)).start(); print("threads up", flush=True)' \
-	>mt.out 2>&1 &
+t = threading.Thread(target=time.sleep, args=(6,)); t.start(); print("threads up", flush=True)
+t.join(); print("joined", flush=True)' >mt.out 2>&1 &
 bg+=($!)
 wait_log mt.out "threads up" 30
 MT=$(storm jobs --json | python3 -c 'import json,sys; print(max(j["job"] for j in json.load(sys.stdin)["jobs"]))')
-expect "checkpoint of a multi-threaded job fails" 1 storm checkpoint "$MT"
-has "  names the cause" err "only single-threaded processes are supported"
+expect "checkpoint of a multi-threaded job" 0 storm checkpoint "$MT"
+MTC=$(storm checkpoints --json | python3 -c 'import json,sys; print(max(k["id"] for k in json.load(sys.stdin)["checkpoints"]))')
+storm cancel --signal KILL "$MT" >/dev/null
+expect "  restarts: its thread sleeps on and is joined" 0 storm restart "$MTC"
+has "  the main thread joined it" out "joined"
+# what the checkpointer refuses (a mapped file that was deleted) leaves an
+# incomplete checkpoint
+storm run python3 -c 'import mmap, tempfile, time
+f = tempfile.TemporaryFile(); f.write(b"x" * 4096); f.flush()
+m = mmap.mmap(f.fileno(), 4096); print("mapped", flush=True); time.sleep(60)' >dm.out 2>&1 &
+bg+=($!)
+wait_log dm.out "mapped" 30
+DM=$(storm jobs --json | python3 -c 'import json,sys; print(max(j["job"] for j in json.load(sys.stdin)["jobs"]))')
+expect "checkpoint of a job that maps a deleted file fails" 1 storm checkpoint "$DM"
+has "  names the cause" err "maps deleted file"
 INC=$(storm checkpoints --json | python3 -c 'import json,sys; print(max(k["id"] for k in json.load(sys.stdin)["checkpoints"]))')
 [ "$(ck_field "$INC" complete)" = False ] && ok "  recorded as incomplete" || bad "  recorded as incomplete"
 expect "an incomplete checkpoint never restarts" 1 storm restart "$INC"
 has "  says so" err "is incomplete"
-storm cancel --signal KILL "$MT" >/dev/null
+storm cancel --signal KILL "$DM" >/dev/null
 if command -v setpriv >/dev/null; then
 	expect "another user may not checkpoint root's job" 1 \
 		setpriv --reuid=65534 --regid=65534 --clear-groups storm checkpoint 1

@@ -1,14 +1,19 @@
 /* The checkpoint image container (checkpoint/image.h) and the maps parser:
- * round trip, every truncation, a bit flip in every section, malformed tables. */
+ * round trip, every truncation, a bit flip in every section, malformed tables;
+ * the threads of the meta section (threads.h) and their registers' fix-ups. */
 #include <CUnit/CUnit.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/user.h>
 
 #include "ckpt.h"
 #include "image.h"
+#include "internal.h"
 #include "suites.h"
+#include "threads.h"
 
 /* An image with meta, vmas, files and two page sections of distinct bytes. */
 static unsigned char *build(size_t *len, struct ckpt_sec *secs)
@@ -177,6 +182,131 @@ static void test_maps_line(void)
 	CU_ASSERT_EQUAL(ckpt_parse_maps_line("garbage", &m), -EINVAL);
 }
 
+/* A stopped call that cannot restart in a new process returns EINTR; the
+ * others restart as the kernel does them. */
+static void test_restart_fixup(void)
+{
+	struct user_regs_struct r = { .orig_rax = 35 /* nanosleep */ };
+	r.rax = (unsigned long long)-516; /* ERESTART_RESTARTBLOCK */
+	ckpt_restart_fixup(&r);
+	CU_ASSERT_EQUAL((long)r.rax, -EINTR);
+	CU_ASSERT_EQUAL(r.orig_rax, 35);
+	r.orig_rax = 202; /* futex */
+	r.rax = (unsigned long long)-512; /* ERESTARTSYS */
+	ckpt_restart_fixup(&r);
+	CU_ASSERT_EQUAL((long)r.rax, -512);
+	r.rax = (unsigned long long)-516; /* not in a call: a value like any other */
+	r.orig_rax = (unsigned long long)-1;
+	ckpt_restart_fixup(&r);
+	CU_ASSERT_EQUAL((long)r.rax, -516);
+}
+
+static void test_tid_offset(void)
+{
+	int32_t tcb[256] = { 0 };
+	tcb[0x2d0 / 4] = 4242;
+	CU_ASSERT_EQUAL(ckpt_tid_offset(tcb, sizeof(tcb), 4242), 0x2d0);
+	CU_ASSERT_EQUAL(ckpt_tid_offset(tcb, sizeof(tcb), 4243), -1);
+	tcb[3] = 4242; /* twice: which one is the field is unknown */
+	CU_ASSERT_EQUAL(ckpt_tid_offset(tcb, sizeof(tcb), 4242), -1);
+	tcb[3] = 0;
+	char odd[16] = { 0 }; /* only aligned words count */
+	int32_t v = 4242;
+	memcpy(odd + 2, &v, 4);
+	CU_ASSERT_EQUAL(ckpt_tid_offset(odd, sizeof(odd), 4242), -1);
+	CU_ASSERT_EQUAL(ckpt_tid_offset(tcb, 3, 0), -1);
+}
+
+/* The threads of a meta section: an image written before threads were saved
+ * has its one thread in Meta's own fields; one with threads round-trips
+ * through protobuf; a malformed thread is refused naming the section. */
+static void test_meta_threads(void)
+{
+	struct user_regs_struct regs = { .rip = 0x401000, .fs_base = 0x7f0000001000 };
+	Storm__Ckpt__Meta m = STORM__CKPT__META__INIT;
+	m.pid = 100;
+	m.comm = "prog";
+	m.regs.data = (uint8_t *)&regs;
+	m.regs.len = sizeof(regs);
+	m.sigmask = 0x5;
+	m.rseq_addr = 0x7f0000002000;
+	char err[256];
+	Storm__Ckpt__Thread view;
+	CU_ASSERT_EQUAL(ckpt_meta_nthreads(&m), 1);
+	const Storm__Ckpt__Thread *t = ckpt_meta_thread(&m, 0, &view);
+	CU_ASSERT_EQUAL(t->tid, 100);
+	CU_ASSERT_EQUAL(t->sigmask, 0x5);
+	CU_ASSERT_EQUAL(t->rseq_addr, 0x7f0000002000ull);
+	CU_ASSERT_STRING_EQUAL(t->comm, "prog");
+	CU_ASSERT_PTR_NULL(ckpt_meta_thread(&m, 1, &view));
+	CU_ASSERT_EQUAL(ckpt_threads_check(&m, "x.img", err, sizeof(err)), 0);
+
+	/* two threads, the second with a pending signal; the process one too */
+	Storm__Ckpt__Thread th[2] = { STORM__CKPT__THREAD__INIT, STORM__CKPT__THREAD__INIT };
+	Storm__Ckpt__Thread *tp[2] = { &th[0], &th[1] };
+	siginfo_t si = { .si_signo = SIGUSR1, .si_code = SI_TKILL };
+	ProtobufCBinaryData pend = { sizeof(si), (uint8_t *)&si };
+	for (int i = 0; i < 2; i++) {
+		th[i].tid = 100 + 7 * i;
+		th[i].regs = m.regs;
+		th[i].clear_tid = 0x7f00000012d0ull + i * 0x100000;
+		th[i].robust_list = 0x7f00000012e0ull + i * 0x100000;
+		th[i].robust_len = 24;
+		th[i].comm = i ? "worker" : "prog";
+	}
+	th[1].pending = &pend;
+	th[1].n_pending = 1;
+	Storm__Ckpt__Meta n = m;
+	n.regs.len = 0;
+	n.regs.data = NULL;
+	n.threads = tp;
+	n.n_threads = 2;
+	n.pending = &pend;
+	n.n_pending = 1;
+	size_t len = storm__ckpt__meta__get_packed_size(&n);
+	uint8_t *buf = malloc(len);
+	storm__ckpt__meta__pack(&n, buf);
+	Storm__Ckpt__Meta *u = storm__ckpt__meta__unpack(NULL, len, buf);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+	CU_ASSERT_EQUAL(ckpt_meta_nthreads(u), 2);
+	CU_ASSERT_EQUAL(ckpt_threads_check(u, "x.img", err, sizeof(err)), 0);
+	t = ckpt_meta_thread(u, 1, &view);
+	CU_ASSERT_EQUAL(t->tid, 107);
+	CU_ASSERT_EQUAL(t->clear_tid, 0x7f00001012d0ull);
+	CU_ASSERT_EQUAL(t->robust_len, 24);
+	CU_ASSERT_STRING_EQUAL(t->comm, "worker");
+	CU_ASSERT_EQUAL_FATAL(t->n_pending, 1);
+	CU_ASSERT_EQUAL(((siginfo_t *)t->pending[0].data)->si_signo, SIGUSR1);
+	CU_ASSERT_EQUAL(u->n_pending, 1);
+	CU_ASSERT_EQUAL(memcmp(u->threads[0]->regs.data, &regs, sizeof(regs)), 0);
+
+	/* malformed: each refused with the section named */
+	u->threads[0]->tid = 101;
+	CU_ASSERT_EQUAL(ckpt_threads_check(u, "x.img", err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "x.img: section meta: the first thread is 101"));
+	u->threads[0]->tid = 100;
+	u->threads[1]->regs.len = 8;
+	CU_ASSERT_EQUAL(ckpt_threads_check(u, "x.img", err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "thread 1: registers are 8 bytes"));
+	u->threads[1]->regs.len = sizeof(regs);
+	u->threads[1]->pending[0].len = 12;
+	CU_ASSERT_EQUAL(ckpt_threads_check(u, "x.img", err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "pending signal 0 is 12 bytes"));
+	u->threads[1]->pending[0].len = sizeof(si);
+	u->pending[0].len = 0;
+	CU_ASSERT_EQUAL(ckpt_threads_check(u, "x.img", err, sizeof(err)), -EINVAL);
+	u->pending[0].len = sizeof(si);
+	u->threads[1]->tid = -3;
+	CU_ASSERT_EQUAL(ckpt_threads_check(u, "x.img", err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "thread 1 is malformed"));
+	storm__ckpt__meta__free_unpacked(u, NULL);
+	free(buf);
+	/* an old image's registers, wrong: refused as before */
+	m.regs.len = 100;
+	CU_ASSERT_EQUAL(ckpt_threads_check(&m, "x.img", err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "thread 0: registers are 100 bytes"));
+}
+
 void add_ckpt_image_suite(void)
 {
 	CU_pSuite s = CU_add_suite("ckpt_image", NULL, NULL);
@@ -185,4 +315,7 @@ void add_ckpt_image_suite(void)
 	CU_add_test(s, "bit flip per section", test_bit_flip_per_section);
 	CU_add_test(s, "malformed tables", test_bad_tables);
 	CU_add_test(s, "maps lines", test_maps_line);
+	CU_add_test(s, "syscall restart fix-up", test_restart_fixup);
+	CU_add_test(s, "glibc tid field", test_tid_offset);
+	CU_add_test(s, "meta threads", test_meta_threads);
 }
