@@ -60,7 +60,8 @@ $(BUILD)/lib/libstormnet.a: $(NET_SRC:%.c=$(BUILD)/obj/%.o)
 	$(AR) rcs $@ $^
 
 # the process checkpointer (checkpoint/); its image metadata is proto/ckpt.proto
-CKPT_SRC := checkpoint/image.c checkpoint/util.c checkpoint/dump.c checkpoint/restore.c
+CKPT_SRC := checkpoint/image.c checkpoint/util.c checkpoint/dump.c checkpoint/restore.c \
+            checkpoint/files.c checkpoint/fdinfo.c
 $(BUILD)/lib/libstormckpt.a: $(CKPT_SRC:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
@@ -164,7 +165,7 @@ UNIT_LIB := net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wir
             daemons/node/match.c bcs_mpi/abi/dtype.c bcs_mpi/abi/trace_codec.c bcs_mpi/abi/chan_ckpt.c \
             bcs_mpi/abi/rma.c \
             bcs_mpi/abi/procs.c \
-            checkpoint/image.c checkpoint/util.c
+            checkpoint/image.c checkpoint/util.c checkpoint/fdinfo.c
 $(BUILD)/bin/unit_tests: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_LIB:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ -lcunit -linih $(AUTH_LIBS) -lsqlite3 -lxxhash -lelf
