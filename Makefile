@@ -73,8 +73,11 @@ $(BUILD)/bin/storm-ckpt: $(BUILD)/obj/checkpoint/tool.o $(BUILD)/lib/libstormckp
 $(BUILD)/bin/ckpt_prog: tests/ckpt/ckpt_prog.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -o $@ $<
+$(BUILD)/bin/fds_prog: tests/ckpt/fds_prog.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -o $@ $<
 .PHONY: ckpttest
-ckpttest: $(BUILD)/bin/storm-ckpt $(BUILD)/bin/ckpt_prog
+ckpttest: $(BUILD)/bin/storm-ckpt $(BUILD)/bin/ckpt_prog $(BUILD)/bin/fds_prog
 	./tests/ckpt/test_ckpt.sh $(BUILD)/bin
 
 # ---- programs

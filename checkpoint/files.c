@@ -1034,22 +1034,26 @@ static int open_timerfd(struct child *c, const Storm__Ckpt__File *f)
 	int x = up(c, timerfd_create(f->clockid, 0));
 	if (x < 0)
 		return cfail(c, f, "timerfd_create");
+	/* a periodic timer that expired and was not read since shows no time
+	 * left (the kernel moves it on at the read): its next expiry one
+	 * interval on, its expiries pending as they were */
+	uint64_t value = !f->value_ns && f->ticks ? f->interval_ns : f->value_ns;
 	struct itimerspec its = {
 		{ (time_t)(f->interval_ns / 1000000000ull), (long)(f->interval_ns % 1000000000ull) },
-		{ (time_t)(f->value_ns / 1000000000ull), (long)(f->value_ns % 1000000000ull) },
+		{ (time_t)(value / 1000000000ull), (long)(value % 1000000000ull) },
 	};
 	int fl = (int)f->settime_flags;
-	if (f->value_ns && (fl & TFD_TIMER_ABSTIME)) {
+	if (value && (fl & TFD_TIMER_ABSTIME)) {
 		/* what was left, counted from now on the timer's clock */
 		struct timespec now;
 		clockid_t ck = f->clockid == CLOCK_REALTIME_ALARM ? CLOCK_REALTIME
 			       : f->clockid == CLOCK_BOOTTIME_ALARM ? CLOCK_BOOTTIME : f->clockid;
 		clock_gettime(ck, &now);
-		uint64_t at = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec + f->value_ns;
+		uint64_t at = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec + value;
 		its.it_value.tv_sec = (time_t)(at / 1000000000ull);
 		its.it_value.tv_nsec = (long)(at % 1000000000ull);
 	}
-	if (f->value_ns && timerfd_settime(x, fl, &its, NULL) < 0)
+	if (value && timerfd_settime(x, fl, &its, NULL) < 0)
 		return cfail(c, f, "timerfd_settime");
 	/* after settime, which clears them */
 	uint64_t ticks = f->ticks;
