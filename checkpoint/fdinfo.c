@@ -373,8 +373,7 @@ static int check_memfd(const Storm__Ckpt__FileTable *ft, size_t i, const struct 
 		goto bad;
 	return 0;
 bad:
-	return ckpt_fail(err, errlen, -EINVAL, "section files: memfd %zu (%.64s) is malformed", i,
-			 m->name ? m->name : "");
+	return ckpt_fail(err, errlen, -EINVAL, "section files: memfd %zu is malformed", i);
 }
 
 int ckpt_files_check(const Storm__Ckpt__FileTable *ft, const Storm__Ckpt__VmaTable *vt,
