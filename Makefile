@@ -61,7 +61,7 @@ $(BUILD)/lib/libstormnet.a: $(NET_SRC:%.c=$(BUILD)/obj/%.o)
 
 # the process checkpointer (checkpoint/); its image metadata is proto/ckpt.proto
 CKPT_SRC := checkpoint/image.c checkpoint/util.c checkpoint/dump.c checkpoint/restore.c \
-            checkpoint/threads.c
+            checkpoint/threads.c checkpoint/files.c checkpoint/fdinfo.c
 $(BUILD)/lib/libstormckpt.a: $(CKPT_SRC:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
@@ -80,9 +80,12 @@ $(BUILD)/bin/ckpt_threads: tests/ckpt/ckpt_threads.c
 $(BUILD)/bin/ckpt_omp: tests/ckpt/ckpt_omp.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -fopenmp -o $@ $<
+$(BUILD)/bin/fds_prog: tests/ckpt/fds_prog.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -o $@ $<
 .PHONY: ckpttest
 ckpttest: $(BUILD)/bin/storm-ckpt $(BUILD)/bin/ckpt_prog $(BUILD)/bin/ckpt_threads \
-          $(BUILD)/bin/ckpt_omp
+          $(BUILD)/bin/ckpt_omp $(BUILD)/bin/fds_prog
 	./tests/ckpt/test_ckpt.sh $(BUILD)/bin
 
 # ---- programs
@@ -113,7 +116,7 @@ $(BUILD)/bin/storm-cluster: $(VC_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstorm
 	$(CC) -o $@ $^ -lprotobuf-c -linih -ljansson $(AUTH_LIBS)
 
 # a rank of many threads for bench/checkpoint
-$(BUILD)/bin/ckpt_threads: bench/checkpoint/threads.c
+$(BUILD)/bin/ckpt_bench_threads: bench/checkpoint/threads.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -pthread -o $@ $<
 
@@ -178,7 +181,7 @@ UNIT_LIB := net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wir
             daemons/node/match.c bcs_mpi/abi/dtype.c bcs_mpi/abi/trace_codec.c bcs_mpi/abi/chan_ckpt.c \
             bcs_mpi/abi/rma.c \
             bcs_mpi/abi/procs.c \
-            checkpoint/image.c checkpoint/util.c checkpoint/threads.c
+            checkpoint/image.c checkpoint/util.c checkpoint/threads.c checkpoint/fdinfo.c
 # the checkpoint image's metadata codec (threads.c reads it)
 UNIT_PB  := proto/ckpt.pb-c.c
 $(BUILD)/bin/unit_tests: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_LIB:%.c=$(BUILD)/obj/%.o) \
@@ -283,7 +286,7 @@ bench-ckpt: bench-deps
 	$(MAKE) bench-ckpt-run
 .PHONY: bench-ckpt-run
 bench-ckpt-run:
-	$(MAKE) all $(BUILD)/bin/ckpt_prog $(BUILD)/bin/ckpt_threads
+	$(MAKE) all $(BUILD)/bin/ckpt_prog $(BUILD)/bin/ckpt_bench_threads
 	./bench/checkpoint/run.sh
 	python3 bench/checkpoint/report.py bench/results/ckpt-latest/results.jsonl docs/BENCHMARKS.md
 

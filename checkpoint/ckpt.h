@@ -22,7 +22,30 @@ enum ckpt_vma_kind {
 	/* a shared memfd mapping that belongs to the caller (the BCS-MPI
 	 * channel): nothing of it is saved; the restorer says what to map */
 	CKPT_VMA_EXTERNAL = 8,
+	/* a mapping of a memfd (the image's Memfd of the same id): mapped from
+	 * it again; shared ones save no pages, their data is the memfd's */
+	CKPT_VMA_MEMFD = 9,
 };
+
+/* What an open descriptor is and how it comes back (proto File.kind). */
+enum ckpt_file_kind {
+	CKPT_FILE_REGULAR = 0,  /* reopened by path at its offset */
+	/* supplied by the restorer: fds 0-2 as its child_setup leaves them
+	 * (a pipe, terminal or socket the node gave it), others through
+	 * ckpt_restore_opts.caller_fds */
+	CKPT_FILE_INHERITED = 1,
+	CKPT_FILE_DIR = 2,      /* a directory, reopened by path */
+	CKPT_FILE_OPATH = 3,    /* O_PATH, reopened by path */
+	CKPT_FILE_FIFO = 4,     /* a named pipe, reopened by path */
+	CKPT_FILE_DEVICE = 5,   /* a stateless character device (/dev/null...) */
+	CKPT_FILE_PIPE = 6,     /* an end of a pipe the image holds alone */
+	CKPT_FILE_MEMFD = 7,
+	CKPT_FILE_EVENTFD = 8,
+	CKPT_FILE_TIMERFD = 9,
+	CKPT_FILE_SIGNALFD = 10,
+	CKPT_FILE_EPOLL = 11,
+};
+#define CKPT_FILE_KINDS 12
 
 /* One line of /proc/PID/maps. */
 struct ckpt_map {
@@ -31,6 +54,7 @@ struct ckpt_map {
 	int shared;
 	unsigned kind;  /* enum ckpt_vma_kind */
 	int deleted;    /* "(deleted)" file */
+	uint64_t ino;   /* its inode (shared memory: which object it maps) */
 	char path[4096];
 };
 
@@ -56,8 +80,20 @@ enum {
 	CKPT_DUMP_SNAPSHOT = 16,
 };
 
+/* A descriptor of the process that is one of the caller's own: fd in the
+ * process is the open file the caller holds as caller_fd. */
+struct ckpt_caller_fd {
+	int fd;
+	int caller_fd;
+};
+
 struct ckpt_dump_opts {
 	unsigned flags;      /* CKPT_DUMP_* */
+	/* descriptors the caller gave the process and supplies again at
+	 * restore (ckpt_restore_opts.caller_fds): saved as inherited, not
+	 * judged. One whose fd holds another file is judged as any other. */
+	const struct ckpt_caller_fd *caller_fds;
+	size_t ncaller_fds;
 	const void *app;     /* the caller's bytes, kept in the image (meta) and */
 	size_t app_len;      /* handed back to ckpt_restore_opts.external */
 	/* called once the process is let go, its state captured (before the
@@ -97,7 +133,8 @@ struct ckpt_restore_opts {
 	gid_t gid;
 	int drop_creds;
 	/* Runs in the new process before it is rebuilt (it is still a fork of
-	 * the caller): set the process group, stdin/stdout/stderr... Return 0. */
+	 * the caller): set the process group, stdin/stdout/stderr (the image's
+	 * inherited fds 0-2 must be open when it returns)... Return 0. */
 	int (*child_setup)(void *arg);
 	void *child_arg;
 	/* Files of the image under one of from_prefixes are looked up under
@@ -115,6 +152,11 @@ struct ckpt_restore_opts {
 			char *err, size_t errlen);
 	void *external_arg;
 	int external_fd;    /* a descriptor of the caller, for the pieces (with external) */
+	/* the image's inherited descriptors above 2 (ckpt_dump_opts.caller_fds):
+	 * caller_fd becomes fd in the new process. An image with one not
+	 * listed here is refused. */
+	const struct ckpt_caller_fd *caller_fds;
+	size_t ncaller_fds;
 };
 
 /* Rebuilds the process of the image at path as a child of the caller, with

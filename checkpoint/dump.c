@@ -7,7 +7,6 @@
  * system calls, run from a "syscall; int3" gadget written over the first bytes
  * of its text (and put back). Memory is read through /proc/PID/mem; only pages
  * that differ from their file or from zero are saved (pagemap). */
-#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -161,9 +160,19 @@ static int read_maps(struct dump *d)
 			break;
 		}
 		d->nv++;
-		if ((d->flags & CKPT_DUMP_EXTERNAL_MEMFD) && v->m.shared &&
-		    v->m.kind == CKPT_VMA_FILE && !strncmp(v->m.path, "/memfd:", 7))
-			v->m.kind = CKPT_VMA_EXTERNAL;
+		/* a memfd: the caller's (CKPT_DUMP_EXTERNAL_MEMFD) or one saved with
+		 * the descriptors (files.c ties it to its memfd) */
+		if (v->m.kind == CKPT_VMA_FILE && !strncmp(v->m.path, "/memfd:", 7))
+			v->m.kind = (d->flags & CKPT_DUMP_EXTERNAL_MEMFD) && v->m.shared
+					    ? CKPT_VMA_EXTERNAL : CKPT_VMA_MEMFD;
+		if (v->m.shared && !strncmp(v->m.path, "/SYSV", 5)) {
+			rc = ckpt_fail(d->err, d->errlen, -ENOTSUP,
+				       "pid %d: area %#llx-%#llx is SysV shared memory (key 0x%.8s): "
+				       "SysV shared memory cannot be checkpointed",
+				       d->pid, (unsigned long long)v->m.start,
+				       (unsigned long long)v->m.end, v->m.path + 5);
+			break;
+		}
 		if (v->m.deleted && v->m.kind == CKPT_VMA_FILE) {
 			rc = ckpt_fail(d->err, d->errlen, -ENOTSUP,
 				       "pid %d: maps deleted file %s (not supported)", d->pid,
@@ -272,54 +281,6 @@ out:
 	ckpt_mem_write(t, text, saved, 8);
 	ptrace(PTRACE_SETSIGMASK, d->pid, sizeof(d->sigmask), &d->sigmask);
 	ptrace(PTRACE_SETREGS, d->pid, 0, &d->regs);
-	return rc;
-}
-
-static int list_files(struct dump *d, Storm__Ckpt__FileTable *ft)
-{
-	char dir[96];
-	snprintf(dir, sizeof(dir), "%s/fd", d->proc);
-	DIR *dp = opendir(dir);
-	if (!dp)
-		return ckpt_fail(d->err, d->errlen, -errno, "pid %d: %s: %s", d->pid, dir,
-				 strerror(errno));
-	struct dirent *de;
-	int rc = 0;
-	while ((de = readdir(dp))) {
-		if (de->d_name[0] == '.')
-			continue;
-		int fd = atoi(de->d_name);
-		char p[128], target[4096], info[160];
-		snprintf(p, sizeof(p), "%s/fd/%d", d->proc, fd);
-		ssize_t n = readlink(p, target, sizeof(target) - 1);
-		if (n < 0)
-			continue;
-		target[n] = 0;
-		struct stat sb;
-		int regular = stat(p, &sb) == 0 && S_ISREG(sb.st_mode) && target[0] == '/' &&
-			      !strstr(target, " (deleted)");
-		snprintf(info, sizeof(info), "%s/fdinfo/%d", d->proc, fd);
-		char *fi = ckpt_read_all(info, NULL);
-		if (!fi)
-			continue;
-		Storm__Ckpt__File *f = malloc(sizeof(*f));
-		storm__ckpt__file__init(f);
-		f->fd = fd;
-		f->kind = regular ? 0 : 1;
-		f->path = strdup(target);
-		f->pos = strtoull(strstr(fi, "pos:") ? strstr(fi, "pos:") + 4 : "0", NULL, 10);
-		f->flags = status_dec(fi, "flags:", 8);
-		f->size = regular ? (uint64_t)sb.st_size : 0;
-		free(fi);
-		Storm__Ckpt__File **nf = realloc(ft->files, (ft->n_files + 1) * sizeof(*nf));
-		if (!nf) {
-			rc = -ENOMEM;
-			break;
-		}
-		ft->files = nf;
-		ft->files[ft->n_files++] = f;
-	}
-	closedir(dp);
 	return rc;
 }
 
@@ -635,6 +596,7 @@ struct image {
 	Storm__Ckpt__MmFields mm;
 	Storm__Ckpt__VmaTable vt;
 	Storm__Ckpt__FileTable ft;
+	struct ckpt_fdump *files; /* files.c's side of ft */
 	char *status;            /* /proc/PID/status at the stop */
 	char comm[64], cwd[4096], exe[4096];
 	uint32_t npsec;          /* page sections planned */
@@ -730,6 +692,8 @@ static int plan_areas(struct dump *d, struct image *im, int pmfd)
 		pb->path = v->m.path;
 		pb->offset = v->m.offset;
 		pb->pages_section = -1;
+		if (v->m.kind == CKPT_VMA_MEMFD || (v->m.kind == CKPT_VMA_ANON && v->m.shared))
+			pb->shm_id = v->m.ino;
 		im->vt.vmas[im->vt.n_vmas++] = pb;
 		int rc;
 		if (v->m.kind == CKPT_VMA_VDSO) {
@@ -741,7 +705,8 @@ static int plan_areas(struct dump *d, struct image *im, int pmfd)
 						im->meta.vdso.len)))
 				return rc;
 		}
-		if (v->m.kind >= CKPT_VMA_VDSO)
+		/* a shared memfd area's data is the memfd's, saved with it */
+		if (v->m.kind >= CKPT_VMA_VDSO && !(v->m.kind == CKPT_VMA_MEMFD && !v->m.shared))
 			continue;
 		if (v->m.kind == CKPT_VMA_FILE) {
 			rc = ckpt_file_range_hash(v->m.path, v->m.offset, v->m.end - v->m.start,
@@ -836,11 +801,7 @@ static void image_free(struct image *im)
 	for (size_t i = 0; i < im->meta.n_itimers; i++)
 		free(im->meta.itimers[i]);
 	free(im->meta.itimers);
-	for (size_t i = 0; i < im->ft.n_files; i++) {
-		free(im->ft.files[i]->path);
-		free(im->ft.files[i]);
-	}
-	free(im->ft.files);
+	ckpt_files_dump_free(im->files, &im->ft);
 	free(im->vt.vmas);
 	free(im->meta.vdso.data);
 	free(im->meta.environ.data);
@@ -877,16 +838,25 @@ static int read_state(struct dump *d, struct image *im, const struct ckpt_dump_o
 		return ckpt_fail(d->err, d->errlen, -errno, "pid %d: %s: %s", d->pid, p,
 				 strerror(errno));
 	int rc;
-	if ((rc = read_registers(d, im)) || (rc = read_maps(d)) ||
-	    (rc = query_by_injection(d, &im->meta, im->status)))
+	if ((rc = read_registers(d, im)) || (rc = read_maps(d)))
+		return rc;
+	/* descriptors and shared memory judged before anything is injected: a
+	 * refusal leaves the process as it was */
+	if ((rc = ckpt_files_dump(d->pid, o, &im->ft, &im->files, d->err, d->errlen)))
+		return rc;
+	for (size_t i = 0; i < d->nv; i++)
+		if ((rc = ckpt_files_area(im->files, &d->v[i].m)))
+			return rc;
+	if ((rc = query_by_injection(d, &im->meta, im->status)))
 		return rc;
 	if ((rc = read_mm(d, &im->mm)) < 0)
 		return ckpt_fail(d->err, d->errlen, rc, "pid %d: reading stat/auxv failed", d->pid);
 	/* the gadget write left a private copy of a text page: harmless, it is saved */
 	read_identity(d, im, o);
-	if ((rc = list_files(d, &im->ft)))
+	if ((rc = plan_areas(d, im, *pmfd)))
 		return rc;
-	return plan_areas(d, im, *pmfd);
+	ckpt_files_plan_data(im->files, &im->npsec);
+	return 0;
 }
 
 int ckpt_dump(pid_t pid, const char *path, const struct ckpt_dump_opts *o,
@@ -916,7 +886,7 @@ int ckpt_dump(pid_t pid, const char *path, const struct ckpt_dump_opts *o,
 
 	/* with a snapshot to read, the process goes on now */
 	bool snap = (d.flags & CKPT_DUMP_SNAPSHOT) && !(d.flags & CKPT_DUMP_KILL) &&
-		    snapshot(&d);
+		    !ckpt_files_need_stop(im.files) && snapshot(&d);
 	if (snap) {
 		let_go(&d, o);
 		t_free = ckpt_now();
@@ -941,7 +911,8 @@ int ckpt_dump(pid_t pid, const char *path, const struct ckpt_dump_opts *o,
 		goto out;
 	}
 	double t_planned = ckpt_now();
-	if ((rc = write_pages(&d, &im, out, tmp, &off, &pages)))
+	if ((rc = write_pages(&d, &im, out, tmp, &off, &pages)) ||
+	    (rc = ckpt_files_write_data(im.files, out, im.h.secs, &off, tmp)))
 		goto out;
 	double t_copied = ckpt_now();
 	snapshot_drop(&d);

@@ -1,14 +1,17 @@
-/* Pieces shared by dump.c and restore.c (not part of the library's API). */
+/* Pieces shared by dump.c, restore.c and files.c (not part of the library's API). */
 #ifndef STORM_CKPT_INTERNAL_H
 #define STORM_CKPT_INTERNAL_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/user.h>
 
 #include "ckpt.h"
+#include "ckpt.pb-c.h"
+#include "image.h"
 
 #define CKPT_PAGE 4096ul
 
@@ -56,5 +59,73 @@ int ckpt_file_range_hash(const char *path, uint64_t off, uint64_t len, uint64_t 
 uint64_t ckpt_inject_mask(void);
 
 double ckpt_now(void);
+
+/* A path of the image as this restore finds it (o->from_prefixes moved to
+ * o->to_prefix); malloc'd, NULL without memory. */
+char *ckpt_remap_path(const struct ckpt_restore_opts *o, const char *p);
+
+/* ---- descriptors (files.c) */
+
+/* What a dump keeps of the descriptors beside the file table. */
+struct ckpt_fdump;
+
+/* Judges every descriptor of the stopped process pid into ft, or refuses
+ * with one line naming the pid, the fd and its kind. Touches nothing in the
+ * process: called before anything is injected. *s: free with
+ * ckpt_files_dump_free (also on failure). */
+int ckpt_files_dump(pid_t pid, const struct ckpt_dump_opts *o, Storm__Ckpt__FileTable *ft,
+		    struct ckpt_fdump **s, char *err, size_t errlen);
+/* An area read from maps: a memfd one (CKPT_VMA_MEMFD, or EXTERNAL for the
+ * caller's) is tied to the memfd of the table it maps, which is added if
+ * no descriptor holds it. Returns 0 or a refusal. */
+int ckpt_files_area(struct ckpt_fdump *s, struct ckpt_map *m);
+/* Numbers the page sections of the memfds' contents after the areas'. */
+void ckpt_files_plan_data(struct ckpt_fdump *s, uint32_t *npsec);
+/* True if a memfd's content is to be read: the process must stay stopped
+ * until ckpt_files_write_data (no snapshot: a fork shares its memfds). */
+bool ckpt_files_need_stop(const struct ckpt_fdump *s);
+/* The memfds' page sections, at *off in out; secs: the header's table. */
+int ckpt_files_write_data(struct ckpt_fdump *s, int out, struct ckpt_sec *secs, uint64_t *off,
+			  const char *path);
+void ckpt_files_dump_free(struct ckpt_fdump *s, Storm__Ckpt__FileTable *ft);
+
+/* The highest descriptor of the table, at least 2. In the new process
+ * maxfd + 1 is the external fd, maxfd + 2 the error pipe and maxfd + 3 + k
+ * memfd k until the restorer closes them. */
+int ckpt_files_maxfd(const Storm__Ckpt__FileTable *ft);
+/* Before the fork: does the restorer supply the image's inherited fds? */
+int ckpt_files_restorable(const char *image, const Storm__Ckpt__FileTable *ft,
+			  const struct ckpt_restore_opts *o, char *err, size_t errlen);
+/* In the new process, after child_setup: every descriptor of the table at
+ * its number, nothing else but the above. *errw (the error pipe) moves.
+ * Returns 0, or -1 with a reason in why. */
+int ckpt_files_child(const Storm__Ckpt__FileTable *ft, const struct ckpt_restore_opts *o,
+		     int *errw, char *why, size_t wl);
+
+/* The restorer's side, once the new process is stopped under it. */
+struct ckpt_frestore {
+	struct ckpt_tracee *t;
+	const struct user_regs_struct *base;
+	const char *image;
+	int imgfd;
+	const struct ckpt_header *h;
+	const Storm__Ckpt__FileTable *ft;
+	const Storm__Ckpt__VmaTable *vt;
+	int maxfd;
+	int *memfd;         /* ours, per ft->memfds */
+	char *err;
+	size_t errlen;
+};
+/* The memfds' contents and the seals their mappings need first. */
+int ckpt_files_restore_start(struct ckpt_frestore *r);
+/* Areas ckpt_files_maps_area says are ours: memfd and shared anonymous. */
+bool ckpt_files_maps_area(const Storm__Ckpt__Vma *v);
+int ckpt_files_map_area(struct ckpt_frestore *r, size_t vi);
+/* Once their pages are written: shared areas' protections, the new
+ * process's memfd descriptors above the image's closed. */
+int ckpt_files_areas_done(struct ckpt_frestore *r);
+/* The seals that had to wait for the mappings. */
+int ckpt_files_restore_finish(struct ckpt_frestore *r);
+void ckpt_files_restore_end(struct ckpt_frestore *r);
 
 #endif

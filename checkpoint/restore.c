@@ -33,6 +33,7 @@
 #include <xxhash.h>
 
 #include "ckpt.pb-c.h"
+#include "fdinfo.h"
 #include "image.h"
 #include "internal.h"
 #include "threads.h"
@@ -103,7 +104,7 @@ static int check_tables(struct image *im, char *err, size_t errlen)
 		Storm__Ckpt__Vma *v = im->vt->vmas[i];
 		if (v->start < prev || v->end <= v->start || (v->start | v->end) & (CKPT_PAGE - 1) ||
 		    (v->end > USER_TOP && v->kind != CKPT_VMA_VSYSCALL) ||
-		    v->kind > CKPT_VMA_EXTERNAL || (v->kind == CKPT_VMA_EXTERNAL && v->n_runs))
+		    v->kind > CKPT_VMA_MEMFD || (v->kind == CKPT_VMA_EXTERNAL && v->n_runs))
 			return ckpt_fail(err, errlen, -EINVAL,
 					 "%s: section vmas: area %zu (%#llx-%#llx) is malformed",
 					 im->path, i, (unsigned long long)v->start,
@@ -136,10 +137,9 @@ bad_runs:
 				 "pages[%d]",
 				 im->path, i, v->pages_section);
 	}
-	for (size_t i = 0; i < im->ft->n_files; i++)
-		if (im->ft->files[i]->fd < 0 || im->ft->files[i]->fd > 65535)
-			return ckpt_fail(err, errlen, -EINVAL, "%s: section files: fd %d", im->path,
-					 im->ft->files[i]->fd);
+	char why[256];
+	if (ckpt_files_check(im->ft, im->vt, &im->h, why, sizeof(why)))
+		return ckpt_fail(err, errlen, -EINVAL, "%s: %s", im->path, why);
 	return 0;
 }
 
@@ -322,11 +322,7 @@ static uint64_t find_free(uint64_t len, const struct image *im, const struct ckp
  * right above it in the new process. */
 static int image_maxfd(const struct image *im)
 {
-	int maxfd = 2;
-	for (size_t i = 0; i < im->ft->n_files; i++)
-		if (im->ft->files[i]->fd > maxfd)
-			maxfd = im->ft->files[i]->fd;
-	return maxfd;
+	return ckpt_files_maxfd(im->ft);
 }
 
 struct child_ctx {
@@ -335,20 +331,6 @@ struct child_ctx {
 	uint64_t gadget;
 	int errw;
 };
-
-static char *remap_path(const struct ckpt_restore_opts *o, const char *p)
-{
-	char *r;
-	for (size_t i = 0; o->to_prefix && i < o->nfrom; i++) {
-		size_t fl = strlen(o->from_prefixes[i]);
-		if (fl && strncmp(p, o->from_prefixes[i], fl) == 0 && (p[fl] == '/' || !p[fl])) {
-			if (asprintf(&r, "%s%s", o->to_prefix, p + fl) < 0)
-				return NULL;
-			return r;
-		}
-	}
-	return strdup(p);
-}
 
 __attribute__((noreturn)) static void child_fail(int errw, const char *fmt, ...)
 {
@@ -387,53 +369,11 @@ __attribute__((noreturn)) static void child_main(struct child_ctx *c)
 				   strerror(errno));
 		prctl(PR_SET_DUMPABLE, 1);
 	}
-	/* descriptors: keep the inherited non-files the image had, reopen files */
-	int maxfd = image_maxfd(im);
-	int errw = fcntl(c->errw, F_DUPFD_CLOEXEC, maxfd + 2);
-	if (errw < 0)
-		child_fail(c->errw, "dup: %s", strerror(errno));
-	close(c->errw);
-	/* the caller's fd for external areas, at maxfd + 1 (the parent maps
-	 * from there, then closes it) */
-	if (o->external && o->external_fd >= 0 && o->external_fd != maxfd + 1 &&
-	    dup3(o->external_fd, maxfd + 1, O_CLOEXEC) < 0)
-		child_fail(errw, "dup3 of the external fd: %s", strerror(errno));
-	for (int fd = 0; fd <= maxfd; fd++) {
-		int keep = 0;
-		for (size_t i = 0; i < ft->n_files; i++)
-			keep |= ft->files[i]->fd == fd && ft->files[i]->kind == 1;
-		if (!keep)
-			close(fd);
-	}
-	syscall(SYS_close_range, maxfd + 2, errw - 1, 0);
-	syscall(SYS_close_range, errw + 1, ~0u, 0);
-	if (!o->external || o->external_fd < 0)
-		close(maxfd + 1);
-	for (size_t i = 0; i < ft->n_files; i++) {
-		Storm__Ckpt__File *f = ft->files[i];
-		if (f->kind != 0)
-			continue;
-		char *path = remap_path(o, f->path);
-		int fl = f->flags & ~(O_CREAT | O_TRUNC | O_EXCL | O_NOCTTY);
-		int tmp = open(path ? path : f->path, fl);
-		if (tmp < 0)
-			child_fail(errw, "%s: section files: fd %d: %s: %s", im->path, f->fd,
-				   path ? path : f->path, strerror(errno));
-		struct stat sb;
-		if ((fl & O_ACCMODE) != O_RDONLY && fstat(tmp, &sb) == 0 &&
-		    (uint64_t)sb.st_size > f->size && ftruncate(tmp, f->size) < 0)
-			child_fail(errw, "%s: cannot cut back to %llu bytes: %s", path,
-				   (unsigned long long)f->size, strerror(errno));
-		if (tmp != f->fd) {
-			if (dup3(tmp, f->fd, f->flags & O_CLOEXEC) < 0)
-				child_fail(errw, "dup3 to fd %d: %s", f->fd, strerror(errno));
-			close(tmp);
-		}
-		if (lseek(f->fd, f->pos, SEEK_SET) < 0 && errno != ESPIPE)
-			child_fail(errw, "%s: seek to %llu: %s", path, (unsigned long long)f->pos,
-				   strerror(errno));
-		free(path);
-	}
+	/* descriptors: the image's at their numbers (files.c) */
+	int errw = c->errw;
+	char why[512];
+	if (ckpt_files_child(ft, o, &errw, why, sizeof(why)))
+		child_fail(errw, "%s: %s", im->path, why);
 	if (chdir(im->meta->cwd) < 0)
 		child_fail(errw, "%s: cwd %s: %s", im->path, im->meta->cwd, strerror(errno));
 	umask(im->meta->umask);
@@ -472,6 +412,7 @@ struct drive {
 	struct ckpt_threads *th;         /* every thread, once made */
 	struct user_regs_struct base;
 	const struct image *im;
+	struct ckpt_frestore *fr;  /* its descriptors' side (files.c) */
 	char *err;
 	size_t errlen;
 };
@@ -608,7 +549,7 @@ static int map_area(struct drive *d, Storm__Ckpt__Vma *v, const struct ckpt_rest
 	long flags = MAP_FIXED | (v->shared ? MAP_SHARED : MAP_PRIVATE), fd = -1, r;
 	int rc;
 	if (v->kind == CKPT_VMA_FILE) {
-		char *path = remap_path(o, v->path);
+		char *path = ckpt_remap_path(o, v->path);
 		size_t l = strlen(path) + 1;
 		if (l > CKPT_PAGE)
 			l = CKPT_PAGE;
@@ -646,6 +587,8 @@ static int restore_areas(struct drive *d, const struct ckpt_restore_opts *o, uin
 		Storm__Ckpt__Vma *v = im->vt->vmas[i];
 		if (v->kind == CKPT_VMA_EXTERNAL)
 			rc = map_external(d, v, o);
+		else if (ckpt_files_maps_area(v))
+			rc = ckpt_files_map_area(d->fr, i);
 		else if (v->kind < CKPT_VMA_VDSO)
 			rc = map_area(d, v, o, scratch);
 	}
@@ -661,7 +604,7 @@ static int restore_areas(struct drive *d, const struct ckpt_restore_opts *o, uin
 		if (im->psec[i])
 			rc = restore_pages(d, i, buf, BUF, pages);
 	free(buf);
-	return rc;
+	return rc ? rc : ckpt_files_areas_done(d->fr);
 }
 
 /* brk, argument and environment bounds, auxv and exe by PR_SET_MM_MAP. */
@@ -686,7 +629,7 @@ static int restore_mm_fields(struct drive *d, const struct ckpt_restore_opts *o,
 	}
 	long exefd = -1, r;
 	if (m->exe[0]) {
-		char *path = remap_path(o, m->exe);
+		char *path = ckpt_remap_path(o, m->exe);
 		if (strlen(path) < 1000 && ckpt_mem_write(&d->t, scratch + 3072, path, strlen(path) + 1) == 0 &&
 		    ckpt_inject(&d->t, &d->base, SYS_open, &exefd, 0, 2, (long)(scratch + 3072),
 				(long)O_RDONLY) == 0 && exefd >= 0)
@@ -800,7 +743,7 @@ static int check_restorable(const struct image *imp, const struct ckpt_restore_o
 		Storm__Ckpt__Vma *v = imp->vt->vmas[i];
 		if (v->kind != CKPT_VMA_FILE)
 			continue;
-		char *fp = remap_path(o, v->path);
+		char *fp = ckpt_remap_path(o, v->path);
 		uint64_t size, hash;
 		rc = ckpt_file_range_hash(fp, v->offset, v->end - v->start, &size, &hash);
 		if (rc || size != v->file_size || hash != v->file_hash) {
@@ -822,6 +765,7 @@ int ckpt_restore(const char *path, const struct ckpt_restore_opts *opts, pid_t *
 	const struct ckpt_restore_opts *o = opts ? opts : &none;
 	struct image im;
 	struct ckpt_map *mine = NULL;
+	struct ckpt_frestore fr = { 0 };
 	size_t nmine = 0;
 	int rc, pfd[2] = { -1, -1 };
 	pid_t pid = -1;
@@ -836,7 +780,8 @@ int ckpt_restore(const char *path, const struct ckpt_restore_opts *opts, pid_t *
 		rc = ckpt_fail(err, errlen, -errno, "cannot read /proc/self/maps");
 		goto out;
 	}
-	if ((rc = check_restorable(&im, o, mine, nmine, &isp, &msp, err, errlen)))
+	if ((rc = check_restorable(&im, o, mine, nmine, &isp, &msp, err, errlen)) ||
+	    (rc = ckpt_files_restorable(path, im.ft, o, err, errlen)))
 		goto out;
 	uint64_t gadget = find_free(2 * CKPT_PAGE, &im, mine, nmine, 0, 0);
 	uint64_t tmp = find_free(msp.hi - msp.lo, &im, mine, nmine, gadget, 2 * CKPT_PAGE);
@@ -870,8 +815,12 @@ int ckpt_restore(const char *path, const struct ckpt_restore_opts *opts, pid_t *
 		pid = -1;
 		goto out;
 	}
-	struct drive d = { .t = { .pid = pid, .gadget = gadget }, .th = &th, .im = &im, .err = err,
+	struct drive d = { .t = { .pid = pid, .gadget = gadget }, .th = &th, .im = &im, .fr = &fr,
+			   .err = err,
 			   .errlen = errlen };
+	fr = (struct ckpt_frestore){ .t = &d.t, .base = &d.base, .image = path, .imgfd = im.fd,
+				     .h = &im.h, .ft = im.ft, .vt = im.vt,
+				     .maxfd = image_maxfd(&im), .err = err, .errlen = errlen };
 	char mp[64];
 	snprintf(mp, sizeof(mp), "/proc/%d/mem", pid);
 	d.t.memfd = open(mp, O_RDWR | O_CLOEXEC);
@@ -879,7 +828,8 @@ int ckpt_restore(const char *path, const struct ckpt_restore_opts *opts, pid_t *
 		rc = ckpt_fail(err, errlen, -errno, "%s: %s", mp, strerror(errno));
 		goto out;
 	}
-	rc = drive(&d, gadget, tmp, &isp, o, &pages);
+	if (!(rc = ckpt_files_restore_start(&fr)) && !(rc = drive(&d, gadget, tmp, &isp, o, &pages)))
+		rc = ckpt_files_restore_finish(&fr);
 	close(d.t.memfd);
 	if (rc)
 		goto out;
@@ -899,6 +849,7 @@ int ckpt_restore(const char *path, const struct ckpt_restore_opts *opts, pid_t *
 		st->seconds = ckpt_now() - t0;
 	}
 out:
+	ckpt_files_restore_end(&fr);
 	if (rc && pid > 0) {
 		kill(pid, SIGKILL);
 		ckpt_threads_reap(&th); /* the main thread's end waits for theirs */

@@ -73,6 +73,20 @@ char *ckpt_read_all(const char *path, size_t *len)
 	return buf;
 }
 
+char *ckpt_remap_path(const struct ckpt_restore_opts *o, const char *p)
+{
+	char *r;
+	for (size_t i = 0; o->to_prefix && i < o->nfrom; i++) {
+		size_t fl = strlen(o->from_prefixes[i]);
+		if (fl && strncmp(p, o->from_prefixes[i], fl) == 0 && (p[fl] == '/' || !p[fl])) {
+			if (asprintf(&r, "%s%s", o->to_prefix, p + fl) < 0)
+				return NULL;
+			return r;
+		}
+	}
+	return strdup(p);
+}
+
 int ckpt_file_range_hash(const char *path, uint64_t off, uint64_t len, uint64_t *size,
 			 uint64_t *hash)
 {
@@ -126,6 +140,7 @@ int ckpt_parse_maps_line(const char *line, struct ckpt_map *m)
 	m->prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
 		  (perms[2] == 'x' ? PROT_EXEC : 0);
 	m->shared = perms[3] == 's';
+	m->ino = ino;
 	const char *p = line + n;
 	size_t l = strcspn(p, "\n");
 	if (l >= sizeof(m->path))
@@ -154,7 +169,8 @@ int ckpt_parse_maps_line(const char *line, struct ckpt_map *m)
 		m->kind = CKPT_VMA_FILE;
 	else
 		m->kind = CKPT_VMA_ANON; /* "", [anon:...], shared /dev/zero */
-	if (m->kind != CKPT_VMA_FILE)
+	/* a shared anonymous area keeps its place in the object it maps */
+	if (m->kind != CKPT_VMA_FILE && !(m->kind == CKPT_VMA_ANON && m->shared))
 		m->offset = 0;
 	return 0;
 }

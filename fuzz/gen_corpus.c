@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ckpt.pb-c.h"
 #include "cluster.pb-c.h"
 #include "config.h"
 #include "control.pb-c.h"
@@ -441,6 +442,73 @@ static void texts(void)
 	put("cli_opts", "signals", sig, sizeof(sig) - 1);
 }
 
+/* ckpt_image seeds beside its images: a files section with every kind of
+ * descriptor, and the fdinfo texts the dump parses */
+static void ckpt_files(void)
+{
+	Storm__Ckpt__File f[8];
+	Storm__Ckpt__File *fp[8];
+	static const unsigned kinds[8] = { 5, 1, 6, 6, 8, 9, 10, 11 };
+	for (int i = 0; i < 8; i++) {
+		storm__ckpt__file__init(&f[i]);
+		f[i].fd = i;
+		f[i].kind = kinds[i];
+		f[i].path = (char *)(i ? "pipe:[77]" : "/dev/null");
+		fp[i] = &f[i];
+	}
+	f[0].rdev = 0x103;
+	f[2].object = f[3].object = 77;
+	f[3].flags = 1;
+	f[4].count = 5;
+	f[4].semaphore = 1;
+	f[5].clockid = 1;
+	f[5].value_ns = 4000000;
+	f[5].interval_ns = 4000000;
+	f[6].sigmask = 1 << 9;
+	Storm__Ckpt__EpollItem it[2], *itp[2];
+	for (int i = 0; i < 2; i++) {
+		storm__ckpt__epoll_item__init(&it[i]);
+		it[i].tfd = 4 + i;
+		it[i].events = 1;
+		it[i].data = (uint64_t)i;
+		itp[i] = &it[i];
+	}
+	f[7].items = itp;
+	f[7].n_items = 2;
+	Storm__Ckpt__Pipe p = STORM__CKPT__PIPE__INIT, *pp = &p;
+	p.id = 77;
+	p.size = 65536;
+	p.data.data = (uint8_t *)"rec 0000000001\n";
+	p.data.len = 15;
+	Storm__Ckpt__Memfd m = STORM__CKPT__MEMFD__INIT, *mp = &m;
+	m.id = 99;
+	m.name = (char *)"seed";
+	m.size = 4096;
+	m.pages_section = -1;
+	Storm__Ckpt__FileTable ft = STORM__CKPT__FILE_TABLE__INIT;
+	ft.files = fp;
+	ft.n_files = 8;
+	ft.pipes = &pp;
+	ft.n_pipes = 1;
+	ft.memfds = &mp;
+	ft.n_memfds = 1;
+	uint8_t buf[1024];
+	put("ckpt_image", "files", buf, storm__ckpt__file_table__pack(&ft, buf));
+	put_str("ckpt_image", "fdinfo-epoll",
+		"pos:\t0\nflags:\t02\nmnt_id:\t17\nino:\t1038\n"
+		"tfd:        5 events: 80000019 data:             1234  pos:0 ino:40e sdev:10\n"
+		"tfd:        6 events:       19 data:               4d  pos:0 ino:40e sdev:10\n");
+	put_str("ckpt_image", "fdinfo-timerfd",
+		"pos:\t0\nflags:\t04002\nmnt_id:\t17\nino:\t1038\nclockid: 1\nticks: 0\n"
+		"settime flags: 00\nit_value: (3, 468498681)\nit_interval: (1, 0)\n");
+	put_str("ckpt_image", "fdinfo-eventfd",
+		"pos:\t0\nflags:\t02000002\nmnt_id:\t17\nino:\t1038\n"
+		"eventfd-count:                5\neventfd-id: 1\neventfd-semaphore: 1\n"
+		"lock:\t1: POSIX  ADVISORY  WRITE 1234 00:05:123 0 EOF\n");
+	put_str("ckpt_image", "fdinfo-signalfd",
+		"pos:\t0\nflags:\t04002\nmnt_id:\t17\nino:\t1038\nsigmask:\t0000000000004200\n");
+}
+
 /* mm_state seeds: a session of events (fuzz/mm_state.c) */
 static uint8_t sess[65536];
 static size_t slen_;
@@ -600,6 +668,7 @@ int main(int argc, char **argv)
 	strobes_chunks();
 	wires();
 	texts();
+	ckpt_files();
 	sessions();
 	return 0;
 }

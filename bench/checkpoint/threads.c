@@ -5,7 +5,7 @@
  * a stop costs the program nothing but the time it was stopped). Once
  * every thread has done its first step the main thread prints "step 1 ";
  * then "step N " every 100th of its steps. Runs until killed.
- *   ckpt_threads THREADS HEAP_MIB [STEP_MS] */
+ *   ckpt_bench_threads THREADS HEAP_MIB [STEP_MS] */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -74,7 +74,7 @@ static void *run(void *arg)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: ckpt_threads THREADS HEAP_MIB [STEP_MS]\n");
+		fprintf(stderr, "usage: ckpt_bench_threads THREADS HEAP_MIB [STEP_MS]\n");
 		return 2;
 	}
 	int nt = atoi(argv[1]);
@@ -83,7 +83,7 @@ int main(int argc, char **argv)
 	uint64_t *heap = malloc(words * sizeof(*heap));
 	struct slice *sl = calloc((size_t)(nt > 0 ? nt : 1), sizeof(*sl));
 	if (nt < 1 || !heap || !sl) {
-		fprintf(stderr, "ckpt_threads: bad arguments or out of memory\n");
+		fprintf(stderr, "ckpt_bench_threads: bad arguments or out of memory\n");
 		return 1;
 	}
 	/* whole pages each */
@@ -96,7 +96,7 @@ int main(int argc, char **argv)
 	for (int t = 1; t < nt; t++) {
 		pthread_t th;
 		if (pthread_create(&th, NULL, run, &sl[t])) {
-			perror("ckpt_threads: pthread_create");
+			perror("ckpt_bench_threads: pthread_create");
 			return 1;
 		}
 	}

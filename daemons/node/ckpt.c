@@ -168,6 +168,7 @@ struct rank_dump {
 	char err[1024];
 	void *app;      /* its BCS-MPI state (nd_bcs_rank_state) */
 	size_t app_len;
+	int bcs_fd;     /* the job's BCS-MPI channel, the rank's fd 3; -1: none */
 };
 
 static void rank_captured(void *arg)
@@ -184,9 +185,13 @@ static void *rank_dump(void *arg)
 	 * fsync'd by its own thread */
 	/* its BCS-MPI channel stays ours: the image keeps the rank's state in
 	 * it (sealed by the drain), not the mapping's bytes */
+	/* fd 3, the channel, is ours and given again at restore (any other
+	 * descriptor there, e.g. a PMI socket, is judged as the rank's own) */
+	struct ckpt_caller_fd chan = { 3, r->bcs_fd };
 	struct ckpt_dump_opts o = {
 		.flags = CKPT_DUMP_EXTERNAL_MEMFD | CKPT_DUMP_SNAPSHOT | CKPT_DUMP_WRITEBACK |
 			 CKPT_DUMP_FSYNC,
+		.caller_fds = &chan, .ncaller_fds = r->bcs_fd >= 0,
 		.app = r->app, .app_len = r->app_len,
 		.captured = rank_captured, .arg = r,
 	};
@@ -229,6 +234,7 @@ static _Noreturn void dump_child(struct nd *nd, struct nd_job *job, const char *
 		r->pid = job->ranks[i].pid;
 		r->rank = job->ranks[i].rank;
 		r->sig = sig[1];
+		r->bcs_fd = nd_bcs_fd(nd, job);
 		snprintf(r->path, sizeof(r->path), "%s/rank%u.img", dir, r->rank);
 		if (nd_bcs_rank_state(nd, job, i, &r->app, &r->app_len) < 0) {
 			dprintf(w, "E %d rank %u: out of memory\n", -ENOMEM, r->rank);
@@ -587,8 +593,7 @@ static int restore_setup(void *p)
 	struct setup_arg *a = p;
 	setpgid(0, a->pgid);
 	int null = open("/dev/null", O_RDONLY);
-	if (null < 0 || dup2(null, 0) < 0 || dup2(a->out_w, 1) < 0 || dup2(a->err_w, 2) < 0 ||
-	    (a->bcs_fd >= 0 && a->bcs_fd != 3 && dup2(a->bcs_fd, 3) < 0))
+	if (null < 0 || dup2(null, 0) < 0 || dup2(a->out_w, 1) < 0 || dup2(a->err_w, 2) < 0)
 		return -1;
 	return 0;
 }
@@ -620,12 +625,14 @@ static _Noreturn void restore_child(struct nd *nd, const Storm__Cl__Launch *L,
 		}
 	}
 	struct setup_arg a = { .pgid = 0, .nd = nd, .job = job, .bcs_fd = nd_bcs_fd(nd, job) };
+	struct ckpt_caller_fd chan = { 3, a.bcs_fd };
 	struct ckpt_restore_opts o = {
 		.stopped = 1, .uid = L->spec->uid, .gid = L->spec->gid, .drop_creds = nd->root,
 		.child_setup = restore_setup, .child_arg = &a,
 		.from_prefixes = (const char *const *)L->old_dirs, .nfrom = L->n_old_dirs,
 		.to_prefix = job->dir,
 		.external = restore_channel, .external_arg = &a, .external_fd = a.bcs_fd,
+		.caller_fds = &chan, .ncaller_fds = a.bcs_fd >= 0,
 	};
 	for (uint32_t i = 0; i < job->nranks; i++) {
 		a.lr = i;

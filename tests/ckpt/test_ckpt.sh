@@ -21,6 +21,12 @@ cleanup() {
 	rm -rf "$T"
 }
 trap cleanup EXIT
+# descriptors this shell got from whatever started it would reach the
+# programs, and one of another process's pipe is (rightly) refused
+for fd in /proc/$$/fd/*; do
+	fd=${fd##*/}
+	[ "$fd" -gt 2 ] && [ "$fd" != 255 ] && eval "exec $fd>&-"
+done
 
 STEPS=150 HEAP=64
 cd "$T" || exit 1
@@ -109,6 +115,66 @@ else
 	bad "a snapshot saves the same pages as the stopped process"
 	diff <(pages still1) <(pages still2) | head -5
 fi
+
+# 5. descriptors: a pipe with both ends and bytes in it, an eventfd, a
+# timerfd, a signalfd, nested epolls over them, memfds, shared anonymous
+# memory mapped twice, a FIFO, a directory, devices; restored working
+FDS=$B/fds_prog
+touch fds.marker
+"$FDS" objects 400 >fref.out 2>&1 || bad "descriptor program: reference run"
+"$FDS" objects 400 >frun.out 2>&1 &
+P=$!
+started+=("$P")
+wait_log frun.out "step 60 " 30 || bad "descriptor program reached step 60"
+expect "dump a process holding pipes, epolls, memfds... (left running)" 0 "$CK" dump "$P" fimg1
+wait_log frun.out "step 120 " 30 || bad "it kept running after the dump"
+expect "a memfd's content keeps it stopped: no snapshot" 0 "$CK" dump "$P" fimg1s --snapshot
+grep -q "memory read from a snapshot" "$T/err" && bad "no snapshot with a memfd" ||
+	ok "no snapshot with a memfd"
+wait_log frun.out "step 180 " 30 || bad "it kept running after the second dump"
+expect "dump and kill it" 0 "$CK" dump "$P" fimg2 --kill
+wait "$P" 2>/dev/null
+expect "restore it to the end" 0 "$CK" restore fimg2
+if cmp -s frun.out fref.out; then
+	ok "its output is byte-identical: every object works after the restore"
+else
+	bad "its output is byte-identical: every object works after the restore"
+	diff fref.out frun.out | head -5
+fi
+expect "restore the image taken while it ran on" 0 "$CK" restore fimg1
+cmp -s frun.out fref.out && ok "from that image too" || bad "from that image too"
+
+# refused: the dump fails naming the pid, the fd and what it is, and the
+# process runs on untouched
+refused() { # NAME ARGS... ; then the text the error must hold
+	local name=$1 want=$2
+	shift 2
+	"$FDS" "$@" >s.out 2>&1 &
+	P=$!
+	started+=("$P")
+	wait_log s.out "tick 3" 30 || bad "$name: program started"
+	expect "$name: the dump fails" 1 "$CK" dump "$P" simg
+	has "$name: the error names pid, fd and kind" err "pid $P: $want"
+	[ "$(wc -l <"$T/err")" = 1 ] && ok "$name: one line" || bad "$name: one line"
+	[ ! -e simg ] && [ ! -e simg.tmp ] && ok "$name: no image left" || bad "$name: no image left"
+	local n
+	n=$(tail -n1 s.out | sed 's/tick //')
+	if wait_log s.out "tick $((n + 3))" 10 && ! grep -q '^State:.*[tT] (' /proc/$P/status; then
+		ok "$name: it runs on"
+	else
+		bad "$name: it runs on"
+	fi
+	kill -9 "$P"
+	wait "$P" 2>/dev/null
+}
+refused "TCP socket" "fd 3 is a TCP socket (127.0.0.1:" tcp
+has "TCP socket: the reason" err "-> 127.0.0.1:"
+has "TCP socket: why" err "sockets cannot be checkpointed"
+refused "Unix socket" "fd 3 is a Unix datagram socket (bound to fds.sock): sockets cannot be checkpointed" unix
+refused "SysV shared memory" "area 0x" sysv
+has "SysV shared memory: why" err "is SysV shared memory (key 0x00000000): SysV shared memory cannot be checkpointed"
+refused "a pipe another process holds" "fd 5 is a pipe (pipe:[" tick 5> >(cat >/dev/null)
+has "the pipe's other holder is named" err "also held by pid"
 
 # 4. damaged images: a clear one-line error naming the file and the section
 size=$(stat -c %s img3)

@@ -14,6 +14,7 @@ int main(void)
 	add_cli_suite();
 	add_matrix_suite();
 	add_ckpt_image_suite();
+	add_ckpt_files_suite();
 	add_bcs_suite();
 	add_db_suite();
 	add_auth_suite();

@@ -7,6 +7,7 @@ void add_config_suite(void);
 void add_cli_suite(void);
 void add_matrix_suite(void);
 void add_ckpt_image_suite(void);
+void add_ckpt_files_suite(void);
 void add_bcs_suite(void);
 void add_db_suite(void);
 void add_auth_suite(void);

@@ -176,6 +176,14 @@ static void test_maps_line(void)
 					     "/dev/zero (deleted)", &m), 0);
 	CU_ASSERT_EQUAL(m.kind, CKPT_VMA_ANON);
 	CU_ASSERT(m.shared && m.deleted);
+	/* a piece of a shared anonymous object: its place in it and its inode */
+	CU_ASSERT_EQUAL(ckpt_parse_maps_line("7f0000000000-7f0000001000 r--s 00002000 00:01 26 "
+					     "/dev/zero (deleted)", &m), 0);
+	CU_ASSERT_EQUAL(m.offset, 0x2000);
+	CU_ASSERT_EQUAL(m.ino, 26);
+	CU_ASSERT_EQUAL(ckpt_parse_maps_line("7f0000000000-7f0000001000 rw-p 7f0000000 00:00 0 ",
+					     &m), 0);
+	CU_ASSERT_EQUAL(m.offset, 0); /* a private one's is only its address */
 	CU_ASSERT_EQUAL(ckpt_parse_maps_line("7ffec0efc000-7ffec0f1d000 rw-p 00000000 00:00 0 "
 					     "[stack]", &m), 0);
 	CU_ASSERT_EQUAL(m.kind, CKPT_VMA_STACK);
