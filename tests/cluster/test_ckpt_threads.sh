@@ -144,11 +144,12 @@ expect "storm restart ${CKS[2]} (other nodes)" 0 storm restart "${CKS[2]}"
 same "  result identical" mref.txt mpi.txt
 storm cancel --signal KILL "$(cat blocker.id)" >/dev/null
 
-# ---- (c) a rank holding a TCP socket (a connection to itself)
+# ---- (c) a rank holding TCP sockets (a connection to itself; the checkpoint
+# names the first, the listening one)
 SOCK='import socket, sys, time
 l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen()
 c = socket.create_connection(l.getsockname()); a, _ = l.accept()
-print("socket up on fd", c.fileno(), flush=True)
+print("socket up on fd", l.fileno(), flush=True)
 for i in range(int(sys.argv[1])):
     print("tick", i, flush=True); time.sleep(0.05)'
 storm run python3 -c "$SOCK" 600 >sock.out 2>sock.err &
