@@ -34,6 +34,7 @@
 #   BENCH_CKPT_REPS=3             rounds of the sizes and threads (report.py takes medians)
 #   BENCH_CKPT_THREADS="1 4 8"    threads of the one-rank runs ("" for none)
 #   BENCH_CKPT_THREAD_MIB=256     their rank's memory
+#   BENCH_CKPT_THREAD_STEP_MS=10  how often its threads write every page of it
 # Results: bench/results/ckpt-<date>/results.jsonl (+ log.txt), symlink
 # bench/results/ckpt-latest. The cluster lives in /tmp/ckptbench-storm.
 set -u
@@ -58,6 +59,7 @@ PACE=${BENCH_CKPT_PACE:-sleep}
 REPS=${BENCH_CKPT_REPS:-3}
 THREADS=${BENCH_CKPT_THREADS-1 4 8}
 THREAD_MIB=${BENCH_CKPT_THREAD_MIB:-256}
+THREAD_STEP=${BENCH_CKPT_THREAD_STEP_MS:-10}
 TPROG=$TOP/build/bin/ckpt_bench_threads
 NODES=8
 STORM=$TOP/build/bin/storm
@@ -232,23 +234,23 @@ done
 # ---- 3. threads: one rank of THREAD_MIB on one node, 1, 4 and 8 threads
 for th in $(for ((r = 0; r < REPS; r++)); do echo $THREADS; done); do
 	: >job.out
-	"$STORM" submit -N 1 -n 1 -o "$WORK/job.out" --parsable "$TPROG" "$th" "$THREAD_MIB" 10 \
-		>job.id 2>>"$LOG"
+	"$STORM" submit -N 1 -n 1 -o "$WORK/job.out" --parsable "$TPROG" "$th" "$THREAD_MIB" \
+		"$THREAD_STEP" >job.id 2>>"$LOG"
 	J=$(cat job.id)
 	if ! wait_steps job.out 1; then
 		log "threads $th: job $J did not start"
 		continue
 	fi
 	ckpt_restart "$J" 1 || { log "threads $th: checkpoint failed"; continue; }
-	python3 - "$th" "$THREAD_MIB" "$t0" "$t1" "$tr0" "$tr1" >>"$OUT" <<'PY'
+	python3 - "$th" "$THREAD_MIB" "$t0" "$t1" "$tr0" "$tr1" "$THREAD_STEP" >>"$OUT" <<'PY'
 import json, sys
-th, mib, t0, t1, tr0, tr1 = sys.argv[1:]
+th, mib, t0, t1, tr0, tr1, step = sys.argv[1:]
 ck = json.load(open("ck.json"))
 try:
     phases = json.load(open("phases.json"))
 except ValueError:
     phases = None
-print(json.dumps({"kind": "threads", "threads": int(th), "total_mib": int(mib),
+print(json.dumps({"kind": "threads", "threads": int(th), "total_mib": int(mib), "step_ms": int(step),
                   "bytes": ck["bytes"], "ckpt_s": ck["seconds"], "frozen_s": ck.get("frozen"),
                   "ckpt_cli_s": float(t1) - float(t0),
                   "restart_s": (float(tr1) - float(tr0)) if tr1 else None, "phases": phases}))
@@ -262,7 +264,7 @@ if [ -n "$THREADS" ] && command -v criu >/dev/null; then
 	CRIU_CHECK=$(criu check 2>&1 | grep -m1 "Error")
 	for th in $THREADS; do
 		: >criu.out
-		"$TPROG" "$th" "$THREAD_MIB" 10 >criu.out 2>&1 </dev/null &
+		"$TPROG" "$th" "$THREAD_MIB" "$THREAD_STEP" >criu.out 2>&1 </dev/null &
 		P=$!
 		wait_steps criu.out 1
 		rm -rf criu.d && mkdir criu.d
