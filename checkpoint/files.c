@@ -409,9 +409,16 @@ static int judge(struct ckpt_fdump *s, struct ent *e, const struct ckpt_dump_opt
 				f->kind = CKPT_FILE_INHERITED;
 				return 0;
 			}
-			snprintf(what, sizeof(what), "a pipe (%s, %s end) also held by pid %d, which is not "
+			/* its child's, say so: one image of the tree could pair them */
+			char st[64], *sb = NULL;
+			snprintf(st, sizeof(st), "/proc/%d/status", (int)holder);
+			sb = ckpt_read_all(st, NULL);
+			const char *pp = sb ? strstr(sb, "\nPPid:\t") : NULL;
+			bool child = pp && atoi(pp + 7) == s->pid;
+			free(sb);
+			snprintf(what, sizeof(what), "a pipe (%s, %s end) also held by pid %d%s, which is not "
 				 "part of the image", t, (e->fi.flags & O_ACCMODE) == O_RDONLY ? "read" : "write",
-				 (int)holder);
+				 (int)holder, child ? ", its child" : "");
 			return refuse(s, e, what, "a pipe is restored only when the image holds all of it");
 		}
 		f->kind = fifo ? CKPT_FILE_FIFO : CKPT_FILE_PIPE;

@@ -8,8 +8,9 @@
 # and the loss of that node's images (its ranks come back from the copies,
 # moved node to node); after kill -9 of the MM, its successor restarts the
 # checkpoints recorded in the database; a multi-threaded job restarts;
-# damaged images, incomplete checkpoints and other users are refused with a
-# clear error. Every daemon goes down on exit.
+# damaged images, incomplete checkpoints, a rank holding a socket
+# (tests/ckpt/fds_prog) and other users are refused with a clear error.
+# Every daemon goes down on exit.
 # Usage: test_ckpt.sh BUILD_BIN_DIR   (make clustertest)
 set -u
 BIN=$(cd "${1:-build/bin}" && pwd)
@@ -189,6 +190,18 @@ INC=$(storm checkpoints --json | python3 -c 'import json,sys; print(max(k["id"] 
 expect "an incomplete checkpoint never restarts" 1 storm restart "$INC"
 has "  says so" err "is incomplete"
 storm cancel --signal KILL "$DM" >/dev/null
+# a rank holding a socket: refused naming it, and the job runs on
+storm run "$BIN/fds_prog" tcp >sock.out 2>&1 &
+bg+=($!)
+wait_log sock.out "tick 3" 30
+SK=$(storm jobs --json | python3 -c 'import json,sys; print(max(j["job"] for j in json.load(sys.stdin)["jobs"]))')
+expect "checkpoint of a job whose rank holds a TCP socket fails" 1 storm checkpoint "$SK"
+has "  names the rank, the fd and what it is" err "rank 0: pid "
+has "  the socket" err "is a TCP socket (127.0.0.1:"
+has "  why" err "sockets cannot be checkpointed"
+n=$(tail -n1 sock.out | sed 's/tick //')
+wait_log sock.out "tick $((n + 3))" 30 && ok "  the job runs on" || bad "  the job runs on"
+storm cancel --signal KILL "$SK" >/dev/null
 if command -v setpriv >/dev/null; then
 	expect "another user may not checkpoint root's job" 1 \
 		setpriv --reuid=65534 --regid=65534 --clear-groups storm checkpoint 1
