@@ -1,12 +1,13 @@
 /* ckpt_dump: write an image of a running or stopped process.
  *
  * Every thread of the process is seized and interrupted with ptrace
- * (threads.c). What /proc shows is read
- * from /proc (maps, pagemap, fdinfo, status, auxv, environ); the rest (signal
- * handlers, brk, interval timers) is asked of the process itself by injected
+ * (threads.c). What /proc shows is read from /proc (maps, pagemap, fdinfo,
+ * status, auxv, environ); the rest (signal handlers, brk, interval timers,
+ * each thread's clear_child_tid) is asked of the process itself by injected
  * system calls, run from a "syscall; int3" gadget written over the first bytes
  * of its text (and put back). Memory is read through /proc/PID/mem; only pages
  * that differ from their file or from zero are saved (pagemap). */
+#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>

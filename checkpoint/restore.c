@@ -10,7 +10,6 @@
  * prctl(PR_SET_MM_MAP) for brk and friends, interval timers, then each
  * thread's own state and the other threads made again (threads.c); finally
  * the gadget goes, the registers and signal mask are set and it is let go. */
-#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/prctl.h>

@@ -197,9 +197,21 @@ static int wait_stop(struct ckpt_threads *ts, size_t i)
 		}
 		if (ev == PTRACE_EVENT_CLONE) {
 			unsigned long msg = 0;
+			char path[64];
 			if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg) == 0 && msg &&
-			    !thread_known(ts, (pid_t)msg) && !thread_add(ts, (pid_t)msg))
-				return -ENOMEM;
+			    !thread_known(ts, (pid_t)msg)) {
+				snprintf(path, sizeof(path), "/proc/%d/task/%lu", ts->v[0].tid, msg);
+				if (access(path, F_OK) < 0) {
+					/* a process of its own (clone without
+					 * CLONE_THREAD), auto-attached all the same:
+					 * not ours to hold */
+					int cs;
+					if (waitpid((pid_t)msg, &cs, __WALL) == (pid_t)msg && WIFSTOPPED(cs))
+						ptrace(PTRACE_DETACH, (pid_t)msg, 0, 0);
+				} else if (!thread_add(ts, (pid_t)msg)) {
+					return -ENOMEM;
+				}
+			}
 		} else if (ev == 0 && !ts->v[i].sig) {
 			ts->v[i].sig = WSTOPSIG(ws);
 			if (ptrace(PTRACE_GETSIGINFO, tid, 0, &ts->v[i].si) < 0)

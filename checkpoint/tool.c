@@ -1,6 +1,7 @@
 /* storm-ckpt: the checkpointer on its own, for tests and by hand.
  *   storm-ckpt dump PID IMAGE [--kill] [--fsync] [--snapshot]
- *   storm-ckpt restore IMAGE [--stopped]   (waits for it; exits with its status)
+ *   storm-ckpt restore IMAGE [--stopped] [--user UID:GID]
+ *                                          (waits for it; exits with its status)
  *   storm-ckpt verify IMAGE */
 #include <errno.h>
 #include <signal.h>
@@ -15,7 +16,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: storm-ckpt dump PID IMAGE [--kill] [--fsync] [--snapshot]\n"
-		   "       storm-ckpt restore IMAGE [--stopped]\n"
+		   "       storm-ckpt restore IMAGE [--stopped] [--user UID:GID]\n"
 		   "       storm-ckpt verify IMAGE\n"
 		   "Checkpoints a process (every thread) into IMAGE, or restores one as a child\n"
 		   "of this command (which waits for it and exits with its status).\n");
@@ -64,9 +65,18 @@ int main(int argc, char **argv)
 	if (argc >= 3 && !strcmp(argv[1], "restore")) {
 		struct ckpt_restore_opts o = { .external_fd = -1 };
 		for (int i = 3; i < argc; i++) {
-			if (!strcmp(argv[i], "--stopped"))
+			unsigned uid, gid;
+			char end;
+			if (!strcmp(argv[i], "--stopped")) {
 				o.stopped = 1;
-			else {
+			} else if (!strcmp(argv[i], "--user") && i + 1 < argc &&
+				   sscanf(argv[i + 1], "%u:%u%c", &uid, &gid, &end) == 2) {
+				/* as storm restores a job's ranks: files opened as that user */
+				o.uid = uid;
+				o.gid = gid;
+				o.drop_creds = 1;
+				i++;
+			} else {
 				fprintf(stderr, "storm-ckpt: unknown option '%s'\n", argv[i]);
 				return 2;
 			}
