@@ -201,6 +201,44 @@ static void *rank_dump(void *arg)
 	return NULL;
 }
 
+/* Waits until every thread of pid has taken the job's SIGSTOP (or exited).
+ * A rank's BCS-MPI area is read before its dump: a thread still running
+ * could post a descriptor after that read, which its image would lack. */
+static int wait_stopped(pid_t pid, uint64_t timeout_ns)
+{
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	for (uint64_t until = clock_mono_ns() + timeout_ns;;) {
+		DIR *d = opendir(dir);
+		if (!d)
+			return -errno;
+		bool all = true;
+		struct dirent *e;
+		while (all && (e = readdir(d))) {
+			if (e->d_name[0] == '.')
+				continue;
+			char path[128], st[512];
+			snprintf(path, sizeof(path), "%s/%.32s/stat", dir, e->d_name);
+			int fd = open(path, O_RDONLY | O_CLOEXEC);
+			ssize_t n = fd >= 0 ? read(fd, st, sizeof(st) - 1) : -1;
+			if (fd >= 0)
+				close(fd);
+			if (n <= 0)
+				continue; /* it exited meanwhile */
+			st[n] = 0;
+			/* "tid (comm) S ...": the comm may hold ") " itself */
+			const char *c = strrchr(st, ')');
+			all = c && c[1] && strchr("TtZX", c[2]);
+		}
+		closedir(d);
+		if (all)
+			return 0;
+		if (clock_mono_ns() > until)
+			return -ETIMEDOUT;
+		usleep(1000);
+	}
+}
+
 static _Noreturn void dump_child(struct nd *nd, struct nd_job *job, const char *dir,
 				 const char *files_dir, int w, uint64_t t_cmd)
 {
@@ -236,6 +274,11 @@ static _Noreturn void dump_child(struct nd *nd, struct nd_job *job, const char *
 		r->sig = sig[1];
 		r->bcs_fd = nd_bcs_fd(nd, job);
 		snprintf(r->path, sizeof(r->path), "%s/rank%u.img", dir, r->rank);
+		if (r->bcs_fd >= 0 && (rc = wait_stopped(r->pid, 5000000000ull)) < 0 && rc != -ENOENT) {
+			dprintf(w, "E %d rank %u: pid %d did not stop for the checkpoint: %s\n", rc,
+				r->rank, (int)r->pid, strerror(-rc));
+			_exit(1);
+		}
 		if (nd_bcs_rank_state(nd, job, i, &r->app, &r->app_len) < 0) {
 			dprintf(w, "E %d rank %u: out of memory\n", -ENOMEM, r->rank);
 			_exit(1);
