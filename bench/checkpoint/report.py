@@ -70,21 +70,20 @@ which here varies by more than they cost (identical runs differ by up to ~15%)."
 # What the threads table does not show by itself (measured 2026-11-26 on this
 # machine, see the text).
 THREAD_NOTES = """**Why the checkpoint time grows with threads here, and not the freeze.** The rank \
-is held as long with 8 threads as with one (*held* 0.018-0.020 s; frozen 1.10x and 1.11x \
-the single-threaded rank's): each thread's registers, FP state, mask and the like are a \
-few system calls more. What grows is the image's copy from the snapshot once the rank is \
-let go (phases.py *copy*, medians: 0.21 s with 1 thread, 0.32 s with 4, 0.41 s with 8). \
-These threads write every page of the heap within 10 ms, and each page's first write \
-after the snapshot takes a copy-on-write fault: one thread takes its 65536 faults one \
-after the other on one core, 4 or 8 take them on both of this machine's cores at once, \
-and the helper's writing thread waits for a CPU. The same run with the threads writing \
-each page once a second instead (`BENCH_CKPT_THREAD_STEP_MS=1000`, run \
-ckpt-20261126-033648, 5 rounds) checkpoints 4 and 8 threads in 1.12x and 1.03x the \
-single-threaded time (0.301 s, 0.279 s against 0.270 s; *copy* 0.23 s and 0.20 s against \
-0.21 s), restarts them in 0.98x and 1.04x, and freezes them 1.25x and 1.27x (0.061 s \
-against 0.048 s, held 0.025 s for all three). The rank's work is the same either way, \
-only done in parallel; on a node with cores to spare for the helper the copy does not \
-compete with it."""
+is held about as long with 8 threads as with one (*held* 0.016-0.017 s; frozen 1.06x and \
+1.17x the single-threaded rank's): each thread's registers, FP state, mask and the like \
+are a few system calls more. What grows is the image's copy from the snapshot once the \
+rank is let go (phases.py *copy*, medians: 0.18 s with 1 thread, 0.34 s with 4, 0.41 s \
+with 8). These threads write every page of the heap within 10 ms, and each page's first \
+write after the snapshot takes a copy-on-write fault: one thread takes its 65536 faults \
+one after the other on one core, 4 or 8 take them on both of this machine's cores at \
+once, and the helper's writing thread waits for a CPU. The same run with the threads \
+writing each page once a second instead (`BENCH_CKPT_THREAD_STEP_MS=1000`, run \
+ckpt-20261126-035323, 5 rounds) checkpoints 4 and 8 threads in 1.13x and 1.07x the \
+single-threaded time (0.245 s and 0.233 s against 0.217 s; *copy* 0.19 s and 0.18 s \
+against 0.16 s), freezes them 1.07x and 1.02x and restarts them in 0.95x and 0.97x. The \
+rank's work is the same either way, only done in parallel; on a node with cores to spare \
+for the helper the copy does not compete with it."""
 
 
 def mib(n):
