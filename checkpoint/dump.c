@@ -440,7 +440,7 @@ static bool snapshot(struct dump *d)
 		  ptrace(PTRACE_SETREGS, d->pid, 0, &r) == 0 && ptrace(PTRACE_CONT, d->pid, 0, 0) == 0;
 	while (ok) {
 		int st;
-		if (waitpid(d->pid, &st, __WALL) < 0 || !WIFSTOPPED(st)) {
+		if (ckpt_wait(t, &st) < 0 || !WIFSTOPPED(st)) {
 			ok = false;
 			break;
 		}
@@ -622,6 +622,7 @@ static int stop_process(struct dump *d, struct image *im)
 	d->attached = d->th.n > 0 && d->th.v[0].tid == pid;
 	if (d->attached)
 		d->t.pending_sig = d->th.v[0].sig;
+	d->t.others = d->th.n > 1;
 	return rc;
 }
 

@@ -21,7 +21,13 @@ struct ckpt_tracee {
 	int memfd;        /* /proc/PID/mem, read-write */
 	uint64_t gadget;
 	int pending_sig;  /* a signal that arrived while we drove it: delivered at detach */
+	int others;       /* it is a main thread, and we hold others of its threads */
 };
+
+/* waitpid(t->pid, st, __WALL). With t->others it polls, reaping meanwhile
+ * those threads that died: a process killed while we hold its threads
+ * reports its main thread's end only once theirs are reaped. */
+pid_t ckpt_wait(struct ckpt_tracee *t, int *st);
 
 /* Runs syscall nr with args in the tracee (which is in a ptrace stop) and
  * leaves it stopped at the int3 after it; *ret gets the raw return value.

@@ -186,7 +186,8 @@ static int wait_stop(struct ckpt_threads *ts, size_t i)
 	for (;;) {
 		pid_t tid = ts->v[i].tid;
 		int ws, pass = 0;
-		if (waitpid(tid, &ws, __WALL) < 0)
+		struct ckpt_tracee w = { .pid = tid, .others = i == 0 && ts->n > 1 };
+		if (ckpt_wait(&w, &ws) < 0)
 			return -errno;
 		if (WIFEXITED(ws) || WIFSIGNALED(ws))
 			return 1;
@@ -221,6 +222,35 @@ static int wait_stop(struct ckpt_threads *ts, size_t i)
 		}
 		if (ptrace(PTRACE_CONT, tid, 0, pass) < 0 || ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0)
 			return -errno;
+	}
+}
+
+/* Waits for every thread not stopped yet, the main one last: the end of a
+ * process that exits meanwhile is reported for its main thread only once
+ * the other threads' are reaped. An exited thread is dropped. Returns 0, 1
+ * if the main thread exited, or -errno with *bad the thread (with all, one
+ * that cannot be waited for is marked and the others still are). */
+static int wait_all(struct ckpt_threads *ts, int all, pid_t *bad)
+{
+	for (;;) {
+		size_t i = 0;
+		for (size_t k = ts->n; k-- > 1 && !i;)
+			if (!ts->v[k].stopped)
+				i = k;
+		if (!i && (!ts->n || ts->v[0].stopped))
+			return 0;
+		int r = wait_stop(ts, i);
+		if (r == 1 && i == 0)
+			return 1;
+		if (r == 1) {
+			thread_drop(ts, i);
+		} else if (r < 0) {
+			ts->v[i].stopped = -1;
+			if (!all) {
+				*bad = ts->v[i].tid;
+				return r;
+			}
+		}
 	}
 }
 
@@ -272,19 +302,13 @@ int ckpt_threads_stop(struct ckpt_threads *ts, pid_t pid, char *err, size_t errl
 			return rc;
 		if (round && !added)
 			return 0; /* all stopped, and none can make another */
-		for (size_t i = 0; i < ts->n; i++) {
-			if (ts->v[i].stopped)
-				continue;
-			int r = wait_stop(ts, i);
-			if (r == 1 && i == 0)
-				return ckpt_fail(err, errlen, -ESRCH, "pid %d: exited while being stopped",
-						 pid);
-			if (r == 1)
-				thread_drop(ts, i--);
-			else if (r < 0)
-				return ckpt_fail(err, errlen, r, "pid %d: thread %d: waiting for its stop: %s",
-						 pid, ts->v[i].tid, strerror(-r));
-		}
+		pid_t bad = 0;
+		int r = wait_all(ts, 0, &bad);
+		if (r == 1)
+			return ckpt_fail(err, errlen, -ESRCH, "pid %d: exited while being stopped", pid);
+		if (r < 0)
+			return ckpt_fail(err, errlen, r, "pid %d: thread %d: waiting for its stop: %s",
+					 pid, bad, strerror(-r));
 	}
 }
 
@@ -478,14 +502,13 @@ int ckpt_threads_query(struct ckpt_threads *ts, struct ckpt_tracee *main, uint64
 
 void ckpt_threads_detach(struct ckpt_threads *ts)
 {
-	for (size_t i = 0; i < ts->n; i++) {
-		/* seized but not stopped yet (a failed dump): it is interrupted,
-		 * and only a stopped tracee can be let go */
-		if (!ts->v[i].stopped && wait_stop(ts, i) != 0)
-			continue;
-		if (i)
+	/* seized but not stopped yet (a failed dump): it is interrupted, and
+	 * only a stopped tracee can be let go */
+	pid_t bad;
+	wait_all(ts, 1, &bad);
+	for (size_t i = 1; i < ts->n; i++)
+		if (ts->v[i].stopped == 1)
 			ptrace(PTRACE_DETACH, ts->v[i].tid, 0, ts->v[i].sig);
-	}
 }
 
 void ckpt_threads_reap(struct ckpt_threads *ts)
@@ -780,6 +803,7 @@ int ckpt_threads_restore(struct ckpt_threads *ts, struct ckpt_tracee *main,
 			break;
 		struct ckpt_thread *ct = &ts->v[ts->n++];
 		*ct = (struct ckpt_thread){ .tid = tid, .stopped = 1 };
+		main->others = 1;
 		struct ckpt_tracee t = { .pid = tid, .memfd = main->memfd, .gadget = main->gadget };
 		struct user_regs_struct tb;
 		if (ptrace(PTRACE_GETREGS, tid, 0, &tb) < 0)

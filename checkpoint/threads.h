@@ -15,7 +15,7 @@
 
 struct ckpt_thread {
 	pid_t tid;
-	int stopped;                  /* in a ptrace stop we waited for */
+	int stopped;                  /* in a ptrace stop we waited for; -1: it cannot be */
 	int sig;                      /* taken from it while we held it: handed back at the detach */
 	siginfo_t si;                 /* sig's, as it came (dump) */
 	struct user_regs_struct regs; /* at the stop (dump) */

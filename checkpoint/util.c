@@ -1,6 +1,8 @@
 /* ptrace syscall injection, /proc helpers and the maps parser. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,6 +224,48 @@ int ckpt_mem_write(struct ckpt_tracee *t, uint64_t addr, const void *buf, size_t
 	return 0;
 }
 
+/* The threads of process pid that died, reaped. Looked at first without
+ * taking anything: a tracee's stop is reported whatever the options, and
+ * one taken here would be missed by whoever waits for it. */
+static void reap_dead_threads(pid_t pid)
+{
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/proc/%d/task", pid);
+	DIR *dp = opendir(dir);
+	if (!dp)
+		return;
+	struct dirent *de;
+	while ((de = readdir(dp))) {
+		pid_t tid = (pid_t)atoi(de->d_name);
+		siginfo_t si = { 0 };
+		if (tid <= 0 || tid == pid ||
+		    waitid(P_PID, (id_t)tid, &si, WEXITED | WNOHANG | WNOWAIT | __WALL) < 0 ||
+		    si.si_pid != tid ||
+		    (si.si_code != CLD_EXITED && si.si_code != CLD_KILLED && si.si_code != CLD_DUMPED))
+			continue;
+		waitid(P_PID, (id_t)tid, &si, WEXITED | WNOHANG | __WALL);
+	}
+	closedir(dp);
+}
+
+pid_t ckpt_wait(struct ckpt_tracee *t, int *st)
+{
+	if (!t->others)
+		return waitpid(t->pid, st, __WALL);
+	for (unsigned n = 0;; n++) {
+		pid_t r = waitpid(t->pid, st, __WALL | WNOHANG);
+		if (r != 0)
+			return r;
+		/* an injected call takes microseconds: yield first, then sleep */
+		if (n < 64) {
+			sched_yield();
+			continue;
+		}
+		reap_dead_threads(t->pid);
+		nanosleep(&(struct timespec){ 0, n < 256 ? 50000 : 1000000 }, NULL);
+	}
+}
+
 int ckpt_inject(struct ckpt_tracee *t, const struct user_regs_struct *base, long nr, long *ret,
 		int expect_segv, int nargs, ...)
 {
@@ -247,7 +291,7 @@ int ckpt_inject(struct ckpt_tracee *t, const struct user_regs_struct *base, long
 		return -errno;
 	for (;;) {
 		int st;
-		if (waitpid(t->pid, &st, __WALL) < 0)
+		if (ckpt_wait(t, &st) < 0)
 			return -errno;
 		if (!WIFSTOPPED(st))
 			return -ESRCH;
