@@ -28,7 +28,8 @@ for fd in /proc/$$/fd/*; do
 	[ "$fd" -gt 2 ] && [ "$fd" != 255 ] && eval "exec $fd>&-"
 done
 
-STEPS=150 HEAP=64
+# room after "step 80" for the restored process to be dumped on a loaded machine
+STEPS=400 HEAP=64
 cd "$T" || exit 1
 "$PROG" $STEPS $HEAP ref.f >ref.out 2>ref.err || { echo "FAIL reference run"; exit 1; }
 
