@@ -2,7 +2,9 @@
 CC      ?= cc
 BUILD   := build
 GEN     := $(BUILD)/gen
-CFLAGS  := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -MMD -MP \
+# debug info names the sources relative to the tree (-fdebug-prefix-map): an
+# installed program names no build directory
+CFLAGS  := -std=c11 -D_GNU_SOURCE -O2 -g -fdebug-prefix-map=$(CURDIR)=. -Wall -Wextra -Werror -fPIC -MMD -MP \
            -I net_abstraction -I common -I scheduler -I checkpoint -I bcs_mpi/abi -I $(GEN)/proto
 LDLIBS  := -lfabric
 SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -231,6 +233,12 @@ install: all man $(INST_GEN)
 	c=$(DESTDIR)$(SYSCONFDIR)/storm/storm.conf; \
 	if [ -e $$c ] && ! cmp -s $(INST)/storm.conf $$c; then c=$$c.example; fi; \
 	$(INSTALL) -m 644 $(INST)/storm.conf $$c
+# make install staged and into a scratch prefix, then storm run from the
+# installed files alone with the tree hidden (tests/install/test_install.sh)
+.PHONY: installtest
+installtest: all man
+	./tests/install/test_install.sh
+
 # a storm.conf the site changed stays, and so does its cluster.key
 uninstall: $(INST)/storm.conf
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(INST_BIN) bcs-mpicc bcs-mpicxx bcs-mpic++) \
@@ -331,7 +339,7 @@ layers: all
 check: deps
 	$(MAKE) all
 	$(MAKE) layers
-	$(MAKE) unit unit-asan fuzz-check ckpttest clitest ndtest clustertest nettest mpitest
+	$(MAKE) unit unit-asan fuzz-check ckpttest clitest ndtest clustertest nettest mpitest installtest
 
 # the main job on the embedded default: an 8-node virtual cluster on this
 # machine, one 32-rank job with a 12 MiB program multicast to every node
