@@ -92,7 +92,8 @@ C=$T/c
 NAME=$(hostname -s)
 MUNGED_PID="" UNIT_PIDS=""
 cleanup() {
-	for p in $UNIT_PIDS; do kill -9 "$p" 2>/dev/null; done
+	for p in $UNIT_PIDS; do kill "$p" 2>/dev/null; done
+	for p in $UNIT_PIDS; do gone "$p" || kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 	cluster_teardown_keep
 	[ -n "$MUNGED_PID" ] && kill "$MUNGED_PID" 2>/dev/null
 }
