@@ -2,7 +2,9 @@
 CC      ?= cc
 BUILD   := build
 GEN     := $(BUILD)/gen
-CFLAGS  := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -MMD -MP \
+# debug info names the sources relative to the tree (-fdebug-prefix-map): an
+# installed program names no build directory
+CFLAGS  := -std=c11 -D_GNU_SOURCE -O2 -g -fdebug-prefix-map=$(CURDIR)=. -Wall -Wextra -Werror -fPIC -MMD -MP \
            -I net_abstraction -I common -I scheduler -I checkpoint -I bcs_mpi/abi -I $(GEN)/proto
 LDLIBS  := -lfabric
 SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -151,17 +153,103 @@ $(GEN)/wrapper-compilers: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(CC) | $(CXX)' | cmp -s - $@ || echo '$(CC) | $(CXX)' > $@
 .PHONY: FORCE
+# $(call bcs_subst,PREFIX,INCDIR,LIBDIR): a wrapper or bcsmpi.pc from its
+# template, for the build tree or for an install
+bcs_subst = sed -e 's|@PREFIX@|$(1)|g' -e 's|@INCDIR@|$(2)|g' -e 's|@LIBDIR@|$(3)|g' \
+	-e 's|@CC@|$(CC)|g' -e 's|@CXX@|$(CXX)|g' -e 's|@LANG@|$(if $(filter %cxx,$@),c++,c)|g'
 $(BUILD)/bin/bcs-mpicc $(BUILD)/bin/bcs-mpicxx: bcs_mpi/bcs-mpicc.in $(GEN)/wrapper-compilers
 	@mkdir -p $(dir $@)
-	sed -e 's|@PREFIX@|$(abspath $(BUILD))|g' -e 's|@CC@|$(CC)|g' -e 's|@CXX@|$(CXX)|g' \
-	    -e 's|@LANG@|$(if $(filter %cxx,$@),c++,c)|g' $< > $@.tmp
+	$(call bcs_subst,$(abspath $(BUILD)),$(abspath $(BUILD))/include,$(abspath $(BUILD))/lib) $< > $@.tmp
 	chmod +x $@.tmp
 	mv $@.tmp $@
 $(BUILD)/bin/bcs-mpic++: $(BUILD)/bin/bcs-mpicxx
 	ln -sf bcs-mpicxx $@
 $(BUILD)/lib/pkgconfig/bcsmpi.pc: bcs_mpi/bcsmpi.pc.in
 	@mkdir -p $(dir $@)
-	sed -e 's|@PREFIX@|$(abspath $(BUILD))|g' $< > $@
+	$(call bcs_subst,$(abspath $(BUILD)),$(abspath $(BUILD))/include,$(abspath $(BUILD))/lib) $< > $@
+
+# ---- man pages: storm(1), storm.conf(5) from their Markdown (pandoc). The
+# Markdown's first line, its title, becomes the page's header instead, and
+# tables become definition lists (docs/man.lua)
+MAN_PAGES := $(BUILD)/man/storm.1 $(BUILD)/man/storm.conf.5
+.PHONY: man
+man: $(MAN_PAGES)
+$(BUILD)/man/storm.1: docs/storm.1.md docs/man.lua
+	$(call md2man,1,STORM)
+$(BUILD)/man/storm.conf.5: docs/storm.conf.md docs/man.lua
+	$(call md2man,5,STORM.CONF)
+md2man = @mkdir -p $(dir $@) && sed 1d $< | pandoc -s -f markdown -t man --lua-filter docs/man.lua \
+	--shift-heading-level-by=-1 -V adjusting=l -M title=$(2) -M section=$(1) \
+	-M header='storm manual' -M footer=storm -o $@
+
+# ---- install: GNU directory variables; DESTDIR stages the files (a package
+# build), the installed files name only the PREFIX ones
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+# mpi.h in a directory of its own: another MPI's mpi.h stays the one a plain
+# compile in $(PREFIX)/include finds
+INCLUDEDIR ?= $(PREFIX)/include/bcsmpi
+MANDIR     ?= $(PREFIX)/share/man
+# /etc for a system install (PREFIX=/usr), else GNU's $(PREFIX)/etc
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+INSTALL    ?= install
+INST       := $(BUILD)/install
+INST_BIN   := storm storm-cluster stormmm stormnd storm-ckpt
+INST_GEN   := $(INST)/bcs-mpicc $(INST)/bcs-mpicxx $(INST)/bcsmpi.pc $(INST)/stormmm.service \
+              $(INST)/stormnd.service $(INST)/storm.conf
+# the files written for an install change (only) with its directories
+INST_DIRS  := $(PREFIX) $(BINDIR) $(LIBDIR) $(INCLUDEDIR) $(SYSCONFDIR) $(CC) $(CXX)
+$(GEN)/install-dirs: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(INST_DIRS)' | cmp -s - $@ || echo '$(INST_DIRS)' > $@
+$(INST)/bcs-mpicc $(INST)/bcs-mpicxx: bcs_mpi/bcs-mpicc.in $(GEN)/install-dirs
+	@mkdir -p $(dir $@)
+	$(call bcs_subst,$(PREFIX),$(INCLUDEDIR),$(LIBDIR)) $< > $@
+$(INST)/bcsmpi.pc: bcs_mpi/bcsmpi.pc.in $(GEN)/install-dirs
+	@mkdir -p $(dir $@)
+	$(call bcs_subst,$(PREFIX),$(INCLUDEDIR),$(LIBDIR)) $< > $@
+$(INST)/%: systemd/%.in $(GEN)/install-dirs
+	@mkdir -p $(dir $@)
+	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' $< > $@
+
+.PHONY: install uninstall
+install: all man $(INST_GEN)
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) \
+	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(UNITDIR) \
+	    $(DESTDIR)$(SYSCONFDIR)/storm
+	$(INSTALL) -m 755 $(addprefix $(BUILD)/bin/,$(INST_BIN)) $(INST)/bcs-mpicc $(INST)/bcs-mpicxx \
+	    $(DESTDIR)$(BINDIR)
+	ln -sf bcs-mpicxx $(DESTDIR)$(BINDIR)/bcs-mpic++
+	$(INSTALL) -m 755 $(BUILD)/lib/libbcsmpi.so $(DESTDIR)$(LIBDIR)
+	$(INSTALL) -m 644 $(BUILD)/lib/libbcsmpi.a $(DESTDIR)$(LIBDIR)
+	$(INSTALL) -m 644 $(INST)/bcsmpi.pc $(DESTDIR)$(LIBDIR)/pkgconfig
+	$(INSTALL) -m 644 $(BUILD)/include/mpi.h $(DESTDIR)$(INCLUDEDIR)
+	$(INSTALL) -m 644 $(BUILD)/man/storm.1 $(DESTDIR)$(MANDIR)/man1
+	$(INSTALL) -m 644 $(BUILD)/man/storm.conf.5 $(DESTDIR)$(MANDIR)/man5
+	$(INSTALL) -m 644 $(INST)/stormmm.service $(INST)/stormnd.service $(DESTDIR)$(UNITDIR)
+	@# a site's storm.conf is never overwritten
+	c=$(DESTDIR)$(SYSCONFDIR)/storm/storm.conf; \
+	if [ -e $$c ] && ! cmp -s $(INST)/storm.conf $$c; then c=$$c.example; fi; \
+	$(INSTALL) -m 644 $(INST)/storm.conf $$c
+# make install staged and into a scratch prefix, then storm run from the
+# installed files alone with the tree hidden (tests/install/test_install.sh)
+.PHONY: installtest
+installtest: all man
+	./tests/install/test_install.sh
+
+# a storm.conf the site changed stays, and so does its cluster.key
+uninstall: $(INST)/storm.conf
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(INST_BIN) bcs-mpicc bcs-mpicxx bcs-mpic++) \
+	    $(DESTDIR)$(LIBDIR)/libbcsmpi.so $(DESTDIR)$(LIBDIR)/libbcsmpi.a \
+	    $(DESTDIR)$(LIBDIR)/pkgconfig/bcsmpi.pc $(DESTDIR)$(INCLUDEDIR)/mpi.h \
+	    $(DESTDIR)$(MANDIR)/man1/storm.1 $(DESTDIR)$(MANDIR)/man5/storm.conf.5 \
+	    $(DESTDIR)$(UNITDIR)/stormmm.service $(DESTDIR)$(UNITDIR)/stormnd.service \
+	    $(DESTDIR)$(SYSCONFDIR)/storm/storm.conf.example
+	c=$(DESTDIR)$(SYSCONFDIR)/storm/storm.conf; \
+	if cmp -s $(INST)/storm.conf $$c; then rm -f $$c; elif [ -e $$c ]; then echo "kept $$c"; fi
+	-rmdir $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(SYSCONFDIR)/storm 2>/dev/null
 
 # the cost of authentication on the strobe path (docs/BENCHMARKS.md)
 $(BUILD)/bin/mac_bench: $(BUILD)/obj/bench/auth/mac_bench.o $(BUILD)/lib/libstormcommon.a
@@ -251,7 +339,7 @@ layers: all
 check: deps
 	$(MAKE) all
 	$(MAKE) layers
-	$(MAKE) unit unit-asan fuzz-check ckpttest clitest ndtest clustertest nettest mpitest
+	$(MAKE) unit unit-asan fuzz-check ckpttest clitest ndtest clustertest nettest mpitest installtest
 
 # the main job on the embedded default: an 8-node virtual cluster on this
 # machine, one 32-rank job with a 12 MiB program multicast to every node

@@ -25,7 +25,7 @@ struct cli {
 };
 
 /* Finds storm.conf (--conf, $STORM_CONF, /tmp/storm-$UID, /tmp/storm-0,
- * /etc/storm) and loads it. Returns 0, or prints why and returns -1. */
+ * PREFIX/etc/storm of an install, /etc/storm) and loads it. Returns 0, or prints why and returns -1. */
 int cli_load_conf(struct cli *c);
 /* Where the search would look; the directory of a virtual cluster. */
 int cli_find_conf(struct cli *c, char *err, size_t errlen);

@@ -1,6 +1,8 @@
 /* Finding the cluster and the request/reply plumbing to the MM. */
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +94,27 @@ static int trusted(const char *dir, const char *file, uid_t owner, char *why, si
 	return 1;
 }
 
+/* The storm.conf of the install this storm is part of, as `make install`
+ * lays it out: PREFIX/etc/storm/storm.conf for PREFIX/bin/storm, except
+ * /etc/storm (the last place searched anyway) for /usr/bin/storm. "" when
+ * storm does not run from a bin directory. */
+static void install_conf(char *out, size_t len)
+{
+	char self[PATH_MAX];
+	out[0] = '\0';
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return;
+	self[n] = '\0';
+	char *bin = dirname(self);
+	char *slash = strrchr(bin, '/');
+	if (!slash || strcmp(slash, "/bin") != 0 || slash == bin)
+		return;
+	*slash = '\0';
+	if (strcmp(bin, "/usr") != 0 && (size_t)snprintf(out, len, "%s/etc/storm/storm.conf", bin) >= len)
+		out[0] = '\0';
+}
+
 int cli_find_conf(struct cli *c, char *err, size_t errlen)
 {
 	const char *explicit = c->conf_opt ? c->conf_opt : getenv("STORM_CONF");
@@ -118,14 +141,21 @@ int cli_find_conf(struct cli *c, char *err, size_t errlen)
 			return 0;
 		}
 	}
-	if (access("/etc/storm/storm.conf", F_OK) == 0) {
-		snprintf(c->conf_path, sizeof(c->conf_path), "/etc/storm/storm.conf");
-		return 0;
+	char inst[PATH_MAX];
+	install_conf(inst, sizeof(inst));
+	const char *sys[] = { inst, "/etc/storm/storm.conf" };
+	for (int i = 0; i < 2; i++) {
+		if (sys[i][0] && access(sys[i], F_OK) == 0) {
+			snprintf(c->conf_path, sizeof(c->conf_path), "%s", sys[i]);
+			return 0;
+		}
 	}
-	if (owners[0] == 0)
-		snprintf(err, errlen, "no storm.conf in /tmp/storm-0 or /etc/storm");
-	else
-		snprintf(err, errlen, "no storm.conf in %s, /tmp/storm-0 or /etc/storm", dirs[0]);
+	/* the directories searched, for the error */
+	if (inst[0])
+		*strrchr(inst, '/') = '\0';
+	snprintf(err, errlen, "no storm.conf in %s%s/tmp/storm-0%s%s or /etc/storm",
+		 owners[0] == 0 ? "" : dirs[0], owners[0] == 0 ? "" : ", ", inst[0] ? ", " : "",
+		 inst);
 	return -1;
 }
 

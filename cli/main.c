@@ -36,6 +36,7 @@ static const char usage[] =
 	"Global options:\n"
 	"  --conf FILE   the cluster's storm.conf (default: $STORM_CONF, then\n"
 	"                /tmp/storm-$UID/storm.conf, /tmp/storm-0/storm.conf,\n"
+	"                PREFIX/etc/storm/storm.conf of an install in PREFIX,\n"
 	"                /etc/storm/storm.conf)\n"
 	"  -h, --help    this help; 'storm COMMAND --help' for a command\n"
 	"  --version     print the version\n"

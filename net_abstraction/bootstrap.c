@@ -9,6 +9,7 @@
 #include <string.h>
 #include <stdio.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,6 +17,25 @@ static void addr_path(char *buf, size_t len, const char *dir, int rail, uint32_t
 {
 	if (snprintf(buf, len, "%s/addr.r%d.n%u", dir, rail, node) >= (int)len)
 		buf[0] = '\0'; /* too long: opening "" fails cleanly */
+}
+
+int sn_boot_mkdir(const char *dir)
+{
+	char p[PATH_MAX];
+	if (snprintf(p, sizeof(p), "%s", dir) >= (int)sizeof(p))
+		return -ENAMETOOLONG;
+	/* every missing component, parents first; 0755: peers of other users read it */
+	for (char *s = p + 1;; s++) {
+		if (*s != '/' && *s != '\0')
+			continue;
+		char c = *s;
+		*s = '\0';
+		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*s = c;
+		if (c == '\0')
+			return 0;
+	}
 }
 
 int sn_boot_publish(const char *dir, int rail, uint32_t node, const void *addr,

@@ -1,7 +1,7 @@
 /* Fabric address exchange through a directory: each node publishes its
  * endpoint name as a file and reads everyone else's. The virtual cluster and
- * the tests give every process the same directory; on a real cluster the node
- * daemons' state directory is filled by the MM before the fabric opens. */
+ * the tests give every process the same directory; on a real cluster every
+ * host must see the same one (a shared file system). */
 #ifndef STORM_BOOTSTRAP_H
 #define STORM_BOOTSTRAP_H
 
@@ -10,6 +10,9 @@
 
 #define SN_ADDR_MAX 256
 
+/* Makes the directory and its missing parents (a fresh host has none of
+ * them), mode 0755. 0 or -errno. */
+int sn_boot_mkdir(const char *dir);
 int sn_boot_publish(const char *dir, int rail, uint32_t node, const void *addr,
 		    size_t len);
 /* Waits (inotify, no polling loop) until all n addresses of rail are there.

@@ -1716,6 +1716,11 @@ int sn_open(const struct sn_config *cfg, struct sn_ctx **out)
 	if (rc)
 		goto err;
 	snprintf(ctx->bootdir, sizeof(ctx->bootdir), "%s", cfg->bootstrap + 4);
+	if ((rc = sn_boot_mkdir(ctx->bootdir))) {
+		rc = fail(ctx, rc, "cannot create the bootstrap directory %s: %s", ctx->bootdir,
+			  strerror(-rc));
+		goto err;
+	}
 	ctx->gmem_size = (cfg->gmem_size + 4095) & ~(size_t)4095;
 	ctx->gmem = mmap(NULL, ctx->gmem_size, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
