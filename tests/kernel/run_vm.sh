@@ -35,7 +35,7 @@ mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 echo "guest: $(cat /proc/version)"
-if insmod /storm.ko bound_us=50000; then
+if insmod /storm.ko bound_us=100000; then
 	/storm_guest
 	echo "guest-exit: $?"
 	rmmod storm && echo "guest: storm unloaded"
