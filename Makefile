@@ -5,7 +5,7 @@ GEN     := $(BUILD)/gen
 # debug info names the sources relative to the tree (-fdebug-prefix-map): an
 # installed program names no build directory
 CFLAGS  := -std=c11 -D_GNU_SOURCE -O2 -g -fdebug-prefix-map=$(CURDIR)=. -Wall -Wextra -Werror -fPIC -MMD -MP \
-           -I net_abstraction -I common -I scheduler -I checkpoint -I bcs_mpi/abi -I $(GEN)/proto
+           -I net_abstraction -I common -I scheduler -I checkpoint -I bcs_mpi/abi -I kernel -I kernel/uapi -I $(GEN)/proto
 LDLIBS  := -lfabric
 SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
@@ -28,7 +28,7 @@ DAEMON_LIBS := -lfabric -lprotobuf-c -linih -ljansson $(AUTH_LIBS)
 PMIX_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags pmix))
 PMIX_LIBS := $(shell pkg-config --libs pmix) -pthread
 
-.PHONY: all deps bench-deps demo check unit unit-asan nettest bench bench-pmi bench-launch bench-gang bench-ckpt bench-mpi clean
+.PHONY: all deps bench-deps kernel-deps demo check unit unit-asan nettest bench bench-pmi bench-launch bench-gang bench-ckpt bench-mpi clean
 all: $(BUILD)/lib/libstormnet.a $(BUILD)/lib/libstormcommon.a $(BUILD)/bin/primitives_demo \
      $(BUILD)/bin/sn_mptest $(BUILD)/bin/unit_tests $(BUILD)/bin/stormmm $(BUILD)/bin/stormnd \
      $(BUILD)/bin/storm $(BUILD)/bin/storm-cluster $(BUILD)/lib/libstormckpt.a $(BUILD)/bin/storm-ckpt bcsmpi
@@ -37,6 +37,8 @@ deps:
 	@./scripts/install-deps.sh
 bench-deps:
 	@./scripts/install-deps.sh --bench
+kernel-deps:
+	@./scripts/install-deps.sh --kernel
 
 # ---- generated protobuf-c codecs (every object may include them)
 $(GEN)/proto/%.pb-c.c $(GEN)/proto/%.pb-c.h: proto/%.proto
@@ -269,7 +271,8 @@ UNIT_LIB := net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wir
             daemons/node/match.c bcs_mpi/abi/dtype.c bcs_mpi/abi/trace_codec.c bcs_mpi/abi/chan_ckpt.c \
             bcs_mpi/abi/rma.c \
             bcs_mpi/abi/procs.c \
-            checkpoint/image.c checkpoint/util.c checkpoint/threads.c checkpoint/fdinfo.c
+            checkpoint/image.c checkpoint/util.c checkpoint/threads.c checkpoint/fdinfo.c \
+            kernel/storm_sched.c
 # the checkpoint image's metadata codec (threads.c reads it)
 UNIT_PB  := proto/ckpt.pb-c.c
 $(BUILD)/bin/unit_tests: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_LIB:%.c=$(BUILD)/obj/%.o) \
@@ -329,6 +332,20 @@ mpitest: all
 	./tests/mpi/run.sh $(BUILD)/bin
 	./tests/mpi/thirdparty/run.sh $(BUILD)/bin
 	BUILT_CC='$(CC)' BUILT_CXX='$(CXX)' ./tests/mpi/test_wrapper.sh $(BUILD)/bin
+
+# ---- storm.ko (kernel/): built with kbuild against Debian's linux-headers-amd64;
+# kernel-check boots Debian's matching kernel under QEMU (TCG) with the module
+# and tests/kernel/guest.c in an initramfs, and reads the verdict off the console
+.PHONY: kernel kernel-check
+kernel: kernel-deps
+	./scripts/kmod.sh $(BUILD)
+$(BUILD)/kernel/storm_guest: tests/kernel/guest.c kernel/storm_sched.c kernel/storm_sched.h \
+                             kernel/uapi/linux/storm.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -static -I kernel -I kernel/uapi \
+	      -o $@ tests/kernel/guest.c kernel/storm_sched.c
+kernel-check: kernel $(BUILD)/kernel/storm_guest
+	./tests/kernel/run_vm.sh $(BUILD)
 
 # the layering rules of each folder's README.md, and no daemon call cycle
 # over two files (scripts/layers.py)

@@ -25,9 +25,14 @@ libpmix-dev openmpi-bin libopenmpi-dev pandoc man-db"
 # slurm-wlm, munge: bench/launch's peer cluster (bench/launch/slurm-cluster.sh runs
 # its own private munged/slurmctld/slurmd; the system services are not used)
 bench_pkgs="gnuplot-nox hyperfine slurm-wlm"
+# make kernel / kernel-check only: storm.ko's kbuild (linux-headers-amd64 names the
+# versioned headers), and the VM that loads it: QEMU, a static busybox and cpio for
+# its initramfs (the matching linux-image is unpacked into build/, not installed)
+kernel_pkgs="linux-headers-amd64 qemu-system-x86 busybox-static cpio"
 
 want="$build_pkgs"
 [ "${1:-}" = "--bench" ] && want="$want $bench_pkgs"
+[ "${1:-}" = "--kernel" ] && want="$want $kernel_pkgs"
 
 missing=""
 for p in $want; do

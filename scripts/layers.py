@@ -24,11 +24,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # the compiler's -I folders, in the Makefile's order; proto headers are
 # generated into build/gen/proto and belong to the folder "proto"
 INCLUDE_DIRS = ["net_abstraction", "common", "scheduler", "checkpoint", "bcs_mpi/abi",
-                "build/gen/proto"]
+                "kernel", "kernel/uapi", "build/gen/proto"]
 # folders compiled with more -I than the rest (the Makefile's target-specific CFLAGS)
 EXTRA_INCLUDE_DIRS = {"vcluster": ["cli"]}
 PRODUCT = ["net_abstraction", "common", "scheduler", "checkpoint", "bcs_mpi", "bcs_mpi/abi",
-           "daemons/mm", "daemons/node", "cli", "vcluster"]
+           "daemons/mm", "daemons/node", "cli", "vcluster", "kernel"]
 DAEMONS = ["daemons/mm", "daemons/node", "cli", "vcluster"]
 IO_SYMBOLS = {"open", "open64", "openat", "read", "write", "pread", "pwrite", "fopen",
               "fopen64", "fread", "fwrite", "fprintf", "printf", "puts", "fputs", "putchar",
