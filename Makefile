@@ -353,10 +353,11 @@ kernel-check: kernel $(BUILD)/kernel/storm_guest
 layers: all
 	./scripts/layers.py
 
+# kernel-check boots the module in a QEMU guest (~15 s under TCG here), so it runs with the rest
 check: deps
 	$(MAKE) all
 	$(MAKE) layers
-	$(MAKE) unit unit-asan fuzz-check ckpttest clitest ndtest clustertest nettest mpitest installtest
+	$(MAKE) unit unit-asan fuzz-check ckpttest clitest ndtest clustertest nettest mpitest installtest kernel-check
 
 # the main job on the embedded default: an 8-node virtual cluster on this
 # machine, one 32-rank job with a 12 MiB program multicast to every node
