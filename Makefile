@@ -83,9 +83,12 @@ $(BUILD)/bin/ckpt_omp: tests/ckpt/ckpt_omp.c
 $(BUILD)/bin/fds_prog: tests/ckpt/fds_prog.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -o $@ $<
+$(BUILD)/bin/tree_prog: tests/ckpt/tree_prog.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $<
 .PHONY: ckpttest
 ckpttest: $(BUILD)/bin/storm-ckpt $(BUILD)/bin/ckpt_prog $(BUILD)/bin/ckpt_threads \
-          $(BUILD)/bin/ckpt_omp $(BUILD)/bin/fds_prog
+          $(BUILD)/bin/ckpt_omp $(BUILD)/bin/fds_prog $(BUILD)/bin/tree_prog
 	./tests/ckpt/test_ckpt.sh $(BUILD)/bin
 
 # ---- programs

@@ -1048,11 +1048,11 @@ static int dump_tree(struct tproc *tp, size_t n, const char *path, const struct 
 	struct ckpt_header h = { 0 };
 	char *tmp = NULL;
 	int out = -1, rc = pids && pbs ? 0 : -ENOMEM;
-	bool let = false;
 	uint64_t pages = 0, off = 0;
 	for (size_t i = 0; !rc && i < n; i++) {
 		pids[i] = tp[i].d.pid;
 		pbs[i] = &tp[i].pb;
+		tp[i].im.meta.mm = &tp[i].im.mm; /* moved as the array grew */
 	}
 	tree.procs = pbs;
 	tree.n_procs = n;
@@ -1091,7 +1091,6 @@ static int dump_tree(struct tproc *tp, size_t n, const char *path, const struct 
 		 * the parent that would see them end) */
 		for (size_t i = n; i-- > 0;)
 			let_go_one(&tp[i].d, o);
-		let = true;
 		if (o->captured)
 			o->captured(o->arg);
 		t_free = ckpt_now();
@@ -1147,7 +1146,6 @@ static int dump_tree(struct tproc *tp, size_t n, const char *path, const struct 
 		close(out);
 		unlink(tmp);
 	}
-	(void)let;
 	free(tmp);
 	free(h.secs);
 	free(pbs);
