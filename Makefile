@@ -61,7 +61,7 @@ $(BUILD)/lib/libstormnet.a: $(NET_SRC:%.c=$(BUILD)/obj/%.o)
 
 # the process checkpointer (checkpoint/); its image metadata is proto/ckpt.proto
 CKPT_SRC := checkpoint/image.c checkpoint/util.c checkpoint/dump.c checkpoint/restore.c \
-            checkpoint/threads.c checkpoint/files.c checkpoint/fdinfo.c checkpoint/tree.c
+            checkpoint/threads.c checkpoint/files.c checkpoint/fdinfo.c checkpoint/proctree.c
 $(BUILD)/lib/libstormckpt.a: $(CKPT_SRC:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
@@ -184,7 +184,7 @@ UNIT_LIB := net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wir
             daemons/node/match.c bcs_mpi/abi/dtype.c bcs_mpi/abi/trace_codec.c bcs_mpi/abi/chan_ckpt.c \
             bcs_mpi/abi/rma.c \
             bcs_mpi/abi/procs.c \
-            checkpoint/image.c checkpoint/util.c checkpoint/threads.c checkpoint/fdinfo.c checkpoint/tree.c
+            checkpoint/image.c checkpoint/util.c checkpoint/threads.c checkpoint/fdinfo.c checkpoint/proctree.c
 # the checkpoint image's metadata codec (threads.c reads it)
 UNIT_PB  := proto/ckpt.pb-c.c
 $(BUILD)/bin/unit_tests: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_LIB:%.c=$(BUILD)/obj/%.o) \

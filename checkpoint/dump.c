@@ -33,7 +33,7 @@
 #include "image.h"
 #include "internal.h"
 #include "threads.h"
-#include "tree.h"
+#include "proctree.h"
 
 struct kernel_sigaction {
 	uint64_t handler, flags, restorer, mask;

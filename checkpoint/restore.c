@@ -38,7 +38,7 @@
 #include "image.h"
 #include "internal.h"
 #include "threads.h"
-#include "tree.h"
+#include "proctree.h"
 
 #define USER_TOP 0x800000000000ull
 

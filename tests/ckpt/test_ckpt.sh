@@ -317,6 +317,36 @@ wait "$R" && ok "pthread: as another user, it ended well" ||
 same "pthread: as another user, the output is byte-identical" pthread.out pthread.ref
 threaded openmp 4 "$B/ckpt_omp" 90 10
 
+# 6. a process tree: a parent, its child and grandchild over pipes (requests
+# left buffered at the dump), a counter in shared anonymous memory, each
+# waiting for its child at the end. Run under a child subreaper (as storm's
+# node daemon is) so a tree killed at its dump leaves its pids free: the
+# restored parent waits for its child by the pid it kept.
+TP=$B/tree_prog
+"$TP" 150 >tref.out || bad "tree: reference run"
+"$TP" reaper 150 >trun.out 2>tw.err &
+W=$!
+started+=("$W")
+wait_log trun.out "step 20 " 30 || bad "tree: program reached step 20"
+TR=$(sed -n 's/^root //p' tw.err)
+expect "tree: dump a running tree (left running)" 0 "$CK" dump "$TR" timg1
+wait_log trun.out "step 40 " 30 || bad "tree: kept running after the dump"
+expect "tree: dump and kill" 0 "$CK" dump "$TR" timg2 --kill
+wait "$W"
+expect "tree: restore the killed tree" 0 "$CK" restore timg2
+for i in $(seq 100); do tail -1 trun.out | grep -q "^child exited" && break; sleep 0.1; done
+cmp -s tref.out trun.out && ok "tree: output identical to an uninterrupted run" ||
+	{ bad "tree: output differs after the restore of the killed tree"; diff tref.out trun.out | head -4; }
+tail -1 trun.out | grep -q "^child exited 8, counter 150" && ok "tree: the restored parent reaped its child" ||
+	bad "tree: the restored parent reaped its child ($(tail -1 trun.out))"
+# the image of the tree left running, restored once it ended (the file cut
+# back to what it held at the dump)
+expect "tree: restore the tree dumped running" 0 "$CK" restore timg1
+for i in $(seq 100); do tail -1 trun.out | grep -q "^child exited" && break; sleep 0.1; done
+cmp -s tref.out trun.out && ok "tree: output identical again" ||
+	{ bad "tree: output differs after the restore of the running tree"; diff tref.out trun.out | head -4; }
+expect "tree: verify its image" 0 "$CK" verify timg1
+
 # the dumper leaks nothing and reads no uninitialised byte, threads and all
 "$B/ckpt_threads" 100000 10 >vg.out 2>/dev/null &
 V=$!

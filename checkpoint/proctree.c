@@ -1,5 +1,5 @@
-/* The pure parts of an image of a process tree (tree.h). */
-#include "tree.h"
+/* The pure parts of an image of a process tree (proctree.h). */
+#include "proctree.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /* The pure parts of an image of a process tree (section tree): what process
  * arrangement can be made again, and the checks of a decoded tree before it
  * is restored. No I/O: unit-tested and fuzzed. */
-#ifndef STORM_CKPT_TREE_H
-#define STORM_CKPT_TREE_H
+#ifndef STORM_CKPT_PROCTREE_H
+#define STORM_CKPT_PROCTREE_H
 
 #include <stddef.h>
 #include <sys/types.h>
