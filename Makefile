@@ -218,7 +218,7 @@ $(BUILD)/bin/storm_selfsum: tests/cluster/selfsum.c
 	$(CC) -O1 -o $@ $<
 .PHONY: clustertest
 clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/nfq_netem \
-             $(BUILD)/bin/ckpt_prog $(BUILD)/bin/fds_prog
+             $(BUILD)/bin/ckpt_prog $(BUILD)/bin/fds_prog $(BUILD)/bin/tree_prog
 	./tests/cluster/test_cluster.sh $(BUILD)/bin
 	./tests/cluster/test_slurm.sh $(BUILD)/bin
 	./tests/cluster/test_users.sh $(BUILD)/bin
