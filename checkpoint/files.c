@@ -134,6 +134,34 @@ static void pipe_holders(pid_t pid, const pid_t *tree, size_t ntree, const uint6
 	closedir(proc);
 }
 
+/* Another process of the image holding e's open file itself (inherited
+ * over a fork, not opened again), or 0. */
+static pid_t open_file_sharer(const struct ckpt_fdump *s, const struct ent *e)
+{
+	for (size_t i = 0; i < s->ntree; i++) {
+		pid_t q = s->tree[i];
+		char path[64];
+		if (q == s->pid)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/fd", q);
+		DIR *d = opendir(path);
+		struct dirent *de;
+		while (d && (de = readdir(d))) {
+			struct stat sb;
+			snprintf(path, sizeof(path), "/proc/%d/fd/%.16s", q, de->d_name);
+			if (de->d_name[0] != '.' && stat(path, &sb) == 0 && sb.st_dev == e->st.st_dev &&
+			    sb.st_ino == e->st.st_ino &&
+			    kcmp(s->pid, q, KCMP_FILE, (unsigned long)e->fd, strtoul(de->d_name, NULL, 10)) == 0) {
+				closedir(d);
+				return q;
+			}
+		}
+		if (d)
+			closedir(d);
+	}
+	return 0;
+}
+
 static Storm__Ckpt__Pipe *pipe_find(Storm__Ckpt__FileTable *ft, uint64_t id)
 {
 	for (size_t i = 0; i < ft->n_pipes; i++)
@@ -701,6 +729,22 @@ int ckpt_files_dump(pid_t pid, const struct ckpt_dump_opts *o, const pid_t *tree
 		} else if (f->kind == CKPT_FILE_EPOLL) {
 			rc = epoll_items(s, &ents[i], ents, n);
 		}
+	}
+	/* a regular file's open file shared over a fork is reopened by each
+	 * process at restore, so their offsets are one no more: only appends
+	 * (write-only, O_APPEND) come out the same */
+	for (size_t i = 0; !rc && s->ntree > 1 && i < n; i++) {
+		Storm__Ckpt__File *f = ents[i].f;
+		pid_t q;
+		if (f->dup || f->kind != CKPT_FILE_REGULAR ||
+		    ((f->flags & O_ACCMODE) == O_WRONLY && (f->flags & O_APPEND)) ||
+		    !(q = open_file_sharer(s, &ents[i])))
+			continue;
+		char what[PATH_MAX + 96];
+		snprintf(what, sizeof(what), "%s, one open file with pid %d's", ents[i].target, (int)q);
+		rc = refuse(s, &ents[i], what,
+			    "processes of a tree sharing a regular file's offset are restored each "
+			    "with its own (only write-only O_APPEND files are kept)");
 	}
 	/* a dup of a stdio pipe, terminal or socket above 2 is one too */
 	for (size_t i = 0; !rc && i < n; i++)

@@ -324,7 +324,11 @@ threaded openmp 4 "$B/ckpt_omp" 90 10
 # restored parent waits for its child by the pid it kept.
 TP=$B/tree_prog
 "$TP" 150 >tref.out || bad "tree: reference run"
-"$TP" reaper 150 >trun.out 2>tw.err &
+# every process of the tree holds its stdout and stderr: appended to
+# (O_APPEND), as a file shared over a fork must be to be restored
+: >trun.out
+: >tw.err
+"$TP" reaper 150 >>trun.out 2>>tw.err &
 W=$!
 started+=("$W")
 wait_log trun.out "step 20 " 30 || bad "tree: program reached step 20"
@@ -346,6 +350,16 @@ for i in $(seq 100); do tail -1 trun.out | grep -q "^child exited" && break; sle
 cmp -s tref.out trun.out && ok "tree: output identical again" ||
 	{ bad "tree: output differs after the restore of the running tree"; diff tref.out trun.out | head -4; }
 expect "tree: verify its image" 0 "$CK" verify timg1
+# a file shared over a fork that is not only appended to: refused (each
+# process would come back with its own offset)
+"$TP" 1000 >tshared.out 2>>tw.err &
+TS=$!
+started+=("$TS")
+wait_log tshared.out "step 3 " 30 || bad "tree: a tree writing a shared file started"
+expect "tree: a regular file shared over a fork is refused" 1 "$CK" dump "$TS" tsimg
+has "  naming the file and the other process" err "tshared.out, one open file with pid "
+has "  and why" err "restored each with its own"
+kill "$TS"
 
 # the dumper leaks nothing and reads no uninitialised byte, threads and all
 "$B/ckpt_threads" 100000 10 >vg.out 2>/dev/null &
