@@ -157,7 +157,7 @@ expect "a damaged image fails the restart" 1 bash -c "
 has "  error names the image and the section" err "rank0.img: section pages["
 has "  error says why" err "checksum mismatch"
 expect "a truncated image fails the restart" 1 bash -c "
-	truncate -s 100000 $C/state/node01/ckpt/1/2/rank1.img; storm restart 2"
+	truncate -s 100000 $C/state/node01/ckpt/1/2/rank1.img; storm restart 2 || exit 1"
 has "  error names the image and the section" err "rank1.img: truncated in section"
 expect "restart of a missing checkpoint" 1 storm restart 99
 has "  says so" err "no checkpoint 99"
