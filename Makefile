@@ -65,7 +65,7 @@ $(BUILD)/lib/libstormnet.a: $(NET_SRC:%.c=$(BUILD)/obj/%.o)
 
 # the process checkpointer (checkpoint/); its image metadata is proto/ckpt.proto
 CKPT_SRC := checkpoint/image.c checkpoint/util.c checkpoint/dump.c checkpoint/restore.c \
-            checkpoint/threads.c checkpoint/files.c checkpoint/fdinfo.c
+            checkpoint/threads.c checkpoint/files.c checkpoint/fdinfo.c checkpoint/proctree.c
 $(BUILD)/lib/libstormckpt.a: $(CKPT_SRC:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
@@ -87,9 +87,12 @@ $(BUILD)/bin/ckpt_omp: tests/ckpt/ckpt_omp.c
 $(BUILD)/bin/fds_prog: tests/ckpt/fds_prog.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -o $@ $<
+$(BUILD)/bin/tree_prog: tests/ckpt/tree_prog.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $<
 .PHONY: ckpttest
 ckpttest: $(BUILD)/bin/storm-ckpt $(BUILD)/bin/ckpt_prog $(BUILD)/bin/ckpt_threads \
-          $(BUILD)/bin/ckpt_omp $(BUILD)/bin/fds_prog
+          $(BUILD)/bin/ckpt_omp $(BUILD)/bin/fds_prog $(BUILD)/bin/tree_prog
 	./tests/ckpt/test_ckpt.sh $(BUILD)/bin
 
 # ---- programs
@@ -271,7 +274,7 @@ UNIT_LIB := net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wir
             daemons/node/match.c bcs_mpi/abi/dtype.c bcs_mpi/abi/trace_codec.c bcs_mpi/abi/chan_ckpt.c \
             bcs_mpi/abi/rma.c \
             bcs_mpi/abi/procs.c \
-            checkpoint/image.c checkpoint/util.c checkpoint/threads.c checkpoint/fdinfo.c \
+            checkpoint/image.c checkpoint/util.c checkpoint/threads.c checkpoint/fdinfo.c checkpoint/proctree.c \
             kernel/storm_sched.c
 # the checkpoint image's metadata codec (threads.c reads it)
 UNIT_PB  := proto/ckpt.pb-c.c
@@ -306,7 +309,7 @@ $(BUILD)/bin/storm_selfsum: tests/cluster/selfsum.c
 	$(CC) -O1 -o $@ $<
 .PHONY: clustertest
 clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/nfq_netem \
-             $(BUILD)/bin/ckpt_prog $(BUILD)/bin/fds_prog
+             $(BUILD)/bin/ckpt_prog $(BUILD)/bin/fds_prog $(BUILD)/bin/tree_prog
 	./tests/cluster/test_cluster.sh $(BUILD)/bin
 	./tests/cluster/test_slurm.sh $(BUILD)/bin
 	./tests/cluster/test_users.sh $(BUILD)/bin

@@ -9,6 +9,7 @@
  * that differ from their file or from zero are saved (pagemap). */
 #include <dirent.h>
 #include <elf.h>
+#include <linux/kcmp.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -32,6 +33,7 @@
 #include "image.h"
 #include "internal.h"
 #include "threads.h"
+#include "proctree.h"
 
 struct kernel_sigaction {
 	uint64_t handler, flags, restorer, mask;
@@ -60,6 +62,8 @@ struct dump {
 	struct dvma *v;
 	size_t nv;
 	unsigned flags;
+	const pid_t *tree;       /* an image of a tree: every process of it */
+	size_t ntree;
 	char *err;
 	size_t errlen;
 	/* CKPT_DUMP_SNAPSHOT: the fork whose memory is read (pid 0: none) */
@@ -575,7 +579,7 @@ static int copy_area(struct dump *d, const struct dvma *v, int out, unsigned cha
 }
 
 /* The process may go on: killed (CKPT_DUMP_KILL) or let go as it was. */
-static void let_go(struct dump *d, const struct ckpt_dump_opts *o)
+static void let_go_one(struct dump *d, const struct ckpt_dump_opts *o)
 {
 	if (o->flags & CKPT_DUMP_KILL) {
 		kill(d->pid, SIGKILL);
@@ -587,6 +591,11 @@ static void let_go(struct dump *d, const struct ckpt_dump_opts *o)
 	} else {
 		detach(d);
 	}
+}
+
+static void let_go(struct dump *d, const struct ckpt_dump_opts *o)
+{
+	let_go_one(d, o);
 	if (o->captured)
 		o->captured(o->arg);
 }
@@ -760,9 +769,8 @@ static int write_pages(struct dump *d, struct image *im, int out, const char *tm
 	return rc;
 }
 
-/* The metadata sections after the pages, then the header at the start. */
-static int write_meta_and_header(struct dump *d, struct image *im, int out, const char *tmp,
-				 uint64_t off)
+/* The metadata sections after the pages, at *off. */
+static int write_meta(struct dump *d, struct image *im, int out, const char *tmp, uint64_t *off)
 {
 	struct {
 		uint32_t type;
@@ -776,23 +784,39 @@ static int write_meta_and_header(struct dump *d, struct image *im, int out, cons
 		if (!pk)
 			return -ENOMEM;
 		protobuf_c_message_pack(md[i].msg, pk);
-		int rc = put_section(out, &off, &im->h.secs[im->npsec + i], md[i].type, pk, len);
+		int rc = put_section(out, off, &im->h.secs[im->npsec + i], md[i].type, pk, len);
 		free(pk);
 		if (rc)
 			return ckpt_fail(d->err, d->errlen, rc, "%s: %s", tmp, strerror(-rc));
 	}
-	im->h.file_size = off;
-	size_t hsize = ckpt_header_size(im->h.nsec);
+	return 0;
+}
+
+/* The header at the start (h->file_size set). */
+static int write_header(struct dump *d, const struct ckpt_header *h, int out, const char *tmp)
+{
+	size_t hsize = ckpt_header_size(h->nsec);
 	unsigned char *hdr = malloc(hsize);
 	if (!hdr)
 		return -ENOMEM;
-	ckpt_image_write_header(&im->h, hdr);
+	ckpt_image_write_header(h, hdr);
 	int rc = 0;
 	if (pwrite(out, hdr, hsize, 0) != (ssize_t)hsize ||
 	    ((d->flags & CKPT_DUMP_FSYNC) && fsync(out) < 0))
 		rc = ckpt_fail(d->err, d->errlen, -errno, "%s: %s", tmp, strerror(errno));
 	free(hdr);
 	return rc;
+}
+
+/* The metadata sections after the pages, then the header at the start. */
+static int write_meta_and_header(struct dump *d, struct image *im, int out, const char *tmp,
+				 uint64_t off)
+{
+	int rc = write_meta(d, im, out, tmp, &off);
+	if (rc)
+		return rc;
+	im->h.file_size = off;
+	return write_header(d, &im->h, out, tmp);
 }
 
 static void image_free(struct image *im)
@@ -844,7 +868,8 @@ static int read_state(struct dump *d, struct image *im, const struct ckpt_dump_o
 		return rc;
 	/* descriptors and shared memory judged before anything is injected: a
 	 * refusal leaves the process as it was */
-	if ((rc = ckpt_files_dump(d->pid, o, &im->ft, &im->files, d->err, d->errlen)))
+	if ((rc = ckpt_files_dump(d->pid, o, d->tree, d->ntree, &im->ft, &im->files, d->err,
+				  d->errlen)))
 		return rc;
 	for (size_t i = 0; i < d->nv; i++)
 		if ((rc = ckpt_files_area(im->files, &d->v[i].m)))
@@ -859,6 +884,274 @@ static int read_state(struct dump *d, struct image *im, const struct ckpt_dump_o
 		return rc;
 	ckpt_files_plan_data(im->files, &im->npsec);
 	return 0;
+}
+
+/* ---- a process tree: the process and its descendants in one image */
+
+/* One process of the tree while it is dumped. */
+struct tproc {
+	struct dump d;
+	struct image im;
+	int pmfd;
+	Storm__Ckpt__Process pb;
+};
+
+/* The children of every thread of pid (/proc/PID/task/TID/children). */
+static int list_children(pid_t pid, pid_t **out, size_t *n)
+{
+	char path[96];
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	DIR *dp = opendir(path);
+	if (!dp)
+		return -errno;
+	struct dirent *de;
+	int rc = 0;
+	while (!rc && (de = readdir(dp))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children", pid, de->d_name);
+		char *list = ckpt_read_all(path, NULL);
+		if (!list) {
+			if (errno == ENOENT)
+				continue; /* a thread that ended */
+			rc = -errno;
+			break;
+		}
+		for (char *p = list, *e; *p; p = e) {
+			long c = strtol(p, &e, 10);
+			if (e == p)
+				break;
+			pid_t *nv = realloc(*out, (*n + 1) * sizeof(*nv));
+			if (!nv) {
+				rc = -ENOMEM;
+				break;
+			}
+			*out = nv;
+			nv[(*n)++] = (pid_t)c;
+		}
+		free(list);
+	}
+	closedir(dp);
+	return rc;
+}
+
+/* State, group and session of pid from /proc/PID/stat. */
+static int proc_stat(pid_t pid, char *state, pid_t *pgid, pid_t *sid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	char *st = ckpt_read_all(path, NULL);
+	char *p = st ? strrchr(st, ')') : NULL;
+	int pp, g, s;
+	int ok = p && sscanf(p + 1, " %c %d %d %d", state, &pp, &g, &s) == 4;
+	free(st);
+	if (!ok)
+		return -ESRCH;
+	*pgid = g;
+	*sid = s;
+	return 0;
+}
+
+static void tproc_init(struct tproc *t, pid_t pid, const struct ckpt_dump_opts *o, char *err,
+		       size_t errlen)
+{
+	memset(t, 0, sizeof(*t));
+	t->d = (struct dump){ .pid = pid, .flags = o->flags, .err = err, .errlen = errlen,
+			      .t = { .pid = pid, .memfd = -1 }, .snap = { .memfd = -1 } };
+	t->im = (struct image){ .meta = STORM__CKPT__META__INIT, .mm = STORM__CKPT__MM_FIELDS__INIT,
+				.vt = STORM__CKPT__VMA_TABLE__INIT,
+				.ft = STORM__CKPT__FILE_TABLE__INIT };
+	t->im.meta.mm = &t->im.mm;
+	t->pmfd = -1;
+	storm__ckpt__process__init(&t->pb);
+	snprintf(t->d.proc, sizeof(t->d.proc), "/proc/%d", pid);
+}
+
+/* Every descendant of the stopped tp[0], each stopped before its own
+ * children are listed (a stopped process forks no more, so a listing after
+ * its stop is complete), or a refusal naming the one that cannot be
+ * saved. *n counts those stopped (to let go on failure). */
+static int stop_tree(struct tproc **tpp, size_t *n, const struct ckpt_dump_opts *o, char *err,
+		     size_t errlen)
+{
+	int rc = 0;
+	char st0;
+	pid_t pg0, sid0;
+	if (proc_stat((*tpp)[0].d.pid, &st0, &pg0, &sid0))
+		return ckpt_fail(err, errlen, -ESRCH, "pid %d: no such process", (*tpp)[0].d.pid);
+	(*tpp)[0].pb.pid = (*tpp)[0].d.pid;
+	(*tpp)[0].pb.parent = -1;
+	(*tpp)[0].pb.pgid = pg0;
+	(*tpp)[0].pb.sid = sid0;
+	for (size_t i = 0; !rc && i < *n; i++) {
+		pid_t *kids = NULL;
+		size_t nk = 0;
+		pid_t parent = (*tpp)[i].d.pid;
+		if ((rc = list_children(parent, &kids, &nk)) < 0)
+			rc = ckpt_fail(err, errlen, rc, "pid %d: listing its children: %s", parent,
+				       strerror(-rc));
+		for (size_t k = 0; !rc && k < nk; k++) {
+			bool known = false;
+			for (size_t j = 0; j < *n; j++)
+				known |= (*tpp)[j].d.pid == kids[k];
+			if (known)
+				continue;
+			char state;
+			pid_t pgid, sid;
+			const char *why = NULL;
+			if (proc_stat(kids[k], &state, &pgid, &sid))
+				why = "it ended while the tree was being stopped";
+			else if (state == 'Z' || state == 'X')
+				why = "it has exited and was not reaped (a zombie), which is not saved";
+			else if (syscall(SYS_kcmp, parent, kids[k], KCMP_VM, 0, 0) == 0)
+				why = "it shares its parent's memory (a vfork in progress, or CLONE_VM)";
+			else if (syscall(SYS_kcmp, parent, kids[k], KCMP_FILES, 0, 0) == 0)
+				why = "it shares its parent's descriptor table (CLONE_FILES)";
+			else
+				why = ckpt_tree_refusal(kids[k], pgid, sid, (*tpp)[i].pb.pgid, sid0);
+			if (!why && *n >= CKPT_MAX_PROCS)
+				why = "the tree has more processes than an image holds";
+			if (why) {
+				rc = ckpt_fail(err, errlen, -ENOTSUP, "pid %d: its child %d: %s", parent,
+					       kids[k], why);
+				break;
+			}
+			struct tproc *nv = realloc(*tpp, (*n + 1) * sizeof(*nv));
+			if (!nv) {
+				rc = -ENOMEM;
+				break;
+			}
+			*tpp = nv;
+			struct tproc *t = &nv[*n];
+			tproc_init(t, kids[k], o, err, errlen);
+			t->pb.pid = kids[k];
+			t->pb.parent = (int32_t)i;
+			t->pb.pgid = pgid;
+			t->pb.sid = sid;
+			(*n)++;
+			rc = stop_process(&t->d, &t->im);
+		}
+		free(kids);
+	}
+	return rc;
+}
+
+/* The image of a tree: each process's page sections, then each one's
+ * metadata sections, then the tree; every section's index names its
+ * process (ckpt_sec_index). Read from the stopped processes (no snapshot:
+ * the fork of one would not hold the memory it shares with the others). */
+static int dump_tree(struct tproc *tp, size_t n, const char *path, const struct ckpt_dump_opts *o,
+		     struct ckpt_stats *st, double t0, double t_stopped, char *err, size_t errlen)
+{
+	pid_t *pids = calloc(n, sizeof(*pids));
+	Storm__Ckpt__Process **pbs = calloc(n, sizeof(*pbs));
+	Storm__Ckpt__Tree tree = STORM__CKPT__TREE__INIT;
+	struct ckpt_header h = { 0 };
+	char *tmp = NULL;
+	int out = -1, rc = pids && pbs ? 0 : -ENOMEM;
+	uint64_t pages = 0, off = 0;
+	for (size_t i = 0; !rc && i < n; i++) {
+		pids[i] = tp[i].d.pid;
+		pbs[i] = &tp[i].pb;
+		tp[i].im.meta.mm = &tp[i].im.mm; /* moved as the array grew */
+	}
+	tree.procs = pbs;
+	tree.n_procs = n;
+	for (size_t i = 0; !rc && i < n; i++) {
+		tp[i].d.tree = pids;
+		tp[i].d.ntree = n;
+		rc = read_state(&tp[i].d, &tp[i].im, o, &tp[i].pmfd);
+		if (!rc && tp[i].im.npsec > 0xffff)
+			rc = ckpt_fail(err, errlen, -ENOTSUP,
+				       "pid %d: %u areas with pages: too many for an image of a tree",
+				       tp[i].d.pid, tp[i].im.npsec);
+		h.nsec += tp[i].im.npsec + 3;
+	}
+	h.nsec += 1;
+	for (size_t i = 0; !rc && i < n; i++) {
+		tp[i].im.h.nsec = tp[i].im.npsec + 3;
+		if (!(tp[i].im.h.secs = calloc(tp[i].im.h.nsec, sizeof(*tp[i].im.h.secs))))
+			rc = -ENOMEM;
+	}
+	if (!rc && (!(h.secs = calloc(h.nsec, sizeof(*h.secs))) || asprintf(&tmp, "%s.tmp", path) < 0)) {
+		tmp = NULL;
+		rc = -ENOMEM;
+	}
+	if (!rc && (out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
+		rc = ckpt_fail(err, errlen, -errno, "%s: %s", tmp, strerror(errno));
+	off = ckpt_header_size(h.nsec);
+	if (!rc && lseek(out, (off_t)off, SEEK_SET) < 0)
+		rc = -errno;
+	double t_planned = ckpt_now();
+	for (size_t i = 0; !rc && i < n; i++)
+		if (!(rc = write_pages(&tp[i].d, &tp[i].im, out, tmp, &off, &pages)))
+			rc = ckpt_files_write_data(tp[i].im.files, out, tp[i].im.h.secs, &off, tmp);
+	double t_copied = ckpt_now(), t_free = 0;
+	if (!rc) {
+		/* every process goes on at once, the leaves first (killed: before
+		 * the parent that would see them end) */
+		for (size_t i = n; i-- > 0;)
+			let_go_one(&tp[i].d, o);
+		if (o->captured)
+			o->captured(o->arg);
+		t_free = ckpt_now();
+	}
+	for (size_t i = 0; !rc && i < n; i++)
+		rc = write_meta(&tp[i].d, &tp[i].im, out, tmp, &off);
+	size_t k = 0;
+	/* the table in offset order: pages of each, metadata of each, tree */
+	for (size_t i = 0; !rc && i < n; i++)
+		for (uint32_t j = 0; j < tp[i].im.npsec; j++, k++) {
+			h.secs[k] = tp[i].im.h.secs[j];
+			h.secs[k].index = ckpt_sec_index((uint32_t)i, h.secs[k].index);
+		}
+	for (size_t i = 0; !rc && i < n; i++)
+		for (uint32_t j = 0; j < 3; j++, k++) {
+			h.secs[k] = tp[i].im.h.secs[tp[i].im.npsec + j];
+			h.secs[k].index = ckpt_sec_index((uint32_t)i, 0);
+		}
+	if (!rc) {
+		size_t len = storm__ckpt__tree__get_packed_size(&tree);
+		uint8_t *pk = malloc(len ? len : 1);
+		if (!pk)
+			rc = -ENOMEM;
+		else {
+			storm__ckpt__tree__pack(&tree, pk);
+			rc = put_section(out, &off, &h.secs[k], CKPT_SEC_TREE, pk, len);
+			free(pk);
+			if (rc)
+				rc = ckpt_fail(err, errlen, rc, "%s: %s", tmp, strerror(-rc));
+		}
+	}
+	h.file_size = off;
+	if (!rc)
+		rc = write_header(&tp[0].d, &h, out, tmp);
+	if (!rc && (close(out) < 0 || rename(tmp, path) < 0)) {
+		out = -1;
+		rc = ckpt_fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
+	}
+	if (!rc) {
+		out = -1;
+		if (st) {
+			st->bytes = h.file_size;
+			st->pages = pages;
+			st->seconds = ckpt_now() - t0;
+			st->t_stop = t_stopped - t0;
+			st->t_meta = t_planned - t_stopped;
+			st->t_copy = t_copied - t_planned;
+			st->t_frozen = t_free - t0;
+			st->snapshot = 0;
+		}
+	}
+	if (out >= 0) {
+		close(out);
+		unlink(tmp);
+	}
+	free(tmp);
+	free(h.secs);
+	free(pbs);
+	free(pids);
+	return rc;
 }
 
 int ckpt_dump(pid_t pid, const char *path, const struct ckpt_dump_opts *o,
@@ -882,6 +1175,40 @@ int ckpt_dump(pid_t pid, const char *path, const struct ckpt_dump_opts *o,
 	int rc = stop_process(&d, &im);
 	if (rc)
 		goto out;
+	/* with children, the tree is the image */
+	pid_t *kids = NULL;
+	size_t nk = 0;
+	if (list_children(pid, &kids, &nk) == 0 && nk) {
+		free(kids);
+		size_t n = 1;
+		struct tproc *tp = malloc(sizeof(*tp));
+		if (!tp) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		tproc_init(&tp[0], pid, o, err, errlen);
+		tp[0].d = d;
+		tp[0].im = im;
+		tp[0].im.meta.mm = &tp[0].im.mm;
+		memset(&d, 0, sizeof(d));
+		memset(&im, 0, sizeof(im));
+		d.t.memfd = d.snap.memfd = -1;
+		rc = stop_tree(&tp, &n, o, err, errlen);
+		t_stopped = ckpt_now();
+		if (!rc)
+			rc = dump_tree(tp, n, path, o, st, t0, t_stopped, err, errlen);
+		for (size_t i = n; i-- > 0;) {
+			if (rc)
+				detach(&tp[i].d);
+			if (tp[i].pmfd >= 0)
+				close(tp[i].pmfd);
+			dump_free(&tp[i].d);
+			image_free(&tp[i].im);
+		}
+		free(tp);
+		return rc;
+	}
+	free(kids);
 	t_stopped = ckpt_now();
 	if ((rc = read_state(&d, &im, o, &pmfd)))
 		goto out;

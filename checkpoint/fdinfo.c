@@ -286,7 +286,7 @@ int ckpt_epoll_order(const Storm__Ckpt__FileTable *ft, size_t *order)
 static const struct ckpt_sec *pages_section(const struct ckpt_header *h, int32_t index)
 {
 	for (uint32_t s = 0; h && index >= 0 && s < h->nsec; s++)
-		if (h->secs[s].type == CKPT_SEC_PAGES && h->secs[s].index == (uint32_t)index)
+		if (h->secs[s].type == CKPT_SEC_PAGES && ckpt_sec_local(h, &h->secs[s]) == (uint32_t)index)
 			return &h->secs[s];
 	return NULL;
 }

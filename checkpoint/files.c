@@ -54,6 +54,8 @@
 
 struct ckpt_fdump {
 	pid_t pid;
+	const pid_t *tree;  /* the image's other processes */
+	size_t ntree;
 	Storm__Ckpt__FileTable *ft;
 	int *memfd_fd;     /* ours, per ft->memfds: its content is read through it */
 	char *err;
@@ -82,10 +84,12 @@ static long kcmp(pid_t a, pid_t b, int type, unsigned long x, unsigned long y)
 	return syscall(SYS_kcmp, a, b, type, x, y);
 }
 
-/* For each pipe or FIFO inode, a process other than pid (and us) holding
- * it (0: none seen). Processes whose descriptors we may not read are not
- * seen. fifos: some are named (their holders are found by stat). */
-static void pipe_holders(pid_t pid, const uint64_t *inos, pid_t *holders, size_t n, bool fifos)
+/* For each pipe or FIFO inode, a process other than pid, us and the
+ * image's others (tree) holding it (0: none seen). Processes whose
+ * descriptors we may not read are not seen. fifos: some are named (their
+ * holders are found by stat). */
+static void pipe_holders(pid_t pid, const pid_t *tree, size_t ntree, const uint64_t *inos,
+			 pid_t *holders, size_t n, bool fifos)
 {
 	memset(holders, 0, n * sizeof(*holders));
 	DIR *proc = opendir("/proc");
@@ -95,7 +99,10 @@ static void pipe_holders(pid_t pid, const uint64_t *inos, pid_t *holders, size_t
 	char path[96], link[64];
 	while ((pe = readdir(proc))) {
 		pid_t q = (pid_t)atoi(pe->d_name);
-		if (q <= 0 || q == pid || q == getpid())
+		bool ours = false;
+		for (size_t i = 0; i < ntree; i++)
+			ours |= tree[i] == q;
+		if (q <= 0 || q == pid || q == getpid() || ours)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/fd", q);
 		DIR *fdd = opendir(path);
@@ -125,6 +132,34 @@ static void pipe_holders(pid_t pid, const uint64_t *inos, pid_t *holders, size_t
 		closedir(fdd);
 	}
 	closedir(proc);
+}
+
+/* Another process of the image holding e's open file itself (inherited
+ * over a fork, not opened again), or 0. */
+static pid_t open_file_sharer(const struct ckpt_fdump *s, const struct ent *e)
+{
+	for (size_t i = 0; i < s->ntree; i++) {
+		pid_t q = s->tree[i];
+		char path[64];
+		if (q == s->pid)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/fd", q);
+		DIR *d = opendir(path);
+		struct dirent *de;
+		while (d && (de = readdir(d))) {
+			struct stat sb;
+			snprintf(path, sizeof(path), "/proc/%d/fd/%.16s", q, de->d_name);
+			if (de->d_name[0] != '.' && stat(path, &sb) == 0 && sb.st_dev == e->st.st_dev &&
+			    sb.st_ino == e->st.st_ino &&
+			    kcmp(s->pid, q, KCMP_FILE, (unsigned long)e->fd, strtoul(de->d_name, NULL, 10)) == 0) {
+				closedir(d);
+				return q;
+			}
+		}
+		if (d)
+			closedir(d);
+	}
+	return 0;
 }
 
 static Storm__Ckpt__Pipe *pipe_find(Storm__Ckpt__FileTable *ft, uint64_t id)
@@ -616,14 +651,16 @@ static int read_ents(struct ckpt_fdump *s, struct ent **ents, size_t *n)
 	return rc;
 }
 
-int ckpt_files_dump(pid_t pid, const struct ckpt_dump_opts *o, Storm__Ckpt__FileTable *ft,
-		    struct ckpt_fdump **out, char *err, size_t errlen)
+int ckpt_files_dump(pid_t pid, const struct ckpt_dump_opts *o, const pid_t *tree, size_t ntree,
+		    Storm__Ckpt__FileTable *ft, struct ckpt_fdump **out, char *err, size_t errlen)
 {
 	struct ckpt_fdump *s = calloc(1, sizeof(*s));
 	*out = s;
 	if (!s)
 		return -ENOMEM;
 	s->pid = pid;
+	s->tree = tree;
+	s->ntree = ntree;
 	s->ft = ft;
 	s->err = err;
 	s->errlen = errlen;
@@ -674,7 +711,7 @@ int ckpt_files_dump(pid_t pid, const struct ckpt_dump_opts *o, Storm__Ckpt__File
 			fifos |= ents[i].target[0] == '/';
 		}
 	if (!rc && np)
-		pipe_holders(pid, inos, holders, np, fifos);
+		pipe_holders(pid, s->tree, s->ntree, inos, holders, np, fifos);
 	for (size_t i = 0; !rc && i < n; i++) {
 		pid_t h = 0;
 		for (size_t k = 0; k < np; k++)
@@ -692,6 +729,22 @@ int ckpt_files_dump(pid_t pid, const struct ckpt_dump_opts *o, Storm__Ckpt__File
 		} else if (f->kind == CKPT_FILE_EPOLL) {
 			rc = epoll_items(s, &ents[i], ents, n);
 		}
+	}
+	/* a regular file's open file shared over a fork is reopened by each
+	 * process at restore, so their offsets are one no more: only appends
+	 * (write-only, O_APPEND) come out the same */
+	for (size_t i = 0; !rc && s->ntree > 1 && i < n; i++) {
+		Storm__Ckpt__File *f = ents[i].f;
+		pid_t q;
+		if (f->dup || f->kind != CKPT_FILE_REGULAR ||
+		    ((f->flags & O_ACCMODE) == O_WRONLY && (f->flags & O_APPEND)) ||
+		    !(q = open_file_sharer(s, &ents[i])))
+			continue;
+		char what[PATH_MAX + 96];
+		snprintf(what, sizeof(what), "%s, one open file with pid %d's", ents[i].target, (int)q);
+		rc = refuse(s, &ents[i], what,
+			    "processes of a tree sharing a regular file's offset are restored each "
+			    "with its own (only write-only O_APPEND files are kept)");
 	}
 	/* a dup of a stdio pipe, terminal or socket above 2 is one too */
 	for (size_t i = 0; !rc && i < n; i++)
@@ -879,6 +932,7 @@ int ckpt_files_restorable(const char *image, const Storm__Ckpt__FileTable *ft,
 struct child {
 	const Storm__Ckpt__FileTable *ft;
 	const struct ckpt_restore_opts *o;
+	const struct ckpt_shared *sh;
 	int base;        /* temporaries from here up */
 	char *why;
 	size_t wl;
@@ -989,6 +1043,14 @@ static int open_pipe(struct child *c, const Storm__Ckpt__File *f, struct pipe_en
 	while (k < ft->n_pipes && ft->pipes[k]->id != f->object)
 		k++;
 	const Storm__Ckpt__Pipe *p = ft->pipes[k];
+	const struct ckpt_shobj *so = ckpt_files_shared(c->sh, CKPT_SH_PIPE, p->id);
+	if (pe[k].end[0] < 0 && so) {
+		/* the tree's: its open files, as after the fork that shared it */
+		pe[k].end[0] = up(c, fcntl(so->fd[0], F_DUPFD_CLOEXEC, c->base));
+		pe[k].end[1] = up(c, fcntl(so->fd[1], F_DUPFD_CLOEXEC, c->base));
+		if (pe[k].end[0] < 0 || pe[k].end[1] < 0)
+			return cfail(c, f, "taking the shared pipe");
+	}
 	if (pe[k].end[0] < 0) {
 		int fds[2];
 		if (pipe2(fds, p->n_packets ? O_DIRECT : 0) < 0)
@@ -1024,6 +1086,9 @@ static int open_fifo(struct child *c, const Storm__Ckpt__File *f, bool *filled)
 			close(keep);
 		return cfail(c, f, "open");
 	}
+	/* the tree's: filled once, held open by the first process */
+	if (ckpt_files_shared(c->sh, CKPT_SH_FIFO, f->object))
+		*filled = true;
 	for (size_t k = 0; f->object && !*filled && k < c->ft->n_pipes; k++)
 		if (c->ft->pipes[k]->id == f->object) {
 			*filled = true;
@@ -1135,13 +1200,13 @@ static void close_others(const int *keep, size_t n)
 }
 
 int ckpt_files_child(const Storm__Ckpt__FileTable *ft, const struct ckpt_restore_opts *o,
-		     int *errw, char *why, size_t wl)
+		     const struct ckpt_shared *sh, int *errw, char *why, size_t wl)
 {
 	int maxfd = ckpt_files_maxfd(ft);
-	struct child c = { ft, o, maxfd + 3 + (int)ft->n_memfds, why, wl };
-	size_t nf = ft->n_files;
+	struct child c = { ft, o, sh, maxfd + 3 + (int)ft->n_memfds, why, wl };
+	size_t nf = ft->n_files, nsh = sh ? sh->n : 0;
 	/* what the restorer hands over goes up first, out of the image's way */
-	int *keep = calloc(nf + 8, sizeof(*keep)), *from = calloc(nf + 1, sizeof(*from));
+	int *keep = calloc(nf + 8 + 2 * nsh, sizeof(*keep)), *from = calloc(nf + 1, sizeof(*from));
 	struct pipe_ends *pe = calloc(ft->n_pipes + 1, sizeof(*pe));
 	if (!keep || !from || !pe) {
 		snprintf(why, wl, "out of memory");
@@ -1170,6 +1235,10 @@ int ckpt_files_child(const Storm__Ckpt__FileTable *ft, const struct ckpt_restore
 		if (cf && from[i] < 0)
 			return cfail(&c, f, "dup of the restorer's descriptor");
 	}
+	for (size_t k = 0; k < nsh; k++)
+		for (int e = 0; e < 2; e++)
+			if (sh->v[k].fd[e] >= 0)
+				keep[nk++] = sh->v[k].fd[e];
 	close_others(keep, nk);
 	int fl;
 	for (size_t i = 0; i < nf; i++) {
@@ -1196,8 +1265,10 @@ int ckpt_files_child(const Storm__Ckpt__FileTable *ft, const struct ckpt_restore
 	/* the memfds, where the restorer finds them to fill and map */
 	for (size_t k = 0; k < ft->n_memfds; k++) {
 		const Storm__Ckpt__Memfd *m = ft->memfds[k];
-		int x = memfd_create(m->name, MFD_ALLOW_SEALING | MFD_CLOEXEC);
-		if (x < 0 || ftruncate(x, (off_t)m->size) < 0 ||
+		const struct ckpt_shobj *so = ckpt_files_shared(sh, CKPT_SH_MEMFD, m->id);
+		int x = so ? fcntl(so->fd[0], F_DUPFD_CLOEXEC, c.base)
+			   : memfd_create(m->name, MFD_ALLOW_SEALING | MFD_CLOEXEC);
+		if (x < 0 || (!so && ftruncate(x, (off_t)m->size) < 0) ||
 		    (x != maxfd + 3 + (int)k && dup3(x, maxfd + 3 + (int)k, O_CLOEXEC) < 0)) {
 			snprintf(why, wl, "section files: memfd %s: %s", m->name, strerror(errno));
 			return -1;
@@ -1219,11 +1290,16 @@ int ckpt_files_child(const Storm__Ckpt__FileTable *ft, const struct ckpt_restore
 			return -1;
 	}
 	/* the pipe's ends the image had not (a reader whose writers were gone
-	 * reads what was left, then the end) */
+	 * reads what was left, then the end), and the tree's objects: each
+	 * process holds what its table says */
 	for (size_t k = 0; k < ft->n_pipes; k++)
 		for (int e = 0; e < 2; e++)
 			if (pe[k].end[e] >= 0)
 				close(pe[k].end[e]);
+	for (size_t k = 0; k < nsh; k++)
+		for (int e = 0; e < 2; e++)
+			if (sh->v[k].fd[e] >= 0)
+				close(sh->v[k].fd[e]);
 	for (size_t i = 0; i < nf; i++) {
 		const Storm__Ckpt__File *f = ft->files[i];
 		if (f->dup && dup3(f->dup_of, f->fd, (f->flags & O_CLOEXEC) ? O_CLOEXEC : 0) < 0)
@@ -1314,10 +1390,25 @@ int ckpt_files_restore_start(struct ckpt_frestore *r)
 				       m->name, strerror(errno));
 			break;
 		}
+		/* a memfd of the tree that another process's restore filled */
+		bool done = false;
+		for (size_t i = 0; r->sh && i < r->sh->nfilled; i++)
+			done |= r->sh->filled[i] == m->id;
+		if (done)
+			continue;
+		if (r->sh && ckpt_files_shared(r->sh, CKPT_SH_MEMFD, m->id)) {
+			uint64_t *nf = realloc(r->sh->filled, (r->sh->nfilled + 1) * sizeof(*nf));
+			if (!nf) {
+				rc = -ENOMEM;
+				break;
+			}
+			r->sh->filled = nf;
+			nf[r->sh->nfilled++] = m->id;
+		}
 		const struct ckpt_sec *s = NULL;
 		for (uint32_t i = 0; m->pages_section >= 0 && i < r->h->nsec; i++)
 			if (r->h->secs[i].type == CKPT_SEC_PAGES &&
-			    r->h->secs[i].index == (uint32_t)m->pages_section)
+			    ckpt_sec_local(r->h, &r->h->secs[i]) == (uint32_t)m->pages_section)
 				s = &r->h->secs[i];
 		if (s && !buf && !(buf = malloc(BUF)))
 			rc = -ENOMEM;
@@ -1411,6 +1502,10 @@ int ckpt_files_map_area(struct ckpt_frestore *r, size_t vi)
 	for (size_t j = 0; v->shm_id && j < vi; j++)
 		if (vt->vmas[j]->shm_id == v->shm_id && ckpt_files_maps_area(vt->vmas[j]))
 			return 0; /* mapped with the first */
+	/* the tree's: the first process mapped it before the fork, and every
+	 * one has it at so->addr (unmapped by the caller once all is placed) */
+	const struct ckpt_shobj *so = v->shm_id ? ckpt_files_shared(r->sh, CKPT_SH_ANON, v->shm_id)
+					      : NULL;
 	uint64_t size = 0;
 	for (size_t j = vi; j < vt->n_vmas; j++) {
 		const Storm__Ckpt__Vma *w = vt->vmas[j];
@@ -1418,12 +1513,12 @@ int ckpt_files_map_area(struct ckpt_frestore *r, size_t vi)
 			if (w->offset + (w->end - w->start) > size)
 				size = w->offset + (w->end - w->start);
 	}
-	uint64_t tmp = free_range(r, size);
+	uint64_t tmp = so ? so->addr : free_range(r, size);
 	if (!tmp)
 		return ckpt_fail(r->err, r->errlen, -ENOMEM, "%s: restoring: no free range of %llu bytes",
 				 r->image, (unsigned long long)size);
-	int rc = inj(r, "mmap of shared memory", &got, SYS_mmap, 6, (long)tmp, (long)size,
-		     PROT_READ | PROT_WRITE, MAP_FIXED | MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int rc = so ? 0 : inj(r, "mmap of shared memory", &got, SYS_mmap, 6, (long)tmp, (long)size,
+			      PROT_READ | PROT_WRITE, MAP_FIXED | MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	for (size_t j = vi; !rc && j < vt->n_vmas; j++) {
 		const Storm__Ckpt__Vma *w = vt->vmas[j];
 		if (j != vi && !(v->shm_id && w->shm_id == v->shm_id && w->kind == v->kind && w->shared))
@@ -1431,7 +1526,7 @@ int ckpt_files_map_area(struct ckpt_frestore *r, size_t vi)
 		rc = inj(r, "mremap of shared memory", &got, SYS_mremap, 5, (long)(tmp + w->offset), 0,
 			 (long)(w->end - w->start), MREMAP_MAYMOVE | MREMAP_FIXED, (long)w->start, 0);
 	}
-	if (!rc)
+	if (!rc && !so)
 		rc = inj(r, "munmap", NULL, SYS_munmap, 2, (long)tmp, (long)size, 0, 0, 0, 0);
 	return rc;
 }
@@ -1454,12 +1549,157 @@ int ckpt_files_restore_finish(struct ckpt_frestore *r)
 {
 	for (size_t k = 0; k < r->ft->n_memfds; k++) {
 		unsigned seals = r->ft->memfds[k]->seals;
-		if ((seals & F_SEAL_FUTURE_WRITE) &&
+		int have = fcntl(r->memfd[k], F_GET_SEALS);
+		if ((seals & F_SEAL_FUTURE_WRITE) && !(have > 0 && (have & F_SEAL_FUTURE_WRITE)) &&
 		    fcntl(r->memfd[k], F_ADD_SEALS, seals & (F_SEAL_FUTURE_WRITE | F_SEAL_SEAL)) < 0)
 			return ckpt_fail(r->err, r->errlen, -errno, "%s: sealing memfd %s: %s", r->image,
 					 r->ft->memfds[k]->name, strerror(errno));
 	}
 	return 0;
+}
+
+/* ---- restore: a tree's shared objects */
+
+const struct ckpt_shobj *ckpt_files_shared(const struct ckpt_shared *sh, int kind, uint64_t id)
+{
+	for (size_t i = 0; sh && id && i < sh->n; i++)
+		if (sh->v[i].kind == kind && sh->v[i].id == id)
+			return &sh->v[i];
+	return NULL;
+}
+
+static int share_add(struct ckpt_shared *sh, int kind, uint64_t id, struct ckpt_shobj **out)
+{
+	struct ckpt_shobj *o = (struct ckpt_shobj *)ckpt_files_shared(sh, kind, id);
+	if (!o) {
+		if (grow(&sh->v, sh->n, sizeof(*sh->v)))
+			return -ENOMEM;
+		o = &sh->v[sh->n++];
+		memset(o, 0, sizeof(*o));
+		o->kind = kind;
+		o->id = id;
+		o->fd[0] = o->fd[1] = -1;
+	}
+	*out = o;
+	return 0;
+}
+
+int ckpt_files_share_plan(Storm__Ckpt__FileTable *const *fts, Storm__Ckpt__VmaTable *const *vts,
+			  size_t n, struct ckpt_shared *sh)
+{
+	struct ckpt_shobj *o;
+	for (size_t p = 0; p < n; p++) {
+		const Storm__Ckpt__FileTable *ft = fts[p];
+		for (size_t i = 0; i < ft->n_pipes; i++) {
+			const Storm__Ckpt__Pipe *pp = ft->pipes[i];
+			bool other = false; /* another process holds it too */
+			for (size_t q = 0; q < n && !other; q++)
+				for (size_t j = 0; q != p && j < fts[q]->n_pipes && !other; j++)
+					other = fts[q]->pipes[j]->id == pp->id;
+			const Storm__Ckpt__File *fifo = NULL;
+			for (size_t j = 0; j < ft->n_files && !fifo; j++)
+				if (ft->files[j]->kind == CKPT_FILE_FIFO && ft->files[j]->object == pp->id)
+					fifo = ft->files[j];
+			if (!other || ckpt_files_shared(sh, fifo ? CKPT_SH_FIFO : CKPT_SH_PIPE, pp->id))
+				continue;
+			if (share_add(sh, fifo ? CKPT_SH_FIFO : CKPT_SH_PIPE, pp->id, &o))
+				return -ENOMEM;
+			o->pipe = pp;
+			o->path = fifo ? fifo->path : NULL;
+		}
+		for (size_t i = 0; i < ft->n_memfds; i++) {
+			bool other = false;
+			for (size_t q = 0; q < n && !other; q++)
+				for (size_t j = 0; q != p && j < fts[q]->n_memfds && !other; j++)
+					other = fts[q]->memfds[j]->id == ft->memfds[i]->id;
+			if (!other || ckpt_files_shared(sh, CKPT_SH_MEMFD, ft->memfds[i]->id))
+				continue;
+			if (share_add(sh, CKPT_SH_MEMFD, ft->memfds[i]->id, &o))
+				return -ENOMEM;
+			o->memfd = ft->memfds[i];
+		}
+		for (size_t i = 0; i < vts[p]->n_vmas; i++) {
+			const Storm__Ckpt__Vma *v = vts[p]->vmas[i];
+			if (v->kind != CKPT_VMA_ANON || !v->shared || !v->shm_id)
+				continue;
+			bool other = false;
+			for (size_t q = 0; q < n && !other; q++)
+				for (size_t j = 0; q != p && j < vts[q]->n_vmas && !other; j++)
+					other = vts[q]->vmas[j]->shm_id == v->shm_id &&
+						vts[q]->vmas[j]->kind == CKPT_VMA_ANON && vts[q]->vmas[j]->shared;
+			if (!other)
+				continue;
+			if (share_add(sh, CKPT_SH_ANON, v->shm_id, &o))
+				return -ENOMEM;
+			/* the object is as big as the furthest any process maps of it */
+			if (v->offset + (v->end - v->start) > o->size)
+				o->size = v->offset + (v->end - v->start);
+		}
+	}
+	return 0;
+}
+
+int ckpt_files_share_make(struct ckpt_shared *sh, const struct ckpt_restore_opts *o, int base,
+			  char *why, size_t wl)
+{
+	for (size_t i = 0; i < sh->n; i++) {
+		struct ckpt_shobj *so = &sh->v[i];
+		int fds[2] = { -1, -1 };
+		const char *what = "";
+		switch (so->kind) {
+		case CKPT_SH_PIPE:
+			what = "pipe";
+			if (pipe2(fds, O_CLOEXEC | (so->pipe->n_packets ? O_DIRECT : 0)) < 0 ||
+			    pipe_fill(fds[1], so->pipe) < 0)
+				goto fail;
+			break;
+		case CKPT_SH_FIFO: {
+			/* held open read-write, so its bytes stay while the
+			 * processes open it by path */
+			what = so->path;
+			char *path = ckpt_remap_path(o, so->path);
+			fds[0] = open(path ? path : so->path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+			free(path);
+			if (fds[0] < 0 || pipe_fill(fds[0], so->pipe) < 0)
+				goto fail;
+			break;
+		}
+		case CKPT_SH_MEMFD:
+			what = so->memfd->name;
+			fds[0] = memfd_create(so->memfd->name, MFD_ALLOW_SEALING | MFD_CLOEXEC);
+			if (fds[0] < 0 || ftruncate(fds[0], (off_t)so->memfd->size) < 0)
+				goto fail;
+			break;
+		case CKPT_SH_ANON:
+			what = "shared memory";
+			if (mmap((void *)(uintptr_t)so->addr, so->size, PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
+				 0) != (void *)(uintptr_t)so->addr)
+				goto fail;
+			continue;
+		}
+		for (int e = 0; e < 2; e++) {
+			if (fds[e] < 0)
+				continue;
+			so->fd[e] = fcntl(fds[e], F_DUPFD_CLOEXEC, base);
+			close(fds[e]);
+			if (so->fd[e] < 0)
+				goto fail;
+		}
+		continue;
+fail:
+		snprintf(why, wl, "section files: making the %s the processes share: %s", what,
+			 strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+void ckpt_files_share_free(struct ckpt_shared *sh)
+{
+	free(sh->v);
+	free(sh->filled);
+	memset(sh, 0, sizeof(*sh));
 }
 
 void ckpt_files_restore_end(struct ckpt_frestore *r)

@@ -38,22 +38,22 @@ static void put64(unsigned char *p, uint64_t v)
 
 const char *ckpt_sec_name(const struct ckpt_sec *s, char *buf, size_t len)
 {
-	switch (s->type) {
-	case CKPT_SEC_META:
-		snprintf(buf, len, "meta");
-		break;
-	case CKPT_SEC_VMAS:
-		snprintf(buf, len, "vmas");
-		break;
-	case CKPT_SEC_FILES:
-		snprintf(buf, len, "files");
-		break;
-	case CKPT_SEC_PAGES:
-		snprintf(buf, len, "pages[%u]", s->index);
-		break;
-	default:
+	static const char *const names[] = { [CKPT_SEC_META] = "meta", [CKPT_SEC_VMAS] = "vmas",
+					      [CKPT_SEC_FILES] = "files", [CKPT_SEC_TREE] = "tree" };
+	uint32_t proc = ckpt_sec_proc(s->index);
+	char pre[24] = "";
+	/* a page section of process 0 is named by its whole index: an image of
+	 * one process numbers them with all 32 bits */
+	if (proc && !(s->type == CKPT_SEC_PAGES && proc >= CKPT_MAX_PROCS))
+		snprintf(pre, sizeof(pre), "process %u ", proc);
+	else
+		proc = 0;
+	if (s->type == CKPT_SEC_PAGES)
+		snprintf(buf, len, "%spages[%u]", pre, proc ? s->index & 0xffffu : s->index);
+	else if (s->type >= CKPT_SEC_META && s->type <= CKPT_SEC_TREE && names[s->type])
+		snprintf(buf, len, "%s%s", pre, names[s->type]);
+	else
 		snprintf(buf, len, "section type %u", s->type);
-	}
 	return buf;
 }
 
@@ -114,7 +114,14 @@ int ckpt_image_read_header(const void *buf, size_t len, struct ckpt_header *h,
 		return -ENOMEM;
 	}
 	uint64_t next = hsize;
-	unsigned seen[5] = { 0 };
+	/* which metadata sections each process has: one of each at most */
+	static const unsigned NT = CKPT_SEC_TREE + 1;
+	unsigned char *seen = calloc((size_t)NT * CKPT_MAX_PROCS, 1);
+	if (!seen) {
+		free(secs);
+		snprintf(err, errlen, "section table: out of memory");
+		return -ENOMEM;
+	}
 	for (uint32_t i = 0; i < nsec; i++) {
 		const unsigned char *e = p + CKPT_HDR_FIXED + (size_t)i * CKPT_TOC_ENTRY;
 		struct ckpt_sec *s = &secs[i];
@@ -124,15 +131,18 @@ int ckpt_image_read_header(const void *buf, size_t len, struct ckpt_header *h,
 		s->length = get64(e + 16);
 		s->hash = get64(e + 24);
 		ckpt_sec_name(s, name, sizeof(name));
-		if (s->type < CKPT_SEC_META || s->type > CKPT_SEC_PAGES) {
+		if (s->type < CKPT_SEC_META || s->type > CKPT_SEC_TREE) {
 			snprintf(err, errlen, "section table: entry %u has unknown %s", i, name);
 			goto bad;
 		}
-		if (s->type != CKPT_SEC_PAGES && s->index != 0) {
+		uint32_t proc = ckpt_sec_proc(s->index);
+		if (s->type != CKPT_SEC_PAGES &&
+		    ((s->index & 0xffffu) || proc >= CKPT_MAX_PROCS ||
+		     (s->type == CKPT_SEC_TREE && s->index))) {
 			snprintf(err, errlen, "section table: %s has index %u", name, s->index);
 			goto bad;
 		}
-		if (s->type != CKPT_SEC_PAGES && seen[s->type]++) {
+		if (s->type != CKPT_SEC_PAGES && seen[(size_t)proc * NT + s->type]++) {
 			snprintf(err, errlen, "section table: %s appears twice", name);
 			goto bad;
 		}
@@ -147,7 +157,7 @@ int ckpt_image_read_header(const void *buf, size_t len, struct ckpt_header *h,
 		next = s->offset + s->length;
 	}
 	for (unsigned t = CKPT_SEC_META; t <= CKPT_SEC_FILES; t++) {
-		if (!seen[t]) {
+		if (!seen[t]) { /* process 0's */
 			struct ckpt_sec s = { .type = t };
 			snprintf(err, errlen, "section table: no %s section",
 				 ckpt_sec_name(&s, name, sizeof(name)));
@@ -158,10 +168,49 @@ int ckpt_image_read_header(const void *buf, size_t len, struct ckpt_header *h,
 	h->nsec = nsec;
 	h->file_size = file_size;
 	h->secs = secs;
+	free(seen);
 	return 0;
 bad:
+	free(seen);
 	free(secs);
 	return -EINVAL;
+}
+
+int ckpt_image_procs_check(const struct ckpt_header *h, uint32_t nprocs, char *err,
+			   size_t errlen)
+{
+	char name[48];
+	if (nprocs < 1 || nprocs > CKPT_MAX_PROCS) {
+		snprintf(err, errlen, "section tree: %u processes (want 1 to %u)", nprocs,
+			 CKPT_MAX_PROCS);
+		return -EINVAL;
+	}
+	unsigned char *have = calloc(nprocs, 1);
+	if (!have) {
+		snprintf(err, errlen, "section table: out of memory");
+		return -ENOMEM;
+	}
+	int rc = 0;
+	for (uint32_t i = 0; !rc && i < h->nsec; i++) {
+		const struct ckpt_sec *s = &h->secs[i];
+		uint32_t proc = ckpt_sec_proc(s->index);
+		if (nprocs == 1 && s->type == CKPT_SEC_PAGES)
+			continue; /* numbered with all 32 bits */
+		if (proc >= nprocs) {
+			snprintf(err, errlen, "section table: %s, but the image has %u process%s",
+				 ckpt_sec_name(s, name, sizeof(name)), nprocs, nprocs == 1 ? "" : "es");
+			rc = -EINVAL;
+		} else if (s->type >= CKPT_SEC_META && s->type <= CKPT_SEC_FILES) {
+			have[proc] |= 1u << s->type;
+		}
+	}
+	for (uint32_t p = 0; !rc && p < nprocs; p++)
+		if (have[p] != ((1u << CKPT_SEC_META) | (1u << CKPT_SEC_VMAS) | (1u << CKPT_SEC_FILES))) {
+			snprintf(err, errlen, "section table: process %u lacks a meta, vmas or files section", p);
+			rc = -EINVAL;
+		}
+	free(have);
+	return rc;
 }
 
 size_t ckpt_image_write_header(const struct ckpt_header *h, void *buf)

@@ -29,7 +29,22 @@ enum ckpt_sec_type {
 	CKPT_SEC_VMAS = 2,  /* proto storm.ckpt.VmaTable */
 	CKPT_SEC_FILES = 3, /* proto storm.ckpt.FileTable */
 	CKPT_SEC_PAGES = 4, /* raw page data of one memory area */
+	CKPT_SEC_TREE = 5,  /* proto storm.ckpt.Tree: an image of several processes */
 };
+
+/* A section's index: its process (0: the one dumped; others only in an
+ * image with a tree section) in the high 16 bits, and for page sections the
+ * number within the process in the low 16. An image of one process keeps
+ * every section at process 0 (its page numbers may use all 32 bits). */
+#define CKPT_MAX_PROCS 256u
+static inline uint32_t ckpt_sec_index(uint32_t proc, uint32_t local)
+{
+	return proc << 16 | local;
+}
+static inline uint32_t ckpt_sec_proc(uint32_t index)
+{
+	return index >> 16;
+}
 
 struct ckpt_sec {
 	uint32_t type;
@@ -44,7 +59,16 @@ struct ckpt_header {
 	uint32_t nsec;
 	uint64_t file_size;
 	struct ckpt_sec *secs; /* nsec entries, malloc'd by ckpt_image_read_header */
+	/* a restorer's view of one process of a tree: page sections are
+	 * numbered by their low 16 bits (ckpt_sec_local) */
+	int tree;
 };
+
+/* The number a process's tables give section s (Vma.pages_section). */
+static inline uint32_t ckpt_sec_local(const struct ckpt_header *h, const struct ckpt_sec *s)
+{
+	return h->tree ? s->index & 0xffffu : s->index;
+}
 
 /* Bytes taken by the header and a table of nsec sections. */
 static inline size_t ckpt_header_size(uint32_t nsec)
@@ -66,7 +90,8 @@ void ckpt_header_free(struct ckpt_header *h);
  * ckpt_header_size(h->nsec) bytes. Returns the bytes written. */
 size_t ckpt_image_write_header(const struct ckpt_header *h, void *buf);
 
-/* "meta", "vmas", "files", "pages[N]" into buf. */
+/* "meta", "vmas", "files", "pages[N]", "tree"; a section of process P > 0
+ * of a tree: "process P meta", "process P pages[N]". */
 const char *ckpt_sec_name(const struct ckpt_sec *s, char *buf, size_t len);
 
 /* Checks a section's bytes against its checksum; err names the section. */
@@ -77,6 +102,12 @@ int ckpt_sec_check(const struct ckpt_sec *s, const void *data, char *err, size_t
  * where the data stops) or -EINVAL. */
 int ckpt_image_verify(const void *buf, size_t len, struct ckpt_header *h, char *err,
 		      size_t errlen);
+
+/* An image of nprocs processes (1 without a tree section): every section's
+ * process below nprocs, each process with one meta, vmas and files section.
+ * Returns 0 or -EINVAL with a reason naming the process. */
+int ckpt_image_procs_check(const struct ckpt_header *h, uint32_t nprocs, char *err,
+			   size_t errlen);
 
 /* Names the section holding byte offset off (for truncation messages). */
 const char *ckpt_section_at(const struct ckpt_header *h, uint64_t off, char *buf, size_t len);

@@ -77,10 +77,11 @@ struct ckpt_fdump;
 
 /* Judges every descriptor of the stopped process pid into ft, or refuses
  * with one line naming the pid, the fd and its kind. Touches nothing in the
- * process: called before anything is injected. *s: free with
- * ckpt_files_dump_free (also on failure). */
-int ckpt_files_dump(pid_t pid, const struct ckpt_dump_opts *o, Storm__Ckpt__FileTable *ft,
-		    struct ckpt_fdump **s, char *err, size_t errlen);
+ * process: called before anything is injected. tree[0..ntree): the other
+ * processes of the image, whose holding a pipe is no reason to refuse it.
+ * *s: free with ckpt_files_dump_free (also on failure). */
+int ckpt_files_dump(pid_t pid, const struct ckpt_dump_opts *o, const pid_t *tree, size_t ntree,
+		    Storm__Ckpt__FileTable *ft, struct ckpt_fdump **s, char *err, size_t errlen);
 /* An area read from maps: a memfd one (CKPT_VMA_MEMFD, or EXTERNAL for the
  * caller's) is tied to the memfd of the table it maps, which is added if
  * no descriptor holds it. Returns 0 or a refusal. */
@@ -95,6 +96,37 @@ int ckpt_files_write_data(struct ckpt_fdump *s, int out, struct ckpt_sec *secs, 
 			  const char *path);
 void ckpt_files_dump_free(struct ckpt_fdump *s, Storm__Ckpt__FileTable *ft);
 
+/* Objects of a tree image that several of its processes hold: a pipe (its
+ * ends, with its bytes), a FIFO (held open, with its bytes), a memfd, shared
+ * anonymous memory. The first process makes each once before it forks the
+ * others, which inherit them; each takes its own from there. */
+enum { CKPT_SH_PIPE, CKPT_SH_FIFO, CKPT_SH_MEMFD, CKPT_SH_ANON };
+struct ckpt_shobj {
+	int kind;                        /* CKPT_SH_* */
+	uint64_t id;                     /* Pipe.id, Memfd.id, Vma.shm_id */
+	const Storm__Ckpt__Pipe *pipe;   /* pipe, FIFO: its bytes */
+	const Storm__Ckpt__Memfd *memfd;
+	const char *path;                /* FIFO */
+	uint64_t addr, size;             /* memory: mapped there in the first process */
+	int fd[2];                       /* pipe: read, write end; FIFO, memfd: fd[0] */
+};
+struct ckpt_shared {
+	struct ckpt_shobj *v;
+	size_t n;
+	uint64_t *filled;                /* the restorer's: memfds whose content is written */
+	size_t nfilled;
+};
+/* Before the fork: the objects of the n processes' tables that more than
+ * one of them holds (memory's addr is the caller's to choose). */
+int ckpt_files_share_plan(Storm__Ckpt__FileTable *const *fts, Storm__Ckpt__VmaTable *const *vts,
+			  size_t n, struct ckpt_shared *sh);
+/* In the first process, before it forks the others: each object made, its
+ * descriptors at numbers from base up. Returns 0, or -1 with a reason. */
+int ckpt_files_share_make(struct ckpt_shared *sh, const struct ckpt_restore_opts *o, int base,
+			  char *why, size_t wl);
+const struct ckpt_shobj *ckpt_files_shared(const struct ckpt_shared *sh, int kind, uint64_t id);
+void ckpt_files_share_free(struct ckpt_shared *sh);
+
 /* The highest descriptor of the table, at least 2. In the new process
  * maxfd + 1 is the external fd, maxfd + 2 the error pipe and maxfd + 3 + k
  * memfd k until the restorer closes them. */
@@ -104,9 +136,10 @@ int ckpt_files_restorable(const char *image, const Storm__Ckpt__FileTable *ft,
 			  const struct ckpt_restore_opts *o, char *err, size_t errlen);
 /* In the new process, after child_setup: every descriptor of the table at
  * its number, nothing else but the above. *errw (the error pipe) moves.
+ * sh (NULL: none): the tree's shared objects, taken and then closed.
  * Returns 0, or -1 with a reason in why. */
 int ckpt_files_child(const Storm__Ckpt__FileTable *ft, const struct ckpt_restore_opts *o,
-		     int *errw, char *why, size_t wl);
+		     const struct ckpt_shared *sh, int *errw, char *why, size_t wl);
 
 /* The restorer's side, once the new process is stopped under it. */
 struct ckpt_frestore {
@@ -119,6 +152,7 @@ struct ckpt_frestore {
 	const Storm__Ckpt__VmaTable *vt;
 	int maxfd;
 	int *memfd;         /* ours, per ft->memfds */
+	struct ckpt_shared *sh; /* a tree's shared objects (NULL: none) */
 	char *err;
 	size_t errlen;
 };

@@ -10,10 +10,12 @@
  * prctl(PR_SET_MM_MAP) for brk and friends, interval timers, then each
  * thread's own state and the other threads made again (threads.c); finally
  * the gadget goes, the registers and signal mask are set and it is let go. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/prctl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,7 @@
 #include "image.h"
 #include "internal.h"
 #include "threads.h"
+#include "proctree.h"
 
 #define USER_TOP 0x800000000000ull
 
@@ -48,6 +51,10 @@ struct image {
 	Storm__Ckpt__VmaTable *vt;
 	Storm__Ckpt__FileTable *ft;
 	const struct ckpt_sec **psec; /* page section of each area index */
+	Storm__Ckpt__Tree *tree;      /* an image of a tree (NULL: of one process) */
+	uint32_t nprocs, proc;        /* its processes; which one this is */
+	struct ckpt_sec *all;         /* the whole table (h: this process's sections) */
+	uint32_t nall;
 };
 
 struct kernel_sigaction {
@@ -62,7 +69,11 @@ static void image_close(struct image *im)
 		storm__ckpt__vma_table__free_unpacked(im->vt, NULL);
 	if (im->ft)
 		storm__ckpt__file_table__free_unpacked(im->ft, NULL);
+	if (im->tree)
+		storm__ckpt__tree__free_unpacked(im->tree, NULL);
 	free(im->psec);
+	free(im->all);
+	im->all = NULL;
 	ckpt_header_free(&im->h);
 	if (im->fd >= 0)
 		close(im->fd);
@@ -125,7 +136,7 @@ static int check_tables(struct image *im, char *err, size_t errlen)
 		}
 		for (uint32_t s = 0; s < im->h.nsec; s++)
 			if (im->h.secs[s].type == CKPT_SEC_PAGES &&
-			    im->h.secs[s].index == (uint32_t)v->pages_section)
+			    ckpt_sec_local(&im->h, &im->h.secs[s]) == (uint32_t)v->pages_section)
 				im->psec[i] = &im->h.secs[s];
 		if (!im->psec[i] || im->psec[i]->length != total * CKPT_PAGE)
 			goto bad_runs;
@@ -142,7 +153,72 @@ bad_runs:
 	return 0;
 }
 
-static int image_open(const char *path, struct image *im, char *err, size_t errlen)
+/* Reads and checks a metadata section of the image (b: malloc'd, its bytes). */
+static int read_section(struct image *im, const struct ckpt_sec *s, uint8_t **b, char *err,
+			size_t errlen)
+{
+	char why[256], name[48];
+	int rc;
+	if (s->length > (64u << 20))
+		return ckpt_fail(err, errlen, -EINVAL, "%s: section %s: %llu bytes is too big",
+				 im->path, ckpt_sec_name(s, name, sizeof(name)),
+				 (unsigned long long)s->length);
+	*b = malloc(s->length ? s->length : 1);
+	if (!*b)
+		return -ENOMEM;
+	if ((rc = pread_all(im->fd, *b, s->length, s->offset)) ||
+	    (rc = ckpt_sec_check(s, *b, why, sizeof(why)))) {
+		free(*b);
+		*b = NULL;
+		return ckpt_fail(err, errlen, rc, "%s: %s", im->path, why);
+	}
+	return 0;
+}
+
+/* An image of several processes: its tree, and the table cut down to the
+ * sections of process proc (page sections then numbered by ckpt_sec_local). */
+static int tree_view(struct image *im, uint32_t proc, char *err, size_t errlen)
+{
+	char why[256];
+	uint8_t *b = NULL;
+	int rc = 0;
+	for (uint32_t i = 0; !rc && i < im->h.nsec; i++)
+		if (im->h.secs[i].type == CKPT_SEC_TREE &&
+		    !(rc = read_section(im, &im->h.secs[i], &b, err, errlen))) {
+			im->tree = storm__ckpt__tree__unpack(NULL, im->h.secs[i].length, b);
+			free(b);
+			if (!im->tree)
+				return ckpt_fail(err, errlen, -EINVAL, "%s: section tree: malformed",
+						 im->path);
+			if ((rc = ckpt_tree_check(im->tree, why, sizeof(why))))
+				return ckpt_fail(err, errlen, rc, "%s: %s", im->path, why);
+		}
+	if (rc)
+		return rc;
+	im->nprocs = im->tree ? (uint32_t)im->tree->n_procs : 1;
+	if ((rc = ckpt_image_procs_check(&im->h, im->nprocs, why, sizeof(why))))
+		return ckpt_fail(err, errlen, rc, "%s: %s", im->path, why);
+	if (proc >= im->nprocs)
+		return ckpt_fail(err, errlen, -EINVAL, "%s: no process %u", im->path, proc);
+	im->proc = proc;
+	im->all = malloc(im->h.nsec * sizeof(*im->all));
+	if (!im->all)
+		return -ENOMEM;
+	memcpy(im->all, im->h.secs, im->h.nsec * sizeof(*im->all));
+	im->nall = im->h.nsec;
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < im->h.nsec; i++) {
+		const struct ckpt_sec *s = &im->h.secs[i];
+		if (s->type == CKPT_SEC_TREE || (im->tree && ckpt_sec_proc(s->index) != proc))
+			continue;
+		im->h.secs[k++] = *s;
+	}
+	im->h.nsec = k;
+	im->h.tree = im->tree != NULL;
+	return 0;
+}
+
+static int image_open(const char *path, uint32_t proc, struct image *im, char *err, size_t errlen)
 {
 	char why[256], name[32];
 	int rc;
@@ -184,20 +260,15 @@ static int image_open(const char *path, struct image *im, char *err, size_t errl
 		return ckpt_fail(err, errlen, -EINVAL,
 				 "%s: image is %llu bytes, header says %llu (trailing data)", path,
 				 (unsigned long long)im->size, (unsigned long long)im->h.file_size);
+	if ((rc = tree_view(im, proc, err, errlen)))
+		return rc;
 	for (uint32_t i = 0; i < im->h.nsec; i++) {
 		const struct ckpt_sec *s = &im->h.secs[i];
 		if (s->type == CKPT_SEC_PAGES)
 			continue;
-		if (s->length > (64u << 20))
-			return ckpt_fail(err, errlen, -EINVAL, "%s: section %s: %llu bytes is too big",
-					 path, ckpt_sec_name(s, name, sizeof(name)),
-					 (unsigned long long)s->length);
-		uint8_t *b = malloc(s->length ? s->length : 1);
-		if ((rc = pread_all(im->fd, b, s->length, s->offset)) ||
-		    (rc = ckpt_sec_check(s, b, why, sizeof(why)))) {
-			free(b);
-			return ckpt_fail(err, errlen, rc, "%s: %s", path, why);
-		}
+		uint8_t *b = NULL;
+		if ((rc = read_section(im, s, &b, err, errlen)))
+			return rc;
 		ProtobufCMessage *msg = NULL;
 		if (s->type == CKPT_SEC_META)
 			msg = &(im->meta = storm__ckpt__meta__unpack(NULL, s->length, b))->base;
@@ -218,12 +289,18 @@ static int image_open(const char *path, struct image *im, char *err, size_t errl
 int ckpt_verify_file(const char *path, uint64_t *size, char *err, size_t errlen)
 {
 	struct image im;
-	int rc = image_open(path, &im, err, errlen);
+	int rc = image_open(path, 0, &im, err, errlen);
+	for (uint32_t p = 1; !rc && p < im.nprocs; p++) {
+		struct image other;
+		rc = image_open(path, p, &other, err, errlen);
+		image_close(&other);
+	}
+
 	const size_t BUF = 8 << 20;
 	char *buf = malloc(BUF), name[32];
 	XXH3_state_t *xs = XXH3_createState();
-	for (uint32_t i = 0; !rc && i < im.h.nsec; i++) {
-		const struct ckpt_sec *s = &im.h.secs[i];
+	for (uint32_t i = 0; !rc && i < im.nall; i++) {
+		const struct ckpt_sec *s = &im.all[i];
 		if (s->type != CKPT_SEC_PAGES)
 			continue;
 		XXH3_64bits_reset(xs);
@@ -289,27 +366,29 @@ static int own_maps(struct ckpt_map **out, size_t *n, pid_t pid)
 	return 0;
 }
 
-static int range_free(uint64_t a, uint64_t len, const struct image *im, const struct ckpt_map *m,
-		      size_t nm)
+static int range_free(uint64_t a, uint64_t len, const struct image *ims, size_t nim,
+		      const struct ckpt_map *m, size_t nm)
 {
-	for (size_t i = 0; i < im->vt->n_vmas; i++)
-		if (a < im->vt->vmas[i]->end && im->vt->vmas[i]->start < a + len)
-			return 0;
+	for (size_t k = 0; k < nim; k++)
+		for (size_t i = 0; i < ims[k].vt->n_vmas; i++)
+			if (a < ims[k].vt->vmas[i]->end && ims[k].vt->vmas[i]->start < a + len)
+				return 0;
 	for (size_t i = 0; i < nm; i++)
 		if (a < m[i].end && m[i].start < a + len)
 			return 0;
 	return 1;
 }
 
-/* An address range of len bytes free in the image and in our own layout,
- * other than avoid. */
-static uint64_t find_free(uint64_t len, const struct image *im, const struct ckpt_map *m,
-			  size_t nm, uint64_t avoid, uint64_t avoid_len)
+/* An address range of len bytes free in every process of the image and in
+ * our own layout, apart from the navoid ranges (start, length pairs). */
+static uint64_t find_free(uint64_t len, const struct image *ims, size_t nim,
+			  const struct ckpt_map *m, size_t nm, const uint64_t *avoid, size_t navoid)
 {
 	for (uint64_t a = 0x10000000ull; a + len < USER_TOP; a += 0x1000000ull) {
-		if (a < avoid + avoid_len && avoid < a + len)
-			continue;
-		if (range_free(a, len, im, m, nm))
+		bool clash = false;
+		for (size_t k = 0; k < navoid; k++)
+			clash |= a < avoid[2 * k] + avoid[2 * k + 1] && avoid[2 * k] < a + len;
+		if (!clash && range_free(a, len, ims, nim, m, nm))
 			return a;
 	}
 	return 0;
@@ -325,42 +404,73 @@ static int image_maxfd(const struct image *im)
 }
 
 struct child_ctx {
-	const struct image *im;
+	const struct image *ims;      /* every process of the image */
+	size_t n;
 	const struct ckpt_restore_opts *o;
 	uint64_t gadget;
-	int errw;
+	int errw;                     /* reports: struct report records */
+	const struct ckpt_shared *sh; /* a tree's shared objects */
+};
+
+/* What a new process tells the restorer: that it waits to be driven (its
+ * pid), or why it failed. One write each (atomic: under PIPE_BUF). */
+struct report {
+	int32_t proc;
+	int32_t pid;                  /* 0: failed, why says why */
+	char why[504];
 };
 
 __attribute__((noreturn)) static void child_fail(int errw, const char *fmt, ...)
 {
-	char msg[512];
+	struct report r = { 0 };
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(r.why, sizeof(r.why), fmt, ap);
 	va_end(ap);
-	if (n > 0 && write(errw, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1) < 0)
+	if (write(errw, &r, sizeof(r)) < 0)
 		_exit(126);
 	_exit(126);
 }
 
-__attribute__((noreturn)) static void child_main(struct child_ctx *c)
+/* The highest descriptor open here. */
+static int highest_fd(void)
 {
-	const struct image *im = c->im;
+	int top = 2;
+	DIR *dp = opendir("/proc/self/fd");
+	struct dirent *de;
+	while (dp && (de = readdir(dp)))
+		if (atoi(de->d_name) > top)
+			top = atoi(de->d_name);
+	if (dp)
+		closedir(dp);
+	return top;
+}
+
+/* Process self of the image, from here on: its children forked first (with
+ * their old pids where free; they inherit the tree's shared objects and
+ * what child_setup made), then its own state, then it waits for the
+ * restorer: process 0 stopped under PTRACE_TRACEME (the restorer is its
+ * parent), the others paused until the restorer seizes them. */
+__attribute__((noreturn)) static void become(struct child_ctx *c, size_t self)
+{
+	const struct image *im = &c->ims[self];
 	const struct ckpt_restore_opts *o = c->o;
 	Storm__Ckpt__FileTable *ft = im->ft;
-	sigset_t all;
-
-	sigfillset(&all);
-	sigdelset(&all, SIGTRAP);
-	sigdelset(&all, SIGSEGV);
-	sigprocmask(SIG_SETMASK, &all, NULL);
-	for (int sig = 1; sig <= 64; sig++) {
-		struct kernel_sigaction ka = { 0 };
-		if (sig != SIGKILL && sig != SIGSTOP)
-			syscall(SYS_rt_sigaction, sig, &ka, NULL, 8);
+	const Storm__Ckpt__Tree *tree = c->ims[0].tree;
+	for (size_t q = self + 1; tree && q < c->n; q++) {
+		if ((size_t)tree->procs[q]->parent != self)
+			continue;
+		pid_t pid = ckpt_fork_pid(tree->procs[q]->pid);
+		if (pid < 0)
+			child_fail(c->errw, "%s: process %zu: fork: %s", im->path, q, strerror(errno));
+		if (pid == 0) {
+			/* not left waiting if the restore fails (cleared once driven) */
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			become(c, q);
+		}
 	}
-	if (o->child_setup && o->child_setup(o->child_arg) != 0)
-		child_fail(c->errw, "setting up the new process failed");
+	if (self && tree->procs[self]->pgid == tree->procs[self]->pid && setpgid(0, 0) < 0)
+		child_fail(c->errw, "%s: process %zu: setpgid: %s", im->path, self, strerror(errno));
 	if (o->drop_creds) {
 		if (setgroups(1, &o->gid) < 0 || setresgid(o->gid, o->gid, o->gid) < 0 ||
 		    setresuid(o->uid, o->uid, o->uid) < 0)
@@ -370,8 +480,8 @@ __attribute__((noreturn)) static void child_main(struct child_ctx *c)
 	}
 	/* descriptors: the image's at their numbers (files.c) */
 	int errw = c->errw;
-	char why[512];
-	if (ckpt_files_child(ft, o, &errw, why, sizeof(why)))
+	char why[400];
+	if (ckpt_files_child(ft, o, c->n > 1 ? c->sh : NULL, &errw, why, sizeof(why)))
 		child_fail(errw, "%s: %s", im->path, why);
 	if (chdir(im->meta->cwd) < 0)
 		child_fail(errw, "%s: cwd %s: %s", im->path, im->meta->cwd, strerror(errno));
@@ -397,11 +507,51 @@ __attribute__((noreturn)) static void child_main(struct child_ctx *c)
 			child_fail(errw, "%s: section meta: rt_sigaction(%u): %s", im->path, s->sig,
 				   strerror(errno));
 	}
+	if (self) {
+		struct report r = { .proc = (int32_t)self, .pid = getpid() };
+		if (write(errw, &r, sizeof(r)) != sizeof(r))
+			_exit(125);
+		close(errw);
+		for (;;)
+			pause(); /* every signal blocked: until the restorer interrupts it */
+	}
 	close(errw);
 	if (ptrace(PTRACE_TRACEME, 0, 0, 0) < 0)
 		_exit(125);
 	kill(getpid(), SIGSTOP);
 	_exit(124);
+}
+
+__attribute__((noreturn)) static void child_main(struct child_ctx *c)
+{
+	const struct ckpt_restore_opts *o = c->o;
+	sigset_t all;
+
+	sigfillset(&all);
+	sigdelset(&all, SIGTRAP);
+	sigdelset(&all, SIGSEGV);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	for (int sig = 1; sig <= 64; sig++) {
+		struct kernel_sigaction ka = { 0 };
+		if (sig != SIGKILL && sig != SIGSTOP)
+			syscall(SYS_rt_sigaction, sig, &ka, NULL, 8);
+	}
+	if (o->child_setup && o->child_setup(o->child_arg) != 0)
+		child_fail(c->errw, "setting up the new process failed");
+	if (c->n > 1) {
+		/* the shared objects above every descriptor any process will
+		 * make or be handed, so no one's table lands on them */
+		int base = highest_fd() + 1;
+		for (size_t p = 0; p < c->n; p++) {
+			int top = ckpt_files_maxfd(c->ims[p].ft) + 3 + (int)c->ims[p].ft->n_memfds;
+			if (top > base)
+				base = top;
+		}
+		char why[400];
+		if (ckpt_files_share_make((struct ckpt_shared *)c->sh, o, base, why, sizeof(why)))
+			child_fail(c->errw, "%s: %s", c->ims[0].path, why);
+	}
+	become(c, 0);
 }
 
 /* ---- the parent */
@@ -412,6 +562,7 @@ struct drive {
 	struct user_regs_struct base;
 	const struct image *im;
 	struct ckpt_frestore *fr;  /* its descriptors' side (files.c) */
+	const struct ckpt_shared *sh; /* a tree's shared objects (NULL: none) */
 	char *err;
 	size_t errlen;
 };
@@ -518,6 +669,12 @@ static int clear_and_move_vdso(struct drive *d, uint64_t gadget, uint64_t tmp,
 		struct ckpt_map *x = &cm[i];
 		if (x->kind == CKPT_VMA_VSYSCALL || (x->start >= gadget && x->end <= gadget + 2 * CKPT_PAGE))
 			continue;
+		bool shared = false; /* the tree's shared memory, mapped from later */
+		for (size_t k = 0; d->sh && k < d->sh->n; k++)
+			shared |= d->sh->v[k].kind == CKPT_SH_ANON && x->start >= d->sh->v[k].addr &&
+				  x->end <= d->sh->v[k].addr + d->sh->v[k].size;
+		if (shared)
+			continue;
 		if (x->kind >= CKPT_VMA_VDSO && x->kind <= CKPT_VMA_VVAR_VCLOCK) {
 			special_add(&csp, x->kind, x->start, x->end);
 			continue;
@@ -591,6 +748,10 @@ static int restore_areas(struct drive *d, const struct ckpt_restore_opts *o, uin
 		else if (v->kind < CKPT_VMA_VDSO)
 			rc = map_area(d, v, o, scratch);
 	}
+	for (size_t k = 0; !rc && d->sh && k < d->sh->n; k++)
+		if (d->sh->v[k].kind == CKPT_SH_ANON)
+			rc = SYS(d, "munmap", SYS_munmap, NULL, 2, d->sh->v[k].addr, d->sh->v[k].size, 0,
+				 0, 0, 0);
 	if (rc)
 		return rc;
 	if (o->external)
@@ -693,6 +854,9 @@ static int drive(struct drive *d, uint64_t gadget, uint64_t tmp, const struct sp
 {
 	uint64_t scratch = gadget + CKPT_PAGE;
 	int rc;
+	/* a descendant's death signal was the restore's own */
+	if (d->im->proc && (rc = SYS(d, "prctl", SYS_prctl, NULL, 2, PR_SET_PDEATHSIG, 0, 0, 0, 0, 0)))
+		return rc;
 	if ((rc = clear_and_move_vdso(d, gadget, tmp, img_sp)) ||
 	    (rc = restore_areas(d, o, scratch, pages)) ||
 	    (rc = restore_mm_fields(d, o, scratch)) || (rc = restore_itimers(d, scratch)) ||
@@ -757,109 +921,239 @@ static int check_restorable(const struct image *imp, const struct ckpt_restore_o
 	return 0;
 }
 
+/* One process of the image while it is restored. */
+struct rproc {
+	struct image im;
+	pid_t pid;
+	int traced;                /* under our ptrace (to kill and reap on failure) */
+	struct drive d;
+	struct ckpt_frestore fr;
+	struct ckpt_threads th;
+};
+
+/* The reports of processes 1.. (their pids), or the first failure. */
+static int read_reports(int rfd, struct rproc *rp, size_t n, char *err, size_t errlen)
+{
+	for (size_t got = 1; got < n;) {
+		struct report r;
+		ssize_t k = read(rfd, &r, sizeof(r));
+		if (k != sizeof(r))
+			return ckpt_fail(err, errlen, -EIO, "%s: a new process died before it was ready",
+					 rp[0].im.path);
+		r.why[sizeof(r.why) - 1] = 0;
+		if (r.pid <= 0 || r.proc <= 0 || (size_t)r.proc >= n)
+			return ckpt_fail(err, errlen, -EIO, "%s", r.why[0] ? r.why : "the new process died");
+		rp[r.proc].pid = r.pid;
+		got++;
+	}
+	return 0;
+}
+
 int ckpt_restore(const char *path, const struct ckpt_restore_opts *opts, pid_t *pidp,
 		 struct ckpt_stats *st, char *err, size_t errlen)
 {
 	static const struct ckpt_restore_opts none;
 	const struct ckpt_restore_opts *o = opts ? opts : &none;
-	struct image im;
 	struct ckpt_map *mine = NULL;
-	struct ckpt_frestore fr = { 0 };
-	size_t nmine = 0;
+	struct ckpt_shared sh = { 0 };
+	size_t nmine = 0, n = 1;
 	int rc, pfd[2] = { -1, -1 };
-	pid_t pid = -1;
-	struct ckpt_threads th = { 0 };
 	double t0 = ckpt_now();
 	uint64_t pages = 0;
+	struct rproc *rp = calloc(1, sizeof(*rp));
+	struct image *ims = NULL;
+	Storm__Ckpt__FileTable **fts = NULL;
+	Storm__Ckpt__VmaTable **vts = NULL;
+	if (!rp)
+		return -ENOMEM;
+	rp[0].im.fd = -1;
 
-	if ((rc = image_open(path, &im, err, errlen)))
+	if ((rc = image_open(path, 0, &rp[0].im, err, errlen)))
+		goto out;
+	n = rp[0].im.nprocs;
+	struct rproc *nrp = realloc(rp, n * sizeof(*rp));
+	if (!nrp) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rp = nrp;
+	memset(rp + 1, 0, (n - 1) * sizeof(*rp));
+	for (size_t p = 1; p < n; p++)
+		rp[p].im.fd = -1;
+	for (size_t p = 1; p < n && !rc; p++)
+		rc = image_open(path, (uint32_t)p, &rp[p].im, err, errlen);
+	if (rc)
 		goto out;
 	struct special isp = { 0 }, msp = { 0 };
 	if (own_maps(&mine, &nmine, getpid()) < 0) {
 		rc = ckpt_fail(err, errlen, -errno, "cannot read /proc/self/maps");
 		goto out;
 	}
-	if ((rc = check_restorable(&im, o, mine, nmine, &isp, &msp, err, errlen)) ||
-	    (rc = ckpt_files_restorable(path, im.ft, o, err, errlen)))
+	/* the images side by side (child_main reads them, find_free checks them) */
+	ims = calloc(n, sizeof(*ims));
+	fts = calloc(n, sizeof(*fts));
+	vts = calloc(n, sizeof(*vts));
+	if (!ims || !fts || !vts) {
+		rc = -ENOMEM;
 		goto out;
-	uint64_t gadget = find_free(2 * CKPT_PAGE, &im, mine, nmine, 0, 0);
-	uint64_t tmp = find_free(msp.hi - msp.lo, &im, mine, nmine, gadget, 2 * CKPT_PAGE);
+	}
+	for (size_t p = 0; p < n && !rc; p++) {
+		struct special pisp = { 0 }, pmsp = { 0 };
+		if (!(rc = check_restorable(&rp[p].im, o, mine, nmine, &pisp, &pmsp, err, errlen)))
+			rc = ckpt_files_restorable(path, rp[p].im.ft, o, err, errlen);
+		if (p == 0) {
+			isp = pisp;
+			msp = pmsp;
+		}
+		ims[p] = rp[p].im;
+		fts[p] = rp[p].im.ft;
+		vts[p] = rp[p].im.vt;
+	}
+	if (rc)
+		goto out;
+	/* a vDSO at another place in a descendant: not supported (it is the
+	 * same kernel's, and a fork keeps its place) */
+	uint64_t avoid[2 * 3 + 2 * 64] = { 0 };
+	size_t navoid = 0;
+	uint64_t gadget = find_free(2 * CKPT_PAGE, ims, n, mine, nmine, avoid, 0);
+	avoid[2 * navoid] = gadget;
+	avoid[2 * navoid++ + 1] = 2 * CKPT_PAGE;
+	uint64_t tmp = find_free(msp.hi - msp.lo, ims, n, mine, nmine, avoid, navoid);
+	avoid[2 * navoid] = tmp;
+	avoid[2 * navoid++ + 1] = msp.hi - msp.lo;
 	if (!gadget || !tmp) {
 		rc = ckpt_fail(err, errlen, -ENOMEM, "%s: no free address range to work from", path);
 		goto out;
+	}
+	if (n > 1 && ckpt_files_share_plan(fts, vts, n, &sh) < 0) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t k = 0; k < sh.n; k++) {
+		if (sh.v[k].kind != CKPT_SH_ANON)
+			continue;
+		sh.v[k].addr = navoid < 64 ? find_free(sh.v[k].size, ims, n, mine, nmine, avoid, navoid) : 0;
+		if (!sh.v[k].addr) {
+			rc = ckpt_fail(err, errlen, -ENOMEM, "%s: no free address range for the shared "
+				       "memory of its processes", path);
+			goto out;
+		}
+		avoid[2 * navoid] = sh.v[k].addr;
+		avoid[2 * navoid++ + 1] = sh.v[k].size;
 	}
 	if (pipe2(pfd, O_CLOEXEC) < 0) {
 		rc = ckpt_fail(err, errlen, -errno, "pipe: %s", strerror(errno));
 		goto out;
 	}
 	/* its old pid where free: what glibc and the program cached stays true */
-	pid = ckpt_fork_pid(im.meta->pid);
-	if (pid < 0) {
+	rp[0].pid = ckpt_fork_pid(rp[0].im.meta->pid);
+	if (rp[0].pid < 0) {
 		rc = ckpt_fail(err, errlen, -errno, "fork: %s", strerror(errno));
 		goto out;
 	}
-	if (pid == 0) {
+	if (rp[0].pid == 0) {
 		close(pfd[0]);
-		struct child_ctx c = { &im, o, gadget, pfd[1] };
+		struct child_ctx c = { ims, n, o, gadget, pfd[1], &sh };
 		child_main(&c);
 	}
+	rp[0].traced = 1;
 	close(pfd[1]);
 	pfd[1] = -1;
 	int ws;
-	if (waitpid(pid, &ws, __WALL) < 0 || !WIFSTOPPED(ws)) {
-		char msg[512] = "";
-		ssize_t n = read(pfd[0], msg, sizeof(msg) - 1);
-		msg[n > 0 ? n : 0] = 0;
-		rc = ckpt_fail(err, errlen, -EIO, "%s", msg[0] ? msg : "the new process died");
-		pid = -1;
+	if (waitpid(rp[0].pid, &ws, __WALL) < 0 || !WIFSTOPPED(ws)) {
+		struct report r = { 0 };
+		while (read(pfd[0], &r, sizeof(r)) == sizeof(r) && r.pid > 0)
+			;
+		r.why[sizeof(r.why) - 1] = 0;
+		rc = ckpt_fail(err, errlen, -EIO, "%s", r.pid <= 0 && r.why[0] ? r.why : "the new process died");
+		rp[0].pid = -1;
 		goto out;
 	}
-	struct drive d = { .t = { .pid = pid, .gadget = gadget }, .th = &th, .im = &im, .fr = &fr,
-			   .err = err,
-			   .errlen = errlen };
-	fr = (struct ckpt_frestore){ .t = &d.t, .base = &d.base, .image = path, .imgfd = im.fd,
-				     .h = &im.h, .ft = im.ft, .vt = im.vt,
-				     .maxfd = image_maxfd(&im), .err = err, .errlen = errlen };
-	char mp[64];
-	snprintf(mp, sizeof(mp), "/proc/%d/mem", pid);
-	d.t.memfd = open(mp, O_RDWR | O_CLOEXEC);
-	if (d.t.memfd < 0 || ptrace(PTRACE_GETREGS, pid, 0, &d.base) < 0) {
-		rc = ckpt_fail(err, errlen, -errno, "%s: %s", mp, strerror(errno));
+	if ((rc = read_reports(pfd[0], rp, n, err, errlen)))
 		goto out;
+	/* the others wait in pause(): seized and interrupted (their parent is
+	 * the first process, so PTRACE_TRACEME would not make them ours) */
+	for (size_t p = 1; p < n; p++) {
+		if (ptrace(PTRACE_SEIZE, rp[p].pid, 0, PTRACE_O_EXITKILL) < 0 ||
+		    ptrace(PTRACE_INTERRUPT, rp[p].pid, 0, 0) < 0 ||
+		    waitpid(rp[p].pid, &ws, __WALL) != rp[p].pid || !WIFSTOPPED(ws)) {
+			rc = ckpt_fail(err, errlen, -errno ? -errno : -EIO, "%s: process %zu (pid %d): "
+				       "seizing it: %s", path, p, rp[p].pid, strerror(errno));
+			goto out;
+		}
+		rp[p].traced = 1;
 	}
-	if (!(rc = ckpt_files_restore_start(&fr)) && !(rc = drive(&d, gadget, tmp, &isp, o, &pages)))
-		rc = ckpt_files_restore_finish(&fr);
-	close(d.t.memfd);
+	for (size_t p = 0; p < n && !rc; p++) {
+		struct rproc *r = &rp[p];
+		struct image *im = &r->im;
+		r->d = (struct drive){ .t = { .pid = r->pid, .gadget = gadget }, .th = &r->th, .im = im,
+				       .fr = &r->fr, .sh = n > 1 ? &sh : NULL, .err = err,
+				       .errlen = errlen };
+		r->fr = (struct ckpt_frestore){ .t = &r->d.t, .base = &r->d.base, .image = path,
+						.imgfd = im->fd, .h = &im->h, .ft = im->ft, .vt = im->vt,
+						.maxfd = image_maxfd(im), .sh = n > 1 ? &sh : NULL,
+						.err = err, .errlen = errlen };
+		char mp[64];
+		snprintf(mp, sizeof(mp), "/proc/%d/mem", r->pid);
+		r->d.t.memfd = open(mp, O_RDWR | O_CLOEXEC);
+		if (r->d.t.memfd < 0 || ptrace(PTRACE_GETREGS, r->pid, 0, &r->d.base) < 0) {
+			rc = ckpt_fail(err, errlen, -errno, "%s: %s", mp, strerror(errno));
+			break;
+		}
+		if (!(rc = ckpt_files_restore_start(&r->fr)))
+			rc = drive(&r->d, gadget, tmp, &isp, o, &pages);
+	}
+	/* the seals that wait for the mappings: once every process has its own */
+	for (size_t p = 0; p < n && !rc; p++)
+		rc = ckpt_files_restore_finish(&rp[p].fr);
+	for (size_t p = 0; p < n; p++)
+		if (rp[p].d.t.memfd > 0)
+			close(rp[p].d.t.memfd);
 	if (rc)
 		goto out;
-	/* stopped: a SIGSTOP for the process, taken by the first thread let go,
-	 * stops them all before any runs (a group stop, which SIGCONT ends) */
-	if (o->stopped)
-		kill(pid, SIGSTOP);
-	ckpt_threads_detach(&th);
-	if (ptrace(PTRACE_DETACH, pid, 0, d.t.pending_sig) < 0) {
-		rc = ckpt_fail(err, errlen, -errno, "detach: %s", strerror(errno));
-		goto out;
+	/* every process let go together, the first last. Stopped: a SIGSTOP
+	 * for each, taken by the first thread let go, stops them all before
+	 * any runs (a group stop, which SIGCONT ends) */
+	for (size_t p = n; p-- > 0;) {
+		if (o->stopped)
+			kill(rp[p].pid, SIGSTOP);
+		ckpt_threads_detach(&rp[p].th);
+		if (ptrace(PTRACE_DETACH, rp[p].pid, 0, rp[p].d.t.pending_sig) < 0) {
+			rc = ckpt_fail(err, errlen, -errno, "detach of pid %d: %s", rp[p].pid,
+				       strerror(errno));
+			goto out;
+		}
+		rp[p].traced = 0;
 	}
-	*pidp = pid;
+	*pidp = rp[0].pid;
 	if (st) {
-		st->bytes = im.size;
+		st->bytes = rp[0].im.size;
 		st->pages = pages;
 		st->seconds = ckpt_now() - t0;
 	}
 out:
-	ckpt_files_restore_end(&fr);
-	if (rc && pid > 0) {
-		kill(pid, SIGKILL);
-		ckpt_threads_reap(&th); /* the main thread's end waits for theirs */
-		waitpid(pid, NULL, __WALL);
+	for (size_t p = n; p-- > 0;) {
+		ckpt_files_restore_end(&rp[p].fr);
+		if (rc && rp[p].pid > 0) {
+			kill(rp[p].pid, SIGKILL);
+			if (rp[p].traced) {
+				ckpt_threads_reap(&rp[p].th); /* the main thread's end waits for theirs */
+				waitpid(rp[p].pid, NULL, __WALL);
+			}
+		}
+		ckpt_threads_free(&rp[p].th);
 	}
-	ckpt_threads_free(&th);
 	if (pfd[0] >= 0)
 		close(pfd[0]);
 	if (pfd[1] >= 0)
 		close(pfd[1]);
 	free(mine);
-	image_close(&im);
+	for (size_t p = 0; p < n; p++)
+		image_close(&rp[p].im);
+	ckpt_files_share_free(&sh);
+	free(ims);
+	free(fts);
+	free(vts);
+	free(rp);
 	return rc;
 }

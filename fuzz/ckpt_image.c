@@ -18,6 +18,7 @@
 #include "fdinfo.h"
 #include "fuzz.h"
 #include "image.h"
+#include "proctree.h"
 
 static void check_table(const uint8_t *data, size_t len, const struct ckpt_header *h)
 {
@@ -36,6 +37,29 @@ static void check_table(const uint8_t *data, size_t len, const struct ckpt_heade
 		free(order);
 	}
 	storm__ckpt__file_table__free_unpacked(ft, NULL);
+}
+
+static void check_tree(const uint8_t *data, size_t len, const struct ckpt_header *h)
+{
+	Storm__Ckpt__Tree *t = storm__ckpt__tree__unpack(NULL, len, data);
+	if (!t)
+		return;
+	char err[256];
+	int rc = ckpt_tree_check(t, err, sizeof(err));
+	if (rc) {
+		FUZZ_ASSERT(rc == -EINVAL, "tree check returned %d", rc);
+		FUZZ_ONE_LINE(err);
+	} else {
+		FUZZ_ASSERT(t->n_procs >= 1 && t->n_procs <= CKPT_MAX_PROCS, "%zu processes", t->n_procs);
+		FUZZ_ASSERT(t->procs[0]->parent == -1, "root's parent");
+		if (h) {
+			rc = ckpt_image_procs_check(h, (uint32_t)t->n_procs, err, sizeof(err));
+			FUZZ_ASSERT(rc == 0 || rc == -EINVAL, "procs check returned %d", rc);
+			if (rc)
+				FUZZ_ONE_LINE(err);
+		}
+	}
+	storm__ckpt__tree__free_unpacked(t, NULL);
 }
 
 static void parse_fdinfo(const uint8_t *data, size_t size)
@@ -74,6 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t *buf = malloc(size ? size : 1); /* exact: no read beyond it */
 	memcpy(buf, data, size);
 	check_table(buf, size, NULL);
+	check_tree(buf, size, NULL);
 	parse_fdinfo(buf, size);
 	struct ckpt_header h;
 	char err[256];
@@ -91,19 +116,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_ASSERT(h.nsec >= 3 && h.nsec <= CKPT_MAX_SECTIONS, "%u sections", h.nsec);
 	FUZZ_ASSERT(hsize <= size && hsize <= h.file_size, "table of %zu bytes", hsize);
 	uint64_t next = hsize;
-	unsigned seen[5] = { 0 };
+	unsigned seen[CKPT_SEC_TREE + 1] = { 0 };
 	for (uint32_t i = 0; i < h.nsec; i++) {
 		const struct ckpt_sec *s = &h.secs[i];
-		FUZZ_ASSERT(s->type >= CKPT_SEC_META && s->type <= CKPT_SEC_PAGES, "type %u", s->type);
+		FUZZ_ASSERT(s->type >= CKPT_SEC_META && s->type <= CKPT_SEC_TREE, "type %u", s->type);
 		FUZZ_ASSERT(s->offset >= next && s->length <= h.file_size &&
 				    s->offset <= h.file_size - s->length,
 			    "section %u at %llu+%llu", i, (unsigned long long)s->offset,
 			    (unsigned long long)s->length);
 		next = s->offset + s->length;
-		seen[s->type]++;
+		if (s->type == CKPT_SEC_PAGES || ckpt_sec_proc(s->index) == 0)
+			seen[s->type]++; /* process 0's */
 	}
 	FUZZ_ASSERT(seen[CKPT_SEC_META] == 1 && seen[CKPT_SEC_VMAS] == 1 &&
-			    seen[CKPT_SEC_FILES] == 1,
+			    seen[CKPT_SEC_FILES] == 1 && seen[CKPT_SEC_TREE] <= 1,
 		    "metadata sections");
 	uint8_t *again = malloc(hsize);
 	FUZZ_ASSERT(ckpt_image_write_header(&h, again) == hsize, "written size");
@@ -114,6 +140,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (s->type == CKPT_SEC_FILES && s->offset + s->length <= size &&
 		    ckpt_sec_check(s, buf + s->offset, err, sizeof(err)) == 0)
 			check_table(buf + s->offset, s->length, &h);
+		if (s->type == CKPT_SEC_TREE && s->offset + s->length <= size &&
+		    ckpt_sec_check(s, buf + s->offset, err, sizeof(err)) == 0)
+			check_tree(buf + s->offset, s->length, &h);
 	}
 	struct ckpt_header v;
 	if (ckpt_image_verify(buf, size, &v, err, sizeof(err)) == 0) {

@@ -13,7 +13,7 @@ FUZZ_TARGETS := frame ctl_request ctl_reply mm_report nd_command nd_strobe nd_ch
 
 FUZZ_DEPS_frame       := common/frame.c
 FUZZ_DEPS_bcs_trace   := bcs_mpi/abi/trace_codec.c
-FUZZ_DEPS_ckpt_image  := checkpoint/image.c checkpoint/fdinfo.c checkpoint/util.c
+FUZZ_DEPS_ckpt_image  := checkpoint/image.c checkpoint/fdinfo.c checkpoint/util.c checkpoint/proctree.c
 FUZZ_DEPS_bcs_ckpt_state := bcs_mpi/abi/chan_ckpt.c
 FUZZ_DEPS_ctl_request := daemons/mm/request.c common/config.c common/hostlist.c
 FUZZ_DEPS_ctl_reply   := $(filter-out cli/main.c,$(CLI_SRC)) $(COMMON_SRC)

@@ -4,8 +4,9 @@
  * keeps following strobes while memory is written (a 2 GiB job would
  * otherwise miss enough strobes to be declared DOWN). The helper reports
  * through a pipe and exits; its end is seen by the reaper (nd_ckpt_reaped).
- *  - Checkpoint: the job is stopped (SIGSTOP to its group; with the freezer
- *    it is thawed so the stop takes effect) and kept stopped (ckpt_busy) while
+ *  - Checkpoint: the job is stopped (SIGSTOP to its group, a rank's children
+ *    included; with the freezer it is thawed so the stop takes effect) and
+ *    kept stopped (ckpt_busy) while
  *    the helper writes DIR/rank<R>.img for each local rank and, the first
  *    time, copies the job directory's files to ckpt/JOB/files. When every
  *    image is written it says so (CHECKPOINT_CAPTURED: the job may run on)
@@ -201,36 +202,90 @@ static void *rank_dump(void *arg)
 	return NULL;
 }
 
-/* Waits until every thread of pid has taken the job's SIGSTOP (or exited).
- * A rank's BCS-MPI area is read before its dump: a thread still running
- * could post a descriptor after that read, which its image would lack. */
-static int wait_stopped(pid_t pid, uint64_t timeout_ns)
+/* The most processes a rank's tree may hold (libstormckpt refuses more). */
+#define TREE_MAX 256
+
+/* Whether every thread of pid has stopped (or exited). */
+static bool threads_stopped(pid_t pid)
 {
 	char dir[64];
 	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
-	for (uint64_t until = clock_mono_ns() + timeout_ns;;) {
+	DIR *d = opendir(dir);
+	if (!d)
+		return true; /* it exited meanwhile */
+	bool all = true;
+	struct dirent *e;
+	while (all && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char path[128], st[512];
+		snprintf(path, sizeof(path), "%s/%.32s/stat", dir, e->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, st, sizeof(st) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		if (n <= 0)
+			continue; /* it exited meanwhile */
+		st[n] = 0;
+		/* "tid (comm) S ...": the comm may hold ") " itself */
+		const char *c = strrchr(st, ')');
+		all = c && c[1] && strchr("TtZX", c[2]);
+	}
+	closedir(d);
+	return all;
+}
+
+/* pid and its descendants (the children of each of their threads), at most
+ * max, parents first. With stopped_only, a process's children are listed
+ * only once every thread of it has stopped — a stopped process forks no
+ * more, so that listing is complete — and *all says whether they all had. */
+static size_t tree_pids(pid_t pid, pid_t *out, size_t max, bool stopped_only, bool *all)
+{
+	size_t n = 0;
+	out[n++] = pid;
+	if (all)
+		*all = true;
+	for (size_t i = 0; i < n; i++) {
+		if (stopped_only && !threads_stopped(out[i])) {
+			*all = false;
+			break;
+		}
+		char dir[64];
+		snprintf(dir, sizeof(dir), "/proc/%d/task", (int)out[i]);
 		DIR *d = opendir(dir);
-		if (!d)
-			return -errno;
-		bool all = true;
 		struct dirent *e;
-		while (all && (e = readdir(d))) {
+		while (d && (e = readdir(d))) {
 			if (e->d_name[0] == '.')
 				continue;
-			char path[128], st[512];
-			snprintf(path, sizeof(path), "%s/%.32s/stat", dir, e->d_name);
-			int fd = open(path, O_RDONLY | O_CLOEXEC);
-			ssize_t n = fd >= 0 ? read(fd, st, sizeof(st) - 1) : -1;
-			if (fd >= 0)
-				close(fd);
-			if (n <= 0)
-				continue; /* it exited meanwhile */
-			st[n] = 0;
-			/* "tid (comm) S ...": the comm may hold ") " itself */
-			const char *c = strrchr(st, ')');
-			all = c && c[1] && strchr("TtZX", c[2]);
+			char path[128];
+			snprintf(path, sizeof(path), "%s/%.32s/children", dir, e->d_name);
+			FILE *f = fopen(path, "re");
+			int c;
+			while (f && n < max && fscanf(f, "%d", &c) == 1)
+				out[n++] = c;
+			if (f)
+				fclose(f);
 		}
-		closedir(d);
+		if (d)
+			closedir(d);
+	}
+	return n;
+}
+
+/* Waits until every thread of pid and of its descendants (a rank may have
+ * forked) has taken the job's SIGSTOP (or exited). A rank's BCS-MPI area is
+ * read before its dump: a thread still running could post a descriptor
+ * after that read, which its image would lack. */
+static int wait_stopped(pid_t pid, uint64_t timeout_ns)
+{
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/proc/%d", (int)pid);
+	if (access(dir, F_OK) < 0)
+		return -errno;
+	pid_t pids[TREE_MAX];
+	for (uint64_t until = clock_mono_ns() + timeout_ns;;) {
+		bool all;
+		tree_pids(pid, pids, TREE_MAX, true, &all);
 		if (all)
 			return 0;
 		if (clock_mono_ns() > until)
@@ -784,7 +839,11 @@ static void restore_done(struct nd *nd, struct nd_helper *h, char *res)
 			nd_rank_pipes_watch(nd, job, r, h->pipes[2 * (rank - h->first)],
 					    h->pipes[2 * (rank - h->first) + 1]);
 			h->pipes[2 * (rank - h->first)] = h->pipes[2 * (rank - h->first) + 1] = -1;
-			nd_gang_adopt(job, pid, true);
+			/* the rank's children too (restored stopped: none forks) */
+			pid_t pids[TREE_MAX];
+			size_t np = tree_pids(pid, pids, TREE_MAX, false, NULL);
+			for (size_t k = 0; k < np; k++)
+				nd_gang_adopt(job, pids[k], true);
 		} else if (line[0] == 'E') {
 			snprintf(why, sizeof(why), "%s", line + 2);
 		} else if (sscanf(line, "R %u %d", &rank, &pid) == 2) {

@@ -318,6 +318,50 @@ wait "$R" && ok "pthread: as another user, it ended well" ||
 same "pthread: as another user, the output is byte-identical" pthread.out pthread.ref
 threaded openmp 4 "$B/ckpt_omp" 90 10
 
+# 6. a process tree: a parent, its child and grandchild over pipes (requests
+# left buffered at the dump), a counter in shared anonymous memory, each
+# waiting for its child at the end. Run under a child subreaper (as storm's
+# node daemon is) so a tree killed at its dump leaves its pids free: the
+# restored parent waits for its child by the pid it kept.
+TP=$B/tree_prog
+"$TP" 150 >tref.out || bad "tree: reference run"
+# every process of the tree holds its stdout and stderr: appended to
+# (O_APPEND), as a file shared over a fork must be to be restored
+: >trun.out
+: >tw.err
+"$TP" reaper 150 >>trun.out 2>>tw.err &
+W=$!
+started+=("$W")
+wait_log trun.out "step 20 " 30 || bad "tree: program reached step 20"
+TR=$(sed -n 's/^root //p' tw.err)
+expect "tree: dump a running tree (left running)" 0 "$CK" dump "$TR" timg1
+wait_log trun.out "step 40 " 30 || bad "tree: kept running after the dump"
+expect "tree: dump and kill" 0 "$CK" dump "$TR" timg2 --kill
+wait "$W"
+expect "tree: restore the killed tree" 0 "$CK" restore timg2
+for i in $(seq 100); do tail -1 trun.out | grep -q "^child exited" && break; sleep 0.1; done
+cmp -s tref.out trun.out && ok "tree: output identical to an uninterrupted run" ||
+	{ bad "tree: output differs after the restore of the killed tree"; diff tref.out trun.out | head -4; }
+tail -1 trun.out | grep -q "^child exited 8, counter 150" && ok "tree: the restored parent reaped its child" ||
+	bad "tree: the restored parent reaped its child ($(tail -1 trun.out))"
+# the image of the tree left running, restored once it ended (the file cut
+# back to what it held at the dump)
+expect "tree: restore the tree dumped running" 0 "$CK" restore timg1
+for i in $(seq 100); do tail -1 trun.out | grep -q "^child exited" && break; sleep 0.1; done
+cmp -s tref.out trun.out && ok "tree: output identical again" ||
+	{ bad "tree: output differs after the restore of the running tree"; diff tref.out trun.out | head -4; }
+expect "tree: verify its image" 0 "$CK" verify timg1
+# a file shared over a fork that is not only appended to: refused (each
+# process would come back with its own offset)
+"$TP" 1000 >tshared.out 2>>tw.err &
+TS=$!
+started+=("$TS")
+wait_log tshared.out "step 3 " 30 || bad "tree: a tree writing a shared file started"
+expect "tree: a regular file shared over a fork is refused" 1 "$CK" dump "$TS" tsimg
+has "  naming the file and the other process" err "tshared.out, one open file with pid "
+has "  and why" err "restored each with its own"
+kill "$TS"
+
 # the dumper leaks nothing and reads no uninitialised byte, threads and all
 "$B/ckpt_threads" 100000 10 >vg.out 2>/dev/null &
 V=$!

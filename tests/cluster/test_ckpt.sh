@@ -70,9 +70,10 @@ same_files() {
 		cmp "$T/ref0.f" "$T/w/out1.f"
 	fi
 }
-# tail_of_ref NAME FILE: FILE's lines (two ranks) are ref.out's from some step on
+# tail_of_ref NAME FILE [REF]: FILE's lines (two ranks) are REF's (ref.out)
+# from some step on
 tail_of_ref() {
-	if python3 - "$T/ref.out" "$2" <<'PY'
+	if python3 - "${3:-$T/ref.out}" "$2" <<'PY'
 import collections, sys
 ref = open(sys.argv[1]).read().splitlines()
 got = [l for l in open(sys.argv[2]).read().splitlines() if not l.startswith("storm:")]
@@ -156,7 +157,7 @@ expect "a damaged image fails the restart" 1 bash -c "
 has "  error names the image and the section" err "rank0.img: section pages["
 has "  error says why" err "checksum mismatch"
 expect "a truncated image fails the restart" 1 bash -c "
-	truncate -s 100000 $C/state/node01/ckpt/1/2/rank1.img; storm restart 2"
+	truncate -s 100000 $C/state/node01/ckpt/1/2/rank1.img; storm restart 2 || exit 1"
 has "  error names the image and the section" err "rank1.img: truncated in section"
 expect "restart of a missing checkpoint" 1 storm restart 99
 has "  says so" err "no checkpoint 99"
@@ -216,6 +217,55 @@ wait_log "$C/log/node00.log" "checkpoint 1 of job 1 deleted" 10 &&
 [ "$(db_ckpts)" = "2:1 3:1 " ] && ok "  gone from the MM's database" ||
 	bad "  gone from the MM's database: $(db_ckpts 2>&1)"
 expect "restart of a deleted checkpoint" 1 storm restart 1
+
+# ---- ranks that fork (tests/ckpt/tree_prog): each rank asks its child over
+# a pipe, the child its grandchild, a counter in shared anonymous memory; the
+# rank waits on an epoll set with an eventfd, a timerfd and the answer pipe,
+# and at the end each process waits for its child. Checkpointed twice while
+# it runs, the job ends as if never stopped; restarted in place and on other
+# nodes, each rank's tree comes back whole: the output from the checkpoint
+# on is the uninterrupted run's, each rank reaps its child, exit status 0.
+newest_job() { storm jobs --all --json | python3 -c 'import json,sys; print(max(j["job"] for j in json.load(sys.stdin)["jobs"]))'; }
+"$BIN/tree_prog" epoll 200 >"$T/tref.out" || bad "tree: reference run"
+storm run -N 2 -n 2 "$BIN/tree_prog" epoll 200 >tree.out 2>tree.err &
+TRUN=$!
+bg+=($TRUN)
+wait_log tree.out "step 30 " 30 || bad "tree: the job reached step 30"
+TJ=$(newest_job)
+TN=$(job_nodes "$TJ")
+[ "$(pgrep -f "^$BIN/tree_prog epoll 200" | wc -l)" = 6 ] &&
+	ok "tree: each rank runs with its child and grandchild" ||
+	bad "tree: each rank runs with its child and grandchild"
+expect "tree: storm checkpoint of a job whose ranks fork" 0 storm checkpoint "$TJ"
+TC1=$(storm checkpoints --json | python3 -c 'import json,sys; print(max(k["id"] for k in json.load(sys.stdin)["checkpoints"]))')
+wait_log tree.out "step 90 " 30 || bad "tree: the job ran on to step 90"
+expect "tree: a second checkpoint" 0 storm checkpoint "$TJ"
+TC2=$(storm checkpoints --json | python3 -c 'import json,sys; print(max(k["id"] for k in json.load(sys.stdin)["checkpoints"]))')
+wait "$TRUN"
+rc=$?
+[ "$rc" = 0 ] && ok "tree: the checkpointed job ends (exit 0)" ||
+	{ bad "tree: the checkpointed job ends (exit $rc)"; tail -3 tree.err | sed 's/^/     | /'; }
+if python3 - "$T/tref.out" tree.out <<'PY'
+import collections, sys
+ref = open(sys.argv[1]).read().splitlines()
+got = [l for l in open(sys.argv[2]).read().splitlines() if not l.startswith("storm:")]
+sys.exit(collections.Counter(got) != collections.Counter(ref * 2))
+PY
+then ok "tree: its output is the uninterrupted run's, once a rank"; else
+	bad "tree: its output is the uninterrupted run's, once a rank"; fi
+expect "tree: storm restart $TC2 (same nodes)" 0 storm restart "$TC2"
+cp "$T/out" tr2.out
+[ "$(job_nodes "$(newest_job)")" = "$TN" ] && ok "  ran on $TN" ||
+	bad "  ran on $(job_nodes "$(newest_job)")"
+tail_of_ref "  output from the checkpoint on, each rank reaping its child" tr2.out "$T/tref.out"
+# the blocker takes the nodes it ran on (the first free ones)
+storm submit -N 2 -o /dev/null --parsable /bin/sleep 600 >blocker.id
+expect "tree: storm restart $TC1 (other nodes)" 0 storm restart "$TC1"
+cp "$T/out" tr1.out
+TN1=$(job_nodes "$(newest_job)")
+[ "$TN1" != "$TN" ] && ok "  ran on $TN1" || bad "  ran on $TN1, where it ran before"
+tail_of_ref "  output from the checkpoint on, each rank reaping its child" tr1.out "$T/tref.out"
+storm cancel --signal KILL "$(cat blocker.id)" >/dev/null
 
 # ---- a node dies: the job restarts from its latest complete checkpoint
 rm -f out0.f out1.f

@@ -1,6 +1,7 @@
 /* The checkpoint image container (checkpoint/image.h) and the maps parser:
  * round trip, every truncation, a bit flip in every section, malformed tables;
- * the threads of the meta section (threads.h) and their registers' fix-ups. */
+ * the threads of the meta section (threads.h) and their registers' fix-ups;
+ * the sections and tree of an image of several processes (proctree.h). */
 #include <CUnit/CUnit.h>
 #include <errno.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include "internal.h"
 #include "suites.h"
 #include "threads.h"
+#include "proctree.h"
 
 /* An image with meta, vmas, files and two page sections of distinct bytes. */
 static unsigned char *build(size_t *len, struct ckpt_sec *secs)
@@ -315,6 +317,101 @@ static void test_meta_threads(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "thread 0: registers are 100 bytes"));
 }
 
+/* Section indexes of a tree: names, duplicates per process, every process
+ * complete. */
+static void test_tree_sections(void)
+{
+	char name[48], err[256];
+	struct ckpt_sec s = { .type = CKPT_SEC_PAGES, .index = ckpt_sec_index(2, 5) };
+	CU_ASSERT_STRING_EQUAL(ckpt_sec_name(&s, name, sizeof(name)), "process 2 pages[5]");
+	s.index = 5;
+	CU_ASSERT_STRING_EQUAL(ckpt_sec_name(&s, name, sizeof(name)), "pages[5]");
+	s = (struct ckpt_sec){ .type = CKPT_SEC_FILES, .index = ckpt_sec_index(1, 0) };
+	CU_ASSERT_STRING_EQUAL(ckpt_sec_name(&s, name, sizeof(name)), "process 1 files");
+	s = (struct ckpt_sec){ .type = CKPT_SEC_TREE };
+	CU_ASSERT_STRING_EQUAL(ckpt_sec_name(&s, name, sizeof(name)), "tree");
+	struct ckpt_header h = { .tree = 1 };
+	s = (struct ckpt_sec){ .type = CKPT_SEC_PAGES, .index = ckpt_sec_index(3, 7) };
+	CU_ASSERT_EQUAL(ckpt_sec_local(&h, &s), 7u);
+	CU_ASSERT_EQUAL(ckpt_sec_proc(s.index), 3u);
+
+	/* two processes, each with its metadata; the tree last */
+	struct ckpt_sec secs[8];
+	const uint32_t types[8] = { CKPT_SEC_PAGES, CKPT_SEC_PAGES, CKPT_SEC_META, CKPT_SEC_VMAS,
+				    CKPT_SEC_FILES, CKPT_SEC_META, CKPT_SEC_VMAS, CKPT_SEC_FILES };
+	const uint32_t procs[8] = { 0, 1, 0, 0, 0, 1, 1, 1 };
+	size_t off = ckpt_header_size(8);
+	unsigned char *img = calloc(1, off + 8 * 16);
+	for (int i = 0; i < 8; i++) {
+		secs[i] = (struct ckpt_sec){ .type = types[i], .index = ckpt_sec_index(procs[i], 0),
+					     .offset = off, .length = 16 };
+		secs[i].hash = ckpt_hash(img + off, 16);
+		off += 16;
+	}
+	h = (struct ckpt_header){ .nsec = 8, .secs = secs, .file_size = off };
+	struct ckpt_header out;
+	ckpt_image_write_header(&h, img);
+	CU_ASSERT_EQUAL(ckpt_image_read_header(img, off, &out, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(ckpt_image_procs_check(&out, 2, err, sizeof(err)), 0);
+	/* one process: process 1's metadata is out of place */
+	CU_ASSERT_EQUAL(ckpt_image_procs_check(&out, 1, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "process 1 meta"));
+	/* three: process 2 has nothing */
+	CU_ASSERT_EQUAL(ckpt_image_procs_check(&out, 3, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "process 2 lacks"));
+	ckpt_header_free(&out);
+	secs[7].type = CKPT_SEC_VMAS; /* process 1's vmas twice */
+	ckpt_image_write_header(&h, img);
+	CU_ASSERT_EQUAL(ckpt_image_read_header(img, off, &out, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "process 1 vmas appears twice"));
+	secs[7].type = CKPT_SEC_FILES;
+	secs[7].index = ckpt_sec_index(1, 3); /* metadata with a page number */
+	ckpt_image_write_header(&h, img);
+	CU_ASSERT_EQUAL(ckpt_image_read_header(img, off, &out, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "has index"));
+	free(img);
+}
+
+static void test_tree_table(void)
+{
+	Storm__Ckpt__Process p[3];
+	Storm__Ckpt__Process *pp[3] = { &p[0], &p[1], &p[2] };
+	Storm__Ckpt__Tree t = STORM__CKPT__TREE__INIT;
+	char err[256];
+	for (int i = 0; i < 3; i++)
+		storm__ckpt__process__init(&p[i]);
+	p[0] = (Storm__Ckpt__Process){ p[0].base, 100, -1, 90, 80 };
+	p[1] = (Storm__Ckpt__Process){ p[1].base, 101, 0, 90, 80 };
+	p[2] = (Storm__Ckpt__Process){ p[2].base, 102, 1, 102, 80 }; /* leads its own group */
+	t.procs = pp;
+	t.n_procs = 3;
+	CU_ASSERT_EQUAL(ckpt_tree_check(&t, err, sizeof(err)), 0);
+	p[2].parent = 2; /* not before it */
+	CU_ASSERT_EQUAL(ckpt_tree_check(&t, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "process 2 (pid 102)"));
+	p[2].parent = 1;
+	p[2].pgid = 50; /* another process's group */
+	CU_ASSERT_EQUAL(ckpt_tree_check(&t, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "process group"));
+	p[2].pgid = 90;
+	p[2].sid = 81;
+	CU_ASSERT_EQUAL(ckpt_tree_check(&t, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "session"));
+	p[2].sid = 80;
+	p[2].pid = 101;
+	CU_ASSERT_EQUAL(ckpt_tree_check(&t, err, sizeof(err)), -EINVAL);
+	p[2].pid = 102;
+	p[0].parent = 0;
+	CU_ASSERT_EQUAL(ckpt_tree_check(&t, err, sizeof(err)), -EINVAL);
+	p[0].parent = -1;
+	t.n_procs = 0;
+	CU_ASSERT_EQUAL(ckpt_tree_check(&t, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NULL(ckpt_tree_refusal(5, 5, 1, 4, 1));
+	CU_ASSERT_PTR_NULL(ckpt_tree_refusal(5, 4, 1, 4, 1));
+	CU_ASSERT_PTR_NOT_NULL(ckpt_tree_refusal(5, 3, 1, 4, 1));
+}
+
+
 void add_ckpt_image_suite(void)
 {
 	CU_pSuite s = CU_add_suite("ckpt_image", NULL, NULL);
@@ -326,4 +423,6 @@ void add_ckpt_image_suite(void)
 	CU_add_test(s, "syscall restart fix-up", test_restart_fixup);
 	CU_add_test(s, "glibc tid field", test_tid_offset);
 	CU_add_test(s, "meta threads", test_meta_threads);
+	CU_add_test(s, "tree sections", test_tree_sections);
+	CU_add_test(s, "tree table", test_tree_table);
 }
