@@ -64,6 +64,11 @@ static struct sn_ctx *open_node_faulty(const struct spawn_node *nd, size_t gmem,
 		fprintf(stderr, "node %u: sn_open: %s\n", nd->id, sn_open_error());
 		exit(2);
 	}
+	/* the scenarios need every node from the start */
+	if (sn_wait_peers(ctx, RUN_TIMEOUT_MS / 4)) {
+		fprintf(stderr, "node %u: %s\n", nd->id, sn_strerror(ctx));
+		exit(2);
+	}
 	return ctx;
 }
 
@@ -544,6 +549,7 @@ static int scen_rails(const struct spawn_node *nd)
 	c.gmem_size = 1 << 20;
 	c.timeout_ms = OP_TIMEOUT_MS;
 	CHECK(sn_open(&c, &ctx) == 0, "open: %s", sn_open_error());
+	CHECK(sn_wait_peers(ctx, RUN_TIMEOUT_MS / 4) == 0, "%s", sn_strerror(ctx));
 	CHECK(sn_provider_name(ctx, 1) && !strcmp(sn_provider_name(ctx, 1), "tcp;ofi_rxm"),
 	      "no system rail");
 	struct sn_nodeset all, others;
