@@ -140,8 +140,9 @@ __attribute__((format(printf, 3, 4))) static void refuse(struct mm *mm, struct b
 	uint8_t body[BOOT_TEXT_MAX + 8];
 	int n = boot_enc_error(body, sizeof(body), text);
 	size_t len = 0;
-	if (n > 0)
-		bsend_env(mm, c, boot_plain(body, (size_t)n, &len), len);
+	uint8_t *env = n > 0 ? boot_plain(body, (size_t)n, &len) : NULL;
+	if (env)
+		bsend_env(mm, c, env, len);
 	if (c->fd >= 0) {
 		c->closing = true;
 		bflush(mm, c);
@@ -247,11 +248,19 @@ static void on_frame(struct mm *mm, struct bconn *c)
 	}
 	if (c->stage == ST_HELLO) {
 		struct ctl_env e;
-		char err[256];
-		if (ctl_env_parse(c->rx.buf, c->rx.len, &e, err, sizeof(err)) ||
-		    e.kind != CTL_ENV_PLAIN || boot_decode(e.body, e.body_len, m, &why) ||
-		    m->type != BOOT_HELLO) {
-			refuse(mm, c, "not a registration (%s)", *why ? why : "expected HELLO");
+		char err[256] = "";
+		if (ctl_env_parse(c->rx.buf, c->rx.len, &e, err, sizeof(err)) == 0 &&
+		    e.kind != CTL_ENV_PLAIN)
+			snprintf(err, sizeof(err), "a tagged frame before the session");
+		else if (e.kind == CTL_ENV_PLAIN && !boot_decode(e.body, e.body_len, m, &why) &&
+			 m->type != BOOT_HELLO)
+			snprintf(err, sizeof(err), "message %d where HELLO was expected", m->type);
+		else if (e.kind == CTL_ENV_PLAIN && !*why)
+			err[0] = '\0';
+		else if (*why)
+			snprintf(err, sizeof(err), "%s", why);
+		if (err[0]) {
+			refuse(mm, c, "not a registration: %s", err);
 			goto out;
 		}
 		int idx = conf_node_index(&mm->conf, m->name);
@@ -266,7 +275,8 @@ static void on_frame(struct mm *mm, struct bconn *c)
 		uint8_t body[64];
 		size_t len = 0;
 		int n = boot_enc_challenge(body, sizeof(body), c->mm_nonce);
-		bsend_env(mm, c, boot_plain(body, (size_t)n, &len), len);
+		uint8_t *env = boot_plain(body, (size_t)n, &len);
+		bsend_env(mm, c, env, len);
 		/* every later frame is tagged with the session key */
 		ctl_session_init(&c->sess, true, NULL, 0);
 		boot_session_key(mm->key, m->name, c->node_nonce, c->mm_nonce, c->sess.key);

@@ -143,7 +143,8 @@ static int handshake(struct nd *nd, int fd)
 	randombytes_buf(nonce, sizeof(nonce));
 	int n = boot_enc_hello(body, sizeof(body), nd->name, nonce);
 	size_t len = 0;
-	if (n < 0 || send_env(fd, boot_plain(body, (size_t)n, &len), len) < 0)
+	uint8_t *hello = n < 0 ? NULL : boot_plain(body, (size_t)n, &len);
+	if (!hello || send_env(fd, hello, len) < 0)
 		return 1;
 	uint8_t *in = NULL;
 	size_t inlen = 0;
