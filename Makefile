@@ -305,6 +305,7 @@ $(BUILD)/bin/storm_selfsum: tests/cluster/selfsum.c
 clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/nfq_netem \
              $(BUILD)/bin/ckpt_prog $(BUILD)/bin/fds_prog
 	./tests/cluster/test_cluster.sh $(BUILD)/bin
+	./tests/cluster/test_bootstrap.sh $(BUILD)/bin
 	./tests/cluster/test_slurm.sh $(BUILD)/bin
 	./tests/cluster/test_users.sh $(BUILD)/bin
 	./tests/cluster/test_ckpt.sh $(BUILD)/bin
