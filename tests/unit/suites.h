@@ -15,4 +15,5 @@ void add_evloop_suite(void);
 void add_fault_suite(void);
 void add_slurmopt_suite(void);
 void add_pmi_suite(void);
+void add_boot_suite(void);
 #endif
