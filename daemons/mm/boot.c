@@ -358,7 +358,8 @@ static void on_accept(void *arg, uint32_t events)
 		c->mm = mm;
 		c->fd = fd;
 		c->node = -1;
-		char host[NI_MAXHOST] = "?", serv[NI_MAXSERV] = "?";
+		/* numeric: an IPv6 address and a port fit in 64 */
+		char host[INET6_ADDRSTRLEN] = "?", serv[8] = "?";
 		getnameinfo((struct sockaddr *)&sa, salen, host, sizeof(host), serv, sizeof(serv),
 			    NI_NUMERICHOST | NI_NUMERICSERV);
 		snprintf(c->peer, sizeof(c->peer), "%s:%s", host, serv);
