@@ -130,6 +130,7 @@ static const struct str_key str_keys[] = {
 	STR_KEY("cluster", name),     STR_KEY("cluster", provider),
 	STR_KEY("cluster", sys_provider), STR_KEY("cluster", state_dir),
 	STR_KEY("cluster", socket),   STR_KEY("cluster", bootstrap),
+	STR_KEY("cluster", mm_address),
 	STR_KEY("cluster", database),
 	STR_KEY("cluster", key_file), STR_KEY("cluster", munge_socket),
 	{ "metrics", "address", offsetof(struct storm_conf, metrics_address),
@@ -228,7 +229,7 @@ static void defaults(struct storm_conf *c, const char *path)
 	strcpy(c->state_dir, "/var/lib/storm");
 	strcpy(c->socket, "/run/storm/mm.sock");
 	strcpy(c->metrics_address, "127.0.0.1");
-	strcpy(c->bootstrap, "dir:/run/storm/fabric");
+	/* bootstrap: set by finish(), after mm_address is known */
 	strcpy(c->key_file, "/etc/storm/cluster.key");
 	c->cpus = 4;
 	c->quantum = 1;
@@ -276,8 +277,37 @@ static int finish(struct parse *p, int rc)
 		snprintf(p->err, p->errlen, "%s: no nodes (set names = ... in [nodes])", c->path);
 		return -1;
 	}
-	if (strncmp(c->bootstrap, "dir:", 4) != 0) {
-		snprintf(p->err, p->errlen, "%s: bootstrap must be dir:PATH, not '%s'", c->path,
+	if (!c->bootstrap[0])
+		strcpy(c->bootstrap, c->mm_address[0] ? "mm" : "dir:/run/storm/fabric");
+	char host[256], port[16];
+	if (c->mm_address[0] && conf_mm_address(c, host, sizeof(host), port, sizeof(port))) {
+		snprintf(p->err, p->errlen, "%s: mm_address must be HOST:PORT, not '%s'", c->path,
+			 c->mm_address);
+		return -1;
+	}
+	char *end = NULL;
+	unsigned long sport = !strncmp(c->bootstrap, "static:", 7)
+				      ? strtoul(c->bootstrap + 7, &end, 10) : 0;
+	if (!strcmp(c->bootstrap, "mm")) {
+		if (!c->mm_address[0]) {
+			snprintf(p->err, p->errlen, "%s: bootstrap = mm needs mm_address = HOST:PORT",
+				 c->path);
+			return -1;
+		}
+	} else if (end) {
+		if (end == c->bootstrap + 7 || *end || sport == 0 || sport > 65535) {
+			snprintf(p->err, p->errlen, "%s: bootstrap = static:PORT needs a port "
+				 "(1-65535), not '%s'", c->path, c->bootstrap + 7);
+			return -1;
+		}
+		if (!c->mm_address[0]) {
+			snprintf(p->err, p->errlen, "%s: bootstrap = static needs mm_address = "
+				 "HOST:PORT for the MM's host", c->path);
+			return -1;
+		}
+	} else if (strncmp(c->bootstrap, "dir:", 4) != 0 || !c->bootstrap[4]) {
+		snprintf(p->err, p->errlen,
+			 "%s: bootstrap must be mm, static:PORT or dir:PATH, not '%s'", c->path,
 			 c->bootstrap);
 		return -1;
 	}
@@ -294,6 +324,34 @@ static int finish(struct parse *p, int rc)
 		conf_free(c);
 		return -1;
 	}
+	return 0;
+}
+
+int conf_mm_address(const struct storm_conf *c, char *host, size_t hostlen, char *port,
+		    size_t portlen)
+{
+	const char *a = c->mm_address, *colon;
+	size_t hl;
+	if (a[0] == '[') {
+		const char *close = strchr(a, ']');
+		if (!close || close[1] != ':')
+			return -1;
+		a++;
+		hl = (size_t)(close - a);
+		colon = close + 1;
+	} else {
+		colon = strrchr(a, ':');
+		if (!colon || strchr(a, ':') != colon)
+			return -1;
+		hl = (size_t)(colon - a);
+	}
+	char *end;
+	unsigned long v = strtoul(colon + 1, &end, 10);
+	if (!hl || hl >= hostlen || end == colon + 1 || *end || v == 0 || v > 65535)
+		return -1;
+	memcpy(host, a, hl);
+	host[hl] = '\0';
+	snprintf(port, portlen, "%lu", v);
 	return 0;
 }
 
@@ -381,6 +439,7 @@ int conf_print(const struct storm_conf *c, FILE *f)
 	/* a value inih would cut would not read back */
 	const char *strs[] = { c->name,	  c->provider, c->sys_provider, c->state_dir,
 			       c->socket, c->bootstrap, c->key_file,	c->munge_socket,
+			       c->mm_address,
 			       c->database };
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
 		if (strlen(strs[i]) + strlen("sys_provider = ") > CONF_LINE_MAX)
@@ -390,14 +449,16 @@ int conf_print(const struct storm_conf *c, FILE *f)
 		"[cluster]\nname = %s\nprovider = %s\n%s%s%s"
 		"timeslice_us = %u\ndown_after = %u\nreport_every = %u\nfanout = %u\n"
 		"op_timeout_ms = %u\n"
-		"kill_wait_ms = %u\nstate_dir = %s\nsocket = %s\nbootstrap = %s\nkey_file = %s\n"
-		"%s%s%s%s%s%s%s%s\n"
+		"kill_wait_ms = %u\nstate_dir = %s\nsocket = %s\nbootstrap = %s\n%s%s%s"
+		"key_file = %s\n%s%s%s%s%s%s%s%s\n"
 		"[scheduler]\npolicy = %s\nmpl = %u\nquantum = %u\nswitch = %s\n\n"
 		"[nodes]\ncpus = %u\n",
 		c->name, c->provider, c->sys_provider[0] ? "sys_provider = " : "",
 		c->sys_provider, c->sys_provider[0] ? "\n" : "", c->timeslice_us, c->down_after,
 		c->report_every, c->fanout, c->op_timeout_ms, c->kill_wait_ms, c->state_dir, c->socket,
-		c->bootstrap, c->key_file, c->munge_socket[0] ? "munge_socket = " : "",
+		c->bootstrap, c->mm_address[0] ? "mm_address = " : "", c->mm_address,
+		c->mm_address[0] ? "\n" : "", c->key_file,
+		c->munge_socket[0] ? "munge_socket = " : "",
 		c->munge_socket, c->munge_socket[0] ? "\n" : "", c->database[0] ? "database = " : "",
 		c->database, c->database[0] ? "\n" : "",
 		c->database_sync == DB_SYNC_FULL ? "database_sync = full\n" : "",

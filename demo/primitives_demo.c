@@ -46,6 +46,11 @@ static int node_main(const struct spawn_node *nd)
 		fprintf(stderr, "node %u: %s\n", nd->id, sn_open_error());
 		return 1;
 	}
+	if (sn_wait_peers(ctx, 60000)) {
+		fprintf(stderr, "node %u: %s\n", nd->id, sn_strerror(ctx));
+		sn_close(ctx);
+		return 1;
+	}
 	struct sn_nodeset nodes;
 	sn_set_clear(&nodes);
 	sn_set_range(&nodes, 1, nd->n - 1);

@@ -133,3 +133,25 @@ int sn_caw(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off, e
 	}
 	return stub.caw_result;
 }
+int sn_rail_count(const struct sn_ctx *ctx)
+{
+	(void)ctx;
+	return 1;
+}
+int sn_local_addr(const struct sn_ctx *ctx, int rail, void *buf, size_t *len)
+{
+	(void)ctx;
+	(void)rail;
+	(void)buf;
+	*len = 0;
+	return 0;
+}
+int sn_peer_addr(struct sn_ctx *ctx, int rail, uint32_t node, const void *addr, size_t len)
+{
+	(void)ctx;
+	(void)rail;
+	(void)node;
+	(void)addr;
+	(void)len;
+	return 0;
+}

@@ -4,13 +4,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 static void addr_path(char *buf, size_t len, const char *dir, int rail, uint32_t node)
@@ -72,51 +69,6 @@ int sn_boot_read(const char *dir, int rail, uint32_t node, uint8_t *out, size_t 
 		return -EIO;
 	*len = (size_t)r;
 	return 0;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-int sn_boot_collect(const char *dir, int rail, uint32_t n, unsigned timeout_ms,
-		    uint8_t *addrs, size_t *lens, uint32_t *missing)
-{
-	int ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (ifd < 0)
-		return -errno;
-	if (inotify_add_watch(ifd, dir, IN_MOVED_TO | IN_CLOSE_WRITE) < 0) {
-		int err = -errno;
-		close(ifd);
-		return err;
-	}
-	uint64_t deadline = now_ms() + timeout_ms;
-	uint32_t next = 0;
-	int rc = 0;
-	for (;;) {
-		/* the watch is set before this scan, so no arrival is missed */
-		while (next < n && sn_boot_read(dir, rail, next, addrs + (size_t)next * SN_ADDR_MAX,
-					     &lens[next]) == 0)
-			next++;
-		if (next == n)
-			break;
-		uint64_t t = now_ms();
-		if (t >= deadline) {
-			*missing = next;
-			rc = -ETIMEDOUT;
-			break;
-		}
-		struct pollfd pfd = {.fd = ifd, .events = POLLIN};
-		if (poll(&pfd, 1, (int)(deadline - t)) > 0) {
-			char ev[4096];
-			while (read(ifd, ev, sizeof(ev)) > 0)
-				;
-		}
-	}
-	close(ifd);
-	return rc;
 }
 
 int sn_boot_parse_name(const char *name, int *rail, uint32_t *node)

@@ -81,10 +81,12 @@ struct rail {
 	struct fid_cq *cq;
 	struct fid_ep *ep;
 	int wait_fd;
-	fi_addr_t *peers;
-	uint8_t *addrs;         /* each peer's published address (SN_ADDR_MAX each) */
+	fi_addr_t *peers;       /* FI_ADDR_NOTAVAIL: address not known yet */
+	uint8_t *addrs;         /* each peer's address in use (SN_ADDR_MAX each) */
 	size_t *alens;
-	bool *stale;            /* republished (it restarted): swap before use */
+	uint8_t *next;          /* a newer address of a peer that restarted */
+	size_t *nlens;
+	bool *stale;            /* next holds one: swap before use */
 	struct slot *rx;        /* rx_depth receive slots */
 	uint8_t *rx_mem;
 	struct slot *txq_head, *txq_tail; /* not yet accepted by the provider */
@@ -143,7 +145,9 @@ struct event {
 struct sn_ctx {
 	struct sn_config cfg;
 	char provider[2][64];
+	enum { BOOT_DIR, BOOT_STATIC, BOOT_EXTERNAL } boot;
 	char bootdir[4096];
+	unsigned static_port;
 	int nrails;
 	struct rail rails[SN_RAILS];
 	bool opened; /* every rail up: only then is there anything to drain */
@@ -363,8 +367,11 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 			rc = -FI_EAGAIN;
 		} else {
 			peer_use(ctx, (int)(rl - ctx->rails), s->dest);
-			rc = fi_sendv(rl->ep, s->iov, s->desc, s->niov, rl->peers[s->dest],
-				      &s->fctx);
+			/* a peer whose address has not arrived is as a dead one */
+			rc = rl->peers[s->dest] == FI_ADDR_NOTAVAIL
+				     ? -FI_EHOSTUNREACH
+				     : fi_sendv(rl->ep, s->iov, s->desc, s->niov,
+						rl->peers[s->dest], &s->fctx);
 		}
 		if (rc == -FI_EAGAIN) {
 			if (!t)
@@ -860,36 +867,81 @@ static int rail_progress(struct sn_ctx *ctx, int rail)
 }
 
 /* A daemon that restarts (kill -9, then started again) opens a new endpoint
- * and republishes its address; peers notice (inotify on the bootstrap
- * directory) and swap it into their address vector at its first use (see
- * peer_use), so the MM and node daemons can come back without the others
- * restarting. */
-/* Swaps node's address on one rail for the one it published, dropping the
- * old one's connection. 1 swapped, 0 unchanged, -errno. */
-static int peer_reload(struct sn_ctx *ctx, int rail, uint32_t node)
+ * with a new address; its peers learn it (a file in the bootstrap
+ * directory, or sn_peer_addr from the caller's exchange) and swap it into
+ * their address vector at its first use (see peer_use), so the MM and node
+ * daemons can come back without the others restarting. A peer whose
+ * address never came is unreachable until it does. */
+/* Swaps node's pending address into the address vector, dropping the old
+ * one's connection. 1 swapped, 0 unchanged, -errno. */
+static int peer_swap(struct sn_ctx *ctx, int rail, uint32_t node)
 {
 	struct rail *rl = &ctx->rails[rail];
-	uint8_t addr[SN_ADDR_MAX];
-	size_t alen = 0;
-	int rc = sn_boot_read(ctx->bootdir, rail, node, addr, &alen);
-	if (rc)
-		return rc;
+	const uint8_t *addr = rl->next + (size_t)node * SN_ADDR_MAX;
+	size_t alen = rl->nlens[node];
 	rl->stale[node] = false;
-	if (alen == rl->alens[node] &&
-	    !memcmp(addr, rl->addrs + (size_t)node * SN_ADDR_MAX, alen))
-		return 0;
 	fi_addr_t fa;
-	fi_av_remove(rl->av, &rl->peers[node], 1, 0);
+	if (rl->peers[node] != FI_ADDR_NOTAVAIL)
+		fi_av_remove(rl->av, &rl->peers[node], 1, 0);
+	rl->peers[node] = FI_ADDR_NOTAVAIL;
 	if (fi_av_insert(rl->av, addr, 1, &fa, 0, NULL) != 1) {
-		note(ctx, "node %u published an address we cannot use", node);
+		note(ctx, "node %u has an address we cannot use", node);
 		return -EINVAL;
 	}
 	rl->peers[node] = fa;
 	memcpy(rl->addrs + (size_t)node * SN_ADDR_MAX, addr, alen);
 	rl->alens[node] = alen;
-	rl->stale[node] = false;
 	return 1;
 }
+
+/* Takes node's address on one rail: a first one goes into the address
+ * vector at once, a changed one at its first use (peer_use). */
+static int peer_set(struct sn_ctx *ctx, int rail, uint32_t node, const void *addr,
+		    size_t alen)
+{
+	struct rail *rl = &ctx->rails[rail];
+	if (!alen || alen > SN_ADDR_MAX)
+		return -EINVAL;
+	if (rl->peers[node] != FI_ADDR_NOTAVAIL && alen == rl->alens[node] &&
+	    !memcmp(addr, rl->addrs + (size_t)node * SN_ADDR_MAX, alen)) {
+		rl->stale[node] = false; /* a restart back to the old address */
+		return 0;
+	}
+	memcpy(rl->next + (size_t)node * SN_ADDR_MAX, addr, alen);
+	rl->nlens[node] = alen;
+	if (rl->peers[node] == FI_ADDR_NOTAVAIL)
+		return peer_swap(ctx, rail, node) < 0 ? -EINVAL : 0;
+	rl->stale[node] = true;
+	return 0;
+}
+
+int sn_peer_addr(struct sn_ctx *ctx, int rail, uint32_t node, const void *addr, size_t len)
+{
+	if (rail < 0 || rail >= ctx->nrails || node >= ctx->n)
+		return fail(ctx, -EINVAL, "no node %u on rail %d", node, rail);
+	if (node == ctx->self)
+		return 0;
+	int rc = peer_set(ctx, rail, node, addr, len);
+	if (rc)
+		return fail(ctx, rc, "node %u: fabric address of %zu bytes not usable on rail %d",
+			    node, len, rail);
+	return 0;
+}
+
+int sn_local_addr(const struct sn_ctx *ctx, int rail, void *buf, size_t *len)
+{
+	if (rail < 0 || rail >= ctx->nrails)
+		return -EINVAL;
+	const struct rail *rl = &ctx->rails[rail];
+	size_t n = rl->alens[ctx->self];
+	if (*len < n)
+		return -ENOSPC;
+	memcpy(buf, rl->addrs + (size_t)ctx->self * SN_ADDR_MAX, n);
+	*len = n;
+	return 0;
+}
+
+int sn_rail_count(const struct sn_ctx *ctx) { return ctx->nrails; }
 
 /* The new address goes in at first use, not when it is published: if the
  * restarted peer speaks first, its connection is already there and carries
@@ -899,8 +951,18 @@ static int peer_reload(struct sn_ctx *ctx, int rail, uint32_t node)
 static void peer_use(struct sn_ctx *ctx, int rail, uint32_t node)
 {
 	if (node < ctx->n && ctx->rails[rail].stale[node] &&
-	    peer_reload(ctx, rail, node) > 0)
+	    peer_swap(ctx, rail, node) > 0)
 		note(ctx, "node %u restarted: its new address on rail %d is in use", node, rail);
+}
+
+/* Reads a peer's file from the bootstrap directory, if it is there. */
+static void peer_read_file(struct sn_ctx *ctx, int rail, uint32_t node)
+{
+	uint8_t addr[SN_ADDR_MAX];
+	size_t alen = 0;
+	if (sn_boot_read(ctx->bootdir, rail, node, addr, &alen) == 0 &&
+	    peer_set(ctx, rail, node, addr, alen) < 0)
+		note(ctx, "node %u published an address we cannot use", node);
 }
 
 static void peers_refresh(struct sn_ctx *ctx)
@@ -916,8 +978,8 @@ static void peers_refresh(struct sn_ctx *ctx)
 			if (!e->len || sn_boot_parse_name(e->name, &rail, &node) ||
 			    rail >= ctx->nrails || node >= ctx->n || node == ctx->self)
 				continue;
-			ctx->rails[rail].stale[node] = true;
-			note(ctx, "node %u republished its address on rail %d", node, rail);
+			note(ctx, "node %u published its address on rail %d", node, rail);
+			peer_read_file(ctx, rail, node);
 		}
 	}
 }
@@ -1056,6 +1118,37 @@ static void wait_until(struct sn_ctx *ctx, bool (*cond)(struct sn_ctx *, void *)
 struct ev_arg {
 	unsigned ev;
 };
+
+static bool all_known(struct sn_ctx *ctx, void *arg)
+{
+	(void)arg;
+	return sn_peers_known(ctx) == ctx->n;
+}
+
+uint32_t sn_peers_known(const struct sn_ctx *ctx)
+{
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < ctx->n; i++) {
+		bool known = true;
+		for (int r = 0; r < ctx->nrails; r++)
+			known = known && ctx->rails[r].peers[i] != FI_ADDR_NOTAVAIL;
+		k += known;
+	}
+	return k;
+}
+
+int sn_wait_peers(struct sn_ctx *ctx, unsigned timeout_ms)
+{
+	wait_until(ctx, all_known, NULL, now_ns() + (uint64_t)timeout_ms * 1000000ull);
+	if (all_known(ctx, NULL))
+		return 0;
+	uint32_t i = 0;
+	while (i < ctx->n && ctx->rails[0].peers[i] != FI_ADDR_NOTAVAIL &&
+	       (ctx->nrails < 2 || ctx->rails[1].peers[i] != FI_ADDR_NOTAVAIL))
+		i++;
+	return fail(ctx, -ETIMEDOUT, "node %u's fabric address did not arrive in %u ms", i,
+		    timeout_ms);
+}
 
 static bool ev_ready(struct sn_ctx *ctx, void *arg)
 {
@@ -1524,6 +1617,46 @@ static void rxm_all_eager(size_t chunk_size)
 	setenv("FI_OFI_RXM_EAGER_LIMIT", v, 1);
 }
 
+/* bootstrap "static:PORT": node i's endpoint on rail r listens on its host
+ * at PORT + 2i + r, so no two endpoints of one host collide (a virtual
+ * cluster runs every node on one host). */
+static unsigned static_port(const struct sn_ctx *ctx, uint32_t node, int rail)
+{
+	return ctx->static_port + 2 * node + (unsigned)rail;
+}
+
+/* Every peer's address from its host and port, as the provider resolves
+ * them (fi_getinfo with node and service): no exchange. A host that does
+ * not resolve leaves that node unreachable, not the fabric closed. */
+static int static_peers(struct sn_ctx *ctx, int rail)
+{
+	struct rail *rl = &ctx->rails[rail];
+	for (uint32_t i = 0; i < ctx->n; i++) {
+		if (i == ctx->self)
+			continue;
+		struct fi_info *hints = fi_dupinfo(rl->info), *info = NULL;
+		if (!hints)
+			return fail(ctx, -ENOMEM, "out of memory");
+		free(hints->src_addr);
+		hints->src_addr = NULL;
+		hints->src_addrlen = 0;
+		free(hints->dest_addr);
+		hints->dest_addr = NULL;
+		hints->dest_addrlen = 0;
+		char port[16];
+		snprintf(port, sizeof(port), "%u", static_port(ctx, i, rail));
+		int rc = fi_getinfo(FI_VERSION(1, 9), ctx->cfg.hosts[i], port, 0, hints, &info);
+		fi_freeinfo(hints);
+		if (rc || !info->dest_addr || !info->dest_addrlen ||
+		    peer_set(ctx, rail, i, info->dest_addr, info->dest_addrlen) < 0)
+			note(ctx, "node %u: no fabric address for %s:%s: %s", i, ctx->cfg.hosts[i],
+			     port, rc ? fi_strerror(-rc) : "not usable");
+		if (!rc)
+			fi_freeinfo(info);
+	}
+	return 0;
+}
+
 static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 {
 	struct rail *rl = &ctx->rails[rail];
@@ -1543,7 +1676,15 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	 * connections; we drive progress ourselves (it then has no wait fd) */
 	if (!strncmp(prov, "sockets", 7))
 		hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
-	rc = fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &rl->info);
+	char port[16];
+	const char *host = NULL;
+	if (ctx->boot == BOOT_STATIC) {
+		/* bind where every peer computes us to be */
+		host = ctx->cfg.hosts[ctx->self];
+		snprintf(port, sizeof(port), "%u", static_port(ctx, ctx->self, rail));
+	}
+	rc = fi_getinfo(FI_VERSION(1, 9), host, host ? port : NULL, host ? FI_SOURCE : 0, hints,
+			&rl->info);
 	fi_freeinfo(hints);
 	if (rc)
 		return fail(ctx, -ENOENT, "libfabric provider '%s' is not available here: %s",
@@ -1584,39 +1725,30 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	if (fi->tx_attr->iov_limit < 2)
 		return fail(ctx, -ENOTSUP, "provider '%s' cannot send two-part messages", prov);
 
-	/* publish our address, then learn everyone's */
 	uint8_t addr[SN_ADDR_MAX];
 	size_t alen = sizeof(addr);
 	if ((rc = fi_getname(&rl->ep->fid, addr, &alen)))
 		return fail(ctx, rc, "fi_getname: %s", fi_strerror(-rc));
-	if ((rc = sn_boot_publish(ctx->bootdir, rail, ctx->self, addr, alen)))
+	if (alen > SN_ADDR_MAX)
+		return fail(ctx, -EOVERFLOW, "fabric address of %zu bytes (at most %d)", alen,
+			    SN_ADDR_MAX);
+	rl->addrs = malloc((size_t)ctx->n * SN_ADDR_MAX);
+	rl->next = malloc((size_t)ctx->n * SN_ADDR_MAX);
+	rl->alens = calloc(ctx->n, sizeof(size_t));
+	rl->nlens = calloc(ctx->n, sizeof(size_t));
+	rl->stale = calloc(ctx->n, sizeof(bool));
+	rl->peers = malloc(ctx->n * sizeof(fi_addr_t));
+	if (!rl->addrs || !rl->next || !rl->alens || !rl->nlens || !rl->stale || !rl->peers)
+		return fail(ctx, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < ctx->n; i++)
+		rl->peers[i] = FI_ADDR_NOTAVAIL;
+	/* our own entry: messages to ourselves go through the provider too */
+	if ((rc = peer_set(ctx, rail, ctx->self, addr, alen)))
+		return fail(ctx, rc, "our own fabric address is not usable on '%s'", prov);
+	if (ctx->boot == BOOT_DIR &&
+	    (rc = sn_boot_publish(ctx->bootdir, rail, ctx->self, addr, alen)))
 		return fail(ctx, rc, "publishing address in %s: %s", ctx->bootdir, strerror(-rc));
-	uint8_t *all = malloc((size_t)ctx->n * SN_ADDR_MAX);
-	size_t *lens = calloc(ctx->n, sizeof(size_t));
-	rl->peers = calloc(ctx->n, sizeof(fi_addr_t));
-	if (!all || !lens || !rl->peers) {
-		free(all);
-		free(lens);
-		return fail(ctx, -ENOMEM, "out of memory");
-	}
-	uint32_t missing = 0;
-	rc = sn_boot_collect(ctx->bootdir, rail, ctx->n, env_uint("SN_BOOT_TIMEOUT_MS", 30000),
-			     all, lens, &missing);
-	if (rc) {
-		free(all);
-		free(lens);
-		return fail(ctx, rc, "bootstrap: node %u never published its address in %s",
-			    missing, ctx->bootdir);
-	}
-	for (uint32_t i = 0; i < ctx->n && !rc; i++)
-		if (fi_av_insert(rl->av, all + (size_t)i * SN_ADDR_MAX, 1, &rl->peers[i], 0, NULL) != 1)
-			rc = fail(ctx, -EINVAL, "bootstrap: bad fabric address for node %u", i);
-	/* kept: a peer that republishes (it restarted) is told apart by them */
-	rl->addrs = all;
-	rl->alens = lens;
-	if (!(rl->stale = calloc(ctx->n, sizeof(bool))))
-		return fail(ctx, -ENOMEM, "out of memory");
-	if (rc)
+	if (ctx->boot == BOOT_STATIC && (rc = static_peers(ctx, rail)))
 		return rc;
 
 	size_t bufsz = SN_WIRE_HDR_MAX + rl->max_payload;
@@ -1666,7 +1798,41 @@ static void rail_close(struct rail *rl)
 	free(rl->peers);
 	free(rl->addrs);
 	free(rl->alens);
+	free(rl->next);
+	free(rl->nlens);
 	free(rl->stale);
+}
+
+/* "dir:PATH", "static:PORT" (with cfg->hosts) or "external". */
+static int parse_bootstrap(struct sn_ctx *ctx, const struct sn_config *cfg)
+{
+	const char *b = cfg->bootstrap ? cfg->bootstrap : "(none)";
+	if (!strncmp(b, "dir:", 4) && b[4]) {
+		ctx->boot = BOOT_DIR;
+		return 0;
+	}
+	if (!strcmp(b, "external")) {
+		ctx->boot = BOOT_EXTERNAL;
+		return 0;
+	}
+	if (!strncmp(b, "static:", 7)) {
+		char *end;
+		unsigned long port = strtoul(b + 7, &end, 10);
+		if (end == b + 7 || *end || port == 0 ||
+		    port + 2ull * ctx->n + 1 > 65535)
+			return fail(ctx, -EINVAL, "bootstrap '%s': the port must leave room for "
+				    "2 per node below 65536", b);
+		if (!cfg->hosts)
+			return fail(ctx, -EINVAL, "bootstrap '%s' needs every node's host", b);
+		for (uint32_t i = 0; i < ctx->n; i++)
+			if (!cfg->hosts[i] || !cfg->hosts[i][0])
+				return fail(ctx, -EINVAL, "bootstrap '%s': node %u has no host", b, i);
+		ctx->boot = BOOT_STATIC;
+		ctx->static_port = (unsigned)port;
+		return 0;
+	}
+	return fail(ctx, -EINVAL,
+		    "bootstrap '%s' not understood (expected dir:PATH, static:PORT or external)", b);
 }
 
 /* sn_open fails before a context exists to hold the reason */
@@ -1710,16 +1876,24 @@ int sn_open(const struct sn_config *cfg, struct sn_ctx **out)
 	else if (cfg->gmem_size < SN_GMEM_RESERVED + 8)
 		rc = fail(ctx, -EINVAL, "global memory of %zu bytes is smaller than %d",
 			  cfg->gmem_size, SN_GMEM_RESERVED + 8);
-	else if (!cfg->bootstrap || strncmp(cfg->bootstrap, "dir:", 4))
-		rc = fail(ctx, -EINVAL, "bootstrap '%s' not understood (expected dir:PATH)",
-			  cfg->bootstrap ? cfg->bootstrap : "(none)");
 	if (rc)
 		goto err;
-	snprintf(ctx->bootdir, sizeof(ctx->bootdir), "%s", cfg->bootstrap + 4);
-	if ((rc = sn_boot_mkdir(ctx->bootdir))) {
-		rc = fail(ctx, rc, "cannot create the bootstrap directory %s: %s", ctx->bootdir,
-			  strerror(-rc));
+	if ((rc = parse_bootstrap(ctx, cfg)))
 		goto err;
+	if (ctx->boot == BOOT_DIR) {
+		snprintf(ctx->bootdir, sizeof(ctx->bootdir), "%s", cfg->bootstrap + 4);
+		if ((rc = sn_boot_mkdir(ctx->bootdir))) {
+			rc = fail(ctx, rc, "cannot create the bootstrap directory %s: %s",
+				  ctx->bootdir, strerror(-rc));
+			goto err;
+		}
+		/* watched before the first scan, so no arrival is missed */
+		ctx->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+		if (ctx->ino_fd >= 0 &&
+		    inotify_add_watch(ctx->ino_fd, ctx->bootdir, IN_MOVED_TO) < 0) {
+			close(ctx->ino_fd);
+			ctx->ino_fd = -1;
+		}
 	}
 	ctx->gmem_size = (cfg->gmem_size + 4095) & ~(size_t)4095;
 	ctx->gmem = mmap(NULL, ctx->gmem_size, PROT_READ | PROT_WRITE,
@@ -1737,11 +1911,11 @@ int sn_open(const struct sn_config *cfg, struct sn_ctx **out)
 		if ((rc = rail_open(ctx, 1, cfg->sys_provider)))
 			goto err;
 	}
-	ctx->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	if (ctx->ino_fd >= 0 && inotify_add_watch(ctx->ino_fd, ctx->bootdir, IN_MOVED_TO) < 0) {
-		close(ctx->ino_fd);
-		ctx->ino_fd = -1;
-	}
+	/* whoever published before us; later ones come through the watch */
+	for (int r = 0; ctx->boot == BOOT_DIR && r < ctx->nrails; r++)
+		for (uint32_t i = 0; i < ctx->n; i++)
+			if (i != ctx->self)
+				peer_read_file(ctx, r, i);
 	ctx->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (ctx->epfd >= 0 && ctx->ino_fd >= 0) {
 		struct epoll_event ev = {.events = EPOLLIN};

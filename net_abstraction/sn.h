@@ -27,7 +27,16 @@ struct sn_config {
 	uint32_t node_id;         /* this node, 0 .. node_count-1 */
 	uint32_t node_count;
 	size_t gmem_size;         /* bytes of global memory, same on every node */
-	const char *bootstrap;    /* "dir:PATH": address exchange through files */
+	/* How nodes learn each other's fabric addresses. None waits for the
+	 * others: a peer whose address is not known yet is unreachable (sends
+	 * to it fail as to a dead node) until it is.
+	 *   "dir:PATH"    each node publishes a file in PATH, read by all
+	 *   "static:PORT" computed from hosts[] (node i on rail r listens at
+	 *                 PORT + 2i + r): providers addressed by host and port
+	 *   "external"    the caller learns them and hands them in
+	 *                 (sn_local_addr, sn_peer_addr) */
+	const char *bootstrap;
+	const char *const *hosts; /* "static:": each node's host, node_count of them */
 	unsigned fanout;          /* tree fan-out for sets, default 4 */
 	unsigned timeout_ms;      /* bound on any operation, default 5000 */
 	unsigned spin_us;         /* busy-poll this long before sleeping, default 0
@@ -44,6 +53,22 @@ struct sn_config {
 void sn_config_defaults(struct sn_config *cfg);
 
 int sn_open(const struct sn_config *cfg, struct sn_ctx **out);
+/* This node's fabric address on a rail (buf of *len bytes, SN_ADDR_MAX
+ * suffice). 0, or -ENOSPC/-EINVAL. */
+#define SN_ADDR_MAX 256
+int sn_local_addr(const struct sn_ctx *ctx, int rail, void *buf, size_t *len);
+/* A peer's address on a rail, learned by the caller: a first one is usable
+ * at once; a changed one (the peer restarted) replaces the old at its next
+ * use. 0 or -errno (sn_strerror says why). */
+int sn_peer_addr(struct sn_ctx *ctx, int rail, uint32_t node, const void *addr, size_t len);
+int sn_rail_count(const struct sn_ctx *ctx);
+/* How many nodes (this one included) have an address on every rail. */
+uint32_t sn_peers_known(const struct sn_ctx *ctx);
+/* Drives progress until every node's address is known: for programs that
+ * start all their nodes together and need all of them (tests, benchmarks);
+ * the daemons never wait. 0, or -ETIMEDOUT naming a missing node. */
+int sn_wait_peers(struct sn_ctx *ctx, unsigned timeout_ms);
+
 /* Why the last sn_open in this thread failed. */
 const char *sn_open_error(void);
 void sn_close(struct sn_ctx *ctx);

@@ -17,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/pidfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -607,6 +610,21 @@ static int clear_dir(const struct up_opts *o, const char *dir, const char *conf_
 	return rc;
 }
 
+/* A TCP port no one listens on now (the kernel's pick), or -errno. */
+static int free_tcp_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t len = sizeof(sa);
+	if (fd < 0)
+		return -errno;
+	int rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+			 getsockname(fd, (struct sockaddr *)&sa, &len) == 0
+		 ? ntohs(sa.sin_port) : -errno;
+	close(fd);
+	return rc;
+}
+
 /* storm.conf for the options, a fresh cluster key and the cluster's own
  * munged (docs/design/security.md): the daemons and this CLI read their
  * paths from storm.conf. 0 with *conf filled, or -1 (printed). */
@@ -644,7 +662,18 @@ static int configure(const struct up_opts *o, const char *dir, const char *conf_
 	}
 	snprintf(conf->state_dir, sizeof(conf->state_dir), "%s/state", dir);
 	snprintf(conf->socket, sizeof(conf->socket), "%s", sock);
-	snprintf(conf->bootstrap, sizeof(conf->bootstrap), "dir:%s/fabric", dir);
+	/* the daemons register their fabric addresses with the MM, as on
+	 * hosts without a shared file system */
+	int port = free_tcp_port();
+	if (port < 0) {
+		fprintf(stderr, "storm: error: no free TCP port for the MM's registrations: %s\n",
+			strerror(-port));
+		conf_free(conf);
+		return -1;
+	}
+	snprintf(conf->bootstrap, sizeof(conf->bootstrap), "mm");
+	snprintf(conf->mm_address, sizeof(conf->mm_address), "%s:%d",
+		 o->netns ? NETNS_MM_ADDR : "127.0.0.1", port);
 	snprintf(conf->key_file, sizeof(conf->key_file), "%s/cluster.key", dir);
 	munged_socket_path(dir, conf->munge_socket, sizeof(conf->munge_socket));
 	conf->nnodes = (int)o->nodes;
@@ -668,9 +697,10 @@ static int configure(const struct up_opts *o, const char *dir, const char *conf_
 	return 0;
 }
 
-/* The MM and every node daemon, detached, all at once: each waits in the
- * fabric directory for the others' addresses, the MM included, before it
- * answers anything. The started ones are in d[0..*nd). 0, or -1 (printed). */
+/* The MM and every node daemon, detached, all at once: each node daemon
+ * registers its fabric address with the MM (retrying until the MM listens)
+ * and learns the others' from it; none waits for the others. The started
+ * ones are in d[0..*nd). 0, or -1 (printed). */
 static int start_daemons(const struct up_opts *o, const char *dir, const char *conf_path,
 			 const struct storm_conf *conf, struct daemon *d, int *nd)
 {

@@ -77,7 +77,7 @@ int netns_up(const char *dir, int nnodes, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
 		return -1;
 	}
-	fprintf(b, "link add %sbr type bridge\naddr add 10.213.255.254/16 dev %sbr\n"
+	fprintf(b, "link add %sbr type bridge\naddr add " NETNS_MM_ADDR "/16 dev %sbr\n"
 		   "link set %sbr up\n", p, p, p);
 	for (int i = 0; i < nnodes; i++)
 		fprintf(b, "netns add %s-n%d\nlink add %sh%d type veth peer name eth0 netns %s-n%d\n"

@@ -7,6 +7,9 @@
 
 #include <stddef.h>
 
+/* The MM's address on the bridge, where the nodes reach it. */
+#define NETNS_MM_ADDR "10.213.255.254"
+
 /* Creates the bridge and one namespace per node. 0, or -1 with err set. */
 int netns_up(const char *dir, int nnodes, char *err, size_t errlen);
 /* Removes what DIR/netns records; quiet and idempotent. Returns 1 if there

@@ -165,6 +165,11 @@ static struct sn_ctx *open_node(const struct spawn_node *nd, bool spin)
 		fprintf(stderr, "sn_bench node %u: sn_open: %s\n", nd->id, sn_open_error());
 		return NULL;
 	}
+	if (sn_wait_peers(ctx, 60000)) {
+		fprintf(stderr, "sn_bench node %u: %s\n", nd->id, sn_strerror(ctx));
+		sn_close(ctx);
+		return NULL;
+	}
 	return ctx;
 }
 

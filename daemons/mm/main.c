@@ -259,10 +259,27 @@ static int start(struct mm *mm, const char *conf_path)
 	sc.node_id = MM_FABRIC_ID;
 	sc.node_count = (uint32_t)c->nnodes + 1;
 	sc.gmem_size = layout_gmem_size((uint32_t)c->nnodes);
-	sc.bootstrap = c->bootstrap;
 	sc.fanout = c->fanout;
 	sc.timeout_ms = c->op_timeout_ms;
+	const char **hosts = NULL;
+	char mm_host[256], mm_port[16];
+	bool by_mm = !strcmp(c->bootstrap, "mm");
+	if (by_mm) {
+		sc.bootstrap = "external"; /* boot.c hands the addresses in */
+	} else if (!strncmp(c->bootstrap, "static:", 7)) {
+		sc.bootstrap = c->bootstrap;
+		conf_mm_address(c, mm_host, sizeof(mm_host), mm_port, sizeof(mm_port));
+		if (!(hosts = calloc(sc.node_count, sizeof(*hosts))))
+			return -1;
+		hosts[MM_FABRIC_ID] = mm_host;
+		for (int i = 0; i < c->nnodes; i++)
+			hosts[fabric_id((uint32_t)i)] = c->nodes[i];
+		sc.hosts = hosts;
+	} else {
+		sc.bootstrap = c->bootstrap;
+	}
 	int rc = sn_open(&sc, &mm->sn);
+	free(hosts);
 	if (rc < 0) {
 		slog("error: cannot open the fabric: %s", sn_open_error());
 		return -1;
@@ -298,7 +315,7 @@ static int start(struct mm *mm, const char *conf_path)
 		slog("error: event loop: %s", strerror(errno));
 		return -1;
 	}
-	if (metrics_start(mm) < 0)
+	if (metrics_start(mm) < 0 || (by_mm && boot_start(mm) < 0))
 		return -1;
 	slog("cluster '%s': %d nodes, %s, timeslice %u us, socket %s", c->name, c->nnodes,
 	       sn_provider_name(mm->sn, 0), c->timeslice_us, c->socket);
@@ -334,6 +351,7 @@ void mm_stop(struct mm *mm)
 	}
 	free(mm->cmd_buf);
 	metrics_stop(mm);
+	boot_stop(mm);
 	if (mm->sn)
 		sn_close(mm->sn);
 	if (mm->listen_fd > 0) {

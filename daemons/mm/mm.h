@@ -202,6 +202,7 @@ struct mm {
 	uint8_t file_nonce[16];  /* random per start: file chunk keys (gm_file_tag) */
 	struct gm_ratelimit rl_ctl, rl_report; /* refusals in the log */
 	struct fault fault;      /* tests only: point "strobe", that strobe goes out altered */
+	struct mm_boot *boot;    /* boot.c: registrations (bootstrap = mm), or NULL */
 };
 
 /* Checkpointing's part in a job's life: ckpt.c registers it (mm_wire), and
@@ -465,5 +466,9 @@ int transfer_start(struct mm *mm, struct job *j);
 void transfer_step(struct mm *mm);
 void transfer_abort(struct mm *mm, struct job *j);
 struct job *transfer_job(const struct mm *mm);
+
+/* boot.c: node registrations on mm_address (bootstrap = mm). */
+int boot_start(struct mm *mm);
+void boot_stop(struct mm *mm);
 
 #endif

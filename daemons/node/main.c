@@ -313,10 +313,27 @@ static int setup(struct nd *nd, const struct opts *o)
 	sc.node_id = fabric_id(nd->index);
 	sc.node_count = (uint32_t)nd->conf.nnodes + 1;
 	sc.gmem_size = layout_gmem_size((uint32_t)nd->conf.nnodes);
-	sc.bootstrap = nd->conf.bootstrap;
 	sc.fanout = nd->conf.fanout;
 	sc.timeout_ms = nd->conf.op_timeout_ms;
+	const char **hosts = NULL;
+	char mm_host[256], mm_port[16];
+	bool by_mm = !strcmp(nd->conf.bootstrap, "mm");
+	if (by_mm) {
+		sc.bootstrap = "external"; /* boot.c hands the addresses in */
+	} else if (!strncmp(nd->conf.bootstrap, "static:", 7)) {
+		sc.bootstrap = nd->conf.bootstrap;
+		conf_mm_address(&nd->conf, mm_host, sizeof(mm_host), mm_port, sizeof(mm_port));
+		if (!(hosts = calloc(sc.node_count, sizeof(*hosts))))
+			return -1;
+		hosts[MM_FABRIC_ID] = mm_host;
+		for (int i = 0; i < nd->conf.nnodes; i++)
+			hosts[fabric_id((uint32_t)i)] = nd->conf.nodes[i];
+		sc.hosts = hosts;
+	} else {
+		sc.bootstrap = nd->conf.bootstrap;
+	}
 	int rc = sn_open(&sc, &nd->sn);
+	free(hosts);
 	if (rc < 0) {
 		fprintf(stderr, "stormnd: error: cannot open the network: %s\n", sn_open_error());
 		return -1;
@@ -336,6 +353,8 @@ static int setup(struct nd *nd, const struct opts *o)
 		fprintf(stderr, "stormnd: error: event loop: %s\n", strerror(errno));
 		return -1;
 	}
+	if (by_mm && nd_boot_start(nd) < 0)
+		return -1;
 	slog("node %u of %d up (fabric id %u, provider %s, %s)", nd->index,
 	       nd->conf.nnodes, fabric_id(nd->index), sn_provider_name(nd->sn, 0),
 	       wfd >= 0 ? "sleeps on its wait fd" : "no wait fd: polls every 1 ms");
@@ -364,7 +383,10 @@ int main(int argc, char **argv)
 		run(&nd);
 		nd_kill_all(&nd);
 		slog("stopped");
+		if (nd.boot_refused)
+			status = 1;
 	}
+	nd_boot_close(&nd);
 	nd_ckpt_close(&nd);
 	nd_copy_close(&nd);
 	nd_files_close(&nd);

@@ -119,6 +119,9 @@ struct nd {
 	uint64_t mm_epoch;      /* the MM's incarnation, from its strobes */
 	uint32_t cmd_refused_seq; /* a slot with a bad tag already logged */
 
+	struct nd_boot *boot;   /* boot.c: registration with the MM (bootstrap = mm) */
+	bool boot_refused;      /* the MM refused it: stop, exit 1 */
+
 	/* authentication (common/gm_auth.h) */
 	uint8_t key[GM_KEY_LEN];
 	struct gm_ratelimit rl_auth; /* refused strobes, commands, acks */
@@ -404,5 +407,10 @@ void nd_report_flush(struct nd *nd);
 void nd_queue_free(struct nd *nd);
 /* Appends the report's tag: buf holds [u32 len][packed] and GM_TAG_LEN more. */
 void nd_report_seal(struct nd *nd, uint8_t *buf, size_t len);
+
+/* boot.c: registers this node's fabric addresses with the MM and takes
+ * everyone's (bootstrap = mm). -1 when refused at once (printed). */
+int nd_boot_start(struct nd *nd);
+void nd_boot_close(struct nd *nd);
 
 #endif

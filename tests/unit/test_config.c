@@ -156,6 +156,30 @@ static void expect_bad(const char *text, const char *fragment)
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, fragment));
 }
 
+/* bootstrap defaults to mm once mm_address names the MM, else to dir: */
+static void test_bootstrap_default(void)
+{
+	struct storm_conf c;
+	char err[512], host[256], port[16];
+	CU_ASSERT_EQUAL_FATAL(conf_load_string("[nodes]\nnames=a\n", "t", &c, err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(c.bootstrap, "dir:/run/storm/fabric");
+	conf_free(&c);
+	CU_ASSERT_EQUAL_FATAL(conf_load_string("[cluster]\nmm_address = [::1]:7001\n[nodes]\n"
+					       "names=a\n", "t", &c, err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(c.bootstrap, "mm");
+	CU_ASSERT_EQUAL(conf_mm_address(&c, host, sizeof(host), port, sizeof(port)), 0);
+	CU_ASSERT_STRING_EQUAL(host, "::1");
+	CU_ASSERT_STRING_EQUAL(port, "7001");
+	conf_free(&c);
+	CU_ASSERT_EQUAL_FATAL(conf_load_string("[cluster]\nmm_address = mm.example:7001\n"
+					       "bootstrap = dir:/x\n[nodes]\nnames=a\n", "t", &c,
+					       err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(c.bootstrap, "dir:/x");
+	CU_ASSERT_EQUAL(conf_mm_address(&c, host, sizeof(host), port, sizeof(port)), 0);
+	CU_ASSERT_STRING_EQUAL(host, "mm.example");
+	conf_free(&c);
+}
+
 static void test_conf_bad(void)
 {
 	expect_bad("[cluster]\ntimeslice_us = 5\n[nodes]\nnames=a\n", "bad.conf:2: timeslice_us = 5 is out of range");
@@ -165,7 +189,14 @@ static void test_conf_bad(void)
 	expect_bad("x = 1\n", "outside any section");
 	expect_bad("[cluster]\nname = a\n", "no nodes");
 	expect_bad("[nodes]\nnames = n[1-\n", "unclosed");
-	expect_bad("[cluster]\nbootstrap = file:/x\n[nodes]\nnames=a\n", "bootstrap must be dir:");
+	expect_bad("[cluster]\nbootstrap = file:/x\n[nodes]\nnames=a\n",
+		   "bootstrap must be mm, static:PORT or dir:PATH");
+	expect_bad("[cluster]\nbootstrap = mm\n[nodes]\nnames=a\n", "needs mm_address");
+	expect_bad("[cluster]\nmm_address = mm\n[nodes]\nnames=a\n", "must be HOST:PORT");
+	expect_bad("[cluster]\nmm_address = h:0\n[nodes]\nnames=a\n", "must be HOST:PORT");
+	expect_bad("[cluster]\nbootstrap = static:x\nmm_address = h:1\n[nodes]\nnames=a\n",
+		   "needs a port");
+	expect_bad("[cluster]\nbootstrap = static:7000\n[nodes]\nnames=a\n", "needs mm_address");
 	expect_bad("[cluster\n", "syntax error");
 	expect_bad("[cluster]\ndown_after = 10\nreport_every = 6\n[nodes]\nnames=a\n",
 		   "report_every (6) must be at most half of down_after (10)");
@@ -196,4 +227,5 @@ void add_config_suite(void)
 	CU_add_test(s, "config parses and round-trips", test_conf_good);
 	CU_add_test(s, "config refuses bad input with file:line", test_conf_bad);
 	CU_add_test(s, "database keys", test_database_keys);
+	CU_add_test(s, "bootstrap default and mm_address", test_bootstrap_default);
 }

@@ -1,0 +1,107 @@
+#!/bin/bash
+# Fabric addresses by registration with the machine manager (bootstrap = mm),
+# no shared directory: a cluster whose third node daemon is not started runs
+# jobs on the other two and reports it DOWN; started late, it registers and
+# runs a job; killed and started again, it registers its new address and
+# runs a job; a daemon with a wrong key, an unknown name or a node already
+# served is refused with one line, and the MM goes on serving.
+# Usage: test_bootstrap.sh BUILD_BIN_DIR   (part of make clustertest)
+set -u
+BIN=$(cd "${1:-build/bin}" && pwd)
+. "$(dirname "$0")/lib.sh"
+T=$(mktemp -d /tmp/storm-boottest.XXXXXX)
+export STORM_CONF=$T/storm.conf PATH=$BIN:$PATH
+PIDS="" MUNGED_PID=""
+cleanup() {
+	for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
+	[ -n "$MUNGED_PID" ] && kill "$MUNGED_PID" 2>/dev/null
+	[ -n "${KEEP:-}" ] || rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+fails=0 checks=0
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat >"$STORM_CONF" <<CONF
+[cluster]
+state_dir = $T/state
+socket = $T/mm.sock
+mm_address = 127.0.0.1:$PORT
+key_file = $T/cluster.key
+munge_socket = $T/munge/munge.socket
+down_after = 100
+[nodes]
+names = node[00-02]
+CONF
+mkdir -p "$T/state"
+head -c 32 /dev/urandom >"$T/cluster.key" && chmod 600 "$T/cluster.key"
+start_munged "$T/munge" || { bad "munged did not start"; exit 1; }
+# loopback, as storm cluster up does
+export FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo
+
+stormmm -c "$STORM_CONF" >"$T/mm.log" 2>&1 &
+MM=$!
+PIDS="$PIDS $MM"
+start_nd() { # NAME [CONF]: a node daemon, its log in $T/NAME.log; pid in $ND
+	stormnd -c "${2:-$STORM_CONF}" -n "$1" --no-realtime >>"$T/$1.log" 2>&1 &
+	ND=$!
+	PIDS="$PIDS $ND"
+}
+start_nd node00
+N0=$ND
+start_nd node01
+wait_log "$T/mm.log" "taking node registrations on 127.0.0.1:$PORT" 30 &&
+	ok "bootstrap defaults to mm when mm_address is set" || bad "the MM takes registrations"
+wait_log "$T/mm.log" "node node00 registered" 30 && wait_log "$T/mm.log" "node node01 registered" 30 &&
+	ok "two node daemons register" || bad "two node daemons register"
+wait_log "$T/mm.log" "node node01 is UP" 60 && wait_log "$T/mm.log" "node node00 is UP" 60 &&
+	ok "they come UP without the third" || bad "they come UP without the third"
+[ "$(storm run -N 2 -n 2 sh -c 'echo hi' 2>"$T/run.err" | wc -l)" = 2 ] &&
+	ok "a job runs on the two while node02 never started" || { bad "a job on two"; cat "$T/run.err"; }
+storm cluster status >"$T/status" 2>&1
+grep -q '^not up: node02$' "$T/status" && ok "node02 is reported not up (DOWN)" ||
+	{ bad "node02 is reported DOWN"; cat "$T/status"; }
+
+start_nd node02
+N2=$ND
+wait_log "$T/mm.log" "node node02 registered" 30 && ok "node02, started late, registers" ||
+	bad "node02 registers late"
+storm cluster status --wait 60 >/dev/null && ok "all three UP" || bad "all three UP"
+[ "$(storm run -N 3 -n 3 sh -c 'echo hi' 2>"$T/run.err" | wc -l)" = 3 ] &&
+	ok "a job on all three, node02 included" || { bad "a job on all three"; cat "$T/run.err"; }
+
+kill -9 "$N2"
+wait "$N2" 2>/dev/null
+start_nd node02
+N2=$ND
+wait_count "$T/mm.log" "node node02 registered" 2 30 >/dev/null &&
+	ok "node02, killed and started again, registers again" || bad "node02 registers again"
+storm cluster status --wait 60 >/dev/null && ok "all three UP again" || bad "all three UP again"
+[ "$(storm run -N 3 -n 3 sh -c 'echo hi' 2>"$T/run.err" | wc -l)" = 3 ] &&
+	ok "a job on all three after the restart" || { bad "a job after the restart"; cat "$T/run.err"; }
+
+# refusals: one line on the daemon's side (exit 1), one in the MM's log
+sed "s|^key_file = .*|key_file = $T/other.key|" "$STORM_CONF" >"$T/wrongkey.conf"
+head -c 32 /dev/urandom >"$T/other.key" && chmod 600 "$T/other.key"
+refused() { # NAME CONF WANT_MM_TEXT WANT_ND_TEXT
+	stormnd -c "$2" -n "$1" --no-realtime >"$T/bad.out" 2>&1
+	local rc=$?
+	local lines
+	lines=$(grep -c 'error' "$T/bad.out")
+	if [ $rc = 1 ] && [ "$lines" = 1 ] && grep -qF -- "$4" "$T/bad.out"; then
+		ok "$1: the daemon exits 1 with one line: $(grep error "$T/bad.out" | cut -c1-110)"
+	else
+		bad "$1: exit $rc, $lines error lines"
+		sed 's/^/     | /' "$T/bad.out"
+	fi
+	wait_log "$T/mm.log" "$3" 10 && ok "  the MM logs it" || bad "  the MM logs '$3'"
+}
+refused node01 "$T/wrongkey.conf" "node node01: wrong cluster key" "wrong cluster key"
+sed "s|^names = .*|names = node[00-02],node99|" "$STORM_CONF" >"$T/unknown.conf"
+refused node99 "$T/unknown.conf" "unknown node name 'node99'" "unknown node name 'node99'"
+refused node00 "$STORM_CONF" "node node00 is already registered" "two daemons claim it"
+kill -0 "$N0" 2>/dev/null && ok "the daemon that holds node00 still runs" || bad "node00's daemon died"
+[ "$(storm run -N 3 -n 3 sh -c 'echo hi' 2>"$T/run.err" | wc -l)" = 3 ] &&
+	ok "the MM goes on serving: a job on all three" || { bad "a job after the refusals"; cat "$T/run.err"; }
+
+echo "$((checks - fails))/$checks passed"
+[ "$fails" = 0 ]
