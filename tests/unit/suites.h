@@ -16,4 +16,5 @@ void add_fault_suite(void);
 void add_slurmopt_suite(void);
 void add_pmi_suite(void);
 void add_kswitch_suite(void);
+void add_ahead_suite(void);
 #endif
