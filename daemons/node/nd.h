@@ -131,6 +131,8 @@ struct nd {
 	 * "replay" (report 2 goes out again in its place) */
 	struct fault fault;
 	uint8_t *tamper_saved;  /* report 2, kept for the replay */
+	uint64_t deaf_until;    /* point "deaf" (with "deaf_for" N): strobes up to
+				 * this slice are ignored, as if never received */
 	size_t tamper_saved_len;
 
 	/* gang scheduling (gang.c) */

@@ -221,6 +221,17 @@ void nd_on_strobe(struct nd *nd)
 					   "): replayed; refused", s.slice, nd->slice);
 		return;
 	}
+	/* test hook: this node is cut off from strobes for a while, and follows
+	 * the schedule it holds */
+	if (nd->deaf_until >= s.slice)
+		return;
+	if (fault_hit(&nd->fault, "deaf", s.slice)) {
+		uint64_t n = fault_value(&nd->fault, "deaf_for");
+		nd->deaf_until = s.slice + (n ? n : 1) - 1;
+		slog("test hook: strobes %" PRIu64 "..%" PRIu64 " ignored", s.slice,
+		     nd->deaf_until);
+		return;
+	}
 	if (!nd->seen_strobe) {
 		nd->seen_strobe = true;
 		/* earlier commands went out before this node was up */
