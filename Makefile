@@ -275,7 +275,7 @@ UNIT_LIB := net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wir
             bcs_mpi/abi/rma.c \
             bcs_mpi/abi/procs.c \
             checkpoint/image.c checkpoint/util.c checkpoint/threads.c checkpoint/fdinfo.c checkpoint/proctree.c \
-            kernel/storm_sched.c
+            kernel/storm_sched.c common/ahead.c daemons/node/kswitch_map.c
 # the checkpoint image's metadata codec (threads.c reads it)
 UNIT_PB  := proto/ckpt.pb-c.c
 $(BUILD)/bin/unit_tests: $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(UNIT_LIB:%.c=$(BUILD)/obj/%.o) \
@@ -318,6 +318,7 @@ clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/
 	./tests/cluster/test_ckpt_mpi.sh $(BUILD)/bin
 	./tests/cluster/test_ckpt_threads.sh $(BUILD)/bin
 	./tests/cluster/test_gang.sh $(BUILD)/bin
+	./tests/cluster/test_timed.sh $(BUILD)/bin
 	./tests/cluster/test_mpi.sh $(BUILD)/bin
 	./tests/cluster/test_netns.sh $(BUILD)/bin
 	./tests/cluster/test_pmi.sh $(BUILD)/bin

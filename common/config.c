@@ -11,6 +11,8 @@
 
 #include <ini.h>
 
+#include "layout.h"
+
 struct parse {
 	struct storm_conf *c;
 	char *err;
@@ -99,6 +101,8 @@ static const struct uint_key uint_keys[] = {
 	{ "nodes", "cpus", offsetof(struct storm_conf, cpus), 1, 4096 },
 	{ "scheduler", "quantum", offsetof(struct storm_conf, quantum), 1, 1000000 },
 	{ "scheduler", "mpl", offsetof(struct storm_conf, mpl), 1, STORM_MAX_MPL },
+	{ "scheduler", "ahead", offsetof(struct storm_conf, ahead), 0, STROBE_AHEAD_MAX },
+	{ "scheduler", "switch_wait_pct", offsetof(struct storm_conf, switch_wait_pct), 0, 90 },
 	{ "metrics", "port", offsetof(struct storm_conf, metrics_port), 0, 65535 },
 };
 
@@ -236,6 +240,8 @@ static void defaults(struct storm_conf *c, const char *path)
 	c->mpl = 2;
 	c->policy = POLICY_GANG;
 	c->switch_mode = SWITCH_SIGNALS;
+	c->ahead = 4;
+	c->switch_wait_pct = 25;
 }
 
 static int finish(struct parse *p, int rc)
@@ -449,9 +455,24 @@ int conf_print(const struct storm_conf *c, FILE *f)
 		"[cluster]\nname = %s\nprovider = %s\n%s%s%s"
 		"timeslice_us = %u\ndown_after = %u\nreport_every = %u\nfanout = %u\n"
 		"op_timeout_ms = %u\n"
-		"kill_wait_ms = %u\nstate_dir = %s\nsocket = %s\nbootstrap = %s\n%s%s%s"
-		"key_file = %s\n%s%s%s%s%s%s%s%s\n"
-		"[scheduler]\npolicy = %s\nmpl = %u\nquantum = %u\nswitch = %s\n\n"
+		"kill_wait_ms = %u
+state_dir = %s
+socket = %s
+bootstrap = %s
+%s%s%s"
+		"key_file = %s
+%s%s%s%s%s%s%s%s
+"
+		"[scheduler]
+policy = %s
+mpl = %u
+quantum = %u
+switch = %s
+ahead = %u
+"
+		"switch_wait_pct = %u
+
+"
 		"[nodes]\ncpus = %u\n",
 		c->name, c->provider, c->sys_provider[0] ? "sys_provider = " : "",
 		c->sys_provider, c->sys_provider[0] ? "\n" : "", c->timeslice_us, c->down_after,
@@ -465,7 +486,7 @@ int conf_print(const struct storm_conf *c, FILE *f)
 		c->checkpoint_copies ? "" : "checkpoint_copies = 0\n",
 		storm_policy_names[c->policy], c->mpl,
 		c->quantum,
-		storm_switch_names[c->switch_mode], c->cpus);
+		storm_switch_names[c->switch_mode], c->ahead, c->switch_wait_pct, c->cpus);
 	int rc = print_names(c, f);
 	if (rc == 0 && c->metrics_port)
 		fprintf(f, "\n[metrics]\nport = %u\naddress = %s\n", c->metrics_port,

@@ -48,6 +48,9 @@ struct storm_conf {
 	unsigned mpl;            /* rows of the matrix (multiprogramming level) */
 	int policy;              /* enum storm_policy */
 	int switch_mode;         /* enum storm_switch: how nodes stop and continue jobs */
+	unsigned ahead;          /* slices of the schedule each strobe carries, 0: none */
+	unsigned switch_wait_pct; /* strict switch: % of a slice a node waits for the
+				   * outgoing ranks to leave the CPU, 0: does not wait */
 	/* [metrics] */
 	unsigned metrics_port;   /* the MM's Prometheus endpoint, 0: off */
 	char metrics_address[64]; /* the address it listens on */

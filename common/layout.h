@@ -79,30 +79,61 @@ struct strobe {
 	uint32_t cmd_seq; /* last command sent; acting on it may wait for its slot */
 	int32_t row;      /* matrix row running in this slice, -1: none */
 	uint32_t nnodes;  /* entries in ack and in run */
-	uint32_t flags;
+	uint32_t flags;   /* low byte: K, slices of the schedule ahead (0: none) */
 	uint64_t switches; /* row changes so far: a new value is a new row's turn */
 	uint64_t epoch;   /* the MM's incarnation: a new one means it restarted */
 	uint64_t sent_ns; /* CLOCK_REALTIME when sent: a node reports how long
 			   * after it its switch was done (the MM's metrics) */
 	uint64_t ack[];   /* per node index: last report seq the MM consumed;
 			   * then run[nnodes]: the job to run (0: none);
+			   * with K > 0, the schedule ahead: struct strobe_slot
+			   * slot[K + 1] (slot 0: this slice), then
+			   * run_ahead[K][nnodes] (slot i's jobs, i = 1..K);
 			   * then the tag (GM_MAC_STROBE) of all before it */
 };
 
+/* One slice of the schedule ahead: it starts at start_ns, the MM's
+ * CLOCK_MONOTONIC (a node maps it to its own clock), and runs row; switches
+ * is the MM's row-change count then. Each node switches at that instant from
+ * its own timer; the strobe only has to land before it. */
+struct strobe_slot {
+	uint64_t start_ns;
+	uint64_t switches;
+	int32_t row;
+	uint32_t pad;
+};
+
+#define STROBE_AHEAD_MAX 8 /* K at most */
 #define GM_TAG_BYTES 16 /* GM_TAG_LEN (common/gm_auth.h) */
 static inline uint64_t *strobe_run(struct strobe *s) { return s->ack + s->nnodes; }
-/* bytes the tag covers */
-static inline size_t strobe_signed_size(uint32_t nnodes)
+static inline unsigned strobe_ahead(const struct strobe *s) { return s->flags & 0xff; }
+/* bytes of the schedule ahead */
+static inline size_t strobe_ahead_size(uint32_t nnodes, unsigned k)
 {
-	return sizeof(struct strobe) + 16 * (size_t)nnodes;
+	return k ? sizeof(struct strobe_slot) * (k + 1) + 8 * (size_t)k * nnodes : 0;
 }
-static inline size_t strobe_size(uint32_t nnodes)
+/* bytes the tag covers */
+static inline size_t strobe_signed_size(uint32_t nnodes, unsigned k)
 {
-	return strobe_signed_size(nnodes) + GM_TAG_BYTES;
+	return sizeof(struct strobe) + 16 * (size_t)nnodes + strobe_ahead_size(nnodes, k);
+}
+static inline size_t strobe_size(uint32_t nnodes, unsigned k)
+{
+	return strobe_signed_size(nnodes, k) + GM_TAG_BYTES;
+}
+static inline struct strobe_slot *strobe_slots(struct strobe *s)
+{
+	return (struct strobe_slot *)(s->ack + 2 * (size_t)s->nnodes);
+}
+/* slot i's (1..K) job for node p */
+static inline uint64_t *strobe_run_ahead(struct strobe *s, unsigned i)
+{
+	return (uint64_t *)(strobe_slots(s) + strobe_ahead(s) + 1) + (size_t)(i - 1) * s->nnodes;
 }
 
 #define GM_STROBE ((uint64_t)4096)
-#define GM_STROBE_MAX (sizeof(struct strobe) + 16 * STORM_MAX_NODES + GM_TAG_BYTES)
+/* the strobe's area, up to the variables: K shrinks to fit (strobe_ahead_fit) */
+#define GM_STROBE_MAX ((size_t)(GM_VARS - GM_STROBE))
 
 #define GM_VARS ((uint64_t)32768)
 /* u64: seq of the last chunk written from file buffer b */
@@ -120,7 +151,8 @@ static inline size_t strobe_size(uint32_t nnodes)
 #define GM_VAR_REPORT_ACK (GM_VARS + 8192)
 #define GM_REPORT_ACK_SIZE (8 + GM_TAG_BYTES)
 
-_Static_assert(GM_STROBE + GM_STROBE_MAX <= GM_VARS, "the strobe overlaps the variables");
+_Static_assert(sizeof(struct strobe) + 16 * STORM_MAX_NODES + GM_TAG_BYTES <= GM_STROBE_MAX,
+	       "a strobe without the schedule ahead must fit for every cluster size");
 _Static_assert(GM_VAR_REPORT_ACK + GM_REPORT_ACK_SIZE <= 65536, "the variables overlap the command ring");
 
 #define GM_CMD_RING ((uint64_t)65536)

@@ -356,6 +356,20 @@ static void strobes_chunks(void)
 		strobe_run(s)[i] = i == 1 ? 9 : 0;
 	}
 	put("nd_strobe", "strobe-4", buf, sizeof(buf));
+	/* the same with two slices ahead */
+	uint8_t buf2[2 + sizeof(struct strobe) + 16 * 4 + 3 * sizeof(struct strobe_slot) + 8 * 2 * 4];
+	memset(buf2, 0, sizeof(buf2));
+	memcpy(buf2, buf, sizeof(buf));
+	s = (struct strobe *)(buf2 + 2);
+	s->flags = 2;
+	for (unsigned i = 0; i <= 2; i++) {
+		strobe_slots(s)[i].start_ns = 1000000000 + 10000000 * (uint64_t)i;
+		strobe_slots(s)[i].switches = 3 + i;
+		strobe_slots(s)[i].row = (int32_t)(i % 2);
+	}
+	for (unsigned i = 1; i <= 2; i++)
+		strobe_run_ahead(s, i)[1] = i == 1 ? 0 : 9;
+	put("nd_strobe", "strobe-4-ahead", buf2, sizeof(buf2));
 	struct file_chunk c;
 	memset(&c, 0, sizeof(c));
 	c.job = 9;

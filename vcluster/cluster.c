@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "layout.h"
 #include "vcluster.h"
 #include "gm_auth.h"
 #include "munged.h"
@@ -430,6 +431,10 @@ static const char up_help[] =
 	"      --policy P         gang (time-share nodes) or fcfs (MPL 1); default gang\n"
 	"      --switch S         how nodes stop a job out of its row: signals or\n"
 	"                         freezer (cgroup v2); default signals\n"
+	"      --ahead K          slices of the schedule each strobe carries (0-8;\n"
+	"                         default 4; 0: nodes switch as the strobe lands)\n"
+	"      --switch-wait-pct P  a switch waits up to P% of a slice for the outgoing\n"
+	"                         ranks to leave the CPU (0-90; default 25; 0: no wait)\n"
 	"      --checkpoint-copies C  1: checkpoints of jobs of 2+ nodes also keep a copy\n"
 	"                         on a buddy node (default); 0: images only where written\n"
 	"      --netns            each node daemon in its own network namespace on a\n"
@@ -441,12 +446,14 @@ static const char up_help[] =
 	"  -h, --help             this help\n";
 
 enum { C_NODES = 1, C_DIR, C_PROVIDER, C_TIMESLICE, C_CPUS, C_DOWN_AFTER, C_NETNS, C_REALTIME, C_WAIT, C_JSON,
-       C_CONF, C_HELP, C_MPL, C_QUANTUM, C_POLICY, C_SWITCH, C_COPIES, C_METRICS };
+       C_CONF, C_HELP, C_MPL, C_QUANTUM, C_POLICY, C_SWITCH, C_COPIES, C_METRICS, C_AHEAD,
+       C_SWITCH_WAIT };
 
 struct up_opts {
 	unsigned nodes, timeslice_us, cpus, down_after, mpl, quantum, metrics_port;
 	int netns, realtime;
 	int policy, switch_mode, copies; /* -1: the default */
+	int ahead, switch_wait_pct;      /* -1: the default */
 	const char *dir, *provider;
 };
 
@@ -655,6 +662,10 @@ static int configure(const struct up_opts *o, const char *dir, const char *conf_
 		conf->switch_mode = o->switch_mode;
 	if (o->copies >= 0)
 		conf->checkpoint_copies = (unsigned)o->copies;
+	if (o->ahead >= 0)
+		conf->ahead = (unsigned)o->ahead;
+	if (o->switch_wait_pct >= 0)
+		conf->switch_wait_pct = (unsigned)o->switch_wait_pct;
 	if (o->down_after) {
 		conf->down_after = o->down_after;
 		if (conf->report_every * 2 > conf->down_after) /* the config requires it */
@@ -952,10 +963,13 @@ static int cmd_up(int argc, char **argv)
 		{ "realtime", 0, 0, C_REALTIME },      { "mpl", 0, 1, C_MPL },
 		{ "quantum", 0, 1, C_QUANTUM },        { "policy", 0, 1, C_POLICY },
 		{ "switch", 0, 1, C_SWITCH },	       { "checkpoint-copies", 0, 1, C_COPIES },
-		{ "metrics-port", 0, 1, C_METRICS },   { NULL, 0, 0, 0 },
+		{ "metrics-port", 0, 1, C_METRICS },   { "ahead", 0, 1, C_AHEAD },
+		{ "switch-wait-pct", 0, 1, C_SWITCH_WAIT }, { NULL, 0, 0, 0 },
 	};
 	const char *cmd = "storm cluster up";
-	struct up_opts o = { .policy = -1, .switch_mode = -1, .copies = -1 };
+	struct up_opts o = { .policy = -1, .switch_mode = -1, .copies = -1, .ahead = -1,
+			     .switch_wait_pct = -1 };
+	uint64_t v;
 	struct cli_optparse p;
 	cli_opt_init(&p, argc, argv, 1, 0);
 	int id;
@@ -976,6 +990,18 @@ static int cmd_up(int argc, char **argv)
 				return usage_error(cmd, "--provider wants a libfabric provider name "
 							"such as 'tcp;ofi_rxm'");
 			o.provider = p.arg;
+			break;
+		case C_AHEAD: /* 0 is a value here, so not in up_numbers */
+			if (parse_uint(p.arg, 0, STROBE_AHEAD_MAX, &v))
+				return usage_error(cmd, "--ahead wants 0 to %d, not '%s'",
+						   STROBE_AHEAD_MAX, p.arg);
+			o.ahead = (int)v;
+			break;
+		case C_SWITCH_WAIT:
+			if (parse_uint(p.arg, 0, 90, &v))
+				return usage_error(cmd, "--switch-wait-pct wants 0 to 90, not '%s'",
+						   p.arg);
+			o.switch_wait_pct = (int)v;
 			break;
 		case C_NETNS: o.netns = 1; break;
 		case C_REALTIME: o.realtime = 1; break;

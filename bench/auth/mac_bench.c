@@ -54,7 +54,7 @@ int main(int argc, char **argv)
 	printf("what,bytes,ns\n");
 	const uint32_t nodes[] = { 8, 64, 1000 };
 	for (int k = 0; k < 3; k++) {
-		size_t len = strobe_signed_size(nodes[k]);
+		size_t len = strobe_signed_size(nodes[k], 0);
 		printf("strobe %u nodes,%zu,%.0f\n", nodes[k], len, time_mac(key, buf, len, 20000));
 	}
 	printf("report slot,%zu,%.0f\n", (size_t)GM_REPORT_SLOT_SIZE - GM_TAG_LEN,

@@ -8,6 +8,10 @@ CLOCK_MONOTONIC times are comparable) as one JSON object on stdout:
   skew      per switch K: max - min over the nodes of T_SWITCH_DONE of the
             lines with NSWITCHED > 0 and SWITCHES == K; only switches that
             every node made (the rest are counted as partial)
+  timed     with the schedule ahead (storm.conf [scheduler] ahead): per
+            switch K the same spread over the "switch" lines (the node's
+            timer at the slot's start; NSWITCHED > 0), the lateness of each
+            (T_DONE - DEADLINE), the strict wait (OFF_NS) and its timeouts
   missed    per node: gaps in its SLICE sequence, counted from its first
             strobe at or after the MM's first traced one (before that the
             node was not yet in the tree and got only every fourth probe)
@@ -49,6 +53,7 @@ def main():
     lat = []
     switch_done = {}  # K -> [t_done per node]
     missed = {}
+    timed, late, off, timeouts = {}, [], [], 0
     nodes = sorted(glob.glob(os.path.join(d, "*.trace")))
     nodes = [n for n in nodes if os.path.basename(n) != "mm.trace"]
     for path in nodes:
@@ -58,6 +63,12 @@ def main():
         with open(path) as f:
             for line in f:
                 p = line.split()
+                if len(p) == 8 and p[0] == "switch" and int(p[5]) > 0:
+                    timed.setdefault(int(p[1]), {})[name] = int(p[4])
+                    late.append(int(p[4]) - int(p[2]))
+                    off.append(int(p[6]))
+                    timeouts += int(p[7])
+                    continue
                 if len(p) != 6 or p[0] != "strobe":
                     continue
                 sl, sw, trecv, tdone, nsw = int(p[1]), int(p[2]), int(p[3]), int(p[4]), int(p[5])
@@ -80,6 +91,7 @@ def main():
             skews.append(max(v) - min(v))
         else:
             partial += 1
+    tskews = [max(v.values()) - min(v.values()) for v in timed.values() if len(v) == len(nodes)]
     us = lambda x: None if x is None else round(x / 1000.0, 2)  # noqa: E731
     out.update({
         "strobes_sent": len(send),
@@ -89,6 +101,11 @@ def main():
         "switches_n": len(skews), "switches_partial": partial,
         "skew_p50_us": us(pct(skews, 50)), "skew_p99_us": us(pct(skews, 99)),
         "skew_max_us": us(max(skews) if skews else None),
+        "timed_switches_n": len(tskews),
+        "timed_skew_p50_us": us(pct(tskews, 50)), "timed_skew_p99_us": us(pct(tskews, 99)),
+        "timed_late_p50_us": us(pct(late, 50)), "timed_late_p99_us": us(pct(late, 99)),
+        "strict_off_p50_us": us(pct(off, 50)), "strict_off_p99_us": us(pct(off, 99)),
+        "strict_timeouts": timeouts,
         "missed_total": sum(missed.values()),
         "missed_max_per_node": max(missed.values()) if missed else None,
         "missed_per_node": missed,

@@ -35,12 +35,16 @@ static void mark_ran(struct mm *mm, int row)
 			j->ran = true;
 }
 
-void gang_tick(struct mm *mm)
+/* One slice's step of the row rotation from (*row, *quantum_left): 0 inside
+ * a turn, 1 at a boundary that keeps the row, 2 when a new row takes its turn. ran_rows: rows that run before this step in
+ * a prediction (their jobs count as having run). Shared by gang_tick and
+ * gang_predict, so the schedule ahead is the one the MM will follow. */
+static int rotate(struct mm *mm, int *row, unsigned *quantum_left, uint32_t ran_rows)
 {
-	if (mm->quantum_left > 0)
-		mm->quantum_left--;
-	if (mm->quantum_left > 0 && row_runnable(mm, mm->row))
-		return;
+	if (*quantum_left > 0)
+		(*quantum_left)--;
+	if (*quantum_left > 0 && row_runnable(mm, *row))
+		return 0;
 	/* a row boundary: a job that has not run yet goes first (oldest first),
 	 * so a new interactive job starts now rather than after a full turn
 	 * of the matrix; then the rows in order, skipping empty ones */
@@ -48,35 +52,44 @@ void gang_tick(struct mm *mm)
 	for (struct job *j = mm->jobs; j && next < 0; j = j->next)
 		if (j->state == STORM__CTL__JOB_STATE__RUNNING && !j->ran) {
 			const struct matrix_job *mj = matrix_find(&mm->matrix, j->id);
-			if (mj)
+			if (mj && !(ran_rows & (1u << mj->home)))
 				next = mj->home;
 		}
 	for (int step = 1; step <= mm->matrix.mpl && next < 0; step++) {
-		int r = ((mm->row < 0 ? -1 : mm->row) + step) % mm->matrix.mpl;
+		int r = ((*row < 0 ? -1 : *row) + step) % mm->matrix.mpl;
 		if (row_runnable(mm, r))
 			next = r;
 	}
 	if (next < 0)
-		return; /* nothing to run; keep the row, so its cells show */
-	if (next != mm->row) {
-		trace_rows(mm, mm->row, next);
-		mm->row = next;
-		mm->switches++;
-	}
-	mm->quantum_left = mm->conf.quantum;
-	mark_ran(mm, next);
+		return 0; /* nothing to run; keep the row, so its cells show */
+	int turn = next != *row ? 2 : 1;
+	*row = next;
+	*quantum_left = mm->conf.quantum;
+	return turn;
 }
 
-void gang_fill_strobe(struct mm *mm, struct strobe *s)
+void gang_tick(struct mm *mm)
 {
-	uint64_t *run = strobe_run(s);
-	s->row = mm->row;
-	s->switches = mm->switches;
-	/* a job's cells are side by side in its row: decide once per job,
-	 * not per node (alloc_frozen walks the job table) */
+	int row = mm->row;
+	unsigned q = mm->quantum_left;
+	int step = rotate(mm, &row, &q, 0);
+	if (step == 2) {
+		trace_rows(mm, mm->row, row);
+		mm->switches++;
+	}
+	mm->row = row;
+	mm->quantum_left = q;
+	if (step)
+		mark_ran(mm, row);
+}
+
+/* The cells of row for each node: a job's cells are side by side in its row,
+ * decided once per job, not per node (alloc_frozen walks the job table) */
+static void fill_run(struct mm *mm, int row, uint64_t *run)
+{
 	uint64_t last = 0, last_run = 0;
 	for (int p = 0; p < mm->conf.nnodes; p++) {
-		uint64_t id = mm->row >= 0 ? matrix_at(&mm->matrix, mm->row, p) : 0;
+		uint64_t id = row >= 0 ? matrix_at(&mm->matrix, row, p) : 0;
 		if (id && id != last) {
 			struct job *j = job_find(mm, id);
 			/* only launched jobs: a node must not take a job it is still
@@ -90,6 +103,38 @@ void gang_fill_strobe(struct mm *mm, struct strobe *s)
 			last = id;
 		}
 		run[p] = id ? last_run : 0;
+	}
+}
+
+void gang_fill_strobe(struct mm *mm, struct strobe *s)
+{
+	s->row = mm->row;
+	s->switches = mm->switches;
+	fill_run(mm, mm->row, strobe_run(s));
+	unsigned k = strobe_ahead(s);
+	if (!k)
+		return;
+	/* the slices ahead as the rotation will run them if nothing changes
+	 * (a job's end or start changes them: the next strobe corrects) */
+	struct strobe_slot *slot = strobe_slots(s);
+	int row = mm->row;
+	unsigned q = mm->quantum_left;
+	uint64_t sw = mm->switches;
+	uint32_t ran_rows = row >= 0 ? 1u << row : 0;
+	slot[0].start_ns = mm->slice_grid_ns;
+	slot[0].switches = sw;
+	slot[0].row = row;
+	slot[0].pad = 0;
+	for (unsigned i = 1; i <= k; i++) {
+		if (rotate(mm, &row, &q, ran_rows) == 2)
+			sw++;
+		if (row >= 0)
+			ran_rows |= 1u << row;
+		slot[i].start_ns = mm->slice_grid_ns + (uint64_t)i * mm->conf.timeslice_us * 1000;
+		slot[i].switches = sw;
+		slot[i].row = row;
+		slot[i].pad = 0;
+		fill_run(mm, row, strobe_run_ahead(s, i));
 	}
 }
 

@@ -162,6 +162,10 @@ struct mm {
 	bool fabric_busy;        /* the last progress did work: poll, do not sleep */
 	uint64_t slice;
 	double slice_start;
+	/* the slice timer's grid (CLOCK_MONOTONIC): slice n of the timer starts
+	 * at slice_origin_ns + n * timeslice; slice_grid_ns is the current one's
+	 * start, the time the schedule ahead counts from */
+	uint64_t slice_origin_ns, slice_grid_ns;
 	struct mm_node *nodes;
 	struct matrix matrix;
 	int row;                 /* the matrix row running now, -1: none */

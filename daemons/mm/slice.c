@@ -1,5 +1,6 @@
 /* The timeslice: strobes, membership and node reports. */
 #include "mm.h"
+#include "ahead.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -22,16 +23,17 @@ static void send_strobe(struct mm *mm)
 	s->slice = mm->slice;
 	s->cmd_seq = mm->cmd_seq;
 	s->nnodes = (uint32_t)nn;
-	s->flags = 0;
+	unsigned k = strobe_ahead_fit((uint32_t)nn, mm->conf.ahead);
+	s->flags = k;
 	s->epoch = mm->epoch;
 	s->sent_ns = (uint64_t)(mm->slice_start * 1e9); /* slice_tick's clock, read once */
 	gang_fill_strobe(mm, s);
 	for (int i = 0; i < nn; i++)
 		s->ack[i] = mm->nodes[i].report_seq;
 	/* the tag covers the whole strobe: fill everything first */
-	gm_mac(mm->key, GM_MAC_STROBE, GM_MAC_ANY_NODE, s, strobe_signed_size((uint32_t)nn),
-	       mm->strobe_buf + strobe_signed_size((uint32_t)nn));
-	size_t size = strobe_size((uint32_t)nn);
+	gm_mac(mm->key, GM_MAC_STROBE, GM_MAC_ANY_NODE, s, strobe_signed_size((uint32_t)nn, k),
+	       mm->strobe_buf + strobe_signed_size((uint32_t)nn, k));
+	size_t size = strobe_size((uint32_t)nn, k);
 	if (fault_hit(&mm->fault, "strobe", mm->slice)) {
 		/* what a forger would send: the nodes must refuse it and go on */
 		slog("test hook: strobe %llu goes out altered", (unsigned long long)mm->slice);
@@ -72,7 +74,8 @@ void probe_tick(struct mm *mm)
 	if (mm->slice == 0)
 		return; /* no strobe yet to probe with */
 	struct sn_nodeset single;
-	size_t size = strobe_size((uint32_t)mm->conf.nnodes);
+	const struct strobe *last = (const struct strobe *)mm->strobe_buf;
+	size_t size = strobe_size((uint32_t)mm->conf.nnodes, strobe_ahead(last));
 	for (int i = 0; i < mm->conf.nnodes; i++) {
 		if (mm->nodes[i].state == STORM__CTL__NODE_STATE__UP)
 			continue;
@@ -88,9 +91,20 @@ void slice_tick(struct mm *mm)
 {
 	mm->slice++;
 	mm->slice_start = clock_wall_s();
+	uint64_t period = (uint64_t)mm->conf.timeslice_us * 1000;
+	uint64_t grid = ahead_slice_start(mm->slice_origin_ns, period, clock_mono_ns());
+	/* grid points this MM slept through (a loaded host): the nodes switched
+	 * at them on the schedule they held, so the rotation steps as often,
+	 * or this strobe would send them back a row */
+	uint64_t missed = mm->slice_grid_ns && mm->conf.ahead
+				  ? ahead_slices_since(mm->slice_grid_ns, period, grid)
+				  : 1;
+	mm->slice_grid_ns = grid;
 	nodes_check(mm);
 	recover_tick(mm);
 	jobs_check_time(mm);
+	for (uint64_t i = 1; i < missed && i <= STROBE_AHEAD_MAX; i++)
+		gang_tick(mm);
 	gang_tick(mm);
 	ckpt_tick(mm);
 	send_strobe(mm);

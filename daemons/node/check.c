@@ -42,15 +42,31 @@ const char *nd_copy_problem(const struct nd_copy_hdr *h, size_t body_len)
 }
 
 int nd_strobe_read(const uint8_t *area, uint32_t index, struct strobe *s, uint64_t *ack,
-		   uint64_t *run)
+		   uint64_t *run, struct strobe_slot *slots, uint64_t *run_ahead)
 {
 	memcpy(s, area, sizeof(*s));
 	*ack = *run = 0;
-	if (s->nnodes > STORM_MAX_NODES)
+	unsigned k = strobe_ahead(s);
+	if (s->nnodes > STORM_MAX_NODES || k > STROBE_AHEAD_MAX ||
+	    strobe_size(s->nnodes, k) > GM_STROBE_MAX)
 		return -1;
 	if (index < s->nnodes) {
 		memcpy(ack, area + sizeof(*s) + 8 * (uint64_t)index, 8);
 		memcpy(run, area + sizeof(*s) + 8 * ((uint64_t)s->nnodes + index), 8);
+	}
+	if (!k)
+		return 0;
+	const uint8_t *sl = area + sizeof(*s) + 16 * (size_t)s->nnodes;
+	memcpy(slots, sl, sizeof(*slots) * (k + 1));
+	/* the slots follow each other: a node arms its timer on them in order */
+	for (unsigned i = 1; i <= k; i++)
+		if (slots[i].start_ns <= slots[i - 1].start_ns)
+			return -1;
+	const uint8_t *ra = sl + sizeof(*slots) * (k + 1);
+	for (unsigned i = 0; i < k; i++) {
+		run_ahead[i] = 0;
+		if (index < s->nnodes)
+			memcpy(&run_ahead[i], ra + 8 * ((size_t)i * s->nnodes + index), 8);
 	}
 	return 0;
 }

@@ -9,7 +9,18 @@
  * Ranks are born stopped when their job's row is not running: each child
  * asks to be traced before its execve, so it halts at the exec before the
  * program's first instruction; the daemon then puts it in its job's state
- * and lets go (ranks.c, nd_gang_adopt). */
+ * and lets go (ranks.c, nd_gang_adopt).
+ *
+ * Strict switch ([scheduler] switch_wait_pct > 0): the incoming job is
+ * continued only once every outgoing rank is off the CPU (signals: each of
+ * its threads in state T; freezer: cgroup.events says "frozen 1"), or once
+ * the bound (that share of a slice) has passed. Stopping is asynchronous in
+ * the kernel (a SIGSTOP takes effect when the task next runs, a freeze when
+ * each task leaves the kernel), so without the wait both jobs share the
+ * CPUs for a while after every switch. The wait polls in the loop: it is
+ * short and bounded, and nothing the daemon has to do is more urgent than
+ * the switch. When /dev/storm is there the module does all this
+ * (kswitch.c). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nd.h"
@@ -172,7 +184,7 @@ void nd_gang_timers(struct nd *nd)
 int nd_gang_job_start(struct nd *nd, struct nd_job *job)
 {
 	job->stopped = nd->run_job != jobid_alloc(job->id);
-	job->freeze_fd = job->procs_fd = -1;
+	job->freeze_fd = job->procs_fd = job->events_fd = -1;
 	if (!job->stopped)
 		nd_trace_run(nd, job, true); /* launched into its running row */
 	if (!nd->cg_base[0])
@@ -185,7 +197,9 @@ int nd_gang_job_start(struct nd *nd, struct nd_job *job)
 	job->freeze_fd = open(file, O_WRONLY | O_CLOEXEC);
 	snprintf(file, sizeof(file), "%s/cgroup.procs", path);
 	job->procs_fd = open(file, O_WRONLY | O_CLOEXEC);
-	if (job->freeze_fd < 0 || job->procs_fd < 0) {
+	snprintf(file, sizeof(file), "%s/cgroup.events", path);
+	job->events_fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (job->freeze_fd < 0 || job->procs_fd < 0 || job->events_fd < 0) {
 		int err = errno;
 		nd_gang_job_end(nd, job);
 		return -err;
@@ -228,7 +242,9 @@ void nd_gang_job_end(struct nd *nd, struct nd_job *job)
 		close(job->freeze_fd);
 	if (job->procs_fd >= 0)
 		close(job->procs_fd);
-	job->freeze_fd = job->procs_fd = -1;
+	if (job->events_fd >= 0)
+		close(job->events_fd);
+	job->freeze_fd = job->procs_fd = job->events_fd = -1;
 	if (!nd->cg_base[0])
 		return;
 	char path[PATH_MAX + 64];
@@ -256,18 +272,110 @@ static int set_stopped(struct nd_job *job, bool stop)
 	return rc;
 }
 
-int nd_gang_apply(struct nd *nd, uint64_t run)
+/* Is every thread of pid off the CPU for good (stopped, traced or dead)? */
+static bool task_stopped(pid_t pid)
 {
-	int changed = 0;
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return true; /* gone */
+	bool all = true;
+	struct dirent *e;
+	while (all && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/stat", (int)pid, e->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* the thread exited */
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		/* "tid (comm) S ...": comm may hold anything, the state follows the last ')' */
+		const char *p = strrchr(buf, ')');
+		char st = p && p[1] == ' ' ? p[2] : 'R';
+		all = st == 'T' || st == 't' || st == 'Z' || st == 'X' || st == 'x';
+	}
+	closedir(d);
+	return all;
+}
+
+static bool job_off_cpu(const struct nd_job *j)
+{
+	if (j->events_fd >= 0) {
+		char buf[256];
+		ssize_t n = pread(j->events_fd, buf, sizeof(buf) - 1, 0);
+		if (n <= 0)
+			return true; /* the cgroup is going */
+		buf[n] = '\0';
+		return strstr(buf, "frozen 1") != NULL;
+	}
+	for (uint32_t r = 0; r < j->nranks; r++)
+		if (j->ranks[r].pid > 0 && !task_stopped(j->ranks[r].pid))
+			return false;
+	return true;
+}
+
+/* Waits until every leaving job is off the CPU or the bound passed; true
+ * when they all are. */
+static bool wait_off_cpu(struct nd *nd, uint64_t bound_ns)
+{
+	uint64_t until = clock_mono_ns() + bound_ns;
+	for (;;) {
+		bool all = true;
+		for (struct nd_job *j = nd->jobs; j && all; j = j->next)
+			if (j->leaving && !job_off_cpu(j))
+				all = false;
+		if (all)
+			return true;
+		if (clock_mono_ns() >= until)
+			return false;
+		/* long enough to let a stopping rank run to its stop on a busy
+		 * CPU, short against a 1 ms slice */
+		struct timespec ts = { 0, 20000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+uint64_t nd_gang_wait_bound_ns(const struct nd *nd)
+{
+	return (uint64_t)nd->conf.timeslice_us * 10 * nd->conf.switch_wait_pct;
+}
+
+int nd_gang_apply(struct nd *nd, uint64_t run, struct nd_gang_sw *sw)
+{
+	int changed = 0, leaving = 0;
+	uint64_t t0 = clock_mono_ns();
+	*sw = (struct nd_gang_sw){ 0 };
 	nd->run_job = run;
 	/* the outgoing job first, so two jobs never run at once */
 	/* a step runs in its allocation's turn: the strobe names the allocation */
-	for (struct nd_job *j = nd->jobs; j; j = j->next)
+	for (struct nd_job *j = nd->jobs; j; j = j->next) {
+		j->leaving = false;
 		if (jobid_alloc(j->id) != run && !j->stopped) {
 			set_stopped(j, true);
 			nd_trace_run(nd, j, false);
+			j->leaving = true;
 			changed++;
+			leaving++;
 		}
+	}
+	bool incoming = false;
+	for (struct nd_job *j = nd->jobs; j; j = j->next)
+		incoming |= jobid_alloc(j->id) == run && j->stopped && !j->ckpt_busy;
+	/* only an incoming job is worth waiting for: nothing else competes */
+	if (leaving && incoming && nd->conf.switch_wait_pct) {
+		sw->timeout = !wait_off_cpu(nd, nd_gang_wait_bound_ns(nd));
+		sw->off_ns = clock_mono_ns() - t0;
+		sw->waited = true;
+		if (sw->timeout)
+			slog("switch to job %" PRIu64 ": the outgoing ranks were not all off the "
+			     "CPU after %" PRIu64 " us; continuing it anyway",
+			     run, sw->off_ns / 1000);
+	}
 	/* a job being checkpointed stays stopped until its images are written */
 	for (struct nd_job *j = nd->jobs; j; j = j->next) {
 		if (jobid_alloc(j->id) == run && j->stopped && !j->ckpt_busy) {
@@ -277,4 +385,16 @@ int nd_gang_apply(struct nd *nd, uint64_t run)
 		}
 	}
 	return changed;
+}
+
+void nd_gang_mark(struct nd *nd, uint64_t run)
+{
+	nd->run_job = run;
+	for (struct nd_job *j = nd->jobs; j; j = j->next) {
+		bool stop = jobid_alloc(j->id) != run || j->ckpt_busy;
+		if (stop != j->stopped) {
+			j->stopped = stop;
+			nd_trace_run(nd, j, !stop);
+		}
+	}
 }

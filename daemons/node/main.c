@@ -305,6 +305,8 @@ static int setup(struct nd *nd, const struct opts *o)
 			strerror(errno));
 		return -1;
 	}
+	if (nd_timed_init(nd) < 0)
+		return -1;
 
 	struct sn_config sc;
 	sn_config_defaults(&sc);
@@ -372,7 +374,7 @@ int main(int argc, char **argv)
 	struct opts o = {0};
 	if (parse_args(argc, argv, &o) < 0)
 		return 2;
-	struct nd nd = {.name = o.name, .sigfd = -1, .file_fd = -1, .fabric_busy = true};
+	struct nd nd = {.name = o.name, .sigfd = -1, .ahead_fd = -1, .file_fd = -1, .fabric_busy = true};
 	char ident[96];
 	snprintf(ident, sizeof(ident), "stormnd[%s]", o.name ? o.name : "?");
 	log_set_ident(ident);
@@ -391,6 +393,8 @@ int main(int argc, char **argv)
 	nd_copy_close(&nd);
 	nd_files_close(&nd);
 	nd_queue_free(&nd);
+	if (nd.loop)
+		nd_timed_close(&nd);
 	nd_gang_close(&nd);
 	nd_bcs_close(&nd);
 	nd_pmi_close(&nd);

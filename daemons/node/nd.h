@@ -15,6 +15,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "ahead.h"
 #include "cluster.pb-c.h"
 #include "config.h"
 #include "evloop.h"
@@ -64,6 +65,9 @@ struct nd_job {
 	bool ckpt_frozen;       /* its BCS-MPI traffic is frozen for a checkpoint
 				 * (nd_bcs_freeze) until it runs again */
 	int freeze_fd, procs_fd; /* switch = freezer: its cgroup's files, else -1 */
+	int events_fd;          /* switch = freezer: its cgroup.events, else -1 */
+	bool leaving;           /* stopped by the switch going on (gang.c) */
+	bool kregistered;       /* registered with /dev/storm (kswitch.c) */
 	struct nd_trace *trace; /* trace.c: its events here, NULL until the first */
 	int mpi;                /* Storm__Job__Mpi: how its ranks wire up */
 	void *pmi;              /* pmi1.c or pmix.c: its process manager here */
@@ -130,6 +134,8 @@ struct nd {
 	 * "replay" (report 2 goes out again in its place) */
 	struct fault fault;
 	uint8_t *tamper_saved;  /* report 2, kept for the replay */
+	uint64_t deaf_until;    /* point "deaf" (with "deaf_for" N): strobes up to
+				 * this slice are ignored, as if never received */
 	size_t tamper_saved_len;
 
 	/* gang scheduling (gang.c) */
@@ -139,7 +145,13 @@ struct nd {
 	/* row switches done since the last report, for the MM's metrics: the
 	 * newest ND_SW_KEPT (they ride on reports, never cause one) */
 #define ND_SW_KEPT 16
-	struct { uint64_t switches; uint32_t delay_us; } sw[ND_SW_KEPT];
+	struct { uint64_t switches; uint32_t delay_us, off_us; bool timeout; } sw[ND_SW_KEPT];
+	/* the schedule ahead (timed.c): what the last strobe said, the timer
+	 * that switches at its slots, the MM's clock against ours */
+	struct ahead_sched ahead;
+	int ahead_fd;
+	struct clk_est clk;
+	struct nd_kswitch *ks;  /* /dev/storm when it is there (kswitch.c), else NULL */
 	unsigned nsw;
 	uint64_t mb_sent_bytes[32]; /* per mailbox type (ND_MB_TYPES <= 32), since start */
 	uint64_t strobe_switches, strobe_sent_us; /* the strobe being acted on (traces) */
@@ -216,10 +228,12 @@ void nd_on_commands(struct nd *nd);
 /* Why a copy message whose body is body_len bytes cannot be written, or NULL. */
 const char *nd_copy_problem(const struct nd_copy_hdr *h, size_t body_len);
 /* Copies the strobe header out of its area (GM_STROBE_MAX bytes) and this
- * node's ack and run entries (0 when the strobe does not list it); -1 when
- * the header is malformed. */
+ * node's ack and run entries (0 when the strobe does not list it); with a
+ * schedule ahead (K = strobe_ahead(s) > 0) its K + 1 slots into slots and
+ * this node's job of slots 1..K into run_ahead (STROBE_AHEAD_MAX + 1 and
+ * STROBE_AHEAD_MAX entries). -1 when the header or the slots are malformed. */
 int nd_strobe_read(const uint8_t *area, uint32_t index, struct strobe *s, uint64_t *ack,
-		   uint64_t *run);
+		   uint64_t *run, struct strobe_slot *slots, uint64_t *run_ahead);
 /* Unpacks the command in a ring slot (GM_CMD_SLOT_SIZE bytes); NULL when
  * the slot is empty (*len 0) or malformed. */
 Storm__Cl__Command *nd_command_decode(const uint8_t *slot, uint32_t *len);
@@ -263,10 +277,36 @@ int nd_gang_job_start(struct nd *nd, struct nd_job *job);
 void nd_gang_adopt(struct nd_job *job, pid_t pid, bool traced);
 int nd_gang_release_signal(const struct nd_job *job);
 void nd_gang_job_end(struct nd *nd, struct nd_job *job);
-/* Runs job `run` (0: none) and stops the others; returns the jobs switched. */
-int nd_gang_apply(struct nd *nd, uint64_t run);
+/* A switch's strict wait: how long the outgoing ranks took to leave the CPU */
+struct nd_gang_sw {
+	uint64_t off_ns;
+	bool waited;            /* there was a wait (an outgoing and an incoming job) */
+	bool timeout;           /* the bound passed first */
+};
+/* Runs job `run` (0: none) and stops the others, strictly (gang.c); returns
+ * the jobs switched. */
+int nd_gang_apply(struct nd *nd, uint64_t run, struct nd_gang_sw *sw);
+/* The same bookkeeping for a switch /dev/storm made: nothing is signalled. */
+void nd_gang_mark(struct nd *nd, uint64_t run);
+uint64_t nd_gang_wait_bound_ns(const struct nd *nd);
 void nd_gang_timers(struct nd *nd);
 void nd_cg_remove_later(struct nd *nd, const char *path);
+
+/* timed.c: the schedule ahead and the switch timer */
+int nd_timed_init(struct nd *nd);
+void nd_timed_close(struct nd *nd);
+/* A strobe's run entry and schedule (slots and run_ahead as nd_strobe_read
+ * gives them): held, and the switch due now made; returns the jobs switched. */
+int nd_timed_strobe(struct nd *nd, const struct strobe *s, uint64_t run,
+		    const struct strobe_slot *slots, const uint64_t *run_ahead);
+
+/* kswitch.c: /dev/storm, when it is there (nd->ks set) */
+void nd_kswitch_open(struct nd *nd);
+void nd_kswitch_close(struct nd *nd);
+/* Registers the jobs not yet registered, reads the module's switch
+ * records, and pushes the held schedule in place of the module's. */
+void nd_kswitch_push(struct nd *nd);
+void nd_kswitch_job_end(struct nd *nd, struct nd_job *job);
 
 /* ckpt.c: checkpoint and restore helpers (forked; the daemon's loop goes on) */
 struct nd_helper;

@@ -212,6 +212,7 @@ static void job_free(struct nd *nd, struct nd_job *job)
 	for (uint32_t i = 0; i < job->nranks; i++)
 		for (int s = 0; s < 2; s++)
 			pipe_close(nd, &job->ranks[i].pipes[s]);
+	nd_kswitch_job_end(nd, job);
 	nd_gang_job_end(nd, job);
 	nd_bcs_job_end(nd, job);
 	nd_pmi_job_end(nd, job);

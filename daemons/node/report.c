@@ -244,6 +244,8 @@ static void send_next(struct nd *nd, uint64_t seq)
 		storm__cl__switch_delay__init(&sw[i]);
 		sw[i].switches = nd->sw[i].switches;
 		sw[i].delay_us = nd->sw[i].delay_us;
+		sw[i].off_us = nd->sw[i].off_us;
+		sw[i].timeout = nd->sw[i].timeout;
 		psw[i] = &sw[i];
 	}
 	rep.switches = psw;

@@ -183,16 +183,19 @@ static void mm_restarted(struct nd *nd, const struct strobe *s)
 void nd_on_strobe(struct nd *nd)
 {
 	struct strobe s;
-	uint64_t ack, run;
-	if (nd_strobe_read(nd->gmem + GM_STROBE, nd->index, &s, &ack, &run) < 0 ||
+	struct strobe_slot slots[STROBE_AHEAD_MAX + 1];
+	uint64_t ack, run, run_ahead[STROBE_AHEAD_MAX];
+	if (nd_strobe_read(nd->gmem + GM_STROBE, nd->index, &s, &ack, &run, slots, run_ahead) < 0 ||
 	    s.nnodes != (uint32_t)nd->conf.nnodes) {
-		nd_log_refused(nd, "strobe %" PRIu64 " claims %u nodes, the cluster has %d; refused",
-			       s.slice, s.nnodes, nd->conf.nnodes);
+		nd_log_refused(nd, "strobe %" PRIu64 " claims %u nodes (the cluster has %d) "
+				   "and %u slices ahead, or its slots go back; refused",
+			       s.slice, s.nnodes, nd->conf.nnodes, strobe_ahead(&s));
 		return;
 	}
 	const uint8_t *raw = nd->gmem + GM_STROBE;
-	if (!gm_mac_ok(nd->key, GM_MAC_STROBE, GM_MAC_ANY_NODE, raw, strobe_signed_size(s.nnodes),
-		       raw + strobe_signed_size(s.nnodes))) {
+	size_t signed_size = strobe_signed_size(s.nnodes, strobe_ahead(&s));
+	if (!gm_mac_ok(nd->key, GM_MAC_STROBE, GM_MAC_ANY_NODE, raw, signed_size,
+		       raw + signed_size)) {
 		nd_log_refused(nd, "strobe %" PRIu64 " has a bad tag (forged or altered); refused",
 			       s.slice);
 		return;
@@ -218,6 +221,17 @@ void nd_on_strobe(struct nd *nd)
 					   "): replayed; refused", s.slice, nd->slice);
 		return;
 	}
+	/* test hook: this node is cut off from strobes for a while, and follows
+	 * the schedule it holds */
+	if (nd->deaf_until >= s.slice)
+		return;
+	if (fault_hit(&nd->fault, "deaf", s.slice)) {
+		uint64_t n = fault_value(&nd->fault, "deaf_for");
+		nd->deaf_until = s.slice + (n ? n : 1) - 1;
+		slog("test hook: strobes %" PRIu64 "..%" PRIu64 " ignored", s.slice,
+		     nd->deaf_until);
+		return;
+	}
 	if (!nd->seen_strobe) {
 		nd->seen_strobe = true;
 		/* earlier commands went out before this node was up */
@@ -241,23 +255,13 @@ void nd_on_strobe(struct nd *nd)
 	for (struct nd_job *j = nd->jobs; j; j = j->next)
 		if (j->id == run && (j->ckpt_busy || j->ckpt_frozen))
 			nd_ckpt_running(nd, j);
-	nd->strobe_switches = s.switches;
-	nd->strobe_sent_us = s.sent_ns / 1000;
-	nd->strobe_row = s.row;
-	int switched = nd_gang_apply(nd, run);
-	if (switched && s.sent_ns) {
-		double late = clock_wall_s() * 1e9 - (double)s.sent_ns;
-		if (nd->nsw == ND_SW_KEPT) {
-			memmove(nd->sw, nd->sw + 1, sizeof(nd->sw[0]) * (ND_SW_KEPT - 1));
-			nd->nsw--;
-		}
-		nd->sw[nd->nsw].switches = s.switches;
-		nd->sw[nd->nsw++].delay_us = late > 0 ? (uint32_t)(late / 1000) : 0;
-	}
+	int switched = nd_timed_strobe(nd, &s, run, slots, run_ahead);
 	nd_bcs_strobe(nd);
 	nd_mb_strobe(nd);
 	if (nd->trace) {
-		/* slice, the MM's switch count, when it came, when the switch was done */
+		/* slice, the MM's switch count, when it came, when the switch was
+		 * done (one due at its arrival: timed.c traces those at their
+		 * slot) */
 		fprintf(nd->trace, "strobe %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %d\n",
 			s.slice, s.switches, t_recv, switched ? clock_mono_ns() : 0, switched);
 	}

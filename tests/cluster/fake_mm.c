@@ -226,11 +226,11 @@ static void strobe(void)
 	s->epoch = 1; /* one MM incarnation throughout: a new epoch means a restart */
 	memcpy(buf + sizeof(*s), mm.ack, 8 * mm.n);
 	memcpy(strobe_run(s), mm.run, 8 * mm.n);
-	gm_mac(mm.key, GM_MAC_STROBE, GM_MAC_ANY_NODE, buf, strobe_signed_size(mm.n),
-	       buf + strobe_signed_size(mm.n));
-	memcpy(mm.last_strobe, buf, strobe_size(mm.n));
+	gm_mac(mm.key, GM_MAC_STROBE, GM_MAC_ANY_NODE, buf, strobe_signed_size(mm.n, 0),
+	       buf + strobe_signed_size(mm.n, 0));
+	memcpy(mm.last_strobe, buf, strobe_size(mm.n, 0));
 	struct sn_nodeset all = all_nodes();
-	if (sn_xfer(mm.sn, &all, GM_STROBE, buf, strobe_size(mm.n), SN_NO_EVENT, EV_STROBE,
+	if (sn_xfer(mm.sn, &all, GM_STROBE, buf, strobe_size(mm.n, 0), SN_NO_EVENT, EV_STROBE,
 		    SN_XFER_SYS) < 0)
 		fatal("strobe: %s", sn_strerror(mm.sn));
 }
@@ -876,7 +876,7 @@ static bool inject_strobe(const uint8_t *buf, const char *text)
 {
 	struct sn_nodeset all = all_nodes();
 	for (int k = 0; k < 100; k++) {
-		sn_xfer(mm.sn, &all, GM_STROBE, buf, strobe_size(mm.n), SN_NO_EVENT, EV_STROBE,
+		sn_xfer(mm.sn, &all, GM_STROBE, buf, strobe_size(mm.n, 0), SN_NO_EVENT, EV_STROBE,
 			SN_XFER_SYS);
 		mm.next_strobe_ns = now_ns() + (uint64_t)mm.conf.timeslice_us * 1000u;
 		if (pump_until(logged, (void *)text, 20))

@@ -17,4 +17,5 @@ void add_slurmopt_suite(void);
 void add_pmi_suite(void);
 void add_kswitch_suite(void);
 void add_boot_suite(void);
+void add_ahead_suite(void);
 #endif
