@@ -455,24 +455,10 @@ int conf_print(const struct storm_conf *c, FILE *f)
 		"[cluster]\nname = %s\nprovider = %s\n%s%s%s"
 		"timeslice_us = %u\ndown_after = %u\nreport_every = %u\nfanout = %u\n"
 		"op_timeout_ms = %u\n"
-		"kill_wait_ms = %u
-state_dir = %s
-socket = %s
-bootstrap = %s
-%s%s%s"
-		"key_file = %s
-%s%s%s%s%s%s%s%s
-"
-		"[scheduler]
-policy = %s
-mpl = %u
-quantum = %u
-switch = %s
-ahead = %u
-"
-		"switch_wait_pct = %u
-
-"
+		"kill_wait_ms = %u\nstate_dir = %s\nsocket = %s\nbootstrap = %s\n%s%s%s"
+		"key_file = %s\n%s%s%s%s%s%s%s%s\n"
+		"[scheduler]\npolicy = %s\nmpl = %u\nquantum = %u\nswitch = %s\nahead = %u\n"
+		"switch_wait_pct = %u\n\n"
 		"[nodes]\ncpus = %u\n",
 		c->name, c->provider, c->sys_provider[0] ? "sys_provider = " : "",
 		c->sys_provider, c->sys_provider[0] ? "\n" : "", c->timeslice_us, c->down_after,
