@@ -3,7 +3,8 @@
 # jobs share two nodes (MPL 2, a row switch every 10 ms slice). Sampled from
 # outside every ~1 ms (/proc/PID/schedstat), the two jobs' ranks on a node
 # run at the same time less than half the time (without gang switching,
-# all of it); the nodes' traces show the switches made by their timers at the scheduled instants; and a node cut off from
+# all of it); the nodes' traces show the switches made by their timers at
+# the scheduled instants; and a node cut off from
 # the strobes (test hook "deaf") keeps switching on the schedule it holds
 # for K slices, then holds.
 # Every daemon is taken down on exit, pass or fail.
