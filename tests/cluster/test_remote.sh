@@ -48,6 +48,14 @@ has_line "  rank 1's output" out "1: remote-hi"
 expect "storm matrix over TCP" 0 storm matrix
 has "  draws the matrix" out "policy gang, MPL 2"
 
+start_bg watch storm matrix --watch --interval 100
+n=0
+while read -r -t 10 line <&7; do case $line in "policy gang"*) n=$((n + 1)); [ $n = 2 ] && break ;; esac; done
+[ $n = 2 ] && ok "storm matrix --watch over TCP redraws" || bad "storm matrix --watch over TCP redraws ($n)"
+kill "$BGPID"
+wait "$BGPID" 2>/dev/null
+exec 7<&-
+
 # streamed: the first line arrives while the job still runs; Ctrl-C then
 # cancels it over a second TCP connection
 MARK=remote-$$
