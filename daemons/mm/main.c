@@ -151,11 +151,14 @@ static int listen_ctl_tcp(struct mm *mm)
 {
 	const struct storm_conf *c = &mm->conf;
 	struct stat st;
-	if (stat(c->path, &st) != 0 || st.st_uid != geteuid()) {
-		slog("error: ctl_address: %s belongs to uid %d, but this machine manager runs as "
+	if (stat(c->path, &st) != 0) {
+		slog("error: ctl_address: cannot tell who owns %s: %s", c->path, strerror(errno));
+		return -1;
+	}
+	if (st.st_uid != geteuid()) {
+		slog("error: ctl_address: %s belongs to uid %u, but this machine manager runs as "
 		     "uid %u; remote storm commands seal their credential for the owner of "
-		     "storm.conf", c->path, stat(c->path, &st) == 0 ? (int)st.st_uid : -1,
-		     (unsigned)geteuid());
+		     "storm.conf", c->path, (unsigned)st.st_uid, (unsigned)geteuid());
 		return -1;
 	}
 	char err[400];
