@@ -314,6 +314,7 @@ clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/
 	./tests/cluster/test_bootstrap.sh $(BUILD)/bin
 	./tests/cluster/test_slurm.sh $(BUILD)/bin
 	./tests/cluster/test_users.sh $(BUILD)/bin
+	./tests/cluster/test_remote.sh $(BUILD)/bin
 	./tests/cluster/test_ckpt.sh $(BUILD)/bin
 	./tests/cluster/test_ckpt_mpi.sh $(BUILD)/bin
 	./tests/cluster/test_ckpt_threads.sh $(BUILD)/bin

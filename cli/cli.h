@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "config.h"
 #include "control.pb-c.h"
@@ -19,8 +20,10 @@ enum { EXIT_OK = 0, EXIT_STORM = 1, EXIT_USAGE = 2 };
 
 struct cli {
 	const char *conf_opt; /* --conf FILE, or NULL */
+	const char *mm_opt;   /* --mm HOST:PORT, or NULL */
 	char conf_path[PATH_MAX];
 	struct storm_conf conf;
+	uid_t conf_uid;       /* storm.conf's owner: the MM's uid over TCP */
 	int have_conf;
 };
 
@@ -32,9 +35,22 @@ int cli_find_conf(struct cli *c, char *err, size_t errlen);
 
 /* Connects to the MM's socket within timeout_ms; fd or -errno. */
 int ctl_connect(const char *path, int timeout_ms);
-/* cli_load_conf + ctl_connect; on failure prints "no cluster is up (...)"
- * and returns -1. */
+/* Connects to the MM's ctl_address (HOST:PORT, "[v6]:PORT") within
+ * timeout_ms; our credentials are sealed for mm_uid. fd, or -errno with
+ * why in err. */
+int ctl_connect_tcp(const char *address, uid_t mm_uid, int timeout_ms, char *err,
+		    size_t errlen);
+/* The MM's TCP address this command uses: --mm, $STORM_MM, or storm.conf's
+ * ctl_address when the local socket is absent; NULL: the local socket.
+ * Needs the configuration loaded. */
+const char *cli_remote(const struct cli *c);
+/* cli_load_conf, then the local socket or TCP (cli_remote) within
+ * timeout_ms: fd, or -1 with the one-line reason in err. */
+int cli_dial(struct cli *c, int timeout_ms, char *err, size_t errlen);
+/* cli_dial within 5 s; on failure prints the reason and returns -1. */
 int cli_connect(struct cli *c);
+/* fd is a connection over TCP (no descriptors travel on it). */
+int ctl_is_remote(int fd);
 /* Sends one Request (version set here) with descriptors. 0 or -errno. */
 int ctl_send(int fd, Storm__Ctl__Request *req, const int *fds, int nfds);
 /* Receives one Reply within timeout_ms (-1: no limit). 0, -ETIMEDOUT, -EPIPE

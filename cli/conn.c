@@ -3,6 +3,9 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +28,7 @@ static char auth_error[320]; /* why the last reply or request failed it */
 
 struct conn_session {
 	int fd;
+	int remote; /* TCP */
 	struct ctl_session s;
 	struct conn_session *next;
 };
@@ -35,34 +39,52 @@ void ctl_set_munge_socket(const char *path)
 	snprintf(munge_socket, sizeof(munge_socket), "%s", path ? path : "");
 }
 
+static struct conn_session *conn_of(int fd);
+
 static struct ctl_session *session_of(int fd)
+{
+	struct conn_session *cs = conn_of(fd);
+	return cs ? &cs->s : NULL;
+}
+
+static struct conn_session *conn_of(int fd)
 {
 	for (struct conn_session *cs = sessions; cs; cs = cs->next)
 		if (cs->fd == fd)
-			return &cs->s;
+			return cs;
 	return NULL;
 }
 
-/* A fresh session for a new connection to the MM, whose uid (from the
- * socket) is the only one allowed to read our credential. */
-static int session_new(int fd)
+/* A fresh session for a new connection to the MM, whose uid is the only
+ * one allowed to read our credential: from the socket when local; over TCP
+ * there is no peer uid, so the caller's (storm.conf's owner). */
+static int session_new(int fd, int remote, uid_t mm_uid)
 {
-	struct ucred cr;
-	socklen_t crlen = sizeof(cr);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) != 0)
-		return -errno;
-	struct ctl_session *s = session_of(fd);
-	if (!s) {
-		struct conn_session *cs = calloc(1, sizeof(*cs));
+	if (!remote) {
+		struct ucred cr;
+		socklen_t crlen = sizeof(cr);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) != 0)
+			return -errno;
+		mm_uid = cr.uid;
+	}
+	struct conn_session *cs = conn_of(fd);
+	if (!cs) {
+		cs = calloc(1, sizeof(*cs));
 		if (!cs)
 			return -ENOMEM;
 		cs->fd = fd;
 		cs->next = sessions;
 		sessions = cs;
-		s = &cs->s;
 	}
-	ctl_session_init(s, false, munge_socket, cr.uid);
+	cs->remote = remote;
+	ctl_session_init(&cs->s, false, munge_socket, mm_uid);
 	return 0;
+}
+
+int ctl_is_remote(int fd)
+{
+	struct conn_session *cs = conn_of(fd);
+	return cs && cs->remote;
 }
 
 double now_s(void)
@@ -181,6 +203,8 @@ int cli_load_conf(struct cli *c)
 			fprintf(stderr, "storm: error: %s\n", err);
 		return -1;
 	}
+	struct stat st;
+	c->conf_uid = stat(c->conf_path, &st) == 0 ? st.st_uid : 0;
 	c->have_conf = 1;
 	ctl_set_munge_socket(c->conf.munge_socket);
 	return 0;
@@ -200,7 +224,7 @@ int ctl_connect(const char *path, int timeout_ms)
 	double deadline = now_s() + timeout_ms / 1000.0;
 	for (;;) {
 		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-			int e = session_new(fd);
+			int e = session_new(fd, 0, 0);
 			if (e < 0) {
 				close(fd);
 				return e;
@@ -218,18 +242,117 @@ int ctl_connect(const char *path, int timeout_ms)
 	}
 }
 
-int cli_connect(struct cli *c)
+/* One address of the list, non-blocking: fd, or -errno. */
+static int connect_one(const struct addrinfo *a, double deadline)
 {
-	if (cli_load_conf(c) != 0)
-		return -1;
-	int fd = ctl_connect(c->conf.socket, 5000);
+	int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	int e = 0;
+	if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+		e = errno;
+		while (e == EINPROGRESS || e == EINTR) {
+			int left = (int)((deadline - now_s()) * 1000);
+			struct pollfd p = { .fd = fd, .events = POLLOUT };
+			int n = left > 0 ? poll(&p, 1, left) : 0;
+			if (n < 0 && errno == EINTR)
+				continue;
+			socklen_t len = sizeof(e);
+			if (n == 0)
+				e = ETIMEDOUT;
+			else if (n < 0)
+				e = errno;
+			else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &len) != 0)
+				e = errno;
+		}
+	}
+	if (e) {
+		close(fd);
+		return -e;
+	}
+	int one = 1; /* a Cancel or a line of stdin goes out at once */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+int ctl_connect_tcp(const char *address, uid_t mm_uid, int timeout_ms, char *err,
+		    size_t errlen)
+{
+	char host[256], port[16];
+	if (conf_address(address, host, sizeof(host), port, sizeof(port)) < 0) {
+		snprintf(err, errlen, "'%s' is not HOST:PORT", address);
+		return -EINVAL;
+	}
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai;
+	int rc = getaddrinfo(host, port, &hints, &ai);
+	if (rc) {
+		snprintf(err, errlen, "%s: %s", host, gai_strerror(rc));
+		return -EHOSTUNREACH;
+	}
+	double deadline = now_s() + timeout_ms / 1000.0;
+	int fd = -EADDRNOTAVAIL;
+	for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next)
+		fd = connect_one(a, deadline);
+	freeaddrinfo(ai);
 	if (fd < 0) {
-		fprintf(stderr,
-			"storm: error: no cluster is up (cannot connect to %s: %s); start one "
-			"with 'storm cluster up --nodes N'\n",
-			c->conf.socket, strerror(-fd));
+		snprintf(err, errlen, "%s", strerror(-fd));
+		return fd;
+	}
+	int e = session_new(fd, 1, mm_uid);
+	if (e < 0) {
+		close(fd);
+		snprintf(err, errlen, "%s", strerror(-e));
+		return e;
+	}
+	return fd;
+}
+
+const char *cli_remote(const struct cli *c)
+{
+	if (c->mm_opt)
+		return c->mm_opt;
+	const char *env = getenv("STORM_MM");
+	if (env && *env)
+		return env;
+	/* a socket that is there but dead is a local MM that died, not a
+	 * reason to go elsewhere */
+	if (c->conf.ctl_address[0] && access(c->conf.socket, F_OK) != 0 &&
+	    (errno == ENOENT || errno == ENOTDIR))
+		return c->conf.ctl_address;
+	return NULL;
+}
+
+int cli_dial(struct cli *c, int timeout_ms, char *err, size_t errlen)
+{
+	if (cli_load_conf(c) != 0) {
+		snprintf(err, errlen, "no configuration");
 		return -1;
 	}
+	const char *remote = cli_remote(c);
+	if (remote) {
+		char why[300];
+		int fd = ctl_connect_tcp(remote, c->conf_uid, timeout_ms, why, sizeof(why));
+		if (fd < 0)
+			snprintf(err, errlen, "cannot reach the machine manager at %s: %s", remote,
+				 why);
+		return fd < 0 ? -1 : fd;
+	}
+	int fd = ctl_connect(c->conf.socket, timeout_ms);
+	if (fd < 0)
+		snprintf(err, errlen,
+			 "no cluster is up (cannot connect to %s: %s); start one with 'storm "
+			 "cluster up --nodes N'", c->conf.socket, strerror(-fd));
+	return fd < 0 ? -1 : fd;
+}
+
+int cli_connect(struct cli *c)
+{
+	if (cli_load_conf(c) != 0) /* printed */
+		return -1;
+	char err[PATH_MAX + 400];
+	int fd = cli_dial(c, 5000, err, sizeof(err));
+	if (fd < 0)
+		fprintf(stderr, "storm: error: %s\n", err);
 	return fd;
 }
 
@@ -238,6 +361,8 @@ int ctl_send(int fd, Storm__Ctl__Request *req, const int *fds, int nfds)
 	struct ctl_session *s = session_of(fd);
 	if (!s)
 		return -ENOTCONN;
+	if (nfds > 0 && ctl_is_remote(fd)) /* TCP would drop them silently */
+		return -EOPNOTSUPP;
 	req->version = CTL_VERSION;
 	size_t len = storm__ctl__request__get_packed_size(req), elen;
 	uint8_t *buf = malloc(len ? len : 1), *env;
@@ -337,6 +462,10 @@ void ctl_report(int err)
 		fprintf(stderr, "storm: error: undecodable reply from the machine manager\n");
 		break;
 	case -EPROTONOSUPPORT: /* already said which versions */
+		break;
+	case -EOPNOTSUPP:
+		fprintf(stderr, "storm: error: descriptors cannot travel to the machine manager over "
+				"TCP\n");
 		break;
 	case -EKEYREJECTED:
 		fprintf(stderr, "storm: error: %s\n", auth_error);

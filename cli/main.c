@@ -14,7 +14,7 @@
 #define STORM_VERSION "0.1"
 
 static const char usage[] =
-	"Usage: storm [--conf FILE] COMMAND [OPTIONS] [ARGS]\n"
+	"Usage: storm [--conf FILE] [--mm HOST:PORT] COMMAND [OPTIONS] [ARGS]\n"
 	"\n"
 	"Commands:\n"
 	"  run      run a program on the cluster and stream its output (like srun)\n"
@@ -38,15 +38,19 @@ static const char usage[] =
 	"                /tmp/storm-$UID/storm.conf, /tmp/storm-0/storm.conf,\n"
 	"                PREFIX/etc/storm/storm.conf of an install in PREFIX,\n"
 	"                /etc/storm/storm.conf)\n"
+	"  --mm HOST:PORT  reach the machine manager over TCP at its ctl_address\n"
+	"                (default: $STORM_MM, then storm.conf's ctl_address when\n"
+	"                its local socket is absent); MUNGE authenticates you\n"
 	"  -h, --help    this help; 'storm COMMAND --help' for a command\n"
 	"  --version     print the version\n"
 	"\n"
 	"Exit codes: 0 success, 1 storm error (no cluster, request refused, job not\n"
 	"found), 2 usage error; storm run exits with the job's status.\n";
 
-enum { O_CONF = 1, O_HELP, O_VERSION };
+enum { O_CONF = 1, O_MM, O_HELP, O_VERSION };
 static const struct cli_opt global_opts[] = {
 	{ "conf", 0, 1, O_CONF },
+	{ "mm", 0, 1, O_MM },
 	{ "help", 'h', 0, O_HELP },
 	{ "version", 0, 0, O_VERSION },
 	{ NULL, 0, 0, 0 },
@@ -107,6 +111,14 @@ int main(int argc, char **argv)
 		case O_CONF:
 			c.conf_opt = p.arg;
 			break;
+		case O_MM: {
+			char host[256], port[16];
+			if (conf_address(p.arg, host, sizeof(host), port, sizeof(port)) < 0)
+				return usage_error("storm", "--mm wants HOST:PORT ([IPv6]:PORT), "
+							    "not '%s'", p.arg);
+			c.mm_opt = p.arg;
+			break;
+		}
 		case O_HELP:
 			fputs(usage, stdout);
 			return EXIT_OK;

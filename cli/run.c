@@ -287,7 +287,59 @@ static void free_prepared(struct prepared *pr, int nfiles)
 		free(pr->file_names[i]);
 }
 
-/* Sends the Submit with its descriptors. Connected fd or -1 (printed). */
+/* Over TCP the descriptors cannot go: their files' bytes go in the Submit
+ * instead (proto/control.proto), each in data[i] (malloc'd; freed by the
+ * caller, also on failure). 0, or -1 (printed). */
+static int files_inline(struct prepared *pr, Storm__Ctl__FileData *fd_msgs,
+			Storm__Ctl__FileData **ptrs, uint8_t **data)
+{
+	size_t total = 0;
+	for (int i = 0; i < pr->nfds; i++) {
+		const char *what = (!pr->spec.no_bcast && i == 0)
+					   ? pr->program
+					   : pr->file_names[i - (pr->spec.no_bcast ? 0 : 1)];
+		struct stat st;
+		if (fstat(pr->fds[i], &st) != 0) {
+			fprintf(stderr, "storm: error: %s: %s\n", what, strerror(errno));
+			return -1;
+		}
+		total += (size_t)st.st_size;
+		if (total > FRAME_MAX) {
+			fprintf(stderr, "storm: error: %s: the program and --file files exceed the %u "
+					"MiB a request over TCP carries; use --no-bcast with the "
+					"program on a file system the nodes share\n",
+				what, FRAME_MAX >> 20);
+			return -1;
+		}
+		size_t len = (size_t)st.st_size, got = 0;
+		if (!(data[i] = malloc(len ? len : 1))) {
+			fprintf(stderr, "storm: error: out of memory\n");
+			return -1;
+		}
+		while (got < len) {
+			ssize_t n = pread(pr->fds[i], data[i] + got, len - got, (off_t)got);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				fprintf(stderr, "storm: error: cannot read %s: %s\n", what,
+					n < 0 ? strerror(errno) : "it shrank while read");
+				return -1;
+			}
+			got += (size_t)n;
+		}
+		storm__ctl__file_data__init(&fd_msgs[i]);
+		fd_msgs[i].data.data = data[i];
+		fd_msgs[i].data.len = len;
+		fd_msgs[i].mode = st.st_mode & 0777;
+		ptrs[i] = &fd_msgs[i];
+	}
+	pr->sub.files = ptrs;
+	pr->sub.n_files = (size_t)pr->nfds;
+	return 0;
+}
+
+/* Sends the Submit with its descriptors (their files' bytes over TCP).
+ * Connected fd or -1 (printed). */
 static int send_submit(struct cli *c, struct prepared *pr)
 {
 	int fd = cli_connect(c);
@@ -296,13 +348,23 @@ static int send_submit(struct cli *c, struct prepared *pr)
 	Storm__Ctl__Request req = STORM__CTL__REQUEST__INIT;
 	req.body_case = STORM__CTL__REQUEST__BODY_SUBMIT;
 	req.submit = &pr->sub;
-	int rc = ctl_send(fd, &req, pr->fds, pr->nfds);
+	Storm__Ctl__FileData msgs[FRAME_MAX_FDS], *ptrs[FRAME_MAX_FDS];
+	uint8_t *data[FRAME_MAX_FDS] = { 0 };
+	int remote = ctl_is_remote(fd), rc = 0;
+	if (remote && files_inline(pr, msgs, ptrs, data) < 0)
+		rc = -1;
+	if (rc == 0)
+		rc = ctl_send(fd, &req, remote ? NULL : pr->fds, remote ? 0 : pr->nfds);
+	for (int i = 0; i < FRAME_MAX_FDS; i++)
+		free(data[i]);
+	pr->sub.files = NULL;
+	pr->sub.n_files = 0;
 	if (rc != 0) {
 		if (rc == -EMSGSIZE)
 			fprintf(stderr, "storm: error: the job description is too large to send "
-					"(environment and arguments exceed %u MiB)\n",
-				FRAME_MAX >> 20);
-		else
+					"(environment, arguments%s exceed %u MiB)\n",
+				remote ? " and files" : "", FRAME_MAX >> 20);
+		else if (rc != -1)
 			ctl_report(rc);
 		close(fd);
 		return -1;
@@ -437,10 +499,11 @@ static void show_progress(struct run_state *st)
 
 static int send_cancel(struct cli *c, uint64_t job, int sig)
 {
-	int fd = ctl_connect(c->conf.socket, 2000);
+	char err[PATH_MAX + 400];
+	int fd = cli_dial(c, 2000, err, sizeof(err));
 	if (fd < 0) {
-		fprintf(stderr, "storm: error: cannot reach the machine manager to cancel job %llu: %s\n",
-			(unsigned long long)job, strerror(-fd));
+		fprintf(stderr, "storm: error: cannot cancel job %llu: %s\n",
+			(unsigned long long)job, err);
 		return -1;
 	}
 	Storm__Ctl__Cancel cancel = STORM__CTL__CANCEL__INIT;

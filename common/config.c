@@ -134,7 +134,7 @@ static const struct str_key str_keys[] = {
 	STR_KEY("cluster", name),     STR_KEY("cluster", provider),
 	STR_KEY("cluster", sys_provider), STR_KEY("cluster", state_dir),
 	STR_KEY("cluster", socket),   STR_KEY("cluster", bootstrap),
-	STR_KEY("cluster", mm_address),
+	STR_KEY("cluster", mm_address), STR_KEY("cluster", ctl_address),
 	STR_KEY("cluster", database),
 	STR_KEY("cluster", key_file), STR_KEY("cluster", munge_socket),
 	{ "metrics", "address", offsetof(struct storm_conf, metrics_address),
@@ -286,9 +286,20 @@ static int finish(struct parse *p, int rc)
 	if (!c->bootstrap[0])
 		strcpy(c->bootstrap, c->mm_address[0] ? "mm" : "dir:/run/storm/fabric");
 	char host[256], port[16];
-	if (c->mm_address[0] && conf_mm_address(c, host, sizeof(host), port, sizeof(port))) {
+	if (c->mm_address[0] && conf_address(c->mm_address, host, sizeof(host), port, sizeof(port))) {
 		snprintf(p->err, p->errlen, "%s: mm_address must be HOST:PORT, not '%s'", c->path,
 			 c->mm_address);
+		return -1;
+	}
+	if (c->ctl_address[0] && conf_address(c->ctl_address, host, sizeof(host), port, sizeof(port))) {
+		snprintf(p->err, p->errlen, "%s: ctl_address must be HOST:PORT, not '%s'", c->path,
+			 c->ctl_address);
+		return -1;
+	}
+	/* two listeners, two protocols: one port cannot serve both */
+	if (c->ctl_address[0] && !strcmp(c->ctl_address, c->mm_address)) {
+		snprintf(p->err, p->errlen, "%s: ctl_address and mm_address are both '%s'; they "
+			 "need different ports", c->path, c->ctl_address);
 		return -1;
 	}
 	char *end = NULL;
@@ -333,10 +344,9 @@ static int finish(struct parse *p, int rc)
 	return 0;
 }
 
-int conf_mm_address(const struct storm_conf *c, char *host, size_t hostlen, char *port,
-		    size_t portlen)
+int conf_address(const char *addr, char *host, size_t hostlen, char *port, size_t portlen)
 {
-	const char *a = c->mm_address, *colon;
+	const char *a = addr, *colon;
 	size_t hl;
 	if (a[0] == '[') {
 		const char *close = strchr(a, ']');
@@ -445,7 +455,7 @@ int conf_print(const struct storm_conf *c, FILE *f)
 	/* a value inih would cut would not read back */
 	const char *strs[] = { c->name,	  c->provider, c->sys_provider, c->state_dir,
 			       c->socket, c->bootstrap, c->key_file,	c->munge_socket,
-			       c->mm_address,
+			       c->mm_address, c->ctl_address,
 			       c->database };
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
 		if (strlen(strs[i]) + strlen("sys_provider = ") > CONF_LINE_MAX)
@@ -455,7 +465,7 @@ int conf_print(const struct storm_conf *c, FILE *f)
 		"[cluster]\nname = %s\nprovider = %s\n%s%s%s"
 		"timeslice_us = %u\ndown_after = %u\nreport_every = %u\nfanout = %u\n"
 		"op_timeout_ms = %u\n"
-		"kill_wait_ms = %u\nstate_dir = %s\nsocket = %s\nbootstrap = %s\n%s%s%s"
+		"kill_wait_ms = %u\nstate_dir = %s\nsocket = %s\nbootstrap = %s\n%s%s%s%s%s%s"
 		"key_file = %s\n%s%s%s%s%s%s%s%s\n"
 		"[scheduler]\npolicy = %s\nmpl = %u\nquantum = %u\nswitch = %s\nahead = %u\n"
 		"switch_wait_pct = %u\n\n"
@@ -464,7 +474,8 @@ int conf_print(const struct storm_conf *c, FILE *f)
 		c->sys_provider, c->sys_provider[0] ? "\n" : "", c->timeslice_us, c->down_after,
 		c->report_every, c->fanout, c->op_timeout_ms, c->kill_wait_ms, c->state_dir, c->socket,
 		c->bootstrap, c->mm_address[0] ? "mm_address = " : "", c->mm_address,
-		c->mm_address[0] ? "\n" : "", c->key_file,
+		c->mm_address[0] ? "\n" : "", c->ctl_address[0] ? "ctl_address = " : "",
+		c->ctl_address, c->ctl_address[0] ? "\n" : "", c->key_file,
 		c->munge_socket[0] ? "munge_socket = " : "",
 		c->munge_socket, c->munge_socket[0] ? "\n" : "", c->database[0] ? "database = " : "",
 		c->database, c->database[0] ? "\n" : "",

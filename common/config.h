@@ -38,6 +38,8 @@ struct storm_conf {
 	 * at mm_address), "static:PORT" or "dir:PATH" (docs/storm.conf.md) */
 	char bootstrap[PATH_MAX];
 	char mm_address[300];    /* HOST:PORT the MM takes registrations on, or "" */
+	char ctl_address[300];   /* HOST:PORT the MM takes control connections on
+				  * (remote storm commands), or "" */
 	char database[PATH_MAX]; /* the MM's SQLite file; "": <state_dir>/mm.db */
 	int database_sync;       /* enum storm_db_sync */
 	char key_file[PATH_MAX]; /* the cluster key: MACs on MM <-> node messages */
@@ -65,10 +67,9 @@ int conf_load(const char *path, struct storm_conf *c, char *err, size_t errlen);
 int conf_load_string(const char *text, const char *path, struct storm_conf *c,
 		     char *err, size_t errlen);
 void conf_free(struct storm_conf *c);
-/* Splits mm_address into host and port: 0, or -1 when it is not HOST:PORT
- * ("[v6]:PORT" for an IPv6 literal). */
-int conf_mm_address(const struct storm_conf *c, char *host, size_t hostlen, char *port,
-		    size_t portlen);
+/* Splits an address (mm_address, ctl_address, STORM_MM) into host and port:
+ * 0, or -1 when it is not HOST:PORT ("[v6]:PORT" for an IPv6 literal). */
+int conf_address(const char *addr, char *host, size_t hostlen, char *port, size_t portlen);
 /* Index of the node with this name, or -1. */
 int conf_node_index(const struct storm_conf *c, const char *name);
 /* Writes c as a file conf_load reads back to the same values. */

@@ -439,6 +439,9 @@ static const char up_help[] =
 	"                         on a buddy node (default); 0: images only where written\n"
 	"      --netns            each node daemon in its own network namespace on a\n"
 	"                         bridge (root; 10.213.0.0/16), so a node can be cut off\n"
+	"      --ctl-port P       the machine manager also takes control connections\n"
+	"                         over TCP at 127.0.0.1:P (--netns: the bridge's\n"
+	"                         address): ctl_address, for storm on other hosts\n"
 	"      --metrics-port P   the machine manager serves Prometheus metrics at\n"
 	"                         http://127.0.0.1:P/metrics (default: off)\n"
 	"      --realtime         daemons at SCHED_FIFO, as on a real cluster (off:\n"
@@ -446,11 +449,11 @@ static const char up_help[] =
 	"  -h, --help             this help\n";
 
 enum { C_NODES = 1, C_DIR, C_PROVIDER, C_TIMESLICE, C_CPUS, C_DOWN_AFTER, C_NETNS, C_REALTIME, C_WAIT, C_JSON,
-       C_CONF, C_HELP, C_MPL, C_QUANTUM, C_POLICY, C_SWITCH, C_COPIES, C_METRICS, C_AHEAD,
+       C_CONF, C_HELP, C_MPL, C_QUANTUM, C_POLICY, C_SWITCH, C_COPIES, C_METRICS, C_CTL_PORT, C_AHEAD,
        C_SWITCH_WAIT };
 
 struct up_opts {
-	unsigned nodes, timeslice_us, cpus, down_after, mpl, quantum, metrics_port;
+	unsigned nodes, timeslice_us, cpus, down_after, mpl, quantum, metrics_port, ctl_port;
 	int netns, realtime;
 	int policy, switch_mode, copies; /* -1: the default */
 	int ahead, switch_wait_pct;      /* -1: the default */
@@ -685,6 +688,9 @@ static int configure(const struct up_opts *o, const char *dir, const char *conf_
 	snprintf(conf->bootstrap, sizeof(conf->bootstrap), "mm");
 	snprintf(conf->mm_address, sizeof(conf->mm_address), "%s:%d",
 		 o->netns ? NETNS_MM_ADDR : "127.0.0.1", port);
+	if (o->ctl_port)
+		snprintf(conf->ctl_address, sizeof(conf->ctl_address), "%s:%u",
+			 o->netns ? NETNS_MM_ADDR : "127.0.0.1", o->ctl_port);
 	snprintf(conf->key_file, sizeof(conf->key_file), "%s/cluster.key", dir);
 	munged_socket_path(dir, conf->munge_socket, sizeof(conf->munge_socket));
 	conf->nnodes = (int)o->nodes;
@@ -900,6 +906,7 @@ static const struct up_number {
 	{ C_MPL, "--mpl", 1, STORM_MAX_MPL, "", offsetof(struct up_opts, mpl) },
 	{ C_QUANTUM, "--quantum", 1, 1000000, " timeslices", offsetof(struct up_opts, quantum) },
 	{ C_METRICS, "--metrics-port", 1, 65535, "", offsetof(struct up_opts, metrics_port) },
+	{ C_CTL_PORT, "--ctl-port", 1, 65535, "", offsetof(struct up_opts, ctl_port) },
 };
 
 static const char *const copies_names[] = { "0", "1", NULL };
@@ -964,6 +971,7 @@ static int cmd_up(int argc, char **argv)
 		{ "quantum", 0, 1, C_QUANTUM },        { "policy", 0, 1, C_POLICY },
 		{ "switch", 0, 1, C_SWITCH },	       { "checkpoint-copies", 0, 1, C_COPIES },
 		{ "metrics-port", 0, 1, C_METRICS },   { "ahead", 0, 1, C_AHEAD },
+		{ "ctl-port", 0, 1, C_CTL_PORT },
 		{ "switch-wait-pct", 0, 1, C_SWITCH_WAIT }, { NULL, 0, 0, 0 },
 	};
 	const char *cmd = "storm cluster up";

@@ -395,32 +395,10 @@ int boot_start(struct mm *mm)
 		}
 		self->len[r] = (uint16_t)len;
 	}
-	char host[256], port[16];
-	conf_mm_address(&mm->conf, host, sizeof(host), port, sizeof(port));
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai;
-	int rc = getaddrinfo(host, port, &hints, &ai);
-	if (rc) {
-		slog("error: mm_address %s: %s", mm->conf.mm_address, gai_strerror(rc));
-		return -1;
-	}
-	int err = 0;
-	for (struct addrinfo *a = ai; a && b->listen_fd < 0; a = a->ai_next) {
-		int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		int one = 1;
-		if (fd < 0)
-			continue;
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 128) == 0) {
-			b->listen_fd = fd;
-			break;
-		}
-		err = errno;
-		close(fd);
-	}
-	freeaddrinfo(ai);
+	char err[400];
+	b->listen_fd = tcp_listen(mm->conf.mm_address, err, sizeof(err));
 	if (b->listen_fd < 0) {
-		slog("error: cannot take registrations on %s: %s", mm->conf.mm_address,
-		     strerror(err ? err : EADDRNOTAVAIL));
+		slog("error: cannot take registrations: %s", err);
 		return -1;
 	}
 	if (ev_io_add(mm->loop, b->listen_fd, EPOLLIN, on_accept, mm) < 0) {

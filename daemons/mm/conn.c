@@ -5,6 +5,9 @@
 #include "mm.h"
 
 #include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,21 +28,66 @@ static void on_io(void *arg, uint32_t events)
 	client_on_io(c->mm, c, events);
 }
 
-int client_accept(struct mm *mm)
+int tcp_listen(const char *address, char *err, size_t errlen)
 {
-	int fd = accept4(mm->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	char host[256], port[16];
+	if (conf_address(address, host, sizeof(host), port, sizeof(port)) < 0) {
+		snprintf(err, errlen, "'%s' is not HOST:PORT", address);
+		return -1;
+	}
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai;
+	int rc = getaddrinfo(host, port, &hints, &ai);
+	if (rc) {
+		snprintf(err, errlen, "%s: %s", address, gai_strerror(rc));
+		return -1;
+	}
+	int fd = -1, e = 0;
+	for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next) {
+		fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		int one = 1;
+		if (fd < 0)
+			continue;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, 128) != 0) {
+			e = errno;
+			close(fd);
+			fd = -1;
+		}
+	}
+	freeaddrinfo(ai);
+	if (fd < 0)
+		snprintf(err, errlen, "cannot listen on %s: %s", address,
+			 strerror(e ? e : EADDRNOTAVAIL));
+	return fd;
+}
+
+int client_accept(struct mm *mm, int listen_fd, bool tcp)
+{
+	struct sockaddr_storage sa;
+	socklen_t salen = sizeof(sa);
+	int fd = accept4(listen_fd, (struct sockaddr *)&sa, &salen, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0)
 		return 0;
-	struct ucred cr;
+	struct ucred cr = { .pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1 };
 	socklen_t crlen = sizeof(cr);
 	struct client *c = calloc(1, sizeof(*c));
-	if (!c || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0) {
+	if (!c || (!tcp && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0)) {
 		free(c);
 		close(fd);
 		return 1;
 	}
+	if (tcp) {
+		/* no peer uid here: who it is comes from its MUNGE credential */
+		char host[INET6_ADDRSTRLEN] = "?", serv[8] = "?";
+		getnameinfo((struct sockaddr *)&sa, salen, host, sizeof(host), serv, sizeof(serv),
+			    NI_NUMERICHOST | NI_NUMERICSERV);
+		snprintf(c->peer, sizeof(c->peer), "%s:%s", host, serv);
+		int one = 1; /* output lines go out as they come */
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	}
 	c->mm = mm;
 	c->fd = fd;
+	c->tcp = tcp;
 	ctl_session_init(&c->sess, true, mm->conf.munge_socket, 0);
 	c->uid = cr.uid;
 	c->gid = cr.gid;
@@ -156,7 +204,9 @@ static bool authenticate(struct mm *mm, struct client *c, const uint8_t **body, 
 	bool plain, first = !c->sess.keyed;
 	enum ctl_auth_fail f =
 		ctl_auth_unwrap(&c->sess, c->rx.buf, c->rx.len, body, len, &plain, err, sizeof(err));
-	if (f == CTL_AUTH_OK && first && c->sess.uid != c->uid) {
+	if (f == CTL_AUTH_OK && first && c->tcp) {
+		c->uid = c->sess.uid; /* MUNGE's word alone: TCP has no peer uid */
+	} else if (f == CTL_AUTH_OK && first && c->sess.uid != c->uid) {
 		/* a credential relayed by another local user: MUNGE vouches for
 		 * who made it, the socket for who sent it, and they differ */
 		snprintf(err, sizeof(err), "credential of uid %u sent by uid %u",
@@ -168,8 +218,11 @@ static bool authenticate(struct mm *mm, struct client *c, const uint8_t **body, 
 		c->gid = c->sess.gid; /* MUNGE's word, as the uid */
 		return true;
 	}
-	slog_limited(&mm->rl_ctl, "refused a request from uid %u pid %d: %s", (unsigned)c->uid,
-		       (int)c->pid, err);
+	if (c->tcp)
+		slog_limited(&mm->rl_ctl, "refused a request from %s (TCP): %s", c->peer, err);
+	else
+		slog_limited(&mm->rl_ctl, "refused a request from uid %u pid %d: %s",
+			     (unsigned)c->uid, (int)c->pid, err);
 	reply_error(mm, c,
 		    f == CTL_AUTH_UNAVAILABLE ? STORM__CTL__ERROR_CODE__ERR_INTERNAL
 		    : STORM__CTL__ERROR_CODE__ERR_PERMISSION,

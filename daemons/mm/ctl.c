@@ -4,11 +4,51 @@
  * at start-up; nothing below calls here. */
 #include "mm.h"
 
+#include <errno.h>
 #include <pwd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* A Submit over TCP brings its files' bytes, not descriptors: each goes
+ * into an anonymous file that stands for the descriptor, so the job holds
+ * and sends it as one passed over the local socket. 0, or -1 (answered). */
+static int submit_files_in(struct mm *mm, struct client *c, const Storm__Ctl__Submit *sub)
+{
+	if (c->rx.nfds || sub->n_files > FRAME_MAX_FDS) {
+		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,
+			    "%zu files sent with %d descriptors: one or the other, at most %d",
+			    sub->n_files, c->rx.nfds, FRAME_MAX_FDS);
+		return -1;
+	}
+	for (size_t i = 0; i < sub->n_files; i++) {
+		const Storm__Ctl__FileData *f = sub->files[i];
+		int fd = memfd_create("storm-submit", MFD_CLOEXEC);
+		size_t done = 0;
+		while (fd >= 0 && done < f->data.len) {
+			ssize_t n = write(fd, f->data.data + done, f->data.len - done);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			done += (size_t)n;
+		}
+		if (fd < 0 || done < f->data.len || fchmod(fd, f->mode & 0777) < 0) {
+			int e = errno;
+			if (fd >= 0)
+				close(fd);
+			reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INTERNAL,
+				    "cannot hold file %zu of the submission (%zu bytes): %s", i + 1,
+				    f->data.len, strerror(e));
+			return -1; /* frame_rx_reset closes those made before */
+		}
+		c->rx.fds[c->rx.nfds++] = fd;
+	}
+	return 0;
+}
 
 static int nodes_up(const struct mm *mm)
 {
@@ -292,6 +332,8 @@ static void handle(struct mm *mm, struct client *c, const uint8_t *body, size_t 
 				    (unsigned long long)c->job->id);
 			break;
 		}
+		if (req->submit->n_files && submit_files_in(mm, c, req->submit) < 0)
+			break;
 		job_submit(mm, c, req->submit, c->rx.fds, c->rx.nfds);
 		break;
 	case STORM__CTL__REQUEST__BODY_JOBS:

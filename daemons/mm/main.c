@@ -130,9 +130,49 @@ static void dump_state(struct mm *mm)
 
 static void on_listen(void *arg, uint32_t events)
 {
+	struct mm *mm = arg;
 	(void)events;
-	while (client_accept(arg) > 0)
+	while (client_accept(mm, mm->listen_fd, false) > 0)
 		;
+}
+
+static void on_listen_tcp(void *arg, uint32_t events)
+{
+	struct mm *mm = arg;
+	(void)events;
+	while (client_accept(mm, mm->ctl_tcp_fd, true) > 0)
+		;
+}
+
+/* ctl_address: control connections over TCP, for storm on other hosts.
+ * Their credentials are restricted to the uid that owns storm.conf (the
+ * CLI cannot learn ours from the socket), so that must be ours. 0 or -1. */
+static int listen_ctl_tcp(struct mm *mm)
+{
+	const struct storm_conf *c = &mm->conf;
+	struct stat st;
+	if (stat(c->path, &st) != 0) {
+		slog("error: ctl_address: cannot tell who owns %s: %s", c->path, strerror(errno));
+		return -1;
+	}
+	if (st.st_uid != geteuid()) {
+		slog("error: ctl_address: %s belongs to uid %u, but this machine manager runs as "
+		     "uid %u; remote storm commands seal their credential for the owner of "
+		     "storm.conf", c->path, (unsigned)st.st_uid, (unsigned)geteuid());
+		return -1;
+	}
+	char err[400];
+	mm->ctl_tcp_fd = tcp_listen(c->ctl_address, err, sizeof(err));
+	if (mm->ctl_tcp_fd < 0) {
+		slog("error: ctl_address: %s", err);
+		return -1;
+	}
+	if (ev_io_add(mm->loop, mm->ctl_tcp_fd, EPOLLIN, on_listen_tcp, mm) < 0) {
+		slog("error: event loop: %s", strerror(errno));
+		return -1;
+	}
+	slog("taking control connections on %s (TCP, MUNGE only)", c->ctl_address);
+	return 0;
 }
 
 /* the slice runs after the turn's reports and commands (on_turn) */
@@ -196,6 +236,7 @@ static void on_turn(void *arg)
 static int start(struct mm *mm, const char *conf_path)
 {
 	char err[512];
+	mm->ctl_tcp_fd = -1;
 	mm_wire(mm);
 	if (conf_load(conf_path, &mm->conf, err, sizeof(err)) < 0) {
 		slog("error: %s", err);
@@ -268,7 +309,7 @@ static int start(struct mm *mm, const char *conf_path)
 		sc.bootstrap = "external"; /* boot.c hands the addresses in */
 	} else if (!strncmp(c->bootstrap, "static:", 7)) {
 		sc.bootstrap = c->bootstrap;
-		conf_mm_address(c, mm_host, sizeof(mm_host), mm_port, sizeof(mm_port));
+		conf_address(c->mm_address, mm_host, sizeof(mm_host), mm_port, sizeof(mm_port));
 		if (!(hosts = calloc(sc.node_count, sizeof(*hosts))))
 			return -1;
 		hosts[MM_FABRIC_ID] = mm_host;
@@ -316,7 +357,8 @@ static int start(struct mm *mm, const char *conf_path)
 		slog("error: event loop: %s", strerror(errno));
 		return -1;
 	}
-	if (metrics_start(mm) < 0 || (by_mm && boot_start(mm) < 0))
+	if (metrics_start(mm) < 0 || (by_mm && boot_start(mm) < 0) ||
+	    (c->ctl_address[0] && listen_ctl_tcp(mm) < 0))
 		return -1;
 	slog("cluster '%s': %d nodes, %s, timeslice %u us, socket %s", c->name, c->nnodes,
 	       sn_provider_name(mm->sn, 0), c->timeslice_us, c->socket);
@@ -358,6 +400,11 @@ void mm_stop(struct mm *mm)
 	if (mm->listen_fd > 0) {
 		close(mm->listen_fd);
 		unlink(mm->conf.socket);
+	}
+	if (mm->ctl_tcp_fd >= 0) {
+		ev_io_del(mm->loop, mm->ctl_tcp_fd);
+		close(mm->ctl_tcp_fd);
+		mm->ctl_tcp_fd = -1;
 	}
 	if (mm->signal_fd > 0)
 		close(mm->signal_fd);

@@ -40,9 +40,13 @@ struct job;
 struct client {
 	struct mm *mm;
 	int fd;
+	/* a local client: SO_PEERCRED's, checked against MUNGE's; over TCP
+	 * (ctl_address) MUNGE's alone, -1 until its credential is decoded */
 	uid_t uid;
 	gid_t gid;
-	pid_t pid;
+	pid_t pid;               /* 0 over TCP */
+	bool tcp;
+	char peer[64];           /* TCP: the peer's address and port, for the log */
 	struct ctl_session sess; /* MUNGE, then tags (common/ctl_auth.h) */
 	struct frame_rx rx;
 	uint8_t *out;            /* replies not yet written */
@@ -157,6 +161,7 @@ struct mm {
 	struct sn_ctx *sn;
 	struct ev_loop *loop;    /* common/evloop.h: every descriptor and timer */
 	int listen_fd, signal_fd, sn_fd;
+	int ctl_tcp_fd;          /* ctl_address's listener, or -1 */
 	int probe_timer;         /* 0, or when 4 timeslices exceed PROBE_US its timer */
 	bool tick_due;           /* the slice timer fired this turn */
 	bool fabric_busy;        /* the last progress did work: poll, do not sleep */
@@ -285,7 +290,12 @@ void reply_error(struct mm *mm, struct client *c, Storm__Ctl__ErrorCode code, co
 		 ...) __attribute__((format(printf, 4, 5)));
 
 /* conn.c: the control socket's connections */
-int client_accept(struct mm *mm);
+/* accepts one connection on listen_fd (the control socket or, tcp,
+ * ctl_address's): 1, or 0 when none is waiting */
+int client_accept(struct mm *mm, int listen_fd, bool tcp);
+/* A listening TCP socket on address (HOST:PORT), non-blocking: fd, or -1
+ * with why in err. */
+int tcp_listen(const char *address, char *err, size_t errlen);
 void client_on_io(struct mm *mm, struct client *c, uint32_t events);
 /* one packed reply, sealed and queued (reply.c builds them) */
 void client_send(struct mm *mm, struct client *c, const uint8_t *packed, size_t len);

@@ -192,7 +192,7 @@ static int boot_connect(struct nd *nd)
 {
 	struct nd_boot *b = nd->boot;
 	char host[256], port[16];
-	conf_mm_address(&nd->conf, host, sizeof(host), port, sizeof(port));
+	conf_address(nd->conf.mm_address, host, sizeof(host), port, sizeof(port));
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
 	int rc = getaddrinfo(host, port, &hints, &ai), err = 0;
 	int fd = -1;

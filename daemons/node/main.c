@@ -324,7 +324,7 @@ static int setup(struct nd *nd, const struct opts *o)
 		sc.bootstrap = "external"; /* boot.c hands the addresses in */
 	} else if (!strncmp(nd->conf.bootstrap, "static:", 7)) {
 		sc.bootstrap = nd->conf.bootstrap;
-		conf_mm_address(&nd->conf, mm_host, sizeof(mm_host), mm_port, sizeof(mm_port));
+		conf_address(nd->conf.mm_address, mm_host, sizeof(mm_host), mm_port, sizeof(mm_port));
 		if (!(hosts = calloc(sc.node_count, sizeof(*hosts))))
 			return -1;
 		hosts[MM_FABRIC_ID] = mm_host;

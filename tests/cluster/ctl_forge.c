@@ -1,8 +1,10 @@
 /* ctl_forge: sends the machine manager control frames a forger would, for
  * tests/cluster/test_users.sh and test_cluster.sh, and prints what came back.
  *
- *   ctl_forge --conf storm.conf CASE
+ *   ctl_forge --conf storm.conf [--tcp HOST:PORT] CASE
  *
+ * --tcp: to the MM's ctl_address instead of its socket (the credential is
+ * sealed for the uid that owns storm.conf, as storm does over TCP).
  * CASE:
  *   nocred     a bare storm.ctl.Request, no envelope (an old or foreign client)
  *   badcred    an envelope whose MUNGE credential is made up
@@ -18,11 +20,13 @@
  * Each reply prints one line, "reply: ok KIND" or "reply: error: MESSAGE", and
  * "closed" when the MM closed the connection. Exit 0 unless it could not run. */
 #include <errno.h>
+#include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -32,9 +36,32 @@
 #include "frame.h"
 
 static struct storm_conf conf;
+static const char *tcp; /* --tcp HOST:PORT */
+
+static int dial_tcp(struct ctl_session *s)
+{
+	char host[256], port[16];
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+	if (conf_address(tcp, host, sizeof(host), port, sizeof(port)) != 0 ||
+	    getaddrinfo(host, port, &hints, &ai) != 0) {
+		fprintf(stderr, "ctl_forge: bad --tcp %s\n", tcp);
+		exit(1);
+	}
+	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+		fprintf(stderr, "ctl_forge: cannot connect to %s: %s\n", tcp, strerror(errno));
+		exit(1);
+	}
+	freeaddrinfo(ai);
+	struct stat st;
+	ctl_session_init(s, false, conf.munge_socket, stat(conf.path, &st) == 0 ? st.st_uid : 0);
+	return fd;
+}
 
 static int dial(struct ctl_session *s)
 {
+	if (tcp)
+		return dial_tcp(s);
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	if (strlen(conf.socket) >= sizeof(sa.sun_path)) {
 		fprintf(stderr, "ctl_forge: %s is too long\n", conf.socket);
@@ -128,8 +155,14 @@ static void send_frame(int fd, const uint8_t *buf, size_t len)
 
 int main(int argc, char **argv)
 {
+	if (argc == 6 && !strcmp(argv[3], "--tcp")) {
+		tcp = argv[4];
+		argv[3] = argv[5];
+		argc = 4;
+	}
 	if (argc != 4 || strcmp(argv[1], "--conf") != 0) {
-		fprintf(stderr, "usage: ctl_forge --conf storm.conf CASE (see the source)\n");
+		fprintf(stderr, "usage: ctl_forge --conf storm.conf [--tcp HOST:PORT] CASE (see "
+				"the source)\n");
 		return 2;
 	}
 	char err[512];

@@ -1,7 +1,9 @@
 #!/bin/bash
 # A virtual cluster with one network namespace per node (storm cluster up
 # --netns): cut a node's link, see it DOWN and its job fail naming it, run on
-# the others, restore the link, see it UP and run on all. Needs root.
+# the others, restore the link, see it UP and run on all; storm inside a
+# node's namespace reaches the MM over the bridge at ctl_address (TCP), the
+# MM's socket out of its sight. Needs root.
 # Usage: test_netns.sh BUILD_BIN_DIR   (part of make clustertest)
 set -u
 BIN=$(cd "${1:-build/bin}" && pwd)
@@ -24,7 +26,8 @@ if [ "$(id -u)" != 0 ]; then
 	exit 1
 fi
 cd "$T" || exit 1
-if storm cluster up --netns --nodes 4 --dir "$C" --down-after 50 >"$T/up.out" 2>&1; then
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])')
+if storm cluster up --netns --nodes 4 --dir "$C" --down-after 50 --ctl-port "$PORT" >"$T/up.out" 2>&1; then
 	ok "cluster up --netns with 4 nodes"
 else bad "cluster up --netns"; cat "$T/up.out"; exit 1; fi
 storm run -N 4 sh -c 'ip -4 -o addr show eth0 | wc -l' >"$T/out" 2>&1
@@ -32,6 +35,15 @@ storm run -N 4 sh -c 'ip -4 -o addr show eth0 | wc -l' >"$T/out" 2>&1
 	bad "each node in its own namespace: $(cat "$T/out")"
 NS=$(ip netns list | awk '{ print $1 }' | grep -- '-n2$' | head -1)
 [ -n "$NS" ] && ok "node02's namespace exists ($NS)" || bad "node02's namespace exists"
+
+# from another network (node02's namespace), over the bridge, by TCP only
+ADDR=$(sed -n 's/^ctl_address = //p' "$C/storm.conf")
+sed "s|^socket = .*|socket = $T/elsewhere/mm.sock|" "$C/storm.conf" >"$T/remote.conf"
+expect "storm run from node02's namespace over TCP to $ADDR" 0 \
+	ip netns exec "$NS" env STORM_CONF="$T/remote.conf" storm run -N 4 -l echo over-the-bridge
+[ "$(grep -c ': over-the-bridge$' "$T/out")" = 4 ] && ok "  every rank's output streamed back" ||
+	bad "  every rank's output streamed back"
+expect "storm jobs --json from there" 0 ip netns exec "$NS" env STORM_CONF="$T/remote.conf" storm jobs --json
 
 mkfifo "$T/f"
 storm run -N 4 sh -c 'echo up; exec sleep 600' >"$T/f" 2>"$T/run.err" &

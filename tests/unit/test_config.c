@@ -167,7 +167,7 @@ static void test_bootstrap_default(void)
 	CU_ASSERT_EQUAL_FATAL(conf_load_string("[cluster]\nmm_address = [::1]:7001\n[nodes]\n"
 					       "names=a\n", "t", &c, err, sizeof(err)), 0);
 	CU_ASSERT_STRING_EQUAL(c.bootstrap, "mm");
-	CU_ASSERT_EQUAL(conf_mm_address(&c, host, sizeof(host), port, sizeof(port)), 0);
+	CU_ASSERT_EQUAL(conf_address(c.mm_address, host, sizeof(host), port, sizeof(port)), 0);
 	CU_ASSERT_STRING_EQUAL(host, "::1");
 	CU_ASSERT_STRING_EQUAL(port, "7001");
 	conf_free(&c);
@@ -175,13 +175,56 @@ static void test_bootstrap_default(void)
 					       "bootstrap = dir:/x\n[nodes]\nnames=a\n", "t", &c,
 					       err, sizeof(err)), 0);
 	CU_ASSERT_STRING_EQUAL(c.bootstrap, "dir:/x");
-	CU_ASSERT_EQUAL(conf_mm_address(&c, host, sizeof(host), port, sizeof(port)), 0);
+	CU_ASSERT_EQUAL(conf_address(c.mm_address, host, sizeof(host), port, sizeof(port)), 0);
 	CU_ASSERT_STRING_EQUAL(host, "mm.example");
 	conf_free(&c);
 }
 
+/* HOST:PORT as mm_address, ctl_address and STORM_MM take it */
+static void test_address(void)
+{
+	char host[256], port[16];
+	CU_ASSERT_EQUAL(conf_address("127.0.0.1:7010", host, sizeof(host), port, sizeof(port)), 0);
+	CU_ASSERT_STRING_EQUAL(host, "127.0.0.1");
+	CU_ASSERT_STRING_EQUAL(port, "7010");
+	CU_ASSERT_EQUAL(conf_address("[fe80::1%eth0]:65535", host, sizeof(host), port,
+				     sizeof(port)), 0);
+	CU_ASSERT_STRING_EQUAL(host, "fe80::1%eth0");
+	CU_ASSERT_STRING_EQUAL(port, "65535");
+	CU_ASSERT_EQUAL(conf_address("mm.example.org:1", host, sizeof(host), port, sizeof(port)), 0);
+	CU_ASSERT_STRING_EQUAL(host, "mm.example.org");
+	const char *bad[] = { "",	 "mm",	      ":7000",	  "mm:",      "mm:0",	  "mm:65536",
+			      "mm:7x",	 "mm:-1",     "::1:7000", "[::1]7000", "[::1",	  "[]:7000",
+			      "a:b:7000" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (conf_address(bad[i], host, sizeof(host), port, sizeof(port)) != -1)
+			CU_FAIL(bad[i]);
+	/* a host too long for the caller's buffer is refused, not cut */
+	CU_ASSERT_EQUAL(conf_address("abcdefgh:1", host, 8, port, sizeof(port)), -1);
+	/* ctl_address reads and writes back */
+	struct storm_conf c, d;
+	CU_ASSERT_EQUAL_FATAL(conf_load_string("[cluster]\nctl_address = [::1]:7011\n"
+					       "mm_address = [::1]:7010\n[nodes]\nnames=a\n", "t",
+					       &c, err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(c.ctl_address, "[::1]:7011");
+	char path[] = "/tmp/storm-conf-test-XXXXXX";
+	int fd = mkstemp(path);
+	CU_ASSERT_FATAL(fd >= 0);
+	close(fd);
+	CU_ASSERT_EQUAL(conf_write(&c, path), 0);
+	CU_ASSERT_EQUAL_FATAL(conf_load(path, &d, err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(d.ctl_address, "[::1]:7011");
+	unlink(path);
+	conf_free(&c);
+	conf_free(&d);
+}
+
 static void test_conf_bad(void)
 {
+	expect_bad("[cluster]\nctl_address = mm\n[nodes]\nnames=a\n",
+		   "ctl_address must be HOST:PORT, not 'mm'");
+	expect_bad("[cluster]\nctl_address = h:7\nmm_address = h:7\n[nodes]\nnames=a\n",
+		   "ctl_address and mm_address are both 'h:7'");
 	expect_bad("[cluster]\ntimeslice_us = 5\n[nodes]\nnames=a\n", "bad.conf:2: timeslice_us = 5 is out of range");
 	expect_bad("[cluster]\nfanout = four\n[nodes]\nnames=a\n", "fanout must be a whole number");
 	expect_bad("[cluster]\nfanout = -4\n[nodes]\nnames=a\n", "whole number");
@@ -228,4 +271,5 @@ void add_config_suite(void)
 	CU_add_test(s, "config refuses bad input with file:line", test_conf_bad);
 	CU_add_test(s, "database keys", test_database_keys);
 	CU_add_test(s, "bootstrap default and mm_address", test_bootstrap_default);
+	CU_add_test(s, "HOST:PORT addresses and ctl_address", test_address);
 }
