@@ -194,7 +194,10 @@ track
 id=$(tail -1 "$T/ids")
 for n in node00 node01 node02; do wait_log "$C/log/$n.log" "job $id: started ranks" 20; done
 mm=$(daemon_pid mm)
-for port in $(ss -tnpH | grep "pid=$mm," | awk '$5 ~ /^10\.213\.0\.4:/ { sub(/.*:/, "", $4); print $4 }'); do
+# the old MM's fabric connections to node03, not its registration port,
+# which the restarted MM listens on again for node03 to register
+reg=$(sed -n 's/^mm_address = .*:\([0-9]*\)$/\1/p' "$C/storm.conf")
+for port in $(ss -tnpH | grep "pid=$mm," | awk -v reg="$reg" '$5 ~ /^10\.213\.0\.4:/ { sub(/.*:/, "", $4); if ($4 != reg) print $4 }'); do
 	ip netns exec "$NS3" iptables -A INPUT -s 10.213.255.254 -p tcp --sport "$port" -j DROP
 done
 DROPS=$NS3
