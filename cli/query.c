@@ -213,8 +213,8 @@ int cmd_jobs(struct cli *c, int argc, char **argv)
 static const char nodes_help[] =
 	"Usage: storm nodes [--json]\n"
 	"\n"
-	"Lists the cluster's nodes: NAME STATE CPUS JOBS. STATE is UP, DOWN (missed\n"
-	"too many strobes) or UNKNOWN (never heard from).\n"
+	"Lists the cluster's nodes: NAME STATE CPUS JOBS. STATE is UP, DOWN (no\n"
+	"report for down_after_ms) or UNKNOWN (never heard from).\n"
 	"\n"
 	"      --json     print {\"nodes\": [...]} for scripts\n"
 	"      --conf FILE the cluster's storm.conf\n"

@@ -21,6 +21,7 @@ struct parse {
 	char nodes_spec[STORM_CONF_MAX_NODES * HOSTNAME_MAX]; /* 1000 names, uncompressed */
 	char reason[256];
 	int mpl_set;
+	int down_ms_set;
 	int line, err_line;      /* lines read; the line of a reader error */
 };
 
@@ -92,6 +93,7 @@ struct uint_key {
 
 static const struct uint_key uint_keys[] = {
 	{ "cluster", "timeslice_us", offsetof(struct storm_conf, timeslice_us), 100, 10000000 },
+	{ "cluster", "down_after_ms", offsetof(struct storm_conf, down_after_ms), 1, 3600000 },
 	{ "cluster", "down_after", offsetof(struct storm_conf, down_after), 2, 1000000 },
 	{ "cluster", "report_every", offsetof(struct storm_conf, report_every), 1, 100000 },
 	{ "cluster", "fanout", offsetof(struct storm_conf, fanout), 2, 64 },
@@ -173,6 +175,8 @@ static int on_key(void *user, const char *section, const char *name, const char 
 		*(unsigned *)((char *)p->c + k->off) = (unsigned)v;
 		if (!strcmp(name, "mpl"))
 			p->mpl_set = 1;
+		if (!strcmp(name, "down_after_ms"))
+			p->down_ms_set = 1;
 		return 1;
 	}
 	for (size_t i = 0; i < sizeof(str_keys) / sizeof(str_keys[0]); i++) {
@@ -217,6 +221,19 @@ static int on_key(void *user, const char *section, const char *name, const char 
 	return bad(p, "unknown key '%s' in [%s]", name, section);
 }
 
+unsigned conf_down_slices(const struct storm_conf *c)
+{
+	uint64_t us = (uint64_t)c->down_after_ms * 1000;
+	uint64_t n = (us + c->timeslice_us - 1) / c->timeslice_us;
+	return n > UINT_MAX ? UINT_MAX : (unsigned)n;
+}
+
+unsigned conf_slices_to_ms(unsigned slices, unsigned timeslice_us)
+{
+	uint64_t ms = ((uint64_t)slices * timeslice_us + 999) / 1000;
+	return ms > UINT_MAX ? UINT_MAX : (unsigned)ms;
+}
+
 static void defaults(struct storm_conf *c, const char *path)
 {
 	memset(c, 0, sizeof(*c));
@@ -224,7 +241,7 @@ static void defaults(struct storm_conf *c, const char *path)
 	strcpy(c->name, "storm");
 	strcpy(c->provider, "tcp;ofi_rxm");
 	c->timeslice_us = 10000;
-	c->down_after = 200;
+	c->down_after_ms = 5000; /* a loaded host stalls a daemon for a second or more */
 	c->report_every = 10;
 	c->fanout = 4;
 	c->op_timeout_ms = 5000;
@@ -261,11 +278,22 @@ static int finish(struct parse *p, int rc)
 			 c->path, rc);
 		return -1;
 	}
-	if (c->report_every * 2 > c->down_after) {
+	if (c->down_after) {
+		if (p->down_ms_set) {
+			snprintf(p->err, p->errlen,
+				 "%s: both down_after_ms and the deprecated down_after (timeslices) "
+				 "are set; keep down_after_ms", c->path);
+			return -1;
+		}
+		c->down_after_ms = conf_slices_to_ms(c->down_after, c->timeslice_us);
+		c->down_after = 0;
+	}
+	if ((uint64_t)c->report_every * c->timeslice_us * 2 > (uint64_t)c->down_after_ms * 1000) {
 		snprintf(p->err, p->errlen,
-			 "%s: report_every (%u) must be at most half of down_after (%u), or idle "
-			 "nodes would be declared DOWN between their reports",
-			 c->path, c->report_every, c->down_after);
+			 "%s: report_every (%u timeslices of %u us) must be at most half of "
+			 "down_after_ms (%u), or idle nodes would be declared DOWN between "
+			 "their reports",
+			 c->path, c->report_every, c->timeslice_us, c->down_after_ms);
 		return -1;
 	}
 	if (c->policy == POLICY_FCFS) {
@@ -463,7 +491,7 @@ int conf_print(const struct storm_conf *c, FILE *f)
 	fprintf(f,
 		"# storm cluster configuration (docs/storm.conf.md)\n"
 		"[cluster]\nname = %s\nprovider = %s\n%s%s%s"
-		"timeslice_us = %u\ndown_after = %u\nreport_every = %u\nfanout = %u\n"
+		"timeslice_us = %u\ndown_after_ms = %u\nreport_every = %u\nfanout = %u\n"
 		"op_timeout_ms = %u\n"
 		"kill_wait_ms = %u\nstate_dir = %s\nsocket = %s\nbootstrap = %s\n%s%s%s%s%s%s"
 		"key_file = %s\n%s%s%s%s%s%s%s%s\n"
@@ -471,7 +499,7 @@ int conf_print(const struct storm_conf *c, FILE *f)
 		"switch_wait_pct = %u\n\n"
 		"[nodes]\ncpus = %u\n",
 		c->name, c->provider, c->sys_provider[0] ? "sys_provider = " : "",
-		c->sys_provider, c->sys_provider[0] ? "\n" : "", c->timeslice_us, c->down_after,
+		c->sys_provider, c->sys_provider[0] ? "\n" : "", c->timeslice_us, c->down_after_ms,
 		c->report_every, c->fanout, c->op_timeout_ms, c->kill_wait_ms, c->state_dir, c->socket,
 		c->bootstrap, c->mm_address[0] ? "mm_address = " : "", c->mm_address,
 		c->mm_address[0] ? "\n" : "", c->ctl_address[0] ? "ctl_address = " : "",

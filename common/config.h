@@ -20,13 +20,23 @@ extern const char *const storm_db_sync_names[]; /* "normal", "full" */
 extern const char *const storm_policy_names[];  /* "gang", "fcfs" */
 extern const char *const storm_switch_names[];  /* "signals", "freezer" */
 
+struct storm_conf;
+/* Timeslices the MM counts before a silent node is DOWN: down_after_ms
+ * rounded up to whole slices. The MM steps its slice at most once a
+ * timeslice, so counting this many takes at least down_after_ms. */
+unsigned conf_down_slices(const struct storm_conf *c);
+/* The deprecated down_after (timeslices) as milliseconds, rounded up. */
+unsigned conf_slices_to_ms(unsigned slices, unsigned timeslice_us);
+
 struct storm_conf {
 	char path[PATH_MAX];
 	char name[64];
 	char provider[64];
 	char sys_provider[64];   /* "" when there is no second rail */
 	unsigned timeslice_us;
-	unsigned down_after;     /* missed strobes before a node is DOWN */
+	unsigned down_after_ms;  /* silence before a node is DOWN */
+	unsigned down_after;     /* the deprecated key as read (timeslices); finish()
+				  * converts it to down_after_ms and clears it */
 	unsigned report_every;   /* an idle node reports (heartbeat) every N strobes */
 	unsigned fanout;
 	unsigned op_timeout_ms;

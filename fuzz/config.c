@@ -21,7 +21,7 @@ static void same(const struct storm_conf *a, const struct storm_conf *b)
 			    !strcmp(a->bootstrap, b->bootstrap),
 		    "a string changed in the round trip ('%s' '%s' '%s' '%s' '%s' '%s')", a->name,
 		    a->provider, a->sys_provider, a->state_dir, a->socket, a->bootstrap);
-	FUZZ_ASSERT(a->timeslice_us == b->timeslice_us && a->down_after == b->down_after &&
+	FUZZ_ASSERT(a->timeslice_us == b->timeslice_us && a->down_after_ms == b->down_after_ms &&
 			    a->report_every == b->report_every && a->fanout == b->fanout &&
 			    a->op_timeout_ms == b->op_timeout_ms && a->kill_wait_ms == b->kill_wait_ms &&
 			    a->cpus == b->cpus && a->quantum == b->quantum && a->mpl == b->mpl &&
@@ -63,7 +63,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_ASSERT(strcmp(c.nodes[i], c.nodes[j]), "node '%s' twice", c.nodes[i]);
 	}
 	FUZZ_ASSERT(c.mpl >= 1 && c.mpl <= STORM_MAX_MPL && c.cpus >= 1 && c.fanout >= 2 &&
-			    c.report_every * 2 <= c.down_after && c.timeslice_us >= 100 &&
+			    (uint64_t)c.report_every * c.timeslice_us * 2 <= (uint64_t)c.down_after_ms * 1000 &&
+			    c.down_after == 0 && c.timeslice_us >= 100 &&
 			    (c.policy != POLICY_FCFS || c.mpl == 1) && !strncmp(c.bootstrap, "dir:", 4),
 		    "a value out of range was accepted");
 	FUZZ_ASSERT(c.policy >= 0 && c.policy <= 1 && c.switch_mode >= 0 && c.switch_mode <= 1,

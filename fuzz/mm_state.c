@@ -54,9 +54,9 @@ static struct {
 static const uint8_t session_key[CTL_KEY_LEN] = "fuzz-session-key-fuzz-session-k";
 
 static const char *const confs[2] = {
-	"[cluster]\ndown_after = 6\nreport_every = 2\n[scheduler]\nmpl = 2\n"
+	"[cluster]\ndown_after_ms = 60\nreport_every = 2\n[scheduler]\nmpl = 2\n"
 	"[nodes]\nnames = n[0-3]\ncpus = 2\n",
-	"[cluster]\ndown_after = 4\nreport_every = 1\n[scheduler]\npolicy = fcfs\n"
+	"[cluster]\ndown_after_ms = 40\nreport_every = 1\n[scheduler]\npolicy = fcfs\n"
 	"[nodes]\nnames = a,b,c\ncpus = 1\n",
 };
 

@@ -8,7 +8,7 @@ protobuf-c-compiler libcunit1-dev libinih-dev libjansson-dev libsodium-dev
 libclang-rt-14-dev clang valgrind python3 iproute2 munge libmunge-dev passwd gdb
 mpich libmpich-dev libsqlite3-dev sqlite3 iptables libnetfilter-queue-dev libxxhash-dev
 libmicrohttpd-dev python3-prometheus-client chromium libelf-dev cmake
-libpmix-dev openmpi-bin libopenmpi-dev pandoc man-db"
+libpmix-dev openmpi-bin libopenmpi-dev pandoc man-db linux-perf"
 # munge, libmunge-dev: control-message credentials (the virtual cluster runs its
 # own munged); passwd: useradd/groupadd for tests/cluster/test_users.sh;
 # gdb: storm replay --debug (tests/cluster/test_mpi.sh);
@@ -22,6 +22,7 @@ libpmix-dev openmpi-bin libopenmpi-dev pandoc man-db"
 # tests/mpi/test_wrapper.sh builds a CMake project with bcs-mpicc and bcs-mpicxx;
 # libelf-dev: storm run reads which MPI a program is linked with (--mpi=auto)
 # pandoc: the man pages (make man); man-db: tests/install renders them
+# linux-perf: tests/cluster/gang_overlap.py traces sched_switch for the exact overlap
 # slurm-wlm, munge: bench/launch's peer cluster (bench/launch/slurm-cluster.sh runs
 # its own private munged/slurmctld/slurmd; the system services are not used)
 bench_pkgs="gnuplot-nox hyperfine slurm-wlm"

@@ -425,7 +425,8 @@ static const char up_help[] =
 	"      --provider P       libfabric provider (default tcp;ofi_rxm)\n"
 	"      --timeslice-us T   timeslice in microseconds (default 10000)\n"
 	"      --cpus C           CPUs per virtual node (default 4)\n"
-	"      --down-after K     missed strobes before a node is DOWN (default 200)\n"
+	"      --down-after-ms MS a node silent this long is DOWN (default 5000)\n"
+	"      --down-after K     deprecated: K timeslices, converted to milliseconds\n"
 	"      --mpl M            rows of the gang-scheduling matrix (1-16, default 2)\n"
 	"      --quantum Q        timeslices each row runs before the next (default 1)\n"
 	"      --policy P         gang (time-share nodes) or fcfs (MPL 1); default gang\n"
@@ -448,12 +449,12 @@ static const char up_help[] =
 	"                         N real-time daemons would share this machine's cores)\n"
 	"  -h, --help             this help\n";
 
-enum { C_NODES = 1, C_DIR, C_PROVIDER, C_TIMESLICE, C_CPUS, C_DOWN_AFTER, C_NETNS, C_REALTIME, C_WAIT, C_JSON,
-       C_CONF, C_HELP, C_MPL, C_QUANTUM, C_POLICY, C_SWITCH, C_COPIES, C_METRICS, C_CTL_PORT, C_AHEAD,
+enum { C_NODES = 1, C_DIR, C_PROVIDER, C_TIMESLICE, C_CPUS, C_DOWN_AFTER, C_DOWN_AFTER_MS,
+       C_NETNS, C_REALTIME, C_WAIT, C_JSON, C_CONF, C_HELP, C_MPL, C_QUANTUM, C_POLICY, C_SWITCH, C_COPIES, C_METRICS, C_CTL_PORT, C_AHEAD,
        C_SWITCH_WAIT };
 
 struct up_opts {
-	unsigned nodes, timeslice_us, cpus, down_after, mpl, quantum, metrics_port, ctl_port;
+	unsigned nodes, timeslice_us, cpus, down_after, down_after_ms, mpl, quantum, metrics_port, ctl_port;
 	int netns, realtime;
 	int policy, switch_mode, copies; /* -1: the default */
 	int ahead, switch_wait_pct;      /* -1: the default */
@@ -669,11 +670,14 @@ static int configure(const struct up_opts *o, const char *dir, const char *conf_
 		conf->ahead = (unsigned)o->ahead;
 	if (o->switch_wait_pct >= 0)
 		conf->switch_wait_pct = (unsigned)o->switch_wait_pct;
-	if (o->down_after) {
-		conf->down_after = o->down_after;
-		if (conf->report_every * 2 > conf->down_after) /* the config requires it */
-			conf->report_every = conf->down_after / 2;
-	}
+	/* the deprecated slice count means what it meant at this timeslice */
+	if (o->down_after)
+		conf->down_after_ms = conf_slices_to_ms(o->down_after, conf->timeslice_us);
+	if (o->down_after_ms)
+		conf->down_after_ms = o->down_after_ms;
+	unsigned down_slices = conf_down_slices(conf);
+	if (conf->report_every * 2 > down_slices) /* the config requires it */
+		conf->report_every = down_slices / 2 ? down_slices / 2 : 1;
 	snprintf(conf->state_dir, sizeof(conf->state_dir), "%s/state", dir);
 	snprintf(conf->socket, sizeof(conf->socket), "%s", sock);
 	/* the daemons register their fabric addresses with the MM, as on
@@ -902,7 +906,8 @@ static const struct up_number {
 	{ C_NODES, "--nodes", 1, MAX_VIRTUAL_NODES, "", offsetof(struct up_opts, nodes) },
 	{ C_TIMESLICE, "--timeslice-us", 100, 10000000, "", offsetof(struct up_opts, timeslice_us) },
 	{ C_CPUS, "--cpus", 1, 4096, "", offsetof(struct up_opts, cpus) },
-	{ C_DOWN_AFTER, "--down-after", 2, 1000000, "", offsetof(struct up_opts, down_after) },
+	{ C_DOWN_AFTER, "--down-after", 2, 1000000, " timeslices", offsetof(struct up_opts, down_after) },
+	{ C_DOWN_AFTER_MS, "--down-after-ms", 1, 3600000, " ms", offsetof(struct up_opts, down_after_ms) },
 	{ C_MPL, "--mpl", 1, STORM_MAX_MPL, "", offsetof(struct up_opts, mpl) },
 	{ C_QUANTUM, "--quantum", 1, 1000000, " timeslices", offsetof(struct up_opts, quantum) },
 	{ C_METRICS, "--metrics-port", 1, 65535, "", offsetof(struct up_opts, metrics_port) },
@@ -966,6 +971,7 @@ static int cmd_up(int argc, char **argv)
 		{ "nodes", 'N', 1, C_NODES },	       { "dir", 0, 1, C_DIR },
 		{ "provider", 0, 1, C_PROVIDER },      { "timeslice-us", 0, 1, C_TIMESLICE },
 		{ "cpus", 0, 1, C_CPUS },	       { "down-after", 0, 1, C_DOWN_AFTER },
+		{ "down-after-ms", 0, 1, C_DOWN_AFTER_MS },
 		{ "netns", 0, 0, C_NETNS },	       { "help", 'h', 0, C_HELP },
 		{ "realtime", 0, 0, C_REALTIME },      { "mpl", 0, 1, C_MPL },
 		{ "quantum", 0, 1, C_QUANTUM },        { "policy", 0, 1, C_POLICY },
@@ -1022,6 +1028,9 @@ static int cmd_up(int argc, char **argv)
 		return usage_error(cmd, "--netns needs a network provider, not '%s'", o.provider);
 	if (!o.nodes)
 		return usage_error(cmd, "--nodes N is required");
+	if (o.down_after && o.down_after_ms)
+		return usage_error(cmd, "--down-after-ms and the deprecated --down-after both "
+					"set; keep --down-after-ms");
 	if (o.policy == POLICY_FCFS && o.mpl > 1)
 		return usage_error(cmd, "--policy fcfs runs one job per node; --mpl %u contradicts it",
 				   o.mpl);

@@ -164,7 +164,7 @@ timeout 60 "$STORM" cluster down --dir "$SDIR" >/dev/null 2>&1
 rm -rf "$SDIR"
 # no buddy copies: the figure is the checkpoint against the storage's
 # bandwidth (copies cost their own traffic: docs/BENCHMARKS.md, "Buddy copies")
-if ! timeout 120 "$STORM" cluster up --nodes $NODES --dir "$SDIR" --down-after 3000 \
+if ! timeout 120 "$STORM" cluster up --nodes $NODES --dir "$SDIR" --down-after-ms 30000 \
 	--checkpoint-copies 0 >>"$LOG" 2>&1; then
 	log "cluster up failed"
 	exit 1

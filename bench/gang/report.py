@@ -119,7 +119,7 @@ def build(res, results_path, plot_rel):
         " integer hash, %d M at 8 nodes and scaled by 8/nodes, so the total work is the same at"
         " 32 nodes; 8 or 32 ranks share the 2 cores). For each timeslice a fresh `storm cluster"
         " up --nodes N --timeslice-us T --quantum 1 --mpl 2 --realtime` (node daemons at"
-        " SCHED_FIFO; `--down-after` scaled to ≥ 2 s of strobes) with `STORM_TRACE` set. *Ta*,"
+        " SCHED_FIFO; `--down-after-ms 2000`) with `STORM_TRACE` set. *Ta*,"
         " *Tb*: A alone, then B alone, each `storm submit --wait` timed from submit to end;"
         " *T*: both submitted at once, from the first submit until both ended. The figure of"
         " merit is T / (Ta + Tb): 1 means time-sharing the nodes cost nothing. %s repetitions"

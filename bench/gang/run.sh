@@ -104,13 +104,10 @@ echo "{\"bench\":\"meta\",\"date\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\",\"quick\":
 # to 1 if its node daemons run at SCHED_FIFO (--realtime, unless refused)
 storm_up() {
 	local n=$1 ts=$2 mpl=$3 sw=$4 tdir=$5
-	# a node is DOWN after down_after missed strobes: at least 2 s of them
-	local da=$(((2000000 + ts - 1) / ts))
-	[ $da -lt 200 ] && da=200
 	rm -rf "$tdir"
 	mkdir -p "$tdir"
 	local args=(cluster up --nodes "$n" --dir "$SDIR" --timeslice-us "$ts" --quantum "$QUANTUM"
-		--mpl "$mpl" --switch "$sw" --down-after "$da")
+		--mpl "$mpl" --switch "$sw" --down-after-ms 2000)
 	RT=0
 	if [ "$REALTIME" = 1 ]; then
 		if STORM_TRACE=$tdir timeout 120 "$STORM" "${args[@]}" --realtime >>"$LOG" 2>&1; then

@@ -147,13 +147,11 @@ build mpicc.mpich "$BIN/mpich" || { log "building with mpicc failed (see $LOG)";
 
 # cluster_up NODES PROVIDER TIMESLICE_US
 cluster_up() {
-	# DOWN after >= 10 s of missed strobes: at a load of 40 on 2 cores a node
-	# daemon can miss 2 s of them and take a job down with it
-	local da=$(((10000000 + $3 - 1) / $3))
-	[ $da -lt 200 ] && da=200
+	# DOWN after 10 s of silence: at a load of 40 on 2 cores a node daemon
+	# can miss 2 s of strobes and take a job down with it
 	[ $CLUSTER_UP = 1 ] && cluster_down
 	if timeout 120 "$STORM" cluster up --nodes "$1" --dir "$CDIR" --provider "$2" \
-		--timeslice-us "$3" --down-after "$da" >>"$LOG" 2>&1; then
+		--timeslice-us "$3" --down-after-ms 10000 >>"$LOG" 2>&1; then
 		CLUSTER_UP=1
 		return 0
 	fi

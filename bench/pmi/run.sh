@@ -26,7 +26,7 @@ trap 'storm cluster down --dir "$C" >/dev/null 2>&1; rm -rf "$T"' EXIT
 mpicc.mpich -O2 -o "$T/osu" bench/pmi/osu.c >>"$LOG" 2>&1 || { echo "mpicc.mpich failed" >&2; exit 1; }
 # 64 spinning ranks on a small machine can starve a node daemon for seconds:
 # not a failure to report here
-storm cluster up --nodes 4 --down-after 3000 --dir "$C" >>"$LOG" 2>&1 || { echo "cluster up failed (see $LOG)" >&2; exit 1; }
+storm cluster up --nodes 4 --down-after-ms 30000 --dir "$C" >>"$LOG" 2>&1 || { echo "cluster up failed (see $LOG)" >&2; exit 1; }
 
 # record RUNNER MODE FILE: one JSON line per output line of the run
 record() {

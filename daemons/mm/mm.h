@@ -272,7 +272,7 @@ void cmd_pump(struct mm *mm);
 void cmd_on_sent_event(struct mm *mm);
 /* nodes.c: membership */
 void mark_node(struct mm *mm, int idx, Storm__Ctl__NodeState st, const char *why);
-/* Nodes UP that missed down_after slices are DOWN. */
+/* Nodes UP silent for down_after_ms (in slices) are DOWN. */
 void nodes_check(struct mm *mm);
 
 /* jobspec.c: the one place a job's description is copied and freed. A

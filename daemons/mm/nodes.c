@@ -1,5 +1,5 @@
-/* Membership: a node is UP while it reports, DOWN when it stops for
- * down_after timeslices or is declared dead; what UP and DOWN mean for the
+/* Membership: a node is UP while it reports, DOWN when it is silent for
+ * down_after_ms or is declared dead; what UP and DOWN mean for the
  * jobs on it is job.c's. */
 #include "mm.h"
 
@@ -50,7 +50,10 @@ void nodes_check(struct mm *mm)
 		if (n->state != STORM__CTL__NODE_STATE__UP)
 			continue;
 		uint64_t missed = mm->slice - n->heard_slice;
-		if (missed > mm->conf.down_after) {
+		/* counted in slices: the MM steps at most one a timeslice, so a
+		 * late MM only stretches the bound and a late node is never DOWN
+		 * before down_after_ms */
+		if (missed > conf_down_slices(&mm->conf)) {
 			char why[128];
 			snprintf(why, sizeof(why), "no report for %llu timeslices (%.1f s)",
 				 (unsigned long long)missed, clock_wall_s() - n->heard_time);

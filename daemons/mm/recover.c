@@ -9,7 +9,7 @@
  *    report to the new MM, whose first strobes carry a new epoch. A node
  *    that had not received the launch command when the MM died (it reports
  *    twice with nothing queued and without the job) fails the job naming
- *    itself; a node that does not report within down_after slices is DOWN,
+ *    itself; a node that does not report within down_after_ms is DOWN,
  *    and its jobs fail as for any dead node. */
 #include "db.h"
 #include "mm.h"
@@ -234,9 +234,9 @@ void recover_node_report(struct mm *mm, int idx, const Storm__Cl__Report *r)
 
 void recover_tick(struct mm *mm)
 {
-	/* a node holding restored jobs that has not reported for down_after
-	 * slices since the restart is as dead as one that stopped reporting */
-	if (mm->slice != (uint64_t)mm->conf.down_after + 1)
+	/* a node holding restored jobs that has not reported for down_after_ms
+	 * since the restart is as dead as one that stopped reporting */
+	if (mm->slice != (uint64_t)conf_down_slices(&mm->conf) + 1)
 		return;
 	for (int i = 0; i < mm->conf.nnodes; i++) {
 		if (mm->nodes[i].state != STORM__CTL__NODE_STATE__UNKNOWN)

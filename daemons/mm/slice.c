@@ -12,7 +12,7 @@
  * before it is declared DOWN. */
 static unsigned suspect_after(const struct mm *mm)
 {
-	unsigned s = mm->conf.down_after / 8;
+	unsigned s = conf_down_slices(&mm->conf) / 8;
 	return s < 3 ? 3 : s;
 }
 

@@ -13,7 +13,9 @@
  *
  * Strict switch ([scheduler] switch_wait_pct > 0): the incoming job is
  * continued only once every outgoing rank is off the CPU (signals: each of
- * its threads in state T; freezer: cgroup.events says "frozen 1"), or once
+ * its threads in state T, or not run since the wait last looked, as a
+ * stopping thread waiting for a core is off already; freezer:
+ * cgroup.events says "frozen 1"), or once
  * the bound (that share of a slice) has passed. Stopping is asynchronous in
  * the kernel (a SIGSTOP takes effect when the task next runs, a freeze when
  * each task leaves the kernel), so without the wait both jobs share the
@@ -272,35 +274,58 @@ static int set_stopped(struct nd_job *job, bool stop)
 	return rc;
 }
 
-/* Is every thread of pid off the CPU for good (stopped, traced or dead)? */
-static bool task_stopped(pid_t pid)
+static ssize_t read_small(const char *path, char *buf, size_t size)
 {
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, size - 1);
+	close(fd);
+	if (n >= 0)
+		buf[n] = '\0';
+	return n;
+}
+
+/* Is every thread of the rank off the CPU for good? Stopped, traced or
+ * dead; or not stopped yet but none has been on a CPU since the wait last
+ * looked (schedstat's run time and run count, per thread, unchanged). A
+ * stop is pending on each thread, so it stops before running any of its
+ * code again, and one on a CPU when the stop came is kicked off it at once
+ * (it is stopped by the next look): what is left has not run since, most
+ * often a rank waiting for a core on a busy node, which would otherwise
+ * hold the switch until the bound. */
+static bool rank_off_cpu(struct nd_rank *r)
+{
+	char path[80], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)r->pid);
 	DIR *d = opendir(path);
 	if (!d)
 		return true; /* gone */
 	bool all = true;
+	uint64_t mark = 0;
 	struct dirent *e;
-	while (all && (e = readdir(d))) {
+	while ((e = readdir(d))) {
 		if (e->d_name[0] == '.')
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/stat", (int)pid, e->d_name);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/stat", (int)r->pid, e->d_name);
+		if (read_small(path, buf, sizeof(buf)) <= 0)
 			continue; /* the thread exited */
-		ssize_t n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
 		/* "tid (comm) S ...": comm may hold anything, the state follows the last ')' */
 		const char *p = strrchr(buf, ')');
 		char st = p && p[1] == ' ' ? p[2] : 'R';
-		all = st == 'T' || st == 't' || st == 'Z' || st == 'X' || st == 'x';
+		all &= st == 'T' || st == 't' || st == 'Z' || st == 'X' || st == 'x';
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/schedstat", (int)r->pid,
+			 e->d_name);
+		unsigned long long run = 0, wait = 0, count = 0;
+		if (read_small(path, buf, sizeof(buf)) > 0)
+			sscanf(buf, "%llu %llu %llu", &run, &wait, &count);
+		mark = mark * 1000003 + strtoull(e->d_name, NULL, 10) * 31 + run * 7 + count;
 	}
 	closedir(d);
-	return all;
+	mark |= 1; /* 0: not looked */
+	bool still = r->run_mark == mark;
+	r->run_mark = mark;
+	return all || still;
 }
 
 static bool job_off_cpu(const struct nd_job *j)
@@ -314,7 +339,7 @@ static bool job_off_cpu(const struct nd_job *j)
 		return strstr(buf, "frozen 1") != NULL;
 	}
 	for (uint32_t r = 0; r < j->nranks; r++)
-		if (j->ranks[r].pid > 0 && !task_stopped(j->ranks[r].pid))
+		if (j->ranks[r].pid > 0 && !rank_off_cpu(&j->ranks[r]))
 			return false;
 	return true;
 }
@@ -357,6 +382,8 @@ int nd_gang_apply(struct nd *nd, uint64_t run, struct nd_gang_sw *sw)
 		j->leaving = false;
 		if (jobid_alloc(j->id) != run && !j->stopped) {
 			set_stopped(j, true);
+			for (uint32_t r = 0; r < j->nranks; r++)
+				j->ranks[r].run_mark = 0;
 			nd_trace_run(nd, j, false);
 			j->leaving = true;
 			changed++;

@@ -51,6 +51,9 @@ struct nd_rank {
 	pid_t pid;              /* 0 before the fork, -1 once reaped */
 	uint32_t rank;
 	struct nd_pipe pipes[2];
+	/* strict switch: its threads' run counts when the wait last looked
+	 * (gang.c), 0: not looked since the stop */
+	uint64_t run_mark;
 };
 
 struct nd_job {

@@ -138,7 +138,7 @@ static void skip_unsent_commands(struct nd *nd, uint32_t last_sent, bool rejoine
 	if (rejoined)
 		slog("back after missing more than %u strobes; commands %u..%u never "
 			   "reached this node, continuing after them",
-		       nd->conf.down_after, want, resume - 1);
+		       conf_down_slices(&nd->conf), want, resume - 1);
 	else
 		slog("commands %u..%u were not sent to this node (it was not UP for the "
 			   "MM); continuing at %u", want, resume - 1, resume);
@@ -241,7 +241,7 @@ void nd_on_strobe(struct nd *nd)
 		       nd->cmd_done + 1);
 	}
 	uint64_t t_recv = clock_mono_ns();
-	bool rejoined = nd->slice && s.slice > nd->slice + nd->conf.down_after;
+	bool rejoined = nd->slice && s.slice > nd->slice + conf_down_slices(&nd->conf);
 	if (nd->slice && s.slice > nd->slice + 1)
 		nd->missed_strobes += s.slice - nd->slice - 1;
 	nd->slice = s.slice;

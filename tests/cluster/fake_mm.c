@@ -1006,11 +1006,11 @@ static void test_rejoin(uid_t uid, gid_t gid, const char *user)
 {
 	uint32_t last = mm.n - 1;
 	say("rejoin: node %u misses %u strobes and 3 commands, then runs a job", last,
-	    mm.conf.down_after + 5);
+	    conf_down_slices(&mm.conf) + 5);
 	mm.down[last] = true;
 	for (int i = 0; i < 3; i++)
 		signal_job(99, every, last, SIGTERM, 0); /* to the UP nodes; no such job */
-	pump_ms((mm.conf.down_after + 5) * mm.conf.timeslice_us / 1000);
+	pump_ms((conf_down_slices(&mm.conf) + 5) * mm.conf.timeslice_us / 1000);
 	mm.down[last] = false;
 	const char *argv[] = {"echo", "back"};
 	uint32_t node[] = {last};
@@ -1148,7 +1148,7 @@ int main(int argc, char **argv)
 	const char *prov = getenv("SN_PROVIDER") ? getenv("SN_PROVIDER") : "tcp;ofi_rxm";
 	snprintf(conf, sizeof(conf), "%s/storm.conf", mm.dir);
 	snprintf(text, sizeof(text),
-		 "[cluster]\nprovider = %s\ntimeslice_us = 5000\ndown_after = 20\nreport_every = 2\nop_timeout_ms = %u\n"
+		 "[cluster]\nprovider = %s\ntimeslice_us = 5000\ndown_after_ms = 100\nreport_every = 2\nop_timeout_ms = %u\n"
 		 "state_dir = %s/state\nbootstrap = dir:%s/fabric\nsocket = %s/mm.sock\n"
 		 "key_file = %s/cluster.key\n[nodes]\nnames = n[1-%u]\n",
 		 prov, valgrind ? 20000 : 5000, mm.dir, mm.dir, mm.dir, mm.dir, mm.n);

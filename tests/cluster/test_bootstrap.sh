@@ -28,7 +28,7 @@ socket = $T/mm.sock
 mm_address = 127.0.0.1:$PORT
 key_file = $T/cluster.key
 munge_socket = $T/munge/munge.socket
-down_after = 100
+down_after_ms = 1000
 [nodes]
 names = node[00-02]
 CONF

@@ -92,7 +92,7 @@ mkdir -p "$T/w"
 
 # a node is DOWN after 1 s without a report: on this shared 2-core machine a
 # daemon can wait 0.4 s for a CPU, and only node01 is meant to die
-expect "cluster up" 0 storm cluster up --nodes 4 --down-after 100 --dir "$C"
+expect "cluster up" 0 storm cluster up --nodes 4 --down-after-ms 1000 --dir "$C"
 cd "$T/w" || exit 1
 
 # ---- three checkpoints of a running job, then it is killed

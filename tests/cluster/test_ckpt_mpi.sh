@@ -45,7 +45,7 @@ same_result() {
 }
 
 expect "cluster up (4 nodes, 2 ms slices)" 0 storm cluster up --nodes 4 --timeslice-us 2000 \
-	--down-after 2500 --dir "$C"
+	--down-after-ms 5000 --dir "$C"
 expect "an uninterrupted run (2 nodes, 4 ranks)" 0 storm run -N 2 -n 4 $APP "$T/ref.txt"
 [ -s "$T/ref.txt" ] && ok "  it wrote its result" || bad "  it wrote its result"
 

@@ -99,7 +99,7 @@ expect "gcc -fopenmp ckpt_omp.c" 0 gcc -O2 -Wall -Wextra -Werror -fopenmp "$HERE
 expect "bcs-mpicc -fopenmp -DWITH_MPI ckpt_omp.c" 0 bcs-mpicc -O2 -Wall -Wextra -Werror -fopenmp \
 	-DWITH_MPI "$HERE/mpi/ckpt_omp.c" -o "$T/ompmpi"
 expect "cluster up (4 nodes, 2 ms slices)" 0 storm cluster up --nodes 4 --timeslice-us 2000 \
-	--down-after 2500 --dir "$C"
+	--down-after-ms 5000 --dir "$C"
 
 # ---- (a) OpenMP ranks
 for r in 0 1; do

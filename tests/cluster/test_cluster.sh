@@ -56,7 +56,7 @@ export STORM_CONF=$C/storm.conf
 # ---- up
 # DOWN after 3 s without a report: short enough for the node-death checks,
 # long enough that a loaded machine does not lose healthy nodes
-expect "cluster up with 8 nodes" 0 storm cluster up --nodes 8 --dir "$C" --down-after 300
+expect "cluster up with 8 nodes" 0 storm cluster up --nodes 8 --dir "$C" --down-after-ms 3000
 expect "nodes --json" 0 storm nodes --json
 if python3 -c 'import json,sys; n=json.load(open(sys.argv[1]))["nodes"]; sys.exit(not (len(n)==8 and all(x["state"]=="UP" for x in n)))' "$T/out"; then
 	ok "all 8 nodes UP"

@@ -51,8 +51,8 @@ track() { sed -n 's/^Submitted job \([0-9]*\)$/\1/p' "$T/out" >>"$T/ids"; }
 SELF=$BIN/storm_selfsum
 SUM=$("$SELF" | cut -d' ' -f2-)
 
-# down_after 1000 slices (10 s): 20% loss makes TCP back off for seconds
-if storm cluster up --netns --nodes 4 --down-after 1000 --dir "$C" >"$T/up.out" 2>&1; then
+# down_after_ms 10000: 20% loss makes TCP back off for seconds
+if storm cluster up --netns --nodes 4 --down-after-ms 10000 --dir "$C" >"$T/up.out" 2>&1; then
 	ok "cluster up --netns with 4 nodes"
 else bad "cluster up --netns"; cat "$T/up.out"; exit 1; fi
 

@@ -39,7 +39,7 @@ expect "outside storm: a clear error" 1 "$T/ring"
 has "  says how to start it" err "start the program with 'storm run'"
 
 # a loaded machine can starve a daemon for a while: DOWN only after 5 s
-expect "cluster up (4 nodes, 2 ms slices)" 0 storm cluster up --nodes 4 --dir "$C" --timeslice-us 2000 --down-after 2500
+expect "cluster up (4 nodes, 2 ms slices)" 0 storm cluster up --nodes 4 --dir "$C" --timeslice-us 2000 --down-after-ms 5000
 cd "$T" || exit 1
 
 expect "ring on 4 nodes, 8 ranks" 0 storm run -N 4 -n 8 ./ring

@@ -61,17 +61,19 @@ else
 	exit 1
 fi
 
-# gang scheduling keeps them apart most of the time: without any switch
-# the two jobs' ranks share the cores all the time. How close to 0 the
-# strict switch gets is a measurement (bench/gang), not asserted here: on a
-# loaded 2-core machine a rank told to stop may wait milliseconds for a
-# core to act on it (measured 6-11% strict, 14% without the wait, 24% once
-# under a parallel make check)
+# strictness: traced (sched_switch, exact) the ranks of both jobs are on a
+# node's CPUs together under 0.01% of their run time, so at most 1%. Where
+# it cannot trace, the sampler's process CPU clocks, which for a task on
+# another CPU advance at its scheduler ticks (two processes that never run
+# at once measure 8-9% with them): 50%, which still tells a gang switch
+# from none (the jobs sharing the cores all the time); under a parallel
+# make check it read 24%
 python3 "$HERE/gang_overlap.py" 3 "$pa" "$pb" >"$T/overlap" 2>&1
-conc=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["concurrent"])' \
+read -r conc bound < <(python3 -c 'import json,sys; o = json.load(open(sys.argv[1]))
+print(*((o["exact"], 0.01) if o["exact"] is not None else (o["concurrent"], 0.50)))' \
 	"$T/overlap" 2>/dev/null)
-if [ -n "$conc" ] && python3 -c "import sys; sys.exit(not $conc <= 0.50)"; then
-	ok "the two jobs share a node's CPUs less than half their run time ($(cat "$T/overlap"))"
+if [ -n "$conc" ] && python3 -c "import sys; sys.exit(not $conc <= $bound)"; then
+	ok "the two jobs share a node's CPUs at most $bound of their run time ($(cat "$T/overlap"))"
 else
 	bad "the jobs ran concurrently: $(cat "$T/overlap")"
 fi

@@ -25,7 +25,7 @@ bootstrap = dir:$T/fabric
 key_file = $T/cluster.key
 munge_socket = $T/munge/munge.socket
 op_timeout_ms = 20000
-down_after = 1000
+down_after_ms = 10000
 [nodes]
 names = node[00-01]
 CONF

@@ -166,7 +166,7 @@ expect "bcs-mpicc refuses MPI_Testsome (outside the subset)" 1 "$BIN/bcs-mpicc" 
 has "  naming it" err "MPI_Testsome"
 
 expect "cluster up (4 nodes, 2 ms slices)" 0 storm cluster up --nodes 4 --dir "$C" \
-	--timeslice-us 2000 --down-after 5000
+	--timeslice-us 2000 --down-after-ms 10000
 start=$(date +%s%N)
 for n in $RANKS; do
 	for p in $PROGS; do

@@ -185,7 +185,7 @@ mpicc.mpich -std=c11 -O1 -Wall -Wextra -Werror "$W/hello.c" -o "$T/hello.mpich" 
 mpicxx.mpich -std=c++17 -O1 -Wall -Wextra -Werror -pedantic "$W/ring.cpp" -o "$T/ring.mpich" ||
 	bad "mpicxx.mpich ring.cpp"
 expect "cluster up (2 nodes, 2 ms slices)" 0 storm cluster up --nodes 2 --dir "$C" \
-	--timeslice-us 2000 --down-after 5000
+	--timeslice-us 2000 --down-after-ms 10000
 for n in 1 3 4; do
 	timeout "$LIMIT" mpiexec.mpich -n "$n" "$T/hello.mpich" >"$T/hello.$n.want" 2>&1
 	timeout "$LIMIT" mpiexec.mpich -n "$n" "$T/ring.mpich" >"$T/ring.$n.want" 2>&1

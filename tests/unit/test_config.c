@@ -93,7 +93,7 @@ static void test_conf_good(void)
 	CU_ASSERT_EQUAL(c.nnodes, 8);
 	CU_ASSERT_EQUAL(conf_node_index(&c, "n7"), 7);
 	CU_ASSERT_EQUAL(conf_node_index(&c, "n8"), -1);
-	CU_ASSERT_EQUAL(c.down_after, 200); /* default kept */
+	CU_ASSERT_EQUAL(c.down_after_ms, 5000); /* default kept */
 	CU_ASSERT_EQUAL(c.mpl, 3);
 	CU_ASSERT_EQUAL(c.quantum, 4);
 	CU_ASSERT_EQUAL(c.policy, POLICY_GANG);
@@ -219,6 +219,47 @@ static void test_address(void)
 	conf_free(&d);
 }
 
+static void test_down_after(void)
+{
+	struct storm_conf c = { .timeslice_us = 1000, .down_after_ms = 5000 };
+	CU_ASSERT_EQUAL(conf_down_slices(&c), 5000); /* 1 ms slices */
+	c.timeslice_us = 10000;
+	CU_ASSERT_EQUAL(conf_down_slices(&c), 500);
+	c.timeslice_us = 3000; /* rounded up: never fewer slices than the time */
+	c.down_after_ms = 10;
+	CU_ASSERT_EQUAL(conf_down_slices(&c), 4);
+	c.timeslice_us = 10000000; /* a slice longer than the bound: one */
+	CU_ASSERT_EQUAL(conf_down_slices(&c), 1);
+	c.timeslice_us = 100; /* the extremes do not overflow */
+	c.down_after_ms = 3600000;
+	CU_ASSERT_EQUAL(conf_down_slices(&c), 36000000);
+	c.down_after_ms = UINT_MAX; /* converted from a large deprecated count */
+	CU_ASSERT_EQUAL(conf_down_slices(&c), UINT_MAX);
+	CU_ASSERT_EQUAL(conf_slices_to_ms(200, 10000), 2000);
+	CU_ASSERT_EQUAL(conf_slices_to_ms(200, 1000), 200);
+	CU_ASSERT_EQUAL(conf_slices_to_ms(3, 333), 1); /* 0.999 ms rounds up */
+	CU_ASSERT_EQUAL(conf_slices_to_ms(1000000, 10000000), UINT_MAX);
+
+	/* the deprecated key means what it meant at the file's timeslice,
+	 * whichever comes first; it reads back as down_after_ms */
+	char err[512];
+	struct storm_conf d;
+	const char *old = "[cluster]\ndown_after = 300\ntimeslice_us = 2000\n[nodes]\nnames=a\n";
+	CU_ASSERT_EQUAL_FATAL(conf_load_string(old, "t.conf", &d, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(d.down_after_ms, 600);
+	CU_ASSERT_EQUAL(d.down_after, 0);
+	CU_ASSERT_EQUAL(conf_down_slices(&d), 300);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	CU_ASSERT_EQUAL(conf_print(&d, f), 0);
+	fclose(f);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "down_after_ms = 600\n"));
+	CU_ASSERT_PTR_NULL(strstr(text, "down_after ="));
+	free(text);
+	conf_free(&d);
+}
+
 static void test_conf_bad(void)
 {
 	expect_bad("[cluster]\nctl_address = mm\n[nodes]\nnames=a\n",
@@ -242,7 +283,15 @@ static void test_conf_bad(void)
 	expect_bad("[cluster]\nbootstrap = static:7000\n[nodes]\nnames=a\n", "needs mm_address");
 	expect_bad("[cluster\n", "syntax error");
 	expect_bad("[cluster]\ndown_after = 10\nreport_every = 6\n[nodes]\nnames=a\n",
-		   "report_every (6) must be at most half of down_after (10)");
+		   "report_every (6 timeslices of 10000 us) must be at most half of "
+		   "down_after_ms (100)");
+	expect_bad("[cluster]\ndown_after_ms = 50\n[nodes]\nnames=a\n",
+		   "report_every (10 timeslices of 10000 us) must be at most half of "
+		   "down_after_ms (50)");
+	expect_bad("[cluster]\ndown_after = 10\ndown_after_ms = 900\n[nodes]\nnames=a\n",
+		   "both down_after_ms and the deprecated down_after");
+	expect_bad("[cluster]\ndown_after_ms = 0\n[nodes]\nnames=a\n",
+		   "down_after_ms = 0 is out of range");
 	expect_bad("[scheduler]\nmpl = 0\n[nodes]\nnames=a\n", "bad.conf:2: mpl = 0 is out of range [1, 16]");
 	expect_bad("[scheduler]\nmpl = 17\n[nodes]\nnames=a\n", "mpl = 17 is out of range");
 	expect_bad("[scheduler]\nquantum = 0\n[nodes]\nnames=a\n", "quantum = 0 is out of range");
@@ -269,6 +318,8 @@ void add_config_suite(void)
 	CU_add_test(s, "hostlist compress", test_compress);
 	CU_add_test(s, "config parses and round-trips", test_conf_good);
 	CU_add_test(s, "config refuses bad input with file:line", test_conf_bad);
+	CU_add_test(s, "down_after_ms in timeslices; the deprecated count converted",
+		    test_down_after);
 	CU_add_test(s, "database keys", test_database_keys);
 	CU_add_test(s, "bootstrap default and mm_address", test_bootstrap_default);
 	CU_add_test(s, "HOST:PORT addresses and ctl_address", test_address);

@@ -107,7 +107,7 @@ for r in "${RUNS[@]}"; do
 done
 
 expect "cluster up (4 nodes, 2 ms slices)" 0 storm cluster up --nodes 4 --dir "$C" \
-	--timeslice-us 2000 --down-after 5000
+	--timeslice-us 2000 --down-after-ms 10000
 start=$(date +%s%N)
 for r in "${RUNS[@]}"; do
 	IFS='|' read -r p ranks args mode <<<"$r"

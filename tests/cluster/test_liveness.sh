@@ -1,0 +1,84 @@
+#!/bin/bash
+# Membership is a time, not a count of strobes: at a 1 ms timeslice
+# (down_after_ms 1500, i.e. 1500 strobes) a node daemon stopped for 0.5 s
+# (500 missed strobes, what a loaded host does to it) is late, not DOWN, and
+# the job on it finishes; one stopped beyond the bound is DOWN no sooner
+# than 1.5 s, its job fails naming it, and it is UP again once it reports.
+# Every daemon is taken down on exit, pass or fail.
+# Usage: test_liveness.sh BUILD_BIN_DIR
+set -u
+BIN=$(cd "${1:-build/bin}" && pwd)
+. "$(dirname "$0")/lib.sh"
+T=$(mktemp -d /tmp/storm-livetest.XXXXXX)
+C=$T/c
+export PATH=$BIN:$PATH STORM_CONF=$C/storm.conf
+fails=0 checks=0
+ND=
+RUN=
+cleanup() {
+	[ -n "$ND" ] && kill -CONT "$ND" 2>/dev/null
+	[ -n "$RUN" ] && kill "$RUN" 2>/dev/null
+	cluster_teardown
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+expect "cluster up (2 nodes, 1 ms slices, down_after_ms 1500)" 0 \
+	storm cluster up --nodes 2 --dir "$C" --timeslice-us 1000 --down-after-ms 1500
+[ -s "$STORM_CONF" ] || exit 1
+ND=$(awk '$2 == "node01" { print $1 }' "$C/pids")
+[ -n "$ND" ] && ok "node01's daemon is pid $ND" || { bad "node01's daemon in $C/pids"; exit 1; }
+
+# ---- 1. late: stopped for 0.5 s while its job runs
+storm run -N 2 sh -c 'sleep 1.5; echo fin' >"$T/run1.out" 2>"$T/run1.err" &
+RUN=$!
+wait_count "$C/log/node01.log" "started ranks" 1 30 >/dev/null ||
+	bad "node01 never started the job's rank"
+kill -STOP "$ND"
+sleep 0.5 # the stall itself: what is tested is that it is survived
+kill -CONT "$ND"
+wait "$RUN"
+rc=$?
+RUN=
+[ "$rc" = 0 ] && [ "$(grep -c '^fin$' "$T/run1.out")" = 2 ] &&
+	ok "a job whose node daemon stalled 0.5 s (500 slices) finishes" ||
+	bad "job across a 0.5 s stall: exit $rc, out: $(cat "$T/run1.out") err: $(cat "$T/run1.err")"
+if grep -q "node node01 is DOWN" "$C/log/mm.log"; then
+	bad "node01 declared DOWN after a 0.5 s stall: $(grep 'node node01 is DOWN' "$C/log/mm.log")"
+else
+	ok "a 0.5 s stall is not DOWN"
+fi
+
+# ---- 2. gone: stopped until the MM declares it DOWN
+storm run -N 2 sh -c 'echo up; exec sleep 600' >"$T/run2.out" 2>"$T/run2.err" &
+RUN=$!
+wait_count "$C/log/node01.log" "started ranks" 2 30 >/dev/null ||
+	bad "node01 never started the second job's rank"
+t0=$(date +%s.%N)
+kill -STOP "$ND"
+if wait_log "$C/log/mm.log" "node node01 is DOWN" 30; then
+	t1=$(date +%s.%N)
+	line=$(grep "node node01 is DOWN" "$C/log/mm.log")
+	if python3 -c "import sys; sys.exit(not $t1 - $t0 >= 1.5)"; then
+		ok "stopped beyond the bound: DOWN after $(python3 -c "print(f'{$t1 - $t0:.1f}')") s ($line)"
+	else
+		bad "DOWN sooner than down_after_ms: after $(python3 -c "print($t1 - $t0)") s"
+	fi
+else
+	bad "node01 stopped for 30 s was never DOWN"
+fi
+wait "$RUN"
+rc=$?
+RUN=
+[ "$rc" != 0 ] && grep -q "node node01 stopped responding" "$T/run2.err" &&
+	ok "its job failed naming it (exit $rc)" ||
+	bad "the job on the DOWN node: exit $rc, err: $(cat "$T/run2.err")"
+kill -CONT "$ND"
+wait_count "$C/log/mm.log" "node node01 is UP" 2 30 >/dev/null && ok "continued: node01 is UP again" ||
+	bad "node01 never came back UP"
+expect "a job on both nodes afterwards" 0 storm run -N 2 echo again
+[ "$(grep -c '^again$' "$T/out")" = 2 ] && ok "it ran on both" || bad "output: $(cat "$T/out")"
+
+expect "cluster down" 0 storm cluster down --dir "$C"
+echo "$checks checks, $fails failed"
+[ "$fails" = 0 ]
