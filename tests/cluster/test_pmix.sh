@@ -73,8 +73,13 @@ expect "--mpi=none: no PMIx server" 0 timeout 120 storm run --mpi=none -N 2 -n 2
 # ---- MPI_Abort: rank 1 aborts with 3 while the others wait in MPI_Recv
 timeout 120 storm run -N 4 -n 8 "$T/ompi_modes" abort >"$T/out" 2>"$T/err"
 rc=$?
-[ $rc != 0 ] && [ $rc != 124 ] && ok "MPI_Abort ends the job, non-zero exit ($rc)" ||
+[ $rc != 0 ] && [ $rc != 124 ] && ok "MPI_Abort ends the job, non-zero exit ($rc)" || {
 	bad "MPI_Abort ends the job (exit $rc)"
+	# where it stuck: the ranks' own words and what each node did last
+	sed 's/^/     | out: /' "$T/out" | tail -8
+	sed 's/^/     | err: /' "$T/err" | tail -8
+	for n in "$C"/log/node0*.log "$C/log/mm.log"; do tail -4 "$n" | sed "s|^|     | ${n##*/}: |"; done
+}
 has "  ... naming the abort and its code" err "rank 1 called MPI_Abort (exit code 3)"
 id=$(last_job)
 [ "$(acct_field "$id" state)" = FAILED ] && ok "  storm acct: FAILED" ||
