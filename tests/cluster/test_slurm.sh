@@ -267,7 +267,11 @@ expect "  acct lists ARRAY_TASK ids" 0 storm acct --format=JobID,State
 arr=$(storm submit --parsable --array=1-4 -N 4 -o /dev/null sh -c "exec sleep 600 # $MARK")
 expect "cancel one task of an array" 0 storm cancel "${arr}_3"
 [ "$(acct_field "${arr}_3" state)" = CANCELLED ] && ok "  that task CANCELLED" || bad "  that task CANCELLED"
+tasks=$(storm jobs --json | python3 -c 'import json,sys
+print(*(j["job"] for j in json.load(sys.stdin)["jobs"] if str(j["jobid"]).startswith(sys.argv[1] + "_")))' "$arr")
 expect "cancel the whole array by its id" 0 storm cancel "$arr"
+# a cancel returns once the MM took it; each task ends when its nodes say so
+for t in $tasks; do wait_log "$C/log/mm.log" "job $t ended" 30 || bad "  task job $t ended"; done
 left=$(storm jobs --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["jobs"]))')
 [ "$left" = 0 ] && ok "  no task left" || bad "  no task left ($left)"
 expect "a task that is not there" 1 storm cancel "${arr}_9"
