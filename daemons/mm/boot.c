@@ -103,27 +103,12 @@ static void bsend_env(struct mm *mm, struct bconn *c, uint8_t *env, size_t len)
 			bconn_close(mm, c);
 		return;
 	}
-	if (c->out_len + 4 + len > c->out_cap) {
-		size_t cap = c->out_cap ? c->out_cap : 4096;
-		while (cap < c->out_len + 4 + len)
-			cap *= 2;
-		uint8_t *nb = realloc(c->out, cap);
-		if (!nb) {
-			free(env);
-			bconn_close(mm, c);
-			return;
-		}
-		c->out = nb;
-		c->out_cap = cap;
-	}
-	uint8_t *p = c->out + c->out_len;
-	p[0] = (uint8_t)(len >> 24);
-	p[1] = (uint8_t)(len >> 16);
-	p[2] = (uint8_t)(len >> 8);
-	p[3] = (uint8_t)len;
-	memcpy(p + 4, env, len);
+	int qrc = frame_queue(&c->out, &c->out_len, &c->out_cap, env, len);
 	free(env);
-	c->out_len += 4 + len;
+	if (qrc < 0) {
+		bconn_close(mm, c);
+		return;
+	}
 	bflush(mm, c);
 }
 

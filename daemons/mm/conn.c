@@ -124,6 +124,30 @@ static void flush(struct mm *mm, struct client *c)
 		update_epoll(mm, c);
 }
 
+/* Appends env to an output buffer as one frame (4-byte big-endian length,
+ * then the bytes), growing it as needed. Returns 0 or -ENOMEM. */
+int frame_queue(uint8_t **out, size_t *out_len, size_t *out_cap, const uint8_t *env, size_t len)
+{
+	if (*out_len + 4 + len > *out_cap) {
+		size_t cap = *out_cap ? *out_cap : 4096;
+		while (cap < *out_len + 4 + len)
+			cap *= 2;
+		uint8_t *nb = realloc(*out, cap);
+		if (!nb)
+			return -ENOMEM;
+		*out = nb;
+		*out_cap = cap;
+	}
+	uint8_t *p = *out + *out_len;
+	p[0] = (uint8_t)(len >> 24);
+	p[1] = (uint8_t)(len >> 16);
+	p[2] = (uint8_t)(len >> 8);
+	p[3] = (uint8_t)len;
+	memcpy(p + 4, env, len);
+	*out_len += 4 + len;
+	return 0;
+}
+
 /* Sends one packed reply, sealed for this connection's session. */
 void client_send(struct mm *mm, struct client *c, const uint8_t *packed, size_t plen)
 {
@@ -138,27 +162,12 @@ void client_send(struct mm *mm, struct client *c, const uint8_t *packed, size_t 
 		client_close(mm, c);
 		return;
 	}
-	if (c->out_len + 4 + len > c->out_cap) {
-		size_t cap = c->out_cap ? c->out_cap : 4096;
-		while (cap < c->out_len + 4 + len)
-			cap *= 2;
-		uint8_t *nb = realloc(c->out, cap);
-		if (!nb) {
-			free(env);
-			client_close(mm, c);
-			return;
-		}
-		c->out = nb;
-		c->out_cap = cap;
-	}
-	uint8_t *p = c->out + c->out_len;
-	p[0] = (uint8_t)(len >> 24);
-	p[1] = (uint8_t)(len >> 16);
-	p[2] = (uint8_t)(len >> 8);
-	p[3] = (uint8_t)len;
-	memcpy(p + 4, env, len);
+	int qrc = frame_queue(&c->out, &c->out_len, &c->out_cap, env, len);
 	free(env);
-	c->out_len += 4 + len;
+	if (qrc < 0) {
+		client_close(mm, c);
+		return;
+	}
 	flush(mm, c);
 }
 

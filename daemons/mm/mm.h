@@ -296,6 +296,7 @@ int client_accept(struct mm *mm, int listen_fd, bool tcp);
 /* A listening TCP socket on address (HOST:PORT), non-blocking: fd, or -1
  * with why in err. */
 int tcp_listen(const char *address, char *err, size_t errlen);
+int frame_queue(uint8_t **out, size_t *out_len, size_t *out_cap, const uint8_t *env, size_t len);
 void client_on_io(struct mm *mm, struct client *c, uint32_t events);
 /* one packed reply, sealed and queued (reply.c builds them) */
 void client_send(struct mm *mm, struct client *c, const uint8_t *packed, size_t len);
