@@ -339,7 +339,7 @@ wait_log trun.out "step 40 " 30 || bad "tree: kept running after the dump"
 expect "tree: dump and kill" 0 "$CK" dump "$TR" timg2 --kill
 wait "$W"
 expect "tree: restore the killed tree" 0 "$CK" restore timg2
-for i in $(seq 100); do tail -1 trun.out | grep -q "^child exited" && break; sleep 0.1; done
+wait_log trun.out "child exited" 10
 cmp -s tref.out trun.out && ok "tree: output identical to an uninterrupted run" ||
 	{ bad "tree: output differs after the restore of the killed tree"; diff tref.out trun.out | head -4; }
 tail -1 trun.out | grep -q "^child exited 8, counter 150" && ok "tree: the restored parent reaped its child" ||
@@ -347,7 +347,7 @@ tail -1 trun.out | grep -q "^child exited 8, counter 150" && ok "tree: the resto
 # the image of the tree left running, restored once it ended (the file cut
 # back to what it held at the dump)
 expect "tree: restore the tree dumped running" 0 "$CK" restore timg1
-for i in $(seq 100); do tail -1 trun.out | grep -q "^child exited" && break; sleep 0.1; done
+wait_log trun.out "child exited" 10
 cmp -s tref.out trun.out && ok "tree: output identical again" ||
 	{ bad "tree: output differs after the restore of the running tree"; diff tref.out trun.out | head -4; }
 expect "tree: verify its image" 0 "$CK" verify timg1
