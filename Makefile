@@ -351,7 +351,7 @@ $(BUILD)/kernel/storm_guest: tests/kernel/guest.c kernel/storm_sched.c kernel/st
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -static -I kernel -I kernel/uapi \
 	      -o $@ tests/kernel/guest.c kernel/storm_sched.c
-kernel-check: kernel $(BUILD)/kernel/storm_guest
+kernel-check: kernel all $(BUILD)/kernel/storm_guest
 	./tests/kernel/run_vm.sh $(BUILD)
 
 # the layering rules of each folder's README.md, and no daemon call cycle
