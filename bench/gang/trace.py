@@ -12,7 +12,9 @@ CLOCK_MONOTONIC times are comparable) as one JSON object on stdout:
             switch K the same spread over the "switch" lines (the node's
             timer at the slot's start; NSWITCHED > 0), the lateness of each
             (T_DONE - DEADLINE), the strict wait (OFF_NS) and its timeouts;
-            missed switches: slots some node switched and another did not,
+            missed switches: slots some node switched and another did not
+            (between the first and last slot every node switched: a job
+            starts and ends on its nodes a few slots apart),
             and switches done a whole timeslice or more past their deadline
             (the node ran the old row through the slot)
   missed    per node: gaps in its SLICE sequence, counted from its first
@@ -95,7 +97,11 @@ def main():
         else:
             partial += 1
     tskews = [max(v.values()) - min(v.values()) for v in timed.values() if len(v) == len(nodes)]
-    tpartial = sum(1 for v in timed.values() if len(v) != len(nodes))
+    # a job starts and ends on its nodes a few slots apart: only slots
+    # between the first and the last one every node switched count
+    full = [k for k, v in timed.items() if len(v) == len(nodes)]
+    tpartial = sum(1 for k, v in timed.items() if len(v) != len(nodes)
+                   and full and min(full) < k < max(full))
     slice_ns = int(out.get("timeslice_us") or 0) * 1000
     tlate = sum(1 for x in late if slice_ns and x >= slice_ns)
     us = lambda x: None if x is None else round(x / 1000.0, 2)  # noqa: E731
