@@ -44,6 +44,8 @@ int ctl_connect_tcp(const char *address, uid_t mm_uid, int timeout_ms, char *err
  * ctl_address when the local socket is absent; NULL: the local socket.
  * Needs the configuration loaded. */
 const char *cli_remote(const struct cli *c);
+/* storm.conf's ctl_address when its local socket is absent, else NULL. */
+const char *cli_conf_remote(const struct storm_conf *conf);
 /* cli_load_conf, then the local socket or TCP (cli_remote) within
  * timeout_ms: fd, or -1 with the one-line reason in err. */
 int cli_dial(struct cli *c, int timeout_ms, char *err, size_t errlen);

@@ -314,11 +314,16 @@ const char *cli_remote(const struct cli *c)
 	const char *env = getenv("STORM_MM");
 	if (env && *env)
 		return env;
+	return cli_conf_remote(&c->conf);
+}
+
+const char *cli_conf_remote(const struct storm_conf *conf)
+{
 	/* a socket that is there but dead is a local MM that died, not a
 	 * reason to go elsewhere */
-	if (c->conf.ctl_address[0] && access(c->conf.socket, F_OK) != 0 &&
+	if (conf->ctl_address[0] && access(conf->socket, F_OK) != 0 &&
 	    (errno == ENOENT || errno == ENOTDIR))
-		return c->conf.ctl_address;
+		return conf->ctl_address;
 	return NULL;
 }
 

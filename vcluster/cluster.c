@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <jansson.h>
 #include <libgen.h>
@@ -30,6 +31,7 @@
 #include "layout.h"
 #include "vcluster.h"
 #include "gm_auth.h"
+#include "hosts.h"
 #include "munged.h"
 #include "netns.h"
 #include "fmt.h"
@@ -141,11 +143,12 @@ static int find_daemon(const char *name, char *out, size_t len)
 
 /* Starts argv detached: own session, stdin /dev/null, stdout+stderr to log.
  * A CLOEXEC pipe carries an exec failure back. pid or -errno. */
-/* netns_node: the node's namespace (>= 0), the MM's side of the bridge (-1),
- * or no namespace at all (NO_NETNS). */
+/* netns_node: the node's namespace (>= 0), the MM's (NETNS_MM), or no
+ * namespace at all (NO_NETNS); host: with --hosts, the process whose mount,
+ * UTS and IPC namespaces it joins (hosts.h), else 0. */
 #define NO_NETNS (-1000)
 static pid_t spawn_detached(char *const argv[], const char *log, const char *dir, int netns_node,
-			    int append)
+			    pid_t host, int append)
 {
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) != 0)
@@ -169,7 +172,9 @@ static pid_t spawn_detached(char *const argv[], const char *log, const char *dir
 		    dup2(out, 2) < 0)
 			e = errno;
 		if (!e && netns_node != NO_NETNS)
-			e = -netns_enter(dir, netns_node);
+			e = -netns_enter(dir, netns_node, !host);
+		if (!e && host)
+			e = -hosts_join(host);
 		if (netns_node == NO_NETNS) {
 			/* all on this host: loopback. The providers' default is the
 			 * first other interface, which may be a bridge that someone's
@@ -335,12 +340,50 @@ static int stop_daemons(const char *pids_file, const char *conf, double grace_s,
 	return running;
 }
 
+/* With --hosts: each host's files but its log (kept as DIR/log is). */
+static int remove_hosts(const char *dir)
+{
+	char path[PATH_MAX];
+	path_join(path, sizeof(path), dir, "hosts");
+	DIR *d = opendir(path);
+	if (!d)
+		return 0;
+	int n = 0;
+	struct dirent *h;
+	while ((h = readdir(d))) {
+		char root[PATH_MAX];
+		if (h->d_name[0] == '.' || hosts_root(dir, h->d_name, root, sizeof(root)) != 0)
+			continue;
+		DIR *r = opendir(root);
+		struct dirent *e;
+		while (r && (e = readdir(r))) {
+			char p[PATH_MAX + 300];
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+			    !strcmp(e->d_name, "log"))
+				continue;
+			snprintf(p, sizeof(p), "%s/%s", root, e->d_name);
+			if (rm_rf(p) != 0)
+				fprintf(stderr, "storm: warning: cannot remove %s: %s\n", p,
+					strerror(errno));
+		}
+		if (r)
+			closedir(r);
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
 /* Removes what a cluster leaves at run time; DIR/log and storm.conf stay.
- * Its munged goes too: after the daemons, which may still ask it. */
+ * The munged daemons go too: after the daemons, which may still ask them;
+ * then whatever still runs in the cluster's namespaces. */
 static int remove_runtime(const char *dir)
 {
 	static const char *names[] = { "fabric", "state", "mm.sock", "pids", "cluster.key" };
-	int removed = netns_down(dir) + munged_stop(dir);
+	struct munged_at here = { .dir = dir };
+	int removed = hosts_stop(dir);
+	removed += netns_down(dir);
+	removed += remove_hosts(dir) + munged_stop(&here);
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		char path[PATH_MAX];
 		struct stat st;
@@ -357,11 +400,22 @@ static int remove_runtime(const char *dir)
 
 /* ---- talking to the MM */
 
-static Storm__Ctl__Reply *ask(const char *sock, Storm__Ctl__Request *req, int timeout_ms,
+/* The MM where a command reaches it: its socket, or its ctl_address when
+ * that socket is not here (cli_conf_remote; --hosts: it is in the MM's host). */
+static const char *mm_where(const struct storm_conf *conf)
+{
+	const char *remote = cli_conf_remote(conf);
+	return remote ? remote : conf->socket;
+}
+
+/* where: the MM's socket (a path) or its ctl_address (HOST:PORT). */
+static Storm__Ctl__Reply *ask(const char *where, Storm__Ctl__Request *req, int timeout_ms,
 			      int *err)
 {
 	Storm__Ctl__Reply *rep = NULL;
-	int fd = ctl_connect(sock, 1000);
+	char why[300];
+	int fd = where[0] == '/' ? ctl_connect(where, 1000)
+				 : ctl_connect_tcp(where, getuid(), 1000, why, sizeof(why));
 	if (fd < 0) {
 		*err = fd;
 		return NULL;
@@ -440,9 +494,15 @@ static const char up_help[] =
 	"                         on a buddy node (default); 0: images only where written\n"
 	"      --netns            each node daemon in its own network namespace on a\n"
 	"                         bridge (root; 10.213.0.0/16), so a node can be cut off\n"
+	"      --hosts            the MM and each node daemon on a host of its own\n"
+	"                         sharing only the network: own network, mount and\n"
+	"                         UTS namespaces, host name, address, munged, private\n"
+	"                         /tmp, /run, state and log (DIR/hosts/NAME); storm\n"
+	"                         here reaches the MM over TCP only (root)\n"
 	"      --ctl-port P       the machine manager also takes control connections\n"
 	"                         over TCP at 127.0.0.1:P (--netns: the bridge's\n"
-	"                         address): ctl_address, for storm on other hosts\n"
+	"                         address; --hosts: the MM host's, default a free\n"
+	"                         port): ctl_address, for storm on other hosts\n"
 	"      --metrics-port P   the machine manager serves Prometheus metrics at\n"
 	"                         http://127.0.0.1:P/metrics (default: off)\n"
 	"      --realtime         daemons at SCHED_FIFO, as on a real cluster (off:\n"
@@ -451,11 +511,11 @@ static const char up_help[] =
 
 enum { C_NODES = 1, C_DIR, C_PROVIDER, C_TIMESLICE, C_CPUS, C_DOWN_AFTER, C_DOWN_AFTER_MS,
        C_NETNS, C_REALTIME, C_WAIT, C_JSON, C_CONF, C_HELP, C_MPL, C_QUANTUM, C_POLICY, C_SWITCH, C_COPIES, C_METRICS, C_CTL_PORT, C_AHEAD,
-       C_SWITCH_WAIT };
+       C_SWITCH_WAIT, C_HOSTS };
 
 struct up_opts {
 	unsigned nodes, timeslice_us, cpus, down_after, down_after_ms, mpl, quantum, metrics_port, ctl_port;
-	int netns, realtime;
+	int netns, hosts, realtime;
 	int policy, switch_mode, copies; /* -1: the default */
 	int ahead, switch_wait_pct;      /* -1: the default */
 	const char *dir, *provider;
@@ -577,6 +637,13 @@ static int resolve_dir(const struct up_opts *o, char *dir)
 			abs, DIR_MAX - 1);
 		return -1;
 	}
+	if (o->hosts && (int)strlen(abs) > hosts_dir_max()) {
+		fprintf(stderr,
+			"storm: error: %s: too long a path for the hosts' munge sockets in it (at "
+			"most %d characters with --hosts)\n",
+			abs, hosts_dir_max());
+		return -1;
+	}
 	memcpy(dir, abs, strlen(abs) + 1);
 	return 0;
 }
@@ -592,12 +659,16 @@ static int clear_dir(const struct up_opts *o, const char *dir, const char *conf_
 	const char *old_sock = sock;
 	bool have_old = conf_load(conf_path, &old, cerr, sizeof(cerr)) == 0;
 	if (have_old) {
-		old_sock = old.socket;
+		old_sock = mm_where(&old);
 		ctl_set_munge_socket(old.munge_socket);
 	}
 	Storm__Ctl__Reply *rep = ask_status(old_sock, 0, &err);
 	int rc = 0;
-	if (rep || (err != -ECONNREFUSED && err != -ENOENT)) {
+	/* over TCP (--hosts), a dead cluster's address may have no route left */
+	int dead = err == -ECONNREFUSED || err == -ENOENT ||
+		   (old_sock[0] != '/' &&
+		    (err == -ENETUNREACH || err == -EHOSTUNREACH || err == -ETIMEDOUT));
+	if (rep || !dead) {
 		if (rep && rep->body_case == STORM__CTL__REPLY__BODY_STATUS)
 			fprintf(stderr,
 				"storm: error: a cluster is already up in %s (cluster '%s', %u of %u "
@@ -689,25 +760,39 @@ static int configure(const struct up_opts *o, const char *dir, const char *conf_
 		conf_free(conf);
 		return -1;
 	}
+	const char *mm_addr = o->hosts ? NETNS_MM_HOST_ADDR : o->netns ? NETNS_MM_ADDR : "127.0.0.1";
 	snprintf(conf->bootstrap, sizeof(conf->bootstrap), "mm");
-	snprintf(conf->mm_address, sizeof(conf->mm_address), "%s:%d",
-		 o->netns ? NETNS_MM_ADDR : "127.0.0.1", port);
-	if (o->ctl_port)
-		snprintf(conf->ctl_address, sizeof(conf->ctl_address), "%s:%u",
-			 o->netns ? NETNS_MM_ADDR : "127.0.0.1", o->ctl_port);
+	snprintf(conf->mm_address, sizeof(conf->mm_address), "%s:%d", mm_addr, port);
+	/* --hosts: storm here has no other way to the MM; the MM's host has
+	 * every port free, so one that is free here does */
+	int ctl_port = o->ctl_port ? (int)o->ctl_port : o->hosts ? free_tcp_port() : 0;
+	if (ctl_port < 0) {
+		fprintf(stderr, "storm: error: no free TCP port for the MM's control connections: %s\n",
+			strerror(-ctl_port));
+		conf_free(conf);
+		return -1;
+	}
+	if (ctl_port)
+		snprintf(conf->ctl_address, sizeof(conf->ctl_address), "%s:%d", mm_addr, ctl_port);
 	snprintf(conf->key_file, sizeof(conf->key_file), "%s/cluster.key", dir);
 	munged_socket_path(dir, conf->munge_socket, sizeof(conf->munge_socket));
 	conf->nnodes = (int)o->nodes;
 	virtual_node_names(conf->nnodes, conf->nodes);
 	char emsg[2 * PATH_MAX + 128];
+	struct munged_at here = { .dir = dir };
 	int rc = conf_write(conf, conf_path);
 	if (rc == 0 && (rc = gm_key_create(conf->key_file)) != 0)
 		snprintf(emsg, sizeof(emsg), "cannot create the cluster key %s: %s", conf->key_file,
 			 strerror(-rc));
 	else if (rc != 0)
 		snprintf(emsg, sizeof(emsg), "cannot write %s: %s", conf_path, strerror(-rc));
-	else if (munged_start(dir, emsg, sizeof(emsg)) != 0)
+	else if (munged_start(&here, emsg, sizeof(emsg)) < 0)
 		rc = -1;
+	/* --hosts: each host with its copies of the files and its own munged */
+	for (int i = o->hosts ? -1 : conf->nnodes; rc == 0 && i < conf->nnodes; i++)
+		if (hosts_start(dir, i < 0 ? HOSTS_MM : conf->nodes[i], i < 0 ? NETNS_MM : i, emsg,
+				sizeof(emsg)) < 0)
+			rc = -1;
 	if (rc != 0) {
 		fprintf(stderr, "storm: error: %s\n", emsg);
 		remove_runtime(dir);
@@ -716,6 +801,30 @@ static int configure(const struct up_opts *o, const char *dir, const char *conf_
 	}
 	ctl_set_munge_socket(conf->munge_socket);
 	return 0;
+}
+
+/* Where daemon NAME writes its log (spawn_detached): DIR/log/NAME.log, or
+ * with --hosts the same in its host (DIR/log links to it). */
+static void daemon_log(const char *dir, const char *name, char *out, size_t len)
+{
+	char hosts[PATH_MAX], root[PATH_MAX];
+	path_join(hosts, sizeof(hosts), dir, "hosts");
+	if (access(hosts, F_OK) == 0 && hosts_root(dir, name, root, sizeof(root)) == 0)
+		snprintf(out, len, "%s/log/%s.log", root, name);
+	else
+		snprintf(out, len, "%s/log/%s.log", dir, name);
+}
+
+/* --hosts: the process whose namespaces host NAME's daemon joins, or 0
+ * (printed): without it the daemon would see this machine's files. */
+static pid_t host_of(const char *dir, const char *name)
+{
+	pid_t pid = hosts_anchor(dir, name);
+	if (!pid)
+		fprintf(stderr, "storm: error: host %s's munged is not running (see %s/hosts/%s/log/"
+				"munged.log); its namespaces are gone with it\n",
+			name, dir, name);
+	return pid;
 }
 
 /* The MM and every node daemon, detached, all at once: each node daemon
@@ -730,9 +839,13 @@ static int start_daemons(const struct up_opts *o, const char *dir, const char *c
 	    find_daemon("stormnd", nd_bin, sizeof(nd_bin)))
 		return -1;
 	snprintf(pids, sizeof(pids), "%s/pids", dir);
-	snprintf(log, sizeof(log), "%s/log/mm.log", dir);
+	daemon_log(dir, HOSTS_MM, log, sizeof(log));
 	char *mm_argv[] = { mm_bin, "-c", (char *)conf_path, NULL };
-	pid_t pid = spawn_detached(mm_argv, log, dir, o->netns ? -1 : NO_NETNS, 0);
+	pid_t host = 0;
+	if (o->hosts && (host = host_of(dir, HOSTS_MM)) == 0)
+		return -1;
+	pid_t pid = spawn_detached(mm_argv, log, dir, o->netns || o->hosts ? NETNS_MM : NO_NETNS,
+				   host, 0);
 	if (pid < 0) {
 		fprintf(stderr, "storm: error: cannot start %s: %s\n", mm_bin, strerror(-(int)pid));
 		return -1;
@@ -748,12 +861,14 @@ static int start_daemons(const struct up_opts *o, const char *dir, const char *c
 	snprintf(d[(*nd)++].name, HOSTNAME_MAX, "mm");
 	append_pid(pids, pid, "mm");
 	for (int i = 0; i < conf->nnodes; i++) {
-		snprintf(log, sizeof(log), "%s/log/%s.log", dir, conf->nodes[i]);
+		daemon_log(dir, conf->nodes[i], log, sizeof(log));
 		/* SCHED_FIFO is for a node with one daemon: 64 real-time daemons
 		 * on a few cores would starve everything else if one spun */
 		char *nd_argv[] = { nd_bin, "-c", (char *)conf_path, "-n", conf->nodes[i],
 				    o->realtime ? NULL : "--no-realtime", NULL };
-		pid = spawn_detached(nd_argv, log, dir, o->netns ? i : NO_NETNS, 0);
+		if (o->hosts && (host = host_of(dir, conf->nodes[i])) == 0)
+			return -1;
+		pid = spawn_detached(nd_argv, log, dir, o->netns || o->hosts ? i : NO_NETNS, host, 0);
 		if (pid < 0) {
 			fprintf(stderr, "storm: error: cannot start %s for %s: %s\n", nd_bin,
 				conf->nodes[i], strerror(-(int)pid));
@@ -796,7 +911,8 @@ static Storm__Ctl__Reply *wait_up(const char *dir, const char *sock,
 						    &err);
 		if (!rep) {
 			/* not listening yet, or still joining the fabric */
-			if (err == -ENOENT || err == -ECONNREFUSED || err == -ETIMEDOUT) {
+			if (err == -ENOENT || err == -ECONNREFUSED || err == -ETIMEDOUT ||
+			    err == -EHOSTUNREACH) {
 				if (err != -ETIMEDOUT)
 					usleep(20000);
 				continue;
@@ -858,7 +974,7 @@ static int cluster_up(const struct up_opts *o)
 	if (clear_dir(o, dir, conf_path, sock, pids) < 0 || prepare_dir(dir) != 0)
 		return EXIT_STORM;
 	char cerr[512];
-	if (o->netns && netns_up(dir, (int)o->nodes, cerr, sizeof(cerr)) != 0) {
+	if ((o->netns || o->hosts) && netns_up(dir, (int)o->nodes, o->hosts, cerr, sizeof(cerr)) != 0) {
 		fprintf(stderr, "storm: error: %s\n", cerr);
 		return EXIT_STORM;
 	}
@@ -877,15 +993,17 @@ static int cluster_up(const struct up_opts *o)
 	int nd = 0, code = EXIT_STORM;
 	bool interrupt = false;
 	Storm__Ctl__Reply *rep = NULL;
+	/* --hosts: over TCP, as from any machine but the MM's */
+	const char *where = o->hosts ? conf.ctl_address : sock;
 	if (start_daemons(o, dir, conf_path, &conf, d, &nd) == 0 &&
-	    (rep = wait_up(dir, sock, &conf, d, nd, &interrupt))) {
+	    (rep = wait_up(dir, where, &conf, d, nd, &interrupt))) {
 		print_up(dir, conf_path, &conf, rep->status);
 		ctl_reply_free(rep);
 		code = EXIT_OK;
 	} else {
 		if (interrupt)
 			fprintf(stderr, "storm: interrupted while the cluster was coming up\n");
-		teardown(dir, sock, conf_path);
+		teardown(dir, where, conf_path);
 	}
 	free(d);
 	conf_free(&conf);
@@ -978,7 +1096,8 @@ static int cmd_up(int argc, char **argv)
 		{ "switch", 0, 1, C_SWITCH },	       { "checkpoint-copies", 0, 1, C_COPIES },
 		{ "metrics-port", 0, 1, C_METRICS },   { "ahead", 0, 1, C_AHEAD },
 		{ "ctl-port", 0, 1, C_CTL_PORT },
-		{ "switch-wait-pct", 0, 1, C_SWITCH_WAIT }, { NULL, 0, 0, 0 },
+		{ "switch-wait-pct", 0, 1, C_SWITCH_WAIT }, { "hosts", 0, 0, C_HOSTS },
+		{ NULL, 0, 0, 0 },
 	};
 	const char *cmd = "storm cluster up";
 	struct up_opts o = { .policy = -1, .switch_mode = -1, .copies = -1, .ahead = -1,
@@ -1018,14 +1137,20 @@ static int cmd_up(int argc, char **argv)
 			o.switch_wait_pct = (int)v;
 			break;
 		case C_NETNS: o.netns = 1; break;
+		case C_HOSTS: o.hosts = 1; break;
 		case C_REALTIME: o.realtime = 1; break;
 		case C_HELP: fputs(up_help, stdout); return EXIT_OK;
 		case OPT_OPERAND: return usage_error(cmd, "unexpected argument '%s'", p.arg);
 		default: return usage_error(cmd, "%s", p.err);
 		}
 	}
-	if (o.netns && o.provider && (!strcmp(o.provider, "shm") || strstr(o.provider, "shm;")))
-		return usage_error(cmd, "--netns needs a network provider, not '%s'", o.provider);
+	if (o.netns && o.hosts)
+		return usage_error(cmd, "--hosts and --netns both set; --hosts already gives every "
+					"daemon a network namespace of its own");
+	if ((o.netns || o.hosts) && o.provider &&
+	    (!strcmp(o.provider, "shm") || strstr(o.provider, "shm;")))
+		return usage_error(cmd, "%s needs a network provider, not '%s'",
+				   o.hosts ? "--hosts" : "--netns", o.provider);
 	if (!o.nodes)
 		return usage_error(cmd, "--nodes N is required");
 	if (o.down_after && o.down_after_ms)
@@ -1118,8 +1243,10 @@ static int cmd_status(struct cli *c, int argc, char **argv)
 	Storm__Ctl__Status *s = rep->status;
 	/* nodes that are not UP, by name */
 	int nerr;
-	Storm__Ctl__Reply *nodes = s->nodes_up < s->nodes_total ? ask_nodes(c->conf.socket, &nerr)
-								: NULL;
+	const char *remote = cli_remote(c);
+	Storm__Ctl__Reply *nodes = s->nodes_up < s->nodes_total
+					   ? ask_nodes(remote ? remote : c->conf.socket, &nerr)
+					   : NULL;
 	const char **down = calloc(s->nodes_total + 1, sizeof(*down));
 	int ndown = 0;
 	if (nodes && nodes->body_case == STORM__CTL__REPLY__BODY_NODES && down)
@@ -1212,7 +1339,7 @@ static int cmd_down(struct cli *c, int argc, char **argv)
 		char st[PATH_MAX + 8];
 		snprintf(st, sizeof(st), "%s/state", dir);
 		is_virtual |= !strcmp(conf.socket, sock) && !strcmp(conf.state_dir, st);
-		snprintf(sock, sizeof(sock), "%s", conf.socket);
+		snprintf(sock, sizeof(sock), "%s", mm_where(&conf));
 		ctl_set_munge_socket(conf.munge_socket);
 		conf_free(&conf);
 	} else if (!is_virtual) {
@@ -1330,12 +1457,17 @@ static int cluster_restart(struct cli *c, int argc, char **argv)
 	if (find_daemon(is_mm ? "stormmm" : "stormnd", bin, sizeof(bin)))
 		goto out;
 	int netns = access(nsf, F_OK) == 0;
-	snprintf(log, sizeof(log), "%s/log/%s.log", dir, is_mm ? "mm" : name);
+	char hosts[PATH_MAX + 8];
+	path_join(hosts, sizeof(hosts), dir, "hosts");
+	pid_t host = 0;
+	if (access(hosts, F_OK) == 0 && (host = host_of(dir, is_mm ? HOSTS_MM : name)) == 0)
+		goto out;
+	daemon_log(dir, is_mm ? HOSTS_MM : name, log, sizeof(log));
 	char *mm_argv[] = { bin, "-c", c->conf_path, NULL };
 	char *nd_argv[] = { bin, "-c", c->conf_path, "-n", (char *)name, "--no-realtime", NULL };
 	double start = now_s();
 	pid_t pid = spawn_detached(is_mm ? mm_argv : nd_argv, log, dir,
-				   netns ? idx : NO_NETNS, 1);
+				   netns ? (is_mm ? NETNS_MM : idx) : NO_NETNS, host, 1);
 	if (pid < 0) {
 		fprintf(stderr, "storm: error: cannot start %s: %s\n", bin, strerror(-(int)pid));
 		goto out;
@@ -1350,7 +1482,7 @@ static int cluster_restart(struct cli *c, int argc, char **argv)
 	ctl_set_munge_socket(conf.munge_socket);
 	for (;;) {
 		int e;
-		Storm__Ctl__Reply *rep = ask_status(conf.socket, 1000, &e);
+		Storm__Ctl__Reply *rep = ask_status(mm_where(&conf), 1000, &e);
 		if (rep && rep->body_case == STORM__CTL__REPLY__BODY_STATUS) {
 			printf("storm: machine manager started again (pid %d) in %.2f s: %u of %u "
 			       "nodes up, %u jobs running, %u queued\n",

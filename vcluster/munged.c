@@ -73,34 +73,38 @@ static double mono(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-int munged_start(const char *dir, char *err, size_t errlen)
+int munged_start(const struct munged_at *at, char *err, size_t errlen)
 {
+	const char *dir = at->dir, *seen = at->seen ? at->seen : at->dir;
 	char bin[PATH_MAX], mdir[PATH_MAX], key[PATH_MAX + 16], sock[PATH_MAX], pid[PATH_MAX + 16],
-		seed[PATH_MAX + 16], log[PATH_MAX + 16];
+		seed[PATH_MAX + 16], log[PATH_MAX + 16], here[PATH_MAX];
 	if (find_munged(bin, sizeof(bin)) != 0) {
 		snprintf(err, errlen, "cannot find munged (Debian package munge; "
 				      "scripts/install-deps.sh installs it)");
 		return -1;
 	}
-	snprintf(mdir, sizeof(mdir), "%s/munge", dir);
-	if (munged_socket_path(dir, sock, sizeof(sock)) != 0 || strlen(sock) >= 108) {
-		snprintf(err, errlen, "%s/munge/munge.socket is too long for a socket address", dir);
+	if (munged_socket_path(dir, sock, sizeof(sock)) != 0 || strlen(sock) >= 108 ||
+	    munged_socket_path(seen, here, sizeof(here)) != 0 || strlen(here) >= 108) {
+		snprintf(err, errlen, "%s/munge/munge.socket is too long for a socket address", seen);
 		return -1;
 	}
 	/* 0755: every user of the cluster must reach the socket */
+	snprintf(mdir, sizeof(mdir), "%s/munge", seen);
 	if (mkdir(mdir, 0755) != 0 && errno != EEXIST) {
 		snprintf(err, errlen, "cannot create %s: %s", mdir, strerror(errno));
 		return -1;
 	}
+	/* the key is written here; munged's own paths are as it sees them */
 	snprintf(key, sizeof(key), "%s/munge.key", mdir);
-	snprintf(pid, sizeof(pid), "%s/munged.pid", mdir);
-	snprintf(seed, sizeof(seed), "%s/munged.seed", mdir);
-	snprintf(log, sizeof(log), "%s/log/munged.log", dir);
-	int e = write_key(key);
+	snprintf(log, sizeof(log), "%s/log/munged.log", seen);
+	int e = at->have_key ? 0 : write_key(key);
 	if (e < 0) {
 		snprintf(err, errlen, "cannot write the MUNGE key %s: %s", key, strerror(-e));
 		return -1;
 	}
+	snprintf(key, sizeof(key), "%s/munge/munge.key", dir);
+	snprintf(pid, sizeof(pid), "%s/munge/munged.pid", dir);
+	snprintf(seed, sizeof(seed), "%s/munge/munged.seed", dir);
 	char a_sock[PATH_MAX + 16], a_key[PATH_MAX + 32], a_pid[PATH_MAX + 32],
 		a_seed[PATH_MAX + 32];
 	snprintf(a_sock, sizeof(a_sock), "--socket=%s", sock);
@@ -127,6 +131,10 @@ int munged_start(const char *dir, char *err, size_t errlen)
 		if (setsid() < 0 || in < 0 || out < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
 		    dup2(out, 2) < 0)
 			_exit(127);
+		if (at->enter && (e = at->enter(at->arg)) < 0) {
+			dprintf(2, "storm: cannot enter the host's namespaces: %s\n", strerror(-e));
+			_exit(126);
+		}
 		close_range(3, ~0u, 0);
 		execv(bin, argv);
 		_exit(127);
@@ -137,17 +145,18 @@ int munged_start(const char *dir, char *err, size_t errlen)
 		if (waitpid(child, &status, WNOHANG) == child) {
 			snprintf(err, errlen, "munged exited during start-up (status %d); see %s",
 				 WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), log);
-			munged_stop(dir);
+			munged_stop(at);
 			return -1;
 		}
-		if (answers(sock))
-			return 0;
+		/* a socket's path reaches it from any network namespace */
+		if (answers(here))
+			return child;
 		if (mono() > deadline) {
-			snprintf(err, errlen, "munged did not answer on %s within 10 s; see %s", sock,
+			snprintf(err, errlen, "munged did not answer on %s within 10 s; see %s", here,
 				 log);
 			kill(child, SIGKILL);
 			waitpid(child, NULL, 0);
-			munged_stop(dir);
+			munged_stop(at);
 			return -1;
 		}
 		struct timespec ts = { 0, 20 * 1000000L };
@@ -155,11 +164,11 @@ int munged_start(const char *dir, char *err, size_t errlen)
 	}
 }
 
-/* The pid in DIR/munge/munged.pid, if that process is the munged of DIR. */
-static pid_t our_munged(const char *dir)
+int munged_pid(const struct munged_at *at)
 {
+	const char *dir = at->dir, *seen = at->seen ? at->seen : at->dir;
 	char path[PATH_MAX + 32], want[PATH_MAX + 32], buf[8192];
-	snprintf(path, sizeof(path), "%s/munge/munged.pid", dir);
+	snprintf(path, sizeof(path), "%s/munge/munged.pid", seen);
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return 0;
@@ -202,9 +211,9 @@ static int rm_dir_files(const char *mdir)
 	return removed;
 }
 
-int munged_stop(const char *dir)
+int munged_stop(const struct munged_at *at)
 {
-	pid_t pid = our_munged(dir);
+	pid_t pid = munged_pid(at);
 	int found = pid > 0;
 	if (pid > 0) {
 		int pfd = pidfd_open(pid, 0);
@@ -220,6 +229,6 @@ int munged_stop(const char *dir)
 		}
 	}
 	char mdir[PATH_MAX];
-	snprintf(mdir, sizeof(mdir), "%s/munge", dir);
+	snprintf(mdir, sizeof(mdir), "%s/munge", at->seen ? at->seen : at->dir);
 	return rm_dir_files(mdir) > 0 || found;
 }

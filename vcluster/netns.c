@@ -4,10 +4,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <dirent.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,7 +28,10 @@ void netns_name(const char *dir, int node, char *out, size_t len)
 {
 	char p[8];
 	prefix(dir, p);
-	snprintf(out, len, "%s-n%d", p, node);
+	if (node == NETNS_MM)
+		snprintf(out, len, "%s-mm", p);
+	else
+		snprintf(out, len, "%s-n%d", p, node);
 }
 
 /* Node i's address: 10.213.(i / 250).(i % 250 + 1); the MM's: 10.213.255.254. */
@@ -51,10 +57,11 @@ static int run_ip_batch(const char *netns, const char *batch_path)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
 }
 
-int netns_up(const char *dir, int nnodes, char *err, size_t errlen)
+int netns_up(const char *dir, int nnodes, int mm_ns, char *err, size_t errlen)
 {
 	if (geteuid() != 0) {
-		snprintf(err, errlen, "--netns needs root (network namespaces and a bridge)");
+		snprintf(err, errlen, "%s needs root (network namespaces and a bridge)",
+			 mm_ns ? "--hosts" : "--netns");
 		return -1;
 	}
 	if (nnodes > 250 * 255) {
@@ -69,7 +76,7 @@ int netns_up(const char *dir, int nnodes, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot write %s: %s", rec, strerror(errno));
 		return -1;
 	}
-	fprintf(r, "%s %d\n", p, nnodes);
+	fprintf(r, "%s %d %d\n", p, nnodes, mm_ns ? 1 : 0);
 	fclose(r);
 	snprintf(path, sizeof(path), "%s/netns.batch", dir);
 	FILE *b = fopen(path, "w");
@@ -82,6 +89,9 @@ int netns_up(const char *dir, int nnodes, char *err, size_t errlen)
 	for (int i = 0; i < nnodes; i++)
 		fprintf(b, "netns add %s-n%d\nlink add %sh%d type veth peer name eth0 netns %s-n%d\n"
 			   "link set %sh%d master %sbr up\n", p, i, p, i, p, i, p, i, p);
+	if (mm_ns)
+		fprintf(b, "netns add %s-mm\nlink add %shm type veth peer name eth0 netns %s-mm\n"
+			   "link set %shm master %sbr up\n", p, p, p, p, p);
 	fclose(b);
 	if (run_ip_batch(NULL, path) != 0) {
 		snprintf(err, errlen, "setting up the bridge and namespaces failed ('ip -batch %s')",
@@ -89,14 +99,17 @@ int netns_up(const char *dir, int nnodes, char *err, size_t errlen)
 		netns_down(dir);
 		return -1;
 	}
-	for (int i = 0; i < nnodes; i++) {
+	for (int i = mm_ns ? -1 : 0; i < nnodes; i++) {
 		char ns[32];
-		snprintf(ns, sizeof(ns), "%s-n%d", p, i);
+		netns_name(dir, i, ns, sizeof(ns));
 		b = fopen(path, "w");
 		if (!b)
 			break;
-		fprintf(b, "addr add 10.213.%d.%d/16 dev eth0\nlink set eth0 up\nlink set lo up\n",
-			i / 250, i % 250 + 1);
+		if (i == NETNS_MM)
+			fprintf(b, "addr add " NETNS_MM_HOST_ADDR "/16 dev eth0\n");
+		else
+			fprintf(b, "addr add 10.213.%d.%d/16 dev eth0\n", i / 250, i % 250 + 1);
+		fprintf(b, "link set eth0 up\nlink set lo up\n");
 		fclose(b);
 		if (run_ip_batch(ns, path) != 0) {
 			snprintf(err, errlen, "configuring namespace %s failed", ns);
@@ -108,24 +121,69 @@ int netns_up(const char *dir, int nnodes, char *err, size_t errlen)
 	return 0;
 }
 
+/* SIGKILLs every process in namespace ns (a rank or daemon that outlived
+ * `cluster down`'s requests): anything in it is the cluster's, and a
+ * process left there would keep its mounts and namespaces alive. Waits
+ * until they are gone (up to 5 s). */
+static void kill_in(const char *ns)
+{
+	char path[64];
+	struct stat want;
+	snprintf(path, sizeof(path), "/run/netns/%s", ns);
+	if (stat(path, &want) != 0)
+		return;
+	for (int round = 0; round < 500; round++) {
+		int seen = 0;
+		DIR *proc = opendir("/proc");
+		if (!proc)
+			return;
+		struct dirent *e;
+		while ((e = readdir(proc))) {
+			char *end;
+			long pid = strtol(e->d_name, &end, 10);
+			if (*end || pid <= 1 || pid == getpid())
+				continue;
+			char nsp[64];
+			struct stat st;
+			snprintf(nsp, sizeof(nsp), "/proc/%ld/ns/net", pid);
+			if (stat(nsp, &st) != 0 || st.st_ino != want.st_ino || st.st_dev != want.st_dev)
+				continue;
+			seen++;
+			kill((pid_t)pid, SIGKILL);
+			waitpid((pid_t)pid, NULL, WNOHANG); /* reap if it is our child */
+		}
+		closedir(proc);
+		if (!seen)
+			return;
+		usleep(10000);
+	}
+}
+
 int netns_down(const char *dir)
 {
 	char rec[4200], p[16], path[4200];
-	int n = 0;
+	int n = 0, mm_ns = 0;
 	snprintf(rec, sizeof(rec), "%s/netns", dir);
 	FILE *r = fopen(rec, "r");
 	if (!r)
 		return 0;
-	int ok = fscanf(r, "%7s %d", p, &n) == 2;
+	int got = fscanf(r, "%7s %d %d", p, &n, &mm_ns);
 	fclose(r);
-	if (!ok) {
+	if (got < 2) {
 		unlink(rec);
 		return 0;
+	}
+	for (int i = mm_ns ? -1 : 0; i < n; i++) {
+		char ns[32];
+		netns_name(dir, i, ns, sizeof(ns));
+		kill_in(ns);
 	}
 	snprintf(path, sizeof(path), "%s/netns.batch", dir);
 	FILE *b = fopen(path, "w");
 	if (b) {
 		/* deleting a namespace deletes its end of the veth, and so the pair */
+		if (mm_ns)
+			fprintf(b, "netns del %s-mm\n", p);
 		for (int i = 0; i < n; i++)
 			fprintf(b, "netns del %s-n%d\n", p, i);
 		fprintf(b, "link del %sbr\n", p);
@@ -149,14 +207,30 @@ int netns_down(const char *dir)
 	return 1;
 }
 
-int netns_enter(const char *dir, int node)
+/* Does DIR/netns record a namespace of the MM's own (--hosts)? */
+static int mm_has_ns(const char *dir)
+{
+	char rec[4200], p[16];
+	int n = 0, mm_ns = 0;
+	snprintf(rec, sizeof(rec), "%s/netns", dir);
+	FILE *r = fopen(rec, "r");
+	if (!r)
+		return 0;
+	if (fscanf(r, "%7s %d %d", p, &n, &mm_ns) != 3)
+		mm_ns = 0;
+	fclose(r);
+	return mm_ns;
+}
+
+int netns_enter(const char *dir, int node, int own_uts)
 {
 	char p[8];
 	prefix(dir, p);
 	char ifname[16];
-	if (node >= 0) {
-		char path[64];
-		snprintf(path, sizeof(path), "/run/netns/%s-n%d", p, node);
+	if (node >= 0 || mm_has_ns(dir)) {
+		char path[64], ns[32];
+		netns_name(dir, node, ns, sizeof(ns));
+		snprintf(path, sizeof(path), "/run/netns/%s", ns);
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			return -errno;
@@ -171,7 +245,7 @@ int netns_enter(const char *dir, int node)
 		 * namespace), and would otherwise take the nodes for one host */
 		char host[32];
 		snprintf(host, sizeof(host), "%s-node%02d", p, node);
-		if (unshare(CLONE_NEWUTS) < 0 || sethostname(host, strlen(host)) < 0)
+		if (own_uts && (unshare(CLONE_NEWUTS) < 0 || sethostname(host, strlen(host)) < 0))
 			return -errno;
 		snprintf(ifname, sizeof(ifname), "eth0");
 	} else {

@@ -1,25 +1,35 @@
 /* `storm cluster up --netns`: each node daemon in its own network namespace,
  * joined to the machine manager by a veth pair on one bridge, so a test can
- * cut a node off (`ip -n NS link set eth0 down`). Root only. DIR/netns
- * records what was made, for `cluster down`. */
+ * cut a node off (`ip -n NS link set eth0 down`). With --hosts the MM has a
+ * namespace of its own on the bridge too, and this machine (where storm
+ * runs) keeps only the bridge's address. Root only. DIR/netns records what
+ * was made, for `cluster down`. */
 #ifndef STORM_CLI_NETNS_H
 #define STORM_CLI_NETNS_H
 
 #include <stddef.h>
 
-/* The MM's address on the bridge, where the nodes reach it. */
+/* The bridge's address: the MM's with --netns; this machine's with --hosts. */
 #define NETNS_MM_ADDR "10.213.255.254"
+/* The MM's own namespace's address with --hosts. */
+#define NETNS_MM_HOST_ADDR "10.213.255.253"
+/* netns_enter's node for the MM. */
+#define NETNS_MM (-1)
 
-/* Creates the bridge and one namespace per node. 0, or -1 with err set. */
-int netns_up(const char *dir, int nnodes, char *err, size_t errlen);
-/* Removes what DIR/netns records; quiet and idempotent. Returns 1 if there
- * was something to remove. */
+/* Creates the bridge and one namespace per node, and one for the MM when
+ * mm_ns. 0, or -1 with err set. */
+int netns_up(const char *dir, int nnodes, int mm_ns, char *err, size_t errlen);
+/* Kills every process left in the namespaces DIR/netns records and removes
+ * them and the bridge; quiet and idempotent. Returns 1 if there was
+ * something to remove. */
 int netns_down(const char *dir);
-/* In a forked child before exec: enter node i's namespace (i >= 0) or stay
- * in ours (the MM, i < 0), and point libfabric at the right interface.
+/* In a forked child before exec: enter node i's namespace (i >= 0) or the
+ * MM's (NETNS_MM: its own with --hosts, else stay in ours on the bridge),
+ * and point libfabric at the right interface. own_uts: a host name and IPC
+ * namespace of the node's own too (--netns; --hosts makes them itself).
  * 0 or -errno. */
-int netns_enter(const char *dir, int node);
-/* The namespace name of node i, for tests and messages. */
+int netns_enter(const char *dir, int node, int own_uts);
+/* The namespace name of node i (NETNS_MM: the MM's), for tests and messages. */
 void netns_name(const char *dir, int node, char *out, size_t len);
 
 #endif

@@ -1,0 +1,229 @@
+/* Hosts that share only the network, for storm cluster up --hosts (hosts.h). */
+#include "hosts.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/pidfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "munged.h"
+#include "netns.h"
+
+/* "/hosts/" + a node name (node000 past 100 nodes) + "/munge/munge.socket" */
+#define HOST_SUFFIX_MAX (7 + 7 + 19)
+
+int hosts_root(const char *dir, const char *name, char *out, size_t len)
+{
+	int n = snprintf(out, len, "%s/hosts/%s", dir, name);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+int hosts_dir_max(void)
+{
+	return 107 - HOST_SUFFIX_MAX;
+}
+
+/* Copies from to to with mode: a host's own copy, as a site installs it. */
+static int copy_file(const char *from, const char *to, mode_t mode)
+{
+	int in = open(from, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (out < 0) {
+		int e = errno;
+		close(in);
+		return -e;
+	}
+	char buf[8192];
+	ssize_t n;
+	int e = 0;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n) {
+			e = errno ? errno : EIO;
+			break;
+		}
+	if (n < 0)
+		e = errno;
+	close(in);
+	if (close(out) != 0 && !e)
+		e = errno;
+	return -e;
+}
+
+/* mkdir -p, each new level with mode. */
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char p[PATH_MAX];
+	if (snprintf(p, sizeof(p), "%s", path) >= (int)sizeof(p))
+		return -ENAMETOOLONG;
+	for (char *s = p + 1;; s++) {
+		if (*s != '/' && *s)
+			continue;
+		char c = *s;
+		*s = '\0';
+		if (mkdir(p, mode) != 0 && errno != EEXIST)
+			return -errno;
+		if (!c)
+			return 0;
+		*s = c;
+	}
+}
+
+/* The host's private directories: what it sees at /tmp, /run and /dev/shm. */
+static const struct private_dir {
+	const char *name, *at;
+	mode_t mode;
+} private_dirs[] = {
+	{ "tmp", "/tmp", 01777 },
+	{ "run", "/run", 0755 },
+	{ "shm", "/dev/shm", 01777 },
+};
+#define NPRIVATE (sizeof(private_dirs) / sizeof(private_dirs[0]))
+
+struct host {
+	const char *dir, *root, *name;
+	int node;
+};
+
+/* munged's child before exec: the host's network namespace, then mount,
+ * UTS and IPC namespaces of its own: its private directories over /tmp,
+ * /run and /dev/shm, its root over DIR, its name. Every later process of
+ * the host joins these (hosts_join). */
+static int enter_new(void *arg)
+{
+	const struct host *h = arg;
+	int e = netns_enter(h->dir, h->node, 0);
+	if (e < 0)
+		return e;
+	if (unshare(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC) < 0)
+		return -errno;
+	/* what this machine unmounts (a deleted namespace's file under
+	 * /run/netns) goes away here too; nothing mounted here goes back */
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		return -errno;
+	/* opened first: mounting over /tmp may hide DIR itself */
+	int fds[NPRIVATE + 1];
+	char p[PATH_MAX];
+	for (size_t i = 0; i <= NPRIVATE; i++) {
+		if (i < NPRIVATE)
+			snprintf(p, sizeof(p), "%s/%s", h->root, private_dirs[i].name);
+		else
+			snprintf(p, sizeof(p), "%s", h->root);
+		fds[i] = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fds[i] < 0)
+			return -errno;
+	}
+	for (size_t i = 0; i <= NPRIVATE; i++) {
+		const char *at = i < NPRIVATE ? private_dirs[i].at : h->dir;
+		if (i == NPRIVATE && (e = mkdir_p(at, 0755)) < 0)
+			return e;
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", fds[i]);
+		if (mount(p, at, NULL, MS_BIND, NULL) < 0)
+			return -errno;
+		close(fds[i]);
+	}
+	if (sethostname(h->name, strlen(h->name)) < 0)
+		return -errno;
+	return 0;
+}
+
+int hosts_start(const char *dir, const char *name, int node, char *err, size_t errlen)
+{
+	char root[PATH_MAX], p[PATH_MAX + 64], q[PATH_MAX + 64];
+	if (hosts_root(dir, name, root, sizeof(root)) != 0) {
+		snprintf(err, errlen, "%s/hosts/%s: too long a path", dir, name);
+		return -1;
+	}
+	static const char *dirs[] = { "log", "state", "munge" };
+	int e = mkdir_p(root, 0755);
+	for (size_t i = 0; !e && i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", root, dirs[i]);
+		e = mkdir(p, 0755) != 0 && errno != EEXIST ? -errno : 0;
+	}
+	for (size_t i = 0; !e && i < NPRIVATE; i++) {
+		snprintf(p, sizeof(p), "%s/%s", root, private_dirs[i].name);
+		if (mkdir(p, private_dirs[i].mode) != 0 && errno != EEXIST)
+			e = -errno;
+		else
+			e = chmod(p, private_dirs[i].mode) != 0 ? -errno : 0;
+	}
+	if (e) {
+		snprintf(err, errlen, "cannot create %s: %s", p, strerror(-e));
+		return -1;
+	}
+	/* what a site installs on every host: one storm.conf, one cluster key,
+	 * one MUNGE key */
+	static const struct {
+		const char *file;
+		mode_t mode;
+	} copies[] = { { "storm.conf", 0644 }, { "cluster.key", 0600 }, { "munge/munge.key", 0600 } };
+	for (size_t i = 0; i < sizeof(copies) / sizeof(copies[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, copies[i].file);
+		snprintf(q, sizeof(q), "%s/%s", root, copies[i].file);
+		if ((e = copy_file(p, q, copies[i].mode)) < 0) {
+			snprintf(err, errlen, "cannot copy %s to %s: %s", p, q, strerror(-e));
+			return -1;
+		}
+	}
+	/* the harness's window on the host's log, where --netns keeps it */
+	snprintf(p, sizeof(p), "%s/log/%s.log", dir, name);
+	snprintf(q, sizeof(q), "../hosts/%s/log/%s.log", name, name);
+	unlink(p);
+	if (symlink(q, p) != 0) {
+		snprintf(err, errlen, "cannot link %s: %s", p, strerror(errno));
+		return -1;
+	}
+	struct host h = { .dir = dir, .root = root, .name = name, .node = node };
+	struct munged_at at = { .dir = dir, .seen = root, .have_key = 1, .enter = enter_new,
+				.arg = &h };
+	return munged_start(&at, err, errlen);
+}
+
+pid_t hosts_anchor(const char *dir, const char *name)
+{
+	char root[PATH_MAX];
+	if (hosts_root(dir, name, root, sizeof(root)) != 0)
+		return 0;
+	struct munged_at at = { .dir = dir, .seen = root };
+	return munged_pid(&at);
+}
+
+int hosts_join(pid_t anchor)
+{
+	int fd = pidfd_open(anchor, 0);
+	if (fd < 0)
+		return -errno;
+	int rc = setns(fd, CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC);
+	int e = errno;
+	close(fd);
+	return rc < 0 ? -e : 0;
+}
+
+int hosts_stop(const char *dir)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/hosts", dir);
+	DIR *d = opendir(path);
+	if (!d)
+		return 0;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char root[PATH_MAX];
+		if (e->d_name[0] == '.' || hosts_root(dir, e->d_name, root, sizeof(root)) != 0)
+			continue;
+		struct munged_at at = { .dir = dir, .seen = root };
+		munged_stop(&at);
+		n++;
+	}
+	closedir(d);
+	return n;
+}
