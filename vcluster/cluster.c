@@ -499,6 +499,8 @@ static const char up_help[] =
 	"                         UTS namespaces, host name, address, munged, private\n"
 	"                         /tmp, /run, state and log (DIR/hosts/NAME); storm\n"
 	"                         here reaches the MM over TCP only (root)\n"
+	"      --share DIR        with --hosts: DIR seen at its path on every host, as\n"
+	"                         a site's network file system (a shared /home) is\n"
 	"      --ctl-port P       the machine manager also takes control connections\n"
 	"                         over TCP at 127.0.0.1:P (--netns: the bridge's\n"
 	"                         address; --hosts: the MM host's, default a free\n"
@@ -511,11 +513,13 @@ static const char up_help[] =
 
 enum { C_NODES = 1, C_DIR, C_PROVIDER, C_TIMESLICE, C_CPUS, C_DOWN_AFTER, C_DOWN_AFTER_MS,
        C_NETNS, C_REALTIME, C_WAIT, C_JSON, C_CONF, C_HELP, C_MPL, C_QUANTUM, C_POLICY, C_SWITCH, C_COPIES, C_METRICS, C_CTL_PORT, C_AHEAD,
-       C_SWITCH_WAIT, C_HOSTS };
+       C_SWITCH_WAIT, C_HOSTS, C_SHARE };
 
 struct up_opts {
 	unsigned nodes, timeslice_us, cpus, down_after, down_after_ms, mpl, quantum, metrics_port, ctl_port;
 	int netns, hosts, realtime;
+	char *shares[HOSTS_MAX_SHARES]; /* --share, absolute */
+	int nshares;
 	int policy, switch_mode, copies; /* -1: the default */
 	int ahead, switch_wait_pct;      /* -1: the default */
 	const char *dir, *provider;
@@ -790,8 +794,8 @@ static int configure(const struct up_opts *o, const char *dir, const char *conf_
 		rc = -1;
 	/* --hosts: each host with its copies of the files and its own munged */
 	for (int i = o->hosts ? -1 : conf->nnodes; rc == 0 && i < conf->nnodes; i++)
-		if (hosts_start(dir, i < 0 ? HOSTS_MM : conf->nodes[i], i < 0 ? NETNS_MM : i, emsg,
-				sizeof(emsg)) < 0)
+		if (hosts_start(dir, i < 0 ? HOSTS_MM : conf->nodes[i], i < 0 ? NETNS_MM : i,
+				(const char *const *)o->shares, o->nshares, emsg, sizeof(emsg)) < 0)
 			rc = -1;
 	if (rc != 0) {
 		fprintf(stderr, "storm: error: %s\n", emsg);
@@ -1097,6 +1101,7 @@ static int cmd_up(int argc, char **argv)
 		{ "metrics-port", 0, 1, C_METRICS },   { "ahead", 0, 1, C_AHEAD },
 		{ "ctl-port", 0, 1, C_CTL_PORT },
 		{ "switch-wait-pct", 0, 1, C_SWITCH_WAIT }, { "hosts", 0, 0, C_HOSTS },
+		{ "share", 0, 1, C_SHARE },
 		{ NULL, 0, 0, 0 },
 	};
 	const char *cmd = "storm cluster up";
@@ -1138,12 +1143,26 @@ static int cmd_up(int argc, char **argv)
 			break;
 		case C_NETNS: o.netns = 1; break;
 		case C_HOSTS: o.hosts = 1; break;
+		case C_SHARE: {
+			char cwd[PATH_MAX], abs[PATH_MAX];
+			struct stat st;
+			if (o.nshares == HOSTS_MAX_SHARES)
+				return usage_error(cmd, "at most %d --share", HOSTS_MAX_SHARES);
+			if (!getcwd(cwd, sizeof(cwd)) || absolute_path(cwd, p.arg, abs, sizeof(abs)) ||
+			    stat(abs, &st) != 0 || !S_ISDIR(st.st_mode))
+				return usage_error(cmd, "--share wants a directory, not '%s'", p.arg);
+			o.shares[o.nshares++] = strdup(abs);
+			break;
+		}
 		case C_REALTIME: o.realtime = 1; break;
 		case C_HELP: fputs(up_help, stdout); return EXIT_OK;
 		case OPT_OPERAND: return usage_error(cmd, "unexpected argument '%s'", p.arg);
 		default: return usage_error(cmd, "%s", p.err);
 		}
 	}
+	if (o.nshares && !o.hosts)
+		return usage_error(cmd, "--share is for --hosts (without it every daemon sees "
+					"every directory)");
 	if (o.netns && o.hosts)
 		return usage_error(cmd, "--hosts and --netns both set; --hosts already gives every "
 					"daemon a network namespace of its own");

@@ -91,6 +91,8 @@ static const struct private_dir {
 struct host {
 	const char *dir, *root, *name;
 	int node;
+	const char *const *shares;
+	int nshares;
 };
 
 /* munged's child before exec: the host's network namespace, then mount,
@@ -109,21 +111,26 @@ static int enter_new(void *arg)
 	 * /run/netns) goes away here too; nothing mounted here goes back */
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
 		return -errno;
-	/* opened first: mounting over /tmp may hide DIR itself */
-	int fds[NPRIVATE + 1];
+	/* opened first: mounting over /tmp may hide DIR itself, and the
+	 * shared directories */
+	size_t n = NPRIVATE + 1 + (size_t)h->nshares;
+	int fds[NPRIVATE + 1 + HOSTS_MAX_SHARES];
 	char p[PATH_MAX];
-	for (size_t i = 0; i <= NPRIVATE; i++) {
+	for (size_t i = 0; i < n; i++) {
 		if (i < NPRIVATE)
 			snprintf(p, sizeof(p), "%s/%s", h->root, private_dirs[i].name);
-		else
+		else if (i == NPRIVATE)
 			snprintf(p, sizeof(p), "%s", h->root);
+		else
+			snprintf(p, sizeof(p), "%s", h->shares[i - NPRIVATE - 1]);
 		fds[i] = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (fds[i] < 0)
 			return -errno;
 	}
-	for (size_t i = 0; i <= NPRIVATE; i++) {
-		const char *at = i < NPRIVATE ? private_dirs[i].at : h->dir;
-		if (i == NPRIVATE && (e = mkdir_p(at, 0755)) < 0)
+	for (size_t i = 0; i < n; i++) {
+		const char *at = i < NPRIVATE ? private_dirs[i].at
+			       : i == NPRIVATE ? h->dir : h->shares[i - NPRIVATE - 1];
+		if (i >= NPRIVATE && (e = mkdir_p(at, 0755)) < 0)
 			return e;
 		snprintf(p, sizeof(p), "/proc/self/fd/%d", fds[i]);
 		if (mount(p, at, NULL, MS_BIND, NULL) < 0)
@@ -135,7 +142,8 @@ static int enter_new(void *arg)
 	return 0;
 }
 
-int hosts_start(const char *dir, const char *name, int node, char *err, size_t errlen)
+int hosts_start(const char *dir, const char *name, int node, const char *const *shares,
+		int nshares, char *err, size_t errlen)
 {
 	char root[PATH_MAX], p[PATH_MAX + 64], q[PATH_MAX + 64];
 	if (hosts_root(dir, name, root, sizeof(root)) != 0) {
@@ -181,7 +189,8 @@ int hosts_start(const char *dir, const char *name, int node, char *err, size_t e
 		snprintf(err, errlen, "cannot link %s: %s", p, strerror(errno));
 		return -1;
 	}
-	struct host h = { .dir = dir, .root = root, .name = name, .node = node };
+	struct host h = { .dir = dir, .root = root, .name = name, .node = node,
+			  .shares = shares, .nshares = nshares };
 	struct munged_at at = { .dir = dir, .seen = root, .have_key = 1, .enter = enter_new,
 				.arg = &h };
 	return munged_start(&at, err, errlen);

@@ -17,12 +17,18 @@
 int hosts_root(const char *dir, const char *name, char *out, size_t len);
 /* The longest DIR whose hosts' munge sockets fit a socket address. */
 int hosts_dir_max(void);
+/* At most this many directories shared by every host (--share). */
+#define HOSTS_MAX_SHARES 8
+
 /* Makes host NAME (netns node index node, NETNS_MM for the MM): its
  * directory with the files a site puts on each host (storm.conf, the
  * cluster key and the MUNGE key, copied), starts its munged in fresh
  * namespaces and links DIR/log/NAME.log to its daemon's log for those who
- * look in from this machine. The munged's pid, or -1 with err set. */
-int hosts_start(const char *dir, const char *name, int node, char *err, size_t errlen);
+ * look in from this machine. shares: absolute directories of this machine
+ * seen at the same paths on the host, as a site's network file system (a
+ * shared /home) is. The munged's pid, or -1 with err set. */
+int hosts_start(const char *dir, const char *name, int node, const char *const *shares,
+		int nshares, char *err, size_t errlen);
 /* The pid whose namespaces host NAME's processes join (its munged), or 0. */
 pid_t hosts_anchor(const char *dir, const char *name);
 /* In a forked child before exec: join the mount, UTS and IPC namespaces of

@@ -1,5 +1,43 @@
 # Shared by the cluster test scripts (bash): waiting on events, not on time.
 
+# STORM_HOSTS=1 (make hoststest): the suites' clusters as hosts that share
+# only the network (storm cluster up --hosts): no daemon, and not storm
+# here, sees a file of another's. UP_MODE goes into a suite's plain `cluster
+# up`, NETNS_MODE into one that needs network namespaces (--netns, which
+# --hosts includes). The harness may still look into a host's files from
+# here: node_state, mm_socket; DIR/log/NAME.log links into the host.
+if [ "${STORM_HOSTS:-}" = 1 ]; then
+	UP_MODE=--hosts NETNS_MODE=--hosts
+else
+	UP_MODE= NETNS_MODE=--netns
+fi
+# shared DIR: with --hosts, the option that shows DIR on every host (a
+# site's network file system): for a suite whose ranks write files in their
+# working directory and are restarted elsewhere from a checkpoint
+shared() {
+	[ "${STORM_HOSTS:-}" = 1 ] && echo "--share $1"
+}
+# node_state NODE: node NODE's state directory (its jobs and checkpoints)
+node_state() {
+	if [ "${STORM_HOSTS:-}" = 1 ]; then echo "$C/hosts/$1/state/$1"; else echo "$C/state/$1"; fi
+}
+# in_host HOST PATH: PATH as host HOST has it, from here (--hosts: its
+# private /tmp is DIR/hosts/HOST/tmp); PATH itself without --hosts
+in_host() {
+	case ${STORM_HOSTS:-}:$2 in
+	1:/tmp/*) echo "$C/hosts/$1/tmp/${2#/tmp/}" ;;
+	*) echo "$2" ;;
+	esac
+}
+# forge_via: ctl_forge's way to the MM: its socket, or --tcp its ctl_address
+forge_via() {
+	[ "${STORM_HOSTS:-}" = 1 ] && echo "--tcp $(sed -n 's/^ctl_address = //p' "$C/storm.conf")"
+}
+# mm_socket: the MM's control socket
+mm_socket() {
+	if [ "${STORM_HOSTS:-}" = 1 ]; then echo "$C/hosts/mm/mm.sock"; else echo "$C/mm.sock"; fi
+}
+
 # wait_log FILE TEXT SECONDS: returns 0 as soon as a line of FILE (already
 # there or appended later: tail -F follows it) contains TEXT, 1 if none does
 # within SECONDS.

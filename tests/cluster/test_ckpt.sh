@@ -92,7 +92,7 @@ mkdir -p "$T/w"
 
 # a node is DOWN after 1 s without a report: on this shared 2-core machine a
 # daemon can wait 0.4 s for a CPU, and only node01 is meant to die
-expect "cluster up" 0 storm cluster up --nodes 4 --down-after-ms 1000 --dir "$C"
+expect "cluster up" 0 storm cluster up $UP_MODE $(shared "$T/w") --nodes 4 --down-after-ms 1000 --dir "$C"
 cd "$T/w" || exit 1
 
 # ---- three checkpoints of a running job, then it is killed
@@ -112,7 +112,7 @@ wait "${bg[-1]}"
 expect "storm checkpoints lists them" 0 storm checkpoints
 [ "$(grep -c COMPLETE "$T/out")" = 3 ] && ok "  three complete checkpoints" ||
 	bad "  three complete checkpoints"
-[ -f "$C/state/node00/ckpt/1/3/rank0.img" ] && [ -f "$C/state/node01/ckpt/1/3/rank1.img" ] &&
+[ -f "$(node_state node00)/ckpt/1/3/rank0.img" ] && [ -f "$(node_state node01)/ckpt/1/3/rank1.img" ] &&
 	ok "  images in each node's state directory" || bad "  images in each node's state directory"
 # the MM's database has them too (its checkpoints table)
 DB=$(find "$C" -name mm.db | head -1)
@@ -121,8 +121,8 @@ db_ckpts() { sqlite3 "$DB" "SELECT epoch || ':' || complete FROM checkpoints WHE
 	bad "  recorded complete in the MM's database (${DB:-no mm.db}: $(db_ckpts 2>&1))"
 # buddy copies: each node's images are also on the next node of the job,
 # and the database says where each rank's image and its copy are
-cmp -s "$C/state/node00/ckpt/1/3/rank0.img" "$C/state/node01/ckpt/1/3/rank0.img" &&
-	cmp -s "$C/state/node01/ckpt/1/3/rank1.img" "$C/state/node00/ckpt/1/3/rank1.img" &&
+cmp -s "$(node_state node00)/ckpt/1/3/rank0.img" "$(node_state node01)/ckpt/1/3/rank0.img" &&
+	cmp -s "$(node_state node01)/ckpt/1/3/rank1.img" "$(node_state node00)/ckpt/1/3/rank1.img" &&
 	ok "  each image has an identical copy on the job's other node" ||
 	bad "  each image has an identical copy on the job's other node"
 db_imgs() { sqlite3 "$DB" "SELECT rank || ':' || node || ':' || copy FROM checkpoint_images WHERE ckpt = (SELECT id FROM checkpoints WHERE job = 1 AND epoch = 3) ORDER BY rank" | tr '\n' ' '; }
@@ -152,12 +152,12 @@ storm cancel --signal KILL "$(cat blocker.id)" >/dev/null
 # a rank that cannot come back fails the job (its status: 1, or 137 when the
 # other rank was restored and then killed)
 expect "a damaged image fails the restart" 1 bash -c "
-	python3 -c 'import sys; f = open(sys.argv[1], \"r+b\"); f.seek(200000); b = f.read(1); f.seek(200000); f.write(bytes([b[0] ^ 0xff]))' $C/state/node00/ckpt/1/1/rank0.img
+	python3 -c 'import sys; f = open(sys.argv[1], \"r+b\"); f.seek(200000); b = f.read(1); f.seek(200000); f.write(bytes([b[0] ^ 0xff]))' $(node_state node00)/ckpt/1/1/rank0.img
 	storm restart 1 || exit 1"
 has "  error names the image and the section" err "rank0.img: section pages["
 has "  error says why" err "checksum mismatch"
 expect "a truncated image fails the restart" 1 bash -c "
-	truncate -s 100000 $C/state/node01/ckpt/1/2/rank1.img; storm restart 2 || exit 1"
+	truncate -s 100000 $(node_state node01)/ckpt/1/2/rank1.img; storm restart 2 || exit 1"
 has "  error names the image and the section" err "rank1.img: truncated in section"
 expect "restart of a missing checkpoint" 1 storm restart 99
 has "  says so" err "no checkpoint 99"
@@ -213,7 +213,7 @@ if command -v setpriv >/dev/null; then
 fi
 expect "storm checkpoints --delete" 0 storm checkpoints --delete 1
 wait_log "$C/log/node00.log" "checkpoint 1 of job 1 deleted" 10 &&
-	[ ! -e "$C/state/node00/ckpt/1/1" ] && ok "  its images are gone" || bad "  its images are gone"
+	[ ! -e "$(node_state node00)/ckpt/1/1" ] && ok "  its images are gone" || bad "  its images are gone"
 [ "$(db_ckpts)" = "2:1 3:1 " ] && ok "  gone from the MM's database" ||
 	bad "  gone from the MM's database: $(db_ckpts 2>&1)"
 expect "restart of a deleted checkpoint" 1 storm restart 1
@@ -278,7 +278,7 @@ wait_log "$C/log/mm.log" "job $FJ: complete checkpoint" 30 || bad "a periodic ch
 N1=$(awk '$2 == "node01" { print $1 }' "$C/pids")
 kill -9 "$N1" $(cat /proc/"$N1"/task/*/children 2>/dev/null)
 # and its disk is lost: the restart takes rank 1 from its copy on node00
-rm -rf "$C/state/node01/ckpt"
+rm -rf "$(node_state node01)/ckpt"
 wait "$RUN"
 rc=$?
 [ "$rc" = 0 ] && ok "the job survives SIGKILL of node01's daemon and ranks, and the loss of its images (exit 0)" ||
@@ -319,11 +319,11 @@ s = sys.stdin.read().strip()
 m = re.match(r"node\[(\d+)[-,](\d+)\]", s)
 names = ["node%s" % x for x in m.groups()] if m else [s]
 print([n for n in names if n not in ("node00", "node01")][0])')
-[ -f "$C/state/$OTHER/ckpt/1/3/rank1.img" ] && ok "  rank 1's image was moved to $OTHER" ||
+[ -f "$(node_state $OTHER)/ckpt/1/3/rank1.img" ] && ok "  rank 1's image was moved to $OTHER" ||
 	bad "  rank 1's image was moved to ${OTHER:-another node}"
 expect "storm checkpoints --delete 3" 0 storm checkpoints --delete 3
 wait_log "$C/log/$OTHER.log" "checkpoint 3 of job 1 deleted" 10 &&
-	[ ! -e "$C/state/$OTHER/ckpt/1/3" ] && ok "  the moved images are gone from $OTHER" ||
+	[ ! -e "$(node_state $OTHER)/ckpt/1/3" ] && ok "  the moved images are gone from $OTHER" ||
 	bad "  the moved images are gone from $OTHER"
 
 echo "test_ckpt: $((checks - fails))/$checks passed"

@@ -56,7 +56,7 @@ export STORM_CONF=$C/storm.conf
 # ---- up
 # DOWN after 3 s without a report: short enough for the node-death checks,
 # long enough that a loaded machine does not lose healthy nodes
-expect "cluster up with 8 nodes" 0 storm cluster up --nodes 8 --dir "$C" --down-after-ms 3000
+expect "cluster up with 8 nodes" 0 storm cluster up $UP_MODE --nodes 8 --dir "$C" --down-after-ms 3000
 expect "nodes --json" 0 storm nodes --json
 if python3 -c 'import json,sys; n=json.load(open(sys.argv[1]))["nodes"]; sys.exit(not (len(n)==8 and all(x["state"]=="UP" for x in n)))' "$T/out"; then
 	ok "all 8 nodes UP"
@@ -104,14 +104,17 @@ expect "--file arrives in STORM_JOB_DIR" 0 storm run -N 2 --file "$T/data.txt" s
 if [ "$(grep -c "^payload-$$\$" "$T/out")" = 2 ]; then ok "  on both nodes"; else bad "  on both nodes"; fi
 
 # ---- batch
+# the MM writes a batch job's output file (with --hosts: in its host's
+# files, where the harness looks for it)
 expect "submit --wait writes storm-JOBID.out" 0 storm submit --wait -N 2 -n 4 sh -c 'echo "batch $STORM_RANK"'
 id=$(sed -n 's/^Submitted job \([0-9]*\)$/\1/p' "$T/out")
-if [ -n "$id" ] && [ "$(grep -c '^batch [0-3]$' "$T/storm-$id.out")" = 4 ]; then
+if [ -n "$id" ] && [ "$(grep -c '^batch [0-3]$' "$(in_host mm "$T")/storm-$id.out")" = 4 ]; then
 	ok "  the output file holds every rank's line"
 else bad "  the output file holds every rank's line (job '$id')"; fi
 expect "submit -o with %j" 0 storm submit --wait --parsable -o "$T/named-%j.txt" -n 1 echo named
 id=$(head -1 "$T/out")
-has "  output in the named file" "named-$id.txt" named
+grep -qx named "$(in_host mm "$T")/named-$id.txt" && ok "  output in the named file" ||
+	bad "  output in the named file"
 expect "submit --wait returns the job's status" 5 storm submit --wait -n 1 sh -c 'exit 5'
 
 # ---- several shells at once (6 jobs of 2 nodes on 8 nodes: some queue)
@@ -182,7 +185,7 @@ has "  ... says why" err "40 ranks need 10 nodes"
 expect "an unknown flag" 2 storm run --frobnicate /bin/true
 expect "--no-bcast with a program that is not there" 1 storm run --no-bcast -n 1 /bin/true-not-here-either
 has "  ... named" err "true-not-here-either: No such file or directory"
-python3 - "$C/mm.sock" >"$T/proto.out" 2>&1 <<'EOF'
+python3 - "$(mm_socket)" >"$T/proto.out" 2>&1 <<'EOF'
 import socket, struct, sys
 def ask(payload):
     s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(10)
@@ -197,8 +200,8 @@ print("unauthenticated:", ask(struct.pack(">I", 5) + b"\xff\xff\xff\xff\xff"))
 print("oversize:", ask(struct.pack(">I", 0xFFFFFFF0)))
 EOF
 # authenticated but malformed or of another version: ctl_forge signs them
-"$BIN/ctl_forge" --conf "$C/storm.conf" garbage >>"$T/proto.out" 2>&1
-"$BIN/ctl_forge" --conf "$C/storm.conf" version=7 >>"$T/proto.out" 2>&1
+"$BIN/ctl_forge" --conf "$C/storm.conf" $(forge_via) garbage >>"$T/proto.out" 2>&1
+"$BIN/ctl_forge" --conf "$C/storm.conf" $(forge_via) version=7 >>"$T/proto.out" 2>&1
 has "an unauthenticated control message gets an error reply" proto.out "request not authenticated"
 has "a malformed control message gets an error reply" proto.out "malformed request"
 has "an oversize control message gets an error reply" proto.out "larger than"

@@ -52,9 +52,9 @@ SELF=$BIN/storm_selfsum
 SUM=$("$SELF" | cut -d' ' -f2-)
 
 # down_after_ms 10000: 20% loss makes TCP back off for seconds
-if storm cluster up --netns --nodes 4 --down-after-ms 10000 --dir "$C" >"$T/up.out" 2>&1; then
-	ok "cluster up --netns with 4 nodes"
-else bad "cluster up --netns"; cat "$T/up.out"; exit 1; fi
+if storm cluster up $NETNS_MODE --nodes 4 --down-after-ms 10000 --dir "$C" >"$T/up.out" 2>&1; then
+	ok "cluster up $NETNS_MODE with 4 nodes"
+else bad "cluster up $NETNS_MODE"; cat "$T/up.out"; exit 1; fi
 
 # ---- 1. a link goes down under two jobs, and comes back
 NS1=$(ns_of 1)

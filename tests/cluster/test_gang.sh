@@ -79,7 +79,7 @@ run_mode() {
 	local mode=$1
 	echo "# switch = $mode"
 	# real-time node daemons, as on a cluster: they switch as the strobe lands
-	expect "cluster up (MPL 2, quantum 25 x 10 ms, $mode)" 0 storm cluster up --nodes 4 \
+	expect "cluster up (MPL 2, quantum 25 x 10 ms, $mode)" 0 storm cluster up $UP_MODE --nodes 4 \
 		--dir "$C" --mpl 2 --quantum 25 --timeslice-us 10000 --switch "$mode" --realtime
 	[ -s "$STORM_CONF" ] || return
 

@@ -30,7 +30,7 @@ daemon_pid() { awk -v n="$1" '$2 == n { p = $1 } END { print p }' "$C/pids"; }
 # kill9 NAME: SIGKILL that daemon and return once it is gone
 kill9() { local p; p=$(daemon_pid "$1"); kill -9 "$p"; gone "$p"; }
 
-if storm cluster up --nodes 4 --mpl 1 --down-after-ms 10000 --dir "$C" >"$T/up.out" 2>&1; then
+if storm cluster up $UP_MODE --nodes 4 --mpl 1 --down-after-ms 10000 --dir "$C" >"$T/up.out" 2>&1; then
 	ok "cluster up with 4 nodes, MPL 1 (DOWN after 10 s)"
 else bad "cluster up"; cat "$T/up.out"; exit 1; fi
 

@@ -56,7 +56,7 @@ as() {
 # ---- a cluster whose node01 sends an altered report 6 and report 2 again in
 # place of report 12, and whose MM sends strobe 150 altered
 STORM_TEST_TAMPER_NODE=node01 STORM_TEST_TAMPER="report=6,replay=12,strobe=150" \
-	expect "cluster up" 0 storm cluster up --nodes 4 --dir "$C"
+	expect "cluster up" 0 storm cluster up $UP_MODE --nodes 4 --dir "$C"
 key_mode=$(stat -c %a "$C/cluster.key")
 [ "$key_mode" = 600 ] && ok "cluster key is mode 600" || bad "cluster key mode $key_mode"
 

@@ -1,0 +1,113 @@
+#!/bin/bash
+# storm cluster up --hosts: the MM and each node daemon on a host that shares
+# only the network: its own host name, address, /tmp, state and munged, none
+# of the test's files, and storm here reaching the MM by TCP alone. The
+# systemd units' ExecStart lines boot the MM and a node daemon again inside
+# their hosts. cluster down leaves no namespace, mount or process, also
+# after the MM and a host's munged were killed. Needs root.
+# Usage: test_hosts.sh BUILD_BIN_DIR   (make hoststest)
+set -u
+BIN=$(cd "${1:-build/bin}" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=$(cd "$HERE/../.." && pwd)
+. "$HERE/lib.sh"
+T=$(mktemp -d /tmp/storm-hoststest.XXXXXX)
+C=$T/c
+export PATH=$BIN:$PATH STORM_CONF=$C/storm.conf
+fails=0 checks=0
+trap cluster_teardown EXIT
+trap 'exit 1' INT TERM
+if [ "$(id -u)" != 0 ]; then
+	echo "FAIL test_hosts.sh needs root (namespaces)"
+	exit 1
+fi
+cd "$T" || exit 1
+
+# anchor HOST: the pid whose namespaces are the host's (its munged)
+anchor() { cat "$C/hosts/$1/munge/munged.pid"; }
+# on HOST CMD...: CMD inside the host, as its own processes are
+on() {
+	local h=$1
+	shift
+	nsenter -t "$(anchor "$h")" --net --mount --uts --ipc "$@"
+}
+# none_left PREFIX: no namespace, process in one, or mount of the cluster's
+none_left() {
+	! ip netns list | grep -q -- "^$1-" &&
+		! grep -q -- "$C" /proc/self/mountinfo &&
+		! pgrep -f -- "$C/" >/dev/null
+}
+
+expect "cluster up --hosts with 3 nodes" 0 storm cluster up --hosts --nodes 3 --dir "$C"
+P=$(cut -d' ' -f1 "$C/netns")
+expect "storm run here, over TCP" 0 storm run -N 3 -l hostname
+for i in 0 1 2; do has_line "  node0$i's host name is its node name" out "$i: node0$i"; done
+[ ! -e "$C/mm.sock" ] && ok "  the MM's socket is not here (its host has it)" ||
+	bad "  the MM's socket is not here"
+[ "$(on mm hostname)" = mm ] && ok "the MM's host is 'mm'" || bad "the MM's host is 'mm'"
+on mm test -S "$C/mm.sock" && ok "  its socket is in its own $C" || bad "  its socket is in its own $C"
+grep -qx "ctl_address = 10.213.255.253:[0-9]*" "$C/storm.conf" &&
+	ok "  ctl_address is the MM host's address" || bad "  ctl_address: $(grep ctl_address "$C/storm.conf")"
+
+echo secret >"$T/mine"
+expect "a rank sees none of this machine's /tmp" 0 storm run -N 3 -l sh -c "test -e '$T/mine' && echo seen || echo private"
+[ "$(grep -c ': private$' "$T/out")" = 3 ] && ok "  on all 3 nodes" || bad "  on all 3 nodes"
+expect "nor another node's" 0 storm run -N 3 -l sh -c 'echo "$STORM_RANK" >/tmp/who; sleep 0.2; cat /tmp/who'
+for i in 0 1 2; do has_line "  rank $i reads its own /tmp/who" out "$i: $i"; done
+[ "$(cat "$C/hosts/node01/tmp/who")" = 1 ] && ok "  node01's /tmp is DIR/hosts/node01/tmp here" ||
+	bad "  node01's /tmp is DIR/hosts/node01/tmp here"
+expect "each host its own state directory" 0 storm run -N 3 -l sh -c "ls '$C/state'"
+for i in 0 1 2; do has_line "  node0$i has only its own" out "$i: node0$i"; done
+n=0
+for h in mm node00 node01 node02; do
+	[ "$(on "$h" sh -c 'ls "$0/munge/munge.socket" >/dev/null && munge -S "$0/munge/munge.socket" -n | unmunge -S "$0/munge/munge.socket" >/dev/null && echo ok' "$C")" = ok ] && n=$((n + 1))
+done
+[ $n = 4 ] && ok "each host has a munged of its own ($n)" || bad "each host has a munged of its own ($n of 4)"
+on node00 munge -S "$C/munge/munge.socket" -n | unmunge -S "$C/munge/munge.socket" >/dev/null &&
+	ok "  with the one key: node00's credential decodes here" || bad "  node00's credential decodes here"
+expect "storm inside a node's host reaches the MM over TCP" 0 on node02 env STORM_CONF="$C/storm.conf" storm jobs
+
+# ---- the units' ExecStart lines, run where systemd would start them: a
+# node daemon and the MM killed, then booted again by their units' commands
+# (the paths a make install would write: bin here, the host's /etc/storm in
+# its own $C/etc)
+unit_cmd() { # UNIT HOST: its ExecStart, %l the host's name
+	sed -n -e "s|@BINDIR@|$BIN|g" -e "s|@SYSCONFDIR@|$C/etc|g" -e 's/^ExecStart=//p' \
+		"$SRC/systemd/$1.service.in" | sed "s/%l/$(on "$2" hostname -s)/g"
+}
+for h in mm node01; do
+	mkdir -p "$C/hosts/$h/etc/storm"
+	cp "$C/hosts/$h/storm.conf" "$C/hosts/$h/cluster.key" "$C/hosts/$h/etc/storm/"
+done
+ND=$(awk '$2 == "node01" { p = $1 } END { print p }' "$C/pids")
+MM=$(awk '$2 == "mm" { p = $1 } END { print p }' "$C/pids")
+kill -9 "$ND" "$MM"
+gone "$ND" && gone "$MM"
+cmd=$(unit_cmd stormnd node01)
+[ "$cmd" = "$BIN/stormnd -c $C/etc/storm/storm.conf -n node01" ] && ok "stormnd.service runs '$cmd'" ||
+	bad "stormnd.service's ExecStart: '$cmd'"
+on node01 setsid sh -c "exec $cmd >>'$C/log/node01.log' 2>&1 </dev/null" &
+cmd=$(unit_cmd stormmm mm)
+on mm setsid sh -c "exec $cmd >>'$C/log/mm.log' 2>&1 </dev/null" &
+storm cluster status --wait 30 >"$T/out" 2>&1 && ok "  booted by the units' commands: every node UP again" ||
+	{ bad "  booted by the units' commands: every node UP"; cat "$T/out"; }
+expect "  and they run a job" 0 storm run -N 3 true
+
+# ---- down after failures: the MM killed, a host's munged killed
+kill -9 "$(pgrep -f "stormmm -c $C/etc/storm/storm.conf")" "$(anchor node02)"
+expect "cluster down after the MM and node02's munged were killed" 0 storm cluster down --dir "$C"
+none_left "$P" && ok "  no namespace, mount or process of the cluster is left" ||
+	bad "  left: $(ip netns list | grep -- "^$P-") $(pgrep -af -- "$C/")"
+[ -z "$(ls "$C/hosts/node00")" ] || [ "$(ls "$C/hosts/node00")" = log ] &&
+	ok "  each host keeps only its log" || bad "  each host keeps only its log: $(ls "$C/hosts/node00")"
+[ -s "$C/log/node00.log" ] && ok "  read here through DIR/log" || bad "  node00's log through DIR/log"
+
+# ---- a second up in the same directory, and down from a half-made one
+expect "cluster up --hosts again in the same directory" 0 storm cluster up --hosts --nodes 2 --dir "$C"
+kill -9 "$(anchor node01)"
+kill -9 "$(awk '$2 == "node01" { p = $1 } END { print p }' "$C/pids")"
+expect "cluster down" 0 storm cluster down --dir "$C"
+none_left "$P" && ok "  nothing is left" || bad "  left: $(ip netns list | grep -- "^$P-") $(pgrep -af -- "$C/")"
+expect "--hosts with --netns is refused" 2 storm cluster up --hosts --netns --nodes 2 --dir "$C"
+echo "$checks checks, $fails failed"
+[ $fails = 0 ]
