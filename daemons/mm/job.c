@@ -329,6 +329,8 @@ void job_submit(struct mm *mm, struct client *c, const Storm__Ctl__Submit *sub, 
 				 "the machine manager cannot record the job in its database (see its log)");
 			goto refuse;
 		}
+		if (c->tcp)
+			persist_files_keep(mm, j);
 		if (spec.interactive || sub->wait) {
 			j->client = c;
 			c->job = j;

@@ -454,7 +454,13 @@ void persist_close(struct mm *mm);
 /* Records a new job; -1 (logged) when the database refuses it. */
 int persist_job_new(struct mm *mm, struct job *j);
 void persist_job(struct mm *mm, struct job *j);
+/* The job's end; its kept files (persist_files_keep) go */
 void persist_job_end(struct mm *mm, struct job *j);
+/* A job whose files came over TCP: copies of them kept until it ends, for
+ * a restarted MM (logged when they cannot be) */
+void persist_files_keep(struct mm *mm, struct job *j);
+/* Where its file i is kept; 0 or -1 */
+int persist_files_path(const struct mm *mm, uint64_t job, int i, char *out, size_t len);
 /* Saves the jobs marked dirty (rank exits, node notes). */
 void persist_flush(struct mm *mm);
 /* a job state as stored (its protobuf name), and back */

@@ -5,8 +5,10 @@
  * Saved: a job before its submission is acknowledged (with the request as
  * accepted), when it starts (nodes, slot), when its launch is queued, as its
  * nodes report rank exits and ends (before the report is acknowledged), and
- * when it ends (with its accounting line). Without a database (fuzz/mm_state
- * drives the MM without one) nothing is saved. */
+ * when it ends (with its accounting line). The files of a job submitted over
+ * TCP are kept beside the database until it ends: a restarted MM cannot
+ * open them again by path, which names the submitter's host. Without a
+ * database (fuzz/mm_state drives the MM without one) nothing is saved. */
 #include "db.h"
 #include "mm.h"
 
@@ -103,11 +105,77 @@ void persist_job(struct mm *mm, struct job *j)
 	j->dirty = false;
 }
 
+int persist_files_path(const struct mm *mm, uint64_t job, int i, char *out, size_t len)
+{
+	int n = snprintf(out, len, "%s/files/%llu.%d", mm->conf.state_dir, (unsigned long long)job,
+			 i);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/* Copies all of fd (from its start) to a new file at path with mode. */
+static int keep_copy(int fd, const char *path, mode_t mode)
+{
+	int out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (out < 0)
+		return -errno;
+	char buf[65536];
+	off_t off = 0;
+	ssize_t n;
+	int e = 0;
+	while ((n = pread(fd, buf, sizeof(buf), off)) > 0) {
+		for (ssize_t w = 0, k; w < n; w += k)
+			if ((k = write(out, buf + w, (size_t)(n - w))) <= 0) {
+				e = k < 0 ? errno : EIO;
+				break;
+			}
+		if (e)
+			break;
+		off += n;
+	}
+	if (n < 0 && !e)
+		e = errno;
+	if (!e && fchmod(out, mode & 0777) < 0)
+		e = errno;
+	if (close(out) < 0 && !e)
+		e = errno;
+	if (e)
+		unlink(path);
+	return -e;
+}
+
+void persist_files_keep(struct mm *mm, struct job *j)
+{
+	if (!mm->db || !j->nfds)
+		return;
+	char path[PATH_MAX + 64];
+	snprintf(path, sizeof(path), "%s/files", mm->conf.state_dir);
+	if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+		slog("job %llu: cannot keep its files for a restart: %s: %s",
+		     (unsigned long long)j->id, path, strerror(errno));
+		return;
+	}
+	for (int i = 0; i < j->nfds; i++) {
+		int e = persist_files_path(mm, j->id, i, path, sizeof(path)) < 0
+				? -ENAMETOOLONG
+				: keep_copy(j->fds[i], path, j->fmodes[i]);
+		if (e < 0) {
+			slog("job %llu: cannot keep its files for a restart: %s: %s",
+			     (unsigned long long)j->id, path, strerror(-e));
+			return;
+		}
+	}
+}
+
 void persist_job_end(struct mm *mm, struct job *j)
 {
 	j->dirty = false;
 	if (!mm->db)
 		return;
+	for (int i = 0; i < FRAME_MAX_FDS; i++) {
+		char path[PATH_MAX + 64];
+		if (persist_files_path(mm, j->id, i, path, sizeof(path)) < 0 || unlink(path) < 0)
+			break;
+	}
 	struct db_job d;
 	to_db(j, &d);
 	if (db_job_end(mm->db, &d) < 0)

@@ -44,8 +44,9 @@ static int open_as(const struct job *j, const char *path, int flags, int *err)
 	return fd;
 }
 
-/* The program and --file files of a queued job, opened again. */
-static int reopen_files(struct job *j, char *why, size_t len)
+/* The program and --file files of a queued job, opened again: the copies
+ * kept of a submission over TCP, else by path. */
+static int reopen_files(struct mm *mm, struct job *j, char *why, size_t len)
 {
 	const Storm__Job__Spec *s = j->spec;
 	size_t n = s->n_files + (s->no_bcast ? 0 : 1);
@@ -61,7 +62,12 @@ static int reopen_files(struct job *j, char *why, size_t len)
 			snprintf(path, sizeof(path), "%s", f);
 		else
 			snprintf(path, sizeof(path), "%s/%s", s->cwd, f);
-		int err = 0, fd = open_as(j, path, O_RDONLY, &err);
+		char kept[PATH_MAX + 64];
+		int err = 0, fd = -1;
+		if (persist_files_path(mm, j->id, (int)i, kept, sizeof(kept)) == 0)
+			fd = open(kept, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			fd = open_as(j, path, O_RDONLY, &err);
 		struct stat st;
 		if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
 		    (!s->no_bcast && i == 0 && !(st.st_mode & 0111))) {
@@ -172,7 +178,7 @@ static int restore_one(void *arg, const struct db_job *d)
 		/* queued, or its transfer was cut short: it starts (over); a
 		 * restart takes its images and files from the nodes again */
 		if (!j->spec->restore_checkpoint)
-			reopen_files(j, why, sizeof(why));
+			reopen_files(mm, j, why, sizeof(why));
 		rs->queued++;
 	}
 	/* output: the batch file again; an interactive job lost its storm

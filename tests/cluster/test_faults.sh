@@ -51,8 +51,11 @@ track() { sed -n 's/^Submitted job \([0-9]*\)$/\1/p' "$T/out" >>"$T/ids"; }
 SELF=$BIN/storm_selfsum
 SUM=$("$SELF" | cut -d' ' -f2-)
 
-# down_after_ms 10000: 20% loss makes TCP back off for seconds
-if storm cluster up $NETNS_MODE --nodes 4 --down-after-ms 10000 --dir "$C" >"$T/up.out" 2>&1; then
+# down_after_ms 10000: 20% loss makes TCP back off for seconds. The
+# checkpointed job's files are reopened by path where it is restarted: with
+# --hosts its directory is shared, as a site's /home would be
+mkdir -p "$T/ck" "$T/ref"
+if storm cluster up $NETNS_MODE $(shared "$T/ck") --nodes 4 --down-after-ms 10000 --dir "$C" >"$T/up.out" 2>&1; then
 	ok "cluster up $NETNS_MODE with 4 nodes"
 else bad "cluster up $NETNS_MODE"; cat "$T/up.out"; exit 1; fi
 
@@ -68,7 +71,6 @@ for i in 1 2 3 4; do read -r -t 60 _ <&7; done
 # (the first is full), checkpointed every second
 # (10 s of steps: it still runs when node01 is declared DOWN)
 CK="$BIN/ckpt_prog 1000 4 ck%r.f 10 sleep"
-mkdir "$T/ck" "$T/ref"
 (cd "$T/ref" && STORM_RANK=0 exec $CK >/dev/null) & # the uninterrupted run's file
 REF=$!
 (cd "$T/ck" && storm run -N 2 -n 2 --checkpoint-interval 1 --restart-on-failure $CK) \
@@ -115,8 +117,10 @@ done
 [ $good = 3 ] && ok "  3 runs of 8 ranks: every rank's line" || bad "  $good of 3 runs complete"
 expect "  a batch job" 0 storm submit --wait -N 4 -n 4 -o "$T/lossy.batch" sh -c 'seq 1 2000 | sed "s/^/$STORM_RANK /"'
 track
-[ "$(wc -l <"$T/lossy.batch")" = 8000 ] && ok "  ... all 8000 lines of its output" ||
-	bad "  batch output: $(wc -l <"$T/lossy.batch") of 8000 lines"
+# the MM writes it (--hosts: in its host's files)
+B=$(in_host mm "$T/lossy.batch")
+[ "$(wc -l <"$B")" = 8000 ] && ok "  ... all 8000 lines of its output" ||
+	bad "  batch output: $(wc -l <"$B") of 8000 lines"
 expect "  a 12 MiB program on 4 nodes" 0 storm run -N 4 -n 4 "$SELF"
 [ "$(cut -d' ' -f2- "$T/out" | sort -u)" = "$SUM" ] && [ "$(wc -l <"$T/out")" = 4 ] &&
 	ok "  ... arrives intact on every node (checksum)" || { bad "  checksums"; cat "$T/out"; }
@@ -153,8 +157,10 @@ done
 # and a 24 MiB file: the other chunks are on the wire. The nodes must hear
 # the new MM (a receive the provider had matched to the dead sender's
 # message is given back and posted again) and the transfer starts over.
-head -c 25165824 /dev/urandom >"$T/big"
-exec 8< <(wait_written "$C/state/node00/jobs" 30; echo "written $?")
+# (with --hosts storm sends the files' bytes over TCP, 16 MiB at most in
+# all: a 2 MiB file)
+head -c "$([ "${STORM_HOSTS:-}" = 1 ] && echo 2097152 || echo 25165824)" /dev/urandom >"$T/big"
+exec 8< <(wait_written "$(node_state node00)/jobs" 30; echo "written $?")
 read -r _ <&8 # watching
 expect "MM killed in the middle of a 12 MiB multicast" 0 storm submit -N 4 -n 4 -o "$T/k.mid" \
 	--file "$T/big" "$SELF"
@@ -170,10 +176,11 @@ grep -q "job $id restored from the database: QUEUED" "$C/log/mm.log" &&
 	ok "  job $id was still transferring: restored QUEUED" || bad "  job $id restored QUEUED"
 if wait_log "$C/log/mm.log" "job $id ended" 60; then
 	storm acct -j "$id" --json >"$T/acct.mid"
-	grep -q '"state": "COMPLETED"' "$T/acct.mid" && [ "$(cut -d' ' -f2- "$T/k.mid" | sort -u)" = "$SUM" ] &&
-		[ "$(wc -l <"$T/k.mid")" = 4 ] &&
+	K=$(in_host mm "$T/k.mid")
+	grep -q '"state": "COMPLETED"' "$T/acct.mid" && [ "$(cut -d' ' -f2- "$K" | sort -u)" = "$SUM" ] &&
+		[ "$(wc -l <"$K")" = 4 ] &&
 		ok "  job $id transferred again and completed: one checksum on all 4 ranks" ||
-		{ bad "  job $id completed with the right checksums"; cat "$T/acct.mid" "$T/k.mid"; }
+		{ bad "  job $id completed with the right checksums"; cat "$T/acct.mid" "$K"; }
 else bad "  job $id ended after the restart"; fi
 expect "  the cluster runs new jobs" 0 storm run -N 4 -n 4 "$SELF"
 [ "$(cut -d' ' -f2- "$T/out" | sort -u)" = "$SUM" ] && ok "  ... a 12 MiB program arrives intact" ||
@@ -197,8 +204,11 @@ mm=$(daemon_pid mm)
 # the old MM's fabric connections to node03, not its registration port,
 # which the restarted MM listens on again for node03 to register
 reg=$(sed -n 's/^mm_address = .*:\([0-9]*\)$/\1/p' "$C/storm.conf")
-for port in $(ss -tnpH | grep "pid=$mm," | awk -v reg="$reg" '$5 ~ /^10\.213\.0\.4:/ { sub(/.*:/, "", $4); if ($4 != reg) print $4 }'); do
-	ip netns exec "$NS3" iptables -A INPUT -s 10.213.255.254 -p tcp --sport "$port" -j DROP
+# (--hosts: the MM has an address and a namespace of its own)
+MM_IP=10.213.255.254 MM_NET=()
+[ "${STORM_HOSTS:-}" = 1 ] && MM_IP=10.213.255.253 MM_NET=(ip netns exec "$(cut -d" " -f1 "$C/netns")-mm")
+for port in $("${MM_NET[@]}" ss -tnpH | grep "pid=$mm," | awk -v reg="$reg" '$5 ~ /^10\.213\.0\.4:/ { sub(/.*:/, "", $4); if ($4 != reg) print $4 }'); do
+	ip netns exec "$NS3" iptables -A INPUT -s "$MM_IP" -p tcp --sport "$port" -j DROP
 done
 DROPS=$NS3
 kill -9 "$mm"
@@ -224,7 +234,7 @@ for n in node00 node01 node02; do left="$left$(pgrep -f "sleep 600" -P "$(daemon
 [ -z "$left" ] && ok "  its ranks on the other nodes are gone" || bad "  its ranks on the other nodes are gone: $left"
 
 # ---- 4. node03's local storage fills up during a transfer
-MNT=$C/state/node03/jobs
+MNT=$(node_state node03)/jobs
 mount -t tmpfs -o size=2m,mode=0711 storm-faulttest "$MNT"
 storm run -N 4 -n 4 "$SELF" >"$T/out" 2>"$T/err"
 rc=$?
@@ -235,8 +245,9 @@ grep -q "node03" "$T/err" && grep -q "No space left on device" "$T/err" &&
 left=$(find "$MNT" -mindepth 1 | wc -l)
 [ "$left" = 0 ] && ok "  nothing half-written left in node03's storage" ||
 	{ bad "  $left files left in node03's storage"; find "$MNT"; }
-left=$(find "$C"/state/node0*/jobs -mindepth 1 | wc -l)
-[ "$left" = 0 ] && ok "  nor on any other node" || { bad "  $left files left"; find "$C"/state/node0*/jobs -mindepth 1; }
+JOBDIRS=$(for n in node00 node01 node02 node03; do echo "$(node_state $n)/jobs"; done)
+left=$(find $JOBDIRS -mindepth 1 | wc -l)
+[ "$left" = 0 ] && ok "  nor on any other node" || { bad "  $left files left"; find $JOBDIRS -mindepth 1; }
 expect "  node03 still runs small jobs" 0 storm run -N 4 true
 umount "$MNT" && MNT=""
 

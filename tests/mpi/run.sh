@@ -165,7 +165,7 @@ printf '#include <mpi.h>\nint main(int c, char **v)\n{\n\tMPI_Request r[1];\n\ti
 expect "bcs-mpicc refuses MPI_Testsome (outside the subset)" 1 "$BIN/bcs-mpicc" -o "$T/outside" "$T/outside.c"
 has "  naming it" err "MPI_Testsome"
 
-expect "cluster up (4 nodes, 2 ms slices)" 0 storm cluster up --nodes 4 --dir "$C" \
+expect "cluster up (4 nodes, 2 ms slices)" 0 storm cluster up $UP_MODE --nodes 4 --dir "$C" \
 	--timeslice-us 2000 --down-after-ms 10000
 start=$(date +%s%N)
 for n in $RANKS; do
