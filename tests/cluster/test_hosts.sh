@@ -86,9 +86,11 @@ gone "$ND" && gone "$MM"
 cmd=$(unit_cmd stormnd node01)
 [ "$cmd" = "$BIN/stormnd -c $C/etc/storm/storm.conf -n node01" ] && ok "stormnd.service runs '$cmd'" ||
 	bad "stormnd.service's ExecStart: '$cmd'"
-on node01 setsid sh -c "exec $cmd >>'$C/log/node01.log' 2>&1 </dev/null" &
+(on node01 setsid sh -c "exec $cmd >>'$C/log/node01.log' 2>&1 </dev/null" &)
 cmd=$(unit_cmd stormmm mm)
-on mm setsid sh -c "exec $cmd >>'$C/log/mm.log' 2>&1 </dev/null" &
+(on mm setsid sh -c "exec $cmd >>'$C/log/mm.log' 2>&1 </dev/null" &)
+# the second MM's log line that it listens
+wait_count "$C/log/mm.log" "taking control connections on" 2 30 >/dev/null
 storm cluster status --wait 30 >"$T/out" 2>&1 && ok "  booted by the units' commands: every node UP again" ||
 	{ bad "  booted by the units' commands: every node UP"; cat "$T/out"; }
 expect "  and they run a job" 0 storm run -N 3 true

@@ -30,7 +30,10 @@ daemon_pid() { awk -v n="$1" '$2 == n { p = $1 } END { print p }' "$C/pids"; }
 # kill9 NAME: SIGKILL that daemon and return once it is gone
 kill9() { local p; p=$(daemon_pid "$1"); kill -9 "$p"; gone "$p"; }
 
-if storm cluster up $UP_MODE --nodes 4 --mpl 1 --down-after-ms 10000 --dir "$C" >"$T/up.out" 2>&1; then
+# the ranks wait on a fifo of the test's (with --hosts in a directory every
+# host shares)
+mkdir "$T/sync"
+if storm cluster up $UP_MODE $(shared "$T/sync") --nodes 4 --mpl 1 --down-after-ms 10000 --dir "$C" >"$T/up.out" 2>&1; then
 	ok "cluster up with 4 nodes, MPL 1 (DOWN after 10 s)"
 else bad "cluster up"; cat "$T/up.out"; exit 1; fi
 
@@ -39,9 +42,9 @@ mkfifo "$T/f"
 # the jobs go on once the test has looked at them after the restart: each of
 # their 4 ranks blocks reading a line of the fifo go, which the test holds
 # open (so a line written before a rank reads waits in it)
-mkfifo "$T/go"
-exec 9<>"$T/go"
-hold="read _ < $T/go"
+mkfifo "$T/sync/go"
+exec 9<>"$T/sync/go"
+hold="read _ < $T/sync/go"
 storm run -N 2 sh -c "echo started \$STORM_RANK; $hold; echo after \$STORM_RANK" \
 	>"$T/f" 2>"$T/run.err" &
 RUN=$!
@@ -75,14 +78,16 @@ grep -qE "^ +$RUNJOB .*RUNNING" "$T/out" && grep -qE "^ +$BATCH .*RUNNING" "$T/o
 printf 'go\ngo\ngo\ngo\n' >&9
 wait_log "$C/log/mm.log" "job $QUEUED ended" 30 && ok "the queued job ran after the restart" ||
 	bad "the queued job ran after the restart"
-[ "$(sort "$T/batch.out" | tr '\n' ' ')" = "one 0 one 1 two 0 two 1 " ] &&
+# the MM writes these files (--hosts: in its host's files)
+M=$(in_host mm "$T")
+[ "$(sort "$M/batch.out" | tr '\n' ' ')" = "one 0 one 1 two 0 two 1 " ] &&
 	ok "  the batch job's output (before and after) is all in its file" ||
-	{ bad "  batch output complete"; cat "$T/batch.out"; }
-[ "$(sort "$T/storm-$RUNJOB.out" 2>/dev/null | tr '\n' ' ')" = "after 0 after 1 " ] &&
+	{ bad "  batch output complete"; cat "$M/batch.out"; }
+[ "$(sort "$M/storm-$RUNJOB.out" 2>/dev/null | tr '\n' ' ')" = "after 0 after 1 " ] &&
 	ok "  the interactive job's later output went to storm-$RUNJOB.out" ||
-	{ bad "  interactive job output after the restart"; cat "$T/storm-$RUNJOB.out"; }
-[ "$(sort "$T/queued.out" | tr '\n' ' ')" = "queued 0 queued 1 queued 2 queued 3 " ] &&
-	ok "  the queued job's output" || { bad "  queued output"; cat "$T/queued.out"; }
+	{ bad "  interactive job output after the restart"; cat "$M/storm-$RUNJOB.out"; }
+[ "$(sort "$M/queued.out" | tr '\n' ' ')" = "queued 0 queued 1 queued 2 queued 3 " ] &&
+	ok "  the queued job's output" || { bad "  queued output"; cat "$M/queued.out"; }
 
 # ---- storm acct
 expect "storm acct" 0 storm acct
@@ -124,8 +129,8 @@ grep -qE "^ +$BIG .* COMPLETED .* 0 node" "$T/out" && ok "  the job completed af
 	{ bad "  the job completed after the restart"; cat "$T/out"; }
 # output is at least once across an MM kill: a report whose output the dead
 # MM wrote but never acknowledged comes again (docs/RELIABILITY.md)
-[ "$(grep '^ran [0-3]$' "$T/big.out" 2>/dev/null | sort -u | wc -l)" = 4 ] && ok "  every rank ran it (ranks 0-3)" ||
-	{ bad "  every rank ran it"; cat "$T/big.out"; }
+[ "$(grep '^ran [0-3]$' "$M/big.out" 2>/dev/null | sort -u | wc -l)" = 4 ] && ok "  every rank ran it (ranks 0-3)" ||
+	{ bad "  every rank ran it"; cat "$M/big.out"; }
 
 # ---- a node daemon dies under a job and is started again
 mkfifo "$T/g"

@@ -109,11 +109,19 @@ wait "$APID"
 
 # ---- forged, altered, replayed and relayed control frames
 start_munged "$T/foreign" || bad "a second munged (another key) did not start"
+# on the MM's own socket, which checks the peer's uid: with --hosts, as if
+# logged in on the MM's host
+FORGE_CONF=$STORM_CONF
+if [ "${STORM_HOSTS:-}" = 1 ]; then
+	FORGE_CONF=$T/mmhost.conf
+	sed "s|^socket = .*|socket = $(mm_socket)|" "$STORM_CONF" >"$FORGE_CONF"
+	chmod 644 "$FORGE_CONF"
+fi
 forge() { # forge NAME CASE TEXT [USER]: ctl_forge's output has TEXT
 	if [ -n "${4:-}" ]; then
-		as "$4" ctl_forge --conf "$STORM_CONF" "$2" >"$T/forge.out" 2>&1
+		as "$4" ctl_forge --conf "$FORGE_CONF" "$2" >"$T/forge.out" 2>&1
 	else
-		ctl_forge --conf "$STORM_CONF" "$2" >"$T/forge.out" 2>&1
+		ctl_forge --conf "$FORGE_CONF" "$2" >"$T/forge.out" 2>&1
 	fi
 	if grep -qF -- "$3" "$T/forge.out" && grep -qx closed "$T/forge.out"; then ok "$1"; else
 		bad "$1: no '$3' (and a close) in:"
@@ -128,7 +136,7 @@ forge "a request altered after signing is refused" altered "request not authenti
 forge "a replayed credential is refused" replay "request not authenticated: replayed MUNGE credential" "$UB"
 forge "a frame with a bad tag is refused" badtag "request not authenticated: frame 2 forged or altered" "$UB"
 forge "a replayed frame in a session is refused" seqreplay "frame 2 out of sequence (expected 3): replayed" "$UB"
-as "$UA" ctl_forge --conf "$STORM_CONF" "mint=$T/$UA/frame" >/dev/null 2>&1
+as "$UA" ctl_forge --conf "$FORGE_CONF" "mint=$T/$UA/frame" >/dev/null 2>&1
 uid_a=$(id -u "$UA") uid_b=$(id -u "$UB")
 forge "alice's credential sent by bob is refused" "send=$T/$UA/frame" \
 	"request not authenticated: credential of uid $uid_a sent by uid $uid_b" "$UB"
