@@ -506,7 +506,8 @@ static const char up_help[] =
 	"                         address; --hosts: the MM host's, default a free\n"
 	"                         port): ctl_address, for storm on other hosts\n"
 	"      --metrics-port P   the machine manager serves Prometheus metrics at\n"
-	"                         http://127.0.0.1:P/metrics (default: off)\n"
+	"                         http://127.0.0.1:P/metrics (--hosts: the MM host's\n"
+	"                         address; default: off)\n"
 	"      --realtime         daemons at SCHED_FIFO, as on a real cluster (off:\n"
 	"                         N real-time daemons would share this machine's cores)\n"
 	"  -h, --help             this help\n";
@@ -731,6 +732,9 @@ static int configure(const struct up_opts *o, const char *dir, const char *conf_
 	if (o->policy >= 0)
 		conf->policy = o->policy;
 	conf->metrics_port = o->metrics_port;
+	if (o->hosts) /* where a scraper on this machine reaches it */
+		snprintf(conf->metrics_address, sizeof(conf->metrics_address), "%s",
+			 NETNS_MM_HOST_ADDR);
 	if (o->mpl)
 		conf->mpl = o->mpl;
 	else if (conf->policy == POLICY_FCFS)
