@@ -29,6 +29,13 @@ in_host() {
 	*) echo "$2" ;;
 	esac
 }
+# on_host HOST CMD...: CMD inside host HOST of a --hosts cluster, as its own
+# processes run (the namespaces of its munged, the host's first process)
+on_host() {
+	local h=$1
+	shift
+	nsenter -t "$(cat "$C/hosts/$h/munge/munged.pid")" --net --mount --uts --ipc "$@"
+}
 # forge_via: ctl_forge's way to the MM: its socket, or --tcp its ctl_address
 forge_via() {
 	[ "${STORM_HOSTS:-}" = 1 ] && echo "--tcp $(sed -n 's/^ctl_address = //p' "$C/storm.conf")"

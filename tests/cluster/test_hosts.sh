@@ -25,12 +25,6 @@ cd "$T" || exit 1
 
 # anchor HOST: the pid whose namespaces are the host's (its munged)
 anchor() { cat "$C/hosts/$1/munge/munged.pid"; }
-# on HOST CMD...: CMD inside the host, as its own processes are
-on() {
-	local h=$1
-	shift
-	nsenter -t "$(anchor "$h")" --net --mount --uts --ipc "$@"
-}
 # none_left PREFIX: no namespace, process in one, or mount of the cluster's
 none_left() {
 	! ip netns list | grep -q -- "^$1-" &&
@@ -44,8 +38,8 @@ expect "storm run here, over TCP" 0 storm run -N 3 -l hostname
 for i in 0 1 2; do has_line "  node0$i's host name is its node name" out "$i: node0$i"; done
 [ ! -e "$C/mm.sock" ] && ok "  the MM's socket is not here (its host has it)" ||
 	bad "  the MM's socket is not here"
-[ "$(on mm hostname)" = mm ] && ok "the MM's host is 'mm'" || bad "the MM's host is 'mm'"
-on mm test -S "$C/mm.sock" && ok "  its socket is in its own $C" || bad "  its socket is in its own $C"
+[ "$(on_host mm hostname)" = mm ] && ok "the MM's host is 'mm'" || bad "the MM's host is 'mm'"
+on_host mm test -S "$C/mm.sock" && ok "  its socket is in its own $C" || bad "  its socket is in its own $C"
 grep -qx "ctl_address = 10.213.255.253:[0-9]*" "$C/storm.conf" &&
 	ok "  ctl_address is the MM host's address" || bad "  ctl_address: $(grep ctl_address "$C/storm.conf")"
 
@@ -60,12 +54,12 @@ expect "each host its own state directory" 0 storm run -N 3 -l sh -c "ls '$C/sta
 for i in 0 1 2; do has_line "  node0$i has only its own" out "$i: node0$i"; done
 n=0
 for h in mm node00 node01 node02; do
-	[ "$(on "$h" sh -c 'ls "$0/munge/munge.socket" >/dev/null && munge -S "$0/munge/munge.socket" -n | unmunge -S "$0/munge/munge.socket" >/dev/null && echo ok' "$C")" = ok ] && n=$((n + 1))
+	[ "$(on_host "$h" sh -c 'ls "$0/munge/munge.socket" >/dev/null && munge -S "$0/munge/munge.socket" -n | unmunge -S "$0/munge/munge.socket" >/dev/null && echo ok' "$C")" = ok ] && n=$((n + 1))
 done
 [ $n = 4 ] && ok "each host has a munged of its own ($n)" || bad "each host has a munged of its own ($n of 4)"
-on node00 munge -S "$C/munge/munge.socket" -n | unmunge -S "$C/munge/munge.socket" >/dev/null &&
+on_host node00 munge -S "$C/munge/munge.socket" -n | unmunge -S "$C/munge/munge.socket" >/dev/null &&
 	ok "  with the one key: node00's credential decodes here" || bad "  node00's credential decodes here"
-expect "storm inside a node's host reaches the MM over TCP" 0 on node02 env STORM_CONF="$C/storm.conf" storm jobs
+expect "storm inside a node's host reaches the MM over TCP" 0 on_host node02 env STORM_CONF="$C/storm.conf" storm jobs
 
 # ---- the units' ExecStart lines, run where systemd would start them: a
 # node daemon and the MM killed, then booted again by their units' commands
@@ -73,7 +67,7 @@ expect "storm inside a node's host reaches the MM over TCP" 0 on node02 env STOR
 # its own $C/etc)
 unit_cmd() { # UNIT HOST: its ExecStart, %l the host's name
 	sed -n -e "s|@BINDIR@|$BIN|g" -e "s|@SYSCONFDIR@|$C/etc|g" -e 's/^ExecStart=//p' \
-		"$SRC/systemd/$1.service.in" | sed "s/%l/$(on "$2" hostname -s)/g"
+		"$SRC/systemd/$1.service.in" | sed "s/%l/$(on_host "$2" hostname -s)/g"
 }
 for h in mm node01; do
 	mkdir -p "$C/hosts/$h/etc/storm"
@@ -86,9 +80,9 @@ gone "$ND" && gone "$MM"
 cmd=$(unit_cmd stormnd node01)
 [ "$cmd" = "$BIN/stormnd -c $C/etc/storm/storm.conf -n node01" ] && ok "stormnd.service runs '$cmd'" ||
 	bad "stormnd.service's ExecStart: '$cmd'"
-(on node01 setsid sh -c "exec $cmd >>'$C/log/node01.log' 2>&1 </dev/null" &)
+(on_host node01 setsid sh -c "exec $cmd >>'$C/log/node01.log' 2>&1 </dev/null" &)
 cmd=$(unit_cmd stormmm mm)
-(on mm setsid sh -c "exec $cmd >>'$C/log/mm.log' 2>&1 </dev/null" &)
+(on_host mm setsid sh -c "exec $cmd >>'$C/log/mm.log' 2>&1 </dev/null" &)
 # the second MM's log line that it listens
 wait_count "$C/log/mm.log" "taking control connections on" 2 30 >/dev/null
 storm cluster status --wait 30 >"$T/out" 2>&1 && ok "  booted by the units' commands: every node UP again" ||
