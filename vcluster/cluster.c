@@ -1777,6 +1777,9 @@ static int cmd_down(struct cli *c, int argc, char **argv)
 		snprintf(st, sizeof(st), "%s/state", dir);
 		is_virtual |= !strcmp(conf.socket, sock) && !strcmp(conf.state_dir, st);
 		snprintf(sock, sizeof(sock), "%s", conf.socket);
+		/* a cluster in a Slurm allocation: its MM may be on another node */
+		if (access(sock, F_OK) != 0 && conf.ctl_address[0])
+			snprintf(sock, sizeof(sock), "%s", conf.ctl_address);
 		ctl_set_munge_socket(conf.munge_socket);
 		conf_free(&conf);
 	} else if (!is_virtual) {

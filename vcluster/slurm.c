@@ -182,15 +182,20 @@ void slurm_alloc_free(struct slurm_alloc *a)
 pid_t slurm_srun(const struct slurm_alloc *a, int first_only, char *const task_argv[],
 		 char *const env_add[], int out_fd)
 {
-	char nodes[32];
+	char nodes[32], cpus[32];
 	snprintf(nodes, sizeof(nodes), "%d", first_only ? 1 : a->nnodes);
-	/* --overlap: the daemons' steps leave the allocation's CPUs to the
-	 * user's own steps; --mpi=none: no PMI for daemons; -J: what squeue -s
-	 * shows */
-	char *head[] = { "srun", "--overlap", "--mpi=none", "--quiet", "-J",
-			 first_only ? "storm-mm" : "storm-nodes", "-N", nodes,
-			 "--ntasks-per-node=1", first_only ? "-w" : NULL,
-			 first_only ? (char *)a->nodes[0] : NULL, NULL };
+	snprintf(cpus, sizeof(cpus), "%u", first_only || !a->cpus ? 1 : a->cpus);
+	/* Every option that the allocation's SLURM_* variables would set is
+	 * given: --export=ALL (the configuration travels in the environment,
+	 * whatever sbatch --export said), the task counts, and for a node
+	 * daemon the node's CPUs unbound, which its ranks inherit under
+	 * task/affinity or task/cgroup. --overlap: the daemons' steps leave
+	 * the allocation's CPUs and memory to the user's own steps;
+	 * --mpi=none: no PMI for daemons; -J: what squeue -s shows. */
+	char *head[] = { "srun", "--overlap", "--export=ALL", "--mpi=none", "--quiet",
+			 "--cpu-bind=none", "-J", first_only ? "storm-mm" : "storm-nodes",
+			 "-N", nodes, "-n", nodes, "--ntasks-per-node=1", "-c", cpus,
+			 first_only ? "-w" : NULL, first_only ? (char *)a->nodes[0] : NULL, NULL };
 	size_t nhead = 0, ntask = 0;
 	while (head[nhead])
 		nhead++;

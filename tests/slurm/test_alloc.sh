@@ -128,6 +128,27 @@ echo go >"$H/release"
 # shellcheck disable=SC2086
 all_gone "  all gone once the batch script ends the allocation" $pids
 
+# ---- storm cluster down inside the allocation, which goes on
+cat >"$H/down.sh" <<'EOF'
+#!/bin/sh
+storm cluster up --slurm || exit 1
+storm run -N 3 true || exit 1
+storm cluster down || exit 1
+echo "down $SLURM_JOB_ID"
+read -r _ <release
+EOF
+start_bg down as_user salloc -N 3 sh down.sh
+word=
+while read -r -t 60 word J <&7 && [ "$word" != down ]; do :; done
+JOBS="$JOBS ${J:-}"
+if [ "$word" = down ]; then ok "storm cluster down in an allocation"
+else bad "storm cluster down in an allocation"; cat "$T/down.err"; fi
+left=$(storm_pids "$J")
+[ -z "$left" ] && ok "  no daemon left while the allocation lasts" || bad "  daemons left: $left"
+echo go >"$H/release"
+wait "$BGPID" && ok "  the allocation ends as usual" || bad "  salloc's exit"
+exec 7<&-
+
 # ---- scancel of a running allocation: daemons and ranks gone
 cat >"$H/cancel.sh" <<EOF
 #!/bin/sh
