@@ -420,6 +420,7 @@ static int send_shutdown(const char *sock, int *err)
 
 static const char up_help[] =
 	"Usage: storm cluster up --nodes N [OPTIONS]\n"
+	"       storm cluster up --slurm [OPTIONS] [-- COMMAND [ARGS...]]\n"
 	"\n"
 	"Starts a virtual cluster on this machine: the machine manager (stormmm)\n"
 	"and N node daemons (stormnd) named node00, node01, ... (node000.. past 100),\n"
@@ -453,6 +454,14 @@ static const char up_help[] =
 	"                         http://127.0.0.1:P/metrics (default: off)\n"
 	"      --realtime         daemons at SCHED_FIFO, as on a real cluster (off:\n"
 	"                         N real-time daemons would share this machine's cores)\n"
+	"      --slurm            inside a Slurm allocation (salloc, sbatch): the MM on\n"
+	"                         its first node and a node daemon on each of its nodes,\n"
+	"                         started by srun, as the allocation's user, in\n"
+	"                         /tmp/storm-slurm-$SLURM_JOB_ID on each node. With a\n"
+	"                         COMMAND: runs it with STORM_CONF set, then takes the\n"
+	"                         cluster down and exits with its status; without: the\n"
+	"                         cluster stays up until 'storm cluster down' or the\n"
+	"                         allocation's end\n"
 	"  -h, --help             this help\n";
 
 enum { C_NODES = 1, C_DIR, C_PROVIDER, C_TIMESLICE, C_CPUS, C_DOWN_AFTER, C_DOWN_AFTER_MS,
