@@ -1411,6 +1411,10 @@ static int cluster_up_slurm(const struct up_opts *o)
 	pid_t cmd = -1;
 	if (o->cmd) {
 		cmd = run_command(o->cmd, conf_path);
+		/* as salloc: Ctrl-C is the command's (an interactive shell's
+		 * prompt survives it, and so must the cluster); its exit ends
+		 * the cluster */
+		signal(SIGINT, SIG_IGN);
 	} else {
 		fprintf(stderr, slurm_hint, conf_path);
 		unsigned char ok = EXIT_OK;

@@ -190,5 +190,10 @@ grep -qF "storm: cluster down" "$T/int.rest" && ok "  ... saying so" || bad "  n
 all_gone "  daemons and the command gone" $pids $cmd
 exec 7<&-
 
+# nothing of the user's is left: no watcher of a detached cluster, srun or
+# daemon outlives its allocation
+# shellcheck disable=SC2046
+all_gone "no process of $U left" $(ps -u "$U" -o pid= 2>/dev/null)
+
 echo "$((checks - fails)) of $checks checks passed"
 [ "$fails" = 0 ]
