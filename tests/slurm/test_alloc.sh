@@ -171,7 +171,7 @@ as_user scancel "$J" || bad "  scancel $J"
 # shellcheck disable=SC2086
 all_gone "  daemons and ranks gone after scancel" $pids $ranks
 
-# ---- SIGTERM to `storm cluster up` while its command runs
+# ---- Ctrl-C, then SIGTERM to `storm cluster up` while its command runs
 start_bg int as_user salloc -N 3 storm cluster up --slurm -- sh -c 'echo "ready $SLURM_JOB_ID $$"; exec sleep 300'
 word=
 while read -r -t 60 word J cmd <&7 && [ "$word" != ready ]; do :; done
@@ -180,6 +180,10 @@ if [ "$word" = ready ]; then ok "salloc with storm and a long command"
 else bad "salloc with storm and a long command"; cat "$T/int.err"; fi
 up=$(awk '{ print $4 }' "/proc/$cmd/stat" 2>/dev/null)
 pids=$(storm_pids "$J")
+kill -INT "$up"
+expect "  Ctrl-C is the command's: the cluster stays up" 0 \
+	as_user env SLURM_JOB_ID="$J" storm run -N 3 -l echo still-up
+has_line "  ... and runs a job" out "2: still-up"
 kill -TERM "$up"
 wait "$BGPID"
 rc=$?
