@@ -358,7 +358,7 @@ $(BUILD)/kernel/storm_guest: tests/kernel/guest.c kernel/storm_sched.c kernel/st
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -static -I kernel -I kernel/uapi \
 	      -o $@ tests/kernel/guest.c kernel/storm_sched.c
-kernel-check: kernel $(BUILD)/kernel/storm_guest
+kernel-check: kernel all $(BUILD)/kernel/storm_guest
 	./tests/kernel/run_vm.sh $(BUILD)
 
 # the layering rules of each folder's README.md, and no daemon call cycle
@@ -391,7 +391,8 @@ bench: bench-deps
 	./bench/pmi/run.sh
 
 # gang scheduling (the STORM paper's Figure 3): two CPU-bound jobs alone and
-# together against the timeslice, trace statistics, signals vs freezer, Slurm's gang
+# together against the timeslice, trace statistics, signals vs freezer, Slurm's gang;
+# then the switch's three paths (on arrival, timed, strict) side by side
 bench-gang: bench-deps
 	$(MAKE) bench-gang-run
 .PHONY: bench-gang-run
@@ -399,6 +400,8 @@ bench-gang-run:
 	$(MAKE) all $(BUILD)/bin/gang_spin
 	./bench/gang/run.sh
 	python3 bench/gang/report.py bench/results/gang-latest/results.jsonl docs/BENCHMARKS.md docs/gang.svg
+	./bench/gang/switchpath.sh
+	python3 bench/gang/switch_report.py bench/results/switch-latest/results.jsonl docs/BENCHMARKS.md
 
 # checkpoint/restart: checkpoint and restart time against job memory on 8
 # virtual nodes vs dd's bandwidth, failure-free overhead at 10 s and 60 s

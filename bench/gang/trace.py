@@ -11,7 +11,12 @@ CLOCK_MONOTONIC times are comparable) as one JSON object on stdout:
   timed     with the schedule ahead (storm.conf [scheduler] ahead): per
             switch K the same spread over the "switch" lines (the node's
             timer at the slot's start; NSWITCHED > 0), the lateness of each
-            (T_DONE - DEADLINE), the strict wait (OFF_NS) and its timeouts
+            (T_DONE - DEADLINE), the strict wait (OFF_NS) and its timeouts;
+            missed switches: slots some node switched and another did not
+            (between the first and last slot every node switched: a job
+            starts and ends on its nodes a few slots apart),
+            and switches done a whole timeslice or more past their deadline
+            (the node ran the old row through the slot)
   missed    per node: gaps in its SLICE sequence, counted from its first
             strobe at or after the MM's first traced one (before that the
             node was not yet in the tree and got only every fourth probe)
@@ -92,6 +97,13 @@ def main():
         else:
             partial += 1
     tskews = [max(v.values()) - min(v.values()) for v in timed.values() if len(v) == len(nodes)]
+    # a job starts and ends on its nodes a few slots apart: only slots
+    # between the first and the last one every node switched count
+    full = [k for k, v in timed.items() if len(v) == len(nodes)]
+    tpartial = sum(1 for k, v in timed.items() if len(v) != len(nodes)
+                   and full and min(full) < k < max(full))
+    slice_ns = int(out.get("timeslice_us") or 0) * 1000
+    tlate = sum(1 for x in late if slice_ns and x >= slice_ns)
     us = lambda x: None if x is None else round(x / 1000.0, 2)  # noqa: E731
     out.update({
         "strobes_sent": len(send),
@@ -104,6 +116,8 @@ def main():
         "timed_switches_n": len(tskews),
         "timed_skew_p50_us": us(pct(tskews, 50)), "timed_skew_p99_us": us(pct(tskews, 99)),
         "timed_late_p50_us": us(pct(late, 50)), "timed_late_p99_us": us(pct(late, 99)),
+        "timed_partial": tpartial, "timed_late_over_slice": tlate,
+        "timed_missed": tpartial + tlate,
         "strict_off_p50_us": us(pct(off, 50)), "strict_off_p99_us": us(pct(off, 99)),
         "strict_timeouts": timeouts,
         "missed_total": sum(missed.values()),

@@ -19,10 +19,12 @@
  * the bound (that share of a slice) has passed. Stopping is asynchronous in
  * the kernel (a SIGSTOP takes effect when the task next runs, a freeze when
  * each task leaves the kernel), so without the wait both jobs share the
- * CPUs for a while after every switch. The wait polls in the loop: it is
- * short and bounded, and nothing the daemon has to do is more urgent than
- * the switch. When /dev/storm is there the module does all this
- * (kswitch.c). */
+ * CPUs for a while after every switch. The wait blocks (it must not take
+ * the CPU the outgoing ranks need to reach their stop): for the stop
+ * notifications (SIGCHLD, asked for only while waiting), for a change of
+ * the cgroups' cgroup.events, and at most LOOK_NS between looks. It is short
+ * and bounded, and nothing the daemon has to do is more urgent than the
+ * switch. When /dev/storm is there the module does all this (kswitch.c). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -30,8 +32,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -296,6 +301,12 @@ static ssize_t read_small(const char *path, char *buf, size_t size)
  * hold the switch until the bound. */
 static bool rank_off_cpu(struct nd_rank *r)
 {
+	/* the cheap answer first: the rank's group stop is complete (every
+	 * thread stopped); WNOWAIT leaves that for the reaper */
+	siginfo_t si = { 0 };
+	if (waitid(P_PID, (id_t)r->pid, &si, WSTOPPED | WNOHANG | WNOWAIT) == 0 &&
+	    si.si_pid == r->pid)
+		return true;
 	char path[80], buf[512];
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)r->pid);
 	DIR *d = opendir(path);
@@ -344,25 +355,65 @@ static bool job_off_cpu(const struct nd_job *j)
 	return true;
 }
 
+/* Between looks at the ranks that have not stopped: a rank waiting for a
+ * core is off the CPU once a look finds it has not run since the last. */
+#define LOOK_NS 50000u
+#define WAIT_FDS 16
+
+/* Sleeps until a rank of this daemon stops (SIGCHLD), a leaving job's
+ * cgroup.events changes, or ns pass. Signals read here are handed on: a
+ * SIGCHLD to the loop's reaper, anything else raised again for the loop
+ * (after the wait, so that it does not wake the wait itself). */
+static void wait_event(struct nd *nd, uint64_t ns, sigset_t *others)
+{
+	struct pollfd p[WAIT_FDS];
+	nfds_t n = 0;
+	p[n++] = (struct pollfd){ .fd = nd->sigfd, .events = POLLIN };
+	for (struct nd_job *j = nd->jobs; j && n < WAIT_FDS; j = j->next)
+		if (j->leaving && j->events_fd >= 0)
+			p[n++] = (struct pollfd){ .fd = j->events_fd, .events = POLLPRI };
+	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+	if (ppoll(p, n, &ts, NULL) <= 0 || !(p[0].revents & POLLIN))
+		return;
+	struct signalfd_siginfo si;
+	while (read(nd->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGCHLD)
+			nd->signalled = true;
+		else
+			sigaddset(others, (int)si.ssi_signo);
+	}
+}
+
 /* Waits until every leaving job is off the CPU or the bound passed; true
  * when they all are. */
 static bool wait_off_cpu(struct nd *nd, uint64_t bound_ns)
 {
 	uint64_t until = clock_mono_ns() + bound_ns;
+	sigset_t others;
+	sigemptyset(&others);
+	bool done;
 	for (;;) {
-		bool all = true;
-		for (struct nd_job *j = nd->jobs; j && all; j = j->next)
+		done = true;
+		for (struct nd_job *j = nd->jobs; j && done; j = j->next)
 			if (j->leaving && !job_off_cpu(j))
-				all = false;
-		if (all)
-			return true;
-		if (clock_mono_ns() >= until)
-			return false;
-		/* long enough to let a stopping rank run to its stop on a busy
-		 * CPU, short against a 1 ms slice */
-		struct timespec ts = { 0, 20000 };
-		nanosleep(&ts, NULL);
+				done = false;
+		uint64_t now = clock_mono_ns();
+		if (done || now >= until)
+			break;
+		wait_event(nd, until - now < LOOK_NS ? until - now : LOOK_NS, &others);
 	}
+	for (int sig = 1; sig < SIGRTMIN; sig++)
+		if (sigismember(&others, sig))
+			raise(sig);
+	return done;
+}
+
+/* A stopped child is reported (SIGCHLD) only while a strict switch waits:
+ * otherwise every switch would wake the loop for nothing. */
+static void notify_stops(bool on)
+{
+	struct sigaction chld = { .sa_handler = SIG_DFL, .sa_flags = on ? 0 : SA_NOCLDSTOP };
+	sigaction(SIGCHLD, &chld, NULL);
 }
 
 uint64_t nd_gang_wait_bound_ns(const struct nd *nd)
@@ -372,10 +423,19 @@ uint64_t nd_gang_wait_bound_ns(const struct nd *nd)
 
 int nd_gang_apply(struct nd *nd, uint64_t run, struct nd_gang_sw *sw)
 {
-	int changed = 0, leaving = 0;
+	int changed = 0;
 	uint64_t t0 = clock_mono_ns();
 	*sw = (struct nd_gang_sw){ 0 };
 	nd->run_job = run;
+	bool incoming = false, going = false;
+	for (struct nd_job *j = nd->jobs; j; j = j->next) {
+		incoming |= jobid_alloc(j->id) == run && j->stopped && !j->ckpt_busy;
+		going |= jobid_alloc(j->id) != run && !j->stopped;
+	}
+	/* only an incoming job is worth waiting for: nothing else competes */
+	bool strict = incoming && going && nd->conf.switch_wait_pct;
+	if (strict)
+		notify_stops(true);
 	/* the outgoing job first, so two jobs never run at once */
 	/* a step runs in its allocation's turn: the strobe names the allocation */
 	for (struct nd_job *j = nd->jobs; j; j = j->next) {
@@ -387,15 +447,11 @@ int nd_gang_apply(struct nd *nd, uint64_t run, struct nd_gang_sw *sw)
 			nd_trace_run(nd, j, false);
 			j->leaving = true;
 			changed++;
-			leaving++;
 		}
 	}
-	bool incoming = false;
-	for (struct nd_job *j = nd->jobs; j; j = j->next)
-		incoming |= jobid_alloc(j->id) == run && j->stopped && !j->ckpt_busy;
-	/* only an incoming job is worth waiting for: nothing else competes */
-	if (leaving && incoming && nd->conf.switch_wait_pct) {
+	if (strict) {
 		sw->timeout = !wait_off_cpu(nd, nd_gang_wait_bound_ns(nd));
+		notify_stops(false);
 		sw->off_ns = clock_mono_ns() - t0;
 		sw->waited = true;
 		if (sw->timeout)

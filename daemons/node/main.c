@@ -283,7 +283,8 @@ static int setup(struct nd *nd, const struct opts *o)
 	sigaddset(&set, SIGINT);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	/* gang switches stop and continue ranks all the time: no SIGCHLD for that */
+	/* gang switches stop and continue ranks all the time: no SIGCHLD for that
+	 * (a strict switch asks for it while it waits: gang.c) */
 	struct sigaction chld = {.sa_handler = SIG_DFL, .sa_flags = SA_NOCLDSTOP};
 	sigaction(SIGCHLD, &chld, NULL);
 	if (nd_gang_init(nd) < 0 || nd_ckpt_init(nd) < 0)

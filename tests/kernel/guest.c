@@ -1,10 +1,19 @@
 /* The in-guest test of storm.ko (make kernel-check boots it as part of the
- * initramfs): two jobs of two spinning processes each, alternating 10 ms
- * slices for 2 s. Checks from the module's ring that every switch started
- * within a bound of its deadline and completed, that a stopped job gained no
- * CPU time until it was continued, and from 1 ms samples of each process's
- * run time (/proc/PID/schedstat) that the two jobs gained CPU time in the
- * same interval only around a switch. Prints PASS/FAIL lines and a total. */
+ * initramfs). Three modes:
+ *   storm_guest            the module on its own: two jobs of two spinning
+ *                          processes each, alternating 10 ms slices for 2 s
+ *                          from a schedule this program pushes;
+ *   storm_guest spin TAG   a rank of a storm job: spins (TAG names its job);
+ *   storm_guest observe ID_A TAG_A ID_B TAG_B SECONDS
+ *                          two storm jobs that stormnd gang-schedules through
+ *                          /dev/storm, watched read-only from outside;
+ *   storm_guest ranks TAG  prints how many ranks of TAG run (exit 1 if any).
+ * Both checks read the module's ring: every switch completed (the outgoing
+ * tasks off the CPU before the incoming job continued), the right jobs, a
+ * stopped job gained no CPU time until it was continued; and from 1 ms
+ * samples of each process's run time (/proc/PID/schedstat), the two jobs
+ * gained CPU time in the same interval only around a switch. Prints
+ * PASS/FAIL lines and a total. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -18,6 +27,7 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include "storm_sched.h"
@@ -110,7 +120,77 @@ static int cmp_s64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-int main(void)
+/* The processes of two jobs, sampled together. */
+#define MAXP 16
+struct jobset {
+	int n[2];
+	pid_t pid[2][MAXP];
+};
+
+/* Samples both jobs' run time every 1 ms until end; returns the samples. */
+static int sample_until(const struct jobset *js, uint64_t end)
+{
+	/* the sampler must not wait behind the spinners */
+	struct sched_param sp = { .sched_priority = 50 };
+	if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
+		printf("note: SCHED_FIFO: %s\n", strerror(errno));
+	int ns = 0;
+	struct timespec next;
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	while (now_ns() < end && ns < MAX_SAMPLES) {
+		struct sample *s = &samples[ns++];
+		s->t0 = now_ns();
+		for (int j = 0; j < 2; j++) {
+			s->cpu[j] = 0;
+			for (int k = 0; k < js->n[j]; k++)
+				s->cpu[j] += run_ns(js->pid[j][k]);
+		}
+		s->t1 = now_ns();
+		next.tv_nsec += 1000000;
+		if (next.tv_nsec >= 1000000000) {
+			next.tv_nsec -= 1000000000;
+			next.tv_sec++;
+		}
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+	}
+	struct sched_param normal = { 0 };
+	sched_setscheduler(0, SCHED_OTHER, &normal);
+	return ns;
+}
+
+static const struct storm_record *ring_rec(const struct storm_ring_hdr *ring, uint64_t seq)
+{
+	const struct storm_record *rec = (const void *)((const char *)ring + ring->rec_off);
+	return &rec[storm_ring_slot(seq, ring->records)];
+}
+
+/* Sample intervals, between the switches from..head-1, in which both jobs
+ * gained CPU time; returns how many of them no switch's window (its start to
+ * its continue) overlaps: those would be the two jobs running at once. */
+static int overlaps(const struct storm_ring_hdr *ring, uint64_t from, uint64_t head, int ns,
+		    int *both)
+{
+	const struct storm_record *r0 = ring_rec(ring, from), *rl = ring_rec(ring, head - 1);
+	int unexplained = 0;
+	*both = 0;
+	for (int i = 0; i + 1 < ns; i++) {
+		const struct sample *a = &samples[i], *b = &samples[i + 1];
+		if (a->t0 < r0->cont_ns || b->t1 > rl->start_ns)
+			continue; /* only between the first switch and the last */
+		if (b->cpu[0] == a->cpu[0] || b->cpu[1] == a->cpu[1])
+			continue;
+		(*both)++;
+		int explained = 0;
+		for (uint64_t s = from; s < head && !explained; s++) {
+			const struct storm_record *r = ring_rec(ring, s);
+			explained = r->start_ns <= b->t1 && r->cont_ns >= a->t0;
+		}
+		unexplained += !explained;
+	}
+	return unexplained;
+}
+
+static int module_test(void)
 {
 	int fd = open(STORM_DEVICE, O_RDWR);
 	if (fd < 0) {
@@ -150,10 +230,6 @@ int main(void)
 			return 1;
 		}
 	}
-	/* the sampler must not wait behind the spinners */
-	struct sched_param sp = { .sched_priority = 50 };
-	if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
-		printf("note: SCHED_FIFO: %s\n", strerror(errno));
 
 	static struct storm_entry e[SLICES + 1];
 	uint64_t t0 = now_ns() + 50000000ULL;
@@ -179,26 +255,11 @@ int main(void)
 		return 1;
 	}
 
-	uint64_t end = e[SLICES].deadline_ns + 100000000ULL;
-	int ns = 0;
-	struct timespec next;
-	clock_gettime(CLOCK_MONOTONIC, &next);
-	while (now_ns() < end && ns < MAX_SAMPLES) {
-		struct sample *s = &samples[ns++];
-		s->t0 = now_ns();
-		for (int j = 0; j < 2; j++) {
-			s->cpu[j] = 0;
-			for (int k = 0; k < PER_JOB; k++)
-				s->cpu[j] += run_ns(pids[j][k]);
-		}
-		s->t1 = now_ns();
-		next.tv_nsec += 1000000;
-		if (next.tv_nsec >= 1000000000) {
-			next.tv_nsec -= 1000000000;
-			next.tv_sec++;
-		}
-		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
-	}
+	struct jobset js = { .n = { PER_JOB, PER_JOB } };
+	for (int j = 0; j < 2; j++)
+		for (int k = 0; k < PER_JOB; k++)
+			js.pid[j][k] = pids[j][k];
+	int ns = sample_until(&js, e[SLICES].deadline_ns + 100000000ULL);
 
 	/* ---- the ring */
 	__u64 head = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE), tail = 0;
@@ -260,22 +321,7 @@ int main(void)
 		"%d times a job's run time moved between its stop and its continue", cpu_moved);
 
 	/* ---- the samples: both jobs gain CPU in one interval only around a switch */
-	const struct storm_record *r0 = &rec[0], *rl = &rec[storm_ring_slot(head - 1, ring->records)];
-	int both = 0, unexplained = 0;
-	for (int i = 0; i + 1 < ns; i++) {
-		const struct sample *a = &samples[i], *b = &samples[i + 1];
-		if (a->t0 < r0->cont_ns || b->t1 > rl->start_ns)
-			continue; /* before the first switch both run; after the last none */
-		if (b->cpu[0] == a->cpu[0] || b->cpu[1] == a->cpu[1])
-			continue;
-		both++;
-		int explained = 0;
-		for (uint64_t s = 0; s < head && !explained; s++) {
-			const struct storm_record *r = &rec[storm_ring_slot(s, ring->records)];
-			explained = r->start_ns <= b->t1 && r->cont_ns >= a->t0;
-		}
-		unexplained += !explained;
-	}
+	int both, unexplained = overlaps(ring, 0, head, ns, &both);
 	verdict(ns > 1000 && !unexplained, "jobs never run at once",
 		"%d samples, %d intervals where both gained CPU, %d of them away from any switch",
 		ns, both, unexplained);
@@ -294,4 +340,173 @@ int main(void)
 	close(fd);
 	printf("kernel-check: %d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
+}
+
+/* The pids whose command line is "... spin TAG", at most MAXP. */
+static int find_ranks(const char *tag, pid_t *out)
+{
+	int n = 0;
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	while (d && (de = readdir(d)) && n < MAXP) {
+		char path[300], buf[256];
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
+		int fd = open(path, O_RDONLY);
+		if (fd < 0)
+			continue;
+		ssize_t len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = '\0';
+		/* argv: PROGRAM, "spin", TAG */
+		const char *a1 = buf + strlen(buf) + 1;
+		if (a1 - buf >= len || strcmp(a1, "spin"))
+			continue;
+		const char *a2 = a1 + strlen(a1) + 1;
+		if (a2 - buf < len && !strcmp(a2, tag))
+			out[n++] = (pid_t)atoi(de->d_name);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Two storm jobs, gang-scheduled by stormnd through the module: watched
+ * from outside with a read-only open (as any rank may), for seconds. */
+static int observe(uint64_t ida, const char *taga, uint64_t idb, const char *tagb, int seconds)
+{
+	int fd = open(STORM_DEVICE, O_RDONLY);
+	struct storm_info info;
+	if (fd < 0 || ioctl(fd, STORM_IOC_QUERY, &info) < 0) {
+		printf("FAIL: open/query %s read-only: %s\n", STORM_DEVICE, strerror(errno));
+		return 1;
+	}
+	const struct storm_ring_hdr *ring =
+		mmap(NULL, info.ring_bytes, PROT_READ, MAP_SHARED, fd, STORM_MMAP_RING);
+	const struct storm_slice_page *slice =
+		mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, STORM_MMAP_SLICE);
+	if (ring == MAP_FAILED || slice == MAP_FAILED) {
+		printf("FAIL: mmap read-only: %s\n", strerror(errno));
+		return 1;
+	}
+	/* the jobs were just submitted: wait (bounded) for both jobs' ranks and
+	 * for stormnd to have registered them */
+	struct jobset js;
+	uint64_t give_up = now_ns() + 120000000000ULL;
+	do {
+		js.n[0] = find_ranks(taga, js.pid[0]);
+		js.n[1] = find_ranks(tagb, js.pid[1]);
+		if (ioctl(fd, STORM_IOC_QUERY, &info) < 0)
+			info.jobs = 0;
+		if (js.n[0] == PER_JOB && js.n[1] == PER_JOB && info.jobs >= 2)
+			break;
+		usleep(20000);
+	} while (now_ns() < give_up);
+	verdict(js.n[0] == PER_JOB && js.n[1] == PER_JOB, "ranks found",
+		"%d of job %llu, %d of job %llu", js.n[0], (unsigned long long)ida, js.n[1],
+		(unsigned long long)idb);
+	verdict(info.jobs >= 2, "stormnd registered the jobs", "%u registered, running %llu",
+		info.jobs, (unsigned long long)info.running_job);
+	if (js.n[0] != PER_JOB || js.n[1] != PER_JOB || info.jobs < 2)
+		return 1;
+
+	uint64_t head0 = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE);
+	int ns = sample_until(&js, now_ns() + (uint64_t)seconds * 1000000000ULL);
+	uint64_t head = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE);
+	if (head - head0 > ring->records)
+		head0 = head - ring->records;
+	uint64_t n = head - head0;
+	verdict(n >= 4, "stormnd drives the module's switches", "%llu switches in %d s",
+		(unsigned long long)n, seconds);
+	if (n < 4)
+		return 1;
+
+	int not_done = 0, wrong = 0, cpu_moved = 0;
+	uint64_t prev_in = ring_rec(ring, head0)->out_job, stopped_cpu[2] = { 0 };
+	int was_stopped[2] = { 0 };
+	for (uint64_t s = head0; s < head; s++) {
+		const struct storm_record *r = ring_rec(ring, s);
+		int in = r->in_job == ida ? 0 : r->in_job == idb ? 1 : -1;
+		int out = r->out_job == ida ? 0 : r->out_job == idb ? 1 : -1;
+		not_done += !(r->flags & STORM_REC_DONE);
+		/* the two jobs take turns (a slot that keeps the running job is a
+		 * switch that stops nothing) */
+		int same = r->in_job == r->out_job;
+		int bad = r->seq != s || r->out_job != prev_in || r->cont_ns < r->off_ns ||
+			  (in < 0 && r->in_job != 0) || (same && r->out_tasks);
+		if (bad && wrong < 5)
+			printf("note: record %llu: job %llu -> %llu, tasks %u -> %u, flags %#x\n",
+			       (unsigned long long)s, (unsigned long long)r->out_job,
+			       (unsigned long long)r->in_job, r->out_tasks, r->in_tasks, r->flags);
+		wrong += bad;
+		prev_in = r->in_job;
+		if (same)
+			continue;
+		if (out >= 0) {
+			stopped_cpu[out] = r->out_cpu_ns;
+			was_stopped[out] = 1;
+		}
+		if (in >= 0 && was_stopped[in] && r->in_cpu_ns > stopped_cpu[in] + CPU_TOL_NS)
+			cpu_moved++;
+	}
+	verdict(!not_done, "switches complete", "%d of %llu not seen off the CPU in the bound",
+		not_done, (unsigned long long)n);
+	static long long late[512], took[512];
+	int m = 0;
+	for (uint64_t s = head0; s < head && m < 512; s++) {
+		const struct storm_record *r = ring_rec(ring, s);
+		if (r->in_job == r->out_job)
+			continue;
+		late[m] = storm_lateness_ns(r->deadline_ns, r->start_ns);
+		took[m++] = (long long)(r->cont_ns - r->start_ns);
+	}
+	if (m) {
+		qsort(late, (size_t)m, sizeof(late[0]), cmp_s64);
+		qsort(took, (size_t)m, sizeof(took[0]), cmp_s64);
+		printf("note: %d switches by stormnd's schedule: start after deadline median %lld us, "
+		       "p99 %lld us; start to continue (outgoing off the CPU) median %lld us, p99 %lld "
+		       "us (emulated CPU)\n",
+		       m, late[m / 2] / 1000, late[m * 99 / 100] / 1000, took[m / 2] / 1000,
+		       took[m * 99 / 100] / 1000);
+	}
+	verdict(!wrong, "the jobs take turns", "%d of %llu records out of turn", wrong,
+		(unsigned long long)n);
+	verdict(!cpu_moved, "stopped job gains no CPU",
+		"%d times a job's run time moved between its stop and its continue", cpu_moved);
+	int both, unexplained = overlaps(ring, head0, head, ns, &both);
+	verdict(ns > 500 && !unexplained, "jobs never run at once",
+		"%d samples, %d intervals where both gained CPU, %d of them away from any switch",
+		ns, both, unexplained);
+	unsigned seq = __atomic_load_n(&slice->seq, __ATOMIC_ACQUIRE);
+	verdict(!(seq & 1) && (slice->job_id == ida || slice->job_id == idb) &&
+			slice->slice >= head,
+		"slice page", "slice %llu, job %llu running", (unsigned long long)slice->slice,
+		(unsigned long long)slice->job_id);
+	close(fd);
+	printf("kernel-check: storm cluster: %d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "spin"))
+		spin();
+	if (argc == 7 && !strcmp(argv[1], "observe"))
+		return observe(strtoull(argv[2], NULL, 10), argv[3], strtoull(argv[4], NULL, 10),
+			       argv[5], atoi(argv[6]));
+	if (argc == 3 && !strcmp(argv[1], "ranks")) {
+		pid_t p[MAXP];
+		int n = find_ranks(argv[2], p);
+		printf("%d\n", n);
+		return n ? 1 : 0;
+	}
+	if (argc != 1) {
+		fprintf(stderr, "usage: storm_guest [spin TAG | observe ID_A TAG_A ID_B TAG_B SECONDS "
+				"| ranks TAG]\n");
+		return 2;
+	}
+	return module_test();
 }
