@@ -1173,7 +1173,8 @@ static int read_ports(int fd, struct daemon *mm, struct storm_conf *conf)
 			return -1;
 		if (now_s() > limit || have == sizeof(line) - 1) {
 			fprintf(stderr, "storm: error: the machine manager's job step did not start "
-				"within 60 s\n");
+				"within 60 s ('squeue -s -j %s' shows the allocation's steps)\n",
+				getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "JOB");
 			return -1;
 		}
 		struct pollfd p = { .fd = fd, .events = POLLIN };
