@@ -1035,6 +1035,25 @@ static char *key_env(const char *path)
 	return env;
 }
 
+/* The MM's node: two free TCP ports here for mm_address and ctl_address,
+ * on the host the configuration names. 0, or -1 (printed). */
+static int take_ports(struct storm_conf *conf)
+{
+	char host[256], port[16];
+	int p1 = free_tcp_port(), p2 = p1;
+	while (p2 == p1 && p2 > 0)
+		p2 = free_tcp_port();
+	if (p1 < 0 || p2 < 0 ||
+	    conf_address(conf->mm_address, host, sizeof(host), port, sizeof(port)) != 0) {
+		fprintf(stderr, "storm: error: no free TCP port for the machine manager: %s\n",
+			strerror(p1 < 0 ? -p1 : p2 < 0 ? -p2 : EINVAL));
+		return -1;
+	}
+	host_port(conf->mm_address, sizeof(conf->mm_address), host, p1);
+	host_port(conf->ctl_address, sizeof(conf->ctl_address), host, p2);
+	return 0;
+}
+
 /* storm-cluster slurm-task mm|nd DAEMON CONF [--realtime]: one task of a job
  * step `up --slurm` started, on an allocated node. Writes the configuration
  * and key from its environment into CONF's directory on this node (the MM's
@@ -1087,20 +1106,8 @@ static int slurm_task(int argc, char **argv)
 			"allocation's\n", node ? node : "unset");
 		goto out;
 	}
-	if (is_mm) {
-		char host[256], port[16];
-		int p1 = free_tcp_port(), p2 = p1;
-		while (p2 == p1 && p2 > 0)
-			p2 = free_tcp_port();
-		if (p1 < 0 || p2 < 0 ||
-		    conf_address(conf.mm_address, host, sizeof(host), port, sizeof(port)) != 0) {
-			fprintf(stderr, "storm: error: no free TCP port for the machine manager: %s\n",
-				strerror(p1 < 0 ? -p1 : p2 < 0 ? -p2 : EINVAL));
-			goto out;
-		}
-		host_port(conf.mm_address, sizeof(conf.mm_address), host, p1);
-		host_port(conf.ctl_address, sizeof(conf.ctl_address), host, p2);
-	}
+	if (is_mm && take_ports(&conf) != 0)
+		goto out;
 	char *out = conf_text(&conf);
 	e = out ? put_file(conf_path, out, strlen(out), 0644) : -ENOMEM;
 	free(out);
@@ -1355,6 +1362,28 @@ static int detach(int *ready_fd, int *parent_done)
 	return n == 1 ? code : EXIT_STORM;
 }
 
+/* The detached cluster's watcher, once it is up: tells the waiting `up`
+ * (ready), which returns; from here nobody reads our output (DIR/log/
+ * storm-cluster.log has it) and the terminal's signals are not ours. */
+static void become_watcher(const char *dir, int ready)
+{
+	unsigned char ok = EXIT_OK;
+	if (write(ready, &ok, 1) != 1) { /* `up` is gone: nobody waits for the cluster */
+	}
+	close(ready);
+	char log[PATH_MAX + 32];
+	snprintf(log, sizeof(log), "%s/log/storm-cluster.log", dir);
+	int lfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (nul >= 0)
+		dup2(nul, 0);
+	if (lfd >= 0) {
+		dup2(lfd, 1);
+		dup2(lfd, 2);
+	}
+	setsid();
+}
+
 static const char slurm_hint[] =
 	"storm: storm commands in this allocation find it by themselves (SLURM_JOB_ID);\n"
 	"storm: elsewhere, STORM_CONF=%s; 'storm cluster down' takes it down before the\n"
@@ -1418,23 +1447,7 @@ static int cluster_up_slurm(const struct up_opts *o)
 		signal(SIGINT, SIG_IGN);
 	} else {
 		fprintf(stderr, slurm_hint, conf_path);
-		unsigned char ok = EXIT_OK;
-		if (write(ready, &ok, 1) != 1) { /* `up` is gone: nobody waits for the cluster */
-		}
-		close(ready);
-		/* from here on nobody reads our output, and the terminal's
-		 * signals are not ours */
-		char log[PATH_MAX + 32];
-		snprintf(log, sizeof(log), "%s/log/storm-cluster.log", dir);
-		int lfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-		int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (nul >= 0)
-			dup2(nul, 0);
-		if (lfd >= 0) {
-			dup2(lfd, 1);
-			dup2(lfd, 2);
-		}
-		setsid();
+		become_watcher(dir, ready);
 	}
 	if (!o->cmd || cmd > 0)
 		supervise(d, nd, cmd, &status, mm_out);
