@@ -100,8 +100,8 @@ def main():
     # a job starts and ends on its nodes a few slots apart: only slots
     # between the first and the last one every node switched count
     full = [k for k, v in timed.items() if len(v) == len(nodes)]
-    tpartial = sum(1 for k, v in timed.items() if len(v) != len(nodes)
-                   and full and min(full) < k < max(full))
+    lo, hi = (min(full), max(full)) if full else (0, 0)
+    tpartial = sum(1 for k, v in timed.items() if len(v) != len(nodes) and lo < k < hi)
     slice_ns = int(out.get("timeslice_us") or 0) * 1000
     tlate = sum(1 for x in late if slice_ns and x >= slice_ns)
     us = lambda x: None if x is None else round(x / 1000.0, 2)  # noqa: E731
