@@ -145,11 +145,19 @@ static inline uint64_t *strobe_run_ahead(struct strobe *s, unsigned i)
  * job there; the MM confirms a checkpoint with COMPARE-AND-WRITE (EQ id) */
 #define GM_VAR_CKPT(slot) (GM_VARS + 4096 + 8 * (uint64_t)(slot))
 
-/* On a node: u64, the last report of it the MM consumed, then its tag
- * (GM_MAC_ACK, for that node); written by the MM right after consuming it,
- * so a node with more to say need not wait for the next strobe's ack */
+/* On a node: struct report_ack, then its tag (GM_MAC_ACK, for that node);
+ * written by the MM right after consuming a report, so a node with more to
+ * say need not wait for the next strobe's ack. The three times make one
+ * exchange of NTP's kind, from which the node estimates the MM's clock
+ * against its own (common/ahead.h, struct clk_est). */
+struct report_ack {
+	uint64_t seq;     /* the last report of this node the MM consumed */
+	uint64_t t1;      /* that report's sent_ns (the node's clock), echoed */
+	uint64_t t2;      /* the MM's CLOCK_MONOTONIC when it took the report */
+	uint64_t t3;      /* the MM's CLOCK_MONOTONIC as it sends this ack */
+};
 #define GM_VAR_REPORT_ACK (GM_VARS + 8192)
-#define GM_REPORT_ACK_SIZE (8 + GM_TAG_BYTES)
+#define GM_REPORT_ACK_SIZE (sizeof(struct report_ack) + GM_TAG_BYTES)
 
 _Static_assert(sizeof(struct strobe) + 16 * STORM_MAX_NODES + GM_TAG_BYTES <= GM_STROBE_MAX,
 	       "a strobe without the schedule ahead must fit for every cluster size");

@@ -44,6 +44,8 @@ struct mm_metrics {
 	struct histogram switch_delay, switch_skew, launch, ckpt;
 	struct skew_slot skew[SKEW_KEPT];
 	uint64_t *missed, *bcs_bytes; /* per node, as its last report said */
+	int64_t *clock_off;           /* per node: the MM's clock minus its, ns */
+	uint64_t *clock_rtt;          /* and that estimate's round trip (0: none yet) */
 	uint64_t requests;
 	uint64_t last_switch;
 };
@@ -95,6 +97,8 @@ void metrics_on_report(struct mm *mm, int node, const Storm__Cl__Report *r)
 	if (!m)
 		return;
 	m->missed[node] = r->missed_strobes;
+	m->clock_off[node] = r->clock_offset_ns;
+	m->clock_rtt[node] = r->clock_rtt_ns;
 	m->bcs_bytes[node] = r->bcs_bytes;
 	for (size_t i = 0; i < r->n_switches; i++) {
 		const Storm__Cl__SwitchDelay *d = r->switches[i];
@@ -236,6 +240,19 @@ static void render(struct mm *mm, struct out *o)
 	for (int i = 0; i < mm->conf.nnodes; i++)
 		put(o, "storm_node_missed_strobes_total{node=\"%s\"} %llu\n", mm->conf.nodes[i],
 		    (unsigned long long)m->missed[i]);
+	put(o, "# HELP storm_node_clock_offset_seconds The MM's clock minus a node's, as the node "
+	       "estimates it to switch at the schedule's instants.\n"
+	       "# TYPE storm_node_clock_offset_seconds gauge\n");
+	for (int i = 0; i < mm->conf.nnodes; i++)
+		if (m->clock_rtt[i])
+			put(o, "storm_node_clock_offset_seconds{node=\"%s\"} %g\n", mm->conf.nodes[i],
+			    (double)m->clock_off[i] / 1e9);
+	put(o, "# HELP storm_node_clock_error_seconds The most that estimate can be off: half "
+	       "the round trip it came from.\n# TYPE storm_node_clock_error_seconds gauge\n");
+	for (int i = 0; i < mm->conf.nnodes; i++)
+		if (m->clock_rtt[i])
+			put(o, "storm_node_clock_error_seconds{node=\"%s\"} %g\n", mm->conf.nodes[i],
+			    (double)m->clock_rtt[i] / 2e9);
 	put(o, "# HELP storm_bcs_mpi_sent_bytes_total BCS-MPI bytes a node sent to others, as "
 	       "it last reported.\n# TYPE storm_bcs_mpi_sent_bytes_total counter\n");
 	for (int i = 0; i < mm->conf.nnodes; i++)
@@ -328,8 +345,10 @@ int metrics_start(struct mm *mm)
 	m->ckpt.le = ckpt_le;
 	m->missed = calloc((size_t)mm->conf.nnodes, sizeof(uint64_t));
 	m->bcs_bytes = calloc((size_t)mm->conf.nnodes, sizeof(uint64_t));
+	m->clock_off = calloc((size_t)mm->conf.nnodes, sizeof(int64_t));
+	m->clock_rtt = calloc((size_t)mm->conf.nnodes, sizeof(uint64_t));
 	mm->metrics = m;
-	if (!m->missed || !m->bcs_bytes)
+	if (!m->missed || !m->bcs_bytes || !m->clock_off || !m->clock_rtt)
 		return -1;
 	if (!mm->conf.metrics_port)
 		return 0; /* counted, not served */
@@ -369,6 +388,8 @@ void metrics_stop(struct mm *mm)
 		MHD_stop_daemon(m->httpd);
 	}
 	free(m->missed);
+	free(m->clock_off);
+	free(m->clock_rtt);
 	free(m->bcs_bytes);
 	free(m);
 	mm->metrics = NULL;

@@ -14,6 +14,7 @@ static void consume_report(struct mm *mm, int idx)
 	memcpy(&len, slot, 4);
 	if (len == 0)
 		return; /* nothing new: every slot is looked at on any EV_REPORT */
+	uint64_t t_took = clock_mono_ns(); /* the node's clock exchange: t2 */
 	/* emptied at once, so the slot is decoded once per report that lands */
 	memset(slot, 0, 4);
 	if (len > GM_REPORT_SLOT_SIZE - 4 - GM_TAG_LEN) {
@@ -51,6 +52,7 @@ static void consume_report(struct mm *mm, int idx)
 		return;
 	}
 	n->report_seq = r->seq;
+	uint64_t t_sent = r->sent_ns;
 	metrics_on_report(mm, idx, r);
 	for (size_t i = 0; i < r->n_traces; i++)
 		trace_on_chunk(mm, idx, r->traces[i]);
@@ -88,8 +90,10 @@ static void consume_report(struct mm *mm, int idx)
 	sn_set_clear(&one);
 	sn_set_add(&one, fabric_id((uint32_t)idx));
 	uint8_t ack[GM_REPORT_ACK_SIZE];
-	memcpy(ack, &n->report_seq, 8);
-	gm_mac(mm->key, GM_MAC_ACK, (uint32_t)idx, ack, 8, ack + 8);
+	struct report_ack a = { .seq = n->report_seq, .t1 = t_sent, .t2 = t_took,
+				.t3 = clock_mono_ns() };
+	memcpy(ack, &a, sizeof(a));
+	gm_mac(mm->key, GM_MAC_ACK, (uint32_t)idx, ack, sizeof(a), ack + sizeof(a));
 	sn_xfer(mm->sn, &one, GM_VAR_REPORT_ACK, ack, sizeof(ack), SN_NO_EVENT, EV_REPORT_ACK, 0);
 }
 

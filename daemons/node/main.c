@@ -209,13 +209,15 @@ static void on_turn(void *arg)
 	nd_copy_pump(nd);
 	if (drain_event(nd, EV_REPORT_ACK)) {
 		const uint8_t *v = nd->gmem + GM_VAR_REPORT_ACK;
-		uint64_t ack;
-		memcpy(&ack, v, 8);
-		if (!gm_mac_ok(nd->key, GM_MAC_ACK, nd->index, v, 8, v + 8))
+		struct report_ack a;
+		memcpy(&a, v, sizeof(a));
+		if (!gm_mac_ok(nd->key, GM_MAC_ACK, nd->index, v, sizeof(a), v + sizeof(a))) {
 			nd_log_refused(nd, "report ack %" PRIu64 " has a bad tag (forged or "
-					   "altered); refused", ack);
-		else if (ack > nd->acked && ack <= nd->report_seq)
-			nd->acked = ack; /* an older one (a replay) changes nothing */
+					   "altered); refused", a.seq);
+		} else if (a.seq > nd->acked && a.seq <= nd->report_seq) {
+			nd->acked = a.seq; /* an older one (a replay) changes nothing */
+			nd_timed_clock_sample(nd, &a);
+		}
 	}
 	nd_report_flush(nd);
 	nd_timers(nd);
@@ -292,6 +294,7 @@ static int setup(struct nd *nd, const struct opts *o)
 	fault_init(&nd->fault, nd->name);
 	if (fault_armed(&nd->fault))
 		slog("test hook STORM_TEST_TAMPER=%s", getenv("STORM_TEST_TAMPER"));
+	nd->clock_skew_ns = fault_value(&nd->fault, "clock_skew_us") * 1000;
 	const char *trace = getenv("STORM_TRACE");
 	if (trace && *trace) {
 		char path[PATH_MAX];

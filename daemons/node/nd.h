@@ -154,6 +154,10 @@ struct nd {
 	struct ahead_sched ahead;
 	int ahead_fd;
 	struct clk_est clk;
+	int64_t clk_logged_ns;  /* the offset last logged (a change of 1 ms is logged) */
+	uint64_t clock_skew_ns; /* test hook "clock_skew_us": this node's clock reads
+				 * that much ahead of the host's */
+	uint64_t report_sent_ns; /* sent_ns of the last report (echoed in its ack) */
 	struct nd_kswitch *ks;  /* /dev/storm when it is there (kswitch.c), else NULL */
 	unsigned nsw;
 	uint64_t mb_sent_bytes[32]; /* per mailbox type (ND_MB_TYPES <= 32), since start */
@@ -302,6 +306,10 @@ void nd_timed_close(struct nd *nd);
  * gives them): held, and the switch due now made; returns the jobs switched. */
 int nd_timed_strobe(struct nd *nd, const struct strobe *s, uint64_t run,
 		    const struct strobe_slot *slots, const uint64_t *run_ahead);
+/* This node's clock: CLOCK_MONOTONIC (plus the test hook's skew). */
+uint64_t nd_clock_ns(const struct nd *nd);
+/* A report's ack as the MM wrote it: one exchange for the clock offset. */
+void nd_timed_clock_sample(struct nd *nd, const struct report_ack *a);
 
 /* kswitch.c: /dev/storm, when it is there (nd->ks set) */
 void nd_kswitch_open(struct nd *nd);

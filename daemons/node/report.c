@@ -234,6 +234,10 @@ static void send_next(struct nd *nd, uint64_t seq)
 	rep.slice = nd->slice;
 	rep.cmd_done = nd->cmd_done;
 	rep.epoch = nd->mm_epoch;
+	if (nd->clk.valid) {
+		rep.clock_offset_ns = nd->clk.offset_ns;
+		rep.clock_rtt_ns = nd->clk.rtt_ns;
+	}
 	uint64_t running[64];
 	for (struct nd_job *j = nd->jobs; j && rep.n_running < 64; j = j->next)
 		if (j->nalive > 0)
@@ -254,6 +258,7 @@ static void send_next(struct nd *nd, uint64_t seq)
 	rep.missed_strobes = nd->missed_strobes;
 	rep.bcs_bytes = nd_bcs_bytes_sent(nd);
 	const size_t budget = GM_REPORT_SLOT_SIZE - 4 - GM_TAG_LEN;
+	rep.sent_ns = UINT64_MAX; /* room for the stamp, set as the report goes */
 	size_t used = storm__cl__report__get_packed_size(&rep);
 	struct nd_rec *r = nd->q_head, *stop = NULL;
 	size_t partial = 0; /* output bytes of `stop` that go out in this report */
@@ -359,6 +364,8 @@ static void send_next(struct nd *nd, uint64_t seq)
 	rep.notes = pn;
 	rep.n_traces = n_trace;
 	rep.traces = traces;
+	/* stamped last: the ack's echo of it times the exchange (timed.c) */
+	rep.sent_ns = nd->report_sent_ns = nd_clock_ns(nd);
 
 	size_t len = storm__cl__report__get_packed_size(&rep);
 	free(nd->report_buf);

@@ -223,8 +223,12 @@ void nd_on_strobe(struct nd *nd)
 	}
 	/* test hook: this node is cut off from strobes for a while, and follows
 	 * the schedule it holds */
-	if (nd->deaf_until >= s.slice)
-		return;
+	if (nd->deaf_until) {
+		if (nd->deaf_until >= s.slice)
+			return;
+		slog("test hook: hearing strobes again at %" PRIu64, s.slice);
+		nd->deaf_until = 0;
+	}
 	if (fault_hit(&nd->fault, "deaf", s.slice)) {
 		uint64_t n = fault_value(&nd->fault, "deaf_for");
 		nd->deaf_until = s.slice + (n ? n : 1) - 1;

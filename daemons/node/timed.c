@@ -7,7 +7,17 @@
  * for at most K slices and then holds the last, as it does without
  * strobes. A strobe without a schedule switches on its arrival, as before.
  * With /dev/storm (kswitch.c) the module switches at the deadlines instead
- * of this timer. */
+ * of this timer.
+ *
+ * The slots' starts are the MM's CLOCK_MONOTONIC. Each node maps them onto
+ * its own clock with the offset it estimates as NTP does, from the report
+ * and its ack: the node stamps a report as it sends it (t1), the MM stamps
+ * taking it (t2) and sending the ack (t3), which echoes t1; the node stamps
+ * the ack's arrival (t4). offset = ((t2 - t1) + (t3 - t4)) / 2, with an
+ * error of at most half the round trip (t4 - t1) - (t3 - t2); of the last
+ * exchanges the one with the least round trip is kept (common/ahead.c).
+ * Reports go every few slices, so the estimate follows a drifting clock.
+ * On one host every clock is the same and the offset measures ~0. */
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
@@ -80,6 +90,24 @@ static void on_timer(void *arg, uint32_t events)
 	arm(nd);
 }
 
+uint64_t nd_clock_ns(const struct nd *nd)
+{
+	return clock_mono_ns() + nd->clock_skew_ns;
+}
+
+void nd_timed_clock_sample(struct nd *nd, const struct report_ack *a)
+{
+	if (!a->t1 || a->t1 != nd->report_sent_ns || a->seq != nd->report_seq)
+		return; /* an ack of an older report, or of one sent before a restart */
+	clk_est_sample(&nd->clk, a->t1, a->t2, a->t3, nd_clock_ns(nd));
+	int64_t off = nd->clk.offset_ns, moved = off - nd->clk_logged_ns;
+	if (nd->clk.valid && (!nd->clk_logged_ns || moved > 1000000 || moved < -1000000)) {
+		slog("clock: the MM's reads %+.3f ms against this node's (error at most %.3f ms)",
+		     (double)off / 1e6, (double)nd->clk.rtt_ns / 2e6);
+		nd->clk_logged_ns = off ? off : 1;
+	}
+}
+
 int nd_timed_init(struct nd *nd)
 {
 	nd->ahead.n = nd->ahead.done = 0;
@@ -112,7 +140,8 @@ int nd_timed_strobe(struct nd *nd, const struct strobe *s, uint64_t run,
 		/* slot 0 is this strobe's own slice, with the run list above */
 		for (unsigned i = 0; i <= k; i++)
 			a->e[i] = (struct ahead_entry){
-				.deadline_ns = clk_to_local(&nd->clk, slots[i].start_ns),
+				.deadline_ns = clk_to_local(&nd->clk, slots[i].start_ns) -
+					       nd->clock_skew_ns,
 				.switches = slots[i].switches,
 				.run = i ? run_ahead[i - 1] : run,
 				.row = slots[i].row,

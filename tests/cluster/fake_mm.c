@@ -992,9 +992,9 @@ static void test_forgery(uid_t uid, gid_t gid, const char *user)
 
 	/* a forged direct ack: would let a node overwrite an unread report */
 	uint8_t ack[GM_REPORT_ACK_SIZE];
-	uint64_t big = 1u << 30;
-	memcpy(ack, &big, 8);
-	memset(ack + 8, 0x5a, GM_TAG_LEN);
+	struct report_ack forged = { .seq = 1u << 30 };
+	memcpy(ack, &forged, sizeof(forged));
+	memset(ack + sizeof(forged), 0x5a, GM_TAG_LEN);
 	sn_xfer(mm.sn, &all, GM_VAR_REPORT_ACK, ack, sizeof(ack), SN_NO_EVENT, EV_REPORT_ACK, 0);
 	CHECK(pump_until(logged, "report ack 1073741824 has a bad tag", 5000),
 	      "every node logs the forged ack");

@@ -4,9 +4,10 @@
 # outside every ~1 ms (/proc/PID/schedstat), the two jobs' ranks on a node
 # run at the same time less than half the time (without gang switching,
 # all of it); the nodes' traces show the switches made by their timers at
-# the scheduled instants; and a node cut off from
-# the strobes (test hook "deaf") keeps switching on the schedule it holds
-# for K slices, then holds.
+# the scheduled instants; a node whose clock reads 40 ms ahead (test hook
+# "clock_skew_us") measures that against the MM's and switches with the
+# other all the same; and a node cut off from the strobes (test hook
+# "deaf") keeps switching on the schedule it holds for K slices, then holds.
 # Every daemon is taken down on exit, pass or fail.
 # Usage: test_timed.sh BUILD_BIN_DIR   (make clustertest)
 set -u
@@ -21,6 +22,8 @@ fails=0 checks=0
 SPIN=storm-timedtest-${T##*.}-spin
 AHEAD=4
 DEAF_AT=300 DEAF_FOR=8 # slices: past the launches; longer than AHEAD
+SKEW_US=40000          # node01's clock reads 40 ms ahead (test hook): it must
+                       # measure that and switch with node00 all the same
 
 cleanup() {
 	storm cluster down --dir "$C" >/dev/null 2>&1
@@ -46,7 +49,7 @@ pids_of() { # NAME JOB: the ranks' pids once both nodes started them
 
 mkdir -p "$T/trace"
 STORM_TRACE=$T/trace STORM_TEST_TAMPER_NODE=node01 \
-	STORM_TEST_TAMPER="deaf=$DEAF_AT,deaf_for=$DEAF_FOR" \
+	STORM_TEST_TAMPER="deaf=$DEAF_AT,deaf_for=$DEAF_FOR,clock_skew_us=$SKEW_US" \
 	expect "cluster up (2 nodes, MPL 2, 10 ms slices, K $AHEAD, strict)" 0 \
 	storm cluster up --nodes 2 --dir "$C" --mpl 2 --quantum 1 --timeslice-us 10000 \
 	--ahead "$AHEAD" --switch-wait-pct "${WAIT_PCT:-25}" --realtime
@@ -78,10 +81,21 @@ else
 	bad "the jobs ran concurrently: $(cat "$T/overlap")"
 fi
 
-# the deaf window has passed once node01 logged it and a few strobes followed
-wait_log "$C/log/node01.log" "test hook: strobes $DEAF_AT" 60 ||
-	bad "node01 never reached its deaf window"
-sleep 0.3
+# node01 measured its clock against the MM's: -40 ms, within the error
+if wait_log "$C/log/node01.log" "clock: the MM's reads" 30; then
+	line=$(grep -m1 "clock: the MM's reads" "$C/log/node01.log")
+	if python3 -c '
+import re, sys
+m = re.search(r"reads ([-+][0-9.]+) ms .* at most ([0-9.]+) ms", sys.argv[1])
+off, err = float(m[1]), float(m[2])
+sys.exit(not abs(off + float(sys.argv[2]) / 1000) <= err + 0.5)' "$line" "$SKEW_US"; then
+		ok "node01 estimated its clock ${SKEW_US} us ahead: ${line#*: }"
+	else bad "node01's clock estimate is wrong: $line"; fi
+else bad "node01 never estimated its clock"; fi
+
+# the deaf window has passed once node01 hears strobes again
+wait_log "$C/log/node01.log" "test hook: hearing strobes again" 60 ||
+	bad "node01 never came out of its deaf window"
 storm cancel "$a" "$b" >/dev/null
 storm cluster down --dir "$C" >/dev/null 2>&1
 
@@ -120,6 +134,22 @@ for node in ("node00", "node01"):
         # every slot it held, then nothing: it holds the last
         if not (k - 1 <= len(inside) <= k + 1):
             print("node01: did not follow its held schedule for K slots, then hold"); bad = 1
+# the same switch on both nodes, in the host's time: node01's clock reads
+# SKEW ahead, so unless it maps the slots onto its clock it switches early
+done = {}
+for node in ("node00", "node01"):
+    for line in open(os.path.join(d, node + ".trace")):
+        p = line.split()
+        if p[0] == "switch" and len(p) == 8 and int(p[5]) > 0:
+            done.setdefault(int(p[1]), {})[node] = int(p[4])
+gaps = sorted(abs(v["node00"] - v["node01"]) for v in done.values() if len(v) == 2)
+if len(gaps) < 50:
+    print(f"only {len(gaps)} switches made by both nodes"); bad = 1
+else:
+    med = gaps[len(gaps) // 2]
+    print(f"node00 to node01, same switch: median {med/1e3:.0f} us apart ({len(gaps)} switches)")
+    if med > 5e6:
+        print("the nodes do not switch together: node01's clock offset is not applied"); bad = 1
 sys.exit(bad)
 PY
 if [ $? = 0 ]; then ok "switches at their slots; a deaf node followed its K held slots, then held"
