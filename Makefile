@@ -352,6 +352,13 @@ hoststest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/ck
 	STORM_HOSTS=1 ./tests/cluster/test_ckpt.sh $(BUILD)/bin
 	STORM_HOSTS=1 ./tests/cluster/test_persist.sh $(BUILD)/bin
 
+# storm inside a Slurm allocation (storm cluster up --slurm) on a private
+# 3-node Slurm cluster of this host, as an unprivileged user: about 30 s, so
+# in make check; root (it adds the user and runs slurmd)
+.PHONY: slurmtest
+slurmtest: all
+	./tests/slurm/test_alloc.sh $(BUILD)/bin
+
 # MPI conformance (tests/mpi): the suite under MPICH and under BCS-MPI on a
 # virtual cluster, outputs compared; the racy program; record and replay;
 # bcs-mpicc and bcs-mpicxx as drop-in compilers (make, CMake, pkg-config);
@@ -386,7 +393,7 @@ layers: all
 check: deps
 	$(MAKE) all
 	$(MAKE) layers
-	$(MAKE) unit unit-asan fuzz-check ckpttest clitest ndtest clustertest hoststest nettest mpitest installtest kernel-check
+	$(MAKE) unit unit-asan fuzz-check ckpttest clitest ndtest clustertest hoststest slurmtest nettest mpitest installtest kernel-check
 
 # the main job on the embedded default: an 8-node virtual cluster on this
 # machine, one 32-rank job with a 12 MiB program multicast to every node

@@ -137,6 +137,22 @@ static void install_conf(char *out, size_t len)
 		out[0] = '\0';
 }
 
+/* Inside a Slurm allocation, the storm.conf `storm cluster up --slurm` made
+ * for it, on any of its nodes: 0 with out set, or -1. */
+static int slurm_conf(char *out, size_t len)
+{
+	const char *job = getenv("SLURM_JOB_ID");
+	char dir[64], file[96], why[256];
+	if (!job || !*job || strlen(job) >= 20 || strspn(job, "0123456789") != strlen(job))
+		return -1;
+	snprintf(dir, sizeof(dir), "/tmp/storm-slurm-%.19s", job);
+	snprintf(file, sizeof(file), "%s/storm.conf", dir);
+	if (trusted(dir, file, getuid(), why, sizeof(why)) <= 0)
+		return -1;
+	snprintf(out, len, "%s", file);
+	return 0;
+}
+
 int cli_find_conf(struct cli *c, char *err, size_t errlen)
 {
 	const char *explicit = c->conf_opt ? c->conf_opt : getenv("STORM_CONF");
@@ -145,11 +161,13 @@ int cli_find_conf(struct cli *c, char *err, size_t errlen)
 			snprintf(c->conf_path, sizeof(c->conf_path), "%s", explicit);
 		return 0;
 	}
+	if (slurm_conf(c->conf_path, sizeof(c->conf_path)) == 0)
+		return 0;
 	char dirs[2][64], files[2][80];
 	uid_t owners[2] = { getuid(), 0 };
 	for (int i = 0; i < 2; i++) {
 		snprintf(dirs[i], sizeof(dirs[i]), "/tmp/storm-%u", (unsigned)owners[i]);
-		snprintf(files[i], sizeof(files[i]), "%s/storm.conf", dirs[i]);
+		snprintf(files[i], sizeof(files[i]), "%.63s/storm.conf", dirs[i]);
 		if (i == 1 && owners[0] == 0)
 			break;
 		char why[256];

@@ -8,7 +8,8 @@ protobuf-c-compiler libcunit1-dev libinih-dev libjansson-dev libsodium-dev
 libclang-rt-14-dev clang valgrind python3 iproute2 munge libmunge-dev passwd gdb
 mpich libmpich-dev libsqlite3-dev sqlite3 iptables libnetfilter-queue-dev libxxhash-dev
 libmicrohttpd-dev python3-prometheus-client chromium libelf-dev cmake
-libpmix-dev openmpi-bin libopenmpi-dev pandoc man-db linux-perf"
+libpmix-dev openmpi-bin libopenmpi-dev pandoc man-db linux-perf
+slurm-wlm slurmctld slurmd slurm-client"
 # munge, libmunge-dev: control-message credentials (the virtual cluster runs its
 # own munged); passwd: useradd/groupadd for tests/cluster/test_users.sh;
 # gdb: storm replay --debug (tests/cluster/test_mpi.sh);
@@ -23,9 +24,11 @@ libpmix-dev openmpi-bin libopenmpi-dev pandoc man-db linux-perf"
 # libelf-dev: storm run reads which MPI a program is linked with (--mpi=auto)
 # pandoc: the man pages (make man); man-db: tests/install renders them
 # linux-perf: tests/cluster/gang_overlap.py traces sched_switch for the exact overlap
-# slurm-wlm, munge: bench/launch's peer cluster (bench/launch/slurm-cluster.sh runs
-# its own private munged/slurmctld/slurmd; the system services are not used)
-bench_pkgs="gnuplot-nox hyperfine slurm-wlm"
+# slurm-wlm (slurmctld, slurmd, slurm-client): tests/slurm/test_alloc.sh runs storm
+# inside allocations of a private Slurm cluster, and bench/launch compares with it
+# (bench/launch/slurm-cluster.sh runs its own munged/slurmctld/slurmd; the system
+# services are not used)
+bench_pkgs="gnuplot-nox hyperfine"
 # make kernel / kernel-check only: storm.ko's kbuild (linux-headers-amd64 names the
 # versioned headers), and the VM that loads it: QEMU, a static busybox and cpio for
 # its initramfs (the matching linux-image is unpacked into build/, not installed)

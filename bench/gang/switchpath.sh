@@ -24,7 +24,7 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 TOP=$(pwd)
-SLICES=${BENCH_SWITCH_SLICES:-250 500 1000 2000 10000}
+SLICES=${BENCH_SWITCH_SLICES:-500 1000 2000}
 REPS=${BENCH_SWITCH_REPS:-3}
 PATHS=${BENCH_SWITCH_PATHS:-arrival timed strict}
 N=8

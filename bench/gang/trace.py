@@ -12,9 +12,10 @@ CLOCK_MONOTONIC times are comparable) as one JSON object on stdout:
             switch K the same spread over the "switch" lines (the node's
             timer at the slot's start; NSWITCHED > 0), the lateness of each
             (T_DONE - DEADLINE), the strict wait (OFF_NS) and its timeouts;
-            missed switches: slots some node switched and another did not
-            (between the first and last slot every node switched: a job
-            starts and ends on its nodes a few slots apart),
+            missed switches: slots some node switched and another did not,
+            with switches of every node at most 4 slots before and after
+            (around a job's launch and end its nodes switch apart for tens
+            of slots, since the launch reaches them at different times),
             and switches done a whole timeslice or more past their deadline
             (the node ran the old row through the slot)
   missed    per node: gaps in its SLICE sequence, counted from its first
@@ -23,10 +24,14 @@ CLOCK_MONOTONIC times are comparable) as one JSON object on stdout:
 
 usage: trace.py DIR [key=value ...]   (the pairs are added to the object)
 """
+import bisect
 import glob
 import json
 import os
 import sys
+
+
+MISS_SPAN = 4
 
 
 def pct(vals, p):
@@ -97,11 +102,18 @@ def main():
         else:
             partial += 1
     tskews = [max(v.values()) - min(v.values()) for v in timed.values() if len(v) == len(nodes)]
-    # a job starts and ends on its nodes a few slots apart: only slots
-    # between the first and the last one every node switched count
-    full = [k for k, v in timed.items() if len(v) == len(nodes)]
-    tpartial = sum(1 for k, v in timed.items() if len(v) != len(nodes)
-                   and full and min(full) < k < max(full))
+    # a job starts and ends on its nodes tens of slots apart (its launch
+    # reaches them at different times), and meanwhile only some nodes
+    # switch: a miss is a slot some node skipped with full switches (every
+    # node's) at most MISS_SPAN slots before and after it
+    full = sorted(k for k, v in timed.items() if len(v) == len(nodes))
+    tpartial = 0
+    for k, v in timed.items():
+        if len(v) == len(nodes) or not full:
+            continue
+        i = bisect.bisect_left(full, k)
+        if 0 < i < len(full) and k - full[i - 1] <= MISS_SPAN and full[i] - k <= MISS_SPAN:
+            tpartial += 1
     slice_ns = int(out.get("timeslice_us") or 0) * 1000
     tlate = sum(1 for x in late if slice_ns and x >= slice_ns)
     us = lambda x: None if x is None else round(x / 1000.0, 2)  # noqa: E731

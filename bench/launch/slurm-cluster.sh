@@ -1,6 +1,7 @@
 #!/bin/sh
 # A private Slurm cluster on this one host, the peer of `storm cluster up` for
-# bench/launch: munged, one slurmctld and N slurmd daemons (`slurmd -N bnI`),
+# bench/launch (and the Slurm that tests/slurm/test_alloc.sh runs storm inside):
+# munged, one slurmctld and N slurmd daemons (`slurmd -N bnI`),
 # each node with its own port, 4 CPUs, spool directory, log and pid file.
 #
 #   bench/launch/slurm-cluster.sh up N     start (or keep) a cluster of N nodes, wait until idle
