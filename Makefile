@@ -321,6 +321,7 @@ clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/
 	./tests/cluster/test_gang.sh $(BUILD)/bin
 	./tests/cluster/test_timed.sh $(BUILD)/bin
 	./tests/cluster/test_liveness.sh $(BUILD)/bin
+	./tests/cluster/test_caw.sh $(BUILD)/bin
 	./tests/cluster/test_mpi.sh $(BUILD)/bin
 	./tests/cluster/test_netns.sh $(BUILD)/bin
 	./tests/cluster/test_pmi.sh $(BUILD)/bin
