@@ -110,6 +110,8 @@ struct rec {
 	int32_t status;         /* 1/0 AND of conditions, or -errno */
 	bool in_set, local_done, finished;
 	bool local_failed;      /* done here, but without effect: not confirmed */
+	bool lock_wait;         /* a CAW prepare waiting for a lock here (SN_F_WAIT) */
+	uint64_t wait_seq;      /* its place in the queue */
 	uint64_t bytes;         /* XFER bytes placed here */
 	uint64_t deadline_ns;
 	unsigned tx_pending;
@@ -126,7 +128,9 @@ struct caw_call {
 	struct caw_sm sm;
 	struct sn_msg m;          /* the prepare's parameters */
 	int rail;
-	uint32_t prep_opid;       /* this attempt's prepare */
+	uint32_t lock_id;         /* this attempt's locks on the members */
+	bool leader_locked;       /* this attempt holds the set's lowest node */
+	int leader_vote;          /* what the condition gave there */
 	unsigned direct_left;     /* direct decisions still out */
 	struct sn_nodeset direct_missing;
 	sn_caw_fn fn;
@@ -158,6 +162,7 @@ struct sn_ctx {
 	uint32_t next_opid;
 	struct rec *recs;
 	struct caw_locks locks;   /* this node's, as a member of CAWs */
+	uint64_t wait_seq;        /* prepares queued for a lock here, so far */
 	struct caw_call *calls;   /* the CAWs this node coordinates */
 	uint64_t rng;             /* back-off of conflicting CAWs */
 	struct event events[SN_MAX_EVENTS];
@@ -510,12 +515,20 @@ static void rec_forward(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *
 	}
 }
 
+static void combine_status(struct rec *r, int32_t status);
+
 static void rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired)
 {
 	if (r->finished)
 		return;
 	if (!expired && !(r->local_done && sn_set_empty(&r->waiting)))
 		return;
+	if (expired && r->lock_wait) {
+		/* waited for its lock to the end: a conflict, answered as one */
+		r->lock_wait = false;
+		combine_status(r, -EBUSY);
+		r->local_done = true;
+	}
 	if (expired) {
 		/* children that did not answer in time are the suspects */
 		sn_set_or(&r->suspect, &r->waiting);
@@ -579,17 +592,50 @@ static uint64_t caw_lease_ns(const struct sn_ctx *ctx)
 
 /* A CAW prepare here: lock the variables, stage the write, evaluate. The
  * lock is held whatever the condition says: the answer must hold at one
- * instant on every member. */
-static void caw_member_prepare(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m)
+ * instant on every member. A conflicting lock refuses it (-EBUSY), or with
+ * SN_F_WAIT (the set's lowest node, locked first, so the waiter holds
+ * nothing yet and no wait can close a cycle) queues it: false, not done. */
+static bool caw_member_prepare(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m)
 {
 	bool writes = m->flags & SN_F_WRITE;
-	int rc = caw_lock_take(&ctx->locks, m->origin, m->opid, m->off, writes, m->off2,
-			       m->value2, now_ns(), caw_lease_ns(ctx));
+	int rc = caw_lock_take(&ctx->locks, m->origin, (uint32_t)m->total, m->off, writes,
+			       m->off2, m->value2, now_ns(), caw_lease_ns(ctx));
+	if (rc == -EBUSY && (m->flags & SN_F_WAIT)) {
+		if (!r->lock_wait)
+			r->wait_seq = ++ctx->wait_seq;
+		r->lock_wait = true;
+		return false;
+	}
+	r->lock_wait = false;
 	if (rc < 0)
 		combine_status(r, -EBUSY);
 	else
 		combine_status(r, sn_cmp_eval((enum sn_cmp)m->cmp, sn_var_load(ctx, m->off),
 					      m->value));
+	return true;
+}
+
+static void rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired);
+
+/* A lock was released here: the queued prepares that can lock now do, in
+ * the order they came. */
+static void caw_grant_waiters(struct sn_ctx *ctx)
+{
+	uint64_t after = 0;
+	for (;;) {
+		struct rec *next = NULL;
+		for (struct rec *r = ctx->recs; r; r = r->next)
+			if (r->lock_wait && !r->finished && r->wait_seq > after &&
+			    (!next || r->wait_seq < next->wait_seq))
+				next = r;
+		if (!next)
+			return;
+		after = next->wait_seq;
+		if (caw_member_prepare(ctx, next, &next->m)) {
+			next->local_done = true;
+			rec_try_finish(ctx, next, false); /* may free it */
+		}
+	}
 }
 
 /* A CAW decision here: commit the staged write, or release. */
@@ -602,6 +648,7 @@ static void caw_member_decide(struct sn_ctx *ctx, struct rec *r, const struct sn
 		sn_var_store(ctx, wvar, wval);
 	else if (rc < 0)
 		r->local_failed = true; /* its lease ran out: the write is not here */
+	caw_grant_waiters(ctx);
 }
 
 /* Carries out m's local effect on this member. */
@@ -622,8 +669,8 @@ static void rec_local(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m)
 			event_signal(ctx, m->event);
 		break;
 	case SN_MSG_EVAL:
-		if (r->in_set)
-			caw_member_prepare(ctx, r, m);
+		if (r->in_set && !caw_member_prepare(ctx, r, m))
+			return; /* queued for its lock */
 		break;
 	case SN_MSG_WRITE:
 		if (r->in_set)
@@ -1384,12 +1431,28 @@ static uint64_t rnd_next(struct sn_ctx *ctx)
 
 static void caw_advance(struct sn_ctx *ctx, struct caw_call *c);
 
+/* The set's lowest node, locked first: calls on one set queue there. */
+static void caw_leader_done(struct sn_ctx *ctx, struct rec *r)
+{
+	struct caw_call *c = r->call;
+	struct sn_nodeset failed;
+	int err = rec_outcome(ctx, r, &failed);
+	if (err || r->status < 0) {
+		caw_sm_prepared(&c->sm, err ? err : r->status, &failed);
+	} else {
+		c->leader_locked = true;
+		c->leader_vote = r->status;
+	}
+	caw_advance(ctx, c);
+}
+
 static void caw_prepare_done(struct sn_ctx *ctx, struct rec *r)
 {
 	struct caw_call *c = r->call;
 	struct sn_nodeset failed;
 	int err = rec_outcome(ctx, r, &failed);
-	caw_sm_prepared(&c->sm, err ? err : r->status, &failed);
+	int status = err ? err : r->status < 0 ? r->status : r->status && c->leader_vote;
+	caw_sm_prepared(&c->sm, status, &failed);
 	caw_advance(ctx, c);
 }
 
@@ -1431,14 +1494,16 @@ static bool caw_launch(struct sn_ctx *ctx, struct caw_call *c, uint8_t type,
 	m.set = *set;
 	if (type == SN_MSG_WRITE) {
 		m.flags = c->sm.commit ? SN_F_COMMIT : 0;
-		m.value = c->prep_opid;
+		m.value = c->lock_id;
+	} else {
+		m.total = c->lock_id;
+		if (!c->leader_locked)
+			m.flags |= SN_F_WAIT;
 	}
 	struct rec *r = root_new(ctx, &m, c->rail, ctx->cfg.timeout_ms, done, true);
 	if (!r)
 		return false;
 	r->call = c;
-	if (type == SN_MSG_EVAL)
-		c->prep_opid = r->m.opid;
 	root_launch(ctx, r); /* may finish at once (a set of this node alone) */
 	return true;
 }
@@ -1446,12 +1511,28 @@ static bool caw_launch(struct sn_ctx *ctx, struct caw_call *c, uint8_t type,
 static void caw_advance(struct sn_ctx *ctx, struct caw_call *c)
 {
 	switch (c->sm.state) {
-	case CAW_PREPARE:
-		if (!caw_launch(ctx, c, SN_MSG_EVAL, &c->sm.set, caw_prepare_done)) {
+	case CAW_PREPARE: {
+		/* the set's lowest node first, where calls on the same set wait
+		 * their turn instead of refusing each other; then the rest */
+		struct sn_nodeset lead, rest = c->sm.set;
+		sn_set_clear(&lead);
+		sn_set_add(&lead, sn_set_next(&c->sm.set, 0));
+		sn_set_andnot(&rest, &lead);
+		if (!c->leader_locked) {
+			c->lock_id = (uint32_t)next_opid(ctx);
+			if (!caw_launch(ctx, c, SN_MSG_EVAL, &lead, caw_leader_done)) {
+				caw_sm_prepared(&c->sm, -ENOMEM, &c->sm.set);
+				caw_advance(ctx, c);
+			}
+		} else if (sn_set_empty(&rest)) {
+			caw_sm_prepared(&c->sm, c->leader_vote, &rest);
+			caw_advance(ctx, c);
+		} else if (!caw_launch(ctx, c, SN_MSG_EVAL, &rest, caw_prepare_done)) {
 			caw_sm_prepared(&c->sm, -ENOMEM, &c->sm.set);
 			caw_advance(ctx, c);
 		}
 		break;
+	}
 	case CAW_DECIDE:
 		if (!caw_launch(ctx, c, SN_MSG_WRITE, &c->sm.set, caw_decide_done))
 			caw_decided(ctx, c, &c->sm.set);
@@ -1486,6 +1567,7 @@ static void caw_backoffs(struct sn_ctx *ctx)
 	for (struct caw_call *c = ctx->calls; c; c = c->next)
 		if (c->sm.state == CAW_BACKOFF && t >= c->sm.backoff_until_ns) {
 			caw_sm_retry(&c->sm);
+			c->leader_locked = false;
 			caw_advance(ctx, c);
 		}
 }
@@ -1606,7 +1688,8 @@ int sn_caw(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off, e
 		for (struct caw_call *c = ctx->calls; c; c = c->next)
 			if (c->arg == &w)
 				c->fn = NULL;
-		sn_set_clear(&w.res.failed);
+		if (failed)
+			sn_set_clear(failed);
 		return fail(ctx, -ETIMEDOUT, "COMPARE-AND-WRITE: no progress on the fabric");
 	}
 	if (failed)

@@ -28,6 +28,7 @@ enum sn_msg_flags {
 	SN_F_ATOMIC = 1u << 1, /* hold the remote event until COMMIT */
 	SN_F_WRITE = 1u << 2,  /* EVAL: stage the write of value2 at off2 */
 	SN_F_COMMIT = 1u << 3, /* WRITE: apply the staged write (else release) */
+	SN_F_WAIT = 1u << 4,   /* EVAL: wait for a conflicting lock, do not refuse */
 };
 
 struct sn_msg {
@@ -44,9 +45,9 @@ struct sn_msg {
 	int32_t status;   /* ACK: 1 true, 0 false, <0 -errno (-EBUSY: a lock conflict) */
 	uint32_t chunk_len;
 	uint64_t off;     /* XFER: destination offset; CAW: variable */
-	uint64_t total;   /* XFER: whole length */
+	uint64_t total;   /* XFER: whole length; EVAL: the lock's id */
 	uint64_t chunk_off;
-	uint64_t value;   /* EVAL: comparand; WRITE: opid of the EVAL it decides */
+	uint64_t value;   /* EVAL: comparand; WRITE: the id of the lock it decides */
 	uint64_t off2;    /* CAW: write offset */
 	uint64_t value2;  /* CAW: value written */
 	struct sn_nodeset set;  /* members (down), ok nodes (ACK) */
