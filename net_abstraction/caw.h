@@ -9,8 +9,10 @@
  * value), then DECIDE (a tree operation that commits the staged write or
  * releases the locks), then, for the members that did not confirm the
  * decision through the tree (a dead inner node cuts its subtree off), the
- * same decision sent to each of them directly. A prepare that meets a
- * conflicting lock is released and tried again after a random back-off. */
+ * same decision sent to each of them directly. The prepare locks the set's
+ * lowest node first, where a conflicting prepare waits its turn (sn.c); one
+ * that meets a conflicting lock elsewhere is released and tried again after
+ * a random back-off. */
 #ifndef STORM_CAW_H
 #define STORM_CAW_H
 

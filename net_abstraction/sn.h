@@ -134,8 +134,9 @@ const char *sn_cmp_name(enum sn_cmp op);
  *   calls (one writes a variable the other reads or writes, on a common
  *   node) are ordered by who held the locks first, whatever their node sets;
  *   each call takes effect at one instant while it holds all its locks.
- *   Calls whose locks collide are released and retried after a random
- *   back-off, within timeout_ms of their start (then -EBUSY).
+ *   Calls on one set take turns at its lowest node (locked first, where
+ *   they queue); others whose locks collide are released and retried after
+ *   a random back-off, within timeout_ms of their start (then -EBUSY).
  * - A write is all or nothing: it is committed only once every member
  *   holds it staged, and a commit that a dead inner node kept from a
  *   subtree is sent to each of its members directly. A read never sees half
