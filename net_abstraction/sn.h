@@ -141,9 +141,10 @@ const char *sn_cmp_name(enum sn_cmp op);
  *   holds it staged, and a commit that a dead inner node kept from a
  *   subtree is sent to each of its members directly. A read never sees half
  *   of one (the writer's locks exclude it until every member applied it).
- * - The node that calls is the coordinator; no other node is a leader. A
- *   member that lost its coordinator drops its locks when their lease
- *   (4 x timeout_ms) ends, as aborted.
+ * - The node that calls coordinates it. The set's lowest node only orders
+ *   calls on that set: when it is dead the call fails within timeout_ms,
+ *   naming it, and nothing is written. A member that lost its coordinator
+ *   drops its locks when their lease (4 x timeout_ms) ends, as aborted.
  * - Local sn_var_store and XFER-AND-SIGNAL writes are not ordered with it.
  * - Answered within about 4 x timeout_ms, whatever fails. */
 struct sn_caw_result {
