@@ -7,10 +7,10 @@
 #     conffile, the postinst of a fresh install enables no unit (a site
 #     configures storm.conf and the cluster key first), lintian finds no error;
 #  3. its files: the binaries, libbcsmpi, mpi.h, bcsmpi.pc, the man pages, the
-#     units, storm.conf, unpacked (dpkg -x) into a scratch root: every library
-#     they need is found, the programs run (--version, --help), the man pages
-#     render without warnings, a program compiles against the packaged mpi.h
-#     and links the packaged libbcsmpi.
+#     units, storm.conf, unpacked (dpkg -x) into a scratch root: linked with
+#     the hardening flags, every library they need is found, the programs run
+#     (--version, --help), the man pages render without warnings, a program
+#     compiles against the packaged mpi.h and links the packaged libbcsmpi.
 # Starts no daemon or cluster. Usage: tests/install/test_deb.sh (make debtest)
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -27,7 +27,7 @@ D=$TOP/build/deb
 tree_state() {
 	git -C "$TOP" status --porcelain --untracked-files=all 2>/dev/null
 	# dpkg-buildpackage's own output directory is the tree's parent
-	ls -1 "$TOP/.." | grep -E '^storm[-_].*\.(deb|changes|buildinfo)$'
+	for f in "$TOP"/../storm[-_]*.{deb,changes,buildinfo}; do [ -e "$f" ] && echo "$f"; done
 }
 tree_state >"$T/before"
 expect "make deb" 0 make -s -C "$TOP" deb
@@ -95,6 +95,12 @@ done
 grep -qx "ExecStart=/usr/bin/stormnd -c /etc/storm/storm.conf -n %l" \
 	"$X/lib/systemd/system/stormnd.service" && ok "stormnd.service runs /usr/bin/stormnd on /etc/storm" ||
 	bad "stormnd.service: $(grep ExecStart "$X/lib/systemd/system/stormnd.service")"
+soft=""
+for f in "$X"/usr/bin/storm* "$X"/usr/lib/libbcsmpi.so; do
+	readelf -d "$f" | grep -q 'FLAGS.*NOW' && readelf -lW "$f" | grep -q GNU_RELRO || soft="$soft ${f#"$X"}"
+done
+[ -z "$soft" ] && ok "the programs and libbcsmpi are linked read-only after relocation (relro, bindnow)" ||
+	bad "not relro+bindnow (dpkg-buildflags' LDFLAGS unused?):$soft"
 refs=$(grep -rlF -- "$TOP" "$X")
 [ -z "$refs" ] && ok "no packaged file names the tree" || bad "naming $TOP: $refs"
 
