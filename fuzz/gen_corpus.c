@@ -426,11 +426,13 @@ static void wires(void)
 	m.cmp = 2;
 	m.value = 7;
 	wire_msg("eval", &m, 9, "", 0);
-	m.type = SN_MSG_CAW_REQ;
-	m.flags = SN_F_WRITE;
+	m.flags = SN_F_ACK | SN_F_WRITE;
 	m.off2 = 32768;
 	m.value2 = 9;
-	wire_msg("caw-req", &m, 1000, "", 0);
+	wire_msg("caw-prepare", &m, 1000, "", 0);
+	m.type = SN_MSG_WRITE;
+	m.flags = SN_F_ACK | SN_F_COMMIT;
+	wire_msg("caw-commit", &m, 9, "", 0);
 	put_str("nodeset", "list", "\x0f\x00" "0-3,7,9-10");
 	put_str("nodeset", "one", "\xff\x03" "1023");
 }

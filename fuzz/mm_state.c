@@ -349,6 +349,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			stub.caw_result = caw[data[i] % 3];
 			stub.fail_events = data[i] >> 2 & 1;
 			i++;
+			sn_progress(mm.sn); /* the answers to the COMPARE-AND-WRITEs out */
 			cmd_on_sent_event(&mm);
 			transfer_step(&mm);
 			cmd_pump(&mm);
@@ -377,6 +378,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_state();
 	}
 out:
+	sn_progress(mm.sn); /* no COMPARE-AND-WRITE left unanswered */
 	mm_stop(&mm);
 	for (int k = 0; k < CLIENTS; k++)
 		drop_client(k);

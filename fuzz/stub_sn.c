@@ -59,11 +59,6 @@ int sn_wait_fd(struct sn_ctx *ctx)
 	(void)ctx;
 	return -1;
 }
-int sn_progress(struct sn_ctx *ctx)
-{
-	(void)ctx;
-	return 0;
-}
 int sn_prepare_wait(struct sn_ctx *ctx)
 {
 	(void)ctx;
@@ -115,9 +110,18 @@ int sn_xfer(struct sn_ctx *ctx, const struct sn_nodeset *dst, uint64_t dst_off, 
 	return 0;
 }
 
-int sn_caw(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off, enum sn_cmp op,
-	   uint64_t value, bool do_write, uint64_t write_off, uint64_t write_val,
-	   struct sn_nodeset *failed)
+/* COMPARE-AND-WRITEs started and not yet answered: sn_progress answers
+ * them with stub.caw_result, as the fabric would on a later turn. */
+struct stub_caw {
+	struct stub_caw *next;
+	sn_caw_fn fn;
+	void *arg;
+};
+static struct stub_caw *cawq;
+
+int sn_caw_start(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off,
+		 enum sn_cmp op, uint64_t value, bool do_write, uint64_t write_off,
+		 uint64_t write_val, sn_caw_fn fn, void *arg)
 {
 	(void)ctx;
 	(void)op;
@@ -127,12 +131,32 @@ int sn_caw(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off, e
 	(void)write_val;
 	if (var_off + 8 > stub.gmem_size || sn_set_empty(set))
 		abort();
-	if (stub.caw_result < 0 && failed) {
-		sn_set_clear(failed);
-		sn_set_add(failed, 1);
-	}
-	return stub.caw_result;
+	struct stub_caw *c = malloc(sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	*c = (struct stub_caw){cawq, fn, arg};
+	cawq = c;
+	return 0;
 }
+
+int sn_progress(struct sn_ctx *ctx)
+{
+	(void)ctx;
+	int n = 0;
+	while (cawq) {
+		struct stub_caw *c = cawq;
+		cawq = c->next;
+		struct sn_caw_result res = {.status = stub.caw_result};
+		sn_set_clear(&res.failed);
+		if (res.status < 0)
+			sn_set_add(&res.failed, 1);
+		c->fn(c->arg, &res);
+		free(c);
+		n++;
+	}
+	return n;
+}
+
 int sn_rail_count(const struct sn_ctx *ctx)
 {
 	(void)ctx;

@@ -10,7 +10,7 @@ struct stub_sn {
 	uint8_t *gmem;
 	size_t gmem_size;
 	unsigned pending[STUB_EVENTS]; /* local events an xfer will signal */
-	int caw_result;                /* what every COMPARE-AND-WRITE returns */
+	int caw_result;                /* what sn_progress answers every COMPARE-AND-WRITE */
 	unsigned fail_events;          /* the next events that fire carry an error */
 	unsigned long xfers;
 };

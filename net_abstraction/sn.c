@@ -35,6 +35,7 @@
 #include <rdma/fi_errno.h>
 
 #include "bootstrap.h"
+#include "caw.h"
 #include "tree.h"
 #include "wire.h"
 
@@ -65,7 +66,6 @@ struct slot {
 	int err;             /* failed at once: handled by the next progress round */
 	uint32_t dest;
 	struct rec *rec;     /* operation this message belongs to, if any */
-	uint32_t req_id;     /* CAW request it carries, if any */
 	struct iovec iov[2];
 	void *desc[2];
 	size_t niov;
@@ -109,6 +109,9 @@ struct rec {
 	struct sn_nodeset ok, suspect;
 	int32_t status;         /* 1/0 AND of conditions, or -errno */
 	bool in_set, local_done, finished;
+	bool local_failed;      /* done here, but without effect: not confirmed */
+	bool lock_wait;         /* a CAW prepare waiting for a lock here (SN_F_WAIT) */
+	uint64_t wait_seq;      /* its place in the queue */
 	uint64_t bytes;         /* XFER bytes placed here */
 	uint64_t deadline_ns;
 	unsigned tx_pending;
@@ -116,23 +119,23 @@ struct rec {
 	rec_done_fn done;
 	unsigned local_ev;
 	void *owned;            /* private copy of the source, freed at the end */
-	struct caw_job *job;
+	struct caw_call *call;  /* the COMPARE-AND-WRITE it is a phase of */
 };
 
-/* A writing CAW queued at its set's leader. */
-struct caw_job {
-	struct caw_job *next;
-	uint32_t caller, req_id;
-	struct sn_msg req;
-};
-
-/* A blocking call waiting for its answer. */
-struct pending {
-	struct pending *next;
-	uint32_t req_id;
-	bool done;
-	int32_t status;
-	struct sn_nodeset failed;
+/* A COMPARE-AND-WRITE this node coordinates (caw.h has its states). */
+struct caw_call {
+	struct caw_call *next;
+	struct caw_sm sm;
+	struct sn_msg m;          /* the prepare's parameters */
+	int rail;
+	uint32_t lock_id;         /* this attempt's locks on the members */
+	bool leader_locked;       /* this attempt holds the set's lowest node */
+	int leader_vote;          /* what the condition gave there */
+	unsigned direct_left;     /* direct decisions still out */
+	struct sn_nodeset direct_missing;
+	sn_caw_fn fn;
+	void *arg;
+	bool delivered;
 };
 
 struct event {
@@ -158,9 +161,10 @@ struct sn_ctx {
 	uint32_t self, n;
 	uint32_t next_opid;
 	struct rec *recs;
-	struct caw_job *jobs_head, *jobs_tail;
-	bool job_active;
-	struct pending *pendings;
+	struct caw_locks locks;   /* this node's, as a member of CAWs */
+	uint64_t wait_seq;        /* prepares queued for a lock here, so far */
+	struct caw_call *calls;   /* the CAWs this node coordinates */
+	uint64_t rng;             /* back-off of conflicting CAWs */
 	struct event events[SN_MAX_EVENTS];
 	struct slot *free_slots; /* cache of SN_SLOT_CACHE send slots at most */
 	unsigned nfree_slots;
@@ -412,7 +416,7 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 /* Queues message m to node dest, with an optional payload that must stay
  * valid until the send completes. */
 static int send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn_msg *m,
-		    const void *payload, size_t plen, struct rec *r, uint32_t req_id)
+		    const void *payload, size_t plen, struct rec *r)
 {
 	struct rail *rl = &ctx->rails[rail];
 	struct slot *s = ctx->free_slots;
@@ -427,7 +431,6 @@ static int send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn
 	s->rail = rail;
 	s->dest = dest;
 	s->rec = r;
-	s->req_id = req_id;
 	s->iov[0].iov_base = s->hdr;
 	s->iov[0].iov_len = sn_wire_encode(m, s->hdr);
 	s->niov = 1;
@@ -505,12 +508,14 @@ static void rec_forward(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *
 	for (uint32_t i = 0; i < r->nchildren; i++) {
 		if (sn_set_has(&r->suspect, r->children[i]))
 			continue; /* already failed */
-		if (send_msg(ctx, r->rail, r->children[i], &fw, payload, fw.chunk_len, r, 0))
+		if (send_msg(ctx, r->rail, r->children[i], &fw, payload, fw.chunk_len, r))
 			note(ctx, "out of memory forwarding to node %u", r->children[i]);
 		if (m->type == SN_MSG_XFER)
 			ctx->stats.forwards++;
 	}
 }
+
+static void combine_status(struct rec *r, int32_t status);
 
 static void rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired)
 {
@@ -518,13 +523,19 @@ static void rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired)
 		return;
 	if (!expired && !(r->local_done && sn_set_empty(&r->waiting)))
 		return;
+	if (expired && r->lock_wait) {
+		/* waited for its lock to the end: a conflict, answered as one */
+		r->lock_wait = false;
+		combine_status(r, -EBUSY);
+		r->local_done = true;
+	}
 	if (expired) {
 		/* children that did not answer in time are the suspects */
 		sn_set_or(&r->suspect, &r->waiting);
 		sn_set_clear(&r->waiting);
 		ctx->stats.timeouts++;
 	}
-	if (r->in_set && r->local_done)
+	if (r->in_set && r->local_done && !r->local_failed)
 		sn_set_add(&r->ok, ctx->self);
 	r->finished = true;
 	if (r->parent == UINT32_MAX) {
@@ -544,7 +555,7 @@ static void rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired)
 			.set2 = r->suspect,
 		};
 		ctx->stats.acks_sent++;
-		send_msg(ctx, r->rail, r->parent, &ack, NULL, 0, r, 0);
+		send_msg(ctx, r->rail, r->parent, &ack, NULL, 0, r);
 	}
 	rec_release(ctx, r);
 }
@@ -573,6 +584,73 @@ static void combine_status(struct rec *r, int32_t status)
 		r->status = r->status && status;
 }
 
+static uint64_t caw_lease_ns(const struct sn_ctx *ctx)
+{
+	/* past the last direct decision a live coordinator can send (caw.h) */
+	return 4ull * ctx->cfg.timeout_ms * 1000000ull;
+}
+
+/* A CAW prepare here: lock the variables, stage the write, evaluate. The
+ * lock is held whatever the condition says: the answer must hold at one
+ * instant on every member. A conflicting lock refuses it (-EBUSY), or with
+ * SN_F_WAIT (the set's lowest node, locked first, so the waiter holds
+ * nothing yet and no wait can close a cycle) queues it: false, not done. */
+static bool caw_member_prepare(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m)
+{
+	bool writes = m->flags & SN_F_WRITE;
+	int rc = caw_lock_take(&ctx->locks, m->origin, (uint32_t)m->total, m->off, writes,
+			       m->off2, m->value2, now_ns(), caw_lease_ns(ctx));
+	if (rc == -EBUSY && (m->flags & SN_F_WAIT)) {
+		if (!r->lock_wait)
+			r->wait_seq = ++ctx->wait_seq;
+		r->lock_wait = true;
+		return false;
+	}
+	r->lock_wait = false;
+	if (rc < 0)
+		combine_status(r, -EBUSY);
+	else
+		combine_status(r, sn_cmp_eval((enum sn_cmp)m->cmp, sn_var_load(ctx, m->off),
+					      m->value));
+	return true;
+}
+
+static void rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired);
+
+/* A lock was released here: the queued prepares that can lock now do, in
+ * the order they came. */
+static void caw_grant_waiters(struct sn_ctx *ctx)
+{
+	uint64_t after = 0;
+	for (;;) {
+		struct rec *next = NULL;
+		for (struct rec *r = ctx->recs; r; r = r->next)
+			if (r->lock_wait && !r->finished && r->wait_seq > after &&
+			    (!next || r->wait_seq < next->wait_seq))
+				next = r;
+		if (!next)
+			return;
+		after = next->wait_seq;
+		if (caw_member_prepare(ctx, next, &next->m)) {
+			next->local_done = true;
+			rec_try_finish(ctx, next, false); /* may free it */
+		}
+	}
+}
+
+/* A CAW decision here: commit the staged write, or release. */
+static void caw_member_decide(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m)
+{
+	uint64_t wvar = 0, wval = 0;
+	int rc = caw_lock_decide(&ctx->locks, m->origin, (uint32_t)m->value,
+				 m->flags & SN_F_COMMIT, now_ns(), &wvar, &wval);
+	if (rc == 1)
+		sn_var_store(ctx, wvar, wval);
+	else if (rc < 0)
+		r->local_failed = true; /* its lease ran out: the write is not here */
+	caw_grant_waiters(ctx);
+}
+
 /* Carries out m's local effect on this member. */
 static void rec_local(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m)
 {
@@ -591,13 +669,12 @@ static void rec_local(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m)
 			event_signal(ctx, m->event);
 		break;
 	case SN_MSG_EVAL:
-		if (r->in_set)
-			combine_status(r, sn_cmp_eval((enum sn_cmp)m->cmp, sn_var_load(ctx, m->off),
-						      m->value));
+		if (r->in_set && !caw_member_prepare(ctx, r, m))
+			return; /* queued for its lock */
 		break;
 	case SN_MSG_WRITE:
 		if (r->in_set)
-			sn_var_store(ctx, m->off2, m->value2);
+			caw_member_decide(ctx, r, m);
 		break;
 	default:
 		return;
@@ -618,9 +695,8 @@ static int check_down(struct sn_ctx *ctx, const struct sn_msg *m, const char **w
 	if ((m->type == SN_MSG_XFER || m->type == SN_MSG_COMMIT) && m->event != SN_NO_EVENT &&
 	    m->event >= SN_MAX_EVENTS)
 		return *why = "event out of range", -EPROTO;
-	bool evals = m->type == SN_MSG_EVAL || m->type == SN_MSG_CAW_REQ;
-	bool writes = m->type == SN_MSG_WRITE ||
-		      (m->type == SN_MSG_CAW_REQ && (m->flags & SN_F_WRITE));
+	bool evals = m->type == SN_MSG_EVAL;
+	bool writes = evals && (m->flags & SN_F_WRITE);
 	if ((evals && (m->off % 8 || m->off > ctx->gmem_size - 8 || m->cmp > SN_GE)) ||
 	    (writes && (m->off2 % 8 || m->off2 > ctx->gmem_size - 8)))
 		return *why = "bad global variable", -EPROTO;
@@ -685,28 +761,6 @@ static void handle_ack(struct sn_ctx *ctx, const struct sn_msg *m)
 	rec_try_finish(ctx, r, false);
 }
 
-static void caw_job_enqueue(struct sn_ctx *ctx, uint32_t caller, uint32_t req_id,
-			    const struct sn_msg *req);
-
-static struct pending *pending_find(struct sn_ctx *ctx, uint32_t req_id)
-{
-	for (struct pending *p = ctx->pendings; p; p = p->next)
-		if (p->req_id == req_id)
-			return p;
-	return NULL;
-}
-
-static void pending_complete(struct sn_ctx *ctx, uint32_t req_id, int32_t status,
-			     const struct sn_nodeset *failed)
-{
-	struct pending *p = pending_find(ctx, req_id);
-	if (!p || p->done)
-		return;
-	p->done = true;
-	p->status = status;
-	p->failed = *failed;
-}
-
 static void handle_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t len)
 {
 	struct sn_msg m;
@@ -734,18 +788,6 @@ static void handle_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t l
 	case SN_MSG_ACK:
 		ctx->stats.acks_recv++;
 		handle_ack(ctx, &m);
-		break;
-	case SN_MSG_CAW_REQ:
-		if (m.origin != ctx->self || sn_set_next(&m.set, 0) != ctx->self ||
-		    check_down(ctx, &m, &why)) {
-			note(ctx, "dropped CAW request from node %u: %s", m.sender,
-			     *why ? why : "not its leader");
-			return;
-		}
-		caw_job_enqueue(ctx, m.sender, m.opid, &m);
-		break;
-	case SN_MSG_CAW_RESULT:
-		pending_complete(ctx, m.opid, m.status, &m.set);
 		break;
 	}
 }
@@ -787,17 +829,14 @@ static void tx_failed(struct sn_ctx *ctx, struct slot *s, int err)
 	note(ctx, "send to node %u failed: %s", s->dest, fi_strerror(-err));
 	if (s->rec && !s->rec->finished)
 		rec_child_failed(ctx, s->rec, s->dest);
-	if (s->req_id) {
-		struct sn_nodeset f;
-		sn_set_clear(&f);
-		sn_set_add(&f, s->dest);
-		pending_complete(ctx, s->req_id, -EHOSTUNREACH, &f);
-	}
 	tx_done(ctx, s);
 }
 
+static void caw_backoffs(struct sn_ctx *ctx);
+
 static void check_deadlines(struct sn_ctx *ctx)
 {
+	caw_backoffs(ctx);
 	if (!ctx->recs)
 		return; /* the idle case: no clock read on every progress round */
 	uint64_t t = now_ns();
@@ -984,6 +1023,8 @@ static void peers_refresh(struct sn_ctx *ctx)
 	}
 }
 
+static int caw_deliver(struct sn_ctx *ctx);
+
 int sn_progress(struct sn_ctx *ctx)
 {
 	int total = 0;
@@ -995,7 +1036,7 @@ int sn_progress(struct sn_ctx *ctx)
 		total += rc;
 	}
 	check_deadlines(ctx);
-	return total;
+	return total + caw_deliver(ctx);
 }
 
 int sn_wait_fd(struct sn_ctx *ctx) { return ctx->epfd; }
@@ -1048,6 +1089,12 @@ int sn_next_timeout_ms(struct sn_ctx *ctx)
 	for (struct rec *r = ctx->recs; r; r = r->next)
 		if (!r->finished && r->deadline_ns < best)
 			best = r->deadline_ns;
+	for (struct caw_call *c = ctx->calls; c; c = c->next) {
+		if (c->sm.state == CAW_BACKOFF && c->sm.backoff_until_ns < best)
+			best = c->sm.backoff_until_ns;
+		if (c->sm.answered && !c->delivered)
+			best = 0; /* an answer to hand over */
+	}
 	int ms = best == UINT64_MAX ? -1
 		 : best <= t	     ? 0
 				     : (int)((best - t + 999999) / 1000000);
@@ -1321,7 +1368,7 @@ int sn_xfer(struct sn_ctx *ctx, const struct sn_nodeset *dst, uint64_t dst_off,
 		m.chunk_len = (uint32_t)len;
 		m.budget_ms = (uint32_t)(budget * 3 / 4);
 		for (uint32_t i = 0; i < pos.nchildren; i++) {
-			if (send_msg(ctx, rail, pos.children[i], &m, src, len, NULL, 0))
+			if (send_msg(ctx, rail, pos.children[i], &m, src, len, NULL))
 				return fail(ctx, -ENOMEM, "out of memory");
 			ctx->stats.forwards++;
 		}
@@ -1368,118 +1415,209 @@ int sn_xfer(struct sn_ctx *ctx, const struct sn_nodeset *dst, uint64_t dst_off,
 
 /* -------------------------------------------------------- COMPARE-AND-WRITE */
 
-static void caw_job_start(struct sn_ctx *ctx);
+/* The call's coordinator runs caw.h's state machine: PREPARE and DECIDE are
+ * tree operations rooted here, the direct decisions one operation per
+ * member that the tree did not reach. */
 
-static void caw_job_finish(struct sn_ctx *ctx, struct caw_job *job, int32_t status,
-			   const struct sn_nodeset *failed)
+static uint64_t rnd_next(struct sn_ctx *ctx)
 {
-	if (job->caller == ctx->self) {
-		pending_complete(ctx, job->req_id, status, failed);
+	/* xorshift64: a back-off needs spread, not secrecy */
+	uint64_t x = ctx->rng;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return ctx->rng = x;
+}
+
+static void caw_advance(struct sn_ctx *ctx, struct caw_call *c);
+
+/* The set's lowest node, locked first: calls on one set queue there. */
+static void caw_leader_done(struct sn_ctx *ctx, struct rec *r)
+{
+	struct caw_call *c = r->call;
+	struct sn_nodeset failed;
+	int err = rec_outcome(ctx, r, &failed);
+	if (err || r->status < 0) {
+		caw_sm_prepared(&c->sm, err ? err : r->status, &failed);
 	} else {
-		struct sn_msg res = {
-			.type = SN_MSG_CAW_RESULT,
-			.origin = ctx->self,
-			.opid = job->req_id,
-			.sender = ctx->self,
-			.nbits = ctx->n,
-			.event = SN_NO_EVENT,
-			.status = status,
-			.set = *failed,
+		c->leader_locked = true;
+		c->leader_vote = r->status;
+	}
+	caw_advance(ctx, c);
+}
+
+static void caw_prepare_done(struct sn_ctx *ctx, struct rec *r)
+{
+	struct caw_call *c = r->call;
+	struct sn_nodeset failed;
+	int err = rec_outcome(ctx, r, &failed);
+	int status = err ? err : r->status < 0 ? r->status : r->status && c->leader_vote;
+	caw_sm_prepared(&c->sm, status, &failed);
+	caw_advance(ctx, c);
+}
+
+static void caw_decided(struct sn_ctx *ctx, struct caw_call *c, const struct sn_nodeset *failed)
+{
+	caw_sm_decided(&c->sm, failed, now_ns(), rnd_next(ctx));
+	caw_advance(ctx, c);
+}
+
+static void caw_decide_done(struct sn_ctx *ctx, struct rec *r)
+{
+	struct sn_nodeset failed;
+	rec_outcome(ctx, r, &failed);
+	caw_decided(ctx, r->call, &failed);
+}
+
+/* One direct decision answered (or, with failed NULL, the loop that sent them ended). */
+static void caw_direct_one(struct sn_ctx *ctx, struct caw_call *c, const struct sn_nodeset *failed)
+{
+	if (failed)
+		sn_set_or(&c->direct_missing, failed);
+	if (--c->direct_left == 0)
+		caw_decided(ctx, c, &c->direct_missing);
+}
+
+static void caw_direct_done(struct sn_ctx *ctx, struct rec *r)
+{
+	struct sn_nodeset failed;
+	rec_outcome(ctx, r, &failed);
+	caw_direct_one(ctx, r->call, &failed);
+}
+
+/* Starts a phase of c over set; false when out of memory. */
+static bool caw_launch(struct sn_ctx *ctx, struct caw_call *c, uint8_t type,
+		       const struct sn_nodeset *set, rec_done_fn done)
+{
+	struct sn_msg m = c->m;
+	m.type = type;
+	m.set = *set;
+	if (type == SN_MSG_WRITE) {
+		m.flags = c->sm.commit ? SN_F_COMMIT : 0;
+		m.value = c->lock_id;
+	} else {
+		m.total = c->lock_id;
+		if (!c->leader_locked)
+			m.flags |= SN_F_WAIT;
+	}
+	struct rec *r = root_new(ctx, &m, c->rail, ctx->cfg.timeout_ms, done, true);
+	if (!r)
+		return false;
+	r->call = c;
+	root_launch(ctx, r); /* may finish at once (a set of this node alone) */
+	return true;
+}
+
+static void caw_advance(struct sn_ctx *ctx, struct caw_call *c)
+{
+	switch (c->sm.state) {
+	case CAW_PREPARE: {
+		/* the set's lowest node first, where calls on the same set wait
+		 * their turn instead of refusing each other; then the rest */
+		struct sn_nodeset lead, rest = c->sm.set;
+		sn_set_clear(&lead);
+		sn_set_add(&lead, sn_set_next(&c->sm.set, 0));
+		sn_set_andnot(&rest, &lead);
+		if (!c->leader_locked) {
+			c->lock_id = (uint32_t)next_opid(ctx);
+			if (!caw_launch(ctx, c, SN_MSG_EVAL, &lead, caw_leader_done)) {
+				caw_sm_prepared(&c->sm, -ENOMEM, &c->sm.set);
+				caw_advance(ctx, c);
+			}
+		} else if (sn_set_empty(&rest)) {
+			caw_sm_prepared(&c->sm, c->leader_vote, &rest);
+			caw_advance(ctx, c);
+		} else if (!caw_launch(ctx, c, SN_MSG_EVAL, &rest, caw_prepare_done)) {
+			caw_sm_prepared(&c->sm, -ENOMEM, &c->sm.set);
+			caw_advance(ctx, c);
+		}
+		break;
+	}
+	case CAW_DECIDE:
+		if (!caw_launch(ctx, c, SN_MSG_WRITE, &c->sm.set, caw_decide_done))
+			caw_decided(ctx, c, &c->sm.set);
+		break;
+	case CAW_DECIDE_DIRECT: {
+		/* each on its own, around a dead inner node; one extra count
+		 * keeps an answer that comes at once from ending the round */
+		struct sn_nodeset to = c->sm.direct, one;
+		sn_set_clear(&c->direct_missing);
+		c->direct_left = 1;
+		for (uint32_t n = sn_set_next(&to, 0); n != UINT32_MAX; n = sn_set_next(&to, n + 1)) {
+			sn_set_clear(&one);
+			sn_set_add(&one, n);
+			c->direct_left++;
+			if (!caw_launch(ctx, c, SN_MSG_WRITE, &one, caw_direct_done))
+				caw_direct_one(ctx, c, &one);
+		}
+		caw_direct_one(ctx, c, NULL);
+		break;
+	}
+	case CAW_BACKOFF:
+	case CAW_DONE:
+		break; /* caw_backoffs, caw_deliver */
+	}
+}
+
+static void caw_backoffs(struct sn_ctx *ctx)
+{
+	if (!ctx->calls)
+		return;
+	uint64_t t = now_ns();
+	for (struct caw_call *c = ctx->calls; c; c = c->next)
+		if (c->sm.state == CAW_BACKOFF && t >= c->sm.backoff_until_ns) {
+			caw_sm_retry(&c->sm);
+			c->leader_locked = false;
+			caw_advance(ctx, c);
+		}
+}
+
+/* Hands answers to their callers, outside any message handling, and frees
+ * the calls that are over. The callback may start or wait for other calls:
+ * the list is walked again from its head after each. */
+static int caw_deliver(struct sn_ctx *ctx)
+{
+	int n = 0;
+	for (;;) {
+		struct caw_call *c = ctx->calls;
+		while (c && !(c->sm.answered && !c->delivered))
+			c = c->next;
+		if (!c)
+			break;
+		c->delivered = true;
+		struct sn_caw_result res = {
+			.status = c->sm.status,
+			.written = c->sm.written,
+			.failed = c->sm.failed,
 		};
-		send_msg(ctx, pick_rail(ctx, SN_XFER_SYS), job->caller, &res, NULL, 0, NULL, 0);
+		if (res.status == -EBUSY) {
+			fail(ctx, res.status, "COMPARE-AND-WRITE met conflicting ones for %u ms",
+			     ctx->cfg.timeout_ms);
+		} else if (res.status < 0) {
+			char list[256];
+			sn_set_format(&res.failed, list, sizeof(list));
+			fail(ctx, res.status, "COMPARE-AND-WRITE failed: node(s) %s did not answer%s",
+			     list, res.written ? " (the others hold the write)" : "");
+		}
+		n++;
+		if (c->fn)
+			c->fn(c->arg, &res);
 	}
-	free(job);
-	ctx->job_active = false;
-	caw_job_start(ctx);
-}
-
-static void caw_write_done(struct sn_ctx *ctx, struct rec *r)
-{
-	struct sn_nodeset failed;
-	int err = rec_outcome(ctx, r, &failed);
-	caw_job_finish(ctx, r->job, err ? err : 1, &failed);
-}
-
-static void caw_eval_done(struct sn_ctx *ctx, struct rec *r)
-{
-	struct sn_nodeset failed;
-	int err = rec_outcome(ctx, r, &failed);
-	struct caw_job *job = r->job;
-	if (err || r->status != 1 || !(job->req.flags & SN_F_WRITE)) {
-		caw_job_finish(ctx, job, err ? err : r->status, &failed);
-		return;
+	for (struct caw_call **pp = &ctx->calls; *pp;) {
+		struct caw_call *c = *pp;
+		if (c->sm.state == CAW_DONE && c->delivered) {
+			*pp = c->next;
+			free(c);
+		} else {
+			pp = &c->next;
+		}
 	}
-	struct sn_msg w = job->req;
-	w.type = SN_MSG_WRITE;
-	w.flags = 0;
-	struct rec *wr = root_new(ctx, &w, r->rail, ctx->cfg.timeout_ms, caw_write_done, true);
-	if (!wr) {
-		caw_job_finish(ctx, job, -ENOMEM, &failed);
-		return;
-	}
-	wr->job = job;
-	root_launch(ctx, wr);
+	return n;
 }
 
-static void caw_job_start(struct sn_ctx *ctx)
-{
-	if (ctx->job_active || !ctx->jobs_head)
-		return;
-	struct caw_job *job = ctx->jobs_head;
-	ctx->jobs_head = job->next;
-	if (!ctx->jobs_head)
-		ctx->jobs_tail = NULL;
-	ctx->job_active = true;
-	struct sn_msg e = job->req;
-	e.type = SN_MSG_EVAL;
-	e.flags = 0;
-	struct rec *r = root_new(ctx, &e, pick_rail(ctx, SN_XFER_SYS), ctx->cfg.timeout_ms,
-				 caw_eval_done, true);
-	if (!r) {
-		struct sn_nodeset none;
-		sn_set_clear(&none);
-		caw_job_finish(ctx, job, -ENOMEM, &none);
-		return;
-	}
-	r->job = job;
-	root_launch(ctx, r);
-}
-
-static void caw_job_enqueue(struct sn_ctx *ctx, uint32_t caller, uint32_t req_id,
-			    const struct sn_msg *req)
-{
-	struct caw_job *job = calloc(1, sizeof(*job));
-	if (!job) {
-		note(ctx, "out of memory queueing CAW from node %u", caller);
-		return;
-	}
-	job->caller = caller;
-	job->req_id = req_id;
-	job->req = *req;
-	if (ctx->jobs_tail)
-		ctx->jobs_tail->next = job;
-	else
-		ctx->jobs_head = job;
-	ctx->jobs_tail = job;
-	caw_job_start(ctx);
-}
-
-static bool pending_ready(struct sn_ctx *ctx, void *arg)
-{
-	(void)ctx;
-	return ((struct pending *)arg)->done;
-}
-
-static void caw_read_done(struct sn_ctx *ctx, struct rec *r)
-{
-	struct sn_nodeset failed;
-	int err = rec_outcome(ctx, r, &failed);
-	pending_complete(ctx, r->m.opid, err ? err : r->status, &failed);
-}
-
-int sn_caw(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off, enum sn_cmp op,
-	   uint64_t value, bool do_write, uint64_t write_off, uint64_t write_val,
-	   struct sn_nodeset *failed)
+int sn_caw_start(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off,
+		 enum sn_cmp op, uint64_t value, bool do_write, uint64_t write_off,
+		 uint64_t write_val, sn_caw_fn fn, void *arg)
 {
 	int rc;
 	if (sn_set_empty(set))
@@ -1491,68 +1629,72 @@ int sn_caw(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off, e
 		return fail(ctx, -EINVAL, "unknown comparison %d", (int)op);
 	if ((rc = check_var(ctx, var_off)) || (do_write && (rc = check_var(ctx, write_off))))
 		return rc;
-
-	struct sn_msg m = {
-		.type = SN_MSG_EVAL,
+	struct caw_call *c = calloc(1, sizeof(*c));
+	if (!c)
+		return fail(ctx, -ENOMEM, "out of memory");
+	c->m = (struct sn_msg){
 		.flags = (uint16_t)(do_write ? SN_F_WRITE : 0),
 		.fanout = ctx->cfg.fanout,
 		.event = SN_NO_EVENT,
 		.cmp = (uint32_t)op,
 		.off = var_off,
 		.value = value,
-		.off2 = write_off,
+		.off2 = do_write ? write_off : 0,
 		.value2 = write_val,
-		.set = *set,
 	};
-	struct pending p = {0};
-	uint32_t leader = sn_set_next(set, 0);
-	uint64_t wait_ms = ctx->cfg.timeout_ms;
-	int rail = pick_rail(ctx, SN_XFER_SYS);
-	if (!do_write) {
-		struct rec *r = root_new(ctx, &m, rail, ctx->cfg.timeout_ms, caw_read_done, true);
-		if (!r)
-			return fail(ctx, -ENOMEM, "out of memory");
-		p.req_id = r->m.opid;
-		p.next = ctx->pendings;
-		ctx->pendings = &p;
-		root_launch(ctx, r);
-	} else {
-		/* writes are serialised through the leader; it runs two phases */
-		p.req_id = (uint32_t)next_opid(ctx);
-		p.next = ctx->pendings;
-		ctx->pendings = &p;
-		wait_ms = 3ull * ctx->cfg.timeout_ms;
-		m.origin = leader;
-		m.opid = p.req_id;
-		m.sender = ctx->self;
-		m.nbits = ctx->n;
-		if (leader == ctx->self) {
-			caw_job_enqueue(ctx, ctx->self, p.req_id, &m);
-		} else {
-			m.type = SN_MSG_CAW_REQ;
-			send_msg(ctx, rail, leader, &m, NULL, 0, NULL, p.req_id);
-		}
-	}
-	wait_until(ctx, pending_ready, &p, now_ns() + wait_ms * 1000000ull);
-	for (struct pending **pp = &ctx->pendings; *pp; pp = &(*pp)->next)
-		if (*pp == &p) {
-			*pp = p.next;
-			break;
-		}
-	if (!p.done) {
-		sn_set_clear(&p.failed);
-		sn_set_add(&p.failed, leader);
-		p.status = -ETIMEDOUT;
+	c->rail = pick_rail(ctx, SN_XFER_SYS);
+	c->fn = fn;
+	c->arg = arg;
+	/* conflicts are retried for one timeout; the phases that follow are
+	 * bounded by theirs (caw_lease_ns) */
+	caw_sm_init(&c->sm, set, do_write, now_ns(), (uint64_t)ctx->cfg.timeout_ms * 1000000ull);
+	c->next = ctx->calls;
+	ctx->calls = c;
+	caw_advance(ctx, c);
+	return 0;
+}
+
+struct caw_wait {
+	bool done;
+	struct sn_caw_result res;
+};
+
+static void caw_wait_fn(void *arg, const struct sn_caw_result *res)
+{
+	struct caw_wait *w = arg;
+	w->done = true;
+	w->res = *res;
+}
+
+static bool caw_waited(struct sn_ctx *ctx, void *arg)
+{
+	(void)ctx;
+	return ((struct caw_wait *)arg)->done;
+}
+
+int sn_caw(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off, enum sn_cmp op,
+	   uint64_t value, bool do_write, uint64_t write_off, uint64_t write_val,
+	   struct sn_nodeset *failed)
+{
+	struct caw_wait w = {0};
+	int rc = sn_caw_start(ctx, set, var_off, op, value, do_write, write_off, write_val,
+			      caw_wait_fn, &w);
+	if (rc)
+		return rc;
+	/* every phase has a deadline, so the answer comes; the bound is for
+	 * a fabric that stopped making progress at all */
+	wait_until(ctx, caw_waited, &w, now_ns() + 5ull * ctx->cfg.timeout_ms * 1000000ull);
+	if (!w.done) {
+		for (struct caw_call *c = ctx->calls; c; c = c->next)
+			if (c->arg == &w)
+				c->fn = NULL;
+		if (failed)
+			sn_set_clear(failed);
+		return fail(ctx, -ETIMEDOUT, "COMPARE-AND-WRITE: no progress on the fabric");
 	}
 	if (failed)
-		*failed = p.failed;
-	if (p.status < 0) {
-		char list[256];
-		sn_set_format(&p.failed, list, sizeof(list));
-		return fail(ctx, p.status, "COMPARE-AND-WRITE failed: node(s) %s did not answer",
-			    list);
-	}
-	return p.status;
+		*failed = w.res.failed;
+	return w.res.status; /* a failure's reason is in ctx->err already */
 }
 
 /* ------------------------------------------------------------- open/close */
@@ -1853,6 +1995,7 @@ int sn_open(const struct sn_config *cfg, struct sn_ctx **out)
 	 * (their records live until their deadline), so it starts at random */
 	if (getrandom(&ctx->next_opid, sizeof(ctx->next_opid), 0) != sizeof(ctx->next_opid))
 		ctx->next_opid = (uint32_t)now_ns();
+	ctx->rng = ((uint64_t)ctx->next_opid << 32) ^ now_ns() ^ 0x9e3779b97f4a7c15ull;
 	ctx->epfd = -1;
 	ctx->ino_fd = -1;
 	if (!ctx->cfg.provider)
@@ -1951,7 +2094,7 @@ static bool drained(struct sn_ctx *ctx, void *arg)
 	for (struct rec *r = ctx->recs; r; r = r->next)
 		if (!r->finished || r->tx_pending)
 			return false;
-	return !ctx->job_active && !ctx->jobs_head;
+	return !ctx->calls;
 }
 
 void sn_close(struct sn_ctx *ctx)
@@ -1975,10 +2118,10 @@ void sn_close(struct sn_ctx *ctx)
 		ctx->free_slots = s->next;
 		free(s);
 	}
-	while (ctx->jobs_head) {
-		struct caw_job *j = ctx->jobs_head;
-		ctx->jobs_head = j->next;
-		free(j);
+	while (ctx->calls) {
+		struct caw_call *c = ctx->calls;
+		ctx->calls = c->next;
+		free(c);
 	}
 	if (ctx->epfd >= 0)
 		close(ctx->epfd);

@@ -126,10 +126,47 @@ const char *sn_cmp_name(enum sn_cmp op);
 
 /* COMPARE-AND-WRITE: is (var at var_off) OP value true on every node of set?
  * If so and do_write, write write_val to write_off on every node of set.
- * Returns 1 (true, and written), 0 (false, nothing written) or a negative
- * errno; on -ETIMEDOUT/-EHOSTUNREACH *failed names the unresponsive nodes.
- * Calls with a write are serialised through the set's lowest node, so
- * concurrent callers agree on one final value. */
+ *
+ * Semantics (docs/design/network.md has the protocol):
+ * - Linearizable. Every call, read or write, takes per-variable locks on
+ *   every member (prepare), evaluates there, and releases them or commits
+ *   the staged write (decide): strict two-phase locking, so conflicting
+ *   calls (one writes a variable the other reads or writes, on a common
+ *   node) are ordered by who held the locks first, whatever their node sets;
+ *   each call takes effect at one instant while it holds all its locks.
+ *   Calls on one set take turns at its lowest node (locked first, where
+ *   they queue); others whose locks collide are released and retried after
+ *   a random back-off, within timeout_ms of their start (then -EBUSY).
+ * - A write is all or nothing: it is committed only once every member
+ *   holds it staged, and a commit that a dead inner node kept from a
+ *   subtree is sent to each of its members directly. A read never sees half
+ *   of one (the writer's locks exclude it until every member applied it).
+ * - The node that calls coordinates it. The set's lowest node only orders
+ *   calls on that set: when it is dead the call fails within timeout_ms,
+ *   naming it, and nothing is written. A member that lost its coordinator
+ *   drops its locks when their lease (4 x timeout_ms) ends, as aborted.
+ * - Local sn_var_store and XFER-AND-SIGNAL writes are not ordered with it.
+ * - Answered within about 4 x timeout_ms, whatever fails. */
+struct sn_caw_result {
+	int status;             /* 1 (true, and written), 0 (false, nothing
+				   written), or a negative errno */
+	bool written;           /* the write was committed: every member not in
+				   failed holds it (with status < 0: some did not confirm) */
+	struct sn_nodeset failed; /* status < 0: the members that did not answer */
+};
+typedef void (*sn_caw_fn)(void *arg, const struct sn_caw_result *res);
+
+/* Starts a COMPARE-AND-WRITE and returns at once: 0, or a negative errno
+ * (bad arguments; then fn is never called). fn(arg, result) is called
+ * exactly once, from sn_progress (or a blocking call, which drives
+ * progress), never from inside sn_caw_start. While an answer waits to be
+ * delivered, sn_next_timeout_ms is 0. */
+int sn_caw_start(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off,
+		 enum sn_cmp op, uint64_t value, bool do_write, uint64_t write_off,
+		 uint64_t write_val, sn_caw_fn fn, void *arg);
+
+/* The same, blocking until the answer: 1, 0 or a negative errno; on
+ * failure *failed names the unresponsive nodes. */
 int sn_caw(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off,
 	   enum sn_cmp op, uint64_t value, bool do_write, uint64_t write_off,
 	   uint64_t write_val, struct sn_nodeset *failed);

@@ -12,23 +12,23 @@
 #include "nodeset.h"
 
 #define SN_WIRE_MAGIC 0x4d525453u /* "STRM" */
-#define SN_WIRE_VERSION 1
+#define SN_WIRE_VERSION 2
 
 enum sn_msg_type {
 	SN_MSG_XFER = 1,   /* down: a chunk of an XFER-AND-SIGNAL */
 	SN_MSG_COMMIT,     /* down: signal the remote event of an atomic xfer */
-	SN_MSG_EVAL,       /* down: evaluate a CAW condition */
-	SN_MSG_WRITE,      /* down: perform a CAW write */
+	SN_MSG_EVAL,       /* down: CAW prepare: lock, evaluate, stage the write */
+	SN_MSG_WRITE,      /* down: CAW decide: commit or release a prepare */
 	SN_MSG_ACK,        /* up: a subtree's confirmation */
-	SN_MSG_CAW_REQ,    /* caller to leader: run a writing CAW */
-	SN_MSG_CAW_RESULT, /* leader to caller */
 	SN_MSG_TYPE_MAX
 };
 
 enum sn_msg_flags {
 	SN_F_ACK = 1u << 0,    /* the root wants confirmation */
 	SN_F_ATOMIC = 1u << 1, /* hold the remote event until COMMIT */
-	SN_F_WRITE = 1u << 2,  /* CAW_REQ: write if true */
+	SN_F_WRITE = 1u << 2,  /* EVAL: stage the write of value2 at off2 */
+	SN_F_COMMIT = 1u << 3, /* WRITE: apply the staged write (else release) */
+	SN_F_WAIT = 1u << 4,   /* EVAL: wait for a conflicting lock, do not refuse */
 };
 
 struct sn_msg {
@@ -42,15 +42,15 @@ struct sn_msg {
 	uint32_t budget_ms;
 	uint32_t event;   /* remote event, or SN_NO_EVENT */
 	uint32_t cmp;     /* enum sn_cmp */
-	int32_t status;   /* ACK/CAW_RESULT: 1 true, 0 false, <0 -errno */
+	int32_t status;   /* ACK: 1 true, 0 false, <0 -errno (-EBUSY: a lock conflict) */
 	uint32_t chunk_len;
 	uint64_t off;     /* XFER: destination offset; CAW: variable */
-	uint64_t total;   /* XFER: whole length */
+	uint64_t total;   /* XFER: whole length; EVAL: the lock's id */
 	uint64_t chunk_off;
-	uint64_t value;   /* CAW: comparand */
+	uint64_t value;   /* EVAL: comparand; WRITE: the id of the lock it decides */
 	uint64_t off2;    /* CAW: write offset */
 	uint64_t value2;  /* CAW: value written */
-	struct sn_nodeset set;  /* members (down), ok nodes (ACK), failed (RESULT) */
+	struct sn_nodeset set;  /* members (down), ok nodes (ACK) */
 	struct sn_nodeset set2; /* ACK: suspects (did not answer their parent) */
 	const void *payload;    /* decode: points into the buffer */
 };

@@ -330,6 +330,22 @@ def build(res, results_path):
     L.append(table(hdr, rows))
     L.append("")
 
+    L.append("CAW with a write (`var >= 0`, then another variable := a value, on all N): the"
+             " prepare and the commit are two tree round trips before the answer, a read's"
+             " answer comes after one (its locks are released after it). Without spinning;"
+             " the read's time beside it.")
+    L.append("")
+    rows = []
+    for n in nodes:
+        row = [str(n)]
+        for p in PROVIDERS:
+            w, r = res.find("caw_write", p, n, spin=False), res.find("caw", p, n, spin=False)
+            row.append("%s (read %s)" % (us(med(w)), us(med(r))) if w and r else
+                       (us(med(w)) if w else failed_cell(res, "caw_write", p, n)))
+        rows.append(row)
+    L.append(table(["N"] + ["CAW write `%s`" % p for p in PROVIDERS], rows))
+    L.append("")
+
     # ---------------------------------------------------------- headline
     L.append("### Headline")
     L.append("")

@@ -174,6 +174,9 @@ phase coll && for n in $NODES; do
 			--iters $CAW_ITERS --budget-s $CAW_BUDGET
 		record caw "$p" "$n" -- $SN --provider "$p" --nodes "$n" --test caw --spin 1000000 \
 			--iters $CAW_ITERS --budget-s $CAW_BUDGET
+		# a write: prepare and commit, two round trips to the answer
+		record caw_write "$p" "$n" -- $SN --provider "$p" --nodes "$n" --test caw_write \
+			--iters $CAW_ITERS --budget-s $CAW_BUDGET
 	done
 done
 

@@ -1,6 +1,6 @@
 /* Micro-benchmarks of the three primitives, run as N local node processes.
  *
- *   sn_bench --provider P --nodes N --test lat|mcast|caw [--size BYTES]
+ *   sn_bench --provider P --nodes N --test lat|mcast|caw|caw_write [--size BYTES]
  *            [--iters K] [--warmup W] [--spin US] [--budget-s S]
  *            [--op-timeout-ms MS] [--pin 0|1] [--local-ev 0|1]
  *
@@ -21,6 +21,9 @@
  *   caw    node 0 runs a read-only COMPARE-AND-WRITE (var >= 0) over all N
  *          nodes, back to back; the others sit in TEST-EVENT on a "done" event
  *          that node 0's final XFER signals.
+ *   caw_write  the same with a write: var >= 0, then another variable := the
+ *          iteration, on all N (prepare, then commit: two tree round trips
+ *          before the answer, where a read answers after one).
  * Medians over K iterations after W warm-up ones, with p10 and p90. A
  * measurement stops early, after at least 5 iterations, once it has spent
  * --budget-s seconds (default 20). --op-timeout-ms sets sn_config.timeout_ms
@@ -42,7 +45,7 @@
 #include "../../tests/lib/spawn.h"
 #include "sn.h"
 
-enum { VAR_A = 4096, VAR_BAR = 4104, VAR_GO = 4112, VAR_STOP = 4120, DATA = 8192 };
+enum { VAR_A = 4096, VAR_BAR = 4104, VAR_GO = 4112, VAR_STOP = 4120, VAR_B = 4128, DATA = 8192 };
 enum { EV_DATA = 1, EV_LOCAL = 2, EV_GO = 3, EV_PONG = 4, EV_DONE = 5, EV_BLOCAL = 6 };
 #define MAX_SIZE (12u << 20)
 #define GMEM ((size_t)DATA + MAX_SIZE + (64u << 10))
@@ -365,6 +368,7 @@ static int run_mcast(const struct spawn_node *nd)
 static int run_caw(const struct spawn_node *nd)
 {
 	const struct opts *o = nd->arg;
+	bool write = !strcmp(o->test, "caw_write");
 	uint32_t self = nd->id, n = nd->n;
 	bool spin = o->spin_us > 0;
 	struct sn_ctx *ctx = open_node(nd, spin);
@@ -385,7 +389,8 @@ static int run_caw(const struct spawn_node *nd)
 		double spent = 0;
 		for (int it = -o->warmup; it < o->iters; it++) {
 			uint64_t t0 = now_ns();
-			int rc = sn_caw(ctx, &all, VAR_A, SN_GE, 0, false, 0, 0, NULL);
+			int rc = sn_caw(ctx, &all, VAR_A, SN_GE, 0, write, VAR_B,
+					(uint64_t)(it + o->warmup + 1), NULL);
 			double dt = (double)(now_ns() - t0) / 1000.0;
 			CHECK(rc == 1, "CAW of iteration %d: %d %s", it, rc, sn_strerror(ctx));
 			if (it < 0)
@@ -402,7 +407,7 @@ static int run_caw(const struct spawn_node *nd)
 			CHECK(sn_test_event(ctx, EV_LOCAL, (int)tmo * 4, NULL) == 1, "done: %s",
 			      sn_strerror(ctx));
 		}
-		report(o, "caw", -1, us, done, false, spin, ctx);
+		report(o, write ? "caw_write" : "caw", -1, us, done, false, spin, ctx);
 	} else {
 		/* serve the CAWs (their tree traffic is forwarded from in here) */
 		int rc = sn_test_event(ctx, EV_DONE, (int)(o->budget_s * 1000) * 3 + (int)tmo * 8, NULL);
@@ -416,7 +421,7 @@ static int run_caw(const struct spawn_node *nd)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: sn_bench --provider P --nodes N --test lat|mcast|caw [--size BYTES]\n"
+		"usage: sn_bench --provider P --nodes N --test lat|mcast|caw|caw_write [--size BYTES]\n"
 		"                [--iters K] [--warmup W] [--spin US] [--budget-s S]\n"
 		"                [--op-timeout-ms MS] [--pin 0|1] [--local-ev 0|1]\n");
 	exit(2);
@@ -479,7 +484,7 @@ int main(int argc, char **argv)
 			o.iters = 20;
 		if (o.warmup < 0)
 			o.warmup = 2;
-	} else if (!strcmp(o.test, "caw")) {
+	} else if (!strcmp(o.test, "caw") || !strcmp(o.test, "caw_write")) {
 		fn = run_caw;
 		if (!o.iters)
 			o.iters = 200;

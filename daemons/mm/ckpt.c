@@ -225,6 +225,22 @@ static void ckpt_finish(struct mm *mm, struct job *j, bool ok, const char *why)
 	client_finish(mm, c);
 }
 
+/* The confirmation's answer; the checkpoint may have ended meanwhile (the
+ * job ended, a node was lost). */
+static void confirmed(struct mm *mm, uint64_t job, uint64_t id, const struct sn_caw_result *res)
+{
+	struct job *j = job_find(mm, job);
+	if (!j || !j->ckpt || j->ckpt->id != id || !j->ckpt->confirming)
+		return;
+	j->ckpt->confirming = false;
+	if (res->status == 1)
+		ckpt_finish(mm, j, true, NULL);
+	else
+		ckpt_finish(mm, j, false,
+			    res->status == 0 ? "the confirmation found a node without it"
+					     : "the confirmation did not reach every node");
+}
+
 static void ckpt_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n)
 {
 	struct job *j = job_find(mm, n->job);
@@ -266,17 +282,14 @@ static void ckpt_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n)
 		r->nodes_done++;
 		r->bytes += strtoull(rest ? rest : "0", NULL, 10);
 	}
-	if (r->nodes_done < r->nnodes)
+	if (r->nodes_done < r->nnodes || r->confirming)
 		return;
 	/* every node said so: one COMPARE-AND-WRITE checks they all hold it */
-	struct sn_nodeset failed;
-	int rc = sn_caw(mm->sn, &j->set, GM_VAR_CKPT(j->slot), SN_EQ, r->id, false, 0, 0, &failed);
-	if (rc == 1)
-		ckpt_finish(mm, j, true, NULL);
-	else
-		ckpt_finish(mm, j, false,
-			    rc == 0 ? "the confirmation found a node without it"
-				    : "the confirmation did not reach every node");
+	if (mm_query(mm, &j->set, GM_VAR_CKPT(j->slot), SN_EQ, r->id, confirmed, j->id, r->id) < 0) {
+		ckpt_finish(mm, j, false, "the confirmation could not be sent");
+		return;
+	}
+	r->confirming = true;
 }
 
 void ckpt_stage_check(struct mm *mm);

@@ -728,12 +728,16 @@ static void finish(struct mm *mm, struct job *j)
 	jobs_schedule(mm);
 }
 
+static void end_answer(struct mm *mm, uint64_t id, uint64_t unused,
+		       const struct sn_caw_result *res);
+
 /* Every node of the job said DONE (or is gone): confirm with one
- * COMPARE-AND-WRITE over the live ones. */
+ * COMPARE-AND-WRITE over the live ones that each one's done variable holds
+ * the job; its answer (end_answer) ends the job. */
 static void check_end(struct mm *mm, struct job *j)
 {
 	uint32_t ln = job_launch_nodes(j);
-	if (!job_active(j) || j->nodes_done < ln)
+	if (!job_active(j) || j->nodes_done < ln || j->confirm_pending)
 		return;
 	/* storm alloc's allocation: until its shell is done, or it is stopped */
 	if (!ln && !j->released && !j->cancelled && !j->failed && !j->timed_out)
@@ -744,19 +748,64 @@ static void check_end(struct mm *mm, struct job *j)
 		if (mm->nodes[j->nodes[k]].state == STORM__CTL__NODE_STATE__UP)
 			sn_set_add(&live, fabric_id((uint32_t)j->nodes[k]));
 	if (j->t_launched && !j->failed && ln && sn_set_count(&live)) {
-		struct sn_nodeset failed;
+		if (!j->confirm_again)
+			j->end_asked = clock_wall_s();
+		j->confirm_again = false;
 		/* no write: the MM is the only reader, and a stale job id in a
-		 * slot never equals the next job's; a write would also route the
-		 * operation through the set's lowest node (sn.h) */
-		int rc = sn_caw(mm->sn, &live, GM_VAR_DONE(j->slot), SN_EQ, j->id, false, 0, 0,
-				&failed);
-		if (rc == 0)
-			slog("job %llu: termination check found a node not done", (unsigned long long)j->id);
-		else if (rc < 0)
-			slog("job %llu: termination check failed: %s", (unsigned long long)j->id,
-			       sn_strerror(mm->sn));
+		 * slot never equals the next job's */
+		if (mm_query(mm, &live, GM_VAR_DONE(j->slot), SN_EQ, j->id, end_answer, j->id, 0) ==
+		    0) {
+			j->confirm_pending = true;
+			return;
+		}
+		slog("job %llu: termination check not started: %s", (unsigned long long)j->id,
+		     sn_strerror(mm->sn));
 	}
 	finish(mm, j);
+}
+
+/* How long a job whose end is not confirmed is asked again: a node that
+ * does not answer is declared DOWN by then, and leaves the set asked. */
+static double end_patience_s(const struct mm *mm)
+{
+	return (mm->conf.down_after_ms + 2.0 * mm->conf.op_timeout_ms) / 1e3;
+}
+
+static void end_answer(struct mm *mm, uint64_t id, uint64_t unused,
+		       const struct sn_caw_result *res)
+{
+	(void)unused;
+	struct job *j = job_find(mm, id);
+	if (!j || !j->confirm_pending)
+		return;
+	j->confirm_pending = false;
+	if (!job_active(j))
+		return;
+	if (res->status == 1 || j->failed) {
+		finish(mm, j);
+		return;
+	}
+	char why[300];
+	if (res->status == 0) {
+		snprintf(why, sizeof(why), "a node's done variable does not hold the job");
+	} else {
+		char names[256] = "";
+		size_t w = 0;
+		for (uint32_t f = sn_set_next(&res->failed, 0); f != UINT32_MAX && w + 70 < sizeof(names);
+		     f = sn_set_next(&res->failed, f + 1))
+			if (f >= 1 && (int)f <= mm->conf.nnodes)
+				w += (size_t)snprintf(names + w, sizeof(names) - w, "%s%s",
+						      w ? "," : "", mm->conf.nodes[f - 1]);
+		snprintf(why, sizeof(why), "node(s) %s did not answer", names[0] ? names : "?");
+	}
+	if (clock_wall_s() - j->end_asked < end_patience_s(mm)) {
+		slog("job %llu: termination check: %s; asking again", (unsigned long long)j->id, why);
+		j->confirm_again = true; /* jobs_check_time, next slice */
+		return;
+	}
+	job_fail(mm, j, "its end was not confirmed: %s", why); /* ends it (check_end) */
+	if (job_active(j))
+		finish(mm, j);
 }
 
 static int job_node_pos(const struct job *j, int node);
@@ -849,9 +898,19 @@ void job_fail(struct mm *mm, struct job *j, const char *fmt, ...)
 void jobs_check_time(struct mm *mm)
 {
 	double now = clock_wall_s();
-	/* ids first: stopping a job that never launched ends it at once */
+	/* ids first: ending a job (at once, or a job that never launched)
+	 * changes the list */
 	uint64_t ids[64];
 	int n = 0;
+	for (struct job *j = mm->jobs; j && n < 64; j = j->next)
+		if (j->confirm_again && job_active(j))
+			ids[n++] = j->id;
+	for (int i = 0; i < n; i++) {
+		struct job *j = job_find(mm, ids[i]);
+		if (j && j->confirm_again && job_active(j))
+			check_end(mm, j);
+	}
+	n = 0;
 	/* a storm alloc allocation taken back from the database after a restart
 	 * of the MM: its storm alloc lost its connection and ended its command,
 	 * so nothing holds it any more */
@@ -1181,10 +1240,16 @@ static void transfer_done(struct mm *mm, struct job *j)
 	jobs_schedule(mm); /* the next transfer may start */
 }
 
+static void transfer_drained(struct mm *mm)
+{
+	jobs_schedule(mm); /* the next transfer may start */
+}
+
 static const struct transfer_hooks transfer_hooks = {
 	.progress = job_progress,
 	.failed = transfer_failed,
 	.done = transfer_done,
+	.drained = transfer_drained,
 };
 
 void job_init(struct mm *mm)

@@ -378,7 +378,7 @@ void mm_stop(struct mm *mm)
 	for (struct client *c = mm->clients; c; c = c->next)
 		client_close(mm, c);
 	clients_reap(mm);
-	transfer_abort(mm, transfer_job(mm));
+	transfer_abort(mm, NULL);
 	while (mm->jobs) {
 		struct job *j = mm->jobs;
 		mm->jobs = j->next;

@@ -92,7 +92,12 @@ struct job {
 	uint32_t ranks_ended;
 	bool *node_done;         /* per job node: DONE note (or dead) */
 	uint32_t nodes_done;
-	bool failed, cancelled, timed_out, confirm_pending;
+	bool failed, cancelled, timed_out;
+	/* its end: the COMPARE-AND-WRITE on the nodes' done variables is out;
+	 * or it answered no, and is asked again next slice, until end_asked + the
+	 * time a silent node takes to be declared DOWN */
+	bool confirm_pending, confirm_again;
+	double end_asked;
 	int abort_code;         /* a rank's MPI_Abort code + 1, the job's exit code; 0: none */
 	bool released;           /* storm alloc's client is done with it */
 	int stop_sig;            /* the signal that stops it (failed/cancelled), 0 */
@@ -138,6 +143,7 @@ struct mm_ckpt {
 	double frozen;           /* seconds the job was stopped for it */
 	uint64_t bytes;
 	bool complete, failed;
+	bool confirming;         /* the COMPARE-AND-WRITE that confirms it is out */
 	bool periodic;           /* taken by --checkpoint-interval: pruned (ckpt.c) */
 	bool unrestorable;       /* failed: a rank holds what cannot be restored */
 	char reason[256];
@@ -476,11 +482,22 @@ struct transfer_hooks {
 	void (*progress)(struct mm *mm, struct job *j, uint64_t done, uint64_t total);
 	void (*failed)(struct mm *mm, struct job *j, const char *why);
 	void (*done)(struct mm *mm, struct job *j); /* every node holds every file */
+	void (*drained)(struct mm *mm); /* an ended one's chunks left the fabric */
 };
 int transfer_start(struct mm *mm, struct job *j);
 void transfer_step(struct mm *mm);
+/* Ends j's transfer; NULL: any, waiting for its chunks in flight (the MM
+ * stopping). */
 void transfer_abort(struct mm *mm, struct job *j);
 struct job *transfer_job(const struct mm *mm);
+
+/* query.c: a read-only COMPARE-AND-WRITE (var OP value on every node of
+ * set) whose answer comes to fn(mm, id, id2, result) on a later turn of the
+ * loop; 0, or -1 with sn_strerror saying why it did not start. */
+typedef void (*mm_answer_fn)(struct mm *mm, uint64_t id, uint64_t id2,
+			     const struct sn_caw_result *res);
+int mm_query(struct mm *mm, const struct sn_nodeset *set, uint64_t var, enum sn_cmp op,
+	     uint64_t value, mm_answer_fn fn, uint64_t id, uint64_t id2);
 
 /* boot.c: node registrations on mm_address (bootstrap = mm). */
 int boot_start(struct mm *mm);

@@ -19,6 +19,11 @@ struct transfer {
 	uint64_t first_seq, last_seq;
 	bool busy[2];          /* XFER of the chunk in buffer i not yet confirmed */
 	bool all_sent;
+	/* flow control: the last chunk of each buffer every node wrote out, and
+	 * the COMPARE-AND-WRITE that asks about one (its answer: written_answer) */
+	uint64_t written[2];
+	bool asking;
+	uint64_t asked;
 	uint64_t done, total;
 	double last_progress;
 	uint8_t *stage[2];
@@ -46,15 +51,25 @@ int transfer_start(struct mm *mm, struct job *j)
 	return 0;
 }
 
-static void transfer_free(struct mm *mm)
+/* Ends the transfer. A chunk still in flight reads its stage buffer, and
+ * its event and the nodes' file buffers are the next transfer's too: unless
+ * wait (the MM stopping), the transfer stays, without its job, until the
+ * fabric is done with them (transfer_step), rather than hold the loop (and
+ * the strobe) for as long as a dead node takes to time out. */
+static void transfer_free(struct mm *mm, bool wait)
 {
 	struct transfer *x = mm->xfer;
 	if (!x)
 		return;
-	/* a chunk still in flight reads its stage buffer: drain its event first */
+	x->job = NULL;
+	x->asking = false; /* its answer is ignored */
 	for (int b = 0; b < 2; b++)
-		if (x->busy[b])
+		if (x->busy[b]) {
+			if (!wait)
+				return;
 			sn_test_event(mm->sn, EV_FILE_SENT0 + (unsigned)b, -1, NULL);
+			x->busy[b] = false;
+		}
 	free(x->stage[0]);
 	free(x->stage[1]);
 	free(x);
@@ -65,8 +80,8 @@ struct job *transfer_job(const struct mm *mm) { return mm->xfer ? mm->xfer->job 
 
 void transfer_abort(struct mm *mm, struct job *j)
 {
-	if (mm->xfer && mm->xfer->job == j)
-		transfer_free(mm);
+	if (mm->xfer && (!j || mm->xfer->job == j))
+		transfer_free(mm, !j);
 }
 
 static void fail(struct mm *mm, const char *what, const struct sn_nodeset *failed)
@@ -86,21 +101,44 @@ static void fail(struct mm *mm, const char *what, const struct sn_nodeset *faile
 			 strchr(names, ',') ? "s" : "", names, sn_strerror(mm->sn));
 	else
 		snprintf(why, sizeof(why), "%s: %s", what, sn_strerror(mm->sn));
-	transfer_free(mm);
+	transfer_free(mm, false);
 	mm->transfer_hooks->failed(mm, j, why);
 }
 
-/* 1: every node of the job has written chunk seq; 0: not yet; -1: failed */
+static void written_answer(struct mm *mm, uint64_t first_seq, uint64_t seq,
+			   const struct sn_caw_result *res)
+{
+	struct transfer *x = mm->xfer;
+	if (!x || !x->job || x->first_seq != first_seq || !x->asking || x->asked != seq)
+		return; /* a transfer that ended */
+	x->asking = false;
+	if (res->status < 0) {
+		fail(mm, "program transfer", &res->failed);
+		return;
+	}
+	if (res->status == 1 && x->written[seq % 2] < seq)
+		x->written[seq % 2] = seq;
+	/* a no is asked again by the next transfer_step */
+}
+
+/* 1: every node of the job has written chunk seq; 0: not known yet (a
+ * COMPARE-AND-WRITE asks, and transfer_step runs again once it answered);
+ * -1: failed */
 static int written(struct mm *mm, uint64_t seq)
 {
-	struct sn_nodeset failed;
-	int rc = sn_caw(mm->sn, &mm->xfer->job->set, GM_VAR_FILE_DONE(seq % 2), SN_GE, seq, false,
-			0, 0, &failed);
-	if (rc < 0) {
-		fail(mm, "program transfer", &failed);
+	struct transfer *x = mm->xfer;
+	if (x->written[seq % 2] >= seq)
+		return 1;
+	if (x->asking)
+		return 0;
+	if (mm_query(mm, &x->job->set, GM_VAR_FILE_DONE(seq % 2), SN_GE, seq, written_answer,
+		     x->first_seq, seq) < 0) {
+		fail(mm, "program transfer", NULL);
 		return -1;
 	}
-	return rc;
+	x->asking = true;
+	x->asked = seq;
+	return 0;
 }
 
 static int send_chunk(struct mm *mm)
@@ -180,13 +218,19 @@ void transfer_step(struct mm *mm)
 			continue;
 		struct sn_nodeset failed;
 		int rc = sn_test_event(mm->sn, EV_FILE_SENT0 + (unsigned)b, 0, &failed);
-		if (rc < 0) {
+		if (rc != 0)
 			x->busy[b] = false;
+		if (rc < 0 && x->job) {
 			fail(mm, "program transfer", &failed);
 			return;
 		}
-		if (rc > 0)
-			x->busy[b] = false;
+	}
+	if (!x->job) { /* ended, and its chunks were in flight */
+		if (!x->busy[0] && !x->busy[1]) {
+			transfer_free(mm, true);
+			mm->transfer_hooks->drained(mm);
+		}
+		return;
 	}
 	while (!x->all_sent) {
 		int rc = send_chunk(mm);
@@ -210,6 +254,6 @@ void transfer_step(struct mm *mm)
 	struct job *j = x->job;
 	if (now - j->t_start >= 1.0)
 		mm->transfer_hooks->progress(mm, j, x->total, x->total);
-	transfer_free(mm);
+	transfer_free(mm, true); /* nothing in flight */
 	mm->transfer_hooks->done(mm, j);
 }

@@ -140,6 +140,10 @@ struct nd {
 	uint64_t deaf_until;    /* point "deaf" (with "deaf_for" N): strobes up to
 				 * this slice are ignored, as if never received */
 	size_t tamper_saved_len;
+	uint64_t dones_out;     /* DONE notes sent */
+	uint64_t silent_report; /* point "silent" (K, with "silent_ms" T): the
+				 * report carrying the K-th DONE; once the MM
+				 * has it the daemon hangs for T ms */
 
 	/* gang scheduling (gang.c) */
 	uint64_t run_job;       /* the job the last strobe says runs here, 0: none */

@@ -1,9 +1,12 @@
 /* The record queue and the reports that carry it to the MM, one per strobe. */
+#include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "layout.h"
 #include "nd.h"
@@ -394,8 +397,11 @@ static void send_next(struct nd *nd, uint64_t seq)
 		nd->q_head = d->next;
 		if (d->kind == REC_OUTPUT)
 			nd->q_bytes -= d->len - d->off;
-		if (d->kind == REC_NOTE && d->done_slot != UINT32_MAX)
+		if (d->kind == REC_NOTE && d->done_slot != UINT32_MAX) {
 			sn_var_store(nd->sn, GM_VAR_DONE(d->done_slot), d->job);
+			if (fault_hit(&nd->fault, "silent", ++nd->dones_out))
+				nd->silent_report = seq;
+		}
 		rec_free(d);
 	}
 	if (!nd->q_head)
@@ -425,6 +431,17 @@ void nd_report(struct nd *nd, uint64_t ack)
 	if (ack < nd->acked)
 		ack = nd->acked;
 	nd->acked = ack;
+	if (nd->silent_report && ack >= nd->silent_report) {
+		/* test hook: the MM took that job's end from this node, which
+		 * now hangs (answers nothing, COMPARE-AND-WRITEs included) */
+		uint64_t ms = fault_value(&nd->fault, "silent_ms");
+		nd->silent_report = 0;
+		slog("test hook: silent for %" PRIu64 " ms", ms);
+		struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+		slog("test hook: silent no more");
+	}
 	if (nd->report_seq == 0) {
 		/* first report: continue from whatever the MM last consumed
 		 * from this slot (0 for a fresh MM), so a restarted daemon is

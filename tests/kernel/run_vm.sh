@@ -51,7 +51,7 @@ mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 echo "guest: $(cat /proc/version)"
-if insmod /storm.ko bound_us=100000; then
+if insmod /storm.ko bound_us=500000; then
 	/storm_guest
 	rc=$?
 	if [ $rc = 0 ]; then

@@ -488,6 +488,54 @@ static int scen_concurrent(const struct spawn_node *nd)
 	return 0;
 }
 
+/* ------------------------------------------ overlapping sets, concurrently */
+
+/* Every node takes and gives back a token over its own window of three
+ * nodes (self, self+1, self+2 mod n), so each window overlaps others whose
+ * lowest node differs: take is VAR_A == 0 -> self+1 over the window, give
+ * back VAR_A == self+1 -> 0. While it holds its window every member must
+ * hold its mark: a take that succeeded beside another on a common node, or
+ * landed on part of a window, breaks that, and so does a read that saw half
+ * of a write. At the end no mark is left anywhere. */
+#define OVERLAP_ITERS 15
+
+static int scen_overlap(const struct spawn_node *nd)
+{
+	uint32_t self = nd->id, n = nd->n;
+	struct sn_ctx *ctx = open_node(nd, 1 << 20);
+	struct sn_nodeset all, win;
+	all_nodes(ctx, &all);
+	sn_set_clear(&win);
+	for (uint32_t k = 0; k < 3; k++)
+		sn_set_add(&win, (self + k) % n);
+	sn_var_store(ctx, VAR_A, 0);
+	sn_var_store(ctx, VAR_B, 0);
+	CHECK(barrier(ctx, &all, 1) == 0, "barrier");
+	uint64_t held = 0;
+	for (int it = 0; it < OVERLAP_ITERS; it++) {
+		int rc = sn_caw(ctx, &win, VAR_A, SN_EQ, 0, true, VAR_A, self + 1, NULL);
+		CHECK(rc == 0 || rc == 1 || rc == -EBUSY, "take: %d %s", rc, sn_strerror(ctx));
+		if (rc != 1)
+			continue;
+		held++;
+		CHECK(sn_caw(ctx, &win, VAR_A, SN_EQ, self + 1, false, 0, 0, NULL) == 1,
+		      "node %u lost its window after taking it", self);
+		CHECK(sn_caw(ctx, &win, VAR_A, SN_EQ, self + 1, true, VAR_A, 0, NULL) == 1,
+		      "node %u could not give its window back: %s", self, sn_strerror(ctx));
+	}
+	sn_var_store(ctx, VAR_B, held);
+	CHECK(barrier(ctx, &all, 2) == 0, "barrier");
+	if (self == 0) {
+		CHECK(sn_caw(ctx, &all, VAR_A, SN_EQ, 0, false, 0, 0, NULL) == 1,
+		      "a mark was left behind");
+		CHECK(sn_caw(ctx, &all, VAR_B, SN_EQ, 0, false, 0, 0, NULL) == 0,
+		      "no node ever took its window");
+	}
+	CHECK(barrier(ctx, &all, 3) == 0, "barrier");
+	sn_close(ctx);
+	return 0;
+}
+
 /* ----------------------------------------------------------- peer killed */
 
 static int scen_kill(const struct spawn_node *nd)
@@ -684,6 +732,7 @@ static int run_scenario(int prov, int (*fn)(const struct spawn_node *), uint32_t
 	X(P, noack, 2) X(P, noack, 8) X(P, noack, 32)             \
 	X(P, caw, 2) X(P, caw, 8) X(P, caw, 32)                   \
 	X(P, concurrent, 2) X(P, concurrent, 8) X(P, concurrent, 32) \
+	X(P, overlap, 5) X(P, overlap, 16)                        \
 	X(P, kill, 2) X(P, kill, 8) X(P, kill, 32)                \
 	X(P, rails, 8) X(P, static, 4) X(P, badargs, 1)
 

@@ -18,4 +18,5 @@ void add_pmi_suite(void);
 void add_kswitch_suite(void);
 void add_boot_suite(void);
 void add_ahead_suite(void);
+void add_caw_suite(void);
 #endif

@@ -1,0 +1,112 @@
+/* COMPARE-AND-WRITE's pure parts: the locks a member holds for the
+ * operations it prepared, and the state machine of the node that runs a
+ * call (its coordinator). No I/O and no clock of its own: sn.c carries the
+ * messages and passes the time in. docs/design/network.md says why it is
+ * built this way; tests/unit/test_caw.c checks it.
+ *
+ * One call is, at its coordinator: PREPARE (a tree operation: every member
+ * locks the variables, evaluates the condition and, for a write, stages the
+ * value), then DECIDE (a tree operation that commits the staged write or
+ * releases the locks), then, for the members that did not confirm the
+ * decision through the tree (a dead inner node cuts its subtree off), the
+ * same decision sent to each of them directly. The prepare locks the set's
+ * lowest node first, where a conflicting prepare waits its turn (sn.c); one
+ * that meets a conflicting lock elsewhere is released and tried again after
+ * a random back-off. */
+#ifndef STORM_CAW_H
+#define STORM_CAW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "nodeset.h"
+
+/* ---- a member's locks */
+
+#define CAW_MAX_LOCKS 64
+#define CAW_DECIDED_RING 64
+
+struct caw_lock {
+	bool used, writes;
+	uint32_t origin, opid; /* the prepare that took it */
+	uint64_t rvar, wvar, wval;
+	uint64_t lease_ns;     /* released as aborted after this */
+};
+
+struct caw_locks {
+	struct caw_lock l[CAW_MAX_LOCKS];
+	/* prepares decided lately: one that arrives after its decision (the
+	 * decision went by another path) must not lock until its lease ends */
+	struct {
+		uint32_t origin, opid;
+		bool failed; /* a commit this member could not apply */
+	} decided[CAW_DECIDED_RING];
+	unsigned decided_next;
+};
+
+/* Whether a held lock conflicts with an operation reading rvar and, if
+ * writes, writing wvar: a writer excludes every reader and writer of its
+ * variable; readers share. */
+bool caw_conflict(const struct caw_lock *held, uint64_t rvar, bool writes, uint64_t wvar);
+
+/* Prepare (origin, opid) here: 0 locked, -EBUSY (a conflicting lock is held,
+ * or this prepare was already decided), -ENOSPC (too many held). Expired
+ * leases are dropped first. */
+int caw_lock_take(struct caw_locks *t, uint32_t origin, uint32_t opid, uint64_t rvar,
+		  bool writes, uint64_t wvar, uint64_t wval, uint64_t now_ns, uint64_t lease_ns);
+
+/* The decision on prepare (origin, opid): releases its lock. 1 when commit
+ * finds a staged write (*wvar = *wval is the caller's to do), 0 when
+ * nothing is (more) to be written, -ENOENT when commit finds no lock (never
+ * prepared here, or its lease ran out: this member cannot apply it). The
+ * same decision again (sent directly after the tree's ACK was lost) gets
+ * the first one's answer, without a second write. */
+int caw_lock_decide(struct caw_locks *t, uint32_t origin, uint32_t opid, bool commit,
+		    uint64_t now_ns, uint64_t *wvar, uint64_t *wval);
+
+/* Locks held (tests and diagnostics). */
+unsigned caw_locks_held(const struct caw_locks *t, uint64_t now_ns);
+
+/* ---- the coordinator's state machine */
+
+enum caw_state {
+	CAW_PREPARE,        /* the prepare tree operation is out */
+	CAW_DECIDE,         /* the decision goes down the tree */
+	CAW_DECIDE_DIRECT,  /* the decision goes to each unconfirmed member */
+	CAW_BACKOFF,        /* released after a conflict: prepare again later */
+	CAW_DONE,
+};
+
+struct caw_sm {
+	enum caw_state state;
+	bool writes;
+	bool commit;          /* this attempt's decision */
+	bool retry;           /* released after a conflict: try again */
+	unsigned attempt;     /* 0 for the first prepare */
+	struct sn_nodeset set;
+	struct sn_nodeset direct; /* CAW_DECIDE_DIRECT: members still to confirm */
+	uint64_t retry_until_ns;  /* no new attempt after this */
+	uint64_t backoff_until_ns;
+	/* the answer, once answered is set (a read or a false condition is
+	 * answered after the prepare, before the locks are released) */
+	bool answered;
+	int status;              /* 1, 0 or -errno */
+	bool written;            /* the write was committed */
+	struct sn_nodeset failed;
+};
+
+void caw_sm_init(struct caw_sm *c, const struct sn_nodeset *set, bool writes,
+		 uint64_t now_ns, uint64_t retry_window_ns);
+/* The prepare finished: status is the AND of the conditions (1/0) or a
+ * negative errno (-EBUSY: a conflict), unconfirmed the members that did not
+ * answer. Moves to CAW_DECIDE. */
+void caw_sm_prepared(struct caw_sm *c, int status, const struct sn_nodeset *unconfirmed);
+/* The decision's tree operation (or, in CAW_DECIDE_DIRECT, the direct
+ * sends) finished with unconfirmed members. Moves to CAW_DECIDE_DIRECT,
+ * CAW_BACKOFF (rnd: a random number, for the back-off) or CAW_DONE. */
+void caw_sm_decided(struct caw_sm *c, const struct sn_nodeset *unconfirmed, uint64_t now_ns,
+		    uint64_t rnd);
+/* The back-off is over: a new attempt prepares. */
+void caw_sm_retry(struct caw_sm *c);
+
+#endif
