@@ -9,7 +9,7 @@ libclang-rt-14-dev clang valgrind python3 iproute2 munge libmunge-dev passwd gdb
 mpich libmpich-dev libsqlite3-dev sqlite3 iptables libnetfilter-queue-dev libxxhash-dev
 libmicrohttpd-dev python3-prometheus-client chromium libelf-dev cmake
 libpmix-dev openmpi-bin libopenmpi-dev pandoc man-db linux-perf
-slurm-wlm slurmctld slurmd slurm-client"
+slurm-wlm slurmctld slurmd slurm-client debhelper dpkg-dev lintian"
 # munge, libmunge-dev: control-message credentials (the virtual cluster runs its
 # own munged); passwd: useradd/groupadd for tests/cluster/test_users.sh;
 # gdb: storm replay --debug (tests/cluster/test_mpi.sh);
@@ -23,6 +23,7 @@ slurm-wlm slurmctld slurmd slurm-client"
 # tests/mpi/test_wrapper.sh builds a CMake project with bcs-mpicc and bcs-mpicxx;
 # libelf-dev: storm run reads which MPI a program is linked with (--mpi=auto)
 # pandoc: the man pages (make man); man-db: tests/install renders them
+# debhelper, dpkg-dev: make deb (debian/); lintian: tests/install/test_deb.sh checks its result
 # linux-perf: tests/cluster/gang_overlap.py traces sched_switch for the exact overlap
 # slurm-wlm (slurmctld, slurmd, slurm-client): tests/slurm/test_alloc.sh runs storm
 # inside allocations of a private Slurm cluster, and bench/launch compares with it
