@@ -207,8 +207,12 @@ static bool genuine(struct nd *nd, uint32_t from, const uint8_t *slot, const str
 
 /* A peer daemon we do not know (we started after it) or that restarted
  * (a new incarnation) numbers its messages from where it is: take its stream
- * from the oldest message in the mailbox. Our messages it never saw are
- * lost with its old jobs; our window towards it starts afresh. */
+ * from the oldest message in the mailbox. Only a restart voids our window
+ * towards it (our messages it never saw are lost with its old jobs). A
+ * first contact does not: our first messages may still be on their way to
+ * it or unread in its slots, and counting them as acknowledged let the next
+ * ones overwrite them (the peer then waited for a sequence number that was
+ * gone, and its job stalled with every daemon busy). */
 static void resync(struct nd *nd, uint32_t from)
 {
 	struct nd_mb *m = nd->mb;
@@ -228,11 +232,13 @@ static void resync(struct nd *nd, uint32_t from)
 	}
 	if (!inc)
 		return;
-	if (m->peer_inc[from])
+	bool restarted = m->peer_inc[from] != 0;
+	if (restarted)
 		slog("mailbox: node %u restarted; taking up its messages from %u", from, best);
 	m->peer_inc[from] = inc;
 	m->consumed[from] = best - 1;
-	sn_var_store(nd->sn, gm_bcs_ack(m->nnodes, from), m->out[from].sent);
+	if (restarted)
+		sn_var_store(nd->sn, gm_bcs_ack(m->nnodes, from), m->out[from].sent);
 }
 
 void nd_mb_arrived(struct nd *nd)
