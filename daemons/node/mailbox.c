@@ -39,6 +39,9 @@ struct omsg {
 struct outbox {
 	uint32_t sent;    /* messages written to the peer */
 	struct omsg *head, *tail;
+	/* wall clock of each message in the window when written, by seq %
+	 * GM_BCS_SLOTS: which of them a peer that started later never saw */
+	uint64_t sent_at[GM_BCS_SLOTS];
 };
 
 struct nd_mb {
@@ -51,6 +54,14 @@ struct nd_mb {
 	struct gm_ratelimit forged_log;
 	nd_mb_handler handlers[ND_MB_TYPES];
 };
+
+/* an incarnation is its daemon's start on this clock */
+static uint64_t wall_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 int nd_mb_init(struct nd *nd, size_t chunk_size)
 {
@@ -65,9 +76,7 @@ int nd_mb_init(struct nd *nd, size_t chunk_size)
 	m->consumed = calloc(m->nnodes, sizeof(*m->consumed));
 	m->unacked = calloc(m->nnodes, sizeof(*m->unacked));
 	m->peer_inc = calloc(m->nnodes, sizeof(*m->peer_inc));
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	m->inc = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	m->inc = wall_ns();
 	nd->mb = m;
 	if (!m->out || !m->consumed || !m->unacked || !m->peer_inc) {
 		nd_mb_close(nd);
@@ -129,6 +138,7 @@ static void flush(struct nd *nd, uint32_t to)
 		if (!ob->head)
 			ob->tail = NULL;
 		((struct mb_hdr *)o->data)->seq = ++ob->sent;
+		ob->sent_at[ob->sent % GM_BCS_SLOTS] = wall_ns();
 		xfer_one(nd, o);
 		free(o);
 	}
@@ -207,12 +217,13 @@ static bool genuine(struct nd *nd, uint32_t from, const uint8_t *slot, const str
 
 /* A peer daemon we do not know (we started after it) or that restarted
  * (a new incarnation) numbers its messages from where it is: take its stream
- * from the oldest message in the mailbox. Only a restart voids our window
- * towards it (our messages it never saw are lost with its old jobs). A
- * first contact does not: our first messages may still be on their way to
- * it or unread in its slots, and counting them as acknowledged let the next
- * ones overwrite them (the peer then waited for a sequence number that was
- * gone, and its job stalled with every daemon busy). */
+ * from the oldest message in the mailbox. Of our window towards it, the
+ * messages written before it started are lost with its old jobs: counted as
+ * acknowledged, so the window moves on. Those written since may still be on
+ * their way or unread in its slots and stay unacknowledged: counting them
+ * too (the whole window, at every first contact) let the next ones
+ * overwrite them, and the peer waited for a sequence number that was gone
+ * (its job stalled with every daemon busy: most first jobs on 16 nodes). */
 static void resync(struct nd *nd, uint32_t from)
 {
 	struct nd_mb *m = nd->mb;
@@ -232,13 +243,20 @@ static void resync(struct nd *nd, uint32_t from)
 	}
 	if (!inc)
 		return;
-	bool restarted = m->peer_inc[from] != 0;
-	if (restarted)
+	if (m->peer_inc[from])
 		slog("mailbox: node %u restarted; taking up its messages from %u", from, best);
 	m->peer_inc[from] = inc;
 	m->consumed[from] = best - 1;
-	if (restarted)
-		sn_var_store(nd->sn, gm_bcs_ack(m->nnodes, from), m->out[from].sent);
+	struct outbox *ob = &m->out[from];
+	uint32_t acked = (uint32_t)sn_var_load(nd->sn, gm_bcs_ack(m->nnodes, from)), lost = acked;
+	while (lost != ob->sent && ob->sent - lost <= GM_BCS_SLOTS &&
+	       ob->sent_at[(lost + 1) % GM_BCS_SLOTS] < inc)
+		lost++;
+	/* more than a window unacknowledged: the count is an old incarnation's */
+	if (ob->sent - acked > GM_BCS_SLOTS)
+		lost = ob->sent;
+	if (lost != acked)
+		sn_var_store(nd->sn, gm_bcs_ack(m->nnodes, from), lost);
 }
 
 void nd_mb_arrived(struct nd *nd)
