@@ -33,6 +33,7 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 
 #include "bootstrap.h"
 #include "caw.h"
@@ -69,6 +70,10 @@ struct slot {
 	struct iovec iov[2];
 	void *desc[2];
 	size_t niov;
+	/* RMA: iov[1] is first written into dest's global memory at roff, and
+	 * only once that write completed is the header (iov[0]) sent */
+	bool writing;
+	uint64_t roff;
 	/* header, then an inline payload; not cleared on reuse */
 	uint8_t hdr[SN_WIRE_HDR_MAX + SN_INLINE_MAX];
 };
@@ -93,6 +98,11 @@ struct rail {
 	struct slot *failq;     /* refused by the provider, to report as failed */
 	size_t max_payload;
 	bool flushing;
+	/* RMA writes into the peers' global memory (rma_open) */
+	struct fid_mr *mr;      /* our global memory, remote-writable */
+	uint64_t mr_key, mr_base; /* what peers write with: address = base + offset */
+	bool *rma, *nrma;       /* in use / pending (next) per peer: it has RMA */
+	uint64_t *rkey, *rbase, *nrkey, *nrbase;
 };
 
 typedef void (*rec_done_fn)(struct sn_ctx *ctx, struct rec *r);
@@ -223,6 +233,7 @@ void sn_config_defaults(struct sn_config *cfg)
 	cfg->sys_provider = getenv("SN_SYS_PROVIDER");
 	cfg->gmem_size = 1u << 20;
 	cfg->fanout = env_uint("SN_FANOUT", 4);
+	cfg->rma = env_uint("SN_RMA", SN_RMA_DEFAULT) != 0;
 	cfg->timeout_ms = env_uint("SN_TIMEOUT_MS", 5000);
 	cfg->spin_us = env_uint("SN_SPIN_US", 0);
 	cfg->chunk_size = env_uint("SN_CHUNK_SIZE", 128 * 1024);
@@ -235,6 +246,10 @@ uint32_t sn_node_count(const struct sn_ctx *ctx) { return ctx->n; }
 const char *sn_provider_name(const struct sn_ctx *ctx, int rail)
 {
 	return rail < ctx->nrails ? ctx->provider[rail] : NULL;
+}
+bool sn_rail_rma(const struct sn_ctx *ctx, int rail)
+{
+	return rail >= 0 && rail < ctx->nrails && ctx->rails[rail].mr;
 }
 void *sn_gmem(struct sn_ctx *ctx) { return ctx->gmem; }
 size_t sn_gmem_size(const struct sn_ctx *ctx) { return ctx->gmem_size; }
@@ -349,6 +364,28 @@ static void txq_push(struct rail *rl, struct slot *s)
 
 static void tx_failed(struct sn_ctx *ctx, struct slot *s, int err);
 
+/* The chunk of slot s straight into dest's global memory. Delivery
+ * complete: its completion means the data is there, so the header sent
+ * after it cannot overtake it. */
+static ssize_t rma_write(struct rail *rl, struct slot *s)
+{
+	struct fi_rma_iov riov = {
+		.addr = rl->rbase[s->dest] + s->roff,
+		.len = s->iov[1].iov_len,
+		.key = rl->rkey[s->dest],
+	};
+	struct fi_msg_rma msg = {
+		.msg_iov = &s->iov[1],
+		.desc = &s->desc[1],
+		.iov_count = 1,
+		.addr = rl->peers[s->dest],
+		.rma_iov = &riov,
+		.rma_iov_count = 1,
+		.context = &s->fctx,
+	};
+	return fi_writemsg(rl->ep, &msg, FI_DELIVERY_COMPLETE);
+}
+
 static void peer_use(struct sn_ctx *ctx, int rail, uint32_t node);
 
 /* Hands queued messages to the provider. A destination that pushes back
@@ -372,10 +409,10 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 		} else {
 			peer_use(ctx, (int)(rl - ctx->rails), s->dest);
 			/* a peer whose address has not arrived is as a dead one */
-			rc = rl->peers[s->dest] == FI_ADDR_NOTAVAIL
-				     ? -FI_EHOSTUNREACH
-				     : fi_sendv(rl->ep, s->iov, s->desc, s->niov,
-						rl->peers[s->dest], &s->fctx);
+			rc = rl->peers[s->dest] == FI_ADDR_NOTAVAIL ? -FI_EHOSTUNREACH
+			     : s->writing ? rma_write(rl, s)
+			     : fi_sendv(rl->ep, s->iov, s->desc, s->niov, rl->peers[s->dest],
+					&s->fctx);
 		}
 		if (rc == -FI_EAGAIN) {
 			if (!t)
@@ -407,6 +444,11 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 			rl->failq = s;
 			continue;
 		}
+		if (s->writing) {
+			ctx->stats.rma_writes++;
+			ctx->stats.bytes_sent += s->iov[1].iov_len;
+			continue;
+		}
 		ctx->stats.msgs_sent++;
 		ctx->stats.bytes_sent += s->iov[0].iov_len + (s->niov > 1 ? s->iov[1].iov_len : 0);
 	}
@@ -432,7 +474,25 @@ static int send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn
 	s->dest = dest;
 	s->rec = r;
 	s->iov[0].iov_base = s->hdr;
-	s->iov[0].iov_len = sn_wire_encode(m, s->hdr);
+	peer_use(ctx, rail, dest);
+	if (m->type == SN_MSG_XFER && plen > SN_INLINE_MAX && rl->rma[dest]) {
+		struct sn_msg pm = *m;
+		pm.flags |= SN_F_PLACED;
+		s->iov[0].iov_len = sn_wire_encode(&pm, s->hdr);
+		s->iov[1].iov_base = (void *)payload;
+		s->iov[1].iov_len = plen;
+		s->niov = 2;
+		s->writing = true;
+		s->roff = m->off + m->chunk_off;
+		goto queue;
+	}
+	if (m->flags & SN_F_PLACED) {
+		struct sn_msg pm = *m;
+		pm.flags &= (uint16_t)~SN_F_PLACED;
+		s->iov[0].iov_len = sn_wire_encode(&pm, s->hdr);
+	} else {
+		s->iov[0].iov_len = sn_wire_encode(m, s->hdr);
+	}
 	s->niov = 1;
 	if (plen && plen <= SN_INLINE_MAX) {
 		/* small: one contiguous buffer, and the source is free at once */
@@ -443,6 +503,7 @@ static int send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn
 		s->iov[1].iov_len = plen;
 		s->niov = 2;
 	}
+queue:
 	if (r)
 		r->tx_pending++;
 	ctx->tx_outstanding++;
@@ -656,7 +717,7 @@ static void rec_local(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m)
 {
 	switch (m->type) {
 	case SN_MSG_XFER:
-		if (r->in_set && m->chunk_len)
+		if (r->in_set && m->chunk_len && !(m->flags & SN_F_PLACED))
 			memmove(ctx->gmem + m->off + m->chunk_off, m->payload, m->chunk_len);
 		r->bytes += m->chunk_len;
 		if (r->bytes < m->total)
@@ -716,7 +777,7 @@ static bool leaf_fast_path(struct sn_ctx *ctx, const struct sn_msg *m)
 	struct sn_tree_pos pos;
 	if (sn_tree_position(m->origin, &m->set, m->fanout, ctx->self, &pos) || pos.nchildren)
 		return false;
-	if (m->chunk_len)
+	if (m->chunk_len && !(m->flags & SN_F_PLACED))
 		memmove(ctx->gmem + m->off, m->payload, m->chunk_len);
 	event_signal(ctx, m->event);
 	return true;
@@ -766,10 +827,12 @@ static void handle_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t l
 	struct sn_msg m;
 	const char *why = "";
 	ctx->stats.msgs_recv++;
-	ctx->stats.bytes_recv += len;
+	bool ok = sn_wire_decode(buf, len, ctx->n, &m, &why) == 0;
+	/* a placed chunk came by RMA before its header: counted with it */
+	ctx->stats.bytes_recv += len + (ok && (m.flags & SN_F_PLACED) ? m.chunk_len : 0);
 	if (ctx->cfg.fault_die_after && ctx->stats.bytes_recv >= ctx->cfg.fault_die_after)
 		raise(SIGKILL);
-	if (sn_wire_decode(buf, len, ctx->n, &m, &why)) {
+	if (!ok) {
 		note(ctx, "dropped malformed message: %s", why);
 		return;
 	}
@@ -781,6 +844,14 @@ static void handle_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t l
 	case SN_MSG_WRITE:
 		if (check_down(ctx, &m, &why)) {
 			note(ctx, "dropped message from node %u: %s", m.sender, why);
+			return;
+		}
+		/* a placed chunk is already in our global memory (written
+		 * there by RMA, then this header): only a rail that exposes
+		 * it can have one */
+		if ((m.flags & SN_F_PLACED) && (m.type != SN_MSG_XFER || !ctx->rails[rail].mr)) {
+			note(ctx, "dropped message from node %u: placed chunk without RMA",
+			     m.sender);
 			return;
 		}
 		handle_down(ctx, rail, &m);
@@ -888,7 +959,13 @@ static int rail_progress(struct sn_ctx *ctx, int rail)
 			return fail(ctx, (int)n, "completion queue: %s", fi_strerror((int)-n));
 		for (ssize_t i = 0; i < n; i++) {
 			struct slot *s = ent[i].op_context;
-			if (s->kind == SLOT_TX) {
+			if (s->kind == SLOT_TX && s->writing) {
+				/* the chunk is there: now the header that signals it */
+				s->writing = false;
+				s->niov = 1;
+				s->queued_ns = 0;
+				txq_push(rl, s);
+			} else if (s->kind == SLOT_TX) {
 				tx_done(ctx, s);
 			} else {
 				handle_rx(ctx, rail, s->buf, ent[i].len);
@@ -911,6 +988,42 @@ static int rail_progress(struct sn_ctx *ctx, int rail)
  * their address vector at its first use (see peer_use), so the MM and node
  * daemons can come back without the others restarting. A peer whose
  * address never came is unreachable until it does. */
+/* A node whose rail writes by RMA publishes, after its fabric address, the
+ * key and base of its global memory: one blob, so every bootstrap that
+ * carries addresses (dir:, the daemons' external exchange) carries them too
+ * without knowing. "static:" computes addresses and carries none: messages. */
+#define RMA_MAGIC 0x31524e53u /* "SNR1" */
+#define RMA_TRAILER (8 + 8 + 4)
+
+static size_t addr_blob(const struct rail *rl, const uint8_t *addr, size_t alen, uint8_t *out)
+{
+	memcpy(out, addr, alen);
+	if (!rl->mr)
+		return alen;
+	uint32_t magic = RMA_MAGIC;
+	memcpy(out + alen, &rl->mr_key, 8);
+	memcpy(out + alen + 8, &rl->mr_base, 8);
+	memcpy(out + alen + 16, &magic, 4);
+	return alen + RMA_TRAILER;
+}
+
+/* The fabric address's length within a blob, and its RMA part if any. */
+static size_t addr_unblob(const uint8_t *blob, size_t len, bool *rma, uint64_t *key,
+			  uint64_t *base)
+{
+	uint32_t magic = 0;
+	*rma = false;
+	if (len > RMA_TRAILER)
+		memcpy(&magic, blob + len - 4, 4);
+	if (magic != RMA_MAGIC)
+		return len;
+	len -= RMA_TRAILER;
+	memcpy(key, blob + len, 8);
+	memcpy(base, blob + len + 8, 8);
+	*rma = true;
+	return len;
+}
+
 /* Swaps node's pending address into the address vector, dropping the old
  * one's connection. 1 swapped, 0 unchanged, -errno. */
 static int peer_swap(struct sn_ctx *ctx, int rail, uint32_t node)
@@ -930,24 +1043,36 @@ static int peer_swap(struct sn_ctx *ctx, int rail, uint32_t node)
 	rl->peers[node] = fa;
 	memcpy(rl->addrs + (size_t)node * SN_ADDR_MAX, addr, alen);
 	rl->alens[node] = alen;
+	/* a peer's key is only good with its endpoint: a restart brings both */
+	rl->rma[node] = rl->mr && rl->nrma[node];
+	rl->rkey[node] = rl->nrkey[node];
+	rl->rbase[node] = rl->nrbase[node];
 	return 1;
 }
 
 /* Takes node's address on one rail: a first one goes into the address
  * vector at once, a changed one at its first use (peer_use). */
-static int peer_set(struct sn_ctx *ctx, int rail, uint32_t node, const void *addr,
-		    size_t alen)
+static int peer_set(struct sn_ctx *ctx, int rail, uint32_t node, const void *blob,
+		    size_t blen)
 {
 	struct rail *rl = &ctx->rails[rail];
+	const uint8_t *addr = blob;
+	bool rma;
+	uint64_t key = 0, base = 0;
+	size_t alen = addr_unblob(blob, blen, &rma, &key, &base);
 	if (!alen || alen > SN_ADDR_MAX)
 		return -EINVAL;
 	if (rl->peers[node] != FI_ADDR_NOTAVAIL && alen == rl->alens[node] &&
-	    !memcmp(addr, rl->addrs + (size_t)node * SN_ADDR_MAX, alen)) {
+	    !memcmp(addr, rl->addrs + (size_t)node * SN_ADDR_MAX, alen) &&
+	    rma == rl->nrma[node] && key == rl->nrkey[node] && base == rl->nrbase[node]) {
 		rl->stale[node] = false; /* a restart back to the old address */
 		return 0;
 	}
 	memcpy(rl->next + (size_t)node * SN_ADDR_MAX, addr, alen);
 	rl->nlens[node] = alen;
+	rl->nrma[node] = rma;
+	rl->nrkey[node] = key;
+	rl->nrbase[node] = base;
 	if (rl->peers[node] == FI_ADDR_NOTAVAIL)
 		return peer_swap(ctx, rail, node) < 0 ? -EINVAL : 0;
 	rl->stale[node] = true;
@@ -972,10 +1097,12 @@ int sn_local_addr(const struct sn_ctx *ctx, int rail, void *buf, size_t *len)
 	if (rail < 0 || rail >= ctx->nrails)
 		return -EINVAL;
 	const struct rail *rl = &ctx->rails[rail];
-	size_t n = rl->alens[ctx->self];
+	uint8_t blob[SN_ADDR_MAX];
+	size_t n = addr_blob(rl, rl->addrs + (size_t)ctx->self * SN_ADDR_MAX,
+			     rl->alens[ctx->self], blob);
 	if (*len < n)
 		return -ENOSPC;
-	memcpy(buf, rl->addrs + (size_t)ctx->self * SN_ADDR_MAX, n);
+	memcpy(buf, blob, n);
 	*len = n;
 	return 0;
 }
@@ -1799,6 +1926,37 @@ static int static_peers(struct sn_ctx *ctx, int rail)
 	return 0;
 }
 
+/* Registers global memory for remote writes; without it the rail stays on
+ * messages. Only the part past SN_GMEM_RESERVED (the layer's own) is
+ * exposed. The key and base go out with our address (addr_blob). */
+static void rma_open(struct sn_ctx *ctx, struct rail *rl, const char *prov)
+{
+	const struct fi_info *fi = rl->info;
+	uint64_t mode = fi->domain_attr->mr_mode;
+	uint8_t *start = ctx->gmem + SN_GMEM_RESERVED;
+	size_t len = ctx->gmem_size - SN_GMEM_RESERVED;
+	/* a requested key (no FI_MR_PROV_KEY) only needs to be unique here */
+	uint64_t want_key = (uint64_t)(rl - ctx->rails) + 1;
+	int rc = fi_mr_reg(rl->domain, start, len, FI_REMOTE_WRITE, 0, want_key, 0, &rl->mr,
+			   NULL);
+	/* FI_MR_ENDPOINT: a region is usable only bound to the endpoint */
+	if (!rc && (mode & FI_MR_ENDPOINT) && !(rc = fi_mr_bind(rl->mr, &rl->ep->fid, 0)))
+		rc = fi_mr_enable(rl->mr);
+	if (rc) {
+		note(ctx, "%s: cannot register global memory (%s): messages", prov,
+		     fi_strerror(-rc));
+		if (rl->mr)
+			fi_close(&rl->mr->fid);
+		rl->mr = NULL;
+		return;
+	}
+	rl->mr_key = fi_mr_key(rl->mr);
+	/* address = base + offset: a virtual address, or one relative to the
+	 * registered region's start */
+	rl->mr_base = (mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)ctx->gmem
+					       : (uint64_t)0 - SN_GMEM_RESERVED;
+}
+
 static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 {
 	struct rail *rl = &ctx->rails[rail];
@@ -1806,7 +1964,8 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	int rc;
 	if (!hints)
 		return fail(ctx, -ENOMEM, "out of memory");
-	hints->caps = FI_MSG;
+	/* RMA where the provider has it (FI_MSG alone otherwise, below) */
+	hints->caps = ctx->cfg.rma ? FI_MSG | FI_RMA : FI_MSG;
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->mode = FI_CONTEXT | FI_CONTEXT2;
 	/* no FI_MR_LOCAL: providers that need registered buffers are used under
@@ -1827,6 +1986,11 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	}
 	rc = fi_getinfo(FI_VERSION(1, 9), host, host ? port : NULL, host ? FI_SOURCE : 0, hints,
 			&rl->info);
+	if (rc == -FI_ENODATA && (hints->caps & FI_RMA)) {
+		hints->caps = FI_MSG;
+		rc = fi_getinfo(FI_VERSION(1, 9), host, host ? port : NULL,
+				host ? FI_SOURCE : 0, hints, &rl->info);
+	}
 	fi_freeinfo(hints);
 	if (rc)
 		return fail(ctx, -ENOENT, "libfabric provider '%s' is not available here: %s",
@@ -1880,15 +2044,28 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	rl->nlens = calloc(ctx->n, sizeof(size_t));
 	rl->stale = calloc(ctx->n, sizeof(bool));
 	rl->peers = malloc(ctx->n * sizeof(fi_addr_t));
-	if (!rl->addrs || !rl->next || !rl->alens || !rl->nlens || !rl->stale || !rl->peers)
+	rl->rma = calloc(ctx->n, sizeof(bool));
+	rl->nrma = calloc(ctx->n, sizeof(bool));
+	rl->rkey = calloc(ctx->n, sizeof(uint64_t));
+	rl->rbase = calloc(ctx->n, sizeof(uint64_t));
+	rl->nrkey = calloc(ctx->n, sizeof(uint64_t));
+	rl->nrbase = calloc(ctx->n, sizeof(uint64_t));
+	if (!rl->addrs || !rl->next || !rl->alens || !rl->nlens || !rl->stale || !rl->peers ||
+	    !rl->rma || !rl->nrma || !rl->rkey || !rl->rbase || !rl->nrkey || !rl->nrbase)
 		return fail(ctx, -ENOMEM, "out of memory");
+	if ((fi->caps & FI_RMA) && alen + RMA_TRAILER <= SN_ADDR_MAX)
+		rma_open(ctx, rl, prov);
+	note(ctx, "rail %d (%s): XFER-AND-SIGNAL by %s", rail, prov,
+	     rl->mr ? "RMA write + header message" : "message");
 	for (uint32_t i = 0; i < ctx->n; i++)
 		rl->peers[i] = FI_ADDR_NOTAVAIL;
 	/* our own entry: messages to ourselves go through the provider too */
 	if ((rc = peer_set(ctx, rail, ctx->self, addr, alen)))
 		return fail(ctx, rc, "our own fabric address is not usable on '%s'", prov);
+	uint8_t blob[SN_ADDR_MAX];
+	size_t blen = addr_blob(rl, addr, alen, blob);
 	if (ctx->boot == BOOT_DIR &&
-	    (rc = sn_boot_publish(ctx->bootdir, rail, ctx->self, addr, alen)))
+	    (rc = sn_boot_publish(ctx->bootdir, rail, ctx->self, blob, blen)))
 		return fail(ctx, rc, "publishing address in %s: %s", ctx->bootdir, strerror(-rc));
 	if (ctx->boot == BOOT_STATIC && (rc = static_peers(ctx, rail)))
 		return rc;
@@ -1915,6 +2092,8 @@ static void rail_close(struct rail *rl)
 {
 	if (rl->ep)
 		fi_close(&rl->ep->fid);
+	if (rl->mr)
+		fi_close(&rl->mr->fid);
 	if (rl->av)
 		fi_close(&rl->av->fid);
 	if (rl->cq)
@@ -1943,6 +2122,12 @@ static void rail_close(struct rail *rl)
 	free(rl->next);
 	free(rl->nlens);
 	free(rl->stale);
+	free(rl->rma);
+	free(rl->nrma);
+	free(rl->rkey);
+	free(rl->rbase);
+	free(rl->nrkey);
+	free(rl->nrbase);
 }
 
 /* "dir:PATH", "static:PORT" (with cfg->hosts) or "external". */

@@ -45,11 +45,16 @@ struct sn_config {
 	size_t chunk_size;        /* payload bytes per message, default 128 KiB */
 	unsigned rx_depth;        /* receive buffers posted per rail, default 32 */
 	uint64_t fault_die_after; /* fault injection: SIGKILL self once this many
-				     bytes were received (0: never) */
+				     bytes were received (0: never) */	bool rma;                 /* XFER-AND-SIGNAL chunks by RMA write into the
+				     destination's global memory where the
+				     provider has FI_RMA and the peer published
+				     its key (not with "static:"); else messages */
 };
+#define SN_RMA_DEFAULT 1
 
 /* Fills defaults and then overrides from environment variables SN_PROVIDER,
- * SN_SYS_PROVIDER, SN_FANOUT, SN_TIMEOUT_MS, SN_SPIN_US, SN_CHUNK_SIZE. */
+ * SN_SYS_PROVIDER, SN_FANOUT, SN_TIMEOUT_MS, SN_SPIN_US, SN_CHUNK_SIZE, SN_RMA
+ * (0: messages only). */
 void sn_config_defaults(struct sn_config *cfg);
 
 int sn_open(const struct sn_config *cfg, struct sn_ctx **out);
@@ -77,6 +82,8 @@ const char *sn_strerror(const struct sn_ctx *ctx);
 uint32_t sn_node_id(const struct sn_ctx *ctx);
 uint32_t sn_node_count(const struct sn_ctx *ctx);
 const char *sn_provider_name(const struct sn_ctx *ctx, int rail);
+/* Whether a rail carries XFER-AND-SIGNAL chunks by RMA write. */
+bool sn_rail_rma(const struct sn_ctx *ctx, int rail);
 
 /* Global memory: the same offsets name the same variables on every node. The
  * first SN_GMEM_RESERVED bytes belong to the library. */
@@ -194,6 +201,7 @@ int sn_sleep_limit_ms(struct sn_ctx *ctx, bool busy);
 struct sn_stats {
 	uint64_t msgs_sent, msgs_recv, bytes_sent, bytes_recv, forwards, timeouts;
 	uint64_t acks_sent, acks_recv; /* tree ACKs (see sn_xfer: not every XFER has them) */
+	uint64_t rma_writes;           /* chunks sent by RMA write (sn_rail_rma) */
 };
 void sn_get_stats(const struct sn_ctx *ctx, struct sn_stats *st);
 

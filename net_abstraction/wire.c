@@ -116,13 +116,13 @@ int sn_wire_decode(const uint8_t *buf, size_t len, uint32_t nbits, struct sn_msg
 		p += sn_set_wire_size(nbits);
 	}
 	if (m->type == SN_MSG_XFER) {
-		if (m->chunk_len != len - hdr)
+		if ((m->flags & SN_F_PLACED) ? len != hdr : m->chunk_len != len - hdr)
 			FAIL("payload length differs from the header");
 		if (m->chunk_off > m->total || m->chunk_len > m->total - m->chunk_off)
 			FAIL("chunk outside the transfer");
 		if (m->off + m->total < m->off)
 			FAIL("transfer wraps the address space");
-		m->payload = p;
+		m->payload = (m->flags & SN_F_PLACED) ? NULL : p;
 	} else if (len != hdr) {
 		FAIL("unexpected payload");
 	}

@@ -29,6 +29,8 @@ enum sn_msg_flags {
 	SN_F_WRITE = 1u << 2,  /* EVAL: stage the write of value2 at off2 */
 	SN_F_COMMIT = 1u << 3, /* WRITE: apply the staged write (else release) */
 	SN_F_WAIT = 1u << 4,   /* EVAL: wait for a conflicting lock, do not refuse */
+	SN_F_PLACED = 1u << 5, /* XFER: the chunk was RMA-written into the receiver's
+				  global memory before this header; no payload */
 };
 
 struct sn_msg {

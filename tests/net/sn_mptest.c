@@ -5,6 +5,7 @@
 #include <CUnit/Basic.h>
 #include <errno.h>
 #include <signal.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +208,17 @@ static int scen_integrity(const struct spawn_node *nd)
 		CHECK(sn_test_event(ctx, EV_DATA, 0, NULL) == 0, "extra remote event at %u", it);
 		CHECK(barrier(ctx, &all, it + 1) == 0, "barrier %u: %s", it, sn_strerror(ctx));
 	}
+	/* the path asked for is the one taken: RMA writes (SN_RMA=1, on every
+	 * provider tested here) or messages only (SN_RMA=0) */
+	struct sn_config dflt;
+	sn_config_defaults(&dflt);
+	struct sn_stats st;
+	sn_get_stats(ctx, &st);
+	CHECK(sn_rail_rma(ctx, 0) == dflt.rma, "rail 0 RMA %d, asked %d", sn_rail_rma(ctx, 0),
+	      dflt.rma);
+	CHECK(dflt.rma || st.rma_writes == 0, "%" PRIu64 " RMA writes with SN_RMA=0",
+	      st.rma_writes);
+	CHECK(!dflt.rma || n < 8 || st.rma_writes > 0, "no RMA write on an RMA rail");
 	free(buf);
 	free(expect);
 	sn_close(ctx);
@@ -773,7 +785,10 @@ int main(void)
 		char name[64];
 		if (!wanted(providers[p]))
 			continue;
-		snprintf(name, sizeof(name), "primitives on %s", providers[p]);
+		struct sn_config dflt;
+		sn_config_defaults(&dflt);
+		snprintf(name, sizeof(name), "primitives on %s (%s)", providers[p],
+			 dflt.rma ? "RMA writes" : "messages, SN_RMA=0");
 		suite = CU_add_suite(name, NULL, NULL);
 		switch (p) {
 		case 0: SCEN_LIST(ADD_TEST, 0) break;
