@@ -49,6 +49,12 @@ const char *sn_provider_name(const struct sn_ctx *ctx, int rail)
 	(void)rail;
 	return "stub";
 }
+bool sn_rail_rma(const struct sn_ctx *ctx, int rail)
+{
+	(void)ctx;
+	(void)rail;
+	return false;
+}
 void *sn_gmem(struct sn_ctx *ctx)
 {
 	(void)ctx;

@@ -97,6 +97,32 @@ static void json_escape(const char *s, char *out, size_t len)
 	out[j] = '\0';
 }
 
+/* The host's copy bandwidth for the same size, measured in the same run: the
+ * yardstick for a transfer that costs one copy per node (best of 5). */
+static double memcpy_mbps(size_t size)
+{
+	uint8_t *a = malloc(size), *b = malloc(size);
+	double best = 0;
+	if (!a || !b) {
+		free(a);
+		free(b);
+		return 0;
+	}
+	memset(a, 1, size);
+	memset(b, 2, size);
+	for (int i = 0; i < 5; i++) {
+		double t0 = (double)now_ns() / 1e3;
+		memcpy(b, a, size);
+		double t = (double)now_ns() / 1e3 - t0;
+		__asm__ volatile("" : : "r"(b) : "memory");
+		if (t > 0 && (best == 0 || size / t > best))
+			best = size / t;
+	}
+	free(a);
+	free(b);
+	return best;
+}
+
 static void report(const struct opts *o, const char *bench, long size, double *us, int n,
 		   bool bw, bool spin, const struct sn_ctx *ctx)
 {
@@ -116,7 +142,9 @@ static void report(const struct opts *o, const char *bench, long size, double *u
 	if (!strcmp(bench, "xfer_lat"))
 		printf(",\"local_ev\":%s", o->local_ev ? "true" : "false");
 	if (bw && size > 0)
-		printf(",\"mbps\":%.1f", (double)size / med);
+		printf(",\"mbps\":%.1f,\"memcpy_mbps\":%.1f", (double)size / med,
+		       memcpy_mbps((size_t)size));
+	printf(",\"rma\":%s", sn_rail_rma(ctx, 0) ? "true" : "false");
 	printf(",\"spin\":%s,\"pinned\":%s,\"fanout\":%s,\"node0_msgs_sent\":%llu,"
 	       "\"node0_msgs_recv\":%llu}\n",
 	       spin ? "true" : "false", o->pin ? "true" : "false",

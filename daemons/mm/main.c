@@ -360,8 +360,9 @@ static int start(struct mm *mm, const char *conf_path)
 	if (metrics_start(mm) < 0 || (by_mm && boot_start(mm) < 0) ||
 	    (c->ctl_address[0] && listen_ctl_tcp(mm) < 0))
 		return -1;
-	slog("cluster '%s': %d nodes, %s, timeslice %u us, socket %s", c->name, c->nnodes,
-	       sn_provider_name(mm->sn, 0), c->timeslice_us, c->socket);
+	slog("cluster '%s': %d nodes, %s (transfers by %s), timeslice %u us, socket %s",
+	       c->name, c->nnodes, sn_provider_name(mm->sn, 0),
+	       sn_rail_rma(mm->sn, 0) ? "RMA write" : "message", c->timeslice_us, c->socket);
 	slog("authentication: MUNGE at %s for requests, cluster key %s for nodes",
 	       c->munge_socket[0] ? c->munge_socket : "the default socket", c->key_file);
 	return 0;

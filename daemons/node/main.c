@@ -361,9 +361,10 @@ static int setup(struct nd *nd, const struct opts *o)
 	}
 	if (by_mm && nd_boot_start(nd) < 0)
 		return -1;
-	slog("node %u of %d up (fabric id %u, provider %s, %s)", nd->index,
+	slog("node %u of %d up (fabric id %u, provider %s, %s, %s)", nd->index,
 	       nd->conf.nnodes, fabric_id(nd->index), sn_provider_name(nd->sn, 0),
-	       wfd >= 0 ? "sleeps on its wait fd" : "no wait fd: polls every 1 ms");
+	       wfd >= 0 ? "sleeps on its wait fd" : "no wait fd: polls every 1 ms",
+	       sn_rail_rma(nd->sn, 0) ? "transfers by RMA write" : "transfers by message");
 	return 0;
 }
 

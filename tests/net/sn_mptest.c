@@ -218,7 +218,21 @@ static int scen_integrity(const struct spawn_node *nd)
 	      dflt.rma);
 	CHECK(dflt.rma || st.rma_writes == 0, "%" PRIu64 " RMA writes with SN_RMA=0",
 	      st.rma_writes);
-	CHECK(!dflt.rma || n < 8 || st.rma_writes > 0, "no RMA write on an RMA rail");
+	if (self == 0 && n > 1) {
+		struct sn_nodeset one;
+		sn_set_clear(&one);
+		sn_set_add(&one, 1);
+		CHECK(sn_xfer(ctx, &one, DATA, buf, 64 << 10, EV_LOCAL, EV_DATA, 0) == 0 &&
+			      sn_test_event(ctx, EV_LOCAL, 4 * OP_TIMEOUT_MS, NULL) == 1,
+		      "last xfer: %s", sn_strerror(ctx));
+		struct sn_stats after;
+		sn_get_stats(ctx, &after);
+		CHECK((after.rma_writes > st.rma_writes) == dflt.rma,
+		      "64 KiB to node 1: %" PRIu64 " RMA writes, SN_RMA=%d",
+		      after.rma_writes - st.rma_writes, dflt.rma);
+	}
+	if (self == 1)
+		CHECK(sn_test_event(ctx, EV_DATA, 4 * OP_TIMEOUT_MS, NULL) == 1, "last xfer");
 	free(buf);
 	free(expect);
 	sn_close(ctx);
