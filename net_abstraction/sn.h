@@ -48,13 +48,15 @@ struct sn_config {
 				     bytes were received (0: never) */	bool rma;                 /* XFER-AND-SIGNAL chunks by RMA write into the
 				     destination's global memory where the
 				     provider has FI_RMA and the peer published
-				     its key (not with "static:"); else messages */
+				     its key (not with "static:"); else messages.
+				     Off unless SN_RMA=1: docs/design/network.md
+				     says what it still lacks */
 };
-#define SN_RMA_DEFAULT 1
+#define SN_RMA_DEFAULT 0
 
 /* Fills defaults and then overrides from environment variables SN_PROVIDER,
  * SN_SYS_PROVIDER, SN_FANOUT, SN_TIMEOUT_MS, SN_SPIN_US, SN_CHUNK_SIZE, SN_RMA
- * (0: messages only). */
+ * (1: RMA writes where the provider has them, 0: messages only). */
 void sn_config_defaults(struct sn_config *cfg);
 
 int sn_open(const struct sn_config *cfg, struct sn_ctx **out);
