@@ -45,6 +45,27 @@ static void test_roundtrip(void)
 	}
 }
 
+/* A chunk placed by RMA: the header alone, whose chunk_len names the bytes
+ * already written; a payload with it, or a placed header too short, is refused. */
+static void test_placed(void)
+{
+	struct sn_msg m = sample(SN_MSG_XFER), d;
+	m.flags = SN_F_PLACED;
+	m.chunk_len = 100;
+	uint8_t buf[SN_WIRE_HDR_MAX + 100];
+	size_t len = sn_wire_encode(&m, buf);
+	const char *why = NULL;
+	CU_ASSERT_EQUAL_FATAL(sn_wire_decode(buf, len, 40, &d, &why), 0);
+	CU_ASSERT_EQUAL(d.chunk_len, 100);
+	CU_ASSERT_PTR_NULL(d.payload);
+	memset(buf + len, 0xab, 100);
+	CU_ASSERT_NOT_EQUAL(sn_wire_decode(buf, len + 100, 40, &d, &why), 0);
+	CU_ASSERT_NOT_EQUAL(sn_wire_decode(buf, len - 1, 40, &d, &why), 0);
+	m.chunk_len = 101; /* beyond the transfer's 100 */
+	len = sn_wire_encode(&m, buf);
+	CU_ASSERT_NOT_EQUAL(sn_wire_decode(buf, len, 40, &d, &why), 0);
+}
+
 static int decode_why(const uint8_t *buf, size_t len, const char *want)
 {
 	struct sn_msg d;
@@ -126,4 +147,5 @@ void add_wire_suite(void)
 	CU_add_test(s, "every message type round-trips", test_roundtrip);
 	CU_add_test(s, "malformed messages are refused with a reason", test_rejects);
 	CU_add_test(s, "corruption and truncation are safe", test_corruption_is_safe);
+	CU_add_test(s, "a chunk placed by RMA is a header alone", test_placed);
 }
