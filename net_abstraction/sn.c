@@ -102,8 +102,6 @@ struct rail {
 	struct fid_mr *mr;      /* our global memory, remote-writable */
 	uint64_t mr_key, mr_base; /* what peers write with: address = base + offset */
 	bool *rma, *nrma;       /* in use / pending (next) per peer: it has RMA */
-	bool *wbusy;            /* a write to the peer is in flight: what follows
-				   waits, so its header keeps its place */
 	uint64_t *rkey, *rbase, *nrkey, *nrbase;
 };
 
@@ -406,14 +404,6 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 	while (*pp) {
 		struct slot *s = *pp;
 		ssize_t rc;
-		if (rl->wbusy[s->dest]) {
-			/* the daemons count on one sender's transfers arriving
-			 * in order: nothing overtakes a chunk whose header waits
-			 * for its write to complete */
-			prev = s;
-			pp = &s->next;
-			continue;
-		}
 		if (any_blocked && sn_set_has(&blocked, s->dest)) {
 			rc = -FI_EAGAIN;
 		} else {
@@ -455,7 +445,6 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 			continue;
 		}
 		if (s->writing) {
-			rl->wbusy[s->dest] = true;
 			ctx->stats.rma_writes++;
 			ctx->stats.bytes_sent += s->iov[1].iov_len;
 			continue;
@@ -951,8 +940,6 @@ static int rail_progress(struct sn_ctx *ctx, int rail)
 			if (!s)
 				continue;
 			if (s->kind == SLOT_TX) {
-				if (s->writing)
-					rl->wbusy[s->dest] = false;
 				tx_failed(ctx, s, -(int)ee.err);
 			} else {
 				/* nothing here cancels a receive: FI_ECANCELED is
@@ -973,16 +960,11 @@ static int rail_progress(struct sn_ctx *ctx, int rail)
 		for (ssize_t i = 0; i < n; i++) {
 			struct slot *s = ent[i].op_context;
 			if (s->kind == SLOT_TX && s->writing) {
-				/* the chunk is there: now the header that signals it,
-				 * ahead of what was queued for the peer meanwhile */
-				rl->wbusy[s->dest] = false;
+				/* the chunk is there: now the header that signals it */
 				s->writing = false;
 				s->niov = 1;
 				s->queued_ns = 0;
-				s->next = rl->txq_head;
-				rl->txq_head = s;
-				if (!rl->txq_tail)
-					rl->txq_tail = s;
+				txq_push(rl, s);
 			} else if (s->kind == SLOT_TX) {
 				tx_done(ctx, s);
 			} else {
@@ -2064,13 +2046,12 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	rl->peers = malloc(ctx->n * sizeof(fi_addr_t));
 	rl->rma = calloc(ctx->n, sizeof(bool));
 	rl->nrma = calloc(ctx->n, sizeof(bool));
-	rl->wbusy = calloc(ctx->n, sizeof(bool));
 	rl->rkey = calloc(ctx->n, sizeof(uint64_t));
 	rl->rbase = calloc(ctx->n, sizeof(uint64_t));
 	rl->nrkey = calloc(ctx->n, sizeof(uint64_t));
 	rl->nrbase = calloc(ctx->n, sizeof(uint64_t));
 	if (!rl->addrs || !rl->next || !rl->alens || !rl->nlens || !rl->stale || !rl->peers ||
-	    !rl->rma || !rl->nrma || !rl->wbusy || !rl->rkey || !rl->rbase || !rl->nrkey || !rl->nrbase)
+	    !rl->rma || !rl->nrma || !rl->rkey || !rl->rbase || !rl->nrkey || !rl->nrbase)
 		return fail(ctx, -ENOMEM, "out of memory");
 	if ((fi->caps & FI_RMA) && alen + RMA_TRAILER <= SN_ADDR_MAX)
 		rma_open(ctx, rl, prov);
@@ -2143,7 +2124,6 @@ static void rail_close(struct rail *rl)
 	free(rl->stale);
 	free(rl->rma);
 	free(rl->nrma);
-	free(rl->wbusy);
 	free(rl->rkey);
 	free(rl->rbase);
 	free(rl->nrkey);
