@@ -43,13 +43,18 @@ void clk_est_sample(struct clk_est *c, uint64_t t1, uint64_t t2, uint64_t t3, ui
 	uint64_t rtt = (t4 - t1) - (t3 - t2);
 	/* NTP's: the midpoints of the two legs */
 	int64_t off = ((int64_t)(t2 - t1) + (int64_t)(t3 - t4)) / 2;
-	/* a kept sample ages out, so a drifting clock is followed */
-	if (!c->valid || rtt <= c->rtt_ns || ++c->age >= CLK_WINDOW) {
-		c->offset_ns = off;
-		c->rtt_ns = rtt;
-		c->valid = true;
-		c->age = 0;
-	}
+	c->win[c->next].off = off;
+	c->win[c->next].rtt = rtt;
+	c->next = (c->next + 1) % CLK_WINDOW;
+	if (c->n < CLK_WINDOW)
+		c->n++;
+	unsigned best = 0;
+	for (unsigned i = 1; i < c->n; i++)
+		if (c->win[i].rtt < c->win[best].rtt)
+			best = i;
+	c->offset_ns = c->win[best].off;
+	c->rtt_ns = c->win[best].rtt;
+	c->valid = true;
 }
 
 uint64_t clk_to_local(const struct clk_est *c, uint64_t mm_ns)

@@ -42,14 +42,16 @@ uint64_t ahead_next_deadline(const struct ahead_sched *a);
 
 /* The MM's clock against a node's, estimated from exchanges: the node sent
  * at t1 (its clock), the MM received at t2 and answered at t3 (its clock),
- * the node received at t4. offset = MM - node; the sample with the least
- * round trip wins over a window, as its error is at most rtt / 2. */
+ * the node received at t4. offset = MM - node; of the last CLK_WINDOW
+ * samples the one with the least round trip wins, as its error is at most
+ * rtt / 2, and an old one leaves the window, so drift is followed. */
 #define CLK_WINDOW 16
 struct clk_est {
-	int64_t offset_ns;
+	int64_t offset_ns;    /* the estimate */
 	uint64_t rtt_ns;
 	bool valid;
-	unsigned age;         /* samples since the kept one */
+	unsigned n, next;     /* samples in win, where the next goes */
+	struct { int64_t off; uint64_t rtt; } win[CLK_WINDOW];
 };
 void clk_est_sample(struct clk_est *c, uint64_t t1, uint64_t t2, uint64_t t3, uint64_t t4);
 /* The MM's time t on this node's clock (t itself without an estimate). */

@@ -104,6 +104,15 @@ static void test_clock_offset(void)
 	for (int i = 0; i < CLK_WINDOW; i++)
 		clk_est_sample(&c, 30000, 32000 + 100, 32000 + 110, 30500);
 	CU_ASSERT_EQUAL(c.offset_ns, 1855);
+	/* within the window the quickest exchange stays the estimate: slower
+	 * ones after it do not replace it until it has left the window */
+	clk_est_sample(&c, 40000, 42020, 42030, 40050); /* rtt 40, offset 2000 */
+	for (int i = 0; i < CLK_WINDOW - 1; i++)
+		clk_est_sample(&c, 50000, 52300, 52310, 50700);
+	CU_ASSERT_EQUAL(c.rtt_ns, 40);
+	CU_ASSERT_EQUAL(c.offset_ns, 2000);
+	clk_est_sample(&c, 50000, 52300, 52310, 50700); /* it leaves */
+	CU_ASSERT_EQUAL(c.rtt_ns, 690);
 }
 
 static void test_kswitch_entries(void)
