@@ -314,11 +314,15 @@ unit: $(BUILD)/bin/unit_tests
 	$(BUILD)/bin/unit_tests
 unit-asan: $(BUILD)/bin/unit_tests_asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(BUILD)/bin/unit_tests_asan
-# both transfer paths: messages (the default) on every provider, RMA writes
-# (SN_RMA=1) on tcp;ofi_rxm, where every scenario passes (on shm `kill x32`
-# fails now and then: docs/design/network.md), adding a quarter of the time
+# the message path (the default) on every provider
 nettest: $(BUILD)/bin/sn_mptest
 	$(BUILD)/bin/sn_mptest
+# RMA writes (SN_RMA=1, off by default) on tcp;ofi_rxm, where every scenario
+# has passed; not in make check while the path is opt-in: on shm `kill x32`
+# fails now and then and the daemons do not yet run on it
+# (docs/design/network.md, "RMA writes and messages")
+.PHONY: nettest-rma
+nettest-rma: $(BUILD)/bin/sn_mptest
 	SN_RMA=1 SN_TEST_PROVIDERS='tcp;ofi_rxm' $(BUILD)/bin/sn_mptest
 
 # loss and delay on a node's link for the fault tests (this kernel has no netem)

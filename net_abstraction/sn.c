@@ -2053,7 +2053,8 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	if (!rl->addrs || !rl->next || !rl->alens || !rl->nlens || !rl->stale || !rl->peers ||
 	    !rl->rma || !rl->nrma || !rl->rkey || !rl->rbase || !rl->nrkey || !rl->nrbase)
 		return fail(ctx, -ENOMEM, "out of memory");
-	if ((fi->caps & FI_RMA) && alen + RMA_TRAILER <= SN_ADDR_MAX)
+	/* global memory is exposed to remote writes only when asked for */
+	if (ctx->cfg.rma && (fi->caps & FI_RMA) && alen + RMA_TRAILER <= SN_ADDR_MAX)
 		rma_open(ctx, rl, prov);
 	note(ctx, "rail %d (%s): XFER-AND-SIGNAL by %s", rail, prov,
 	     rl->mr ? "RMA write + header message" : "message");
