@@ -73,11 +73,8 @@ LOG=$RES/log.txt
 ln -sfn "gang-$stamp" bench/results/gang-latest
 started=$(date +%s)
 
-log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$LOG" >&2; }
-load1() { cut -d' ' -f1 /proc/loadavg; }
+. bench/gang/lib.sh
 json_str() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
-now() { echo "$EPOCHREALTIME"; }                 # seconds, µs resolution
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", b - a }'; }
 skip() { # SYSTEM WHY
 	log "skipping $1: $2"
 	printf '{"bench":"gang","system":"%s","skipped":"%s"}\n' "$1" "$(json_str "$2")" >>"$OUT"

@@ -44,10 +44,7 @@ ln -sfn "switch-$stamp" bench/results/switch-latest
 started=$(date +%s)
 . tests/cluster/lib.sh
 
-log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$LOG" >&2; }
-load1() { cut -d' ' -f1 /proc/loadavg; }
-now() { echo "$EPOCHREALTIME"; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", b - a }'; }
+. bench/gang/lib.sh
 cleanup() {
 	timeout 60 "$STORM" cluster down --dir "$SDIR" >>"$LOG" 2>&1
 	pkill -9 -f "$WORKDIR/spin-" 2>/dev/null

@@ -158,7 +158,8 @@ struct nd {
 	struct ahead_sched ahead;
 	int ahead_fd;
 	struct clk_est clk;
-	int64_t clk_logged_ns;  /* the offset last logged (a change of 1 ms is logged) */
+	bool clk_logged;        /* the estimate was logged, as clk_logged_ns */
+	int64_t clk_logged_ns;  /* (a change of over 1 ms is logged again) */
 	uint64_t clock_skew_ns; /* test hook "clock_skew_us": this node's clock reads
 				 * that much ahead of the host's */
 	uint64_t report_sent_ns; /* sent_ns of the last report (echoed in its ack) */

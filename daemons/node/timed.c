@@ -100,11 +100,14 @@ void nd_timed_clock_sample(struct nd *nd, const struct report_ack *a)
 	if (!a->t1 || a->t1 != nd->report_sent_ns || a->seq != nd->report_seq)
 		return; /* an ack of an older report, or of one sent before a restart */
 	clk_est_sample(&nd->clk, a->t1, a->t2, a->t3, nd_clock_ns(nd));
+	if (!nd->clk.valid)
+		return; /* stamps out of order: no sample */
 	int64_t off = nd->clk.offset_ns, moved = off - nd->clk_logged_ns;
-	if (nd->clk.valid && (!nd->clk_logged_ns || moved > 1000000 || moved < -1000000)) {
+	if (!nd->clk_logged || moved > 1000000 || moved < -1000000) {
 		slog("clock: the MM's reads %+.3f ms against this node's (error at most %.3f ms)",
 		     (double)off / 1e6, (double)nd->clk.rtt_ns / 2e6);
-		nd->clk_logged_ns = off ? off : 1;
+		nd->clk_logged = true;
+		nd->clk_logged_ns = off;
 	}
 }
 

@@ -19,6 +19,7 @@
 #include <inttypes.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,6 +191,19 @@ static int overlaps(const struct storm_ring_hdr *ring, uint64_t from, uint64_t h
 	return unexplained;
 }
 
+/* The device's two read-only areas; false (printed) when either fails. */
+static bool map_areas(int fd, const struct storm_info *info, const struct storm_ring_hdr **ring,
+		      const struct storm_slice_page **slice)
+{
+	*ring = mmap(NULL, info->ring_bytes, PROT_READ, MAP_SHARED, fd, STORM_MMAP_RING);
+	*slice = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, STORM_MMAP_SLICE);
+	if (*ring == MAP_FAILED || *slice == MAP_FAILED) {
+		printf("FAIL: mmap: %s\n", strerror(errno));
+		return false;
+	}
+	return true;
+}
+
 static int module_test(void)
 {
 	int fd = open(STORM_DEVICE, O_RDWR);
@@ -207,14 +221,10 @@ static int module_test(void)
 	verdict(open(STORM_DEVICE, O_RDWR) < 0 && errno == EBUSY, "one controller",
 		"a second read-write open fails with EBUSY");
 
-	const struct storm_ring_hdr *ring =
-		mmap(NULL, info.ring_bytes, PROT_READ, MAP_SHARED, fd, STORM_MMAP_RING);
-	const struct storm_slice_page *slice =
-		mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, STORM_MMAP_SLICE);
-	if (ring == MAP_FAILED || slice == MAP_FAILED) {
-		printf("FAIL: mmap: %s\n", strerror(errno));
+	const struct storm_ring_hdr *ring;
+	const struct storm_slice_page *slice;
+	if (!map_areas(fd, &info, &ring, &slice))
 		return 1;
-	}
 	verdict(mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, STORM_MMAP_SLICE) ==
 			MAP_FAILED,
 		"slice page read-only", "a writable mapping is refused");
@@ -396,14 +406,10 @@ static int observe(uint64_t ida, const char *taga, uint64_t idb, const char *tag
 		printf("FAIL: open/query %s read-only: %s\n", STORM_DEVICE, strerror(errno));
 		return 1;
 	}
-	const struct storm_ring_hdr *ring =
-		mmap(NULL, info.ring_bytes, PROT_READ, MAP_SHARED, fd, STORM_MMAP_RING);
-	const struct storm_slice_page *slice =
-		mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, STORM_MMAP_SLICE);
-	if (ring == MAP_FAILED || slice == MAP_FAILED) {
-		printf("FAIL: mmap read-only: %s\n", strerror(errno));
+	const struct storm_ring_hdr *ring;
+	const struct storm_slice_page *slice;
+	if (!map_areas(fd, &info, &ring, &slice))
 		return 1;
-	}
 	/* the jobs were just submitted: wait (bounded) for both jobs' ranks and
 	 * for stormnd to have registered them */
 	struct jobset js;
