@@ -37,8 +37,9 @@ STORM_TRACE=$T/trace STORM_TEST_TAMPER_NODE=node03 \
 [ -s "$STORM_CONF" ] || exit 1
 
 # the other ranks end once node03 is silent
-storm run -N 4 sh -c '[ "$STORM_NODENAME" = node03 ] ||
-	until grep -q "test hook: silent for" "$1"; do sleep 0.05; done
+storm run -N 4 sh -c 'i=0
+	[ "$STORM_NODENAME" = node03 ] ||
+	until grep -q "test hook: silent for" "$1" || [ $i -ge 1200 ]; do sleep 0.05; i=$((i + 1)); done
 	echo "$STORM_NODENAME"' sh "$C/log/node03.log" >"$T/run.out" 2>"$T/run.err" &
 RUN=$!
 BG="$RUN"
