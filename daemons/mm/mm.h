@@ -389,6 +389,8 @@ void job_stdin(struct mm *mm, struct client *c, const Storm__Ctl__StdinData *d);
 void job_destroy(struct job *j);
 /* The job is active and runs on node idx. */
 bool job_runs_on(struct mm *mm, uint64_t id, int idx);
+/* ... and node idx has not said it is done with it. */
+bool job_waits_on(struct mm *mm, uint64_t id, int idx);
 /* Tells node idx to SIGKILL a job it runs that the MM does not run there. */
 void job_kill_stray(struct mm *mm, uint64_t id, int idx);
 /* Node idx came UP: it gets the stop signal of each stopping job it was not

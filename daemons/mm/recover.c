@@ -8,8 +8,10 @@
  *    statuses, which nodes are done): the node daemons hold the ranks and
  *    report to the new MM, whose first strobes carry a new epoch. A node
  *    that had not received the launch command when the MM died (it reports
- *    twice with nothing queued and without the job) fails the job naming
- *    itself; a node that does not report within down_after_ms is DOWN,
+ *    twice with nothing queued and without the job, and had not said it
+ *    was done with it: its ranks' ends are saved before their report is
+ *    acknowledged) fails the job naming itself; a node that does not
+ *    report within down_after_ms is DOWN,
  *    and its jobs fail as for any dead node. */
 #include "db.h"
 #include "mm.h"
@@ -225,7 +227,7 @@ void recover_node_report(struct mm *mm, int idx, const Storm__Cl__Report *r)
 	int nids = 0;
 	for (struct job *j = mm->jobs; j && nids < 64; j = j->next)
 		if (j->recovered && j->state == STORM__CTL__JOB_STATE__RUNNING &&
-		    job_runs_on(mm, j->id, idx) && !listed(r, j->id))
+		    job_waits_on(mm, j->id, idx) && !listed(r, j->id))
 			ids[nids++] = j->id;
 	for (int i = 0; i < nids; i++) {
 		struct job *j = job_find(mm, ids[i]);
