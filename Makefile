@@ -347,6 +347,8 @@ clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/
 	./tests/cluster/test_ckpt_threads.sh $(BUILD)/bin
 	./tests/cluster/test_gang.sh $(BUILD)/bin
 	./tests/cluster/test_timed.sh $(BUILD)/bin
+# a BCS-MPI job's row at 1 ms slices beside a 10 ms one: ~15 s
+	./tests/cluster/test_slice.sh $(BUILD)/bin
 	./tests/cluster/test_liveness.sh $(BUILD)/bin
 	./tests/cluster/test_caw.sh $(BUILD)/bin
 	./tests/cluster/test_mpi.sh $(BUILD)/bin

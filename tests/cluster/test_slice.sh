@@ -1,0 +1,114 @@
+#!/bin/bash
+# Per-row slices on a virtual cluster of 10 ms slices (MPL 2, quantum 1): a
+# BCS-MPI job asking for 1 ms slices (storm run --timeslice-us 1000) makes
+# the MM strobe every 1 ms while its row runs, and every 10 ms in the row of
+# a CPU-bound job sharing the nodes; its row's turn still lasts 10 ms (ten
+# slices of 1 ms, not one); once it ends the slice is 10 ms again. Read off
+# the MM's trace (STORM_TRACE): a "slice" line at each change of the slice
+# in force, a "strobe" line per strobe with its send time. Asks outside
+# min_timeslice_us..timeslice_us are refused.
+# Every daemon is taken down on exit, pass or fail.
+# Usage: test_slice.sh BUILD_BIN_DIR   (make clustertest)
+set -u
+BIN=$(cd "${1:-build/bin}" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+TOP=$(cd "$HERE/../.." && pwd)
+. "$HERE/lib.sh"
+T=$(mktemp -d /tmp/storm-slicetest.XXXXXX)
+C=$T/c
+export PATH=$BIN:$PATH
+export STORM_CONF=$C/storm.conf
+fails=0 checks=0
+SPIN=storm-slicetest-${T##*.}-spin
+TR=$T/trace/mm.trace
+
+trap cluster_teardown EXIT
+trap 'exit 1' INT TERM
+
+expect "bcs-mpicc stencil.c" 0 bcs-mpicc -O2 -I "$TOP/bench/mpi" "$TOP/bench/mpi/stencil.c" \
+	-o "$T/stencil" -lm
+mkdir -p "$T/trace"
+STORM_TRACE=$T/trace expect "cluster up (2 nodes, MPL 2, 10 ms slices)" 0 \
+	storm cluster up $UP_MODE --nodes 2 --dir "$C" --mpl 2 --quantum 1 --timeslice-us 10000 \
+	--down-after-ms 5000 --realtime
+[ -s "$STORM_CONF" ] || exit 1
+cd "$T" || exit 1
+if wait_log "$TR" "slice 1 10000 " 10; then ok "slices start at the cluster's 10 ms"
+else bad "no 'slice 1 10000' line in the MM's trace"; fi
+
+expect "a slice under min_timeslice_us is refused" 1 storm run --timeslice-us 500 /bin/true
+has "  naming the range" err "--timeslice-us 500 is outside this cluster's 1000-10000 us"
+expect "a slice over timeslice_us is refused" 1 storm submit --timeslice-us 20000 /bin/true
+has "  naming the range" err "--timeslice-us 20000 is outside"
+expect "--timeslice-us wants a number" 2 storm run --timeslice-us fast /bin/true
+
+storm submit -N 2 -o /dev/null --mpi=none /bin/sh -c 'while :; do :; done' "$SPIN" >"$T/spin"
+spin=$(awk '{print $3}' "$T/spin")
+wait_log "$C/log/node00.log" "job $spin: started ranks" 30 || bad "the spinning job never started"
+# the stencil shares the nodes with it: its row runs 1 ms slices, the spin's 10 ms
+expect "a BCS-MPI job at 1 ms slices beside a CPU-bound job" 0 \
+	storm run -N 2 -n 2 --timeslice-us 1000 ./stencil --nx 32 --ny 32 --nz 32 --steps 60
+has "  the stencil ran to its end" out '"steps":60'
+mpi_done=$(wc -l <"$TR")
+# after its end the slice is 10 ms, and stays so for 30 more strobes (the
+# spin's row alone); the trace is followed as it grows
+if python3 - "$TR" "$mpi_done" <<'PY'
+import subprocess, sys
+path, upto = sys.argv[1], int(sys.argv[2])
+tail = subprocess.Popen(["timeout", "20", "tail", "-n", f"+{upto}", "-F", path],
+                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+cur, after = None, 0
+for l in tail.stdout:
+    p = l.split()
+    if len(p) == 5 and p[0] == "slice":
+        cur, after = p[2], 0
+    elif len(p) == 5 and p[0] == "strobe" and cur == "10000":
+        after += 1
+        if after == 30:
+            break
+tail.kill()
+sys.exit(0 if cur == "10000" and after == 30 else 1)
+PY
+then ok "the slice is 10 ms again once the MPI job ended"
+else bad "the slice did not return to 10 ms: $(grep '^slice' "$TR" | tail -3 | tr '\n' ';')"; fi
+storm cancel "$spin" >/dev/null 2>&1
+
+# the trace: strobes inside the 1 ms stretches came about 1 ms apart, and a
+# 1 ms turn held about ten of them (as long as a 10 ms turn); the other
+# row's stretches held one strobe each
+python3 - "$TR" >"$T/check" <<'PY'
+import sys
+cur, runs, gaps, last = None, [], [], None
+for l in open(sys.argv[1]):
+    p = l.split()
+    if len(p) != 5: # the line being written
+        continue
+    if p[0] == "slice":
+        cur = int(p[2]); runs.append([cur, 0]); last = None
+    elif p[0] == "strobe" and runs:
+        t = float(p[4])
+        runs[-1][1] += 1
+        if cur == 1000 and last is not None:
+            gaps.append(t - last)
+        last = t
+short = [n for us, n in runs if us == 1000][:-1] # the last may be cut short by the end
+long_ = [n for us, n in runs[1:] if us == 10000][:-1]
+bad = 0
+if len(short) < 5:
+    print(f"only {len(short)} turns at 1 ms slices"); sys.exit(1)
+short.sort(); gaps.sort()
+med_n, med_gap = short[len(short) // 2], gaps[len(gaps) // 2] / 1e6
+print(f"{len(short)} turns at 1 ms: median {med_n} strobes a turn, strobes median "
+      f"{med_gap:.2f} ms apart; 10 ms turns: {sorted(long_)[len(long_) // 2] if long_ else '-'} strobes")
+# ten per turn when the MM keeps up; a late MM steps the rotation without a
+# strobe for the slices it slept through, so a loaded host shows fewer
+if not 5 <= med_n <= 10: bad = 1; print("a 1 ms turn is not ten 1 ms slices")
+if not med_gap < 3: bad = 1; print("strobes in the 1 ms row were not 1 ms apart")
+if long_ and sorted(long_)[len(long_) // 2] != 1: bad = 1; print("a 10 ms turn held more than one strobe")
+sys.exit(bad)
+PY
+if [ $? = 0 ]; then ok "1 ms strobes in the MPI job's row, ten to its turn; 10 ms in the other"
+else bad "trace check"; fi
+sed 's/^/     | /' "$T/check"
+echo "$checks checks, $fails failed"
+[ "$fails" = 0 ]
