@@ -19,8 +19,8 @@
 # docs/BENCHMARKS.md).
 # usage: bench/timeslice/mpi.sh [NODES] (default 8)
 #   BENCH_SLICES="1000 2000 5000 10000"  BENCH_ASKS="1000 2000"  BENCH_REPS=3
-#   BENCH_WINDOW=3  BENCH_SWEEP="--nx 32 --ny 32 --nz 32 --mk 8 --iters 2"
-#   BENCH_STENCIL="--nx 32 --ny 32 --nz 32 --steps 20"
+#   BENCH_WINDOW=3  BENCH_SWEEP="--nx 64 --ny 64 --nz 64 --mk 16 --iters 2"
+#   BENCH_STENCIL="--steps 30" (bench/mpi/run.sh's problems)
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 TOP=$(pwd)
@@ -29,8 +29,8 @@ SLICES=${BENCH_SLICES:-1000 2000 5000 10000}
 ASKS=${BENCH_ASKS:-1000 2000}
 REPS=${BENCH_REPS:-3}
 WINDOW=${BENCH_WINDOW:-3}
-SWEEP_ARGS=${BENCH_SWEEP:---nx 32 --ny 32 --nz 32 --mk 8 --iters 2}
-STENCIL_ARGS=${BENCH_STENCIL:---nx 32 --ny 32 --nz 32 --steps 20}
+SWEEP_ARGS=${BENCH_SWEEP:---nx 64 --ny 64 --nz 64 --mk 16 --iters 2}
+STENCIL_ARGS=${BENCH_STENCIL:---steps 30}
 DEFAULT_TS=10000
 export PATH=$TOP/build/bin:$PATH
 DIR=$(mktemp -d /tmp/storm-bench-slicempi.XXXXXX)
