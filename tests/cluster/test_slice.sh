@@ -23,6 +23,32 @@ SPIN=storm-slicetest-${T##*.}-spin
 TR=$T/trace/mm.trace
 
 trap cluster_teardown EXIT
+
+# wait_slice US FROM STROBES SECS: the MM's trace (as it grows) shows the
+# slice at US with STROBES strobes from line FROM on and no change since;
+# 1 if not within SECS
+wait_slice() {
+	python3 - "$TR" "$@" <<'PY'
+import subprocess, sys
+path, want, start, need, secs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+tail = subprocess.Popen(["timeout", secs, "tail", "-n", "+1", "-F", path],
+                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+cur, after, n = None, 0, 0
+for l in tail.stdout:
+    n += 1
+    p = l.split()
+    if len(p) != 5: # the line being written
+        continue
+    if p[0] == "slice":
+        cur, after = p[2], 0
+    elif p[0] == "strobe" and cur == want and n >= start:
+        after += 1
+    if cur == want and after >= need:
+        break
+tail.kill()
+sys.exit(0 if cur == want and after >= need else 1)
+PY
+}
 trap 'exit 1' INT TERM
 
 expect "bcs-mpicc stencil.c" 0 bcs-mpicc -O2 -I "$TOP/bench/mpi" "$TOP/bench/mpi/stencil.c" \
@@ -33,7 +59,7 @@ STORM_TRACE=$T/trace expect "cluster up (2 nodes, MPL 2, 10 ms slices)" 0 \
 	--down-after-ms 5000 --realtime
 [ -s "$STORM_CONF" ] || exit 1
 cd "$T" || exit 1
-if wait_log "$TR" "slice 1 10000 " 10; then ok "slices start at the cluster's 10 ms"
+if wait_slice 10000 1 0 10; then ok "slices start at the cluster's 10 ms"
 else bad "no 'slice 1 10000' line in the MM's trace"; fi
 
 expect "a slice under min_timeslice_us is refused" 1 storm run --timeslice-us 500 /bin/true
@@ -46,30 +72,28 @@ storm submit -N 2 -o /dev/null --mpi=none /bin/sh -c 'while :; do :; done' "$SPI
 spin=$(awk '{print $3}' "$T/spin")
 wait_log "$C/log/node00.log" "job $spin: started ranks" 30 || bad "the spinning job never started"
 # the stencil shares the nodes with it: its row runs 1 ms slices, the spin's 10 ms
-expect "a BCS-MPI job at 1 ms slices beside a CPU-bound job" 0 \
-	storm run -N 2 -n 2 --timeslice-us 1000 ./stencil --nx 32 --ny 32 --nz 32 --steps 60
-has "  the stencil ran to its end" out '"steps":60'
+storm submit -W -N 2 -n 2 --timeslice-us 1000 -o "$T/stencil.out" \
+	./stencil --nx 32 --ny 32 --nz 32 --steps 300 >/dev/null 2>"$T/stencil.err" &
+mpi=$!
+if wait_slice 1000 1 0 30; then
+	ok "the MM strobes at 1 ms once the MPI job runs"
+else bad "no 'slice N 1000' line in the MM's trace"; fi
+expect "storm matrix --json while it runs" 0 storm matrix --json
+if python3 -c 'import json,sys; sys.exit(sorted(json.load(open(sys.argv[1]))["row_slice_us"]) != [1000, 10000])' "$T/out"
+then ok "  its row at 1 ms, the other at 10 ms"
+else bad "  row_slice_us: $(grep -o '"row_slice_us[^]]*]' "$T/out")"; fi
+expect "storm matrix shows the rows' slices" 0 storm matrix
+has "  in a line of its own" out "slices: row 0"
+wait $mpi
+rc=$?
+if [ $rc = 0 ]; then ok "a BCS-MPI job at 1 ms slices beside a CPU-bound job (exit 0)"
+else bad "the stencil at 1 ms slices: exit $rc ($(head -c 300 "$T/stencil.err"))"; fi
+cp "$T/stencil.out" "$T/out"
+has "  the stencil ran to its end" out '"steps":300'
 mpi_done=$(wc -l <"$TR")
 # after its end the slice is 10 ms, and stays so for 30 more strobes (the
-# spin's row alone); the trace is followed as it grows
-if python3 - "$TR" "$mpi_done" <<'PY'
-import subprocess, sys
-path, upto = sys.argv[1], int(sys.argv[2])
-tail = subprocess.Popen(["timeout", "20", "tail", "-n", f"+{upto}", "-F", path],
-                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-cur, after = None, 0
-for l in tail.stdout:
-    p = l.split()
-    if len(p) == 5 and p[0] == "slice":
-        cur, after = p[2], 0
-    elif len(p) == 5 and p[0] == "strobe" and cur == "10000":
-        after += 1
-        if after == 30:
-            break
-tail.kill()
-sys.exit(0 if cur == "10000" and after == 30 else 1)
-PY
-then ok "the slice is 10 ms again once the MPI job ended"
+# spin's row alone)
+if wait_slice 10000 "$mpi_done" 30 20; then ok "the slice is 10 ms again once the MPI job ended"
 else bad "the slice did not return to 10 ms: $(grep '^slice' "$TR" | tail -3 | tr '\n' ';')"; fi
 storm cancel "$spin" >/dev/null 2>&1
 
