@@ -5,7 +5,8 @@
 # a CPU-bound job sharing the nodes; its row's turn still lasts 10 ms (ten
 # slices of 1 ms, not one); once it ends the slice is 10 ms again. Read off
 # the MM's trace (STORM_TRACE): a "slice" line at each change of the slice
-# in force, a "strobe" line per strobe with its send time. Asks outside
+# in force, a "strobe" line per strobe with its send time; `storm matrix`
+# shows each row's slice meanwhile. Asks outside
 # min_timeslice_us..timeslice_us are refused.
 # Every daemon is taken down on exit, pass or fail.
 # Usage: test_slice.sh BUILD_BIN_DIR   (make clustertest)
@@ -23,6 +24,7 @@ SPIN=storm-slicetest-${T##*.}-spin
 TR=$T/trace/mm.trace
 
 trap cluster_teardown EXIT
+trap 'exit 1' INT TERM
 
 # wait_slice US FROM STROBES SECS: the MM's trace (as it grows) shows the
 # slice at US with STROBES strobes from line FROM on and no change since;
@@ -49,13 +51,12 @@ tail.kill()
 sys.exit(0 if cur == want and after >= need else 1)
 PY
 }
-trap 'exit 1' INT TERM
 
 expect "bcs-mpicc stencil.c" 0 bcs-mpicc -O2 -I "$TOP/bench/mpi" "$TOP/bench/mpi/stencil.c" \
 	-o "$T/stencil" -lm
 mkdir -p "$T/trace"
 STORM_TRACE=$T/trace expect "cluster up (2 nodes, MPL 2, 10 ms slices)" 0 \
-	storm cluster up $UP_MODE --nodes 2 --dir "$C" --mpl 2 --quantum 1 --timeslice-us 10000 \
+	storm cluster up --nodes 2 --dir "$C" --mpl 2 --quantum 1 --timeslice-us 10000 \
 	--down-after-ms 5000 --realtime
 [ -s "$STORM_CONF" ] || exit 1
 cd "$T" || exit 1
