@@ -124,9 +124,12 @@ static void restore_running(struct mm *mm, struct job *j, const struct db_job *d
 	}
 	mm->slot_used[d->slot] = true;
 	/* a step runs in its allocation's cells */
-	if (!jobid_is_step(j->id) &&
-	    matrix_place_on(&mm->matrix, j->id, j->nodes, (int)j->nnodes) < 0)
+	if (jobid_is_step(j->id))
+		return;
+	if (matrix_place_on(&mm->matrix, j->id, j->nodes, (int)j->nnodes) < 0)
 		snprintf(why, len, "its nodes %.400s have no free row in the matrix", j->nodelist);
+	else
+		matrix_set_slice(&mm->matrix, j->id, j->spec->timeslice_us);
 }
 
 static int restore_one(void *arg, const struct db_job *d)
@@ -244,8 +247,10 @@ void recover_tick(struct mm *mm)
 {
 	/* a node holding restored jobs that has not reported for down_after_ms
 	 * since the restart is as dead as one that stopped reporting */
-	if (mm->slice != (uint64_t)conf_down_slices(&mm->conf) + 1)
+	if (mm->recover_checked ||
+	    mm->elapsed_us < (uint64_t)conf_down_slices(&mm->conf) * mm->conf.timeslice_us)
 		return;
+	mm->recover_checked = true;
 	for (int i = 0; i < mm->conf.nnodes; i++) {
 		if (mm->nodes[i].state != STORM__CTL__NODE_STATE__UNKNOWN)
 			continue;
