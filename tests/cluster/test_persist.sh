@@ -133,15 +133,16 @@ grep -qE "^ +$BIG .* COMPLETED .* 0 node" "$T/out" && ok "  the job completed af
 [ "$(grep '^ran [0-3]$' "$M/big.out" 2>/dev/null | sort -u | wc -l)" = 4 ] && ok "  every rank ran it (ranks 0-3)" ||
 	{ bad "  every rank ran it"; cat "$M/big.out"; }
 
-# ---- a node that had finished its part before the MM died is not taken for
-# one that never got the launch: the job ends COMPLETED. Rank 1 ends at once,
-# rank 0 waits; the MM is killed once its database says node 1 is done (what
-# it saves before acknowledging the node's report), the woken database write
-# being the event waited for
+# ---- the MM dies while one node of a job has finished its part and the
+# other still runs it: the restored job knows node 1 is done and ends
+# COMPLETED. Rank 1 ends at once, rank 0 waits; the MM is killed once its
+# database says node 1 is done (saved before the node's report is
+# acknowledged), the database's writes being the events waited on
 expect "a job whose rank 1 ends at once" 0 storm submit -N 2 -o "$T/half.out" \
 	sh -c "echo early \$STORM_RANK; [ \$STORM_RANK = 1 ] || $hold"
 HALF=$(sed -n 's/^Submitted job //p' "$T/out")
-DB=$(in_host mm "$C/state/mm.db")
+DB=$C/state/mm.db
+[ "${STORM_HOSTS:-}" = 1 ] && DB=$C/hosts/mm/state/mm.db # the MM host's own
 python3 - "$DB" "$HALF" <<'PY' && ok "  the MM saved node 1 done with it" || bad "  node 1 done in the MM's database"
 import ctypes, os, select, sqlite3, sys, time
 db, job = sys.argv[1], int(sys.argv[2])
