@@ -70,9 +70,12 @@ struct slot {
 	struct iovec iov[2];
 	void *desc[2];
 	size_t niov;
-	/* RMA: iov[1] is first written into dest's global memory at roff, and
-	 * only once that write completed is the header (iov[0]) sent */
-	bool writing;
+	/* RMA: iov[1] is first written into dest's global memory at roff
+	 * (TX_WRITE, then TX_WRITING while in flight), and only once that
+	 * write completed is the header (iov[0]) sent (TX_SEND). The slot
+	 * keeps its place in the queue throughout (tx_flush) */
+	enum { TX_SEND, TX_WRITE, TX_WRITING } st;
+	bool queued;         /* in its rail's txq */
 	uint64_t roff;
 	/* header, then an inline payload; not cleared on reuse */
 	uint8_t hdr[SN_WIRE_HDR_MAX + SN_INLINE_MAX];
@@ -96,6 +99,8 @@ struct rail {
 	uint8_t *rx_mem;
 	struct slot *txq_head, *txq_tail; /* not yet accepted by the provider */
 	struct slot *failq;     /* refused by the provider, to report as failed */
+	struct rec **hold_rec;  /* tx_flush's scratch: per peer, the transfer whose
+				   writes alone are ahead in the queue */
 	size_t max_payload;
 	bool flushing;
 	/* RMA writes into the peers' global memory (rma_open) */
@@ -355,11 +360,26 @@ static void rec_release(struct sn_ctx *ctx, struct rec *r)
 static void txq_push(struct rail *rl, struct slot *s)
 {
 	s->next = NULL;
+	s->queued = true;
 	if (rl->txq_tail)
 		rl->txq_tail->next = s;
 	else
 		rl->txq_head = s;
 	rl->txq_tail = s;
+}
+
+/* Takes s out of the queue wherever it is (an RMA write that failed). */
+static void txq_unlink(struct rail *rl, struct slot *s)
+{
+	struct slot *prev = NULL;
+	for (struct slot **pp = &rl->txq_head; *pp; prev = *pp, pp = &(*pp)->next)
+		if (*pp == s) {
+			*pp = s->next;
+			if (rl->txq_tail == s)
+				rl->txq_tail = prev;
+			break;
+		}
+	s->queued = false;
 }
 
 static void tx_failed(struct sn_ctx *ctx, struct slot *s, int err);
@@ -388,49 +408,76 @@ static ssize_t rma_write(struct rail *rl, struct slot *s)
 
 static void peer_use(struct sn_ctx *ctx, int rail, uint32_t node);
 
-/* Hands queued messages to the provider. A destination that pushes back
- * (-FI_EAGAIN) keeps its messages, in order, without holding up the others;
- * one that stays blocked past the timeout is given up as unreachable. */
+/* Hands queued messages to the provider, keeping each destination's in the
+ * order they were queued: a slot goes only when nothing queued before it
+ * to the same destination is still held back, whether pushed back by the
+ * provider (-FI_EAGAIN) or an RMA write in flight, whose header must go
+ * first. The one exception: the writes of one transfer (disjoint chunks)
+ * may be in flight together, their headers still in order. A destination
+ * that holds its messages back does not hold up the others'; one whose
+ * provider refuses past the timeout is given up as unreachable. */
 static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 {
 	/* a failure handled below may queue more (an ACK): the walk picks it up */
 	if (rl->flushing)
 		return;
 	rl->flushing = true;
-	struct sn_nodeset blocked;
+	/* held: something earlier to that node is still queued; fenced:
+	 * and it is not only writes of one transfer (hold_rec) */
+	struct sn_nodeset held, fenced;
 	struct slot **pp = &rl->txq_head, *prev = NULL;
 	uint64_t t = 0;
-	bool any_blocked = false;
+	bool any_held = false;
 	while (*pp) {
 		struct slot *s = *pp;
+		uint32_t d = s->dest;
+		if (!any_held) {
+			sn_set_clear(&held);
+			sn_set_clear(&fenced);
+			any_held = true;
+		}
+		bool is_held = sn_set_has(&held, d);
+		bool write = s->st != TX_SEND;
+		bool may_go = !is_held ||
+			      (write && !sn_set_has(&fenced, d) && rl->hold_rec[d] == s->rec);
 		ssize_t rc;
-		if (any_blocked && sn_set_has(&blocked, s->dest)) {
-			rc = -FI_EAGAIN;
+		if (s->st == TX_WRITING || !may_go) {
+			rc = -FI_EAGAIN; /* stays, without a timeout */
 		} else {
-			peer_use(ctx, (int)(rl - ctx->rails), s->dest);
+			peer_use(ctx, (int)(rl - ctx->rails), d);
 			/* a peer whose address has not arrived is as a dead one */
-			rc = rl->peers[s->dest] == FI_ADDR_NOTAVAIL ? -FI_EHOSTUNREACH
-			     : s->writing ? rma_write(rl, s)
-			     : fi_sendv(rl->ep, s->iov, s->desc, s->niov, rl->peers[s->dest],
-					&s->fctx);
+			rc = rl->peers[d] == FI_ADDR_NOTAVAIL ? -FI_EHOSTUNREACH
+			     : s->st == TX_WRITE ? rma_write(rl, s)
+			     : fi_sendv(rl->ep, s->iov, s->desc, s->niov, rl->peers[d], &s->fctx);
+			if (rc == -FI_EAGAIN) {
+				if (!t)
+					t = now_ns();
+				if (!s->queued_ns)
+					s->queued_ns = t;
+				if (t - s->queued_ns >= (uint64_t)ctx->cfg.timeout_ms * 1000000ull)
+					rc = -FI_ETIMEDOUT;
+			}
+		}
+		if (rc == 0 && s->st == TX_WRITE) {
+			/* in flight: it keeps its place until its header is sent */
+			s->st = TX_WRITING;
+			ctx->stats.rma_writes++;
+			ctx->stats.bytes_sent += s->iov[1].iov_len;
+			rc = -FI_EAGAIN;
 		}
 		if (rc == -FI_EAGAIN) {
-			if (!t)
-				t = now_ns();
-			if (!s->queued_ns)
-				s->queued_ns = t;
-			if (t - s->queued_ns < (uint64_t)ctx->cfg.timeout_ms * 1000000ull) {
-				if (!any_blocked)
-					sn_set_clear(&blocked);
-				any_blocked = true;
-				sn_set_add(&blocked, s->dest);
-				prev = s;
-				pp = &s->next;
-				continue;
+			if (!is_held) {
+				sn_set_add(&held, d);
+				rl->hold_rec[d] = s->rec;
 			}
-			rc = -FI_ETIMEDOUT;
+			if (s->st != TX_WRITING || rl->hold_rec[d] != s->rec)
+				sn_set_add(&fenced, d);
+			prev = s;
+			pp = &s->next;
+			continue;
 		}
 		*pp = s->next;
+		s->queued = false;
 		if (rl->txq_tail == s)
 			rl->txq_tail = prev;
 		if (rc) {
@@ -442,11 +489,6 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 			s->err = (int)rc;
 			s->next = rl->failq;
 			rl->failq = s;
-			continue;
-		}
-		if (s->writing) {
-			ctx->stats.rma_writes++;
-			ctx->stats.bytes_sent += s->iov[1].iov_len;
 			continue;
 		}
 		ctx->stats.msgs_sent++;
@@ -482,7 +524,7 @@ static int send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn
 		s->iov[1].iov_base = (void *)payload;
 		s->iov[1].iov_len = plen;
 		s->niov = 2;
-		s->writing = true;
+		s->st = TX_WRITE;
 		s->roff = m->off + m->chunk_off;
 		goto queue;
 	}
@@ -897,6 +939,8 @@ static void tx_done(struct sn_ctx *ctx, struct slot *s)
 
 static void tx_failed(struct sn_ctx *ctx, struct slot *s, int err)
 {
+	if (s->queued) /* an RMA write: its header must not follow */
+		txq_unlink(&ctx->rails[s->rail], s);
 	note(ctx, "send to node %u failed: %s", s->dest, fi_strerror(-err));
 	if (s->rec && !s->rec->finished)
 		rec_child_failed(ctx, s->rec, s->dest);
@@ -959,12 +1003,12 @@ static int rail_progress(struct sn_ctx *ctx, int rail)
 			return fail(ctx, (int)n, "completion queue: %s", fi_strerror((int)-n));
 		for (ssize_t i = 0; i < n; i++) {
 			struct slot *s = ent[i].op_context;
-			if (s->kind == SLOT_TX && s->writing) {
-				/* the chunk is there: now the header that signals it */
-				s->writing = false;
+			if (s->kind == SLOT_TX && s->st == TX_WRITING) {
+				/* the chunk is there: now the header that signals
+				 * it, in its place (tx_flush, below) */
+				s->st = TX_SEND;
 				s->niov = 1;
 				s->queued_ns = 0;
-				txq_push(rl, s);
 			} else if (s->kind == SLOT_TX) {
 				tx_done(ctx, s);
 			} else {
@@ -2050,8 +2094,9 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	rl->rbase = calloc(ctx->n, sizeof(uint64_t));
 	rl->nrkey = calloc(ctx->n, sizeof(uint64_t));
 	rl->nrbase = calloc(ctx->n, sizeof(uint64_t));
+	rl->hold_rec = calloc(ctx->n, sizeof(struct rec *));
 	if (!rl->addrs || !rl->next || !rl->alens || !rl->nlens || !rl->stale || !rl->peers ||
-	    !rl->rma || !rl->nrma || !rl->rkey || !rl->rbase || !rl->nrkey || !rl->nrbase)
+	    !rl->rma || !rl->nrma || !rl->rkey || !rl->rbase || !rl->nrkey || !rl->nrbase || !rl->hold_rec)
 		return fail(ctx, -ENOMEM, "out of memory");
 	/* global memory is exposed to remote writes only when asked for */
 	if (ctx->cfg.rma && (fi->caps & FI_RMA) && alen + RMA_TRAILER <= SN_ADDR_MAX)
@@ -2129,6 +2174,7 @@ static void rail_close(struct rail *rl)
 	free(rl->rbase);
 	free(rl->nrkey);
 	free(rl->nrbase);
+	free(rl->hold_rec);
 }
 
 /* "dir:PATH", "static:PORT" (with cfg->hosts) or "external". */
