@@ -44,11 +44,23 @@
 /* Payloads up to this size travel inside the send slot (one iovec, and the
  * caller's buffer is free at once without a separate copy). */
 #define SN_INLINE_MAX 256
+/* Per peer, the ranges of small transfers it may not have placed yet
+ * (struct inflight): more are merged into one. */
+#define SN_INFLIGHT 4
 /* Send slots kept for reuse instead of a malloc/free per message. */
 #define SN_SLOT_CACHE 64
 /* Without a wait object, poll with sched_yield this long before the nanosleep
  * back-off: a sleep costs the timer slack (~50 µs) even when asked for 1 µs. */
 #define SN_YIELD_NS 20000ull
+
+/* A transfer of at most SN_INLINE_MAX bytes, sent to a peer as a message,
+ * that the peer may not have placed yet: [lo, hi) of its global memory,
+ * and the message's number (rail.tx_seq). An RMA write into that range
+ * could land first and then be overwritten by it, so a chunk that
+ * overlaps one goes as a message instead (send_msg). */
+struct inflight {
+	uint64_t lo, hi, seq;
+};
 
 enum slot_kind { SLOT_RX, SLOT_TX };
 
@@ -74,8 +86,9 @@ struct slot {
 	 * (TX_WRITE, then TX_WRITING while in flight), and only once that
 	 * write completed is the header (iov[0]) sent (TX_SEND). The slot
 	 * keeps its place in the queue throughout (tx_flush) */
-	enum { TX_SEND, TX_WRITE, TX_WRITING } st;
+	enum { TX_SEND, TX_WRITE, TX_WRITING, TX_ABANDONED } st;
 	bool queued;         /* in its rail's txq */
+	bool completed;      /* TX_ABANDONED: the provider has handed it back */
 	uint64_t roff;
 	/* header, then an inline payload; not cleared on reuse */
 	uint8_t hdr[SN_WIRE_HDR_MAX + SN_INLINE_MAX];
@@ -101,6 +114,10 @@ struct rail {
 	struct slot *failq;     /* refused by the provider, to report as failed */
 	struct rec **hold_rec;  /* tx_flush's scratch: per peer, the transfer whose
 				   writes alone are ahead in the queue */
+	uint64_t *tx_seq;       /* per peer: messages queued to it so far */
+	uint64_t *placed_seq;   /* per peer: it has handled our messages up to this
+				   one (learned from its ACKs) */
+	struct inflight (*inflight)[SN_INFLIGHT]; /* per peer, empty: hi == 0 */
 	size_t max_payload;
 	bool flushing;
 	/* RMA writes into the peers' global memory (rma_open) */
@@ -120,6 +137,7 @@ struct rec {
 	uint32_t parent;        /* UINT32_MAX at the root */
 	uint32_t nchildren;
 	uint32_t children[SN_MAX_FANOUT];
+	uint64_t child_seq[SN_MAX_FANOUT]; /* our last message to each (tx_seq) */
 	struct sn_nodeset waiting;  /* children yet to answer */
 	struct sn_nodeset ok, suspect;
 	int32_t status;         /* 1/0 AND of conditions, or -errno */
@@ -441,8 +459,29 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 		bool may_go = !is_held ||
 			      (write && !sn_set_has(&fenced, d) && rl->hold_rec[d] == s->rec);
 		ssize_t rc;
-		if (s->st == TX_WRITING || !may_go) {
-			rc = -FI_EAGAIN; /* stays, without a timeout */
+		if (s->st == TX_WRITING) {
+			if (!t)
+				t = now_ns();
+			if (t - s->queued_ns < (uint64_t)ctx->cfg.timeout_ms * 1000000ull) {
+				rc = -FI_EAGAIN; /* stays until it completes */
+			} else {
+				/* a write that never completes (a dead peer on
+				 * shm) must not hold the peer's traffic for good:
+				 * the peer counts as failed for it, and the slot
+				 * lives on out of the queue until the provider
+				 * hands it back */
+				s->st = TX_ABANDONED;
+				*pp = s->next;
+				s->queued = false;
+				if (rl->txq_tail == s)
+					rl->txq_tail = prev;
+				s->err = -FI_ETIMEDOUT;
+				s->next = rl->failq;
+				rl->failq = s;
+				continue;
+			}
+		} else if (!may_go) {
+			rc = -FI_EAGAIN;
 		} else {
 			peer_use(ctx, (int)(rl - ctx->rails), d);
 			/* a peer whose address has not arrived is as a dead one */
@@ -461,6 +500,7 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 		if (rc == 0 && s->st == TX_WRITE) {
 			/* in flight: it keeps its place until its header is sent */
 			s->st = TX_WRITING;
+			s->queued_ns = t ? t : now_ns();
 			ctx->stats.rma_writes++;
 			ctx->stats.bytes_sent += s->iov[1].iov_len;
 			rc = -FI_EAGAIN;
@@ -497,8 +537,49 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 	rl->flushing = false;
 }
 
+/* Does [lo, hi) overlap a transfer sent to node d as a message that it may
+ * not have placed yet? */
+static bool overlaps_inflight(struct rail *rl, uint32_t d, uint64_t lo, uint64_t hi)
+{
+	for (int i = 0; i < SN_INFLIGHT; i++) {
+		struct inflight *f = &rl->inflight[d][i];
+		if (f->hi && f->seq > rl->placed_seq[d] && lo < f->hi && f->lo < hi)
+			return true;
+	}
+	return false;
+}
+
+/* Remembers [lo, hi), sent to node d as message seq. A slot is free when
+ * empty or placed; when none is, the new range joins the one that grows
+ * least (a range larger than sent only sends more chunks as messages). */
+static void note_inflight(struct rail *rl, uint32_t d, uint64_t lo, uint64_t hi, uint64_t seq)
+{
+	struct inflight *fs = rl->inflight[d], *best = NULL;
+	uint64_t grow = UINT64_MAX;
+	for (int i = 0; i < SN_INFLIGHT; i++) {
+		struct inflight *f = &fs[i];
+		if (!f->hi || f->seq <= rl->placed_seq[d]) {
+			*f = (struct inflight){lo, hi, seq};
+			return;
+		}
+		uint64_t nlo = f->lo < lo ? f->lo : lo, nhi = f->hi > hi ? f->hi : hi;
+		if (nhi - nlo - (f->hi - f->lo) < grow) {
+			grow = nhi - nlo - (f->hi - f->lo);
+			best = f;
+		}
+	}
+	if (lo < best->lo)
+		best->lo = lo;
+	if (hi > best->hi)
+		best->hi = hi;
+	best->seq = seq;
+}
+
 /* Queues message m to node dest, with an optional payload that must stay
- * valid until the send completes. */
+ * valid until the send completes. A chunk to a peer that published its key
+ * is written into its global memory by RMA and then announced by a header
+ * (SN_F_PLACED), unless it is small or overlaps a small one the peer may
+ * not have placed yet (note_inflight): then it goes as a message. */
 static int send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn_msg *m,
 		    const void *payload, size_t plen, struct rec *r)
 {
@@ -517,7 +598,15 @@ static int send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn
 	s->rec = r;
 	s->iov[0].iov_base = s->hdr;
 	peer_use(ctx, rail, dest);
-	if (m->type == SN_MSG_XFER && plen > SN_INLINE_MAX && rl->rma[dest]) {
+	uint64_t seq = ++rl->tx_seq[dest];
+	for (uint32_t i = 0; r && i < r->nchildren; i++)
+		if (r->children[i] == dest)
+			r->child_seq[i] = seq;
+	uint64_t lo = m->off + m->chunk_off;
+	if (m->type == SN_MSG_XFER && plen && rl->rma[dest] &&
+	    (plen <= SN_INLINE_MAX || overlaps_inflight(rl, dest, lo, lo + plen)))
+		note_inflight(rl, dest, lo, lo + plen, seq);
+	else if (m->type == SN_MSG_XFER && plen > SN_INLINE_MAX && rl->rma[dest]) {
 		struct sn_msg pm = *m;
 		pm.flags |= SN_F_PLACED;
 		s->iov[0].iov_len = sn_wire_encode(&pm, s->hdr);
@@ -858,6 +947,14 @@ static void handle_ack(struct sn_ctx *ctx, const struct sn_msg *m)
 		return;
 	}
 	sn_set_del(&r->waiting, m->sender);
+	/* a child that confirmed has handled every message of the operation,
+	 * and so (each peer's messages are handled in order) all we sent it
+	 * before: the small transfers among them are placed (note_inflight) */
+	struct rail *rl = &ctx->rails[r->rail];
+	for (uint32_t i = 0; i < r->nchildren; i++)
+		if (r->children[i] == m->sender && sn_set_has(&m->set, m->sender) &&
+		    r->child_seq[i] > rl->placed_seq[m->sender])
+			rl->placed_seq[m->sender] = r->child_seq[i];
 	sn_set_or(&r->ok, &m->set);
 	sn_set_or(&r->suspect, &m->set2);
 	combine_status(r, m->status);
@@ -944,7 +1041,21 @@ static void tx_failed(struct sn_ctx *ctx, struct slot *s, int err)
 	note(ctx, "send to node %u failed: %s", s->dest, fi_strerror(-err));
 	if (s->rec && !s->rec->finished)
 		rec_child_failed(ctx, s->rec, s->dest);
+	s->err = 0;
+	if (s->st == TX_ABANDONED && !s->completed)
+		return; /* the provider still holds it: freed when it hands it back */
 	tx_done(ctx, s);
+}
+
+/* The provider hands back a send or write, completed (err 0) or failed. */
+static void tx_returned(struct sn_ctx *ctx, struct slot *s, int err)
+{
+	if (s->st != TX_ABANDONED)
+		tx_failed(ctx, s, err);
+	else if (s->err)
+		s->completed = true; /* its failure is yet to be reported (failq) */
+	else
+		tx_done(ctx, s);
 }
 
 static void caw_backoffs(struct sn_ctx *ctx);
@@ -984,7 +1095,7 @@ static int rail_progress(struct sn_ctx *ctx, int rail)
 			if (!s)
 				continue;
 			if (s->kind == SLOT_TX) {
-				tx_failed(ctx, s, -(int)ee.err);
+				tx_returned(ctx, s, -(int)ee.err);
 			} else {
 				/* nothing here cancels a receive: FI_ECANCELED is
 				 * rxm giving back a buffer it had matched to a peer
@@ -1003,7 +1114,9 @@ static int rail_progress(struct sn_ctx *ctx, int rail)
 			return fail(ctx, (int)n, "completion queue: %s", fi_strerror((int)-n));
 		for (ssize_t i = 0; i < n; i++) {
 			struct slot *s = ent[i].op_context;
-			if (s->kind == SLOT_TX && s->st == TX_WRITING) {
+			if (s->kind == SLOT_TX && s->st == TX_ABANDONED) {
+				tx_returned(ctx, s, 0);
+			} else if (s->kind == SLOT_TX && s->st == TX_WRITING) {
 				/* the chunk is there: now the header that signals
 				 * it, in its place (tx_flush, below) */
 				s->st = TX_SEND;
@@ -2095,8 +2208,12 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	rl->nrkey = calloc(ctx->n, sizeof(uint64_t));
 	rl->nrbase = calloc(ctx->n, sizeof(uint64_t));
 	rl->hold_rec = calloc(ctx->n, sizeof(struct rec *));
+	rl->tx_seq = calloc(ctx->n, sizeof(uint64_t));
+	rl->placed_seq = calloc(ctx->n, sizeof(uint64_t));
+	rl->inflight = calloc(ctx->n, sizeof(*rl->inflight));
 	if (!rl->addrs || !rl->next || !rl->alens || !rl->nlens || !rl->stale || !rl->peers ||
-	    !rl->rma || !rl->nrma || !rl->rkey || !rl->rbase || !rl->nrkey || !rl->nrbase || !rl->hold_rec)
+	    !rl->rma || !rl->nrma || !rl->rkey || !rl->rbase || !rl->nrkey || !rl->nrbase || !rl->hold_rec ||
+	    !rl->tx_seq || !rl->placed_seq || !rl->inflight)
 		return fail(ctx, -ENOMEM, "out of memory");
 	/* global memory is exposed to remote writes only when asked for */
 	if (ctx->cfg.rma && (fi->caps & FI_RMA) && alen + RMA_TRAILER <= SN_ADDR_MAX)
@@ -2175,6 +2292,9 @@ static void rail_close(struct rail *rl)
 	free(rl->nrkey);
 	free(rl->nrbase);
 	free(rl->hold_rec);
+	free(rl->tx_seq);
+	free(rl->placed_seq);
+	free(rl->inflight);
 }
 
 /* "dir:PATH", "static:PORT" (with cfg->hosts) or "external". */

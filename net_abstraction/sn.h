@@ -45,14 +45,14 @@ struct sn_config {
 	size_t chunk_size;        /* payload bytes per message, default 128 KiB */
 	unsigned rx_depth;        /* receive buffers posted per rail, default 32 */
 	uint64_t fault_die_after; /* fault injection: SIGKILL self once this many
-				     bytes were received (0: never) */	bool rma;                 /* XFER-AND-SIGNAL chunks by RMA write into the
+				     bytes were received (0: never) */
+	bool rma;                 /* XFER-AND-SIGNAL chunks by RMA write into the
 				     destination's global memory where the
 				     provider has FI_RMA and the peer published
 				     its key (not with "static:"); else messages.
-				     Off unless SN_RMA=1: docs/design/network.md
-				     says what it still lacks */
+				     On by default; SN_RMA=0 forces messages */
 };
-#define SN_RMA_DEFAULT 0
+#define SN_RMA_DEFAULT 1
 
 /* Fills defaults and then overrides from environment variables SN_PROVIDER,
  * SN_SYS_PROVIDER, SN_FANOUT, SN_TIMEOUT_MS, SN_SPIN_US, SN_CHUNK_SIZE, SN_RMA

@@ -18,7 +18,7 @@
 enum { VAR_A = 4096, VAR_B = 4104, VAR_BAR = 4112, VAR_WIN = 4120, VAR_GO = 4128,
        DATA = 8192 };
 enum { EV_DATA = 1, EV_LOCAL = 2, EV_GO = 3, EV_SINGLE = 4, EV_BIG = 5, EV_REPLY = 6,
-       EV_ATOMIC = 7, EV_UNUSED = 9 };
+       EV_ATOMIC = 7, EV_ORDER = 8, EV_UNUSED = 9 };
 #define BIG (16u << 20)
 #define GMEM (DATA + BIG + 8192)
 /* Bound on one operation. Generous: 32 processes share 2 cores here, and on
@@ -609,6 +609,74 @@ static int scen_kill(const struct spawn_node *nd)
 	return 0;
 }
 
+/* ------------------------------------------------------------ order */
+
+/* One sender's transfers to the same nodes are delivered in the order they
+ * were issued whichever path each takes: small ones (messages), large ones
+ * (RMA writes where the provider has them, several chunks), some
+ * acknowledged, most not, all into one range. Each begins with its number:
+ * after a round, the range must hold the round's last transfer, which an
+ * earlier transfer overtaking it (its signal, or its bytes landing late)
+ * would have overwritten. */
+#define ORDER_ROUNDS 12
+#define ORDER_BATCH 7
+static int scen_order(const struct spawn_node *nd)
+{
+	static const size_t sizes[] = {8, 300 << 10, 200, 64 << 10, 16, 8, 130 << 10, 256, 257};
+	enum { NSIZES = sizeof(sizes) / sizeof(sizes[0]) };
+	uint32_t self = nd->id;
+	struct sn_ctx *ctx = open_node(nd, GMEM);
+	struct sn_nodeset all, others;
+	all_nodes(ctx, &all);
+	others = all;
+	sn_set_del(&others, 0);
+	uint8_t *bufs[ORDER_BATCH], *expect = malloc(300 << 10);
+	CHECK(expect, "out of memory");
+	for (int b = 0; b < ORDER_BATCH; b++)
+		CHECK((bufs[b] = malloc(300 << 10)), "out of memory");
+	uint64_t k = 0;
+	for (unsigned round = 0; round < ORDER_ROUNDS; round++) {
+		size_t last = 0;
+		unsigned acked = 0;
+		for (unsigned b = 0; b < ORDER_BATCH; b++) {
+			k++;
+			last = sizes[(round * 3 + b) % NSIZES];
+			if (self != 0)
+				continue;
+			fill(bufs[b], last, k);
+			memcpy(bufs[b], &k, 8);
+			/* every third acknowledged (its buffer kept until then) */
+			bool ack = b % 3 == 1;
+			acked += ack;
+			CHECK(sn_xfer(ctx, &others, DATA, bufs[b], last, ack ? EV_ORDER : SN_NO_EVENT,
+				      EV_DATA, 0) == 0, "xfer %" PRIu64 ": %s", k, sn_strerror(ctx));
+		}
+		if (self == 0) {
+			for (unsigned a = 0; a < acked; a++)
+				CHECK(sn_test_event(ctx, EV_ORDER, 4 * OP_TIMEOUT_MS, NULL) == 1,
+				      "local event, round %u: %s", round, sn_strerror(ctx));
+		} else {
+			for (unsigned b = 0; b < ORDER_BATCH; b++)
+				CHECK(sn_test_event(ctx, EV_DATA, 4 * OP_TIMEOUT_MS, NULL) == 1,
+				      "transfer %u of round %u", b, round);
+			uint64_t v;
+			memcpy(&v, (uint8_t *)sn_gmem(ctx) + DATA, 8);
+			CHECK(v == k, "round %u: the range holds transfer %" PRIu64 ", not the "
+				      "last one (%" PRIu64 ", %zu bytes)", round, v, k, last);
+			fill(expect, last, k);
+			CHECK(memcmp((uint8_t *)sn_gmem(ctx) + DATA + 8, expect + 8, last - 8) == 0,
+			      "round %u: bytes of transfer %" PRIu64 " (%zu) overwritten", round, k,
+			      last);
+		}
+		CHECK(barrier(ctx, &all, round + 1) == 0, "barrier %u: %s", round, sn_strerror(ctx));
+	}
+	for (int b = 0; b < ORDER_BATCH; b++)
+		free(bufs[b]);
+	free(expect);
+	sn_close(ctx);
+	return 0;
+}
+
 /* ------------------------------------------------------------ two rails */
 
 /* System traffic on a second rail (tcp;ofi_rxm) beside the data rail. */
@@ -759,6 +827,7 @@ static int run_scenario(int prov, int (*fn)(const struct spawn_node *), uint32_t
 	X(P, caw, 2) X(P, caw, 8) X(P, caw, 32)                   \
 	X(P, concurrent, 2) X(P, concurrent, 8) X(P, concurrent, 32) \
 	X(P, overlap, 5) X(P, overlap, 16)                        \
+	X(P, order, 2) X(P, order, 8)                             \
 	X(P, kill, 2) X(P, kill, 8) X(P, kill, 32)                \
 	X(P, rails, 8) X(P, static, 4) X(P, badargs, 1)
 
