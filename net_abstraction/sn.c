@@ -53,11 +53,13 @@
  * back-off: a sleep costs the timer slack (~50 µs) even when asked for 1 µs. */
 #define SN_YIELD_NS 20000ull
 
-/* A transfer of at most SN_INLINE_MAX bytes, sent to a peer as a message,
- * that the peer may not have placed yet: [lo, hi) of its global memory,
- * and the message's number (rail.tx_seq). An RMA write into that range
- * could land first and then be overwritten by it, so a chunk that
- * overlaps one goes as a message instead (send_msg). */
+/* A transfer sent to an RMA peer as a message (a small one, or a chunk that
+ * overlaps one) that the peer may not have handled yet: [lo, hi) of its
+ * global memory, and the message's number (rail.tx_seq). The peer places
+ * a message's payload only when it handles it, while an RMA write lands
+ * whenever the provider puts it there: a later write into that range could
+ * land first and be overwritten by the older bytes. So a chunk that
+ * overlaps one goes as a message too (send_msg), ordered behind it. */
 struct inflight {
 	uint64_t lo, hi, seq;
 };
@@ -82,13 +84,9 @@ struct slot {
 	struct iovec iov[2];
 	void *desc[2];
 	size_t niov;
-	/* RMA: iov[1] is first written into dest's global memory at roff
-	 * (TX_WRITE, then TX_WRITING while in flight), and only once that
-	 * write completed is the header (iov[0]) sent (TX_SEND). The slot
-	 * keeps its place in the queue throughout (tx_flush) */
-	enum { TX_SEND, TX_WRITE, TX_WRITING, TX_ABANDONED } st;
-	bool queued;         /* in its rail's txq */
-	bool completed;      /* TX_ABANDONED: the provider has handed it back */
+	/* an RMA write of iov[0] into dest's global memory at roff, queued
+	 * just before the header that announces it (send_msg) */
+	bool write;
 	uint64_t roff;
 	/* header, then an inline payload; not cleared on reuse */
 	uint8_t hdr[SN_WIRE_HDR_MAX + SN_INLINE_MAX];
@@ -112,8 +110,6 @@ struct rail {
 	uint8_t *rx_mem;
 	struct slot *txq_head, *txq_tail; /* not yet accepted by the provider */
 	struct slot *failq;     /* refused by the provider, to report as failed */
-	struct rec **hold_rec;  /* tx_flush's scratch: per peer, the transfer whose
-				   writes alone are ahead in the queue */
 	uint64_t *tx_seq;       /* per peer: messages queued to it so far */
 	uint64_t *placed_seq;   /* per peer: it has handled our messages up to this
 				   one (learned from its ACKs) */
@@ -378,7 +374,6 @@ static void rec_release(struct sn_ctx *ctx, struct rec *r)
 static void txq_push(struct rail *rl, struct slot *s)
 {
 	s->next = NULL;
-	s->queued = true;
 	if (rl->txq_tail)
 		rl->txq_tail->next = s;
 	else
@@ -386,138 +381,79 @@ static void txq_push(struct rail *rl, struct slot *s)
 	rl->txq_tail = s;
 }
 
-/* Takes s out of the queue wherever it is (an RMA write that failed). */
-static void txq_unlink(struct rail *rl, struct slot *s)
-{
-	struct slot *prev = NULL;
-	for (struct slot **pp = &rl->txq_head; *pp; prev = *pp, pp = &(*pp)->next)
-		if (*pp == s) {
-			*pp = s->next;
-			if (rl->txq_tail == s)
-				rl->txq_tail = prev;
-			break;
-		}
-	s->queued = false;
-}
-
 static void tx_failed(struct sn_ctx *ctx, struct slot *s, int err);
 
-/* The chunk of slot s straight into dest's global memory. Delivery
- * complete: its completion means the data is there, so the header sent
- * after it cannot overtake it. */
+/* A chunk straight into dest's global memory. The rail has send-after-write
+ * order (rail_open), so the header queued right after it is handled there
+ * only once the chunk is in place: nothing waits for this completion but
+ * the source buffer. */
 static ssize_t rma_write(struct rail *rl, struct slot *s)
 {
 	struct fi_rma_iov riov = {
 		.addr = rl->rbase[s->dest] + s->roff,
-		.len = s->iov[1].iov_len,
+		.len = s->iov[0].iov_len,
 		.key = rl->rkey[s->dest],
 	};
 	struct fi_msg_rma msg = {
-		.msg_iov = &s->iov[1],
-		.desc = &s->desc[1],
+		.msg_iov = &s->iov[0],
+		.desc = &s->desc[0],
 		.iov_count = 1,
 		.addr = rl->peers[s->dest],
 		.rma_iov = &riov,
 		.rma_iov_count = 1,
 		.context = &s->fctx,
 	};
-	return fi_writemsg(rl->ep, &msg, FI_DELIVERY_COMPLETE);
+	return fi_writemsg(rl->ep, &msg, 0);
 }
 
 static void peer_use(struct sn_ctx *ctx, int rail, uint32_t node);
 
-/* Hands queued messages to the provider, keeping each destination's in the
- * order they were queued: a slot goes only when nothing queued before it
- * to the same destination is still held back, whether pushed back by the
- * provider (-FI_EAGAIN) or an RMA write in flight, whose header must go
- * first. The one exception: the writes of one transfer (disjoint chunks)
- * may be in flight together, their headers still in order. A destination
- * that holds its messages back does not hold up the others'; one whose
- * provider refuses past the timeout is given up as unreachable. */
+/* Hands queued messages and writes to the provider, each destination's in
+ * the order they were queued (the provider keeps that order to the peer:
+ * FI_ORDER_SAS, and FI_ORDER_SAW on a rail with RMA). A destination that
+ * pushes back (-FI_EAGAIN) keeps its own, in order, without holding up
+ * the others; one that stays blocked past the timeout is given up as
+ * unreachable. */
 static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 {
 	/* a failure handled below may queue more (an ACK): the walk picks it up */
 	if (rl->flushing)
 		return;
 	rl->flushing = true;
-	/* held: something earlier to that node is still queued; fenced:
-	 * and it is not only writes of one transfer (hold_rec) */
-	struct sn_nodeset held, fenced;
+	struct sn_nodeset blocked;
 	struct slot **pp = &rl->txq_head, *prev = NULL;
 	uint64_t t = 0;
-	bool any_held = false;
+	bool any_blocked = false;
 	while (*pp) {
 		struct slot *s = *pp;
-		uint32_t d = s->dest;
-		if (!any_held) {
-			sn_set_clear(&held);
-			sn_set_clear(&fenced);
-			any_held = true;
-		}
-		bool is_held = sn_set_has(&held, d);
-		bool write = s->st != TX_SEND;
-		bool may_go = !is_held ||
-			      (write && !sn_set_has(&fenced, d) && rl->hold_rec[d] == s->rec);
 		ssize_t rc;
-		if (s->st == TX_WRITING) {
-			if (!t)
-				t = now_ns();
-			if (t - s->queued_ns < (uint64_t)ctx->cfg.timeout_ms * 1000000ull) {
-				rc = -FI_EAGAIN; /* stays until it completes */
-			} else {
-				/* a write that never completes (a dead peer on
-				 * shm) must not hold the peer's traffic for good:
-				 * the peer counts as failed for it, and the slot
-				 * lives on out of the queue until the provider
-				 * hands it back */
-				s->st = TX_ABANDONED;
-				*pp = s->next;
-				s->queued = false;
-				if (rl->txq_tail == s)
-					rl->txq_tail = prev;
-				s->err = -FI_ETIMEDOUT;
-				s->next = rl->failq;
-				rl->failq = s;
-				continue;
-			}
-		} else if (!may_go) {
+		if (any_blocked && sn_set_has(&blocked, s->dest)) {
 			rc = -FI_EAGAIN;
 		} else {
-			peer_use(ctx, (int)(rl - ctx->rails), d);
+			peer_use(ctx, (int)(rl - ctx->rails), s->dest);
 			/* a peer whose address has not arrived is as a dead one */
-			rc = rl->peers[d] == FI_ADDR_NOTAVAIL ? -FI_EHOSTUNREACH
-			     : s->st == TX_WRITE ? rma_write(rl, s)
-			     : fi_sendv(rl->ep, s->iov, s->desc, s->niov, rl->peers[d], &s->fctx);
-			if (rc == -FI_EAGAIN) {
-				if (!t)
-					t = now_ns();
-				if (!s->queued_ns)
-					s->queued_ns = t;
-				if (t - s->queued_ns >= (uint64_t)ctx->cfg.timeout_ms * 1000000ull)
-					rc = -FI_ETIMEDOUT;
-			}
-		}
-		if (rc == 0 && s->st == TX_WRITE) {
-			/* in flight: it keeps its place until its header is sent */
-			s->st = TX_WRITING;
-			s->queued_ns = t ? t : now_ns();
-			ctx->stats.rma_writes++;
-			ctx->stats.bytes_sent += s->iov[1].iov_len;
-			rc = -FI_EAGAIN;
+			rc = rl->peers[s->dest] == FI_ADDR_NOTAVAIL ? -FI_EHOSTUNREACH
+			     : s->write ? rma_write(rl, s)
+			     : fi_sendv(rl->ep, s->iov, s->desc, s->niov, rl->peers[s->dest],
+					&s->fctx);
 		}
 		if (rc == -FI_EAGAIN) {
-			if (!is_held) {
-				sn_set_add(&held, d);
-				rl->hold_rec[d] = s->rec;
+			if (!t)
+				t = now_ns();
+			if (!s->queued_ns)
+				s->queued_ns = t;
+			if (t - s->queued_ns < (uint64_t)ctx->cfg.timeout_ms * 1000000ull) {
+				if (!any_blocked)
+					sn_set_clear(&blocked);
+				any_blocked = true;
+				sn_set_add(&blocked, s->dest);
+				prev = s;
+				pp = &s->next;
+				continue;
 			}
-			if (s->st != TX_WRITING || rl->hold_rec[d] != s->rec)
-				sn_set_add(&fenced, d);
-			prev = s;
-			pp = &s->next;
-			continue;
+			rc = -FI_ETIMEDOUT;
 		}
 		*pp = s->next;
-		s->queued = false;
 		if (rl->txq_tail == s)
 			rl->txq_tail = prev;
 		if (rc) {
@@ -529,6 +465,11 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 			s->err = (int)rc;
 			s->next = rl->failq;
 			rl->failq = s;
+			continue;
+		}
+		if (s->write) {
+			ctx->stats.rma_writes++;
+			ctx->stats.bytes_sent += s->iov[0].iov_len;
 			continue;
 		}
 		ctx->stats.msgs_sent++;
@@ -580,16 +521,14 @@ static void note_inflight(struct rail *rl, uint32_t d, uint64_t lo, uint64_t hi,
  * is written into its global memory by RMA and then announced by a header
  * (SN_F_PLACED), unless it is small or overlaps a small one the peer may
  * not have placed yet (note_inflight): then it goes as a message. */
-static int send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn_msg *m,
-		    const void *payload, size_t plen, struct rec *r)
+static struct slot *slot_get(struct sn_ctx *ctx, int rail, uint32_t dest, struct rec *r)
 {
-	struct rail *rl = &ctx->rails[rail];
 	struct slot *s = ctx->free_slots;
 	if (s) {
 		ctx->free_slots = s->next;
 		ctx->nfree_slots--;
 	} else if (!(s = malloc(sizeof(*s)))) {
-		return -ENOMEM;
+		return NULL;
 	}
 	memset(s, 0, offsetof(struct slot, hdr));
 	s->kind = SLOT_TX;
@@ -597,48 +536,62 @@ static int send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn
 	s->dest = dest;
 	s->rec = r;
 	s->iov[0].iov_base = s->hdr;
+	s->niov = 1;
+	return s;
+}
+
+static void slot_queue(struct sn_ctx *ctx, struct rail *rl, struct slot *s)
+{
+	if (s->rec)
+		s->rec->tx_pending++;
+	ctx->tx_outstanding++;
+	txq_push(rl, s);
+}
+
+static int send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn_msg *m,
+		    const void *payload, size_t plen, struct rec *r)
+{
+	struct rail *rl = &ctx->rails[rail];
+	struct slot *s = slot_get(ctx, rail, dest, r), *w = NULL;
+	if (!s)
+		return -ENOMEM;
 	peer_use(ctx, rail, dest);
 	uint64_t seq = ++rl->tx_seq[dest];
 	for (uint32_t i = 0; r && i < r->nchildren; i++)
 		if (r->children[i] == dest)
 			r->child_seq[i] = seq;
 	uint64_t lo = m->off + m->chunk_off;
+	struct sn_msg pm = *m;
 	if (m->type == SN_MSG_XFER && plen && rl->rma[dest] &&
-	    (plen <= SN_INLINE_MAX || overlaps_inflight(rl, dest, lo, lo + plen)))
+	    (plen <= SN_INLINE_MAX || overlaps_inflight(rl, dest, lo, lo + plen))) {
 		note_inflight(rl, dest, lo, lo + plen, seq);
-	else if (m->type == SN_MSG_XFER && plen > SN_INLINE_MAX && rl->rma[dest]) {
-		struct sn_msg pm = *m;
+	} else if (m->type == SN_MSG_XFER && plen > SN_INLINE_MAX && rl->rma[dest]) {
+		/* the chunk by RMA write, then its header alone */
+		if (!(w = slot_get(ctx, rail, dest, r))) {
+			free(s);
+			return -ENOMEM;
+		}
+		w->write = true;
+		w->iov[0].iov_base = (void *)payload;
+		w->iov[0].iov_len = plen;
+		w->roff = lo;
 		pm.flags |= SN_F_PLACED;
-		s->iov[0].iov_len = sn_wire_encode(&pm, s->hdr);
-		s->iov[1].iov_base = (void *)payload;
-		s->iov[1].iov_len = plen;
-		s->niov = 2;
-		s->st = TX_WRITE;
-		s->roff = m->off + m->chunk_off;
-		goto queue;
 	}
-	if (m->flags & SN_F_PLACED) {
-		struct sn_msg pm = *m;
+	if (!w)
 		pm.flags &= (uint16_t)~SN_F_PLACED;
-		s->iov[0].iov_len = sn_wire_encode(&pm, s->hdr);
-	} else {
-		s->iov[0].iov_len = sn_wire_encode(m, s->hdr);
-	}
-	s->niov = 1;
-	if (plen && plen <= SN_INLINE_MAX) {
+	s->iov[0].iov_len = sn_wire_encode(&pm, s->hdr);
+	if (!w && plen && plen <= SN_INLINE_MAX) {
 		/* small: one contiguous buffer, and the source is free at once */
 		memcpy(s->hdr + s->iov[0].iov_len, payload, plen);
 		s->iov[0].iov_len += plen;
-	} else if (plen) {
+	} else if (!w && plen) {
 		s->iov[1].iov_base = (void *)payload;
 		s->iov[1].iov_len = plen;
 		s->niov = 2;
 	}
-queue:
-	if (r)
-		r->tx_pending++;
-	ctx->tx_outstanding++;
-	txq_push(rl, s);
+	if (w)
+		slot_queue(ctx, rl, w);
+	slot_queue(ctx, rl, s);
 	tx_flush(ctx, rl);
 	return 0;
 }
@@ -1036,26 +989,11 @@ static void tx_done(struct sn_ctx *ctx, struct slot *s)
 
 static void tx_failed(struct sn_ctx *ctx, struct slot *s, int err)
 {
-	if (s->queued) /* an RMA write: its header must not follow */
-		txq_unlink(&ctx->rails[s->rail], s);
-	note(ctx, "send to node %u failed: %s", s->dest, fi_strerror(-err));
+	note(ctx, "%s to node %u failed: %s", s->write ? "RMA write" : "send", s->dest,
+	     fi_strerror(-err));
 	if (s->rec && !s->rec->finished)
 		rec_child_failed(ctx, s->rec, s->dest);
-	s->err = 0;
-	if (s->st == TX_ABANDONED && !s->completed)
-		return; /* the provider still holds it: freed when it hands it back */
 	tx_done(ctx, s);
-}
-
-/* The provider hands back a send or write, completed (err 0) or failed. */
-static void tx_returned(struct sn_ctx *ctx, struct slot *s, int err)
-{
-	if (s->st != TX_ABANDONED)
-		tx_failed(ctx, s, err);
-	else if (s->err)
-		s->completed = true; /* its failure is yet to be reported (failq) */
-	else
-		tx_done(ctx, s);
 }
 
 static void caw_backoffs(struct sn_ctx *ctx);
@@ -1095,7 +1033,7 @@ static int rail_progress(struct sn_ctx *ctx, int rail)
 			if (!s)
 				continue;
 			if (s->kind == SLOT_TX) {
-				tx_returned(ctx, s, -(int)ee.err);
+				tx_failed(ctx, s, -(int)ee.err);
 			} else {
 				/* nothing here cancels a receive: FI_ECANCELED is
 				 * rxm giving back a buffer it had matched to a peer
@@ -1114,15 +1052,7 @@ static int rail_progress(struct sn_ctx *ctx, int rail)
 			return fail(ctx, (int)n, "completion queue: %s", fi_strerror((int)-n));
 		for (ssize_t i = 0; i < n; i++) {
 			struct slot *s = ent[i].op_context;
-			if (s->kind == SLOT_TX && s->st == TX_ABANDONED) {
-				tx_returned(ctx, s, 0);
-			} else if (s->kind == SLOT_TX && s->st == TX_WRITING) {
-				/* the chunk is there: now the header that signals
-				 * it, in its place (tx_flush, below) */
-				s->st = TX_SEND;
-				s->niov = 1;
-				s->queued_ns = 0;
-			} else if (s->kind == SLOT_TX) {
+			if (s->kind == SLOT_TX) {
 				tx_done(ctx, s);
 			} else {
 				handle_rx(ctx, rail, s->buf, ent[i].len);
@@ -2121,8 +2051,16 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	int rc;
 	if (!hints)
 		return fail(ctx, -ENOMEM, "out of memory");
-	/* RMA where the provider has it (FI_MSG alone otherwise, below) */
+	/* RMA where the provider has it (FI_MSG alone otherwise, below), with
+	 * send-after-write order: a chunk's header, sent right after its
+	 * write, is handled by the peer once the chunk is in place, without
+	 * waiting for the write's completion. Waiting for it (delivery
+	 * complete) let a dead peer stall every later write on shm, which
+	 * completes its operations in the order posted */
 	hints->caps = ctx->cfg.rma ? FI_MSG | FI_RMA : FI_MSG;
+	if (ctx->cfg.rma)
+		hints->tx_attr->msg_order = hints->rx_attr->msg_order =
+			FI_ORDER_SAS | FI_ORDER_SAW;
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->mode = FI_CONTEXT | FI_CONTEXT2;
 	/* no FI_MR_LOCAL: providers that need registered buffers are used under
@@ -2145,6 +2083,7 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 			&rl->info);
 	if (rc == -FI_ENODATA && (hints->caps & FI_RMA)) {
 		hints->caps = FI_MSG;
+		hints->tx_attr->msg_order = hints->rx_attr->msg_order = 0;
 		rc = fi_getinfo(FI_VERSION(1, 9), host, host ? port : NULL,
 				host ? FI_SOURCE : 0, hints, &rl->info);
 	}
@@ -2207,12 +2146,11 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	rl->rbase = calloc(ctx->n, sizeof(uint64_t));
 	rl->nrkey = calloc(ctx->n, sizeof(uint64_t));
 	rl->nrbase = calloc(ctx->n, sizeof(uint64_t));
-	rl->hold_rec = calloc(ctx->n, sizeof(struct rec *));
 	rl->tx_seq = calloc(ctx->n, sizeof(uint64_t));
 	rl->placed_seq = calloc(ctx->n, sizeof(uint64_t));
 	rl->inflight = calloc(ctx->n, sizeof(*rl->inflight));
 	if (!rl->addrs || !rl->next || !rl->alens || !rl->nlens || !rl->stale || !rl->peers ||
-	    !rl->rma || !rl->nrma || !rl->rkey || !rl->rbase || !rl->nrkey || !rl->nrbase || !rl->hold_rec ||
+	    !rl->rma || !rl->nrma || !rl->rkey || !rl->rbase || !rl->nrkey || !rl->nrbase ||
 	    !rl->tx_seq || !rl->placed_seq || !rl->inflight)
 		return fail(ctx, -ENOMEM, "out of memory");
 	/* global memory is exposed to remote writes only when asked for */
@@ -2291,7 +2229,6 @@ static void rail_close(struct rail *rl)
 	free(rl->rbase);
 	free(rl->nrkey);
 	free(rl->nrbase);
-	free(rl->hold_rec);
 	free(rl->tx_seq);
 	free(rl->placed_seq);
 	free(rl->inflight);
