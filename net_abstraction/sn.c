@@ -2051,16 +2051,18 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	int rc;
 	if (!hints)
 		return fail(ctx, -ENOMEM, "out of memory");
-	/* RMA where the provider has it (FI_MSG alone otherwise, below), with
-	 * send-after-write order: a chunk's header, sent right after its
-	 * write, is handled by the peer once the chunk is in place, without
-	 * waiting for the write's completion. Waiting for it (delivery
-	 * complete) let a dead peer stall every later write on shm, which
-	 * completes its operations in the order posted */
+	/* RMA where the provider has it (FI_MSG alone otherwise, below), in
+	 * order with the messages: send after write, so a chunk's header,
+	 * sent right after its write, is handled by the peer once the chunk
+	 * is in place, without waiting for the write's completion (waiting
+	 * for it, delivery complete, let a stopped or dead peer stall every
+	 * later write on shm, which completes a sender's operations in the
+	 * order posted); write after write, so of two transfers into one
+	 * range the later stays */
 	hints->caps = ctx->cfg.rma ? FI_MSG | FI_RMA : FI_MSG;
 	if (ctx->cfg.rma)
 		hints->tx_attr->msg_order = hints->rx_attr->msg_order =
-			FI_ORDER_SAS | FI_ORDER_SAW;
+			FI_ORDER_SAS | FI_ORDER_SAW | FI_ORDER_WAW;
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->mode = FI_CONTEXT | FI_CONTEXT2;
 	/* no FI_MR_LOCAL: providers that need registered buffers are used under

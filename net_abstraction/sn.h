@@ -56,7 +56,8 @@ struct sn_config {
 
 /* Fills defaults and then overrides from environment variables SN_PROVIDER,
  * SN_SYS_PROVIDER, SN_FANOUT, SN_TIMEOUT_MS, SN_SPIN_US, SN_CHUNK_SIZE, SN_RMA
- * (1: RMA writes where the provider has them, 0: messages only). */
+ * (1, the default: RMA writes where the provider has them; 0: messages
+ * only). */
 void sn_config_defaults(struct sn_config *cfg);
 
 int sn_open(const struct sn_config *cfg, struct sn_ctx **out);
@@ -118,6 +119,15 @@ enum sn_xfer_flags {
  * local_ev is SN_NO_EVENT (the data is then copied). local_ev fires when every
  * destination holds the data (or with an error naming those that do not);
  * remote_ev fires on each destination when it holds the data.
+ *
+ * Order: one node's transfers to a destination are delivered there in the
+ * order sn_xfer was called, whichever path each chunk takes (a message, or
+ * an RMA write and its header): its remote events are signalled in that
+ * order, and where two transfers' ranges overlap the later one's bytes
+ * are what stays. Not ordered with each other: transfers from different
+ * nodes, to different sets (they reach a node by different trees), on
+ * different rails (SN_XFER_SYS with a system rail), and the remote event
+ * of an SN_XFER_ATOMIC transfer, which is signalled at its commit.
  *
  * Only a local event (or SN_XFER_ATOMIC, whose commit phase needs them) makes
  * the destinations acknowledge. With local_ev == SN_NO_EVENT and no
