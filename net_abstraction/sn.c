@@ -44,8 +44,8 @@
 /* Payloads up to this size travel inside the send slot (one iovec, and the
  * caller's buffer is free at once without a separate copy). */
 #define SN_INLINE_MAX 256
-/* Per peer, the ranges of small transfers it may not have placed yet
- * (struct inflight): more are merged into one. */
+/* Per peer, the ranges of transfers sent to it as messages that it may not
+ * have handled yet (struct inflight): more are merged into one. */
 #define SN_INFLIGHT 4
 /* Send slots kept for reuse instead of a malloc/free per message. */
 #define SN_SLOT_CACHE 64
@@ -516,11 +516,6 @@ static void note_inflight(struct rail *rl, uint32_t d, uint64_t lo, uint64_t hi,
 	best->seq = seq;
 }
 
-/* Queues message m to node dest, with an optional payload that must stay
- * valid until the send completes. A chunk to a peer that published its key
- * is written into its global memory by RMA and then announced by a header
- * (SN_F_PLACED), unless it is small or overlaps a small one the peer may
- * not have placed yet (note_inflight): then it goes as a message. */
 static struct slot *slot_get(struct sn_ctx *ctx, int rail, uint32_t dest, struct rec *r)
 {
 	struct slot *s = ctx->free_slots;
@@ -548,6 +543,11 @@ static void slot_queue(struct sn_ctx *ctx, struct rail *rl, struct slot *s)
 	txq_push(rl, s);
 }
 
+/* Queues message m to node dest, with an optional payload that must stay
+ * valid until the send completes. A chunk to a peer that published its key
+ * is written into its global memory by RMA and then announced by a header
+ * (SN_F_PLACED), unless it is small or overlaps a transfer the peer may not
+ * have handled yet (note_inflight): then it goes as a message. */
 static int send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn_msg *m,
 		    const void *payload, size_t plen, struct rec *r)
 {
@@ -2051,8 +2051,9 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	int rc;
 	if (!hints)
 		return fail(ctx, -ENOMEM, "out of memory");
-	/* RMA where the provider has it (FI_MSG alone otherwise, below), in
-	 * order with the messages: send after write, so a chunk's header,
+	/* Messages in order (sn.h promises one sender's transfers in order);
+	 * RMA where the provider has it (FI_MSG alone otherwise, below), in
+	 * order with them: send after write, so a chunk's header,
 	 * sent right after its write, is handled by the peer once the chunk
 	 * is in place, without waiting for the write's completion (waiting
 	 * for it, delivery complete, let a stopped or dead peer stall every
@@ -2060,9 +2061,8 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	 * order posted); write after write, so of two transfers into one
 	 * range the later stays */
 	hints->caps = ctx->cfg.rma ? FI_MSG | FI_RMA : FI_MSG;
-	if (ctx->cfg.rma)
-		hints->tx_attr->msg_order = hints->rx_attr->msg_order =
-			FI_ORDER_SAS | FI_ORDER_SAW | FI_ORDER_WAW;
+	hints->tx_attr->msg_order = hints->rx_attr->msg_order =
+		ctx->cfg.rma ? FI_ORDER_SAS | FI_ORDER_SAW | FI_ORDER_WAW : FI_ORDER_SAS;
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->mode = FI_CONTEXT | FI_CONTEXT2;
 	/* no FI_MR_LOCAL: providers that need registered buffers are used under
@@ -2085,7 +2085,7 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 			&rl->info);
 	if (rc == -FI_ENODATA && (hints->caps & FI_RMA)) {
 		hints->caps = FI_MSG;
-		hints->tx_attr->msg_order = hints->rx_attr->msg_order = 0;
+		hints->tx_attr->msg_order = hints->rx_attr->msg_order = FI_ORDER_SAS;
 		rc = fi_getinfo(FI_VERSION(1, 9), host, host ? port : NULL,
 				host ? FI_SOURCE : 0, hints, &rl->info);
 	}
