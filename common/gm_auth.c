@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sodium.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -101,6 +102,26 @@ bool gm_mac_ok(const uint8_t key[GM_KEY_LEN], enum gm_domain d, uint32_t node, c
 	uint8_t want[GM_TAG_LEN];
 	gm_mac(key, d, node, msg, len, want);
 	return crypto_verify_16(want, tag) == 0;
+}
+
+const uint8_t *gm_copy(struct gm_copy *c, const void *src, size_t len)
+{
+	if (len > c->cap) {
+		uint8_t *b = realloc(c->buf, len);
+		if (!b)
+			return NULL;
+		c->buf = b;
+		c->cap = len;
+	}
+	memcpy(c->buf, src, len);
+	return c->buf;
+}
+
+void gm_copy_free(struct gm_copy *c)
+{
+	free(c->buf);
+	c->buf = NULL;
+	c->cap = 0;
 }
 
 bool gm_ratelimit_ok(struct gm_ratelimit *r, double now, unsigned *held)

@@ -44,11 +44,25 @@
 /* Payloads up to this size travel inside the send slot (one iovec, and the
  * caller's buffer is free at once without a separate copy). */
 #define SN_INLINE_MAX 256
+/* Per peer, the ranges of transfers sent to it as messages that it may not
+ * have handled yet (struct inflight): more are merged into one. */
+#define SN_INFLIGHT 4
 /* Send slots kept for reuse instead of a malloc/free per message. */
 #define SN_SLOT_CACHE 64
 /* Without a wait object, poll with sched_yield this long before the nanosleep
  * back-off: a sleep costs the timer slack (~50 µs) even when asked for 1 µs. */
 #define SN_YIELD_NS 20000ull
+
+/* A transfer sent to an RMA peer as a message (a small one, or a chunk that
+ * overlaps one) that the peer may not have handled yet: [lo, hi) of its
+ * global memory, and the message's number (rail.tx_seq). The peer places
+ * a message's payload only when it handles it, while an RMA write lands
+ * whenever the provider puts it there: a later write into that range could
+ * land first and be overwritten by the older bytes. So a chunk that
+ * overlaps one goes as a message too (send_msg), ordered behind it. */
+struct inflight {
+	uint64_t lo, hi, seq;
+};
 
 enum slot_kind { SLOT_RX, SLOT_TX };
 
@@ -70,9 +84,9 @@ struct slot {
 	struct iovec iov[2];
 	void *desc[2];
 	size_t niov;
-	/* RMA: iov[1] is first written into dest's global memory at roff, and
-	 * only once that write completed is the header (iov[0]) sent */
-	bool writing;
+	/* an RMA write of iov[0] into dest's global memory at roff, queued
+	 * just before the header that announces it (send_msg) */
+	bool write;
 	uint64_t roff;
 	/* header, then an inline payload; not cleared on reuse */
 	uint8_t hdr[SN_WIRE_HDR_MAX + SN_INLINE_MAX];
@@ -96,6 +110,10 @@ struct rail {
 	uint8_t *rx_mem;
 	struct slot *txq_head, *txq_tail; /* not yet accepted by the provider */
 	struct slot *failq;     /* refused by the provider, to report as failed */
+	uint64_t *tx_seq;       /* per peer: messages queued to it so far */
+	uint64_t *placed_seq;   /* per peer: it has handled our messages up to this
+				   one (learned from its ACKs) */
+	struct inflight (*inflight)[SN_INFLIGHT]; /* per peer, empty: hi == 0 */
 	size_t max_payload;
 	bool flushing;
 	/* RMA writes into the peers' global memory (rma_open) */
@@ -115,6 +133,7 @@ struct rec {
 	uint32_t parent;        /* UINT32_MAX at the root */
 	uint32_t nchildren;
 	uint32_t children[SN_MAX_FANOUT];
+	uint64_t child_seq[SN_MAX_FANOUT]; /* our last message to each (tx_seq) */
 	struct sn_nodeset waiting;  /* children yet to answer */
 	struct sn_nodeset ok, suspect;
 	int32_t status;         /* 1/0 AND of conditions, or -errno */
@@ -364,33 +383,37 @@ static void txq_push(struct rail *rl, struct slot *s)
 
 static void tx_failed(struct sn_ctx *ctx, struct slot *s, int err);
 
-/* The chunk of slot s straight into dest's global memory. Delivery
- * complete: its completion means the data is there, so the header sent
- * after it cannot overtake it. */
+/* A chunk straight into dest's global memory. The rail has send-after-write
+ * order (rail_open), so the header queued right after it is handled there
+ * only once the chunk is in place: nothing waits for this completion but
+ * the source buffer. */
 static ssize_t rma_write(struct rail *rl, struct slot *s)
 {
 	struct fi_rma_iov riov = {
 		.addr = rl->rbase[s->dest] + s->roff,
-		.len = s->iov[1].iov_len,
+		.len = s->iov[0].iov_len,
 		.key = rl->rkey[s->dest],
 	};
 	struct fi_msg_rma msg = {
-		.msg_iov = &s->iov[1],
-		.desc = &s->desc[1],
+		.msg_iov = &s->iov[0],
+		.desc = &s->desc[0],
 		.iov_count = 1,
 		.addr = rl->peers[s->dest],
 		.rma_iov = &riov,
 		.rma_iov_count = 1,
 		.context = &s->fctx,
 	};
-	return fi_writemsg(rl->ep, &msg, FI_DELIVERY_COMPLETE);
+	return fi_writemsg(rl->ep, &msg, 0);
 }
 
 static void peer_use(struct sn_ctx *ctx, int rail, uint32_t node);
 
-/* Hands queued messages to the provider. A destination that pushes back
- * (-FI_EAGAIN) keeps its messages, in order, without holding up the others;
- * one that stays blocked past the timeout is given up as unreachable. */
+/* Hands queued messages and writes to the provider, each destination's in
+ * the order they were queued (the provider keeps that order to the peer:
+ * FI_ORDER_SAS, and FI_ORDER_SAW on a rail with RMA). A destination that
+ * pushes back (-FI_EAGAIN) keeps its own, in order, without holding up
+ * the others; one that stays blocked past the timeout is given up as
+ * unreachable. */
 static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 {
 	/* a failure handled below may queue more (an ACK): the walk picks it up */
@@ -410,7 +433,7 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 			peer_use(ctx, (int)(rl - ctx->rails), s->dest);
 			/* a peer whose address has not arrived is as a dead one */
 			rc = rl->peers[s->dest] == FI_ADDR_NOTAVAIL ? -FI_EHOSTUNREACH
-			     : s->writing ? rma_write(rl, s)
+			     : s->write ? rma_write(rl, s)
 			     : fi_sendv(rl->ep, s->iov, s->desc, s->niov, rl->peers[s->dest],
 					&s->fctx);
 		}
@@ -444,9 +467,9 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 			rl->failq = s;
 			continue;
 		}
-		if (s->writing) {
+		if (s->write) {
 			ctx->stats.rma_writes++;
-			ctx->stats.bytes_sent += s->iov[1].iov_len;
+			ctx->stats.bytes_sent += s->iov[0].iov_len;
 			continue;
 		}
 		ctx->stats.msgs_sent++;
@@ -455,18 +478,52 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 	rl->flushing = false;
 }
 
-/* Queues message m to node dest, with an optional payload that must stay
- * valid until the send completes. */
-static int send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn_msg *m,
-		    const void *payload, size_t plen, struct rec *r)
+/* Does [lo, hi) overlap a transfer sent to node d as a message that it may
+ * not have placed yet? */
+static bool overlaps_inflight(struct rail *rl, uint32_t d, uint64_t lo, uint64_t hi)
 {
-	struct rail *rl = &ctx->rails[rail];
+	for (int i = 0; i < SN_INFLIGHT; i++) {
+		struct inflight *f = &rl->inflight[d][i];
+		if (f->hi && f->seq > rl->placed_seq[d] && lo < f->hi && f->lo < hi)
+			return true;
+	}
+	return false;
+}
+
+/* Remembers [lo, hi), sent to node d as message seq. A slot is free when
+ * empty or placed; when none is, the new range joins the one that grows
+ * least (a range larger than sent only sends more chunks as messages). */
+static void note_inflight(struct rail *rl, uint32_t d, uint64_t lo, uint64_t hi, uint64_t seq)
+{
+	struct inflight *fs = rl->inflight[d], *best = NULL;
+	uint64_t grow = UINT64_MAX;
+	for (int i = 0; i < SN_INFLIGHT; i++) {
+		struct inflight *f = &fs[i];
+		if (!f->hi || f->seq <= rl->placed_seq[d]) {
+			*f = (struct inflight){lo, hi, seq};
+			return;
+		}
+		uint64_t nlo = f->lo < lo ? f->lo : lo, nhi = f->hi > hi ? f->hi : hi;
+		if (nhi - nlo - (f->hi - f->lo) < grow) {
+			grow = nhi - nlo - (f->hi - f->lo);
+			best = f;
+		}
+	}
+	if (lo < best->lo)
+		best->lo = lo;
+	if (hi > best->hi)
+		best->hi = hi;
+	best->seq = seq;
+}
+
+static struct slot *slot_get(struct sn_ctx *ctx, int rail, uint32_t dest, struct rec *r)
+{
 	struct slot *s = ctx->free_slots;
 	if (s) {
 		ctx->free_slots = s->next;
 		ctx->nfree_slots--;
 	} else if (!(s = malloc(sizeof(*s)))) {
-		return -ENOMEM;
+		return NULL;
 	}
 	memset(s, 0, offsetof(struct slot, hdr));
 	s->kind = SLOT_TX;
@@ -474,40 +531,67 @@ static int send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn
 	s->dest = dest;
 	s->rec = r;
 	s->iov[0].iov_base = s->hdr;
-	peer_use(ctx, rail, dest);
-	if (m->type == SN_MSG_XFER && plen > SN_INLINE_MAX && rl->rma[dest]) {
-		struct sn_msg pm = *m;
-		pm.flags |= SN_F_PLACED;
-		s->iov[0].iov_len = sn_wire_encode(&pm, s->hdr);
-		s->iov[1].iov_base = (void *)payload;
-		s->iov[1].iov_len = plen;
-		s->niov = 2;
-		s->writing = true;
-		s->roff = m->off + m->chunk_off;
-		goto queue;
-	}
-	if (m->flags & SN_F_PLACED) {
-		struct sn_msg pm = *m;
-		pm.flags &= (uint16_t)~SN_F_PLACED;
-		s->iov[0].iov_len = sn_wire_encode(&pm, s->hdr);
-	} else {
-		s->iov[0].iov_len = sn_wire_encode(m, s->hdr);
-	}
 	s->niov = 1;
-	if (plen && plen <= SN_INLINE_MAX) {
+	return s;
+}
+
+static void slot_queue(struct sn_ctx *ctx, struct rail *rl, struct slot *s)
+{
+	if (s->rec)
+		s->rec->tx_pending++;
+	ctx->tx_outstanding++;
+	txq_push(rl, s);
+}
+
+/* Queues message m to node dest, with an optional payload that must stay
+ * valid until the send completes. A chunk to a peer that published its key
+ * is written into its global memory by RMA and then announced by a header
+ * (SN_F_PLACED), unless it is small or overlaps a transfer the peer may not
+ * have handled yet (note_inflight): then it goes as a message. */
+static int send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn_msg *m,
+		    const void *payload, size_t plen, struct rec *r)
+{
+	struct rail *rl = &ctx->rails[rail];
+	struct slot *s = slot_get(ctx, rail, dest, r), *w = NULL;
+	if (!s)
+		return -ENOMEM;
+	peer_use(ctx, rail, dest);
+	uint64_t seq = ++rl->tx_seq[dest];
+	for (uint32_t i = 0; r && i < r->nchildren; i++)
+		if (r->children[i] == dest)
+			r->child_seq[i] = seq;
+	uint64_t lo = m->off + m->chunk_off;
+	struct sn_msg pm = *m;
+	if (m->type == SN_MSG_XFER && plen && rl->rma[dest] &&
+	    (plen <= SN_INLINE_MAX || overlaps_inflight(rl, dest, lo, lo + plen))) {
+		note_inflight(rl, dest, lo, lo + plen, seq);
+	} else if (m->type == SN_MSG_XFER && plen > SN_INLINE_MAX && rl->rma[dest]) {
+		/* the chunk by RMA write, then its header alone */
+		if (!(w = slot_get(ctx, rail, dest, r))) {
+			free(s);
+			return -ENOMEM;
+		}
+		w->write = true;
+		w->iov[0].iov_base = (void *)payload;
+		w->iov[0].iov_len = plen;
+		w->roff = lo;
+		pm.flags |= SN_F_PLACED;
+	}
+	if (!w)
+		pm.flags &= (uint16_t)~SN_F_PLACED;
+	s->iov[0].iov_len = sn_wire_encode(&pm, s->hdr);
+	if (!w && plen && plen <= SN_INLINE_MAX) {
 		/* small: one contiguous buffer, and the source is free at once */
 		memcpy(s->hdr + s->iov[0].iov_len, payload, plen);
 		s->iov[0].iov_len += plen;
-	} else if (plen) {
+	} else if (!w && plen) {
 		s->iov[1].iov_base = (void *)payload;
 		s->iov[1].iov_len = plen;
 		s->niov = 2;
 	}
-queue:
-	if (r)
-		r->tx_pending++;
-	ctx->tx_outstanding++;
-	txq_push(rl, s);
+	if (w)
+		slot_queue(ctx, rl, w);
+	slot_queue(ctx, rl, s);
 	tx_flush(ctx, rl);
 	return 0;
 }
@@ -816,6 +900,14 @@ static void handle_ack(struct sn_ctx *ctx, const struct sn_msg *m)
 		return;
 	}
 	sn_set_del(&r->waiting, m->sender);
+	/* a child that confirmed has handled every message of the operation,
+	 * and so (each peer's messages are handled in order) all we sent it
+	 * before: the small transfers among them are placed (note_inflight) */
+	struct rail *rl = &ctx->rails[r->rail];
+	for (uint32_t i = 0; i < r->nchildren; i++)
+		if (r->children[i] == m->sender && sn_set_has(&m->set, m->sender) &&
+		    r->child_seq[i] > rl->placed_seq[m->sender])
+			rl->placed_seq[m->sender] = r->child_seq[i];
 	sn_set_or(&r->ok, &m->set);
 	sn_set_or(&r->suspect, &m->set2);
 	combine_status(r, m->status);
@@ -897,7 +989,8 @@ static void tx_done(struct sn_ctx *ctx, struct slot *s)
 
 static void tx_failed(struct sn_ctx *ctx, struct slot *s, int err)
 {
-	note(ctx, "send to node %u failed: %s", s->dest, fi_strerror(-err));
+	note(ctx, "%s to node %u failed: %s", s->write ? "RMA write" : "send", s->dest,
+	     fi_strerror(-err));
 	if (s->rec && !s->rec->finished)
 		rec_child_failed(ctx, s->rec, s->dest);
 	tx_done(ctx, s);
@@ -959,13 +1052,7 @@ static int rail_progress(struct sn_ctx *ctx, int rail)
 			return fail(ctx, (int)n, "completion queue: %s", fi_strerror((int)-n));
 		for (ssize_t i = 0; i < n; i++) {
 			struct slot *s = ent[i].op_context;
-			if (s->kind == SLOT_TX && s->writing) {
-				/* the chunk is there: now the header that signals it */
-				s->writing = false;
-				s->niov = 1;
-				s->queued_ns = 0;
-				txq_push(rl, s);
-			} else if (s->kind == SLOT_TX) {
+			if (s->kind == SLOT_TX) {
 				tx_done(ctx, s);
 			} else {
 				handle_rx(ctx, rail, s->buf, ent[i].len);
@@ -1964,8 +2051,18 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	int rc;
 	if (!hints)
 		return fail(ctx, -ENOMEM, "out of memory");
-	/* RMA where the provider has it (FI_MSG alone otherwise, below) */
+	/* Messages in order (sn.h promises one sender's transfers in order);
+	 * RMA where the provider has it (FI_MSG alone otherwise, below), in
+	 * order with them: send after write, so a chunk's header,
+	 * sent right after its write, is handled by the peer once the chunk
+	 * is in place, without waiting for the write's completion (waiting
+	 * for it, delivery complete, let a stopped or dead peer stall every
+	 * later write on shm, which completes a sender's operations in the
+	 * order posted); write after write, so of two transfers into one
+	 * range the later stays */
 	hints->caps = ctx->cfg.rma ? FI_MSG | FI_RMA : FI_MSG;
+	hints->tx_attr->msg_order = hints->rx_attr->msg_order =
+		ctx->cfg.rma ? FI_ORDER_SAS | FI_ORDER_SAW | FI_ORDER_WAW : FI_ORDER_SAS;
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->mode = FI_CONTEXT | FI_CONTEXT2;
 	/* no FI_MR_LOCAL: providers that need registered buffers are used under
@@ -1988,6 +2085,7 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 			&rl->info);
 	if (rc == -FI_ENODATA && (hints->caps & FI_RMA)) {
 		hints->caps = FI_MSG;
+		hints->tx_attr->msg_order = hints->rx_attr->msg_order = FI_ORDER_SAS;
 		rc = fi_getinfo(FI_VERSION(1, 9), host, host ? port : NULL,
 				host ? FI_SOURCE : 0, hints, &rl->info);
 	}
@@ -2050,8 +2148,12 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	rl->rbase = calloc(ctx->n, sizeof(uint64_t));
 	rl->nrkey = calloc(ctx->n, sizeof(uint64_t));
 	rl->nrbase = calloc(ctx->n, sizeof(uint64_t));
+	rl->tx_seq = calloc(ctx->n, sizeof(uint64_t));
+	rl->placed_seq = calloc(ctx->n, sizeof(uint64_t));
+	rl->inflight = calloc(ctx->n, sizeof(*rl->inflight));
 	if (!rl->addrs || !rl->next || !rl->alens || !rl->nlens || !rl->stale || !rl->peers ||
-	    !rl->rma || !rl->nrma || !rl->rkey || !rl->rbase || !rl->nrkey || !rl->nrbase)
+	    !rl->rma || !rl->nrma || !rl->rkey || !rl->rbase || !rl->nrkey || !rl->nrbase ||
+	    !rl->tx_seq || !rl->placed_seq || !rl->inflight)
 		return fail(ctx, -ENOMEM, "out of memory");
 	/* global memory is exposed to remote writes only when asked for */
 	if (ctx->cfg.rma && (fi->caps & FI_RMA) && alen + RMA_TRAILER <= SN_ADDR_MAX)
@@ -2129,6 +2231,9 @@ static void rail_close(struct rail *rl)
 	free(rl->rbase);
 	free(rl->nrkey);
 	free(rl->nrbase);
+	free(rl->tx_seq);
+	free(rl->placed_seq);
+	free(rl->inflight);
 }
 
 /* "dir:PATH", "static:PORT" (with cfg->hosts) or "external". */

@@ -45,18 +45,19 @@ struct sn_config {
 	size_t chunk_size;        /* payload bytes per message, default 128 KiB */
 	unsigned rx_depth;        /* receive buffers posted per rail, default 32 */
 	uint64_t fault_die_after; /* fault injection: SIGKILL self once this many
-				     bytes were received (0: never) */	bool rma;                 /* XFER-AND-SIGNAL chunks by RMA write into the
+				     bytes were received (0: never) */
+	bool rma;                 /* XFER-AND-SIGNAL chunks by RMA write into the
 				     destination's global memory where the
 				     provider has FI_RMA and the peer published
 				     its key (not with "static:"); else messages.
-				     Off unless SN_RMA=1: docs/design/network.md
-				     says what it still lacks */
+				     On by default; SN_RMA=0 forces messages */
 };
-#define SN_RMA_DEFAULT 0
+#define SN_RMA_DEFAULT 1
 
 /* Fills defaults and then overrides from environment variables SN_PROVIDER,
  * SN_SYS_PROVIDER, SN_FANOUT, SN_TIMEOUT_MS, SN_SPIN_US, SN_CHUNK_SIZE, SN_RMA
- * (1: RMA writes where the provider has them, 0: messages only). */
+ * (1, the default: RMA writes where the provider has them; 0: messages
+ * only). */
 void sn_config_defaults(struct sn_config *cfg);
 
 int sn_open(const struct sn_config *cfg, struct sn_ctx **out);
@@ -118,6 +119,15 @@ enum sn_xfer_flags {
  * local_ev is SN_NO_EVENT (the data is then copied). local_ev fires when every
  * destination holds the data (or with an error naming those that do not);
  * remote_ev fires on each destination when it holds the data.
+ *
+ * Order: one node's transfers to a destination are delivered there in the
+ * order sn_xfer was called, whichever path each chunk takes (a message, or
+ * an RMA write and its header): its remote events are signalled in that
+ * order, and where two transfers' ranges overlap the later one's bytes
+ * are what stays. Not ordered with each other: transfers from different
+ * nodes, to different sets (they reach a node by different trees), on
+ * different rails (SN_XFER_SYS with a system rail), and the remote event
+ * of an SN_XFER_ATOMIC transfer, which is signalled at its commit.
  *
  * Only a local event (or SN_XFER_ATOMIC, whose commit phase needs them) makes
  * the destinations acknowledge. With local_ev == SN_NO_EVENT and no

@@ -418,6 +418,7 @@ void mm_stop(struct mm *mm)
 	persist_close(mm);
 	free(mm->nodes);
 	free(mm->strobe_buf);
+	gm_copy_free(&mm->verify);
 	sodium_memzero(mm->key, sizeof(mm->key));
 	conf_free(&mm->conf);
 }

@@ -224,6 +224,7 @@ struct mm {
 	uint8_t key[GM_KEY_LEN]; /* cluster key: tags MM <-> node messages */
 	uint8_t file_nonce[16];  /* random per start: file chunk keys (gm_file_tag) */
 	struct gm_ratelimit rl_ctl, rl_report; /* refusals in the log */
+	struct gm_copy verify;   /* a report is verified, then used, here (gm_copy) */
 	struct fault fault;      /* tests only: point "strobe", that strobe goes out altered */
 	struct mm_boot *boot;    /* boot.c: registrations (bootstrap = mm), or NULL */
 };

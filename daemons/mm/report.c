@@ -22,11 +22,14 @@ static void consume_report(struct mm *mm, int idx)
 			       mm->conf.nodes[idx], len);
 		return;
 	}
-	uint8_t *tag = slot + 4 + len;
-	memcpy(slot, &len, 4); /* the tag covers the length word as sent */
-	bool genuine = gm_mac_ok(mm->key, GM_MAC_REPORT, (uint32_t)idx, slot, 4 + len, tag);
-	memset(slot, 0, 4);
-	if (!genuine) {
+	/* verified and decoded in a private copy (gm_copy) */
+	uint8_t *copy = (uint8_t *)gm_copy(&mm->verify, slot, 4 + len + GM_TAG_LEN);
+	if (!copy) {
+		slog("node %s: no memory to check its report; ignored", mm->conf.nodes[idx]);
+		return;
+	}
+	memcpy(copy, &len, 4); /* the tag covers the length word as sent */
+	if (!gm_mac_ok(mm->key, GM_MAC_REPORT, (uint32_t)idx, copy, 4 + len, copy + 4 + len)) {
 		/* forged or altered: the node resends a report that is not
 		 * acknowledged, so a genuine one overwritten here is not lost */
 		slog_limited(&mm->rl_report,
@@ -35,7 +38,7 @@ static void consume_report(struct mm *mm, int idx)
 		return;
 	}
 	const char *why;
-	Storm__Cl__Report *r = mm_report_decode(slot, len, &why);
+	Storm__Cl__Report *r = mm_report_decode(copy, len, &why);
 	if (!r) {
 		slog("node %s: %s (%u bytes); ignored", mm->conf.nodes[idx], why, len);
 		return;

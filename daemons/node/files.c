@@ -182,9 +182,16 @@ void nd_files_arrived(struct nd *nd, int b, int count)
 			       b, nd->file_seq[b]);
 			continue;
 		}
-		const uint8_t *data = nd->gmem + GM_FILE_BUF_AT(b) + sizeof(struct file_chunk);
+		/* verified and written from a private copy (gm_copy) */
+		const uint8_t *data = NULL;
+		if (hdr.len <= GM_FILE_DATA_MAX &&
+		    !(data = gm_copy(&nd->verify,
+				     nd->gmem + GM_FILE_BUF_AT(b) + sizeof(struct file_chunk), hdr.len))) {
+			slog("file chunk %" PRIu64 ": no memory to check it; ignored", hdr.seq);
+			continue;
+		}
 		uint8_t want[GM_TAG_LEN];
-		if (hdr.len <= GM_FILE_DATA_MAX)
+		if (data)
 			gm_file_tag(nd->key, hdr.nonce, hdr.seq, &hdr, offsetof(struct file_chunk, tag),
 				    data, hdr.len, want);
 		if (hdr.len > GM_FILE_DATA_MAX || sodium_memcmp(want, hdr.tag, GM_TAG_LEN) != 0) {

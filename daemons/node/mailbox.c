@@ -53,6 +53,7 @@ struct nd_mb {
 	uint64_t *peer_inc;            /* per source node: its incarnation, 0: unknown */
 	struct gm_ratelimit forged_log;
 	nd_mb_handler handlers[ND_MB_TYPES];
+	struct gm_copy copy;           /* a message verified, then handled (gm_copy) */
 };
 
 /* an incarnation is its daemon's start on this clock */
@@ -96,6 +97,7 @@ void nd_mb_close(struct nd *nd)
 			free(o);
 		}
 	free(m->out);
+	gm_copy_free(&m->copy);
 	free(m->consumed);
 	free(m->unacked);
 	free(m->peer_inc);
@@ -208,11 +210,24 @@ void nd_mb_strobe(struct nd *nd)
 		ack(nd, from);
 }
 
-static bool genuine(struct nd *nd, uint32_t from, const uint8_t *slot, const struct mb_hdr *h)
+/* If the slot holds a message from node `from` with its tag: a private copy
+ * of it, verified there and to be used from there (gm_copy), with *h read
+ * again from the copy; else NULL. */
+static const uint8_t *genuine(struct nd *nd, uint32_t from, const uint8_t *slot,
+			      struct mb_hdr *h)
 {
-	return h->len <= nd->mb->max_msg - sizeof(*h) &&
-	       gm_mac_ok(nd->key, GM_MAC_BCS, from, slot, sizeof(*h) + h->len,
-			 slot + sizeof(*h) + h->len);
+	if (h->len > nd->mb->max_msg - sizeof(*h))
+		return NULL;
+	size_t len = sizeof(*h) + h->len;
+	const uint8_t *c = gm_copy(&nd->mb->copy, slot, len + GM_TAG_LEN);
+	if (!c)
+		return NULL;
+	uint32_t sent_len = h->len;
+	memcpy(h, c, sizeof(*h));
+	/* the length the tag is checked over is the one the copy holds */
+	if (h->len != sent_len || !gm_mac_ok(nd->key, GM_MAC_BCS, from, c, len, c + len))
+		return NULL;
+	return c;
 }
 
 /* A peer daemon we do not know (we started after it) or that restarted
@@ -279,7 +294,8 @@ void nd_mb_arrived(struct nd *nd)
 			memcpy(&h, slot, sizeof(h));
 			if (h.magic != MB_MAGIC || h.seq != want)
 				break;
-			if (!genuine(nd, from, slot, &h)) {
+			const uint8_t *msg = genuine(nd, from, slot, &h);
+			if (!msg || h.magic != MB_MAGIC || h.seq != want) {
 				/* forged or torn: wait for the sender's genuine message */
 				unsigned held = 0;
 				if (gm_ratelimit_ok(&m->forged_log, (double)clock_mono_ns() / 1e9, &held))
@@ -289,7 +305,7 @@ void nd_mb_arrived(struct nd *nd)
 			}
 			nd_mb_handler fn = h.type < ND_MB_TYPES ? m->handlers[h.type] : NULL;
 			if (fn)
-				fn(nd, from, h.type, h.job, h.arg, slot + sizeof(h), h.len);
+				fn(nd, from, h.type, h.job, h.arg, msg + sizeof(h), h.len);
 			m->consumed[from] = want;
 			if (++m->unacked[from] >= GM_BCS_SLOTS / 2)
 				ack(nd, from);

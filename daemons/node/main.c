@@ -208,7 +208,9 @@ static void on_turn(void *arg)
 		nd_mb_arrived(nd);
 	nd_copy_pump(nd);
 	if (drain_event(nd, EV_REPORT_ACK)) {
-		const uint8_t *v = nd->gmem + GM_VAR_REPORT_ACK;
+		/* verified and used in a private copy (gm_copy) */
+		uint8_t v[sizeof(struct report_ack) + GM_TAG_LEN];
+		memcpy(v, nd->gmem + GM_VAR_REPORT_ACK, sizeof(v));
 		struct report_ack a;
 		memcpy(&a, v, sizeof(a));
 		if (!gm_mac_ok(nd->key, GM_MAC_ACK, nd->index, v, sizeof(a), v + sizeof(a))) {
@@ -412,5 +414,6 @@ int main(int argc, char **argv)
 	if (nd.sigfd >= 0)
 		close(nd.sigfd);
 	conf_free(&nd.conf);
+	gm_copy_free(&nd.verify);
 	return status;
 }

@@ -12,13 +12,20 @@
 
 static bool slot_holds(struct nd *nd, uint32_t seq);
 
-/* Does the ring slot hold a command the MM tagged? Its length in *len. */
-static bool slot_genuine(struct nd *nd, const uint8_t *slot, uint32_t *len)
+/* If the ring slot holds a command the MM tagged: a private copy of it,
+ * verified there and to be decoded from there (gm_copy); else NULL. Its
+ * length in *len. */
+static const uint8_t *slot_genuine(struct nd *nd, const uint8_t *slot, uint32_t *len)
 {
 	memcpy(len, slot, 4);
 	if (*len == 0 || *len > GM_CMD_SLOT_SIZE - 4 - GM_TAG_LEN)
-		return false;
-	return gm_mac_ok(nd->key, GM_MAC_CMD, GM_MAC_ANY_NODE, slot, 4 + *len, slot + 4 + *len);
+		return NULL;
+	uint8_t *c = (uint8_t *)gm_copy(&nd->verify, slot, 4 + *len + GM_TAG_LEN);
+	if (!c)
+		return NULL;
+	memcpy(c, len, 4);
+	return gm_mac_ok(nd->key, GM_MAC_CMD, GM_MAC_ANY_NODE, c, 4 + *len, c + 4 + *len) ? c
+											      : NULL;
 }
 
 static void act(struct nd *nd, const Storm__Cl__Command *cmd)
@@ -61,7 +68,8 @@ void nd_on_commands(struct nd *nd)
 		memcpy(&len, slot, 4);
 		if (len == 0)
 			return; /* not arrived yet (consumed slots are zeroed) */
-		if (!slot_genuine(nd, slot, &len)) {
+		const uint8_t *copy = slot_genuine(nd, slot, &len);
+		if (!copy) {
 			/* forged or altered: never acted on, never skipped over
 			 * (skipping would let a forger cancel commands); the MM's
 			 * genuine command overwrites it */
@@ -71,7 +79,7 @@ void nd_on_commands(struct nd *nd)
 			nd->cmd_refused_seq = want;
 			return;
 		}
-		Storm__Cl__Command *cmd = nd_command_decode(slot, &len);
+		Storm__Cl__Command *cmd = nd_command_decode(copy, &len);
 		if (cmd && cmd->epoch != nd->mm_epoch) {
 			/* a dead MM's, landed late: not the command this MM numbers
 			 * so; cleared, so the genuine one (or a skip) can come */
@@ -150,10 +158,10 @@ static void skip_unsent_commands(struct nd *nd, uint32_t last_sent, bool rejoine
 static bool slot_holds(struct nd *nd, uint32_t seq)
 {
 	uint32_t len;
-	uint8_t *slot = nd->gmem + GM_CMD_SLOT(seq);
-	if (!slot_genuine(nd, slot, &len))
+	const uint8_t *copy = slot_genuine(nd, nd->gmem + GM_CMD_SLOT(seq), &len);
+	if (!copy)
 		return false;
-	Storm__Cl__Command *cmd = nd_command_decode(slot, &len);
+	Storm__Cl__Command *cmd = nd_command_decode(copy, &len);
 	bool holds = cmd && cmd->seq == seq && cmd->epoch == nd->mm_epoch;
 	if (cmd)
 		storm__cl__command__free_unpacked(cmd, NULL);
@@ -185,14 +193,19 @@ void nd_on_strobe(struct nd *nd)
 	struct strobe s;
 	struct strobe_slot slots[STROBE_AHEAD_MAX + 1];
 	uint64_t ack, run, run_ahead[STROBE_AHEAD_MAX];
-	if (nd_strobe_read(nd->gmem + GM_STROBE, nd->index, &s, &ack, &run, slots, run_ahead) < 0 ||
+	/* read and verified in a private copy (gm_copy) */
+	const uint8_t *raw = gm_copy(&nd->verify, nd->gmem + GM_STROBE, GM_STROBE_MAX);
+	if (!raw) {
+		slog("no memory to check a strobe; ignored");
+		return;
+	}
+	if (nd_strobe_read(raw, nd->index, &s, &ack, &run, slots, run_ahead) < 0 ||
 	    s.nnodes != (uint32_t)nd->conf.nnodes) {
 		nd_log_refused(nd, "strobe %" PRIu64 " claims %u nodes (the cluster has %d) "
 				   "and %u slices ahead, or its slots go back; refused",
 			       s.slice, s.nnodes, nd->conf.nnodes, strobe_ahead(&s));
 		return;
 	}
-	const uint8_t *raw = nd->gmem + GM_STROBE;
 	size_t signed_size = strobe_signed_size(s.nnodes, strobe_ahead(&s));
 	if (!gm_mac_ok(nd->key, GM_MAC_STROBE, GM_MAC_ANY_NODE, raw, signed_size,
 		       raw + signed_size)) {

@@ -61,6 +61,12 @@ expect "nodes --json" 0 storm nodes --json
 if python3 -c 'import json,sys; n=json.load(open(sys.argv[1]))["nodes"]; sys.exit(not (len(n)==8 and all(x["state"]=="UP" for x in n)))' "$T/out"; then
 	ok "all 8 nodes UP"
 else bad "all 8 nodes UP"; fi
+# the path transfers take: RMA writes where the provider has them (the
+# default), messages with SN_RMA=0
+want_path="RMA write"
+[ "${SN_RMA:-1}" = 0 ] && want_path="message"
+if grep -q "transfers by $want_path" "$C"/log/node00.log; then ok "transfers by $want_path"
+else bad "transfers by $want_path (node00.log: $(grep -o 'transfers by [a-zA-Z ]*' "$C"/log/node00.log))"; fi
 
 # ---- output, labels, environment, cwd
 expect "run -N 8 -n 32" 0 storm run -N 8 -n 32 --label sh -c \

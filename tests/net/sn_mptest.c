@@ -18,7 +18,7 @@
 enum { VAR_A = 4096, VAR_B = 4104, VAR_BAR = 4112, VAR_WIN = 4120, VAR_GO = 4128,
        DATA = 8192 };
 enum { EV_DATA = 1, EV_LOCAL = 2, EV_GO = 3, EV_SINGLE = 4, EV_BIG = 5, EV_REPLY = 6,
-       EV_ATOMIC = 7, EV_UNUSED = 9 };
+       EV_ATOMIC = 7, EV_ORDER = 8, EV_UNUSED = 9 };
 #define BIG (16u << 20)
 #define GMEM (DATA + BIG + 8192)
 /* Bound on one operation. Generous: 32 processes share 2 cores here, and on
@@ -609,6 +609,149 @@ static int scen_kill(const struct spawn_node *nd)
 	return 0;
 }
 
+/* ------------------------------------------------------------ order */
+
+/* One sender's transfers to the same nodes are delivered in the order they
+ * were issued whichever path each takes: small ones (messages), large ones
+ * (RMA writes where the provider has them, several chunks), some
+ * acknowledged, most not, all into one range. Each begins with its number:
+ * after a round, the range must hold the round's last transfer, which an
+ * earlier transfer overtaking it (its signal, or its bytes landing late)
+ * would have overwritten. */
+#define ORDER_ROUNDS 12
+#define ORDER_BATCH 7
+static int scen_order(const struct spawn_node *nd)
+{
+	static const size_t sizes[] = {8, 300 << 10, 200, 64 << 10, 16, 8, 130 << 10, 256, 257};
+	enum { NSIZES = sizeof(sizes) / sizeof(sizes[0]) };
+	uint32_t self = nd->id;
+	struct sn_ctx *ctx = open_node(nd, GMEM);
+	struct sn_nodeset all, others;
+	all_nodes(ctx, &all);
+	others = all;
+	sn_set_del(&others, 0);
+	uint8_t *bufs[ORDER_BATCH], *expect = malloc(300 << 10);
+	CHECK(expect, "out of memory");
+	for (int b = 0; b < ORDER_BATCH; b++)
+		CHECK((bufs[b] = malloc(300 << 10)), "out of memory");
+	uint64_t k = 0;
+	for (unsigned round = 0; round < ORDER_ROUNDS; round++) {
+		size_t last = 0;
+		unsigned acked = 0;
+		for (unsigned b = 0; b < ORDER_BATCH; b++) {
+			k++;
+			last = sizes[(round * 3 + b) % NSIZES];
+			if (self != 0)
+				continue;
+			fill(bufs[b], last, k);
+			memcpy(bufs[b], &k, 8);
+			/* every third acknowledged (its buffer kept until then) */
+			bool ack = b % 3 == 1;
+			acked += ack;
+			CHECK(sn_xfer(ctx, &others, DATA, bufs[b], last, ack ? EV_ORDER : SN_NO_EVENT,
+				      EV_DATA, 0) == 0, "xfer %" PRIu64 ": %s", k, sn_strerror(ctx));
+		}
+		if (self == 0) {
+			for (unsigned a = 0; a < acked; a++)
+				CHECK(sn_test_event(ctx, EV_ORDER, 4 * OP_TIMEOUT_MS, NULL) == 1,
+				      "local event, round %u: %s", round, sn_strerror(ctx));
+		} else {
+			for (unsigned b = 0; b < ORDER_BATCH; b++)
+				CHECK(sn_test_event(ctx, EV_DATA, 4 * OP_TIMEOUT_MS, NULL) == 1,
+				      "transfer %u of round %u", b, round);
+			uint64_t v;
+			memcpy(&v, (uint8_t *)sn_gmem(ctx) + DATA, 8);
+			CHECK(v == k, "round %u: the range holds transfer %" PRIu64 ", not the "
+				      "last one (%" PRIu64 ", %zu bytes)", round, v, k, last);
+			fill(expect, last, k);
+			CHECK(memcmp((uint8_t *)sn_gmem(ctx) + DATA + 8, expect + 8, last - 8) == 0,
+			      "round %u: bytes of transfer %" PRIu64 " (%zu) overwritten", round, k,
+			      last);
+		}
+		CHECK(barrier(ctx, &all, round + 1) == 0, "barrier %u: %s", round, sn_strerror(ctx));
+	}
+	for (int b = 0; b < ORDER_BATCH; b++)
+		free(bufs[b]);
+	free(expect);
+	sn_close(ctx);
+	return 0;
+}
+
+/* ------------------------------------------------------------ stopped */
+
+/* Is process pid stopped (SIGSTOP)? */
+static bool is_stopped(pid_t pid)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	const char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] == 'T';
+}
+
+/* A peer that stops handling its traffic (stopped here; dead is the same
+ * to a sender) must not hold up what goes to the others: on shm, which
+ * completes a sender's operations in the order posted, a write to it never
+ * completes, and a header that waited for its own write's completion
+ * behind it never left (the RMA path lost the dead node's siblings' data
+ * in `kill` that way). */
+static int scen_stopped(const struct spawn_node *nd)
+{
+	uint32_t self = nd->id;
+	struct sn_ctx *ctx = open_node(nd, GMEM);
+	struct sn_nodeset all, one, two, zero;
+	all_nodes(ctx, &all);
+	sn_set_clear(&one);
+	sn_set_add(&one, 1);
+	sn_set_clear(&two);
+	sn_set_add(&two, 2);
+	sn_set_clear(&zero);
+	sn_set_add(&zero, 0);
+	size_t len = 1u << 20;
+	uint8_t *buf = malloc(len);
+	CHECK(buf, "out of memory");
+	CHECK(barrier(ctx, &all, 1) == 0, "barrier");
+	if (self == 2) {
+		uint64_t pid = (uint64_t)getpid();
+		CHECK(sn_xfer(ctx, &zero, VAR_A, &pid, 8, EV_LOCAL, EV_SINGLE, 0) == 0 &&
+			      sn_test_event(ctx, EV_LOCAL, 4 * OP_TIMEOUT_MS, NULL) == 1,
+		      "pid to node 0: %s", sn_strerror(ctx));
+		raise(SIGSTOP); /* until node 0 has checked node 1 */
+		CHECK(sn_test_event(ctx, EV_DATA, 4 * OP_TIMEOUT_MS, NULL) == 1, "data, late");
+	} else if (self == 0) {
+		CHECK(sn_test_event(ctx, EV_SINGLE, 4 * OP_TIMEOUT_MS, NULL) == 1, "node 2's pid");
+		pid_t pid = (pid_t)sn_var_load(ctx, VAR_A);
+		uint64_t t0 = now_ms();
+		while (!is_stopped(pid) && now_ms() - t0 < 4 * OP_TIMEOUT_MS)
+			sn_test_event(ctx, EV_UNUSED, 1, NULL);
+		CHECK(is_stopped(pid), "node 2 (pid %d) did not stop", (int)pid);
+		fill(buf, len, 5);
+		bool sent = sn_xfer(ctx, &two, DATA, buf, len, SN_NO_EVENT, EV_DATA, 0) == 0 &&
+			    sn_xfer(ctx, &one, DATA, buf, len, SN_NO_EVENT, EV_DATA, 0) == 0;
+		int rc = sent ? sn_test_event(ctx, EV_REPLY, 4 * OP_TIMEOUT_MS, NULL) : -1;
+		bool stopped = is_stopped(pid);
+		kill(pid, SIGCONT);
+		CHECK(sent, "xfers: %s", sn_strerror(ctx));
+		CHECK(rc == 1, "node 1 did not get its data while node 2 was stopped");
+		CHECK(stopped, "node 2 was resumed before node 1 answered");
+	} else {
+		CHECK(sn_test_event(ctx, EV_DATA, 4 * OP_TIMEOUT_MS, NULL) == 1, "data");
+		uint64_t ok = 1;
+		CHECK(sn_xfer(ctx, &zero, VAR_B, &ok, 8, EV_LOCAL, EV_REPLY, 0) == 0 &&
+			      sn_test_event(ctx, EV_LOCAL, 4 * OP_TIMEOUT_MS, NULL) == 1,
+		      "reply: %s", sn_strerror(ctx));
+	}
+	CHECK(barrier(ctx, &all, 2) == 0, "barrier 2: %s", sn_strerror(ctx));
+	free(buf);
+	sn_close(ctx);
+	return 0;
+}
+
 /* ------------------------------------------------------------ two rails */
 
 /* System traffic on a second rail (tcp;ofi_rxm) beside the data rail. */
@@ -759,6 +902,7 @@ static int run_scenario(int prov, int (*fn)(const struct spawn_node *), uint32_t
 	X(P, caw, 2) X(P, caw, 8) X(P, caw, 32)                   \
 	X(P, concurrent, 2) X(P, concurrent, 8) X(P, concurrent, 32) \
 	X(P, overlap, 5) X(P, overlap, 16)                        \
+	X(P, order, 2) X(P, order, 8) X(P, stopped, 3)            \
 	X(P, kill, 2) X(P, kill, 8) X(P, kill, 32)                \
 	X(P, rails, 8) X(P, static, 4) X(P, badargs, 1)
 

@@ -120,6 +120,30 @@ static void test_key_file(void)
 	rmdir(dir);
 }
 
+/* What is verified is a copy: a later change to the source (a remote write
+ * into global memory) does not reach it, and the buffer grows as needed. */
+static void test_copy(void)
+{
+	struct gm_copy c = {0};
+	uint8_t src[4096], key[GM_KEY_LEN] = {7}, tag[GM_TAG_LEN];
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)i;
+	gm_mac(key, GM_MAC_CMD, 3, src, 100, src + 100);
+	const uint8_t *a = gm_copy(&c, src, 100 + GM_TAG_LEN);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	src[5] ^= 1; /* the writer changes the bytes after the copy */
+	CU_ASSERT_TRUE(gm_mac_ok(key, GM_MAC_CMD, 3, a, 100, a + 100));
+	CU_ASSERT_FALSE(gm_mac_ok(key, GM_MAC_CMD, 3, src, 100, src + 100));
+	const uint8_t *b = gm_copy(&c, src, sizeof(src));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	CU_ASSERT_TRUE(c.cap >= sizeof(src));
+	CU_ASSERT_EQUAL(memcmp(b, src, sizeof(src)), 0);
+	gm_mac(key, GM_MAC_CMD, 3, b, 100, tag);
+	CU_ASSERT_NOT_EQUAL(memcmp(tag, src + 100, GM_TAG_LEN), 0);
+	gm_copy_free(&c);
+	CU_ASSERT_PTR_NULL(c.buf);
+}
+
 static void test_ratelimit(void)
 {
 	struct gm_ratelimit r = { 0 };
@@ -244,6 +268,7 @@ void add_auth_suite(void)
 	CU_add_test(s, "file chunk tags: bits, chunk number, nonce, length", test_file_tag);
 	CU_add_test(s, "key file checks", test_key_file);
 	CU_add_test(s, "log rate limit", test_ratelimit);
+	CU_add_test(s, "gm_copy: the copy is what is verified", test_copy);
 	CU_add_test(s, "control envelope parsing", test_env_parse);
 	CU_add_test(s, "session tags: order, replay, alteration, direction", test_session_tags);
 	CU_add_test(s, "mm_may_touch: owner, root, others", test_may_touch);
