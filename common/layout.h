@@ -228,18 +228,20 @@ static inline uint64_t gm_bcs_slot(uint32_t nnodes, uint32_t from, uint32_t k)
 
 /* BCS-MPI bulk areas, after the mailboxes: on node i, one per source node,
  * which node `from` fills with message data node i granted it (bcs.c), in
- * GM_BCS_AREA_BUFS buffers so that one is read into a rank while the next
- * is on the wire. Size per source: 32 MiB / nodes, between 512 KiB and 4 MiB
- * (a multiple of 64 KiB), so a node's areas together stay at or under
- * 32 MiB up to 64 nodes (512 KiB each beyond, 500 MiB at the 1000-node
- * maximum) while two nodes get buffers of 2 MiB, a millisecond slice's
- * worth at shared-memory speed. */
-#define GM_BCS_AREA_BUFS 2u
+ * GM_BCS_AREA_BUFS buffers, so that while one is copied into a rank others
+ * are read from the sender's rank or on the wire. Size per source:
+ * 32 MiB / nodes, between 512 KiB and 8 MiB (a multiple of 64 KiB), so a
+ * node's areas together stay at or under 32 MiB up to 64 nodes (512 KiB
+ * each beyond: 500 MiB at the 1000-node maximum, mapped only where a peer
+ * writes), while up to 4 nodes get buffers of 2 MiB: the fewer round trips
+ * (grant, data, DATA) a message takes, the closer it gets to the link's
+ * rate. */
+#define GM_BCS_AREA_BUFS 4u
 static inline uint64_t gm_bcs_area_size(uint32_t nnodes)
 {
-	uint64_t s = nnodes ? ((uint64_t)32 << 20) / nnodes : ((uint64_t)4 << 20);
-	if (s > ((uint64_t)4 << 20))
-		s = (uint64_t)4 << 20;
+	uint64_t s = nnodes ? ((uint64_t)32 << 20) / nnodes : ((uint64_t)8 << 20);
+	if (s > ((uint64_t)8 << 20))
+		s = (uint64_t)8 << 20;
 	if (s < ((uint64_t)512 << 10))
 		s = (uint64_t)512 << 10;
 	return s & ~(uint64_t)65535;

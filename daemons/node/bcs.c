@@ -63,6 +63,7 @@ static void send_grants(struct nd *nd, struct bjob *j, uint32_t node, uint32_t b
 		return;
 	nd->bcs->next_flags = buf;
 	bcs_send(nd, node, M_GRANT, j->id, gen, (uint32_t)n, g, n * sizeof(*g), NULL, 0);
+	nd->bcs->spin_until_ns = clock_mono_ns() + BCS_SPIN_NS;
 }
 
 /* A free buffer of the area for data from node `from`, taken; -1: none. */
@@ -74,9 +75,11 @@ static int take_buf(struct nd_bcs *b, uint32_t from)
 		if (a->busy && now - a->since_ns > BCS_AREA_STALE_NS) {
 			slog("node %u never said what it put in buffer %u of its area; freed", from, k);
 			a->busy = false;
+			b->nbusy--;
 		}
 		if (!a->busy) {
 			a->busy = true;
+			b->nbusy++;
 			a->gen++;
 			a->since_ns = now;
 			return (int)k;
@@ -569,6 +572,26 @@ static void exchange(struct nd *nd, struct bjob *j, uint64_t cover, uint32_t qui
  * event is taken. */
 static void bulk_go(struct nd *nd, struct bulk *bk);
 
+/* Staging blocks of a buffer's size are kept for the next transfers: a
+ * fresh one would be faulted in page by page each time. */
+static uint8_t *stage_get(struct nd_bcs *b)
+{
+	if (b->nspare)
+		return b->spare[--b->nspare];
+	uint8_t *p = malloc(b->buf_size);
+	if (!p)
+		abort();
+	return p;
+}
+
+static void stage_put(struct nd_bcs *b, uint8_t *p)
+{
+	if (p && b->nspare < GM_BCS_BULK_EVS)
+		b->spare[b->nspare++] = p;
+	else
+		free(p);
+}
+
 static void bulk_done(struct nd *nd, struct bulk *bk, int err)
 {
 	for (uint32_t i = 0; err && i < bk->nrec; i++)
@@ -576,7 +599,7 @@ static void bulk_done(struct nd *nd, struct bulk *bk, int err)
 	nd->bcs->next_flags = bk->buf;
 	bcs_send(nd, bk->to, M_DATA, bk->job, bk->gen, bk->nrec, bk->rec,
 		 bk->nrec * sizeof(*bk->rec), NULL, 0);
-	free(bk->data);
+	stage_put(nd->bcs, bk->data);
 	free(bk->rec);
 	free(bk);
 }
@@ -604,6 +627,7 @@ static void bulk_go(struct nd *nd, struct bulk *bk)
 			return;
 		}
 		b->inflight[k] = bk;
+		b->spin_until_ns = clock_mono_ns() + BCS_SPIN_NS;
 		return;
 	}
 	bk->next = NULL;
@@ -653,8 +677,8 @@ static void on_grant(struct nd *nd, struct bjob *j, uint32_t from, uint32_t buf,
 			if (g[i].len <= b->buf_size && g[i].aoff <= b->buf_size - g[i].len &&
 			    g[i].aoff + g[i].len > bk->len)
 				bk->len = g[i].aoff + g[i].len;
-		if (bk->len && !(bk->data = malloc(bk->len)))
-			abort();
+		if (bk->len)
+			bk->data = stage_get(b);
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct wdata *w = bk ? &bk->rec[i] : NULL;
@@ -734,6 +758,7 @@ static void on_bulk(struct nd *nd, struct bjob *j, uint32_t from, const struct m
 			on_data(j, from, &w, at);
 	}
 	a->busy = false;
+	b->nbusy--;
 	if (j)
 		grant(nd, j);
 }
@@ -891,6 +916,7 @@ static void phase(struct nd *nd)
 			     (j->active ? CK_ACTIVE : 0);
 		}
 		exchange(nd, j, slice, quiet ? lag + 1u : 0, ck);
+		b->spin_until_ns = clock_mono_ns() + BCS_SPIN_NS;
 		j->qmask[b->self] = bcs_quiet_push(j->cover[b->self], j->qmask[b->self], slice, quiet);
 		if (quiet)
 			j->qlag[b->self][slice % 64] = lag;
@@ -934,12 +960,35 @@ void nd_bcs_strobe(struct nd *nd)
 		b->phase_at_ns = 1;
 }
 
+/* Something of BCS-MPI waits on a peer: a round on its DESC, a granted
+ * buffer on its data, a bulk transfer on its completion. */
+static bool waits_on_peer(const struct nd_bcs *b)
+{
+	if (b->nbusy || b->bq_head)
+		return true;
+	for (unsigned k = 0; k < GM_BCS_BULK_EVS; k++)
+		if (b->inflight[k])
+			return true;
+	for (const struct bjob *j = b->jobs; j; j = j->next)
+		if (j->job && j->map && j->round < j->cover[b->self])
+			return true;
+	return false;
+}
+
 int nd_bcs_timer_ms(const struct nd *nd)
 {
 	const struct nd_bcs *b = nd->bcs;
-	if (!b || !b->phase_at_ns)
+	if (!b)
 		return -1;
 	uint64_t now = clock_mono_ns();
+	/* a provider without a wait descriptor (shm) is polled every
+	 * millisecond: a hop of the data path would cost that much, so the
+	 * loop polls without sleeping while the path waits on a peer, for at
+	 * most BCS_SPIN_NS after the last thing it sent */
+	if (now < b->spin_until_ns && waits_on_peer(b))
+		return 0;
+	if (!b->phase_at_ns)
+		return -1;
 	return b->phase_at_ns <= now ? 0 : (int)((b->phase_at_ns - now + 999999) / 1000000);
 }
 
@@ -1203,6 +1252,8 @@ void nd_bcs_close(struct nd *nd)
 		free(q->rec);
 		free(q);
 	}
+	while (b->nspare)
+		free(b->spare[--b->nspare]);
 	free(b->area);
 	free(b->bounce);
 	free(b);

@@ -27,6 +27,7 @@
  * any transfer into it has failed long before (sn_xfer's bound) */
 #define BCS_AREA_STALE_NS (30ull * 1000000000u)
 #define BCS_NOBUF UINT32_MAX    /* GRANT: records that move no data */
+#define BCS_SPIN_NS (2000000u)  /* polling without sleep after sending (nd_bcs_timer_ms) */
 #define BCS_BOUNCE (1u << 20)   /* copies between two ranks of a node, per step */
 #define BCS_DEAD_JOBS 64
 #define BCS_HASH 4096           /* buckets of the per-job request tables */
@@ -236,6 +237,10 @@ struct nd_bcs {
 	uint64_t buf_size, slice_budget;
 	struct bulk *inflight[GM_BCS_BULK_EVS];
 	struct bulk *bq_head, *bq_tail;   /* waiting for an event */
+	uint32_t nbusy;                   /* buffers granted, their data not in yet */
+	uint8_t *spare[GM_BCS_BULK_EVS];  /* staging blocks for the next transfers */
+	uint32_t nspare;
+	uint64_t spin_until_ns;           /* nd_bcs_timer_ms */
 };
 
 /* bcs_job.c */
