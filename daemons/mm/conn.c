@@ -17,6 +17,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* how long a finished connection waits for its peer to close first */
+#define CLIENT_LINGER_S 5.0
+
 static void update_epoll(struct mm *mm, struct client *c)
 {
 	ev_io_mod(mm->loop, c->fd, EPOLLIN | (c->out_len ? EPOLLOUT : 0));
@@ -118,10 +121,14 @@ static void flush(struct mm *mm, struct client *c)
 	}
 	if (c->fd < 0)
 		return;
-	if (!c->out_len && c->closing)
-		client_close(mm, c);
-	else
-		update_epoll(mm, c);
+	if (!c->out_len && c->closing && !c->close_by) {
+		/* half-close, and close once the peer has: closing with its
+		 * frames still unread resets the connection, and the peer can
+		 * then lose the last replies waiting in its receive queue */
+		shutdown(c->fd, SHUT_WR);
+		c->close_by = clock_wall_s() + CLIENT_LINGER_S;
+	}
+	update_epoll(mm, c);
 }
 
 /* Appends env to an output buffer as one frame (4-byte big-endian length,
@@ -193,8 +200,11 @@ void client_close(struct mm *mm, struct client *c)
 
 void clients_reap(struct mm *mm)
 {
+	double now = clock_wall_s();
 	for (struct client **pp = &mm->clients; *pp;) {
 		struct client *c = *pp;
+		if (c->fd >= 0 && c->close_by && now >= c->close_by)
+			client_close(mm, c); /* a peer that never closed its end */
 		if (c->fd >= 0) {
 			pp = &c->next;
 			continue;

@@ -52,6 +52,7 @@ struct client {
 	uint8_t *out;            /* replies not yet written */
 	size_t out_len, out_cap;
 	bool closing;            /* close once out is flushed */
+	double close_by;         /* >0: half-closed, closed by then at the latest */
 	struct job *job;         /* interactive job streaming here */
 	double status_deadline;  /* >0: a ClusterStatus waiting for all nodes UP */
 	struct client *next;

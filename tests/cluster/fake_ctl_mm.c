@@ -19,6 +19,7 @@
  * STATE_DIR/NAME.up exists (tests/cluster/fake_stormnd writes it). Exits
  * after a Shutdown, removing its socket. */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -160,6 +161,19 @@ static int job_slot(uint64_t id)
 		if (jobs[i].active && jobs[i].id == id)
 			return i;
 	return -1;
+}
+
+/* Closes as the real MM does: half-close, then wait (at most 5 s) for the
+ * client to close, so frames it sent meanwhile (stdin) never reset the
+ * connection under the replies it has not read yet. */
+static void linger_close(int fd)
+{
+	char sink[4096];
+	shutdown(fd, SHUT_WR);
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	while (poll(&p, 1, 5000) > 0 && read(fd, sink, sizeof(sink)) > 0)
+		;
+	close(fd);
 }
 
 /* Blocks until a cancel for job arrives; returns its signal. */
@@ -492,7 +506,7 @@ static void *serve(void *arg)
 		close(fds[i]);
 	if (req)
 		storm__ctl__request__free_unpacked(req, NULL);
-	close(fd);
+	linger_close(fd);
 	return NULL;
 }
 

@@ -95,7 +95,7 @@ kill -INT $P
 cat <&8 >"$T/out"
 exec 8<&-
 wait $P; rc=$?
-[ $rc = 130 ] && ok "Ctrl-C: exit 130" || bad "Ctrl-C: exit $rc"
+[ $rc = 130 ] && ok "Ctrl-C: exit 130" || bad "Ctrl-C: exit $rc, err: $(cat "$T/err")"
 has_line "Ctrl-C reached the job" out "got signal 2"
 env --default-signal=INT "$S" run /bin/true hang >"$T/run.fifo" 2>"$T/err" & P=$!
 exec 8<"$T/run.fifo"
