@@ -230,7 +230,7 @@ static inline uint64_t gm_bcs_slot(uint32_t nnodes, uint32_t from, uint32_t k)
  * which node `from` fills with message data node i granted it (bcs.c), in
  * GM_BCS_AREA_BUFS buffers, so that while one is copied into a rank others
  * are read from the sender's rank or on the wire. Size per source:
- * 32 MiB / nodes, between 512 KiB and 8 MiB (a multiple of 64 KiB), so a
+ * 32 MiB / nodes, between 512 KiB and 8 MiB (buffers of whole 64 KiB), so a
  * node's areas together stay at or under 32 MiB up to 64 nodes (512 KiB
  * each beyond: 500 MiB at the 1000-node maximum, mapped only where a peer
  * writes), while up to 4 nodes get buffers of 2 MiB: the fewer round trips
@@ -244,7 +244,7 @@ static inline uint64_t gm_bcs_area_size(uint32_t nnodes)
 		s = (uint64_t)8 << 20;
 	if (s < ((uint64_t)512 << 10))
 		s = (uint64_t)512 << 10;
-	return s & ~(uint64_t)65535;
+	return s & ~((uint64_t)GM_BCS_AREA_BUFS * 65536 - 1); /* buffers of whole 64 KiB */
 }
 /* on node i: buffer k of the area for data from node `from` */
 static inline uint64_t gm_bcs_area(uint32_t nnodes, uint32_t from, uint32_t k)
