@@ -31,7 +31,7 @@ DAEMON_LIBS := -lfabric -lprotobuf-c -linih -ljansson $(AUTH_LIBS)
 PMIX_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags pmix))
 PMIX_LIBS := $(shell pkg-config --libs pmix) -pthread
 
-.PHONY: all deps bench-deps kernel-deps demo check unit unit-asan nettest bench bench-pmi bench-launch bench-gang bench-ckpt bench-mpi clean
+.PHONY: all deps bench-deps kernel-deps demo check unit unit-asan nettest bench bench-pmi bench-launch bench-slice bench-gang bench-ckpt bench-mpi clean
 all: $(BUILD)/lib/libstormnet.a $(BUILD)/lib/libstormcommon.a $(BUILD)/bin/primitives_demo \
      $(BUILD)/bin/sn_mptest $(BUILD)/bin/unit_tests $(BUILD)/bin/stormmm $(BUILD)/bin/stormnd \
      $(BUILD)/bin/storm $(BUILD)/bin/storm-cluster $(BUILD)/lib/libstormckpt.a $(BUILD)/bin/storm-ckpt bcsmpi
@@ -347,6 +347,8 @@ clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/
 	./tests/cluster/test_ckpt_threads.sh $(BUILD)/bin
 	./tests/cluster/test_gang.sh $(BUILD)/bin
 	./tests/cluster/test_timed.sh $(BUILD)/bin
+# a BCS-MPI job's row at 1 ms slices beside a 10 ms one: ~15 s
+	./tests/cluster/test_slice.sh $(BUILD)/bin
 	./tests/cluster/test_liveness.sh $(BUILD)/bin
 	./tests/cluster/test_caw.sh $(BUILD)/bin
 	./tests/cluster/test_mpi.sh $(BUILD)/bin
@@ -439,10 +441,22 @@ bench: bench-deps
 	./bench/launch/run.sh
 	./bench/timeslice/run.sh 8
 	./bench/timeslice/run.sh 64
+	$(MAKE) bench-slice-run
 	$(MAKE) bench-gang-run
 	$(MAKE) bench-ckpt-run
 	$(MAKE) bench-mpi-run
 	./bench/pmi/run.sh
+
+# BCS-MPI against the slice, alone and beside a CPU-bound job, with the
+# daemons' cost; and a row's own slice (storm run --timeslice-us) at the
+# default 10 ms (~10 min)
+bench-slice: bench-deps
+	$(MAKE) bench-slice-run
+.PHONY: bench-slice-run
+bench-slice-run:
+	$(MAKE) all $(BUILD)/bin/gang_spin
+	./bench/timeslice/mpi.sh 8
+	python3 bench/timeslice/mpi_report.py bench/results/slice-mpi-latest/results.jsonl docs/BENCHMARKS.md
 
 # gang scheduling (the STORM paper's Figure 3): two CPU-bound jobs alone and
 # together against the timeslice, trace statistics, signals vs freezer, Slurm's gang;

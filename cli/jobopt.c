@@ -32,6 +32,10 @@ static const char run_help[] =
 	"      --mpi=auto|bcs|pmi1|pmix|none  how the ranks wire up as one MPI job\n"
 	"                      (default auto: from the MPI PROGRAM is linked with --\n"
 	"                      BCS-MPI: bcs, MPICH: pmi1, Open MPI: pmix; see storm(1))\n"
+	"      --timeslice-us US  run at slices of US microseconds while this job's\n"
+	"                      row runs (from the cluster's min_timeslice_us up to\n"
+	"                      its timeslice_us): BCS-MPI moves messages once a\n"
+	"                      slice; the row's turn lasts as long as the others'\n"
 	"  -J, --job-name NAME the job's name (default: PROGRAM's base name)\n"
 	"  -O, --overcommit    allow more ranks than CPUs on a node\n"
 	"  -t, --time T        stop the job once it has run T (minutes, M:S, H:M:S,\n"
@@ -83,6 +87,7 @@ static const char submit_help[] =
 	"      --no-bcast      do not send PROGRAM: it is on a path every node sees\n"
 	"      --file F        send F along too (repeatable, up to 15)\n"
 	"      --mpi=...       as for storm run\n"
+	"      --timeslice-us US  as for storm run\n"
 	"  -J, --job-name NAME the job's name (default: PROGRAM's base name)\n"
 	"  -O, --overcommit    allow more ranks than CPUs on a node\n"
 	"  -t, --time T        stop the job once it has run T (as for storm run)\n"
@@ -104,7 +109,7 @@ static const char submit_help[] =
 enum {
 	J_NODES = 1, J_RANKS, J_LABEL, J_NOBCAST, J_FILE, J_TIMING, J_NAME, J_OVERCOMMIT,
 	J_OUTPUT, J_PARSABLE, J_CONF, J_HELP, J_WAIT, J_CKPT_INTERVAL, J_RESTART_ON_FAILURE,
-	J_RECORD, J_TIME, J_DEPENDENCY, J_ARRAY, J_EXPORT, J_INPUT, J_PTY, J_MPI
+	J_RECORD, J_TIME, J_DEPENDENCY, J_ARRAY, J_EXPORT, J_INPUT, J_PTY, J_MPI, J_TIMESLICE
 };
 static const struct cli_opt run_opts[] = {
 	{ "nodes", 'N', 1, J_NODES },	  { "ntasks", 'n', 1, J_RANKS },
@@ -121,6 +126,7 @@ static const struct cli_opt run_opts[] = {
 	{ "input", 'i', 1, J_INPUT },
 	{ "pty", 0, 0, J_PTY },
 	{ "mpi", 0, 1, J_MPI },
+	{ "timeslice-us", 0, 1, J_TIMESLICE },
 	{ NULL, 0, 0, 0 },
 };
 static const struct cli_opt submit_opts[] = {
@@ -137,6 +143,7 @@ static const struct cli_opt submit_opts[] = {
 	{ "array", 'a', 1, J_ARRAY },
 	{ "export", 0, 1, J_EXPORT },
 	{ "mpi", 0, 1, J_MPI },
+	{ "timeslice-us", 0, 1, J_TIMESLICE },
 	{ NULL, 0, 0, 0 },
 };
 /* what a batch script's directives may say: the job's shape, not how
@@ -153,6 +160,7 @@ static const struct cli_opt directive_opts[] = {
 	{ "array", 'a', 1, J_ARRAY },
 	{ "export", 0, 1, J_EXPORT },
 	{ "mpi", 0, 1, J_MPI },
+	{ "timeslice-us", 0, 1, J_TIMESLICE },
 	{ NULL, 0, 0, 0 },
 };
 
@@ -188,6 +196,12 @@ static int apply_opt(struct cli *c, struct job_opts *o, int id, const char *arg,
 			return usage_error(o->cmd, "%s-t/--time wants minutes, M:S, H:M:S, D-H, "
 					   "D-H:M or D-H:M:S, not '%s'", where, arg);
 		o->time_limit = (unsigned)v;
+		break;
+	case J_TIMESLICE:
+		if (parse_uint(arg, 1, 10000000, &v) != 0)
+			return usage_error(o->cmd, "%s--timeslice-us wants microseconds, a whole "
+					   "number from 1 to 10000000, not '%s'", where, arg);
+		o->timeslice_us = (unsigned)v;
 		break;
 	case J_NAME: o->name = arg; break;
 	case J_OUTPUT:

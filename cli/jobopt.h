@@ -36,6 +36,7 @@ struct job_opts {
 	int forward_stdin;  /* run: our stdin goes to rank 0 */
 	int pty;            /* run --pty: rank 0 on a terminal, ours raw */
 	int mpi;            /* --mpi: enum mpi_kind, or -1 for auto */
+	unsigned timeslice_us; /* --timeslice-us, 0: the cluster's */
 #define JOBOPT_KEEP 256
 	char **keep[JOBOPT_KEEP]; /* directive words the options point into */
 	int nkeep;

@@ -75,11 +75,15 @@ json_t *matrix_json(const Storm__Ctl__Matrix *m)
 						      job_state_name(j->state), "row", (int)j->row,
 						      "nodes", (int)j->nodes, "nodelist", j->nodelist));
 	}
-	return json_pack("{s:i, s:i, s:I, s:I, s:i, s:i, s:s, s:o, s:o, s:o}", "mpl",
+	json_t *row_us = json_array();
+	for (size_t r = 0; r < m->n_row_slice_us; r++)
+		json_array_append_new(row_us, json_integer(m->row_slice_us[r]));
+	return json_pack("{s:i, s:i, s:I, s:I, s:i, s:o, s:i, s:s, s:o, s:o, s:o}", "mpl",
 				 (int)m->mpl, "row", (int)m->row, "slice", (json_int_t)m->slice,
 				 "switches", (json_int_t)m->switches, "timeslice_us",
-				 (int)m->timeslice_us, "quantum", (int)m->quantum, "policy", m->policy,
-				 "nodes", nodes, "rows", rows, "jobs", jobs);
+				 (int)m->timeslice_us, "row_slice_us", row_us, "quantum",
+				 (int)m->quantum, "policy", m->policy, "nodes", nodes, "rows", rows,
+				 "jobs", jobs);
 }
 
 static int print_json(const Storm__Ctl__Matrix *m, bool compact)
@@ -122,6 +126,17 @@ void matrix_draw(const Storm__Ctl__Matrix *m, FILE *f)
 		   "%llu switches\n",
 		m->policy, m->mpl, ts, m->quantum, q, (unsigned long long)m->slice, m->row,
 		(unsigned long long)m->switches);
+	/* rows whose jobs asked for shorter slices (storm run --timeslice-us) */
+	for (size_t r = 0; r < m->n_row_slice_us; r++)
+		if (m->row_slice_us[r] != m->timeslice_us) {
+			fprintf(f, "slices:");
+			for (size_t k = 0; k < m->n_row_slice_us; k++) {
+				fmt_timeslice(m->row_slice_us[k], ts, sizeof(ts));
+				fprintf(f, "%s row %zu %s", k ? "," : "", k, ts);
+			}
+			fputc('\n', f);
+			break;
+		}
 	if (m->n_cells == (size_t)m->mpl * nn) {
 		struct mview v = {.mpl = (int)m->mpl, .nnodes = (int)nn, .row = m->row,
 				  .cells = m->cells, .down = down, .njobs = (int)m->n_jobs,

@@ -241,6 +241,7 @@ static int prepare(const struct job_opts *o, struct prepared *pr)
 	s->overcommit = o->overcommit;
 	s->checkpoint_interval = o->ckpt_interval;
 	s->time_limit = o->time_limit;
+	s->timeslice_us = o->timeslice_us;
 	s->restart_on_failure = o->restart_on_failure;
 	s->script = o->script;
 	s->forward_stdin = o->forward_stdin;

@@ -102,6 +102,8 @@ static const struct uint_key uint_keys[] = {
 	{ "cluster", "checkpoint_copies", offsetof(struct storm_conf, checkpoint_copies), 0, 1 },
 	{ "nodes", "cpus", offsetof(struct storm_conf, cpus), 1, 4096 },
 	{ "scheduler", "quantum", offsetof(struct storm_conf, quantum), 1, 1000000 },
+	{ "scheduler", "min_timeslice_us", offsetof(struct storm_conf, min_timeslice_us), 100,
+	  10000000 },
 	{ "scheduler", "mpl", offsetof(struct storm_conf, mpl), 1, STORM_MAX_MPL },
 	{ "scheduler", "ahead", offsetof(struct storm_conf, ahead), 0, STROBE_AHEAD_MAX },
 	{ "scheduler", "switch_wait_pct", offsetof(struct storm_conf, switch_wait_pct), 0, 90 },
@@ -254,6 +256,7 @@ static void defaults(struct storm_conf *c, const char *path)
 	strcpy(c->key_file, "/etc/storm/cluster.key");
 	c->cpus = 4;
 	c->quantum = 1;
+	c->min_timeslice_us = 1000;
 	c->mpl = 2;
 	c->policy = POLICY_GANG;
 	c->switch_mode = SWITCH_SIGNALS;
@@ -495,8 +498,8 @@ int conf_print(const struct storm_conf *c, FILE *f)
 		"op_timeout_ms = %u\n"
 		"kill_wait_ms = %u\nstate_dir = %s\nsocket = %s\nbootstrap = %s\n%s%s%s%s%s%s"
 		"key_file = %s\n%s%s%s%s%s%s%s%s\n"
-		"[scheduler]\npolicy = %s\nmpl = %u\nquantum = %u\nswitch = %s\nahead = %u\n"
-		"switch_wait_pct = %u\n\n"
+		"[scheduler]\npolicy = %s\nmpl = %u\nquantum = %u\nmin_timeslice_us = %u\n"
+		"switch = %s\nahead = %u\nswitch_wait_pct = %u\n\n"
 		"[nodes]\ncpus = %u\n",
 		c->name, c->provider, c->sys_provider[0] ? "sys_provider = " : "",
 		c->sys_provider, c->sys_provider[0] ? "\n" : "", c->timeslice_us, c->down_after_ms,
@@ -510,7 +513,7 @@ int conf_print(const struct storm_conf *c, FILE *f)
 		c->database_sync == DB_SYNC_FULL ? "database_sync = full\n" : "",
 		c->checkpoint_copies ? "" : "checkpoint_copies = 0\n",
 		storm_policy_names[c->policy], c->mpl,
-		c->quantum,
+		c->quantum, c->min_timeslice_us,
 		storm_switch_names[c->switch_mode], c->ahead, c->switch_wait_pct, c->cpus);
 	int rc = print_names(c, f);
 	if (rc == 0 && c->metrics_port)

@@ -57,6 +57,7 @@ struct storm_conf {
 	unsigned cpus;           /* per node */
 	/* [scheduler] */
 	unsigned quantum;        /* timeslices a matrix row runs before the next */
+	unsigned min_timeslice_us; /* the shortest slice a job may ask for */
 	unsigned mpl;            /* rows of the matrix (multiprogramming level) */
 	int policy;              /* enum storm_policy */
 	int switch_mode;         /* enum storm_switch: how nodes stop and continue jobs */

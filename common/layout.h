@@ -89,6 +89,9 @@ struct strobe {
 	int32_t row;      /* matrix row running in this slice, -1: none */
 	uint32_t nnodes;  /* entries in ack and in run */
 	uint32_t flags;   /* low byte: K, slices of the schedule ahead (0: none) */
+	uint32_t slice_us; /* this slice's length: its row's, shorter than the
+			    * cluster's timeslice_us while a job there asks for it */
+	uint32_t pad;
 	uint64_t switches; /* row changes so far: a new value is a new row's turn */
 	uint64_t epoch;   /* the MM's incarnation: a new one means it restarted */
 	uint64_t sent_ns; /* CLOCK_REALTIME when sent: a node reports how long

@@ -120,6 +120,7 @@ int matrix_place(struct matrix *m, uint64_t job, int n)
 		j->id = job;
 		j->n = n;
 		j->home = r;
+		j->slice_us = 0;
 		m->njobs++; /* before marking, so takeable() no longer sees a stranger */
 		for (int p = 0, k = 0; p < m->npe && k < n; p++)
 			if (takeable(m, r, p)) {
@@ -164,6 +165,7 @@ int matrix_place_on(struct matrix *m, uint64_t job, const int *pes, int n)
 		j->id = job;
 		j->n = n;
 		j->home = r;
+		j->slice_us = 0;
 		m->njobs++;
 		for (int k = 0; k < n; k++) {
 			if (CELL(m, r, pes[k]))
@@ -264,4 +266,32 @@ bool matrix_runs_in(const struct matrix *m, uint64_t job, int row)
 		if (CELL(m, row, p) == job)
 			return true;
 	return false;
+}
+
+void matrix_set_slice(struct matrix *m, uint64_t job, unsigned us)
+{
+	struct matrix_job *j = find(m, job);
+	if (j)
+		j->slice_us = us;
+}
+
+unsigned matrix_row_slice(const struct matrix *m, int row, unsigned cluster_us)
+{
+	unsigned us = cluster_us;
+	if (row < 0 || row >= m->mpl)
+		return us;
+	for (int i = 0; i < m->njobs; i++) {
+		const struct matrix_job *j = &m->jobs[i];
+		if (j->slice_us && j->slice_us < us && matrix_runs_in(m, j->id, row))
+			us = j->slice_us;
+	}
+	return us;
+}
+
+unsigned matrix_turn_slices(unsigned quantum, unsigned cluster_us, unsigned row_us)
+{
+	if (!row_us || row_us >= cluster_us)
+		return quantum;
+	uint64_t n = ((uint64_t)quantum * cluster_us + row_us / 2) / row_us;
+	return n < 1 ? 1 : n > UINT32_MAX ? UINT32_MAX : (unsigned)n;
 }

@@ -15,6 +15,7 @@ struct matrix_job {
 	int n;       /* PEs */
 	int *pes;    /* ascending */
 	int home;    /* the row it was placed in */
+	unsigned slice_us; /* the slice it asks its rows to run at, 0: none */
 };
 
 struct matrix {
@@ -52,5 +53,16 @@ int matrix_compact(struct matrix *m);
 /* The next row after `row` (cyclically) that holds any job; -1 if none. */
 int matrix_next_row(const struct matrix *m, int row);
 bool matrix_runs_in(const struct matrix *m, uint64_t job, int row);
+/* A job's ask for a slice of us microseconds (0: none) in every row it runs in. */
+void matrix_set_slice(struct matrix *m, uint64_t job, unsigned us);
+/* The slice a row runs at: the shortest any job running in it (home or
+ * alternate cells) asks for; cluster_us when none asks for a shorter one
+ * (an empty row, row -1). */
+unsigned matrix_row_slice(const struct matrix *m, int row, unsigned cluster_us);
+/* The slices of row_us in a row's turn: as near quantum slices of
+ * cluster_us as whole slices come, at least one. A row at short slices
+ * gets the same share of the machine as the others and the switch period
+ * stays quantum x cluster_us: only the strobes come more often. */
+unsigned matrix_turn_slices(unsigned quantum, unsigned cluster_us, unsigned row_us);
 
 #endif

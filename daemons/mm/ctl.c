@@ -165,6 +165,11 @@ static void reply_matrix(struct mm *mm, struct client *c)
 	m.row = mm->row;
 	m.slice = mm->slice;
 	m.timeslice_us = mm->conf.timeslice_us;
+	uint32_t row_us[STORM_MAX_MPL];
+	for (size_t r = 0; r < mpl && r < STORM_MAX_MPL; r++)
+		row_us[r] = gang_slice_us(mm, (int)r);
+	m.row_slice_us = row_us;
+	m.n_row_slice_us = mpl < STORM_MAX_MPL ? mpl : STORM_MAX_MPL;
 	m.quantum = mm->conf.quantum;
 	m.policy = (char *)storm_policy_names[mm->conf.policy];
 	m.switches = mm->switches;

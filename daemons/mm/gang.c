@@ -8,6 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+unsigned gang_slice_us(struct mm *mm, int row)
+{
+	return matrix_row_slice(&mm->matrix, row, mm->conf.timeslice_us);
+}
+
 /* A row is worth a turn when one of its jobs has ranks to run: a job still
  * transferring its program holds cells but has nothing on the nodes. */
 static bool row_runnable(struct mm *mm, int row)
@@ -64,7 +69,8 @@ static int rotate(struct mm *mm, int *row, unsigned *quantum_left, uint32_t ran_
 		return 0; /* nothing to run; keep the row, so its cells show */
 	int turn = next != *row ? 2 : 1;
 	*row = next;
-	*quantum_left = mm->conf.quantum;
+	*quantum_left = matrix_turn_slices(mm->conf.quantum, mm->conf.timeslice_us,
+					   gang_slice_us(mm, next));
 	return turn;
 }
 
@@ -109,6 +115,7 @@ static void fill_run(struct mm *mm, int row, uint64_t *run)
 void gang_fill_strobe(struct mm *mm, struct strobe *s)
 {
 	s->row = mm->row;
+	s->slice_us = mm->slice_us;
 	s->switches = mm->switches;
 	fill_run(mm, mm->row, strobe_run(s));
 	unsigned k = strobe_ahead(s);
@@ -125,12 +132,16 @@ void gang_fill_strobe(struct mm *mm, struct strobe *s)
 	slot[0].switches = sw;
 	slot[0].row = row;
 	slot[0].pad = 0;
+	uint64_t start = mm->slice_grid_ns, len_us = mm->slice_us;
 	for (unsigned i = 1; i <= k; i++) {
 		if (rotate(mm, &row, &q, ran_rows) == 2)
 			sw++;
 		if (row >= 0)
 			ran_rows |= 1u << row;
-		slot[i].start_ns = mm->slice_grid_ns + (uint64_t)i * mm->conf.timeslice_us * 1000;
+		/* each slice as long as its row's: the one before sets the start */
+		start += len_us * 1000;
+		len_us = gang_slice_us(mm, row);
+		slot[i].start_ns = start;
 		slot[i].switches = sw;
 		slot[i].row = row;
 		slot[i].pad = 0;
@@ -138,13 +149,28 @@ void gang_fill_strobe(struct mm *mm, struct strobe *s)
 	}
 }
 
+/* The running row's slice changed (a job asking for a shorter one came or
+ * went): the rest of its turn is counted in its new slices, so the turn
+ * still lasts as long. */
+static void retime_turn(struct mm *mm, unsigned old_us)
+{
+	unsigned now_us = gang_slice_us(mm, mm->row);
+	if (now_us == old_us || !mm->quantum_left)
+		return;
+	uint64_t q = ((uint64_t)mm->quantum_left * old_us + now_us - 1) / now_us;
+	mm->quantum_left = q > UINT32_MAX ? UINT32_MAX : (unsigned)q;
+}
+
 int gang_place(struct mm *mm, struct job *j)
 {
+	unsigned old_us = gang_slice_us(mm, mm->row);
 	if (matrix_place(&mm->matrix, j->id, (int)j->nnodes) < 0)
 		return -1;
 	const struct matrix_job *mj = matrix_find(&mm->matrix, j->id);
 	memcpy(j->nodes, mj->pes, sizeof(int) * j->nnodes);
+	matrix_set_slice(&mm->matrix, j->id, j->spec->timeslice_us);
 	matrix_backfill(&mm->matrix);
+	retime_turn(mm, old_us);
 	/* it may start in the running row: then it runs from its launch */
 	if (mm->row < 0 || !row_runnable(mm, mm->row))
 		mm->quantum_left = 0;
@@ -155,8 +181,10 @@ void gang_remove(struct mm *mm, struct job *j)
 {
 	if (!matrix_find(&mm->matrix, j->id))
 		return;
+	unsigned old_us = gang_slice_us(mm, mm->row);
 	matrix_remove(&mm->matrix, j->id);
 	matrix_compact(&mm->matrix);
+	retime_turn(mm, old_us);
 	/* compaction may have moved the running row's jobs: follow the one
 	 * that has run longest in it rather than lose the rest of its turn */
 	if (!row_runnable(mm, mm->row))

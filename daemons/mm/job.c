@@ -993,6 +993,13 @@ bool job_runs_on(struct mm *mm, uint64_t id, int idx)
 	return j && job_active(j) && job_node_pos(j, idx) >= 0;
 }
 
+bool job_waits_on(struct mm *mm, uint64_t id, int idx)
+{
+	struct job *j = job_find(mm, id);
+	int k = j && job_active(j) ? job_node_pos(j, idx) : -1;
+	return k >= 0 && !j->node_done[k];
+}
+
 void job_kill_stray(struct mm *mm, uint64_t id, int idx)
 {
 	struct mm_node *n = &mm->nodes[idx];

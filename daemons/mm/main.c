@@ -330,7 +330,8 @@ static int start(struct mm *mm, const char *conf_path)
 		return -1;
 	/* slice 1 at once: with long slices, nodes would wait a whole one */
 	mm->slice_origin_ns = clock_mono_ns() + 1000;
-	if (ev_timer_add(mm->loop, 1, c->timeslice_us, on_slice_timer, mm) < 0) {
+	mm->timer_us = c->timeslice_us;
+	if ((mm->slice_timer = ev_timer_add(mm->loop, 1, c->timeslice_us, on_slice_timer, mm)) < 0) {
 		slog("error: slice timer: %s", strerror(errno));
 		return -1;
 	}

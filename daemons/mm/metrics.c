@@ -231,10 +231,13 @@ static void render(struct mm *mm, struct out *o)
 	       "# TYPE storm_row_switches_total counter\nstorm_row_switches_total %llu\n"
 	       "# HELP storm_timeslice_seconds The configured timeslice.\n"
 	       "# TYPE storm_timeslice_seconds gauge\nstorm_timeslice_seconds %g\n"
+	       "# HELP storm_slice_seconds The current slice's length: the running row's, "
+	       "shorter than the configured timeslice while a job there asks for it.\n"
+	       "# TYPE storm_slice_seconds gauge\nstorm_slice_seconds %g\n"
 	       "# HELP storm_matrix_rows Rows of the gang-scheduling matrix (MPL).\n"
 	       "# TYPE storm_matrix_rows gauge\nstorm_matrix_rows %u\n",
 	    (unsigned long long)mm->slice, (unsigned long long)mm->switches,
-	    mm->conf.timeslice_us / 1e6, mm->conf.mpl);
+	    mm->conf.timeslice_us / 1e6, mm->slice_us / 1e6, mm->conf.mpl);
 	put(o, "# HELP storm_node_missed_strobes_total Strobes a node never saw, as it last "
 	       "reported.\n# TYPE storm_node_missed_strobes_total counter\n");
 	for (int i = 0; i < mm->conf.nnodes; i++)

@@ -62,6 +62,7 @@ struct mm_node {
 	Storm__Ctl__NodeState state;
 	uint64_t report_seq;     /* last report consumed, acknowledged in strobes */
 	uint64_t heard_slice;    /* slice of the last report */
+	uint64_t heard_us;       /* elapsed_us then: liveness counts time, not slices */
 	double heard_time;
 	uint32_t cmd_done;
 	uint64_t orphan_killed;  /* last stray job told to die here, and when */
@@ -174,10 +175,16 @@ struct mm {
 	bool fabric_busy;        /* the last progress did work: poll, do not sleep */
 	uint64_t slice;
 	double slice_start;
-	/* the slice timer's grid (CLOCK_MONOTONIC): slice n of the timer starts
-	 * at slice_origin_ns + n * timeslice; slice_grid_ns is the current one's
-	 * start, the time the schedule ahead counts from */
+	/* the slice timer's grid (CLOCK_MONOTONIC): slice 1 starts at
+	 * slice_origin_ns, each next one when the one before has run its
+	 * length; slice_grid_ns is the current one's start, the time the
+	 * schedule ahead counts from */
 	uint64_t slice_origin_ns, slice_grid_ns;
+	unsigned slice_us;       /* the current slice's length: its row's (gang_slice_us) */
+	int slice_timer;         /* the slice timer's id, and the period it runs at */
+	unsigned timer_us;
+	uint64_t elapsed_us;     /* the lengths of the slices stepped, one per tick */
+	bool recover_checked;    /* recover_tick looked once down_after_ms passed */
 	struct mm_node *nodes;
 	struct matrix matrix;
 	int row;                 /* the matrix row running now, -1: none */
@@ -389,6 +396,8 @@ void job_stdin(struct mm *mm, struct client *c, const Storm__Ctl__StdinData *d);
 void job_destroy(struct job *j);
 /* The job is active and runs on node idx. */
 bool job_runs_on(struct mm *mm, uint64_t id, int idx);
+/* ... and node idx has not said it is done with it. */
+bool job_waits_on(struct mm *mm, uint64_t id, int idx);
 /* Tells node idx to SIGKILL a job it runs that the MM does not run there. */
 void job_kill_stray(struct mm *mm, uint64_t id, int idx);
 /* Node idx came UP: it gets the stop signal of each stopping job it was not
@@ -400,6 +409,9 @@ void jobs_check_time(struct mm *mm);
 
 /* gang.c */
 void gang_tick(struct mm *mm);
+/* The slice row runs at (-1: none): the shortest its jobs ask for
+ * (storm run --timeslice-us), else the cluster's timeslice_us. */
+unsigned gang_slice_us(struct mm *mm, int row);
 void gang_fill_strobe(struct mm *mm, struct strobe *s);
 /* Places the job in the matrix and fills j->nodes; -1 when no row has room. */
 int gang_place(struct mm *mm, struct job *j);

@@ -49,14 +49,15 @@ void nodes_check(struct mm *mm)
 		struct mm_node *n = &mm->nodes[i];
 		if (n->state != STORM__CTL__NODE_STATE__UP)
 			continue;
-		uint64_t missed = mm->slice - n->heard_slice;
-		/* counted in slices: the MM steps at most one a timeslice, so a
-		 * late MM only stretches the bound and a late node is never DOWN
-		 * before down_after_ms */
-		if (missed > conf_down_slices(&mm->conf)) {
+		uint64_t missed_us = mm->elapsed_us - n->heard_us;
+		/* counted in slices stepped: the MM steps at most one a slice, so
+		 * a late MM only stretches the bound and a late node is never DOWN
+		 * before down_after_ms; in their lengths, whatever rows ran */
+		if (missed_us > (uint64_t)conf_down_slices(&mm->conf) * mm->conf.timeslice_us) {
 			char why[128];
 			snprintf(why, sizeof(why), "no report for %llu timeslices (%.1f s)",
-				 (unsigned long long)missed, clock_wall_s() - n->heard_time);
+				 (unsigned long long)(missed_us / mm->conf.timeslice_us),
+				 clock_wall_s() - n->heard_time);
 			mark_node(mm, i, STORM__CTL__NODE_STATE__DOWN, why);
 		}
 	}

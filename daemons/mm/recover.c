@@ -8,8 +8,10 @@
  *    statuses, which nodes are done): the node daemons hold the ranks and
  *    report to the new MM, whose first strobes carry a new epoch. A node
  *    that had not received the launch command when the MM died (it reports
- *    twice with nothing queued and without the job) fails the job naming
- *    itself; a node that does not report within down_after_ms is DOWN,
+ *    twice with nothing queued and without the job, and had not said it
+ *    was done with it: its ranks' ends are saved before their report is
+ *    acknowledged) fails the job naming itself; a node that does not
+ *    report within down_after_ms is DOWN,
  *    and its jobs fail as for any dead node. */
 #include "db.h"
 #include "mm.h"
@@ -122,9 +124,12 @@ static void restore_running(struct mm *mm, struct job *j, const struct db_job *d
 	}
 	mm->slot_used[d->slot] = true;
 	/* a step runs in its allocation's cells */
-	if (!jobid_is_step(j->id) &&
-	    matrix_place_on(&mm->matrix, j->id, j->nodes, (int)j->nnodes) < 0)
+	if (jobid_is_step(j->id))
+		return;
+	if (matrix_place_on(&mm->matrix, j->id, j->nodes, (int)j->nnodes) < 0)
 		snprintf(why, len, "its nodes %.400s have no free row in the matrix", j->nodelist);
+	else
+		matrix_set_slice(&mm->matrix, j->id, j->spec->timeslice_us);
 }
 
 static int restore_one(void *arg, const struct db_job *d)
@@ -225,7 +230,7 @@ void recover_node_report(struct mm *mm, int idx, const Storm__Cl__Report *r)
 	int nids = 0;
 	for (struct job *j = mm->jobs; j && nids < 64; j = j->next)
 		if (j->recovered && j->state == STORM__CTL__JOB_STATE__RUNNING &&
-		    job_runs_on(mm, j->id, idx) && !listed(r, j->id))
+		    job_waits_on(mm, j->id, idx) && !listed(r, j->id))
 			ids[nids++] = j->id;
 	for (int i = 0; i < nids; i++) {
 		struct job *j = job_find(mm, ids[i]);
@@ -242,8 +247,10 @@ void recover_tick(struct mm *mm)
 {
 	/* a node holding restored jobs that has not reported for down_after_ms
 	 * since the restart is as dead as one that stopped reporting */
-	if (mm->slice != (uint64_t)conf_down_slices(&mm->conf) + 1)
+	if (mm->recover_checked ||
+	    mm->elapsed_us < (uint64_t)conf_down_slices(&mm->conf) * mm->conf.timeslice_us)
 		return;
+	mm->recover_checked = true;
 	for (int i = 0; i < mm->conf.nnodes; i++) {
 		if (mm->nodes[i].state != STORM__CTL__NODE_STATE__UNKNOWN)
 			continue;

@@ -62,6 +62,7 @@ static void consume_report(struct mm *mm, int idx)
 	bool current = r->epoch == mm->epoch;
 	if (current) {
 		n->heard_slice = mm->slice;
+		n->heard_us = mm->elapsed_us;
 		n->heard_time = clock_wall_s();
 		n->cmd_done = r->cmd_done;
 		if (n->state != STORM__CTL__NODE_STATE__UP)

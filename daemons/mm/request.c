@@ -134,6 +134,15 @@ Storm__Ctl__ErrorCode mm_req_check_submit(const struct storm_conf *conf,
 		REFUSE(ERR_INVALID,
 		       "%u ranks on %u nodes put more than %d on a node, the most a node starts",
 		       ranks, nodes, STORM_MAX_LOCAL_RANKS);
+	if (s->timeslice_us && s->allocation)
+		REFUSE(ERR_INVALID, "a step runs in its allocation's slices: --timeslice-us is for "
+				    "a job of its own (storm run or storm submit outside one)");
+	if (s->timeslice_us &&
+	    (s->timeslice_us < conf->min_timeslice_us || s->timeslice_us > conf->timeslice_us))
+		REFUSE(ERR_INVALID,
+		       "--timeslice-us %u is outside this cluster's %u-%u us (min_timeslice_us to "
+		       "timeslice_us)",
+		       s->timeslice_us, conf->min_timeslice_us, conf->timeslice_us);
 	size_t need_fds = s->n_files + (s->no_bcast ? 0 : 1);
 	if ((size_t)nfds != need_fds)
 		REFUSE(ERR_PROTOCOL, "%zu file descriptors expected with the request, %d came",

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A node not heard from for this many slices gets its strobe on its own,
+/* A node not heard from for this many of the cluster's slices gets its strobe on its own,
  * not inside the tree, so a dead node cannot starve a subtree of strobes
  * before it is declared DOWN. */
 static unsigned suspect_after(const struct mm *mm)
@@ -44,7 +44,8 @@ static void send_strobe(struct mm *mm)
 	for (int i = 0; i < nn; i++) {
 		struct mm_node *n = &mm->nodes[i];
 		bool fresh = n->state == STORM__CTL__NODE_STATE__UP &&
-			     mm->slice - n->heard_slice <= suspect_after(mm);
+			     mm->elapsed_us - n->heard_us <=
+				     (uint64_t)suspect_after(mm) * mm->conf.timeslice_us;
 		if (fresh) {
 			sn_set_add(&tree, fabric_id((uint32_t)i));
 		} else if (n->state == STORM__CTL__NODE_STATE__UP ||
@@ -87,25 +88,53 @@ void probe_tick(struct mm *mm)
 	}
 }
 
+/* The rotation's step for the slice starting now, and that slice's start
+ * and length. Slice boundaries this MM slept through (a loaded host): the
+ * nodes switched at them on the schedule they held, so the rotation steps
+ * as often, or this strobe would send them back a row. */
+static void step_grid(struct mm *mm)
+{
+	uint64_t now = clock_mono_ns();
+	uint64_t g = mm->slice_grid_ns ? mm->slice_grid_ns + (uint64_t)mm->slice_us * 1000
+				       : mm->slice_origin_ns;
+	unsigned old_us = mm->slice_us;
+	for (unsigned steps = 0;; steps++) {
+		gang_tick(mm);
+		mm->slice_us = gang_slice_us(mm, mm->row);
+		uint64_t len = (uint64_t)mm->slice_us * 1000;
+		if (!mm->slice_grid_ns || !mm->conf.ahead || steps >= STROBE_AHEAD_MAX ||
+		    g + len > now)
+			break;
+		g += len;
+	}
+	uint64_t len = (uint64_t)mm->slice_us * 1000;
+	if (g + len <= now) /* further behind than the schedule ahead reaches */
+		g = ahead_slice_start(g, len, now);
+	mm->slice_grid_ns = g;
+	if (mm->slice_us != mm->timer_us) {
+		/* the next tick when this slice ends, then every slice of this length */
+		uint64_t first = g + len > now ? (g + len - now + 999) / 1000 : 1;
+		if (ev_timer_set(mm->loop, mm->slice_timer, first, mm->slice_us) < 0)
+			slog("slice timer: %s", strerror(errno));
+		else
+			mm->timer_us = mm->slice_us;
+	}
+	if (mm->trace && mm->slice_us != old_us)
+		fprintf(mm->trace, "slice %llu %u %d %.0f\n", (unsigned long long)mm->slice,
+			mm->slice_us, mm->row, (double)g);
+}
+
 void slice_tick(struct mm *mm)
 {
 	mm->slice++;
 	mm->slice_start = clock_wall_s();
-	uint64_t period = (uint64_t)mm->conf.timeslice_us * 1000;
-	uint64_t grid = ahead_slice_start(mm->slice_origin_ns, period, clock_mono_ns());
-	/* grid points this MM slept through (a loaded host): the nodes switched
-	 * at them on the schedule they held, so the rotation steps as often,
-	 * or this strobe would send them back a row */
-	uint64_t missed = mm->slice_grid_ns && mm->conf.ahead
-				  ? ahead_slices_since(mm->slice_grid_ns, period, grid)
-				  : 1;
-	mm->slice_grid_ns = grid;
+	/* liveness counts the time of the slices stepped, one slice per tick,
+	 * so a late MM only stretches it and short slices do not shorten it */
+	mm->elapsed_us += mm->slice_us;
 	nodes_check(mm);
 	recover_tick(mm);
 	jobs_check_time(mm);
-	for (uint64_t i = 1; i < missed && i <= STROBE_AHEAD_MAX; i++)
-		gang_tick(mm);
-	gang_tick(mm);
+	step_grid(mm);
 	ckpt_tick(mm);
 	send_strobe(mm);
 	clients_tick(mm);

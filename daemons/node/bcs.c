@@ -955,7 +955,7 @@ void nd_bcs_strobe(struct nd *nd)
 	if (!any)
 		return; /* no ranks here: no exchange to run this slice */
 	b->phase_slice = nd->slice;
-	b->phase_at_ns = clock_mono_ns() + (uint64_t)nd->conf.timeslice_us * 1000u / 4;
+	b->phase_at_ns = clock_mono_ns() + (uint64_t)nd_slice_us(nd) * 1000u / 4;
 	if (!b->phase_at_ns)
 		b->phase_at_ns = 1;
 }

@@ -418,7 +418,7 @@ static void notify_stops(bool on)
 
 uint64_t nd_gang_wait_bound_ns(const struct nd *nd)
 {
-	return (uint64_t)nd->conf.timeslice_us * 10 * nd->conf.switch_wait_pct;
+	return (uint64_t)nd_slice_us(nd) * 10 * nd->conf.switch_wait_pct;
 }
 
 int nd_gang_apply(struct nd *nd, uint64_t run, struct nd_gang_sw *sw)

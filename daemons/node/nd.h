@@ -120,6 +120,9 @@ struct nd {
 	/* strobes and commands */
 	bool seen_strobe;
 	uint64_t slice;
+	uint64_t strobe_ns;     /* CLOCK_MONOTONIC when the last strobe came */
+	unsigned slice_us;      /* the current slice's length as its strobe said
+				 * (nd_slice_us), 0: none yet */
 	uint32_t cmd_done;
 	uint32_t strobe_cmd_seq; /* the last command the current strobe's MM had queued */
 	uint32_t cmd_warned_seq; /* a mismatched slot already logged */
@@ -348,6 +351,13 @@ int nd_bcs_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command
 void nd_bcs_job_end(struct nd *nd, struct nd_job *job);
 /* At each strobe, after the gang switch: the micro-phases. */
 void nd_bcs_strobe(struct nd *nd);
+/* The slice in force: the last strobe's length (a row's jobs may ask for a
+ * shorter one than the cluster's timeslice_us), the cluster's before any. */
+static inline unsigned nd_slice_us(const struct nd *nd)
+{
+	return nd->slice_us ? nd->slice_us : nd->conf.timeslice_us;
+}
+
 /* The exchange a fraction into the slice: ms until due (-1: none), and run it. */
 int nd_bcs_timer_ms(const struct nd *nd);
 /* checkpoints: drain the job (no descriptor collected, every transfer

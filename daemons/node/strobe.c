@@ -245,10 +245,14 @@ void nd_on_strobe(struct nd *nd)
 		       nd->cmd_done + 1);
 	}
 	uint64_t t_recv = clock_mono_ns();
-	bool rejoined = nd->slice && s.slice > nd->slice + conf_down_slices(&nd->conf);
+	/* a DOWN spell is a time: slices are shorter while a row asks for it */
+	bool rejoined = nd->slice && s.slice > nd->slice + conf_down_slices(&nd->conf) &&
+			t_recv - nd->strobe_ns >= (uint64_t)nd->conf.down_after_ms * 1000000;
 	if (nd->slice && s.slice > nd->slice + 1)
 		nd->missed_strobes += s.slice - nd->slice - 1;
 	nd->slice = s.slice;
+	nd->strobe_ns = t_recv;
+	nd->slice_us = s.slice_us;
 	nd_on_commands(nd);
 	skip_unsent_commands(nd, s.cmd_seq, rejoined);
 	if (nd->helpers)

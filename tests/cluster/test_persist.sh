@@ -114,7 +114,8 @@ has "  ... says what it wants" err "--since wants"
 expect "storm acct -j x" 2 storm acct -j x
 expect "storm acct --help" 0 storm acct --help
 
-# ---- killed as a transfer starts: the job starts over. (Killed in the
+# ---- killed as a transfer starts: the job starts over, or, if the kill
+# lands later, goes on where it was; either way it completes. (Killed in the
 # middle of a 12 MiB multicast the nodes can stay deaf to the new MM: rxm
 # keeps receive buffers matched to the dead sender; docs/RELIABILITY.md)
 SELF=$BIN/storm_selfsum
@@ -131,6 +132,46 @@ grep -qE "^ +$BIG .* COMPLETED .* 0 node" "$T/out" && ok "  the job completed af
 # MM wrote but never acknowledged comes again (docs/RELIABILITY.md)
 [ "$(grep '^ran [0-3]$' "$M/big.out" 2>/dev/null | sort -u | wc -l)" = 4 ] && ok "  every rank ran it (ranks 0-3)" ||
 	{ bad "  every rank ran it"; cat "$M/big.out"; }
+
+# ---- the MM dies while one node of a job has finished its part and the
+# other still runs it: the restored job knows node 1 is done and ends
+# COMPLETED. Rank 1 ends at once, rank 0 waits; the MM is killed once its
+# database says node 1 is done (saved before the node's report is
+# acknowledged), the database's writes being the events waited on
+expect "a job whose rank 1 ends at once" 0 storm submit -N 2 -o "$T/half.out" \
+	sh -c "echo early \$STORM_RANK; [ \$STORM_RANK = 1 ] || $hold"
+HALF=$(sed -n 's/^Submitted job //p' "$T/out")
+DB=$C/state/mm.db
+[ "${STORM_HOSTS:-}" = 1 ] && DB=$C/hosts/mm/state/mm.db # the MM host's own
+python3 - "$DB" "$HALF" <<'PY' && ok "  the MM saved node 1 done with it" || bad "  node 1 done in the MM's database"
+import ctypes, os, select, sqlite3, sys, time
+db, job = sys.argv[1], int(sys.argv[2])
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init1(os.O_NONBLOCK)
+libc.inotify_add_watch(fd, os.path.dirname(db).encode(), 0x2 | 0x100)  # MODIFY, CREATE
+deadline = time.monotonic() + 30
+while True:
+    try:
+        c = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=5)
+        row = c.execute("select node_done from jobs where id = ?", (job,)).fetchone()
+        c.close()
+        if row and row[0] and bytes(row[0])[1:2] == b"\x01":
+            sys.exit(0)
+    except sqlite3.Error:
+        pass
+    left = deadline - time.monotonic()
+    if left <= 0:
+        sys.exit(1)
+    if select.select([fd], [], [], left)[0]:
+        os.read(fd, 65536)
+PY
+kill9 mm
+expect "  MM killed, restarted" 0 storm cluster restart mm --dir "$C"
+echo go >&9
+wait_log "$C/log/mm.log" "job $HALF ended" 60
+expect "  storm acct -j $HALF" 0 storm acct -j "$HALF"
+grep -qE "^ +$HALF .* COMPLETED .* 0 node" "$T/out" && ok "  it completed after the restart" ||
+	{ bad "  it completed after the restart"; cat "$T/out"; grep "job $HALF" "$C/log/mm.log"; }
 
 # ---- a node daemon dies under a job and is started again
 mkfifo "$T/g"

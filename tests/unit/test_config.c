@@ -82,7 +82,7 @@ static void test_conf_good(void)
 	CU_ASSERT_EQUAL_FATAL(
 		conf_load_string("[cluster]\nname = v\ntimeslice_us = 2000 ; 2 ms\n"
 				 "provider = shm\n[scheduler]\nmpl = 3\nquantum = 4\n"
-				 "switch = freezer\n[nodes]\nnames = n[0-7]\ncpus = 2\n"
+				 "min_timeslice_us = 500\nswitch = freezer\n[nodes]\nnames = n[0-7]\ncpus = 2\n"
 				 "[metrics]\nport = 9100\naddress = 0.0.0.0\n",
 				 "t.conf", &c, err, sizeof(err)),
 		0);
@@ -96,6 +96,7 @@ static void test_conf_good(void)
 	CU_ASSERT_EQUAL(c.down_after_ms, 5000); /* default kept */
 	CU_ASSERT_EQUAL(c.mpl, 3);
 	CU_ASSERT_EQUAL(c.quantum, 4);
+	CU_ASSERT_EQUAL(c.min_timeslice_us, 500);
 	CU_ASSERT_EQUAL(c.policy, POLICY_GANG);
 	CU_ASSERT_EQUAL(c.switch_mode, SWITCH_FREEZER);
 
@@ -112,6 +113,7 @@ static void test_conf_good(void)
 	CU_ASSERT_EQUAL(d.nnodes, c.nnodes);
 	CU_ASSERT_EQUAL(d.mpl, 3);
 	CU_ASSERT_EQUAL(d.quantum, 4);
+	CU_ASSERT_EQUAL(d.min_timeslice_us, 500);
 	CU_ASSERT_EQUAL(d.switch_mode, SWITCH_FREEZER);
 	CU_ASSERT_STRING_EQUAL(d.nodes[5], "n5");
 	CU_ASSERT_EQUAL(d.metrics_port, 9100);
@@ -295,6 +297,8 @@ static void test_conf_bad(void)
 	expect_bad("[scheduler]\nmpl = 0\n[nodes]\nnames=a\n", "bad.conf:2: mpl = 0 is out of range [1, 16]");
 	expect_bad("[scheduler]\nmpl = 17\n[nodes]\nnames=a\n", "mpl = 17 is out of range");
 	expect_bad("[scheduler]\nquantum = 0\n[nodes]\nnames=a\n", "quantum = 0 is out of range");
+	expect_bad("[scheduler]\nmin_timeslice_us = 99\n[nodes]\nnames=a\n",
+		   "min_timeslice_us = 99 is out of range");
 	expect_bad("[scheduler]\npolicy = lottery\n[nodes]\nnames=a\n",
 		   "policy must be one of gang, fcfs, not 'lottery'");
 	expect_bad("[scheduler]\nswitch = magic\n[nodes]\nnames=a\n",

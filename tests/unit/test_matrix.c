@@ -169,6 +169,55 @@ static void test_bad(void)
 	matrix_free(&m);
 }
 
+/* A row's slice is the shortest its jobs ask for, alternate cells
+ * included; the turn keeps its length in the cluster's slices. */
+static void test_row_slice(void)
+{
+	struct matrix m;
+	CU_ASSERT_EQUAL_FATAL(matrix_init(&m, 4, 2), 0);
+	CU_ASSERT_EQUAL(matrix_row_slice(&m, 0, 10000), 10000); /* empty */
+	CU_ASSERT_EQUAL(matrix_row_slice(&m, -1, 10000), 10000); /* no row runs */
+	CU_ASSERT_EQUAL(matrix_place(&m, 1, 4), 0);       /* row 0, every PE */
+	CU_ASSERT_EQUAL(matrix_place(&m, 2, 2), 1);       /* row 1, PEs 0-1 */
+	CU_ASSERT_EQUAL(matrix_place(&m, 3, 2), 1);       /* row 1, PEs 2-3 */
+	CU_ASSERT_EQUAL(matrix_row_slice(&m, 1, 10000), 10000); /* nobody asks */
+	matrix_set_slice(&m, 2, 2000);
+	CU_ASSERT_EQUAL(matrix_row_slice(&m, 0, 10000), 10000); /* not its row */
+	CU_ASSERT_EQUAL(matrix_row_slice(&m, 1, 10000), 2000);
+	matrix_set_slice(&m, 3, 1000);
+	CU_ASSERT_EQUAL(matrix_row_slice(&m, 1, 10000), 1000); /* the shortest */
+	matrix_set_slice(&m, 3, 50000);                   /* longer: never above the cluster's */
+	CU_ASSERT_EQUAL(matrix_row_slice(&m, 1, 10000), 2000);
+	matrix_set_slice(&m, 99, 500);                    /* no such job: nothing */
+	CU_ASSERT_EQUAL(matrix_row_slice(&m, 1, 10000), 2000);
+	/* job 1 ends: 2 and 3 move to row 0, and run in row 1 too (backfilled):
+	 * job 2's ask moved with it and holds in both */
+	matrix_remove(&m, 1);
+	matrix_compact(&m);
+	CU_ASSERT_EQUAL(matrix_row_slice(&m, 0, 10000), 2000);
+	CU_ASSERT(matrix_runs_in(&m, 2, 1));
+	CU_ASSERT_EQUAL(matrix_row_slice(&m, 1, 10000), 2000);
+	/* job 4 takes job 2's alternate cells: row 1 holds 4 and 3's alternate */
+	CU_ASSERT_EQUAL(matrix_place(&m, 4, 2), 1);
+	CU_ASSERT(!matrix_runs_in(&m, 2, 1));
+	CU_ASSERT(matrix_runs_in(&m, 3, 1));
+	CU_ASSERT_EQUAL(matrix_row_slice(&m, 1, 10000), 10000);
+	matrix_set_slice(&m, 3, 1000); /* the alternate's ask counts where it runs */
+	CU_ASSERT_EQUAL(matrix_row_slice(&m, 1, 10000), 1000);
+	CU_ASSERT_EQUAL(matrix_row_slice(&m, 0, 10000), 1000);
+	matrix_free(&m);
+
+	/* the turn: quantum cluster slices' worth, in the row's own slices */
+	CU_ASSERT_EQUAL(matrix_turn_slices(1, 10000, 10000), 1);
+	CU_ASSERT_EQUAL(matrix_turn_slices(3, 10000, 10000), 3);
+	CU_ASSERT_EQUAL(matrix_turn_slices(1, 10000, 1000), 10);
+	CU_ASSERT_EQUAL(matrix_turn_slices(2, 10000, 3000), 7);  /* 6.67: nearest */
+	CU_ASSERT_EQUAL(matrix_turn_slices(1, 10000, 6000), 2);  /* 1.67 */
+	CU_ASSERT_EQUAL(matrix_turn_slices(1, 10000, 9000), 1);  /* at least one */
+	CU_ASSERT_EQUAL(matrix_turn_slices(1, 10000, 0), 1);
+	CU_ASSERT_EQUAL(matrix_turn_slices(1000000, 10000000, 100), 4294967295u); /* no wrap */
+}
+
 void add_matrix_suite(void)
 {
 	CU_pSuite s = CU_add_suite("matrix", NULL, NULL);
@@ -179,4 +228,5 @@ void add_matrix_suite(void)
 	CU_add_test(s, "MPL 1 is FCFS", test_fcfs);
 	CU_add_test(s, "bad arguments", test_bad);
 	CU_add_test(s, "jobs put back on their PEs after a restart", test_place_on);
+	CU_add_test(s, "a row's slice and turn", test_row_slice);
 }
