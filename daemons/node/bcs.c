@@ -941,7 +941,12 @@ void nd_bcs_strobe(struct nd *nd)
 		return;
 	if (b->phase_at_ns)
 		phase(nd); /* the last slice's, overtaken by this strobe */
-	/* completion: what finished in the last slice, and wake-ups */
+	/* grants: what the link moves in this slice (its row's length), at
+	 * least a buffer's worth */
+	b->slice_budget = b->link_mbs * (uint64_t)nd_slice_us(nd);
+	if (b->slice_budget < b->buf_size)
+		b->slice_budget = b->buf_size;
+	/* completion: what a full ring held back, and wake-ups */
 	bool any = false;
 	for (struct bjob *j = b->jobs; j; j = j->next) {
 		if (!j->job || !j->map)
@@ -1018,12 +1023,11 @@ int nd_bcs_init(struct nd *nd)
 		return -ENOMEM;
 	}
 	b->buf_size = gm_bcs_area_size(b->nnodes) / GM_BCS_AREA_BUFS;
-	/* what the link moves in a slice, at least a buffer's worth */
 	const char *e = getenv("STORM_BCS_LINK_MBS");
-	uint64_t mbs = e && *e ? strtoull(e, NULL, 10) : 0;
-	b->slice_budget = (mbs ? mbs : BCS_LINK_MBS) * (uint64_t)nd->conf.timeslice_us;
-	if (b->slice_budget < b->buf_size)
-		b->slice_budget = b->buf_size;
+	b->link_mbs = e && *e ? strtoull(e, NULL, 10) : 0;
+	if (!b->link_mbs)
+		b->link_mbs = BCS_LINK_MBS;
+	b->slice_budget = b->buf_size;
 	nd->bcs = b;
 	for (uint32_t t = M_DESC; t <= M_RED; t++)
 		nd_mb_register(nd, t, on_mailbox);

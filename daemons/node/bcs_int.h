@@ -234,7 +234,8 @@ struct nd_bcs {
 	uint8_t *bounce;
 	/* bulk data: per source node, its area's buffers here */
 	struct barea (*area)[GM_BCS_AREA_BUFS];
-	uint64_t buf_size, slice_budget;
+	uint64_t buf_size, slice_budget; /* slice_budget: per source, this slice */
+	uint64_t link_mbs;                /* the link's rate, MB/s (BCS_LINK_MBS) */
 	struct bulk *inflight[GM_BCS_BULK_EVS];
 	struct bulk *bq_head, *bq_tail;   /* waiting for an event */
 	uint32_t nbusy;                   /* buffers granted, their data not in yet */
