@@ -1386,15 +1386,21 @@ static bool all_known(struct sn_ctx *ctx, void *arg)
 	return sn_peers_known(ctx) == ctx->n;
 }
 
+bool sn_peer_known(const struct sn_ctx *ctx, uint32_t node)
+{
+	if (node >= ctx->n)
+		return false;
+	for (int r = 0; r < ctx->nrails; r++)
+		if (ctx->rails[r].peers[node] == FI_ADDR_NOTAVAIL)
+			return false;
+	return true;
+}
+
 uint32_t sn_peers_known(const struct sn_ctx *ctx)
 {
 	uint32_t k = 0;
-	for (uint32_t i = 0; i < ctx->n; i++) {
-		bool known = true;
-		for (int r = 0; r < ctx->nrails; r++)
-			known = known && ctx->rails[r].peers[i] != FI_ADDR_NOTAVAIL;
-		k += known;
-	}
+	for (uint32_t i = 0; i < ctx->n; i++)
+		k += sn_peer_known(ctx, i);
 	return k;
 }
 

@@ -72,6 +72,8 @@ int sn_peer_addr(struct sn_ctx *ctx, int rail, uint32_t node, const void *addr, 
 int sn_rail_count(const struct sn_ctx *ctx);
 /* How many nodes (this one included) have an address on every rail. */
 uint32_t sn_peers_known(const struct sn_ctx *ctx);
+/* Does node have an address on every rail (this node: yes)? */
+bool sn_peer_known(const struct sn_ctx *ctx, uint32_t node);
 /* Drives progress until every node's address is known: for programs that
  * start all their nodes together and need all of them (tests, benchmarks);
  * the daemons never wait. 0, or -ETIMEDOUT naming a missing node. */

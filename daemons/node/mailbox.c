@@ -128,11 +128,17 @@ static void xfer_one(struct nd *nd, struct omsg *o)
 		slog("mailbox: message to node %u lost: %s", o->to, sn_strerror(nd->sn));
 }
 
-/* Sends what the peer's window takes. */
+/* Sends what the peer's window takes. Not before its fabric address is
+ * known (a daemon serves, and may be given a job, before the machine
+ * manager's table has every peer): a transfer to it would fail after the
+ * message took its number, and the peer would wait for that number for
+ * good (the stream never resends). */
 static void flush(struct nd *nd, uint32_t to)
 {
 	struct nd_mb *m = nd->mb;
 	struct outbox *ob = &m->out[to];
+	if (!sn_peer_known(nd->sn, fabric_id(to)))
+		return;
 	uint64_t acked = sn_var_load(nd->sn, gm_bcs_ack(m->nnodes, to));
 	while (ob->head && ob->sent - (uint32_t)acked < GM_BCS_SLOTS) {
 		struct omsg *o = ob->head;
@@ -191,7 +197,8 @@ uint32_t nd_mb_backlog(const struct nd *nd, uint32_t to)
 static void ack(struct nd *nd, uint32_t from)
 {
 	struct nd_mb *m = nd->mb;
-	if (!m->unacked[from])
+	/* an ack the fabric could not deliver yet is written at a later strobe */
+	if (!m->unacked[from] || !sn_peer_known(nd->sn, fabric_id(from)))
 		return;
 	m->unacked[from] = 0;
 	uint64_t v = m->consumed[from];
@@ -206,8 +213,11 @@ void nd_mb_strobe(struct nd *nd)
 {
 	if (!nd->mb)
 		return;
-	for (uint32_t from = 0; from < nd->mb->nnodes; from++)
+	for (uint32_t from = 0; from < nd->mb->nnodes; from++) {
 		ack(nd, from);
+		if (nd->mb->out[from].head)
+			flush(nd, from); /* held while the peer's address was not known */
+	}
 }
 
 /* If the slot holds a message from node `from` with its tag: a private copy
