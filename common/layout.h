@@ -49,6 +49,11 @@
  *            s - GM_BCS_SLOTS by storing its count of consumed messages into
  *            j's GM_BCS_ACK(i) (a separate 8-byte XFER, so acknowledgements
  *            never wait for a free slot themselves).
+ *   bulk     node j -> node i (BCS-MPI message data): i grants j a buffer of
+ *            its area for j (gm_bcs_area) in a mailbox message; j writes
+ *            the data there in one XFER-AND-SIGNAL and, once it holds there
+ *            (local event EV_BCS_BULK0 + k), says so in a mailbox message;
+ *            i copies it out and only then grants that buffer again.
  */
 #ifndef STORM_LAYOUT_H
 #define STORM_LAYOUT_H
@@ -72,7 +77,11 @@ enum storm_event {
 	EV_FILE_SENT0 = 11, /* + buffer index */
 	EV_REPORT_SENT = 13,
 	EV_PROBE_SENT = 14,
+	/* local, on nodes: a BCS-MPI bulk transfer into a peer's area is held
+	 * there; one id per transfer in flight (+ 0 .. GM_BCS_BULK_EVS - 1) */
+	EV_BCS_BULK0 = 16,
 };
+#define GM_BCS_BULK_EVS 8
 
 struct strobe {
 	uint64_t slice;   /* timeslice number, from 1 */
@@ -220,9 +229,36 @@ static inline uint64_t gm_bcs_slot(uint32_t nnodes, uint32_t from, uint32_t k)
 	return slots + ((uint64_t)from * GM_BCS_SLOTS + k) * GM_BCS_SLOT_SIZE;
 }
 
+/* BCS-MPI bulk areas, after the mailboxes: on node i, one per source node,
+ * which node `from` fills with message data node i granted it (bcs.c), in
+ * GM_BCS_AREA_BUFS buffers, so that while one is copied into a rank others
+ * are read from the sender's rank or on the wire. Size per source:
+ * 32 MiB / nodes, between 512 KiB and 8 MiB (buffers of whole 64 KiB), so a
+ * node's areas together stay at or under 32 MiB up to 64 nodes (512 KiB
+ * each beyond: 500 MiB at the 1000-node maximum, mapped only where a peer
+ * writes), while up to 4 nodes get buffers of 2 MiB: the fewer round trips
+ * (grant, data, DATA) a message takes, the closer it gets to the link's
+ * rate. */
+#define GM_BCS_AREA_BUFS 4u
+static inline uint64_t gm_bcs_area_size(uint32_t nnodes)
+{
+	uint64_t s = nnodes ? ((uint64_t)32 << 20) / nnodes : ((uint64_t)8 << 20);
+	if (s > ((uint64_t)8 << 20))
+		s = (uint64_t)8 << 20;
+	if (s < ((uint64_t)512 << 10))
+		s = (uint64_t)512 << 10;
+	return s & ~((uint64_t)GM_BCS_AREA_BUFS * 65536 - 1); /* buffers of whole 64 KiB */
+}
+/* on node i: buffer k of the area for data from node `from` */
+static inline uint64_t gm_bcs_area(uint32_t nnodes, uint32_t from, uint32_t k)
+{
+	return gm_bcs_slot(nnodes, nnodes, 0) + (uint64_t)from * gm_bcs_area_size(nnodes) +
+	       (uint64_t)k * (gm_bcs_area_size(nnodes) / GM_BCS_AREA_BUFS);
+}
+
 static inline size_t layout_gmem_size(uint32_t nnodes)
 {
-	return gm_bcs_slot(nnodes, nnodes, 0);
+	return gm_bcs_area(nnodes, nnodes, 0);
 }
 
 static inline uint32_t fabric_id(uint32_t node_index) { return node_index + 1; }

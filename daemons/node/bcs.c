@@ -4,8 +4,9 @@
  *
  * Ranks post descriptors into a memfd shared with this daemon
  * (bcs_mpi/abi/chan.h). At every strobe, for each job that uses MPI here:
- *   1. completion: completions gathered during the last slice go into the
- *      ranks' completion rings and blocked ranks are woken (futex);
+ *   1. completion: what a full completion ring held back goes into it and
+ *      blocked ranks are woken (futex); every other completion was
+ *      published when its data moved (publish_now);
  *   2. collection: the ranks' new descriptors are read, labelled with the
  *      slice;
  *   3. descriptor exchange: one DESC message per other node of the job
@@ -16,14 +17,17 @@
  *      order), then receives in post order; MPI_ANY_SOURCE receives and
  *      probes only once the job is quiescent (resolve), so that their
  *      matching is the same whatever the timing;
- *   5. transmission: per source node and slice at most BCS_BUDGET bytes are
- *      granted (GRANT to the sender's node); the sender reads the bytes from
- *      its rank (process_vm_readv) and puts them into the receiver node's
- *      mailbox (DATA); the receiver writes them into the receiving rank
- *      (process_vm_writev). A message larger than the budget takes several
- *      slices. Within a node the daemon copies from one rank to the other.
- * Node to node everything travels through the mailboxes of common/layout.h
- * (XFER-AND-SIGNAL), never a same-host shortcut. */
+ *   5. transmission: a send of at most BCS_INLINE_MAX bytes came with its
+ *      bytes in the DESC and is copied into the receiving rank at matching;
+ *      larger ones are granted, per source node and slice up to what the
+ *      link moves in a slice, into buffers of this node's area for that
+ *      source in global memory (layout.h); the sender reads the bytes from
+ *      its rank (process_vm_readv), puts them there in one XFER-AND-SIGNAL
+ *      and, once they are held, says so (DATA); the receiver copies them
+ *      into the receiving rank (process_vm_writev) and grants the buffer
+ *      again. Within a node the daemon copies from one rank to the other.
+ * Node to node everything travels through global memory by XFER-AND-SIGNAL,
+ * never a same-host shortcut. */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -49,72 +53,153 @@
 #include "trace.pb-c.h"
 
 /* ---- data movement */
-/* Grants (and within the node, copies) up to the slice's budget per source. */
+
+/* A GRANT to the sender's node: records of one buffer (buf) or of none
+ * (BCS_NOBUF: sends that just complete). */
+static void send_grants(struct nd *nd, struct bjob *j, uint32_t node, uint32_t buf,
+			uint64_t gen, const struct wgrant *g, size_t n)
+{
+	if (!n)
+		return;
+	nd->bcs->next_flags = buf;
+	bcs_send(nd, node, M_GRANT, j->id, gen, (uint32_t)n, g, n * sizeof(*g), NULL, 0);
+	nd->bcs->spin_until_ns = clock_mono_ns() + BCS_SPIN_NS;
+}
+
+/* A free buffer of the area for data from node `from`, taken; -1: none. */
+static int take_buf(struct nd_bcs *b, uint32_t from)
+{
+	uint64_t now = clock_mono_ns();
+	for (uint32_t k = 0; k < GM_BCS_AREA_BUFS; k++) {
+		struct barea *a = &b->area[from][k];
+		if (a->busy && now - a->since_ns > BCS_AREA_STALE_NS) {
+			slog("node %u never said what it put in buffer %u of its area; freed", from, k);
+			a->busy = false;
+			b->nbusy--;
+		}
+		if (!a->busy) {
+			a->busy = true;
+			b->nbusy++;
+			a->gen++;
+			a->since_ns = now;
+			return (int)k;
+		}
+	}
+	return -1;
+}
+
+/* Both ranks here: the daemon copies, through its bounce buffer
+ * (process_vm_readv and _writev move data between the caller and one other
+ * process only). */
+static void local_copy(struct nd_bcs *b, struct bjob *j, struct xfer *x, uint64_t off,
+		       uint64_t chunk)
+{
+	uint32_t slr = (uint32_t)x->s->src - j->first;
+	struct osend *o = bcs_osend_take(j, slr, x->s->sreq, false);
+	int err = o ? 0 : BCS_EFAULT;
+	for (uint64_t d = 0; !err && d < chunk;) {
+		size_t n = chunk - d > BCS_BOUNCE ? BCS_BOUNCE : chunk - d;
+		if (bcs_copy_from(bcs_pid_of(j, slr), o->d.addr + off + d, b->bounce, n) < 0 ||
+		    bcs_copy_to(bcs_pid_of(j, x->lr), x->r->addr + off + d, b->bounce, n) < 0)
+			err = BCS_EFAULT;
+		d += n;
+	}
+	x->done += chunk;
+	if (err)
+		x->granted = x->total; /* a rank gone: finish the pair now */
+	if (x->granted == x->total) {
+		if (o) {
+			bcs_osend_take(j, slr, x->s->sreq, true);
+			bcs_complete(j, slr, o->d.req, x->s->dst, x->s->tag, 0, o->d.len);
+			free(o);
+		}
+		bcs_recv_done(j, x, err);
+	}
+}
+
+/* Transmission micro-phase, at the receiver: matched pairs in order per
+ * source node. A send that came in its descriptor is copied into the rank
+ * at once; a local one copied rank to rank; the others granted pieces of
+ * the area's free buffers for their source, up to the slice's budget. The
+ * buffer's data comes back as M_DATA, which frees it and grants again. */
 static void grant(struct nd *nd, struct bjob *j)
 {
 	struct nd_bcs *b = nd->bcs;
 	size_t maxg = (b->max_msg - sizeof(struct bhdr)) / sizeof(struct wgrant);
-	struct wgrant *g = malloc(maxg * sizeof(*g));
-	if (!g)
+	struct wgrant *g = malloc(maxg * sizeof(*g)), *gn = malloc(maxg * sizeof(*gn));
+	if (!g || !gn)
 		abort();
 	for (uint32_t node = 0; node < b->nnodes; node++) {
-		size_t ng = 0;
+		size_t ng = 0, nn = 0;
+		int buf = -1;
+		uint64_t used = 0;
 		while (j->gq_head[node]) {
 			struct xfer *x = j->gq_head[node];
-			uint64_t chunk = x->total - x->granted;
-			if (chunk > j->budget[node])
-				chunk = j->budget[node];
-			if (chunk == 0 && x->total != 0)
-				break; /* budget spent: the rest next slice */
-			j->budget[node] -= chunk;
-			uint64_t off = x->granted;
-			x->granted += chunk;
-			bool last = x->granted == x->total;
-			if (node == b->self) {
-				/* both ranks here: the daemon copies, through its bounce buffer */
-				uint32_t slr = (uint32_t)x->s->src - j->first;
-				struct osend *o = bcs_osend_take(j, slr, x->s->sreq, false);
-				int err = o ? 0 : BCS_EFAULT;
-				for (uint64_t d = 0; !err && d < chunk;) {
-					size_t n = chunk - d > b->max_msg ? b->max_msg : chunk - d;
-					if (bcs_copy_from(bcs_pid_of(j, slr), o->d.addr + off + d, b->bounce, n) < 0 ||
-					    bcs_copy_to(bcs_pid_of(j, x->lr), x->r->addr + off + d, b->bounce, n) < 0)
-						err = BCS_EFAULT;
-					d += n;
-				}
-				x->done += chunk;
-				if (err) {
-					/* a rank gone: finish the pair now, never grant it again */
-					x->granted = x->total;
-					last = true;
-				}
-				if (last) {
+			bool self = node == b->self;
+			if (x->s->inl || x->total == 0) {
+				int err = bcs_copy_to(bcs_pid_of(j, x->lr), x->r->addr,
+						      x->s->inl, x->total) < 0 ? BCS_EFAULT : 0;
+				bcs_recv_done(j, x, err);
+				if (self) {
+					uint32_t slr = (uint32_t)x->s->src - j->first;
+					struct osend *o = bcs_osend_take(j, slr, x->s->sreq, true);
 					if (o) {
-						bcs_osend_take(j, slr, x->s->sreq, true);
-						bcs_complete(j, slr, o->d.req, x->s->dst, x->s->tag, 0, o->d.len);
+						bcs_complete(j, slr, o->d.req, x->s->dst, x->s->tag, 0,
+							     o->d.len);
 						free(o);
 					}
-					bcs_recv_done(j, x, err);
+				} else {
+					gn[nn++] = (struct wgrant){.src = x->s->src, .dst = x->s->dst,
+								   .sreq = x->s->sreq, .rreq = x->r->req,
+								   .len = x->total, .last = 1};
+					if (nn == maxg) {
+						send_grants(nd, j, node, BCS_NOBUF, 0, gn, nn);
+						nn = 0;
+					}
 				}
+				x->granted = x->total;
 			} else {
-				g[ng++] = (struct wgrant){.src = x->s->src, .dst = x->s->dst,
-							  .sreq = x->s->sreq, .rreq = x->r->req,
-							  .off = off, .len = chunk, .last = last};
-				if (ng == maxg) {
-					bcs_send(nd, node, M_GRANT, j->id, 0, (uint32_t)ng, g,
-						 ng * sizeof(*g), NULL, 0);
-					ng = 0;
+				uint64_t chunk = x->total - x->granted;
+				if (chunk > j->budget[node])
+					chunk = j->budget[node];
+				if (!self) {
+					if (buf >= 0 && (used == b->buf_size || ng == maxg)) {
+						send_grants(nd, j, node, (uint32_t)buf,
+							    b->area[node][buf].gen, g, ng);
+						buf = -1;
+					}
+					if (buf < 0 && chunk) {
+						buf = take_buf(b, node);
+						ng = 0;
+						used = 0;
+					}
+					if (buf < 0)
+						break; /* every buffer in use: the next M_DATA grants */
+					if (chunk > b->buf_size - used)
+						chunk = b->buf_size - used;
+				}
+				if (chunk == 0)
+					break; /* budget spent: the rest next slice */
+				j->budget[node] -= chunk;
+				uint64_t off = x->granted;
+				x->granted += chunk;
+				if (self) {
+					local_copy(b, j, x, off, chunk);
+				} else {
+					g[ng++] = (struct wgrant){.src = x->s->src, .dst = x->s->dst,
+								  .sreq = x->s->sreq, .rreq = x->r->req,
+								  .off = off, .len = chunk,
+								  .last = x->granted == x->total,
+								  .aoff = (uint32_t)used};
+					used += chunk;
 				}
 			}
-			if (!last)
-				break;
+			if (x->granted != x->total)
+				continue; /* the next piece, in the next buffer */
 			j->gq_head[node] = x->next;
 			if (!x->next)
 				j->gq_tail[node] = NULL;
-			if (node == b->self) {
-				bcs_xfer_free(x);
-			} else if (x->total == 0) {
-				bcs_recv_done(j, x, 0);
+			if (self || x->s->inl || x->total == 0) {
 				bcs_xfer_free(x);
 			} else {
 				unsigned h = hkey((uint32_t)x->s->dst, x->r->req);
@@ -122,10 +207,12 @@ static void grant(struct nd *nd, struct bjob *j)
 				j->wait_data[h] = x;
 			}
 		}
-		if (ng)
-			bcs_send(nd, node, M_GRANT, j->id, 0, (uint32_t)ng, g, ng * sizeof(*g), NULL, 0);
+		if (buf >= 0)
+			send_grants(nd, j, node, (uint32_t)buf, b->area[node][buf].gen, g, ng);
+		send_grants(nd, j, node, BCS_NOBUF, 0, gn, nn);
 	}
 	free(g);
+	free(gn);
 }
 
 static void matched(struct bjob *j, struct bcs_msend *s, struct bcs_mrecv *r)
@@ -328,19 +415,28 @@ static bool collect(struct nd *nd, struct bjob *j, uint64_t slice)
 					bcs_complete(j, lr, d.req, d.peer, d.tag, BCS_EFAULT, 0);
 					break;
 				}
+				/* a small one carries its bytes: matched, it is in place at once */
+				struct wdesc w = {.src = me, .dst = d.peer, .tag = d.tag, .ctx = d.ctx,
+						  .seq = j->sseq[lr], .sreq = d.req,
+						  .flags = d.flags, .inl = d.len <= BCS_INLINE_MAX,
+						  .len = d.len};
+				size_t at = j->nbatch[node], sz = wdesc_size(&w);
+				j->batch[node] = bcs_grow(j->batch[node], &j->capbatch[node], at + sz, 1);
+				memset(j->batch[node] + at, 0, sz);
+				memcpy(j->batch[node] + at, &w, sizeof(w));
+				if (w.inl && bcs_copy_from(bcs_pid_of(j, lr), d.addr,
+							   j->batch[node] + at + sizeof(w), d.len) < 0) {
+					bcs_complete(j, lr, d.req, d.peer, d.tag, BCS_EFAULT, 0);
+					break;
+				}
+				j->nbatch[node] += sz;
+				j->sseq[lr]++;
 				struct osend *o = malloc(sizeof(*o));
 				if (!o)
 					abort();
 				unsigned h = hkey(lr, d.req);
-				*o = (struct osend){.lr = lr, .seq = j->sseq[lr], .d = d,
-						    .next = j->osends[h]};
+				*o = (struct osend){.lr = lr, .seq = w.seq, .d = d, .next = j->osends[h]};
 				j->osends[h] = o;
-				struct wdesc w = {.src = me, .dst = d.peer, .tag = d.tag, .ctx = d.ctx,
-						  .seq = j->sseq[lr]++, .sreq = d.req,
-						  .flags = d.flags, .len = d.len};
-				j->batch[node] = bcs_grow(j->batch[node], &j->capbatch[node],
-							  j->nbatch[node] + 1, sizeof(w));
-				j->batch[node][j->nbatch[node]++] = w;
 				break;
 			}
 			case BCS_OP_RECV:
@@ -397,49 +493,72 @@ static bool collect(struct nd *nd, struct bjob *j, uint64_t slice)
 	return any;
 }
 
-static void add_incoming(struct nd_bcs *b, struct bjob *j, uint32_t from, uint64_t label,
-			 const struct wdesc *w, size_t n)
+/* Send descriptors (wdesc records, each with its bytes when inline) into
+ * the next round; len: the records' bytes. */
+static void add_incoming(struct bjob *j, uint32_t from, uint64_t label, const uint8_t *rec,
+			 size_t len, uint32_t count)
 {
-	for (size_t i = 0; i < n; i++) {
-		if (w[i].dst < 0 || (uint32_t)w[i].dst < j->first ||
-		    (j->job && (uint32_t)w[i].dst >= j->first + j->nlocal))
+	for (size_t at = 0; count-- && len - at >= sizeof(struct wdesc);) {
+		struct wdesc w;
+		memcpy(&w, rec + at, sizeof(w));
+		if (w.inl && w.len > BCS_INLINE_MAX)
+			return;
+		size_t sz = wdesc_size(&w);
+		if (sz > len - at)
+			return;
+		const uint8_t *payload = rec + at + sizeof(w);
+		at += sz;
+		if (w.dst < 0 || (uint32_t)w.dst < j->first ||
+		    (j->job && (uint32_t)w.dst >= j->first + j->nlocal))
 			continue;
-		struct bcs_msend *s = calloc(1, sizeof(*s));
+		struct bcs_msend *s = calloc(1, sizeof(*s) + (w.inl ? w.len : 0));
 		if (!s)
 			abort();
-		*s = (struct bcs_msend){.label = label, .src = w[i].src, .dst = w[i].dst,
-					.tag = w[i].tag, .ctx = w[i].ctx, .seq = w[i].seq,
-					.sreq = w[i].sreq, .src_node = from, .flags = w[i].flags,
-					.len = w[i].len};
+		*s = (struct bcs_msend){.label = label, .src = w.src, .dst = w.dst, .tag = w.tag,
+					.ctx = w.ctx, .seq = w.seq, .sreq = w.sreq, .src_node = from,
+					.flags = w.flags, .len = w.len};
+		if (w.inl) {
+			memcpy(s + 1, payload, w.len);
+			s->inl = (const uint8_t *)(s + 1);
+		}
 		j->inc = bcs_grow(j->inc, &j->capinc, j->ninc + 1, sizeof(*j->inc));
 		j->inc[j->ninc++] = s;
 	}
-	(void)b;
 }
 
-/* Descriptor exchange: this slice's sends to every other node of the job. */
+/* Descriptor exchange: this slice's sends to every other node of the job,
+ * in as many DESCs as their records need. */
 static void exchange(struct nd *nd, struct bjob *j, uint64_t cover, uint32_t quiet,
 		     uint32_t ckpt)
 {
 	struct nd_bcs *b = nd->bcs;
-	size_t per = (b->max_msg - sizeof(struct bhdr)) / sizeof(struct wdesc);
+	size_t room = b->max_msg - sizeof(struct bhdr);
 	for (uint32_t k = 0; k < j->nnodes_job; k++) {
 		uint32_t node = j->nodes[k];
-		struct wdesc *w = j->batch[node];
+		const uint8_t *w = j->batch[node];
 		size_t n = j->nbatch[node];
 		if (node == b->self) {
-			add_incoming(b, j, node, cover, w, n);
+			add_incoming(j, node, cover, w, n, UINT32_MAX);
 		} else {
 			size_t off = 0;
 			do {
-				size_t c = n - off > per ? per : n - off;
+				size_t c = 0;
+				uint32_t count = 0;
+				while (off + c < n) {
+					struct wdesc d;
+					memcpy(&d, w + off + c, sizeof(d));
+					if (c + wdesc_size(&d) > room)
+						break;
+					c += wdesc_size(&d);
+					count++;
+				}
 				/* all but the last piece cover the slice before */
 				uint64_t cv = off + c < n ? cover - 1 : cover;
 				b->next_quiet = quiet;
 				b->next_ckpt = ckpt;
 				b->next_ckpt_id = ckpt ? j->ckpt_id : 0;
-				bcs_send_flags(nd, node, M_DESC, j->id, cv, (uint32_t)c, bcs_bar_local(j),
-					       w + off, c * sizeof(*w));
+				bcs_send_flags(nd, node, M_DESC, j->id, cv, count, bcs_bar_local(j),
+					       w + off, c);
 				off += c;
 			} while (off < n);
 		}
@@ -449,67 +568,154 @@ static void exchange(struct nd *nd, struct bjob *j, uint64_t cover, uint32_t qui
 
 /* ---- incoming mailbox messages */
 
-/* DATA payload per message: 16 KiB, chosen when rxm sent larger messages by
- * rendezvous (a round trip more each); sn_open now makes every message eager
- * (net_abstraction/sn.c), larger records are not measured yet */
-static size_t bcs_data_max(const struct nd_bcs *b)
+/* Starts a bulk transfer into the peer's area, or queues it while every
+ * event is taken. */
+static void bulk_go(struct nd *nd, struct bulk *bk);
+
+/* Staging blocks of a buffer's size are kept for the next transfers: a
+ * fresh one would be faulted in page by page each time. */
+static uint8_t *stage_get(struct nd_bcs *b)
 {
-	const char *e = getenv("STORM_BCS_DATA_MAX");
-	size_t want = e && *e ? (size_t)strtoul(e, NULL, 10) : 16384 - 256;
-	size_t most = b->max_msg - sizeof(struct bhdr) - sizeof(struct wdata);
-	return want && want < most ? want : most;
+	if (b->nspare)
+		return b->spare[--b->nspare];
+	uint8_t *p = malloc(b->buf_size);
+	if (!p)
+		abort();
+	return p;
 }
 
-static void on_grant(struct nd *nd, struct bjob *j, uint32_t from, const struct wgrant *g,
-		     size_t n)
+static void stage_put(struct nd_bcs *b, uint8_t *p)
+{
+	if (p && b->nspare < GM_BCS_BULK_EVS)
+		b->spare[b->nspare++] = p;
+	else
+		free(p);
+}
+
+static void bulk_done(struct nd *nd, struct bulk *bk, int err)
+{
+	for (uint32_t i = 0; err && i < bk->nrec; i++)
+		bk->rec[i].err = BCS_EFAULT;
+	nd->bcs->next_flags = bk->buf;
+	bcs_send(nd, bk->to, M_DATA, bk->job, bk->gen, bk->nrec, bk->rec,
+		 bk->nrec * sizeof(*bk->rec), NULL, 0);
+	stage_put(nd->bcs, bk->data);
+	free(bk->rec);
+	free(bk);
+}
+
+static void bulk_go(struct nd *nd, struct bulk *bk)
 {
 	struct nd_bcs *b = nd->bcs;
-	/* DATA messages pack records (struct wdata + bytes) up to the eager size */
-	size_t room = bcs_data_max(b) + sizeof(struct wdata), used = 0;
-	uint32_t records = 0;
+	if (!bk->len) {
+		bulk_done(nd, bk, 0);
+		return;
+	}
+	for (uint32_t k = 0; k < GM_BCS_BULK_EVS; k++) {
+		if (b->inflight[k])
+			continue;
+		struct sn_nodeset to;
+		sn_set_clear(&to);
+		sn_set_add(&to, fabric_id(bk->to));
+		/* no remote event: M_DATA, sent once the data is held there, is
+		 * what the receiver acts on, so it can never overtake the data */
+		if (sn_xfer(nd->sn, &to, gm_bcs_area(b->nnodes, b->self, bk->buf), bk->data, bk->len,
+			    EV_BCS_BULK0 + k, SN_NO_EVENT, 0) < 0) {
+			slog("job %" PRIu64 ": message data to node %u not sent: %s", bk->job, bk->to,
+			     sn_strerror(nd->sn));
+			bulk_done(nd, bk, BCS_EFAULT);
+			return;
+		}
+		b->inflight[k] = bk;
+		b->spin_until_ns = clock_mono_ns() + BCS_SPIN_NS;
+		return;
+	}
+	bk->next = NULL;
+	if (b->bq_tail)
+		b->bq_tail->next = bk;
+	else
+		b->bq_head = bk;
+	b->bq_tail = bk;
+}
+
+void nd_bcs_bulk_sent(struct nd *nd, unsigned k, bool failed)
+{
+	struct nd_bcs *b = nd->bcs;
+	if (!b || k >= GM_BCS_BULK_EVS || !b->inflight[k])
+		return;
+	struct bulk *bk = b->inflight[k];
+	b->inflight[k] = NULL;
+	bulk_done(nd, bk, failed ? BCS_EFAULT : 0);
+	if (b->bq_head) {
+		struct bulk *q = b->bq_head;
+		b->bq_head = q->next;
+		if (!b->bq_head)
+			b->bq_tail = NULL;
+		bulk_go(nd, q);
+	}
+}
+
+/* At the sender: the receiver's grants. Pieces of a buffer are read from
+ * the sending ranks into one block and written into the buffer in one
+ * XFER-AND-SIGNAL; BCS_NOBUF ones (data that went inline) just complete.
+ * j is NULL for a job that ended here: the buffer is still answered, so
+ * the receiver can grant it again. */
+static void on_grant(struct nd *nd, struct bjob *j, uint32_t from, uint32_t buf, uint64_t gen,
+		     const struct wgrant *g, size_t n)
+{
+	struct nd_bcs *b = nd->bcs;
+	struct bulk *bk = NULL;
+	if (buf != BCS_NOBUF) {
+		if (buf >= GM_BCS_AREA_BUFS)
+			return;
+		bk = calloc(1, sizeof(*bk));
+		if (!bk || !(bk->rec = calloc(n ? n : 1, sizeof(*bk->rec))))
+			abort();
+		*bk = (struct bulk){.to = from, .buf = buf, .job = j ? j->id : 0, .gen = gen,
+				    .rec = bk->rec, .nrec = (uint32_t)n};
+		for (size_t i = 0; i < n; i++)
+			if (g[i].len <= b->buf_size && g[i].aoff <= b->buf_size - g[i].len &&
+			    g[i].aoff + g[i].len > bk->len)
+				bk->len = g[i].aoff + g[i].len;
+		if (bk->len)
+			bk->data = stage_get(b);
+	}
 	for (size_t i = 0; i < n; i++) {
-		if (g[i].src < 0 || (uint32_t)g[i].src < j->first ||
-		    (uint32_t)g[i].src >= j->first + j->nlocal)
+		struct wdata *w = bk ? &bk->rec[i] : NULL;
+		bool fits = !bk || (g[i].len <= b->buf_size && g[i].aoff <= b->buf_size - g[i].len);
+		if (w)
+			*w = (struct wdata){.dst = g[i].dst, .rreq = g[i].rreq, .off = g[i].off,
+					    .len = fits ? g[i].len : 0, .aoff = g[i].aoff,
+					    .err = BCS_EFAULT};
+		if (!j || g[i].src < 0 || (uint32_t)g[i].src < j->first ||
+		    (uint32_t)g[i].src >= j->first + j->nlocal || !fits)
 			continue;
 		uint32_t lr = (uint32_t)g[i].src - j->first;
 		struct osend *o = bcs_osend_take(j, lr, g[i].sreq, false);
 		if (!o)
 			continue;
-		for (uint64_t d = 0; d < g[i].len;) {
-			if (used + sizeof(struct wdata) + 64 > room) {
-				bcs_send(nd, from, M_DATA, j->id, 0, records, b->bounce, used, NULL, 0);
-				used = records = 0;
-			}
-			size_t c = room - used - sizeof(struct wdata);
-			if (c > g[i].len - d)
-				c = g[i].len - d;
-			struct wdata w = {.dst = g[i].dst, .rreq = g[i].rreq, .off = g[i].off + d,
-					  .len = c};
-			memcpy(b->bounce + used, &w, sizeof(w));
-			uint8_t *at = b->bounce + used + sizeof(w);
-			if (g[i].off + d + c > o->d.len ||
-			    bcs_copy_from(bcs_pid_of(j, lr), o->d.addr + g[i].off + d, at, c) < 0)
-				memset(at, 0, c); /* the rank is gone: the job dies anyway */
-			used += sizeof(w) + c;
-			records++;
-			d += c;
-		}
+		if (w && g[i].off <= o->d.len && g[i].len <= o->d.len - g[i].off &&
+		    bcs_copy_from(bcs_pid_of(j, lr), o->d.addr + g[i].off, bk->data + g[i].aoff,
+				  g[i].len) == 0)
+			w->err = 0; /* else the rank is gone: the job dies anyway */
 		if (g[i].last) {
 			bcs_osend_take(j, lr, g[i].sreq, true);
 			bcs_complete(j, lr, o->d.req, g[i].dst, 0, 0, o->d.len);
 			free(o);
 		}
 	}
-	if (records)
-		bcs_send(nd, from, M_DATA, j->id, 0, records, b->bounce, used, NULL, 0);
+	if (bk)
+		bulk_go(nd, bk);
 }
 
-static void on_data(struct bjob *j, uint32_t from, const struct wdata *w, const uint8_t *payload)
+/* At the receiver: a piece is in buffer `at` of the area. */
+static void on_data(struct bjob *j, uint32_t from, const struct wdata *w, const uint8_t *at)
 {
 	/* the head of the source's grant queue may be partly granted */
 	struct xfer *h = j->gq_head ? j->gq_head[from] : NULL;
 	if (h && h->s->dst == w->dst && h->r->req == w->rreq && w->off + w->len <= h->granted) {
-		if (bcs_copy_to(bcs_pid_of(j, h->lr), h->r->addr + w->off, payload, w->len) == 0)
+		if (!w->err && bcs_copy_to(bcs_pid_of(j, h->lr), h->r->addr + w->off, at + w->aoff,
+					   w->len) == 0)
 			h->done += w->len;
 		return;
 	}
@@ -520,7 +726,8 @@ static void on_data(struct bjob *j, uint32_t from, const struct wdata *w, const 
 			continue;
 		if (w->off + w->len > x->total)
 			return;
-		int err = bcs_copy_to(bcs_pid_of(j, x->lr), x->r->addr + w->off, payload, w->len);
+		int err = w->err ? w->err
+			 : bcs_copy_to(bcs_pid_of(j, x->lr), x->r->addr + w->off, at + w->aoff, w->len);
 		x->done += w->len;
 		if (x->done >= x->total || err) {
 			bcs_recv_done(j, x, err ? BCS_EFAULT : 0);
@@ -531,11 +738,54 @@ static void on_data(struct bjob *j, uint32_t from, const struct wdata *w, const 
 	}
 }
 
+/* M_DATA: what the sender put into a buffer of its area here; the buffer
+ * is free again once it is copied out (whatever became of the job). */
+static void on_bulk(struct nd *nd, struct bjob *j, uint32_t from, const struct mhdr *h,
+		    const uint8_t *body)
+{
+	struct nd_bcs *b = nd->bcs;
+	uint32_t k = h->flags;
+	if (k >= GM_BCS_AREA_BUFS || (size_t)h->count * sizeof(struct wdata) > h->len)
+		return;
+	struct barea *a = &b->area[from][k];
+	if (!a->busy || a->gen != h->slice)
+		return; /* not the grant in force: freed as stale, granted again */
+	const uint8_t *at = nd->gmem + gm_bcs_area(b->nnodes, from, k);
+	for (uint32_t i = 0; j && i < h->count; i++) {
+		struct wdata w;
+		memcpy(&w, body + i * sizeof(w), sizeof(w));
+		if (w.len <= b->buf_size && w.aoff <= b->buf_size - w.len)
+			on_data(j, from, &w, at);
+	}
+	a->busy = false;
+	b->nbusy--;
+	if (j)
+		grant(nd, j);
+}
+
+/* Completions go to the ranks as soon as their data moved, not at the next
+ * strobe: a blocking call ends in the micro-phase that moved its data
+ * (docs/design/bcs-mpi.md says why matching stays deterministic). Sealed:
+ * its rings are as its images keep them. */
+static void publish_now(struct bjob *j)
+{
+	if (j->job && j->map && j->active && !j->sealed)
+		bcs_publish(j);
+}
+
 static void on_message(struct nd *nd, uint32_t from, const struct mhdr *h, const uint8_t *body)
 {
 	struct nd_bcs *b = nd->bcs;
-	if (bcs_job_dead(b, h->job))
+	if (bcs_job_dead(b, h->job)) {
+		/* the buffers of the node's area still go back and forth */
+		if (h->type == M_GRANT && h->flags != BCS_NOBUF &&
+		    (size_t)h->count * sizeof(struct wgrant) <= h->len)
+			on_grant(nd, NULL, from, h->flags, h->slice, (const struct wgrant *)body,
+				 h->count);
+		else if (h->type == M_DATA)
+			on_bulk(nd, NULL, from, h, body);
 		return;
+	}
 	struct bjob *j = bcs_job_find(b, h->job);
 	if (!j)
 		j = bcs_job_new(b, h->job);
@@ -543,8 +793,8 @@ static void on_message(struct nd *nd, uint32_t from, const struct mhdr *h, const
 	case M_DESC:
 		if ((size_t)h->count * sizeof(struct wdesc) > h->len)
 			return;
-		add_incoming(b, j, from, h->slice == UINT64_MAX ? j->cover[from] + 1 : h->slice,
-			     (const struct wdesc *)body, h->count);
+		add_incoming(j, from, h->slice == UINT64_MAX ? j->cover[from] + 1 : h->slice, body,
+			     h->len, h->count);
 		{
 			bool q = h->quiet != 0 && h->quiet - 1 <= BCS_QLAG_MAX;
 			j->qmask[from] = bcs_quiet_push(j->cover[from], j->qmask[from], h->slice, q);
@@ -569,23 +819,11 @@ static void on_message(struct nd *nd, uint32_t from, const struct mhdr *h, const
 	case M_GRANT:
 		if ((size_t)h->count * sizeof(struct wgrant) > h->len)
 			return;
-		on_grant(nd, j, from, (const struct wgrant *)body, h->count);
+		on_grant(nd, j, from, h->flags, h->slice, (const struct wgrant *)body, h->count);
 		break;
-	case M_DATA: {
-		size_t off = 0;
-		for (uint32_t k = 0; k < h->count; k++) {
-			struct wdata w;
-			if (h->len - off < sizeof(w))
-				return;
-			memcpy(&w, body + off, sizeof(w));
-			off += sizeof(w);
-			if (w.len > h->len - off)
-				return;
-			on_data(j, from, &w, body + off);
-			off += w.len;
-		}
+	case M_DATA:
+		on_bulk(nd, j, from, h, body);
 		break;
-	}
 	case M_ABORT:
 		bcs_kill_local(j, (int)h->count, "MPI_Abort on another node");
 		break;
@@ -595,6 +833,7 @@ static void on_message(struct nd *nd, uint32_t from, const struct mhdr *h, const
 		bcs_red_partial(nd, j, from, (uint32_t)h->slice, body, h->len);
 		break;
 	}
+	publish_now(j);
 }
 
 /* The mailbox's handler for BCS-MPI's types. */
@@ -677,6 +916,7 @@ static void phase(struct nd *nd)
 			     (j->active ? CK_ACTIVE : 0);
 		}
 		exchange(nd, j, slice, quiet ? lag + 1u : 0, ck);
+		b->spin_until_ns = clock_mono_ns() + BCS_SPIN_NS;
 		j->qmask[b->self] = bcs_quiet_push(j->cover[b->self], j->qmask[b->self], slice, quiet);
 		if (quiet)
 			j->qlag[b->self][slice % 64] = lag;
@@ -687,6 +927,7 @@ static void phase(struct nd *nd)
 		bcs_barriers(j, b->self);
 		bcs_reduces(nd, j);
 		bcs_try_seal(j);
+		publish_now(j);
 		uint64_t sent = nd_bcs_bytes_sent(nd) - sent0;
 		if (!quiet || sent) /* a quiet slice is not worth a trace event */
 			nd_trace(j->job, STORM__TRACE__EVENT__KIND__BCS, t0, nd_wall_us() - t0, slice, sent);
@@ -700,14 +941,19 @@ void nd_bcs_strobe(struct nd *nd)
 		return;
 	if (b->phase_at_ns)
 		phase(nd); /* the last slice's, overtaken by this strobe */
-	/* completion: what finished in the last slice, and wake-ups */
+	/* grants: what the link moves in this slice (its row's length), at
+	 * least a buffer's worth */
+	b->slice_budget = b->link_mbs * (uint64_t)nd_slice_us(nd);
+	if (b->slice_budget < b->buf_size)
+		b->slice_budget = b->buf_size;
+	/* completion: what a full ring held back, and wake-ups */
 	bool any = false;
 	for (struct bjob *j = b->jobs; j; j = j->next) {
 		if (!j->job || !j->map)
 			continue;
 		any = true;
 		for (uint32_t i = 0; i < b->nnodes; i++)
-			j->budget[i] = BCS_BUDGET;
+			j->budget[i] = b->slice_budget;
 		if (j->active && !j->sealed)
 			bcs_publish(j); /* sealed: its rings are as its images keep them */
 	}
@@ -719,12 +965,35 @@ void nd_bcs_strobe(struct nd *nd)
 		b->phase_at_ns = 1;
 }
 
+/* Something of BCS-MPI waits on a peer: a round on its DESC, a granted
+ * buffer on its data, a bulk transfer on its completion. */
+static bool waits_on_peer(const struct nd_bcs *b)
+{
+	if (b->nbusy || b->bq_head)
+		return true;
+	for (unsigned k = 0; k < GM_BCS_BULK_EVS; k++)
+		if (b->inflight[k])
+			return true;
+	for (const struct bjob *j = b->jobs; j; j = j->next)
+		if (j->job && j->map && j->round < j->cover[b->self])
+			return true;
+	return false;
+}
+
 int nd_bcs_timer_ms(const struct nd *nd)
 {
 	const struct nd_bcs *b = nd->bcs;
-	if (!b || !b->phase_at_ns)
+	if (!b)
 		return -1;
 	uint64_t now = clock_mono_ns();
+	/* a provider without a wait descriptor (shm) is polled every
+	 * millisecond: a hop of the data path would cost that much, so the
+	 * loop polls without sleeping while the path waits on a peer, for at
+	 * most BCS_SPIN_NS after the last thing it sent */
+	if (now < b->spin_until_ns && waits_on_peer(b))
+		return 0;
+	if (!b->phase_at_ns)
+		return -1;
 	return b->phase_at_ns <= now ? 0 : (int)((b->phase_at_ns - now + 999999) / 1000000);
 }
 
@@ -745,11 +1014,20 @@ int nd_bcs_init(struct nd *nd)
 	b->nnodes = (uint32_t)nd->conf.nnodes;
 	b->self = nd->index;
 	b->max_msg = nd_mb_body_max(nd);
-	b->bounce = malloc(b->max_msg);
-	if (!b->bounce) {
+	b->bounce = malloc(BCS_BOUNCE);
+	b->area = calloc(b->nnodes ? b->nnodes : 1, sizeof(*b->area));
+	if (!b->bounce || !b->area) {
+		free(b->bounce);
+		free(b->area);
 		free(b);
 		return -ENOMEM;
 	}
+	b->buf_size = gm_bcs_area_size(b->nnodes) / GM_BCS_AREA_BUFS;
+	const char *e = getenv("STORM_BCS_LINK_MBS");
+	b->link_mbs = e && *e ? strtoull(e, NULL, 10) : 0;
+	if (!b->link_mbs)
+		b->link_mbs = BCS_LINK_MBS;
+	b->slice_budget = b->buf_size;
 	nd->bcs = b;
 	for (uint32_t t = M_DESC; t <= M_RED; t++)
 		nd_mb_register(nd, t, on_mailbox);
@@ -966,6 +1244,21 @@ void nd_bcs_close(struct nd *nd)
 		bjob_free_queues(b, j);
 		bjob_free(j);
 	}
+	for (unsigned k = 0; k < GM_BCS_BULK_EVS; k++)
+		if (b->inflight[k]) {
+			free(b->inflight[k]->data);
+			free(b->inflight[k]->rec);
+			free(b->inflight[k]);
+		}
+	for (struct bulk *q = b->bq_head, *n; q; q = n) {
+		n = q->next;
+		free(q->data);
+		free(q->rec);
+		free(q);
+	}
+	while (b->nspare)
+		free(b->spare[--b->nspare]);
+	free(b->area);
 	free(b->bounce);
 	free(b);
 	nd->bcs = NULL;

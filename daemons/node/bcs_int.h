@@ -13,10 +13,22 @@
 #include <sys/types.h>
 
 #include "chan.h"
+#include "layout.h"
 #include "match.h"
 #include "nd.h"
 
-#define BCS_BUDGET (1u << 20)   /* bytes granted per source node and slice */
+/* Grants per source node and slice: what the link moves in a slice, at
+ * this rate (STORM_BCS_LINK_MBS overrides it), and at least one buffer of
+ * the area (grant) */
+#define BCS_LINK_MBS 4000
+/* sends of at most this many bytes travel in their DESC (exchange) */
+#define BCS_INLINE_MAX 4096
+/* a granted buffer whose sender never answered is free again after this:
+ * any transfer into it has failed long before (sn_xfer's bound) */
+#define BCS_AREA_STALE_NS (30ull * 1000000000u)
+#define BCS_NOBUF UINT32_MAX    /* GRANT: records that move no data */
+#define BCS_SPIN_NS (2000000u)  /* polling without sleep after sending (nd_bcs_timer_ms) */
+#define BCS_BOUNCE (1u << 20)   /* copies between two ranks of a node, per step */
 #define BCS_DEAD_JOBS 64
 #define BCS_HASH 4096           /* buckets of the per-job request tables */
 /* rounds a node may still have to run and report quiet (resolve) */
@@ -29,6 +41,7 @@ static inline unsigned hkey(uint32_t a, uint32_t b)
 	return (a * 2654435761u ^ b * 40503u) % BCS_HASH;
 }
 
+/* M_DATA: the sender's word that a granted buffer holds its data (bulk) */
 enum mtype { M_DESC = 1, M_GRANT = 2, M_DATA = 3, M_ABORT = 4, M_RED = 5 };
 
 /* BCS-MPI's header, first in the body of each of its mailbox messages; the
@@ -61,22 +74,52 @@ enum { CK_FROZEN = 1, CK_DRAINED = 2, CK_ACTIVE = 4 /* the sender took part alre
 
 struct wdesc { /* a send descriptor on the wire */
 	int32_t src, dst, tag;
-	uint32_t ctx, seq, sreq, flags, pad;
+	uint32_t ctx, seq, sreq, flags;
+	uint32_t inl;   /* its len bytes follow it, padded to 8 (BCS_INLINE_MAX) */
 	uint64_t len;
 };
+static inline size_t wdesc_size(const struct wdesc *w)
+{
+	return sizeof(*w) + (w->inl ? (w->len + 7) & ~(uint64_t)7 : 0);
+}
 
+/* A GRANT's header says which buffer of the receiver's area for the sender
+ * (bhdr.flags; BCS_NOBUF: nothing to move, the sends just complete) and,
+ * as the mailbox's arg, the buffer's generation, which M_DATA echoes. */
 struct wgrant {
 	int32_t src, dst;
 	uint32_t sreq, rreq;
-	uint64_t off, len;
-	uint32_t last, pad;
+	uint64_t off, len; /* the piece of the message */
+	uint32_t last;
+	uint32_t aoff;     /* where in the buffer */
 };
 
-struct wdata {
+struct wdata { /* M_DATA: a piece now in the buffer */
 	int32_t dst;
 	uint32_t rreq;
 	uint64_t off;
 	uint64_t len;
+	uint32_t aoff;
+	int32_t err;       /* the sender could not read it, or not send it */
+};
+
+/* a buffer of this node's area for one source node (layout.h) */
+struct barea {
+	bool busy;
+	uint64_t gen;       /* grants of it so far */
+	uint64_t since_ns;  /* granted at */
+};
+
+/* a bulk transfer at its sender: in flight on event EV_BCS_BULK0 + ev, or
+ * queued for a free event */
+struct bulk {
+	struct bulk *next;
+	uint32_t to, buf;
+	uint64_t job, gen;
+	uint8_t *data;
+	size_t len;
+	struct wdata *rec;
+	uint32_t nrec;
 };
 
 /* a matched message, at the receiver's node */
@@ -151,7 +194,7 @@ struct bjob {
 	uint64_t *budget;          /* per source node index, this slice */
 	struct xfer **wait_data;   /* granted, data pending; hashed by (rank, request) */
 	struct comps *comps;       /* per local rank, to publish */
-	struct wdesc **batch;      /* per cluster node index: sends for it */
+	uint8_t **batch;           /* per cluster node index: sends for it (wdesc records) */
 	size_t *nbatch, *capbatch;
 	/* checkpoint drain (CK_*): frozen for ckpt_id since freeze_ns; fcover:
 	 * per cluster node, the cover of a FROZEN DESC (UINT64_MAX: none yet);
@@ -189,6 +232,16 @@ struct nd_bcs {
 	uint64_t dead[BCS_DEAD_JOBS];
 	unsigned ndead;
 	uint8_t *bounce;
+	/* bulk data: per source node, its area's buffers here */
+	struct barea (*area)[GM_BCS_AREA_BUFS];
+	uint64_t buf_size, slice_budget; /* slice_budget: per source, this slice */
+	uint64_t link_mbs;                /* the link's rate, MB/s (BCS_LINK_MBS) */
+	struct bulk *inflight[GM_BCS_BULK_EVS];
+	struct bulk *bq_head, *bq_tail;   /* waiting for an event */
+	uint32_t nbusy;                   /* buffers granted, their data not in yet */
+	uint8_t *spare[GM_BCS_BULK_EVS];  /* staging blocks for the next transfers */
+	uint32_t nspare;
+	uint64_t spin_until_ns;           /* nd_bcs_timer_ms */
 };
 
 /* bcs_job.c */

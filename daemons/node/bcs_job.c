@@ -113,7 +113,7 @@ struct bjob *bcs_job_new(struct nd_bcs *b, uint64_t id)
 	    !j->capbatch || !j->bar_seen || !j->osends || !j->wait_data)
 		abort();
 	for (uint32_t i = 0; i < n; i++)
-		j->budget[i] = BCS_BUDGET;
+		j->budget[i] = b->slice_budget;
 	j->next = b->jobs;
 	b->jobs = j;
 	return j;

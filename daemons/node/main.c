@@ -206,6 +206,9 @@ static void on_turn(void *arg)
 		nd_on_strobe(nd);
 	if (drain_event(nd, EV_BCS))
 		nd_mb_arrived(nd);
+	for (unsigned k = 0; k < GM_BCS_BULK_EVS; k++)
+		for (int ev; (ev = sn_test_event(nd->sn, EV_BCS_BULK0 + k, 0, NULL)) != 0;)
+			nd_bcs_bulk_sent(nd, k, ev < 0);
 	nd_copy_pump(nd);
 	if (drain_event(nd, EV_REPORT_ACK)) {
 		/* verified and used in a private copy (gm_copy) */

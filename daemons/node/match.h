@@ -23,6 +23,7 @@ struct bcs_msend {
 	uint32_t src_node;  /* node index of the sender */
 	uint32_t flags;
 	uint64_t len;
+	const uint8_t *inl; /* its bytes, when they came in its descriptor */
 	struct bcs_msend *prev, *next;
 };
 

@@ -381,6 +381,8 @@ int nd_bcs_restore_rank(struct nd *nd, struct nd_job *job, uint32_t lr, const vo
 int nd_bcs_fd(struct nd *nd, struct nd_job *job); /* the job's channel, -1: none */
 void nd_bcs_restored(struct nd *nd, struct nd_job *job); /* its ranks are back: collect */
 void nd_bcs_timers(struct nd *nd);
+/* EV_BCS_BULK0 + k fired: that bulk transfer is held at its peer, or failed */
+void nd_bcs_bulk_sent(struct nd *nd, unsigned k, bool failed);
 
 /* pmi.c: PMI-1 and PMIx for MPI libraries other than BCS-MPI (pmi.h) */
 #define ND_PMI_ENV_MAX 48 /* environment entries a rank may get */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "chan.h"
+#include "layout.h"
 #include "chan_ckpt.h"
 #include "dtype.h"
 #include "procs.h"
@@ -764,6 +765,24 @@ static void test_rma_blocks(void)
 	bcs_type_free(&vec);
 }
 
+/* The bulk areas: 32 MiB per node in all up to 64 nodes, 512 KiB to 8 MiB
+ * each, after the mailboxes and inside global memory, buffers apart. */
+static void test_bulk_areas(void)
+{
+	CU_ASSERT_EQUAL(gm_bcs_area_size(2), (uint64_t)8 << 20);
+	CU_ASSERT_EQUAL(gm_bcs_area_size(16), (uint64_t)2 << 20);
+	CU_ASSERT_EQUAL(gm_bcs_area_size(64), (uint64_t)512 << 10);
+	CU_ASSERT_EQUAL(gm_bcs_area_size(STORM_MAX_NODES), (uint64_t)512 << 10);
+	for (uint32_t n = 1; n <= 64; n++) {
+		uint64_t a = gm_bcs_area_size(n), buf = a / GM_BCS_AREA_BUFS;
+		CU_ASSERT(n * a <= ((uint64_t)32 << 20) || a == ((uint64_t)512 << 10));
+		CU_ASSERT_EQUAL(buf % 65536, 0);
+		CU_ASSERT(gm_bcs_area(n, 0, 0) >= gm_bcs_slot(n, n - 1, GM_BCS_SLOTS - 1) + GM_BCS_SLOT_SIZE);
+		CU_ASSERT_EQUAL(gm_bcs_area(n, n - 1, GM_BCS_AREA_BUFS - 1) + buf, layout_gmem_size(n));
+		CU_ASSERT_EQUAL(gm_bcs_area(n, 0, 1) - gm_bcs_area(n, 0, 0), buf);
+	}
+}
+
 void add_bcs_suite(void)
 {
 	CU_pSuite s = CU_add_suite("bcs-mpi", NULL, NULL);
@@ -771,6 +790,7 @@ void add_bcs_suite(void)
 	CU_add_test(s, "posted receives, cancel", test_match_posted);
 	CU_add_test(s, "wildcards resolved at quiescence, by source", test_match_wild);
 	CU_add_test(s, "quiet reports and quiescence", test_quiet);
+	CU_add_test(s, "bulk areas: sizes and places", test_bulk_areas);
 	CU_add_test(s, "vector and contiguous pack/unpack", test_pack_vector);
 	CU_add_test(s, "pair types", test_pair_types);
 	CU_add_test(s, "struct types: padding, order, elements", test_struct_type);
