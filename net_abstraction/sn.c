@@ -114,7 +114,8 @@ struct rail {
 	uint64_t *placed_seq;   /* per peer: it has handled our messages up to this
 				   one (learned from its ACKs) */
 	struct inflight (*inflight)[SN_INFLIGHT]; /* per peer, empty: hi == 0 */
-	size_t max_payload;
+	size_t max_payload;     /* of a message: fits a receive buffer */
+	size_t rma_chunk;       /* of a chunk written by RMA */
 	bool flushing;
 	/* RMA writes into the peers' global memory (rma_open) */
 	struct fid_mr *mr;      /* our global memory, remote-writable */
@@ -256,6 +257,7 @@ void sn_config_defaults(struct sn_config *cfg)
 	cfg->timeout_ms = env_uint("SN_TIMEOUT_MS", 5000);
 	cfg->spin_us = env_uint("SN_SPIN_US", 0);
 	cfg->chunk_size = env_uint("SN_CHUNK_SIZE", 128 * 1024);
+	cfg->rma_chunk_size = env_uint("SN_RMA_CHUNK_SIZE", SN_RMA_CHUNK_DEFAULT);
 	cfg->rx_depth = env_uint("SN_RX_DEPTH", 32);
 }
 
@@ -544,12 +546,10 @@ static void slot_queue(struct sn_ctx *ctx, struct rail *rl, struct slot *s)
 }
 
 /* Queues message m to node dest, with an optional payload that must stay
- * valid until the send completes. A chunk to a peer that published its key
- * is written into its global memory by RMA and then announced by a header
- * (SN_F_PLACED), unless it is small or overlaps a transfer the peer may not
- * have handled yet (note_inflight): then it goes as a message. */
-static int send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn_msg *m,
-		    const void *payload, size_t plen, struct rec *r)
+ * valid until the send completes; write: the payload goes by RMA write into
+ * dest's global memory, announced by the header alone (SN_F_PLACED). */
+static int send_one(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn_msg *m,
+		    const void *payload, size_t plen, struct rec *r, bool write)
 {
 	struct rail *rl = &ctx->rails[rail];
 	struct slot *s = slot_get(ctx, rail, dest, r), *w = NULL;
@@ -562,11 +562,7 @@ static int send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn
 			r->child_seq[i] = seq;
 	uint64_t lo = m->off + m->chunk_off;
 	struct sn_msg pm = *m;
-	if (m->type == SN_MSG_XFER && plen && rl->rma[dest] &&
-	    (plen <= SN_INLINE_MAX || overlaps_inflight(rl, dest, lo, lo + plen))) {
-		note_inflight(rl, dest, lo, lo + plen, seq);
-	} else if (m->type == SN_MSG_XFER && plen > SN_INLINE_MAX && rl->rma[dest]) {
-		/* the chunk by RMA write, then its header alone */
+	if (write) {
 		if (!(w = slot_get(ctx, rail, dest, r))) {
 			free(s);
 			return -ENOMEM;
@@ -576,9 +572,11 @@ static int send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn
 		w->iov[0].iov_len = plen;
 		w->roff = lo;
 		pm.flags |= SN_F_PLACED;
-	}
-	if (!w)
+	} else {
+		if (m->type == SN_MSG_XFER && plen && rl->rma[dest])
+			note_inflight(rl, dest, lo, lo + plen, seq);
 		pm.flags &= (uint16_t)~SN_F_PLACED;
+	}
 	s->iov[0].iov_len = sn_wire_encode(&pm, s->hdr);
 	if (!w && plen && plen <= SN_INLINE_MAX) {
 		/* small: one contiguous buffer, and the source is free at once */
@@ -593,6 +591,33 @@ static int send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn
 		slot_queue(ctx, rl, w);
 	slot_queue(ctx, rl, s);
 	tx_flush(ctx, rl);
+	return 0;
+}
+
+/* Queues message m to node dest (send_one). A chunk to a peer that published
+ * its key goes by RMA write, unless it is small or overlaps a transfer the
+ * peer may not have handled yet (note_inflight): then it goes as messages,
+ * each no larger than a receive buffer, so a chunk cut for RMA is split
+ * here (each piece choosing its path again: only the overlapping ones must
+ * stay messages). */
+static int send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn_msg *m,
+		    const void *payload, size_t plen, struct rec *r)
+{
+	struct rail *rl = &ctx->rails[rail];
+	uint64_t lo = m->off + m->chunk_off;
+	bool write = m->type == SN_MSG_XFER && plen > SN_INLINE_MAX && rl->rma[dest] &&
+		     !overlaps_inflight(rl, dest, lo, lo + plen);
+	if (write || plen <= rl->max_payload)
+		return send_one(ctx, rail, dest, m, payload, plen, r, write);
+	struct sn_msg pm = *m;
+	for (size_t o = 0; o < plen; o += pm.chunk_len) {
+		pm.chunk_off = m->chunk_off + o;
+		pm.chunk_len = (uint32_t)(plen - o < rl->max_payload ? plen - o : rl->max_payload);
+		int rc = send_msg(ctx, rail, dest, &pm, (const uint8_t *)payload + o,
+				  pm.chunk_len, r);
+		if (rc)
+			return rc;
+	}
 	return 0;
 }
 
@@ -1621,7 +1646,9 @@ int sn_xfer(struct sn_ctx *ctx, const struct sn_nodeset *dst, uint64_t dst_off,
 		event_signal(ctx, remote_ev);
 	r->local_done = true;
 
-	size_t chunk = rl->max_payload;
+	/* chunks as large as the path allows: a child without RMA gets each
+	 * in message-sized pieces (send_msg) */
+	size_t chunk = rl->mr ? rl->rma_chunk : rl->max_payload;
 	size_t off = 0;
 	do {
 		m.chunk_off = off;
@@ -2132,6 +2159,12 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	rl->max_payload = ctx->cfg.chunk_size;
 	if (maxmsg && rl->max_payload > maxmsg - SN_WIRE_HDR_MAX)
 		rl->max_payload = maxmsg - SN_WIRE_HDR_MAX;
+	/* a write is one operation, bounded like a message; chunk_len is 32 bits */
+	rl->rma_chunk = ctx->cfg.rma_chunk_size;
+	if (maxmsg && rl->rma_chunk > maxmsg)
+		rl->rma_chunk = maxmsg;
+	if (rl->rma_chunk > UINT32_MAX)
+		rl->rma_chunk = UINT32_MAX;
 	if (fi->tx_attr->iov_limit < 2)
 		return fail(ctx, -ENOTSUP, "provider '%s' cannot send two-part messages", prov);
 
@@ -2303,6 +2336,8 @@ int sn_open(const struct sn_config *cfg, struct sn_ctx **out)
 		ctx->cfg.timeout_ms = 5000;
 	if (!ctx->cfg.chunk_size)
 		ctx->cfg.chunk_size = 128 * 1024;
+	if (!ctx->cfg.rma_chunk_size)
+		ctx->cfg.rma_chunk_size = SN_RMA_CHUNK_DEFAULT;
 	if (!ctx->cfg.rx_depth)
 		ctx->cfg.rx_depth = 32;
 	rxm_all_eager(ctx->cfg.chunk_size);

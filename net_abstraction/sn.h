@@ -43,6 +43,10 @@ struct sn_config {
 				     (without a wait fd, 20 µs of sched_yield
 				     polling always precede the first sleep) */
 	size_t chunk_size;        /* payload bytes per message, default 128 KiB */
+	size_t rma_chunk_size;    /* bytes per chunk sent by RMA write, default
+				     1 MiB (at most the provider's largest
+				     transfer); a chunk that must go as messages
+				     instead is split into chunk_size pieces */
 	unsigned rx_depth;        /* receive buffers posted per rail, default 32 */
 	uint64_t fault_die_after; /* fault injection: SIGKILL self once this many
 				     bytes were received (0: never) */
@@ -53,9 +57,11 @@ struct sn_config {
 				     On by default; SN_RMA=0 forces messages */
 };
 #define SN_RMA_DEFAULT 1
+#define SN_RMA_CHUNK_DEFAULT (1u << 20)
 
 /* Fills defaults and then overrides from environment variables SN_PROVIDER,
- * SN_SYS_PROVIDER, SN_FANOUT, SN_TIMEOUT_MS, SN_SPIN_US, SN_CHUNK_SIZE, SN_RMA
+ * SN_SYS_PROVIDER, SN_FANOUT, SN_TIMEOUT_MS, SN_SPIN_US, SN_CHUNK_SIZE,
+ * SN_RMA_CHUNK_SIZE, SN_RMA
  * (1, the default: RMA writes where the provider has them; 0: messages
  * only). */
 void sn_config_defaults(struct sn_config *cfg);

@@ -310,11 +310,21 @@ static uint32_t children_of(uint32_t j, uint32_t n)
 }
 
 #define NOACK_K 5
-#define NOACK_BIG 300000 /* three chunks, beyond the inline size */
+#define NOACK_BIG 300000 /* beyond the inline size */
+
+/* Chunks of a len-byte transfer on rail 0: written by RMA, chunks are
+ * rma_chunk_size (one here), as messages chunk_size (three). */
+static uint64_t chunks_of(struct sn_ctx *ctx, size_t len)
+{
+	struct sn_config d;
+	sn_config_defaults(&d);
+	size_t chunk = sn_rail_rma(ctx, 0) ? d.rma_chunk_size : d.chunk_size;
+	return (len + chunk - 1) / chunk;
+}
 
 /* XFER with SN_NO_EVENT and no SN_XFER_ATOMIC is not acknowledged, yet still
  * delivers and signals the remote event, to one node and down a tree (small
- * inline and multi-chunk). Runs before any other operation, so the counters
+ * inline, and larger: one RMA chunk or three messages). Runs before any other operation, so the counters
  * see only these messages. An atomic transfer without local event must still
  * be acknowledged (its commit depends on it). */
 static int scen_noack(const struct spawn_node *nd)
@@ -353,10 +363,11 @@ static int scen_noack(const struct spawn_node *nd)
 		CHECK(st.acks_recv == 0, "%lu ACKs received", (unsigned long)st.acks_recv);
 		CHECK(st.msgs_recv == n - 1, "%lu messages received, expected the %u replies",
 		      (unsigned long)st.msgs_recv, n - 1);
-		/* K small to the tree and to node 1, three chunks of the big one
+		/* K small to the tree and to node 1, the big one's chunks
 		 * (counted when queued: a first send to a peer may wait for the
 		 * provider to connect, so msgs_sent can still lag here) */
-		CHECK(st.forwards == (uint64_t)NOACK_K * (kids + 1) + 3 * kids,
+		CHECK(st.forwards == (uint64_t)NOACK_K * (kids + 1) +
+					     chunks_of(ctx, NOACK_BIG) * kids,
 		      "%lu messages sent", (unsigned long)st.forwards);
 		/* the counter does count ACKs: an acknowledged transfer gets them */
 		uint64_t v = 7;
@@ -392,7 +403,8 @@ static int scen_noack(const struct spawn_node *nd)
 		/* exactly the forwards to our children (queued, maybe not yet
 		 * accepted by the provider), and no ACK to our parent */
 		uint32_t kids = children_of(self, n);
-		CHECK(st.forwards == (uint64_t)(NOACK_K + 3) * kids, "%lu forwards, %u children",
+		CHECK(st.forwards == (NOACK_K + chunks_of(ctx, NOACK_BIG)) * kids,
+		      "%lu forwards, %u children",
 		      (unsigned long)st.forwards, kids);
 		uint64_t one_v = 1;
 		CHECK(sn_xfer(ctx, &zero, VAR_GO, &one_v, 8, SN_NO_EVENT, EV_REPLY, 0) == 0,
@@ -613,16 +625,18 @@ static int scen_kill(const struct spawn_node *nd)
 
 /* One sender's transfers to the same nodes are delivered in the order they
  * were issued whichever path each takes: small ones (messages), large ones
- * (RMA writes where the provider has them, several chunks), some
+ * (RMA writes where the provider has them, two chunks, split into
+ * messages where they overlap an earlier message), some
  * acknowledged, most not, all into one range. Each begins with its number:
  * after a round, the range must hold the round's last transfer, which an
  * earlier transfer overtaking it (its signal, or its bytes landing late)
  * would have overwritten. */
 #define ORDER_ROUNDS 12
 #define ORDER_BATCH 7
+#define ORDER_MAX (1200 << 10)
 static int scen_order(const struct spawn_node *nd)
 {
-	static const size_t sizes[] = {8, 300 << 10, 200, 64 << 10, 16, 8, 130 << 10, 256, 257};
+	static const size_t sizes[] = {8, ORDER_MAX, 200, 64 << 10, 16, 8, 130 << 10, 256, 257};
 	enum { NSIZES = sizeof(sizes) / sizeof(sizes[0]) };
 	uint32_t self = nd->id;
 	struct sn_ctx *ctx = open_node(nd, GMEM);
@@ -630,10 +644,10 @@ static int scen_order(const struct spawn_node *nd)
 	all_nodes(ctx, &all);
 	others = all;
 	sn_set_del(&others, 0);
-	uint8_t *bufs[ORDER_BATCH], *expect = malloc(300 << 10);
+	uint8_t *bufs[ORDER_BATCH], *expect = malloc(ORDER_MAX);
 	CHECK(expect, "out of memory");
 	for (int b = 0; b < ORDER_BATCH; b++)
-		CHECK((bufs[b] = malloc(300 << 10)), "out of memory");
+		CHECK((bufs[b] = malloc(ORDER_MAX)), "out of memory");
 	uint64_t k = 0;
 	for (unsigned round = 0; round < ORDER_ROUNDS; round++) {
 		size_t last = 0;
