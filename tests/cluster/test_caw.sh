@@ -37,10 +37,12 @@ STORM_TRACE=$T/trace STORM_TEST_TAMPER_NODE=node03 \
 [ -s "$STORM_CONF" ] || exit 1
 
 # the other ranks end once node03 is silent
-storm run -N 4 sh -c 'i=0
-	[ "$STORM_NODENAME" = node03 ] ||
-	until grep -q "test hook: silent for" "$1" || [ $i -ge 1200 ]; do sleep 0.05; i=$((i + 1)); done
-	echo "$STORM_NODENAME"' sh "$C/log/node03.log" >"$T/run.out" 2>"$T/run.err" &
+storm run -N 4 bash -c 'if [ "$STORM_NODENAME" != node03 ]; then
+		exec 3< <(exec timeout 60 tail -n +1 -F "$1" 2>/dev/null)
+		grep -q -m1 "test hook: silent for" <&3
+		kill $! 2>/dev/null
+	fi
+	echo "$STORM_NODENAME"' bash "$C/log/node03.log" >"$T/run.out" 2>"$T/run.err" &
 RUN=$!
 BG="$RUN"
 if wait_log "$C/log/node03.log" "test hook: silent for" 60; then
