@@ -2146,13 +2146,30 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 			return fail(ctx, rc, "opening completion queue: %s", fi_strerror(-rc));
 	}
 	struct fi_av_attr av_attr = {.type = FI_AV_TABLE, .count = ctx->n};
-	if ((rc = fi_av_open(rl->domain, &av_attr, &rl->av, NULL)) ||
-	    (rc = fi_endpoint(rl->domain, fi, &rl->ep, NULL)) ||
-	    (rc = fi_ep_bind(rl->ep, &rl->av->fid, 0)) ||
-	    (rc = fi_ep_bind(rl->ep, &rl->cq->fid, FI_TRANSMIT | FI_RECV)) ||
-	    (!strcmp(fi->fabric_attr->prov_name, "shm") &&
-	     (rc = shm_name_endpoint(rl->ep, rail))) ||
-	    (rc = fi_enable(rl->ep)))
+	if ((rc = fi_av_open(rl->domain, &av_attr, &rl->av, NULL)))
+		return fail(ctx, rc, "opening address vector: %s", fi_strerror(-rc));
+	/* A listener bound to an ephemeral port (port 0, SO_REUSEADDR, as tcp
+	 * binds it) may be handed a port that another socket with
+	 * SO_REUSEADDR holds, typically a connection just opened by a daemon
+	 * starting beside us; its listen() then fails with EADDRINUSE, and a
+	 * new endpoint gets another port. A fixed port (static bootstrap)
+	 * gets the same answer each time, so it is tried once. */
+	for (int attempt = 0;; attempt++) {
+		if (!(rc = fi_endpoint(rl->domain, fi, &rl->ep, NULL)) &&
+		    !(rc = fi_ep_bind(rl->ep, &rl->av->fid, 0)) &&
+		    !(rc = fi_ep_bind(rl->ep, &rl->cq->fid, FI_TRANSMIT | FI_RECV)) &&
+		    !(!strcmp(fi->fabric_attr->prov_name, "shm") &&
+		      (rc = shm_name_endpoint(rl->ep, rail))))
+			rc = fi_enable(rl->ep);
+		if (rc != -FI_EADDRINUSE || host || attempt == 7)
+			break;
+		note(ctx, "rail %d (%s): the port it was given is in use; opening again", rail,
+		     prov);
+		if (rl->ep)
+			fi_close(&rl->ep->fid);
+		rl->ep = NULL;
+	}
+	if (rc)
 		return fail(ctx, rc, "opening endpoint on '%s': %s", prov, fi_strerror(-rc));
 
 	size_t maxmsg = fi->ep_attr->max_msg_size;

@@ -942,10 +942,10 @@ void nd_bcs_strobe(struct nd *nd)
 	if (b->phase_at_ns)
 		phase(nd); /* the last slice's, overtaken by this strobe */
 	/* grants: what the link moves in this slice (its row's length), at
-	 * least a buffer's worth */
+	 * least 64 KiB so that a slow link or a short slice still moves data */
 	b->slice_budget = b->link_mbs * (uint64_t)nd_slice_us(nd);
-	if (b->slice_budget < b->buf_size)
-		b->slice_budget = b->buf_size;
+	if (b->slice_budget < 65536)
+		b->slice_budget = 65536;
 	/* completion: what a full ring held back, and wake-ups */
 	bool any = false;
 	for (struct bjob *j = b->jobs; j; j = j->next) {

@@ -18,8 +18,7 @@
 #include "nd.h"
 
 /* Grants per source node and slice: what the link moves in a slice, at
- * this rate (STORM_BCS_LINK_MBS overrides it), and at least one buffer of
- * the area (grant) */
+ * this rate (STORM_BCS_LINK_MBS overrides it), and at least 64 KiB (grant) */
 #define BCS_LINK_MBS 4000
 /* sends of at most this many bytes travel in their DESC (exchange) */
 #define BCS_INLINE_MAX 4096

@@ -44,6 +44,11 @@ same_result() {
 	fi
 }
 
+# The daemons grant each source node 512 KiB a slice (256 MB/s at 2 ms), so
+# the 32 MiB message takes about 64 slices: long enough for a checkpoint
+# asked for when rank 0 prints that it starts to find it under way (at the
+# default rate it moves in a few slices, before the request arrives).
+export STORM_BCS_LINK_MBS=256
 expect "cluster up (4 nodes, 2 ms slices)" 0 storm cluster up --nodes 4 --timeslice-us 2000 \
 	--down-after-ms 5000 --dir "$C"
 expect "an uninterrupted run (2 nodes, 4 ranks)" 0 storm run -N 2 -n 4 $APP "$T/ref.txt"

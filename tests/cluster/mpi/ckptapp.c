@@ -1,8 +1,8 @@
 /* A BCS-MPI program for checkpoint/restart tests (test_ckpt_mpi.sh): each
  * step computes over a large heap, passes a slice of it round the ring
  * (Isend/Irecv/Waitall), sends every 4th step a large message from rank 0
- * to the last rank (it takes many slices: the daemons grant 1 MiB per
- * source node and slice), gathers a value on rank 0 with MPI_ANY_SOURCE
+ * to the last rank (it takes many slices at the rate test_ckpt_mpi.sh sets
+ * for the daemons), gathers a value on rank 0 with MPI_ANY_SOURCE
  * receives (folded in arrival order, so a nondeterministic match would
  * show), and ends with an Allreduce and a Barrier. A non-blocking
  * Iallreduce of the previous step's value spans each step; on big-message
