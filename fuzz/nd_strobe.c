@@ -1,8 +1,8 @@
 /* A strobe as the node daemon reads it (daemons/node/check.c,
- * nd_strobe_read). Input: two bytes of node index, then the strobe area,
- * placed in a buffer of exactly GM_STROBE_MAX bytes. Properties: nothing is
- * read beyond the area whatever nnodes and K say; an accepted strobe lists at
- * most STORM_MAX_NODES nodes, fits its area with its schedule ahead, whose
+ * nd_strobe_read). Input: two bytes of node index, then the strobe, read
+ * from a copy of exactly its length. Properties: nothing is read beyond the
+ * copy whatever nnodes and K say; an accepted strobe lists at most
+ * STORM_MAX_NODES nodes, fits the copy with its schedule ahead, whose
  * slots strictly increase, and gives this node the entries at the offsets
  * layout.h defines, or zeros when it is not listed. */
 #include <stdbool.h>
@@ -26,10 +26,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t ack = 1, run = 1, run_ahead[STROBE_AHEAD_MAX];
 	struct strobe_slot slots[STROBE_AHEAD_MAX + 1];
 	unsigned k = strobe_ahead((const struct strobe *)area);
-	if (nd_strobe_read(area, index, &s, &ack, &run, slots, run_ahead) < 0) {
+	/* the strobe is read from the input's bytes only, as from a copy that
+	 * long (its own allocation, so that a read past it is caught) */
+	size_t len = size - 2;
+	uint8_t *exact = malloc(len ? len : 1);
+	if (!exact)
+		return 0;
+	memcpy(exact, data + 2, len);
+	int rc = nd_strobe_read(exact, len, index, &s, &ack, &run, slots, run_ahead);
+	free(exact);
+	if (rc < 0) {
 		bool ordered = true;
-		if (s.nnodes <= STORM_MAX_NODES && k <= STROBE_AHEAD_MAX &&
-		    strobe_size(s.nnodes, k) <= GM_STROBE_MAX)
+		if (len >= sizeof(s) && s.nnodes <= STORM_MAX_NODES && k <= STROBE_AHEAD_MAX &&
+		    strobe_size(s.nnodes, k) <= len)
 			for (unsigned i = 1; i <= k; i++) {
 				struct strobe_slot a, b;
 				const uint8_t *sl = area + sizeof(s) + 16 * (size_t)s.nnodes;
@@ -37,13 +46,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				memcpy(&b, sl + sizeof(b) * i, sizeof(b));
 				ordered = ordered && b.start_ns > a.start_ns;
 			}
-		FUZZ_ASSERT(s.nnodes > STORM_MAX_NODES || k > STROBE_AHEAD_MAX ||
-				    strobe_size(s.nnodes, k) > GM_STROBE_MAX || !ordered,
+		FUZZ_ASSERT(len < sizeof(s) || s.nnodes > STORM_MAX_NODES ||
+				    k > STROBE_AHEAD_MAX || strobe_size(s.nnodes, k) > len ||
+				    !ordered,
 			    "refused a strobe of %u nodes, K %u", s.nnodes, k);
 		return 0;
 	}
 	FUZZ_ASSERT(s.nnodes <= STORM_MAX_NODES, "accepted a strobe of %u nodes", s.nnodes);
-	FUZZ_ASSERT(strobe_size(s.nnodes, k) <= GM_STROBE_MAX, "accepted %u nodes with K %u",
+	FUZZ_ASSERT(strobe_size(s.nnodes, k) <= len, "accepted %u nodes with K %u",
 		    s.nnodes, k);
 	for (unsigned i = 1; i <= k; i++)
 		FUZZ_ASSERT(slots[i].start_ns > slots[i - 1].start_ns, "slot %u goes back", i);

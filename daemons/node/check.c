@@ -41,14 +41,16 @@ const char *nd_copy_problem(const struct nd_copy_hdr *h, size_t body_len)
 	return NULL;
 }
 
-int nd_strobe_read(const uint8_t *area, uint32_t index, struct strobe *s, uint64_t *ack,
-		   uint64_t *run, struct strobe_slot *slots, uint64_t *run_ahead)
+int nd_strobe_read(const uint8_t *area, size_t len, uint32_t index, struct strobe *s,
+		   uint64_t *ack, uint64_t *run, struct strobe_slot *slots, uint64_t *run_ahead)
 {
-	memcpy(s, area, sizeof(*s));
 	*ack = *run = 0;
+	memset(s, 0, sizeof(*s));
+	if (len < sizeof(*s))
+		return -1;
+	memcpy(s, area, sizeof(*s));
 	unsigned k = strobe_ahead(s);
-	if (s->nnodes > STORM_MAX_NODES || k > STROBE_AHEAD_MAX ||
-	    strobe_size(s->nnodes, k) > GM_STROBE_MAX)
+	if (s->nnodes > STORM_MAX_NODES || k > STROBE_AHEAD_MAX || strobe_size(s->nnodes, k) > len)
 		return -1;
 	if (index < s->nnodes) {
 		memcpy(ack, area + sizeof(*s) + 8 * (uint64_t)index, 8);

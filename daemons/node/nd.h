@@ -243,13 +243,14 @@ void nd_on_strobe(struct nd *nd);
 void nd_on_commands(struct nd *nd);
 /* Why a copy message whose body is body_len bytes cannot be written, or NULL. */
 const char *nd_copy_problem(const struct nd_copy_hdr *h, size_t body_len);
-/* Copies the strobe header out of its area (GM_STROBE_MAX bytes) and this
- * node's ack and run entries (0 when the strobe does not list it); with a
- * schedule ahead (K = strobe_ahead(s) > 0) its K + 1 slots into slots and
- * this node's job of slots 1..K into run_ahead (STROBE_AHEAD_MAX + 1 and
- * STROBE_AHEAD_MAX entries). -1 when the header or the slots are malformed. */
-int nd_strobe_read(const uint8_t *area, uint32_t index, struct strobe *s, uint64_t *ack,
-		   uint64_t *run, struct strobe_slot *slots, uint64_t *run_ahead);
+/* Copies the strobe header out of the len bytes at area and this node's
+ * ack and run entries (0 when the strobe does not list it); with a schedule
+ * ahead (K = strobe_ahead(s) > 0) its K + 1 slots into slots and this
+ * node's job of slots 1..K into run_ahead (STROBE_AHEAD_MAX + 1 and
+ * STROBE_AHEAD_MAX entries). -1 when the header or the slots are malformed
+ * or the strobe (tag included) is longer than len. */
+int nd_strobe_read(const uint8_t *area, size_t len, uint32_t index, struct strobe *s,
+		   uint64_t *ack, uint64_t *run, struct strobe_slot *slots, uint64_t *run_ahead);
 /* Unpacks the command in a ring slot (GM_CMD_SLOT_SIZE bytes); NULL when
  * the slot is empty (*len 0) or malformed. */
 Storm__Cl__Command *nd_command_decode(const uint8_t *slot, uint32_t *len);

@@ -193,13 +193,17 @@ void nd_on_strobe(struct nd *nd)
 	struct strobe s;
 	struct strobe_slot slots[STROBE_AHEAD_MAX + 1];
 	uint64_t ack, run, run_ahead[STROBE_AHEAD_MAX];
-	/* read and verified in a private copy (gm_copy) */
-	const uint8_t *raw = gm_copy(&nd->verify, nd->gmem + GM_STROBE, GM_STROBE_MAX);
+	/* read and verified in a private copy (gm_copy) of the most a strobe
+	 * for this cluster's size can hold, not the whole area: the copy is
+	 * made every slice */
+	uint32_t nn = (uint32_t)nd->conf.nnodes;
+	size_t len = strobe_size(nn, strobe_ahead_fit(nn, STROBE_AHEAD_MAX));
+	const uint8_t *raw = gm_copy(&nd->verify, nd->gmem + GM_STROBE, len);
 	if (!raw) {
 		slog("no memory to check a strobe; ignored");
 		return;
 	}
-	if (nd_strobe_read(raw, nd->index, &s, &ack, &run, slots, run_ahead) < 0 ||
+	if (nd_strobe_read(raw, len, nd->index, &s, &ack, &run, slots, run_ahead) < 0 ||
 	    s.nnodes != (uint32_t)nd->conf.nnodes) {
 		nd_log_refused(nd, "strobe %" PRIu64 " claims %u nodes (the cluster has %d) "
 				   "and %u slices ahead, or its slots go back; refused",
