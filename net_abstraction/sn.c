@@ -433,8 +433,17 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 			rc = -FI_EAGAIN;
 		} else {
 			peer_use(ctx, (int)(rl - ctx->rails), s->dest);
-			/* a peer whose address has not arrived is as a dead one */
-			rc = rl->peers[s->dest] == FI_ADDR_NOTAVAIL ? -FI_EHOSTUNREACH
+			/* A peer whose address has not arrived is as a dead one
+			 * to an operation we start: our caller chose the set. A
+			 * relay (a forward or an answer in another node's
+			 * operation) waits for it as for a peer that pushes
+			 * back: the origin knew the address, so it is on its way
+			 * to us too (a node that registered early learns of the
+			 * later ones a moment after the first multicast may
+			 * reach it). */
+			bool relay = s->rec && s->rec->m.origin != ctx->self;
+			rc = rl->peers[s->dest] == FI_ADDR_NOTAVAIL
+				     ? (relay ? -FI_EAGAIN : -FI_EHOSTUNREACH)
 			     : s->write ? rma_write(rl, s)
 			     : fi_sendv(rl->ep, s->iov, s->desc, s->niov, rl->peers[s->dest],
 					&s->fctx);

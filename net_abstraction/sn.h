@@ -29,7 +29,9 @@ struct sn_config {
 	size_t gmem_size;         /* bytes of global memory, same on every node */
 	/* How nodes learn each other's fabric addresses. None waits for the
 	 * others: a peer whose address is not known yet is unreachable (sends
-	 * to it fail as to a dead node) until it is.
+	 * to it fail as to a dead node) until it is, except to a node relaying
+	 * another node's operation, which waits for the address up to
+	 * timeout_ms.
 	 *   "dir:PATH"    each node publishes a file in PATH, read by all
 	 *   "static:PORT" computed from hosts[] (node i on rail r listens at
 	 *                 PORT + 2i + r): providers addressed by host and port

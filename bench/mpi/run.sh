@@ -100,6 +100,7 @@ STORM=$SB/bin/storm
 BCSCC=$SB/bin/bcs-mpicc
 BIN=$TOP/build/bench/mpi
 CDIR=${STORM_MPIBENCH_DIR:-/tmp/mpibench/cluster}
+mkdir -p "$(dirname "$CDIR")" # cluster up creates the directory, not its parents
 export STORM_CONF=$CDIR/storm.conf
 WORK=$(mktemp -d /tmp/mpibench-work.XXXXXX)
 

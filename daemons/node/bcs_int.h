@@ -26,7 +26,8 @@
  * any transfer into it has failed long before (sn_xfer's bound) */
 #define BCS_AREA_STALE_NS (30ull * 1000000000u)
 #define BCS_NOBUF UINT32_MAX    /* GRANT: records that move no data */
-#define BCS_SPIN_NS (2000000u)  /* polling without sleep after sending (nd_bcs_timer_ms) */
+#define BCS_SPIN_NS (2000000u)  /* polling often after sending (nd_bcs_timer_ms) */
+#define BCS_NAP_NS (200000)     /* ... every this long */
 #define BCS_BOUNCE (1u << 20)   /* copies between two ranks of a node, per step */
 #define BCS_DEAD_JOBS 64
 #define BCS_HASH 4096           /* buckets of the per-job request tables */
