@@ -989,13 +989,8 @@ int nd_bcs_timer_ms(const struct nd *nd)
 	/* A provider without a wait descriptor (shm) is polled every
 	 * millisecond: a hop of the data path would cost that much, so while
 	 * the path waits on a peer, for at most BCS_SPIN_NS after the last
-	 * thing it sent, the loop polls every BCS_NAP_NS. A nap, not a busy
-	 * poll: where daemons share cores (a virtual cluster), a busy poll
-	 * took the CPU from the very peers and ranks it waited on (an 8-node
-	 * allreduce on 2 cores took three times as long). 200 µs measured
-	 * best of 50-200 µs and no early polling for an 8-node allreduce and
-	 * sweep on 2 cores, and keeps a 2-node ping-pong near 1.3 slices. */
-	if (now < b->spin_until_ns && waits_on_peer(b)) {
+	 * thing it sent, the loop polls every BCS_NAP_NS (early_poll). */
+	if (b->early_poll && now < b->spin_until_ns && waits_on_peer(b)) {
 		struct timespec nap = {0, BCS_NAP_NS};
 		nanosleep(&nap, NULL);
 		return 0;
@@ -1036,6 +1031,14 @@ int nd_bcs_init(struct nd *nd)
 	if (!b->link_mbs)
 		b->link_mbs = BCS_LINK_MBS;
 	b->slice_budget = b->buf_size;
+	/* Early polling only where it pays. A wait descriptor wakes the loop
+	 * by itself. shm has none, and shm means every node of the cluster on
+	 * this host: when the daemons outnumber the CPUs, polling, busy or in
+	 * naps, takes the CPU from the very peers and ranks it waits on (on 2
+	 * cores a busy poll made an 8-node allreduce 3x slower, 200 µs naps a
+	 * 16-node sweep 2x slower), while 1 ms polls lose little there. */
+	b->early_poll = sn_wait_fd(nd->sn) < 0 &&
+			(long)nd->conf.nnodes <= sysconf(_SC_NPROCESSORS_ONLN);
 	nd->bcs = b;
 	for (uint32_t t = M_DESC; t <= M_RED; t++)
 		nd_mb_register(nd, t, on_mailbox);

@@ -242,6 +242,7 @@ struct nd_bcs {
 	uint8_t *spare[GM_BCS_BULK_EVS];  /* staging blocks for the next transfers */
 	uint32_t nspare;
 	uint64_t spin_until_ns;           /* nd_bcs_timer_ms */
+	bool early_poll;                  /* poll the fabric soon while waiting on a peer */
 };
 
 /* bcs_job.c */
