@@ -429,6 +429,7 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 	while (*pp) {
 		struct slot *s = *pp;
 		ssize_t rc;
+		bool no_addr = false;
 		if (any_blocked && sn_set_has(&blocked, s->dest)) {
 			rc = -FI_EAGAIN;
 		} else {
@@ -437,13 +438,13 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 			 * to an operation we start: our caller chose the set. A
 			 * relay (a forward or an answer in another node's
 			 * operation) waits for it as for a peer that pushes
-			 * back: the origin knew the address, so it is on its way
-			 * to us too (a node that registered early learns of the
-			 * later ones a moment after the first multicast may
-			 * reach it). */
+			 * back, within its operation's time: the origin knew the
+			 * address, so it is on its way to us too (a node that
+			 * registered early learns of the later ones a moment
+			 * after the first multicast may reach it). */
+			no_addr = rl->peers[s->dest] == FI_ADDR_NOTAVAIL;
 			bool relay = s->rec && s->rec->m.origin != ctx->self;
-			rc = rl->peers[s->dest] == FI_ADDR_NOTAVAIL
-				     ? (relay ? -FI_EAGAIN : -FI_EHOSTUNREACH)
+			rc = no_addr ? (relay ? -FI_EAGAIN : -FI_EHOSTUNREACH)
 			     : s->write ? rma_write(rl, s)
 			     : fi_sendv(rl->ep, s->iov, s->desc, s->niov, rl->peers[s->dest],
 					&s->fctx);
@@ -453,7 +454,12 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 				t = now_ns();
 			if (!s->queued_ns)
 				s->queued_ns = t;
-			if (t - s->queued_ns < (uint64_t)ctx->cfg.timeout_ms * 1000000ull) {
+			uint64_t until = s->queued_ns + (uint64_t)ctx->cfg.timeout_ms * 1000000ull;
+			/* past its record's end the origin counts the peer failed:
+			 * sent later, the message would take effect all the same */
+			if (no_addr && s->rec->deadline_ns < until)
+				until = s->rec->deadline_ns;
+			if (t < until) {
 				if (!any_blocked)
 					sn_set_clear(&blocked);
 				any_blocked = true;

@@ -32,6 +32,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -991,6 +992,8 @@ int nd_bcs_timer_ms(const struct nd *nd)
 	 * the path waits on a peer, for at most BCS_SPIN_NS after the last
 	 * thing it sent, the loop polls every BCS_NAP_NS (early_poll). */
 	if (b->early_poll && now < b->spin_until_ns && waits_on_peer(b)) {
+		if (nd->fabric_busy)
+			return 0; /* completions streaming in: look again at once */
 		struct timespec nap = {0, BCS_NAP_NS};
 		nanosleep(&nap, NULL);
 		return 0;
@@ -1030,15 +1033,19 @@ int nd_bcs_init(struct nd *nd)
 	b->link_mbs = e && *e ? strtoull(e, NULL, 10) : 0;
 	if (!b->link_mbs)
 		b->link_mbs = BCS_LINK_MBS;
-	b->slice_budget = b->buf_size;
+	b->slice_budget = 65536; /* until the first strobe gives the slice */
 	/* Early polling only where it pays. A wait descriptor wakes the loop
 	 * by itself. shm has none, and shm means every node of the cluster on
-	 * this host: when the daemons outnumber the CPUs, polling, busy or in
-	 * naps, takes the CPU from the very peers and ranks it waits on (on 2
-	 * cores a busy poll made an 8-node allreduce 3x slower, 200 µs naps a
-	 * 16-node sweep 2x slower), while 1 ms polls lose little there. */
+	 * this host: when the daemons outnumber the CPUs we may run on,
+	 * polling, busy or in naps, takes the CPU from the very peers and
+	 * ranks it waits on (on 2 cores a busy poll made an 8-node allreduce
+	 * 3x slower, 200 µs naps a 16-node sweep 2x slower), while 1 ms polls
+	 * lose little there. */
+	cpu_set_t cpus;
+	int ncpus = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
 	b->early_poll = sn_wait_fd(nd->sn) < 0 &&
-			(long)nd->conf.nnodes <= sysconf(_SC_NPROCESSORS_ONLN);
+			(strcmp(sn_provider_name(nd->sn, 0), "shm") != 0 ||
+			 nd->conf.nnodes <= ncpus);
 	nd->bcs = b;
 	for (uint32_t t = M_DESC; t <= M_RED; t++)
 		nd_mb_register(nd, t, on_mailbox);

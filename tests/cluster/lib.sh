@@ -143,14 +143,19 @@ start_munged() {
 	wait_log "$d/munged.log" "work threads" 10 && munge -S "$d/munge.socket" -n >/dev/null
 }
 
-# cluster_teardown: the end of every test's cleanup trap: the virtual
-# cluster $C down, any of its daemons left killed, the scratch dir $T gone
-# (kept with KEEP=1).
-cluster_teardown() {
+# cluster_kill: the virtual cluster $C down and any of its daemons left
+# killed (before $C is removed for another cluster).
+cluster_kill() {
 	storm cluster down --dir "$C" >/dev/null 2>&1
 	if [ -f "$C/pids" ]; then
 		while read -r pid _; do kill -9 "$pid" 2>/dev/null; done <"$C/pids"
 	fi
+}
+
+# cluster_teardown: the end of every test's cleanup trap: cluster_kill, and
+# the scratch dir $T gone (kept with KEEP=1).
+cluster_teardown() {
+	cluster_kill
 	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }
 

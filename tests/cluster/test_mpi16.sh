@@ -36,6 +36,7 @@ expect "bcs-mpicc bench/mpi/micro.c" 0 bcs-mpicc -O2 "$TOP/bench/mpi/micro.c" -o
 cd "$T" || exit 1
 # a lost first message never ends the job: bounded (a run takes ~1 s)
 for i in 1 2 3 4; do
+	cluster_kill
 	rm -rf "$C"
 	expect "cluster up $i (2 nodes, shm, RMA, 1 ms slices)" 0 env SN_RMA=1 \
 		storm cluster up --nodes 2 --dir "$C" --provider shm --timeslice-us 1000
@@ -48,6 +49,7 @@ done
 
 # sweep's own checksum for this problem, the same on any rank count
 SUM=0xcb325d26fdec2899
+cluster_kill
 rm -rf "$C"
 expect "cluster up (16 nodes, tcp;ofi_rxm, 1 ms slices)" 0 \
 	storm cluster up --nodes 16 --dir "$C" --provider 'tcp;ofi_rxm' --timeslice-us 1000
@@ -63,6 +65,7 @@ expect "cluster down" 0 storm cluster down --dir "$C"
 # the program's multicast, relayed down the tree, could reach it first, and
 # it failed its whole subtree's transfer ("did not confirm") instead of
 # waiting for the address (one fresh cluster in two to four).
+cluster_kill
 rm -rf "$C"
 expect "cluster up (16 nodes, shm, 1 ms slices)" 0 \
 	storm cluster up --nodes 16 --dir "$C" --provider shm --timeslice-us 1000
