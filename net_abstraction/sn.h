@@ -30,8 +30,8 @@ struct sn_config {
 	/* How nodes learn each other's fabric addresses. None waits for the
 	 * others: a peer whose address is not known yet is unreachable (sends
 	 * to it fail as to a dead node) until it is, except to a node relaying
-	 * another node's operation, which waits for the address up to
-	 * timeout_ms.
+	 * another node's operation, which waits for the address while that
+	 * operation lives.
 	 *   "dir:PATH"    each node publishes a file in PATH, read by all
 	 *   "static:PORT" computed from hosts[] (node i on rail r listens at
 	 *                 PORT + 2i + r): providers addressed by host and port
