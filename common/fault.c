@@ -56,7 +56,7 @@ uint64_t fault_value(const struct fault *f, const char *point)
 bool fault_hit(struct fault *f, const char *point, uint64_t value)
 {
 	for (int i = 0; i < f->n; i++)
-		if (f->at[i] && f->at[i] == value && !strcmp(f->name[i], point)) {
+		if (f->at[i] && value >= f->at[i] && !strcmp(f->name[i], point)) {
 			f->at[i] = 0;
 			return true;
 		}

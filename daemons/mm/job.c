@@ -753,6 +753,14 @@ static void check_end(struct mm *mm, struct job *j)
 		if (!j->confirm_again)
 			j->end_asked = clock_wall_s();
 		j->confirm_again = false;
+		/* the MM then stops two strobes later (slice.c), as a kill -9
+		 * would: every node's DONE saved and acknowledged, the job's
+		 * end not (tests restart the MM after it) */
+		if (fault_hit(&mm->fault, "end_check", j->id)) {
+			slog("test hook: job %llu's termination check starts; the MM stops in "
+			     "two strobes", (unsigned long long)j->id);
+			mm->fault_stop_in = 2;
+		}
 		/* no write: the MM is the only reader, and a stale job id in a
 		 * slot never equals the next job's */
 		if (mm_query(mm, &live, GM_VAR_DONE(j->slot), SN_EQ, j->id, end_answer, j->id, 0) ==
@@ -764,6 +772,11 @@ static void check_end(struct mm *mm, struct job *j)
 		     sn_strerror(mm->sn));
 	}
 	finish(mm, j);
+}
+
+void job_end_if_done(struct mm *mm, struct job *j)
+{
+	check_end(mm, j);
 }
 
 /* How long a job whose end is not confirmed is asked again: a node that
@@ -778,8 +791,8 @@ static void end_answer(struct mm *mm, uint64_t id, uint64_t unused,
 {
 	(void)unused;
 	struct job *j = job_find(mm, id);
-	if (!j || !j->confirm_pending)
-		return;
+	if (!j || !j->confirm_pending || mm->fault_stop_in)
+		return; /* (test point end_check: the answer dies with the MM) */
 	j->confirm_pending = false;
 	if (!job_active(j))
 		return;

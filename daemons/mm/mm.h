@@ -185,6 +185,8 @@ struct mm {
 	unsigned timer_us;
 	uint64_t elapsed_us;     /* the lengths of the slices stepped, one per tick */
 	bool recover_checked;    /* recover_tick looked once down_after_ms passed */
+	bool recover_ended;      /* recover_tick ended the restored jobs already done */
+	int fault_stop_in;       /* test point end_check: strobes until the MM stops */
 	struct mm_node *nodes;
 	struct matrix matrix;
 	int row;                 /* the matrix row running now, -1: none */
@@ -493,6 +495,9 @@ int recover_jobs(struct mm *mm);
 void recover_node_report(struct mm *mm, int idx, const Storm__Cl__Report *r);
 /* Nodes holding restored jobs that have not reported by now are DOWN. */
 void recover_tick(struct mm *mm);
+/* Ends j if every node it launched on is done with it (the end is
+ * confirmed as for any job); otherwise nothing. */
+void job_end_if_done(struct mm *mm, struct job *j);
 /* acct.c: `storm acct` */
 void acct_reply(struct mm *mm, struct client *c, const Storm__Ctl__Acct *a);
 

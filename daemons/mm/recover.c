@@ -6,7 +6,8 @@
  *    the restart simply starts over; no rank of it ran anywhere);
  *  - RUNNING jobs come back on their nodes (matrix cells, done slot, rank
  *    statuses, which nodes are done): the node daemons hold the ranks and
- *    report to the new MM, whose first strobes carry a new epoch. A node
+ *    report to the new MM, whose first strobes carry a new epoch; one that
+ *    every node was done with (the MM died before it ended) ends. A node
  *    that had not received the launch command when the MM died (it reports
  *    twice with nothing queued and without the job, and had not said it
  *    was done with it: its ranks' ends are saved before their report is
@@ -245,6 +246,27 @@ void recover_node_report(struct mm *mm, int idx, const Storm__Cl__Report *r)
 
 void recover_tick(struct mm *mm)
 {
+	/* A restored job whose nodes were all done with it: the MM died
+	 * between saving the last node's DONE and the job's end (its
+	 * termination check is asynchronous), and no node will report on it
+	 * again, so it ends now. */
+	if (!mm->recover_ended) {
+		mm->recover_ended = true;
+		uint64_t ids[256];
+		int nids = 0;
+		for (struct job *j = mm->jobs; j && nids < 256; j = j->next)
+			if (j->recovered && j->state == STORM__CTL__JOB_STATE__RUNNING &&
+			    job_launch_nodes(j) && j->nodes_done >= job_launch_nodes(j))
+				ids[nids++] = j->id;
+		for (int i = 0; i < nids; i++) {
+			struct job *j = job_find(mm, ids[i]);
+			if (j) {
+				slog("job %llu: every node was done with it before the restart; "
+				     "it ends", (unsigned long long)j->id);
+				job_end_if_done(mm, j);
+			}
+		}
+	}
 	/* a node holding restored jobs that has not reported for down_after_ms
 	 * since the restart is as dead as one that stopped reporting */
 	if (mm->recover_checked ||

@@ -1,11 +1,13 @@
 /* The timeslice: strobes, membership and node reports. */
 #include "mm.h"
+
 #include "ahead.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* A node not heard from for this many of the cluster's slices gets its strobe on its own,
  * not inside the tree, so a dead node cannot starve a subtree of strobes
@@ -34,6 +36,10 @@ static void send_strobe(struct mm *mm)
 	gm_mac(mm->key, GM_MAC_STROBE, GM_MAC_ANY_NODE, s, strobe_signed_size((uint32_t)nn, k),
 	       mm->strobe_buf + strobe_signed_size((uint32_t)nn, k));
 	size_t size = strobe_size((uint32_t)nn, k);
+	if (mm->fault_stop_in && --mm->fault_stop_in == 0) {
+		slog("test hook: the MM stops");
+		_exit(137);
+	}
 	if (fault_hit(&mm->fault, "strobe", mm->slice)) {
 		/* what a forger would send: the nodes must refuse it and go on */
 		slog("test hook: strobe %llu goes out altered", (unsigned long long)mm->slice);

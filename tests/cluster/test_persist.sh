@@ -173,6 +173,27 @@ expect "  storm acct -j $HALF" 0 storm acct -j "$HALF"
 grep -qE "^ +$HALF .* COMPLETED .* 0 node" "$T/out" && ok "  it completed after the restart" ||
 	{ bad "  it completed after the restart"; cat "$T/out"; grep "job $HALF" "$C/log/mm.log"; }
 
+# ---- the MM dies after every node of a job said DONE (saved, and
+# acknowledged by the strobes) and before the job's end, its termination
+# check out: no node will report on the job again, and the restored MM must
+# end it. The MM is restarted with the test point end_check armed, which
+# makes it exit two strobes after the check starts, as kill -9 would, then
+# restarted without it.
+kill9 mm
+expect "  MM restarted with the end_check test point" 0 \
+	env STORM_TEST_TAMPER=end_check=1 storm cluster restart mm --dir "$C"
+expect "a job that ends at once" 0 storm submit -N 2 -o "$T/endchk.out" true
+ENDCHK=$(sed -n 's/^Submitted job //p' "$T/out")
+wait_log "$C/log/mm.log" "test hook: the MM stops" 60 &&
+	ok "  the MM stopped after its termination check started" ||
+	bad "  the MM stopped after its termination check started"
+gone "$(daemon_pid mm)"
+expect "  MM restarted" 0 storm cluster restart mm --dir "$C"
+wait_log "$C/log/mm.log" "job $ENDCHK ended" 60
+expect "  storm acct -j $ENDCHK" 0 storm acct -j "$ENDCHK"
+grep -qE "^ +$ENDCHK .* COMPLETED " "$T/out" && ok "  it ended COMPLETED after the restart" ||
+	{ bad "  it ended COMPLETED after the restart"; cat "$T/out"; grep "job $ENDCHK" "$C/log/mm.log"; }
+
 # ---- a node daemon dies under a job and is started again
 mkfifo "$T/g"
 storm run -N 4 sh -c 'echo "$$"; exec sleep 600' >"$T/g" 2>"$T/nd.err" &

@@ -31,6 +31,10 @@ static void test_hit_once(void)
 	CU_ASSERT_FALSE(fault_hit(&f, "report", 3));
 	CU_ASSERT_TRUE(fault_hit(&f, "strobe", 3));
 	CU_ASSERT_FALSE(fault_hit(&f, "strobe", 3));
+	/* a value past K also reaches it (job ids, slices caught up) */
+	CU_ASSERT_TRUE(fault_parse(&f, "end_check=4"));
+	CU_ASSERT_TRUE(fault_hit(&f, "end_check", 6));
+	CU_ASSERT_FALSE(fault_hit(&f, "end_check", 7));
 }
 
 static void test_env(void)
