@@ -554,8 +554,13 @@ static void report_missing(const char *dir, const char *sock, const struct storm
 			if (rep->nodes->nodes[i]->state != STORM__CTL__NODE_STATE__UP)
 				missing[nmissing++] = rep->nodes->nodes[i]->name;
 	} else {
-		for (int i = 0; i < conf->nnodes; i++) /* no list: suspect every node */
-			missing[nmissing++] = conf->nodes[i];
+		/* the nodes may be up: it is the MM that does not answer here */
+		fprintf(stderr, "storm: error: the machine manager at %s did not answer within "
+				"%.0f s (%s)\n", sock, waited, rep ? "an unexpected reply" : strerror(-err));
+		log_tail(dir, "mm", 5);
+		free(missing);
+		ctl_reply_free(rep);
+		return;
 	}
 	char list[4096];
 	hostlist_compress(missing, nmissing, list, sizeof(list));

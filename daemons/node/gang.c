@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "nd.h"
+#include "sigchld.h"
 #include "trace.pb-c.h"
 
 /* ---- the cgroup v2 tree: <mount><own cgroup>/storm-<node>/job<id> */
@@ -408,14 +409,6 @@ static bool wait_off_cpu(struct nd *nd, uint64_t bound_ns)
 	return done;
 }
 
-/* A stopped child is reported (SIGCHLD) only while a strict switch waits:
- * otherwise every switch would wake the loop for nothing. */
-static void notify_stops(bool on)
-{
-	struct sigaction chld = { .sa_handler = SIG_DFL, .sa_flags = on ? 0 : SA_NOCLDSTOP };
-	sigaction(SIGCHLD, &chld, NULL);
-}
-
 uint64_t nd_gang_wait_bound_ns(const struct nd *nd)
 {
 	return (uint64_t)nd_slice_us(nd) * 10 * nd->conf.switch_wait_pct;
@@ -435,7 +428,7 @@ int nd_gang_apply(struct nd *nd, uint64_t run, struct nd_gang_sw *sw)
 	/* only an incoming job is worth waiting for: nothing else competes */
 	bool strict = incoming && going && nd->conf.switch_wait_pct;
 	if (strict)
-		notify_stops(true);
+		sigchld_notify(true);
 	/* the outgoing job first, so two jobs never run at once */
 	/* a step runs in its allocation's turn: the strobe names the allocation */
 	for (struct nd_job *j = nd->jobs; j; j = j->next) {
@@ -451,7 +444,7 @@ int nd_gang_apply(struct nd *nd, uint64_t run, struct nd_gang_sw *sw)
 	}
 	if (strict) {
 		sw->timeout = !wait_off_cpu(nd, nd_gang_wait_bound_ns(nd));
-		notify_stops(false);
+		sigchld_notify(false);
 		sw->off_ns = clock_mono_ns() - t0;
 		sw->waited = true;
 		if (sw->timeout)

@@ -17,6 +17,7 @@
 
 #include "layout.h"
 #include "nd.h"
+#include "sigchld.h"
 
 static const char usage[] =
 	"usage: stormnd -c CONF -n NODENAME [--no-realtime]\n"
@@ -291,9 +292,8 @@ static int setup(struct nd *nd, const struct opts *o)
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	/* gang switches stop and continue ranks all the time: no SIGCHLD for that
-	 * (a strict switch asks for it while it waits: gang.c) */
-	struct sigaction chld = {.sa_handler = SIG_DFL, .sa_flags = SA_NOCLDSTOP};
-	sigaction(SIGCHLD, &chld, NULL);
+	 * (a strict switch asks for it while it waits) */
+	sigchld_notify(false);
 	if (nd_gang_init(nd) < 0 || nd_ckpt_init(nd) < 0)
 		return -1;
 	fault_init(&nd->fault, nd->name);

@@ -74,17 +74,47 @@ sys.exit(0 if select.select([fd], [], [], 10)[0] else 1)' "$1"
 # command's output in $T/out and $T/err (T: the test's scratch directory).
 ok() { checks=$((checks + 1)); echo "ok   $1"; }
 bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $1"; }
-# expect NAME WANT_RC CMD...: runs CMD with stdout in $T/out, stderr in $T/err
+# expect NAME WANT_RC CMD...: runs CMD with stdout in $T/out, stderr in $T/err.
+# A program (not a shell function) still running after STEP_LIMIT seconds
+# (default 600) is a hang: the cluster's state and its logs' tails are
+# printed and the suite stops, so one stuck step costs minutes, not the
+# whole run's time limit.
+STEP_LIMIT=${STEP_LIMIT:-600}
 expect() {
-	local name=$1 want=$2
+	local name=$1 want=$2 rc
 	shift 2
-	"$@" >"$T/out" 2>"$T/err"
-	local rc=$?
-	if [ "$rc" = "$want" ]; then ok "$name (exit $rc)"; else
-		bad "$name: exit $rc, wanted $want"
-		sed 's/^/     out: /' "$T/out" | head -20
-		sed 's/^/     err: /' "$T/err" | head -20
+	if [ "$(type -t "$1")" = file ]; then
+		timeout --foreground -k 10 "$STEP_LIMIT" "$@" >"$T/out" 2>"$T/err"
+	else
+		"$@" >"$T/out" 2>"$T/err"
 	fi
+	rc=$?
+	if [ "$rc" = "$want" ]; then ok "$name (exit $rc)"; return; fi
+	if [ "$rc" = 124 ] && [ "$(type -t "$1")" = file ]; then
+		bad "$name: still running after $STEP_LIMIT s"
+		hang_report
+		exit 1
+	fi
+	bad "$name: exit $rc, wanted $want"
+	sed 's/^/     out: /' "$T/out" | head -20
+	sed 's/^/     err: /' "$T/err" | head -20
+}
+# hang_report: what the cluster $C looked like when a step hung
+hang_report() {
+	sed 's/^/     out: /' "$T/out" | tail -20
+	sed 's/^/     err: /' "$T/err" | tail -20
+	[ -n "${C:-}" ] || return 0
+	local cmd f
+	for cmd in "cluster status" "jobs --all" nodes matrix; do
+		echo "     --- storm $cmd"
+		# shellcheck disable=SC2086
+		timeout -k 5 15 storm $cmd 2>&1 | sed 's/^/     | /' | head -40
+	done
+	for f in "$C"/log/*.log; do
+		[ -e "$f" ] || continue
+		echo "     --- $f (last 15 lines)"
+		tail -n 15 "$f" 2>&1 | sed 's/^/     | /'
+	done
 }
 # has NAME FILE TEXT: FILE contains TEXT (a fixed string)
 has() {

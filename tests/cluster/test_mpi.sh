@@ -80,20 +80,18 @@ has "  every check holds" out "many: 0 errors"
 expect "MPI_Abort ends the job" 7 storm run -N 4 -n 4 ./abort
 has "  with rank 1's message" err "rank 1 aborts"
 
-# two MPI jobs on the same nodes share them by gang scheduling
-j1=$(storm submit --parsable -N 4 -n 8 -o "$T/g1.out" ./coll)
-j2=$(storm submit --parsable -N 4 -n 8 -o "$T/g2.out" ./ring)
-expect "two MPI jobs gang-scheduled together" 0 sh -c "storm jobs --all --json >/dev/null"
-for j in "$j1" "$j2"; do
-	for _ in $(seq 600); do
-		st=$(storm jobs --all --json | python3 -c '
-import json, sys
-for j in json.load(sys.stdin)["jobs"]:
-    if j["job"] == int(sys.argv[1]): print(j["state"])' "$j")
-		case "$st" in COMPLETED|FAILED|CANCELLED) break ;; esac
-		storm cluster status --wait 100 >/dev/null 2>&1 || true
-	done
-	if [ "$st" = COMPLETED ]; then ok "  job $j completed"; else bad "  job $j: $st"; fi
+# two MPI jobs on the same nodes share them by gang scheduling; submit -W
+# returns at each job's end with its status
+timeout --foreground -k 5 "$STEP_LIMIT" storm submit -W -N 4 -n 8 -o "$T/g1.out" ./coll >"$T/g1.id" 2>&1 &
+w1=$!
+timeout --foreground -k 5 "$STEP_LIMIT" storm submit -W -N 4 -n 8 -o "$T/g2.out" ./ring >"$T/g2.id" 2>&1 &
+w2=$!
+for w in "$w1:coll" "$w2:ring"; do
+	wait "${w%%:*}"
+	rc=$?
+	if [ "$rc" = 0 ]; then ok "two MPI jobs gang-scheduled together: the ${w#*:} job ended (exit 0)"
+	elif [ "$rc" = 124 ]; then bad "two MPI jobs gang-scheduled together: the ${w#*:} job still running after $STEP_LIMIT s"; hang_report; exit 1
+	else bad "two MPI jobs gang-scheduled together: the ${w#*:} job: exit $rc"; fi
 done
 cp "$(in_host mm "$T")/g1.out" "$T/gang1"; cp "$(in_host mm "$T")/g2.out" "$T/gang2" # the MM writes them
 has "  the collectives job is right" gang1 "errors 0"

@@ -19,4 +19,5 @@ void add_kswitch_suite(void);
 void add_boot_suite(void);
 void add_ahead_suite(void);
 void add_caw_suite(void);
+void add_sigchld_suite(void);
 #endif
