@@ -1,5 +1,6 @@
 /* Authentication of control frames: MUNGE, then a session key (ctl_auth.h). */
 #include "ctl_auth.h"
+#include "log.h"
 
 #include <errno.h>
 #include <munge.h>
@@ -206,8 +207,13 @@ static enum ctl_auth_fail unwrap_cred(struct ctl_session *s, const struct ctl_en
 	int plen = 0;
 	uid_t uid;
 	gid_t gid;
+	uint64_t t0 = clock_mono_ns();
 	munge_err_t me = ctx ? munge_decode(cred, ctx, &payload, &plen, &uid, &gid) : EMUNGE_NO_MEMORY;
+	uint64_t took_ms = (clock_mono_ns() - t0) / 1000000u;
 	free(cred);
+	if (took_ms >= 1000) /* the caller's loop stood still meanwhile */
+		slog("munged%s%s took %.1f s to decode a credential", s->munge_socket ? " at " : "",
+		     s->munge_socket ? s->munge_socket : "", (double)took_ms / 1000);
 	enum ctl_auth_fail f = CTL_AUTH_OK;
 	switch (me) {
 	case EMUNGE_SUCCESS:

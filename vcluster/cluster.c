@@ -558,6 +558,9 @@ static void report_missing(const char *dir, const char *sock, const struct storm
 		fprintf(stderr, "storm: error: the machine manager at %s did not answer within "
 				"%.0f s (%s)\n", sock, waited, rep ? "an unexpected reply" : strerror(-err));
 		log_tail(dir, "mm", 5);
+		char mm_host[PATH_MAX];
+		path_join(mm_host, sizeof(mm_host), dir, "hosts/mm");
+		log_tail(access(mm_host, F_OK) == 0 ? mm_host : dir, "munged", 5);
 		free(missing);
 		ctl_reply_free(rep);
 		return;
