@@ -18,6 +18,7 @@
 #include "fmt.h"
 #include "jobid.h"
 #include "opts.h"
+#include "sigchld.h"
 
 extern char **environ;
 
@@ -169,6 +170,7 @@ int cmd_alloc(struct cli *c, int argc, char **argv)
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &set, NULL);
+	sigchld_notify(false); /* inherited SIG_IGN would reap the command unseen */
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	signal(SIGINT, SIG_IGN);
 	uint64_t job = 0;

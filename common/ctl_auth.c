@@ -212,7 +212,8 @@ static enum ctl_auth_fail unwrap_cred(struct ctl_session *s, const struct ctl_en
 	uint64_t took_ms = (clock_mono_ns() - t0) / 1000000u;
 	free(cred);
 	if (took_ms >= 1000) /* the caller's loop stood still meanwhile */
-		slog("munged%s%s took %.1f s to decode a credential", s->munge_socket ? " at " : "",
+		slog("munged%s%s took %.1f s to decode a credential",
+		     s->munge_socket && s->munge_socket[0] ? " at " : "",
 		     s->munge_socket ? s->munge_socket : "", (double)took_ms / 1000);
 	enum ctl_auth_fail f = CTL_AUTH_OK;
 	switch (me) {

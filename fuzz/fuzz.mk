@@ -28,7 +28,7 @@ FUZZ_DEPS_config      := common/config.c common/hostlist.c
 FUZZ_DEPS_hostlist    := common/hostlist.c
 FUZZ_DEPS_cli_opts    := cli/opts.c cli/fmt.c
 FUZZ_DEPS_mm_state    := $(MM_SRC) $(COMMON_SRC) net_abstraction/nodeset.c fuzz/stub_sn.c
-FUZZ_DEPS_ctl_auth    := common/ctl_auth.c
+FUZZ_DEPS_ctl_auth    := common/ctl_auth.c common/log.c common/gm_auth.c
 FUZZ_DEPS_pmi_wire    := daemons/node/pmi_wire.c
 # the MM's main() gives way to the harness's
 FUZZ_EXTRA_daemons/mm/main.c := -Dmain=stormmm_main

@@ -555,8 +555,12 @@ static void report_missing(const char *dir, const char *sock, const struct storm
 				missing[nmissing++] = rep->nodes->nodes[i]->name;
 	} else {
 		/* the nodes may be up: it is the MM that does not answer here */
-		fprintf(stderr, "storm: error: the machine manager at %s did not answer within "
-				"%.0f s (%s)\n", sock, waited, rep ? "an unexpected reply" : strerror(-err));
+		if (rep && rep->body_case == STORM__CTL__REPLY__BODY_ERROR)
+			cli_print_error(rep->error, "cluster status");
+		else
+			fprintf(stderr, "storm: error: the machine manager at %s did not answer "
+					"within %.0f s (%s)\n", sock, waited,
+				rep ? "an unexpected reply" : strerror(-err));
 		log_tail(dir, "mm", 5);
 		char mm_host[PATH_MAX];
 		path_join(mm_host, sizeof(mm_host), dir, "hosts/mm");

@@ -235,6 +235,12 @@ static void on_turn(void *arg)
 	}
 	else if (nd->pipes_paused && nd->q_bytes < ND_OUTPUT_CAP / 2)
 		nd_pipes_pause(nd, false);
+	/* a strict switch in this turn may have read a SIGCHLD off the
+	 * signalfd: reap now, not at the next wake-up */
+	if (nd->signalled) {
+		nd->signalled = false;
+		on_signals(nd);
+	}
 	if (nd->stop)
 		ev_stop(nd->loop);
 }

@@ -91,7 +91,8 @@ for w in "$w1:coll" "$w2:ring"; do
 	rc=$?
 	if [ "$rc" = 0 ]; then ok "two MPI jobs gang-scheduled together: the ${w#*:} job ended (exit 0)"
 	elif [ "$rc" = 124 ]; then bad "two MPI jobs gang-scheduled together: the ${w#*:} job still running after $STEP_LIMIT s"; hang_report; exit 1
-	else bad "two MPI jobs gang-scheduled together: the ${w#*:} job: exit $rc"; fi
+	else bad "two MPI jobs gang-scheduled together: the ${w#*:} job: exit $rc"
+		sed 's/^/     | /' "$T/g$([ "${w#*:}" = coll ] && echo 1 || echo 2).id"; fi
 done
 cp "$(in_host mm "$T")/g1.out" "$T/gang1"; cp "$(in_host mm "$T")/g2.out" "$T/gang2" # the MM writes them
 has "  the collectives job is right" gang1 "errors 0"

@@ -23,6 +23,8 @@ static bool chld_within(int fd, int ms)
 static void test_pending_survives(void)
 {
 	sigset_t set, old;
+	struct sigaction was;
+	sigaction(SIGCHLD, NULL, &was);
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &set, &old);
@@ -46,12 +48,15 @@ static void test_pending_survives(void)
 	CU_ASSERT_TRUE(chld_within(fd, 0));
 	CU_ASSERT_EQUAL(waitpid(pid, NULL, 0), pid);
 	close(fd);
+	sigaction(SIGCHLD, &was, NULL);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
 static void test_stops_reported_on_request(void)
 {
 	sigset_t set, old;
+	struct sigaction was;
+	sigaction(SIGCHLD, NULL, &was);
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &set, &old);
@@ -82,6 +87,7 @@ static void test_stops_reported_on_request(void)
 	while (chld_within(fd, 0))
 		;
 	close(fd);
+	sigaction(SIGCHLD, &was, NULL);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
