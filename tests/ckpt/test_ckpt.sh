@@ -16,6 +16,7 @@ T=$(mktemp -d /tmp/ckpt-test.XXXXXX)
 checks=0 fails=0
 started=()
 cleanup() {
+	fail_report
 	for p in "${started[@]}"; do kill -9 "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	rm -rf "$T"

@@ -73,7 +73,21 @@ sys.exit(0 if select.select([fd], [], [], 10)[0] else 1)' "$1"
 # Checks: ok/bad count them in $checks and $fails; expect and has keep the
 # command's output in $T/out and $T/err (T: the test's scratch directory).
 ok() { checks=$((checks + 1)); echo "ok   $1"; }
-bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $1"; }
+FAILED_CHECKS=()
+bad() { checks=$((checks + 1)); fails=$((fails + 1)); FAILED_CHECKS+=("$1"); echo "FAIL $1"; }
+# fail_report: after a failed check, the tails of the cluster's daemon logs
+# and the failed checks again (the last lines of a long run are what a CI
+# summary shows)
+fail_report() {
+	[ "${fails:-0}" -gt 0 ] && [ -n "${C:-}" ] || return 0
+	local f
+	for f in "$C"/log/*.log; do
+		[ -e "$f" ] || continue
+		echo "     --- ${f##*/} (last 12 lines)"
+		tail -n 12 "$f" 2>&1 | cut -c1-220 | sed 's/^/     | /'
+	done
+	echo "     failed: $(printf '%s; ' "${FAILED_CHECKS[@]}")"
+}
 # expect NAME WANT_RC CMD...: runs CMD with stdout in $T/out, stderr in $T/err.
 # A program (not a shell function) still running after STEP_LIMIT seconds
 # (default 600) is a hang: the cluster's state and its logs' tails are
@@ -101,21 +115,17 @@ expect() {
 	sed 's/^/     out: /' "$T/out" | head -20
 	sed 's/^/     err: /' "$T/err" | head -20
 }
-# hang_report: what the cluster $C looked like when a step hung
+# hang_report: what the cluster $C looked like when a step hung (the
+# suite's cleanup adds its logs: fail_report)
 hang_report() {
 	sed 's/^/     out: /' "$T/out" | tail -20
 	sed 's/^/     err: /' "$T/err" | tail -20
 	[ -n "${C:-}" ] || return 0
-	local cmd f
+	local cmd
 	for cmd in "cluster status" "jobs --all" nodes matrix; do
 		echo "     --- storm $cmd"
 		# shellcheck disable=SC2086
 		timeout -k 5 15 storm $cmd 2>&1 | sed 's/^/     | /' | head -40
-	done
-	for f in "$C"/log/*.log; do
-		[ -e "$f" ] || continue
-		echo "     --- $f (last 15 lines)"
-		tail -n 15 "$f" 2>&1 | sed 's/^/     | /'
 	done
 }
 # has NAME FILE TEXT: FILE contains TEXT (a fixed string)
@@ -187,6 +197,7 @@ cluster_kill() {
 # cluster_teardown: the end of every test's cleanup trap: cluster_kill, and
 # the scratch dir $T gone (kept with KEEP=1).
 cluster_teardown() {
+	fail_report
 	cluster_kill
 	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }

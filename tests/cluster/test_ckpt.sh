@@ -28,6 +28,7 @@ fails=0 checks=0
 bg=()
 
 cleanup() {
+	fail_report
 	for p in "${bg[@]}"; do kill -9 "$p" 2>/dev/null; done
 	storm cluster down --dir "$C" >/dev/null 2>&1
 	if [ -f "$C/pids" ]; then

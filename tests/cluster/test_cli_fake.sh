@@ -13,6 +13,7 @@ fails=0 checks=0
 MM_PID= MUNGED_PID=
 
 cleanup() {
+	fail_report
 	[ -n "$MM_PID" ] && kill "$MM_PID" 2>/dev/null
 	[ -n "$MUNGED_PID" ] && kill "$MUNGED_PID" 2>/dev/null
 	[ -f "$T/c/pids" ] && "$T/bin/storm" cluster down --dir "$T/c" >/dev/null 2>&1

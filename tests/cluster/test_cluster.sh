@@ -18,6 +18,7 @@ fails=0 checks=0
 BG=""
 
 cleanup() {
+	fail_report
 	for p in $BG; do kill -9 "$p" 2>/dev/null; done
 	storm cluster down --dir "$C" >/dev/null 2>&1
 	# whatever survived the orderly way (a test that failed half-way)

@@ -20,6 +20,7 @@ fails=0 checks=0
 SPIN=storm-gangtest-${T##*.}-spin
 
 cleanup() {
+	fail_report
 	storm cluster down --dir "$C" >/dev/null 2>&1
 	if [ -f "$C/pids" ]; then
 		while read -r pid _; do kill -9 "$pid" 2>/dev/null; done <"$C/pids"

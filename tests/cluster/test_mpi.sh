@@ -20,6 +20,7 @@ export STORM_CONF=$C/storm.conf
 fails=0 checks=0
 
 cleanup() {
+	fail_report
 	storm cluster down --dir "$C" >/dev/null 2>&1
 	if [ -f "$C/pids" ]; then
 		while read -r pid _; do kill -9 "$pid" 2>/dev/null; done <"$C/pids"

@@ -26,6 +26,7 @@ SKEW_US=40000          # node01's clock reads 40 ms ahead (test hook): it must
                        # measure that and switch with node00 all the same
 
 cleanup() {
+	fail_report
 	storm cluster down --dir "$C" >/dev/null 2>&1
 	if [ -f "$C/pids" ]; then
 		while read -r pid _; do kill -9 "$pid" 2>/dev/null; done <"$C/pids"

@@ -27,6 +27,7 @@ fails=0 checks=0
 BG="" MUNGED_PID=""
 
 cleanup() {
+	fail_report
 	for p in $BG; do kill -9 "$p" 2>/dev/null; done
 	storm cluster down --dir "$C" >/dev/null 2>&1
 	if [ -f "$C/pids" ]; then

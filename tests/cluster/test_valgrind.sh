@@ -10,6 +10,7 @@ T=$(mktemp -d /tmp/storm-vgtest.XXXXXX)
 export STORM_CONF=$T/storm.conf PATH=$BIN:$PATH
 PIDS="" MUNGED_PID=""
 cleanup() {
+	fail_report
 	for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
 	[ -n "$MUNGED_PID" ] && kill "$MUNGED_PID" 2>/dev/null
 	[ -n "${KEEP:-}" ] || rm -rf "$T"

@@ -18,7 +18,8 @@ TOP=$(cd "$HERE/../.." && pwd)
 . "$TOP/tests/cluster/lib.sh"
 T=$(mktemp -d /tmp/storm-debtest.XXXXXX)
 fails=0 checks=0
-cleanup() { [ -n "${KEEP:-}" ] || rm -rf "$T"; }
+cleanup() {
+	fail_report [ -n "${KEEP:-}" ] || rm -rf "$T"; }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 D=$TOP/build/deb

@@ -47,6 +47,7 @@ MPICH_CFLAGS=("${CFLAGS[@]}" -Wno-stringop-overflow)
 LIMIT=${MPI_TEST_TIMEOUT:-120}
 
 cleanup() {
+	fail_report
 	if [ -f "$C/storm.conf" ]; then storm cluster down --dir "$C" >/dev/null 2>&1; fi
 	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }

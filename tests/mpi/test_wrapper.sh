@@ -31,6 +31,7 @@ W=$HERE/wrapper
 LIMIT=60 BUILD_LIMIT=${MPI_TEST_TIMEOUT:-300}
 
 cleanup() {
+	fail_report
 	if [ -f "$C/storm.conf" ]; then storm cluster down --dir "$C" >/dev/null 2>&1; fi
 	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }

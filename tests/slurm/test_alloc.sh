@@ -44,6 +44,7 @@ storm_pids() {
 	done
 }
 cleanup() {
+	fail_report
 	for p in $BG; do kill -9 "$p" 2>/dev/null; done
 	"$SLURM_SH" down >/dev/null 2>&1 # every step, task and Slurm daemon
 	for j in $JOBS; do
