@@ -2,11 +2,13 @@
 #include "evloop.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 struct ev_io {
@@ -191,16 +193,33 @@ int ev_turn_add(struct ev_loop *l, ev_fn fn, void *arg)
 	return hook_add(&l->turns, &l->nturns, (struct ev_hook){ .fn.turn = fn, .arg = arg });
 }
 
-int ev_run_once(struct ev_loop *l, int max_ms)
+/* epoll_pwait2 (Linux 5.11) sleeps to the µs; older kernels round up to
+ * the ms */
+static int wait_us(int epfd, struct epoll_event *evs, int max, int64_t us)
 {
-	int timeout = max_ms;
+	static bool no_pwait2;
+	if (!no_pwait2) {
+		struct timespec ts = { .tv_sec = (time_t)(us / 1000000),
+				       .tv_nsec = (long)(us % 1000000) * 1000L };
+		int n = epoll_pwait2(epfd, evs, max, us < 0 ? NULL : &ts, NULL);
+		if (n >= 0 || errno != ENOSYS)
+			return n;
+		no_pwait2 = true;
+	}
+	return epoll_wait(epfd, evs, max,
+			  us < 0 ? -1 : us > (int64_t)INT_MAX * 1000 ? INT_MAX : (int)((us + 999) / 1000));
+}
+
+int ev_run_once(struct ev_loop *l, int64_t max_us)
+{
+	int64_t timeout = max_us;
 	for (int i = 0; i < l->nlimits; i++) {
-		int t = l->limits[i].fn.limit(l->limits[i].arg);
+		int64_t t = l->limits[i].fn.limit(l->limits[i].arg);
 		if (t >= 0 && (timeout < 0 || t < timeout))
 			timeout = t;
 	}
 	struct epoll_event evs[64];
-	int n = epoll_wait(l->epfd, evs, 64, timeout);
+	int n = wait_us(l->epfd, evs, 64, timeout);
 	if (n < 0) {
 		if (errno != EINTR)
 			return -1;

@@ -16,8 +16,15 @@ struct ev_loop;
 /* events: EPOLLIN, EPOLLOUT, EPOLLHUP... as epoll reports them */
 typedef void (*ev_io_fn)(void *arg, uint32_t events);
 typedef void (*ev_fn)(void *arg);
-/* ms the loop may sleep at most for this source; -1: no limit */
-typedef int (*ev_limit_fn)(void *arg);
+/* µs the loop may sleep at most for this source; -1: no limit (the loop
+ * sleeps with a nanosecond timeout, so a source may ask for less than a
+ * millisecond) */
+typedef int64_t (*ev_limit_fn)(void *arg);
+/* a limit in ms (-1: none) as the µs a limit function returns */
+static inline int64_t ev_ms(int ms)
+{
+	return ms < 0 ? -1 : (int64_t)ms * 1000;
+}
 
 struct ev_loop *ev_loop_new(void);
 /* Closes the timers it made; registered descriptors stay the caller's. */
@@ -45,8 +52,8 @@ int ev_turn_add(struct ev_loop *l, ev_fn fn, void *arg);
 
 /* Runs turns until ev_stop; 0, or -1 with errno when epoll fails. */
 int ev_run(struct ev_loop *l);
-/* One turn, sleeping at most max_ms (-1: as the limits say). */
-int ev_run_once(struct ev_loop *l, int max_ms);
+/* One turn, sleeping at most max_us (-1: as the limits say). */
+int ev_run_once(struct ev_loop *l, int64_t max_us);
 void ev_stop(struct ev_loop *l);
 int ev_stopped(const struct ev_loop *l);
 

@@ -208,16 +208,16 @@ static void on_fabric(void *arg, uint32_t events)
 }
 
 /* how long the fabric lets the loop sleep; last, as it arms the wait fd */
-static int fabric_limit(void *arg)
+static int64_t fabric_limit(void *arg)
 {
 	struct mm *mm = arg;
-	return sn_sleep_limit_ms(mm->sn, mm->fabric_busy);
+	return ev_ms(sn_sleep_limit_ms(mm->sn, mm->fabric_busy));
 }
 
 /* a transfer polls its flow control */
-static int transfer_limit(void *arg)
+static int64_t transfer_limit(void *arg)
 {
-	return ((struct mm *)arg)->xfer ? 1 : -1;
+	return ((struct mm *)arg)->xfer ? 1000 : -1;
 }
 
 static void on_turn(void *arg)

@@ -322,13 +322,13 @@ static void on_httpd(void *arg, uint32_t events)
 	MHD_run(mm->metrics->httpd);
 }
 
-static int httpd_limit(void *arg)
+static int64_t httpd_limit(void *arg)
 {
 	struct mm *mm = arg;
 	MHD_UNSIGNED_LONG_LONG ms;
 	if (MHD_get_timeout(mm->metrics->httpd, &ms) != MHD_YES)
 		return -1;
-	return ms > 1000 ? 1000 : (int)ms;
+	return ev_ms(ms > 1000 ? 1000 : (int)ms);
 }
 
 static void httpd_turn(void *arg)

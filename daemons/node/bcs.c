@@ -981,7 +981,7 @@ static bool waits_on_peer(const struct nd_bcs *b)
 	return false;
 }
 
-int nd_bcs_timer_ms(const struct nd *nd)
+int64_t nd_bcs_timer_us(const struct nd *nd)
 {
 	const struct nd_bcs *b = nd->bcs;
 	if (!b)
@@ -990,17 +990,15 @@ int nd_bcs_timer_ms(const struct nd *nd)
 	/* A provider without a wait descriptor (shm) is polled every
 	 * millisecond: a hop of the data path would cost that much, so while
 	 * the path waits on a peer, for at most BCS_SPIN_NS after the last
-	 * thing it sent, the loop polls every BCS_NAP_NS (early_poll). */
-	if (b->early_poll && now < b->spin_until_ns && waits_on_peer(b)) {
-		if (nd->fabric_busy)
-			return 0; /* completions streaming in: look again at once */
-		struct timespec nap = {0, BCS_NAP_NS};
-		nanosleep(&nap, NULL);
-		return 0;
-	}
+	 * thing it sent, the loop wakes every BCS_NAP_NS (early_poll), or at
+	 * once while completions stream in. */
+	int64_t nap = -1;
+	if (b->early_poll && now < b->spin_until_ns && waits_on_peer(b))
+		nap = nd->fabric_busy ? 0 : BCS_NAP_NS / 1000;
 	if (!b->phase_at_ns)
-		return -1;
-	return b->phase_at_ns <= now ? 0 : (int)((b->phase_at_ns - now + 999999) / 1000000);
+		return nap;
+	int64_t phase = b->phase_at_ns <= now ? 0 : (int64_t)((b->phase_at_ns - now + 999) / 1000);
+	return nap >= 0 && nap < phase ? nap : phase;
 }
 
 void nd_bcs_timers(struct nd *nd)

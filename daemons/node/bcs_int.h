@@ -26,7 +26,7 @@
  * any transfer into it has failed long before (sn_xfer's bound) */
 #define BCS_AREA_STALE_NS (30ull * 1000000000u)
 #define BCS_NOBUF UINT32_MAX    /* GRANT: records that move no data */
-#define BCS_SPIN_NS (2000000u)  /* polling often after sending (nd_bcs_timer_ms) */
+#define BCS_SPIN_NS (2000000u)  /* polling often after sending (nd_bcs_timer_us) */
 #define BCS_NAP_NS (200000)     /* ... every this long */
 #define BCS_BOUNCE (1u << 20)   /* copies between two ranks of a node, per step */
 #define BCS_DEAD_JOBS 64
@@ -241,7 +241,7 @@ struct nd_bcs {
 	uint32_t nbusy;                   /* buffers granted, their data not in yet */
 	uint8_t *spare[GM_BCS_BULK_EVS];  /* staging blocks for the next transfers */
 	uint32_t nspare;
-	uint64_t spin_until_ns;           /* nd_bcs_timer_ms */
+	uint64_t spin_until_ns;           /* nd_bcs_timer_us */
 	bool early_poll;                  /* poll the fabric soon while waiting on a peer */
 };
 

@@ -132,25 +132,25 @@ static void on_fabric(void *arg, uint32_t events)
 	(void)events;
 }
 
-static int rank_timer_limit(void *arg)
+static int64_t rank_timer_limit(void *arg)
 {
-	return nd_timer_ms(arg);
+	return ev_ms(nd_timer_ms(arg));
 }
 
-static int bcs_limit(void *arg)
+static int64_t bcs_limit(void *arg)
 {
-	return nd_bcs_timer_ms(arg);
+	return nd_bcs_timer_us(arg);
 }
 
-static int copy_limit(void *arg)
+static int64_t copy_limit(void *arg)
 {
-	return nd_copy_timer_ms(arg);
+	return ev_ms(nd_copy_timer_ms(arg));
 }
 
-static int fabric_limit(void *arg)
+static int64_t fabric_limit(void *arg)
 {
 	struct nd *nd = arg;
-	return sn_sleep_limit_ms(nd->sn, nd->fabric_busy);
+	return ev_ms(sn_sleep_limit_ms(nd->sn, nd->fabric_busy));
 }
 
 

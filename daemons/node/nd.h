@@ -361,7 +361,7 @@ static inline unsigned nd_slice_us(const struct nd *nd)
 }
 
 /* The exchange a fraction into the slice: ms until due (-1: none), and run it. */
-int nd_bcs_timer_ms(const struct nd *nd);
+int64_t nd_bcs_timer_us(const struct nd *nd);
 /* checkpoints: drain the job (no descriptor collected, every transfer
  * finished on every node), then its ranks' pending operations are sealed
  * for their images; thaw once it runs again */

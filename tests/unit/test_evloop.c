@@ -45,8 +45,8 @@ static void on_b(void *arg, uint32_t ev)
 
 static void turn1(void *arg) { note(arg, '1'); }
 static void turn2(void *arg) { note(arg, '2'); }
-static int limit_0(void *arg) { (void)arg; return 0; }
-static int limit_none(void *arg) { (void)arg; return -1; }
+static int64_t limit_0(void *arg) { (void)arg; return 0; }
+static int64_t limit_none(void *arg) { (void)arg; return -1; }
 
 static void test_io_and_turns(void)
 {
@@ -101,7 +101,7 @@ static void test_timers(void)
 	CU_ASSERT(ev_stopped(t.l));
 	/* disarmed: a bounded turn passes without a tick */
 	CU_ASSERT_EQUAL(ev_timer_set(t.l, t.id, 0, 0), 0);
-	CU_ASSERT_EQUAL(ev_run_once(t.l, 5), 0);
+	CU_ASSERT_EQUAL(ev_run_once(t.l, 5000), 0);
 	CU_ASSERT_EQUAL(t.count, 3);
 	CU_ASSERT_EQUAL(ev_timer_set(t.l, 12345, 1, 0), -1); /* no such timer */
 	ev_timer_del(t.l, t.id);
