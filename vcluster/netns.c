@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <dirent.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,47 @@ static int run_ip_batch(const char *netns, const char *batch_path)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
 }
 
+/* Runs `ip -force -batch` (going on past what is already gone) on the
+ * lines that delete prefix p's links: the host ends of its veth pairs, at
+ * once (deleting a namespace deletes its end, and so the pair, only when
+ * the kernel's asynchronous cleanup of that namespace runs, which a new
+ * cluster in the same directory can beat: "File exists"), and the bridge;
+ * and its namespaces when with_ns. */
+static void links_del(const char *dir, const char *p, int n, int mm_ns, bool with_ns)
+{
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/netns.batch", dir);
+	FILE *b = fopen(path, "w");
+	if (!b)
+		return;
+	if (mm_ns)
+		fprintf(b, "link del %shm\n", p);
+	for (int i = 0; i < n; i++)
+		fprintf(b, "link del %sh%d\n", p, i);
+	if (with_ns) {
+		if (mm_ns)
+			fprintf(b, "netns del %s-mm\n", p);
+		for (int i = 0; i < n; i++)
+			fprintf(b, "netns del %s-n%d\n", p, i);
+	}
+	fprintf(b, "link del %sbr\n", p);
+	fclose(b);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		if (null >= 0) {
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+		execlp("ip", "ip", "-force", "-batch", path, (char *)NULL);
+		_exit(127);
+	}
+	if (pid > 0)
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	unlink(path);
+}
+
 int netns_up(const char *dir, int nnodes, int mm_ns, char *err, size_t errlen)
 {
 	if (geteuid() != 0) {
@@ -78,6 +120,9 @@ int netns_up(const char *dir, int nnodes, int mm_ns, char *err, size_t errlen)
 	}
 	fprintf(r, "%s %d %d\n", p, nnodes, mm_ns ? 1 : 0);
 	fclose(r);
+	/* what an earlier cluster in this directory left (killed, or its
+	 * namespaces not yet cleaned up by the kernel) */
+	links_del(dir, p, nnodes, mm_ns, false);
 	snprintf(path, sizeof(path), "%s/netns.batch", dir);
 	FILE *b = fopen(path, "w");
 	if (!b) {
@@ -161,7 +206,7 @@ static void kill_in(const char *ns)
 
 int netns_down(const char *dir)
 {
-	char rec[4200], p[16], path[4200];
+	char rec[4200], p[16];
 	int n = 0, mm_ns = 0;
 	snprintf(rec, sizeof(rec), "%s/netns", dir);
 	FILE *r = fopen(rec, "r");
@@ -178,31 +223,7 @@ int netns_down(const char *dir)
 		netns_name(dir, i, ns, sizeof(ns));
 		kill_in(ns);
 	}
-	snprintf(path, sizeof(path), "%s/netns.batch", dir);
-	FILE *b = fopen(path, "w");
-	if (b) {
-		/* deleting a namespace deletes its end of the veth, and so the pair */
-		if (mm_ns)
-			fprintf(b, "netns del %s-mm\n", p);
-		for (int i = 0; i < n; i++)
-			fprintf(b, "netns del %s-n%d\n", p, i);
-		fprintf(b, "link del %sbr\n", p);
-		fclose(b);
-		/* -force: go on past what is already gone */
-		pid_t pid = fork();
-		if (pid == 0) {
-			int null = open("/dev/null", O_WRONLY);
-			if (null >= 0) {
-				dup2(null, 1);
-				dup2(null, 2);
-			}
-			execlp("ip", "ip", "-force", "-batch", path, (char *)NULL);
-			_exit(127);
-		}
-		if (pid > 0)
-			waitpid(pid, NULL, 0);
-		unlink(path);
-	}
+	links_del(dir, p, n, mm_ns, true);
 	unlink(rec);
 	return 1;
 }

@@ -26,8 +26,11 @@ cd "$T" || exit 1
 # anchor HOST: the pid whose namespaces are the host's (its munged)
 anchor() { cat "$C/hosts/$1/munge/munged.pid"; }
 # none_left PREFIX: no namespace, process in one, or mount of the cluster's
+# (the links too: a namespace's veth pair goes only when the kernel gets to
+# it, unless cluster down deletes the host's end itself)
 none_left() {
 	! ip netns list | grep -q -- "^$1-" &&
+		! ip -br link | grep -q -- "^$1" &&
 		! grep -q -- "$C" /proc/self/mountinfo &&
 		! pgrep -f -- "$C/" >/dev/null
 }
