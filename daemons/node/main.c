@@ -169,6 +169,14 @@ static void on_signals(struct nd *nd)
 	nd_reap(nd);
 }
 
+static void reap_if_signalled(struct nd *nd)
+{
+	if (nd->signalled) {
+		nd->signalled = false;
+		on_signals(nd);
+	}
+}
+
 static int drain_event(struct nd *nd, unsigned ev)
 {
 	int n = 0, rc;
@@ -187,10 +195,7 @@ static int drain_event(struct nd *nd, unsigned ev)
 static void on_turn(void *arg)
 {
 	struct nd *nd = arg;
-	if (nd->signalled) {
-		nd->signalled = false;
-		on_signals(nd);
-	}
+	reap_if_signalled(nd);
 	int rc = sn_progress(nd->sn);
 	if (rc < 0)
 		slog("network progress: %s", sn_strerror(nd->sn));
@@ -237,10 +242,7 @@ static void on_turn(void *arg)
 		nd_pipes_pause(nd, false);
 	/* a strict switch in this turn may have read a SIGCHLD off the
 	 * signalfd: reap now, not at the next wake-up */
-	if (nd->signalled) {
-		nd->signalled = false;
-		on_signals(nd);
-	}
+	reap_if_signalled(nd);
 	if (nd->stop)
 		ev_stop(nd->loop);
 }
@@ -330,6 +332,9 @@ static int setup(struct nd *nd, const struct opts *o)
 	sc.node_id = fabric_id(nd->index);
 	sc.node_count = (uint32_t)nd->conf.nnodes + 1;
 	sc.gmem_size = layout_gmem_size((uint32_t)nd->conf.nnodes);
+	/* a strobe is copied and checked every slice: only what one can hold */
+	nd->strobe_len = strobe_size((uint32_t)nd->conf.nnodes,
+				     strobe_ahead_fit((uint32_t)nd->conf.nnodes, STROBE_AHEAD_MAX));
 	sc.fanout = nd->conf.fanout;
 	sc.timeout_ms = nd->conf.op_timeout_ms;
 	const char **hosts = NULL;

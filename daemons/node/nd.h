@@ -136,6 +136,7 @@ struct nd {
 	uint8_t key[GM_KEY_LEN];
 	struct gm_ratelimit rl_auth; /* refused strobes, commands, acks */
 	struct gm_copy verify;  /* what is verified, then used (gm_copy) */
+	size_t strobe_len;      /* the most a strobe for this cluster holds */
 	uint64_t refused;       /* messages refused so far */
 	/* tests only: points "report" (that report goes out altered) and
 	 * "replay" (report 2 goes out again in its place) */

@@ -196,8 +196,7 @@ void nd_on_strobe(struct nd *nd)
 	/* read and verified in a private copy (gm_copy) of the most a strobe
 	 * for this cluster's size can hold, not the whole area: the copy is
 	 * made every slice */
-	uint32_t nn = (uint32_t)nd->conf.nnodes;
-	size_t len = strobe_size(nn, strobe_ahead_fit(nn, STROBE_AHEAD_MAX));
+	size_t len = nd->strobe_len;
 	const uint8_t *raw = gm_copy(&nd->verify, nd->gmem + GM_STROBE, len);
 	if (!raw) {
 		slog("no memory to check a strobe; ignored");

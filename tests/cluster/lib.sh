@@ -95,9 +95,10 @@ fail_report() {
 # whole run's time limit.
 STEP_LIMIT=${STEP_LIMIT:-600}
 expect() {
-	local name=$1 want=$2 rc t0=$SECONDS
+	local name=$1 want=$2 rc t0=$SECONDS kind
 	shift 2
-	if [ "$(type -t "$1")" = file ]; then
+	kind=$(type -t "$1")
+	if [ "$kind" = file ]; then
 		timeout --foreground -k 10 "$STEP_LIMIT" "$@" >"$T/out" 2>"$T/err"
 	else
 		"$@" >"$T/out" 2>"$T/err"

@@ -83,19 +83,22 @@ has "  with rank 1's message" err "rank 1 aborts"
 
 # two MPI jobs on the same nodes share them by gang scheduling; submit -W
 # returns at each job's end with its status
-timeout --foreground -k 5 "$STEP_LIMIT" storm submit -W -N 4 -n 8 -o "$T/g1.out" ./coll >"$T/g1.id" 2>&1 &
-w1=$!
-timeout --foreground -k 5 "$STEP_LIMIT" storm submit -W -N 4 -n 8 -o "$T/g2.out" ./ring >"$T/g2.id" 2>&1 &
-w2=$!
-for w in "$w1:coll" "$w2:ring"; do
-	wait "${w%%:*}"
-	rc=$?
-	if [ "$rc" = 0 ]; then ok "two MPI jobs gang-scheduled together: the ${w#*:} job ended (exit 0)"
-	elif [ "$rc" = 124 ]; then bad "two MPI jobs gang-scheduled together: the ${w#*:} job still running after $STEP_LIMIT s"; hang_report; exit 1
-	else bad "two MPI jobs gang-scheduled together: the ${w#*:} job: exit $rc"
-		sed 's/^/     | /' "$T/g$([ "${w#*:}" = coll ] && echo 1 || echo 2).id"; fi
+gang=(coll ring)
+pids=()
+for i in 0 1; do
+	timeout --foreground -k 5 "$STEP_LIMIT" storm submit -W -N 4 -n 8 -o "$T/g$i.out" \
+		"./${gang[$i]}" >"$T/g$i.id" 2>&1 &
+	pids+=($!)
 done
-cp "$(in_host mm "$T")/g1.out" "$T/gang1"; cp "$(in_host mm "$T")/g2.out" "$T/gang2" # the MM writes them
+for i in 0 1; do
+	wait "${pids[$i]}"
+	rc=$?
+	what="two MPI jobs gang-scheduled together: the ${gang[$i]} job"
+	if [ "$rc" = 0 ]; then ok "$what ended (exit 0)"
+	elif [ "$rc" = 124 ]; then bad "$what still running after $STEP_LIMIT s"; hang_report; exit 1
+	else bad "$what: exit $rc"; sed 's/^/     | /' "$T/g$i.id"; fi
+done
+cp "$(in_host mm "$T")/g0.out" "$T/gang1"; cp "$(in_host mm "$T")/g1.out" "$T/gang2" # the MM writes them
 has "  the collectives job is right" gang1 "errors 0"
 has "  the ring job is right" gang2 "ring: token 84 (expected 84)"
 

@@ -20,15 +20,36 @@ static bool chld_within(int fd, int ms)
 	       si.ssi_signo == SIGCHLD;
 }
 
-static void test_pending_survives(void)
-{
-	sigset_t set, old;
+/* SIGCHLD blocked and read from the signalfd it returns, as in the node
+ * daemon; chld_close puts the disposition and the mask back */
+struct chld_fd {
+	int fd;
+	sigset_t old;
 	struct sigaction was;
-	sigaction(SIGCHLD, NULL, &was);
+};
+
+static void chld_open(struct chld_fd *c)
+{
+	sigset_t set;
+	sigaction(SIGCHLD, NULL, &c->was);
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &set, &old);
-	int fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	sigprocmask(SIG_BLOCK, &set, &c->old);
+	c->fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+static void chld_close(struct chld_fd *c)
+{
+	close(c->fd);
+	sigaction(SIGCHLD, &c->was, NULL);
+	sigprocmask(SIG_SETMASK, &c->old, NULL);
+}
+
+static void test_pending_survives(void)
+{
+	struct chld_fd c;
+	chld_open(&c);
+	int fd = c.fd;
 	CU_ASSERT_FATAL(fd >= 0);
 	sigchld_notify(false);
 	pid_t pid = fork();
@@ -47,20 +68,14 @@ static void test_pending_survives(void)
 	CU_ASSERT_TRUE(sigismember(&pending, SIGCHLD));
 	CU_ASSERT_TRUE(chld_within(fd, 0));
 	CU_ASSERT_EQUAL(waitpid(pid, NULL, 0), pid);
-	close(fd);
-	sigaction(SIGCHLD, &was, NULL);
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	chld_close(&c);
 }
 
 static void test_stops_reported_on_request(void)
 {
-	sigset_t set, old;
-	struct sigaction was;
-	sigaction(SIGCHLD, NULL, &was);
-	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &set, &old);
-	int fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	struct chld_fd c;
+	chld_open(&c);
+	int fd = c.fd;
 	CU_ASSERT_FATAL(fd >= 0);
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -86,9 +101,7 @@ static void test_stops_reported_on_request(void)
 	CU_ASSERT_EQUAL(waitpid(pid, NULL, 0), pid);
 	while (chld_within(fd, 0))
 		;
-	close(fd);
-	sigaction(SIGCHLD, &was, NULL);
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	chld_close(&c);
 }
 
 void add_sigchld_suite(void)
