@@ -35,6 +35,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include "bell.h"
 #include "bootstrap.h"
 #include "caw.h"
 #include "tree.h"
@@ -88,6 +89,7 @@ struct slot {
 	 * just before the header that announces it (send_msg) */
 	bool write;
 	uint64_t roff;
+	bool big;            /* counted in its rail's big_tx */
 	/* header, then an inline payload; not cleared on reuse */
 	uint8_t hdr[SN_WIRE_HDR_MAX + SN_INLINE_MAX];
 };
@@ -100,6 +102,15 @@ struct rail {
 	struct fid_cq *cq;
 	struct fid_ep *ep;
 	int wait_fd;
+	/* a provider without a wait descriptor (shm): our doorbell, the peers
+	 * to ring once the current flush is through, whether our completion
+	 * queue may hold entries we have not read (our own sends complete into
+	 * it without a ring), and how many sends wait on a peer to copy them */
+	int bell_fd;
+	bool *bell_due;
+	uint32_t *bell_list, nbell;
+	bool cq_dirty;
+	uint32_t big_tx;
 	fi_addr_t *peers;       /* FI_ADDR_NOTAVAIL: address not known yet */
 	uint8_t *addrs;         /* each peer's address in use (SN_ADDR_MAX each) */
 	size_t *alens;
@@ -410,6 +421,41 @@ static ssize_t rma_write(struct rail *rl, struct slot *s)
 
 static void peer_use(struct sn_ctx *ctx, int rail, uint32_t node);
 
+/* shm moves a message or write of more than this by a copy its receiver
+ * makes (the kernel's cross-process copy), and completes the send only when
+ * the sender next polls after that copy: the receiver rings the sender back
+ * so that it does not sleep on a finished send. */
+#define SN_BELL_COPY_MIN 4096
+
+static void bell_mark(struct rail *rl, uint32_t node)
+{
+	if (rl->bell_fd < 0 || rl->bell_due[node])
+		return;
+	rl->bell_due[node] = true;
+	rl->bell_list[rl->nbell++] = node;
+}
+
+/* One ring per peer per flush, however many messages went to it. A peer we
+ * cannot ring (gone, or not on this host's network namespace) still sees
+ * our messages at its next poll (sn_next_timeout_ms). */
+static void bell_ring_due(struct rail *rl)
+{
+	for (uint32_t i = 0; i < rl->nbell; i++) {
+		uint32_t node = rl->bell_list[i];
+		rl->bell_due[node] = false;
+		if (rl->peers[node] != FI_ADDR_NOTAVAIL)
+			bell_ring(rl->bell_fd, rl->addrs + (size_t)node * SN_ADDR_MAX,
+				  rl->alens[node]);
+	}
+	rl->nbell = 0;
+}
+
+static void sent_big(struct rail *rl, struct slot *s, size_t len)
+{
+	s->big = rl->bell_fd >= 0 && len > SN_BELL_COPY_MIN;
+	rl->big_tx += s->big;
+}
+
 /* Hands queued messages and writes to the provider, each destination's in
  * the order they were queued (the provider keeps that order to the peer:
  * FI_ORDER_SAS, and FI_ORDER_SAW on a rail with RMA). A destination that
@@ -448,6 +494,10 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 			     : s->write ? rma_write(rl, s)
 			     : fi_sendv(rl->ep, s->iov, s->desc, s->niov, rl->peers[s->dest],
 					&s->fctx);
+			/* rung even when it pushed back: a first contact waits
+			 * for the peer to take our connection request */
+			if (!no_addr)
+				bell_mark(rl, s->dest);
 		}
 		if (rc == -FI_EAGAIN) {
 			if (!t)
@@ -484,15 +534,20 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 			rl->failq = s;
 			continue;
 		}
+		rl->cq_dirty = true;
 		if (s->write) {
 			ctx->stats.rma_writes++;
 			ctx->stats.bytes_sent += s->iov[0].iov_len;
+			sent_big(rl, s, s->iov[0].iov_len);
 			continue;
 		}
+		size_t len = s->iov[0].iov_len + (s->niov > 1 ? s->iov[1].iov_len : 0);
 		ctx->stats.msgs_sent++;
-		ctx->stats.bytes_sent += s->iov[0].iov_len + (s->niov > 1 ? s->iov[1].iov_len : 0);
+		ctx->stats.bytes_sent += len;
+		sent_big(rl, s, len);
 	}
 	rl->flushing = false;
+	bell_ring_due(rl);
 }
 
 /* Does [lo, hi) overlap a transfer sent to node d as a message that it may
@@ -969,6 +1024,8 @@ static void handle_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t l
 		return;
 	}
 	peer_use(ctx, rail, m.sender);
+	if (len > SN_BELL_COPY_MIN || ((m.flags & SN_F_PLACED) && m.chunk_len > SN_BELL_COPY_MIN))
+		bell_mark(&ctx->rails[rail], m.sender);
 	switch (m.type) {
 	case SN_MSG_XFER:
 	case SN_MSG_COMMIT:
@@ -1014,6 +1071,10 @@ static void tx_done(struct sn_ctx *ctx, struct slot *s)
 {
 	struct rec *r = s->rec;
 	ctx->tx_outstanding--;
+	if (s->big) {
+		ctx->rails[s->rail].big_tx--;
+		s->big = false;
+	}
 	if (ctx->nfree_slots < SN_SLOT_CACHE) {
 		s->next = ctx->free_slots;
 		ctx->free_slots = s;
@@ -1061,10 +1122,15 @@ static int rail_progress(struct sn_ctx *ctx, int rail)
 	struct rail *rl = &ctx->rails[rail];
 	struct fi_cq_msg_entry ent[16];
 	int handled = 0;
+	/* before the look, so that a ring after it wakes us again */
+	if (rl->bell_fd >= 0)
+		bell_drain(rl->bell_fd);
 	for (;;) {
 		ssize_t n = fi_cq_read(rl->cq, ent, 16);
-		if (n == -FI_EAGAIN)
+		if (n == -FI_EAGAIN) {
+			rl->cq_dirty = false;
 			break;
+		}
 		if (n == -FI_EAVAIL) {
 			struct fi_cq_err_entry ee = {0};
 			if (fi_cq_readerr(rl->cq, &ee, 0) < 1)
@@ -1302,6 +1368,11 @@ int sn_prepare_wait(struct sn_ctx *ctx)
 		 * sn_next_timeout_ms brings the caller back within 1 ms */
 		if (ctx->rails[i].wait_fd < 0 || ctx->rails[i].failq)
 			return -EAGAIN;
+		if (ctx->rails[i].bell_fd >= 0) {
+			if (ctx->rails[i].cq_dirty)
+				return -EAGAIN;
+			continue;
+		}
 		struct fid *f = &ctx->rails[i].cq->fid;
 		if (fi_trywait(ctx->rails[i].fabric, &f, 1) != FI_SUCCESS)
 			return -EAGAIN;
@@ -1316,9 +1387,13 @@ int sn_sleep_limit_ms(struct sn_ctx *ctx, bool busy)
 		struct fid *f = &ctx->rails[i].cq->fid;
 		if (ctx->rails[i].wait_fd < 0 || ctx->rails[i].failq)
 			t = busy ? 0 : 1; /* polled, or a retry due: no spin */
+		else if (ctx->rails[i].bell_fd >= 0)
+			t = ctx->rails[i].cq_dirty ? 0 : -1; /* our own sends' completions */
 		else if (fi_trywait(ctx->rails[i].fabric, &f, 1) != FI_SUCCESS)
 			t = 0; /* completions to take now */
 		else
+			continue;
+		if (t < 0)
 			continue;
 		if (timeout < 0 || t < timeout)
 			timeout = t;
@@ -1357,6 +1432,8 @@ int sn_next_timeout_ms(struct sn_ctx *ctx)
 	for (int i = 0; i < ctx->nrails; i++) {
 		if (ctx->rails[i].txq_head && ms > 1)
 			ms = 1; /* retry what the provider pushed back */
+		if (ctx->rails[i].big_tx && ms > 1)
+			ms = 1; /* in case its ring back never comes (the peer died) */
 		if (ctx->rails[i].failq)
 			ms = 0; /* report what it refused */
 	}
@@ -2097,6 +2174,7 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	struct rail *rl = &ctx->rails[rail];
 	struct fi_info *hints = fi_allocinfo();
 	int rc;
+	rl->bell_fd = -1;
 	if (!hints)
 		return fail(ctx, -ENOMEM, "out of memory");
 	/* Messages in order (sn.h promises one sender's transfers in order);
@@ -2226,6 +2304,16 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	    !rl->rma || !rl->nrma || !rl->rkey || !rl->rbase || !rl->nrkey || !rl->nrbase ||
 	    !rl->tx_seq || !rl->placed_seq || !rl->inflight)
 		return fail(ctx, -ENOMEM, "out of memory");
+	if (rl->wait_fd < 0 && !strcmp(fi->fabric_attr->prov_name, "shm")) {
+		rl->bell_due = calloc(ctx->n, sizeof(bool));
+		rl->bell_list = calloc(ctx->n, sizeof(uint32_t));
+		if (!rl->bell_due || !rl->bell_list)
+			return fail(ctx, -ENOMEM, "out of memory");
+		if ((rl->bell_fd = bell_open(addr, alen)) < 0)
+			return fail(ctx, rl->bell_fd, "opening the doorbell of rail %d: %s", rail,
+				    strerror(-rl->bell_fd));
+		rl->wait_fd = rl->bell_fd;
+	}
 	/* global memory is exposed to remote writes only when asked for */
 	if (ctx->cfg.rma && (fi->caps & FI_RMA) && alen + RMA_TRAILER <= SN_ADDR_MAX)
 		rma_open(ctx, rl, prov);
@@ -2293,6 +2381,10 @@ static void rail_close(struct rail *rl)
 	free(rl->peers);
 	free(rl->addrs);
 	free(rl->alens);
+	free(rl->bell_due);
+	free(rl->bell_list);
+	if (rl->bell_fd >= 0)
+		close(rl->bell_fd);
 	free(rl->next);
 	free(rl->nlens);
 	free(rl->stale);

@@ -32,7 +32,6 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/futex.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -987,7 +986,7 @@ int64_t nd_bcs_timer_us(const struct nd *nd)
 	if (!b)
 		return -1;
 	uint64_t now = clock_mono_ns();
-	/* A provider without a wait descriptor (shm) is polled every
+	/* A provider without a wait descriptor (sockets) is polled every
 	 * millisecond: a hop of the data path would cost that much, so while
 	 * the path waits on a peer, for at most BCS_SPIN_NS after the last
 	 * thing it sent, the loop wakes every BCS_NAP_NS (early_poll), or at
@@ -1032,18 +1031,9 @@ int nd_bcs_init(struct nd *nd)
 	if (!b->link_mbs)
 		b->link_mbs = BCS_LINK_MBS;
 	b->slice_budget = 65536; /* until the first strobe gives the slice */
-	/* Early polling only where it pays. A wait descriptor wakes the loop
-	 * by itself. shm has none, and shm means every node of the cluster on
-	 * this host: when the daemons outnumber the CPUs we may run on,
-	 * polling, busy or in naps, takes the CPU from the very peers and
-	 * ranks it waits on (on 2 cores a busy poll made an 8-node allreduce
-	 * 3x slower, 200 µs naps a 16-node sweep 2x slower), while 1 ms polls
-	 * lose little there. */
-	cpu_set_t cpus;
-	int ncpus = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-	b->early_poll = sn_wait_fd(nd->sn) < 0 &&
-			(strcmp(sn_provider_name(nd->sn, 0), "shm") != 0 ||
-			 nd->conf.nnodes <= ncpus);
+	/* Early polling only where the loop has nothing to sleep on: a wait
+	 * descriptor (shm's doorbell included) wakes it by itself. */
+	b->early_poll = sn_wait_fd(nd->sn) < 0;
 	nd->bcs = b;
 	for (uint32_t t = M_DESC; t <= M_RED; t++)
 		nd_mb_register(nd, t, on_mailbox);

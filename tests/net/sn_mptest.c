@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <signal.h>
 #include <inttypes.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,6 +295,68 @@ static int scen_events(const struct spawn_node *nd)
 	}
 	CHECK(barrier(ctx, &all, 2) == 0, "barrier");
 	(void)n;
+	sn_close(ctx);
+	return 0;
+}
+
+/* ------------------------------------------------------------- waking up */
+
+/* Takes event ev, sleeping on the wait descriptor alone between looks: on
+ * shm, for up to 10 s, so only a peer's doorbell can end the sleep in time
+ * (shm's completions do not wake anything by themselves); elsewhere for as
+ * long as the library allows. 1, or what went wrong. */
+static int sleep_for_event(struct sn_ctx *ctx, unsigned ev, bool bell_only)
+{
+	uint64_t give_up = now_ms() + 4 * OP_TIMEOUT_MS;
+	while (now_ms() < give_up) {
+		sn_progress(ctx);
+		int rc = sn_test_event(ctx, ev, 0, NULL);
+		if (rc)
+			return rc;
+		if (sn_prepare_wait(ctx))
+			continue; /* completions of our own to take first */
+		struct pollfd pfd = {.fd = sn_wait_fd(ctx), .events = POLLIN};
+		rc = poll(&pfd, 1, bell_only ? 10000 : sn_next_timeout_ms(ctx));
+		if (rc == 0 && bell_only)
+			return -ETIMEDOUT;
+	}
+	return -ETIMEDOUT;
+}
+
+/* A node that sleeps on its wait descriptor wakes for a peer's transfer, of
+ * a few bytes and of more than shm moves inline, and its sender for the
+ * transfer's confirmation. */
+static int scen_wake(const struct spawn_node *nd)
+{
+	const struct params *p = nd->arg;
+	uint32_t self = nd->id;
+	struct sn_ctx *ctx = open_node(nd, 1 << 20);
+	bool shm = !strcmp(p->prov, "shm");
+	if (shm)
+		CHECK(sn_wait_fd(ctx) >= 0, "shm without a wait descriptor");
+	struct sn_nodeset all, others;
+	all_nodes(ctx, &all);
+	others = all;
+	sn_set_del(&others, 0);
+	CHECK(barrier(ctx, &all, 1) == 0, "barrier");
+	uint8_t *expect = malloc(64 << 10);
+	for (uint32_t round = 0; sn_wait_fd(ctx) >= 0 && round < 20; round++) {
+		size_t len = round % 2 ? 64 << 10 : 8;
+		fill(expect, len, round);
+		if (self == 0) {
+			CHECK(sn_xfer(ctx, &others, DATA, expect, len, EV_LOCAL, EV_DATA, 0) == 0,
+			      "xfer: %s", sn_strerror(ctx));
+			int rc = sleep_for_event(ctx, EV_LOCAL, shm);
+			CHECK(rc == 1, "round %u (%zu bytes): no confirmation: %d", round, len, rc);
+		} else {
+			int rc = sleep_for_event(ctx, EV_DATA, shm);
+			CHECK(rc == 1, "round %u (%zu bytes): not woken: %d", round, len, rc);
+			CHECK(memcmp((uint8_t *)sn_gmem(ctx) + DATA, expect, len) == 0,
+			      "round %u: data differs", round);
+		}
+		CHECK(barrier(ctx, &all, round + 2) == 0, "barrier %u", round);
+	}
+	free(expect);
 	sn_close(ctx);
 	return 0;
 }
@@ -918,7 +982,8 @@ static int run_scenario(int prov, int (*fn)(const struct spawn_node *), uint32_t
 	X(P, overlap, 5) X(P, overlap, 16)                        \
 	X(P, order, 2) X(P, order, 8) X(P, stopped, 3)            \
 	X(P, kill, 2) X(P, kill, 8) X(P, kill, 32)                \
-	X(P, rails, 8) X(P, static, 4) X(P, badargs, 1)
+	X(P, rails, 8) X(P, static, 4) X(P, badargs, 1)           \
+	X(P, wake, 2) X(P, wake, 8)
 
 #define DEFINE_TEST(P, S, N)                                                         \
 	static void t_##P##_##S##_##N(void)                                          \

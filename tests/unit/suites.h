@@ -20,4 +20,5 @@ void add_boot_suite(void);
 void add_ahead_suite(void);
 void add_caw_suite(void);
 void add_sigchld_suite(void);
+void add_bell_suite(void);
 #endif
