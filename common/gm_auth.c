@@ -106,8 +106,8 @@ bool gm_mac_ok(const uint8_t key[GM_KEY_LEN], enum gm_domain d, uint32_t node, c
 
 const uint8_t *gm_copy(struct gm_copy *c, const void *src, size_t len)
 {
-	if (len > c->cap) {
-		uint8_t *b = realloc(c->buf, len);
+	if (len > c->cap || !c->buf) { /* never NULL on success, even for 0 bytes */
+		uint8_t *b = realloc(c->buf, len ? len : 1);
 		if (!b)
 			return NULL;
 		c->buf = b;

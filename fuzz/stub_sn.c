@@ -84,8 +84,13 @@ int sn_sleep_limit_ms(struct sn_ctx *ctx, bool busy)
 
 int sn_test_event(struct sn_ctx *ctx, unsigned ev, int timeout_ms, struct sn_nodeset *failed)
 {
-	(void)ctx;
 	(void)timeout_ms;
+	return sn_event_take(ctx, ev, failed);
+}
+
+int sn_event_take(struct sn_ctx *ctx, unsigned ev, struct sn_nodeset *failed)
+{
+	(void)ctx;
 	if (ev >= STUB_EVENTS || !stub.pending[ev])
 		return 0;
 	stub.pending[ev]--;

@@ -1122,9 +1122,6 @@ static int rail_progress(struct sn_ctx *ctx, int rail)
 	struct rail *rl = &ctx->rails[rail];
 	struct fi_cq_msg_entry ent[16];
 	int handled = 0;
-	/* before the look, so that a ring after it wakes us again */
-	if (rl->bell_fd >= 0)
-		bell_drain(rl->bell_fd);
 	for (;;) {
 		ssize_t n = fi_cq_read(rl->cq, ent, 16);
 		if (n == -FI_EAGAIN) {
@@ -1361,6 +1358,16 @@ int sn_progress(struct sn_ctx *ctx)
 
 int sn_wait_fd(struct sn_ctx *ctx) { return ctx->epfd; }
 
+/* May a rail with a doorbell sleep until its next ring? Not while our own
+ * sends' completions may wait in the queue (they ring nothing), nor when a
+ * ring came since the last look: it may be about something that look
+ * missed. Drained here, just before sleeping, rather than at every look:
+ * a daemon looks many times a turn, and each drain is a system call. */
+static bool bell_quiet(struct rail *rl)
+{
+	return !rl->cq_dirty && bell_drain(rl->bell_fd) == 0;
+}
+
 int sn_prepare_wait(struct sn_ctx *ctx)
 {
 	for (int i = 0; i < ctx->nrails; i++) {
@@ -1369,7 +1376,7 @@ int sn_prepare_wait(struct sn_ctx *ctx)
 		if (ctx->rails[i].wait_fd < 0 || ctx->rails[i].failq)
 			return -EAGAIN;
 		if (ctx->rails[i].bell_fd >= 0) {
-			if (ctx->rails[i].cq_dirty)
+			if (!bell_quiet(&ctx->rails[i]))
 				return -EAGAIN;
 			continue;
 		}
@@ -1388,7 +1395,7 @@ int sn_sleep_limit_ms(struct sn_ctx *ctx, bool busy)
 		if (ctx->rails[i].wait_fd < 0 || ctx->rails[i].failq)
 			t = busy ? 0 : 1; /* polled, or a retry due: no spin */
 		else if (ctx->rails[i].bell_fd >= 0)
-			t = ctx->rails[i].cq_dirty ? 0 : -1; /* our own sends' completions */
+			t = bell_quiet(&ctx->rails[i]) ? -1 : 0;
 		else if (fi_trywait(ctx->rails[i].fabric, &f, 1) != FI_SUCCESS)
 			t = 0; /* completions to take now */
 		else
@@ -1551,6 +1558,13 @@ int sn_test_event(struct sn_ctx *ctx, unsigned ev, int timeout_ms, struct sn_nod
 		wait_until(ctx, ev_ready, &a,
 			   timeout_ms < 0 ? UINT64_MAX
 					  : now_ns() + (uint64_t)timeout_ms * 1000000ull);
+	return sn_event_take(ctx, ev, failed);
+}
+
+int sn_event_take(struct sn_ctx *ctx, unsigned ev, struct sn_nodeset *failed)
+{
+	if (ev >= SN_MAX_EVENTS)
+		return fail(ctx, -EINVAL, "event %u out of range (max %d)", ev, SN_MAX_EVENTS - 1);
 	struct event *e = &ctx->events[ev];
 	if (e->errors) {
 		e->errors--;

@@ -116,6 +116,11 @@ int sn_event_signal(struct sn_ctx *ctx, unsigned ev);
  * given, receives the nodes that did not confirm. */
 int sn_test_event(struct sn_ctx *ctx, unsigned ev, int timeout_ms,
 		  struct sn_nodeset *failed);
+/* TEST-EVENT without driving progress, on what the last sn_progress
+ * brought: for a loop that calls sn_progress once at the top of its turn
+ * and then looks at many events (on tcp each round of progress is a
+ * system call). Same results as sn_test_event with timeout_ms 0. */
+int sn_event_take(struct sn_ctx *ctx, unsigned ev, struct sn_nodeset *failed);
 
 enum sn_xfer_flags {
 	SN_XFER_ATOMIC = 1u << 0, /* signal remote events only once all hold it */

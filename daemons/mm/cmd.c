@@ -105,7 +105,7 @@ void cmd_on_sent_event(struct mm *mm)
 	if (!mm->cmd_inflight)
 		return;
 	struct sn_nodeset failed;
-	int rc = sn_test_event(mm->sn, EV_CMD_SENT, 0, &failed);
+	int rc = sn_event_take(mm->sn, EV_CMD_SENT, &failed);
 	if (rc == 0)
 		return;
 	mm->cmd_inflight = false;

@@ -76,8 +76,8 @@ void mm_wire(struct mm *mm)
 static void poll_events(struct mm *mm)
 {
 	mm->fabric_busy = sn_progress(mm->sn) > 0;
-	if (sn_test_event(mm->sn, EV_REPORT, 0, NULL) != 0) {
-		while (sn_test_event(mm->sn, EV_REPORT, 0, NULL) > 0)
+	if (sn_event_take(mm->sn, EV_REPORT, NULL) != 0) {
+		while (sn_event_take(mm->sn, EV_REPORT, NULL) > 0)
 			;
 		report_on_event(mm);
 	}

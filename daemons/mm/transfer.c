@@ -217,7 +217,7 @@ void transfer_step(struct mm *mm)
 		if (!x->busy[b])
 			continue;
 		struct sn_nodeset failed;
-		int rc = sn_test_event(mm->sn, EV_FILE_SENT0 + (unsigned)b, 0, &failed);
+		int rc = sn_event_take(mm->sn, EV_FILE_SENT0 + (unsigned)b, &failed);
 		if (rc != 0)
 			x->busy[b] = false;
 		if (rc < 0 && x->job) {

@@ -180,7 +180,7 @@ static void reap_if_signalled(struct nd *nd)
 static int drain_event(struct nd *nd, unsigned ev)
 {
 	int n = 0, rc;
-	while ((rc = sn_test_event(nd->sn, ev, 0, NULL)) != 0) {
+	while ((rc = sn_event_take(nd->sn, ev, NULL)) != 0) {
 		if (rc < 0) {
 			slog("event %u carries an error: %s", ev, sn_strerror(nd->sn));
 			continue;
@@ -191,7 +191,8 @@ static int drain_event(struct nd *nd, unsigned ev)
 }
 
 /* after every wake-up: signals (after the pipes' output was read: reaping
- * may end a job whose pipes were ready), then what the fabric brought */
+ * may end a job whose pipes were ready), then what the fabric brought: one
+ * round of progress, then every event taken from it */
 static void on_turn(void *arg)
 {
 	struct nd *nd = arg;
@@ -213,7 +214,7 @@ static void on_turn(void *arg)
 	if (drain_event(nd, EV_BCS))
 		nd_mb_arrived(nd);
 	for (unsigned k = 0; k < GM_BCS_BULK_EVS; k++)
-		for (int ev; (ev = sn_test_event(nd->sn, EV_BCS_BULK0 + k, 0, NULL)) != 0;)
+		for (int ev; (ev = sn_event_take(nd->sn, EV_BCS_BULK0 + k, NULL)) != 0;)
 			nd_bcs_bulk_sent(nd, k, ev < 0);
 	nd_copy_pump(nd);
 	if (drain_event(nd, EV_REPORT_ACK)) {

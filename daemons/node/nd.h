@@ -162,6 +162,7 @@ struct nd {
 	 * that switches at its slots, the MM's clock against ours */
 	struct ahead_sched ahead;
 	int ahead_fd;
+	uint64_t ahead_armed_ns; /* the deadline ahead_fd is set to, 0: none */
 	struct clk_est clk;
 	bool clk_logged;        /* the estimate was logged, as clk_logged_ns */
 	int64_t clk_logged_ns;  /* (a change of over 1 ms is logged again) */

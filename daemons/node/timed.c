@@ -40,9 +40,22 @@ static void record(struct nd *nd, uint64_t switches, uint64_t delay_ns, const st
 	nd->sw[nd->nsw++].timeout = sw && sw->timeout;
 }
 
+/* Armed at the next entry that changes something here. One that runs the
+ * job already running, at the MM's switch count already reached, would
+ * only cost a wake-up a slice on a node with nothing to switch (idle, or
+ * one job per row): the next strobe, whose own slot it is, or the next
+ * entry that does switch, takes it with it (ahead_take_due passes over
+ * it). */
 static void arm(struct nd *nd)
 {
-	uint64_t next = nd->ks ? 0 : ahead_next_deadline(&nd->ahead);
+	struct ahead_sched *a = &nd->ahead;
+	while (a->done < a->n && a->e[a->done].run == nd->run_job &&
+	       a->e[a->done].switches == nd->switches)
+		a->done++;
+	uint64_t next = nd->ks ? 0 : ahead_next_deadline(a);
+	if (next == nd->ahead_armed_ns)
+		return; /* a system call a slice saved */
+	nd->ahead_armed_ns = next;
 	struct itimerspec its = { 0 };
 	its.it_value.tv_sec = (time_t)(next / 1000000000u);
 	its.it_value.tv_nsec = (long)(next % 1000000000u);
