@@ -285,7 +285,7 @@ bench-auth: $(BUILD)/bin/mac_bench
 
 # ---- tests
 UNIT_SRC := $(wildcard tests/unit/*.c)
-UNIT_LIB := net_abstraction/bell.c net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wire.c net_abstraction/caw.c \
+UNIT_LIB := net_abstraction/bell.c net_abstraction/spinlock.c net_abstraction/nodeset.c net_abstraction/tree.c net_abstraction/wire.c net_abstraction/caw.c \
             common/hostlist.c common/config.c scheduler/matrix.c cli/opts.c cli/label.c cli/fmt.c cli/mview.c \
             cli/slurmopt.c cli/jobtable.c common/jobid.c common/mpikind.c cli/mpidetect.c \
             daemons/node/pmi_wire.c \

@@ -2327,6 +2327,8 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 			return fail(ctx, rl->bell_fd, "opening the doorbell of rail %d: %s", rail,
 				    strerror(-rl->bell_fd));
 		rl->wait_fd = rl->bell_fd;
+		note(ctx, "rail %d (shm): doorbell open; region locks yield after %u spins", rail,
+		     sn_spin_yield_after);
 	}
 	/* global memory is exposed to remote writes only when asked for */
 	if (ctx->cfg.rma && (fi->caps & FI_RMA) && alen + RMA_TRAILER <= SN_ADDR_MAX)

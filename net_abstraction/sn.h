@@ -122,6 +122,10 @@ int sn_test_event(struct sn_ctx *ctx, unsigned ev, int timeout_ms,
  * system call). Same results as sn_test_event with timeout_ms 0. */
 int sn_event_take(struct sn_ctx *ctx, unsigned ev, struct sn_nodeset *failed);
 
+/* Spins of a contended pthread spin lock before it yields the core
+ * (spinlock.c: every program that uses this library gets that lock). */
+extern const unsigned sn_spin_yield_after;
+
 enum sn_xfer_flags {
 	SN_XFER_ATOMIC = 1u << 0, /* signal remote events only once all hold it */
 	SN_XFER_SYS = 1u << 1,    /* use the system rail when there is one */

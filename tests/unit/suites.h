@@ -21,4 +21,5 @@ void add_ahead_suite(void);
 void add_caw_suite(void);
 void add_sigchld_suite(void);
 void add_bell_suite(void);
+void add_spinlock_suite(void);
 #endif
