@@ -90,6 +90,8 @@ struct slot {
 	bool write;
 	uint64_t roff;
 	bool big;            /* counted in its rail's big_tx */
+	bool reads_src;      /* references its payload in place (counted in
+				the record's fwd_reads) */
 	/* header, then an inline payload; not cleared on reuse */
 	uint8_t hdr[SN_WIRE_HDR_MAX + SN_INLINE_MAX];
 };
@@ -156,6 +158,15 @@ struct rec {
 	uint64_t bytes;         /* XFER bytes placed here */
 	uint64_t deadline_ns;
 	unsigned tx_pending;
+	/* A relay forwards each chunk from its global memory, where the
+	 * provider may read it after the send call returned. The transfer's
+	 * event here waits until no forward reads it any more: signalled
+	 * earlier, it let the node write into what it had received (a consumed
+	 * command slot is zeroed) while its children were still being sent
+	 * it, and they got the zeros. */
+	unsigned fwd_reads;     /* queued forwards that reference our gmem */
+	bool event_held;
+	unsigned held_event;
 	/* root only */
 	rec_done_fn done;
 	unsigned local_ev;
@@ -657,6 +668,11 @@ static int send_one(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn
 		s->iov[1].iov_len = plen;
 		s->niov = 2;
 	}
+	struct slot *reader = w ? w : s->niov == 2 ? s : NULL;
+	if (reader && r) {
+		reader->reads_src = true;
+		r->fwd_reads++;
+	}
 	if (w)
 		slot_queue(ctx, rl, w);
 	slot_queue(ctx, rl, s);
@@ -901,8 +917,12 @@ static void rec_local(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m)
 		r->bytes += m->chunk_len;
 		if (r->bytes < m->total)
 			return;
-		if (r->in_set && !(m->flags & SN_F_ATOMIC))
-			event_signal(ctx, m->event);
+		if (r->in_set && !(m->flags & SN_F_ATOMIC)) {
+			/* released by rec_event_release once our forwards of
+			 * the data no longer read it */
+			r->event_held = true;
+			r->held_event = m->event;
+		}
 		break;
 	case SN_MSG_COMMIT:
 		if (r->in_set)
@@ -923,6 +943,14 @@ static void rec_local(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m)
 }
 
 /* --------------------------------------------------------------- receive */
+
+static void rec_event_release(struct sn_ctx *ctx, struct rec *r)
+{
+	if (r->event_held && r->fwd_reads == 0) {
+		r->event_held = false;
+		event_signal(ctx, r->held_event);
+	}
+}
 
 static int check_down(struct sn_ctx *ctx, const struct sn_msg *m, const char **why)
 {
@@ -983,6 +1011,7 @@ static void handle_down(struct sn_ctx *ctx, int rail, const struct sn_msg *m)
 	/* only the root can be outside the set, so the chunk is in our gmem now */
 	const void *payload = m->chunk_len ? ctx->gmem + m->off + m->chunk_off : NULL;
 	rec_forward(ctx, r, m, payload);
+	rec_event_release(ctx, r);
 	rec_try_finish(ctx, r, false);
 }
 
@@ -1070,6 +1099,7 @@ static int post_rx(struct sn_ctx *ctx, struct rail *rl, struct slot *s)
 static void tx_done(struct sn_ctx *ctx, struct slot *s)
 {
 	struct rec *r = s->rec;
+	bool read_src = s->reads_src;
 	ctx->tx_outstanding--;
 	if (s->big) {
 		ctx->rails[s->rail].big_tx--;
@@ -1083,6 +1113,10 @@ static void tx_done(struct sn_ctx *ctx, struct slot *s)
 		free(s);
 	}
 	if (r) {
+		if (read_src) {
+			r->fwd_reads--;
+			rec_event_release(ctx, r);
+		}
 		r->tx_pending--;
 		rec_release(ctx, r);
 	}

@@ -361,6 +361,48 @@ static int scen_wake(const struct spawn_node *nd)
 	return 0;
 }
 
+/* ---------------------------------------------------- the data is yours */
+
+/* Once a transfer's event fires, the data is the node's own to overwrite,
+ * even on a relay that forwards it: nodes wipe what they received the
+ * moment its event fires, and every node, however deep in the tree, must
+ * still get the data that was sent. */
+static int scen_relay(const struct spawn_node *nd)
+{
+	uint32_t self = nd->id;
+	struct sn_ctx *ctx = open_node(nd, GMEM);
+	size_t len = 1u << 20;
+	uint8_t *expect = malloc(len);
+	struct sn_nodeset all, others;
+	all_nodes(ctx, &all);
+	others = all;
+	sn_set_del(&others, 0);
+	CHECK(barrier(ctx, &all, 1) == 0, "barrier");
+	for (uint32_t round = 0; round < 12; round++) {
+		fill(expect, len, 100 + round);
+		if (self == 0) {
+			CHECK(sn_xfer(ctx, &others, DATA, expect, len, EV_LOCAL, EV_DATA, 0) == 0,
+			      "xfer: %s", sn_strerror(ctx));
+			CHECK(sn_test_event(ctx, EV_LOCAL, 4 * OP_TIMEOUT_MS, NULL) == 1,
+			      "round %u: local event: %s", round, sn_strerror(ctx));
+		} else {
+			CHECK(sn_test_event(ctx, EV_DATA, 4 * OP_TIMEOUT_MS, NULL) == 1,
+			      "round %u: remote event", round);
+			uint8_t *got = (uint8_t *)sn_gmem(ctx) + DATA;
+			size_t bad = 0;
+			while (bad < len && got[bad] == expect[bad])
+				bad++;
+			CHECK(bad == len, "round %u: byte %zu of what reached node %u differs", round,
+			      bad, self);
+			memset(got, 0, len); /* ours now: a consumed slot is zeroed */
+		}
+		CHECK(barrier(ctx, &all, round + 2) == 0, "barrier %u", round);
+	}
+	free(expect);
+	sn_close(ctx);
+	return 0;
+}
+
 /* ------------------------------------------ transfers without local event */
 
 /* Children of node j in the tree of (root 0, all nodes, fan-out 4): the root
@@ -983,7 +1025,7 @@ static int run_scenario(int prov, int (*fn)(const struct spawn_node *), uint32_t
 	X(P, order, 2) X(P, order, 8) X(P, stopped, 3)            \
 	X(P, kill, 2) X(P, kill, 8) X(P, kill, 32)                \
 	X(P, rails, 8) X(P, static, 4) X(P, badargs, 1)           \
-	X(P, wake, 2) X(P, wake, 8)
+	X(P, wake, 2) X(P, wake, 8) X(P, relay, 16)
 
 #define DEFINE_TEST(P, S, N)                                                         \
 	static void t_##P##_##S##_##N(void)                                          \
