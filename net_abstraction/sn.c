@@ -772,6 +772,7 @@ static void rec_forward(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *
 }
 
 static void combine_status(struct rec *r, int32_t status);
+static void rec_event_release(struct sn_ctx *ctx, struct rec *r);
 
 static void rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired)
 {
@@ -794,6 +795,7 @@ static void rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired)
 	if (r->in_set && r->local_done && !r->local_failed)
 		sn_set_add(&r->ok, ctx->self);
 	r->finished = true;
+	rec_event_release(ctx, r);
 	if (r->parent == UINT32_MAX) {
 		if (r->done)
 			r->done(ctx, r);
@@ -944,9 +946,14 @@ static void rec_local(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m)
 
 /* --------------------------------------------------------------- receive */
 
+/* The held event goes once no forward reads the data any more, or none
+ * needs to: every child answered for it (it holds the data, or is given
+ * up). A forward to a dead peer may never complete, so an unanswered
+ * transfer's event also goes at its record's deadline (check_deadlines). */
 static void rec_event_release(struct sn_ctx *ctx, struct rec *r)
 {
-	if (r->event_held && r->fwd_reads == 0) {
+	if (r->event_held &&
+	    (r->fwd_reads == 0 || (r->finished && (r->m.flags & SN_F_ACK)))) {
 		r->event_held = false;
 		event_signal(ctx, r->held_event);
 	}
@@ -1139,6 +1146,11 @@ static void check_deadlines(struct sn_ctx *ctx)
 	if (!ctx->recs)
 		return; /* the idle case: no clock read on every progress round */
 	uint64_t t = now_ns();
+	for (struct rec *r = ctx->recs; r; r = r->next)
+		if (r->event_held && t >= r->deadline_ns) {
+			r->event_held = false;
+			event_signal(ctx, r->held_event);
+		}
 	/* finishing one record can free others (a failed ACK cascades), so
 	 * rescan from the head after each; every pass finishes one record */
 	for (struct rec *r = ctx->recs; r;) {
@@ -1457,7 +1469,7 @@ int sn_next_timeout_ms(struct sn_ctx *ctx)
 {
 	uint64_t t = now_ns(), best = UINT64_MAX;
 	for (struct rec *r = ctx->recs; r; r = r->next)
-		if (!r->finished && r->deadline_ns < best)
+		if ((!r->finished || r->event_held) && r->deadline_ns < best)
 			best = r->deadline_ns;
 	for (struct caw_call *c = ctx->calls; c; c = c->next) {
 		if (c->sm.state == CAW_BACKOFF && c->sm.backoff_until_ns < best)
