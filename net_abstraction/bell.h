@@ -27,7 +27,10 @@ int bell_open(const void *addr, size_t alen);
 /* Rings the bell of the endpoint at addr from our bell fd. 0, or -errno:
  * -ECONNREFUSED or -ENOENT when no such bell is open (the peer is gone, or
  * in another network namespace). A bell that already holds its fill of
- * rings (-EAGAIN) counts as rung: its owner has a wake-up pending. */
+ * rings (-EAGAIN) counts as rung: its owner has a wake-up pending. (So does
+ * our own send buffer full of rings that peers have not read yet, which
+ * takes a couple of hundred pending rings; that peer then wakes at its next
+ * timed look.) */
 int bell_ring(int fd, const void *addr, size_t alen);
 
 /* Takes every pending ring, so that the descriptor is readable again only

@@ -69,6 +69,17 @@ enum slot_kind { SLOT_RX, SLOT_TX };
 
 struct rec;
 
+/* A chunk a relay forwards, copied out of its global memory: the provider
+ * may read a send's buffer after the call returned, and once a transfer's
+ * event fires the node may overwrite what it was sent (the node daemon
+ * zeroes a command slot it consumed), so forwarding straight from global
+ * memory once sent the children those zeros. Freed when the last send
+ * that reads it completes. */
+struct fwd_copy {
+	unsigned refs;
+	uint8_t data[];
+};
+
 struct slot {
 	struct fi_context2 fctx; /* must be first: the CQ hands it back */
 	enum slot_kind kind;
@@ -90,8 +101,7 @@ struct slot {
 	bool write;
 	uint64_t roff;
 	bool big;            /* counted in its rail's big_tx */
-	bool reads_src;      /* references its payload in place (counted in
-				the record's fwd_reads) */
+	struct fwd_copy *copy; /* the forwarded chunk it sends from, if any */
 	/* header, then an inline payload; not cleared on reuse */
 	uint8_t hdr[SN_WIRE_HDR_MAX + SN_INLINE_MAX];
 };
@@ -158,15 +168,6 @@ struct rec {
 	uint64_t bytes;         /* XFER bytes placed here */
 	uint64_t deadline_ns;
 	unsigned tx_pending;
-	/* A relay forwards each chunk from its global memory, where the
-	 * provider may read it after the send call returned. The transfer's
-	 * event here waits until no forward reads it any more: signalled
-	 * earlier, it let the node write into what it had received (a consumed
-	 * command slot is zeroed) while its children were still being sent
-	 * it, and they got the zeros. */
-	unsigned fwd_reads;     /* queued forwards that reference our gmem */
-	bool event_held;
-	unsigned held_event;
 	/* root only */
 	rec_done_fn done;
 	unsigned local_ev;
@@ -210,6 +211,7 @@ struct sn_ctx {
 	int ino_fd;  /* inotify on the bootstrap directory: peers that restart */
 	uint8_t *gmem;
 	size_t gmem_size;
+	struct fwd_copy *forwarding; /* set while a relay queues its forwards */
 	uint32_t self, n;
 	uint32_t next_opid;
 	struct rec *recs;
@@ -446,9 +448,10 @@ static void bell_mark(struct rail *rl, uint32_t node)
 	rl->bell_list[rl->nbell++] = node;
 }
 
-/* One ring per peer per flush, however many messages went to it. A peer we
- * cannot ring (gone, or not on this host's network namespace) still sees
- * our messages at its next poll (sn_next_timeout_ms). */
+/* One ring per peer per flush, however many messages went to it (a flush
+ * follows each message queued outside progress, and ends each progress
+ * round). A peer we cannot ring (gone, or not on this host's network
+ * namespace) still sees our messages at its next poll (sn_next_timeout_ms). */
 static void bell_ring_due(struct rail *rl)
 {
 	for (uint32_t i = 0; i < rl->nbell; i++) {
@@ -669,9 +672,9 @@ static int send_one(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn
 		s->niov = 2;
 	}
 	struct slot *reader = w ? w : s->niov == 2 ? s : NULL;
-	if (reader && r) {
-		reader->reads_src = true;
-		r->fwd_reads++;
+	if (reader && ctx->forwarding) {
+		reader->copy = ctx->forwarding;
+		ctx->forwarding->refs++;
 	}
 	if (w)
 		slot_queue(ctx, rl, w);
@@ -772,7 +775,6 @@ static void rec_forward(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *
 }
 
 static void combine_status(struct rec *r, int32_t status);
-static void rec_event_release(struct sn_ctx *ctx, struct rec *r);
 
 static void rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired)
 {
@@ -795,7 +797,6 @@ static void rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired)
 	if (r->in_set && r->local_done && !r->local_failed)
 		sn_set_add(&r->ok, ctx->self);
 	r->finished = true;
-	rec_event_release(ctx, r);
 	if (r->parent == UINT32_MAX) {
 		if (r->done)
 			r->done(ctx, r);
@@ -919,12 +920,8 @@ static void rec_local(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m)
 		r->bytes += m->chunk_len;
 		if (r->bytes < m->total)
 			return;
-		if (r->in_set && !(m->flags & SN_F_ATOMIC)) {
-			/* released by rec_event_release once our forwards of
-			 * the data no longer read it */
-			r->event_held = true;
-			r->held_event = m->event;
-		}
+		if (r->in_set && !(m->flags & SN_F_ATOMIC))
+			event_signal(ctx, m->event);
 		break;
 	case SN_MSG_COMMIT:
 		if (r->in_set)
@@ -945,19 +942,6 @@ static void rec_local(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m)
 }
 
 /* --------------------------------------------------------------- receive */
-
-/* The held event goes once no forward reads the data any more, or none
- * needs to: every child answered for it (it holds the data, or is given
- * up). A forward to a dead peer may never complete, so an unanswered
- * transfer's event also goes at its record's deadline (check_deadlines). */
-static void rec_event_release(struct sn_ctx *ctx, struct rec *r)
-{
-	if (r->event_held &&
-	    (r->fwd_reads == 0 || (r->finished && (r->m.flags & SN_F_ACK)))) {
-		r->event_held = false;
-		event_signal(ctx, r->held_event);
-	}
-}
 
 static int check_down(struct sn_ctx *ctx, const struct sn_msg *m, const char **why)
 {
@@ -1017,8 +1001,20 @@ static void handle_down(struct sn_ctx *ctx, int rail, const struct sn_msg *m)
 	rec_local(ctx, r, m);
 	/* only the root can be outside the set, so the chunk is in our gmem now */
 	const void *payload = m->chunk_len ? ctx->gmem + m->off + m->chunk_off : NULL;
+	/* forwarded from a copy (struct fwd_copy), unless small enough to
+	 * travel inside the send slot; out of memory, from global memory */
+	struct fwd_copy *c = NULL;
+	if (payload && r->nchildren && m->chunk_len > SN_INLINE_MAX &&
+	    (c = malloc(sizeof(*c) + m->chunk_len))) {
+		c->refs = 0;
+		memcpy(c->data, payload, m->chunk_len);
+		payload = c->data;
+	}
+	ctx->forwarding = c;
 	rec_forward(ctx, r, m, payload);
-	rec_event_release(ctx, r);
+	ctx->forwarding = NULL;
+	if (c && !c->refs)
+		free(c); /* every child already given up */
 	rec_try_finish(ctx, r, false);
 }
 
@@ -1103,11 +1099,18 @@ static int post_rx(struct sn_ctx *ctx, struct rail *rl, struct slot *s)
 
 /* ---------------------------------------------------------------- progress */
 
+static void slot_drop_copy(struct slot *s)
+{
+	if (s->copy && --s->copy->refs == 0)
+		free(s->copy);
+	s->copy = NULL;
+}
+
 static void tx_done(struct sn_ctx *ctx, struct slot *s)
 {
 	struct rec *r = s->rec;
-	bool read_src = s->reads_src;
 	ctx->tx_outstanding--;
+	slot_drop_copy(s);
 	if (s->big) {
 		ctx->rails[s->rail].big_tx--;
 		s->big = false;
@@ -1120,10 +1123,6 @@ static void tx_done(struct sn_ctx *ctx, struct slot *s)
 		free(s);
 	}
 	if (r) {
-		if (read_src) {
-			r->fwd_reads--;
-			rec_event_release(ctx, r);
-		}
 		r->tx_pending--;
 		rec_release(ctx, r);
 	}
@@ -1146,11 +1145,6 @@ static void check_deadlines(struct sn_ctx *ctx)
 	if (!ctx->recs)
 		return; /* the idle case: no clock read on every progress round */
 	uint64_t t = now_ns();
-	for (struct rec *r = ctx->recs; r; r = r->next)
-		if (r->event_held && t >= r->deadline_ns) {
-			r->event_held = false;
-			event_signal(ctx, r->held_event);
-		}
 	/* finishing one record can free others (a failed ACK cascades), so
 	 * rescan from the head after each; every pass finishes one record */
 	for (struct rec *r = ctx->recs; r;) {
@@ -1469,7 +1463,7 @@ int sn_next_timeout_ms(struct sn_ctx *ctx)
 {
 	uint64_t t = now_ns(), best = UINT64_MAX;
 	for (struct rec *r = ctx->recs; r; r = r->next)
-		if ((!r->finished || r->event_held) && r->deadline_ns < best)
+		if (!r->finished && r->deadline_ns < best)
 			best = r->deadline_ns;
 	for (struct caw_call *c = ctx->calls; c; c = c->next) {
 		if (c->sm.state == CAW_BACKOFF && c->sm.backoff_until_ns < best)
@@ -2431,11 +2425,13 @@ static void rail_close(struct rail *rl)
 	while (rl->txq_head) {
 		struct slot *s = rl->txq_head;
 		rl->txq_head = s->next;
+		slot_drop_copy(s);
 		free(s);
 	}
 	while (rl->failq) {
 		struct slot *s = rl->failq;
 		rl->failq = s->next;
+		slot_drop_copy(s);
 		free(s);
 	}
 	free(rl->rx);

@@ -43,9 +43,9 @@ static void record(struct nd *nd, uint64_t switches, uint64_t delay_ns, const st
 /* Armed at the next entry that changes something here. One that runs the
  * job already running, at the MM's switch count already reached, would
  * only cost a wake-up a slice on a node with nothing to switch (idle, or
- * one job per row): the next strobe, whose own slot it is, or the next
- * entry that does switch, takes it with it (ahead_take_due passes over
- * it). */
+ * one job per row): it is marked done here, and the next strobe, whose
+ * own slot it is, or the next entry that does switch, does its
+ * bookkeeping. */
 static void arm(struct nd *nd)
 {
 	struct ahead_sched *a = &nd->ahead;
