@@ -2367,6 +2367,8 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 			return fail(ctx, rl->bell_fd, "opening the doorbell of rail %d: %s", rail,
 				    strerror(-rl->bell_fd));
 		rl->wait_fd = rl->bell_fd;
+		/* naming sn_spin_yield_after is also what links spinlock.c, and
+		 * so its lock functions, into every program of this library */
 		note(ctx, "rail %d (shm): doorbell open; region locks yield after %u spins", rail,
 		     sn_spin_yield_after);
 	}
