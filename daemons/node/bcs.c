@@ -867,10 +867,14 @@ static bool ranks_idle(struct bjob *j)
 
 /* Nothing of the job moves on this node: no completion since the last
  * phase, every round before this slice run, no match waiting for its
- * grants or data, no completion waiting for ring room. */
+ * grants or data, no completion waiting for ring room. A node still
+ * restoring ranks is never quiet: their rings hold what they had pending,
+ * not collected until they are back, and a wildcard resolved before that
+ * would miss their sends. */
 static bool node_quiet(struct bjob *j, uint64_t slice)
 {
-	if (j->moved || j->round == UINT64_MAX || j->round + 1 + BCS_QLAG_MAX < slice)
+	if (j->moved || j->restoring || j->round == UINT64_MAX ||
+	    j->round + 1 + BCS_QLAG_MAX < slice)
 		return false;
 	for (uint32_t n = 0; n < j->nnodes_job; n++)
 		if (j->gq_head[j->nodes[n]])

@@ -752,6 +752,13 @@ static _Noreturn void restore_child(struct nd *nd, const Storm__Cl__Launch *L,
 			a.pgid = pid;
 		dprintf(w, "R %u %d\n", rank, (int)pid);
 	}
+	/* test hook: a node slower to restore than the others, which must not
+	 * take the job for quiescent meanwhile */
+	uint64_t late_ms = fault_value(&nd->fault, "restore_late");
+	if (late_ms) {
+		struct timespec ts = {(time_t)(late_ms / 1000), (long)(late_ms % 1000) * 1000000};
+		nanosleep(&ts, NULL);
+	}
 	_exit(0);
 }
 

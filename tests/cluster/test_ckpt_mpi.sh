@@ -49,8 +49,11 @@ same_result() {
 # asked for when rank 0 prints that it starts to find it under way (at the
 # default rate it moves in a few slices, before the request arrives).
 export STORM_BCS_LINK_MBS=256
-expect "cluster up (4 nodes, 2 ms slices)" 0 storm cluster up --nodes 4 --timeslice-us 2000 \
-	--down-after-ms 5000 --dir "$C"
+# node01 restores its ranks 300 ms after the others (a test hook): a restart
+# must not take the job for quiescent while one node's ranks are not back
+STORM_TEST_TAMPER=restore_late=300 STORM_TEST_TAMPER_NODE=node01 \
+	expect "cluster up (4 nodes, 2 ms slices, node01 slow to restore)" 0 \
+	storm cluster up --nodes 4 --timeslice-us 2000 --down-after-ms 5000 --dir "$C"
 expect "an uninterrupted run (2 nodes, 4 ranks)" 0 storm run -N 2 -n 4 $APP "$T/ref.txt"
 [ -s "$T/ref.txt" ] && ok "  it wrote its result" || bad "  it wrote its result"
 
@@ -109,6 +112,26 @@ expect "storm restart ${CKS[2]} (other nodes)" 0 storm restart "${CKS[2]}"
 	bad "  ran on $(job_nodes "$(last_job)")"
 same_result "  result identical" "$T/live.txt"
 storm cancel --signal KILL "$(cat blocker.id)" >/dev/null
+
+# ---- wildcard receives across a checkpoint: ranks 1-3 have sent to rank
+# 0, which has not posted its receives yet. Restarted one rank per node,
+# node01 (rank 1) is back 300 ms after the others: taken for quiescent
+# meanwhile, the job would match rank 0's first wildcard with rank 2's send
+rm -f "$T/live.txt" "$T/live.txt.go"
+storm run -N 2 -n 4 $APP "$T/live.txt" 3 >pause.out 2>pause.err &
+bg+=($!)
+wait_log pause.out "rank 0 waits for" 60 || bad "rank 0 waited at step 3"
+PJ=$(last_job)
+expect "storm checkpoint $PJ before rank 0's wildcard receives" 0 storm checkpoint "$PJ"
+touch "$T/live.txt.go"
+wait "${bg[-1]}"
+rc=$?
+[ "$rc" = 0 ] && ok "  the job ends (exit 0)" || bad "  the job ends (exit $rc)"
+same_result "  its result is the uninterrupted run's" "$T/live.txt"
+K=$(last_ckpt)
+rm -f "$T/live.txt"
+expect "storm restart -N 4 $K (node01 back 300 ms after the others)" 0 storm restart -N 4 "$K"
+same_result "  result identical: each wildcard matched as uninterrupted" "$T/live.txt"
 
 # ---- the image alone: its channel is the daemon's to give back
 IMG=$C/state/node00/ckpt/$J/1/rank0.img

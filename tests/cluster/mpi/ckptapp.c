@@ -10,14 +10,18 @@
  * checkpoint then finds it half done (the others' parts unmatched). Its results depend on
  * nothing but its arguments: at the end rank 0 writes every step's global
  * sum and each rank's heap checksum to RESULT, which a run checkpointed and
- * restarted must write byte for byte like an uninterrupted one.
- * usage: ckptapp STEPS HEAP_MIB BIG_MIB STEP_MS RESULT */
+ * restarted must write byte for byte like an uninterrupted one. With
+ * PAUSE_STEP, rank 0 waits at that step, before its wildcard receives,
+ * until the file RESULT.go exists (saying so first): a checkpoint then
+ * finds every other rank's wildcard send posted and unmatched.
+ * usage: ckptapp STEPS HEAP_MIB BIG_MIB STEP_MS RESULT [PAUSE_STEP] */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define RING (64 * 1024) /* bytes passed round the ring per step */
 
@@ -31,11 +35,12 @@ static uint64_t mix(uint64_t x)
 
 int main(int argc, char **argv)
 {
-	if (argc != 6) {
-		fprintf(stderr, "usage: ckptapp STEPS HEAP_MIB BIG_MIB STEP_MS RESULT\n");
+	if (argc != 6 && argc != 7) {
+		fprintf(stderr, "usage: ckptapp STEPS HEAP_MIB BIG_MIB STEP_MS RESULT [PAUSE_STEP]\n");
 		return 2;
 	}
 	int steps = atoi(argv[1]), step_ms = atoi(argv[4]);
+	int pause_step = argc == 7 ? atoi(argv[6]) : -1;
 	size_t heap_n = (size_t)atoi(argv[2]) << 17; /* uint64 words */
 	size_t big_n = (size_t)atoi(argv[3]) << 17;
 	int rank, size;
@@ -96,6 +101,15 @@ int main(int argc, char **argv)
 		for (size_t i = 0; i < heap_n; i += 4097)
 			mine = mix(mine ^ heap[i]);
 		if (rank == 0) {
+			if (s == pause_step) {
+				char go[4096];
+				snprintf(go, sizeof(go), "%s.go", argv[5]);
+				printf("step %d: rank 0 waits for %s\n", s, go);
+				fflush(stdout);
+				struct timespec ts = {0, 10000000};
+				while (access(go, F_OK) != 0)
+					nanosleep(&ts, NULL);
+			}
 			uint64_t acc = mine;
 			for (int k = 1; k < size; k++) {
 				uint64_t v;
