@@ -123,6 +123,7 @@ struct rail {
 	uint32_t *bell_list, nbell;
 	bool cq_dirty;
 	uint32_t big_tx;
+	uint64_t big_tx_ns; /* when big_tx last changed */
 	fi_addr_t *peers;       /* FI_ADDR_NOTAVAIL: address not known yet */
 	uint8_t *addrs;         /* each peer's address in use (SN_ADDR_MAX each) */
 	size_t *alens;
@@ -439,6 +440,8 @@ static void peer_use(struct sn_ctx *ctx, int rail, uint32_t node);
  * the sender next polls after that copy: the receiver rings the sender back
  * so that it does not sleep on a finished send. */
 #define SN_BELL_COPY_MIN 4096
+/* how long we poll every millisecond for such a ring back */
+#define SN_BELL_STALL_MS 100
 
 static void bell_mark(struct rail *rl, uint32_t node)
 {
@@ -467,7 +470,10 @@ static void bell_ring_due(struct rail *rl)
 static void sent_big(struct rail *rl, struct slot *s, size_t len)
 {
 	s->big = rl->bell_fd >= 0 && len > SN_BELL_COPY_MIN;
-	rl->big_tx += s->big;
+	if (s->big) {
+		rl->big_tx++;
+		rl->big_tx_ns = now_ns();
+	}
 }
 
 /* Hands queued messages and writes to the provider, each destination's in
@@ -1113,6 +1119,7 @@ static void tx_done(struct sn_ctx *ctx, struct slot *s)
 	slot_drop_copy(s);
 	if (s->big) {
 		ctx->rails[s->rail].big_tx--;
+		ctx->rails[s->rail].big_tx_ns = now_ns();
 		s->big = false;
 	}
 	if (ctx->nfree_slots < SN_SLOT_CACHE) {
@@ -1479,8 +1486,12 @@ int sn_next_timeout_ms(struct sn_ctx *ctx)
 	for (int i = 0; i < ctx->nrails; i++) {
 		if (ctx->rails[i].txq_head && ms > 1)
 			ms = 1; /* retry what the provider pushed back */
-		if (ctx->rails[i].big_tx && ms > 1)
-			ms = 1; /* in case its ring back never comes (the peer died) */
+		/* in case its ring back never comes; a peer that copied
+		 * nothing for SN_BELL_STALL_MS is stopped or dead, and the
+		 * usual polling finds the completion if it ever comes */
+		if (ctx->rails[i].big_tx && ms > 1 &&
+		    t - ctx->rails[i].big_tx_ns < SN_BELL_STALL_MS * 1000000ull)
+			ms = 1;
 		if (ctx->rails[i].failq)
 			ms = 0; /* report what it refused */
 	}
