@@ -19,7 +19,7 @@
  *            that job and stops every other one it holds.
  *   command  MM -> all UP nodes: [u32 len][packed storm.cl.Command][tag] in ring
  *            slot (seq % GM_CMD_SLOTS), remote EV_CMD. The MM reuses a slot
- *            only when every UP node reported cmd_done >= seq - GM_CMD_SLOTS.
+ *            only when every UP node reported cmd_done >= GM_CMD_REUSE_DONE.
  *   file     MM -> a job's nodes: struct file_chunk + data in file buffer
  *            b = seq % 2, remote event EV_FILE(b). The two buffers' transfers
  *            are independent, so a chunk may land before the one sent ahead
@@ -179,6 +179,14 @@ _Static_assert(GM_VAR_REPORT_ACK + GM_REPORT_ACK_SIZE <= 65536, "the variables o
 #define GM_CMD_SLOTS 16
 #define GM_CMD_SLOT_SIZE ((uint64_t)65536)
 #define GM_CMD_SLOT(seq) (GM_CMD_RING + ((seq) % GM_CMD_SLOTS) * GM_CMD_SLOT_SIZE)
+/* A node zeroes a command's slot once it has taken the next command, not
+ * the command itself: a node that forwards the command down the tree
+ * copies it when its header arrives, which may be after the bytes it was
+ * written in with were there to act on; by the time the next command
+ * arrives every node has confirmed the last. So command seq, which
+ * overwrites the slot of seq - GM_CMD_SLOTS, goes only once every UP node
+ * reported cmd_done >= GM_CMD_REUSE_DONE(seq). */
+#define GM_CMD_REUSE_DONE(seq) ((seq) >= GM_CMD_SLOTS ? (seq) - GM_CMD_SLOTS + 1 : 0)
 
 struct file_chunk {
 	uint64_t job;

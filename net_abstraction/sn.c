@@ -69,12 +69,15 @@ enum slot_kind { SLOT_RX, SLOT_TX };
 
 struct rec;
 
-/* A chunk a relay forwards, copied out of its global memory: the provider
- * may read a send's buffer after the call returned, and once a transfer's
- * event fires the node may overwrite what it was sent (the node daemon
- * zeroes a command slot it consumed), so forwarding straight from global
- * memory once sent the children those zeros. Freed when the last send
- * that reads it completes. */
+/* A chunk a relay forwards, copied out of its global memory when its
+ * header arrives: the provider may read a send's buffer after the call
+ * returned, and once the chunk is placed the node may overwrite what it
+ * was sent (the node daemon zeroes a command slot it consumed), so
+ * forwarding straight from global memory once sent the children those
+ * zeros. An RMA-written chunk may be in place before its header: what a
+ * node overwrites must wait for the event or what follows it (the command
+ * ring zeroes one command late). Freed when the last send that reads it
+ * completes. */
 struct fwd_copy {
 	unsigned refs;
 	uint8_t data[];

@@ -62,8 +62,8 @@ void cmd_pump(struct mm *mm)
 	if (mm->cmd_inflight || !mm->cmd_queue)
 		return;
 	uint32_t seq = mm->cmd_seq + 1;
-	if (seq > GM_CMD_SLOTS && min_cmd_done(mm) < seq - GM_CMD_SLOTS)
-		return; /* a slow node still has the slot to read */
+	if (min_cmd_done(mm) < GM_CMD_REUSE_DONE(seq))
+		return; /* a slow node still has the slot to read or zero */
 	struct pending_cmd *p = mm->cmd_queue;
 	mm->cmd_queue = p->next;
 	if (!mm->cmd_queue)
@@ -80,10 +80,13 @@ void cmd_pump(struct mm *mm)
 	mm->cmd_seq = seq;
 	/* a node that is DOWN may only be slow or cut off: it gets each
 	 * command on its own (best effort, outside the tree, which it must not
-	 * cut), so that when it returns its ring is not missing one */
+	 * cut), so that when it returns its ring is not missing one; but not
+	 * over a slot it has yet to zero (it would zero the new command: it
+	 * skips what it missed instead) */
 	struct sn_nodeset one;
 	for (int i = 0; i < mm->conf.nnodes; i++)
-		if (mm->nodes[i].state == STORM__CTL__NODE_STATE__DOWN) {
+		if (mm->nodes[i].state == STORM__CTL__NODE_STATE__DOWN &&
+		    mm->nodes[i].cmd_done >= GM_CMD_REUSE_DONE(seq)) {
 			sn_set_clear(&one);
 			sn_set_add(&one, fabric_id((uint32_t)i));
 			sn_xfer(mm->sn, &one, GM_CMD_SLOT(seq), mm->cmd_buf, mm->cmd_len, SN_NO_EVENT,

@@ -67,7 +67,7 @@ void nd_on_commands(struct nd *nd)
 		uint32_t len;
 		memcpy(&len, slot, 4);
 		if (len == 0)
-			return; /* not arrived yet (consumed slots are zeroed) */
+			return; /* not arrived yet (taken slots are zeroed, one command late) */
 		const uint8_t *copy = slot_genuine(nd, slot, &len);
 		if (!copy) {
 			/* forged or altered: never acted on, never skipped over
@@ -113,9 +113,9 @@ void nd_on_commands(struct nd *nd)
 			act(nd, cmd);
 			storm__cl__command__free_unpacked(cmd, NULL);
 		}
-		/* zeroed so an old command is never taken for a new one; the MM
-		 * reuses the slot only after we report cmd_done >= want */
-		memset(slot, 0, 4);
+		/* the last one's slot zeroed, so that an old command is never
+		 * taken for a new one (not this one's yet: GM_CMD_REUSE_DONE) */
+		memset(nd->gmem + GM_CMD_SLOT(want - 1), 0, 4);
 		nd->cmd_done = want;
 	}
 }

@@ -276,9 +276,9 @@ static void pump_ms(unsigned ms)
 static void send_raw(uint32_t seq, const void *buf, size_t len)
 {
 	struct sn_nodeset all = all_nodes();
-	/* the slot is free once every node acted on the command that used it */
+	/* the slot is free once every node zeroed it */
 	for (uint32_t i = 0; i < mm.n; i++)
-		while (!mm.down[i] && seq > GM_CMD_SLOTS && mm.cmd_done[i] < seq - GM_CMD_SLOTS)
+		while (!mm.down[i] && mm.cmd_done[i] < GM_CMD_REUSE_DONE(seq))
 			pump_ms(1);
 	if (sn_xfer(mm.sn, &all, GM_CMD_SLOT(seq), buf, len, EV_CMD_SENT, EV_CMD, 0) < 0)
 		fatal("command %u: %s", seq, sn_strerror(mm.sn));
