@@ -22,4 +22,5 @@ void add_caw_suite(void);
 void add_sigchld_suite(void);
 void add_bell_suite(void);
 void add_spinlock_suite(void);
+void add_layout_suite(void);
 #endif
