@@ -148,6 +148,13 @@ enum sn_xfer_flags {
  * different rails (SN_XFER_SYS with a system rail), and the remote event
  * of an SN_XFER_ATOMIC transfer, which is signalled at its commit.
  *
+ * A destination may find the bytes in its global memory before its remote
+ * event (an RMA write lands ahead of the header that announces it), and one
+ * that passes the transfer down the tree copies what it forwards only when
+ * that header arrives. So a destination may read what it was sent at once,
+ * but must not overwrite it before the remote event, or before something
+ * ordered after it, or the nodes below it may be sent what it wrote.
+ *
  * Only a local event (or SN_XFER_ATOMIC, whose commit phase needs them) makes
  * the destinations acknowledge. With local_ev == SN_NO_EVENT and no
  * SN_XFER_ATOMIC no ACK is sent, so the sender learns nothing of delivery:

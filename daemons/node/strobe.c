@@ -114,7 +114,8 @@ void nd_on_commands(struct nd *nd)
 			storm__cl__command__free_unpacked(cmd, NULL);
 		}
 		/* the last one's slot zeroed, so that an old command is never
-		 * taken for a new one (not this one's yet: GM_CMD_REUSE_DONE) */
+		 * taken for a new one; not this one's, whose remote event may
+		 * not have come yet (sn_xfer, GM_CMD_REUSE_DONE) */
 		memset(nd->gmem + GM_CMD_SLOT(want - 1), 0, 4);
 		nd->cmd_done = want;
 	}

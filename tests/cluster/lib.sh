@@ -80,13 +80,18 @@ bad() { checks=$((checks + 1)); fails=$((fails + 1)); FAILED_CHECKS+=("$1"); ech
 # summary shows)
 fail_report() {
 	[ "${fails:-0}" -gt 0 ] && [ -n "${C:-}" ] || return 0
-	local f
-	for f in "$C"/log/*.log; do
-		[ -e "$f" ] || continue
-		echo "     --- ${f##*/} (last 12 lines)"
-		tail -n 12 "$f" 2>&1 | cut -c1-220 | sed 's/^/     | /'
-	done
+	log_tails 12 "$C"/log/*.log
 	echo "     failed: $(printf '%s; ' "${FAILED_CHECKS[@]}")"
+}
+# log_tails N FILE...: the last N lines of each log that exists
+log_tails() {
+	local n=$1 f
+	shift
+	for f in "$@"; do
+		[ -e "$f" ] || continue
+		echo "     --- ${f##*/} (last $n lines)"
+		tail -n "$n" "$f" 2>&1 | cut -c1-220 | sed 's/^/     | /'
+	done
 }
 # expect NAME WANT_RC CMD...: runs CMD with stdout in $T/out, stderr in $T/err.
 # A program (not a shell function) still running after STEP_LIMIT seconds

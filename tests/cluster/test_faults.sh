@@ -45,13 +45,7 @@ cd "$T" || exit 1
 storm() { timeout 120 "$BIN/storm" "$@"; }
 # what the daemons said while node01 was cut off (the end of the run's
 # logs, which fail_report shows, is long after)
-part1_logs() {
-	local f
-	for f in "$C"/log/mm.log "$C"/log/node0[0-3].log; do
-		echo "     --- ${f##*/} (last 25 lines)"
-		tail -n 25 "$f" 2>&1 | cut -c1-200 | sed 's/^/     | /'
-	done
-}
+part1_logs() { log_tails 25 "$C"/log/mm.log "$C"/log/node0[0-3].log; }
 daemon_pid() { awk -v n="$1" '$2 == n { p = $1 } END { print p }' "$C/pids"; }
 # node i's namespace: DIR/netns records the cluster's prefix
 ns_of() { echo "$(cut -d' ' -f1 "$C/netns")-n$1"; }
