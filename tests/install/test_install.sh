@@ -178,7 +178,9 @@ for unit in stormmm stormnd; do
 	$cmd >"$T/$unit.log" 2>&1 &
 	UNIT_PIDS="$UNIT_PIDS $!"
 done
-if wait_log "$T/stormnd.log" "up (fabric id" 30; then ok "stormnd from its unit joins the MM from its unit"
+# the node's "up" line comes once its own endpoint is open; its first strobe
+# is what proves the MM (which listens before it joins) reached it
+if wait_log "$T/stormnd.log" "first strobe" 30; then ok "stormnd from its unit joins the MM from its unit"
 else bad "stormnd did not come up"; sed 's/^/     | /' "$T/stormmm.log" "$T/stormnd.log" | tail -20; fi
 [ -S "$F/run/storm/mm.sock" ] && ok "  the MM listens in its RuntimeDirectory" || bad "  no $F/run/storm/mm.sock"
 [ -d "$F/var/lib/storm/$NAME/jobs" ] && ok "  the node's state below its StateDirectory" ||
