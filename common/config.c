@@ -100,6 +100,7 @@ static const struct uint_key uint_keys[] = {
 	{ "cluster", "op_timeout_ms", offsetof(struct storm_conf, op_timeout_ms), 10, 600000 },
 	{ "cluster", "kill_wait_ms", offsetof(struct storm_conf, kill_wait_ms), 0, 600000 },
 	{ "cluster", "checkpoint_copies", offsetof(struct storm_conf, checkpoint_copies), 0, 1 },
+	{ "cluster", "bcs_data_tags", offsetof(struct storm_conf, bcs_data_tags), 0, 1 },
 	{ "nodes", "cpus", offsetof(struct storm_conf, cpus), 1, 4096 },
 	{ "scheduler", "quantum", offsetof(struct storm_conf, quantum), 1, 1000000 },
 	{ "scheduler", "min_timeslice_us", offsetof(struct storm_conf, min_timeslice_us), 100,
@@ -249,6 +250,7 @@ static void defaults(struct storm_conf *c, const char *path)
 	c->op_timeout_ms = 5000;
 	c->kill_wait_ms = 5000;
 	c->checkpoint_copies = 1;
+	c->bcs_data_tags = 1;
 	strcpy(c->state_dir, "/var/lib/storm");
 	strcpy(c->socket, "/run/storm/mm.sock");
 	strcpy(c->metrics_address, "127.0.0.1");
@@ -497,7 +499,7 @@ int conf_print(const struct storm_conf *c, FILE *f)
 		"timeslice_us = %u\ndown_after_ms = %u\nreport_every = %u\nfanout = %u\n"
 		"op_timeout_ms = %u\n"
 		"kill_wait_ms = %u\nstate_dir = %s\nsocket = %s\nbootstrap = %s\n%s%s%s%s%s%s"
-		"key_file = %s\n%s%s%s%s%s%s%s%s\n"
+		"key_file = %s\n%s%s%s%s%s%s%s%s%s\n"
 		"[scheduler]\npolicy = %s\nmpl = %u\nquantum = %u\nmin_timeslice_us = %u\n"
 		"switch = %s\nahead = %u\nswitch_wait_pct = %u\n\n"
 		"[nodes]\ncpus = %u\n",
@@ -512,6 +514,7 @@ int conf_print(const struct storm_conf *c, FILE *f)
 		c->database, c->database[0] ? "\n" : "",
 		c->database_sync == DB_SYNC_FULL ? "database_sync = full\n" : "",
 		c->checkpoint_copies ? "" : "checkpoint_copies = 0\n",
+		c->bcs_data_tags ? "" : "bcs_data_tags = 0\n",
 		storm_policy_names[c->policy], c->mpl,
 		c->quantum, c->min_timeslice_us,
 		storm_switch_names[c->switch_mode], c->ahead, c->switch_wait_pct, c->cpus);

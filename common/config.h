@@ -42,6 +42,7 @@ struct storm_conf {
 	unsigned op_timeout_ms;
 	unsigned kill_wait_ms;   /* SIGTERM to SIGKILL on cancel */
 	unsigned checkpoint_copies; /* 1: a job of >= 2 nodes checkpoints to a buddy too */
+	unsigned bcs_data_tags;     /* 1: BCS-MPI bulk data is tagged and checked */
 	char state_dir[PATH_MAX]; /* node state: <state_dir>/<node name> */
 	char socket[PATH_MAX];   /* the MM's control socket */
 	/* how the daemons learn fabric addresses: "mm" (register with the MM

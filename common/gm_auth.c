@@ -77,23 +77,51 @@ void gm_mac(const uint8_t key[GM_KEY_LEN], enum gm_domain d, uint32_t node, cons
 	gm_mac2(key, d, node, msg, len, NULL, 0, tag);
 }
 
-void gm_file_tag(const uint8_t key[GM_KEY_LEN], const uint8_t nonce[16], uint64_t seq,
-		 const void *hdr, size_t hlen, const void *data, size_t dlen,
-		 uint8_t tag[GM_TAG_LEN])
+/* Poly1305 over hdr then data under the one-time key BLAKE2b(key, in):
+ * in must never repeat under one key (its callers number it). */
+static void onetime_tag(const uint8_t key[GM_KEY_LEN], const uint8_t *in, size_t inlen,
+			const void *hdr, size_t hlen, const void *data, size_t dlen,
+			uint8_t tag[GM_TAG_LEN])
 {
-	uint8_t in[4 + 16 + 8], otk[crypto_onetimeauth_KEYBYTES];
-	memcpy(in, "file", 4);
-	memcpy(in + 4, nonce, 16);
-	for (int i = 0; i < 8; i++)
-		in[20 + i] = (uint8_t)(seq >> (56 - 8 * i));
-	crypto_generichash(otk, sizeof(otk), in, sizeof(in), key, GM_KEY_LEN);
+	uint8_t otk[crypto_onetimeauth_KEYBYTES];
+	crypto_generichash(otk, sizeof(otk), in, inlen, key, GM_KEY_LEN);
 	crypto_onetimeauth_state st;
 	crypto_onetimeauth_init(&st, otk);
-	crypto_onetimeauth_update(&st, hdr, hlen);
+	if (hlen)
+		crypto_onetimeauth_update(&st, hdr, hlen);
 	if (dlen)
 		crypto_onetimeauth_update(&st, data, dlen);
 	crypto_onetimeauth_final(&st, tag);
 	sodium_memzero(otk, sizeof(otk));
+}
+
+static void put_be(uint8_t *p, uint64_t v, int bytes)
+{
+	for (int i = 0; i < bytes; i++)
+		p[i] = (uint8_t)(v >> (8 * (bytes - 1 - i)));
+}
+
+void gm_file_tag(const uint8_t key[GM_KEY_LEN], const uint8_t nonce[16], uint64_t seq,
+		 const void *hdr, size_t hlen, const void *data, size_t dlen,
+		 uint8_t tag[GM_TAG_LEN])
+{
+	uint8_t in[4 + 16 + 8];
+	memcpy(in, "file", 4);
+	memcpy(in + 4, nonce, 16);
+	put_be(in + 20, seq, 8);
+	onetime_tag(key, in, sizeof(in), hdr, hlen, data, dlen, tag);
+}
+
+void gm_bulk_tag(const uint8_t key[GM_KEY_LEN], uint32_t from, uint32_t to, uint32_t buf,
+		 uint64_t gen, const void *data, size_t len, uint8_t tag[GM_TAG_LEN])
+{
+	uint8_t in[4 + 4 + 4 + 4 + 8];
+	memcpy(in, "bulk", 4);
+	put_be(in + 4, from, 4);
+	put_be(in + 8, to, 4);
+	put_be(in + 12, buf, 4);
+	put_be(in + 16, gen, 8);
+	onetime_tag(key, in, sizeof(in), NULL, 0, data, len, tag);
 }
 
 bool gm_mac_ok(const uint8_t key[GM_KEY_LEN], enum gm_domain d, uint32_t node, const void *msg,

@@ -1,7 +1,9 @@
 /* Authentication of what the MM and the node daemons write into each other's
- * global memory (strobes, command slots, reports, report acks): a keyed
- * BLAKE2b tag with the cluster key, a file of 32 random bytes, mode 0600,
- * named by storm.conf's key_file (docs/design/security.md).
+ * global memory (strobes, command slots, reports, report acks, BCS-MPI
+ * messages): a keyed BLAKE2b tag with the cluster key (Poly1305 under a
+ * one-time key for the bulk of file chunks and BCS-MPI data), a file of 32
+ * random bytes, mode 0600, named by storm.conf's key_file
+ * (docs/design/security.md).
  *
  * Each tag covers a domain (what kind of message) and, for what a node
  * writes, the node index, so a strobe cannot pass for a command nor node
@@ -49,6 +51,13 @@ void gm_mac2(const uint8_t key[GM_KEY_LEN], enum gm_domain d, uint32_t node, con
 void gm_file_tag(const uint8_t key[GM_KEY_LEN], const uint8_t nonce[16], uint64_t seq,
 		 const void *hdr, size_t hlen, const void *data, size_t dlen,
 		 uint8_t tag[GM_TAG_LEN]);
+/* A BCS-MPI bulk block's tag (a message's pieces the sending node writes
+ * into a buffer of the receiver's area): Poly1305 under the one-time key
+ * BLAKE2b(key, "bulk" || from || to || buf || gen). The receiver draws its
+ * buffers' generations at random when it starts and counts each grant, so no
+ * key is used twice. */
+void gm_bulk_tag(const uint8_t key[GM_KEY_LEN], uint32_t from, uint32_t to, uint32_t buf,
+		 uint64_t gen, const void *data, size_t len, uint8_t tag[GM_TAG_LEN]);
 /* Constant-time check of the tag that follows msg[0..len). */
 bool gm_mac_ok(const uint8_t key[GM_KEY_LEN], enum gm_domain d, uint32_t node, const void *msg,
 	       size_t len, const uint8_t tag[GM_TAG_LEN]);

@@ -496,6 +496,9 @@ static const char up_help[] =
 	"                         ranks to leave the CPU (0-90; default 25; 0: no wait)\n"
 	"      --checkpoint-copies C  1: checkpoints of jobs of 2+ nodes also keep a copy\n"
 	"                         on a buddy node (default); 0: images only where written\n"
+	"      --bcs-data-tags T  1: BCS-MPI message data between nodes is tagged and\n"
+	"                         checked (default); 0: not, for a fabric only the\n"
+	"                         cluster's hosts reach (about twice the bandwidth)\n"
 	"      --netns            each node daemon in its own network namespace on a\n"
 	"                         bridge (root; 10.213.0.0/16), so a node can be cut off\n"
 	"      --hosts            the MM and each node daemon on a host of its own\n"
@@ -525,7 +528,7 @@ static const char up_help[] =
 	"  -h, --help             this help\n";
 
 enum { C_NODES = 1, C_DIR, C_PROVIDER, C_TIMESLICE, C_CPUS, C_DOWN_AFTER, C_DOWN_AFTER_MS,
-       C_NETNS, C_REALTIME, C_WAIT, C_JSON, C_CONF, C_HELP, C_MPL, C_QUANTUM, C_POLICY, C_SWITCH, C_COPIES, C_METRICS, C_CTL_PORT, C_AHEAD,
+       C_NETNS, C_REALTIME, C_WAIT, C_JSON, C_CONF, C_HELP, C_MPL, C_QUANTUM, C_POLICY, C_SWITCH, C_COPIES, C_DATA_TAGS, C_METRICS, C_CTL_PORT, C_AHEAD,
        C_SWITCH_WAIT, C_SLURM, C_HOSTS, C_SHARE };
 
 struct up_opts {
@@ -534,7 +537,7 @@ struct up_opts {
 	char **cmd; /* --slurm: the command to run with the cluster up, or NULL */
 	char *shares[HOSTS_MAX_SHARES]; /* --share, absolute */
 	int nshares;
-	int policy, switch_mode, copies; /* -1: the default */
+	int policy, switch_mode, copies, data_tags; /* -1: the default */
 	int ahead, switch_wait_pct;      /* -1: the default */
 	const char *dir, *provider;
 };
@@ -774,6 +777,8 @@ static int conf_from_opts(const struct up_opts *o, const char *conf_path, struct
 		conf->switch_mode = o->switch_mode;
 	if (o->copies >= 0)
 		conf->checkpoint_copies = (unsigned)o->copies;
+	if (o->data_tags >= 0)
+		conf->bcs_data_tags = (unsigned)o->data_tags;
 	if (o->ahead >= 0)
 		conf->ahead = (unsigned)o->ahead;
 	if (o->switch_wait_pct >= 0)
@@ -1631,7 +1636,7 @@ static const struct up_number {
 	{ C_CTL_PORT, "--ctl-port", 1, 65535, "", offsetof(struct up_opts, ctl_port) },
 };
 
-static const char *const copies_names[] = { "0", "1", NULL };
+static const char *const copies_names[] = { "0", "1", NULL }; /* and the other 0/1 settings */
 
 /* The options that name one of a few words: its index into the field. */
 static const struct up_choice {
@@ -1645,6 +1650,7 @@ static const struct up_choice {
 	{ C_SWITCH, "--switch", storm_switch_names, "signals or freezer",
 	  offsetof(struct up_opts, switch_mode) },
 	{ C_COPIES, "--checkpoint-copies", copies_names, "0 or 1", offsetof(struct up_opts, copies) },
+	{ C_DATA_TAGS, "--bcs-data-tags", copies_names, "0 or 1", offsetof(struct up_opts, data_tags) },
 };
 
 /* 1 when id is a table option (read into o), 0 when not, -1 (printed) when
@@ -1694,14 +1700,14 @@ static int cmd_up(int argc, char **argv)
 		{ "quantum", 0, 1, C_QUANTUM },        { "policy", 0, 1, C_POLICY },
 		{ "switch", 0, 1, C_SWITCH },	       { "checkpoint-copies", 0, 1, C_COPIES },
 		{ "metrics-port", 0, 1, C_METRICS },   { "ahead", 0, 1, C_AHEAD },
-		{ "ctl-port", 0, 1, C_CTL_PORT },
+		{ "ctl-port", 0, 1, C_CTL_PORT },      { "bcs-data-tags", 0, 1, C_DATA_TAGS },
 		{ "switch-wait-pct", 0, 1, C_SWITCH_WAIT }, { "slurm", 0, 0, C_SLURM },
 		{ "hosts", 0, 0, C_HOSTS }, { "share", 0, 1, C_SHARE },
 		{ NULL, 0, 0, 0 },
 	};
 	const char *cmd = "storm cluster up";
-	struct up_opts o = { .policy = -1, .switch_mode = -1, .copies = -1, .ahead = -1,
-			     .switch_wait_pct = -1 };
+	struct up_opts o = { .policy = -1,    .switch_mode = -1, .copies = -1,
+			     .data_tags = -1, .ahead = -1,	 .switch_wait_pct = -1 };
 	uint64_t v;
 	struct cli_optparse p;
 	cli_opt_init(&p, argc, argv, 1, 1); /* --slurm's command ends the options */

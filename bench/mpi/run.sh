@@ -39,6 +39,7 @@
 #   BENCH_MPI_STENCIL="--steps 30" (stencil's problem)
 #   BENCH_MPI_STORM_BUILD=DIR  storm and bcs-mpicc from DIR/bin (default build/)
 #   BENCH_MPI_NOTE="..."  a sentence for the report (where that storm came from)
+#   BENCH_MPI_UP_ARGS="..."  more `storm cluster up` options (e.g. --bcs-data-tags 0)
 #   BENCH_MPI_BCS=0  MPICH only (also what happens when bcs-mpicc or storm is missing
 #                    or a BCS-MPI smoke run fails: the results say so)
 # Results: bench/results/mpi-<date>/results.jsonl (+ log.txt), symlink
@@ -152,7 +153,7 @@ cluster_up() {
 	# can miss 2 s of strobes and take a job down with it
 	[ $CLUSTER_UP = 1 ] && cluster_down
 	if timeout 120 "$STORM" cluster up --nodes "$1" --dir "$CDIR" --provider "$2" \
-		--timeslice-us "$3" --down-after-ms 10000 >>"$LOG" 2>&1; then
+		--timeslice-us "$3" --down-after-ms 10000 ${BENCH_MPI_UP_ARGS:-} >>"$LOG" 2>&1; then
 		CLUSTER_UP=1
 		return 0
 	fi
@@ -185,7 +186,7 @@ else
 	cluster_down
 fi
 
-echo "{\"bench\":\"meta\",\"date\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\",\"quick\":$QUICK,\"bcs\":$BCS,\"reps\":$REPS,\"ranks\":\"$RANKS\",\"transports\":\"$TRANSPORTS\",\"timeslice_us\":$TS,\"slices\":\"$SLICES\",\"rpn\":$RPN,\"phases\":\"$PHASES\",\"sweep_args\":\"$SWEEP_ARGS\",\"stencil_args\":\"$STENCIL_ARGS\",\"mpich\":\"$(json_str "$(mpichversion 2>/dev/null | sed -n 's/^MPICH \(Version\|Device\):[[:space:]]*/\1 /p' | tr '\n' ' ')")\",\"nproc\":$(nproc),\"cpu\":\"$(json_str "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')")\",\"kernel\":\"$(uname -r)\",\"commit\":\"$(git rev-parse --short HEAD 2>/dev/null)\",\"storm_build\":\"$(json_str "$SB")\",\"note\":\"$(json_str "${BENCH_MPI_NOTE:-}")\",\"load1_start\":$(load1)}" >>"$OUT"
+echo "{\"bench\":\"meta\",\"date\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\",\"quick\":$QUICK,\"bcs\":$BCS,\"reps\":$REPS,\"ranks\":\"$RANKS\",\"transports\":\"$TRANSPORTS\",\"timeslice_us\":$TS,\"slices\":\"$SLICES\",\"rpn\":$RPN,\"phases\":\"$PHASES\",\"sweep_args\":\"$SWEEP_ARGS\",\"stencil_args\":\"$STENCIL_ARGS\",\"mpich\":\"$(json_str "$(mpichversion 2>/dev/null | sed -n 's/^MPICH \(Version\|Device\):[[:space:]]*/\1 /p' | tr '\n' ' ')")\",\"nproc\":$(nproc),\"cpu\":\"$(json_str "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')")\",\"kernel\":\"$(uname -r)\",\"commit\":\"$(git rev-parse --short HEAD 2>/dev/null)\",\"storm_build\":\"$(json_str "$SB")\",\"note\":\"$(json_str "${BENCH_MPI_NOTE:-}")\",\"up_args\":\"$(json_str "${BENCH_MPI_UP_ARGS:-}")\",\"load1_start\":$(load1)}" >>"$OUT"
 log "bench/mpi: BCS-MPI $([ $BCS = 1 ] && echo yes || echo 'NO (MPICH only)'), ranks $RANKS, transports $TRANSPORTS, $REPS reps, timeslice $TS us"
 
 # ------------------------------------------------------------------ running

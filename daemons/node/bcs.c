@@ -33,6 +33,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <signal.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -596,9 +597,11 @@ static void bulk_done(struct nd *nd, struct bulk *bk, int err)
 {
 	for (uint32_t i = 0; err && i < bk->nrec; i++)
 		bk->rec[i].err = BCS_EFAULT;
+	struct wseal seal = {.len = bk->len};
+	memcpy(seal.tag, bk->tag, sizeof(seal.tag));
 	nd->bcs->next_flags = bk->buf;
 	bcs_send(nd, bk->to, M_DATA, bk->job, bk->gen, bk->nrec, bk->rec,
-		 bk->nrec * sizeof(*bk->rec), NULL, 0);
+		 bk->nrec * sizeof(*bk->rec), &seal, sizeof(seal));
 	stage_put(nd->bcs, bk->data);
 	free(bk->rec);
 	free(bk);
@@ -704,8 +707,15 @@ static void on_grant(struct nd *nd, struct bjob *j, uint32_t from, uint32_t buf,
 			free(o);
 		}
 	}
-	if (bk)
-		bulk_go(nd, bk);
+	if (!bk)
+		return;
+	/* the tag goes in M_DATA (itself tagged), the block by RMA, where
+	 * anyone on the fabric could write over it */
+	if (nd->conf.bcs_data_tags)
+		gm_bulk_tag(nd->key, b->self, from, buf, gen, bk->data, bk->len, bk->tag);
+	if (bk->len && fault_hit(&nd->fault, "bulk_flip", ++b->bulk_sent))
+		bk->data[bk->len / 2] ^= 0x40;
+	bulk_go(nd, bk);
 }
 
 /* At the receiver: a piece is in buffer `at` of the area. */
@@ -714,9 +724,11 @@ static void on_data(struct bjob *j, uint32_t from, const struct wdata *w, const 
 	/* the head of the source's grant queue may be partly granted */
 	struct xfer *h = j->gq_head ? j->gq_head[from] : NULL;
 	if (h && h->s->dst == w->dst && h->r->req == w->rreq && w->off + w->len <= h->granted) {
-		if (!w->err && bcs_copy_to(bcs_pid_of(j, h->lr), h->r->addr + w->off, at + w->aoff,
-					   w->len) == 0)
-			h->done += w->len;
+		/* a piece lost fails the receive once the rest is granted (below) */
+		if (w->err || bcs_copy_to(bcs_pid_of(j, h->lr), h->r->addr + w->off, at + w->aoff,
+					  w->len) < 0)
+			h->err = BCS_EFAULT;
+		h->done += w->len;
 		return;
 	}
 	for (struct xfer **pp = &j->wait_data[hkey((uint32_t)w->dst, w->rreq)]; *pp;
@@ -726,8 +738,9 @@ static void on_data(struct bjob *j, uint32_t from, const struct wdata *w, const 
 			continue;
 		if (w->off + w->len > x->total)
 			return;
-		int err = w->err ? w->err
-			 : bcs_copy_to(bcs_pid_of(j, x->lr), x->r->addr + w->off, at + w->aoff, w->len);
+		int err = x->err || w->err ||
+			  bcs_copy_to(bcs_pid_of(j, x->lr), x->r->addr + w->off, at + w->aoff,
+				      w->len) < 0;
 		x->done += w->len;
 		if (x->done >= x->total || err) {
 			bcs_recv_done(j, x, err ? BCS_EFAULT : 0);
@@ -739,24 +752,47 @@ static void on_data(struct bjob *j, uint32_t from, const struct wdata *w, const 
 }
 
 /* M_DATA: what the sender put into a buffer of its area here; the buffer
- * is free again once it is copied out (whatever became of the job). */
+ * is free again once it is copied out (whatever became of the job). The
+ * block is checked against the tag M_DATA carries on a private copy, and
+ * only that copy reaches the ranks: the area is open to remote writes.
+ * A block that fails the check fails the receives it was for. With
+ * bcs_data_tags = 0 the ranks get the area's bytes as they are. */
 static void on_bulk(struct nd *nd, struct bjob *j, uint32_t from, const struct mhdr *h,
 		    const uint8_t *body)
 {
 	struct nd_bcs *b = nd->bcs;
 	uint32_t k = h->flags;
-	if (k >= GM_BCS_AREA_BUFS || (size_t)h->count * sizeof(struct wdata) > h->len)
+	size_t recs = (size_t)h->count * sizeof(struct wdata);
+	if (k >= GM_BCS_AREA_BUFS || recs > h->len || h->len - recs < sizeof(struct wseal))
 		return;
 	struct barea *a = &b->area[from][k];
 	if (!a->busy || a->gen != h->slice)
 		return; /* not the grant in force: freed as stale, granted again */
+	struct wseal seal;
+	memcpy(&seal, body + recs, sizeof(seal));
 	const uint8_t *at = nd->gmem + gm_bcs_area(b->nnodes, from, k);
+	uint8_t *copy = NULL;
+	bool ok = !nd->conf.bcs_data_tags && seal.len <= b->buf_size;
+	if (j && h->count && seal.len <= b->buf_size && nd->conf.bcs_data_tags) {
+		uint8_t want[GM_TAG_BYTES];
+		copy = stage_get(b);
+		memcpy(copy, at, seal.len);
+		gm_bulk_tag(nd->key, from, b->self, k, a->gen, copy, seal.len, want);
+		ok = sodium_memcmp(want, seal.tag, sizeof(want)) == 0;
+		if (!ok)
+			nd_log_refused(nd, "job %" PRIu64 ": message data from node %u in buffer %u "
+					   "has a bad tag (forged or altered); its receives fail",
+				       j->id, from, k);
+	}
 	for (uint32_t i = 0; j && i < h->count; i++) {
 		struct wdata w;
 		memcpy(&w, body + i * sizeof(w), sizeof(w));
-		if (w.len <= b->buf_size && w.aoff <= b->buf_size - w.len)
-			on_data(j, from, &w, at);
+		if (!ok || w.len > seal.len || w.aoff > seal.len - w.len)
+			w.err = BCS_EFAULT; /* on_data reads nothing then */
+		if (w.len <= b->buf_size)
+			on_data(j, from, &w, copy ? copy : at);
 	}
+	stage_put(b, copy);
 	a->busy = false;
 	b->nbusy--;
 	if (j)
@@ -1029,6 +1065,13 @@ int nd_bcs_init(struct nd *nd)
 		free(b);
 		return -ENOMEM;
 	}
+	/* generations name the one-time keys of bulk tags (gm_bulk_tag): a
+	 * random start, so that a restarted daemon never repeats one */
+	uint64_t gen0;
+	randombytes_buf(&gen0, sizeof(gen0));
+	for (uint32_t n = 0; n < b->nnodes; n++)
+		for (uint32_t k = 0; k < GM_BCS_AREA_BUFS; k++)
+			b->area[n][k].gen = gen0;
 	b->buf_size = gm_bcs_area_size(b->nnodes) / GM_BCS_AREA_BUFS;
 	const char *e = getenv("STORM_BCS_LINK_MBS");
 	b->link_mbs = e && *e ? strtoull(e, NULL, 10) : 0;

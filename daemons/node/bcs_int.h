@@ -103,10 +103,18 @@ struct wdata { /* M_DATA: a piece now in the buffer */
 	int32_t err;       /* the sender could not read it, or not send it */
 };
 
+/* M_DATA's trailer, after its records: how many bytes of the buffer the
+ * sender wrote and their tag (gm_bulk_tag), which the receiver checks on a
+ * private copy before any of it reaches a rank */
+struct wseal {
+	uint64_t len;
+	uint8_t tag[GM_TAG_BYTES];
+};
+
 /* a buffer of this node's area for one source node (layout.h) */
 struct barea {
 	bool busy;
-	uint64_t gen;       /* grants of it so far */
+	uint64_t gen;       /* its grant in force: from a random start, one more per grant */
 	uint64_t since_ns;  /* granted at */
 };
 
@@ -118,6 +126,7 @@ struct bulk {
 	uint64_t job, gen;
 	uint8_t *data;
 	size_t len;
+	uint8_t tag[GM_TAG_BYTES]; /* of data[0..len) */
 	struct wdata *rec;
 	uint32_t nrec;
 };
@@ -128,6 +137,7 @@ struct xfer {
 	struct bcs_mrecv *r;
 	uint32_t lr;      /* receiving local rank */
 	uint64_t total, granted, done;
+	int err;          /* a piece was lost: the receive fails */
 	struct xfer *next;
 };
 
@@ -240,6 +250,7 @@ struct nd_bcs {
 	struct bulk *bq_head, *bq_tail;   /* waiting for an event */
 	uint32_t nbusy;                   /* buffers granted, their data not in yet */
 	uint8_t *spare[GM_BCS_BULK_EVS];  /* staging blocks for the next transfers */
+	uint64_t bulk_sent;               /* bulk blocks sent (test hook bulk_flip) */
 	uint32_t nspare;
 	uint64_t spin_until_ns;           /* nd_bcs_timer_us */
 	bool early_poll;                  /* poll the fabric soon while waiting on a peer */

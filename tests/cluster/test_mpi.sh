@@ -188,5 +188,32 @@ expect "replay of a corrupt trace" 1 storm replay "$T/bad.trace"
 has "  says why" err "bad.trace:"
 
 expect "cluster down" 0 storm cluster down --dir "$C"
+
+# ---- message data is checked before a rank sees it: node00 alters its
+# first bulk block after tagging it, as a write by anyone on the fabric into
+# node01's area would; node01 refuses it and the receive fails instead of
+# handing the rank altered bytes
+STORM_TEST_TAMPER_NODE=node00 STORM_TEST_TAMPER=bulk_flip=1 \
+	expect "cluster up (node00 alters its first message block)" 0 \
+	storm cluster up $UP_MODE --nodes 2 --dir "$C" --timeslice-us 2000 --down-after-ms 5000
+timeout 60 storm run -N 2 -n 2 ./bigmsg >"$T/out" 2>"$T/err"
+rc=$?
+case $rc in 0 | 124) bad "12 MiB message with an altered block: exit $rc, wanted a failed job" ;;
+*) ok "12 MiB message with an altered block fails the job (exit $rc)" ;; esac
+if grep -q "CORRUPT" "$T/out"; then bad "  the rank got the altered bytes"; else
+	ok "  no rank got the altered bytes"; fi
+grep -q "message data from node 0 in buffer [0-9]* has a bad tag" "$C/log/node01.log" &&
+	ok "  node01 refused the block and said so" || bad "  node01 logged no refusal"
+expect "  the next job runs" 0 storm run -N 2 -n 2 ./ring
+expect "cluster down" 0 storm cluster down --dir "$C"
+# the same untagged (bcs_data_tags = 0): nothing checks the block, so the
+# altered bytes reach the rank, which finds them wrong
+STORM_TEST_TAMPER_NODE=node00 STORM_TEST_TAMPER=bulk_flip=1 \
+	expect "cluster up untagged (--bcs-data-tags 0)" 0 storm cluster up $UP_MODE --nodes 2 \
+	--dir "$C" --timeslice-us 2000 --down-after-ms 5000 --bcs-data-tags 0
+has "  storm.conf says so" c/storm.conf "bcs_data_tags = 0"
+expect "  the altered block reaches the rank" 1 timeout 60 storm run -N 2 -n 2 ./bigmsg
+has "    which finds it wrong" out "bigmsg: 3145745 ints from 0 tag 5, CORRUPT"
+expect "cluster down" 0 storm cluster down --dir "$C"
 echo "test_mpi: $((checks - fails))/$checks checks passed"
 [ "$fails" = 0 ]

@@ -129,12 +129,20 @@ static void test_conf_good(void)
 	CU_ASSERT_STRING_EQUAL(d.database, "/var/lib/storm/x.db");
 	CU_ASSERT_EQUAL(d.database_sync, DB_SYNC_FULL);
 	CU_ASSERT_EQUAL(d.checkpoint_copies, 1); /* the default */
+	CU_ASSERT_EQUAL(d.bcs_data_tags, 1);
 	conf_free(&d);
 	/* buddy copies of checkpoints turned off reads back off */
 	c.checkpoint_copies = 0;
 	CU_ASSERT_EQUAL(conf_write(&c, path), 0);
 	CU_ASSERT_EQUAL_FATAL(conf_load(path, &d, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(d.checkpoint_copies, 0);
+	CU_ASSERT_EQUAL(d.bcs_data_tags, 1);
+	conf_free(&d);
+	/* untagged BCS-MPI data reads back untagged */
+	c.bcs_data_tags = 0;
+	CU_ASSERT_EQUAL(conf_write(&c, path), 0);
+	CU_ASSERT_EQUAL_FATAL(conf_load(path, &d, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(d.bcs_data_tags, 0);
 	unlink(path);
 	conf_free(&c);
 	conf_free(&d);
@@ -146,6 +154,7 @@ static void test_database_keys(void)
 {
 	expect_bad("[cluster]\ndatabase_sync = sometimes\n[nodes]\nnames = a\n", "database_sync");
 	expect_bad("[cluster]\ncheckpoint_copies = 2\n[nodes]\nnames = a\n", "checkpoint_copies");
+	expect_bad("[cluster]\nbcs_data_tags = yes\n[nodes]\nnames = a\n", "bcs_data_tags");
 }
 
 static void expect_bad(const char *text, const char *fragment)
