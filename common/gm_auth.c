@@ -112,16 +112,35 @@ void gm_file_tag(const uint8_t key[GM_KEY_LEN], const uint8_t nonce[16], uint64_
 	onetime_tag(key, in, sizeof(in), hdr, hlen, data, dlen, tag);
 }
 
-void gm_bulk_tag(const uint8_t key[GM_KEY_LEN], uint32_t from, uint32_t to, uint32_t buf,
-		 uint64_t gen, const void *data, size_t len, uint8_t tag[GM_TAG_LEN])
+bool gm_bulk_gmac_ok(void)
 {
-	uint8_t in[4 + 4 + 4 + 4 + 8];
+	/* the CPU's features are known once libsodium is initialised */
+	return sodium_init() >= 0 && crypto_aead_aes256gcm_is_available() != 0;
+}
+
+void gm_bulk_tag(const uint8_t key[GM_KEY_LEN], enum gm_bulk_mac mac, uint32_t from, uint32_t to,
+		 uint32_t buf, uint64_t gen, const void *data, size_t len, uint8_t tag[GM_TAG_LEN])
+{
+	uint8_t in[4 + 4 + 4 + 4 + 4 + 8];
 	memcpy(in, "bulk", 4);
-	put_be(in + 4, from, 4);
-	put_be(in + 8, to, 4);
-	put_be(in + 12, buf, 4);
-	put_be(in + 16, gen, 8);
-	onetime_tag(key, in, sizeof(in), NULL, 0, data, len, tag);
+	put_be(in + 4, (uint32_t)mac, 4);
+	put_be(in + 8, from, 4);
+	put_be(in + 12, to, 4);
+	put_be(in + 16, buf, 4);
+	put_be(in + 20, gen, 8);
+	if (mac != GM_BULK_GMAC) {
+		onetime_tag(key, in, sizeof(in), NULL, 0, data, len, tag);
+		return;
+	}
+	/* GMAC: GCM with the block as associated data and nothing to encrypt;
+	 * the key is used once, so a fixed nonce is safe */
+	static const uint8_t npub[crypto_aead_aes256gcm_NPUBBYTES];
+	uint8_t otk[crypto_aead_aes256gcm_KEYBYTES], none[1];
+	unsigned long long tlen;
+	crypto_generichash(otk, sizeof(otk), in, sizeof(in), key, GM_KEY_LEN);
+	crypto_aead_aes256gcm_encrypt_detached(none, tag, &tlen, none, 0, data, len, NULL, npub,
+					       otk);
+	sodium_memzero(otk, sizeof(otk));
 }
 
 bool gm_mac_ok(const uint8_t key[GM_KEY_LEN], enum gm_domain d, uint32_t node, const void *msg,
@@ -171,3 +190,4 @@ bool gm_ratelimit_ok(struct gm_ratelimit *r, double now, unsigned *held)
 #include "layout.h"
 _Static_assert(GM_TAG_BYTES == GM_TAG_LEN, "layout.h and gm_auth.h disagree on the tag");
 _Static_assert(crypto_onetimeauth_BYTES == GM_TAG_LEN, "a Poly1305 tag is a file chunk's tag");
+_Static_assert(crypto_aead_aes256gcm_ABYTES == GM_TAG_LEN, "a GMAC tag is a bulk block's tag");

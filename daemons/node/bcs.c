@@ -62,7 +62,8 @@ static void send_grants(struct nd *nd, struct bjob *j, uint32_t node, uint32_t b
 {
 	if (!n)
 		return;
-	nd->bcs->next_flags = buf;
+	/* the sender tags with AES-GMAC only for a node that can check it */
+	nd->bcs->next_flags = buf | (buf != BCS_NOBUF && nd->bcs->gmac ? BCS_GRANT_GMAC : 0);
 	bcs_send(nd, node, M_GRANT, j->id, gen, (uint32_t)n, g, n * sizeof(*g), NULL, 0);
 	nd->bcs->spin_until_ns = clock_mono_ns() + BCS_SPIN_NS;
 }
@@ -597,7 +598,7 @@ static void bulk_done(struct nd *nd, struct bulk *bk, int err)
 {
 	for (uint32_t i = 0; err && i < bk->nrec; i++)
 		bk->rec[i].err = BCS_EFAULT;
-	struct wseal seal = {.len = bk->len};
+	struct wseal seal = {.len = bk->len, .mac = bk->mac};
 	memcpy(seal.tag, bk->tag, sizeof(seal.tag));
 	nd->bcs->next_flags = bk->buf;
 	bcs_send(nd, bk->to, M_DATA, bk->job, bk->gen, bk->nrec, bk->rec,
@@ -668,6 +669,9 @@ static void on_grant(struct nd *nd, struct bjob *j, uint32_t from, uint32_t buf,
 {
 	struct nd_bcs *b = nd->bcs;
 	struct bulk *bk = NULL;
+	bool gmac = buf != BCS_NOBUF && (buf & BCS_GRANT_GMAC) && b->gmac;
+	if (buf != BCS_NOBUF)
+		buf &= ~BCS_GRANT_GMAC;
 	if (buf != BCS_NOBUF) {
 		if (buf >= GM_BCS_AREA_BUFS)
 			return;
@@ -711,8 +715,9 @@ static void on_grant(struct nd *nd, struct bjob *j, uint32_t from, uint32_t buf,
 		return;
 	/* the tag goes in M_DATA (itself tagged), the block by RMA, where
 	 * anyone on the fabric could write over it */
+	bk->mac = gmac ? GM_BULK_GMAC : GM_BULK_POLY1305;
 	if (nd->conf.bcs_data_tags)
-		gm_bulk_tag(nd->key, b->self, from, buf, gen, bk->data, bk->len, bk->tag);
+		gm_bulk_tag(nd->key, bk->mac, b->self, from, buf, gen, bk->data, bk->len, bk->tag);
 	if (bk->len && fault_hit(&nd->fault, "bulk_flip", ++b->bulk_sent))
 		bk->data[bk->len / 2] ^= 0x40;
 	bulk_go(nd, bk);
@@ -773,17 +778,18 @@ static void on_bulk(struct nd *nd, struct bjob *j, uint32_t from, const struct m
 	const uint8_t *at = nd->gmem + gm_bcs_area(b->nnodes, from, k);
 	uint8_t *copy = NULL;
 	bool ok = !nd->conf.bcs_data_tags && seal.len <= b->buf_size;
-	if (j && h->count && seal.len <= b->buf_size && nd->conf.bcs_data_tags) {
+	if (j && h->count && seal.len <= b->buf_size && nd->conf.bcs_data_tags &&
+	    (seal.mac == GM_BULK_POLY1305 || (seal.mac == GM_BULK_GMAC && b->gmac))) {
 		uint8_t want[GM_TAG_BYTES];
 		copy = stage_get(b);
 		memcpy(copy, at, seal.len);
-		gm_bulk_tag(nd->key, from, b->self, k, a->gen, copy, seal.len, want);
+		gm_bulk_tag(nd->key, seal.mac, from, b->self, k, a->gen, copy, seal.len, want);
 		ok = sodium_memcmp(want, seal.tag, sizeof(want)) == 0;
-		if (!ok)
-			nd_log_refused(nd, "job %" PRIu64 ": message data from node %u in buffer %u "
-					   "has a bad tag (forged or altered); its receives fail",
-				       j->id, from, k);
 	}
+	if (j && h->count && nd->conf.bcs_data_tags && !ok)
+		nd_log_refused(nd, "job %" PRIu64 ": message data from node %u in buffer %u "
+				   "has a bad tag (forged or altered); its receives fail",
+			       j->id, from, k);
 	for (uint32_t i = 0; j && i < h->count; i++) {
 		struct wdata w;
 		memcpy(&w, body + i * sizeof(w), sizeof(w));
@@ -1072,6 +1078,8 @@ int nd_bcs_init(struct nd *nd)
 	for (uint32_t n = 0; n < b->nnodes; n++)
 		for (uint32_t k = 0; k < GM_BCS_AREA_BUFS; k++)
 			b->area[n][k].gen = gen0;
+	/* no_gmac: a test hook, this node tags and checks with Poly1305 only */
+	b->gmac = gm_bulk_gmac_ok() && !fault_value(&nd->fault, "no_gmac");
 	b->buf_size = gm_bcs_area_size(b->nnodes) / GM_BCS_AREA_BUFS;
 	const char *e = getenv("STORM_BCS_LINK_MBS");
 	b->link_mbs = e && *e ? strtoull(e, NULL, 10) : 0;

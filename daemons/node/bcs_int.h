@@ -26,6 +26,7 @@
  * any transfer into it has failed long before (sn_xfer's bound) */
 #define BCS_AREA_STALE_NS (30ull * 1000000000u)
 #define BCS_NOBUF UINT32_MAX    /* GRANT: records that move no data */
+#define BCS_GRANT_GMAC (1u << 30) /* GRANT's buffer: its node checks AES-GMAC tags */
 #define BCS_SPIN_NS (2000000u)  /* polling often after sending (nd_bcs_timer_us) */
 #define BCS_NAP_NS (200000)     /* ... every this long */
 #define BCS_BOUNCE (1u << 20)   /* copies between two ranks of a node, per step */
@@ -108,6 +109,7 @@ struct wdata { /* M_DATA: a piece now in the buffer */
  * private copy before any of it reaches a rank */
 struct wseal {
 	uint64_t len;
+	uint32_t mac, pad; /* enum gm_bulk_mac */
 	uint8_t tag[GM_TAG_BYTES];
 };
 
@@ -126,6 +128,7 @@ struct bulk {
 	uint64_t job, gen;
 	uint8_t *data;
 	size_t len;
+	uint32_t mac;              /* enum gm_bulk_mac */
 	uint8_t tag[GM_TAG_BYTES]; /* of data[0..len) */
 	struct wdata *rec;
 	uint32_t nrec;
@@ -251,6 +254,7 @@ struct nd_bcs {
 	uint32_t nbusy;                   /* buffers granted, their data not in yet */
 	uint8_t *spare[GM_BCS_BULK_EVS];  /* staging blocks for the next transfers */
 	uint64_t bulk_sent;               /* bulk blocks sent (test hook bulk_flip) */
+	bool gmac;                        /* AES-GMAC tags (gm_bulk_gmac_ok) */
 	uint32_t nspare;
 	uint64_t spin_until_ns;           /* nd_bcs_timer_us */
 	bool early_poll;                  /* poll the fabric soon while waiting on a peer */

@@ -86,19 +86,19 @@ static void test_file_tag(void)
 	CU_ASSERT(memcmp(tag, t2, GM_TAG_LEN) != 0);
 }
 
-static void test_bulk_tag(void)
+static void bulk_tag_with(enum gm_bulk_mac mac)
 {
 	static uint8_t data[3000];
 	uint8_t tag[GM_TAG_LEN], t2[GM_TAG_LEN];
 	for (size_t i = 0; i < sizeof(data); i++)
 		data[i] = (uint8_t)(i * 29 + 3);
-	gm_bulk_tag(key, 2, 5, 1, 77, data, sizeof(data), tag);
-	gm_bulk_tag(key, 2, 5, 1, 77, data, sizeof(data), t2);
+	gm_bulk_tag(key, mac, 2, 5, 1, 77, data, sizeof(data), tag);
+	gm_bulk_tag(key, mac, 2, 5, 1, 77, data, sizeof(data), t2);
 	CU_ASSERT(memcmp(tag, t2, GM_TAG_LEN) == 0);
 	int same = 0;
 	for (size_t b = 0; b < sizeof(data) * 8; b += 5) {
 		data[b / 8] ^= (uint8_t)(1u << (b % 8));
-		gm_bulk_tag(key, 2, 5, 1, 77, data, sizeof(data), t2);
+		gm_bulk_tag(key, mac, 2, 5, 1, 77, data, sizeof(data), t2);
 		same += memcmp(tag, t2, GM_TAG_LEN) == 0;
 		data[b / 8] ^= (uint8_t)(1u << (b % 8));
 	}
@@ -107,17 +107,29 @@ static void test_bulk_tag(void)
 	 * and a block cut short is another block */
 	const uint32_t f[4][3] = { { 3, 5, 1 }, { 2, 4, 1 }, { 2, 5, 0 }, { 5, 2, 1 } };
 	for (int i = 0; i < 4; i++) {
-		gm_bulk_tag(key, f[i][0], f[i][1], f[i][2], 77, data, sizeof(data), t2);
+		gm_bulk_tag(key, mac, f[i][0], f[i][1], f[i][2], 77, data, sizeof(data), t2);
 		CU_ASSERT(memcmp(tag, t2, GM_TAG_LEN) != 0);
 	}
-	gm_bulk_tag(key, 2, 5, 1, 78, data, sizeof(data), t2);
+	gm_bulk_tag(key, mac, 2, 5, 1, 78, data, sizeof(data), t2);
 	CU_ASSERT(memcmp(tag, t2, GM_TAG_LEN) != 0);
-	gm_bulk_tag(key, 2, 5, 1, 77, data, sizeof(data) - 1, t2);
+	gm_bulk_tag(key, mac, 2, 5, 1, 77, data, sizeof(data) - 1, t2);
 	CU_ASSERT(memcmp(tag, t2, GM_TAG_LEN) != 0);
 	/* and never the file tag of the same bytes */
 	uint8_t nonce[16] = { 0 };
 	gm_file_tag(key, nonce, 77, NULL, 0, data, sizeof(data), t2);
 	CU_ASSERT(memcmp(tag, t2, GM_TAG_LEN) != 0);
+	/* nor the other MAC's */
+	gm_bulk_tag(key, mac == GM_BULK_GMAC ? GM_BULK_POLY1305 : GM_BULK_GMAC, 2, 5, 1, 77, data,
+		    sizeof(data), t2);
+	CU_ASSERT(memcmp(tag, t2, GM_TAG_LEN) != 0);
+}
+
+static void test_bulk_tag(void)
+{
+	bulk_tag_with(GM_BULK_POLY1305);
+	/* a CPU without AES instructions: the daemons use Poly1305 only */
+	if (gm_bulk_gmac_ok())
+		bulk_tag_with(GM_BULK_GMAC);
 }
 
 static void test_key_file(void)
