@@ -498,7 +498,7 @@ static const char up_help[] =
 	"                         on a buddy node (default); 0: images only where written\n"
 	"      --bcs-data-tags T  1: BCS-MPI message data between nodes is tagged and\n"
 	"                         checked (default); 0: not, for a fabric only the\n"
-	"                         cluster's hosts reach (about twice the bandwidth)\n"
+	"                         cluster's hosts reach (more bandwidth)\n"
 	"      --netns            each node daemon in its own network namespace on a\n"
 	"                         bridge (root; 10.213.0.0/16), so a node can be cut off\n"
 	"      --hosts            the MM and each node daemon on a host of its own\n"
