@@ -6,7 +6,9 @@
 # calls, MPI_Abort, two MPI jobs gang-scheduled on the same
 # nodes, and storm run --record / storm replay (the replayed output equals
 # the recorded one byte for byte, a doctored trace forces its outcomes, a
-# trace the program departs from is reported as a divergence).
+# trace the program departs from is reported as a divergence), and message
+# data altered in the receiver's global memory refused before a rank sees it
+# (and, with bcs_data_tags = 0, not).
 # Every daemon is taken down on exit, pass or fail.
 # Usage: test_mpi.sh BUILD_BIN_DIR   (make clustertest)
 set -u
