@@ -728,12 +728,11 @@ static int clear_dir(const struct up_opts *o, const char *dir, const char *conf_
 	return rc;
 }
 
-/* Binds a TCP socket to port (0: the kernel's pick) and closes it: the
- * port bound, or -errno. */
-static int try_tcp_port(int port)
+/* A TCP port no one listens on now (the kernel's pick), or -errno. */
+static int free_tcp_port(void)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	struct sockaddr_in sa = {.sin_family = AF_INET};
 	socklen_t len = sizeof(sa);
 	if (fd < 0)
 		return -errno;
@@ -742,33 +741,6 @@ static int try_tcp_port(int port)
 		 ? ntohs(sa.sin_port) : -errno;
 	close(fd);
 	return rc;
-}
-
-/* A TCP port no one listens on now, for a daemon to listen on later. Drawn
- * below the kernel's ephemeral range where there is room: a port from that
- * range can be handed to any socket bound to port 0 or connecting out (the
- * daemons' own fabric endpoints among them) before the daemon binds it. */
-static int free_tcp_port(void)
-{
-	unsigned lo = 32768, hi = 60999;
-	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
-	if (f) {
-		if (fscanf(f, "%u %u", &lo, &hi) != 2)
-			lo = 32768;
-		fclose(f);
-	}
-	const unsigned first = 10000;
-	if (lo > first + 1000) {
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		unsigned seed = (unsigned)getpid() ^ (unsigned)ts.tv_nsec;
-		for (int tries = 0; tries < 64; tries++) {
-			int port = try_tcp_port((int)(first + (unsigned)rand_r(&seed) % (lo - first)));
-			if (port > 0)
-				return port;
-		}
-	}
-	return try_tcp_port(0);
 }
 
 /* storm.conf for the options, a fresh cluster key and the cluster's own

@@ -358,7 +358,7 @@ static void on_accept(void *arg, uint32_t events)
 	}
 }
 
-int boot_start(struct mm *mm)
+int boot_listen(struct mm *mm)
 {
 	struct mm_boot *b = calloc(1, sizeof(*b));
 	uint32_t n = (uint32_t)mm->conf.nnodes + 1;
@@ -369,6 +369,18 @@ int boot_start(struct mm *mm)
 	}
 	b->listen_fd = -1;
 	mm->boot = b;
+	char err[400];
+	b->listen_fd = tcp_listen(mm->conf.mm_address, err, sizeof(err));
+	if (b->listen_fd < 0) {
+		slog("error: cannot take registrations: %s", err);
+		return -1;
+	}
+	return 0;
+}
+
+int boot_start(struct mm *mm)
+{
+	struct mm_boot *b = mm->boot;
 	/* our own entry, first in every table */
 	struct boot_entry *self = &b->table[MM_FABRIC_ID];
 	self->nrails = (uint8_t)sn_rail_count(mm->sn);
@@ -379,12 +391,6 @@ int boot_start(struct mm *mm)
 			return -1;
 		}
 		self->len[r] = (uint16_t)len;
-	}
-	char err[400];
-	b->listen_fd = tcp_listen(mm->conf.mm_address, err, sizeof(err));
-	if (b->listen_fd < 0) {
-		slog("error: cannot take registrations: %s", err);
-		return -1;
 	}
 	if (ev_io_add(mm->loop, b->listen_fd, EPOLLIN, on_accept, mm) < 0) {
 		slog("error: event loop: %s", strerror(errno));
@@ -403,7 +409,8 @@ void boot_stop(struct mm *mm)
 		bconn_close(mm, c);
 	boot_reap(b);
 	if (b->listen_fd >= 0) {
-		ev_io_del(mm->loop, b->listen_fd);
+		if (mm->loop) /* none when the fabric failed to open */
+			ev_io_del(mm->loop, b->listen_fd);
 		close(b->listen_fd);
 	}
 	free(b->table);

@@ -292,6 +292,9 @@ static int start(struct mm *mm, const char *conf_path)
 	mm->listen_fd = listen_socket(c->socket);
 	if (mm->listen_fd < 0)
 		return -1;
+	bool by_mm = !strcmp(c->bootstrap, "mm");
+	if (by_mm && boot_listen(mm) < 0)
+		return -1;
 	slog("listening on %s; joining the fabric", c->socket);
 	struct sn_config sc;
 	sn_config_defaults(&sc);
@@ -304,7 +307,6 @@ static int start(struct mm *mm, const char *conf_path)
 	sc.timeout_ms = c->op_timeout_ms;
 	const char **hosts = NULL;
 	char mm_host[256], mm_port[16];
-	bool by_mm = !strcmp(c->bootstrap, "mm");
 	if (by_mm) {
 		sc.bootstrap = "external"; /* boot.c hands the addresses in */
 	} else if (!strncmp(c->bootstrap, "static:", 7)) {

@@ -525,6 +525,10 @@ int mm_query(struct mm *mm, const struct sn_nodeset *set, uint64_t var, enum sn_
 	     uint64_t value, mm_answer_fn fn, uint64_t id, uint64_t id2);
 
 /* boot.c: node registrations on mm_address (bootstrap = mm). */
+/* The registration port is bound before the fabric opens: a port given
+ * in mm_address may be in the ephemeral range, and the fabric's own
+ * endpoints, bound to port 0, could be handed it first. */
+int boot_listen(struct mm *mm);
 int boot_start(struct mm *mm);
 void boot_stop(struct mm *mm);
 

@@ -58,28 +58,6 @@ wait_log() {
 	return $rc
 }
 
-# free_port [HOST]: a TCP port nothing listens on, for a daemon to listen on
-# later. Drawn below the kernel's ephemeral range, as storm cluster up draws
-# its own: a port from that range can be handed to any socket bound to port 0
-# or connecting out (the daemons' fabric endpoints) before the daemon binds it.
-free_port() {
-	python3 - "${1:-127.0.0.1}" <<'PY'
-import random, socket, sys
-lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-for port in [random.randrange(10000, lo) for _ in range(64)] if lo > 11000 else []:
-    s = socket.socket()
-    try:
-        s.bind((sys.argv[1], port))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    print(port)
-    sys.exit(0)
-s = socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1])
-PY
-}
-
 # gone PID: returns once the process (not necessarily our child) has exited,
 # woken by its pidfd; 1 if it still runs after 10 s.
 gone() {

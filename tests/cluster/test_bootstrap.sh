@@ -21,7 +21,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 fails=0 checks=0
-PORT=$(free_port)
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 cat >"$STORM_CONF" <<CONF
 [cluster]
 state_dir = $T/state

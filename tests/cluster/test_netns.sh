@@ -27,7 +27,7 @@ if [ "$(id -u)" != 0 ]; then
 	exit 1
 fi
 cd "$T" || exit 1
-PORT=$(free_port "")
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])')
 if storm cluster up --netns --nodes 4 --dir "$C" --down-after-ms 500 --ctl-port "$PORT" >"$T/up.out" 2>&1; then
 	ok "cluster up --netns with 4 nodes"
 else bad "cluster up --netns"; cat "$T/up.out"; exit 1; fi

@@ -25,7 +25,7 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 cd "$T" || exit 1
 
-PORT=$(free_port)
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 ADDR=127.0.0.1:$PORT
 if storm cluster up --nodes 2 --dir "$C" --ctl-port "$PORT" >"$T/up.out" 2>&1; then
 	ok "cluster up with --ctl-port $PORT"

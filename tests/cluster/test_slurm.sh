@@ -40,7 +40,7 @@ for j in json.load(sys.stdin)["jobs"]:
         print(j[sys.argv[2]])' "$1" "$2"
 }
 
-MPORT=$(free_port)
+MPORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 expect "cluster up with 4 nodes, MPL 2, metrics on" 0 storm cluster up --nodes 4 --mpl 2 \
 	--metrics-port "$MPORT" --dir "$C"
 
