@@ -1,6 +1,7 @@
 /* Tags on what the MM and the node daemons write into global memory (gm_auth.h). */
 #include "gm_auth.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sodium.h>
@@ -95,20 +96,15 @@ static void onetime_tag(const uint8_t key[GM_KEY_LEN], const uint8_t *in, size_t
 	sodium_memzero(otk, sizeof(otk));
 }
 
-static void put_be(uint8_t *p, uint64_t v, int bytes)
-{
-	for (int i = 0; i < bytes; i++)
-		p[i] = (uint8_t)(v >> (8 * (bytes - 1 - i)));
-}
-
 void gm_file_tag(const uint8_t key[GM_KEY_LEN], const uint8_t nonce[16], uint64_t seq,
 		 const void *hdr, size_t hlen, const void *data, size_t dlen,
 		 uint8_t tag[GM_TAG_LEN])
 {
 	uint8_t in[4 + 16 + 8];
 	memcpy(in, "file", 4);
+	uint64_t be_seq = htobe64(seq);
 	memcpy(in + 4, nonce, 16);
-	put_be(in + 20, seq, 8);
+	memcpy(in + 20, &be_seq, 8);
 	onetime_tag(key, in, sizeof(in), hdr, hlen, data, dlen, tag);
 }
 
@@ -121,13 +117,12 @@ bool gm_bulk_gmac_ok(void)
 void gm_bulk_tag(const uint8_t key[GM_KEY_LEN], enum gm_bulk_mac mac, uint32_t from, uint32_t to,
 		 uint32_t buf, uint64_t gen, const void *data, size_t len, uint8_t tag[GM_TAG_LEN])
 {
-	uint8_t in[4 + 4 + 4 + 4 + 4 + 8];
+	const uint32_t be[4] = { htobe32((uint32_t)mac), htobe32(from), htobe32(to), htobe32(buf) };
+	const uint64_t be_gen = htobe64(gen);
+	uint8_t in[4 + sizeof(be) + 8];
 	memcpy(in, "bulk", 4);
-	put_be(in + 4, (uint32_t)mac, 4);
-	put_be(in + 8, from, 4);
-	put_be(in + 12, to, 4);
-	put_be(in + 16, buf, 4);
-	put_be(in + 20, gen, 8);
+	memcpy(in + 4, be, sizeof(be));
+	memcpy(in + 4 + sizeof(be), &be_gen, 8);
 	if (mac != GM_BULK_GMAC) {
 		onetime_tag(key, in, sizeof(in), NULL, 0, data, len, tag);
 		return;

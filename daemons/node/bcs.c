@@ -669,10 +669,10 @@ static void on_grant(struct nd *nd, struct bjob *j, uint32_t from, uint32_t buf,
 {
 	struct nd_bcs *b = nd->bcs;
 	struct bulk *bk = NULL;
-	bool gmac = buf != BCS_NOBUF && (buf & BCS_GRANT_GMAC) && b->gmac;
-	if (buf != BCS_NOBUF)
-		buf &= ~BCS_GRANT_GMAC;
+	bool gmac = false;
 	if (buf != BCS_NOBUF) {
+		gmac = (buf & BCS_GRANT_GMAC) && b->gmac;
+		buf &= ~BCS_GRANT_GMAC;
 		if (buf >= GM_BCS_AREA_BUFS)
 			return;
 		bk = calloc(1, sizeof(*bk));
@@ -777,19 +777,22 @@ static void on_bulk(struct nd *nd, struct bjob *j, uint32_t from, const struct m
 	memcpy(&seal, body + recs, sizeof(seal));
 	const uint8_t *at = nd->gmem + gm_bcs_area(b->nnodes, from, k);
 	uint8_t *copy = NULL;
-	bool ok = !nd->conf.bcs_data_tags && seal.len <= b->buf_size;
-	if (j && h->count && seal.len <= b->buf_size && nd->conf.bcs_data_tags &&
-	    (seal.mac == GM_BULK_POLY1305 || (seal.mac == GM_BULK_GMAC && b->gmac))) {
-		uint8_t want[GM_TAG_BYTES];
-		copy = stage_get(b);
-		memcpy(copy, at, seal.len);
-		gm_bulk_tag(nd->key, seal.mac, from, b->self, k, a->gen, copy, seal.len, want);
-		ok = sodium_memcmp(want, seal.tag, sizeof(want)) == 0;
+	bool ok = seal.len <= b->buf_size;
+	if (ok && j && h->count && nd->conf.bcs_data_tags) {
+		ok = seal.mac == GM_BULK_POLY1305 || (seal.mac == GM_BULK_GMAC && b->gmac);
+		if (ok) {
+			uint8_t want[GM_TAG_BYTES];
+			copy = stage_get(b);
+			memcpy(copy, at, seal.len);
+			gm_bulk_tag(nd->key, seal.mac, from, b->self, k, a->gen, copy, seal.len,
+				    want);
+			ok = sodium_memcmp(want, seal.tag, sizeof(want)) == 0;
+		}
+		if (!ok)
+			nd_log_refused(nd, "job %" PRIu64 ": message data from node %u in buffer "
+					   "%u has a bad tag (forged or altered); its receives fail",
+				       j->id, from, k);
 	}
-	if (j && h->count && nd->conf.bcs_data_tags && !ok)
-		nd_log_refused(nd, "job %" PRIu64 ": message data from node %u in buffer %u "
-				   "has a bad tag (forged or altered); its receives fail",
-			       j->id, from, k);
 	for (uint32_t i = 0; j && i < h->count; i++) {
 		struct wdata w;
 		memcpy(&w, body + i * sizeof(w), sizeof(w));

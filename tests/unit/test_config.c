@@ -12,6 +12,14 @@
 static char names[2000][HOSTNAME_MAX];
 static char err[512];
 
+/* c written to path and read back into d */
+static void reread(const struct storm_conf *c, const char *path, struct storm_conf *d)
+{
+	char err[512];
+	CU_ASSERT_EQUAL(conf_write(c, path), 0);
+	CU_ASSERT_EQUAL_FATAL(conf_load(path, d, err, sizeof(err)), 0);
+}
+
 static void test_expand(void)
 {
 	CU_ASSERT_EQUAL(hostlist_expand("node[00-03],login,gpu[1,3-4]x", names, 2000, err,
@@ -131,17 +139,17 @@ static void test_conf_good(void)
 	CU_ASSERT_EQUAL(d.checkpoint_copies, 1); /* the default */
 	CU_ASSERT_EQUAL(d.bcs_data_tags, 1);
 	conf_free(&d);
-	/* buddy copies of checkpoints turned off reads back off */
+	/* buddy copies of checkpoints turned off reads back off, untagged
+	 * BCS-MPI data untagged, each on its own */
 	c.checkpoint_copies = 0;
-	CU_ASSERT_EQUAL(conf_write(&c, path), 0);
-	CU_ASSERT_EQUAL_FATAL(conf_load(path, &d, err, sizeof(err)), 0);
+	reread(&c, path, &d);
 	CU_ASSERT_EQUAL(d.checkpoint_copies, 0);
 	CU_ASSERT_EQUAL(d.bcs_data_tags, 1);
 	conf_free(&d);
-	/* untagged BCS-MPI data reads back untagged */
+	c.checkpoint_copies = 1;
 	c.bcs_data_tags = 0;
-	CU_ASSERT_EQUAL(conf_write(&c, path), 0);
-	CU_ASSERT_EQUAL_FATAL(conf_load(path, &d, err, sizeof(err)), 0);
+	reread(&c, path, &d);
+	CU_ASSERT_EQUAL(d.checkpoint_copies, 1);
 	CU_ASSERT_EQUAL(d.bcs_data_tags, 0);
 	unlink(path);
 	conf_free(&c);
