@@ -216,6 +216,20 @@ for j in json.load(sys.stdin)["jobs"]:
     if j["job"] == int(sys.argv[1]): print(j["nodelist"])' "$1"
 }
 
+# kill_job JOB: cancels JOB with SIGKILL and returns once it has left the
+# queue (storm cancel returns before the nodes are free: a job submitted
+# right after could be placed around it). 1 if it is still there after 30 s.
+kill_job() {
+	storm cancel --signal KILL "$1" >/dev/null
+	local end=$((SECONDS + 30))
+	while storm jobs --json | python3 -c '
+import json, sys
+sys.exit(not any(j["job"] == int(sys.argv[1]) for j in json.load(sys.stdin)["jobs"]))' "$1"; do
+		[ "$SECONDS" -lt "$end" ] || { echo "job $1 still listed 30 s after its cancel" >&2; return 1; }
+		sleep 0.1
+	done
+}
+
 # wait_written DIR SECONDS: prints "watching" once it watches DIR, then
 # returns 0 once a file in a directory made in DIR after that (a job's
 # directory in a node's storage) is closed after writing (a transferred chunk

@@ -57,12 +57,6 @@ for k in json.load(sys.stdin)["checkpoints"]:
     if k["id"] == int(sys.argv[1]):
         print(" ".join("%d:%s:%s" % (i["rank"], i["node"], i["copy"]) for i in k["images"]))' "$1"
 }
-job_nodes() {
-	storm jobs --all --json | python3 -c '
-import json, sys
-for j in json.load(sys.stdin)["jobs"]:
-    if j["job"] == int(sys.argv[1]): print(j["nodelist"])' "$1"
-}
 # same_files NAME: each rank's file equals the uninterrupted run's
 same_files() {
 	if cmp -s "$T/ref0.f" "$T/w/out0.f" && cmp -s "$T/ref0.f" "$T/w/out1.f"; then ok "$1"; else
@@ -147,7 +141,7 @@ cp "$T/out" r2.out
 [ "$(job_nodes 4)" = "node[02-03]" ] && ok "  ran on node[02-03]" || bad "  ran on $(job_nodes 4)"
 same_files "  files identical after a restart on other nodes"
 tail_of_ref "  output from the second checkpoint on" r2.out
-storm cancel --signal KILL "$(cat blocker.id)" >/dev/null
+kill_job "$(cat blocker.id)" || bad "the blocker ended"
 
 # ---- refusals
 # a rank that cannot come back fails the job (its status: 1, or 137 when the
@@ -266,7 +260,7 @@ cp "$T/out" tr1.out
 TN1=$(job_nodes "$(newest_job)")
 [ "$TN1" != "$TN" ] && ok "  ran on $TN1" || bad "  ran on $TN1, where it ran before"
 tail_of_ref "  output from the checkpoint on, each rank reaping its child" tr1.out "$T/tref.out"
-storm cancel --signal KILL "$(cat blocker.id)" >/dev/null
+kill_job "$(cat blocker.id)" || bad "the blocker ended"
 
 # ---- a node dies: the job restarts from its latest complete checkpoint
 rm -f out0.f out1.f
@@ -276,6 +270,7 @@ bg+=($RUN)
 wait_log fail.out "step 1 " 30
 FJ=$(storm jobs --json | python3 -c 'import json,sys; print(max(j["job"] for j in json.load(sys.stdin)["jobs"]))')
 wait_log "$C/log/mm.log" "job $FJ: complete checkpoint" 30 || bad "a periodic checkpoint completed"
+[ "$(job_nodes "$FJ")" = "node[00-01]" ] || bad "the job runs on node[00-01], not $(job_nodes "$FJ")"
 N1=$(awk '$2 == "node01" { print $1 }' "$C/pids")
 kill -9 "$N1" $(cat /proc/"$N1"/task/*/children 2>/dev/null)
 # and its disk is lost: the restart takes rank 1 from its copy on node00

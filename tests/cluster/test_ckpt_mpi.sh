@@ -111,7 +111,7 @@ expect "storm restart ${CKS[2]} (other nodes)" 0 storm restart "${CKS[2]}"
 [ "$(job_nodes "$(last_job)")" = "node[02-03]" ] && ok "  ran on node[02-03]" ||
 	bad "  ran on $(job_nodes "$(last_job)")"
 same_result "  result identical" "$T/live.txt"
-storm cancel --signal KILL "$(cat blocker.id)" >/dev/null
+kill_job "$(cat blocker.id)" || bad "the blocker ended"
 
 # ---- wildcard receives across a checkpoint: ranks 1-3 have sent to rank
 # 0, which has not posted its receives yet. Restarted one rank per node,

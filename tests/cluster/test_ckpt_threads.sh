@@ -124,7 +124,7 @@ same "  results identical" ref0.txt omp0.txt; same "  (rank 1)" ref1.txt omp1.tx
 rm -f omp0.txt omp1.txt
 expect "storm restart -N 1 ${CKS[2]} (both ranks on one node)" 0 storm restart -N 1 "${CKS[2]}"
 same "  results identical" ref0.txt omp0.txt; same "  (rank 1)" ref1.txt omp1.txt
-storm cancel --signal KILL "$(cat blocker.id)" >/dev/null
+kill_job "$(cat blocker.id)" || bad "the blocker ended"
 
 # ---- (b) BCS-MPI ranks with OpenMP inside (MPI_THREAD_FUNNELED)
 MPI="$T/ompmpi $STEPS $HEAP $STEP_MS"
@@ -142,7 +142,7 @@ expect "storm restart ${CKS[2]} (other nodes)" 0 storm restart "${CKS[2]}"
 [ "$(job_nodes "$(last_job)")" = "node[02-03]" ] && ok "  ran on node[02-03]" ||
 	bad "  ran on $(job_nodes "$(last_job)")"
 same "  result identical" mref.txt mpi.txt
-storm cancel --signal KILL "$(cat blocker.id)" >/dev/null
+kill_job "$(cat blocker.id)" || bad "the blocker ended"
 
 # ---- (c) a rank holding TCP sockets (a connection to itself; the checkpoint
 # names the first, the listening one)
