@@ -48,6 +48,10 @@
 /* Per peer, the ranges of transfers sent to it as messages that it may not
  * have handled yet (struct inflight): more are merged into one. */
 #define SN_INFLIGHT 4
+/* Per peer, how many sends the provider may hold at once, as a share of
+ * its transmit queue (struct rail's tx_held): within these bounds. */
+#define SN_PEER_TX_MIN 8u
+#define SN_PEER_TX_MAX 256u
 /* Send slots kept for reuse instead of a malloc/free per message. */
 #define SN_SLOT_CACHE 64
 /* Without a wait object, poll with sched_yield this long before the nanosleep
@@ -104,6 +108,7 @@ struct slot {
 	bool write;
 	uint64_t roff;
 	bool big;            /* counted in its rail's big_tx */
+	bool held;           /* counted in its rail's tx_held */
 	struct fwd_copy *copy; /* the forwarded chunk it sends from, if any */
 	/* header, then an inline payload; not cleared on reuse */
 	uint8_t hdr[SN_WIRE_HDR_MAX + SN_INLINE_MAX];
@@ -140,6 +145,12 @@ struct rail {
 	uint64_t *tx_seq;       /* per peer: messages queued to it so far */
 	uint64_t *placed_seq;   /* per peer: it has handled our messages up to this
 				   one (learned from its ACKs) */
+	/* per peer: sends the provider accepted and has not completed. A peer
+	 * cut off keeps them until its link returns (TCP retransmits for
+	 * minutes), and they share one transmit queue: without a bound per
+	 * peer, a strobe a slice to a node cut off filled it in ~20 s and
+	 * every send to every other node was pushed back, the cluster frozen */
+	uint32_t *tx_held, tx_held_max;
 	struct inflight (*inflight)[SN_INFLIGHT]; /* per peer, empty: hi == 0 */
 	size_t max_payload;     /* of a message: fits a receive buffer */
 	size_t rma_chunk;       /* of a chunk written by RMA */
@@ -499,8 +510,9 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 		struct slot *s = *pp;
 		ssize_t rc;
 		bool no_addr = false;
-		if (any_blocked && sn_set_has(&blocked, s->dest)) {
-			rc = -FI_EAGAIN;
+		if ((any_blocked && sn_set_has(&blocked, s->dest)) ||
+		    rl->tx_held[s->dest] >= rl->tx_held_max) {
+			rc = -FI_EAGAIN; /* in order behind its own, or its share taken */
 		} else {
 			peer_use(ctx, (int)(rl - ctx->rails), s->dest);
 			/* A peer whose address has not arrived is as a dead one
@@ -558,6 +570,8 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 			continue;
 		}
 		rl->cq_dirty = true;
+		rl->tx_held[s->dest]++;
+		s->held = true;
 		if (s->write) {
 			ctx->stats.rma_writes++;
 			ctx->stats.bytes_sent += s->iov[0].iov_len;
@@ -1119,6 +1133,10 @@ static void tx_done(struct sn_ctx *ctx, struct slot *s)
 {
 	struct rec *r = s->rec;
 	ctx->tx_outstanding--;
+	if (s->held) {
+		ctx->rails[s->rail].tx_held[s->dest]--;
+		s->held = false;
+	}
 	slot_drop_copy(s);
 	if (s->big) {
 		ctx->rails[s->rail].big_tx--;
@@ -2368,9 +2386,15 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	rl->tx_seq = calloc(ctx->n, sizeof(uint64_t));
 	rl->placed_seq = calloc(ctx->n, sizeof(uint64_t));
 	rl->inflight = calloc(ctx->n, sizeof(*rl->inflight));
+	rl->tx_held = calloc(ctx->n, sizeof(uint32_t));
+	/* each peer's part of the queue: peers cut off take only theirs */
+	size_t share = fi->tx_attr->size / (ctx->n ? ctx->n : 1);
+	rl->tx_held_max = share < SN_PEER_TX_MIN   ? SN_PEER_TX_MIN
+			  : share > SN_PEER_TX_MAX ? SN_PEER_TX_MAX
+						   : (uint32_t)share;
 	if (!rl->addrs || !rl->next || !rl->alens || !rl->nlens || !rl->stale || !rl->peers ||
 	    !rl->rma || !rl->nrma || !rl->rkey || !rl->rbase || !rl->nrkey || !rl->nrbase ||
-	    !rl->tx_seq || !rl->placed_seq || !rl->inflight)
+	    !rl->tx_seq || !rl->placed_seq || !rl->inflight || !rl->tx_held)
 		return fail(ctx, -ENOMEM, "out of memory");
 	if (rl->wait_fd < 0 && !strcmp(fi->fabric_attr->prov_name, "shm")) {
 		rl->bell_due = calloc(ctx->n, sizeof(bool));
@@ -2471,6 +2495,7 @@ static void rail_close(struct rail *rl)
 	free(rl->tx_seq);
 	free(rl->placed_seq);
 	free(rl->inflight);
+	free(rl->tx_held);
 }
 
 /* "dir:PATH", "static:PORT" (with cfg->hosts) or "external". */

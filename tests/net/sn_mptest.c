@@ -878,6 +878,72 @@ static int scen_stopped(const struct spawn_node *nd)
 	return 0;
 }
 
+/* A peer cut off for long (stopped here) keeps every send the provider
+ * accepted for it until it returns, and all peers' sends share one transmit
+ * queue: a flood to it (a strobe a slice to a node whose link is down) must
+ * not take the queue from the others. Without a bound per peer, a virtual
+ * cluster with one node cut off froze whole after ~20 s. */
+static int scen_cutoff(const struct spawn_node *nd)
+{
+	uint32_t self = nd->id;
+	struct sn_ctx *ctx = open_node(nd, GMEM);
+	struct sn_nodeset all, one, two, zero;
+	all_nodes(ctx, &all);
+	sn_set_clear(&one);
+	sn_set_add(&one, 1);
+	sn_set_clear(&two);
+	sn_set_add(&two, 2);
+	sn_set_clear(&zero);
+	sn_set_add(&zero, 0);
+	/* more operations than the provider's queue holds, beyond what the
+	 * kernel's socket buffers take in (each is a write and a header with
+	 * RMA): tcp;ofi_rxm's holds 2048, and 2000 stalled it; "sockets"
+	 * holds 256 and stalls at 1000, but sends so slowly that what is left
+	 * of 4000 once node 2 is back would outlast the barrier's time */
+	const size_t len = 16384;
+	const size_t flood = strcmp(((const struct params *)nd->arg)->prov, "sockets") ? 4000 : 1000;
+	uint8_t *buf = malloc(len);
+	CHECK(buf, "out of memory");
+	CHECK(barrier(ctx, &all, 1) == 0, "barrier");
+	if (self == 2) {
+		uint64_t pid = (uint64_t)getpid();
+		CHECK(sn_xfer(ctx, &zero, VAR_A, &pid, 8, EV_LOCAL, EV_SINGLE, 0) == 0 &&
+			      sn_test_event(ctx, EV_LOCAL, 4 * OP_TIMEOUT_MS, NULL) == 1,
+		      "pid to node 0: %s", sn_strerror(ctx));
+		raise(SIGSTOP); /* until node 0 has heard from node 1 */
+	} else if (self == 0) {
+		CHECK(sn_test_event(ctx, EV_SINGLE, 4 * OP_TIMEOUT_MS, NULL) == 1, "node 2's pid");
+		pid_t pid = (pid_t)sn_var_load(ctx, VAR_A);
+		uint64_t t0 = now_ms();
+		while (!is_stopped(pid) && now_ms() - t0 < 4 * OP_TIMEOUT_MS)
+			sn_test_event(ctx, EV_UNUSED, 1, NULL);
+		CHECK(is_stopped(pid), "node 2 (pid %d) did not stop", (int)pid);
+		fill(buf, len, 7);
+		bool sent = true;
+		for (size_t i = 0; i < flood && sent; i++)
+			sent = sn_xfer(ctx, &two, DATA + (i % 256) * len, buf, len, SN_NO_EVENT,
+				       EV_DATA, 0) == 0;
+		sent = sent && sn_xfer(ctx, &one, DATA, buf, len, SN_NO_EVENT, EV_DATA, 0) == 0;
+		int rc = sent ? sn_test_event(ctx, EV_REPLY, 4 * OP_TIMEOUT_MS, NULL) : -1;
+		bool stopped = is_stopped(pid);
+		kill(pid, SIGCONT);
+		CHECK(sent, "xfers: %s", sn_strerror(ctx));
+		CHECK(rc == 1, "node 1 did not get its data while node 2 was cut off");
+		CHECK(stopped, "node 2 was resumed before node 1 answered");
+	} else {
+		CHECK(sn_test_event(ctx, EV_DATA, 4 * OP_TIMEOUT_MS, NULL) == 1, "data");
+		uint64_t ok = 1;
+		CHECK(sn_xfer(ctx, &zero, VAR_B, &ok, 8, EV_LOCAL, EV_REPLY, 0) == 0 &&
+			      sn_test_event(ctx, EV_LOCAL, 4 * OP_TIMEOUT_MS, NULL) == 1,
+		      "reply: %s", sn_strerror(ctx));
+	}
+	/* node 2, back, takes in what is left of the flood and goes on */
+	CHECK(barrier(ctx, &all, 2) == 0, "barrier 2: %s", sn_strerror(ctx));
+	free(buf);
+	sn_close(ctx);
+	return 0;
+}
+
 /* ------------------------------------------------------------ two rails */
 
 /* System traffic on a second rail (tcp;ofi_rxm) beside the data rail. */
@@ -1028,7 +1094,7 @@ static int run_scenario(int prov, int (*fn)(const struct spawn_node *), uint32_t
 	X(P, caw, 2) X(P, caw, 8) X(P, caw, 32)                   \
 	X(P, concurrent, 2) X(P, concurrent, 8) X(P, concurrent, 32) \
 	X(P, overlap, 5) X(P, overlap, 16)                        \
-	X(P, order, 2) X(P, order, 8) X(P, stopped, 3)            \
+	X(P, order, 2) X(P, order, 8) X(P, stopped, 3) X(P, cutoff, 3) \
 	X(P, kill, 2) X(P, kill, 8) X(P, kill, 32)                \
 	X(P, rails, 8) X(P, static, 4) X(P, badargs, 1)           \
 	X(P, wake, 2) X(P, wake, 8) X(P, relay, 16)
