@@ -179,14 +179,13 @@ _Static_assert(GM_VAR_REPORT_ACK + GM_REPORT_ACK_SIZE <= 65536, "the variables o
 #define GM_CMD_SLOTS 16
 #define GM_CMD_SLOT_SIZE ((uint64_t)65536)
 #define GM_CMD_SLOT(seq) (GM_CMD_RING + ((seq) % GM_CMD_SLOTS) * GM_CMD_SLOT_SIZE)
-/* A node zeroes a command's slot once it has taken the next command, not
- * the command itself: a node that forwards the command down the tree
- * copies it when its header arrives, which may be after the bytes it was
- * written in with were there to act on; by the time the next command
- * arrives every node has confirmed the last. So command seq, which
- * overwrites the slot of seq - GM_CMD_SLOTS, goes only once every UP node
- * reported cmd_done >= GM_CMD_REUSE_DONE(seq). */
-#define GM_CMD_REUSE_DONE(seq) ((seq) >= GM_CMD_SLOTS ? (seq) - GM_CMD_SLOTS + 1 : 0)
+/* A node takes commands in order and leaves each in its slot (a relay may
+ * still have to forward it); the number inside says whether a slot holds
+ * the command wanted or the slot's previous one. So command seq, which
+ * overwrites the command seq - GM_CMD_SLOTS, goes only once every UP node
+ * reported cmd_done >= GM_CMD_REUSE_DONE(seq): the ring holds GM_CMD_SLOTS
+ * commands not yet taken. */
+#define GM_CMD_REUSE_DONE(seq) ((seq) > GM_CMD_SLOTS ? (seq) - GM_CMD_SLOTS : 0)
 
 struct file_chunk {
 	uint64_t job;

@@ -63,7 +63,7 @@ void cmd_pump(struct mm *mm)
 		return;
 	uint32_t seq = mm->cmd_seq + 1;
 	if (min_cmd_done(mm) < GM_CMD_REUSE_DONE(seq))
-		return; /* a slow node still has the slot to read or zero */
+		return; /* a slow node has yet to take the slot's command */
 	struct pending_cmd *p = mm->cmd_queue;
 	mm->cmd_queue = p->next;
 	if (!mm->cmd_queue)
@@ -81,8 +81,8 @@ void cmd_pump(struct mm *mm)
 	/* a node that is DOWN may only be slow or cut off: it gets each
 	 * command on its own (best effort, outside the tree, which it must not
 	 * cut), so that when it returns its ring is not missing one; but not
-	 * over a slot it has yet to zero (it would zero the new command: it
-	 * skips what it missed instead) */
+	 * over a command it has yet to take (it skips what was overwritten
+	 * instead) */
 	struct sn_nodeset one;
 	for (int i = 0; i < mm->conf.nnodes; i++)
 		if (mm->nodes[i].state == STORM__CTL__NODE_STATE__DOWN &&

@@ -121,13 +121,15 @@ struct nd {
 	bool seen_strobe;
 	uint64_t slice;
 	uint64_t strobe_ns;     /* CLOCK_MONOTONIC when the last strobe came */
+	uint64_t strobe_mm_ns;  /* its sent_ns: its slice's start on the MM's clock */
 	unsigned slice_us;      /* the current slice's length as its strobe said
 				 * (nd_slice_us), 0: none yet */
 	uint32_t cmd_done;
 	uint32_t strobe_cmd_seq; /* the last command the current strobe's MM had queued */
-	uint32_t cmd_warned_seq; /* a mismatched slot already logged */
 	uint64_t mm_epoch;      /* the MM's incarnation, from its strobes */
 	uint32_t cmd_refused_seq; /* a slot with a bad tag already logged */
+	uint32_t cmd_gap_want;  /* the command missing while later ones were sent, */
+	uint64_t cmd_gap_ns;    /* since when (CLOCK_MONOTONIC) */
 
 	struct nd_boot *boot;   /* boot.c: registration with the MM (bootstrap = mm) */
 	bool boot_refused;      /* the MM refused it: stop, exit 1 */

@@ -10,6 +10,7 @@
 #include "layout.h"
 #include "nd.h"
 
+static int slot_seq(struct nd *nd, uint32_t q, uint32_t *seq);
 static bool slot_holds(struct nd *nd, uint32_t seq);
 
 /* If the ring slot holds a command the MM tagged: a private copy of it,
@@ -67,7 +68,7 @@ void nd_on_commands(struct nd *nd)
 		uint32_t len;
 		memcpy(&len, slot, 4);
 		if (len == 0)
-			return; /* not arrived yet (taken slots are zeroed, one command late) */
+			return; /* never written, or cleared */
 		const uint8_t *copy = slot_genuine(nd, slot, &len);
 		if (!copy) {
 			/* forged or altered: never acted on, never skipped over
@@ -90,8 +91,11 @@ void nd_on_commands(struct nd *nd)
 			return;
 		}
 		if (!cmd) {
+			/* cleared: left, it would be skipped again as the next
+			 * command of its slot */
 			slog("command slot for %u is malformed (length %u); skipped", want,
 			       len);
+			memset(slot, 0, 4);
 		} else if (cmd->seq > want && cmd->seq - want < GM_CMD_SLOTS * 1024u) {
 			/* the slot was reused: commands want..seq-1 were overwritten
 			 * before we looked (we were stopped or cut off); they are lost
@@ -102,39 +106,45 @@ void nd_on_commands(struct nd *nd)
 			nd->cmd_done = cmd->seq - 1;
 			continue;
 		} else if (cmd->seq != want) {
-			/* an older command (a replay, or the slot's previous use) */
-			if (nd->cmd_warned_seq != cmd->seq)
-				slog("command slot for %u holds command %u; waiting", want,
-				       cmd->seq);
-			nd->cmd_warned_seq = cmd->seq;
+			/* the slot's previous use (or a replay of it): want has
+			 * not arrived yet */
 			storm__cl__command__free_unpacked(cmd, NULL);
 			return;
 		} else {
 			act(nd, cmd);
 			storm__cl__command__free_unpacked(cmd, NULL);
 		}
-		/* the last one's slot zeroed, so that an old command is never
-		 * taken for a new one; not this one's, whose remote event may
-		 * not have come yet (sn_xfer, GM_CMD_REUSE_DONE) */
-		memset(nd->gmem + GM_CMD_SLOT(want - 1), 0, 4);
+		/* the slot keeps the command: a relay forwards a command down
+		 * the tree with the bytes its slot holds when the header comes,
+		 * which may be after the node took it, even after it took the
+		 * next (the resend of a command that missed a subtree goes to
+		 * each node apart from the tree); its sequence number, not an
+		 * empty slot, says a slot's command is old */
 		nd->cmd_done = want;
 	}
 }
+
+/* How many operation timeouts a command the strobes announced may take to
+ * arrive: its send, the MM's resend to each node that missed it, and one
+ * more as margin. */
+#define CMD_LOST_TIMEOUTS 3
 
 /* Commands cmd_done+1..last_sent missing from the ring while a later one is
  * there were never sent to this node (it was not UP for the MM: the MM sends
  * the next command once every UP node holds the last). After a DOWN spell
  * (rejoined) none of the missing ones will come, even with no later one
  * here. Either way: continue at the first that did arrive, else after
- * last_sent. */
+ * last_sent. Missing for longer than a send and its resend can take, they
+ * were lost (sent while this node was cut off): continue after last_sent. */
 static void skip_unsent_commands(struct nd *nd, uint32_t last_sent, bool rejoined)
 {
-	uint32_t want = nd->cmd_done + 1, len;
+	uint32_t want = nd->cmd_done + 1, len, seq;
 	if (want > last_sent)
 		return;
 	memcpy(&len, nd->gmem + GM_CMD_SLOT(want), 4);
-	if (len && !rejoined)
-		return; /* it is there (or its slot's older command, to wait out) */
+	if (len && !rejoined && !(slot_seq(nd, want, &seq) == 0 && seq < want))
+		return; /* it is there, or forged: acted on, or waited out (a
+			 * forger must not cancel commands) */
 	uint32_t from = last_sent - want >= GM_CMD_SLOTS ? last_sent - GM_CMD_SLOTS + 1 : want;
 	uint32_t resume = rejoined ? last_sent + 1 : 0;
 	for (uint32_t q = from; q <= last_sent; q++)
@@ -142,8 +152,26 @@ static void skip_unsent_commands(struct nd *nd, uint32_t last_sent, bool rejoine
 			resume = q;
 			break;
 		}
-	if (!resume)
-		return; /* the next one is on its way */
+	if (!resume) {
+		/* on its way, unless the MM sent it while this node was cut
+		 * off: a send not through within the operation timeout is
+		 * dropped, and the MM resends a missed command once. Waited
+		 * for longer, it is lost, and the MM, which reuses a slot only
+		 * once every UP node took its command, would wait for this
+		 * node for good */
+		uint64_t now = clock_mono_ns();
+		if (nd->cmd_gap_want != want) {
+			nd->cmd_gap_want = want;
+			nd->cmd_gap_ns = now;
+		}
+		if (now - nd->cmd_gap_ns < CMD_LOST_TIMEOUTS * nd->conf.op_timeout_ms * 1000000ull)
+			return;
+		slog("commands %u..%u, announced %.1f s ago, never reached this node; continuing "
+		     "after them", want, last_sent, (double)(now - nd->cmd_gap_ns) / 1e9);
+		nd->cmd_done = last_sent;
+		nd_on_commands(nd);
+		return;
+	}
 	if (rejoined)
 		slog("back after missing more than %u strobes; commands %u..%u never "
 			   "reached this node, continuing after them",
@@ -155,18 +183,28 @@ static void skip_unsent_commands(struct nd *nd, uint32_t last_sent, bool rejoine
 	nd_on_commands(nd);
 }
 
+/* The number of the command in q's ring slot, if the MM of this epoch
+ * tagged it: 0, else -1. */
+static int slot_seq(struct nd *nd, uint32_t q, uint32_t *seq)
+{
+	uint32_t len;
+	const uint8_t *copy = slot_genuine(nd, nd->gmem + GM_CMD_SLOT(q), &len);
+	if (!copy)
+		return -1;
+	Storm__Cl__Command *cmd = nd_command_decode(copy, &len);
+	int rc = cmd && cmd->epoch == nd->mm_epoch ? 0 : -1;
+	if (cmd) {
+		*seq = cmd->seq;
+		storm__cl__command__free_unpacked(cmd, NULL);
+	}
+	return rc;
+}
+
 /* Does the ring slot of seq hold command seq? */
 static bool slot_holds(struct nd *nd, uint32_t seq)
 {
-	uint32_t len;
-	const uint8_t *copy = slot_genuine(nd, nd->gmem + GM_CMD_SLOT(seq), &len);
-	if (!copy)
-		return false;
-	Storm__Cl__Command *cmd = nd_command_decode(copy, &len);
-	bool holds = cmd && cmd->seq == seq && cmd->epoch == nd->mm_epoch;
-	if (cmd)
-		storm__cl__command__free_unpacked(cmd, NULL);
-	return holds;
+	uint32_t got;
+	return slot_seq(nd, seq, &got) == 0 && got == seq;
 }
 
 /* The MM restarted (its strobes carry a new epoch): its command numbers,
@@ -180,7 +218,7 @@ static void mm_restarted(struct nd *nd, const struct strobe *s)
 	for (uint32_t q = 0; q < GM_CMD_SLOTS; q++)
 		memset(nd->gmem + GM_CMD_SLOT(q), 0, 4);
 	nd->cmd_done = s->cmd_seq;
-	nd->cmd_warned_seq = 0;
+	nd->cmd_gap_want = 0;
 	nd->slice = 0;
 	nd_files_close(nd);
 	for (int b = 0; b < 2; b++) {
@@ -262,13 +300,19 @@ void nd_on_strobe(struct nd *nd)
 		       nd->cmd_done + 1);
 	}
 	uint64_t t_recv = clock_mono_ns();
-	/* a DOWN spell is a time: slices are shorter while a row asks for it */
+	/* a DOWN spell is a time: slices are shorter while a row asks for it.
+	 * Timed on the MM's clock, between the slices' starts: strobes held
+	 * for a node cut off arrive in a burst when its link returns, the
+	 * last of them just before the current one */
+	uint64_t gap_ns = s.sent_ns && nd->strobe_mm_ns ? s.sent_ns - nd->strobe_mm_ns
+							 : t_recv - nd->strobe_ns;
 	bool rejoined = nd->slice && s.slice > nd->slice + conf_down_slices(&nd->conf) &&
-			t_recv - nd->strobe_ns >= (uint64_t)nd->conf.down_after_ms * 1000000;
+			gap_ns >= (uint64_t)nd->conf.down_after_ms * 1000000;
 	if (nd->slice && s.slice > nd->slice + 1)
 		nd->missed_strobes += s.slice - nd->slice - 1;
 	nd->slice = s.slice;
 	nd->strobe_ns = t_recv;
+	nd->strobe_mm_ns = s.sent_ns;
 	nd->slice_us = s.slice_us;
 	nd_on_commands(nd);
 	skip_unsent_commands(nd, s.cmd_seq, rejoined);

@@ -10,7 +10,9 @@
  * large output, a signal, a signal with SIGKILL after a grace time, bad
  * input (malformed command, bad file chunk, missing file, missing program,
  * missing cwd), forged, altered and replayed strobes, commands and acks
- * (refused and logged, the daemons go on), and a shutdown while a job runs.
+ * (refused and logged, the daemons go on), a node that misses strobes and
+ * commands, one that hears the strobes but never gets their commands, and a
+ * shutdown while a job runs.
  * Exit 0 when all hold. Each daemon's log: DIR/<node>.log. */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +39,7 @@
 #include "sn.h"
 
 #define MAXN 16
-#define MAXJOB 17
+#define MAXJOB 18
 #define MAXRANK 64
 
 struct rank_out {
@@ -67,6 +69,7 @@ static struct {
 	char dir[256];
 	pid_t pids[MAXN];
 	bool down[MAXN]; /* left out of strobes and commands */
+	bool cut[MAXN];  /* strobed, but sent no command (as if each were dropped) */
 	uint64_t run[MAXN]; /* the job each node runs: the last launched there */
 	uint8_t key[GM_KEY_LEN];
 	uint8_t last_strobe[GM_STROBE_MAX]; /* for the replay test */
@@ -276,10 +279,18 @@ static void pump_ms(unsigned ms)
 static void send_raw(uint32_t seq, const void *buf, size_t len)
 {
 	struct sn_nodeset all = all_nodes();
-	/* the slot is free once every node zeroed it */
 	for (uint32_t i = 0; i < mm.n; i++)
-		while (!mm.down[i] && mm.cmd_done[i] < GM_CMD_REUSE_DONE(seq))
+		if (mm.cut[i])
+			sn_set_del(&all, fabric_id(i));
+	/* the slot is free once every node took its command */
+	uint64_t deadline = now_ns() + 4ull * mm.conf.op_timeout_ms * 1000000u;
+	for (uint32_t i = 0; i < mm.n; i++)
+		while (!mm.down[i] && mm.cmd_done[i] < GM_CMD_REUSE_DONE(seq)) {
+			if (now_ns() > deadline)
+				fatal("command %u: node %u never took command %u (it took %u)", seq,
+				      i, GM_CMD_REUSE_DONE(seq), mm.cmd_done[i]);
 			pump_ms(1);
+		}
 	if (sn_xfer(mm.sn, &all, GM_CMD_SLOT(seq), buf, len, EV_CMD_SENT, EV_CMD, 0) < 0)
 		fatal("command %u: %s", seq, sn_strerror(mm.sn));
 	if (sn_test_event(mm.sn, EV_CMD_SENT, (int)mm.conf.op_timeout_ms, NULL) != 1)
@@ -1024,6 +1035,32 @@ static void test_rejoin(uid_t uid, gid_t gid, const char *user)
 	      ro->text[1] ? ro->text[1] : "");
 }
 
+/* Commands sent to a node while it was cut off can be dropped (the network
+ * layer gives up a send after the operation timeout), the MM's resend too.
+ * The strobes say they were sent: after three operation timeouts the node
+ * gives them up, and the MM, which waits for it to take the slot's command
+ * before reusing it, can go on. */
+static void test_lost(uid_t uid, gid_t gid, const char *user)
+{
+	uint32_t last = mm.n - 1;
+	say("lost: node %u hears the strobes but none of %u commands, then runs a job", last,
+	    GM_CMD_SLOTS + 1);
+	mm.cut[last] = true;
+	for (uint32_t i = 0; i < GM_CMD_SLOTS + 1; i++)
+		signal_job(99, every, last, SIGTERM, 0); /* no such job */
+	mm.cut[last] = false;
+	const char *argv[] = {"echo", "found"};
+	uint32_t node[] = {last};
+	struct launch_spec ls = {.job = 17, .nodes = node, .nnodes = 1, .per_node = 1,
+				 .uid = uid, .gid = gid, .user = user, .cwd = "/tmp",
+				 .exec_path = "/bin/echo", .argv = argv, .argc = 2};
+	launch(&ls);
+	wait_done(17, node, 1);
+	struct rank_out *ro = &mm.jobs[17].r[0];
+	CHECK(ro->text[1] && !strcmp(ro->text[1], "found\n"), "rank said '%s'",
+	      ro->text[1] ? ro->text[1] : "");
+}
+
 static void test_shutdown(uid_t uid, gid_t gid, const char *user)
 {
 	say("shutdown: while a job runs; its ranks must die with the daemons");
@@ -1203,6 +1240,7 @@ int main(int argc, char **argv)
 		CHECK(mm.reports[i] > before[i] + 3, "node %u sent %" PRIu64 " reports in 100 ms", i,
 		      mm.reports[i] - before[i]);
 	test_rejoin(uid, gid, user);
+	test_lost(uid, gid, user);
 	test_shutdown(uid, gid, user);
 
 	sn_close(mm.sn);
