@@ -134,20 +134,27 @@ void nd_on_commands(struct nd *nd)
  * the next command once every UP node holds the last). After a DOWN spell
  * (rejoined) none of the missing ones will come, even with no later one
  * here. Either way: continue at the first that did arrive, else after
- * last_sent. Missing for longer than a send and its resend can take, they
- * were lost (sent while this node was cut off): continue after last_sent. */
+ * last_sent. Missing (or forged over) for longer than a send and its resend
+ * can take, they were lost (sent while this node was cut off): continue
+ * after last_sent. */
 static void skip_unsent_commands(struct nd *nd, uint32_t last_sent, bool rejoined)
 {
 	uint32_t want = nd->cmd_done + 1, len, seq;
 	if (want > last_sent)
 		return;
 	memcpy(&len, nd->gmem + GM_CMD_SLOT(want), 4);
-	if (len && !rejoined && !(slot_seq(nd, want, &seq) == 0 && seq < want))
-		return; /* it is there, or forged: acted on, or waited out (a
-			 * forger must not cancel commands) */
+	bool forged = false;
+	if (len && !rejoined) {
+		int genuine = slot_seq(nd, want, &seq);
+		if (genuine == 0 && seq >= want)
+			return; /* there: acted on (nd_on_commands) */
+		/* a slot with a bad tag is waited out, not skipped at once
+		 * for a later command (a forger must not cancel commands) */
+		forged = genuine < 0;
+	}
 	uint32_t from = last_sent - want >= GM_CMD_SLOTS ? last_sent - GM_CMD_SLOTS + 1 : want;
 	uint32_t resume = rejoined ? last_sent + 1 : 0;
-	for (uint32_t q = from; q <= last_sent; q++)
+	for (uint32_t q = from; q <= last_sent && !forged; q++)
 		if (slot_holds(nd, q)) {
 			resume = q;
 			break;
@@ -303,9 +310,11 @@ void nd_on_strobe(struct nd *nd)
 	/* a DOWN spell is a time: slices are shorter while a row asks for it.
 	 * Timed on the MM's clock, between the slices' starts: strobes held
 	 * for a node cut off arrive in a burst when its link returns, the
-	 * last of them just before the current one */
-	uint64_t gap_ns = s.sent_ns && nd->strobe_mm_ns ? s.sent_ns - nd->strobe_mm_ns
-							 : t_recv - nd->strobe_ns;
+	 * last of them just before the current one (a wall clock: one that
+	 * stepped back falls back to the arrival times) */
+	uint64_t gap_ns = nd->strobe_mm_ns && s.sent_ns > nd->strobe_mm_ns
+				  ? s.sent_ns - nd->strobe_mm_ns
+				  : t_recv - nd->strobe_ns;
 	bool rejoined = nd->slice && s.slice > nd->slice + conf_down_slices(&nd->conf) &&
 			gap_ns >= (uint64_t)nd->conf.down_after_ms * 1000000;
 	if (nd->slice && s.slice > nd->slice + 1)
