@@ -1013,6 +1013,22 @@ static void test_forgery(uid_t uid, gid_t gid, const char *user)
 	CHECK(pump_until(reported_since, before, 5000), "nodes go on reporting");
 }
 
+/* Job `job`: /bin/echo WORD on node `at`, which must say it. */
+static void echo_on(uint32_t at, uint64_t job, const char *word, uid_t uid, gid_t gid,
+		    const char *user)
+{
+	const char *argv[] = {"echo", word};
+	uint32_t node[] = {at};
+	struct launch_spec ls = {.job = job, .nodes = node, .nnodes = 1, .per_node = 1,
+				 .uid = uid, .gid = gid, .user = user, .cwd = "/tmp",
+				 .exec_path = "/bin/echo", .argv = argv, .argc = 2};
+	launch(&ls);
+	wait_done(job, node, 1);
+	const char *said = mm.jobs[job].r[0].text[1];
+	CHECK(said && !strncmp(said, word, strlen(word)) && !strcmp(said + strlen(word), "\n"),
+	      "rank said '%s'", said ? said : "");
+}
+
 static void test_rejoin(uid_t uid, gid_t gid, const char *user)
 {
 	uint32_t last = mm.n - 1;
@@ -1023,16 +1039,7 @@ static void test_rejoin(uid_t uid, gid_t gid, const char *user)
 		signal_job(99, every, last, SIGTERM, 0); /* to the UP nodes; no such job */
 	pump_ms((conf_down_slices(&mm.conf) + 5) * mm.conf.timeslice_us / 1000);
 	mm.down[last] = false;
-	const char *argv[] = {"echo", "back"};
-	uint32_t node[] = {last};
-	struct launch_spec ls = {.job = 12, .nodes = node, .nnodes = 1, .per_node = 1,
-				 .uid = uid, .gid = gid, .user = user, .cwd = "/tmp",
-				 .exec_path = "/bin/echo", .argv = argv, .argc = 2};
-	launch(&ls);
-	wait_done(12, node, 1);
-	struct rank_out *ro = &mm.jobs[12].r[0];
-	CHECK(ro->text[1] && !strcmp(ro->text[1], "back\n"), "rank said '%s'",
-	      ro->text[1] ? ro->text[1] : "");
+	echo_on(last, 12, "back", uid, gid, user);
 }
 
 /* Commands sent to a node while it was cut off can be dropped (the network
@@ -1049,16 +1056,7 @@ static void test_lost(uid_t uid, gid_t gid, const char *user)
 	for (uint32_t i = 0; i < GM_CMD_SLOTS + 1; i++)
 		signal_job(99, every, last, SIGTERM, 0); /* no such job */
 	mm.cut[last] = false;
-	const char *argv[] = {"echo", "found"};
-	uint32_t node[] = {last};
-	struct launch_spec ls = {.job = 17, .nodes = node, .nnodes = 1, .per_node = 1,
-				 .uid = uid, .gid = gid, .user = user, .cwd = "/tmp",
-				 .exec_path = "/bin/echo", .argv = argv, .argc = 2};
-	launch(&ls);
-	wait_done(17, node, 1);
-	struct rank_out *ro = &mm.jobs[17].r[0];
-	CHECK(ro->text[1] && !strcmp(ro->text[1], "found\n"), "rank said '%s'",
-	      ro->text[1] ? ro->text[1] : "");
+	echo_on(last, 17, "found", uid, gid, user);
 }
 
 static void test_shutdown(uid_t uid, gid_t gid, const char *user)

@@ -814,6 +814,47 @@ static bool is_stopped(pid_t pid)
 	return p && p[1] == ' ' && p[2] == 'T';
 }
 
+/* Node 2 of the stopped-peer scenarios: tells node 0 its pid and stops
+ * (SIGSTOP) until node 0 resumes it. */
+static int stop_self(struct sn_ctx *ctx, uint32_t self)
+{
+	struct sn_nodeset zero;
+	sn_set_clear(&zero);
+	sn_set_add(&zero, 0);
+	uint64_t pid = (uint64_t)getpid();
+	CHECK(sn_xfer(ctx, &zero, VAR_A, &pid, 8, EV_LOCAL, EV_SINGLE, 0) == 0 &&
+		      sn_test_event(ctx, EV_LOCAL, 4 * OP_TIMEOUT_MS, NULL) == 1,
+	      "pid to node 0: %s", sn_strerror(ctx));
+	raise(SIGSTOP);
+	return 0;
+}
+
+/* Node 0: node 2's pid once it has stopped, else 0. */
+static pid_t wait_stopped(struct sn_ctx *ctx)
+{
+	if (sn_test_event(ctx, EV_SINGLE, 4 * OP_TIMEOUT_MS, NULL) != 1)
+		return 0;
+	pid_t pid = (pid_t)sn_var_load(ctx, VAR_A);
+	uint64_t t0 = now_ms();
+	while (!is_stopped(pid) && now_ms() - t0 < 4 * OP_TIMEOUT_MS)
+		sn_test_event(ctx, EV_UNUSED, 1, NULL);
+	return is_stopped(pid) ? pid : 0;
+}
+
+/* Node 1: takes its data and answers node 0. */
+static int answer_data(struct sn_ctx *ctx, uint32_t self)
+{
+	struct sn_nodeset zero;
+	sn_set_clear(&zero);
+	sn_set_add(&zero, 0);
+	CHECK(sn_test_event(ctx, EV_DATA, 4 * OP_TIMEOUT_MS, NULL) == 1, "data");
+	uint64_t ok = 1;
+	CHECK(sn_xfer(ctx, &zero, VAR_B, &ok, 8, EV_LOCAL, EV_REPLY, 0) == 0 &&
+		      sn_test_event(ctx, EV_LOCAL, 4 * OP_TIMEOUT_MS, NULL) == 1,
+	      "reply: %s", sn_strerror(ctx));
+	return 0;
+}
+
 /* A peer that stops handling its traffic (stopped here; dead is the same
  * to a sender) must not hold up what goes to the others: on shm, which
  * completes a sender's operations in the order posted, a write to it never
@@ -824,32 +865,23 @@ static int scen_stopped(const struct spawn_node *nd)
 {
 	uint32_t self = nd->id;
 	struct sn_ctx *ctx = open_node(nd, GMEM);
-	struct sn_nodeset all, one, two, zero;
+	struct sn_nodeset all, one, two;
 	all_nodes(ctx, &all);
 	sn_set_clear(&one);
 	sn_set_add(&one, 1);
 	sn_set_clear(&two);
 	sn_set_add(&two, 2);
-	sn_set_clear(&zero);
-	sn_set_add(&zero, 0);
 	size_t len = 1u << 20;
 	uint8_t *buf = malloc(len);
 	CHECK(buf, "out of memory");
 	CHECK(barrier(ctx, &all, 1) == 0, "barrier");
 	if (self == 2) {
-		uint64_t pid = (uint64_t)getpid();
-		CHECK(sn_xfer(ctx, &zero, VAR_A, &pid, 8, EV_LOCAL, EV_SINGLE, 0) == 0 &&
-			      sn_test_event(ctx, EV_LOCAL, 4 * OP_TIMEOUT_MS, NULL) == 1,
-		      "pid to node 0: %s", sn_strerror(ctx));
-		raise(SIGSTOP); /* until node 0 has checked node 1 */
+		if (stop_self(ctx, self)) /* until node 0 has checked node 1 */
+			return 1;
 		CHECK(sn_test_event(ctx, EV_DATA, 4 * OP_TIMEOUT_MS, NULL) == 1, "data, late");
 	} else if (self == 0) {
-		CHECK(sn_test_event(ctx, EV_SINGLE, 4 * OP_TIMEOUT_MS, NULL) == 1, "node 2's pid");
-		pid_t pid = (pid_t)sn_var_load(ctx, VAR_A);
-		uint64_t t0 = now_ms();
-		while (!is_stopped(pid) && now_ms() - t0 < 4 * OP_TIMEOUT_MS)
-			sn_test_event(ctx, EV_UNUSED, 1, NULL);
-		CHECK(is_stopped(pid), "node 2 (pid %d) did not stop", (int)pid);
+		pid_t pid = wait_stopped(ctx);
+		CHECK(pid, "node 2 did not send its pid or did not stop");
 		fill(buf, len, 5);
 		bool sent = sn_xfer(ctx, &two, DATA, buf, len, SN_NO_EVENT, EV_DATA, 0) == 0 &&
 			    sn_xfer(ctx, &one, DATA, buf, len, SN_NO_EVENT, EV_DATA, 0) == 0;
@@ -865,12 +897,8 @@ static int scen_stopped(const struct spawn_node *nd)
 		CHECK(rc == 1, "node 1 did not get its data while node 2 was stopped");
 		CHECK(stopped, "node 2 was resumed before node 1 answered");
 		CHECK(ms < 0 || ms > 1, "still polls every %d ms for node 2", ms);
-	} else {
-		CHECK(sn_test_event(ctx, EV_DATA, 4 * OP_TIMEOUT_MS, NULL) == 1, "data");
-		uint64_t ok = 1;
-		CHECK(sn_xfer(ctx, &zero, VAR_B, &ok, 8, EV_LOCAL, EV_REPLY, 0) == 0 &&
-			      sn_test_event(ctx, EV_LOCAL, 4 * OP_TIMEOUT_MS, NULL) == 1,
-		      "reply: %s", sn_strerror(ctx));
+	} else if (answer_data(ctx, self)) {
+		return 1;
 	}
 	CHECK(barrier(ctx, &all, 2) == 0, "barrier 2: %s", sn_strerror(ctx));
 	free(buf);
@@ -887,14 +915,12 @@ static int scen_cutoff(const struct spawn_node *nd)
 {
 	uint32_t self = nd->id;
 	struct sn_ctx *ctx = open_node(nd, GMEM);
-	struct sn_nodeset all, one, two, zero;
+	struct sn_nodeset all, one, two;
 	all_nodes(ctx, &all);
 	sn_set_clear(&one);
 	sn_set_add(&one, 1);
 	sn_set_clear(&two);
 	sn_set_add(&two, 2);
-	sn_set_clear(&zero);
-	sn_set_add(&zero, 0);
 	/* more operations than the provider's queue holds, beyond what the
 	 * kernel's socket buffers take in (each is a write and a header with
 	 * RMA): tcp;ofi_rxm's holds 2048, and 2000 stalled it; "sockets"
@@ -906,18 +932,11 @@ static int scen_cutoff(const struct spawn_node *nd)
 	CHECK(buf, "out of memory");
 	CHECK(barrier(ctx, &all, 1) == 0, "barrier");
 	if (self == 2) {
-		uint64_t pid = (uint64_t)getpid();
-		CHECK(sn_xfer(ctx, &zero, VAR_A, &pid, 8, EV_LOCAL, EV_SINGLE, 0) == 0 &&
-			      sn_test_event(ctx, EV_LOCAL, 4 * OP_TIMEOUT_MS, NULL) == 1,
-		      "pid to node 0: %s", sn_strerror(ctx));
-		raise(SIGSTOP); /* until node 0 has heard from node 1 */
+		if (stop_self(ctx, self)) /* until node 0 has heard from node 1 */
+			return 1;
 	} else if (self == 0) {
-		CHECK(sn_test_event(ctx, EV_SINGLE, 4 * OP_TIMEOUT_MS, NULL) == 1, "node 2's pid");
-		pid_t pid = (pid_t)sn_var_load(ctx, VAR_A);
-		uint64_t t0 = now_ms();
-		while (!is_stopped(pid) && now_ms() - t0 < 4 * OP_TIMEOUT_MS)
-			sn_test_event(ctx, EV_UNUSED, 1, NULL);
-		CHECK(is_stopped(pid), "node 2 (pid %d) did not stop", (int)pid);
+		pid_t pid = wait_stopped(ctx);
+		CHECK(pid, "node 2 did not send its pid or did not stop");
 		fill(buf, len, 7);
 		bool sent = true;
 		for (size_t i = 0; i < flood && sent; i++)
@@ -930,12 +949,8 @@ static int scen_cutoff(const struct spawn_node *nd)
 		CHECK(sent, "xfers: %s", sn_strerror(ctx));
 		CHECK(rc == 1, "node 1 did not get its data while node 2 was cut off");
 		CHECK(stopped, "node 2 was resumed before node 1 answered");
-	} else {
-		CHECK(sn_test_event(ctx, EV_DATA, 4 * OP_TIMEOUT_MS, NULL) == 1, "data");
-		uint64_t ok = 1;
-		CHECK(sn_xfer(ctx, &zero, VAR_B, &ok, 8, EV_LOCAL, EV_REPLY, 0) == 0 &&
-			      sn_test_event(ctx, EV_LOCAL, 4 * OP_TIMEOUT_MS, NULL) == 1,
-		      "reply: %s", sn_strerror(ctx));
+	} else if (answer_data(ctx, self)) {
+		return 1;
 	}
 	/* node 2, back, takes in what is left of the flood and goes on */
 	CHECK(barrier(ctx, &all, 2) == 0, "barrier 2: %s", sn_strerror(ctx));
