@@ -108,7 +108,6 @@ struct slot {
 	bool write;
 	uint64_t roff;
 	bool big;            /* counted in its rail's big_tx */
-	bool held;           /* counted in its rail's tx_held */
 	struct fwd_copy *copy; /* the forwarded chunk it sends from, if any */
 	/* header, then an inline payload; not cleared on reuse */
 	uint8_t hdr[SN_WIRE_HDR_MAX + SN_INLINE_MAX];
@@ -571,7 +570,6 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 		}
 		rl->cq_dirty = true;
 		rl->tx_held[s->dest]++;
-		s->held = true;
 		if (s->write) {
 			ctx->stats.rma_writes++;
 			ctx->stats.bytes_sent += s->iov[0].iov_len;
@@ -1133,10 +1131,8 @@ static void tx_done(struct sn_ctx *ctx, struct slot *s)
 {
 	struct rec *r = s->rec;
 	ctx->tx_outstanding--;
-	if (s->held) {
+	if (!s->err) /* the provider took it; one it refused carries the error */
 		ctx->rails[s->rail].tx_held[s->dest]--;
-		s->held = false;
-	}
 	slot_drop_copy(s);
 	if (s->big) {
 		ctx->rails[s->rail].big_tx--;

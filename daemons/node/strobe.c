@@ -323,7 +323,12 @@ void nd_on_strobe(struct nd *nd)
 	nd->strobe_ns = t_recv;
 	nd->strobe_mm_ns = s.sent_ns;
 	nd->slice_us = s.slice_us;
-	nd_on_commands(nd);
+	/* a command is taken on its own event; here only when the strobe
+	 * says one was sent that is not taken yet (it came before the first
+	 * strobe, or is waited for), not every slice: the slot's previous
+	 * command would be verified and decoded each time */
+	if (nd->cmd_done < s.cmd_seq)
+		nd_on_commands(nd);
 	skip_unsent_commands(nd, s.cmd_seq, rejoined);
 	if (nd->helpers)
 		nd_ckpt_poll(nd);

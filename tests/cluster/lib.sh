@@ -216,18 +216,13 @@ for j in json.load(sys.stdin)["jobs"]:
     if j["job"] == int(sys.argv[1]): print(j["nodelist"])' "$1"
 }
 
-# kill_job JOB: cancels JOB with SIGKILL and returns once it has left the
-# queue (storm cancel returns before the nodes are free: a job submitted
-# right after could be placed around it). 1 if it is still there after 30 s.
+# kill_job JOB: cancels JOB with SIGKILL and returns once the MM logged its
+# end, its nodes released (storm cancel returns before they are free: a job
+# submitted right after could be placed around it). 1 if not within 30 s.
 kill_job() {
 	storm cancel --signal KILL "$1" >/dev/null
-	local end=$((SECONDS + 30))
-	while storm jobs --json | python3 -c '
-import json, sys
-sys.exit(not any(j["job"] == int(sys.argv[1]) for j in json.load(sys.stdin)["jobs"]))' "$1"; do
-		[ "$SECONDS" -lt "$end" ] || { echo "job $1 still listed 30 s after its cancel" >&2; return 1; }
-		sleep 0.1
-	done
+	wait_log "$C/log/mm.log" "job $1 ended:" 30 ||
+		{ echo "job $1 not ended 30 s after its cancel" >&2; return 1; }
 }
 
 # wait_written DIR SECONDS: prints "watching" once it watches DIR, then
