@@ -129,6 +129,14 @@ struct rail {
 	bool *bell_due;
 	uint32_t *bell_list, nbell;
 	bool cq_dirty;
+	/* shm peers' global memory, mapped here at our request (bell.h), so
+	 * that a chunk is one plain copy rather than the kernel's
+	 * cross-process copy: NULL until given; when we last asked (0: never) */
+	uint8_t **map;
+	size_t *map_len;
+	uint64_t *map_asked_ns;
+	uint32_t nmap;
+	unsigned bell_rounds;   /* progress rounds since the bell was last read */
 	uint32_t big_tx;
 	uint64_t big_tx_ns; /* when big_tx last changed */
 	fi_addr_t *peers;       /* FI_ADDR_NOTAVAIL: address not known yet */
@@ -225,6 +233,7 @@ struct sn_ctx {
 	int ino_fd;  /* inotify on the bootstrap directory: peers that restart */
 	uint8_t *gmem;
 	size_t gmem_size;
+	int gmem_fd;  /* what shm peers map to write into gmem */
 	struct fwd_copy *forwarding; /* set while a relay queues its forwards */
 	uint32_t self, n;
 	uint32_t next_opid;
@@ -453,6 +462,8 @@ static void peer_use(struct sn_ctx *ctx, int rail, uint32_t node);
  * the sender next polls after that copy: the receiver rings the sender back
  * so that it does not sleep on a finished send. */
 #define SN_BELL_COPY_MIN 4096
+/* progress rounds between looks at the bell when the node does not sleep */
+#define SN_BELL_READ_ROUNDS 1024
 /* how long we poll every millisecond for such a ring back */
 #define SN_BELL_STALL_MS 100
 
@@ -489,6 +500,104 @@ static void sent_big(struct rail *rl, struct slot *s, size_t len)
 	}
 }
 
+static void tx_done(struct sn_ctx *ctx, struct slot *s);
+
+/* An RMA write into a peer's global memory mapped here: copied now, so it
+ * is in place before the header queued behind it even leaves. A peer not
+ * mapped yet is asked (again after a second without an answer) and written
+ * by RMA meanwhile. */
+static bool map_write(struct sn_ctx *ctx, struct rail *rl, struct slot *s)
+{
+	if (!rl->map)
+		return false;
+	uint8_t *m = rl->map[s->dest];
+	if (!m) {
+		uint64_t t = now_ns();
+		if (!rl->map_asked_ns[s->dest] || t - rl->map_asked_ns[s->dest] > 1000000000ull) {
+			rl->map_asked_ns[s->dest] = t;
+			int rc = bell_ask_map(rl->bell_fd, rl->addrs + (size_t)s->dest * SN_ADDR_MAX,
+					      rl->alens[s->dest]);
+			if (rc)
+				note(ctx, "asking node %u for its memory: %s", s->dest, strerror(-rc));
+		}
+		return false;
+	}
+	size_t len = s->iov[0].iov_len;
+	if (s->roff > rl->map_len[s->dest] || len > rl->map_len[s->dest] - s->roff)
+		return false;
+	memcpy(m + s->roff, s->iov[0].iov_base, len);
+	/* the header that announces it is sent after this, through memory
+	 * the provider orders with its own barriers; this one keeps the
+	 * compiler and the CPU from moving the copy past that */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	return true;
+}
+
+static void map_drop(struct rail *rl, uint32_t node)
+{
+	if (rl->map && rl->map[node]) {
+		munmap(rl->map[node], rl->map_len[node]);
+		rl->map[node] = NULL;
+	}
+	if (rl->map)
+		rl->map_asked_ns[node] = 0;
+}
+
+struct bell_ctx {
+	struct sn_ctx *ctx;
+	struct rail *rl;
+};
+
+/* A peer on this host asks for our global memory, or gives us its own.
+ * Only a process of our user (or root) may have it, the same as the
+ * kernel's cross-process copy demands; an answer counts only from the
+ * bell of a peer we asked, so nobody can slip us memory of their own. */
+static void on_bell(void *arg, enum bell_kind kind, const char *from, uid_t uid, int fd)
+{
+	struct bell_ctx *b = arg;
+	struct sn_ctx *ctx = b->ctx;
+	struct rail *rl = b->rl;
+	bool trusted = uid == geteuid() || uid == 0;
+	if (kind == BELL_ASK_MAP) {
+		if (!trusted)
+			note(ctx, "%s (uid %u) asked for our memory: refused", from, (unsigned)uid);
+		else if (ctx->gmem_fd >= 0 && bell_give_map(rl->bell_fd, from, ctx->gmem_fd))
+			note(ctx, "cannot answer %s's request for our memory", from);
+		return;
+	}
+	uint32_t node = UINT32_MAX;
+	for (uint32_t i = 0; i < ctx->n && node == UINT32_MAX; i++)
+		if (rl->map_asked_ns[i] && !rl->map[i] && rl->peers[i] != FI_ADDR_NOTAVAIL &&
+		    strnlen((const char *)rl->addrs + (size_t)i * SN_ADDR_MAX, rl->alens[i]) ==
+			    strlen(from) &&
+		    !memcmp(rl->addrs + (size_t)i * SN_ADDR_MAX, from, strlen(from)))
+			node = i;
+	struct stat st;
+	if (!trusted || node == UINT32_MAX || fstat(fd, &st) || st.st_size <= 0) {
+		note(ctx, "memory from %s (uid %u) not asked for or unusable: dropped", from,
+		     (unsigned)uid);
+		close(fd);
+		return;
+	}
+	void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED) {
+		note(ctx, "cannot map node %u's memory: %s", node, strerror(errno));
+		return;
+	}
+	rl->map[node] = m;
+	rl->map_len[node] = (size_t)st.st_size;
+	note(ctx, "node %u's memory mapped (%zu bytes): its chunks are plain copies", node,
+	     rl->map_len[node]);
+}
+
+static int bell_take(struct sn_ctx *ctx, struct rail *rl)
+{
+	struct bell_ctx b = {ctx, rl};
+	rl->bell_rounds = 0;
+	return bell_drain(rl->bell_fd, on_bell, &b);
+}
+
 /* Hands queued messages and writes to the provider, each destination's in
  * the order they were queued (the provider keeps that order to the peer:
  * FI_ORDER_SAS, and FI_ORDER_SAW on a rail with RMA). A destination that
@@ -508,7 +617,7 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 	while (*pp) {
 		struct slot *s = *pp;
 		ssize_t rc;
-		bool no_addr = false;
+		bool no_addr = false, mapped = false;
 		if ((any_blocked && sn_set_has(&blocked, s->dest)) ||
 		    rl->tx_held[s->dest] >= rl->tx_held_max) {
 			rc = -FI_EAGAIN; /* in order behind its own, or its share taken */
@@ -524,7 +633,9 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 			 * after the first multicast may reach it). */
 			no_addr = rl->peers[s->dest] == FI_ADDR_NOTAVAIL;
 			bool relay = s->rec && s->rec->m.origin != ctx->self;
+			mapped = !no_addr && s->write && map_write(ctx, rl, s);
 			rc = no_addr ? (relay ? -FI_EAGAIN : -FI_EHOSTUNREACH)
+			     : mapped  ? 0
 			     : s->write ? rma_write(rl, s)
 			     : fi_sendv(rl->ep, s->iov, s->desc, s->niov, rl->peers[s->dest],
 					&s->fctx);
@@ -568,8 +679,17 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 			rl->failq = s;
 			continue;
 		}
-		rl->cq_dirty = true;
 		rl->tx_held[s->dest]++;
+		if (mapped) {
+			/* done already: the header behind it is queued, so its
+			 * operation outlives this completion */
+			ctx->stats.rma_writes++;
+			ctx->stats.mapped_writes++;
+			ctx->stats.bytes_sent += s->iov[0].iov_len;
+			tx_done(ctx, s);
+			continue;
+		}
+		rl->cq_dirty = true;
 		if (s->write) {
 			ctx->stats.rma_writes++;
 			ctx->stats.bytes_sent += s->iov[0].iov_len;
@@ -1027,15 +1147,17 @@ static void handle_down(struct sn_ctx *ctx, int rail, const struct sn_msg *m)
 	struct fwd_copy *c = NULL;
 	if (payload && r->nchildren && m->chunk_len > SN_INLINE_MAX &&
 	    (c = malloc(sizeof(*c) + m->chunk_len))) {
-		c->refs = 0;
+		/* ours until every child's send is queued: a send may be done
+		 * before the next is (a copy into a mapped peer's memory) */
+		c->refs = 1;
 		memcpy(c->data, payload, m->chunk_len);
 		payload = c->data;
 	}
 	ctx->forwarding = c;
 	rec_forward(ctx, r, m, payload);
 	ctx->forwarding = NULL;
-	if (c && !c->refs)
-		free(c); /* every child already given up */
+	if (c && --c->refs == 0)
+		free(c); /* every send from it done, or every child given up */
 	rec_try_finish(ctx, r, false);
 }
 
@@ -1299,6 +1421,7 @@ static int peer_swap(struct sn_ctx *ctx, int rail, uint32_t node)
 	rl->alens[node] = alen;
 	/* a peer's key is only good with its endpoint: a restart brings both */
 	rl->rma[node] = rl->mr && rl->nrma[node];
+	map_drop(rl, node); /* a restarted peer's memory is new */
 	rl->rkey[node] = rl->nrkey[node];
 	rl->rbase[node] = rl->nrbase[node];
 	return 1;
@@ -1411,6 +1534,12 @@ int sn_progress(struct sn_ctx *ctx)
 	int total = 0;
 	peers_refresh(ctx);
 	for (int i = 0; i < ctx->nrails; i++) {
+		/* a node that never sleeps (busy-polling) reads its bell now and
+		 * then, for peers' requests; before the queue, so that a ring
+		 * taken here is about something this round still sees */
+		struct rail *rl = &ctx->rails[i];
+		if (rl->bell_fd >= 0 && ++rl->bell_rounds >= SN_BELL_READ_ROUNDS)
+			bell_take(ctx, rl);
 		int rc = rail_progress(ctx, i);
 		if (rc < 0)
 			return rc;
@@ -1427,9 +1556,9 @@ int sn_wait_fd(struct sn_ctx *ctx) { return ctx->epfd; }
  * ring came since the last look: it may be about something that look
  * missed. Drained here, just before sleeping, rather than at every look:
  * a daemon looks many times a turn, and each drain is a system call. */
-static bool bell_quiet(struct rail *rl)
+static bool bell_quiet(struct sn_ctx *ctx, struct rail *rl)
 {
-	return !rl->cq_dirty && bell_drain(rl->bell_fd) == 0;
+	return !rl->cq_dirty && bell_take(ctx, rl) == 0;
 }
 
 int sn_prepare_wait(struct sn_ctx *ctx)
@@ -1440,7 +1569,7 @@ int sn_prepare_wait(struct sn_ctx *ctx)
 		if (ctx->rails[i].wait_fd < 0 || ctx->rails[i].failq)
 			return -EAGAIN;
 		if (ctx->rails[i].bell_fd >= 0) {
-			if (!bell_quiet(&ctx->rails[i]))
+			if (!bell_quiet(ctx, &ctx->rails[i]))
 				return -EAGAIN;
 			continue;
 		}
@@ -1459,7 +1588,7 @@ int sn_sleep_limit_ms(struct sn_ctx *ctx, bool busy)
 		if (ctx->rails[i].wait_fd < 0 || ctx->rails[i].failq)
 			t = busy ? 0 : 1; /* polled, or a retry due: no spin */
 		else if (ctx->rails[i].bell_fd >= 0)
-			t = bell_quiet(&ctx->rails[i]) ? -1 : 0;
+			t = bell_quiet(ctx, &ctx->rails[i]) ? -1 : 0;
 		else if (fi_trywait(ctx->rails[i].fabric, &f, 1) != FI_SUCCESS)
 			t = 0; /* completions to take now */
 		else
@@ -2395,7 +2524,12 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	if (rl->wait_fd < 0 && !strcmp(fi->fabric_attr->prov_name, "shm")) {
 		rl->bell_due = calloc(ctx->n, sizeof(bool));
 		rl->bell_list = calloc(ctx->n, sizeof(uint32_t));
-		if (!rl->bell_due || !rl->bell_list)
+		rl->map = calloc(ctx->n, sizeof(uint8_t *));
+		rl->map_len = calloc(ctx->n, sizeof(size_t));
+		rl->map_asked_ns = calloc(ctx->n, sizeof(uint64_t));
+		rl->nmap = ctx->n;
+		if (!rl->bell_due || !rl->bell_list || !rl->map || !rl->map_len ||
+		    !rl->map_asked_ns)
 			return fail(ctx, -ENOMEM, "out of memory");
 		if ((rl->bell_fd = bell_open(addr, alen)) < 0)
 			return fail(ctx, rl->bell_fd, "opening the doorbell of rail %d: %s", rail,
@@ -2477,6 +2611,11 @@ static void rail_close(struct rail *rl)
 	free(rl->alens);
 	free(rl->bell_due);
 	free(rl->bell_list);
+	for (uint32_t i = 0; rl->map && i < rl->nmap; i++)
+		map_drop(rl, i);
+	free(rl->map);
+	free(rl->map_len);
+	free(rl->map_asked_ns);
 	if (rl->bell_fd >= 0)
 		close(rl->bell_fd);
 	free(rl->next);
@@ -2547,6 +2686,7 @@ int sn_open(const struct sn_config *cfg, struct sn_ctx **out)
 	ctx->rng = ((uint64_t)ctx->next_opid << 32) ^ now_ns() ^ 0x9e3779b97f4a7c15ull;
 	ctx->epfd = -1;
 	ctx->ino_fd = -1;
+	ctx->gmem_fd = -1;
 	if (!ctx->cfg.provider)
 		ctx->cfg.provider = "tcp;ofi_rxm";
 	if (!ctx->cfg.fanout)
@@ -2590,8 +2730,14 @@ int sn_open(const struct sn_config *cfg, struct sn_ctx **out)
 		}
 	}
 	ctx->gmem_size = (cfg->gmem_size + 4095) & ~(size_t)4095;
-	ctx->gmem = mmap(NULL, ctx->gmem_size, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* a memory file, so that peers on this host can map it (bell.h) */
+	ctx->gmem_fd = memfd_create("storm-gmem", MFD_CLOEXEC);
+	if (ctx->gmem_fd < 0 || ftruncate(ctx->gmem_fd, (off_t)ctx->gmem_size)) {
+		rc = fail(ctx, -errno, "cannot make %zu bytes of global memory", ctx->gmem_size);
+		goto err;
+	}
+	ctx->gmem = mmap(NULL, ctx->gmem_size, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->gmem_fd,
+			 0);
 	if (ctx->gmem == MAP_FAILED) {
 		ctx->gmem = NULL;
 		rc = fail(ctx, -errno, "cannot map %zu bytes of global memory", ctx->gmem_size);
@@ -2680,5 +2826,7 @@ void sn_close(struct sn_ctx *ctx)
 		close(ctx->ino_fd);
 	if (ctx->gmem)
 		munmap(ctx->gmem, ctx->gmem_size);
+	if (ctx->gmem_fd >= 0)
+		close(ctx->gmem_fd);
 	free(ctx);
 }

@@ -240,6 +240,8 @@ struct sn_stats {
 	uint64_t msgs_sent, msgs_recv, bytes_sent, bytes_recv, forwards, timeouts;
 	uint64_t acks_sent, acks_recv; /* tree ACKs (see sn_xfer: not every XFER has them) */
 	uint64_t rma_writes;           /* chunks sent by RMA write (sn_rail_rma) */
+	uint64_t mapped_writes;        /* of them, copied into a peer's memory mapped
+					  here (shm peers: bell.h) */
 };
 void sn_get_stats(const struct sn_ctx *ctx, struct sn_stats *st);
 

@@ -232,6 +232,13 @@ static int scen_integrity(const struct spawn_node *nd)
 		CHECK((after.rma_writes > st.rma_writes) == dflt.rma,
 		      "64 KiB to node 1: %" PRIu64 " RMA writes, SN_RMA=%d",
 		      after.rma_writes - st.rma_writes, dflt.rma);
+		/* on shm, node 1's memory was mapped here at the first write
+		 * (asked then, given while the iterations waited): a copy */
+		const struct params *pp = nd->arg;
+		bool shm = !strcmp(pp->prov, "shm");
+		CHECK((after.mapped_writes > st.mapped_writes) == (shm && dflt.rma),
+		      "64 KiB to node 1 on %s: %" PRIu64 " copies into its mapped memory",
+		      pp->prov, after.mapped_writes - st.mapped_writes);
 	}
 	if (self == 1)
 		CHECK(sn_test_event(ctx, EV_DATA, 4 * OP_TIMEOUT_MS, NULL) == 1, "last xfer");
