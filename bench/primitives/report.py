@@ -418,13 +418,12 @@ def caw_growth(res):
         " back up once, so it should grow with the depth (log₄ N), not with N (which"
         " grows %s from %d to %d nodes, the depth %s). Measured, with the time per"
         " level: %s. Above 2 nodes the per-level time is set by how fast a sleeping"
-        " node is scheduled again on the 2 shared cores (up to the 1 ms back-off on"
-        " shm, a poll() wake-up on tcp;ofi_rxm), not by the messages, so the curve is"
-        " a step per level plus the scheduling noise of 32 processes on 2 cores."
-        " Where the time per level stays flat from 8 to 32 nodes (shm without"
-        " spinning, where each level costs about one back-off wake-up) the growth is"
-        " logarithmic; where it rises with N (tcp;ofi_rxm: more processes queue for"
-        " the same 2 cores at every level) the total grows faster than log N here,"
+        " node is scheduled again on the 2 shared cores (a doorbell on shm, poll() on"
+        " tcp;ofi_rxm), not by the messages, so the curve is a step per level plus"
+        " the scheduling noise of 32 processes on 2 cores. Where the time per level"
+        " stays flat from 8 to 32 nodes the growth is logarithmic; where it rises with"
+        " N (more processes queue for the same 2 cores at every level) the total"
+        " grows faster than log N here,"
         " and only a machine with a core per node can show whether the tree alone"
         " does. Busy-polling (*spin*) makes it worse once the nodes outnumber the"
         " cores, because the spinning nodes take the CPU from the node that holds"
@@ -485,18 +484,19 @@ def limits(res):
          us(g("xfer_mcast", "shm", 2, MCAST_SIZE, spin=False)),
          us(g("mpi_bcast", None, 2, MCAST_SIZE))))
     out.append(
-        "- **No wait object for shm and udp;ofi_rxd.** Their completion queues cannot"
-        " be opened with `FI_WAIT_FD`, so a waiting node (`wait_until` in"
-        " `net_abstraction/sn.c`) first polls with sched_yield for 20 µs (a nanosleep"
-        " costs the ~50 µs timer slack however short it is asked to be) and then backs"
-        " off with nanosleep from 1 µs doubling up to 1 ms. A node that has been idle"
-        " for a while therefore reacts up to ~1 ms late, at every level of the tree:"
-        " CAW over 2 nodes on shm takes %s without spinning against %s on"
-        " tcp;ofi_rxm, which sleeps in poll() on its fd and wakes when data arrives."
-        " The 8 B ping-pong without spinning (%s on shm) stays short because each"
-        " answer arrives within the yield phase." %
+        "- **Waking a sleeping node.** tcp;ofi_rxm sleeps in poll() on its completion"
+        " fd; shm has no wait object in libfabric 1.17, so each shm endpoint has a"
+        " doorbell its peers ring (`net_abstraction/bell.c`); udp;ofi_rxd and sockets"
+        " (run with manual progress) have neither, so a waiting node there first polls"
+        " with sched_yield for 20 µs and then backs off with nanosleep from 1 µs up to"
+        " 1 ms. A node that sleeps pays a wake-up at every level of the tree: CAW over"
+        " 2 nodes takes %s without spinning on shm, %s on tcp;ofi_rxm and %s on"
+        " udp;ofi_rxd, against %s on shm spinning; the 8 B ping-pong without spinning"
+        " takes %s on shm against %s spinning." %
         (us(g("caw", "shm", 2, spin=False)), us(g("caw", "tcp;ofi_rxm", 2, spin=False)),
-         us(g("xfer_lat", "shm", 2, 8, spin=False))))
+         us(g("caw", "udp;ofi_rxd", 2, spin=False)), us(g("caw", "shm", 2, spin=True)),
+         us(g("xfer_lat", "shm", 2, 8, spin=False)),
+         us(g("xfer_lat", "shm", 2, 8, spin=True, local_ev=False))))
     pp_shm, pp_tcp = g("fi_pingpong", "shm", size=8), g("fi_pingpong", "tcp;ofi_rxm", size=8)
     out.append(
         "- **What an 8 B XFER still costs over fi_pingpong.** Without a local event"
@@ -519,17 +519,22 @@ def limits(res):
     x2 = res.find("xfer_mcast", "shm", 2, MCAST_SIZE, spin=False)
     x32 = res.find("xfer_mcast", "shm", 32, MCAST_SIZE, spin=False)
     out.append(
-        "- **Software tree, a copy per hop.** A multicast moves in 128 KiB chunks down"
-        " a fan-out-4 tree; every interior node receives a chunk into a bounce"
-        " buffer, copies it into its global memory and sends it on from there, so"
-        " each hop costs the provider's copies plus one more, on the same two cores"
-        " that all 32 nodes share. shm delivers 12 MiB to 1 node at %s and to 31"
-        " nodes at %s per destination (%s in all). At 2 ranks, where nothing is"
-        " oversubscribed, MPICH's broadcast is faster (%s against %s on shm)." %
+        "- **Software tree, a copy per hop.** A multicast moves in 1 MiB chunks down"
+        " a fan-out-4 tree, each written straight into the next node's global memory"
+        " (on shm a plain copy into the peer's memory, mapped by the sender; on the"
+        " others the provider's RMA write); an interior node forwards a chunk once all"
+        " of it is in, from a private copy of it (the provider may read a send's"
+        " buffer after the call returns), so each hop costs the provider's copy plus"
+        " one more, on the same two cores that all 32 nodes share. shm delivers 12 MiB"
+        " to 1 node at %s and to 31 nodes at %s per destination (%s in all). At 2"
+        " ranks, where nothing is oversubscribed, MPI_Bcast takes %s and the XFER %s"
+        " on shm (%s)." %
         ("%.0f MB/s" % x2["mbps"] if x2 else "–",
          "%.0f MB/s" % x32["mbps"] if x32 else "–",
          "%.1f GB/s" % (x32["mbps"] * 31 / 1000) if x32 else "–",
-         us(g("mpi_bcast", None, 2, MCAST_SIZE)), us(med(x2))))
+         us(g("mpi_bcast", None, 2, MCAST_SIZE)), us(med(x2)),
+         "%.2fx" % (med(x2) / g("mpi_bcast", None, 2, MCAST_SIZE))
+         if x2 and g("mpi_bcast", None, 2, MCAST_SIZE) else "no ratio"))
     out.append(
         "- **Provider progress models.** `udp;ofi_rxd` implements reliability in"
         " software and moves its window only while the application drives progress,"
