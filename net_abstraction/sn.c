@@ -522,8 +522,10 @@ static bool map_write(struct sn_ctx *ctx, struct rail *rl, struct slot *s)
 		}
 		return false;
 	}
+	/* what the provider's write could reach: past the reserved page */
 	size_t len = s->iov[0].iov_len;
-	if (s->roff > rl->map_len[s->dest] || len > rl->map_len[s->dest] - s->roff)
+	if (s->roff < SN_GMEM_RESERVED || s->roff > rl->map_len[s->dest] ||
+	    len > rl->map_len[s->dest] - s->roff)
 		return false;
 	memcpy(m + s->roff, s->iov[0].iov_base, len);
 	/* the header that announces it is sent after this, through memory
