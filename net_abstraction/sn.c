@@ -561,8 +561,10 @@ static void on_bell(void *arg, enum bell_kind kind, const char *from, uid_t uid,
 	struct rail *rl = b->rl;
 	bool trusted = uid == geteuid() || uid == 0;
 	if (kind == BELL_ASK_MAP) {
-		if (!trusted)
+		if (!trusted) {
+			ctx->stats.map_refused++;
 			note(ctx, "%s (uid %u) asked for our memory: refused", from, (unsigned)uid);
+		}
 		else if (ctx->gmem_fd >= 0 && bell_give_map(rl->bell_fd, from, ctx->gmem_fd))
 			note(ctx, "cannot answer %s's request for our memory", from);
 		return;

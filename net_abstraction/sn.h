@@ -242,6 +242,7 @@ struct sn_stats {
 	uint64_t rma_writes;           /* chunks sent by RMA write (sn_rail_rma) */
 	uint64_t mapped_writes;        /* of them, copied into a peer's memory mapped
 					  here (shm peers: bell.h) */
+	uint64_t map_refused;          /* requests for our memory from another user */
 };
 void sn_get_stats(const struct sn_ctx *ctx, struct sn_stats *st);
 

@@ -11,10 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../lib/spawn.h"
+#include "bell.h"
 #include "sn.h"
 
 enum { VAR_A = 4096, VAR_B = 4104, VAR_BAR = 4112, VAR_WIN = 4120, VAR_GO = 4128,
@@ -1046,6 +1048,80 @@ static int scen_static(const struct spawn_node *nd)
 	return 0;
 }
 
+/* ------------------------------------------- memory asked by another user */
+
+static void count_given(void *arg, enum bell_kind kind, const char *from, uid_t uid, int fd)
+{
+	(void)from;
+	(void)uid;
+	if (kind == BELL_GIVE_MAP)
+		++*(int *)arg;
+	if (fd >= 0)
+		close(fd);
+}
+
+/* A process of another user asks this node for its global memory through
+ * its doorbell: on shm the node refuses (counted) and nothing comes back;
+ * the other providers have no bell, so the request reaches nobody. */
+static int scen_foreign(const struct spawn_node *nd)
+{
+	uint32_t self = nd->id;
+	const struct params *pp = nd->arg;
+	bool shm = !strcmp(pp->prov, "shm");
+	struct sn_ctx *ctx = open_node(nd, 1 << 20);
+	uint8_t addr[256];
+	size_t alen = sizeof(addr);
+	CHECK(sn_local_addr(ctx, 0, addr, &alen) == 0, "our address: %s", sn_strerror(ctx));
+	int go[2], res[2];
+	CHECK(pipe(go) == 0 && pipe(res) == 0, "pipes");
+	pid_t pid = fork();
+	if (pid == 0) {
+		char name[64];
+		int rc = 0, answers = 0, fd = -1;
+		close(go[1]); /* the node gone, its read ends */
+		close(res[0]);
+		snprintf(name, sizeof(name), "mptest-foreign.%ld", (long)getpid());
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			rc = -EPERM;
+		else if ((fd = bell_open(name, strlen(name) + 1)) < 0)
+			rc = fd;
+		else
+			rc = bell_ask_map(fd, addr, alen);
+		char c;
+		if (write(res[1], &rc, sizeof(rc)) != sizeof(rc) || read(go[0], &c, 1) != 1)
+			_exit(3);
+		if (fd >= 0)
+			bell_drain(fd, count_given, &answers);
+		_exit(write(res[1], &answers, sizeof(answers)) == sizeof(answers) ? 0 : 3);
+	}
+	CHECK(pid > 0, "fork");
+	close(go[0]);
+	close(res[1]);
+	int rc = 1, answers = -1, status = -1;
+	CHECK(read(res[0], &rc, sizeof(rc)) == sizeof(rc), "the asker's report");
+	if (shm) {
+		CHECK(rc == 0, "the request reached our bell: %s", strerror(-rc));
+		/* progress reads the bell every so many rounds: until it has */
+		struct sn_stats st;
+		uint64_t until = now_ms() + 4 * OP_TIMEOUT_MS;
+		do {
+			sn_progress(ctx);
+			sn_get_stats(ctx, &st);
+		} while (st.map_refused == 0 && now_ms() < until);
+		CHECK(st.map_refused == 1, "%" PRIu64 " requests refused", st.map_refused);
+	} else {
+		CHECK(rc == -ECONNREFUSED || rc == -ENOENT, "a bell on %s: %s", pp->prov,
+		      strerror(-rc));
+	}
+	CHECK(write(go[1], "g", 1) == 1, "go");
+	CHECK(read(res[0], &answers, sizeof(answers)) == sizeof(answers), "the asker's count");
+	CHECK(answers == 0, "%d answers reached the other user", answers);
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "the asker ended with status %d", status);
+	sn_close(ctx);
+	return 0;
+}
+
 /* ----------------------------------------------------------- bad input */
 
 static int scen_badargs(const struct spawn_node *nd)
@@ -1118,7 +1194,7 @@ static int run_scenario(int prov, int (*fn)(const struct spawn_node *), uint32_t
 	X(P, overlap, 5) X(P, overlap, 16)                        \
 	X(P, order, 2) X(P, order, 8) X(P, stopped, 3) X(P, cutoff, 3) \
 	X(P, kill, 2) X(P, kill, 8) X(P, kill, 32)                \
-	X(P, rails, 8) X(P, static, 4) X(P, badargs, 1)           \
+	X(P, rails, 8) X(P, static, 4) X(P, badargs, 1) X(P, foreign, 1) \
 	X(P, wake, 2) X(P, wake, 8) X(P, relay, 16)
 
 #define DEFINE_TEST(P, S, N)                                                         \
