@@ -360,6 +360,8 @@ clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/
 	./tests/cluster/test_pmi.sh $(BUILD)/bin
 	./tests/cluster/test_pmix.sh $(BUILD)/bin
 	./tests/cluster/test_faults.sh $(BUILD)/bin
+# a node that lost a command gets it again from the MM, in order (~5 s)
+	./tests/cluster/test_cmd_resend.sh $(BUILD)/bin
 	./tests/cluster/test_persist.sh $(BUILD)/bin
 	./tests/cluster/test_load.sh $(BUILD)/bin 200 10
 	./tests/cluster/test_valgrind.sh $(BUILD)/bin
@@ -499,6 +501,7 @@ soak: all
 # fault injection on a --netns cluster (root) alone; also in clustertest
 faulttest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/nfq_netem $(BUILD)/bin/ckpt_prog
 	./tests/cluster/test_faults.sh $(BUILD)/bin
+	./tests/cluster/test_cmd_resend.sh $(BUILD)/bin
 
 # the launch experiment alone (storm against srun --bcast, srun, mpiexec, copies)
 # unmodified MPICH programs under storm run (PMI-1) against mpiexec

@@ -1,7 +1,8 @@
 /* The command ring's MM end: commands queued with their numbers, sent one
  * at a time into every UP node's ring slot, resent until every node has
  * taken them (layout.h's GM_CMD_SLOT). Its nodes' progress comes back in
- * their reports (report intake, slice.c). */
+ * their reports (report intake, report.c): a node that reports a command
+ * missing long after it was sent gets it again. */
 #include "mm.h"
 
 #include <errno.h>
@@ -68,14 +69,25 @@ void cmd_pump(struct mm *mm)
 	mm->cmd_queue = p->next;
 	if (!mm->cmd_queue)
 		mm->cmd_tail = &mm->cmd_queue;
-	free(mm->cmd_buf); /* the previous one is confirmed: no resend needs it */
-	mm->cmd_buf = p->buf;
-	mm->cmd_len = p->len;
+	/* the slot's old command: every UP node took it (min_cmd_done) */
+	struct sent_cmd *c = &mm->cmd_ring[seq % GM_CMD_SLOTS];
+	free(c->buf);
+	*c = (struct sent_cmd){.seq = seq, .buf = p->buf, .len = p->len, .sent_ns = clock_mono_ns()};
 	free(p);
 
+	/* test hook: the command never reaches the cluster's last node, as
+	 * when its sends and their resend failed while it was cut off */
+	if (fault_hit(&mm->fault, "cmd_lost", seq)) {
+		struct mm_node *n = &mm->nodes[mm->conf.nnodes - 1];
+		slog("test hook: command %u left out for %s", seq,
+		     mm->conf.nodes[mm->conf.nnodes - 1]);
+		n->cmd_lagging = true;
+		n->cmd_resent_upto = seq - 1;
+		n->cmd_resent_ns = clock_mono_ns();
+	}
 	sn_set_clear(&mm->cmd_set);
 	for (int i = 0; i < mm->conf.nnodes; i++)
-		if (mm->nodes[i].state == STORM__CTL__NODE_STATE__UP)
+		if (mm->nodes[i].state == STORM__CTL__NODE_STATE__UP && !mm->nodes[i].cmd_lagging)
 			sn_set_add(&mm->cmd_set, fabric_id((uint32_t)i));
 	mm->cmd_seq = seq;
 	/* a node that is DOWN may only be slow or cut off: it gets each
@@ -89,13 +101,13 @@ void cmd_pump(struct mm *mm)
 		    mm->nodes[i].cmd_done >= GM_CMD_REUSE_DONE(seq)) {
 			sn_set_clear(&one);
 			sn_set_add(&one, fabric_id((uint32_t)i));
-			sn_xfer(mm->sn, &one, GM_CMD_SLOT(seq), mm->cmd_buf, mm->cmd_len, SN_NO_EVENT,
-				EV_CMD, 0);
+			sn_xfer(mm->sn, &one, GM_CMD_SLOT(seq), c->buf, c->len, SN_NO_EVENT, EV_CMD,
+				0);
 		}
 	if (sn_set_count(&mm->cmd_set) == 0)
 		return; /* nobody to tell; nodes adopt cmd_seq from the strobe */
-	int rc = sn_xfer(mm->sn, &mm->cmd_set, GM_CMD_SLOT(seq), mm->cmd_buf, mm->cmd_len,
-			 EV_CMD_SENT, EV_CMD, 0);
+	int rc = sn_xfer(mm->sn, &mm->cmd_set, GM_CMD_SLOT(seq), c->buf, c->len, EV_CMD_SENT,
+			 EV_CMD, 0);
 	if (rc < 0) {
 		slog("command %u: %s", seq, sn_strerror(mm->sn));
 		return;
@@ -119,14 +131,70 @@ void cmd_on_sent_event(struct mm *mm)
 		sn_set_format(&failed, list, sizeof(list));
 		slog("command %u did not reach fabric nodes %s; resending to each", mm->cmd_seq,
 		       list);
+		const struct sent_cmd *c = &mm->cmd_ring[mm->cmd_seq % GM_CMD_SLOTS];
 		struct sn_nodeset one;
 		for (uint32_t f = sn_set_next(&failed, 0); f != UINT32_MAX;
 		     f = sn_set_next(&failed, f + 1)) {
 			sn_set_clear(&one);
 			sn_set_add(&one, f);
-			sn_xfer(mm->sn, &one, GM_CMD_SLOT(mm->cmd_seq), mm->cmd_buf, mm->cmd_len,
-				SN_NO_EVENT, EV_CMD, 0);
+			sn_xfer(mm->sn, &one, GM_CMD_SLOT(mm->cmd_seq), c->buf, c->len, SN_NO_EVENT,
+				EV_CMD, 0);
+			if (f == MM_FABRIC_ID || f > (uint32_t)mm->conf.nnodes)
+				continue;
+			struct mm_node *n = &mm->nodes[f - 1];
+			if (!n->cmd_lagging) {
+				n->cmd_lagging = true;
+				n->cmd_resent_upto = mm->cmd_seq;
+				n->cmd_resent_ns = clock_mono_ns();
+			}
 		}
 	}
 	cmd_pump(mm);
+}
+
+/* A lagging node (cmd_lagging) was cut off while it stayed UP (its link
+ * down for less than down_after_ms): the sends of a command to it failed,
+ * resend included, after the operation timeout. Its reports say what it
+ * holds once it hears us again: every command of the ring it lacks goes to
+ * it on its own, in order (the ones sent since the last report's, and all
+ * of them again once per operation timeout), until it holds the last one
+ * sent; then it is back in the multicasts. The ring waits for it meanwhile
+ * (min_cmd_done), so none of its slots is reused. */
+void cmd_on_report(struct mm *mm, int idx)
+{
+	struct mm_node *n = &mm->nodes[idx];
+	if (!n->cmd_lagging)
+		return;
+	if (n->state != STORM__CTL__NODE_STATE__UP || n->cmd_done >= mm->cmd_seq) {
+		if (n->state == STORM__CTL__NODE_STATE__UP)
+			slog("node %s holds every command again (%u)", mm->conf.nodes[idx],
+			     n->cmd_done);
+		n->cmd_lagging = false;
+		return;
+	}
+	uint64_t now = clock_mono_ns(), timeout = (uint64_t)mm->conf.op_timeout_ms * 1000000ull;
+	bool again = now - n->cmd_resent_ns >= timeout;
+	uint32_t from = n->cmd_done + 1;
+	if (!again && n->cmd_resent_upto >= from)
+		from = n->cmd_resent_upto + 1;
+	if (mm->cmd_seq - from >= GM_CMD_SLOTS)
+		from = mm->cmd_seq - GM_CMD_SLOTS + 1; /* the older ones were taken */
+	struct sn_nodeset one;
+	sn_set_clear(&one);
+	sn_set_add(&one, fabric_id((uint32_t)idx));
+	uint32_t last = 0;
+	for (uint32_t q = from; q <= mm->cmd_seq; q++) {
+		const struct sent_cmd *c = &mm->cmd_ring[q % GM_CMD_SLOTS];
+		if (c->seq != q || !c->buf ||
+		    sn_xfer(mm->sn, &one, GM_CMD_SLOT(q), c->buf, c->len, SN_NO_EVENT, EV_CMD, 0) < 0)
+			break;
+		last = q;
+	}
+	if (!last)
+		return;
+	if (again)
+		n->cmd_resent_ns = now;
+	n->cmd_resent_upto = last;
+	slog("node %s lacks commands %u..%u: sent to it on its own", mm->conf.nodes[idx], from,
+	     last);
 }

@@ -396,7 +396,8 @@ void mm_stop(struct mm *mm)
 		free(p->buf);
 		free(p);
 	}
-	free(mm->cmd_buf);
+	for (int i = 0; i < GM_CMD_SLOTS; i++)
+		free(mm->cmd_ring[i].buf);
 	metrics_stop(mm);
 	boot_stop(mm);
 	if (mm->sn)

@@ -65,6 +65,14 @@ struct mm_node {
 	uint64_t heard_us;       /* elapsed_us then: liveness counts time, not slices */
 	double heard_time;
 	uint32_t cmd_done;
+	/* lagging: a command's send failed to reach it. Until it holds the
+	 * last command sent, it is left out of the multicasts and gets each
+	 * command it lacks on its own, in order, as its reports come: a later
+	 * command before the lost one would make it skip that one as never
+	 * sent to it (strobe.c) */
+	bool cmd_lagging;
+	uint32_t cmd_resent_upto; /* sent to it on its own up to this one */
+	uint64_t cmd_resent_ns;   /* when all it lacked was last sent again */
 	uint64_t orphan_killed;  /* last stray job told to die here, and when */
 	uint64_t orphan_slice;
 	unsigned idle_reports;   /* reports without records since the MM started */
@@ -209,8 +217,15 @@ struct mm {
 	uint32_t cmd_queued_seq; /* last queued (numbers are given at queueing) */
 	struct pending_cmd *cmd_queue, **cmd_tail;
 	bool cmd_inflight;
-	uint8_t *cmd_buf;        /* the in-flight command, kept for resends */
-	size_t cmd_len;
+	/* the commands the nodes' rings hold, by slot: the last sent is in
+	 * flight until every UP node confirmed it; any of them goes again
+	 * to a node that reports it missing long after it was sent */
+	struct sent_cmd {
+		uint32_t seq;
+		uint8_t *buf;
+		size_t len;
+		uint64_t sent_ns;
+	} cmd_ring[GM_CMD_SLOTS];
 	struct sn_nodeset cmd_set;
 	bool shutting_down;
 	double shutdown_deadline;
@@ -287,6 +302,7 @@ void report_on_event(struct mm *mm);
 int cmd_queue(struct mm *mm, Storm__Cl__Command *cmd, const int *targets, size_t ntargets);
 void cmd_pump(struct mm *mm);
 void cmd_on_sent_event(struct mm *mm);
+void cmd_on_report(struct mm *mm, int idx);
 /* nodes.c: membership */
 void mark_node(struct mm *mm, int idx, Storm__Ctl__NodeState st, const char *why);
 /* Nodes UP silent for down_after_ms (in slices) are DOWN. */

@@ -70,6 +70,8 @@ static void consume_report(struct mm *mm, int idx)
 		n->cmd_done = r->cmd_done;
 		if (n->state != STORM__CTL__NODE_STATE__UP)
 			mark_node(mm, idx, STORM__CTL__NODE_STATE__UP, NULL);
+		else
+			cmd_on_report(mm, idx);
 	}
 	/* the node orders its records so that output precedes the exit of its
 	 * rank and exits precede the DONE note (layout.h) */

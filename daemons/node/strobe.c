@@ -125,8 +125,8 @@ void nd_on_commands(struct nd *nd)
 }
 
 /* How many operation timeouts a command the strobes announced may take to
- * arrive: its send, the MM's resend to each node that missed it, and one
- * more as margin. */
+ * arrive: its send, the MM's resend to each node that missed it, and its
+ * sending again what the node's report says it lacks. */
 #define CMD_LOST_TIMEOUTS 3
 
 /* Commands cmd_done+1..last_sent missing from the ring while a later one is
@@ -162,10 +162,11 @@ static void skip_unsent_commands(struct nd *nd, uint32_t last_sent, bool rejoine
 	if (!resume) {
 		/* on its way, unless the MM sent it while this node was cut
 		 * off: a send not through within the operation timeout is
-		 * dropped, and the MM resends a missed command once. Waited
-		 * for longer, it is lost, and the MM, which reuses a slot only
-		 * once every UP node took its command, would wait for this
-		 * node for good */
+		 * dropped, and the MM sends a node that missed one every
+		 * command it lacks, in order, as its reports come (mm/cmd.c).
+		 * Missing for longer, it is lost, and the MM, which reuses a
+		 * slot only once every UP node took its command, would wait
+		 * for this node for good */
 		uint64_t now = clock_mono_ns();
 		if (nd->cmd_gap_want != want) {
 			nd->cmd_gap_want = want;
