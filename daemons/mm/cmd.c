@@ -177,6 +177,8 @@ void cmd_on_report(struct mm *mm, int idx)
 	uint32_t from = n->cmd_done + 1;
 	if (!again && n->cmd_resent_upto >= from)
 		from = n->cmd_resent_upto + 1;
+	if (from > mm->cmd_seq)
+		return; /* all sent to it since; its next reports will say */
 	if (mm->cmd_seq - from >= GM_CMD_SLOTS)
 		from = mm->cmd_seq - GM_CMD_SLOTS + 1; /* the older ones were taken */
 	struct sn_nodeset one;
