@@ -537,12 +537,12 @@ static bool map_write(struct sn_ctx *ctx, struct rail *rl, struct slot *s)
 
 static void map_drop(struct rail *rl, uint32_t node)
 {
-	if (rl->map && rl->map[node]) {
+	if (!rl->map)
+		return;
+	if (rl->map[node])
 		munmap(rl->map[node], rl->map_len[node]);
-		rl->map[node] = NULL;
-	}
-	if (rl->map)
-		rl->map_asked_ns[node] = 0;
+	rl->map[node] = NULL;
+	rl->map_asked_ns[node] = 0;
 }
 
 struct bell_ctx {

@@ -9,6 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A node that missed a command: out of the multicasts until it holds the
+ * last one sent; what it lacks after upto (sent or resent just now) it gets
+ * on its own as its reports come (cmd_on_report). */
+static void mark_lagging(struct mm_node *n, uint32_t upto)
+{
+	if (n->cmd_lagging)
+		return;
+	n->cmd_lagging = true;
+	n->cmd_resent_upto = upto;
+	n->cmd_resent_ns = clock_mono_ns();
+}
+
 int cmd_queue(struct mm *mm, Storm__Cl__Command *cmd, const int *targets, size_t ntargets)
 {
 	/* no targets: every node (nodes act only on commands that name them) */
@@ -78,12 +90,9 @@ void cmd_pump(struct mm *mm)
 	/* test hook: the command never reaches the cluster's last node, as
 	 * when its sends and their resend failed while it was cut off */
 	if (fault_hit(&mm->fault, "cmd_lost", seq)) {
-		struct mm_node *n = &mm->nodes[mm->conf.nnodes - 1];
 		slog("test hook: command %u left out for %s", seq,
 		     mm->conf.nodes[mm->conf.nnodes - 1]);
-		n->cmd_lagging = true;
-		n->cmd_resent_upto = seq - 1;
-		n->cmd_resent_ns = clock_mono_ns();
+		mark_lagging(&mm->nodes[mm->conf.nnodes - 1], seq - 1);
 	}
 	sn_set_clear(&mm->cmd_set);
 	for (int i = 0; i < mm->conf.nnodes; i++)
@@ -139,14 +148,8 @@ void cmd_on_sent_event(struct mm *mm)
 			sn_set_add(&one, f);
 			sn_xfer(mm->sn, &one, GM_CMD_SLOT(mm->cmd_seq), c->buf, c->len, SN_NO_EVENT,
 				EV_CMD, 0);
-			if (f == MM_FABRIC_ID || f > (uint32_t)mm->conf.nnodes)
-				continue;
-			struct mm_node *n = &mm->nodes[f - 1];
-			if (!n->cmd_lagging) {
-				n->cmd_lagging = true;
-				n->cmd_resent_upto = mm->cmd_seq;
-				n->cmd_resent_ns = clock_mono_ns();
-			}
+			if (f != MM_FABRIC_ID && f <= (uint32_t)mm->conf.nnodes)
+				mark_lagging(&mm->nodes[f - 1], mm->cmd_seq); /* resent just now */
 		}
 	}
 	cmd_pump(mm);

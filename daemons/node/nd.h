@@ -243,8 +243,9 @@ struct nd_copy_hdr {
 /* strobe.c: a strobe landed (EV_STROBE): checked, then its commands, the
  * gang switch, BCS-MPI's turn and this node's report. */
 void nd_on_strobe(struct nd *nd);
-/* A command landed in the ring (EV_CMD): those due are acted on in order. */
-void nd_on_commands(struct nd *nd);
+/* A command landed in the ring (EV_CMD): those due are acted on in order.
+ * True when the next one's slot holds one with a bad tag (forged). */
+bool nd_on_commands(struct nd *nd);
 /* Why a copy message whose body is body_len bytes cannot be written, or NULL. */
 const char *nd_copy_problem(const struct nd_copy_hdr *h, size_t body_len);
 /* Copies the strobe header out of the len bytes at area and this node's

@@ -10,7 +10,6 @@
 #include "layout.h"
 #include "nd.h"
 
-static int slot_seq(struct nd *nd, uint32_t q, uint32_t *seq);
 static bool slot_holds(struct nd *nd, uint32_t seq);
 
 /* If the ring slot holds a command the MM tagged: a private copy of it,
@@ -59,8 +58,9 @@ static void act(struct nd *nd, const Storm__Cl__Command *cmd)
 	}
 }
 
-/* Acts on the ring's commands in sequence order, as far as they arrived. */
-void nd_on_commands(struct nd *nd)
+/* Acts on the ring's commands in sequence order, as far as they arrived.
+ * True when it stopped at a slot with a bad tag (forged or altered). */
+bool nd_on_commands(struct nd *nd)
 {
 	while (nd->seen_strobe && !nd->stop) {
 		uint32_t want = nd->cmd_done + 1;
@@ -68,7 +68,7 @@ void nd_on_commands(struct nd *nd)
 		uint32_t len;
 		memcpy(&len, slot, 4);
 		if (len == 0)
-			return; /* never written, or cleared */
+			return false; /* never written, or cleared */
 		const uint8_t *copy = slot_genuine(nd, slot, &len);
 		if (!copy) {
 			/* forged or altered: never acted on, never skipped over
@@ -78,7 +78,7 @@ void nd_on_commands(struct nd *nd)
 				nd_log_refused(nd, "command slot for %u: %u bytes with a bad tag "
 						   "(forged or altered); refused", want, len);
 			nd->cmd_refused_seq = want;
-			return;
+			return true;
 		}
 		Storm__Cl__Command *cmd = nd_command_decode(copy, &len);
 		if (cmd && cmd->epoch != nd->mm_epoch) {
@@ -88,7 +88,7 @@ void nd_on_commands(struct nd *nd)
 			     "manager; cleared", want, cmd->seq);
 			storm__cl__command__free_unpacked(cmd, NULL);
 			memset(slot, 0, 4);
-			return;
+			return false;
 		}
 		if (!cmd) {
 			/* cleared: left, it would be skipped again as the next
@@ -102,14 +102,14 @@ void nd_on_commands(struct nd *nd)
 			 * to us, and waiting for them would stall the ring for good */
 			slog("commands %u..%u were overwritten before this node read them; "
 				   "skipping to %u", want, cmd->seq - 1, cmd->seq);
-			storm__cl__command__free_unpacked(cmd, NULL);
 			nd->cmd_done = cmd->seq - 1;
+			storm__cl__command__free_unpacked(cmd, NULL);
 			continue;
 		} else if (cmd->seq != want) {
 			/* the slot's previous use (or a replay of it): want has
 			 * not arrived yet */
 			storm__cl__command__free_unpacked(cmd, NULL);
-			return;
+			return false;
 		} else {
 			act(nd, cmd);
 			storm__cl__command__free_unpacked(cmd, NULL);
@@ -122,6 +122,7 @@ void nd_on_commands(struct nd *nd)
 		 * empty slot, says a slot's command is old */
 		nd->cmd_done = want;
 	}
+	return false;
 }
 
 /* How many operation timeouts a command the strobes announced may take to
@@ -129,29 +130,24 @@ void nd_on_commands(struct nd *nd)
  * sending again what the node's report says it lacks. */
 #define CMD_LOST_TIMEOUTS 3
 
-/* Commands cmd_done+1..last_sent missing from the ring while a later one is
- * there were never sent to this node (it was not UP for the MM: the MM sends
- * the next command once every UP node holds the last). After a DOWN spell
+/* Called after nd_on_commands took what arrived: command cmd_done+1 is not
+ * in its slot (forged: the slot holds one with a bad tag). Commands
+ * cmd_done+1..last_sent missing from the ring while a later one is there
+ * were never sent to this node (it was not UP for the MM: the MM sends the
+ * next command once every UP node holds the last). After a DOWN spell
  * (rejoined) none of the missing ones will come, even with no later one
  * here. Either way: continue at the first that did arrive, else after
  * last_sent. Missing (or forged over) for longer than a send and its resend
  * can take, they were lost (sent while this node was cut off): continue
  * after last_sent. */
-static void skip_unsent_commands(struct nd *nd, uint32_t last_sent, bool rejoined)
+static void skip_unsent_commands(struct nd *nd, uint32_t last_sent, bool rejoined, bool forged)
 {
-	uint32_t want = nd->cmd_done + 1, len, seq;
+	uint32_t want = nd->cmd_done + 1;
 	if (want > last_sent)
 		return;
-	memcpy(&len, nd->gmem + GM_CMD_SLOT(want), 4);
-	bool forged = false;
-	if (len && !rejoined) {
-		int genuine = slot_seq(nd, want, &seq);
-		if (genuine == 0 && seq >= want)
-			return; /* there: acted on (nd_on_commands) */
-		/* a slot with a bad tag is waited out, not skipped at once
-		 * for a later command (a forger must not cancel commands) */
-		forged = genuine < 0;
-	}
+	/* a slot with a bad tag is waited out, not skipped at once for a later
+	 * command (a forger must not cancel commands) */
+	forged = forged && !rejoined;
 	uint32_t from = last_sent - want >= GM_CMD_SLOTS ? last_sent - GM_CMD_SLOTS + 1 : want;
 	uint32_t resume = rejoined ? last_sent + 1 : 0;
 	for (uint32_t q = from; q <= last_sent && !forged; q++)
@@ -191,28 +187,18 @@ static void skip_unsent_commands(struct nd *nd, uint32_t last_sent, bool rejoine
 	nd_on_commands(nd);
 }
 
-/* The number of the command in q's ring slot, if the MM of this epoch
- * tagged it: 0, else -1. */
-static int slot_seq(struct nd *nd, uint32_t q, uint32_t *seq)
-{
-	uint32_t len;
-	const uint8_t *copy = slot_genuine(nd, nd->gmem + GM_CMD_SLOT(q), &len);
-	if (!copy)
-		return -1;
-	Storm__Cl__Command *cmd = nd_command_decode(copy, &len);
-	int rc = cmd && cmd->epoch == nd->mm_epoch ? 0 : -1;
-	if (cmd) {
-		*seq = cmd->seq;
-		storm__cl__command__free_unpacked(cmd, NULL);
-	}
-	return rc;
-}
-
-/* Does the ring slot of seq hold command seq? */
+/* Does the ring slot of seq hold command seq, tagged by this epoch's MM? */
 static bool slot_holds(struct nd *nd, uint32_t seq)
 {
-	uint32_t got;
-	return slot_seq(nd, seq, &got) == 0 && got == seq;
+	uint32_t len;
+	const uint8_t *copy = slot_genuine(nd, nd->gmem + GM_CMD_SLOT(seq), &len);
+	if (!copy)
+		return false;
+	Storm__Cl__Command *cmd = nd_command_decode(copy, &len);
+	bool holds = cmd && cmd->seq == seq && cmd->epoch == nd->mm_epoch;
+	if (cmd)
+		storm__cl__command__free_unpacked(cmd, NULL);
+	return holds;
 }
 
 /* The MM restarted (its strobes carry a new epoch): its command numbers,
@@ -328,9 +314,8 @@ void nd_on_strobe(struct nd *nd)
 	 * says one was sent that is not taken yet (it came before the first
 	 * strobe, or is waited for), not every slice: the slot's previous
 	 * command would be verified and decoded each time */
-	if (nd->cmd_done < s.cmd_seq)
-		nd_on_commands(nd);
-	skip_unsent_commands(nd, s.cmd_seq, rejoined);
+	bool forged = nd->cmd_done < s.cmd_seq && nd_on_commands(nd);
+	skip_unsent_commands(nd, s.cmd_seq, rejoined, forged);
 	if (nd->helpers)
 		nd_ckpt_poll(nd);
 	nd->strobe_cmd_seq = s.cmd_seq;

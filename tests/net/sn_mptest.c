@@ -864,55 +864,100 @@ static int answer_data(struct sn_ctx *ctx, uint32_t self)
 	return 0;
 }
 
-/* A peer that stops handling its traffic (stopped here; dead is the same
- * to a sender) must not hold up what goes to the others: on shm, which
- * completes a sender's operations in the order posted, a write to it never
- * completes, and a header that waited for its own write's completion
- * behind it never left (the RMA path lost the dead node's siblings' data
- * in `kill` that way). */
-static int scen_stopped(const struct spawn_node *nd)
+/* Node 2 stops; node 0 sends it what `to_two` sends, then node 1 a 1 MiB
+ * transfer, and node 1's answer must come while node 2 is still stopped.
+ * What node 0 checks after the answer, before it resumes node 2, is
+ * `after`'s (NULL: nothing). */
+static int stopped_peer(const struct spawn_node *nd, uint8_t fillv,
+			bool (*to_two)(struct sn_ctx *ctx, const struct spawn_node *nd, uint8_t *buf),
+			int (*after)(struct sn_ctx *ctx, uint32_t self))
 {
 	uint32_t self = nd->id;
 	struct sn_ctx *ctx = open_node(nd, GMEM);
-	struct sn_nodeset all, one, two;
+	struct sn_nodeset all, one;
 	all_nodes(ctx, &all);
 	sn_set_clear(&one);
 	sn_set_add(&one, 1);
-	sn_set_clear(&two);
-	sn_set_add(&two, 2);
 	size_t len = 1u << 20;
 	uint8_t *buf = malloc(len);
 	CHECK(buf, "out of memory");
 	CHECK(barrier(ctx, &all, 1) == 0, "barrier");
 	if (self == 2) {
-		if (stop_self(ctx, self)) /* until node 0 has checked node 1 */
+		if (stop_self(ctx, self)) /* until node 0 has heard from node 1 */
 			return 1;
 		CHECK(sn_test_event(ctx, EV_DATA, 4 * OP_TIMEOUT_MS, NULL) == 1, "data, late");
 	} else if (self == 0) {
 		pid_t pid = wait_stopped(ctx);
 		CHECK(pid, "node 2 did not send its pid or did not stop");
-		fill(buf, len, 5);
-		bool sent = sn_xfer(ctx, &two, DATA, buf, len, SN_NO_EVENT, EV_DATA, 0) == 0 &&
+		fill(buf, len, fillv);
+		bool sent = to_two(ctx, nd, buf) &&
 			    sn_xfer(ctx, &one, DATA, buf, len, SN_NO_EVENT, EV_DATA, 0) == 0;
 		int rc = sent ? sn_test_event(ctx, EV_REPLY, 4 * OP_TIMEOUT_MS, NULL) : -1;
-		/* the stopped node copies nothing of what it was sent (shm
-		 * completes a large send only then): once that is clear, the
-		 * library goes back to its usual polling, not every millisecond */
-		sn_test_event(ctx, EV_UNUSED, 300, NULL);
-		int ms = sn_next_timeout_ms(ctx);
+		int late = after && rc == 1 ? after(ctx, self) : 0;
 		bool stopped = is_stopped(pid);
 		kill(pid, SIGCONT);
 		CHECK(sent, "xfers: %s", sn_strerror(ctx));
 		CHECK(rc == 1, "node 1 did not get its data while node 2 was stopped");
 		CHECK(stopped, "node 2 was resumed before node 1 answered");
-		CHECK(ms < 0 || ms > 1, "still polls every %d ms for node 2", ms);
+		if (late)
+			return 1;
 	} else if (answer_data(ctx, self)) {
 		return 1;
 	}
+	/* node 2, back, takes in what it was sent and goes on */
 	CHECK(barrier(ctx, &all, 2) == 0, "barrier 2: %s", sn_strerror(ctx));
 	free(buf);
 	sn_close(ctx);
 	return 0;
+}
+
+static bool one_mib_to_two(struct sn_ctx *ctx, const struct spawn_node *nd, uint8_t *buf)
+{
+	(void)nd;
+	struct sn_nodeset two;
+	sn_set_clear(&two);
+	sn_set_add(&two, 2);
+	return sn_xfer(ctx, &two, DATA, buf, 1u << 20, SN_NO_EVENT, EV_DATA, 0) == 0;
+}
+
+/* the stopped node copies nothing of what it was sent (shm completes a
+ * large send only then): once that is clear, the library goes back to its
+ * usual polling, not every millisecond */
+static int polls_as_usual(struct sn_ctx *ctx, uint32_t self)
+{
+	sn_test_event(ctx, EV_UNUSED, 300, NULL);
+	int ms = sn_next_timeout_ms(ctx);
+	CHECK(ms < 0 || ms > 1, "still polls every %d ms for node 2", ms);
+	return 0;
+}
+
+/* A peer that stops handling its traffic (stopped here; dead is the same
+ * to a sender) must not hold up what goes to the others: on shm, which
+ * completes a sender's operations in the order posted, a write to it never
+ * completes, and a header that waited for its own write's completion
+ * behind it never left (the RMA path lost the dead node's siblings' data
+ * in `kill` that way). Node 2 takes its data once resumed. */
+static int scen_stopped(const struct spawn_node *nd)
+{
+	return stopped_peer(nd, 5, one_mib_to_two, polls_as_usual);
+}
+
+/* More operations than the provider's queue holds, beyond what the kernel's
+ * socket buffers take in (each is a write and a header with RMA):
+ * tcp;ofi_rxm's holds 2048, and 2000 stalled it; "sockets" holds 256 and
+ * stalls at 1000, but sends so slowly that what is left of 4000 once node 2
+ * is back would outlast the barrier's time. */
+static bool flood_to_two(struct sn_ctx *ctx, const struct spawn_node *nd, uint8_t *buf)
+{
+	const size_t len = 16384;
+	const size_t flood = strcmp(((const struct params *)nd->arg)->prov, "sockets") ? 4000 : 1000;
+	struct sn_nodeset two;
+	sn_set_clear(&two);
+	sn_set_add(&two, 2);
+	for (size_t i = 0; i < flood; i++)
+		if (sn_xfer(ctx, &two, DATA + (i % 256) * len, buf, len, SN_NO_EVENT, EV_DATA, 0))
+			return false;
+	return true;
 }
 
 /* A peer cut off for long (stopped here) keeps every send the provider
@@ -922,50 +967,7 @@ static int scen_stopped(const struct spawn_node *nd)
  * cluster with one node cut off froze whole after ~20 s. */
 static int scen_cutoff(const struct spawn_node *nd)
 {
-	uint32_t self = nd->id;
-	struct sn_ctx *ctx = open_node(nd, GMEM);
-	struct sn_nodeset all, one, two;
-	all_nodes(ctx, &all);
-	sn_set_clear(&one);
-	sn_set_add(&one, 1);
-	sn_set_clear(&two);
-	sn_set_add(&two, 2);
-	/* more operations than the provider's queue holds, beyond what the
-	 * kernel's socket buffers take in (each is a write and a header with
-	 * RMA): tcp;ofi_rxm's holds 2048, and 2000 stalled it; "sockets"
-	 * holds 256 and stalls at 1000, but sends so slowly that what is left
-	 * of 4000 once node 2 is back would outlast the barrier's time */
-	const size_t len = 16384;
-	const size_t flood = strcmp(((const struct params *)nd->arg)->prov, "sockets") ? 4000 : 1000;
-	uint8_t *buf = malloc(len);
-	CHECK(buf, "out of memory");
-	CHECK(barrier(ctx, &all, 1) == 0, "barrier");
-	if (self == 2) {
-		if (stop_self(ctx, self)) /* until node 0 has heard from node 1 */
-			return 1;
-	} else if (self == 0) {
-		pid_t pid = wait_stopped(ctx);
-		CHECK(pid, "node 2 did not send its pid or did not stop");
-		fill(buf, len, 7);
-		bool sent = true;
-		for (size_t i = 0; i < flood && sent; i++)
-			sent = sn_xfer(ctx, &two, DATA + (i % 256) * len, buf, len, SN_NO_EVENT,
-				       EV_DATA, 0) == 0;
-		sent = sent && sn_xfer(ctx, &one, DATA, buf, len, SN_NO_EVENT, EV_DATA, 0) == 0;
-		int rc = sent ? sn_test_event(ctx, EV_REPLY, 4 * OP_TIMEOUT_MS, NULL) : -1;
-		bool stopped = is_stopped(pid);
-		kill(pid, SIGCONT);
-		CHECK(sent, "xfers: %s", sn_strerror(ctx));
-		CHECK(rc == 1, "node 1 did not get its data while node 2 was cut off");
-		CHECK(stopped, "node 2 was resumed before node 1 answered");
-	} else if (answer_data(ctx, self)) {
-		return 1;
-	}
-	/* node 2, back, takes in what is left of the flood and goes on */
-	CHECK(barrier(ctx, &all, 2) == 0, "barrier 2: %s", sn_strerror(ctx));
-	free(buf);
-	sn_close(ctx);
-	return 0;
+	return stopped_peer(nd, 7, flood_to_two, NULL);
 }
 
 /* ------------------------------------------------------------ two rails */
