@@ -78,7 +78,12 @@ rc=$?
 	# where it stuck: the ranks' own words and what each node did last
 	sed 's/^/     | out: /' "$T/out" | tail -8
 	sed 's/^/     | err: /' "$T/err" | tail -8
-	for n in "$C"/log/node0*.log "$C/log/mm.log"; do tail -4 "$n" | sed "s|^|     | ${n##*/}: |"; done
+	# and each daemon's lines on the job, its exchanges and failures
+	j=$(last_job)
+	for n in "$C"/log/node0*.log "$C/log/mm.log"; do
+		grep -E "job $j[ :]|mailbox|exchange|PMIx|fail|lost|lagging|lacks" "$n" | tail -8 |
+			sed "s#^#     | ${n##*/}: #"
+	done
 }
 has "  ... naming the abort and its code" err "rank 1 called MPI_Abort (exit code 3)"
 id=$(last_job)
