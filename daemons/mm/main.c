@@ -101,12 +101,12 @@ static void dump_state(struct mm *mm)
 	       transfer_job(mm) ? "a" : "no", (unsigned long long)mm->file_seq);
 	for (int i = 0; i < mm->conf.nnodes; i++) {
 		const struct mm_node *n = &mm->nodes[i];
-		slog("  node %s: %s, report %llu heard at slice %llu, command %u, row %d job %llu",
+		slog("  node %s: %s, report %llu heard at slice %llu, command %u%s, row %d job %llu",
 		       mm->conf.nodes[i],
 		       protobuf_c_enum_descriptor_get_value(&storm__ctl__node_state__descriptor,
 							    n->state)->name,
 		       (unsigned long long)n->report_seq, (unsigned long long)n->heard_slice,
-		       n->cmd_done, mm->row,
+		       n->cmd_done, n->cmd_lagging ? " (lagging)" : "", mm->row,
 		       (unsigned long long)(mm->row >= 0 ? matrix_at(&mm->matrix, mm->row, i) : 0));
 	}
 	for (struct job *j = mm->jobs; j; j = j->next) {
@@ -124,6 +124,7 @@ static void dump_state(struct mm *mm)
 							    j->state)->name,
 		       j->nodes_done, j->nnodes, j->ranks_ended, j->nranks, waiting);
 	}
+	slog("state: end"); /* a reader waits for this line */
 }
 
 /* ---- what the event loop calls (common/evloop.h) */

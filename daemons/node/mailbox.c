@@ -194,6 +194,23 @@ uint32_t nd_mb_backlog(const struct nd *nd, uint32_t to)
 	return n;
 }
 
+void nd_mb_dump(const struct nd *nd)
+{
+	const struct nd_mb *m = nd->mb;
+	for (uint32_t p = 0; p < m->nnodes; p++) {
+		const struct outbox *ob = &m->out[p];
+		uint32_t queued = 0;
+		for (const struct omsg *o = ob->head; o; o = o->next)
+			queued++;
+		if (!ob->sent && !queued && !m->consumed[p])
+			continue;
+		slog("  mailbox with node %u: sent %u, acknowledged %u, %u queued; consumed %u, "
+		     "%u unacknowledged", p, ob->sent,
+		     (uint32_t)sn_var_load(nd->sn, gm_bcs_ack(m->nnodes, p)), queued,
+		     m->consumed[p], m->unacked[p]);
+	}
+}
+
 static void ack(struct nd *nd, uint32_t from)
 {
 	struct nd_mb *m = nd->mb;

@@ -154,12 +154,28 @@ static int64_t fabric_limit(void *arg)
 }
 
 
+/* SIGUSR1: what the daemon holds, in its log, for diagnosis (a job that
+ * hangs: which command it took, which exchange waits for whom). */
+static void dump_state(const struct nd *nd)
+{
+	slog("state: slice %" PRIu64 ", command %u of the strobe's %u", nd->slice, nd->cmd_done,
+	     nd->strobe_cmd_seq);
+	for (const struct nd_job *j = nd->jobs; j; j = j->next)
+		slog("  job %" PRIu64 ": %u of %u ranks alive, group %d, mpi %d%s", j->id,
+		     j->nalive, j->nranks, (int)j->pgid, j->mpi, j->stopped ? ", stopped" : "");
+	nd_mb_dump(nd);
+	nd_pmi_dump(nd);
+	slog("state: end"); /* a reader waits for this line */
+}
+
 static void on_signals(struct nd *nd)
 {
 	struct signalfd_siginfo si;
 	while (read(nd->sigfd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGCHLD) {
 			nd_reap(nd);
+		} else if (si.ssi_signo == SIGUSR1) {
+			dump_state(nd);
 		} else {
 			slog("%s received; shutting down", strsignal((int)si.ssi_signo));
 			nd->stop = true;
@@ -298,6 +314,7 @@ static int setup(struct nd *nd, const struct opts *o)
 	sigaddset(&set, SIGCHLD);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	/* gang switches stop and continue ranks all the time: no SIGCHLD for that

@@ -284,6 +284,10 @@ int nd_timer_ms(const struct nd *nd); /* ms to the next timer, -1: none */
 void nd_pipes_pause(struct nd *nd, bool pause);
 void nd_kill_all(struct nd *nd);
 
+/* leftovers.c: processes of a job that ended here which left its process
+ * group (their own session), killed once they are this daemon's children */
+void nd_leftovers_sweep(struct nd *nd);
+
 /* orphans.c: the ranks of each job, listed in the state directory, so a
  * restarted daemon kills those it can no longer serve */
 void nd_ranks_save(struct nd *nd, const struct nd_job *job);
@@ -403,6 +407,7 @@ int nd_pmi_rank_env(struct nd *nd, struct nd_job *job, uint32_t lr, char **env, 
 		    int *fd);
 void nd_pmi_rank_forked(struct nd *nd, struct nd_job *job, uint32_t lr);
 void nd_pmi_job_end(struct nd *nd, struct nd_job *job);
+void nd_pmi_dump(const struct nd *nd); /* its exchanges, in the log */
 
 /* mailbox.c: the node-to-node mailboxes. Clients register a handler per
  * message type (BCS-MPI: bcs.c; checkpoint copies: ckpt_copy.c); job and
@@ -424,6 +429,7 @@ size_t nd_mb_body_max(const struct nd *nd);
 void nd_mb_arrived(struct nd *nd);
 /* at each strobe: acknowledge what was consumed since the last one */
 void nd_mb_strobe(struct nd *nd);
+void nd_mb_dump(const struct nd *nd); /* each stream's numbers, in the log */
 /* ckpt_copy.c: checkpoint files moved node to node (buddy copies, a
  * restart's staging) */
 /* The command's copies this node sends; after_dump: once its dump is done. */

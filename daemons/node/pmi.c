@@ -43,6 +43,11 @@ int nd_pmi_rank_env(struct nd *nd, struct nd_job *job, uint32_t lr, char **env, 
 	}
 }
 
+void nd_pmi_dump(const struct nd *nd)
+{
+	xchg_dump(nd);
+}
+
 void nd_pmi_rank_forked(struct nd *nd, struct nd_job *job, uint32_t lr)
 {
 	if (job->mpi == STORM__JOB__MPI__MPI_PMI1)

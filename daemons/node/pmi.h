@@ -35,6 +35,8 @@ int xchg_job_launch(struct nd *nd, uint64_t job, const Storm__Cl__Command *cmd);
 int xchg_start(struct nd *nd, uint64_t job, const void *mine, size_t len, xchg_done_fn done,
 	       void *arg);
 /* Every node of the job ends its ranks (one of them aborted). */
+/* the exchanges under way, in the log (SIGUSR1) */
+void xchg_dump(const struct nd *nd);
 void xchg_abort(struct nd *nd, uint64_t job, uint32_t rank, int code);
 void xchg_job_end(struct nd *nd, uint64_t job);
 

@@ -410,6 +410,25 @@ void xchg_abort(struct nd *nd, uint64_t job, uint32_t rank, int code)
 				   (uint64_t)rank << 32 | (uint32_t)(code & 255), NULL, 0);
 }
 
+void xchg_dump(const struct nd *nd)
+{
+	for (const struct xjob *j = nd->xchg->jobs; j; j = j->next) {
+		slog("  exchange of job %" PRIu64 ": %u nodes, this one at %u, next %" PRIu64, j->id,
+		     j->n, j->pos, j->next_no);
+		for (const struct xep *e = j->eps; e; e = e->next) {
+			char in[160] = "";
+			size_t at = 0;
+			for (const struct xin *i = e->in; i && at + 40 < sizeof(in); i = i->next)
+				at += (size_t)snprintf(in + at, sizeof(in) - at, " %s from %u %zu/%zu",
+						       i->down ? "down" : "up", i->from, i->got,
+						       i->total);
+			slog("    number %" PRIu64 ": %s, %s; has%s", e->no,
+			     e->started ? "started here" : "not started here",
+			     e->sent_up ? "sent up" : "not sent up", at ? in : " nothing");
+		}
+	}
+}
+
 void xchg_job_end(struct nd *nd, uint64_t job)
 {
 	struct nd_xchg *x = nd->xchg;

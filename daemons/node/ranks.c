@@ -234,6 +234,8 @@ static void job_end(struct nd *nd, struct nd_job *job)
 	nd_queue_note(nd, job->id, STORM__CL__JOB_NOTE__KIND__DONE, job->slot, "%s", "");
 	slog("job %" PRIu64 " done", job->id);
 	job_free(nd, job);
+	/* and what left the group: no longer a job's once the job is gone */
+	nd_leftovers_sweep(nd);
 }
 
 static void rank_ended(struct nd *nd, struct nd_job *job, struct nd_rank *r, int status,
@@ -268,6 +270,8 @@ void nd_reap(struct nd *nd)
 					rank_ended(nd, j, &j->ranks[i], status, &ru);
 					goto next;
 				}
+		/* a process that came to this subreaper: its children come too */
+		nd_leftovers_sweep(nd);
 next:;
 	}
 }

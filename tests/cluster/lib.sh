@@ -58,8 +58,30 @@ wait_log() {
 	return $rc
 }
 
-# gone PID: returns once the process (not necessarily our child) has exited,
-# woken by its pidfd; 1 if it still runs after 10 s.
+# cluster_dump: every daemon of $C writes what it holds to its log
+# (SIGUSR1: commands taken, jobs, mailboxes, exchanges) and its lines are
+# printed, for a test that found a job stuck.
+cluster_dump() {
+	local pid name log from fd
+	[ -f "$C/pids" ] || return 0
+	while read -r pid name; do
+		log=$C/log/$name.log
+		[ -f "$log" ] || continue
+		from=$(($(wc -l <"$log") + 1))
+		kill -USR1 "$pid" 2>/dev/null || continue
+		coproc DUMP_TAIL { exec timeout 10 tail -n +"$from" -F "$log" 2>/dev/null; }
+		pid=$DUMP_TAIL_PID
+		# a pipeline's subshell does not get the coprocess's descriptor
+		exec {fd}<&"${DUMP_TAIL[0]}"
+		sed -n '/state: slice/,/state: end/p; /state: end/q' <&$fd | sed "s#^#     | $name: #"
+		exec {fd}<&-
+		kill "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done <"$C/pids"
+}
+
+# gone PID [SECONDS]: returns once the process (not necessarily our child)
+# has exited, woken by its pidfd; 1 if it still runs after SECONDS (10).
 gone() {
 	python3 -c '
 import os, select, sys
@@ -67,7 +89,26 @@ try:
     fd = os.pidfd_open(int(sys.argv[1]))
 except ProcessLookupError:
     sys.exit(0)
-sys.exit(0 if select.select([fd], [], [], 10)[0] else 1)' "$1"
+sys.exit(0 if select.select([fd], [], [], float(sys.argv[2]))[0] else 1)' "$1" "${2:-10}"
+}
+
+# run_or_dump SECONDS OUT ERR CMD...: CMD, its stdout in OUT and stderr in
+# ERR; if it still runs after SECONDS, the daemons' state is printed
+# (cluster_dump) while it is stuck, then it is ended. Returns its status,
+# 124 if it was ended.
+run_or_dump() {
+	local secs=$1 out=$2 err=$3 p
+	shift 3
+	"$@" >"$out" 2>"$err" &
+	p=$!
+	if ! gone "$p" "$secs"; then
+		echo "     ... still running after $secs s; the daemons' state:"
+		cluster_dump
+		kill "$p" 2>/dev/null
+		wait "$p"
+		return 124
+	fi
+	wait "$p"
 }
 
 # Checks: ok/bad count them in $checks and $fails; expect and has keep the

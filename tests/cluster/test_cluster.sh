@@ -15,7 +15,7 @@ export PATH=$BIN:$PATH
 export STORM_CONF=$C/storm.conf
 . "$(dirname "$0")/lib.sh"
 fails=0 checks=0
-BG=""
+BG="" LEFT=""
 
 cleanup() {
 	fail_report
@@ -26,6 +26,7 @@ cleanup() {
 		while read -r pid _; do kill -9 "$pid" 2>/dev/null; done <"$C/pids"
 	fi
 	pkill -9 -f "$MARK" 2>/dev/null
+	[ -n "$LEFT" ] && kill -9 "$LEFT" 2>/dev/null
 	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT
@@ -168,6 +169,18 @@ grep -q '"state": "TIMEOUT"' "$T/acct.time" && ok "  acct says TIMEOUT" ||
 expect "a job within its limit completes" 0 storm run -N 1 -t 1 true
 expect "-t that is no time is refused" 2 storm run -t 1:2:3:4 true
 has "  ... naming the forms" err "-t/--time wants minutes, M:S, H:M:S"
+
+# ---- a process that left the job's process group for its own session (as
+# Open MPI's singleton starts its orted) ends with the job: the rank prints
+# its pid once it has its session, then exits
+expect "storm run of a rank that leaves a process in a session of its own" 0 \
+	storm run -N 1 sh -c "(setsid sh -c 'echo \$\$; exec sleep 600 # $MARK' </dev/null 2>/dev/null &) | head -1"
+LEFT=$(head -1 "$T/out")
+if [ -n "$LEFT" ] && gone "$LEFT" 20; then ok "  ... it ended with the job"
+else bad "  ... it ended with the job (pid '$LEFT' still runs)"; fi
+if grep -q "outlived it; killed" "$C"/log/node*.log; then
+	ok "  ... the node daemon says it killed it"
+else bad "  ... the node daemon says it killed it"; fi
 
 # ---- Ctrl-C
 start_bg intr env --default-signal=INT storm run -N 2 sh -c "echo up; exec sleep 600 # $MARK"

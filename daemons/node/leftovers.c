@@ -1,0 +1,127 @@
+/* Processes a job left behind outside its process group. A job's end kills
+ * its ranks' process group, but a descendant that started its own session
+ * (setsid: Open MPI's singleton starts its orted so, daemons do) is not in
+ * it and would outlive the job. The daemon is a child subreaper, so such a
+ * process becomes the daemon's child once its parents are gone; its
+ * environment names the job it came from (STORM_JOB_DIR, unique to a job on
+ * this node). One whose job no longer runs here is killed: at each job's
+ * end and whenever a process the daemon did not start is reaped (its own
+ * children are then the daemon's). Checkpoint helpers are left alone: a
+ * restored rank carries its old job's environment until the helper hands
+ * it over, so nothing is swept while one runs. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nd.h"
+
+#define DIR_VAR "STORM_JOB_DIR="
+
+/* The parent pid in /proc/PID/stat, -1 if it cannot be read. The command
+ * name may hold spaces and parentheses: the fields follow the last ')'. */
+static pid_t parent_of(const char *pid, char *comm, size_t comm_len)
+{
+	char path[300], buf[512];
+	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	char *open_p = strchr(buf, '('), *close_p = strrchr(buf, ')');
+	if (!open_p || !close_p || close_p < open_p)
+		return -1;
+	snprintf(comm, comm_len, "%.*s", (int)(close_p - open_p - 1), open_p + 1);
+	char state;
+	int ppid;
+	if (sscanf(close_p + 1, " %c %d", &state, &ppid) != 2)
+		return -1;
+	return ppid;
+}
+
+/* Its STORM_JOB_DIR into dir; false if it has none (not a job's). */
+static bool job_dir_of(const char *pid, char *dir, size_t len)
+{
+	char path[300];
+	snprintf(path, sizeof(path), "/proc/%s/environ", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	/* a job's environment is small; its storm entries come first after the
+	 * user's, so a bounded read finds them in any real one */
+	size_t cap = 256 * 1024, have = 0;
+	char *env = malloc(cap + 1);
+	ssize_t n;
+	while (env && have < cap && (n = read(fd, env + have, cap - have)) > 0)
+		have += (size_t)n;
+	close(fd);
+	bool found = false;
+	if (env) {
+		env[have] = '\0';
+		for (size_t at = 0; at < have; at += strlen(env + at) + 1)
+			if (!strncmp(env + at, DIR_VAR, strlen(DIR_VAR))) {
+				snprintf(dir, len, "%s", env + at + strlen(DIR_VAR));
+				found = true;
+				break;
+			}
+	}
+	free(env);
+	return found;
+}
+
+static bool is_rank(const struct nd *nd, pid_t pid)
+{
+	for (const struct nd_job *j = nd->jobs; j; j = j->next)
+		for (uint32_t i = 0; i < j->nranks; i++)
+			if (j->ranks[i].pid == pid)
+				return true;
+	return false;
+}
+
+/* A job of this daemon's (its directory under the daemon's) that still
+ * runs here; a directory elsewhere is another daemon's job (this daemon
+ * itself started inside one) and not this one's to judge. */
+static bool job_runs(const struct nd *nd, const char *dir)
+{
+	size_t n = strlen(nd->jobs_dir);
+	if (strncmp(dir, nd->jobs_dir, n) || dir[n] != '/')
+		return true;
+	for (const struct nd_job *j = nd->jobs; j; j = j->next)
+		if (!strcmp(j->dir, dir))
+			return true;
+	return false;
+}
+
+void nd_leftovers_sweep(struct nd *nd)
+{
+	if (nd->helpers)
+		return;
+	DIR *d = opendir("/proc");
+	if (!d)
+		return;
+	pid_t self = getpid();
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 0 || pid == self)
+			continue;
+		char comm[64], dir[PATH_MAX];
+		if (parent_of(e->d_name, comm, sizeof(comm)) != self || is_rank(nd, (pid_t)pid) ||
+		    !job_dir_of(e->d_name, dir, sizeof(dir)) || job_runs(nd, dir))
+			continue;
+		if (kill((pid_t)pid, SIGKILL) == 0)
+			slog("process %ld (%s) of a job that ended here (%s) outlived it; killed", pid,
+			     comm, dir);
+	}
+	closedir(d);
+}
