@@ -46,6 +46,7 @@ int nd_pmi_rank_env(struct nd *nd, struct nd_job *job, uint32_t lr, char **env, 
 void nd_pmi_dump(const struct nd *nd)
 {
 	xchg_dump(nd);
+	pmix_dump(nd);
 }
 
 void nd_pmi_rank_forked(struct nd *nd, struct nd_job *job, uint32_t lr)

@@ -50,6 +50,7 @@ void pmi1_job_end(struct nd *nd, struct nd_job *job);
 /* pmix.c */
 int pmix_init(struct nd *nd);
 void pmix_close(struct nd *nd);
+void pmix_dump(const struct nd *nd); /* its jobs' ranks as the library told */
 int pmix_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command *cmd, size_t k);
 int pmix_rank_env(struct nd *nd, struct nd_job *job, uint32_t lr, char **env, size_t max,
 		  int *fd);

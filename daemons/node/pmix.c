@@ -66,6 +66,8 @@ struct pxjob {
 	bool *client;              /* per local rank: registered with the library */
 	char ***env;               /* per local rank: its entries, NULL-ended */
 	uint32_t user_env;         /* bit i: the job's env sets ompi_fixed[i] */
+	/* what the library told of its ranks so far (the state dump) */
+	uint32_t connected, finalized, fences;
 };
 
 /* a fence out on the job's exchange */
@@ -299,6 +301,10 @@ static void dispatch(struct nd *nd, struct pxmsg *m)
 			m->opcb(m->kind == PX_ABORT ? PMIX_ERR_NOT_FOUND : PMIX_SUCCESS, m->cbdata);
 		return;
 	}
+	struct pxjob *pj = job->pmi;
+	pj->connected += m->kind == PX_CONNECTED;
+	pj->finalized += m->kind == PX_FINALIZED;
+	pj->fences += m->kind == PX_FENCE;
 	switch (m->kind) {
 	case PX_CONNECTED:
 	case PX_FINALIZED:
@@ -403,6 +409,26 @@ static int server_up(struct nd *nd)
 	}
 	slog("PMIx server up (%s), files in %s", PMIx_Get_version(), px->dir);
 	return 0;
+}
+
+void pmix_dump(const struct nd *nd)
+{
+	struct nd_pmix *px = nd->pmix;
+	if (!px)
+		return;
+	unsigned queued = 0;
+	pthread_mutex_lock(&px->mu);
+	for (const struct pxmsg *m = px->head; m; m = m->next)
+		queued++;
+	pthread_mutex_unlock(&px->mu);
+	slog("  PMIx server: %u requests queued for the loop", queued);
+	for (const struct nd_job *j = nd->jobs; j; j = j->next) {
+		const struct pxjob *pj = j->mpi == STORM__JOB__MPI__MPI_PMIX ? j->pmi : NULL;
+		if (pj)
+			slog("    job %" PRIu64 ": %u local ranks, %u connected, %u finalized, %u "
+			     "fences asked for", j->id, pj->nlocal, pj->connected, pj->finalized,
+			     pj->fences);
+	}
 }
 
 int pmix_init(struct nd *nd)

@@ -12,6 +12,7 @@
  * the timerfd, the answer pipe and an eventfd it posts every step (the
  * output is the same).
  * usage: tree_prog [reaper] [epoll] STEPS */
+#include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -135,6 +136,9 @@ int main(int argc, char **argv)
 			for (int seen = 0; seen != 7;) {
 				struct epoll_event e[3];
 				int n = epoll_wait(epfd, e, 3, 5000);
+				/* a stop (the dumper's, as SIGSTOP's) ends the wait early */
+				if (n < 0 && errno == EINTR)
+					continue;
 				if (n <= 0) {
 					printf("stuck at step %ld\n", i);
 					return 1;
