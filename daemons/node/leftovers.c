@@ -101,27 +101,86 @@ static bool job_runs(const struct nd *nd, const char *dir)
 	return false;
 }
 
+/* Kills pid if it is a child of this daemon that a job left behind. */
+static void judge(struct nd *nd, pid_t self, long pid)
+{
+	char id[24], comm[64], dir[PATH_MAX];
+	snprintf(id, sizeof(id), "%ld", pid);
+	/* the parent read again: a pid listed a moment ago may be another's now */
+	if (pid <= 0 || pid == self || parent_of(id, comm, sizeof(comm)) != self ||
+	    is_rank(nd, (pid_t)pid) || !job_dir_of(id, dir, sizeof(dir)) || job_runs(nd, dir))
+		return;
+	if (kill((pid_t)pid, SIGKILL) == 0)
+		slog("process %ld (%s) of a job that ended here (%s) outlived it; killed", pid, comm,
+		     dir);
+}
+
+/* This daemon's children as the kernel lists them per thread
+ * (/proc/self/task/TID/children): a few entries, not every process of the
+ * host. NULL if the kernel has no such list (CONFIG_PROC_CHILDREN). */
+static long *children(size_t *n)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return NULL;
+	long *pids = NULL;
+	size_t cap = 0;
+	bool listed = false;
+	*n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char path[300];
+		snprintf(path, sizeof(path), "/proc/self/task/%s/children", e->d_name);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue;
+		listed = true;
+		long pid;
+		while (fscanf(f, "%ld", &pid) == 1) {
+			if (*n == cap) {
+				long *more = realloc(pids, (cap ? cap * 2 : 16) * sizeof(*pids));
+				if (!more)
+					break;
+				pids = more;
+				cap = cap ? cap * 2 : 16;
+			}
+			pids[(*n)++] = pid;
+		}
+		fclose(f);
+	}
+	closedir(d);
+	if (!listed) {
+		free(pids);
+		return NULL;
+	}
+	return pids ? pids : calloc(1, sizeof(*pids));
+}
+
 void nd_leftovers_sweep(struct nd *nd)
 {
 	if (nd->helpers)
 		return;
+	pid_t self = getpid();
+	size_t n;
+	long *pids = children(&n);
+	if (pids) {
+		for (size_t i = 0; i < n; i++)
+			judge(nd, self, pids[i]);
+		free(pids);
+		return;
+	}
+	/* no list from the kernel: every process of the host, by its parent */
 	DIR *d = opendir("/proc");
 	if (!d)
 		return;
-	pid_t self = getpid();
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		char *end;
 		long pid = strtol(e->d_name, &end, 10);
-		if (*end || pid <= 0 || pid == self)
-			continue;
-		char comm[64], dir[PATH_MAX];
-		if (parent_of(e->d_name, comm, sizeof(comm)) != self || is_rank(nd, (pid_t)pid) ||
-		    !job_dir_of(e->d_name, dir, sizeof(dir)) || job_runs(nd, dir))
-			continue;
-		if (kill((pid_t)pid, SIGKILL) == 0)
-			slog("process %ld (%s) of a job that ended here (%s) outlived it; killed", pid,
-			     comm, dir);
+		if (!*end)
+			judge(nd, self, pid);
 	}
 	closedir(d);
 }

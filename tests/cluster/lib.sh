@@ -92,10 +92,22 @@ except ProcessLookupError:
 sys.exit(0 if select.select([fd], [], [], float(sys.argv[2]))[0] else 1)' "$1" "${2:-10}"
 }
 
+# stacks PATTERN: where each process whose command line matches PATTERN
+# waits (its kernel wait channel and, with gdb, every thread's frames)
+stacks() {
+	local p
+	for p in $(pgrep -f "$1"); do
+		echo "     | pid $p waits in $(cat /proc/$p/wchan 2>/dev/null)"
+		command -v gdb >/dev/null &&
+			gdb -p "$p" -batch -ex "thread apply all bt 10" 2>/dev/null |
+			grep -E "^#|^Thread" | sed 's/^/     |   /'
+	done
+}
+
 # run_or_dump SECONDS OUT ERR CMD...: CMD, its stdout in OUT and stderr in
 # ERR; if it still runs after SECONDS, the daemons' state is printed
-# (cluster_dump) while it is stuck, then it is ended. Returns its status,
-# 124 if it was ended.
+# (cluster_dump; and the stacks of the processes matching $STACKS_OF) while
+# it is stuck, then it is ended. Returns its status, 124 if it was ended.
 run_or_dump() {
 	local secs=$1 out=$2 err=$3 p
 	shift 3
@@ -104,6 +116,7 @@ run_or_dump() {
 	if ! gone "$p" "$secs"; then
 		echo "     ... still running after $secs s; the daemons' state:"
 		cluster_dump
+		[ -n "${STACKS_OF:-}" ] && stacks "$STACKS_OF"
 		kill "$p" 2>/dev/null
 		wait "$p"
 		return 124

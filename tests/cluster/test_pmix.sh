@@ -79,7 +79,7 @@ done
 	bad "  ... their orted daemons ended with the job (still running:$left)"
 
 # ---- MPI_Abort: rank 1 aborts with 3 while the others wait in MPI_Recv
-run_or_dump 120 "$T/out" "$T/err" storm run -N 4 -n 8 "$T/ompi_modes" abort
+STACKS_OF=$T/ompi_modes run_or_dump 120 "$T/out" "$T/err" storm run -N 4 -n 8 "$T/ompi_modes" abort
 rc=$?
 [ $rc != 0 ] && [ $rc != 124 ] && ok "MPI_Abort ends the job, non-zero exit ($rc)" || {
 	bad "MPI_Abort ends the job (exit $rc)"
@@ -107,7 +107,7 @@ up=0
 while [ $up -lt 8 ] && read -r -t 120 line <&7; do
 	case $line in "rank "*" of 8 up") up=$((up + 1)) ;; esac
 done
-[ $up = 8 ] && ok "8 ranks loop in MPI_Barrier" || { bad "8 ranks loop in MPI_Barrier ($up up)"; cluster_dump; }
+[ $up = 8 ] && ok "8 ranks loop in MPI_Barrier" || { bad "8 ranks loop in MPI_Barrier ($up up)"; cluster_dump; stacks "$T/ompi_modes"; }
 id=$(last_job)
 expect "storm cancel" 0 storm cancel "$id"
 timeout 60 cat <&7 >/dev/null
