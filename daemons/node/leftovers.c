@@ -4,9 +4,10 @@
  * it and would outlive the job. The daemon is a child subreaper, so such a
  * process becomes the daemon's child once its parents are gone; its
  * environment names the job it came from (STORM_JOB_DIR, unique to a job on
- * this node). One whose job no longer runs here is killed: at each job's
- * end and whenever a process the daemon did not start is reaped (its own
- * children are then the daemon's). Checkpoint helpers are left alone: a
+ * this node). One whose job no longer runs here gets SIGTERM (an orted then
+ * removes its session directory) at each job's end and whenever a process
+ * the daemon did not start is reaped (its own children are then the
+ * daemon's), and SIGKILL if it is still there kill_wait_ms later. Checkpoint helpers are left alone: a
  * restored rank carries its old job's environment until the helper hands
  * it over, so nothing is swept while one runs. */
 #include <dirent.h>
@@ -101,18 +102,20 @@ static bool job_runs(const struct nd *nd, const char *dir)
 	return false;
 }
 
-/* Kills pid if it is a child of this daemon that a job left behind. */
-static void judge(struct nd *nd, pid_t self, long pid)
+/* Signals pid if it is a child of this daemon that a job left behind;
+ * true if it is. */
+static bool judge(struct nd *nd, pid_t self, long pid, int sig)
 {
 	char id[24], comm[64], dir[PATH_MAX];
 	snprintf(id, sizeof(id), "%ld", pid);
 	/* the parent read again: a pid listed a moment ago may be another's now */
 	if (pid <= 0 || pid == self || parent_of(id, comm, sizeof(comm)) != self ||
 	    is_rank(nd, (pid_t)pid) || !job_dir_of(id, dir, sizeof(dir)) || job_runs(nd, dir))
-		return;
-	if (kill((pid_t)pid, SIGKILL) == 0)
-		slog("process %ld (%s) of a job that ended here (%s) outlived it; killed", pid, comm,
-		     dir);
+		return false;
+	if (kill((pid_t)pid, sig) == 0)
+		slog("process %ld (%s) of a job that ended here (%s) outlived it; %s", pid, comm, dir,
+		     sig == SIGKILL ? "SIGKILL" : "SIGTERM");
+	return true;
 }
 
 /* This daemon's children as the kernel lists them per thread
@@ -158,29 +161,47 @@ static long *children(size_t *n)
 	return pids ? pids : calloc(1, sizeof(*pids));
 }
 
-void nd_leftovers_sweep(struct nd *nd)
+static void sweep(struct nd *nd, int sig)
 {
-	if (nd->helpers)
-		return;
 	pid_t self = getpid();
+	bool found = false;
 	size_t n;
 	long *pids = children(&n);
 	if (pids) {
 		for (size_t i = 0; i < n; i++)
-			judge(nd, self, pids[i]);
+			found |= judge(nd, self, pids[i], sig);
 		free(pids);
-		return;
+	} else {
+		/* no list from the kernel: every process of the host, by its parent */
+		DIR *d = opendir("/proc");
+		struct dirent *e;
+		while (d && (e = readdir(d))) {
+			char *end;
+			long pid = strtol(e->d_name, &end, 10);
+			if (!*end)
+				found |= judge(nd, self, pid, sig);
+		}
+		if (d)
+			closedir(d);
 	}
-	/* no list from the kernel: every process of the host, by its parent */
-	DIR *d = opendir("/proc");
-	if (!d)
+	if (found && sig != SIGKILL && !nd->leftovers_kill_ns)
+		nd->leftovers_kill_ns = clock_mono_ns() + (uint64_t)nd->conf.kill_wait_ms * 1000000u;
+}
+
+void nd_leftovers_sweep(struct nd *nd)
+{
+	if (!nd->helpers)
+		sweep(nd, SIGTERM);
+}
+
+void nd_leftovers_timer(struct nd *nd)
+{
+	uint64_t now = clock_mono_ns();
+	if (!nd->leftovers_kill_ns || now < nd->leftovers_kill_ns)
 		return;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		char *end;
-		long pid = strtol(e->d_name, &end, 10);
-		if (!*end)
-			judge(nd, self, pid);
-	}
-	closedir(d);
+	nd->leftovers_kill_ns = 0;
+	if (nd->helpers) /* a restore's ranks may look like leftovers: later */
+		nd->leftovers_kill_ns = now + (uint64_t)nd->conf.kill_wait_ms * 1000000u;
+	else
+		sweep(nd, SIGKILL);
 }

@@ -195,6 +195,7 @@ struct nd {
 
 	struct nd_job *jobs;
 	struct nd_helper *helpers; /* checkpoint and restore helpers (ckpt.c) */
+	uint64_t leftovers_kill_ns; /* leftovers.c: SIGKILL for what SIGTERM left, 0: none */
 	/* registered by ckpt.c at start-up, so that ranks.c, below it, hands
 	 * over what is checkpointing's without calling up: a child that is
 	 * not a rank (true: it was a helper), and a launch that restores */
@@ -285,8 +286,10 @@ void nd_pipes_pause(struct nd *nd, bool pause);
 void nd_kill_all(struct nd *nd);
 
 /* leftovers.c: processes of a job that ended here which left its process
- * group (their own session), killed once they are this daemon's children */
+ * group (their own session), ended once they are this daemon's children:
+ * SIGTERM at the sweep, SIGKILL from the timer kill_wait_ms later */
 void nd_leftovers_sweep(struct nd *nd);
+void nd_leftovers_timer(struct nd *nd);
 
 /* orphans.c: the ranks of each job, listed in the state directory, so a
  * restarted daemon kills those it can no longer serve */

@@ -699,6 +699,7 @@ void nd_signal_job(struct nd *nd, const Storm__Cl__Signal *sig)
 
 void nd_timers(struct nd *nd)
 {
+	nd_leftovers_timer(nd);
 	uint64_t now = clock_mono_ns();
 	for (struct nd_job *j = nd->jobs; j; j = j->next)
 		if (j->kill_at_ns && now >= j->kill_at_ns) {
@@ -711,7 +712,7 @@ void nd_timers(struct nd *nd)
 
 int nd_timer_ms(const struct nd *nd)
 {
-	uint64_t now = clock_mono_ns(), best = UINT64_MAX;
+	uint64_t now = clock_mono_ns(), best = nd->leftovers_kill_ns ? nd->leftovers_kill_ns : UINT64_MAX;
 	for (const struct nd_job *j = nd->jobs; j; j = j->next)
 		if (j->kill_at_ns && j->kill_at_ns < best)
 			best = j->kill_at_ns;

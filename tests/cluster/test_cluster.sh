@@ -172,15 +172,17 @@ has "  ... naming the forms" err "-t/--time wants minutes, M:S, H:M:S"
 
 # ---- a process that left the job's process group for its own session (as
 # Open MPI's singleton starts its orted) ends with the job: the rank prints
-# its pid once it has its session, then exits
+# its pid once it has its session, then exits. This one ignores SIGTERM,
+# so SIGKILL ends it kill_wait_ms later.
 expect "storm run of a rank that leaves a process in a session of its own" 0 \
-	storm run -N 1 sh -c "(setsid sh -c 'echo \$\$; exec sleep 600 # $MARK' </dev/null 2>/dev/null &) | head -1"
+	storm run -N 1 sh -c "(setsid sh -c 'trap \"\" TERM; echo \$\$; exec sleep 600' </dev/null 2>/dev/null &) | head -1"
 LEFT=$(head -1 "$T/out")
-if [ -n "$LEFT" ] && gone "$LEFT" 20; then ok "  ... it ended with the job"
-else bad "  ... it ended with the job (pid '$LEFT' still runs)"; fi
-if grep -q "outlived it; killed" "$C"/log/node*.log; then
-	ok "  ... the node daemon says it killed it"
-else bad "  ... the node daemon says it killed it"; fi
+if [ -n "$LEFT" ] && gone "$LEFT" 30; then ok "  ... it ended after the job"
+else bad "  ... it ended after the job (pid '$LEFT' still runs)"; fi
+if grep -q "process $LEFT (.*outlived it; SIGTERM" "$C"/log/node*.log &&
+	grep -q "process $LEFT (.*outlived it; SIGKILL" "$C"/log/node*.log; then
+	ok "  ... the node daemon sent it SIGTERM, then SIGKILL"
+else bad "  ... the node daemon sent it SIGTERM, then SIGKILL"; fi
 
 # ---- Ctrl-C
 start_bg intr env --default-signal=INT storm run -N 2 sh -c "echo up; exec sleep 600 # $MARK"
