@@ -7,9 +7,9 @@
  * this node). One whose job no longer runs here gets SIGTERM (an orted then
  * removes its session directory) at each job's end and whenever a process
  * the daemon did not start is reaped (its own children are then the
- * daemon's), and SIGKILL if it is still there kill_wait_ms later. Checkpoint helpers are left alone: a
- * restored rank carries its old job's environment until the helper hands
- * it over, so nothing is swept while one runs. */
+ * daemon's), and SIGKILL if it is still there kill_wait_ms later. Nothing
+ * is swept while a checkpoint helper runs: a restored rank carries its old
+ * job's environment and comes to the daemon before it is the new job's. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
