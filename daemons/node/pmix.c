@@ -295,10 +295,13 @@ static void dispatch(struct nd *nd, struct pxmsg *m)
 	struct nd_job *job = find_job(nd, &m->proc);
 	if (!job) {
 		/* a job that ended here while its message waited */
-		if (m->kind == PX_FENCE)
+		if (m->kind == PX_FENCE) {
+			slog("a PMIx fence for namespace '%.*s', no job here; refused",
+			     (int)sizeof(m->proc.nspace), m->proc.nspace);
 			m->mdxcb(PMIX_ERR_NOT_FOUND, NULL, 0, m->cbdata, NULL, NULL);
-		else if (m->opcb)
+		} else if (m->opcb) {
 			m->opcb(m->kind == PX_ABORT ? PMIX_ERR_NOT_FOUND : PMIX_SUCCESS, m->cbdata);
+		}
 		return;
 	}
 	struct pxjob *pj = job->pmi;
