@@ -24,29 +24,13 @@
 
 #define DIR_VAR "STORM_JOB_DIR="
 
-/* The parent pid in /proc/PID/stat, -1 if it cannot be read. The command
- * name may hold spaces and parentheses: the fields follow the last ')'. */
-static pid_t parent_of(const char *pid, char *comm, size_t comm_len)
+/* The parent pid (field 4 of /proc/PID/stat), -1 if it cannot be read. */
+static pid_t parent_of(pid_t pid, char *comm, size_t comm_len)
 {
-	char path[300], buf[512];
-	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	char *open_p = strchr(buf, '('), *close_p = strrchr(buf, ')');
-	if (!open_p || !close_p || close_p < open_p)
-		return -1;
-	snprintf(comm, comm_len, "%.*s", (int)(close_p - open_p - 1), open_p + 1);
-	char state;
+	char buf[512], state;
 	int ppid;
-	if (sscanf(close_p + 1, " %c %d", &state, &ppid) != 2)
-		return -1;
-	return ppid;
+	const char *p = nd_proc_stat(pid, buf, sizeof(buf), comm, comm_len);
+	return p && sscanf(p, " %c %d", &state, &ppid) == 2 ? ppid : -1;
 }
 
 /* Its STORM_JOB_DIR into dir; false if it has none (not a job's). */
@@ -109,7 +93,7 @@ static bool judge(struct nd *nd, pid_t self, long pid, int sig)
 	char id[24], comm[64], dir[PATH_MAX];
 	snprintf(id, sizeof(id), "%ld", pid);
 	/* the parent read again: a pid listed a moment ago may be another's now */
-	if (pid <= 0 || pid == self || parent_of(id, comm, sizeof(comm)) != self ||
+	if (pid <= 0 || pid == self || parent_of((pid_t)pid, comm, sizeof(comm)) != self ||
 	    is_rank(nd, (pid_t)pid) || !job_dir_of(id, dir, sizeof(dir)) || job_runs(nd, dir))
 		return false;
 	if (kill((pid_t)pid, sig) == 0)

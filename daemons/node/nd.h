@@ -297,6 +297,9 @@ void nd_ranks_save(struct nd *nd, const struct nd_job *job);
 void nd_ranks_forget(struct nd *nd, uint64_t job);
 void nd_ranks_recover(struct nd *nd);
 uint64_t nd_proc_start_time(pid_t pid);
+/* /proc/PID/stat read into buf: the fields after the command name (field
+ * 3 on), the name itself into comm (may be NULL); NULL if it is gone */
+char *nd_proc_stat(pid_t pid, char *buf, size_t len, char *comm, size_t comm_len);
 
 /* gang.c */
 int nd_gang_init(struct nd *nd);

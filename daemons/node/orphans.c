@@ -26,24 +26,35 @@ static void list_path(const struct nd *nd, uint64_t job, char *out, size_t len)
 	snprintf(out, len, "%s/ranks/%" PRIu64, nd->state_dir, job);
 }
 
+char *nd_proc_stat(pid_t pid, char *buf, size_t len, char *comm, size_t comm_len)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	ssize_t n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	/* the command name may hold spaces and parentheses */
+	char *open_p = strchr(buf, '('), *close_p = strrchr(buf, ')');
+	if (!open_p || !close_p || close_p < open_p)
+		return NULL;
+	if (comm)
+		snprintf(comm, comm_len, "%.*s", (int)(close_p - open_p - 1), open_p + 1);
+	return close_p + 1;
+}
+
 /* Field 22 of /proc/PID/stat: start time in clock ticks since boot; 0 if
  * the process is gone. */
 uint64_t nd_proc_start_time(pid_t pid)
 {
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+	char buf[1024];
+	char *p = nd_proc_stat(pid, buf, sizeof(buf), NULL, 0);
 	if (!p)
 		return 0;
-	p++;
 	/* after ")": field 3 (state) ... field 22 */
 	for (int field = 3; field < 22 && p; field++) {
 		p = strchr(p + 1, ' ');
