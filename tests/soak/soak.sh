@@ -15,7 +15,7 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 CLUSTER=$HERE/../cluster
-. "$CLUSTER/lib.sh"
+. "$CLUSTER/lib.sh" || exit 2
 
 usage() { sed -n '/^# Usage/,/^# Needs/p' "$0" | sed 's/^# \{0,1\}//'; }
 RUNS=200 OUT="" HOG=1
@@ -47,7 +47,6 @@ case $RUNS in '' | *[!0-9]*) echo "soak.sh: -n wants a number, not '$RUNS'" >&2;
 OUT=${OUT:-/var/tmp/storm-soak-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT" || exit 2
 export PATH=$BIN:$PATH
-export FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo FI_UDP_IFACE=lo
 T=$(mktemp -d /tmp/storm-soak.XXXXXX)
 chmod 755 "$T"
 C=$T/c
@@ -62,6 +61,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
+# plain_net: a plain cluster's daemons on loopback only (a --netns cluster's
+# bridge that another test takes down must not take their connections);
+# netns_net: a --netns cluster's reach each other over their own links
+plain_net() { export FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo FI_UDP_IFACE=lo; }
+netns_net() { unset FI_TCP_IFACE FI_SOCKETS_IFACE FI_UDP_IFACE; }
 # a random integer in [lo, hi]
 rnd() { echo $(($1 + RANDOM % ($2 - $1 + 1))); }
 # a random pause of 0..MS milliseconds: where a fault lands
@@ -123,6 +127,7 @@ hang_dump() {
 STEPS=100
 ckpt_setup() {
 	export STORM_BCS_LINK_MBS=256
+	plain_net
 	storm cluster up --nodes 4 --timeslice-us 2000 --down-after-ms 5000 --dir "$C" >"$T/up.out" 2>&1 ||
 		return 1
 	bcs-mpicc -O2 -Wall -Werror "$CLUSTER/mpi/ckptapp.c" -o "$T/ckptapp" || return 1
@@ -155,6 +160,7 @@ ckpt_run() {
 # singletons and an MPI_Abort: each gives its answer, none hangs
 ompi_setup() {
 	mpicc.openmpi -O2 -Wall -Werror "$CLUSTER/mpi/ompi_modes.c" -o "$T/ompi_modes" || return 1
+	netns_net
 	storm cluster up --netns --nodes 4 --dir "$C" >"$T/up.out" 2>&1
 }
 OMPI_WANT=$(for r in 0 1 2 3 4 5 6 7; do echo "rank $r of 8: token $((r == 0 ? 8 : r + 1)) sum 28"; done)
@@ -185,6 +191,7 @@ ompi_run() {
 # ---- MPICH (PMI-1) jobs: a ring over 8 ranks on 4 nodes
 mpich_setup() {
 	mpicc.mpich -O2 -o "$T/pmiprog" "$CLUSTER/mpi/pmiprog.c" || return 1
+	netns_net
 	storm cluster up --netns --nodes 4 --dir "$C" >"$T/up.out" 2>&1
 }
 mpich_run() {
@@ -195,6 +202,7 @@ mpich_run() {
 # ---- gang-scheduled pairs: two BCS-MPI jobs share the same 4 nodes (MPL 2)
 # and each gives the uninterrupted run's result
 gang_setup() {
+	plain_net
 	storm cluster up --nodes 4 --mpl 2 --dir "$C" >"$T/up.out" 2>&1 || return 1
 	bcs-mpicc -O2 -Wall -Werror "$CLUSTER/mpi/ckptapp.c" -o "$T/ckptapp" || return 1
 	GAPP="$T/ckptapp 40 4 4 0"
@@ -215,6 +223,7 @@ gang_run() {
 # ---- the MM kill -9'd at a random moment while a batch job and an
 # interactive one run; restarted, both complete with all their output
 mm_setup() {
+	plain_net
 	storm cluster up --nodes 4 --down-after-ms 10000 --dir "$C" >"$T/up.out" 2>&1
 }
 mm_run() {
@@ -257,6 +266,7 @@ print(" ".join("%d:%s" % (j["job"], j["state"]) for j in js))' "$b")
 # --restart-on-failure job: it restarts from its checkpoint and its files
 # equal an uninterrupted run's; the node is restarted for the next run
 nd_setup() {
+	plain_net
 	storm cluster up --nodes 4 --down-after-ms 2000 --dir "$C" >"$T/up.out" 2>&1 || return 1
 	mkdir -p "$T/ref" "$T/w"
 	NDPROG="$BIN/ckpt_prog 300 4 out%r.f 10"
@@ -288,6 +298,7 @@ nd_run() {
 # under a job on all 4 nodes, then restored: every line of the job arrives,
 # and a job runs on all 4 after it
 link_setup() {
+	netns_net
 	storm cluster up --netns --nodes 4 --down-after-ms 10000 --dir "$C" >"$T/up.out" 2>&1
 }
 link_run() {
