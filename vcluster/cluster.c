@@ -794,6 +794,40 @@ static int conf_from_opts(const struct up_opts *o, const char *conf_path, struct
 	return 0;
 }
 
+/* --hosts: the trees of storm's programs each host must be shown at their
+ * paths (hosts_tree): this one's (storm on a host) and the daemons'. A
+ * build or an install under /tmp is hidden by every host's own /tmp. The
+ * count, or -1 with err set. */
+static int storm_trees(char trees[][PATH_MAX], char *err, size_t errlen)
+{
+	static const char *const names[] = { NULL, "stormmm", "stormnd" };
+	char bin[PATH_MAX + 16], real[PATH_MAX], t[PATH_MAX];
+	int n = 0;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		ssize_t k = 0;
+		if (!names[i] && (k = readlink("/proc/self/exe", bin, sizeof(bin) - 1)) > 0)
+			bin[k] = '\0';
+		if (k < 0 || (names[i] && find_daemon(names[i], bin, sizeof(bin))) ||
+		    !realpath(bin, real)) {
+			snprintf(err, errlen, "cannot find %s: %s", names[i] ? names[i] : "storm-cluster",
+				 strerror(errno));
+			return -1;
+		}
+		if (hosts_tree(real, t, sizeof(t)) < 0) {
+			snprintf(err, errlen, "%s lies directly in a directory each host has of its "
+					      "own; put them in a directory of their own",
+				 real);
+			return -1;
+		}
+		int seen = !t[0];
+		for (int j = 0; j < n && !seen; j++)
+			seen = !strcmp(trees[j], t);
+		if (!seen)
+			memcpy(trees[n++], t, strlen(t) + 1);
+	}
+	return n;
+}
+
 static int configure(const struct up_opts *o, const char *dir, const char *conf_path,
 		     const char *sock, struct storm_conf *conf)
 {
@@ -839,9 +873,17 @@ static int configure(const struct up_opts *o, const char *dir, const char *conf_
 	else if (munged_start(&here, emsg, sizeof(emsg)) < 0)
 		rc = -1;
 	/* --hosts: each host with its copies of the files and its own munged */
+	char trees[HOSTS_MAX_TREES][PATH_MAX];
+	const char *tree_list[HOSTS_MAX_TREES];
+	struct hosts_view view = { .shares = (const char *const *)o->shares,
+				   .nshares = o->nshares, .trees = tree_list };
+	if (rc == 0 && o->hosts && (view.ntrees = storm_trees(trees, emsg, sizeof(emsg))) < 0)
+		rc = -1;
+	for (int i = 0; i < view.ntrees; i++)
+		tree_list[i] = trees[i];
 	for (int i = o->hosts ? -1 : conf->nnodes; rc == 0 && i < conf->nnodes; i++)
-		if (hosts_start(dir, i < 0 ? HOSTS_MM : conf->nodes[i], i < 0 ? NETNS_MM : i,
-				(const char *const *)o->shares, o->nshares, emsg, sizeof(emsg)) < 0)
+		if (hosts_start(dir, i < 0 ? HOSTS_MM : conf->nodes[i], i < 0 ? NETNS_MM : i, &view,
+				emsg, sizeof(emsg)) < 0)
 			rc = -1;
 	if (rc != 0) {
 		fprintf(stderr, "storm: error: %s\n", emsg);

@@ -11,6 +11,7 @@
 #include <sys/mount.h>
 #include <sys/pidfd.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "munged.h"
@@ -88,17 +89,102 @@ static const struct private_dir {
 };
 #define NPRIVATE (sizeof(private_dirs) / sizeof(private_dirs[0]))
 
+/* 1 if path lies under a directory each host has of its own, 2 if it is
+ * one, else 0. */
+static int private_at(const char *path)
+{
+	for (size_t i = 0; i < NPRIVATE; i++) {
+		size_t n = strlen(private_dirs[i].at);
+		if (!strncmp(path, private_dirs[i].at, n) && (!path[n] || path[n] == '/'))
+			return path[n] ? 1 : 2;
+	}
+	return 0;
+}
+
+int hosts_tree(const char *prog, char *out, size_t len)
+{
+	char d[PATH_MAX];
+	out[0] = '\0';
+	if (snprintf(d, sizeof(d), "%s", prog) >= (int)sizeof(d) || d[0] != '/')
+		return -1;
+	*strrchr(d, '/') = '\0';
+	int where = private_at(d);
+	if (where != 1)
+		return where ? -1 : 0;
+	/* never the private directory itself: that would show the host
+	 * this machine's /tmp */
+	char *up = strrchr(d, '/');
+	if (!strcmp(up, "/bin")) {
+		*up = '\0';
+		if (private_at(d) == 2)
+			*up = '/';
+	}
+	return snprintf(out, len, "%s", d) >= (int)len ? -1 : 0;
+}
+
 struct host {
 	const char *dir, *root, *name;
 	int node;
-	const char *const *shares;
-	int nshares;
+	const struct hosts_view *view;
 };
+
+/* What enter_new mounts, in order: the private directories first (over
+ * /tmp, which may hold all the rest), then storm's trees read-only, the
+ * host's root over DIR (which may lie in a tree), the shared directories. */
+#define MOUNTS_MAX (NPRIVATE + HOSTS_MAX_TREES + 1 + HOSTS_MAX_SHARES)
+struct mount_at {
+	char from[PATH_MAX];
+	const char *at;
+	int ro, fd;
+};
+
+static size_t host_mounts(const struct host *h, struct mount_at *m)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < NPRIVATE; i++, n++) {
+		snprintf(m[n].from, sizeof(m[n].from), "%s/%s", h->root, private_dirs[i].name);
+		m[n].at = private_dirs[i].at;
+	}
+	for (int i = 0; i < h->view->ntrees && i < HOSTS_MAX_TREES; i++, n++) {
+		snprintf(m[n].from, sizeof(m[n].from), "%s", h->view->trees[i]);
+		m[n].at = h->view->trees[i];
+		m[n].ro = 1;
+	}
+	snprintf(m[n].from, sizeof(m[n].from), "%s", h->root);
+	m[n++].at = h->dir;
+	for (int i = 0; i < h->view->nshares && i < HOSTS_MAX_SHARES; i++, n++) {
+		snprintf(m[n].from, sizeof(m[n].from), "%s", h->view->shares[i]);
+		m[n].at = h->view->shares[i];
+	}
+	return n;
+}
+
+/* The flags of the mount under fd that a read-only remount of its bind
+ * must repeat: where they are locked (a container), leaving one out fails. */
+static unsigned long kept_flags(int fd)
+{
+	static const struct {
+		unsigned long st, ms;
+	} map[] = {
+		{ ST_NOSUID, MS_NOSUID },   { ST_NODEV, MS_NODEV },
+		{ ST_NOEXEC, MS_NOEXEC },   { ST_NOATIME, MS_NOATIME },
+		{ ST_NODIRATIME, MS_NODIRATIME }, { ST_RELATIME, MS_RELATIME },
+	};
+	struct statvfs sv;
+	unsigned long f = 0;
+	if (fstatvfs(fd, &sv) != 0)
+		return 0;
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (sv.f_flag & map[i].st)
+			f |= map[i].ms;
+	return f;
+}
 
 /* munged's child before exec: the host's network namespace, then mount,
  * UTS and IPC namespaces of its own: its private directories over /tmp,
- * /run and /dev/shm, its root over DIR, its name. Every later process of
- * the host joins these (hosts_join). */
+ * /run and /dev/shm, storm's programs where they are here, its root over
+ * DIR, the shared directories, its name. Every later process of the host
+ * joins these (hosts_join). */
 static int enter_new(void *arg)
 {
 	const struct host *h = arg;
@@ -111,39 +197,33 @@ static int enter_new(void *arg)
 	 * /run/netns) goes away here too; nothing mounted here goes back */
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
 		return -errno;
-	/* opened first: mounting over /tmp may hide DIR itself, and the
-	 * shared directories */
-	size_t n = NPRIVATE + 1 + (size_t)h->nshares;
-	int fds[NPRIVATE + 1 + HOSTS_MAX_SHARES];
-	char p[PATH_MAX];
-	for (size_t i = 0; i < n; i++) {
-		if (i < NPRIVATE)
-			snprintf(p, sizeof(p), "%s/%s", h->root, private_dirs[i].name);
-		else if (i == NPRIVATE)
-			snprintf(p, sizeof(p), "%s", h->root);
-		else
-			snprintf(p, sizeof(p), "%s", h->shares[i - NPRIVATE - 1]);
-		fds[i] = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (fds[i] < 0)
+	static struct mount_at m[MOUNTS_MAX]; /* some 45 KiB: not on the stack */
+	memset(m, 0, sizeof(m));
+	size_t n = host_mounts(h, m);
+	/* opened first: mounting over /tmp may hide all the others */
+	for (size_t i = 0; i < n; i++)
+		if ((m[i].fd = open(m[i].from, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 			return -errno;
-	}
+	char p[64];
 	for (size_t i = 0; i < n; i++) {
-		const char *at = i < NPRIVATE ? private_dirs[i].at
-			       : i == NPRIVATE ? h->dir : h->shares[i - NPRIVATE - 1];
-		if (i >= NPRIVATE && (e = mkdir_p(at, 0755)) < 0)
+		if (i >= NPRIVATE && (e = mkdir_p(m[i].at, 0755)) < 0)
 			return e;
-		snprintf(p, sizeof(p), "/proc/self/fd/%d", fds[i]);
-		if (mount(p, at, NULL, MS_BIND, NULL) < 0)
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", m[i].fd);
+		if (mount(p, m[i].at, NULL, MS_BIND, NULL) < 0)
 			return -errno;
-		close(fds[i]);
+		/* a bind mount takes read-only only from a remount */
+		if (m[i].ro && mount(NULL, m[i].at, NULL,
+				     MS_REMOUNT | MS_BIND | MS_RDONLY | kept_flags(m[i].fd), NULL) < 0)
+			return -errno;
+		close(m[i].fd);
 	}
 	if (sethostname(h->name, strlen(h->name)) < 0)
 		return -errno;
 	return 0;
 }
 
-int hosts_start(const char *dir, const char *name, int node, const char *const *shares,
-		int nshares, char *err, size_t errlen)
+int hosts_start(const char *dir, const char *name, int node, const struct hosts_view *view,
+		char *err, size_t errlen)
 {
 	char root[PATH_MAX], p[PATH_MAX + 64], q[PATH_MAX + 64];
 	if (hosts_root(dir, name, root, sizeof(root)) != 0) {
@@ -189,8 +269,7 @@ int hosts_start(const char *dir, const char *name, int node, const char *const *
 		snprintf(err, errlen, "cannot link %s: %s", p, strerror(errno));
 		return -1;
 	}
-	struct host h = { .dir = dir, .root = root, .name = name, .node = node,
-			  .shares = shares, .nshares = nshares };
+	struct host h = { .dir = dir, .root = root, .name = name, .node = node, .view = view };
 	struct munged_at at = { .dir = dir, .seen = root, .have_key = 1, .enter = enter_new,
 				.arg = &h };
 	return munged_start(&at, err, errlen);

@@ -19,16 +19,38 @@ int hosts_root(const char *dir, const char *name, char *out, size_t len);
 int hosts_dir_max(void);
 /* At most this many directories shared by every host (--share). */
 #define HOSTS_MAX_SHARES 8
+/* At most this many trees of storm's own programs (hosts_tree). */
+#define HOSTS_MAX_TREES 3
+
+/* What a host sees of this machine besides its own directory. */
+struct hosts_view {
+	/* absolute directories seen read-write at the same paths on every
+	 * host, as a site's network file system (a shared /home) is */
+	const char *const *shares;
+	int nshares;
+	/* storm's own programs, the library and the compiler wrappers' files
+	 * beside them (hosts_tree), seen read-only at the same paths, as a
+	 * site installs them on every host */
+	const char *const *trees;
+	int ntrees;
+};
+
+/* The directory a host must be shown to run program prog (absolute, no
+ * symbolic links): prog's directory, or the one above it when that is a
+ * bin (a build tree or an install, with lib and include beside bin), in
+ * out; "" when every host sees it anyway (it is not under /tmp, /run or
+ * /dev/shm, which each host has of its own). 0, or -1 when prog lies
+ * directly in one of those. */
+int hosts_tree(const char *prog, char *out, size_t len);
 
 /* Makes host NAME (netns node index node, NETNS_MM for the MM): its
  * directory with the files a site puts on each host (storm.conf, the
  * cluster key and the MUNGE key, copied), starts its munged in fresh
- * namespaces and links DIR/log/NAME.log to its daemon's log for those who
- * look in from this machine. shares: absolute directories of this machine
- * seen at the same paths on the host, as a site's network file system (a
- * shared /home) is. The munged's pid, or -1 with err set. */
-int hosts_start(const char *dir, const char *name, int node, const char *const *shares,
-		int nshares, char *err, size_t errlen);
+ * namespaces that show it view, and links DIR/log/NAME.log to its
+ * daemon's log for those who look in from this machine. The munged's pid,
+ * or -1 with err set. */
+int hosts_start(const char *dir, const char *name, int node, const struct hosts_view *view,
+		char *err, size_t errlen);
 /* The pid whose namespaces host NAME's processes join (its munged), or 0. */
 pid_t hosts_anchor(const char *dir, const char *name);
 /* In a forked child before exec: join the mount, UTS and IPC namespaces of

@@ -4,7 +4,8 @@
 # of the test's files, and storm here reaching the MM by TCP alone. The
 # systemd units' ExecStart lines boot the MM and a node daemon again inside
 # their hosts. cluster down leaves no namespace, mount or process, also
-# after the MM and a host's munged were killed. Needs root.
+# after the MM and a host's munged were killed. storm's programs under /tmp
+# reach every host. Needs root.
 # Usage: test_hosts.sh BUILD_BIN_DIR   (make hoststest)
 set -u
 BIN=$(cd "${1:-build/bin}" && pwd)
@@ -108,5 +109,25 @@ kill -9 "$(awk '$2 == "node01" { p = $1 } END { print p }' "$C/pids")"
 expect "cluster down" 0 storm cluster down --dir "$C"
 none_left "$P" && ok "  nothing is left" || bad "  left: $(ip netns list | grep -- "^$P-") $(pgrep -af -- "$C/")"
 expect "--hosts with --netns is refused" 2 storm cluster up --hosts --netns --nodes 2 --dir "$C"
+
+# ---- storm's programs under /tmp (a clone or an install there), which each
+# host's own /tmp hides: the hosts are shown them, read-only, beside bin
+# (a build's or an install's lib), and still nothing else of this /tmp
+I=$T/inst
+mkdir -p "$I/bin" "$I/lib"
+cp -a "$BIN/storm" "$BIN/storm-cluster" "$BIN/stormmm" "$BIN/stormnd" "$I/bin/"
+echo lib >"$I/lib/beside"
+expect "cluster up --hosts with storm's programs in $I/bin" 0 "$I/bin/storm" cluster up --hosts --nodes 2 --dir "$C"
+pgrep -f -- "^$I/bin/stormnd -c $C/storm.conf" >/dev/null && ok "  its daemons are those copies" ||
+	bad "  its daemons are those copies: $(pgrep -af -- "stormnd -c $C/")"
+expect "  a job runs" 0 storm run -N 2 -l sh -c "cat '$I/lib/beside'; test -e '$T/mine' && echo seen || echo private; touch '$I/bin/x' 2>/dev/null && echo written || echo read-only"
+for i in 0 1; do
+	has_line "  node0$i sees the lib beside bin" out "$i: lib"
+	has_line "  node0$i still sees none of this machine's /tmp" out "$i: private"
+	has_line "  node0$i cannot write storm's programs" out "$i: read-only"
+done
+expect "  cluster down" 0 "$I/bin/storm" cluster down --dir "$C"
+none_left "$P" && ok "  nothing is left" || bad "  left: $(ip netns list | grep -- "^$P-") $(pgrep -af -- "$C/")"
+
 echo "$checks checks, $fails failed"
 [ $fails = 0 ]
