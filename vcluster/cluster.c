@@ -367,13 +367,36 @@ static int remove_hosts(const char *dir)
 			if (rm_rf(p) != 0)
 				fprintf(stderr, "storm: warning: cannot remove %s: %s\n", p,
 					strerror(errno));
+			else
+				n++;
 		}
 		if (r)
 			closedir(r);
-		n++;
 	}
 	closedir(d);
 	return n;
+}
+
+/* Before a cluster that is not of hosts: what the hosts of an earlier one
+ * in DIR kept, their logs and DIR/log's links to them, which this one's
+ * daemons would otherwise write through (its logs start afresh anyway). */
+static void forget_hosts(const char *dir)
+{
+	char path[PATH_MAX], link[PATH_MAX + 300], to[PATH_MAX];
+	path_join(path, sizeof(path), dir, "log");
+	DIR *d = opendir(path);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		snprintf(link, sizeof(link), "%s/%s", path, e->d_name);
+		ssize_t n = readlink(link, to, sizeof(to) - 1);
+		if (n > 0 && (to[n] = '\0', !strncmp(to, "../hosts/", 9)))
+			unlink(link);
+	}
+	if (d)
+		closedir(d);
+	path_join(path, sizeof(path), dir, "hosts");
+	if (rm_rf(path) != 0)
+		fprintf(stderr, "storm: warning: cannot remove %s: %s\n", path, strerror(errno));
 }
 
 /* Removes what a cluster leaves at run time; DIR/log and storm.conf stay.
@@ -567,7 +590,7 @@ static void report_missing(const char *dir, const char *sock, const struct storm
 		log_tail(dir, "mm", 5);
 		char mm_host[PATH_MAX];
 		path_join(mm_host, sizeof(mm_host), dir, "hosts/mm");
-		log_tail(access(mm_host, F_OK) == 0 ? mm_host : dir, "munged", 5);
+		log_tail(netns_of_hosts(dir) ? mm_host : dir, "munged", 5);
 		free(missing);
 		ctl_reply_free(rep);
 		return;
@@ -725,6 +748,8 @@ static int clear_dir(const struct up_opts *o, const char *dir, const char *conf_
 		remove_runtime(dir);
 		fprintf(stderr, "storm: cleaned up a stale cluster in %s\n", dir);
 	}
+	if (rc == 0 && !o->hosts)
+		forget_hosts(dir);
 	return rc;
 }
 
@@ -899,9 +924,8 @@ static int configure(const struct up_opts *o, const char *dir, const char *conf_
  * with --hosts the same in its host (DIR/log links to it). */
 static void daemon_log(const char *dir, const char *name, char *out, size_t len)
 {
-	char hosts[PATH_MAX], root[PATH_MAX];
-	path_join(hosts, sizeof(hosts), dir, "hosts");
-	if (access(hosts, F_OK) == 0 && hosts_root(dir, name, root, sizeof(root)) == 0)
+	char root[PATH_MAX];
+	if (netns_of_hosts(dir) && hosts_root(dir, name, root, sizeof(root)) == 0)
 		snprintf(out, len, "%s/log/%s.log", root, name);
 	else
 		snprintf(out, len, "%s/log/%s.log", dir, name);
@@ -2132,10 +2156,8 @@ static int cluster_restart(struct cli *c, int argc, char **argv)
 	if (find_daemon(is_mm ? "stormmm" : "stormnd", bin, sizeof(bin)))
 		goto out;
 	int netns = access(nsf, F_OK) == 0;
-	char hosts[PATH_MAX + 8];
-	path_join(hosts, sizeof(hosts), dir, "hosts");
 	pid_t host = 0;
-	if (access(hosts, F_OK) == 0 && (host = host_of(dir, is_mm ? HOSTS_MM : name)) == 0)
+	if (netns_of_hosts(dir) && (host = host_of(dir, is_mm ? HOSTS_MM : name)) == 0)
 		goto out;
 	daemon_log(dir, is_mm ? HOSTS_MM : name, log, sizeof(log));
 	char *mm_argv[] = { bin, "-c", c->conf_path, NULL };

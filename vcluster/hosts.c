@@ -309,8 +309,7 @@ int hosts_stop(const char *dir)
 		if (e->d_name[0] == '.' || hosts_root(dir, e->d_name, root, sizeof(root)) != 0)
 			continue;
 		struct munged_at at = { .dir = dir, .seen = root };
-		munged_stop(&at);
-		n++;
+		n += munged_stop(&at);
 	}
 	closedir(d);
 	return n;

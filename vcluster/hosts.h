@@ -56,7 +56,7 @@ pid_t hosts_anchor(const char *dir, const char *name);
 /* In a forked child before exec: join the mount, UTS and IPC namespaces of
  * anchor (the network namespace is netns_enter's). 0 or -errno. */
 int hosts_join(pid_t anchor);
-/* Stops every host's munged. Returns how many hosts there were. */
+/* Stops every host's munged. Returns how many hosts had one or its files. */
 int hosts_stop(const char *dir);
 
 #endif

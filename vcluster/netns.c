@@ -228,8 +228,7 @@ int netns_down(const char *dir)
 	return 1;
 }
 
-/* Does DIR/netns record a namespace of the MM's own (--hosts)? */
-static int mm_has_ns(const char *dir)
+int netns_of_hosts(const char *dir)
 {
 	char rec[4200], p[16];
 	int n = 0, mm_ns = 0;
@@ -248,7 +247,7 @@ int netns_enter(const char *dir, int node, int own_uts)
 	char p[8];
 	prefix(dir, p);
 	char ifname[16];
-	if (node >= 0 || mm_has_ns(dir)) {
+	if (node >= 0 || netns_of_hosts(dir)) {
 		char path[64], ns[32];
 		netns_name(dir, node, ns, sizeof(ns));
 		snprintf(path, sizeof(path), "/run/netns/%s", ns);

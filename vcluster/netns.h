@@ -29,6 +29,10 @@ int netns_down(const char *dir);
  * namespace of the node's own too (--netns; --hosts makes them itself).
  * 0 or -errno. */
 int netns_enter(const char *dir, int node, int own_uts);
+/* Does DIR/netns record a namespace of the MM's own: is the cluster in DIR
+ * one of hosts (--hosts), up or left there by a crash? What the hosts of an
+ * earlier cluster leave once it is down (their logs) does not make it one. */
+int netns_of_hosts(const char *dir);
 /* The namespace name of node i (NETNS_MM: the MM's), for tests and messages. */
 void netns_name(const char *dir, int node, char *out, size_t len);
 

@@ -5,7 +5,8 @@
 # systemd units' ExecStart lines boot the MM and a node daemon again inside
 # their hosts. cluster down leaves no namespace, mount or process, also
 # after the MM and a host's munged were killed. storm's programs under /tmp
-# reach every host. Needs root.
+# reach every host; a plain cluster after one of hosts in the same directory
+# is a plain one. Needs root.
 # Usage: test_hosts.sh BUILD_BIN_DIR   (make hoststest)
 set -u
 BIN=$(cd "${1:-build/bin}" && pwd)
@@ -129,5 +130,23 @@ done
 expect "  cluster down" 0 "$I/bin/storm" cluster down --dir "$C"
 none_left "$P" && ok "  nothing is left" || bad "  left: $(ip netns list | grep -- "^$P-") $(pgrep -af -- "$C/")"
 
+# ---- a plain cluster in a directory a cluster of hosts was taken down in:
+# what the hosts kept (their logs) must not make it one of hosts
+expect "cluster up --hosts with 4 nodes" 0 storm cluster up --hosts --nodes 4 --dir "$C"
+expect "  and down" 0 storm cluster down --dir "$C"
+expect "then a plain cluster up in the same directory" 0 storm cluster up --nodes 4 --dir "$C"
+[ ! -L "$C/log/mm.log" ] && [ ! -e "$C/hosts" ] && ok "  its logs are its own, not the old hosts'" ||
+	bad "  its logs are its own: $(ls -l "$C/log/mm.log") $(ls "$C/hosts" 2>&1)"
+MM=$(awk '$2 == "mm" { p = $1 } END { print p }' "$C/pids")
+kill -9 "$MM"
+gone "$MM"
+expect "  its MM, killed, restarts" 0 storm cluster restart mm
+expect "  a job runs" 0 storm run -N 4 true
+all=$(awk '{ print $1 }' "$C/pids")
+expect "  cluster down" 0 storm cluster down --dir "$C"
+has "  says it was up" out "cluster down ("
+left=
+for p in $all; do gone "$p" 5 || left="$left $p"; done
+[ -z "$left" ] && ok "  every daemon is gone" || bad "  still running:$left"
 echo "$checks checks, $fails failed"
 [ $fails = 0 ]
