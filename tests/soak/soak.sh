@@ -51,6 +51,8 @@ T=$(mktemp -d /tmp/storm-soak.XXXXXX)
 chmod 755 "$T"
 C=$T/c
 export STORM_CONF=$C/storm.conf
+# a job whose storm run lost the MM writes storm-ID.out here
+cd "$T" || exit 2
 fails=0 checks=0
 HOGPID=""
 cleanup() {
