@@ -45,7 +45,7 @@ done
 case $RUNS in '' | *[!0-9]*) echo "soak.sh: -n wants a number, not '$RUNS'" >&2; exit 2 ;; esac
 
 OUT=${OUT:-/var/tmp/storm-soak-$(date +%Y%m%d-%H%M%S)}
-mkdir -p "$OUT" || exit 2
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 2
 export PATH=$BIN:$PATH
 T=$(mktemp -d /tmp/storm-soak.XXXXXX)
 chmod 755 "$T"
