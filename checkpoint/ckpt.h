@@ -157,6 +157,14 @@ struct ckpt_restore_opts {
 	 * listed here is refused. */
 	const struct ckpt_caller_fd *caller_fds;
 	size_t ncaller_fds;
+	/* One line for each thing the restore did that the image alone does
+	 * not say: each file found changed since the checkpoint and what was
+	 * done to it (cut back, its cut bytes kept in FILE.storm-cut-TIME, or
+	 * left as it is), a thread's affinity or priority it could not set.
+	 * Called in the caller, also when the restore fails after it. NULL:
+	 * written to stderr. */
+	void (*log)(void *arg, const char *line);
+	void *log_arg;
 };
 
 /* Rebuilds the process of the image at path as a child of the caller, with

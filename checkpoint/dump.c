@@ -30,6 +30,7 @@
 #include <xxhash.h>
 
 #include "ckpt.pb-c.h"
+#include "fdinfo.h"
 #include "image.h"
 #include "internal.h"
 #include "threads.h"
@@ -851,6 +852,44 @@ static void dump_free(struct dump *d)
 	free(d->v);
 }
 
+/* What the image cannot hold and a restore could not make again, refused
+ * before anything is injected (the process runs on as it was): POSIX
+ * timers, and seccomp filters other than those the checkpointer runs under
+ * itself (inherited from a common ancestor, as storm's ranks get the node
+ * daemon's, which a restore by a fork of it gives back). */
+static int refuse_unsaved(struct dump *d)
+{
+	char p[128];
+	snprintf(p, sizeof(p), "%s/timers", d->proc);
+	char *timers = ckpt_read_all(p, NULL);
+	int clock, nt = timers ? ckpt_proc_timers(timers, &clock) : 0;
+	free(timers);
+	if (nt)
+		return ckpt_fail(d->err, d->errlen, -ENOTSUP,
+				 "pid %d: it holds %d POSIX timer%s (timer_create, clock %d; %s): POSIX "
+				 "timers are not restored", d->pid, nt, nt > 1 ? "s" : "", clock, p);
+	char *own = ckpt_read_all("/proc/self/status", NULL);
+	int omode = 0, ofilters = 0;
+	if (own)
+		ckpt_status_seccomp(own, &omode, &ofilters);
+	free(own);
+	for (size_t i = 0; i < d->th.n; i++) {
+		snprintf(p, sizeof(p), "%s/task/%d/status", d->proc, d->th.v[i].tid);
+		char *st = ckpt_read_all(p, NULL);
+		int mode = 0, filters = 0;
+		if (st)
+			ckpt_status_seccomp(st, &mode, &filters);
+		free(st);
+		if (mode == 1 || (mode && (omode != mode || filters > ofilters)))
+			return ckpt_fail(d->err, d->errlen, -ENOTSUP,
+					 "pid %d: thread %d runs under seccomp (%s, %d filter%s; the "
+					 "checkpointer %d): seccomp filters are not restored", d->pid,
+					 d->th.v[i].tid, mode == 1 ? "strict mode" : "filter mode",
+					 filters, filters == 1 ? "" : "s", ofilters);
+	}
+	return 0;
+}
+
 /* Everything but the memory, read while the process is stopped. */
 static int read_state(struct dump *d, struct image *im, const struct ckpt_dump_opts *o,
 		      int *pmfd)
@@ -864,7 +903,7 @@ static int read_state(struct dump *d, struct image *im, const struct ckpt_dump_o
 		return ckpt_fail(d->err, d->errlen, -errno, "pid %d: %s: %s", d->pid, p,
 				 strerror(errno));
 	int rc;
-	if ((rc = read_registers(d, im)) || (rc = read_maps(d)))
+	if ((rc = read_registers(d, im)) || (rc = refuse_unsaved(d)) || (rc = read_maps(d)))
 		return rc;
 	/* descriptors and shared memory judged before anything is injected: a
 	 * refusal leaves the process as it was */

@@ -411,3 +411,57 @@ int ckpt_files_check(const Storm__Ckpt__FileTable *ft, const Storm__Ckpt__VmaTab
 		return ckpt_fail(err, errlen, -EINVAL, "section files: epolls watch each other in a loop");
 	return 0;
 }
+
+int ckpt_fsize_plan(uint32_t flags, uint64_t size, uint64_t pos, uint64_t now, uint64_t *newpos)
+{
+	bool writes = (flags & O_ACCMODE) != O_RDONLY;
+	*newpos = pos;
+	if (now == size)
+		return CKPT_FSIZE_SAME;
+	if (flags & O_APPEND) {
+		/* its writes go to the end: an offset that was there goes too */
+		if (pos >= size)
+			*newpos = now;
+		return CKPT_FSIZE_LEFT;
+	}
+	if (writes && now > size)
+		return CKPT_FSIZE_CUT;
+	return CKPT_FSIZE_LEFT;
+}
+
+void ckpt_fsize_say(const char *name, uint32_t flags, uint64_t size, uint64_t now, int act,
+		    const char *saved, char *buf, size_t len)
+{
+	unsigned long long s = size, n = now;
+	const char *how = (flags & O_APPEND) ? "opened O_APPEND"
+			  : (flags & O_ACCMODE) == O_RDONLY ? "opened read-only"
+			  : "shorter than at the checkpoint";
+	if (act == CKPT_FSIZE_CUT)
+		snprintf(buf, len, "%s: cut back from %llu to %llu bytes (the size at the checkpoint); "
+			 "the %llu bytes cut are kept in %s", name, n, s, n - s, saved ? saved : "?");
+	else if (act == CKPT_FSIZE_LEFT)
+		snprintf(buf, len, "%s: %s; left as it is (%llu bytes, %llu at the checkpoint)", name,
+			 how, n, s);
+	else if (len)
+		buf[0] = 0;
+}
+
+int ckpt_proc_timers(const char *text, int *clock)
+{
+	int n = 0;
+	*clock = -1;
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		if (!strncmp(l, "ID:", 3))
+			n++;
+		if (n == 1 && *clock < 0 && !strncmp(l, "ClockID:", 8))
+			*clock = atoi(l + 8);
+	}
+	return n;
+}
+
+void ckpt_status_seccomp(const char *status, int *mode, int *filters)
+{
+	const char *m = strstr(status, "\nSeccomp:"), *f = strstr(status, "\nSeccomp_filters:");
+	*mode = m ? atoi(m + 10) : 0;
+	*filters = f ? atoi(f + 18) : 0;
+}

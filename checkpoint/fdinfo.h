@@ -66,4 +66,34 @@ int ckpt_epoll_order(const Storm__Ckpt__FileTable *ft, size_t *order);
 /* The entry of ft for fd, or NULL. */
 const Storm__Ckpt__File *ckpt_file_by_fd(const Storm__Ckpt__FileTable *ft, int fd);
 
+/* The POSIX timers (timer_create) of /proc/PID/timers: their number; the
+ * clock of the first in *clock (-1: none). Pure. */
+int ckpt_proc_timers(const char *text, int *clock);
+/* The "Seccomp:" mode and "Seccomp_filters:" count of /proc/PID/status
+ * (0 each where a kernel shows none). Pure. */
+void ckpt_status_seccomp(const char *status, int *mode, int *filters);
+
+/* What a restore does to a regular file it reopens, whose size was size at
+ * the checkpoint and is now now (docs/RELIABILITY.md, "What a checkpointable
+ * rank may hold"). A file opened for writing without O_APPEND is the rank's
+ * output: cut back, so the restarted run writes what the uninterrupted one
+ * did (the bytes cut are kept beside it). An O_APPEND one may be a log that
+ * others append to: never cut, its offset follows to the end if it was at
+ * the end. Anything else is left as it is, and said. */
+enum ckpt_fsize_act {
+	CKPT_FSIZE_SAME = 0, /* the checkpoint's size, or nothing to do: no word */
+	CKPT_FSIZE_CUT = 1,  /* cut back to the checkpoint's size */
+	CKPT_FSIZE_LEFT = 2, /* changed, left as it is */
+};
+/* flags: the open flags saved (File.flags); pos: the offset saved; *newpos
+ * gets where the offset goes. Returns an enum ckpt_fsize_act. Pure. */
+int ckpt_fsize_plan(uint32_t flags, uint64_t size, uint64_t pos, uint64_t now, uint64_t *newpos);
+/* The log line of that decision for the file name ("" for CKPT_FSIZE_SAME):
+ * "out.f: cut back from 1234 to 1000 bytes (the size at the checkpoint);
+ * the 234 bytes cut are kept in out.f.storm-cut-T", "log: opened O_APPEND;
+ * left as it is (1234 bytes, 1000 at the checkpoint)". saved: where the cut
+ * bytes went. Pure. */
+void ckpt_fsize_say(const char *name, uint32_t flags, uint64_t size, uint64_t now, int act,
+		    const char *saved, char *buf, size_t len);
+
 #endif

@@ -936,6 +936,8 @@ struct child {
 	int base;        /* temporaries from here up */
 	char *why;
 	size_t wl;
+	int logfd;       /* lines for the restorer's log (-1: none) */
+	const char *tag; /* FILE.storm-cut-TAG */
 };
 
 static int cfail(struct child *c, const Storm__Ckpt__File *f, const char *what)
@@ -967,6 +969,87 @@ static int place(struct child *c, const Storm__Ckpt__File *f, int tmp, bool keep
 	return 0;
 }
 
+static void say(struct child *c, const char *line)
+{
+	if (c->logfd >= 0 && line[0]) {
+		char l[PATH_MAX + 512];
+		int n = snprintf(l, sizeof(l), "%s\n", line);
+		/* one write a line: the tree's processes share the log */
+		if (write(c->logfd, l, n < (int)sizeof(l) ? (size_t)n : sizeof(l) - 1) < 0)
+			return;
+	}
+}
+
+/* Bytes [from, to) of the file open at x copied to a new file beside it,
+ * p.storm-cut-TAG (.2, .3... when restarted more than once); its name in
+ * saved. Through our own open file of it: x may be write-only. */
+static int keep_cut(struct child *c, const char *p, int x, mode_t mode, uint64_t from,
+		    uint64_t to, char *saved, size_t sl)
+{
+	char self[64];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", x);
+	int in = open(self, O_RDONLY | O_CLOEXEC), out = -1;
+	for (int k = 1; in >= 0 && out < 0 && k < 100; k++) {
+		if (k == 1)
+			snprintf(saved, sl, "%s.storm-cut-%s", p, c->tag);
+		else
+			snprintf(saved, sl, "%s.storm-cut-%s.%d", p, c->tag, k);
+		out = open(saved, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode & 0666);
+		if (out < 0 && errno != EEXIST)
+			break;
+	}
+	int rc = in < 0 || out < 0 ? -1 : 0;
+	loff_t off = (loff_t)from;
+	while (!rc && (uint64_t)off < to) {
+		ssize_t n = copy_file_range(in, &off, out, NULL, to - (uint64_t)off, 0);
+		if (n <= 0)
+			rc = -1;
+	}
+	int e = errno;
+	if (rc && out >= 0)
+		unlink(saved);
+	if (in >= 0)
+		close(in);
+	if (out >= 0 && close(out) < 0 && !rc) {
+		e = errno;
+		unlink(saved);
+		rc = -1;
+	}
+	errno = e;
+	return rc;
+}
+
+/* A regular file changed since the checkpoint: cut back (its cut bytes
+ * kept first: nothing is lost) or left as it is, and said either way
+ * (ckpt_fsize_plan); *pos: where its offset goes. */
+static int file_size(struct child *c, const Storm__Ckpt__File *f, const char *p, int x,
+		     uint64_t *pos)
+{
+	struct stat sb;
+	char saved[PATH_MAX + 64] = "", line[2 * PATH_MAX + 256];
+	if (fstat(x, &sb) < 0)
+		return cfail(c, f, "fstat");
+	uint64_t now = (uint64_t)sb.st_size;
+	int act = ckpt_fsize_plan(f->flags, f->size, f->pos, now, pos);
+	if (act == CKPT_FSIZE_CUT) {
+		if (keep_cut(c, p, x, sb.st_mode, f->size, now, saved, sizeof(saved))) {
+			snprintf(c->why, c->wl, "%s: %llu bytes written since the checkpoint would be "
+				 "cut, and keeping them in %s failed: %s; nothing was cut", p,
+				 (unsigned long long)(now - f->size), saved, strerror(errno));
+			return -1;
+		}
+		if (ftruncate(x, (off_t)f->size) < 0) {
+			snprintf(c->why, c->wl, "%s: cannot cut back to %llu bytes: %s (its bytes "
+				 "past that are kept in %s)", p, (unsigned long long)f->size,
+				 strerror(errno), saved);
+			return -1;
+		}
+	}
+	ckpt_fsize_say(p, f->flags, f->size, now, act, saved, line, sizeof(line));
+	say(c, line);
+	return 0;
+}
+
 static int open_regular(struct child *c, const Storm__Ckpt__File *f)
 {
 	char *path = ckpt_remap_path(c->o, f->path);
@@ -979,10 +1062,8 @@ static int open_regular(struct child *c, const Storm__Ckpt__File *f)
 		return -1;
 	}
 	struct stat sb;
-	if (f->kind == CKPT_FILE_REGULAR && (fl & O_ACCMODE) != O_RDONLY && fstat(x, &sb) == 0 &&
-	    (uint64_t)sb.st_size > f->size && ftruncate(x, (off_t)f->size) < 0) {
-		snprintf(c->why, c->wl, "%s: cannot cut back to %llu bytes: %s", p,
-			 (unsigned long long)f->size, strerror(errno));
+	uint64_t pos = f->pos;
+	if (f->kind == CKPT_FILE_REGULAR && file_size(c, f, p, x, &pos)) {
 		free(path);
 		return -1;
 	}
@@ -993,7 +1074,7 @@ static int open_regular(struct child *c, const Storm__Ckpt__File *f)
 		return -1;
 	}
 	free(path);
-	if (!(fl & O_PATH) && lseek(x, (off_t)f->pos, SEEK_SET) < 0 && errno != ESPIPE &&
+	if (!(fl & O_PATH) && lseek(x, (off_t)pos, SEEK_SET) < 0 && errno != ESPIPE &&
 	    errno != EINVAL)
 		return cfail(c, f, "seek");
 	return place(c, f, x, false);
@@ -1200,10 +1281,11 @@ static void close_others(const int *keep, size_t n)
 }
 
 int ckpt_files_child(const Storm__Ckpt__FileTable *ft, const struct ckpt_restore_opts *o,
-		     const struct ckpt_shared *sh, int *errw, char *why, size_t wl)
+		     const struct ckpt_shared *sh, int *errw, int *logfd, const char *tag,
+		     char *why, size_t wl)
 {
 	int maxfd = ckpt_files_maxfd(ft);
-	struct child c = { ft, o, sh, maxfd + 3 + (int)ft->n_memfds, why, wl };
+	struct child c = { ft, o, sh, maxfd + 3 + (int)ft->n_memfds, why, wl, -1, tag };
 	size_t nf = ft->n_files, nsh = sh ? sh->n : 0;
 	/* what the restorer hands over goes up first, out of the image's way */
 	int *keep = calloc(nf + 8 + 2 * nsh, sizeof(*keep)), *from = calloc(nf + 1, sizeof(*from));
@@ -1220,6 +1302,13 @@ int ckpt_files_child(const Storm__Ckpt__FileTable *ft, const struct ckpt_restore
 	}
 	close(*errw);
 	*errw = keep[nk++] = ew;
+	if (*logfd >= 0) {
+		c.logfd = fcntl(*logfd, F_DUPFD_CLOEXEC, c.base);
+		close(*logfd);
+		*logfd = c.logfd;
+		if (c.logfd >= 0)
+			keep[nk++] = c.logfd;
+	}
 	int ext = -1;
 	if (o->external && o->external_fd >= 0)
 		keep[nk++] = ext = fcntl(o->external_fd, F_DUPFD_CLOEXEC, c.base);

@@ -66,6 +66,10 @@ uint64_t ckpt_inject_mask(void);
 
 double ckpt_now(void);
 
+/* One line for o->log (stderr without it). */
+void ckpt_log(const struct ckpt_restore_opts *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 /* A path of the image as this restore finds it (o->from_prefixes moved to
  * o->to_prefix); malloc'd, NULL without memory. */
 char *ckpt_remap_path(const struct ckpt_restore_opts *o, const char *p);
@@ -138,8 +142,12 @@ int ckpt_files_restorable(const char *image, const Storm__Ckpt__FileTable *ft,
  * its number, nothing else but the above. *errw (the error pipe) moves.
  * sh (NULL: none): the tree's shared objects, taken and then closed.
  * Returns 0, or -1 with a reason in why. */
+/* logfd (-1: none): where the lines for o->log go, from every process
+ * (each one write); it moves like *errw, and is the caller's to close.
+ * tag names the files that keep bytes cut off (FILE.storm-cut-TAG). */
 int ckpt_files_child(const Storm__Ckpt__FileTable *ft, const struct ckpt_restore_opts *o,
-		     const struct ckpt_shared *sh, int *errw, char *why, size_t wl);
+		     const struct ckpt_shared *sh, int *errw, int *logfd, const char *tag,
+		     char *why, size_t wl);
 
 /* The restorer's side, once the new process is stopped under it. */
 struct ckpt_frestore {

@@ -29,6 +29,7 @@
 #include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <grp.h>
 #include <xxhash.h>
@@ -410,6 +411,8 @@ struct child_ctx {
 	uint64_t gadget;
 	int errw;                     /* reports: struct report records */
 	const struct ckpt_shared *sh; /* a tree's shared objects */
+	int logfd;                    /* lines for o->log, read once it is over */
+	const char *tag;              /* the checkpoint's time: FILE.storm-cut-TAG */
 };
 
 /* What a new process tells the restorer: that it waits to be driven (its
@@ -479,10 +482,13 @@ __attribute__((noreturn)) static void become(struct child_ctx *c, size_t self)
 		prctl(PR_SET_DUMPABLE, 1);
 	}
 	/* descriptors: the image's at their numbers (files.c) */
-	int errw = c->errw;
+	int errw = c->errw, logfd = c->logfd;
 	char why[400];
-	if (ckpt_files_child(ft, o, c->n > 1 ? c->sh : NULL, &errw, why, sizeof(why)))
+	if (ckpt_files_child(ft, o, c->n > 1 ? c->sh : NULL, &errw, &logfd, c->tag, why,
+			     sizeof(why)))
 		child_fail(errw, "%s: %s", im->path, why);
+	if (logfd >= 0)
+		close(logfd);
 	if (chdir(im->meta->cwd) < 0)
 		child_fail(errw, "%s: cwd %s: %s", im->path, im->meta->cwd, strerror(errno));
 	umask(im->meta->umask);
@@ -860,8 +866,8 @@ static int drive(struct drive *d, uint64_t gadget, uint64_t tmp, const struct sp
 	if ((rc = clear_and_move_vdso(d, gadget, tmp, img_sp)) ||
 	    (rc = restore_areas(d, o, scratch, pages)) ||
 	    (rc = restore_mm_fields(d, o, scratch)) || (rc = restore_itimers(d, scratch)) ||
-	    (rc = ckpt_threads_restore(d->th, &d->t, &d->base, d->im->meta, scratch, d->im->path,
-				       d->err, d->errlen)))
+	    (rc = ckpt_threads_restore(d->th, &d->t, &d->base, d->im->meta, scratch, o,
+				       d->im->path, d->err, d->errlen)))
 		return rc;
 	return restore_registers(d, gadget);
 }
@@ -949,6 +955,38 @@ static int read_reports(int rfd, struct rproc *rp, size_t n, char *err, size_t e
 	return 0;
 }
 
+/* What the new processes wrote for o->log, a line each. */
+static void say_log(const struct ckpt_restore_opts *o, int logfd)
+{
+	char buf[8192];
+	size_t have = 0;
+	off_t at = 0;
+	for (;;) {
+		ssize_t r = pread(logfd, buf + have, sizeof(buf) - 1 - have, at);
+		if (r <= 0)
+			break;
+		at += r;
+		have += (size_t)r;
+		buf[have] = 0;
+		char *l = buf, *nl;
+		while ((nl = strchr(l, '\n'))) {
+			*nl = 0;
+			ckpt_log(o, "%s", l);
+			l = nl + 1;
+		}
+		have = strlen(l);
+		memmove(buf, l, have);
+		if (have == sizeof(buf) - 1) { /* a line too long: said in parts */
+			ckpt_log(o, "%s", buf);
+			have = 0;
+		}
+	}
+	if (have) {
+		buf[have] = 0;
+		ckpt_log(o, "%s", buf);
+	}
+}
+
 int ckpt_restore(const char *path, const struct ckpt_restore_opts *opts, pid_t *pidp,
 		 struct ckpt_stats *st, char *err, size_t errlen)
 {
@@ -957,7 +995,7 @@ int ckpt_restore(const char *path, const struct ckpt_restore_opts *opts, pid_t *
 	struct ckpt_map *mine = NULL;
 	struct ckpt_shared sh = { 0 };
 	size_t nmine = 0, n = 1;
-	int rc, pfd[2] = { -1, -1 };
+	int rc, pfd[2] = { -1, -1 }, logfd = -1;
 	double t0 = ckpt_now();
 	uint64_t pages = 0;
 	struct rproc *rp = calloc(1, sizeof(*rp));
@@ -1045,6 +1083,18 @@ int ckpt_restore(const char *path, const struct ckpt_restore_opts *opts, pid_t *
 		rc = ckpt_fail(err, errlen, -errno, "pipe: %s", strerror(errno));
 		goto out;
 	}
+	/* a file, not a pipe: the new processes write all they have to say
+	 * before the restorer reads any of it */
+	logfd = memfd_create("storm-ckpt-log", MFD_CLOEXEC);
+	if (logfd < 0 || fcntl(logfd, F_SETFL, O_APPEND) < 0) {
+		rc = ckpt_fail(err, errlen, -errno, "memfd_create: %s", strerror(errno));
+		goto out;
+	}
+	char tag[32];
+	time_t when = (time_t)(rp[0].im.meta->time_ns / 1000000000ll);
+	struct tm tm;
+	gmtime_r(&when, &tm);
+	strftime(tag, sizeof(tag), "%Y%m%dT%H%M%SZ", &tm);
 	/* its old pid where free: what glibc and the program cached stays true */
 	rp[0].pid = ckpt_fork_pid(rp[0].im.meta->pid);
 	if (rp[0].pid < 0) {
@@ -1053,7 +1103,7 @@ int ckpt_restore(const char *path, const struct ckpt_restore_opts *opts, pid_t *
 	}
 	if (rp[0].pid == 0) {
 		close(pfd[0]);
-		struct child_ctx c = { ims, n, o, gadget, pfd[1], &sh };
+		struct child_ctx c = { ims, n, o, gadget, pfd[1], &sh, logfd, tag };
 		child_main(&c);
 	}
 	rp[0].traced = 1;
@@ -1147,6 +1197,10 @@ out:
 		close(pfd[0]);
 	if (pfd[1] >= 0)
 		close(pfd[1]);
+	if (logfd >= 0) {
+		say_log(o, logfd);
+		close(logfd);
+	}
 	free(mine);
 	for (size_t p = 0; p < n; p++)
 		image_close(&rp[p].im);

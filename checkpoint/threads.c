@@ -27,6 +27,7 @@
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -342,6 +343,53 @@ static int peek_pending(pid_t tid, unsigned flags, ProtobufCBinaryData **out, si
 	}
 }
 
+void ckpt_cpus_list(const unsigned char *mask, size_t len, char *buf, size_t blen)
+{
+	size_t at = 0;
+	buf[0] = 0;
+	for (size_t c = 0; c < len * 8 && at < blen; c++) {
+		if (!(mask[c / 8] >> (c % 8) & 1) || (c && mask[(c - 1) / 8] >> ((c - 1) % 8) & 1))
+			continue;
+		size_t e = c;
+		while (e + 1 < len * 8 && mask[(e + 1) / 8] >> ((e + 1) % 8) & 1)
+			e++;
+		int n = e == c ? snprintf(buf + at, blen - at, "%s%zu", at ? "," : "", c)
+			       : snprintf(buf + at, blen - at, "%s%zu-%zu", at ? "," : "", c, e);
+		at += n > 0 ? (size_t)n : 0;
+	}
+}
+
+/* Its CPU affinity (kept only where narrower or other than the dumper's
+ * own: a mask that is just the machine's would pin a restart on a larger
+ * node to this one's CPUs), policy, real-time priority and nice. */
+static int read_sched(struct ckpt_thread *t, pid_t pid, char *err, size_t errlen)
+{
+	Storm__Ckpt__Thread *pb = &t->pb;
+	unsigned char own[sizeof(t->cpus)];
+	long n = syscall(SYS_sched_getaffinity, t->tid, sizeof(t->cpus), t->cpus);
+	long m = syscall(SYS_sched_getaffinity, 0, sizeof(own), own);
+	int policy = sched_getscheduler(t->tid);
+	struct sched_param sp;
+	errno = 0;
+	int nice = getpriority(PRIO_PROCESS, (id_t)t->tid);
+	if (n <= 0 || m <= 0 || policy < 0 || (nice == -1 && errno) ||
+	    sched_getparam(t->tid, &sp) < 0)
+		return ckpt_fail(err, errlen, -errno, "pid %d: thread %d: reading its scheduling: %s",
+				 pid, t->tid, strerror(errno));
+	if ((policy & ~SCHED_RESET_ON_FORK) == 6 /* SCHED_DEADLINE */)
+		return ckpt_fail(err, errlen, -ENOTSUP, "pid %d: thread %d runs under SCHED_DEADLINE: "
+				 "its runtime, deadline and period are not restored", pid, t->tid);
+	if (n != m || memcmp(t->cpus, own, (size_t)n)) {
+		pb->cpus.data = t->cpus;
+		pb->cpus.len = (size_t)n;
+	}
+	pb->sched = 1;
+	pb->policy = (uint32_t)policy;
+	pb->rt_priority = (uint32_t)sp.sched_priority;
+	pb->nice = nice;
+	return 0;
+}
+
 static int read_thread(struct ckpt_thread *t, pid_t pid, char *err, size_t errlen)
 {
 	pid_t tid = t->tid;
@@ -391,7 +439,10 @@ static int read_thread(struct ckpt_thread *t, pid_t pid, char *err, size_t errle
 		free(comm);
 	}
 	pb->comm = t->comm;
-	int rc = peek_pending(tid, 0, &pb->pending, &pb->n_pending);
+	int rc = read_sched(t, pid, err, errlen);
+	if (rc)
+		return rc;
+	rc = peek_pending(tid, 0, &pb->pending, &pb->n_pending);
 	if (!rc && t->sig && t->si.si_signo == t->sig && keep_pending(t->sig)) {
 		/* taken while we stopped it: pending still, for the image */
 		ProtobufCBinaryData *nv = realloc(pb->pending, (pb->n_pending + 1) * sizeof(*nv));
@@ -627,6 +678,7 @@ struct rctx {
 	const struct user_regs_struct *base;
 	uint64_t scratch;
 	pid_t pid;
+	const struct ckpt_restore_opts *o;
 	const char *path;
 	char *err;
 	size_t errlen;
@@ -694,6 +746,68 @@ static int make_thread(struct rctx *c, const Storm__Ckpt__Thread *th, pid_t *tid
 	return 0;
 }
 
+/* A call of the thread's own (the kernel checks its user's rights: an image
+ * cannot raise a priority its user could not); what it refuses is said,
+ * not fatal: the rank runs as well, only placed or weighted otherwise. */
+static int sched_call(struct rctx *c, struct ckpt_tracee *t, const struct user_regs_struct *base,
+		      const Storm__Ckpt__Thread *th, const char *what, long nr, int nargs,
+		      long a0, long a1, long a2)
+{
+	long r;
+	int rc = ckpt_inject(t, base, nr, &r, 0, nargs, a0, a1, a2);
+	if (rc)
+		return ckpt_fail(c->err, c->errlen, rc, "%s: restoring thread %d: %s: %s", c->path,
+				 t->pid, what, strerror(-rc));
+	if ((unsigned long)r > -4096ul)
+		ckpt_log(c->o, "%s: pid %d: thread %d: %s not restored: %s; left as the restorer's",
+			 c->path, c->pid, th->tid, what, strerror((int)-r));
+	return 0;
+}
+
+/* Its CPU affinity, policy with real-time priority, and nice, where they
+ * differ from what the new thread inherited. */
+static int setup_sched(struct rctx *c, struct ckpt_tracee *t, const struct user_regs_struct *base,
+		       const Storm__Ckpt__Thread *th)
+{
+	char what[256], list[192];
+	unsigned char now[512];
+	int rc = 0;
+	if (!th->sched)
+		return 0; /* an older image */
+	long n = syscall(SYS_sched_getaffinity, t->pid, sizeof(now), now);
+	size_t len = th->cpus.len < sizeof(now) ? th->cpus.len : sizeof(now);
+	if (len && (n != (long)len || memcmp(now, th->cpus.data, len))) {
+		ckpt_cpus_list(th->cpus.data, len, list, sizeof(list));
+		snprintf(what, sizeof(what), "CPU affinity %s", list);
+		if ((rc = ckpt_mem_write(t, c->scratch + 2048, th->cpus.data, len)) ||
+		    (rc = sched_call(c, t, base, th, what, SYS_sched_setaffinity, 3, 0, (long)len,
+				     (long)(c->scratch + 2048))))
+			return rc;
+	}
+	struct sched_param sp;
+	int policy = sched_getscheduler(t->pid);
+	if (policy < 0 || sched_getparam(t->pid, &sp) < 0)
+		return ckpt_fail(c->err, c->errlen, -errno, "%s: restoring thread %d: reading its "
+				 "scheduling: %s", c->path, t->pid, strerror(errno));
+	if ((uint32_t)policy != th->policy || (uint32_t)sp.sched_priority != th->rt_priority) {
+		int32_t prio = (int32_t)th->rt_priority;
+		snprintf(what, sizeof(what), "scheduling policy %u priority %u", th->policy,
+			 th->rt_priority);
+		if ((rc = ckpt_mem_write(t, c->scratch + 2600, &prio, sizeof(prio))) ||
+		    (rc = sched_call(c, t, base, th, what, SYS_sched_setscheduler, 3, 0,
+				     (long)th->policy, (long)(c->scratch + 2600))))
+			return rc;
+	}
+	errno = 0;
+	int nice = getpriority(PRIO_PROCESS, (id_t)t->pid);
+	if (!(nice == -1 && errno) && nice != th->nice) {
+		snprintf(what, sizeof(what), "nice %d", th->nice);
+		rc = sched_call(c, t, base, th, what, SYS_setpriority, 3, PRIO_PROCESS, 0,
+				(long)th->nice);
+	}
+	return rc;
+}
+
 /* What a thread's registers do not hold: its clear_child_tid (the main
  * thread's: the clone3 of the others set theirs), robust futex list,
  * sigaltstack, name and rseq area. */
@@ -737,7 +851,7 @@ static int setup_thread(struct rctx *c, struct ckpt_tracee *t, const struct user
 	if (th->rseq_addr && (rc = tcall(c, t, base, "rseq", SYS_rseq, NULL, 4, (long)th->rseq_addr,
 					 (long)th->rseq_len, 0L, (long)th->rseq_sig)))
 		return rc;
-	return 0;
+	return setup_sched(c, t, base, th);
 }
 
 /* Queues saved signals again: to thread t (rt_tgsigqueueinfo) or, shared,
@@ -781,9 +895,10 @@ int ckpt_thread_set_state(pid_t tid, const Storm__Ckpt__Thread *t)
 
 int ckpt_threads_restore(struct ckpt_threads *ts, struct ckpt_tracee *main,
 			 const struct user_regs_struct *base, const Storm__Ckpt__Meta *m,
-			 uint64_t scratch, const char *path, char *err, size_t errlen)
+			 uint64_t scratch, const struct ckpt_restore_opts *o, const char *path,
+			 char *err, size_t errlen)
 {
-	struct rctx c = { main, base, scratch, main->pid, path, err, errlen };
+	struct rctx c = { main, base, scratch, main->pid, o, path, err, errlen };
 	size_t n = ckpt_meta_nthreads(m);
 	Storm__Ckpt__Thread view;
 	const Storm__Ckpt__Thread *mt = ckpt_meta_thread(m, 0, &view);

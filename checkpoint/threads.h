@@ -23,6 +23,7 @@ struct ckpt_thread {
 	Storm__Ckpt__Thread pb;       /* what the image keeps of it (dump) */
 	unsigned char *xbuf;          /* its FP or extended registers */
 	char comm[16];
+	unsigned char cpus[512];      /* its affinity mask (dump) */
 };
 
 struct ckpt_threads {
@@ -41,8 +42,10 @@ struct ckpt_threads {
  * failure the threads seized so far are in ts (ckpt_threads_detach). */
 int ckpt_threads_stop(struct ckpt_threads *ts, pid_t pid, char *err, size_t errlen);
 
-/* Registers, FP/extended state, signal mask, rseq, robust futex list, name
- * and pending signals of every thread, into meta->threads and meta->pending. */
+/* Registers, FP/extended state, signal mask, rseq, robust futex list, name,
+ * pending signals, CPU affinity, scheduling policy and nice of every
+ * thread, into meta->threads and meta->pending. A thread under
+ * SCHED_DEADLINE is refused (-ENOTSUP). */
 int ckpt_threads_read(struct ckpt_threads *ts, Storm__Ckpt__Meta *meta, char *err,
 		      size_t errlen);
 
@@ -85,7 +88,11 @@ pid_t ckpt_fork_pid(pid_t want);
  * the process's last. The main thread's registers are left to the caller. */
 int ckpt_threads_restore(struct ckpt_threads *ts, struct ckpt_tracee *main,
 			 const struct user_regs_struct *base, const Storm__Ckpt__Meta *m,
-			 uint64_t scratch, const char *path, char *err, size_t errlen);
+			 uint64_t scratch, const struct ckpt_restore_opts *o, const char *path,
+			 char *err, size_t errlen);
+
+/* "0-3,6": the CPUs of an affinity mask of len bytes. */
+void ckpt_cpus_list(const unsigned char *mask, size_t len, char *buf, size_t blen);
 
 /* Registers (an interrupted restart-block call made to return EINTR),
  * FP/extended state and signal mask of a thread in a ptrace stop. */

@@ -22,6 +22,14 @@ static void usage(FILE *f)
 		   "of this command (which waits for it and exits with its status).\n");
 }
 
+/* What a restore did that the image does not say (a file cut back or left
+ * grown, a priority not set): a line each on stderr. */
+static void say(void *arg, const char *line)
+{
+	(void)arg;
+	fprintf(stderr, "storm-ckpt: restore: %s\n", line);
+}
+
 int main(int argc, char **argv)
 {
 	char err[1024];
@@ -63,7 +71,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc >= 3 && !strcmp(argv[1], "restore")) {
-		struct ckpt_restore_opts o = { .external_fd = -1 };
+		struct ckpt_restore_opts o = { .external_fd = -1, .log = say };
 		for (int i = 3; i < argc; i++) {
 			unsigned uid, gid;
 			char end;

@@ -75,6 +75,19 @@ char *ckpt_read_all(const char *path, size_t *len)
 	return buf;
 }
 
+void ckpt_log(const struct ckpt_restore_opts *o, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (o && o->log)
+		o->log(o->log_arg, line);
+	else
+		fprintf(stderr, "%s\n", line);
+}
+
 char *ckpt_remap_path(const struct ckpt_restore_opts *o, const char *p)
 {
 	char *r;

@@ -707,6 +707,15 @@ static int restore_channel(void *p, const void *app, size_t app_len, uint64_t st
 				   max, err, errlen);
 }
 
+/* What the restore did to the job's files changed since the checkpoint (cut
+ * back, kept aside, left as they are), a priority it could not set: the
+ * node's log, a line each, naming the job and rank. */
+static void restore_say(void *p, const char *line)
+{
+	struct setup_arg *a = p;
+	slog("job %" PRIu64 ": rank %u: restart: %s", a->job->id, a->job->ranks[a->lr].rank, line);
+}
+
 static _Noreturn void restore_child(struct nd *nd, const Storm__Cl__Launch *L,
 				    struct nd_job *job, const int *wfds, int w)
 {
@@ -731,6 +740,7 @@ static _Noreturn void restore_child(struct nd *nd, const Storm__Cl__Launch *L,
 		.to_prefix = job->dir,
 		.external = restore_channel, .external_arg = &a, .external_fd = a.bcs_fd,
 		.caller_fds = &chan, .ncaller_fds = a.bcs_fd >= 0,
+		.log = restore_say, .log_arg = &a,
 	};
 	for (uint32_t i = 0; i < job->nranks; i++) {
 		a.lr = i;
