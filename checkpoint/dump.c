@@ -882,8 +882,8 @@ static int refuse_unsaved(struct dump *d)
 		free(st);
 		if (mode == 1 || (mode && (omode != mode || filters > ofilters)))
 			return ckpt_fail(d->err, d->errlen, -ENOTSUP,
-					 "pid %d: thread %d runs under seccomp (%s, %d filter%s; the "
-					 "checkpointer %d): seccomp filters are not restored", d->pid,
+					 "pid %d: it runs under seccomp (thread %d: %s, %d filter%s; "
+					 "the checkpointer %d): seccomp filters are not restored", d->pid,
 					 d->th.v[i].tid, mode == 1 ? "strict mode" : "filter mode",
 					 filters, filters == 1 ? "" : "s", ofilters);
 	}

@@ -612,7 +612,8 @@ int ckpt_threads_check(const Storm__Ckpt__Meta *m, const char *path, char *err, 
 			return ckpt_fail(err, errlen, -EINVAL,
 					 "%s: section meta: thread %zu: registers are %zu bytes", path,
 					 i, t->regs.len);
-		if (t->tid <= 0 || strlen(t->comm) >= 16)
+		if (t->tid <= 0 || strlen(t->comm) >= 16 ||
+		    t->cpus.len > sizeof(((struct ckpt_thread *)0)->cpus))
 			return ckpt_fail(err, errlen, -EINVAL, "%s: section meta: thread %zu is malformed",
 					 path, i);
 		for (size_t k = 0; k < t->n_pending; k++)

@@ -11,12 +11,15 @@
  *       the step, so a run checkpointed, killed and restored prints what an
  *       uninterrupted one does; a broken object prints something else or
  *       "stuck" (exit 1).
- *   fds_prog tcp|unix|sysv|tick   holds a connected TCP socket, a Unix
- *       socket, a SysV shared memory segment or nothing more (but whatever
- *       descriptors it was given) and prints "tick N" every 20 ms until
- *       killed. */
+ *   fds_prog tcp|unix|sysv|ptimer|seccomp|tick   holds a connected TCP
+ *       socket, a Unix socket, a SysV shared memory segment, a POSIX timer
+ *       (timer_create), a seccomp filter (one that allows every call) or
+ *       nothing more (but whatever descriptors it was given) and prints
+ *       "tick N" every 20 ms until killed. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdint.h>
@@ -26,6 +29,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/shm.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -79,6 +83,20 @@ static int holds(const char *kind)
 			die("shm");
 		shmctl(id, IPC_RMID, NULL); /* gone once we are */
 		p[0] = 1;
+	} else if (!strcmp(kind, "ptimer")) {
+		/* armed far ahead: held, never firing during the test */
+		struct sigevent sev = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGUSR2 };
+		struct itimerspec its = { { 0, 0 }, { 3600, 0 } };
+		timer_t t;
+		signal(SIGUSR2, SIG_IGN);
+		if (timer_create(CLOCK_MONOTONIC, &sev, &t) < 0 || timer_settime(t, 0, &its, NULL) < 0)
+			die("timer_create");
+	} else if (!strcmp(kind, "seccomp")) {
+		struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+		struct sock_fprog prog = { 1, &allow };
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
+			die("seccomp");
 	} else if (strcmp(kind, "tick")) {
 		return 2;
 	}
@@ -107,7 +125,7 @@ int main(int argc, char **argv)
 	if (argc == 2)
 		return holds(argv[1]);
 	if (argc != 3 || strcmp(argv[1], "objects")) {
-		fprintf(stderr, "usage: fds_prog objects STEPS | tcp | unix | sysv | tick\n");
+		fprintf(stderr, "usage: fds_prog objects STEPS | tcp | unix | sysv | ptimer | seccomp | tick\n");
 		return 2;
 	}
 	long steps = atol(argv[2]);

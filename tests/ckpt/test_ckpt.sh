@@ -68,12 +68,22 @@ else
 	diff ref.out run.out | head -5
 fi
 
-# 3. the first image (taken while it ran on) restores to the same end
+# 3. the first image (taken while it ran on) restores to the same end: its
+# output file, written since without O_APPEND, is cut back to its size at
+# the checkpoint, which the restore says, and the bytes cut are kept beside it
+cp run.f run.f.before
 expect "restore the image of a process that ran on" 0 "$CK" restore img1
 if cmp -s run.out ref.out && cmp -s run.f ref.f; then
 	ok "restart from the earliest image is byte-identical too"
 else
 	bad "restart from the earliest image is byte-identical too"
+fi
+has "the cut is said, naming the file" err "restore: $T/run.f: cut back from $(stat -c %s run.f.before) to "
+kept=$(sed -n "s|.*$T/run.f: cut back from [0-9]* to \([0-9]*\) bytes (the size at the checkpoint); the [0-9]* bytes cut are kept in \(.*\)|\1 \2|p" "$T/err")
+if [ -n "$kept" ] && cmp -s <(tail -c +$((${kept%% *} + 1)) run.f.before) "${kept#* }"; then
+	ok "the bytes cut are kept in ${kept#* }"
+else
+	bad "the bytes cut are kept ($kept)"
 fi
 # the snapshot's image too
 expect "restore the image read from a snapshot" 0 "$CK" restore img1s
@@ -177,6 +187,42 @@ refused "SysV shared memory" "area 0x" sysv
 has "SysV shared memory: why" err "is SysV shared memory (key 0x00000000): SysV shared memory cannot be checkpointed"
 refused "a pipe another process holds" "fd 5 is a pipe (pipe:[" tick 5> >(cat >/dev/null)
 has "the pipe's other holder is named" err "also held by pid"
+# state outside the descriptors that a restore could not make again
+refused "a POSIX timer" "it holds 1 POSIX timer (timer_create, clock 1; /proc/" ptimer
+has "POSIX timer: why" err "POSIX timers are not restored"
+refused "a seccomp filter" "it runs under seccomp (thread " seccomp
+has "seccomp: why" err ": filter mode, 1 filter; the checkpointer 0): seccomp filters are not restored"
+
+# an O_APPEND file (a log) that another process appends to after the
+# checkpoint keeps those bytes: the restore leaves it as it is, says so,
+# and the restored process appends after them
+: >app.log
+"$FDS" tick >>app.log 2>&1 &
+P=$!
+started+=("$P")
+wait_log app.log "tick 3" 30 || bad "O_APPEND: program started"
+expect "O_APPEND: dump and kill" 0 "$CK" dump "$P" aimg --kill
+wait "$P" 2>/dev/null
+at=$(stat -c %s app.log)
+echo "another writer" >>app.log
+"$CK" restore aimg 2>ar.err &
+R=$!
+started+=("$R")
+wait_log ar.err "as pid" 10 || bad "O_APPEND: restore started"
+NP=$(sed -n 's/.*as pid \([0-9]*\).*/\1/p' ar.err)
+started+=("$NP")
+last=$(head -c "$at" app.log | tail -n1 | sed 's/tick //')
+wait_log app.log "tick $((last + 3))" 10 || bad "O_APPEND: the restored process runs on"
+kill -9 "$NP" 2>/dev/null
+wait "$R" 2>/dev/null
+grep -qx "another writer" app.log && ok "O_APPEND: the other writer's line is kept" ||
+	bad "O_APPEND: the other writer's line is kept"
+[ "$(grep -A1 -x "another writer" app.log | tail -n1)" = "tick $((last + 1))" ] &&
+	ok "O_APPEND: the restored process appends after it" ||
+	bad "O_APPEND: the restored process appends after it: $(grep -A1 -x "another writer" app.log | paste -sd' ')"
+grep -qF "restore: $T/app.log: opened O_APPEND; left as it is ($((at + 15)) bytes, $at at the checkpoint)" ar.err &&
+	ok "O_APPEND: the restore says it left the file as it is" ||
+	{ bad "O_APPEND: the restore says it left the file as it is"; head -3 ar.err; }
 
 # 4. damaged images: a clear one-line error naming the file and the section
 size=$(stat -c %s img3)
@@ -319,6 +365,37 @@ wait "$R" && ok "pthread: as another user, it ended well" ||
 same "pthread: as another user, the output is byte-identical" pthread.out pthread.ref
 threaded openmp 4 "$B/ckpt_omp" 90 10
 
+# CPU affinity, scheduling policy and nice, each thread's own, come back
+# equal (a restored thread would have the restorer's otherwise)
+sched_of() { # each thread's CPUs, policy and nice, in tid order
+	local t
+	for t in $(ls "/proc/$1/task" | sort -n); do
+		echo "$(taskset -pc "$t" | sed 's/.*: //') $(chrt -p "$t" | sed -n 's/.*policy: //p')" \
+			"nice $(sed 's/.*) //' "/proc/$1/task/$t/stat" | awk '{ print $17 }')"
+	done | paste -sd';'
+}
+taskset -c 1 nice -n 3 "$B/ckpt_threads" 100000 10 >sched.out 2>/dev/null &
+P=$!
+started+=("$P")
+wait_log sched.out "step 5 " 30 || bad "sched: program started"
+mapfile -t tl < <(ls "/proc/$P/task" | sort -n)
+taskset -pc 0 "${tl[1]}" >/dev/null && renice -n 7 -p "${tl[2]}" >/dev/null &&
+	chrt --batch -p 0 "${tl[3]}" || bad "sched: setting its threads' affinity, nice and policy"
+before=$(sched_of "$P")
+expect "sched: dump and kill" 0 "$CK" dump "$P" sched.img --kill
+wait "$P" 2>/dev/null
+"$CK" restore sched.img --stopped 2>sched.r &
+R=$!
+started+=("$R")
+wait_log sched.r "as pid" 10 || bad "sched: restore started"
+NP=$(new_pid sched.r)
+started+=("$NP")
+after=$(sched_of "$NP")
+[ "$before" = "$after" ] && ok "sched: every thread's affinity, policy and nice as they were" ||
+	bad "sched: every thread's affinity, policy and nice: $before became $after"
+kill -9 "$NP"
+wait "$R" 2>/dev/null
+
 # 6. a process tree: a parent, its child and grandchild over pipes (requests
 # left buffered at the dump), a counter in shared anonymous memory, each
 # waiting for its child at the end. Run under a child subreaper (as storm's
@@ -345,12 +422,22 @@ cmp -s tref.out trun.out && ok "tree: output identical to an uninterrupted run" 
 	{ bad "tree: output differs after the restore of the killed tree"; diff tref.out trun.out | head -4; }
 tail -1 trun.out | grep -q "^child exited 8, counter 150" && ok "tree: the restored parent reaped its child" ||
 	bad "tree: the restored parent reaped its child ($(tail -1 trun.out))"
-# the image of the tree left running, restored once it ended (the file cut
-# back to what it held at the dump)
+# the image of the tree left running, restored once it ended: its output,
+# appended to (O_APPEND), is never cut (another process may append to it
+# too); the restored tree appends what it writes from the dump on after it
+full=$(stat -c %s trun.out)
 expect "tree: restore the tree dumped running" 0 "$CK" restore timg1
-wait_log trun.out "child exited" 10
-cmp -s tref.out trun.out && ok "tree: output identical again" ||
-	{ bad "tree: output differs after the restore of the running tree"; diff tref.out trun.out | head -4; }
+has "tree: the restore says it left the output as it is" err \
+	"restore: $T/trun.out: opened O_APPEND; left as it is ($full bytes, "
+at=$(sed -n "s|.*$T/trun.out: opened O_APPEND; left as it is ($full bytes, \([0-9]*\) at the checkpoint)|\1|p" "$T/err" | head -n1)
+wait_count trun.out "child exited" 2 10 >/dev/null
+if [ -n "$at" ] && cmp -s <(head -c "$full" trun.out) tref.out &&
+	cmp -s <(tail -c +$((full + 1)) trun.out) <(tail -c +$((at + 1)) tref.out); then
+	ok "tree: the first run's output kept, the restored run's appended after it"
+else
+	bad "tree: the first run's output kept, the restored run's appended after it ($full, $at)"
+	tail -c +$((full + 1)) trun.out | head -3
+fi
 expect "tree: verify its image" 0 "$CK" verify timg1
 # a file shared over a fork that is not only appended to: refused (each
 # process would come back with its own offset)

@@ -283,6 +283,71 @@ static void test_epoll_order(void)
 	CU_ASSERT_EQUAL(ckpt_epoll_order(&t.ft, order), -ELOOP);
 }
 
+/* What a restore does to a regular file changed since the checkpoint, and
+ * what it says of it. */
+static void test_fsize(void)
+{
+	uint64_t pos;
+	char line[512];
+	/* unchanged: nothing done, nothing said */
+	CU_ASSERT_EQUAL(ckpt_fsize_plan(O_WRONLY, 1000, 1000, 1000, &pos), CKPT_FSIZE_SAME);
+	CU_ASSERT_EQUAL(pos, 1000);
+	ckpt_fsize_say("out.f", O_WRONLY, 1000, 1000, CKPT_FSIZE_SAME, NULL, line, sizeof(line));
+	CU_ASSERT_STRING_EQUAL(line, "");
+	/* written since, not O_APPEND: cut back, the offset as it was */
+	CU_ASSERT_EQUAL(ckpt_fsize_plan(O_WRONLY, 1000, 1000, 1234, &pos), CKPT_FSIZE_CUT);
+	CU_ASSERT_EQUAL(pos, 1000);
+	CU_ASSERT_EQUAL(ckpt_fsize_plan(O_RDWR, 1000, 10, 1234, &pos), CKPT_FSIZE_CUT);
+	CU_ASSERT_EQUAL(pos, 10);
+	ckpt_fsize_say("out.f", O_WRONLY, 1000, 1234, CKPT_FSIZE_CUT, "out.f.storm-cut-X", line,
+		       sizeof(line));
+	CU_ASSERT_STRING_EQUAL(line, "out.f: cut back from 1234 to 1000 bytes (the size at the "
+			       "checkpoint); the 234 bytes cut are kept in out.f.storm-cut-X");
+	/* O_APPEND: never cut; an offset at the end follows it */
+	CU_ASSERT_EQUAL(ckpt_fsize_plan(O_WRONLY | O_APPEND, 1000, 1000, 1234, &pos), CKPT_FSIZE_LEFT);
+	CU_ASSERT_EQUAL(pos, 1234);
+	CU_ASSERT_EQUAL(ckpt_fsize_plan(O_RDWR | O_APPEND, 1000, 200, 1234, &pos), CKPT_FSIZE_LEFT);
+	CU_ASSERT_EQUAL(pos, 200);
+	CU_ASSERT_EQUAL(ckpt_fsize_plan(O_WRONLY | O_APPEND, 1000, 1000, 900, &pos), CKPT_FSIZE_LEFT);
+	CU_ASSERT_EQUAL(pos, 900);
+	ckpt_fsize_say("log.txt", O_WRONLY | O_APPEND, 1000, 1234, CKPT_FSIZE_LEFT, NULL, line,
+		       sizeof(line));
+	CU_ASSERT_STRING_EQUAL(line, "log.txt: opened O_APPEND; left as it is (1234 bytes, 1000 at "
+			       "the checkpoint)");
+	/* read-only, or shorter: left as it is, said */
+	CU_ASSERT_EQUAL(ckpt_fsize_plan(O_RDONLY, 1000, 5, 1234, &pos), CKPT_FSIZE_LEFT);
+	CU_ASSERT_EQUAL(pos, 5);
+	ckpt_fsize_say("in", O_RDONLY, 1000, 1234, CKPT_FSIZE_LEFT, NULL, line, sizeof(line));
+	CU_ASSERT_STRING_EQUAL(line, "in: opened read-only; left as it is (1234 bytes, 1000 at the "
+			       "checkpoint)");
+	CU_ASSERT_EQUAL(ckpt_fsize_plan(O_WRONLY, 1000, 1000, 10, &pos), CKPT_FSIZE_LEFT);
+	CU_ASSERT_EQUAL(pos, 1000);
+	ckpt_fsize_say("out.f", O_WRONLY, 1000, 10, CKPT_FSIZE_LEFT, NULL, line, sizeof(line));
+	CU_ASSERT_STRING_EQUAL(line, "out.f: shorter than at the checkpoint; left as it is (10 "
+			       "bytes, 1000 at the checkpoint)");
+}
+
+/* /proc/PID/timers and the seccomp lines of /proc/PID/status. */
+static void test_unsaved_state(void)
+{
+	int clock, mode, filters;
+	CU_ASSERT_EQUAL(ckpt_proc_timers("", &clock), 0);
+	CU_ASSERT_EQUAL(clock, -1);
+	CU_ASSERT_EQUAL(ckpt_proc_timers("ID: 0\nsignal: 12/0000000000000000\nnotify: signal/pid.7\n"
+					 "ClockID: 1\nID: 1\nsignal: 14/0000000000000000\n"
+					 "notify: signal/pid.7\nClockID: 0\n", &clock), 2);
+	CU_ASSERT_EQUAL(clock, 1);
+	ckpt_status_seccomp("Name:\tx\nNoNewPrivs:\t1\nSeccomp:\t2\nSeccomp_filters:\t3\n",
+			    &mode, &filters);
+	CU_ASSERT_EQUAL(mode, 2);
+	CU_ASSERT_EQUAL(filters, 3);
+	ckpt_status_seccomp("Name:\tx\nSeccomp:\t0\n", &mode, &filters);
+	CU_ASSERT_EQUAL(mode, 0);
+	CU_ASSERT_EQUAL(filters, 0);
+	ckpt_status_seccomp("Name:\tx\n", &mode, &filters); /* a kernel without it */
+	CU_ASSERT_EQUAL(mode, 0);
+}
+
 void add_ckpt_files_suite(void)
 {
 	CU_pSuite s = CU_add_suite("ckpt_files", NULL, NULL);
@@ -294,4 +359,6 @@ void add_ckpt_files_suite(void)
 	CU_add_test(s, "socket names", test_socket_names);
 	CU_add_test(s, "file table checks", test_check);
 	CU_add_test(s, "epoll fill order", test_epoll_order);
+	CU_add_test(s, "restore: a file changed since the checkpoint", test_fsize);
+	CU_add_test(s, "POSIX timers and seccomp read", test_unsaved_state);
 }

@@ -248,6 +248,7 @@ static void test_meta_threads(void)
 	CU_ASSERT_EQUAL(t->sigmask, 0x5);
 	CU_ASSERT_EQUAL(t->rseq_addr, 0x7f0000002000ull);
 	CU_ASSERT_STRING_EQUAL(t->comm, "prog");
+	CU_ASSERT(!t->sched); /* an old image: its scheduling left as the restorer's */
 	CU_ASSERT_PTR_NULL(ckpt_meta_thread(&m, 1, &view));
 	CU_ASSERT_EQUAL(ckpt_threads_check(&m, "x.img", err, sizeof(err)), 0);
 
@@ -266,6 +267,12 @@ static void test_meta_threads(void)
 	}
 	th[1].pending = &pend;
 	th[1].n_pending = 1;
+	uint8_t cpus[8] = { 0x2 };
+	th[1].cpus.data = cpus;
+	th[1].cpus.len = sizeof(cpus);
+	th[1].sched = 1;
+	th[1].policy = 3; /* SCHED_BATCH */
+	th[1].nice = -4;
 	Storm__Ckpt__Meta n = m;
 	n.regs.len = 0;
 	n.regs.data = NULL;
@@ -289,6 +296,22 @@ static void test_meta_threads(void)
 	CU_ASSERT_EQUAL(((siginfo_t *)t->pending[0].data)->si_signo, SIGUSR1);
 	CU_ASSERT_EQUAL(u->n_pending, 1);
 	CU_ASSERT_EQUAL(memcmp(u->threads[0]->regs.data, &regs, sizeof(regs)), 0);
+	/* its affinity and scheduling; the main one's not narrowed (none saved) */
+	CU_ASSERT(t->sched);
+	CU_ASSERT_EQUAL(t->policy, 3);
+	CU_ASSERT_EQUAL(t->nice, -4);
+	CU_ASSERT_EQUAL(t->cpus.len, 8);
+	CU_ASSERT_EQUAL(t->cpus.data[0], 0x2);
+	CU_ASSERT_EQUAL(u->threads[0]->cpus.len, 0);
+	char list[64];
+	ckpt_cpus_list(t->cpus.data, t->cpus.len, list, sizeof(list));
+	CU_ASSERT_STRING_EQUAL(list, "1");
+	uint8_t many[3] = { 0xf7, 0x01, 0x80 };
+	ckpt_cpus_list(many, sizeof(many), list, sizeof(list));
+	CU_ASSERT_STRING_EQUAL(list, "0-2,4-8,23");
+	u->threads[1]->cpus.len = 4096;
+	CU_ASSERT_EQUAL(ckpt_threads_check(u, "x.img", err, sizeof(err)), -EINVAL);
+	u->threads[1]->cpus.len = 8;
 
 	/* malformed: each refused with the section named */
 	u->threads[0]->tid = 101;
