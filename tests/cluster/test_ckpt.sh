@@ -141,6 +141,17 @@ cp "$T/out" r2.out
 [ "$(job_nodes 4)" = "node[02-03]" ] && ok "  ran on node[02-03]" || bad "  ran on $(job_nodes 4)"
 same_files "  files identical after a restart on other nodes"
 tail_of_ref "  output from the second checkpoint on" r2.out
+# the files had grown past the second checkpoint: each rank's node says it
+# cut them back, and the bytes cut are kept beside them
+for r in 0 1; do
+	if grep -qE "job 4: rank $r: restart: .*/out$r.f: cut back from [0-9]+ to [0-9]+ bytes \(the size at the checkpoint\); the [0-9]+ bytes cut are kept in .*/out$r.f.storm-cut-" "$C"/log/*.log; then
+		ok "  rank $r's node logs the cut of out$r.f"
+	else
+		bad "  rank $r's node logs the cut of out$r.f"
+		grep -h "job 4: rank $r" "$C"/log/*.log | head -3
+	fi
+done
+ls out0.f.storm-cut-* >/dev/null 2>&1 && ok "  the bytes cut are kept" || bad "  the bytes cut are kept"
 kill_job "$(cat blocker.id)" || bad "the blocker ended"
 
 # ---- refusals
