@@ -29,7 +29,9 @@ static const char alloc_help[] =
 	"$SHELL) here with STORM_JOBID, STORM_JOB_NODELIST and STORM_JOB_NUM_NODES\n"
 	"set. Every 'storm run' in it is a step of the allocation: it runs on its\n"
 	"nodes, gang-scheduled in its row of the matrix. The allocation ends when\n"
-	"COMMAND exits.\n"
+	"COMMAND exits. If the allocation is revoked (cancelled, its time limit, the\n"
+	"machine manager gone) COMMAND gets SIGHUP and SIGTERM, and SIGKILL after the\n"
+	"cluster's kill_wait_ms if it is still running.\n"
 	"\n"
 	"  -N, --nodes N       nodes to allocate (default 1)\n"
 	"  -J, --job-name NAME the allocation's name (default: COMMAND's base name)\n"
@@ -37,8 +39,8 @@ static const char alloc_help[] =
 	"      --conf FILE     the cluster's storm.conf\n"
 	"  -h, --help          this help\n"
 	"\n"
-	"Exit status: COMMAND's; 1 when the allocation was refused or revoked before\n"
-	"COMMAND started, or no cluster is up; 2 on bad usage.\n";
+	"Exit status: COMMAND's; 1 when the allocation was refused or revoked (COMMAND\n"
+	"then ended by storm alloc), or no cluster is up; 2 on bad usage.\n";
 
 enum { L_NODES = 1, L_NAME, L_TIME, L_CONF, L_HELP };
 
@@ -86,6 +88,111 @@ static pid_t start_command(char **argv, const Storm__Ctl__Allocated *a)
 static int status_code(int ws)
 {
 	return WIFEXITED(ws) ? WEXITSTATUS(ws) : WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : 1;
+}
+
+/* The allocation's end while COMMAND runs, as salloc's: SIGHUP (a shell
+ * hangs up as when its terminal closes) and SIGTERM at once, SIGKILL
+ * kill_wait later for a command that ignores both (nohup, a trap). */
+struct alloc_wait {
+	int conn;          /* the MM's connection, -1 once closed */
+	pid_t child;       /* COMMAND, -1 before the grant */
+	uint64_t job;
+	int revoked;
+	double kill_at;    /* monotonic s of the SIGKILL, 0: none due */
+	unsigned kill_wait_ms;
+	const char *cmd;
+};
+
+static void alloc_revoke(struct alloc_wait *w, const char *why)
+{
+	/* a closed or revoked connection says nothing more: polling it
+	 * again would report its hang-up at once, for ever */
+	if (w->conn >= 0)
+		close(w->conn);
+	w->conn = -1;
+	if (w->revoked)
+		return;
+	w->revoked = 1;
+	fprintf(stderr, "storm alloc: job allocation %llu revoked: %s; ending %s (SIGHUP, SIGTERM, "
+		"SIGKILL after %u ms)\n", (unsigned long long)w->job, why, w->cmd, w->kill_wait_ms);
+	kill(w->child, SIGHUP);
+	kill(w->child, SIGTERM);
+	w->kill_at = now_s() + w->kill_wait_ms / 1000.0;
+}
+
+/* poll's timeout: until the SIGKILL, or none */
+static int alloc_timeout(const struct alloc_wait *w)
+{
+	if (w->kill_at <= 0)
+		return -1;
+	double left = w->kill_at - now_s();
+	return left <= 0 ? 0 : (int)(left * 1000) + 1;
+}
+
+/* One reply of the MM: -1 to go on waiting, else storm alloc's exit code */
+static int alloc_reply(struct alloc_wait *w, char **cmd)
+{
+	Storm__Ctl__Reply *rep = NULL;
+	int rc = -1, e = ctl_recv(w->conn, CTL_TIMEOUT_MS, &rep);
+	if (e != 0) {
+		if (w->child > 0) {
+			char why[160];
+			snprintf(why, sizeof(why), "the connection to the machine manager was %s",
+				 e == -EPIPE ? "closed" : strerror(-e));
+			alloc_revoke(w, why);
+			return -1;
+		}
+		ctl_report(e);
+		return EXIT_STORM;
+	}
+	switch (rep->body_case) {
+	case STORM__CTL__REPLY__BODY_ERROR:
+		rc = cli_print_error(rep->error, "alloc");
+		break;
+	case STORM__CTL__REPLY__BODY_SUBMITTED:
+		w->job = rep->submitted->job;
+		if (!strcmp(rep->submitted->state, "QUEUED"))
+			fprintf(stderr, "storm alloc: job %llu queued%s%s\n",
+				(unsigned long long)w->job, rep->submitted->reason[0] ? ": " : "",
+				rep->submitted->reason);
+		break;
+	case STORM__CTL__REPLY__BODY_ALLOCATED:
+		fprintf(stderr, "storm alloc: granted job allocation %llu on %s\n",
+			(unsigned long long)rep->allocated->job, rep->allocated->nodelist);
+		w->child = start_command(cmd, rep->allocated);
+		if (w->child < 0) {
+			fprintf(stderr, "storm alloc: error: fork: %s\n", strerror(errno));
+			rc = EXIT_STORM;
+		}
+		break;
+	case STORM__CTL__REPLY__BODY_END:
+		if (w->child > 0) {
+			alloc_revoke(w, rep->end->reason[0] ? rep->end->reason : "ended");
+		} else {
+			fprintf(stderr, "storm alloc: job allocation %llu revoked: %s\n",
+				(unsigned long long)w->job,
+				rep->end->reason[0] ? rep->end->reason : "ended");
+			rc = EXIT_STORM;
+		}
+		break;
+	default:
+		break;
+	}
+	ctl_reply_free(rep);
+	return rc;
+}
+
+/* COMMAND's end, read from the signalfd: its exit code, or -1 */
+static int alloc_reap(struct alloc_wait *w, int sfd)
+{
+	struct signalfd_siginfo si;
+	while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		;
+	int ws;
+	if (w->child <= 0 || waitpid(w->child, &ws, WNOHANG) != w->child)
+		return -1;
+	/* a revoked allocation's command was ended by us: its status is ours */
+	return w->revoked ? EXIT_STORM : status_code(ws);
 }
 
 int cmd_alloc(struct cli *c, int argc, char **argv)
@@ -173,80 +280,32 @@ int cmd_alloc(struct cli *c, int argc, char **argv)
 	sigchld_notify(false); /* inherited SIG_IGN would reap the command unseen */
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	signal(SIGINT, SIG_IGN);
-	uint64_t job = 0;
-	pid_t child = -1;
-	int rc = -1, revoked = 0;
+	struct alloc_wait w = { .conn = fd, .child = -1, .cmd = cmd[0],
+				.kill_wait_ms = c->have_conf ? c->conf.kill_wait_ms : 5000 };
+	int rc = -1;
 	while (rc < 0) {
-		struct pollfd pf[2] = { { .fd = fd, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
-		if (poll(pf, 2, -1) < 0 && errno != EINTR) {
+		struct pollfd pf[2] = { { .fd = w.conn, .events = POLLIN },
+					{ .fd = sfd, .events = POLLIN } };
+		int n = poll(pf, 2, alloc_timeout(&w));
+		if (n < 0 && errno != EINTR) {
 			fprintf(stderr, "storm alloc: error: poll: %s\n", strerror(errno));
 			rc = EXIT_STORM;
 			break;
 		}
-		if (pf[1].revents & POLLIN) {
-			struct signalfd_siginfo si;
-			while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-				;
-			int ws;
-			if (child > 0 && waitpid(child, &ws, WNOHANG) == child) {
-				rc = revoked ? EXIT_STORM : status_code(ws);
-				break;
-			}
+		if (w.kill_at > 0 && now_s() >= w.kill_at) {
+			kill(w.child, SIGKILL);
+			w.kill_at = 0;
 		}
-		if (!(pf[0].revents & (POLLIN | POLLHUP | POLLERR)) || revoked)
-			continue;
-		Storm__Ctl__Reply *rep = NULL;
-		e = ctl_recv(fd, CTL_TIMEOUT_MS, &rep);
-		if (e != 0) {
-			ctl_report(e);
-			if (child > 0) {
-				fprintf(stderr, "storm alloc: the allocation is gone; ending %s\n", cmd[0]);
-				kill(child, SIGHUP);
-				revoked = 1;
-				continue;
-			}
-			rc = EXIT_STORM;
-			break;
-		}
-		switch (rep->body_case) {
-		case STORM__CTL__REPLY__BODY_ERROR:
-			rc = cli_print_error(rep->error, "alloc");
-			break;
-		case STORM__CTL__REPLY__BODY_SUBMITTED:
-			job = rep->submitted->job;
-			if (!strcmp(rep->submitted->state, "QUEUED"))
-				fprintf(stderr, "storm alloc: job %llu queued%s%s\n",
-					(unsigned long long)job, rep->submitted->reason[0] ? ": " : "",
-					rep->submitted->reason);
-			break;
-		case STORM__CTL__REPLY__BODY_ALLOCATED:
-			fprintf(stderr, "storm alloc: granted job allocation %llu on %s\n",
-				(unsigned long long)rep->allocated->job, rep->allocated->nodelist);
-			child = start_command(cmd, rep->allocated);
-			if (child < 0) {
-				fprintf(stderr, "storm alloc: error: fork: %s\n", strerror(errno));
-				rc = EXIT_STORM;
-			}
-			break;
-		case STORM__CTL__REPLY__BODY_END:
-			fprintf(stderr, "storm alloc: job allocation %llu revoked: %s\n",
-				(unsigned long long)job, rep->end->reason[0] ? rep->end->reason : "ended");
-			if (child > 0) {
-				kill(child, SIGHUP);
-				revoked = 1;
-			} else {
-				rc = EXIT_STORM;
-			}
-			break;
-		default:
-			break;
-		}
-		ctl_reply_free(rep);
+		if (pf[1].revents & POLLIN)
+			rc = alloc_reap(&w, sfd);
+		if (rc < 0 && w.conn >= 0 && (pf[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			rc = alloc_reply(&w, cmd);
 	}
-	if (job && !revoked)
+	if (w.job && !w.revoked)
 		fprintf(stderr, "storm alloc: relinquishing job allocation %llu\n",
-			(unsigned long long)job);
-	close(fd);
+			(unsigned long long)w.job);
+	if (w.conn >= 0)
+		close(w.conn);
 	close(sfd);
 	return rc;
 }

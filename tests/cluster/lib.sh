@@ -124,6 +124,29 @@ run_or_dump() {
 	wait "$p"
 }
 
+# proc_cpu PID: "STATE TICKS" of a process: its state letter (R running,
+# S asleep in a wait such as poll) and its user+system CPU time in clock ticks
+proc_cpu() {
+	sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{ print $1, $12 + $13 }'
+}
+
+# wait_bg PID SECONDS WHAT: waits for our background child PID to end, at
+# most SECONDS, and returns its status; if it still runs then, prints WHAT,
+# its state and CPU time, where it waits and the daemons' state, and kills
+# it: 124.
+wait_bg() {
+	local p=$1
+	if ! gone "$p" "$2"; then
+		echo "     ... $3: pid $p still runs after $2 s (state, CPU ticks: $(proc_cpu "$p"))"
+		echo "     | pid $p waits in $(cat "/proc/$p/wchan" 2>/dev/null)"
+		cluster_dump
+		kill -9 "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+		return 124
+	fi
+	wait "$p"
+}
+
 # Checks: ok/bad count them in $checks and $fails; expect and has keep the
 # command's output in $T/out and $T/err (T: the test's scratch directory).
 ok() { checks=$((checks + 1)); echo "ok   $1"; }

@@ -116,7 +116,7 @@ print([j["job"] for j in json.load(sys.stdin)["jobs"] if j["name"] == "holder"][
 expect "  jobs shows the step as ALLOC.0" 0 storm jobs -o JobID,JobName,State
 grep -Eq "^$alloc_id\\.0 +sh " "$T/out" && ok "  $alloc_id.0 listed" || { bad "  $alloc_id.0 listed"; cat "$T/out"; }
 expect "  cancelling the allocation" 0 storm cancel "$alloc_id"
-wait "$BGPID"
+wait_bg "$BGPID" 60 "storm alloc of a cancelled allocation"
 exec 7<&-
 has "  storm alloc says the allocation was revoked" alloc.err "job allocation $alloc_id revoked"
 wait_ended "$alloc_id.0" || bad "  the step ended within 60 s"
@@ -155,7 +155,7 @@ ck_id=$(sed -n 's/^checkpoint \([0-9]*\) .*/\1/p' "$T/out")
 expect "checkpoint of the allocation itself is refused" 1 storm checkpoint "$ck_alloc"
 has "  ... saying to checkpoint its steps" err "is an allocation; checkpoint its steps"
 storm cancel "$ck_alloc" >/dev/null
-wait "$ckpid"
+wait_bg "$ckpid" 60 "storm alloc of a cancelled allocation"
 wait_ended "$ck_alloc.0" || bad "  the step ended with its allocation"
 expect "storm restart of the step's checkpoint" 0 storm restart "$ck_id"
 [ "$(tail -1 "$T/out")" = "$(tail -1 ref.out)" ] && ok "  ends as an uninterrupted run" ||
@@ -237,7 +237,7 @@ first=$(storm jobs --json | python3 -c 'import json,sys; print([j["job"] for j i
 expect "after: starts once the job it names runs" 0 timeout 60 storm run -d "after:$first" echo after-ran
 has "  ... and ran" out after-ran
 storm cancel "$first" >/dev/null
-wait "$BGPID" 2>/dev/null
+wait_bg "$BGPID" 60 "storm run of a cancelled job" 2>/dev/null
 exec 7<&-
 
 # ---- arrays
@@ -312,7 +312,7 @@ start_bg ptyint sh -c "exec storm run --pty -n 1 sh -c 'trap \"echo got-int; exi
 read -r line <&7
 [ "${line%$'\r'}" = ready ] && ok "--pty: the job is up" || bad "--pty: the job is up ('$line')"
 printf '\003' >&8
-wait "$BGPID"
+wait_bg "$BGPID" 60 "storm run --pty after Ctrl-C"
 rc=$?
 exec 7<&- 8>&-
 [ $rc = 7 ] && ok "  Ctrl-C typed on a raw terminal interrupts the job (exit 7 from its trap)" ||
@@ -466,21 +466,69 @@ raw = zlib.decompress(idat)
 assert len(set(raw[j] for j in range(0, len(raw), 7))) > 8, "one colour"
 PY
 kill "$BGPID" 2>/dev/null
-wait "$BGPID" 2>/dev/null
+wait_bg "$BGPID" 60 "storm web after SIGTERM" 2>/dev/null
 exec 7<&-
 storm cancel "$wa" "$wb" >/dev/null
 
-# ---- storm alloc across a restart of the machine manager: the allocation
-# it held ends (its storm alloc lost the connection and ended its command)
-start_bg allocmm storm alloc -N 2 -J survivor sh -c "echo granted; exec sleep 600 # $MARK"
-read -r line <&7
-[ "$line" = granted ] && ok "storm alloc holds an allocation" || bad "storm alloc holds an allocation ('$line')"
+# ---- storm alloc across a restart of the machine manager: the allocations
+# it held end (each storm alloc lost the connection and ended its command),
+# even a command that ignores SIGHUP (nohup, a trap) or SIGTERM too: SIGHUP
+# and SIGTERM at once, SIGKILL kill_wait_ms (5 s) later. A third storm alloc
+# whose kill_wait_ms is 600 s must sleep in poll through its wait, not poll
+# the closed connection for ever: its CPU time between two events after the
+# revocation (its command's SIGTERM; the other two storm allocs gone)
+stubborn() { # NAME: a command that notes SIGHUP and SIGTERM and lives on
+	echo "
+import signal, time
+def note(sig, _):
+    print('got', signal.Signals(sig).name, flush=True)
+signal.signal(signal.SIGHUP, note)
+signal.signal(signal.SIGTERM, note)
+print('ready', flush=True)
+while True:
+    time.sleep(600) # $MARK-$1"
+}
+sed 's/^kill_wait_ms = .*/kill_wait_ms = 600000/' "$C/storm.conf" >"$T/slow.conf"
+storm alloc -N 1 -J survivor sh -c "trap '' HUP; echo ready; exec sleep 600 # $MARK" \
+	>"$T/hup.out" 2>"$T/hup.err" &
+hup=$!
+storm alloc -N 1 -J stubborn python3 -c "$(stubborn term)" >"$T/term.out" 2>"$T/term.err" &
+term=$!
+storm alloc --conf "$T/slow.conf" -N 1 -J slow python3 -c "$(stubborn slow)" \
+	>"$T/slow.out" 2>"$T/slow.err" &
+slow=$!
+BG="$BG $hup $term $slow"
+wait_log "$T/hup.out" ready 30 && wait_log "$T/term.out" ready 30 && wait_log "$T/slow.out" ready 30 &&
+	ok "storm alloc holds three allocations, their commands ignoring SIGHUP (and SIGTERM)" ||
+	{ bad "storm alloc holds three allocations"; cat "$T/hup.err" "$T/term.err" "$T/slow.err"; }
 aid=$(storm jobs --json | python3 -c 'import json,sys; print([j["job"] for j in json.load(sys.stdin)["jobs"] if j["name"] == "survivor"][0])')
 MM=$(awk '$2 == "mm" { p = $1 } END { print p }' "$C/pids")
 kill -9 "$MM" && gone "$MM"
+wait_log "$T/slow.out" "got SIGTERM" 30 || bad "  the slow one's command got SIGTERM"
+cpu1=$(proc_cpu "$slow")
 expect "  the MM killed and restarted" 0 storm cluster restart mm --dir "$C"
-wait "$BGPID"
-exec 7<&-
+wait_bg "$hup" 30 "storm alloc whose command ignores SIGHUP"
+rc=$?
+[ $rc = 1 ] && ok "  storm alloc of the SIGHUP-ignoring command ended it and exits 1" ||
+	bad "  storm alloc of the SIGHUP-ignoring command ended it and exits 1 (exit $rc)"
+[ "$(grep -c . "$T/hup.err")" = 2 ] &&
+	grep -q "^storm alloc: job allocation $aid revoked: the connection to the machine manager was closed; ending sh (SIGHUP, SIGTERM, SIGKILL after 5000 ms)$" "$T/hup.err" &&
+	ok "  ... saying why in one line" || { bad "  ... saying why in one line"; cat "$T/hup.err"; }
+wait_bg "$term" 30 "storm alloc whose command ignores SIGHUP and SIGTERM"
+rc=$?
+[ $rc = 1 ] && ok "  storm alloc of the SIGHUP- and SIGTERM-ignoring command ended it and exits 1" ||
+	bad "  storm alloc of the SIGHUP- and SIGTERM-ignoring command ended it and exits 1 (exit $rc)"
+[ "$(cat "$T/term.out")" = "$(printf 'ready\ngot SIGHUP\ngot SIGTERM')" ] &&
+	ok "  ... with SIGHUP, SIGTERM, then SIGKILL" || { bad "  ... with SIGHUP, SIGTERM, then SIGKILL"; cat "$T/term.out"; }
+cpu2=$(proc_cpu "$slow")
+spent=$(( ${cpu2#* } - ${cpu1#* } ))
+[ -n "$cpu1" ] && [ "${cpu2% *}" = S ] && [ $spent -le 10 ] &&
+	ok "  the revoked storm alloc sleeps until its SIGKILL is due (state ${cpu2% *}, $spent CPU ticks)" ||
+	bad "  the revoked storm alloc sleeps until its SIGKILL is due (state '${cpu2% *}', $spent CPU ticks: '$cpu1' to '$cpu2')"
+pkill -9 -P "$slow" # its command, python3
+wait_bg "$slow" 30 "storm alloc whose command was killed"
+rc=$?
+[ $rc = 1 ] && ok "  ... and exits 1 once its command has gone" || bad "  ... and exits 1 once its command has gone (exit $rc)"
 wait_ended "$aid" && ok "  the restarted MM ends the allocation nothing holds" ||
 	bad "  the restarted MM ends the allocation nothing holds"
 [ "$(acct_field "$aid" state)" = COMPLETED ] && ok "  COMPLETED" || bad "  state $(acct_field "$aid" state)"
