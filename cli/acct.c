@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <pwd.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,8 @@ static const char acct_help[] =
 	"machine manager.\n"
 	"\n"
 	"  -u, --user USER   only USER's jobs (a name or a uid)\n"
-	"  -j, --job JOB     only job JOB\n"
+	"  -j, --job JOB     only job JOB and its steps, or one step: JOB.STEP, or\n"
+	"                    JOB.batch (a batch script's own shell)\n"
 	"  -S, --since WHEN  only jobs that ended at or after WHEN: a local time\n"
 	"                    YYYY-MM-DD[THH:MM[:SS]], or a duration back from now\n"
 	"                    such as 90s, 30m, 2h, 1d\n"
@@ -36,6 +38,9 @@ static const char acct_help[] =
 	"  -h, --help        this help\n"
 	"\n"
 	"Columns: JOBID NAME USER STATE NODES RANKS START END ELAPSED EXIT NODELIST.\n"
+	"A job's steps follow it, as sacct lists them: JOB.batch for a batch script's\n"
+	"own shell (on its first node), then JOB.0, JOB.1, ... for each storm run in\n"
+	"the script or in a storm alloc command.\n"
 	"EXIT is the job's status (storm run's exit code): 0, the first non-zero\n"
 	"rank status, or 128+N for a rank killed by signal N.\n";
 
@@ -53,6 +58,16 @@ static void fmt_time(double t, char *out, size_t len)
 	strftime(out, len, "%Y-%m-%dT%H:%M:%S", &tm);
 }
 
+/* "12", "12.0", "7_3", or a batch script's own shell: "12.batch" */
+static void acct_jobid(const Storm__Ctl__AcctEntry *e, char *out, size_t len)
+{
+	jobid_format(e->job, e->array_job, e->array_task, out, len);
+	if (e->batch) {
+		size_t n = strlen(out);
+		snprintf(out + n, len - n, ".batch");
+	}
+}
+
 static double elapsed_of(const Storm__Ctl__AcctEntry *e)
 {
 	return e->start_time > 0 && e->end_time > e->start_time ? e->end_time - e->start_time : 0;
@@ -64,7 +79,7 @@ static int print_json(const Storm__Ctl__AcctList *l)
 	for (size_t i = 0; i < l->n_jobs; i++) {
 		const Storm__Ctl__AcctEntry *e = l->jobs[i];
 		char id[48];
-		jobid_format(e->job, e->array_job, e->array_task, id, sizeof(id));
+		acct_jobid(e, id, sizeof(id));
 		json_array_append_new(
 			arr, json_pack("{s:I, s:s, s:s, s:s, s:i, s:s, s:i, s:i, s:s, s:f, s:f, s:f, "
 				       "s:f, s:i, s:s}",
@@ -107,7 +122,7 @@ static int print_table(const Storm__Ctl__AcctList *l)
 		w[k] = (int)strlen(hdr[k]);
 	for (size_t i = 0; i < n; i++) {
 		const Storm__Ctl__AcctEntry *e = l->jobs[i];
-		jobid_format(e->job, e->array_job, e->array_task, cells[i][0], 96);
+		acct_jobid(e, cells[i][0], 96);
 		snprintf(cells[i][1], 96, "%.40s", e->name);
 		snprintf(cells[i][2], 96, "%.40s", e->user[0] ? e->user : "?");
 		snprintf(cells[i][3], 96, "%s", job_state_name(e->state));
@@ -143,7 +158,7 @@ static int print_fields(const Storm__Ctl__AcctList *l, const struct job_col *col
 	for (size_t i = 0; i < l->n_jobs; i++) {
 		const Storm__Ctl__AcctEntry *e = l->jobs[i];
 		struct job_row *r = &rows[i];
-		jobid_format(e->job, e->array_job, e->array_task, r->jobid, sizeof(r->jobid));
+		acct_jobid(e, r->jobid, sizeof(r->jobid));
 		r->name = e->name;
 		r->user = e->user;
 		r->nodelist = e->nodelist;
@@ -164,6 +179,25 @@ static int print_fields(const Storm__Ctl__AcctList *l, const struct job_col *col
 	return EXIT_OK;
 }
 
+/* -j's JOB: "12", "12.0", or "12.batch" (sets *batch) */
+static int parse_job(const char *arg, uint64_t *job, bool *batch)
+{
+	char id[64];
+	size_t len = strlen(arg);
+	*batch = len > 6 && !strcmp(arg + len - 6, ".batch");
+	if (*batch)
+		len -= 6;
+	struct jobref ref;
+	if (len >= sizeof(id))
+		return -1;
+	memcpy(id, arg, len);
+	id[len] = 0;
+	if (jobid_parse(id, &ref) < 0 || ref.task_given || (*batch && jobid_is_step(ref.id)))
+		return -1;
+	*job = ref.id;
+	return 0;
+}
+
 int cmd_acct(struct cli *c, int argc, char **argv)
 {
 	static const struct cli_opt opts[] = {
@@ -174,10 +208,10 @@ int cmd_acct(struct cli *c, int argc, char **argv)
 	struct job_col cols[JOBTABLE_MAX_COLS];
 	int ncol = 0;
 	char why[512];
-	struct jobref ref;
 	Storm__Ctl__Acct a = STORM__CTL__ACCT__INIT;
 	char user[256] = "";
 	int json = 0, id;
+	bool batch_only = false;
 	uint64_t v;
 	struct cli_optparse p;
 	cli_opt_init(&p, argc, argv, 1, 0);
@@ -196,10 +230,9 @@ int cmd_acct(struct cli *c, int argc, char **argv)
 			}
 			break;
 		case A_JOB:
-			if (jobid_parse(p.arg, &ref) < 0 || ref.task_given)
-				return usage_error("storm acct", "-j wants a job id (JOBID or "
-						   "JOBID.STEP), not '%s'", p.arg);
-			a.job = ref.id;
+			if (parse_job(p.arg, &a.job, &batch_only) < 0)
+				return usage_error("storm acct", "-j wants a job id (JOBID, "
+						   "JOBID.STEP or JOBID.batch), not '%s'", p.arg);
 			break;
 		case A_FORMAT:
 			if (jobtable_parse(p.arg, cols, &ncol, why, sizeof(why)) < 0)
@@ -229,12 +262,23 @@ int cmd_acct(struct cli *c, int argc, char **argv)
 	Storm__Ctl__Reply *rep = cli_call(c, &req, CTL_TIMEOUT_MS, &rc);
 	if (!rep)
 		return rc;
-	if (rep->body_case != STORM__CTL__REPLY__BODY_ACCT)
+	if (rep->body_case != STORM__CTL__REPLY__BODY_ACCT) {
 		rc = cli_unexpected(rep, "AcctList");
-	else
-		rc = json ? print_json(rep->acct)
-		     : ncol ? print_fields(rep->acct, cols, ncol)
-			    : print_table(rep->acct);
+		ctl_reply_free(rep);
+		return rc;
+	}
+	/* -j JOB.batch: the job came with its batch line and steps; that line
+	 * only (the reply keeps its own array, which frees the entries) */
+	Storm__Ctl__AcctList l = *rep->acct;
+	Storm__Ctl__AcctEntry *batch[1];
+	if (batch_only) {
+		l.jobs = batch;
+		l.n_jobs = 0;
+		for (size_t i = 0; i < rep->acct->n_jobs && !l.n_jobs; i++)
+			if (rep->acct->jobs[i]->batch)
+				batch[l.n_jobs++] = rep->acct->jobs[i];
+	}
+	rc = json ? print_json(&l) : ncol ? print_fields(&l, cols, ncol) : print_table(&l);
 	ctl_reply_free(rep);
 	return rc;
 }

@@ -1,5 +1,7 @@
 /* `storm acct`: ended jobs from the database, as one reply. */
 #include "db.h"
+#include "hostlist.h"
+#include "jobid.h"
 #include "mm.h"
 
 #include <errno.h>
@@ -16,9 +18,24 @@ static char *sdup(const char *s)
 	return strdup(s ? s : "");
 }
 
-static int acct_one(void *arg, const struct db_acct *a)
+/* The first node of a job's list: where its batch script ran. 0 or -1. */
+static int first_node(const struct db_acct *a, char *out)
 {
-	struct acct_out *o = arg;
+	char err[128];
+	if (!a->nodelist || !a->nnodes || a->nnodes > 65536)
+		return -1;
+	char (*names)[HOSTNAME_MAX] = calloc(a->nnodes, sizeof(*names));
+	if (!names)
+		return -1;
+	int n = hostlist_expand(a->nodelist, names, (int)a->nnodes, err, sizeof(err));
+	if (n > 0)
+		memcpy(out, names[0], HOSTNAME_MAX);
+	free(names);
+	return n > 0 ? 0 : -1;
+}
+
+static int acct_push(struct acct_out *o, const struct db_acct *a, bool batch)
+{
 	if (o->n == o->cap) {
 		size_t cap = o->cap ? 2 * o->cap : 64;
 		Storm__Ctl__AcctEntry **nv = realloc(o->v, cap * sizeof(*nv));
@@ -31,13 +48,16 @@ static int acct_one(void *arg, const struct db_acct *a)
 	if (!e)
 		return -ENOMEM;
 	storm__ctl__acct_entry__init(e);
+	char first[HOSTNAME_MAX];
+	bool one = batch && first_node(a, first) == 0;
 	e->job = a->id;
-	e->name = sdup(a->name);
+	e->batch = batch;
+	e->name = sdup(batch ? "batch" : a->name);
 	e->user = sdup(a->user);
 	e->uid = a->uid;
-	e->nodes = a->nnodes;
-	e->ranks = a->nranks;
-	e->nodelist = sdup(a->nodelist);
+	e->nodes = batch ? 1 : a->nnodes;
+	e->ranks = batch ? 1 : a->nranks;
+	e->nodelist = sdup(one ? first : a->nodelist);
 	e->submit_time = a->t_submit;
 	e->start_time = a->t_start;
 	e->end_time = a->t_end;
@@ -49,13 +69,26 @@ static int acct_one(void *arg, const struct db_acct *a)
 	e->max_rss_kb = a->max_rss_kb;
 	e->cpu_seconds = (double)a->cpu_us / 1e6;
 	o->v[o->n++] = e;
+	if (!e->name || !e->user || !e->nodelist || !e->reason)
+		return -ENOMEM;
 	return 0;
+}
+
+/* A job, and after a batch script's job that started, its script as
+ * JOB.batch: sacct's way, where a Slurm user looks for the script's end. */
+static int acct_one(void *arg, const struct db_acct *a)
+{
+	int rc = acct_push(arg, a, false);
+	if (rc == 0 && a->script && a->t_start > 0)
+		rc = acct_push(arg, a, true);
+	return rc;
 }
 
 void acct_reply(struct mm *mm, struct client *c, const Storm__Ctl__Acct *a)
 {
 	struct db_acct_filter f = { .user = a->user[0] ? a->user : NULL, .uid = -1,
-				    .job = a->job, .since = a->since };
+				    .job = a->job, .steps = !jobid_is_step(a->job),
+				    .since = a->since };
 	struct acct_out o = { 0 };
 	if (!mm->db) {
 		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INTERNAL,

@@ -16,8 +16,8 @@ struct mm_db {
 };
 
 /* 2: checkpoints.data, checkpoint_images; 3: accounting's array_job,
- * array_task, max_rss_kb, cpu_us */
-#define SCHEMA_VERSION 3
+ * array_task, max_rss_kb, cpu_us; 4: accounting.script */
+#define SCHEMA_VERSION 4
 
 static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value);"
@@ -47,7 +47,8 @@ static const char schema[] =
 	" nranks INTEGER, nodelist TEXT, submit_time REAL, start_time REAL, end_time REAL,"
 	" elapsed REAL, state TEXT, exit_status INTEGER, reason TEXT,"
 	" array_job INTEGER NOT NULL DEFAULT 0, array_task INTEGER NOT NULL DEFAULT 0,"
-	" max_rss_kb INTEGER NOT NULL DEFAULT 0, cpu_us INTEGER NOT NULL DEFAULT 0);"
+	" max_rss_kb INTEGER NOT NULL DEFAULT 0, cpu_us INTEGER NOT NULL DEFAULT 0,"
+	" script INTEGER NOT NULL DEFAULT 0);"
 	"CREATE INDEX IF NOT EXISTS accounting_end ON accounting(end_time);"
 	/* storm trace: packed storm.trace.Chunk per job, from a node (its
 	 * index) or the MM (node -1) */
@@ -137,6 +138,18 @@ int db_open(const char *path, bool full_sync, struct mm_db **out, char *err, siz
 		     "ALTER TABLE accounting ADD COLUMN array_task INTEGER NOT NULL DEFAULT 0;"
 		     "ALTER TABLE accounting ADD COLUMN max_rss_kb INTEGER NOT NULL DEFAULT 0;"
 		     "ALTER TABLE accounting ADD COLUMN cpu_us INTEGER NOT NULL DEFAULT 0;") < 0) {
+		snprintf(err, errlen, "cannot upgrade the database %s: %s", path, db->err);
+		sqlite3_close(db->h);
+		free(db);
+		return -1;
+	}
+	sqlite3_finalize(probe);
+	/* before version 4: nothing tells a batch script's job (its JOB.batch
+	 * line) from another; its older jobs show none */
+	probe = NULL;
+	if (sqlite3_prepare_v2(db->h, "SELECT script FROM accounting", -1, &probe, NULL) !=
+		    SQLITE_OK &&
+	    exec(db, "ALTER TABLE accounting ADD COLUMN script INTEGER NOT NULL DEFAULT 0;") < 0) {
 		snprintf(err, errlen, "cannot upgrade the database %s: %s", path, db->err);
 		sqlite3_close(db->h);
 		free(db);
@@ -342,9 +355,9 @@ int db_job_end(struct mm_db *db, const struct db_job *j)
 	if (rc == 0 && (st = prep(db,
 		"INSERT OR REPLACE INTO accounting(job, name, user, uid, nnodes, nranks, nodelist,"
 		" submit_time, start_time, end_time, elapsed, state, exit_status, reason,"
-		" array_job, array_task, max_rss_kb, cpu_us)"
+		" array_job, array_task, max_rss_kb, cpu_us, script)"
 		" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,"
-		" ?18)"))) {
+		" ?18, ?19)"))) {
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
 		bind_text(st, 2, j->name);
 		bind_text(st, 3, j->user);
@@ -364,6 +377,7 @@ int db_job_end(struct mm_db *db, const struct db_job *j)
 		sqlite3_bind_int64(st, 16, j->array_task);
 		sqlite3_bind_int64(st, 17, (sqlite3_int64)j->max_rss_kb);
 		sqlite3_bind_int64(st, 18, (sqlite3_int64)j->cpu_us);
+		sqlite3_bind_int(st, 19, j->script);
 		rc = step_done(db, st, "recording the accounting");
 	} else if (rc == 0) {
 		rc = -1;
@@ -495,9 +509,10 @@ int db_acct_list(struct mm_db *db, const struct db_acct_filter *f,
 {
 	sqlite3_stmt *st = prep(db,
 		"SELECT job, name, user, uid, nnodes, nranks, nodelist, submit_time, start_time,"
-		" end_time, state, exit_status, reason, array_job, array_task, max_rss_kb, cpu_us"
-		" FROM accounting"
-		" WHERE (?1 IS NULL OR user = ?1) AND (?2 < 0 OR uid = ?2) AND (?3 = 0 OR job = ?3)"
+		" end_time, state, exit_status, reason, array_job, array_task, max_rss_kb, cpu_us,"
+		" script FROM accounting"
+		" WHERE (?1 IS NULL OR user = ?1) AND (?2 < 0 OR uid = ?2)"
+		" AND (?3 = 0 OR job = ?3 OR (?5 AND job & 4294967295 = ?3))"
 		" AND end_time >= ?4 ORDER BY job & 4294967295, job"); /* steps after their allocation */
 	if (!st)
 		return -1;
@@ -505,6 +520,7 @@ int db_acct_list(struct mm_db *db, const struct db_acct_filter *f,
 	sqlite3_bind_int64(st, 2, f->uid);
 	sqlite3_bind_int64(st, 3, (sqlite3_int64)f->job);
 	sqlite3_bind_double(st, 4, f->since);
+	sqlite3_bind_int(st, 5, f->steps);
 	int rc = 0, s;
 	while (rc == 0 && (s = sqlite3_step(st)) == SQLITE_ROW) {
 		struct db_acct a = {0};
@@ -525,6 +541,7 @@ int db_acct_list(struct mm_db *db, const struct db_acct_filter *f,
 		a.array_task = (uint32_t)sqlite3_column_int64(st, 14);
 		a.max_rss_kb = (uint64_t)sqlite3_column_int64(st, 15);
 		a.cpu_us = (uint64_t)sqlite3_column_int64(st, 16);
+		a.script = sqlite3_column_int(st, 17) != 0;
 		rc = cb(arg, &a);
 	}
 	if (rc == 0 && s != SQLITE_DONE)

@@ -37,6 +37,7 @@ struct db_job {
 	uint32_t array_task;
 	uint64_t max_rss_kb;     /* the largest of its ranks' peak RSS */
 	uint64_t cpu_us;         /* its ranks' CPU time, summed */
+	bool script;             /* a batch script's allocation (storm submit job.sh) */
 };
 
 /* One line of `storm acct`. */
@@ -49,12 +50,14 @@ struct db_acct {
 	uint64_t array_job;      /* a task of this array, 0: none */
 	uint32_t array_task;
 	uint64_t max_rss_kb, cpu_us;
+	bool script;             /* a batch script's: its shell is JOB.batch */
 };
 
 struct db_acct_filter {
 	const char *user;        /* NULL: everyone */
 	int64_t uid;             /* -1: any */
 	uint64_t job;            /* 0: any */
+	bool steps;              /* with job: its steps too (sacct -j) */
 	double since;            /* ended at or after (epoch seconds), 0: any */
 };
 

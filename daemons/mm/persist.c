@@ -69,6 +69,7 @@ static void to_db(const struct job *j, struct db_job *d)
 	d->array_task = j->spec->array_task;
 	d->max_rss_kb = j->max_rss_kb;
 	d->cpu_us = j->cpu_us;
+	d->script = j->spec->script;
 }
 
 int persist_job_new(struct mm *mm, struct job *j)

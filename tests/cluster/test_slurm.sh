@@ -77,9 +77,44 @@ done
 has "  directives end at the first command (#SBATCH -N 4 after it is not read)" \
 	"script-$id.out" "done"
 expect "  acct lists the allocation and its steps" 0 storm acct --format=JobID,JobName,State,NNodes
-for want in "^$id +from-cli +COMPLETED +2$" "^$id\\.0 +sh +COMPLETED +2$" "^$id\\.1 +sh +COMPLETED +1$"; do
+for want in "^$id +from-cli +COMPLETED +2$" "^$id\\.batch +batch +COMPLETED +1$" \
+	"^$id\\.0 +sh +COMPLETED +2$" "^$id\\.1 +sh +COMPLETED +1$"; do
 	grep -Eq "$want" "$T/out" && ok "  acct: $want" || { bad "  acct: $want"; cat "$T/out"; }
 done
+# sacct -j JOB: the job, its script's shell (JOB.batch, on the first node),
+# then its steps, in that order, each with its state, exit code and elapsed time
+expect "  acct -j $id lists the job, JOB.batch and its steps" 0 \
+	storm acct -j "$id" --format=JobID,JobName,State,NNodes,NodeList,ExitCode
+sed 1d "$T/out" | awk '{ print $1, $2, $3, $4, $5, $6 }' >"$T/steps"
+printf '%s\n' "$id from-cli COMPLETED 2 node[00-01] 0" "$id.batch batch COMPLETED 1 node00 0" \
+	"$id.0 sh COMPLETED 2 node[00-01] 0" "$id.1 sh COMPLETED 1 node00 0" | diff - "$T/steps" &&
+	ok "  ... in order, with states, node lists and exit codes" || { bad "  ... in order"; cat "$T/out"; }
+expect "  acct -j $id (the default columns)" 0 storm acct -j "$id"
+[ "$(sed 1d "$T/out" | awk '{ print $1 }' | tr '\n' ' ')" = "$id $id.batch $id.0 $id.1 " ] &&
+	ok "  ... the job and its 3 steps" || { bad "  ... the job and its 3 steps"; cat "$T/out"; }
+storm acct -j "$id" --json | python3 -c '
+import json, sys
+j = json.load(sys.stdin)["jobs"]
+want = [sys.argv[1] + s for s in ("", ".batch", ".0", ".1")]
+assert [e["jobid"] for e in j] == want, [e["jobid"] for e in j]
+assert all(e["state"] == "COMPLETED" and e["exit_status"] == 0 for e in j), j
+assert all(e["elapsed"] > 0 and e["start_time"] > 0 for e in j), j
+assert j[1]["nodelist"] == "node00" and j[1]["ranks"] == 1, j[1]
+' "$id" && ok "  acct -j --json: the same, with elapsed times" || bad "  acct -j --json: the job and its steps"
+expect "  acct -j $id.batch: the script's line only" 0 storm acct -j "$id.batch" --format=JobID,State
+[ "$(sed 1d "$T/out" | awk '{ print $1 }')" = "$id.batch" ] && ok "  ... one line" ||
+	{ bad "  ... one line"; cat "$T/out"; }
+expect "  acct -j $id.1: that step only" 0 storm acct -j "$id.1" --format=JobID,State
+[ "$(sed 1d "$T/out" | awk '{ print $1 }')" = "$id.1" ] && ok "  ... one line" ||
+	{ bad "  ... one line"; cat "$T/out"; }
+# a failing script: its .batch line fails with the script's status
+printf '#!/bin/sh\nstorm run -n 1 true\nexit 3\n' >"$T/fail.sh"
+expect "a batch script that exits 3" 3 storm submit --wait --parsable fail.sh
+fid=$(head -1 "$T/out")
+expect "  acct -j $fid" 0 storm acct -j "$fid" --format=JobID,State,ExitCode
+sed 1d "$T/out" | awk '{ print $1, $2 }' >"$T/steps"
+printf '%s\n' "$fid FAILED" "$fid.batch FAILED" "$fid.0 COMPLETED" | diff - "$T/steps" &&
+	ok "  ... FAILED, its batch line FAILED, its step COMPLETED" || { bad "  ... the failed script's lines"; cat "$T/out"; }
 
 printf '#!/bin/sh\n#STORM --mem=4G\necho x\n' >"$T/bad.sh"
 expect "an unknown option on a #STORM line is an error" 2 storm submit bad.sh
@@ -124,6 +159,10 @@ wait_ended "$alloc_id.0" || bad "  the step ended within 60 s"
 	bad "  its step went with it ($(acct_field "$alloc_id.0" state))"
 storm acct -j "$alloc_id.0" --json | grep -q "its allocation $alloc_id ended" &&
 	ok "  the step's reason names its allocation" || bad "  the step's reason names its allocation"
+expect "  acct -j ALLOC: the allocation and its step, no batch line (storm alloc runs no script)" 0 \
+	storm acct -j "$alloc_id" --format=JobID,State
+[ "$(sed 1d "$T/out" | awk '{ print $1 }' | tr '\n' ' ')" = "$alloc_id $alloc_id.0 " ] && ok "  ... $alloc_id, $alloc_id.0" ||
+	{ bad "  ... $alloc_id, $alloc_id.0"; cat "$T/out"; }
 pkill -9 -f "$MARK-B" 2>/dev/null
 storm cancel "$(storm jobs --json | python3 -c 'import json,sys; print(" ".join(str(j["job"]) for j in json.load(sys.stdin)["jobs"]))')" >/dev/null 2>&1
 

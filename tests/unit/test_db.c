@@ -161,6 +161,49 @@ static void test_acct(void)
 	gone(db);
 }
 
+static int collect_acct(void *arg, const struct db_acct *a)
+{
+	struct seen *s = arg;
+	s->ids[s->n] = a->id;
+	s->done1[s->n] = a->script;
+	s->n++;
+	return 0;
+}
+
+/* A batch script's job (flagged) and its steps: -j JOB lists the job and its
+ * steps in order, a step alone, never another job's. */
+static void test_acct_steps(void)
+{
+	struct mm_db *db = fresh();
+	const uint64_t step0 = 2 | 1ull << 32, step1 = 2 | 2ull << 32; /* jobid.h: 2.0, 2.1 */
+	uint64_t ids[] = { 2, step1, 3, step0, 1 };
+	for (int i = 0; i < 5; i++) {
+		struct db_job j = job(ids[i], "QUEUED");
+		CU_ASSERT_EQUAL(db_job_insert(db, &j), 0);
+		j.state = "COMPLETED";
+		j.t_start = 10;
+		j.t_end = 20;
+		j.script = ids[i] == 2;
+		CU_ASSERT_EQUAL(db_job_end(db, &j), 0);
+	}
+	struct db_acct_filter f = { .uid = -1, .job = 2, .steps = true };
+	struct seen s = { 0 };
+	CU_ASSERT_EQUAL(db_acct_list(db, &f, collect_acct, &s), 0);
+	CU_ASSERT_EQUAL_FATAL(s.n, 3);
+	CU_ASSERT(s.ids[0] == 2 && s.ids[1] == step0 && s.ids[2] == step1);
+	CU_ASSERT(s.done1[0] && !s.done1[1] && !s.done1[2]);
+	memset(&s, 0, sizeof(s));
+	f.steps = false; /* a dependency or a trace: that job only */
+	CU_ASSERT_EQUAL(db_acct_list(db, &f, collect_acct, &s), 0);
+	CU_ASSERT(s.n == 1 && s.ids[0] == 2);
+	memset(&s, 0, sizeof(s));
+	f.job = step1;
+	f.steps = true;
+	CU_ASSERT_EQUAL(db_acct_list(db, &f, collect_acct, &s), 0);
+	CU_ASSERT(s.n == 1 && s.ids[0] == step1);
+	gone(db);
+}
+
 static int count_ckpt(void *arg, const struct db_ckpt *c)
 {
 	int *n = arg;
@@ -280,6 +323,41 @@ static void test_upgrade(void)
 	gone(db);
 }
 
+/* A database of schema 3 (no accounting.script): its jobs are listed, none
+ * a batch script's, and a new end records the flag. */
+static void test_upgrade_script(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/storm-dbtest.XXXXXX");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/mm.db", dir);
+	char cmd[800];
+	snprintf(cmd, sizeof(cmd), "sqlite3 %s \"CREATE TABLE accounting("
+		 " job INTEGER PRIMARY KEY, name TEXT, user TEXT, uid INTEGER, nnodes INTEGER,"
+		 " nranks INTEGER, nodelist TEXT, submit_time REAL, start_time REAL, end_time REAL,"
+		 " elapsed REAL, state TEXT, exit_status INTEGER, reason TEXT,"
+		 " array_job INTEGER NOT NULL DEFAULT 0, array_task INTEGER NOT NULL DEFAULT 0,"
+		 " max_rss_kb INTEGER NOT NULL DEFAULT 0, cpu_us INTEGER NOT NULL DEFAULT 0);"
+		 " INSERT INTO accounting(job, name, state, end_time) VALUES(5, 'old', 'COMPLETED', 9);\"",
+		 path);
+	CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+	struct mm_db *db = NULL;
+	char err[256];
+	CU_ASSERT_EQUAL_FATAL(db_open(path, false, &db, err, sizeof(err)), 0);
+	struct db_job j = job(6, "QUEUED");
+	CU_ASSERT_EQUAL(db_job_insert(db, &j), 0);
+	j.state = "COMPLETED";
+	j.t_end = 10;
+	j.script = true;
+	CU_ASSERT_EQUAL(db_job_end(db, &j), 0);
+	struct db_acct_filter f = { .uid = -1 };
+	struct seen s = { 0 };
+	CU_ASSERT_EQUAL(db_acct_list(db, &f, collect_acct, &s), 0);
+	CU_ASSERT_EQUAL_FATAL(s.n, 2);
+	CU_ASSERT(s.ids[0] == 5 && !s.done1[0]);
+	CU_ASSERT(s.ids[1] == 6 && s.done1[1]);
+	gone(db);
+}
+
 static void test_open_errors(void)
 {
 	struct mm_db *db = NULL;
@@ -313,8 +391,10 @@ void add_db_suite(void)
 	CU_pSuite s = CU_add_suite("mm database", NULL, NULL);
 	CU_add_test(s, "a job's life and what a restart reads back", test_life);
 	CU_add_test(s, "accounting filters", test_acct);
+	CU_add_test(s, "accounting: a job with its steps, a batch script's flag", test_acct_steps);
 	CU_add_test(s, "checkpoints", test_ckpt);
 	CU_add_test(s, "checkpoints with relaunch data and image locations", test_ckpt_save);
 	CU_add_test(s, "a schema 1 database is upgraded", test_upgrade);
+	CU_add_test(s, "a schema 3 database gains accounting.script", test_upgrade_script);
 	CU_add_test(s, "bad files are refused with the path", test_open_errors);
 }
