@@ -27,17 +27,22 @@ MM_LIBS := -lsqlite3 -lmicrohttpd
 AUTH_LIBS := -lmunge -lsodium
 DAEMON_LIBS := -lfabric -lprotobuf-c -linih -ljansson $(AUTH_LIBS)
 # OpenPMIx's server library (the node daemon's PMIx server, daemons/node/pmix.c);
-# its headers as system headers, so -Werror judges only ours
-PMIX_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags pmix))
-PMIX_LIBS := $(shell pkg-config --libs pmix) -pthread
+# its headers as system headers, so -Werror judges only ours. Expanded where
+# used (=), not as the Makefile is read: `make demo` reads it before `deps`
+# has installed libpmix-dev, and a missing pmix.pc is pmix.o's error, said once
+PMIX_CFLAGS = $(patsubst -I%,-isystem %,$(shell pkg-config --cflags pmix 2>/dev/null))
+PMIX_LIBS = $(shell pkg-config --libs pmix 2>/dev/null) -pthread
 
-.PHONY: all deps bench-deps kernel-deps demo check unit unit-asan nettest bench bench-pmi bench-launch bench-slice bench-gang bench-ckpt bench-mpi clean
+.PHONY: all deps test-deps bench-deps kernel-deps demo check unit unit-asan nettest bench bench-pmi bench-launch bench-slice bench-gang bench-ckpt bench-mpi clean
 all: $(BUILD)/lib/libstormnet.a $(BUILD)/lib/libstormcommon.a $(BUILD)/bin/primitives_demo \
      $(BUILD)/bin/sn_mptest $(BUILD)/bin/unit_tests $(BUILD)/bin/stormmm $(BUILD)/bin/stormnd \
      $(BUILD)/bin/storm $(BUILD)/bin/storm-cluster $(BUILD)/lib/libstormckpt.a $(BUILD)/bin/storm-ckpt bcsmpi
 
+# deps: building and running storm (make demo); test-deps: the suites' tools too
 deps:
 	@./scripts/install-deps.sh
+test-deps:
+	@./scripts/install-deps.sh --test
 bench-deps:
 	@./scripts/install-deps.sh --bench
 kernel-deps:
@@ -116,7 +121,11 @@ $(BUILD)/bin/stormnd: $(ND_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormckpt.a
                      $(BUILD)/lib/libstormcommon.a $(BUILD)/lib/libstormnet.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS) $(PMIX_LIBS) -lxxhash
-$(BUILD)/obj/daemons/node/pmix.o: CFLAGS += $(PMIX_CFLAGS)
+$(BUILD)/obj/daemons/node/pmix.o: daemons/node/pmix.c | $(PROTO_H)
+	@pkg-config --exists pmix || { echo "error: OpenPMIx not found (pkg-config pmix): \
+	install libpmix-dev (make deps, scripts/install-deps.sh)" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PMIX_CFLAGS) -c $< -o $@
 $(BUILD)/bin/storm: $(CLI_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormcommon.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lprotobuf-c -linih -ljansson -lmicrohttpd -lelf $(AUTH_LIBS)
@@ -426,7 +435,7 @@ layers: all
 	./scripts/layers.py
 
 # kernel-check boots the module in a QEMU guest (~20 s under TCG here), so it runs with the rest
-check: deps
+check: test-deps
 	$(MAKE) all
 	$(MAKE) layers
 	$(MAKE) unit unit-asan fuzz-check ckpttest clitest ndtest clustertest hoststest slurmtest nettest mpitest installtest debtest kernel-check

@@ -1,49 +1,87 @@
 #!/bin/sh
-# Installs the Debian packages storm needs to build and test, only those missing.
-# Called by `make demo` and `make check`; safe to run repeatedly. Needs root (or sudo).
+# Installs the Debian packages storm needs, only those missing; safe to run
+# repeatedly. Needs root (or sudo) when something is missing.
+#
+# Usage: install-deps.sh [--test | --bench | --kernel] [--list | --dry-run]
+#   (none)    building storm and running it: `make demo`, `make all`
+#   --test    and the test suites' tools: `make check`
+#   --bench   and the benchmarks' peers: `make bench` (the test set too)
+#   --kernel  and storm.ko's build and its VM: `make kernel`, `make kernel-check`
+#   --list    print the set's packages, one a line; install nothing
+#   --dry-run print the set's missing packages; install nothing
 set -eu
 
-build_pkgs="build-essential pkg-config libfabric-dev libfabric-bin libprotobuf-c-dev
-protobuf-c-compiler libcunit1-dev libinih-dev libjansson-dev libsodium-dev
-libclang-rt-14-dev clang valgrind python3 iproute2 munge libmunge-dev passwd gdb
-mpich libmpich-dev libsqlite3-dev sqlite3 iptables libnetfilter-queue-dev libxxhash-dev
-libmicrohttpd-dev python3-prometheus-client chromium libelf-dev cmake
-libpmix-dev openmpi-bin libopenmpi-dev pandoc man-db linux-perf
-slurm-wlm slurmctld slurmd slurm-client debhelper dpkg-dev lintian"
-# munge, libmunge-dev: control-message credentials (the virtual cluster runs its
-# own munged); passwd: useradd/groupadd for tests/cluster/test_users.sh;
-# gdb: storm replay --debug (tests/cluster/test_mpi.sh);
-# libpmix-dev: the node daemon's PMIx server for Open MPI jobs (daemons/node/pmix.c);
-# openmpi-bin, libopenmpi-dev: Open MPI programs under it (tests/cluster/test_pmix.sh)
-# mpich, libmpich-dev: tests/mpi checks BCS-MPI's output against MPICH's (make mpitest)
-# libsqlite3-dev: the MM's database; iptables, libnetfilter-queue-dev: packet
-# loss and delay in tests/cluster/test_faults.sh (nfq_netem); libmicrohttpd-dev: the
-# MM's metrics endpoint and storm web; python3-prometheus-client: its test parses
-# the exposition; chromium: storm web's page is tested headless; cmake:
-# tests/mpi/test_wrapper.sh builds a CMake project with bcs-mpicc and bcs-mpicxx;
-# libelf-dev: storm run reads which MPI a program is linked with (--mpi=auto)
-# pandoc: the man pages (make man); man-db: tests/install renders them
-# debhelper, dpkg-dev: make deb (debian/); lintian: tests/install/test_deb.sh checks its result
-# linux-perf: tests/cluster/gang_overlap.py traces sched_switch for the exact overlap
+# building (make all: the daemons, the CLI, BCS-MPI, the unit tests'
+# binary) and running: munge's munged signs control messages (the virtual
+# cluster runs its own); libpmix-dev: the node daemon's PMIx server
+# (daemons/node/pmix.c); libelf-dev: storm run reads which MPI a program is
+# linked with; libcunit1-dev: make all links build/bin/unit_tests
+build_pkgs="build-essential pkg-config libfabric-dev libprotobuf-c-dev protobuf-c-compiler
+libcunit1-dev libinih-dev libjansson-dev libsodium-dev munge libmunge-dev libsqlite3-dev
+libxxhash-dev libmicrohttpd-dev libelf-dev libpmix-dev"
+# the tests only (make check):
+# clang, libclang-rt-14-dev: the fuzzers (make fuzz-check); valgrind: test_valgrind.sh;
+# python3: the suites' helpers and make layers; iproute2: network namespaces
+# (storm cluster up --netns/--hosts, test_netns.sh, make hoststest); passwd:
+# useradd/groupadd for tests/cluster/test_users.sh; gdb: storm replay --debug
+# (tests/cluster/test_mpi.sh) and a stuck test's stacks;
+# openmpi-bin, libopenmpi-dev: Open MPI programs under PMIx (tests/cluster/test_pmix.sh);
+# mpich, libmpich-dev: tests/mpi checks BCS-MPI's output against MPICH's (make mpitest);
+# sqlite3: the database's upgrade test; iptables, libnetfilter-queue-dev: packet
+# loss and delay in tests/cluster/test_faults.sh (nfq_netem); python3-prometheus-client:
+# the metrics test parses the exposition; chromium: storm web's page is tested headless;
+# cmake: tests/mpi/test_wrapper.sh builds a CMake project with bcs-mpicc and bcs-mpicxx;
+# pandoc: the man pages (make man); man-db: tests/install renders them;
+# debhelper, dpkg-dev: make deb (debian/); lintian: tests/install/test_deb.sh checks its result;
+# linux-perf: tests/cluster/gang_overlap.py traces sched_switch for the exact overlap;
 # slurm-wlm (slurmctld, slurmd, slurm-client): tests/slurm/test_alloc.sh runs storm
 # inside allocations of a private Slurm cluster, and bench/launch compares with it
 # (bench/launch/slurm-cluster.sh runs its own munged/slurmctld/slurmd; the system
 # services are not used)
-bench_pkgs="gnuplot-nox hyperfine"
+test_pkgs="clang libclang-rt-14-dev valgrind python3 iproute2 passwd gdb
+openmpi-bin libopenmpi-dev mpich libmpich-dev sqlite3 iptables libnetfilter-queue-dev
+python3-prometheus-client chromium cmake pandoc man-db debhelper dpkg-dev lintian
+linux-perf slurm-wlm slurmctld slurmd slurm-client"
+# libfabric-bin: fi_pingpong, the primitives' peer
+bench_pkgs="libfabric-bin gnuplot-nox hyperfine"
 # make kernel / kernel-check only: storm.ko's kbuild (linux-headers-amd64 names the
 # versioned headers), and the VM that loads it: QEMU, a static busybox and cpio for
 # its initramfs (the matching linux-image is unpacked into build/, not installed)
 kernel_pkgs="linux-headers-amd64 qemu-system-x86 busybox-static cpio"
 
-want="$build_pkgs"
-[ "${1:-}" = "--bench" ] && want="$want $bench_pkgs"
-[ "${1:-}" = "--kernel" ] && want="$want $kernel_pkgs"
+usage() {
+	echo "usage: install-deps.sh [--test | --bench | --kernel] [--list | --dry-run]" >&2
+	exit 2
+}
+
+want="$build_pkgs" mode=install
+for a in "$@"; do
+	case $a in
+	--test) want="$want $test_pkgs" ;;
+	--bench) want="$want $test_pkgs $bench_pkgs" ;;
+	--kernel) want="$want $kernel_pkgs" ;;
+	--list) mode=list ;;
+	--dry-run) mode=dry ;;
+	*) echo "install-deps: error: unknown option '$a'" >&2; usage ;;
+	esac
+done
+
+if [ $mode = list ]; then
+	# shellcheck disable=SC2086
+	printf '%s\n' $want | sort -u
+	exit 0
+fi
 
 missing=""
 for p in $want; do
+	case " $missing " in *" $p "*) continue ;; esac
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
 		missing="$missing $p"
 done
+if [ $mode = dry ]; then
+	echo "install-deps: would install:${missing:- nothing}"
+	exit 0
+fi
 [ -z "$missing" ] && exit 0
 
 sudo=""

@@ -173,5 +173,52 @@ FAKE_ND_FAIL=node01 expect "a node that dies at start" 1 "$T/bin/storm" cluster 
 has_line "dead node named" err "storm: error: node01 exited with status 3 during start-up:"
 [ ! -e "$T/c/pids" ] && ok "failed up cleaned" || bad "pids left after a failed up"
 
+# ---- scripts/install-deps.sh: `make demo` installs what building and running
+# storm needs, `make check` the suites' tools too (--test). Its sets, printed
+# by --list, are checked against this machine: every library the Makefile
+# links and every tool the build and the demo run come from a package of the
+# demo's set; the tests' tools are in --test's only
+DEPS=$HERE/../../scripts/install-deps.sh
+expect "install-deps.sh --list: make demo's set" 0 sh "$DEPS" --list
+cp "$T/out" "$T/demo.set"
+paths=""
+for l in fabric protobuf-c inih jansson munge sodium sqlite3 microhttpd xxhash elf cunit; do
+	paths="$paths $(realpath -s "$(cc -print-file-name=lib$l.so)")"
+done
+for c in protoc-c pkg-config munged cc make; do
+	paths="$paths $(realpath -s "$(PATH=$PATH:/usr/sbin command -v "$c")")"
+done
+# dpkg names the package of each path (make: build-essential's)
+dpkg -S $paths "$(pkg-config --variable=pcfiledir pmix)/pmix.pc" 2>/dev/null |
+	sed 's/[:,].*//' | sort -u >"$T/owners"
+missing=""
+while read -r pkg; do
+	case $pkg in
+	gcc | gcc-* | cpp* | make | binutils*) pkg=build-essential ;;
+	pkgconf | pkgconf-bin) pkg=pkg-config ;; # what the package pkg-config brings
+	esac
+	grep -qx "$pkg" "$T/demo.set" || missing="$missing $pkg"
+done <"$T/owners"
+[ "$(grep -c . "$T/owners")" -ge 13 ] && [ -z "$missing" ] &&
+	ok "  every linked library and build/run tool is in it ($(tr '\n' ' ' <"$T/owners"))" ||
+	bad "  every linked library and build/run tool is in it (missing:$missing; owners: $(tr '\n' ' ' <"$T/owners"))"
+extra=$(grep -xE 'chromium|slurm-wlm|slurmd|lintian|debhelper|pandoc|valgrind|mpich|linux-perf|clang|cmake' "$T/demo.set" | tr '\n' ' ')
+[ -z "$extra" ] && ok "  no test-only package in it" || bad "  test-only packages in make demo's set: $extra"
+expect "install-deps.sh --test --list: make check's set" 0 sh "$DEPS" --test --list
+cp "$T/out" "$T/test.set"
+[ -z "$(comm -23 "$T/demo.set" "$T/test.set")" ] &&
+	[ "$(grep -cxE 'chromium|slurm-wlm|lintian|debhelper|pandoc' "$T/test.set")" = 5 ] &&
+	ok "  the demo's set and the tests' tools" || bad "  --test's set: $(tr '\n' ' ' <"$T/test.set")"
+expect "install-deps.sh --bench --list" 0 sh "$DEPS" --bench --list
+grep -qx hyperfine "$T/out" && grep -qx chromium "$T/out" && ok "  the benchmarks' tools and the tests'" ||
+	bad "  --bench's set"
+expect "install-deps.sh --kernel --list" 0 sh "$DEPS" --kernel --list
+grep -qx qemu-system-x86 "$T/out" && grep -qx libpmix-dev "$T/out" && ! grep -qx chromium "$T/out" &&
+	ok "  storm.ko's and the demo's" || bad "  --kernel's set"
+expect "install-deps.sh --test --dry-run installs nothing" 0 sh "$DEPS" --test --dry-run
+grep -q '^install-deps: would install: ' "$T/out" && ok "  says what it would install" || bad "  --dry-run: $(cat "$T/out")"
+expect "install-deps.sh --frob" 2 sh "$DEPS" --frob
+has_line "  ... names it" err "install-deps: error: unknown option '--frob'"
+
 echo "$checks checks, $fails failed"
 [ $fails = 0 ]
