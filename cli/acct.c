@@ -92,6 +92,8 @@ static int print_json(const Storm__Ctl__AcctList *l)
 		json_t *last = json_array_get(arr, json_array_size(arr) - 1);
 		json_object_set_new(last, "max_rss_kb", json_integer((json_int_t)e->max_rss_kb));
 		json_object_set_new(last, "cpu_seconds", json_real(e->cpu_seconds));
+		/* a batch script's line repeats its job's end: a count of jobs skips it */
+		json_object_set_new(last, "batch", json_boolean(e->batch));
 	}
 	json_t *root = json_pack("{s:o}", "jobs", arr);
 	int rc = json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
