@@ -541,7 +541,7 @@ storm alloc --conf "$T/slow.conf" -N 1 -J slow python3 -c "$(stubborn slow)" \
 	>"$T/slow.out" 2>"$T/slow.err" &
 slow=$!
 BG="$BG $hup $term $slow"
-wait_log "$T/hup.out" ready 30 && wait_log "$T/term.out" ready 30 && wait_log "$T/slow.out" ready 30 &&
+wait_log "$T/hup.out" ready 120 && wait_log "$T/term.out" ready 120 && wait_log "$T/slow.out" ready 120 &&
 	ok "storm alloc holds three allocations, their commands ignoring SIGHUP (and SIGTERM)" ||
 	{ bad "storm alloc holds three allocations"; cat "$T/hup.err" "$T/term.err" "$T/slow.err"; }
 aid=$(storm jobs --json | python3 -c 'import json,sys; print([j["job"] for j in json.load(sys.stdin)["jobs"] if j["name"] == "survivor"][0])')
