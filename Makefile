@@ -299,7 +299,7 @@ UNIT_LIB := net_abstraction/bell.c net_abstraction/spinlock.c net_abstraction/no
             cli/slurmopt.c cli/jobtable.c common/jobid.c common/mpikind.c cli/mpidetect.c \
             daemons/node/pmi_wire.c \
             common/gm_auth.c common/ctl_auth.c common/boot_wire.c common/evloop.c common/fault.c common/sigchld.c common/log.c daemons/mm/access.c daemons/mm/db.c \
-            daemons/node/match.c bcs_mpi/abi/dtype.c bcs_mpi/abi/trace_codec.c bcs_mpi/abi/chan_ckpt.c \
+            daemons/node/match.c daemons/node/mbox_seq.c bcs_mpi/abi/dtype.c bcs_mpi/abi/trace_codec.c bcs_mpi/abi/chan_ckpt.c \
             bcs_mpi/abi/rma.c \
             bcs_mpi/abi/procs.c \
             checkpoint/image.c checkpoint/util.c checkpoint/threads.c checkpoint/fdinfo.c checkpoint/proctree.c \

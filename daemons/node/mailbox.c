@@ -5,9 +5,20 @@
  * the sending node; it keeps at most a window of GM_BCS_SLOTS unacknowledged
  * and queues the rest. The receiver consumes them in order, checks each tag,
  * hands the body to the handler its clients registered for the type
- * (nd_mb_register: BCS-MPI in bcs.c, checkpoint copies in ckpt_copy.c), and
- * acknowledges by writing how far it got into the sender's memory. A peer
- * that restarted (a new incarnation) has its stream taken up again. */
+ * (nd_mb_register: BCS-MPI in bcs.c, PMI exchanges in pmi_xchg.c,
+ * checkpoint copies in ckpt_copy.c), and acknowledges by writing how far it
+ * got into the sender's memory.
+ *
+ * No message is lost for good: the XFERs have no delivery report (a
+ * message the provider dropped, or failed after its own retries, leaves no
+ * trace here), so the sender keeps each message until its ack and sends
+ * the whole unacknowledged window again when none came within a timeout
+ * (backing off to a few seconds) or a transfer failed at once. Slots make
+ * a resend idempotent: a copy lands where the first one did. The receiver
+ * delivers only the next number; a copy of the last one it delivered
+ * (a resend whose ack was lost) makes it acknowledge again. The numbers'
+ * bookkeeping is mbox_seq.c. A peer that restarted (a new incarnation)
+ * has its stream taken up again. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,9 +26,11 @@
 #include <time.h>
 
 #include "layout.h"
+#include "mbox_seq.h"
 #include "nd.h"
 
 #define MB_MAGIC 0x3153434bu
+_Static_assert(MBS_WINDOW == GM_BCS_SLOTS, "a stream's window is its slots");
 
 struct mb_hdr {
 	uint32_t magic;
@@ -27,20 +40,24 @@ struct mb_hdr {
 	uint64_t inc;   /* the sending daemon's incarnation (its start time) */
 	uint64_t job;
 	uint64_t arg;   /* the client's */
+	uint32_t xmit;  /* 0: first transmission, then each resend's number */
+	uint32_t pad;
 };
 
 struct omsg {
 	struct omsg *next;
 	uint32_t to;
+	uint32_t xmit;  /* transmissions so far */
 	size_t len;
 	uint8_t data[];
 };
 
 struct outbox {
-	uint32_t sent;    /* messages written to the peer */
-	struct omsg *head, *tail;
-	/* wall clock of each message in the window when written, by seq %
-	 * GM_BCS_SLOTS: which of them a peer that started later never saw */
+	struct mbs_out seq;
+	struct omsg *win[GM_BCS_SLOTS]; /* numbered, unacknowledged: by seq % slots */
+	struct omsg *head, *tail;       /* waiting for a number */
+	/* wall clock of each message in the window when first written, by seq
+	 * % GM_BCS_SLOTS: which of them a peer that started later never saw */
 	uint64_t sent_at[GM_BCS_SLOTS];
 };
 
@@ -48,10 +65,11 @@ struct nd_mb {
 	uint32_t nnodes, self;
 	size_t max_msg;                /* header and body, without the tag */
 	struct outbox *out;            /* per peer */
-	uint32_t *consumed, *unacked;  /* per source node */
+	struct mbs_in *in;             /* per source node */
 	uint64_t inc;                  /* this daemon's incarnation */
 	uint64_t *peer_inc;            /* per source node: its incarnation, 0: unknown */
-	struct gm_ratelimit forged_log;
+	uint64_t first_xmits, acks_out; /* for the test hooks */
+	struct gm_ratelimit forged_log, resend_log, fail_log;
 	nd_mb_handler handlers[ND_MB_TYPES];
 	struct gm_copy copy;           /* a message verified, then handled (gm_copy) */
 };
@@ -64,6 +82,14 @@ static uint64_t wall_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* An ack word is the count in its low half and, in its high half, the
+ * incarnation of the stream it counts: a count that a peer wrote for an
+ * earlier daemon here (we restarted, it has not noticed) is not ours. */
+static uint32_t inc_tag(uint64_t inc)
+{
+	return (uint32_t)(inc ^ (inc >> 32));
+}
+
 int nd_mb_init(struct nd *nd, size_t chunk_size)
 {
 	struct nd_mb *m = calloc(1, sizeof(*m));
@@ -74,16 +100,23 @@ int nd_mb_init(struct nd *nd, size_t chunk_size)
 	/* a message and its tag fit one slot and one network chunk */
 	m->max_msg = (chunk_size < GM_BCS_SLOT_SIZE ? chunk_size : GM_BCS_SLOT_SIZE) - GM_TAG_LEN;
 	m->out = calloc(m->nnodes, sizeof(*m->out));
-	m->consumed = calloc(m->nnodes, sizeof(*m->consumed));
-	m->unacked = calloc(m->nnodes, sizeof(*m->unacked));
+	m->in = calloc(m->nnodes, sizeof(*m->in));
 	m->peer_inc = calloc(m->nnodes, sizeof(*m->peer_inc));
 	m->inc = wall_ns();
 	nd->mb = m;
-	if (!m->out || !m->consumed || !m->unacked || !m->peer_inc) {
+	if (!m->out || !m->in || !m->peer_inc) {
 		nd_mb_close(nd);
 		return -1;
 	}
 	return 0;
+}
+
+static void free_list(struct omsg *o)
+{
+	for (struct omsg *n; o; o = n) {
+		n = o->next;
+		free(o);
+	}
 }
 
 void nd_mb_close(struct nd *nd)
@@ -91,15 +124,14 @@ void nd_mb_close(struct nd *nd)
 	struct nd_mb *m = nd->mb;
 	if (!m)
 		return;
-	for (uint32_t i = 0; m->out && i < m->nnodes; i++)
-		for (struct omsg *o = m->out[i].head, *n; o; o = n) {
-			n = o->next;
-			free(o);
-		}
+	for (uint32_t i = 0; m->out && i < m->nnodes; i++) {
+		free_list(m->out[i].head);
+		for (unsigned k = 0; k < GM_BCS_SLOTS; k++)
+			free(m->out[i].win[k]);
+	}
 	free(m->out);
 	gm_copy_free(&m->copy);
-	free(m->consumed);
-	free(m->unacked);
+	free(m->in);
 	free(m->peer_inc);
 	free(m);
 	nd->mb = NULL;
@@ -113,6 +145,20 @@ void nd_mb_register(struct nd *nd, uint32_t type, nd_mb_handler h)
 
 size_t nd_mb_body_max(const struct nd *nd) { return nd->mb->max_msg - sizeof(struct mb_hdr); }
 
+/* test hook mb_drop_every=N: every Nth message's first transmission from
+ * this node is not made, as if the provider had lost it for good */
+static bool hook_drop(struct nd *nd, const struct omsg *o)
+{
+	struct nd_mb *m = nd->mb;
+	uint64_t every = fault_value(&nd->fault, "mb_drop_every");
+	if (!every || o->xmit || ++m->first_xmits % every)
+		return false;
+	slog("test hook: mailbox message %u to node %u dropped",
+	     ((const struct mb_hdr *)o->data)->seq, o->to);
+	return true;
+}
+
+/* One transmission of a numbered message; a failure is the resend's. */
 static void xfer_one(struct nd *nd, struct omsg *o)
 {
 	struct nd_mb *m = nd->mb;
@@ -121,35 +167,75 @@ static void xfer_one(struct nd *nd, struct omsg *o)
 	sn_set_clear(&to);
 	sn_set_add(&to, fabric_id(o->to));
 	uint64_t off = gm_bcs_slot(m->nnodes, m->self, h->seq % GM_BCS_SLOTS);
+	bool drop = hook_drop(nd, o);
+	h->xmit = o->xmit++;
 	/* the tag covers the numbered header and the body, bound to this node */
 	gm_mac(nd->key, GM_MAC_BCS, m->self, o->data, o->len, o->data + o->len);
-	int rc = sn_xfer(nd->sn, &to, off, o->data, o->len + GM_TAG_LEN, SN_NO_EVENT, EV_BCS, 0);
-	if (rc < 0)
-		slog("mailbox: message to node %u lost: %s", o->to, sn_strerror(nd->sn));
+	if (drop)
+		return;
+	if (sn_xfer(nd->sn, &to, off, o->data, o->len + GM_TAG_LEN, SN_NO_EVENT, EV_BCS, 0) < 0) {
+		slog_limited(&m->fail_log, "mailbox: message %u to node %u not sent (sent again "
+			     "later): %s", h->seq, o->to, sn_strerror(nd->sn));
+		mbs_send_failed(&m->out[o->to].seq, clock_mono_ns());
+	}
+}
+
+/* Frees what the peer's ack word says it consumed. */
+static void take_acks(struct nd *nd, uint32_t to)
+{
+	struct nd_mb *m = nd->mb;
+	struct outbox *ob = &m->out[to];
+	if (ob->seq.sent == ob->seq.acked)
+		return;
+	uint64_t w = sn_var_load(nd->sn, gm_bcs_ack(m->nnodes, to));
+	uint32_t from = ob->seq.acked;
+	if ((uint32_t)(w >> 32) != inc_tag(m->inc) || !mbs_ack(&ob->seq, (uint32_t)w, clock_mono_ns()))
+		return;
+	for (uint32_t s = from + 1; s != ob->seq.acked + 1; s++) {
+		free(ob->win[s % GM_BCS_SLOTS]);
+		ob->win[s % GM_BCS_SLOTS] = NULL;
+	}
 }
 
 /* Sends what the peer's window takes. Not before its fabric address is
  * known (a daemon serves, and may be given a job, before the machine
- * manager's table has every peer): a transfer to it would fail after the
- * message took its number, and the peer would wait for that number for
- * good (the stream never resends). */
+ * manager's table has every peer): a transfer to it would fail at once,
+ * and the message would wait for a resend. */
 static void flush(struct nd *nd, uint32_t to)
+{
+	struct nd_mb *m = nd->mb;
+	struct outbox *ob = &m->out[to];
+	take_acks(nd, to);
+	if (!ob->head || !sn_peer_known(nd->sn, fabric_id(to)))
+		return;
+	while (ob->head && mbs_room(&ob->seq)) {
+		struct omsg *o = ob->head;
+		ob->head = o->next;
+		if (!ob->head)
+			ob->tail = NULL;
+		o->next = NULL;
+		uint32_t seq = mbs_number(&ob->seq, clock_mono_ns());
+		((struct mb_hdr *)o->data)->seq = seq;
+		ob->win[seq % GM_BCS_SLOTS] = o;
+		ob->sent_at[seq % GM_BCS_SLOTS] = wall_ns();
+		xfer_one(nd, o);
+	}
+}
+
+/* No ack came in time: the whole unacknowledged window goes again, in
+ * order (what landed is overwritten with itself; the last one's copy
+ * makes a receiver that has it all acknowledge again). */
+static void resend(struct nd *nd, uint32_t to)
 {
 	struct nd_mb *m = nd->mb;
 	struct outbox *ob = &m->out[to];
 	if (!sn_peer_known(nd->sn, fabric_id(to)))
 		return;
-	uint64_t acked = sn_var_load(nd->sn, gm_bcs_ack(m->nnodes, to));
-	while (ob->head && ob->sent - (uint32_t)acked < GM_BCS_SLOTS) {
-		struct omsg *o = ob->head;
-		ob->head = o->next;
-		if (!ob->head)
-			ob->tail = NULL;
-		((struct mb_hdr *)o->data)->seq = ++ob->sent;
-		ob->sent_at[ob->sent % GM_BCS_SLOTS] = wall_ns();
-		xfer_one(nd, o);
-		free(o);
-	}
+	slog_limited(&m->resend_log, "mailbox: no ack from node %u for messages %u..%u; "
+		     "sending them again (resend %u)", to, ob->seq.acked + 1, ob->seq.sent,
+		     ob->seq.resends);
+	for (uint32_t s = ob->seq.acked + 1; s != ob->seq.sent + 1; s++)
+		xfer_one(nd, ob->win[s % GM_BCS_SLOTS]);
 }
 
 void nd_mb_send(struct nd *nd, uint32_t to, uint32_t type, uint64_t job, uint64_t arg,
@@ -164,6 +250,7 @@ void nd_mb_send(struct nd *nd, uint32_t to, uint32_t type, uint64_t job, uint64_
 		abort(); /* a lost message would stall its job for good */
 	o->next = NULL;
 	o->to = to;
+	o->xmit = 0;
 	o->len = sizeof(struct mb_hdr) + len;
 	struct mb_hdr h = {.magic = MB_MAGIC, .type = type, .len = (uint32_t)len, .inc = m->inc,
 			   .job = job, .arg = arg};
@@ -187,9 +274,9 @@ void nd_mb_send(struct nd *nd, uint32_t to, uint32_t type, uint64_t job, uint64_
 
 uint32_t nd_mb_backlog(const struct nd *nd, uint32_t to)
 {
-	const struct nd_mb *m = nd->mb;
-	uint32_t n = m->out[to].sent - (uint32_t)sn_var_load(nd->sn, gm_bcs_ack(m->nnodes, to));
-	for (const struct omsg *o = m->out[to].head; o; o = o->next)
+	const struct outbox *ob = &nd->mb->out[to];
+	uint32_t n = ob->seq.sent - ob->seq.acked;
+	for (const struct omsg *o = ob->head; o; o = o->next)
 		n++;
 	return n;
 }
@@ -199,31 +286,42 @@ void nd_mb_dump(const struct nd *nd)
 	const struct nd_mb *m = nd->mb;
 	for (uint32_t p = 0; p < m->nnodes; p++) {
 		const struct outbox *ob = &m->out[p];
+		const struct mbs_in *in = &m->in[p];
 		uint32_t queued = 0;
 		for (const struct omsg *o = ob->head; o; o = o->next)
 			queued++;
-		if (!ob->sent && !queued && !m->consumed[p])
+		if (!ob->seq.sent && !queued && !in->consumed)
 			continue;
-		slog("  mailbox with node %u: sent %u, acknowledged %u, %u queued; consumed %u, "
-		     "%u unacknowledged", p, ob->sent,
-		     (uint32_t)sn_var_load(nd->sn, gm_bcs_ack(m->nnodes, p)), queued,
-		     m->consumed[p], m->unacked[p]);
+		slog("  mailbox with node %u: sent %u, acknowledged %u, %u queued, %u resends; "
+		     "consumed %u, %u unacknowledged, %u duplicates", p, ob->seq.sent,
+		     ob->seq.acked, queued, ob->seq.resends, in->consumed,
+		     in->consumed - in->acked, in->dups);
 	}
 }
 
-static void ack(struct nd *nd, uint32_t from)
+/* Writes our count of `from`'s messages into its memory when it is due
+ * (force: any not yet written). One that is lost is written again when a
+ * resend of the last message comes. */
+static void ack(struct nd *nd, uint32_t from, bool force)
 {
 	struct nd_mb *m = nd->mb;
+	struct mbs_in *in = &m->in[from];
 	/* an ack the fabric could not deliver yet is written at a later strobe */
-	if (!m->unacked[from] || !sn_peer_known(nd->sn, fabric_id(from)))
+	if (!mbs_ack_due(in, clock_mono_ns(), force) || !sn_peer_known(nd->sn, fabric_id(from)))
 		return;
-	m->unacked[from] = 0;
-	uint64_t v = m->consumed[from];
+	mbs_ack_sent(in);
+	uint64_t v = (uint64_t)inc_tag(m->peer_inc[from]) << 32 | in->consumed;
+	uint64_t every = fault_value(&nd->fault, "mb_ack_drop_every");
+	if (every && ++m->acks_out % every == 0) {
+		slog("test hook: mailbox ack %u to node %u dropped", in->consumed, from);
+		return;
+	}
 	struct sn_nodeset to;
 	sn_set_clear(&to);
 	sn_set_add(&to, fabric_id(from));
 	if (sn_xfer(nd->sn, &to, gm_bcs_ack(m->nnodes, m->self), &v, 8, SN_NO_EVENT, EV_BCS, 0) < 0)
-		slog("mailbox: ack to node %u lost: %s", from, sn_strerror(nd->sn));
+		slog_limited(&m->fail_log, "mailbox: ack to node %u not sent (again at its "
+			     "resend): %s", from, sn_strerror(nd->sn));
 }
 
 void nd_mb_strobe(struct nd *nd)
@@ -231,10 +329,42 @@ void nd_mb_strobe(struct nd *nd)
 	if (!nd->mb)
 		return;
 	for (uint32_t from = 0; from < nd->mb->nnodes; from++) {
-		ack(nd, from);
-		if (nd->mb->out[from].head)
-			flush(nd, from); /* held while the peer's address was not known */
+		ack(nd, from, true);
+		flush(nd, from); /* held while the peer's address was not known */
 	}
+}
+
+void nd_mb_timers(struct nd *nd)
+{
+	struct nd_mb *m = nd->mb;
+	if (!m)
+		return;
+	uint64_t now = clock_mono_ns();
+	for (uint32_t p = 0; p < m->nnodes; p++) {
+		if (p == m->self)
+			continue;
+		ack(nd, p, false);
+		take_acks(nd, p);
+		if (mbs_resend_due(&m->out[p].seq, now))
+			resend(nd, p);
+	}
+}
+
+int nd_mb_timer_ms(const struct nd *nd)
+{
+	const struct nd_mb *m = nd->mb;
+	if (!m)
+		return -1;
+	uint64_t due = 0;
+	for (uint32_t p = 0; p < m->nnodes; p++) {
+		uint64_t d = mbs_next_due(&m->out[p].seq, &m->in[p]);
+		if (d && (!due || d < due))
+			due = d;
+	}
+	if (!due)
+		return -1;
+	uint64_t now = clock_mono_ns();
+	return due <= now ? 0 : (int)((due - now + 999999) / 1000000);
 }
 
 /* If the slot holds a message from node `from` with its tag: a private copy
@@ -288,17 +418,56 @@ static void resync(struct nd *nd, uint32_t from)
 	if (m->peer_inc[from])
 		slog("mailbox: node %u restarted; taking up its messages from %u", from, best);
 	m->peer_inc[from] = inc;
-	m->consumed[from] = best - 1;
+	mbs_restart(&m->in[from], best);
 	struct outbox *ob = &m->out[from];
-	uint32_t acked = (uint32_t)sn_var_load(nd->sn, gm_bcs_ack(m->nnodes, from)), lost = acked;
-	while (lost != ob->sent && ob->sent - lost <= GM_BCS_SLOTS &&
-	       ob->sent_at[(lost + 1) % GM_BCS_SLOTS] < inc)
+	take_acks(nd, from);
+	uint32_t lost = ob->seq.acked;
+	while (lost != ob->seq.sent && ob->sent_at[(lost + 1) % GM_BCS_SLOTS] < inc)
 		lost++;
-	/* more than a window unacknowledged: the count is an old incarnation's */
-	if (ob->sent - acked > GM_BCS_SLOTS)
-		lost = ob->sent;
-	if (lost != acked)
-		sn_var_store(nd->sn, gm_bcs_ack(m->nnodes, from), lost);
+	if (lost == ob->seq.acked)
+		return;
+	uint32_t was = ob->seq.acked;
+	mbs_ack(&ob->seq, lost, clock_mono_ns());
+	for (uint32_t s = was + 1; s != lost + 1; s++) {
+		free(ob->win[s % GM_BCS_SLOTS]);
+		ob->win[s % GM_BCS_SLOTS] = NULL;
+	}
+}
+
+/* Hands over every message of `from` that is next in order. */
+static void consume(struct nd *nd, uint32_t from)
+{
+	struct nd_mb *m = nd->mb;
+	struct mbs_in *in = &m->in[from];
+	for (;;) {
+		uint32_t want = in->consumed + 1;
+		const uint8_t *slot = nd->gmem + gm_bcs_slot(m->nnodes, from, want % GM_BCS_SLOTS);
+		struct mb_hdr h;
+		memcpy(&h, slot, sizeof(h));
+		if (h.magic != MB_MAGIC || mbs_offer(in, h.seq, h.xmit) != MBS_DELIVER)
+			break;
+		const uint8_t *msg = genuine(nd, from, slot, &h);
+		if (!msg || h.magic != MB_MAGIC || h.seq != want) {
+			/* forged or torn: wait for the sender's genuine message */
+			unsigned held = 0;
+			if (gm_ratelimit_ok(&m->forged_log, (double)clock_mono_ns() / 1e9, &held))
+				slog("mailbox: message %u from node %u is not authentic; "
+				     "ignored (%u more held back)", want, from, held);
+			break;
+		}
+		nd_mb_handler fn = h.type < ND_MB_TYPES ? m->handlers[h.type] : NULL;
+		if (fn)
+			fn(nd, from, h.type, h.job, h.arg, msg + sizeof(h), h.len);
+		mbs_delivered(in, h.xmit, clock_mono_ns());
+	}
+	/* the last one delivered, sent again: its sender missed our ack (the
+	 * header alone decides; a forged one only earns an extra ack) */
+	if (!in->consumed)
+		return;
+	struct mb_hdr h;
+	memcpy(&h, nd->gmem + gm_bcs_slot(m->nnodes, from, in->consumed % GM_BCS_SLOTS), sizeof(h));
+	if (h.magic == MB_MAGIC && h.inc == m->peer_inc[from])
+		mbs_offer(in, h.seq, h.xmit);
 }
 
 void nd_mb_arrived(struct nd *nd)
@@ -314,30 +483,8 @@ void nd_mb_arrived(struct nd *nd)
 		memcpy(&h1, nd->gmem + gm_bcs_slot(m->nnodes, from, 1 % GM_BCS_SLOTS), sizeof(h1));
 		if (!m->peer_inc[from] || (h1.magic == MB_MAGIC && h1.inc && h1.inc != m->peer_inc[from]))
 			resync(nd, from);
-		for (;;) {
-			uint32_t want = m->consumed[from] + 1;
-			const uint8_t *slot = nd->gmem + gm_bcs_slot(m->nnodes, from, want % GM_BCS_SLOTS);
-			struct mb_hdr h;
-			memcpy(&h, slot, sizeof(h));
-			if (h.magic != MB_MAGIC || h.seq != want)
-				break;
-			const uint8_t *msg = genuine(nd, from, slot, &h);
-			if (!msg || h.magic != MB_MAGIC || h.seq != want) {
-				/* forged or torn: wait for the sender's genuine message */
-				unsigned held = 0;
-				if (gm_ratelimit_ok(&m->forged_log, (double)clock_mono_ns() / 1e9, &held))
-					slog("mailbox: message %u from node %u is not authentic; "
-					     "ignored (%u more held back)", want, from, held);
-				break;
-			}
-			nd_mb_handler fn = h.type < ND_MB_TYPES ? m->handlers[h.type] : NULL;
-			if (fn)
-				fn(nd, from, h.type, h.job, h.arg, msg + sizeof(h), h.len);
-			m->consumed[from] = want;
-			if (++m->unacked[from] >= GM_BCS_SLOTS / 2)
-				ack(nd, from);
-		}
-		if (m->out[from].head)
-			flush(nd, from);
+		consume(nd, from);
+		ack(nd, from, false);
+		flush(nd, from);
 	}
 }

@@ -147,6 +147,11 @@ static int64_t copy_limit(void *arg)
 	return ev_ms(nd_copy_timer_ms(arg));
 }
 
+static int64_t mb_limit(void *arg)
+{
+	return ev_ms(nd_mb_timer_ms(arg));
+}
+
 static int64_t fabric_limit(void *arg)
 {
 	struct nd *nd = arg;
@@ -229,6 +234,7 @@ static void on_turn(void *arg)
 		nd_on_strobe(nd);
 	if (drain_event(nd, EV_BCS))
 		nd_mb_arrived(nd);
+	nd_mb_timers(nd);
 	for (unsigned k = 0; k < GM_BCS_BULK_EVS; k++)
 		for (int ev; (ev = sn_event_take(nd->sn, EV_BCS_BULK0 + k, NULL)) != 0;)
 			nd_bcs_bulk_sent(nd, k, ev < 0);
@@ -389,6 +395,7 @@ static int setup(struct nd *nd, const struct opts *o)
 	if ((wfd >= 0 && ev_io_add(nd->loop, wfd, EPOLLIN, on_fabric, nd) < 0) ||
 	    ev_limit_add(nd->loop, rank_timer_limit, nd) < 0 ||
 	    ev_limit_add(nd->loop, bcs_limit, nd) < 0 || ev_limit_add(nd->loop, copy_limit, nd) < 0 ||
+	    ev_limit_add(nd->loop, mb_limit, nd) < 0 ||
 	    ev_limit_add(nd->loop, fabric_limit, nd) < 0 || ev_turn_add(nd->loop, on_turn, nd) < 0) {
 		fprintf(stderr, "stormnd: error: event loop: %s\n", strerror(errno));
 		return -1;

@@ -435,6 +435,10 @@ size_t nd_mb_body_max(const struct nd *nd);
 void nd_mb_arrived(struct nd *nd);
 /* at each strobe: acknowledge what was consumed since the last one */
 void nd_mb_strobe(struct nd *nd);
+/* every turn: acks that are due, windows whose ack is late sent again */
+void nd_mb_timers(struct nd *nd);
+/* ms until nd_mb_timers has something to do (-1: nothing pending) */
+int nd_mb_timer_ms(const struct nd *nd);
 void nd_mb_dump(const struct nd *nd); /* each stream's numbers, in the log */
 /* ckpt_copy.c: checkpoint files moved node to node (buddy copies, a
  * restart's staging) */

@@ -23,4 +23,5 @@ void add_sigchld_suite(void);
 void add_bell_suite(void);
 void add_spinlock_suite(void);
 void add_layout_suite(void);
+void add_mbox_seq_suite(void);
 #endif
