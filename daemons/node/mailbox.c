@@ -69,7 +69,7 @@ struct nd_mb {
 	uint64_t inc;                  /* this daemon's incarnation */
 	uint64_t *peer_inc;            /* per source node: its incarnation, 0: unknown */
 	uint64_t first_xmits, acks_out; /* for the test hooks */
-	struct gm_ratelimit forged_log, resend_log, fail_log;
+	struct gm_ratelimit forged_log, resend_log, fail_log, hook_log;
 	nd_mb_handler handlers[ND_MB_TYPES];
 	struct gm_copy copy;           /* a message verified, then handled (gm_copy) */
 };
@@ -83,11 +83,14 @@ static uint64_t wall_ns(void)
 }
 
 /* An ack word is the count in its low half and, in its high half, the
- * incarnation of the stream it counts: a count that a peer wrote for an
- * earlier daemon here (we restarted, it has not noticed) is not ours. */
+ * incarnation of the stream it counts (31 bits: a count that a peer wrote
+ * for an earlier daemon here, which it has not noticed restarted, is not
+ * ours) and the gap flag: the next message is missing while later ones are
+ * there. */
+#define ACK_GAP (1ull << 63)
 static uint32_t inc_tag(uint64_t inc)
 {
-	return (uint32_t)(inc ^ (inc >> 32));
+	return (uint32_t)(inc ^ (inc >> 32)) & 0x7fffffffu;
 }
 
 int nd_mb_init(struct nd *nd, size_t chunk_size)
@@ -153,8 +156,8 @@ static bool hook_drop(struct nd *nd, const struct omsg *o)
 	uint64_t every = fault_value(&nd->fault, "mb_drop_every");
 	if (!every || o->xmit || ++m->first_xmits % every)
 		return false;
-	slog("test hook: mailbox message %u to node %u dropped",
-	     ((const struct mb_hdr *)o->data)->seq, o->to);
+	slog_limited(&m->hook_log, "test hook: mailbox message %u to node %u dropped",
+		     ((const struct mb_hdr *)o->data)->seq, o->to);
 	return true;
 }
 
@@ -180,7 +183,8 @@ static void xfer_one(struct nd *nd, struct omsg *o)
 	}
 }
 
-/* Frees what the peer's ack word says it consumed. */
+/* Frees what the peer's ack word says it consumed; a reported gap has
+ * the missing message sent again at once. */
 static void take_acks(struct nd *nd, uint32_t to)
 {
 	struct nd_mb *m = nd->mb;
@@ -189,12 +193,15 @@ static void take_acks(struct nd *nd, uint32_t to)
 		return;
 	uint64_t w = sn_var_load(nd->sn, gm_bcs_ack(m->nnodes, to));
 	uint32_t from = ob->seq.acked;
-	if ((uint32_t)(w >> 32) != inc_tag(m->inc) || !mbs_ack(&ob->seq, (uint32_t)w, clock_mono_ns()))
+	if ((uint32_t)(w >> 32 & 0x7fffffffu) != inc_tag(m->inc))
 		return;
-	for (uint32_t s = from + 1; s != ob->seq.acked + 1; s++) {
-		free(ob->win[s % GM_BCS_SLOTS]);
-		ob->win[s % GM_BCS_SLOTS] = NULL;
-	}
+	if (mbs_ack(&ob->seq, (uint32_t)w, clock_mono_ns()))
+		for (uint32_t s = from + 1; s != ob->seq.acked + 1; s++) {
+			free(ob->win[s % GM_BCS_SLOTS]);
+			ob->win[s % GM_BCS_SLOTS] = NULL;
+		}
+	if ((w & ACK_GAP) && mbs_gap_reported(&ob->seq, (uint32_t)w))
+		xfer_one(nd, ob->win[(ob->seq.acked + 1) % GM_BCS_SLOTS]);
 }
 
 /* Sends what the peer's window takes. Not before its fabric address is
@@ -309,11 +316,14 @@ static void ack(struct nd *nd, uint32_t from, bool force)
 	/* an ack the fabric could not deliver yet is written at a later strobe */
 	if (!mbs_ack_due(in, clock_mono_ns(), force) || !sn_peer_known(nd->sn, fabric_id(from)))
 		return;
-	mbs_ack_sent(in);
 	uint64_t v = (uint64_t)inc_tag(m->peer_inc[from]) << 32 | in->consumed;
+	if (in->gap)
+		v |= ACK_GAP;
+	mbs_ack_sent(in);
 	uint64_t every = fault_value(&nd->fault, "mb_ack_drop_every");
 	if (every && ++m->acks_out % every == 0) {
-		slog("test hook: mailbox ack %u to node %u dropped", in->consumed, from);
+		slog_limited(&m->hook_log, "test hook: mailbox ack %u to node %u dropped",
+			     in->consumed, from);
 		return;
 	}
 	struct sn_nodeset to;
@@ -434,6 +444,28 @@ static void resync(struct nd *nd, uint32_t from)
 	}
 }
 
+/* One of the next two messages landed while the next one did not: one
+ * node's transfers to another arrive in order, so that one was lost; its
+ * sender is told at once rather than at its timeout (which covers longer
+ * holes). Two header reads per peer and arrival, none once reported. */
+static void find_gap(struct nd *nd, uint32_t from)
+{
+	struct nd_mb *m = nd->mb;
+	struct mbs_in *in = &m->in[from];
+	uint32_t want = in->consumed + 1;
+	if (in->gap_at == want)
+		return;
+	for (uint32_t k = 1; k <= 2; k++) {
+		struct mb_hdr h;
+		memcpy(&h, nd->gmem + gm_bcs_slot(m->nnodes, from, (want + k) % GM_BCS_SLOTS),
+		       sizeof(h));
+		if (h.magic == MB_MAGIC && h.inc == m->peer_inc[from] && h.seq == want + k) {
+			mbs_gap_seen(in);
+			return;
+		}
+	}
+}
+
 /* Hands over every message of `from` that is next in order. */
 static void consume(struct nd *nd, uint32_t from)
 {
@@ -468,6 +500,7 @@ static void consume(struct nd *nd, uint32_t from)
 	memcpy(&h, nd->gmem + gm_bcs_slot(m->nnodes, from, in->consumed % GM_BCS_SLOTS), sizeof(h));
 	if (h.magic == MB_MAGIC && h.inc == m->peer_inc[from])
 		mbs_offer(in, h.seq, h.xmit);
+	find_gap(nd, from);
 }
 
 void nd_mb_arrived(struct nd *nd)

@@ -42,6 +42,15 @@ void mbs_send_failed(struct mbs_out *o, uint64_t now)
 		o->due_ns = now + MBS_RTO_MIN_NS;
 }
 
+bool mbs_gap_reported(struct mbs_out *o, uint32_t ack)
+{
+	uint32_t missing = ack + 1;
+	if (ack != o->acked || o->sent == o->acked || o->gap_resent == missing)
+		return false;
+	o->gap_resent = missing;
+	return true;
+}
+
 bool mbs_resend_due(struct mbs_out *o, uint64_t now)
 {
 	if (!o->due_ns || now < o->due_ns || o->sent == o->acked)
@@ -76,9 +85,19 @@ void mbs_delivered(struct mbs_in *in, uint32_t xmit, uint64_t now)
 		in->ack_due_ns = now + MBS_ACK_DELAY_NS;
 }
 
+bool mbs_gap_seen(struct mbs_in *in)
+{
+	uint32_t missing = in->consumed + 1;
+	if (in->gap_at == missing)
+		return false;
+	in->gap_at = missing;
+	in->gap = true;
+	return true;
+}
+
 bool mbs_ack_due(const struct mbs_in *in, uint64_t now, bool force)
 {
-	if (in->ack_again)
+	if (in->ack_again || in->gap)
 		return true;
 	if (in->consumed == in->acked)
 		return false;
@@ -90,6 +109,7 @@ void mbs_ack_sent(struct mbs_in *in)
 {
 	in->acked = in->consumed;
 	in->ack_again = false;
+	in->gap = false;
 	in->ack_due_ns = 0;
 }
 
@@ -100,13 +120,15 @@ void mbs_restart(struct mbs_in *in, uint32_t next)
 	in->last_xmit = UINT32_MAX; /* unknown: any copy of it is re-acked once */
 	/* taken up past 1: the sender learns at once that 1..next-1 are done */
 	in->ack_again = next != 1;
+	in->gap = false;
+	in->gap_at = 0;
 	in->ack_due_ns = 0;
 }
 
 uint64_t mbs_next_due(const struct mbs_out *o, const struct mbs_in *in)
 {
 	uint64_t due = o->sent != o->acked ? o->due_ns : 0;
-	uint64_t ack = in->ack_again ? 1 : in->consumed != in->acked ? in->ack_due_ns : 0;
+	uint64_t ack = in->ack_again || in->gap ? 1 : in->consumed != in->acked ? in->ack_due_ns : 0;
 	if (!due || (ack && ack < due))
 		due = ack;
 	return due;

@@ -23,6 +23,7 @@ struct mbs_out {
 	uint64_t rto_ns;  /* the wait before the next resend (backs off) */
 	uint64_t due_ns;  /* when the window goes again; 0: nothing unacknowledged */
 	uint32_t resends; /* windows sent again, for the dump */
+	uint32_t gap_resent; /* the last number sent again for a gap report, 0: none */
 };
 
 /* How many numbers the window still takes. */
@@ -38,6 +39,11 @@ uint32_t mbs_ack(struct mbs_out *o, uint32_t ack, uint64_t now);
 /* A transmission failed at once (the provider refused it): the window goes
  * again at the next resend, no later than the shortest wait from now. */
 void mbs_send_failed(struct mbs_out *o, uint64_t now);
+/* The peer's count came with a gap report: it holds later messages but not
+ * ack+1 (transfers to a peer arrive in order, so that one was lost). True
+ * when ack+1 must be sent again now: once per reported gap, while it is
+ * unacknowledged; the timer covers a resend that is lost too. */
+bool mbs_gap_reported(struct mbs_out *o, uint32_t ack);
 /* At a timer: true when the unacknowledged window acked+1..sent must be
  * sent again now; the next wait doubles (up to MBS_RTO_MAX_NS). */
 bool mbs_resend_due(struct mbs_out *o, uint64_t now);
@@ -48,6 +54,8 @@ struct mbs_in {
 	uint32_t acked;      /* the last count written back to the sender */
 	uint32_t last_xmit;  /* transmission number of message `consumed` as delivered */
 	bool ack_again;      /* a duplicate came: the sender missed our ack */
+	bool gap;            /* the next ack reports a gap at consumed+1 */
+	uint32_t gap_at;     /* the number a gap was last reported for, 0: none */
 	uint64_t ack_due_ns; /* when a delayed ack is due; 0: none pending */
 	uint32_t dups;       /* duplicates seen, for the dump */
 };
@@ -62,10 +70,14 @@ enum mbs_verdict {
  * is counted and asks for an ack at once. */
 enum mbs_verdict mbs_offer(struct mbs_in *in, uint32_t seq, uint32_t xmit);
 void mbs_delivered(struct mbs_in *in, uint32_t xmit, uint64_t now);
+/* A later message of the window is there while consumed+1 is not: true
+ * when that gap is to be reported (an ack at once, with the gap flag), once
+ * per missing number. */
+bool mbs_gap_seen(struct mbs_in *in);
 /* Should the count go to the sender now? At once for half a window or a
  * duplicate, after MBS_ACK_DELAY_NS for fewer, and with force for any. */
 bool mbs_ack_due(const struct mbs_in *in, uint64_t now, bool force);
-/* The ack of `consumed` was written. */
+/* The ack of `consumed` was written (with the gap flag if in->gap was set). */
 void mbs_ack_sent(struct mbs_in *in);
 /* The stream is taken up at message next (a peer that restarted). */
 void mbs_restart(struct mbs_in *in, uint32_t next);

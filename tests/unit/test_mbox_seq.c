@@ -121,6 +121,7 @@ struct wcase {
 	enum fault_kind kind;
 	unsigned every;    /* the fault hits every Nth first transmission / ack */
 	unsigned nmsgs;
+	bool gaps;         /* the receiver reports gaps, the sender fills them */
 };
 
 struct sim {
@@ -131,6 +132,8 @@ struct sim {
 	uint32_t delivered[4096];  /* in delivery order */
 	unsigned ndelivered, firsts, acks;
 	uint32_t ack_word;         /* the sender's ack variable */
+	bool ack_gap;              /* ... and its gap flag */
+	unsigned gap_fills;
 	struct { uint32_t seq, xmit; } held; /* a reordered message, landing later */
 	bool holding;
 	uint64_t now;
@@ -178,6 +181,12 @@ static void receive(struct sim *s, const struct wcase *c, bool strobe)
 		uint32_t k = s->in.consumed % MBS_WINDOW;
 		mbs_offer(&s->in, s->slot_seq[k], s->slot_xmit[k]);
 	}
+	for (uint32_t d = 1; c->gaps && d <= 2; d++) { /* mailbox.c's find_gap */
+		uint32_t later = s->in.consumed + 1 + d;
+		if (s->slot_seq[later % MBS_WINDOW] == later && mbs_gap_seen(&s->in))
+			break;
+	}
+	bool gap = s->in.gap;
 	if (!mbs_ack_due(&s->in, s->now, strobe))
 		return;
 	mbs_ack_sent(&s->in);
@@ -186,6 +195,7 @@ static void receive(struct sim *s, const struct wcase *c, bool strobe)
 	if (c->kind == F_ACKS_LOST && !s->in.dups)
 		return;
 	s->ack_word = s->in.consumed;
+	s->ack_gap = gap;
 }
 
 static void run_case(const struct wcase *c)
@@ -198,6 +208,10 @@ static void run_case(const struct wcase *c)
 		s.now += MS;
 		/* the sender: acks in, new messages while the window takes them */
 		mbs_ack(&s.out, s.ack_word, s.now);
+		if (s.ack_gap && mbs_gap_reported(&s.out, s.ack_word)) {
+			s.gap_fills++;
+			transmit(&s, c, s.out.acked + 1);
+		}
 		while (next <= c->nmsgs && mbs_room(&s.out)) {
 			uint32_t seq = mbs_number(&s.out, s.now);
 			CU_ASSERT_EQUAL_FATAL(seq, next);
@@ -226,25 +240,34 @@ static void run_case(const struct wcase *c)
 		CU_ASSERT_EQUAL(s.delivered[i], i + 1); /* once each, in order */
 	if (c->kind == F_ACKS_LOST)
 		CU_ASSERT(s.in.dups > 0); /* a resend was recognised, and re-acked */
-	if (c->kind == F_DROP || c->kind == F_REFUSE || c->kind == F_ACKS_LOST)
+	if ((c->kind == F_DROP && !c->gaps) || c->kind == F_REFUSE || c->kind == F_ACKS_LOST)
 		CU_ASSERT(s.out.resends > 0);
 	if (c->kind == F_NONE)
 		CU_ASSERT_EQUAL(s.out.resends, 0);
+	/* a reported gap is filled at once: the timer only for the last
+	 * messages' losses, behind which nothing came */
+	if (c->gaps && c->kind == F_DROP) {
+		CU_ASSERT(s.gap_fills >= c->nmsgs / c->every - 2);
+		CU_ASSERT(s.out.resends <= 2);
+	}
 }
 
 static void test_table(void)
 {
 	static const struct wcase cases[] = {
-		{"clean", F_NONE, 1, 500},
-		{"every 3rd dropped", F_DROP, 3, 500},
-		{"every message dropped once", F_DROP, 1, 100},
-		{"every 2nd duplicated", F_DUP, 2, 500},
-		{"every 5th overtaken", F_REORDER, 5, 500},
-		{"every 4th refused by the provider", F_REFUSE, 4, 500},
-		{"every 2nd ack lost", F_ACK_LOST, 2, 500},
-		{"every 3rd ack lost", F_ACK_LOST, 3, 7},
-		{"a window all delivered, every ack lost", F_ACKS_LOST, 1, 16},
-		{"every ack lost until a duplicate came", F_ACKS_LOST, 1, 300},
+		{"clean", F_NONE, 1, 500, false},
+		{"every 3rd dropped", F_DROP, 3, 500, false},
+		{"every message dropped once", F_DROP, 1, 100, false},
+		{"every 2nd duplicated", F_DUP, 2, 500, false},
+		{"every 5th overtaken", F_REORDER, 5, 500, false},
+		{"every 4th refused by the provider", F_REFUSE, 4, 500, false},
+		{"every 2nd ack lost", F_ACK_LOST, 2, 500, false},
+		{"every 3rd ack lost", F_ACK_LOST, 3, 7, false},
+		{"every 3rd dropped, gaps reported", F_DROP, 3, 500, true},
+		{"every 5th overtaken, gaps reported", F_REORDER, 5, 500, true},
+		{"every 2nd ack lost, gaps reported", F_ACK_LOST, 2, 500, true},
+		{"a window all delivered, every ack lost", F_ACKS_LOST, 1, 16, false},
+		{"every ack lost until a duplicate came", F_ACKS_LOST, 1, 300, false},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		run_case(&cases[i]);
