@@ -307,19 +307,20 @@ void nd_mb_dump(const struct nd *nd)
 }
 
 /* Writes our count of `from`'s messages into its memory when it is due
- * (force: any not yet written). One that is lost is written again when a
- * resend of the last message comes. */
-static void ack(struct nd *nd, uint32_t from, bool force)
+ * (strobe: any not yet written, and the last one once more). One that is
+ * lost is written again at the next strobe, or when a resend of the last
+ * message comes. */
+static void ack(struct nd *nd, uint32_t from, bool strobe)
 {
 	struct nd_mb *m = nd->mb;
 	struct mbs_in *in = &m->in[from];
 	/* an ack the fabric could not deliver yet is written at a later strobe */
-	if (!mbs_ack_due(in, clock_mono_ns(), force) || !sn_peer_known(nd->sn, fabric_id(from)))
+	if (!mbs_ack_due(in, clock_mono_ns(), strobe) || !sn_peer_known(nd->sn, fabric_id(from)))
 		return;
 	uint64_t v = (uint64_t)inc_tag(m->peer_inc[from]) << 32 | in->consumed;
 	if (in->gap)
 		v |= ACK_GAP;
-	mbs_ack_sent(in);
+	mbs_ack_sent(in, strobe);
 	uint64_t every = fault_value(&nd->fault, "mb_ack_drop_every");
 	if (every && ++m->acks_out % every == 0) {
 		slog_limited(&m->hook_log, "test hook: mailbox ack %u to node %u dropped",

