@@ -318,7 +318,7 @@ static void ack(struct nd *nd, uint32_t from, bool strobe)
 	if (!mbs_ack_due(in, clock_mono_ns(), strobe) || !sn_peer_known(nd->sn, fabric_id(from)))
 		return;
 	uint64_t v = (uint64_t)inc_tag(m->peer_inc[from]) << 32 | in->consumed;
-	if (in->gap)
+	if (mbs_gap_open(in))
 		v |= ACK_GAP;
 	mbs_ack_sent(in, strobe);
 	uint64_t every = fault_value(&nd->fault, "mb_ack_drop_every");

@@ -95,6 +95,11 @@ bool mbs_gap_seen(struct mbs_in *in)
 	return true;
 }
 
+bool mbs_gap_open(const struct mbs_in *in)
+{
+	return in->gap_at && in->gap_at == in->consumed + 1;
+}
+
 bool mbs_ack_due(const struct mbs_in *in, uint64_t now, bool strobe)
 {
 	if (in->ack_again || in->gap)

@@ -81,8 +81,12 @@ bool mbs_gap_seen(struct mbs_in *in);
  * duplicate or a gap, after MBS_ACK_DELAY_NS for fewer; at a strobe
  * (strobe) for any, and a count no strobe wrote yet once more. */
 bool mbs_ack_due(const struct mbs_in *in, uint64_t now, bool strobe);
-/* The ack of `consumed` was written (with the gap flag if in->gap was
- * set), at a strobe or not. */
+/* Does the count carry the gap flag? While the gap reported stays open:
+ * a later write of the same count (a strobe's repeat) must not take it
+ * back before the sender read it. */
+bool mbs_gap_open(const struct mbs_in *in);
+/* The ack of `consumed` was written (with mbs_gap_open's flag), at a
+ * strobe or not. */
 void mbs_ack_sent(struct mbs_in *in, bool strobe);
 /* The stream is taken up at message next (a peer that restarted). */
 void mbs_restart(struct mbs_in *in, uint32_t next);

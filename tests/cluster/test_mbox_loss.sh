@@ -1,6 +1,6 @@
 #!/bin/bash
 # Node-to-node mailbox messages lost for good, and a lossy, slow link, under
-# BCS-MPI jobs and MPICH's PMI-1 fences, on a 4-node --netns cluster:
+# BCS-MPI jobs and MPICH's PMI-1 fences, on 4-node clusters:
 #  1. the test hook mb_drop_every=4 makes node01 skip the first transmission
 #     of every 4th mailbox message it sends (what a provider that failed the
 #     send for good, or a packet its reliability gave up on, leaves: no error
@@ -9,8 +9,9 @@
 #     has no ack, the receiver takes each number once, in order, and
 #     acknowledges a resend of what it had again; at the end every stream of
 #     node01 is acknowledged up to what it sent (its SIGUSR1 dump);
-#  2. on top of that, 10% loss and 5 ms delay on node02's and node03's
-#     egress (NFQUEUE + nfq_netem): the same jobs complete.
+#  2. a --netns cluster with the same hooks and, on top of them, 10% loss
+#     and 5 ms delay on node02's and node03's egress (NFQUEUE + nfq_netem):
+#     the same jobs complete.
 # Without resends the first hole stalls its stream: the job never ends.
 # Needs root. Every daemon and nfq_netem goes down on exit.
 # Usage: test_mbox_loss.sh BUILD_BIN_DIR
@@ -19,7 +20,7 @@ BIN=$(cd "${1:-build/bin}" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 T=$(mktemp -d /tmp/storm-mboxloss.XXXXXX)
-C=$T/c
+C=$T/c1
 export PATH=$BIN:$PATH STORM_CONF=$C/storm.conf
 fails=0 checks=0 NETEM="" LOSSY=""
 cleanup() {
@@ -75,10 +76,13 @@ all_acked() {
 	return 1
 }
 
-STORM_TEST_TAMPER_NODE=node01 STORM_TEST_TAMPER=mb_drop_every=4,mb_ack_drop_every=5 \
-	expect "cluster up $NETNS_MODE, 4 nodes; node01 loses every 4th mailbox message and 5th ack" 0 \
-	storm cluster up $NETNS_MODE --nodes 4 --down-after-ms 10000 --dir "$C"
-[ "$fails" = 0 ] || exit 1
+up() {
+	STORM_TEST_TAMPER_NODE=node01 STORM_TEST_TAMPER=mb_drop_every=4,mb_ack_drop_every=5 \
+		expect "cluster up $1, 4 nodes; node01 loses every 4th mailbox message and 5th ack" 0 \
+		storm cluster up $1 --nodes 4 --down-after-ms 10000 --dir "$C"
+	[ "$fails" = 0 ] || exit 1
+}
+up "$UP_MODE"
 
 # ---- 1. messages lost for good at the sender
 jobs "lost messages"
@@ -108,6 +112,9 @@ done
 echo "     duplicates of node01's messages seen: $dups"
 
 # ---- 2. and real loss and delay on two links
+cluster_kill
+C=$T/c2 STORM_CONF=$T/c2/storm.conf
+up "$NETNS_MODE"
 LOSSY="$(ns_of 2) $(ns_of 3)"
 for ns in $LOSSY; do
 	ip netns exec "$ns" iptables -A OUTPUT -o eth0 -j NFQUEUE --queue-num 1 --queue-bypass
