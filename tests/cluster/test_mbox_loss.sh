@@ -22,11 +22,12 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 T=$(mktemp -d /tmp/storm-mboxloss.XXXXXX)
 C=$T/c1
 export PATH=$BIN:$PATH STORM_CONF=$C/storm.conf
-fails=0 checks=0 NETEM="" LOSSY=""
+fails=0 checks=0 NETEM="" LOSSY="" PRIV=""
 cleanup() {
 	for p in $NETEM; do kill "$p" 2>/dev/null; done
 	for ns in $LOSSY; do ip netns exec "$ns" iptables -F OUTPUT 2>/dev/null; done
 	cluster_teardown
+	[ -n "$PRIV" ] && ip netns del "$PRIV"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
@@ -76,10 +77,12 @@ all_acked() {
 	return 1
 }
 
+# up MODE [PREFIX]: the cluster $C, node01 with the hooks (PREFIX: a
+# command it starts under, ip netns exec NS)
 up() {
 	STORM_TEST_TAMPER_NODE=node01 STORM_TEST_TAMPER=mb_drop_every=4,mb_ack_drop_every=5 \
 		expect "cluster up $1, 4 nodes; node01 loses every 4th mailbox message and 5th ack" 0 \
-		storm cluster up $1 --nodes 4 --down-after-ms 10000 --dir "$C"
+		${2:-} timeout 180 "$BIN/storm" cluster up $1 --nodes 4 --down-after-ms 10000 --dir "$C"
 	[ "$fails" = 0 ] || exit 1
 }
 up "$UP_MODE"
@@ -114,15 +117,25 @@ echo "     duplicates of node01's messages seen: $dups"
 # ---- 2. and real loss and delay on two links
 cluster_kill
 C=$T/c2 STORM_CONF=$T/c2/storm.conf
-up "$NETNS_MODE"
-LOSSY="$(ns_of 2) $(ns_of 3)"
+if [ -z "$NETNS_MODE" ] || ! ip -br addr | grep -q "10\.213\.255\.254/"; then
+	up "$NETNS_MODE"
+	LOSSY="$(ns_of 2) $(ns_of 3)" DEV=eth0 WHERE="node02's and node03's egress"
+else
+	# another --netns cluster on this host holds its subnet: this one in a
+	# network namespace of its own, loss and delay on its loopback (every
+	# link of the cluster: node to node and MM)
+	PRIV=mbl$$
+	ip netns add "$PRIV" && ip -n "$PRIV" link set lo up
+	up "" "ip netns exec $PRIV"
+	LOSSY=$PRIV DEV=lo WHERE="every link (the cluster in a private namespace: another --netns cluster runs here)"
+fi
 for ns in $LOSSY; do
-	ip netns exec "$ns" iptables -A OUTPUT -o eth0 -j NFQUEUE --queue-num 1 --queue-bypass
+	ip netns exec "$ns" iptables -A OUTPUT -o $DEV -p tcp -j NFQUEUE --queue-num 1 --queue-bypass
 	ip netns exec "$ns" "$BIN/nfq_netem" 1 10 5 >"$T/netem.$ns" 2>&1 &
 	NETEM="$NETEM $!"
 	wait_log "$T/netem.$ns" "nfq_netem: ready" 10 || bad "nfq_netem did not start in $ns"
 done
-ok "loss 10% and delay 5 ms on node02's and node03's egress"
+ok "loss 10% and delay 5 ms on $WHERE"
 jobs "lossy links"
 for p in $NETEM; do kill "$p"; wait "$p" 2>/dev/null; done
 NETEM=""
