@@ -371,6 +371,9 @@ clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/
 	./tests/cluster/test_faults.sh $(BUILD)/bin
 # a node that lost a command gets it again from the MM, in order (~5 s)
 	./tests/cluster/test_cmd_resend.sh $(BUILD)/bin
+# mailbox messages and acks lost at a sender, then 10% loss on links, under
+# BCS-MPI jobs and PMI fences: each is sent again and the jobs end (~2 min)
+	./tests/cluster/test_mbox_loss.sh $(BUILD)/bin
 	./tests/cluster/test_persist.sh $(BUILD)/bin
 	./tests/cluster/test_load.sh $(BUILD)/bin 200 10
 	./tests/cluster/test_valgrind.sh $(BUILD)/bin
@@ -519,6 +522,7 @@ soak-load: all
 faulttest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/nfq_netem $(BUILD)/bin/ckpt_prog
 	./tests/cluster/test_faults.sh $(BUILD)/bin
 	./tests/cluster/test_cmd_resend.sh $(BUILD)/bin
+	./tests/cluster/test_mbox_loss.sh $(BUILD)/bin
 
 # the launch experiment alone (storm against srun --bcast, srun, mpiexec, copies)
 # unmodified MPICH programs under storm run (PMI-1) against mpiexec

@@ -1,17 +1,19 @@
 #!/bin/bash
 # Node-to-node mailbox messages lost for good, and a lossy, slow link, under
 # BCS-MPI jobs and MPICH's PMI-1 fences, on 4-node clusters:
-#  1. the test hook mb_drop_every=4 makes node01 skip the first transmission
-#     of every 4th mailbox message it sends (what a provider that failed the
-#     send for good, or a packet its reliability gave up on, leaves: no error
-#     here, a hole in the stream), and mb_ack_drop_every=5 loses every 3rd
-#     ack it writes. Each job must still complete: the sender resends what
+#  1. a plain cluster: the test hook mb_drop_every=4 makes node01 skip the
+#     first transmission of every 4th mailbox message it sends (what a
+#     provider that failed the send for good, or a packet its reliability
+#     gave up on, leaves: no error here, a hole in the stream), and
+#     mb_ack_drop_every=5 loses every 5th ack it writes. Each job must still complete: the sender resends what
 #     has no ack, the receiver takes each number once, in order, and
 #     acknowledges a resend of what it had again; at the end every stream of
 #     node01 is acknowledged up to what it sent (its SIGUSR1 dump);
 #  2. a --netns cluster with the same hooks and, on top of them, 10% loss
 #     and 5 ms delay on node02's and node03's egress (NFQUEUE + nfq_netem):
-#     the same jobs complete.
+#     the same jobs complete. (--netns clusters share one subnet: while
+#     another one runs on this host, this cluster runs in a network
+#     namespace of its own and every link gets the loss, on its loopback.)
 # Without resends the first hole stalls its stream: the job never ends.
 # Needs root. Every daemon and nfq_netem goes down on exit.
 # Usage: test_mbox_loss.sh BUILD_BIN_DIR
