@@ -368,6 +368,10 @@ int nd_mb_timer_ms(const struct nd *nd)
 		return -1;
 	uint64_t due = 0;
 	for (uint32_t p = 0; p < m->nnodes; p++) {
+		/* what is due to a peer whose address is not known yet waits
+		 * for a strobe: no timer for it, or the loop would spin */
+		if (!sn_peer_known(nd->sn, fabric_id(p)))
+			continue;
 		uint64_t d = mbs_next_due(&m->out[p].seq, &m->in[p]);
 		if (d && (!due || d < due))
 			due = d;
