@@ -16,6 +16,11 @@ static bool live(const struct caw_lock *l, uint64_t now_ns)
 	return l->used && now_ns < l->lease_ns;
 }
 
+static bool is_held(const struct caw_lock *l, uint64_t now_ns)
+{
+	return live(l, now_ns) && !l->waiting;
+}
+
 static int find_decided(const struct caw_locks *t, uint32_t origin, uint32_t opid)
 {
 	for (unsigned i = 0; i < CAW_DECIDED_RING; i++)
@@ -32,12 +37,25 @@ static void remember(struct caw_locks *t, uint32_t origin, uint32_t opid, bool f
 	t->decided_next = (t->decided_next + 1) % CAW_DECIDED_RING;
 }
 
-int caw_lock_take(struct caw_locks *t, uint32_t origin, uint32_t opid, uint64_t rvar,
-		  bool writes, uint64_t wvar, uint64_t wval, uint64_t now_ns, uint64_t lease_ns)
+/* What req must do about a conflicting entry: wait (-EAGAIN) or be refused. */
+static int meet(const struct caw_lock *l, const struct caw_req *req)
 {
-	if (find_decided(t, origin, opid) >= 0)
+	if (req->at_leader)
+		return -EAGAIN; /* holds nothing: its wait closes no cycle */
+	if (!l->waiting && l->leader == req->leader)
+		return -EAGAIN; /* decided already: its release is on the way */
+	if (caw_older(req->ticket, req->origin, l->ticket, l->origin))
+		return -EAGAIN; /* older waits for younger */
+	return -EBUSY;
+}
+
+int caw_lock_take(struct caw_locks *t, const struct caw_req *req, uint64_t now_ns,
+		  uint64_t lease_ns)
+{
+	if (find_decided(t, req->origin, req->opid) >= 0)
 		return -EBUSY;
-	struct caw_lock *free_slot = NULL;
+	struct caw_lock *free_slot = NULL, *mine = NULL;
+	int rc = 0;
 	for (unsigned i = 0; i < CAW_MAX_LOCKS; i++) {
 		struct caw_lock *l = &t->l[i];
 		if (!live(l, now_ns)) {
@@ -46,24 +64,55 @@ int caw_lock_take(struct caw_locks *t, uint32_t origin, uint32_t opid, uint64_t 
 				free_slot = l;
 			continue;
 		}
-		if (l->origin == origin && l->opid == opid)
-			return 0; /* the same prepare again */
-		if (caw_conflict(l, rvar, writes, wvar))
-			return -EBUSY;
+		if (l->origin == req->origin && l->opid == req->opid) {
+			if (!l->waiting)
+				return 0; /* the same prepare again */
+			mine = l;
+			continue;
+		}
+		/* a younger waiter does not hold this one back */
+		if (!caw_conflict(l, req->rvar, req->writes, req->wvar) ||
+		    (l->waiting && !caw_older(l->ticket, l->origin, req->ticket, req->origin)))
+			continue;
+		int m = meet(l, req);
+		if (m == -EBUSY)
+			rc = -EBUSY;
+		else if (!rc)
+			rc = -EAGAIN;
 	}
-	if (!free_slot)
+	if (rc == -EBUSY) {
+		if (mine)
+			mine->used = false;
+		return -EBUSY;
+	}
+	if (!mine && !free_slot)
 		return -ENOSPC;
-	*free_slot = (struct caw_lock){
-		.used = true,
-		.writes = writes,
-		.origin = origin,
-		.opid = opid,
-		.rvar = rvar,
-		.wvar = wvar,
-		.wval = wval,
-		.lease_ns = now_ns + lease_ns,
-	};
-	return 0;
+	if (!mine) {
+		mine = free_slot;
+		*mine = (struct caw_lock){
+			.used = true,
+			.writes = req->writes,
+			.origin = req->origin,
+			.opid = req->opid,
+			.ticket = req->ticket,
+			.leader = req->leader,
+			.rvar = req->rvar,
+			.wvar = req->wvar,
+			.wval = req->wval,
+		};
+	}
+	mine->lease_ns = now_ns + lease_ns;
+	mine->waiting = rc == -EAGAIN;
+	return rc;
+}
+
+void caw_lock_cancel(struct caw_locks *t, uint32_t origin, uint32_t opid)
+{
+	for (unsigned i = 0; i < CAW_MAX_LOCKS; i++) {
+		struct caw_lock *l = &t->l[i];
+		if (l->used && l->waiting && l->origin == origin && l->opid == opid)
+			l->used = false;
+	}
 }
 
 int caw_lock_decide(struct caw_locks *t, uint32_t origin, uint32_t opid, bool commit,
@@ -73,8 +122,9 @@ int caw_lock_decide(struct caw_locks *t, uint32_t origin, uint32_t opid, bool co
 		struct caw_lock *l = &t->l[i];
 		if (!l->used || l->origin != origin || l->opid != opid)
 			continue;
-		int rc = !commit ? 0 : !live(l, now_ns) ? -ENOENT : l->writes ? 1 : 0;
+		int rc = !commit ? 0 : !live(l, now_ns) || l->waiting ? -ENOENT : l->writes ? 1 : 0;
 		l->used = false;
+		t->releases++;
 		remember(t, origin, opid, rc < 0);
 		if (rc == 1) {
 			*wvar = l->wvar;
@@ -93,7 +143,7 @@ unsigned caw_locks_held(const struct caw_locks *t, uint64_t now_ns)
 {
 	unsigned n = 0;
 	for (unsigned i = 0; i < CAW_MAX_LOCKS; i++)
-		n += live(&t->l[i], now_ns);
+		n += is_held(&t->l[i], now_ns);
 	return n;
 }
 
@@ -104,6 +154,7 @@ void caw_sm_init(struct caw_sm *c, const struct sn_nodeset *set, bool writes,
 	c->state = CAW_PREPARE;
 	c->writes = writes;
 	c->set = *set;
+	c->retry_window_ns = retry_window_ns;
 	c->retry_until_ns = now_ns + retry_window_ns;
 }
 
@@ -123,9 +174,10 @@ void caw_sm_prepared(struct caw_sm *c, int status, const struct sn_nodeset *unco
 {
 	c->commit = false;
 	c->retry = false;
+	c->queued = status == -EAGAIN;
 	if (!sn_set_empty(unconfirmed))
 		answer(c, status < 0 ? status : -ETIMEDOUT, unconfirmed);
-	else if (status == -EBUSY)
+	else if (status == -EBUSY || status == -EAGAIN)
 		c->retry = true; /* answered after the release, or retried */
 	else if (status == 1 && c->writes)
 		c->commit = true; /* answered once the members confirm it */
@@ -145,6 +197,13 @@ void caw_sm_decided(struct caw_sm *c, const struct sn_nodeset *unconfirmed, uint
 	if (c->commit) {
 		c->written = true;
 		answer(c, sn_set_empty(unconfirmed) ? 1 : -EHOSTUNREACH, unconfirmed);
+	} else if (c->retry && c->queued) {
+		/* it waited behind calls that went ahead: its turn comes, at
+		 * its place (its priority), so queue again at once */
+		c->retry_until_ns = now_ns + c->retry_window_ns;
+		c->backoff_until_ns = now_ns;
+		c->state = CAW_BACKOFF;
+		return;
 	} else if (c->retry) {
 		/* up to 0.1 ms + 2^attempt ms, random: callers that took each
 		 * other's locks do not meet again in step */

@@ -9,10 +9,27 @@
  * value), then DECIDE (a tree operation that commits the staged write or
  * releases the locks), then, for the members that did not confirm the
  * decision through the tree (a dead inner node cuts its subtree off), the
- * same decision sent to each of them directly. The prepare locks the set's
- * lowest node first, where a conflicting prepare waits its turn (sn.c); one
- * that meets a conflicting lock elsewhere is released and tried again after
- * a random back-off. */
+ * same decision sent to each of them directly.
+ *
+ * Progress under contention. Every call carries a priority fixed at its
+ * start and kept across its retries (caw_older: its start time, then its
+ * coordinator's id): a total order. The prepare locks the set's lowest
+ * node (its leader) first, holding nothing, so it may wait there whatever
+ * it meets. Then the rest: at a member where a conflicting lock is held, an
+ * older call waits for a younger holder, a younger one is refused and
+ * retries (wait-die: every wait goes from older to younger, so no wait can
+ * close a cycle); a holder with the same leader has been decided already
+ * (two conflicting calls cannot both hold their leader), so the call waits
+ * for that release in flight instead of being refused by it. Waiters are
+ * granted oldest first and a younger prepare does not overtake an older
+ * waiter it conflicts with. So the oldest call is never refused and waits
+ * only for calls that finish or are refused: some call always completes,
+ * and every call becomes the oldest in time. A wait that reaches its
+ * deadline while locks changed hands queues again at once, at the same
+ * place, with a fresh window: a long queue that moves is not a conflict.
+ * A random back-off alone did not guarantee any of this: callers on one
+ * set were refused by releases still in flight and sent to the back of
+ * the queue, until their window ran out. */
 #ifndef STORM_CAW_H
 #define STORM_CAW_H
 
@@ -26,9 +43,22 @@
 #define CAW_MAX_LOCKS 64
 #define CAW_DECIDED_RING 64
 
+/* One prepare at a member (sn.c fills it from the EVAL message). */
+struct caw_req {
+	uint32_t origin, opid;  /* the coordinator and this attempt's lock id */
+	uint64_t ticket;        /* the call's priority, the same in every attempt */
+	uint32_t leader;        /* the set's lowest node */
+	bool at_leader;         /* prepared there, holding nothing: may always wait */
+	bool writes;
+	uint64_t rvar, wvar, wval;
+};
+
 struct caw_lock {
 	bool used, writes;
+	bool waiting;          /* queued, not held: caw_lock_take again grants it */
 	uint32_t origin, opid; /* the prepare that took it */
+	uint64_t ticket;
+	uint32_t leader;
 	uint64_t rvar, wvar, wval;
 	uint64_t lease_ns;     /* released as aborted after this */
 };
@@ -42,18 +72,30 @@ struct caw_locks {
 		bool failed; /* a commit this member could not apply */
 	} decided[CAW_DECIDED_RING];
 	unsigned decided_next;
+	uint64_t releases;     /* locks released so far: a queue that moved */
 };
+
+/* Whether call (ticket a, origin oa) is older than (b, ob): goes first. */
+static inline bool caw_older(uint64_t a, uint32_t oa, uint64_t b, uint32_t ob)
+{
+	return a < b || (a == b && oa < ob);
+}
 
 /* Whether a held lock conflicts with an operation reading rvar and, if
  * writes, writing wvar: a writer excludes every reader and writer of its
  * variable; readers share. */
 bool caw_conflict(const struct caw_lock *held, uint64_t rvar, bool writes, uint64_t wvar);
 
-/* Prepare (origin, opid) here: 0 locked, -EBUSY (a conflicting lock is held,
- * or this prepare was already decided), -ENOSPC (too many held). Expired
- * leases are dropped first. */
-int caw_lock_take(struct caw_locks *t, uint32_t origin, uint32_t opid, uint64_t rvar,
-		  bool writes, uint64_t wvar, uint64_t wval, uint64_t now_ns, uint64_t lease_ns);
+/* Prepare req here: 0 locked, -EAGAIN queued (a conflicting lock is held
+ * or an older conflicting prepare waits, and req may wait: the queued entry
+ * is granted by calling this again once a lock was released), -EBUSY
+ * refused (or this prepare was already decided), -ENOSPC (too many held).
+ * Expired leases are dropped first. */
+int caw_lock_take(struct caw_locks *t, const struct caw_req *req, uint64_t now_ns,
+		  uint64_t lease_ns);
+
+/* Drops a queued prepare that stopped waiting (its deadline passed). */
+void caw_lock_cancel(struct caw_locks *t, uint32_t origin, uint32_t opid);
 
 /* The decision on prepare (origin, opid): releases its lock. 1 when commit
  * finds a staged write (*wvar = *wval is the caller's to do), 0 when
@@ -64,7 +106,7 @@ int caw_lock_take(struct caw_locks *t, uint32_t origin, uint32_t opid, uint64_t 
 int caw_lock_decide(struct caw_locks *t, uint32_t origin, uint32_t opid, bool commit,
 		    uint64_t now_ns, uint64_t *wvar, uint64_t *wval);
 
-/* Locks held (tests and diagnostics). */
+/* Locks held, not counting queued prepares (tests and diagnostics). */
 unsigned caw_locks_held(const struct caw_locks *t, uint64_t now_ns);
 
 /* ---- the coordinator's state machine */
@@ -82,10 +124,13 @@ struct caw_sm {
 	bool writes;
 	bool commit;          /* this attempt's decision */
 	bool retry;           /* released after a conflict: try again */
+	bool queued;          /* ... after waiting in a queue that moved */
 	unsigned attempt;     /* 0 for the first prepare */
 	struct sn_nodeset set;
 	struct sn_nodeset direct; /* CAW_DECIDE_DIRECT: members still to confirm */
-	uint64_t retry_until_ns;  /* no new attempt after this */
+	uint64_t retry_window_ns;
+	uint64_t retry_until_ns;  /* no new attempt after this, unless it waited
+				     in a queue that moved (then one window more) */
 	uint64_t backoff_until_ns;
 	/* the answer, once answered is set (a read or a false condition is
 	 * answered after the prepare, before the locks are released) */
@@ -98,7 +143,8 @@ struct caw_sm {
 void caw_sm_init(struct caw_sm *c, const struct sn_nodeset *set, bool writes,
 		 uint64_t now_ns, uint64_t retry_window_ns);
 /* The prepare finished: status is the AND of the conditions (1/0) or a
- * negative errno (-EBUSY: a conflict), unconfirmed the members that did not
+ * negative errno (-EBUSY: a conflict; -EAGAIN: it waited for a lock to its
+ * deadline while others went ahead), unconfirmed the members that did not
  * answer. Moves to CAW_DECIDE. */
 void caw_sm_prepared(struct caw_sm *c, int status, const struct sn_nodeset *unconfirmed);
 /* The decision's tree operation (or, in CAW_DECIDE_DIRECT, the direct

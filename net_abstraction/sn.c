@@ -185,8 +185,8 @@ struct rec {
 	int32_t status;         /* 1/0 AND of conditions, or -errno */
 	bool in_set, local_done, finished;
 	bool local_failed;      /* done here, but without effect: not confirmed */
-	bool lock_wait;         /* a CAW prepare waiting for a lock here (SN_F_WAIT) */
-	uint64_t wait_seq;      /* its place in the queue */
+	bool lock_wait;         /* a CAW prepare queued for a lock here (caw.h) */
+	uint64_t wait_mark;     /* locks.releases when it queued */
 	uint64_t bytes;         /* XFER bytes placed here */
 	uint64_t deadline_ns;
 	unsigned tx_pending;
@@ -204,6 +204,7 @@ struct caw_call {
 	struct sn_msg m;          /* the prepare's parameters */
 	int rail;
 	uint32_t lock_id;         /* this attempt's locks on the members */
+	uint64_t ticket;          /* its priority, kept across attempts (caw.h) */
 	bool leader_locked;       /* this attempt holds the set's lowest node */
 	int leader_vote;          /* what the condition gave there */
 	unsigned direct_left;     /* direct decisions still out */
@@ -239,7 +240,7 @@ struct sn_ctx {
 	uint32_t next_opid;
 	struct rec *recs;
 	struct caw_locks locks;   /* this node's, as a member of CAWs */
-	uint64_t wait_seq;        /* prepares queued for a lock here, so far */
+	uint32_t caw_seq;         /* COMPARE-AND-WRITEs started here: their tickets */
 	struct caw_call *calls;   /* the CAWs this node coordinates */
 	uint64_t rng;             /* back-off of conflicting CAWs */
 	struct event events[SN_MAX_EVENTS];
@@ -920,6 +921,7 @@ static void rec_forward(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *
 }
 
 static void combine_status(struct rec *r, int32_t status);
+static void caw_grant_waiters(struct sn_ctx *ctx);
 
 static void rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired)
 {
@@ -927,11 +929,16 @@ static void rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired)
 		return;
 	if (!expired && !(r->local_done && sn_set_empty(&r->waiting)))
 		return;
+	bool regrant = false;
 	if (expired && r->lock_wait) {
-		/* waited for its lock to the end: a conflict, answered as one */
+		/* waited for its lock to the end: a conflict, answered as one;
+		 * -EAGAIN if locks changed hands meanwhile (the call queues
+		 * again at once, caw.h), -EBUSY if the queue stood still */
 		r->lock_wait = false;
-		combine_status(r, -EBUSY);
+		caw_lock_cancel(&ctx->locks, r->m.origin, (uint32_t)r->m.total);
+		combine_status(r, ctx->locks.releases != r->wait_mark ? -EAGAIN : -EBUSY);
 		r->local_done = true;
+		regrant = true; /* younger prepares it held back */
 	}
 	if (expired) {
 		/* children that did not answer in time are the suspects */
@@ -962,6 +969,8 @@ static void rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired)
 		send_msg(ctx, r->rail, r->parent, &ack, NULL, 0, r);
 	}
 	rec_release(ctx, r);
+	if (regrant)
+		caw_grant_waiters(ctx);
 }
 
 static void rec_child_failed(struct sn_ctx *ctx, struct rec *r, uint32_t child)
@@ -996,17 +1005,25 @@ static uint64_t caw_lease_ns(const struct sn_ctx *ctx)
 
 /* A CAW prepare here: lock the variables, stage the write, evaluate. The
  * lock is held whatever the condition says: the answer must hold at one
- * instant on every member. A conflicting lock refuses it (-EBUSY), or with
- * SN_F_WAIT (the set's lowest node, locked first, so the waiter holds
- * nothing yet and no wait can close a cycle) queues it: false, not done. */
+ * instant on every member. A conflicting lock refuses it (-EBUSY) or queues
+ * it (caw.h says which): false, not done. */
 static bool caw_member_prepare(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m)
 {
-	bool writes = m->flags & SN_F_WRITE;
-	int rc = caw_lock_take(&ctx->locks, m->origin, (uint32_t)m->total, m->off, writes,
-			       m->off2, m->value2, now_ns(), caw_lease_ns(ctx));
-	if (rc == -EBUSY && (m->flags & SN_F_WAIT)) {
+	struct caw_req req = {
+		.origin = m->origin,
+		.opid = (uint32_t)m->total,
+		.ticket = m->chunk_off,
+		.leader = m->event,
+		.at_leader = m->flags & SN_F_WAIT,
+		.writes = m->flags & SN_F_WRITE,
+		.rvar = m->off,
+		.wvar = m->off2,
+		.wval = m->value2,
+	};
+	int rc = caw_lock_take(&ctx->locks, &req, now_ns(), caw_lease_ns(ctx));
+	if (rc == -EAGAIN) {
 		if (!r->lock_wait)
-			r->wait_seq = ++ctx->wait_seq;
+			r->wait_mark = ctx->locks.releases;
 		r->lock_wait = true;
 		return false;
 	}
@@ -1021,20 +1038,41 @@ static bool caw_member_prepare(struct sn_ctx *ctx, struct rec *r, const struct s
 
 static void rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired);
 
-/* A lock was released here: the queued prepares that can lock now do, in
- * the order they came. */
+/* A queued prepare's place: the older call first (caw.h). */
+struct caw_place {
+	uint64_t ticket;
+	uint32_t origin, opid;
+};
+
+static struct caw_place caw_place_of(const struct rec *r)
+{
+	return (struct caw_place){r->m.chunk_off, r->m.origin, r->m.opid};
+}
+
+static bool caw_before(struct caw_place a, struct caw_place b)
+{
+	if (a.ticket != b.ticket || a.origin != b.origin)
+		return caw_older(a.ticket, a.origin, b.ticket, b.origin);
+	return a.opid < b.opid;
+}
+
+/* A lock was released here: the queued prepares that can lock now do,
+ * oldest call first. */
 static void caw_grant_waiters(struct sn_ctx *ctx)
 {
-	uint64_t after = 0;
+	struct caw_place after;
+	bool first = true;
 	for (;;) {
 		struct rec *next = NULL;
 		for (struct rec *r = ctx->recs; r; r = r->next)
-			if (r->lock_wait && !r->finished && r->wait_seq > after &&
-			    (!next || r->wait_seq < next->wait_seq))
+			if (r->lock_wait && !r->finished &&
+			    (first || caw_before(after, caw_place_of(r))) &&
+			    (!next || caw_before(caw_place_of(r), caw_place_of(next))))
 				next = r;
 		if (!next)
 			return;
-		after = next->wait_seq;
+		after = caw_place_of(next);
+		first = false;
 		if (caw_member_prepare(ctx, next, &next->m)) {
 			next->local_done = true;
 			rec_try_finish(ctx, next, false); /* may free it */
@@ -2051,6 +2089,8 @@ static bool caw_launch(struct sn_ctx *ctx, struct caw_call *c, uint8_t type,
 		m.value = c->lock_id;
 	} else {
 		m.total = c->lock_id;
+		m.chunk_off = c->ticket;
+		m.event = sn_set_next(&c->sm.set, 0);
 		if (!c->leader_locked)
 			m.flags |= SN_F_WAIT;
 	}
@@ -2120,6 +2160,7 @@ static void caw_backoffs(struct sn_ctx *ctx)
 	uint64_t t = now_ns();
 	for (struct caw_call *c = ctx->calls; c; c = c->next)
 		if (c->sm.state == CAW_BACKOFF && t >= c->sm.backoff_until_ns) {
+			ctx->stats.caw_retries++;
 			caw_sm_retry(&c->sm);
 			c->leader_locked = false;
 			caw_advance(ctx, c);
@@ -2169,6 +2210,17 @@ static int caw_deliver(struct sn_ctx *ctx)
 	return n;
 }
 
+/* A call's priority: its start in ms of the wall clock, which hosts share
+ * well enough for fairness (order alone makes progress: any total order
+ * does), then a count that keeps this node's calls of one ms apart. */
+static uint64_t caw_ticket(struct sn_ctx *ctx)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return ms << 20 | (ctx->caw_seq++ & 0xfffff);
+}
+
 int sn_caw_start(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off,
 		 enum sn_cmp op, uint64_t value, bool do_write, uint64_t write_off,
 		 uint64_t write_val, sn_caw_fn fn, void *arg)
@@ -2197,6 +2249,7 @@ int sn_caw_start(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_
 		.value2 = write_val,
 	};
 	c->rail = pick_rail(ctx, SN_XFER_SYS);
+	c->ticket = caw_ticket(ctx);
 	c->fn = fn;
 	c->arg = arg;
 	/* conflicts are retried for one timeout; the phases that follow are
@@ -2236,8 +2289,18 @@ int sn_caw(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off, e
 	if (rc)
 		return rc;
 	/* every phase has a deadline, so the answer comes; the bound is for
-	 * a fabric that stopped making progress at all */
-	wait_until(ctx, caw_waited, &w, now_ns() + 5ull * ctx->cfg.timeout_ms * 1000000ull);
+	 * a fabric that stopped making progress at all. A call that waits
+	 * behind others that go ahead starts attempts: that is progress. */
+	unsigned attempts = 0;
+	for (;;) {
+		wait_until(ctx, caw_waited, &w, now_ns() + 5ull * ctx->cfg.timeout_ms * 1000000ull);
+		const struct caw_call *c = ctx->calls;
+		while (c && c->arg != &w)
+			c = c->next;
+		if (w.done || !c || c->sm.attempt == attempts)
+			break;
+		attempts = c->sm.attempt;
+	}
 	if (!w.done) {
 		for (struct caw_call *c = ctx->calls; c; c = c->next)
 			if (c->arg == &w)

@@ -243,6 +243,8 @@ struct sn_stats {
 	uint64_t mapped_writes;        /* of them, copied into a peer's memory mapped
 					  here (shm peers: bell.h) */
 	uint64_t map_refused;          /* requests for our memory from another user */
+	uint64_t caw_retries;          /* COMPARE-AND-WRITE attempts after a call's first
+					  (refused, or queued again) */
 };
 void sn_get_stats(const struct sn_ctx *ctx, struct sn_stats *st);
 

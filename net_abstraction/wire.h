@@ -28,7 +28,8 @@ enum sn_msg_flags {
 	SN_F_ATOMIC = 1u << 1, /* hold the remote event until COMMIT */
 	SN_F_WRITE = 1u << 2,  /* EVAL: stage the write of value2 at off2 */
 	SN_F_COMMIT = 1u << 3, /* WRITE: apply the staged write (else release) */
-	SN_F_WAIT = 1u << 4,   /* EVAL: wait for a conflicting lock, do not refuse */
+	SN_F_WAIT = 1u << 4,   /* EVAL: at the set's lowest node, holding nothing: wait
+				  for any conflicting lock, do not refuse (caw.h) */
 	SN_F_PLACED = 1u << 5, /* XFER: the chunk was RMA-written into the receiver's
 				  global memory before this header; no payload */
 };
@@ -42,13 +43,13 @@ struct sn_msg {
 	uint32_t nbits;   /* node count of the sender's cluster */
 	uint32_t fanout;
 	uint32_t budget_ms;
-	uint32_t event;   /* remote event, or SN_NO_EVENT */
+	uint32_t event;   /* remote event, or SN_NO_EVENT; EVAL: the set's lowest node */
 	uint32_t cmp;     /* enum sn_cmp */
 	int32_t status;   /* ACK: 1 true, 0 false, <0 -errno (-EBUSY: a lock conflict) */
 	uint32_t chunk_len;
 	uint64_t off;     /* XFER: destination offset; CAW: variable */
 	uint64_t total;   /* XFER: whole length; EVAL: the lock's id */
-	uint64_t chunk_off;
+	uint64_t chunk_off; /* XFER; EVAL: the call's priority (caw.h) */
 	uint64_t value;   /* EVAL: comparand; WRITE: the id of the lock it decides */
 	uint64_t off2;    /* CAW: write offset */
 	uint64_t value2;  /* CAW: value written */

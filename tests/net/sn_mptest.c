@@ -689,6 +689,53 @@ static int scen_overlap(const struct spawn_node *nd)
 	return 0;
 }
 
+/* ------------------------------- conflicting writers, all at one instant */
+
+/* The worst case for conflicting calls: released by one XFER-AND-SIGNAL
+ * "go", every node at once writes its own value over its window of three
+ * (self..self+2 mod n: the windows overlap with different lowest nodes)
+ * and over every node, CONTEND_ITERS times each. Every call must be
+ * answered true and written: none may give up on a conflict (-EBUSY), and
+ * the writers on every node must leave one final value on all of them. */
+#define CONTEND_ITERS 4
+
+static int scen_contend(const struct spawn_node *nd)
+{
+	uint32_t self = nd->id, n = nd->n;
+	struct sn_ctx *ctx = open_node(nd, 1 << 20);
+	struct sn_nodeset all, win;
+	all_nodes(ctx, &all);
+	sn_set_clear(&win);
+	for (uint32_t k = 0; k < 3; k++)
+		sn_set_add(&win, (self + k) % n);
+	sn_var_store(ctx, VAR_A, 0);
+	sn_var_store(ctx, VAR_B, 0);
+	CHECK(barrier(ctx, &all, 1) == 0, "barrier");
+	struct sn_stats st0, st1;
+	sn_get_stats(ctx, &st0);
+	uint64_t t0 = now_ms();
+	for (uint64_t it = 1; it <= CONTEND_ITERS; it++) {
+		uint64_t mine = it * 1000 + self + 1;
+		int rc = sn_caw(ctx, &win, VAR_A, SN_GE, 0, true, VAR_A, mine, NULL);
+		CHECK(rc == 1, "window write %lu: %d %s", (unsigned long)it, rc, sn_strerror(ctx));
+		rc = sn_caw(ctx, &all, VAR_B, SN_GE, 0, true, VAR_B, mine, NULL);
+		CHECK(rc == 1, "write on all %lu: %d %s", (unsigned long)it, rc, sn_strerror(ctx));
+	}
+	sn_get_stats(ctx, &st1);
+	fprintf(stderr, "node %u: %u calls in %lu ms, %lu retried\n", self, 2 * CONTEND_ITERS,
+		(unsigned long)(now_ms() - t0), (unsigned long)(st1.caw_retries - st0.caw_retries));
+	CHECK(barrier(ctx, &all, 2) == 0, "barrier");
+	if (self == 0) {
+		uint64_t last = sn_var_load(ctx, VAR_B);
+		CHECK(last > 1000, "no write on all landed here");
+		CHECK(sn_caw(ctx, &all, VAR_B, SN_EQ, last, false, 0, 0, NULL) == 1,
+		      "nodes disagree on the final value");
+	}
+	CHECK(barrier(ctx, &all, 3) == 0, "barrier");
+	sn_close(ctx);
+	return 0;
+}
+
 /* ----------------------------------------------------------- peer killed */
 
 static int scen_kill(const struct spawn_node *nd)
@@ -1193,7 +1240,7 @@ static int run_scenario(int prov, int (*fn)(const struct spawn_node *), uint32_t
 	X(P, noack, 2) X(P, noack, 8) X(P, noack, 32)             \
 	X(P, caw, 2) X(P, caw, 8) X(P, caw, 32)                   \
 	X(P, concurrent, 2) X(P, concurrent, 8) X(P, concurrent, 32) \
-	X(P, overlap, 5) X(P, overlap, 16)                        \
+	X(P, overlap, 5) X(P, overlap, 16) X(P, contend, 8) X(P, contend, 32) \
 	X(P, order, 2) X(P, order, 8) X(P, stopped, 3) X(P, cutoff, 3) \
 	X(P, kill, 2) X(P, kill, 8) X(P, kill, 32)                \
 	X(P, rails, 8) X(P, static, 4) X(P, badargs, 1) X(P, foreign, 1) \

@@ -13,6 +13,18 @@
 #define VA 4096
 #define VB 4104
 
+/* A prepare of call origin (its own leader, all of one age: the coordinator
+ * decides the order) outside its leader. */
+static int take(struct caw_locks *t, uint32_t origin, uint32_t opid, uint64_t rvar, bool writes,
+		uint64_t wvar, uint64_t wval, uint64_t now, uint64_t lease)
+{
+	struct caw_req r = {
+		.origin = origin, .opid = opid, .leader = 100 + origin,
+		.writes = writes, .rvar = rvar, .wvar = wvar, .wval = wval,
+	};
+	return caw_lock_take(t, &r, now, lease);
+}
+
 static void test_conflicts(void)
 {
 	struct caw_lock rd = {.used = true, .rvar = VA};
@@ -31,19 +43,19 @@ static void test_locks(void)
 	static struct caw_locks t;
 	memset(&t, 0, sizeof(t));
 	uint64_t wv = 0, wval = 0;
-	CU_ASSERT_EQUAL(caw_lock_take(&t, 1, 10, VA, true, VB, 7, 0, LEASE), 0);
-	CU_ASSERT_EQUAL(caw_lock_take(&t, 1, 10, VA, true, VB, 7, 0, LEASE), 0); /* again */
+	CU_ASSERT_EQUAL(take(&t, 1, 10, VA, true, VB, 7, 0, LEASE), 0);
+	CU_ASSERT_EQUAL(take(&t, 1, 10, VA, true, VB, 7, 0, LEASE), 0); /* again */
 	CU_ASSERT_EQUAL(caw_locks_held(&t, 0), 1);
-	CU_ASSERT_EQUAL(caw_lock_take(&t, 2, 10, VB, false, 0, 0, 0, LEASE), -EBUSY);
-	CU_ASSERT_EQUAL(caw_lock_take(&t, 2, 11, VA, false, 0, 0, 0, LEASE), 0);
+	CU_ASSERT_EQUAL(take(&t, 2, 10, VB, false, 0, 0, 0, LEASE), -EBUSY);
+	CU_ASSERT_EQUAL(take(&t, 2, 11, VA, false, 0, 0, 0, LEASE), 0);
 	CU_ASSERT_EQUAL(caw_lock_decide(&t, 1, 10, true, 1, &wv, &wval), 1);
 	CU_ASSERT_EQUAL(wv, VB);
 	CU_ASSERT_EQUAL(wval, 7);
 	/* the same decision again (sent directly too): done, not written twice */
 	CU_ASSERT_EQUAL(caw_lock_decide(&t, 1, 10, true, 1, &wv, &wval), 0);
 	/* a prepare that arrives after its decision does not lock */
-	CU_ASSERT_EQUAL(caw_lock_take(&t, 1, 10, VA, true, VB, 7, 2, LEASE), -EBUSY);
-	CU_ASSERT_EQUAL(caw_lock_take(&t, 2, 12, VB, false, 0, 0, 2, LEASE), 0);
+	CU_ASSERT_EQUAL(take(&t, 1, 10, VA, true, VB, 7, 2, LEASE), -EBUSY);
+	CU_ASSERT_EQUAL(take(&t, 2, 12, VB, false, 0, 0, 2, LEASE), 0);
 	CU_ASSERT_EQUAL(caw_lock_decide(&t, 2, 11, false, 3, &wv, &wval), 0);
 	CU_ASSERT_EQUAL(caw_lock_decide(&t, 2, 12, false, 3, &wv, &wval), 0);
 	CU_ASSERT_EQUAL(caw_locks_held(&t, 3), 0);
@@ -51,15 +63,15 @@ static void test_locks(void)
 	CU_ASSERT_EQUAL(caw_lock_decide(&t, 3, 1, true, 3, &wv, &wval), -ENOENT);
 	CU_ASSERT_EQUAL(caw_lock_decide(&t, 3, 1, true, 3, &wv, &wval), -ENOENT);
 	/* a lease that ran out: the lock is gone, its late commit fails */
-	CU_ASSERT_EQUAL(caw_lock_take(&t, 4, 1, VA, true, VA, 1, 10, 100), 0);
-	CU_ASSERT_EQUAL(caw_lock_take(&t, 5, 1, VA, false, 0, 0, 50, 100), -EBUSY);
-	CU_ASSERT_EQUAL(caw_lock_take(&t, 5, 2, VA, false, 0, 0, 111, 100), 0);
+	CU_ASSERT_EQUAL(take(&t, 4, 1, VA, true, VA, 1, 10, 100), 0);
+	CU_ASSERT_EQUAL(take(&t, 5, 1, VA, false, 0, 0, 50, 100), -EBUSY);
+	CU_ASSERT_EQUAL(take(&t, 5, 2, VA, false, 0, 0, 111, 100), 0);
 	CU_ASSERT_EQUAL(caw_lock_decide(&t, 4, 1, true, 112, &wv, &wval), -ENOENT);
 	CU_ASSERT_EQUAL(caw_lock_decide(&t, 5, 2, false, 112, &wv, &wval), 0);
 	/* full */
 	for (uint32_t i = 0; i < CAW_MAX_LOCKS; i++)
-		CU_ASSERT_EQUAL(caw_lock_take(&t, 6, 100 + i, VA, false, 0, 0, 200, LEASE), 0);
-	CU_ASSERT_EQUAL(caw_lock_take(&t, 6, 99, VA, false, 0, 0, 200, LEASE), -ENOSPC);
+		CU_ASSERT_EQUAL(take(&t, 6, 100 + i, VA, false, 0, 0, 200, LEASE), 0);
+	CU_ASSERT_EQUAL(take(&t, 6, 99, VA, false, 0, 0, 200, LEASE), -ENOSPC);
 }
 
 static struct sn_nodeset nodes(uint32_t mask)
@@ -177,10 +189,14 @@ static void test_sm_conflict(void)
 }
 
 /* ---- a simulated cluster: members with locks and one variable each,
- * concurrent calls whose messages arrive one at a time in random order */
+ * concurrent calls whose messages arrive one at a time, in random order or
+ * in lock step. A call prepares its set's lowest node first, then the
+ * rest, as sn.c does; a queued prepare is taken again, oldest call first,
+ * when a lock is released at its member. Nothing times out here: a wait
+ * that never ends leaves no message to deliver, and the test sees it. */
 
-#define SIM_NODES 5
-#define SIM_CALLS 6
+#define SIM_NODES 8
+#define SIM_CALLS 12
 
 static uint64_t sim_rng;
 static uint64_t rnd(void)
@@ -194,14 +210,21 @@ static uint64_t rnd(void)
 struct sim_call {
 	struct caw_sm sm;
 	uint32_t mask;         /* members */
+	uint32_t leader;       /* its lowest */
+	uint64_t ticket;
 	uint64_t value, wval;  /* A == value, then A = wval */
 	uint32_t opid;
+	bool rest;             /* the leader is locked: the rest is prepared */
+	int leader_vote;
 	uint32_t todo;         /* members the current phase has not reached */
+	uint32_t queued;       /* members where its prepare waits */
 	int votes;             /* AND of the answers, -EBUSY */
 };
 
 static struct caw_locks sim_locks[SIM_NODES];
 static uint64_t sim_a[SIM_NODES];
+static struct sim_call sim_calls[SIM_CALLS];
+static uint32_t sim_ncalls, sim_next_opid;
 static unsigned sim_bad_answer, sim_half_write, sim_commits;
 
 static bool sim_truth(const struct sim_call *c)
@@ -212,40 +235,70 @@ static bool sim_truth(const struct sim_call *c)
 	return true;
 }
 
-static void sim_phase(struct sim_call *c, uint32_t *next_opid)
+static void sim_phase(struct sim_call *c)
 {
-	c->todo = c->mask;
 	c->votes = 1;
-	if (c->sm.state == CAW_PREPARE)
-		c->opid = ++*next_opid;
-}
-
-/* Delivers one message of call i to member m. */
-static void sim_deliver(struct sim_call *c, uint32_t i, uint32_t m, uint32_t *next_opid)
-{
-	c->todo &= ~(1u << m);
-	if (c->sm.state == CAW_PREPARE) {
-		int rc = caw_lock_take(&sim_locks[m], i, c->opid, VA, c->sm.writes, VA, c->wval, 0,
-				       LEASE);
-		if (rc < 0)
-			c->votes = -EBUSY;
-		else if (c->votes >= 0)
-			c->votes = c->votes && sim_a[m] == c->value;
-		if (c->todo)
-			return;
-		struct sn_nodeset none = nodes(0);
-		/* every lock is held now: the answer must be true of this instant */
-		if (c->votes >= 0 && c->votes != (int)sim_truth(c))
-			sim_bad_answer++;
-		caw_sm_prepared(&c->sm, c->votes, &none);
-		sim_phase(c, next_opid);
+	c->queued = 0;
+	if (c->sm.state != CAW_PREPARE) {
+		c->todo = c->mask;
 		return;
 	}
-	uint64_t wv, wval;
-	if (caw_lock_decide(&sim_locks[m], i, c->opid, c->sm.commit, 0, &wv, &wval) == 1)
-		sim_a[m] = wval;
-	if (c->todo)
-		return;
+	if (!c->rest) {
+		c->opid = ++sim_next_opid;
+		c->todo = 1u << c->leader;
+	} else {
+		c->todo = c->mask & ~(1u << c->leader);
+	}
+}
+
+static void sim_prepared(struct sim_call *c)
+{
+	struct sn_nodeset none = nodes(0);
+	if (!c->rest) {
+		if (c->votes >= 0) {
+			c->rest = true;
+			c->leader_vote = c->votes;
+			if (c->mask != 1u << c->leader) {
+				sim_phase(c);
+				return;
+			}
+		}
+	} else if (c->votes >= 0) {
+		c->votes = c->votes && c->leader_vote;
+	}
+	/* every lock is held now: the answer must be true of this instant */
+	if (c->votes >= 0 && c->votes != (int)sim_truth(c))
+		sim_bad_answer++;
+	caw_sm_prepared(&c->sm, c->votes, &none);
+	sim_phase(c);
+}
+
+static void sim_grant(uint32_t m);
+
+/* The answer of call i's prepare at member m: false while it waits. */
+static bool sim_take(uint32_t i, uint32_t m)
+{
+	struct sim_call *c = &sim_calls[i];
+	struct caw_req req = {
+		.origin = i, .opid = c->opid, .ticket = c->ticket, .leader = c->leader,
+		.at_leader = !c->rest, .writes = c->sm.writes, .rvar = VA, .wvar = VA,
+		.wval = c->wval,
+	};
+	int rc = caw_lock_take(&sim_locks[m], &req, 0, LEASE);
+	if (rc == -EAGAIN) {
+		c->queued |= 1u << m;
+		return false;
+	}
+	c->queued &= ~(1u << m);
+	if (rc < 0)
+		c->votes = -EBUSY;
+	else if (c->votes >= 0)
+		c->votes = c->votes && sim_a[m] == c->value;
+	return true;
+}
+
+static void sim_decided(struct sim_call *c)
+{
 	if (c->sm.commit) {
 		sim_commits++;
 		for (uint32_t k = 0; k < SIM_NODES; k++)
@@ -256,63 +309,237 @@ static void sim_deliver(struct sim_call *c, uint32_t i, uint32_t m, uint32_t *ne
 	caw_sm_decided(&c->sm, &none, 0, rnd());
 	if (c->sm.state == CAW_BACKOFF) {
 		caw_sm_retry(&c->sm); /* time does not pass here: at once */
-		sim_phase(c, next_opid);
+		c->rest = false;
+		sim_phase(c);
 	}
+}
+
+/* Delivers one message of call i to member m. */
+static void sim_deliver(uint32_t i, uint32_t m)
+{
+	struct sim_call *c = &sim_calls[i];
+	c->todo &= ~(1u << m);
+	if (c->sm.state == CAW_PREPARE) {
+		if (sim_take(i, m) && !c->todo && !c->queued)
+			sim_prepared(c);
+		return;
+	}
+	uint64_t wv, wval;
+	if (caw_lock_decide(&sim_locks[m], i, c->opid, c->sm.commit, 0, &wv, &wval) == 1)
+		sim_a[m] = wval;
+	if (!c->todo)
+		sim_decided(c);
+	sim_grant(m);
+}
+
+/* A lock was released at m: its queued prepares are taken again, oldest
+ * first, as sn.c's caw_grant_waiters does. */
+static void sim_grant(uint32_t m)
+{
+	uint32_t done = 0;
+	for (;;) {
+		uint32_t best = UINT32_MAX;
+		for (uint32_t i = 0; i < sim_ncalls; i++)
+			if ((sim_calls[i].queued & (1u << m)) && !(done & (1u << i)) &&
+			    (best == UINT32_MAX ||
+			     caw_older(sim_calls[i].ticket, i, sim_calls[best].ticket, best)))
+				best = i;
+		if (best == UINT32_MAX)
+			return;
+		done |= 1u << best;
+		struct sim_call *c = &sim_calls[best];
+		if (sim_take(best, m) && !c->todo && !c->queued)
+			sim_prepared(c);
+	}
+}
+
+/* Runs the calls to their answers; false if they stopped short (a wait
+ * that never ends). lockstep: each call in turn delivers its lowest
+ * pending message, the order in which symmetric retries meet again. */
+static bool sim_run(bool lockstep)
+{
+	uint32_t turn = 0;
+	for (int step = 0; step < 1000000; step++) {
+		uint32_t live = 0, ready = 0, pick[SIM_CALLS];
+		for (uint32_t i = 0; i < sim_ncalls; i++) {
+			if (sim_calls[i].sm.state == CAW_DONE)
+				continue;
+			live++;
+			if (sim_calls[i].todo)
+				pick[ready++] = i;
+		}
+		if (!live)
+			return true;
+		if (!ready)
+			return false;
+		uint32_t i, m;
+		if (lockstep) {
+			while (!sim_calls[turn % sim_ncalls].todo)
+				turn++;
+			i = turn++ % sim_ncalls;
+			m = (uint32_t)__builtin_ctz(sim_calls[i].todo);
+		} else {
+			i = pick[rnd() % ready];
+			do
+				m = (uint32_t)(rnd() % SIM_NODES);
+			while (!(sim_calls[i].todo & (1u << m)));
+		}
+		sim_deliver(i, m);
+	}
+	return false;
+}
+
+static void sim_add(uint32_t mask, bool writes, uint64_t value, uint64_t ticket)
+{
+	struct sim_call *c = &sim_calls[sim_ncalls];
+	memset(c, 0, sizeof(*c));
+	c->mask = mask;
+	c->leader = (uint32_t)__builtin_ctz(mask);
+	c->ticket = ticket;
+	c->value = value;
+	c->wval = 10 + sim_ncalls;
+	struct sn_nodeset set = nodes(mask);
+	caw_sm_init(&c->sm, &set, writes, 0, UINT64_MAX / 2);
+	sim_ncalls++;
+	sim_phase(c);
+}
+
+static void sim_reset(void)
+{
+	memset(sim_locks, 0, sizeof(sim_locks));
+	sim_ncalls = sim_next_opid = 0;
 }
 
 static void test_sim(void)
 {
 	sim_rng = 0x2545f4914f6cdd1dull;
 	sim_bad_answer = sim_half_write = sim_commits = 0;
-	unsigned busy_answers = 0;
+	unsigned busy_answers = 0, stuck = 0;
 	for (int round = 0; round < 400; round++) {
-		memset(sim_locks, 0, sizeof(sim_locks));
+		sim_reset();
 		for (int m = 0; m < SIM_NODES; m++)
 			sim_a[m] = rnd() % 2;
-		struct sim_call calls[SIM_CALLS];
-		uint32_t next_opid = 0;
 		for (uint32_t i = 0; i < SIM_CALLS; i++) {
-			struct sim_call *c = &calls[i];
-			memset(c, 0, sizeof(*c));
-			/* overlapping sets of 2-3 neighbours, or everyone */
-			uint32_t first = (uint32_t)(rnd() % SIM_NODES), len = 2 + (uint32_t)(rnd() % 2);
+			/* overlapping sets of 2-4 neighbours, or everyone; some
+			 * calls of one instant (a tie their origins break) */
+			uint32_t first = (uint32_t)(rnd() % SIM_NODES), len = 2 + (uint32_t)(rnd() % 3);
+			uint32_t mask = 0;
 			for (uint32_t k = 0; k < len; k++)
-				c->mask |= 1u << ((first + k) % SIM_NODES);
+				mask |= 1u << ((first + k) % SIM_NODES);
 			if (rnd() % 4 == 0)
-				c->mask = (1u << SIM_NODES) - 1;
-			c->value = rnd() % 2;
-			c->wval = 10 + i;
-			struct sn_nodeset set = nodes(c->mask);
-			caw_sm_init(&c->sm, &set, rnd() % 3 != 0, 0, UINT64_MAX / 2);
-			sim_phase(c, &next_opid);
+				mask = (1u << SIM_NODES) - 1;
+			sim_add(mask, rnd() % 3 != 0, rnd() % 2, rnd() % 4);
 		}
-		for (int step = 0; step < 100000; step++) {
-			uint32_t live = 0, pick[SIM_CALLS];
-			for (uint32_t i = 0; i < SIM_CALLS; i++)
-				if (calls[i].sm.state != CAW_DONE)
-					pick[live++] = i;
-			if (!live)
-				break;
-			uint32_t i = pick[rnd() % live];
-			struct sim_call *c = &calls[i];
-			uint32_t m;
-			do
-				m = (uint32_t)(rnd() % SIM_NODES);
-			while (!(c->todo & (1u << m)));
-			sim_deliver(c, i, m, &next_opid);
-		}
-		for (uint32_t i = 0; i < SIM_CALLS; i++) {
-			CU_ASSERT_EQUAL(calls[i].sm.state, CAW_DONE);
-			CU_ASSERT_TRUE(calls[i].sm.answered);
-			busy_answers += calls[i].sm.status == -EBUSY;
-		}
+		stuck += !sim_run(false);
+		for (uint32_t i = 0; i < SIM_CALLS; i++)
+			busy_answers += sim_calls[i].sm.answered && sim_calls[i].sm.status == -EBUSY;
 		for (int m = 0; m < SIM_NODES; m++)
 			CU_ASSERT_EQUAL(caw_locks_held(&sim_locks[m], 0), 0);
 	}
+	CU_ASSERT_EQUAL(stuck, 0);
 	CU_ASSERT_EQUAL(sim_bad_answer, 0);
 	CU_ASSERT_EQUAL(sim_half_write, 0);
 	CU_ASSERT_EQUAL(busy_answers, 0); /* conflicts were retried until they passed */
 	CU_ASSERT(sim_commits > 100);      /* and the writes did happen */
+}
+
+/* The worst case, deterministic: every node starts at the same instant a
+ * write of its own value over a window of three that wraps around (so the
+ * windows overlap with different lowest nodes), plus writers on every
+ * node; the messages go in lock step. Every call must be answered, none
+ * refused for good, each within as many attempts as there are calls
+ * older than it (each retry follows a refusal by an older one that then
+ * completes), and all writes must land whole. */
+static void test_sim_worst(void)
+{
+	for (int all = 0; all <= 4; all += 4) {
+		sim_reset();
+		sim_bad_answer = sim_half_write = sim_commits = 0;
+		for (int m = 0; m < SIM_NODES; m++)
+			sim_a[m] = 0;
+		for (uint32_t i = 0; i < SIM_NODES; i++) {
+			uint32_t mask = 0;
+			for (uint32_t k = 0; k < 3; k++)
+				mask |= 1u << ((i + k) % SIM_NODES);
+			sim_add(mask, true, 0, 0);
+		}
+		for (int k = 0; k < all; k++)
+			sim_add((1u << SIM_NODES) - 1, true, 0, 0);
+		CU_ASSERT_TRUE(sim_run(true));
+		for (uint32_t i = 0; i < sim_ncalls; i++) {
+			CU_ASSERT_TRUE(sim_calls[i].sm.answered);
+			CU_ASSERT(sim_calls[i].sm.status == 0 || sim_calls[i].sm.status == 1);
+			CU_ASSERT(sim_calls[i].sm.attempt <= i);
+		}
+		CU_ASSERT(sim_commits >= 1);
+		CU_ASSERT_EQUAL(sim_bad_answer, 0);
+		CU_ASSERT_EQUAL(sim_half_write, 0);
+		for (int m = 0; m < SIM_NODES; m++)
+			CU_ASSERT_EQUAL(caw_locks_held(&sim_locks[m], 0), 0);
+	}
+}
+
+/* The rules a member applies to a conflicting prepare (caw.h). */
+static void test_order(void)
+{
+	static struct caw_locks t;
+	memset(&t, 0, sizeof(t));
+	uint64_t wv, wval;
+	struct caw_req young = {.origin = 1, .opid = 1, .ticket = 50, .leader = 1,
+				.writes = true, .rvar = VA, .wvar = VA, .wval = 1};
+	struct caw_req old = {.origin = 2, .opid = 1, .ticket = 10, .leader = 2,
+			      .writes = true, .rvar = VA, .wvar = VA, .wval = 2};
+	CU_ASSERT_EQUAL(caw_lock_take(&t, &young, 0, LEASE), 0);
+	/* the same leader as the holder: the holder was decided, wait */
+	struct caw_req younger = young;
+	younger.origin = 3, younger.ticket = 60;
+	CU_ASSERT_EQUAL(caw_lock_take(&t, &younger, 0, LEASE), -EAGAIN);
+	/* younger than the holder, another leader: refused */
+	struct caw_req other = younger;
+	other.origin = 6, other.leader = 6;
+	CU_ASSERT_EQUAL(caw_lock_take(&t, &other, 0, LEASE), -EBUSY);
+	/* older waits for younger; queued, not held */
+	CU_ASSERT_EQUAL(caw_lock_take(&t, &old, 0, LEASE), -EAGAIN);
+	CU_ASSERT_EQUAL(caw_locks_held(&t, 0), 1);
+	/* at its leader, holding nothing: waits whatever it meets */
+	struct caw_req lead = younger;
+	lead.origin = 4, lead.leader = 9, lead.at_leader = true;
+	CU_ASSERT_EQUAL(caw_lock_take(&t, &lead, 0, LEASE), -EAGAIN);
+	/* a reader younger than the queued writer does not overtake it */
+	struct caw_req rd = {.origin = 5, .opid = 1, .ticket = 70, .leader = 5, .rvar = VA};
+	caw_lock_decide(&t, 1, 1, true, 0, &wv, &wval);
+	CU_ASSERT_EQUAL(caw_lock_take(&t, &rd, 0, LEASE), -EBUSY);
+	/* the release grants the oldest on its next try; the others wait on */
+	CU_ASSERT_EQUAL(caw_lock_take(&t, &old, 0, LEASE), 0);
+	CU_ASSERT_EQUAL(caw_lock_take(&t, &younger, 0, LEASE), -EBUSY);
+	CU_ASSERT_EQUAL(caw_lock_take(&t, &lead, 0, LEASE), -EAGAIN);
+	/* a waiter that gives up is dropped; a commit to a queued one fails */
+	caw_lock_cancel(&t, 4, 1);
+	CU_ASSERT_EQUAL(caw_lock_take(&t, &lead, 0, LEASE), -EAGAIN);
+	CU_ASSERT_EQUAL(caw_lock_decide(&t, 4, 1, true, 0, &wv, &wval), -ENOENT);
+	CU_ASSERT_EQUAL(caw_lock_decide(&t, 2, 1, true, 0, &wv, &wval), 1);
+	CU_ASSERT_EQUAL(wval, 2);
+	CU_ASSERT_EQUAL(caw_locks_held(&t, 0), 0);
+	CU_ASSERT(t.releases >= 3);
+}
+
+static void test_sm_queued(void)
+{
+	struct caw_sm c;
+	struct sn_nodeset set = nodes(0x3), none = nodes(0);
+	uint64_t window = 50000000;
+	caw_sm_init(&c, &set, true, 0, window);
+	/* waited to its deadline behind calls that went ahead: again at once,
+	 * with a fresh window, however late */
+	caw_sm_prepared(&c, -EAGAIN, &none);
+	caw_sm_decided(&c, &none, 3 * window, 777);
+	CU_ASSERT_EQUAL(c.state, CAW_BACKOFF);
+	CU_ASSERT_EQUAL(c.backoff_until_ns, 3 * window);
+	CU_ASSERT_EQUAL(c.retry_until_ns, 4 * window);
+	caw_sm_retry(&c);
+	caw_sm_prepared(&c, 1, &none);
+	caw_sm_decided(&c, &none, 3 * window, 0);
+	CU_ASSERT_EQUAL(c.status, 1);
 }
 
 void add_caw_suite(void)
@@ -323,6 +550,10 @@ void add_caw_suite(void)
 	CU_add_test(s, "a read: answered, then released", test_sm_read);
 	CU_add_test(s, "a write: committed whole, around a dead inner node", test_sm_write);
 	CU_add_test(s, "conflicts back off and retry", test_sm_conflict);
+	CU_add_test(s, "conflicting prepares: older waits, younger is refused", test_order);
+	CU_add_test(s, "a wait behind others that went ahead queues again", test_sm_queued);
 	CU_add_test(s, "concurrent calls on overlapping sets: one instant, whole writes",
 		    test_sim);
+	CU_add_test(s, "the worst interleaving: every call answered, attempts bounded",
+		    test_sim_worst);
 }
