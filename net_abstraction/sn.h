@@ -180,8 +180,12 @@ const char *sn_cmp_name(enum sn_cmp op);
  *   node) are ordered by who held the locks first, whatever their node sets;
  *   each call takes effect at one instant while it holds all its locks.
  *   Calls on one set take turns at its lowest node (locked first, where
- *   they queue); others whose locks collide are released and retried after
- *   a random back-off, within timeout_ms of their start (then -EBUSY).
+ *   they queue, oldest call first). Elsewhere an older call waits for a
+ *   younger one and a younger one is released and retried after a random
+ *   back-off, within timeout_ms of its start (then -EBUSY), keeping its
+ *   age: the oldest call is never refused, so calls always make progress.
+ *   A call waits for the calls ahead of it in a queue that moves, however
+ *   long they take.
  * - A write is all or nothing: it is committed only once every member
  *   holds it staged, and a commit that a dead inner node kept from a
  *   subtree is sent to each of its members directly. A read never sees half
@@ -191,7 +195,8 @@ const char *sn_cmp_name(enum sn_cmp op);
  *   naming it, and nothing is written. A member that lost its coordinator
  *   drops its locks when their lease (4 x timeout_ms) ends, as aborted.
  * - Local sn_var_store and XFER-AND-SIGNAL writes are not ordered with it.
- * - Answered within about 4 x timeout_ms, whatever fails. */
+ * - Answered within about 4 x timeout_ms of reaching the head of its
+ *   queue, whatever fails. */
 struct sn_caw_result {
 	int status;             /* 1 (true, and written), 0 (false, nothing
 				   written), or a negative errno */
