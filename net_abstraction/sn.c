@@ -2376,6 +2376,19 @@ static void rxm_all_eager(size_t chunk_size)
 	setenv("FI_OFI_RXM_EAGER_LIMIT", v, 1);
 }
 
+/* ofi_rxd keeps up to FI_OFI_RXD_MAX_UNACKED datagrams of 4 KiB in flight
+ * to a peer, 128 by default: 512 KiB, beyond what the kernel's default
+ * receive buffer (208 KiB) takes in while the peer is busy. The rest is
+ * dropped, and rxd resends a lost datagram after a back-off that doubles up
+ * to 4 s and starts over only once nothing is outstanding to that peer: a
+ * node back from a stop, with the backlog it was sent, took 4 s a loss and
+ * did not answer a COMPARE-AND-WRITE within the timeout (sn_mptest
+ * `cutoff`). 32 fit in the buffer; other providers ignore it. */
+static void rxd_window_fits(void)
+{
+	setenv("FI_OFI_RXD_MAX_UNACKED", "32", 0);
+}
+
 /* bootstrap "static:PORT": node i's endpoint on rail r listens on its host
  * at PORT + 2i + r, so no two endpoints of one host collide (a virtual
  * cluster runs every node on one host). */
@@ -2767,6 +2780,7 @@ int sn_open(const struct sn_config *cfg, struct sn_ctx **out)
 	if (!ctx->cfg.rx_depth)
 		ctx->cfg.rx_depth = 32;
 	rxm_all_eager(ctx->cfg.chunk_size);
+	rxd_window_fits();
 	if (ctx->n == 0 || ctx->n > SN_MAX_NODES)
 		rc = fail(ctx, -EINVAL, "node count %u out of range 1..%d", ctx->n, SN_MAX_NODES);
 	else if (ctx->self >= ctx->n)

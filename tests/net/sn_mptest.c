@@ -993,11 +993,14 @@ static int scen_stopped(const struct spawn_node *nd)
  * socket buffers take in (each is a write and a header with RMA):
  * tcp;ofi_rxm's holds 2048, and 2000 stalled it; "sockets" holds 256 and
  * stalls at 1000, but sends so slowly that what is left of 4000 once node 2
- * is back would outlast the barrier's time. */
+ * is back would outlast the barrier's time; so would udp;ofi_rxd's (its
+ * queue holds 1024: 1000 are 2000 operations), which moves 4 KiB a
+ * datagram, 32 unacknowledged (sn_open). */
 static bool flood_to_two(struct sn_ctx *ctx, const struct spawn_node *nd, uint8_t *buf)
 {
 	const size_t len = 16384;
-	const size_t flood = strcmp(((const struct params *)nd->arg)->prov, "sockets") ? 4000 : 1000;
+	const char *prov = ((const struct params *)nd->arg)->prov;
+	const size_t flood = strcmp(prov, "sockets") && strcmp(prov, "udp;ofi_rxd") ? 4000 : 1000;
 	struct sn_nodeset two;
 	sn_set_clear(&two);
 	sn_set_add(&two, 2);
