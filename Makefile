@@ -82,20 +82,20 @@ $(BUILD)/bin/storm-ckpt: $(BUILD)/obj/checkpoint/tool.o $(BUILD)/lib/libstormckp
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lprotobuf-c -lxxhash
 
-$(BUILD)/bin/ckpt_prog: tests/ckpt/ckpt_prog.c
+$(BUILD)/bin/ckpt_prog: tests/ckpt/ckpt_prog.c tests/ckpt/gate.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -o $@ $<
 # multi-threaded ones: pthreads, and OpenMP (libgomp's thread pool)
-$(BUILD)/bin/ckpt_threads: tests/ckpt/ckpt_threads.c
+$(BUILD)/bin/ckpt_threads: tests/ckpt/ckpt_threads.c tests/ckpt/gate.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -pthread -o $@ $<
-$(BUILD)/bin/ckpt_omp: tests/ckpt/ckpt_omp.c
+$(BUILD)/bin/ckpt_omp: tests/ckpt/ckpt_omp.c tests/ckpt/gate.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -fopenmp -o $@ $<
-$(BUILD)/bin/fds_prog: tests/ckpt/fds_prog.c
+$(BUILD)/bin/fds_prog: tests/ckpt/fds_prog.c tests/ckpt/gate.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -o $@ $<
-$(BUILD)/bin/tree_prog: tests/ckpt/tree_prog.c
+$(BUILD)/bin/tree_prog: tests/ckpt/tree_prog.c tests/ckpt/gate.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $<
 .PHONY: ckpttest

@@ -5,7 +5,8 @@
  * region's end. Integer arithmetic: the reduction's result does not depend
  * on the order the threads combine in, so the output depends only on the
  * arguments and a restored run must print what an uninterrupted one does.
- *   ckpt_omp STEPS [STEP_MS]
+ *   ckpt_omp STEPS [STEP_MS] [hold K,...]
+ * With hold, it waits after step K until the file gate.K exists (gate.h).
  * stdout: "step N sum S" per step, then "done". */
 #include <errno.h>
 #include <omp.h>
@@ -13,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+
+#include "gate.h"
 
 #define N (1 << 16)
 
@@ -27,8 +30,11 @@ static double now(void)
 
 int main(int argc, char **argv)
 {
+	const char *hold = NULL;
+	for (int i = 2; i < argc && !hold; i++)
+		hold = gate_arg(&argc, argv, i);
 	if (argc < 2) {
-		fprintf(stderr, "usage: ckpt_omp STEPS [STEP_MS]\n");
+		fprintf(stderr, "usage: ckpt_omp STEPS [STEP_MS] [hold K,...]\n");
 		return 2;
 	}
 	long steps = atol(argv[1]);
@@ -62,6 +68,7 @@ int main(int argc, char **argv)
 		total ^= sum;
 		printf("step %ld sum %016llx team %d\n", s, (unsigned long long)sum, team);
 		fflush(stdout);
+		gate_hold(hold, s);
 	}
 	printf("done total %016llx\n", (unsigned long long)total);
 	return 0;

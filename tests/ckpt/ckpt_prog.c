@@ -3,18 +3,21 @@
  * move brk, and pacing by clock_gettime (the vDSO). Its output depends only
  * on its arguments, so a run that was checkpointed, killed and restored must
  * print exactly what an uninterrupted run prints.
- *   ckpt_prog STEPS HEAP_MIB FILE [STEP_MS [spin|sleep]]
+ *   ckpt_prog STEPS HEAP_MIB FILE [STEP_MS [spin|sleep]] [hold K,...]
  * A step waits for its STEP_MS by spinning on clock_gettime (default) or by
  * clock_nanosleep (bench/checkpoint: little CPU, so the runtime is the steps'
  * time plus whatever stopped the program).
  * stdout: one line per step ("step N sum S"), then "done ...". FILE ("%r"
- * in it: the STORM_RANK): one line per step too. */
+ * in it: the STORM_RANK): one line per step too. With "hold K,...", it waits
+ * after step K until the file gate.K exists (gate.h). */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "gate.h"
 
 static volatile sig_atomic_t hits;
 
@@ -33,8 +36,11 @@ static double now(void)
 
 int main(int argc, char **argv)
 {
+	const char *hold = NULL;
+	for (int i = 4; i < argc && !hold; i++)
+		hold = gate_arg(&argc, argv, i);
 	if (argc < 4) {
-		fprintf(stderr, "usage: ckpt_prog STEPS HEAP_MIB FILE [STEP_MS [spin|sleep]]\n");
+		fprintf(stderr, "usage: ckpt_prog STEPS HEAP_MIB FILE [STEP_MS [spin|sleep]] [hold K,...]\n");
 		return 2;
 	}
 	long steps = atol(argv[1]);
@@ -89,6 +95,7 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		fprintf(f, "file step %ld %llx\n", s, (unsigned long long)(sum ^ growlen));
 		fflush(f);
+		gate_hold(hold, s);
 	}
 	uint64_t g = 0;
 	for (size_t i = 0; i < growlen; i++)

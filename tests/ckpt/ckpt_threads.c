@@ -7,7 +7,9 @@
  * cached) and the threads are joined at the end (glibc waits for the kernel
  * to clear that tid). Its output depends only on its arguments, so a run
  * checkpointed, killed and restored prints what an uninterrupted one does.
- *   ckpt_threads STEPS [STEP_MS]
+ *   ckpt_threads STEPS [STEP_MS] [hold K,...]
+ * With hold, the main thread waits after step K (the others at the
+ * barrier) until the file gate.K exists (gate.h).
  * stdout: "step N counter C" per step, then the threads' names and signal
  * counts and "done". */
 #include <errno.h>
@@ -18,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "gate.h"
 
 #define WORKERS 4 /* main included */
 
@@ -97,8 +101,11 @@ static void *sleeper(void *arg)
 
 int main(int argc, char **argv)
 {
+	const char *hold = NULL;
+	for (int i = 2; i < argc && !hold; i++)
+		hold = gate_arg(&argc, argv, i);
 	if (argc < 2) {
-		fprintf(stderr, "usage: ckpt_threads STEPS [STEP_MS]\n");
+		fprintf(stderr, "usage: ckpt_threads STEPS [STEP_MS] [hold K,...]\n");
 		return 2;
 	}
 	steps = atol(argv[1]);
@@ -138,6 +145,7 @@ int main(int argc, char **argv)
 			printf("pthread_kill failed\n");
 		printf("step %ld counter %016llx\n", s, (unsigned long long)counter);
 		fflush(stdout);
+		gate_hold(hold, s);
 		pthread_barrier_wait(&bar);
 	}
 	/* another thread's name is read through the tid glibc cached for it */

@@ -10,7 +10,8 @@
  *       seen, and prints what it read: one line a step that depends only on
  *       the step, so a run checkpointed, killed and restored prints what an
  *       uninterrupted one does; a broken object prints something else or
- *       "stuck" (exit 1).
+ *       "stuck" (exit 1). With "hold K,..." after STEPS, it waits after
+ *       step K until the file gate.K exists (gate.h).
  *   fds_prog tcp|unix|sysv|ptimer|seccomp|tick   holds a connected TCP
  *       socket, a Unix socket, a SysV shared memory segment, a POSIX timer
  *       (timer_create), a seccomp filter (one that allows every call) or
@@ -38,6 +39,8 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "gate.h"
 
 #define REC 16 /* one record in the pipe and the FIFO */
 #define MEMSZ 65536
@@ -124,8 +127,10 @@ int main(int argc, char **argv)
 {
 	if (argc == 2)
 		return holds(argv[1]);
+	const char *hold = gate_arg(&argc, argv, 3);
 	if (argc != 3 || strcmp(argv[1], "objects")) {
-		fprintf(stderr, "usage: fds_prog objects STEPS | tcp | unix | sysv | ptimer | seccomp | tick\n");
+		fprintf(stderr, "usage: fds_prog objects STEPS [hold K,...] | tcp | unix | sysv | ptimer | seccomp | tick
+");
 		return 2;
 	}
 	long steps = atol(argv[2]);
@@ -281,6 +286,7 @@ int main(int argc, char **argv)
 		       (unsigned long long)sum(gm, 8192), shv, flags_ok ? "ok" : "BAD",
 		       misc_ok ? "ok" : "BAD");
 		fflush(stdout);
+		gate_hold(hold, s);
 	}
 	printf("done %s\n", ticks >= (uint64_t)steps ? "timer ok" : "timer slow");
 	return 0;

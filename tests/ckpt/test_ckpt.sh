@@ -29,24 +29,31 @@ for fd in /proc/$$/fd/*; do
 	[ "$fd" -gt 2 ] && [ "$fd" != 255 ] && eval "exec $fd>&-"
 done
 
-# room after "step 80" for the restored process to be dumped on a loaded machine
+# A program dumped at step K holds there (hold K,...) until the test creates
+# gate.K in $T once the dump is done: it is still running however slow the
+# machine, and a restore of an image taken while it held finds the gate open.
+# gone_gates: a new program's steps held again
+gone_gates() { rm -f "$T"/gate.*; }
 STEPS=400 HEAP=64
 cd "$T" || exit 1
 "$PROG" $STEPS $HEAP ref.f >ref.out 2>ref.err || { echo "FAIL reference run"; exit 1; }
 
 # 1. run; dump it while it keeps running, then dump and kill it
-"$PROG" $STEPS $HEAP run.f >run.out 2>run.err &
+"$PROG" $STEPS $HEAP run.f 5 hold 20,30,40,80 >run.out 2>run.err &
 P=$!
 started+=("$P")
 wait_log run.out "step 20 " 30 || bad "program reached step 20"
 expect "dump a running process (left running)" 0 "$CK" dump "$P" img1
+: >gate.20
 wait_log run.out "step 30 " 30 || bad "program kept running after the dump"
 # its memory read from a copy-on-write fork while it runs on
 expect "dump from a snapshot" 0 "$CK" dump "$P" img1s --snapshot
 has "the snapshot was taken" err "memory read from a snapshot"
+: >gate.30
 wait_log run.out "step 40 " 30 || bad "program kept running after the snapshot dump"
 expect "dump and kill" 0 "$CK" dump "$P" img2 --kill
 wait "$P" 2>/dev/null
+: >gate.40
 [ -s img1 ] && [ -s img2 ] && ok "images written" || bad "images written"
 
 # 2. restore img2; dump and kill the restored process; restore that image
@@ -60,6 +67,7 @@ wait_log run.out "step 80 " 30 || bad "restored process runs on"
 expect "dump the restored process" 0 "$CK" dump "$NP" img3 --kill
 wait "$R"
 [ $? = 137 ] && ok "restored process was killed" || bad "restored process was killed"
+: >gate.80
 expect "restore the second-generation image to the end" 0 "$CK" restore img3
 if cmp -s run.out ref.out && cmp -s run.f ref.f; then
 	ok "output after 2 kills and 2 restores is byte-identical"
@@ -134,18 +142,22 @@ fi
 FDS=$B/fds_prog
 touch fds.marker
 "$FDS" objects 400 >fref.out 2>&1 || bad "descriptor program: reference run"
-"$FDS" objects 400 >frun.out 2>&1 &
+gone_gates
+"$FDS" objects 400 hold 60,120,180 >frun.out 2>&1 &
 P=$!
 started+=("$P")
 wait_log frun.out "step 60 " 30 || bad "descriptor program reached step 60"
 expect "dump a process holding pipes, epolls, memfds... (left running)" 0 "$CK" dump "$P" fimg1
+: >gate.60
 wait_log frun.out "step 120 " 30 || bad "it kept running after the dump"
 expect "a memfd's content keeps it stopped: no snapshot" 0 "$CK" dump "$P" fimg1s --snapshot
 grep -q "memory read from a snapshot" "$T/err" && bad "no snapshot with a memfd" ||
 	ok "no snapshot with a memfd"
+: >gate.120
 wait_log frun.out "step 180 " 30 || bad "it kept running after the second dump"
 expect "dump and kill it" 0 "$CK" dump "$P" fimg2 --kill
 wait "$P" 2>/dev/null
+: >gate.180
 expect "restore it to the end" 0 "$CK" restore fimg2
 if cmp -s frun.out fref.out; then
 	ok "its output is byte-identical: every object works after the restore"
@@ -295,19 +307,23 @@ threaded() {
 	local n=$1 nt=$2
 	shift 2
 	"$@" >"$n.ref" 2>/dev/null || bad "$n: reference run"
-	"$@" >"$n.out" 2>"$n.err" &
+	gone_gates
+	"$@" hold 20,30,40 >"$n.out" 2>"$n.err" &
 	local P=$! R NP orig
 	started+=("$P")
 	wait_log "$n.out" "step 20 " 30 || bad "$n: program reached step 20"
 	expect "$n: dump of $nt threads, left running" 0 "$CK" dump "$P" "$n.img1"
+	: >gate.20
 	wait_log "$n.out" "step 30 " 30 || bad "$n: program kept running after the dump"
 	expect "$n: dump from a snapshot" 0 "$CK" dump "$P" "$n.img1s" --snapshot
 	has "$n: the snapshot was taken" err "memory read from a snapshot"
+	: >gate.30
 	wait_log "$n.out" "step 40 " 30 || bad "$n: program kept running after the snapshot"
 	orig=$(tids "$P")
 	[ "$(wc -w <<<"$orig")" = "$nt" ] && ok "$n: $nt threads" || bad "$n: $nt threads: $orig"
 	expect "$n: dump and kill" 0 "$CK" dump "$P" "$n.img2" --kill
 	wait "$P" 2>/dev/null
+	: >gate.40
 
 	# the killed one's pid and tids are free: it gets them back (looked at
 	# while it is held stopped, then continued)
@@ -410,15 +426,18 @@ TP=$B/tree_prog
 # (O_APPEND), as a file shared over a fork must be to be restored
 : >trun.out
 : >tw.err
-"$TP" reaper 150 >>trun.out 2>>tw.err &
+gone_gates
+"$TP" reaper hold 20,40 150 >>trun.out 2>>tw.err &
 W=$!
 started+=("$W")
 wait_log trun.out "step 20 " 30 || bad "tree: program reached step 20"
 TR=$(sed -n 's/^root //p' tw.err)
 expect "tree: dump a running tree (left running)" 0 "$CK" dump "$TR" timg1
+: >gate.20
 wait_log trun.out "step 40 " 30 || bad "tree: kept running after the dump"
 expect "tree: dump and kill" 0 "$CK" dump "$TR" timg2 --kill
 wait "$W"
+: >gate.40
 expect "tree: restore the killed tree" 0 "$CK" restore timg2
 wait_log trun.out "child exited" 10
 cmp -s tref.out trun.out && ok "tree: output identical to an uninterrupted run" ||
@@ -444,7 +463,8 @@ fi
 expect "tree: verify its image" 0 "$CK" verify timg1
 # a file shared over a fork that is not only appended to: refused (each
 # process would come back with its own offset)
-"$TP" 1000 >tshared.out 2>>tw.err &
+# (it holds after step 3 until it is killed)
+"$TP" hold 3 1000 >tshared.out 2>>tw.err &
 TS=$!
 started+=("$TS")
 wait_log tshared.out "step 3 " 30 || bad "tree: a tree writing a shared file started"

@@ -10,8 +10,9 @@
  * again. With "epoll", the parent paces itself with a periodic timerfd
  * instead of nanosleep and waits for each answer on an epoll set watching
  * the timerfd, the answer pipe and an eventfd it posts every step (the
- * output is the same).
- * usage: tree_prog [reaper] [epoll] STEPS */
+ * output is the same). With "hold K,...", the parent waits after step K
+ * until the file gate.K exists (gate.h).
+ * usage: tree_prog [reaper] [epoll] [hold K,...] STEPS */
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -27,6 +28,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "gate.h"
 
 static void rd(int fd, void *b, size_t n)
 {
@@ -63,6 +66,7 @@ int main(int argc, char **argv)
 		return WIFEXITED(rs) ? WEXITSTATUS(rs) : 128 + WTERMSIG(rs);
 	}
 	bool ep = argc > 2 && !strcmp(argv[1], "epoll");
+	const char *hold = gate_arg(&argc, argv, ep ? 2 : 1);
 	long steps = argc > 1 ? atol(argv[argc - 1]) : 100;
 	long *counter = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	int req[2], ans[2], req2[2], ans2[2];
@@ -170,6 +174,7 @@ int main(int argc, char **argv)
 		else
 			printf("step %ld answer %ld counter %ld out of step\n", i, a, c);
 		fflush(stdout);
+		gate_hold(hold, i);
 		if (next < steps) {
 			wr(req[1], &next, sizeof(next));
 			next++;
