@@ -23,7 +23,8 @@ libxxhash-dev libmicrohttpd-dev libelf-dev libpmix-dev"
 # clang, libclang-rt-14-dev: the fuzzers (make fuzz-check); valgrind: test_valgrind.sh;
 # python3: the suites' helpers and make layers; iproute2: network namespaces
 # (storm cluster up --netns/--hosts, test_netns.sh, make hoststest); passwd:
-# useradd/groupadd for tests/cluster/test_users.sh; gdb: storm replay --debug
+# useradd/groupadd for tests/cluster/test_users.sh; util-linux: setpriv runs
+# storm as another user (tests/cluster/test_ckpt.sh); gdb: storm replay --debug
 # (tests/cluster/test_mpi.sh) and a stuck test's stacks;
 # openmpi-bin, libopenmpi-dev: Open MPI programs under PMIx (tests/cluster/test_pmix.sh);
 # mpich, libmpich-dev: tests/mpi checks BCS-MPI's output against MPICH's (make mpitest);
@@ -38,7 +39,7 @@ libxxhash-dev libmicrohttpd-dev libelf-dev libpmix-dev"
 # inside allocations of a private Slurm cluster, and bench/launch compares with it
 # (bench/launch/slurm-cluster.sh runs its own munged/slurmctld/slurmd; the system
 # services are not used)
-test_pkgs="clang libclang-rt-14-dev valgrind python3 iproute2 passwd gdb
+test_pkgs="clang libclang-rt-14-dev valgrind python3 iproute2 passwd util-linux gdb
 openmpi-bin libopenmpi-dev mpich libmpich-dev sqlite3 iptables libnetfilter-queue-dev
 python3-prometheus-client chromium cmake pandoc man-db debhelper dpkg-dev lintian
 linux-perf slurm-wlm slurmctld slurmd slurm-client"

@@ -39,7 +39,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-# 5 s a run: a checkpoint (with its buddy copies) completes well before the end
+# 5 s a run; a rank that must still run at a check holds after step K until
+# the test creates gate.K in the working directory (hold K,...: however slow
+# the machine, the job does not end before its checkpoint lands). The gates
+# stay open for the restarts, so each job here holds at steps of its own.
 STEPS=500 HEAP=16 STEP_MS=10
 PROG="$BIN/ckpt_prog $STEPS $HEAP out%r.f $STEP_MS"
 # ck_field ID FIELD: from storm checkpoints --json
@@ -85,24 +88,28 @@ PY
 mkdir -p "$T/w"
 (cd "$T" && STORM_RANK=0 $BIN/ckpt_prog $STEPS $HEAP ref%r.f 1 >ref.out) || bad "reference run"
 
-# a node is DOWN after 1 s without a report: on this shared 2-core machine a
-# daemon can wait 0.4 s for a CPU, and only node01 is meant to die
-expect "cluster up" 0 storm cluster up $UP_MODE $(shared "$T/w") --nodes 4 --down-after-ms 1000 --dir "$C"
+# a node is DOWN after 5 s without a report: on a loaded 2-core machine a
+# daemon can wait over a second for a CPU, and only node01 is meant to die
+# (the test waits for its death to be seen, however long that takes)
+expect "cluster up" 0 storm cluster up $UP_MODE $(shared "$T/w") --nodes 4 --down-after-ms 5000 --dir "$C"
 cd "$T/w" || exit 1
 
 # ---- three checkpoints of a running job, then it is killed
-storm run -N 2 -n 2 $PROG >run1.out 2>run1.err &
+storm run -N 2 -n 2 $PROG hold 30,60,90 >run1.out 2>run1.err &
 bg+=($!)
-wait_log run1.out "step 30 " 30 || bad "job 1 reached step 30"
+wait_count run1.out "step 30 " 2 30 >/dev/null || bad "job 1's ranks reached step 30"
 expect "storm checkpoint (epoch 1)" 0 storm checkpoint 1
 has "  it reports the checkpoint" out "checkpoint 1 of job 1 (epoch 1)"
-wait_log run1.out "step 60 " 30
+: >gate.30
+wait_count run1.out "step 60 " 2 30 >/dev/null || bad "job 1's ranks reached step 60"
 expect "storm checkpoint --json (epoch 2)" 0 storm checkpoint --json 1
 has "  JSON names it complete" out '"complete": true'
-wait_log run1.out "step 90 " 30
+: >gate.60
+wait_count run1.out "step 90 " 2 30 >/dev/null || bad "job 1's ranks reached step 90"
 expect "storm checkpoint (epoch 3)" 0 storm checkpoint 1
-# (under heavy load the job may have ended meanwhile: it is gone either way)
-storm cancel --signal KILL 1 >/dev/null 2>&1
+# killed while it holds at step 90; its restarts find gate.90 and run on
+kill_job 1 && ok "job 1 killed while it held" || bad "job 1 killed while it held"
+: >gate.90
 wait "${bg[-1]}"
 expect "storm checkpoints lists them" 0 storm checkpoints
 [ "$(grep -c COMPLETE "$T/out")" = 3 ] && ok "  three complete checkpoints" ||
@@ -169,24 +176,28 @@ expect "restart of a missing checkpoint" 1 storm restart 99
 has "  says so" err "no checkpoint 99"
 expect "checkpoint of a missing job" 1 storm checkpoint 99
 has "  says so" err "no job 99"
-# a multi-threaded job: checkpointed while a thread sleeps, killed and
-# restarted, the thread wakes and the main one joins it
-storm run python3 -c 'import threading, time
-t = threading.Thread(target=time.sleep, args=(6,)); t.start(); print("threads up", flush=True)
+# a multi-threaded job: checkpointed while a thread sleeps (until gate.mt
+# exists), killed and restarted, the thread wakes and the main one joins it
+storm run python3 -c 'import os, threading, time
+def nap():
+    while not os.path.exists("gate.mt"): time.sleep(0.05)
+t = threading.Thread(target=nap); t.start(); print("threads up", flush=True)
 t.join(); print("joined", flush=True)' >mt.out 2>&1 &
 bg+=($!)
 wait_log mt.out "threads up" 30
 MT=$(storm jobs --json | python3 -c 'import json,sys; print(max(j["job"] for j in json.load(sys.stdin)["jobs"]))')
 expect "checkpoint of a multi-threaded job" 0 storm checkpoint "$MT"
 MTC=$(storm checkpoints --json | python3 -c 'import json,sys; print(max(k["id"] for k in json.load(sys.stdin)["checkpoints"]))')
-storm cancel --signal KILL "$MT" >/dev/null
+kill_job "$MT" || bad "the multi-threaded job ended"
+: >gate.mt
 expect "  restarts: its thread sleeps on and is joined" 0 storm restart "$MTC"
 has "  the main thread joined it" out "joined"
 # what the checkpointer refuses (a mapped file that was deleted) leaves an
 # incomplete checkpoint
 storm run python3 -c 'import mmap, tempfile, time
 f = tempfile.TemporaryFile(); f.write(b"x" * 4096); f.flush()
-m = mmap.mmap(f.fileno(), 4096); print("mapped", flush=True); time.sleep(60)' >dm.out 2>&1 &
+m = mmap.mmap(f.fileno(), 4096); print("mapped", flush=True)
+while True: time.sleep(3600)' >dm.out 2>&1 &
 bg+=($!)
 wait_log dm.out "mapped" 30
 DM=$(storm jobs --json | python3 -c 'import json,sys; print(max(j["job"] for j in json.load(sys.stdin)["jobs"]))')
@@ -209,7 +220,12 @@ has "  why" err "sockets cannot be checkpointed"
 n=$(tail -n1 sock.out | sed 's/tick //')
 wait_log sock.out "tick $((n + 3))" 30 && ok "  the job runs on" || bad "  the job runs on"
 storm cancel --signal KILL "$SK" >/dev/null
-if command -v setpriv >/dev/null; then
+# as another user (setpriv: util-linux, scripts/install-deps.sh)
+if ! command -v setpriv >/dev/null; then
+	bad "other users: no setpriv here to run storm as another user (install util-linux)"
+elif [ "$(id -u)" != 0 ]; then
+	bad "other users: the test must run as root to run storm as another user"
+else
 	expect "another user may not checkpoint root's job" 1 \
 		setpriv --reuid=65534 --regid=65534 --clear-groups storm checkpoint 1
 	has "  permission error" err "only its owner or root"
@@ -232,21 +248,28 @@ expect "restart of a deleted checkpoint" 1 storm restart 1
 # nodes, each rank's tree comes back whole: the output from the checkpoint
 # on is the uninterrupted run's, each rank reaps its child, exit status 0.
 newest_job() { storm jobs --all --json | python3 -c 'import json,sys; print(max(j["job"] for j in json.load(sys.stdin)["jobs"]))'; }
+newest_ckpt() { storm checkpoints --json | python3 -c 'import json,sys; print(max(k["id"] for k in json.load(sys.stdin)["checkpoints"]))'; }
 "$BIN/tree_prog" epoll 200 >"$T/tref.out" || bad "tree: reference run"
-storm run -N 2 -n 2 "$BIN/tree_prog" epoll 200 >tree.out 2>tree.err &
+# each rank holds after steps 40 and 100 until the test creates gate.40 and
+# gate.100 (in the shared working directory; steps no other job here holds
+# at, as its gates stay open for the restarts): a checkpoint lands while it
+# runs however slow the machine, and a restart from it finds the gate open
+storm run -N 2 -n 2 "$BIN/tree_prog" epoll hold 40,100 200 >tree.out 2>tree.err &
 TRUN=$!
 bg+=($TRUN)
-wait_log tree.out "step 30 " 30 || bad "tree: the job reached step 30"
+wait_count tree.out "step 40 " 2 30 >/dev/null || bad "tree: both ranks reached step 40"
 TJ=$(newest_job)
 TN=$(job_nodes "$TJ")
-[ "$(pgrep -f "^$BIN/tree_prog epoll 200" | wc -l)" = 6 ] &&
+[ "$(pgrep -f "^$BIN/tree_prog epoll hold 40,100 200" | wc -l)" = 6 ] &&
 	ok "tree: each rank runs with its child and grandchild" ||
 	bad "tree: each rank runs with its child and grandchild"
 expect "tree: storm checkpoint of a job whose ranks fork" 0 storm checkpoint "$TJ"
-TC1=$(storm checkpoints --json | python3 -c 'import json,sys; print(max(k["id"] for k in json.load(sys.stdin)["checkpoints"]))')
-wait_log tree.out "step 90 " 30 || bad "tree: the job ran on to step 90"
+TC1=$(newest_ckpt)
+: >gate.40
+wait_count tree.out "step 100 " 2 30 >/dev/null || bad "tree: both ranks ran on to step 100"
 expect "tree: a second checkpoint" 0 storm checkpoint "$TJ"
-TC2=$(storm checkpoints --json | python3 -c 'import json,sys; print(max(k["id"] for k in json.load(sys.stdin)["checkpoints"]))')
+TC2=$(newest_ckpt)
+: >gate.100
 wait "$TRUN"
 rc=$?
 [ "$rc" = 0 ] && ok "tree: the checkpointed job ends (exit 0)" ||
@@ -275,7 +298,9 @@ kill_job "$(cat blocker.id)" || bad "the blocker ended"
 
 # ---- a node dies: the job restarts from its latest complete checkpoint
 rm -f out0.f out1.f
-storm run -N 2 -n 2 --checkpoint-interval 1 --restart-on-failure $PROG >fail.out 2>fail.err &
+# it holds at step 5 (a gate of its own) until its restart is under way:
+# node01 dies while it runs
+storm run -N 2 -n 2 --checkpoint-interval 1 --restart-on-failure $PROG hold 5 >fail.out 2>fail.err &
 RUN=$!
 bg+=($RUN)
 wait_log fail.out "step 1 " 30
@@ -286,12 +311,17 @@ N1=$(awk '$2 == "node01" { print $1 }' "$C/pids")
 kill -9 "$N1" $(cat /proc/"$N1"/task/*/children 2>/dev/null)
 # and its disk is lost: the restart takes rank 1 from its copy on node00
 rm -rf "$(node_state node01)/ckpt"
+wait_log fail.err "stopped responding; job $FJ restarts from checkpoint" 60 ||
+	bad "job $FJ restarts once node01 stopped responding"
+: >gate.5
 wait "$RUN"
 rc=$?
 [ "$rc" = 0 ] && ok "the job survives SIGKILL of node01's daemon and ranks, and the loss of its images (exit 0)" ||
 	{ bad "the job survives SIGKILL of node01 (exit $rc)"; sed 's/^/     | /' fail.err | tail -5; }
-grep -qE "job [0-9]+: [0-9]+ files of checkpoint [0-9]+ move to its nodes" "$C/log/mm.log" &&
-	grep -q "for a restart" "$C/log/node00.log" &&
+# the restart is a new job (storm run names it): its own log lines count
+NJ=$(sed -n "s/.*job $FJ restarts from checkpoint [0-9]*; now job \([0-9]*\).*/\1/p" fail.err | tail -1)
+grep -qE "job ${NJ:-none}: [0-9]+ files of checkpoint [0-9]+ move to its nodes" "$C/log/mm.log" &&
+	grep -qE "job ${NJ:-none}: sending [0-9]+ entries of checkpoint [0-9]+ for a restart" "$C/log/node00.log" &&
 	ok "  the images moved node to node from the buddy copies" ||
 	bad "  the images moved node to node from the buddy copies"
 grep -q "stopped responding; job $FJ restarts from checkpoint" fail.err &&
