@@ -29,14 +29,16 @@ expect "cluster up (2 nodes, 1 ms slices, down_after_ms 1500)" 0 \
 ND=$(awk '$2 == "node01" { print $1 }' "$C/pids")
 [ -n "$ND" ] && ok "node01's daemon is pid $ND" || { bad "node01's daemon in $C/pids"; exit 1; }
 
-# ---- 1. late: stopped for 0.5 s while its job runs
-storm run -N 2 sh -c 'sleep 1.5; echo fin' >"$T/run1.out" 2>"$T/run1.err" &
+# ---- 1. late: stopped for 0.5 s while its job runs (its ranks wait for
+# the file $T/go, made after the stall)
+storm run -N 2 sh -c "echo up; while [ ! -e $T/go ]; do sleep 0.05; done; echo fin" \
+	>"$T/run1.out" 2>"$T/run1.err" &
 RUN=$!
-wait_count "$C/log/node01.log" "started ranks" 1 30 >/dev/null ||
-	bad "node01 never started the job's rank"
+wait_count "$T/run1.out" "up" 2 30 >/dev/null || bad "the job's ranks never started"
 kill -STOP "$ND"
 sleep 0.5 # the stall itself: what is tested is that it is survived
 kill -CONT "$ND"
+: >"$T/go"
 wait "$RUN"
 rc=$?
 RUN=
@@ -52,8 +54,7 @@ fi
 # ---- 2. gone: stopped until the MM declares it DOWN
 storm run -N 2 sh -c 'echo up; exec sleep 600' >"$T/run2.out" 2>"$T/run2.err" &
 RUN=$!
-wait_count "$C/log/node01.log" "started ranks" 2 30 >/dev/null ||
-	bad "node01 never started the second job's rank"
+wait_count "$T/run2.out" "up" 2 30 >/dev/null || bad "the second job's ranks never started"
 t0=$(date +%s.%N)
 kill -STOP "$ND"
 if wait_log "$C/log/mm.log" "node node01 is DOWN" 30; then
