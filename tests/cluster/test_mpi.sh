@@ -205,7 +205,8 @@ case $rc in 0 | 124) bad "12 MiB message with an altered block: exit $rc, wanted
 *) ok "12 MiB message with an altered block fails the job (exit $rc)" ;; esac
 if grep -q "CORRUPT" "$T/out"; then bad "  the rank got the altered bytes"; else
 	ok "  no rank got the altered bytes"; fi
-grep -q "message data from node 0 in buffer [0-9]* has a bad tag" "$C/log/node01.log" &&
+BJ=$(storm jobs --all --json | python3 -c 'import json,sys; print(max(j["job"] for j in json.load(sys.stdin)["jobs"]))')
+grep -q "job $BJ: message data from node 0 in buffer [0-9]* has a bad tag" "$C/log/node01.log" &&
 	ok "  node01 refused the block and said so" || bad "  node01 logged no refusal"
 expect "  the next job runs" 0 storm run -N 2 -n 2 ./ring
 expect "cluster down" 0 storm cluster down --dir "$C"

@@ -105,7 +105,13 @@ expect "rank 7 calls MPI_Abort(3): the job fails" 3 storm run -N 4 -n 8 "$T/pmip
 has "  naming the abort and its code" err "rank 7 called MPI_Abort (exit code 3)"
 grep -q "passed a barrier" "$T/out" && bad "  no rank passed the barrier" ||
 	ok "  no rank passed the barrier"
-grep -q "job .* done" "$C"/log/node0*.log && ok "  every node ended it" || bad "  every node ended it"
+# each of its 4 nodes logs this job's end (an earlier job's must not count)
+AJ=$(storm jobs --all --json | python3 -c 'import json,sys; print(max(j["job"] for j in json.load(sys.stdin)["jobs"]))')
+ended=0
+for n in node00 node01 node02 node03; do
+	wait_log "$C/log/$n.log" "job $AJ done" 30 && ended=$((ended + 1))
+done
+[ "$ended" = 4 ] && ok "  every node ended it (job $AJ)" || bad "  every node ended it: $ended of 4 (job $AJ)"
 
 echo "-- gang-scheduled, cancellable, accounted"
 start_bg loop storm run -N 4 -n 8 "$T/pmiprog" loop
