@@ -2,8 +2,9 @@
 # Gang scheduling on a virtual cluster, through the real CLI: jobs sharing
 # nodes run only in their own rows (sampled at random moments), a job's end
 # frees its cells for a waiting job, jobs smaller than a row share it, and
-# bad scheduler settings are refused. Run once with signals and, where this
-# machine has a writable cgroup v2 hierarchy, once with the freezer.
+# bad scheduler settings are refused. Run once with signals and once with the
+# freezer (a writable cgroup v2 hierarchy: one is mounted for the test if
+# the machine has none; the test fails, saying why, if it cannot).
 # Every daemon is taken down on exit, pass or fail.
 # Usage: test_gang.sh BUILD_BIN_DIR   (make clustertest)
 set -u
@@ -26,6 +27,7 @@ cleanup() {
 		while read -r pid _; do kill -9 "$pid" 2>/dev/null; done <"$C/pids"
 	fi
 	pkill -9 -f "$SPIN-" 2>/dev/null
+	mountpoint -q "$T/cgroup2" && umount -l "$T/cgroup2"
 	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT
@@ -155,13 +157,29 @@ assert all(set(r) == {b, c} for r in m["rows"]), m["rows"]' "$T/m2.json" "$b" "$
 
 run_mode signals
 expect "cluster down" 0 storm cluster down --dir "$C"
-if cg=$(awk '$9 == "cgroup2" {print $5; exit}' /proc/self/mountinfo) && [ -n "$cg" ] &&
-	mkdir "$cg/storm-gangtest-probe.$$" 2>/dev/null; then
-	rmdir "$cg/storm-gangtest-probe.$$"
+# the node daemons make their cgroups below their own one in the first
+# cgroup v2 mount (daemons/node/gang.c): that one must take a new cgroup
+cg_probe() {
+	local mnt own
+	mnt=$(awk '$9 == "cgroup2" {print $5; exit}' /proc/self/mountinfo)
+	own=$(sed -n 's/^0:://p' /proc/self/cgroup)
+	[ -n "$mnt" ] || { echo "no cgroup v2 hierarchy is mounted"; return 1; }
+	[ "$own" = / ] && own=
+	local probe=$mnt$own/storm-gangtest-probe.$$ rc=0
+	mkdir "$probe" 2>/dev/null || { echo "cannot create a cgroup in $mnt$own"; return 1; }
+	[ -w "$probe/cgroup.freeze" ] || { echo "$probe/cgroup.freeze is missing or not writable"; rc=1; }
+	rmdir "$probe"
+	return $rc
+}
+if ! awk '$9 == "cgroup2" { f = 1 } END { exit !f }' /proc/self/mountinfo && [ "$(id -u)" = 0 ]; then
+	mkdir -p "$T/cgroup2" && mount -t cgroup2 cgroup2 "$T/cgroup2" &&
+		echo "# no cgroup v2 hierarchy was mounted: mounted one on $T/cgroup2"
+fi
+if why=$(cg_probe); then
 	run_mode freezer
 	expect "cluster down" 0 storm cluster down --dir "$C"
 else
-	echo "# switch = freezer: not run, no writable cgroup v2 hierarchy here"
+	bad "switch = freezer: not run: $why (it needs a writable cgroup v2 hierarchy: run as root, or mount one)"
 fi
 echo "$checks checks, $fails failed"
 [ "$fails" = 0 ]
