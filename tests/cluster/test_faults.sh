@@ -72,11 +72,12 @@ exec 7<"$T/f"
 for i in 1 2 3 4; do read -r -t 60 _ <&7; done
 # with --restart-on-failure: on node00 and node01 in the matrix's other row
 # (the first is full), checkpointed every second
-# (10 s of steps: it still runs when node01 is declared DOWN)
+# (its ranks hold after step 5 until the test creates $T/ck/gate.5 once the
+# restart is under way: it still runs when node01 is declared DOWN)
 CK="$BIN/ckpt_prog 1000 4 ck%r.f 10 sleep"
 (cd "$T/ref" && STORM_RANK=0 exec $CK >/dev/null) & # the uninterrupted run's file
 REF=$!
-(cd "$T/ck" && storm run -N 2 -n 2 --checkpoint-interval 1 --restart-on-failure $CK) \
+(cd "$T/ck" && storm run -N 2 -n 2 --checkpoint-interval 1 --restart-on-failure $CK hold 5) \
 	>"$T/ck.out" 2>"$T/ck.err" &
 CKRUN=$!
 BG="$RUN $CKRUN $REF"
@@ -85,6 +86,9 @@ CKJ=$(storm jobs --json | python3 -c 'import json,sys; print(max(j["job"] for j 
 wait_log "$C/log/mm.log" "job $CKJ: complete checkpoint" 30 || bad "job $CKJ: a periodic checkpoint completed"
 ip -n "$NS1" link set eth0 down
 wait_log "$C/log/mm.log" "node node01 is DOWN" 30 && ok "link down: node01 DOWN" || bad "link down: node01 DOWN"
+wait_log "$T/ck.err" "node node01 stopped responding; job $CKJ restarts from checkpoint" 60 ||
+	bad "job $CKJ restarts once node01 is DOWN"
+: >"$T/ck/gate.5"
 wait "$RUN"
 rc=$?
 exec 7<&-

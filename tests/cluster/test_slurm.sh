@@ -178,7 +178,9 @@ has "  ... is refused, saying why" err "is not an allocation"
 
 # ---- a step is checkpointed, and restarted from it, like any job
 mkdir -p "$T/w" && cd "$T/w" || exit 1
-CK="$BIN/ckpt_prog 1000 4 out%r.f 10"
+# its ranks hold after step 30 until gate.30 exists: still running when
+# checkpointed and cancelled, however slow the machine
+CK="$BIN/ckpt_prog 1000 4 out%r.f 10 hold 30"
 STORM_RANK=0 $BIN/ckpt_prog 1000 4 ref%r.f 1 >ref.out || bad "ckpt_prog reference run"
 storm alloc -N 2 storm run -N 2 -n 2 $CK >ck.out 2>ck.err &
 BG="$BG $!"
@@ -196,6 +198,7 @@ has "  ... saying to checkpoint its steps" err "is an allocation; checkpoint its
 storm cancel "$ck_alloc" >/dev/null
 wait_bg "$ckpid" 60 "storm alloc of a cancelled allocation"
 wait_ended "$ck_alloc.0" || bad "  the step ended with its allocation"
+: >gate.30
 expect "storm restart of the step's checkpoint" 0 storm restart "$ck_id"
 [ "$(tail -1 "$T/out")" = "$(tail -1 ref.out)" ] && ok "  ends as an uninterrupted run" ||
 	{ bad "  ends as an uninterrupted run"; tail -n 2 "$T/out" ref.out; }

@@ -48,7 +48,7 @@ storm cluster status --wait 120 >/dev/null || { bad "nodes never came up"; exit 
 storm submit --wait -o "$T/b.out" -N 2 sh -c 'exit 3' >/dev/null 2>&1
 [ $? = 3 ] && ok "failing batch job" || bad "failing batch job"
 mkfifo "$T/f"
-storm run -N 2 sh -c 'echo up; exec sleep 60' >"$T/f" 2>/dev/null &
+storm run -N 2 sh -c 'echo up; exec sleep 600' >"$T/f" 2>/dev/null &
 RUN=$!
 exec 7<"$T/f"
 read -r _ <&7
@@ -60,12 +60,15 @@ exec 7<&-
 # operations, the helper; a restart cannot run under valgrind: the restorer
 # would be a valgrind-run process, with valgrind's vDSO)
 if bcs-mpicc -O2 "$(dirname "$0")/mpi/ckptapp.c" -o "$T/ckptapp" 2>"$T/cc.err"; then
-	storm run -N 2 -n 2 "$T/ckptapp" 30 2 2 20 "$T/res" >"$T/app.out" 2>&1 &
+	# rank 0 holds after its last step until $T/res.end exists: the job
+	# still runs when the checkpoint lands
+	storm run -N 2 -n 2 "$T/ckptapp" 30 2 2 20 "$T/res" -1 end >"$T/app.out" 2>&1 &
 	APP=$!
 	wait_log "$T/app.out" "step 5 big message" 120
 	J=$(storm jobs --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["job"])')
 	storm checkpoint "$J" >/dev/null 2>"$T/ck.err" && ok "checkpoint of a BCS-MPI job" ||
 		{ bad "checkpoint of a BCS-MPI job"; cat "$T/ck.err"; }
+	: >"$T/res.end"
 	wait $APP && [ -s "$T/res" ] && ok "  it runs on to its end" || bad "  it runs on to its end"
 else
 	bad "bcs-mpicc ckptapp.c"

@@ -13,8 +13,11 @@
  * restarted must write byte for byte like an uninterrupted one. With
  * PAUSE_STEP, rank 0 waits at that step, before its wildcard receives,
  * until the file RESULT.go exists (saying so first): a checkpoint then
- * finds every other rank's wildcard send posted and unmatched.
- * usage: ckptapp STEPS HEAP_MIB BIG_MIB STEP_MS RESULT [PAUSE_STEP] */
+ * finds every other rank's wildcard send posted and unmatched. With "end"
+ * after it (PAUSE_STEP -1: no pause), rank 0 waits after the last step
+ * until the file RESULT.end exists: the job runs on until the test has
+ * taken the checkpoints it needs, however slow the machine.
+ * usage: ckptapp STEPS HEAP_MIB BIG_MIB STEP_MS RESULT [PAUSE_STEP [end]] */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,12 +38,12 @@ static uint64_t mix(uint64_t x)
 
 int main(int argc, char **argv)
 {
-	if (argc != 6 && argc != 7) {
-		fprintf(stderr, "usage: ckptapp STEPS HEAP_MIB BIG_MIB STEP_MS RESULT [PAUSE_STEP]\n");
+	if ((argc < 6 || argc > 8) || (argc == 8 && strcmp(argv[7], "end"))) {
+		fprintf(stderr, "usage: ckptapp STEPS HEAP_MIB BIG_MIB STEP_MS RESULT [PAUSE_STEP [end]]\n");
 		return 2;
 	}
 	int steps = atoi(argv[1]), step_ms = atoi(argv[4]);
-	int pause_step = argc == 7 ? atoi(argv[6]) : -1;
+	int pause_step = argc >= 7 ? atoi(argv[6]) : -1, hold_end = argc == 8;
 	size_t heap_n = (size_t)atoi(argv[2]) << 17; /* uint64 words */
 	size_t big_n = (size_t)atoi(argv[3]) << 17;
 	int rank, size;
@@ -134,6 +137,13 @@ int main(int argc, char **argv)
 			struct timespec ts = {step_ms / 1000, (long)(step_ms % 1000) * 1000000};
 			nanosleep(&ts, NULL);
 		}
+	}
+	if (rank == 0 && hold_end) {
+		char end[4096];
+		snprintf(end, sizeof(end), "%s.end", argv[5]);
+		struct timespec ts = {0, 10000000};
+		while (access(end, F_OK) != 0)
+			nanosleep(&ts, NULL); /* EINTR (a checkpoint's stop): polls again */
 	}
 	uint64_t mine = 0;
 	for (size_t i = 0; i < heap_n; i++)
