@@ -28,8 +28,10 @@ export STORM_CONF=$C/storm.conf
 export FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo FI_UDP_IFACE=lo
 # 4 threads a rank on 2 cores: idle threads sleep in futexes, not spinning
 export OMP_WAIT_POLICY=passive
-# a job that never ends fails its check instead of holding the suite
-storm() { timeout 120 "$BIN/storm" "$@"; }
+# a job that never ends fails its check instead of holding the suite (10
+# minutes, as lib.sh's STEP_LIMIT: a loaded machine, checkpoints freezing
+# the job every second, once took over 2 for a job that ends in seconds)
+storm() { timeout 600 "$BIN/storm" "$@"; }
 fails=0 checks=0
 bg=()
 
@@ -71,11 +73,14 @@ threads_of() {
 	[ -n "$pid" ] && awk '/^Threads:/ { print $2 }' "/proc/$pid/status"
 }
 # live_checkpoints NAME PROG JOB_ARGS...: the job runs and is checkpointed
-# at steps 30, 110 and 190 (rank 0 says "step N" every 10th); sets J, CKS
+# at steps 30, 110 and 190 (rank 0 says "step N" every 10th), each rank
+# holding there until the checkpoint is done (hold: it waits for gate.N in
+# the working directory, made afresh for each job); sets J, CKS
 live_checkpoints() {
 	local name=$1 prog=$2 s
 	shift 2
-	storm run "$@" >"$name.out" 2>"$name.err" &
+	rm -f gate.*
+	storm run "$@" hold 30,110,190 >"$name.out" 2>"$name.err" &
 	bg+=($!)
 	wait_log "$name.out" "step 0" 30 || bad "$name: the job started"
 	J=$(last_job)
@@ -85,6 +90,7 @@ live_checkpoints() {
 	for s in 30 110 190; do
 		wait_log "$name.out" "step $s" 30 || bad "  the job reached step $s"
 		expect "storm checkpoint $J at step $s" 0 storm checkpoint "$J"
+		: >"gate.$s"
 	done
 	wait "${bg[-1]}"
 	local rc=$?
@@ -146,13 +152,15 @@ kill_job "$(cat blocker.id)" || bad "the blocker ended"
 
 # ---- (c) a rank holding TCP sockets (a connection to itself; the checkpoint
 # names the first, the listening one)
-SOCK='import socket, sys, time
+SOCK='import os, socket, sys, time
 l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen()
 c = socket.create_connection(l.getsockname()); a, _ = l.accept()
 print("socket up on fd", l.fileno(), flush=True)
-for i in range(int(sys.argv[1])):
-    print("tick", i, flush=True); time.sleep(0.05)'
-storm run python3 -c "$SOCK" 600 >sock.out 2>sock.err &
+i = 0
+while i < int(sys.argv[1]) or not os.path.exists(sys.argv[2]):
+    print("tick", i, flush=True); time.sleep(0.05); i += 1'
+# it ticks ARGV[1] times, and on until the file ARGV[2] exists
+storm run python3 -c "$SOCK" 0 "$T/never" >sock.out 2>sock.err &
 bg+=($!)
 wait_log sock.out "socket up" 30 || bad "the socket job started"
 SJ=$(last_job)
@@ -164,9 +172,10 @@ has "  and the descriptor" err "fd $FD"
 has "  and why" err "socket"
 TICK=$(grep -c "^tick" sock.out)
 wait_log sock.out "tick $((TICK + 5))" 30 && ok "  the job runs on" || bad "  the job runs on"
-storm cancel --signal KILL "$SJ" >/dev/null
+kill_job "$SJ" || bad "the socket job ended"
 
-storm run --restart-on-failure --checkpoint-interval 1 python3 -c "$SOCK" 120 >rof.out 2>rof.err &
+# it runs until the checks are done, then ends by itself
+storm run --restart-on-failure --checkpoint-interval 1 python3 -c "$SOCK" 20 "$T/rof.gate" >rof.out 2>rof.err &
 RUN=$!
 bg+=($RUN)
 wait_log rof.out "socket up" 30
@@ -183,6 +192,7 @@ sys.exit(0 if "rank 0" in j.get("checkpoint_failed", "") else 1)' "$RJ" &&
 	bad "  storm jobs --json says why its last checkpoint failed"
 storm jobs >jobs.txt
 has "  and so does storm jobs" jobs.txt "failed: "
+: >"$T/rof.gate"
 wait "$RUN"
 rc=$?
 [ "$rc" = 0 ] && ok "  the job ran to its end (exit 0)" || bad "  the job ran to its end (exit $rc)"

@@ -12,7 +12,9 @@
  * values to RESULT ("%r" in it: the rank; under MPI rank 0 writes the
  * world's), which a run checkpointed and restarted must write byte for
  * byte like an uninterrupted one. stdout: "step N" every 10th step, "done".
- * usage: ckpt_omp STEPS HEAP_MIB STEP_MS RESULT */
+ * With "hold K,...", each rank waits after step K until the file gate.K
+ * exists in its working directory (tests/ckpt/gate.h).
+ * usage: ckpt_omp STEPS HEAP_MIB STEP_MS RESULT [hold K,...] */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <omp.h>
@@ -25,6 +27,8 @@
 #ifdef WITH_MPI
 #include <mpi.h>
 #endif
+
+#include "../../ckpt/gate.h"
 
 #define THREADS 4
 
@@ -89,8 +93,9 @@ static void pace(double until)
 
 int main(int argc, char **argv)
 {
+	const char *hold = gate_arg(&argc, argv, 5);
 	if (argc != 5) {
-		fprintf(stderr, "usage: ckpt_omp STEPS HEAP_MIB STEP_MS RESULT\n");
+		fprintf(stderr, "usage: ckpt_omp STEPS HEAP_MIB STEP_MS RESULT [hold K,...]\n");
 		return 2;
 	}
 	int steps = atoi(argv[1]);
@@ -174,6 +179,7 @@ int main(int argc, char **argv)
 			printf("step %d\n", s);
 			fflush(stdout);
 		}
+		gate_hold(hold, s);
 		pace(until);
 	}
 	pthread_mutex_lock(&mu);
