@@ -311,7 +311,7 @@ N1=$(awk '$2 == "node01" { print $1 }' "$C/pids")
 kill -9 "$N1" $(cat /proc/"$N1"/task/*/children 2>/dev/null)
 # and its disk is lost: the restart takes rank 1 from its copy on node00
 rm -rf "$(node_state node01)/ckpt"
-wait_log fail.err "stopped responding; job $FJ restarts from checkpoint" 60 ||
+wait_log fail.err "stopped responding; job $FJ restarts from checkpoint" 300 ||
 	bad "job $FJ restarts once node01 stopped responding"
 : >gate.5
 wait "$RUN"
