@@ -34,16 +34,27 @@ MODULE_PARM_DESC(bound_us, "how long a switch waits for its outgoing tasks to le
 #define RING_RECORDS 512 /* a power of two: 5 s of 10 ms slices */
 
 struct storm_job {
-	u64 id;
+	u64 id;              /* the key: a step's own id */
+	u64 run_id;          /* what entries name it by: its allocation's */
 	struct pid *pgrp;
 	struct file *freeze; /* cgroup.freeze, or NULL: signals */
 	bool running;        /* not stopped by the module (a new job runs) */
+	bool held;           /* STORM_IOC_HOLD: no switch touches it */
 };
 
 struct storm_switch {
 	struct storm_entry e;
 	u64 start_ns;
 	u32 flags;
+};
+
+/* The jobs a switch acts on: references taken under the lock, so that the
+ * waits and the freezes run without it. */
+struct storm_set {
+	int n;
+	struct pid *pgrp[STORM_JOBS_MAX];
+	struct file *fz[STORM_JOBS_MAX];
+	u64 id[STORM_JOBS_MAX];
 };
 
 static struct {
@@ -61,6 +72,14 @@ static struct {
 	struct storm_ring_hdr *ring;
 	size_t ring_bytes;
 	struct storm_slice_page *slice;
+	/* Taken around every stop and continue a switch's work makes (they
+	 * may sleep: cgroup.freeze) and by STORM_IOC_HOLD: a hold that returns
+	 * has either seen the work's last action on the job, or the work sees
+	 * the hold before acting. The spinlock alone cannot do it, as the work
+	 * picks its jobs under it, then waits, then acts. */
+	struct mutex act_lock;
+	struct storm_set in_set, out_set; /* the work's (one runs at a time) */
+	bool closing; /* the controller is going: a switch stops waiting */
 	struct mutex ctl_lock; /* the controller's open and release */
 	struct file *controller;
 } st;
@@ -122,9 +141,32 @@ static void switch_begin_locked(const struct storm_switch *sw)
 {
 	for (u32 i = 0; i < st.njobs; i++) {
 		struct storm_job *j = &st.jobs[i];
-		if (j->id != sw->e.job_id && j->running && !j->freeze)
+		if (j->run_id != sw->e.job_id && j->running && !j->freeze && !j->held)
 			kill_pgrp(j->pgrp, SIGSTOP, 1);
 	}
+}
+
+/* Under act_lock: is the job picked (by key, with pgrp) still registered and
+ * not held? An unregistered job is left as it is, a held one to its holder. */
+static bool job_actable(u64 id, struct pid *pgrp)
+{
+	struct storm_job *j;
+	unsigned long fl;
+	bool ok;
+
+	spin_lock_irqsave(&st.lock, fl);
+	j = job_find(id);
+	ok = j && j->pgrp == pgrp && !j->held;
+	spin_unlock_irqrestore(&st.lock, fl);
+	return ok;
+}
+
+static void job_act(struct pid *pgrp, struct file *fz, u64 id, bool stop)
+{
+	if (fz)
+		write_freeze(fz, stop, id);
+	else
+		kill_pgrp(pgrp, stop ? SIGSTOP : SIGCONT, 1);
 }
 
 static void slice_publish_locked(const struct storm_switch *sw, u64 slice, u64 cont_ns)
@@ -144,88 +186,111 @@ static void slice_publish_locked(const struct storm_switch *sw, u64 slice, u64 c
 	WRITE_ONCE(s->seq, s->seq + 1);
 }
 
+static void set_add(struct storm_set *s, const struct storm_job *j)
+{
+	s->pgrp[s->n] = get_pid(j->pgrp);
+	s->fz[s->n] = j->freeze ? get_file(j->freeze) : NULL;
+	s->id[s->n++] = j->id;
+}
+
+static void set_put(struct storm_set *s)
+{
+	for (int k = 0; k < s->n; k++) {
+		put_pid(s->pgrp[k]);
+		if (s->fz[k])
+			fput(s->fz[k]);
+	}
+	s->n = 0;
+}
+
+/* Every outgoing task off the CPU, or the bound passed (or the controller
+ * is closing): sets off_ns, out_tasks, out_cpu and DONE or TIMEOUT. */
+static void wait_off(const struct storm_set *out, struct storm_switch *sw, u64 *off_ns,
+		     u32 *out_tasks, u64 *out_cpu)
+{
+	u64 limit = sw->start_ns + (u64)READ_ONCE(bound_us) * NSEC_PER_USEC;
+
+	for (;;) {
+		bool off = true;
+		*out_tasks = 0;
+		*out_cpu = 0;
+		for (int k = 0; k < out->n; k++)
+			off &= pgrp_scan(out->pgrp[k], out_tasks, out_cpu);
+		*off_ns = ktime_get_ns();
+		if (off) {
+			sw->flags |= STORM_REC_DONE;
+			return;
+		}
+		if (*off_ns >= limit || READ_ONCE(st.closing)) {
+			sw->flags |= STORM_REC_TIMEOUT;
+			return;
+		}
+		usleep_range(20, 50);
+	}
+}
+
 static void storm_work_fn(struct work_struct *w)
 {
-	struct pid *out[STORM_JOBS_MAX], *in = NULL;
-	struct file *out_fz[STORM_JOBS_MAX], *in_fz = NULL;
-	u64 out_id[STORM_JOBS_MAX];
+	struct storm_set *in = &st.in_set, *out = &st.out_set;
 	struct storm_switch sw;
 	struct storm_record *rec;
 	unsigned long fl;
-	u64 out_job, head;
-	int nout, k;
+	u64 out_job, head, off_ns, cont_ns, out_cpu, in_cpu;
+	u32 out_tasks, in_tasks;
+	int k;
 
 again:
-	nout = 0;
-	in = NULL;
-	in_fz = NULL;
 	spin_lock_irqsave(&st.lock, fl);
 	sw = st.cur;
 	out_job = st.running_job;
 	for (u32 i = 0; i < st.njobs; i++) {
 		struct storm_job *j = &st.jobs[i];
-		if (j->id == sw.e.job_id) {
-			in = get_pid(j->pgrp);
-			in_fz = j->freeze ? get_file(j->freeze) : NULL;
+		if (j->held) {
+			if (j->run_id == sw.e.job_id)
+				sw.flags |= STORM_REC_HELD;
+		} else if (j->run_id == sw.e.job_id) {
+			set_add(in, j);
 		} else if (j->running) {
-			out[nout] = get_pid(j->pgrp);
-			out_fz[nout] = j->freeze ? get_file(j->freeze) : NULL;
-			out_id[nout++] = j->id;
+			set_add(out, j);
 			j->running = false;
 		}
 	}
 	spin_unlock_irqrestore(&st.lock, fl);
 
-	/* a job registered since the hrtimer ran is stopped here too (twice is harmless) */
-	for (k = 0; k < nout; k++) {
-		if (out_fz[k])
-			write_freeze(out_fz[k], true, out_id[k]);
-		else
-			kill_pgrp(out[k], SIGSTOP, 1);
-	}
+	/* a job registered since the hrtimer ran is stopped here too (twice is
+	 * harmless); one held since it was picked is its holder's */
+	mutex_lock(&st.act_lock);
+	for (k = 0; k < out->n; k++)
+		if (job_actable(out->id[k], out->pgrp[k]))
+			job_act(out->pgrp[k], out->fz[k], out->id[k], true);
+	mutex_unlock(&st.act_lock);
 
-	u64 limit = sw.start_ns + (u64)READ_ONCE(bound_us) * NSEC_PER_USEC;
-	u32 out_tasks, in_tasks = 0;
-	u64 out_cpu, in_cpu = 0, off_ns, cont_ns;
-	for (;;) {
-		bool off = true;
-		out_tasks = 0;
-		out_cpu = 0;
-		for (k = 0; k < nout; k++)
-			off &= pgrp_scan(out[k], &out_tasks, &out_cpu);
-		off_ns = ktime_get_ns();
-		if (off) {
-			sw.flags |= STORM_REC_DONE;
-			break;
+	wait_off(out, &sw, &off_ns, &out_tasks, &out_cpu);
+
+	/* a hold that came during the wait keeps its job stopped: checked
+	 * under act_lock right before each continue */
+	in_tasks = 0;
+	in_cpu = 0;
+	mutex_lock(&st.act_lock);
+	for (k = 0; k < in->n; k++) {
+		if (!job_actable(in->id[k], in->pgrp[k])) {
+			sw.flags |= STORM_REC_HELD;
+			continue;
 		}
-		if (off_ns >= limit) {
-			sw.flags |= STORM_REC_TIMEOUT;
-			break;
-		}
-		usleep_range(20, 50);
+		pgrp_scan(in->pgrp[k], &in_tasks, &in_cpu);
+		job_act(in->pgrp[k], in->fz[k], in->id[k], false);
+		spin_lock_irqsave(&st.lock, fl);
+		struct storm_job *ij = job_find(in->id[k]);
+		if (ij)
+			ij->running = true;
+		spin_unlock_irqrestore(&st.lock, fl);
 	}
-	if (in) {
-		pgrp_scan(in, &in_tasks, &in_cpu);
-		if (in_fz)
-			write_freeze(in_fz, false, sw.e.job_id);
-		else
-			kill_pgrp(in, SIGCONT, 1);
-	}
+	mutex_unlock(&st.act_lock);
 	cont_ns = ktime_get_ns();
-
-	for (k = 0; k < nout; k++) {
-		put_pid(out[k]);
-		if (out_fz[k])
-			fput(out_fz[k]);
-	}
-	put_pid(in);
-	if (in_fz)
-		fput(in_fz);
+	set_put(out);
+	set_put(in);
 
 	spin_lock_irqsave(&st.lock, fl);
-	struct storm_job *ij = job_find(sw.e.job_id);
-	if (ij)
-		ij->running = true;
 	st.running_job = sw.e.job_id;
 	head = st.ring->head;
 	rec = ring_rec(head);
@@ -305,6 +370,8 @@ static long ioc_register(void __user *arg)
 		return -EFAULT;
 	if (!reg.job_id || reg.pgid <= 0)
 		return -EINVAL;
+	if (!reg.run_id)
+		reg.run_id = reg.job_id;
 	pgrp = find_get_pid(reg.pgid);
 	if (!pgrp)
 		return -ESRCH;
@@ -324,8 +391,11 @@ static long ioc_register(void __user *arg)
 		} else if (st.njobs == STORM_JOBS_MAX) {
 			rc = -ENOSPC;
 		} else {
-			st.jobs[st.njobs++] = (struct storm_job){ .id = reg.job_id, .pgrp = pgrp,
-								  .freeze = fz, .running = true };
+			st.jobs[st.njobs++] = (struct storm_job){ .id = reg.job_id,
+								  .run_id = reg.run_id,
+								  .pgrp = pgrp,
+								  .freeze = fz,
+								  .running = true };
 			pgrp = NULL;
 			fz = NULL;
 		}
@@ -359,6 +429,32 @@ static long ioc_unregister(void __user *arg)
 	if (gone.freeze)
 		fput(gone.freeze);
 	return 0;
+}
+
+/* Hold: under act_lock, so that a switch's work that picked the job either
+ * acted on it before (and the caller's own stop comes after) or sees the
+ * hold. The job counts as stopped from then on: its holder stops it, and a
+ * release hands it back so (the next entry naming it continues it). */
+static long ioc_hold(void __user *arg, bool hold)
+{
+	struct storm_job *j;
+	unsigned long fl;
+	u64 id;
+
+	if (copy_from_user(&id, arg, sizeof(id)))
+		return -EFAULT;
+	if (hold)
+		mutex_lock(&st.act_lock);
+	spin_lock_irqsave(&st.lock, fl);
+	j = job_find(id);
+	if (j) {
+		j->held = hold;
+		j->running = false;
+	}
+	spin_unlock_irqrestore(&st.lock, fl);
+	if (hold)
+		mutex_unlock(&st.act_lock);
+	return j ? 0 : -ENOENT;
 }
 
 static long ioc_push(void __user *arg)
@@ -428,6 +524,10 @@ static long storm_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 		return ioc_unregister(p);
 	case STORM_IOC_PUSH:
 		return ioc_push(p);
+	case STORM_IOC_HOLD:
+		return ioc_hold(p, true);
+	case STORM_IOC_RELEASE:
+		return ioc_hold(p, false);
 	}
 	return -ENOTTY;
 }
@@ -463,10 +563,12 @@ static int storm_release(struct inode *ino, struct file *f)
 	spin_lock_irqsave(&st.lock, fl);
 	storm_queue_init(&st.queue);
 	st.pending_valid = false;
+	WRITE_ONCE(st.closing, true); /* a switch waiting for its bound ends now */
 	spin_unlock_irqrestore(&st.lock, fl);
 	hrtimer_cancel(&st.timer);
 	flush_work(&st.work);
 	spin_lock_irqsave(&st.lock, fl);
+	st.closing = false;
 	n = st.njobs;
 	memcpy(jobs, st.jobs, n * sizeof(jobs[0]));
 	st.njobs = 0;
@@ -476,7 +578,8 @@ static int storm_release(struct inode *ino, struct file *f)
 		if (!jobs[i].running) {
 			if (jobs[i].freeze)
 				write_freeze(jobs[i].freeze, false, jobs[i].id);
-			else
+			/* a held job was stopped by its holder: by signal */
+			if (!jobs[i].freeze || jobs[i].held)
 				kill_pgrp(jobs[i].pgrp, SIGCONT, 1);
 		}
 		put_pid(jobs[i].pgrp);
@@ -532,6 +635,7 @@ static int __init storm_init(void)
 	BUILD_BUG_ON(sizeof(struct storm_slice_page) > PAGE_SIZE);
 	spin_lock_init(&st.lock);
 	mutex_init(&st.ctl_lock);
+	mutex_init(&st.act_lock);
 	storm_queue_init(&st.queue);
 	INIT_WORK(&st.work, storm_work_fn);
 	hrtimer_init(&st.timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS);

@@ -450,6 +450,21 @@ static void ckpt_remove(struct nd *nd, const Storm__Cl__Checkpoint *c)
 	slog("checkpoint %" PRIu64 " of job %" PRIu64 " deleted", c->id, c->job);
 }
 
+/* The checkpoint lets go of its job: it stays stopped (frozen again with
+ * the freezer, its SIGSTOP then undone): the first strobe that runs it once
+ * the MM has heard that every node captured its ranks continues it. The
+ * module's hold ends only now, with the job in that state. */
+static void ckpt_unhold(struct nd *nd, struct nd_job *job)
+{
+	job->ckpt_busy = false;
+	if (job->freeze_fd >= 0) {
+		if (pwrite(job->freeze_fd, "1", 1, 0) < 0)
+			slog("job %" PRIu64 ": cannot freeze it: %s", job->id, strerror(errno));
+		killpg(job->pgid, SIGCONT);
+	}
+	nd_kswitch_hold(nd, job, false);
+}
+
 void nd_checkpoint(struct nd *nd, const Storm__Cl__Checkpoint *c)
 {
 	if (!nd_valid_ckpt_dir(c->dir)) {
@@ -483,7 +498,10 @@ void nd_checkpoint(struct nd *nd, const Storm__Cl__Checkpoint *c)
 		return;
 	}
 	uint64_t t_cmd = clock_mono_ns();
-	/* stopped for the helper: with the freezer, thawed so the stop lands */
+	/* /dev/storm first leaves it alone (entries already pushed would
+	 * continue it), then it is stopped for the helper: with the freezer,
+	 * thawed so the stop lands */
+	nd_kswitch_hold(nd, job, true);
 	if (killpg(job->pgid, SIGSTOP) < 0 && errno != ESRCH)
 		slog("job %" PRIu64 ": cannot stop it for a checkpoint: %s", job->id,
 		       strerror(errno));
@@ -501,7 +519,7 @@ void nd_checkpoint(struct nd *nd, const Storm__Cl__Checkpoint *c)
 	if (!h || !(h->dir = strdup(dir)) || !(h->files = strdup(files))) {
 		nd_queue_note(nd, c->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED,
 			      UINT32_MAX, "%" PRIu64 " %s: out of memory", c->id, nd->name);
-		job->ckpt_busy = false;
+		ckpt_unhold(nd, job);
 		if (h)
 			free(h->dir);
 		free(h);
@@ -525,7 +543,7 @@ static void dump_unstarted(struct nd *nd, struct nd_helper *h, const char *why)
 {
 	struct nd_job *job = job_of(nd, h->job);
 	if (job)
-		job->ckpt_busy = false;
+		ckpt_unhold(nd, job);
 	nd_copy_forget(nd, h->id);
 	nd_queue_note(nd, h->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINT_FAILED, UINT32_MAX,
 		      "%" PRIu64 " %s: %s", h->id, nd->name, why);
@@ -578,18 +596,8 @@ static void dump_release(struct nd *nd, struct nd_helper *h)
 {
 	struct nd_job *job = job_of(nd, h->job);
 	h->captured = true;
-	if (job) {
-		job->ckpt_busy = false;
-		/* it stays stopped (frozen again with the freezer, its SIGSTOP then
-		 * undone): the first strobe that runs it once the MM has heard that
-		 * every node captured its ranks continues it */
-		if (job->freeze_fd >= 0) {
-			if (pwrite(job->freeze_fd, "1", 1, 0) < 0)
-				slog("job %" PRIu64 ": cannot freeze it: %s", job->id,
-				       strerror(errno));
-			killpg(job->pgid, SIGCONT);
-		}
-	}
+	if (job)
+		ckpt_unhold(nd, job);
 }
 
 void nd_ckpt_running(struct nd *nd, struct nd_job *job)

@@ -4,7 +4,17 @@
  * task is off the CPU); stormnd registers each job (its process group, and
  * its cgroup.freeze with switch = freezer), pushes the schedule it holds at
  * each strobe, and reads the ring of switch records for its trace and the
- * MM's metrics. Without the device timed.c and gang.c do the same in user
+ * MM's metrics. A job is registered by its own id (a step's full id, so
+ * that the allocation's script and each of its steps have one each) and
+ * runs when an entry names its allocation's, which is what strobes name. A
+ * job being checkpointed is held (STORM_IOC_HOLD) before the checkpoint
+ * stops it, and released once its images are written: entries pushed
+ * before the checkpoint began would otherwise continue it mid-dump. The
+ * hold, not dropping its entries, is what is race-free: a switch already
+ * past its deadline, waiting for the outgoing tasks, has picked the job to
+ * continue before any push could take the entry back, and the module
+ * checks the hold right before each continue, under the lock the hold
+ * takes. Without the device timed.c and gang.c do the same in user
  * space: the jobs see no difference. */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +34,7 @@ struct nd_kswitch {
 	size_t ring_len;
 	uint64_t tail;          /* records read */
 	uint64_t running;       /* the job the last record continued */
+	bool released;          /* a job was released: it waits for an entry */
 };
 
 void nd_kswitch_open(struct nd *nd)
@@ -76,12 +87,16 @@ void nd_kswitch_close(struct nd *nd)
 static void register_jobs(struct nd *nd)
 {
 	for (struct nd_job *j = nd->jobs; j; j = j->next) {
-		if (j->kregistered || j->pgid <= 0)
+		/* one under checkpoint is registered once it is released: the
+		 * module must not touch it meanwhile */
+		if (j->kregistered || j->pgid <= 0 || j->ckpt_busy)
 			continue;
-		/* the allocation's id: a strobe names the allocation a step runs in */
-		struct storm_job_reg reg = { .job_id = jobid_alloc(j->id),
+		/* its own id, unique here; it runs when an entry names its
+		 * allocation (a strobe names the allocation a step runs in) */
+		struct storm_job_reg reg = { .job_id = j->id,
 					     .pgid = j->pgid,
-					     .freeze_fd = j->freeze_fd };
+					     .freeze_fd = j->freeze_fd,
+					     .run_id = jobid_alloc(j->id) };
 		if (ioctl(nd->ks->fd, STORM_IOC_REGISTER, &reg) < 0)
 			slog("job %" PRIu64 ": %s cannot register pgid %d: %s", j->id,
 			     STORM_DEVICE, (int)j->pgid, strerror(errno));
@@ -94,11 +109,23 @@ void nd_kswitch_job_end(struct nd *nd, struct nd_job *job)
 {
 	if (!nd->ks || !job->kregistered)
 		return;
-	__u64 id = jobid_alloc(job->id);
+	__u64 id = job->id; /* its own: another step of its allocation stays */
 	if (ioctl(nd->ks->fd, STORM_IOC_UNREGISTER, &id) < 0)
 		slog("job %" PRIu64 ": %s cannot unregister it: %s", job->id, STORM_DEVICE,
 		     strerror(errno));
 	job->kregistered = false;
+}
+
+void nd_kswitch_hold(struct nd *nd, struct nd_job *job, bool hold)
+{
+	if (!nd->ks || !job->kregistered)
+		return;
+	__u64 id = job->id;
+	if (ioctl(nd->ks->fd, hold ? STORM_IOC_HOLD : STORM_IOC_RELEASE, &id) < 0)
+		slog("job %" PRIu64 ": %s cannot %s it: %s", job->id, STORM_DEVICE,
+		     hold ? "hold" : "release", strerror(errno));
+	if (!hold)
+		nd->ks->released = true;
 }
 
 /* The module's records since the last look: the node's trace lines and
@@ -144,8 +171,11 @@ void nd_kswitch_push(struct nd *nd)
 	register_jobs(nd);
 	drain_ring(nd);
 	struct storm_entry e[STROBE_AHEAD_MAX + 1];
-	unsigned n = kswitch_entries(&nd->ahead, clock_mono_ns(), ks->running, e,
-				     STROBE_AHEAD_MAX + 1);
+	/* a released job is stopped though its allocation may be the one
+	 * running: the entry due now is pushed again, to continue it */
+	unsigned n = kswitch_entries(&nd->ahead, clock_mono_ns(), ks->released ? 0 : ks->running,
+				     e, STROBE_AHEAD_MAX + 1);
+	ks->released = false;
 	struct storm_push p = { .entries = (uintptr_t)e, .count = n, .flags = STORM_PUSH_REPLACE };
 	if (ioctl(ks->fd, STORM_IOC_PUSH, &p) < 0)
 		slog("%s: pushing %u entries: %s", STORM_DEVICE, n, strerror(errno));

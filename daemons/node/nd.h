@@ -343,6 +343,9 @@ void nd_kswitch_close(struct nd *nd);
  * records, and pushes the held schedule in place of the module's. */
 void nd_kswitch_push(struct nd *nd);
 void nd_kswitch_job_end(struct nd *nd, struct nd_job *job);
+/* A checkpoint's hold on the job (before it stops it) and its release
+ * (once it has put it back stopped): the module leaves it alone between. */
+void nd_kswitch_hold(struct nd *nd, struct nd_job *job, bool hold);
 
 /* ckpt.c: checkpoint and restore helpers (forked; the daemon's loop goes on) */
 struct nd_helper;

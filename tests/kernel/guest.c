@@ -1,19 +1,28 @@
 /* The in-guest test of storm.ko (make kernel-check boots it as part of the
  * initramfs). Three modes:
- *   storm_guest            the module on its own: two jobs of two spinning
- *                          processes each, alternating 10 ms slices for 2 s
- *                          from a schedule this program pushes;
+ *   storm_guest            the module on its own: an allocation with two
+ *                          steps (two registrations, one run id) and a job,
+ *                          each step and the job two spinning processes,
+ *                          alternating 10 ms slices from a schedule this
+ *                          program pushes; then one step's end (the other
+ *                          stays switched) and a hold (a step under
+ *                          checkpoint, never continued by entries pushed
+ *                          before it, until released);
  *   storm_guest spin TAG   a rank of a storm job: spins (TAG names its job);
- *   storm_guest observe ID_A TAG_A ID_B TAG_B SECONDS
+ *   storm_guest observe ID_A TAG_A ID_B TAG_B SWITCHES
  *                          two storm jobs that stormnd gang-schedules through
- *                          /dev/storm, watched read-only from outside;
+ *                          /dev/storm, watched read-only from outside until
+ *                          the module has made SWITCHES switches;
  *   storm_guest ranks TAG  prints how many ranks of TAG run (exit 1 if any).
  * Both checks read the module's ring: every switch completed (the outgoing
  * tasks off the CPU before the incoming job continued), the right jobs, a
  * stopped job gained no CPU time until it was continued; and from 1 ms
  * samples of each process's run time (/proc/PID/schedstat), the two jobs
  * gained CPU time in the same interval only around a switch. Prints
- * PASS/FAIL lines and a total. */
+ * PASS/FAIL lines and a total. Every wait is for an event (the ring's head,
+ * a task's state) under a generous deadline that only keeps a broken module
+ * from hanging the guest: an emulated CPU on a loaded host is slow, and no
+ * verdict depends on how slow. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -37,13 +46,18 @@
 #define SLICES 200
 #define PER_JOB 2
 /* Emulated CPUs (TCG) on a shared host: a vCPU thread the host does not run
- * stalls the guest's timers for tens of ms, so the time bounds here catch a
- * broken timer path, not a slow one; run_vm.sh loads the module with a bound
- * of 500 ms, so strictness (every switch complete) is judged on its own. */
-#define START_BOUND_NS 50000000LL  /* deadline to the hrtimer's start, each */
-#define START_MEDIAN_NS 10000000LL /* and the median */
+ * stalls the guest for tens of ms or more, so lateness is printed, not
+ * judged; run_vm.sh loads the module with a bound of minutes, a deadline
+ * only, so each switch waits for its event (every outgoing task off the
+ * CPU) and strictness is judged on its own. */
+#define DEADLINE_NS 300000000000ULL /* any one wait: a hang, not slowness */
 #define CPU_TOL_NS 0ULL          /* a stopped job's run time does not move */
-#define MAX_SAMPLES 4000
+#define MAX_SAMPLES 20000
+/* the module test's registrations: allocation 1's steps 1.0 and 1.1 (ids as
+ * storm makes them: the step number plus one above the allocation's), job 2 */
+#define ALLOC 1ULL
+#define STEP(n) (ALLOC | ((uint64_t)(n) + 1) << 32)
+#define JOB2 2ULL
 
 static int passed, failed;
 
@@ -128,9 +142,21 @@ struct jobset {
 	pid_t pid[2][MAXP];
 };
 
-/* Samples both jobs' run time every 1 ms until end; returns the samples. */
-static int sample_until(const struct jobset *js, uint64_t end)
+/* Switches made or superseded so far (the module's counters), or ~0. */
+static uint64_t switches_done(int fd)
 {
+	struct storm_info info;
+	if (ioctl(fd, STORM_IOC_QUERY, &info) < 0)
+		return ~0ULL;
+	return info.switches + info.dropped;
+}
+
+/* Samples both jobs' run time every 1 ms until the module has made (or
+ * superseded) target switches, or the deadline; returns the samples (at
+ * most MAX_SAMPLES: past them it only waits). */
+static int sample_until(const struct jobset *js, int fd, uint64_t target)
+{
+	uint64_t end = now_ns() + DEADLINE_NS;
 	/* the sampler must not wait behind the spinners */
 	struct sched_param sp = { .sched_priority = 50 };
 	if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
@@ -138,15 +164,17 @@ static int sample_until(const struct jobset *js, uint64_t end)
 	int ns = 0;
 	struct timespec next;
 	clock_gettime(CLOCK_MONOTONIC, &next);
-	while (now_ns() < end && ns < MAX_SAMPLES) {
-		struct sample *s = &samples[ns++];
-		s->t0 = now_ns();
-		for (int j = 0; j < 2; j++) {
-			s->cpu[j] = 0;
-			for (int k = 0; k < js->n[j]; k++)
-				s->cpu[j] += run_ns(js->pid[j][k]);
+	while (now_ns() < end && switches_done(fd) < target) {
+		if (ns < MAX_SAMPLES) {
+			struct sample *s = &samples[ns++];
+			s->t0 = now_ns();
+			for (int j = 0; j < 2; j++) {
+				s->cpu[j] = 0;
+				for (int k = 0; k < js->n[j]; k++)
+					s->cpu[j] += run_ns(js->pid[j][k]);
+			}
+			s->t1 = now_ns();
 		}
-		s->t1 = now_ns();
 		next.tv_nsec += 1000000;
 		if (next.tv_nsec >= 1000000000) {
 			next.tv_nsec -= 1000000000;
@@ -169,16 +197,20 @@ static const struct storm_record *ring_rec(const struct storm_ring_hdr *ring, ui
  * gained CPU time; returns how many of them no switch's window (its start to
  * its continue) overlaps: those would be the two jobs running at once. */
 static int overlaps(const struct storm_ring_hdr *ring, uint64_t from, uint64_t head, int ns,
-		    int *both)
+		    int *both, int alone[2])
 {
 	const struct storm_record *r0 = ring_rec(ring, from), *rl = ring_rec(ring, head - 1);
 	int unexplained = 0;
-	*both = 0;
+	*both = alone[0] = alone[1] = 0;
 	for (int i = 0; i + 1 < ns; i++) {
 		const struct sample *a = &samples[i], *b = &samples[i + 1];
 		if (a->t0 < r0->cont_ns || b->t1 > rl->start_ns)
 			continue; /* only between the first switch and the last */
-		if (b->cpu[0] == a->cpu[0] || b->cpu[1] == a->cpu[1])
+		bool ran0 = b->cpu[0] != a->cpu[0], ran1 = b->cpu[1] != a->cpu[1];
+		/* each job seen running on its own: the sampler saw the turns */
+		alone[0] += ran0 && !ran1;
+		alone[1] += ran1 && !ran0;
+		if (!ran0 || !ran1)
 			continue;
 		(*both)++;
 		int explained = 0;
@@ -202,6 +234,158 @@ static bool map_areas(int fd, const struct storm_info *info, const struct storm_
 		return false;
 	}
 	return true;
+}
+
+/* Threads the module stops and continues for an entry naming run id id. */
+static __u32 tasks_of(uint64_t id)
+{
+	return id == ALLOC ? 2 * PER_JOB : id == JOB2 ? PER_JOB : 0;
+}
+
+static uint64_t group_run_ns(const pid_t *pids)
+{
+	uint64_t sum = 0;
+	for (int k = 0; k < PER_JOB; k++)
+		sum += run_ns(pids[k]);
+	return sum;
+}
+
+/* Every process of the group in state T (stopped). */
+static bool group_stopped(const pid_t *pids)
+{
+	for (int k = 0; k < PER_JOB; k++) {
+		char path[64], buf[256];
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pids[k]);
+		int f = open(path, O_RDONLY);
+		ssize_t n = f < 0 ? -1 : read(f, buf, sizeof(buf) - 1);
+		if (f >= 0)
+			close(f);
+		if (n <= 0)
+			return false;
+		buf[n] = '\0';
+		const char *p = strrchr(buf, ')');
+		if (!p || p[1] != ' ' || p[2] != 'T')
+			return false;
+	}
+	return true;
+}
+
+/* Polls (1 ms) until done(arg) or the deadline; false on the deadline. */
+static bool wait_until(bool (*done)(int, const pid_t *, uint64_t), int fd, const pid_t *pids,
+		       uint64_t v)
+{
+	uint64_t end = now_ns() + DEADLINE_NS;
+	while (!done(fd, pids, v)) {
+		if (now_ns() > end)
+			return false;
+		usleep(1000);
+	}
+	return true;
+}
+
+static bool is_stopped(int fd, const pid_t *pids, uint64_t v)
+{
+	(void)fd, (void)v;
+	return group_stopped(pids);
+}
+
+static bool switched(int fd, const pid_t *pids, uint64_t target)
+{
+	(void)pids;
+	return switches_done(fd) >= target;
+}
+
+static bool ran_since(int fd, const pid_t *pids, uint64_t cpu)
+{
+	(void)fd;
+	return group_run_ns(pids) > cpu;
+}
+
+/* Pushes entries for ids at 10 ms steps from now + lead; false (printed)
+ * when the module refuses them. */
+static bool push_ids(int fd, const uint64_t *ids, int n, uint64_t lead_ns)
+{
+	struct storm_entry e[64];
+	uint64_t t = now_ns() + lead_ns;
+	for (int i = 0; i < n && i < 64; i++)
+		e[i] = (struct storm_entry){ .deadline_ns = t + (uint64_t)i * SLICE_NS,
+					     .job_id = ids[i], .row = ids[i] == JOB2 };
+	struct storm_push p = { .entries = (uintptr_t)e, .count = (__u32)n };
+	if (ioctl(fd, STORM_IOC_PUSH, &p) < 0) {
+		printf("FAIL: push: %s\n", strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+#define HELD_SLICES 40
+
+/* A step under checkpoint, as stormnd treats it: entries that name its
+ * allocation are pushed first, then it is held and stopped (its dump would
+ * run now). However those entries fall, against the hold, it stays stopped
+ * and gains no CPU while job 2 keeps its turns; released, the next entry
+ * naming its allocation continues it. */
+static void held_test(int fd, const struct storm_ring_hdr *ring, const pid_t *step,
+		      const pid_t *job2)
+{
+	uint64_t ids[HELD_SLICES + 1];
+	for (int i = 0; i < HELD_SLICES; i++)
+		ids[i] = i % 2 ? JOB2 : ALLOC;
+	ids[HELD_SLICES] = 0;
+	uint64_t from = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE);
+	uint64_t target = switches_done(fd) + HELD_SLICES + 1;
+	/* the first deadlines close: a switch may be under way at the hold */
+	if (!push_ids(fd, ids, HELD_SLICES + 1, 2000000))
+		return;
+	uint64_t id = STEP(1);
+	int rc = ioctl(fd, STORM_IOC_HOLD, &id);
+	kill(-step[0], SIGSTOP);
+	bool stopped = wait_until(is_stopped, fd, step, 0);
+	uint64_t cpu0 = group_run_ns(step);
+	bool done = wait_until(switched, fd, step, target);
+	uint64_t cpu1 = group_run_ns(step);
+	bool still = group_stopped(step);
+	uint64_t head = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE);
+	int held = 0, as_alloc = 0, wrong = 0, job2_in = 0;
+	for (uint64_t s = from; s < head; s++) {
+		const struct storm_record *r = ring_rec(ring, s);
+		if (r->in_job == ALLOC) {
+			as_alloc++;
+			/* held from a switch that started before the hold on */
+			held += (r->flags & STORM_REC_HELD) && !r->in_tasks;
+		} else if (r->in_job == JOB2) {
+			job2_in++;
+			wrong += r->in_tasks != PER_JOB || (r->flags & STORM_REC_HELD);
+		}
+	}
+	verdict(!rc && stopped && done && still && cpu1 == cpu0 && held >= as_alloc - 1 &&
+			held > 0,
+		"a held step is never continued",
+		"hold %s; %d of %d switches to its allocation left it held, its run time moved "
+		"%llu ns, %s", rc ? strerror(errno) : "ok", held, as_alloc,
+		(unsigned long long)(cpu1 - cpu0), still ? "stopped" : "NOT stopped");
+	verdict(!wrong && job2_in > 0, "job 2 switched beside the held step",
+		"%d switches to it, %d wrong", job2_in, wrong);
+
+	/* released: back to the module, stopped; the allocation's next entry
+	 * continues it */
+	rc = ioctl(fd, STORM_IOC_RELEASE, &id);
+	from = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE);
+	uint64_t run = ALLOC;
+	if (!push_ids(fd, &run, 1, 1000000))
+		return;
+	bool ran = wait_until(ran_since, fd, step, cpu1);
+	const struct storm_record *r = ring_rec(ring, from);
+	bool rec_ok = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE) > from &&
+		      r->in_job == ALLOC && r->in_tasks == PER_JOB && !(r->flags & STORM_REC_HELD);
+	verdict(!rc && ran && rec_ok, "a released step runs at its allocation's next entry",
+		"release %s; %s, %u tasks continued", rc ? strerror(errno) : "ok",
+		ran ? "it ran" : "it did NOT run", rec_ok ? r->in_tasks : 0);
+	run = 0;
+	target = switches_done(fd) + 1;
+	if (push_ids(fd, &run, 1, 1000000))
+		wait_until(switched, fd, step, target);
+	(void)job2;
 }
 
 static int module_test(void)
@@ -229,23 +413,31 @@ static int module_test(void)
 			MAP_FAILED,
 		"slice page read-only", "a writable mapping is refused");
 
-	pid_t pids[2][PER_JOB];
-	for (int j = 0; j < 2; j++) {
-		struct storm_job_reg reg = { .job_id = (uint64_t)j + 1,
+	/* allocation 1's two steps and job 2, each a process group of its own */
+	pid_t pids[3][PER_JOB];
+	const uint64_t key[3] = { STEP(0), STEP(1), JOB2 };
+	for (int j = 0; j < 3; j++) {
+		struct storm_job_reg reg = { .job_id = key[j],
 					     .pgid = start_job(pids[j]),
-					     .freeze_fd = -1 };
+					     .freeze_fd = -1,
+					     .run_id = j < 2 ? ALLOC : 0 };
 		if (ioctl(fd, STORM_IOC_REGISTER, &reg) < 0) {
-			printf("FAIL: register job %d (pgid %d): %s\n", j + 1, reg.pgid,
-			       strerror(errno));
+			printf("FAIL: register %#llx (pgid %d): %s\n", (unsigned long long)key[j],
+			       reg.pgid, strerror(errno));
 			return 1;
 		}
 	}
+	struct storm_job_reg twice = { .job_id = STEP(1), .pgid = pids[1][0], .freeze_fd = -1,
+				       .run_id = ALLOC };
+	verdict(ioctl(fd, STORM_IOC_REGISTER, &twice) < 0 && errno == EEXIST, "steps registered",
+		"steps 1.0 and 1.1 of one allocation both registered; 1.1 again: EEXIST");
 
 	static struct storm_entry e[SLICES + 1];
 	uint64_t t0 = now_ns() + 50000000ULL;
 	for (int i = 0; i <= SLICES; i++) {
 		e[i].deadline_ns = t0 + (uint64_t)i * SLICE_NS;
-		e[i].job_id = i == SLICES ? 0 : (uint64_t)(i % 2) + 1; /* idle at the end */
+		/* the allocation and job 2 in turn, idle at the end */
+		e[i].job_id = i == SLICES ? 0 : i % 2 ? JOB2 : ALLOC;
 		e[i].row = (uint32_t)(i % 2);
 	}
 	/* in two batches: the second appends behind the first */
@@ -265,53 +457,47 @@ static int module_test(void)
 		return 1;
 	}
 
-	struct jobset js = { .n = { PER_JOB, PER_JOB } };
-	for (int j = 0; j < 2; j++)
-		for (int k = 0; k < PER_JOB; k++)
-			js.pid[j][k] = pids[j][k];
-	int ns = sample_until(&js, e[SLICES].deadline_ns + 100000000ULL);
-	/* a host that starves the vCPUs delays the last switches: they are
-	 * waited for (bounded), since every entry must end switched or superseded */
-	uint64_t give_up = now_ns() + 10000000000ULL;
-	for (;;) {
-		if (ioctl(fd, STORM_IOC_QUERY, &info) < 0) {
-			info.dropped = ~0ULL;
-			break;
-		}
-		if (info.switches + info.dropped >= SLICES + 1 || now_ns() > give_up)
-			break;
-		usleep(10000);
+	/* the allocation's side is both steps' processes */
+	struct jobset js = { .n = { 2 * PER_JOB, PER_JOB } };
+	for (int k = 0; k < PER_JOB; k++) {
+		js.pid[0][k] = pids[0][k];
+		js.pid[0][PER_JOB + k] = pids[1][k];
+		js.pid[1][k] = pids[2][k];
 	}
+	/* every entry ends switched, or superseded by one due while two
+	 * switches waited (a loaded host): until then, however long */
+	int ns = sample_until(&js, fd, SLICES + 1);
+	if (ioctl(fd, STORM_IOC_QUERY, &info) < 0)
+		info.dropped = ~0ULL;
 
 	/* ---- the ring */
 	__u64 head = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE), tail = 0;
-	/* an entry due while two switches wait supersedes the second (a loaded host) */
 	verdict(storm_ring_catch_up(head, &tail, ring->records) == 0 &&
 			head + info.dropped == SLICES + 1,
 		"every entry switched or superseded", "%llu records, %llu superseded, %d entries",
 		(unsigned long long)head, (unsigned long long)info.dropped, SLICES + 1);
-	const struct storm_record *rec =
-		(const void *)((const char *)ring + ring->rec_off);
 	static long long late[SLICES + 1], offt[SLICES + 1];
-	int n = 0, bad_seq = 0, not_done = 0, too_late = 0, cpu_moved = 0, wrong_jobs = 0;
+	int n = 0, bad_seq = 0, not_done = 0, early = 0, cpu_moved = 0, wrong_jobs = 0;
 	uint64_t prev_in = 0;
 	uint64_t stopped_cpu[3] = { 0 };
 	int was_stopped[3] = { 0 };
 	for (uint64_t s = 0; s < head && n <= SLICES; s++, n++) {
-		const struct storm_record *r = &rec[storm_ring_slot(s, ring->records)];
+		const struct storm_record *r = ring_rec(ring, s);
 		bad_seq += r->seq != s;
 		not_done += !(r->flags & STORM_REC_DONE);
 		late[n] = storm_lateness_ns(r->deadline_ns, r->start_ns);
 		offt[n] = (long long)(r->off_ns - r->start_ns);
-		too_late += late[n] < 0 || late[n] > START_BOUND_NS;
+		early += late[n] < 0;
 		/* the entry this record applied: by its deadline */
 		uint64_t k = (r->deadline_ns - t0) / SLICE_NS;
 		int same = r->out_job == r->in_job;
+		/* both steps stop and continue with their allocation */
 		wrong_jobs += k > SLICES || r->deadline_ns != e[k].deadline_ns ||
 			      r->in_job != e[k].job_id || r->out_job != prev_in ||
-			      r->out_tasks != (!n ? (r->in_job ? PER_JOB : 2 * PER_JOB)
-						  : same ? 0 : PER_JOB) ||
-			      r->in_tasks != (r->in_job ? PER_JOB : 0) || r->cont_ns < r->off_ns;
+			      r->out_tasks != (!n ? 3 * PER_JOB - tasks_of(r->in_job)
+						  : same ? 0 : tasks_of(r->out_job)) ||
+			      r->in_tasks != tasks_of(r->in_job) || r->cont_ns < r->off_ns ||
+			      (r->flags & STORM_REC_HELD);
 		prev_in = r->in_job;
 		/* a job's run time when stopped equals its run time when continued */
 		if (n && !same && r->out_job && r->out_job <= 2) {
@@ -325,40 +511,54 @@ static int module_test(void)
 	verdict(!bad_seq, "record sequence", "%d out of place", bad_seq);
 	verdict(!not_done, "switches complete", "%d of %d not seen off the CPU in the bound",
 		not_done, n);
-	verdict(!wrong_jobs, "outgoing/incoming jobs", "%d records name the wrong jobs or tasks",
-		wrong_jobs);
+	verdict(!wrong_jobs, "outgoing/incoming jobs",
+		"%d records name the wrong jobs or tasks (the allocation: both steps)", wrong_jobs);
 	qsort(late, (size_t)n, sizeof(late[0]), cmp_s64);
 	qsort(offt, (size_t)n, sizeof(offt[0]), cmp_s64);
-	/* a host that stops running the vCPUs for tens of ms now and then is
-	 * not a broken timer path: a few such switches pass, the median not */
-	verdict(too_late <= n / 50 && late[n / 2] <= START_MEDIAN_NS, "start within bound of deadline",
-		"%d beyond %lld us; median %lld us, p99 %lld us, max %lld us (emulated CPU)",
-		too_late, START_BOUND_NS / 1000, late[n / 2] / 1000, late[n * 99 / 100] / 1000,
-		late[n - 1] / 1000);
-	printf("note: outgoing off CPU after start: median %lld us, p99 %lld us, max %lld us "
-	       "(emulated CPU)\n",
-	       offt[n / 2] / 1000, offt[n * 99 / 100] / 1000,
-	       offt[n - 1] / 1000);
+	/* how late depends on the host, not on the module: printed; an hrtimer
+	 * that fired early would be the module's */
+	verdict(!early, "no switch before its deadline", "%d early", early);
+	printf("note: start after deadline: median %lld us, p99 %lld us, max %lld us; outgoing "
+	       "off CPU after start: median %lld us, p99 %lld us, max %lld us (emulated CPU)\n",
+	       late[n / 2] / 1000, late[n * 99 / 100] / 1000, late[n - 1] / 1000,
+	       offt[n / 2] / 1000, offt[n * 99 / 100] / 1000, offt[n - 1] / 1000);
 	verdict(!cpu_moved, "stopped job gains no CPU",
 		"%d times a job's run time moved between its stop and its continue", cpu_moved);
 
 	/* ---- the samples: both jobs gain CPU in one interval only around a switch */
-	int both, unexplained = overlaps(ring, 0, head, ns, &both);
-	verdict(ns > 200 && !unexplained, "jobs never run at once",
-		"%d samples, %d intervals where both gained CPU, %d of them away from any switch",
-		ns, both, unexplained);
+	int both, alone[2], unexplained = overlaps(ring, 0, head, ns, &both, alone);
+	verdict(alone[0] && alone[1] && !unexplained, "jobs never run at once",
+		"%d samples, %d/%d intervals where one ran alone, %d where both gained CPU, %d of "
+		"them away from any switch",
+		ns, alone[0], alone[1], both, unexplained);
 
 	unsigned seq = __atomic_load_n(&slice->seq, __ATOMIC_ACQUIRE);
 	verdict(!(seq & 1) && slice->slice == head && slice->job_id == 0, "slice page",
 		"slice %llu job %llu after %llu switches", (unsigned long long)slice->slice,
 		(unsigned long long)slice->job_id, (unsigned long long)head);
 
-	for (int j = 0; j < 2; j++)
+	/* ---- step 1.0 ends: its unregistration leaves step 1.1's */
+	kill(-pids[0][0], SIGKILL);
+	for (int k = 0; k < PER_JOB; k++)
+		waitpid(pids[0][k], NULL, 0);
+	uint64_t id = STEP(0);
+	int rc = ioctl(fd, STORM_IOC_UNREGISTER, &id);
+	if (ioctl(fd, STORM_IOC_QUERY, &info) < 0)
+		info.jobs = 0;
+	verdict(rc == 0 && info.jobs == 2, "a step's end leaves the other step",
+		"%u registered after 1.0's end", info.jobs);
+
+	held_test(fd, ring, pids[1], pids[2]);
+
+	for (int j = 1; j < 3; j++)
 		kill(-pids[j][0], SIGKILL);
 	while (wait(NULL) > 0)
 		;
-	uint64_t id = 1;
-	verdict(ioctl(fd, STORM_IOC_UNREGISTER, &id) == 0, "unregister", "job 1");
+	id = STEP(1);
+	rc = ioctl(fd, STORM_IOC_UNREGISTER, &id);
+	id = JOB2;
+	verdict(rc == 0 && ioctl(fd, STORM_IOC_UNREGISTER, &id) == 0, "unregister",
+		"step 1.1 and job 2");
 	close(fd);
 	printf("kernel-check: %d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
@@ -397,8 +597,9 @@ static int find_ranks(const char *tag, pid_t *out)
 }
 
 /* Two storm jobs, gang-scheduled by stormnd through the module: watched
- * from outside with a read-only open (as any rank may), for seconds. */
-static int observe(uint64_t ida, const char *taga, uint64_t idb, const char *tagb, int seconds)
+ * from outside with a read-only open (as any rank may), until the module has
+ * made `switches` more switches. */
+static int observe(uint64_t ida, const char *taga, uint64_t idb, const char *tagb, int switches)
 {
 	int fd = open(STORM_DEVICE, O_RDONLY);
 	struct storm_info info;
@@ -432,13 +633,13 @@ static int observe(uint64_t ida, const char *taga, uint64_t idb, const char *tag
 		return 1;
 
 	uint64_t head0 = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE);
-	int ns = sample_until(&js, now_ns() + (uint64_t)seconds * 1000000000ULL);
+	int ns = sample_until(&js, fd, switches_done(fd) + (uint64_t)switches);
 	uint64_t head = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE);
 	if (head - head0 > ring->records)
 		head0 = head - ring->records;
 	uint64_t n = head - head0;
-	verdict(n >= 4, "stormnd drives the module's switches", "%llu switches in %d s",
-		(unsigned long long)n, seconds);
+	verdict(n >= (uint64_t)switches, "stormnd drives the module's switches",
+		"%llu switches, %d waited for", (unsigned long long)n, switches);
 	if (n < 4)
 		return 1;
 
@@ -494,10 +695,11 @@ static int observe(uint64_t ida, const char *taga, uint64_t idb, const char *tag
 		(unsigned long long)n);
 	verdict(!cpu_moved, "stopped job gains no CPU",
 		"%d times a job's run time moved between its stop and its continue", cpu_moved);
-	int both, unexplained = overlaps(ring, head0, head, ns, &both);
-	verdict(ns > 200 && !unexplained, "jobs never run at once",
-		"%d samples, %d intervals where both gained CPU, %d of them away from any switch",
-		ns, both, unexplained);
+	int both, alone[2], unexplained = overlaps(ring, head0, head, ns, &both, alone);
+	verdict(alone[0] && alone[1] && !unexplained, "jobs never run at once",
+		"%d samples, %d/%d intervals where one ran alone, %d where both gained CPU, %d of "
+		"them away from any switch",
+		ns, alone[0], alone[1], both, unexplained);
 	unsigned seq = __atomic_load_n(&slice->seq, __ATOMIC_ACQUIRE);
 	verdict(!(seq & 1) && (slice->job_id == ida || slice->job_id == idb) &&
 			slice->slice >= head,
@@ -522,7 +724,7 @@ int main(int argc, char **argv)
 		return n ? 1 : 0;
 	}
 	if (argc != 1) {
-		fprintf(stderr, "usage: storm_guest [spin TAG | observe ID_A TAG_A ID_B TAG_B SECONDS "
+		fprintf(stderr, "usage: storm_guest [spin TAG | observe ID_A TAG_A ID_B TAG_B SWITCHES "
 				"| ranks TAG]\n");
 		return 2;
 	}

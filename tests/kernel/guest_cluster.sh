@@ -27,7 +27,7 @@ else
 fi
 a=$(storm submit --parsable -N 1 -n 2 -o /tmp/a.out /storm_guest spin A) || fail "submit A"
 b=$(storm submit --parsable -N 1 -n 2 -o /tmp/b.out /storm_guest spin B) || fail "submit B"
-/storm_guest observe "${a%%.*}" A "${b%%.*}" B 3 || fail "observing jobs $a and $b"
+/storm_guest observe "${a%%.*}" A "${b%%.*}" B 40 || fail "observing jobs $a and $b"
 # with the freezer, the job out of its row sits in a frozen cgroup (both may
 # be for the instant of a switch); with signals no cgroup is frozen
 frozen=$(find /sys/fs/cgroup -name cgroup.freeze | xargs cat | grep -c '^1$')

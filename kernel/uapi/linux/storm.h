@@ -10,6 +10,9 @@
  * with one the switch freezes/thaws the cgroup, without one it sends
  * SIGSTOP/SIGCONT to the group. The task set is the process group either way,
  * so that the module can tell when every outgoing task is off the CPU.
+ * A registration is named by its own id (unique: a step of an allocation has
+ * its own) and runs when an entry names its run_id (the allocation's): one
+ * run_id may name several registrations, which stop and continue together.
  *
  * A schedule entry says: at deadline_ns (CLOCK_MONOTONIC, absolute) the job
  * job_id runs (row names its matrix row; job 0 = idle, nothing runs). At the
@@ -24,7 +27,7 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define STORM_ABI_VERSION 1
+#define STORM_ABI_VERSION 2
 #define STORM_DEVICE "/dev/storm"
 
 /* entries the module holds ahead; jobs it holds */
@@ -32,14 +35,15 @@
 #define STORM_JOBS_MAX 32
 
 struct storm_job_reg {
-	__u64 job_id;    /* nonzero */
+	__u64 job_id;    /* nonzero, unique among the registered: the key */
 	__s32 pgid;      /* the job's process group, in the caller's pid namespace */
 	__s32 freeze_fd; /* an fd on the job's cgroup.freeze open for writing, or -1 */
+	__u64 run_id;    /* the id entries name it by (its allocation's); 0: job_id */
 };
 
 struct storm_entry {
 	__u64 deadline_ns; /* CLOCK_MONOTONIC, absolute */
-	__u64 job_id;      /* the job to run from then on; 0 = idle */
+	__u64 job_id;      /* the run_id to run from then on; 0 = idle */
 	__u32 row;         /* the matrix row it belongs to (shown on the slice page) */
 	__u32 flags;       /* 0 */
 };
@@ -71,6 +75,14 @@ struct storm_info {
 #define STORM_IOC_REGISTER   _IOW(STORM_IOC_MAGIC, 1, struct storm_job_reg)
 #define STORM_IOC_UNREGISTER _IOW(STORM_IOC_MAGIC, 2, __u64) /* leaves the job as it is */
 #define STORM_IOC_PUSH       _IOW(STORM_IOC_MAGIC, 3, struct storm_push)
+/* A held job (by its job_id) is left as it is by every switch: neither
+ * stopped nor continued, until released; the controller stops it itself
+ * (a checkpoint dumps it meanwhile). HOLD returns once no switch can still
+ * act on the job, so what the caller does to it next comes after the
+ * module's last action on it. RELEASE hands it back stopped: the next
+ * entry that names its run_id continues it. */
+#define STORM_IOC_HOLD       _IOW(STORM_IOC_MAGIC, 4, __u64)
+#define STORM_IOC_RELEASE    _IOW(STORM_IOC_MAGIC, 5, __u64)
 
 /* mmap offsets (bytes); both mappings are read-only */
 #define STORM_MMAP_RING  0x0ULL      /* struct storm_ring_hdr, then the records */
@@ -80,6 +92,7 @@ struct storm_info {
 #define STORM_REC_DONE    0x1 /* every outgoing task was seen off the CPU */
 #define STORM_REC_TIMEOUT 0x2 /* the bound passed first; the incoming ran anyway */
 #define STORM_REC_LATE    0x4 /* started after the previous switch, past its deadline */
+#define STORM_REC_HELD    0x8 /* a job of the incoming run_id was held: left stopped */
 
 /* One switch. Times are CLOCK_MONOTONIC ns. cpu times are the sums of the
  * tasks' scheduler run time (se.sum_exec_runtime), which does not move while a
@@ -91,12 +104,12 @@ struct storm_record {
 	__u64 start_ns;    /* the hrtimer ran and the outgoing jobs were told to stop */
 	__u64 off_ns;      /* every outgoing task was off the CPU (or the bound passed) */
 	__u64 cont_ns;     /* the incoming job was told to continue */
-	__u64 out_job;     /* the job the previous switch continued (0: none) */
-	__u64 in_job;
+	__u64 out_job;     /* the run_id the previous switch continued (0: none) */
+	__u64 in_job;      /* the entry's run_id */
 	__u64 out_cpu_ns;  /* outgoing tasks' run time, at off_ns */
 	__u64 in_cpu_ns;   /* incoming tasks' run time, just before their continue */
 	__u32 out_tasks;   /* threads stopped */
-	__u32 in_tasks;    /* threads continued */
+	__u32 in_tasks;    /* threads continued (a held job's are not) */
 	__u32 row;
 	__u32 flags;       /* STORM_REC_* */
 };
