@@ -140,6 +140,12 @@ static void test_kswitch_entries(void)
 	CU_ASSERT_EQUAL(n, 1);
 	CU_ASSERT_EQUAL(e[0].job_id, 1);
 	CU_ASSERT_EQUAL(kswitch_entries(&a, 20 * MS, 1, e, STROBE_AHEAD_MAX + 1), 0);
+	/* a job released after a checkpoint is stopped though its allocation
+	 * runs: kswitch.c passes running 0, and the due entry goes again */
+	n = kswitch_entries(&a, 20 * MS, 0, e, STROBE_AHEAD_MAX + 1);
+	CU_ASSERT_EQUAL(n, 1);
+	CU_ASSERT_EQUAL(e[0].job_id, 1);
+	CU_ASSERT_EQUAL(e[0].deadline_ns, 20 * MS);
 	/* bounded by the room given; row -1 (idle) maps to 0 */
 	a.e[1].row = -1;
 	CU_ASSERT_EQUAL(kswitch_entries(&a, 0, 0, e, 2), 2);

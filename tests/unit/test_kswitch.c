@@ -112,7 +112,8 @@ static void test_ring(void)
 static void test_abi_layout(void)
 {
 	CU_ASSERT_EQUAL(sizeof(struct storm_entry), 24);
-	CU_ASSERT_EQUAL(sizeof(struct storm_job_reg), 16);
+	CU_ASSERT_EQUAL(sizeof(struct storm_job_reg), 24);
+	CU_ASSERT_EQUAL(offsetof(struct storm_job_reg, run_id), 16);
 	CU_ASSERT_EQUAL(sizeof(struct storm_push), 16);
 	CU_ASSERT_EQUAL(sizeof(struct storm_info), 56);
 	CU_ASSERT_EQUAL(sizeof(struct storm_record), 96);
@@ -120,6 +121,8 @@ static void test_abi_layout(void)
 	CU_ASSERT_EQUAL(sizeof(struct storm_ring_hdr), 24);
 	CU_ASSERT_EQUAL(sizeof(struct storm_slice_page), 56);
 	CU_ASSERT_NOT_EQUAL(STORM_IOC_PUSH, STORM_IOC_REGISTER);
+	CU_ASSERT_NOT_EQUAL(STORM_IOC_HOLD, STORM_IOC_RELEASE);
+	CU_ASSERT_EQUAL(STORM_ABI_VERSION, 2);
 }
 
 void add_kswitch_suite(void)
