@@ -523,7 +523,7 @@ static const char up_help[] =
 	"                         checked (default); 0: not, for a fabric only the\n"
 	"                         cluster's hosts reach (more bandwidth)\n"
 	"      --netns            each node daemon in its own network namespace on a\n"
-	"                         bridge (root; 10.213.0.0/16), so a node can be cut off\n"
+	"                         bridge (root; 10.X.0.0/16, X 213 or the first free), so a node can be cut off\n"
 	"      --hosts            the MM and each node daemon on a host of its own\n"
 	"                         sharing only the network: own network, mount and\n"
 	"                         UTS namespaces, host name, address, munged, private\n"
@@ -789,9 +789,6 @@ static int conf_from_opts(const struct up_opts *o, const char *conf_path, struct
 	if (o->policy >= 0)
 		conf->policy = o->policy;
 	conf->metrics_port = o->metrics_port;
-	if (o->hosts) /* where a scraper on this machine reaches it */
-		snprintf(conf->metrics_address, sizeof(conf->metrics_address), "%s",
-			 NETNS_MM_HOST_ADDR);
 	if (o->mpl)
 		conf->mpl = o->mpl;
 	else if (conf->policy == POLICY_FCFS)
@@ -869,7 +866,11 @@ static int configure(const struct up_opts *o, const char *dir, const char *conf_
 		conf_free(conf);
 		return -1;
 	}
-	const char *mm_addr = o->hosts ? NETNS_MM_HOST_ADDR : o->netns ? NETNS_MM_ADDR : "127.0.0.1";
+	char mm_addr[32] = "127.0.0.1";
+	if (o->hosts || o->netns)
+		netns_addr(dir, o->hosts ? NETNS_MM : NETNS_BRIDGE, mm_addr, sizeof(mm_addr));
+	if (o->hosts) /* where a scraper on this machine reaches it */
+		snprintf(conf->metrics_address, sizeof(conf->metrics_address), "%s", mm_addr);
 	snprintf(conf->bootstrap, sizeof(conf->bootstrap), "mm");
 	snprintf(conf->mm_address, sizeof(conf->mm_address), "%s:%d", mm_addr, port);
 	/* --hosts: storm here has no other way to the MM; the MM's host has

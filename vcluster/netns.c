@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <dirent.h>
 #include <signal.h>
@@ -35,7 +37,75 @@ void netns_name(const char *dir, int node, char *out, size_t len)
 		snprintf(out, len, "%s-n%d", p, node);
 }
 
-/* Node i's address: 10.213.(i / 250).(i % 250 + 1); the MM's: 10.213.255.254. */
+/* The second byte of the networks a cluster may take, 10.X.0.0/16: the
+ * first of these in which this machine has no address yet (another
+ * cluster's bridge, or a real network). 213 first, as before there was a
+ * choice. */
+#define NET_FIRST 213
+#define NET_LAST 254
+#define NET_WRAP 16
+
+static int net_in_use(int x)
+{
+	struct ifaddrs *ifs, *i;
+	if (getifaddrs(&ifs) < 0)
+		return 0;
+	int used = 0;
+	for (i = ifs; i && !used; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+			continue;
+		uint32_t a = ntohl(((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr);
+		used = (a >> 24) == 10 && (int)((a >> 16) & 0xff) == x;
+	}
+	freeifaddrs(ifs);
+	return used;
+}
+
+static int pick_net(void)
+{
+	for (int x = NET_FIRST; x <= NET_LAST; x++)
+		if (!net_in_use(x))
+			return x;
+	for (int x = NET_WRAP; x < NET_FIRST; x++)
+		if (!net_in_use(x))
+			return x;
+	return -1;
+}
+
+/* DIR/netns: "PREFIX NODES MM_NS NET" (a record without NET is 213's) */
+static int read_record(const char *dir, char p[16], int *n, int *mm_ns, int *net)
+{
+	char rec[4200];
+	snprintf(rec, sizeof(rec), "%s/netns", dir);
+	FILE *r = fopen(rec, "r");
+	if (!r)
+		return -1;
+	*n = 0;
+	*mm_ns = 0;
+	*net = NET_FIRST;
+	int got = fscanf(r, "%7s %d %d %d", p, n, mm_ns, net);
+	fclose(r);
+	if (got == EOF)
+		got = 0;
+	if (got < 3)
+		*mm_ns = 0;
+	if (got < 4 || *net <= 0 || *net > 254)
+		*net = NET_FIRST;
+	return got;
+}
+
+void netns_addr(const char *dir, int node, char *out, size_t len)
+{
+	char p[16];
+	int n, mm_ns, net;
+	read_record(dir, p, &n, &mm_ns, &net);
+	if (node == NETNS_BRIDGE)
+		snprintf(out, len, "10.%d.255.254", net);
+	else if (node == NETNS_MM)
+		snprintf(out, len, "10.%d.255.253", net);
+	else
+		snprintf(out, len, "10.%d.%d.%d", net, node / 250, node % 250 + 1);
+}
 static int run_ip_batch(const char *netns, const char *batch_path)
 {
 	pid_t pid = fork();
@@ -112,25 +182,32 @@ int netns_up(const char *dir, int nnodes, int mm_ns, char *err, size_t errlen)
 	}
 	char p[8], path[4200], rec[4200];
 	prefix(dir, p);
+	/* what an earlier cluster in this directory left (killed, or its
+	 * namespaces not yet cleaned up by the kernel), before its bridge's
+	 * address is taken for another cluster's */
+	links_del(dir, p, nnodes, mm_ns, false);
+	int net = pick_net();
+	if (net < 0) {
+		snprintf(err, errlen, "every network 10.X.0.0/16 has an address of this machine's "
+				      "in it: none is left for the cluster's bridge");
+		return -1;
+	}
 	snprintf(rec, sizeof(rec), "%s/netns", dir);
 	FILE *r = fopen(rec, "w");
 	if (!r) {
 		snprintf(err, errlen, "cannot write %s: %s", rec, strerror(errno));
 		return -1;
 	}
-	fprintf(r, "%s %d %d\n", p, nnodes, mm_ns ? 1 : 0);
+	fprintf(r, "%s %d %d %d\n", p, nnodes, mm_ns ? 1 : 0, net);
 	fclose(r);
-	/* what an earlier cluster in this directory left (killed, or its
-	 * namespaces not yet cleaned up by the kernel) */
-	links_del(dir, p, nnodes, mm_ns, false);
 	snprintf(path, sizeof(path), "%s/netns.batch", dir);
 	FILE *b = fopen(path, "w");
 	if (!b) {
 		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
 		return -1;
 	}
-	fprintf(b, "link add %sbr type bridge\naddr add " NETNS_MM_ADDR "/16 dev %sbr\n"
-		   "link set %sbr up\n", p, p, p);
+	fprintf(b, "link add %sbr type bridge\naddr add 10.%d.255.254/16 dev %sbr\n"
+		   "link set %sbr up\n", p, net, p, p);
 	for (int i = 0; i < nnodes; i++)
 		fprintf(b, "netns add %s-n%d\nlink add %sh%d type veth peer name eth0 netns %s-n%d\n"
 			   "link set %sh%d master %sbr up\n", p, i, p, i, p, i, p, i, p);
@@ -150,10 +227,9 @@ int netns_up(const char *dir, int nnodes, int mm_ns, char *err, size_t errlen)
 		b = fopen(path, "w");
 		if (!b)
 			break;
-		if (i == NETNS_MM)
-			fprintf(b, "addr add " NETNS_MM_HOST_ADDR "/16 dev eth0\n");
-		else
-			fprintf(b, "addr add 10.213.%d.%d/16 dev eth0\n", i / 250, i % 250 + 1);
+		char addr[32];
+		netns_addr(dir, i, addr, sizeof(addr));
+		fprintf(b, "addr add %s/16 dev eth0\n", addr);
 		fprintf(b, "link set eth0 up\nlink set lo up\n");
 		fclose(b);
 		if (run_ip_batch(ns, path) != 0) {
@@ -207,13 +283,11 @@ static void kill_in(const char *ns)
 int netns_down(const char *dir)
 {
 	char rec[4200], p[16];
-	int n = 0, mm_ns = 0;
+	int n = 0, mm_ns = 0, net;
 	snprintf(rec, sizeof(rec), "%s/netns", dir);
-	FILE *r = fopen(rec, "r");
-	if (!r)
+	int got = read_record(dir, p, &n, &mm_ns, &net);
+	if (got < 0)
 		return 0;
-	int got = fscanf(r, "%7s %d %d", p, &n, &mm_ns);
-	fclose(r);
 	if (got < 2) {
 		unlink(rec);
 		return 0;
@@ -230,15 +304,10 @@ int netns_down(const char *dir)
 
 int netns_of_hosts(const char *dir)
 {
-	char rec[4200], p[16];
-	int n = 0, mm_ns = 0;
-	snprintf(rec, sizeof(rec), "%s/netns", dir);
-	FILE *r = fopen(rec, "r");
-	if (!r)
+	char p[16];
+	int n, mm_ns = 0, net;
+	if (read_record(dir, p, &n, &mm_ns, &net) < 0)
 		return 0;
-	if (fscanf(r, "%7s %d %d", p, &n, &mm_ns) != 3)
-		mm_ns = 0;
-	fclose(r);
 	return mm_ns;
 }
 

@@ -9,12 +9,12 @@
 
 #include <stddef.h>
 
-/* The bridge's address: the MM's with --netns; this machine's with --hosts. */
-#define NETNS_MM_ADDR "10.213.255.254"
-/* The MM's own namespace's address with --hosts. */
-#define NETNS_MM_HOST_ADDR "10.213.255.253"
-/* netns_enter's node for the MM. */
+/* netns_enter's and netns_addr's node for the MM: on --hosts its own
+ * namespace's address 10.X.255.253. */
 #define NETNS_MM (-1)
+/* netns_addr's node for the bridge, 10.X.255.254: the MM's with --netns,
+ * this machine's with --hosts. */
+#define NETNS_BRIDGE (-2)
 
 /* Creates the bridge and one namespace per node, and one for the MM when
  * mm_ns. 0, or -1 with err set. */
@@ -33,6 +33,11 @@ int netns_enter(const char *dir, int node, int own_uts);
  * one of hosts (--hosts), up or left there by a crash? What the hosts of an
  * earlier cluster leave once it is down (their logs) does not make it one. */
 int netns_of_hosts(const char *dir);
+/* The address of node i (node I: 10.X.I/250.I%250+1), NETNS_MM or
+ * NETNS_BRIDGE in the cluster of DIR: X is the cluster's own network,
+ * 10.X.0.0/16, chosen by netns_up among those no address of this machine
+ * is in, so two clusters on one machine never share one. */
+void netns_addr(const char *dir, int node, char *out, size_t len);
 /* The namespace name of node i (NETNS_MM: the MM's), for tests and messages. */
 void netns_name(const char *dir, int node, char *out, size_t len);
 

@@ -67,7 +67,7 @@ PROG=$TOP/build/bin/ckpt_prog
 SDIR=${STORM_CKPT_DIR:-/tmp/ckptbench-storm}
 export STORM_CONF=$SDIR/storm.conf
 # loopback only: libfabric would otherwise take the first interface it
-# finds, and a --netns cluster's bridge (10.213.255.254) that goes away with
+# finds, and a --netns cluster's bridge (10.X.255.254) that goes away with
 # it takes every connection of this cluster along (seen: all nodes DOWN)
 export FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo FI_UDP_IFACE=lo
 WORK=$(mktemp -d /tmp/ckptbench-work.XXXXXX)

@@ -216,9 +216,11 @@ mm=$(daemon_pid mm)
 # which the restarted MM listens on again for node03 to register
 reg=$(sed -n 's/^mm_address = .*:\([0-9]*\)$/\1/p' "$C/storm.conf")
 # (--hosts: the MM has an address and a namespace of its own)
-MM_IP=10.213.255.254 MM_NET=()
-[ "${STORM_HOSTS:-}" = 1 ] && MM_IP=10.213.255.253 MM_NET=(ip netns exec "$(cut -d" " -f1 "$C/netns")-mm")
-for port in $("${MM_NET[@]}" ss -tnpH | grep "pid=$mm," | awk -v reg="$reg" '$5 ~ /^10\.213\.0\.4:/ { sub(/.*:/, "", $4); if ($4 != reg) print $4 }'); do
+# (the cluster's network, 10.X.0.0/16, is in its mm_address)
+MM_IP=$(sed -n 's/^mm_address = \(.*\):[0-9]*$/\1/p' "$C/storm.conf") MM_NET=()
+NET=${MM_IP%.255.25?}
+[ "${STORM_HOSTS:-}" = 1 ] && MM_NET=(ip netns exec "$(cut -d" " -f1 "$C/netns")-mm")
+for port in $("${MM_NET[@]}" ss -tnpH | grep "pid=$mm," | awk -v reg="$reg" -v n3="$NET.0.4:" 'index($5, n3) == 1 { sub(/.*:/, "", $4); if ($4 != reg) print $4 }'); do
 	ip netns exec "$NS3" iptables -A INPUT -s "$MM_IP" -p tcp --sport "$port" -j DROP
 done
 DROPS=$NS3

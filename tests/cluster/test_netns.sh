@@ -18,6 +18,7 @@ cleanup() {
 	if [ -f "$C/pids" ]; then
 		while read -r pid _; do kill -9 "$pid" 2>/dev/null; done <"$C/pids"
 	fi
+	storm cluster down --dir "$T/c2" >/dev/null 2>&1
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -70,6 +71,25 @@ if wait_log "$C/log/node02.log" "job $id done" 20 && [ "$(ip netns pids "$NS" | 
 	ok "the failed job's ranks on the returning node are killed"
 else bad "the failed job's ranks on the returning node are killed: $(ip netns pids "$NS" | xargs ps -o args= -p)"; fi
 storm run -N 4 hostname >/dev/null && ok "a job on all 4 after it returns" || bad "a job on all 4 after it returns"
+
+# a second --netns cluster beside it on this machine: a network of its own
+# (each bridge's address was 10.213.255.254, and the second cluster's nodes
+# never reached their MM)
+if storm cluster up --netns --nodes 2 --dir "$T/c2" >"$T/up2.out" 2>&1; then
+	ok "a second --netns cluster comes up beside the first"
+else bad "a second --netns cluster comes up beside the first"; sed 's/^/     | /' "$T/up2.out" | head -5; fi
+net1=$(sed -n 's/^mm_address = \(10\.[0-9]*\)\..*/\1/p' "$C/storm.conf")
+net2=$(sed -n 's/^mm_address = \(10\.[0-9]*\)\..*/\1/p' "$T/c2/storm.conf")
+[ -n "$net1" ] && [ -n "$net2" ] && [ "$net1" != "$net2" ] &&
+	ok "  on a network of its own ($net1.0.0/16, $net2.0.0/16)" ||
+	bad "  on a network of its own ('$net1', '$net2')"
+storm run -N 4 -n 4 echo one >"$T/one.out" 2>&1 &
+ONE=$!
+STORM_CONF=$T/c2/storm.conf storm run -N 2 -n 2 echo two >"$T/two.out" 2>&1 &&
+	[ "$(grep -c '^two$' "$T/two.out")" = 2 ] && ok "  its jobs run" || bad "  its jobs run: $(cat "$T/two.out")"
+wait "$ONE" && [ "$(grep -c '^one$' "$T/one.out")" = 4 ] && ok "  and the first cluster's beside them" ||
+	bad "  and the first cluster's beside them: $(cat "$T/one.out")"
+storm cluster down --dir "$T/c2" >/dev/null 2>&1
 storm cluster down --dir "$C" >/dev/null 2>&1
 ip netns list | grep -q -- "${NS%-n2}" && bad "cluster down removes the namespaces" ||
 	ok "cluster down removes the namespaces and the bridge"
