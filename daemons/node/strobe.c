@@ -320,9 +320,10 @@ void nd_on_strobe(struct nd *nd)
 		nd_ckpt_poll(nd);
 	nd->strobe_cmd_seq = s.cmd_seq;
 	/* a checkpoint learns first that its job is named to run: it may
-	 * have been given up, and then the job runs at once */
+	 * have been given up, and then the job runs at once (a step is
+	 * named by its allocation, as the gang switch reads it) */
 	for (struct nd_job *j = nd->jobs; j; j = j->next)
-		if (j->id == run && (j->ckpt_busy || j->ckpt_frozen))
+		if (jobid_alloc(j->id) == run && (j->ckpt_busy || j->ckpt_frozen))
 			nd_ckpt_running(nd, j);
 	int switched = nd_timed_strobe(nd, &s, run, slots, run_ahead);
 	nd_bcs_strobe(nd);
