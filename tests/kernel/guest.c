@@ -652,7 +652,7 @@ static int observe(uint64_t ida, const char *taga, uint64_t idb, const char *tag
 	if (n < 4)
 		return 1;
 
-	int not_done = 0, wrong = 0, cpu_moved = 0;
+	int not_done = 0, wrong = 0, cpu_moved = 0, turned = 0;
 	uint64_t prev_in = ring_rec(ring, head0)->out_job, stopped_cpu[2] = { 0 };
 	int was_stopped[2] = { 0 };
 	for (uint64_t s = head0; s < head; s++) {
@@ -661,10 +661,13 @@ static int observe(uint64_t ida, const char *taga, uint64_t idb, const char *tag
 		int out = r->out_job == ida ? 0 : r->out_job == idb ? 1 : -1;
 		not_done += !(r->flags & STORM_REC_DONE);
 		/* the two jobs take turns (a slot that keeps the running job is a
-		 * switch that stops nothing) */
+		 * switch that stops nothing, but for the first: a job registered
+		 * while the other ran is registered running, and the next switch,
+		 * whichever, stops it) */
 		int same = r->in_job == r->out_job;
 		int bad = r->seq != s || r->out_job != prev_in || r->cont_ns < r->off_ns ||
-			  (in < 0 && r->in_job != 0) || (same && r->out_tasks);
+			  (in < 0 && r->in_job != 0) || (same && r->out_tasks && turned);
+		turned |= !same;
 		if (bad && wrong < 5)
 			printf("note: record %llu: job %llu -> %llu, tasks %u -> %u, flags %#x\n",
 			       (unsigned long long)s, (unsigned long long)r->out_job,
