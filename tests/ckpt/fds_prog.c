@@ -129,8 +129,7 @@ int main(int argc, char **argv)
 		return holds(argv[1]);
 	const char *hold = gate_arg(&argc, argv, 3);
 	if (argc != 3 || strcmp(argv[1], "objects")) {
-		fprintf(stderr, "usage: fds_prog objects STEPS [hold K,...] | tcp | unix | sysv | ptimer | seccomp | tick
-");
+		fprintf(stderr, "usage: fds_prog objects STEPS [hold K,...] | tcp | unix | sysv | ptimer | seccomp | tick\n");
 		return 2;
 	}
 	long steps = atol(argv[2]);
