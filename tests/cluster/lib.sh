@@ -45,12 +45,18 @@ mm_socket() {
 	if [ "${STORM_HOSTS:-}" = 1 ]; then echo "$C/hosts/mm/mm.sock"; else echo "$C/mm.sock"; fi
 }
 
+# Every wait below is for an event; its SECONDS only bound a hang, and are
+# multiplied by STORM_TEST_PATIENCE (default 4): a machine loaded by a CPU
+# hog or other tests is slower than the one a deadline was written on, and
+# waiting longer for an event that comes costs nothing.
+patience() { echo $(($1 * ${STORM_TEST_PATIENCE:-4})); }
+
 # wait_log FILE TEXT SECONDS: returns 0 as soon as a line of FILE (already
 # there or appended later: tail -F follows it) contains TEXT, 1 if none does
 # within SECONDS.
 wait_log() {
 	local rc=1 pid
-	coproc WAIT_LOG_TAIL { exec timeout "$3" tail -n +1 -F "$1" 2>/dev/null; }
+	coproc WAIT_LOG_TAIL { exec timeout "$(patience "$3")" tail -n +1 -F "$1" 2>/dev/null; }
 	pid=$WAIT_LOG_TAIL_PID # bash unsets it when the coprocess ends
 	grep -q -m1 -F -- "$2" <&"${WAIT_LOG_TAIL[0]}" && rc=0
 	kill "$pid" 2>/dev/null
@@ -89,7 +95,7 @@ try:
     fd = os.pidfd_open(int(sys.argv[1]))
 except ProcessLookupError:
     sys.exit(0)
-sys.exit(0 if select.select([fd], [], [], float(sys.argv[2]))[0] else 1)' "$1" "${2:-10}"
+sys.exit(0 if select.select([fd], [], [], float(sys.argv[2]))[0] else 1)' "$1" "$(patience "${2:-10}")"
 }
 
 # stacks PATTERN: where each process whose command line matches PATTERN
@@ -223,7 +229,7 @@ has() {
 # already or appended later) contain TEXT, 1 if fewer do within SECONDS.
 # Prints how many it saw.
 wait_count() {
-	python3 - "$@" <<'PY'
+	python3 - "$1" "$2" "$3" "$(patience "$4")" <<'PY'
 import os, select, subprocess, sys, time
 path, text, n, secs = sys.argv[1], sys.argv[2].encode(), int(sys.argv[3]), float(sys.argv[4])
 tail = subprocess.Popen(["tail", "-n", "+1", "-F", path], stdout=subprocess.PIPE,
