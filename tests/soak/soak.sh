@@ -77,19 +77,6 @@ last_ckpt() { storm checkpoints --json | python3 -c 'import json,sys; print(max(
 job_state() { storm acct -j "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["state"])'; }
 daemon_pid() { awk -v n="$1" '$2 == n { p = $1 } END { print p }' "$C/pids"; }
 ns_of() { echo "$(cut -d' ' -f1 "$C/netns")-n$1"; }
-# lines_of FILE: how many lines FILE has now (a mark for wait_after)
-lines_of() { wc -l <"$1"; }
-# wait_after FILE MARK TEXT SECONDS: as wait_log, but only lines after the
-# first MARK ones count (an earlier run's line must not answer)
-wait_after() {
-	local rc=1 pid
-	coproc WAIT_AFTER_TAIL { exec timeout "$4" tail -n +$(($2 + 1)) -F "$1" 2>/dev/null; }
-	pid=$WAIT_AFTER_TAIL_PID
-	grep -q -m1 -F -- "$3" <&"${WAIT_AFTER_TAIL[0]}" && rc=0
-	kill "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
-	return $rc
-}
 
 # A run's verdict: why it failed (empty: it passed), and whether it hung.
 WHY="" HUNG=0
@@ -291,9 +278,9 @@ nd_run() {
 	wait "$run" || fail "job $j: exit $?: $(tail -1 "$R/job.err")"
 	cmp -s "$T/ref/out0.f" "$T/w/out0.f" && cmp -s "$T/ref/out0.f" "$T/w/out1.f" ||
 		fail "job $j: files differ from the uninterrupted run's"
-	m=$(lines_of "$C/log/mm.log")
 	step 60 up storm cluster restart "$n" --dir "$C" || fail "cluster restart $n: exit $?"
-	wait_after "$C/log/mm.log" "$m" "node $n is UP" 60 || hang_dump "$n never came back"
+	# (a daemon back before down_after_ms was never DOWN: no "is UP" line)
+	step 120 status storm cluster status --wait 60 --dir "$C" || hang_dump "$n never came back"
 }
 
 # ---- node03's link cut for a random 0.1-3 s (less than down_after_ms)
