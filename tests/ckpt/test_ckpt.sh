@@ -42,15 +42,15 @@ cd "$T" || exit 1
 "$PROG" $STEPS $HEAP run.f 5 hold 20,30,40,80 >run.out 2>run.err &
 P=$!
 started+=("$P")
-wait_log run.out "step 20 " 300 || bad "program reached step 20"
+wait_log run.out "step 20 " 60 || bad "program reached step 20"
 expect "dump a running process (left running)" 0 "$CK" dump "$P" img1
 : >gate.20
-wait_log run.out "step 30 " 300 || bad "program kept running after the dump"
+wait_log run.out "step 30 " 60 || bad "program kept running after the dump"
 # its memory read from a copy-on-write fork while it runs on
 expect "dump from a snapshot" 0 "$CK" dump "$P" img1s --snapshot
 has "the snapshot was taken" err "memory read from a snapshot"
 : >gate.30
-wait_log run.out "step 40 " 300 || bad "program kept running after the snapshot dump"
+wait_log run.out "step 40 " 60 || bad "program kept running after the snapshot dump"
 expect "dump and kill" 0 "$CK" dump "$P" img2 --kill
 wait "$P" 2>/dev/null
 : >gate.40
@@ -60,10 +60,10 @@ wait "$P" 2>/dev/null
 "$CK" restore img2 2>r2.err &
 R=$!
 started+=("$R")
-wait_log r2.err "as pid" 300 || bad "restore img2 started"
+wait_log r2.err "as pid" 60 || bad "restore img2 started"
 NP=$(sed -n 's/.*as pid \([0-9]*\).*/\1/p' r2.err)
 started+=("$NP")
-wait_log run.out "step 80 " 300 || bad "restored process runs on"
+wait_log run.out "step 80 " 60 || bad "restored process runs on"
 expect "dump the restored process" 0 "$CK" dump "$NP" img3 --kill
 wait "$R"
 [ $? = 137 ] && ok "restored process was killed" || bad "restored process was killed"
@@ -109,7 +109,7 @@ expect "verify a good image" 0 "$CK" verify img3
 taskset -c 0 "$PROG" 100000 16 still.f 10 sleep >still.out 2>&1 &
 S=$!
 started+=("$S")
-wait_log still.out "step 5 " 300 || bad "second program started"
+wait_log still.out "step 5 " 60 || bad "second program started"
 kill -STOP "$S"
 # stopped for good first (a dump of a process with its SIGSTOP still
 # pending lets it run on a moment before the stop takes)
@@ -146,15 +146,15 @@ gone_gates
 "$FDS" objects 400 hold 60,120,180 >frun.out 2>&1 &
 P=$!
 started+=("$P")
-wait_log frun.out "step 60 " 300 || bad "descriptor program reached step 60"
+wait_log frun.out "step 60 " 60 || bad "descriptor program reached step 60"
 expect "dump a process holding pipes, epolls, memfds... (left running)" 0 "$CK" dump "$P" fimg1
 : >gate.60
-wait_log frun.out "step 120 " 300 || bad "it kept running after the dump"
+wait_log frun.out "step 120 " 60 || bad "it kept running after the dump"
 expect "a memfd's content keeps it stopped: no snapshot" 0 "$CK" dump "$P" fimg1s --snapshot
 grep -q "memory read from a snapshot" "$T/err" && bad "no snapshot with a memfd" ||
 	ok "no snapshot with a memfd"
 : >gate.120
-wait_log frun.out "step 180 " 300 || bad "it kept running after the second dump"
+wait_log frun.out "step 180 " 60 || bad "it kept running after the second dump"
 expect "dump and kill it" 0 "$CK" dump "$P" fimg2 --kill
 wait "$P" 2>/dev/null
 : >gate.180
@@ -176,14 +176,14 @@ refused() { # NAME ARGS... ; then the text the error must hold
 	"$FDS" "$@" >s.out 2>&1 &
 	P=$!
 	started+=("$P")
-	wait_log s.out "tick 3" 300 || bad "$name: program started"
+	wait_log s.out "tick 3" 60 || bad "$name: program started"
 	expect "$name: the dump fails" 1 "$CK" dump "$P" simg
 	has "$name: the error names pid, fd and kind" err "pid $P: $want"
 	[ "$(wc -l <"$T/err")" = 1 ] && ok "$name: one line" || bad "$name: one line"
 	[ ! -e simg ] && [ ! -e simg.tmp ] && ok "$name: no image left" || bad "$name: no image left"
 	local n
 	n=$(tail -n1 s.out | sed 's/tick //')
-	if wait_log s.out "tick $((n + 3))" 300 && ! grep -q '^State:.*[tT] (' /proc/$P/status; then
+	if wait_log s.out "tick $((n + 3))" 60 && ! grep -q '^State:.*[tT] (' /proc/$P/status; then
 		ok "$name: it runs on"
 	else
 		bad "$name: it runs on"
@@ -212,7 +212,7 @@ has "seccomp: why" err ": filter mode, 1 filter; the checkpointer 0): seccomp fi
 "$FDS" tick >>app.log 2>&1 &
 P=$!
 started+=("$P")
-wait_log app.log "tick 3" 300 || bad "O_APPEND: program started"
+wait_log app.log "tick 3" 60 || bad "O_APPEND: program started"
 expect "O_APPEND: dump and kill" 0 "$CK" dump "$P" aimg --kill
 wait "$P" 2>/dev/null
 at=$(stat -c %s app.log)
@@ -220,11 +220,11 @@ echo "another writer" >>app.log
 "$CK" restore aimg 2>ar.err &
 R=$!
 started+=("$R")
-wait_log ar.err "as pid" 300 || bad "O_APPEND: restore started"
+wait_log ar.err "as pid" 60 || bad "O_APPEND: restore started"
 NP=$(sed -n 's/.*as pid \([0-9]*\).*/\1/p' ar.err)
 started+=("$NP")
 last=$(head -c "$at" app.log | tail -n1 | sed 's/tick //')
-wait_log app.log "tick $((last + 3))" 300 || bad "O_APPEND: the restored process runs on"
+wait_log app.log "tick $((last + 3))" 60 || bad "O_APPEND: the restored process runs on"
 kill -9 "$NP" 2>/dev/null
 wait "$R" 2>/dev/null
 grep -qx "another writer" app.log && ok "O_APPEND: the other writer's line is kept" ||
@@ -311,14 +311,14 @@ threaded() {
 	"$@" hold 20,30,40 >"$n.out" 2>"$n.err" &
 	local P=$! R NP orig
 	started+=("$P")
-	wait_log "$n.out" "step 20 " 300 || bad "$n: program reached step 20"
+	wait_log "$n.out" "step 20 " 60 || bad "$n: program reached step 20"
 	expect "$n: dump of $nt threads, left running" 0 "$CK" dump "$P" "$n.img1"
 	: >gate.20
-	wait_log "$n.out" "step 30 " 300 || bad "$n: program kept running after the dump"
+	wait_log "$n.out" "step 30 " 60 || bad "$n: program kept running after the dump"
 	expect "$n: dump from a snapshot" 0 "$CK" dump "$P" "$n.img1s" --snapshot
 	has "$n: the snapshot was taken" err "memory read from a snapshot"
 	: >gate.30
-	wait_log "$n.out" "step 40 " 300 || bad "$n: program kept running after the snapshot"
+	wait_log "$n.out" "step 40 " 60 || bad "$n: program kept running after the snapshot"
 	orig=$(tids "$P")
 	[ "$(wc -w <<<"$orig")" = "$nt" ] && ok "$n: $nt threads" || bad "$n: $nt threads: $orig"
 	expect "$n: dump and kill" 0 "$CK" dump "$P" "$n.img2" --kill
@@ -330,7 +330,7 @@ threaded() {
 	"$CK" restore "$n.img2" --stopped 2>"$n.r2" &
 	R=$!
 	started+=("$R")
-	wait_log "$n.r2" "as pid" 300 || bad "$n: restore of the killed one started"
+	wait_log "$n.r2" "as pid" 60 || bad "$n: restore of the killed one started"
 	NP=$(new_pid "$n.r2")
 	started+=("$NP")
 	[ "$(tids "$NP")" = "$orig" ] && ok "$n: restored with its pid and tids" ||
@@ -343,7 +343,7 @@ threaded() {
 	"$CK" restore "$n.img1s" --stopped 2>"$n.r3" &
 	R=$!
 	started+=("$R")
-	wait_log "$n.r3" "as pid" 300 || bad "$n: restore of the snapshot image started"
+	wait_log "$n.r3" "as pid" 60 || bad "$n: restore of the snapshot image started"
 	NP=$(new_pid "$n.r3")
 	started+=("$NP")
 	# let go with a SIGSTOP pending: each thread takes it before it runs
@@ -368,11 +368,13 @@ threaded pthread 5 "$B/ckpt_threads" 90 10
 # as another user, as storm restores a job's ranks: the process may not
 # choose its tids, the restorer picks them (ns_last_pid, which another fork
 # on the machine may beat: the tids are not compared)
-chmod 755 "$T" && chmod 666 pthread.out pthread.err
+# (the directory writable too: a restore keeps the bytes it cuts from a file
+# written since the checkpoint in a file beside it, or cuts nothing and fails)
+chmod 1777 "$T" && chmod 666 pthread.out pthread.err
 "$CK" restore pthread.img2 --user 65534:65534 --stopped 2>pthread.r5 &
 R=$!
 started+=("$R")
-wait_log pthread.r5 "as pid" 300 || bad "pthread: restore as another user started"
+wait_log pthread.r5 "as pid" 60 || bad "pthread: restore as another user started"
 NP=$(new_pid pthread.r5)
 started+=("$NP")
 [ "$(awk '/^Uid:/ { print $2 }' "/proc/$NP/status")" = 65534 ] &&
@@ -396,7 +398,7 @@ sched_of() { # each thread's CPUs, policy and nice, in tid order
 taskset -c 1 nice -n 3 "$B/ckpt_threads" 100000 10 >sched.out 2>/dev/null &
 P=$!
 started+=("$P")
-wait_log sched.out "step 5 " 300 || bad "sched: program started"
+wait_log sched.out "step 5 " 60 || bad "sched: program started"
 mapfile -t tl < <(ls "/proc/$P/task" | sort -n)
 taskset -pc 0 "${tl[1]}" >/dev/null && renice -n 7 -p "${tl[2]}" >/dev/null &&
 	chrt --batch -p 0 "${tl[3]}" || bad "sched: setting its threads' affinity, nice and policy"
@@ -406,7 +408,7 @@ wait "$P" 2>/dev/null
 "$CK" restore sched.img --stopped 2>sched.r &
 R=$!
 started+=("$R")
-wait_log sched.r "as pid" 300 || bad "sched: restore started"
+wait_log sched.r "as pid" 60 || bad "sched: restore started"
 NP=$(new_pid sched.r)
 started+=("$NP")
 after=$(sched_of "$NP")
@@ -430,11 +432,11 @@ gone_gates
 "$TP" reaper hold 20,40 150 >>trun.out 2>>tw.err &
 W=$!
 started+=("$W")
-wait_log trun.out "step 20 " 300 || bad "tree: program reached step 20"
+wait_log trun.out "step 20 " 60 || bad "tree: program reached step 20"
 TR=$(sed -n 's/^root //p' tw.err)
 expect "tree: dump a running tree (left running)" 0 "$CK" dump "$TR" timg1
 : >gate.20
-wait_log trun.out "step 40 " 300 || bad "tree: kept running after the dump"
+wait_log trun.out "step 40 " 60 || bad "tree: kept running after the dump"
 expect "tree: dump and kill" 0 "$CK" dump "$TR" timg2 --kill
 wait "$W"
 : >gate.40
@@ -467,7 +469,7 @@ expect "tree: verify its image" 0 "$CK" verify timg1
 "$TP" hold 3 1000 >tshared.out 2>>tw.err &
 TS=$!
 started+=("$TS")
-wait_log tshared.out "step 3 " 300 || bad "tree: a tree writing a shared file started"
+wait_log tshared.out "step 3 " 60 || bad "tree: a tree writing a shared file started"
 expect "tree: a regular file shared over a fork is refused" 1 "$CK" dump "$TS" tsimg
 has "  naming the file and the other process" err "tshared.out, one open file with pid "
 has "  and why" err "restored each with its own"
@@ -477,7 +479,7 @@ kill "$TS"
 "$B/ckpt_threads" 100000 10 >vg.out 2>/dev/null &
 V=$!
 started+=("$V")
-wait_log vg.out "step 5 " 300 || bad "valgrind's program started"
+wait_log vg.out "step 5 " 60 || bad "valgrind's program started"
 expect "valgrind: dump a threaded process, clean" 0 valgrind -q --error-exitcode=9 \
 	--leak-check=full --errors-for-leak-kinds=definite,indirect,possible \
 	"$CK" dump "$V" vg.img --snapshot
