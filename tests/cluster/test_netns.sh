@@ -35,7 +35,10 @@ else bad "cluster up --netns"; cat "$T/up.out"; exit 1; fi
 storm run -N 4 sh -c 'ip -4 -o addr show eth0 | wc -l' >"$T/out" 2>&1
 [ "$(grep -c '^1$' "$T/out")" = 4 ] && ok "each node daemon's ranks see only their own eth0" ||
 	bad "each node in its own namespace: $(cat "$T/out")"
-NS=$(ip netns list | awk '{ print $1 }' | grep -- '-n2$' | head -1)
+# this cluster's own (DIR/netns names its prefix): another cluster on the
+# machine has a node02 too
+NS="$(cut -d' ' -f1 "$C/netns")-n2"
+ip netns list | grep -q -- "^$NS\b" || NS=
 [ -n "$NS" ] && ok "node02's namespace exists ($NS)" || bad "node02's namespace exists"
 
 # from another network (node02's namespace), over the bridge, by TCP only
@@ -91,7 +94,7 @@ wait "$ONE" && [ "$(grep -c '^one$' "$T/one.out")" = 4 ] && ok "  and the first 
 	bad "  and the first cluster's beside them: $(cat "$T/one.out")"
 storm cluster down --dir "$T/c2" >/dev/null 2>&1
 storm cluster down --dir "$C" >/dev/null 2>&1
-ip netns list | grep -q -- "${NS%-n2}" && bad "cluster down removes the namespaces" ||
+ip netns list | grep -q -- "^${NS%-n2}-" && bad "cluster down removes the namespaces" ||
 	ok "cluster down removes the namespaces and the bridge"
 echo "$checks checks, $fails failed"
 [ $fails = 0 ]
