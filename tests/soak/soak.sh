@@ -30,6 +30,21 @@ while [ $# -gt 0 ]; do
 	*) break ;;
 	esac
 done
+# each scenario: its setup (a cluster, once) and one run
+scenario() {
+	case $1 in
+	restart-2to4) SETUP=ckpt_setup RUN="ckpt_run 2 4" ;;
+	restart-4to2) SETUP=ckpt_setup RUN="ckpt_run 4 2" ;;
+	restart-4to1) SETUP=ckpt_setup RUN="ckpt_run 4 1" ;;
+	ompi-b2b) SETUP=ompi_setup RUN=ompi_run ;;
+	mpich) SETUP=mpich_setup RUN=mpich_run ;;
+	gang-pair) SETUP=gang_setup RUN=gang_run ;;
+	mm-kill) SETUP=mm_setup RUN=mm_run ;;
+	nd-kill) SETUP=nd_setup RUN=nd_run ;;
+	link-cut) SETUP=link_setup RUN=link_run ;;
+	*) return 1 ;;
+	esac
+}
 SCENARIOS="restart-2to4 restart-4to2 restart-4to1 ompi-b2b mpich gang-pair mm-kill nd-kill link-cut"
 if [ -n "${LIST:-}" ]; then echo "$SCENARIOS" | tr ' ' '\n'; exit 0; fi
 [ $# -ge 1 ] || { usage >&2; exit 2; }
@@ -37,10 +52,7 @@ BIN=$(cd "$1" && pwd) || exit 2
 shift
 [ $# -gt 0 ] && SCENARIOS="$*"
 for s in $SCENARIOS; do
-	case " restart-2to4 restart-4to2 restart-4to1 ompi-b2b mpich gang-pair mm-kill nd-kill link-cut " in
-	*" $s "*) ;;
-	*) echo "soak.sh: no scenario '$s' (soak.sh --list)" >&2; exit 2 ;;
-	esac
+	scenario "$s" || { echo "soak.sh: no scenario '$s' (soak.sh --list)" >&2; exit 2; }
 done
 case $RUNS in '' | *[!0-9]*) echo "soak.sh: -n wants a number, not '$RUNS'" >&2; exit 2 ;; esac
 
@@ -313,31 +325,6 @@ link_run() {
 	[ "$(grep -c '^hello$' "$R/all.out")" = 4 ] || fail "a job on all 4 after: wrong output"
 }
 
-setup_of() {
-	case $1 in
-	restart-*) echo ckpt_setup ;;
-	ompi-b2b) echo ompi_setup ;;
-	mpich) echo mpich_setup ;;
-	gang-pair) echo gang_setup ;;
-	mm-kill) echo mm_setup ;;
-	nd-kill) echo nd_setup ;;
-	link-cut) echo link_setup ;;
-	esac
-}
-run_of() {
-	case $1 in
-	restart-2to4) echo "ckpt_run 2 4" ;;
-	restart-4to2) echo "ckpt_run 4 2" ;;
-	restart-4to1) echo "ckpt_run 4 1" ;;
-	ompi-b2b) echo ompi_run ;;
-	mpich) echo mpich_run ;;
-	gang-pair) echo gang_run ;;
-	mm-kill) echo mm_run ;;
-	nd-kill) echo nd_run ;;
-	link-cut) echo link_run ;;
-	esac
-}
-
 if [ "$HOG" = 1 ]; then
 	sh -c 'while :; do :; done' &
 	HOGPID=$!
@@ -349,7 +336,8 @@ for sc in $SCENARIOS; do
 	cluster_kill
 	rm -rf "$C"
 	mkdir -p "$OUT/$sc"
-	if ! $(setup_of "$sc") >"$OUT/$sc/setup.log" 2>&1; then
+	scenario "$sc"
+	if ! $SETUP >"$OUT/$sc/setup.log" 2>&1; then
 		cat "$T/up.out" >>"$OUT/$sc/setup.log" 2>/dev/null
 		echo "soak.sh: $sc: its setup failed (log: $OUT/$sc/setup.log)" >&2
 		printf '%s\t0\tsetup failed\t-\n' "$sc" >>"$OUT/summary.tsv"
@@ -363,7 +351,7 @@ for sc in $SCENARIOS; do
 		mkdir -p "$R"
 		WHY="" HUNG=0
 		mark=$(date +%s.%N)
-		$(run_of "$sc") >>"$R/harness.txt" 2>&1
+		$RUN >>"$R/harness.txt" 2>&1
 		# every job ended and its nodes free before the next run
 		for j in $(storm jobs --json 2>/dev/null | python3 -c 'import json,sys; print(" ".join(str(j["job"]) for j in json.load(sys.stdin)["jobs"]))' 2>/dev/null); do
 			kill_job "$j" >/dev/null 2>&1 || fail "job $j left running"
@@ -381,7 +369,7 @@ for sc in $SCENARIOS; do
 			if [ "$HUNG" = 1 ]; then
 				cluster_kill
 				rm -rf "$C"
-				$(setup_of "$sc") >>"$OUT/$sc/setup.log" 2>&1 || { echo "  $sc: setup again failed" >&2; break; }
+				$SETUP >>"$OUT/$sc/setup.log" 2>&1 || { echo "  $sc: setup again failed" >&2; break; }
 			fi
 		fi
 	done
