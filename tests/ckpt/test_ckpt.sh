@@ -113,10 +113,7 @@ wait_log still.out "step 5 " 60 || bad "second program started"
 kill -STOP "$S"
 # stopped for good first (a dump of a process with its SIGSTOP still
 # pending lets it run on a moment before the stop takes)
-for ((i = 0; i < 500; i++)); do
-	grep -q '^State:.*stopped' /proc/$S/status && break
-	sleep 0.01
-done
+wait_stopped "$S" 5 || bad "the held program stopped"
 "$CK" dump "$S" still1 2>/dev/null
 "$CK" dump "$S" still2 --snapshot 2>/dev/null
 kill -9 "$S"
@@ -347,10 +344,7 @@ threaded() {
 	NP=$(new_pid "$n.r3")
 	started+=("$NP")
 	# let go with a SIGSTOP pending: each thread takes it before it runs
-	for ((i = 0; i < 500; i++)); do
-		[ "$(states "$NP")" = T ] && break
-		sleep 0.01
-	done
+	wait_stopped "$NP" 5
 	[ "$(tids "$NP" | wc -w)" = "$nt" ] && [ "$(states "$NP")" = T ] &&
 		ok "$n: restored stopped, every thread" ||
 		bad "$n: restored stopped, every thread: $(tids "$NP") in $(states "$NP")"

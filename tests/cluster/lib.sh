@@ -136,6 +136,26 @@ proc_cpu() {
 	sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{ print $1, $12 + $13 }'
 }
 
+# wait_stopped PID SECONDS: returns 0 once every thread of PID is stopped
+# (state T in /proc), 1 if one still is not after SECONDS. A process that
+# takes a SIGSTOP raises no event another process can wait on (its parent's
+# waitid WSTOPPED is ours only for our own children, not for a restored
+# process), so this is the one place that looks again, every 10 ms.
+wait_stopped() {
+	local end=$((SECONDS + $(patience "$2"))) s st
+	while :; do
+		[ -d "/proc/$1" ] || return 1
+		st=T
+		for s in /proc/"$1"/task/*/stat; do
+			[ -e "$s" ] || { st=; break; }
+			[ "$(sed 's/.*) \([A-Za-z]\).*/\1/' "$s" 2>/dev/null)" = T ] || { st=; break; }
+		done
+		[ "$st" = T ] && return 0
+		[ "$SECONDS" -lt "$end" ] || return 1
+		sleep 0.01
+	done
+}
+
 # wait_bg PID SECONDS WHAT: waits for our background child PID to end, at
 # most SECONDS, and returns its status; if it still runs then, prints WHAT,
 # its state and CPU time, where it waits and the daemons' state, and kills
