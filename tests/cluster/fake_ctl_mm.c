@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -65,6 +66,38 @@ static unsigned nodes_up(void)
 		n += node_up(i);
 	return n;
 } /* ids as in the docs' examples */
+
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000L + (t.tv_nsec - t0->tv_nsec) / 1000000L;
+}
+
+/* As the MM's status --wait does: returns once every node is up or WAIT_MS
+ * passed, woken by each file made in the state directory (the watch is set
+ * before the first count, so a node that comes up meanwhile is not missed). */
+static void wait_nodes_up(uint32_t wait_ms)
+{
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int fd = inotify_init1(IN_CLOEXEC);
+	if (fd < 0 || inotify_add_watch(fd, conf.state_dir, IN_CREATE | IN_MOVED_TO) < 0) {
+		fprintf(stderr, "fake_ctl_mm: cannot watch %s: %s\n", conf.state_dir,
+			strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while (nodes_up() < (unsigned)conf.nnodes) {
+		long left = (long)wait_ms - ms_since(&t0);
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		char buf[4096];
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0 || read(fd, buf, sizeof(buf)) < 0)
+			break;
+	}
+	close(fd);
+}
 
 /* As the real MM's Shutdown command does: the stand-in node daemons of
  * `cluster up` (DIR/pids, next to the configuration) are told to stop. */
@@ -478,11 +511,7 @@ static void *serve(void *arg)
 		st.timeslice_us = 10000, st.provider = "tcp;ofi_rxm", st.jobs_running = 1;
 		st.jobs_queued = 1, st.mm_pid = (uint32_t)getpid();
 		if (have_conf) {
-			/* answer once every node is up or after wait_ms, as the MM does */
-			for (unsigned waited = 0;
-			     nodes_up() < (unsigned)conf.nnodes && waited < req->status->wait_ms;
-			     waited += 20)
-				msleep(20);
+			wait_nodes_up(req->status->wait_ms);
 			st.cluster = conf.name, st.provider = conf.provider;
 			st.timeslice_us = conf.timeslice_us;
 			st.nodes_total = (uint32_t)conf.nnodes, st.nodes_up = nodes_up();
