@@ -59,7 +59,9 @@ jobs() {
 
 # every stream of node01 acknowledged up to what it sent, nothing queued
 # (its last acks may still be on their way, or lost and due again at a
-# resend: asked again until then, 30 s at most)
+# resend: asked again until then, 30 s at most). An ack taken in logs
+# nothing and a resend's line is rate-limited, so no event says the count
+# moved: this dump, read on its own "state: end" line, is asked once a second.
 all_acked() {
 	local pid log from i
 	pid=$(daemon_pid node01) log=$C/log/node01.log
