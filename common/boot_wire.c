@@ -14,7 +14,9 @@ struct wbuf {
 
 static void put(struct wbuf *w, const void *src, size_t n)
 {
-	if (w->err || n > w->cap - w->len) {
+	if (w->err)
+		return;
+	if (n > w->cap - w->len) {
 		w->err = -ENOSPC;
 		return;
 	}
@@ -32,6 +34,12 @@ static void put32(struct wbuf *w, uint32_t v)
 {
 	uint8_t b[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
 	put(w, b, 4);
+}
+
+static void put64(struct wbuf *w, uint64_t v)
+{
+	put32(w, (uint32_t)(v >> 32));
+	put32(w, (uint32_t)v);
 }
 
 static int done(struct wbuf *w) { return w->err ? w->err : (int)w->len; }
@@ -78,11 +86,15 @@ static void put_entry(struct wbuf *w, const struct boot_entry *e, bool with_id)
 	}
 }
 
-int boot_enc_register(uint8_t *out, size_t cap, const struct boot_entry *self)
+int boot_enc_register(uint8_t *out, size_t cap, const struct boot_entry *self,
+		      uint64_t incarnation)
 {
 	struct wbuf w = {out, cap, 0, 0};
+	if (!incarnation)
+		return -EINVAL;
 	put8(&w, BOOT_REGISTER);
 	put_entry(&w, self, false);
+	put64(&w, incarnation);
 	return done(&w);
 }
 
@@ -212,6 +224,16 @@ int boot_decode(const uint8_t *in, size_t len, struct boot_msg *m, const char **
 	case BOOT_REGISTER:
 		if (get_entry(&r, &m->self, false, why))
 			return -EBADMSG;
+		m->incarnation = (uint64_t)get32(&r) << 32;
+		m->incarnation |= get32(&r);
+		if (r.short_) {
+			*why = "truncated";
+			return -EBADMSG;
+		}
+		if (!m->incarnation) {
+			*why = "no incarnation";
+			return -EBADMSG;
+		}
 		break;
 	case BOOT_TABLE: {
 		m->nentries = get32(&r);

@@ -8,7 +8,9 @@
  * Both then key the session with boot_session_key (the cluster key over the
  * name and both nonces), and every later frame is tagged and numbered
  * exactly as a control connection's after its MUNGE credential:
- *   node -> MM  REGISTER  tagged: the node's fabric address on each rail
+ *   node -> MM  REGISTER  tagged: the node's fabric address on each rail and
+ *                         its daemon's incarnation (its start): another one
+ *                         than before means the daemon restarted
  *   MM -> node  TABLE     tagged: every address known, the MM's included;
  *                         later TABLEs push the entries that change (a
  *                         node that registers again with a new address)
@@ -33,7 +35,7 @@ enum boot_type {
 	BOOT_ERROR = 5,
 };
 
-#define BOOT_VERSION 1
+#define BOOT_VERSION 2
 #define BOOT_NONCE_LEN 16
 #define BOOT_ADDR_MAX 256  /* a fabric address (sn.h SN_ADDR_MAX) */
 #define BOOT_RAILS 2
@@ -52,6 +54,7 @@ struct boot_msg {
 	enum boot_type type;
 	char name[BOOT_NAME_MAX + 1];          /* HELLO */
 	uint8_t nonce[BOOT_NONCE_LEN];         /* HELLO, CHALLENGE */
+	uint64_t incarnation;                  /* REGISTER: nonzero */
 	struct boot_entry self;                /* REGISTER (id unused) */
 	uint32_t nentries;                     /* TABLE */
 	const uint8_t *entries;                /* TABLE: encoded, boot_table_next */
@@ -63,7 +66,8 @@ struct boot_msg {
 int boot_enc_hello(uint8_t *out, size_t cap, const char *name,
 		   const uint8_t nonce[BOOT_NONCE_LEN]);
 int boot_enc_challenge(uint8_t *out, size_t cap, const uint8_t nonce[BOOT_NONCE_LEN]);
-int boot_enc_register(uint8_t *out, size_t cap, const struct boot_entry *self);
+int boot_enc_register(uint8_t *out, size_t cap, const struct boot_entry *self,
+		      uint64_t incarnation);
 int boot_enc_error(uint8_t *out, size_t cap, const char *text);
 /* A TABLE of n entries. */
 int boot_enc_table(uint8_t *out, size_t cap, const struct boot_entry *const *e, uint32_t n);

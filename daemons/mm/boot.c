@@ -214,6 +214,9 @@ static void on_register(struct mm *mm, struct bconn *c, const struct boot_msg *m
 	e->id = id;
 	c->stage = ST_REGISTERED;
 	slog("node %s registered from %s%s", name, c->peer, changed ? "" : " (address unchanged)");
+	/* at once, not on its first report: a job placed there meanwhile
+	 * would go to a daemon that knows nothing of the old one's */
+	node_incarnation(mm, c->node, m->incarnation);
 	send_whole_table(mm, c);
 	if (!changed)
 		return;

@@ -60,6 +60,7 @@ struct client {
 
 struct mm_node {
 	Storm__Ctl__NodeState state;
+	uint64_t incarnation;    /* its daemon's, from its registration or reports; 0: unknown */
 	uint64_t report_seq;     /* last report consumed, acknowledged in strobes */
 	uint64_t heard_slice;    /* slice of the last report */
 	uint64_t heard_us;       /* elapsed_us then: liveness counts time, not slices */
@@ -305,6 +306,9 @@ void cmd_on_sent_event(struct mm *mm);
 void cmd_on_report(struct mm *mm, int idx);
 /* nodes.c: membership */
 void mark_node(struct mm *mm, int idx, Storm__Ctl__NodeState st, const char *why);
+/* A node daemon's registration or report names its incarnation: another one
+ * than before marks the node DOWN (its daemon restarted). */
+void node_incarnation(struct mm *mm, int idx, uint64_t incarnation);
 /* Nodes UP silent for down_after_ms (in slices) are DOWN. */
 void nodes_check(struct mm *mm);
 

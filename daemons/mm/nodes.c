@@ -6,6 +6,26 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Every job that runs on node idx fails there: for why, or (NULL) as one
+ * whose node fell silent. */
+static void fail_jobs_on(struct mm *mm, int idx, const char *why)
+{
+	/* ids first: ending a job may forget ended ones from the list */
+	uint64_t ids[STORM_MAX_MPL * 4];
+	int n_ids = 0;
+	for (struct job *j = mm->jobs; j && n_ids < (int)(sizeof(ids) / sizeof(ids[0]));
+	     j = j->next)
+		if (job_runs_on(mm, j->id, idx))
+			ids[n_ids++] = j->id;
+	for (int k = 0; k < n_ids; k++) {
+		struct job *j = job_find(mm, ids[k]);
+		if (j && why)
+			job_node_failed(mm, j, idx, why);
+		else if (j)
+			job_node_lost(mm, j, idx);
+	}
+}
+
 void mark_node(struct mm *mm, int idx, Storm__Ctl__NodeState st, const char *why)
 {
 	struct mm_node *n = &mm->nodes[idx];
@@ -15,20 +35,8 @@ void mark_node(struct mm *mm, int idx, Storm__Ctl__NodeState st, const char *why
 	matrix_set_down(&mm->matrix, idx, st != STORM__CTL__NODE_STATE__UP);
 	slog("node %s is %s%s%s", mm->conf.nodes[idx],
 	       st == STORM__CTL__NODE_STATE__UP ? "UP" : "DOWN", why ? ": " : "", why ? why : "");
-	if (st == STORM__CTL__NODE_STATE__DOWN) {
-		/* ids first: ending a job may forget ended ones from the list */
-		uint64_t ids[STORM_MAX_MPL * 4];
-		int n_ids = 0;
-		for (struct job *j = mm->jobs; j && n_ids < (int)(sizeof(ids) / sizeof(ids[0]));
-		     j = j->next)
-			if (job_runs_on(mm, j->id, idx))
-				ids[n_ids++] = j->id;
-		for (int k = 0; k < n_ids; k++) {
-			struct job *j = job_find(mm, ids[k]);
-			if (j)
-				job_node_lost(mm, j, idx);
-		}
-	}
+	if (st == STORM__CTL__NODE_STATE__DOWN)
+		fail_jobs_on(mm, idx, NULL);
 	if (st == STORM__CTL__NODE_STATE__UP) {
 		/* a node daemon that restarted has its file flow-control
 		 * variables at 0: count every chunk so far as consumed there */
@@ -41,6 +49,26 @@ void mark_node(struct mm *mm, int idx, Storm__Ctl__NodeState st, const char *why
 		jobs_schedule(mm);
 		status_waiters_answer(mm);
 	}
+}
+
+/* A daemon that restarted holds nothing of what ran under the old one, and
+ * its first report may come after the MM scheduled more there: it is DOWN
+ * (its jobs fail, or restart from a checkpoint) however recently the old
+ * one reported, and UP again on the new one's report. */
+void node_incarnation(struct mm *mm, int idx, uint64_t incarnation)
+{
+	struct mm_node *n = &mm->nodes[idx];
+	if (!incarnation || incarnation == n->incarnation)
+		return;
+	bool restarted = n->incarnation != 0;
+	n->incarnation = incarnation;
+	if (!restarted)
+		return;
+	char why[128];
+	snprintf(why, sizeof(why), "node %s: the node daemon restarted; what the job ran there is lost",
+		 mm->conf.nodes[idx]);
+	fail_jobs_on(mm, idx, why);
+	mark_node(mm, idx, STORM__CTL__NODE_STATE__DOWN, "its daemon restarted");
 }
 
 void nodes_check(struct mm *mm)

@@ -55,6 +55,7 @@ static void consume_report(struct mm *mm, int idx)
 		return;
 	}
 	n->report_seq = r->seq;
+	node_incarnation(mm, idx, r->incarnation);
 	uint64_t t_sent = r->sent_ns;
 	metrics_on_report(mm, idx, r);
 	for (size_t i = 0; i < r->n_traces; i++)

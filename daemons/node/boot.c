@@ -172,8 +172,8 @@ static int handshake(struct nd *nd, int fd)
 			sn_local_addr(nd->sn, r, self.addr[r], &alen);
 			self.len[r] = (uint16_t)alen;
 		}
-		uint8_t reg[8 + BOOT_RAILS * (2 + BOOT_ADDR_MAX)], *env = NULL;
-		int rl = boot_enc_register(reg, sizeof(reg), &self);
+		uint8_t reg[16 + BOOT_RAILS * (2 + BOOT_ADDR_MAX)], *env = NULL;
+		int rl = boot_enc_register(reg, sizeof(reg), &self, nd->incarnation);
 		if (rl > 0 &&
 		    ctl_auth_wrap(&b->sess, reg, (size_t)rl, &env, &len, err, sizeof(err)) == 0 &&
 		    send_env(fd, env, len) == 0)

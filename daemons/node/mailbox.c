@@ -74,7 +74,8 @@ struct nd_mb {
 	struct gm_copy copy;           /* a message verified, then handled (gm_copy) */
 };
 
-/* an incarnation is its daemon's start on this clock */
+/* a message's first sending, on the clock of incarnations (a peer's
+ * start): which messages a peer that started later never saw */
 static uint64_t wall_ns(void)
 {
 	struct timespec ts;
@@ -105,7 +106,7 @@ int nd_mb_init(struct nd *nd, size_t chunk_size)
 	m->out = calloc(m->nnodes, sizeof(*m->out));
 	m->in = calloc(m->nnodes, sizeof(*m->in));
 	m->peer_inc = calloc(m->nnodes, sizeof(*m->peer_inc));
-	m->inc = wall_ns();
+	m->inc = nd->incarnation;
 	nd->mb = m;
 	if (!m->out || !m->in || !m->peer_inc) {
 		nd_mb_close(nd);

@@ -421,6 +421,9 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &o) < 0)
 		return 2;
 	struct nd nd = {.name = o.name, .sigfd = -1, .ahead_fd = -1, .file_fd = -1, .fabric_busy = true};
+	struct timespec start;
+	clock_gettime(CLOCK_REALTIME, &start);
+	nd.incarnation = (uint64_t)start.tv_sec * 1000000000u + (uint64_t)start.tv_nsec;
 	char ident[96];
 	snprintf(ident, sizeof(ident), "stormnd[%s]", o.name ? o.name : "?");
 	log_set_ident(ident);

@@ -107,6 +107,9 @@ struct nd {
 	struct storm_conf conf;
 	const char *name;
 	uint32_t index;
+	/* this daemon's start (CLOCK_REALTIME, ns), named in its registration,
+	 * reports and mailbox messages: another one means it restarted */
+	uint64_t incarnation;
 	bool root;              /* may switch users and chown */
 	struct sn_ctx *sn;
 	uint8_t *gmem;

@@ -237,6 +237,7 @@ static void send_next(struct nd *nd, uint64_t seq)
 	rep.slice = nd->slice;
 	rep.cmd_done = nd->cmd_done;
 	rep.epoch = nd->mm_epoch;
+	rep.incarnation = nd->incarnation;
 	if (nd->clk.valid) {
 		rep.clock_offset_ns = nd->clk.offset_ns;
 		rep.clock_rtt_ns = nd->clk.rtt_ns;

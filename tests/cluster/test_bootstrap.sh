@@ -2,8 +2,9 @@
 # Fabric addresses by registration with the machine manager (bootstrap = mm),
 # no shared directory: a cluster whose third node daemon is not started runs
 # jobs on the other two and reports it DOWN; started late, it registers and
-# runs a job; killed and started again, it registers its new address and
-# runs a job; a daemon with a wrong key, an unknown name or a node already
+# runs a job; killed and started again, well before the MM would miss its
+# reports, the new daemon's registration marks the node DOWN at once (the job
+# that ran there fails, naming the restart) and it runs a job; a daemon with a wrong key, an unknown name or a node already
 # served is refused with one line, and the MM goes on serving.
 # Usage: test_bootstrap.sh BUILD_BIN_DIR   (part of make clustertest)
 set -u
@@ -29,7 +30,9 @@ socket = $T/mm.sock
 mm_address = 127.0.0.1:$PORT
 key_file = $T/cluster.key
 munge_socket = $T/munge/munge.socket
-down_after_ms = 1000
+# only a restart marks a node DOWN here: the new daemon registers long
+# before the old one's silence would
+down_after_ms = 600000
 [nodes]
 names = node[00-02]
 CONF
@@ -70,12 +73,22 @@ storm cluster status --wait 60 >/dev/null && ok "all three UP" || bad "all three
 [ "$(storm run -N 3 -n 3 sh -c 'echo hi' 2>"$T/run.err" | wc -l)" = 3 ] &&
 	ok "a job on all three, node02 included" || { bad "a job on all three"; cat "$T/run.err"; }
 
+storm run -N 3 -n 3 sh -c 'echo up; exec sleep 300' >"$T/held.out" 2>"$T/held.err" &
+HELD=$!
+PIDS="$PIDS $HELD"
+wait_count "$T/held.out" up 3 30 >/dev/null || bad "a job holds all three"
 kill -9 "$N2"
 wait "$N2" 2>/dev/null
 start_nd node02
 N2=$ND
 wait_count "$T/mm.log" "node node02 registered" 2 30 >/dev/null &&
 	ok "node02, killed and started again, registers again" || bad "node02 registers again"
+wait_log "$T/mm.log" "node node02 is DOWN: its daemon restarted" 10 &&
+	ok "  its registration marks it DOWN: the daemon restarted" ||
+	bad "  node02 is not marked DOWN on its new daemon's registration"
+gone "$HELD" 10 && ! wait "$HELD" && grep -q "node node02: the node daemon restarted" "$T/held.err" &&
+	ok "  the job that ran there fails, naming the restart" ||
+	{ bad "  the job that ran on node02's old daemon"; cat "$T/held.err"; }
 storm cluster status --wait 60 >/dev/null && ok "all three UP again" || bad "all three UP again"
 [ "$(storm run -N 3 -n 3 sh -c 'echo hi' 2>"$T/run.err" | wc -l)" = 3 ] &&
 	ok "a job on all three after the restart" || { bad "a job after the restart"; cat "$T/run.err"; }

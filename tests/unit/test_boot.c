@@ -56,13 +56,20 @@ static void test_register_table(void)
 	fill(&e[0], 0, 1, 16);
 	fill(&e[1], 5, 2, 200);
 	fill(&e[2], 999, 1, BOOT_ADDR_MAX);
-	int n = boot_enc_register(buf, sizeof(buf), &e[1]);
+	int n = boot_enc_register(buf, sizeof(buf), &e[1], 0x1122334455667788ull);
 	struct boot_msg m;
 	const char *why = "";
 	CU_ASSERT_EQUAL_FATAL(boot_decode(buf, (size_t)n, &m, &why), 0);
 	CU_ASSERT_EQUAL(m.type, BOOT_REGISTER);
 	CU_ASSERT_EQUAL(m.self.nrails, 2);
 	CU_ASSERT_EQUAL(memcmp(m.self.addr[1], e[1].addr[1], 200), 0);
+	CU_ASSERT_EQUAL(m.incarnation, 0x1122334455667788ull);
+	for (int k = 0; k < n; k++)
+		CU_ASSERT_NOT_EQUAL(boot_decode(buf, (size_t)k, &m, &why), 0);
+	/* a daemon always has an incarnation: none is a malformed message */
+	CU_ASSERT_EQUAL(boot_enc_register(buf, sizeof(buf), &e[1], 0), -EINVAL);
+	memset(buf + n - 8, 0, 8);
+	CU_ASSERT_NOT_EQUAL(boot_decode(buf, (size_t)n, &m, &why), 0);
 
 	const struct boot_entry *p[3] = {&e[0], &e[1], &e[2]};
 	n = boot_enc_table(buf, sizeof(buf), p, 3);
@@ -85,9 +92,9 @@ static void test_register_table(void)
 	/* bad entries are not encoded */
 	fill(&e[0], 0, 1, 16);
 	e[0].nrails = 3;
-	CU_ASSERT_EQUAL(boot_enc_register(buf, sizeof(buf), &e[0]), -EINVAL);
+	CU_ASSERT_EQUAL(boot_enc_register(buf, sizeof(buf), &e[0], 1), -EINVAL);
 	fill(&e[0], 0, 1, 0);
-	CU_ASSERT_EQUAL(boot_enc_register(buf, sizeof(buf), &e[0]), -EINVAL);
+	CU_ASSERT_EQUAL(boot_enc_register(buf, sizeof(buf), &e[0], 1), -EINVAL);
 }
 
 static void test_error_text(void)
