@@ -291,7 +291,7 @@ nd_run() {
 	cmp -s "$T/ref/out0.f" "$T/w/out0.f" && cmp -s "$T/ref/out0.f" "$T/w/out1.f" ||
 		fail "job $j: files differ from the uninterrupted run's"
 	step 60 up storm cluster restart "$n" --dir "$C" || fail "cluster restart $n: exit $?"
-	# (a daemon back before down_after_ms was never DOWN: no "is UP" line)
+	# the new daemon's registration marks the node DOWN; UP on its first report
 	step 120 status storm cluster status --wait 60 --dir "$C" || hang_dump "$n never came back"
 }
 
