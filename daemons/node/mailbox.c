@@ -184,6 +184,19 @@ static void xfer_one(struct nd *nd, struct omsg *o)
 	}
 }
 
+/* The peer consumed 1..ack: the messages that frees go (none for an old
+ * or impossible count, mbs_ack). */
+static void free_acked(struct outbox *ob, uint32_t ack)
+{
+	uint32_t from = ob->seq.acked;
+	if (!mbs_ack(&ob->seq, ack, clock_mono_ns()))
+		return;
+	for (uint32_t s = from + 1; s != ack + 1; s++) {
+		free(ob->win[s % GM_BCS_SLOTS]);
+		ob->win[s % GM_BCS_SLOTS] = NULL;
+	}
+}
+
 /* Frees what the peer's ack word says it consumed; a reported gap has
  * the missing message sent again at once. */
 static void take_acks(struct nd *nd, uint32_t to)
@@ -193,14 +206,9 @@ static void take_acks(struct nd *nd, uint32_t to)
 	if (ob->seq.sent == ob->seq.acked)
 		return;
 	uint64_t w = sn_var_load(nd->sn, gm_bcs_ack(m->nnodes, to));
-	uint32_t from = ob->seq.acked;
 	if ((uint32_t)(w >> 32 & 0x7fffffffu) != inc_tag(m->inc))
 		return;
-	if (mbs_ack(&ob->seq, (uint32_t)w, clock_mono_ns()))
-		for (uint32_t s = from + 1; s != ob->seq.acked + 1; s++) {
-			free(ob->win[s % GM_BCS_SLOTS]);
-			ob->win[s % GM_BCS_SLOTS] = NULL;
-		}
+	free_acked(ob, (uint32_t)w);
 	if ((w & ACK_GAP) && mbs_gap_reported(&ob->seq, (uint32_t)w))
 		xfer_one(nd, ob->win[(ob->seq.acked + 1) % GM_BCS_SLOTS]);
 }
@@ -342,7 +350,8 @@ void nd_mb_strobe(struct nd *nd)
 		return;
 	for (uint32_t from = 0; from < nd->mb->nnodes; from++) {
 		ack(nd, from, true);
-		flush(nd, from); /* held while the peer's address was not known */
+		if (nd->mb->out[from].head)
+			flush(nd, from); /* held while the peer's address was not known */
 	}
 }
 
@@ -353,10 +362,13 @@ void nd_mb_timers(struct nd *nd)
 		return;
 	uint64_t now = clock_mono_ns();
 	for (uint32_t p = 0; p < m->nnodes; p++) {
-		if (p == m->self)
+		/* this runs every turn: a peer with nothing due is passed over
+		 * (acks that arrive are taken with their event, nd_mb_arrived) */
+		uint64_t due = mbs_next_due(&m->out[p].seq, &m->in[p]);
+		if (p == m->self || !due || due > now)
 			continue;
 		ack(nd, p, false);
-		take_acks(nd, p);
+		take_acks(nd, p); /* an ack already here spares the resend */
 		if (mbs_resend_due(&m->out[p].seq, now))
 			resend(nd, p);
 	}
@@ -440,14 +452,7 @@ static void resync(struct nd *nd, uint32_t from)
 	uint32_t lost = ob->seq.acked;
 	while (lost != ob->seq.sent && ob->sent_at[(lost + 1) % GM_BCS_SLOTS] < inc)
 		lost++;
-	if (lost == ob->seq.acked)
-		return;
-	uint32_t was = ob->seq.acked;
-	mbs_ack(&ob->seq, lost, clock_mono_ns());
-	for (uint32_t s = was + 1; s != lost + 1; s++) {
-		free(ob->win[s % GM_BCS_SLOTS]);
-		ob->win[s % GM_BCS_SLOTS] = NULL;
-	}
+	free_acked(ob, lost);
 }
 
 /* One of the next two messages landed while the next one did not: one
