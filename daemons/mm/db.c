@@ -83,6 +83,18 @@ static int exec(struct mm_db *db, const char *sql)
 	return 0;
 }
 
+/* An older schema's table: the columns that probe reads are added by
+ * alter when probe does not compile (they are missing). */
+static int add_columns(struct mm_db *db, const char *probe, const char *alter)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(db->h, probe, -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_finalize(st);
+		return 0;
+	}
+	return exec(db, alter);
+}
+
 int db_open(const char *path, bool full_sync, struct mm_db **out, char *err, size_t errlen)
 {
 	struct mm_db *db = calloc(1, sizeof(*db));
@@ -120,42 +132,24 @@ int db_open(const char *path, bool full_sync, struct mm_db **out, char *err, siz
 		free(db);
 		return -1;
 	}
-	/* a version 1 database: its checkpoints had no relaunch data */
-	sqlite3_stmt *probe = NULL;
-	if (sqlite3_prepare_v2(db->h, "SELECT data FROM checkpoints", -1, &probe, NULL) != SQLITE_OK &&
-	    exec(db, "ALTER TABLE checkpoints ADD COLUMN data BLOB;") < 0) {
+	/* a version 1 database: its checkpoints had no relaunch data; before
+	 * version 3 no array tasks in the accounting; before version 4 nothing
+	 * tells a batch script's job (its JOB.batch line) from another: its
+	 * older jobs show none */
+	if (add_columns(db, "SELECT data FROM checkpoints",
+			"ALTER TABLE checkpoints ADD COLUMN data BLOB;") < 0 ||
+	    add_columns(db, "SELECT array_job FROM accounting",
+			"ALTER TABLE accounting ADD COLUMN array_job INTEGER NOT NULL DEFAULT 0;"
+			"ALTER TABLE accounting ADD COLUMN array_task INTEGER NOT NULL DEFAULT 0;"
+			"ALTER TABLE accounting ADD COLUMN max_rss_kb INTEGER NOT NULL DEFAULT 0;"
+			"ALTER TABLE accounting ADD COLUMN cpu_us INTEGER NOT NULL DEFAULT 0;") < 0 ||
+	    add_columns(db, "SELECT script FROM accounting",
+			"ALTER TABLE accounting ADD COLUMN script INTEGER NOT NULL DEFAULT 0;") < 0) {
 		snprintf(err, errlen, "cannot upgrade the database %s: %s", path, db->err);
 		sqlite3_close(db->h);
 		free(db);
 		return -1;
 	}
-	sqlite3_finalize(probe);
-	/* before version 3: no array tasks in the accounting */
-	probe = NULL;
-	if (sqlite3_prepare_v2(db->h, "SELECT array_job FROM accounting", -1, &probe, NULL) !=
-		    SQLITE_OK &&
-	    exec(db, "ALTER TABLE accounting ADD COLUMN array_job INTEGER NOT NULL DEFAULT 0;"
-		     "ALTER TABLE accounting ADD COLUMN array_task INTEGER NOT NULL DEFAULT 0;"
-		     "ALTER TABLE accounting ADD COLUMN max_rss_kb INTEGER NOT NULL DEFAULT 0;"
-		     "ALTER TABLE accounting ADD COLUMN cpu_us INTEGER NOT NULL DEFAULT 0;") < 0) {
-		snprintf(err, errlen, "cannot upgrade the database %s: %s", path, db->err);
-		sqlite3_close(db->h);
-		free(db);
-		return -1;
-	}
-	sqlite3_finalize(probe);
-	/* before version 4: nothing tells a batch script's job (its JOB.batch
-	 * line) from another; its older jobs show none */
-	probe = NULL;
-	if (sqlite3_prepare_v2(db->h, "SELECT script FROM accounting", -1, &probe, NULL) !=
-		    SQLITE_OK &&
-	    exec(db, "ALTER TABLE accounting ADD COLUMN script INTEGER NOT NULL DEFAULT 0;") < 0) {
-		snprintf(err, errlen, "cannot upgrade the database %s: %s", path, db->err);
-		sqlite3_close(db->h);
-		free(db);
-		return -1;
-	}
-	sqlite3_finalize(probe);
 	char v[160];
 	snprintf(v, sizeof(v), "INSERT OR IGNORE INTO meta VALUES('schema', %d);"
 		 "UPDATE meta SET value = %d WHERE key = 'schema';", SCHEMA_VERSION, SCHEMA_VERSION);
