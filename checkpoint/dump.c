@@ -79,12 +79,6 @@ static uint64_t status_hex(const char *status, const char *key)
 	return p ? strtoull(p + strlen(key), NULL, 16) : 0;
 }
 
-static long status_dec(const char *status, const char *key, int base)
-{
-	const char *p = strstr(status, key);
-	return p ? strtol(p + strlen(key), NULL, base) : -1;
-}
-
 /* The pages of area v worth saving, as runs (pagemap: present and not the
  * file's own page, or swapped out). */
 static int plan_pages(struct dump *d, int pmfd, struct dvma *v)
@@ -624,7 +618,7 @@ static int stop_process(struct dump *d, struct image *im)
 	im->status = ckpt_read_all(p, NULL);
 	if (!im->status)
 		return ckpt_fail(d->err, d->errlen, -ESRCH, "pid %d: no such process", pid);
-	long tgid = status_dec(im->status, "Tgid:\t", 10);
+	long tgid = ckpt_status_num(im->status, "Tgid:\t", 10);
 	if (tgid != pid)
 		return ckpt_fail(d->err, d->errlen, -EINVAL,
 				 "pid %d: a thread of process %ld (dump the process)", pid, tgid);
@@ -668,7 +662,7 @@ static void read_identity(struct dump *d, struct image *im, const struct ckpt_du
 	n = readlink(p, im->exe, sizeof(im->exe) - 1);
 	im->exe[n > 0 ? n : 0] = 0;
 	meta->exe = im->exe;
-	meta->umask = status_dec(im->status, "Umask:\t", 8);
+	meta->umask = ckpt_status_num(im->status, "Umask:\t", 8);
 	size_t elen = 0, clen = 0;
 	snprintf(p, sizeof(p), "%s/environ", d->proc);
 	meta->environ.data = (uint8_t *)ckpt_read_all(p, &elen);
@@ -869,16 +863,14 @@ static int refuse_unsaved(struct dump *d)
 				 "pid %d: it holds %d POSIX timer%s (timer_create, clock %d; %s): POSIX "
 				 "timers are not restored", d->pid, nt, nt > 1 ? "s" : "", clock, p);
 	char *own = ckpt_read_all("/proc/self/status", NULL);
-	int omode = 0, ofilters = 0;
-	if (own)
-		ckpt_status_seccomp(own, &omode, &ofilters);
+	int omode, ofilters;
+	ckpt_status_seccomp(own, &omode, &ofilters);
 	free(own);
 	for (size_t i = 0; i < d->th.n; i++) {
 		snprintf(p, sizeof(p), "%s/task/%d/status", d->proc, d->th.v[i].tid);
 		char *st = ckpt_read_all(p, NULL);
-		int mode = 0, filters = 0;
-		if (st)
-			ckpt_status_seccomp(st, &mode, &filters);
+		int mode, filters;
+		ckpt_status_seccomp(st, &mode, &filters);
 		free(st);
 		if (mode == 1 || (mode && (omode != mode || filters > ofilters)))
 			return ckpt_fail(d->err, d->errlen, -ENOTSUP,

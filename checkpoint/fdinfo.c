@@ -461,7 +461,8 @@ int ckpt_proc_timers(const char *text, int *clock)
 
 void ckpt_status_seccomp(const char *status, int *mode, int *filters)
 {
-	const char *m = strstr(status, "\nSeccomp:"), *f = strstr(status, "\nSeccomp_filters:");
-	*mode = m ? atoi(m + 10) : 0;
-	*filters = f ? atoi(f + 18) : 0;
+	long m = ckpt_status_num(status, "\nSeccomp:\t", 10);
+	long f = ckpt_status_num(status, "\nSeccomp_filters:\t", 10);
+	*mode = m > 0 ? (int)m : 0;
+	*filters = f > 0 ? (int)f : 0;
 }

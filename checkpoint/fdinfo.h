@@ -70,7 +70,7 @@ const Storm__Ckpt__File *ckpt_file_by_fd(const Storm__Ckpt__FileTable *ft, int f
  * clock of the first in *clock (-1: none). Pure. */
 int ckpt_proc_timers(const char *text, int *clock);
 /* The "Seccomp:" mode and "Seccomp_filters:" count of /proc/PID/status
- * (0 each where a kernel shows none). Pure. */
+ * (0 each where a kernel shows none, or status is NULL). Pure. */
 void ckpt_status_seccomp(const char *status, int *mode, int *filters);
 
 /* What a restore does to a regular file it reopens, whose size was size at

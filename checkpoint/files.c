@@ -448,8 +448,7 @@ static int judge(struct ckpt_fdump *s, struct ent *e, const struct ckpt_dump_opt
 			char st[64], *sb = NULL;
 			snprintf(st, sizeof(st), "/proc/%d/status", (int)holder);
 			sb = ckpt_read_all(st, NULL);
-			const char *pp = sb ? strstr(sb, "\nPPid:\t") : NULL;
-			bool child = pp && atoi(pp + 7) == s->pid;
+			bool child = ckpt_status_num(sb, "\nPPid:\t", 10) == s->pid;
 			free(sb);
 			snprintf(what, sizeof(what), "a pipe (%s, %s end) also held by pid %d%s, which is not "
 				 "part of the image", t, (e->fi.flags & O_ACCMODE) == O_RDONLY ? "read" : "write",

@@ -50,6 +50,9 @@ int ckpt_mem_write(struct ckpt_tracee *t, uint64_t addr, const void *buf, size_t
 
 /* Reads a whole (/proc) file; NUL-terminated, *len without it. NULL on error. */
 char *ckpt_read_all(const char *path, size_t *len);
+/* The number after key ("Tgid:\t") in a /proc status text, in base; -1
+ * when status is NULL or has no such line. */
+long ckpt_status_num(const char *status, const char *key, int base);
 
 /* err = "fmt..." ; returns rc. */
 int ckpt_fail(char *err, size_t errlen, int rc, const char *fmt, ...)

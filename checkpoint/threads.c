@@ -160,8 +160,7 @@ static long task_status(pid_t pid, pid_t tid, const char *key)
 	char path[96];
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
 	char *s = ckpt_read_all(path, NULL);
-	const char *p = s ? strstr(s, key) : NULL;
-	long v = p ? strtol(p + strlen(key), NULL, 10) : -1;
+	long v = ckpt_status_num(s, key, 10);
 	free(s);
 	return v;
 }
@@ -636,8 +635,7 @@ int ckpt_threads_check(const Storm__Ckpt__Meta *m, const char *path, char *err, 
 pid_t ckpt_fork_pid(pid_t want)
 {
 	char *st = want > 0 ? ckpt_read_all("/proc/self/status", NULL) : NULL;
-	const char *p = st ? strstr(st, "\nThreads:\t") : NULL;
-	int single = p && strtol(p + 10, NULL, 10) == 1;
+	int single = ckpt_status_num(st, "\nThreads:\t", 10) == 1;
 	free(st);
 	if (single) {
 		pid_t tids[1] = { want };

@@ -75,6 +75,12 @@ char *ckpt_read_all(const char *path, size_t *len)
 	return buf;
 }
 
+long ckpt_status_num(const char *status, const char *key, int base)
+{
+	const char *p = status ? strstr(status, key) : NULL;
+	return p ? strtol(p + strlen(key), NULL, base) : -1;
+}
+
 void ckpt_log(const struct ckpt_restore_opts *o, const char *fmt, ...)
 {
 	char line[1024];
