@@ -14,16 +14,25 @@
 
 static char dir[64], path[128];
 
-static struct mm_db *fresh(void)
+/* A database at path in a new dir, made first by the sqlite3 shell from
+ * sql (an older schema) unless sql is NULL, then opened by db_open. */
+static struct mm_db *opened(const char *sql)
 {
 	snprintf(dir, sizeof(dir), "/tmp/storm-dbtest.XXXXXX");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/mm.db", dir);
+	if (sql) {
+		char cmd[1024];
+		snprintf(cmd, sizeof(cmd), "sqlite3 %s \"%s\"", path, sql);
+		CU_ASSERT_EQUAL_FATAL(system(cmd), 0); /* sqlite3: scripts/install-deps.sh */
+	}
 	struct mm_db *db = NULL;
 	char err[256];
 	CU_ASSERT_EQUAL_FATAL(db_open(path, false, &db, err, sizeof(err)), 0);
 	return db;
 }
+
+static struct mm_db *fresh(void) { return opened(NULL); }
 
 static void gone(struct mm_db *db)
 {
@@ -305,18 +314,10 @@ static void test_ckpt_save(void)
 /* A database of schema 1 (checkpoints without data) opens, upgraded. */
 static void test_upgrade(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/storm-dbtest.XXXXXX");
-	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/mm.db", dir);
-	char cmd[400];
-	snprintf(cmd, sizeof(cmd), "sqlite3 %s \"CREATE TABLE checkpoints(id INTEGER PRIMARY KEY,"
-		 " job INTEGER NOT NULL, epoch INTEGER NOT NULL, nodes TEXT, size INTEGER,"
-		 " complete INTEGER NOT NULL DEFAULT 0, created REAL);"
-		 " INSERT INTO checkpoints(job, epoch, complete) VALUES(3, 1, 1);\"", path);
-	CU_ASSERT_EQUAL_FATAL(system(cmd), 0); /* sqlite3: scripts/install-deps.sh */
-	struct mm_db *db = NULL;
-	char err[256];
-	CU_ASSERT_EQUAL_FATAL(db_open(path, false, &db, err, sizeof(err)), 0);
+	struct mm_db *db = opened("CREATE TABLE checkpoints(id INTEGER PRIMARY KEY,"
+		" job INTEGER NOT NULL, epoch INTEGER NOT NULL, nodes TEXT, size INTEGER,"
+		" complete INTEGER NOT NULL DEFAULT 0, created REAL);"
+		" INSERT INTO checkpoints(job, epoch, complete) VALUES(3, 1, 1);");
 	struct blob b = {.data = "x"};
 	CU_ASSERT_EQUAL(db_ckpt_list(db, 3, find_blob, &b), 0);
 	CU_ASSERT_STRING_EQUAL(b.data, ""); /* history only: no relaunch data */
@@ -327,22 +328,13 @@ static void test_upgrade(void)
  * a batch script's, and a new end records the flag. */
 static void test_upgrade_script(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/storm-dbtest.XXXXXX");
-	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/mm.db", dir);
-	char cmd[800];
-	snprintf(cmd, sizeof(cmd), "sqlite3 %s \"CREATE TABLE accounting("
-		 " job INTEGER PRIMARY KEY, name TEXT, user TEXT, uid INTEGER, nnodes INTEGER,"
-		 " nranks INTEGER, nodelist TEXT, submit_time REAL, start_time REAL, end_time REAL,"
-		 " elapsed REAL, state TEXT, exit_status INTEGER, reason TEXT,"
-		 " array_job INTEGER NOT NULL DEFAULT 0, array_task INTEGER NOT NULL DEFAULT 0,"
-		 " max_rss_kb INTEGER NOT NULL DEFAULT 0, cpu_us INTEGER NOT NULL DEFAULT 0);"
-		 " INSERT INTO accounting(job, name, state, end_time) VALUES(5, 'old', 'COMPLETED', 9);\"",
-		 path);
-	CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
-	struct mm_db *db = NULL;
-	char err[256];
-	CU_ASSERT_EQUAL_FATAL(db_open(path, false, &db, err, sizeof(err)), 0);
+	struct mm_db *db = opened("CREATE TABLE accounting("
+		" job INTEGER PRIMARY KEY, name TEXT, user TEXT, uid INTEGER, nnodes INTEGER,"
+		" nranks INTEGER, nodelist TEXT, submit_time REAL, start_time REAL, end_time REAL,"
+		" elapsed REAL, state TEXT, exit_status INTEGER, reason TEXT,"
+		" array_job INTEGER NOT NULL DEFAULT 0, array_task INTEGER NOT NULL DEFAULT 0,"
+		" max_rss_kb INTEGER NOT NULL DEFAULT 0, cpu_us INTEGER NOT NULL DEFAULT 0);"
+		" INSERT INTO accounting(job, name, state, end_time) VALUES(5, 'old', 'COMPLETED', 9);");
 	struct db_job j = job(6, "QUEUED");
 	CU_ASSERT_EQUAL(db_job_insert(db, &j), 0);
 	j.state = "COMPLETED";
