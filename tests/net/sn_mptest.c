@@ -643,6 +643,21 @@ static int scen_concurrent(const struct spawn_node *nd)
 
 /* ------------------------------------------ overlapping sets, concurrently */
 
+/* The node opened for the windowed scenarios: every node in *all, its
+ * window of three (self, self+1, self+2 mod n) in *win, VAR_A and VAR_B 0. */
+static struct sn_ctx *open_window(const struct spawn_node *nd, struct sn_nodeset *all,
+				  struct sn_nodeset *win)
+{
+	struct sn_ctx *ctx = open_node(nd, 1 << 20);
+	all_nodes(ctx, all);
+	sn_set_clear(win);
+	for (uint32_t k = 0; k < 3; k++)
+		sn_set_add(win, (nd->id + k) % nd->n);
+	sn_var_store(ctx, VAR_A, 0);
+	sn_var_store(ctx, VAR_B, 0);
+	return ctx;
+}
+
 /* Every node takes and gives back a token over its own window of three
  * nodes (self, self+1, self+2 mod n), so each window overlaps others whose
  * lowest node differs: take is VAR_A == 0 -> self+1 over the window, give
@@ -654,15 +669,9 @@ static int scen_concurrent(const struct spawn_node *nd)
 
 static int scen_overlap(const struct spawn_node *nd)
 {
-	uint32_t self = nd->id, n = nd->n;
-	struct sn_ctx *ctx = open_node(nd, 1 << 20);
+	uint32_t self = nd->id;
 	struct sn_nodeset all, win;
-	all_nodes(ctx, &all);
-	sn_set_clear(&win);
-	for (uint32_t k = 0; k < 3; k++)
-		sn_set_add(&win, (self + k) % n);
-	sn_var_store(ctx, VAR_A, 0);
-	sn_var_store(ctx, VAR_B, 0);
+	struct sn_ctx *ctx = open_window(nd, &all, &win);
 	CHECK(barrier(ctx, &all, 1) == 0, "barrier");
 	uint64_t held = 0;
 	for (int it = 0; it < OVERLAP_ITERS; it++) {
@@ -701,15 +710,9 @@ static int scen_overlap(const struct spawn_node *nd)
 
 static int scen_contend(const struct spawn_node *nd)
 {
-	uint32_t self = nd->id, n = nd->n;
-	struct sn_ctx *ctx = open_node(nd, 1 << 20);
+	uint32_t self = nd->id;
 	struct sn_nodeset all, win;
-	all_nodes(ctx, &all);
-	sn_set_clear(&win);
-	for (uint32_t k = 0; k < 3; k++)
-		sn_set_add(&win, (self + k) % n);
-	sn_var_store(ctx, VAR_A, 0);
-	sn_var_store(ctx, VAR_B, 0);
+	struct sn_ctx *ctx = open_window(nd, &all, &win);
 	CHECK(barrier(ctx, &all, 1) == 0, "barrier");
 	struct sn_stats st0, st1;
 	sn_get_stats(ctx, &st0);
