@@ -34,6 +34,20 @@ done
 # machine, and a restore of an image taken while it held finds the gate open.
 # gone_gates: a new program's steps held again
 gone_gates() { rm -f "$T"/gate.*; }
+# the pid a restore says it made, from its stderr FILE
+new_pid() { sed -n 's/.*as pid \([0-9]*\).*/\1/p' "$1"; }
+# restore_bg WHAT ERRFILE IMAGE [OPTIONS...]: storm-ckpt restore in the
+# background (R), once it says so the restored process (NP)
+restore_bg() {
+	local what=$1 errf=$2
+	shift 2
+	"$CK" restore "$@" 2>"$errf" &
+	R=$!
+	started+=("$R")
+	wait_log "$errf" "as pid" 60 || bad "$what started"
+	NP=$(new_pid "$errf")
+	started+=("$NP")
+}
 STEPS=400 HEAP=64
 cd "$T" || exit 1
 "$PROG" $STEPS $HEAP ref.f >ref.out 2>ref.err || { echo "FAIL reference run"; exit 1; }
@@ -57,12 +71,7 @@ wait "$P" 2>/dev/null
 [ -s img1 ] && [ -s img2 ] && ok "images written" || bad "images written"
 
 # 2. restore img2; dump and kill the restored process; restore that image
-"$CK" restore img2 2>r2.err &
-R=$!
-started+=("$R")
-wait_log r2.err "as pid" 60 || bad "restore img2 started"
-NP=$(sed -n 's/.*as pid \([0-9]*\).*/\1/p' r2.err)
-started+=("$NP")
+restore_bg "restore img2" r2.err img2
 wait_log run.out "step 80 " 60 || bad "restored process runs on"
 expect "dump the restored process" 0 "$CK" dump "$NP" img3 --kill
 wait "$R"
@@ -214,12 +223,7 @@ expect "O_APPEND: dump and kill" 0 "$CK" dump "$P" aimg --kill
 wait "$P" 2>/dev/null
 at=$(stat -c %s app.log)
 echo "another writer" >>app.log
-"$CK" restore aimg 2>ar.err &
-R=$!
-started+=("$R")
-wait_log ar.err "as pid" 60 || bad "O_APPEND: restore started"
-NP=$(sed -n 's/.*as pid \([0-9]*\).*/\1/p' ar.err)
-started+=("$NP")
+restore_bg "O_APPEND: restore" ar.err aimg
 last=$(head -c "$at" app.log | tail -n1 | sed 's/tick //')
 wait_log app.log "tick $((last + 3))" 60 || bad "O_APPEND: the restored process runs on"
 kill -9 "$NP" 2>/dev/null
@@ -281,7 +285,6 @@ has "missing process error" err "no such process"
 tids() { ls "/proc/$1/task" 2>/dev/null | sort -n | paste -sd' '; }
 # the states of a process's threads, each once (T: stopped)
 states() { for s in /proc/"$1"/task/*/stat; do sed 's/.*) \([A-Z]\).*/\1/' "$s"; done | sort -u | paste -sd' '; }
-new_pid() { sed -n 's/.*as pid \([0-9]*\).*/\1/p' "$1"; }
 # garble FILE TEXT: the bytes from the line starting with TEXT on are
 # overwritten (the size stays): a restore that resumes before that line
 # must write them all again
@@ -324,12 +327,7 @@ threaded() {
 
 	# the killed one's pid and tids are free: it gets them back (looked at
 	# while it is held stopped, then continued)
-	"$CK" restore "$n.img2" --stopped 2>"$n.r2" &
-	R=$!
-	started+=("$R")
-	wait_log "$n.r2" "as pid" 60 || bad "$n: restore of the killed one started"
-	NP=$(new_pid "$n.r2")
-	started+=("$NP")
+	restore_bg "$n: restore of the killed one" "$n.r2" "$n.img2" --stopped
 	[ "$(tids "$NP")" = "$orig" ] && ok "$n: restored with its pid and tids" ||
 		bad "$n: restored with its pid and tids: $orig became $(tids "$NP")"
 	kill -CONT "$NP"
@@ -337,12 +335,7 @@ threaded() {
 	same "$n: output after a kill and a restore is byte-identical" "$n.out" "$n.ref"
 
 	# the snapshot's image, left stopped: it holds the pid and tids meanwhile
-	"$CK" restore "$n.img1s" --stopped 2>"$n.r3" &
-	R=$!
-	started+=("$R")
-	wait_log "$n.r3" "as pid" 60 || bad "$n: restore of the snapshot image started"
-	NP=$(new_pid "$n.r3")
-	started+=("$NP")
+	restore_bg "$n: restore of the snapshot image" "$n.r3" "$n.img1s" --stopped
 	# let go with a SIGSTOP pending: each thread takes it before it runs
 	wait_stopped "$NP" 5
 	[ "$(tids "$NP" | wc -w)" = "$nt" ] && [ "$(states "$NP")" = T ] &&
@@ -365,12 +358,8 @@ threaded pthread 5 "$B/ckpt_threads" 90 10
 # (the directory writable too: a restore keeps the bytes it cuts from a file
 # written since the checkpoint in a file beside it, or cuts nothing and fails)
 chmod 1777 "$T" && chmod 666 pthread.out pthread.err
-"$CK" restore pthread.img2 --user 65534:65534 --stopped 2>pthread.r5 &
-R=$!
-started+=("$R")
-wait_log pthread.r5 "as pid" 60 || bad "pthread: restore as another user started"
-NP=$(new_pid pthread.r5)
-started+=("$NP")
+restore_bg "pthread: restore as another user" pthread.r5 pthread.img2 --user 65534:65534 \
+	--stopped
 [ "$(awk '/^Uid:/ { print $2 }' "/proc/$NP/status")" = 65534 ] &&
 	[ "$(tids "$NP" | wc -w)" = 5 ] && ok "pthread: restored as another user, every thread" ||
 	bad "pthread: restored as another user, every thread"
@@ -399,12 +388,7 @@ taskset -pc 0 "${tl[1]}" >/dev/null && renice -n 7 -p "${tl[2]}" >/dev/null &&
 before=$(sched_of "$P")
 expect "sched: dump and kill" 0 "$CK" dump "$P" sched.img --kill
 wait "$P" 2>/dev/null
-"$CK" restore sched.img --stopped 2>sched.r &
-R=$!
-started+=("$R")
-wait_log sched.r "as pid" 60 || bad "sched: restore started"
-NP=$(new_pid sched.r)
-started+=("$NP")
+restore_bg "sched: restore" sched.r sched.img --stopped
 after=$(sched_of "$NP")
 [ "$before" = "$after" ] && ok "sched: every thread's affinity, policy and nice as they were" ||
 	bad "sched: every thread's affinity, policy and nice: $before became $after"
