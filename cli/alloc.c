@@ -94,10 +94,9 @@ static int status_code(int ws)
  * hangs up as when its terminal closes) and SIGTERM at once, SIGKILL
  * kill_wait later for a command that ignores both (nohup, a trap). */
 struct alloc_wait {
-	int conn;          /* the MM's connection, -1 once closed */
+	int conn;          /* the MM's connection, -1 once the allocation was revoked */
 	pid_t child;       /* COMMAND, -1 before the grant */
 	uint64_t job;
-	int revoked;
 	double kill_at;    /* monotonic s of the SIGKILL, 0: none due */
 	unsigned kill_wait_ms;
 	const char *cmd;
@@ -107,12 +106,10 @@ static void alloc_revoke(struct alloc_wait *w, const char *why)
 {
 	/* a closed or revoked connection says nothing more: polling it
 	 * again would report its hang-up at once, for ever */
-	if (w->conn >= 0)
-		close(w->conn);
-	w->conn = -1;
-	if (w->revoked)
+	if (w->conn < 0)
 		return;
-	w->revoked = 1;
+	close(w->conn);
+	w->conn = -1;
 	fprintf(stderr, "storm alloc: job allocation %llu revoked: %s; ending %s (SIGHUP, SIGTERM, "
 		"SIGKILL after %u ms)\n", (unsigned long long)w->job, why, w->cmd, w->kill_wait_ms);
 	kill(w->child, SIGHUP);
@@ -192,7 +189,7 @@ static int alloc_reap(struct alloc_wait *w, int sfd)
 	if (w->child <= 0 || waitpid(w->child, &ws, WNOHANG) != w->child)
 		return -1;
 	/* a revoked allocation's command was ended by us: its status is ours */
-	return w->revoked ? EXIT_STORM : status_code(ws);
+	return w->conn < 0 ? EXIT_STORM : status_code(ws);
 }
 
 int cmd_alloc(struct cli *c, int argc, char **argv)
@@ -301,7 +298,7 @@ int cmd_alloc(struct cli *c, int argc, char **argv)
 		if (rc < 0 && w.conn >= 0 && (pf[0].revents & (POLLIN | POLLHUP | POLLERR)))
 			rc = alloc_reply(&w, cmd);
 	}
-	if (w.job && !w.revoked)
+	if (w.job && w.conn >= 0)
 		fprintf(stderr, "storm alloc: relinquishing job allocation %llu\n",
 			(unsigned long long)w.job);
 	if (w.conn >= 0)
