@@ -2279,6 +2279,15 @@ static bool caw_waited(struct sn_ctx *ctx, void *arg)
 	return ((struct caw_wait *)arg)->done;
 }
 
+/* The call sn_caw waits for (its arg); NULL once answered and freed. */
+static struct caw_call *caw_call_of(struct sn_ctx *ctx, const void *arg)
+{
+	struct caw_call *c = ctx->calls;
+	while (c && c->arg != arg)
+		c = c->next;
+	return c;
+}
+
 int sn_caw(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off, enum sn_cmp op,
 	   uint64_t value, bool do_write, uint64_t write_off, uint64_t write_val,
 	   struct sn_nodeset *failed)
@@ -2294,17 +2303,15 @@ int sn_caw(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off, e
 	unsigned attempts = 0;
 	for (;;) {
 		wait_until(ctx, caw_waited, &w, now_ns() + 5ull * ctx->cfg.timeout_ms * 1000000ull);
-		const struct caw_call *c = ctx->calls;
-		while (c && c->arg != &w)
-			c = c->next;
+		const struct caw_call *c = caw_call_of(ctx, &w);
 		if (w.done || !c || c->sm.attempt == attempts)
 			break;
 		attempts = c->sm.attempt;
 	}
 	if (!w.done) {
-		for (struct caw_call *c = ctx->calls; c; c = c->next)
-			if (c->arg == &w)
-				c->fn = NULL;
+		struct caw_call *c = caw_call_of(ctx, &w);
+		if (c)
+			c->fn = NULL; /* the answer, if it comes, finds no one waiting */
 		if (failed)
 			sn_set_clear(failed);
 		return fail(ctx, -ETIMEDOUT, "COMPARE-AND-WRITE: no progress on the fabric");
