@@ -45,6 +45,8 @@ trap 'exit 1' INT TERM
 # stay open for the restarts, so each job here holds at steps of its own.
 STEPS=500 HEAP=16 STEP_MS=10
 PROG="$BIN/ckpt_prog $STEPS $HEAP out%r.f $STEP_MS"
+# the id of the newest checkpoint
+newest_ckpt() { storm checkpoints --json | python3 -c 'import json,sys; print(max(k["id"] for k in json.load(sys.stdin)["checkpoints"]))'; }
 # ck_field ID FIELD: from storm checkpoints --json
 ck_field() {
 	storm checkpoints --json | python3 -c '
@@ -187,7 +189,7 @@ bg+=($!)
 wait_log mt.out "threads up" 30
 MT=$(storm jobs --json | python3 -c 'import json,sys; print(max(j["job"] for j in json.load(sys.stdin)["jobs"]))')
 expect "checkpoint of a multi-threaded job" 0 storm checkpoint "$MT"
-MTC=$(storm checkpoints --json | python3 -c 'import json,sys; print(max(k["id"] for k in json.load(sys.stdin)["checkpoints"]))')
+MTC=$(newest_ckpt)
 kill_job "$MT" || bad "the multi-threaded job ended"
 : >gate.mt
 expect "  restarts: its thread sleeps on and is joined" 0 storm restart "$MTC"
@@ -203,7 +205,7 @@ wait_log dm.out "mapped" 30
 DM=$(storm jobs --json | python3 -c 'import json,sys; print(max(j["job"] for j in json.load(sys.stdin)["jobs"]))')
 expect "checkpoint of a job that maps a deleted file fails" 1 storm checkpoint "$DM"
 has "  names the cause" err "maps deleted file"
-INC=$(storm checkpoints --json | python3 -c 'import json,sys; print(max(k["id"] for k in json.load(sys.stdin)["checkpoints"]))')
+INC=$(newest_ckpt)
 [ "$(ck_field "$INC" complete)" = False ] && ok "  recorded as incomplete" || bad "  recorded as incomplete"
 expect "an incomplete checkpoint never restarts" 1 storm restart "$INC"
 has "  says so" err "is incomplete"
@@ -248,7 +250,6 @@ expect "restart of a deleted checkpoint" 1 storm restart 1
 # nodes, each rank's tree comes back whole: the output from the checkpoint
 # on is the uninterrupted run's, each rank reaps its child, exit status 0.
 newest_job() { storm jobs --all --json | python3 -c 'import json,sys; print(max(j["job"] for j in json.load(sys.stdin)["jobs"]))'; }
-newest_ckpt() { storm checkpoints --json | python3 -c 'import json,sys; print(max(k["id"] for k in json.load(sys.stdin)["checkpoints"]))'; }
 "$BIN/tree_prog" epoll 200 >"$T/tref.out" || bad "tree: reference run"
 # each rank holds after steps 40 and 100 until the test creates gate.40 and
 # gate.100 (in the shared working directory; steps no other job here holds
