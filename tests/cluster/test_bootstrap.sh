@@ -5,7 +5,9 @@
 # runs a job; killed and started again, well before the MM would miss its
 # reports, the new daemon's registration marks the node DOWN at once (the job
 # that ran there fails, naming the restart) and it runs a job; a daemon with a wrong key, an unknown name or a node already
-# served is refused with one line, and the MM goes on serving.
+# served is refused with one line, and the MM goes on serving. With
+# bootstrap = dir: (no registration) a restarted daemon's first report marks
+# its node DOWN, the job there fails, and the node runs jobs again.
 # Usage: test_bootstrap.sh BUILD_BIN_DIR   (part of make clustertest)
 set -u
 BIN=$(cd "${1:-build/bin}" && pwd)
@@ -116,6 +118,35 @@ refused node00 "$STORM_CONF" "node node00 is already registered" "two daemons cl
 kill -0 "$N0" 2>/dev/null && ok "the daemon that holds node00 still runs" || bad "node00's daemon died"
 [ "$(storm run -N 3 -n 3 sh -c 'echo hi' 2>"$T/run.err" | wc -l)" = 3 ] &&
 	ok "the MM goes on serving: a job on all three" || { bad "a job after the refusals"; cat "$T/run.err"; }
+
+# bootstrap = dir: no registration: a restarted daemon is seen by the
+# incarnation its first report names
+sed -e "s|^mm_address = .*|bootstrap = dir:$T/fabric|" -e "s|^socket = .*|socket = $T/dir-mm.sock|" \
+	-e "s|^state_dir = .*|state_dir = $T/dir-state|" "$STORM_CONF" >"$T/dir.conf"
+mkdir -p "$T/fabric" "$T/dir-state"
+stormmm -c "$T/dir.conf" >"$T/dir-mm.log" 2>&1 &
+PIDS="$PIDS $!"
+start_nd node00 "$T/dir.conf"
+start_nd node01 "$T/dir.conf"
+D1=$ND
+wait_log "$T/dir-mm.log" "node node00 is UP" 60 && wait_log "$T/dir-mm.log" "node node01 is UP" 60 && ok "bootstrap = dir: two nodes UP" ||
+	bad "bootstrap = dir: two nodes UP"
+STORM_CONF=$T/dir.conf storm run -N 2 -n 2 sh -c 'echo up; exec sleep 300' >"$T/dheld.out" 2>"$T/dheld.err" &
+HELD=$!
+PIDS="$PIDS $HELD"
+wait_count "$T/dheld.out" up 2 30 >/dev/null || bad "a job holds both"
+kill -9 "$D1"
+wait "$D1" 2>/dev/null
+start_nd node01 "$T/dir.conf"
+wait_log "$T/dir-mm.log" "node node01 is DOWN: its daemon restarted" 30 &&
+	ok "  node01's daemon restarted: its first report marks it DOWN" ||
+	bad "  node01 is not marked DOWN on its new daemon's first report"
+gone "$HELD" 10 && ! wait "$HELD" && grep -q "node node01: the node daemon restarted" "$T/dheld.err" &&
+	ok "  the job that ran there fails, naming the restart" ||
+	{ bad "  the job on node01's old daemon"; cat "$T/dheld.err"; }
+wait_count "$T/dir-mm.log" "node node01 is UP" 2 30 >/dev/null &&
+	[ "$(STORM_CONF=$T/dir.conf storm run -N 2 -n 2 sh -c 'echo hi' 2>"$T/run.err" | wc -l)" = 2 ] &&
+	ok "  UP again, a job on both runs" || { bad "  a job on both after the restart"; cat "$T/run.err"; }
 
 echo "$((checks - fails))/$checks passed"
 [ "$fails" = 0 ]
