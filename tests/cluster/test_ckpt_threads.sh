@@ -159,8 +159,12 @@ print("socket up on fd", l.fileno(), flush=True)
 i = 0
 while i < int(sys.argv[1]) or not os.path.exists(sys.argv[2]):
     print("tick", i, flush=True); time.sleep(0.05); i += 1'
-# it ticks ARGV[1] times, and on until the file ARGV[2] exists
-storm run python3 -c "$SOCK" 0 "$T/never" >sock.out 2>sock.err &
+# it ticks ARGV[1] times, and on until the file ARGV[2] exists. The
+# interpreter itself, not a wrapper that finds it (pyenv's shim is a bash
+# tree for its first second or more): a periodic checkpoint that lands then
+# would fail on the wrapper's files and name them, not the socket
+PY=$(python3 -c 'import sys; print(sys.executable)')
+storm run "$PY" -c "$SOCK" 0 "$T/never" >sock.out 2>sock.err &
 bg+=($!)
 wait_log sock.out "socket up" 30 || bad "the socket job started"
 SJ=$(last_job)
@@ -175,7 +179,7 @@ wait_log sock.out "tick $((TICK + 5))" 30 && ok "  the job runs on" || bad "  th
 kill_job "$SJ" || bad "the socket job ended"
 
 # it runs until the checks are done, then ends by itself
-storm run --restart-on-failure --checkpoint-interval 1 python3 -c "$SOCK" 20 "$T/rof.gate" >rof.out 2>rof.err &
+storm run --restart-on-failure --checkpoint-interval 1 "$PY" -c "$SOCK" 20 "$T/rof.gate" >rof.out 2>rof.err &
 RUN=$!
 bg+=($RUN)
 wait_log rof.out "socket up" 30
