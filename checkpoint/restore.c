@@ -987,109 +987,124 @@ static void say_log(const struct ckpt_restore_opts *o, int logfd)
 	}
 }
 
-int ckpt_restore(const char *path, const struct ckpt_restore_opts *opts, pid_t *pidp,
-		 struct ckpt_stats *st, char *err, size_t errlen)
-{
-	static const struct ckpt_restore_opts none;
-	const struct ckpt_restore_opts *o = opts ? opts : &none;
-	struct ckpt_map *mine = NULL;
-	struct ckpt_shared sh = { 0 };
-	size_t nmine = 0, n = 1;
-	int rc, pfd[2] = { -1, -1 }, logfd = -1;
-	double t0 = ckpt_now();
-	uint64_t pages = 0;
-	struct rproc *rp = calloc(1, sizeof(*rp));
-	struct image *ims = NULL;
-	Storm__Ckpt__FileTable **fts = NULL;
-	Storm__Ckpt__VmaTable **vts = NULL;
-	if (!rp)
-		return -ENOMEM;
-	rp[0].im.fd = -1;
+/* What the steps of one restore share; restore_end frees it. */
+struct restoring {
+	const char *path;
+	const struct ckpt_restore_opts *o;
+	char *err;
+	size_t errlen;
+	struct rproc *rp;             /* the image's processes, n of them */
+	size_t n;
+	struct ckpt_map *mine;        /* our own layout */
+	size_t nmine;
+	struct image *ims;            /* rp's images side by side, and their tables */
+	Storm__Ckpt__FileTable **fts;
+	Storm__Ckpt__VmaTable **vts;
+	struct special isp, msp;      /* process 0's image's and ours */
+	struct ckpt_shared sh;
+	uint64_t gadget, tmp;
+	int pfd[2];                   /* the new processes' reports */
+	int logfd;
+	uint64_t pages;
+};
 
-	if ((rc = image_open(path, 0, &rp[0].im, err, errlen)))
-		goto out;
-	n = rp[0].im.nprocs;
-	struct rproc *nrp = realloc(rp, n * sizeof(*rp));
-	if (!nrp) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	rp = nrp;
-	memset(rp + 1, 0, (n - 1) * sizeof(*rp));
+/* Every process's image open, rp grown to hold them. */
+static int restore_open_images(struct restoring *s)
+{
+	int rc;
+	if ((rc = image_open(s->path, 0, &s->rp[0].im, s->err, s->errlen)))
+		return rc;
+	size_t n = s->n = s->rp[0].im.nprocs;
+	struct rproc *nrp = realloc(s->rp, n * sizeof(*nrp));
+	if (!nrp)
+		return -ENOMEM;
+	s->rp = nrp;
+	memset(nrp + 1, 0, (n - 1) * sizeof(*nrp));
 	for (size_t p = 1; p < n; p++)
-		rp[p].im.fd = -1;
+		nrp[p].im.fd = -1;
 	for (size_t p = 1; p < n && !rc; p++)
-		rc = image_open(path, (uint32_t)p, &rp[p].im, err, errlen);
-	if (rc)
-		goto out;
-	struct special isp = { 0 }, msp = { 0 };
-	if (own_maps(&mine, &nmine, getpid()) < 0) {
-		rc = ckpt_fail(err, errlen, -errno, "cannot read /proc/self/maps");
-		goto out;
-	}
+		rc = image_open(s->path, (uint32_t)p, &nrp[p].im, s->err, s->errlen);
+	return rc;
+}
+
+/* Each image checked restorable here, next to our own layout. */
+static int restore_check_images(struct restoring *s)
+{
+	int rc = 0;
+	if (own_maps(&s->mine, &s->nmine, getpid()) < 0)
+		return ckpt_fail(s->err, s->errlen, -errno, "cannot read /proc/self/maps");
 	/* the images side by side (child_main reads them, find_free checks them) */
-	ims = calloc(n, sizeof(*ims));
-	fts = calloc(n, sizeof(*fts));
-	vts = calloc(n, sizeof(*vts));
-	if (!ims || !fts || !vts) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (size_t p = 0; p < n && !rc; p++) {
+	s->ims = calloc(s->n, sizeof(*s->ims));
+	s->fts = calloc(s->n, sizeof(*s->fts));
+	s->vts = calloc(s->n, sizeof(*s->vts));
+	if (!s->ims || !s->fts || !s->vts)
+		return -ENOMEM;
+	for (size_t p = 0; p < s->n && !rc; p++) {
 		struct special pisp = { 0 }, pmsp = { 0 };
-		if (!(rc = check_restorable(&rp[p].im, o, mine, nmine, &pisp, &pmsp, err, errlen)))
-			rc = ckpt_files_restorable(path, rp[p].im.ft, o, err, errlen);
+		struct image *im = &s->rp[p].im;
+		if (!(rc = check_restorable(im, s->o, s->mine, s->nmine, &pisp, &pmsp, s->err,
+					    s->errlen)))
+			rc = ckpt_files_restorable(s->path, im->ft, s->o, s->err, s->errlen);
 		if (p == 0) {
-			isp = pisp;
-			msp = pmsp;
+			s->isp = pisp;
+			s->msp = pmsp;
 		}
-		ims[p] = rp[p].im;
-		fts[p] = rp[p].im.ft;
-		vts[p] = rp[p].im.vt;
+		s->ims[p] = *im;
+		s->fts[p] = im->ft;
+		s->vts[p] = im->vt;
 	}
-	if (rc)
-		goto out;
+	return rc;
+}
+
+/* The address ranges free in every process and here: the gadget's, the
+ * vDSO's on its way, and the shared anonymous memory of a tree. */
+static int restore_plan_addresses(struct restoring *s)
+{
+	const struct image *ims = s->ims;
+	size_t n = s->n;
 	/* a vDSO at another place in a descendant: not supported (it is the
 	 * same kernel's, and a fork keeps its place) */
 	uint64_t avoid[2 * 3 + 2 * 64] = { 0 };
 	size_t navoid = 0;
-	uint64_t gadget = find_free(2 * CKPT_PAGE, ims, n, mine, nmine, avoid, 0);
-	avoid[2 * navoid] = gadget;
+	s->gadget = find_free(2 * CKPT_PAGE, ims, n, s->mine, s->nmine, avoid, 0);
+	avoid[2 * navoid] = s->gadget;
 	avoid[2 * navoid++ + 1] = 2 * CKPT_PAGE;
-	uint64_t tmp = find_free(msp.hi - msp.lo, ims, n, mine, nmine, avoid, navoid);
-	avoid[2 * navoid] = tmp;
-	avoid[2 * navoid++ + 1] = msp.hi - msp.lo;
-	if (!gadget || !tmp) {
-		rc = ckpt_fail(err, errlen, -ENOMEM, "%s: no free address range to work from", path);
-		goto out;
-	}
-	if (n > 1 && ckpt_files_share_plan(fts, vts, n, &sh) < 0) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (size_t k = 0; k < sh.n; k++) {
-		if (sh.v[k].kind != CKPT_SH_ANON)
+	s->tmp = find_free(s->msp.hi - s->msp.lo, ims, n, s->mine, s->nmine, avoid, navoid);
+	avoid[2 * navoid] = s->tmp;
+	avoid[2 * navoid++ + 1] = s->msp.hi - s->msp.lo;
+	if (!s->gadget || !s->tmp)
+		return ckpt_fail(s->err, s->errlen, -ENOMEM,
+				 "%s: no free address range to work from", s->path);
+	if (n > 1 && ckpt_files_share_plan(s->fts, s->vts, n, &s->sh) < 0)
+		return -ENOMEM;
+	for (size_t k = 0; k < s->sh.n; k++) {
+		struct ckpt_shobj *so = &s->sh.v[k];
+		if (so->kind != CKPT_SH_ANON)
 			continue;
-		sh.v[k].addr = navoid < 64 ? find_free(sh.v[k].size, ims, n, mine, nmine, avoid, navoid) : 0;
-		if (!sh.v[k].addr) {
-			rc = ckpt_fail(err, errlen, -ENOMEM, "%s: no free address range for the shared "
-				       "memory of its processes", path);
-			goto out;
-		}
-		avoid[2 * navoid] = sh.v[k].addr;
-		avoid[2 * navoid++ + 1] = sh.v[k].size;
+		so->addr = navoid < 64
+			   ? find_free(so->size, ims, n, s->mine, s->nmine, avoid, navoid) : 0;
+		if (!so->addr)
+			return ckpt_fail(s->err, s->errlen, -ENOMEM,
+					 "%s: no free address range for the shared "
+					 "memory of its processes", s->path);
+		avoid[2 * navoid] = so->addr;
+		avoid[2 * navoid++ + 1] = so->size;
 	}
-	if (pipe2(pfd, O_CLOEXEC) < 0) {
-		rc = ckpt_fail(err, errlen, -errno, "pipe: %s", strerror(errno));
-		goto out;
-	}
+	return 0;
+}
+
+/* The first new process forked (it forks the others) and stopped under
+ * PTRACE_TRACEME; the others' reports wait on pfd[0]. */
+static int restore_fork(struct restoring *s)
+{
+	struct rproc *rp = s->rp;
+	if (pipe2(s->pfd, O_CLOEXEC) < 0)
+		return ckpt_fail(s->err, s->errlen, -errno, "pipe: %s", strerror(errno));
 	/* a file, not a pipe: the new processes write all they have to say
 	 * before the restorer reads any of it */
-	logfd = memfd_create("storm-ckpt-log", MFD_CLOEXEC);
-	if (logfd < 0 || fcntl(logfd, F_SETFL, O_APPEND) < 0) {
-		rc = ckpt_fail(err, errlen, -errno, "memfd_create: %s", strerror(errno));
-		goto out;
-	}
+	s->logfd = memfd_create("storm-ckpt-log", MFD_CLOEXEC);
+	if (s->logfd < 0 || fcntl(s->logfd, F_SETFL, O_APPEND) < 0)
+		return ckpt_fail(s->err, s->errlen, -errno, "memfd_create: %s", strerror(errno));
 	char tag[32];
 	time_t when = (time_t)(rp[0].im.meta->time_ns / 1000000000ll);
 	struct tm tm;
@@ -1097,92 +1112,110 @@ int ckpt_restore(const char *path, const struct ckpt_restore_opts *opts, pid_t *
 	strftime(tag, sizeof(tag), "%Y%m%dT%H%M%SZ", &tm);
 	/* its old pid where free: what glibc and the program cached stays true */
 	rp[0].pid = ckpt_fork_pid(rp[0].im.meta->pid);
-	if (rp[0].pid < 0) {
-		rc = ckpt_fail(err, errlen, -errno, "fork: %s", strerror(errno));
-		goto out;
-	}
+	if (rp[0].pid < 0)
+		return ckpt_fail(s->err, s->errlen, -errno, "fork: %s", strerror(errno));
 	if (rp[0].pid == 0) {
-		close(pfd[0]);
-		struct child_ctx c = { ims, n, o, gadget, pfd[1], &sh, logfd, tag };
+		close(s->pfd[0]);
+		struct child_ctx c = { s->ims, s->n, s->o, s->gadget, s->pfd[1], &s->sh,
+				       s->logfd, tag };
 		child_main(&c);
 	}
 	rp[0].traced = 1;
-	close(pfd[1]);
-	pfd[1] = -1;
+	close(s->pfd[1]);
+	s->pfd[1] = -1;
 	int ws;
 	if (waitpid(rp[0].pid, &ws, __WALL) < 0 || !WIFSTOPPED(ws)) {
 		struct report r = { 0 };
-		while (read(pfd[0], &r, sizeof(r)) == sizeof(r) && r.pid > 0)
+		while (read(s->pfd[0], &r, sizeof(r)) == sizeof(r) && r.pid > 0)
 			;
 		r.why[sizeof(r.why) - 1] = 0;
-		rc = ckpt_fail(err, errlen, -EIO, "%s", r.pid <= 0 && r.why[0] ? r.why : "the new process died");
+		int rc = ckpt_fail(s->err, s->errlen, -EIO, "%s",
+				   r.pid <= 0 && r.why[0] ? r.why : "the new process died");
 		rp[0].pid = -1;
-		goto out;
+		return rc;
 	}
-	if ((rc = read_reports(pfd[0], rp, n, err, errlen)))
-		goto out;
+	return 0;
+}
+
+/* The other new processes, once they report ready, under our ptrace too. */
+static int restore_seize(struct restoring *s)
+{
+	struct rproc *rp = s->rp;
+	int ws, rc;
+	if ((rc = read_reports(s->pfd[0], rp, s->n, s->err, s->errlen)))
+		return rc;
 	/* the others wait in pause(): seized and interrupted (their parent is
 	 * the first process, so PTRACE_TRACEME would not make them ours) */
-	for (size_t p = 1; p < n; p++) {
+	for (size_t p = 1; p < s->n; p++) {
 		if (ptrace(PTRACE_SEIZE, rp[p].pid, 0, PTRACE_O_EXITKILL) < 0 ||
 		    ptrace(PTRACE_INTERRUPT, rp[p].pid, 0, 0) < 0 ||
-		    waitpid(rp[p].pid, &ws, __WALL) != rp[p].pid || !WIFSTOPPED(ws)) {
-			rc = ckpt_fail(err, errlen, -errno ? -errno : -EIO, "%s: process %zu (pid %d): "
-				       "seizing it: %s", path, p, rp[p].pid, strerror(errno));
-			goto out;
-		}
+		    waitpid(rp[p].pid, &ws, __WALL) != rp[p].pid || !WIFSTOPPED(ws))
+			return ckpt_fail(s->err, s->errlen, -errno ? -errno : -EIO,
+					 "%s: process %zu (pid %d): seizing it: %s", s->path, p,
+					 rp[p].pid, strerror(errno));
 		rp[p].traced = 1;
 	}
-	for (size_t p = 0; p < n && !rc; p++) {
-		struct rproc *r = &rp[p];
+	return 0;
+}
+
+/* Each stopped new process made its image's, descriptors and all. */
+static int restore_drive_all(struct restoring *s)
+{
+	struct ckpt_shared *sh = s->n > 1 ? &s->sh : NULL;
+	int rc = 0;
+	for (size_t p = 0; p < s->n && !rc; p++) {
+		struct rproc *r = &s->rp[p];
 		struct image *im = &r->im;
-		r->d = (struct drive){ .t = { .pid = r->pid, .gadget = gadget }, .th = &r->th, .im = im,
-				       .fr = &r->fr, .sh = n > 1 ? &sh : NULL, .err = err,
-				       .errlen = errlen };
-		r->fr = (struct ckpt_frestore){ .t = &r->d.t, .base = &r->d.base, .image = path,
-						.imgfd = im->fd, .h = &im->h, .ft = im->ft, .vt = im->vt,
-						.maxfd = image_maxfd(im), .sh = n > 1 ? &sh : NULL,
-						.err = err, .errlen = errlen };
+		r->d = (struct drive){ .t = { .pid = r->pid, .gadget = s->gadget }, .th = &r->th,
+				       .im = im, .fr = &r->fr, .sh = sh, .err = s->err,
+				       .errlen = s->errlen };
+		r->fr = (struct ckpt_frestore){ .t = &r->d.t, .base = &r->d.base, .image = s->path,
+						.imgfd = im->fd, .h = &im->h, .ft = im->ft,
+						.vt = im->vt, .maxfd = image_maxfd(im), .sh = sh,
+						.err = s->err, .errlen = s->errlen };
 		char mp[64];
 		snprintf(mp, sizeof(mp), "/proc/%d/mem", r->pid);
 		r->d.t.memfd = open(mp, O_RDWR | O_CLOEXEC);
 		if (r->d.t.memfd < 0 || ptrace(PTRACE_GETREGS, r->pid, 0, &r->d.base) < 0) {
-			rc = ckpt_fail(err, errlen, -errno, "%s: %s", mp, strerror(errno));
+			rc = ckpt_fail(s->err, s->errlen, -errno, "%s: %s", mp, strerror(errno));
 			break;
 		}
 		if (!(rc = ckpt_files_restore_start(&r->fr)))
-			rc = drive(&r->d, gadget, tmp, &isp, o, &pages);
+			rc = drive(&r->d, s->gadget, s->tmp, &s->isp, s->o, &s->pages);
 	}
 	/* the seals that wait for the mappings: once every process has its own */
-	for (size_t p = 0; p < n && !rc; p++)
-		rc = ckpt_files_restore_finish(&rp[p].fr);
-	for (size_t p = 0; p < n; p++)
-		if (rp[p].d.t.memfd > 0)
-			close(rp[p].d.t.memfd);
-	if (rc)
-		goto out;
-	/* every process let go together, the first last. Stopped: a SIGSTOP
-	 * for each, taken by the first thread let go, stops them all before
-	 * any runs (a group stop, which SIGCONT ends) */
-	for (size_t p = n; p-- > 0;) {
-		if (o->stopped)
-			kill(rp[p].pid, SIGSTOP);
-		ckpt_threads_detach(&rp[p].th);
-		if (ptrace(PTRACE_DETACH, rp[p].pid, 0, rp[p].d.t.pending_sig) < 0) {
-			rc = ckpt_fail(err, errlen, -errno, "detach of pid %d: %s", rp[p].pid,
-				       strerror(errno));
-			goto out;
-		}
-		rp[p].traced = 0;
+	for (size_t p = 0; p < s->n && !rc; p++)
+		rc = ckpt_files_restore_finish(&s->rp[p].fr);
+	for (size_t p = 0; p < s->n; p++)
+		if (s->rp[p].d.t.memfd > 0)
+			close(s->rp[p].d.t.memfd);
+	return rc;
+}
+
+/* Every process let go together, the first last. Stopped: a SIGSTOP for
+ * each, taken by the first thread let go, stops them all before any runs
+ * (a group stop, which SIGCONT ends). */
+static int restore_let_go(struct restoring *s)
+{
+	for (size_t p = s->n; p-- > 0;) {
+		struct rproc *r = &s->rp[p];
+		if (s->o->stopped)
+			kill(r->pid, SIGSTOP);
+		ckpt_threads_detach(&r->th);
+		if (ptrace(PTRACE_DETACH, r->pid, 0, r->d.t.pending_sig) < 0)
+			return ckpt_fail(s->err, s->errlen, -errno, "detach of pid %d: %s", r->pid,
+					 strerror(errno));
+		r->traced = 0;
 	}
-	*pidp = rp[0].pid;
-	if (st) {
-		st->bytes = rp[0].im.size;
-		st->pages = pages;
-		st->seconds = ckpt_now() - t0;
-	}
-out:
-	for (size_t p = n; p-- > 0;) {
+	return 0;
+}
+
+/* Frees what s holds; after a failure (rc), the new processes killed and
+ * reaped. Returns rc. */
+static int restore_end(struct restoring *s, int rc)
+{
+	struct rproc *rp = s->rp;
+	for (size_t p = s->n; p-- > 0;) {
 		ckpt_files_restore_end(&rp[p].fr);
 		if (rc && rp[p].pid > 0) {
 			kill(rp[p].pid, SIGKILL);
@@ -1193,21 +1226,46 @@ out:
 		}
 		ckpt_threads_free(&rp[p].th);
 	}
-	if (pfd[0] >= 0)
-		close(pfd[0]);
-	if (pfd[1] >= 0)
-		close(pfd[1]);
-	if (logfd >= 0) {
-		say_log(o, logfd);
-		close(logfd);
+	if (s->pfd[0] >= 0)
+		close(s->pfd[0]);
+	if (s->pfd[1] >= 0)
+		close(s->pfd[1]);
+	if (s->logfd >= 0) {
+		say_log(s->o, s->logfd);
+		close(s->logfd);
 	}
-	free(mine);
-	for (size_t p = 0; p < n; p++)
+	free(s->mine);
+	for (size_t p = 0; p < s->n; p++)
 		image_close(&rp[p].im);
-	ckpt_files_share_free(&sh);
-	free(ims);
-	free(fts);
-	free(vts);
+	ckpt_files_share_free(&s->sh);
+	free(s->ims);
+	free(s->fts);
+	free(s->vts);
 	free(rp);
 	return rc;
+}
+
+int ckpt_restore(const char *path, const struct ckpt_restore_opts *opts, pid_t *pidp,
+		 struct ckpt_stats *st, char *err, size_t errlen)
+{
+	static const struct ckpt_restore_opts none;
+	struct restoring s = { .path = path, .o = opts ? opts : &none, .err = err, .errlen = errlen,
+			       .n = 1, .pfd = { -1, -1 }, .logfd = -1 };
+	double t0 = ckpt_now();
+	int rc;
+	s.rp = calloc(1, sizeof(*s.rp));
+	if (!s.rp)
+		return -ENOMEM;
+	s.rp[0].im.fd = -1;
+	if ((rc = restore_open_images(&s)) || (rc = restore_check_images(&s)) ||
+	    (rc = restore_plan_addresses(&s)) || (rc = restore_fork(&s)) ||
+	    (rc = restore_seize(&s)) || (rc = restore_drive_all(&s)) || (rc = restore_let_go(&s)))
+		return restore_end(&s, rc);
+	*pidp = s.rp[0].pid;
+	if (st) {
+		st->bytes = s.rp[0].im.size;
+		st->pages = s.pages;
+		st->seconds = ckpt_now() - t0;
+	}
+	return restore_end(&s, 0);
 }
