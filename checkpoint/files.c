@@ -397,109 +397,107 @@ static const char *anon_kind(const char *target, char *buf, size_t len)
 	return buf;
 }
 
-/* Decides what e is (kind and its fields), or refuses it. holder: another
- * process holding the same pipe or FIFO (0: none seen). */
-static int judge(struct ckpt_fdump *s, struct ent *e, const struct ckpt_dump_opts *o, pid_t holder)
+/* e holds the very file the caller gave the process at that number, and
+ * supplies again at restore. */
+static bool caller_holds(const struct ckpt_dump_opts *o, const struct ent *e)
 {
-	Storm__Ckpt__File *f = e->f;
-	char what[PATH_MAX + 128];
-	const char *t = e->target;
-	bool stdio = e->fd <= 2;
-	int rc;
 	for (size_t i = 0; i < o->ncaller_fds; i++) {
 		struct stat cs;
 		if (o->caller_fds[i].fd == e->fd && e->st_ok &&
 		    fstat(o->caller_fds[i].caller_fd, &cs) == 0 && cs.st_dev == e->st.st_dev &&
-		    cs.st_ino == e->st.st_ino) {
+		    cs.st_ino == e->st.st_ino)
+			return true;
+	}
+	return false;
+}
+
+/* A pipe or a FIFO: kept when the image holds all of it (holder 0). */
+static int judge_pipe(struct ckpt_fdump *s, struct ent *e, pid_t holder)
+{
+	Storm__Ckpt__File *f = e->f;
+	char what[PATH_MAX + 128];
+	const char *t = e->target;
+	int rc;
+	bool fifo = t[0] == '/';
+	if (fifo && strstr(t, " (deleted)"))
+		return refuse(s, e, t, "a deleted FIFO cannot be reopened");
+	if (holder && !fifo) {
+		if (e->fd <= 2) {
 			f->kind = CKPT_FILE_INHERITED;
 			return 0;
 		}
+		/* its child's, say so: one image of the tree could pair them */
+		char st[64], *sb = NULL;
+		snprintf(st, sizeof(st), "/proc/%d/status", (int)holder);
+		sb = ckpt_read_all(st, NULL);
+		bool child = ckpt_status_num(sb, "\nPPid:\t", 10) == s->pid;
+		free(sb);
+		snprintf(what, sizeof(what), "a pipe (%s, %s end) also held by pid %d%s, which is not "
+			 "part of the image", t, (e->fi.flags & O_ACCMODE) == O_RDONLY ? "read" : "write",
+			 (int)holder, child ? ", its child" : "");
+		return refuse(s, e, what, "a pipe is restored only when the image holds all of it");
 	}
-	if (e->fi.flags & O_ASYNC)
-		return refuse(s, e, t, "signal-driven I/O (O_ASYNC) is not restored");
-	if (e->fi.lock[0]) {
-		snprintf(what, sizeof(what), "%s, which holds a file lock (%s)", t, e->fi.lock);
-		return refuse(s, e, what, "file locks are not restored");
+	f->kind = fifo ? CKPT_FILE_FIFO : CKPT_FILE_PIPE;
+	/* a FIFO another process holds keeps its bytes there */
+	if (!holder) {
+		f->object = e->st.st_ino;
+		if ((rc = pipe_save(s, e, (e->fi.flags & O_DIRECT) != 0)))
+			return rc;
 	}
-	if (e->fi.flags & O_PATH) {
-		if (t[0] != '/' || strstr(t, " (deleted)"))
-			return refuse(s, e, t, "an O_PATH descriptor is reopened by its path, which this has not");
-		f->kind = CKPT_FILE_OPATH;
+	return 0;
+}
+
+/* An anonymous inode: eventfd, timerfd, signalfd and epoll are kept (their
+ * state from fdinfo), the rest refused. */
+static int judge_anon(struct ckpt_fdump *s, struct ent *e)
+{
+	Storm__Ckpt__File *f = e->f;
+	char what[PATH_MAX + 128];
+	const char *t = e->target;
+	const char *k = t + 11;
+	if (!strcmp(k, "[eventfd]")) {
+		int sem;
+		f->kind = CKPT_FILE_EVENTFD;
+		if (ckpt_fdinfo_eventfd(e->info, &f->count, &sem))
+			goto unreadable;
+		f->semaphore = sem;
 		return 0;
 	}
-	if (!strncmp(t, "socket:[", 8)) {
-		if (stdio) {
-			f->kind = CKPT_FILE_INHERITED;
-			return 0;
-		}
-		socket_name(s, e->fd, what, sizeof(what));
-		return refuse(s, e, what, "sockets cannot be checkpointed");
-	}
-	if (!strncmp(t, "pipe:[", 6) || (e->st_ok && S_ISFIFO(e->st.st_mode))) {
-		bool fifo = t[0] == '/';
-		if (fifo && strstr(t, " (deleted)"))
-			return refuse(s, e, t, "a deleted FIFO cannot be reopened");
-		if (holder && !fifo) {
-			if (stdio) {
-				f->kind = CKPT_FILE_INHERITED;
-				return 0;
-			}
-			/* its child's, say so: one image of the tree could pair them */
-			char st[64], *sb = NULL;
-			snprintf(st, sizeof(st), "/proc/%d/status", (int)holder);
-			sb = ckpt_read_all(st, NULL);
-			bool child = ckpt_status_num(sb, "\nPPid:\t", 10) == s->pid;
-			free(sb);
-			snprintf(what, sizeof(what), "a pipe (%s, %s end) also held by pid %d%s, which is not "
-				 "part of the image", t, (e->fi.flags & O_ACCMODE) == O_RDONLY ? "read" : "write",
-				 (int)holder, child ? ", its child" : "");
-			return refuse(s, e, what, "a pipe is restored only when the image holds all of it");
-		}
-		f->kind = fifo ? CKPT_FILE_FIFO : CKPT_FILE_PIPE;
-		/* a FIFO another process holds keeps its bytes there */
-		if (!holder) {
-			f->object = e->st.st_ino;
-			if ((rc = pipe_save(s, e, (e->fi.flags & O_DIRECT) != 0)))
-				return rc;
-		}
+	if (!strcmp(k, "[timerfd]")) {
+		struct ckpt_timerfd tf;
+		f->kind = CKPT_FILE_TIMERFD;
+		if (ckpt_fdinfo_timerfd(e->info, &tf))
+			goto unreadable;
+		f->clockid = tf.clockid;
+		f->value_ns = tf.value_ns;
+		f->interval_ns = tf.interval_ns;
+		f->ticks = tf.ticks;
+		f->settime_flags = tf.settime_flags;
 		return 0;
 	}
-	if (!strncmp(t, "anon_inode:", 11)) {
-		const char *k = t + 11;
-		if (!strcmp(k, "[eventfd]")) {
-			int sem;
-			f->kind = CKPT_FILE_EVENTFD;
-			if (ckpt_fdinfo_eventfd(e->info, &f->count, &sem))
-				goto unreadable;
-			f->semaphore = sem;
-			return 0;
-		}
-		if (!strcmp(k, "[timerfd]")) {
-			struct ckpt_timerfd tf;
-			f->kind = CKPT_FILE_TIMERFD;
-			if (ckpt_fdinfo_timerfd(e->info, &tf))
-				goto unreadable;
-			f->clockid = tf.clockid;
-			f->value_ns = tf.value_ns;
-			f->interval_ns = tf.interval_ns;
-			f->ticks = tf.ticks;
-			f->settime_flags = tf.settime_flags;
-			return 0;
-		}
-		if (!strcmp(k, "[signalfd]")) {
-			f->kind = CKPT_FILE_SIGNALFD;
-			if (ckpt_fdinfo_signalfd(e->info, &f->sigmask))
-				goto unreadable;
-			return 0;
-		}
-		if (!strcmp(k, "[eventpoll]")) {
-			f->kind = CKPT_FILE_EPOLL;
-			return 0; /* its items once every descriptor is known */
-		}
-		return refuse(s, e, anon_kind(k, what, sizeof(what)), "it cannot be checkpointed");
+	if (!strcmp(k, "[signalfd]")) {
+		f->kind = CKPT_FILE_SIGNALFD;
+		if (ckpt_fdinfo_signalfd(e->info, &f->sigmask))
+			goto unreadable;
+		return 0;
 	}
-	if (!strncmp(t, "pidfd:", 6))
-		return refuse(s, e, anon_kind(t, what, sizeof(what)), "it cannot be checkpointed");
+	if (!strcmp(k, "[eventpoll]")) {
+		f->kind = CKPT_FILE_EPOLL;
+		return 0; /* its items once every descriptor is known */
+	}
+	return refuse(s, e, anon_kind(k, what, sizeof(what)), "it cannot be checkpointed");
+unreadable:
+	return ckpt_fail(s->err, s->errlen, -EINVAL, "pid %d: fd %d (%s): unreadable fdinfo", s->pid,
+			 e->fd, t);
+}
+
+/* A file with a path: a memfd (its content saved), a regular file, a
+ * directory or one of the devices reopened by path; the rest refused. */
+static int judge_path(struct ckpt_fdump *s, struct ent *e)
+{
+	Storm__Ckpt__File *f = e->f;
+	char what[PATH_MAX + 128];
+	const char *t = e->target;
 	if (t[0] != '/' || !e->st_ok) {
 		snprintf(what, sizeof(what), "%s (not a kind the checkpointer knows)", t);
 		return refuse(s, e, what, "it cannot be checkpointed");
@@ -534,7 +532,7 @@ static int judge(struct ckpt_fdump *s, struct ent *e, const struct ckpt_dump_opt
 		return 0;
 	}
 	if (S_ISCHR(e->st.st_mode) && is_terminal(e->st.st_rdev)) {
-		if (stdio) {
+		if (e->fd <= 2) {
 			f->kind = CKPT_FILE_INHERITED;
 			return 0;
 		}
@@ -550,9 +548,46 @@ static int judge(struct ckpt_fdump *s, struct ent *e, const struct ckpt_dump_opt
 	}
 	snprintf(what, sizeof(what), "%s (not a kind the checkpointer knows)", t);
 	return refuse(s, e, what, "it cannot be checkpointed");
-unreadable:
-	return ckpt_fail(s->err, s->errlen, -EINVAL, "pid %d: fd %d (%s): unreadable fdinfo", s->pid,
-			 e->fd, t);
+}
+
+/* Decides what e is (kind and its fields), or refuses it. holder: another
+ * process holding the same pipe or FIFO (0: none seen). */
+static int judge(struct ckpt_fdump *s, struct ent *e, const struct ckpt_dump_opts *o, pid_t holder)
+{
+	Storm__Ckpt__File *f = e->f;
+	char what[PATH_MAX + 128];
+	const char *t = e->target;
+	if (caller_holds(o, e)) {
+		f->kind = CKPT_FILE_INHERITED;
+		return 0;
+	}
+	if (e->fi.flags & O_ASYNC)
+		return refuse(s, e, t, "signal-driven I/O (O_ASYNC) is not restored");
+	if (e->fi.lock[0]) {
+		snprintf(what, sizeof(what), "%s, which holds a file lock (%s)", t, e->fi.lock);
+		return refuse(s, e, what, "file locks are not restored");
+	}
+	if (e->fi.flags & O_PATH) {
+		if (t[0] != '/' || strstr(t, " (deleted)"))
+			return refuse(s, e, t, "an O_PATH descriptor is reopened by its path, which this has not");
+		f->kind = CKPT_FILE_OPATH;
+		return 0;
+	}
+	if (!strncmp(t, "socket:[", 8)) {
+		if (e->fd <= 2) {
+			f->kind = CKPT_FILE_INHERITED;
+			return 0;
+		}
+		socket_name(s, e->fd, what, sizeof(what));
+		return refuse(s, e, what, "sockets cannot be checkpointed");
+	}
+	if (!strncmp(t, "pipe:[", 6) || (e->st_ok && S_ISFIFO(e->st.st_mode)))
+		return judge_pipe(s, e, holder);
+	if (!strncmp(t, "anon_inode:", 11))
+		return judge_anon(s, e);
+	if (!strncmp(t, "pidfd:", 6))
+		return refuse(s, e, anon_kind(t, what, sizeof(what)), "it cannot be checkpointed");
+	return judge_path(s, e);
 }
 
 /* An epoll's items, each checked to watch the file its fd holds now (the
