@@ -1314,102 +1314,133 @@ static void close_others(const int *keep, size_t n)
 	syscall(SYS_close_range, (unsigned)(top + 1), ~0u, 0);
 }
 
-int ckpt_files_child(const Storm__Ckpt__FileTable *ft, const struct ckpt_restore_opts *o,
-		     const struct ckpt_shared *sh, int *errw, int *logfd, const char *tag,
-		     char *why, size_t wl)
+/* What the steps of ckpt_files_child share. */
+struct child_fds {
+	struct child c;
+	int maxfd;           /* the table's highest descriptor */
+	int *keep;           /* what close_others leaves open */
+	size_t nk;
+	int *from;           /* per file: the restorer's descriptor for it, moved up (-1: none) */
+	int ew, ext;         /* the error pipe, the external fd (-1: none), moved up */
+	struct pipe_ends *pe;
+};
+
+/* The restorer's descriptors (the error pipe, the log, the external fd,
+ * the caller's, the tree's objects) moved up and kept; every other one
+ * closed. */
+static int child_hand_up(struct child_fds *x, int *errw, int *logfd)
 {
-	int maxfd = ckpt_files_maxfd(ft);
-	struct child c = { ft, o, sh, maxfd + 3 + (int)ft->n_memfds, why, wl, -1, tag };
-	size_t nf = ft->n_files, nsh = sh ? sh->n : 0;
-	/* what the restorer hands over goes up first, out of the image's way */
-	int *keep = calloc(nf + 8 + 2 * nsh, sizeof(*keep)), *from = calloc(nf + 1, sizeof(*from));
-	struct pipe_ends *pe = calloc(ft->n_pipes + 1, sizeof(*pe));
-	if (!keep || !from || !pe) {
-		snprintf(why, wl, "out of memory");
-		return -1;
-	}
-	size_t nk = 0;
-	int ew = fcntl(*errw, F_DUPFD_CLOEXEC, c.base);
+	struct child *c = &x->c;
+	const Storm__Ckpt__FileTable *ft = c->ft;
+	const struct ckpt_restore_opts *o = c->o;
+	size_t nsh = c->sh ? c->sh->n : 0;
+	int ew = fcntl(*errw, F_DUPFD_CLOEXEC, c->base);
 	if (ew < 0) {
-		snprintf(why, wl, "dup: %s", strerror(errno));
+		snprintf(c->why, c->wl, "dup: %s", strerror(errno));
 		return -1;
 	}
 	close(*errw);
-	*errw = keep[nk++] = ew;
+	*errw = x->keep[x->nk++] = x->ew = ew;
 	if (*logfd >= 0) {
-		c.logfd = fcntl(*logfd, F_DUPFD_CLOEXEC, c.base);
+		c->logfd = fcntl(*logfd, F_DUPFD_CLOEXEC, c->base);
 		close(*logfd);
-		*logfd = c.logfd;
-		if (c.logfd >= 0)
-			keep[nk++] = c.logfd;
+		*logfd = c->logfd;
+		if (c->logfd >= 0)
+			x->keep[x->nk++] = c->logfd;
 	}
-	int ext = -1;
 	if (o->external && o->external_fd >= 0)
-		keep[nk++] = ext = fcntl(o->external_fd, F_DUPFD_CLOEXEC, c.base);
-	for (size_t i = 0; i < nf; i++) {
+		x->keep[x->nk++] = x->ext = fcntl(o->external_fd, F_DUPFD_CLOEXEC, c->base);
+	for (size_t i = 0; i < ft->n_files; i++) {
 		const Storm__Ckpt__File *f = ft->files[i];
 		const struct ckpt_caller_fd *cf = f->kind == CKPT_FILE_INHERITED && !f->dup
 						  ? caller_supplies(o, f->fd) : NULL;
-		from[i] = -1;
+		x->from[i] = -1;
 		if (cf)
-			keep[nk++] = from[i] = fcntl(cf->caller_fd, F_DUPFD_CLOEXEC, c.base);
+			x->keep[x->nk++] = x->from[i] = fcntl(cf->caller_fd, F_DUPFD_CLOEXEC, c->base);
 		else if (f->kind == CKPT_FILE_INHERITED && !f->dup)
-			keep[nk++] = f->fd; /* 0-2 as child_setup left them */
-		if (cf && from[i] < 0)
-			return cfail(&c, f, "dup of the restorer's descriptor");
+			x->keep[x->nk++] = f->fd; /* 0-2 as child_setup left them */
+		if (cf && x->from[i] < 0)
+			return cfail(c, f, "dup of the restorer's descriptor");
 	}
 	for (size_t k = 0; k < nsh; k++)
 		for (int e = 0; e < 2; e++)
-			if (sh->v[k].fd[e] >= 0)
-				keep[nk++] = sh->v[k].fd[e];
-	close_others(keep, nk);
-	int fl;
-	for (size_t i = 0; i < nf; i++) {
+			if (c->sh->v[k].fd[e] >= 0)
+				x->keep[x->nk++] = c->sh->v[k].fd[e];
+	close_others(x->keep, x->nk);
+	return 0;
+}
+
+/* The inherited descriptors at their numbers, then the external fd and
+ * the error pipe at theirs, right above the table's. */
+static int child_inherited(struct child_fds *x, int *errw)
+{
+	struct child *c = &x->c;
+	const Storm__Ckpt__FileTable *ft = c->ft;
+	for (size_t i = 0; i < ft->n_files; i++) {
 		const Storm__Ckpt__File *f = ft->files[i];
 		if (f->kind != CKPT_FILE_INHERITED || f->dup)
 			continue;
-		if (from[i] >= 0 && place(&c, f, from[i], false))
+		if (x->from[i] >= 0 && place(c, f, x->from[i], false))
 			return -1;
-		if (from[i] < 0 && fcntl(f->fd, F_SETFD, (f->flags & O_CLOEXEC) ? FD_CLOEXEC : 0) < 0) {
-			snprintf(why, wl, "fd %d (%s at the checkpoint) is not open: the restorer "
+		if (x->from[i] < 0 &&
+		    fcntl(f->fd, F_SETFD, (f->flags & O_CLOEXEC) ? FD_CLOEXEC : 0) < 0) {
+			snprintf(c->why, c->wl, "fd %d (%s at the checkpoint) is not open: the restorer "
 				 "supplies fds 0-2", f->fd, f->path);
 			return -1;
 		}
 	}
-	if ((ext >= 0 && dup3(ext, maxfd + 1, O_CLOEXEC) < 0) ||
-	    dup3(ew, maxfd + 2, O_CLOEXEC) < 0) {
-		snprintf(why, wl, "dup3: %s", strerror(errno));
+	if ((x->ext >= 0 && dup3(x->ext, x->maxfd + 1, O_CLOEXEC) < 0) ||
+	    dup3(x->ew, x->maxfd + 2, O_CLOEXEC) < 0) {
+		snprintf(c->why, c->wl, "dup3: %s", strerror(errno));
 		return -1;
 	}
-	if (ext >= 0)
-		close(ext);
-	close(ew);
-	*errw = maxfd + 2;
-	/* the memfds, where the restorer finds them to fill and map */
+	if (x->ext >= 0)
+		close(x->ext);
+	close(x->ew);
+	*errw = x->maxfd + 2;
+	return 0;
+}
+
+/* The memfds, where the restorer finds them to fill and map. */
+static int child_memfds(struct child_fds *x)
+{
+	struct child *c = &x->c;
+	const Storm__Ckpt__FileTable *ft = c->ft;
 	for (size_t k = 0; k < ft->n_memfds; k++) {
 		const Storm__Ckpt__Memfd *m = ft->memfds[k];
-		const struct ckpt_shobj *so = ckpt_files_shared(sh, CKPT_SH_MEMFD, m->id);
-		int x = so ? fcntl(so->fd[0], F_DUPFD_CLOEXEC, c.base)
-			   : memfd_create(m->name, MFD_ALLOW_SEALING | MFD_CLOEXEC);
-		if (x < 0 || (!so && ftruncate(x, (off_t)m->size) < 0) ||
-		    (x != maxfd + 3 + (int)k && dup3(x, maxfd + 3 + (int)k, O_CLOEXEC) < 0)) {
-			snprintf(why, wl, "section files: memfd %s: %s", m->name, strerror(errno));
+		const struct ckpt_shobj *so = ckpt_files_shared(c->sh, CKPT_SH_MEMFD, m->id);
+		int at = x->maxfd + 3 + (int)k;
+		int fd = so ? fcntl(so->fd[0], F_DUPFD_CLOEXEC, c->base)
+			    : memfd_create(m->name, MFD_ALLOW_SEALING | MFD_CLOEXEC);
+		if (fd < 0 || (!so && ftruncate(fd, (off_t)m->size) < 0) ||
+		    (fd != at && dup3(fd, at, O_CLOEXEC) < 0)) {
+			snprintf(c->why, c->wl, "section files: memfd %s: %s", m->name, strerror(errno));
 			return -1;
 		}
-		if (x != maxfd + 3 + (int)k)
-			close(x);
+		if (fd != at)
+			close(fd);
 	}
+	return 0;
+}
+
+/* Each object of the table made at its number; then the ends the image
+ * did not hold and the tree's objects closed. */
+static int child_make_all(struct child_fds *x)
+{
+	struct child *c = &x->c;
+	const Storm__Ckpt__FileTable *ft = c->ft;
+	size_t nsh = c->sh ? c->sh->n : 0;
 	for (size_t k = 0; k < ft->n_pipes; k++)
-		pe[k].end[0] = pe[k].end[1] = -1;
+		x->pe[k].end[0] = x->pe[k].end[1] = -1;
 	bool *fifo_filled = calloc(ft->n_pipes + 1, sizeof(*fifo_filled));
-	for (size_t i = 0; i < nf; i++) {
+	for (size_t i = 0; i < ft->n_files; i++) {
 		const Storm__Ckpt__File *f = ft->files[i];
 		if (f->dup || f->kind == CKPT_FILE_INHERITED)
 			continue;
 		size_t k = 0;
 		while (f->kind == CKPT_FILE_FIFO && k < ft->n_pipes && ft->pipes[k]->id != f->object)
 			k++;
-		if (make(&c, f, pe, &fifo_filled[k], maxfd))
+		if (make(c, f, x->pe, &fifo_filled[k], x->maxfd))
 			return -1;
 	}
 	/* the pipe's ends the image had not (a reader whose writers were gone
@@ -1417,28 +1448,46 @@ int ckpt_files_child(const Storm__Ckpt__FileTable *ft, const struct ckpt_restore
 	 * process holds what its table says */
 	for (size_t k = 0; k < ft->n_pipes; k++)
 		for (int e = 0; e < 2; e++)
-			if (pe[k].end[e] >= 0)
-				close(pe[k].end[e]);
+			if (x->pe[k].end[e] >= 0)
+				close(x->pe[k].end[e]);
 	for (size_t k = 0; k < nsh; k++)
 		for (int e = 0; e < 2; e++)
-			if (sh->v[k].fd[e] >= 0)
-				close(sh->v[k].fd[e]);
-	for (size_t i = 0; i < nf; i++) {
+			if (c->sh->v[k].fd[e] >= 0)
+				close(c->sh->v[k].fd[e]);
+	free(fifo_filled);
+	return 0;
+}
+
+/* The dups, then the status flags the opens did not give. */
+static int child_dups_and_flags(struct child_fds *x)
+{
+	struct child *c = &x->c;
+	const Storm__Ckpt__FileTable *ft = c->ft;
+	int fl;
+	for (size_t i = 0; i < ft->n_files; i++) {
 		const Storm__Ckpt__File *f = ft->files[i];
 		if (f->dup && dup3(f->dup_of, f->fd, (f->flags & O_CLOEXEC) ? O_CLOEXEC : 0) < 0)
-			return cfail(&c, f, "dup3");
+			return cfail(c, f, "dup3");
 	}
 	/* status flags (O_APPEND, O_NONBLOCK...) where the open did not give them */
-	for (size_t i = 0; i < nf; i++) {
+	for (size_t i = 0; i < ft->n_files; i++) {
 		const Storm__Ckpt__File *f = ft->files[i];
 		unsigned want = f->flags & (O_APPEND | O_NONBLOCK | O_NOATIME | O_DIRECT);
 		if (f->dup || f->kind == CKPT_FILE_OPATH || (fl = fcntl(f->fd, F_GETFL)) < 0)
 			continue;
 		unsigned have = (unsigned)fl & (O_APPEND | O_NONBLOCK | O_NOATIME | O_DIRECT);
 		if (have != want && fcntl(f->fd, F_SETFL, ((unsigned)fl & ~have) | want) < 0)
-			return cfail(&c, f, "setting its flags");
+			return cfail(c, f, "setting its flags");
 	}
-	/* epolls last, one an epoll watches before it */
+	return 0;
+}
+
+/* Each epoll's items added, epolls last, one an epoll watches before it. */
+static int child_epolls(struct child_fds *x)
+{
+	struct child *c = &x->c;
+	const Storm__Ckpt__FileTable *ft = c->ft;
+	size_t nf = ft->n_files;
 	size_t *order = malloc((nf ? nf : 1) * sizeof(*order));
 	int ne = order ? ckpt_epoll_order(ft, order) : -ENOMEM;
 	for (int i = 0; i < ne; i++) {
@@ -1447,18 +1496,41 @@ int ckpt_files_child(const Storm__Ckpt__FileTable *ft, const struct ckpt_restore
 			struct epoll_event ev = { .events = f->items[k]->events,
 						  .data.u64 = f->items[k]->data };
 			if (epoll_ctl(f->fd, EPOLL_CTL_ADD, f->items[k]->tfd, &ev) < 0) {
-				snprintf(why, wl, "section files: fd %d (epoll): watching fd %d: %s",
+				snprintf(c->why, c->wl, "section files: fd %d (epoll): watching fd %d: %s",
 					 f->fd, f->items[k]->tfd, strerror(errno));
 				return -1;
 			}
 		}
 	}
 	free(order);
-	free(fifo_filled);
-	free(pe);
-	free(from);
-	free(keep);
 	return ne < 0 ? -1 : 0;
+}
+
+int ckpt_files_child(const Storm__Ckpt__FileTable *ft, const struct ckpt_restore_opts *o,
+		     const struct ckpt_shared *sh, int *errw, int *logfd, const char *tag,
+		     char *why, size_t wl)
+{
+	int maxfd = ckpt_files_maxfd(ft);
+	struct child_fds x = { .c = { ft, o, sh, maxfd + 3 + (int)ft->n_memfds, why, wl, -1, tag },
+			       .maxfd = maxfd, .ew = -1, .ext = -1 };
+	size_t nf = ft->n_files, nsh = sh ? sh->n : 0;
+	/* what the restorer hands over goes up first, out of the image's way */
+	x.keep = calloc(nf + 8 + 2 * nsh, sizeof(*x.keep));
+	x.from = calloc(nf + 1, sizeof(*x.from));
+	x.pe = calloc(ft->n_pipes + 1, sizeof(*x.pe));
+	if (!x.keep || !x.from || !x.pe) {
+		snprintf(why, wl, "out of memory");
+		return -1;
+	}
+	/* a failure leaves the rest to the new process's exit */
+	if (child_hand_up(&x, errw, logfd) || child_inherited(&x, errw) || child_memfds(&x) ||
+	    child_make_all(&x) || child_dups_and_flags(&x))
+		return -1;
+	int rc = child_epolls(&x);
+	free(x.pe);
+	free(x.from);
+	free(x.keep);
+	return rc;
 }
 
 /* ---- restore: in the restorer, driving the new process */
