@@ -1185,25 +1185,135 @@ static int dump_tree(struct tproc *tp, size_t n, const char *path, const struct 
 	return rc;
 }
 
+/* What the steps of ckpt_dump share; dump_end frees it. */
+struct dumping {
+	struct dump d;
+	struct image im;
+	const struct ckpt_dump_opts *o;
+	const char *path;
+	char *tmp;          /* path.tmp, renamed to path once whole */
+	int out, pmfd;
+	uint64_t off, pages;
+	bool snap;          /* read from a snapshot: the process went on before */
+	double t0, t_stopped, t_planned, t_copied, t_free;
+};
+
+/* w's process and its descendants in one image (dump_tree): w's process
+ * becomes the tree's first, w keeps nothing. Frees tp. */
+static int dump_children(struct dumping *w, struct tproc *tp, struct ckpt_stats *st)
+{
+	const struct ckpt_dump_opts *o = w->o;
+	char *err = w->d.err;
+	size_t errlen = w->d.errlen;
+	size_t n = 1;
+	tproc_init(&tp[0], w->d.pid, o, err, errlen);
+	tp[0].d = w->d;
+	tp[0].im = w->im;
+	tp[0].im.meta.mm = &tp[0].im.mm;
+	memset(&w->d, 0, sizeof(w->d));
+	memset(&w->im, 0, sizeof(w->im));
+	w->d.t.memfd = w->d.snap.memfd = -1;
+	int rc = stop_tree(&tp, &n, o, err, errlen);
+	w->t_stopped = ckpt_now();
+	if (!rc)
+		rc = dump_tree(tp, n, w->path, o, st, w->t0, w->t_stopped, err, errlen);
+	for (size_t i = n; i-- > 0;) {
+		if (rc)
+			detach(&tp[i].d);
+		if (tp[i].pmfd >= 0)
+			close(tp[i].pmfd);
+		dump_free(&tp[i].d);
+		image_free(&tp[i].im);
+	}
+	free(tp);
+	return rc;
+}
+
+/* path.tmp opened, at the end of the header's space. */
+static int dump_open_file(struct dumping *w)
+{
+	struct image *im = &w->im;
+	/* header space, page sections, metadata sections, then the header */
+	im->h.nsec = im->npsec + 3;
+	im->h.secs = calloc(im->h.nsec, sizeof(*im->h.secs));
+	if (!im->h.secs || asprintf(&w->tmp, "%s.tmp", w->path) < 0) {
+		w->tmp = NULL;
+		return -ENOMEM;
+	}
+	w->out = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (w->out < 0)
+		return ckpt_fail(w->d.err, w->d.errlen, -errno, "%s: %s", w->tmp, strerror(errno));
+	w->off = ckpt_header_size(im->h.nsec);
+	if (lseek(w->out, (off_t)w->off, SEEK_SET) < 0)
+		return -errno;
+	return 0;
+}
+
+/* The pages and the files' data, the process let go, then its metadata
+ * and the header; path.tmp renamed to path. */
+static int dump_write_file(struct dumping *w)
+{
+	struct dump *d = &w->d;
+	struct image *im = &w->im;
+	int rc;
+	w->t_planned = ckpt_now();
+	if ((rc = write_pages(d, im, w->out, w->tmp, &w->off, &w->pages)) ||
+	    (rc = ckpt_files_write_data(im->files, w->out, im->h.secs, &w->off, w->tmp)))
+		return rc;
+	w->t_copied = ckpt_now();
+	snapshot_drop(d);
+	/* the process itself is no longer needed */
+	if (!w->snap) {
+		let_go(d, w->o);
+		w->t_free = ckpt_now();
+	}
+	if ((rc = write_meta_and_header(d, im, w->out, w->tmp, w->off)))
+		return rc;
+	if (close(w->out) < 0 || rename(w->tmp, w->path) < 0) {
+		w->out = -1;
+		return ckpt_fail(d->err, d->errlen, -errno, "%s: %s", w->path, strerror(errno));
+	}
+	w->out = -1;
+	return 0;
+}
+
+/* Frees what w holds; after a failure (rc) the process detached if still
+ * held. path.tmp, if still open, removed. Returns rc. */
+static int dump_end(struct dumping *w, int rc)
+{
+	snapshot_drop(&w->d);
+	if (rc)
+		detach(&w->d);
+	if (w->out >= 0) {
+		close(w->out);
+		unlink(w->tmp);
+	}
+	if (w->pmfd >= 0)
+		close(w->pmfd);
+	dump_free(&w->d);
+	image_free(&w->im);
+	free(w->tmp);
+	return rc;
+}
+
 int ckpt_dump(pid_t pid, const char *path, const struct ckpt_dump_opts *o,
 	      struct ckpt_stats *st, char *err, size_t errlen)
 {
 	static const struct ckpt_dump_opts none = { 0 };
 	if (!o)
 		o = &none;
-	struct dump d = { .pid = pid, .flags = o->flags, .err = err, .errlen = errlen,
-			  .t = { .pid = pid, .memfd = -1 }, .snap = { .memfd = -1 } };
-	struct image im = { .meta = STORM__CKPT__META__INIT, .mm = STORM__CKPT__MM_FIELDS__INIT,
-			    .vt = STORM__CKPT__VMA_TABLE__INIT,
-			    .ft = STORM__CKPT__FILE_TABLE__INIT };
-	im.meta.mm = &im.mm;
-	snprintf(d.proc, sizeof(d.proc), "/proc/%d", pid);
-	char *tmp = NULL;
-	int out = -1, pmfd = -1;
-	uint64_t pages = 0;
-	double t0 = ckpt_now(), t_stopped = 0, t_free = 0;
+	struct dumping w = {
+		.d = { .pid = pid, .flags = o->flags, .err = err, .errlen = errlen,
+		       .t = { .pid = pid, .memfd = -1 }, .snap = { .memfd = -1 } },
+		.im = { .meta = STORM__CKPT__META__INIT, .mm = STORM__CKPT__MM_FIELDS__INIT,
+			.vt = STORM__CKPT__VMA_TABLE__INIT, .ft = STORM__CKPT__FILE_TABLE__INIT },
+		.o = o, .path = path, .out = -1, .pmfd = -1,
+	};
+	w.im.meta.mm = &w.im.mm;
+	snprintf(w.d.proc, sizeof(w.d.proc), "/proc/%d", pid);
+	w.t0 = ckpt_now();
 
-	int rc = stop_process(&d, &im);
+	int rc = stop_process(&w.d, &w.im);
 	if (rc)
 		goto out;
 	/* with children, the tree is the image */
@@ -1211,106 +1321,37 @@ int ckpt_dump(pid_t pid, const char *path, const struct ckpt_dump_opts *o,
 	size_t nk = 0;
 	if (list_children(pid, &kids, &nk) == 0 && nk) {
 		free(kids);
-		size_t n = 1;
 		struct tproc *tp = malloc(sizeof(*tp));
 		if (!tp) {
 			rc = -ENOMEM;
 			goto out;
 		}
-		tproc_init(&tp[0], pid, o, err, errlen);
-		tp[0].d = d;
-		tp[0].im = im;
-		tp[0].im.meta.mm = &tp[0].im.mm;
-		memset(&d, 0, sizeof(d));
-		memset(&im, 0, sizeof(im));
-		d.t.memfd = d.snap.memfd = -1;
-		rc = stop_tree(&tp, &n, o, err, errlen);
-		t_stopped = ckpt_now();
-		if (!rc)
-			rc = dump_tree(tp, n, path, o, st, t0, t_stopped, err, errlen);
-		for (size_t i = n; i-- > 0;) {
-			if (rc)
-				detach(&tp[i].d);
-			if (tp[i].pmfd >= 0)
-				close(tp[i].pmfd);
-			dump_free(&tp[i].d);
-			image_free(&tp[i].im);
-		}
-		free(tp);
-		return rc;
+		return dump_children(&w, tp, st);
 	}
 	free(kids);
-	t_stopped = ckpt_now();
-	if ((rc = read_state(&d, &im, o, &pmfd)))
+	w.t_stopped = ckpt_now();
+	if ((rc = read_state(&w.d, &w.im, o, &w.pmfd)))
 		goto out;
 
 	/* with a snapshot to read, the process goes on now */
-	bool snap = (d.flags & CKPT_DUMP_SNAPSHOT) && !(d.flags & CKPT_DUMP_KILL) &&
-		    !ckpt_files_need_stop(im.files) && snapshot(&d);
-	if (snap) {
-		let_go(&d, o);
-		t_free = ckpt_now();
+	w.snap = (w.d.flags & CKPT_DUMP_SNAPSHOT) && !(w.d.flags & CKPT_DUMP_KILL) &&
+		 !ckpt_files_need_stop(w.im.files) && snapshot(&w.d);
+	if (w.snap) {
+		let_go(&w.d, o);
+		w.t_free = ckpt_now();
 	}
-
-	/* header space, page sections, metadata sections, then the header */
-	im.h.nsec = im.npsec + 3;
-	im.h.secs = calloc(im.h.nsec, sizeof(*im.h.secs));
-	if (!im.h.secs || asprintf(&tmp, "%s.tmp", path) < 0) {
-		tmp = NULL;
-		rc = -ENOMEM;
+	if ((rc = dump_open_file(&w)) || (rc = dump_write_file(&w)))
 		goto out;
-	}
-	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (out < 0) {
-		rc = ckpt_fail(err, errlen, -errno, "%s: %s", tmp, strerror(errno));
-		goto out;
-	}
-	uint64_t off = ckpt_header_size(im.h.nsec);
-	if (lseek(out, (off_t)off, SEEK_SET) < 0) {
-		rc = -errno;
-		goto out;
-	}
-	double t_planned = ckpt_now();
-	if ((rc = write_pages(&d, &im, out, tmp, &off, &pages)) ||
-	    (rc = ckpt_files_write_data(im.files, out, im.h.secs, &off, tmp)))
-		goto out;
-	double t_copied = ckpt_now();
-	snapshot_drop(&d);
-	/* the process itself is no longer needed */
-	if (!snap) {
-		let_go(&d, o);
-		t_free = ckpt_now();
-	}
-	if ((rc = write_meta_and_header(&d, &im, out, tmp, off)))
-		goto out;
-	if (close(out) < 0 || rename(tmp, path) < 0) {
-		out = -1;
-		rc = ckpt_fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
-		goto out;
-	}
-	out = -1;
 	if (st) {
-		st->bytes = im.h.file_size;
-		st->pages = pages;
-		st->seconds = ckpt_now() - t0;
-		st->t_stop = t_stopped - t0;
-		st->t_meta = t_planned - t_stopped;
-		st->t_copy = t_copied - t_planned;
-		st->t_frozen = t_free - t0;
-		st->snapshot = snap;
+		st->bytes = w.im.h.file_size;
+		st->pages = w.pages;
+		st->seconds = ckpt_now() - w.t0;
+		st->t_stop = w.t_stopped - w.t0;
+		st->t_meta = w.t_planned - w.t_stopped;
+		st->t_copy = w.t_copied - w.t_planned;
+		st->t_frozen = w.t_free - w.t0;
+		st->snapshot = w.snap;
 	}
 out:
-	snapshot_drop(&d);
-	if (rc)
-		detach(&d);
-	if (out >= 0) {
-		close(out);
-		unlink(tmp);
-	}
-	if (pmfd >= 0)
-		close(pmfd);
-	dump_free(&d);
-	image_free(&im);
-	free(tmp);
-	return rc;
+	return dump_end(&w, rc);
 }
