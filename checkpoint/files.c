@@ -1433,6 +1433,8 @@ static int child_make_all(struct child_fds *x)
 	for (size_t k = 0; k < ft->n_pipes; k++)
 		x->pe[k].end[0] = x->pe[k].end[1] = -1;
 	bool *fifo_filled = calloc(ft->n_pipes + 1, sizeof(*fifo_filled));
+	if (!fifo_filled)
+		return -1;
 	for (size_t i = 0; i < ft->n_files; i++) {
 		const Storm__Ckpt__File *f = ft->files[i];
 		if (f->dup || f->kind == CKPT_FILE_INHERITED)

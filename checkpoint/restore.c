@@ -357,13 +357,24 @@ static int own_maps(struct ckpt_map **out, size_t *n, pid_t pid)
 	size_t cap = 64;
 	*out = malloc(cap * sizeof(**out));
 	*n = 0;
-	for (char *line = strtok(maps, "\n"); line; line = strtok(NULL, "\n")) {
-		if (*n == cap)
-			*out = realloc(*out, (cap *= 2) * sizeof(**out));
+	for (char *line = strtok(maps, "\n"); line && *out; line = strtok(NULL, "\n")) {
+		if (*n == cap) {
+			void *more = realloc(*out, (cap *= 2) * sizeof(**out));
+			if (!more) {
+				free(*out);
+				*out = NULL;
+				break;
+			}
+			*out = more;
+		}
 		if (ckpt_parse_maps_line(line, &(*out)[*n]) == 0)
 			(*n)++;
 	}
 	free(maps);
+	if (!*out) {
+		errno = ENOMEM;
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -1014,11 +1025,12 @@ static int restore_open_images(struct restoring *s)
 	int rc;
 	if ((rc = image_open(s->path, 0, &s->rp[0].im, s->err, s->errlen)))
 		return rc;
-	size_t n = s->n = s->rp[0].im.nprocs;
+	size_t n = s->rp[0].im.nprocs;
 	struct rproc *nrp = realloc(s->rp, n * sizeof(*nrp));
 	if (!nrp)
-		return -ENOMEM;
+		return -ENOMEM; /* s->n still counts the one rp holds: the end frees that */
 	s->rp = nrp;
+	s->n = n;
 	memset(nrp + 1, 0, (n - 1) * sizeof(*nrp));
 	for (size_t p = 1; p < n; p++)
 		nrp[p].im.fd = -1;
