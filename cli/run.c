@@ -128,19 +128,11 @@ static int choose_mpi(const struct job_opts *o, const char *prog, const char *pa
 	return -1;
 }
 
-/* Everything that can be checked here is, before any request is sent. */
-static int prepare(const struct job_opts *o, struct prepared *pr)
+/* The program exists, is a regular (and, unless a script, executable)
+ * file; its absolute path goes to pr->program. -1 to go on. */
+static int check_program(const struct job_opts *o, const char *prog, const char *found,
+			 struct prepared *pr)
 {
-	Storm__Ctl__Submit init = STORM__CTL__SUBMIT__INIT;
-	Storm__Job__Spec spec = STORM__JOB__SPEC__INIT;
-	pr->sub = init;
-	pr->spec = spec;
-	pr->sub.spec = &pr->spec;
-	pr->nfds = 0;
-	const char *prog = o->argv[0];
-	char found[PATH_MAX];
-	if (resolve_program(prog, found, sizeof(found)) != 0)
-		return EXIT_STORM;
 	struct stat st;
 	if (stat(found, &st) != 0) {
 		fprintf(stderr, "storm: error: %s: %s\n", prog, strerror(errno));
@@ -162,9 +154,15 @@ static int prepare(const struct job_opts *o, struct prepared *pr)
 		fprintf(stderr, "storm: error: %s: %s\n", prog, strerror(errno));
 		return EXIT_STORM;
 	}
-	int rc = choose_mpi(o, prog, pr->program, &pr->spec);
-	if (rc >= 0)
-		return rc;
+	return -1;
+}
+
+/* The fds sent with the request: the program's (unless --no-bcast), then
+ * each --file's, under a name of its own. -1 to go on; on an error the
+ * fds opened so far are closed. */
+static int open_files(const struct job_opts *o, const char *prog, const char *found,
+		      struct prepared *pr)
+{
 	if (!o->no_bcast) {
 		int fd = open_regular(prog, found);
 		if (fd < 0)
@@ -193,6 +191,12 @@ static int prepare(const struct job_opts *o, struct prepared *pr)
 		}
 		pr->fds[pr->nfds++] = fd;
 	}
+	return -1;
+}
+
+/* The working directory, -o's absolute path and the job's name. -1 to go on. */
+static int place_job(const struct job_opts *o, const char *prog, struct prepared *pr)
+{
 	if (!getcwd(pr->cwd, sizeof(pr->cwd))) {
 		fprintf(stderr, "storm: error: cannot tell the current directory: %s\n",
 			strerror(errno));
@@ -207,7 +211,12 @@ static int prepare(const struct job_opts *o, struct prepared *pr)
 	char tmp[PATH_MAX];
 	snprintf(tmp, sizeof(tmp), "%s", prog);
 	snprintf(pr->name, sizeof(pr->name), "%s", o->name ? o->name : basename(tmp));
+	return -1;
+}
 
+/* The environment sent: --export's choice, or all of ours. -1 to go on. */
+static int choose_env(const struct job_opts *o, struct prepared *pr)
+{
 	size_t nenv = 0;
 	char **env = environ;
 	if (o->export_spec) {
@@ -222,6 +231,14 @@ static int prepare(const struct job_opts *o, struct prepared *pr)
 		while (environ[nenv])
 			nenv++;
 	}
+	pr->spec.n_env = nenv;
+	pr->spec.env = env;
+	return -1;
+}
+
+/* The spec's fields that come straight from the options. */
+static void fill_spec(const struct job_opts *o, struct prepared *pr)
+{
 	Storm__Job__Spec *s = &pr->spec;
 	s->n_argv = (size_t)o->argc;
 	s->argv = o->argv;
@@ -232,8 +249,6 @@ static int prepare(const struct job_opts *o, struct prepared *pr)
 	pr->sub.wait = o->batch && o->wait;
 	s->no_bcast = o->no_bcast;
 	s->cwd = pr->cwd;
-	s->n_env = nenv;
-	s->env = env;
 	s->output = pr->output;
 	s->n_files = (size_t)o->nfiles;
 	s->files = pr->file_names;
@@ -266,7 +281,12 @@ static int prepare(const struct job_opts *o, struct prepared *pr)
 	s->array_tasks = o->array_tasks;
 	s->n_array_tasks = o->ntasks;
 	s->array_limit = o->array_limit;
-	/* storm run inside a batch script or a storm alloc shell: a step of it */
+}
+
+/* storm run inside a batch script or a storm alloc shell: a step of it.
+ * -1 to go on. */
+static int join_allocation(const struct job_opts *o, struct prepared *pr)
+{
 	const char *alloc = o->batch ? NULL : getenv("STORM_JOBID");
 	struct jobref ref;
 	if (alloc && *alloc) {
@@ -274,9 +294,38 @@ static int prepare(const struct job_opts *o, struct prepared *pr)
 			close_fds(pr);
 			return usage_error(o->cmd, "STORM_JOBID=%s is not a job id", alloc);
 		}
-		s->allocation = ref.id;
+		pr->spec.allocation = ref.id;
 	}
 	return -1;
+}
+
+/* Everything that can be checked here is, before any request is sent. */
+static int prepare(const struct job_opts *o, struct prepared *pr)
+{
+	Storm__Ctl__Submit init = STORM__CTL__SUBMIT__INIT;
+	Storm__Job__Spec spec = STORM__JOB__SPEC__INIT;
+	pr->sub = init;
+	pr->spec = spec;
+	pr->sub.spec = &pr->spec;
+	pr->nfds = 0;
+	const char *prog = o->argv[0];
+	char found[PATH_MAX];
+	if (resolve_program(prog, found, sizeof(found)) != 0)
+		return EXIT_STORM;
+	int rc = check_program(o, prog, found, pr);
+	if (rc < 0)
+		rc = choose_mpi(o, prog, pr->program, &pr->spec);
+	if (rc < 0)
+		rc = open_files(o, prog, found, pr);
+	if (rc < 0)
+		rc = place_job(o, prog, pr);
+	if (rc < 0)
+		rc = choose_env(o, pr);
+	if (rc < 0) {
+		fill_spec(o, pr);
+		rc = join_allocation(o, pr);
+	}
+	return rc;
 }
 
 static void free_prepared(struct prepared *pr, int nfiles)
