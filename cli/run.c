@@ -659,52 +659,99 @@ static int show_output(struct run_state *st, uint32_t rank, int is_err, const ui
 	return -1;
 }
 
+/* The job is in (or back, from a checkpoint, its node lost): a Ctrl-C
+ * that came before its id is sent now. Returns -1. */
+static int on_submitted(struct run_state *st, Storm__Ctl__Reply *rep)
+{
+	Storm__Ctl__Submitted *s = rep->submitted;
+	int restarted = st->job && s->job != st->job;
+	if (restarted) /* from a checkpoint, its node lost */
+		fprintf(stderr, "storm: %s; now job %llu\n",
+			s->reason[0] ? s->reason : "restarted", (unsigned long long)s->job);
+	st->job = s->job;
+	st->xfer_start = now_s();
+	if (!restarted && s->state && !strcmp(s->state, "QUEUED"))
+		fprintf(stderr, "storm: job %llu queued%s%s\n", (unsigned long long)s->job,
+			s->reason[0] ? ": " : "", s->reason);
+	if (st->pending_signal) {
+		if (st->pending_signal == SIGKILL)
+			st->killed = 1;
+		fprintf(stderr, "storm: interrupt: sending %s to job %llu\n",
+			st->pending_signal == SIGKILL ? "SIGKILL" : "SIGINT",
+			(unsigned long long)st->job);
+		send_cancel(st->c, st->job, st->pending_signal);
+		st->pending_signal = 0;
+	}
+	return -1;
+}
+
+/* A rank's output, or storm's own line. Returns -1 to go on, else the exit code. */
+static int on_output(struct run_state *st, Storm__Ctl__Reply *rep)
+{
+	Storm__Ctl__Output *out = rep->output;
+	int is_err = out->stream == STORM__CTL__STREAM__STDERR;
+	end_progress_line(st);
+	if (out->rank == UINT32_MAX) { /* storm's own line, not a rank's */
+		write_all(2, (const char *)out->data.data, out->data.len);
+		return -1;
+	}
+	if (is_err && st->bf) {
+		struct strbuf keep = { 0 };
+		int rc = bcs_filter_feed(st->bf, out->rank, out->data.data, out->data.len,
+					 &keep) < 0 ? EXIT_STORM
+						    : show_output(st, out->rank, 1,
+								  (const uint8_t *)keep.data,
+								  keep.len);
+		sb_free(&keep);
+		return rc;
+	}
+	return show_output(st, out->rank, is_err, out->data.data, out->data.len);
+}
+
+/* The job ended: what is held back is shown, then its exit code. */
+static int on_end(struct run_state *st, Storm__Ctl__Reply *rep)
+{
+	Storm__Ctl__JobEnd *e = rep->end;
+	if (st->bf) {
+		for (;;) {
+			struct strbuf rest = { 0 };
+			uint32_t rank = 0;
+			bcs_filter_flush(st->bf, &rank, &rest);
+			if (!rest.len)
+				break;
+			show_output(st, rank, 1, (const uint8_t *)rest.data, rest.len);
+			sb_free(&rest);
+		}
+	}
+	flush_labels(st);
+	end_progress_line(st);
+	if (e->reason && e->reason[0])
+		fprintf(stderr, "storm: error: job %llu: %s\n", (unsigned long long)e->job,
+			e->reason);
+	if (st->o->timing)
+		fprintf(stderr,
+			"storm: job %llu timing: transfer %.1f ms, execute %.1f ms, total "
+			"%.1f ms\n",
+			(unsigned long long)e->job, e->transfer_ms, e->execute_ms,
+			e->total_ms);
+	int code = exit_code_of(e);
+	if (st->o->record) {
+		unsigned ranks = st->o->ranks ? st->o->ranks : st->o->nodes ? st->o->nodes : 1;
+		if (bcs_filter_write(st->bf, st->o->record, st->o->nodes, ranks, st->o->argc,
+				     st->o->argv) < 0 && code == 0)
+			code = EXIT_STORM;
+	}
+	return code;
+}
+
 /* Returns -1 to go on, else the exit code. */
 static int on_reply(struct run_state *st, Storm__Ctl__Reply *rep)
 {
 	switch (rep->body_case) {
-	case STORM__CTL__REPLY__BODY_SUBMITTED: {
-		Storm__Ctl__Submitted *s = rep->submitted;
-		int restarted = st->job && s->job != st->job;
-		if (restarted) /* from a checkpoint, its node lost */
-			fprintf(stderr, "storm: %s; now job %llu\n",
-				s->reason[0] ? s->reason : "restarted", (unsigned long long)s->job);
-		st->job = s->job;
-		st->xfer_start = now_s();
-		if (!restarted && s->state && !strcmp(s->state, "QUEUED"))
-			fprintf(stderr, "storm: job %llu queued%s%s\n", (unsigned long long)s->job,
-				s->reason[0] ? ": " : "", s->reason);
-		if (st->pending_signal) {
-			if (st->pending_signal == SIGKILL)
-				st->killed = 1;
-			fprintf(stderr, "storm: interrupt: sending %s to job %llu\n",
-				st->pending_signal == SIGKILL ? "SIGKILL" : "SIGINT",
-				(unsigned long long)st->job);
-			send_cancel(st->c, st->job, st->pending_signal);
-			st->pending_signal = 0;
-		}
-		return -1;
-	}
-	case STORM__CTL__REPLY__BODY_OUTPUT: {
-		Storm__Ctl__Output *out = rep->output;
-		int is_err = out->stream == STORM__CTL__STREAM__STDERR;
-		end_progress_line(st);
-		if (out->rank == UINT32_MAX) { /* storm's own line, not a rank's */
-			write_all(2, (const char *)out->data.data, out->data.len);
-			return -1;
-		}
-		if (is_err && st->bf) {
-			struct strbuf keep = { 0 };
-			int rc = bcs_filter_feed(st->bf, out->rank, out->data.data, out->data.len,
-						 &keep) < 0 ? EXIT_STORM
-							    : show_output(st, out->rank, 1,
-									  (const uint8_t *)keep.data,
-									  keep.len);
-			sb_free(&keep);
-			return rc;
-		}
-		return show_output(st, out->rank, is_err, out->data.data, out->data.len);
-	}
+	case STORM__CTL__REPLY__BODY_SUBMITTED:
+		return on_submitted(st, rep);
+	case STORM__CTL__REPLY__BODY_OUTPUT:
+		return on_output(st, rep);
 	case STORM__CTL__REPLY__BODY_STDIN_ACK:
 		if (rep->stdin_ack->written > st->stdin_acked)
 			st->stdin_acked = rep->stdin_ack->written;
@@ -718,39 +765,8 @@ static int on_reply(struct run_state *st, Storm__Ctl__Reply *rep)
 		st->total = rep->progress->total;
 		show_progress(st);
 		return -1;
-	case STORM__CTL__REPLY__BODY_END: {
-		Storm__Ctl__JobEnd *e = rep->end;
-		if (st->bf) {
-			for (;;) {
-				struct strbuf rest = { 0 };
-				uint32_t rank = 0;
-				bcs_filter_flush(st->bf, &rank, &rest);
-				if (!rest.len)
-					break;
-				show_output(st, rank, 1, (const uint8_t *)rest.data, rest.len);
-				sb_free(&rest);
-			}
-		}
-		flush_labels(st);
-		end_progress_line(st);
-		if (e->reason && e->reason[0])
-			fprintf(stderr, "storm: error: job %llu: %s\n", (unsigned long long)e->job,
-				e->reason);
-		if (st->o->timing)
-			fprintf(stderr,
-				"storm: job %llu timing: transfer %.1f ms, execute %.1f ms, total "
-				"%.1f ms\n",
-				(unsigned long long)e->job, e->transfer_ms, e->execute_ms,
-				e->total_ms);
-		int code = exit_code_of(e);
-		if (st->o->record) {
-			unsigned ranks = st->o->ranks ? st->o->ranks : st->o->nodes ? st->o->nodes : 1;
-			if (bcs_filter_write(st->bf, st->o->record, st->o->nodes, ranks, st->o->argc,
-					     st->o->argv) < 0 && code == 0)
-				code = EXIT_STORM;
-		}
-		return code;
-	}
+	case STORM__CTL__REPLY__BODY_END:
+		return on_end(st, rep);
 	case STORM__CTL__REPLY__BODY_ERROR:
 		flush_labels(st);
 		end_progress_line(st);
