@@ -973,89 +973,69 @@ static void tty_make_raw(void)
 	}
 }
 
-static int job_run(struct cli *c, struct job_opts *o_, int batch)
+/* --record's trace file can be written; the run records its BCS traffic.
+ * -1 to go on. */
+static int open_record(struct job_opts *o)
 {
-	struct job_opts o = *o_;
-	int rc;
-	o.forward_stdin = !batch && !o.no_stdin && strcmp(o.cmd, "storm replay") != 0 &&
-			  stdin_forwardable();
-	if (o.pty && (batch || !o.forward_stdin))
-		return usage_error(o.cmd, "--pty is for storm run with its stdin forwarded");
-	if (o.record) {
-		/* fail now rather than after the run */
-		int tfd = open(o.record, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-		if (tfd < 0) {
-			fprintf(stderr, "storm: error: cannot write the trace %s: %s\n", o.record,
-				strerror(errno));
-			return EXIT_STORM;
-		}
-		close(tfd);
-		setenv("STORM_BCS_RECORD", "1", 1);
-		o.bcs = 1;
+	/* fail now rather than after the run */
+	int tfd = open(o->record, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (tfd < 0) {
+		fprintf(stderr, "storm: error: cannot write the trace %s: %s\n", o->record,
+			strerror(errno));
+		return EXIT_STORM;
 	}
+	close(tfd);
+	setenv("STORM_BCS_RECORD", "1", 1);
+	o->bcs = 1;
+	return -1;
+}
+
+/* Checks and sends the request; *fd is the job's connection. -1 to go on. */
+static int submit_job(struct cli *c, const struct job_opts *o, int *fd)
+{
 	struct prepared *pr = calloc(1, sizeof(*pr));
 	if (!pr) {
 		fprintf(stderr, "storm: error: out of memory\n");
 		return EXIT_STORM;
 	}
-	rc = prepare(&o, pr);
+	int rc = prepare(o, pr);
 	if (rc >= 0) {
-		free_prepared(pr, o.nfiles);
+		free_prepared(pr, o->nfiles);
 		free(pr);
 		return rc;
 	}
-	int fd = send_submit(c, pr);
-	free_prepared(pr, o.nfiles); /* the MM holds its own copies now */
+	*fd = send_submit(c, pr);
+	free_prepared(pr, o->nfiles); /* the MM holds its own copies now */
 	free(pr);
-	if (fd < 0)
-		return EXIT_STORM;
-	if (!batch) {
-		struct run_state st = { .c = c, .o = &o, .stderr_tty = isatty(2),
-					.stdin_open = o.forward_stdin };
-		if (o.bcs && !(st.bf = bcs_filter_new())) {
-			fprintf(stderr, "storm: error: out of memory\n");
-			close(fd);
-			return EXIT_STORM;
-		}
-		if (o.pty)
-			tty_make_raw();
-		rc = stream_job(&st, fd);
-		tty_restore();
-		label_free(&st.labels);
-		bcs_filter_free(st.bf);
+	return *fd < 0 ? EXIT_STORM : -1;
+}
+
+/* storm run: the job's output, stdin and signals until it ends. Closes fd. */
+static int attend_job(struct cli *c, const struct job_opts *o, int fd)
+{
+	struct run_state st = { .c = c, .o = o, .stderr_tty = isatty(2),
+				.stdin_open = o->forward_stdin };
+	if (o->bcs && !(st.bf = bcs_filter_new())) {
+		fprintf(stderr, "storm: error: out of memory\n");
 		close(fd);
-		return rc;
-	}
-	Storm__Ctl__Reply *rep = NULL;
-	rc = ctl_recv(fd, SUBMIT_TIMEOUT_MS, &rep);
-	if (!o.wait)
-		close(fd);
-	if (rc != 0) {
-		if (o.wait)
-			close(fd);
-		ctl_report(rc);
 		return EXIT_STORM;
 	}
-	if (rep->body_case == STORM__CTL__REPLY__BODY_ERROR)
-		rc = cli_print_error(rep->error, NULL);
-	else if (rep->body_case != STORM__CTL__REPLY__BODY_SUBMITTED)
-		rc = cli_unexpected(rep, "Submitted");
-	else if (o.parsable)
-		printf("%llu\n", (unsigned long long)rep->submitted->job);
-	else
-		printf("Submitted job %llu\n", (unsigned long long)rep->submitted->job);
-	int waiting = rc == 0 && o.wait;
-	ctl_reply_free(rep);
-	if (!waiting) {
-		if (o.wait)
-			close(fd);
-		return rc;
-	}
-	fflush(stdout);
-	/* --wait: the MM keeps the connection and ends it with the JobEnd */
+	if (o->pty)
+		tty_make_raw();
+	int rc = stream_job(&st, fd);
+	tty_restore();
+	label_free(&st.labels);
+	bcs_filter_free(st.bf);
+	close(fd);
+	return rc;
+}
+
+/* --wait: the MM keeps the connection and ends it with the JobEnd. Closes fd. */
+static int wait_job_end(int fd)
+{
 	for (;;) {
-		rep = NULL;
-		rc = ctl_recv(fd, -1, &rep);
+		Storm__Ctl__Reply *rep = NULL;
+		int rc = ctl_recv(fd, -1, &rep);
 		if (rc != 0) {
 			ctl_report(rc);
 			close(fd);
@@ -1074,6 +1054,56 @@ static int job_run(struct cli *c, struct job_opts *o_, int batch)
 		}
 		ctl_reply_free(rep);
 	}
+}
+
+/* storm submit: the job's id, then with --wait its end. Closes fd. */
+static int report_submitted(const struct job_opts *o, int fd)
+{
+	Storm__Ctl__Reply *rep = NULL;
+	int rc = ctl_recv(fd, SUBMIT_TIMEOUT_MS, &rep);
+	if (!o->wait)
+		close(fd);
+	if (rc != 0) {
+		if (o->wait)
+			close(fd);
+		ctl_report(rc);
+		return EXIT_STORM;
+	}
+	if (rep->body_case == STORM__CTL__REPLY__BODY_ERROR)
+		rc = cli_print_error(rep->error, NULL);
+	else if (rep->body_case != STORM__CTL__REPLY__BODY_SUBMITTED)
+		rc = cli_unexpected(rep, "Submitted");
+	else if (o->parsable)
+		printf("%llu\n", (unsigned long long)rep->submitted->job);
+	else
+		printf("Submitted job %llu\n", (unsigned long long)rep->submitted->job);
+	int waiting = rc == 0 && o->wait;
+	ctl_reply_free(rep);
+	if (!waiting) {
+		if (o->wait)
+			close(fd);
+		return rc;
+	}
+	fflush(stdout);
+	return wait_job_end(fd);
+}
+
+static int job_run(struct cli *c, struct job_opts *o_, int batch)
+{
+	struct job_opts o = *o_;
+	int rc, fd = -1;
+	o.forward_stdin = !batch && !o.no_stdin && strcmp(o.cmd, "storm replay") != 0 &&
+			  stdin_forwardable();
+	if (o.pty && (batch || !o.forward_stdin))
+		return usage_error(o.cmd, "--pty is for storm run with its stdin forwarded");
+	if (o.record && (rc = open_record(&o)) >= 0)
+		return rc;
+	rc = submit_job(c, &o, &fd);
+	if (rc >= 0)
+		return rc;
+	if (!batch)
+		return attend_job(c, &o, fd);
+	return report_submitted(&o, fd);
 }
 
 int cmd_run(struct cli *c, int argc, char **argv)
