@@ -81,81 +81,46 @@ static json_t *job_json(const Storm__Ctl__JobInfo *j)
 	return o;
 }
 
-int cmd_jobs(struct cli *c, int argc, char **argv)
+static int print_jobs_json(const Storm__Ctl__JobList *list)
 {
-	static const struct cli_opt opts[] = {
-		{ "all", 'a', 0, Q_ALL },   { "json", 0, 0, Q_JSON }, { "conf", 0, 1, Q_CONF },
-		{ "help", 'h', 0, Q_HELP }, { "format", 'o', 1, Q_FORMAT }, { NULL, 0, 0, 0 },
-	};
-	int all = 0, json = 0, id, ncol = 0;
-	struct job_col cols[JOBTABLE_MAX_COLS];
-	char why[512];
-	struct cli_optparse p;
-	cli_opt_init(&p, argc, argv, 1, 0);
-	while ((id = cli_opt_next(&p, opts)) != OPT_DONE) {
-		switch (id) {
-		case Q_ALL: all = 1; break;
-		case Q_JSON: json = 1; break;
-		case Q_FORMAT:
-			if (jobtable_parse(p.arg, cols, &ncol, why, sizeof(why)) < 0)
-				return usage_error("storm jobs", "-o/--format: %s", why);
-			break;
-		case Q_CONF: c->conf_opt = p.arg; break;
-		case Q_HELP: fputs(jobs_help, stdout); return EXIT_OK;
-		case OPT_OPERAND: return usage_error("storm jobs", "unexpected argument '%s'", p.arg);
-		default: return usage_error("storm jobs", "%s", p.err);
-		}
+	json_t *arr = json_array();
+	for (size_t i = 0; i < list->n_jobs; i++)
+		json_array_append_new(arr, job_json(list->jobs[i]));
+	return print_json(json_pack("{s:o}", "jobs", arr));
+}
+
+/* -o/--format: the columns asked for. */
+static int print_jobs_format(const Storm__Ctl__JobList *list, const struct job_col *cols,
+			     int ncol, double wall)
+{
+	struct job_row *rows = calloc(list->n_jobs ? list->n_jobs : 1, sizeof(*rows));
+	for (size_t i = 0; rows && i < list->n_jobs; i++) {
+		const Storm__Ctl__JobInfo *j = list->jobs[i];
+		struct job_row *r = &rows[i];
+		jobid_format(j->job, j->array_job, j->array_task, r->jobid, sizeof(r->jobid));
+		r->name = j->name;
+		r->user = j->user;
+		r->nodelist = j->nodelist;
+		r->reason = j->reason;
+		r->state = j->state;
+		r->uid = j->uid;
+		r->nodes = j->nodes;
+		r->ranks = j->ranks;
+		r->submit = j->submit_time;
+		r->start = j->start_time;
+		r->end = j->end_time;
+		r->now = wall;
+		r->exit_status = j->exit_status;
 	}
-	Storm__Ctl__ListJobs lj = STORM__CTL__LIST_JOBS__INIT;
-	lj.all = all;
-	Storm__Ctl__Request req = STORM__CTL__REQUEST__INIT;
-	req.body_case = STORM__CTL__REQUEST__BODY_JOBS;
-	req.jobs = &lj;
-	int rc;
-	Storm__Ctl__Reply *rep = cli_call(c, &req, CTL_TIMEOUT_MS, &rc);
-	if (!rep)
-		return rc;
-	if (rep->body_case != STORM__CTL__REPLY__BODY_JOBS) {
-		rc = cli_unexpected(rep, "JobList");
-		ctl_reply_free(rep);
-		return rc;
-	}
-	Storm__Ctl__JobList *list = rep->jobs;
-	if (json) {
-		json_t *arr = json_array();
-		for (size_t i = 0; i < list->n_jobs; i++)
-			json_array_append_new(arr, job_json(list->jobs[i]));
-		rc = print_json(json_pack("{s:o}", "jobs", arr));
-		ctl_reply_free(rep);
-		return rc;
-	}
-	double wall = wall_now();
-	if (ncol) {
-		struct job_row *rows = calloc(list->n_jobs ? list->n_jobs : 1, sizeof(*rows));
-		for (size_t i = 0; rows && i < list->n_jobs; i++) {
-			const Storm__Ctl__JobInfo *j = list->jobs[i];
-			struct job_row *r = &rows[i];
-			jobid_format(j->job, j->array_job, j->array_task, r->jobid, sizeof(r->jobid));
-			r->name = j->name;
-			r->user = j->user;
-			r->nodelist = j->nodelist;
-			r->reason = j->reason;
-			r->state = j->state;
-			r->uid = j->uid;
-			r->nodes = j->nodes;
-			r->ranks = j->ranks;
-			r->submit = j->submit_time;
-			r->start = j->start_time;
-			r->end = j->end_time;
-			r->now = wall;
-			r->exit_status = j->exit_status;
-		}
-		if (rows)
-			jobtable_print(stdout, cols, ncol, rows, list->n_jobs);
-		free(rows);
-		ctl_reply_free(rep);
-		return rows ? EXIT_OK : EXIT_STORM;
-	}
+	if (rows)
+		jobtable_print(stdout, cols, ncol, rows, list->n_jobs);
+	free(rows);
+	return rows ? EXIT_OK : EXIT_STORM;
+}
+
+/* The default table. */
+static int print_jobs_table(const Storm__Ctl__JobList *list, double wall)
+{
 	/* column widths from the content, squeue-like left-aligned text */
 	const char *hdr[] = { "JOBID", "NAME", "USER", "STATE", "NODES", "RANKS", "TIME",
 			      "NODELIST(REASON)" };
@@ -163,7 +128,6 @@ int cmd_jobs(struct cli *c, int argc, char **argv)
 	size_t n = list->n_jobs;
 	char (*cells)[8][320] = calloc(n ? n : 1, sizeof(*cells));
 	if (!cells) {
-		ctl_reply_free(rep);
 		fprintf(stderr, "storm: error: out of memory\n");
 		return EXIT_STORM;
 	}
@@ -204,8 +168,57 @@ int cmd_jobs(struct cli *c, int argc, char **argv)
 			printf("%*s%s", k == 7 ? 0 : numeric[k] ? w[k] : -w[k], cells[i][k],
 			       k < 7 ? " " : "\n");
 	free(cells);
-	ctl_reply_free(rep);
 	return EXIT_OK;
+}
+
+int cmd_jobs(struct cli *c, int argc, char **argv)
+{
+	static const struct cli_opt opts[] = {
+		{ "all", 'a', 0, Q_ALL },   { "json", 0, 0, Q_JSON }, { "conf", 0, 1, Q_CONF },
+		{ "help", 'h', 0, Q_HELP }, { "format", 'o', 1, Q_FORMAT }, { NULL, 0, 0, 0 },
+	};
+	int all = 0, json = 0, id, ncol = 0;
+	struct job_col cols[JOBTABLE_MAX_COLS];
+	char why[512];
+	struct cli_optparse p;
+	cli_opt_init(&p, argc, argv, 1, 0);
+	while ((id = cli_opt_next(&p, opts)) != OPT_DONE) {
+		switch (id) {
+		case Q_ALL: all = 1; break;
+		case Q_JSON: json = 1; break;
+		case Q_FORMAT:
+			if (jobtable_parse(p.arg, cols, &ncol, why, sizeof(why)) < 0)
+				return usage_error("storm jobs", "-o/--format: %s", why);
+			break;
+		case Q_CONF: c->conf_opt = p.arg; break;
+		case Q_HELP: fputs(jobs_help, stdout); return EXIT_OK;
+		case OPT_OPERAND: return usage_error("storm jobs", "unexpected argument '%s'", p.arg);
+		default: return usage_error("storm jobs", "%s", p.err);
+		}
+	}
+	Storm__Ctl__ListJobs lj = STORM__CTL__LIST_JOBS__INIT;
+	lj.all = all;
+	Storm__Ctl__Request req = STORM__CTL__REQUEST__INIT;
+	req.body_case = STORM__CTL__REQUEST__BODY_JOBS;
+	req.jobs = &lj;
+	int rc;
+	Storm__Ctl__Reply *rep = cli_call(c, &req, CTL_TIMEOUT_MS, &rc);
+	if (!rep)
+		return rc;
+	if (rep->body_case != STORM__CTL__REPLY__BODY_JOBS) {
+		rc = cli_unexpected(rep, "JobList");
+		ctl_reply_free(rep);
+		return rc;
+	}
+	Storm__Ctl__JobList *list = rep->jobs;
+	if (json)
+		rc = print_jobs_json(list);
+	else if (ncol)
+		rc = print_jobs_format(list, cols, ncol, wall_now());
+	else
+		rc = print_jobs_table(list, wall_now());
+	ctl_reply_free(rep);
+	return rc;
 }
 
 /* ---- nodes */
