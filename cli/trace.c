@@ -71,23 +71,30 @@ static int by_switch(const void *a, const void *b)
 	return x->sw < y->sw ? -1 : x->sw > y->sw;
 }
 
-static json_t *build(const Storm__Ctl__Trace *t)
+/* The trace's first moment, its times' zero; *nrun: how many turns the
+ * nodes ran. */
+static uint64_t trace_t0(const Storm__Ctl__Trace *t, size_t *nrun)
 {
-	json_t *ev = json_array();
 	uint64_t t0 = UINT64_MAX;
 	for (size_t i = 0; i < t->n_mm; i++)
 		if (t->mm[i]->t_us < t0)
 			t0 = t->mm[i]->t_us;
-	size_t nrun = 0;
+	*nrun = 0;
 	for (size_t n = 0; n < t->n_nodes; n++)
 		for (size_t i = 0; i < t->nodes[n]->n_events; i++) {
 			const Storm__Trace__Event *e = t->nodes[n]->events[i];
 			if (e->t_us < t0)
 				t0 = e->t_us;
-			nrun += e->kind == STORM__TRACE__EVENT__KIND__RUN;
+			*nrun += e->kind == STORM__TRACE__EVENT__KIND__RUN;
 		}
 	if (t0 == UINT64_MAX)
 		t0 = 0;
+	return t0;
+}
+
+/* Each switch's skew over the nodes, sorted by switch; NULL if out of memory. */
+static struct skew *switch_skews(const Storm__Ctl__Trace *t, size_t nrun, size_t *nskp)
+{
 	struct skew *sk = calloc(nrun + 1, sizeof(*sk));
 	size_t nsk = 0;
 	for (size_t n = 0; sk && n < t->n_nodes; n++)
@@ -109,7 +116,14 @@ static json_t *build(const Storm__Ctl__Trace *t)
 		}
 		nsk = w;
 	}
+	*nskp = nsk;
+	return sk;
+}
+
 #define TS(e) ((double)((e)->t_us - t0))
+/* The machine manager's events: the job's life, its rows, its checkpoints. */
+static void mm_events(json_t *ev, const Storm__Ctl__Trace *t, uint64_t t0)
+{
 	meta(ev, "process_name", 0, 0, "machine manager");
 	meta(ev, "thread_name", 0, TID_JOB, "job");
 	meta(ev, "thread_name", 0, TID_ROWS, "its row in the matrix");
@@ -147,6 +161,12 @@ static json_t *build(const Storm__Ctl__Trace *t)
 			break;
 		}
 	}
+}
+
+/* Each node's events: its gang turns, ranks, BCS-MPI and checkpoints. */
+static void node_events(json_t *ev, const Storm__Ctl__Trace *t, uint64_t t0,
+			const struct skew *sk, size_t nsk)
+{
 	for (size_t n = 0; n < t->n_nodes; n++) {
 		int pid = (int)n + 1;
 		meta(ev, "process_name", pid, 0, t->nodes[n]->node);
@@ -195,7 +215,17 @@ static json_t *build(const Storm__Ctl__Trace *t)
 			}
 		}
 	}
+}
 #undef TS
+
+static json_t *build(const Storm__Ctl__Trace *t)
+{
+	json_t *ev = json_array();
+	size_t nrun, nsk = 0;
+	uint64_t t0 = trace_t0(t, &nrun);
+	struct skew *sk = switch_skews(t, nrun, &nsk);
+	mm_events(ev, t, t0);
+	node_events(ev, t, t0, sk, nsk);
 	free(sk);
 	char id[48];
 	const Storm__Ctl__JobInfo *j = t->job;
