@@ -192,6 +192,95 @@ static int alloc_reap(struct alloc_wait *w, int sfd)
 	return w->conn < 0 ? EXIT_STORM : status_code(ws);
 }
 
+/* Sends the request for an allocation that holds COMMAND, run here:
+ * the connection's fd, or -1 with the reason told. */
+static int request_alloc(struct cli *c, Storm__Job__Spec *spec, char **cmd, int ncmd,
+			 const char *name)
+{
+	char program[PATH_MAX], cwd[PATH_MAX], base[PATH_MAX];
+	if (find_command(cmd[0], program, sizeof(program)) < 0) {
+		fprintf(stderr, "storm alloc: error: %s: command not found\n", cmd[0]);
+		return -1;
+	}
+	if (!getcwd(cwd, sizeof(cwd))) {
+		fprintf(stderr, "storm alloc: error: cannot tell the current directory: %s\n",
+			strerror(errno));
+		return -1;
+	}
+	snprintf(base, sizeof(base), "%s", strrchr(program, '/') + 1);
+	size_t nenv = 0;
+	while (environ[nenv])
+		nenv++;
+	spec->hold = 1;
+	spec->interactive = 1;
+	spec->no_bcast = 1; /* nothing is sent: COMMAND runs here */
+	spec->program = program;
+	spec->argv = cmd;
+	spec->n_argv = (size_t)ncmd;
+	spec->cwd = cwd;
+	spec->env = environ;
+	spec->n_env = nenv;
+	spec->name = (char *)(name ? name : base);
+	Storm__Ctl__Submit sub = STORM__CTL__SUBMIT__INIT;
+	sub.spec = spec;
+	Storm__Ctl__Request req = STORM__CTL__REQUEST__INIT;
+	req.body_case = STORM__CTL__REQUEST__BODY_SUBMIT;
+	req.submit = &sub;
+	int fd = cli_connect(c);
+	if (fd < 0)
+		return -1;
+	int e = ctl_send(fd, &req, NULL, 0);
+	if (e != 0) {
+		ctl_report(e);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Runs COMMAND once the allocation is granted, until it ends or the
+ * allocation does: its exit code. Closes fd. */
+static int run_alloc(struct cli *c, int fd, char **cmd)
+{
+	/* the command's end comes as SIGCHLD on a signalfd, beside the MM's
+	 * connection; Ctrl-C is the command's, not ours */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	sigchld_notify(false); /* inherited SIG_IGN would reap the command unseen */
+	int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	signal(SIGINT, SIG_IGN);
+	struct alloc_wait w = { .conn = fd, .child = -1, .cmd = cmd[0],
+				.kill_wait_ms = c->have_conf ? c->conf.kill_wait_ms : 5000 };
+	int rc = -1;
+	while (rc < 0) {
+		struct pollfd pf[2] = { { .fd = w.conn, .events = POLLIN },
+					{ .fd = sfd, .events = POLLIN } };
+		int n = poll(pf, 2, alloc_timeout(&w));
+		if (n < 0 && errno != EINTR) {
+			fprintf(stderr, "storm alloc: error: poll: %s\n", strerror(errno));
+			rc = EXIT_STORM;
+			break;
+		}
+		if (w.kill_at > 0 && now_s() >= w.kill_at) {
+			kill(w.child, SIGKILL);
+			w.kill_at = 0;
+		}
+		if (pf[1].revents & POLLIN)
+			rc = alloc_reap(&w, sfd);
+		if (rc < 0 && w.conn >= 0 && (pf[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			rc = alloc_reply(&w, cmd);
+	}
+	if (w.job && w.conn >= 0)
+		fprintf(stderr, "storm alloc: relinquishing job allocation %llu\n",
+			(unsigned long long)w.job);
+	if (w.conn >= 0)
+		close(w.conn);
+	close(sfd);
+	return rc;
+}
+
 int cmd_alloc(struct cli *c, int argc, char **argv)
 {
 	static const struct cli_opt opts[] = {
@@ -230,79 +319,8 @@ int cmd_alloc(struct cli *c, int argc, char **argv)
 			       NULL };
 	char **cmd = p.ind < argc ? argv + p.ind : shell_argv;
 	int ncmd = p.ind < argc ? argc - p.ind : 1;
-	char program[PATH_MAX], cwd[PATH_MAX], base[PATH_MAX];
-	if (find_command(cmd[0], program, sizeof(program)) < 0) {
-		fprintf(stderr, "storm alloc: error: %s: command not found\n", cmd[0]);
-		return EXIT_STORM;
-	}
-	if (!getcwd(cwd, sizeof(cwd))) {
-		fprintf(stderr, "storm alloc: error: cannot tell the current directory: %s\n",
-			strerror(errno));
-		return EXIT_STORM;
-	}
-	snprintf(base, sizeof(base), "%s", strrchr(program, '/') + 1);
-	size_t nenv = 0;
-	while (environ[nenv])
-		nenv++;
-	spec.hold = 1;
-	spec.interactive = 1;
-	spec.no_bcast = 1; /* nothing is sent: COMMAND runs here */
-	spec.program = program;
-	spec.argv = cmd;
-	spec.n_argv = (size_t)ncmd;
-	spec.cwd = cwd;
-	spec.env = environ;
-	spec.n_env = nenv;
-	spec.name = (char *)(name ? name : base);
-	Storm__Ctl__Submit sub = STORM__CTL__SUBMIT__INIT;
-	sub.spec = &spec;
-	Storm__Ctl__Request req = STORM__CTL__REQUEST__INIT;
-	req.body_case = STORM__CTL__REQUEST__BODY_SUBMIT;
-	req.submit = &sub;
-	int fd = cli_connect(c);
+	int fd = request_alloc(c, &spec, cmd, ncmd, name);
 	if (fd < 0)
 		return EXIT_STORM;
-	int e = ctl_send(fd, &req, NULL, 0);
-	if (e != 0) {
-		ctl_report(e);
-		close(fd);
-		return EXIT_STORM;
-	}
-	/* the command's end comes as SIGCHLD on a signalfd, beside the MM's
-	 * connection; Ctrl-C is the command's, not ours */
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	sigchld_notify(false); /* inherited SIG_IGN would reap the command unseen */
-	int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-	signal(SIGINT, SIG_IGN);
-	struct alloc_wait w = { .conn = fd, .child = -1, .cmd = cmd[0],
-				.kill_wait_ms = c->have_conf ? c->conf.kill_wait_ms : 5000 };
-	int rc = -1;
-	while (rc < 0) {
-		struct pollfd pf[2] = { { .fd = w.conn, .events = POLLIN },
-					{ .fd = sfd, .events = POLLIN } };
-		int n = poll(pf, 2, alloc_timeout(&w));
-		if (n < 0 && errno != EINTR) {
-			fprintf(stderr, "storm alloc: error: poll: %s\n", strerror(errno));
-			rc = EXIT_STORM;
-			break;
-		}
-		if (w.kill_at > 0 && now_s() >= w.kill_at) {
-			kill(w.child, SIGKILL);
-			w.kill_at = 0;
-		}
-		if (pf[1].revents & POLLIN)
-			rc = alloc_reap(&w, sfd);
-		if (rc < 0 && w.conn >= 0 && (pf[0].revents & (POLLIN | POLLHUP | POLLERR)))
-			rc = alloc_reply(&w, cmd);
-	}
-	if (w.job && w.conn >= 0)
-		fprintf(stderr, "storm alloc: relinquishing job allocation %llu\n",
-			(unsigned long long)w.job);
-	if (w.conn >= 0)
-		close(w.conn);
-	close(sfd);
-	return rc;
+	return run_alloc(c, fd, cmd);
 }
