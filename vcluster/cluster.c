@@ -2091,6 +2091,55 @@ static const char restart_help[] =
 	"      --conf FILE the cluster's storm.conf\n"
 	"  -h, --help     this help\n";
 
+/* The daemon NAME of the cluster at conf_path still runs: told, 1. */
+static int daemon_still_runs(const char *pids, const char *name, const char *conf_path)
+{
+	struct daemon *d;
+	int n = read_pids(pids, &d);
+	for (int i = 0; i < n; i++)
+		if (!strcmp(d[i].name, name) && kill(d[i].pid, 0) == 0 &&
+		    runs_with_conf(d[i].pid, conf_path)) {
+			fprintf(stderr, "storm: error: %s still runs (pid %d); it must die first\n",
+				name, (int)d[i].pid);
+			free(d);
+			return 1;
+		}
+	free(d);
+	return 0;
+}
+
+/* Waits for the restarted machine manager (pid) to answer: EXIT_OK, or
+ * EXIT_STORM once it died or 30 s went by. */
+static int wait_mm_again(const struct storm_conf *conf, pid_t pid, double start,
+			 const char *log)
+{
+	/* the MM listens at once, answers once it has joined the fabric */
+	ctl_set_munge_socket(conf->munge_socket);
+	for (;;) {
+		int e;
+		Storm__Ctl__Reply *rep = ask_status(mm_where(conf), 1000, &e);
+		if (rep && rep->body_case == STORM__CTL__REPLY__BODY_STATUS) {
+			printf("storm: machine manager started again (pid %d) in %.2f s: %u of %u "
+			       "nodes up, %u jobs running, %u queued\n",
+			       (int)pid, now_s() - start, rep->status->nodes_up,
+			       rep->status->nodes_total, rep->status->jobs_running,
+			       rep->status->jobs_queued);
+			ctl_reply_free(rep);
+			return EXIT_OK;
+		}
+		ctl_reply_free(rep);
+		if (kill(pid, 0) != 0 || now_s() - start > 30) {
+			fprintf(stderr, "storm: error: the machine manager did not answer; see %s\n",
+				log);
+			return EXIT_STORM;
+		}
+		if (!rep) {
+			struct timespec ts = { 0, 20 * 1000000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
 static int cluster_restart(struct cli *c, int argc, char **argv)
 {
 	static const struct cli_opt opts[] = {
@@ -2142,17 +2191,8 @@ static int cluster_restart(struct cli *c, int argc, char **argv)
 		rc = usage_error(cmd, "'%s' is neither mm nor a node of %s", name, c->conf_path);
 		goto out;
 	}
-	struct daemon *d;
-	int n = read_pids(pids, &d);
-	for (int i = 0; i < n; i++)
-		if (!strcmp(d[i].name, name) && kill(d[i].pid, 0) == 0 &&
-		    runs_with_conf(d[i].pid, c->conf_path)) {
-			fprintf(stderr, "storm: error: %s still runs (pid %d); it must die first\n",
-				name, (int)d[i].pid);
-			free(d);
-			goto out;
-		}
-	free(d);
+	if (daemon_still_runs(pids, name, c->conf_path))
+		goto out;
 	char bin[PATH_MAX + 16];
 	if (find_daemon(is_mm ? "stormmm" : "stormnd", bin, sizeof(bin)))
 		goto out;
@@ -2176,32 +2216,7 @@ static int cluster_restart(struct cli *c, int argc, char **argv)
 		rc = EXIT_OK;
 		goto out;
 	}
-	/* the MM listens at once, answers once it has joined the fabric */
-	ctl_set_munge_socket(conf.munge_socket);
-	for (;;) {
-		int e;
-		Storm__Ctl__Reply *rep = ask_status(mm_where(&conf), 1000, &e);
-		if (rep && rep->body_case == STORM__CTL__REPLY__BODY_STATUS) {
-			printf("storm: machine manager started again (pid %d) in %.2f s: %u of %u "
-			       "nodes up, %u jobs running, %u queued\n",
-			       (int)pid, now_s() - start, rep->status->nodes_up,
-			       rep->status->nodes_total, rep->status->jobs_running,
-			       rep->status->jobs_queued);
-			ctl_reply_free(rep);
-			rc = EXIT_OK;
-			break;
-		}
-		ctl_reply_free(rep);
-		if (kill(pid, 0) != 0 || now_s() - start > 30) {
-			fprintf(stderr, "storm: error: the machine manager did not answer; see %s\n",
-				log);
-			break;
-		}
-		if (!rep) {
-			struct timespec ts = { 0, 20 * 1000000 };
-			nanosleep(&ts, NULL);
-		}
-	}
+	rc = wait_mm_again(&conf, pid, start, log);
 out:
 	conf_free(&conf);
 	return rc;
