@@ -1755,6 +1755,38 @@ static int up_table_option(const char *cmd, int id, const char *arg, struct up_o
 	return 0;
 }
 
+/* The options that contradict each other or the mode; with --slurm,
+ * its command after them. -1 to go on, else the exit code. */
+static int check_up_opts(const char *cmd, struct up_opts *o, int argc, char **argv, int ind)
+{
+	if (o->nshares && !o->hosts)
+		return usage_error(cmd, "--share is for --hosts (without it every daemon sees "
+					"every directory)");
+	if (o->netns && o->hosts)
+		return usage_error(cmd, "--hosts and --netns both set; --hosts already gives every "
+					"daemon a network namespace of its own");
+	if ((o->netns || o->hosts) && o->provider &&
+	    (!strcmp(o->provider, "shm") || strstr(o->provider, "shm;")))
+		return usage_error(cmd, "%s needs a network provider, not '%s'",
+				   o->hosts ? "--hosts" : "--netns", o->provider);
+	if (ind < argc && !o->slurm)
+		return usage_error(cmd, "unexpected argument '%s'", argv[ind]);
+	if (o->slurm) {
+		if (o->nodes || o->netns || o->hosts || o->ctl_port)
+			return usage_error(cmd, "--slurm takes the allocation's nodes and addresses; "
+						"--nodes, --netns, --hosts and --ctl-port do not apply");
+		o->cmd = ind < argc ? argv + ind : NULL;
+	} else if (!o->nodes)
+		return usage_error(cmd, "--nodes N is required");
+	if (o->down_after && o->down_after_ms)
+		return usage_error(cmd, "--down-after-ms and the deprecated --down-after both "
+					"set; keep --down-after-ms");
+	if (o->policy == POLICY_FCFS && o->mpl > 1)
+		return usage_error(cmd, "--policy fcfs runs one job per node; --mpl %u contradicts it",
+				   o->mpl);
+	return -1;
+}
+
 static int cmd_up(int argc, char **argv)
 {
 	static const struct cli_opt opts[] = {
@@ -1829,31 +1861,9 @@ static int cmd_up(int argc, char **argv)
 		default: return usage_error(cmd, "%s", p.err);
 		}
 	}
-	if (o.nshares && !o.hosts)
-		return usage_error(cmd, "--share is for --hosts (without it every daemon sees "
-					"every directory)");
-	if (o.netns && o.hosts)
-		return usage_error(cmd, "--hosts and --netns both set; --hosts already gives every "
-					"daemon a network namespace of its own");
-	if ((o.netns || o.hosts) && o.provider &&
-	    (!strcmp(o.provider, "shm") || strstr(o.provider, "shm;")))
-		return usage_error(cmd, "%s needs a network provider, not '%s'",
-				   o.hosts ? "--hosts" : "--netns", o.provider);
-	if (p.ind < argc && !o.slurm)
-		return usage_error(cmd, "unexpected argument '%s'", argv[p.ind]);
-	if (o.slurm) {
-		if (o.nodes || o.netns || o.hosts || o.ctl_port)
-			return usage_error(cmd, "--slurm takes the allocation's nodes and addresses; "
-						"--nodes, --netns, --hosts and --ctl-port do not apply");
-		o.cmd = p.ind < argc ? argv + p.ind : NULL;
-	} else if (!o.nodes)
-		return usage_error(cmd, "--nodes N is required");
-	if (o.down_after && o.down_after_ms)
-		return usage_error(cmd, "--down-after-ms and the deprecated --down-after both "
-					"set; keep --down-after-ms");
-	if (o.policy == POLICY_FCFS && o.mpl > 1)
-		return usage_error(cmd, "--policy fcfs runs one job per node; --mpl %u contradicts it",
-				   o.mpl);
+	int rc = check_up_opts(cmd, &o, argc, argv, p.ind);
+	if (rc >= 0)
+		return rc;
 	return o.slurm ? cluster_up_slurm(&o) : cluster_up(&o);
 }
 
