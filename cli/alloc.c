@@ -227,9 +227,11 @@ static int request_alloc(struct cli *c, Storm__Job__Spec *spec, char **cmd, int 
 	req.body_case = STORM__CTL__REQUEST__BODY_SUBMIT;
 	req.submit = &sub;
 	int fd = cli_connect(c);
+	int e = fd < 0 ? 0 : ctl_send(fd, &req, NULL, 0);
+	/* sent or never to be: the request no longer needs this function's buffers */
+	spec->program = spec->cwd = spec->name = NULL;
 	if (fd < 0)
 		return -1;
-	int e = ctl_send(fd, &req, NULL, 0);
 	if (e != 0) {
 		ctl_report(e);
 		close(fd);
