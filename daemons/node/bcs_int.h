@@ -214,6 +214,7 @@ struct bjob {
 	 * drained: per cluster node, it said DRAINED; sealed: every node did,
 	 * pend holds each local rank's pending operations in post order */
 	bool frozen, sealed;
+	uint8_t test_hold;         /* test hook bcs_hold_job: 1 holding, 2 its one hold over */
 	bool restoring;            /* restored ranks not all back yet (nd_bcs_restored) */
 	uint64_t ckpt_id, freeze_ns;
 	uint64_t *fcover;
