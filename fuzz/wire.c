@@ -1,4 +1,4 @@
-/* A network-layer message as sn.c receives it (net_abstraction/wire.c).
+/* A network-layer message as treeop.c receives it (net_abstraction/wire.c).
  * Input: two bytes choosing the receiver's node count (1..SN_MAX_NODES),
  * then the message. Properties: a refusal names a reason; an accepted
  * message re-encodes to exactly the header bytes it came in (the codec

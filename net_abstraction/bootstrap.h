@@ -2,7 +2,7 @@
  * endpoint name as a file and reads everyone else's. The virtual cluster and
  * the tests give every process the same directory; on a real cluster every
  * host must see the same one (a shared file system). Nobody waits for the
- * files: sn.c reads what is there at start and the rest as it arrives. */
+ * files: rail.c reads what is there at start and the rest as it arrives. */
 #ifndef STORM_BOOTSTRAP_H
 #define STORM_BOOTSTRAP_H
 

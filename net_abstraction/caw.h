@@ -1,8 +1,8 @@
 /* COMPARE-AND-WRITE's pure parts: the locks a member holds for the
  * operations it prepared, and the state machine of the node that runs a
- * call (its coordinator). No I/O and no clock of its own: sn.c carries the
- * messages and passes the time in. docs/design/network.md says why it is
- * built this way; tests/unit/test_caw.c checks it.
+ * call (its coordinator). No I/O and no clock of its own: caw_net.c
+ * carries the messages and passes the time in. docs/design/network.md says
+ * why it is built this way; tests/unit/test_caw.c checks it.
  *
  * One call is, at its coordinator: PREPARE (a tree operation: every member
  * locks the variables, evaluates the condition and, for a write, stages the
@@ -43,7 +43,7 @@
 #define CAW_MAX_LOCKS 64
 #define CAW_DECIDED_RING 64
 
-/* One prepare at a member (sn.c fills it from the EVAL message). */
+/* One prepare at a member (caw_net.c fills it from the EVAL message). */
 struct caw_req {
 	uint32_t origin, opid;  /* the coordinator and this attempt's lock id */
 	uint64_t ticket;        /* the call's priority, the same in every attempt */

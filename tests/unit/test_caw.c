@@ -191,7 +191,7 @@ static void test_sm_conflict(void)
 /* ---- a simulated cluster: members with locks and one variable each,
  * concurrent calls whose messages arrive one at a time, in random order or
  * in lock step. A call prepares its set's lowest node first, then the
- * rest, as sn.c does; a queued prepare is taken again, oldest call first,
+ * rest, as caw_net.c does; a queued prepare is taken again, oldest call first,
  * when a lock is released at its member. Nothing times out here: a wait
  * that never ends leaves no message to deliver, and the test sees it. */
 
@@ -333,7 +333,7 @@ static void sim_deliver(uint32_t i, uint32_t m)
 }
 
 /* A lock was released at m: its queued prepares are taken again, oldest
- * first, as sn.c's caw_grant_waiters does. */
+ * first, as caw_net.c's caw_grant_waiters does. */
 static void sim_grant(uint32_t m)
 {
 	uint32_t done = 0;
