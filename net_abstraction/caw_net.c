@@ -3,6 +3,8 @@
  * operations (caw.c holds the locks and the state machine they drive). */
 #include "sn_int.h"
 
+#include <errno.h>
+
 static uint64_t caw_lease_ns(const struct sn_ctx *ctx)
 {
 	/* past the last direct decision a live coordinator can send (caw.h) */

@@ -4,6 +4,17 @@
  * transfers sent as messages that a later write must not overtake. */
 #include "sn_int.h"
 
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <rdma/fi_rma.h>
+
+#include "bell.h"
+
 /* ------------------------------------------------------------ global vars */
 
 int check_range(struct sn_ctx *ctx, uint64_t off, uint64_t len, bool user)

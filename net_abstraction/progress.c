@@ -3,6 +3,15 @@
  * queues, and the waiting between progress rounds. */
 #include "sn_int.h"
 
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <string.h>
+
+#include <rdma/fi_errno.h>
+
+#include "bell.h"
+
 /* ------------------------------------------------------------- transmit */
 
 static void txq_push(struct rail *rl, struct slot *s)
@@ -14,8 +23,6 @@ static void txq_push(struct rail *rl, struct slot *s)
 		rl->txq_head = s;
 	rl->txq_tail = s;
 }
-
-static void tx_failed(struct sn_ctx *ctx, struct slot *s, int err);
 
 void bell_mark(struct rail *rl, uint32_t node)
 {

@@ -3,6 +3,23 @@
  * sn_open / sn_close. */
 #include "sn_int.h"
 
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/epoll.h>
+#include <sys/inotify.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_errno.h>
+
+#include "bell.h"
+#include "bootstrap.h"
+
 /* A daemon that restarts (kill -9, then started again) opens a new endpoint
  * with a new address; its peers learn it (a file in the bootstrap
  * directory, or sn_peer_addr from the caller's exchange) and swap it into

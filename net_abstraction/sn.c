@@ -1,14 +1,11 @@
-/* The network layer: libfabric endpoints, the progress engine, and the three
- * primitives carried as tree operations.
- *
- * Every primitive is a tree operation rooted at the node that starts it: a
- * "down" message (a chunk of data, a condition to evaluate, a value to write,
- * a commit) travels from each member to its children in the tree of
- * (root, set, fanout), and each member answers its parent with one ACK that
- * aggregates its subtree (which nodes confirmed, which children did not
- * answer, the AND of the condition). The root completes the operation when
- * every child answered or its deadline passed. See docs/design/network.md. */
+/* The network layer: libfabric endpoints (rail.c), the progress engine
+ * (progress.c), and the three primitives carried as tree operations
+ * (treeop.c); README.md names every file. This one holds the configuration,
+ * the accessors, the events and TEST-EVENT. */
 #include "sn_int.h"
+
+#include <errno.h>
+#include <string.h>
 
 static unsigned env_uint(const char *name, unsigned dflt)
 {

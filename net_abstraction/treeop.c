@@ -1,7 +1,19 @@
 /* Tree operations: the record of one as each member sees it, the messages
  * that carry it down the tree and the ACKs that come back up, and the root
- * records that XFER-AND-SIGNAL and COMPARE-AND-WRITE start. */
+ * records that XFER-AND-SIGNAL and COMPARE-AND-WRITE start.
+ *
+ * Every primitive is a tree operation rooted at the node that starts it: a
+ * "down" message (a chunk of data, a condition to evaluate, a value to write,
+ * a commit) travels from each member to its children in the tree of
+ * (root, set, fanout), and each member answers its parent with one ACK that
+ * aggregates its subtree (which nodes confirmed, which children did not
+ * answer, the AND of the condition). The root completes the operation when
+ * every child answered or its deadline passed. See docs/design/network.md. */
 #include "sn_int.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
 
 /* --------------------------------------------------------- tree records */
 

@@ -2,6 +2,9 @@
  * tree operation in chunks, with a commit phase when atomic. */
 #include "sn_int.h"
 
+#include <errno.h>
+#include <string.h>
+
 /* ---------------------------------------------------------- XFER-AND-SIGNAL */
 
 static void xfer_commit_done(struct sn_ctx *ctx, struct rec *r)
