@@ -15,7 +15,7 @@ static uint64_t caw_lease_ns(const struct sn_ctx *ctx)
  * lock is held whatever the condition says: the answer must hold at one
  * instant on every member. A conflicting lock refuses it (-EBUSY) or queues
  * it (caw.h says which): false, not done. */
-bool caw_member_prepare(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m)
+bool sni_caw_member_prepare(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m)
 {
 	struct caw_req req = {
 		.origin = m->origin,
@@ -37,10 +37,10 @@ bool caw_member_prepare(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *
 	}
 	r->lock_wait = false;
 	if (rc < 0)
-		combine_status(r, -EBUSY);
+		sni_combine_status(r, -EBUSY);
 	else
-		combine_status(r, sn_cmp_eval((enum sn_cmp)m->cmp, sn_var_load(ctx, m->off),
-					      m->value));
+		sni_combine_status(r, sn_cmp_eval((enum sn_cmp)m->cmp, sn_var_load(ctx, m->off),
+						  m->value));
 	return true;
 }
 
@@ -64,7 +64,7 @@ static bool caw_before(struct caw_place a, struct caw_place b)
 
 /* A lock was released here: the queued prepares that can lock now do,
  * oldest call first. */
-void caw_grant_waiters(struct sn_ctx *ctx)
+void sni_caw_grant_waiters(struct sn_ctx *ctx)
 {
 	struct caw_place after;
 	bool first = true;
@@ -79,15 +79,15 @@ void caw_grant_waiters(struct sn_ctx *ctx)
 			return;
 		after = caw_place_of(next);
 		first = false;
-		if (caw_member_prepare(ctx, next, &next->m)) {
+		if (sni_caw_member_prepare(ctx, next, &next->m)) {
 			next->local_done = true;
-			rec_try_finish(ctx, next, false); /* may free it */
+			sni_rec_try_finish(ctx, next, false); /* may free it */
 		}
 	}
 }
 
 /* A CAW decision here: commit the staged write, or release. */
-void caw_member_decide(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m)
+void sni_caw_member_decide(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m)
 {
 	uint64_t wvar = 0, wval = 0;
 	int rc = caw_lock_decide(&ctx->locks, m->origin, (uint32_t)m->value,
@@ -96,7 +96,7 @@ void caw_member_decide(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m
 		sn_var_store(ctx, wvar, wval);
 	else if (rc < 0)
 		r->local_failed = true; /* its lease ran out: the write is not here */
-	caw_grant_waiters(ctx);
+	sni_caw_grant_waiters(ctx);
 }
 
 /* -------------------------------------------------------- COMPARE-AND-WRITE */
@@ -122,7 +122,7 @@ static void caw_leader_done(struct sn_ctx *ctx, struct rec *r)
 {
 	struct caw_call *c = r->call;
 	struct sn_nodeset failed;
-	int err = rec_outcome(ctx, r, &failed);
+	int err = sni_rec_outcome(ctx, r, &failed);
 	if (err || r->status < 0) {
 		caw_sm_prepared(&c->sm, err ? err : r->status, &failed);
 	} else {
@@ -136,7 +136,7 @@ static void caw_prepare_done(struct sn_ctx *ctx, struct rec *r)
 {
 	struct caw_call *c = r->call;
 	struct sn_nodeset failed;
-	int err = rec_outcome(ctx, r, &failed);
+	int err = sni_rec_outcome(ctx, r, &failed);
 	int status = err ? err : r->status < 0 ? r->status : r->status && c->leader_vote;
 	caw_sm_prepared(&c->sm, status, &failed);
 	caw_advance(ctx, c);
@@ -151,7 +151,7 @@ static void caw_decided(struct sn_ctx *ctx, struct caw_call *c, const struct sn_
 static void caw_decide_done(struct sn_ctx *ctx, struct rec *r)
 {
 	struct sn_nodeset failed;
-	rec_outcome(ctx, r, &failed);
+	sni_rec_outcome(ctx, r, &failed);
 	caw_decided(ctx, r->call, &failed);
 }
 
@@ -167,7 +167,7 @@ static void caw_direct_one(struct sn_ctx *ctx, struct caw_call *c, const struct 
 static void caw_direct_done(struct sn_ctx *ctx, struct rec *r)
 {
 	struct sn_nodeset failed;
-	rec_outcome(ctx, r, &failed);
+	sni_rec_outcome(ctx, r, &failed);
 	caw_direct_one(ctx, r->call, &failed);
 }
 
@@ -188,11 +188,11 @@ static bool caw_launch(struct sn_ctx *ctx, struct caw_call *c, uint8_t type,
 		if (!c->leader_locked)
 			m.flags |= SN_F_WAIT;
 	}
-	struct rec *r = root_new(ctx, &m, c->rail, ctx->cfg.timeout_ms, done, true);
+	struct rec *r = sni_root_new(ctx, &m, c->rail, ctx->cfg.timeout_ms, done, true);
 	if (!r)
 		return false;
 	r->call = c;
-	root_launch(ctx, r); /* may finish at once (a set of this node alone) */
+	sni_root_launch(ctx, r); /* may finish at once (a set of this node alone) */
 	return true;
 }
 
@@ -207,7 +207,7 @@ static void caw_advance(struct sn_ctx *ctx, struct caw_call *c)
 		sn_set_add(&lead, sn_set_next(&c->sm.set, 0));
 		sn_set_andnot(&rest, &lead);
 		if (!c->leader_locked) {
-			c->lock_id = (uint32_t)next_opid(ctx);
+			c->lock_id = (uint32_t)sni_next_opid(ctx);
 			if (!caw_launch(ctx, c, SN_MSG_EVAL, &lead, caw_leader_done)) {
 				caw_sm_prepared(&c->sm, -ENOMEM, &c->sm.set);
 				caw_advance(ctx, c);
@@ -243,11 +243,11 @@ static void caw_advance(struct sn_ctx *ctx, struct caw_call *c)
 	}
 	case CAW_BACKOFF:
 	case CAW_DONE:
-		break; /* caw_backoffs, caw_deliver */
+		break; /* sni_caw_backoffs, sni_caw_deliver */
 	}
 }
 
-void caw_backoffs(struct sn_ctx *ctx)
+void sni_caw_backoffs(struct sn_ctx *ctx)
 {
 	if (!ctx->calls)
 		return;
@@ -264,7 +264,7 @@ void caw_backoffs(struct sn_ctx *ctx)
 /* Hands answers to their callers, outside any message handling, and frees
  * the calls that are over. The callback may start or wait for other calls:
  * the list is walked again from its head after each. */
-int caw_deliver(struct sn_ctx *ctx)
+int sni_caw_deliver(struct sn_ctx *ctx)
 {
 	int n = 0;
 	for (;;) {
@@ -327,7 +327,7 @@ int sn_caw_start(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_
 			    sn_set_span(set) - 1, ctx->n);
 	if ((unsigned)op > SN_GE)
 		return fail(ctx, -EINVAL, "unknown comparison %d", (int)op);
-	if ((rc = check_var(ctx, var_off)) || (do_write && (rc = check_var(ctx, write_off))))
+	if ((rc = sni_check_var(ctx, var_off)) || (do_write && (rc = sni_check_var(ctx, write_off))))
 		return rc;
 	struct caw_call *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -342,7 +342,7 @@ int sn_caw_start(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_
 		.off2 = do_write ? write_off : 0,
 		.value2 = write_val,
 	};
-	c->rail = pick_rail(ctx, SN_XFER_SYS);
+	c->rail = sni_pick_rail(ctx, SN_XFER_SYS);
 	c->ticket = caw_ticket(ctx);
 	c->fn = fn;
 	c->arg = arg;
@@ -396,7 +396,7 @@ int sn_caw(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off, e
 	 * behind others that go ahead starts attempts: that is progress. */
 	unsigned attempts = 0;
 	for (;;) {
-		wait_until(ctx, caw_waited, &w, now_ns() + 5ull * ctx->cfg.timeout_ms * 1000000ull);
+		sni_wait_until(ctx, caw_waited, &w, now_ns() + 5ull * ctx->cfg.timeout_ms * 1000000ull);
 		const struct caw_call *c = caw_call_of(ctx, &w);
 		if (w.done || !c || c->sm.attempt == attempts)
 			break;

@@ -17,7 +17,7 @@
 
 /* ------------------------------------------------------------ global vars */
 
-int check_range(struct sn_ctx *ctx, uint64_t off, uint64_t len, bool user)
+int sni_check_range(struct sn_ctx *ctx, uint64_t off, uint64_t len, bool user)
 {
 	if (off > ctx->gmem_size || len > ctx->gmem_size - off)
 		return fail(ctx, -EINVAL,
@@ -30,12 +30,12 @@ int check_range(struct sn_ctx *ctx, uint64_t off, uint64_t len, bool user)
 	return 0;
 }
 
-int check_var(struct sn_ctx *ctx, uint64_t off)
+int sni_check_var(struct sn_ctx *ctx, uint64_t off)
 {
 	if (off % 8)
 		return fail(ctx, -EINVAL, "global variable offset %" PRIu64 " is not 8-aligned",
 			    off);
-	return check_range(ctx, off, 8, false);
+	return sni_check_range(ctx, off, 8, false);
 }
 
 uint64_t sn_var_load(struct sn_ctx *ctx, uint64_t off)
@@ -71,7 +71,7 @@ const char *sn_cmp_name(enum sn_cmp op)
  * order (rail_open), so the header queued right after it is handled there
  * only once the chunk is in place: nothing waits for this completion but
  * the source buffer. */
-ssize_t rma_write(struct rail *rl, struct slot *s)
+ssize_t sni_rma_write(struct rail *rl, struct slot *s)
 {
 	struct fi_rma_iov riov = {
 		.addr = rl->rbase[s->dest] + s->roff,
@@ -94,7 +94,7 @@ ssize_t rma_write(struct rail *rl, struct slot *s)
  * is in place before the header queued behind it even leaves. A peer not
  * mapped yet is asked (again after a second without an answer) and written
  * by RMA meanwhile. */
-bool map_write(struct sn_ctx *ctx, struct rail *rl, struct slot *s)
+bool sni_map_write(struct sn_ctx *ctx, struct rail *rl, struct slot *s)
 {
 	if (!rl->map)
 		return false;
@@ -123,7 +123,7 @@ bool map_write(struct sn_ctx *ctx, struct rail *rl, struct slot *s)
 	return true;
 }
 
-void map_drop(struct rail *rl, uint32_t node)
+void sni_map_drop(struct rail *rl, uint32_t node)
 {
 	if (!rl->map)
 		return;
@@ -183,7 +183,7 @@ static void on_bell(void *arg, enum bell_kind kind, const char *from, uid_t uid,
 	     rl->map_len[node]);
 }
 
-int bell_take(struct sn_ctx *ctx, struct rail *rl)
+int sni_bell_take(struct sn_ctx *ctx, struct rail *rl)
 {
 	struct bell_ctx b = {ctx, rl};
 	rl->bell_rounds = 0;
@@ -192,7 +192,7 @@ int bell_take(struct sn_ctx *ctx, struct rail *rl)
 
 /* Does [lo, hi) overlap a transfer sent to node d as a message that it may
  * not have placed yet? */
-bool overlaps_inflight(struct rail *rl, uint32_t d, uint64_t lo, uint64_t hi)
+bool sni_overlaps_inflight(struct rail *rl, uint32_t d, uint64_t lo, uint64_t hi)
 {
 	for (int i = 0; i < SN_INFLIGHT; i++) {
 		struct inflight *f = &rl->inflight[d][i];
@@ -205,7 +205,7 @@ bool overlaps_inflight(struct rail *rl, uint32_t d, uint64_t lo, uint64_t hi)
 /* Remembers [lo, hi), sent to node d as message seq. A slot is free when
  * empty or placed; when none is, the new range joins the one that grows
  * least (a range larger than sent only sends more chunks as messages). */
-void note_inflight(struct rail *rl, uint32_t d, uint64_t lo, uint64_t hi, uint64_t seq)
+void sni_note_inflight(struct rail *rl, uint32_t d, uint64_t lo, uint64_t hi, uint64_t seq)
 {
 	struct inflight *fs = rl->inflight[d], *best = NULL;
 	uint64_t grow = UINT64_MAX;

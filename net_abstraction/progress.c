@@ -24,7 +24,7 @@ static void txq_push(struct rail *rl, struct slot *s)
 	rl->txq_tail = s;
 }
 
-void bell_mark(struct rail *rl, uint32_t node)
+void sni_bell_mark(struct rail *rl, uint32_t node)
 {
 	if (rl->bell_fd < 0 || rl->bell_due[node])
 		return;
@@ -83,7 +83,7 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 		    rl->tx_held[s->dest] >= rl->tx_held_max) {
 			rc = -FI_EAGAIN; /* in order behind its own, or its share taken */
 		} else {
-			peer_use(ctx, (int)(rl - ctx->rails), s->dest);
+			sni_peer_use(ctx, (int)(rl - ctx->rails), s->dest);
 			/* A peer whose address has not arrived is as a dead one
 			 * to an operation we start: our caller chose the set. A
 			 * relay (a forward or an answer in another node's
@@ -94,16 +94,16 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 			 * after the first multicast may reach it). */
 			no_addr = rl->peers[s->dest] == FI_ADDR_NOTAVAIL;
 			bool relay = s->rec && s->rec->m.origin != ctx->self;
-			mapped = !no_addr && s->write && map_write(ctx, rl, s);
+			mapped = !no_addr && s->write && sni_map_write(ctx, rl, s);
 			rc = no_addr ? (relay ? -FI_EAGAIN : -FI_EHOSTUNREACH)
 			     : mapped  ? 0
-			     : s->write ? rma_write(rl, s)
+			     : s->write ? sni_rma_write(rl, s)
 			     : fi_sendv(rl->ep, s->iov, s->desc, s->niov, rl->peers[s->dest],
 					&s->fctx);
 			/* rung even when it pushed back: a first contact waits
 			 * for the peer to take our connection request */
 			if (!no_addr)
-				bell_mark(rl, s->dest);
+				sni_bell_mark(rl, s->dest);
 		}
 		if (rc == -FI_EAGAIN) {
 			if (!t)
@@ -132,7 +132,7 @@ static void tx_flush(struct sn_ctx *ctx, struct rail *rl)
 		if (rc) {
 			/* reported by the next progress round, as a failed
 			 * completion would be: failing it here, inside the
-			 * send_msg of a caller that still uses the record
+			 * sni_send_msg of a caller that still uses the record
 			 * (an ACK of an expiring record to an unreachable
 			 * parent), freed that record under it */
 			s->err = (int)rc;
@@ -203,7 +203,7 @@ static int send_one(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn
 	struct slot *s = slot_get(ctx, rail, dest, r), *w = NULL;
 	if (!s)
 		return -ENOMEM;
-	peer_use(ctx, rail, dest);
+	sni_peer_use(ctx, rail, dest);
 	uint64_t seq = ++rl->tx_seq[dest];
 	for (uint32_t i = 0; r && i < r->nchildren; i++)
 		if (r->children[i] == dest)
@@ -222,7 +222,7 @@ static int send_one(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn
 		pm.flags |= SN_F_PLACED;
 	} else {
 		if (m->type == SN_MSG_XFER && plen && rl->rma[dest])
-			note_inflight(rl, dest, lo, lo + plen, seq);
+			sni_note_inflight(rl, dest, lo, lo + plen, seq);
 		pm.flags &= (uint16_t)~SN_F_PLACED;
 	}
 	s->iov[0].iov_len = sn_wire_encode(&pm, s->hdr);
@@ -249,32 +249,32 @@ static int send_one(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn
 
 /* Queues message m to node dest (send_one). A chunk to a peer that published
  * its key goes by RMA write, unless it is small or overlaps a transfer the
- * peer may not have handled yet (note_inflight): then it goes as messages,
+ * peer may not have handled yet (sni_note_inflight): then it goes as messages,
  * each no larger than a receive buffer, so a chunk cut for RMA is split
  * here (each piece choosing its path again: only the overlapping ones must
  * stay messages). */
-int send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn_msg *m,
-	     const void *payload, size_t plen, struct rec *r)
+int sni_send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn_msg *m,
+		 const void *payload, size_t plen, struct rec *r)
 {
 	struct rail *rl = &ctx->rails[rail];
 	uint64_t lo = m->off + m->chunk_off;
 	bool write = m->type == SN_MSG_XFER && plen > SN_INLINE_MAX && rl->rma[dest] &&
-		     !overlaps_inflight(rl, dest, lo, lo + plen);
+		     !sni_overlaps_inflight(rl, dest, lo, lo + plen);
 	if (write || plen <= rl->max_payload)
 		return send_one(ctx, rail, dest, m, payload, plen, r, write);
 	struct sn_msg pm = *m;
 	for (size_t o = 0; o < plen; o += pm.chunk_len) {
 		pm.chunk_off = m->chunk_off + o;
 		pm.chunk_len = (uint32_t)(plen - o < rl->max_payload ? plen - o : rl->max_payload);
-		int rc = send_msg(ctx, rail, dest, &pm, (const uint8_t *)payload + o,
-				  pm.chunk_len, r);
+		int rc = sni_send_msg(ctx, rail, dest, &pm, (const uint8_t *)payload + o,
+				      pm.chunk_len, r);
 		if (rc)
 			return rc;
 	}
 	return 0;
 }
 
-int post_rx(struct sn_ctx *ctx, struct rail *rl, struct slot *s)
+int sni_post_rx(struct sn_ctx *ctx, struct rail *rl, struct slot *s)
 {
 	ssize_t rc;
 	do {
@@ -289,7 +289,7 @@ int post_rx(struct sn_ctx *ctx, struct rail *rl, struct slot *s)
 
 /* ---------------------------------------------------------------- progress */
 
-void slot_drop_copy(struct slot *s)
+void sni_slot_drop_copy(struct slot *s)
 {
 	if (s->copy && --s->copy->refs == 0)
 		free(s->copy);
@@ -302,7 +302,7 @@ static void tx_done(struct sn_ctx *ctx, struct slot *s)
 	ctx->tx_outstanding--;
 	if (!s->err) /* the provider took it; one it refused carries the error */
 		ctx->rails[s->rail].tx_held[s->dest]--;
-	slot_drop_copy(s);
+	sni_slot_drop_copy(s);
 	if (s->big) {
 		ctx->rails[s->rail].big_tx--;
 		ctx->rails[s->rail].big_tx_ns = now_ns();
@@ -317,7 +317,7 @@ static void tx_done(struct sn_ctx *ctx, struct slot *s)
 	}
 	if (r) {
 		r->tx_pending--;
-		rec_release(ctx, r);
+		sni_rec_release(ctx, r);
 	}
 }
 
@@ -326,13 +326,13 @@ static void tx_failed(struct sn_ctx *ctx, struct slot *s, int err)
 	note(ctx, "%s to node %u failed: %s", s->write ? "RMA write" : "send", s->dest,
 	     fi_strerror(-err));
 	if (s->rec && !s->rec->finished)
-		rec_child_failed(ctx, s->rec, s->dest);
+		sni_rec_child_failed(ctx, s->rec, s->dest);
 	tx_done(ctx, s);
 }
 
 static void check_deadlines(struct sn_ctx *ctx)
 {
-	caw_backoffs(ctx);
+	sni_caw_backoffs(ctx);
 	if (!ctx->recs)
 		return; /* the idle case: no clock read on every progress round */
 	uint64_t t = now_ns();
@@ -340,7 +340,7 @@ static void check_deadlines(struct sn_ctx *ctx)
 	 * rescan from the head after each; every pass finishes one record */
 	for (struct rec *r = ctx->recs; r;) {
 		if (!r->finished && t >= r->deadline_ns) {
-			rec_try_finish(ctx, r, true);
+			sni_rec_try_finish(ctx, r, true);
 			r = ctx->recs;
 		} else {
 			r = r->next;
@@ -377,7 +377,7 @@ static int rail_progress(struct sn_ctx *ctx, int rail)
 				 * buffers of its nodes with it: deaf to the new MM */
 				note(ctx, "receive error: %s; buffer posted again",
 				     fi_strerror((int)ee.err));
-				post_rx(ctx, rl, s);
+				sni_post_rx(ctx, rl, s);
 			}
 			handled++;
 			continue;
@@ -389,8 +389,8 @@ static int rail_progress(struct sn_ctx *ctx, int rail)
 			if (s->kind == SLOT_TX) {
 				tx_done(ctx, s);
 			} else {
-				handle_rx(ctx, rail, s->buf, ent[i].len);
-				post_rx(ctx, rl, s);
+				sni_handle_rx(ctx, rail, s->buf, ent[i].len);
+				sni_post_rx(ctx, rl, s);
 			}
 		}
 		handled += (int)n;
@@ -406,21 +406,21 @@ static int rail_progress(struct sn_ctx *ctx, int rail)
 int sn_progress(struct sn_ctx *ctx)
 {
 	int total = 0;
-	peers_refresh(ctx);
+	sni_peers_refresh(ctx);
 	for (int i = 0; i < ctx->nrails; i++) {
 		/* a node that never sleeps (busy-polling) reads its bell now and
 		 * then, for peers' requests; before the queue, so that a ring
 		 * taken here is about something this round still sees */
 		struct rail *rl = &ctx->rails[i];
 		if (rl->bell_fd >= 0 && ++rl->bell_rounds >= SN_BELL_READ_ROUNDS)
-			bell_take(ctx, rl);
+			sni_bell_take(ctx, rl);
 		int rc = rail_progress(ctx, i);
 		if (rc < 0)
 			return rc;
 		total += rc;
 	}
 	check_deadlines(ctx);
-	return total + caw_deliver(ctx);
+	return total + sni_caw_deliver(ctx);
 }
 
 int sn_wait_fd(struct sn_ctx *ctx) { return ctx->epfd; }
@@ -432,7 +432,7 @@ int sn_wait_fd(struct sn_ctx *ctx) { return ctx->epfd; }
  * a daemon looks many times a turn, and each drain is a system call. */
 static bool bell_quiet(struct sn_ctx *ctx, struct rail *rl)
 {
-	return !rl->cq_dirty && bell_take(ctx, rl) == 0;
+	return !rl->cq_dirty && sni_bell_take(ctx, rl) == 0;
 }
 
 int sn_prepare_wait(struct sn_ctx *ctx)
@@ -520,8 +520,8 @@ int sn_next_timeout_ms(struct sn_ctx *ctx)
 
 /* Drives progress until cond(arg) holds or deadline_ns passes; sleeps on the
  * wait fd rather than spinning, after an optional spin phase. */
-void wait_until(struct sn_ctx *ctx, bool (*cond)(struct sn_ctx *, void *), void *arg,
-		uint64_t deadline_ns)
+void sni_wait_until(struct sn_ctx *ctx, bool (*cond)(struct sn_ctx *, void *), void *arg,
+		    uint64_t deadline_ns)
 {
 	uint64_t start = now_ns();
 	uint64_t spin_until = start + (uint64_t)ctx->cfg.spin_us * 1000;

@@ -23,7 +23,7 @@
 /* A daemon that restarts (kill -9, then started again) opens a new endpoint
  * with a new address; its peers learn it (a file in the bootstrap
  * directory, or sn_peer_addr from the caller's exchange) and swap it into
- * their address vector at its first use (see peer_use), so the MM and node
+ * their address vector at its first use (see sni_peer_use), so the MM and node
  * daemons can come back without the others restarting. A peer whose
  * address never came is unreachable until it does. */
 /* A node whose rail writes by RMA publishes, after its fabric address, the
@@ -83,14 +83,14 @@ static int peer_swap(struct sn_ctx *ctx, int rail, uint32_t node)
 	rl->alens[node] = alen;
 	/* a peer's key is only good with its endpoint: a restart brings both */
 	rl->rma[node] = rl->mr && rl->nrma[node];
-	map_drop(rl, node); /* a restarted peer's memory is new */
+	sni_map_drop(rl, node); /* a restarted peer's memory is new */
 	rl->rkey[node] = rl->nrkey[node];
 	rl->rbase[node] = rl->nrbase[node];
 	return 1;
 }
 
 /* Takes node's address on one rail: a first one goes into the address
- * vector at once, a changed one at its first use (peer_use). */
+ * vector at once, a changed one at its first use (sni_peer_use). */
 static int peer_set(struct sn_ctx *ctx, int rail, uint32_t node, const void *blob,
 		    size_t blen)
 {
@@ -153,7 +153,7 @@ int sn_rail_count(const struct sn_ctx *ctx) { return ctx->nrails; }
  * our answers; if we speak first, we connect. Swapping at once made both
  * sides connect at the same moment, and rxm then left neither connection
  * usable (a restarted MM heard no node). */
-void peer_use(struct sn_ctx *ctx, int rail, uint32_t node)
+void sni_peer_use(struct sn_ctx *ctx, int rail, uint32_t node)
 {
 	if (node < ctx->n && ctx->rails[rail].stale[node] &&
 	    peer_swap(ctx, rail, node) > 0)
@@ -170,7 +170,7 @@ static void peer_read_file(struct sn_ctx *ctx, int rail, uint32_t node)
 		note(ctx, "node %u published an address we cannot use", node);
 }
 
-void peers_refresh(struct sn_ctx *ctx)
+void sni_peers_refresh(struct sn_ctx *ctx)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 	ssize_t len;
@@ -215,7 +215,7 @@ uint32_t sn_peers_known(const struct sn_ctx *ctx)
 
 int sn_wait_peers(struct sn_ctx *ctx, unsigned timeout_ms)
 {
-	wait_until(ctx, all_known, NULL, now_ns() + (uint64_t)timeout_ms * 1000000ull);
+	sni_wait_until(ctx, all_known, NULL, now_ns() + (uint64_t)timeout_ms * 1000000ull);
 	if (all_known(ctx, NULL))
 		return 0;
 	uint32_t i = 0;
@@ -561,7 +561,7 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 		s->rail = rail;
 		s->buf = rl->rx_mem + bufsz * i;
 		s->size = bufsz;
-		if ((rc = post_rx(ctx, rl, s)))
+		if ((rc = sni_post_rx(ctx, rl, s)))
 			return rc;
 	}
 	snprintf(ctx->provider[rail], sizeof(ctx->provider[rail]), "%s", prov);
@@ -587,13 +587,13 @@ static void rail_close(struct rail *rl)
 	while (rl->txq_head) {
 		struct slot *s = rl->txq_head;
 		rl->txq_head = s->next;
-		slot_drop_copy(s);
+		sni_slot_drop_copy(s);
 		free(s);
 	}
 	while (rl->failq) {
 		struct slot *s = rl->failq;
 		rl->failq = s->next;
-		slot_drop_copy(s);
+		sni_slot_drop_copy(s);
 		free(s);
 	}
 	free(rl->rx);
@@ -604,7 +604,7 @@ static void rail_close(struct rail *rl)
 	free(rl->bell_due);
 	free(rl->bell_list);
 	for (uint32_t i = 0; rl->map && i < rl->nmap; i++)
-		map_drop(rl, i);
+		sni_map_drop(rl, i);
 	free(rl->map);
 	free(rl->map_len);
 	free(rl->map_asked_ns);
@@ -793,8 +793,8 @@ void sn_close(struct sn_ctx *ctx)
 		return;
 	/* finish what others are waiting on from us: forwards, ACKs, CAW jobs */
 	if (ctx->opened)
-		wait_until(ctx, drained, NULL,
-			   now_ns() + (uint64_t)ctx->cfg.timeout_ms * 1000000ull);
+		sni_wait_until(ctx, drained, NULL,
+			       now_ns() + (uint64_t)ctx->cfg.timeout_ms * 1000000ull);
 	for (int i = 0; i < ctx->nrails; i++)
 		rail_close(&ctx->rails[i]);
 	while (ctx->recs) {

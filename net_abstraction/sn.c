@@ -49,14 +49,14 @@ void sn_get_stats(const struct sn_ctx *ctx, struct sn_stats *st) { *st = ctx->st
 
 /* ---------------------------------------------------------------- events */
 
-void event_signal(struct sn_ctx *ctx, unsigned ev)
+void sni_event_signal(struct sn_ctx *ctx, unsigned ev)
 {
 	if (ev < SN_MAX_EVENTS)
 		ctx->events[ev].signalled++;
 }
 
-void event_fail(struct sn_ctx *ctx, unsigned ev, int err,
-		const struct sn_nodeset *failed)
+void sni_event_fail(struct sn_ctx *ctx, unsigned ev, int err,
+		    const struct sn_nodeset *failed)
 {
 	if (ev >= SN_MAX_EVENTS)
 		return;
@@ -69,7 +69,7 @@ int sn_event_signal(struct sn_ctx *ctx, unsigned ev)
 {
 	if (ev >= SN_MAX_EVENTS)
 		return fail(ctx, -EINVAL, "event %u out of range (max %d)", ev, SN_MAX_EVENTS - 1);
-	event_signal(ctx, ev);
+	sni_event_signal(ctx, ev);
 	return 0;
 }
 
@@ -93,9 +93,9 @@ int sn_test_event(struct sn_ctx *ctx, unsigned ev, int timeout_ms, struct sn_nod
 	/* one round first: an event that is already there costs no clock read */
 	sn_progress(ctx);
 	if (timeout_ms != 0 && !ev_ready(ctx, &a))
-		wait_until(ctx, ev_ready, &a,
-			   timeout_ms < 0 ? UINT64_MAX
-					  : now_ns() + (uint64_t)timeout_ms * 1000000ull);
+		sni_wait_until(ctx, ev_ready, &a,
+			       timeout_ms < 0 ? UINT64_MAX
+					      : now_ns() + (uint64_t)timeout_ms * 1000000ull);
 	return sn_event_take(ctx, ev, failed);
 }
 

@@ -41,7 +41,7 @@
  * a message's payload only when it handles it, while an RMA write lands
  * whenever the provider puts it there: a later write into that range could
  * land first and be overwritten by the older bytes. So a chunk that
- * overlaps one goes as a message too (send_msg), ordered behind it. */
+ * overlaps one goes as a message too (sni_send_msg), ordered behind it. */
 struct inflight {
 	uint64_t lo, hi, seq;
 };
@@ -81,7 +81,7 @@ struct slot {
 	void *desc[2];
 	size_t niov;
 	/* an RMA write of iov[0] into dest's global memory at roff, queued
-	 * just before the header that announces it (send_msg) */
+	 * just before the header that announces it (sni_send_msg) */
 	bool write;
 	uint64_t roff;
 	bool big;            /* counted in its rail's big_tx */
@@ -272,54 +272,54 @@ static inline void note(struct sn_ctx *ctx, const char *fmt, ...)
 #define SN_BELL_STALL_MS 100
 
 /* sn.c */
-void event_signal(struct sn_ctx *ctx, unsigned ev);
-void event_fail(struct sn_ctx *ctx, unsigned ev, int err,
-		const struct sn_nodeset *failed);
+void sni_event_signal(struct sn_ctx *ctx, unsigned ev);
+void sni_event_fail(struct sn_ctx *ctx, unsigned ev, int err,
+		    const struct sn_nodeset *failed);
 
 /* rail.c */
-void peer_use(struct sn_ctx *ctx, int rail, uint32_t node);
-void peers_refresh(struct sn_ctx *ctx);
+void sni_peer_use(struct sn_ctx *ctx, int rail, uint32_t node);
+void sni_peers_refresh(struct sn_ctx *ctx);
 
 /* progress.c */
-void bell_mark(struct rail *rl, uint32_t node);
-int send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn_msg *m,
-	     const void *payload, size_t plen, struct rec *r);
-int post_rx(struct sn_ctx *ctx, struct rail *rl, struct slot *s);
-void slot_drop_copy(struct slot *s);
-void wait_until(struct sn_ctx *ctx, bool (*cond)(struct sn_ctx *, void *), void *arg,
-		uint64_t deadline_ns);
+void sni_bell_mark(struct rail *rl, uint32_t node);
+int sni_send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn_msg *m,
+		 const void *payload, size_t plen, struct rec *r);
+int sni_post_rx(struct sn_ctx *ctx, struct rail *rl, struct slot *s);
+void sni_slot_drop_copy(struct slot *s);
+void sni_wait_until(struct sn_ctx *ctx, bool (*cond)(struct sn_ctx *, void *), void *arg,
+		    uint64_t deadline_ns);
 
 /* gmem.c */
-int check_range(struct sn_ctx *ctx, uint64_t off, uint64_t len, bool user);
-int check_var(struct sn_ctx *ctx, uint64_t off);
-ssize_t rma_write(struct rail *rl, struct slot *s);
-bool map_write(struct sn_ctx *ctx, struct rail *rl, struct slot *s);
-void map_drop(struct rail *rl, uint32_t node);
-int bell_take(struct sn_ctx *ctx, struct rail *rl);
-bool overlaps_inflight(struct rail *rl, uint32_t d, uint64_t lo, uint64_t hi);
-void note_inflight(struct rail *rl, uint32_t d, uint64_t lo, uint64_t hi, uint64_t seq);
+int sni_check_range(struct sn_ctx *ctx, uint64_t off, uint64_t len, bool user);
+int sni_check_var(struct sn_ctx *ctx, uint64_t off);
+ssize_t sni_rma_write(struct rail *rl, struct slot *s);
+bool sni_map_write(struct sn_ctx *ctx, struct rail *rl, struct slot *s);
+void sni_map_drop(struct rail *rl, uint32_t node);
+int sni_bell_take(struct sn_ctx *ctx, struct rail *rl);
+bool sni_overlaps_inflight(struct rail *rl, uint32_t d, uint64_t lo, uint64_t hi);
+void sni_note_inflight(struct rail *rl, uint32_t d, uint64_t lo, uint64_t hi, uint64_t seq);
 
 /* treeop.c */
-void rec_release(struct sn_ctx *ctx, struct rec *r);
-void rec_forward(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m,
-		 const void *payload);
-void rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired);
-void rec_child_failed(struct sn_ctx *ctx, struct rec *r, uint32_t child);
-void combine_status(struct rec *r, int32_t status);
-void handle_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t len);
-int next_opid(struct sn_ctx *ctx);
-int pick_rail(struct sn_ctx *ctx, unsigned flags);
-int rec_outcome(struct sn_ctx *ctx, struct rec *r, struct sn_nodeset *failed);
-void root_identity(struct sn_ctx *ctx, struct sn_msg *m, bool ack);
-struct rec *root_new(struct sn_ctx *ctx, struct sn_msg *m, int rail,
-		     uint64_t budget_ms, rec_done_fn done, bool ack);
-void root_launch(struct sn_ctx *ctx, struct rec *r);
+void sni_rec_release(struct sn_ctx *ctx, struct rec *r);
+void sni_rec_forward(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m,
+		     const void *payload);
+void sni_rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired);
+void sni_rec_child_failed(struct sn_ctx *ctx, struct rec *r, uint32_t child);
+void sni_combine_status(struct rec *r, int32_t status);
+void sni_handle_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t len);
+int sni_next_opid(struct sn_ctx *ctx);
+int sni_pick_rail(struct sn_ctx *ctx, unsigned flags);
+int sni_rec_outcome(struct sn_ctx *ctx, struct rec *r, struct sn_nodeset *failed);
+void sni_root_identity(struct sn_ctx *ctx, struct sn_msg *m, bool ack);
+struct rec *sni_root_new(struct sn_ctx *ctx, struct sn_msg *m, int rail,
+			 uint64_t budget_ms, rec_done_fn done, bool ack);
+void sni_root_launch(struct sn_ctx *ctx, struct rec *r);
 
 /* caw_net.c */
-bool caw_member_prepare(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m);
-void caw_grant_waiters(struct sn_ctx *ctx);
-void caw_member_decide(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m);
-void caw_backoffs(struct sn_ctx *ctx);
-int caw_deliver(struct sn_ctx *ctx);
+bool sni_caw_member_prepare(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m);
+void sni_caw_grant_waiters(struct sn_ctx *ctx);
+void sni_caw_member_decide(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m);
+void sni_caw_backoffs(struct sn_ctx *ctx);
+int sni_caw_deliver(struct sn_ctx *ctx);
 
 #endif

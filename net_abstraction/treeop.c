@@ -28,7 +28,7 @@ static void rec_free(struct sn_ctx *ctx, struct rec *r)
 	free(r);
 }
 
-void rec_release(struct sn_ctx *ctx, struct rec *r)
+void sni_rec_release(struct sn_ctx *ctx, struct rec *r)
 {
 	if (r->finished && r->tx_pending == 0)
 		rec_free(ctx, r);
@@ -80,8 +80,8 @@ static struct rec *rec_new(struct sn_ctx *ctx, const struct sn_msg *m, int rail,
 }
 
 /* Sends the down message of r (with its payload slice, for XFER) to every child. */
-void rec_forward(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m,
-		 const void *payload)
+void sni_rec_forward(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m,
+		     const void *payload)
 {
 	struct sn_msg fw = *m;
 	fw.sender = ctx->self;
@@ -89,14 +89,14 @@ void rec_forward(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m,
 	for (uint32_t i = 0; i < r->nchildren; i++) {
 		if (sn_set_has(&r->suspect, r->children[i]))
 			continue; /* already failed */
-		if (send_msg(ctx, r->rail, r->children[i], &fw, payload, fw.chunk_len, r))
+		if (sni_send_msg(ctx, r->rail, r->children[i], &fw, payload, fw.chunk_len, r))
 			note(ctx, "out of memory forwarding to node %u", r->children[i]);
 		if (m->type == SN_MSG_XFER)
 			ctx->stats.forwards++;
 	}
 }
 
-void rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired)
+void sni_rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired)
 {
 	if (r->finished)
 		return;
@@ -109,7 +109,7 @@ void rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired)
 		 * again at once, caw.h), -EBUSY if the queue stood still */
 		r->lock_wait = false;
 		caw_lock_cancel(&ctx->locks, r->m.origin, (uint32_t)r->m.total);
-		combine_status(r, ctx->locks.releases != r->wait_mark ? -EAGAIN : -EBUSY);
+		sni_combine_status(r, ctx->locks.releases != r->wait_mark ? -EAGAIN : -EBUSY);
 		r->local_done = true;
 		regrant = true; /* younger prepares it held back */
 	}
@@ -139,14 +139,14 @@ void rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired)
 			.set2 = r->suspect,
 		};
 		ctx->stats.acks_sent++;
-		send_msg(ctx, r->rail, r->parent, &ack, NULL, 0, r);
+		sni_send_msg(ctx, r->rail, r->parent, &ack, NULL, 0, r);
 	}
-	rec_release(ctx, r);
+	sni_rec_release(ctx, r);
 	if (regrant)
-		caw_grant_waiters(ctx);
+		sni_caw_grant_waiters(ctx);
 }
 
-void rec_child_failed(struct sn_ctx *ctx, struct rec *r, uint32_t child)
+void sni_rec_child_failed(struct sn_ctx *ctx, struct rec *r, uint32_t child)
 {
 	if (!sn_set_has(&r->waiting, child)) {
 		/* nobody waits on an unacknowledged transfer, but later
@@ -157,10 +157,10 @@ void rec_child_failed(struct sn_ctx *ctx, struct rec *r, uint32_t child)
 	}
 	sn_set_del(&r->waiting, child);
 	sn_set_add(&r->suspect, child);
-	rec_try_finish(ctx, r, false);
+	sni_rec_try_finish(ctx, r, false);
 }
 
-void combine_status(struct rec *r, int32_t status)
+void sni_combine_status(struct rec *r, int32_t status)
 {
 	if (r->status < 0)
 		return;
@@ -181,19 +181,19 @@ static void rec_local(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m)
 		if (r->bytes < m->total)
 			return;
 		if (r->in_set && !(m->flags & SN_F_ATOMIC))
-			event_signal(ctx, m->event);
+			sni_event_signal(ctx, m->event);
 		break;
 	case SN_MSG_COMMIT:
 		if (r->in_set)
-			event_signal(ctx, m->event);
+			sni_event_signal(ctx, m->event);
 		break;
 	case SN_MSG_EVAL:
-		if (r->in_set && !caw_member_prepare(ctx, r, m))
+		if (r->in_set && !sni_caw_member_prepare(ctx, r, m))
 			return; /* queued for its lock */
 		break;
 	case SN_MSG_WRITE:
 		if (r->in_set)
-			caw_member_decide(ctx, r, m);
+			sni_caw_member_decide(ctx, r, m);
 		break;
 	default:
 		return;
@@ -237,7 +237,7 @@ static bool leaf_fast_path(struct sn_ctx *ctx, const struct sn_msg *m)
 		return false;
 	if (m->chunk_len && !(m->flags & SN_F_PLACED))
 		memmove(ctx->gmem + m->off, m->payload, m->chunk_len);
-	event_signal(ctx, m->event);
+	sni_event_signal(ctx, m->event);
 	return true;
 }
 
@@ -273,11 +273,11 @@ static void handle_down(struct sn_ctx *ctx, int rail, const struct sn_msg *m)
 		payload = c->data;
 	}
 	ctx->forwarding = c;
-	rec_forward(ctx, r, m, payload);
+	sni_rec_forward(ctx, r, m, payload);
 	ctx->forwarding = NULL;
 	if (c && --c->refs == 0)
 		free(c); /* every send from it done, or every child given up */
-	rec_try_finish(ctx, r, false);
+	sni_rec_try_finish(ctx, r, false);
 }
 
 static void handle_ack(struct sn_ctx *ctx, const struct sn_msg *m)
@@ -291,7 +291,7 @@ static void handle_ack(struct sn_ctx *ctx, const struct sn_msg *m)
 	sn_set_del(&r->waiting, m->sender);
 	/* a child that confirmed has handled every message of the operation,
 	 * and so (each peer's messages are handled in order) all we sent it
-	 * before: the small transfers among them are placed (note_inflight) */
+	 * before: the small transfers among them are placed (sni_note_inflight) */
 	struct rail *rl = &ctx->rails[r->rail];
 	for (uint32_t i = 0; i < r->nchildren; i++)
 		if (r->children[i] == m->sender && sn_set_has(&m->set, m->sender) &&
@@ -299,11 +299,11 @@ static void handle_ack(struct sn_ctx *ctx, const struct sn_msg *m)
 			rl->placed_seq[m->sender] = r->child_seq[i];
 	sn_set_or(&r->ok, &m->set);
 	sn_set_or(&r->suspect, &m->set2);
-	combine_status(r, m->status);
-	rec_try_finish(ctx, r, false);
+	sni_combine_status(r, m->status);
+	sni_rec_try_finish(ctx, r, false);
 }
 
-void handle_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t len)
+void sni_handle_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t len)
 {
 	struct sn_msg m;
 	const char *why = "";
@@ -317,9 +317,9 @@ void handle_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t len)
 		note(ctx, "dropped malformed message: %s", why);
 		return;
 	}
-	peer_use(ctx, rail, m.sender);
+	sni_peer_use(ctx, rail, m.sender);
 	if (len > SN_BELL_COPY_MIN || ((m.flags & SN_F_PLACED) && m.chunk_len > SN_BELL_COPY_MIN))
-		bell_mark(&ctx->rails[rail], m.sender);
+		sni_bell_mark(&ctx->rails[rail], m.sender);
 	switch (m.type) {
 	case SN_MSG_XFER:
 	case SN_MSG_COMMIT:
@@ -346,20 +346,20 @@ void handle_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t len)
 	}
 }
 
-int next_opid(struct sn_ctx *ctx)
+int sni_next_opid(struct sn_ctx *ctx)
 {
 	if (++ctx->next_opid == 0)
 		ctx->next_opid = 1;
 	return (int)ctx->next_opid;
 }
 
-int pick_rail(struct sn_ctx *ctx, unsigned flags)
+int sni_pick_rail(struct sn_ctx *ctx, unsigned flags)
 {
 	return (flags & SN_XFER_SYS) && ctx->nrails > 1 ? 1 : 0;
 }
 
 /* Failed = the set minus the nodes that confirmed. */
-int rec_outcome(struct sn_ctx *ctx, struct rec *r, struct sn_nodeset *failed)
+int sni_rec_outcome(struct sn_ctx *ctx, struct rec *r, struct sn_nodeset *failed)
 {
 	*failed = r->m.set;
 	sn_set_andnot(failed, &r->ok);
@@ -370,10 +370,10 @@ int rec_outcome(struct sn_ctx *ctx, struct rec *r, struct sn_nodeset *failed)
 }
 
 /* Gives m the identity of a new tree operation rooted here. */
-void root_identity(struct sn_ctx *ctx, struct sn_msg *m, bool ack)
+void sni_root_identity(struct sn_ctx *ctx, struct sn_msg *m, bool ack)
 {
 	m->origin = ctx->self;
-	m->opid = (uint32_t)next_opid(ctx);
+	m->opid = (uint32_t)sni_next_opid(ctx);
 	m->sender = ctx->self;
 	m->nbits = ctx->n;
 	if (ack)
@@ -382,10 +382,10 @@ void root_identity(struct sn_ctx *ctx, struct sn_msg *m, bool ack)
 
 /* Creates the root record of a tree operation; m gets its identity. Without
  * ack the members do not answer and the record finishes once sent. */
-struct rec *root_new(struct sn_ctx *ctx, struct sn_msg *m, int rail,
-		     uint64_t budget_ms, rec_done_fn done, bool ack)
+struct rec *sni_root_new(struct sn_ctx *ctx, struct sn_msg *m, int rail,
+			 uint64_t budget_ms, rec_done_fn done, bool ack)
 {
-	root_identity(ctx, m, ack);
+	sni_root_identity(ctx, m, ack);
 	struct rec *r = rec_new(ctx, m, rail, budget_ms);
 	if (r)
 		r->done = done;
@@ -393,9 +393,9 @@ struct rec *root_new(struct sn_ctx *ctx, struct sn_msg *m, int rail,
 }
 
 /* Acts on a payload-less root record and sends it down the tree. */
-void root_launch(struct sn_ctx *ctx, struct rec *r)
+void sni_root_launch(struct sn_ctx *ctx, struct rec *r)
 {
 	rec_local(ctx, r, &r->m);
-	rec_forward(ctx, r, &r->m, NULL);
-	rec_try_finish(ctx, r, false);
+	sni_rec_forward(ctx, r, &r->m, NULL);
+	sni_rec_try_finish(ctx, r, false);
 }

@@ -10,23 +10,23 @@
 static void xfer_commit_done(struct sn_ctx *ctx, struct rec *r)
 {
 	struct sn_nodeset failed;
-	int err = rec_outcome(ctx, r, &failed);
+	int err = sni_rec_outcome(ctx, r, &failed);
 	if (err)
-		event_fail(ctx, r->local_ev, err, &failed);
+		sni_event_fail(ctx, r->local_ev, err, &failed);
 	else
-		event_signal(ctx, r->local_ev);
+		sni_event_signal(ctx, r->local_ev);
 }
 
 static void xfer_done(struct sn_ctx *ctx, struct rec *r)
 {
 	struct sn_nodeset failed;
-	int err = rec_outcome(ctx, r, &failed);
+	int err = sni_rec_outcome(ctx, r, &failed);
 	if (err) {
-		event_fail(ctx, r->local_ev, err, &failed);
+		sni_event_fail(ctx, r->local_ev, err, &failed);
 		return;
 	}
 	if (!(r->m.flags & SN_F_ATOMIC)) {
-		event_signal(ctx, r->local_ev);
+		sni_event_signal(ctx, r->local_ev);
 		return;
 	}
 	/* every destination holds the data: now let them see it */
@@ -34,13 +34,13 @@ static void xfer_done(struct sn_ctx *ctx, struct rec *r)
 	c.type = SN_MSG_COMMIT;
 	c.chunk_len = 0;
 	c.total = 0;
-	struct rec *cr = root_new(ctx, &c, r->rail, ctx->cfg.timeout_ms, xfer_commit_done, true);
+	struct rec *cr = sni_root_new(ctx, &c, r->rail, ctx->cfg.timeout_ms, xfer_commit_done, true);
 	if (!cr) {
-		event_fail(ctx, r->local_ev, -ENOMEM, &failed);
+		sni_event_fail(ctx, r->local_ev, -ENOMEM, &failed);
 		return;
 	}
 	cr->local_ev = r->local_ev;
-	root_launch(ctx, cr);
+	sni_root_launch(ctx, cr);
 }
 
 int sn_xfer(struct sn_ctx *ctx, const struct sn_nodeset *dst, uint64_t dst_off,
@@ -52,13 +52,13 @@ int sn_xfer(struct sn_ctx *ctx, const struct sn_nodeset *dst, uint64_t dst_off,
 	if (sn_set_span(dst) > ctx->n)
 		return fail(ctx, -EINVAL, "XFER-AND-SIGNAL to node %u, beyond the %u nodes",
 			    sn_set_span(dst) - 1, ctx->n);
-	if ((rc = check_range(ctx, dst_off, len, true)))
+	if ((rc = sni_check_range(ctx, dst_off, len, true)))
 		return rc;
 	if ((local_ev != SN_NO_EVENT && local_ev >= SN_MAX_EVENTS) ||
 	    (remote_ev != SN_NO_EVENT && remote_ev >= SN_MAX_EVENTS))
 		return fail(ctx, -EINVAL, "event out of range (max %d)", SN_MAX_EVENTS - 1);
 
-	int rail = pick_rail(ctx, flags);
+	int rail = sni_pick_rail(ctx, flags);
 	struct rail *rl = &ctx->rails[rail];
 	struct sn_msg m = {
 		.type = SN_MSG_XFER,
@@ -78,23 +78,23 @@ int sn_xfer(struct sn_ctx *ctx, const struct sn_nodeset *dst, uint64_t dst_off,
 	if (!ack && len <= SN_INLINE_MAX) {
 		/* one message per child with the payload inline: no record at all */
 		struct sn_tree_pos pos;
-		root_identity(ctx, &m, false);
+		sni_root_identity(ctx, &m, false);
 		if (sn_tree_position(ctx->self, dst, m.fanout, ctx->self, &pos))
 			return fail(ctx, -EINVAL, "no tree for this node set");
 		m.chunk_len = (uint32_t)len;
 		m.budget_ms = (uint32_t)(budget * 3 / 4);
 		for (uint32_t i = 0; i < pos.nchildren; i++) {
-			if (send_msg(ctx, rail, pos.children[i], &m, src, len, NULL))
+			if (sni_send_msg(ctx, rail, pos.children[i], &m, src, len, NULL))
 				return fail(ctx, -ENOMEM, "out of memory");
 			ctx->stats.forwards++;
 		}
 		if (self_dest && len)
 			memmove(ctx->gmem + dst_off, src, len);
 		if (self_dest)
-			event_signal(ctx, remote_ev);
+			sni_event_signal(ctx, remote_ev);
 		return 0;
 	}
-	struct rec *r = root_new(ctx, &m, rail, budget, xfer_done, ack);
+	struct rec *r = sni_root_new(ctx, &m, rail, budget, xfer_done, ack);
 	if (!r)
 		return fail(ctx, -ENOMEM, "out of memory");
 	r->local_ev = local_ev;
@@ -105,7 +105,7 @@ int sn_xfer(struct sn_ctx *ctx, const struct sn_nodeset *dst, uint64_t dst_off,
 		r->owned = malloc(len);
 		if (!r->owned) {
 			r->finished = true;
-			rec_release(ctx, r);
+			sni_rec_release(ctx, r);
 			return fail(ctx, -ENOMEM, "out of memory copying %zu bytes", len);
 		}
 		memcpy(r->owned, src, len);
@@ -114,19 +114,19 @@ int sn_xfer(struct sn_ctx *ctx, const struct sn_nodeset *dst, uint64_t dst_off,
 	if (self_dest && len)
 		memmove(ctx->gmem + dst_off, src, len);
 	if (self_dest && !(flags & SN_XFER_ATOMIC))
-		event_signal(ctx, remote_ev);
+		sni_event_signal(ctx, remote_ev);
 	r->local_done = true;
 
 	/* chunks as large as the path allows: a child without RMA gets each
-	 * in message-sized pieces (send_msg) */
+	 * in message-sized pieces (sni_send_msg) */
 	size_t chunk = rl->mr ? rl->rma_chunk : rl->max_payload;
 	size_t off = 0;
 	do {
 		m.chunk_off = off;
 		m.chunk_len = (uint32_t)(len - off < chunk ? len - off : chunk);
-		rec_forward(ctx, r, &m, len ? from + off : NULL);
+		sni_rec_forward(ctx, r, &m, len ? from + off : NULL);
 		off += m.chunk_len;
 	} while (off < len);
-	rec_try_finish(ctx, r, false);
+	sni_rec_try_finish(ctx, r, false);
 	return 0;
 }

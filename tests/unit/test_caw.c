@@ -333,7 +333,7 @@ static void sim_deliver(uint32_t i, uint32_t m)
 }
 
 /* A lock was released at m: its queued prepares are taken again, oldest
- * first, as caw_net.c's caw_grant_waiters does. */
+ * first, as caw_net.c's sni_caw_grant_waiters does. */
 static void sim_grant(uint32_t m)
 {
 	uint32_t done = 0;
