@@ -434,8 +434,13 @@ kernel-check: kernel all $(BUILD)/kernel/storm_guest
 # the layering rules of each folder's README.md, and no daemon call cycle
 # over two files (scripts/layers.py)
 .PHONY: layers
+# the rules, then two reports that fail nothing: each folder's call cycles
+# between files, and the functions over 100 lines
+REPORT_DIRS := net_abstraction common scheduler checkpoint bcs_mpi daemons/mm daemons/node cli vcluster
 layers: all
 	./scripts/layers.py
+	./scripts/callgraph.py --max-cycle 999 $(addprefix $(BUILD)/obj/,$(REPORT_DIRS))
+	./scripts/longfuncs.py --over 100 $(REPORT_DIRS) kernel
 
 # kernel-check boots the module in a QEMU guest (~20 s under TCG here), so it runs with the rest
 check: test-deps
