@@ -52,6 +52,13 @@ start_nd() { # NAME [CONF]: a node daemon, its log in $T/NAME.log; pid in $ND
 	ND=$!
 	PIDS="$PIDS $ND"
 }
+# held_fails NODE ERR: the job $HELD, which ran on NODE's old daemon, fails
+# naming the restart (its storm run's stderr in ERR)
+held_fails() {
+	gone "$HELD" 10 && ! wait "$HELD" && grep -q "node $1: the node daemon restarted" "$2" &&
+		ok "  the job that ran there fails, naming the restart" ||
+		{ bad "  the job that ran on $1's old daemon"; cat "$2"; }
+}
 start_nd node00
 N0=$ND
 start_nd node01
@@ -88,9 +95,7 @@ wait_count "$T/mm.log" "node node02 registered" 2 30 >/dev/null &&
 wait_log "$T/mm.log" "node node02 is DOWN: its daemon restarted" 10 &&
 	ok "  its registration marks it DOWN: the daemon restarted" ||
 	bad "  node02 is not marked DOWN on its new daemon's registration"
-gone "$HELD" 10 && ! wait "$HELD" && grep -q "node node02: the node daemon restarted" "$T/held.err" &&
-	ok "  the job that ran there fails, naming the restart" ||
-	{ bad "  the job that ran on node02's old daemon"; cat "$T/held.err"; }
+held_fails node02 "$T/held.err"
 storm cluster status --wait 60 >/dev/null && ok "all three UP again" || bad "all three UP again"
 [ "$(storm run -N 3 -n 3 sh -c 'echo hi' 2>"$T/run.err" | wc -l)" = 3 ] &&
 	ok "a job on all three after the restart" || { bad "a job after the restart"; cat "$T/run.err"; }
@@ -141,9 +146,7 @@ start_nd node01 "$T/dir.conf"
 wait_log "$T/dir-mm.log" "node node01 is DOWN: its daemon restarted" 30 &&
 	ok "  node01's daemon restarted: its first report marks it DOWN" ||
 	bad "  node01 is not marked DOWN on its new daemon's first report"
-gone "$HELD" 10 && ! wait "$HELD" && grep -q "node node01: the node daemon restarted" "$T/dheld.err" &&
-	ok "  the job that ran there fails, naming the restart" ||
-	{ bad "  the job on node01's old daemon"; cat "$T/dheld.err"; }
+held_fails node01 "$T/dheld.err"
 wait_count "$T/dir-mm.log" "node node01 is UP" 2 30 >/dev/null &&
 	[ "$(STORM_CONF=$T/dir.conf storm run -N 2 -n 2 sh -c 'echo hi' 2>"$T/run.err" | wc -l)" = 2 ] &&
 	ok "  UP again, a job on both runs" || { bad "  a job on both after the restart"; cat "$T/run.err"; }
