@@ -568,6 +568,16 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	return 0;
 }
 
+static void slots_free(struct slot **head)
+{
+	while (*head) {
+		struct slot *s = *head;
+		*head = s->next;
+		sni_slot_drop_copy(s);
+		free(s);
+	}
+}
+
 static void rail_close(struct rail *rl)
 {
 	if (rl->ep)
@@ -584,18 +594,8 @@ static void rail_close(struct rail *rl)
 		fi_close(&rl->fabric->fid);
 	if (rl->info)
 		fi_freeinfo(rl->info);
-	while (rl->txq_head) {
-		struct slot *s = rl->txq_head;
-		rl->txq_head = s->next;
-		sni_slot_drop_copy(s);
-		free(s);
-	}
-	while (rl->failq) {
-		struct slot *s = rl->failq;
-		rl->failq = s->next;
-		sni_slot_drop_copy(s);
-		free(s);
-	}
+	slots_free(&rl->txq_head);
+	slots_free(&rl->failq);
 	free(rl->rx);
 	free(rl->rx_mem);
 	free(rl->peers);

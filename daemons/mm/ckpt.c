@@ -320,13 +320,11 @@ static void ckpt_job_ended(struct mm *mm, struct job *j)
 
 /* ---- a lost node: the checkpoint under way fails; a restart takes over */
 
-static uint64_t ckpt_node_lost(struct mm *mm, struct job *j, int node)
+static uint64_t ckpt_node_lost(struct mm *mm, struct job *j, const char *lost)
 {
 	char why[256];
-	if (j->ckpt) {
-		snprintf(why, sizeof(why), "node %s stopped responding", mm->conf.nodes[node]);
-		ckpt_finish(mm, j, false, why);
-	}
+	if (j->ckpt)
+		ckpt_finish(mm, j, false, lost);
 	if (!j->spec->restart_on_failure)
 		return 0;
 	struct mm_ckpt *r = ckpt_rec_latest_complete(mm, j->id);
@@ -346,9 +344,8 @@ static uint64_t ckpt_node_lost(struct mm *mm, struct job *j, int node)
 		n->client = j->client;
 		n->client->job = n;
 		j->client = NULL;
-		snprintf(why, sizeof(why),
-			 "node %s stopped responding; job %" PRIu64 " restarts from checkpoint %" PRIu64,
-			 mm->conf.nodes[node], j->id, r->id);
+		snprintf(why, sizeof(why), "%s; job %" PRIu64 " restarts from checkpoint %" PRIu64,
+			 lost, j->id, r->id);
 		ckpt_send_submitted(mm, n->client, n, why);
 	}
 	if (j->out_fd >= 0) {

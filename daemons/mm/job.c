@@ -1034,7 +1034,7 @@ void job_node_failed(struct mm *mm, struct job *j, int node, const char *why)
 	node_is_done(j, k);
 	/* with --restart-on-failure a restart job takes over from its latest
 	 * checkpoint; why names the node, the end says what became of the job */
-	uint64_t again = mm->ckpt_hooks->node_lost(mm, j, node);
+	uint64_t again = mm->ckpt_hooks->node_lost(mm, j, why);
 	if (again)
 		job_fail(mm, j, "%s; restarted from its latest checkpoint as job %llu", why,
 			 (unsigned long long)again);

@@ -256,9 +256,10 @@ struct job_ckpt_hooks {
 	int (*restart_prepare)(struct mm *mm, struct job *j);
 	/* a restart's launch: its images and the directories of the old job */
 	void (*fill_launch)(struct mm *mm, struct job *j, Storm__Cl__Launch *l, char **old_dirs);
-	/* the job's node died: its checkpoint under way fails; with
+	/* the job lost a node, for why (which names it and the cause: silence,
+	 * a restarted daemon): its checkpoint under way fails; with
 	 * --restart-on-failure a restart job takes over its client: its id, else 0 */
-	uint64_t (*node_lost)(struct mm *mm, struct job *j, int node);
+	uint64_t (*node_lost)(struct mm *mm, struct job *j, const char *why);
 	/* a node's CHECKPOINTED, CHECKPOINT_FAILED or CHECKPOINT_CAPTURED note */
 	void (*on_note)(struct mm *mm, int node, const Storm__Cl__JobNote *n);
 	/* a restart's staging note from a sender: true when it was one */
