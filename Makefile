@@ -10,6 +10,8 @@ LDLIBS  := -lfabric
 # CPPFLAGS and LDFLAGS as make's conventions have them, empty unless given
 # (a package build's hardening flags, from dpkg-buildflags); CFLAGS stays
 # the tree's own
+# each suite of make check through it: its verdict and time in the log
+SUITE := ./scripts/suite.sh
 SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 NET_SRC := $(wildcard net_abstraction/*.c)
@@ -101,7 +103,7 @@ $(BUILD)/bin/tree_prog: tests/ckpt/tree_prog.c tests/ckpt/gate.h
 .PHONY: ckpttest
 ckpttest: $(BUILD)/bin/storm-ckpt $(BUILD)/bin/ckpt_prog $(BUILD)/bin/ckpt_threads \
           $(BUILD)/bin/ckpt_omp $(BUILD)/bin/fds_prog $(BUILD)/bin/tree_prog
-	./tests/ckpt/test_ckpt.sh $(BUILD)/bin
+	$(SUITE) $@ ./tests/ckpt/test_ckpt.sh $(BUILD)/bin
 
 # ---- programs
 $(BUILD)/bin/primitives_demo: $(BUILD)/obj/demo/primitives_demo.o $(BUILD)/obj/tests/lib/spawn.o \
@@ -254,7 +256,7 @@ install: all man $(INST_GEN)
 # installed files alone with the tree hidden (tests/install/test_install.sh)
 .PHONY: installtest
 installtest: all man
-	./tests/install/test_install.sh
+	$(SUITE) $@ ./tests/install/test_install.sh
 
 # ---- the Debian package (debian/): dpkg-buildpackage on a copy of the tree,
 # as it writes its results beside the tree it builds and cleans that tree
@@ -270,7 +272,7 @@ deb:
 # scratch root (tests/install/test_deb.sh); ~1.5 min with the build, and it
 # starts no daemon: in make check
 debtest:
-	./tests/install/test_deb.sh
+	$(SUITE) $@ ./tests/install/test_deb.sh
 
 # a storm.conf the site changed stays, and so does its cluster.key
 uninstall: $(INST)/storm.conf
@@ -320,18 +322,21 @@ $(BUILD)/bin/sn_mptest: $(BUILD)/obj/tests/net/sn_mptest.o $(BUILD)/obj/tests/li
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcunit
 
 unit: $(BUILD)/bin/unit_tests
-	$(BUILD)/bin/unit_tests
+	$(SUITE) $@ $(BUILD)/bin/unit_tests
 unit-asan: $(BUILD)/bin/unit_tests_asan
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(BUILD)/bin/unit_tests_asan
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(SUITE) $@ $(BUILD)/bin/unit_tests_asan
 # the default path (RMA writes where the provider has them: all four here) on
 # every provider, then the message path (SN_RMA=0) on the providers the
 # cluster tests use (docs/design/network.md, "RMA writes and messages"),
 # without the 32-node scenarios the first run took to scale: the paths
 # differ per transfer, not in the tree; about 9 + 2 minutes on this 2-core
 # machine under a load of 10-20
-nettest: $(BUILD)/bin/sn_mptest
-	$(BUILD)/bin/sn_mptest
-	SN_RMA=0 SN_TEST_PROVIDERS='shm|tcp;ofi_rxm' SN_TEST_MAX_NODES=16 $(BUILD)/bin/sn_mptest
+.PHONY: net-rma net-msg
+nettest: net-rma net-msg
+net-rma: $(BUILD)/bin/sn_mptest
+	$(SUITE) $@ $(BUILD)/bin/sn_mptest
+net-msg: $(BUILD)/bin/sn_mptest
+	SN_RMA=0 SN_TEST_PROVIDERS='shm|tcp;ofi_rxm' SN_TEST_MAX_NODES=16 $(SUITE) $@ $(BUILD)/bin/sn_mptest
 
 # loss and delay on a node's link for the fault tests (this kernel has no netem)
 $(BUILD)/bin/nfq_netem: tests/cluster/nfq_netem.c
@@ -343,40 +348,26 @@ $(BUILD)/bin/storm_selfsum: tests/cluster/selfsum.c
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -o $@ $<
 .PHONY: clustertest
-clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/nfq_netem \
-             $(BUILD)/bin/ckpt_prog $(BUILD)/bin/fds_prog $(BUILD)/bin/tree_prog
-	./tests/cluster/test_cluster.sh $(BUILD)/bin
-	./tests/cluster/test_bootstrap.sh $(BUILD)/bin
-	./tests/cluster/test_slurm.sh $(BUILD)/bin
-	./tests/cluster/test_users.sh $(BUILD)/bin
-	./tests/cluster/test_remote.sh $(BUILD)/bin
-	./tests/cluster/test_ckpt.sh $(BUILD)/bin
-	./tests/cluster/test_ckpt_mpi.sh $(BUILD)/bin
-	./tests/cluster/test_ckpt_threads.sh $(BUILD)/bin
-	./tests/cluster/test_gang.sh $(BUILD)/bin
-	./tests/cluster/test_timed.sh $(BUILD)/bin
-# a BCS-MPI job's row at 1 ms slices beside a 10 ms one: ~15 s
-	./tests/cluster/test_slice.sh $(BUILD)/bin
-	./tests/cluster/test_liveness.sh $(BUILD)/bin
-	./tests/cluster/test_caw.sh $(BUILD)/bin
-	./tests/cluster/test_mpi.sh $(BUILD)/bin
-# each job the first on a fresh cluster: 16 nodes, the scale and moment at which
-# the mailboxes once lost messages (~40 s on tcp;ofi_rxm; the 4-node test_mpi.sh
-# never hit it), and 2 nodes on shm, whose first messages once went out before
-# the peer's address came (~8 s)
-	./tests/cluster/test_mpi16.sh $(BUILD)/bin
-	./tests/cluster/test_netns.sh $(BUILD)/bin
-	./tests/cluster/test_pmi.sh $(BUILD)/bin
-	./tests/cluster/test_pmix.sh $(BUILD)/bin
-	./tests/cluster/test_faults.sh $(BUILD)/bin
-# a node that lost a command gets it again from the MM, in order (~5 s)
-	./tests/cluster/test_cmd_resend.sh $(BUILD)/bin
-# mailbox messages and acks lost at a sender, then 10% loss on links, under
-# BCS-MPI jobs and PMI fences: each is sent again and the jobs end (~2 min)
-	./tests/cluster/test_mbox_loss.sh $(BUILD)/bin
-	./tests/cluster/test_persist.sh $(BUILD)/bin
-	./tests/cluster/test_load.sh $(BUILD)/bin 200 10
-	./tests/cluster/test_valgrind.sh $(BUILD)/bin
+# Each suite is a target of its own (cluster-NAME runs tests/cluster/test_NAME.sh),
+# so make check can run them side by side. Among them: slice, a BCS-MPI
+# job's row at 1 ms slices beside a 10 ms one (~15 s); mpi16, each job the
+# first on a fresh cluster: 16 nodes, the scale and moment at which the
+# mailboxes once lost messages (~40 s on tcp;ofi_rxm; the 4-node mpi suite
+# never hit it), and 2 nodes on shm, whose first messages once went out
+# before the peer's address came (~8 s); cmd_resend, a node that lost a
+# command gets it again from the MM, in order (~5 s); mbox_loss, mailbox
+# messages and acks lost at a sender, then 10% loss on links, under BCS-MPI
+# jobs and PMI fences: each is sent again and the jobs end (~2 min).
+CLUSTER_SUITES := cluster bootstrap slurm users remote ckpt ckpt_mpi ckpt_threads gang timed \
+                  slice liveness caw mpi mpi16 netns pmi pmix faults cmd_resend mbox_loss \
+                  persist load valgrind
+CLUSTER_BINS := all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/nfq_netem \
+                $(BUILD)/bin/ckpt_prog $(BUILD)/bin/fds_prog $(BUILD)/bin/tree_prog
+SUITE_ARGS_load := 200 10
+.PHONY: $(CLUSTER_SUITES:%=cluster-%)
+clustertest: $(CLUSTER_SUITES:%=cluster-%)
+$(CLUSTER_SUITES:%=cluster-%): cluster-%: $(CLUSTER_BINS)
+	$(SUITE) $@ ./tests/cluster/test_$*.sh $(BUILD)/bin $(SUITE_ARGS_$*)
 
 # Suites of clustertest again with the MM and every node daemon on a host of
 # its own (storm cluster up --hosts; STORM_HOSTS=1 makes lib.sh choose it):
@@ -393,29 +384,35 @@ clustertest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/
 # STORM_HOSTS=1 too, but its MM-killed-mid-transfer job once ended FAILED
 # (exit 1, every rank ran) there, not yet understood: it runs in clustertest.
 .PHONY: hoststest
-hoststest: all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/ckpt_prog \
-           $(BUILD)/bin/fds_prog $(BUILD)/bin/tree_prog
-	./tests/cluster/test_hosts.sh $(BUILD)/bin
-	STORM_HOSTS=1 ./tests/cluster/test_cluster.sh $(BUILD)/bin
-	STORM_HOSTS=1 ./tests/cluster/test_mpi.sh $(BUILD)/bin
-	STORM_HOSTS=1 ./tests/cluster/test_ckpt.sh $(BUILD)/bin
+HOSTS_SUITES := cluster mpi ckpt
+HOSTS_BINS := all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/ckpt_prog \
+              $(BUILD)/bin/fds_prog $(BUILD)/bin/tree_prog
+.PHONY: hosts-hosts $(HOSTS_SUITES:%=hosts-%)
+hoststest: hosts-hosts $(HOSTS_SUITES:%=hosts-%)
+hosts-hosts: $(HOSTS_BINS)
+	$(SUITE) $@ ./tests/cluster/test_hosts.sh $(BUILD)/bin
+$(HOSTS_SUITES:%=hosts-%): hosts-%: $(HOSTS_BINS)
+	STORM_HOSTS=1 $(SUITE) $@ ./tests/cluster/test_$*.sh $(BUILD)/bin
 
 # storm inside a Slurm allocation (storm cluster up --slurm) on a private
 # 3-node Slurm cluster of this host, as an unprivileged user: about 30 s, so
 # in make check; root (it adds the user and runs slurmd)
 .PHONY: slurmtest
 slurmtest: all
-	./tests/slurm/test_alloc.sh $(BUILD)/bin
+	$(SUITE) $@ ./tests/slurm/test_alloc.sh $(BUILD)/bin
 
 # MPI conformance (tests/mpi): the suite under MPICH and under BCS-MPI on a
 # virtual cluster, outputs compared; the racy program; record and replay;
 # bcs-mpicc and bcs-mpicxx as drop-in compilers (make, CMake, pkg-config);
 # equivalents of the OSU benchmarks and mpitutorial examples (thirdparty/)
-.PHONY: mpitest
-mpitest: all
-	./tests/mpi/run.sh $(BUILD)/bin
-	./tests/mpi/thirdparty/run.sh $(BUILD)/bin
-	BUILT_CC='$(CC)' BUILT_CXX='$(CXX)' ./tests/mpi/test_wrapper.sh $(BUILD)/bin
+.PHONY: mpitest mpi-suite mpi-thirdparty mpi-wrapper
+mpitest: mpi-suite mpi-thirdparty mpi-wrapper
+mpi-suite: all
+	$(SUITE) $@ ./tests/mpi/run.sh $(BUILD)/bin
+mpi-thirdparty: all
+	$(SUITE) $@ ./tests/mpi/thirdparty/run.sh $(BUILD)/bin
+mpi-wrapper: all
+	BUILT_CC='$(CC)' BUILT_CXX='$(CXX)' $(SUITE) $@ ./tests/mpi/test_wrapper.sh $(BUILD)/bin
 
 # ---- storm.ko (kernel/): built with kbuild against Debian's linux-headers-amd64;
 # kernel-check boots Debian's matching kernel under QEMU (TCG) with the module
@@ -429,7 +426,7 @@ $(BUILD)/kernel/storm_guest: tests/kernel/guest.c kernel/storm_sched.c kernel/st
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -static -I kernel -I kernel/uapi \
 	      -o $@ tests/kernel/guest.c kernel/storm_sched.c
 kernel-check: kernel all $(BUILD)/kernel/storm_guest
-	./tests/kernel/run_vm.sh $(BUILD)
+	$(SUITE) $@ ./tests/kernel/run_vm.sh $(BUILD)
 
 # the layering rules of each folder's README.md, and no daemon call cycle
 # over two files (scripts/layers.py)
@@ -442,11 +439,32 @@ layers: all
 	./scripts/callgraph.py --max-cycle 999 $(addprefix $(BUILD)/obj/,$(REPORT_DIRS))
 	./scripts/longfuncs.py --over 100 $(REPORT_DIRS) kernel
 
-# kernel-check boots the module in a QEMU guest (~20 s under TCG here), so it runs with the rest
+# The suites run CHECK_JOBS at a time (2: this machine's cores), the longest
+# first so that the two lanes end together; each suite's output comes whole
+# when it ends, and a table of verdicts and times closes the run. -k: a
+# failed suite does not stop the others. CHECK_JOBS=1 runs them one by one.
+# kernel-check boots the module in a QEMU guest (~20 s under TCG here).
+CHECK_JOBS ?= 2
+CHECK_SUITES := net-rma cluster-mbox_loss mpi-suite cluster-cluster cluster-ckpt hosts-ckpt \
+                hosts-cluster cluster-slurm debtest cluster-faults cluster-ckpt_mpi hosts-mpi \
+                cluster-mpi cluster-persist fuzz-check ckpttest cluster-load cluster-gang \
+                cluster-pmix cluster-users mpi-thirdparty mpi-wrapper net-msg cluster-mpi16 \
+                cluster-valgrind cluster-netns cluster-ckpt_threads cluster-timed cluster-pmi \
+                cluster-liveness cluster-caw cluster-remote cluster-bootstrap hosts-hosts \
+                installtest kernel-check cluster-slice cluster-cmd_resend slurmtest unit-asan \
+                ndtest clitest unit
+.PHONY: check-suites
+check-suites: $(CHECK_SUITES)
 check: test-deps
 	$(MAKE) all
 	$(MAKE) layers
-	$(MAKE) unit unit-asan fuzz-check ckpttest clitest ndtest clustertest hoststest slurmtest nettest mpitest installtest debtest kernel-check
+	@mkdir -p $(BUILD) && : > $(BUILD)/suites.txt
+	@$(MAKE) -k -j$(CHECK_JOBS) --output-sync=target SUITE_TIMES=$(CURDIR)/$(BUILD)/suites.txt \
+		check-suites; rc=$$?; \
+	echo "== make check: each suite's verdict and seconds, the longest first"; \
+	sort -k3,3nr $(BUILD)/suites.txt | awk '{ printf "%-22s %-16s %5s s\n", $$1, $$2, $$3 }'; \
+	n=$$(wc -l < $(BUILD)/suites.txt); echo "$$n of $(words $(CHECK_SUITES)) suites ran"; \
+	[ $$rc = 0 ] && [ $$n = $(words $(CHECK_SUITES)) ]
 
 # the main job on the embedded default: an 8-node virtual cluster on this
 # machine, one 32-rank job with a 12 MiB program multicast to every node
@@ -552,7 +570,7 @@ $(BUILD)/bin/fake_ctl_mm: $(BUILD)/obj/tests/cluster/fake_ctl_mm.o $(BUILD)/lib/
 	$(CC) $(LDFLAGS) -o $@ $^ -lprotobuf-c -linih -lpthread $(AUTH_LIBS)
 .PHONY: clitest
 clitest: $(BUILD)/bin/storm $(BUILD)/bin/storm-cluster $(BUILD)/bin/fake_ctl_mm
-	./tests/cluster/test_cli_fake.sh $(BUILD)/bin
+	$(SUITE) $@ ./tests/cluster/test_cli_fake.sh $(BUILD)/bin
 
 # forged, altered and replayed control frames (tests/cluster/test_users.sh)
 $(BUILD)/bin/ctl_forge: $(BUILD)/obj/tests/cluster/ctl_forge.o $(BUILD)/lib/libstormcommon.a
@@ -566,6 +584,6 @@ $(BUILD)/bin/fake_mm: $(BUILD)/obj/tests/cluster/fake_mm.o $(BUILD)/lib/libstorm
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 ndtest: $(BUILD)/bin/stormnd $(BUILD)/bin/fake_mm
-	$(BUILD)/bin/fake_mm --stormnd $(BUILD)/bin/stormnd --nodes 3
+	$(SUITE) $@ $(BUILD)/bin/fake_mm --stormnd $(BUILD)/bin/stormnd --nodes 3
 ndtest-valgrind: $(BUILD)/bin/stormnd $(BUILD)/bin/fake_mm
 	$(BUILD)/bin/fake_mm --stormnd $(BUILD)/bin/stormnd --nodes 3 --valgrind

@@ -75,11 +75,11 @@ fuzz: fuzz-build
 	./fuzz/run.sh $(BUILD)/fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 fuzz-check: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/check/%)
-	@for t in $(FUZZ_TARGETS); do \
+	@$(SUITE) $@ sh -c 'for t in $(FUZZ_TARGETS); do \
 		ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		$(BUILD)/fuzz/check/$$t $$(ls -d tests/fuzz/corpus/$$t tests/fuzz/regress/$$t 2>/dev/null) \
 		|| exit 1; \
-	done
+	done'
 
 # what make fuzz grew, minimised into tests/fuzz/corpus (then commit it)
 fuzz-merge: fuzz-build
