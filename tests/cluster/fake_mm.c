@@ -872,6 +872,7 @@ static bool logged(void *arg)
 	return true;
 }
 
+/* every node sent at least 3 reports since the counts in arg */
 static bool reported_since(void *arg)
 {
 	const uint64_t *before = arg;
@@ -1230,12 +1231,14 @@ int main(int argc, char **argv)
 	test_gang(uid, gid, user);
 	test_bad_input(uid, gid, user);
 	test_forgery(uid, gid, user);
+	/* every daemon goes on reporting after the forgeries: a few more
+	 * heartbeats from each (about 10 in 100 ms unloaded; how many come in a
+	 * given time depends on the machine's load, so wait for them) */
 	uint64_t before[MAXN];
 	memcpy(before, mm.reports, sizeof(before));
-	pump_ms(100);
+	pump_until(reported_since, before, 30000);
 	for (uint32_t i = 0; i < mm.n; i++)
-		/* report_every = 2 at 5 ms: about 10 heartbeats in 100 ms */
-		CHECK(mm.reports[i] > before[i] + 3, "node %u sent %" PRIu64 " reports in 100 ms", i,
+		CHECK(mm.reports[i] >= before[i] + 3, "node %u sent %" PRIu64 " reports in 30 s", i,
 		      mm.reports[i] - before[i]);
 	test_rejoin(uid, gid, user);
 	test_lost(uid, gid, user);
