@@ -1,6 +1,7 @@
 /* The control socket's connections: one per CLI invocation, frames
- * authenticated in, replies out, never blocking the loop on a slow or
- * hostile client. What a request asks is ctl.c's, reached through the
+ * authenticated in, replies out (reply_send, the one way the MM answers a
+ * request: a Reply of this protocol version whose body is one message of
+ * its oneof), never blocking the loop on a slow or hostile client. What a request asks is ctl.c's, reached through the
  * handler it registers (mm->on_request). */
 #include "mm.h"
 
@@ -287,4 +288,46 @@ void client_on_io(struct mm *mm, struct client *c, uint32_t events)
 		if (c->fd < 0)
 			return;
 	}
+}
+
+/* ---- replies */
+
+void reply_send(struct mm *mm, struct client *c, Storm__Ctl__Reply__BodyCase kind,
+		const void *body)
+{
+	Storm__Ctl__Reply r = STORM__CTL__REPLY__INIT;
+	const ProtobufCFieldDescriptor *f =
+		protobuf_c_message_descriptor_get_field(&storm__ctl__reply__descriptor, (unsigned)kind);
+	if (!f || f->type != PROTOBUF_C_TYPE_MESSAGE) {
+		slog("internal error: no reply body numbered %d", (int)kind);
+		client_close(mm, c);
+		return;
+	}
+	r.version = PROTO_VERSION;
+	r.body_case = kind;
+	/* the body's slot in the oneof, found as protobuf-c's own code does */
+	memcpy((char *)&r + f->offset, &body, sizeof(body));
+	size_t len = storm__ctl__reply__get_packed_size(&r);
+	uint8_t *packed = malloc(len ? len : 1);
+	if (!packed) {
+		client_close(mm, c);
+		return;
+	}
+	storm__ctl__reply__pack(&r, packed);
+	client_send(mm, c, packed, len);
+	free(packed);
+}
+
+void reply_error(struct mm *mm, struct client *c, Storm__Ctl__ErrorCode code, const char *fmt,
+		 ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	Storm__Ctl__Error e = STORM__CTL__ERROR__INIT;
+	e.code = code;
+	e.message = msg;
+	reply_send(mm, c, STORM__CTL__REPLY__BODY_ERROR, &e);
 }
