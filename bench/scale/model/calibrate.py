@@ -1,0 +1,129 @@
+"""From a costs file (bench/scale/measure.py) to the model's parameters.
+
+Only the calibration points are used: the 1-node cluster (launch CPU per
+byte and per launch, the MM's and a node's CPU per slice, the launch's
+non-CPU waits) and the 2-node point (one tree hop: COMPARE-AND-WRITE asleep
+and busy-polling, the multicast's cost per byte, the MM's CPU per slice per
+added node). Every larger point is left for validation.
+
+Wall times measured on the shared host are stretched by its load: a task
+that needs c seconds of CPU gets cores / (runnable tasks) of a core. The
+calibration undoes that stretch with the background load measured at the
+calibration point (procs_running), so the parameters are a daemon's own
+costs, and the model puts the stretch back for the load of each point it
+predicts.
+"""
+from scalemodel import MIB, Model
+
+# A machine: every node its own cores; the network per profile. The CPU
+# costs that are the daemons' own work (tags, copies, the MM's per-slice
+# work) come from this host's calibration; what the NIC does instead of the
+# CPU, and the network, from the profile. Assumptions, README.md.
+PROFILES = {
+    "eth100": {  # 100 Gb/s Ethernet, tcp;ofi_rxm: the kernel copies every byte
+        "bw": 12.5e9, "lat": 3e-6, "msg_rate": 20e6, "wake": 10e-6,
+        "clock_err": 10e-6, "timer_jitter": 5e-6, "rma_offload": False,
+    },
+    "ib200": {  # 200 Gb/s InfiniBand-class, verbs;ofi_rxm: RMA writes offloaded
+        "bw": 25e9, "lat": 1.5e-6, "msg_rate": 200e6, "wake": 10e-6,
+        "clock_err": 2e-6, "timer_jitter": 5e-6, "rma_offload": True,
+    },
+}
+
+
+def point(costs, n):
+    for p in costs["points"]:
+        if p["nodes"] == n:
+            return p
+    return None
+
+
+def _rates(cores, bg):
+    """Share of a core a task gets with 1 and with 2 of ours runnable."""
+    one = min(1.0, cores / (1.0 + bg))
+    two = min(1.0, cores / (2.0 + bg))
+    return one, two
+
+
+def host_params(costs):
+    """Parameters of this host's virtual cluster (shared cores)."""
+    p1, p2 = point(costs, 1), point(costs, 2)
+    if not p1 or not p2 or "launch_1m" not in p1 or "caw_us" not in p2:
+        raise ValueError("the costs file needs the 1- and 2-node points (measure.py --nodes 1 2 ...)")
+    cores = costs["meta"]["nproc"]
+    bg2 = p2.get("bg_runnable", 0.0)
+    one, two = _rates(cores, bg2)
+    us = 1e-6
+    # one hop: busy-polling both ends, a read CAW is two hops of pure CPU;
+    # asleep, each hop adds a wake-up
+    c = p2["caw_spin_us"] * us * two / 4.0
+    wake = max(0.0, (p2["caw_us"] * us - 4.0 * c / one) / 2.0)
+    # a multicast hop moves its bytes with both ends busy
+    b = max(0.0, (p2["mcast_12m_us"] - p2["mcast_1m_us"]) * us / (11 * MIB)) * two
+    # launches on 1 node: the daemons' CPU beyond what an idle slice costs
+    ts = costs["meta"]["timeslice_us"] * us
+    idle = p1["idle"]
+    per_s_mm = idle["mm_cpu_per_slice_us"] * us * idle["strobes"] / idle["window_s"]
+    per_s_nd = idle["nd_cpu_per_slice_us"] * us * idle["strobes"] / idle["window_s"]
+    l1, l12 = p1["launch_1m"], p1["launch_12m"]
+
+    def excess(l, key, rate):
+        return l[key] * 1e-3 - rate * l["total_ms"] * 1e-3
+
+    mm1, mm12 = excess(l1, "mm_cpu_ms", per_s_mm), excess(l12, "mm_cpu_ms", per_s_mm)
+    nd1, nd12 = excess(l1, "nd_cpu_ms", per_s_nd), excess(l12, "nd_cpu_ms", per_s_nd)
+    mm_pb = max(0.0, (mm12 - mm1) / (11 * MIB))
+    nd_pb = max(0.0, (nd12 - nd1) / (11 * MIB))
+    i2 = point(costs, 2)["idle"]
+    m_slope = max(0.0, (i2["mm_cpu_per_slice_us"] - idle["mm_cpu_per_slice_us"]) * us)
+    prm = {
+        "cores": cores, "bg": p1.get("bg_runnable", 0.0),
+        "c_send": c, "c_recv": c, "b_send": b, "b_recv": b, "wake": wake, "wake_dist": "exp",
+        "mm_read_pb": max(0.1 * mm_pb, mm_pb - b),
+        "consume_pb": max(0.1 * nd_pb, nd_pb - b),
+        "mm_launch_cpu": max(0.0, mm1 - MIB * mm_pb),
+        "nd_exec_cpu": max(0.0, nd1 - MIB * nd_pb),
+        "mm_slice_cpu0": max(0.0, idle["mm_cpu_per_slice_us"] * us - m_slope),
+        "mm_slice_cpu_node": m_slope,
+        "nd_slice_cpu": max(0.0, idle["nd_cpu_per_slice_us"] * us - c),
+        "timeslice": ts,
+        "lat": 0.0, "bw": None, "msg_rate": None, "hw_mcast": False,
+    }
+    # what the 1-node launch spent not computing (slice alignment, polls):
+    # the measured times less the model's own at 1 node
+    m = Model(**prm)
+    x, e = m.launch(1, MIB, reps=5)
+    prm["transfer_wait"] = max(0.0, l1["transfer_ms"] * 1e-3 - x)
+    prm["exec_wait"] = max(0.0, l1["execute_ms"] * 1e-3 - e)
+    return prm
+
+
+def at_point(prm, pt):
+    """The host's parameters with the background load measured at pt."""
+    q = dict(prm)
+    bgs = [v for v in (pt.get("bg_runnable"), pt.get("bg_runnable_end")) if v is not None]
+    if bgs:
+        q["bg"] = sum(bgs) / len(bgs)
+    return q
+
+
+def machine_params(prm, profile, hw_mcast=False, timeslice=10e-3):
+    """A machine of the profile: a core per node, no background load, the
+    host's CPU costs for what storm itself computes."""
+    pr = PROFILES[profile]
+    q = dict(prm)
+    q.update({k: v for k, v in pr.items() if k in ("bw", "lat", "msg_rate", "wake", "clock_err",
+                                                   "timer_jitter")})
+    q["cores"] = None
+    q["bg"] = 0.0
+    q["hw_mcast"] = hw_mcast
+    q["timeslice"] = timeslice
+    q["wake_dist"] = "exp"
+    if pr["rma_offload"]:
+        q["b_send"] = q["b_recv"] = 0.0
+        q["c_send"] = q["c_recv"] = 1e-6
+    # the measured waits were the virtual host's slice alignment: on a
+    # machine, half a slice on average before the Launch is acted on
+    q["transfer_wait"] = 0.0
+    q["exec_wait"] = timeslice / 2
+    return q

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Predictions on a machine (a core per node, a network profile) from the
+host's calibrated costs, at any node count: launch of 1 and 12 MiB, the
+strobe's last arrival and arrival skew down the software tree, the
+time-triggered switch's skew, COMPARE-AND-WRITE over all nodes, the MM's CPU
+per slice and the smallest slice it sustains, a daemon's global memory and
+connections; then the sizes at which each of storm's limits is reached.
+
+usage: predict.py COSTS.json [--nodes 64 1024 16384] [--profiles eth100 ib200]
+                  [--timeslice-us 10000] [--json OUT]
+"""
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from calibrate import PROFILES, host_params, machine_params, point  # noqa: E402
+from scalemodel import (GM_STROBE_MAX, MIB, STORM_MAX_NODES, Model, ahead_fit,  # noqa: E402
+                        gmem_size, pct, strobe_size, tree_depth)
+
+MM_SHARE = 0.5  # the MM may spend at most this share of its core on slices
+
+
+def predict(prm, profile, n, hw, ts, slices):
+    m = Model(**machine_params(prm, profile, hw_mcast=hw, timeslice=ts))
+    x12, e12 = m.launch(n, 12 * MIB, reps=1)
+    x1, e1 = m.launch(n, MIB, reps=1)
+    caw = m.caw_latency(n + 1, reps=1)
+    skews, last = m.strobes(n, slices=slices)
+    timed = m.timed_skew(n, slices=200)
+    mm = m.mm_cpu_per_slice(n)
+    return {"profile": profile, "hw_mcast": hw, "nodes": n, "depth": tree_depth(n + 1),
+            "launch_12m_s": x12 + e12, "transfer_12m_s": x12, "launch_1m_s": x1 + e1,
+            "caw_us": caw * 1e6, "strobe_last_p99_us": pct(last, 99) * 1e6,
+            "strobe_skew_p99_us": pct(skews, 99) * 1e6,
+            "timed_skew_p99_us": pct(timed, 99) * 1e6,
+            "mm_cpu_per_slice_us": mm * 1e6, "min_slice_ms": mm / MM_SHARE * 1e3,
+            "strobe_bytes": strobe_size(n, max(ahead_fit(n), 0)), "ahead_k": ahead_fit(n),
+            "gmem_mib": gmem_size(n) / MIB}
+
+
+def limits(costs, prm):
+    """Node counts at which each limit of today's design is reached."""
+    out = []
+    out.append(("node sets are %d-bit maps (STORM_MAX_NODES)" % 1024, STORM_MAX_NODES + 1))
+    n = 1
+    while ahead_fit(n) == 4:
+        n += 1
+    out.append(("the strobe's schedule ahead shrinks below K = 4 (its 28 KiB area)", n))
+    while ahead_fit(n) >= 0:
+        n += 1
+    out.append(("the strobe no longer fits its %d-byte area, even with K = 0" % GM_STROBE_MAX, n))
+    for ms in (10, 1):
+        cap = ms * 1e-3 * MM_SHARE
+        k = (cap - prm["mm_slice_cpu0"]) / prm["mm_slice_cpu_node"] if prm["mm_slice_cpu_node"] else None
+        if k is not None:
+            out.append(("the MM's per-slice work exceeds %d%% of its core at a %d ms slice"
+                        % (MM_SHARE * 100, ms), int(k) + 1))
+    n = 1
+    while gmem_size(n) < (4 << 30):
+        n *= 2
+    lo = n // 2
+    while lo + 1 < n:
+        mid = (lo + n) // 2
+        if gmem_size(mid) >= (4 << 30):
+            n = mid
+        else:
+            lo = mid
+    out.append(("a daemon's global memory passes 4 GiB (1.5 MiB per peer)", n))
+    pts = [p for p in costs["points"] if p.get("sockets_mm") is not None]
+    if len(pts) >= 2:
+        a, b = pts[0], pts[-1]
+        slope = (b["sockets_mm"] - a["sockets_mm"]) / max(1, b["nodes"] - a["nodes"])
+        if slope > 0:
+            out.append(("the MM's sockets pass 1024 (RLIMIT_NOFILE's usual soft limit; %.1f per node)"
+                        % slope, int((1024 - a["sockets_mm"]) / slope + a["nodes"]) + 1))
+    return sorted(out, key=lambda x: x[1])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("costs")
+    ap.add_argument("--nodes", nargs="+", type=int, default=[64, 256, 1024, 4096, 16384])
+    ap.add_argument("--profiles", nargs="+", default=list(PROFILES))
+    ap.add_argument("--timeslice-us", type=int, default=10000)
+    ap.add_argument("--slices", type=int, default=30)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    with open(a.costs) as f:
+        costs = json.load(f)
+    prm = host_params(costs)
+    ts = a.timeslice_us * 1e-6
+    rows = []
+    for prof in a.profiles:
+        if prof not in PROFILES:
+            sys.exit("predict.py: no profile %s (have: %s)" % (prof, ", ".join(PROFILES)))
+        for hw in (False, True):
+            for n in a.nodes:
+                rows.append(predict(prm, prof, n, hw, ts, a.slices))
+                print("  %s" % json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    print("| profile | multicast | nodes | depth | launch 12 MiB | launch 1 MiB | CAW | strobe last arrival p99 | strobe skew p99 | timed switch skew p99 | MM CPU per slice | smallest slice (MM ≤ 50%) | strobe | global memory |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print("| %s | %s | %d | %d | %.1f ms | %.1f ms | %.0f µs | %.0f µs | %.0f µs | %.0f µs | %.0f µs | %.2f ms | %d B%s | %.0f MiB |" % (
+            r["profile"], "hardware" if r["hw_mcast"] else "tree", r["nodes"], r["depth"],
+            r["launch_12m_s"] * 1e3, r["launch_1m_s"] * 1e3, r["caw_us"], r["strobe_last_p99_us"],
+            r["strobe_skew_p99_us"], r["timed_skew_p99_us"], r["mm_cpu_per_slice_us"],
+            r["min_slice_ms"], r["strobe_bytes"], "" if r["ahead_k"] >= 0 else " (does not fit)",
+            r["gmem_mib"]))
+    lim = limits(costs, prm)
+    print("\nWhat breaks first (node count at which each limit is reached):\n")
+    for what, n in lim:
+        print("- %d nodes: %s" % (n, what))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"params": prm, "rows": rows, "limits": lim,
+                       "profiles": PROFILES, "timeslice_us": a.timeslice_us}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""Unit tests of the scale model's pure parts: the mirrors of storm's layout
+(checked against common/layout.h compiled here), the tree, the CPU models
+and the primitives' event flow on cases whose answer is known by hand.
+
+    python3 -m unittest discover -s bench/scale/model     (make unit runs it)
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import scalemodel as sm  # noqa: E402
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+SIZES = [1, 2, 3, 4, 8, 16, 33, 64, 100, 500, 593, 594, 1000]
+
+C_PROG = r"""
+#include <stdio.h>
+#include <stddef.h>
+#include "layout.h"
+#include "ahead.h"
+#include "../net_abstraction/tree.h"
+int main(void)
+{
+	unsigned ns[] = { %s };
+	printf("%%zu %%zu %%zu %%zu\n", sizeof(struct file_chunk), sizeof(struct strobe),
+	       sizeof(struct strobe_slot), (size_t)GM_STROBE_MAX);
+	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
+		printf("%%u %%zu %%zu %%u %%u\n", ns[i], layout_gmem_size(ns[i]), strobe_size(ns[i], 4),
+		       strobe_ahead_fit(ns[i], 4), sn_tree_depth(ns[i], 4));
+	return 0;
+}
+"""
+
+
+class LayoutAgainstC(unittest.TestCase):
+    """The model's copies of storm's sizes equal what the C headers give."""
+
+    @classmethod
+    def setUpClass(cls):
+        d = tempfile.mkdtemp(prefix="scalemodel-test.")
+        src = os.path.join(d, "t.c")
+        exe = os.path.join(d, "t")
+        with open(src, "w") as f:
+            f.write(C_PROG % ", ".join(str(n) for n in SIZES))
+        cc = os.environ.get("CC", "cc")
+        subprocess.run([cc, "-std=c11", "-D_GNU_SOURCE", "-I", os.path.join(TOP, "common"),
+                        "-I", os.path.join(TOP, "net_abstraction"), "-o", exe, src,
+                        os.path.join(TOP, "common", "ahead.c"),
+                        os.path.join(TOP, "net_abstraction", "tree.c"),
+                        os.path.join(TOP, "net_abstraction", "nodeset.c")], check=True)
+        out = subprocess.run([exe], capture_output=True, text=True, check=True).stdout.split("\n")
+        subprocess.run(["rm", "-rf", d])
+        cls.sizes = [int(x) for x in out[0].split()]
+        cls.rows = [[int(x) for x in ln.split()] for ln in out[1:] if ln.strip()]
+
+    def test_struct_sizes(self):
+        self.assertEqual(self.sizes, [sm.FILE_CHUNK_HDR, sm.STROBE_HDR, sm.STROBE_SLOT,
+                                      sm.GM_STROBE_MAX])
+
+    def test_gmem_strobe_ahead_depth(self):
+        for n, gmem, ssz, k, depth in self.rows:
+            self.assertEqual(sm.gmem_size(n), gmem, "gmem at %d nodes" % n)
+            self.assertEqual(sm.strobe_size(n, 4), ssz, "strobe at %d nodes" % n)
+            self.assertEqual(max(sm.ahead_fit(n, 4), 0), k, "K at %d nodes" % n)
+            self.assertEqual(sm.tree_depth(n), depth, "depth of %d members" % n)
+
+
+class Tree(unittest.TestCase):
+    def test_every_member_has_one_parent(self):
+        for n in (1, 2, 5, 21, 22, 100):
+            seen = [0] * n
+            for i in range(n):
+                for c in sm.tree_children(i, n):
+                    self.assertEqual(sm.tree_parent(c), i)
+                    seen[c] += 1
+            self.assertEqual(seen, [0] + [1] * (n - 1))
+
+    def test_strobe_stops_fitting(self):
+        self.assertEqual(sm.ahead_fit(1787), 0)
+        self.assertEqual(sm.ahead_fit(1788), -1)
+
+
+class CPU(unittest.TestCase):
+    def test_shared_cores_processor_sharing(self):
+        sim = sm.Sim()
+        cpu = sm.SharedCPU(sim, cores=1)
+        done = []
+        for _ in range(2):
+            cpu.add(1.0, lambda: done.append(sim.t))
+        sim.run()
+        self.assertEqual([round(t, 9) for t in done], [2.0, 2.0])
+
+    def test_background_load_stretches(self):
+        sim = sm.Sim()
+        cpu = sm.SharedCPU(sim, cores=2, bg=3)
+        done = []
+        cpu.add(1.0, lambda: done.append(sim.t))
+        sim.run()
+        self.assertAlmostEqual(done[0], 2.0)  # 2 cores / (1 + 3) = half a core
+
+    def test_node_runs_one_item_at_a_time(self):
+        m = sm.Model(cores=2, wake=0)
+        nodes = m._fresh(1)
+        order = []
+        nodes[0].post(1.0, order.append, "a")
+        nodes[0].post(1.0, order.append, "b")
+        m.sim.run()
+        self.assertEqual(order, ["a", "b"])
+        self.assertAlmostEqual(m.sim.t, 2.0)  # not 1.0: the daemon is one thread
+
+
+class Primitives(unittest.TestCase):
+    def fixed(self, **kw):
+        p = dict(c_send=1e-6, c_recv=1e-6, b_send=0, b_recv=0, wake=0, cores=None)
+        p.update(kw)
+        return sm.Model(**p)
+
+    def test_caw_two_members_is_two_hops(self):
+        self.assertAlmostEqual(self.fixed().caw_latency(2, reps=1), 4e-6)
+        self.assertAlmostEqual(self.fixed().caw_latency(2, write=True, reps=1), 8e-6)
+
+    def test_caw_grows_with_depth_not_members(self):
+        m = self.fixed(lat=1e-6)
+        t5, t6 = m.caw_latency(5, reps=1), m.caw_latency(6, reps=1)
+        t21, t22 = m.caw_latency(21, reps=1), m.caw_latency(22, reps=1)
+        self.assertLess(t5, t6)  # a second level
+        self.assertLess(t21 - t6, t6 - t5 + 10e-6)
+        self.assertLess(t21, t22)  # a third
+
+    def test_caw_condition_false_somewhere(self):
+        m = self.fixed()
+        m._fresh(9)
+        got = []
+        m.caw("c", got.append, cond=lambda i: i != 7)
+        m.sim.run()
+        self.assertEqual(got, [False])
+
+    def test_xfer_reaches_everyone_then_root_event(self):
+        m = self.fixed(bw=1e9)
+        m._fresh(30)
+        held, done = set(), []
+        m.xfer("x", 3 * sm.MIB, on_node=held.add, on_done=lambda: done.append(m.sim.t))
+        m.sim.run()
+        self.assertEqual(held, set(range(1, 30)))
+        self.assertEqual(len(done), 1)
+
+    def test_hardware_multicast_sends_once(self):
+        tree = self.fixed(bw=1e9, hw_mcast=False).mcast_time(30, 4 * sm.MIB, reps=1)
+        hw = self.fixed(bw=1e9, hw_mcast=True).mcast_time(30, 4 * sm.MIB, reps=1)
+        # the tree's root writes 4 copies, hardware multicast one
+        self.assertLess(hw, tree / 2)
+
+    def test_launch_waits_for_flow_control(self):
+        # a node that writes its chunk out slowly holds the third chunk back
+        fast = self.fixed(bw=1e9, consume_pb=0.0).launch(4, 12 * sm.MIB, reps=1)[0]
+        slow = self.fixed(bw=1e9, consume_pb=10e-9).launch(4, 12 * sm.MIB, reps=1)[0]
+        self.assertGreater(slow - fast, 12 * sm.MIB * 10e-9 * 0.5)
+
+    def test_mm_cpu_linear(self):
+        m = sm.Model(mm_slice_cpu0=1e-4, mm_slice_cpu_node=1e-6)
+        self.assertAlmostEqual(m.mm_cpu_per_slice(100), 2e-4)
+
+
+if __name__ == "__main__":
+    unittest.main()
