@@ -322,7 +322,7 @@ $(BUILD)/bin/sn_mptest: $(BUILD)/obj/tests/net/sn_mptest.o $(BUILD)/obj/tests/li
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcunit
 
 unit: $(BUILD)/bin/unit_tests
-	$(SUITE) $@ $(BUILD)/bin/unit_tests
+	$(SUITE) $@ sh -c '$(BUILD)/bin/unit_tests && python3 -m unittest discover -s bench/scale/model'
 unit-asan: $(BUILD)/bin/unit_tests_asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(SUITE) $@ $(BUILD)/bin/unit_tests_asan
 # the default path (RMA writes where the provider has them: all four here) on
@@ -555,6 +555,19 @@ bench-pmi: bench-deps
 
 bench-launch: bench-deps
 	./bench/launch/run.sh
+
+# the scale model (bench/scale/model): per-hop costs measured on a virtual
+# cluster at 1, 2 and SCALE_NODES nodes, the model validated against them and
+# its predictions to 16,384 nodes; writes bench/results/scale-DATE/ and the
+# "Scale model (bench/scale)" section of docs/BENCHMARKS.md. About 3 minutes
+# at the default sizes on this host; SCALE_NODES="4 8 16 32 64" for the full set
+SCALE_NODES ?= 4 8
+.PHONY: bench-scale
+bench-scale: all $(BUILD)/bin/sn_bench
+	d=bench/results/scale-$$(date +%Y%m%d-%H%M%S) && \
+	python3 bench/scale/measure.py --nodes $(SCALE_NODES) --out $$d/costs.json && \
+	ln -sfn $$(basename $$d) bench/results/scale-latest && \
+	python3 bench/scale/model/report.py $$d docs/BENCHMARKS.md
 
 clean:
 	rm -rf $(BUILD)

@@ -3,11 +3,13 @@
 at a few sizes, written as one JSON costs file for the scale model
 (bench/scale/model/).
 
-usage: measure.py [--nodes 1 2 4 8] [--out FILE] [--reps 3] [--window 3]
-                  [--timeslice-us 1000] [--provider P] [--ppn 1] [--no-sn]
+usage: measure.py [--nodes 4 8] [--out FILE] [--reps 3] [--window 3]
+                  [--timeslice-us 10000] [--provider P] [--ppn 1] [--no-sn]
+                  [--sn-max 16]
 
+The 1- and 2-node points, which calibrate the model, are always measured.
 For each size N:
-  sn_bench (N >= 2)  read-only and writing COMPARE-AND-WRITE over N nodes,
+  sn_bench (2 <= N <= --sn-max)  read-only and writing COMPARE-AND-WRITE over N nodes,
                      multicast of 1 and 12 MiB to N-1 nodes (wall, median);
                      at N = 2 also the read CAW with both nodes busy-polling
                      (a hop without a sleeping node's wake-up)
@@ -284,7 +286,9 @@ def main():
                                                    "costs.json"))
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--window", type=float, default=3.0)
-    ap.add_argument("--timeslice-us", type=int, default=1000)
+    ap.add_argument("--timeslice-us", type=int, default=10000)
+    ap.add_argument("--sn-max", type=int, default=16,
+                    help="largest size for sn_bench (its processes busy the host longest)")
     ap.add_argument("--provider", default="tcp;ofi_rxm")
     ap.add_argument("--ppn", type=int, default=1)
     ap.add_argument("--no-sn", action="store_true", help="skip sn_bench")
@@ -301,22 +305,27 @@ def main():
                     "window_s": a.window, "fanout": 4, "load1_start": load1()},
            "points": []}
     t_start = time.time()
-    for n in sorted(set(a.nodes)):
+    for n in sorted(set(a.nodes) | {1, 2}):  # 1 and 2: the model's calibration
         log("%d nodes (load %.2f)" % (n, load1()))
         pt = {"nodes": n, "load1": load1(), "bg_runnable": runnable()}
-        if n >= 2 and not a.no_sn:
+        if 2 <= n <= a.sn_max and not a.no_sn:
             pt.update(sn_point(n, a))
         pt.update(cluster_point(n, a, apps))
         pt["load1_end"] = load1()
         pt["bg_runnable_end"] = runnable()
         out["points"].append(pt)
         log("  " + json.dumps({k: v for k, v in pt.items() if not isinstance(v, dict)}))
-    out["meta"]["load1_end"] = load1()
-    out["meta"]["seconds"] = round(time.time() - t_start, 1)
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    with open(a.out, "w") as f:
-        json.dump(out, f, indent=1)
+        out["meta"]["load1_end"] = load1()
+        out["meta"]["seconds"] = round(time.time() - t_start, 1)
+        write(a.out, out)  # after every point: a long run stopped early keeps what it has
     log("wrote " + a.out)
+
+
+def write(path, out):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        json.dump(out, f, indent=1)
+    os.replace(path + ".tmp", path)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ CMD_BYTES = 2048                 # a launch command (Launch message + tag), typi
 REPORT_BYTES = 512               # a report with a few records, typical
 RXM_RX_BUFS = 128                # FI_OFI_RXM_MSG_RX_SIZE
 RXM_BUF = 128 << 10              # storm's rxm eager limit, its chunk
+FAST_CAW_NODES = 256             # above: a launch's flow-control CAWs in closed form
 
 
 def tree_children(i, members, fanout=FANOUT):
@@ -384,9 +385,13 @@ class Model:
         nodes[0].post(0.0, start_round)
 
     # --- public predictions -------------------------------------------------
-    def caw_latency(self, members, write=False, reps=20):
+    def caw_latency(self, members, write=False, reps=20, keep=False):
         """Median time of a COMPARE-AND-WRITE over `members` processes, the
-        root one of them (sn_bench's caw, every other node asleep)."""
+        root one of them (sn_bench's caw, every other node asleep). keep:
+        on a model of its own, leaving this one's run as it is."""
+        if keep:
+            return Model(**dict(self.p, seed=self.rng.randrange(1 << 30))).caw_latency(
+                members, write, reps)
         out = []
         for _ in range(reps):
             self._fresh(members)
@@ -420,18 +425,32 @@ class Model:
             es.append(e)
         return median(xs), median(es)
 
+    def cluster_load(self, nnodes):
+        """Cores an idle cluster of nnodes keeps busy with its slices."""
+        p = self.p
+        return (self.mm_cpu_per_slice(nnodes) + nnodes * (p["nd_slice_cpu"] + p["c_recv"])) / \
+            p["timeslice"]
+
     def _launch_once(self, nnodes, nbytes):
         p = self.p
         nodes = self._fresh(nnodes + 1)
+        if self.shared is not None:
+            # the cluster's own strobes go on meanwhile, on the same cores
+            self.shared.bg += self.cluster_load(nnodes)
         mm = nodes[0]
         chunks = [min(FILE_DATA_MAX, nbytes - o) for o in range(0, nbytes, FILE_DATA_MAX)] or [0]
         written = {}  # member -> chunks written out
         st = {"next": 0, "busy": [False, False], "asking": False, "confirmed": -1}
         res = {}
 
+        written_at = {}  # (member, chunk) -> when written out
+
+        def wrote(i, k):
+            written[i] = max(written.get(i, -1), k)
+            written_at[(i, k)] = self.sim.t
+
         def consume(i, k):
-            nodes[i].post(chunks[k] * p["consume_pb"], lambda: written.__setitem__(
-                i, max(written.get(i, -1), k)))
+            nodes[i].post(chunks[k] * p["consume_pb"], wrote, i, k)
 
         def pump():
             # send what the buffers allow; ask (COMPARE-AND-WRITE) before reuse
@@ -461,6 +480,17 @@ class Model:
             if st["asking"]:
                 return
             st["asking"] = True
+            if self.shared is None and nnodes > FAST_CAW_NODES:
+                # on a machine, a wave of L seconds finds each node about
+                # L/2 after it starts; the answer is a no until every node
+                # has written the chunk out, and the MM asks again at once
+                if "caw_l" not in st:
+                    st["caw_l"] = self.caw_latency(nnodes + 1, reps=1, keep=True)
+                t0, L = self.sim.t, st["caw_l"]
+                ok = all(written_at.get((i, k), math.inf) <= t0 + L / 2
+                         for i in range(1, nnodes + 1))
+                self.sim.at(t0 + L, answer, k, ok)
+                return
             self.caw(("ask", k, self.sim.t), lambda ok: answer(k, ok),
                      cond=lambda i: written.get(i, -1) >= k)
 
@@ -501,15 +531,21 @@ class Model:
         arr = {}
         sent = {}
 
+        pending = set()
+
         def got(s, i):
             arr.setdefault(s, []).append(self.sim.t)
-            nodes[i].post(p["nd_slice_cpu"], lambda: None)
+            if i not in pending:  # a node behind acts on the latest strobe only
+                pending.add(i)
+                nodes[i].post(p["nd_slice_cpu"], pending.discard, i)
 
         def tick(s):
             def go():
                 sent[s] = self.sim.t
                 self.xfer(("strobe", s), size, on_node=lambda i: got(s, i), piece=size)
-            nodes[0].post(p["mm_slice_cpu0"] + nnodes * p["mm_slice_cpu_node"], go)
+            # a timer's expirations coalesce: an MM still busy skips the slice
+            if not nodes[0].busy:
+                nodes[0].post(p["mm_slice_cpu0"] + nnodes * p["mm_slice_cpu_node"], go)
             if s + 1 < slices:
                 self.sim.at(self.sim.t + p["timeslice"], tick, s + 1)
 
