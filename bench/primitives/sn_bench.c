@@ -24,7 +24,8 @@
  *   caw_write  the same with a write: var >= 0, then another variable := the
  *          iteration, on all N (prepare, then commit: two tree round trips
  *          before the answer, where a read answers after one).
- * Medians over K iterations after W warm-up ones, with p10 and p90. A
+ * Medians over K iterations after W warm-up ones, with p10 and p90, and
+ * node 0's mean CPU time per operation (node0_cpu_us, all its threads). A
  * measurement stops early, after at least 5 iterations, once it has spent
  * --budget-s seconds (default 20). --op-timeout-ms sets sn_config.timeout_ms
  * (default 20000). --spin sets sn_config.spin_us (default 0
@@ -70,6 +71,18 @@ static uint64_t now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+/* CPU time of this process, all threads: node 0's CPU per operation says
+ * what a message and a byte cost apart from the wait for the others */
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* node 0's CPU over the timed operations, reported as a mean per operation */
+static double node0_cpu_us;
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -144,6 +157,7 @@ static void report(const struct opts *o, const char *bench, long size, double *u
 	if (bw && size > 0)
 		printf(",\"mbps\":%.1f,\"memcpy_mbps\":%.1f", (double)size / med,
 		       memcpy_mbps((size_t)size));
+	printf(",\"node0_cpu_us\":%.3f", n ? node0_cpu_us / n : 0);
 	printf(",\"rma\":%s", sn_rail_rma(ctx, 0) ? "true" : "false");
 	printf(",\"spin\":%s,\"pinned\":%s,\"fanout\":%s,\"node0_msgs_sent\":%llu,"
 	       "\"node0_msgs_recv\":%llu}\n",
@@ -352,7 +366,7 @@ static int run_mcast(const struct spawn_node *nd)
 		if (self == 0) {
 			bool last = it + 1 >= o->iters ||
 				    (done >= MIN_ITERS && spent > o->budget_s * 1e6);
-			uint64_t t0 = now_ns();
+			uint64_t t0 = now_ns(), c0 = cpu_ns();
 			CHECK(sn_xfer(ctx, &others, DATA, buf, size, EV_LOCAL, EV_DATA, 0) == 0, "xfer: %s",
 			      sn_strerror(ctx));
 			int rc = sn_test_event(ctx, EV_LOCAL, -1, NULL);
@@ -361,6 +375,7 @@ static int run_mcast(const struct spawn_node *nd)
 			if (it >= 0) {
 				us[done++] = dt;
 				spent += dt;
+				node0_cpu_us += (double)(cpu_ns() - c0) / 1000.0;
 			}
 			/* tell the others whether another round follows */
 			uint64_t more = last ? 0 : 1;
@@ -416,13 +431,14 @@ static int run_caw(const struct spawn_node *nd)
 		int done = 0;
 		double spent = 0;
 		for (int it = -o->warmup; it < o->iters; it++) {
-			uint64_t t0 = now_ns();
+			uint64_t t0 = now_ns(), c0 = cpu_ns();
 			int rc = sn_caw(ctx, &all, VAR_A, SN_GE, 0, write, VAR_B,
 					(uint64_t)(it + o->warmup + 1), NULL);
 			double dt = (double)(now_ns() - t0) / 1000.0;
 			CHECK(rc == 1, "CAW of iteration %d: %d %s", it, rc, sn_strerror(ctx));
 			if (it < 0)
 				continue;
+			node0_cpu_us += (double)(cpu_ns() - c0) / 1000.0;
 			us[done++] = dt;
 			spent += dt;
 			if (done >= MIN_ITERS && spent > o->budget_s * 1e6)

@@ -10,9 +10,8 @@ usage: measure.py [--nodes 4 8] [--out FILE] [--reps 3] [--window 3]
 The 1- and 2-node points, which calibrate the model, are always measured.
 For each size N:
   sn_bench (2 <= N <= --sn-max)  read-only and writing COMPARE-AND-WRITE over N nodes,
-                     multicast of 1 and 12 MiB to N-1 nodes (wall, median);
-                     at N = 2 also the read CAW with both nodes busy-polling
-                     (a hop without a sleeping node's wake-up)
+                     multicast of 1 and 12 MiB to N-1 nodes (wall, median),
+                     and the root's CPU per operation (node0_cpu_us)
   storm cluster up --nodes N --timeslice-us T, with STORM_TRACE:
     idle             every daemon's CPU (/proc/PID/schedstat, ns) over a
                      window, per strobe the MM sent in it (mm.trace)
@@ -64,11 +63,9 @@ def runnable(seconds=1.0, samples=20):
     return sum(v) / len(v)
 
 
-def sn_bench(provider, nodes, test, size=None, iters=20, warmup=3, spin=False):
+def sn_bench(provider, nodes, test, size=None, iters=20, warmup=3):
     cmd = [os.path.join(BIN, "sn_bench"), "--provider", provider, "--nodes", str(nodes),
            "--test", test, "--iters", str(iters), "--warmup", str(warmup), "--budget-s", "30"]
-    if spin:
-        cmd += ["--spin", "1000000"]
     if size is not None:
         cmd += ["--size", str(size)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -262,12 +259,13 @@ def cluster_point(n, a, apps):
 def sn_point(n, a):
     pt = {}
     try:
-        pt["caw_us"] = sn_bench(a.provider, n, "caw", iters=30)["median_us"]
-        pt["caw_write_us"] = sn_bench(a.provider, n, "caw_write", iters=30)["median_us"]
-        pt["mcast_1m_us"] = sn_bench(a.provider, n, "mcast", MIB, iters=10)["median_us"]
-        pt["mcast_12m_us"] = sn_bench(a.provider, n, "mcast", 12 * MIB, iters=5)["median_us"]
-        if n == 2:  # busy-polling: a hop without the wake-up of a sleeping node
-            pt["caw_spin_us"] = sn_bench(a.provider, n, "caw", iters=30, spin=True)["median_us"]
+        for key, test, size, iters in (("caw", "caw", None, 30), ("caw_write", "caw_write", None, 30),
+                                       ("mcast_1m", "mcast", MIB, 10),
+                                       ("mcast_12m", "mcast", 12 * MIB, 5)):
+            r = sn_bench(a.provider, n, test, size, iters=iters)
+            pt[key + "_us"] = r["median_us"]
+            # the root's own CPU per operation: per message and per byte
+            pt[key + "_cpu_us"] = r.get("node0_cpu_us")
     except (RuntimeError, subprocess.TimeoutExpired) as e:
         pt["sn_error"] = str(e)[-300:]
     return pt

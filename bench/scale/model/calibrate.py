@@ -79,14 +79,16 @@ def host_params(costs):
 
 def _params(costs, p1, p2, bg):
     cores = costs["meta"]["nproc"]
-    one, two = _rates(cores, bg)
+    one, _ = _rates(cores, bg)
     us = 1e-6
-    # one hop: busy-polling both ends, a read CAW is two hops of pure CPU;
-    # asleep, each hop adds a wake-up
-    c = p2["caw_spin_us"] * us * two / 4.0
+    # one hop: the root of a read CAW on 2 nodes sends one message and
+    # takes one answer (its CPU per operation); the wall time beyond the
+    # four message costs is two wake-ups
+    c = p2["caw_cpu_us"] * us / 2.0
     wake = max(0.0, (p2["caw_us"] * us - 4.0 * c / one) / 2.0)
-    # a multicast hop moves its bytes with both ends busy
-    b = max(0.0, (p2["mcast_12m_us"] - p2["mcast_1m_us"]) * us / (11 * MIB)) * two
+    # a multicast hop's bytes: the root's CPU for 12 MiB less 1 MiB; the
+    # receiving end's kernel copies as much
+    b = max(0.0, (p2["mcast_12m_cpu_us"] - p2["mcast_1m_cpu_us"]) * us / (11 * MIB))
     # launches on 1 node: the daemons' CPU beyond what an idle slice costs
     ts = costs["meta"]["timeslice_us"] * us
     idle = p1["idle"]
