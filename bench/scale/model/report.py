@@ -45,7 +45,7 @@ def main():
     val = run(validate, [costs_path, "--json", os.path.join(d, "validation.json")])
     with open(os.path.join(d, "validation.md"), "w") as f:
         f.write(val)
-    pred = run(predict, [costs_path, "--nodes", "64", "1024", "16384",
+    pred = run(predict, [costs_path, "--nodes", "64", "1024", "16384", "--slices", "10",
                          "--json", os.path.join(d, "predictions.json")])
     with open(os.path.join(d, "predictions.md"), "w") as f:
         f.write(pred)
