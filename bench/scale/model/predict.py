@@ -85,6 +85,8 @@ def main():
     ap.add_argument("--profiles", nargs="+", default=list(PROFILES))
     ap.add_argument("--timeslice-us", type=int, default=10000)
     ap.add_argument("--slices", type=int, default=30)
+    ap.add_argument("--multicast", nargs="+", default=["tree", "hardware"],
+                    choices=["tree", "hardware"])
     ap.add_argument("--json")
     a = ap.parse_args()
     with open(a.costs) as f:
@@ -95,7 +97,7 @@ def main():
     for prof in a.profiles:
         if prof not in PROFILES:
             sys.exit("predict.py: no profile %s (have: %s)" % (prof, ", ".join(PROFILES)))
-        for hw in (False, True):
+        for hw in [m == "hardware" for m in a.multicast]:
             for n in a.nodes:
                 rows.append(predict(prm, prof, n, hw, ts, a.slices))
                 print("  %s" % json.dumps(rows[-1]), file=sys.stderr, flush=True)
