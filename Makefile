@@ -559,8 +559,9 @@ bench-launch: bench-deps
 # the scale model (bench/scale/model): per-hop costs measured on a virtual
 # cluster at 1, 2 and SCALE_NODES nodes, the model validated against them and
 # its predictions to 16,384 nodes; writes bench/results/scale-DATE/ and the
-# "Scale model (bench/scale)" section of docs/BENCHMARKS.md. About 3 minutes
-# at the default sizes on this host; SCALE_NODES="4 8 16 32 64" for the full set
+# "Scale model (bench/scale)" section of docs/BENCHMARKS.md. About 7 minutes
+# at the default sizes on this host when loaded, then the predictions (ten
+# minutes per 16,384-node configuration); SCALE_NODES="4 8 16 32 64" for the full set
 SCALE_NODES ?= 4 8
 .PHONY: bench-scale
 bench-scale: all $(BUILD)/bin/sn_bench
