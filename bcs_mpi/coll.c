@@ -21,7 +21,9 @@ static MPI_Request *reqs(int n)
 static int copy_typed(const void *s, int scount, MPI_Datatype stype, void *r, int rcount,
 		      MPI_Datatype rtype)
 {
-	struct bcs_type *st = bcs_type_get(stype), *rt = bcs_type_get(rtype);
+	/* held: a non-blocking reduction copies at completion, perhaps after
+	 * MPI_Type_free (the call itself checked the types) */
+	struct bcs_type *st = bcs_type_held(stype), *rt = bcs_type_held(rtype);
 	if (!st || !rt)
 		return MPI_ERR_TYPE;
 	long sb = (long)scount * st->size, rb = (long)rcount * rt->size;

@@ -97,9 +97,19 @@ static struct req *req_of(int id)
 	return id > 0 && id <= g.nreqs && req_at(id - 1)->used ? req_at(id - 1) : NULL;
 }
 
+/* The receive's unpacking is over: its datatype may go (MPI_Type_free
+ * after the post leaves it to the request) */
+static void req_drop_type(struct req *r)
+{
+	if (r->dt)
+		bcs_type_release(r->dt);
+	r->dt = MPI_DATATYPE_NULL;
+}
+
 static void req_release(int id)
 {
 	struct req *r = req_at(id - 1);
+	req_drop_type(r);
 	free(r->tmp);
 	memset(r, 0, sizeof(*r));
 	r->next_free = g.free_head;
@@ -206,10 +216,11 @@ static void on_completion_of(const struct bcs_comp *c)
 	r->st.MPI_TAG = c->tag;
 	r->st.bcs_count = (long long)c->len;
 	if (r->tmp && !r->st.bcs_cancelled) {
-		struct bcs_type *t = bcs_type_get(r->dt);
+		struct bcs_type *t = bcs_type_held(r->dt);
 		if (t)
 			bcs_unpack(t, r->tmp, (long)c->len, r->ubuf);
 	}
+	req_drop_type(r);
 	free(r->tmp);
 	r->tmp = NULL;
 	if (r->freed)
@@ -852,6 +863,7 @@ static int irecv_impl(void *buf, int count, MPI_Datatype dt, int src, int tag,
 		if (!r->tmp)
 			die("out of memory for a %ld-byte receive", bytes);
 		r->ubuf = buf;
+		bcs_type_hold(dt);
 		r->dt = dt;
 		addr = r->tmp;
 	}
@@ -1491,7 +1503,9 @@ int bcs_op_check(MPI_Op op, MPI_Datatype dt)
 
 int bcs_reduce_local(MPI_Op op, MPI_Datatype dt, int count, const void *in, void *inout)
 {
-	struct bcs_type *t = bcs_type_get(dt);
+	struct bcs_type *t = bcs_type_held(dt); /* as copy_typed (coll.c) */
+	if (!t)
+		return MPI_ERR_TYPE;
 	if (op >= 32 && op < 256 && g.ops[op]) {
 		MPI_Datatype d = dt;
 		int n = count;

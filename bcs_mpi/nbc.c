@@ -84,6 +84,7 @@ static int red_fin(void *state)
 			rc = bcs_copy_typed(s->all + s->span * (s->n - 1), s->count, s->dt, s->rbuf,
 					    s->count, s->dt);
 	}
+	bcs_type_release(s->dt);
 	free(s->mem);
 	s->mem = NULL;
 	return rc;
@@ -114,6 +115,7 @@ static int nb_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, M
 	s->n = n;
 	s->count = count;
 	s->dt = dt;
+	bcs_type_hold(dt); /* the fold at completion may follow MPI_Type_free */
 	s->op = op;
 	s->rbuf = gets ? rbuf : NULL;
 	const void *mine = sbuf == MPI_IN_PLACE ? rbuf : sbuf;

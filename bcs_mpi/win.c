@@ -228,9 +228,10 @@ static void unpack_fetches(struct tq *q, const uint8_t *rep)
 {
 	uint64_t off = 0;
 	for (int i = 0; i < q->nf; i++) {
-		struct bcs_type *t = bcs_type_get(q->f[i].dt);
+		struct bcs_type *t = bcs_type_held(q->f[i].dt);
 		if (t)
 			bcs_unpack(t, rep + off, (long)q->f[i].len, q->f[i].addr);
+		bcs_type_release(q->f[i].dt);
 		off += q->f[i].len;
 	}
 	q->nf = 0;
@@ -600,6 +601,9 @@ static int add_fetch(struct tq *q, void *addr, int count, MPI_Datatype dt, uint6
 		q->f = v;
 		q->capf = n;
 	}
+	/* the result's type may be freed before the epoch ends */
+	if (bcs_type_hold(dt))
+		return MPI_ERR_TYPE;
 	q->f[q->nf++] = (struct fetch){addr, count, dt, len};
 	return MPI_SUCCESS;
 }

@@ -117,11 +117,42 @@ void bcs_types_init(void)
 	     sizeof(struct pair_ld));
 }
 
-struct bcs_type *bcs_type_get(int h)
+struct bcs_type *bcs_type_held(int h)
 {
 	if (h <= 0 || h >= BCS_TYPE_MAX || !types[h].used)
 		return NULL;
 	return &types[h];
+}
+
+struct bcs_type *bcs_type_get(int h)
+{
+	struct bcs_type *t = bcs_type_held(h);
+	return t && !t->freed ? t : NULL;
+}
+
+int bcs_type_hold(int h)
+{
+	struct bcs_type *t = bcs_type_get(h);
+	if (!t)
+		return MPI_ERR_TYPE;
+	if (!t->predefined)
+		t->refs++;
+	return 0;
+}
+
+static void type_destroy(struct bcs_type *t)
+{
+	free(t->blocks);
+	memset(t, 0, sizeof(*t));
+}
+
+void bcs_type_release(int h)
+{
+	struct bcs_type *t = bcs_type_held(h);
+	if (!t || t->predefined || t->refs <= 0)
+		return;
+	if (--t->refs == 0 && t->freed)
+		type_destroy(t);
 }
 
 bool bcs_type_is_contig(const struct bcs_type *t)
@@ -207,9 +238,13 @@ int bcs_type_build(int n, const long *blens, const long *disps, const int *olds,
 			basic = basic == -1 || basic == o->basic ? o->basic : 0;
 		if (o->align > align)
 			align = o->align;
-		/* the typemap's bounds (MPI-3 §4.1.7): lb = min(disp + lb(old)),
-		 * ub = max(disp + (blen - 1) * extent(old) + ub(old)) */
-		long lo = disps[i] + o->lb, hi = disps[i] + o->lb + blens[i] * o->extent;
+		/* the typemap's bounds (MPI-3.1 §4.1): copy k of old lies at
+		 * disp + k * extent(old), k < blen, and spans [lb, lb + extent]
+		 * of it; a negative extent (a resized type) puts the last copy
+		 * lowest and the first highest */
+		long run = (blens[i] - 1) * o->extent;
+		long lo = disps[i] + o->lb + (run < 0 ? run : 0);
+		long hi = disps[i] + o->lb + o->extent + (run > 0 ? run : 0);
 		if (!any || lo < lb)
 			lb = lo;
 		if (!any || hi > ub)
@@ -225,7 +260,7 @@ int bcs_type_build(int n, const long *blens, const long *disps, const int *olds,
 	long extent = ub - lb;
 	/* a struct's extent rounds up to its strictest member's alignment, so an
 	 * array of such structs has the C layout */
-	if (pad && extent % align)
+	if (pad && extent > 0 && extent % align)
 		extent += align - extent % align;
 	struct bcs_type *t = &types[h];
 	memset(t, 0, sizeof(*t));
@@ -363,8 +398,10 @@ int bcs_type_free(int *h)
 	struct bcs_type *t = bcs_type_get(*h);
 	if (!t || t->predefined)
 		return MPI_ERR_TYPE;
-	free(t->blocks);
-	memset(t, 0, sizeof(*t));
+	if (t->refs)
+		t->freed = 1;
+	else
+		type_destroy(t);
 	*h = MPI_DATATYPE_NULL;
 	return 0;
 }

@@ -17,6 +17,9 @@ struct bcs_block {
 
 struct bcs_type {
 	int used, committed, predefined;
+	/* MPI_Type_free only marks a type held by pending operations (a
+	 * receive, a fetch): its slot stays until the last one lets go */
+	int refs, freed;
 	long size;      /* data bytes per item */
 	long lb, extent;
 	long true_lb, true_ub; /* where the data bytes lie */
@@ -30,8 +33,14 @@ struct bcs_type {
 #define BCS_TYPE_MAX 4096
 
 void bcs_types_init(void);
-/* NULL for an invalid handle */
+/* NULL for an invalid handle (a freed type is invalid to its user) */
 struct bcs_type *bcs_type_get(int handle);
+/* A pending operation keeps a type valid after MPI_Type_free: hold takes a
+ * reference (0 or MPI_ERR_TYPE), held reads the type through it, release
+ * drops it and frees a type freed meanwhile. Predefined types need none. */
+int bcs_type_hold(int handle);
+struct bcs_type *bcs_type_held(int handle);
+void bcs_type_release(int handle);
 /* 0 or an MPI error class */
 int bcs_type_contiguous(int count, int old, int *newtype);
 int bcs_type_vector(int count, int blocklen, int stride, int old, int *newtype);

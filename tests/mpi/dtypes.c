@@ -5,7 +5,9 @@
  * matrix transposed by Gather), Type_dup; Type_size, Type_get_extent,
  * Type_get_true_extent, Get_address, Aint_add/diff; Get_count and
  * Get_elements on whole and partial receives; Pack/Unpack/Pack_size;
- * derived types in Alltoall, Gather, Scatter and Allreduce (a user op). */
+ * derived types in Alltoall, Gather, Scatter and Allreduce (a user op);
+ * lb and extent of negative extents and strides; receives whose datatypes
+ * are freed before the wait. */
 #include <stddef.h>
 
 #include "suite.h"
@@ -324,6 +326,97 @@ static void packing(void)
 	MPI_Type_free(&t);
 }
 
+/* Bounds with explicit lb/ub (MPI-3.1 §4.1.7): a resized type of negative
+ * extent repeated by contiguous and vector (negative strides too) */
+static void bounds_of(MPI_Datatype old, int count, int blen, int stride, long long lb,
+		      long long ext, long long tlb, long long text, const char *name)
+{
+	MPI_Datatype t;
+	if (stride)
+		MPI_Type_vector(count, blen, stride, old, &t);
+	else
+		MPI_Type_contiguous(count, old, &t);
+	MPI_Aint l, e, tl, te;
+	MPI_Type_get_extent(t, &l, &e);
+	MPI_Type_get_true_extent(t, &tl, &te);
+	checki(l, lb, nm("bounds.%s.lb", name));
+	checki(e, ext, nm("bounds.%s.extent", name));
+	checki(tl, tlb, nm("bounds.%s.true_lb", name));
+	checki(te, text, nm("bounds.%s.true_extent", name));
+	MPI_Type_free(&t);
+}
+
+static void negative_extents(void)
+{
+	MPI_Datatype four, pos, neg;
+	MPI_Type_contiguous(4, MPI_BYTE, &four);
+	MPI_Type_create_resized(four, -3, 9, &pos);
+	MPI_Type_create_resized(four, 6, -9, &neg);
+	bounds_of(pos, 3, 1, 0, -3, 27, 0, 22, "contig3");
+	bounds_of(neg, 3, 1, 0, -12, 9, -18, 22, "contig3_negext");
+	bounds_of(pos, 3, 4, 5, -3, 126, 0, 121, "vector_stride5");
+	bounds_of(pos, 3, 4, -5, -93, 126, -90, 121, "vector_stride-5");
+	bounds_of(neg, 3, 4, 5, -111, 108, -117, 121, "vector_negext_stride5");
+	bounds_of(neg, 3, 4, -5, -21, 108, -27, 121, "vector_negext_stride-5");
+	MPI_Type_free(&four);
+	MPI_Type_free(&pos);
+	MPI_Type_free(&neg);
+}
+
+/* Receives whose datatypes are freed before the wait (MPI_Type_free leaves
+ * a type to the operations using it), new types made meanwhile */
+enum { FBLK = 128, FNB = 64, FVEC = 96 };
+
+static void freed_while_pending(void)
+{
+	int right = (rank + 1) % size, left = (rank + size - 1) % size;
+	double *a = malloc(sizeof(double) * (FBLK + 1) * FNB);
+	double *out = malloc(sizeof(double) * FBLK * FNB);
+	int ia[FVEC * 4], iout[FVEC];
+	for (int i = 0; i < (FBLK + 1) * FNB; i++)
+		a[i] = -1;
+	for (int i = 0; i < FBLK * FNB; i++)
+		out[i] = rank * 100000 + i;
+	for (int i = 0; i < FVEC * 4; i++)
+		ia[i] = -1;
+	for (int i = 0; i < FVEC; i++)
+		iout[i] = rank * 1000 + i;
+	MPI_Datatype hv, vec, made[64];
+	MPI_Type_create_hvector(FNB, FBLK, (FBLK + 1) * (MPI_Aint)sizeof(double), MPI_DOUBLE, &hv);
+	MPI_Type_vector(FVEC, 1, 4, MPI_INT, &vec);
+	MPI_Type_commit(&hv);
+	MPI_Type_commit(&vec);
+	MPI_Request rq[2];
+	MPI_Irecv(a, 1, hv, left, 20, W, &rq[0]);
+	MPI_Irecv(ia, 1, vec, left, 21, W, &rq[1]);
+	MPI_Type_free(&hv);
+	MPI_Type_free(&vec);
+	check(hv == MPI_DATATYPE_NULL && vec == MPI_DATATYPE_NULL, "freed_pending.handles_null");
+	/* types made now must not take the pending ones' places */
+	for (int i = 0; i < 64; i++) {
+		MPI_Type_vector(i + 1, 1, 1, MPI_INT, &made[i]);
+		MPI_Type_commit(&made[i]);
+	}
+	MPI_Send(out, FBLK * FNB, MPI_DOUBLE, right, 20, W);
+	MPI_Send(iout, FVEC, MPI_INT, right, 21, W);
+	MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+	int bad = 0;
+	for (int k = 0; k < FNB; k++) {
+		for (int j = 0; j < FBLK; j++)
+			bad += a[k * (FBLK + 1) + j] != left * 100000 + k * FBLK + j;
+		bad += a[k * (FBLK + 1) + FBLK] != -1;
+	}
+	checki(bad, 0, "freed_pending.hvector_wrong_elements");
+	bad = 0;
+	for (int i = 0; i < FVEC * 4; i++)
+		bad += ia[i] != (i % 4 ? -1 : left * 1000 + i / 4);
+	checki(bad, 0, "freed_pending.vector_wrong_elements");
+	for (int i = 0; i < 64; i++)
+		MPI_Type_free(&made[i]);
+	free(a);
+	free(out);
+}
+
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
@@ -333,5 +426,7 @@ int main(int argc, char **argv)
 	resized();
 	in_collectives();
 	packing();
+	negative_extents();
+	freed_while_pending();
 	return suite_finish("dtypes");
 }

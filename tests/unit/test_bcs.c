@@ -393,6 +393,89 @@ static void test_indexed_resized(void)
 	bcs_type_free(&cont);
 }
 
+/* bounds of a type made of 4-byte resized items, as MPI-3.1 §4.1 defines
+ * them with explicit lb/ub markers (MPICH's answers) */
+static void check_bounds(int h, long size, long lb, long extent, long tlb, long text)
+{
+	const struct bcs_type *t = bcs_type_get(h);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	CU_ASSERT_EQUAL(t->size, size);
+	CU_ASSERT_EQUAL(t->lb, lb);
+	CU_ASSERT_EQUAL(t->extent, extent);
+	CU_ASSERT_EQUAL(t->true_lb, tlb);
+	CU_ASSERT_EQUAL(t->true_ub - t->true_lb, text);
+}
+
+static void test_negative_extent(void)
+{
+	bcs_types_init();
+	int four, pos, neg, h;
+	CU_ASSERT_EQUAL_FATAL(bcs_type_contiguous(4, MPI_BYTE, &four), 0);
+	/* {(LB,-3), 4*(BYTE,0), (UB,6)} and {(LB,6), 4*(BYTE,0), (UB,-3)} */
+	CU_ASSERT_EQUAL_FATAL(bcs_type_resized(four, -3, 9, &pos), 0);
+	CU_ASSERT_EQUAL_FATAL(bcs_type_resized(four, 6, -9, &neg), 0);
+	check_bounds(neg, 4, 6, -9, 0, 4);
+	static const struct {
+		int count, blen, stride, neg;
+		long size, lb, extent, tlb, text;
+	} cases[] = {
+		{3, 1, 1, 0, 12, -3, 27, 0, 22},     {3, 4, 1, 0, 48, -3, 54, 0, 49},
+		{3, 4, 5, 0, 48, -3, 126, 0, 121},   {3, 4, -5, 0, 48, -93, 126, -90, 121},
+		{3, 1, 1, 1, 12, -12, 9, -18, 22},   {3, 4, 5, 1, 48, -111, 108, -117, 121},
+		{3, 4, -5, 1, 48, -21, 108, -27, 121},
+	};
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		CU_ASSERT_EQUAL_FATAL(bcs_type_vector(cases[k].count, cases[k].blen,
+						      cases[k].stride, cases[k].neg ? neg : pos,
+						      &h), 0);
+		check_bounds(h, cases[k].size, cases[k].lb, cases[k].extent, cases[k].tlb,
+			     cases[k].text);
+		bcs_type_free(&h);
+	}
+	/* contiguous of the negative type: the same as vector(3, 1, 1) */
+	CU_ASSERT_EQUAL_FATAL(bcs_type_contiguous(3, neg, &h), 0);
+	check_bounds(h, 12, -12, 9, -18, 22);
+	bcs_type_free(&h);
+	bcs_type_free(&four);
+	bcs_type_free(&pos);
+	bcs_type_free(&neg);
+}
+
+/* a type freed while a receive holds it keeps its layout and its slot */
+static void test_type_refs(void)
+{
+	bcs_types_init();
+	int vec, other;
+	CU_ASSERT_EQUAL_FATAL(bcs_type_vector(4, 1, 2, MPI_INT, &vec), 0);
+	int held = vec;
+	CU_ASSERT_EQUAL(bcs_type_hold(held), 0);
+	CU_ASSERT_EQUAL(bcs_type_free(&vec), 0);
+	CU_ASSERT_EQUAL(vec, MPI_DATATYPE_NULL);
+	/* invalid to its user, a second free fails; alive for the holder */
+	CU_ASSERT_PTR_NULL(bcs_type_get(held));
+	CU_ASSERT_EQUAL(bcs_type_free(&held), MPI_ERR_TYPE);
+	CU_ASSERT_EQUAL(bcs_type_hold(held), MPI_ERR_TYPE);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(bcs_type_held(held));
+	/* new types do not take its slot */
+	CU_ASSERT_EQUAL_FATAL(bcs_type_contiguous(8, MPI_INT, &other), 0);
+	CU_ASSERT_NOT_EQUAL(other, held);
+	int in[4] = {1, 2, 3, 4}, out[8] = {0};
+	bcs_unpack(bcs_type_held(held), in, sizeof(in), out);
+	CU_ASSERT(out[0] == 1 && out[2] == 2 && out[4] == 3 && out[6] == 4 && out[1] == 0);
+	bcs_type_release(held);
+	CU_ASSERT_PTR_NULL(bcs_type_held(held));
+	/* released before the free: the free destroys it */
+	CU_ASSERT_EQUAL(bcs_type_hold(other), 0);
+	bcs_type_release(other);
+	int o = other;
+	CU_ASSERT_EQUAL(bcs_type_free(&o), 0);
+	CU_ASSERT_PTR_NULL(bcs_type_held(other));
+	/* predefined types are never counted */
+	CU_ASSERT_EQUAL(bcs_type_hold(MPI_INT), 0);
+	bcs_type_release(MPI_INT);
+	CU_ASSERT_PTR_NOT_NULL(bcs_type_get(MPI_INT));
+}
+
 /* ---- process sets */
 
 static void test_dims_create(void)
@@ -795,6 +878,8 @@ void add_bcs_suite(void)
 	CU_add_test(s, "pair types", test_pair_types);
 	CU_add_test(s, "struct types: padding, order, elements", test_struct_type);
 	CU_add_test(s, "indexed, hvector, resized", test_indexed_resized);
+	CU_add_test(s, "lb and extent of negative extents and strides", test_negative_extent);
+	CU_add_test(s, "a freed type stays while held", test_type_refs);
 	CU_add_test(s, "dims_create: MPICH's factoring", test_dims_create);
 	CU_add_test(s, "group set operations and translation", test_group_ops);
 	CU_add_test(s, "Cartesian coordinates and ranks", test_cart);
