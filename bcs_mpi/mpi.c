@@ -1388,11 +1388,13 @@ int MPI_Cancel(MPI_Request *rq)
 	struct req *r = req_of(*rq);
 	if (!r)
 		return bcs_err(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Cancel");
-	if (r->kind == R_SEND)
-		return bcs_err(r->comm, MPI_ERR_UNSUPPORTED_OPERATION, "MPI_Cancel (of a send)");
-	if (r->kind != R_RECV || r->done)
+	if ((r->kind != R_RECV && r->kind != R_SEND) || r->done)
 		return MPI_SUCCESS;
-	struct bcs_desc d = {.op = BCS_OP_CANCEL, .req = (uint32_t)*rq};
+	/* the node daemons decide it when the job is next quiescent: a send
+	 * or receive still unmatched then completes cancelled, a matched one
+	 * completes as usual */
+	struct bcs_desc d = {.op = BCS_OP_CANCEL, .req = (uint32_t)*rq,
+			     .flags = r->kind == R_SEND ? BCS_CANCEL_SEND : 0};
 	post(&d);
 	return MPI_SUCCESS;
 }

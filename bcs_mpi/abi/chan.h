@@ -35,7 +35,8 @@
 enum bcs_op {
 	BCS_OP_SEND = 1,   /* addr/len: the message; peer: destination world rank */
 	BCS_OP_RECV = 2,   /* addr/len: the buffer; peer: source or BCS_ANY_SOURCE */
-	BCS_OP_CANCEL = 3, /* req: the receive to cancel */
+	BCS_OP_CANCEL = 3, /* req: the receive (or, flags BCS_CANCEL_SEND, the
+			    * send) to cancel; decided at the job's quiescence */
 	BCS_OP_PROBE = 4,  /* completes once a matching message is there (not taken) */
 	BCS_OP_IPROBE = 5, /* completes at the next matching round, found or not */
 	BCS_OP_ABORT = 6,  /* tag: error code; the daemon kills the job everywhere */
@@ -58,11 +59,14 @@ struct bcs_desc {
 	uint64_t len;
 };
 
+/* BCS_OP_CANCEL's flags: req names a send */
+#define BCS_CANCEL_SEND 1u
+
 /* completion error codes (the library maps them to MPI errors) */
 enum bcs_err {
 	BCS_OK = 0,
 	BCS_ETRUNC = 1,     /* message longer than the receive buffer */
-	BCS_ECANCELLED = 2, /* receive cancelled */
+	BCS_ECANCELLED = 2, /* receive or send cancelled */
 	BCS_ENOTFOUND = 3,  /* iprobe: nothing matched */
 	BCS_EFAULT = 4,     /* the daemon could not read or write the buffer */
 };

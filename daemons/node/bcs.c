@@ -281,7 +281,60 @@ static void check_probes(struct bjob *j, uint32_t lr, bool wild)
  * posted are all the program will post before a match, whatever the
  * timing: each local rank's posted receives in post order take theirs
  * (a wildcard the lowest source), then its blocking wildcard probes. */
-static void resolve(struct bjob *j)
+/* A send's cancel won at the receiver: the sender's node completes the
+ * send as cancelled (here at once, else told by a GRANT record). */
+static void send_cancelled(struct nd *nd, struct bjob *j, const struct pcancel *c)
+{
+	if (c->from != nd->bcs->self) {
+		struct wgrant g = {.src = c->src, .dst = (int32_t)(j->first + c->lr),
+				   .sreq = c->sreq, .last = BCS_GRANT_CANCELLED};
+		send_grants(nd, j, c->from, BCS_NOBUF, 0, &g, 1);
+		return;
+	}
+	uint32_t slr = (uint32_t)c->src - j->first;
+	struct osend *o = bcs_osend_take(j, slr, c->sreq, true);
+	if (o) {
+		bcs_complete(j, slr, o->d.req, -1, -1, BCS_ECANCELLED, 0);
+		free(o);
+	}
+}
+
+/* At quiescence, the cancels whose rounds have run: a send still unmatched
+ * or a receive still posted is taken back; a matched one goes on. Before
+ * wildcards resolve: what the program cancelled, no wildcard takes. */
+static void resolve_cancels(struct nd *nd, struct bjob *j, uint64_t c)
+{
+	struct pcancel **pp = &j->cancels;
+	while (*pp) {
+		struct pcancel *k = *pp;
+		if (k->label > c) {
+			pp = &k->next;
+			continue;
+		}
+		if (k->send) {
+			k->lr = (uint32_t)k->dst - j->first;
+		}
+		if (k->lr >= j->nlocal) {
+			/* not a rank of this node: nothing to cancel */
+		} else if (k->send) {
+			struct bcs_msend *s = bcs_mq_cancel_send(&j->mq[k->lr], k->src, k->seq);
+			if (s)
+				send_cancelled(nd, j, k);
+			free(s);
+		} else {
+			struct bcs_mrecv *r = bcs_mq_cancel_recv(&j->mq[k->lr], k->seq);
+			if (r)
+				bcs_complete(j, k->lr, r->req, BCS_ANY_SOURCE, BCS_ANY_TAG,
+					     BCS_ECANCELLED, 0);
+			free(r);
+		}
+		*pp = k->next;
+		free(k);
+	}
+	j->cancels_tail = pp;
+}
+
+static void resolve(struct nd *nd, struct bjob *j)
 {
 	uint64_t c = j->round;
 	if (c == UINT64_MAX || c <= j->resolved || j->frozen)
@@ -299,6 +352,7 @@ static void resolve(struct bjob *j)
 		if (!bcs_quiet_span(j->cover[j->nodes[k]], j->qmask[j->nodes[k]], c, lag + 1))
 			return;
 	j->resolved = c;
+	resolve_cancels(nd, j, c);
 	for (uint32_t lr = 0; lr < j->nlocal; lr++) {
 		struct bcs_mrecv *r;
 		struct bcs_msend *s;
@@ -372,7 +426,7 @@ static void rounds(struct nd *nd, struct bjob *j)
 	memmove(j->newr_lr, j->newr_lr + ri, (j->nnewr - ri) * sizeof(*j->newr_lr));
 	j->nnewr -= ri;
 	j->round = t;
-	resolve(j);
+	resolve(nd, j);
 	grant(nd, j);
 }
 
@@ -385,6 +439,60 @@ static void abort_job(struct nd *nd, struct bjob *j, uint32_t rank, int code)
 			bcs_send(nd, j->nodes[k], M_ABORT, j->id, rank, (uint32_t)code & 255, NULL, 0,
 				 NULL, 0);
 	bcs_kill_local(j, code, why);
+}
+
+static void cancel_add(struct bjob *j, struct pcancel c)
+{
+	struct pcancel *k = malloc(sizeof(*k));
+	if (!k)
+		abort();
+	*k = c;
+	k->next = NULL;
+	if (!j->cancels_tail)
+		j->cancels_tail = &j->cancels;
+	*j->cancels_tail = k;
+	j->cancels_tail = &k->next;
+}
+
+/* The post order of local rank lr's receive req, posted and not matched
+ * (in a round or not yet); -1 if none */
+static int64_t recv_pending(const struct bjob *j, uint32_t lr, uint32_t req)
+{
+	for (const struct bcs_mrecv *r = j->mq[lr].phead; r; r = r->next)
+		if (r->req == req && r->op == BCS_OP_RECV)
+			return r->seq;
+	for (size_t i = 0; i < j->nnewr; i++)
+		if (j->newr_lr[i] == lr && j->newr[i]->req == req && j->newr[i]->op == BCS_OP_RECV)
+			return j->newr[i]->seq;
+	return -1;
+}
+
+/* MPI_Cancel. A receive's waits here for the job's quiescence (resolve),
+ * named by its post order: its request id may be reused once it completed.
+ * A send's follows the send to the receiving rank's node, in the same
+ * stream of descriptors, and waits there. One already complete fails. */
+static void cancel_posted(struct bjob *j, uint32_t lr, const struct bcs_desc *d, uint64_t slice)
+{
+	if (!(d->flags & BCS_CANCEL_SEND)) {
+		int64_t seq = recv_pending(j, lr, d->req);
+		if (seq >= 0)
+			cancel_add(j, (struct pcancel){.label = slice, .lr = lr, .req = d->req,
+						       .seq = (uint32_t)seq});
+		return;
+	}
+	struct osend *o = bcs_osend_take(j, lr, d->req, false);
+	if (!o || o->cancel)
+		return;
+	int node = bcs_node_of_rank(j, o->d.peer);
+	if (node < 0)
+		return;
+	o->cancel = true;
+	struct wdesc w = {.src = (int32_t)(j->first + lr), .dst = o->d.peer, .tag = o->d.tag,
+			  .ctx = o->d.ctx, .seq = o->seq, .sreq = o->d.req, .flags = BCS_W_CANCEL};
+	size_t at = j->nbatch[node];
+	j->batch[node] = bcs_grow(j->batch[node], &j->capbatch[node], at + sizeof(w), 1);
+	memcpy(j->batch[node] + at, &w, sizeof(w));
+	j->nbatch[node] += sizeof(w);
 }
 
 /* Collection micro-phase: the ranks' new descriptors. Returns whether any
@@ -482,25 +590,9 @@ static bool collect(struct nd *nd, struct bjob *j, uint64_t slice)
 				j->newr[j->nnewr++] = r;
 				break;
 			}
-			case BCS_OP_CANCEL: {
-				struct bcs_mrecv *r = bcs_mq_cancel(&j->mq[lr], d.req);
-				for (size_t i = 0; !r && i < j->nnewr; i++)
-					if (j->newr_lr[i] == lr && j->newr[i]->req == d.req &&
-					    j->newr[i]->op == BCS_OP_RECV) {
-						r = j->newr[i];
-						memmove(j->newr + i, j->newr + i + 1,
-							(j->nnewr - i - 1) * sizeof(*j->newr));
-						memmove(j->newr_lr + i, j->newr_lr + i + 1,
-							(j->nnewr - i - 1) * sizeof(*j->newr_lr));
-						j->nnewr--;
-					}
-				if (r) {
-					bcs_complete(j, lr, r->req, BCS_ANY_SOURCE, BCS_ANY_TAG,
-						     BCS_ECANCELLED, 0);
-					free(r);
-				}
+			case BCS_OP_CANCEL:
+				cancel_posted(j, lr, &d, slice);
 				break;
-			}
 			case BCS_OP_ABORT:
 				__atomic_store_n(&a->sub_tail, tail + 1, __ATOMIC_RELEASE);
 				abort_job(nd, j, (uint32_t)me, d.tag);
@@ -534,6 +626,12 @@ static void add_incoming(struct bjob *j, uint32_t from, uint64_t label, const ui
 		if (w.dst < 0 || (uint32_t)w.dst < j->first ||
 		    (j->job && (uint32_t)w.dst >= j->first + j->nlocal))
 			continue;
+		if (w.flags & BCS_W_CANCEL) {
+			cancel_add(j, (struct pcancel){.label = label, .send = true,
+						       .dst = w.dst, .src = w.src, .seq = w.seq, .sreq = w.sreq,
+						       .from = from});
+			continue;
+		}
 		struct bcs_msend *s = calloc(1, sizeof(*s) + (w.inl ? w.len : 0));
 		if (!s)
 			abort();
@@ -727,8 +825,10 @@ static void on_grant(struct nd *nd, struct bjob *j, uint32_t from, uint32_t buf,
 				  g[i].len) == 0)
 			w->err = 0; /* else the rank is gone: the job dies anyway */
 		if (g[i].last) {
+			bool cancelled = !bk && g[i].last == BCS_GRANT_CANCELLED;
 			bcs_osend_take(j, lr, g[i].sreq, true);
-			bcs_complete(j, lr, o->d.req, g[i].dst, 0, 0, o->d.len);
+			bcs_complete(j, lr, o->d.req, cancelled ? -1 : g[i].dst, 0,
+				     cancelled ? BCS_ECANCELLED : 0, cancelled ? 0 : o->d.len);
 			free(o);
 		}
 	}
@@ -1225,6 +1325,10 @@ static void bjob_free(struct bjob *j)
 			free(r);
 		}
 		free(j->comps[lr].v);
+	}
+	for (struct pcancel *k = j->cancels, *n; k; k = n) {
+		n = k->next;
+		free(k);
 	}
 	for (unsigned h = 0; j->osends && h < BCS_HASH; h++)
 		for (struct osend *o = j->osends[h], *n; o; o = n) {

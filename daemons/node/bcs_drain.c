@@ -50,6 +50,7 @@ bool bcs_drained_here(struct bjob *j)
 /* a pending operation and its post order, while sealing */
 struct spend {
 	uint32_t seq;
+	bool cancel; /* a send the rank asked to cancel */
 	struct bcs_desc d;
 };
 
@@ -64,6 +65,12 @@ static void spend_add(struct spend **v, size_t *n, size_t *cap, uint32_t seq,
 {
 	*v = bcs_grow(*v, cap, *n + 1, sizeof(**v));
 	(*v)[(*n)++] = (struct spend){.seq = seq, .d = d};
+}
+
+static void spend_send(struct spend **v, size_t *n, size_t *cap, const struct osend *o)
+{
+	spend_add(v, n, cap, o->seq, o->d);
+	(*v)[*n - 1].cancel = o->cancel;
 }
 
 static void spend_recv(struct spend **v, size_t *n, size_t *cap, const struct bcs_mrecv *r)
@@ -94,7 +101,7 @@ static void seal(struct bjob *j)
 		for (unsigned h = 0; h < BCS_HASH; h++)
 			for (struct osend *o = j->osends[h]; o; o = o->next)
 				if (o->lr == lr)
-					spend_add(&sv, &ns, &scap, o->seq, o->d);
+					spend_send(&sv, &ns, &scap, o);
 		for (struct bcs_mrecv *r = j->mq[lr].phead; r; r = r->next)
 			spend_recv(&rv, &nr, &rcap, r);
 		for (struct bcs_mrecv *r = j->probes[lr]; r; r = r->next)
@@ -104,7 +111,12 @@ static void seal(struct bjob *j)
 				spend_recv(&rv, &nr, &rcap, j->newr[i]);
 		qsort(sv, ns, sizeof(*sv), spend_cmp);
 		qsort(rv, nr, sizeof(*rv), spend_cmp);
-		struct bcs_desc *p = malloc((ns + nr + 3) * sizeof(*p));
+		size_t nc = 0;
+		for (size_t i = 0; i < ns; i++)
+			nc += sv[i].cancel;
+		for (struct pcancel *k = j->cancels; k; k = k->next)
+			nc += !k->send && k->lr == lr;
+		struct bcs_desc *p = malloc((ns + nr + nc + 3) * sizeof(*p));
 		if (!p)
 			abort();
 		size_t n = 0;
@@ -114,6 +126,14 @@ static void seal(struct bjob *j)
 			p[n++] = sv[i].d;
 		for (size_t i = 0; i < nr; i++)
 			p[n++] = rv[i].d;
+		/* cancels not decided yet: posted again after what they cancel */
+		for (size_t i = 0; i < ns; i++)
+			if (sv[i].cancel)
+				p[n++] = (struct bcs_desc){.op = BCS_OP_CANCEL, .req = sv[i].d.req,
+							   .flags = BCS_CANCEL_SEND};
+		for (struct pcancel *k = j->cancels; k; k = k->next)
+			if (!k->send && k->lr == lr)
+				p[n++] = (struct bcs_desc){.op = BCS_OP_CANCEL, .req = k->req};
 		if (j->bar_posted[lr] > j->bar_done)
 			p[n++] = (struct bcs_desc){.op = BCS_OP_BARRIER, .req = j->bar_req[lr]};
 		if (j->red_posted[lr] > j->red_done)

@@ -79,6 +79,8 @@ struct wdesc { /* a send descriptor on the wire */
 	uint32_t inl;   /* its len bytes follow it, padded to 8 (BCS_INLINE_MAX) */
 	uint64_t len;
 };
+/* wdesc.flags: not a send but its sender's MPI_Cancel (seq, sreq: the send) */
+#define BCS_W_CANCEL 1u
 static inline size_t wdesc_size(const struct wdesc *w)
 {
 	return sizeof(*w) + (w->inl ? (w->len + 7) & ~(uint64_t)7 : 0);
@@ -91,9 +93,12 @@ struct wgrant {
 	int32_t src, dst;
 	uint32_t sreq, rreq;
 	uint64_t off, len; /* the piece of the message */
-	uint32_t last;
+	uint32_t last;     /* BCS_GRANT_LAST, or BCS_GRANT_CANCELLED (len 0) */
 	uint32_t aoff;     /* where in the buffer */
 };
+
+#define BCS_GRANT_LAST 1u
+#define BCS_GRANT_CANCELLED 2u /* the send's MPI_Cancel won: it ends cancelled */
 
 struct wdata { /* M_DATA: a piece now in the buffer */
 	int32_t dst;
@@ -148,7 +153,22 @@ struct xfer {
 struct osend {
 	uint32_t lr, seq;      /* seq: its post order among the rank's sends */
 	struct bcs_desc d;     /* as the rank posted it (a checkpoint keeps it) */
+	bool cancel;           /* the rank asked to cancel it (a checkpoint keeps it) */
 	struct osend *next;
+};
+
+/* An MPI_Cancel waiting for the job's quiescence, at the receiving rank's
+ * node: of a send (src, seq: the send; from: its node) or of a receive
+ * (req). Until then the send or receive matches as if not cancelled, so
+ * whether the cancel wins depends on what the program posts, never on
+ * timing. */
+struct pcancel {
+	struct pcancel *next;
+	uint64_t label;        /* its round: it waits for that round to have run */
+	uint32_t lr;           /* the receiving local rank (a receive's) */
+	bool send;
+	int32_t src, dst;      /* a send's ranks (dst: lr may not be known yet) */
+	uint32_t seq, sreq, from, req;
 };
 
 struct comps {
@@ -201,6 +221,7 @@ struct bjob {
 	size_t nnewr, capnewr;
 	struct bcs_mq *mq;         /* per local rank */
 	struct bcs_mrecv **probes; /* blocking probes waiting, per local rank */
+	struct pcancel *cancels, **cancels_tail; /* in arrival order */
 	uint32_t *sseq, *rseq;
 	struct osend **osends;     /* hashed by (local rank, request) */
 	struct xfer **gq_head, **gq_tail; /* per source node index: to grant */

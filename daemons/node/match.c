@@ -117,6 +117,28 @@ struct bcs_mrecv *bcs_mq_cancel(struct bcs_mq *q, uint32_t req)
 	return NULL;
 }
 
+struct bcs_mrecv *bcs_mq_cancel_recv(struct bcs_mq *q, uint32_t seq)
+{
+	for (struct bcs_mrecv *r = q->phead; r; r = r->next) {
+		if (r->seq != seq)
+			continue;
+		unlink_recv(q, r);
+		return r;
+	}
+	return NULL;
+}
+
+struct bcs_msend *bcs_mq_cancel_send(struct bcs_mq *q, int32_t src, uint32_t seq)
+{
+	for (struct bcs_msend *s = q->uhead; s; s = s->next) {
+		if (s->src != src || s->seq != seq)
+			continue;
+		unlink_send(q, s);
+		return s;
+	}
+	return NULL;
+}
+
 int bcs_msend_cmp(const void *a, const void *b)
 {
 	const struct bcs_msend *x = *(const struct bcs_msend *const *)a;

@@ -58,6 +58,11 @@ struct bcs_msend *bcs_mq_recv(struct bcs_mq *q, struct bcs_mrecv *r);
 struct bcs_msend *bcs_mq_peek(const struct bcs_mq *q, int32_t src, int32_t tag, uint32_t ctx);
 /* Unlinks the posted receive with request id req; NULL if none (matched). */
 struct bcs_mrecv *bcs_mq_cancel(struct bcs_mq *q, uint32_t req);
+/* Unlinks the posted receive with post order seq; NULL if none (matched). */
+struct bcs_mrecv *bcs_mq_cancel_recv(struct bcs_mq *q, uint32_t seq);
+/* Unlinks the unmatched send of rank src with post order seq; NULL if none
+ * (matched, or not arrived). */
+struct bcs_msend *bcs_mq_cancel_send(struct bcs_mq *q, int32_t src, uint32_t seq);
 /* Determinism of MPI_ANY_SOURCE: a wildcard receive never matches when a
  * send arrives or when it is posted (nor does a later receive that would
  * take a send the wildcard could take); the daemon resolves wildcards only

@@ -216,6 +216,45 @@ static void test_match_posted(void)
 	free(s3);
 }
 
+/* cancels at quiescence: an unmatched send by (source, post order), a
+ * posted receive by post order; a matched one is not found */
+static void test_match_cancel(void)
+{
+	struct bcs_mq q = {0};
+	struct bcs_msend *s1 = snd(1, 2, 5, 0, 0), *s2 = snd(1, 2, 5, 0, 1),
+			 *s3 = snd(1, 3, 5, 0, 0);
+	CU_ASSERT_PTR_NULL(bcs_mq_send(&q, s1));
+	CU_ASSERT_PTR_NULL(bcs_mq_send(&q, s2));
+	CU_ASSERT_PTR_NULL(bcs_mq_send(&q, s3));
+	/* a receive takes the first: cancelling it finds nothing */
+	struct bcs_mrecv *r = rcv(2, 5, 0, 20);
+	CU_ASSERT(bcs_mq_recv(&q, r) == s1);
+	CU_ASSERT_PTR_NULL(bcs_mq_cancel_send(&q, 2, 0));
+	/* another source's send of the same post order stays */
+	CU_ASSERT(bcs_mq_cancel_send(&q, 2, 1) == s2);
+	CU_ASSERT(q.uhead == s3 && q.utail == s3);
+	CU_ASSERT_PTR_NULL(bcs_mq_cancel_send(&q, 2, 1));
+	/* the next receive from rank 2 waits: the cancelled send is gone */
+	struct bcs_mrecv *r2 = rcv(2, 5, 0, 21), *r3 = rcv(3, 6, 0, 22);
+	r2->seq = 4;
+	r3->seq = 5;
+	CU_ASSERT_PTR_NULL(bcs_mq_recv(&q, r2));
+	CU_ASSERT_PTR_NULL(bcs_mq_recv(&q, r3));
+	CU_ASSERT(bcs_mq_cancel_recv(&q, 5) == r3);
+	CU_ASSERT_PTR_NULL(bcs_mq_cancel_recv(&q, 5));
+	CU_ASSERT(q.phead == r2 && q.ptail == r2);
+	CU_ASSERT(bcs_mq_cancel_recv(&q, 4) == r2);
+	CU_ASSERT_PTR_NULL(q.phead);
+	CU_ASSERT(bcs_mq_cancel_send(&q, 3, 0) == s3);
+	CU_ASSERT_PTR_NULL(q.uhead);
+	free(s1);
+	free(s2);
+	free(s3);
+	free(r);
+	free(r2);
+	free(r3);
+}
+
 /* ---- datatypes */
 
 static void test_pack_vector(void)
@@ -871,6 +910,7 @@ void add_bcs_suite(void)
 	CU_pSuite s = CU_add_suite("bcs-mpi", NULL, NULL);
 	CU_add_test(s, "matching order: slice, source, post order", test_match_order);
 	CU_add_test(s, "posted receives, cancel", test_match_posted);
+	CU_add_test(s, "cancel of unmatched sends and posted receives", test_match_cancel);
 	CU_add_test(s, "wildcards resolved at quiescence, by source", test_match_wild);
 	CU_add_test(s, "quiet reports and quiescence", test_quiet);
 	CU_add_test(s, "bulk areas: sizes and places", test_bulk_areas);
