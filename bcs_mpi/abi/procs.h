@@ -4,8 +4,8 @@
 #ifndef BCS_PROCS_H
 #define BCS_PROCS_H
 
-/* Fills dims' zero entries with the most balanced factoring of nnodes
- * over them, non-increasing; 0 or an MPI error class. */
+/* Fills dims' zero entries with MPICH's balanced factoring of nnodes over
+ * them (at most 64), non-increasing; 0 or an MPI error class. */
 int bcs_dims_create(int nnodes, int ndims, int dims[]);
 
 /* union (0), intersection (1) or difference (2) of a and b, in MPI's order

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -530,6 +531,33 @@ static void test_dims_create(void)
 		CU_ASSERT_EQUAL(bcs_dims_create(cases[k][0], cases[k][1], d), 0);
 		for (int i = 0; i < cases[k][1]; i++)
 			CU_ASSERT_EQUAL(d[i], cases[k][2 + i]);
+	}
+	/* MPICH 4.0.2's answers (mpiexec -n 1 of a program printing
+	 * MPI_Dims_create's): its balance search (the smallest spread, a
+	 * later candidate winning a tie), large primes in dimensions of their
+	 * own, prime powers dealt in turn, and squares computed in int */
+	static const int more[][10] = {
+		{5040, 3, 21, 16, 15},        {360, 3, 10, 6, 6},
+		{2160, 4, 10, 6, 6, 6},       {2520, 4, 10, 7, 6, 6},
+		{17280, 5, 10, 8, 6, 6, 6},   {19600, 6, 7, 7, 5, 5, 4, 4},
+		{12600, 7, 7, 5, 5, 4, 3, 3, 2}, {362880, 8, 7, 6, 6, 6, 5, 4, 4, 3},
+		{1024, 3, 16, 8, 8},          {7776, 5, 6, 6, 6, 6, 6},
+		{6002, 3, 3001, 2, 1},        {9699, 4, 61, 53, 3, 1},
+		{15015, 2, 143, 105},         {14400, 2, 120, 120},
+		{2000000014, 2, 1000000007, 2}, {999999937, 3, 999999937, 1, 1},
+		{2147483646, 3, 1661, 1302, 993}, {1000000000, 4, 200, 200, 200, 125},
+		{1838378520, 4, 464237, 22, 15, 12},
+	};
+	for (size_t k = 0; k < sizeof(more) / sizeof(more[0]); k++) {
+		int d[8] = {0};
+		CU_ASSERT_EQUAL(bcs_dims_create(more[k][0], more[k][1], d), 0);
+		int same = 1;
+		for (int i = 0; i < more[k][1]; i++)
+			same &= d[i] == more[k][2 + i];
+		CU_ASSERT(same);
+		if (!same)
+			fprintf(stderr, "dims_create(%d, %d): %d %d %d ...\n", more[k][0],
+				more[k][1], d[0], d[1], d[2]);
 	}
 	int f[3] = {0, 3, 0};
 	CU_ASSERT_EQUAL(bcs_dims_create(24, 3, f), 0);
