@@ -16,7 +16,13 @@ struct bcs_comm {
 	uint32_t ctx;      /* point to point; collectives use ctx + 1 */
 	int errh;
 	struct bcs_topo *topo; /* a Cartesian communicator's grid (topo.c) */
+	char *name;        /* MPI_Comm_set_name's, or NULL */
 };
+
+/* MPI_*_set_name: a copy of name cut to MPI_MAX_OBJECT_NAME - 1 bytes
+ * into *slot; MPI_*_get_name: *slot, or dflt when none */
+int bcs_name_set(char **slot, const char *name);
+void bcs_name_get(const char *slot, const char *dflt, char *out, int *len);
 
 struct bcs_topo {
 	int ndims;

@@ -573,8 +573,46 @@ int MPI_Comm_free(MPI_Comm *comm)
 		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_free");
 	free(c->world);
 	free(c->topo);
+	free(c->name);
 	memset(c, 0, sizeof(*c));
 	*comm = MPI_COMM_NULL;
+	return MPI_SUCCESS;
+}
+
+int bcs_name_set(char **slot, const char *name)
+{
+	if (!name)
+		return MPI_ERR_ARG;
+	char *n = strndup(name, MPI_MAX_OBJECT_NAME - 1);
+	if (!n)
+		return MPI_ERR_NO_MEM;
+	free(*slot);
+	*slot = n;
+	return MPI_SUCCESS;
+}
+
+void bcs_name_get(const char *slot, const char *dflt, char *out, int *len)
+{
+	const char *n = slot ? slot : dflt;
+	size_t l = strlen(n);
+	memcpy(out, n, l + 1);
+	*len = (int)l;
+}
+
+/* names are the program's own: a duplicate starts without one (MPI-3.1
+ * §6.8), the predefined communicators with theirs */
+int MPI_Comm_set_name(MPI_Comm comm, const char *name)
+{
+	COMM(comm, "MPI_Comm_set_name");
+	return bcs_err(comm, bcs_name_set(&c->name, name), "MPI_Comm_set_name");
+}
+
+int MPI_Comm_get_name(MPI_Comm comm, char *name, int *len)
+{
+	COMM(comm, "MPI_Comm_get_name");
+	bcs_name_get(c->name,
+		     comm == MPI_COMM_WORLD ? "MPI_COMM_WORLD"
+		     : comm == MPI_COMM_SELF ? "MPI_COMM_SELF" : "", name, len);
 	return MPI_SUCCESS;
 }
 

@@ -106,6 +106,7 @@ struct win {
 	int nshared;
 	int self_lock;     /* this rank's own lock on its window */
 	int servicing;
+	char *name;        /* MPI_Win_set_name's, or NULL */
 };
 
 static struct win *wins[MAX_WINS];
@@ -554,6 +555,7 @@ int MPI_Win_free(MPI_Win *win)
 	if (w->allocated)
 		free(w->base);
 	MPI_Comm_free(&w->comm);
+	free(w->name);
 	free(w);
 	wins[*win] = NULL;
 	*win = MPI_WIN_NULL;
@@ -587,6 +589,19 @@ int MPI_Win_get_group(MPI_Win win, MPI_Group *group)
 {
 	WIN(win, "MPI_Win_get_group");
 	return MPI_Comm_group(w->comm, group);
+}
+
+int MPI_Win_set_name(MPI_Win win, const char *name)
+{
+	WIN(win, "MPI_Win_set_name");
+	return bcs_err(w->comm, bcs_name_set(&w->name, name), "MPI_Win_set_name");
+}
+
+int MPI_Win_get_name(MPI_Win win, char *name, int *len)
+{
+	WIN(win, "MPI_Win_get_name");
+	bcs_name_get(w->name, "", name, len);
+	return MPI_SUCCESS;
 }
 
 /* ---- operations */

@@ -143,6 +143,7 @@ int bcs_type_hold(int h)
 static void type_destroy(struct bcs_type *t)
 {
 	free(t->blocks);
+	free(t->name);
 	memset(t, 0, sizeof(*t));
 }
 

@@ -20,6 +20,10 @@ struct bcs_type {
 	/* MPI_Type_free only marks a type held by pending operations (a
 	 * receive, a fetch): its slot stays until the last one lets go */
 	int refs, freed;
+	/* MPI_Type_get_envelope: its constructor's combiner (0: predefined)
+	 * and argument counts; its name (MPI_Type_set_name), or NULL */
+	int combiner, ni, na, nd;
+	char *name;
 	long size;      /* data bytes per item */
 	long lb, extent;
 	long true_lb, true_ub; /* where the data bytes lie */
