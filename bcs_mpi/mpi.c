@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,6 +53,7 @@ static struct {
 	struct req *reqs[REQ_CHUNKS];
 	int nreqs, free_head;
 	int eager_out;     /* buffered sends not yet taken by the daemon */
+	int refuse_copy;   /* test hook: copy orders are refused (BCS_CHAN_REFUSE_COPY) */
 	struct bcs_comm comms[MAX_COMMS];
 	uint32_t next_ctx;
 	MPI_User_function *ops[256];
@@ -227,6 +230,36 @@ static void on_completion_of(const struct bcs_comp *c)
 		req_release((int)c->req);
 }
 
+/* One copy order: the piece straight from the sending rank's buffer into
+ * ours, one process_vm_readv, as MPICH's CMA path does. Taken by
+ * compare-and-swap: the daemon may have taken it back for itself. */
+static void take_copy(struct bcs_copy *c)
+{
+	uint32_t s = BCS_COPY_POSTED;
+	if (!__atomic_compare_exchange_n(&c->state, &s, BCS_COPY_TAKEN, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_RELAXED))
+		return;
+	struct iovec l = {(void *)(uintptr_t)c->dst, c->len}, r = {(void *)(uintptr_t)c->src, c->len};
+	ssize_t n = g.refuse_copy ? (errno = EPERM, -1)
+				  : process_vm_readv((pid_t)c->pid, &l, 1, &r, 1, 0);
+	c->err = n == (ssize_t)c->len ? 0 : n < 0 ? errno : EIO;
+	__atomic_store_n(&c->state, c->err ? BCS_COPY_REFUSED : BCS_COPY_DONE, __ATOMIC_RELEASE);
+}
+
+/* The copy orders the daemon posted for us since we last looked. */
+static void take_copies(void)
+{
+	static uint32_t seen;
+	struct bcs_area *a = g.area;
+	uint32_t posted = __atomic_load_n(&a->copy_posted, __ATOMIC_ACQUIRE);
+	if (posted == seen)
+		return;
+	seen = posted;
+	for (unsigned i = 0; i < BCS_COPY_SLOTS; i++)
+		if (__atomic_load_n(&a->copy[i].state, __ATOMIC_ACQUIRE) == BCS_COPY_POSTED)
+			take_copy(&a->copy[i]);
+}
+
 static void drain(void)
 {
 	struct bcs_area *a = g.area;
@@ -236,6 +269,7 @@ static void drain(void)
 		fflush(stderr);
 		_exit((int)a->abort_code);
 	}
+	take_copies();
 	uint32_t tail = a->comp_tail;
 	uint32_t head = __atomic_load_n(&a->comp_head, __ATOMIC_ACQUIRE);
 	while (tail != head) {
@@ -655,6 +689,22 @@ static void abort_world(int code)
 	MPI_Abort(MPI_COMM_WORLD, code);
 }
 
+/* The ranks of a node copy from each other's buffers (process_vm_readv,
+ * take_copy). Where Yama restricts ptrace to descendants (ptrace_scope 1),
+ * the peers are allowed explicitly, as Open MPI's CMA path does; the
+ * kernel still requires the same user. At scope 2 or 3 nothing helps: the
+ * copies are refused and the daemon copies, as it says in its log. */
+static void allow_peers(void)
+{
+	char v = 0;
+	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+	if (!f)
+		return;
+	if (fread(&v, 1, 1, f) == 1 && v == '1')
+		prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+	fclose(f);
+}
+
 static int init_common(int *argc, char ***argv)
 {
 	(void)argc;
@@ -681,6 +731,8 @@ static int init_common(int *argc, char ***argv)
 	if (map == MAP_FAILED)
 		die("MPI_Init: cannot map the BCS-MPI channel: %s", strerror(errno));
 	close(fd); /* the mapping stays; children of the rank do not inherit it */
+	g.refuse_copy = (h.flags & BCS_CHAN_REFUSE_COPY) != 0;
+	allow_peers();
 	g.node = (int)h.first_rank;
 	g.area = (struct bcs_area *)((char *)map + BCS_CHAN_HDR + (size_t)g.local * BCS_AREA_SIZE);
 	g.area->pid = (uint32_t)getpid();

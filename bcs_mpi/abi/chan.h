@@ -11,6 +11,12 @@
  *                   at the strobe (the completion micro-phase); the rank
  *                   consumes them and advances comp_tail.
  *
+ *   copy orders     daemon -> rank: a piece of a matched message between two
+ *                   ranks of this node, which the receiving rank copies
+ *                   itself straight from the sender's buffer with one
+ *                   process_vm_readv when the daemon grants it
+ *                   (struct bcs_copy; docs/design/bcs-mpi.md, "One copy").
+ *
  * A rank that waits reads `futex`, checks its completions, and sleeps in
  * FUTEX_WAIT on that value: a wake between the check and the sleep changes
  * the value, so it is never lost. Layout shared by bcs_mpi/ (the library)
@@ -21,7 +27,7 @@
 #include <stdint.h>
 
 #define BCS_CHAN_MAGIC 0x4d534342u /* "BCSM" */
-#define BCS_CHAN_VERSION 2 /* 2: bcs_area.idle */
+#define BCS_CHAN_VERSION 3 /* 2: bcs_area.idle; 3: copy orders */
 #define BCS_SUB_RING 4096u  /* power of two */
 #define BCS_COMP_RING 4096u /* power of two */
 #define BCS_CHAN_HDR 4096u
@@ -79,6 +85,34 @@ struct bcs_comp {
 	uint64_t len;   /* bytes received (recv) or message length (probe) */
 };
 
+/* A copy order's state. The daemon fills a FREE slot and makes it POSTED;
+ * the receiving rank takes it (POSTED -> TAKEN, compare-and-swap), copies,
+ * and says DONE or REFUSED (err: the errno). The daemon may take a POSTED
+ * order back for itself (POSTED -> DAEMON, compare-and-swap), never a TAKEN
+ * one; it frees DONE, REFUSED and DAEMON slots. */
+enum bcs_copy_state {
+	BCS_COPY_FREE = 0,
+	BCS_COPY_POSTED = 1,
+	BCS_COPY_TAKEN = 2,
+	BCS_COPY_DONE = 3,
+	BCS_COPY_REFUSED = 4,
+	BCS_COPY_DAEMON = 5,
+};
+#define BCS_COPY_SLOTS 16u
+
+struct bcs_copy {
+	uint32_t state;   /* enum bcs_copy_state */
+	uint32_t pid;     /* the sending rank */
+	uint64_t src;     /* in the sending rank */
+	uint64_t dst;     /* in this rank */
+	uint64_t len;
+	int32_t err;      /* REFUSED: process_vm_readv's errno */
+	uint32_t pad;
+};
+
+/* bcs_chan_hdr.flags */
+#define BCS_CHAN_REFUSE_COPY 1u /* test hook: every copy order is refused (EPERM) */
+
 struct bcs_area {
 	uint32_t futex;       /* bumped and woken by the daemon */
 	uint32_t pid;
@@ -102,6 +136,9 @@ struct bcs_area {
 	uint32_t pad4[15];
 	struct bcs_desc sub[BCS_SUB_RING];
 	struct bcs_comp comp[BCS_COMP_RING];
+	uint32_t copy_posted; /* bumped by the daemon with each order posted */
+	uint32_t pad5[15];
+	struct bcs_copy copy[BCS_COPY_SLOTS];
 };
 
 #define BCS_AREA_SIZE ((sizeof(struct bcs_area) + 4095) & ~(uint64_t)4095)
@@ -114,6 +151,7 @@ struct bcs_chan_hdr {
 	uint32_t world;       /* ranks in the job */
 	uint32_t first_rank;  /* world rank of local area 0 */
 	uint32_t replay;      /* reserved */
+	uint32_t flags;       /* BCS_CHAN_* */
 };
 
 static inline uint64_t bcs_chan_size(uint32_t nlocal)

@@ -90,35 +90,6 @@ static int take_buf(struct nd_bcs *b, uint32_t from)
 	return -1;
 }
 
-/* Both ranks here: the daemon copies, through its bounce buffer
- * (process_vm_readv and _writev move data between the caller and one other
- * process only). */
-static void local_copy(struct nd_bcs *b, struct bjob *j, struct xfer *x, uint64_t off,
-		       uint64_t chunk)
-{
-	uint32_t slr = (uint32_t)x->s->src - j->first;
-	struct osend *o = bcs_osend_take(j, slr, x->s->sreq, false);
-	int err = o ? 0 : BCS_EFAULT;
-	for (uint64_t d = 0; !err && d < chunk;) {
-		size_t n = chunk - d > BCS_BOUNCE ? BCS_BOUNCE : chunk - d;
-		if (bcs_copy_from(bcs_pid_of(j, slr), o->d.addr + off + d, b->bounce, n) < 0 ||
-		    bcs_copy_to(bcs_pid_of(j, x->lr), x->r->addr + off + d, b->bounce, n) < 0)
-			err = BCS_EFAULT;
-		d += n;
-	}
-	x->done += chunk;
-	if (err)
-		x->granted = x->total; /* a rank gone: finish the pair now */
-	if (x->granted == x->total) {
-		if (o) {
-			bcs_osend_take(j, slr, x->s->sreq, true);
-			bcs_complete(j, slr, o->d.req, x->s->dst, x->s->tag, 0, o->d.len);
-			free(o);
-		}
-		bcs_recv_done(j, x, err);
-	}
-}
-
 /* Test hook bcs_hold_job=J: job J's first message of a megabyte or more
  * stops half way until a checkpoint freezes the job, so a test's
  * checkpoint finds it under way however late its request lands. */
@@ -207,7 +178,7 @@ static void grant(struct nd *nd, struct bjob *j)
 				uint64_t off = x->granted;
 				x->granted += chunk;
 				if (self) {
-					local_copy(b, j, x, off, chunk);
+					bcs_local_piece(nd, j, x, off, chunk);
 				} else {
 					g[ng++] = (struct wgrant){.src = x->s->src, .dst = x->s->dst,
 								  .sreq = x->s->sreq, .rreq = x->r->req,
@@ -222,8 +193,10 @@ static void grant(struct nd *nd, struct bjob *j)
 			j->gq_head[node] = x->next;
 			if (!x->next)
 				j->gq_tail[node] = NULL;
-			if (self || x->s->inl || x->total == 0) {
+			if (x->s->inl || x->total == 0) {
 				bcs_xfer_free(x);
+			} else if (self) {
+				bcs_local_granted(j, x);
 			} else {
 				unsigned h = hkey((uint32_t)x->s->dst, x->r->req);
 				x->next = j->wait_data[h];
@@ -1039,7 +1012,7 @@ static bool ranks_idle(struct bjob *j)
  * would miss their sends. */
 static bool node_quiet(struct bjob *j, uint64_t slice)
 {
-	if (j->moved || j->restoring || j->round == UINT64_MAX ||
+	if (j->moved || j->restoring || j->norders || j->round == UINT64_MAX ||
 	    j->round + 1 + BCS_QLAG_MAX < slice)
 		return false;
 	for (uint32_t n = 0; n < j->nnodes_job; n++)
@@ -1063,9 +1036,11 @@ static void phase(struct nd *nd)
 	struct nd_bcs *b = nd->bcs;
 	uint64_t slice = b->phase_slice;
 	b->phase_at_ns = 0;
+	b->phases++;
 	for (struct bjob *j = b->jobs; j; j = j->next) {
 		if (!j->job || !j->map)
 			continue;
+		bcs_orders(nd, j); /* before moved is read: a completion of theirs counts */
 		bool idle = ranks_idle(j);
 		/* frozen: the ranks' descriptors stay in their rings */
 		bool quiet = !j->frozen && !collect(nd, j, slice) && idle;
@@ -1164,6 +1139,10 @@ int64_t nd_bcs_timer_us(const struct nd *nd)
 	int64_t nap = -1;
 	if (b->early_poll && now < b->spin_until_ns && waits_on_peer(b))
 		nap = nd->fabric_busy ? 0 : BCS_NAP_NS / 1000;
+	/* ranks copy what was granted: their orders are looked at this often
+	 * (a rank has no way to wake the loop) */
+	if (b->norders && (nap < 0 || nap > BCS_ORDER_POLL_NS / 1000))
+		nap = BCS_ORDER_POLL_NS / 1000;
 	if (!b->phase_at_ns)
 		return nap;
 	int64_t phase = b->phase_at_ns <= now ? 0 : (int64_t)((b->phase_at_ns - now + 999) / 1000);
@@ -1173,6 +1152,13 @@ int64_t nd_bcs_timer_us(const struct nd *nd)
 void nd_bcs_timers(struct nd *nd)
 {
 	struct nd_bcs *b = nd->bcs;
+	if (b && b->norders)
+		for (struct bjob *j = b->jobs; j; j = j->next)
+			if (j->norders) {
+				bcs_orders(nd, j);
+				bcs_try_seal(j);
+				publish_now(j);
+			}
 	if (b && b->phase_at_ns && clock_mono_ns() >= b->phase_at_ns)
 		phase(nd);
 }
@@ -1297,9 +1283,14 @@ int nd_bcs_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command
 		       strerror(errno));
 		return -1;
 	}
+	/* test hook bcs_copy_refuse=J: job J's ranks refuse every copy order,
+	 * as a kernel whose ptrace policy forbids them would */
+	uint32_t flags = fault_value(&nd->fault, "bcs_copy_refuse") == job->id
+				 ? BCS_CHAN_REFUSE_COPY : 0;
 	struct bcs_chan_hdr h = {.magic = BCS_CHAN_MAGIC, .version = BCS_CHAN_VERSION,
 				 .nlocal = j->nlocal, .area_size = (uint32_t)BCS_AREA_SIZE,
-				 .job = job->id, .world = j->world, .first_rank = j->first};
+				 .job = job->id, .world = j->world, .first_rank = j->first,
+				 .flags = flags};
 	memcpy(j->map, &h, sizeof(h));
 	rounds(nd, j);
 	return j->memfd;
@@ -1382,6 +1373,7 @@ static void bjob_free(struct bjob *j)
 
 static void bjob_free_queues(struct nd_bcs *b, struct bjob *j)
 {
+	bcs_orders_free(b, j);
 	for (uint32_t i = 0; i < b->nnodes; i++) {
 		for (struct xfer *x = j->gq_head[i], *n; x; x = n) {
 			n = x->next;
@@ -1416,6 +1408,10 @@ void nd_bcs_job_end(struct nd *nd, struct nd_job *job)
 				bcs_send_flags(nd, j->nodes[k], M_DESC, j->id, UINT64_MAX, 0, UINT32_MAX,
 					       NULL, 0);
 	}
+	if (j->copied_rank || j->copied_daemon)
+		slog("job %" PRIu64 ": messages between this node's ranks: %" PRIu64 " bytes copied "
+		     "by the ranks, %" PRIu64 " by this daemon", j->id, j->copied_rank,
+		     j->copied_daemon);
 	*pp = j->next;
 	b->dead[b->ndead++ % BCS_DEAD_JOBS] = j->id;
 	bjob_free_queues(b, j);

@@ -36,7 +36,7 @@ bool bcs_drained_here(struct bjob *j)
 		if (j->fcover[n] == UINT64_MAX || j->round < j->fcover[n])
 			return false;
 	}
-	if (j->ninc || j->nnewr)
+	if (j->ninc || j->nnewr || j->norders)
 		return false;
 	for (uint32_t k = 0; k < j->nnodes_job; k++)
 		if (j->gq_head[j->nodes[k]])
@@ -196,6 +196,9 @@ void nd_bcs_freeze(struct nd *nd, struct nd_job *job, uint64_t ckpt_id)
 	for (unsigned h = 0; h < BCS_HASH; h++)
 		for (struct xfer *x = j->wait_data[h]; x; x = x->next, nx++)
 			left += x->total - x->done;
+	for (struct xfer *x = j->lcopy; x; x = x->next, nx++)
+		left += x->total - x->done;
+	bcs_orders(nd, j); /* the ranks are stopped: the daemon does what they had not begun */
 	if (j->active)
 		slog("job %" PRIu64 ": checkpoint %" PRIu64 ": BCS-MPI frozen with %u transfers "
 		       "to this node's ranks, %" PRIu64 " bytes still to move; draining",

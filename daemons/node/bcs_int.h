@@ -30,6 +30,7 @@
 #define BCS_SPIN_NS (2000000u)  /* polling often after sending (nd_bcs_timer_us) */
 #define BCS_NAP_NS (200000)     /* ... every this long */
 #define BCS_BOUNCE (1u << 20)   /* copies between two ranks of a node, per step */
+#define BCS_ORDER_POLL_NS 100000 /* copy orders out: the daemon looks this often */
 #define BCS_DEAD_JOBS 64
 #define BCS_HASH 4096           /* buckets of the per-job request tables */
 /* rounds a node may still have to run and report quiet (resolve) */
@@ -146,6 +147,7 @@ struct xfer {
 	uint32_t lr;      /* receiving local rank */
 	uint64_t total, granted, done;
 	int err;          /* a piece was lost: the receive fails */
+	uint32_t norders; /* both ranks here: copy orders its receiver still has */
 	struct xfer *next;
 };
 
@@ -243,6 +245,17 @@ struct bjob {
 	struct bcs_desc **pend;
 	uint32_t *npend;
 	char seal_err[160];
+	/* one copy between ranks of this node (bcs_copy.c): per local rank
+	 * and slot the pair an order is for and the phase it was posted in;
+	 * pairs fully granted whose orders are out; whether the ranks may
+	 * copy (not once one was refused) and the bytes copied each way */
+	struct xfer *(*order)[BCS_COPY_SLOTS];
+	uint64_t (*order_phase)[BCS_COPY_SLOTS];
+	uint32_t norders;
+	struct xfer *lcopy;
+	bool copy_off;
+	uint32_t *resumed;         /* per local rank: continued to finish a copy (frozen) */
+	uint64_t copied_rank, copied_daemon;
 	struct bjob *next;
 };
 
@@ -279,6 +292,8 @@ struct nd_bcs {
 	bool gmac;                        /* AES-GMAC tags (gm_bulk_gmac_ok) */
 	uint32_t nspare;
 	uint64_t spin_until_ns;           /* nd_bcs_timer_us */
+	uint64_t phases;                  /* phases run (copy orders' age) */
+	uint32_t norders;                 /* copy orders out, every job */
 	bool early_poll;                  /* poll the fabric soon while waiting on a peer */
 };
 
@@ -306,6 +321,13 @@ void bcs_recv_done(struct bjob *j, struct xfer *x, int err);
 void bcs_xfer_free(struct xfer *x);
 void bcs_kill_local(struct bjob *j, int code, const char *why);
 int bcs_node_pos(const struct bjob *j, uint32_t node);
+
+/* bcs_copy.c */
+void bcs_local_piece(struct nd *nd, struct bjob *j, struct xfer *x, uint64_t off,
+		     uint64_t chunk);
+void bcs_local_granted(struct bjob *j, struct xfer *x);
+void bcs_orders(struct nd *nd, struct bjob *j);
+void bcs_orders_free(struct nd_bcs *b, struct bjob *j);
 
 /* bcs_coll.c */
 /* One node's partial of allreduce seq; kept aside while the job has not
