@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +54,7 @@ static struct {
 	struct req *reqs[REQ_CHUNKS];
 	int nreqs, free_head;
 	int eager_out;     /* buffered sends not yet taken by the daemon */
-	int refuse_copy;   /* test hook: copy orders are refused (BCS_CHAN_REFUSE_COPY) */
+	uint32_t chan_flags; /* test hooks (BCS_CHAN_REFUSE_COPY, _STOP_IN_COPY) */
 	struct bcs_comm comms[MAX_COMMS];
 	uint32_t next_ctx;
 	MPI_User_function *ops[256];
@@ -239,9 +240,17 @@ static void take_copy(struct bcs_copy *c)
 	if (!__atomic_compare_exchange_n(&c->state, &s, BCS_COPY_TAKEN, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_RELAXED))
 		return;
+	if (g.chan_flags & BCS_CHAN_STOP_IN_COPY) {
+		/* test hook: stopped between taking an order and copying, as a
+		 * checkpoint's SIGSTOP may find a rank */
+		g.chan_flags &= ~BCS_CHAN_STOP_IN_COPY;
+		fprintf(stderr, "BCS-MPI rank %d: test hook: stopped in a copy\n", g.rank);
+		raise(SIGSTOP);
+	}
 	struct iovec l = {(void *)(uintptr_t)c->dst, c->len}, r = {(void *)(uintptr_t)c->src, c->len};
-	ssize_t n = g.refuse_copy ? (errno = EPERM, -1)
-				  : process_vm_readv((pid_t)c->pid, &l, 1, &r, 1, 0);
+	ssize_t n = g.chan_flags & BCS_CHAN_REFUSE_COPY
+			    ? (errno = EPERM, -1)
+			    : process_vm_readv((pid_t)c->pid, &l, 1, &r, 1, 0);
 	c->err = n == (ssize_t)c->len ? 0 : n < 0 ? errno : EIO;
 	__atomic_store_n(&c->state, c->err ? BCS_COPY_REFUSED : BCS_COPY_DONE, __ATOMIC_RELEASE);
 }
@@ -303,8 +312,20 @@ static void declare_idle(void)
 		__atomic_store_n(&a->idle, a->comp_tail + 1, __ATOMIC_SEQ_CST);
 }
 
+static void wait_until(bool (*cond)(void *), void *arg);
+
 /* Sleeps until cond holds; the daemon wakes us at the strobe. */
 static void wait_for(bool (*cond)(void *), void *arg)
+{
+	static int depth; /* one-sided progress may wait inside a wait */
+	if (depth++ == 0)
+		__atomic_store_n(&g.area->waiting, 1, __ATOMIC_SEQ_CST);
+	wait_until(cond, arg);
+	if (--depth == 0)
+		__atomic_store_n(&g.area->waiting, 0, __ATOMIC_SEQ_CST);
+}
+
+static void wait_until(bool (*cond)(void *), void *arg)
 {
 	for (;;) {
 		drain();
@@ -731,7 +752,7 @@ static int init_common(int *argc, char ***argv)
 	if (map == MAP_FAILED)
 		die("MPI_Init: cannot map the BCS-MPI channel: %s", strerror(errno));
 	close(fd); /* the mapping stays; children of the rank do not inherit it */
-	g.refuse_copy = (h.flags & BCS_CHAN_REFUSE_COPY) != 0;
+	g.chan_flags = h.flags;
 	allow_peers();
 	g.node = (int)h.first_rank;
 	g.area = (struct bcs_area *)((char *)map + BCS_CHAN_HDR + (size_t)g.local * BCS_AREA_SIZE);

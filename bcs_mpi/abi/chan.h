@@ -112,6 +112,7 @@ struct bcs_copy {
 
 /* bcs_chan_hdr.flags */
 #define BCS_CHAN_REFUSE_COPY 1u /* test hook: every copy order is refused (EPERM) */
+#define BCS_CHAN_STOP_IN_COPY 2u /* test hook: a rank stops itself in its first copy */
 
 struct bcs_area {
 	uint32_t futex;       /* bumped and woken by the daemon */
@@ -125,7 +126,10 @@ struct bcs_area {
 	 * node quiet only while every rank's idle is current (wildcard matching
 	 * at quiescence, daemons/node/bcs.c) */
 	uint32_t idle;
-	uint32_t pad0[10];
+	/* non-zero while the rank is in a blocking MPI call (it looks at its
+	 * copy orders whenever it wakes): the daemon gives it its copies */
+	uint32_t waiting;
+	uint32_t pad0[9];
 	uint32_t sub_head;    /* written by the rank */
 	uint32_t pad1[15];
 	uint32_t sub_tail;    /* written by the daemon */

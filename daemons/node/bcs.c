@@ -1283,10 +1283,14 @@ int nd_bcs_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command
 		       strerror(errno));
 		return -1;
 	}
-	/* test hook bcs_copy_refuse=J: job J's ranks refuse every copy order,
-	 * as a kernel whose ptrace policy forbids them would */
-	uint32_t flags = fault_value(&nd->fault, "bcs_copy_refuse") == job->id
-				 ? BCS_CHAN_REFUSE_COPY : 0;
+	/* test hooks bcs_copy_refuse=J: job J's ranks refuse every copy order,
+	 * as a kernel whose ptrace policy forbids them would; bcs_copy_stop=J:
+	 * a rank of job J stops itself between taking its first order and
+	 * copying, as a checkpoint may find it */
+	uint32_t flags = (fault_value(&nd->fault, "bcs_copy_refuse") == job->id
+				  ? BCS_CHAN_REFUSE_COPY : 0) |
+			 (fault_value(&nd->fault, "bcs_copy_stop") == job->id
+				  ? BCS_CHAN_STOP_IN_COPY : 0);
 	struct bcs_chan_hdr h = {.magic = BCS_CHAN_MAGIC, .version = BCS_CHAN_VERSION,
 				 .nlocal = j->nlocal, .area_size = (uint32_t)BCS_AREA_SIZE,
 				 .job = job->id, .world = j->world, .first_rank = j->first,

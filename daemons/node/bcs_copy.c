@@ -41,13 +41,14 @@ static int daemon_copy(struct nd_bcs *b, struct bjob *j, pid_t from, uint64_t sr
 	return 0;
 }
 
-/* The receiving rank waits inside MPI having seen every completion
- * (chan.h, idle): it takes an order at once. */
+/* The receiving rank is in a blocking MPI call, or polls having seen every
+ * completion (chan.h, waiting and idle): it takes an order at once. */
 static bool rank_waits(struct bjob *j, uint32_t lr)
 {
 	struct bcs_area *a = bcs_area_of(j, lr);
 	uint32_t idle = __atomic_load_n(&a->idle, __ATOMIC_SEQ_CST);
-	return idle && idle != BCS_IDLE_DONE && idle == a->comp_head + 1;
+	return __atomic_load_n(&a->waiting, __ATOMIC_SEQ_CST) ||
+	       (idle && idle != BCS_IDLE_DONE && idle == a->comp_head + 1);
 }
 
 static bool allocated(struct bjob *j)
@@ -68,7 +69,9 @@ static bool allocated(struct bjob *j)
 static bool post_order(struct nd *nd, struct bjob *j, struct xfer *x, pid_t from,
 		       uint64_t src, uint64_t off, uint64_t chunk)
 {
-	if (j->copy_off || j->frozen || from <= 0 || !rank_waits(j, x->lr) || !allocated(j))
+	if (j->copy_off || j->frozen || (j->job && j->job->stopped) || from <= 0 || !allocated(j))
+		return false;
+	if (!rank_waits(j, x->lr))
 		return false;
 	struct bcs_area *a = bcs_area_of(j, x->lr);
 	for (uint32_t k = 0; k < BCS_COPY_SLOTS; k++) {
@@ -197,9 +200,17 @@ static void resume_copier(struct bjob *j, uint32_t lr, bool taken)
 		     "it is done", j->id, j->first + lr);
 }
 
+/* A rank that left its blocking call (it computes) or is stopped (the gang
+ * scheduler's other row) takes no order soon; one that waits in MPI takes
+ * its orders as soon as it runs, however loaded the machine. */
+static bool away(struct bjob *j, struct bcs_area *a)
+{
+	return !__atomic_load_n(&a->waiting, __ATOMIC_SEQ_CST) || (j->job && j->job->stopped);
+}
+
 /* The orders' states: done ones complete their pairs; one not taken
- * within a phase, or while a checkpoint drains the job, the daemon takes
- * back and does itself. */
+ * within a phase by a rank away, or any while a checkpoint drains the job,
+ * the daemon takes back and does itself. */
 void bcs_orders(struct nd *nd, struct bjob *j)
 {
 	struct nd_bcs *b = nd->bcs;
@@ -214,7 +225,8 @@ void bcs_orders(struct nd *nd, struct bjob *j)
 			if (!x)
 				continue;
 			uint32_t s = __atomic_load_n(&c->state, __ATOMIC_ACQUIRE);
-			if (s == BCS_COPY_POSTED && (j->frozen || j->order_phase[lr][k] + 1 < b->phases) &&
+			if (s == BCS_COPY_POSTED && (j->frozen || (j->order_phase[lr][k] + 1 < b->phases &&
+								   away(j, a))) &&
 			    __atomic_compare_exchange_n(&c->state, &s, BCS_COPY_DAEMON, false,
 							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 				copy_instead(nd, j, lr, c, x);

@@ -1,0 +1,89 @@
+#!/bin/bash
+# BCS-MPI between two ranks of one node moves a message with one copy, made
+# by the receiving rank (process_vm_readv) at its grant: on a 1-node virtual
+# cluster, tests/cluster/mpi/bigmsg.c (a 12 MiB message over several slices)
+#  - job 1: arrives intact, and the daemon's count says the ranks copied it;
+#  - job 2 (test hook bcs_copy_refuse: its ranks' copies are refused, as a
+#    kernel's ptrace policy would): arrives intact, copied by the daemon,
+#    which says once that it took over;
+#  - job 3 (test hook bcs_copy_stop: the receiver stops itself between
+#    taking its order and copying, as a checkpoint's SIGSTOP may find it):
+#    `storm checkpoint` drains it (the rank is continued alone until its
+#    copy is done), the job ends intact, and a restart from that
+#    checkpoint too.
+# Every daemon is taken down on exit.
+# Usage: test_mpi_copy.sh BUILD_BIN_DIR   (make clustertest)
+set -u
+BIN=$(cd "${1:-build/bin}" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+T=$(mktemp -d /tmp/storm-mpicopy.XXXXXX)
+C=$T/c
+export PATH=$BIN:$PATH
+export STORM_CONF=$C/storm.conf
+fails=0 checks=0
+bg=()
+
+cleanup() {
+	for p in "${bg[@]}"; do kill -9 "$p" 2>/dev/null; done
+	cluster_teardown
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+INTACT="bigmsg: 3145745 ints from 0 tag 5, intact"
+LOG=$C/log/node00.log
+# copied JOB WHO: the bytes of JOB's messages between ranks of node00 copied
+# by WHO (ranks or daemon), from the line the daemon logs at the job's end
+copied() {
+	sed -n "s/.*job $1: messages between this node's ranks: \([0-9]*\) bytes copied by the ranks, \([0-9]*\) by this daemon.*/\1 \2/p" "$LOG" |
+		awk -v w="$2" '{ print (w == "ranks" ? $1 : $2) }'
+}
+
+expect "bcs-mpicc bigmsg.c" 0 bcs-mpicc -O2 -Wall -Werror "$HERE/mpi/bigmsg.c" -o "$T/bigmsg"
+STORM_TEST_TAMPER=bcs_copy_refuse=2,bcs_copy_stop=3 STORM_TEST_TAMPER_NODE=node00 \
+	expect "cluster up (1 node, 2 ms slices)" 0 \
+	storm cluster up --nodes 1 --timeslice-us 2000 --down-after-ms 20000 --dir "$C"
+cd "$T" || exit 1
+
+# ---- job 1: the receiving rank copies
+expect "job 1: 12 MiB between two ranks of one node" 0 storm run -N 1 -n 2 ./bigmsg
+has "  intact" out "$INTACT"
+wait_log "$LOG" "job 1: messages between this node's ranks" 30 >/dev/null
+r=$(copied 1 ranks)
+[ "${r:-0}" -ge 4194304 ] && ok "  the ranks copied it ($r bytes)" ||
+	bad "  the ranks copied it (${r:-no count})"
+
+# ---- job 2: every copy refused, the daemon copies, and says so once
+expect "job 2: the ranks' copies refused" 0 storm run -N 1 -n 2 ./bigmsg
+has "  intact" out "$INTACT"
+wait_log "$LOG" "job 2: messages between this node's ranks" 30 >/dev/null
+r=$(copied 2 ranks) d=$(copied 2 daemon)
+[ "$r" = 0 ] && [ "${d:-0}" -ge 12582980 ] && ok "  the daemon copied it all ($d bytes)" ||
+	bad "  the daemon copied it all (ranks ${r:-?}, daemon ${d:-?})"
+n=$(grep -c "job 2: rank 1 cannot read rank 0's memory (process_vm_readv: Operation not permitted" "$LOG")
+[ "$n" = 1 ] && ok "  the daemon said once that it took over" ||
+	bad "  the daemon said once that it took over ($n times)"
+
+# ---- job 3: a checkpoint finds the receiver stopped in its copy
+storm run -N 1 -n 2 ./bigmsg >job3.out 2>job3.err &
+bg+=($!)
+wait_log job3.err "test hook: stopped in a copy" 60 >/dev/null ||
+	bad "job 3's receiver stopped in its copy"
+expect "storm checkpoint 3 (the receiver stopped in a copy)" 0 storm checkpoint 3
+grep -q "job 3: checkpoint: rank 1 was stopped in a copy; continued until it is done" "$LOG" &&
+	ok "  the daemon let it finish its copy" || bad "  the daemon let it finish its copy"
+grep -q "job 3: checkpoint .*: BCS-MPI drained in" "$LOG" &&
+	ok "  the job drained" || bad "  the job drained"
+wait "${bg[-1]}"
+rc=$?
+[ "$rc" = 0 ] && ok "  job 3 ends (exit 0)" || bad "  job 3 ends (exit $rc)"
+grep -qF "$INTACT" job3.out && ok "  intact" || bad "  intact"
+CK=$(storm checkpoints --json | python3 -c '
+import json, sys
+print(max(k["id"] for k in json.load(sys.stdin)["checkpoints"] if k["job"] == 3 and k["complete"]))')
+expect "storm restart $CK" 0 storm restart "$CK"
+has "  intact" out "$INTACT"
+
+echo "test_mpi_copy: $((checks - fails))/$checks passed"
+[ "$fails" = 0 ]
