@@ -231,6 +231,8 @@ static void on_completion_of(const struct bcs_comp *c)
 		req_release((int)c->req);
 }
 
+static void allow_peers(void);
+
 /* One copy order: the piece straight from the sending rank's buffer into
  * ours, one process_vm_readv, as MPICH's CMA path does. Taken by
  * compare-and-swap: the daemon may have taken it back for itself. */
@@ -278,6 +280,8 @@ static void drain(void)
 		fflush(stderr);
 		_exit((int)a->abort_code);
 	}
+	if (!__atomic_load_n(&a->peers_allowed, __ATOMIC_RELAXED))
+		allow_peers(); /* restored from a checkpoint: a new process */
 	take_copies();
 	uint32_t tail = a->comp_tail;
 	uint32_t head = __atomic_load_n(&a->comp_head, __ATOMIC_ACQUIRE);
@@ -718,6 +722,7 @@ static void abort_world(int code)
 static void allow_peers(void)
 {
 	char v = 0;
+	__atomic_store_n(&g.area->peers_allowed, 1, __ATOMIC_RELAXED);
 	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
 	if (!f)
 		return;
@@ -753,10 +758,10 @@ static int init_common(int *argc, char ***argv)
 		die("MPI_Init: cannot map the BCS-MPI channel: %s", strerror(errno));
 	close(fd); /* the mapping stays; children of the rank do not inherit it */
 	g.chan_flags = h.flags;
-	allow_peers();
 	g.node = (int)h.first_rank;
 	g.area = (struct bcs_area *)((char *)map + BCS_CHAN_HDR + (size_t)g.local * BCS_AREA_SIZE);
 	g.area->pid = (uint32_t)getpid();
+	allow_peers();
 	main_thread = 1;
 	bcs_types_init();
 	int *w = malloc((size_t)g.size * sizeof(int)), *s = malloc(sizeof(int));

@@ -129,7 +129,10 @@ struct bcs_area {
 	/* non-zero while the rank is in a blocking MPI call (it looks at its
 	 * copy orders whenever it wakes): the daemon gives it its copies */
 	uint32_t waiting;
-	uint32_t pad0[9];
+	/* the rank allowed its peers to read its memory (PR_SET_PTRACER where
+	 * Yama asks for it); a restore clears it: that is not in the image */
+	uint32_t peers_allowed;
+	uint32_t pad0[8];
 	uint32_t sub_head;    /* written by the rank */
 	uint32_t pad1[15];
 	uint32_t sub_tail;    /* written by the daemon */

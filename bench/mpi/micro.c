@@ -5,7 +5,8 @@
  *   pingpong   ranks 0 and 1: MPI_Send/MPI_Recv round trips of 8 B, 64 B, ...
  *              (x8) up to 1 MiB; half the mean round trip (µs).
  *   bw         ranks 0 to 1: a window of 16 MPI_Isend (MPI_Irecv preposted),
- *              MPI_Waitall, an 8 B acknowledgement; MB/s (10^6 B/s).
+ *              MPI_Waitall, an 8 B acknowledgement; MB/s (10^6 B/s); 8 B to
+ *              256 KiB by 8, then by 4 (1 MiB, 4 MiB).
  *   allreduce  every rank: MPI_Allreduce(MPI_SUM) of one double, back to
  *              back; mean time per call (µs).
  * Without a test flag, all three. The number of iterations of each
@@ -85,6 +86,13 @@ static double measure(int test, int n, double budget, long *iters_out)
 	return t / iters;
 }
 
+/* bandwidth sizes: by 8, from 256 KiB by 4 (1 MiB, 4 MiB), ending on max */
+static long bw_next(long n, long maxb)
+{
+	long next = n * (n >= 262144 ? 4 : 8);
+	return n < maxb && next > maxb ? maxb : next;
+}
+
 int main(int argc, char **argv)
 {
 	struct mb_opt opts[] = {
@@ -118,14 +126,12 @@ int main(int argc, char **argv)
 		if (n < maxb && n * 8 > maxb)
 			n = maxb / 8; /* end on max-bytes itself */
 	}
-	for (long n = 8; bw && n <= maxb; n *= 8) {
+	for (long n = 8; bw && n <= maxb; n = bw_next(n, maxb)) {
 		double t = measure(BW, (int)n, budget, &iters);
 		if (rank == 0)
 			printf("{\"prog\":\"micro\",\"test\":\"bw\",\"ranks\":%d,\"bytes\":%ld,\"window\":%d,"
 			       "\"iters\":%ld,\"mb_s\":%.3f}\n", size, n, WINDOW, iters,
 			       (double)WINDOW * n / t / 1e6);
-		if (n < maxb && n * 8 > maxb)
-			n = maxb / 8;
 	}
 	if (ar) {
 		double t = measure(ALLREDUCE, 8, budget, &iters);

@@ -299,6 +299,9 @@ int nd_bcs_restore_rank(struct nd *nd, struct nd_job *job, uint32_t lr, const vo
 	}
 	if ((rc = bcs_ckpt_restore_area(bcs_area_of(j, lr), &v, err, errlen)))
 		return rc;
+	/* a new process: its peers are allowed again (PR_SET_PTRACER is not
+	 * in the image) at its first MPI call */
+	bcs_area_of(j, lr)->peers_allowed = 0;
 	p[0] = (struct ckpt_ext_piece){.addr = start, .len = BCS_CHAN_HDR, .off = 0};
 	p[1] = (struct ckpt_ext_piece){.addr = at, .len = BCS_AREA_SIZE,
 				       .off = BCS_CHAN_HDR + (uint64_t)lr * BCS_AREA_SIZE};
