@@ -18,6 +18,7 @@
  * MPI library: a cell's update reads its neighbours in ascending global order
  * and the global sum is reduced in fixed point (64-bit integers), so no
  * floating-point result depends on the decomposition. */
+#define _POSIX_C_SOURCE 200809L /* nanosleep under -std=c11 (--hold) */
 #include "mb.h"
 
 #include <math.h>
