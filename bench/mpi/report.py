@@ -247,8 +247,10 @@ def build(res, results_path):
     # ---- micro
     mic = res.sel(bench="micro")
     if mic:
+        rpn = int(res.meta.get("rpn", 1))
         L.append("### Ping-pong and bandwidth (2 ranks%s)" %
-                 (", BCS-MPI on 2 virtual nodes" if res.bcs else ""))
+                 ((", BCS-MPI on 2 virtual nodes" if rpn < 2 else ", BCS-MPI on one virtual node")
+                  if res.bcs else ""))
         L.append("")
         sizes = sorted({r["bytes"] for r in mic if r.get("test") == "pingpong"})
         for test, key, f, what in (("pingpong", "lat_us", usec, "half round trip, MPI_Send/MPI_Recv"),

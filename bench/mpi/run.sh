@@ -34,7 +34,10 @@
 #   BENCH_MPI_RANKS="4 8 16"  BENCH_MPI_TRANSPORTS="shm tcp"  BENCH_MPI_REPS=3
 #   BENCH_MPI_TIMESLICE=1000 (us, the BCS-MPI cluster of the apps/micro/record/racy phases)
 #   BENCH_MPI_SLICES="250 500 1000 2000 5000"  BENCH_MPI_SLICE_RANKS=8
-#   BENCH_MPI_RPN=1 (ranks per virtual node)  BENCH_MPI_RACY_RUNS=20
+#   BENCH_MPI_RPN=1 (ranks per virtual node; 2: the micro phase's two ranks
+#                    share a node)  BENCH_MPI_RACY_RUNS=20
+#   BENCH_MPI_MICRO_MAX=1048576 (the micro phase's largest message; bandwidth
+#                    goes by 4 from 256 KiB: 4194304 adds 4 MiB)
 #   BENCH_MPI_SWEEP="--nx 64 --ny 64 --nz 64 --mk 16 --iters 2" (sweep's problem)
 #   BENCH_MPI_STENCIL="--steps 30" (stencil's problem)
 #   BENCH_MPI_STORM_BUILD=DIR  storm and bcs-mpicc from DIR/bin (default build/)
@@ -90,6 +93,7 @@ else
 	RUN_TIMEOUT=600
 	TAG=mpi
 fi
+MICRO_MAX=${BENCH_MPI_MICRO_MAX:-$MICRO_MAX}
 TS=${BENCH_MPI_TIMESLICE:-1000}
 SLICE_RANKS=${BENCH_MPI_SLICE_RANKS:-8}
 RPN=${BENCH_MPI_RPN:-1}

@@ -1141,8 +1141,9 @@ int64_t nd_bcs_timer_us(const struct nd *nd)
 		nap = nd->fabric_busy ? 0 : BCS_NAP_NS / 1000;
 	/* ranks copy what was granted: their orders are looked at this often
 	 * (a rank has no way to wake the loop) */
-	if (b->norders && (nap < 0 || nap > BCS_ORDER_POLL_NS / 1000))
-		nap = BCS_ORDER_POLL_NS / 1000;
+	int64_t look = now - b->order_at_ns < BCS_ORDER_FAST_NS ? BCS_ORDER_POLL_NS / 1000 : 1000;
+	if (b->norders && (nap < 0 || nap > look))
+		nap = look;
 	if (!b->phase_at_ns)
 		return nap;
 	int64_t phase = b->phase_at_ns <= now ? 0 : (int64_t)((b->phase_at_ns - now + 999) / 1000);

@@ -92,6 +92,7 @@ static bool post_order(struct nd *nd, struct bjob *j, struct xfer *x, pid_t from
 		x->norders++;
 		j->norders++;
 		nd->bcs->norders++;
+		nd->bcs->order_at_ns = clock_mono_ns();
 		return true;
 	}
 	return false;

@@ -30,7 +30,11 @@
 #define BCS_SPIN_NS (2000000u)  /* polling often after sending (nd_bcs_timer_us) */
 #define BCS_NAP_NS (200000)     /* ... every this long */
 #define BCS_BOUNCE (1u << 20)   /* copies between two ranks of a node, per step */
-#define BCS_ORDER_POLL_NS 100000 /* copy orders out: the daemon looks this often */
+/* copy orders out: the daemon looks this often for BCS_ORDER_FAST_NS after
+ * posting one (a piece takes a rank tens to hundreds of µs), then every ms
+ * (a rank not running yet: no use waking a real-time daemon for it) */
+#define BCS_ORDER_POLL_NS 100000
+#define BCS_ORDER_FAST_NS 2000000u
 #define BCS_DEAD_JOBS 64
 #define BCS_HASH 4096           /* buckets of the per-job request tables */
 /* rounds a node may still have to run and report quiet (resolve) */
@@ -294,6 +298,7 @@ struct nd_bcs {
 	uint64_t spin_until_ns;           /* nd_bcs_timer_us */
 	uint64_t phases;                  /* phases run (copy orders' age) */
 	uint32_t norders;                 /* copy orders out, every job */
+	uint64_t order_at_ns;             /* the last one posted */
 	bool early_poll;                  /* poll the fabric soon while waiting on a peer */
 };
 
