@@ -359,8 +359,8 @@ $(BUILD)/bin/storm_selfsum: tests/cluster/selfsum.c
 # messages and acks lost at a sender, then 10% loss on links, under BCS-MPI
 # jobs and PMI fences: each is sent again and the jobs end (~2 min).
 CLUSTER_SUITES := cluster bootstrap slurm users remote ckpt ckpt_mpi ckpt_threads gang timed \
-                  slice liveness caw mpi mpi16 netns pmi pmix faults cmd_resend mbox_loss \
-                  persist load valgrind
+                  slice liveness caw mpi mpi_copy mpi16 netns pmi pmix faults cmd_resend \
+                  mbox_loss persist load valgrind
 CLUSTER_BINS := all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/nfq_netem \
                 $(BUILD)/bin/ckpt_prog $(BUILD)/bin/fds_prog $(BUILD)/bin/tree_prog
 SUITE_ARGS_load := 200 10
@@ -447,7 +447,7 @@ layers: all
 CHECK_JOBS ?= 2
 CHECK_SUITES := net-rma cluster-mbox_loss mpi-suite cluster-cluster cluster-ckpt hosts-ckpt \
                 hosts-cluster cluster-slurm debtest cluster-faults cluster-ckpt_mpi hosts-mpi \
-                cluster-mpi cluster-persist fuzz-check ckpttest cluster-load cluster-gang \
+                cluster-mpi cluster-mpi_copy cluster-persist fuzz-check ckpttest cluster-load cluster-gang \
                 cluster-pmix cluster-users mpi-thirdparty mpi-wrapper net-msg cluster-mpi16 \
                 cluster-valgrind cluster-netns cluster-ckpt_threads cluster-timed cluster-pmi \
                 cluster-liveness cluster-caw cluster-remote cluster-bootstrap hosts-hosts \
