@@ -189,12 +189,6 @@ void sni_peers_refresh(struct sn_ctx *ctx)
 	}
 }
 
-static bool all_known(struct sn_ctx *ctx, void *arg)
-{
-	(void)arg;
-	return sn_peers_known(ctx) == ctx->n;
-}
-
 bool sn_peer_known(const struct sn_ctx *ctx, uint32_t node)
 {
 	if (node >= ctx->n)
@@ -211,19 +205,6 @@ uint32_t sn_peers_known(const struct sn_ctx *ctx)
 	for (uint32_t i = 0; i < ctx->n; i++)
 		k += sn_peer_known(ctx, i);
 	return k;
-}
-
-int sn_wait_peers(struct sn_ctx *ctx, unsigned timeout_ms)
-{
-	sni_wait_until(ctx, all_known, NULL, now_ns() + (uint64_t)timeout_ms * 1000000ull);
-	if (all_known(ctx, NULL))
-		return 0;
-	uint32_t i = 0;
-	while (i < ctx->n && ctx->rails[0].peers[i] != FI_ADDR_NOTAVAIL &&
-	       (ctx->nrails < 2 || ctx->rails[1].peers[i] != FI_ADDR_NOTAVAIL))
-		i++;
-	return fail(ctx, -ETIMEDOUT, "node %u's fabric address did not arrive in %u ms", i,
-		    timeout_ms);
 }
 
 /* ------------------------------------------------------------- open/close */
@@ -767,34 +748,35 @@ int sn_open(const struct sn_config *cfg, struct sn_ctx **out)
 	return 0;
 err:
 	snprintf(open_error, sizeof(open_error), "%s", ctx->err);
-	sn_close(ctx);
+	sni_ctx_free(ctx);
 	return rc;
 }
 
 const char *sn_open_error(void) { return open_error; }
 
-static bool drained(struct sn_ctx *ctx, void *arg)
+int sni_post_rx(struct sn_ctx *ctx, struct rail *rl, struct slot *s)
 {
-	(void)arg;
-	if (ctx->tx_outstanding)
-		return false;
-	for (int i = 0; i < ctx->nrails; i++)
-		if (ctx->rails[i].txq_head)
-			return false;
-	for (struct rec *r = ctx->recs; r; r = r->next)
-		if (!r->finished || r->tx_pending)
-			return false;
-	return !ctx->calls;
+	ssize_t rc;
+	do {
+		rc = fi_recv(rl->ep, s->buf, s->size, NULL, FI_ADDR_UNSPEC, &s->fctx);
+		if (rc == -FI_EAGAIN)
+			fi_cq_read(rl->cq, NULL, 0);
+	} while (rc == -FI_EAGAIN);
+	if (rc)
+		return fail(ctx, (int)rc, "cannot post receive: %s", fi_strerror((int)-rc));
+	return 0;
 }
 
-void sn_close(struct sn_ctx *ctx)
+void sni_slot_drop_copy(struct slot *s)
 {
-	if (!ctx)
-		return;
-	/* finish what others are waiting on from us: forwards, ACKs, CAW jobs */
-	if (ctx->opened)
-		sni_wait_until(ctx, drained, NULL,
-			       now_ns() + (uint64_t)ctx->cfg.timeout_ms * 1000000ull);
+	if (s->copy && --s->copy->refs == 0)
+		free(s->copy);
+	s->copy = NULL;
+}
+
+/* Frees what sn_open made (sn_close first drains what others wait on). */
+void sni_ctx_free(struct sn_ctx *ctx)
+{
 	for (int i = 0; i < ctx->nrails; i++)
 		rail_close(&ctx->rails[i]);
 	while (ctx->recs) {

@@ -1,10 +1,12 @@
-/* The network layer: libfabric endpoints (rail.c), the progress engine
- * (progress.c), and the three primitives carried as tree operations
- * (treeop.c); README.md names every file. This one holds the configuration,
- * the accessors, the events and TEST-EVENT. */
+/* The network layer's public face, on top of the others (README.md names
+ * every file): the configuration, the accessors, and the calls that wait
+ * (TEST-EVENT, sn_caw, sn_wait_peers, sn_close's drain), driving the
+ * progress engine until what they wait for holds. */
 #include "sn_int.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <sched.h>
 #include <string.h>
 
 static unsigned env_uint(const char *name, unsigned dflt)
@@ -47,32 +49,6 @@ void *sn_gmem(struct sn_ctx *ctx) { return ctx->gmem; }
 size_t sn_gmem_size(const struct sn_ctx *ctx) { return ctx->gmem_size; }
 void sn_get_stats(const struct sn_ctx *ctx, struct sn_stats *st) { *st = ctx->stats; }
 
-/* ---------------------------------------------------------------- events */
-
-void sni_event_signal(struct sn_ctx *ctx, unsigned ev)
-{
-	if (ev < SN_MAX_EVENTS)
-		ctx->events[ev].signalled++;
-}
-
-void sni_event_fail(struct sn_ctx *ctx, unsigned ev, int err,
-		    const struct sn_nodeset *failed)
-{
-	if (ev >= SN_MAX_EVENTS)
-		return;
-	ctx->events[ev].errors++;
-	ctx->events[ev].err = err;
-	ctx->events[ev].failed = *failed;
-}
-
-int sn_event_signal(struct sn_ctx *ctx, unsigned ev)
-{
-	if (ev >= SN_MAX_EVENTS)
-		return fail(ctx, -EINVAL, "event %u out of range (max %d)", ev, SN_MAX_EVENTS - 1);
-	sni_event_signal(ctx, ev);
-	return 0;
-}
-
 /* ---------------------------------------------------------------- TEST-EVENT */
 
 struct ev_arg {
@@ -99,23 +75,157 @@ int sn_test_event(struct sn_ctx *ctx, unsigned ev, int timeout_ms, struct sn_nod
 	return sn_event_take(ctx, ev, failed);
 }
 
-int sn_event_take(struct sn_ctx *ctx, unsigned ev, struct sn_nodeset *failed)
+/* Drives progress until cond(arg) holds or deadline_ns passes; sleeps on the
+ * wait fd rather than spinning, after an optional spin phase. */
+void sni_wait_until(struct sn_ctx *ctx, bool (*cond)(struct sn_ctx *, void *), void *arg,
+		    uint64_t deadline_ns)
 {
-	if (ev >= SN_MAX_EVENTS)
-		return fail(ctx, -EINVAL, "event %u out of range (max %d)", ev, SN_MAX_EVENTS - 1);
-	struct event *e = &ctx->events[ev];
-	if (e->errors) {
-		e->errors--;
+	uint64_t start = now_ns();
+	uint64_t spin_until = start + (uint64_t)ctx->cfg.spin_us * 1000;
+	bool no_wait_obj = ctx->epfd < 0 || ctx->rails[0].wait_fd < 0;
+	uint64_t yield_until = (spin_until > start ? spin_until : start) + SN_YIELD_NS;
+	unsigned backoff_us = 1, spins = 0;
+	bool spinning = spin_until > start;
+	for (;;) {
+		sn_progress(ctx);
+		if (cond(ctx, arg))
+			return;
+		/* while busy-polling, read the clock only every 16th round: it
+		 * costs about as much as an empty progress round */
+		if (spinning && (++spins & 15))
+			continue;
+		uint64_t t = now_ns();
+		if (t >= deadline_ns)
+			return;
+		if (t < spin_until)
+			continue;
+		spinning = false;
+		if (no_wait_obj && t < yield_until) {
+			/* nothing to sleep on: give the core away but look again
+			 * soon, before paying for a timed sleep */
+			sched_yield();
+			continue;
+		}
+		uint64_t left_ms = (deadline_ns - t) / 1000000 + 1;
+		int ms = left_ms > INT32_MAX ? -1 : (int)left_ms;
+		int next = sn_next_timeout_ms(ctx);
+		if (next >= 0 && (ms < 0 || next < ms))
+			ms = next;
+		if (no_wait_obj) {
+			/* no wait object: back off from 1 µs to 1 ms */
+			struct timespec ts = {0, (long)backoff_us * 1000};
+			nanosleep(&ts, NULL);
+			if (backoff_us < 1000)
+				backoff_us *= 2;
+			continue;
+		}
+		if (sn_prepare_wait(ctx))
+			continue;
+		struct pollfd pfd = {.fd = ctx->epfd, .events = POLLIN};
+		poll(&pfd, 1, ms);
+	}
+}
+
+static bool all_known(struct sn_ctx *ctx, void *arg)
+{
+	(void)arg;
+	return sn_peers_known(ctx) == ctx->n;
+}
+
+int sn_wait_peers(struct sn_ctx *ctx, unsigned timeout_ms)
+{
+	sni_wait_until(ctx, all_known, NULL, now_ns() + (uint64_t)timeout_ms * 1000000ull);
+	if (all_known(ctx, NULL))
+		return 0;
+	uint32_t i = 0;
+	while (i < ctx->n && ctx->rails[0].peers[i] != FI_ADDR_NOTAVAIL &&
+	       (ctx->nrails < 2 || ctx->rails[1].peers[i] != FI_ADDR_NOTAVAIL))
+		i++;
+	return fail(ctx, -ETIMEDOUT, "node %u's fabric address did not arrive in %u ms", i,
+		    timeout_ms);
+}
+
+static bool drained(struct sn_ctx *ctx, void *arg)
+{
+	(void)arg;
+	if (ctx->tx_outstanding)
+		return false;
+	for (int i = 0; i < ctx->nrails; i++)
+		if (ctx->rails[i].txq_head)
+			return false;
+	for (struct rec *r = ctx->recs; r; r = r->next)
+		if (!r->finished || r->tx_pending)
+			return false;
+	return !ctx->calls;
+}
+
+void sn_close(struct sn_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	/* finish what others are waiting on from us: forwards, ACKs, CAW jobs */
+	if (ctx->opened)
+		sni_wait_until(ctx, drained, NULL,
+			       now_ns() + (uint64_t)ctx->cfg.timeout_ms * 1000000ull);
+	sni_ctx_free(ctx);
+}
+
+struct caw_wait {
+	bool done;
+	struct sn_caw_result res;
+};
+
+static void caw_wait_fn(void *arg, const struct sn_caw_result *res)
+{
+	struct caw_wait *w = arg;
+	w->done = true;
+	w->res = *res;
+}
+
+static bool caw_waited(struct sn_ctx *ctx, void *arg)
+{
+	(void)ctx;
+	return ((struct caw_wait *)arg)->done;
+}
+
+/* The call sn_caw waits for (its arg); NULL once answered and freed. */
+static struct caw_call *caw_call_of(struct sn_ctx *ctx, const void *arg)
+{
+	struct caw_call *c = ctx->calls;
+	while (c && c->arg != arg)
+		c = c->next;
+	return c;
+}
+
+int sn_caw(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off, enum sn_cmp op,
+	   uint64_t value, bool do_write, uint64_t write_off, uint64_t write_val,
+	   struct sn_nodeset *failed)
+{
+	struct caw_wait w = {0};
+	int rc = sn_caw_start(ctx, set, var_off, op, value, do_write, write_off, write_val,
+			      caw_wait_fn, &w);
+	if (rc)
+		return rc;
+	/* every phase has a deadline, so the answer comes; the bound is for
+	 * a fabric that stopped making progress at all. A call that waits
+	 * behind others that go ahead starts attempts: that is progress. */
+	unsigned attempts = 0;
+	for (;;) {
+		sni_wait_until(ctx, caw_waited, &w, now_ns() + 5ull * ctx->cfg.timeout_ms * 1000000ull);
+		const struct caw_call *c = caw_call_of(ctx, &w);
+		if (w.done || !c || c->sm.attempt == attempts)
+			break;
+		attempts = c->sm.attempt;
+	}
+	if (!w.done) {
+		struct caw_call *c = caw_call_of(ctx, &w);
+		if (c)
+			c->fn = NULL; /* the answer, if it comes, finds no one waiting */
 		if (failed)
-			*failed = e->failed;
-		char list[256];
-		sn_set_format(&e->failed, list, sizeof(list));
-		return fail(ctx, e->err, "operation on event %u failed: node(s) %s did not confirm",
-			    ev, list);
+			sn_set_clear(failed);
+		return fail(ctx, -ETIMEDOUT, "COMPARE-AND-WRITE: no progress on the fabric");
 	}
-	if (e->signalled > e->consumed) {
-		e->consumed++;
-		return 1;
-	}
-	return 0;
+	if (failed)
+		*failed = w.res.failed;
+	return w.res.status; /* a failure's reason is in ctx->err already */
 }

@@ -271,7 +271,7 @@ static inline void note(struct sn_ctx *ctx, const char *fmt, ...)
 /* how long we poll every millisecond for such a ring back */
 #define SN_BELL_STALL_MS 100
 
-/* sn.c */
+/* event.c */
 void sni_event_signal(struct sn_ctx *ctx, unsigned ev);
 void sni_event_fail(struct sn_ctx *ctx, unsigned ev, int err,
 		    const struct sn_nodeset *failed);
@@ -279,13 +279,19 @@ void sni_event_fail(struct sn_ctx *ctx, unsigned ev, int err,
 /* rail.c */
 void sni_peer_use(struct sn_ctx *ctx, int rail, uint32_t node);
 void sni_peers_refresh(struct sn_ctx *ctx);
+int sni_post_rx(struct sn_ctx *ctx, struct rail *rl, struct slot *s);
+void sni_slot_drop_copy(struct slot *s);
+void sni_ctx_free(struct sn_ctx *ctx);
 
-/* progress.c */
+/* queue.c */
 void sni_bell_mark(struct rail *rl, uint32_t node);
 int sni_send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn_msg *m,
 		 const void *payload, size_t plen, struct rec *r);
-int sni_post_rx(struct sn_ctx *ctx, struct rail *rl, struct slot *s);
-void sni_slot_drop_copy(struct slot *s);
+void sni_tx_flush(struct sn_ctx *ctx, struct rail *rl);
+void sni_tx_done(struct sn_ctx *ctx, struct slot *s);
+void sni_tx_failed(struct sn_ctx *ctx, struct slot *s, int err);
+
+/* sn.c */
 void sni_wait_until(struct sn_ctx *ctx, bool (*cond)(struct sn_ctx *, void *), void *arg,
 		    uint64_t deadline_ns);
 
