@@ -289,7 +289,7 @@ void sni_tx_done(struct sn_ctx *ctx, struct slot *s)
 	}
 	if (r) {
 		r->tx_pending--;
-		sni_rec_release(ctx, r);
+		ctx->hooks.rec_sent(ctx, r);
 	}
 }
 
@@ -298,6 +298,6 @@ void sni_tx_failed(struct sn_ctx *ctx, struct slot *s, int err)
 	note(ctx, "%s to node %u failed: %s", s->write ? "RMA write" : "send", s->dest,
 	     fi_strerror(-err));
 	if (s->rec && !s->rec->finished)
-		sni_rec_child_failed(ctx, s->rec, s->dest);
+		ctx->hooks.send_failed(ctx, s->rec, s->dest);
 	sni_tx_done(ctx, s);
 }

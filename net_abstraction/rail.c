@@ -353,12 +353,14 @@ static void rma_open(struct sn_ctx *ctx, struct rail *rl, const char *prov)
 					       : (uint64_t)0 - SN_GMEM_RESERVED;
 }
 
-static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
+/* Asks libfabric for prov with what the primitives need (caps, order);
+ * where RMA is missing, for messages alone. A static bootstrap binds where
+ * every peer computes us to be: *host is then set. */
+static int rail_getinfo(struct sn_ctx *ctx, int rail, const char *prov, const char **host)
 {
 	struct rail *rl = &ctx->rails[rail];
 	struct fi_info *hints = fi_allocinfo();
 	int rc;
-	rl->bell_fd = -1;
 	if (!hints)
 		return fail(ctx, -ENOMEM, "out of memory");
 	/* Messages in order (sn.h promises one sender's transfers in order);
@@ -385,29 +387,36 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	if (!strncmp(prov, "sockets", 7))
 		hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
 	char port[16];
-	const char *host = NULL;
+	*host = NULL;
 	if (ctx->boot == BOOT_STATIC) {
 		/* bind where every peer computes us to be */
-		host = ctx->cfg.hosts[ctx->self];
+		*host = ctx->cfg.hosts[ctx->self];
 		snprintf(port, sizeof(port), "%u", static_port(ctx, ctx->self, rail));
 	}
-	rc = fi_getinfo(FI_VERSION(1, 9), host, host ? port : NULL, host ? FI_SOURCE : 0, hints,
-			&rl->info);
+	rc = fi_getinfo(FI_VERSION(1, 9), *host, *host ? port : NULL, *host ? FI_SOURCE : 0,
+			hints, &rl->info);
 	if (rc == -FI_ENODATA && (hints->caps & FI_RMA)) {
 		hints->caps = FI_MSG;
 		hints->tx_attr->msg_order = hints->rx_attr->msg_order = FI_ORDER_SAS;
-		rc = fi_getinfo(FI_VERSION(1, 9), host, host ? port : NULL,
-				host ? FI_SOURCE : 0, hints, &rl->info);
+		rc = fi_getinfo(FI_VERSION(1, 9), *host, *host ? port : NULL,
+				*host ? FI_SOURCE : 0, hints, &rl->info);
 	}
 	fi_freeinfo(hints);
 	if (rc)
 		return fail(ctx, -ENOENT, "libfabric provider '%s' is not available here: %s",
 			    prov, fi_strerror(-rc));
+	return 0;
+}
+
+/* The fabric, domain, completion queue (with a wait fd where the provider
+ * has one) and address vector. */
+static int rail_domain(struct sn_ctx *ctx, struct rail *rl, const char *prov)
+{
+	int rc;
 	struct fi_info *fi = rl->info;
 	if ((rc = fi_fabric(fi->fabric_attr, &rl->fabric, NULL)) ||
 	    (rc = fi_domain(rl->fabric, fi, &rl->domain, NULL)))
 		return fail(ctx, rc, "opening provider '%s': %s", prov, fi_strerror(-rc));
-
 	struct fi_cq_attr cq_attr = {
 		.format = FI_CQ_FORMAT_MSG,
 		.wait_obj = FI_WAIT_FD,
@@ -425,12 +434,20 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	struct fi_av_attr av_attr = {.type = FI_AV_TABLE, .count = ctx->n};
 	if ((rc = fi_av_open(rl->domain, &av_attr, &rl->av, NULL)))
 		return fail(ctx, rc, "opening address vector: %s", fi_strerror(-rc));
-	/* A listener bound to an ephemeral port (port 0, SO_REUSEADDR, as tcp
-	 * binds it) may be handed a port that another socket with
-	 * SO_REUSEADDR holds, typically a connection just opened by a daemon
-	 * starting beside us; its listen() then fails with EADDRINUSE, and a
-	 * new endpoint gets another port. A fixed port (static bootstrap)
-	 * gets the same answer each time, so it is tried once. */
+	return 0;
+}
+
+/* The endpoint, bound and enabled. A listener bound to an ephemeral port
+ * (port 0, SO_REUSEADDR, as tcp binds it) may be handed a port that another
+ * socket with SO_REUSEADDR holds, typically a connection just opened by a
+ * daemon starting beside us; its listen() then fails with EADDRINUSE, and a
+ * new endpoint gets another port. A fixed port (static bootstrap) gets the
+ * same answer each time, so it is tried once. */
+static int rail_endpoint(struct sn_ctx *ctx, int rail, const char *prov, bool fixed_port)
+{
+	struct rail *rl = &ctx->rails[rail];
+	struct fi_info *fi = rl->info;
+	int rc;
 	for (int attempt = 0;; attempt++) {
 		if (!(rc = fi_endpoint(rl->domain, fi, &rl->ep, NULL)) &&
 		    !(rc = fi_ep_bind(rl->ep, &rl->av->fid, 0)) &&
@@ -438,7 +455,7 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 		    !(!strcmp(fi->fabric_attr->prov_name, "shm") &&
 		      (rc = shm_name_endpoint(rl->ep, rail))))
 			rc = fi_enable(rl->ep);
-		if (rc != -FI_EADDRINUSE || host || attempt == 7)
+		if (rc != -FI_EADDRINUSE || fixed_port || attempt == 7)
 			break;
 		note(ctx, "rail %d (%s): the port it was given is in use; opening again", rail,
 		     prov);
@@ -448,7 +465,13 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	}
 	if (rc)
 		return fail(ctx, rc, "opening endpoint on '%s': %s", prov, fi_strerror(-rc));
+	return 0;
+}
 
+/* How much a message and an RMA write may carry on this rail. */
+static int rail_limits(struct sn_ctx *ctx, struct rail *rl, const char *prov)
+{
+	struct fi_info *fi = rl->info;
 	size_t maxmsg = fi->ep_attr->max_msg_size;
 	rl->max_payload = ctx->cfg.chunk_size;
 	if (maxmsg && rl->max_payload > maxmsg - SN_WIRE_HDR_MAX)
@@ -461,14 +484,13 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 		rl->rma_chunk = UINT32_MAX;
 	if (fi->tx_attr->iov_limit < 2)
 		return fail(ctx, -ENOTSUP, "provider '%s' cannot send two-part messages", prov);
+	return 0;
+}
 
-	uint8_t addr[SN_ADDR_MAX];
-	size_t alen = sizeof(addr);
-	if ((rc = fi_getname(&rl->ep->fid, addr, &alen)))
-		return fail(ctx, rc, "fi_getname: %s", fi_strerror(-rc));
-	if (alen > SN_ADDR_MAX)
-		return fail(ctx, -EOVERFLOW, "fabric address of %zu bytes (at most %d)", alen,
-			    SN_ADDR_MAX);
+/* The per-peer tables: addresses, RMA keys, sequence numbers, shares. */
+static int rail_peer_tables(struct sn_ctx *ctx, struct rail *rl)
+{
+	struct fi_info *fi = rl->info;
 	rl->addrs = malloc((size_t)ctx->n * SN_ADDR_MAX);
 	rl->next = malloc((size_t)ctx->n * SN_ADDR_MAX);
 	rl->alens = calloc(ctx->n, sizeof(size_t));
@@ -494,30 +516,40 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	    !rl->rma || !rl->nrma || !rl->rkey || !rl->rbase || !rl->nrkey || !rl->nrbase ||
 	    !rl->tx_seq || !rl->placed_seq || !rl->inflight || !rl->tx_held)
 		return fail(ctx, -ENOMEM, "out of memory");
-	if (rl->wait_fd < 0 && !strcmp(fi->fabric_attr->prov_name, "shm")) {
-		rl->bell_due = calloc(ctx->n, sizeof(bool));
-		rl->bell_list = calloc(ctx->n, sizeof(uint32_t));
-		rl->map = calloc(ctx->n, sizeof(uint8_t *));
-		rl->map_len = calloc(ctx->n, sizeof(size_t));
-		rl->map_asked_ns = calloc(ctx->n, sizeof(uint64_t));
-		rl->nmap = ctx->n;
-		if (!rl->bell_due || !rl->bell_list || !rl->map || !rl->map_len ||
-		    !rl->map_asked_ns)
-			return fail(ctx, -ENOMEM, "out of memory");
-		if ((rl->bell_fd = bell_open(addr, alen)) < 0)
-			return fail(ctx, rl->bell_fd, "opening the doorbell of rail %d: %s", rail,
-				    strerror(-rl->bell_fd));
-		rl->wait_fd = rl->bell_fd;
-		/* naming sn_spin_yield_after is also what links spinlock.c, and
-		 * so its lock functions, into every program of this library */
-		note(ctx, "rail %d (shm): doorbell open; region locks yield after %u spins", rail,
-		     sn_spin_yield_after);
-	}
-	/* global memory is exposed to remote writes only when asked for */
-	if (ctx->cfg.rma && (fi->caps & FI_RMA) && alen + RMA_TRAILER <= SN_ADDR_MAX)
-		rma_open(ctx, rl, prov);
-	note(ctx, "rail %d (%s): XFER-AND-SIGNAL by %s", rail, prov,
-	     rl->mr ? "RMA write + header message" : "message");
+	return 0;
+}
+
+/* shm has no wait descriptor: a doorbell to sleep on, and the table of the
+ * peers' global memory mapped here (bell.h). */
+static int rail_bell(struct sn_ctx *ctx, int rail, const uint8_t *addr, size_t alen)
+{
+	struct rail *rl = &ctx->rails[rail];
+	rl->bell_due = calloc(ctx->n, sizeof(bool));
+	rl->bell_list = calloc(ctx->n, sizeof(uint32_t));
+	rl->map = calloc(ctx->n, sizeof(uint8_t *));
+	rl->map_len = calloc(ctx->n, sizeof(size_t));
+	rl->map_asked_ns = calloc(ctx->n, sizeof(uint64_t));
+	rl->nmap = ctx->n;
+	if (!rl->bell_due || !rl->bell_list || !rl->map || !rl->map_len ||
+	    !rl->map_asked_ns)
+		return fail(ctx, -ENOMEM, "out of memory");
+	if ((rl->bell_fd = bell_open(addr, alen)) < 0)
+		return fail(ctx, rl->bell_fd, "opening the doorbell of rail %d: %s", rail,
+			    strerror(-rl->bell_fd));
+	rl->wait_fd = rl->bell_fd;
+	/* naming sn_spin_yield_after is also what links spinlock.c, and
+	 * so its lock functions, into every program of this library */
+	note(ctx, "rail %d (shm): doorbell open; region locks yield after %u spins", rail,
+	     sn_spin_yield_after);
+	return 0;
+}
+
+/* Our own address: in our address vector, then where the peers find it. */
+static int rail_publish(struct sn_ctx *ctx, int rail, const char *prov, const uint8_t *addr,
+			size_t alen)
+{
+	struct rail *rl = &ctx->rails[rail];
+	int rc;
 	for (uint32_t i = 0; i < ctx->n; i++)
 		rl->peers[i] = FI_ADDR_NOTAVAIL;
 	/* our own entry: messages to ourselves go through the provider too */
@@ -528,9 +560,16 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	if (ctx->boot == BOOT_DIR &&
 	    (rc = sn_boot_publish(ctx->bootdir, rail, ctx->self, blob, blen)))
 		return fail(ctx, rc, "publishing address in %s: %s", ctx->bootdir, strerror(-rc));
-	if (ctx->boot == BOOT_STATIC && (rc = static_peers(ctx, rail)))
-		return rc;
+	if (ctx->boot == BOOT_STATIC)
+		return static_peers(ctx, rail);
+	return 0;
+}
 
+/* rx_depth receive buffers, each of a whole message, posted. */
+static int rail_post_rxs(struct sn_ctx *ctx, int rail)
+{
+	struct rail *rl = &ctx->rails[rail];
+	int rc;
 	size_t bufsz = SN_WIRE_HDR_MAX + rl->max_payload;
 	rl->rx = calloc(ctx->cfg.rx_depth, sizeof(struct slot));
 	rl->rx_mem = malloc(bufsz * ctx->cfg.rx_depth);
@@ -545,6 +584,38 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 		if ((rc = sni_post_rx(ctx, rl, s)))
 			return rc;
 	}
+	return 0;
+}
+
+static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
+{
+	struct rail *rl = &ctx->rails[rail];
+	const char *host = NULL;
+	uint8_t addr[SN_ADDR_MAX];
+	size_t alen = sizeof(addr);
+	int rc;
+	rl->bell_fd = -1;
+	if ((rc = rail_getinfo(ctx, rail, prov, &host)) || (rc = rail_domain(ctx, rl, prov)) ||
+	    (rc = rail_endpoint(ctx, rail, prov, host != NULL)) ||
+	    (rc = rail_limits(ctx, rl, prov)))
+		return rc;
+	if ((rc = fi_getname(&rl->ep->fid, addr, &alen)))
+		return fail(ctx, rc, "fi_getname: %s", fi_strerror(-rc));
+	if (alen > SN_ADDR_MAX)
+		return fail(ctx, -EOVERFLOW, "fabric address of %zu bytes (at most %d)", alen,
+			    SN_ADDR_MAX);
+	if ((rc = rail_peer_tables(ctx, rl)))
+		return rc;
+	if (rl->wait_fd < 0 && !strcmp(rl->info->fabric_attr->prov_name, "shm") &&
+	    (rc = rail_bell(ctx, rail, addr, alen)))
+		return rc;
+	/* global memory is exposed to remote writes only when asked for */
+	if (ctx->cfg.rma && (rl->info->caps & FI_RMA) && alen + RMA_TRAILER <= SN_ADDR_MAX)
+		rma_open(ctx, rl, prov);
+	note(ctx, "rail %d (%s): XFER-AND-SIGNAL by %s", rail, prov,
+	     rl->mr ? "RMA write + header message" : "message");
+	if ((rc = rail_publish(ctx, rail, prov, addr, alen)) || (rc = rail_post_rxs(ctx, rail)))
+		return rc;
 	snprintf(ctx->provider[rail], sizeof(ctx->provider[rail]), "%s", prov);
 	return 0;
 }
@@ -641,13 +712,10 @@ static int parse_bootstrap(struct sn_ctx *ctx, const struct sn_config *cfg)
 /* sn_open fails before a context exists to hold the reason */
 static _Thread_local char open_error[512];
 
-int sn_open(const struct sn_config *cfg, struct sn_ctx **out)
+/* The configuration, its defaults filled in, and checked. */
+static int ctx_config(struct sn_ctx *ctx, const struct sn_config *cfg)
 {
-	struct sn_ctx *ctx = calloc(1, sizeof(*ctx));
 	int rc = 0;
-	*out = NULL;
-	if (!ctx)
-		return -ENOMEM;
 	ctx->cfg = *cfg;
 	ctx->self = cfg->node_id;
 	ctx->n = cfg->node_count;
@@ -684,52 +752,70 @@ int sn_open(const struct sn_config *cfg, struct sn_ctx **out)
 	else if (cfg->gmem_size < SN_GMEM_RESERVED + 8)
 		rc = fail(ctx, -EINVAL, "global memory of %zu bytes is smaller than %d",
 			  cfg->gmem_size, SN_GMEM_RESERVED + 8);
-	if (rc)
-		goto err;
-	if ((rc = parse_bootstrap(ctx, cfg)))
-		goto err;
-	if (ctx->boot == BOOT_DIR) {
-		snprintf(ctx->bootdir, sizeof(ctx->bootdir), "%s", cfg->bootstrap + 4);
-		if ((rc = sn_boot_mkdir(ctx->bootdir))) {
-			rc = fail(ctx, rc, "cannot create the bootstrap directory %s: %s",
-				  ctx->bootdir, strerror(-rc));
-			goto err;
-		}
-		/* watched before the first scan, so no arrival is missed */
-		ctx->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-		if (ctx->ino_fd >= 0 &&
-		    inotify_add_watch(ctx->ino_fd, ctx->bootdir, IN_MOVED_TO) < 0) {
-			close(ctx->ino_fd);
-			ctx->ino_fd = -1;
-		}
+	return rc;
+}
+
+/* A directory bootstrap: the directory, and a watch on it for peers that
+ * publish (or restart) later. */
+static int ctx_bootdir(struct sn_ctx *ctx, const struct sn_config *cfg)
+{
+	int rc;
+	snprintf(ctx->bootdir, sizeof(ctx->bootdir), "%s", cfg->bootstrap + 4);
+	if ((rc = sn_boot_mkdir(ctx->bootdir)))
+		return fail(ctx, rc, "cannot create the bootstrap directory %s: %s",
+			    ctx->bootdir, strerror(-rc));
+	/* watched before the first scan, so no arrival is missed */
+	ctx->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (ctx->ino_fd >= 0 &&
+	    inotify_add_watch(ctx->ino_fd, ctx->bootdir, IN_MOVED_TO) < 0) {
+		close(ctx->ino_fd);
+		ctx->ino_fd = -1;
 	}
+	return 0;
+}
+
+/* Global memory, in a memory file that peers on this host can map. */
+static int ctx_gmem(struct sn_ctx *ctx, const struct sn_config *cfg)
+{
 	ctx->gmem_size = (cfg->gmem_size + 4095) & ~(size_t)4095;
 	/* a memory file, so that peers on this host can map it (bell.h) */
 	ctx->gmem_fd = memfd_create("storm-gmem", MFD_CLOEXEC);
-	if (ctx->gmem_fd < 0 || ftruncate(ctx->gmem_fd, (off_t)ctx->gmem_size)) {
-		rc = fail(ctx, -errno, "cannot make %zu bytes of global memory", ctx->gmem_size);
-		goto err;
-	}
+	if (ctx->gmem_fd < 0 || ftruncate(ctx->gmem_fd, (off_t)ctx->gmem_size))
+		return fail(ctx, -errno, "cannot make %zu bytes of global memory", ctx->gmem_size);
 	ctx->gmem = mmap(NULL, ctx->gmem_size, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->gmem_fd,
 			 0);
 	if (ctx->gmem == MAP_FAILED) {
 		ctx->gmem = NULL;
-		rc = fail(ctx, -errno, "cannot map %zu bytes of global memory", ctx->gmem_size);
-		goto err;
+		return fail(ctx, -errno, "cannot map %zu bytes of global memory", ctx->gmem_size);
 	}
+	return 0;
+}
+
+/* The rails (a second for system traffic when asked), and the peers
+ * already published. */
+static int ctx_rails(struct sn_ctx *ctx, const struct sn_config *cfg)
+{
+	int rc;
 	ctx->nrails = 1;
 	if ((rc = rail_open(ctx, 0, ctx->cfg.provider)))
-		goto err;
+		return rc;
 	if (cfg->sys_provider && *cfg->sys_provider) {
 		ctx->nrails = 2;
 		if ((rc = rail_open(ctx, 1, cfg->sys_provider)))
-			goto err;
+			return rc;
 	}
 	/* whoever published before us; later ones come through the watch */
 	for (int r = 0; ctx->boot == BOOT_DIR && r < ctx->nrails; r++)
 		for (uint32_t i = 0; i < ctx->n; i++)
 			if (i != ctx->self)
 				peer_read_file(ctx, r, i);
+	return 0;
+}
+
+/* One descriptor to sleep on for the whole context; none (-1) when a rail
+ * has no wait descriptor, so callers poll. */
+static void ctx_epoll(struct sn_ctx *ctx)
+{
 	ctx->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (ctx->epfd >= 0 && ctx->ino_fd >= 0) {
 		struct epoll_event ev = {.events = EPOLLIN};
@@ -743,6 +829,21 @@ int sn_open(const struct sn_config *cfg, struct sn_ctx **out)
 			ctx->epfd = -1;
 		}
 	}
+}
+
+/* sn_open without the hooks, which name the files above this one */
+int sni_ctx_open(const struct sn_config *cfg, struct sn_ctx **out)
+{
+	struct sn_ctx *ctx = calloc(1, sizeof(*ctx));
+	int rc;
+	*out = NULL;
+	if (!ctx)
+		return -ENOMEM;
+	if ((rc = ctx_config(ctx, cfg)) || (rc = parse_bootstrap(ctx, cfg)) ||
+	    (ctx->boot == BOOT_DIR && (rc = ctx_bootdir(ctx, cfg))) ||
+	    (rc = ctx_gmem(ctx, cfg)) || (rc = ctx_rails(ctx, cfg)))
+		goto err;
+	ctx_epoll(ctx);
 	ctx->opened = true;
 	*out = ctx;
 	return 0;

@@ -49,36 +49,31 @@ void *sn_gmem(struct sn_ctx *ctx) { return ctx->gmem; }
 size_t sn_gmem_size(const struct sn_ctx *ctx) { return ctx->gmem_size; }
 void sn_get_stats(const struct sn_ctx *ctx, struct sn_stats *st) { *st = ctx->stats; }
 
-/* ---------------------------------------------------------------- TEST-EVENT */
+/* ---------------------------------------------------------------- open */
 
-struct ev_arg {
-	unsigned ev;
-};
-
-static bool ev_ready(struct sn_ctx *ctx, void *arg)
+/* The layers below call the ones above only through these (struct
+ * sni_hooks): set before anything is sent or received. */
+int sn_open(const struct sn_config *cfg, struct sn_ctx **out)
 {
-	struct event *e = &ctx->events[((struct ev_arg *)arg)->ev];
-	return e->errors || e->signalled > e->consumed;
+	int rc = sni_ctx_open(cfg, out);
+	if (rc)
+		return rc;
+	(*out)->hooks = (struct sni_hooks){
+		.rec_sent = sni_rec_release,
+		.send_failed = sni_rec_child_failed,
+		.caw_prepare = sni_caw_member_prepare,
+		.caw_decide = sni_caw_member_decide,
+		.caw_regrant = sni_caw_grant_waiters,
+	};
+	return 0;
 }
 
-int sn_test_event(struct sn_ctx *ctx, unsigned ev, int timeout_ms, struct sn_nodeset *failed)
-{
-	if (ev >= SN_MAX_EVENTS)
-		return fail(ctx, -EINVAL, "event %u out of range (max %d)", ev, SN_MAX_EVENTS - 1);
-	struct ev_arg a = {ev};
-	/* one round first: an event that is already there costs no clock read */
-	sn_progress(ctx);
-	if (timeout_ms != 0 && !ev_ready(ctx, &a))
-		sni_wait_until(ctx, ev_ready, &a,
-			       timeout_ms < 0 ? UINT64_MAX
-					      : now_ns() + (uint64_t)timeout_ms * 1000000ull);
-	return sn_event_take(ctx, ev, failed);
-}
+/* ---------------------------------------------------------------- waiting */
 
 /* Drives progress until cond(arg) holds or deadline_ns passes; sleeps on the
  * wait fd rather than spinning, after an optional spin phase. */
-void sni_wait_until(struct sn_ctx *ctx, bool (*cond)(struct sn_ctx *, void *), void *arg,
-		    uint64_t deadline_ns)
+static void wait_until(struct sn_ctx *ctx, bool (*cond)(struct sn_ctx *, void *), void *arg,
+		       uint64_t deadline_ns)
 {
 	uint64_t start = now_ns();
 	uint64_t spin_until = start + (uint64_t)ctx->cfg.spin_us * 1000;
@@ -126,6 +121,33 @@ void sni_wait_until(struct sn_ctx *ctx, bool (*cond)(struct sn_ctx *, void *), v
 	}
 }
 
+/* ---------------------------------------------------------------- TEST-EVENT */
+
+struct ev_arg {
+	unsigned ev;
+};
+
+static bool ev_ready(struct sn_ctx *ctx, void *arg)
+{
+	struct event *e = &ctx->events[((struct ev_arg *)arg)->ev];
+	return e->errors || e->signalled > e->consumed;
+}
+
+int sn_test_event(struct sn_ctx *ctx, unsigned ev, int timeout_ms, struct sn_nodeset *failed)
+{
+	if (ev >= SN_MAX_EVENTS)
+		return fail(ctx, -EINVAL, "event %u out of range (max %d)", ev, SN_MAX_EVENTS - 1);
+	struct ev_arg a = {ev};
+	/* one round first: an event that is already there costs no clock read */
+	sn_progress(ctx);
+	if (timeout_ms != 0 && !ev_ready(ctx, &a))
+		wait_until(ctx, ev_ready, &a,
+			   timeout_ms < 0 ? UINT64_MAX
+					  : now_ns() + (uint64_t)timeout_ms * 1000000ull);
+	return sn_event_take(ctx, ev, failed);
+}
+
+
 static bool all_known(struct sn_ctx *ctx, void *arg)
 {
 	(void)arg;
@@ -134,7 +156,7 @@ static bool all_known(struct sn_ctx *ctx, void *arg)
 
 int sn_wait_peers(struct sn_ctx *ctx, unsigned timeout_ms)
 {
-	sni_wait_until(ctx, all_known, NULL, now_ns() + (uint64_t)timeout_ms * 1000000ull);
+	wait_until(ctx, all_known, NULL, now_ns() + (uint64_t)timeout_ms * 1000000ull);
 	if (all_known(ctx, NULL))
 		return 0;
 	uint32_t i = 0;
@@ -165,8 +187,8 @@ void sn_close(struct sn_ctx *ctx)
 		return;
 	/* finish what others are waiting on from us: forwards, ACKs, CAW jobs */
 	if (ctx->opened)
-		sni_wait_until(ctx, drained, NULL,
-			       now_ns() + (uint64_t)ctx->cfg.timeout_ms * 1000000ull);
+		wait_until(ctx, drained, NULL,
+			   now_ns() + (uint64_t)ctx->cfg.timeout_ms * 1000000ull);
 	sni_ctx_free(ctx);
 }
 
@@ -211,7 +233,7 @@ int sn_caw(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off, e
 	 * behind others that go ahead starts attempts: that is progress. */
 	unsigned attempts = 0;
 	for (;;) {
-		sni_wait_until(ctx, caw_waited, &w, now_ns() + 5ull * ctx->cfg.timeout_ms * 1000000ull);
+		wait_until(ctx, caw_waited, &w, now_ns() + 5ull * ctx->cfg.timeout_ms * 1000000ull);
 		const struct caw_call *c = caw_call_of(ctx, &w);
 		if (w.done || !c || c->sm.attempt == attempts)
 			break;

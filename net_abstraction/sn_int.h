@@ -198,8 +198,25 @@ struct event {
 	struct sn_nodeset failed;
 };
 
+/* What a lower file calls in a higher one, registered by sn_open (sn.c) so
+ * that no file calls up into another: the send queues tell the tree
+ * operations that a send of theirs ended, and a tree operation's member
+ * hands COMPARE-AND-WRITE's phases to caw_net.c. */
+struct sni_hooks {
+	/* a send of r's completed or was refused (after send_failed) */
+	void (*rec_sent)(struct sn_ctx *ctx, struct rec *r);
+	/* a send of r's to dest failed: the peer is given up */
+	void (*send_failed)(struct sn_ctx *ctx, struct rec *r, uint32_t dest);
+	/* a CAW prepare or decision arrived at a member; false: queued */
+	bool (*caw_prepare)(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m);
+	void (*caw_decide)(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m);
+	/* a prepare waiting for its lock gave up: younger ones may lock now */
+	void (*caw_regrant)(struct sn_ctx *ctx);
+};
+
 struct sn_ctx {
 	struct sn_config cfg;
+	struct sni_hooks hooks;
 	char provider[2][64];
 	enum { BOOT_DIR, BOOT_STATIC, BOOT_EXTERNAL } boot;
 	char bootdir[4096];
@@ -281,6 +298,7 @@ void sni_peer_use(struct sn_ctx *ctx, int rail, uint32_t node);
 void sni_peers_refresh(struct sn_ctx *ctx);
 int sni_post_rx(struct sn_ctx *ctx, struct rail *rl, struct slot *s);
 void sni_slot_drop_copy(struct slot *s);
+int sni_ctx_open(const struct sn_config *cfg, struct sn_ctx **out);
 void sni_ctx_free(struct sn_ctx *ctx);
 
 /* queue.c */
@@ -290,10 +308,6 @@ int sni_send_msg(struct sn_ctx *ctx, int rail, uint32_t dest, const struct sn_ms
 void sni_tx_flush(struct sn_ctx *ctx, struct rail *rl);
 void sni_tx_done(struct sn_ctx *ctx, struct slot *s);
 void sni_tx_failed(struct sn_ctx *ctx, struct slot *s, int err);
-
-/* sn.c */
-void sni_wait_until(struct sn_ctx *ctx, bool (*cond)(struct sn_ctx *, void *), void *arg,
-		    uint64_t deadline_ns);
 
 /* gmem.c */
 int sni_check_range(struct sn_ctx *ctx, uint64_t off, uint64_t len, bool user);

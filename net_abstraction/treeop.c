@@ -143,7 +143,7 @@ void sni_rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired)
 	}
 	sni_rec_release(ctx, r);
 	if (regrant)
-		sni_caw_grant_waiters(ctx);
+		ctx->hooks.caw_regrant(ctx);
 }
 
 void sni_rec_child_failed(struct sn_ctx *ctx, struct rec *r, uint32_t child)
@@ -188,12 +188,12 @@ static void rec_local(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m)
 			sni_event_signal(ctx, m->event);
 		break;
 	case SN_MSG_EVAL:
-		if (r->in_set && !sni_caw_member_prepare(ctx, r, m))
+		if (r->in_set && !ctx->hooks.caw_prepare(ctx, r, m))
 			return; /* queued for its lock */
 		break;
 	case SN_MSG_WRITE:
 		if (r->in_set)
-			sni_caw_member_decide(ctx, r, m);
+			ctx->hooks.caw_decide(ctx, r, m);
 		break;
 	default:
 		return;
