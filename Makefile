@@ -21,7 +21,8 @@ PROTO_C := $(PROTO_SRC:proto/%.proto=$(GEN)/proto/%.pb-c.c)
 PROTO_H := $(PROTO_C:.c=.h)
 .SECONDARY: $(PROTO_C) $(PROTO_H)
 MM_SRC  := $(wildcard daemons/mm/*.c) scheduler/matrix.c
-ND_SRC  := $(wildcard daemons/node/*.c) bcs_mpi/abi/dtype.c bcs_mpi/abi/chan_ckpt.c
+ND_SRC  := $(wildcard daemons/node/*.c) bcs_mpi/abi/dtype.c bcs_mpi/abi/chan_ckpt.c \
+           bcs_mpi/abi/trace_codec.c
 CLI_SRC := $(wildcard cli/*.c) bcs_mpi/abi/trace_codec.c
 # the virtual-cluster manager, with the CLI's control client and option parser
 VC_SRC  := $(wildcard vcluster/*.c) cli/conn.c cli/opts.c cli/fmt.c
@@ -354,12 +355,13 @@ $(BUILD)/bin/storm_selfsum: tests/cluster/selfsum.c
 # first on a fresh cluster: 16 nodes, the scale and moment at which the
 # mailboxes once lost messages (~40 s on tcp;ofi_rxm; the 4-node mpi suite
 # never hit it), and 2 nodes on shm, whose first messages once went out
-# before the peer's address came (~8 s); cmd_resend, a node that lost a
+# before the peer's address came (~8 s); record, storm run --record of a
+# crash, a cancelled deadlock, a time limit and a lost node, replayed; cmd_resend, a node that lost a
 # command gets it again from the MM, in order (~5 s); mbox_loss, mailbox
 # messages and acks lost at a sender, then 10% loss on links, under BCS-MPI
 # jobs and PMI fences: each is sent again and the jobs end (~2 min).
 CLUSTER_SUITES := cluster bootstrap slurm users remote ckpt ckpt_mpi ckpt_threads gang timed \
-                  slice liveness caw mpi mpi_copy mpi16 netns pmi pmix faults cmd_resend \
+                  slice liveness caw mpi mpi_copy record mpi16 netns pmi pmix faults cmd_resend \
                   mbox_loss persist load valgrind
 CLUSTER_BINS := all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/nfq_netem \
                 $(BUILD)/bin/ckpt_prog $(BUILD)/bin/fds_prog $(BUILD)/bin/tree_prog
@@ -447,7 +449,7 @@ layers: all
 CHECK_JOBS ?= 2
 CHECK_SUITES := net-rma cluster-mbox_loss mpi-suite cluster-cluster cluster-ckpt hosts-ckpt \
                 hosts-cluster cluster-slurm debtest cluster-faults cluster-ckpt_mpi hosts-mpi \
-                cluster-mpi cluster-mpi_copy cluster-persist fuzz-check ckpttest cluster-load cluster-gang \
+                cluster-mpi cluster-mpi_copy cluster-record cluster-persist fuzz-check ckpttest cluster-load cluster-gang \
                 cluster-pmix cluster-users mpi-thirdparty mpi-wrapper net-msg cluster-mpi16 \
                 cluster-valgrind cluster-netns cluster-ckpt_threads cluster-timed cluster-pmi \
                 cluster-liveness cluster-caw cluster-remote cluster-bootstrap hosts-hosts \

@@ -731,6 +731,21 @@ static void allow_peers(void)
 	fclose(f);
 }
 
+/* The trace ring is full: the daemon empties it at the strobe and wakes a
+ * rank that wants room. Not wait_for: this rank is not idle (it posts more
+ * once it goes on), so it must not count towards a quiet node. */
+static void wait_trace_room(bool (*cond)(void *), void *arg)
+{
+	__atomic_store_n(&g.area->want_room, 1, __ATOMIC_SEQ_CST);
+	for (;;) {
+		uint32_t v = __atomic_load_n(&g.area->futex, __ATOMIC_ACQUIRE);
+		if (cond(arg))
+			break;
+		futex_wait(&g.area->futex, v);
+	}
+	__atomic_store_n(&g.area->want_room, 0, __ATOMIC_RELEASE);
+}
+
 static int init_common(int *argc, char ***argv)
 {
 	(void)argc;
@@ -774,7 +789,7 @@ static int init_common(int *argc, char ***argv)
 	comm_set(MPI_COMM_SELF, 1, 0, s, 2, MPI_ERRORS_ARE_FATAL);
 	g.next_ctx = 4;
 	g.inited = 1;
-	bcs_trace_init(g.rank, abort_world);
+	bcs_trace_init(g.rank, abort_world, g.area, wait_trace_room);
 	bcs_trace_debug_hold(g.rank);
 	struct bcs_desc d = {.op = BCS_OP_INIT};
 	post(&d);

@@ -10,9 +10,13 @@
 
 static struct {
 	int mode; /* 0 off, 1 record, 2 replay */
+	struct bcs_area *area;  /* record: the trace ring is in it */
+	void (*wait_room)(bool (*cond)(void *), void *arg);
+	uint64_t run_count;     /* record: the open run of test flags */
+	int run_flag;
+	int held;               /* replay: the end of an unfinished run was reached */
 	int rank;
 	struct bcs_rank_trace t;
-	size_t capwild, capruns, capindex, capmask;
 	size_t cwild, cindex, cmask; /* replay cursors / record counts */
 	uint64_t ctest;              /* test flags taken */
 	size_t run;                  /* replay: the run being read, and how far */
@@ -51,9 +55,82 @@ static void diverged(const char *fn, size_t k, const char *fmt, ...)
 	tr.abort_job(3);
 }
 
-void bcs_trace_init(int rank, void (*abort_job)(int code))
+/* ---- recording: events into the channel's trace ring as they happen */
+
+static bool ring_room(void *arg)
+{
+	size_t need = *(size_t *)arg;
+	struct bcs_area *a = tr.area;
+	return BCS_TRACE_RING - (a->tr_head - __atomic_load_n(&a->tr_tail, __ATOMIC_ACQUIRE)) >=
+	       need;
+}
+
+/* Whole events only, then the head, then the open run tagged with the new
+ * head: the order its node daemon relies on when the rank dies between
+ * any two of these stores (chan.h, tr_run). */
+static void emit(int ev, uint64_t a, uint64_t b, uint64_t c)
+{
+	uint8_t e[BCS_EV_MAX];
+	size_t n = bcs_stream_event(e, ev, a, b, c);
+	struct bcs_area *ar = tr.area;
+	if (!ring_room(&n))
+		tr.wait_room(ring_room, &n);
+	uint64_t h = ar->tr_head;
+	for (size_t i = 0; i < n; i++)
+		ar->tr[(h + i) % BCS_TRACE_RING] = e[i];
+	__atomic_store_n(&ar->tr_head, h + n, __ATOMIC_RELEASE);
+	__atomic_store_n(&ar->tr_run, BCS_RUN(tr.run_count, tr.run_flag, h + n),
+			 __ATOMIC_RELEASE);
+}
+
+static void record_test(int flag)
+{
+	if (tr.run_count && tr.run_flag != flag) {
+		uint64_t count = tr.run_count;
+		int was = tr.run_flag;
+		tr.run_count = 1;
+		tr.run_flag = flag;
+		emit(BCS_EV_TEST, (uint64_t)was, count, 0);
+		return;
+	}
+	tr.run_count++;
+	tr.run_flag = flag;
+	__atomic_store_n(&tr.area->tr_run,
+			 BCS_RUN(tr.run_count, tr.run_flag, tr.area->tr_head), __ATOMIC_RELEASE);
+}
+
+/* ---- replay */
+
+/* The recorded run of this rank ended (crashed, killed, its node lost)
+ * before this call: the replay has reached the point of failure, and the
+ * rank waits there, as the recorded one did, until the job ends. */
+static void hold_at_end(const char *fn)
+{
+	if (!tr.held)
+		fprintf(stderr, "storm replay: rank %d reached the end of its recorded run at %s "
+			"(the recorded rank %s there%s); holding until the job ends\n", tr.rank,
+			fn, bcs_end_name(tr.t.end),
+			tr.t.end == BCS_END_EXITED ? ", see its exit" : "");
+	tr.held = 1;
+	fflush(stderr);
+	for (;;)
+		pause();
+}
+
+/* replay: a stream has no entry left for call k of fn */
+static void ran_out(const char *fn, size_t k, size_t n)
+{
+	if (tr.t.end != BCS_END_FINALIZED)
+		hold_at_end(fn);
+	diverged(fn, k, "the recorded run made only %zu such calls", n);
+}
+
+void bcs_trace_init(int rank, void (*abort_job)(int code), struct bcs_area *area,
+		    void (*wait_room)(bool (*cond)(void *), void *arg))
 {
 	tr.abort_job = abort_job;
+	tr.area = area;
+	tr.wait_room = wait_room;
 	tr.rank = rank;
 	tr.t.rank = (uint32_t)rank;
 	const char *rec = getenv("STORM_BCS_RECORD"), *rep = getenv("STORM_BCS_REPLAY");
@@ -91,6 +168,9 @@ void bcs_trace_init(int rank, void (*abort_job)(int code))
 				tr.t = tr.file.sec[i];
 	} else if (rec && *rec) {
 		tr.mode = 1;
+		/* an empty first event: its daemon knows from the head that this
+		 * rank records, and reports its end even if it made no outcome */
+		emit(BCS_EV_TEST, 0, 0, 0);
 	}
 }
 
@@ -101,6 +181,8 @@ int bcs_trace_replaying(void)
 
 void bcs_trace_finish(void)
 {
+	if (tr.mode == 2 && tr.t.end != BCS_END_FINALIZED)
+		hold_at_end("MPI_Finalize");
 	if (tr.mode == 2) {
 		uint64_t ntest = bcs_trace_ntest(&tr.t);
 		if (tr.cwild < tr.t.nwild || tr.ctest < ntest || tr.cindex < tr.t.nindex ||
@@ -115,31 +197,23 @@ void bcs_trace_finish(void)
 	}
 	if (tr.mode != 1)
 		return;
-	size_t len;
-	uint8_t *enc = bcs_trace_encode_rank(&tr.t, &len);
-	char *b = enc ? bcs_b64_encode(enc, len) : NULL;
-	if (!b) {
-		fprintf(stderr, "BCS-MPI rank %d: out of memory encoding the trace\n", tr.rank);
-		return;
+	/* the streams are whole: the open run, then the mark of a clean end */
+	if (tr.run_count) {
+		uint64_t count = tr.run_count;
+		tr.run_count = 0;
+		emit(BCS_EV_TEST, (uint64_t)tr.run_flag, count, 0);
 	}
-	fflush(stderr);
-	/* storm run --record takes this line out of the output (cli/run.c) */
-	dprintf(2, "\001BCS-TRACE %d %s\n", tr.rank, b);
-	free(b);
-	free(enc);
+	emit(BCS_EV_FINAL, 0, 0, 0);
 }
 
 int bcs_trace_wild_post(int *src, int *tag)
 {
 	size_t k = tr.cwild++;
 	if (tr.mode == 1) {
-		tr.t.wild = grow(tr.t.wild, &tr.capwild, k + 1, sizeof(*tr.t.wild));
-		tr.t.wild[k] = (struct bcs_wild){-1, -1};
-		tr.t.nwild = k + 1;
+		emit(BCS_EV_WPOST, 0, 0, 0);
 	} else if (tr.mode == 2) {
 		if (k >= tr.t.nwild)
-			diverged("a wildcard receive", k, "the recorded run had only %zu",
-				 tr.t.nwild);
+			ran_out("a wildcard receive", k, tr.t.nwild);
 		if (tr.t.wild[k].src >= 0) {
 			*src = tr.t.wild[k].src;
 			*tag = tr.t.wild[k].tag;
@@ -150,8 +224,9 @@ int bcs_trace_wild_post(int *src, int *tag)
 
 void bcs_trace_wild_done(int k, int src, int tag)
 {
-	if (tr.mode == 1 && (size_t)k < tr.t.nwild) {
-		tr.t.wild[k] = (struct bcs_wild){src, tag};
+	if (tr.mode == 1 && k >= 0 && (size_t)k < tr.cwild) {
+		emit(BCS_EV_WDONE, (uint64_t)k, (uint64_t)((int64_t)src + 1),
+		     (uint64_t)((int64_t)tag + 1));
 	} else if (tr.mode == 2 && (size_t)k < tr.t.nwild && tr.t.wild[k].src >= 0 &&
 		   (tr.t.wild[k].src != src || tr.t.wild[k].tag != tag)) {
 		diverged("a wildcard receive", (size_t)k,
@@ -182,20 +257,11 @@ int bcs_trace_test(int flag, const char *fn)
 {
 	uint64_t k = tr.ctest++;
 	if (tr.mode == 1) {
-		/* runs alternate zeros, ones, zeros...: a new run when the flag changes */
-		int want = flag != 0;
-		if (tr.t.nruns == 0 || (int)((tr.t.nruns - 1) % 2) != want) {
-			tr.t.runs = grow(tr.t.runs, &tr.capruns, tr.t.nruns + 2, sizeof(*tr.t.runs));
-			if (tr.t.nruns == 0 && want)
-				tr.t.runs[tr.t.nruns++] = 0;
-			tr.t.runs[tr.t.nruns++] = 0;
-		}
-		tr.t.runs[tr.t.nruns - 1]++;
+		record_test(flag != 0);
 	} else if (tr.mode == 2) {
 		size_t r = next_run();
 		if (r >= tr.t.nruns)
-			diverged(fn, (size_t)k, "the recorded run made only %llu such calls",
-				 (unsigned long long)k);
+			ran_out(fn, (size_t)k, (size_t)k);
 		tr.run_off++;
 		return (int)(r % 2);
 	}
@@ -206,12 +272,10 @@ int bcs_trace_index(int i, const char *fn)
 {
 	size_t k = tr.cindex++;
 	if (tr.mode == 1) {
-		tr.t.index = grow(tr.t.index, &tr.capindex, k + 1, sizeof(*tr.t.index));
-		tr.t.index[k] = i;
-		tr.t.nindex = k + 1;
+		emit(BCS_EV_INDEX, (uint64_t)((int64_t)i + 1), 0, 0);
 	} else if (tr.mode == 2) {
 		if (k >= tr.t.nindex)
-			diverged(fn, k, "the recorded run made only %zu such calls", tr.t.nindex);
+			ran_out(fn, k, tr.t.nindex);
 		return tr.t.index[k];
 	}
 	return i;
@@ -221,12 +285,10 @@ uint64_t bcs_trace_mask(uint64_t mask, const char *fn)
 {
 	size_t k = tr.cmask++;
 	if (tr.mode == 1) {
-		tr.t.mask = grow(tr.t.mask, &tr.capmask, k + 1, sizeof(*tr.t.mask));
-		tr.t.mask[k] = mask;
-		tr.t.nmask = k + 1;
+		emit(BCS_EV_MASK, mask, 0, 0);
 	} else if (tr.mode == 2) {
 		if (k >= tr.t.nmask)
-			diverged(fn, k, "the recorded run made only %zu such calls", tr.t.nmask);
+			ran_out(fn, k, tr.t.nmask);
 		return tr.t.mask[k];
 	}
 	return mask;

@@ -4,7 +4,9 @@
  * still depends on timing is what a program observes between slices: which
  * message a wildcard receive got, whether an MPI_Test* or MPI_Iprobe found
  * something, which request MPI_Waitany/Waitsome returned. `storm run
- * --record` has each rank log those outcomes (four streams, trace_codec.h); `storm
+ * --record` has each rank stream those outcomes, as it makes them, to its
+ * node daemon through the channel's trace ring (chan.h), whence they reach
+ * the machine manager's database whatever becomes of the rank; `storm
  * replay` hands each rank its streams back and the library forces every
  * outcome: a wildcard receive becomes a receive from the recorded source and
  * tag, a test returns the recorded flag (waiting if it has to), and so on.
@@ -13,11 +15,17 @@
 #ifndef BCS_TRACE_H
 #define BCS_TRACE_H
 
+#include <stdbool.h>
+
+#include "chan.h"
 #include "trace_codec.h"
 
 /* ---- the library's side (trace.c) */
-/* abort_job ends the whole job when a replay diverges (MPI_Abort) */
-void bcs_trace_init(int rank, void (*abort_job)(int code));
+/* abort_job ends the whole job when a replay diverges (MPI_Abort); a
+ * recording rank streams its outcomes into area's trace ring, and
+ * wait_room waits (until the daemon's next strobe) while cond fails. */
+void bcs_trace_init(int rank, void (*abort_job)(int code), struct bcs_area *area,
+		    void (*wait_room)(bool (*cond)(void *), void *arg));
 void bcs_trace_finish(void);
 /* A wildcard receive or probe is posted: returns its ordinal; in replay,
  * the source and tag become the recorded outcome. */
@@ -31,6 +39,9 @@ int bcs_trace_index(int i, const char *fn);
 uint64_t bcs_trace_mask(uint64_t mask, const char *fn);
 /* Non-zero in replay. */
 int bcs_trace_replaying(void);
+/* In replay, a stream that runs out in a rank whose recorded run did not
+ * reach MPI_Finalize holds the rank there (the point of failure) until the
+ * job ends. */
 
 /* storm replay --debug: holds the rank named by STORM_BCS_DEBUG in MPI_Init
  * (under gdbserver when there is one) until a debugger clears bcs_debug_hold */

@@ -1,9 +1,9 @@
-/* storm run --record: BCS-MPI traces (docs/bcs-trace.md).
+/* storm run --record and storm replay: BCS-MPI traces (docs/bcs-trace.md).
  *
- * With --record every rank logs its timing-dependent outcomes and prints its
- * encoded section at MPI_Finalize as one stderr line "\001BCS-TRACE RANK
- * BASE64"; bcs_filter_feed takes those lines out of the output and the CLI
- * writes the file at the job's end. storm replay reruns the recorded program
+ * With --record every rank streams its timing-dependent outcomes to its
+ * node daemon as it makes them, and the machine manager keeps them; at the
+ * job's end, however it ended, the CLI writes the file from that record
+ * (record.c). storm replay reruns the recorded program
  * and arguments on the same shape, with the trace sent along (--file) and
  * STORM_BCS_REPLAY naming it, so each rank forces its recorded outcomes.
  * "\001BCS-DEBUG RANK PID NODE" is the line of a rank held for --debug. */
@@ -23,7 +23,6 @@
 #include "cli.h"
 #include "opts.h"
 
-#define TRACE_TAG "\001BCS-TRACE "
 #define DEBUG_TAG "\001BCS-DEBUG "
 
 struct pending {
@@ -34,10 +33,6 @@ struct pending {
 struct bcs_filter {
 	struct pending *p;
 	size_t n, cap;
-	uint8_t **sec;      /* decoded sections, by arrival */
-	size_t *seclen;
-	uint32_t *secrank;
-	size_t nsec;
 	pid_t debugger;
 };
 
@@ -61,42 +56,6 @@ static struct strbuf *pending_of(struct bcs_filter *f, uint32_t rank)
 	}
 	f->p[f->n] = (struct pending){.rank = rank};
 	return &f->p[f->n++].line;
-}
-
-static void on_trace_line(struct bcs_filter *f, const char *line)
-{
-	unsigned rank;
-	int off = 0;
-	if (sscanf(line, "%u %n", &rank, &off) != 1 || off == 0) {
-		fprintf(stderr, "storm: warning: a malformed trace line was ignored\n");
-		return;
-	}
-	size_t len;
-	uint8_t *sec = bcs_b64_decode(line + off, &len);
-	struct bcs_rank_trace t;
-	if (!sec || bcs_trace_decode_rank(sec, len, &t) < 0 || t.rank != rank) {
-		fprintf(stderr, "storm: warning: rank %u's trace section is malformed; ignored\n",
-			rank);
-		free(sec);
-		return;
-	}
-	bcs_rank_trace_free(&t);
-	uint8_t **s = realloc(f->sec, (f->nsec + 1) * sizeof(*s));
-	size_t *l = realloc(f->seclen, (f->nsec + 1) * sizeof(*l));
-	uint32_t *r = realloc(f->secrank, (f->nsec + 1) * sizeof(*r));
-	if (s)
-		f->sec = s;
-	if (l)
-		f->seclen = l;
-	if (r)
-		f->secrank = r;
-	if (!s || !l || !r) {
-		free(sec);
-		return;
-	}
-	f->sec[f->nsec] = sec;
-	f->seclen[f->nsec] = len;
-	f->secrank[f->nsec++] = rank;
 }
 
 static void on_debug_line(struct bcs_filter *f, const char *line)
@@ -140,10 +99,7 @@ int bcs_filter_feed(struct bcs_filter *f, uint32_t rank, const uint8_t *d, size_
 			continue;
 		char *line = pl->data + start;
 		size_t len = i - start;
-		if (len >= strlen(TRACE_TAG) && !memcmp(line, TRACE_TAG, strlen(TRACE_TAG))) {
-			pl->data[i] = '\0';
-			on_trace_line(f, line + strlen(TRACE_TAG));
-		} else if (len >= strlen(DEBUG_TAG) && !memcmp(line, DEBUG_TAG, strlen(DEBUG_TAG))) {
+		if (len >= strlen(DEBUG_TAG) && !memcmp(line, DEBUG_TAG, strlen(DEBUG_TAG))) {
 			pl->data[i] = '\0';
 			on_debug_line(f, line + strlen(DEBUG_TAG));
 		} else if (sb_append(show, line, len + 1) < 0) {
@@ -173,55 +129,6 @@ void bcs_filter_flush(struct bcs_filter *f, uint32_t *rank, struct strbuf *show)
 		}
 }
 
-int bcs_filter_write(struct bcs_filter *f, const char *path, unsigned nodes, unsigned ranks,
-		     int argc, char **argv)
-{
-	struct bcs_trace t = {.nodes = nodes, .ranks = ranks, .argc = (uint32_t)argc,
-			      .argv = argv, .nsections = 0};
-	/* sections in rank order, one per rank (the last one printed wins) */
-	uint8_t **secs = calloc(f->nsec + 1, sizeof(*secs));
-	size_t *lens = calloc(f->nsec + 1, sizeof(*lens));
-	if (!secs || !lens) {
-		free(secs);
-		free(lens);
-		fprintf(stderr, "storm: error: out of memory\n");
-		return -1;
-	}
-	for (uint32_t r = 0; r < ranks; r++) {
-		ssize_t best = -1;
-		for (size_t i = 0; i < f->nsec; i++)
-			if (f->secrank[i] == r)
-				best = (ssize_t)i;
-		if (best >= 0) {
-			secs[t.nsections] = f->sec[best];
-			lens[t.nsections++] = f->seclen[best];
-		}
-	}
-	size_t len;
-	uint8_t *buf = bcs_trace_encode(&t, secs, lens, &len);
-	free(secs);
-	free(lens);
-	if (!buf) {
-		fprintf(stderr, "storm: error: out of memory\n");
-		return -1;
-	}
-	int rc = -1;
-	FILE *out = fopen(path, "wb");
-	if (!out)
-		fprintf(stderr, "storm: error: cannot write the trace %s: %s\n", path,
-			strerror(errno));
-	else if (fwrite(buf, 1, len, out) != len || fclose(out) != 0)
-		fprintf(stderr, "storm: error: cannot write the trace %s: %s\n", path,
-			strerror(errno));
-	else
-		rc = 0;
-	if (rc == 0 && t.nsections < ranks)
-		fprintf(stderr, "storm: warning: the trace %s holds %u of %u ranks (the others "
-				"did not reach MPI_Finalize)\n", path, t.nsections, ranks);
-	free(buf);
-	return rc;
-}
-
 void bcs_filter_free(struct bcs_filter *f)
 {
 	if (!f)
@@ -233,11 +140,6 @@ void bcs_filter_free(struct bcs_filter *f)
 	}
 	for (size_t i = 0; i < f->n; i++)
 		sb_free(&f->p[i].line);
-	for (size_t i = 0; i < f->nsec; i++)
-		free(f->sec[i]);
 	free(f->p);
-	free(f->sec);
-	free(f->seclen);
-	free(f->secrank);
 	free(f);
 }

@@ -1,6 +1,7 @@
-/* BCS-MPI traces in the CLI: the filter that takes the ranks'
- * trace and debug lines out of their stderr (bcs.c), and the job runner
- * storm replay (replay.c) starts through run.c. */
+/* BCS-MPI traces in the CLI: the filter that takes the ranks' debug
+ * lines out of their stderr (bcs.c), the records the machine manager keeps
+ * (record.c), and the job runner storm replay (replay.c) starts through
+ * run.c. */
 #ifndef STORM_CLI_BCS_H
 #define STORM_CLI_BCS_H
 
@@ -17,9 +18,10 @@ int bcs_filter_feed(struct bcs_filter *f, uint32_t rank, const uint8_t *d, size_
 		    struct strbuf *show);
 /* One rank's held partial line (its rank in *rank), or nothing. */
 void bcs_filter_flush(struct bcs_filter *f, uint32_t *rank, struct strbuf *show);
-/* Writes the collected sections as a trace file; 0 or -1 (printed). */
-int bcs_filter_write(struct bcs_filter *f, const char *path, unsigned nodes, unsigned ranks,
-		     int argc, char **argv);
+/* record.c: job's BCS-MPI record from the machine manager, written as the
+ * trace file path (a summary line on stderr, or with js JSON on stdout);
+ * an exit code */
+int bcs_record_fetch(struct cli *c, uint64_t job, const char *path, int js);
 /* The gdb started for storm replay --debug, 0 if none. */
 pid_t bcs_filter_debugger(const struct bcs_filter *f);
 void bcs_filter_free(struct bcs_filter *f);

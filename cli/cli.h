@@ -101,5 +101,6 @@ struct json_t;
 struct json_t *matrix_json(const Storm__Ctl__Matrix *m);
 int cmd_web(struct cli *c, int argc, char **argv);
 int cmd_trace(struct cli *c, int argc, char **argv);
+int cmd_traces(struct cli *c, int argc, char **argv);
 
 #endif

@@ -26,7 +26,9 @@ static const char usage[] =
 	"  acct     list ended jobs from the accounting (like sacct)\n"
 	"  matrix   draw the gang-scheduling matrix, once or live (--watch)\n"
 	"  web      serve a live page of the matrix, the nodes and the jobs\n"
-	"  trace    write a job's trace as Chrome Trace Event JSON (Perfetto)\n"
+	"  trace    write a job's trace as Chrome Trace Event JSON (Perfetto), or\n"
+	"           with --bcs its BCS-MPI record as a trace for storm replay\n"
+	"  traces   list or delete the BCS-MPI records ('storm run --record')\n"
 	"  replay   rerun a BCS-MPI job recorded with 'storm run --record'\n"
 	"  cluster  bring a virtual cluster up or down on this machine; its status\n"
 	"  checkpoint   checkpoint a running job\n"
@@ -97,7 +99,7 @@ static const struct {
 	{ "matrix", cmd_matrix }, { "checkpoint", cmd_checkpoint }, { "restart", cmd_restart },
 	{ "checkpoints", cmd_checkpoints },
 	{ "replay", cmd_replay }, { "acct", cmd_acct }, { "alloc", cmd_alloc },
-	{ "web", cmd_web }, { "trace", cmd_trace },
+	{ "web", cmd_web }, { "trace", cmd_trace }, { "traces", cmd_traces },
 };
 
 int main(int argc, char **argv)

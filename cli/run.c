@@ -735,12 +735,11 @@ static int on_end(struct run_state *st, Storm__Ctl__Reply *rep)
 			(unsigned long long)e->job, e->transfer_ms, e->execute_ms,
 			e->total_ms);
 	int code = exit_code_of(e);
-	if (st->o->record) {
-		unsigned ranks = st->o->ranks ? st->o->ranks : st->o->nodes ? st->o->nodes : 1;
-		if (bcs_filter_write(st->bf, st->o->record, st->o->nodes, ranks, st->o->argc,
-				     st->o->argv) < 0 && code == 0)
-			code = EXIT_STORM;
-	}
+	/* the record is complete however the job ended: its ranks streamed
+	 * their outcomes as they ran, and their ends came before the job's */
+	if (st->o->record && bcs_record_fetch(st->c, e->job, st->o->record, 0) != EXIT_OK &&
+	    code == 0)
+		code = EXIT_STORM;
 	return code;
 }
 

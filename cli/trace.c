@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bcs.h"
 #include "cli.h"
 #include "fmt.h"
 #include "jobid.h"
@@ -17,6 +18,7 @@
 
 static const char trace_help[] =
 	"Usage: storm trace [-o FILE] JOBID\n"
+	"       storm trace --bcs [-o FILE] [--json] JOBID\n"
 	"\n"
 	"Writes the job's trace as Chrome Trace Event JSON (open it in\n"
 	"https://ui.perfetto.dev or chrome://tracing): per node, when the job ran\n"
@@ -27,13 +29,23 @@ static const char trace_help[] =
 	"its row's turns, its checkpoints and its end. A node's events come when the\n"
 	"job has ended there; each node keeps the newest 2048 of a job.\n"
 	"\n"
-	"  -o, --output FILE  write there (default: standard output)\n"
+	"With --bcs, writes instead the job's BCS-MPI record (a job run with 'storm\n"
+	"run --record') as a trace for 'storm replay': every outcome each rank made\n"
+	"up to the job's end or to now, however the job ended (a crash, a cancel, a\n"
+	"time limit), and for each rank how it ended (reached MPI_Finalize, ended\n"
+	"without it, was on a node that was lost, still running). A line on\n"
+	"standard error sums it up.\n"
+	"\n"
+	"  -o, --output FILE  write there (default: standard output; with --bcs,\n"
+	"                     storm-JOBID.bcs)\n"
+	"      --bcs          the BCS-MPI record, as a trace file\n"
+	"      --json         with --bcs: the summary as JSON on standard output\n"
 	"      --conf FILE    the cluster's storm.conf\n"
 	"  -h, --help         this help\n"
 	"\n"
 	"Exit status: 0, 1 when the job is unknown or not the caller's, 2 on bad usage.\n";
 
-enum { T_OUTPUT = 1, T_CONF, T_HELP };
+enum { T_OUTPUT = 1, T_CONF, T_HELP, T_BCS, T_JSON };
 enum { TID_GANG = 1, TID_RANKS, TID_BCS, TID_CKPT };
 enum { TID_JOB = 1, TID_ROWS, TID_CKPTS };
 
@@ -240,9 +252,11 @@ int cmd_trace(struct cli *c, int argc, char **argv)
 {
 	static const struct cli_opt opts[] = {
 		{ "output", 'o', 1, T_OUTPUT }, { "conf", 0, 1, T_CONF },
-		{ "help", 'h', 0, T_HELP },	{ NULL, 0, 0, 0 },
+		{ "help", 'h', 0, T_HELP },	{ "bcs", 0, 0, T_BCS },
+		{ "json", 0, 0, T_JSON },	{ NULL, 0, 0, 0 },
 	};
 	const char *out = NULL;
+	int bcs = 0, js = 0;
 	struct jobref ref = { 0 };
 	struct cli_optparse p;
 	cli_opt_init(&p, argc, argv, 1, 0);
@@ -250,6 +264,8 @@ int cmd_trace(struct cli *c, int argc, char **argv)
 	while ((id = cli_opt_next(&p, opts)) != OPT_DONE) {
 		switch (id) {
 		case T_OUTPUT: out = p.arg; break;
+		case T_BCS: bcs = 1; break;
+		case T_JSON: js = 1; break;
 		case T_CONF: c->conf_opt = p.arg; break;
 		case T_HELP: fputs(trace_help, stdout); return EXIT_OK;
 		case OPT_OPERAND:
@@ -264,6 +280,13 @@ int cmd_trace(struct cli *c, int argc, char **argv)
 	}
 	if (!ref.id)
 		return usage_error("storm trace", "no job given");
+	if (js && !bcs)
+		return usage_error("storm trace", "--json goes with --bcs (the trace is JSON already)");
+	if (bcs) {
+		char def[64];
+		snprintf(def, sizeof(def), "storm-%llu.bcs", (unsigned long long)ref.id);
+		return bcs_record_fetch(c, ref.id, out ? out : def, js);
+	}
 	Storm__Ctl__GetTrace g = STORM__CTL__GET_TRACE__INIT;
 	g.job = ref.id;
 	Storm__Ctl__Request req = STORM__CTL__REQUEST__INIT;

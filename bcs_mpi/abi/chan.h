@@ -6,6 +6,14 @@
  *                   writes an entry and then advances sub_head; the daemon
  *                   reads entries up to sub_head at each strobe and advances
  *                   sub_tail.
+ *   trace ring      rank -> daemon: with storm run --record, the rank's
+ *                   timing-dependent outcomes as stream events
+ *                   (trace_codec.h) as it makes them. The rank writes
+ *                   whole events and then advances tr_head; the daemon
+ *                   drains them at each strobe (and at the rank's end, with
+ *                   tr_run), so a rank that crashes or is killed leaves
+ *                   every outcome it made. A rank that finds the ring full
+ *                   sets want_room and waits for the strobe.
  *   completion ring daemon -> rank: struct bcs_comp. The daemon writes
  *                   entries, advances comp_head, bumps `futex` and wakes it
  *                   at the strobe (the completion micro-phase); the rank
@@ -27,9 +35,10 @@
 #include <stdint.h>
 
 #define BCS_CHAN_MAGIC 0x4d534342u /* "BCSM" */
-#define BCS_CHAN_VERSION 3 /* 2: bcs_area.idle; 3: copy orders */
+#define BCS_CHAN_VERSION 4 /* 2: bcs_area.idle; 3: copy orders; 4: the trace ring */
 #define BCS_SUB_RING 4096u  /* power of two */
 #define BCS_COMP_RING 4096u /* power of two */
+#define BCS_TRACE_RING 16384u /* bytes, power of two */
 #define BCS_CHAN_HDR 4096u
 
 #define BCS_RED_MAX 512u
@@ -146,7 +155,24 @@ struct bcs_area {
 	uint32_t copy_posted; /* bumped by the daemon with each order posted */
 	uint32_t pad5[15];
 	struct bcs_copy copy[BCS_COPY_SLOTS];
+	uint64_t tr_head;     /* written by the rank: trace bytes written */
+	uint64_t pad5[7];
+	uint64_t tr_tail;     /* written by the daemon: trace bytes taken */
+	/* the test flags not yet in the ring (the open run): BCS_RUN_*. The
+	 * rank rewrites it after every event it puts in the ring, tagged with
+	 * the new tr_head; the daemon reads it once the rank is gone, and the
+	 * tag tells whether the rank died before or after the run's last word
+	 * (daemons/node/bcs_trace.c), so no flag is lost or taken twice */
+	uint64_t tr_run;
+	uint64_t pad6[6];
+	uint8_t tr[BCS_TRACE_RING];
 };
+
+#define BCS_RUN_TAG(v) ((v) & 0xfffffu)    /* tr_head's low bits when written */
+#define BCS_RUN_FLAG(v) (((v) >> 20) & 1u)
+#define BCS_RUN_COUNT(v) ((v) >> 21)
+#define BCS_RUN(count, flag, head) \
+	(((uint64_t)(count) << 21) | ((uint64_t)(flag) << 20) | ((head) & 0xfffffu))
 
 #define BCS_AREA_SIZE ((sizeof(struct bcs_area) + 4095) & ~(uint64_t)4095)
 

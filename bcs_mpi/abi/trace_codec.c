@@ -119,6 +119,8 @@ uint8_t *bcs_trace_encode_rank(const struct bcs_rank_trace *t, size_t *len)
 	varint(&w, t->nmask);
 	for (size_t i = 0; i < t->nmask; i++)
 		varint(&w, t->mask[i]);
+	varint(&w, t->end);
+	varint(&w, (uint32_t)t->status);
 	if (w.oom) {
 		free(w.p);
 		return NULL;
@@ -127,7 +129,8 @@ uint8_t *bcs_trace_encode_rank(const struct bcs_rank_trace *t, size_t *len)
 	return w.p;
 }
 
-int bcs_trace_decode_rank(const uint8_t *buf, size_t len, struct bcs_rank_trace *t)
+static int decode_rank(const uint8_t *buf, size_t len, struct bcs_rank_trace *t,
+		       uint64_t version)
 {
 	struct rbuf r = {.p = buf, .n = len};
 	memset(t, 0, sizeof(*t));
@@ -157,11 +160,23 @@ int bcs_trace_decode_rank(const uint8_t *buf, size_t len, struct bcs_rank_trace 
 		r.bad = true;
 	for (size_t i = 0; !r.bad && i < t->nmask; i++)
 		t->mask[i] = get_varint(&r);
+	if (version >= 2) { /* version 1 had only runs that reached MPI_Finalize */
+		uint64_t end = get_varint(&r), status = get_varint(&r);
+		if (end > BCS_END_MAX || status > UINT32_MAX)
+			r.bad = true;
+		t->end = (uint32_t)end;
+		t->status = (int32_t)(uint32_t)status;
+	}
 	if (r.bad || r.off != r.n) {
 		bcs_rank_trace_free(t);
 		return -1;
 	}
 	return 0;
+}
+
+int bcs_trace_decode_rank(const uint8_t *buf, size_t len, struct bcs_rank_trace *t)
+{
+	return decode_rank(buf, len, t, BCS_TRACE_VERSION);
 }
 
 void bcs_rank_trace_free(struct bcs_rank_trace *t)
@@ -222,7 +237,7 @@ int bcs_trace_decode(const void *buf, size_t len, struct bcs_trace *t, char *why
 	}
 	r.off = 4;
 	uint64_t v = get_varint(&r);
-	if (!r.bad && v != BCS_TRACE_VERSION) {
+	if (!r.bad && (v < 1 || v > BCS_TRACE_VERSION)) {
 		snprintf(why, whylen, "trace version %llu, this storm reads %d",
 			 (unsigned long long)v, BCS_TRACE_VERSION);
 		return -1;
@@ -273,7 +288,7 @@ int bcs_trace_decode(const void *buf, size_t len, struct bcs_trace *t, char *why
 			err = "truncated rank section";
 			goto bad;
 		}
-		if (bcs_trace_decode_rank(r.p + r.off, n, &t->sec[i]) < 0) {
+		if (decode_rank(r.p + r.off, n, &t->sec[i], v) < 0) {
 			err = "malformed rank section";
 			goto bad;
 		}
@@ -293,6 +308,160 @@ bad:
 	snprintf(why, whylen, "%s", err);
 	bcs_trace_free(t);
 	return -1;
+}
+
+/* ---- the streamed form */
+
+static const uint8_t nvals[] = {
+	[BCS_EV_WPOST] = 0, [BCS_EV_WDONE] = 3, [BCS_EV_TEST] = 2, [BCS_EV_INDEX] = 1,
+	[BCS_EV_MASK] = 1,  [BCS_EV_FINAL] = 0, [BCS_EV_EXIT] = 1, [BCS_EV_LOST] = 0,
+};
+
+size_t bcs_stream_event_len(const uint8_t *p, size_t n)
+{
+	if (n == 0 || p[0] < BCS_EV_WPOST || p[0] > BCS_EV_LOST)
+		return 0;
+	size_t off = 1;
+	for (unsigned k = 0; k < nvals[p[0]]; k++) {
+		size_t start = off;
+		while (off < n && (p[off] & 0x80) && off - start < 9)
+			off++;
+		if (off >= n || (p[off] & 0x80))
+			return 0;
+		off++;
+	}
+	return off;
+}
+
+size_t bcs_stream_event(uint8_t *out, int ev, uint64_t a, uint64_t b, uint64_t c)
+{
+	uint64_t v[3] = {a, b, c};
+	size_t n = 0;
+	out[n++] = (uint8_t)ev;
+	for (unsigned k = 0; k < nvals[ev]; k++) {
+		uint64_t x = v[k];
+		do {
+			out[n] = (uint8_t)(x & 0x7f);
+			x >>= 7;
+			if (x)
+				out[n] |= 0x80;
+			n++;
+		} while (x);
+	}
+	return n;
+}
+
+/* grows an array of a rank trace by one element; false without memory */
+static bool room(void **p, size_t *cap, size_t n, size_t elem)
+{
+	if (n < *cap)
+		return true;
+	size_t c = *cap ? *cap * 2 : 64;
+	void *q = realloc(*p, c * elem);
+	if (!q)
+		return false;
+	*p = q;
+	*cap = c;
+	return true;
+}
+
+static bool apply_test(struct bcs_rank_trace *t, uint64_t flag, uint64_t count)
+{
+	if (flag > 1)
+		return false;
+	if (!count)
+		return true;
+	/* runs alternate zeros, ones, zeros, ...: the same flag extends the last */
+	if (t->nruns && (t->nruns - 1) % 2 == flag) {
+		t->runs[t->nruns - 1] += count;
+		return true;
+	}
+	if (!room((void **)&t->runs, &t->capruns, t->nruns + 1, sizeof(*t->runs)))
+		return false;
+	if (t->nruns == 0 && flag) {
+		t->runs[t->nruns++] = 0;
+		if (!room((void **)&t->runs, &t->capruns, t->nruns + 1, sizeof(*t->runs)))
+			return false;
+	}
+	t->runs[t->nruns++] = count;
+	return true;
+}
+
+static bool apply_one(struct bcs_rank_trace *t, struct rbuf *r)
+{
+	uint8_t ev = r->p[r->off++];
+	uint64_t a, b, c;
+	switch (ev) {
+	case BCS_EV_WPOST:
+		if (!room((void **)&t->wild, &t->capwild, t->nwild + 1, sizeof(*t->wild)))
+			return false;
+		t->wild[t->nwild++] = (struct bcs_wild){-1, -1};
+		return true;
+	case BCS_EV_WDONE:
+		a = get_varint(r);
+		b = get_varint(r);
+		c = get_varint(r);
+		if (r->bad || a >= t->nwild || b > (uint64_t)INT32_MAX + 1 ||
+		    c > (uint64_t)INT32_MAX + 1)
+			return false;
+		t->wild[a] = (struct bcs_wild){(int32_t)((int64_t)b - 1), (int32_t)((int64_t)c - 1)};
+		return true;
+	case BCS_EV_TEST:
+		a = get_varint(r);
+		b = get_varint(r);
+		return !r->bad && apply_test(t, a, b);
+	case BCS_EV_INDEX:
+		a = get_varint(r);
+		if (r->bad || a > (uint64_t)INT32_MAX + 1 ||
+		    !room((void **)&t->index, &t->capindex, t->nindex + 1, sizeof(*t->index)))
+			return false;
+		t->index[t->nindex++] = (int32_t)((int64_t)a - 1);
+		return true;
+	case BCS_EV_MASK:
+		a = get_varint(r);
+		if (r->bad || !room((void **)&t->mask, &t->capmask, t->nmask + 1, sizeof(*t->mask)))
+			return false;
+		t->mask[t->nmask++] = a;
+		return true;
+	case BCS_EV_FINAL:
+		t->finalized = true;
+		t->end = BCS_END_FINALIZED;
+		return true;
+	case BCS_EV_EXIT:
+		a = get_varint(r);
+		if (r->bad || a > UINT32_MAX)
+			return false;
+		t->status = (int32_t)(uint32_t)a;
+		if (!t->finalized)
+			t->end = BCS_END_EXITED;
+		return true;
+	case BCS_EV_LOST:
+		/* the node's last word stands: an exit it reported came first */
+		if (t->end == BCS_END_RUNNING)
+			t->end = BCS_END_LOST;
+		return true;
+	default:
+		return false;
+	}
+}
+
+int bcs_stream_apply(struct bcs_rank_trace *t, const uint8_t *buf, size_t len)
+{
+	struct rbuf r = {.p = buf, .n = len};
+	while (r.off < r.n)
+		if (!apply_one(t, &r))
+			return -1;
+	return 0;
+}
+
+const char *bcs_end_name(uint32_t end)
+{
+	switch (end) {
+	case BCS_END_FINALIZED: return "reached MPI_Finalize";
+	case BCS_END_EXITED: return "ended without MPI_Finalize";
+	case BCS_END_LOST: return "was on a node that was lost";
+	default: return "was still running";
+	}
 }
 
 static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

@@ -6,10 +6,35 @@
 #define BCS_TRACE_CODEC_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define BCS_TRACE_MAGIC "BCST"
-#define BCS_TRACE_VERSION 1
+#define BCS_TRACE_VERSION 2 /* 2: each section says how its rank ended */
+
+/* How a rank's recorded run ended (a section's `end`). */
+enum bcs_end {
+	BCS_END_FINALIZED = 0, /* it reached MPI_Finalize: its streams are whole */
+	BCS_END_EXITED = 1,    /* it ended without MPI_Finalize (status: wait status) */
+	BCS_END_LOST = 2,      /* its node was lost: the streams up to its last report */
+	BCS_END_RUNNING = 3,   /* no end reported yet (the trace was taken while it ran) */
+	BCS_END_MAX = 3,
+};
+
+/* The streamed form of a rank's outcomes, as it makes them: events appended
+ * by the rank (through its channel), its node daemon (EXIT) and the machine
+ * manager (LOST); bcs_stream_apply folds them into a rank's streams. */
+enum bcs_ev {
+	BCS_EV_WPOST = 1, /* a wildcard receive or probe was posted */
+	BCS_EV_WDONE = 2, /* ordinal, src+1, tag+1: it completed */
+	BCS_EV_TEST = 3,  /* flag, count: that many test flags (runs merge) */
+	BCS_EV_INDEX = 4, /* index+1 */
+	BCS_EV_MASK = 5,  /* mask */
+	BCS_EV_FINAL = 6, /* the rank reached MPI_Finalize */
+	BCS_EV_EXIT = 7,  /* wait status: the rank ended (its node daemon) */
+	BCS_EV_LOST = 8,  /* its node was lost (the machine manager) */
+};
+#define BCS_EV_MAX 31 /* the longest event: a kind and three 10-byte varints */
 
 enum bcs_stream { BCS_S_WILD, BCS_S_TEST, BCS_S_INDEX, BCS_S_MASK, BCS_S_N };
 
@@ -30,6 +55,10 @@ struct bcs_rank_trace {
 	size_t nindex;
 	uint64_t *mask;   /* MPI_Waitsome: completed requests (first 64) */
 	size_t nmask;
+	uint32_t end;     /* enum bcs_end */
+	int32_t status;   /* BCS_END_EXITED: its wait status */
+	size_t capwild, capruns, capindex, capmask; /* bcs_stream_apply's room */
+	bool finalized;   /* bcs_stream_apply: FINAL seen */
 };
 
 struct bcs_trace {
@@ -53,6 +82,17 @@ int bcs_trace_decode(const void *buf, size_t len, struct bcs_trace *t, char *why
 int bcs_trace_decode_rank(const uint8_t *buf, size_t len, struct bcs_rank_trace *r);
 void bcs_trace_free(struct bcs_trace *t);
 void bcs_rank_trace_free(struct bcs_rank_trace *r);
+/* Encodes one stream event of kind ev with up to three values into out
+ * (BCS_EV_MAX bytes); returns its length. */
+size_t bcs_stream_event(uint8_t *out, int ev, uint64_t a, uint64_t b, uint64_t c);
+/* The length of the whole event at p (n bytes there), 0 if none is. */
+size_t bcs_stream_event_len(const uint8_t *p, size_t n);
+/* Folds a rank's stream events (whole events only) into t, which starts
+ * zeroed with its rank set, end BCS_END_RUNNING. Returns 0, or -1 on a
+ * malformed event (t then holds the events before it). */
+int bcs_stream_apply(struct bcs_rank_trace *t, const uint8_t *buf, size_t len);
+/* A name for a section's end, for messages: "reached MPI_Finalize", ... */
+const char *bcs_end_name(uint32_t end);
 /* base64 for the trace lines ranks print at MPI_Finalize */
 char *bcs_b64_encode(const uint8_t *in, size_t len);
 uint8_t *bcs_b64_decode(const char *in, size_t *len);

@@ -374,7 +374,14 @@ static void handle(struct mm *mm, struct client *c, const uint8_t *body, size_t 
 	case STORM__CTL__REQUEST__BODY_STDIN:
 		job_stdin(mm, c, req->stdin);
 		break;
+	case STORM__CTL__REQUEST__BODY_TRACES:
+		trace_bcs_request(mm, c, req);
+		break;
 	case STORM__CTL__REQUEST__BODY_TRACE: {
+		if (req->trace->bcs) {
+			trace_bcs_request(mm, c, req);
+			break;
+		}
 		struct job *j = job_find(mm, req->trace->job);
 		Storm__Ctl__JobInfo info;
 		if (j)

@@ -16,8 +16,9 @@ struct mm_db {
 };
 
 /* 2: checkpoints.data, checkpoint_images; 3: accounting's array_job,
- * array_task, max_rss_kb, cpu_us; 4: accounting.script */
-#define SCHEMA_VERSION 4
+ * array_task, max_rss_kb, cpu_us; 4: accounting.script; 5: bcs_records,
+ * bcs_streams */
+#define SCHEMA_VERSION 5
 
 static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value);"
@@ -54,7 +55,13 @@ static const char schema[] =
 	 * index) or the MM (node -1) */
 	"CREATE TABLE IF NOT EXISTS traces(job INTEGER NOT NULL, node INTEGER NOT NULL,"
 	" data BLOB NOT NULL);"
-	"CREATE INDEX IF NOT EXISTS traces_job ON traces(job);";
+	"CREATE INDEX IF NOT EXISTS traces_job ON traces(job);"
+	/* storm run --record: a job's BCS-MPI record (argv: NUL-terminated
+	 * strings), and each rank's stream events, appended as they come */
+	"CREATE TABLE IF NOT EXISTS bcs_records(job INTEGER PRIMARY KEY, user TEXT,"
+	" uid INTEGER, name TEXT, nodes INTEGER, ranks INTEGER, argv BLOB, created REAL);"
+	"CREATE TABLE IF NOT EXISTS bcs_streams(job INTEGER NOT NULL, rank INTEGER NOT NULL,"
+	" data BLOB NOT NULL, PRIMARY KEY(job, rank));";
 
 static int sqlfail(struct mm_db *db, const char *what)
 {
@@ -734,5 +741,106 @@ int db_ckpt_list(struct mm_db *db, uint64_t job, int (*cb)(void *arg, const stru
 	if (rc == 0 && s != SQLITE_DONE)
 		rc = sqlfail(db, "reading the checkpoints");
 	sqlite3_finalize(st);
+	return rc;
+}
+
+int db_bcs_record(struct mm_db *db, const struct db_bcs *r)
+{
+	sqlite3_stmt *st = prep(db, "INSERT OR IGNORE INTO bcs_records(job, user, uid, name,"
+				" nodes, ranks, argv, created) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)r->job);
+	bind_text(st, 2, r->user);
+	sqlite3_bind_int64(st, 3, r->uid);
+	bind_text(st, 4, r->name);
+	sqlite3_bind_int64(st, 5, r->nodes);
+	sqlite3_bind_int64(st, 6, r->ranks);
+	sqlite3_bind_blob(st, 7, r->argv, (int)r->argv_len, SQLITE_TRANSIENT);
+	sqlite3_bind_double(st, 8, r->created);
+	return step_done(db, st, "recording a BCS-MPI record");
+}
+
+int db_bcs_append(struct mm_db *db, uint64_t job, uint32_t rank, const void *data, size_t len)
+{
+	sqlite3_stmt *st = prep(db, "INSERT INTO bcs_streams(job, rank, data) VALUES(?1, ?2, ?3)"
+				" ON CONFLICT(job, rank) DO UPDATE SET data = data || excluded.data");
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
+	sqlite3_bind_int64(st, 2, rank);
+	sqlite3_bind_blob(st, 3, data, (int)len, SQLITE_TRANSIENT);
+	return step_done(db, st, "appending to a BCS-MPI record");
+}
+
+static void bcs_row(sqlite3_stmt *st, struct db_bcs *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->job = (uint64_t)sqlite3_column_int64(st, 0);
+	r->user = col_text(st, 1);
+	r->uid = (uint32_t)sqlite3_column_int64(st, 2);
+	r->name = col_text(st, 3);
+	r->nodes = (uint32_t)sqlite3_column_int64(st, 4);
+	r->ranks = (uint32_t)sqlite3_column_int64(st, 5);
+	r->argv = sqlite3_column_blob(st, 6);
+	r->argv_len = (size_t)sqlite3_column_bytes(st, 6);
+	r->created = sqlite3_column_double(st, 7);
+	r->bytes = (uint64_t)sqlite3_column_int64(st, 8);
+}
+
+int db_bcs_list(struct mm_db *db, uint64_t job, int (*cb)(void *arg, const struct db_bcs *r),
+		void *arg)
+{
+	sqlite3_stmt *st = prep(db, "SELECT r.job, user, uid, name, nodes, ranks, argv, created,"
+				" (SELECT COALESCE(SUM(length(data)), 0) FROM bcs_streams s"
+				" WHERE s.job = r.job) FROM bcs_records r WHERE ?1 = 0 OR r.job = ?1"
+				" ORDER BY r.job");
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
+	int rc = 0, s;
+	while (rc == 0 && (s = sqlite3_step(st)) == SQLITE_ROW) {
+		struct db_bcs r;
+		bcs_row(st, &r);
+		rc = cb(arg, &r);
+	}
+	if (rc == 0 && s != SQLITE_DONE)
+		rc = sqlfail(db, "reading the BCS-MPI records");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int db_bcs_streams(struct mm_db *db, uint64_t job,
+		   int (*cb)(void *arg, uint32_t rank, const void *data, size_t len), void *arg)
+{
+	sqlite3_stmt *st = prep(db, "SELECT rank, data FROM bcs_streams WHERE job = ?1 ORDER BY rank");
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
+	int rc = 0, s;
+	while (rc == 0 && (s = sqlite3_step(st)) == SQLITE_ROW)
+		rc = cb(arg, (uint32_t)sqlite3_column_int64(st, 0), sqlite3_column_blob(st, 1),
+			(size_t)sqlite3_column_bytes(st, 1));
+	if (rc == 0 && s != SQLITE_DONE)
+		rc = sqlfail(db, "reading a BCS-MPI record");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int db_bcs_delete(struct mm_db *db, uint64_t job)
+{
+	if (exec(db, "BEGIN IMMEDIATE") < 0)
+		return -1;
+	sqlite3_stmt *st = prep(db, "DELETE FROM bcs_records WHERE job = ?1");
+	int rc = -1;
+	if (st) {
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
+		rc = step_done(db, st, "deleting a BCS-MPI record");
+	}
+	if (rc == 0 && (st = prep(db, "DELETE FROM bcs_streams WHERE job = ?1"))) {
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
+		rc = step_done(db, st, "deleting a BCS-MPI record");
+	}
+	exec(db, rc == 0 ? "COMMIT" : "ROLLBACK");
 	return rc;
 }

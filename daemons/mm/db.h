@@ -104,6 +104,27 @@ int db_trace_add(struct mm_db *db, uint64_t job, int node, const void *data, siz
 /* each of job's, in the order they were added; a non-zero return stops */
 int db_trace_list(struct mm_db *db, uint64_t job,
 		  int (*cb)(void *arg, int node, const void *data, size_t len), void *arg);
+/* storm run --record: a job's BCS-MPI record and its ranks' stream events */
+struct db_bcs {
+	uint64_t job;
+	const char *user, *name;
+	uint32_t uid, nodes, ranks;
+	const void *argv;        /* NUL-terminated strings, one after the other */
+	size_t argv_len;
+	double created;
+	uint64_t bytes;          /* list: its streams' bytes */
+};
+/* The record's header, once (a second one for the job is ignored). */
+int db_bcs_record(struct mm_db *db, const struct db_bcs *r);
+/* Appends rank's events to what the job's record holds of it. */
+int db_bcs_append(struct mm_db *db, uint64_t job, uint32_t rank, const void *data, size_t len);
+/* The records (job 0: every one), oldest job first. */
+int db_bcs_list(struct mm_db *db, uint64_t job, int (*cb)(void *arg, const struct db_bcs *r),
+		void *arg);
+/* job's ranks' events, by rank */
+int db_bcs_streams(struct mm_db *db, uint64_t job,
+		   int (*cb)(void *arg, uint32_t rank, const void *data, size_t len), void *arg);
+int db_bcs_delete(struct mm_db *db, uint64_t job);
 /* the highest step id of allocation `alloc`, 0: none */
 uint64_t db_job_last_step(struct mm_db *db, uint64_t alloc);
 

@@ -1032,6 +1032,7 @@ void job_node_failed(struct mm *mm, struct job *j, int node, const char *why)
 	if (k < 0 || !job_active(j))
 		return;
 	node_is_done(j, k);
+	trace_bcs_node_lost(mm, j, node);
 	/* with --restart-on-failure a restart job takes over from its latest
 	 * checkpoint; why names the node, the end says what became of the job */
 	uint64_t again = mm->ckpt_hooks->node_lost(mm, j, why);

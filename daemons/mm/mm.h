@@ -114,6 +114,7 @@ struct job {
 	int stop_sig;            /* the signal that stops it (failed/cancelled), 0 */
 	unsigned stop_kill_after_ms;
 	bool ran;                /* its row has had a turn since the launch */
+	bool bcs_recorded;       /* trace.c: its BCS-MPI record's header is stored */
 	uint32_t nsteps;         /* an allocation: steps it has had */
 	uint64_t max_rss_kb;     /* the largest peak RSS of its ranks that ended */
 	uint64_t cpu_us;         /* their CPU time, summed */
@@ -387,6 +388,12 @@ void trace_on_chunk(struct mm *mm, int node, const Storm__Trace__Chunk *c);
 void trace_reply(struct mm *mm, struct client *c, const Storm__Ctl__GetTrace *g,
 		 const Storm__Ctl__JobInfo *info);
 void trace_free(struct job *j);
+/* storm run --record: a rank's stream events from a node's report, into the
+ * job's record; the loss of a node said in it; storm trace --bcs and storm
+ * traces */
+void trace_on_bcs(struct mm *mm, int node, const Storm__Cl__BcsStream *b);
+void trace_bcs_node_lost(struct mm *mm, struct job *j, int node);
+void trace_bcs_request(struct mm *mm, struct client *c, const Storm__Ctl__Request *req);
 
 /* depend.c: whether a queued job may start (dependencies, array limits) */
 enum eligible { ELIGIBLE, WAIT, NEVER };

@@ -75,7 +75,10 @@ static void consume_report(struct mm *mm, int idx)
 			cmd_on_report(mm, idx);
 	}
 	/* the node orders its records so that output precedes the exit of its
-	 * rank and exits precede the DONE note (layout.h) */
+	 * rank and exits precede the DONE note (layout.h); a rank's recorded
+	 * outcomes precede its exit too, so they are stored first */
+	for (size_t i = 0; i < r->n_bcs; i++)
+		trace_on_bcs(mm, idx, r->bcs[i]);
 	for (size_t i = 0; i < r->n_output; i++)
 		job_on_output(mm, idx, r->output[i]);
 	for (size_t i = 0; i < r->n_exits; i++)

@@ -50,6 +50,7 @@ Storm__Ctl__ErrorCode mm_req_decode(const uint8_t *buf, size_t len, Storm__Ctl__
 	case STORM__CTL__REQUEST__BODY_DELETE_CHECKPOINT:
 	case STORM__CTL__REQUEST__BODY_ACCT:
 	case STORM__CTL__REQUEST__BODY_TRACE:
+	case STORM__CTL__REQUEST__BODY_TRACES:
 	case STORM__CTL__REQUEST__BODY_STDIN:
 		*out = req;
 		return STORM__CTL__ERROR_CODE__ERR_NONE;

@@ -357,3 +357,299 @@ out:
 	free(ntp);
 	free(count);
 }
+
+/* ---- storm run --record: the job's BCS-MPI record */
+
+/* The one stream event the MM writes: "this rank's node was lost" (the
+ * event codes are bcs_mpi/abi/trace_codec.h's, BCS_EV_LOST, a single byte) */
+#define MM_BCS_EV_LOST 8
+
+struct bcs_owner {
+	struct db_bcs r; /* r.bytes: 1 found */
+	char user[64];
+};
+
+/* The record's header, from the job: once per job and MM (a second insert
+ * is ignored by the database). */
+static void bcs_header(struct mm *mm, struct job *j)
+{
+	if (j->bcs_recorded)
+		return;
+	size_t len = 0;
+	for (size_t i = 0; i < j->spec->n_argv; i++)
+		len += strlen(j->spec->argv[i]) + 1;
+	char *argv = malloc(len ? len : 1), *p = argv;
+	if (!argv)
+		return;
+	for (size_t i = 0; i < j->spec->n_argv; i++)
+		p = stpcpy(p, j->spec->argv[i]) + 1;
+	struct db_bcs r = { .job = j->id, .user = j->spec->user, .uid = j->spec->uid,
+			    .name = j->spec->name, .nodes = j->spec->nodes, .ranks = j->nranks,
+			    .argv = argv, .argv_len = len, .created = clock_wall_s() };
+	if (db_bcs_record(mm->db, &r) == 0)
+		j->bcs_recorded = true;
+	else
+		slog("job %llu: cannot store its BCS-MPI record: %s", (unsigned long long)j->id,
+		     db_error(mm->db));
+	free(argv);
+}
+
+/* The ranks node idx runs of j: [*first, *first + *count) (block
+ * distribution, as the launch gave them). false: none. */
+static bool ranks_of(const struct job *j, int idx, uint32_t *first, uint32_t *count)
+{
+	uint32_t ln = job_launch_nodes(j);
+	uint32_t base = ln ? j->nranks / ln : 0, extra = ln ? j->nranks % ln : 0, r = 0;
+	for (uint32_t k = 0; k < ln && k < j->nnodes; k++) {
+		uint32_t c = base + (k < extra);
+		if (j->nodes[k] == idx) {
+			*first = r;
+			*count = c;
+			return c > 0;
+		}
+		r += c;
+	}
+	return false;
+}
+
+void trace_on_bcs(struct mm *mm, int node, const Storm__Cl__BcsStream *b)
+{
+	/* only a node of the job, while the job is on, about a rank it runs */
+	struct job *j = job_find(mm, b->job);
+	uint32_t first, count;
+	if (!mm->db || !j || !job_active(j) || !ranks_of(j, node, &first, &count) ||
+	    b->rank < first || b->rank >= first + count || !b->data.len)
+		return;
+	bcs_header(mm, j);
+	if (db_bcs_append(mm->db, j->id, b->rank, b->data.data, b->data.len) < 0)
+		slog("job %llu: cannot store rank %u's BCS-MPI record: %s",
+		     (unsigned long long)j->id, b->rank, db_error(mm->db));
+}
+
+void trace_bcs_node_lost(struct mm *mm, struct job *j, int node)
+{
+	uint32_t first, count;
+	if (!mm->db || !j->bcs_recorded || !ranks_of(j, node, &first, &count))
+		return;
+	/* what its ranks did after their node's last report is not known:
+	 * the record says so, rank by rank */
+	const uint8_t ev = MM_BCS_EV_LOST;
+	for (uint32_t r = first; r < first + count; r++)
+		if (db_bcs_append(mm->db, j->id, r, &ev, 1) < 0)
+			slog("job %llu: cannot record the loss of rank %u: %s",
+			     (unsigned long long)j->id, r, db_error(mm->db));
+}
+
+static int bcs_found(void *arg, const struct db_bcs *r)
+{
+	struct bcs_owner *o = arg;
+	o->r = *r;
+	/* borrowed pointers die with the row: the user is copied */
+	snprintf(o->user, sizeof(o->user), "%s", r->user ? r->user : "?");
+	o->r.user = o->r.name = NULL;
+	o->r.argv = NULL;
+	o->r.bytes = 1;
+	return 1;
+}
+
+struct bcs_reply {
+	Storm__Ctl__BcsRecord rec;
+	Storm__Ctl__BcsRank *ranks;
+	size_t cap;
+	char *argv_copy;
+	bool oom;
+};
+
+static int bcs_header_in(void *arg, const struct db_bcs *r)
+{
+	struct bcs_reply *k = arg;
+	k->rec.nodes = r->nodes;
+	k->rec.ranks = r->ranks;
+	k->rec.created = r->created;
+	const char *a = r->argv;
+	size_t n = 0;
+	for (size_t off = 0; off < r->argv_len; off += strlen(a + off) + 1)
+		n++;
+	k->argv_copy = malloc(r->argv_len + 1);
+	k->rec.argv = calloc(n + 1, sizeof(char *));
+	if (!k->argv_copy || !k->rec.argv) {
+		k->oom = true;
+		return 1;
+	}
+	memcpy(k->argv_copy, a, r->argv_len);
+	k->argv_copy[r->argv_len] = '\0';
+	for (size_t off = 0; off < r->argv_len; off += strlen(k->argv_copy + off) + 1)
+		k->rec.argv[k->rec.n_argv++] = k->argv_copy + off;
+	return 1;
+}
+
+static int bcs_stream_in(void *arg, uint32_t rank, const void *data, size_t len)
+{
+	struct bcs_reply *k = arg;
+	if (k->rec.n_streams == k->cap) {
+		size_t cap = k->cap ? 2 * k->cap : 16;
+		Storm__Ctl__BcsRank *q = realloc(k->ranks, cap * sizeof(*q));
+		if (!q) {
+			k->oom = true;
+			return 1;
+		}
+		k->ranks = q;
+		k->cap = cap;
+	}
+	Storm__Ctl__BcsRank *r = &k->ranks[k->rec.n_streams++];
+	storm__ctl__bcs_rank__init(r);
+	r->rank = rank;
+	r->data.data = malloc(len ? len : 1);
+	r->data.len = len;
+	if (!r->data.data) {
+		k->rec.n_streams--;
+		k->oom = true;
+		return 1;
+	}
+	memcpy(r->data.data, data, len);
+	return 0;
+}
+
+/* storm trace --bcs JOB: the job's record, for its owner or root */
+static void bcs_reply(struct mm *mm, struct client *c, uint64_t job)
+{
+	char why[256];
+	struct bcs_owner found = { 0 };
+	if (mm->db)
+		db_bcs_list(mm->db, job, bcs_found, &found);
+	if (!found.r.bytes) {
+		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_NOT_FOUND,
+			    "job %llu has no BCS-MPI record (it was not run with --record, or its "
+			    "record was deleted)", (unsigned long long)job);
+		return;
+	}
+	if (!mm_may_touch_owned(c, job, found.r.uid, found.user, "read the record of", why,
+				sizeof(why))) {
+		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PERMISSION, "%s", why);
+		return;
+	}
+	struct bcs_reply k = { 0 };
+	storm__ctl__bcs_record__init(&k.rec);
+	if (db_bcs_list(mm->db, job, bcs_header_in, &k) < 0 ||
+	    db_bcs_streams(mm->db, job, bcs_stream_in, &k) < 0 || k.oom) {
+		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INTERNAL,
+			    "cannot read the record of job %llu", (unsigned long long)job);
+		goto out;
+	}
+	Storm__Ctl__BcsRank **pr = calloc(k.rec.n_streams + 1, sizeof(*pr));
+	if (!pr) {
+		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INTERNAL, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < k.rec.n_streams; i++)
+		pr[i] = &k.ranks[i];
+	k.rec.streams = pr;
+	Storm__Ctl__Trace tr = STORM__CTL__TRACE__INIT;
+	tr.bcs = &k.rec;
+	reply_send(mm, c, STORM__CTL__REPLY__BODY_TRACE, &tr);
+	free(pr);
+out:
+	for (size_t i = 0; i < k.rec.n_streams; i++)
+		free(k.ranks[i].data.data);
+	free(k.ranks);
+	free(k.rec.argv);
+	free(k.argv_copy);
+}
+
+struct bcs_listing {
+	const struct client *c;
+	Storm__Ctl__TraceInfo *v;
+	size_t n, cap;
+	char *strings; /* user and name of each, 2 x 128 bytes */
+	bool oom;
+};
+
+static int bcs_list_in(void *arg, const struct db_bcs *r)
+{
+	struct bcs_listing *k = arg;
+	char why[256];
+	if (!mm_may_touch_owned(k->c, r->job, r->uid, "", "list", why, sizeof(why)))
+		return 0;
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? 2 * k->cap : 16;
+		Storm__Ctl__TraceInfo *q = realloc(k->v, cap * sizeof(*q));
+		char *s = realloc(k->strings, cap * 256);
+		if (q)
+			k->v = q;
+		if (s)
+			k->strings = s;
+		if (!q || !s) {
+			k->oom = true;
+			return 1;
+		}
+		k->cap = cap;
+	}
+	Storm__Ctl__TraceInfo *t = &k->v[k->n];
+	storm__ctl__trace_info__init(t);
+	char *s = k->strings + k->n * 256;
+	snprintf(s, 128, "%s", r->user ? r->user : "");
+	snprintf(s + 128, 128, "%s", r->name ? r->name : "");
+	t->job = r->job;
+	t->uid = r->uid;
+	t->ranks = r->ranks;
+	t->bytes = r->bytes;
+	t->created = r->created;
+	k->n++;
+	return 0;
+}
+
+/* storm traces [--delete JOB]: the caller's records (root: everyone's) */
+static void bcs_list_reply(struct mm *mm, struct client *c, const Storm__Ctl__ListTraces *l)
+{
+	char why[256];
+	if (l->delete_) {
+		struct bcs_owner found = { 0 };
+		if (mm->db)
+			db_bcs_list(mm->db, l->delete_, bcs_found, &found);
+		if (!found.r.bytes) {
+			reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_NOT_FOUND,
+				    "job %llu has no BCS-MPI record", (unsigned long long)l->delete_);
+			return;
+		}
+		if (!mm_may_touch_owned(c, l->delete_, found.r.uid, found.user,
+					"delete the record of", why, sizeof(why))) {
+			reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PERMISSION, "%s", why);
+			return;
+		}
+		if (db_bcs_delete(mm->db, l->delete_) < 0) {
+			reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INTERNAL,
+				    "cannot delete the record of job %llu: %s",
+				    (unsigned long long)l->delete_, db_error(mm->db));
+			return;
+		}
+		slog("job %llu: its BCS-MPI record was deleted", (unsigned long long)l->delete_);
+	}
+	struct bcs_listing k = { .c = c };
+	if (mm->db)
+		db_bcs_list(mm->db, 0, bcs_list_in, &k);
+	Storm__Ctl__TraceInfo **p = calloc(k.n + 1, sizeof(*p));
+	if (k.oom || !p) {
+		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INTERNAL, "out of memory");
+	} else {
+		for (size_t i = 0; i < k.n; i++) {
+			k.v[i].user = k.strings + i * 256;
+			k.v[i].name = k.strings + i * 256 + 128;
+			p[i] = &k.v[i];
+		}
+		Storm__Ctl__TraceList tl = STORM__CTL__TRACE_LIST__INIT;
+		tl.traces = p;
+		tl.n_traces = k.n;
+		reply_send(mm, c, STORM__CTL__REPLY__BODY_TRACES, &tl);
+	}
+	free(p);
+	free(k.v);
+	free(k.strings);
+}
+
+void trace_bcs_request(struct mm *mm, struct client *c, const Storm__Ctl__Request *req)
+{
+	if (req->body_case == STORM__CTL__REQUEST__BODY_TRACES)
+		bcs_list_reply(mm, c, req->traces);
+	else
+		bcs_reply(mm, c, req->trace->job);
+}

@@ -1099,6 +1099,7 @@ void nd_bcs_strobe(struct nd *nd)
 		any = true;
 		for (uint32_t i = 0; i < b->nnodes; i++)
 			j->budget[i] = b->slice_budget;
+		bcs_trace_drain(nd, j); /* before publish: it wakes a rank wanting room */
 		if (j->active && !j->sealed)
 			bcs_publish(j); /* sealed: its rings are as its images keep them */
 	}
@@ -1303,6 +1304,8 @@ int nd_bcs_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command
 
 static void bjob_free(struct bjob *j)
 {
+	free(j->tr_last);
+	free(j->tr_kind);
 	for (size_t i = 0; i < j->ninc; i++)
 		free(j->inc[i]);
 	for (size_t i = 0; i < j->nnewr; i++)

@@ -260,8 +260,16 @@ struct bjob {
 	bool copy_off;
 	uint32_t *resumed;         /* per local rank: continued to finish a copy (frozen) */
 	uint64_t copied_rank, copied_daemon;
+	/* storm run --record (bcs_trace.c): per local rank, where the last
+	 * event taken from its trace ring began and its kind */
+	uint64_t *tr_last;
+	uint8_t *tr_kind;
 	struct bjob *next;
 };
+
+/* bcs_trace.c: the ranks' recorded outcomes, from their trace rings to
+ * the node's copy and the machine manager */
+void bcs_trace_drain(struct nd *nd, struct bjob *j);
 
 /* A node's allreduce partial that came before the job's launch here (a
  * restored rank elsewhere may reduce at once): kept until the launch. */

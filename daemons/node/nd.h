@@ -85,7 +85,7 @@ struct nd_job {
 	struct nd_job *next;
 };
 
-enum nd_rec_kind { REC_OUTPUT, REC_EXIT, REC_NOTE, REC_TRACE };
+enum nd_rec_kind { REC_OUTPUT, REC_EXIT, REC_NOTE, REC_TRACE, REC_BCS };
 
 /* One thing that happened, in the order it happened. */
 struct nd_rec {
@@ -372,6 +372,9 @@ void nd_bcs_close(struct nd *nd);
 /* Creates the job's channel; returns its memfd (the ranks inherit it) or -1. */
 int nd_bcs_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command *cmd, size_t k);
 void nd_bcs_job_end(struct nd *nd, struct nd_job *job);
+/* local rank lr of job ended with status: its last recorded outcomes and
+ * its end go out before its exit (bcs_trace.c) */
+void nd_bcs_trace_rank_end(struct nd *nd, struct nd_job *job, uint32_t lr, int status);
 /* At each strobe, after the gang switch: the micro-phases. */
 void nd_bcs_strobe(struct nd *nd);
 /* The slice in force: the last strobe's length (a row's jobs may ask for a
@@ -488,6 +491,8 @@ void nd_trace_flush(struct nd *nd, struct nd_job *job,
 void nd_trace_free(struct nd_job *job);
 /* a packed storm.trace.Chunk, taken over */
 void nd_queue_trace(struct nd *nd, uint64_t job, uint8_t *chunk, size_t len);
+/* a recording rank's stream events (bcs_trace.c), copied */
+void nd_queue_bcs(struct nd *nd, uint64_t job, uint32_t rank, const uint8_t *d, size_t len);
 
 struct rusage;
 void nd_queue_exit(struct nd *nd, uint64_t job, uint32_t rank, int status,

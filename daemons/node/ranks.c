@@ -247,6 +247,7 @@ static void rank_ended(struct nd *nd, struct nd_job *job, struct nd_rank *r, int
 		pipe_close(nd, &r->pipes[s]);
 	}
 	r->pid = -1;
+	nd_bcs_trace_rank_end(nd, job, (uint32_t)(r - job->ranks), status);
 	nd_trace(job, STORM__TRACE__EVENT__KIND__EXIT, nd_wall_us(), 0, r->rank, (uint64_t)(uint32_t)status);
 	nd_queue_exit(nd, job->id, r->rank, status, ru);
 	if (--job->nalive == 0)

@@ -76,6 +76,19 @@ void nd_queue_trace(struct nd *nd, uint64_t job, uint8_t *chunk, size_t len)
 	enqueue(nd, r);
 }
 
+void nd_queue_bcs(struct nd *nd, uint64_t job, uint32_t rank, const uint8_t *d, size_t len)
+{
+	struct nd_rec *r = xcalloc(1, sizeof(*r));
+	r->kind = REC_BCS;
+	r->job = job;
+	r->rank = rank;
+	r->data = xcalloc(1, len);
+	memcpy(r->data, d, len);
+	r->len = len;
+	r->done_slot = UINT32_MAX;
+	enqueue(nd, r);
+}
+
 void nd_queue_value(struct nd *nd, uint64_t job, int kind, uint64_t value)
 {
 	/* one per job waiting is enough: a later count covers an earlier */
@@ -231,7 +244,8 @@ static void send_next(struct nd *nd, uint64_t seq)
 	Storm__Cl__RankExit *exits = xcalloc(cap, sizeof(*exits));
 	Storm__Cl__JobNote *notes = xcalloc(cap, sizeof(*notes));
 	Storm__Trace__Chunk **traces = xcalloc(cap, sizeof(*traces));
-	size_t n_trace = 0;
+	Storm__Cl__BcsStream *bcs = xcalloc(cap, sizeof(*bcs));
+	size_t n_trace = 0, n_bcs = 0;
 	Storm__Cl__Report rep = STORM__CL__REPORT__INIT;
 	rep.seq = seq;
 	rep.slice = nd->slice;
@@ -268,14 +282,16 @@ static void send_next(struct nd *nd, uint64_t seq)
 	size_t partial = 0; /* output bytes of `stop` that go out in this report */
 
 	for (; r; r = r->next) {
-		if (n_out == cap || n_exit == cap || n_note == cap || n_trace == cap) {
+		if (n_out == cap || n_exit == cap || n_note == cap || n_trace == cap ||
+		    n_bcs == cap) {
 			cap *= 2;
 			/* nothing points into these arrays until packing */
 			outs = realloc(outs, cap * sizeof(*outs));
 			exits = realloc(exits, cap * sizeof(*exits));
 			notes = realloc(notes, cap * sizeof(*notes));
 			traces = realloc(traces, cap * sizeof(*traces));
-			if (!outs || !exits || !notes || !traces) {
+			bcs = realloc(bcs, cap * sizeof(*bcs));
+			if (!outs || !exits || !notes || !traces || !bcs) {
 				fprintf(stderr, "stormnd: error: out of memory\n");
 				abort();
 			}
@@ -329,6 +345,19 @@ static void send_next(struct nd *nd, uint64_t seq)
 			}
 			if ((traces[n_trace] = storm__trace__chunk__unpack(NULL, r->len, r->data)))
 				n_trace++;
+		} else if (r->kind == REC_BCS) {
+			Storm__Cl__BcsStream *b = &bcs[n_bcs];
+			storm__cl__bcs_stream__init(b);
+			b->job = r->job;
+			b->rank = r->rank;
+			b->data.data = r->data;
+			b->data.len = r->len;
+			cost = field_cost(storm__cl__bcs_stream__get_packed_size(b));
+			if (used + cost > budget) {
+				stop = r;
+				break;
+			}
+			n_bcs++;
 		} else {
 			Storm__Cl__JobNote *m = &notes[n_note];
 			storm__cl__job_note__init(m);
@@ -354,6 +383,11 @@ static void send_next(struct nd *nd, uint64_t seq)
 	Storm__Cl__Output **po = xcalloc(n_out + 1, sizeof(*po));
 	Storm__Cl__RankExit **pe = xcalloc(n_exit + 1, sizeof(*pe));
 	Storm__Cl__JobNote **pn = xcalloc(n_note + 1, sizeof(*pn));
+	Storm__Cl__BcsStream **pb = xcalloc(n_bcs + 1, sizeof(*pb));
+	for (size_t i = 0; i < n_bcs; i++)
+		pb[i] = &bcs[i];
+	rep.n_bcs = n_bcs;
+	rep.bcs = pb;
 	for (size_t i = 0; i < n_out; i++)
 		po[i] = &outs[i];
 	for (size_t i = 0; i < n_exit; i++)
@@ -385,6 +419,8 @@ static void send_next(struct nd *nd, uint64_t seq)
 	free(po);
 	free(pe);
 	free(pn);
+	free(pb);
+	free(bcs);
 	free(outs);
 	free(exits);
 	free(notes);

@@ -717,10 +717,93 @@ static void test_trace_roundtrip(void)
 	free(file);
 	free(sec);
 	/* a run of billions of flags costs its varint, never an allocation */
-	uint8_t huge[] = {0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 0};
+	uint8_t huge[] = {0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 0, 0, 0};
 	CU_ASSERT_EQUAL_FATAL(bcs_trace_decode_rank(huge, sizeof(huge), &d), 0);
 	CU_ASSERT_EQUAL(bcs_trace_ntest(&d), 0xfffffffffull);
 	bcs_rank_trace_free(&d);
+}
+
+/* the streamed form: events as a rank makes them, folded into its section */
+static void test_trace_stream(void)
+{
+	uint8_t b[512];
+	size_t n = 0;
+	n += bcs_stream_event(b + n, BCS_EV_TEST, 0, 0, 0); /* a recording rank's first */
+	n += bcs_stream_event(b + n, BCS_EV_WPOST, 0, 0, 0);
+	n += bcs_stream_event(b + n, BCS_EV_WPOST, 0, 0, 0);
+	n += bcs_stream_event(b + n, BCS_EV_WDONE, 1, 4, 8); /* out of post order */
+	n += bcs_stream_event(b + n, BCS_EV_TEST, 0, 1000000, 0);
+	n += bcs_stream_event(b + n, BCS_EV_TEST, 0, 5, 0); /* the same flag: one run */
+	n += bcs_stream_event(b + n, BCS_EV_TEST, 1, 1, 0);
+	n += bcs_stream_event(b + n, BCS_EV_INDEX, 0, 0, 0);
+	n += bcs_stream_event(b + n, BCS_EV_MASK, UINT64_MAX, 0, 0);
+	size_t upto_exit = n;
+	n += bcs_stream_event(b + n, BCS_EV_EXIT, 11, 0, 0);
+	/* each event's length is found from its bytes, a partial one is none */
+	size_t off = 0, k = 0;
+	for (size_t len; off < n && (len = bcs_stream_event_len(b + off, n - off)); off += len)
+		k++;
+	CU_ASSERT(off == n && k == 10);
+	CU_ASSERT_EQUAL(bcs_stream_event_len(b + upto_exit, 1), 0);
+	struct bcs_rank_trace t = {.rank = 2, .end = BCS_END_RUNNING};
+	CU_ASSERT_EQUAL_FATAL(bcs_stream_apply(&t, b, n), 0);
+	CU_ASSERT(t.nwild == 2 && t.wild[0].src == -1 && t.wild[1].src == 3 && t.wild[1].tag == 7);
+	CU_ASSERT(t.nruns == 2 && t.runs[0] == 1000005 && t.runs[1] == 1);
+	CU_ASSERT(t.nindex == 1 && t.index[0] == -1);
+	CU_ASSERT(t.nmask == 1 && t.mask[0] == UINT64_MAX);
+	CU_ASSERT(t.end == BCS_END_EXITED && t.status == 11);
+	/* the section says how the rank ended, through the file */
+	size_t len;
+	uint8_t *sec = bcs_trace_encode_rank(&t, &len);
+	struct bcs_rank_trace d;
+	CU_ASSERT_EQUAL_FATAL(bcs_trace_decode_rank(sec, len, &d), 0);
+	CU_ASSERT(d.end == BCS_END_EXITED && d.status == 11 && bcs_trace_ntest(&d) == 1000006);
+	bcs_rank_trace_free(&d);
+	free(sec);
+	bcs_rank_trace_free(&t);
+
+	/* ends: a node's word (EXIT) stands over the MM's (LOST); FINAL over EXIT */
+	uint8_t e[64];
+	size_t m = bcs_stream_event(e, BCS_EV_LOST, 0, 0, 0);
+	t = (struct bcs_rank_trace){.end = BCS_END_RUNNING};
+	CU_ASSERT(bcs_stream_apply(&t, e, m) == 0 && t.end == BCS_END_LOST);
+	bcs_rank_trace_free(&t);
+	m = bcs_stream_event(e, BCS_EV_EXIT, 9, 0, 0);
+	m += bcs_stream_event(e + m, BCS_EV_LOST, 0, 0, 0);
+	t = (struct bcs_rank_trace){.end = BCS_END_RUNNING};
+	CU_ASSERT(bcs_stream_apply(&t, e, m) == 0 && t.end == BCS_END_EXITED && t.status == 9);
+	bcs_rank_trace_free(&t);
+	m = bcs_stream_event(e, BCS_EV_FINAL, 0, 0, 0);
+	m += bcs_stream_event(e + m, BCS_EV_EXIT, 256, 0, 0);
+	t = (struct bcs_rank_trace){.end = BCS_END_RUNNING};
+	CU_ASSERT(bcs_stream_apply(&t, e, m) == 0 && t.end == BCS_END_FINALIZED);
+	bcs_rank_trace_free(&t);
+	/* refused: a completion of a receive never posted, an unknown event,
+	 * a flag that is not 0 or 1 */
+	m = bcs_stream_event(e, BCS_EV_WDONE, 0, 1, 1);
+	t = (struct bcs_rank_trace){.end = BCS_END_RUNNING};
+	CU_ASSERT_EQUAL(bcs_stream_apply(&t, e, m), -1);
+	bcs_rank_trace_free(&t);
+	e[0] = 99;
+	CU_ASSERT_EQUAL(bcs_stream_apply(&t, e, 1), -1);
+	m = bcs_stream_event(e, BCS_EV_TEST, 2, 1, 0);
+	CU_ASSERT_EQUAL(bcs_stream_apply(&t, e, m), -1);
+	bcs_rank_trace_free(&t);
+	/* every truncation of the stream is refused or folds within bounds */
+	for (size_t cut = 0; cut < n; cut++) {
+		t = (struct bcs_rank_trace){.end = BCS_END_RUNNING};
+		bcs_stream_apply(&t, b, cut);
+		bcs_rank_trace_free(&t);
+	}
+
+	/* a version 1 file (before sections said how their rank ended) still
+	 * reads: its ranks all reached MPI_Finalize */
+	const uint8_t v1[] = {'B', 'C', 'S', 'T', 1, 1, 1, 1, 1, 'p', 1, 5, 0, 0, 0, 0, 0};
+	struct bcs_trace f;
+	char why[128];
+	CU_ASSERT_EQUAL_FATAL(bcs_trace_decode(v1, sizeof(v1), &f, why, sizeof(why)), 0);
+	CU_ASSERT(f.nsections == 1 && f.sec[0].end == BCS_END_FINALIZED);
+	bcs_trace_free(&f);
 }
 
 static void test_b64(void)
@@ -953,6 +1036,7 @@ void add_bcs_suite(void)
 	CU_add_test(s, "Cartesian coordinates and ranks", test_cart);
 	CU_add_test(s, "predefined ops", test_ops);
 	CU_add_test(s, "trace codec round trip, truncation, bit flips", test_trace_roundtrip);
+	CU_add_test(s, "trace stream events folded into a section, ends, v1 files", test_trace_stream);
 	CU_add_test(s, "base64", test_b64);
 	CU_add_test(s, "checkpoint state codec and ring restore", test_ckpt_state);
 	CU_add_test(s, "one-sided batch: every kind applied in order", test_rma_batch);

@@ -1,0 +1,196 @@
+#!/bin/bash
+# storm run --record of BCS-MPI jobs that do not end well, on a virtual
+# 4-node cluster: a rank that segfaults, a deadlock cancelled by storm
+# cancel, a job stopped by its time limit. Each rank streams its outcomes to
+# its node daemon as it makes them, so each run leaves a trace with every
+# rank's outcomes up to the failure and how each rank ended; the machine
+# manager keeps it (storm traces, storm trace --bcs); and storm replay of it
+# reproduces the run up to the failure point: the same timing-dependent
+# output (whom each wildcard receive got, how many MPI_Test polls failed),
+# the same crash, the same deadlock, each rank whose recorded run ended held
+# where it ended. Every daemon is taken down on exit, pass or fail.
+# Usage: test_record.sh BUILD_BIN_DIR   (make clustertest)
+set -u
+BIN=$(cd "${1:-build/bin}" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+T=$(mktemp -d /tmp/storm-rectest.XXXXXX)
+C=$T/c
+export PATH=$BIN:$PATH
+export STORM_CONF=$C/storm.conf
+fails=0 checks=0
+bg=()
+
+cleanup() {
+	fail_report
+	for p in "${bg[@]}"; do kill "$p" 2>/dev/null; done
+	storm cluster down --dir "$C" >/dev/null 2>&1
+	if [ -f "$C/pids" ]; then
+		while read -r pid _; do kill -9 "$pid" 2>/dev/null; done <"$C/pids"
+	fi
+	[ -n "${KEEP:-}" ] || rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+last_job() { storm jobs --all --json | python3 -c 'import json,sys; print(max(j["job"] for j in json.load(sys.stdin)["jobs"]))'; }
+
+# same_run NAME REC REPLAY: every rank's lines of the replay's output are
+# the recorded run's (labelled -l); a rank killed between its last outcome
+# and its next line (a print after its last receive) may have one line more
+# in the replay, which runs on to its first outcome past the record.
+same_run() {
+	if python3 - "$2" "$3" <<'PY'
+import sys
+def ranks(path):
+    out = {}
+    for line in open(path, errors="replace"):
+        if ": " in line and line.split(": ", 1)[0].isdigit():
+            r, text = line.split(": ", 1)
+            out.setdefault(int(r), []).append(text)
+    return out
+rec, rep = ranks(sys.argv[1]), ranks(sys.argv[2])
+ok = bool(rec.get(0)) and all(rep.get(r, [])[:len(v)] == v and len(rep.get(r, [])) <= len(v) + 1
+                              for r, v in rec.items()) and set(rep) <= set(rec) | {0}
+sys.exit(0 if ok else 1)
+PY
+	then ok "$1 ($(grep -c '^0: step' "$2") steps of rank 0)"; else
+		bad "$1:"; diff "$2" "$3" | head -10 | sed 's/^/     | /'
+	fi
+}
+
+# ends FILE WANT: the trace's ranks ended as WANT says ("0:1 1:1 2:1 3:1":
+# rank:end, end as docs/bcs-trace.md numbers them), and its rank 0 has
+# wildcard entries and test flags (its outcomes up to the failure)
+ends() {
+	python3 - "$1" "$2" <<'PY'
+import sys
+b = open(sys.argv[1], "rb").read()
+def varint(b, i):
+    v = s = 0
+    while True:
+        c = b[i]; i += 1; v |= (c & 0x7f) << s; s += 7
+        if not c & 0x80: return v, i
+assert b[:4] == b"BCST"
+i = 4
+ver, i = varint(b, i); _, i = varint(b, i); ranks, i = varint(b, i)
+argc, i = varint(b, i)
+for _ in range(argc):
+    n, i = varint(b, i); i += n
+nsec, i = varint(b, i)
+got, tests0, wild0 = [], 0, 0
+for _ in range(nsec):
+    n, i = varint(b, i); sec = b[i:i + n]; i += n
+    rank, j = varint(sec, 0)
+    nw, j = varint(sec, j)
+    for _ in range(2 * nw): _, j = varint(sec, j)
+    nr, j = varint(sec, j)
+    runs = []
+    for _ in range(nr):
+        v, j = varint(sec, j); runs.append(v)
+    for _ in range(2):
+        c, j = varint(sec, j)
+        for _ in range(c): _, j = varint(sec, j)
+    end, j = varint(sec, j); status, j = varint(sec, j)
+    got.append("%d:%d" % (rank, end))
+    if rank == 0: tests0, wild0 = sum(runs), nw
+print(" ".join(got), "rank0: %d wildcards, %d tests" % (wild0, tests0))
+sys.exit(0 if ver == 2 and " ".join(got) == sys.argv[2] and wild0 > 0 and tests0 > 0 else 1)
+PY
+}
+
+expect "bcs-mpicc failing.c" 0 bcs-mpicc -O2 -Wall -Werror "$HERE/mpi/failing.c" -o "$T/failing"
+# a loaded machine can starve a daemon for a while: DOWN only after 5 s
+expect "cluster up (4 nodes, 2 ms slices)" 0 storm cluster up $UP_MODE --nodes 4 --dir "$C" --timeslice-us 2000 --down-after-ms 5000
+cd "$T" || exit 1
+
+# (a) a rank that segfaults; the others wait for it until the job is
+# cancelled. Before, the trace held no rank (none reached MPI_Finalize,
+# where each handed its part over).
+storm run -N 4 -n 4 -l --record crash.bcs ./failing crash 6 >crash.out 2>crash.err &
+run=$!
+bg+=("$run")
+if wait_log crash.out "1: rank 1 crashes at step 6" 60; then ok "a recorded job's rank 1 segfaults at step 6"
+else bad "no crash line: $(tail -3 crash.err)"; fi
+crash_job=$(last_job)
+# its node saw it end: the rest wait for it, in vain
+if wait_log "$C/log/node01.log" "job $crash_job done" 60; then ok "  node01 reports rank 1's end"
+else bad "  node01 never saw rank 1 end"; fi
+expect "  cancel the others" 0 storm cancel "$crash_job"
+wait "$run"
+rc=$?
+if [ "$rc" != 0 ]; then ok "  storm run ends (exit $rc)"; else bad "  storm run exit 0 for a cancelled job"; fi
+cp crash.err "$T/err"
+has "  says the trace holds every rank" err "trace is in crash.bcs: 4 ranks: 4 ended without MPI_Finalize"
+has "  and how rank 1 ended" err "(rank 1: signal 11)"
+if r=$(ends crash.bcs "0:1 1:1 2:1 3:1"); then ok "  the file has every rank's outcomes ($r)"; else bad "  the file: $r"; fi
+expect "storm trace --bcs --json of it" 0 storm trace --bcs --json -o again.bcs "$crash_job"
+has "  rank 1's end and wait status" out '"wait_status": 11'
+if cmp -s crash.bcs again.bcs; then ok "  the same trace as --record wrote"; else bad "  differs from --record's"; fi
+storm replay -l crash.bcs >crash.replay 2>crash.rerr &
+run=$!
+bg+=("$run")
+if wait_log crash.replay "1: rank 1 crashes at step 6" 60; then ok "its replay crashes rank 1 at step 6 again"
+else bad "replay: no crash line: $(tail -3 crash.rerr)"; fi
+rjob=$(last_job)
+if wait_log "$C/log/node01.log" "job $rjob done" 60; then ok "  rank 1 ends there"
+else bad "  rank 1 did not end"; fi
+same_run "  with the recorded wildcard matches and polls" crash.out crash.replay
+expect "  cancel the replay" 0 storm cancel "$rjob"
+wait "$run"
+
+# (b) a deadlock, cancelled
+storm run -N 4 -n 4 -l --record hang.bcs ./failing hang 4 >hang.out 2>hang.err &
+run=$!
+bg+=("$run")
+if wait_log hang.out "1: rank 1 waits forever at step 4" 60; then ok "a recorded job deadlocks at step 4"
+else bad "no deadlock line: $(tail -3 hang.err)"; fi
+hang_job=$(last_job)
+expect "storm cancel of it" 0 storm cancel "$hang_job"
+wait "$run"
+rc=$?
+if [ "$rc" != 0 ]; then ok "  storm run ends (exit $rc)"; else bad "  storm run exit 0 for a cancelled job"; fi
+cp hang.err "$T/err"
+has "  its trace holds every rank" err "trace is in hang.bcs: 4 ranks: 4 ended without MPI_Finalize"
+if r=$(ends hang.bcs "0:1 1:1 2:1 3:1"); then ok "  the file has every rank's outcomes ($r)"; else bad "  the file: $r"; fi
+storm replay -l hang.bcs >hang.replay 2>hang.rerr &
+run=$!
+bg+=("$run")
+if wait_log hang.rerr "storm replay: rank 0 reached the end of its recorded run at MPI_Test" 60; then
+	ok "its replay holds rank 0 where the recorded run ended, polling the receive that never came"
+else bad "replay of the deadlock: no hold line: $(tail -3 hang.rerr)"; fi
+if wait_log hang.replay "1: rank 1 waits forever at step 4" 60; then ok "  rank 1 waits in the same deadlock"
+else bad "  rank 1 not in the deadlock: $(tail -3 hang.replay)"; fi
+same_run "  with the recorded wildcard matches and polls" hang.out hang.replay
+expect "  cancel the replay" 0 storm cancel "$(last_job)"
+wait "$run"
+
+# (c) a time limit
+expect "a recorded job stopped by its time limit (3 s)" 143 storm run -N 4 -n 4 -l --time 0:3 --record time.bcs ./failing forever
+cp "$T/out" time.out
+has "  its trace holds every rank" err "trace is in time.bcs: 4 ranks: 4 ended without MPI_Finalize"
+if r=$(ends time.bcs "0:1 1:1 2:1 3:1"); then ok "  the file has every rank's outcomes ($r)"; else bad "  the file: $r"; fi
+storm replay -l time.bcs >time.replay 2>time.rerr &
+run=$!
+bg+=("$run")
+if wait_log time.rerr "storm replay: rank 0 reached the end of its recorded run" 60; then
+	ok "its replay holds rank 0 where the recorded run was stopped"
+else bad "replay of the time limit: no hold line: $(tail -3 time.rerr)"; fi
+same_run "  with the recorded wildcard matches and polls" time.out time.replay
+expect "  cancel the replay" 0 storm cancel "$(last_job)"
+wait "$run"
+
+# the records stay in the machine manager's database until deleted
+expect "storm traces" 0 storm traces
+has "  lists the crashed job's record" out "$crash_job "
+expect "storm traces --json" 0 storm traces --json
+has "  as JSON" out "\"job\": $crash_job"
+expect "storm traces --delete" 0 storm traces --delete "$crash_job"
+if grep -q "^$crash_job " "$T/out"; then bad "  still listed"; else ok "  no longer listed"; fi
+expect "storm trace --bcs of a deleted record" 1 storm trace --bcs -o gone.bcs "$crash_job"
+has "  says why" err "job $crash_job has no BCS-MPI record"
+expect "storm traces --delete of a job without one" 1 storm traces --delete 999999
+expect "storm traces with an operand" 2 storm traces 12
+
+echo "$((checks - fails))/$checks checks passed"
+[ "$fails" = 0 ]
