@@ -212,8 +212,11 @@ int bcs_trace_wild_post(int *src, int *tag)
 	if (tr.mode == 1) {
 		emit(BCS_EV_WPOST, 0, 0, 0);
 	} else if (tr.mode == 2) {
+		if (k >= tr.t.nwild && tr.t.end != BCS_END_FINALIZED)
+			hold_at_end("a wildcard receive");
 		if (k >= tr.t.nwild)
-			ran_out("a wildcard receive", k, tr.t.nwild);
+			diverged("a wildcard receive", k, "the recorded run had only %zu",
+				 tr.t.nwild);
 		if (tr.t.wild[k].src >= 0) {
 			*src = tr.t.wild[k].src;
 			*tag = tr.t.wild[k].tag;
@@ -227,6 +230,10 @@ void bcs_trace_wild_done(int k, int src, int tag)
 	if (tr.mode == 1 && k >= 0 && (size_t)k < tr.cwild) {
 		emit(BCS_EV_WDONE, (uint64_t)k, (uint64_t)((int64_t)src + 1),
 		     (uint64_t)((int64_t)tag + 1));
+	} else if (tr.mode == 2 && k >= 0 && (size_t)k < tr.t.nwild && tr.t.wild[k].src < 0 &&
+		   src >= 0 && tr.t.end != BCS_END_FINALIZED) {
+		/* the recorded rank never got this message: its run ended waiting */
+		hold_at_end("a wildcard receive");
 	} else if (tr.mode == 2 && (size_t)k < tr.t.nwild && tr.t.wild[k].src >= 0 &&
 		   (tr.t.wild[k].src != src || tr.t.wild[k].tag != tag)) {
 		diverged("a wildcard receive", (size_t)k,

@@ -1099,7 +1099,6 @@ void nd_bcs_strobe(struct nd *nd)
 		any = true;
 		for (uint32_t i = 0; i < b->nnodes; i++)
 			j->budget[i] = b->slice_budget;
-		bcs_trace_drain(nd, j); /* before publish: it wakes a rank wanting room */
 		if (j->active && !j->sealed)
 			bcs_publish(j); /* sealed: its rings are as its images keep them */
 	}

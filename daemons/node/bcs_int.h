@@ -267,9 +267,6 @@ struct bjob {
 	struct bjob *next;
 };
 
-/* bcs_trace.c: the ranks' recorded outcomes, from their trace rings to
- * the node's copy and the machine manager */
-void bcs_trace_drain(struct nd *nd, struct bjob *j);
 
 /* A node's allreduce partial that came before the job's launch here (a
  * restored rank elsewhere may reduce at once): kept until the launch. */

@@ -88,12 +88,16 @@ static void drain_rank(struct nd *nd, struct bjob *j, uint32_t lr)
 	ship(nd, j->id, j->first + lr, buf, (size_t)n);
 }
 
-void bcs_trace_drain(struct nd *nd, struct bjob *j)
+void nd_bcs_trace_strobe(struct nd *nd)
 {
-	if (!j->map || j->sealed) /* sealed: its rings are as its images keep them */
+	if (!nd->bcs)
 		return;
-	for (uint32_t lr = 0; lr < j->nlocal; lr++)
-		drain_rank(nd, j, lr);
+	for (struct bjob *j = nd->bcs->jobs; j; j = j->next) {
+		if (!j->job || !j->map || j->sealed) /* sealed: as its images keep it */
+			continue;
+		for (uint32_t lr = 0; lr < j->nlocal; lr++)
+			drain_rank(nd, j, lr);
+	}
 }
 
 /* The rank died with test flags it had not put in the ring yet (the open

@@ -375,6 +375,9 @@ void nd_bcs_job_end(struct nd *nd, struct nd_job *job);
 /* local rank lr of job ended with status: its last recorded outcomes and
  * its end go out before its exit (bcs_trace.c) */
 void nd_bcs_trace_rank_end(struct nd *nd, struct nd_job *job, uint32_t lr, int status);
+/* every job's recording ranks' new outcomes, at the strobe, before
+ * nd_bcs_strobe publishes (which wakes a rank waiting for ring room) */
+void nd_bcs_trace_strobe(struct nd *nd);
 /* At each strobe, after the gang switch: the micro-phases. */
 void nd_bcs_strobe(struct nd *nd);
 /* The slice in force: the last strobe's length (a row's jobs may ask for a

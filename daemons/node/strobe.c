@@ -326,6 +326,9 @@ void nd_on_strobe(struct nd *nd)
 		if (jobid_alloc(j->id) == run && (j->ckpt_busy || j->ckpt_frozen))
 			nd_ckpt_running(nd, j);
 	int switched = nd_timed_strobe(nd, &s, run, slots, run_ahead);
+	/* the ranks' recorded outcomes first: the completion micro-phase wakes
+	 * a rank that waits for room in its trace ring */
+	nd_bcs_trace_strobe(nd);
 	nd_bcs_strobe(nd);
 	nd_mb_strobe(nd);
 	if (nd->trace) {
