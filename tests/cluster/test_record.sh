@@ -1,7 +1,8 @@
 #!/bin/bash
 # storm run --record of BCS-MPI jobs that do not end well, on a virtual
 # 4-node cluster: a rank that segfaults, a deadlock cancelled by storm
-# cancel, a job stopped by its time limit. Each rank streams its outcomes to
+# cancel, a job stopped by its time limit, a node lost under a job. Each
+# rank streams its outcomes to
 # its node daemon as it makes them, so each run leaves a trace with every
 # rank's outcomes up to the failure and how each rank ended; the machine
 # manager keeps it (storm traces, storm trace --bcs); and storm replay of it
@@ -179,6 +180,32 @@ else bad "replay of the time limit: no hold line: $(tail -3 time.rerr)"; fi
 same_run "  with the recorded wildcard matches and polls" time.out time.replay
 expect "  cancel the replay" 0 storm cancel "$(last_job)"
 wait "$run"
+
+# (d) a node lost: node03's daemon killed under a recorded job. Its rank
+# has what node03 reported before; the trace says the node was lost.
+if [ "${STORM_HOSTS:-}" != 1 ]; then
+storm run -N 4 -n 4 -l --record lost.bcs ./failing forever >lost.out 2>lost.err &
+run=$!
+bg+=("$run")
+if wait_log lost.out "0: step 3:" 60; then ok "a recorded job runs on 4 nodes"; else bad "no step 3: $(tail -3 lost.err)"; fi
+# node03's daemon, and its rank (left behind by the daemon's death: ended
+# by its pid below)
+nd=$(awk '$2 == "node03" { print $1 }' "$C/pids")
+orphans=()
+for d in /proc/[0-9]*; do
+	tr '\0' '\n' <"$d/environ" 2>/dev/null | grep -qx "STORM_JOB_DIR=$(node_state node03)/jobs/$(last_job)" &&
+		orphans+=("${d#/proc/}")
+done
+[ "${#orphans[@]}" -gt 0 ] || bad "  node03's rank not found"
+kill -9 "$nd"
+wait "$run"
+rc=$?
+for p in "${orphans[@]}"; do kill -9 "$p" 2>/dev/null; done
+if [ "$rc" != 0 ]; then ok "  the job fails when node03 is lost (exit $rc)"; else bad "  exit 0"; fi
+cp lost.err "$T/err"
+has "  its trace says so" err "1 was on a node that was lost"
+if r=$(ends lost.bcs "0:1 1:1 2:1 3:2"); then ok "  rank 3's section says its node was lost ($r)"; else bad "  the file: $r"; fi
+fi
 
 # the records stay in the machine manager's database until deleted
 expect "storm traces" 0 storm traces
