@@ -1,7 +1,8 @@
 /* A BCS-MPI trace file (bcs_mpi/abi/trace_codec.c) as storm replay and the
  * ranks read it. Properties: bcs_trace_decode either refuses with a one-line
  * reason or yields a trace whose every section is for a rank of the job;
- * encoding what it decoded and decoding that again gives the same trace. */
+ * encoding what it decoded and decoding that again gives the same trace.
+ * The same bytes as stream events (bcs_stream_apply) fold or are refused. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,12 +21,31 @@ static void same_rank(const struct bcs_rank_trace *a, const struct bcs_rank_trac
 	FUZZ_ASSERT(!a->nindex || !memcmp(a->index, b->index, a->nindex * sizeof(*a->index)),
 		    "index");
 	FUZZ_ASSERT(!a->nmask || !memcmp(a->mask, b->mask, a->nmask * sizeof(*a->mask)), "mask");
+	FUZZ_ASSERT(a->end == b->end && a->status == b->status, "end");
+}
+
+/* The same bytes as a rank's stream events (what the machine manager
+ * keeps): folded or refused, and a folded section re-decodes the same. */
+static void as_stream(const uint8_t *data, size_t size)
+{
+	struct bcs_rank_trace t = {.rank = 1, .end = BCS_END_RUNNING}, u;
+	if (bcs_stream_apply(&t, data, size) == 0) {
+		size_t len;
+		uint8_t *sec = bcs_trace_encode_rank(&t, &len);
+		FUZZ_ASSERT(sec, "encode");
+		FUZZ_ASSERT(bcs_trace_decode_rank(sec, len, &u) == 0, "a folded section refused");
+		same_rank(&t, &u);
+		bcs_rank_trace_free(&u);
+		free(sec);
+	}
+	bcs_rank_trace_free(&t);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct bcs_trace t, u;
 	char why[256];
+	as_stream(data, size);
 	if (bcs_trace_decode(data, size, &t, why, sizeof(why)) < 0) {
 		FUZZ_ONE_LINE(why);
 		return 0;
