@@ -193,8 +193,11 @@ if wait_log lost.out "0: step 3:" 60; then ok "a recorded job runs on 4 nodes"; 
 nd=$(awk '$2 == "node03" { print $1 }' "$C/pids")
 orphans=()
 jobdir="STORM_JOB_DIR=$(node_state node03)/jobs/$(last_job)"
-for d in /proc/[0-9]*; do
-	tr '\0' '\n' <"$d/environ" 2>/dev/null | grep -qxF "$jobdir" && orphans+=("${d#/proc/}")
+# one grep over every environment (a process per /proc entry took minutes
+# on a loaded machine)
+for f in $(grep -lzxF "$jobdir" /proc/[0-9]*/environ 2>/dev/null); do
+	f=${f#/proc/}
+	orphans+=("${f%/environ}")
 done
 [ "${#orphans[@]}" -gt 0 ] || bad "  node03's rank not found"
 kill -9 "$nd"
