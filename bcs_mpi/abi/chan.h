@@ -156,7 +156,7 @@ struct bcs_area {
 	uint32_t pad5[15];
 	struct bcs_copy copy[BCS_COPY_SLOTS];
 	uint64_t tr_head;     /* written by the rank: trace bytes written */
-	uint64_t pad5[7];
+	uint64_t pad6[7];
 	uint64_t tr_tail;     /* written by the daemon: trace bytes taken */
 	/* the test flags not yet in the ring (the open run): BCS_RUN_*. The
 	 * rank rewrites it after every event it puts in the ring, tagged with
@@ -164,7 +164,7 @@ struct bcs_area {
 	 * tag tells whether the rank died before or after the run's last word
 	 * (daemons/node/bcs_trace.c), so no flag is lost or taken twice */
 	uint64_t tr_run;
-	uint64_t pad6[6];
+	uint64_t pad7[6];
 	uint8_t tr[BCS_TRACE_RING];
 };
 
