@@ -24,6 +24,15 @@ MM_SRC  := $(wildcard daemons/mm/*.c) scheduler/matrix.c
 ND_SRC  := $(wildcard daemons/node/*.c) bcs_mpi/abi/dtype.c bcs_mpi/abi/chan_ckpt.c \
            bcs_mpi/abi/trace_codec.c
 CLI_SRC := $(wildcard cli/*.c) bcs_mpi/abi/trace_codec.c
+# the client library: every storm command but main(), which storm and
+# Slurm's commands on storm (slurm/) both link
+CLI_LIB_SRC := $(filter-out cli/main.c,$(CLI_SRC))
+CLI_LIBS = -lprotobuf-c -linih -ljansson -lmicrohttpd -lelf $(AUTH_LIBS)
+# Slurm's client commands over the client library, in a directory of their
+# own: a site puts them on PATH only where it wants them
+SLURM_CMDS := sbatch squeue scancel sacct sinfo scontrol srun salloc
+SLURM_BIN := $(BUILD)/lib/storm/slurm/bin
+SLURM_LIB_SRC := $(filter-out $(SLURM_CMDS:%=slurm/%.c),$(wildcard slurm/*.c))
 # the virtual-cluster manager, with the CLI's control client and option parser
 VC_SRC  := $(wildcard vcluster/*.c) cli/conn.c cli/opts.c cli/fmt.c
 MM_LIBS := -lsqlite3 -lmicrohttpd
@@ -39,7 +48,8 @@ PMIX_LIBS = $(shell pkg-config --libs pmix 2>/dev/null) -pthread
 .PHONY: all deps test-deps bench-deps kernel-deps demo check unit unit-asan nettest bench bench-pmi bench-launch bench-slice bench-gang bench-ckpt bench-mpi clean
 all: $(BUILD)/lib/libstormnet.a $(BUILD)/lib/libstormcommon.a $(BUILD)/bin/primitives_demo \
      $(BUILD)/bin/sn_mptest $(BUILD)/bin/unit_tests $(BUILD)/bin/stormmm $(BUILD)/bin/stormnd \
-     $(BUILD)/bin/storm $(BUILD)/bin/storm-cluster $(BUILD)/lib/libstormckpt.a $(BUILD)/bin/storm-ckpt bcsmpi
+     $(BUILD)/bin/storm $(BUILD)/bin/storm-cluster $(BUILD)/lib/libstormckpt.a $(BUILD)/bin/storm-ckpt bcsmpi \
+     $(SLURM_CMDS:%=$(SLURM_BIN)/%)
 
 # deps: building and running storm (make demo); test-deps: the suites' tools too
 deps:
@@ -129,9 +139,18 @@ $(BUILD)/obj/daemons/node/pmix.o: daemons/node/pmix.c | $(PROTO_H)
 	install libpmix-dev (make deps, scripts/install-deps.sh)" >&2; exit 1; }
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PMIX_CFLAGS) -c $< -o $@
-$(BUILD)/bin/storm: $(CLI_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormcommon.a
+$(BUILD)/lib/libstormcli.a: $(CLI_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ -lprotobuf-c -linih -ljansson -lmicrohttpd -lelf $(AUTH_LIBS)
+	rm -f $@
+	$(AR) rcs $@ $^
+$(BUILD)/bin/storm: $(BUILD)/obj/cli/main.o $(BUILD)/lib/libstormcli.a $(BUILD)/lib/libstormcommon.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CLI_LIBS)
+$(BUILD)/obj/slurm/%.o: CFLAGS += -I cli
+$(SLURM_BIN)/%: $(BUILD)/obj/slurm/%.o $(SLURM_LIB_SRC:%.c=$(BUILD)/obj/%.o) \
+                $(BUILD)/lib/libstormcli.a $(BUILD)/lib/libstormcommon.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CLI_LIBS)
 $(BUILD)/obj/vcluster/%.o: CFLAGS += -I cli
 $(BUILD)/bin/storm-cluster: $(VC_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/lib/libstormcommon.a
 	@mkdir -p $(dir $@)
@@ -241,6 +260,8 @@ install: all man $(INST_GEN)
 	    $(DESTDIR)$(SYSCONFDIR)/storm
 	$(INSTALL) -m 755 $(addprefix $(BUILD)/bin/,$(INST_BIN)) $(INST)/bcs-mpicc $(INST)/bcs-mpicxx \
 	    $(DESTDIR)$(BINDIR)
+	$(INSTALL) -d $(DESTDIR)$(LIBDIR)/storm/slurm/bin
+	$(INSTALL) -m 755 $(SLURM_CMDS:%=$(SLURM_BIN)/%) $(DESTDIR)$(LIBDIR)/storm/slurm/bin
 	ln -sf bcs-mpicxx $(DESTDIR)$(BINDIR)/bcs-mpic++
 	$(INSTALL) -m 755 $(BUILD)/lib/libbcsmpi.so $(DESTDIR)$(LIBDIR)
 	$(INSTALL) -m 644 $(BUILD)/lib/libbcsmpi.a $(DESTDIR)$(LIBDIR)
@@ -282,7 +303,10 @@ uninstall: $(INST)/storm.conf
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/bcsmpi.pc $(DESTDIR)$(INCLUDEDIR)/mpi.h \
 	    $(DESTDIR)$(MANDIR)/man1/storm.1 $(DESTDIR)$(MANDIR)/man5/storm.conf.5 \
 	    $(DESTDIR)$(UNITDIR)/stormmm.service $(DESTDIR)$(UNITDIR)/stormnd.service \
-	    $(DESTDIR)$(SYSCONFDIR)/storm/storm.conf.example
+	    $(DESTDIR)$(SYSCONFDIR)/storm/storm.conf.example \
+	    $(SLURM_CMDS:%=$(DESTDIR)$(LIBDIR)/storm/slurm/bin/%)
+	-rmdir $(DESTDIR)$(LIBDIR)/storm/slurm/bin $(DESTDIR)$(LIBDIR)/storm/slurm \
+	    $(DESTDIR)$(LIBDIR)/storm 2>/dev/null
 	c=$(DESTDIR)$(SYSCONFDIR)/storm/storm.conf; \
 	if cmp -s $(INST)/storm.conf $$c; then rm -f $$c; elif [ -e $$c ]; then echo "kept $$c"; fi
 	-rmdir $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(SYSCONFDIR)/storm 2>/dev/null

@@ -27,7 +27,8 @@ static const char alloc_help[] =
 	"\n"
 	"Obtains an allocation of nodes, like salloc, then runs COMMAND (default:\n"
 	"$SHELL) here with STORM_JOBID, STORM_JOB_NODELIST and STORM_JOB_NUM_NODES\n"
-	"set. Every 'storm run' in it is a step of the allocation: it runs on its\n"
+	"set, and Slurm's SLURM_JOB_ID, SLURM_JOB_NODELIST and SLURM_JOB_NUM_NODES.\n"
+	"Every 'storm run' in it is a step of the allocation: it runs on its\n"
 	"nodes, gang-scheduled in its row of the matrix. The allocation ends when\n"
 	"COMMAND exits. If the allocation is revoked (cancelled, its time limit, the\n"
 	"machine manager gone) COMMAND gets SIGHUP and SIGTERM, and SIGKILL after the\n"
@@ -76,6 +77,13 @@ static pid_t start_command(char **argv, const Storm__Ctl__Allocated *a)
 	setenv("STORM_JOBID", id, 1);
 	setenv("STORM_JOB_NODELIST", a->nodelist, 1);
 	setenv("STORM_JOB_NUM_NODES", nodes, 1);
+	/* Slurm's names, as salloc sets them, for tools written for Slurm */
+	setenv("SLURM_JOB_ID", id, 1);
+	setenv("SLURM_JOBID", id, 1);
+	setenv("SLURM_JOB_NODELIST", a->nodelist, 1);
+	setenv("SLURM_NODELIST", a->nodelist, 1);
+	setenv("SLURM_JOB_NUM_NODES", nodes, 1);
+	setenv("SLURM_NNODES", nodes, 1);
 	sigset_t all;
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);

@@ -25,6 +25,9 @@ struct cli {
 	struct storm_conf conf;
 	uid_t conf_uid;       /* storm.conf's owner: the MM's uid over TCP */
 	int have_conf;
+	/* Slurm's commands on storm (slurm/): this name in run/submit's
+	 * messages, sbatch's "Submitted batch job N" and slurm-%j.out */
+	const char *slurm_cmd;
 };
 
 /* Finds storm.conf (--conf, $STORM_CONF, /tmp/storm-$UID, /tmp/storm-0,

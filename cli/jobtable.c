@@ -18,12 +18,46 @@ static void f_user(const struct job_row *r, char *o, size_t l)
 static void f_uid(const struct job_row *r, char *o, size_t l) { snprintf(o, l, "%u", r->uid); }
 static void f_state(const struct job_row *r, char *o, size_t l)
 {
-	snprintf(o, l, "%s", job_state_name(r->state));
+	snprintf(o, l, "%s", r->slurm_state ? r->slurm_state : job_state_name(r->state));
+}
+static void f_jobid_raw(const struct job_row *r, char *o, size_t l)
+{
+	snprintf(o, l, "%s", r->jobid_raw[0] ? r->jobid_raw : r->jobid);
+}
+static void f_partition(const struct job_row *r, char *o, size_t l)
+{
+	snprintf(o, l, "%s", r->partition ? r->partition : "");
+}
+static void f_account(const struct job_row *r, char *o, size_t l)
+{
+	snprintf(o, l, "%s", r->account ? r->account : "");
+}
+static void f_cpus(const struct job_row *r, char *o, size_t l)
+{
+	snprintf(o, l, "%u", r->cpus ? r->cpus : r->ranks);
+}
+static void f_timelimit(const struct job_row *r, char *o, size_t l)
+{
+	if (r->time_limit)
+		fmt_elapsed(r->time_limit, o, l);
+	else
+		snprintf(o, l, "UNLIMITED");
+}
+static void f_workdir(const struct job_row *r, char *o, size_t l)
+{
+	snprintf(o, l, "%s", r->workdir ? r->workdir : "");
 }
 static void f_elapsed(const struct job_row *r, char *o, size_t l)
 {
 	double e = r->start > 0 ? (r->end > 0 ? r->end : r->now) - r->start : 0;
-	fmt_elapsed(e > 0 ? e : 0, o, l);
+	unsigned long long s = e > 0 ? (unsigned long long)e : 0;
+	if (!r->slurm_state)
+		fmt_elapsed(e > 0 ? e : 0, o, l);
+	else if (s >= 86400) /* sacct's: [D-]HH:MM:SS */
+		snprintf(o, l, "%llu-%02llu:%02llu:%02llu", s / 86400, s / 3600 % 24, s / 60 % 60,
+			 s % 60);
+	else
+		snprintf(o, l, "%02llu:%02llu:%02llu", s / 3600, s / 60 % 60, s % 60);
 }
 static void f_nodelist(const struct job_row *r, char *o, size_t l)
 {
@@ -33,7 +67,10 @@ static void f_nodes(const struct job_row *r, char *o, size_t l) { snprintf(o, l,
 static void f_ranks(const struct job_row *r, char *o, size_t l) { snprintf(o, l, "%u", r->ranks); }
 static void f_exit(const struct job_row *r, char *o, size_t l)
 {
-	snprintf(o, l, "%d", r->exit_status);
+	if (r->slurm_exit)
+		snprintf(o, l, "%s", r->slurm_exit);
+	else
+		snprintf(o, l, "%d", r->exit_status);
 }
 static void f_reason(const struct job_row *r, char *o, size_t l)
 {
@@ -69,19 +106,24 @@ static void f_submit(const struct job_row *r, char *o, size_t l) { time_of(r->su
 static void f_start(const struct job_row *r, char *o, size_t l) { time_of(r->start, o, l); }
 static void f_end(const struct job_row *r, char *o, size_t l) { time_of(r->end, o, l); }
 
+/* swidth: sacct's width for the field (its print_fields table) */
 static const struct {
 	const char *name, *alias;
 	bool numeric;
 	void (*get)(const struct job_row *, char *, size_t);
+	int swidth;
 } fields[] = {
-	{ "JobID", NULL, false, f_jobid },	 { "JobName", "Name", false, f_name },
-	{ "User", NULL, false, f_user },	 { "UID", NULL, true, f_uid },
-	{ "State", NULL, false, f_state },	 { "Elapsed", "Time", true, f_elapsed },
-	{ "NodeList", NULL, false, f_nodelist }, { "NNodes", "NumNodes", true, f_nodes },
-	{ "NTasks", "NumTasks", true, f_ranks }, { "ExitCode", NULL, true, f_exit },
-	{ "Reason", NULL, false, f_reason },	 { "Submit", NULL, false, f_submit },
-	{ "Start", NULL, false, f_start },	 { "End", NULL, false, f_end },
-	{ "MaxRSS", NULL, true, f_maxrss },	 { "TotalCPU", NULL, true, f_cpu },
+	{ "JobID", NULL, false, f_jobid, 12 },	     { "JobName", "Name", false, f_name, 10 },
+	{ "User", NULL, false, f_user, 9 },	     { "UID", NULL, true, f_uid, 6 },
+	{ "State", NULL, false, f_state, 10 },	     { "Elapsed", "Time", true, f_elapsed, 10 },
+	{ "NodeList", NULL, false, f_nodelist, 15 }, { "NNodes", "NumNodes", true, f_nodes, 8 },
+	{ "NTasks", "NumTasks", true, f_ranks, 8 },  { "ExitCode", NULL, true, f_exit, 8 },
+	{ "Reason", NULL, false, f_reason, 20 },     { "Submit", NULL, false, f_submit, 19 },
+	{ "Start", NULL, false, f_start, 19 },	     { "End", NULL, false, f_end, 19 },
+	{ "MaxRSS", NULL, true, f_maxrss, 10 },	     { "TotalCPU", NULL, true, f_cpu, 10 },
+	{ "JobIDRaw", NULL, false, f_jobid_raw, 12 }, { "Partition", NULL, false, f_partition, 10 },
+	{ "Account", NULL, false, f_account, 10 },   { "AllocCPUS", "NCPUS", true, f_cpus, 10 },
+	{ "Timelimit", NULL, true, f_timelimit, 10 }, { "WorkDir", NULL, false, f_workdir, 30 },
 };
 #define NFIELDS (int)(sizeof(fields) / sizeof(fields[0]))
 
@@ -170,4 +212,50 @@ void jobtable_print(FILE *f, const struct job_col *cols, int ncol, const struct 
 				fprintf(f, "%*.*s ", width, w[k], c);
 		}
 	free(cells);
+}
+
+/* A value wider than sacct's column ends in '+', as sacct cuts it. */
+static void print_fixed(FILE *f, const char *c, int w, bool left)
+{
+	if ((int)strlen(c) > w)
+		fprintf(f, "%.*s+", w - 1, c);
+	else
+		fprintf(f, "%*s", left ? -w : w, c);
+}
+
+void jobtable_print_style(FILE *f, const struct job_col *cols, int ncol,
+			  const struct job_row *rows, size_t n, const struct jobtable_style *st)
+{
+	if (!st->delim && !st->slurm_widths) {
+		jobtable_print(f, cols, ncol, rows, n);
+		return;
+	}
+	char cell[256];
+	for (size_t i = st->noheader ? 1 : 0; i <= n; i++) {
+		for (int k = 0; k < ncol; k++) {
+			int fi = cols[k].field, w = cols[k].width ? cols[k].width : fields[fi].swidth;
+			const char *c = fields[fi].name;
+			if (i) {
+				fields[fi].get(&rows[i - 1], cell, sizeof(cell));
+				c = cell;
+			}
+			if (st->delim)
+				fprintf(f, "%s%s", c, k < ncol - 1 || st->delim_last ? st->delim : "");
+			else {
+				/* sacct: the job id to the left, every other field to the right */
+				print_fixed(f, c, w, !strncmp(fields[fi].name, "JobID", 5));
+				fputc(' ', f);
+			}
+		}
+		fputc('\n', f);
+		if (i == 0 && !st->delim) {
+			for (int k = 0; k < ncol; k++) {
+				int w = cols[k].width ? cols[k].width : fields[cols[k].field].swidth;
+				for (int d = 0; d < w; d++)
+					fputc('-', f);
+				fputc(' ', f);
+			}
+			fputc('\n', f);
+		}
+	}
 }

@@ -5,6 +5,7 @@
 #ifndef STORM_CLI_JOBTABLE_H
 #define STORM_CLI_JOBTABLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +21,13 @@ struct job_row {
 	int32_t exit_status;
 	uint64_t max_rss_kb; /* accounting only: the largest peak RSS of its ranks */
 	double cpu_seconds;  /* accounting only: its ranks' CPU time */
+	/* Slurm's commands (slurm/): its state name and CODE:SIGNAL exit code,
+	 * NULL: storm's; the partition (the cluster's name) and account */
+	const char *slurm_state, *slurm_exit, *partition, *account;
+	char jobid_raw[32];  /* the number: 12, 12.0 for a step, 12.batch */
+	uint32_t cpus;       /* CPUs allocated: its ranks */
+	uint32_t time_limit; /* seconds, 0: none */
+	const char *workdir;
 };
 
 #define JOBTABLE_MAX_COLS 32
@@ -34,5 +42,16 @@ int jobtable_parse(const char *spec, struct job_col *cols, int *ncol, char *why,
 /* Header line, then one line per row. */
 void jobtable_print(FILE *f, const struct job_col *cols, int ncol, const struct job_row *rows,
 		    size_t n);
+
+/* sacct's ways of printing the same table. */
+struct jobtable_style {
+	bool noheader;      /* -n, --noheader */
+	const char *delim;  /* --parsable(2): "|" (or --delimiter) between fields */
+	bool delim_last;    /* --parsable: after the last field too */
+	bool slurm_widths;  /* sacct's fixed widths, its dashes under the header
+			     * and '+' ending a value cut short */
+};
+void jobtable_print_style(FILE *f, const struct job_col *cols, int ncol,
+			  const struct job_row *rows, size_t n, const struct jobtable_style *st);
 
 #endif

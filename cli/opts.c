@@ -39,6 +39,10 @@ static int long_opt(struct cli_optparse *p, const struct cli_opt *opts, const ch
 	for (const struct cli_opt *o = opts; o->name; o++) {
 		if (strlen(o->name) != nlen || strncmp(o->name, name, nlen) != 0)
 			continue;
+		if (o->has_arg == OPT_OPTIONAL) {
+			p->arg = eq ? eq + 1 : NULL;
+			return o->id;
+		}
 		if (!o->has_arg) {
 			if (eq)
 				return fail(p, "option '--%s' takes no value", o->name);
@@ -68,7 +72,7 @@ static int short_opt(struct cli_optparse *p, const struct cli_opt *opts, const c
 		p->ind++;
 		return fail(p, "unknown option '-%c'", c);
 	}
-	if (!o->has_arg) {
+	if (!o->has_arg || o->has_arg == OPT_OPTIONAL) {
 		p->arg = NULL;
 		if (a[++p->sub_] == '\0') {
 			p->sub_ = 0;

@@ -10,11 +10,14 @@
 struct cli_opt {
 	const char *name; /* long name without "--"; NULL ends the table */
 	char short_name;  /* 0: none */
-	int has_arg;
+	int has_arg;      /* 0: none, 1: one, OPT_OPTIONAL: only as --name=V */
 	int id;           /* > 0, returned by cli_opt_next */
 };
 
 enum { OPT_DONE = 0, OPT_ERROR = -1, OPT_OPERAND = -2 };
+/* has_arg of an option whose value is optional (Slurm's --exclusive[=user]):
+ * p->arg is NULL unless given as --name=V */
+#define OPT_OPTIONAL 2
 
 struct cli_optparse {
 	int argc;

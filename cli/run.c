@@ -905,7 +905,8 @@ static int is_script(const char *path)
 
 static int job_main(struct cli *c, int argc, char **argv, int batch, int bcs)
 {
-	struct job_opts o = { .cmd = batch ? "storm submit" : bcs ? "storm replay" : "storm run",
+	struct job_opts o = { .cmd = c->slurm_cmd ? c->slurm_cmd
+				    : batch ? "storm submit" : bcs ? "storm replay" : "storm run",
 			      .batch = batch, .bcs = bcs, .mpi = -1 };
 	int rc = parse_job_opts(c, argc, argv, &o);
 	if (rc >= 0) {
@@ -930,6 +931,8 @@ static int job_main(struct cli *c, int argc, char **argv, int batch, int bcs)
 			o.argv[0] = script_path;
 		}
 	}
+	if (batch && c->slurm_cmd && !o.output) /* sbatch's default, not storm's */
+		o.output = o.ntasks ? "slurm-%A_%a.out" : "slurm-%j.out";
 	if (o.ntasks && o.wait) {
 		job_opts_free(&o);
 		return usage_error(o.cmd, "--array and --wait do not go together");
@@ -1056,7 +1059,7 @@ static int wait_job_end(int fd)
 }
 
 /* storm submit: the job's id, then with --wait its end. Closes fd. */
-static int report_submitted(const struct job_opts *o, int fd)
+static int report_submitted(struct cli *c, const struct job_opts *o, int fd)
 {
 	Storm__Ctl__Reply *rep = NULL;
 	int rc = ctl_recv(fd, SUBMIT_TIMEOUT_MS, &rep);
@@ -1075,7 +1078,8 @@ static int report_submitted(const struct job_opts *o, int fd)
 	else if (o->parsable)
 		printf("%llu\n", (unsigned long long)rep->submitted->job);
 	else
-		printf("Submitted job %llu\n", (unsigned long long)rep->submitted->job);
+		printf("Submitted %sjob %llu\n", c->slurm_cmd ? "batch " : "",
+		       (unsigned long long)rep->submitted->job);
 	int waiting = rc == 0 && o->wait;
 	ctl_reply_free(rep);
 	if (!waiting) {
@@ -1102,7 +1106,7 @@ static int job_run(struct cli *c, struct job_opts *o_, int batch)
 		return rc;
 	if (!batch)
 		return attend_job(c, &o, fd);
-	return report_submitted(&o, fd);
+	return report_submitted(c, &o, fd);
 }
 
 int cmd_run(struct cli *c, int argc, char **argv)

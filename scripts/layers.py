@@ -26,10 +26,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 INCLUDE_DIRS = ["net_abstraction", "common", "scheduler", "checkpoint", "bcs_mpi/abi",
                 "kernel", "kernel/uapi", "build/gen/proto"]
 # folders compiled with more -I than the rest (the Makefile's target-specific CFLAGS)
-EXTRA_INCLUDE_DIRS = {"vcluster": ["cli"]}
+EXTRA_INCLUDE_DIRS = {"vcluster": ["cli"], "slurm": ["cli"]}
 PRODUCT = ["net_abstraction", "common", "scheduler", "checkpoint", "bcs_mpi", "bcs_mpi/abi",
-           "daemons/mm", "daemons/node", "cli", "vcluster", "kernel"]
-DAEMONS = ["daemons/mm", "daemons/node", "cli", "vcluster"]
+           "daemons/mm", "daemons/node", "cli", "vcluster", "slurm", "kernel"]
+DAEMONS = ["daemons/mm", "daemons/node", "cli", "vcluster", "slurm"]
 IO_SYMBOLS = {"open", "open64", "openat", "read", "write", "pread", "pwrite", "fopen",
               "fopen64", "fread", "fwrite", "fprintf", "printf", "puts", "fputs", "putchar",
               "socket", "connect", "send", "recv", "sendmsg", "recvmsg", "close", "ioctl",

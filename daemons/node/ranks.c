@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -307,8 +308,95 @@ static int user_groups(const char *user, uid_t uid, gid_t gid, gid_t **out)
 	return -1;
 }
 
+/* Slurm's names for what a rank is told, set beside storm's own for the
+ * tools and scripts written for Slurm; a submitter's (another job's, an
+ * outer Slurm's) are replaced, not inherited. */
+static const char *const slurm_vars[] = {
+	"SLURM_JOB_ID", "SLURM_JOBID", "SLURM_JOB_NAME", "SLURM_JOB_NODELIST",
+	"SLURM_NODELIST", "SLURM_JOB_NUM_NODES", "SLURM_NNODES", "SLURM_NTASKS",
+	"SLURM_NPROCS", "SLURM_NODEID", "SLURM_SUBMIT_DIR", "SLURM_CPUS_ON_NODE",
+	"SLURM_CLUSTER_NAME", "SLURM_STEP_ID", "SLURM_STEPID", "SLURM_ARRAY_JOB_ID",
+	"SLURM_ARRAY_TASK_ID", "SLURM_PROCID", "SLURM_LOCALID",
+};
+#define SLURM_VARS (sizeof(slurm_vars) / sizeof(slurm_vars[0]))
+struct slurm_env {
+	char v[SLURM_VARS][600];
+	size_t n;
+};
+
+static bool is_slurm_var(const char *e)
+{
+	for (size_t i = 0; i < SLURM_VARS; i++) {
+		size_t n = strlen(slurm_vars[i]);
+		if (!strncmp(e, slurm_vars[i], n) && e[n] == '=')
+			return true;
+	}
+	return false;
+}
+
+static void slurm_set(struct slurm_env *se, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void slurm_set(struct slurm_env *se, const char *name, const char *fmt, ...)
+{
+	char *e = se->v[se->n++];
+	int k = snprintf(e, sizeof(se->v[0]), "%s=", name);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e + k, sizeof(se->v[0]) - (size_t)k, fmt, ap);
+	va_end(ap);
+}
+
+/* The job's (or step's) values, the same for each of its ranks here; the
+ * last two entries are the rank's own, set per rank (slurm_env_rank). */
+static void slurm_env_job(struct slurm_env *se, const struct nd *nd,
+			  const Storm__Cl__Command *cmd)
+{
+	const Storm__Cl__Launch *L = cmd->launch;
+	const Storm__Job__Spec *s = L->spec;
+	uint32_t nnodes = L->alloc_nodes ? L->alloc_nodes : (uint32_t)cmd->n_nodes, pos = 0;
+	for (size_t k = 0; k < cmd->n_nodes; k++)
+		if (cmd->nodes[k] == nd->index)
+			pos = (uint32_t)k;
+	/* a batch script is one shell on its first node; its job's tasks are -n's */
+	uint32_t ntasks = s->script ? (s->ranks ? s->ranks : nnodes) : L->ranks;
+	long cpus = nd->conf.cpus ? (long)nd->conf.cpus : sysconf(_SC_NPROCESSORS_ONLN);
+	se->n = 0;
+	slurm_set(se, "SLURM_JOB_ID", "%" PRIu64, jobid_alloc(L->job));
+	slurm_set(se, "SLURM_JOBID", "%" PRIu64, jobid_alloc(L->job));
+	slurm_set(se, "SLURM_JOB_NAME", "%.500s", s->name);
+	slurm_set(se, "SLURM_JOB_NODELIST", "%.500s", L->alloc_nodelist);
+	slurm_set(se, "SLURM_NODELIST", "%.500s", L->alloc_nodelist);
+	slurm_set(se, "SLURM_JOB_NUM_NODES", "%u", nnodes);
+	slurm_set(se, "SLURM_NNODES", "%u", nnodes);
+	slurm_set(se, "SLURM_NTASKS", "%u", ntasks);
+	slurm_set(se, "SLURM_NPROCS", "%u", ntasks);
+	slurm_set(se, "SLURM_NODEID", "%u", pos);
+	slurm_set(se, "SLURM_SUBMIT_DIR", "%.500s", s->cwd);
+	slurm_set(se, "SLURM_CPUS_ON_NODE", "%ld", cpus > 0 ? cpus : 1);
+	slurm_set(se, "SLURM_CLUSTER_NAME", "%.60s", nd->conf.name);
+	if (jobid_is_step(L->job)) {
+		slurm_set(se, "SLURM_STEP_ID", "%u", jobid_step_no(L->job));
+		slurm_set(se, "SLURM_STEPID", "%u", jobid_step_no(L->job));
+	}
+	if (s->array_job) {
+		slurm_set(se, "SLURM_ARRAY_JOB_ID", "%" PRIu64, s->array_job);
+		slurm_set(se, "SLURM_ARRAY_TASK_ID", "%u", s->array_task);
+	}
+	slurm_set(se, "SLURM_PROCID", "0");
+	slurm_set(se, "SLURM_LOCALID", "0");
+}
+
+static void slurm_env_rank(struct slurm_env *se, uint32_t rank, uint32_t local)
+{
+	se->n -= 2;
+	slurm_set(se, "SLURM_PROCID", "%u", rank);
+	slurm_set(se, "SLURM_LOCALID", "%u", local);
+}
+
 static bool env_is_ours(const char *e)
 {
+	if (is_slurm_var(e))
+		return true;
 	static const char *const ours[] = {
 		"STORM_JOBID=", "STORM_RANK=", "STORM_SIZE=", "STORM_LOCAL_RANK=",
 		"STORM_NODEID=", "STORM_NODENAME=", "STORM_NNODES=", "STORM_JOB_DIR=",
@@ -408,8 +496,11 @@ static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_
 	snprintf(e_ajob, sizeof(e_ajob), "STORM_ARRAY_JOB_ID=%" PRIu64, L->spec->array_job);
 	snprintf(e_atask, sizeof(e_atask), "STORM_ARRAY_TASK_ID=%u", L->spec->array_task);
 
+	/* the event loop's alone, and only until the ranks' execve */
+	static struct slurm_env slurm;
+	struct slurm_env *se = &slurm;
 	size_t ne = 0;
-	pl->envp = calloc(L->spec->n_env + 16 + ND_PMI_ENV_MAX, sizeof(char *));
+	pl->envp = calloc(L->spec->n_env + 16 + SLURM_VARS + ND_PMI_ENV_MAX, sizeof(char *));
 	if (!pl->envp) {
 		fail_launch(nd, L->job, L->slot, "out of memory");
 		return;
@@ -433,6 +524,9 @@ static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_
 		pl->envp[ne++] = e_ajob;
 		pl->envp[ne++] = e_atask;
 	}
+	slurm_env_job(se, nd, cmd);
+	for (size_t k = 0; k < se->n; k++)
+		pl->envp[ne++] = se->v[k];
 	pl->envp[ne] = NULL;
 
 	for (uint32_t i = 0; i < job->nranks; i++) {
@@ -452,6 +546,7 @@ static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_
 		snprintf(local, sizeof(local), "%u", i);
 		snprintf(e_rank, sizeof(e_rank), "STORM_RANK=%s", rank);
 		snprintf(e_local, sizeof(e_local), "STORM_LOCAL_RANK=%s", local);
+		slurm_env_rank(se, r->rank, i);
 		int out[2] = {-1, -1}, err[2] = {-1, -1};
 		pl->stdin_r = -1;
 		if (r->rank == 0 && L->spec->pty) {
