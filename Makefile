@@ -380,11 +380,12 @@ $(BUILD)/bin/storm_selfsum: tests/cluster/selfsum.c
 # mailboxes once lost messages (~40 s on tcp;ofi_rxm; the 4-node mpi suite
 # never hit it), and 2 nodes on shm, whose first messages once went out
 # before the peer's address came (~8 s); record, storm run --record of a
-# crash, a cancelled deadlock, a time limit and a lost node, replayed; cmd_resend, a node that lost a
-# command gets it again from the MM, in order (~5 s); mbox_loss, mailbox
+# crash, a cancelled deadlock, a time limit and a lost node, replayed;
+# cmd_resend, a node that lost a command gets it again from the MM, in order
+# (~5 s); mbox_loss, mailbox
 # messages and acks lost at a sender, then 10% loss on links, under BCS-MPI
 # jobs and PMI fences: each is sent again and the jobs end (~2 min).
-CLUSTER_SUITES := cluster bootstrap slurm users remote ckpt ckpt_mpi ckpt_threads gang timed \
+CLUSTER_SUITES := cluster bootstrap slurm slurmcmds users remote ckpt ckpt_mpi ckpt_threads gang timed \
                   slice liveness caw mpi mpi_copy record mpi16 netns pmi pmix faults cmd_resend \
                   mbox_loss persist load valgrind
 CLUSTER_BINS := all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/nfq_netem \
@@ -472,7 +473,7 @@ layers: all
 # kernel-check boots the module in a QEMU guest (~20 s under TCG here).
 CHECK_JOBS ?= 2
 CHECK_SUITES := net-rma cluster-mbox_loss mpi-suite cluster-cluster cluster-ckpt hosts-ckpt \
-                hosts-cluster cluster-slurm debtest cluster-faults cluster-ckpt_mpi hosts-mpi \
+                hosts-cluster cluster-slurm cluster-slurmcmds debtest cluster-faults cluster-ckpt_mpi hosts-mpi \
                 cluster-mpi cluster-mpi_copy cluster-record cluster-persist fuzz-check ckpttest cluster-load cluster-gang \
                 cluster-pmix cluster-users mpi-thirdparty mpi-wrapper net-msg cluster-mpi16 \
                 cluster-valgrind cluster-netns cluster-ckpt_threads cluster-timed cluster-pmi \

@@ -144,6 +144,18 @@ static int one_opt(struct cli *c, struct sr *s, int id, const struct cli_optpars
 	return usage_error("srun", "%s", p->err);
 }
 
+/* The step runs one task: -n 1, or one node without -n (storm run starts
+ * a task a node of its -N, or of its allocation's). */
+static bool one_task(const struct sr *s)
+{
+	if (s->ntasks)
+		return s->ntasks == 1;
+	if (s->nodes)
+		return s->nodes == 1;
+	const char *alloc = getenv("STORM_JOBID"), *n = getenv("STORM_JOB_NUM_NODES");
+	return !alloc || !*alloc || !n || !strcmp(n, "1");
+}
+
 /* -o/-e's name: %j the allocation's id, %t task 0 of a one-task job */
 static int expand(const struct sr *s, const char *pat, char *out, size_t len)
 {
@@ -161,7 +173,7 @@ static int expand(const struct sr *s, const char *pat, char *out, size_t len)
 			out[k++] = '%';
 		else if (*p == 'j' && job && *job)
 			k += (size_t)snprintf(out + k, len - k, "%s", job);
-		else if ((*p == 't' || *p == 'n') && s->ntasks <= 1)
+		else if ((*p == 't' || *p == 'n') && one_task(s))
 			out[k++] = '0';
 		else
 			return usage_error("srun", "-o/-e %s: %%%c is not supported here (storm writes "

@@ -1,0 +1,200 @@
+#!/bin/bash
+# Slurm's commands on storm (build/lib/storm/slurm/bin) driving a 2-node
+# virtual cluster the way workflow managers do: Snakemake's sbatch
+# --parsable --wrap with the options storm ignores, polling sacct -X
+# --parsable2 --noheader --format=JobIdRaw,State --name; submitit's script
+# of #SBATCH lines with srun steps and its SLURM_* variables, sacct -j
+# listing JOB, JOB.batch and the steps; a job that holds until scancel
+# ends it, seen RUNNING by squeue -o formats on the way; an array, a failing
+# job, a refused option, sinfo and scontrol. Synchronised on the jobs' own
+# output lines and on the states the commands report, not on sleeps; every
+# daemon is taken down on exit.
+# Usage: test_slurmcmds.sh BUILD_BIN_DIR   (make clustertest)
+set -u
+BIN=$(cd "${1:-build/bin}" && pwd)
+SBIN=$(cd "$BIN/../lib/storm/slurm/bin" && pwd) || exit 1
+HERE=$(cd "$(dirname "$0")" && pwd)
+T=$(mktemp -d /tmp/storm-slurmcmds.XXXXXX)
+C=$T/c
+export PATH=$SBIN:$BIN:$PATH
+export STORM_CONF=$C/storm.conf
+. "$HERE/lib.sh"
+fails=0 checks=0
+
+cleanup() {
+	cluster_teardown
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+cd "$T" || exit 1
+
+# wait_state JOB STATE: sacct polled, as a workflow manager polls it, until
+# the job's own line says STATE (at most 60 s, times the patience)
+wait_state() {
+	local deadline=$((SECONDS + $(patience 60))) s
+	while [ $SECONDS -lt $deadline ]; do
+		s=$(sacct -X --parsable2 --noheader --format=State -j "$1" 2>/dev/null)
+		[ "$s" = "$2" ] && return 0
+		sleep 0.2
+	done
+	echo "job $1: sacct says '$s', not $2" >&2
+	return 1
+}
+# same NAME FILE WANT: FILE's content is exactly WANT
+same() {
+	if [ "$(cat "$T/$2")" = "$3" ]; then ok "$1"; else
+		bad "$1"
+		echo "     want: $3" | head -20
+		sed 's/^/     got:  /' "$T/$2" | head -20
+	fi
+}
+
+for c in sbatch squeue scancel sacct sinfo scontrol srun salloc; do
+	expect "$c --help" 0 "$SBIN/$c" --help
+	has "  it says how to use $c" out "Usage: $c"
+done
+expect "an unknown option is an error" 2 sbatch --bogus --wrap true
+has "  naming it" err "unknown option '--bogus'"
+
+expect "cluster up with 2 nodes" 0 storm cluster up --nodes 2 --dir "$C"
+CL=$(scontrol show config | sed -n 's/^ClusterName *= //p')
+
+# ---- Snakemake: --wrap, its options, sacct polled by the run's name
+mkdir -p "$T/wd/logs"
+RUN=sm-$$-run
+expect "sbatch --parsable --wrap, Snakemake's options" 0 sbatch --parsable --job-name "$RUN" \
+	-o "logs/%j.log" --export=ALL -A acct -p part -t 5 --mem 100 --cpus-per-task=1 \
+	-D "$T/wd" --wrap='echo "hello from $SLURM_JOB_ID in $PWD"'
+id=$(cat "$T/out")
+[[ $id =~ ^[0-9]+$ ]] && ok "  --parsable prints the job id alone ($id)" ||
+	bad "  --parsable prints the job id alone: '$id'"
+for o in "-A ignored" "-p ignored" "--mem ignored" "--cpus-per-task ignored"; do
+	has "  a warning names $o" err "sbatch: warning: $o"
+done
+if wait_state "$id" COMPLETED; then ok "  sacct -j sees it COMPLETED"; else bad "  COMPLETED"; fi
+expect "  sacct -X --parsable2 --noheader --format=JobIdRaw,State --name" 0 \
+	sacct -X --parsable2 --noheader --format=JobIdRaw,State --name "$RUN"
+same "  one line: ID|COMPLETED" out "$id|COMPLETED"
+has "  -D ran it there, -o's %j its id" "wd/logs/$id.log" "hello from $id in $T/wd"
+
+# ---- submitit: #SBATCH lines, srun steps, SLURM_* variables
+cat >"$T/submit.sh" <<EOF
+#!/bin/bash
+#SBATCH --job-name=submitit-$$
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=1
+#SBATCH --signal=USR2@90
+#SBATCH --output=$T/%j_0_log.out
+echo "batch job=\$SLURM_JOB_ID jobid=\$SLURM_JOBID nodes=\$SLURM_NNODES list=\$SLURM_JOB_NODELIST dir=\$SLURM_SUBMIT_DIR name=\$SLURM_JOB_NAME cpus=\$SLURM_CPUS_ON_NODE"
+srun --unbuffered --output "$T/%j.step" sh -c 'echo "task \$SLURM_PROCID of \$SLURM_NTASKS step \$SLURM_STEP_ID"'
+srun -n 1 --output "$T/%j_%t_log.step" sh -c 'echo "one task \$SLURM_PROCID of \$SLURM_NTASKS step \$SLURM_STEP_ID"'
+srun --output "$T/%j_%t.bad" true || echo "srun refused %t of 2 tasks: \$?"
+
+srun -N 2 -n 4 -l sh -c 'echo "task \$SLURM_PROCID local \$SLURM_LOCALID node \$SLURM_NODEID of \$SLURM_NNODES job \$SLURM_JOB_ID step \$SLURM_STEP_ID ntasks \$SLURM_NTASKS"'
+EOF
+expect "sbatch --parsable of a script with #SBATCH lines" 0 sbatch --parsable submit.sh
+sid=$(cat "$T/out")
+has "  an #SBATCH option storm does not share is a warning" err "#SBATCH --ntasks-per-node=1"
+if wait_state "$sid" COMPLETED; then ok "  COMPLETED"; else bad "  COMPLETED"; fi
+log=${sid}_0_log.out
+has "  SLURM_JOB_ID, SLURM_JOBID, SLURM_NNODES, the node list, submit dir, name" "$log" \
+	"batch job=$sid jobid=$sid nodes=2 list=node[00-01] dir=$T name=submitit-$$ cpus="
+if grep -q "cpus=[1-9]" "$T/$log"; then ok "  SLURM_CPUS_ON_NODE"; else bad "  SLURM_CPUS_ON_NODE"; fi
+for r in 0 1; do
+	has "  srun in a 2-node job: a task a node, their output in --output's %j" "$sid.step" \
+		"task $r of 2 step 0"
+done
+has "  srun -n 1 --output's %j and %t: task 0" "${sid}_0_log.step" "one task 0 of 1 step 1"
+has "  srun --output's %t of 2 tasks: refused (storm writes one file)" "$log" \
+	"srun refused %t of 2 tasks: 2"
+for r in 0 1 2 3; do
+	n=$((r / 2))
+	has "  srun -N 2 -n 4: task $r's SLURM_PROCID, LOCALID, NODEID, step" "$log" \
+		"$r: task $r local $((r % 2)) node $n of 2 job $sid step 2 ntasks 4"
+done
+expect "  sacct -j JOB --parsable2 --noheader" 0 sacct -j "$sid" --parsable2 --noheader \
+	--format=JobID,JobName,State,ExitCode
+same "  JOB, JOB.batch and the steps JOB.0, JOB.1, JOB.2" out "$sid|submitit-$$|COMPLETED|0:0
+$sid.batch|batch|COMPLETED|0:0
+$sid.0|sh|COMPLETED|0:0
+$sid.1|sh|COMPLETED|0:0
+$sid.2|sh|COMPLETED|0:0"
+expect "  sacct -j JOB --parsable (a '|' after the last field too)" 0 sacct -j "$sid" -X -p \
+	--format=JobIDRaw,State
+same "  its header and line" out "JobIDRaw|State|
+$sid|COMPLETED|"
+expect "  sacct's table, fixed widths and dashes" 0 sacct -j "$sid" -X --format=JobID,State%12
+same "  the header, the dashes, the line" out "$(printf '%-12s %12s \n%s %s \n%-12s %12s ' \
+	JobID State ------------ ------------ "$sid" COMPLETED)"
+expect "  scontrol show job" 0 scontrol show job "$sid"
+has "  JobState=COMPLETED" out "JobState=COMPLETED"
+has "  ExitCode=0:0" out "ExitCode=0:0"
+
+# ---- a job that holds until it is cancelled; squeue on the way
+expect "sbatch a job that holds" 0 sbatch -J holder-$$ --wrap 'echo started; exec sleep 600'
+has "  'Submitted batch job N'" out "Submitted batch job"
+hid=$(sed -n 's/^Submitted batch job //p' "$T/out")
+if wait_log "$T/slurm-$hid.out" started 60; then ok "  it runs (slurm-$hid.out)"; else bad "  it runs"; fi
+expect "  squeue -h -o '%i %T' -j" 0 squeue -h -o "%i %T" -j "$hid"
+same "  RUNNING" out "$hid RUNNING"
+expect "  squeue -h --name -o with widths" 0 squeue -h --name "holder-$$" -o "%.10i|%8t|%.4D|%P|%j"
+same "  right- and left-justified, cut to width" out \
+	"$(printf '%10s|%-8s|%4s|%s|%s' "$hid" R 1 "$CL" "holder-$$")"
+expect "  squeue -u lists it with its header" 0 squeue -u "$(id -un)"
+has "  squeue's default header" out "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)"
+has "  the job's line, its name cut to 8" out "$(printf '%18s %9s %.8s' "$hid" "$CL" "holder-$$")"
+expect "  sacct sees it RUNNING" 0 sacct -X -P -n --format=JobIdRaw,State -j "$hid"
+same "  ID|RUNNING" out "$hid|RUNNING"
+expect "a job that waits for the holder's end" 0 sbatch --parsable -J dep-$$ \
+	-d "afterany:$hid" --wrap 'echo dependent ran'
+did=$(cat "$T/out")
+expect "  squeue: PENDING" 0 squeue -h -o "%i %t %T" -j "$did"
+same "  PD PENDING" out "$did PD PENDING"
+expect "  scancel -n NAME" 0 scancel -n "dep-$$"
+if wait_state "$did" CANCELLED; then ok "  CANCELLED"; else bad "  CANCELLED"; fi
+expect "scancel the holder" 0 scancel "$hid"
+if wait_state "$hid" CANCELLED; then ok "  CANCELLED"; else bad "  CANCELLED"; fi
+expect "  squeue no longer lists it" 0 squeue -h -o "%i"
+if grep -qx "$hid" "$T/out"; then bad "  gone from squeue"; else ok "  gone from squeue"; fi
+expect "  sacct: ExitCode 0:15 (SIGTERM)" 0 sacct -X -P -n --format=State,ExitCode -j "$hid"
+same "  CANCELLED|0:15" out "CANCELLED|0:15"
+grep -q "dependent ran" "$T/slurm-$did.out" && bad "  the dependent job never ran" ||
+	ok "  the dependent job never ran"
+
+# ---- an array and a failing job
+expect "sbatch --array" 0 sbatch --parsable -a 0-2 --wrap 'echo "task $SLURM_ARRAY_JOB_ID $SLURM_ARRAY_TASK_ID"'
+aid=$(cat "$T/out")
+deadline=$((SECONDS + $(patience 60)))
+while [ $SECONDS -lt $deadline ] &&
+	[ "$(sacct -X -P -n --format=State -j "$aid" | grep -c COMPLETED)" != 3 ]; do sleep 0.2; done
+expect "  sacct -j ARRAY lists its tasks" 0 sacct -X -P -n --format=JobID,State -j "$aid"
+same "  ARRAY_0..2 COMPLETED" out "${aid}_0|COMPLETED
+${aid}_1|COMPLETED
+${aid}_2|COMPLETED"
+for t in 0 1 2; do
+	has "  task $t: SLURM_ARRAY_* in slurm-%A_%a.out" "slurm-${aid}_$t.out" "task $aid $t"
+done
+expect "sbatch a job that exits 3" 0 sbatch --parsable --wrap 'exit 3'
+fid=$(cat "$T/out")
+if wait_state "$fid" FAILED; then ok "  FAILED"; else bad "  FAILED"; fi
+expect "  sacct ExitCode" 0 sacct -X -P -n --format=ExitCode -j "$fid"
+same "  3:0" out "3:0"
+
+# ---- what storm refuses, sinfo, scontrol
+expect "sbatch --hold is refused" 2 sbatch --hold --wrap true
+same "  in one line naming it" err "sbatch: error: --hold is not supported: storm would run the job otherwise"
+expect "sinfo -h -o '%P %D %t %N'" 0 sinfo -h -o "%P %D %t %N"
+same "  the one partition, 2 idle nodes" out "$CL* 2 idle node[00-01]"
+expect "sinfo -N" 0 sinfo -N -h
+same "  one line a node" out "node00      1 $(printf '%9s' "$CL*")   idle
+node01      1 $(printf '%9s' "$CL*")   idle"
+expect "scontrol show hostnames" 0 scontrol show hostnames "node[00-01]"
+same "  one name a line" out "node00
+node01"
+expect "scontrol show job of no job" 1 scontrol show job 999999
+has "  Slurm's message" err "Invalid job id specified"
+expect "scontrol update is refused" 2 scontrol update JobId=1 TimeLimit=5
+has "  naming it" err "scontrol: error: update"
+
+echo "$((checks - fails))/$checks checks passed"
+[ "$fails" = 0 ]
