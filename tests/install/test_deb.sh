@@ -88,7 +88,8 @@ for f in usr/bin/storm usr/bin/stormmm usr/bin/stormnd usr/bin/storm-cluster usr
 	usr/lib/libbcsmpi.a usr/lib/pkgconfig/bcsmpi.pc usr/include/bcsmpi/mpi.h \
 	usr/share/man/man1/storm.1.gz usr/share/man/man5/storm.conf.5.gz \
 	lib/systemd/system/stormmm.service lib/systemd/system/stormnd.service etc/storm/storm.conf \
-	usr/share/doc/storm/copyright; do
+	usr/share/doc/storm/copyright usr/lib/storm/slurm/bin/sbatch usr/lib/storm/slurm/bin/sacct \
+	usr/lib/storm/slurm/bin/squeue usr/lib/storm/slurm/bin/scancel usr/lib/storm/slurm/bin/srun; do
 	[ -e "$X/$f" ] || lack="$lack /$f"
 done
 [ -z "$lack" ] && ok "the package holds the programs, BCS-MPI, man pages, units and storm.conf" ||

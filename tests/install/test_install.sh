@@ -37,7 +37,10 @@ if [ "${1:-}" != --hidden ]; then
 	for f in bin/storm bin/stormmm bin/stormnd bin/storm-cluster bin/storm-ckpt bin/bcs-mpicc \
 		bin/bcs-mpicxx bin/bcs-mpic++ lib/libbcsmpi.so lib/libbcsmpi.a lib/pkgconfig/bcsmpi.pc \
 		include/bcsmpi/mpi.h share/man/man1/storm.1 share/man/man5/storm.conf.5 \
-		lib/systemd/system/stormmm.service lib/systemd/system/stormnd.service; do
+		lib/systemd/system/stormmm.service lib/systemd/system/stormnd.service \
+		lib/storm/slurm/bin/sbatch lib/storm/slurm/bin/squeue lib/storm/slurm/bin/scancel \
+		lib/storm/slurm/bin/sacct lib/storm/slurm/bin/sinfo lib/storm/slurm/bin/scontrol \
+		lib/storm/slurm/bin/srun lib/storm/slurm/bin/salloc; do
 		[ -e "$S/usr/$f" ] || bad "installed: /usr/$f missing"
 	done
 	[ -f "$S/etc/storm/storm.conf" ] && ok "storm.conf in /etc/storm for PREFIX=/usr" ||
