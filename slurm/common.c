@@ -168,6 +168,16 @@ Storm__Ctl__Reply *sl_nodes(struct cli *c, int *rc)
 	return rep;
 }
 
+void sl_print_date(void)
+{
+	char buf[64];
+	time_t t = time(NULL);
+	struct tm tm;
+	localtime_r(&t, &tm);
+	strftime(buf, sizeof(buf), "%a %b %d %H:%M:%S %Y", &tm);
+	puts(buf);
+}
+
 double sl_now(void)
 {
 	struct timespec ts;

@@ -50,7 +50,7 @@ static const struct cli_opt opts[] = {
 };
 
 #define FMT_DEFAULT "%9P %.5a %.10l %.6D %.6t %N"
-#define FMT_NODE "%N %.6D %.9P %.6t"
+#define FMT_NODE "%%%dN %%.6D %%.9P %%6t" /* the node names' width in it */
 #define FMT_LONG "%9P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %N"
 #define FMT_SUM "%9P %.5a %.10l %.16F %N"
 
@@ -110,7 +110,8 @@ static bool field(char x, const void *row, char *o, size_t l)
 	case 'P': snprintf(o, l, "%s*", g->partition); break;
 	case 'R': snprintf(o, l, "%s", g->partition); break;
 	case 'a': snprintf(o, l, "up"); break;
-	case 'l': case 's': snprintf(o, l, "infinite"); break;
+	case 'l': snprintf(o, l, "infinite"); break;
+	case 's': snprintf(o, l, "1-infinite"); break;
 	case 'D': snprintf(o, l, "%d", g->n); break;
 	case 't': snprintf(o, l, "%s", g->state); break;
 	case 'T': snprintf(o, l, "%s", g->state_long); break;
@@ -133,7 +134,7 @@ static bool field(char x, const void *row, char *o, size_t l)
 
 struct want {
 	const char *format, *partition, *states;
-	bool per_node, summarize, noheader, responding;
+	bool per_node, summarize, noheader, responding, date;
 };
 
 static void add_node(struct group *g, const Storm__Ctl__NodeInfo *nd)
@@ -208,8 +209,19 @@ static int show(struct cli *c, const struct want *w)
 	rc = ng < 0 ? EXIT_STORM : EXIT_OK;
 	if (ng < 0)
 		fprintf(stderr, "sinfo: error: out of memory\n");
-	const char *f = w->format ? w->format : w->summarize ? FMT_SUM
-						: w->per_node ? FMT_NODE : FMT_DEFAULT;
+	const char *f = w->format ? w->format : w->summarize ? FMT_SUM : FMT_DEFAULT;
+	char nodefmt[64];
+	if (!w->format && w->per_node && !w->summarize) {
+		/* as sinfo -N: its node names at least 9 wide, as wide as the longest */
+		int width = 9;
+		for (size_t k = 0; k < rep->nodes->n_nodes; k++)
+			if ((int)strlen(rep->nodes->nodes[k]->name) > width)
+				width = (int)strlen(rep->nodes->nodes[k]->name);
+		snprintf(nodefmt, sizeof(nodefmt), FMT_NODE, width);
+		f = nodefmt;
+	}
+	if (w->date)
+		sl_print_date();
 	if (!w->noheader && rc == EXIT_OK)
 		sl_format_line(f, field, NULL);
 	for (int k = 0; k < ng; k++)
@@ -240,7 +252,7 @@ int main(int argc, char **argv)
 			w.format = p.arg;
 			break;
 		case O_SUM: w.summarize = true; break;
-		case O_LONG: w.format = FMT_LONG; break;
+		case O_LONG: w.format = FMT_LONG; w.date = true; break;
 		case O_NOHDR: w.noheader = true; break;
 		case O_PART: w.partition = p.arg; break;
 		case O_STATES: w.states = p.arg; break;

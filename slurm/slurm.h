@@ -70,6 +70,9 @@ void sl_format_line(const char *fmt, sl_field_fn f, const void *row);
  * NULL after printing why with the exit code in *rc. */
 Storm__Ctl__Reply *sl_nodes(struct cli *c, int *rc);
 
+/* squeue -l's and sinfo -l's first line: the time, as ctime(3) writes it. */
+void sl_print_date(void);
+
 /* Wall-clock seconds. */
 double sl_now(void);
 

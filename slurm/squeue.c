@@ -68,7 +68,7 @@ static const struct cli_opt opts[] = {
 
 struct want {
 	const char *jobs, *users, *names, *states, *format;
-	bool steps, noheader;
+	bool steps, noheader, date;
 	unsigned iterate;
 };
 
@@ -239,6 +239,8 @@ static int show(struct cli *c, const struct want *w)
 		fprintf(stderr, "slurm_load_jobs error: Invalid job id specified\n");
 		return EXIT_STORM;
 	}
+	if (w->date)
+		sl_print_date();
 	if (!w->noheader)
 		sl_format_line(f, field, &fc);
 	for (size_t i = 0; i < j.n; i++)
@@ -274,7 +276,7 @@ static int parse(struct cli *c, int argc, char **argv, struct want *w)
 				return usage_error("squeue", "Invalid job format specification: %c", bad);
 			w->format = p.arg;
 			break;
-		case O_LONG: w->format = FMT_LONG; break;
+		case O_LONG: w->format = FMT_LONG; w->date = true; break;
 		case O_NOHDR: w->noheader = true; break;
 		case O_ITER:
 			if (parse_uint(p.arg, 1, 86400, &v) < 0)

@@ -186,8 +186,7 @@ same "  in one line naming it" err "sbatch: error: --hold is not supported: stor
 expect "sinfo -h -o '%P %D %t %N'" 0 sinfo -h -o "%P %D %t %N"
 same "  the one partition, 2 idle nodes" out "$CL* 2 idle node[00-01]"
 expect "sinfo -N" 0 sinfo -N -h
-same "  one line a node" out "node00      1 $(printf '%9s' "$CL*")   idle
-node01      1 $(printf '%9s' "$CL*")   idle"
+same "  one line a node" out "$(printf '%-9s %6s %9s %-6s\n' node00 1 "$CL*" idle node01 1 "$CL*" idle)"
 expect "scontrol show hostnames" 0 scontrol show hostnames "node[00-01]"
 same "  one name a line" out "node00
 node01"
