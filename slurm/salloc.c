@@ -76,7 +76,7 @@ int main(int argc, char **argv)
 		case O_QUIET: break;
 		case O_CONF: c.conf_opt = p.arg; break;
 		case O_HELP: fputs(help, stdout); rc = EXIT_OK; break;
-		case SL_IGNORE: sl_warn_ignored("salloc", &p, "storm gang-schedules whole nodes"); break;
+		case SL_IGNORE: sl_warn_ignored("salloc", &p, "storm does not have it"); break;
 		case SL_REFUSE: rc = sl_refuse("salloc", &p, "storm would allocate otherwise"); break;
 		}
 	}

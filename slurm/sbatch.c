@@ -178,7 +178,7 @@ static int one_opt(struct cli *c, struct sb *s, int id, const struct cli_optpars
 			return sl_refuse("sbatch", p, "a batch job reads /dev/null");
 		return -1;
 	case SL_IGNORE:
-		sl_warn_ignored("sbatch", p, "storm gang-schedules whole nodes of one partition");
+		sl_warn_ignored("sbatch", p, "storm does not have it");
 		return -1;
 	case SL_REFUSE: return sl_refuse("sbatch", p, "storm would run the job otherwise");
 	}

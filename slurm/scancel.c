@@ -152,7 +152,7 @@ static int parse(struct cli *c, int argc, char **argv, struct want *w)
 		case O_QUIET: w->quiet = true; break;
 		case O_CONF: c->conf_opt = p.arg; break;
 		case O_HELP: fputs(help, stdout); return EXIT_OK;
-		case SL_IGNORE: sl_warn_ignored("scancel", &p, "storm has one partition"); break;
+		case SL_IGNORE: sl_warn_ignored("scancel", &p, "storm does not have it"); break;
 		case SL_REFUSE: return sl_refuse("scancel", &p, "storm cannot choose jobs so");
 		case OPT_OPERAND:
 			if (jobid_parse(p.arg, &ref) != 0)

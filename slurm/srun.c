@@ -138,7 +138,7 @@ static int one_opt(struct cli *c, struct sr *s, int id, const struct cli_optpars
 	case O_QUIET: return -1;
 	case O_CONF: c->conf_opt = p->arg; return -1;
 	case O_HELP: fputs(help, stdout); return EXIT_OK;
-	case SL_IGNORE: sl_warn_ignored("srun", p, "storm gang-schedules whole nodes"); return -1;
+	case SL_IGNORE: sl_warn_ignored("srun", p, "storm does not have it"); return -1;
 	case SL_REFUSE: return sl_refuse("srun", p, "storm would run the job otherwise");
 	}
 	return usage_error("srun", "%s", p->err);

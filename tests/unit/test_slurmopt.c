@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../../cli/jobtable.h"
+#include "../../cli/opts.h"
 #include "../../cli/slurmopt.h"
 #include "jobid.h"
 #include "suites.h"
@@ -193,6 +194,55 @@ static void test_jobtable(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "fields are JobID,JobName"));
 }
 
+/* sacct's ways: --parsable2 and --parsable, --noheader, its fixed widths
+ * with dashes under the header and '+' ending a value cut short */
+static void test_jobtable_sacct(void)
+{
+	struct job_col cols[JOBTABLE_MAX_COLS];
+	int n = 0;
+	char why[512], *text = NULL;
+	size_t len = 0;
+	CU_ASSERT_EQUAL(jobtable_parse("JobIdRaw,jobname,State,ExitCode", cols, &n, why,
+				       sizeof(why)), 0);
+	struct job_row r = { .jobid = "12_3", .jobid_raw = "15", .name = "averyverylongname",
+			     .state = 7, .slurm_state = "TIMEOUT", .slurm_exit = "0:15" };
+	struct jobtable_style p2 = { .delim = "|" }, p1 = { .delim = "|", .delim_last = true,
+							   .noheader = true },
+			      fixed = { .slurm_widths = true };
+	FILE *f = open_memstream(&text, &len);
+	jobtable_print_style(f, cols, n, &r, 1, &p2);
+	jobtable_print_style(f, cols, n, &r, 1, &p1);
+	jobtable_print_style(f, cols, n, &r, 1, &fixed);
+	fclose(f);
+	CU_ASSERT_STRING_EQUAL(text, "JobIDRaw|JobName|State|ExitCode\n"
+				     "15|averyverylongname|TIMEOUT|0:15\n"
+				     "15|averyverylongname|TIMEOUT|0:15|\n"
+				     "JobIDRaw        JobName      State ExitCode \n"
+				     "------------ ---------- ---------- -------- \n"
+				     "15           averyvery+    TIMEOUT     0:15 \n");
+	free(text);
+}
+
+/* Slurm's optional values: --exclusive or --exclusive=user, never the next word */
+static void test_opt_optional(void)
+{
+	enum { X = 1, N };
+	static const struct cli_opt opts[] = {
+		{ "exclusive", 0, OPT_OPTIONAL, X }, { "nodes", 'N', 1, N }, { NULL, 0, 0, 0 },
+	};
+	char *argv[] = { "sbatch", "--exclusive", "-N", "2", "--exclusive=user", "job.sh" };
+	struct cli_optparse p;
+	cli_opt_init(&p, 6, argv, 1, 1);
+	CU_ASSERT_EQUAL(cli_opt_next(&p, opts), X);
+	CU_ASSERT_PTR_NULL(p.arg);
+	CU_ASSERT_EQUAL(cli_opt_next(&p, opts), N);
+	CU_ASSERT_STRING_EQUAL(p.arg, "2");
+	CU_ASSERT_EQUAL(cli_opt_next(&p, opts), X);
+	CU_ASSERT_STRING_EQUAL(p.arg, "user");
+	CU_ASSERT_EQUAL(cli_opt_next(&p, opts), OPT_DONE);
+	CU_ASSERT_EQUAL(p.ind, 5);
+}
+
 void add_slurmopt_suite(void)
 {
 	CU_pSuite s = CU_add_suite("slurm options", NULL, NULL);
@@ -202,4 +252,6 @@ void add_slurmopt_suite(void)
 	CU_add_test(s, "--export", test_export);
 	CU_add_test(s, "#STORM and #SBATCH directives", test_directives);
 	CU_add_test(s, "-o/--format fields", test_jobtable);
+	CU_add_test(s, "sacct's --parsable(2), --noheader, fixed widths", test_jobtable_sacct);
+	CU_add_test(s, "options with an optional value", test_opt_optional);
 }
