@@ -180,6 +180,12 @@ if wait_state "$fid" FAILED; then ok "  FAILED"; else bad "  FAILED"; fi
 expect "  sacct ExitCode" 0 sacct -X -P -n --format=ExitCode -j "$fid"
 same "  3:0" out "3:0"
 
+# ---- a script on stdin, its #SBATCH lines read
+expect "sbatch of a script on stdin" 0 sh -c "printf '#!/bin/sh\n#SBATCH -J stdin-$$\necho \"ran as \$SLURM_JOB_NAME\"\n' | sbatch --parsable"
+iid=$(cat "$T/out")
+if wait_state "$iid" COMPLETED; then ok "  COMPLETED"; else bad "  COMPLETED"; fi
+has "  its #SBATCH -J read" "slurm-$iid.out" "ran as stdin-$$"
+
 # ---- what storm refuses, sinfo, scontrol
 expect "sbatch --hold is refused" 2 sbatch --hold --wrap true
 same "  in one line naming it" err "sbatch: error: --hold is not supported: storm would run the job otherwise"
