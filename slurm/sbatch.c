@@ -265,6 +265,31 @@ static void remove_script(struct sb *s)
 	rmdir(s->tmpdir);
 }
 
+/* As sbatch: a batch script starts with #! (storm submit takes a program
+ * too). -1 to go on, else the exit code. */
+static int check_script(const char *path, const char *shown)
+{
+	char head[2] = { 0, 0 };
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(head, 1, 2, f) : 0;
+	if (f)
+		fclose(f);
+	if (!f) {
+		fprintf(stderr, "sbatch: error: Unable to open file %s\n", shown);
+		return EXIT_STORM;
+	}
+	if (n == 0) {
+		fprintf(stderr, "sbatch: error: Batch script is empty!\n");
+		return EXIT_STORM;
+	}
+	if (n < 2 || head[0] != '#' || head[1] != '!') {
+		fprintf(stderr, "sbatch: error: This does not look like a batch script. The first "
+			"line must start with #! followed by the path to an interpreter.\n");
+		return EXIT_STORM;
+	}
+	return -1;
+}
+
 /* The script and its arguments after the options: a file made absolute
  * before -D moves us, or the one made of --wrap or stdin. */
 static int add_script(struct sb *s, int argc, char **argv, int ind)
@@ -277,16 +302,16 @@ static int add_script(struct sb *s, int argc, char **argv, int ind)
 			return usage_error("sbatch", "no script given, and stdin is a terminal");
 		if ((rc = make_script(s, s->wrap ? "wrap" : "sbatch")) != 0)
 			return rc;
+		if ((rc = check_script(s->script, "(stdin)")) >= 0)
+			return rc;
 		return add(&s->a, s->script, NULL);
 	}
 	char cwd[PATH_MAX];
 	if (!getcwd(cwd, sizeof(cwd)) ||
 	    absolute_path(cwd, argv[ind], s->script, sizeof(s->script)) < 0)
 		return usage_error("sbatch", "%s: path too long", argv[ind]);
-	if (access(s->script, R_OK) < 0) {
-		fprintf(stderr, "sbatch: error: Unable to open file %s\n", argv[ind]);
-		return EXIT_STORM;
-	}
+	if ((rc = check_script(s->script, argv[ind])) >= 0)
+		return rc;
 	rc = add(&s->a, "--", NULL);
 	for (int i = ind; rc < 0 && i < argc; i++)
 		rc = add(&s->a, i == ind ? s->script : argv[i], NULL);

@@ -186,6 +186,11 @@ iid=$(cat "$T/out")
 if wait_state "$iid" COMPLETED; then ok "  COMPLETED"; else bad "  COMPLETED"; fi
 has "  its #SBATCH -J read" "slurm-$iid.out" "ran as stdin-$$"
 
+expect "sbatch of an empty stdin" 1 sbatch </dev/null
+same "  Slurm's message" err "sbatch: error: Batch script is empty!"
+expect "sbatch of a program, not a script" 1 sbatch /bin/true
+has "  Slurm's message" err "This does not look like a batch script"
+
 # ---- what storm refuses, sinfo, scontrol
 expect "sbatch --hold is refused" 2 sbatch --hold --wrap true
 same "  in one line naming it" err "sbatch: error: --hold is not supported: storm would run the job otherwise"
