@@ -365,7 +365,13 @@ static void slurm_env_job(struct slurm_env *se, const struct nd *nd,
 	slurm_set(se, "SLURM_JOBID", "%" PRIu64, jobid_alloc(L->job));
 	slurm_set(se, "SLURM_JOB_NAME", "%.500s", s->name);
 	slurm_set(se, "SLURM_JOB_NODELIST", "%.500s", L->alloc_nodelist);
-	slurm_set(se, "SLURM_NODELIST", "%.500s", L->alloc_nodelist);
+	/* Open MPI takes a task with SLURM_NODELIST and SLURM_STEP_ID for one
+	 * direct-launched with a process manager (it looks for its PMIx server),
+	 * and one with SLURM_NODELIST alone for a singleton in an allocation:
+	 * a job storm gives no process manager (--mpi=none) goes without it,
+	 * so an MPI program there still runs as singletons, as it did */
+	if (s->mpi != STORM__JOB__MPI__MPI_NONE)
+		slurm_set(se, "SLURM_NODELIST", "%.500s", L->alloc_nodelist);
 	slurm_set(se, "SLURM_JOB_NUM_NODES", "%u", nnodes);
 	slurm_set(se, "SLURM_NNODES", "%u", nnodes);
 	slurm_set(se, "SLURM_NTASKS", "%u", ntasks);
@@ -374,9 +380,13 @@ static void slurm_env_job(struct slurm_env *se, const struct nd *nd,
 	slurm_set(se, "SLURM_SUBMIT_DIR", "%.500s", s->cwd);
 	slurm_set(se, "SLURM_CPUS_ON_NODE", "%ld", cpus > 0 ? cpus : 1);
 	slurm_set(se, "SLURM_CLUSTER_NAME", "%.60s", nd->conf.name);
-	if (jobid_is_step(L->job)) {
-		slurm_set(se, "SLURM_STEP_ID", "%u", jobid_step_no(L->job));
-		slurm_set(se, "SLURM_STEPID", "%u", jobid_step_no(L->job));
+	/* every task srun starts is in a step (0 of a job of its own); Open
+	 * MPI's schizo/slurm takes a task with SLURM_NODELIST but without
+	 * SLURM_STEP_ID for a singleton, not the direct launch it is. A batch
+	 * script's shell is in no step, as Slurm's */
+	if (!s->script || jobid_is_step(L->job)) {
+		slurm_set(se, "SLURM_STEP_ID", "%u", jobid_is_step(L->job) ? jobid_step_no(L->job) : 0);
+		slurm_set(se, "SLURM_STEPID", "%u", jobid_is_step(L->job) ? jobid_step_no(L->job) : 0);
 	}
 	if (s->array_job) {
 		slurm_set(se, "SLURM_ARRAY_JOB_ID", "%" PRIu64, s->array_job);
