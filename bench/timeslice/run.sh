@@ -4,6 +4,9 @@
 # /proc/PID/stat), then the median `storm run --timing` of a trivial job.
 # Chooses the default timeslice (docs/BENCHMARKS.md, "Timeslice").
 # Usage: bench/timeslice/run.sh [NODES] (default 8); BENCH_QUICK=1 shortens.
+# Rows go to bench/results/timeslice-<NODES>-<date>/results.txt, then
+# bench/timeslice/report.py rewrites that section from the latest run of each
+# node count (BENCH_TS_REPORT=0: rows only).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 NODES=${1:-8}
@@ -24,7 +27,11 @@ cpu_ticks() { # sum of utime+stime of the cluster's daemons
 	done <"$DIR/pids"
 	echo $t
 }
-echo "timeslice_us nodes idle_cpu_pct launch_median_ms load1"
+RES=bench/results/timeslice-$NODES-$(date -u +%Y%m%d-%H%M%S)
+mkdir -p "$RES"
+OUT=$RES/results.txt
+echo "# date=$(date -u +%Y-%m-%dT%H:%M:%SZ) commit=$(git rev-parse --short HEAD 2>/dev/null || echo '?') quick=${BENCH_QUICK:-0} window_s=$WINDOW runs=$RUNS load1_start=$(cut -d' ' -f1 /proc/loadavg)" >"$OUT"
+echo "timeslice_us nodes idle_cpu_pct launch_median_ms load1" | tee -a "$OUT"
 for ts in $SLICES; do
 	storm cluster up --nodes "$NODES" --dir "$DIR" --timeslice-us "$ts" >/dev/null 2>&1 || {
 		echo "$ts $NODES up-failed"
@@ -42,6 +49,9 @@ for ts in $SLICES; do
 		i=$((i + 1))
 	done
 	med=$(sort -n "$DIR/t" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
-	echo "$ts $NODES $pct $med $(cut -d' ' -f1 /proc/loadavg)"
+	echo "$ts $NODES $pct $med $(cut -d' ' -f1 /proc/loadavg)" | tee -a "$OUT"
 	storm cluster down --dir "$DIR" >/dev/null 2>&1
 done
+ln -sfn "${RES#bench/results/}" "bench/results/timeslice-$NODES-latest"
+[ "${BENCH_TS_REPORT:-1}" = 0 ] ||
+	python3 bench/timeslice/report.py docs/BENCHMARKS.md bench/results/timeslice-*-latest/results.txt
