@@ -30,7 +30,7 @@ def main():
     res, doc = sys.argv[1], sys.argv[2]
     rows = benchdoc.load(res)
     meta = next((r for r in rows if r.get("bench") == "meta"), {})
-    runs = [r for r in rows if r.get("bench") == "mcast" and r.get("memcpy_mbps")]
+    runs = [r for r in rows if r.get("bench") == "xfer_mcast" and r.get("memcpy_mbps")]
     host = benchdoc.host_meta()
     host.update({k: meta[k] for k in ("date", "commit") if meta.get(k)})
     load0 = float(meta.get("load1_start", host["load1"]))
