@@ -65,8 +65,9 @@ n=$(grep -c "job 2: rank 1 cannot read rank 0's memory (process_vm_readv: Operat
 [ "$n" = 1 ] && ok "  the daemon said once that it took over" ||
 	bad "  the daemon said once that it took over ($n times)"
 
-# ---- job 3: a checkpoint finds the receiver stopped in its copy
-storm run -N 1 -n 2 ./bigmsg >job3.out 2>job3.err &
+# ---- job 3: a checkpoint finds the receiver stopped in its copy; the job
+# holds at its end (gate3) until the checkpoint is complete
+storm run -N 1 -n 2 ./bigmsg "$T/gate3" >job3.out 2>job3.err &
 bg+=($!)
 wait_log job3.err "test hook: stopped in a copy" 60 >/dev/null ||
 	bad "job 3's receiver stopped in its copy"
@@ -75,6 +76,7 @@ grep -q "job 3: checkpoint: rank 1 was stopped in a copy; continued until it is 
 	ok "  the daemon let it finish its copy" || bad "  the daemon let it finish its copy"
 grep -q "job 3: checkpoint .*: BCS-MPI drained in" "$LOG" &&
 	ok "  the job drained" || bad "  the job drained"
+: >"$T/gate3"
 wait "${bg[-1]}"
 rc=$?
 [ "$rc" = 0 ] && ok "  job 3 ends (exit 0)" || bad "  job 3 ends (exit $rc)"
