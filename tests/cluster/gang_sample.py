@@ -3,20 +3,23 @@
 gang property: at any moment the jobs whose ranks run are exactly the jobs of
 one row of the matrix, and each job runs on all its nodes or on none.
 
-Usage: gang_sample.py SECONDS JOB:PID,PID,... JOB:PID,...  < matrix.json
+Usage: GANG_DAEMONS=PID,... gang_sample.py SECONDS JOB:PID,PID,... JOB:PID,...  < matrix.json
 The ranks must be CPU-bound spinners, so a rank that may run is in state R;
 a stopped (SIGSTOP: T) or frozen (cgroup freezer: S) rank is not.
 
 A sample caught while nodes switch rows may see the old and the new row at
-once; a violation counts only if it persists over four further samples
-spread across 60 ms. On a real cluster a switch is done within a
-millisecond; here the node daemons share two cores with the spinners, and a
-daemon woken by a strobe can wait several milliseconds for a core (see
-docs/BENCHMARKS.md, Gang scheduling: switch skew), so rows in the test last
-250 ms and the settling window is 60 ms. Exit 0 when
-no violation persists and every job ran in some sample; 1 otherwise, with
+once. A violation counts only if it is still there once every party that
+could end it has had the CPU: each node daemon (GANG_DAEMONS, their pids)
+scheduled at least 3 times since it was seen, so it took the strobe that
+ends the row, and each rank still running scheduled at least twice, so a
+SIGSTOP sent to it was delivered (a runnable task takes a pending stop only
+when it next runs). How long that takes depends on the machine's load (the
+daemons share two cores with the spinners and whatever else runs), so it is
+waited for, not timed: at least 60 ms, at most 30 s. Exit 0 when no
+violation persists and every job ran in some sample; 1 otherwise, with
 what was seen."""
 import json
+import os
 import random
 import sys
 import time
@@ -35,6 +38,29 @@ def running(pid):
     return state(pid) == "R"
 
 
+def scheduled(pid):
+    """How many times pid's main thread got a CPU (/proc/PID/schedstat)."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[2])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def settled(daemons, ranks, since):
+    """Every daemon scheduled 3 times and every rank still running twice
+    since the counts in since (a pid gone counts as settled)."""
+    for pid in daemons:
+        n = scheduled(pid)
+        if n is not None and n < since[pid] + 3:
+            return False
+    for pid in ranks:
+        n = scheduled(pid)
+        if n is not None and running(pid) and n < since[pid] + 2:
+            return False
+    return True
+
+
 def main():
     seconds = float(sys.argv[1])
     jobs = {}
@@ -42,6 +68,8 @@ def main():
         job, pids = arg.split(":")
         jobs[int(job)] = [int(p) for p in pids.split(",")]
     matrix = json.load(sys.stdin)
+    daemons = [int(p) for p in os.environ.get("GANG_DAEMONS", "").split(",") if p]
+    ranks = [p for pids in jobs.values() for p in pids]
     rows = [frozenset(j for j in row if j in jobs) for row in matrix["rows"]]
     allowed = {r for r in rows if r}
 
@@ -65,12 +93,17 @@ def main():
         now, problems = sample()
         samples += 1
         if problems:
+            since = {pid: scheduled(pid) or 0 for pid in daemons + ranks}
+            seen = time.monotonic()
             persisted = True
-            for _ in range(4):
+            while True:
                 time.sleep(0.015)
                 now, problems = sample()
                 if not problems:
                     persisted = False
+                    break
+                waited = time.monotonic() - seen
+                if waited >= 30 or (waited >= 0.06 and settled(daemons, ranks, since)):
                     break
             if persisted:
                 violations += 1

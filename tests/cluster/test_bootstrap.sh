@@ -78,7 +78,7 @@ start_nd node02
 N2=$ND
 wait_log "$T/mm.log" "node node02 registered" 30 && ok "node02, started late, registers" ||
 	bad "node02 registers late"
-storm cluster status --wait 60 >/dev/null && ok "all three UP" || bad "all three UP"
+storm cluster status --wait "$(patience 60)" >/dev/null && ok "all three UP" || bad "all three UP"
 [ "$(storm run -N 3 -n 3 sh -c 'echo hi' 2>"$T/run.err" | wc -l)" = 3 ] &&
 	ok "a job on all three, node02 included" || { bad "a job on all three"; cat "$T/run.err"; }
 
@@ -96,7 +96,7 @@ wait_log "$T/mm.log" "node node02 is DOWN: its daemon restarted" 10 &&
 	ok "  its registration marks it DOWN: the daemon restarted" ||
 	bad "  node02 is not marked DOWN on its new daemon's registration"
 held_fails node02 "$T/held.err"
-storm cluster status --wait 60 >/dev/null && ok "all three UP again" || bad "all three UP again"
+storm cluster status --wait "$(patience 60)" >/dev/null && ok "all three UP again" || bad "all three UP again"
 [ "$(storm run -N 3 -n 3 sh -c 'echo hi' 2>"$T/run.err" | wc -l)" = 3 ] &&
 	ok "a job on all three after the restart" || { bad "a job after the restart"; cat "$T/run.err"; }
 

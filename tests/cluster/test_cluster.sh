@@ -238,7 +238,7 @@ kill -STOP "$ndpid"
 expect "a node frozen during the program transfer fails the launch" 1 timeout 60 storm run -N 8 -n 8 "$SELF"
 has "  ... naming the node" err "node05"
 kill -CONT "$ndpid"
-storm cluster status --wait 30 >/dev/null && ok "  node05 is UP again after SIGCONT" ||
+storm cluster status --wait "$(patience 30)" >/dev/null && ok "  node05 is UP again after SIGCONT" ||
 	bad "  node05 is UP again after SIGCONT"
 expect "  ... and runs jobs again" 0 storm run -N 8 -n 8 "$SELF"
 

@@ -107,7 +107,7 @@ ip -n "$NS1" link set eth0 up
 # TCP's retransmissions back off while the link is down (0.2 s doubling,
 # ~25 s and ~51 s after it went): what was sent to node01 and lost goes
 # again only at the next one, up to a minute after the link returns
-storm cluster status --wait 75 >/dev/null && ok "  link up: node01 UP again" ||
+storm cluster status --wait "$(patience 75)" >/dev/null && ok "  link up: node01 UP again" ||
 	{ bad "  node01 UP again"; part1_logs; }
 expect "  a job on all 4 after it returns" 0 storm run -N 4 true
 

@@ -94,7 +94,7 @@ cmd=$(unit_cmd stormmm mm)
 (on_host mm setsid sh -c "exec $cmd >>'$C/log/mm.log' 2>&1 </dev/null" &)
 # the second MM's log line that it listens
 wait_count "$C/log/mm.log" "taking control connections on" 2 30 >/dev/null
-storm cluster status --wait 30 >"$T/out" 2>&1 && ok "  booted by the units' commands: every node UP again" ||
+storm cluster status --wait "$(patience 30)" >"$T/out" 2>&1 && ok "  booted by the units' commands: every node UP again" ||
 	{ bad "  booted by the units' commands: every node UP"; cat "$T/out"; }
 expect "  and they run a job" 0 storm run -N 3 true
 

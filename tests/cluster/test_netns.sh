@@ -65,7 +65,7 @@ exec 7<&-
 	{ bad "its job fails naming node02 (exit $rc)"; cat "$T/run.err"; }
 storm run -N 3 /bin/true && ok "the 3 others still run jobs" || bad "the 3 others still run jobs"
 ip -n "$NS" link set eth0 up
-storm cluster status --wait 30 >/dev/null && ok "the restored link brings it UP again" ||
+storm cluster status --wait "$(patience 30)" >/dev/null && ok "the restored link brings it UP again" ||
 	bad "the node comes back UP"
 # its ranks of the failed job are strays now: the MM has them killed, and
 # the node daemon logs the job's end once they are

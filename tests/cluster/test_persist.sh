@@ -71,7 +71,7 @@ exec 7<&-
 	{ bad "storm run exits naming the cause (exit $rc)"; cat "$T/run.err"; }
 expect "storm cluster restart mm" 0 storm cluster restart mm --dir "$C"
 sed -n 's/.*started again (pid [0-9]*) in \([0-9.]*\) s.*/MM restart: \1 s to answering/p' "$T/out"
-storm cluster status --wait 20 >/dev/null && ok "  every node re-registers (UP)" || bad "  every node re-registers"
+storm cluster status --wait "$(patience 20)" >/dev/null && ok "  every node re-registers (UP)" || bad "  every node re-registers"
 expect "storm jobs after the restart" 0 storm jobs
 grep -qE "^ +$RUNJOB .*RUNNING" "$T/out" && grep -qE "^ +$BATCH .*RUNNING" "$T/out" &&
 	grep -qE "^ +$QUEUED .*QUEUED" "$T/out" && ok "  running jobs still RUNNING, the queued one QUEUED" ||
@@ -213,7 +213,7 @@ alive=""
 for p in $RANKPIDS; do gone "$p" || alive="$alive $p"; done
 [ -z "$alive" ] && ok "  none of its 4 rank processes is left (by pid)" ||
 	bad "  rank processes left:$alive ($(ps -o pid,args -p ${alive// /,} | tail -n +2))"
-storm cluster status --wait 20 >/dev/null && ok "  node02 is UP again" || bad "  node02 UP again"
+storm cluster status --wait "$(patience 20)" >/dev/null && ok "  node02 is UP again" || bad "  node02 UP again"
 expect "  and runs jobs on all 4 nodes" 0 storm run -N 4 true
 expect "restart of a daemon that still runs is refused" 1 storm cluster restart node01 --dir "$C"
 has "  ... saying so" err "still runs"

@@ -42,7 +42,8 @@ for n in node00 node01; do
 done
 # the MM says when it listens; then it answers once every node is UP
 wait_log "$T/mm.log" "listening on" 60 || { bad "the MM never listened"; exit 1; }
-storm cluster status --wait 120 >/dev/null || { bad "nodes never came up"; exit 1; }
+# under valgrind and a loaded machine the nodes take minutes to come UP
+storm cluster status --wait "$(patience 120)" >/dev/null || { bad "nodes never came up"; exit 1; }
 [ "$(storm run -N 2 -n 4 sh -c 'echo hi' | wc -l)" = 4 ] && ok "run" || bad "run"
 [ "$(storm run -N 2 --file /etc/hostname cat /etc/hostname | wc -l)" = 2 ] && ok "--file" || bad "--file"
 storm submit --wait -o "$T/b.out" -N 2 sh -c 'exit 3' >/dev/null 2>&1
