@@ -27,6 +27,7 @@ struct transfer {
 	uint64_t done, total;
 	double last_progress;
 	uint8_t *stage[2];
+	bool held; /* by the test point transfer_hold, said once */
 };
 
 int transfer_start(struct mm *mm, struct job *j)
@@ -149,6 +150,16 @@ static int send_chunk(struct mm *mm)
 	int b = (int)(seq % 2);
 	if (x->busy[b])
 		return 0;
+	/* test point transfer_hold=K: K chunks go out, the rest never do, so a
+	 * test can kill the MM while a transfer is surely under way */
+	uint64_t hold = fault_value(&mm->fault, "transfer_hold");
+	if (hold && seq >= x->first_seq + hold) {
+		if (!x->held)
+			slog("test hook: job %llu's transfer held after %llu chunks",
+			     (unsigned long long)j->id, (unsigned long long)hold);
+		x->held = true;
+		return 0;
+	}
 	if (seq >= x->first_seq + 2) {
 		int w = written(mm, seq - 2);
 		if (w <= 0)

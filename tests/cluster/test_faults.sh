@@ -170,6 +170,13 @@ done
 # message is given back and posted again) and the transfer starts over.
 # (with --hosts storm sends the files' bytes over TCP, 16 MiB at most in
 # all: a 2 MiB file)
+# The MM runs with the test point transfer_hold: two chunks go out and the
+# rest only after its restart, so the kill lands in the transfer however
+# fast the machine moves it.
+kill -9 "$(daemon_pid mm)"
+gone "$(daemon_pid mm)"
+expect "MM restarted with the transfer_hold test point" 0 \
+	env STORM_TEST_TAMPER=transfer_hold=2 storm cluster restart mm --dir "$C"
 head -c "$([ "${STORM_HOSTS:-}" = 1 ] && echo 2097152 || echo 25165824)" /dev/urandom >"$T/big"
 exec 8< <(wait_written "$(node_state node00)/jobs" 30; echo "written $?")
 read -r _ <&8 # watching
@@ -180,6 +187,7 @@ id=$(tail -1 "$T/ids")
 read -r _ w <&8
 exec 8<&-
 [ "$w" = 0 ] || bad "  node00 wrote a chunk of job $id"
+wait_log "$C/log/mm.log" "test hook: job $id's transfer held" 30 || bad "  job $id's transfer held"
 kill -9 "$(daemon_pid mm)"
 gone "$(daemon_pid mm)"
 expect "  restarted" 0 storm cluster restart mm --dir "$C"
