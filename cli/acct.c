@@ -261,14 +261,9 @@ int cmd_acct(struct cli *c, int argc, char **argv)
 	req.body_case = STORM__CTL__REQUEST__BODY_ACCT;
 	req.acct = &a;
 	int rc;
-	Storm__Ctl__Reply *rep = cli_call(c, &req, CTL_TIMEOUT_MS, &rc);
+	Storm__Ctl__Reply *rep = cli_call_for(c, &req, CTL_TIMEOUT_MS, STORM__CTL__REPLY__BODY_ACCT, &rc);
 	if (!rep)
 		return rc;
-	if (rep->body_case != STORM__CTL__REPLY__BODY_ACCT) {
-		rc = cli_unexpected(rep, "AcctList");
-		ctl_reply_free(rep);
-		return rc;
-	}
 	/* -j JOB.batch: the job came with its batch line and steps; that line
 	 * only (the reply keeps its own array, which frees the entries) */
 	Storm__Ctl__AcctList l = *rep->acct;

@@ -130,14 +130,9 @@ int cmd_checkpoint(struct cli *c, int argc, char **argv)
 	req.body_case = STORM__CTL__REQUEST__BODY_CHECKPOINT;
 	req.checkpoint = &ck;
 	/* as long as the nodes take to write the images */
-	Storm__Ctl__Reply *rep = cli_call(c, &req, -1, &rc);
+	Storm__Ctl__Reply *rep = cli_call_for(c, &req, -1, STORM__CTL__REPLY__BODY_CHECKPOINTED, &rc);
 	if (!rep)
 		return rc;
-	if (rep->body_case != STORM__CTL__REPLY__BODY_CHECKPOINTED) {
-		rc = cli_unexpected(rep, "CheckpointInfo");
-		ctl_reply_free(rep);
-		return rc;
-	}
 	const Storm__Ctl__CheckpointInfo *k = rep->checkpointed;
 	if (json) {
 		rc = print_json(ckpt_json(k));

@@ -77,6 +77,10 @@ void ctl_report(int err);
 Storm__Ctl__Reply *cli_call(struct cli *c, Storm__Ctl__Request *req, int timeout_ms, int *rc);
 /* Prints "storm: error: [what: ]MESSAGE" for an Error reply; returns 1. */
 int cli_print_error(const Storm__Ctl__Error *e, const char *what);
+/* cli_call for a reply of kind want: any other kind is printed, freed,
+ * and NULL returned with the exit code in *rc. */
+Storm__Ctl__Reply *cli_call_for(struct cli *c, Storm__Ctl__Request *req, int timeout_ms,
+			      Storm__Ctl__Reply__BodyCase want, int *rc);
 /* A reply of an unexpected kind: prints it and returns 1. */
 int cli_unexpected(const Storm__Ctl__Reply *rep, const char *wanted);
 

@@ -537,6 +537,20 @@ int cli_print_error(const Storm__Ctl__Error *e, const char *what)
 	return EXIT_STORM;
 }
 
+Storm__Ctl__Reply *cli_call_for(struct cli *c, Storm__Ctl__Request *req, int timeout_ms,
+			      Storm__Ctl__Reply__BodyCase want, int *rc)
+{
+	Storm__Ctl__Reply *rep = cli_call(c, req, timeout_ms, rc);
+	if (!rep || rep->body_case == want)
+		return rep;
+	const ProtobufCFieldDescriptor *f =
+		protobuf_c_message_descriptor_get_field(&storm__ctl__reply__descriptor, (unsigned)want);
+	const ProtobufCMessageDescriptor *m = f ? f->descriptor : NULL;
+	*rc = cli_unexpected(rep, m ? m->short_name : "another reply");
+	ctl_reply_free(rep);
+	return NULL;
+}
+
 int cli_unexpected(const Storm__Ctl__Reply *rep, const char *wanted)
 {
 	fprintf(stderr,

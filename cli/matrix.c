@@ -197,14 +197,10 @@ int cmd_matrix(struct cli *c, int argc, char **argv)
 		Storm__Ctl__Request req = STORM__CTL__REQUEST__INIT;
 		req.body_case = STORM__CTL__REQUEST__BODY_MATRIX;
 		req.matrix = &sm;
-		Storm__Ctl__Reply *rep = cli_call(c, &req, CTL_TIMEOUT_MS, &rc);
+		Storm__Ctl__Reply *rep =
+			cli_call_for(c, &req, CTL_TIMEOUT_MS, STORM__CTL__REPLY__BODY_MATRIX, &rc);
 		if (!rep)
 			return interrupted ? EXIT_OK : rc;
-		if (rep->body_case != STORM__CTL__REPLY__BODY_MATRIX) {
-			rc = cli_unexpected(rep, "Matrix");
-			ctl_reply_free(rep);
-			return rc;
-		}
 		if (json) {
 			rc = print_json(rep->matrix, watch);
 		} else {

@@ -202,14 +202,9 @@ int cmd_jobs(struct cli *c, int argc, char **argv)
 	req.body_case = STORM__CTL__REQUEST__BODY_JOBS;
 	req.jobs = &lj;
 	int rc;
-	Storm__Ctl__Reply *rep = cli_call(c, &req, CTL_TIMEOUT_MS, &rc);
+	Storm__Ctl__Reply *rep = cli_call_for(c, &req, CTL_TIMEOUT_MS, STORM__CTL__REPLY__BODY_JOBS, &rc);
 	if (!rep)
 		return rc;
-	if (rep->body_case != STORM__CTL__REPLY__BODY_JOBS) {
-		rc = cli_unexpected(rep, "JobList");
-		ctl_reply_free(rep);
-		return rc;
-	}
 	Storm__Ctl__JobList *list = rep->jobs;
 	if (json)
 		rc = print_jobs_json(list);
@@ -256,14 +251,9 @@ int cmd_nodes(struct cli *c, int argc, char **argv)
 	req.body_case = STORM__CTL__REQUEST__BODY_NODES;
 	req.nodes = &ln;
 	int rc;
-	Storm__Ctl__Reply *rep = cli_call(c, &req, CTL_TIMEOUT_MS, &rc);
+	Storm__Ctl__Reply *rep = cli_call_for(c, &req, CTL_TIMEOUT_MS, STORM__CTL__REPLY__BODY_NODES, &rc);
 	if (!rep)
 		return rc;
-	if (rep->body_case != STORM__CTL__REPLY__BODY_NODES) {
-		rc = cli_unexpected(rep, "NodeList");
-		ctl_reply_free(rep);
-		return rc;
-	}
 	Storm__Ctl__NodeList *list = rep->nodes;
 	if (json) {
 		json_t *arr = json_array();

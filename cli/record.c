@@ -248,13 +248,11 @@ int cmd_traces(struct cli *c, int argc, char **argv)
 	req.body_case = STORM__CTL__REQUEST__BODY_TRACES;
 	req.traces = &l;
 	int rc;
-	Storm__Ctl__Reply *rep = cli_call(c, &req, CTL_TIMEOUT_MS, &rc);
+	Storm__Ctl__Reply *rep = cli_call_for(c, &req, CTL_TIMEOUT_MS, STORM__CTL__REPLY__BODY_TRACES,
+					      &rc);
 	if (!rep)
 		return rc ? rc : EXIT_STORM;
-	if (rep->body_case != STORM__CTL__REPLY__BODY_TRACES)
-		rc = cli_unexpected(rep, "TraceList");
-	else
-		rc = print_traces(rep->traces, js);
+	rc = print_traces(rep->traces, js);
 	ctl_reply_free(rep);
 	return rc;
 }

@@ -293,14 +293,9 @@ int cmd_trace(struct cli *c, int argc, char **argv)
 	req.body_case = STORM__CTL__REQUEST__BODY_TRACE;
 	req.trace = &g;
 	int rc;
-	Storm__Ctl__Reply *rep = cli_call(c, &req, CTL_TIMEOUT_MS, &rc);
+	Storm__Ctl__Reply *rep = cli_call_for(c, &req, CTL_TIMEOUT_MS, STORM__CTL__REPLY__BODY_TRACE, &rc);
 	if (!rep)
 		return rc;
-	if (rep->body_case != STORM__CTL__REPLY__BODY_TRACE) {
-		rc = cli_unexpected(rep, "Trace");
-		ctl_reply_free(rep);
-		return rc;
-	}
 	json_t *root = build(rep->trace);
 	ctl_reply_free(rep);
 	FILE *f = out ? fopen(out, "w") : stdout;

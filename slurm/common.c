@@ -159,13 +159,7 @@ Storm__Ctl__Reply *sl_nodes(struct cli *c, int *rc)
 	Storm__Ctl__Request req = STORM__CTL__REQUEST__INIT;
 	req.body_case = STORM__CTL__REQUEST__BODY_NODES;
 	req.nodes = &ln;
-	Storm__Ctl__Reply *rep = cli_call(c, &req, CTL_TIMEOUT_MS, rc);
-	if (rep && rep->body_case != STORM__CTL__REPLY__BODY_NODES) {
-		*rc = cli_unexpected(rep, "NodeList");
-		ctl_reply_free(rep);
-		return NULL;
-	}
-	return rep;
+	return cli_call_for(c, &req, CTL_TIMEOUT_MS, STORM__CTL__REPLY__BODY_NODES, rc);
 }
 
 void sl_print_date(void)
@@ -273,14 +267,7 @@ static Storm__Ctl__Reply *ask(struct cli *c, int body, void *msg, int want, int 
 		req.jobs = msg;
 	else
 		req.acct = msg;
-	Storm__Ctl__Reply *rep = cli_call(c, &req, CTL_TIMEOUT_MS, rc);
-	if (rep && (int)rep->body_case != want) {
-		*rc = cli_unexpected(rep, want == STORM__CTL__REPLY__BODY_JOBS ? "JobList"
-									      : "AcctList");
-		ctl_reply_free(rep);
-		return NULL;
-	}
-	return rep;
+	return cli_call_for(c, &req, CTL_TIMEOUT_MS, (Storm__Ctl__Reply__BodyCase)want, rc);
 }
 
 /* The database's line of a job that ended has more than the live one (its
