@@ -80,6 +80,23 @@ int sl_refuse(const char *cmd, const struct cli_optparse *p, const char *why)
 	return EXIT_USAGE;
 }
 
+int sl_add(const char *cmd, struct sl_args *a, const char *opt, const char *val)
+{
+	if (a->n + 3 > (int)(sizeof(a->v) / sizeof(a->v[0])))
+		return usage_error(cmd, "too many options");
+	a->v[a->n++] = (char *)opt;
+	if (val)
+		a->v[a->n++] = (char *)val;
+	return -1;
+}
+
+int sl_count(const char *cmd, const char *what, const char *arg, uint64_t *out)
+{
+	if (parse_uint(arg, 1, 1u << 20, out) < 0)
+		return usage_error(cmd, "%s wants a whole number from 1, not '%s'", what, arg);
+	return -1;
+}
+
 bool sl_in_list(const char *list, const char *word)
 {
 	size_t n = strlen(word);

@@ -105,23 +105,13 @@ static const struct cli_opt opts[] = {
 };
 
 /* storm submit's argv, built up */
-struct args {
-	char *v[128];
-	int n;
-};
-
-static int add(struct args *a, const char *opt, const char *val)
+static int add(struct sl_args *a, const char *opt, const char *val)
 {
-	if (a->n + 3 > (int)(sizeof(a->v) / sizeof(a->v[0])))
-		return usage_error("sbatch", "too many options");
-	a->v[a->n++] = (char *)opt;
-	if (val)
-		a->v[a->n++] = (char *)val;
-	return -1;
+	return sl_add("sbatch", a, opt, val);
 }
 
 struct sb {
-	struct args a;
+	struct sl_args a;
 	uint64_t nodes, ntasks, per_node;
 	const char *output, *error, *chdir, *wrap;
 	char nbuf[24], tbuf[24];
@@ -144,19 +134,12 @@ static int nodes_opt(struct sb *s, const struct cli_optparse *p)
 	return -1;
 }
 
-static int count_opt(const char *what, const char *arg, uint64_t *out)
-{
-	if (parse_uint(arg, 1, 1u << 20, out) < 0)
-		return usage_error("sbatch", "%s wants a whole number from 1, not '%s'", what, arg);
-	return -1;
-}
-
 static int one_opt(struct cli *c, struct sb *s, int id, const struct cli_optparse *p)
 {
 	switch (id) {
 	case O_NODES: return nodes_opt(s, p);
-	case O_NTASKS: return count_opt("-n/--ntasks", p->arg, &s->ntasks);
-	case O_PERNODE: return count_opt("--ntasks-per-node", p->arg, &s->per_node);
+	case O_NTASKS: return sl_count("sbatch", "-n/--ntasks", p->arg, &s->ntasks);
+	case O_PERNODE: return sl_count("sbatch", "--ntasks-per-node", p->arg, &s->per_node);
 	case O_NAME: return add(&s->a, "-J", p->arg);
 	case O_OUTPUT: s->output = p->arg; return add(&s->a, "-o", p->arg);
 	case O_ERROR: s->error = p->arg; return -1;

@@ -28,6 +28,16 @@ void sl_exitcode(int32_t status, int state, char *out, size_t len);
 void sl_warn_ignored(const char *cmd, const struct cli_optparse *p, const char *why);
 /* One that would change what runs if ignored: a one-line error; exit code 2. */
 int sl_refuse(const char *cmd, const struct cli_optparse *p, const char *why);
+/* The storm command line a Slurm command builds from its options. */
+struct sl_args {
+	char *v[128];
+	int n;
+};
+/* Appends opt (and val unless NULL): -1, or cmd's usage exit when full. */
+int sl_add(const char *cmd, struct sl_args *a, const char *opt, const char *val);
+/* A count of 1 to 2^20 (nodes, tasks) into *out: -1, or cmd's usage exit
+ * naming the option (what). */
+int sl_count(const char *cmd, const char *what, const char *arg, uint64_t *out);
 
 /* The cluster's jobs, as the rows of a table: those the machine manager
  * runs or keeps (queued, running, recently ended), then with acct the ended

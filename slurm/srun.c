@@ -84,8 +84,7 @@ static const struct cli_opt opts[] = {
 };
 
 struct sr {
-	char *v[128];
-	int n;
+	struct sl_args a;
 	uint64_t nodes, ntasks, per_node;
 	const char *output, *error, *chdir;
 	int append;
@@ -94,27 +93,15 @@ struct sr {
 
 static int add(struct sr *s, const char *opt, const char *val)
 {
-	if (s->n + 3 > (int)(sizeof(s->v) / sizeof(s->v[0])))
-		return usage_error("srun", "too many options");
-	s->v[s->n++] = (char *)opt;
-	if (val)
-		s->v[s->n++] = (char *)val;
-	return -1;
-}
-
-static int count(const char *what, const char *arg, uint64_t *out)
-{
-	if (parse_uint(arg, 1, 1u << 20, out) < 0)
-		return usage_error("srun", "%s wants a whole number from 1, not '%s'", what, arg);
-	return -1;
+	return sl_add("srun", &s->a, opt, val);
 }
 
 static int one_opt(struct cli *c, struct sr *s, int id, const struct cli_optparse *p)
 {
 	switch (id) {
-	case O_NODES: return count("-N/--nodes", p->arg, &s->nodes);
-	case O_NTASKS: return count("-n/--ntasks", p->arg, &s->ntasks);
-	case O_PERNODE: return count("--ntasks-per-node", p->arg, &s->per_node);
+	case O_NODES: return sl_count("srun", "-N/--nodes", p->arg, &s->nodes);
+	case O_NTASKS: return sl_count("srun", "-n/--ntasks", p->arg, &s->ntasks);
+	case O_PERNODE: return sl_count("srun", "--ntasks-per-node", p->arg, &s->per_node);
 	case O_NAME: return add(s, "-J", p->arg);
 	case O_LABEL: return add(s, "-l", NULL);
 	case O_TIME: return add(s, "-t", p->arg);
@@ -227,7 +214,7 @@ static int parse(struct cli *c, int argc, char **argv, struct sr *s)
 	struct cli_optparse p;
 	int id, rc = -1;
 	cli_opt_init(&p, argc, argv, 1, 1);
-	s->v[s->n++] = "srun";
+	s->a.v[s->a.n++] = "srun";
 	while (rc < 0 && (id = cli_opt_next(&p, opts)) > 0)
 		rc = one_opt(c, s, id, &p);
 	if (rc >= 0)
@@ -262,8 +249,8 @@ int main(int argc, char **argv)
 		return EXIT_STORM;
 	int rc = parse(&c, argc, argv, s);
 	if (rc < 0) {
-		s->v[s->n] = NULL;
-		rc = cmd_run(&c, s->n, s->v);
+		s->a.v[s->a.n] = NULL;
+		rc = cmd_run(&c, s->a.n, s->a.v);
 	}
 	free(s);
 	if (c.have_conf)
