@@ -17,6 +17,10 @@ struct bcs_comm {
 	int errh;
 	struct bcs_topo *topo; /* a Cartesian communicator's grid (topo.c) */
 	char *name;        /* MPI_Comm_set_name's, or NULL */
+	/* an intercommunicator's remote group (NULL: an intracommunicator);
+	 * point-to-point ranks name it (intercomm.c) */
+	int rsize;
+	int *rworld;
 };
 
 /* MPI_*_set_name: a copy of name cut to MPI_MAX_OBJECT_NAME - 1 bytes
@@ -88,14 +92,48 @@ int bcs_req_take(MPI_Request *id, MPI_Status *st);
 /* a group's members as world ranks (group.c); NULL for a bad handle */
 const int *bcs_group_world(MPI_Group g, int *n);
 
+/* ---- intercommunicators (intercomm.c) */
+/* the ranks point to point names on c: the remote group's on an
+ * intercommunicator, else c's own */
+static inline int bcs_peer_size(const struct bcs_comm *c)
+{
+	return c->rworld ? c->rsize : c->size;
+}
+
+static inline const int *bcs_peer_world(const struct bcs_comm *c)
+{
+	return c->rworld ? c->rworld : c->world;
+}
+
+/* the context ids after the last this rank has handed out, and a claim of
+ * every id below end (ids only grow, so a maximum over the members is
+ * free for all of them) */
+uint32_t bcs_ctx_next(void);
+void bcs_ctx_claim(uint32_t end);
+/* MPI_ERR_COMM for fn, not supported on an intercommunicator */
+int bcs_inter_refuse(MPI_Comm comm, const char *fn);
+int bcs_inter_dup(struct bcs_comm *c, MPI_Comm comm, MPI_Comm *newcomm);
+int bcs_inter_split(struct bcs_comm *c, MPI_Comm comm, int color, int key, MPI_Comm *newcomm);
+int bcs_inter_compare(const struct bcs_comm *x, const struct bcs_comm *y, int *result);
+int bcs_inter_barrier(struct bcs_comm *c, MPI_Comm comm);
+int bcs_inter_bcast(void *buf, int count, MPI_Datatype dt, int root, struct bcs_comm *c,
+		    MPI_Comm comm);
+int bcs_inter_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+			struct bcs_comm *c, MPI_Comm comm);
+
 /* collectives' point-to-point tag, in a communicator's collective context */
 #define TAG_COLL 1
 
 /* an MPI call on comm: c is its communicator, or the call fails */
-#define COMM(comm, fn)                                                                 \
+#define ANY_COMM(comm, fn)                                                             \
 	bcs_need_init(fn);                                                             \
 	struct bcs_comm *c = bcs_comm_get(comm);                                       \
 	if (!c)                                                                        \
 		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, fn)
+/* the same, for a call that takes intracommunicators only */
+#define COMM(comm, fn)                                                                 \
+	ANY_COMM(comm, fn);                                                            \
+	if (c->rworld)                                                                 \
+		return bcs_inter_refuse(comm, fn)
 
 #endif

@@ -72,7 +72,9 @@ void *bcs_slots(int n, int count, MPI_Datatype dt, long *stride, char **first)
 
 int MPI_Barrier(MPI_Comm comm)
 {
-	COMM(comm, "MPI_Barrier");
+	ANY_COMM(comm, "MPI_Barrier");
+	if (c->rworld)
+		return bcs_inter_barrier(c, comm);
 	if (c->size == 1)
 		return MPI_SUCCESS;
 	if (comm == MPI_COMM_WORLD)
@@ -124,7 +126,9 @@ static int bcast(void *buf, int count, MPI_Datatype dt, int root, struct bcs_com
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
-	COMM(comm, "MPI_Bcast");
+	ANY_COMM(comm, "MPI_Bcast");
+	if (c->rworld)
+		return bcs_inter_bcast(buf, count, dt, root, c, comm);
 	return bcs_err(comm, bcast(buf, count, dt, root, c), "MPI_Bcast");
 }
 
@@ -198,7 +202,9 @@ int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op 
 int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
 		  MPI_Comm comm)
 {
-	COMM(comm, "MPI_Allreduce");
+	ANY_COMM(comm, "MPI_Allreduce");
+	if (c->rworld)
+		return bcs_inter_allreduce(sbuf, rbuf, count, dt, op, c, comm);
 	struct bcs_type *t = bcs_type_get(dt);
 	/* small values of a predefined type on MPI_COMM_WORLD: by the daemons */
 	if (comm == MPI_COMM_WORLD && c->size > 1 && t && t->predefined && count > 0 &&

@@ -305,6 +305,8 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 	struct bcs_comm *c = bcs_comm_get(comm);
 	if (!c)
 		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_create");
+	if (c->rworld)
+		return bcs_inter_refuse(comm, "MPI_Comm_create");
 	GROUP(group, g, "MPI_Comm_create");
 	for (int i = 0; i < g->n; i++) {
 		bool in = false;
@@ -331,6 +333,8 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *new
 	struct bcs_comm *c = bcs_comm_get(comm);
 	if (!c)
 		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_create_group");
+	if (c->rworld)
+		return bcs_inter_refuse(comm, "MPI_Comm_create_group");
 	GROUP(group, g, "MPI_Comm_create_group");
 	if (tag < 0 || tag > MPI_TAG_UB)
 		return bcs_err(comm, MPI_ERR_TAG, "MPI_Comm_create_group");
@@ -357,7 +361,9 @@ int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
 			MPI_Comm *newcomm)
 {
 	(void)info;
-	bcs_need_init("MPI_Comm_split_type");
+	ANY_COMM(comm, "MPI_Comm_split_type");
+	if (c->rworld)
+		return bcs_inter_refuse(comm, "MPI_Comm_split_type");
 	if (split_type != MPI_COMM_TYPE_SHARED && split_type != MPI_UNDEFINED)
 		return bcs_err(comm, MPI_ERR_ARG, "MPI_Comm_split_type");
 	/* shared memory: the ranks of one node */

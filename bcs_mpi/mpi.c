@@ -149,8 +149,8 @@ static int comm_rank_of(MPI_Comm comm, int world)
 	struct bcs_comm *c = bcs_comm_get(comm);
 	if (!c)
 		return world;
-	for (int i = 0; i < c->size; i++)
-		if (c->world[i] == world)
+	for (int i = 0; i < bcs_peer_size(c); i++)
+		if (bcs_peer_world(c)[i] == world)
 			return i;
 	return world;
 }
@@ -543,12 +543,25 @@ int bcs_new_ctx(struct bcs_comm *c, uint32_t *ctx)
 	return MPI_SUCCESS;
 }
 
+uint32_t bcs_ctx_next(void)
+{
+	return g.next_ctx;
+}
+
+void bcs_ctx_claim(uint32_t end)
+{
+	if (end > g.next_ctx)
+		g.next_ctx = end;
+}
+
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
 	bcs_need_init("MPI_Comm_dup");
 	struct bcs_comm *c = bcs_comm_get(comm);
 	if (!c)
 		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_dup");
+	if (c->rworld)
+		return bcs_inter_dup(c, comm, newcomm);
 	uint32_t ctx;
 	int rc = bcs_new_ctx(c, &ctx);
 	if (rc)
@@ -574,6 +587,8 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_split");
 	if (color < 0 && color != MPI_UNDEFINED)
 		return bcs_err(comm, MPI_ERR_ARG, "MPI_Comm_split");
+	if (c->rworld)
+		return bcs_inter_split(c, comm, color, key, newcomm);
 	int mine[2] = {color, key};
 	int *all = malloc((size_t)c->size * 2 * sizeof(int));
 	if (!all)
@@ -631,6 +646,7 @@ int MPI_Comm_free(MPI_Comm *comm)
 	if (!c || *comm == MPI_COMM_WORLD || *comm == MPI_COMM_SELF)
 		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_free");
 	free(c->world);
+	free(c->rworld);
 	free(c->topo);
 	free(c->name);
 	memset(c, 0, sizeof(*c));
@@ -662,13 +678,13 @@ void bcs_name_get(const char *slot, const char *dflt, char *out, int *len)
  * §6.8), the predefined communicators with theirs */
 int MPI_Comm_set_name(MPI_Comm comm, const char *name)
 {
-	COMM(comm, "MPI_Comm_set_name");
+	ANY_COMM(comm, "MPI_Comm_set_name");
 	return bcs_err(comm, bcs_name_set(&c->name, name), "MPI_Comm_set_name");
 }
 
 int MPI_Comm_get_name(MPI_Comm comm, char *name, int *len)
 {
-	COMM(comm, "MPI_Comm_get_name");
+	ANY_COMM(comm, "MPI_Comm_get_name");
 	bcs_name_get(c->name,
 		     comm == MPI_COMM_WORLD ? "MPI_COMM_WORLD"
 		     : comm == MPI_COMM_SELF ? "MPI_COMM_SELF" : "", name, len);
@@ -684,6 +700,8 @@ int MPI_Comm_compare(MPI_Comm a, MPI_Comm b, int *result)
 		*result = MPI_IDENT;
 		return MPI_SUCCESS;
 	}
+	if (x->rworld || y->rworld)
+		return bcs_inter_compare(x, y, result);
 	if (x->size != y->size) {
 		*result = MPI_UNEQUAL;
 		return MPI_SUCCESS;
@@ -943,7 +961,7 @@ static int isend_impl(const void *buf, int count, MPI_Datatype dt, int dest, int
 		return rc;
 	if (dest == MPI_PROC_NULL)
 		return null_request(comm, req);
-	if (dest < 0 || dest >= c->size)
+	if (dest < 0 || dest >= bcs_peer_size(c))
 		return MPI_ERR_RANK;
 	if (tag < 0 || tag > MPI_TAG_UB)
 		return MPI_ERR_TAG;
@@ -964,7 +982,7 @@ static int isend_impl(const void *buf, int count, MPI_Datatype dt, int dest, int
 		id = -id; /* nothing for the caller to wait on */
 	}
 	struct bcs_desc d = {.op = BCS_OP_SEND, .req = (uint32_t)(id < 0 ? -id : id),
-			     .peer = c->world[dest], .tag = tag,
+			     .peer = bcs_peer_world(c)[dest], .tag = tag,
 			     .ctx = c->ctx + (coll ? 1 : 0), .addr = (uint64_t)(uintptr_t)addr,
 			     .len = (uint64_t)bytes};
 	post(&d);
@@ -981,7 +999,7 @@ static int irecv_impl(void *buf, int count, MPI_Datatype dt, int src, int tag,
 		return rc;
 	if (src == MPI_PROC_NULL)
 		return null_request(comm, req);
-	if (src != MPI_ANY_SOURCE && (src < 0 || src >= c->size))
+	if (src != MPI_ANY_SOURCE && (src < 0 || src >= bcs_peer_size(c)))
 		return MPI_ERR_RANK;
 	if (tag != MPI_ANY_TAG && (tag < 0 || tag > MPI_TAG_UB))
 		return MPI_ERR_TAG;
@@ -998,7 +1016,7 @@ static int irecv_impl(void *buf, int count, MPI_Datatype dt, int src, int tag,
 		r->dt = dt;
 		addr = r->tmp;
 	}
-	int wsrc = src == MPI_ANY_SOURCE ? BCS_ANY_SOURCE : c->world[src];
+	int wsrc = src == MPI_ANY_SOURCE ? BCS_ANY_SOURCE : bcs_peer_world(c)[src];
 	int wtag = tag;
 	/* replay: a wildcard takes the recorded outcome as a specific receive */
 	if (!coll && (src == MPI_ANY_SOURCE || tag == MPI_ANY_TAG))
@@ -1040,7 +1058,7 @@ static int finish(MPI_Request *rq, MPI_Status *st)
 	struct req *r = req_of(*rq);
 	if (r->wild) {
 		struct bcs_comm *c = bcs_comm_get(r->comm);
-		int src = r->st.bcs_cancelled || !c ? -1 : c->world[r->st.MPI_SOURCE];
+		int src = r->st.bcs_cancelled || !c ? -1 : bcs_peer_world(c)[r->st.MPI_SOURCE];
 		bcs_trace_wild_done(r->wild - 1, src, r->st.bcs_cancelled ? -1 : r->st.MPI_TAG);
 	}
 	int err = r->st.MPI_ERROR;
@@ -1549,11 +1567,11 @@ static int probe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st, boo
 		}
 		return MPI_SUCCESS;
 	}
-	if (src != MPI_ANY_SOURCE && (src < 0 || src >= c->size))
+	if (src != MPI_ANY_SOURCE && (src < 0 || src >= bcs_peer_size(c)))
 		return bcs_err(comm, MPI_ERR_RANK, fn);
 	if (tag != MPI_ANY_TAG && (tag < 0 || tag > MPI_TAG_UB))
 		return bcs_err(comm, MPI_ERR_TAG, fn);
-	int wsrc = src == MPI_ANY_SOURCE ? BCS_ANY_SOURCE : c->world[src], wtag = tag;
+	int wsrc = src == MPI_ANY_SOURCE ? BCS_ANY_SOURCE : bcs_peer_world(c)[src], wtag = tag;
 	bool wild = src == MPI_ANY_SOURCE || tag == MPI_ANY_TAG;
 	bool blocking = block;
 	if (!block && bcs_trace_replaying()) {
@@ -1579,7 +1597,7 @@ static int probe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st, boo
 	if (!block && !found)
 		declare_idle();
 	if (wild)
-		bcs_trace_wild_done(k, found ? c->world[r->st.MPI_SOURCE] : -1,
+		bcs_trace_wild_done(k, found ? bcs_peer_world(c)[r->st.MPI_SOURCE] : -1,
 				    found ? r->st.MPI_TAG : -1);
 	if (found && st != MPI_STATUS_IGNORE) {
 		*st = r->st;

@@ -54,6 +54,8 @@ int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const int period
 	struct bcs_comm *c = bcs_comm_get(comm);
 	if (!c)
 		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Cart_create");
+	if (c->rworld)
+		return bcs_inter_refuse(comm, "MPI_Cart_create");
 	long n = 1;
 	for (int i = 0; i < ndims; i++) {
 		if (dims[i] <= 0)

@@ -425,6 +425,8 @@ static int win_new(void *base, MPI_Aint size, int disp_unit, MPI_Comm comm, int 
 	struct bcs_comm *uc = bcs_comm_get(comm);
 	if (!uc)
 		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, fn);
+	if (uc->rworld)
+		return bcs_inter_refuse(comm, fn);
 	if (size < 0)
 		return bcs_err(comm, MPI_ERR_SIZE, fn);
 	if (disp_unit <= 0)

@@ -6,8 +6,10 @@
 # the jobs that end badly (MPI_Abort, ERRORS_ARE_FATAL), MPI_Cancel's own
 # answers (cancel.c: BCS-MPI only), the racy
 # ANY_SOURCE program 50 times under BCS-MPI (one outcome; with
-# --mpich-racy-runs, MPICH's count of outcomes for comparison), and recorded
-# runs (the racy program, the non-blocking collectives) that `storm replay`
+# --mpich-racy-runs, MPICH's count of outcomes for comparison), the
+# intercommunicator program on 1, 2 and 4 nodes and its refusals, and recorded
+# runs (the racy program, the non-blocking collectives, the
+# intercommunicators) that `storm replay`
 # must reproduce byte for byte. Every daemon is taken
 # down on exit.
 #
@@ -40,7 +42,7 @@ C=$T/c
 export PATH=$BIN:$PATH
 export STORM_CONF=$C/storm.conf
 fails=0 checks=0
-PROGS="env p2p coll ops ops_complex comm groups cart dtypes names nbcoll rma"
+PROGS="env p2p coll ops ops_complex comm groups cart dtypes names nbcoll rma intercomm"
 CFLAGS=(-std=c11 -O1 -Wall -Wextra -Werror)
 # GCC 12 warns (wrongly) on MPICH's MPI_STATUSES_IGNORE passed as an array
 MPICH_CFLAGS=("${CFLAGS[@]}" -Wno-stringop-overflow)
@@ -220,6 +222,35 @@ else
 	diff "$T/cancel.recorded" "$T/out" | head -10 | sed 's/^/     /'
 fi
 
+# intercommunicators (even and odd ranks): MPICH's answer on 1, 2 and 4
+# nodes alike (the main loop ran 4 and 8 ranks on 4); then the calls
+# BCS-MPI refuses on one (MPICH supports them): MPI_ERR_COMM each, and a
+# fatal one ends the job naming the call
+for nn in "1 4" "2 4" "1 8" "2 8"; do
+	set -- $nn
+	oc=()
+	[ "$2" -gt $((4 * $1)) ] && oc=(--overcommit) # more ranks than CPUs
+	o=$T/bcs/intercomm.$1.$2.out
+	timed storm run "${oc[@]}" -N "$1" -n "$2" "$T/bcs/intercomm" >"$o" 2>"$o.err"
+	passed "BCS-MPI intercomm, $2 ranks on $1 nodes" "$o" $?
+	if cmp -s "$T/mpich/intercomm.$2.out" "$o"; then
+		ok "  same output as MPICH"
+	else
+		bad "  output differs from MPICH's"
+		diff "$T/mpich/intercomm.$2.out" "$o" | head -20 | sed 's/^/     /'
+	fi
+done
+o=$T/bcs/refuse.out
+timeout "$LIMIT" storm run -N 2 -n 4 "$T/bcs/intercomm" refuse >"$o" 2>"$o.err"
+bad_end "BCS-MPI intercomm: a refused collective under ERRORS_ARE_FATAL ends the job" "$o" $? \
+	refuse
+if ! grep -q FAIL "$o" && grep -q 'MPI_Alltoall on an intercommunicator' "$o.err"; then
+	ok "  MPI_ERR_COMM for each refused call, the fatal one named"
+else
+	bad "  a refused call answered otherwise, or the fatal one was not named"
+	head -10 "$o" "$o.err" | sed 's/^/     | /'
+fi
+
 # ---- record and replay
 # 16 rounds: an outcome among very many
 expect "storm run --record" 0 storm run --record "$T/racy.trace" -N 4 -n 8 "$T/bcs/racy" 16
@@ -263,6 +294,18 @@ if cmp -s "$T/rma.recorded" "$T/out" && cmp -s "$T/mpich/rma.8.out" "$T/out"; th
 else
 	bad "  output differs from the recorded run's or MPICH's"
 	diff "$T/rma.recorded" "$T/out" | head -10 | sed 's/^/     /'
+fi
+
+# intercommunicators: wildcard receives name remote ranks, recorded as such
+expect "storm run --record (intercomm, 8 ranks)" 0 storm run --record "$T/ic.trace" -N 4 -n 8 \
+	"$T/bcs/intercomm"
+cp "$T/out" "$T/ic.recorded"
+expect "storm replay (intercomm)" 0 storm replay "$T/ic.trace"
+if cmp -s "$T/ic.recorded" "$T/out" && cmp -s "$T/mpich/intercomm.8.out" "$T/out"; then
+	ok "  output equals the recorded run's and MPICH's"
+else
+	bad "  output differs from the recorded run's or MPICH's"
+	diff "$T/ic.recorded" "$T/out" | head -10 | sed 's/^/     /'
 fi
 
 echo "$checks checks, $fails failed"
