@@ -113,7 +113,9 @@ void bcs_ctx_claim(uint32_t end);
 /* MPI_ERR_COMM for fn, not supported on an intercommunicator */
 int bcs_inter_refuse(MPI_Comm comm, const char *fn);
 int bcs_inter_dup(struct bcs_comm *c, MPI_Comm comm, MPI_Comm *newcomm);
-int bcs_inter_split(struct bcs_comm *c, MPI_Comm comm, int color, int key, MPI_Comm *newcomm);
+/* MPI_Comm_split on an intercommunicator (MPI_Comm_create: by membership) */
+int bcs_inter_split(struct bcs_comm *c, MPI_Comm comm, int color, int key, MPI_Comm *newcomm,
+		    const char *fn);
 int bcs_inter_compare(const struct bcs_comm *x, const struct bcs_comm *y, int *result);
 int bcs_inter_barrier(struct bcs_comm *c, MPI_Comm comm);
 int bcs_inter_bcast(void *buf, int count, MPI_Datatype dt, int root, struct bcs_comm *c,

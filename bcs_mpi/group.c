@@ -305,8 +305,6 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 	struct bcs_comm *c = bcs_comm_get(comm);
 	if (!c)
 		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_create");
-	if (c->rworld)
-		return bcs_inter_refuse(comm, "MPI_Comm_create");
 	GROUP(group, g, "MPI_Comm_create");
 	for (int i = 0; i < g->n; i++) {
 		bool in = false;
@@ -314,6 +312,11 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 			in = c->world[k] == g->world[i];
 		if (!in)
 			return bcs_err(comm, MPI_ERR_GROUP, "MPI_Comm_create");
+	}
+	if (c->rworld) { /* each side's members of its group: a split by membership */
+		int me = index_of(g, c->world[c->rank]);
+		return bcs_inter_split(c, comm, me < 0 ? MPI_UNDEFINED : 0, me, newcomm,
+				       "MPI_Comm_create");
 	}
 	/* collective over comm: everyone agrees on the context, members use it */
 	uint32_t ctx;

@@ -340,9 +340,10 @@ static int inter_split(struct bcs_comm *c, int color, int key, MPI_Comm *newcomm
 	return inter_new(n, me, w, rn, rw, ctx, c->errh, newcomm);
 }
 
-int bcs_inter_split(struct bcs_comm *c, MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
+int bcs_inter_split(struct bcs_comm *c, MPI_Comm comm, int color, int key, MPI_Comm *newcomm,
+		    const char *fn)
 {
-	return bcs_err(comm, inter_split(c, color, key, newcomm), "MPI_Comm_split");
+	return bcs_err(comm, inter_split(c, color, key, newcomm), fn);
 }
 
 /* The union of both groups: the group whose processes passed high = false

@@ -588,7 +588,7 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 	if (color < 0 && color != MPI_UNDEFINED)
 		return bcs_err(comm, MPI_ERR_ARG, "MPI_Comm_split");
 	if (c->rworld)
-		return bcs_inter_split(c, comm, color, key, newcomm);
+		return bcs_inter_split(c, comm, color, key, newcomm, "MPI_Comm_split");
 	int mine[2] = {color, key};
 	int *all = malloc((size_t)c->size * 2 * sizeof(int));
 	if (!all)

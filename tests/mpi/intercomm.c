@@ -192,6 +192,37 @@ static void split(MPI_Comm ic)
 	}
 }
 
+/* Comm_create on an intercommunicator: each side keeps the members of the
+ * group it passes (here: all but its rank 0), as MPICH's test harness does */
+static void create(MPI_Comm ic)
+{
+	MPI_Group lg, ng;
+	MPI_Comm nc;
+	int zero = 0, n = -1, r = -1, rs = -1;
+	MPI_Comm_group(ic, &lg);
+	MPI_Group_excl(lg, 1, &zero, &ng);
+	checkrc(MPI_Comm_create(ic, ng, &nc), MPI_SUCCESS, "create.rc");
+	if (lrank == 0 || rsize == 1) {
+		check(nc == MPI_COMM_NULL, "create.left_out_null");
+	} else {
+		MPI_Comm_size(nc, &n);
+		MPI_Comm_rank(nc, &r);
+		MPI_Comm_remote_size(nc, &rs);
+		checki(n, lsize - 1, "create.size");
+		checki(r, lrank - 1, "create.rank");
+		checki(rs, rsize - 1, "create.remote_size");
+		int me = rank, got = -1;
+		if (r < rs) {
+			MPI_Sendrecv(&me, 1, MPI_INT, r, 2, &got, 1, MPI_INT, r, 2, nc,
+				     MPI_STATUS_IGNORE);
+			checki(got, world_of(1 - color, lrank), "create.p2p_across");
+		}
+		MPI_Comm_free(&nc);
+	}
+	MPI_Group_free(&ng);
+	MPI_Group_free(&lg);
+}
+
 static void merge(MPI_Comm ic, int high, const char *name)
 {
 	MPI_Comm m;
@@ -316,6 +347,7 @@ int main(int argc, char **argv)
 		p2p(ic);
 		dup_compare(ic);
 		split(ic);
+		create(ic);
 		merge(ic, color, "merge.even_low");
 		merge(ic, 1 - color, "merge.odd_low");
 		collectives(ic);
