@@ -3,9 +3,10 @@
  * and remote groups, point to point across (ranks name the remote group,
  * specific and wildcard sources, Probe, a rank out of range), Comm_dup and
  * Comm_compare, Comm_split (a colour on both sides, a colour on one side
- * only), Intercomm_merge in both orders, Barrier, Bcast (MPI_ROOT,
- * MPI_PROC_NULL, the remote root) and Allreduce. One rank: only the
- * answers on an intracommunicator.
+ * only), Comm_create (a subgroup of each side), Intercomm_merge in both
+ * orders, Barrier, Bcast (MPI_ROOT, MPI_PROC_NULL, the remote root) and
+ * Allreduce; then rank 0 against the rest (groups of unequal size). One
+ * rank: only the answers on an intracommunicator.
  *
  * With the argument "refuse" (BCS-MPI only: MPICH supports these): the
  * collectives BCS-MPI lacks on an intercommunicator return MPI_ERR_COMM,
@@ -293,6 +294,50 @@ static void collectives(MPI_Comm ic)
 	checkrc(MPI_Barrier(ic), MPI_SUCCESS, "barrier.again");
 }
 
+/* Rank 0 against the rest (groups of 1 and size - 1, as MPICH's test
+ * harness makes one): every rank to every remote rank, Bcast, Allreduce,
+ * Intercomm_merge with the larger group low */
+static void uneven(void)
+{
+	MPI_Comm local, ic, m;
+	int left = rank == 0, lr, rs = -1, r = -1;
+	MPI_Comm_split(W, left, rank, &local);
+	MPI_Comm_rank(local, &lr);
+	/* the remote leader counts at the leaders only */
+	int rleader = left ? 1 : lr == 0 ? 0 : -1;
+	checkrc(MPI_Intercomm_create(local, 0, W, rleader, 12346, &ic), MPI_SUCCESS,
+		"uneven.create.rc");
+	MPI_Comm_remote_size(ic, &rs);
+	checki(rs, left ? size - 1 : 1, "uneven.remote_size");
+	int *out = malloc(sizeof(int) * 2 * (size_t)rs), in[2], ok = 1;
+	MPI_Request *q = malloc(sizeof(MPI_Request) * (size_t)rs);
+	for (int j = 0; j < rs; j++) {
+		out[2 * j] = rank;
+		out[2 * j + 1] = j;
+		MPI_Isend(&out[2 * j], 2, MPI_INT, j, 0, ic, &q[j]);
+	}
+	for (int j = 0; j < rs; j++) {
+		MPI_Recv(in, 2, MPI_INT, j, 0, ic, MPI_STATUS_IGNORE);
+		ok = ok && in[0] == (left ? j + 1 : 0) && in[1] == lr;
+	}
+	MPI_Waitall(rs, q, MPI_STATUSES_IGNORE);
+	check(ok, "uneven.every_remote_rank");
+	free(out);
+	free(q);
+	int v = left ? 99 : -1;
+	MPI_Bcast(&v, 1, MPI_INT, left ? MPI_ROOT : 0, ic);
+	checki(v, 99, "uneven.bcast");
+	int sum = -1;
+	MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, ic);
+	checki(sum, left ? size * (size - 1) / 2 : 0, "uneven.allreduce");
+	checkrc(MPI_Intercomm_merge(ic, left, &m), MPI_SUCCESS, "uneven.merge.rc");
+	MPI_Comm_rank(m, &r);
+	checki(r, left ? size - 1 : rank - 1, "uneven.merge_rank");
+	MPI_Comm_free(&m);
+	MPI_Comm_free(&ic);
+	MPI_Comm_free(&local);
+}
+
 /* BCS-MPI's refusals: MPI_ERR_COMM, never wrong data */
 static int refuse(MPI_Comm ic)
 {
@@ -353,6 +398,7 @@ int main(int argc, char **argv)
 		collectives(ic);
 		checkrc(MPI_Comm_free(&ic), MPI_SUCCESS, "free.rc");
 		check(ic == MPI_COMM_NULL, "free.sets_null");
+		uneven();
 	}
 	return suite_finish("intercomm");
 }
