@@ -122,6 +122,15 @@ int bcs_inter_bcast(void *buf, int count, MPI_Datatype dt, int root, struct bcs_
 		    MPI_Comm comm);
 int bcs_inter_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
 			struct bcs_comm *c, MPI_Comm comm);
+int bcs_inter_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+		     int root, struct bcs_comm *c, MPI_Comm comm);
+/* Gather(v), Scatter(v), Allgather(v), Alltoall(v) between the groups (NULL
+ * counts: count each; NULL displs: blocks back to back) */
+enum { BCS_INTER_GATHER, BCS_INTER_SCATTER, BCS_INTER_ALLGATHER, BCS_INTER_ALLTOALL };
+int bcs_inter_flat(int kind, const void *sbuf, int scount, const int *scounts,
+		   const int *sdispls, MPI_Datatype stype, void *rbuf, int rcount,
+		   const int *rcounts, const int *rdispls, MPI_Datatype rtype, int root,
+		   struct bcs_comm *c, MPI_Comm comm, const char *fn);
 
 /* collectives' point-to-point tag, in a communicator's collective context */
 #define TAG_COLL 1

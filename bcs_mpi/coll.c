@@ -195,7 +195,9 @@ static int reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_
 int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
 	       MPI_Comm comm)
 {
-	COMM(comm, "MPI_Reduce");
+	ANY_COMM(comm, "MPI_Reduce");
+	if (c->rworld)
+		return bcs_inter_reduce(sbuf, rbuf, count, dt, op, root, c, comm);
 	return bcs_err(comm, reduce(sbuf, rbuf, count, dt, op, root, c), "MPI_Reduce");
 }
 
@@ -312,7 +314,10 @@ static int gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
 int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
 	       MPI_Datatype rtype, int root, MPI_Comm comm)
 {
-	COMM(comm, "MPI_Gather");
+	ANY_COMM(comm, "MPI_Gather");
+	if (c->rworld)
+		return bcs_inter_flat(BCS_INTER_GATHER, sbuf, scount, NULL, NULL, stype, rbuf,
+				      rcount, NULL, NULL, rtype, root, c, comm, "MPI_Gather");
 	return bcs_err(comm, gatherv(sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype, root, c),
 		       "MPI_Gather");
 }
@@ -321,7 +326,10 @@ int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
 		const int rcounts[], const int displs[], MPI_Datatype rtype, int root,
 		MPI_Comm comm)
 {
-	COMM(comm, "MPI_Gatherv");
+	ANY_COMM(comm, "MPI_Gatherv");
+	if (c->rworld)
+		return bcs_inter_flat(BCS_INTER_GATHER, sbuf, scount, NULL, NULL, stype, rbuf, 0,
+				      rcounts, displs, rtype, root, c, comm, "MPI_Gatherv");
 	return bcs_err(comm, gatherv(sbuf, scount, stype, rbuf, 0, rcounts, displs, rtype, root, c),
 		       "MPI_Gatherv");
 }
@@ -361,7 +369,10 @@ static int scatterv(const void *sbuf, int scount, const int *scounts, const int 
 int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
 		MPI_Datatype rtype, int root, MPI_Comm comm)
 {
-	COMM(comm, "MPI_Scatter");
+	ANY_COMM(comm, "MPI_Scatter");
+	if (c->rworld)
+		return bcs_inter_flat(BCS_INTER_SCATTER, sbuf, scount, NULL, NULL, stype, rbuf,
+				      rcount, NULL, NULL, rtype, root, c, comm, "MPI_Scatter");
 	return bcs_err(comm, scatterv(sbuf, scount, NULL, NULL, stype, rbuf, rcount, rtype, root, c),
 		       "MPI_Scatter");
 }
@@ -369,7 +380,10 @@ int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, in
 int MPI_Scatterv(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype stype,
 		 void *rbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
 {
-	COMM(comm, "MPI_Scatterv");
+	ANY_COMM(comm, "MPI_Scatterv");
+	if (c->rworld)
+		return bcs_inter_flat(BCS_INTER_SCATTER, sbuf, 0, scounts, displs, stype, rbuf,
+				      rcount, NULL, NULL, rtype, root, c, comm, "MPI_Scatterv");
 	return bcs_err(comm, scatterv(sbuf, 0, scounts, displs, stype, rbuf, rcount, rtype, root, c),
 		       "MPI_Scatterv");
 }
@@ -413,7 +427,10 @@ static int allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rb
 int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
 		  MPI_Datatype rtype, MPI_Comm comm)
 {
-	COMM(comm, "MPI_Allgather");
+	ANY_COMM(comm, "MPI_Allgather");
+	if (c->rworld)
+		return bcs_inter_flat(BCS_INTER_ALLGATHER, sbuf, scount, NULL, NULL, stype, rbuf,
+				      rcount, NULL, NULL, rtype, 0, c, comm, "MPI_Allgather");
 	return bcs_err(comm, allgatherv(sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype, c),
 		       "MPI_Allgather");
 }
@@ -421,7 +438,10 @@ int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, 
 int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
 		   const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm)
 {
-	COMM(comm, "MPI_Allgatherv");
+	ANY_COMM(comm, "MPI_Allgatherv");
+	if (c->rworld)
+		return bcs_inter_flat(BCS_INTER_ALLGATHER, sbuf, scount, NULL, NULL, stype, rbuf,
+				      0, rcounts, displs, rtype, 0, c, comm, "MPI_Allgatherv");
 	return bcs_err(comm, allgatherv(sbuf, scount, stype, rbuf, 0, rcounts, displs, rtype, c),
 		       "MPI_Allgatherv");
 }
@@ -483,7 +503,10 @@ static int alltoallv(const void *sbuf, int scount, const int *scounts, const int
 int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
 		 MPI_Datatype rtype, MPI_Comm comm)
 {
-	COMM(comm, "MPI_Alltoall");
+	ANY_COMM(comm, "MPI_Alltoall");
+	if (c->rworld)
+		return bcs_inter_flat(BCS_INTER_ALLTOALL, sbuf, scount, NULL, NULL, stype, rbuf,
+				      rcount, NULL, NULL, rtype, 0, c, comm, "MPI_Alltoall");
 	return bcs_err(comm, alltoallv(sbuf, scount, NULL, NULL, stype, rbuf, rcount, NULL, NULL,
 				       rtype, c), "MPI_Alltoall");
 }
@@ -492,7 +515,10 @@ int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MP
 		  void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rtype,
 		  MPI_Comm comm)
 {
-	COMM(comm, "MPI_Alltoallv");
+	ANY_COMM(comm, "MPI_Alltoallv");
+	if (c->rworld)
+		return bcs_inter_flat(BCS_INTER_ALLTOALL, sbuf, 0, scounts, sdispls, stype, rbuf,
+				      0, rcounts, rdispls, rtype, 0, c, comm, "MPI_Alltoallv");
 	return bcs_err(comm, alltoallv(sbuf, 0, scounts, sdispls, stype, rbuf, 0, rcounts, rdispls,
 				       rtype, c), "MPI_Alltoallv");
 }

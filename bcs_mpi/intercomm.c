@@ -1,6 +1,7 @@
 /* BCS-MPI intercommunicators: two disjoint groups, point to point from one
  * to the other (ranks name the remote group), made by MPI_Intercomm_create
- * and turned into one intracommunicator by MPI_Intercomm_merge.
+ * and turned into one intracommunicator by MPI_Intercomm_merge; the
+ * collectives between the groups that coll.c hands over.
  *
  * An intercommunicator holds four context ids from ctx: ctx for point to
  * point, ctx + 1 for its collectives between the groups, ctx + 3 for the
@@ -547,4 +548,135 @@ int bcs_inter_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt
 			struct bcs_comm *c, MPI_Comm comm)
 {
 	return bcs_err(comm, inter_allreduce(sbuf, rbuf, count, dt, op, c), "MPI_Allreduce");
+}
+
+/* Rooted reduction: the root (MPI_ROOT) gets the other group's reduction,
+ * folded at that group's rank 0 in rank order. */
+static int inter_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+			int root, struct bcs_comm *c)
+{
+	if (root == MPI_PROC_NULL)
+		return MPI_SUCCESS;
+	MPI_Request q = MPI_REQUEST_NULL;
+	if (root == MPI_ROOT) {
+		int rc = bcs_irecv(rbuf, count, dt, 0, TAG_COLL, c, true, &q);
+		int w = bcs_waitall(1, &q);
+		return rc ? rc : w;
+	}
+	if (root < 0 || root >= c->rsize)
+		return MPI_ERR_ROOT;
+	if (sbuf == MPI_IN_PLACE)
+		return MPI_ERR_ARG;
+	int rc = bcs_op_check(op, dt);
+	if (rc)
+		return rc;
+	struct bcs_comm l = local_of(c);
+	void *mem;
+	char *res = NULL;
+	rc = local_reduce(&l, sbuf, count, dt, op, &mem, &res);
+	if (!rc && c->rank == 0) {
+		rc = bcs_isend(res, count, dt, root, TAG_COLL, c, true, &q);
+		int w = bcs_waitall(1, &q);
+		rc = rc ? rc : w;
+	}
+	free(mem);
+	return rc;
+}
+
+int bcs_inter_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+		     int root, struct bcs_comm *c, MPI_Comm comm)
+{
+	return bcs_err(comm, inter_reduce(sbuf, rbuf, count, dt, op, root, c), "MPI_Reduce");
+}
+
+/* ---- the flat ones: every message straight between the two ranks it
+ * joins, posted at once (a message costs a slice whatever the peer
+ * count), blocks by rank of the remote group */
+
+/* one side of a flat collective: block j is count (counts[j]) items at
+ * displacement j * count (displs[j]) extents, or the whole buffer (same) */
+struct side {
+	const char *buf;
+	int count;
+	const int *counts, *displs;
+	MPI_Datatype dt;
+	bool same;
+};
+
+static const char *block(const struct side *s, int j, int *n)
+{
+	*n = s->counts ? s->counts[j] : s->count;
+	if (s->same)
+		return s->buf;
+	struct bcs_type *t = bcs_type_get(s->dt);
+	long ext = t ? t->extent : 0;
+	return s->buf + ext * (s->displs ? (long)s->displs[j] : (long)j * s->count);
+}
+
+/* sends block j of s to remote ranks slo..shi-1, receives block j of r
+ * from remote ranks rlo..rhi-1 */
+static int exchange(struct bcs_comm *c, const struct side *s, int slo, int shi,
+		    const struct side *r, int rlo, int rhi)
+{
+	int n = c->rsize, rc = MPI_SUCCESS, k;
+	MPI_Request *q = calloc(2 * (size_t)n, sizeof(*q));
+	if (!q)
+		return MPI_ERR_INTERN;
+	for (int j = rlo; !rc && j < rhi; j++) {
+		char *at = (char *)block(r, j, &k);
+		rc = bcs_irecv(at, k, r->dt, j, TAG_COLL, c, true, &q[j]);
+	}
+	for (int j = slo; !rc && j < shi; j++) {
+		const char *at = block(s, j, &k);
+		rc = bcs_isend(at, k, s->dt, j, TAG_COLL, c, true, &q[n + j]);
+	}
+	int w = bcs_waitall(2 * n, q);
+	free(q);
+	return rc ? rc : w;
+}
+
+static int inter_flat(int kind, const void *sbuf, int scount, const int *scounts,
+		      const int *sdispls, MPI_Datatype stype, void *rbuf, int rcount,
+		      const int *rcounts, const int *rdispls, MPI_Datatype rtype, int root,
+		      struct bcs_comm *c)
+{
+	struct side s = {sbuf, scount, scounts, sdispls, stype, false};
+	struct side r = {rbuf, rcount, rcounts, rdispls, rtype, false};
+	bool rooted = kind == BCS_INTER_GATHER || kind == BCS_INTER_SCATTER;
+	int n = c->rsize;
+	if (rooted && root == MPI_PROC_NULL)
+		return MPI_SUCCESS;
+	if (rooted && root != MPI_ROOT && (root < 0 || root >= n))
+		return MPI_ERR_ROOT;
+	/* MPI allows no MPI_IN_PLACE on an intercommunicator */
+	bool s_used = !rooted || (kind == BCS_INTER_GATHER) != (root == MPI_ROOT);
+	bool r_used = !rooted || (kind == BCS_INTER_GATHER) == (root == MPI_ROOT);
+	if ((s_used && sbuf == MPI_IN_PLACE) || (r_used && rbuf == MPI_IN_PLACE))
+		return MPI_ERR_ARG;
+	switch (kind) {
+	case BCS_INTER_GATHER:
+		s.same = true;
+		return root == MPI_ROOT ? exchange(c, &s, 0, 0, &r, 0, n)
+					: exchange(c, &s, root, root + 1, &r, 0, 0);
+	case BCS_INTER_SCATTER:
+		r.same = true;
+		return root == MPI_ROOT ? exchange(c, &s, 0, n, &r, 0, 0)
+					: exchange(c, &s, 0, 0, &r, root, root + 1);
+	case BCS_INTER_ALLGATHER:
+		s.same = true;
+		return exchange(c, &s, 0, n, &r, 0, n);
+	default:
+		return exchange(c, &s, 0, n, &r, 0, n);
+	}
+}
+
+int bcs_inter_flat(int kind, const void *sbuf, int scount, const int *scounts,
+		   const int *sdispls, MPI_Datatype stype, void *rbuf, int rcount,
+		   const int *rcounts, const int *rdispls, MPI_Datatype rtype, int root,
+		   struct bcs_comm *c, MPI_Comm comm, const char *fn)
+{
+	return bcs_err(comm,
+		       inter_flat(kind, sbuf, scount, scounts, sdispls, stype, rbuf, rcount,
+				  rcounts, rdispls, rtype, root, c),
+		       fn);
 }

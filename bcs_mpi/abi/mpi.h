@@ -458,8 +458,9 @@ int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void
 /* ---- end of one-sided communication */
 
 /* ---- intercommunicators (bcs_mpi/intercomm.c): point to point, Comm_dup,
- * Comm_split, Comm_create, Comm_compare, Comm_free, Barrier, Bcast and
- * Allreduce take them; other collectives return MPI_ERR_COMM */
+ * Comm_split, Comm_create, Comm_compare, Comm_free, Barrier, Bcast,
+ * Allreduce, Reduce, Gather(v), Scatter(v), Allgather(v) and Alltoall(v)
+ * take them; other collectives return MPI_ERR_COMM */
 int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm,
 			 int remote_leader, int tag, MPI_Comm *newintercomm);
 int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm);

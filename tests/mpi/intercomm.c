@@ -4,12 +4,14 @@
  * specific and wildcard sources, Probe, a rank out of range), Comm_dup and
  * Comm_compare, Comm_split (a colour on both sides, a colour on one side
  * only), Comm_create (a subgroup of each side), Intercomm_merge in both
- * orders, Barrier, Bcast (MPI_ROOT, MPI_PROC_NULL, the remote root) and
- * Allreduce; then rank 0 against the rest (groups of unequal size). One
- * rank: only the answers on an intracommunicator.
+ * orders, Barrier, Bcast (MPI_ROOT, MPI_PROC_NULL, the remote root),
+ * Allreduce, Reduce, Gather(v), Scatter, Allgather and Alltoall; then rank 0
+ * against the rest (groups of unequal size). One rank: only the answers on
+ * an intracommunicator.
  *
- * With the argument "refuse" (BCS-MPI only: MPICH supports these): the
- * collectives BCS-MPI lacks on an intercommunicator return MPI_ERR_COMM,
+ * With the argument "refuse" (BCS-MPI only): the collectives BCS-MPI lacks
+ * on an intercommunicator (MPICH has some; Scan and Exscan MPI has for
+ * intracommunicators only) return MPI_ERR_COMM,
  * so do Comm_remote_size and Intercomm_merge on an intracommunicator, then
  * a collective under MPI_ERRORS_ARE_FATAL ends the job. */
 #include "suite.h"
@@ -294,6 +296,78 @@ static void collectives(MPI_Comm ic)
 	checkrc(MPI_Barrier(ic), MPI_SUCCESS, "barrier.again");
 }
 
+/* the rooted and flat collectives: blocks by rank of the remote group */
+static void more_collectives(MPI_Comm ic)
+{
+	int root = color == 1 ? (lrank == 0 ? MPI_ROOT : MPI_PROC_NULL) : 0;
+	int *all = malloc(sizeof(int) * 2 * (size_t)(rsize + 1)), ok = 1, v = -1;
+	int *cnt = malloc(sizeof(int) * (size_t)(rsize + 1));
+	int *dsp = malloc(sizeof(int) * (size_t)(rsize + 1));
+	for (int i = 0; i < 2 * (rsize + 1); i++)
+		all[i] = -1;
+	/* Reduce: the odd group's rank 0 gets the even group's sum */
+	int mine = rank + 1, sum = -1;
+	checkrc(MPI_Reduce(&mine, &sum, 1, MPI_INT, MPI_SUM, root, ic), MPI_SUCCESS, "reduce.rc");
+	if (root == MPI_ROOT) {
+		int want = 0;
+		for (int i = 0; i < rsize; i++)
+			want += world_of(1 - color, i) + 1;
+		checki(sum, want, "reduce.root_gets_remote_sum");
+	}
+	/* Gather to the odd group's rank 0 */
+	checkrc(MPI_Gather(&rank, 1, MPI_INT, all, 1, MPI_INT, root, ic), MPI_SUCCESS,
+		"gather.rc");
+	if (root == MPI_ROOT) {
+		for (int i = 0; i < rsize; i++)
+			ok = ok && all[i] == world_of(1 - color, i);
+		check(ok, "gather.blocks_by_remote_rank");
+	}
+	/* Gatherv: remote rank i sends i % 2 + 1 ints, placed in reverse */
+	int two[2] = {rank, -rank}, at = 0;
+	for (int i = rsize - 1; i >= 0; i--) {
+		cnt[i] = i % 2 + 1;
+		dsp[i] = at;
+		at += cnt[i];
+	}
+	checkrc(MPI_Gatherv(two, lrank % 2 + 1, MPI_INT, all, cnt, dsp, MPI_INT, root, ic),
+		MPI_SUCCESS, "gatherv.rc");
+	if (root == MPI_ROOT) {
+		ok = 1;
+		for (int i = 0; i < rsize; i++) {
+			int w = world_of(1 - color, i);
+			ok = ok && all[dsp[i]] == w && (cnt[i] == 1 || all[dsp[i] + 1] == -w);
+		}
+		check(ok, "gatherv.counts_and_displacements");
+	}
+	/* Scatter from the odd group's rank 0: block i to remote rank i */
+	for (int i = 0; i < rsize; i++)
+		all[i] = 500 + i;
+	checkrc(MPI_Scatter(all, 1, MPI_INT, &v, 1, MPI_INT, root, ic), MPI_SUCCESS,
+		"scatter.rc");
+	if (color == 0)
+		checki(v, 500 + lrank, "scatter.own_block");
+	/* Allgather: every rank gets the remote group's world ranks */
+	ok = 1;
+	checkrc(MPI_Allgather(&rank, 1, MPI_INT, all, 1, MPI_INT, ic), MPI_SUCCESS,
+		"allgather.rc");
+	for (int i = 0; i < rsize; i++)
+		ok = ok && all[i] == world_of(1 - color, i);
+	check(ok, "allgather.remote_group");
+	/* Alltoall: block j to remote rank j, 100 * world + j */
+	int *sb = malloc(sizeof(int) * (size_t)(rsize + 1));
+	for (int j = 0; j < rsize; j++)
+		sb[j] = 100 * rank + j;
+	ok = 1;
+	checkrc(MPI_Alltoall(sb, 1, MPI_INT, all, 1, MPI_INT, ic), MPI_SUCCESS, "alltoall.rc");
+	for (int i = 0; i < rsize; i++)
+		ok = ok && all[i] == 100 * world_of(1 - color, i) + lrank;
+	check(ok, "alltoall.blocks");
+	free(sb);
+	free(all);
+	free(cnt);
+	free(dsp);
+}
+
 /* Rank 0 against the rest (groups of 1 and size - 1, as MPICH's test
  * harness makes one): every rank to every remote rank, Bcast, Allreduce,
  * Intercomm_merge with the larger group low */
@@ -345,12 +419,14 @@ static int refuse(MPI_Comm ic)
 	MPI_Request q;
 	MPI_Comm c2 = MPI_COMM_NULL;
 	MPI_Comm_set_errhandler(ic, MPI_ERRORS_RETURN);
-	checkrc(MPI_Gather(&x, 1, MPI_INT, buf, 1, MPI_INT, color ? 0 : MPI_ROOT, ic), MPI_ERR_COMM,
-		"refuse.gather");
-	checkrc(MPI_Reduce(&x, buf, 1, MPI_INT, MPI_SUM, 0, ic), MPI_ERR_COMM, "refuse.reduce");
-	checkrc(MPI_Allgather(&x, 1, MPI_INT, buf, 1, MPI_INT, ic), MPI_ERR_COMM,
-		"refuse.allgather");
+	/* Scan and Exscan are for intracommunicators only in MPI too */
+	checkrc(MPI_Scan(&x, buf, 1, MPI_INT, MPI_SUM, ic), MPI_ERR_COMM, "refuse.scan");
+	checkrc(MPI_Exscan(&x, buf, 1, MPI_INT, MPI_SUM, ic), MPI_ERR_COMM, "refuse.exscan");
+	checkrc(MPI_Reduce_scatter_block(&x, buf, 1, MPI_INT, MPI_SUM, ic), MPI_ERR_COMM,
+		"refuse.reduce_scatter_block");
 	checkrc(MPI_Ibarrier(ic, &q), MPI_ERR_COMM, "refuse.ibarrier");
+	checkrc(MPI_Iallreduce(&x, buf, 1, MPI_INT, MPI_SUM, ic, &q), MPI_ERR_COMM,
+		"refuse.iallreduce");
 	/* Debian's MPICH, built without argument checks, answers these too */
 	int n = -1;
 	MPI_Comm_set_errhandler(W, MPI_ERRORS_RETURN);
@@ -369,7 +445,8 @@ static int refuse(MPI_Comm ic)
 		fflush(stdout);
 	}
 	MPI_Barrier(W);
-	MPI_Alltoall(&x, 1, MPI_INT, buf, 1, MPI_INT, ic);
+	int counts[1] = {1};
+	MPI_Reduce_scatter(&x, buf, counts, MPI_INT, MPI_SUM, ic);
 	printf("refuse: after\n");
 	free(buf);
 	return 0;
@@ -396,6 +473,7 @@ int main(int argc, char **argv)
 		merge(ic, color, "merge.even_low");
 		merge(ic, 1 - color, "merge.odd_low");
 		collectives(ic);
+		more_collectives(ic);
 		checkrc(MPI_Comm_free(&ic), MPI_SUCCESS, "free.rc");
 		check(ic == MPI_COMM_NULL, "free.sets_null");
 		uneven();

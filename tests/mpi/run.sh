@@ -244,7 +244,7 @@ o=$T/bcs/refuse.out
 timeout "$LIMIT" storm run -N 2 -n 4 "$T/bcs/intercomm" refuse >"$o" 2>"$o.err"
 bad_end "BCS-MPI intercomm: a refused collective under ERRORS_ARE_FATAL ends the job" "$o" $? \
 	refuse
-if ! grep -q FAIL "$o" && grep -q 'MPI_Alltoall on an intercommunicator' "$o.err"; then
+if ! grep -q FAIL "$o" && grep -q 'MPI_Reduce_scatter on an intercommunicator' "$o.err"; then
 	ok "  MPI_ERR_COMM for each refused call, the fatal one named"
 else
 	bad "  a refused call answered otherwise, or the fatal one was not named"
