@@ -406,6 +406,17 @@ static const char *const err_text[] = {
 	[MPI_ERR_IN_STATUS] = "error code is in status",
 	[MPI_ERR_PENDING] = "pending request",
 	[MPI_ERR_REQUEST] = "invalid request",
+	/* one-sided communication (win.c) */
+	[MPI_ERR_NO_MEM] = "out of memory",
+	[MPI_ERR_WIN] = "invalid window",
+	[MPI_ERR_BASE] = "invalid base address",
+	[MPI_ERR_LOCKTYPE] = "invalid lock type",
+	[MPI_ERR_RMA_SYNC] = "one-sided operation outside a proper epoch",
+	[MPI_ERR_SIZE] = "invalid size",
+	[MPI_ERR_RMA_RANGE] = "target memory outside the window, or not attached to it",
+	[MPI_ERR_RMA_ATTACH] = "memory cannot be attached or detached",
+	[MPI_ERR_RMA_SHARED] = "memory cannot be shared",
+	[MPI_ERR_RMA_FLAVOR] = "wrong flavor of window",
 };
 
 int MPI_Error_string(int code, char *s, int *len)
@@ -427,7 +438,9 @@ int MPI_Error_string(int code, char *s, int *len)
 
 int MPI_Error_class(int code, int *cls)
 {
-	if (code < 0 || (code > MPI_ERR_REQUEST && code != MPI_ERR_UNSUPPORTED_OPERATION))
+	bool known = code >= 0 && (size_t)code < sizeof(err_text) / sizeof(err_text[0]) &&
+		     err_text[code];
+	if (!known && code != MPI_ERR_UNSUPPORTED_OPERATION)
 		return bcs_err(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Error_class");
 	*cls = code;
 	return MPI_SUCCESS;

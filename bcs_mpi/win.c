@@ -30,8 +30,12 @@
  * any MPI call that waits or polls (bcs_progress_hook), as MPICH without an
  * asynchronous progress thread does; a rank computing outside MPI delays
  * the origins that wait on it, never corrupts them. */
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "bcs.h"
 #include "chan.h"
@@ -61,6 +65,16 @@ struct fetch {
 	int count;
 	MPI_Datatype dt;
 	uint64_t len;
+	MPI_Request req; /* MPI_Rget's or MPI_Rget_accumulate's, else 0 */
+};
+
+/* A dynamic window's answer starts with the target's verdict on the batch:
+ * the target checks it against the memory attached there, which no origin
+ * knows, and refuses it whole rather than fail or touch the wrong bytes. */
+struct verdict {
+	int32_t err;
+	uint32_t pad;
+	uint64_t addr; /* MPI_ERR_RMA_RANGE: the first block not attached */
 };
 
 /* what an origin queued for one target */
@@ -70,6 +84,18 @@ struct tq {
 	int nf, capf;
 	int lock;  /* 0, MPI_LOCK_SHARED or MPI_LOCK_EXCLUSIVE */
 	int held;  /* flushed in this lock epoch: the target holds it for us */
+	int rq;    /* request-based fetches queued: progress ships the batch */
+};
+
+/* a lock batch shipped by progress for request-based operations, awaiting
+ * its answer */
+struct flight {
+	int t;
+	MPI_Request r;
+	uint8_t *rep;
+	struct fetch *f;
+	int nf;
+	struct flight *next;
 };
 
 /* a lock batch at the target, in arrival order */
@@ -107,6 +133,14 @@ struct win {
 	int self_lock;     /* this rank's own lock on its window */
 	int servicing;
 	char *name;        /* MPI_Win_set_name's, or NULL */
+	int flavor;        /* MPI_WIN_FLAVOR_* */
+	struct bcs_rma_region *rg; /* dynamic: the memory attached here */
+	uint32_t nrg, caprg;
+	struct flight *fl; /* request-based batches on the way, in order */
+	void *shm;         /* shared: the node's mapping of every segment */
+	size_t shmlen;
+	char why[160];     /* what the last refused batch tried to reach */
+	int rqs;           /* some target has request-based fetches queued */
 };
 
 static struct win *wins[MAX_WINS];
@@ -212,9 +246,36 @@ static int wait_reqs(MPI_Request *v)
 /* ---- batches */
 
 /* Applies a batch to this rank's window; the answer in *reply (malloc'd). */
+static bool dynamic(const struct win *w)
+{
+	return w->flavor == MPI_WIN_FLAVOR_DYNAMIC;
+}
+
+/* A dynamic window's batch: checked whole against what is attached here,
+ * then applied at its absolute addresses; the verdict goes back to the
+ * origin, which reports the error (this rank is not at fault). */
+static void apply_dynamic(struct win *w, const void *batch, uint64_t n, uint64_t want,
+			  uint8_t *rep)
+{
+	struct verdict v = {0};
+	uint64_t rlen = 0, cap = want - sizeof(v);
+	memset(rep, 0, want);
+	v.err = bcs_rma_check(batch, n, w->rg, w->nrg, &v.addr);
+	if (!v.err)
+		v.err = bcs_rma_apply(NULL, BCS_RMA_ANY, batch, n, rep + sizeof(v), cap, &rlen);
+	if (!v.err && rlen != cap)
+		v.err = MPI_ERR_INTERN;
+	memcpy(rep, &v, sizeof(v));
+}
+
 static void apply(struct win *w, const void *batch, uint64_t n, uint64_t want, void **reply)
 {
 	void *rep = xmalloc(want);
+	if (dynamic(w) && want >= sizeof(struct verdict)) {
+		apply_dynamic(w, batch, n, want, rep);
+		*reply = rep;
+		return;
+	}
 	uint64_t rlen = 0;
 	int rc = bcs_rma_apply(w->base, (uint64_t)w->bytes, batch, n, rep, want, &rlen);
 	if (!rc && rlen != want)
@@ -224,40 +285,80 @@ static void apply(struct win *w, const void *batch, uint64_t n, uint64_t want, v
 	*reply = rep;
 }
 
-/* Hands the fetched bytes of target t's batch to their result buffers. */
-static void unpack_fetches(struct tq *q, const uint8_t *rep)
+/* Hands the fetched bytes of target t's answer to their result buffers and
+ * completes their requests. A batch the target refused (a dynamic window's
+ * verdict) leaves them alone; its error is returned, w->why says why. */
+static int unpack_list(struct win *w, int t, struct fetch *f, int *nf, const uint8_t *rep)
 {
-	uint64_t off = 0;
-	for (int i = 0; i < q->nf; i++) {
-		struct bcs_type *t = bcs_type_held(q->f[i].dt);
-		if (t)
-			bcs_unpack(t, rep + off, (long)q->f[i].len, q->f[i].addr);
-		bcs_type_release(q->f[i].dt);
-		off += q->f[i].len;
+	int err = 0;
+	if (dynamic(w)) {
+		struct verdict v;
+		memcpy(&v, rep, sizeof(v));
+		rep += sizeof(v);
+		err = v.err;
+		if (err == MPI_ERR_RMA_RANGE)
+			snprintf(w->why, sizeof(w->why),
+				 "rank %d has no memory attached at address 0x%llx of its dynamic window",
+				 t, (unsigned long long)v.addr);
+		else if (err)
+			snprintf(w->why, sizeof(w->why), "rank %d refused the operations", t);
 	}
-	q->nf = 0;
+	uint64_t off = 0;
+	for (int i = 0; i < *nf; i++) {
+		struct bcs_type *ty = err ? NULL : bcs_type_held(f[i].dt);
+		if (ty)
+			bcs_unpack(ty, rep + off, (long)f[i].len, f[i].addr);
+		bcs_type_release(f[i].dt);
+		off += f[i].len;
+		if (f[i].req)
+			bcs_coll_arm(f[i].req, err);
+	}
+	*nf = 0;
+	return err;
+}
+
+static int unpack_fetches(struct win *w, int t, const uint8_t *rep)
+{
+	struct tq *q = &w->q[t];
+	q->rq = 0;
+	return unpack_list(w, t, q->f, &q->nf, rep);
+}
+
+/* Reports err of fn, with what the target said when it refused a batch. */
+static int win_err(struct win *w, int err, const char *fn)
+{
+	if (!err)
+		return MPI_SUCCESS;
+	char msg[256];
+	if (w->why[0])
+		snprintf(msg, sizeof(msg), "%s: %s", fn, w->why);
+	else
+		snprintf(msg, sizeof(msg), "%s", fn);
+	w->why[0] = '\0';
+	return bcs_err(w->comm, err, msg);
 }
 
 /* The batch leaves the queue: its bytes, which the caller owns now. */
-static void *detach(struct tq *q, uint64_t *len, uint64_t *reply)
+static void *detach(struct win *w, struct tq *q, uint64_t *len, uint64_t *reply)
 {
 	void *p = q->b.p;
 	*len = q->b.len;
-	*reply = q->b.reply;
+	*reply = q->b.reply + (dynamic(w) ? sizeof(struct verdict) : 0);
 	memset(&q->b, 0, sizeof(q->b));
 	return p;
 }
 
 /* This rank's own batch to itself, applied now. */
-static void apply_self(struct win *w)
+static int apply_self(struct win *w)
 {
 	struct tq *q = &w->q[w->rank];
 	uint64_t len, want;
-	void *b = detach(q, &len, &want), *rep;
+	void *b = detach(w, q, &len, &want), *rep;
 	apply(w, b, len, want, &rep);
-	unpack_fetches(q, rep);
+	int err = unpack_fetches(w, w->rank, rep);
 	free(rep);
 	free(b);
+	return err;
 }
 
 /* ---- passive target at the target */
@@ -382,6 +483,73 @@ static void serve_exposure(struct win *w)
 	}
 }
 
+/* ---- request-based operations at the origin */
+
+/* Ships target t's lock batch now, as a flush would, without waiting: its
+ * answer completes the MPI_Rget and MPI_Rget_accumulate requests in it. */
+static void ship_async(struct win *w, int t)
+{
+	struct tq *q = &w->q[t];
+	if (t == w->rank) {
+		/* our own memory: the flush is a local application */
+		apply_self(w);
+		return;
+	}
+	struct flight *f = xmalloc(sizeof(*f));
+	uint64_t len, want;
+	void *b = detach(w, q, &len, &want);
+	uint32_t flags = (q->lock == MPI_LOCK_EXCLUSIVE ? F_EXCL : 0) | F_HOLD;
+	*f = (struct flight){.t = t, .r = MPI_REQUEST_NULL, .rep = xmalloc(want), .f = q->f,
+			     .nf = q->nf};
+	q->f = NULL;
+	q->nf = q->capf = q->rq = 0;
+	q->held = 1;
+	int rc = send_hdr(w, t, T_LHDR, (struct hdr){.bytes = len, .flags = flags, .reply = want});
+	if (!rc && len)
+		rc = send_owned(w, t, T_LBODY, b, len);
+	else
+		free(b);
+	if (!rc)
+		rc = recv(w, f->rep, want, t, T_LREPLY, &f->r);
+	if (rc)
+		bcs_err(w->comm, rc, "one-sided request-based operation");
+	struct flight **pp = &w->fl;
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = f;
+}
+
+/* Finishes the shipped batches whose answers came, in shipping order. */
+static void serve_flights(struct win *w)
+{
+	while (w->fl && bcs_req_done(w->fl->r)) {
+		struct flight *f = w->fl;
+		bcs_req_take(&f->r, MPI_STATUS_IGNORE);
+		/* a refused batch fails its requests: the error is theirs */
+		unpack_list(w, f->t, f->f, &f->nf, f->rep);
+		w->why[0] = '\0';
+		w->fl = f->next;
+		free(f->rep);
+		free(f->f);
+		free(f);
+	}
+}
+
+static bool flights_done(void *arg)
+{
+	return ((struct win *)arg)->fl == NULL;
+}
+
+static void ship_requested(struct win *w)
+{
+	if (!w->rqs)
+		return;
+	w->rqs = 0;
+	for (int t = 0; t < w->size; t++)
+		if (w->q[t].rq && w->q[t].lock)
+			ship_async(w, t);
+}
+
 static void progress(void)
 {
 	reap();
@@ -395,6 +563,8 @@ static void progress(void)
 			serve_locks(w);
 		if (w->pstate == 1 || w->pstate == 2)
 			serve_exposure(w);
+		ship_requested(w);
+		serve_flights(w);
 	}
 }
 
@@ -418,7 +588,7 @@ int MPI_Free_mem(void *base)
 	return MPI_SUCCESS;
 }
 
-static int win_new(void *base, MPI_Aint size, int disp_unit, MPI_Comm comm, int allocated,
+static int win_new(void *base, MPI_Aint size, int disp_unit, MPI_Comm comm, int flavor,
 		   MPI_Win *win, const char *fn)
 {
 	bcs_need_init(fn);
@@ -450,7 +620,8 @@ static int win_new(void *base, MPI_Aint size, int disp_unit, MPI_Comm comm, int 
 	w->base = base;
 	w->bytes = size;
 	w->disp_unit = disp_unit;
-	w->allocated = allocated;
+	w->allocated = flavor == MPI_WIN_FLAVOR_ALLOCATE;
+	w->flavor = flavor;
 	w->excl = -1;
 	w->lreq = MPI_REQUEST_NULL;
 	w->sizes = xmalloc((size_t)w->size * sizeof(MPI_Aint));
@@ -484,7 +655,7 @@ int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
 	(void)info;
 	if (!base && size > 0)
 		return bcs_err(comm, MPI_ERR_BASE, "MPI_Win_create");
-	return win_new(base, size, disp_unit, comm, 0, win, "MPI_Win_create");
+	return win_new(base, size, disp_unit, comm, MPI_WIN_FLAVOR_CREATE, win, "MPI_Win_create");
 }
 
 int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
@@ -497,7 +668,8 @@ int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
 	void *p = calloc(1, size ? (size_t)size : 1);
 	if (!p)
 		return bcs_err(comm, MPI_ERR_NO_MEM, "MPI_Win_allocate");
-	int rc = win_new(p, size, disp_unit, comm, 1, win, "MPI_Win_allocate");
+	int rc = win_new(p, size, disp_unit, comm, MPI_WIN_FLAVOR_ALLOCATE, win,
+			 "MPI_Win_allocate");
 	if (rc) {
 		free(p);
 		return rc;
@@ -511,6 +683,174 @@ int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
 	struct win *w = win_get(h);                                                    \
 	if (!w)                                                                        \
 		return bcs_err(MPI_COMM_WORLD, MPI_ERR_WIN, fn)
+
+/* ---- dynamic windows: memory attached and detached locally; an origin's
+ * target displacements are addresses at the target (MPI_Get_address) */
+
+int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
+{
+	(void)info;
+	return win_new(NULL, 0, 1, comm, MPI_WIN_FLAVOR_DYNAMIC, win, "MPI_Win_create_dynamic");
+}
+
+int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)
+{
+	WIN(win, "MPI_Win_attach");
+	if (!dynamic(w))
+		return bcs_err(w->comm, MPI_ERR_RMA_FLAVOR, "MPI_Win_attach: not a dynamic window");
+	if (size < 0)
+		return bcs_err(w->comm, MPI_ERR_SIZE, "MPI_Win_attach");
+	if (!base && size > 0)
+		return bcs_err(w->comm, MPI_ERR_BASE, "MPI_Win_attach");
+	uint64_t a = (uint64_t)(uintptr_t)base, n = (uint64_t)size;
+	for (uint32_t i = 0; i < w->nrg; i++)
+		if (n && w->rg[i].len && a < w->rg[i].addr + w->rg[i].len &&
+		    w->rg[i].addr < a + n)
+			return bcs_err(w->comm, MPI_ERR_RMA_ATTACH,
+				       "MPI_Win_attach: overlaps memory already attached");
+	if (w->nrg == w->caprg) {
+		uint32_t cap = w->caprg ? 2 * w->caprg : 8;
+		struct bcs_rma_region *v = realloc(w->rg, cap * sizeof(*v));
+		if (!v)
+			return bcs_err(w->comm, MPI_ERR_NO_MEM, "MPI_Win_attach");
+		w->rg = v;
+		w->caprg = cap;
+	}
+	w->rg[w->nrg++] = (struct bcs_rma_region){a, n};
+	return MPI_SUCCESS;
+}
+
+int MPI_Win_detach(MPI_Win win, const void *base)
+{
+	WIN(win, "MPI_Win_detach");
+	if (!dynamic(w))
+		return bcs_err(w->comm, MPI_ERR_RMA_FLAVOR, "MPI_Win_detach: not a dynamic window");
+	uint64_t a = (uint64_t)(uintptr_t)base;
+	for (uint32_t i = 0; i < w->nrg; i++)
+		if (w->rg[i].addr == a) {
+			memmove(&w->rg[i], &w->rg[i + 1], (w->nrg - i - 1) * sizeof(*w->rg));
+			w->nrg--;
+			return MPI_SUCCESS;
+		}
+	return bcs_err(w->comm, MPI_ERR_RMA_ATTACH,
+		       "MPI_Win_detach: no memory attached at that address");
+}
+
+/* ---- shared windows: the segments of a node's ranks, back to back in one
+ * memfd that comm's first rank creates and the others map through /proc */
+
+static int map_shared(struct win *w)
+{
+	struct bcs_comm *c = wc(w);
+	int me[3] = {bcs_node_id(), -1, -1}, *all = xmalloc((size_t)w->size * 3 * sizeof(int));
+	uint64_t total = 0;
+	for (int i = 0; i < w->size; i++)
+		total += (uint64_t)w->sizes[i];
+	w->shmlen = total ? total : 1;
+	if (w->rank == 0) {
+		int fd = memfd_create("bcs-mpi-shared-window", MFD_CLOEXEC);
+		if (fd >= 0 && ftruncate(fd, (off_t)w->shmlen) == 0) {
+			me[1] = getpid();
+			me[2] = fd;
+		} else if (fd >= 0) {
+			close(fd);
+		}
+	}
+	int rc = bcs_allgather_ints(c, me, 3, all);
+	for (int i = 0; !rc && i < w->size; i++)
+		if (all[3 * i] != all[0])
+			rc = MPI_ERR_RMA_SHARED; /* not one node: no memory to share */
+	if (!rc && all[2] < 0)
+		rc = MPI_ERR_NO_MEM;
+	int fd = -1;
+	if (w->rank == 0) {
+		fd = me[2];
+	} else if (!rc) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", all[1], all[2]);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+	}
+	void *p = MAP_FAILED;
+	if (fd >= 0 && !rc)
+		p = mmap(NULL, w->shmlen, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	/* every rank has it mapped (or failed) before the first closes it */
+	int ok[1] = {rc ? rc : p == MAP_FAILED ? MPI_ERR_NO_MEM : 0};
+	int err = bcs_allgather_ints(c, ok, 1, all);
+	for (int i = 0; !err && i < w->size; i++)
+		err = all[i];
+	if (fd >= 0)
+		close(fd);
+	free(all);
+	if (err) {
+		if (p != MAP_FAILED)
+			munmap(p, w->shmlen);
+		return err;
+	}
+	w->shm = p;
+	uint64_t off = 0;
+	for (int i = 0; i < w->rank; i++)
+		off += (uint64_t)w->sizes[i];
+	w->base = (char *)p + off;
+	return MPI_SUCCESS;
+}
+
+int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+			    void *baseptr, MPI_Win *win)
+{
+	(void)info;
+	if (size < 0)
+		return bcs_err(comm, MPI_ERR_SIZE, "MPI_Win_allocate_shared");
+	int rc = win_new(NULL, size, disp_unit, comm, MPI_WIN_FLAVOR_SHARED, win,
+			 "MPI_Win_allocate_shared");
+	if (rc)
+		return rc;
+	struct win *w = win_get(*win);
+	rc = map_shared(w);
+	if (rc) {
+		w->base = NULL;
+		MPI_Win_free(win);
+		return bcs_err(comm, rc, rc == MPI_ERR_RMA_SHARED ?
+			       "MPI_Win_allocate_shared: the communicator spans several nodes" :
+			       "MPI_Win_allocate_shared");
+	}
+	memcpy(baseptr, &w->base, sizeof(void *));
+	return MPI_SUCCESS;
+}
+
+int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr)
+{
+	WIN(win, "MPI_Win_shared_query");
+	if (w->flavor != MPI_WIN_FLAVOR_SHARED)
+		return bcs_err(w->comm, MPI_ERR_RMA_FLAVOR,
+			       "MPI_Win_shared_query: not a shared window");
+	if (rank == MPI_PROC_NULL) { /* the first segment that has memory */
+		rank = 0;
+		while (rank < w->size - 1 && w->sizes[rank] == 0)
+			rank++;
+	}
+	if (rank < 0 || rank >= w->size)
+		return bcs_err(w->comm, MPI_ERR_RANK, "MPI_Win_shared_query");
+	uint64_t off = 0;
+	for (int i = 0; i < rank; i++)
+		off += (uint64_t)w->sizes[i];
+	void *p = (char *)w->shm + off;
+	*size = w->sizes[rank];
+	*disp_unit = w->units[rank];
+	memcpy(baseptr, &p, sizeof(p));
+	return MPI_SUCCESS;
+}
+
+int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler h)
+{
+	WIN(win, "MPI_Win_set_errhandler");
+	return MPI_Comm_set_errhandler(w->comm, h);
+}
+
+int MPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *h)
+{
+	WIN(win, "MPI_Win_get_errhandler");
+	return MPI_Comm_get_errhandler(w->comm, h);
+}
 
 static bool no_pending(void *arg)
 {
@@ -556,6 +896,9 @@ int MPI_Win_free(MPI_Win *win)
 	free(w->pbody);
 	if (w->allocated)
 		free(w->base);
+	if (w->shm)
+		munmap(w->shm, w->shmlen);
+	free(w->rg);
 	MPI_Comm_free(&w->comm);
 	free(w->name);
 	free(w);
@@ -580,6 +923,12 @@ int MPI_Win_get_attr(MPI_Win win, int keyval, void *val, int *flag)
 	} else if (keyval == MPI_WIN_DISP_UNIT) {
 		unit = w->disp_unit;
 		void *p = &unit;
+		memcpy(val, &p, sizeof(p));
+	} else if (keyval == MPI_WIN_CREATE_FLAVOR || keyval == MPI_WIN_MODEL) {
+		/* one copy of each window's memory: the unified model */
+		static int flavor, model = MPI_WIN_UNIFIED;
+		flavor = w->flavor;
+		void *p = keyval == MPI_WIN_MODEL ? &model : &flavor;
 		memcpy(val, &p, sizeof(p));
 	} else {
 		*flag = 0;
@@ -621,7 +970,7 @@ static int add_fetch(struct tq *q, void *addr, int count, MPI_Datatype dt, uint6
 	/* the result's type may be freed before the epoch ends */
 	if (bcs_type_hold(dt))
 		return MPI_ERR_TYPE;
-	q->f[q->nf++] = (struct fetch){addr, count, dt, len};
+	q->f[q->nf++] = (struct fetch){addr, count, dt, len, 0};
 	return MPI_SUCCESS;
 }
 
@@ -663,8 +1012,10 @@ static int queue_op(uint32_t kind, const void *origin, int ocount, MPI_Datatype 
 	struct bcs_block *blocks = bcs_rma_blocks(tt, tcount, (long)tdisp * w->units[trank], &nb);
 	if (!blocks)
 		return bcs_err(w->comm, MPI_ERR_NO_MEM, fn);
+	/* a dynamic window's target checks its attached memory itself */
 	for (uint32_t i = 0; i < nb; i++)
-		if (blocks[i].off < 0 || blocks[i].off + blocks[i].len > w->sizes[trank]) {
+		if (blocks[i].off < 0 ||
+		    (!dynamic(w) && blocks[i].off + blocks[i].len > w->sizes[trank])) {
 			free(blocks);
 			return bcs_err(w->comm, MPI_ERR_RMA_RANGE, fn);
 		}
@@ -755,7 +1106,7 @@ int MPI_Win_fence(int assert, MPI_Win win)
 			continue;
 		struct tq *q = &w->q[p];
 		uint64_t len, want;
-		void *b = detach(q, &len, &want);
+		void *b = detach(w, q, &len, &want);
 		rc = send_hdr(w, p, T_FHDR, (struct hdr){.bytes = len, .reply = want});
 		if (!rc && len)
 			rc = send_owned(w, p, T_FBODY, b, len);
@@ -783,9 +1134,10 @@ int MPI_Win_fence(int assert, MPI_Win win)
 	r[j] = -1;
 	wait_reqs(r);
 	/* every batch of the epoch is here: applied in origin rank order */
+	int err = MPI_SUCCESS;
 	for (int o = 0; o < n; o++) {
 		if (o == me) {
-			apply_self(w);
+			err = apply_self(w);
 			continue;
 		}
 		void *a;
@@ -800,15 +1152,18 @@ int MPI_Win_fence(int assert, MPI_Win win)
 	r[k] = -1;
 	wait_reqs(r);
 	for (int p = 0; p < n; p++) {
-		if (p != me)
-			unpack_fetches(&w->q[p], rep[p]);
+		if (p != me) {
+			int e = unpack_fetches(w, p, rep[p]);
+			if (e && !err)
+				err = e;
+		}
 		free(rep[p]);
 	}
 	free(inh);
 	free(body);
 	free(rep);
 	free(r);
-	return MPI_SUCCESS;
+	return win_err(w, err, "MPI_Win_fence");
 }
 
 /* ---- post/start/complete/wait */
@@ -873,16 +1228,16 @@ int MPI_Win_complete(MPI_Win win)
 	WIN(win, "MPI_Win_complete");
 	if (!w->start)
 		return bcs_err(w->comm, MPI_ERR_RMA_SYNC, "MPI_Win_complete");
-	int n = w->nstart, k = 0, rc = MPI_SUCCESS;
+	int n = w->nstart, k = 0, rc = MPI_SUCCESS, err = MPI_SUCCESS;
 	MPI_Request *r = xmalloc((size_t)(n + 1) * sizeof(*r));
 	uint8_t **rep = calloc((size_t)(n ? n : 1), sizeof(*rep));
 	/* operations on our own window (we exposed it too) take effect now */
 	if (w->q[w->rank].b.nrec)
-		apply_self(w);
+		err = apply_self(w);
 	for (int i = 0; i < n && !rc; i++) {
 		int t = w->start[i];
 		uint64_t len, want;
-		void *b = detach(&w->q[t], &len, &want);
+		void *b = detach(w, &w->q[t], &len, &want);
 		rc = send_hdr(w, t, T_PHDR, (struct hdr){.bytes = len, .reply = want});
 		if (!rc && len)
 			rc = send_owned(w, t, T_PBODY, b, len);
@@ -896,16 +1251,19 @@ int MPI_Win_complete(MPI_Win win)
 	if (!rc)
 		rc = wait_reqs(r);
 	for (int i = 0; i < n; i++) {
-		if (!rc)
-			unpack_fetches(&w->q[w->start[i]], rep[i]);
+		int e = rc ? MPI_SUCCESS : unpack_fetches(w, w->start[i], rep[i]);
+		if (e && !err)
+			err = e;
 		free(rep[i]);
 	}
+	if (!rc)
+		rc = err;
 	free(rep);
 	free(r);
 	free(w->start);
 	w->start = NULL;
 	w->nstart = 0;
-	return rc ? bcs_err(w->comm, rc, "MPI_Win_complete") : MPI_SUCCESS;
+	return win_err(w, rc, "MPI_Win_complete");
 }
 
 static bool exposure_done(void *arg)
@@ -980,19 +1338,21 @@ int MPI_Win_lock_all(int assert, MPI_Win win)
  * and waits for every answer. */
 static int ship_locked(struct win *w, const char *which, bool hold)
 {
-	int n = w->size, k = 0, rc = MPI_SUCCESS;
+	int n = w->size, k = 0, rc = MPI_SUCCESS, err = MPI_SUCCESS;
 	MPI_Request *r = xmalloc((size_t)(n + 1) * sizeof(*r));
 	uint8_t **rep = calloc((size_t)n, sizeof(*rep));
 	int *tgt = xmalloc((size_t)n * sizeof(int));
 	if (!rep)
 		return MPI_ERR_NO_MEM;
+	/* the batches progress shipped for request-based operations go first */
+	bcs_wait(flights_done, w);
 	for (int t = 0; t < n && !rc; t++) {
 		struct tq *q = &w->q[t];
 		if (!which[t])
 			continue;
 		if (t == w->rank) {
 			if (q->b.nrec)
-				apply_self(w);
+				err = apply_self(w);
 			continue;
 		}
 		/* nothing done and nothing held: the target never hears of it */
@@ -1001,7 +1361,7 @@ static int ship_locked(struct win *w, const char *which, bool hold)
 		if (!q->b.nrec && hold)
 			continue;
 		uint64_t len, want;
-		void *b = detach(q, &len, &want);
+		void *b = detach(w, q, &len, &want);
 		uint32_t flags = (q->lock == MPI_LOCK_EXCLUSIVE ? F_EXCL : 0) | (hold ? F_HOLD : 0);
 		rc = send_hdr(w, t, T_LHDR, (struct hdr){.bytes = len, .flags = flags, .reply = want});
 		if (!rc && len)
@@ -1017,15 +1377,17 @@ static int ship_locked(struct win *w, const char *which, bool hold)
 	r[k] = -1;
 	if (!rc)
 		rc = wait_reqs(r);
-	for (int i = 0; i < k; i++)
-		if (!rc)
-			unpack_fetches(&w->q[tgt[i]], rep[tgt[i]]);
+	for (int i = 0; i < k && !rc; i++) {
+		int e = unpack_fetches(w, tgt[i], rep[tgt[i]]);
+		if (e && !err)
+			err = e;
+	}
 	for (int t = 0; t < n; t++)
 		free(rep[t]);
 	free(rep);
 	free(tgt);
 	free(r);
-	return rc;
+	return rc ? rc : err;
 }
 
 static int unlock(struct win *w, const char *which, const char *fn)
@@ -1043,7 +1405,7 @@ static int unlock(struct win *w, const char *which, const char *fn)
 		w->self_lock = 0;
 		serve_locks(w); /* what waited for our own lock to go */
 	}
-	return rc ? bcs_err(w->comm, rc, fn) : MPI_SUCCESS;
+	return win_err(w, rc, fn);
 }
 
 static int flush(struct win *w, const char *which, const char *fn)
@@ -1052,7 +1414,7 @@ static int flush(struct win *w, const char *which, const char *fn)
 		if (which[t] && !w->q[t].lock)
 			return bcs_err(w->comm, MPI_ERR_RMA_SYNC, fn);
 	int rc = ship_locked(w, which, true);
-	return rc ? bcs_err(w->comm, rc, fn) : MPI_SUCCESS;
+	return win_err(w, rc, fn);
 }
 
 static int on_one(struct win *w, int rank, int (*fn)(struct win *, const char *, const char *),
@@ -1117,10 +1479,97 @@ int MPI_Win_flush_local_all(MPI_Win win)
 	return MPI_Win_flush_all(win);
 }
 
-/* One copy of the window: nothing to synchronise between its views. */
+/* One copy of the window: its views need only this rank's loads and stores
+ * ordered against the other ranks of a shared window. */
 int MPI_Win_sync(MPI_Win win)
 {
 	WIN(win, "MPI_Win_sync");
 	(void)w;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	return MPI_SUCCESS;
+}
+
+/* ---- request-based operations: only in passive-target epochs. The data
+ * of MPI_Rput and MPI_Raccumulate is packed at the call, so their requests
+ * complete at once (local completion); a fetch's request completes when
+ * its answer is unpacked, progress shipping its batch meanwhile. */
+
+static int rop_check(MPI_Win win, int trank, MPI_Request *req, const char *fn)
+{
+	WIN(win, fn);
+	*req = MPI_REQUEST_NULL;
+	if (trank == MPI_PROC_NULL)
+		return MPI_SUCCESS;
+	if (trank < 0 || trank >= w->size)
+		return bcs_err(w->comm, MPI_ERR_RANK, fn);
+	if (!w->q[trank].lock) {
+		char msg[160];
+		snprintf(msg, sizeof(msg), "%s: no passive-target epoch (MPI_Win_lock or "
+			 "MPI_Win_lock_all) at rank %d", fn, trank);
+		return bcs_err(w->comm, MPI_ERR_RMA_SYNC, msg);
+	}
+	return MPI_SUCCESS;
+}
+
+static int rop_end(MPI_Win win, int trank, int rc, bool fetch, MPI_Request *req)
+{
+	if (rc)
+		return rc;
+	struct win *w = win_get(win);
+	int id = bcs_coll_start(w->comm, NULL, NULL);
+	if (trank == MPI_PROC_NULL || !fetch) {
+		bcs_coll_arm(id, MPI_SUCCESS);
+	} else {
+		struct tq *q = &w->q[trank];
+		q->f[q->nf - 1].req = id;
+		q->rq++;
+		w->rqs = 1;
+	}
+	*req = id;
+	return MPI_SUCCESS;
+}
+
+int MPI_Rput(const void *origin, int ocount, MPI_Datatype odt, int trank, MPI_Aint tdisp,
+	     int tcount, MPI_Datatype tdt, MPI_Win win, MPI_Request *req)
+{
+	int rc = rop_check(win, trank, req, "MPI_Rput");
+	if (!rc)
+		rc = queue_op(BCS_RMA_PUT, origin, ocount, odt, NULL, NULL, 0, 0, trank, tdisp,
+			      tcount, tdt, MPI_REPLACE, win, "MPI_Rput");
+	return rop_end(win, trank, rc, false, req);
+}
+
+int MPI_Rget(void *origin, int ocount, MPI_Datatype odt, int trank, MPI_Aint tdisp, int tcount,
+	     MPI_Datatype tdt, MPI_Win win, MPI_Request *req)
+{
+	int rc = rop_check(win, trank, req, "MPI_Rget");
+	if (!rc)
+		rc = queue_op(BCS_RMA_GET, origin, ocount, odt, NULL, NULL, 0, 0, trank, tdisp,
+			      tcount, tdt, MPI_NO_OP, win, "MPI_Rget");
+	return rop_end(win, trank, rc, true, req);
+}
+
+int MPI_Raccumulate(const void *origin, int ocount, MPI_Datatype odt, int trank,
+		    MPI_Aint tdisp, int tcount, MPI_Datatype tdt, MPI_Op op, MPI_Win win,
+		    MPI_Request *req)
+{
+	int rc = rop_check(win, trank, req, "MPI_Raccumulate");
+	if (!rc && op == MPI_NO_OP)
+		rc = bcs_err(MPI_COMM_WORLD, MPI_ERR_OP, "MPI_Raccumulate");
+	if (!rc)
+		rc = queue_op(BCS_RMA_ACC, origin, ocount, odt, NULL, NULL, 0, 0, trank, tdisp,
+			      tcount, tdt, op, win, "MPI_Raccumulate");
+	return rop_end(win, trank, rc, false, req);
+}
+
+int MPI_Rget_accumulate(const void *origin, int ocount, MPI_Datatype odt, void *result,
+			int rcount, MPI_Datatype rdt, int trank, MPI_Aint tdisp, int tcount,
+			MPI_Datatype tdt, MPI_Op op, MPI_Win win, MPI_Request *req)
+{
+	int rc = rop_check(win, trank, req, "MPI_Rget_accumulate");
+	if (!rc)
+		rc = queue_op(BCS_RMA_GACC, origin, ocount, op == MPI_NO_OP ? 0 : odt, NULL,
+			      result, rcount, rdt, trank, tdisp, tcount, tdt, op, win,
+			      "MPI_Rget_accumulate");
+	return rop_end(win, trank, rc, true, req);
 }

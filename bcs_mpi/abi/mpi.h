@@ -404,6 +404,17 @@ typedef int MPI_Win;
 #define MPI_ERR_SIZE 51
 #define MPI_ERR_ASSERT 53
 #define MPI_ERR_RMA_RANGE 55
+#define MPI_ERR_RMA_ATTACH 56
+#define MPI_ERR_RMA_SHARED 57
+#define MPI_ERR_RMA_FLAVOR 58
+#define MPI_WIN_CREATE_FLAVOR 0x66000007
+#define MPI_WIN_MODEL 0x66000009
+#define MPI_WIN_FLAVOR_CREATE 1
+#define MPI_WIN_FLAVOR_ALLOCATE 2
+#define MPI_WIN_FLAVOR_DYNAMIC 3
+#define MPI_WIN_FLAVOR_SHARED 4
+#define MPI_WIN_SEPARATE 1
+#define MPI_WIN_UNIFIED 2
 /* attribute callbacks of windows: only their null values (no keyvals yet) */
 typedef int MPI_Win_copy_attr_function(MPI_Win oldwin, int win_keyval, void *extra_state,
 				       void *attribute_val_in, void *attribute_val_out,
@@ -455,6 +466,28 @@ int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype da
 int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr,
 			 MPI_Datatype datatype, int target_rank, MPI_Aint target_disp,
 			 MPI_Win win);
+int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win);
+int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size);
+int MPI_Win_detach(MPI_Win win, const void *base);
+int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+			    void *baseptr, MPI_Win *win);
+int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr);
+int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler);
+int MPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler);
+int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+	     int target_rank, MPI_Aint target_disp, int target_count,
+	     MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request);
+int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+	     MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win,
+	     MPI_Request *request);
+int MPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+		    int target_rank, MPI_Aint target_disp, int target_count,
+		    MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request);
+int MPI_Rget_accumulate(const void *origin_addr, int origin_count,
+			MPI_Datatype origin_datatype, void *result_addr, int result_count,
+			MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,
+			int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
+			MPI_Request *request);
 /* ---- end of one-sided communication */
 
 /* ---- intercommunicators (bcs_mpi/intercomm.c): point to point, Comm_dup,

@@ -86,6 +86,13 @@ struct bcs_block *bcs_rma_blocks(const struct bcs_type *t, long count, long disp
 	return v;
 }
 
+/* base + off without arithmetic on a null base (a dynamic window's blocks
+ * are absolute addresses) */
+static uint8_t *at(const uint8_t *base, int64_t off)
+{
+	return (uint8_t *)((uintptr_t)base + (uint64_t)off);
+}
+
 /* Copies between the window's blocks and a packed buffer. */
 static void gather(const uint8_t *base, const uint8_t *blk, uint32_t n, uint8_t *out)
 {
@@ -94,7 +101,7 @@ static void gather(const uint8_t *base, const uint8_t *blk, uint32_t n, uint8_t 
 		uint64_t len;
 		memcpy(&off, blk, 8);
 		memcpy(&len, blk + 8, 8);
-		memcpy(out, base + off, len);
+		memcpy(out, at(base, off), len);
 		out += len;
 	}
 }
@@ -106,7 +113,7 @@ static void scatter(uint8_t *base, const uint8_t *blk, uint32_t n, const uint8_t
 		uint64_t len;
 		memcpy(&off, blk, 8);
 		memcpy(&len, blk + 8, 8);
-		memcpy(base + off, in, len);
+		memcpy(at(base, off), in, len);
 		in += len;
 	}
 }
@@ -198,6 +205,43 @@ int bcs_rma_apply(void *base, uint64_t size, const void *batch, uint64_t n, void
 		if (rc)
 			return rc;
 		p += used;
+	}
+	return 0;
+}
+
+static bool in_regions(uint64_t off, uint64_t len, const struct bcs_rma_region *rg, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (off >= rg[i].addr && len <= rg[i].len && off - rg[i].addr <= rg[i].len - len)
+			return true;
+	return false;
+}
+
+int bcs_rma_check(const void *batch, uint64_t n, const struct bcs_rma_region *rg, uint32_t nrg,
+		  uint64_t *bad)
+{
+	const uint8_t *p = batch, *end = p + n;
+	while (p < end) {
+		struct bcs_rma_rec r;
+		if ((uint64_t)(end - p) < sizeof(r))
+			return MPI_ERR_ARG;
+		memcpy(&r, p, sizeof(r));
+		p += sizeof(r);
+		if (r.nblocks > (uint64_t)(end - p) / BLK_BYTES)
+			return MPI_ERR_ARG;
+		for (uint32_t i = 0; i < r.nblocks; i++, p += BLK_BYTES) {
+			uint64_t off, len;
+			memcpy(&off, p, 8);
+			memcpy(&len, p + 8, 8);
+			if (!in_regions(off, len, rg, nrg)) {
+				*bad = off;
+				return MPI_ERR_RMA_RANGE;
+			}
+		}
+		uint64_t dlen = bcs_rma_data_len(r.kind, r.len);
+		if (dlen > (uint64_t)(end - p))
+			return MPI_ERR_ARG;
+		p += dlen;
 	}
 	return 0;
 }

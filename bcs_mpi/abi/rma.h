@@ -59,4 +59,17 @@ struct bcs_block *bcs_rma_blocks(const struct bcs_type *t, long count, long disp
 int bcs_rma_apply(void *base, uint64_t size, const void *batch, uint64_t n, void *reply,
 		  uint64_t cap, uint64_t *rlen);
 
+/* A dynamic window's memory: the regions attached at the target, whose
+ * blocks are absolute addresses (base NULL, size BCS_RMA_ANY for apply). */
+struct bcs_rma_region {
+	uint64_t addr, len;
+};
+#define BCS_RMA_ANY ((uint64_t)INT64_MAX)
+
+/* Checks, before anything is applied, that every block of the batch lies
+ * within one of the n regions: 0, MPI_ERR_RMA_RANGE with the first block
+ * outside in *bad, or MPI_ERR_ARG for a malformed batch. */
+int bcs_rma_check(const void *batch, uint64_t n, const struct bcs_rma_region *rg, uint32_t nrg,
+		  uint64_t *bad);
+
 #endif
