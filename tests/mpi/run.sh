@@ -4,7 +4,8 @@
 # cluster this script starts), run on 1, 2, 4 and 8 ranks; every output must
 # say the checks passed and BCS-MPI's must equal MPICH's byte for byte. Then
 # the jobs that end badly (MPI_Abort, ERRORS_ARE_FATAL), MPI_Cancel's own
-# answers (cancel.c: BCS-MPI only), the racy
+# answers (cancel.c: BCS-MPI only), one-sided accesses a dynamic window
+# cannot serve (rma_range.c: BCS-MPI only, on 1, 2 and 4 nodes), the racy
 # ANY_SOURCE program 50 times under BCS-MPI (one outcome; with
 # --mpich-racy-runs, MPICH's count of outcomes for comparison), the
 # intercommunicator program on 1, 2 and 4 nodes and its refusals, and recorded
@@ -42,7 +43,7 @@ C=$T/c
 export PATH=$BIN:$PATH
 export STORM_CONF=$C/storm.conf
 fails=0 checks=0
-PROGS="env p2p coll ops ops_complex comm groups cart dtypes names nbcoll rma intercomm"
+PROGS="env p2p coll ops ops_complex comm groups cart dtypes names nbcoll rma intercomm rma_dyn"
 CFLAGS=(-std=c11 -O1 -Wall -Wextra -Werror)
 # GCC 12 warns (wrongly) on MPICH's MPI_STATUSES_IGNORE passed as an array
 MPICH_CFLAGS=("${CFLAGS[@]}" -Wno-stringop-overflow)
@@ -156,7 +157,7 @@ fi
 
 # ---- BCS-MPI: the same programs, the same outputs
 echo "# BCS-MPI"
-for p in $PROGS abort racy cancel; do
+for p in $PROGS abort racy cancel rma_range; do
 	if ! "$BIN/bcs-mpicc" "${CFLAGS[@]}" -o "$T/bcs/$p" "$HERE/$p.c" 2>"$T/bcs/$p.cc"; then
 		bad "bcs-mpicc $p.c"
 		head -20 "$T/bcs/$p.cc"
@@ -202,6 +203,45 @@ else
 	bad "BCS-MPI racy, 8 ranks: $distinct distinct outcomes in $RACY_RUNS runs"
 	sort "$T/racy.all" | uniq -c | sort -rn | head -5 | sed 's/^/     /'
 fi
+
+# one-sided: 4 ranks on 1 and 2 nodes too (shared windows of several ranks),
+# MPICH's 4-rank answers; accesses a dynamic window cannot serve (MPICH does
+# not check them: BCS-MPI's own answers), the same on 1, 2 and 4 nodes
+for nn in 1 2; do
+	o=$T/bcs/rma_dyn.4.on$nn.out
+	timed storm run -N "$nn" -n 4 "$T/bcs/rma_dyn" >"$o" 2>"$o.err"
+	passed "BCS-MPI rma_dyn, 4 ranks on $nn nodes" "$o" $?
+	if cmp -s "$T/mpich/rma_dyn.4.out" "$o"; then
+		ok "  same output as MPICH"
+	else
+		bad "  output differs from MPICH's"
+		diff "$T/mpich/rma_dyn.4.out" "$o" | head -10 | sed 's/^/     /'
+	fi
+done
+for nn in "1 1" "1 4" "2 4" "4 4"; do
+	set -- $nn
+	o=$T/bcs/rma_range.$1.$2.out
+	timed storm run -N "$1" -n "$2" "$T/bcs/rma_range" >"$o" 2>"$o.err"
+	passed "BCS-MPI rma_range, $2 ranks on $1 nodes" "$o" $?
+	if [ "$2" = 4 ] && [ "$1" != 1 ]; then
+		if cmp -s "$T/bcs/rma_range.1.4.out" "$o"; then
+			ok "  same output as on 1 node"
+		else
+			bad "  output differs from 1 node's"
+			diff "$T/bcs/rma_range.1.4.out" "$o" | head -10 | sed 's/^/     /'
+		fi
+	fi
+done
+o=$T/bcs/rma_range.fatal.out
+timeout "$LIMIT" storm run -N 4 -n 4 "$T/bcs/rma_range" fatal >"$o" 2>"$o.err"
+bad_end "BCS-MPI put into detached memory ends the job (ERRORS_ARE_FATAL)" "$o" $? fatal
+if grep -q 'MPI_Win_unlock: rank [0-9] has no memory attached at address 0x[0-9a-f]* of its dynamic window' "$o.err"; then
+	ok "  the origin names the target and the address"
+else
+	bad "  no message naming the target and the address"
+	head -5 "$o.err" | sed 's/^/     | /'
+fi
+expect "a job runs after that" 0 storm run -N 4 -n 4 "$T/bcs/rma_range"
 
 # MPI_Cancel: MPI leaves a send's outcome to the implementation (Debian's
 # MPICH cancels only one to its own rank), so BCS-MPI's own answers: on one
@@ -306,6 +346,17 @@ if cmp -s "$T/ic.recorded" "$T/out" && cmp -s "$T/mpich/intercomm.8.out" "$T/out
 else
 	bad "  output differs from the recorded run's or MPICH's"
 	diff "$T/ic.recorded" "$T/out" | head -10 | sed 's/^/     /'
+fi
+
+# request-based one-sided operations (progress ships their batches) replay too
+expect "storm run --record (rma_dyn, 8 ranks)" 0 storm run --record "$T/rma_dyn.trace" -N 4 -n 8 "$T/bcs/rma_dyn"
+cp "$T/out" "$T/rma_dyn.recorded"
+expect "storm replay (rma_dyn)" 0 storm replay "$T/rma_dyn.trace"
+if cmp -s "$T/rma_dyn.recorded" "$T/out" && cmp -s "$T/mpich/rma_dyn.8.out" "$T/out"; then
+	ok "  output equals the recorded run's and MPICH's"
+else
+	bad "  output differs from the recorded run's or MPICH's"
+	diff "$T/rma_dyn.recorded" "$T/out" | head -10 | sed 's/^/     /'
 fi
 
 echo "$checks checks, $fails failed"

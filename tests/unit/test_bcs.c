@@ -972,6 +972,51 @@ static void test_rma_errors(void)
 	bcs_rma_buf_free(&d);
 }
 
+/* A dynamic window's batch: checked against the attached regions before
+ * anything is applied, then applied at absolute addresses. */
+static void test_rma_regions(void)
+{
+	bcs_types_init();
+	long r1[4] = {1, 2, 3, 4}, r2[2] = {5, 6}, gone[2] = {7, 8};
+	struct bcs_rma_region rg[2] = {{(uint64_t)(uintptr_t)r1, sizeof(r1)},
+				       {(uint64_t)(uintptr_t)r2, sizeof(r2)}};
+	struct bcs_block in1 = {.off = (long)(uintptr_t)&r1[3], .len = sizeof(long)},
+			 in2 = {.off = (long)(uintptr_t)r2, .len = 2 * sizeof(long)},
+			 out = {.off = (long)(uintptr_t)&gone[1], .len = sizeof(long)},
+			 straddle = {.off = (long)(uintptr_t)&r1[3], .len = 2 * sizeof(long)};
+	struct bcs_rma_buf b = {0};
+	long v = 40, w2[2] = {50, 60};
+	memcpy(bcs_rma_add(&b, BCS_RMA_PUT, 0, MPI_LONG, &in1, 1), &v, sizeof(v));
+	memcpy(bcs_rma_add(&b, BCS_RMA_ACC, MPI_SUM, MPI_LONG, &in2, 1), w2, sizeof(w2));
+	CU_ASSERT_PTR_NOT_NULL(bcs_rma_add(&b, BCS_RMA_GET, 0, MPI_LONG, &in1, 1));
+	uint64_t bad = 0, rlen = 0;
+	CU_ASSERT_EQUAL(bcs_rma_check(b.p, b.len, rg, 2, &bad), 0);
+	long got = 0;
+	CU_ASSERT_EQUAL(bcs_rma_apply(NULL, BCS_RMA_ANY, b.p, b.len, &got, sizeof(got), &rlen), 0);
+	CU_ASSERT(r1[3] == 40 && r2[0] == 55 && r2[1] == 66 && got == 40 && rlen == sizeof(got));
+	/* a block in no region, or across a region's end: the first one named */
+	memcpy(bcs_rma_add(&b, BCS_RMA_PUT, 0, MPI_LONG, &out, 1), &v, sizeof(v));
+	CU_ASSERT_EQUAL(bcs_rma_check(b.p, b.len, rg, 2, &bad), MPI_ERR_RMA_RANGE);
+	CU_ASSERT_EQUAL(bad, (uint64_t)(uintptr_t)&gone[1]);
+	CU_ASSERT_EQUAL(bcs_rma_check(b.p, b.len, rg, 0, &bad), MPI_ERR_RMA_RANGE);
+	CU_ASSERT_EQUAL(bad, (uint64_t)(uintptr_t)&r1[3]);
+	bcs_rma_buf_free(&b);
+	memcpy(bcs_rma_add(&b, BCS_RMA_PUT, 0, MPI_LONG, &straddle, 1), w2, sizeof(w2));
+	CU_ASSERT_EQUAL(bcs_rma_check(b.p, b.len, rg, 2, &bad), MPI_ERR_RMA_RANGE);
+	bcs_rma_buf_free(&b);
+	/* every truncation of a good batch is refused, never read past */
+	memcpy(bcs_rma_add(&b, BCS_RMA_ACC, MPI_SUM, MPI_LONG, &in2, 1), w2, sizeof(w2));
+	CU_ASSERT_EQUAL(bcs_rma_check(b.p, b.len, rg, 2, &bad), 0);
+	for (uint64_t n = 1; n < b.len; n++) {
+		uint8_t *cut = malloc(n);
+		memcpy(cut, b.p, n);
+		CU_ASSERT_EQUAL(bcs_rma_check(cut, n, rg, 2, &bad), MPI_ERR_ARG);
+		free(cut);
+	}
+	bcs_rma_buf_free(&b);
+	CU_ASSERT(gone[0] == 7 && gone[1] == 8);
+}
+
 static void test_rma_blocks(void)
 {
 	bcs_types_init();
@@ -1042,4 +1087,5 @@ void add_bcs_suite(void)
 	CU_add_test(s, "one-sided batch: every kind applied in order", test_rma_batch);
 	CU_add_test(s, "one-sided batch: range, op, truncation, reply room", test_rma_errors);
 	CU_add_test(s, "one-sided target blocks of a datatype", test_rma_blocks);
+	CU_add_test(s, "one-sided batch of a dynamic window: attached regions", test_rma_regions);
 }
