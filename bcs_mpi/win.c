@@ -26,6 +26,13 @@
  *                daemons resolve at quiescence, lowest source first: the
  *                order of lock epochs at a target is itself deterministic.
  *
+ * Dynamic windows: displacements are addresses at the target, and only the
+ * target knows what is attached there; it checks each batch whole before
+ * applying any of it, and its answer starts with a verdict that the origin
+ * reports (MPI_ERR_RMA_RANGE): the target never fails for an origin's
+ * mistake. Request-based fetches (MPI_Rget...) are shipped by progress as a
+ * flush would, without waiting; their answers complete the requests.
+ *
  * Progress: a target serves post/start and lock batches while it is inside
  * any MPI call that waits or polls (bcs_progress_hook), as MPICH without an
  * asynchronous progress thread does; a rank computing outside MPI delays
