@@ -1,6 +1,6 @@
 #!/bin/bash
 # Programs nobody here wrote the logic of: equivalents of the OSU
-# micro-benchmarks (point to point and collectives) and of the
+# micro-benchmarks (point to point, collectives and one-sided) and of the
 # mpitutorial.com examples (tests/mpi/thirdparty: our own code, behaving and
 # printing as the originals, which Debian does not package). Each is built
 # with MPICH's mpicc/mpicxx and with bcs-mpicc/bcs-mpicxx, run under
@@ -40,6 +40,10 @@ RUNS=(
 	"osu_allreduce|3 4 8|-m 262144 -i 8 -x 2 -c|timing"
 	"osu_alltoall|4 8|-m 65536 -i 8 -x 2 -c|timing"
 	"osu_barrier|2 8|-i 20 -x 2|timing"
+	"osu_put_latency|2|-m 65536 -i 10 -x 2 -c -w dynamic -s flush|timing"
+	"osu_get_latency|2|-m 65536 -i 10 -x 2 -c -w create -s lock|timing"
+	"osu_put_bw|2|-m 262144 -i 3 -x 1 -W 16 -c -w allocate -s lock_all|timing"
+	"osu_get_bw|2|-m 262144 -i 3 -x 1 -W 16 -c -w dynamic -s flush_local|timing"
 	"mpi_hello_world|1 4 8||procname"
 	"send_recv|2 4||exact"
 	"ping_pong|2||exact"
