@@ -383,13 +383,15 @@ $(BUILD)/bin/storm_selfsum: tests/cluster/selfsum.c
 # never hit it), and 2 nodes on shm, whose first messages once went out
 # before the peer's address came (~8 s); record, storm run --record of a
 # crash, a cancelled deadlock, a time limit and a lost node, replayed;
+# replay_from, a recorded job checkpointed twice, replayed from the second
+# checkpoint (storm replay --from) to the recorded result;
 # cmd_resend, a node that lost a command gets it again from the MM, in order
 # (~5 s); mbox_loss, mailbox
 # messages and acks lost at a sender, then 10% loss on links, under BCS-MPI
 # jobs and PMI fences: each is sent again and the jobs end (~2 min).
 CLUSTER_SUITES := cluster bootstrap slurm slurmcmds users remote ckpt ckpt_mpi ckpt_threads gang timed \
-                  slice liveness caw mpi mpi_copy record mpi16 netns pmi pmix faults cmd_resend \
-                  mbox_loss persist load valgrind
+                  slice liveness caw mpi mpi_copy record replay_from mpi16 netns pmi pmix faults \
+                  cmd_resend mbox_loss persist load valgrind
 CLUSTER_BINS := all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/nfq_netem \
                 $(BUILD)/bin/ckpt_prog $(BUILD)/bin/fds_prog $(BUILD)/bin/tree_prog
 SUITE_ARGS_load := 200 10
@@ -481,7 +483,8 @@ layers: all
 CHECK_JOBS ?= 1
 CHECK_SUITES := net-rma cluster-ckpt_mpi cluster-slurm debtest mpi-thirdparty net-msg \
                 cluster-ckpt_threads hosts-ckpt cluster-valgrind mpi-suite cluster-gang \
-                cluster-ckpt ckpttest mpi-wrapper cluster-mpi16 cluster-record cluster-pmi \
+                cluster-ckpt ckpttest mpi-wrapper cluster-mpi16 cluster-record \
+                cluster-replay_from cluster-pmi \
                 cluster-faults slurmtest cluster-liveness cluster-mpi_copy cluster-pmix \
                 cluster-timed cluster-persist fuzz-check kernel-check hosts-cluster \
                 cluster-mpi hosts-mpi hosts-hosts cluster-cluster cluster-netns ndtest \

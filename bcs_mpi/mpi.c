@@ -822,7 +822,7 @@ static int init_common(int *argc, char ***argv)
 	comm_set(MPI_COMM_SELF, 1, 0, s, 2, MPI_ERRORS_ARE_FATAL);
 	g.next_ctx = 4;
 	g.inited = 1;
-	bcs_trace_init(g.rank, abort_world, g.area, wait_trace_room);
+	bcs_trace_init(g.rank, abort_world, g.area, map, wait_trace_room);
 	bcs_trace_debug_hold(g.rank);
 	struct bcs_desc d = {.op = BCS_OP_INIT};
 	post(&d);

@@ -17,8 +17,11 @@ static struct {
 	int held;               /* replay: the end of an unfinished run was reached */
 	int rank;
 	struct bcs_rank_trace t;
-	size_t cwild, cindex, cmask; /* replay cursors / record counts */
-	uint64_t ctest;              /* test flags taken */
+	/* outcomes so far per stream (enum bcs_stream): record counts, replay
+	 * cursors; in the channel area, where a checkpoint reads them */
+	uint64_t *count;
+	uint64_t count0[BCS_S_N];    /* no area */
+	const struct bcs_chan_hdr *hdr;
 	size_t run;                  /* replay: the run being read, and how far */
 	uint64_t run_off;
 	struct bcs_trace file;
@@ -53,6 +56,13 @@ static void diverged(const char *fn, size_t k, const char *fmt, ...)
 	fprintf(stderr, "storm replay: divergence at rank %d, %s (its #%zu such outcome): %s\n",
 		tr.rank, fn, k + 1, what);
 	tr.abort_job(3);
+}
+
+/* The next ordinal of stream s, taken in one instruction: a rank stopped
+ * by a checkpoint has in its area exactly the count its memory holds. */
+static uint64_t take(enum bcs_stream s)
+{
+	return __atomic_fetch_add(&tr.count[s], 1, __ATOMIC_RELAXED);
 }
 
 /* ---- recording: events into the channel's trace ring as they happen */
@@ -125,11 +135,92 @@ static void ran_out(const char *fn, size_t k, size_t n)
 	diverged(fn, k, "the recorded run made only %zu such calls", n);
 }
 
+/* Reads and decodes the trace at path into tr.file; exits with a line
+ * naming the cause if it cannot. */
+static void load(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char why[256];
+	uint8_t *buf = NULL;
+	size_t len = 0, cap = 0;
+	if (f) {
+		for (;;) {
+			buf = grow(buf, &cap, len + 65536, 1);
+			size_t n = fread(buf + len, 1, 65536, f);
+			len += n;
+			if (n == 0)
+				break;
+		}
+		fclose(f);
+	}
+	if (!f || bcs_trace_decode(buf, len, &tr.file, why, sizeof(why)) < 0) {
+		fprintf(stderr, "BCS-MPI rank %d: cannot replay %s: %s\n", tr.rank, path,
+			f ? why : "cannot open it");
+		exit(1);
+	}
+	free(buf);
+	for (uint32_t i = 0; i < tr.file.nsections; i++)
+		if (tr.file.sec[i].rank == (uint32_t)tr.rank)
+			tr.t = tr.file.sec[i];
+}
+
+/* The test cursor at flag number n of the runs. */
+static void seek_test(uint64_t n)
+{
+	for (tr.run = 0; tr.run < tr.t.nruns && n >= tr.t.runs[tr.run]; tr.run++)
+		n -= tr.t.runs[tr.run];
+	tr.run_off = n;
+}
+
+/* storm replay --from: this rank was restored from a checkpoint of a
+ * recorded run, and from here on forces that run's outcomes. Its cursors
+ * are its own counts, which the checkpoint's mark in the trace must be. */
+static void replay_from(void)
+{
+	uint64_t ckpt = tr.hdr->replay_ckpt;
+	char path[BCS_REPLAY_PATH];
+	snprintf(path, sizeof(path), "%.*s", (int)sizeof(path) - 1, tr.hdr->replay_trace);
+	load(path);
+	tr.mode = 2;
+	const struct bcs_mark *m = bcs_trace_mark(&tr.t, ckpt);
+	if (!m) {
+		fprintf(stderr, "storm replay: rank %d: %s has no mark for checkpoint %llu\n",
+			tr.rank, path, (unsigned long long)ckpt);
+		tr.abort_job(3);
+		exit(3);
+	}
+	if (memcmp(m->n, tr.count, sizeof(m->n)))
+		diverged("the restore", 0, "checkpoint %llu's mark in the trace says %llu/%llu/"
+			 "%llu/%llu outcomes (wildcards/tests/waitany/waitsome), the restored rank "
+			 "made %llu/%llu/%llu/%llu", (unsigned long long)ckpt,
+			 (unsigned long long)m->n[0], (unsigned long long)m->n[1],
+			 (unsigned long long)m->n[2], (unsigned long long)m->n[3],
+			 (unsigned long long)tr.count[0], (unsigned long long)tr.count[1],
+			 (unsigned long long)tr.count[2], (unsigned long long)tr.count[3]);
+	seek_test(tr.count[BCS_S_TEST]);
+	fprintf(stderr, "storm replay: rank %d replays from checkpoint %llu: from wildcard #%llu, "
+		"test #%llu, waitany #%llu, waitsome #%llu\n", tr.rank, (unsigned long long)ckpt,
+		(unsigned long long)m->n[0] + 1, (unsigned long long)m->n[1] + 1,
+		(unsigned long long)m->n[2] + 1, (unsigned long long)m->n[3] + 1);
+	fflush(stderr);
+}
+
+/* Each outcome first asks whether the rank was restored to replay: a
+ * restore changes nothing else the library would notice. */
+static void restored(void)
+{
+	if (tr.mode != 2 && tr.hdr && __atomic_load_n(&tr.hdr->replay_ckpt, __ATOMIC_RELAXED))
+		replay_from();
+}
+
 void bcs_trace_init(int rank, void (*abort_job)(int code), struct bcs_area *area,
+		    const struct bcs_chan_hdr *hdr,
 		    void (*wait_room)(bool (*cond)(void *), void *arg))
 {
 	tr.abort_job = abort_job;
 	tr.area = area;
+	tr.hdr = hdr;
+	tr.count = area ? area->tr_count : tr.count0;
 	tr.wait_room = wait_room;
 	tr.rank = rank;
 	tr.t.rank = (uint32_t)rank;
@@ -142,30 +233,8 @@ void bcs_trace_init(int rank, void (*abort_job)(int code), struct bcs_area *area
 		rep = path;
 	}
 	if (rep && *rep) {
-		FILE *f = fopen(rep, "rb");
-		char why[256];
-		uint8_t *buf = NULL;
-		size_t len = 0, cap = 0;
-		if (f) {
-			for (;;) {
-				buf = grow(buf, &cap, len + 65536, 1);
-				size_t n = fread(buf + len, 1, 65536, f);
-				len += n;
-				if (n == 0)
-					break;
-			}
-			fclose(f);
-		}
-		if (!f || bcs_trace_decode(buf, len, &tr.file, why, sizeof(why)) < 0) {
-			fprintf(stderr, "BCS-MPI rank %d: cannot replay %s: %s\n", rank, rep,
-				f ? why : "cannot open it");
-			exit(1);
-		}
-		free(buf);
+		load(rep);
 		tr.mode = 2;
-		for (uint32_t i = 0; i < tr.file.nsections; i++)
-			if (tr.file.sec[i].rank == (uint32_t)rank)
-				tr.t = tr.file.sec[i];
 	} else if (rec && *rec) {
 		tr.mode = 1;
 		/* an empty first event: its daemon knows from the head that this
@@ -181,18 +250,21 @@ int bcs_trace_replaying(void)
 
 void bcs_trace_finish(void)
 {
+	restored();
 	if (tr.mode == 2 && tr.t.end != BCS_END_FINALIZED)
 		hold_at_end("MPI_Finalize");
 	if (tr.mode == 2) {
 		uint64_t ntest = bcs_trace_ntest(&tr.t);
-		if (tr.cwild < tr.t.nwild || tr.ctest < ntest || tr.cindex < tr.t.nindex ||
-		    tr.cmask < tr.t.nmask)
+		const uint64_t *n = tr.count;
+		if (n[BCS_S_WILD] < tr.t.nwild || n[BCS_S_TEST] < ntest ||
+		    n[BCS_S_INDEX] < tr.t.nindex || n[BCS_S_MASK] < tr.t.nmask)
 			diverged("MPI_Finalize", 0,
-				 "the recorded run had more outcomes (wildcards %zu/%zu, tests "
-				 "%llu/%llu, waitany %zu/%zu, waitsome %zu/%zu)",
-				 tr.cwild, tr.t.nwild, (unsigned long long)tr.ctest,
-				 (unsigned long long)ntest, tr.cindex, tr.t.nindex, tr.cmask,
-				 tr.t.nmask);
+				 "the recorded run had more outcomes (wildcards %llu/%zu, tests "
+				 "%llu/%llu, waitany %llu/%zu, waitsome %llu/%zu)",
+				 (unsigned long long)n[BCS_S_WILD], tr.t.nwild,
+				 (unsigned long long)n[BCS_S_TEST], (unsigned long long)ntest,
+				 (unsigned long long)n[BCS_S_INDEX], tr.t.nindex,
+				 (unsigned long long)n[BCS_S_MASK], tr.t.nmask);
 		return;
 	}
 	if (tr.mode != 1)
@@ -208,7 +280,8 @@ void bcs_trace_finish(void)
 
 int bcs_trace_wild_post(int *src, int *tag)
 {
-	size_t k = tr.cwild++;
+	restored();
+	size_t k = (size_t)take(BCS_S_WILD);
 	if (tr.mode == 1) {
 		emit(BCS_EV_WPOST, 0, 0, 0);
 	} else if (tr.mode == 2) {
@@ -227,7 +300,8 @@ int bcs_trace_wild_post(int *src, int *tag)
 
 void bcs_trace_wild_done(int k, int src, int tag)
 {
-	if (tr.mode == 1 && k >= 0 && (size_t)k < tr.cwild) {
+	restored();
+	if (tr.mode == 1 && k >= 0 && (uint64_t)k < tr.count[BCS_S_WILD]) {
 		emit(BCS_EV_WDONE, (uint64_t)k, (uint64_t)((int64_t)src + 1),
 		     (uint64_t)((int64_t)tag + 1));
 	} else if (tr.mode == 2 && k >= 0 && (size_t)k < tr.t.nwild && tr.t.wild[k].src < 0 &&
@@ -254,6 +328,7 @@ static size_t next_run(void)
 
 int bcs_trace_peek_test(void)
 {
+	restored();
 	if (tr.mode != 2)
 		return -1;
 	size_t r = next_run();
@@ -262,7 +337,8 @@ int bcs_trace_peek_test(void)
 
 int bcs_trace_test(int flag, const char *fn)
 {
-	uint64_t k = tr.ctest++;
+	restored();
+	uint64_t k = take(BCS_S_TEST);
 	if (tr.mode == 1) {
 		record_test(flag != 0);
 	} else if (tr.mode == 2) {
@@ -277,7 +353,8 @@ int bcs_trace_test(int flag, const char *fn)
 
 int bcs_trace_index(int i, const char *fn)
 {
-	size_t k = tr.cindex++;
+	restored();
+	size_t k = (size_t)take(BCS_S_INDEX);
 	if (tr.mode == 1) {
 		emit(BCS_EV_INDEX, (uint64_t)((int64_t)i + 1), 0, 0);
 	} else if (tr.mode == 2) {
@@ -290,7 +367,8 @@ int bcs_trace_index(int i, const char *fn)
 
 uint64_t bcs_trace_mask(uint64_t mask, const char *fn)
 {
-	size_t k = tr.cmask++;
+	restored();
+	size_t k = (size_t)take(BCS_S_MASK);
 	if (tr.mode == 1) {
 		emit(BCS_EV_MASK, mask, 0, 0);
 	} else if (tr.mode == 2) {

@@ -23,8 +23,11 @@
 /* ---- the library's side (trace.c) */
 /* abort_job ends the whole job when a replay diverges (MPI_Abort); a
  * recording rank streams its outcomes into area's trace ring, and
- * wait_room waits (until the daemon's next strobe) while cond fails. */
+ * wait_room waits (until the daemon's next strobe) while cond fails; hdr,
+ * the channel's header, says when a restore made the rank replay from a
+ * checkpoint (storm replay --from). */
 void bcs_trace_init(int rank, void (*abort_job)(int code), struct bcs_area *area,
+		    const struct bcs_chan_hdr *hdr,
 		    void (*wait_room)(bool (*cond)(void *), void *arg));
 void bcs_trace_finish(void);
 /* A wildcard receive or probe is posted: returns its ordinal; in replay,

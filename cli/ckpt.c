@@ -76,13 +76,21 @@ static json_t *ckpt_json(const Storm__Ctl__CheckpointInfo *k)
 							k->image_nodes[r], "copy",
 							r < k->n_copy_nodes && k->copy_nodes[r][0]
 								? k->copy_nodes[r] : NULL));
-	return json_pack("{s:I, s:I, s:i, s:s, s:s, s:i, s:s, s:i, s:i, s:I, s:b, s:f, s:f, s:f, s:s, s:o}",
+	json_t *o = json_pack("{s:I, s:I, s:i, s:s, s:s, s:i, s:s, s:i, s:i, s:I, s:b, s:f, s:f, s:f, s:s, s:o}",
 			 "id", (json_int_t)k->id, "job", (json_int_t)k->job, "epoch", (int)k->epoch,
 			 "name", k->name, "user", k->user, "uid", (int)k->uid, "nodelist",
 			 k->nodelist, "nodes", (int)k->nodes, "ranks", (int)k->ranks, "bytes",
 			 (json_int_t)k->bytes, "complete", (int)k->complete, "time", k->time,
 			 "seconds", k->seconds, "frozen", k->frozen, "reason", k->reason, "images",
 			 images ? images : json_array());
+	/* a recorded job's: its mark in the trace, 4 counts per rank */
+	if (o && k->n_bcs_marks) {
+		json_t *m = json_array();
+		for (size_t i = 0; i < k->n_bcs_marks; i++)
+			json_array_append_new(m, json_integer((json_int_t)k->bcs_marks[i]));
+		json_object_set_new(o, "bcs_marks", m);
+	}
+	return o;
 }
 
 static int one_id(const char *cmd, struct cli_optparse *p, const char *s, uint64_t *id)

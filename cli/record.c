@@ -63,6 +63,15 @@ static void describe(uint64_t job, const char *path, const struct bcs_rank_trace
 		if (t[r].end == BCS_END_EXITED && WIFSIGNALED(t[r].status))
 			fprintf(stderr, " (rank %u: signal %d)", r, WTERMSIG(t[r].status));
 	fputc('\n', stderr);
+	/* the checkpoints storm replay --from may start at: rank 0's marks
+	 * (every rank of a checkpoint has one) */
+	for (size_t k = 0; n && k < t[0].nmarks; k++) {
+		const struct bcs_mark *m = &t[0].marks[k];
+		fprintf(stderr, "storm: checkpoint %llu marked: rank 0 at %llu wildcards, %llu tests, "
+			"%llu waitany, %llu waitsome\n", (unsigned long long)m->ckpt,
+			(unsigned long long)m->n[BCS_S_WILD], (unsigned long long)m->n[BCS_S_TEST],
+			(unsigned long long)m->n[BCS_S_INDEX], (unsigned long long)m->n[BCS_S_MASK]);
+	}
 }
 
 static json_t *ranks_json(const struct bcs_rank_trace *t, uint32_t n)
@@ -76,6 +85,17 @@ static json_t *ranks_json(const struct bcs_rank_trace *t, uint32_t n)
 				      (json_int_t)t[r].nindex, "waitsome", (json_int_t)t[r].nmask);
 		if (t[r].end == BCS_END_EXITED)
 			json_object_set_new(o, "wait_status", json_integer(t[r].status));
+		json_t *marks = json_array();
+		for (size_t k = 0; k < t[r].nmarks; k++) {
+			const struct bcs_mark *m = &t[r].marks[k];
+			json_array_append_new(marks, json_pack("{s:I, s:I, s:I, s:I, s:I}",
+				"checkpoint", (json_int_t)m->ckpt,
+				"wildcards", (json_int_t)m->n[BCS_S_WILD],
+				"tests", (json_int_t)m->n[BCS_S_TEST],
+				"waitany", (json_int_t)m->n[BCS_S_INDEX],
+				"waitsome", (json_int_t)m->n[BCS_S_MASK]));
+		}
+		json_object_set_new(o, "marks", marks);
 		json_array_append_new(a, o);
 	}
 	return a;
@@ -108,7 +128,7 @@ static int record_write(uint64_t job, const Storm__Ctl__BcsRecord *rec, const ch
 		if (!(secs[n] = bcs_trace_encode_rank(&t[n], &lens[n])))
 			goto out;
 	}
-	struct bcs_trace file = { .nodes = rec->nodes, .ranks = rec->ranks,
+	struct bcs_trace file = { .job = job, .nodes = rec->nodes, .ranks = rec->ranks,
 				  .argc = (uint32_t)rec->n_argv, .argv = rec->argv,
 				  .nsections = rec->ranks };
 	size_t len;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,11 @@ static const char replay_help[] =
 	"departs from the trace stops the job with a line naming the rank, the call\n"
 	"and the expected against the actual outcome (exit status 3).\n"
 	"\n"
+	"  --from CHECKPOINT  restore that checkpoint of the recorded job (as\n"
+	"                 storm checkpoints lists it) and replay from where it was\n"
+	"                 taken: each rank forces the outcomes recorded after the\n"
+	"                 checkpoint's mark in TRACE, which must be on a path every\n"
+	"                 node sees\n"
 	"  --debug RANK   hold RANK in MPI_Init under a debugger: gdb in this\n"
 	"                 terminal when there is one (the other ranks replay around\n"
 	"                 it), otherwise the rank prints how to attach (gdbserver's\n"
@@ -39,12 +45,93 @@ static const char replay_help[] =
 	"\n"
 	"Exit status: the job's, as for storm run; 1 when the trace cannot be read.\n";
 
-enum { R_DEBUG = 1, R_LABEL, R_CONF, R_HELP };
+enum { R_DEBUG = 1, R_LABEL, R_CONF, R_HELP, R_FROM };
 static const struct cli_opt replay_opts[] = {
 	{ "debug", 0, 1, R_DEBUG }, { "label", 'l', 0, R_LABEL },
 	{ "conf", 0, 1, R_CONF },   { "help", 'h', 0, R_HELP },
+	{ "from", 0, 1, R_FROM },
 	{ NULL, 0, 0, 0 },
 };
+
+/* ---- storm replay --from CHECKPOINT: a restart of that checkpoint whose
+ * ranks replay the trace from the checkpoint's mark (bcs_mpi/trace.c) */
+
+/* The checkpoint is the recorded job's and every rank's section of t has
+ * its mark; 0, or EXIT_STORM with the one-line reason printed. */
+static int from_check(struct cli *c, const struct bcs_trace *t, const char *path, uint64_t ckpt)
+{
+	Storm__Ctl__ListCheckpoints lc = STORM__CTL__LIST_CHECKPOINTS__INIT;
+	Storm__Ctl__Request req = STORM__CTL__REQUEST__INIT;
+	req.body_case = STORM__CTL__REQUEST__BODY_CHECKPOINTS;
+	req.checkpoints = &lc;
+	int rc;
+	Storm__Ctl__Reply *rep = cli_call_for(c, &req, CTL_TIMEOUT_MS,
+					      STORM__CTL__REPLY__BODY_CHECKPOINTS, &rc);
+	if (!rep)
+		return rc ? rc : EXIT_STORM;
+	const Storm__Ctl__CheckpointInfo *k = NULL;
+	for (size_t i = 0; i < rep->checkpoints->n_checkpoints; i++)
+		if (rep->checkpoints->checkpoints[i]->id == ckpt)
+			k = rep->checkpoints->checkpoints[i];
+	uint64_t job = k ? k->job : 0;
+	ctl_reply_free(rep);
+	if (!k) {
+		fprintf(stderr, "storm replay: error: no checkpoint %llu (see storm checkpoints)\n",
+			(unsigned long long)ckpt);
+		return EXIT_STORM;
+	}
+	if (!t->job) {
+		fprintf(stderr, "storm replay: error: %s names no job (written by an older storm): it "
+			"has no checkpoint marks\n", path);
+		return EXIT_STORM;
+	}
+	if (job != t->job) {
+		fprintf(stderr, "storm replay: error: checkpoint %llu is of job %llu, not of the "
+			"recorded job %llu\n", (unsigned long long)ckpt, (unsigned long long)job,
+			(unsigned long long)t->job);
+		return EXIT_STORM;
+	}
+	for (uint32_t i = 0; i < t->nsections; i++)
+		if (!bcs_trace_mark(&t->sec[i], ckpt)) {
+			fprintf(stderr, "storm replay: error: %s has no mark for checkpoint %llu "
+				"(rank %u's trace holds %zu mark%s; a trace taken before the "
+				"checkpoint?)\n", path, (unsigned long long)ckpt, t->sec[i].rank,
+				t->sec[i].nmarks, t->sec[i].nmarks == 1 ? "" : "s");
+			return EXIT_STORM;
+		}
+	return 0;
+}
+
+static int replay_from(struct cli *c, const struct bcs_trace *t, const char *path, uint64_t ckpt,
+		       int label)
+{
+	int rc = from_check(c, t, path, ckpt);
+	if (rc)
+		return rc;
+	char abs[PATH_MAX];
+	if (!realpath(path, abs)) {
+		fprintf(stderr, "storm replay: error: %s: %s\n", path, strerror(errno));
+		return EXIT_STORM;
+	}
+	int fd = cli_connect(c);
+	if (fd < 0)
+		return EXIT_STORM;
+	Storm__Ctl__Restart rs = STORM__CTL__RESTART__INIT;
+	rs.checkpoint = ckpt;
+	rs.replay_trace = abs;
+	Storm__Ctl__Request req = STORM__CTL__REQUEST__INIT;
+	req.body_case = STORM__CTL__REQUEST__BODY_RESTART;
+	req.restart = &rs;
+	int e = ctl_send(fd, &req, NULL, 0);
+	if (e != 0) {
+		ctl_report(e);
+		close(fd);
+		return EXIT_STORM;
+	}
+	rc = cli_stream(c, fd, "storm replay", label);
+	close(fd);
+	return rc;
+}
 
 int cmd_replay(struct cli *c, int argc, char **argv)
 {
@@ -52,6 +139,7 @@ int cmd_replay(struct cli *c, int argc, char **argv)
 	cli_opt_init(&p, argc, argv, 1, 1);
 	int id, label = 0;
 	long debug = -1;
+	unsigned long long from = 0;
 	while ((id = cli_opt_next(&p, replay_opts)) > 0) {
 		switch (id) {
 		case R_DEBUG: {
@@ -61,6 +149,17 @@ int cmd_replay(struct cli *c, int argc, char **argv)
 			if (errno || *end || end == p.arg || debug < 0) {
 				fprintf(stderr, "storm replay: error: --debug wants a rank, not '%s'\n",
 					p.arg);
+				return EXIT_USAGE;
+			}
+			break;
+		}
+		case R_FROM: {
+			char *end;
+			errno = 0;
+			from = strtoull(p.arg, &end, 10);
+			if (errno || *end || end == p.arg || !from || p.arg[0] == '-') {
+				fprintf(stderr, "storm replay: error: --from wants a checkpoint id "
+					"(storm checkpoints), not '%s'\n", p.arg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -96,6 +195,14 @@ int cmd_replay(struct cli *c, int argc, char **argv)
 		return EXIT_STORM;
 	}
 	free(buf);
+	if (from) {
+		int rc = debug >= 0 ? EXIT_USAGE : replay_from(c, &t, path, from, label);
+		if (debug >= 0)
+			fprintf(stderr, "storm replay: error: --debug holds a rank in MPI_Init, which "
+				"a replay --from a checkpoint does not run\n");
+		bcs_trace_free(&t);
+		return rc;
+	}
 	if (debug >= 0 && (uint32_t)debug >= t.ranks) {
 		fprintf(stderr, "storm replay: error: --debug %ld: the job had ranks 0..%u\n", debug,
 			t.ranks - 1);

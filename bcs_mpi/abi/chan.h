@@ -35,11 +35,13 @@
 #include <stdint.h>
 
 #define BCS_CHAN_MAGIC 0x4d534342u /* "BCSM" */
-#define BCS_CHAN_VERSION 4 /* 2: bcs_area.idle; 3: copy orders; 4: the trace ring */
+#define BCS_CHAN_VERSION 5 /* 2: bcs_area.idle; 3: copy orders; 4: the trace ring;
+			    * 5: outcome counts in the area, replay from a checkpoint */
 #define BCS_SUB_RING 4096u  /* power of two */
 #define BCS_COMP_RING 4096u /* power of two */
 #define BCS_TRACE_RING 16384u /* bytes, power of two */
 #define BCS_CHAN_HDR 4096u
+#define BCS_REPLAY_PATH 2048u /* bcs_chan_hdr.replay_trace, NUL included */
 
 #define BCS_RED_MAX 512u
 
@@ -156,7 +158,14 @@ struct bcs_area {
 	uint32_t pad5[15];
 	struct bcs_copy copy[BCS_COPY_SLOTS];
 	uint64_t tr_head;     /* written by the rank: trace bytes written */
-	uint64_t pad6[7];
+	/* written by the rank: its outcomes so far per stream (enum
+	 * bcs_stream: wildcards posted, test flags, Waitany indexes, Waitsome
+	 * masks), each bumped by one instruction, so a rank stopped anywhere
+	 * has in its area what its memory holds: a checkpoint reads its mark
+	 * in the trace here (bcs_trace.c), and a rank restored to replay from
+	 * it starts its cursors here */
+	uint64_t tr_count[4];
+	uint64_t pad6[3];
 	uint64_t tr_tail;     /* written by the daemon: trace bytes taken */
 	/* the test flags not yet in the ring (the open run): BCS_RUN_*. The
 	 * rank rewrites it after every event it puts in the ring, tagged with
@@ -185,7 +194,14 @@ struct bcs_chan_hdr {
 	uint32_t first_rank;  /* world rank of local area 0 */
 	uint32_t replay;      /* reserved */
 	uint32_t flags;       /* BCS_CHAN_* */
+	/* storm replay --from: the job restores this checkpoint and its ranks
+	 * replay the trace at replay_trace (an absolute path) from the mark
+	 * the checkpoint left in it; 0: not a replay from a checkpoint */
+	uint64_t replay_ckpt;
+	char replay_trace[BCS_REPLAY_PATH];
 };
+
+_Static_assert(sizeof(struct bcs_chan_hdr) <= BCS_CHAN_HDR, "the channel header outgrew its page");
 
 static inline uint64_t bcs_chan_size(uint32_t nlocal)
 {

@@ -121,6 +121,12 @@ uint8_t *bcs_trace_encode_rank(const struct bcs_rank_trace *t, size_t *len)
 		varint(&w, t->mask[i]);
 	varint(&w, t->end);
 	varint(&w, (uint32_t)t->status);
+	varint(&w, t->nmarks);
+	for (size_t i = 0; i < t->nmarks; i++) {
+		varint(&w, t->marks[i].ckpt);
+		for (int k = 0; k < BCS_S_N; k++)
+			varint(&w, t->marks[i].n[k]);
+	}
 	if (w.oom) {
 		free(w.p);
 		return NULL;
@@ -167,6 +173,16 @@ static int decode_rank(const uint8_t *buf, size_t len, struct bcs_rank_trace *t,
 		t->end = (uint32_t)end;
 		t->status = (int32_t)(uint32_t)status;
 	}
+	if (version >= 3) { /* the checkpoints' marks */
+		t->nmarks = get_count(&r, 1 + BCS_S_N);
+		if (!r.bad && t->nmarks && !(t->marks = calloc(t->nmarks, sizeof(*t->marks))))
+			r.bad = true;
+		for (size_t i = 0; !r.bad && i < t->nmarks; i++) {
+			t->marks[i].ckpt = get_varint(&r);
+			for (int k = 0; k < BCS_S_N; k++)
+				t->marks[i].n[k] = get_varint(&r);
+		}
+	}
 	if (r.bad || r.off != r.n) {
 		bcs_rank_trace_free(t);
 		return -1;
@@ -185,6 +201,7 @@ void bcs_rank_trace_free(struct bcs_rank_trace *t)
 	free(t->runs);
 	free(t->index);
 	free(t->mask);
+	free(t->marks);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -196,6 +213,7 @@ uint8_t *bcs_trace_encode(const struct bcs_trace *t, uint8_t *const *secs, const
 	varint(&w, BCS_TRACE_VERSION);
 	varint(&w, t->nodes);
 	varint(&w, t->ranks);
+	varint(&w, t->job);
 	varint(&w, t->argc);
 	for (uint32_t i = 0; i < t->argc; i++) {
 		size_t n = strlen(t->argv[i]);
@@ -243,6 +261,7 @@ int bcs_trace_decode(const void *buf, size_t len, struct bcs_trace *t, char *why
 		return -1;
 	}
 	uint64_t nodes = get_varint(&r), ranks = get_varint(&r);
+	t->job = v >= 3 ? get_varint(&r) : 0;
 	size_t argc = get_count(&r, 1);
 	if (r.bad || nodes > UINT32_MAX || ranks > UINT32_MAX || argc == 0) {
 		err = "truncated or malformed header";
@@ -315,11 +334,12 @@ bad:
 static const uint8_t nvals[] = {
 	[BCS_EV_WPOST] = 0, [BCS_EV_WDONE] = 3, [BCS_EV_TEST] = 2, [BCS_EV_INDEX] = 1,
 	[BCS_EV_MASK] = 1,  [BCS_EV_FINAL] = 0, [BCS_EV_EXIT] = 1, [BCS_EV_LOST] = 0,
+	[BCS_EV_MARK] = 5,
 };
 
 size_t bcs_stream_event_len(const uint8_t *p, size_t n)
 {
-	if (n == 0 || p[0] < BCS_EV_WPOST || p[0] > BCS_EV_LOST)
+	if (n == 0 || p[0] < BCS_EV_WPOST || p[0] > BCS_EV_MARK)
 		return 0;
 	size_t off = 1;
 	for (unsigned k = 0; k < nvals[p[0]]; k++) {
@@ -333,9 +353,8 @@ size_t bcs_stream_event_len(const uint8_t *p, size_t n)
 	return off;
 }
 
-size_t bcs_stream_event(uint8_t *out, int ev, uint64_t a, uint64_t b, uint64_t c)
+static size_t event(uint8_t *out, int ev, const uint64_t *v)
 {
-	uint64_t v[3] = {a, b, c};
 	size_t n = 0;
 	out[n++] = (uint8_t)ev;
 	for (unsigned k = 0; k < nvals[ev]; k++) {
@@ -349,6 +368,27 @@ size_t bcs_stream_event(uint8_t *out, int ev, uint64_t a, uint64_t b, uint64_t c
 		} while (x);
 	}
 	return n;
+}
+
+size_t bcs_stream_event(uint8_t *out, int ev, uint64_t a, uint64_t b, uint64_t c)
+{
+	uint64_t v[3] = {a, b, c};
+	return ev == BCS_EV_MARK ? 0 : event(out, ev, v);
+}
+
+size_t bcs_stream_mark(uint8_t *out, const struct bcs_mark *m)
+{
+	uint64_t v[1 + BCS_S_N] = {m->ckpt};
+	memcpy(v + 1, m->n, sizeof(m->n));
+	return event(out, BCS_EV_MARK, v);
+}
+
+const struct bcs_mark *bcs_trace_mark(const struct bcs_rank_trace *t, uint64_t ckpt)
+{
+	for (size_t i = 0; i < t->nmarks; i++)
+		if (t->marks[i].ckpt == ckpt)
+			return &t->marks[i];
+	return NULL;
 }
 
 /* grows an array of a rank trace by one element; false without memory */
@@ -435,6 +475,25 @@ static bool apply_one(struct bcs_rank_trace *t, struct rbuf *r)
 		if (!t->finalized)
 			t->end = BCS_END_EXITED;
 		return true;
+	case BCS_EV_MARK: {
+		struct bcs_mark m;
+		m.ckpt = get_varint(r);
+		for (int k = 0; k < BCS_S_N; k++)
+			m.n[k] = get_varint(r);
+		if (r->bad)
+			return false;
+		/* a checkpoint marks a rank once; a repeat (a report sent again)
+		 * is the same mark */
+		struct bcs_mark *old = (struct bcs_mark *)bcs_trace_mark(t, m.ckpt);
+		if (old) {
+			*old = m;
+			return true;
+		}
+		if (!room((void **)&t->marks, &t->capmarks, t->nmarks + 1, sizeof(*t->marks)))
+			return false;
+		t->marks[t->nmarks++] = m;
+		return true;
+	}
 	case BCS_EV_LOST:
 		/* the node's last word stands: an exit it reported came first */
 		if (t->end == BCS_END_RUNNING)

@@ -10,7 +10,8 @@
 #include <stdint.h>
 
 #define BCS_TRACE_MAGIC "BCST"
-#define BCS_TRACE_VERSION 2 /* 2: each section says how its rank ended */
+#define BCS_TRACE_VERSION 3 /* 2: each section says how its rank ended; 3: the job's
+			     * id, each section's checkpoint marks */
 
 /* How a rank's recorded run ended (a section's `end`). */
 enum bcs_end {
@@ -33,10 +34,21 @@ enum bcs_ev {
 	BCS_EV_FINAL = 6, /* the rank reached MPI_Finalize */
 	BCS_EV_EXIT = 7,  /* wait status: the rank ended (its node daemon) */
 	BCS_EV_LOST = 8,  /* its node was lost (the machine manager) */
+	BCS_EV_MARK = 9,  /* checkpoint, then the rank's count per stream at its
+			   * quiescent point (its node daemon: struct bcs_mark) */
 };
-#define BCS_EV_MAX 31 /* the longest event: a kind and three 10-byte varints */
+#define BCS_EV_MAX 31 /* the longest event a rank writes: a kind and three 10-byte varints */
+#define BCS_EV_MARK_MAX 51 /* a mark: a kind and five 10-byte varints */
 
 enum bcs_stream { BCS_S_WILD, BCS_S_TEST, BCS_S_INDEX, BCS_S_MASK, BCS_S_N };
+
+/* Where checkpoint ckpt found a rank: how many outcomes of each stream
+ * (enum bcs_stream) it had made. A replay from that checkpoint forces the
+ * outcomes from there on. */
+struct bcs_mark {
+	uint64_t ckpt;
+	uint64_t n[BCS_S_N];
+};
 
 struct bcs_wild {
 	int32_t src, tag; /* world rank (-1: never completed) and tag */
@@ -55,13 +67,16 @@ struct bcs_rank_trace {
 	size_t nindex;
 	uint64_t *mask;   /* MPI_Waitsome: completed requests (first 64) */
 	size_t nmask;
+	struct bcs_mark *marks; /* the checkpoints taken of it, in the order taken */
+	size_t nmarks;
 	uint32_t end;     /* enum bcs_end */
 	int32_t status;   /* BCS_END_EXITED: its wait status */
-	size_t capwild, capruns, capindex, capmask; /* bcs_stream_apply's room */
+	size_t capwild, capruns, capindex, capmask, capmarks; /* bcs_stream_apply's room */
 	bool finalized;   /* bcs_stream_apply: FINAL seen */
 };
 
 struct bcs_trace {
+	uint64_t job;     /* the recorded job (0: a version 1 or 2 file) */
 	uint32_t nodes, ranks;
 	uint32_t argc;
 	char **argv;
@@ -85,6 +100,10 @@ void bcs_rank_trace_free(struct bcs_rank_trace *r);
 /* Encodes one stream event of kind ev with up to three values into out
  * (BCS_EV_MAX bytes); returns its length. */
 size_t bcs_stream_event(uint8_t *out, int ev, uint64_t a, uint64_t b, uint64_t c);
+/* Encodes mark m as a BCS_EV_MARK event into out (BCS_EV_MARK_MAX bytes). */
+size_t bcs_stream_mark(uint8_t *out, const struct bcs_mark *m);
+/* t's mark of checkpoint ckpt, NULL if it has none. */
+const struct bcs_mark *bcs_trace_mark(const struct bcs_rank_trace *t, uint64_t ckpt);
 /* The length of the whole event at p (n bytes there), 0 if none is. */
 size_t bcs_stream_event_len(const uint8_t *p, size_t n);
 /* Folds a rank's stream events (whole events only) into t, which starts

@@ -334,7 +334,8 @@ static uint64_t ckpt_node_lost(struct mm *mm, struct job *j, const char *lost)
 		slog("job %" PRIu64 ": no complete checkpoint to restart from", j->id);
 		return 0;
 	}
-	struct job *n = ckpt_restart_job(mm, r, r->nnodes, j->client != NULL, why, sizeof(why));
+	struct job *n = ckpt_restart_job(mm, r, r->nnodes, j->client != NULL, NULL, why,
+					 sizeof(why));
 	if (!n) {
 		slog("job %" PRIu64 ": cannot restart checkpoint %" PRIu64 ": %s", j->id, r->id, why);
 		return 0;
@@ -384,7 +385,21 @@ static void handle_restart(struct mm *mm, struct client *c, const Storm__Ctl__Re
 			    "the cluster is shutting down");
 		return;
 	}
-	struct job *j = ckpt_restart_job(mm, r, rq->nodes, true, why, sizeof(why));
+	const char *replay = rq->replay_trace && rq->replay_trace[0] ? rq->replay_trace : NULL;
+	if (replay && (replay[0] != '/' || strlen(replay) >= BCS_REPLAY_PATH_MAX)) {
+		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID,
+			    "the trace to replay must be an absolute path of at most %d bytes",
+			    BCS_REPLAY_PATH_MAX - 1);
+		return;
+	}
+	if (replay && !r->marks) {
+		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID,
+			    "checkpoint %llu of job %llu has no mark in a trace: the job did not "
+			    "run with storm run --record",
+			    (unsigned long long)r->id, (unsigned long long)r->job);
+		return;
+	}
+	struct job *j = ckpt_restart_job(mm, r, rq->nodes, true, replay, why, sizeof(why));
 	if (!j) {
 		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID, "%s", why);
 		return;

@@ -29,6 +29,7 @@ static void rec_free(struct mm_ckpt *r)
 	free(r->rank_node);
 	free(r->rank_copy);
 	free(r->extra);
+	free(r->marks);
 	free(r);
 }
 
@@ -38,6 +39,18 @@ struct mm_ckpt *ckpt_rec_find(struct mm *mm, uint64_t id)
 		if (r->id == id)
 			return r;
 	return NULL;
+}
+
+void ckpt_rec_mark(struct mm *mm, const Storm__Cl__BcsStream *b)
+{
+	struct mm_ckpt *r = ckpt_rec_find(mm, b->checkpoint);
+	if (!r || r->job != b->job || b->rank >= r->nranks || b->n_mark != CKPT_MARK_N)
+		return;
+	if (!r->marks && !(r->marks = calloc((size_t)r->nranks * CKPT_MARK_N, sizeof(uint64_t))))
+		return;
+	memcpy(r->marks + (size_t)b->rank * CKPT_MARK_N, b->mark, CKPT_MARK_N * sizeof(uint64_t));
+	if (r->complete || r->failed)
+		ckpt_persist(mm, r);
 }
 
 struct mm_ckpt *ckpt_rec_latest_complete(struct mm *mm, uint64_t job)
@@ -149,6 +162,8 @@ void ckpt_persist(struct mm *mm, struct mm_ckpt *r)
 	c.frozen = r->frozen;
 	c.reason = r->reason;
 	c.periodic = r->periodic;
+	c.bcs_marks = r->marks;
+	c.n_bcs_marks = r->marks ? (size_t)r->nranks * CKPT_MARK_N : 0;
 	Storm__Rec__RecFile files[FRAME_MAX_FDS], *fp[FRAME_MAX_FDS];
 	for (int i = 0; i < r->nfiles; i++) {
 		storm__rec__rec_file__init(&files[i]);
@@ -254,6 +269,9 @@ static int load_one(void *arg, const struct db_ckpt *d)
 	}
 	for (uint32_t k = 0; k < r->nnodes; k++)
 		r->nodes[k] = (int)c->nodes[k];
+	if (c->n_bcs_marks == (size_t)r->nranks * CKPT_MARK_N && c->n_bcs_marks &&
+	    (r->marks = malloc(c->n_bcs_marks * sizeof(uint64_t))))
+		memcpy(r->marks, c->bcs_marks, c->n_bcs_marks * sizeof(uint64_t));
 	r->nextra = (uint32_t)c->n_extra;
 	for (uint32_t k = 0; k < r->nextra; k++)
 		r->extra[k] = (int)c->extra[k];
@@ -339,6 +357,8 @@ void ckpt_rec_info(struct mm *mm, const struct mm_ckpt *r, Storm__Ctl__Checkpoin
 	i->seconds = r->seconds;
 	i->reason = (char *)r->reason;
 	i->frozen = r->frozen;
+	i->bcs_marks = r->marks;
+	i->n_bcs_marks = r->marks ? (size_t)r->nranks * CKPT_MARK_N : 0;
 }
 
 void ckpt_reply_info(struct mm *mm, struct client *c, const struct mm_ckpt *r)

@@ -24,7 +24,7 @@
 /* A new job that restarts checkpoint r on `nodes` nodes (0: as many as it
  * had); c, when given, gets its output and end like a storm run. */
 struct job *ckpt_restart_job(struct mm *mm, struct mm_ckpt *r, uint32_t nodes, bool interactive,
-			       char *why, size_t len)
+			       const char *replay, char *why, size_t len)
 {
 	if (!nodes)
 		nodes = r->nnodes;
@@ -46,7 +46,16 @@ struct job *ckpt_restart_job(struct mm *mm, struct mm_ckpt *r, uint32_t nodes, b
 	j->nodes = calloc(nodes, sizeof(int));
 	j->rank_status = malloc(sizeof(int32_t) * r->nranks);
 	j->node_done = calloc(nodes, sizeof(bool));
-	if (!j->spec || !j->nodes || !j->rank_status || !j->node_done) {
+	char *rp = replay ? strdup(replay) : NULL;
+	if (rp && j->spec) {
+		/* protobuf-c's empty default is static: only a set one is freed */
+		if (j->spec->replay_trace && j->spec->replay_trace[0])
+			free(j->spec->replay_trace);
+		j->spec->replay_trace = rp;
+		rp = NULL;
+	}
+	if (!j->spec || !j->nodes || !j->rank_status || !j->node_done || rp) {
+		free(rp);
 		job_destroy(j);
 		snprintf(why, len, "out of memory");
 		return NULL;

@@ -122,6 +122,7 @@ static struct job *new_job(const struct client *c, const Storm__Job__Spec *s,
 	mine.gid = c->gid;
 	mine.name = name;
 	mine.restore_checkpoint = 0;
+	mine.replay_trace = "";
 	j->spec = jobspec_dup(&mine);
 	j->id = id;
 	j->nnodes = plan->nodes;

@@ -140,6 +140,10 @@ struct job {
 /* A checkpoint record (ckpt.c): what `storm checkpoints` lists and what a
  * restart needs. Kept in memory behind ckpt_rec_* so a database can hold
  * them instead. */
+/* bcs_mpi/abi/chan.h's BCS_REPLAY_PATH: the replay trace's path in the channel */
+#define BCS_REPLAY_PATH_MAX 2048
+#define CKPT_MARK_N 4 /* a mark's counts (bcs_mpi/abi/trace_codec.h, enum bcs_stream) */
+
 struct mm_ckpt {
 	uint64_t id, job;
 	uint32_t epoch;
@@ -171,6 +175,10 @@ struct mm_ckpt {
 	int *rank_node, *rank_copy;
 	int *extra;
 	uint32_t nextra;
+	/* storm run --record: per rank its outcome counts at this checkpoint
+	 * (CKPT_MARK_N per rank: wildcards, tests, waitany, waitsome), the
+	 * mark it left in the job's trace; NULL: the job did not record */
+	uint64_t *marks;
 	struct mm_ckpt *next;
 };
 
@@ -391,7 +399,7 @@ void trace_free(struct job *j);
 /* storm run --record: a rank's stream events from a node's report, into the
  * job's record; the loss of a node said in it; storm trace --bcs and storm
  * traces */
-void trace_on_bcs(struct mm *mm, int node, const Storm__Cl__BcsStream *b);
+bool trace_on_bcs(struct mm *mm, int node, const Storm__Cl__BcsStream *b);
 void trace_bcs_node_lost(struct mm *mm, struct job *j, int node);
 void trace_bcs_request(struct mm *mm, struct client *c, const Storm__Ctl__Request *req);
 
@@ -454,6 +462,9 @@ const char *gang_waiting_reason(struct mm *mm, const struct job *j, char *buf, s
 /* ckpt_rec.c: the records */
 struct mm_ckpt *ckpt_rec_new(struct mm *mm, const struct job *j);
 struct mm_ckpt *ckpt_rec_find(struct mm *mm, uint64_t id);
+/* a rank's mark in its job's BCS-MPI trace (storm run --record) for the
+ * checkpoint b names, kept with the record; anything else is ignored */
+void ckpt_rec_mark(struct mm *mm, const Storm__Cl__BcsStream *b);
 struct mm_ckpt *ckpt_rec_latest_complete(struct mm *mm, uint64_t job);
 void ckpt_rec_delete(struct mm *mm, struct mm_ckpt *r);
 /* Writes the record, with its relaunch data and image locations, to the
@@ -472,9 +483,10 @@ void ckpt_rec_info(struct mm *mm, const struct mm_ckpt *r, Storm__Ctl__Checkpoin
 void ckpt_reply_info(struct mm *mm, struct client *c, const struct mm_ckpt *r);
 
 /* ckpt_restart.c: a new job from checkpoint r on `nodes` nodes (0: as many
- * as it had), queued; NULL with why */
+ * as it had), queued; with replay (storm replay --from), its ranks replay
+ * that trace from r's mark; NULL with why */
 struct job *ckpt_restart_job(struct mm *mm, struct mm_ckpt *r, uint32_t nodes, bool interactive,
-			     char *why, size_t len);
+			     const char *replay, char *why, size_t len);
 void ckpt_send_submitted(struct mm *mm, struct client *c, struct job *j, const char *reason);
 /* the job_ckpt_hooks a restart answers (their meaning: struct job_ckpt_hooks) */
 int ckpt_restart_prepare(struct mm *mm, struct job *j);

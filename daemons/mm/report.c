@@ -78,7 +78,8 @@ static void consume_report(struct mm *mm, int idx)
 	 * rank and exits precede the DONE note (layout.h); a rank's recorded
 	 * outcomes precede its exit too, so they are stored first */
 	for (size_t i = 0; i < r->n_bcs; i++)
-		trace_on_bcs(mm, idx, r->bcs[i]);
+		if (trace_on_bcs(mm, idx, r->bcs[i]) && r->bcs[i]->checkpoint)
+			ckpt_rec_mark(mm, r->bcs[i]);
 	for (size_t i = 0; i < r->n_output; i++)
 		job_on_output(mm, idx, r->output[i]);
 	for (size_t i = 0; i < r->n_exits; i++)

@@ -412,18 +412,21 @@ static bool ranks_of(const struct job *j, int idx, uint32_t *first, uint32_t *co
 	return false;
 }
 
-void trace_on_bcs(struct mm *mm, int node, const Storm__Cl__BcsStream *b)
+bool trace_on_bcs(struct mm *mm, int node, const Storm__Cl__BcsStream *b)
 {
 	/* only a node of the job, while the job is on, about a rank it runs */
 	struct job *j = job_find(mm, b->job);
 	uint32_t first, count;
-	if (!mm->db || !j || !job_active(j) || !ranks_of(j, node, &first, &count) ||
+	if (!j || !job_active(j) || !ranks_of(j, node, &first, &count) ||
 	    b->rank < first || b->rank >= first + count || !b->data.len)
-		return;
+		return false;
+	if (!mm->db)
+		return true;
 	bcs_header(mm, j);
 	if (db_bcs_append(mm->db, j->id, b->rank, b->data.data, b->data.len) < 0)
 		slog("job %llu: cannot store rank %u's BCS-MPI record: %s",
 		     (unsigned long long)j->id, b->rank, db_error(mm->db));
+	return true;
 }
 
 void trace_bcs_node_lost(struct mm *mm, struct job *j, int node)

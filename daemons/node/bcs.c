@@ -1296,6 +1296,11 @@ int nd_bcs_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command
 				 .nlocal = j->nlocal, .area_size = (uint32_t)BCS_AREA_SIZE,
 				 .job = job->id, .world = j->world, .first_rank = j->first,
 				 .flags = flags};
+	/* storm replay --from: the restored ranks replay from the checkpoint's mark */
+	if (L->restore && L->spec && L->spec->replay_trace && L->spec->replay_trace[0]) {
+		h.replay_ckpt = L->spec->restore_checkpoint;
+		snprintf(h.replay_trace, sizeof(h.replay_trace), "%s", L->spec->replay_trace);
+	}
 	memcpy(j->map, &h, sizeof(h));
 	rounds(nd, j);
 	return j->memfd;

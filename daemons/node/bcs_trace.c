@@ -49,6 +49,13 @@ static void ship(struct nd *nd, uint64_t job, uint32_t rank, const uint8_t *d, s
 		nd_queue_bcs(nd, job, rank, d + off, n - off < TR_CHUNK ? n - off : TR_CHUNK);
 }
 
+/* A job of storm replay --from: its ranks replay, and what a restored
+ * rank still had in its ring belongs to the recorded run's trace */
+static bool replaying(const struct bjob *j)
+{
+	return ((const struct bcs_chan_hdr *)j->map)->replay_ckpt != 0;
+}
+
 static bool has_state(struct bjob *j)
 {
 	if (j->tr_last)
@@ -66,6 +73,10 @@ static void drain_rank(struct nd *nd, struct bjob *j, uint32_t lr)
 	if (head == tail || !has_state(j))
 		return;
 	uint64_t n = head - tail;
+	if (replaying(j)) {
+		__atomic_store_n(&a->tr_tail, head, __ATOMIC_RELEASE);
+		return;
+	}
 	if (n > BCS_TRACE_RING) {
 		/* the rank's memory is its own: a head it scribbled on */
 		slog("job %" PRIu64 ": rank %u's trace ring says %" PRIu64 " bytes; dropped", j->id,
@@ -113,6 +124,25 @@ static size_t open_run(struct bjob *j, uint32_t lr, uint8_t *out)
 	if (!BCS_RUN_COUNT(run) || !(current || before_event))
 		return 0;
 	return bcs_stream_event(out, BCS_EV_TEST, BCS_RUN_FLAG(run), BCS_RUN_COUNT(run), 0);
+}
+
+void nd_bcs_trace_mark(struct nd *nd, struct nd_job *job, uint64_t ckpt)
+{
+	struct bjob *j = nd->bcs ? bcs_job_find(nd->bcs, job->id) : NULL;
+	if (!j || !j->map || replaying(j))
+		return;
+	for (uint32_t lr = 0; lr < j->nlocal; lr++) {
+		const struct bcs_area *a = bcs_area_of(j, lr);
+		if (!a->tr_head)
+			continue; /* not recording, or it never reached MPI_Init */
+		struct bcs_mark m = { .ckpt = ckpt };
+		for (int s = 0; s < BCS_S_N; s++)
+			m.n[s] = __atomic_load_n(&a->tr_count[s], __ATOMIC_RELAXED);
+		uint8_t ev[BCS_EV_MARK_MAX];
+		size_t n = bcs_stream_mark(ev, &m);
+		keep_copy(nd, j->id, j->first + lr, ev, n);
+		nd_queue_bcs_mark(nd, j->id, j->first + lr, ev, n, ckpt, m.n);
+	}
 }
 
 void nd_bcs_trace_rank_end(struct nd *nd, struct nd_job *job, uint32_t lr, int status)

@@ -649,6 +649,11 @@ void nd_ckpt_poll(struct nd *nd)
 		if (strncmp(h->buf, "C ", 2) || !strchr(h->buf, '\n') ||
 		    sscanf(h->buf, "C %llu", &bytes) != 1)
 			continue;
+		/* every rank was read stopped, and stays so until released: what
+		 * it had done then is the checkpoint's mark in its trace */
+		struct nd_job *job = job_of(nd, h->job);
+		if (job)
+			nd_bcs_trace_mark(nd, job, h->id);
 		dump_release(nd, h);
 		nd_queue_note(nd, h->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINT_CAPTURED, UINT32_MAX,
 			      "%" PRIu64 " %llu", h->id, bytes);

@@ -94,7 +94,8 @@ struct nd_rec {
 	uint32_t rank, stream;
 	int32_t wait_status;
 	uint64_t max_rss_kb, cpu_us; /* EXIT: from the rank's rusage */
-	uint64_t value;         /* NOTE: STDIN_ACK's count */
+	uint64_t value;         /* NOTE: STDIN_ACK's count; BCS: a mark's checkpoint */
+	uint64_t mark[4];       /* BCS: the mark's counts per stream */
 	int note;               /* Storm__Cl__JobNote__Kind */
 	char *message;
 	uint32_t done_slot;     /* DONE: GM_VAR_DONE slot to set once sent */
@@ -377,6 +378,10 @@ void nd_bcs_job_end(struct nd *nd, struct nd_job *job);
 void nd_bcs_trace_rank_end(struct nd *nd, struct nd_job *job, uint32_t lr, int status);
 /* every job's recording ranks' new outcomes, at the strobe, before
  * nd_bcs_strobe publishes (which wakes a rank waiting for ring room) */
+/* A checkpoint's mark in the trace of each recording rank of job here (its
+ * ranks stopped at the checkpoint's quiescent point): its outcome counts,
+ * into its stream and to the checkpoint's record (bcs_trace.c) */
+void nd_bcs_trace_mark(struct nd *nd, struct nd_job *job, uint64_t ckpt);
 void nd_bcs_trace_strobe(struct nd *nd);
 /* At each strobe, after the gang switch: the micro-phases. */
 void nd_bcs_strobe(struct nd *nd);
@@ -496,6 +501,10 @@ void nd_trace_free(struct nd_job *job);
 void nd_queue_trace(struct nd *nd, uint64_t job, uint8_t *chunk, size_t len);
 /* a recording rank's stream events (bcs_trace.c), copied */
 void nd_queue_bcs(struct nd *nd, uint64_t job, uint32_t rank, const uint8_t *d, size_t len);
+/* the same for checkpoint ckpt's mark event, with its four counts for the
+ * checkpoint's record */
+void nd_queue_bcs_mark(struct nd *nd, uint64_t job, uint32_t rank, const uint8_t *d, size_t len,
+		       uint64_t ckpt, const uint64_t *counts);
 
 struct rusage;
 void nd_queue_exit(struct nd *nd, uint64_t job, uint32_t rank, int status,

@@ -89,6 +89,15 @@ void nd_queue_bcs(struct nd *nd, uint64_t job, uint32_t rank, const uint8_t *d, 
 	enqueue(nd, r);
 }
 
+void nd_queue_bcs_mark(struct nd *nd, uint64_t job, uint32_t rank, const uint8_t *d, size_t len,
+		       uint64_t ckpt, const uint64_t *counts)
+{
+	nd_queue_bcs(nd, job, rank, d, len);
+	struct nd_rec *r = nd->q_tail;
+	r->value = ckpt;
+	memcpy(r->mark, counts, sizeof(r->mark));
+}
+
 void nd_queue_value(struct nd *nd, uint64_t job, int kind, uint64_t value)
 {
 	/* one per job waiting is enough: a later count covers an earlier */
@@ -352,6 +361,11 @@ static void send_next(struct nd *nd, uint64_t seq)
 			b->rank = r->rank;
 			b->data.data = r->data;
 			b->data.len = r->len;
+			if (r->value) {
+				b->checkpoint = r->value;
+				b->mark = r->mark;
+				b->n_mark = 4;
+			}
 			cost = field_cost(storm__cl__bcs_stream__get_packed_size(b));
 			if (used + cost > budget) {
 				stop = r;

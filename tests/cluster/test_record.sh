@@ -75,6 +75,7 @@ def varint(b, i):
 assert b[:4] == b"BCST"
 i = 4
 ver, i = varint(b, i); _, i = varint(b, i); ranks, i = varint(b, i)
+job, i = varint(b, i)
 argc, i = varint(b, i)
 for _ in range(argc):
     n, i = varint(b, i); i += n
@@ -96,7 +97,7 @@ for _ in range(nsec):
     got.append("%d:%d" % (rank, end))
     if rank == 0: tests0, wild0 = sum(runs), nw
 print(" ".join(got), "rank0: %d wildcards, %d tests" % (wild0, tests0))
-sys.exit(0 if ver == 2 and " ".join(got) == sys.argv[2] and wild0 > 0 and tests0 > 0 else 1)
+sys.exit(0 if ver == 3 and job > 0 and " ".join(got) == sys.argv[2] and wild0 > 0 and tests0 > 0 else 1)
 PY
 }
 

@@ -1,0 +1,150 @@
+#!/bin/bash
+# storm replay --from CHECKPOINT on a virtual 2-node cluster: a BCS-MPI job
+# whose result depends on timing (rank 0 folds whom each MPI_ANY_SOURCE
+# receive got and how many MPI_Test polls failed first) runs with storm run
+# --record and is checkpointed twice while it holds at steps 4 and 8. Each
+# checkpoint leaves its mark, every rank's outcome counts at that point, in
+# the trace (storm trace --bcs shows it) and in the checkpoint's record
+# (storm checkpoints --json). storm replay --from the second checkpoint
+# restores it and forces the outcomes recorded after the mark: the replay
+# starts at step 8 (rank 0's first line is "resumed at step 8", the library
+# says its cursors start at the mark) and prints the recorded steps 8..11,
+# poll counts included, and the recorded result. A checkpoint of another
+# job, a trace without the checkpoint's mark and a deleted checkpoint each
+# get a one-line error. Synchronised on the job's lines, never on sleeps;
+# every daemon is taken down on exit, pass or fail.
+# Usage: test_replay_from.sh BUILD_BIN_DIR   (make cluster-replay_from)
+set -u
+BIN=$(cd "${1:-build/bin}" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+T=$(mktemp -d /tmp/storm-rfromtest.XXXXXX)
+C=$T/c
+export PATH=$BIN:$PATH
+export STORM_CONF=$C/storm.conf
+fails=0 checks=0
+bg=()
+
+cleanup() {
+	fail_report
+	for p in "${bg[@]}"; do kill "$p" 2>/dev/null; done
+	touch "$T/gate.4" "$T/gate.8" "$T/other.2" 2>/dev/null
+	storm cluster down --dir "$C" >/dev/null 2>&1
+	if [ -f "$C/pids" ]; then
+		while read -r pid _; do kill -9 "$pid" 2>/dev/null; done <"$C/pids"
+	fi
+	[ -n "${KEEP:-}" ] || rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+last_job() { storm jobs --all --json | python3 -c 'import json,sys; print(max(j["job"] for j in json.load(sys.stdin)["jobs"]))'; }
+last_ckpt() { storm checkpoints --json | python3 -c 'import json,sys; print(max(k["id"] for k in json.load(sys.stdin)["checkpoints"]))'; }
+# rank 0's lines (labelled "0: ") of FILE from the first containing FROM on
+rank0_from() { sed -n 's/^0: //p' "$1" | sed -n "/$2/,\$p"; }
+
+expect "bcs-mpicc ckptrace.c" 0 bcs-mpicc -O2 -Wall -Werror "$HERE/mpi/ckptrace.c" -o "$T/ckptrace"
+# a loaded machine can starve a daemon for a while: DOWN only after 5 s
+expect "cluster up (2 nodes, 2 ms slices)" 0 storm cluster up $UP_MODE --nodes 2 --dir "$C" --timeslice-us 2000 --down-after-ms 5000
+cd "$T" || exit 1
+
+# the recorded run, checkpointed while it holds at step 4 and at step 8
+storm run -N 2 -n 4 -l --record rec.bcs ./ckptrace 12 4 8 "$T/gate" >rec.out 2>rec.err &
+run=$!
+bg+=("$run")
+if wait_log rec.out "0: holding at step 4" 60; then ok "a recorded job holds at step 4"
+else bad "no hold at step 4: $(tail -3 rec.err)"; fi
+J=$(last_job)
+expect "storm checkpoint $J at step 4" 0 storm checkpoint "$J"
+CK1=$(last_ckpt)
+expect "storm trace --bcs of it while it holds" 0 storm trace --bcs -o early.bcs "$J"
+has "  the trace shows checkpoint $CK1's mark" err "checkpoint $CK1 marked: rank 0 at"
+touch gate.4
+if wait_log rec.out "0: holding at step 8" 60; then ok "  it goes on and holds at step 8"
+else bad "  no hold at step 8: $(tail -3 rec.err)"; fi
+expect "storm checkpoint $J at step 8" 0 storm checkpoint "$J"
+CK2=$(last_ckpt)
+touch gate.8
+wait "$run"
+rc=$?
+if [ "$rc" = 0 ]; then ok "  the recorded job ends (exit 0)"; else bad "  storm run exit $rc: $(tail -3 rec.err)"; fi
+cp rec.err err
+has "  its trace holds every rank" err "trace is in rec.bcs: 4 ranks: 4 reached MPI_Finalize"
+has "  with checkpoint $CK1's mark" err "checkpoint $CK1 marked"
+has "  and checkpoint $CK2's" err "checkpoint $CK2 marked"
+result=$(grep '^0: result ' rec.out)
+if [ -n "$result" ]; then ok "  rank 0's result: ${result#0: }"; else bad "  no result line"; fi
+
+# the marks: in the trace, per rank, and the same with the checkpoint's record
+expect "storm trace --bcs --json" 0 storm trace --bcs --json -o again.bcs "$J"
+cp out trace.json
+expect "storm checkpoints --json" 0 storm checkpoints --json
+cp out ckpts.json
+if marks=$(python3 - "$CK1" "$CK2" <<'PY'
+import json, sys
+ck1, ck2 = int(sys.argv[1]), int(sys.argv[2])
+ranks = json.load(open("trace.json"))["ranks"]
+recs = {k["id"]: k for k in json.load(open("ckpts.json"))["checkpoints"]}
+keys = ("wildcards", "tests", "waitany", "waitsome")
+for ck in (ck1, ck2):
+    stored = recs[ck].get("bcs_marks", [])
+    assert len(stored) == 4 * len(ranks), "checkpoint %d's record: %r" % (ck, stored)
+    for r in ranks:
+        m = [m for m in r["marks"] if m["checkpoint"] == ck]
+        assert len(m) == 1, "rank %d: marks %r" % (r["rank"], r["marks"])
+        got = [m[0][k] for k in keys]
+        assert got == stored[4 * r["rank"]:4 * r["rank"] + 4], (ck, r["rank"], got, stored)
+m1 = [m for m in ranks[0]["marks"] if m["checkpoint"] == ck1][0]
+m2 = [m for m in ranks[0]["marks"] if m["checkpoint"] == ck2][0]
+# rank 0 took 3 wildcard receives a step: 12 by step 4, 24 by step 8
+assert (m1["wildcards"], m2["wildcards"]) == (12, 24), (m1, m2)
+assert 0 < m1["tests"] < m2["tests"] < ranks[0]["tests"], (m1, m2, ranks[0]["tests"])
+print(m2["wildcards"], m2["tests"])
+PY
+); then ok "  every rank's mark of both checkpoints in the trace, the same in their records (rank 0 at step 8: $marks)"
+else bad "  marks: $marks"; fi
+read -r W2 T2 <<<"$marks"
+
+# replay from the second checkpoint
+expect "storm replay --from $CK2" 0 storm replay --from "$CK2" -l rec.bcs
+cp out rep.out
+cp err rep.err
+first=$(sed -n 's/^0: //p' rep.out | head -1)
+if [ "$first" = "resumed at step 8" ]; then ok "  it starts at the checkpoint: rank 0's first line is '$first'"
+else bad "  rank 0's first line: '$first'"; fi
+has "  rank 0's cursors start at the mark" err "storm replay: rank 0 replays from checkpoint $CK2: from wildcard #$((W2 + 1)), test #$((T2 + 1)),"
+if diff <(rank0_from rec.out "resumed at step 8") <(rank0_from rep.out "resumed at step 8") >/dev/null; then
+	ok "  rank 0 prints the recorded steps 8..11 (whom each receive got, the polls that failed) and result"
+else bad "  rank 0's lines differ from the recorded run's:"
+	diff <(rank0_from rec.out "resumed at step 8") <(rank0_from rep.out "resumed at step 8") | head -10 | sed 's/^/     | /'
+fi
+has "  the same result" out "$result"
+
+# what is refused: a checkpoint of another job, a trace without its mark
+storm run -N 1 -n 2 -l ./ckptrace 4 2 100 "$T/other" >other.out 2>other.err &
+run=$!
+bg+=("$run")
+if wait_log other.out "0: holding at step 2" 60; then ok "another job holds at step 2"
+else bad "the other job: $(tail -3 other.err)"; fi
+J2=$(last_job)
+expect "storm checkpoint $J2" 0 storm checkpoint "$J2"
+CK3=$(last_ckpt)
+touch other.2
+wait "$run"
+expect "storm replay --from a checkpoint of another job" 1 storm replay --from "$CK3" rec.bcs
+has "  says whose it is" err "storm replay: error: checkpoint $CK3 is of job $J2, not of the recorded job $J"
+expect "storm replay --from with a trace taken before the checkpoint" 1 storm replay --from "$CK2" early.bcs
+has "  says the trace has no mark for it" err "storm replay: error: early.bcs has no mark for checkpoint $CK2"
+expect "storm replay --from a checkpoint id that is not one" 2 storm replay --from x rec.bcs
+expect "storm replay --from an unknown checkpoint" 1 storm replay --from 999999 rec.bcs
+has "  names it" err "storm replay: error: no checkpoint 999999"
+# deleting a checkpoint keeps the job's record (a replay from the start
+# needs it), and the checkpoint is gone for --from
+expect "storm checkpoints --delete $CK1" 0 storm checkpoints --delete "$CK1"
+expect "storm replay --from the deleted checkpoint" 1 storm replay --from "$CK1" rec.bcs
+has "  says it is gone" err "storm replay: error: no checkpoint $CK1"
+expect "storm traces" 0 storm traces
+if grep -q "^$J " out; then ok "  the job's record is kept"; else bad "  the record of job $J is gone"; fi
+
+echo "$((checks - fails))/$checks checks passed"
+[ "$fails" = 0 ]
