@@ -198,6 +198,8 @@ static void replay_from(void)
 			 (unsigned long long)tr.count[0], (unsigned long long)tr.count[1],
 			 (unsigned long long)tr.count[2], (unsigned long long)tr.count[3]);
 	seek_test(tr.count[BCS_S_TEST]);
+	if (tr.rank) /* one line for the job; every rank's mark is in the trace */
+		return;
 	fprintf(stderr, "storm replay: rank %d replays from checkpoint %llu: from wildcard #%llu, "
 		"test #%llu, waitany #%llu, waitsome #%llu\n", tr.rank, (unsigned long long)ckpt,
 		(unsigned long long)m->n[0] + 1, (unsigned long long)m->n[1] + 1,

@@ -717,7 +717,7 @@ static void test_trace_roundtrip(void)
 	free(file);
 	free(sec);
 	/* a run of billions of flags costs its varint, never an allocation */
-	uint8_t huge[] = {0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 0, 0, 0};
+	uint8_t huge[] = {0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 0, 0, 0, 0};
 	CU_ASSERT_EQUAL_FATAL(bcs_trace_decode_rank(huge, sizeof(huge), &d), 0);
 	CU_ASSERT_EQUAL(bcs_trace_ntest(&d), 0xfffffffffull);
 	bcs_rank_trace_free(&d);
@@ -804,6 +804,69 @@ static void test_trace_stream(void)
 	CU_ASSERT_EQUAL_FATAL(bcs_trace_decode(v1, sizeof(v1), &f, why, sizeof(why)), 0);
 	CU_ASSERT(f.nsections == 1 && f.sec[0].end == BCS_END_FINALIZED);
 	bcs_trace_free(&f);
+	/* a version 2 file (before the job's id and checkpoint marks) still
+	 * reads: no job, no marks */
+	const uint8_t v2[] = {'B', 'C', 'S', 'T', 2, 1, 1, 1, 1, 'p', 1, 7, 0, 0, 0, 0, 0, 1, 11};
+	CU_ASSERT_EQUAL_FATAL(bcs_trace_decode(v2, sizeof(v2), &f, why, sizeof(why)), 0);
+	CU_ASSERT(f.job == 0 && f.nsections == 1 && f.sec[0].nmarks == 0 &&
+		  f.sec[0].end == BCS_END_EXITED && f.sec[0].status == 11);
+	bcs_trace_free(&f);
+}
+
+/* checkpoint marks: the event its node daemon streams, folded into the
+ * section, kept by the file with the job's id */
+static void test_trace_marks(void)
+{
+	uint8_t b[4 * BCS_EV_MARK_MAX];
+	size_t n = bcs_stream_event(b, BCS_EV_WPOST, 0, 0, 0);
+	n += bcs_stream_event(b + n, BCS_EV_TEST, 0, 300, 0);
+	struct bcs_mark m1 = {.ckpt = 7, .n = {1, 300, 0, 0}};
+	struct bcs_mark big = {.ckpt = UINT64_MAX, .n = {UINT64_MAX, UINT64_MAX, 1, 2}};
+	size_t k = bcs_stream_mark(b + n, &m1);
+	CU_ASSERT_EQUAL(bcs_stream_event_len(b + n, k), k);
+	n += k;
+	k = bcs_stream_mark(b + n, &big);
+	CU_ASSERT(k <= BCS_EV_MARK_MAX);
+	CU_ASSERT_EQUAL(bcs_stream_event_len(b + n, k), k);
+	n += k;
+	n += bcs_stream_mark(b + n, &m1); /* a report sent again: the same mark */
+	CU_ASSERT_EQUAL(bcs_stream_event(b + n, BCS_EV_MARK, 1, 2, 3), 0);
+	struct bcs_rank_trace t = {.rank = 1, .end = BCS_END_RUNNING};
+	CU_ASSERT_EQUAL_FATAL(bcs_stream_apply(&t, b, n), 0);
+	CU_ASSERT_EQUAL_FATAL(t.nmarks, 2);
+	const struct bcs_mark *got = bcs_trace_mark(&t, 7);
+	CU_ASSERT(got && !memcmp(got, &m1, sizeof(m1)));
+	got = bcs_trace_mark(&t, UINT64_MAX);
+	CU_ASSERT(got && !memcmp(got, &big, sizeof(big)));
+	CU_ASSERT_PTR_NULL(bcs_trace_mark(&t, 8));
+	/* a truncated mark is refused */
+	struct bcs_rank_trace u = {.rank = 1, .end = BCS_END_RUNNING};
+	CU_ASSERT_EQUAL(bcs_stream_apply(&u, b + n - k, k - 1), -1);
+	bcs_rank_trace_free(&u);
+
+	size_t len, flen;
+	uint8_t *sec = bcs_trace_encode_rank(&t, &len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(sec);
+	char *argv[1] = {"./prog"};
+	struct bcs_trace f = {.job = 42, .nodes = 1, .ranks = 2, .argc = 1, .argv = argv,
+			      .nsections = 1};
+	uint8_t *file = bcs_trace_encode(&f, &sec, &len, &flen);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(file);
+	struct bcs_trace back;
+	char why[128];
+	CU_ASSERT_EQUAL_FATAL(bcs_trace_decode(file, flen, &back, why, sizeof(why)), 0);
+	CU_ASSERT(back.job == 42 && back.nsections == 1 && back.sec[0].nmarks == 2);
+	got = bcs_trace_mark(&back.sec[0], 7);
+	CU_ASSERT(got && !memcmp(got, &m1, sizeof(m1)));
+	bcs_trace_free(&back);
+	for (size_t cut = 0; cut < flen; cut++)
+		if (bcs_trace_decode(file, cut, &back, why, sizeof(why)) == 0) {
+			CU_FAIL("a truncated trace with marks decoded");
+			bcs_trace_free(&back);
+		}
+	free(file);
+	free(sec);
+	bcs_rank_trace_free(&t);
 }
 
 static void test_b64(void)
@@ -1081,7 +1144,9 @@ void add_bcs_suite(void)
 	CU_add_test(s, "Cartesian coordinates and ranks", test_cart);
 	CU_add_test(s, "predefined ops", test_ops);
 	CU_add_test(s, "trace codec round trip, truncation, bit flips", test_trace_roundtrip);
-	CU_add_test(s, "trace stream events folded into a section, ends, v1 files", test_trace_stream);
+	CU_add_test(s, "trace stream events folded into a section, ends, v1 and v2 files",
+		    test_trace_stream);
+	CU_add_test(s, "trace checkpoint marks: streamed, folded, in the file", test_trace_marks);
 	CU_add_test(s, "base64", test_b64);
 	CU_add_test(s, "checkpoint state codec and ring restore", test_ckpt_state);
 	CU_add_test(s, "one-sided batch: every kind applied in order", test_rma_batch);
