@@ -1607,8 +1607,22 @@ static int probe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st, boo
 	wait_for(req_done, &id);
 	struct req *r = req_of(id);
 	bool found = !r->st.bcs_cancelled;
-	if (!block && !bcs_trace_replaying())
+	if (!block && !bcs_trace_replaying()) {
 		*flag = bcs_trace_test(found ? 1 : 0, "MPI_Iprobe");
+		if (*flag && !found) {
+			/* restored within this call to replay from a checkpoint
+			 * (storm replay --from): the recorded run found a message
+			 * here; wait for it, as a replay of the whole run does */
+			req_release(id);
+			id = req_new(R_PROBE, comm);
+			d.op = BCS_OP_PROBE;
+			d.req = (uint32_t)id;
+			post(&d);
+			wait_for(req_done, &id);
+			r = req_of(id);
+			found = !r->st.bcs_cancelled;
+		}
+	}
 	if (!block && !found)
 		declare_idle();
 	if (wild)
