@@ -22,6 +22,9 @@ static void same_rank(const struct bcs_rank_trace *a, const struct bcs_rank_trac
 		    "index");
 	FUZZ_ASSERT(!a->nmask || !memcmp(a->mask, b->mask, a->nmask * sizeof(*a->mask)), "mask");
 	FUZZ_ASSERT(a->end == b->end && a->status == b->status, "end");
+	FUZZ_ASSERT(a->nmarks == b->nmarks &&
+			    (!a->nmarks || !memcmp(a->marks, b->marks, a->nmarks * sizeof(*a->marks))),
+		    "checkpoint marks");
 }
 
 /* The same bytes as a rank's stream events (what the machine manager
@@ -65,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_ASSERT(again, "encode");
 	FUZZ_ASSERT(bcs_trace_decode(again, len, &u, why, sizeof(why)) == 0,
 		    "its own encoding refused: %s", why);
-	FUZZ_ASSERT(u.nodes == t.nodes && u.ranks == t.ranks && u.argc == t.argc &&
+	FUZZ_ASSERT(u.job == t.job && u.nodes == t.nodes && u.ranks == t.ranks && u.argc == t.argc &&
 			    u.nsections == t.nsections, "header re-decoded differently");
 	for (uint32_t i = 0; i < t.argc; i++)
 		FUZZ_ASSERT(!strcmp(t.argv[i], u.argv[i]), "argument %u", i);

@@ -35,8 +35,11 @@
 #include <stdint.h>
 
 #define BCS_CHAN_MAGIC 0x4d534342u /* "BCSM" */
-#define BCS_CHAN_VERSION 5 /* 2: bcs_area.idle; 3: copy orders; 4: the trace ring;
-			    * 5: outcome counts in the area, replay from a checkpoint */
+/* 2: bcs_area.idle; 3: copy orders; 4: the trace ring. The outcome counts
+ * (tr_count) and storm replay --from's header fields came later, in what
+ * was padding and zeroed header: a library or a daemon without them reads
+ * zeros or ignores them, so the version stayed 4 */
+#define BCS_CHAN_VERSION 4
 #define BCS_SUB_RING 4096u  /* power of two */
 #define BCS_COMP_RING 4096u /* power of two */
 #define BCS_TRACE_RING 16384u /* bytes, power of two */
