@@ -36,6 +36,8 @@ struct bcs_topo {
 struct bcs_comm *bcs_comm_get(MPI_Comm c);
 /* a communicator taking ownership of world (MPI_COMM_NULL when full) */
 MPI_Comm bcs_comm_new(int size, int rank, int *world, uint32_t ctx, int errh);
+/* MPI_Comm_dup without the attributes' copy callbacks; an MPI error class */
+int bcs_comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
 /* a copy of a topology (NULL for none) */
 struct bcs_topo *bcs_topo_dup(const struct bcs_topo *t);
 /* the node this rank runs on, as the world rank of its first local rank */
@@ -131,6 +133,16 @@ int bcs_inter_flat(int kind, const void *sbuf, int scount, const int *scounts,
 		   const int *sdispls, MPI_Datatype stype, void *rbuf, int rcount,
 		   const int *rcounts, const int *rdispls, MPI_Datatype rtype, int root,
 		   struct bcs_comm *c, MPI_Comm comm, const char *fn);
+
+/* Attribute caching (attr.c): values by (kind, object handle, keyval);
+ * bcs_attr_copy runs the copy callbacks of old's attributes onto new (dup),
+ * bcs_attr_free_all the delete callbacks of all of obj's (its free) */
+enum { BCS_ATTR_COMM = 1, BCS_ATTR_TYPE, BCS_ATTR_WIN };
+int bcs_attr_set(int kind, int obj, int keyval, void *val);
+int bcs_attr_get(int kind, int obj, int keyval, void *val, int *flag);
+int bcs_attr_delete(int kind, int obj, int keyval);
+int bcs_attr_copy(int kind, int old, int new);
+int bcs_attr_free_all(int kind, int obj);
 
 /* collectives' point-to-point tag, in a communicator's collective context */
 #define TAG_COLL 1

@@ -419,6 +419,11 @@ static const char *const err_text[] = {
 	[MPI_ERR_RMA_ATTACH] = "memory cannot be attached or detached",
 	[MPI_ERR_RMA_SHARED] = "memory cannot be shared",
 	[MPI_ERR_RMA_FLAVOR] = "wrong flavor of window",
+	[MPI_ERR_INFO] = "invalid info object",
+	[MPI_ERR_INFO_KEY] = "invalid info key",
+	[MPI_ERR_INFO_VALUE] = "invalid info value",
+	[MPI_ERR_INFO_NOKEY] = "info key not found",
+	[MPI_ERR_KEYVAL] = "invalid attribute keyval",
 };
 
 int MPI_Error_string(int code, char *s, int *len)
@@ -569,27 +574,50 @@ void bcs_ctx_claim(uint32_t end)
 		g.next_ctx = end;
 }
 
+
+/* a duplicate without the attributes: a library's own communicator (win.c)
+ * must not run the program's copy callbacks */
+int bcs_comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+{
+	struct bcs_comm *c = bcs_comm_get(comm);
+	if (!c)
+		return MPI_ERR_COMM;
+	uint32_t ctx;
+	int rc = bcs_new_ctx(c, &ctx);
+	if (rc)
+		return rc;
+	MPI_Comm h = comm_alloc();
+	int *w = malloc((size_t)c->size * sizeof(int));
+	if (!h || !w) {
+		free(w);
+		return MPI_ERR_INTERN;
+	}
+	memcpy(w, c->world, (size_t)c->size * sizeof(int));
+	comm_set(h, c->size, c->rank, w, ctx, c->errh);
+	g.comms[h].topo = bcs_topo_dup(c->topo);
+	*newcomm = h;
+	return MPI_SUCCESS;
+}
+
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
 	bcs_need_init("MPI_Comm_dup");
 	struct bcs_comm *c = bcs_comm_get(comm);
 	if (!c)
 		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_dup");
-	if (c->rworld)
-		return bcs_inter_dup(c, comm, newcomm);
-	uint32_t ctx;
-	int rc = bcs_new_ctx(c, &ctx);
-	if (rc)
+	MPI_Comm h;
+	int rc;
+	if (c->rworld) {
+		if ((rc = bcs_inter_dup(c, comm, &h)))
+			return rc; /* reported there */
+	} else if ((rc = bcs_comm_dup(comm, &h))) {
 		return bcs_err(comm, rc, "MPI_Comm_dup");
-	MPI_Comm h = comm_alloc();
-	int *w = malloc((size_t)c->size * sizeof(int));
-	if (!h || !w) {
-		free(w);
-		return bcs_err(comm, MPI_ERR_INTERN, "MPI_Comm_dup");
 	}
-	memcpy(w, c->world, (size_t)c->size * sizeof(int));
-	comm_set(h, c->size, c->rank, w, ctx, c->errh);
-	g.comms[h].topo = bcs_topo_dup(c->topo);
+	rc = bcs_attr_copy(BCS_ATTR_COMM, comm, h);
+	if (rc) {
+		MPI_Comm_free(&h);
+		return bcs_err(comm, rc, "MPI_Comm_dup");
+	}
 	*newcomm = h;
 	return MPI_SUCCESS;
 }
@@ -660,6 +688,9 @@ int MPI_Comm_free(MPI_Comm *comm)
 	struct bcs_comm *c = bcs_comm_get(*comm);
 	if (!c || *comm == MPI_COMM_WORLD || *comm == MPI_COMM_SELF)
 		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_free");
+	int rc = bcs_attr_free_all(BCS_ATTR_COMM, *comm);
+	if (rc)
+		return bcs_err(*comm, rc, "MPI_Comm_free");
 	free(c->world);
 	free(c->rworld);
 	free(c->topo);
@@ -875,6 +906,8 @@ static bool no_eager(void *arg)
 int MPI_Finalize(void)
 {
 	bcs_need_init("MPI_Finalize");
+	/* MPI_COMM_SELF's attributes are deleted first (MPI-3.1 §8.7.1) */
+	bcs_attr_free_all(BCS_ATTR_COMM, MPI_COMM_SELF);
 	/* buffered sends must leave this process before it may exit */
 	wait_for(no_eager, NULL);
 	int rc = MPI_Barrier(MPI_COMM_WORLD);

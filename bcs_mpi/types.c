@@ -141,8 +141,12 @@ int MPI_Type_dup(MPI_Datatype old, MPI_Datatype *newtype)
 {
 	bcs_types_init();
 	int rc = made(bcs_type_dup(old, newtype), newtype, MPI_COMBINER_DUP, 0, 0, 1);
-	if (!rc)
+	if (!rc) {
 		bcs_type_get(*newtype)->committed = bcs_type_get(old)->committed;
+		rc = bcs_attr_copy(BCS_ATTR_TYPE, old, *newtype);
+		if (rc)
+			MPI_Type_free(newtype);
+	}
 	return bcs_err(MPI_COMM_WORLD, rc, "MPI_Type_dup");
 }
 
@@ -158,7 +162,10 @@ int MPI_Type_commit(MPI_Datatype *dt)
 
 int MPI_Type_free(MPI_Datatype *dt)
 {
-	TYPE_CALL("MPI_Type_free", bcs_type_free(dt));
+	bcs_types_init();
+	struct bcs_type *t = bcs_type_get(*dt);
+	int rc = t && !t->predefined ? bcs_attr_free_all(BCS_ATTR_TYPE, *dt) : MPI_SUCCESS;
+	TYPE_CALL("MPI_Type_free", rc ? rc : bcs_type_free(dt));
 }
 
 static struct bcs_type *type_of(MPI_Datatype dt)

@@ -616,10 +616,10 @@ static int win_new(void *base, MPI_Aint size, int disp_unit, MPI_Comm comm, int 
 	struct win *w = calloc(1, sizeof(*w));
 	if (!w)
 		return bcs_err(comm, MPI_ERR_NO_MEM, fn);
-	int rc = MPI_Comm_dup(comm, &w->comm);
+	int rc = bcs_comm_dup(comm, &w->comm);
 	if (rc) {
 		free(w);
-		return rc;
+		return bcs_err(comm, rc, fn);
 	}
 	struct bcs_comm *c = wc(w);
 	w->rank = c->rank;
@@ -874,9 +874,12 @@ int MPI_Win_free(MPI_Win *win)
 			return bcs_err(w->comm, MPI_ERR_RMA_SYNC, "MPI_Win_free");
 	if (w->pstate || w->nstart)
 		return bcs_err(w->comm, MPI_ERR_RMA_SYNC, "MPI_Win_free");
+	int rc = bcs_attr_free_all(BCS_ATTR_WIN, *win);
+	if (rc)
+		return bcs_err(w->comm, rc, "MPI_Win_free");
 	/* every lock epoch aimed at us ended before its origin got here (an
 	 * unlock waits for our answer): we serve them while we wait */
-	int rc = MPI_Barrier(w->comm);
+	rc = MPI_Barrier(w->comm);
 	if (rc)
 		return rc;
 	if (w->lreq != MPI_REQUEST_NULL) {
@@ -938,9 +941,23 @@ int MPI_Win_get_attr(MPI_Win win, int keyval, void *val, int *flag)
 		void *p = keyval == MPI_WIN_MODEL ? &model : &flavor;
 		memcpy(val, &p, sizeof(p));
 	} else {
-		*flag = 0;
+		return bcs_err(w->comm, bcs_attr_get(BCS_ATTR_WIN, win, keyval, val, flag),
+			       "MPI_Win_get_attr");
 	}
 	return MPI_SUCCESS;
+}
+
+int MPI_Win_set_attr(MPI_Win win, int keyval, void *val)
+{
+	WIN(win, "MPI_Win_set_attr");
+	return bcs_err(w->comm, bcs_attr_set(BCS_ATTR_WIN, win, keyval, val), "MPI_Win_set_attr");
+}
+
+int MPI_Win_delete_attr(MPI_Win win, int keyval)
+{
+	WIN(win, "MPI_Win_delete_attr");
+	return bcs_err(w->comm, bcs_attr_delete(BCS_ATTR_WIN, win, keyval),
+		       "MPI_Win_delete_attr");
 }
 
 int MPI_Win_get_group(MPI_Win win, MPI_Group *group)
