@@ -174,7 +174,7 @@ BCS_LIB_SRC += bcs_mpi/types.c bcs_mpi/group.c bcs_mpi/topo.c bcs_mpi/nbc.c bcs_
 # intercommunicators
 BCS_LIB_SRC += bcs_mpi/intercomm.c
 # info objects, attribute caching, persistent requests, buffered sends
-BCS_LIB_SRC += bcs_mpi/info.c bcs_mpi/attr.c
+BCS_LIB_SRC += bcs_mpi/info.c bcs_mpi/attr.c bcs_mpi/bsend.c
 BCS_LIB_OBJ := $(BCS_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 .PHONY: bcsmpi
 bcsmpi: $(BUILD)/lib/libbcsmpi.a $(BUILD)/lib/libbcsmpi.so $(BUILD)/include/mpi.h \

@@ -144,6 +144,15 @@ int bcs_attr_delete(int kind, int obj, int keyval);
 int bcs_attr_copy(int kind, int old, int new);
 int bcs_attr_free_all(int kind, int obj);
 
+/* Buffered sends: bcs_bsend (bsend.c) checks the message against the
+ * attached buffer, bcs_bsend_post (mpi.c) sends it from a copy of its own,
+ * which MPI_Finalize waits to see taken; an MPI error class.
+ * bcs_req_complete: a request complete from the start (mpi.c). */
+int bcs_bsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm);
+int bcs_bsend_post(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+		   MPI_Comm comm);
+int bcs_req_complete(MPI_Comm comm, MPI_Request *req);
+
 /* collectives' point-to-point tag, in a communicator's collective context */
 #define TAG_COLL 1
 

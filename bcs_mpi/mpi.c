@@ -41,6 +41,11 @@ struct req {
 	 * parts have (each names it in parent), then runs fin on tmp */
 	int parent, pending;
 	int (*fin)(void *state);
+	/* a persistent request's call (MPI_Send_init...); between its
+	 * completion and the next MPI_Start it is inactive: done, with an
+	 * empty status, and its handle stays the program's */
+	struct persist *pers;
+	int inactive;
 };
 
 static struct {
@@ -54,6 +59,7 @@ static struct {
 	struct req *reqs[REQ_CHUNKS];
 	int nreqs, free_head;
 	int eager_out;     /* buffered sends not yet taken by the daemon */
+	int restart;       /* MPI_Start: the persistent request req_new reuses */
 	uint32_t chan_flags; /* test hooks (BCS_CHAN_REFUSE_COPY, _STOP_IN_COPY) */
 	struct bcs_comm comms[MAX_COMMS];
 	uint32_t next_ctx;
@@ -110,9 +116,12 @@ static void req_drop_type(struct req *r)
 	r->dt = MPI_DATATYPE_NULL;
 }
 
+static void persist_free(struct persist *p);
+
 static void req_release(int id)
 {
 	struct req *r = req_at(id - 1);
+	persist_free(r->pers);
 	req_drop_type(r);
 	free(r->tmp);
 	memset(r, 0, sizeof(*r));
@@ -122,6 +131,16 @@ static void req_release(int id)
 
 static int req_new(int kind, MPI_Comm comm)
 {
+	if (g.restart) {
+		/* MPI_Start posts the persistent request's own slot, so that
+		 * the handle the program holds is the one that completes */
+		int id = g.restart;
+		struct req *r = req_at(id - 1);
+		struct persist *p = r->pers;
+		g.restart = 0;
+		*r = (struct req){.used = 1, .kind = kind, .comm = comm, .pers = p};
+		return id;
+	}
 	if (g.free_head < 0) {
 		int n = g.nreqs + REQ_CHUNK;
 		struct req *v = n / REQ_CHUNK <= REQ_CHUNKS ? calloc(REQ_CHUNK, sizeof(*v)) : NULL;
@@ -999,8 +1018,10 @@ static int null_request(MPI_Comm comm, MPI_Request *req)
 	return MPI_SUCCESS;
 }
 
-static int isend_impl(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
-		      struct bcs_comm *c, bool coll, bool eager, MPI_Comm comm,
+/* a send of at most copy_max bytes leaves from a copy, and the caller has
+ * nothing to wait on */
+static int isend_copy(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+		      struct bcs_comm *c, bool coll, long copy_max, MPI_Comm comm,
 		      MPI_Request *req)
 {
 	struct bcs_type *t;
@@ -1017,14 +1038,14 @@ static int isend_impl(const void *buf, int count, MPI_Datatype dt, int dest, int
 	int id = req_new(R_SEND, comm);
 	struct req *r = req_at(id - 1);
 	const void *addr = buf;
-	if (!bcs_type_is_contig(t) || (eager && bytes <= EAGER_MAX)) {
+	if (!bcs_type_is_contig(t) || bytes <= copy_max) {
 		r->tmp = malloc(bytes ? (size_t)bytes : 1);
 		if (!r->tmp)
 			die("out of memory for a %ld-byte send", bytes);
 		bcs_pack(t, buf, count, r->tmp);
 		addr = r->tmp;
 	}
-	if (eager && bytes <= EAGER_MAX) {
+	if (bytes <= copy_max) {
 		r->internal = 1;
 		g.eager_out++;
 		id = -id; /* nothing for the caller to wait on */
@@ -1036,6 +1057,29 @@ static int isend_impl(const void *buf, int count, MPI_Datatype dt, int dest, int
 	post(&d);
 	*req = id < 0 ? MPI_REQUEST_NULL : id;
 	return MPI_SUCCESS;
+}
+
+static int isend_impl(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+		      struct bcs_comm *c, bool coll, bool eager, MPI_Comm comm,
+		      MPI_Request *req)
+{
+	return isend_copy(buf, count, dt, dest, tag, c, coll, eager ? EAGER_MAX : -1, comm, req);
+}
+
+static int finish(MPI_Request *rq, MPI_Status *st);
+
+/* MPI_Bsend's send: from a copy whatever its size (bsend.c) */
+int bcs_bsend_post(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+		   MPI_Comm comm)
+{
+	struct bcs_comm *c = bcs_comm_get(comm);
+	MPI_Request r;
+	if (!c)
+		return MPI_ERR_COMM;
+	int rc = isend_copy(buf, count, dt, dest, tag, c, false, LONG_MAX, comm, &r);
+	if (!rc && r != MPI_REQUEST_NULL) /* MPI_PROC_NULL's, done */
+		rc = finish(&r, MPI_STATUS_IGNORE);
+	return rc;
 }
 
 static int irecv_impl(void *buf, int count, MPI_Datatype dt, int src, int tag,
@@ -1100,7 +1144,10 @@ static void empty_status(MPI_Status *st)
 	st->bcs_count = 0;
 }
 
-/* Takes a completed request: status out, request freed; returns its error. */
+static void persist_idle(struct req *r);
+
+/* Takes a completed request: status out, request freed (a persistent one
+ * left inactive); returns its error. */
 static int finish(MPI_Request *rq, MPI_Status *st)
 {
 	struct req *r = req_of(*rq);
@@ -1112,6 +1159,10 @@ static int finish(MPI_Request *rq, MPI_Status *st)
 	int err = r->st.MPI_ERROR;
 	if (st != MPI_STATUS_IGNORE)
 		*st = r->st;
+	if (r->pers) {
+		persist_idle(r);
+		return err;
+	}
 	req_release(*rq);
 	*rq = MPI_REQUEST_NULL;
 	return err;
@@ -1332,6 +1383,172 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int st
 	return rc;
 }
 
+/* ---- persistent requests: a call made once, started many times */
+
+struct persist {
+	bool send, bsend;
+	void *buf;
+	int count, peer, tag;
+	MPI_Datatype dt;
+	MPI_Comm comm;
+};
+
+static void persist_free(struct persist *p)
+{
+	if (!p)
+		return;
+	struct bcs_type *t = bcs_type_get(p->dt);
+	if (t && !t->predefined)
+		bcs_type_free(&p->dt);
+	free(p);
+}
+
+static void persist_idle(struct req *r)
+{
+	req_drop_type(r);
+	free(r->tmp);
+	r->tmp = NULL;
+	r->kind = R_NULLDONE;
+	r->wild = 0;
+	r->freed = 0;
+	r->done = 1;
+	r->inactive = 1;
+	r->st = (MPI_Status){.MPI_SOURCE = MPI_ANY_SOURCE, .MPI_TAG = MPI_ANY_TAG};
+}
+
+/* the arguments are checked here, so that MPI_Start fails only as the
+ * call itself would on a communicator freed since */
+static int persist_init(struct persist p, MPI_Request *req, const char *fn)
+{
+	CHECK_COMM(p.comm, fn);
+	struct bcs_type *t;
+	int rc = check_buf(p.buf, p.count, p.dt, &t);
+	bool any = !p.send && p.peer == MPI_ANY_SOURCE;
+	if (!rc && p.peer != MPI_PROC_NULL && !any && (p.peer < 0 || p.peer >= c->size))
+		rc = MPI_ERR_RANK;
+	if (!rc && !(!p.send && p.tag == MPI_ANY_TAG) && (p.tag < 0 || p.tag > MPI_TAG_UB))
+		rc = MPI_ERR_TAG;
+	struct persist *h = rc ? NULL : malloc(sizeof(*h));
+	if (!rc && !h)
+		rc = MPI_ERR_NO_MEM;
+	/* a derived type of its own: the program may free its type at once */
+	bool derived = !rc && !t->predefined;
+	if (derived && bcs_type_dup(p.dt, &p.dt)) {
+		free(h);
+		rc = MPI_ERR_NO_MEM;
+	}
+	if (rc)
+		return bcs_err(p.comm, rc, fn);
+	if (derived)
+		bcs_type_get(p.dt)->committed = 1;
+	*h = p;
+	int id = req_new(R_NULLDONE, p.comm);
+	struct req *r = req_at(id - 1);
+	r->pers = h;
+	persist_idle(r);
+	*req = id;
+	return MPI_SUCCESS;
+}
+
+int MPI_Send_init(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+		  MPI_Comm comm, MPI_Request *req)
+{
+	struct persist p = {.send = true, .buf = (void *)buf, .count = count, .peer = dest,
+			    .tag = tag, .dt = dt, .comm = comm};
+	return persist_init(p, req, "MPI_Send_init");
+}
+
+/* every send completes only once matched and read: synchronous already,
+ * and a ready send is a send whose receive is known to be posted */
+int MPI_Ssend_init(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+		   MPI_Comm comm, MPI_Request *req)
+{
+	struct persist p = {.send = true, .buf = (void *)buf, .count = count, .peer = dest,
+			    .tag = tag, .dt = dt, .comm = comm};
+	return persist_init(p, req, "MPI_Ssend_init");
+}
+
+int MPI_Rsend_init(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+		   MPI_Comm comm, MPI_Request *req)
+{
+	struct persist p = {.send = true, .buf = (void *)buf, .count = count, .peer = dest,
+			    .tag = tag, .dt = dt, .comm = comm};
+	return persist_init(p, req, "MPI_Rsend_init");
+}
+
+int MPI_Bsend_init(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+		   MPI_Comm comm, MPI_Request *req)
+{
+	struct persist p = {.send = true, .bsend = true, .buf = (void *)buf, .count = count,
+			    .peer = dest, .tag = tag, .dt = dt, .comm = comm};
+	return persist_init(p, req, "MPI_Bsend_init");
+}
+
+int MPI_Recv_init(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm comm,
+		  MPI_Request *req)
+{
+	struct persist p = {.buf = buf, .count = count, .peer = src, .tag = tag, .dt = dt,
+			    .comm = comm};
+	return persist_init(p, req, "MPI_Recv_init");
+}
+
+static int start_one(MPI_Request id)
+{
+	struct req *r = req_of(id);
+	if (!r || !r->pers || !r->inactive)
+		return MPI_ERR_REQUEST;
+	struct persist *p = r->pers;
+	struct bcs_comm *c = bcs_comm_get(p->comm);
+	if (!c)
+		return MPI_ERR_COMM;
+	if (p->bsend) {
+		/* done once copied into the attached buffer */
+		int rc = bcs_bsend(p->buf, p->count, p->dt, p->peer, p->tag, p->comm);
+		if (!rc)
+			r->inactive = 0;
+		return rc;
+	}
+	MPI_Request got;
+	g.restart = id;
+	int rc = p->send ? isend_impl(p->buf, p->count, p->dt, p->peer, p->tag, c, false, false,
+				      p->comm, &got)
+			 : irecv_impl(p->buf, p->count, p->dt, p->peer, p->tag, c, false, p->comm,
+				      &got);
+	g.restart = 0;
+	return rc;
+}
+
+int bcs_req_complete(MPI_Comm comm, MPI_Request *req)
+{
+	int id = req_new(R_NULLDONE, comm);
+	struct req *r = req_at(id - 1);
+	r->done = 1;
+	r->st = (MPI_Status){.MPI_SOURCE = MPI_ANY_SOURCE, .MPI_TAG = MPI_ANY_TAG};
+	*req = id;
+	return MPI_SUCCESS;
+}
+
+int MPI_Start(MPI_Request *req)
+{
+	bcs_need_init("MPI_Start");
+	struct req *r = req_of(*req);
+	return bcs_err(r ? r->comm : MPI_COMM_WORLD, start_one(*req), "MPI_Start");
+}
+
+int MPI_Startall(int n, MPI_Request reqs[])
+{
+	bcs_need_init("MPI_Startall");
+	if (n < 0)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COUNT, "MPI_Startall");
+	for (int i = 0; i < n; i++) {
+		struct req *r = req_of(reqs[i]);
+		int rc = start_one(reqs[i]);
+		if (rc)
+			return bcs_err(r ? r->comm : MPI_COMM_WORLD, rc, "MPI_Startall");
+	}
+	return MPI_SUCCESS;
+}
+
 /* ---- completion calls */
 
 int MPI_Wait(MPI_Request *rq, MPI_Status *st)
@@ -1377,11 +1594,18 @@ struct any_arg {
 	MPI_Request *v;
 };
 
+/* a request to wait for: an inactive persistent one counts as none */
+static struct req *req_active(int id)
+{
+	struct req *r = req_of(id);
+	return r && !r->inactive ? r : NULL;
+}
+
 static bool any_done(void *arg)
 {
 	struct any_arg *a = arg;
 	for (int i = 0; i < a->n; i++) {
-		struct req *r = req_of(a->v[i]);
+		struct req *r = req_active(a->v[i]);
 		if (r && r->done)
 			return true;
 	}
@@ -1409,7 +1633,8 @@ static int check_reqs(int n, MPI_Request *v, const char *fn, int *active)
 			continue;
 		if (!req_of(v[i]))
 			return bcs_err(MPI_COMM_WORLD, MPI_ERR_REQUEST, fn);
-		(*active)++;
+		if (req_active(v[i]))
+			(*active)++;
 	}
 	return MPI_SUCCESS;
 }
@@ -1464,7 +1689,7 @@ int MPI_Testall(int n, MPI_Request v[], int *flag, MPI_Status sts[])
 static int first_done(int n, MPI_Request *v)
 {
 	for (int i = 0; i < n; i++) {
-		struct req *r = req_of(v[i]);
+		struct req *r = req_active(v[i]);
 		if (r && r->done)
 			return i;
 	}
@@ -1541,7 +1766,7 @@ int MPI_Waitsome(int n, MPI_Request v[], int *outcount, int idx[], MPI_Status st
 	wait_for(any_done, &a);
 	uint64_t mask = 0;
 	for (int i = 0; i < n && i < 64; i++) {
-		struct req *r = req_of(v[i]);
+		struct req *r = req_active(v[i]);
 		if (r && r->done)
 			mask |= 1ull << i;
 	}
@@ -1549,7 +1774,7 @@ int MPI_Waitsome(int n, MPI_Request v[], int *outcount, int idx[], MPI_Status st
 	int k = 0, err = MPI_SUCCESS;
 	MPI_Comm comm = MPI_COMM_WORLD;
 	for (int i = 0; i < n; i++) {
-		struct req *r = req_of(v[i]);
+		struct req *r = req_active(v[i]);
 		if (!r || !(i < 64 ? (int)((mask >> i) & 1) : r->done))
 			continue;
 		comm = r->comm;

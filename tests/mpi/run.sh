@@ -10,7 +10,7 @@
 # --mpich-racy-runs, MPICH's count of outcomes for comparison), the
 # intercommunicator program on 1, 2 and 4 nodes and its refusals, and recorded
 # runs (the racy program, the non-blocking collectives, the
-# intercommunicators) that `storm replay`
+# intercommunicators, persistent requests) that `storm replay`
 # must reproduce byte for byte. Every daemon is taken
 # down on exit.
 #
@@ -43,7 +43,7 @@ C=$T/c
 export PATH=$BIN:$PATH
 export STORM_CONF=$C/storm.conf
 fails=0 checks=0
-PROGS="env p2p coll ops ops_complex comm groups cart dtypes names nbcoll rma intercomm rma_dyn info attr"
+PROGS="env p2p coll ops ops_complex comm groups cart dtypes names nbcoll rma intercomm rma_dyn info attr persist bsend"
 CFLAGS=(-std=c11 -O1 -Wall -Wextra -Werror)
 # GCC 12 warns (wrongly) on MPICH's MPI_STATUSES_IGNORE passed as an array
 MPICH_CFLAGS=("${CFLAGS[@]}" -Wno-stringop-overflow)
@@ -324,6 +324,16 @@ if cmp -s "$T/nbcoll.recorded" "$T/out"; then
 else
 	bad "  output differs from the recorded run's"
 	diff "$T/nbcoll.recorded" "$T/out" | head -10 | sed 's/^/     /'
+fi
+# persistent requests: a wildcard receive started again and again, Test loops
+expect "storm run --record persist" 0 storm run --record "$T/persist.trace" -N 4 -n 8 "$T/bcs/persist"
+cp "$T/out" "$T/persist.recorded"
+expect "storm replay persist" 0 storm replay "$T/persist.trace"
+if cmp -s "$T/persist.recorded" "$T/out" && cmp -s "$T/mpich/persist.8.out" "$T/out"; then
+	ok "  output equals the recorded run's and MPICH's"
+else
+	bad "  output differs from the recorded run's or MPICH's"
+	diff "$T/persist.recorded" "$T/out" | head -10 | sed 's/^/     /'
 fi
 # one-sided epochs (lock epochs ordered at quiescence) replay too
 expect "storm run --record (rma, 8 ranks)" 0 storm run --record "$T/rma.trace" -N 4 -n 8 "$T/bcs/rma"
