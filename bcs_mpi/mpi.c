@@ -1927,6 +1927,26 @@ int MPI_Op_free(MPI_Op *op)
 	return MPI_SUCCESS;
 }
 
+int MPI_Op_commutative(MPI_Op op, int *commute)
+{
+	if (op >= 32 && op < 256 && g.ops[op])
+		*commute = g.op_commute[op] != 0;
+	else if (op >= MPI_MAX && op <= MPI_NO_OP)
+		*commute = 1;
+	else
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_OP, "MPI_Op_commutative");
+	return MPI_SUCCESS;
+}
+
+int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype dt, MPI_Op op)
+{
+	bcs_need_init("MPI_Reduce_local");
+	int rc = count < 0 ? MPI_ERR_COUNT : bcs_op_check(op, dt);
+	if (!rc)
+		rc = bcs_reduce_local(op, dt, count, inbuf, inoutbuf);
+	return bcs_err(MPI_COMM_WORLD, rc, "MPI_Reduce_local");
+}
+
 int bcs_op_check(MPI_Op op, MPI_Datatype dt)
 {
 	struct bcs_type *t = bcs_type_get(dt);

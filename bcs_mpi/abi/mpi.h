@@ -602,6 +602,11 @@ int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
 	       MPI_Comm comm, MPI_Request *request);
 
+/* ---- local reductions (bcs_mpi/mpi.c) */
+int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype,
+		     MPI_Op op);
+int MPI_Op_commutative(MPI_Op op, int *commute);
+
 #ifdef __cplusplus
 }
 #endif
