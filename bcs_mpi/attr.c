@@ -182,18 +182,23 @@ int bcs_attr_copy(int kind, int old, int new)
 int bcs_attr_free_all(int kind, int obj)
 {
 	int err = MPI_SUCCESS;
-	struct attr **p = &attrs;
-	while (*p) {
-		if ((*p)->kind != kind || (*p)->obj != obj) {
+	for (;;) {
+		struct attr **p = &attrs;
+		while (*p && ((*p)->kind != kind || (*p)->obj != obj))
 			p = &(*p)->next;
-			continue;
-		}
-		int rc = attr_del_call(*p);
+		if (!*p)
+			return err;
+		/* off the list before its callback, which may delete others */
+		struct attr *a = *p;
+		*p = a->next;
+		if (attrs_tail == &a->next)
+			attrs_tail = p;
+		int rc = attr_del_call(a);
 		if (rc && !err)
 			err = rc;
-		attr_unlink(p);
+		keyval_put(a->keyval);
+		free(a);
 	}
-	return err;
 }
 
 /* ---- communicators, and the predefined attributes of every communicator */
@@ -224,7 +229,7 @@ static int predefined_comm(int k, void *val, int *flag)
 #define ON_COMM(comm, fn)                                                              \
 	bcs_need_init(fn);                                                             \
 	if (!bcs_comm_get(comm))                                                       \
-	return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, fn)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, fn)
 
 int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *copy, MPI_Comm_delete_attr_function *del,
 			   int *keyval, void *extra)
@@ -295,7 +300,7 @@ int MPI_Attr_delete(MPI_Comm comm, int keyval)
 	bcs_need_init(fn);                                                             \
 	bcs_types_init();                                                              \
 	if (!bcs_type_get(dt))                                                         \
-	return bcs_err(MPI_COMM_WORLD, MPI_ERR_TYPE, fn)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_TYPE, fn)
 
 int MPI_Type_create_keyval(MPI_Type_copy_attr_function *copy, MPI_Type_delete_attr_function *del,
 			   int *keyval, void *extra)
