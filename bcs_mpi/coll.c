@@ -10,6 +10,7 @@
 
 #include "bcs.h"
 #include "chan.h"
+#include "trace.h"
 
 static MPI_Request *reqs(int n)
 {
@@ -70,9 +71,18 @@ void *bcs_slots(int n, int count, MPI_Datatype dt, long *stride, char **first)
 	return m;
 }
 
+/* the trace's numbering of calls (trace.h): a collective, its root and size */
+static void trace_coll(int kind, int root, int count, MPI_Datatype dt)
+{
+	struct bcs_type *t = bcs_type_get(dt);
+	uint64_t bytes = t && count > 0 && t->size > 0 ? (uint64_t)count * (uint64_t)t->size : 0;
+	bcs_trace_call(kind, root, -1, bytes);
+}
+
 int MPI_Barrier(MPI_Comm comm)
 {
 	ANY_COMM(comm, "MPI_Barrier");
+	trace_coll(BCS_C_BARRIER, -1, 0, MPI_DATATYPE_NULL);
 	if (c->rworld)
 		return bcs_inter_barrier(c, comm);
 	if (c->size == 1)
@@ -127,6 +137,7 @@ static int bcast(void *buf, int count, MPI_Datatype dt, int root, struct bcs_com
 int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
 	ANY_COMM(comm, "MPI_Bcast");
+	trace_coll(BCS_C_BCAST, root, count, dt);
 	if (c->rworld)
 		return bcs_inter_bcast(buf, count, dt, root, c, comm);
 	return bcs_err(comm, bcast(buf, count, dt, root, c), "MPI_Bcast");
@@ -196,6 +207,7 @@ int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op 
 	       MPI_Comm comm)
 {
 	ANY_COMM(comm, "MPI_Reduce");
+	trace_coll(BCS_C_REDUCE, root, count, dt);
 	if (c->rworld)
 		return bcs_inter_reduce(sbuf, rbuf, count, dt, op, root, c, comm);
 	return bcs_err(comm, reduce(sbuf, rbuf, count, dt, op, root, c), "MPI_Reduce");
@@ -205,6 +217,7 @@ int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_
 		  MPI_Comm comm)
 {
 	ANY_COMM(comm, "MPI_Allreduce");
+	trace_coll(BCS_C_ALLREDUCE, -1, count, dt);
 	if (c->rworld)
 		return bcs_inter_allreduce(sbuf, rbuf, count, dt, op, c, comm);
 	struct bcs_type *t = bcs_type_get(dt);
@@ -315,6 +328,7 @@ int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int
 	       MPI_Datatype rtype, int root, MPI_Comm comm)
 {
 	ANY_COMM(comm, "MPI_Gather");
+	trace_coll(BCS_C_GATHER, root, scount, stype);
 	if (c->rworld)
 		return bcs_inter_flat(BCS_INTER_GATHER, sbuf, scount, NULL, NULL, stype, rbuf,
 				      rcount, NULL, NULL, rtype, root, c, comm, "MPI_Gather");
@@ -370,6 +384,7 @@ int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, in
 		MPI_Datatype rtype, int root, MPI_Comm comm)
 {
 	ANY_COMM(comm, "MPI_Scatter");
+	trace_coll(BCS_C_SCATTER, root, rcount, rtype);
 	if (c->rworld)
 		return bcs_inter_flat(BCS_INTER_SCATTER, sbuf, scount, NULL, NULL, stype, rbuf,
 				      rcount, NULL, NULL, rtype, root, c, comm, "MPI_Scatter");
@@ -428,6 +443,7 @@ int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, 
 		  MPI_Datatype rtype, MPI_Comm comm)
 {
 	ANY_COMM(comm, "MPI_Allgather");
+	trace_coll(BCS_C_ALLGATHER, -1, scount, stype);
 	if (c->rworld)
 		return bcs_inter_flat(BCS_INTER_ALLGATHER, sbuf, scount, NULL, NULL, stype, rbuf,
 				      rcount, NULL, NULL, rtype, 0, c, comm, "MPI_Allgather");
@@ -504,6 +520,7 @@ int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, i
 		 MPI_Datatype rtype, MPI_Comm comm)
 {
 	ANY_COMM(comm, "MPI_Alltoall");
+	trace_coll(BCS_C_ALLTOALL, -1, scount, stype);
 	if (c->rworld)
 		return bcs_inter_flat(BCS_INTER_ALLTOALL, sbuf, scount, NULL, NULL, stype, rbuf,
 				      rcount, NULL, NULL, rtype, 0, c, comm, "MPI_Alltoall");

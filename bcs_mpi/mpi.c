@@ -31,6 +31,8 @@ enum rkind { R_SEND = 1, R_RECV, R_PROBE, R_NULLDONE, R_DAEMON, R_COLL };
 struct req {
 	int used, kind, done, freed, internal;
 	int wild;          /* wildcard receive: its trace ordinal + 1 */
+	int upeer, utag;   /* a receive's source and tag as the program gave them */
+	uint64_t ubytes;   /* (the trace's description of a wait for it) */
 	MPI_Comm comm;
 	MPI_Status st;
 	void *tmp;         /* packed copy (send) or packed landing buffer (recv) */
@@ -341,8 +343,10 @@ static void wait_until(bool (*cond)(void *), void *arg);
 static void wait_for(bool (*cond)(void *), void *arg)
 {
 	static int depth; /* one-sided progress may wait inside a wait */
-	if (depth++ == 0)
+	if (depth++ == 0) {
+		bcs_trace_waiting();
 		__atomic_store_n(&g.area->waiting, 1, __ATOMIC_SEQ_CST);
+	}
 	wait_until(cond, arg);
 	if (--depth == 0)
 		__atomic_store_n(&g.area->waiting, 0, __ATOMIC_SEQ_CST);
@@ -877,7 +881,10 @@ static int init_common(int *argc, char ***argv)
 	struct bcs_desc d = {.op = BCS_OP_INIT};
 	post(&d);
 	/* everyone starts from the same strobe */
-	return MPI_Barrier(MPI_COMM_WORLD);
+	bcs_trace_mute(1);
+	int rc = MPI_Barrier(MPI_COMM_WORLD);
+	bcs_trace_mute(0);
+	return rc;
 }
 
 int MPI_Init(int *argc, char ***argv)
@@ -925,8 +932,10 @@ static bool no_eager(void *arg)
 int MPI_Finalize(void)
 {
 	bcs_need_init("MPI_Finalize");
+	bcs_trace_call(BCS_C_FINALIZE, -1, -1, 0);
 	/* MPI_COMM_SELF's attributes are deleted first (MPI-3.1 §8.7.1) */
 	bcs_attr_free_all(BCS_ATTR_COMM, MPI_COMM_SELF);
+	bcs_trace_mute(1);
 	/* buffered sends must leave this process before it may exit */
 	wait_for(no_eager, NULL);
 	int rc = MPI_Barrier(MPI_COMM_WORLD);
@@ -1108,6 +1117,9 @@ static int irecv_impl(void *buf, int count, MPI_Datatype dt, int src, int tag,
 		r->dt = dt;
 		addr = r->tmp;
 	}
+	r->upeer = src;
+	r->utag = tag;
+	r->ubytes = (uint64_t)bytes;
 	int wsrc = src == MPI_ANY_SOURCE ? BCS_ANY_SOURCE : bcs_peer_world(c)[src];
 	int wtag = tag;
 	/* replay: a wildcard takes the recorded outcome as a specific receive */
@@ -1277,6 +1289,31 @@ int bcs_world_allreduce(const void *sbuf, void *rbuf, int count, struct bcs_type
 	return err;
 }
 
+/* ---- the trace's numbering of calls (trace.h, bcs_trace_call) */
+
+static uint64_t bytes_of(int count, MPI_Datatype dt)
+{
+	struct bcs_type *t = bcs_type_get(dt);
+	return t && count > 0 && t->size > 0 ? (uint64_t)count * (uint64_t)t->size : 0;
+}
+
+/* a completion call: described by its first receive request */
+static void trace_reqs(int kind, int n, const MPI_Request *v)
+{
+	int peer = -1, tag = -1;
+	uint64_t bytes = 0;
+	for (int i = 0; i < n; i++) {
+		struct req *r = req_of(v[i]);
+		if (r && r->kind == R_RECV) {
+			peer = r->upeer;
+			tag = r->utag;
+			bytes = r->ubytes;
+			break;
+		}
+	}
+	bcs_trace_call(kind, peer, tag, bytes);
+}
+
 #define CHECK_COMM(comm, fn)                                                          \
 	bcs_need_init(fn);                                                            \
 	struct bcs_comm *c = bcs_comm_get(comm);                                      \
@@ -1287,6 +1324,7 @@ int MPI_Isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MP
 	      MPI_Request *req)
 {
 	CHECK_COMM(comm, "MPI_Isend");
+	bcs_trace_call(BCS_C_ISEND, dest, tag, bytes_of(count, dt));
 	return bcs_err(comm, isend_impl(buf, count, dt, dest, tag, c, false, false, comm, req),
 		       "MPI_Isend");
 }
@@ -1296,6 +1334,7 @@ int MPI_Issend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, M
 {
 	/* every send completes only once matched and read: synchronous already */
 	CHECK_COMM(comm, "MPI_Issend");
+	bcs_trace_call(BCS_C_ISSEND, dest, tag, bytes_of(count, dt));
 	return bcs_err(comm, isend_impl(buf, count, dt, dest, tag, c, false, false, comm, req),
 		       "MPI_Issend");
 }
@@ -1304,6 +1343,7 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm 
 	      MPI_Request *req)
 {
 	CHECK_COMM(comm, "MPI_Irecv");
+	bcs_trace_call(BCS_C_IRECV, src, tag, bytes_of(count, dt));
 	return bcs_err(comm, irecv_impl(buf, count, dt, src, tag, c, false, comm, req),
 		       "MPI_Irecv");
 }
@@ -1311,6 +1351,7 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm 
 int MPI_Send(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
 {
 	CHECK_COMM(comm, "MPI_Send");
+	bcs_trace_call(BCS_C_SEND, dest, tag, bytes_of(count, dt));
 	MPI_Request r;
 	int rc = isend_impl(buf, count, dt, dest, tag, c, false, true, comm, &r);
 	if (!rc && r != MPI_REQUEST_NULL) {
@@ -1323,6 +1364,7 @@ int MPI_Send(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI
 int MPI_Ssend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
 {
 	CHECK_COMM(comm, "MPI_Ssend");
+	bcs_trace_call(BCS_C_SSEND, dest, tag, bytes_of(count, dt));
 	MPI_Request r;
 	int rc = isend_impl(buf, count, dt, dest, tag, c, false, false, comm, &r);
 	if (!rc) {
@@ -1336,6 +1378,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm c
 	     MPI_Status *st)
 {
 	CHECK_COMM(comm, "MPI_Recv");
+	bcs_trace_call(BCS_C_RECV, src, tag, bytes_of(count, dt));
 	MPI_Request r;
 	int rc = irecv_impl(buf, count, dt, src, tag, c, false, comm, &r);
 	if (!rc) {
@@ -1350,6 +1393,7 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int
 		 MPI_Status *st)
 {
 	CHECK_COMM(comm, "MPI_Sendrecv");
+	bcs_trace_call(BCS_C_SENDRECV, dest, stag, bytes_of(scount, stype));
 	MPI_Request r[2];
 	int rc = irecv_impl(rbuf, rcount, rtype, src, rtag, c, false, comm, &r[1]);
 	if (rc)
@@ -1377,8 +1421,11 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int st
 	if (!copy)
 		return bcs_err(comm, MPI_ERR_INTERN, "MPI_Sendrecv_replace");
 	bcs_pack(t, buf, count, copy);
+	bcs_trace_call(BCS_C_SENDRECV, dest, stag, (uint64_t)bytes);
+	bcs_trace_mute(1);
 	rc = MPI_Sendrecv(copy, (int)bytes, MPI_BYTE, dest, stag, buf, count, dt, src, rtag, comm,
 			  st);
+	bcs_trace_mute(0);
 	free(copy);
 	return rc;
 }
@@ -1554,6 +1601,7 @@ int MPI_Startall(int n, MPI_Request reqs[])
 int MPI_Wait(MPI_Request *rq, MPI_Status *st)
 {
 	bcs_need_init("MPI_Wait");
+	trace_reqs(BCS_C_WAIT, 1, rq);
 	if (*rq == MPI_REQUEST_NULL) {
 		empty_status(st);
 		return MPI_SUCCESS;
@@ -1569,6 +1617,7 @@ int MPI_Wait(MPI_Request *rq, MPI_Status *st)
 int MPI_Test(MPI_Request *rq, int *flag, MPI_Status *st)
 {
 	bcs_need_init("MPI_Test");
+	trace_reqs(BCS_C_TEST, 1, rq);
 	if (*rq == MPI_REQUEST_NULL) {
 		*flag = 1;
 		empty_status(st);
@@ -1661,6 +1710,7 @@ static int all_finish(int n, MPI_Request *v, MPI_Status *sts, const char *fn)
 int MPI_Waitall(int n, MPI_Request v[], MPI_Status sts[])
 {
 	bcs_need_init("MPI_Waitall");
+	trace_reqs(BCS_C_WAITALL, n, v);
 	int active, rc = check_reqs(n, v, "MPI_Waitall", &active);
 	if (rc)
 		return rc;
@@ -1672,6 +1722,7 @@ int MPI_Waitall(int n, MPI_Request v[], MPI_Status sts[])
 int MPI_Testall(int n, MPI_Request v[], int *flag, MPI_Status sts[])
 {
 	bcs_need_init("MPI_Testall");
+	trace_reqs(BCS_C_TESTALL, n, v);
 	int active, rc = check_reqs(n, v, "MPI_Testall", &active);
 	if (rc)
 		return rc;
@@ -1705,6 +1756,7 @@ static int one_finish(MPI_Request *v, int i, MPI_Status *st, const char *fn)
 int MPI_Waitany(int n, MPI_Request v[], int *indx, MPI_Status *st)
 {
 	bcs_need_init("MPI_Waitany");
+	trace_reqs(BCS_C_WAITANY, n, v);
 	int active, rc = check_reqs(n, v, "MPI_Waitany", &active);
 	if (rc)
 		return rc;
@@ -1727,6 +1779,7 @@ int MPI_Waitany(int n, MPI_Request v[], int *indx, MPI_Status *st)
 int MPI_Testany(int n, MPI_Request v[], int *indx, int *flag, MPI_Status *st)
 {
 	bcs_need_init("MPI_Testany");
+	trace_reqs(BCS_C_TESTANY, n, v);
 	int active, rc = check_reqs(n, v, "MPI_Testany", &active);
 	if (rc)
 		return rc;
@@ -1755,6 +1808,7 @@ int MPI_Testany(int n, MPI_Request v[], int *indx, int *flag, MPI_Status *st)
 int MPI_Waitsome(int n, MPI_Request v[], int *outcount, int idx[], MPI_Status sts[])
 {
 	bcs_need_init("MPI_Waitsome");
+	trace_reqs(BCS_C_WAITSOME, n, v);
 	int active, rc = check_reqs(n, v, "MPI_Waitsome", &active);
 	if (rc)
 		return rc;
@@ -1831,6 +1885,7 @@ static int probe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st, boo
 		 const char *fn)
 {
 	CHECK_COMM(comm, fn);
+	bcs_trace_call(block ? BCS_C_PROBE : BCS_C_IPROBE, src, tag, 0);
 	if (src == MPI_PROC_NULL) {
 		if (flag)
 			*flag = 1;

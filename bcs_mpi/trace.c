@@ -26,6 +26,15 @@ static struct {
 	uint64_t run_off;
 	struct bcs_trace file;
 	void (*abort_job)(int code);
+	/* the MPI calls, numbered from 1 in call order */
+	uint64_t ncall;
+	struct bcs_call last;   /* record: the last call in the ring, and its */
+	uint64_t crun;          /* repeats not yet there (chan.h, tr_crun) */
+	int mute;               /* a call made inside another is not one */
+	uint64_t stop;          /* replay: storm replay --stop's call (0: none) */
+	uint64_t recorded;      /* replay: the calls the recorded rank made */
+	int said_wait;
+	int from;               /* replay: restored from a checkpoint (replay_from) */
 } tr;
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem)
@@ -91,6 +100,33 @@ static void emit(int ev, uint64_t a, uint64_t b, uint64_t c)
 	__atomic_store_n(&ar->tr_head, h + n, __ATOMIC_RELEASE);
 	__atomic_store_n(&ar->tr_run, BCS_RUN(tr.run_count, tr.run_flag, h + n),
 			 __ATOMIC_RELEASE);
+	__atomic_store_n(&ar->tr_crun, BCS_RUN(tr.crun, 0, h + n), __ATOMIC_RELEASE);
+}
+
+/* The repeats of the last call go into the ring; zeroed first, so the
+ * word emit rewrites no longer counts them (chan.h, tr_crun). */
+static void flush_repeats(void)
+{
+	uint64_t k = tr.crun;
+	if (!k)
+		return;
+	tr.crun = 0;
+	emit(BCS_EV_REPEAT, k, 0, 0);
+}
+
+static void record_call(const struct bcs_call *c)
+{
+	if (c->kind == tr.last.kind && c->peer == tr.last.peer &&
+	    c->tag == tr.last.tag && c->bytes == tr.last.bytes) {
+		tr.crun++;
+		__atomic_store_n(&tr.area->tr_crun, BCS_RUN(tr.crun, 0, tr.area->tr_head),
+				 __ATOMIC_RELEASE);
+		return;
+	}
+	flush_repeats();
+	tr.last = *c;
+	emit(BCS_EV_CALL, c->kind | (uint64_t)((int64_t)c->peer + 2) << 6,
+	     (uint64_t)((int64_t)c->tag + 1), c->bytes);
 }
 
 static void record_test(int flag)
@@ -162,6 +198,7 @@ static void load(const char *path)
 	for (uint32_t i = 0; i < tr.file.nsections; i++)
 		if (tr.file.sec[i].rank == (uint32_t)tr.rank)
 			tr.t = tr.file.sec[i];
+	tr.recorded = bcs_trace_ncalls(&tr.t);
 }
 
 /* The test cursor at flag number n of the runs. */
@@ -182,6 +219,7 @@ static void replay_from(void)
 	snprintf(path, sizeof(path), "%.*s", (int)sizeof(path) - 1, tr.hdr->replay_trace);
 	load(path);
 	tr.mode = 2;
+	tr.from = 1;
 	const struct bcs_mark *m = bcs_trace_mark(&tr.t, ckpt);
 	if (!m) {
 		fprintf(stderr, "storm replay: rank %d: %s has no mark for checkpoint %llu\n",
@@ -237,6 +275,12 @@ void bcs_trace_init(int rank, void (*abort_job)(int code), struct bcs_area *area
 	if (rep && *rep) {
 		load(rep);
 		tr.mode = 2;
+		/* storm replay --stop RANK:N (the CLI resolved "last") */
+		const char *st = getenv("STORM_BCS_STOP");
+		unsigned long long n;
+		int r;
+		if (st && sscanf(st, "%d:%llu", &r, &n) == 2 && r == rank)
+			tr.stop = n;
 	} else if (rec && *rec) {
 		tr.mode = 1;
 		/* an empty first event: its daemon knows from the head that this
@@ -271,7 +315,8 @@ void bcs_trace_finish(void)
 	}
 	if (tr.mode != 1)
 		return;
-	/* the streams are whole: the open run, then the mark of a clean end */
+	/* the streams are whole: the open runs, then the mark of a clean end */
+	flush_repeats();
 	if (tr.run_count) {
 		uint64_t count = tr.run_count;
 		tr.run_count = 0;
@@ -381,14 +426,15 @@ uint64_t bcs_trace_mask(uint64_t mask, const char *fn)
 	return mask;
 }
 
-/* storm replay --debug: gdb clears this to let the rank go on */
+/* storm replay --debug and --stop: gdb clears this to let the rank go on */
 volatile int bcs_debug_hold = 1;
 
-void bcs_trace_debug_hold(int rank)
+/* Holds this rank where it is (where: "in MPI_Init", "at call #N ...") until
+ * a debugger clears bcs_debug_hold, after saying how to attach: under
+ * gdbserver when there is one and no terminal to run gdb in (the CLI runs
+ * gdb itself on the marker line when it has one). */
+static void hold_for_debugger(int rank, const char *where)
 {
-	const char *d = getenv("STORM_BCS_DEBUG");
-	if (!d || !*d || atoi(d) != rank)
-		return;
 	const char *node = getenv("STORM_NODENAME");
 	char host[256] = "localhost";
 	gethostname(host, sizeof(host) - 1);
@@ -396,24 +442,99 @@ void bcs_trace_debug_hold(int rank)
 	const char *tty = getenv("STORM_BCS_DEBUG_TTY");
 	if ((!tty || strcmp(tty, "1")) && access("/usr/bin/gdbserver", X_OK) == 0) {
 		int port = 20000 + pid % 20000;
-		char where[64], self[16];
-		snprintf(where, sizeof(where), ":%d", port);
+		char addr[64], self[16];
+		snprintf(addr, sizeof(addr), ":%d", port);
 		snprintf(self, sizeof(self), "%d", pid);
 		if (fork() == 0) {
-			execl("/usr/bin/gdbserver", "gdbserver", "--attach", where, self, (char *)NULL);
+			execl("/usr/bin/gdbserver", "gdbserver", "--attach", addr, self, (char *)NULL);
 			_exit(127);
 		}
-		fprintf(stderr, "storm replay: rank %d (pid %d on node %s) is held in MPI_Init "
+		fprintf(stderr, "storm replay: rank %d (pid %d on node %s) is held %s "
 			"under gdbserver at %s:%d: gdb PROGRAM -ex 'target remote %s:%d' -ex "
-			"'set var bcs_debug_hold = 0'\n", rank, pid, node ? node : host, host,
-			port, host, port);
+			"'set var bcs_debug_hold = 0'\n", rank, pid, node ? node : host, where,
+			host, port, host, port);
 	} else {
-		fprintf(stderr, "storm replay: rank %d (pid %d on node %s, host %s) is held in "
-			"MPI_Init: gdb -p %d -ex 'set var bcs_debug_hold = 0'\n", rank, pid,
-			node ? node : host, host, pid);
+		fprintf(stderr, "storm replay: rank %d (pid %d on node %s, host %s) is held %s: "
+			"gdb -p %d -ex 'set var bcs_debug_hold = 0'\n", rank, pid,
+			node ? node : host, host, where, pid);
 	}
 	fflush(stderr);
 	dprintf(2, "\001BCS-DEBUG %d %d %s\n", rank, pid, host);
+	bcs_debug_hold = 1;
 	while (bcs_debug_hold)
 		usleep(50000);
+}
+
+void bcs_trace_debug_hold(int rank)
+{
+	const char *d = getenv("STORM_BCS_DEBUG");
+	if (!d || !*d || atoi(d) != rank)
+		return;
+	hold_for_debugger(rank, "in MPI_Init");
+}
+
+void bcs_trace_mute(int on)
+{
+	tr.mute += on ? 1 : -1;
+}
+
+/* replay: a recorded call the run makes differently is a divergence */
+static void check_call(const struct bcs_call *c)
+{
+	const struct bcs_call *was = bcs_trace_call_at(&tr.t, tr.ncall);
+	if (!was || (was->kind == c->kind && was->peer == c->peer && was->tag == c->tag &&
+		     was->bytes == c->bytes))
+		return;
+	char want[160], got[160];
+	bcs_call_describe(was, want, sizeof(want));
+	bcs_call_describe(c, got, sizeof(got));
+	fprintf(stderr, "storm replay: divergence at rank %d, call #%llu: expected %s, made %s\n",
+		tr.rank, (unsigned long long)tr.ncall, want, got);
+	tr.abort_job(3);
+}
+
+void bcs_trace_call(int kind, int peer, int tag, uint64_t bytes)
+{
+	restored();
+	if (!tr.mode || tr.mute)
+		return;
+	struct bcs_call c = {.kind = (uint32_t)kind, .peer = peer, .tag = tag, .bytes = bytes};
+	tr.ncall++;
+	if (tr.mode == 1) {
+		record_call(&c);
+		return;
+	}
+	if (tr.recorded)
+		check_call(&c);
+	if (tr.stop && tr.ncall == tr.stop) {
+		char what[160], where[200];
+		bcs_call_describe(&c, what, sizeof(what));
+		snprintf(where, sizeof(where), "at call #%llu %s", (unsigned long long)tr.ncall,
+			 what);
+		hold_for_debugger(tr.rank, where);
+	}
+	/* past the calls of a run that ended before MPI_Finalize: the point
+	 * of failure, whatever the call (one that makes no outcome too) */
+	if (tr.recorded && tr.ncall > tr.recorded && tr.t.end != BCS_END_FINALIZED)
+		hold_at_end(bcs_call_name(c.kind));
+}
+
+void bcs_trace_waiting(void)
+{
+	restored();
+	/* storm replay --from streams the job's output without the filter
+	 * that reads this line (cli/bcs.c): it would print it raw */
+	if (tr.mode != 2 || tr.from || !tr.t.blocked || tr.said_wait ||
+	    tr.ncall != tr.recorded || !tr.recorded)
+		return;
+	/* the recorded rank ended waiting in this very call: the replay is
+	 * where the recorded run was when it was stopped; the CLI names each
+	 * rank's call once every rank has said so */
+	const struct bcs_call *c = bcs_trace_call_at(&tr.t, tr.ncall);
+	char what[160];
+	bcs_call_describe(c, what, sizeof(what));
+	const char *size = getenv("STORM_SIZE");
+	tr.said_wait = 1;
+	dprintf(2, "\001BCS-WAIT %d %s %llu %s\n", tr.rank, size && *size ? size : "1",
+		(unsigned long long)tr.ncall, what);
 }

@@ -46,6 +46,20 @@ int bcs_trace_replaying(void);
  * reach MPI_Finalize holds the rank there (the point of failure) until the
  * job ends. */
 
+/* An MPI call begins (enum bcs_call_kind; peer, tag and bytes as the
+ * program gave them, -1 when the call has none): the calls are numbered
+ * from 1. Recording streams it (a repeat of the same call is counted, not
+ * streamed); replay checks it against the recorded one, holds the rank at
+ * storm replay --stop's call, and holds a rank that has made every call
+ * its recorded run made when that run ended before MPI_Finalize. */
+void bcs_trace_call(int kind, int peer, int tag, uint64_t bytes);
+/* Calls made inside another (MPI_Finalize's barrier) are not calls. */
+void bcs_trace_mute(int on);
+/* The rank is about to wait in its current call: in replay, if its recorded
+ * run ended waiting in this call, tells the CLI (storm replay names a
+ * deadlock once every rank has). */
+void bcs_trace_waiting(void);
+
 /* storm replay --debug: holds the rank named by STORM_BCS_DEBUG in MPI_Init
  * (under gdbserver when there is one) until a debugger clears bcs_debug_hold */
 void bcs_trace_debug_hold(int rank);

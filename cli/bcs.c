@@ -6,7 +6,9 @@
  * (record.c). storm replay reruns the recorded program
  * and arguments on the same shape, with the trace sent along (--file) and
  * STORM_BCS_REPLAY naming it, so each rank forces its recorded outcomes.
- * "\001BCS-DEBUG RANK PID NODE" is the line of a rank held for --debug. */
+ * "\001BCS-DEBUG RANK PID NODE" is the line of a rank held for --debug or
+ * --stop; "\001BCS-WAIT RANK SIZE CALL DESCRIPTION" the line of a replayed
+ * rank that waits in the call its recorded run ended waiting in. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -24,6 +26,7 @@
 #include "opts.h"
 
 #define DEBUG_TAG "\001BCS-DEBUG "
+#define WAIT_TAG "\001BCS-WAIT "
 
 struct pending {
 	uint32_t rank;
@@ -34,6 +37,9 @@ struct bcs_filter {
 	struct pending *p;
 	size_t n, cap;
 	pid_t debugger;
+	char **waits;      /* per rank: where it waits, once it said so */
+	uint32_t world, nwaits;
+	int deadlock;      /* 1: every rank waits (said once), 2: the CLI acted on it */
 };
 
 struct bcs_filter *bcs_filter_new(void)
@@ -73,13 +79,51 @@ static void on_debug_line(struct bcs_filter *f, const char *line)
 	pid_t g = fork();
 	if (g == 0) {
 		execlp("gdb", "gdb", "-q", "-p", pidarg, "-ex", "set var bcs_debug_hold = 0",
-		       "-ex", "echo storm replay: rank held in MPI_Init; set breakpoints, then 'continue'\\n",
+		       "-ex", "echo storm replay: rank held; set breakpoints, then 'continue'\\n",
 		       (char *)NULL);
 		fprintf(stderr, "storm: error: cannot run gdb: %s\n", strerror(errno));
 		_exit(127);
 	}
 	if (g > 0)
 		f->debugger = g;
+}
+
+/* Once every rank waits where its recorded run ended waiting, the replay
+ * is in the recorded deadlock: each rank's call, in rank order. */
+static void on_wait_line(struct bcs_filter *f, const char *line)
+{
+	unsigned rank, world;
+	unsigned long long call;
+	int off = 0;
+	if (sscanf(line, "%u %u %llu %n", &rank, &world, &call, &off) != 3 || !off || !world ||
+	    world > (1u << 24) || rank >= world || (f->world && f->world != world))
+		return;
+	if (!f->waits && !(f->waits = calloc(world, sizeof(char *))))
+		return;
+	f->world = world;
+	if (f->waits[rank])
+		return;
+	if (asprintf(&f->waits[rank], "storm replay: rank %u waits in %s call #%llu\n", rank,
+		     line + off, call) < 0) {
+		f->waits[rank] = NULL;
+		return;
+	}
+	if (++f->nwaits < world || f->deadlock)
+		return;
+	for (uint32_t r = 0; r < world; r++)
+		fputs(f->waits[r], stderr);
+	fprintf(stderr, "storm replay: every rank waits where its recorded run was waiting when "
+		"it was stopped: the recorded deadlock; cancelling the replay\n");
+	f->deadlock = 1;
+}
+
+int bcs_filter_deadlock(struct bcs_filter *f)
+{
+	if (!f || !f->deadlock)
+		return 0;
+	int first = f->deadlock == 1;
+	f->deadlock = 2;
+	return first ? 1 : 2;
 }
 
 pid_t bcs_filter_debugger(const struct bcs_filter *f)
@@ -102,6 +146,9 @@ int bcs_filter_feed(struct bcs_filter *f, uint32_t rank, const uint8_t *d, size_
 		if (len >= strlen(DEBUG_TAG) && !memcmp(line, DEBUG_TAG, strlen(DEBUG_TAG))) {
 			pl->data[i] = '\0';
 			on_debug_line(f, line + strlen(DEBUG_TAG));
+		} else if (len >= strlen(WAIT_TAG) && !memcmp(line, WAIT_TAG, strlen(WAIT_TAG))) {
+			pl->data[i] = '\0';
+			on_wait_line(f, line + strlen(WAIT_TAG));
 		} else if (sb_append(show, line, len + 1) < 0) {
 			return -ENOMEM;
 		}
@@ -140,6 +187,9 @@ void bcs_filter_free(struct bcs_filter *f)
 	}
 	for (size_t i = 0; i < f->n; i++)
 		sb_free(&f->p[i].line);
+	for (uint32_t r = 0; f->waits && r < f->world; r++)
+		free(f->waits[r]);
+	free(f->waits);
 	free(f->p);
 	free(f);
 }

@@ -22,6 +22,17 @@ void bcs_filter_flush(struct bcs_filter *f, uint32_t *rank, struct strbuf *show)
  * trace file path (a summary line on stderr, or with js JSON on stdout);
  * an exit code */
 int bcs_record_fetch(struct cli *c, uint64_t job, const char *path, int js);
+/* storm replay: 1 the first time after every rank said it waits where its
+ * recorded run ended waiting (the recorded deadlock, named on stderr),
+ * 2 after that, 0 before. */
+int bcs_filter_deadlock(struct bcs_filter *f);
+#define EXIT_DEADLOCK 4 /* storm replay reached the recorded deadlock */
+/* storm replay --list and --stop (replay_calls.c): the calls of a rank as
+ * the trace numbers them; --stop's RANK:N|RANK:last checked against the
+ * trace and resolved to "RANK:N" in out. Exit codes, -1 to go on. */
+struct bcs_trace;
+int replay_list(const struct bcs_trace *t, const char *rank, int json);
+int replay_stop_resolve(const struct bcs_trace *t, const char *arg, char *out, size_t len);
 /* The gdb started for storm replay --debug, 0 if none. */
 pid_t bcs_filter_debugger(const struct bcs_filter *f);
 void bcs_filter_free(struct bcs_filter *f);

@@ -39,17 +39,25 @@ static const char replay_help[] =
 	"                 terminal when there is one (the other ranks replay around\n"
 	"                 it), otherwise the rank prints how to attach (gdbserver's\n"
 	"                 address when gdbserver is installed)\n"
+	"  --list RANK    print RANK's recorded MPI calls, numbered (--json: as JSON),\n"
+	"                 and run nothing\n"
+	"  --stop RANK:N  hold RANK at its N-th MPI call (RANK:last: the call where\n"
+	"                 its recorded run ended) for a debugger, as --debug does\n"
 	"  -l, --label    prefix every output line with 'RANK: '\n"
 	"      --conf FILE the cluster's storm.conf\n"
 	"  -h, --help     this help\n"
 	"\n"
+	"When every rank of a run cancelled in a deadlock waits again in the call it\n"
+	"waited in, each rank's call is named and the replay ends (exit status 4).\n"
+	"\n"
 	"Exit status: the job's, as for storm run; 1 when the trace cannot be read.\n";
 
-enum { R_DEBUG = 1, R_LABEL, R_CONF, R_HELP, R_FROM };
+enum { R_DEBUG = 1, R_LABEL, R_CONF, R_HELP, R_FROM, R_LIST, R_JSON, R_STOP };
 static const struct cli_opt replay_opts[] = {
 	{ "debug", 0, 1, R_DEBUG }, { "label", 'l', 0, R_LABEL },
 	{ "conf", 0, 1, R_CONF },   { "help", 'h', 0, R_HELP },
-	{ "from", 0, 1, R_FROM },
+	{ "from", 0, 1, R_FROM },   { "list", 0, 1, R_LIST },
+	{ "json", 0, 0, R_JSON },   { "stop", 0, 1, R_STOP },
 	{ NULL, 0, 0, 0 },
 };
 
@@ -137,7 +145,8 @@ int cmd_replay(struct cli *c, int argc, char **argv)
 {
 	struct cli_optparse p;
 	cli_opt_init(&p, argc, argv, 1, 1);
-	int id, label = 0;
+	int id, label = 0, json = 0;
+	const char *list = NULL, *stop = NULL;
 	long debug = -1;
 	unsigned long long from = 0;
 	while ((id = cli_opt_next(&p, replay_opts)) > 0) {
@@ -165,6 +174,9 @@ int cmd_replay(struct cli *c, int argc, char **argv)
 			break;
 		}
 		case R_LABEL: label = 1; break;
+		case R_LIST: list = p.arg; break;
+		case R_JSON: json = 1; break;
+		case R_STOP: stop = p.arg; break;
 		case R_CONF: c->conf_opt = p.arg; break;
 		case R_HELP: fputs(replay_help, stdout); return EXIT_OK;
 		}
@@ -195,7 +207,15 @@ int cmd_replay(struct cli *c, int argc, char **argv)
 		return EXIT_STORM;
 	}
 	free(buf);
-	if (from) {
+	if (from && stop) {
+		/* the restored ranks keep the environment of the recorded run */
+		fprintf(stderr, "storm replay: error: --stop cannot be combined with --from: ranks "
+			"restored from a checkpoint are given no call to stop at (replay the "
+			"whole trace with --stop)\n");
+		bcs_trace_free(&t);
+		return EXIT_USAGE;
+	}
+	if (from && !list) {
 		int rc = debug >= 0 ? EXIT_USAGE : replay_from(c, &t, path, from, label);
 		if (debug >= 0)
 			fprintf(stderr, "storm replay: error: --debug holds a rank in MPI_Init, which "
@@ -208,6 +228,17 @@ int cmd_replay(struct cli *c, int argc, char **argv)
 			t.ranks - 1);
 		bcs_trace_free(&t);
 		return EXIT_USAGE;
+	}
+	char stopat[48];
+	int rc = list ? replay_list(&t, list, json)
+		 : stop ? replay_stop_resolve(&t, stop, stopat, sizeof(stopat)) : -1;
+	if (rc >= 0) {
+		bcs_trace_free(&t);
+		return rc;
+	}
+	if (stop) {
+		setenv("STORM_BCS_STOP", stopat, 1);
+		setenv("STORM_BCS_DEBUG_TTY", isatty(0) && isatty(1) ? "1" : "0", 1);
 	}
 	/* storm run -N nodes -n ranks --file TRACE [-l] PROGRAM ARGS... */
 	char nodes[16], ranks[16], dbg[24], tmp[PATH_MAX];
@@ -240,7 +271,7 @@ int cmd_replay(struct cli *c, int argc, char **argv)
 		/* with a terminal the CLI runs gdb itself (on_debug_line) */
 		setenv("STORM_BCS_DEBUG_TTY", isatty(0) && isatty(1) ? "1" : "0", 1);
 	}
-	int rc = run_bcs_job(c, n, av, NULL);
+	rc = run_bcs_job(c, n, av, NULL);
 	free(av);
 	bcs_trace_free(&t);
 	return rc;

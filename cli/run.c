@@ -703,6 +703,9 @@ static int on_output(struct run_state *st, Storm__Ctl__Reply *rep)
 								  (const uint8_t *)keep.data,
 								  keep.len);
 		sb_free(&keep);
+		/* storm replay in the recorded deadlock: it ends there */
+		if (rc < 0 && bcs_filter_deadlock(st->bf) == 1)
+			send_cancel(st->c, st->job, 0);
 		return rc;
 	}
 	return show_output(st, out->rank, is_err, out->data.data, out->data.len);
@@ -735,6 +738,8 @@ static int on_end(struct run_state *st, Storm__Ctl__Reply *rep)
 			(unsigned long long)e->job, e->transfer_ms, e->execute_ms,
 			e->total_ms);
 	int code = exit_code_of(e);
+	if (bcs_filter_deadlock(st->bf))
+		code = EXIT_DEADLOCK;
 	/* the record is complete however the job ended: its ranks streamed
 	 * their outcomes as they ran, and their ends came before the job's */
 	if (st->o->record && bcs_record_fetch(st->c, e->job, st->o->record, 0) != EXIT_OK &&

@@ -176,7 +176,10 @@ struct bcs_area {
 	 * tag tells whether the rank died before or after the run's last word
 	 * (daemons/node/bcs_trace.c), so no flag is lost or taken twice */
 	uint64_t tr_run;
-	uint64_t pad7[6];
+	/* the repeats of the last call not yet in the ring (a polling loop
+	 * of one call): BCS_RUN(count, 0, head), rewritten and read as tr_run */
+	uint64_t tr_crun;
+	uint64_t pad7[5];
 	uint8_t tr[BCS_TRACE_RING];
 };
 

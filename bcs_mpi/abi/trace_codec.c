@@ -101,6 +101,77 @@ uint64_t bcs_trace_ntest(const struct bcs_rank_trace *t)
 	return n;
 }
 
+uint64_t bcs_trace_ncalls(const struct bcs_rank_trace *t)
+{
+	uint64_t n = 0;
+	for (size_t k = 0; k < t->ncalls; k++) {
+		uint64_t c = t->calls[k].repeat == UINT64_MAX ? UINT64_MAX : t->calls[k].repeat + 1;
+		n = c > UINT64_MAX - n ? UINT64_MAX : n + c;
+	}
+	return n;
+}
+
+const struct bcs_call *bcs_trace_call_at(const struct bcs_rank_trace *t, uint64_t n)
+{
+	for (size_t k = 0; n && k < t->ncalls; k++) {
+		if (n - 1 <= t->calls[k].repeat)
+			return &t->calls[k];
+		n -= t->calls[k].repeat + 1;
+	}
+	return NULL;
+}
+
+static const char *const call_names[] = {
+	[BCS_C_SEND] = "MPI_Send",	   [BCS_C_SSEND] = "MPI_Ssend",
+	[BCS_C_ISEND] = "MPI_Isend",	   [BCS_C_ISSEND] = "MPI_Issend",
+	[BCS_C_RECV] = "MPI_Recv",	   [BCS_C_IRECV] = "MPI_Irecv",
+	[BCS_C_SENDRECV] = "MPI_Sendrecv", [BCS_C_WAIT] = "MPI_Wait",
+	[BCS_C_TEST] = "MPI_Test",	   [BCS_C_WAITALL] = "MPI_Waitall",
+	[BCS_C_TESTALL] = "MPI_Testall",   [BCS_C_WAITANY] = "MPI_Waitany",
+	[BCS_C_TESTANY] = "MPI_Testany",   [BCS_C_WAITSOME] = "MPI_Waitsome",
+	[BCS_C_PROBE] = "MPI_Probe",	   [BCS_C_IPROBE] = "MPI_Iprobe",
+	[BCS_C_BARRIER] = "MPI_Barrier",   [BCS_C_BCAST] = "MPI_Bcast",
+	[BCS_C_REDUCE] = "MPI_Reduce",	   [BCS_C_ALLREDUCE] = "MPI_Allreduce",
+	[BCS_C_GATHER] = "MPI_Gather",	   [BCS_C_SCATTER] = "MPI_Scatter",
+	[BCS_C_ALLGATHER] = "MPI_Allgather", [BCS_C_ALLTOALL] = "MPI_Alltoall",
+	[BCS_C_FINALIZE] = "MPI_Finalize",
+};
+
+const char *bcs_call_name(uint32_t kind)
+{
+	return kind <= BCS_C_MAX && call_names[kind] ? call_names[kind] : "MPI_?";
+}
+
+static void peer_text(char *out, size_t len, const char *what, int32_t peer)
+{
+	if (peer == -1)
+		snprintf(out, len, "%s=MPI_ANY_SOURCE", what);
+	else if (peer == -2)
+		snprintf(out, len, "%s=MPI_PROC_NULL", what);
+	else
+		snprintf(out, len, "%s=%d", what, peer);
+}
+
+void bcs_call_describe(const struct bcs_call *c, char *out, size_t len)
+{
+	char peer[48] = "", tag[32] = "";
+	uint32_t k = c->kind;
+	bool recv = k == BCS_C_RECV || k == BCS_C_IRECV || k == BCS_C_PROBE || k == BCS_C_IPROBE;
+	bool send = k == BCS_C_SEND || k == BCS_C_SSEND || k == BCS_C_ISEND || k == BCS_C_ISSEND ||
+		    k == BCS_C_SENDRECV;
+	bool coll = k >= BCS_C_BARRIER && k <= BCS_C_ALLTOALL;
+	bool req = k >= BCS_C_WAIT && k <= BCS_C_WAITSOME; /* the first request's peer */
+	if (recv || send || (req && c->peer != -1) || (coll && c->peer >= 0))
+		peer_text(peer, sizeof(peer),
+			  send ? "dest" : coll ? "root" : "source", c->peer);
+	if ((recv || send || (req && c->peer != -1)) && c->tag == -1)
+		snprintf(tag, sizeof(tag), ", tag=MPI_ANY_TAG");
+	else if (recv || send || (req && c->peer != -1))
+		snprintf(tag, sizeof(tag), ", tag=%d", c->tag);
+	snprintf(out, len, "%s(%s%s%s%llu bytes)", bcs_call_name(k), peer, tag,
+		 *peer ? ", " : "", (unsigned long long)c->bytes);
+}
+
 uint8_t *bcs_trace_encode_rank(const struct bcs_rank_trace *t, size_t *len)
 {
 	struct wbuf w = {0};
@@ -127,12 +198,52 @@ uint8_t *bcs_trace_encode_rank(const struct bcs_rank_trace *t, size_t *len)
 		for (int k = 0; k < BCS_S_N; k++)
 			varint(&w, t->marks[i].n[k]);
 	}
+	varint(&w, t->ncalls);
+	for (size_t i = 0; i < t->ncalls; i++) {
+		const struct bcs_call *c = &t->calls[i];
+		varint(&w, c->kind | (uint64_t)((int64_t)c->peer + 2) << 6);
+		varint(&w, (uint64_t)((int64_t)c->tag + 1));
+		varint(&w, c->bytes);
+		varint(&w, c->repeat);
+	}
+	varint(&w, t->blocked);
 	if (w.oom) {
 		free(w.p);
 		return NULL;
 	}
 	*len = w.n;
 	return w.p;
+}
+
+/* a call's kind and peer share a varint; false if out of range */
+static bool call_of(uint64_t kp, uint64_t tag1, struct bcs_call *c)
+{
+	uint64_t kind = kp & 63, peer2 = kp >> 6;
+	if (kind == 0 || kind > BCS_C_MAX || peer2 > (uint64_t)INT32_MAX + 2 ||
+	    tag1 > (uint64_t)INT32_MAX + 1)
+		return false;
+	c->kind = (uint32_t)kind;
+	c->peer = (int32_t)((int64_t)peer2 - 2);
+	c->tag = (int32_t)((int64_t)tag1 - 1);
+	return true;
+}
+
+static void decode_calls(struct rbuf *r, struct bcs_rank_trace *t)
+{
+	t->ncalls = get_count(r, 4);
+	if (!r->bad && t->ncalls && !(t->calls = calloc(t->ncalls, sizeof(*t->calls))))
+		r->bad = true;
+	for (size_t i = 0; !r->bad && i < t->ncalls; i++) {
+		uint64_t kp = get_varint(r), tag1 = get_varint(r);
+		t->calls[i].bytes = get_varint(r);
+		t->calls[i].repeat = get_varint(r);
+		if (!r->bad && !call_of(kp, tag1, &t->calls[i]))
+			r->bad = true;
+	}
+	uint64_t blocked = get_varint(r);
+	if (blocked > 1)
+		r->bad = true;
+	t->blocked = blocked == 1;
 }
 
 static int decode_rank(const uint8_t *buf, size_t len, struct bcs_rank_trace *t,
@@ -183,6 +294,8 @@ static int decode_rank(const uint8_t *buf, size_t len, struct bcs_rank_trace *t,
 				t->marks[i].n[k] = get_varint(&r);
 		}
 	}
+	if (version >= 4 && !r.bad)
+		decode_calls(&r, t);
 	if (r.bad || r.off != r.n) {
 		bcs_rank_trace_free(t);
 		return -1;
@@ -202,6 +315,7 @@ void bcs_rank_trace_free(struct bcs_rank_trace *t)
 	free(t->index);
 	free(t->mask);
 	free(t->marks);
+	free(t->calls);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -335,11 +449,12 @@ static const uint8_t nvals[] = {
 	[BCS_EV_WPOST] = 0, [BCS_EV_WDONE] = 3, [BCS_EV_TEST] = 2, [BCS_EV_INDEX] = 1,
 	[BCS_EV_MASK] = 1,  [BCS_EV_FINAL] = 0, [BCS_EV_EXIT] = 1, [BCS_EV_LOST] = 0,
 	[BCS_EV_MARK] = 5,
+	[BCS_EV_CALL] = 3,  [BCS_EV_REPEAT] = 1, [BCS_EV_BLOCKED] = 0,
 };
 
 size_t bcs_stream_event_len(const uint8_t *p, size_t n)
 {
-	if (n == 0 || p[0] < BCS_EV_WPOST || p[0] > BCS_EV_MARK)
+	if (n == 0 || p[0] < BCS_EV_WPOST || p[0] > BCS_EV_BLOCKED)
 		return 0;
 	size_t off = 1;
 	for (unsigned k = 0; k < nvals[p[0]]; k++) {
@@ -498,6 +613,29 @@ static bool apply_one(struct bcs_rank_trace *t, struct rbuf *r)
 		/* the node's last word stands: an exit it reported came first */
 		if (t->end == BCS_END_RUNNING)
 			t->end = BCS_END_LOST;
+		return true;
+	case BCS_EV_CALL:
+		a = get_varint(r);
+		b = get_varint(r);
+		c = get_varint(r);
+		if (r->bad ||
+		    !room((void **)&t->calls, &t->capcalls, t->ncalls + 1, sizeof(*t->calls)))
+			return false;
+		t->calls[t->ncalls] = (struct bcs_call){.bytes = c};
+		if (!call_of(a, b, &t->calls[t->ncalls]))
+			return false;
+		t->ncalls++;
+		return true;
+	case BCS_EV_REPEAT:
+		a = get_varint(r);
+		if (r->bad || !t->ncalls)
+			return false;
+		t->calls[t->ncalls - 1].repeat = a > UINT64_MAX - t->calls[t->ncalls - 1].repeat
+							 ? UINT64_MAX
+							 : t->calls[t->ncalls - 1].repeat + a;
+		return true;
+	case BCS_EV_BLOCKED:
+		t->blocked = true;
 		return true;
 	default:
 		return false;

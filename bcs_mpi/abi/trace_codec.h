@@ -10,8 +10,9 @@
 #include <stdint.h>
 
 #define BCS_TRACE_MAGIC "BCST"
-#define BCS_TRACE_VERSION 3 /* 2: each section says how its rank ended; 3: the job's
-			     * id, each section's checkpoint marks */
+#define BCS_TRACE_VERSION 4 /* 2: each section says how its rank ended; 3: the job's
+			     * id, each section's checkpoint marks; 4: each section
+			     * lists its MPI calls */
 
 /* How a rank's recorded run ended (a section's `end`). */
 enum bcs_end {
@@ -36,9 +37,33 @@ enum bcs_ev {
 	BCS_EV_LOST = 8,  /* its node was lost (the machine manager) */
 	BCS_EV_MARK = 9,  /* checkpoint, then the rank's count per stream at its
 			   * quiescent point (its node daemon: struct bcs_mark) */
+	BCS_EV_CALL = 10, /* kind | (peer+2) << 6, tag+1, bytes: an MPI call began */
+	BCS_EV_REPEAT = 11, /* count: the last call again, that many times */
+	BCS_EV_BLOCKED = 12, /* the rank ended waiting in its last call (its node daemon) */
 };
 #define BCS_EV_MAX 31 /* the longest event a rank writes: a kind and three 10-byte varints */
 #define BCS_EV_MARK_MAX 51 /* a mark: a kind and five 10-byte varints */
+
+/* The MPI calls a rank's calls stream numbers (BCS_EV_CALL's kind). */
+enum bcs_call_kind {
+	BCS_C_SEND = 1, BCS_C_SSEND, BCS_C_ISEND, BCS_C_ISSEND, BCS_C_RECV, BCS_C_IRECV,
+	BCS_C_SENDRECV, BCS_C_WAIT, BCS_C_TEST, BCS_C_WAITALL, BCS_C_TESTALL, BCS_C_WAITANY,
+	BCS_C_TESTANY, BCS_C_WAITSOME, BCS_C_PROBE, BCS_C_IPROBE, BCS_C_BARRIER, BCS_C_BCAST,
+	BCS_C_REDUCE, BCS_C_ALLREDUCE, BCS_C_GATHER, BCS_C_SCATTER, BCS_C_ALLGATHER,
+	BCS_C_ALLTOALL, BCS_C_FINALIZE,
+	BCS_C_MAX = BCS_C_FINALIZE, /* below 64: the kind shares a varint with the peer */
+};
+
+/* One MPI call, and how many times it was made again right after (a
+ * polling loop is one entry). peer: the source, destination or root as
+ * the program gave it (MPI_ANY_SOURCE -1, MPI_PROC_NULL -2), -1 for none;
+ * tag as given (MPI_ANY_TAG -1); bytes: the message's or buffer's size. */
+struct bcs_call {
+	uint32_t kind;
+	int32_t peer, tag;
+	uint64_t bytes;
+	uint64_t repeat;
+};
 
 enum bcs_stream { BCS_S_WILD, BCS_S_TEST, BCS_S_INDEX, BCS_S_MASK, BCS_S_N };
 
@@ -71,7 +96,10 @@ struct bcs_rank_trace {
 	size_t nmarks;
 	uint32_t end;     /* enum bcs_end */
 	int32_t status;   /* BCS_END_EXITED: its wait status */
-	size_t capwild, capruns, capindex, capmask, capmarks; /* bcs_stream_apply's room */
+	struct bcs_call *calls; /* version 4: its MPI calls in order */
+	size_t ncalls;
+	bool blocked;     /* it ended waiting in its last call (a deadlock's rank) */
+	size_t capwild, capruns, capindex, capmask, capmarks, capcalls; /* bcs_stream_apply's room */
 	bool finalized;   /* bcs_stream_apply: FINAL seen */
 };
 
@@ -86,6 +114,14 @@ struct bcs_trace {
 
 /* How many test flags the runs hold (saturating). */
 uint64_t bcs_trace_ntest(const struct bcs_rank_trace *t);
+/* How many MPI calls the section lists (repeats counted, saturating). */
+uint64_t bcs_trace_ncalls(const struct bcs_rank_trace *t);
+/* Call number n (from 1, repeats counted) of the section, or NULL. */
+const struct bcs_call *bcs_trace_call_at(const struct bcs_rank_trace *t, uint64_t n);
+/* "MPI_Recv", or "MPI_?" for a kind this storm does not know. */
+const char *bcs_call_name(uint32_t kind);
+/* Describes a call as a user wrote it: "MPI_Recv(source=2, tag=7, 4 bytes)". */
+void bcs_call_describe(const struct bcs_call *c, char *out, size_t len);
 /* Encodes one rank's streams; returns a malloc'd buffer (and its length) or NULL. */
 uint8_t *bcs_trace_encode_rank(const struct bcs_rank_trace *t, size_t *len);
 /* Whole file: header (job shape, argv) then the rank sections as encoded above. */

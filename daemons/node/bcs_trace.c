@@ -145,6 +145,20 @@ void nd_bcs_trace_mark(struct nd *nd, struct nd_job *job, uint64_t ckpt)
 	}
 }
 
+/* The same for the repeats of its last call (chan.h, tr_crun): a REPEAT
+ * event that reached the ring already holds them. */
+static size_t open_repeats(struct bjob *j, uint32_t lr, uint8_t *out)
+{
+	struct bcs_area *a = bcs_area_of(j, lr);
+	uint64_t head = a->tr_head, run = a->tr_crun;
+	bool current = BCS_RUN_TAG(run) == (head & 0xfffffu);
+	bool before_event = j->tr_last && BCS_RUN_TAG(run) == (j->tr_last[lr] & 0xfffffu) &&
+			    j->tr_kind[lr] != BCS_EV_REPEAT;
+	if (!BCS_RUN_COUNT(run) || !(current || before_event))
+		return 0;
+	return bcs_stream_event(out, BCS_EV_REPEAT, BCS_RUN_COUNT(run), 0, 0);
+}
+
 void nd_bcs_trace_rank_end(struct nd *nd, struct nd_job *job, uint32_t lr, int status)
 {
 	struct bjob *j = nd->bcs ? bcs_job_find(nd->bcs, job->id) : NULL;
@@ -154,8 +168,13 @@ void nd_bcs_trace_rank_end(struct nd *nd, struct nd_job *job, uint32_t lr, int s
 	if (!a->tr_head)
 		return; /* not recording, or it never reached MPI_Init */
 	drain_rank(nd, j, lr);
-	uint8_t ev[2 * BCS_EV_MAX];
+	uint8_t ev[4 * BCS_EV_MAX];
 	size_t n = open_run(j, lr, ev);
+	n += open_repeats(j, lr, ev + n);
+	/* it died inside a blocking call (a deadlock cancelled): storm replay
+	 * names that call when every rank of the replay waits in its own */
+	if (__atomic_load_n(&a->waiting, __ATOMIC_SEQ_CST))
+		n += bcs_stream_event(ev + n, BCS_EV_BLOCKED, 0, 0, 0);
 	n += bcs_stream_event(ev + n, BCS_EV_EXIT, (uint32_t)status, 0, 0);
 	ship(nd, j->id, j->first + lr, ev, n);
 }

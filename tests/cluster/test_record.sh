@@ -97,7 +97,7 @@ for _ in range(nsec):
     got.append("%d:%d" % (rank, end))
     if rank == 0: tests0, wild0 = sum(runs), nw
 print(" ".join(got), "rank0: %d wildcards, %d tests" % (wild0, tests0))
-sys.exit(0 if ver == 3 and job > 0 and " ".join(got) == sys.argv[2] and wild0 > 0 and tests0 > 0 else 1)
+sys.exit(0 if ver == 4 and job > 0 and " ".join(got) == sys.argv[2] and wild0 > 0 and tests0 > 0 else 1)
 PY
 }
 

@@ -717,10 +717,106 @@ static void test_trace_roundtrip(void)
 	free(file);
 	free(sec);
 	/* a run of billions of flags costs its varint, never an allocation */
-	uint8_t huge[] = {0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 0, 0, 0, 0};
+	uint8_t huge[] = {0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 0, 0, 0, 0, 0, 0};
 	CU_ASSERT_EQUAL_FATAL(bcs_trace_decode_rank(huge, sizeof(huge), &d), 0);
 	CU_ASSERT_EQUAL(bcs_trace_ntest(&d), 0xfffffffffull);
 	bcs_rank_trace_free(&d);
+}
+
+/* a section's MPI calls: kind, peer, tag, size, repeats; numbered from 1 */
+static void test_trace_calls(void)
+{
+	struct bcs_call calls[4] = {
+		{BCS_C_SEND, 3, 7, 4, 0},
+		{BCS_C_TEST, -1, -1, 1u << 20, 999999}, /* a polling loop: one entry */
+		{BCS_C_RECV, -2, 70000, 0, 0},
+		{BCS_C_BARRIER, -1, -1, 0, 0},
+	};
+	struct bcs_rank_trace r = {.rank = 1, .calls = calls, .ncalls = 4, .blocked = true,
+				   .end = BCS_END_EXITED, .status = 15};
+	size_t len;
+	uint8_t *sec = bcs_trace_encode_rank(&r, &len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(sec);
+	/* a few bytes a call: rank, 4 empty streams, end, status, marks, count, flag */
+	CU_ASSERT(len <= 10 + 4 * 8);
+	struct bcs_rank_trace d;
+	CU_ASSERT_EQUAL_FATAL(bcs_trace_decode_rank(sec, len, &d), 0);
+	CU_ASSERT_EQUAL_FATAL(d.ncalls, 4);
+	for (size_t i = 0; i < 4; i++)
+		CU_ASSERT(d.calls[i].kind == calls[i].kind && d.calls[i].peer == calls[i].peer &&
+			  d.calls[i].tag == calls[i].tag && d.calls[i].bytes == calls[i].bytes &&
+			  d.calls[i].repeat == calls[i].repeat);
+	CU_ASSERT(d.blocked && d.end == BCS_END_EXITED && d.status == 15);
+	CU_ASSERT_EQUAL(bcs_trace_ncalls(&d), 1000003);
+	CU_ASSERT(bcs_trace_call_at(&d, 1)->kind == BCS_C_SEND);
+	CU_ASSERT(bcs_trace_call_at(&d, 2)->kind == BCS_C_TEST);
+	CU_ASSERT(bcs_trace_call_at(&d, 1000001)->kind == BCS_C_TEST);
+	CU_ASSERT(bcs_trace_call_at(&d, 1000002)->kind == BCS_C_RECV);
+	CU_ASSERT(bcs_trace_call_at(&d, 1000003)->kind == BCS_C_BARRIER);
+	CU_ASSERT_PTR_NULL(bcs_trace_call_at(&d, 0));
+	CU_ASSERT_PTR_NULL(bcs_trace_call_at(&d, 1000004));
+	char what[160];
+	bcs_call_describe(&d.calls[0], what, sizeof(what));
+	CU_ASSERT_STRING_EQUAL(what, "MPI_Send(dest=3, tag=7, 4 bytes)");
+	bcs_call_describe(&d.calls[2], what, sizeof(what));
+	CU_ASSERT_STRING_EQUAL(what, "MPI_Recv(source=MPI_PROC_NULL, tag=70000, 0 bytes)");
+	bcs_call_describe(&d.calls[3], what, sizeof(what));
+	CU_ASSERT_STRING_EQUAL(what, "MPI_Barrier(0 bytes)");
+	bcs_rank_trace_free(&d);
+	/* every truncation is refused; bit flips decode within bounds or not at all */
+	for (size_t n = 0; n < len; n++)
+		if (bcs_trace_decode_rank(sec, n, &d) == 0) {
+			CU_FAIL("a truncated section decoded");
+			bcs_rank_trace_free(&d);
+		}
+	for (size_t i = 0; i < len * 8; i++) {
+		sec[i / 8] ^= (uint8_t)(1u << (i % 8));
+		if (bcs_trace_decode_rank(sec, len, &d) == 0) {
+			CU_ASSERT(bcs_trace_call_at(&d, bcs_trace_ncalls(&d)) != NULL || !d.ncalls);
+			bcs_rank_trace_free(&d);
+		}
+		sec[i / 8] ^= (uint8_t)(1u << (i % 8));
+	}
+	free(sec);
+
+	/* streamed: a call, its repeats (from the rank and, at its end, from its
+	 * daemon), another call, the daemon's word that it ended waiting */
+	uint8_t b[128];
+	size_t n = 0;
+	n += bcs_stream_event(b + n, BCS_EV_CALL, BCS_C_IPROBE | (uint64_t)(-1 + 2) << 6, 0, 0);
+	n += bcs_stream_event(b + n, BCS_EV_REPEAT, 4095, 0, 0);
+	n += bcs_stream_event(b + n, BCS_EV_TEST, 0, 4096, 0); /* other streams between */
+	n += bcs_stream_event(b + n, BCS_EV_REPEAT, 10, 0, 0);
+	n += bcs_stream_event(b + n, BCS_EV_CALL, BCS_C_RECV | (uint64_t)(2 + 2) << 6, 999999 + 1, 4);
+	n += bcs_stream_event(b + n, BCS_EV_BLOCKED, 0, 0, 0);
+	n += bcs_stream_event(b + n, BCS_EV_EXIT, 9, 0, 0);
+	struct bcs_rank_trace t = {.rank = 1, .end = BCS_END_RUNNING};
+	CU_ASSERT_EQUAL_FATAL(bcs_stream_apply(&t, b, n), 0);
+	CU_ASSERT_EQUAL_FATAL(t.ncalls, 2);
+	CU_ASSERT(t.calls[0].kind == BCS_C_IPROBE && t.calls[0].peer == -1 && t.calls[0].tag == -1 &&
+		  t.calls[0].repeat == 4105);
+	CU_ASSERT(t.calls[1].kind == BCS_C_RECV && t.calls[1].peer == 2 &&
+		  t.calls[1].tag == 999999 && t.calls[1].bytes == 4 && t.calls[1].repeat == 0);
+	CU_ASSERT(t.blocked && t.end == BCS_END_EXITED && bcs_trace_ncalls(&t) == 4107);
+	bcs_rank_trace_free(&t);
+	/* refused: repeats of no call, a call of kind 0 or beyond the last */
+	uint8_t e[64];
+	size_t m = bcs_stream_event(e, BCS_EV_REPEAT, 3, 0, 0);
+	t = (struct bcs_rank_trace){.end = BCS_END_RUNNING};
+	CU_ASSERT_EQUAL(bcs_stream_apply(&t, e, m), -1);
+	m = bcs_stream_event(e, BCS_EV_CALL, 0 | 2u << 6, 0, 0);
+	CU_ASSERT_EQUAL(bcs_stream_apply(&t, e, m), -1);
+	m = bcs_stream_event(e, BCS_EV_CALL, (BCS_C_MAX + 1) | 2u << 6, 0, 0);
+	CU_ASSERT_EQUAL(bcs_stream_apply(&t, e, m), -1);
+	bcs_rank_trace_free(&t);
+
+	/* a version 2 file (before sections listed calls) still reads */
+	const uint8_t v2[] = {'B', 'C', 'S', 'T', 2, 1, 1, 1, 1, 'p', 1, 7, 0, 0, 0, 0, 0, 1, 9};
+	struct bcs_trace f;
+	char why[128];
+	CU_ASSERT_EQUAL_FATAL(bcs_trace_decode(v2, sizeof(v2), &f, why, sizeof(why)), 0);
+	CU_ASSERT(f.nsections == 1 && f.sec[0].end == BCS_END_EXITED && f.sec[0].ncalls == 0);
+	bcs_trace_free(&f);
 }
 
 /* the streamed form: events as a rank makes them, folded into its section */
@@ -1147,6 +1243,7 @@ void add_bcs_suite(void)
 	CU_add_test(s, "trace stream events folded into a section, ends, v1 and v2 files",
 		    test_trace_stream);
 	CU_add_test(s, "trace checkpoint marks: streamed, folded, in the file", test_trace_marks);
+	CU_add_test(s, "trace calls: numbered, described, streamed, v2 files", test_trace_calls);
 	CU_add_test(s, "base64", test_b64);
 	CU_add_test(s, "checkpoint state codec and ring restore", test_ckpt_state);
 	CU_add_test(s, "one-sided batch: every kind applied in order", test_rma_batch);
