@@ -392,8 +392,8 @@ $(BUILD)/bin/storm_selfsum: tests/cluster/selfsum.c
 # messages and acks lost at a sender, then 10% loss on links, under BCS-MPI
 # jobs and PMI fences: each is sent again and the jobs end (~2 min).
 CLUSTER_SUITES := cluster bootstrap slurm slurmcmds users remote ckpt ckpt_mpi ckpt_threads gang timed \
-                  slice liveness caw mpi mpi_copy record replay_from mpi16 netns pmi pmix faults \
-                  cmd_resend mbox_loss persist load valgrind
+                  slice liveness caw mpi mpi_copy record replay_from replay_stop mpi16 netns pmi \
+                  pmix faults cmd_resend mbox_loss persist load valgrind
 CLUSTER_BINS := all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/nfq_netem \
                 $(BUILD)/bin/ckpt_prog $(BUILD)/bin/fds_prog $(BUILD)/bin/tree_prog
 SUITE_ARGS_load := 200 10
@@ -486,7 +486,7 @@ CHECK_JOBS ?= 1
 CHECK_SUITES := net-rma cluster-ckpt_mpi cluster-slurm debtest mpi-thirdparty net-msg \
                 cluster-ckpt_threads hosts-ckpt cluster-valgrind mpi-suite cluster-gang \
                 cluster-ckpt ckpttest mpi-wrapper cluster-mpi16 cluster-record \
-                cluster-replay_from cluster-pmi \
+                cluster-replay_from cluster-replay_stop cluster-pmi \
                 cluster-faults slurmtest cluster-liveness cluster-mpi_copy cluster-pmix \
                 cluster-timed cluster-persist fuzz-check kernel-check hosts-cluster \
                 cluster-mpi hosts-mpi hosts-hosts cluster-cluster cluster-netns ndtest \

@@ -82,7 +82,7 @@ static void trace_coll(int kind, int root, int count, MPI_Datatype dt)
 int MPI_Barrier(MPI_Comm comm)
 {
 	ANY_COMM(comm, "MPI_Barrier");
-	trace_coll(BCS_C_BARRIER, -1, 0, MPI_DATATYPE_NULL);
+	trace_coll(BCS_C_BARRIER, BCS_PEER_NONE, 0, MPI_DATATYPE_NULL);
 	if (c->rworld)
 		return bcs_inter_barrier(c, comm);
 	if (c->size == 1)
@@ -217,7 +217,7 @@ int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_
 		  MPI_Comm comm)
 {
 	ANY_COMM(comm, "MPI_Allreduce");
-	trace_coll(BCS_C_ALLREDUCE, -1, count, dt);
+	trace_coll(BCS_C_ALLREDUCE, BCS_PEER_NONE, count, dt);
 	if (c->rworld)
 		return bcs_inter_allreduce(sbuf, rbuf, count, dt, op, c, comm);
 	struct bcs_type *t = bcs_type_get(dt);
@@ -443,7 +443,7 @@ int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, 
 		  MPI_Datatype rtype, MPI_Comm comm)
 {
 	ANY_COMM(comm, "MPI_Allgather");
-	trace_coll(BCS_C_ALLGATHER, -1, scount, stype);
+	trace_coll(BCS_C_ALLGATHER, BCS_PEER_NONE, scount, stype);
 	if (c->rworld)
 		return bcs_inter_flat(BCS_INTER_ALLGATHER, sbuf, scount, NULL, NULL, stype, rbuf,
 				      rcount, NULL, NULL, rtype, 0, c, comm, "MPI_Allgather");
@@ -520,7 +520,7 @@ int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, i
 		 MPI_Datatype rtype, MPI_Comm comm)
 {
 	ANY_COMM(comm, "MPI_Alltoall");
-	trace_coll(BCS_C_ALLTOALL, -1, scount, stype);
+	trace_coll(BCS_C_ALLTOALL, BCS_PEER_NONE, scount, stype);
 	if (c->rworld)
 		return bcs_inter_flat(BCS_INTER_ALLTOALL, sbuf, scount, NULL, NULL, stype, rbuf,
 				      rcount, NULL, NULL, rtype, 0, c, comm, "MPI_Alltoall");

@@ -932,7 +932,7 @@ static bool no_eager(void *arg)
 int MPI_Finalize(void)
 {
 	bcs_need_init("MPI_Finalize");
-	bcs_trace_call(BCS_C_FINALIZE, -1, -1, 0);
+	bcs_trace_call(BCS_C_FINALIZE, BCS_PEER_NONE, -1, 0);
 	/* MPI_COMM_SELF's attributes are deleted first (MPI-3.1 §8.7.1) */
 	bcs_attr_free_all(BCS_ATTR_COMM, MPI_COMM_SELF);
 	bcs_trace_mute(1);
@@ -1300,7 +1300,7 @@ static uint64_t bytes_of(int count, MPI_Datatype dt)
 /* a completion call: described by its first receive request */
 static void trace_reqs(int kind, int n, const MPI_Request *v)
 {
-	int peer = -1, tag = -1;
+	int peer = BCS_PEER_NONE, tag = -1;
 	uint64_t bytes = 0;
 	for (int i = 0; i < n; i++) {
 		struct req *r = req_of(v[i]);

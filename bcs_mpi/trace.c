@@ -125,7 +125,7 @@ static void record_call(const struct bcs_call *c)
 	}
 	flush_repeats();
 	tr.last = *c;
-	emit(BCS_EV_CALL, c->kind | (uint64_t)((int64_t)c->peer + 2) << 6,
+	emit(BCS_EV_CALL, c->kind | (uint64_t)((int64_t)c->peer + 3) << 6,
 	     (uint64_t)((int64_t)c->tag + 1), c->bytes);
 }
 

@@ -156,17 +156,16 @@ void bcs_call_describe(const struct bcs_call *c, char *out, size_t len)
 {
 	char peer[48] = "", tag[32] = "";
 	uint32_t k = c->kind;
-	bool recv = k == BCS_C_RECV || k == BCS_C_IRECV || k == BCS_C_PROBE || k == BCS_C_IPROBE;
+	/* a wait or test names its first receive's source (the peer given) */
 	bool send = k == BCS_C_SEND || k == BCS_C_SSEND || k == BCS_C_ISEND || k == BCS_C_ISSEND ||
 		    k == BCS_C_SENDRECV;
 	bool coll = k >= BCS_C_BARRIER && k <= BCS_C_ALLTOALL;
-	bool req = k >= BCS_C_WAIT && k <= BCS_C_WAITSOME; /* the first request's peer */
-	if (recv || send || (req && c->peer != -1) || (coll && c->peer >= 0))
-		peer_text(peer, sizeof(peer),
-			  send ? "dest" : coll ? "root" : "source", c->peer);
-	if ((recv || send || (req && c->peer != -1)) && c->tag == -1)
+	bool tagged = !coll && c->peer != BCS_PEER_NONE;
+	if (c->peer != BCS_PEER_NONE)
+		peer_text(peer, sizeof(peer), send ? "dest" : coll ? "root" : "source", c->peer);
+	if (tagged && c->tag == -1)
 		snprintf(tag, sizeof(tag), ", tag=MPI_ANY_TAG");
-	else if (recv || send || (req && c->peer != -1))
+	else if (tagged)
 		snprintf(tag, sizeof(tag), ", tag=%d", c->tag);
 	snprintf(out, len, "%s(%s%s%s%llu bytes)", bcs_call_name(k), peer, tag,
 		 *peer ? ", " : "", (unsigned long long)c->bytes);
@@ -201,7 +200,7 @@ uint8_t *bcs_trace_encode_rank(const struct bcs_rank_trace *t, size_t *len)
 	varint(&w, t->ncalls);
 	for (size_t i = 0; i < t->ncalls; i++) {
 		const struct bcs_call *c = &t->calls[i];
-		varint(&w, c->kind | (uint64_t)((int64_t)c->peer + 2) << 6);
+		varint(&w, c->kind | (uint64_t)((int64_t)c->peer + 3) << 6);
 		varint(&w, (uint64_t)((int64_t)c->tag + 1));
 		varint(&w, c->bytes);
 		varint(&w, c->repeat);
@@ -218,12 +217,12 @@ uint8_t *bcs_trace_encode_rank(const struct bcs_rank_trace *t, size_t *len)
 /* a call's kind and peer share a varint; false if out of range */
 static bool call_of(uint64_t kp, uint64_t tag1, struct bcs_call *c)
 {
-	uint64_t kind = kp & 63, peer2 = kp >> 6;
-	if (kind == 0 || kind > BCS_C_MAX || peer2 > (uint64_t)INT32_MAX + 2 ||
+	uint64_t kind = kp & 63, peer3 = kp >> 6;
+	if (kind == 0 || kind > BCS_C_MAX || peer3 > (uint64_t)INT32_MAX + 3 ||
 	    tag1 > (uint64_t)INT32_MAX + 1)
 		return false;
 	c->kind = (uint32_t)kind;
-	c->peer = (int32_t)((int64_t)peer2 - 2);
+	c->peer = (int32_t)((int64_t)peer3 - 3);
 	c->tag = (int32_t)((int64_t)tag1 - 1);
 	return true;
 }

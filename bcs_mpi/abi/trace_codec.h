@@ -37,7 +37,7 @@ enum bcs_ev {
 	BCS_EV_LOST = 8,  /* its node was lost (the machine manager) */
 	BCS_EV_MARK = 9,  /* checkpoint, then the rank's count per stream at its
 			   * quiescent point (its node daemon: struct bcs_mark) */
-	BCS_EV_CALL = 10, /* kind | (peer+2) << 6, tag+1, bytes: an MPI call began */
+	BCS_EV_CALL = 10, /* kind | (peer+3) << 6, tag+1, bytes: an MPI call began */
 	BCS_EV_REPEAT = 11, /* count: the last call again, that many times */
 	BCS_EV_BLOCKED = 12, /* the rank ended waiting in its last call (its node daemon) */
 };
@@ -56,8 +56,10 @@ enum bcs_call_kind {
 
 /* One MPI call, and how many times it was made again right after (a
  * polling loop is one entry). peer: the source, destination or root as
- * the program gave it (MPI_ANY_SOURCE -1, MPI_PROC_NULL -2), -1 for none;
+ * the program gave it (MPI_ANY_SOURCE -1, MPI_PROC_NULL -2), BCS_PEER_NONE
+ * for none (a wait for a send, a barrier);
  * tag as given (MPI_ANY_TAG -1); bytes: the message's or buffer's size. */
+#define BCS_PEER_NONE (-3)
 struct bcs_call {
 	uint32_t kind;
 	int32_t peer, tag;

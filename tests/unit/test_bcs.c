@@ -730,7 +730,7 @@ static void test_trace_calls(void)
 		{BCS_C_SEND, 3, 7, 4, 0},
 		{BCS_C_TEST, -1, -1, 1u << 20, 999999}, /* a polling loop: one entry */
 		{BCS_C_RECV, -2, 70000, 0, 0},
-		{BCS_C_BARRIER, -1, -1, 0, 0},
+		{BCS_C_BARRIER, BCS_PEER_NONE, -1, 0, 0},
 	};
 	struct bcs_rank_trace r = {.rank = 1, .calls = calls, .ncalls = 4, .blocked = true,
 				   .end = BCS_END_EXITED, .status = 15};
@@ -783,11 +783,11 @@ static void test_trace_calls(void)
 	 * daemon), another call, the daemon's word that it ended waiting */
 	uint8_t b[128];
 	size_t n = 0;
-	n += bcs_stream_event(b + n, BCS_EV_CALL, BCS_C_IPROBE | (uint64_t)(-1 + 2) << 6, 0, 0);
+	n += bcs_stream_event(b + n, BCS_EV_CALL, BCS_C_IPROBE | (uint64_t)(-1 + 3) << 6, 0, 0);
 	n += bcs_stream_event(b + n, BCS_EV_REPEAT, 4095, 0, 0);
 	n += bcs_stream_event(b + n, BCS_EV_TEST, 0, 4096, 0); /* other streams between */
 	n += bcs_stream_event(b + n, BCS_EV_REPEAT, 10, 0, 0);
-	n += bcs_stream_event(b + n, BCS_EV_CALL, BCS_C_RECV | (uint64_t)(2 + 2) << 6, 999999 + 1, 4);
+	n += bcs_stream_event(b + n, BCS_EV_CALL, BCS_C_RECV | (uint64_t)(2 + 3) << 6, 999999 + 1, 4);
 	n += bcs_stream_event(b + n, BCS_EV_BLOCKED, 0, 0, 0);
 	n += bcs_stream_event(b + n, BCS_EV_EXIT, 9, 0, 0);
 	struct bcs_rank_trace t = {.rank = 1, .end = BCS_END_RUNNING};
@@ -804,9 +804,9 @@ static void test_trace_calls(void)
 	size_t m = bcs_stream_event(e, BCS_EV_REPEAT, 3, 0, 0);
 	t = (struct bcs_rank_trace){.end = BCS_END_RUNNING};
 	CU_ASSERT_EQUAL(bcs_stream_apply(&t, e, m), -1);
-	m = bcs_stream_event(e, BCS_EV_CALL, 0 | 2u << 6, 0, 0);
+	m = bcs_stream_event(e, BCS_EV_CALL, 0 | 3u << 6, 0, 0);
 	CU_ASSERT_EQUAL(bcs_stream_apply(&t, e, m), -1);
-	m = bcs_stream_event(e, BCS_EV_CALL, (BCS_C_MAX + 1) | 2u << 6, 0, 0);
+	m = bcs_stream_event(e, BCS_EV_CALL, (BCS_C_MAX + 1) | 3u << 6, 0, 0);
 	CU_ASSERT_EQUAL(bcs_stream_apply(&t, e, m), -1);
 	bcs_rank_trace_free(&t);
 
