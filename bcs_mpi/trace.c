@@ -435,6 +435,7 @@ volatile int bcs_debug_hold = 1;
  * gdb itself on the marker line when it has one). */
 static void hold_for_debugger(int rank, const char *where)
 {
+	bcs_debug_hold = 1; /* before the line a debugger clears it on */
 	const char *node = getenv("STORM_NODENAME");
 	char host[256] = "localhost";
 	gethostname(host, sizeof(host) - 1);
@@ -460,7 +461,6 @@ static void hold_for_debugger(int rank, const char *where)
 	}
 	fflush(stderr);
 	dprintf(2, "\001BCS-DEBUG %d %d %s\n", rank, pid, host);
-	bcs_debug_hold = 1;
 	while (bcs_debug_hold)
 		usleep(50000);
 }

@@ -27,12 +27,12 @@ int bcs_record_fetch(struct cli *c, uint64_t job, const char *path, int js);
  * 2 after that, 0 before. */
 int bcs_filter_deadlock(struct bcs_filter *f);
 #define EXIT_DEADLOCK 4 /* storm replay reached the recorded deadlock */
-/* storm replay --list and --stop (replay_calls.c): the calls of a rank as
- * the trace numbers them; --stop's RANK:N|RANK:last checked against the
- * trace and resolved to "RANK:N" in out. Exit codes, -1 to go on. */
+/* storm replay --list RANK (list: print the calls of a rank as the trace
+ * numbers them) and --stop RANK:N|RANK:last (stop: checked against the
+ * trace, handed to the ranks): an exit code, or -1 to run the replay
+ * (replay_calls.c). */
 struct bcs_trace;
-int replay_list(const struct bcs_trace *t, const char *rank, int json);
-int replay_stop_resolve(const struct bcs_trace *t, const char *arg, char *out, size_t len);
+int replay_calls(const struct bcs_trace *t, const char *list, int json, const char *stop);
 /* The gdb started for storm replay --debug, 0 if none. */
 pid_t bcs_filter_debugger(const struct bcs_filter *f);
 void bcs_filter_free(struct bcs_filter *f);

@@ -229,16 +229,10 @@ int cmd_replay(struct cli *c, int argc, char **argv)
 		bcs_trace_free(&t);
 		return EXIT_USAGE;
 	}
-	char stopat[48];
-	int rc = list ? replay_list(&t, list, json)
-		 : stop ? replay_stop_resolve(&t, stop, stopat, sizeof(stopat)) : -1;
+	int rc = replay_calls(&t, list, json, stop);
 	if (rc >= 0) {
 		bcs_trace_free(&t);
 		return rc;
-	}
-	if (stop) {
-		setenv("STORM_BCS_STOP", stopat, 1);
-		setenv("STORM_BCS_DEBUG_TTY", isatty(0) && isatty(1) ? "1" : "0", 1);
 	}
 	/* storm run -N nodes -n ranks --file TRACE [-l] PROGRAM ARGS... */
 	char nodes[16], ranks[16], dbg[24], tmp[PATH_MAX];

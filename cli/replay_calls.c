@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "trace_codec.h"
 #include "bcs.h"
@@ -76,7 +77,7 @@ static int list_json(const struct bcs_rank_trace *s, long r)
 	return EXIT_OK;
 }
 
-int replay_list(const struct bcs_trace *t, const char *rank, int json)
+static int replay_list(const struct bcs_trace *t, const char *rank, int json)
 {
 	long r = rank_arg(t, rank, "--list");
 	if (r < 0)
@@ -109,7 +110,8 @@ int replay_list(const struct bcs_trace *t, const char *rank, int json)
 	return EXIT_OK;
 }
 
-int replay_stop_resolve(const struct bcs_trace *t, const char *arg, char *out, size_t len)
+static int replay_stop_resolve(const struct bcs_trace *t, const char *arg, char *out,
+			       size_t len)
 {
 	char rank[32];
 	const char *colon = strchr(arg, ':');
@@ -150,5 +152,29 @@ int replay_stop_resolve(const struct bcs_trace *t, const char *arg, char *out, s
 	fprintf(stderr, "storm replay: rank %ld will be held at its call #%llu, %s\n", r,
 		(unsigned long long)n, what);
 	snprintf(out, len, "%ld:%llu", r, (unsigned long long)n);
+	return -1;
+}
+
+int replay_calls(const struct bcs_trace *t, const char *list, int json, const char *stop)
+{
+	char at[48];
+	if (json && !list) {
+		fprintf(stderr, "storm replay: error: --json is for --list\n");
+		return EXIT_USAGE;
+	}
+	if (list && stop) {
+		fprintf(stderr, "storm replay: error: --list runs nothing: not with --stop\n");
+		return EXIT_USAGE;
+	}
+	if (list)
+		return replay_list(t, list, json);
+	if (!stop)
+		return -1;
+	int rc = replay_stop_resolve(t, stop, at, sizeof(at));
+	if (rc >= 0)
+		return rc;
+	setenv("STORM_BCS_STOP", at, 1);
+	/* with a terminal the CLI runs gdb itself (bcs.c, on_debug_line) */
+	setenv("STORM_BCS_DEBUG_TTY", isatty(0) && isatty(1) ? "1" : "0", 1);
 	return -1;
 }

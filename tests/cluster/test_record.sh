@@ -101,6 +101,18 @@ sys.exit(0 if ver == 4 and job > 0 and " ".join(got) == sys.argv[2] and wild0 > 
 PY
 }
 
+# polls_listed FILE: rank 0's MPI_Test calls in the trace's call list (storm
+# replay --list) are as many as its test flags: the polls of a loop it was
+# still in when it was stopped, which its daemon took from the channel at
+# its end, included
+polls_listed() {
+	local flags calls
+	flags=$(ends "$1" "" | sed -n 's/.*wildcards, \([0-9]*\) tests/\1/p')
+	calls=$(storm replay --list 0 --json "$1" | python3 -c 'import json,sys; print(sum(x["last"] - x["call"] + 1 for x in json.load(sys.stdin)["calls"] if x["function"] == "MPI_Test"))')
+	if [ -n "$flags" ] && [ "$flags" = "$calls" ]; then ok "  its call list has rank 0's $calls MPI_Test polls"
+	else bad "  rank 0's call list has $calls MPI_Test polls, its flags $flags"; fi
+}
+
 expect "bcs-mpicc failing.c" 0 bcs-mpicc -O2 -Wall -Werror "$HERE/mpi/failing.c" -o "$T/failing"
 # a loaded machine can starve a daemon for a while: DOWN only after 5 s
 expect "cluster up (4 nodes, 2 ms slices)" 0 storm cluster up $UP_MODE --nodes 4 --dir "$C" --timeslice-us 2000 --down-after-ms 5000
@@ -155,6 +167,7 @@ if [ "$rc" != 0 ]; then ok "  storm run ends (exit $rc)"; else bad "  storm run 
 cp hang.err "$T/err"
 has "  its trace holds every rank" err "trace is in hang.bcs: 4 ranks: 4 ended without MPI_Finalize"
 if r=$(ends hang.bcs "0:1 1:1 2:1 3:1"); then ok "  the file has every rank's outcomes ($r)"; else bad "  the file: $r"; fi
+polls_listed hang.bcs
 storm replay -l hang.bcs >hang.replay 2>hang.rerr &
 run=$!
 bg+=("$run")
@@ -172,6 +185,7 @@ expect "a recorded job stopped by its time limit (3 s)" 143 storm run -N 4 -n 4 
 cp "$T/out" time.out
 has "  its trace holds every rank" err "trace is in time.bcs: 4 ranks: 4 ended without MPI_Finalize"
 if r=$(ends time.bcs "0:1 1:1 2:1 3:1"); then ok "  the file has every rank's outcomes ($r)"; else bad "  the file: $r"; fi
+polls_listed time.bcs
 storm replay -l time.bcs >time.replay 2>time.rerr &
 run=$!
 bg+=("$run")

@@ -68,6 +68,8 @@ expect "--stop beyond the recorded calls" 2 storm replay --stop "1:100000" ok.bc
 has "  says how many there were" err "the recorded rank 1 made"
 expect "--stop without a call" 2 storm replay --stop 1 ok.bcs
 has "  says what it wants" err "--stop wants RANK:N or RANK:last"
+expect "--json without --list" 2 storm replay --json ok.bcs
+has "  says what it is for" err "--json is for --list"
 
 # (b) --stop: rank 0 held at its MPI_Barrier, past the polling loop whose
 # length only the forced test flags make the recorded one
