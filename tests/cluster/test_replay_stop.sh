@@ -89,7 +89,7 @@ if [ -n "$pid" ]; then
 	else bad "  gdb's backtrace:"; sed 's/^/     | /' gdb.out | tail -15; fi
 	expect "  gdb lets it go on" 0 timeout 60 gdb -p "$pid" -batch -ex 'set var bcs_debug_hold = 0'
 fi
-wait_bg "$run" "$(patience 60)" "the replay let go"
+wait_bg "$run" 60 "the replay let go"
 rc=$?
 if [ "$rc" = 0 ]; then ok "  the replay ends as recorded (exit 0)"; else bad "  the replay: exit $rc: $(tail -3 stop.err)"; fi
 if [ "$(ranks_lines ok.out)" = "$(ranks_lines stop.out)" ]; then ok "  with the recorded output (the same polls)"
@@ -122,7 +122,7 @@ last2=$(json_calls dead.bcs 2 'c[-1]["last"]')
 storm replay -l dead.bcs >rdead.out 2>rdead.err &
 run=$!
 bg+=("$run")
-wait_bg "$run" "$(patience 60)" "the replay of the deadlock"
+wait_bg "$run" 60 "the replay of the deadlock"
 rc=$?
 if [ "$rc" = 4 ]; then ok "its replay ends in the same deadlock (exit 4)"; else bad "the replay: exit $rc: $(tail -3 rdead.err)"; fi
 cp rdead.err "$T/err"
@@ -142,7 +142,7 @@ else bad "no hold line: $(tail -3 last.err)"; fi
 has "  at the MPI_Recv its recorded run waited in" last.err "MPI_Recv(source=0, tag=99, 4 bytes)"
 pid=$(held_pid "$T/last.err")
 [ -n "$pid" ] && timeout 60 gdb -p "$pid" -batch -ex 'set var bcs_debug_hold = 0' >/dev/null 2>&1
-wait_bg "$run" "$(patience 60)" "the replay of the deadlock, let go"
+wait_bg "$run" 60 "the replay of the deadlock, let go"
 rc=$?
 if [ "$rc" = 4 ]; then ok "  let go, it waits there too: the deadlock named (exit 4)"
 else bad "  exit $rc: $(tail -3 last.err)"; fi
