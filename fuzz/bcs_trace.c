@@ -25,6 +25,14 @@ static void same_rank(const struct bcs_rank_trace *a, const struct bcs_rank_trac
 	FUZZ_ASSERT(a->nmarks == b->nmarks &&
 			    (!a->nmarks || !memcmp(a->marks, b->marks, a->nmarks * sizeof(*a->marks))),
 		    "checkpoint marks");
+	FUZZ_ASSERT(a->ncalls == b->ncalls && a->blocked == b->blocked, "calls");
+	for (size_t i = 0; i < a->ncalls; i++)
+		FUZZ_ASSERT(a->calls[i].kind == b->calls[i].kind &&
+				    a->calls[i].peer == b->calls[i].peer &&
+				    a->calls[i].tag == b->calls[i].tag &&
+				    a->calls[i].bytes == b->calls[i].bytes &&
+				    a->calls[i].repeat == b->calls[i].repeat,
+			    "call %zu", i);
 }
 
 /* The same bytes as a rank's stream events (what the machine manager
