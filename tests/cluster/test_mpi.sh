@@ -182,7 +182,11 @@ i = b.index(b"wildcard") + len(b"wildcard")
 assert b[i + 1:i + 2] == b"2"
 open(sys.argv[2], "wb").write(b[:i + 1] + b"3" + b[i + 2:])' "$T/wild.trace" "$T/wild.longer"
 expect "replay diverges" 3 storm replay "$T/wild.longer"
-has "  names rank, call, expected and actual" err "storm replay: divergence at rank 0, a wildcard receive (its #7 such outcome): the recorded run had only 6"
+# every rank's call past the recorded ones differs from the recorded call
+# there (MPI_Finalize's place): whichever rank gets there first says so
+if grep -qE '^storm replay: divergence at rank [0-3], call #[0-9]+: expected MPI_[A-Za-z]+\(.*\), made MPI_[A-Za-z]+\(' "$T/err"; then
+	ok "  names rank, call number, expected and actual call"
+else bad "  no divergence line naming the call:"; sed 's/^/     | /' "$T/err" | head -5; fi
 expect "replay of a missing trace" 1 storm replay "$T/nope.trace"
 has "  says why" err "cannot open"
 printf 'BCST\001garbage' >"$T/bad.trace"
