@@ -26,7 +26,9 @@ static struct {
 	uint64_t run_off;
 	struct bcs_trace file;
 	void (*abort_job)(int code);
-	/* the MPI calls, numbered from 1 in call order */
+	/* the MPI calls, numbered from 1 in call order: a count of this
+	 * memory only (the marks are of outcomes), which a restore from a
+	 * checkpoint brings back with the rest of it */
 	uint64_t ncall;
 	struct bcs_call last;   /* record: the last call in the ring, and its */
 	uint64_t crun;          /* repeats not yet there (chan.h, tr_crun) */
@@ -211,7 +213,9 @@ static void seek_test(uint64_t n)
 
 /* storm replay --from: this rank was restored from a checkpoint of a
  * recorded run, and from here on forces that run's outcomes. Its cursors
- * are its own counts, which the checkpoint's mark in the trace must be. */
+ * are its own counts, which the checkpoint's mark in the trace must be;
+ * its call number is its memory's (restored with it), so it checks its
+ * calls against the recorded ones from there on. */
 static void replay_from(void)
 {
 	uint64_t ckpt = tr.hdr->replay_ckpt;
@@ -239,9 +243,10 @@ static void replay_from(void)
 	if (tr.rank) /* one line for the job; every rank's mark is in the trace */
 		return;
 	fprintf(stderr, "storm replay: rank %d replays from checkpoint %llu: from wildcard #%llu, "
-		"test #%llu, waitany #%llu, waitsome #%llu\n", tr.rank, (unsigned long long)ckpt,
-		(unsigned long long)m->n[0] + 1, (unsigned long long)m->n[1] + 1,
-		(unsigned long long)m->n[2] + 1, (unsigned long long)m->n[3] + 1);
+		"test #%llu, waitany #%llu, waitsome #%llu, call #%llu\n", tr.rank,
+		(unsigned long long)ckpt, (unsigned long long)m->n[0] + 1,
+		(unsigned long long)m->n[1] + 1, (unsigned long long)m->n[2] + 1,
+		(unsigned long long)m->n[3] + 1, (unsigned long long)tr.ncall + 1);
 	fflush(stderr);
 }
 

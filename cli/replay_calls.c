@@ -40,13 +40,19 @@ static long rank_arg(const struct bcs_trace *t, const char *s, const char *opt)
 	return r;
 }
 
-static int no_calls(const struct bcs_rank_trace *s, long r, const char *opt)
+static int no_calls(const struct bcs_trace *t, const struct bcs_rank_trace *s, long r,
+		    const char *opt)
 {
 	if (s && s->ncalls)
 		return 0;
-	fprintf(stderr, "storm replay: error: %s: the trace lists no MPI call of rank %ld (%s)\n",
-		opt, r, s ? "a trace of an older storm, or the rank made none"
-			  : "its record never reached the machine manager");
+	/* calls came with version 4 of the format */
+	if (t->version < 4)
+		fprintf(stderr, "storm replay: error: %s: the trace is of version %u of the format, "
+			"written by a storm before call numbers (version 4)\n", opt, t->version);
+	else
+		fprintf(stderr, "storm replay: error: %s: the trace lists no MPI call of rank %ld "
+			"(%s)\n", opt, r, s ? "the rank made none"
+					   : "its record never reached the machine manager");
 	return -1;
 }
 
@@ -83,7 +89,7 @@ static int replay_list(const struct bcs_trace *t, const char *rank, int json)
 	if (r < 0)
 		return EXIT_USAGE;
 	const struct bcs_rank_trace *s = section_of(t, (uint32_t)r);
-	if (no_calls(s, r, "--list") < 0)
+	if (no_calls(t, s, r, "--list") < 0)
 		return EXIT_STORM;
 	if (json)
 		return list_json(s, r);
@@ -126,7 +132,7 @@ static int replay_stop_resolve(const struct bcs_trace *t, const char *arg, char 
 	if (r < 0)
 		return EXIT_USAGE;
 	const struct bcs_rank_trace *s = section_of(t, (uint32_t)r);
-	if (no_calls(s, r, "--stop") < 0)
+	if (no_calls(t, s, r, "--stop") < 0)
 		return EXIT_STORM;
 	uint64_t made = bcs_trace_ncalls(s), n;
 	if (!strcmp(colon + 1, "last")) {

@@ -32,13 +32,17 @@
 #ifndef STORM_BCS_CHAN_H
 #define STORM_BCS_CHAN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define BCS_CHAN_MAGIC 0x4d534342u /* "BCSM" */
 /* 2: bcs_area.idle; 3: copy orders; 4: the trace ring. The outcome counts
- * (tr_count) and storm replay --from's header fields came later, in what
- * was padding and zeroed header: a library or a daemon without them reads
- * zeros or ignores them, so the version stayed 4 */
+ * (tr_count), the open repeats of a call (tr_crun) and storm replay
+ * --from's header fields came later, in what was padding and zeroed
+ * header: a library or a daemon without them reads zeros or ignores them,
+ * so the version stayed 4 (a program linked statically against an earlier
+ * libbcsmpi still starts; the asserts below keep every older field where
+ * it was) */
 #define BCS_CHAN_VERSION 4
 #define BCS_SUB_RING 4096u  /* power of two */
 #define BCS_COMP_RING 4096u /* power of two */
@@ -182,6 +186,15 @@ struct bcs_area {
 	uint64_t pad7[5];
 	uint8_t tr[BCS_TRACE_RING];
 };
+
+/* tr_count and tr_crun live in version 4's padding: the words around them
+ * stay where an earlier library of version 4 has them */
+_Static_assert(offsetof(struct bcs_area, tr_tail) == offsetof(struct bcs_area, tr_head) + 64,
+	       "tr_count outgrew the padding after tr_head");
+_Static_assert(offsetof(struct bcs_area, tr_run) == offsetof(struct bcs_area, tr_tail) + 8,
+	       "tr_run moved");
+_Static_assert(offsetof(struct bcs_area, tr) == offsetof(struct bcs_area, tr_run) + 56,
+	       "tr_crun outgrew the padding after tr_run");
 
 #define BCS_RUN_TAG(v) ((v) & 0xfffffu)    /* tr_head's low bits when written */
 #define BCS_RUN_FLAG(v) (((v) >> 20) & 1u)

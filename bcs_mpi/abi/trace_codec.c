@@ -374,6 +374,7 @@ int bcs_trace_decode(const void *buf, size_t len, struct bcs_trace *t, char *why
 		return -1;
 	}
 	uint64_t nodes = get_varint(&r), ranks = get_varint(&r);
+	t->version = (uint32_t)v;
 	t->job = v >= 3 ? get_varint(&r) : 0;
 	size_t argc = get_count(&r, 1);
 	if (r.bad || nodes > UINT32_MAX || ranks > UINT32_MAX || argc == 0) {

@@ -106,6 +106,7 @@ struct bcs_rank_trace {
 };
 
 struct bcs_trace {
+	uint32_t version; /* the file's (BCS_TRACE_VERSION or earlier) */
 	uint64_t job;     /* the recorded job (0: a version 1 or 2 file) */
 	uint32_t nodes, ranks;
 	uint32_t argc;

@@ -965,6 +965,57 @@ static void test_trace_marks(void)
 	bcs_rank_trace_free(&t);
 }
 
+/* version 4: a section holds its marks and its calls, streamed as events
+ * of their own kinds; a version 3 file (marks, no calls) still reads */
+static void test_trace_marks_calls(void)
+{
+	uint8_t b[4 * BCS_EV_MARK_MAX];
+	size_t n = bcs_stream_event(b, BCS_EV_CALL, BCS_C_IRECV | (uint64_t)(-1 + 3) << 6, 5 + 1, 4);
+	n += bcs_stream_event(b + n, BCS_EV_WPOST, 0, 0, 0);
+	n += bcs_stream_event(b + n, BCS_EV_REPEAT, 2, 0, 0);
+	struct bcs_mark mk = {.ckpt = 3, .n = {1, 0, 0, 0}};
+	n += bcs_stream_mark(b + n, &mk);
+	n += bcs_stream_event(b + n, BCS_EV_REPEAT, 4, 0, 0); /* after the mark: the same call */
+	n += bcs_stream_event(b + n, BCS_EV_CALL, BCS_C_BARRIER | (uint64_t)(BCS_PEER_NONE + 3) << 6,
+			      0, 0);
+	struct bcs_rank_trace t = {.rank = 0, .end = BCS_END_RUNNING};
+	CU_ASSERT_EQUAL_FATAL(bcs_stream_apply(&t, b, n), 0);
+	CU_ASSERT(t.nmarks == 1 && t.ncalls == 2 && t.calls[0].repeat == 6 && t.nwild == 1);
+	CU_ASSERT(bcs_trace_mark(&t, 3) && bcs_trace_ncalls(&t) == 8);
+	size_t len, flen;
+	uint8_t *sec = bcs_trace_encode_rank(&t, &len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(sec);
+	char *argv[1] = {"./prog"};
+	struct bcs_trace f = {.job = 9, .nodes = 1, .ranks = 1, .argc = 1, .argv = argv,
+			      .nsections = 1};
+	uint8_t *file = bcs_trace_encode(&f, &sec, &len, &flen);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(file);
+	struct bcs_trace back;
+	char why[128];
+	CU_ASSERT_EQUAL_FATAL(bcs_trace_decode(file, flen, &back, why, sizeof(why)), 0);
+	CU_ASSERT(back.version == BCS_TRACE_VERSION && back.job == 9 && back.sec[0].nmarks == 1 &&
+		  back.sec[0].ncalls == 2 && bcs_trace_ncalls(&back.sec[0]) == 8 &&
+		  back.sec[0].calls[1].kind == BCS_C_BARRIER);
+	bcs_trace_free(&back);
+	free(file);
+	free(sec);
+	bcs_rank_trace_free(&t);
+
+	const uint8_t v3[] = {'B', 'C', 'S', 'T', 3, 1, 1, 5, 1, 1, 'p', 1, 13,
+			      0, 0, 0, 0, 0, 1, 11, 1, 2, 1, 2, 3, 4};
+	CU_ASSERT_EQUAL_FATAL(bcs_trace_decode(v3, sizeof(v3), &back, why, sizeof(why)), 0);
+	CU_ASSERT(back.version == 3 && back.job == 5 && back.nsections == 1 &&
+		  back.sec[0].ncalls == 0 && !back.sec[0].blocked && back.sec[0].nmarks == 1 &&
+		  back.sec[0].marks[0].ckpt == 2 && back.sec[0].marks[0].n[3] == 4 &&
+		  back.sec[0].end == BCS_END_EXITED && back.sec[0].status == 11);
+	bcs_trace_free(&back);
+	/* the same bytes as version 4 lack the calls: refused, not misread */
+	uint8_t v4[sizeof(v3)];
+	memcpy(v4, v3, sizeof(v3));
+	v4[4] = 4;
+	CU_ASSERT_EQUAL(bcs_trace_decode(v4, sizeof(v4), &back, why, sizeof(why)), -1);
+}
+
 static void test_b64(void)
 {
 	const uint8_t in[5] = {0, 0xff, 0x10, 'a', 'b'};
@@ -1244,6 +1295,7 @@ void add_bcs_suite(void)
 		    test_trace_stream);
 	CU_add_test(s, "trace checkpoint marks: streamed, folded, in the file", test_trace_marks);
 	CU_add_test(s, "trace calls: numbered, described, streamed, v2 files", test_trace_calls);
+	CU_add_test(s, "trace v4: marks and calls in one section, v3 files", test_trace_marks_calls);
 	CU_add_test(s, "base64", test_b64);
 	CU_add_test(s, "checkpoint state codec and ring restore", test_ckpt_state);
 	CU_add_test(s, "one-sided batch: every kind applied in order", test_rma_batch);
