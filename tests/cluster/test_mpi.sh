@@ -133,7 +133,9 @@ def enc(v):
         if not v: return bytes(o)
 assert b[:4] == b"BCST"
 i = 4
-_, i = varint(b, i); _, i = varint(b, i); _, i = varint(b, i)
+ver, i = varint(b, i); _, i = varint(b, i); _, i = varint(b, i)
+if ver >= 3:
+    _, i = varint(b, i)  # the job's id
 argc, i = varint(b, i)
 for _ in range(argc):
     n, i = varint(b, i); i += n
