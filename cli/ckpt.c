@@ -189,22 +189,29 @@ int cmd_restart(struct cli *c, int argc, char **argv)
 	}
 	if (!ckpt)
 		return usage_error("storm restart", "no checkpoint given");
-	int fd = cli_connect(c);
-	if (fd < 0)
-		return EXIT_STORM;
 	Storm__Ctl__Restart rs = STORM__CTL__RESTART__INIT;
 	rs.checkpoint = ckpt;
 	rs.nodes = (uint32_t)nodes;
+	return cli_restart(c, &rs, "storm restart", label);
+}
+
+/* Sends a restart (storm restart, storm replay --from) and streams the
+ * restored job's output as storm run does. */
+int cli_restart(struct cli *c, Storm__Ctl__Restart *rs, const char *cmd, int label)
+{
+	int fd = cli_connect(c);
+	if (fd < 0)
+		return EXIT_STORM;
 	Storm__Ctl__Request req = STORM__CTL__REQUEST__INIT;
 	req.body_case = STORM__CTL__REQUEST__BODY_RESTART;
-	req.restart = &rs;
+	req.restart = rs;
 	int e = ctl_send(fd, &req, NULL, 0);
 	if (e != 0) {
 		ctl_report(e);
 		close(fd);
 		return EXIT_STORM;
 	}
-	rc = cli_stream(c, fd, "storm restart", label);
+	int rc = cli_stream(c, fd, cmd, label);
 	close(fd);
 	return rc;
 }

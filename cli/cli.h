@@ -96,6 +96,9 @@ int cmd_matrix(struct cli *c, int argc, char **argv);
 int cmd_checkpoint(struct cli *c, int argc, char **argv);
 int cmd_restart(struct cli *c, int argc, char **argv);
 int cmd_checkpoints(struct cli *c, int argc, char **argv);
+/* ckpt.c: sends a restart request and streams the restored job (storm restart,
+ * storm replay --from); its exit code */
+int cli_restart(struct cli *c, Storm__Ctl__Restart *rs, const char *cmd, int label);
 /* run.c: streams a submitted job on fd like storm run; its exit code */
 int cli_stream(struct cli *c, int fd, const char *cmd, int label);
 int cmd_replay(struct cli *c, int argc, char **argv);

@@ -122,24 +122,10 @@ static int replay_from(struct cli *c, const struct bcs_trace *t, const char *pat
 		fprintf(stderr, "storm replay: error: %s: %s\n", path, strerror(errno));
 		return EXIT_STORM;
 	}
-	int fd = cli_connect(c);
-	if (fd < 0)
-		return EXIT_STORM;
 	Storm__Ctl__Restart rs = STORM__CTL__RESTART__INIT;
 	rs.checkpoint = ckpt;
 	rs.replay_trace = abs;
-	Storm__Ctl__Request req = STORM__CTL__REQUEST__INIT;
-	req.body_case = STORM__CTL__REQUEST__BODY_RESTART;
-	req.restart = &rs;
-	int e = ctl_send(fd, &req, NULL, 0);
-	if (e != 0) {
-		ctl_report(e);
-		close(fd);
-		return EXIT_STORM;
-	}
-	rc = cli_stream(c, fd, "storm replay", label);
-	close(fd);
-	return rc;
+	return cli_restart(c, &rs, "storm replay", label);
 }
 
 int cmd_replay(struct cli *c, int argc, char **argv)
