@@ -25,7 +25,7 @@ static const char replay_help[] =
 	"\n"
 	"Reruns the BCS-MPI job recorded with 'storm run --record TRACE': the same\n"
 	"program and arguments (found from the current directory as when recorded),\n"
-	"on as many nodes and ranks, with every recorded outcome forced — wildcard\n"
+	"on as many ranks (and nodes, unless -N), every recorded outcome forced — wildcard\n"
 	"receives, MPI_Test*, MPI_Iprobe, MPI_Waitany/Waitsome. A rank whose run\n"
 	"departs from the trace stops the job with a line naming the rank, the call\n"
 	"and the expected against the actual outcome (exit status 3).\n"
@@ -44,6 +44,9 @@ static const char replay_help[] =
 	"                 and run nothing\n"
 	"  --stop RANK:N  hold RANK at its N-th MPI call (RANK:last: the call where\n"
 	"                 its recorded run ended) for a debugger, as --debug does\n"
+	"  -N, --nodes N  run the ranks on N nodes rather than on as many as\n"
+	"                 recorded (fewer: several ranks share a node, as on a\n"
+	"                 laptop's virtual cluster); the outcomes are the same\n"
 	"  -l, --label    prefix every output line with 'RANK: '\n"
 	"      --conf FILE the cluster's storm.conf\n"
 	"  -h, --help     this help\n"
@@ -53,12 +56,13 @@ static const char replay_help[] =
 	"\n"
 	"Exit status: the job's, as for storm run; 1 when the trace cannot be read.\n";
 
-enum { R_DEBUG = 1, R_LABEL, R_CONF, R_HELP, R_FROM, R_LIST, R_JSON, R_STOP };
+enum { R_DEBUG = 1, R_LABEL, R_CONF, R_HELP, R_FROM, R_LIST, R_JSON, R_STOP, R_NODES };
 static const struct cli_opt replay_opts[] = {
 	{ "debug", 0, 1, R_DEBUG }, { "label", 'l', 0, R_LABEL },
 	{ "conf", 0, 1, R_CONF },   { "help", 'h', 0, R_HELP },
 	{ "from", 0, 1, R_FROM },   { "list", 0, 1, R_LIST },
 	{ "json", 0, 0, R_JSON },   { "stop", 0, 1, R_STOP },
+	{ "nodes", 'N', 1, R_NODES },
 	{ NULL, 0, 0, 0 },
 };
 
@@ -112,7 +116,7 @@ static int from_check(struct cli *c, const struct bcs_trace *t, const char *path
 }
 
 static int replay_from(struct cli *c, const struct bcs_trace *t, const char *path, uint64_t ckpt,
-		       int label)
+		       uint32_t nodes, int label)
 {
 	int rc = from_check(c, t, path, ckpt);
 	if (rc)
@@ -125,6 +129,7 @@ static int replay_from(struct cli *c, const struct bcs_trace *t, const char *pat
 	Storm__Ctl__Restart rs = STORM__CTL__RESTART__INIT;
 	rs.checkpoint = ckpt;
 	rs.replay_trace = abs;
+	rs.nodes = nodes;
 	return cli_restart(c, &rs, "storm replay", label);
 }
 
@@ -134,7 +139,7 @@ int cmd_replay(struct cli *c, int argc, char **argv)
 	cli_opt_init(&p, argc, argv, 1, 1);
 	int id, label = 0, json = 0;
 	const char *list = NULL, *stop = NULL;
-	long debug = -1;
+	long debug = -1, nodes_opt = 0;
 	unsigned long long from = 0;
 	while ((id = cli_opt_next(&p, replay_opts)) > 0) {
 		switch (id) {
@@ -156,6 +161,17 @@ int cmd_replay(struct cli *c, int argc, char **argv)
 			if (errno || *end || end == p.arg || !from || p.arg[0] == '-') {
 				fprintf(stderr, "storm replay: error: --from wants a checkpoint id "
 					"(storm checkpoints), not '%s'\n", p.arg);
+				return EXIT_USAGE;
+			}
+			break;
+		}
+		case R_NODES: {
+			char *end;
+			errno = 0;
+			nodes_opt = strtol(p.arg, &end, 10);
+			if (errno || *end || end == p.arg || nodes_opt < 1 || nodes_opt > 65536) {
+				fprintf(stderr, "storm replay: error: --nodes wants a count of nodes, "
+					"not '%s'\n", p.arg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -203,7 +219,8 @@ int cmd_replay(struct cli *c, int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (from && !list) {
-		int rc = debug >= 0 ? EXIT_USAGE : replay_from(c, &t, path, from, label);
+		int rc = debug >= 0 ? EXIT_USAGE : replay_from(c, &t, path, from,
+							  (uint32_t)nodes_opt, label);
 		if (debug >= 0)
 			fprintf(stderr, "storm replay: error: --debug holds a rank in MPI_Init, which "
 				"a replay --from a checkpoint does not run\n");
@@ -223,7 +240,15 @@ int cmd_replay(struct cli *c, int argc, char **argv)
 	}
 	/* storm run -N nodes -n ranks --file TRACE [-l] PROGRAM ARGS... */
 	char nodes[16], ranks[16], dbg[24], tmp[PATH_MAX];
-	snprintf(nodes, sizeof(nodes), "%u", t.nodes);
+	/* outcomes are per rank, so they hold on any layout of the same ranks */
+	uint32_t nnodes = nodes_opt ? (uint32_t)nodes_opt : t.nodes;
+	if (nnodes > t.ranks) {
+		fprintf(stderr, "storm replay: error: --nodes %u: the job had %u rank%s\n", nnodes,
+			t.ranks, t.ranks == 1 ? "" : "s");
+		bcs_trace_free(&t);
+		return EXIT_USAGE;
+	}
+	snprintf(nodes, sizeof(nodes), "%u", nnodes);
 	snprintf(ranks, sizeof(ranks), "%u", t.ranks);
 	char **av = calloc(t.argc + 12, sizeof(char *));
 	if (!av) {
@@ -232,7 +257,7 @@ int cmd_replay(struct cli *c, int argc, char **argv)
 	}
 	int n = 0;
 	av[n++] = "storm replay";
-	if (t.nodes) {
+	if (nnodes) {
 		av[n++] = "-N";
 		av[n++] = nodes;
 	}

@@ -60,6 +60,24 @@ PY
 	fi
 }
 
+# replay_on NODES NAME LINE: NAME.bcs, recorded on 4 nodes, replayed on
+# NODES reaches LINE with the recorded outcomes (they are per rank, so any
+# layout of the same ranks gives them); the replay is cancelled after
+replay_on() {
+	storm replay -N "$1" -l "$2.bcs" >"$2.on$1" 2>"$2.err$1" &
+	local run=$! rjob
+	bg+=("$run")
+	if wait_log "$2.on$1" "$3" 60; then ok "its replay on $1 node(s) reaches '$3'"
+	else bad "replay on $1 node(s): no '$3': $(tail -3 "$2.err$1")"; fi
+	rjob=$(last_job)
+	local shape
+	shape=$(storm jobs --all --json | python3 -c 'import json,sys; print(*[(j["nodes"], j["ranks"]) for j in json.load(sys.stdin)["jobs"] if j["job"] == int(sys.argv[1])])' "$rjob")
+	[ "$shape" = "($1, 4)" ] && ok "  4 ranks on $1 node(s)" || bad "  4 ranks on $1 node(s): $shape"
+	same_run "  with the recorded wildcard matches and polls" "$2.out" "$2.on$1"
+	storm cancel "$rjob" >/dev/null 2>&1
+	wait "$run"
+}
+
 # ends FILE WANT: the trace's ranks ended as WANT says ("0:1 1:1 2:1 3:1":
 # rank:end, end as docs/bcs-trace.md numbers them), and its rank 0 has
 # wildcard entries and test flags (its outcomes up to the failure)
@@ -155,6 +173,12 @@ else bad "  rank 1 did not end"; fi
 same_run "  with the recorded wildcard matches and polls" crash.out crash.replay
 expect "  cancel the replay" 0 storm cancel "$rjob"
 wait "$run"
+replay_on 1 crash "1: rank 1 crashes at step 6"
+replay_on 2 crash "1: rank 1 crashes at step 6"
+expect "storm replay -N 0" 2 storm replay -N 0 crash.bcs
+has "  says what it wants" err "--nodes wants a count of nodes, not '0'"
+expect "storm replay -N 5 of a 4-rank trace" 2 storm replay -N 5 crash.bcs
+has "  says why" err "--nodes 5: the job had 4 ranks"
 
 # (b) a deadlock, cancelled
 storm run -N 4 -n 4 -l --record hang.bcs ./failing hang 4 >hang.out 2>hang.err &
@@ -182,6 +206,7 @@ else bad "  rank 1 not in the deadlock: $(tail -3 hang.replay)"; fi
 same_run "  with the recorded wildcard matches and polls" hang.out hang.replay
 expect "  cancel the replay" 0 storm cancel "$(last_job)"
 wait "$run"
+replay_on 1 hang "1: rank 1 waits forever at step 4"
 
 # (c) a time limit
 expect "a recorded job stopped by its time limit (3 s)" 143 storm run -N 4 -n 4 -l --time 0:3 --record time.bcs ./failing forever

@@ -124,6 +124,17 @@ else bad "  rank 0's lines differ from the recorded run's:"
 	diff <(rank0_from rec.out "resumed at step 8") <(rank0_from rep.out "resumed at step 8") | head -10 | sed 's/^/     | /'
 fi
 has "  the same result" out "$result"
+# the same checkpoint restored onto one node: its 4 ranks share it
+expect "storm replay --from $CK2 -N 1" 0 storm replay --from "$CK2" -N 1 -l rec.bcs
+cp out rep1.out
+if diff <(rank0_from rec.out "resumed at step 8") <(rank0_from rep1.out "resumed at step 8") >/dev/null; then
+	ok "  on one node rank 0 prints the recorded steps 8..11 and result"
+else bad "  on one node rank 0's lines differ from the recorded run's:"
+	diff <(rank0_from rec.out "resumed at step 8") <(rank0_from rep1.out "resumed at step 8") | head -10 | sed 's/^/     | /'
+fi
+rjob=$(last_job)
+shape=$(storm jobs --all --json | python3 -c 'import json,sys; print(*[(j["nodes"], j["ranks"]) for j in json.load(sys.stdin)["jobs"] if j["job"] == int(sys.argv[1])])' "$rjob")
+[ "$shape" = "(1, 4)" ] && ok "  its 4 ranks on 1 node" || bad "  4 ranks on 1 node: $shape"
 
 # what is refused: a checkpoint of another job, a trace without its mark
 storm run -N 1 -n 2 -l ./ckptrace 4 2 100 "$T/other" >other.out 2>other.err &
