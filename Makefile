@@ -576,6 +576,13 @@ bench-mpi-run:
 	./bench/mpi/run.sh
 	python3 bench/mpi/report.py bench/results/mpi-latest/results.jsonl docs/BENCHMARKS.md
 
+# MPICH's conformance suite against BCS-MPI (bench/conformance/README.md):
+# MPICH_TESTS is a checkout of MPICH's test/mpi, DIRS its directories
+.PHONY: bench-conformance
+bench-conformance: all
+	@[ -n "$(MPICH_TESTS)" ] || { echo "make bench-conformance: set MPICH_TESTS to MPICH's test/mpi (bench/conformance/README.md)" >&2; exit 2; }
+	./bench/conformance/mpich_suite.py --markdown $(BUILD)/conformance.md $(MPICH_TESTS) $(DIRS)
+
 # the soak harness (docs/RELIABILITY.md, "Soak"): each named scenario N times
 # with a CPU hog beside the cluster, random timing where it matters; failed
 # runs' logs, dumps and stacks kept. `make soak N=20 SCENARIOS="mm-kill nd-kill"`;
