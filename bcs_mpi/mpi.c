@@ -23,6 +23,9 @@
 
 #define EAGER_MAX 65536 /* a blocking MPI_Send of at most this is buffered */
 #define MAX_COMMS 4096
+/* MPI_Comm_idup's context ids (idup_ctx): bcs_new_ctx stays below */
+#define IDUP_CTX_BASE 0x80000000u
+#define IDUP_CTX_PAIRS (1u << 29) /* the ids stay below 0xc0000000 */
 #define REQ_CHUNK 256
 #define REQ_CHUNKS 4096
 
@@ -65,6 +68,7 @@ static struct {
 	uint32_t chan_flags; /* test hooks (BCS_CHAN_REFUSE_COPY, _STOP_IN_COPY) */
 	struct bcs_comm comms[MAX_COMMS];
 	uint32_t next_ctx;
+	uint32_t idup_next; /* MPI_Comm_idup's contexts this rank led */
 	MPI_User_function *ops[256];
 	int op_commute[256];
 } g = {.free_head = -1};
@@ -570,6 +574,8 @@ int MPI_Comm_size(MPI_Comm comm, int *size)
 
 int bcs_new_ctx(struct bcs_comm *c, uint32_t *ctx)
 {
+	if (g.next_ctx >= IDUP_CTX_BASE)
+		return MPI_ERR_INTERN; /* the ids above are MPI_Comm_idup's */
 	int mine = (int)g.next_ctx, *all = malloc((size_t)c->size * sizeof(int));
 	if (!all)
 		return MPI_ERR_INTERN;
@@ -643,6 +649,94 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 	}
 	*newcomm = h;
 	return MPI_SUCCESS;
+}
+
+/* MPI_Comm_idup. The context cannot be agreed on as bcs_new_ctx does (a
+ * maximum over the members' next ids): the members create other
+ * communicators before the request completes, and any of them could take
+ * that maximum meanwhile. So the parent's rank 0 alone picks the id, from
+ * a range of its own: IDUP_CTX_BASE + (its world rank, the count of idups
+ * it led) two ids apart, which no other rank and no other allocator hands
+ * out. It sends the id to the others in one round on the parent's
+ * collective context, in the order of the parent's collectives, so the
+ * request completes as any non-blocking collective and nothing waits at
+ * the call. */
+
+static int idup_ctx(uint32_t *ctx)
+{
+	uint32_t bits = 1, per;
+	while ((1u << bits) < (uint32_t)g.size)
+		bits++;
+	per = IDUP_CTX_PAIRS >> bits; /* the idups one rank may lead */
+	if (g.idup_next >= per)
+		return MPI_ERR_INTERN;
+	*ctx = IDUP_CTX_BASE + 2 * ((uint32_t)g.rank * per + g.idup_next++);
+	return MPI_SUCCESS;
+}
+
+struct idup {
+	MPI_Comm h;
+	uint32_t ctx; /* the leader's id, received here */
+};
+
+static int idup_fin(void *state)
+{
+	struct idup *s = state;
+	g.comms[s->h].ctx = s->ctx;
+	return MPI_SUCCESS;
+}
+
+static int idup(struct bcs_comm *c, MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *req)
+{
+	struct idup *s = calloc(1, sizeof(*s));
+	int *w = malloc((size_t)c->size * sizeof(int));
+	MPI_Comm h = comm_alloc();
+	int rc = !s || !w || !h ? MPI_ERR_INTERN : c->rank == 0 ? idup_ctx(&s->ctx) : 0;
+	if (rc) {
+		free(s);
+		free(w);
+		return rc;
+	}
+	memcpy(w, c->world, (size_t)c->size * sizeof(int));
+	/* the handle is the program's at once; its context is set at completion */
+	comm_set(h, c->size, c->rank, w, s->ctx, c->errh);
+	g.comms[h].topo = bcs_topo_dup(c->topo);
+	s->h = h;
+	rc = bcs_attr_copy(BCS_ATTR_COMM, comm, h);
+	if (rc) {
+		MPI_Comm_free(&h);
+		free(s);
+		return rc;
+	}
+	int id = bcs_coll_start(comm, idup_fin, s);
+	MPI_Request r;
+	for (int i = 1; !rc && c->rank == 0 && i < c->size; i++) {
+		rc = bcs_isend(&s->ctx, 1, MPI_UINT32_T, i, TAG_COLL, c, true, &r);
+		if (!rc)
+			bcs_coll_part(id, r);
+	}
+	if (c->rank != 0) {
+		rc = bcs_irecv(&s->ctx, 1, MPI_UINT32_T, 0, TAG_COLL, c, true, &r);
+		if (!rc)
+			bcs_coll_part(id, r);
+	}
+	bcs_coll_arm(id, rc);
+	*newcomm = h;
+	*req = id;
+	return rc;
+}
+
+int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *req)
+{
+	COMM(comm, "MPI_Comm_idup");
+	return bcs_err(comm, idup(c, comm, newcomm, req), "MPI_Comm_idup");
+}
+
+int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *req)
+{
+	(void)info; /* no hint changes what a communicator does here */
+	COMM(comm, "MPI_Comm_idup_with_info");
+	return bcs_err(comm, idup(c, comm, newcomm, req), "MPI_Comm_idup_with_info");
 }
 
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)

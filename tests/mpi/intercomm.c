@@ -427,6 +427,7 @@ static int refuse(MPI_Comm ic)
 	checkrc(MPI_Ibarrier(ic, &q), MPI_ERR_COMM, "refuse.ibarrier");
 	checkrc(MPI_Iallreduce(&x, buf, 1, MPI_INT, MPI_SUM, ic, &q), MPI_ERR_COMM,
 		"refuse.iallreduce");
+	checkrc(MPI_Comm_idup(ic, &c2, &q), MPI_ERR_COMM, "refuse.comm_idup");
 	/* Debian's MPICH, built without argument checks, answers these too */
 	int n = -1;
 	MPI_Comm_set_errhandler(W, MPI_ERRORS_RETURN);
