@@ -271,3 +271,333 @@ int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, 
 	return bcs_err(comm, nb_route(sbuf, scount, stype, rbuf, rcount, rtype, 0, 2, c, comm,
 				      req), "MPI_Ialltoall");
 }
+
+/* ---- the v- and w- forms: per peer, what goes and what comes */
+
+/* one block of a message: count items of dt at at (count < 0: none) */
+struct blk {
+	const char *at;
+	int count;
+	MPI_Datatype dt;
+};
+
+/* a send buffer that MPI_IN_PLACE made a copy of, freed at completion */
+static int copy_fin(void *state)
+{
+	void **copy = state;
+	free(*copy);
+	*copy = NULL;
+	return MPI_SUCCESS;
+}
+
+/* Posts snd[i] to i and rcv[i] from i for every peer i in one round (my
+ * own block copied at once); state/fin as bcs_coll_start's. */
+static int nb_blocks(const struct blk *snd, const struct blk *rcv, struct bcs_comm *c,
+		     MPI_Comm comm, int (*fin)(void *), void *state, MPI_Request *req)
+{
+	int n = c->size, me = c->rank, rc = MPI_SUCCESS;
+	for (int i = 0; !rc && i < n; i++) {
+		if (snd[i].count < 0 && rcv[i].count < 0)
+			continue;
+		if ((snd[i].count >= 0 && !bcs_type_get(snd[i].dt)) ||
+		    (rcv[i].count >= 0 && !bcs_type_get(rcv[i].dt)))
+			rc = MPI_ERR_TYPE;
+	}
+	if (!rc && snd[me].count >= 0 && rcv[me].count >= 0)
+		rc = bcs_copy_typed(snd[me].at, snd[me].count, snd[me].dt, (void *)rcv[me].at,
+				    rcv[me].count, rcv[me].dt);
+	if (rc) {
+		if (fin)
+			fin(state);
+		free(state);
+		return rc;
+	}
+	int id = bcs_coll_start(comm, fin, state);
+	for (int i = 0; !rc && i < n; i++) {
+		MPI_Request q;
+		if (i == me)
+			continue;
+		if (rcv[i].count >= 0) {
+			rc = bcs_irecv((void *)rcv[i].at, rcv[i].count, rcv[i].dt, i, TAG_COLL, c,
+				       true, &q);
+			if (!rc)
+				bcs_coll_part(id, q);
+		}
+		if (!rc && snd[i].count >= 0) {
+			rc = bcs_isend(snd[i].at, snd[i].count, snd[i].dt, i, TAG_COLL, c, true, &q);
+			if (!rc)
+				bcs_coll_part(id, q);
+		}
+	}
+	bcs_coll_arm(id, rc);
+	*req = id;
+	return rc;
+}
+
+/* n blocks, none yet */
+static struct blk *blks(int n)
+{
+	struct blk *b = malloc(2 * (size_t)(n ? n : 1) * sizeof(*b));
+	for (int i = 0; b && i < 2 * n; i++)
+		b[i] = (struct blk){.count = -1};
+	return b;
+}
+
+static long ext_of(MPI_Datatype dt)
+{
+	struct bcs_type *t = bcs_type_get(dt);
+	return t ? t->extent : 0;
+}
+
+static int nb_gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+		      const int *rcounts, const int *displs, MPI_Datatype rtype, int root,
+		      struct bcs_comm *c, MPI_Comm comm, MPI_Request *req)
+{
+	int n = c->size, me = c->rank;
+	if (root < 0 || root >= n)
+		return MPI_ERR_ROOT;
+	struct blk *b = blks(n), *snd = b, *rcv = b + n;
+	if (!b)
+		return MPI_ERR_INTERN;
+	if (me == root) {
+		long ext = ext_of(rtype);
+		for (int i = 0; i < n; i++)
+			rcv[i] = (struct blk){(char *)rbuf + ext * displs[i], rcounts[i], rtype};
+		if (sbuf == MPI_IN_PLACE)
+			rcv[me].count = -1; /* my block is already in place */
+	}
+	if (me != root || sbuf != MPI_IN_PLACE)
+		snd[root] = (struct blk){sbuf, scount, stype};
+	int rc = nb_blocks(snd, rcv, c, comm, NULL, NULL, req);
+	free(b);
+	return rc;
+}
+
+int MPI_Igatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+		 const int rcounts[], const int displs[], MPI_Datatype rtype, int root,
+		 MPI_Comm comm, MPI_Request *req)
+{
+	COMM(comm, "MPI_Igatherv");
+	return bcs_err(comm, nb_gatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, c,
+					comm, req), "MPI_Igatherv");
+}
+
+static int nb_scatterv(const void *sbuf, const int *scounts, const int *displs,
+		       MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root,
+		       struct bcs_comm *c, MPI_Comm comm, MPI_Request *req)
+{
+	int n = c->size, me = c->rank;
+	if (root < 0 || root >= n)
+		return MPI_ERR_ROOT;
+	struct blk *b = blks(n), *snd = b, *rcv = b + n;
+	if (!b)
+		return MPI_ERR_INTERN;
+	if (me == root) {
+		long ext = ext_of(stype);
+		for (int i = 0; i < n; i++)
+			snd[i] = (struct blk){(const char *)sbuf + ext * displs[i], scounts[i], stype};
+		if (rbuf == MPI_IN_PLACE)
+			snd[me].count = -1; /* my block stays where it is */
+	}
+	if (me != root || rbuf != MPI_IN_PLACE)
+		rcv[root] = (struct blk){rbuf, rcount, rtype};
+	int rc = nb_blocks(snd, rcv, c, comm, NULL, NULL, req);
+	free(b);
+	return rc;
+}
+
+int MPI_Iscatterv(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype stype,
+		  void *rbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm,
+		  MPI_Request *req)
+{
+	COMM(comm, "MPI_Iscatterv");
+	return bcs_err(comm, nb_scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, c,
+					 comm, req), "MPI_Iscatterv");
+}
+
+int MPI_Iallgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+		    const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm,
+		    MPI_Request *req)
+{
+	COMM(comm, "MPI_Iallgatherv");
+	int n = c->size, me = c->rank;
+	struct blk *b = blks(n), *snd = b, *rcv = b + n;
+	if (!b)
+		return bcs_err(comm, MPI_ERR_INTERN, "MPI_Iallgatherv");
+	long ext = ext_of(rtype);
+	for (int i = 0; i < n; i++)
+		rcv[i] = (struct blk){(char *)rbuf + ext * displs[i], rcounts[i], rtype};
+	/* MPI_IN_PLACE: my block goes from where it already is */
+	struct blk mine = sbuf == MPI_IN_PLACE ? rcv[me] : (struct blk){sbuf, scount, stype};
+	for (int i = 0; i < n; i++)
+		snd[i] = mine;
+	if (sbuf == MPI_IN_PLACE)
+		snd[me].count = -1;
+	int rc = nb_blocks(snd, rcv, c, comm, NULL, NULL, req);
+	free(b);
+	return bcs_err(comm, rc, "MPI_Iallgatherv");
+}
+
+/* Ialltoallv (byte displs = 0: displacements in extents of the one type)
+ * and Ialltoallw (types per peer, displacements in bytes). MPI_IN_PLACE
+ * sends from a copy of the receive buffer taken at the call. */
+static int nb_alltoallw(const void *sbuf, const int *scounts, const int *sdispls,
+			const MPI_Datatype *stypes, void *rbuf, const int *rcounts,
+			const int *rdispls, const MPI_Datatype *rtypes, bool w,
+			struct bcs_comm *c, MPI_Comm comm, MPI_Request *req)
+{
+	int n = c->size;
+	struct blk *b = blks(n), *snd = b, *rcv = b + n;
+	void **copy = calloc(1, sizeof(*copy));
+	if (!b || !copy) {
+		free(b);
+		free(copy);
+		return MPI_ERR_INTERN;
+	}
+	for (int i = 0; i < n; i++) {
+		MPI_Datatype rt = rtypes[w ? i : 0];
+		rcv[i] = (struct blk){(char *)rbuf + (w ? 1 : ext_of(rt)) * rdispls[i], rcounts[i], rt};
+	}
+	int rc = MPI_SUCCESS;
+	if (sbuf == MPI_IN_PLACE) {
+		long hi = 0;
+		for (int i = 0; !rc && i < n; i++) {
+			struct bcs_type *t = bcs_type_get(rcv[i].dt);
+			if (!t) {
+				rc = MPI_ERR_TYPE;
+				break;
+			}
+			long end = rcv[i].at - (char *)rbuf + t->true_ub +
+				   (rcv[i].count > 0 ? (long)(rcv[i].count - 1) * t->extent : 0);
+			if (rcv[i].count > 0 && end > hi)
+				hi = end;
+		}
+		if (!rc && !(*copy = malloc((size_t)hi + 1)))
+			rc = MPI_ERR_INTERN;
+		if (!rc) {
+			memcpy(*copy, rbuf, (size_t)hi);
+			for (int i = 0; i < n; i++)
+				snd[i] = (struct blk){(char *)*copy + (rcv[i].at - (char *)rbuf),
+						      rcv[i].count, rcv[i].dt};
+		}
+	} else {
+		for (int i = 0; i < n; i++) {
+			MPI_Datatype st = stypes[w ? i : 0];
+			snd[i] = (struct blk){(const char *)sbuf + (w ? 1 : ext_of(st)) * sdispls[i],
+					      scounts[i], st};
+		}
+	}
+	if (rc) {
+		free(b);
+		free(copy);
+		return rc;
+	}
+	rc = nb_blocks(snd, rcv, c, comm, copy_fin, copy, req);
+	free(b);
+	return rc;
+}
+
+int MPI_Ialltoallv(const void *sbuf, const int scounts[], const int sdispls[],
+		   MPI_Datatype stype, void *rbuf, const int rcounts[], const int rdispls[],
+		   MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+	COMM(comm, "MPI_Ialltoallv");
+	return bcs_err(comm, nb_alltoallw(sbuf, scounts, sdispls, &stype, rbuf, rcounts, rdispls,
+					  &rtype, false, c, comm, req), "MPI_Ialltoallv");
+}
+
+int MPI_Ialltoallw(const void *sbuf, const int scounts[], const int sdispls[],
+		   const MPI_Datatype stypes[], void *rbuf, const int rcounts[],
+		   const int rdispls[], const MPI_Datatype rtypes[], MPI_Comm comm,
+		   MPI_Request *req)
+{
+	COMM(comm, "MPI_Ialltoallw");
+	return bcs_err(comm, nb_alltoallw(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls,
+					  rtypes, true, c, comm, req), "MPI_Ialltoallw");
+}
+
+/* the blocking form: the same round, waited for inside the call */
+int MPI_Alltoallw(const void *sbuf, const int scounts[], const int sdispls[],
+		  const MPI_Datatype stypes[], void *rbuf, const int rcounts[], const int rdispls[],
+		  const MPI_Datatype rtypes[], MPI_Comm comm)
+{
+	COMM(comm, "MPI_Alltoallw");
+	MPI_Request r = MPI_REQUEST_NULL;
+	int rc = nb_alltoallw(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, true,
+			      c, comm, &r);
+	int w = bcs_waitall(1, &r);
+	return bcs_err(comm, rc ? rc : w, "MPI_Alltoallw");
+}
+
+/* Ireduce_scatter(_block): block j of every rank's operand to rank j, which
+ * folds the n of them in rank order at completion (Reduce_scatter's order) */
+static int nb_reduce_scatter(const void *sbuf, void *rbuf, const int *counts, int bcount,
+			     MPI_Datatype dt, MPI_Op op, struct bcs_comm *c, MPI_Comm comm,
+			     MPI_Request *req)
+{
+	int n = c->size, me = c->rank, rc = bcs_op_check(op, dt);
+	if (rc)
+		return rc;
+	long ext = ext_of(dt), off = 0, myoff = 0;
+	for (int i = 0; i < n; i++) {
+		int k = counts ? counts[i] : bcount;
+		if (k < 0)
+			return MPI_ERR_COUNT;
+		if (i == me)
+			myoff = off;
+		off += k;
+	}
+	int mycount = counts ? counts[me] : bcount;
+	const char *src = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+	struct red *s = calloc(1, sizeof(*s));
+	if (!s)
+		return MPI_ERR_INTERN;
+	s->mem = bcs_slots(n, mycount, dt, &s->span, &s->all);
+	if (!s->mem) {
+		free(s);
+		return MPI_ERR_INTERN;
+	}
+	s->n = n;
+	s->count = mycount;
+	s->dt = dt;
+	bcs_type_hold(dt);
+	s->op = op;
+	s->rbuf = rbuf;
+	rc = bcs_copy_typed(src + ext * myoff, mycount, dt, s->all + s->span * me, mycount, dt);
+	int id = bcs_coll_start(comm, red_fin, s);
+	off = 0;
+	for (int i = 0; !rc && i < n; i++) {
+		int k = counts ? counts[i] : bcount;
+		MPI_Request r;
+		if (i != me) {
+			rc = bcs_isend(src + ext * off, k, dt, i, TAG_COLL, c, true, &r);
+			if (!rc)
+				bcs_coll_part(id, r);
+			if (!rc)
+				rc = bcs_irecv(s->all + s->span * i, mycount, dt, i, TAG_COLL, c, true,
+					       &r);
+			if (!rc)
+				bcs_coll_part(id, r);
+		}
+		off += k;
+	}
+	bcs_coll_arm(id, rc);
+	*req = id;
+	return rc;
+}
+
+int MPI_Ireduce_scatter(const void *sbuf, void *rbuf, const int counts[], MPI_Datatype dt,
+			MPI_Op op, MPI_Comm comm, MPI_Request *req)
+{
+	COMM(comm, "MPI_Ireduce_scatter");
+	return bcs_err(comm, nb_reduce_scatter(sbuf, rbuf, counts, 0, dt, op, c, comm, req),
+		       "MPI_Ireduce_scatter");
+}
+
+int MPI_Ireduce_scatter_block(const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
+			      MPI_Op op, MPI_Comm comm, MPI_Request *req)
+{
+	COMM(comm, "MPI_Ireduce_scatter_block");
+	return bcs_err(comm, nb_reduce_scatter(sbuf, rbuf, NULL, count, dt, op, c, comm, req),
+		       "MPI_Ireduce_scatter_block");
+}

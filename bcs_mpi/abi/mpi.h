@@ -385,6 +385,31 @@ int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 		 MPI_Request *request);
 int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
 		  int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+		 const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+		 MPI_Comm comm, MPI_Request *request);
+int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+		  MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+		  int root, MPI_Comm comm, MPI_Request *request);
+int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+		    const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+		    MPI_Comm comm, MPI_Request *request);
+int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+		   MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+		   const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+		   MPI_Request *request);
+int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+		   const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+		   const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
+		   MPI_Request *request);
+int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+		  const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+		  const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm);
+int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+			MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
+int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+			      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+			      MPI_Request *request);
 
 /* ---- one-sided communication (bcs_mpi/win.c) */
 typedef int MPI_Win;

@@ -428,6 +428,16 @@ static int refuse(MPI_Comm ic)
 	checkrc(MPI_Iallreduce(&x, buf, 1, MPI_INT, MPI_SUM, ic, &q), MPI_ERR_COMM,
 		"refuse.iallreduce");
 	checkrc(MPI_Comm_idup(ic, &c2, &q), MPI_ERR_COMM, "refuse.comm_idup");
+	int one[1] = {1}, zero[1] = {0};
+	MPI_Datatype it[1] = {MPI_INT};
+	checkrc(MPI_Igatherv(&x, 1, MPI_INT, buf, one, zero, MPI_INT, 0, ic, &q), MPI_ERR_COMM,
+		"refuse.igatherv");
+	checkrc(MPI_Ialltoallw(&x, one, zero, it, buf, one, zero, it, ic, &q), MPI_ERR_COMM,
+		"refuse.ialltoallw");
+	checkrc(MPI_Alltoallw(&x, one, zero, it, buf, one, zero, it, ic), MPI_ERR_COMM,
+		"refuse.alltoallw");
+	checkrc(MPI_Ireduce_scatter_block(&x, buf, 1, MPI_INT, MPI_SUM, ic, &q), MPI_ERR_COMM,
+		"refuse.ireduce_scatter_block");
 	/* Debian's MPICH, built without argument checks, answers these too */
 	int n = -1;
 	MPI_Comm_set_errhandler(W, MPI_ERRORS_RETURN);

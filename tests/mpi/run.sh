@@ -10,8 +10,9 @@
 # --mpich-racy-runs, MPICH's count of outcomes for comparison), the
 # intercommunicator program on 1, 2 and 4 nodes and its refusals, and recorded
 # runs (the racy program, the non-blocking collectives, the
-# intercommunicators, persistent requests) that `storm replay`
-# must reproduce byte for byte. Every daemon is taken
+# intercommunicators, persistent requests, non-blocking duplicates, the v-
+# and w- non-blocking collectives) that `storm replay` must reproduce byte
+# for byte. Every daemon is taken
 # down on exit.
 #
 # Usage: run.sh [--mpich-only] [--ranks "1 2 4 8"] [--racy-runs N]
@@ -43,7 +44,7 @@ C=$T/c
 export PATH=$BIN:$PATH
 export STORM_CONF=$C/storm.conf
 fails=0 checks=0
-PROGS="env p2p coll ops ops_complex comm groups cart dtypes names nbcoll rma intercomm rma_dyn info attr persist bsend reduce_local idup"
+PROGS="env p2p coll ops ops_complex comm groups cart dtypes names nbcoll rma intercomm rma_dyn info attr persist bsend reduce_local idup nbcollv"
 CFLAGS=(-std=c11 -O1 -Wall -Wextra -Werror)
 # GCC 12 warns (wrongly) on MPICH's MPI_STATUSES_IGNORE passed as an array
 MPICH_CFLAGS=("${CFLAGS[@]}" -Wno-stringop-overflow)
@@ -368,6 +369,21 @@ else
 	bad "  output differs from the recorded run's or MPICH's"
 	diff "$T/rma_dyn.recorded" "$T/out" | head -10 | sed 's/^/     /'
 fi
+
+# non-blocking duplicates, the v- and w- non-blocking collectives (Test
+# loops among them): a recorded run's replay, and both MPICH's output
+for p in idup nbcollv; do
+	expect "storm run --record ($p, 8 ranks)" 0 storm run --record "$T/$p.trace" -N 4 -n 8 \
+		"$T/bcs/$p"
+	cp "$T/out" "$T/$p.recorded"
+	expect "storm replay ($p)" 0 storm replay "$T/$p.trace"
+	if cmp -s "$T/$p.recorded" "$T/out" && cmp -s "$T/mpich/$p.8.out" "$T/out"; then
+		ok "  output equals the recorded run's and MPICH's"
+	else
+		bad "  output differs from the recorded run's or MPICH's"
+		diff "$T/$p.recorded" "$T/out" | head -10 | sed 's/^/     /'
+	fi
+done
 
 echo "$checks checks, $fails failed"
 [ "$fails" = 0 ]
