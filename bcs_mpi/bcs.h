@@ -28,9 +28,18 @@ struct bcs_comm {
 int bcs_name_set(char **slot, const char *name);
 void bcs_name_get(const char *slot, const char *dflt, char *out, int *len);
 
+/* a communicator's topology (topo.c): kind is MPI_CART, MPI_GRAPH or
+ * MPI_DIST_GRAPH; dims[] holds len ints */
 struct bcs_topo {
-	int ndims;
-	int dims[]; /* ndims sizes, then ndims periodic flags */
+	int kind;
+	int ndims;    /* Cartesian: dimensions; graph: nodes; dist graph: in-degree */
+	int nedges;   /* graph: edges; dist graph: out-degree */
+	int weighted; /* dist graph: weights were given */
+	int len;
+	/* Cartesian: ndims sizes, then ndims periodic flags; graph: the nodes'
+	 * index, then the edges; dist graph: sources, their weights,
+	 * destinations, their weights (this rank's only) */
+	int dims[];
 };
 
 struct bcs_comm *bcs_comm_get(MPI_Comm c);

@@ -315,7 +315,7 @@ int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm,
 int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
 			MPI_Comm *newcomm);
 
-/* ---- Cartesian topologies (bcs_mpi/topo.c) */
+/* ---- virtual topologies: Cartesian and graphs (bcs_mpi/topo.c) */
 #define MPI_GRAPH 1
 #define MPI_CART 2
 #define MPI_DIST_GRAPH 3
@@ -329,6 +329,34 @@ int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm);
 int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]);
 int MPI_Cartdim_get(MPI_Comm comm, int *ndims);
 int MPI_Topo_test(MPI_Comm comm, int *status);
+int MPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[],
+		 int *newrank);
+/* graph topologies: ranks are never reordered (MPI_Graph_map and
+ * MPI_Cart_map give every rank its own). The weights' markers are
+ * addresses of the library's own: a small constant cast to a pointer makes
+ * GCC warn where an array is passed. */
+extern int bcs_unweighted[1], bcs_weights_empty[1];
+#define MPI_UNWEIGHTED bcs_unweighted
+#define MPI_WEIGHTS_EMPTY bcs_weights_empty
+int MPI_Graph_create(MPI_Comm comm, int nnodes, const int index[], const int edges[],
+		     int reorder, MPI_Comm *comm_graph);
+int MPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges);
+int MPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int edges[]);
+int MPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors);
+int MPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[]);
+int MPI_Graph_map(MPI_Comm comm, int nnodes, const int index[], const int edges[],
+		  int *newrank);
+int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int sources[],
+				   const int sourceweights[], int outdegree,
+				   const int destinations[], const int destweights[],
+				   MPI_Info info, int reorder, MPI_Comm *comm_dist_graph);
+int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const int degrees[],
+			  const int destinations[], const int weights[], MPI_Info info,
+			  int reorder, MPI_Comm *comm_dist_graph);
+int MPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree,
+				   int *weighted);
+int MPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[], int sourceweights[],
+			     int maxoutdegree, int destinations[], int destweights[]);
 
 /* ---- more derived datatypes, addresses, packing (bcs_mpi/types.c) */
 int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,

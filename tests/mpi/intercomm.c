@@ -446,6 +446,11 @@ static int refuse(MPI_Comm ic)
 	MPI_Comm_set_errhandler(W, MPI_ERRORS_ARE_FATAL);
 	int dims[1] = {lsize}, per[1] = {0};
 	checkrc(MPI_Cart_create(ic, 1, dims, per, 0, &c2), MPI_ERR_COMM, "refuse.cart_create");
+	int gi[1] = {0};
+	checkrc(MPI_Graph_create(ic, 1, gi, gi, 0, &c2), MPI_ERR_COMM, "refuse.graph_create");
+	checkrc(MPI_Dist_graph_create_adjacent(ic, 0, gi, MPI_UNWEIGHTED, 0, gi, MPI_UNWEIGHTED,
+					       MPI_INFO_NULL, 0, &c2), MPI_ERR_COMM,
+		"refuse.dist_graph_create_adjacent");
 	MPI_Comm_set_errhandler(ic, MPI_ERRORS_ARE_FATAL);
 	if (suite_fails)
 		printf("%d %s", rank, suite_log);
