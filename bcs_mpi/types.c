@@ -137,6 +137,177 @@ int MPI_Type_create_resized(MPI_Datatype old, MPI_Aint lb, MPI_Aint extent,
 		       MPI_COMBINER_RESIZED, 0, 2, 1));
 }
 
+/* ---- subarrays and distributed arrays: one index list per dimension.
+ * The type is built from the fastest-varying dimension out, each level a
+ * byte-displaced list of the level inside it (typemap order: the array's
+ * own), then resized to the whole array (lb 0), as MPI defines both. */
+
+/* idx[d] holds cnt[d] indices of dimension d (0: slowest in C order) */
+struct dims_sel {
+	int n, order;
+	const int *sizes;
+	int *cnt;
+	int **idx;
+};
+
+static int sel_type(const struct dims_sel *s, MPI_Datatype old, MPI_Datatype *newtype)
+{
+	struct bcs_type *ot = bcs_type_get(old);
+	if (!ot)
+		return MPI_ERR_TYPE;
+	long stride = ot->extent, total = ot->extent;
+	int cur = old, rc = MPI_SUCCESS;
+	for (int k = 0; !rc && k < s->n; k++) {
+		/* k-th fastest dimension */
+		int d = s->order == MPI_ORDER_C ? s->n - 1 - k : k, m = s->cnt[d];
+		long *disp = malloc((size_t)(m ? m : 1) * sizeof(long));
+		int *one = malloc((size_t)(m ? m : 1) * sizeof(int)), next;
+		if (!disp || !one)
+			rc = MPI_ERR_INTERN;
+		for (int i = 0; !rc && i < m; i++) {
+			disp[i] = s->idx[d][i] * stride;
+			one[i] = 1;
+		}
+		if (!rc)
+			rc = bcs_type_indexed(m, one, disp, 1, cur, &next);
+		free(disp);
+		free(one);
+		if (cur != old)
+			bcs_type_free(&cur);
+		if (!rc)
+			cur = next;
+		stride *= s->sizes[d];
+		total *= s->sizes[d];
+	}
+	if (!rc) {
+		rc = bcs_type_resized(cur, 0, total, newtype);
+		if (cur != old)
+			bcs_type_free(&cur);
+	}
+	return rc;
+}
+
+static void sel_free(struct dims_sel *s)
+{
+	for (int d = 0; s->idx && d < s->n; d++)
+		free(s->idx[d]);
+	free(s->idx);
+	free(s->cnt);
+}
+
+static int sel_alloc(struct dims_sel *s, int n, int order, const int *sizes)
+{
+	*s = (struct dims_sel){.n = n, .order = order, .sizes = sizes};
+	s->cnt = calloc((size_t)n, sizeof(int));
+	s->idx = calloc((size_t)n, sizeof(int *));
+	return s->cnt && s->idx ? MPI_SUCCESS : MPI_ERR_INTERN;
+}
+
+static int subarray(int n, const int sizes[], const int subsizes[], const int starts[],
+		    int order, MPI_Datatype old, MPI_Datatype *newtype)
+{
+	if (n <= 0 || (order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN))
+		return MPI_ERR_ARG;
+	for (int d = 0; d < n; d++)
+		if (sizes[d] <= 0 || subsizes[d] <= 0 || subsizes[d] > sizes[d] || starts[d] < 0 ||
+		    starts[d] > sizes[d] - subsizes[d])
+			return MPI_ERR_ARG;
+	struct dims_sel s;
+	int rc = sel_alloc(&s, n, order, sizes);
+	for (int d = 0; !rc && d < n; d++) {
+		if (!(s.idx[d] = malloc((size_t)subsizes[d] * sizeof(int)))) {
+			rc = MPI_ERR_INTERN;
+			break;
+		}
+		s.cnt[d] = subsizes[d];
+		for (int i = 0; i < subsizes[d]; i++)
+			s.idx[d][i] = starts[d] + i;
+	}
+	if (!rc)
+		rc = sel_type(&s, old, newtype);
+	sel_free(&s);
+	return rc;
+}
+
+int MPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[],
+			     const int starts[], int order, MPI_Datatype old,
+			     MPI_Datatype *newtype)
+{
+	TYPE_CALL("MPI_Type_create_subarray",
+		  made(subarray(ndims, sizes, subsizes, starts, order, old, newtype), newtype,
+		       MPI_COMBINER_SUBARRAY, 3 * ndims + 2, 0, 1));
+}
+
+/* the indices of a dimension of gsize that process p of np owns */
+static int darray_dim(int gsize, int distrib, int darg, int np, int p, int **idx, int *cnt)
+{
+	int b;
+	if (distrib == MPI_DISTRIBUTE_NONE) {
+		b = gsize;
+		np = 1;
+		p = 0;
+	} else if (distrib == MPI_DISTRIBUTE_BLOCK) {
+		b = darg == MPI_DISTRIBUTE_DFLT_DARG ? (gsize + np - 1) / np : darg;
+		if (b <= 0 || (long)b * np < gsize)
+			return MPI_ERR_ARG;
+	} else if (distrib == MPI_DISTRIBUTE_CYCLIC) {
+		b = darg == MPI_DISTRIBUTE_DFLT_DARG ? 1 : darg;
+		if (b <= 0)
+			return MPI_ERR_ARG;
+	} else {
+		return MPI_ERR_ARG;
+	}
+	int *v = malloc((size_t)(gsize ? gsize : 1) * sizeof(int)), n = 0;
+	if (!v)
+		return MPI_ERR_INTERN;
+	/* blocks of b, dealt round the processes */
+	for (long start = (long)p * b; start < gsize; start += (long)np * b)
+		for (long i = start; i < start + b && i < gsize; i++)
+			v[n++] = (int)i;
+	*idx = v;
+	*cnt = n;
+	return MPI_SUCCESS;
+}
+
+static int darray(int size, int rank, int n, const int gsizes[], const int distribs[],
+		  const int dargs[], const int psizes[], int order, MPI_Datatype old,
+		  MPI_Datatype *newtype)
+{
+	if (n <= 0 || size <= 0 || rank < 0 || rank >= size ||
+	    (order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN))
+		return MPI_ERR_ARG;
+	long procs = 1;
+	for (int d = 0; d < n; d++) {
+		if (gsizes[d] <= 0 || psizes[d] <= 0 ||
+		    (distribs[d] == MPI_DISTRIBUTE_NONE && psizes[d] != 1))
+			return MPI_ERR_ARG;
+		procs *= psizes[d];
+	}
+	if (procs != size)
+		return MPI_ERR_ARG;
+	struct dims_sel s;
+	int rc = sel_alloc(&s, n, order, gsizes);
+	/* the process grid is row-major whatever the array's order */
+	for (int d = n - 1, r = rank; !rc && d >= 0; d--) {
+		rc = darray_dim(gsizes[d], distribs[d], dargs[d], psizes[d], r % psizes[d],
+				&s.idx[d], &s.cnt[d]);
+		r /= psizes[d];
+	}
+	if (!rc)
+		rc = sel_type(&s, old, newtype);
+	sel_free(&s);
+	return rc;
+}
+
+int MPI_Type_create_darray(int size, int rank, int ndims, const int gsizes[],
+			   const int distribs[], const int dargs[], const int psizes[], int order,
+			   MPI_Datatype old, MPI_Datatype *newtype)
+{
+	TYPE_CALL("MPI_Type_create_darray",
+		  made(darray(size, rank, ndims, gsizes, distribs, dargs, psizes, order, old,
+			      newtype), newtype, MPI_COMBINER_DARRAY, 4 * ndims + 4, 0, 1));
+}
+
 int MPI_Type_dup(MPI_Datatype old, MPI_Datatype *newtype)
 {
 	bcs_types_init();

@@ -44,7 +44,7 @@ C=$T/c
 export PATH=$BIN:$PATH
 export STORM_CONF=$C/storm.conf
 fails=0 checks=0
-PROGS="env p2p coll ops ops_complex comm groups cart dtypes names nbcoll rma intercomm rma_dyn info attr persist bsend reduce_local idup nbcollv graph"
+PROGS="env p2p coll ops ops_complex comm groups cart dtypes names nbcoll rma intercomm rma_dyn info attr persist bsend reduce_local idup nbcollv graph subarray"
 CFLAGS=(-std=c11 -O1 -Wall -Wextra -Werror)
 # GCC 12 warns (wrongly) on MPICH's MPI_STATUSES_IGNORE passed as an array
 MPICH_CFLAGS=("${CFLAGS[@]}" -Wno-stringop-overflow)
@@ -371,9 +371,9 @@ else
 fi
 
 # non-blocking duplicates, the v- and w- non-blocking collectives (Test
-# loops among them), graph topologies: a recorded run's replay, and both
-# MPICH's output
-for p in idup nbcollv graph; do
+# loops among them), graph topologies, subarray and darray types: a recorded
+# run's replay, and both MPICH's output
+for p in idup nbcollv graph subarray; do
 	expect "storm run --record ($p, 8 ranks)" 0 storm run --record "$T/$p.trace" -N 4 -n 8 \
 		"$T/bcs/$p"
 	cp "$T/out" "$T/$p.recorded"
