@@ -372,3 +372,19 @@ start_bg() {
 	BG="$BG $BGPID"
 	exec 7<"$T/$name.fifo"
 }
+
+# par_each JOBS FUNC ARG...: FUNC ARG for each ARG, at most JOBS at a time,
+# returning once all have ended. For a suite's builds, two at a time (this
+# machine's cores): a compiler's run is mostly process start-up and linking,
+# which a second one overlaps; run in the background (par_each ... &), the
+# builds also overlap a cluster's start. FUNC says how each went in files
+# of its own, for the suite to check once they are done.
+par_each() {
+	local n=$1 fn=$2 a
+	shift 2
+	for a in "$@"; do
+		while [ "$(jobs -rp | wc -l)" -ge "$n" ]; do wait -n; done
+		"$fn" "$a" &
+	done
+	wait
+}

@@ -91,27 +91,38 @@ same() {
 	fi
 }
 
-echo "# build (MPICH, BCS-MPI)"
+echo "# build (MPICH, BCS-MPI), beside the cluster's start"
 mkdir -p "$T/mpich" "$T/bcs"
 cc -O2 -shared -fPIC -o "$T/mpich_yield.so" "$HERE/../mpich_yield.c" -ldl || bad "cc mpich_yield.c"
-for r in "${RUNS[@]}"; do
-	p=${r%%|*}
+# build P: P with MPICH's compiler and with BCS-MPI's; its compilers' names
+# in $T/P.cc, its errors in $T/P.cc.err, a file $T/P.built if both built
+build() {
+	local p=$1 src mcc bcc std
 	if [ -f "$HERE/$p.cpp" ]; then
 		src=$HERE/$p.cpp mcc=mpicxx.mpich bcc=bcs-mpicxx std=-std=c++17
 	else
 		src=$HERE/$p.c mcc=mpicc.mpich bcc=bcs-mpicc std=-std=c11
 	fi
-	if $mcc $std "${MPICH_CFLAGS[@]}" -o "$T/mpich/$p" "$src" -lm 2>"$T/cc.err" &&
-		$bcc $std "${CFLAGS[@]}" -o "$T/bcs/$p" "$src" -lm 2>>"$T/cc.err"; then
-		ok "$p: $mcc and $bcc"
+	echo "$mcc and $bcc" >"$T/$p.cc"
+	$mcc $std "${MPICH_CFLAGS[@]}" -o "$T/mpich/$p" "$src" -lm 2>"$T/$p.cc.err" &&
+		$bcc $std "${CFLAGS[@]}" -o "$T/bcs/$p" "$src" -lm 2>>"$T/$p.cc.err" &&
+		: >"$T/$p.built"
+}
+par_each 2 build "${RUNS[@]%%|*}" &
+builds=$!
+expect "cluster up (4 nodes, 2 ms slices)" 0 storm cluster up --nodes 4 --dir "$C" \
+	--timeslice-us 2000 --down-after-ms 10000
+wait "$builds"
+for r in "${RUNS[@]}"; do
+	p=${r%%|*}
+	if [ -f "$T/$p.built" ]; then
+		ok "$p: $(cat "$T/$p.cc")"
 	else
 		bad "$p: build"
-		head -20 "$T/cc.err" | sed 's/^/     /'
+		head -20 "$T/$p.cc.err" | sed 's/^/     /'
 	fi
 done
 
-expect "cluster up (4 nodes, 2 ms slices)" 0 storm cluster up --nodes 4 --dir "$C" \
-	--timeslice-us 2000 --down-after-ms 10000
 start=$(date +%s%N)
 for r in "${RUNS[@]}"; do
 	IFS='|' read -r p ranks args mode <<<"$r"
@@ -122,12 +133,11 @@ for r in "${RUNS[@]}"; do
 		# own labels (-prepend-pattern) go by the chunks it reads, not by lines
 		rm -f "$m".rank.*
 		# shellcheck disable=SC2086 # ARGS are words
+		# MPICH's run beside BCS-MPI's: the two share nothing but the
+		# CPUs, and a BCS-MPI job mostly waits for its slices
 		timeout "$LIMIT" mpiexec.mpich -genv LD_PRELOAD "$T/mpich_yield.so" \
-			-outfile-pattern "$m.rank.%r" -n "$n" "$T/mpich/$p" $args >"$m.err" 2>&1
-		mrc=$?
-		for i in $(seq 0 $((n - 1))); do
-			[ ! -f "$m.rank.$i" ] || sed "s/^/$i: /" "$m.rank.$i"
-		done >"$m"
+			-outfile-pattern "$m.rank.%r" -n "$n" "$T/mpich/$p" $args >"$m.err" 2>&1 &
+		mpid=$!
 		[ "$n" = "$last" ] && rec=(--record "$T/$p.trace")
 		t0=$(date +%s%N)
 		# shellcheck disable=SC2086
@@ -135,6 +145,11 @@ for r in "${RUNS[@]}"; do
 			"$T/bcs/$p" $args >"$b" 2>"$b.err"
 		brc=$?
 		ms=$((($(date +%s%N) - t0) / 1000000))
+		wait "$mpid"
+		mrc=$?
+		for i in $(seq 0 $((n - 1))); do
+			[ ! -f "$m.rank.$i" ] || sed "s/^/$i: /" "$m.rank.$i"
+		done >"$m"
 		if [ $mrc = 0 ] && [ $brc = 0 ]; then
 			ok "$p, $n ranks${rec:+, recorded}: exit 0 under both ($ms ms)"
 		else
