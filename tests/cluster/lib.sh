@@ -1,5 +1,14 @@
 # Shared by the cluster test scripts (bash): waiting on events, not on time.
 
+# The suites call python3 dozens of times, for Debian's python3 and its
+# packages (scripts/install-deps.sh). A version manager's shim first in PATH
+# (pyenv's is a shell script that starts several more) costs seconds a call
+# on a loaded machine, more than the step it serves: the system's own then.
+if [ -x /usr/bin/python3 ]; then
+	python3() { /usr/bin/python3 "$@"; }
+	export -f python3
+fi
+
 # STORM_HOSTS=1 (make hoststest): the suites' clusters as hosts that share
 # only the network (storm cluster up --hosts): no daemon, and not storm
 # here, sees a file of another's. UP_MODE goes into a suite's plain `cluster
