@@ -133,15 +133,20 @@ wait_log "$T/alloc.err" "granted job allocation" 30 && ok "storm alloc: granted"
 read -r line <&7
 [ "$line" = stepup ] && ok "  its step runs" || bad "  its step runs ('$line')"
 storm submit -N 4 -o /dev/null sh -c "while :; do :; done # $MARK-B" >/dev/null
-both=0 samples=0
+# each process found once, its state then read by the shell itself, 10 ms
+# apart: four processes started per sample took minutes on a loaded
+# machine, with the spinners beside them
+both=0 samples=0 a= b=
 for _ in $(seq 1 200); do
-	a=$(pgrep -f "done # $MARK-A" | head -1)
-	b=$(pgrep -f "done # $MARK-B" | head -1)
+	[ -n "$a" ] || a=$(pgrep -f "done # $MARK-A" | head -1)
+	[ -n "$b" ] || b=$(pgrep -f "done # $MARK-B" | head -1)
 	[ -n "$a" ] && [ -n "$b" ] || continue
-	sa=$(awk '{print $3}' "/proc/$a/stat" 2>/dev/null)
-	sb=$(awk '{print $3}' "/proc/$b/stat" 2>/dev/null)
+	sa= sb=
+	read -r _ _ sa _ 2>/dev/null <"/proc/$a/stat"
+	read -r _ _ sb _ 2>/dev/null <"/proc/$b/stat"
 	samples=$((samples + 1))
 	[ "$sa" = R ] && [ "$sb" = R ] && both=$((both + 1))
+	sleep 0.01
 done
 [ $samples -gt 50 ] && [ $both = 0 ] && ok "  the step and another row's job never run at once ($samples samples)" ||
 	bad "  the step and another row's job never run at once ($both of $samples samples both running)"
@@ -179,8 +184,9 @@ has "  ... is refused, saying why" err "is not an allocation"
 # ---- a step is checkpointed, and restarted from it, like any job
 mkdir -p "$T/w" && cd "$T/w" || exit 1
 # its ranks hold after step 30 until gate.30 exists: still running when
-# checkpointed and cancelled, however slow the machine
-CK="$BIN/ckpt_prog 1000 4 out%r.f 10 hold 30"
+# checkpointed and cancelled, however slow the machine (so 1 ms a step
+# will do: each spins on the clock, and the restart runs the other 970)
+CK="$BIN/ckpt_prog 1000 4 out%r.f 1 hold 30"
 STORM_RANK=0 $BIN/ckpt_prog 1000 4 ref%r.f 1 >ref.out || bad "ckpt_prog reference run"
 storm alloc -N 2 storm run -N 2 -n 2 $CK >ck.out 2>ck.err &
 BG="$BG $!"
