@@ -39,11 +39,13 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-# 5 s a run; a rank that must still run at a check holds after step K until
+# 1 s a run (each step spins on clock_gettime: every run burns a CPU per
+# rank, which the daemons beside it need); a rank that must still run at a
+# check holds after step K until
 # the test creates gate.K in the working directory (hold K,...: however slow
 # the machine, the job does not end before its checkpoint lands). The gates
 # stay open for the restarts, so each job here holds at steps of its own.
-STEPS=500 HEAP=16 STEP_MS=10
+STEPS=500 HEAP=16 STEP_MS=2
 PROG="$BIN/ckpt_prog $STEPS $HEAP out%r.f $STEP_MS"
 # the id of the newest checkpoint
 newest_ckpt() { storm checkpoints --json | python3 -c 'import json,sys; print(max(k["id"] for k in json.load(sys.stdin)["checkpoints"]))'; }
