@@ -53,6 +53,7 @@ LIMIT=${MPI_TEST_TIMEOUT:-120}
 
 cleanup() {
 	fail_report
+	[ -n "${MPICH_PID:-}" ] && kill "$MPICH_PID" 2>/dev/null
 	if [ -f "$C/storm.conf" ]; then storm cluster down --dir "$C" >/dev/null 2>&1; fi
 	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }
@@ -96,32 +97,77 @@ bad_end() {
 	fi
 }
 
-# ---- MPICH: builds the suite and validates it
+# ---- the builds, two at a time: both halves' programs
 echo "# MPICH ($(mpiexec.mpich --version 2>/dev/null | sed -n 's/^ *Version: *//p'))"
 mkdir -p "$T/mpich" "$T/bcs"
 cc -O2 -shared -fPIC -o "$T/mpich_yield.so" "$HERE/mpich_yield.c" -ldl || bad "cc mpich_yield.c"
 # the suite's ranks yield when idle (mpich_yield.c); the racy program's do not
 mpiexec_yield=(mpiexec.mpich -genv LD_PRELOAD "$T/mpich_yield.so")
-for p in $PROGS abort racy; do
-	if ! mpicc.mpich "${MPICH_CFLAGS[@]}" -o "$T/mpich/$p" "$HERE/$p.c" 2>"$T/mpich/$p.cc"; then
-		bad "mpicc $p.c"
-		head -20 "$T/mpich/$p.cc"
-	fi
-done
-start=$(date +%s%N)
-for n in $RANKS; do
-	for p in $PROGS; do
-		o=$T/mpich/$p.$n.out
-		timed "${mpiexec_yield[@]}" -n "$n" "$T/mpich/$p" >"$o" 2>"$o.err"
-		passed "MPICH $p, $n ranks" "$o" $?
+# build IMPL:P: P with MPICH's compiler (mpich) or BCS-MPI's (bcs), its
+# errors in $T/IMPL/P.cc, a file $T/IMPL/P.built if it built
+build() {
+	local impl=${1%%:*} p=${1#*:}
+	if [ "$impl" = mpich ]; then
+		mpicc.mpich "${MPICH_CFLAGS[@]}" -o "$T/mpich/$p" "$HERE/$p.c" 2>"$T/mpich/$p.cc"
+	else
+		"$BIN/bcs-mpicc" "${CFLAGS[@]}" -o "$T/bcs/$p" "$HERE/$p.c" 2>"$T/bcs/$p.cc"
+	fi && : >"$T/$impl/$p.built"
+}
+# built IMPL COMPILER P...: a check failed for each program that did not build
+built() {
+	local impl=$1 cc=$2 p
+	shift 2
+	for p in "$@"; do
+		[ -f "$T/$impl/$p.built" ] && continue
+		bad "$cc $p.c"
+		head -20 "$T/$impl/$p.cc"
 	done
-done
-for m in abort fatal fatal-dup; do
-	o=$T/mpich/$m.out
-	timeout "$LIMIT" "${mpiexec_yield[@]}" -n 4 "$T/mpich/abort" "$m" >"$o" 2>"$o.err"
-	bad_end "MPICH $m on 4 ranks ends the job" "$o" $? "$m"
-done
-echo "info: MPICH suite runs took $(( ($(date +%s%N) - start) / 1000000 )) ms"
+}
+BCS_PROGS="$PROGS abort racy cancel rma_range"
+want=()
+for p in $PROGS abort racy; do want+=("mpich:$p"); done
+if [ "$MPICH_ONLY" = 0 ]; then for p in $BCS_PROGS; do want+=("bcs:$p"); done; fi
+par_each 2 build "${want[@]}"
+built mpich mpicc $PROGS abort racy
+
+# mpich_runs: the suite under MPICH, its checks' lines on stdout; each run
+# then has a line "ran P N" in $T/mpich/progress. Beside BCS-MPI's runs
+# (which wait for that line before they compare): the two share nothing
+# but the CPUs, and a BCS-MPI job mostly waits for its slices.
+mpich_runs() {
+	local n p o m start
+	start=$(date +%s%N)
+	for n in $RANKS; do
+		for p in $PROGS; do
+			o=$T/mpich/$p.$n.out
+			timed "${mpiexec_yield[@]}" -n "$n" "$T/mpich/$p" >"$o" 2>"$o.err"
+			passed "MPICH $p, $n ranks" "$o" $?
+			echo "ran $p $n" >>"$T/mpich/progress"
+		done
+	done
+	for m in abort fatal fatal-dup; do
+		o=$T/mpich/$m.out
+		timeout "$LIMIT" "${mpiexec_yield[@]}" -n 4 "$T/mpich/abort" "$m" >"$o" 2>"$o.err"
+		bad_end "MPICH $m on 4 ranks ends the job" "$o" $? "$m"
+	done
+	echo "info: MPICH suite runs took $(( ($(date +%s%N) - start) / 1000000 )) ms"
+}
+# mpich_done: MPICH's runs in the background have ended; their lines are
+# printed and their checks counted
+mpich_done() {
+	wait "$MPICH_PID"
+	cat "$T/mpich.log"
+	checks=$((checks + $(grep -c '^ok \|^FAIL ' "$T/mpich.log")))
+	fails=$((fails + $(grep -c '^FAIL ' "$T/mpich.log")))
+	mapfile -t -O "${#FAILED_CHECKS[@]}" FAILED_CHECKS < <(sed -n 's/^FAIL //p' "$T/mpich.log")
+}
+: >"$T/mpich/progress"
+if [ "$MPICH_ONLY" = 1 ]; then
+	mpich_runs
+else
+	mpich_runs >"$T/mpich.log" 2>&1 &
+	MPICH_PID=$!
+fi
 
 # distinct NAME RUNS CMD...: runs CMD RUNS times, the count of distinct
 # outputs in $distinct, each output's last line in $T/racy.all (a failed run
@@ -145,12 +191,11 @@ distinct() {
 	done
 	distinct=$(sort -u "$T/racy.sums" | wc -l)
 }
-if [ "$MPICH_RACY_RUNS" -gt 0 ]; then
-	distinct "MPICH racy" "$MPICH_RACY_RUNS" mpiexec.mpich -n 8 "$T/mpich/racy"
-	echo "info: the racy program under MPICH, 8 ranks: $distinct distinct outcomes in $MPICH_RACY_RUNS runs"
-fi
-
 if [ "$MPICH_ONLY" = 1 ]; then
+	if [ "$MPICH_RACY_RUNS" -gt 0 ]; then
+		distinct "MPICH racy" "$MPICH_RACY_RUNS" mpiexec.mpich -n 8 "$T/mpich/racy"
+		echo "info: the racy program under MPICH, 8 ranks: $distinct distinct outcomes in $MPICH_RACY_RUNS runs"
+	fi
 	echo "$checks checks, $fails failed (MPICH only)"
 	[ "$fails" = 0 ]
 	exit
@@ -158,12 +203,7 @@ fi
 
 # ---- BCS-MPI: the same programs, the same outputs
 echo "# BCS-MPI"
-for p in $PROGS abort racy cancel rma_range; do
-	if ! "$BIN/bcs-mpicc" "${CFLAGS[@]}" -o "$T/bcs/$p" "$HERE/$p.c" 2>"$T/bcs/$p.cc"; then
-		bad "bcs-mpicc $p.c"
-		head -20 "$T/bcs/$p.cc"
-	fi
-done
+built bcs bcs-mpicc $BCS_PROGS
 # 2 ms slices: a blocking call costs a slice or two; 10 s before a node that
 # misses strobes is DOWN, as this machine may be loaded by other jobs
 # outside the subset: a clear build error, never a wrong result
@@ -179,6 +219,7 @@ for n in $RANKS; do
 		o=$T/bcs/$p.$n.out
 		timed storm run -N "$(nodes "$n")" -n "$n" "$T/bcs/$p" >"$o" 2>"$o.err"
 		passed "BCS-MPI $p, $n ranks" "$o" $?
+		wait_log "$T/mpich/progress" "ran $p $n" "$LIMIT" >/dev/null
 		if cmp -s "$T/mpich/$p.$n.out" "$o"; then
 			ok "  same output as MPICH"
 		else
@@ -188,6 +229,11 @@ for n in $RANKS; do
 	done
 done
 echo "info: BCS-MPI suite runs took $(( ($(date +%s%N) - start) / 1000000 )) ms"
+mpich_done
+if [ "$MPICH_RACY_RUNS" -gt 0 ]; then
+	distinct "MPICH racy" "$MPICH_RACY_RUNS" mpiexec.mpich -n 8 "$T/mpich/racy"
+	echo "info: the racy program under MPICH, 8 ranks: $distinct distinct outcomes in $MPICH_RACY_RUNS runs"
+fi
 for m in abort fatal fatal-dup; do
 	o=$T/bcs/$m.out
 	timeout "$LIMIT" storm run -N 4 -n 4 "$T/bcs/abort" "$m" >"$o" 2>"$o.err"
