@@ -50,6 +50,11 @@ all: $(BUILD)/lib/libstormnet.a $(BUILD)/lib/libstormcommon.a $(BUILD)/bin/primi
      $(BUILD)/bin/sn_mptest $(BUILD)/bin/unit_tests $(BUILD)/bin/stormmm $(BUILD)/bin/stormnd \
      $(BUILD)/bin/storm $(BUILD)/bin/storm-cluster $(BUILD)/lib/libstormckpt.a $(BUILD)/bin/storm-ckpt bcsmpi \
      $(SLURM_CMDS:%=$(SLURM_BIN)/%)
+# what make install installs: all but the test programs and the demo's,
+# which a package build need not compile
+.PHONY: progs
+progs: $(BUILD)/bin/stormmm $(BUILD)/bin/stormnd $(BUILD)/bin/storm $(BUILD)/bin/storm-cluster \
+       $(BUILD)/bin/storm-ckpt bcsmpi $(SLURM_CMDS:%=$(SLURM_BIN)/%)
 
 # deps: building and running storm (make demo); test-deps: the suites' tools too
 deps:
@@ -258,7 +263,7 @@ $(INST)/%: systemd/%.in $(GEN)/install-dirs
 	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' $< > $@
 
 .PHONY: install uninstall
-install: all man $(INST_GEN)
+install: progs man $(INST_GEN)
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) \
 	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(UNITDIR) \
 	    $(DESTDIR)$(SYSCONFDIR)/storm
@@ -286,13 +291,14 @@ installtest: all man
 
 # ---- the Debian package (debian/): dpkg-buildpackage on a copy of the tree,
 # as it writes its results beside the tree it builds and cleans that tree
-# (make clean); the .debs, .buildinfo and .changes land in build/deb
+# (make clean); the .debs, .buildinfo and .changes land in build/deb.
+# -Jauto: dh's make on every core (a bare -J left it at make -j1)
 .PHONY: deb debtest
 deb:
 	rm -rf $(BUILD)/deb
 	mkdir -p $(BUILD)/deb/src
 	tar -c --exclude-vcs --exclude=./$(BUILD) --exclude=./bench/results . | tar -x -C $(BUILD)/deb/src
-	cd $(BUILD)/deb/src && dpkg-buildpackage -b -us -uc -J
+	cd $(BUILD)/deb/src && dpkg-buildpackage -b -us -uc -Jauto
 	rm -rf $(BUILD)/deb/src
 # make deb, then the package's control data and its files unpacked into a
 # scratch root (tests/install/test_deb.sh); ~1.5 min with the build, and it
