@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,8 +28,12 @@ enum { EV_DATA = 1, EV_LOCAL = 2, EV_GO = 3, EV_SINGLE = 4, EV_BIG = 5, EV_REPLY
 #define GMEM (DATA + BIG + 8192)
 /* Bound on one operation. Generous: 32 processes share 2 cores here, and on
  * a loaded machine a healthy tree round trip took over 3 s. */
+#ifndef OP_TIMEOUT_MS
 #define OP_TIMEOUT_MS 6000
+#endif
+#ifndef RUN_TIMEOUT_MS
 #define RUN_TIMEOUT_MS 120000
+#endif
 
 static const char *providers[] = {"tcp;ofi_rxm", "shm", "sockets", "udp;ofi_rxd"};
 
@@ -1258,10 +1263,21 @@ static int scen_badargs(const struct spawn_node *nd)
 
 /* ------------------------------------------------------------- registry */
 
+/* CPU seconds, user and system, of the reaped node processes so far */
+static double children_cpu_s(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_CHILDREN, &ru);
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 static int run_scenario(int prov, int (*fn)(const struct spawn_node *), uint32_t n,
-			int killed)
+			int killed, const char *name)
 {
 	struct params p = {.prov = providers[prov]};
+	uint64_t t0 = now_ms();
+	double cpu0 = children_cpu_s();
 	struct spawn_node nd = {.arg = &p};
 	if (fn == scen_cutoff && !flood_resumes(&nd))
 		killed = 2;
@@ -1270,6 +1286,10 @@ static int run_scenario(int prov, int (*fn)(const struct spawn_node *), uint32_t
 	if (rc == 0)
 		rc = spawn_check(n, st, killed);
 	free(st);
+	/* where the suite's time goes, per scenario, provider and node count:
+	 * the CPU its nodes took tells it apart from the machine's load */
+	fprintf(stderr, "time: %s x%u on %s: %.1f s, %.1f s CPU\n", name, n, p.prov,
+		(double)(now_ms() - t0) / 1000, children_cpu_s() - cpu0);
 	return rc;
 }
 
@@ -1289,37 +1309,63 @@ static int run_scenario(int prov, int (*fn)(const struct spawn_node *), uint32_t
 	static void t_##P##_##S##_##N(void)                                          \
 	{                                                                            \
 		CU_ASSERT_EQUAL(run_scenario(P, scen_##S, N,                         \
-					     scen_##S == scen_kill ? (int)(N) - 1 : -1), \
-				0);                                                  \
+					     scen_##S == scen_kill ? (int)(N) - 1 : -1, \
+					     #S), 0);                                \
 	}
 #define ADD_TEST(P, S, N)                                  \
 	if ((!getenv("SN_TEST_ONLY") || strstr(#S " x" #N, getenv("SN_TEST_ONLY"))) && \
-	    (N) <= max_nodes())                                                    \
-		CU_add_test(suite, #S " x" #N, t_##P##_##S##_##N);
+	    !in_list(getenv("SN_TEST_SKIP"), #S) && (N) <= max_nodes(providers[P]))   \
+		add_test(suite, providers[P], #S " x" #N, t_##P##_##S##_##N);
+
+/* SN_TEST_LIST set: name the scenarios the other variables select, run none */
+static void add_test(CU_pSuite suite, const char *prov, const char *name, CU_TestFunc fn)
+{
+	if (getenv("SN_TEST_LIST"))
+		printf("%s on %s\n", name, prov);
+	else
+		CU_add_test(suite, name, fn);
+}
 
 SCEN_LIST(DEFINE_TEST, 0)
 SCEN_LIST(DEFINE_TEST, 1)
 SCEN_LIST(DEFINE_TEST, 2)
 SCEN_LIST(DEFINE_TEST, 3)
 
-/* SN_TEST_MAX_NODES: leave out the scenarios of more nodes (a second
- * path's run that the first already took to scale) */
-static int max_nodes(void)
+/* Is name one of list's '|'-separated entries (list NULL or empty: no)? */
+static bool in_list(const char *list, const char *name)
 {
-	const char *e = getenv("SN_TEST_MAX_NODES");
-	return e && *e ? atoi(e) : 1 << 20;
-}
-
-static bool wanted(const char *prov)
-{
-	const char *only = getenv("SN_TEST_PROVIDERS"); /* e.g. "shm|tcp;ofi_rxm" */
-	if (!only || !*only)
-		return true;
-	size_t l = strlen(prov);
-	for (const char *p = only; (p = strstr(p, prov)); p += l)
-		if ((p == only || p[-1] == '|') && (p[l] == '\0' || p[l] == '|'))
+	if (!list)
+		return false;
+	size_t l = strlen(name);
+	for (const char *p = list; (p = strstr(p, name)); p += l)
+		if ((p == list || p[-1] == '|') && (p[l] == '\0' || p[l] == '|'))
 			return true;
 	return false;
+}
+
+/* SN_TEST_MAX_NODES: leave out the scenarios of more nodes (a second
+ * path's run that the first already took to scale). '|'-separated: "16"
+ * bounds every provider, "sockets:16" one (a provider named wins) */
+static int max_nodes(const char *prov)
+{
+	const char *e = getenv("SN_TEST_MAX_NODES");
+	int all = 1 << 20, mine = -1;
+	size_t l = strlen(prov);
+	for (const char *p = e; p && *p; p = strchr(p, '|') ? strchr(p, '|') + 1 : "") {
+		const char *colon = strchr(p, ':'), *bar = strchr(p, '|');
+		if (!colon || (bar && bar < colon))
+			all = atoi(p);
+		else if ((size_t)(colon - p) == l && !strncmp(p, prov, l))
+			mine = atoi(colon + 1);
+	}
+	return mine >= 0 ? mine : all;
+}
+
+/* SN_TEST_PROVIDERS: only these, e.g. "shm|tcp;ofi_rxm" (unset: all) */
+static bool wanted(const char *prov)
+{
+	const char *only = getenv("SN_TEST_PROVIDERS");
+	return !only || !*only || in_list(only, prov);
 }
 
 int main(void)
@@ -1342,6 +1388,10 @@ int main(void)
 		case 2: SCEN_LIST(ADD_TEST, 2) break;
 		case 3: SCEN_LIST(ADD_TEST, 3) break;
 		}
+	}
+	if (getenv("SN_TEST_LIST")) {
+		CU_cleanup_registry();
+		return 0;
 	}
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
