@@ -30,7 +30,7 @@ CLI_LIB_SRC := $(filter-out cli/main.c,$(CLI_SRC))
 CLI_LIBS = -lprotobuf-c -linih -ljansson -lmicrohttpd -lelf $(AUTH_LIBS)
 # Slurm's client commands over the client library, in a directory of their
 # own: a site puts them on PATH only where it wants them
-SLURM_CMDS := sbatch squeue scancel sacct sinfo scontrol srun salloc
+SLURM_CMDS := sbatch squeue scancel sacct sacctmgr sinfo scontrol srun salloc
 SLURM_BIN := $(BUILD)/lib/storm/slurm/bin
 SLURM_LIB_SRC := $(filter-out $(SLURM_CMDS:%=slurm/%.c),$(wildcard slurm/*.c))
 # the virtual-cluster manager, with the CLI's control client and option parser

@@ -31,40 +31,75 @@ static int fail(struct cli_optparse *p, const char *fmt, ...)
 	return OPT_ERROR;
 }
 
+/* The option a long name (nlen bytes) means: its exact name, or with
+ * abbrev the one it begins; options of one id below OPT_ID_SHARED are one
+ * option's spellings (--name, --jobname) and not ambiguous. */
+static const struct cli_opt *find_long(struct cli_optparse *p, const struct cli_opt *opts,
+				       const char *name, size_t nlen)
+{
+	const struct cli_opt *o, *found = NULL;
+	for (o = opts; o->name; o++)
+		if (strlen(o->name) == nlen && !strncmp(o->name, name, nlen))
+			return o;
+	if (!p->abbrev || !nlen)
+		return NULL;
+	size_t n = 0, len = 0;
+	char alts[160] = "";
+	for (o = opts; o->name; o++) {
+		if (strncmp(o->name, name, nlen))
+			continue;
+		if (found && found->id == o->id && o->id < OPT_ID_SHARED &&
+		    found->has_arg == o->has_arg)
+			continue;
+		found = found ? found : o;
+		n++;
+		if (len < sizeof(alts))
+			len += (size_t)snprintf(alts + len, sizeof(alts) - len, "%s--%s",
+						len ? ", " : "", o->name);
+	}
+	if (n > 1) {
+		fail(p, "option '--%.*s' is ambiguous (%s)", (int)nlen, name, alts);
+		return NULL;
+	}
+	return found;
+}
+
 static int long_opt(struct cli_optparse *p, const struct cli_opt *opts, const char *a)
 {
 	const char *name = a + 2, *eq = strchr(name, '=');
 	size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
 	p->ind++;
-	for (const struct cli_opt *o = opts; o->name; o++) {
-		if (strlen(o->name) != nlen || strncmp(o->name, name, nlen) != 0)
-			continue;
-		if (o->has_arg == OPT_OPTIONAL) {
-			p->arg = eq ? eq + 1 : NULL;
-			return o->id;
-		}
-		if (!o->has_arg) {
-			if (eq)
-				return fail(p, "option '--%s' takes no value", o->name);
-			p->arg = NULL;
-			return o->id;
-		}
-		if (eq) {
-			p->arg = eq + 1;
-		} else {
-			if (p->ind >= p->argc)
-				return fail(p, "option '--%s' needs a value", o->name);
-			p->arg = p->argv[p->ind++];
-		}
+	p->err[0] = '\0';
+	const struct cli_opt *o = find_long(p, opts, name, nlen);
+	if (!o)
+		return p->err[0] ? OPT_ERROR
+				 : fail(p, "unknown option '--%.*s'", (int)nlen, name);
+	p->name = o->name;
+	if (o->has_arg == OPT_OPTIONAL) {
+		p->arg = eq ? eq + 1 : NULL;
 		return o->id;
 	}
-	return fail(p, "unknown option '--%.*s'", (int)nlen, name);
+	if (!o->has_arg) {
+		if (eq)
+			return fail(p, "option '--%s' takes no value", o->name);
+		p->arg = NULL;
+		return o->id;
+	}
+	if (eq) {
+		p->arg = eq + 1;
+	} else {
+		if (p->ind >= p->argc)
+			return fail(p, "option '--%s' needs a value", o->name);
+		p->arg = p->argv[p->ind++];
+	}
+	return o->id;
 }
 
 static int short_opt(struct cli_optparse *p, const struct cli_opt *opts, const char *a)
 {
 	char c = a[p->sub_];
 	const struct cli_opt *o = opts;
+	p->name = NULL;
 	while (o->name && o->short_name != c)
 		o++;
 	if (!o->name) {

@@ -18,6 +18,10 @@ enum { OPT_DONE = 0, OPT_ERROR = -1, OPT_OPERAND = -2 };
 /* has_arg of an option whose value is optional (Slurm's --exclusive[=user]):
  * p->arg is NULL unless given as --name=V */
 #define OPT_OPTIONAL 2
+/* Ids from here up are shared by unrelated options (Slurm's commands give
+ * every option they ignore one id): with abbrev, a prefix of two of them is
+ * ambiguous, as two options of different ids are. */
+#define OPT_ID_SHARED 1000
 
 struct cli_optparse {
 	int argc;
@@ -25,6 +29,8 @@ struct cli_optparse {
 	int ind;             /* next argv index; after OPT_DONE, the first operand */
 	int stop_at_operand; /* run/submit: options end at the program, like srun */
 	const char *arg;     /* the option's value, or the operand */
+	const char *name;    /* the long option's full name, NULL for a short one */
+	int abbrev;          /* long options by a unique prefix, as getopt_long (Slurm) */
 	char err[256];       /* why OPT_ERROR, without the command name */
 	int sub_;            /* position inside bundled short options */
 	int only_operands_;  /* after "--" */

@@ -55,9 +55,20 @@ void sl_exitcode(int32_t status, int state, char *out, size_t len)
 		snprintf(out, len, "%d:0", status < 0 ? 1 : status);
 }
 
-/* The option as typed: its word without a value after '='. */
+void sl_opt_init(struct cli_optparse *p, int argc, char **argv, int stop_at_operand)
+{
+	cli_opt_init(p, argc, argv, 1, stop_at_operand);
+	p->abbrev = 1;
+}
+
+/* The option: a long one's full name (also when typed as a prefix of it),
+ * else the word as typed without a value after '='. */
 static void opt_word(const struct cli_optparse *p, char *out, size_t len)
 {
+	if (p->name) {
+		snprintf(out, len, "--%s", p->name);
+		return;
+	}
 	int i = p->ind - 1;
 	if (p->arg && i > 0 && p->argv[i] == p->arg)
 		i--; /* its value was the next word */
@@ -261,6 +272,7 @@ static void row_add(struct sl_jobs *j, const struct job_row *r, uint64_t raw, bo
 	sl_exitcode(status, r->state, v->exit, sizeof(v->exit));
 	v->r.slurm_state = sl_state(r->state, r->reason);
 	v->r.partition = j->partition;
+	v->r.account = j->account;
 }
 
 /* a job, then its batch line, then its steps; jobs by number */
@@ -337,6 +349,7 @@ int sl_jobs_load(struct cli *c, bool live, bool acct, struct sl_jobs *j)
 	j->replies_[1] = ar;
 	snprintf(j->partition, sizeof(j->partition), "%s",
 		 c->have_conf && c->conf.name[0] ? c->conf.name : "storm");
+	snprintf(j->account, sizeof(j->account), "%s", j->partition);
 	size_t cap = (jr ? jr->jobs->n_jobs : 0) + (ar ? ar->acct->n_jobs : 0) + 1;
 	if (!(j->v = calloc(cap, sizeof(*j->v)))) {
 		fprintf(stderr, "storm: error: out of memory\n");

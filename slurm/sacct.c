@@ -46,7 +46,7 @@ static const char help[] =
 	"Ignored with a warning: -A/--accounts, -r/--partition, -M/--clusters,\n"
 	"-L/--allclusters, -D/--duplicates, -q/--qos, -N/--nodelist, --units,\n"
 	"-T/--truncate, -c/--completion, -x/--associations, -W/--wckeys.\n"
-	"Partition is the cluster's name; Account is empty.\n";
+	"Partition and Account are the cluster's name (its one partition and account).\n";
 
 enum {
 	O_JOBS = 1, O_X, O_NAME, O_USER, O_ALL, O_STATE, O_START, O_END, O_FORMAT, O_BRIEF,
@@ -184,7 +184,7 @@ static int parse(struct cli *c, int argc, char **argv, struct want *w, struct jo
 {
 	struct cli_optparse p;
 	int id, rc = -1;
-	cli_opt_init(&p, argc, argv, 1, 0);
+	sl_opt_init(&p, argc, argv, 0);
 	while (rc < 0 && (id = cli_opt_next(&p, opts)) != OPT_DONE) {
 		switch (id) {
 		case O_JOBS: w->jobs = p.arg; break;

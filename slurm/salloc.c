@@ -60,7 +60,7 @@ int main(int argc, char **argv)
 	if (!av)
 		return EXIT_STORM;
 	av[k++] = "salloc";
-	cli_opt_init(&p, argc, argv, 1, 1); /* options end at the command */
+	sl_opt_init(&p, argc, argv, 1); /* options end at the command */
 	while (rc < 0 && (id = cli_opt_next(&p, opts)) > 0) {
 		switch (id) {
 		case O_NODES:

@@ -305,7 +305,7 @@ static int parse(struct cli *c, int argc, char **argv, struct sb *s)
 {
 	struct cli_optparse p;
 	int id, rc = -1;
-	cli_opt_init(&p, argc, argv, 1, 1); /* options end at the script */
+	sl_opt_init(&p, argc, argv, 1); /* options end at the script */
 	s->a.v[s->a.n++] = "sbatch";
 	while (rc < 0 && (id = cli_opt_next(&p, opts)) > 0)
 		rc = one_opt(c, s, id, &p);

@@ -132,7 +132,7 @@ static int parse(struct cli *c, int argc, char **argv, struct want *w)
 	struct cli_optparse p;
 	struct jobref ref;
 	int id;
-	cli_opt_init(&p, argc, argv, 1, 0);
+	sl_opt_init(&p, argc, argv, 0);
 	while ((id = cli_opt_next(&p, opts)) != OPT_DONE) {
 		switch (id) {
 		case O_SIGNAL:

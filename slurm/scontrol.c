@@ -91,7 +91,7 @@ static void show_job(const struct sl_row *v)
 		     us + 1);
 	item(false, false, "JobName=%s", r->name);
 	item(true, false, "UserId=%s(%u) GroupId=(null) MCS_label=N/A", r->user, r->uid);
-	item(true, false, "Priority=1 Nice=0 Account=(null) QOS=(null)");
+	item(true, false, "Priority=1 Nice=0 Account=%s QOS=normal", r->account);
 	item(true, false, "JobState=%s Reason=%s Dependency=(null)", r->slurm_state,
 	     r->state == STORM__CTL__JOB_STATE__QUEUED && r->reason[0] ? "Priority" : "None");
 	item(true, false, "Requeue=0 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=%s", v->exit);
@@ -277,7 +277,7 @@ int main(int argc, char **argv)
 	struct cli_optparse p;
 	const char *words[3] = { NULL, NULL, NULL };
 	int id, nw = 0, rc = -1;
-	cli_opt_init(&p, argc, argv, 1, 0);
+	sl_opt_init(&p, argc, argv, 0);
 	while (rc < 0 && (id = cli_opt_next(&p, opts)) != OPT_DONE) {
 		switch (id) {
 		case O_ONE: oneline = true; break;

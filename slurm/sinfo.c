@@ -242,7 +242,7 @@ int main(int argc, char **argv)
 	struct cli_optparse p;
 	int id, rc = -1;
 	char bad;
-	cli_opt_init(&p, argc, argv, 1, 0);
+	sl_opt_init(&p, argc, argv, 0);
 	while (rc < 0 && (id = cli_opt_next(&p, opts)) != OPT_DONE) {
 		switch (id) {
 		case O_NODE: w.per_node = true; break;

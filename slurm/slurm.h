@@ -12,8 +12,9 @@
 #include "jobtable.h"
 #include "opts.h"
 
-/* Option ids every command's table may use for what storm lacks. */
-enum { SL_IGNORE = 1000, SL_REFUSE = 1001 };
+/* Option ids every command's table may use for what storm lacks: shared by
+ * unrelated options, so a prefix of two of them is ambiguous (opts.h). */
+enum { SL_IGNORE = OPT_ID_SHARED, SL_REFUSE = OPT_ID_SHARED + 1 };
 
 /* Slurm's name for a job state (PENDING, RUNNING, ..., NODE_FAIL); reason
  * tells a job that failed with its node from one whose rank failed. */
@@ -22,6 +23,10 @@ const char *sl_state(int state, const char *reason);
 const char *sl_state_short(const char *slurm_state);
 /* storm's exit status as Slurm's CODE:SIGNAL ("0:0", "3:0", "0:15"). */
 void sl_exitcode(int32_t status, int state, char *out, size_t len);
+
+/* cli_opt_init, with long options taken by a unique prefix as Slurm's
+ * getopt_long takes them (sbatch --part=x, squeue --noh). */
+void sl_opt_init(struct cli_optparse *p, int argc, char **argv, int stop_at_operand);
 
 /* An option of Slurm's storm does not have: a one-line warning naming it
  * (the word as typed, cut at '='), then the command goes on. */
@@ -54,6 +59,7 @@ struct sl_jobs {
 	struct sl_row *v;
 	size_t n;
 	char partition[64]; /* the cluster's name, its one partition */
+	char account[64];   /* the one account every user submits to: the same */
 	void *replies_[2];
 };
 /* live: the machine manager's list of its jobs; acct: its database. 0, or

@@ -148,7 +148,7 @@ static void value_of(char x, const struct sl_row *v, char *o, size_t l)
 	case 'S': time_of(r->start, o, l); break;
 	case 'V': time_of(r->submit, o, l); break;
 	case 'e': time_of(r->end, o, l); break;
-	case 'a': snprintf(o, l, "(null)"); break;
+	case 'a': snprintf(o, l, "%s", r->account); break;
 	case 'F': snprintf(o, l, "%.*s", us ? (int)(us - r->jobid) : 64, us ? r->jobid : r->jobid_raw); break;
 	case 'K': snprintf(o, l, "%s", us ? us + 1 : "N/A"); break;
 	case 'Z': snprintf(o, l, "%s", r->workdir ? r->workdir : ""); break;
@@ -258,7 +258,7 @@ static int parse(struct cli *c, int argc, char **argv, struct want *w)
 	uint64_t v;
 	char bad;
 	int id;
-	cli_opt_init(&p, argc, argv, 1, 0);
+	sl_opt_init(&p, argc, argv, 0);
 	while ((id = cli_opt_next(&p, opts)) != OPT_DONE) {
 		switch (id) {
 		case O_JOBS: w->jobs = p.arg; break;

@@ -213,7 +213,7 @@ static int parse(struct cli *c, int argc, char **argv, struct sr *s)
 {
 	struct cli_optparse p;
 	int id, rc = -1;
-	cli_opt_init(&p, argc, argv, 1, 1);
+	sl_opt_init(&p, argc, argv, 1);
 	s->a.v[s->a.n++] = "srun";
 	while (rc < 0 && (id = cli_opt_next(&p, opts)) > 0)
 		rc = one_opt(c, s, id, &p);

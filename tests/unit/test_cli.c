@@ -86,6 +86,56 @@ static void test_opts_errors(void)
 	CU_ASSERT_STRING_EQUAL(p.err, "option '--nodes' needs a value");
 }
 
+/* Slurm's commands take a unique prefix of a long option, as getopt_long:
+ * an exact name wins, spellings of one option are one, options of the
+ * shared ids (each an option Slurm has on its own) are ambiguous. */
+static void test_opts_abbrev(void)
+{
+	enum { PART = 1, PARS, PARS2, JOBS, IGN = OPT_ID_SHARED };
+	static const struct cli_opt t[] = {
+		{ "partition", 'p', 1, PART }, { "parsable", 0, 0, PARS },
+		{ "parsable2", 0, 0, PARS2 },  { "jobs", 'j', 1, JOBS },
+		{ "job", 0, 1, JOBS },	       { "mem", 0, 1, IGN },
+		{ "mem-per-cpu", 0, 1, IGN },  { "mail-type", 0, 1, IGN },
+		{ NULL, 0, 0, 0 },
+	};
+	struct cli_optparse p;
+	char *a1[] = { "sbatch", "--part=x", "--parsable", "--jo", "5", "--mem-", "1", "--mai=a", NULL };
+	cli_opt_init(&p, 8, a1, 1, 0);
+	p.abbrev = 1;
+	CU_ASSERT_EQUAL(cli_opt_next(&p, t), PART);
+	CU_ASSERT_STRING_EQUAL(p.arg, "x");
+	CU_ASSERT_STRING_EQUAL(p.name, "partition");
+	CU_ASSERT_EQUAL(cli_opt_next(&p, t), PARS); /* exact, though a prefix of parsable2 */
+	CU_ASSERT_EQUAL(cli_opt_next(&p, t), JOBS); /* --jobs and --job are one option */
+	CU_ASSERT_STRING_EQUAL(p.arg, "5");
+	CU_ASSERT_EQUAL(cli_opt_next(&p, t), IGN);
+	CU_ASSERT_STRING_EQUAL(p.name, "mem-per-cpu");
+	CU_ASSERT_EQUAL(cli_opt_next(&p, t), IGN);
+	CU_ASSERT_STRING_EQUAL(p.name, "mail-type");
+	CU_ASSERT_EQUAL(cli_opt_next(&p, t), OPT_DONE);
+
+	char *a2[] = { "sbatch", "--pars", NULL };
+	cli_opt_init(&p, 2, a2, 1, 0);
+	p.abbrev = 1;
+	CU_ASSERT_EQUAL(cli_opt_next(&p, t), OPT_ERROR);
+	CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "'--pars' is ambiguous (--parsable, --parsable2)"));
+	char *a3[] = { "sbatch", "--me=1", NULL };
+	cli_opt_init(&p, 2, a3, 1, 0);
+	p.abbrev = 1;
+	CU_ASSERT_EQUAL(cli_opt_next(&p, t), OPT_ERROR); /* two options Slurm ignores */
+	CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "ambiguous"));
+	char *a4[] = { "sbatch", "--", NULL }; /* no name: operands follow, as before */
+	cli_opt_init(&p, 2, a4, 1, 0);
+	p.abbrev = 1;
+	CU_ASSERT_EQUAL(cli_opt_next(&p, t), OPT_DONE);
+	/* storm's own commands take names in full */
+	char *a5[] = { "storm", "--part=x", NULL };
+	cli_opt_init(&p, 2, a5, 1, 0);
+	CU_ASSERT_EQUAL(cli_opt_next(&p, t), OPT_ERROR);
+	CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "unknown option '--part'"));
+}
+
 static void test_parse_uint(void)
 {
 	uint64_t v;
@@ -288,6 +338,7 @@ void add_cli_suite(void)
 	CU_add_test(s, "matrix drawing", test_matrix_draw);
 	CU_add_test(s, "operands and --", test_opts_operands_and_dashdash);
 	CU_add_test(s, "option errors", test_opts_errors);
+	CU_add_test(s, "long options by a unique prefix", test_opts_abbrev);
 	CU_add_test(s, "whole numbers", test_parse_uint);
 	CU_add_test(s, "signal names", test_signals);
 	CU_add_test(s, "--label pieces and partial lines", test_label_pieces);
