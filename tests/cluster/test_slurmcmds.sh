@@ -49,7 +49,7 @@ same() {
 	fi
 }
 
-for c in sbatch squeue scancel sacct sinfo scontrol srun salloc; do
+for c in sbatch squeue scancel sacct sacctmgr sinfo scontrol srun salloc; do
 	expect "$c --help" 0 "$SBIN/$c" --help
 	has "  it says how to use $c" out "Usage: $c"
 done
@@ -76,6 +76,75 @@ expect "  sacct -X --parsable2 --noheader --format=JobIdRaw,State --name" 0 \
 	sacct -X --parsable2 --noheader --format=JobIdRaw,State --name "$RUN"
 same "  one line: ID|COMPLETED" out "$id|COMPLETED"
 has "  -D ran it there, -o's %j its id" "wd/logs/$id.log" "hello from $id in $T/wd"
+
+expect "  sacct's Account: the cluster's one account" 0 sacct -X -P -n --format=Account,Partition -j "$id"
+same "  ACCOUNT|PARTITION, both the cluster's name" out "$CL|$CL"
+
+# ---- long options by a unique prefix, as Slurm's getopt_long
+expect "sbatch --parsable --job-n --part= --wra=" 0 sbatch --parsab --job-n "abbr-$$" --part=x \
+	--wra='echo abbreviated'
+abid=$(cat "$T/out")
+[[ $abid =~ ^[0-9]+$ ]] && ok "  --parsab is --parsable ($abid)" || bad "  --parsab: '$abid'"
+has "  the warning names --partition in full" err "sbatch: warning: --partition ignored"
+if wait_state "$abid" COMPLETED; then ok "  COMPLETED"; else bad "  COMPLETED"; fi
+expect "  sacct --form= --noh --parsable2 -X --na" 0 sacct --form=JobIdRaw,JobName --noh \
+	--parsable2 -X --na "abbr-$$"
+same "  --job-n named it" out "$abid|abbr-$$"
+expect "  squeue --noh --for= --job=" 0 squeue --noh --for="%i" --job="$abid" --stat=all
+same "  its id alone" out "$abid"
+expect "an ambiguous prefix is an error" 2 sbatch --m=1 --wrap true
+has "  naming the options it begins" err "option '--m' is ambiguous (--mpi, --mem,"
+expect "  sacct --pars: --parsable or --parsable2" 2 sacct --pars
+has "  naming both" err "'--pars' is ambiguous (--parsable, --parsable2)"
+
+# ---- sacctmgr: the calling user, the one account and cluster, Slurm 22.05's
+# shapes (sacctmgr's print_fields: each field right-justified in its width
+# and a space, a value too wide cut and ended with '+')
+# col WIDTH VALUE...: each value as sacctmgr prints it in WIDTH
+col() {
+	local w=$1 v
+	shift
+	for v in "$@"; do
+		[ ${#v} -gt "$w" ] && v="${v:0:w-1}+"
+		printf '%*s ' "$w" "$v"
+	done
+}
+ME=$(id -un)
+[ "$(id -u)" = 0 ] && ADM=Administrator || ADM=None
+expect "sacctmgr show user" 0 sacctmgr show user
+same "  Slurm's header, dashes, the calling user" out "$(col 10 User 'Def Acct'; col 9 Admin; echo
+	col 10 ---------- ----------; col 9 ---------; echo; col 10 "$ME" "$CL"; col 9 "$ADM")"
+expect "Snakemake's sacctmgr -n -s list user USER format=account%20" 0 \
+	sacctmgr -n -s list user "$ME" format=account%20
+same "  the account, in 20 columns" out "$(col 20 "$CL")"
+expect "sacctmgr show user withassoc -P" 0 sacctmgr show user withassoc -P
+same "  User, Def Acct, Admin, then the association's fields" out "User|Def Acct|Admin|Cluster|Account|Partition|Share|Priority|MaxJobs|MaxNodes|MaxCPUs|MaxSubmit|MaxWall|MaxCPUMins|QOS|Def QOS
+$ME|$CL|$ADM|$CL|$CL||1||||||||normal|"
+expect "sacctmgr -p show assoc where user=ME format=cluster,acct,user,part" 0 \
+	sacctmgr -p show assoc where user="$ME" format=cluster,acct,user,part
+same "  a '|' after each field" out "Cluster|Account|User|Partition|
+$CL|$CL|$ME||"
+expect "sacctmgr show assoc" 0 sacctmgr --parsable2 --noheader show assoc format=Account,User
+same "  the account's own association, then its user's" out "$CL|
+$CL|$ME"
+expect "sacctmgr show account" 0 sacctmgr show account
+same "  Account, Descr, Org" out "$(col 10 Account; col 20 Descr Org; echo
+	col 10 ----------; col 20 -------------------- --------------------; echo
+	col 10 "$CL"; col 20 "$CL" "$CL")"
+expect "sacctmgr show cluster -nP format=cluster,rpc,fairshare,qos" 0 \
+	sacctmgr show cluster -nP format=cluster,rpc,fairshare,qos
+same "  the one cluster" out "$CL||1|normal"
+expect "sacctmgr show user of an account storm does not have" 0 \
+	sacctmgr -n show user withassoc where account=nosuch
+same "  no line" out ""
+expect "sacctmgr: an unknown field" 1 sacctmgr show user format=bogus
+same "  Slurm's message" err "Unknown field 'bogus'"
+expect "sacctmgr: an unknown condition" 1 sacctmgr show assoc bogus=1
+same "  Slurm's message" err " Unknown condition: bogus=1"
+expect "sacctmgr add is refused" 2 sacctmgr add user x account=y
+has "  in one line naming it" err "sacctmgr: error: add is not supported"
+expect "sacctmgr show qos is refused" 2 sacctmgr show qos
+has "  naming what it shows" err "storm shows user, account, association and cluster"
 
 # ---- submitit: #SBATCH lines, srun steps, SLURM_* variables
 cat >"$T/submit.sh" <<EOF

@@ -39,7 +39,8 @@ if [ "${1:-}" != --hidden ]; then
 		include/bcsmpi/mpi.h share/man/man1/storm.1 share/man/man5/storm.conf.5 \
 		lib/systemd/system/stormmm.service lib/systemd/system/stormnd.service \
 		lib/storm/slurm/bin/sbatch lib/storm/slurm/bin/squeue lib/storm/slurm/bin/scancel \
-		lib/storm/slurm/bin/sacct lib/storm/slurm/bin/sinfo lib/storm/slurm/bin/scontrol \
+		lib/storm/slurm/bin/sacct lib/storm/slurm/bin/sacctmgr lib/storm/slurm/bin/sinfo \
+		lib/storm/slurm/bin/scontrol \
 		lib/storm/slurm/bin/srun lib/storm/slurm/bin/salloc; do
 		[ -e "$S/usr/$f" ] || bad "installed: /usr/$f missing"
 	done
