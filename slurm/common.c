@@ -61,6 +61,31 @@ void sl_opt_init(struct cli_optparse *p, int argc, char **argv, int stop_at_oper
 	p->abbrev = 1;
 }
 
+void sl_names_take(struct sl_names *n, int id, const char *arg)
+{
+	if (id == SL_PARTITION)
+		n->partition = arg;
+	else
+		n->account = arg;
+}
+
+int sl_names_check(struct cli *c, const char *cmd, const struct sl_names *n)
+{
+	if (!n->partition && !n->account)
+		return -1;
+	if (cli_load_conf(c) != 0)
+		return EXIT_STORM;
+	const char *ours = c->conf.name[0] ? c->conf.name : "storm";
+	/* Slurm takes a list of partitions, the job runs in one of them */
+	if (n->partition && !sl_in_list(n->partition, ours))
+		fprintf(stderr, "%s: warning: -p %s ignored: storm's one partition is %s\n", cmd,
+			n->partition, ours);
+	if (n->account && strcmp(n->account, ours))
+		fprintf(stderr, "%s: warning: -A %s ignored: storm's one account is %s\n", cmd,
+			n->account, ours);
+	return -1;
+}
+
 /* The option: a long one's full name (also when typed as a prefix of it),
  * else the word as typed without a value after '='. */
 static void opt_word(const struct cli_optparse *p, char *out, size_t len)

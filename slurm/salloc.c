@@ -23,8 +23,9 @@ static const char help[] =
 	"  -Q, --quiet, -v, --verbose  taken\n"
 	"      --conf FILE     the cluster's storm.conf\n"
 	"  -h, --help          this help\n"
+	"  -p P, -A A          taken when they name storm's one partition or account\n"
 	"\n"
-	"Ignored with a warning: -A, -p, -q, --mem*, -c, --gres, -G/--gpus*, -C,\n"
+	"Ignored with a warning: another -A or -p, -q, --mem*, -c, --gres, -G/--gpus*, -C,\n"
 	"--comment, -M, -x, -w, --exclusive, --mail-*, --signal.\n"
 	"Refused: -H/--hold, --begin, --uid, --gid, --test-only, --no-shell,\n"
 	"--ntasks-per-node.\n";
@@ -35,7 +36,7 @@ static const struct cli_opt opts[] = {
 	{ "job-name", 'J', 1, O_NAME },	      { "time", 't', 1, O_TIME },
 	{ "quiet", 'Q', 0, O_QUIET },	      { "verbose", 'v', 0, O_QUIET },
 	{ "conf", 0, 1, O_CONF },	      { "help", 'h', 0, O_HELP },
-	{ "account", 'A', 1, SL_IGNORE },     { "partition", 'p', 1, SL_IGNORE },
+	{ "account", 'A', 1, SL_ACCOUNT },    { "partition", 'p', 1, SL_PARTITION },
 	{ "qos", 'q', 1, SL_IGNORE },	      { "mem", 0, 1, SL_IGNORE },
 	{ "mem-per-cpu", 0, 1, SL_IGNORE },   { "cpus-per-task", 'c', 1, SL_IGNORE },
 	{ "gres", 0, 1, SL_IGNORE },	      { "gpus", 'G', 1, SL_IGNORE },
@@ -56,6 +57,7 @@ int main(int argc, char **argv)
 	char **av = calloc(2 * (size_t)argc + 8, sizeof(char *)); /* -Jx: two words */
 	struct cli_optparse p;
 	uint64_t nodes = 1, ntasks = 0;
+	struct sl_names names = { 0 };
 	int id, k = 0, rc = -1;
 	if (!av)
 		return EXIT_STORM;
@@ -78,10 +80,13 @@ int main(int argc, char **argv)
 		case O_HELP: fputs(help, stdout); rc = EXIT_OK; break;
 		case SL_IGNORE: sl_warn_ignored("salloc", &p, "storm does not have it"); break;
 		case SL_REFUSE: rc = sl_refuse("salloc", &p, "storm would allocate otherwise"); break;
+		case SL_PARTITION: case SL_ACCOUNT: sl_names_take(&names, id, p.arg); break;
 		}
 	}
 	if (rc < 0 && id == OPT_ERROR)
 		rc = usage_error("salloc", "%s", p.err);
+	if (rc < 0)
+		rc = sl_names_check(&c, "salloc", &names);
 	if (rc < 0 && ntasks && ntasks != nodes)
 		rc = usage_error("salloc", "-n %llu on %llu node(s): storm's allocation starts one "
 				 "task a node (give srun -n inside it)", (unsigned long long)ntasks,

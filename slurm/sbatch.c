@@ -45,9 +45,11 @@ static const char help[] =
 	"  -Q, --quiet, -v, --verbose  taken\n"
 	"      --conf FILE           the cluster's storm.conf\n"
 	"  -h, --help                this help\n"
+	"  -p, --partition P, -A, --account A  taken when they name storm's one\n"
+	"                            partition or account (the cluster's name)\n"
 	"\n"
 	"Ignored with a warning (storm gang-schedules whole nodes of one partition):\n"
-	"-A/--account, -p/--partition, -q/--qos, --mem*, -c/--cpus-per-task,\n"
+	"another -A/--account or -p/--partition, -q/--qos, --mem*, -c/--cpus-per-task,\n"
 	"--gres, -G/--gpus*, -C/--constraint, --comment, --mail-*, -M/--clusters,\n"
 	"--nice, --priority, -x/--exclude, -w/--nodelist, --reservation,\n"
 	"-L/--licenses, --tmp, --wckey, --open-mode, --signal, --hint,\n"
@@ -75,7 +77,7 @@ static const struct cli_opt opts[] = {
 	{ "conf", 0, 1, O_CONF },	      { "help", 'h', 0, O_HELP },
 	{ "input", 'i', 1, O_INPUT },
 	/* what storm does not have, ignoring it changes only where or how well */
-	{ "account", 'A', 1, SL_IGNORE },     { "partition", 'p', 1, SL_IGNORE },
+	{ "account", 'A', 1, SL_ACCOUNT },    { "partition", 'p', 1, SL_PARTITION },
 	{ "qos", 'q', 1, SL_IGNORE },	      { "mem", 0, 1, SL_IGNORE },
 	{ "mem-per-cpu", 0, 1, SL_IGNORE },   { "mem-per-gpu", 0, 1, SL_IGNORE },
 	{ "cpus-per-task", 'c', 1, SL_IGNORE }, { "gres", 0, 1, SL_IGNORE },
@@ -112,6 +114,7 @@ static int add(struct sl_args *a, const char *opt, const char *val)
 
 struct sb {
 	struct sl_args a;
+	struct sl_names names;
 	uint64_t nodes, ntasks, per_node;
 	const char *output, *error, *chdir, *wrap;
 	char nbuf[24], tbuf[24];
@@ -164,6 +167,8 @@ static int one_opt(struct cli *c, struct sb *s, int id, const struct cli_optpars
 		sl_warn_ignored("sbatch", p, "storm does not have it");
 		return -1;
 	case SL_REFUSE: return sl_refuse("sbatch", p, "storm would run the job otherwise");
+	case SL_PARTITION:
+	case SL_ACCOUNT: sl_names_take(&s->names, id, p->arg); return -1;
 	}
 	return usage_error("sbatch", "%s", p->err);
 }
@@ -313,7 +318,8 @@ static int parse(struct cli *c, int argc, char **argv, struct sb *s)
 		return rc;
 	if (id == OPT_ERROR)
 		return usage_error("sbatch", "%s", p.err);
-	if ((rc = shape(s)) >= 0 || (rc = add_script(s, argc, argv, p.ind)) >= 0)
+	if ((rc = sl_names_check(c, "sbatch", &s->names)) >= 0 || (rc = shape(s)) >= 0 ||
+	    (rc = add_script(s, argc, argv, p.ind)) >= 0)
 		return rc;
 	if (s->chdir && chdir(s->chdir) < 0) {
 		fprintf(stderr, "sbatch: error: chdir(%s): %s\n", s->chdir, strerror(errno));

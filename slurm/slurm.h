@@ -15,6 +15,18 @@
 /* Option ids every command's table may use for what storm lacks: shared by
  * unrelated options, so a prefix of two of them is ambiguous (opts.h). */
 enum { SL_IGNORE = OPT_ID_SHARED, SL_REFUSE = OPT_ID_SHARED + 1 };
+/* -p/--partition and -A/--account: taken quietly when they name storm's one
+ * partition or account (the cluster's name), ignored with a warning else */
+enum { SL_PARTITION = OPT_ID_SHARED + 2, SL_ACCOUNT = OPT_ID_SHARED + 3 };
+struct sl_names {
+	const char *partition, *account;
+};
+/* Keeps the value of an SL_PARTITION or SL_ACCOUNT option. */
+void sl_names_take(struct sl_names *n, int id, const char *arg);
+/* After the options (storm.conf may come with --conf): a warning for a
+ * partition or account other than storm's. -1 to go on, or the exit code
+ * when no storm.conf is found. */
+int sl_names_check(struct cli *c, const char *cmd, const struct sl_names *n);
 
 /* Slurm's name for a job state (PENDING, RUNNING, ..., NODE_FAIL); reason
  * tells a job that failed with its node from one whose rank failed. */

@@ -38,8 +38,10 @@ static const char help[] =
 	"  -u, --unbuffered, -Q, --quiet, -v, --verbose  taken (output is streamed)\n"
 	"      --conf FILE           the cluster's storm.conf\n"
 	"  -h, --help                this help\n"
+	"  -p, --partition P, -A, --account A  taken when they name storm's one\n"
+	"                            partition or account (the cluster's name)\n"
 	"\n"
-	"Ignored with a warning: -A, -p, -q, --mem*, -c, --gres, -G/--gpus*, -C,\n"
+	"Ignored with a warning: another -A or -p, -q, --mem*, -c, --gres, -G/--gpus*, -C,\n"
 	"--comment, -M, -x, -w, --exclusive, --overlap, --cpu-bind, --hint,\n"
 	"-m/--distribution, -K/--kill-on-bad-exit, -W/--wait, --signal,\n"
 	"--threads-per-core, --mem-bind, --accel-bind, --propagate.\n"
@@ -62,7 +64,7 @@ static const struct cli_opt opts[] = {
 	{ "unbuffered", 'u', 0, O_QUIET },    { "quiet", 'Q', 0, O_QUIET },
 	{ "verbose", 'v', 0, O_QUIET },	      { "conf", 0, 1, O_CONF },
 	{ "help", 'h', 0, O_HELP },
-	{ "account", 'A', 1, SL_IGNORE },     { "partition", 'p', 1, SL_IGNORE },
+	{ "account", 'A', 1, SL_ACCOUNT },    { "partition", 'p', 1, SL_PARTITION },
 	{ "qos", 'q', 1, SL_IGNORE },	      { "mem", 0, 1, SL_IGNORE },
 	{ "mem-per-cpu", 0, 1, SL_IGNORE },   { "mem-per-gpu", 0, 1, SL_IGNORE },
 	{ "cpus-per-task", 'c', 1, SL_IGNORE }, { "gres", 0, 1, SL_IGNORE },
@@ -85,6 +87,7 @@ static const struct cli_opt opts[] = {
 
 struct sr {
 	struct sl_args a;
+	struct sl_names names;
 	uint64_t nodes, ntasks, per_node;
 	const char *output, *error, *chdir;
 	int append;
@@ -127,6 +130,8 @@ static int one_opt(struct cli *c, struct sr *s, int id, const struct cli_optpars
 	case O_HELP: fputs(help, stdout); return EXIT_OK;
 	case SL_IGNORE: sl_warn_ignored("srun", p, "storm does not have it"); return -1;
 	case SL_REFUSE: return sl_refuse("srun", p, "storm would run the job otherwise");
+	case SL_PARTITION:
+	case SL_ACCOUNT: sl_names_take(&s->names, id, p->arg); return -1;
 	}
 	return usage_error("srun", "%s", p->err);
 }
@@ -223,7 +228,7 @@ static int parse(struct cli *c, int argc, char **argv, struct sr *s)
 		return usage_error("srun", "%s", p.err);
 	if (p.ind >= argc)
 		return usage_error("srun", "no program given");
-	if ((rc = shape(s)) >= 0)
+	if ((rc = sl_names_check(c, "srun", &s->names)) >= 0 || (rc = shape(s)) >= 0)
 		return rc;
 	if (s->chdir && chdir(s->chdir) < 0) {
 		fprintf(stderr, "srun: error: chdir(%s): %s\n", s->chdir, strerror(errno));

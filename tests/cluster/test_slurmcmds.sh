@@ -68,7 +68,8 @@ expect "sbatch --parsable --wrap, Snakemake's options" 0 sbatch --parsable --job
 id=$(cat "$T/out")
 [[ $id =~ ^[0-9]+$ ]] && ok "  --parsable prints the job id alone ($id)" ||
 	bad "  --parsable prints the job id alone: '$id'"
-for o in "-A ignored" "-p ignored" "--mem ignored" "--cpus-per-task ignored"; do
+for o in "-A acct ignored: storm's one account is $CL" "-p part ignored: storm's one partition is $CL" \
+	"--mem ignored" "--cpus-per-task ignored"; do
 	has "  a warning names $o" err "sbatch: warning: $o"
 done
 if wait_state "$id" COMPLETED; then ok "  sacct -j sees it COMPLETED"; else bad "  COMPLETED"; fi
@@ -81,11 +82,12 @@ expect "  sacct's Account: the cluster's one account" 0 sacct -X -P -n --format=
 same "  ACCOUNT|PARTITION, both the cluster's name" out "$CL|$CL"
 
 # ---- long options by a unique prefix, as Slurm's getopt_long
-expect "sbatch --parsable --job-n --part= --wra=" 0 sbatch --parsab --job-n "abbr-$$" --part=x \
-	--wra='echo abbreviated'
+expect "sbatch --parsab --job-n --part= --accoun= --mem-per-c --wra=" 0 sbatch --parsab --job-n "abbr-$$" \
+	--part="x,$CL" --accoun="$CL" --mem-per-c 10 --wra='echo abbreviated'
 abid=$(cat "$T/out")
 [[ $abid =~ ^[0-9]+$ ]] && ok "  --parsab is --parsable ($abid)" || bad "  --parsab: '$abid'"
-has "  the warning names --partition in full" err "sbatch: warning: --partition ignored"
+same "  one warning, naming --mem-per-cpu in full; storm's partition and account taken" err \
+	"sbatch: warning: --mem-per-cpu ignored: storm does not have it"
 if wait_state "$abid" COMPLETED; then ok "  COMPLETED"; else bad "  COMPLETED"; fi
 expect "  sacct --form= --noh --parsable2 -X --na" 0 sacct --form=JobIdRaw,JobName --noh \
 	--parsable2 -X --na "abbr-$$"
