@@ -406,10 +406,13 @@ $(BUILD)/bin/storm_selfsum: tests/cluster/selfsum.c
 # cmd_resend, a node that lost a command gets it again from the MM, in order
 # (~5 s); mbox_loss, mailbox
 # messages and acks lost at a sender, then 10% loss on links, under BCS-MPI
-# jobs and PMI fences: each is sent again and the jobs end (~2 min).
+# jobs and PMI fences: each is sent again and the jobs end (~2 min);
+# snakemake, Snakemake's --slurm executor running a workflow on storm's Slurm
+# commands (each job starts Snakemake twice: over 40 s even on an idle
+# machine, so in clustertest but not in make check; make cluster-snakemake).
 CLUSTER_SUITES := cluster bootstrap slurm slurmcmds users remote ckpt ckpt_mpi ckpt_threads gang timed \
                   slice liveness caw mpi mpi_copy record replay_from replay_stop mpi16 netns pmi \
-                  pmix faults cmd_resend mbox_loss persist load valgrind
+                  pmix faults cmd_resend mbox_loss persist load valgrind snakemake
 CLUSTER_BINS := all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/nfq_netem \
                 $(BUILD)/bin/ckpt_prog $(BUILD)/bin/fds_prog $(BUILD)/bin/tree_prog
 SUITE_ARGS_load := 200 10

@@ -35,6 +35,8 @@ libxxhash-dev libmicrohttpd-dev libelf-dev libpmix-dev"
 # pandoc: the man pages (make man); man-db: tests/install renders them;
 # debhelper, dpkg-dev: make deb (debian/); lintian: tests/install/test_deb.sh checks its result;
 # linux-perf: tests/cluster/gang_overlap.py traces sched_switch for the exact overlap;
+# snakemake: tests/cluster/test_snakemake.sh runs a workflow with its --slurm executor
+# on storm's Slurm commands;
 # slurm-wlm (slurmctld, slurmd, slurm-client): tests/slurm/test_alloc.sh runs storm
 # inside allocations of a private Slurm cluster, and bench/launch compares with it
 # (bench/launch/slurm-cluster.sh runs its own munged/slurmctld/slurmd; the system
@@ -42,7 +44,7 @@ libxxhash-dev libmicrohttpd-dev libelf-dev libpmix-dev"
 test_pkgs="clang libclang-rt-14-dev valgrind python3 iproute2 passwd util-linux gdb
 openmpi-bin libopenmpi-dev mpich libmpich-dev sqlite3 iptables libnetfilter-queue-dev
 python3-prometheus-client chromium cmake pandoc man-db debhelper dpkg-dev lintian
-linux-perf slurm-wlm slurmctld slurmd slurm-client"
+linux-perf slurm-wlm slurmctld slurmd slurm-client snakemake"
 # libfabric-bin: fi_pingpong, the primitives' peer
 bench_pkgs="libfabric-bin gnuplot-nox hyperfine"
 # make kernel / kernel-check only: storm.ko's kbuild (linux-headers-amd64 names the
