@@ -408,8 +408,9 @@ $(BUILD)/bin/storm_selfsum: tests/cluster/selfsum.c
 # messages and acks lost at a sender, then 10% loss on links, under BCS-MPI
 # jobs and PMI fences: each is sent again and the jobs end (~2 min);
 # snakemake, Snakemake's --slurm executor running a workflow on storm's Slurm
-# commands (each job starts Snakemake twice: over 40 s even on an idle
-# machine, so in clustertest but not in make check; make cluster-snakemake).
+# commands (each job starts Snakemake twice, in the job and in its srun
+# step; 16 min on this shared machine at a load of 50 to 90: far over the
+# 40 s of a check suite, so in clustertest only; make cluster-snakemake).
 CLUSTER_SUITES := cluster bootstrap slurm slurmcmds users remote ckpt ckpt_mpi ckpt_threads gang timed \
                   slice liveness caw mpi mpi_copy record replay_from replay_stop mpi16 netns pmi \
                   pmix faults cmd_resend mbox_loss persist load valgrind snakemake
