@@ -417,6 +417,7 @@ CLUSTER_SUITES := cluster bootstrap slurm slurmcmds users remote ckpt ckpt_mpi c
 CLUSTER_BINS := all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/nfq_netem \
                 $(BUILD)/bin/ckpt_prog $(BUILD)/bin/fds_prog $(BUILD)/bin/tree_prog
 SUITE_ARGS_load := 200 10
+cluster-snakemake: bench-deps
 .PHONY: $(CLUSTER_SUITES:%=cluster-%)
 clustertest: $(CLUSTER_SUITES:%=cluster-%)
 $(CLUSTER_SUITES:%=cluster-%): cluster-%: $(CLUSTER_BINS)

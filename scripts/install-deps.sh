@@ -5,7 +5,8 @@
 # Usage: install-deps.sh [--test | --bench | --kernel] [--list | --dry-run]
 #   (none)    building storm and running it: `make demo`, `make all`
 #   --test    and the test suites' tools: `make check`
-#   --bench   and the benchmarks' peers: `make bench` (the test set too)
+#   --bench   and the benchmarks' peers and Snakemake: `make bench`,
+#             `make cluster-snakemake` (the test set too)
 #   --kernel  and storm.ko's build and its VM: `make kernel`, `make kernel-check`
 #   --list    print the set's packages, one a line; install nothing
 #   --dry-run print the set's missing packages; install nothing
@@ -35,8 +36,6 @@ libxxhash-dev libmicrohttpd-dev libelf-dev libpmix-dev"
 # pandoc: the man pages (make man); man-db: tests/install renders them;
 # debhelper, dpkg-dev: make deb (debian/); lintian: tests/install/test_deb.sh checks its result;
 # linux-perf: tests/cluster/gang_overlap.py traces sched_switch for the exact overlap;
-# snakemake: tests/cluster/test_snakemake.sh runs a workflow with its --slurm executor
-# on storm's Slurm commands;
 # slurm-wlm (slurmctld, slurmd, slurm-client): tests/slurm/test_alloc.sh runs storm
 # inside allocations of a private Slurm cluster, and bench/launch compares with it
 # (bench/launch/slurm-cluster.sh runs its own munged/slurmctld/slurmd; the system
@@ -44,9 +43,11 @@ libxxhash-dev libmicrohttpd-dev libelf-dev libpmix-dev"
 test_pkgs="clang libclang-rt-14-dev valgrind python3 iproute2 passwd util-linux gdb
 openmpi-bin libopenmpi-dev mpich libmpich-dev sqlite3 iptables libnetfilter-queue-dev
 python3-prometheus-client chromium cmake pandoc man-db debhelper dpkg-dev lintian
-linux-perf slurm-wlm slurmctld slurmd slurm-client snakemake"
-# libfabric-bin: fi_pingpong, the primitives' peer
-bench_pkgs="libfabric-bin gnuplot-nox hyperfine"
+linux-perf slurm-wlm slurmctld slurmd slurm-client"
+# libfabric-bin: fi_pingpong, the primitives' peer; snakemake: the suite outside
+# make check that runs a workflow with its --slurm executor on storm's Slurm
+# commands (make cluster-snakemake; hundreds of packages, too many for check's)
+bench_pkgs="libfabric-bin gnuplot-nox hyperfine snakemake"
 # make kernel / kernel-check only: storm.ko's kbuild (linux-headers-amd64 names the
 # versioned headers), and the VM that loads it: QEMU, a static busybox and cpio for
 # its initramfs (the matching linux-image is unpacked into build/, not installed)

@@ -18,7 +18,7 @@ BIN=$(cd "${1:-build/bin}" && pwd)
 SBIN=$(cd "$BIN/../lib/storm/slurm/bin" && pwd) || exit 1
 HERE=$(cd "$(dirname "$0")" && pwd)
 command -v snakemake >/dev/null || {
-	echo "test_snakemake.sh: error: snakemake not found; scripts/install-deps.sh --test installs it" >&2
+	echo "test_snakemake.sh: error: snakemake not found; scripts/install-deps.sh --bench installs it (make cluster-snakemake does)" >&2
 	exit 1
 }
 T=$(mktemp -d /tmp/storm-snakemake.XXXXXX)
