@@ -91,7 +91,8 @@ $(BUILD)/lib/libstormnet.a: $(NET_SRC:%.c=$(BUILD)/obj/%.o)
 
 # the process checkpointer (checkpoint/); its image metadata is proto/ckpt.proto
 CKPT_SRC := checkpoint/image.c checkpoint/util.c checkpoint/dump.c checkpoint/restore.c \
-            checkpoint/threads.c checkpoint/files.c checkpoint/fdinfo.c checkpoint/proctree.c
+            checkpoint/threads.c checkpoint/files_judge.c checkpoint/files_dump.c checkpoint/files_child.c \
+            checkpoint/files_restore.c checkpoint/files_share.c checkpoint/fdinfo.c checkpoint/proctree.c
 $(BUILD)/lib/libstormckpt.a: $(CKPT_SRC:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^

@@ -161,7 +161,7 @@ static int read_maps(struct dump *d)
 		}
 		d->nv++;
 		/* a memfd: the caller's (CKPT_DUMP_EXTERNAL_MEMFD) or one saved with
-		 * the descriptors (files.c ties it to its memfd) */
+		 * the descriptors (files_dump.c ties it to its memfd) */
 		if (v->m.kind == CKPT_VMA_FILE && !strncmp(v->m.path, "/memfd:", 7))
 			v->m.kind = (d->flags & CKPT_DUMP_EXTERNAL_MEMFD) && v->m.shared
 					    ? CKPT_VMA_EXTERNAL : CKPT_VMA_MEMFD;
@@ -601,7 +601,7 @@ struct image {
 	Storm__Ckpt__MmFields mm;
 	Storm__Ckpt__VmaTable vt;
 	Storm__Ckpt__FileTable ft;
-	struct ckpt_fdump *files; /* files.c's side of ft */
+	struct ckpt_fdump *files; /* files_*.c's side of ft */
 	char *status;            /* /proc/PID/status at the stop */
 	char comm[64], cwd[4096], exe[4096];
 	uint32_t npsec;          /* page sections planned */

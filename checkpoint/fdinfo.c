@@ -1,5 +1,5 @@
 /* Parsers of /proc/PID/fdinfo, names of sockets, checks of a file table:
- * the pure parts of checkpoint/files.c (fdinfo.h). */
+ * the pure parts of checkpoint/files_*.c (fdinfo.h). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>

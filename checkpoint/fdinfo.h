@@ -1,4 +1,4 @@
-/* The pure parts of saving descriptors (checkpoint/files.c): parsers of
+/* The pure parts of saving descriptors (checkpoint/files_*.c): parsers of
  * /proc/PID/fdinfo, the names of sockets in refusals, and the checks of an
  * image's file table before it is restored. No I/O: unit-tested and fuzzed. */
 #ifndef STORM_CKPT_FDINFO_H

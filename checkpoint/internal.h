@@ -1,4 +1,4 @@
-/* Pieces shared by dump.c, restore.c and files.c (not part of the library's API). */
+/* Pieces shared by dump.c, restore.c and the files_*.c (not part of the library's API). */
 #ifndef STORM_CKPT_INTERNAL_H
 #define STORM_CKPT_INTERNAL_H
 
@@ -77,7 +77,7 @@ void ckpt_log(const struct ckpt_restore_opts *o, const char *fmt, ...)
  * o->to_prefix); malloc'd, NULL without memory. */
 char *ckpt_remap_path(const struct ckpt_restore_opts *o, const char *p);
 
-/* ---- descriptors (files.c) */
+/* ---- descriptors (files_*.c: files.h has what they share) */
 
 /* What a dump keeps of the descriptors beside the file table. */
 struct ckpt_fdump;

@@ -492,7 +492,7 @@ __attribute__((noreturn)) static void become(struct child_ctx *c, size_t self)
 				   strerror(errno));
 		prctl(PR_SET_DUMPABLE, 1);
 	}
-	/* descriptors: the image's at their numbers (files.c) */
+	/* descriptors: the image's at their numbers (files_child.c) */
 	int errw = c->errw, logfd = c->logfd;
 	char why[400];
 	if (ckpt_files_child(ft, o, c->n > 1 ? c->sh : NULL, &errw, &logfd, c->tag, why,
@@ -578,7 +578,7 @@ struct drive {
 	struct ckpt_threads *th;         /* every thread, once made */
 	struct user_regs_struct base;
 	const struct image *im;
-	struct ckpt_frestore *fr;  /* its descriptors' side (files.c) */
+	struct ckpt_frestore *fr;  /* its descriptors' side (files_restore.c) */
 	const struct ckpt_shared *sh; /* a tree's shared objects (NULL: none) */
 	char *err;
 	size_t errlen;
