@@ -241,36 +241,35 @@ static void send_bytes(struct nd *nd)
 		       (unsigned long long)nd->report_seq, sn_strerror(nd->sn));
 }
 
-/* Packs the longest prefix of the queue that fits a report slot, sends it,
- * and drops what went out from the queue. Order: the MM reads output, then
- * exits, then notes; a prefix keeps "exit after its output, DONE after its
- * exits" because those already precede in the queue. A STARTED note ends the
- * prefix when records follow it, so no output precedes its STARTED. */
-static void send_next(struct nd *nd, uint64_t seq)
+/* The records of one report while it is filled, and its room. */
+struct report_fill {
+	size_t cap, n_out, n_exit, n_note, n_trace, n_bcs;
+	Storm__Cl__Output *outs;
+	Storm__Cl__RankExit *exits;
+	Storm__Cl__JobNote *notes;
+	Storm__Trace__Chunk **traces;
+	Storm__Cl__BcsStream *bcs;
+	size_t used, budget; /* packed bytes so far, and the slot's */
+};
+
+/* The node's state every report carries, before its records: running and
+ * sw/psw hold ND_SW_KEPT and 64 entries and live until it is packed. */
+static void report_state(struct nd *nd, Storm__Cl__Report *rep, uint64_t seq, uint64_t *running,
+			 Storm__Cl__SwitchDelay *sw, Storm__Cl__SwitchDelay **psw)
 {
-	size_t cap = 64, n_out = 0, n_exit = 0, n_note = 0;
-	Storm__Cl__Output *outs = xcalloc(cap, sizeof(*outs));
-	Storm__Cl__RankExit *exits = xcalloc(cap, sizeof(*exits));
-	Storm__Cl__JobNote *notes = xcalloc(cap, sizeof(*notes));
-	Storm__Trace__Chunk **traces = xcalloc(cap, sizeof(*traces));
-	Storm__Cl__BcsStream *bcs = xcalloc(cap, sizeof(*bcs));
-	size_t n_trace = 0, n_bcs = 0;
-	Storm__Cl__Report rep = STORM__CL__REPORT__INIT;
-	rep.seq = seq;
-	rep.slice = nd->slice;
-	rep.cmd_done = nd->cmd_done;
-	rep.epoch = nd->mm_epoch;
-	rep.incarnation = nd->incarnation;
+	rep->seq = seq;
+	rep->slice = nd->slice;
+	rep->cmd_done = nd->cmd_done;
+	rep->epoch = nd->mm_epoch;
+	rep->incarnation = nd->incarnation;
 	if (nd->clk.valid) {
-		rep.clock_offset_ns = nd->clk.offset_ns;
-		rep.clock_rtt_ns = nd->clk.rtt_ns;
+		rep->clock_offset_ns = nd->clk.offset_ns;
+		rep->clock_rtt_ns = nd->clk.rtt_ns;
 	}
-	uint64_t running[64];
-	for (struct nd_job *j = nd->jobs; j && rep.n_running < 64; j = j->next)
+	for (struct nd_job *j = nd->jobs; j && rep->n_running < 64; j = j->next)
 		if (j->nalive > 0)
-			running[rep.n_running++] = j->id;
-	rep.running = running;
-	Storm__Cl__SwitchDelay sw[ND_SW_KEPT], *psw[ND_SW_KEPT];
+			running[rep->n_running++] = j->id;
+	rep->running = running;
 	for (unsigned i = 0; i < nd->nsw; i++) {
 		storm__cl__switch_delay__init(&sw[i]);
 		sw[i].switches = nd->sw[i].switches;
@@ -279,152 +278,192 @@ static void send_next(struct nd *nd, uint64_t seq)
 		sw[i].timeout = nd->sw[i].timeout;
 		psw[i] = &sw[i];
 	}
-	rep.switches = psw;
-	rep.n_switches = nd->nsw;
+	rep->switches = psw;
+	rep->n_switches = nd->nsw;
 	nd->nsw = 0;
-	rep.missed_strobes = nd->missed_strobes;
-	rep.bcs_bytes = nd_bcs_bytes_sent(nd);
-	const size_t budget = GM_REPORT_SLOT_SIZE - 4 - GM_TAG_LEN;
-	rep.sent_ns = UINT64_MAX; /* room for the stamp, set as the report goes */
-	size_t used = storm__cl__report__get_packed_size(&rep);
-	struct nd_rec *r = nd->q_head, *stop = NULL;
-	size_t partial = 0; /* output bytes of `stop` that go out in this report */
+	rep->missed_strobes = nd->missed_strobes;
+	rep->bcs_bytes = nd_bcs_bytes_sent(nd);
+}
 
-	for (; r; r = r->next) {
-		if (n_out == cap || n_exit == cap || n_note == cap || n_trace == cap ||
-		    n_bcs == cap) {
-			cap *= 2;
-			/* nothing points into these arrays until packing */
-			outs = realloc(outs, cap * sizeof(*outs));
-			exits = realloc(exits, cap * sizeof(*exits));
-			notes = realloc(notes, cap * sizeof(*notes));
-			traces = realloc(traces, cap * sizeof(*traces));
-			bcs = realloc(bcs, cap * sizeof(*bcs));
-			if (!outs || !exits || !notes || !traces || !bcs) {
-				fprintf(stderr, "stormnd: error: out of memory\n");
-				abort();
-			}
-		}
-		size_t cost;
-		if (r->kind == REC_OUTPUT) {
-			Storm__Cl__Output *o = &outs[n_out];
-			storm__cl__output__init(o);
-			o->job = r->job;
-			o->rank = r->rank;
-			o->stream = r->stream;
-			o->data.data = r->data + r->off;
-			o->data.len = r->len - r->off;
-			cost = field_cost(storm__cl__output__get_packed_size(o));
-			if (used + cost > budget) {
-				/* split: send what fits, keep the rest first in line */
-				size_t avail = budget - used;
-				while (o->data.len > 0 && cost > avail) {
-					size_t over = cost - avail;
-					o->data.len = over >= o->data.len ? 0 : o->data.len - over;
-					cost = field_cost(storm__cl__output__get_packed_size(o));
-				}
-				if (o->data.len > 0) {
-					partial = o->data.len;
-					n_out++;
-					used += cost;
-				}
-				stop = r;
-				break;
-			}
-			n_out++;
-		} else if (r->kind == REC_EXIT) {
-			Storm__Cl__RankExit *e = &exits[n_exit];
-			storm__cl__rank_exit__init(e);
-			e->job = r->job;
-			e->rank = r->rank;
-			e->wait_status = r->wait_status;
-			e->max_rss_kb = r->max_rss_kb;
-			e->cpu_us = r->cpu_us;
-			cost = field_cost(storm__cl__rank_exit__get_packed_size(e));
-			if (used + cost > budget) {
-				stop = r;
-				break;
-			}
-			n_exit++;
-		} else if (r->kind == REC_TRACE) {
-			cost = field_cost(r->len);
-			if (used + cost > budget) {
-				stop = r;
-				break;
-			}
-			if ((traces[n_trace] = storm__trace__chunk__unpack(NULL, r->len, r->data)))
-				n_trace++;
-		} else if (r->kind == REC_BCS) {
-			Storm__Cl__BcsStream *b = &bcs[n_bcs];
-			storm__cl__bcs_stream__init(b);
-			b->job = r->job;
-			b->rank = r->rank;
-			b->data.data = r->data;
-			b->data.len = r->len;
-			if (r->value) {
-				b->checkpoint = r->value;
-				b->mark = r->mark;
-				b->n_mark = 4;
-			}
-			cost = field_cost(storm__cl__bcs_stream__get_packed_size(b));
-			if (used + cost > budget) {
-				stop = r;
-				break;
-			}
-			n_bcs++;
-		} else {
-			Storm__Cl__JobNote *m = &notes[n_note];
-			storm__cl__job_note__init(m);
-			m->job = r->job;
-			m->kind = (Storm__Cl__JobNote__Kind)r->note;
-			m->message = r->message;
-			m->value = r->value;
-			cost = field_cost(storm__cl__job_note__get_packed_size(m));
-			if (used + cost > budget) {
-				stop = r;
-				break;
-			}
-			n_note++;
-		}
-		used += cost;
-		if (r->kind == REC_NOTE && r->note == STORM__CL__JOB_NOTE__KIND__STARTED &&
-		    r->next && r->next->kind != REC_NOTE) {
-			stop = r->next;
-			break;
-		}
+static void fill_init(struct report_fill *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->cap = 64;
+	f->outs = xcalloc(f->cap, sizeof(*f->outs));
+	f->exits = xcalloc(f->cap, sizeof(*f->exits));
+	f->notes = xcalloc(f->cap, sizeof(*f->notes));
+	f->traces = xcalloc(f->cap, sizeof(*f->traces));
+	f->bcs = xcalloc(f->cap, sizeof(*f->bcs));
+}
+
+/* Room for one more record of any kind. */
+static void fill_grow(struct report_fill *f)
+{
+	if (f->n_out < f->cap && f->n_exit < f->cap && f->n_note < f->cap &&
+	    f->n_trace < f->cap && f->n_bcs < f->cap)
+		return;
+	f->cap *= 2;
+	/* nothing points into these arrays until packing */
+	f->outs = realloc(f->outs, f->cap * sizeof(*f->outs));
+	f->exits = realloc(f->exits, f->cap * sizeof(*f->exits));
+	f->notes = realloc(f->notes, f->cap * sizeof(*f->notes));
+	f->traces = realloc(f->traces, f->cap * sizeof(*f->traces));
+	f->bcs = realloc(f->bcs, f->cap * sizeof(*f->bcs));
+	if (!f->outs || !f->exits || !f->notes || !f->traces || !f->bcs) {
+		fprintf(stderr, "stormnd: error: out of memory\n");
+		abort();
 	}
+}
 
-	Storm__Cl__Output **po = xcalloc(n_out + 1, sizeof(*po));
-	Storm__Cl__RankExit **pe = xcalloc(n_exit + 1, sizeof(*pe));
-	Storm__Cl__JobNote **pn = xcalloc(n_note + 1, sizeof(*pn));
-	Storm__Cl__BcsStream **pb = xcalloc(n_bcs + 1, sizeof(*pb));
-	for (size_t i = 0; i < n_bcs; i++)
-		pb[i] = &bcs[i];
-	rep.n_bcs = n_bcs;
-	rep.bcs = pb;
-	for (size_t i = 0; i < n_out; i++)
-		po[i] = &outs[i];
-	for (size_t i = 0; i < n_exit; i++)
-		pe[i] = &exits[i];
-	for (size_t i = 0; i < n_note; i++)
-		pn[i] = &notes[i];
-	rep.n_output = n_out;
-	rep.output = po;
-	rep.n_exits = n_exit;
-	rep.exits = pe;
-	rep.n_notes = n_note;
-	rep.notes = pn;
-	rep.n_traces = n_trace;
-	rep.traces = traces;
+static void fill_free(struct report_fill *f)
+{
+	free(f->bcs);
+	free(f->outs);
+	free(f->exits);
+	free(f->notes);
+	for (size_t i = 0; i < f->n_trace; i++)
+		storm__trace__chunk__free_unpacked(f->traces[i], NULL);
+	free(f->traces);
+}
+
+/* An output record: whole if it fits (true); else the part that fits, its
+ * bytes in *partial, the rest first in line for the next report (false). */
+static bool take_output(struct report_fill *f, struct nd_rec *r, size_t *partial)
+{
+	Storm__Cl__Output *o = &f->outs[f->n_out];
+	storm__cl__output__init(o);
+	o->job = r->job;
+	o->rank = r->rank;
+	o->stream = r->stream;
+	o->data.data = r->data + r->off;
+	o->data.len = r->len - r->off;
+	size_t cost = field_cost(storm__cl__output__get_packed_size(o));
+	if (f->used + cost <= f->budget) {
+		f->n_out++;
+		f->used += cost;
+		return true;
+	}
+	/* split: send what fits, keep the rest first in line */
+	size_t avail = f->budget - f->used;
+	while (o->data.len > 0 && cost > avail) {
+		size_t over = cost - avail;
+		o->data.len = over >= o->data.len ? 0 : o->data.len - over;
+		cost = field_cost(storm__cl__output__get_packed_size(o));
+	}
+	if (o->data.len > 0) {
+		*partial = o->data.len;
+		f->n_out++;
+		f->used += cost;
+	}
+	return false;
+}
+
+static size_t put_exit(Storm__Cl__RankExit *e, const struct nd_rec *r)
+{
+	storm__cl__rank_exit__init(e);
+	e->job = r->job;
+	e->rank = r->rank;
+	e->wait_status = r->wait_status;
+	e->max_rss_kb = r->max_rss_kb;
+	e->cpu_us = r->cpu_us;
+	return field_cost(storm__cl__rank_exit__get_packed_size(e));
+}
+
+static size_t put_bcs(Storm__Cl__BcsStream *b, struct nd_rec *r)
+{
+	storm__cl__bcs_stream__init(b);
+	b->job = r->job;
+	b->rank = r->rank;
+	b->data.data = r->data;
+	b->data.len = r->len;
+	if (r->value) {
+		b->checkpoint = r->value;
+		b->mark = r->mark;
+		b->n_mark = 4;
+	}
+	return field_cost(storm__cl__bcs_stream__get_packed_size(b));
+}
+
+static size_t put_note(Storm__Cl__JobNote *m, const struct nd_rec *r)
+{
+	storm__cl__job_note__init(m);
+	m->job = r->job;
+	m->kind = (Storm__Cl__JobNote__Kind)r->note;
+	m->message = r->message;
+	m->value = r->value;
+	return field_cost(storm__cl__job_note__get_packed_size(m));
+}
+
+/* r into the report if it fits (true); false: the report ends before it
+ * (an output record may have gone in part, *partial). */
+static bool take_rec(struct report_fill *f, struct nd_rec *r, size_t *partial)
+{
+	size_t cost;
+	switch (r->kind) {
+	case REC_OUTPUT:
+		return take_output(f, r, partial);
+	case REC_EXIT:
+		if (f->used + (cost = put_exit(&f->exits[f->n_exit], r)) > f->budget)
+			return false;
+		f->n_exit++;
+		break;
+	case REC_TRACE:
+		if (f->used + (cost = field_cost(r->len)) > f->budget)
+			return false;
+		if ((f->traces[f->n_trace] = storm__trace__chunk__unpack(NULL, r->len, r->data)))
+			f->n_trace++;
+		break;
+	case REC_BCS:
+		if (f->used + (cost = put_bcs(&f->bcs[f->n_bcs], r)) > f->budget)
+			return false;
+		f->n_bcs++;
+		break;
+	default:
+		if (f->used + (cost = put_note(&f->notes[f->n_note], r)) > f->budget)
+			return false;
+		f->n_note++;
+		break;
+	}
+	f->used += cost;
+	return true;
+}
+
+/* The report's records pointed at, stamped, packed into nd->report_buf,
+ * sealed and sent. */
+static void pack_and_send(struct nd *nd, Storm__Cl__Report *rep, struct report_fill *f,
+			  uint64_t seq)
+{
+	Storm__Cl__Output **po = xcalloc(f->n_out + 1, sizeof(*po));
+	Storm__Cl__RankExit **pe = xcalloc(f->n_exit + 1, sizeof(*pe));
+	Storm__Cl__JobNote **pn = xcalloc(f->n_note + 1, sizeof(*pn));
+	Storm__Cl__BcsStream **pb = xcalloc(f->n_bcs + 1, sizeof(*pb));
+	for (size_t i = 0; i < f->n_bcs; i++)
+		pb[i] = &f->bcs[i];
+	rep->n_bcs = f->n_bcs;
+	rep->bcs = pb;
+	for (size_t i = 0; i < f->n_out; i++)
+		po[i] = &f->outs[i];
+	for (size_t i = 0; i < f->n_exit; i++)
+		pe[i] = &f->exits[i];
+	for (size_t i = 0; i < f->n_note; i++)
+		pn[i] = &f->notes[i];
+	rep->n_output = f->n_out;
+	rep->output = po;
+	rep->n_exits = f->n_exit;
+	rep->exits = pe;
+	rep->n_notes = f->n_note;
+	rep->notes = pn;
+	rep->n_traces = f->n_trace;
+	rep->traces = f->traces;
 	/* stamped last: the ack's echo of it times the exchange (timed.c) */
-	rep.sent_ns = nd->report_sent_ns = nd_clock_ns(nd);
+	rep->sent_ns = nd->report_sent_ns = nd_clock_ns(nd);
 
-	size_t len = storm__cl__report__get_packed_size(&rep);
+	size_t len = storm__cl__report__get_packed_size(rep);
 	free(nd->report_buf);
 	nd->report_buf = xcalloc(1, 4 + len + GM_TAG_LEN);
 	uint32_t len32 = (uint32_t)len;
 	memcpy(nd->report_buf, &len32, 4);
-	storm__cl__report__pack(&rep, nd->report_buf + 4);
+	storm__cl__report__pack(rep, nd->report_buf + 4);
 	nd_report_seal(nd, nd->report_buf, len);
 	nd->report_len = 4 + len + GM_TAG_LEN;
 	nd->report_seq = seq;
@@ -434,15 +473,12 @@ static void send_next(struct nd *nd, uint64_t seq)
 	free(pe);
 	free(pn);
 	free(pb);
-	free(bcs);
-	free(outs);
-	free(exits);
-	free(notes);
-	for (size_t i = 0; i < n_trace; i++)
-		storm__trace__chunk__free_unpacked(traces[i], NULL);
-	free(traces);
+}
 
-	/* drop what went out; a DONE going out completes the job for the MM */
+/* Drops what went out from the queue, up to stop, and partial bytes of
+ * stop's output; a DONE going out completes the job for the MM. */
+static void drop_sent(struct nd *nd, struct nd_rec *stop, size_t partial, uint64_t seq)
+{
 	while (nd->q_head && nd->q_head != stop) {
 		struct nd_rec *d = nd->q_head;
 		nd->q_head = d->next;
@@ -461,6 +497,41 @@ static void send_next(struct nd *nd, uint64_t seq)
 		stop->off += partial;
 		nd->q_bytes -= partial;
 	}
+}
+
+/* Packs the longest prefix of the queue that fits a report slot, sends it,
+ * and drops what went out from the queue. Order: the MM reads output, then
+ * exits, then notes; a prefix keeps "exit after its output, DONE after its
+ * exits" because those already precede in the queue. A STARTED note ends the
+ * prefix when records follow it, so no output precedes its STARTED. */
+static void send_next(struct nd *nd, uint64_t seq)
+{
+	Storm__Cl__Report rep = STORM__CL__REPORT__INIT;
+	uint64_t running[64];
+	Storm__Cl__SwitchDelay sw[ND_SW_KEPT], *psw[ND_SW_KEPT];
+	report_state(nd, &rep, seq, running, sw, psw);
+	struct report_fill f;
+	fill_init(&f);
+	f.budget = GM_REPORT_SLOT_SIZE - 4 - GM_TAG_LEN;
+	rep.sent_ns = UINT64_MAX; /* room for the stamp, set as the report goes */
+	f.used = storm__cl__report__get_packed_size(&rep);
+	struct nd_rec *r = nd->q_head, *stop = NULL;
+	size_t partial = 0; /* output bytes of `stop` that go out in this report */
+	for (; r; r = r->next) {
+		fill_grow(&f);
+		if (!take_rec(&f, r, &partial)) {
+			stop = r;
+			break;
+		}
+		if (r->kind == REC_NOTE && r->note == STORM__CL__JOB_NOTE__KIND__STARTED &&
+		    r->next && r->next->kind != REC_NOTE) {
+			stop = r->next;
+			break;
+		}
+	}
+	pack_and_send(nd, &rep, &f, seq);
+	fill_free(&f);
+	drop_sent(nd, stop, partial, seq);
 }
 
 void nd_report_seal(struct nd *nd, uint8_t *buf, size_t len)
