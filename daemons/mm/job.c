@@ -228,123 +228,199 @@ static int dup_fds(const int *fds, int nfds, int *out)
 	return 0;
 }
 
+/* What a submission asks for that this machine manager does not run: one
+ * line in why (true), or false. */
+static bool submit_refused(struct mm *mm, const Storm__Ctl__Submit *sub,
+			   const Storm__Job__Spec *spec, int *fds, int nfds, char *why, size_t wl)
+{
+	if (spec->hold && (!spec->interactive || nfds || spec->n_array_tasks || spec->script)) {
+		snprintf(why, wl, "an allocation held by storm alloc runs no program");
+		return true;
+	}
+	if ((spec->script || spec->hold) && (spec->restart_on_failure || spec->checkpoint_interval)) {
+		snprintf(why, wl, "an allocation is not checkpointed: give its steps "
+				  "--checkpoint-interval or --restart-on-failure");
+		return true;
+	}
+	const char *nock = mpi_kind_no_checkpoint(spec->mpi);
+	if (nock && (spec->restart_on_failure || spec->checkpoint_interval)) {
+		snprintf(why, wl, "the job cannot be checkpointed: %s", nock);
+		return true;
+	}
+	if (spec->n_array_tasks && (spec->interactive || sub->wait)) {
+		snprintf(why, wl, "an array is a batch job: no --wait, no storm run");
+		return true;
+	}
+	size_t ntasks = spec->n_array_tasks ? spec->n_array_tasks : 1;
+	if (ntasks > 10000 || ntasks * (size_t)(nfds + 1) > mm->fd_room) {
+		snprintf(why, wl, "an array of %zu tasks is more than this machine manager "
+			 "holds (at most %zu, with %d files each)", ntasks,
+			 mm->fd_room / (size_t)(nfds + 1), nfds);
+		return true;
+	}
+	if (!depend_known(mm, spec, why, wl))
+		return true;
+	return check_descriptors(spec, fds, nfds, why, wl) < 0;
+}
+
+/* The checks of a submission before any job is made: ERR_NONE with spec
+ * (the client's, the fields ours to set cleared), plan, *alloc (a step's
+ * allocation) and *id set; or the code, why in one line. */
+static Storm__Ctl__ErrorCode submit_check(struct mm *mm, struct client *c,
+					  const Storm__Ctl__Submit *sub, int *fds, int nfds,
+					  Storm__Job__Spec *spec, struct submit_plan *plan,
+					  struct job **alloc, uint64_t *id, char *why, size_t wl)
+{
+	if (geteuid() != 0 && c->uid != geteuid()) {
+		snprintf(why, wl,
+			 "this cluster runs as uid %u and can run only that user's jobs (start it as root to serve others)",
+			 (unsigned)geteuid());
+		return STORM__CTL__ERROR_CODE__ERR_PERMISSION;
+	}
+	if (!sub->spec) {
+		snprintf(why, wl, "the submission holds no job description");
+		return STORM__CTL__ERROR_CODE__ERR_INVALID;
+	}
+	/* ours to set, whatever a client sends */
+	*spec = *sub->spec;
+	spec->array_job = 0;
+	spec->array_task = 0;
+	*id = mm->next_job_id;
+	Storm__Ctl__ErrorCode code;
+	if (spec->allocation) {
+		code = alloc_step_check(mm, c, spec, alloc, id, why, wl);
+		if (code != STORM__CTL__ERROR_CODE__ERR_NONE)
+			return code;
+	}
+	code = mm_req_check_submit(&mm->conf, spec, nfds, plan, why, wl);
+	if (code != STORM__CTL__ERROR_CODE__ERR_NONE)
+		return code;
+	if (spec->script || spec->hold)
+		plan->ranks = 1; /* the script; storm alloc runs nothing */
+	if (submit_refused(mm, sub, spec, fds, nfds, why, wl))
+		return STORM__CTL__ERROR_CODE__ERR_INVALID;
+	return STORM__CTL__ERROR_CODE__ERR_NONE;
+}
+
+/* A job made queues: its batch output opened, recorded, its client's if
+ * the client waits. ERR_NONE, or the code and why. */
+static Storm__Ctl__ErrorCode queue_job(struct mm *mm, struct client *c,
+				       const Storm__Ctl__Submit *sub, const Storm__Job__Spec *spec,
+				       struct job *j, char *why, size_t wl)
+{
+	if (!spec->interactive && open_batch_output(j, why, wl) < 0)
+		return STORM__CTL__ERROR_CODE__ERR_INVALID;
+	j->state = STORM__CTL__JOB_STATE__QUEUED;
+	j->t_submit = clock_wall_s();
+	/* nothing accepted is lost: on disk before the reply says so */
+	if (persist_job_new(mm, j) < 0) {
+		snprintf(why, wl,
+			 "the machine manager cannot record the job in its database (see its log)");
+		return STORM__CTL__ERROR_CODE__ERR_INTERNAL;
+	}
+	if (c->tcp)
+		persist_files_keep(mm, j);
+	if (spec->interactive || sub->wait) {
+		j->client = c;
+		c->job = j;
+	}
+	metrics_job_submitted(mm);
+	return STORM__CTL__ERROR_CODE__ERR_NONE;
+}
+
+/* Task t of an array of ntasks (or the job, ntasks 1) made and queued in
+ * *out: ERR_NONE, or the code and why (nothing of it is left). */
+static Storm__Ctl__ErrorCode submit_task(struct mm *mm, struct client *c,
+					 const Storm__Ctl__Submit *sub, const Storm__Job__Spec *spec,
+					 struct submit_plan *plan, struct job *alloc, uint64_t id,
+					 size_t t, size_t ntasks, int *fds, int nfds, struct job **out,
+					 char *why, size_t wl)
+{
+	Storm__Job__Spec task = *spec;
+	int mine[FRAME_MAX_FDS];
+	int *use = fds;
+	if (spec->n_array_tasks) {
+		task.n_array_tasks = 0;
+		task.array_tasks = NULL;
+		task.array_job = mm->next_job_id - t; /* the first task's id */
+		task.array_task = spec->array_tasks[t];
+		if (t + 1 < ntasks) {
+			int rc = dup_fds(fds, nfds, mine);
+			if (rc < 0) {
+				snprintf(why, wl, "cannot hold the array's files: %s", strerror(-rc));
+				return STORM__CTL__ERROR_CODE__ERR_INTERNAL;
+			}
+			use = mine;
+		}
+	}
+	struct job *j = new_job(c, &task, plan, use, nfds, spec->allocation ? id : mm->next_job_id);
+	if (!j) {
+		if (use == mine)
+			for (int i = 0; i < nfds; i++)
+				close(mine[i]);
+		snprintf(why, wl, "out of memory");
+		return STORM__CTL__ERROR_CODE__ERR_INTERNAL;
+	}
+	Storm__Ctl__ErrorCode code = queue_job(mm, c, sub, spec, j, why, wl);
+	if (code != STORM__CTL__ERROR_CODE__ERR_NONE) {
+		job_destroy(j);
+		return code;
+	}
+	if (alloc)
+		alloc->nsteps++;
+	else
+		mm->next_job_id++;
+	append_job(mm, j);
+	*out = j;
+	return STORM__CTL__ERROR_CODE__ERR_NONE;
+}
+
+/* An array that could not be accepted whole: the tasks taken from first
+ * on end (ids first: each end may forget older jobs). */
+static void refuse_array(struct mm *mm, struct job *first)
+{
+	size_t n = 0;
+	for (struct job *x = first; x; x = x->next)
+		n++;
+	uint64_t *ids = calloc(n, sizeof(*ids));
+	n = 0;
+	for (struct job *x = first; x; x = x->next) {
+		snprintf(x->reason, sizeof(x->reason), "the rest of its array was refused");
+		x->cancelled = true;
+		x->state = STORM__CTL__JOB_STATE__CANCELLED; /* the scheduler passes it by */
+		if (ids)
+			ids[n++] = x->id;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct job *x = job_find(mm, ids[i]);
+		if (x)
+			finish(mm, x);
+	}
+	free(ids);
+}
+
 void job_submit(struct mm *mm, struct client *c, const Storm__Ctl__Submit *sub, int *fds,
 		int nfds)
 {
 	char why[512];
-	Storm__Ctl__ErrorCode code = STORM__CTL__ERROR_CODE__ERR_INVALID;
 	struct submit_plan plan;
-	struct job *j = NULL, *first = NULL, *alloc = NULL;
-	if (geteuid() != 0 && c->uid != geteuid()) {
-		code = STORM__CTL__ERROR_CODE__ERR_PERMISSION;
-		snprintf(why, sizeof(why),
-			 "this cluster runs as uid %u and can run only that user's jobs (start it as root to serve others)",
-			 (unsigned)geteuid());
-		goto refuse;
-	}
-	if (!sub->spec) {
-		snprintf(why, sizeof(why), "the submission holds no job description");
-		goto refuse;
-	}
-	/* ours to set, whatever a client sends */
-	Storm__Job__Spec spec = *sub->spec;
-	spec.array_job = 0;
-	spec.array_task = 0;
-	uint64_t id = mm->next_job_id;
-	if (spec.allocation) {
-		code = alloc_step_check(mm, c, &spec, &alloc, &id, why, sizeof(why));
-		if (code != STORM__CTL__ERROR_CODE__ERR_NONE)
-			goto refuse;
-	}
-	code = mm_req_check_submit(&mm->conf, &spec, nfds, &plan, why, sizeof(why));
-	if (code != STORM__CTL__ERROR_CODE__ERR_NONE)
-		goto refuse;
-	code = STORM__CTL__ERROR_CODE__ERR_INVALID;
-	if (spec.script || spec.hold)
-		plan.ranks = 1; /* the script; storm alloc runs nothing */
-	if (spec.hold && (!spec.interactive || nfds || spec.n_array_tasks || spec.script)) {
-		snprintf(why, sizeof(why), "an allocation held by storm alloc runs no program");
-		goto refuse;
-	}
-	if ((spec.script || spec.hold) && (spec.restart_on_failure || spec.checkpoint_interval)) {
-		snprintf(why, sizeof(why), "an allocation is not checkpointed: give its steps "
-					   "--checkpoint-interval or --restart-on-failure");
-		goto refuse;
-	}
-	const char *nock = mpi_kind_no_checkpoint(spec.mpi);
-	if (nock && (spec.restart_on_failure || spec.checkpoint_interval)) {
-		snprintf(why, sizeof(why), "the job cannot be checkpointed: %s", nock);
-		goto refuse;
-	}
-	if (spec.n_array_tasks && (spec.interactive || sub->wait)) {
-		snprintf(why, sizeof(why), "an array is a batch job: no --wait, no storm run");
-		goto refuse;
-	}
+	Storm__Job__Spec spec = STORM__JOB__SPEC__INIT;
+	struct job *alloc = NULL, *first = NULL, *j = NULL;
+	uint64_t id = 0;
+	Storm__Ctl__ErrorCode code = submit_check(mm, c, sub, fds, nfds, &spec, &plan, &alloc, &id,
+						  why, sizeof(why));
 	size_t ntasks = spec.n_array_tasks ? spec.n_array_tasks : 1;
-	if (ntasks > 10000 || ntasks * (size_t)(nfds + 1) > mm->fd_room) {
-		snprintf(why, sizeof(why), "an array of %zu tasks is more than this machine manager "
-			 "holds (at most %zu, with %d files each)", ntasks,
-			 mm->fd_room / (size_t)(nfds + 1), nfds);
-		goto refuse;
-	}
-	if (!depend_known(mm, &spec, why, sizeof(why)))
-		goto refuse;
-	if (check_descriptors(&spec, fds, nfds, why, sizeof(why)) < 0)
-		goto refuse;
-	for (size_t t = 0; t < ntasks; t++) {
-		Storm__Job__Spec task = spec;
-		int mine[FRAME_MAX_FDS];
-		int *use = fds;
-		if (spec.n_array_tasks) {
-			task.n_array_tasks = 0;
-			task.array_tasks = NULL;
-			task.array_job = mm->next_job_id - t; /* the first task's id */
-			task.array_task = spec.array_tasks[t];
-			if (t + 1 < ntasks) {
-				int rc = dup_fds(fds, nfds, mine);
-				if (rc < 0) {
-					code = STORM__CTL__ERROR_CODE__ERR_INTERNAL;
-					snprintf(why, sizeof(why), "cannot hold the array's files: %s",
-						 strerror(-rc));
-					goto refuse;
-				}
-				use = mine;
-			}
-		}
-		if (!(j = new_job(c, &task, &plan, use, nfds, spec.allocation ? id : mm->next_job_id))) {
-			if (use == mine)
-				for (int i = 0; i < nfds; i++)
-					close(mine[i]);
-			code = STORM__CTL__ERROR_CODE__ERR_INTERNAL;
-			snprintf(why, sizeof(why), "out of memory");
-			goto refuse;
-		}
-		if (!spec.interactive && open_batch_output(j, why, sizeof(why)) < 0)
-			goto refuse;
-		j->state = STORM__CTL__JOB_STATE__QUEUED;
-		j->t_submit = clock_wall_s();
-		/* nothing accepted is lost: on disk before the reply says so */
-		if (persist_job_new(mm, j) < 0) {
-			code = STORM__CTL__ERROR_CODE__ERR_INTERNAL;
-			snprintf(why, sizeof(why),
-				 "the machine manager cannot record the job in its database (see its log)");
-			goto refuse;
-		}
-		if (c->tcp)
-			persist_files_keep(mm, j);
-		if (spec.interactive || sub->wait) {
-			j->client = c;
-			c->job = j;
-		}
-		metrics_job_submitted(mm);
-		if (alloc)
-			alloc->nsteps++;
-		else
-			mm->next_job_id++;
-		append_job(mm, j);
-		if (!first)
+	for (size_t t = 0; code == STORM__CTL__ERROR_CODE__ERR_NONE && t < ntasks; t++) {
+		code = submit_task(mm, c, sub, &spec, &plan, alloc, id, t, ntasks, fds, nfds, &j,
+				   why, sizeof(why));
+		if (code == STORM__CTL__ERROR_CODE__ERR_NONE && !first)
 			first = j;
-		j = NULL;
+	}
+	if (code != STORM__CTL__ERROR_CODE__ERR_NONE) {
+		if (first)
+			refuse_array(mm, first);
+		reply_error(mm, c, code, "%s", why);
+		return;
 	}
 	char shown[32];
 	jobid_format(first->id, first->spec->array_job, 0, shown, sizeof(shown));
@@ -353,33 +429,6 @@ void job_submit(struct mm *mm, struct client *c, const Storm__Ctl__Submit *sub, 
 	     first->spec->program, first->spec->no_bcast ? " (no transfer)" : "",
 	     spec.script ? " (batch script)" : spec.hold ? " (allocation)" : "");
 	answer_submitted(mm, c, first);
-	return;
-refuse:
-	if (j)
-		job_destroy(j);
-	if (first) {
-		/* an array that could not be accepted whole: the tasks taken end
-		 * (ids first: each end may forget older jobs) */
-		size_t n = 0;
-		for (struct job *x = first; x; x = x->next)
-			n++;
-		uint64_t *ids = calloc(n, sizeof(*ids));
-		n = 0;
-		for (struct job *x = first; x; x = x->next) {
-			snprintf(x->reason, sizeof(x->reason), "the rest of its array was refused");
-			x->cancelled = true;
-			x->state = STORM__CTL__JOB_STATE__CANCELLED; /* the scheduler passes it by */
-			if (ids)
-				ids[n++] = x->id;
-		}
-		for (size_t i = 0; i < n; i++) {
-			struct job *x = job_find(mm, ids[i]);
-			if (x)
-				finish(mm, x);
-		}
-		free(ids);
-	}
-	reply_error(mm, c, code, "%s", why);
 }
 
 /* ---- starting */
