@@ -481,156 +481,203 @@ static void adopt(struct nd_job *job, pid_t pid, int hs_r)
 		       (int)pid, strerror(errno));
 }
 
-static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_job *job, struct plan *pl, uint32_t first)
-{
-	const Storm__Cl__Launch *L = cmd->launch;
-	char jobid[32], size[16], nodeid[16], nnodes[16], rank[16], local[16];
+/* The environment strings of a job's ranks; the plan's envp points into
+ * them (STORM_RANK and STORM_LOCAL_RANK rewritten for each rank). */
+struct rank_env {
 	char e_job[48], e_size[32], e_node[32], e_name[96], e_nn[32], e_rank[32], e_local[40];
 	char e_dir[PATH_MAX + 16];
+	char e_step[32], e_alist[600], e_anodes[48], e_ajob[48], e_atask[48];
+};
+
+/* pl->envp: the job's own variables but storm's, then storm's and Slurm's;
+ * room left after them for the process manager's. Their count, or -1 out
+ * of memory. */
+static long job_envp(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_job *job,
+		     struct plan *pl, struct rank_env *ev, struct slurm_env *se)
+{
+	const Storm__Cl__Launch *L = cmd->launch;
+	char jobid[32], size[16], nodeid[16], nnodes[16];
 	/* a step's STORM_JOBID is its allocation's, as Slurm's SLURM_JOB_ID */
 	snprintf(jobid, sizeof(jobid), "%" PRIu64, jobid_alloc(L->job));
 	snprintf(size, sizeof(size), "%u", L->ranks);
 	snprintf(nodeid, sizeof(nodeid), "%u", nd->index);
 	snprintf(nnodes, sizeof(nnodes), "%zu", cmd->n_nodes);
-	snprintf(e_job, sizeof(e_job), "STORM_JOBID=%s", jobid);
-	snprintf(e_size, sizeof(e_size), "STORM_SIZE=%s", size);
-	snprintf(e_node, sizeof(e_node), "STORM_NODEID=%s", nodeid);
-	snprintf(e_name, sizeof(e_name), "STORM_NODENAME=%s", nd->name);
-	snprintf(e_nn, sizeof(e_nn), "STORM_NNODES=%s", nnodes);
-	snprintf(e_dir, sizeof(e_dir), "STORM_JOB_DIR=%s", job->dir);
+	snprintf(ev->e_job, sizeof(ev->e_job), "STORM_JOBID=%s", jobid);
+	snprintf(ev->e_size, sizeof(ev->e_size), "STORM_SIZE=%s", size);
+	snprintf(ev->e_node, sizeof(ev->e_node), "STORM_NODEID=%s", nodeid);
+	snprintf(ev->e_name, sizeof(ev->e_name), "STORM_NODENAME=%s", nd->name);
+	snprintf(ev->e_nn, sizeof(ev->e_nn), "STORM_NNODES=%s", nnodes);
+	snprintf(ev->e_dir, sizeof(ev->e_dir), "STORM_JOB_DIR=%s", job->dir);
 
-	char e_step[32], e_alist[600], e_anodes[48], e_ajob[48], e_atask[48];
-	snprintf(e_step, sizeof(e_step), "STORM_STEPID=%u", jobid_step_no(L->job));
-	snprintf(e_alist, sizeof(e_alist), "STORM_JOB_NODELIST=%.512s", L->alloc_nodelist);
-	snprintf(e_anodes, sizeof(e_anodes), "STORM_JOB_NUM_NODES=%u", L->alloc_nodes);
-	snprintf(e_ajob, sizeof(e_ajob), "STORM_ARRAY_JOB_ID=%" PRIu64, L->spec->array_job);
-	snprintf(e_atask, sizeof(e_atask), "STORM_ARRAY_TASK_ID=%u", L->spec->array_task);
+	snprintf(ev->e_step, sizeof(ev->e_step), "STORM_STEPID=%u", jobid_step_no(L->job));
+	snprintf(ev->e_alist, sizeof(ev->e_alist), "STORM_JOB_NODELIST=%.512s", L->alloc_nodelist);
+	snprintf(ev->e_anodes, sizeof(ev->e_anodes), "STORM_JOB_NUM_NODES=%u", L->alloc_nodes);
+	snprintf(ev->e_ajob, sizeof(ev->e_ajob), "STORM_ARRAY_JOB_ID=%" PRIu64, L->spec->array_job);
+	snprintf(ev->e_atask, sizeof(ev->e_atask), "STORM_ARRAY_TASK_ID=%u", L->spec->array_task);
 
-	/* the event loop's alone, and only until the ranks' execve */
-	static struct slurm_env slurm;
-	struct slurm_env *se = &slurm;
 	size_t ne = 0;
 	pl->envp = calloc(L->spec->n_env + 16 + SLURM_VARS + ND_PMI_ENV_MAX, sizeof(char *));
-	if (!pl->envp) {
-		fail_launch(nd, L->job, L->slot, "out of memory");
-		return;
-	}
+	if (!pl->envp)
+		return -1;
 	for (size_t i = 0; i < L->spec->n_env; i++)
 		if (!env_is_ours(L->spec->env[i]))
 			pl->envp[ne++] = L->spec->env[i];
-	char *fixed[] = {e_job, e_size, e_node, e_name, e_nn, e_dir, e_rank, e_local};
+	char *fixed[] = {ev->e_job, ev->e_size, ev->e_node, ev->e_name, ev->e_nn, ev->e_dir,
+			 ev->e_rank, ev->e_local};
 	for (size_t i = 0; i < 8; i++)
 		pl->envp[ne++] = fixed[i];
-	int bcs_fd = pl->fd3;
-	if (bcs_fd >= 0)
+	if (pl->fd3 >= 0)
 		pl->envp[ne++] = "STORM_BCS_FD=3";
 	if (jobid_is_step(L->job))
-		pl->envp[ne++] = e_step;
+		pl->envp[ne++] = ev->e_step;
 	if (L->alloc_nodes) {
-		pl->envp[ne++] = e_alist;
-		pl->envp[ne++] = e_anodes;
+		pl->envp[ne++] = ev->e_alist;
+		pl->envp[ne++] = ev->e_anodes;
 	}
 	if (L->spec->array_job) {
-		pl->envp[ne++] = e_ajob;
-		pl->envp[ne++] = e_atask;
+		pl->envp[ne++] = ev->e_ajob;
+		pl->envp[ne++] = ev->e_atask;
 	}
 	slurm_env_job(se, nd, cmd);
 	for (size_t k = 0; k < se->n; k++)
 		pl->envp[ne++] = se->v[k];
 	pl->envp[ne] = NULL;
+	return (long)ne;
+}
 
-	for (uint32_t i = 0; i < job->nranks; i++) {
-		/* the process manager's entries after the job's, per rank */
-		int pfd = -1;
-		int np = nd_pmi_rank_env(nd, job, i, pl->envp + ne, ND_PMI_ENV_MAX, &pfd);
-		if (np < 0) {
-			slog("job %" PRIu64 ": cannot set up the process manager for rank %u: %s",
-			     job->id, first + i, strerror(-np));
-			goto fail;
+/* Rank r's stdout and stderr (out, err: read end, write end), a terminal
+ * for rank 0 with --pty. 0, or -1 (logged). */
+static int rank_stdio(struct nd_job *job, const Storm__Cl__Launch *L, const struct nd_rank *r,
+		      struct plan *pl, int out[2], int err[2])
+{
+	pl->stdin_r = -1;
+	if (r->rank == 0 && L->spec->pty) {
+		/* one terminal for its fds 0-2; its output comes as stdout */
+		int m, s;
+		int prc = nd_pty_open(job, L->spec->pty_rows, L->spec->pty_cols, &m, &s);
+		if (prc < 0) {
+			slog("job %" PRIu64 ": cannot open a pseudo-terminal: %s", job->id,
+			     strerror(-prc));
+			return -1;
 		}
-		pl->envp[ne + (size_t)np] = NULL;
-		pl->fd3 = pfd >= 0 ? pfd : bcs_fd;
-		struct nd_rank *r = &job->ranks[i];
-		r->rank = first + i;
-		snprintf(rank, sizeof(rank), "%u", r->rank);
-		snprintf(local, sizeof(local), "%u", i);
-		snprintf(e_rank, sizeof(e_rank), "STORM_RANK=%s", rank);
-		snprintf(e_local, sizeof(e_local), "STORM_LOCAL_RANK=%s", local);
-		slurm_env_rank(se, r->rank, i);
-		int out[2] = {-1, -1}, err[2] = {-1, -1};
-		pl->stdin_r = -1;
-		if (r->rank == 0 && L->spec->pty) {
-			/* one terminal for its fds 0-2; its output comes as stdout */
-			int m, s;
-			int prc = nd_pty_open(job, L->spec->pty_rows, L->spec->pty_cols, &m, &s);
-			if (prc < 0) {
-				slog("job %" PRIu64 ": cannot open a pseudo-terminal: %s", job->id,
-				     strerror(-prc));
-				goto fail;
-			}
-			out[0] = m;
-			out[1] = s;
-			err[1] = fcntl(s, F_DUPFD_CLOEXEC, 3);
-			pl->stdin_r = fcntl(s, F_DUPFD_CLOEXEC, 3);
-		} else if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
-			slog("job %" PRIu64 ": cannot create pipes for rank %u: %s",
-			       job->id, r->rank, strerror(errno));
-			for (int s = 0; s < 2; s++)
-				if (out[s] >= 0)
-					close(out[s]);
-			goto fail;
-		}
-		pl->pgid = job->pgid;
-		int hs[2] = {-1, -1};
-		if (pipe2(hs, O_CLOEXEC) < 0)
-			hs[0] = hs[1] = -1;
-		pl->traced_w = hs[1];
-		if (r->rank == 0 && !L->spec->pty && L->spec->forward_stdin &&
-		    nd_stdin_open(job, &pl->stdin_r) < 0)
-			slog("job %" PRIu64 ": cannot open rank 0's stdin: %s; it reads /dev/null",
-			     job->id, strerror(errno));
-		/* vfork: fork() copies the page tables of the daemon's ~90 MB of
-		 * buffers, 3-5 ms a rank here. run_child is vfork-safe: plain
-		 * system calls on its own fd table and stack frame (the groups
-		 * were looked up in the parent), then execve or _exit; the user
-		 * switch is raw system calls, as the PMIx library's thread (pmix.c)
-		 * goes on running beside it. */
-		pid_t pid = vfork();
-		if (pid == 0)
-			run_child(pl, out[1], err[1]);
-		int fork_err = errno;
-		nd_pmi_rank_forked(nd, job, i);
-		close(out[1]);
-		close(err[1]);
-		if (hs[1] >= 0)
-			close(hs[1]);
-		if (pl->stdin_r >= 0)
-			close(pl->stdin_r);
-		if (pid > 0) {
-			adopt(job, pid, hs[0]);
-			nd_trace(job, STORM__TRACE__EVENT__KIND__EXEC, nd_wall_us(), 0, r->rank, 0);
-		}
-		if (hs[0] >= 0)
-			close(hs[0]);
-		if (pid < 0) {
-			close(out[0]);
-			close(err[0]);
-			slog("job %" PRIu64 ": cannot fork rank %u: %s", job->id, r->rank,
-			       strerror(fork_err));
-			goto fail;
-		}
-		if (job->pgid == 0)
-			job->pgid = pid;
-		/* both sides set the group, so neither order of running races */
-		setpgid(pid, job->pgid);
-		r->pid = pid;
-		job->nalive++;
-		nd_rank_pipes_watch(nd, job, r, out[0], err[0]);
+		out[0] = m;
+		out[1] = s;
+		err[1] = fcntl(s, F_DUPFD_CLOEXEC, 3);
+		pl->stdin_r = fcntl(s, F_DUPFD_CLOEXEC, 3);
+	} else if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+		slog("job %" PRIu64 ": cannot create pipes for rank %u: %s",
+		       job->id, r->rank, strerror(errno));
+		for (int s = 0; s < 2; s++)
+			if (out[s] >= 0)
+				close(out[s]);
+		return -1;
 	}
+	return 0;
+}
+
+/* Rank i forked and exec'd on its plan, its output watched. 0, or -1
+ * (logged). */
+static int fork_rank(struct nd *nd, struct nd_job *job, const Storm__Cl__Launch *L,
+		     struct plan *pl, uint32_t i, int out[2], int err[2])
+{
+	struct nd_rank *r = &job->ranks[i];
+	pl->pgid = job->pgid;
+	int hs[2] = {-1, -1};
+	if (pipe2(hs, O_CLOEXEC) < 0)
+		hs[0] = hs[1] = -1;
+	pl->traced_w = hs[1];
+	if (r->rank == 0 && !L->spec->pty && L->spec->forward_stdin &&
+	    nd_stdin_open(job, &pl->stdin_r) < 0)
+		slog("job %" PRIu64 ": cannot open rank 0's stdin: %s; it reads /dev/null",
+		     job->id, strerror(errno));
+	/* vfork: fork() copies the page tables of the daemon's ~90 MB of
+	 * buffers, 3-5 ms a rank here. run_child is vfork-safe: plain
+	 * system calls on its own fd table and stack frame (the groups
+	 * were looked up in the parent), then execve or _exit; the user
+	 * switch is raw system calls, as the PMIx library's thread (pmix.c)
+	 * goes on running beside it. */
+	pid_t pid = vfork();
+	if (pid == 0)
+		run_child(pl, out[1], err[1]);
+	int fork_err = errno;
+	nd_pmi_rank_forked(nd, job, i);
+	close(out[1]);
+	close(err[1]);
+	if (hs[1] >= 0)
+		close(hs[1]);
+	if (pl->stdin_r >= 0)
+		close(pl->stdin_r);
+	if (pid > 0) {
+		adopt(job, pid, hs[0]);
+		nd_trace(job, STORM__TRACE__EVENT__KIND__EXEC, nd_wall_us(), 0, r->rank, 0);
+	}
+	if (hs[0] >= 0)
+		close(hs[0]);
+	if (pid < 0) {
+		close(out[0]);
+		close(err[0]);
+		slog("job %" PRIu64 ": cannot fork rank %u: %s", job->id, r->rank,
+		       strerror(fork_err));
+		return -1;
+	}
+	if (job->pgid == 0)
+		job->pgid = pid;
+	/* both sides set the group, so neither order of running races */
+	setpgid(pid, job->pgid);
+	r->pid = pid;
+	job->nalive++;
+	nd_rank_pipes_watch(nd, job, r, out[0], err[0]);
+	return 0;
+}
+
+/* Rank first + i of the job started: its environment (the process
+ * manager's entries at envp[ne..]), stdio and process. 0, or -1 (logged). */
+static int start_rank(struct nd *nd, struct nd_job *job, const Storm__Cl__Launch *L,
+		      struct plan *pl, struct rank_env *ev, struct slurm_env *se, size_t ne,
+		      int bcs_fd, uint32_t first, uint32_t i)
+{
+	char rank[16], local[16];
+	/* the process manager's entries after the job's, per rank */
+	int pfd = -1;
+	int np = nd_pmi_rank_env(nd, job, i, pl->envp + ne, ND_PMI_ENV_MAX, &pfd);
+	if (np < 0) {
+		slog("job %" PRIu64 ": cannot set up the process manager for rank %u: %s",
+		     job->id, first + i, strerror(-np));
+		return -1;
+	}
+	pl->envp[ne + (size_t)np] = NULL;
+	pl->fd3 = pfd >= 0 ? pfd : bcs_fd;
+	struct nd_rank *r = &job->ranks[i];
+	r->rank = first + i;
+	snprintf(rank, sizeof(rank), "%u", r->rank);
+	snprintf(local, sizeof(local), "%u", i);
+	snprintf(ev->e_rank, sizeof(ev->e_rank), "STORM_RANK=%s", rank);
+	snprintf(ev->e_local, sizeof(ev->e_local), "STORM_LOCAL_RANK=%s", local);
+	slurm_env_rank(se, r->rank, i);
+	int out[2] = {-1, -1}, err[2] = {-1, -1};
+	if (rank_stdio(job, L, r, pl, out, err) < 0)
+		return -1;
+	return fork_rank(nd, job, L, pl, i, out, err);
+}
+
+static void start_ranks(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_job *job, struct plan *pl, uint32_t first)
+{
+	const Storm__Cl__Launch *L = cmd->launch;
+	struct rank_env ev;
+	/* the event loop's alone, and only until the ranks' execve */
+	static struct slurm_env slurm;
+	int bcs_fd = pl->fd3;
+	long ne = job_envp(nd, cmd, job, pl, &ev, &slurm);
+	if (ne < 0) {
+		fail_launch(nd, L->job, L->slot, "out of memory");
+		return;
+	}
+	for (uint32_t i = 0; i < job->nranks; i++)
+		if (start_rank(nd, job, L, pl, &ev, &slurm, (size_t)ne, bcs_fd, first, i) < 0) {
+			nd_job_start_failed(nd, job, "cannot start every rank (see the node's log)");
+			return;
+		}
 	nd_job_started(nd, job);
-	return;
-fail:
-	nd_job_start_failed(nd, job, "cannot start every rank (see the node's log)");
 }
 
 void nd_rank_pipes_watch(struct nd *nd, struct nd_job *job, struct nd_rank *r, int out_r,
