@@ -221,11 +221,12 @@ static void mm_restarted(struct nd *nd, const struct strobe *s)
 	}
 }
 
-void nd_on_strobe(struct nd *nd)
+/* The strobe in the ring read and checked: its size for this cluster,
+ * its tag, its epoch and slice against the last one's (an MM restart is
+ * taken here). true: one to act on, in *s and the rest. */
+static bool strobe_accept(struct nd *nd, struct strobe *s, uint64_t *ack, uint64_t *run,
+			  struct strobe_slot *slots, uint64_t *run_ahead)
 {
-	struct strobe s;
-	struct strobe_slot slots[STROBE_AHEAD_MAX + 1];
-	uint64_t ack, run, run_ahead[STROBE_AHEAD_MAX];
 	/* read and verified in a private copy (gm_copy) of the most a strobe
 	 * for this cluster's size can hold, not the whole area: the copy is
 	 * made every slice */
@@ -233,58 +234,96 @@ void nd_on_strobe(struct nd *nd)
 	const uint8_t *raw = gm_copy(&nd->verify, nd->gmem + GM_STROBE, len);
 	if (!raw) {
 		slog("no memory to check a strobe; ignored");
-		return;
+		return false;
 	}
-	if (nd_strobe_read(raw, len, nd->index, &s, &ack, &run, slots, run_ahead) < 0 ||
-	    s.nnodes != (uint32_t)nd->conf.nnodes) {
+	if (nd_strobe_read(raw, len, nd->index, s, ack, run, slots, run_ahead) < 0 ||
+	    s->nnodes != (uint32_t)nd->conf.nnodes) {
 		nd_log_refused(nd, "strobe %" PRIu64 " claims %u nodes (the cluster has %d) "
 				   "and %u slices ahead, or its slots go back; refused",
-			       s.slice, s.nnodes, nd->conf.nnodes, strobe_ahead(&s));
-		return;
+			       s->slice, s->nnodes, nd->conf.nnodes, strobe_ahead(s));
+		return false;
 	}
-	size_t signed_size = strobe_signed_size(s.nnodes, strobe_ahead(&s));
+	size_t signed_size = strobe_signed_size(s->nnodes, strobe_ahead(s));
 	if (!gm_mac_ok(nd->key, GM_MAC_STROBE, GM_MAC_ANY_NODE, raw, signed_size,
 		       raw + signed_size)) {
 		nd_log_refused(nd, "strobe %" PRIu64 " has a bad tag (forged or altered); refused",
-			       s.slice);
-		return;
+			       s->slice);
+		return false;
 	}
 	/* strobes come down the tree or, to a late node, straight from the MM:
 	 * an older one can land after a newer one, and its acknowledgements
 	 * would look like the MM going back (then a report would be renumbered
 	 * onto one already consumed, and lost) */
-	if (nd->seen_strobe && s.epoch < nd->mm_epoch) {
+	if (nd->seen_strobe && s->epoch < nd->mm_epoch) {
 		/* epochs only grow (db_next_epoch): an earlier MM's strobe */
 		nd_log_refused(nd, "strobe %" PRIu64 " is from an earlier machine manager: "
-				   "replayed; refused", s.slice);
-		return;
+				   "replayed; refused", s->slice);
+		return false;
 	}
-	if (nd->seen_strobe && s.epoch != nd->mm_epoch)
-		mm_restarted(nd, &s);
-	nd->mm_epoch = s.epoch;
-	if (nd->seen_strobe && s.slice <= nd->slice) {
+	if (nd->seen_strobe && s->epoch != nd->mm_epoch)
+		mm_restarted(nd, s);
+	nd->mm_epoch = s->epoch;
+	if (nd->seen_strobe && s->slice <= nd->slice) {
 		/* the tree and a direct send can reorder by one or two slices;
 		 * anything older is a replay */
-		if (s.slice + 8 < nd->slice)
+		if (s->slice + 8 < nd->slice)
 			nd_log_refused(nd, "strobe %" PRIu64 " is older than the last one (%" PRIu64
-					   "): replayed; refused", s.slice, nd->slice);
-		return;
+					   "): replayed; refused", s->slice, nd->slice);
+		return false;
 	}
-	/* test hook: this node is cut off from strobes for a while, and follows
-	 * the schedule it holds */
+	return true;
+}
+
+/* test hook: this node is cut off from strobes for a while, and follows
+ * the schedule it holds. true: strobe s is not heard. */
+static bool strobe_deaf(struct nd *nd, const struct strobe *s)
+{
 	if (nd->deaf_until) {
-		if (nd->deaf_until >= s.slice)
-			return;
-		slog("test hook: hearing strobes again at %" PRIu64, s.slice);
+		if (nd->deaf_until >= s->slice)
+			return true;
+		slog("test hook: hearing strobes again at %" PRIu64, s->slice);
 		nd->deaf_until = 0;
 	}
-	if (fault_hit(&nd->fault, "deaf", s.slice)) {
+	if (fault_hit(&nd->fault, "deaf", s->slice)) {
 		uint64_t n = fault_value(&nd->fault, "deaf_for");
-		nd->deaf_until = s.slice + (n ? n : 1) - 1;
-		slog("test hook: strobes %" PRIu64 "..%" PRIu64 " ignored", s.slice,
+		nd->deaf_until = s->slice + (n ? n : 1) - 1;
+		slog("test hook: strobes %" PRIu64 "..%" PRIu64 " ignored", s->slice,
 		     nd->deaf_until);
-		return;
+		return true;
 	}
+	return false;
+}
+
+/* The node's slice and clocks moved to strobe s, received at t_recv.
+ * true: it ends a DOWN spell (the node rejoins). */
+static bool strobe_advance(struct nd *nd, const struct strobe *s, uint64_t t_recv)
+{
+	/* a DOWN spell is a time: slices are shorter while a row asks for it.
+	 * Timed on the MM's clock, between the slices' starts: strobes held
+	 * for a node cut off arrive in a burst when its link returns, the
+	 * last of them just before the current one (a wall clock: one that
+	 * stepped back falls back to the arrival times) */
+	uint64_t gap_ns = nd->strobe_mm_ns && s->sent_ns > nd->strobe_mm_ns
+				  ? s->sent_ns - nd->strobe_mm_ns
+				  : t_recv - nd->strobe_ns;
+	bool rejoined = nd->slice && s->slice > nd->slice + conf_down_slices(&nd->conf) &&
+			gap_ns >= (uint64_t)nd->conf.down_after_ms * 1000000;
+	if (nd->slice && s->slice > nd->slice + 1)
+		nd->missed_strobes += s->slice - nd->slice - 1;
+	nd->slice = s->slice;
+	nd->strobe_ns = t_recv;
+	nd->strobe_mm_ns = s->sent_ns;
+	nd->slice_us = s->slice_us;
+	return rejoined;
+}
+
+void nd_on_strobe(struct nd *nd)
+{
+	struct strobe s;
+	struct strobe_slot slots[STROBE_AHEAD_MAX + 1];
+	uint64_t ack, run, run_ahead[STROBE_AHEAD_MAX];
+	if (!strobe_accept(nd, &s, &ack, &run, slots, run_ahead) || strobe_deaf(nd, &s))
+		return;
 	if (!nd->seen_strobe) {
 		nd->seen_strobe = true;
 		/* earlier commands went out before this node was up */
@@ -294,22 +333,7 @@ void nd_on_strobe(struct nd *nd)
 		       nd->cmd_done + 1);
 	}
 	uint64_t t_recv = clock_mono_ns();
-	/* a DOWN spell is a time: slices are shorter while a row asks for it.
-	 * Timed on the MM's clock, between the slices' starts: strobes held
-	 * for a node cut off arrive in a burst when its link returns, the
-	 * last of them just before the current one (a wall clock: one that
-	 * stepped back falls back to the arrival times) */
-	uint64_t gap_ns = nd->strobe_mm_ns && s.sent_ns > nd->strobe_mm_ns
-				  ? s.sent_ns - nd->strobe_mm_ns
-				  : t_recv - nd->strobe_ns;
-	bool rejoined = nd->slice && s.slice > nd->slice + conf_down_slices(&nd->conf) &&
-			gap_ns >= (uint64_t)nd->conf.down_after_ms * 1000000;
-	if (nd->slice && s.slice > nd->slice + 1)
-		nd->missed_strobes += s.slice - nd->slice - 1;
-	nd->slice = s.slice;
-	nd->strobe_ns = t_recv;
-	nd->strobe_mm_ns = s.sent_ns;
-	nd->slice_us = s.slice_us;
+	bool rejoined = strobe_advance(nd, &s, t_recv);
 	/* a command is taken on its own event; here only when the strobe
 	 * says one was sent that is not taken yet (it came before the first
 	 * strobe, or is waited for), not every slice: the slot's previous
