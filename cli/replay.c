@@ -133,53 +133,66 @@ static int replay_from(struct cli *c, const struct bcs_trace *t, const char *pat
 	return cli_restart(c, &rs, "storm replay", label);
 }
 
-int cmd_replay(struct cli *c, int argc, char **argv)
+/* storm replay's command line. */
+struct replay_args {
+	int label, json;
+	const char *list, *stop, *path;
+	long debug; /* -1: none */
+	long nodes; /* 0: as recorded */
+	unsigned long long from;
+};
+
+/* An option's number: --debug's rank, --from's checkpoint id, --nodes'
+ * count. 0, or EXIT_USAGE (said). */
+static int replay_number(int id, const char *arg, struct replay_args *a)
+{
+	char *end;
+	errno = 0;
+	if (id == R_DEBUG) {
+		a->debug = strtol(arg, &end, 10);
+		if (errno || *end || end == arg || a->debug < 0) {
+			fprintf(stderr, "storm replay: error: --debug wants a rank, not '%s'\n", arg);
+			return EXIT_USAGE;
+		}
+		return 0;
+	}
+	if (id == R_NODES) {
+		a->nodes = strtol(arg, &end, 10);
+		if (errno || *end || end == arg || a->nodes < 1 || a->nodes > 65536) {
+			fprintf(stderr, "storm replay: error: --nodes wants a count of nodes, "
+				"not '%s'\n", arg);
+			return EXIT_USAGE;
+		}
+		return 0;
+	}
+	a->from = strtoull(arg, &end, 10);
+	if (errno || *end || end == arg || !a->from || arg[0] == '-') {
+		fprintf(stderr, "storm replay: error: --from wants a checkpoint id "
+			"(storm checkpoints), not '%s'\n", arg);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* The options and the one trace into *a: -1, or an exit code (--help,
+ * or an error said). */
+static int replay_parse(struct cli *c, int argc, char **argv, struct replay_args *a)
 {
 	struct cli_optparse p;
 	cli_opt_init(&p, argc, argv, 1, 1);
-	int id, label = 0, json = 0;
-	const char *list = NULL, *stop = NULL;
-	long debug = -1, nodes_opt = 0;
-	unsigned long long from = 0;
+	int id, rc;
 	while ((id = cli_opt_next(&p, replay_opts)) > 0) {
 		switch (id) {
-		case R_DEBUG: {
-			char *end;
-			errno = 0;
-			debug = strtol(p.arg, &end, 10);
-			if (errno || *end || end == p.arg || debug < 0) {
-				fprintf(stderr, "storm replay: error: --debug wants a rank, not '%s'\n",
-					p.arg);
-				return EXIT_USAGE;
-			}
+		case R_DEBUG:
+		case R_FROM:
+		case R_NODES:
+			if ((rc = replay_number(id, p.arg, a)))
+				return rc;
 			break;
-		}
-		case R_FROM: {
-			char *end;
-			errno = 0;
-			from = strtoull(p.arg, &end, 10);
-			if (errno || *end || end == p.arg || !from || p.arg[0] == '-') {
-				fprintf(stderr, "storm replay: error: --from wants a checkpoint id "
-					"(storm checkpoints), not '%s'\n", p.arg);
-				return EXIT_USAGE;
-			}
-			break;
-		}
-		case R_NODES: {
-			char *end;
-			errno = 0;
-			nodes_opt = strtol(p.arg, &end, 10);
-			if (errno || *end || end == p.arg || nodes_opt < 1 || nodes_opt > 65536) {
-				fprintf(stderr, "storm replay: error: --nodes wants a count of nodes, "
-					"not '%s'\n", p.arg);
-				return EXIT_USAGE;
-			}
-			break;
-		}
-		case R_LABEL: label = 1; break;
-		case R_LIST: list = p.arg; break;
-		case R_JSON: json = 1; break;
-		case R_STOP: stop = p.arg; break;
+		case R_LABEL: a->label = 1; break;
+		case R_LIST: a->list = p.arg; break;
+		case R_JSON: a->json = 1; break;
+		case R_STOP: a->stop = p.arg; break;
 		case R_CONF: c->conf_opt = p.arg; break;
 		case R_HELP: fputs(replay_help, stdout); return EXIT_OK;
 		}
@@ -193,7 +206,13 @@ int cmd_replay(struct cli *c, int argc, char **argv)
 			p.ind >= argc ? "no trace given" : "one trace only");
 		return EXIT_USAGE;
 	}
-	const char *path = argv[p.ind];
+	a->path = argv[p.ind];
+	return -1;
+}
+
+/* The trace file at path decoded into *t: 0, or EXIT_STORM (said). */
+static int replay_read(const char *path, struct bcs_trace *t)
+{
 	FILE *in = fopen(path, "rb");
 	if (!in) {
 		fprintf(stderr, "storm replay: error: cannot open %s: %s\n", path, strerror(errno));
@@ -202,59 +221,28 @@ int cmd_replay(struct cli *c, int argc, char **argv)
 	uint8_t *buf = malloc(TRACE_MAX);
 	size_t len = buf ? fread(buf, 1, TRACE_MAX, in) : 0;
 	fclose(in);
-	struct bcs_trace t;
 	char why[256];
-	if (!buf || bcs_trace_decode(buf, len, &t, why, sizeof(why)) < 0) {
+	if (!buf || bcs_trace_decode(buf, len, t, why, sizeof(why)) < 0) {
 		fprintf(stderr, "storm replay: error: %s: %s\n", path, buf ? why : "out of memory");
 		free(buf);
 		return EXIT_STORM;
 	}
 	free(buf);
-	if (from && stop) {
-		/* the restored ranks keep the environment of the recorded run */
-		fprintf(stderr, "storm replay: error: --stop cannot be combined with --from: ranks "
-			"restored from a checkpoint are given no call to stop at (replay the "
-			"whole trace with --stop)\n");
-		bcs_trace_free(&t);
-		return EXIT_USAGE;
-	}
-	if (from && !list) {
-		int rc = debug >= 0 ? EXIT_USAGE : replay_from(c, &t, path, from,
-							  (uint32_t)nodes_opt, label);
-		if (debug >= 0)
-			fprintf(stderr, "storm replay: error: --debug holds a rank in MPI_Init, which "
-				"a replay --from a checkpoint does not run\n");
-		bcs_trace_free(&t);
-		return rc;
-	}
-	if (debug >= 0 && (uint32_t)debug >= t.ranks) {
-		fprintf(stderr, "storm replay: error: --debug %ld: the job had ranks 0..%u\n", debug,
-			t.ranks - 1);
-		bcs_trace_free(&t);
-		return EXIT_USAGE;
-	}
-	int rc = replay_calls(&t, list, json, stop);
-	if (rc >= 0) {
-		bcs_trace_free(&t);
-		return rc;
-	}
-	/* storm run -N nodes -n ranks --file TRACE [-l] PROGRAM ARGS... */
+	return 0;
+}
+
+/* The recorded job run again on its trace:
+ * storm run -N nodes -n ranks --file TRACE [-l] PROGRAM ARGS... */
+static int replay_run(struct cli *c, const struct bcs_trace *t, const struct replay_args *a)
+{
 	char nodes[16], ranks[16], dbg[24], tmp[PATH_MAX];
 	/* outcomes are per rank, so they hold on any layout of the same ranks */
-	uint32_t nnodes = nodes_opt ? (uint32_t)nodes_opt : t.nodes;
-	if (nnodes > t.ranks) {
-		fprintf(stderr, "storm replay: error: --nodes %u: the job had %u rank%s\n", nnodes,
-			t.ranks, t.ranks == 1 ? "" : "s");
-		bcs_trace_free(&t);
-		return EXIT_USAGE;
-	}
+	uint32_t nnodes = a->nodes ? (uint32_t)a->nodes : t->nodes;
 	snprintf(nodes, sizeof(nodes), "%u", nnodes);
-	snprintf(ranks, sizeof(ranks), "%u", t.ranks);
-	char **av = calloc(t.argc + 12, sizeof(char *));
-	if (!av) {
-		bcs_trace_free(&t);
+	snprintf(ranks, sizeof(ranks), "%u", t->ranks);
+	char **av = calloc(t->argc + 12, sizeof(char *));
+	if (!av)
 		return EXIT_STORM;
-	}
 	int n = 0;
 	av[n++] = "storm replay";
 	if (nnodes) {
@@ -264,21 +252,66 @@ int cmd_replay(struct cli *c, int argc, char **argv)
 	av[n++] = "-n";
 	av[n++] = ranks;
 	av[n++] = "--file";
-	av[n++] = (char *)path;
-	if (label)
+	av[n++] = (char *)a->path;
+	if (a->label)
 		av[n++] = "-l";
-	for (uint32_t i = 0; i < t.argc; i++)
-		av[n++] = t.argv[i];
-	snprintf(tmp, sizeof(tmp), "%s", path);
+	for (uint32_t i = 0; i < t->argc; i++)
+		av[n++] = t->argv[i];
+	snprintf(tmp, sizeof(tmp), "%s", a->path);
 	setenv("STORM_BCS_REPLAY", basename(tmp), 1);
-	if (debug >= 0) {
-		snprintf(dbg, sizeof(dbg), "%ld", debug);
+	if (a->debug >= 0) {
+		snprintf(dbg, sizeof(dbg), "%ld", a->debug);
 		setenv("STORM_BCS_DEBUG", dbg, 1);
 		/* with a terminal the CLI runs gdb itself (on_debug_line) */
 		setenv("STORM_BCS_DEBUG_TTY", isatty(0) && isatty(1) ? "1" : "0", 1);
 	}
-	rc = run_bcs_job(c, n, av, NULL);
+	int rc = run_bcs_job(c, n, av, NULL);
 	free(av);
+	return rc;
+}
+
+/* What the trace is asked for, once read: a restart --from a checkpoint,
+ * its calls listed, or the job run again. */
+static int replay_trace(struct cli *c, const struct bcs_trace *t, const struct replay_args *a)
+{
+	if (a->from && a->stop) {
+		/* the restored ranks keep the environment of the recorded run */
+		fprintf(stderr, "storm replay: error: --stop cannot be combined with --from: ranks "
+			"restored from a checkpoint are given no call to stop at (replay the "
+			"whole trace with --stop)\n");
+		return EXIT_USAGE;
+	}
+	if (a->from && !a->list) {
+		if (a->debug < 0)
+			return replay_from(c, t, a->path, a->from, (uint32_t)a->nodes, a->label);
+		fprintf(stderr, "storm replay: error: --debug holds a rank in MPI_Init, which "
+			"a replay --from a checkpoint does not run\n");
+		return EXIT_USAGE;
+	}
+	if (a->nodes > (long)t->ranks) {
+		fprintf(stderr, "storm replay: error: --nodes %ld: the job had %u rank%s\n",
+			a->nodes, t->ranks, t->ranks == 1 ? "" : "s");
+		return EXIT_USAGE;
+	}
+	if (a->debug >= 0 && (uint32_t)a->debug >= t->ranks) {
+		fprintf(stderr, "storm replay: error: --debug %ld: the job had ranks 0..%u\n",
+			a->debug, t->ranks - 1);
+		return EXIT_USAGE;
+	}
+	int rc = replay_calls(t, a->list, a->json, a->stop);
+	return rc >= 0 ? rc : replay_run(c, t, a);
+}
+
+int cmd_replay(struct cli *c, int argc, char **argv)
+{
+	struct replay_args a = { .debug = -1 };
+	int rc = replay_parse(c, argc, argv, &a);
+	if (rc >= 0)
+		return rc;
+	struct bcs_trace t;
+	if ((rc = replay_read(a.path, &t)))
+		return rc;
+	rc = replay_trace(c, &t, &a);
 	bcs_trace_free(&t);
 	return rc;
 }
