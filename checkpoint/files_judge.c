@@ -464,6 +464,131 @@ static int read_ents(struct ckpt_fdump *s, struct ckpt_fent **ents, size_t *n)
 	return rc;
 }
 
+/* A File in ft for each entry, every one before any is judged, so that a
+ * refusal frees what was made. */
+static int make_files(struct ckpt_fdump *s, struct ckpt_fent *ents, size_t n)
+{
+	Storm__Ckpt__FileTable *ft = s->ft;
+	for (size_t i = 0; i < n; i++) {
+		Storm__Ckpt__File *f = malloc(sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		storm__ckpt__file__init(f);
+		f->fd = ents[i].fd;
+		f->path = strdup(ents[i].target);
+		f->flags = ents[i].fi.flags;
+		f->pos = ents[i].fi.pos;
+		ents[i].f = f;
+		ft->files[ft->n_files++] = f;
+		if (!f->path)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* dups: one open file at several numbers (kcmp) */
+static void find_dups(pid_t pid, struct ckpt_fent *ents, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < i; j++)
+			if (ents[i].st_ok && ents[j].st_ok && !ents[j].f->dup &&
+			    ents[i].st.st_dev == ents[j].st.st_dev &&
+			    ents[i].st.st_ino == ents[j].st.st_ino &&
+			    kcmp(pid, pid, KCMP_FILE, ents[j].fd, ents[i].fd) == 0) {
+				ents[i].f->dup = 1;
+				ents[i].f->dup_of = ents[j].fd;
+				break;
+			}
+}
+
+/* Every entry but the dups judged, knowing who else holds its pipe or FIFO. */
+static int judge_all(struct ckpt_fdump *s, const struct ckpt_dump_opts *o, struct ckpt_fent *ents,
+		     size_t n)
+{
+	uint64_t *inos = calloc(n ? n : 1, sizeof(*inos));
+	pid_t *holders = calloc(n ? n : 1, sizeof(*holders));
+	size_t np = 0;
+	bool fifos = false;
+	int rc = inos && holders ? 0 : -ENOMEM;
+	for (size_t i = 0; !rc && i < n; i++)
+		if (ents[i].st_ok && S_ISFIFO(ents[i].st.st_mode)) {
+			inos[np++] = ents[i].st.st_ino;
+			fifos |= ents[i].target[0] == '/';
+		}
+	if (!rc && np)
+		pipe_holders(s->pid, s->tree, s->ntree, inos, holders, np, fifos);
+	for (size_t i = 0; !rc && i < n; i++) {
+		pid_t h = 0;
+		for (size_t k = 0; k < np; k++)
+			if (ents[i].st_ok && inos[k] == ents[i].st.st_ino)
+				h = holders[k];
+		if (!ents[i].f->dup)
+			rc = judge(s, &ents[i], o, h);
+	}
+	free(inos);
+	free(holders);
+	return rc;
+}
+
+/* Once every open file is judged: a dup is of its kind, an epoll's items
+ * are read. */
+static int judge_dups_and_epolls(struct ckpt_fdump *s, struct ckpt_fent *ents, size_t n)
+{
+	int rc = 0;
+	for (size_t i = 0; !rc && i < n; i++) {
+		Storm__Ckpt__File *f = ents[i].f;
+		if (f->dup) {
+			const Storm__Ckpt__File *of = ckpt_file_by_fd(s->ft, f->dup_of);
+			f->kind = of->kind;
+			f->object = of->object;
+		} else if (f->kind == CKPT_FILE_EPOLL) {
+			rc = epoll_items(s, &ents[i], ents, n);
+		}
+	}
+	return rc;
+}
+
+/* a regular file's open file shared over a fork is reopened by each
+ * process at restore, so their offsets are one no more: only appends
+ * (write-only, O_APPEND) come out the same */
+static int refuse_shared_offsets(struct ckpt_fdump *s, struct ckpt_fent *ents, size_t n)
+{
+	int rc = 0;
+	for (size_t i = 0; !rc && i < n; i++) {
+		Storm__Ckpt__File *f = ents[i].f;
+		pid_t q;
+		if (f->dup || f->kind != CKPT_FILE_REGULAR ||
+		    ((f->flags & O_ACCMODE) == O_WRONLY && (f->flags & O_APPEND)) ||
+		    !(q = open_file_sharer(s, &ents[i])))
+			continue;
+		char what[PATH_MAX + 96];
+		snprintf(what, sizeof(what), "%s, one open file with pid %d's", ents[i].target, (int)q);
+		rc = refuse(s, &ents[i], what,
+			    "processes of a tree sharing a regular file's offset are restored each "
+			    "with its own (only write-only O_APPEND files are kept)");
+	}
+	return rc;
+}
+
+/* a dup of a stdio pipe, terminal or socket above 2 is one too */
+static int refuse_inherited_dups(struct ckpt_fdump *s, const struct ckpt_dump_opts *o,
+				 struct ckpt_fent *ents, size_t n)
+{
+	int rc = 0;
+	for (size_t i = 0; !rc && i < n; i++)
+		if (ents[i].f->dup && ents[i].f->kind == CKPT_FILE_INHERITED && ents[i].fd > 2) {
+			bool caller = false;
+			for (size_t c = 0; c < o->ncaller_fds; c++)
+				caller |= o->caller_fds[c].fd == ents[i].f->dup_of;
+			if (!caller)
+				rc = ckpt_fail(s->err, s->errlen, -ENOTSUP,
+					       "pid %d: fd %d is %s, a dup of fd %d: a pipe, terminal or "
+					       "socket is kept only as fd 0, 1 or 2, supplied by the restorer",
+					       s->pid, ents[i].fd, ents[i].target, ents[i].f->dup_of);
+		}
+	return rc;
+}
+
 int ckpt_files_dump(pid_t pid, const struct ckpt_dump_opts *o, const pid_t *tree, size_t ntree,
 		    Storm__Ckpt__FileTable *ft, struct ckpt_fdump **out, char *err, size_t errlen)
 {
@@ -483,96 +608,18 @@ int ckpt_files_dump(pid_t pid, const struct ckpt_dump_opts *o, const pid_t *tree
 	ft->files = calloc(n ? n : 1, sizeof(*ft->files));
 	if (!rc && !ft->files)
 		rc = -ENOMEM;
-	/* every entry first, so a refusal frees what was made */
-	for (size_t i = 0; !rc && i < n; i++) {
-		Storm__Ckpt__File *f = malloc(sizeof(*f));
-		if (!f) {
-			rc = -ENOMEM;
-			break;
-		}
-		storm__ckpt__file__init(f);
-		f->fd = ents[i].fd;
-		f->path = strdup(ents[i].target);
-		f->flags = ents[i].fi.flags;
-		f->pos = ents[i].fi.pos;
-		ents[i].f = f;
-		ft->files[ft->n_files++] = f;
-		if (!f->path)
-			rc = -ENOMEM;
+	if (!rc)
+		rc = make_files(s, ents, n);
+	if (!rc) {
+		find_dups(pid, ents, n);
+		rc = judge_all(s, o, ents, n);
 	}
-	/* dups: one open file at several numbers (kcmp) */
-	for (size_t i = 0; !rc && i < n; i++)
-		for (size_t j = 0; j < i; j++)
-			if (ents[i].st_ok && ents[j].st_ok && !ents[j].f->dup &&
-			    ents[i].st.st_dev == ents[j].st.st_dev &&
-			    ents[i].st.st_ino == ents[j].st.st_ino &&
-			    kcmp(pid, pid, KCMP_FILE, ents[j].fd, ents[i].fd) == 0) {
-				ents[i].f->dup = 1;
-				ents[i].f->dup_of = ents[j].fd;
-				break;
-			}
-	/* who else holds the pipes and FIFOs */
-	uint64_t *inos = calloc(n ? n : 1, sizeof(*inos));
-	pid_t *holders = calloc(n ? n : 1, sizeof(*holders));
-	size_t np = 0;
-	bool fifos = false;
-	if (!rc && (!inos || !holders))
-		rc = -ENOMEM;
-	for (size_t i = 0; !rc && i < n; i++)
-		if (ents[i].st_ok && S_ISFIFO(ents[i].st.st_mode)) {
-			inos[np++] = ents[i].st.st_ino;
-			fifos |= ents[i].target[0] == '/';
-		}
-	if (!rc && np)
-		pipe_holders(pid, s->tree, s->ntree, inos, holders, np, fifos);
-	for (size_t i = 0; !rc && i < n; i++) {
-		pid_t h = 0;
-		for (size_t k = 0; k < np; k++)
-			if (ents[i].st_ok && inos[k] == ents[i].st.st_ino)
-				h = holders[k];
-		if (!ents[i].f->dup)
-			rc = judge(s, &ents[i], o, h);
-	}
-	for (size_t i = 0; !rc && i < n; i++) {
-		Storm__Ckpt__File *f = ents[i].f;
-		if (f->dup) {
-			const Storm__Ckpt__File *of = ckpt_file_by_fd(ft, f->dup_of);
-			f->kind = of->kind;
-			f->object = of->object;
-		} else if (f->kind == CKPT_FILE_EPOLL) {
-			rc = epoll_items(s, &ents[i], ents, n);
-		}
-	}
-	/* a regular file's open file shared over a fork is reopened by each
-	 * process at restore, so their offsets are one no more: only appends
-	 * (write-only, O_APPEND) come out the same */
-	for (size_t i = 0; !rc && s->ntree > 1 && i < n; i++) {
-		Storm__Ckpt__File *f = ents[i].f;
-		pid_t q;
-		if (f->dup || f->kind != CKPT_FILE_REGULAR ||
-		    ((f->flags & O_ACCMODE) == O_WRONLY && (f->flags & O_APPEND)) ||
-		    !(q = open_file_sharer(s, &ents[i])))
-			continue;
-		char what[PATH_MAX + 96];
-		snprintf(what, sizeof(what), "%s, one open file with pid %d's", ents[i].target, (int)q);
-		rc = refuse(s, &ents[i], what,
-			    "processes of a tree sharing a regular file's offset are restored each "
-			    "with its own (only write-only O_APPEND files are kept)");
-	}
-	/* a dup of a stdio pipe, terminal or socket above 2 is one too */
-	for (size_t i = 0; !rc && i < n; i++)
-		if (ents[i].f->dup && ents[i].f->kind == CKPT_FILE_INHERITED && ents[i].fd > 2) {
-			bool caller = false;
-			for (size_t c = 0; c < o->ncaller_fds; c++)
-				caller |= o->caller_fds[c].fd == ents[i].f->dup_of;
-			if (!caller)
-				rc = ckpt_fail(err, errlen, -ENOTSUP,
-					       "pid %d: fd %d is %s, a dup of fd %d: a pipe, terminal or "
-					       "socket is kept only as fd 0, 1 or 2, supplied by the restorer",
-					       pid, ents[i].fd, ents[i].target, ents[i].f->dup_of);
-		}
-	free(inos);
-	free(holders);
+	if (!rc)
+		rc = judge_dups_and_epolls(s, ents, n);
+	if (!rc && s->ntree > 1)
+		rc = refuse_shared_offsets(s, ents, n);
+	if (!rc)
+		rc = refuse_inherited_dups(s, o, ents, n);
 	for (size_t i = 0; i < n; i++)
 		free(ents[i].info);
 	free(ents);
