@@ -107,6 +107,9 @@ except ProcessLookupError:
 sys.exit(0 if select.select([fd], [], [], float(sys.argv[2]))[0] else 1)' "$1" "$(patience "${2:-10}")"
 }
 
+# daemon_pid NAME: the pid of the cluster $C's daemon NAME (mm, node00, ...)
+daemon_pid() { awk -v n="$1" '$2 == n { p = $1 } END { print p }' "$C/pids"; }
+
 # stacks PATTERN: where each process whose command line matches PATTERN
 # waits (its kernel wait channel and, with gdb, every thread's frames)
 stacks() {

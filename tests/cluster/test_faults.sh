@@ -46,7 +46,6 @@ storm() { timeout 120 "$BIN/storm" "$@"; }
 # what the daemons said while node01 was cut off (the end of the run's
 # logs, which fail_report shows, is long after)
 part1_logs() { log_tails 25 "$C"/log/mm.log "$C"/log/node0[0-3].log; }
-daemon_pid() { awk -v n="$1" '$2 == n { p = $1 } END { print p }' "$C/pids"; }
 # node i's namespace: DIR/netns records the cluster's prefix
 ns_of() { echo "$(cut -d' ' -f1 "$C/netns")-n$1"; }
 # submitted jobs, for the final count of lost ones

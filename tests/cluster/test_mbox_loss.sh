@@ -41,7 +41,6 @@ cd "$T" || exit 1
 # a stalled stream is a hang: each job 3 minutes at most
 storm() { timeout 180 "$BIN/storm" "$@"; }
 ns_of() { echo "$(cut -d' ' -f1 "$C/netns")-n$1"; }
-daemon_pid() { awk -v n="$1" '$2 == n { p = $1 } END { print p }' "$C/pids"; }
 
 for p in ring coll; do
 	bcs-mpicc -O2 -o "$T/$p" "$HERE/mpi/$p.c" || { bad "bcs-mpicc $p.c"; exit 1; }

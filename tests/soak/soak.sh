@@ -87,7 +87,6 @@ jitter() { sleep "$(printf '0.%03d' "$(rnd 0 "$1")")"; }
 last_job() { storm jobs --all --json | python3 -c 'import json,sys; print(max(j["job"] for j in json.load(sys.stdin)["jobs"]))'; }
 last_ckpt() { storm checkpoints --json | python3 -c 'import json,sys; print(max(k["id"] for k in json.load(sys.stdin)["checkpoints"]))'; }
 job_state() { storm acct -j "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["state"])'; }
-daemon_pid() { awk -v n="$1" '$2 == n { p = $1 } END { print p }' "$C/pids"; }
 ns_of() { echo "$(cut -d' ' -f1 "$C/netns")-n$1"; }
 
 # A run's verdict: why it failed (empty: it passed), and whether it hung.
