@@ -235,9 +235,9 @@ grep -q "dependent ran" "$T/slurm-$did.out" && bad "  the dependent job never ra
 # ---- an array and a failing job
 expect "sbatch --array" 0 sbatch --parsable -a 0-2 --wrap 'echo "task $SLURM_ARRAY_JOB_ID $SLURM_ARRAY_TASK_ID"'
 aid=$(cat "$T/out")
-deadline=$((SECONDS + $(patience 60)))
-while [ $SECONDS -lt $deadline ] &&
-	[ "$(sacct -X -P -n --format=State -j "$aid" | grep -c COMPLETED)" != 3 ]; do sleep 0.2; done
+# the machine manager says when every task has ended (a dependency on the
+# array), not a poll of sacct
+timeout "$(patience 60)" storm submit --wait -d "afterany:$aid" -o /dev/null true >/dev/null 2>&1
 expect "  sacct -j ARRAY lists its tasks" 0 sacct -X -P -n --format=JobID,State -j "$aid"
 same "  ARRAY_0..2 COMPLETED" out "${aid}_0|COMPLETED
 ${aid}_1|COMPLETED
