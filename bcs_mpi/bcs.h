@@ -88,6 +88,12 @@ int bcs_fold(MPI_Op op, MPI_Datatype dt, int count, char *all, long span, int lo
 /* Combines count items: inout = in op inout (user ops see the user layout). */
 int bcs_reduce_local(MPI_Op op, MPI_Datatype dt, int count, const void *in, void *inout);
 int bcs_op_check(MPI_Op op, MPI_Datatype dt);
+/* A datatype's extent in bytes, 0 for an unknown one. */
+long bcs_extent(MPI_Datatype dt);
+/* Reduce_scatter's blocks (counts[i], or bcount each when counts is NULL):
+ * rank me's count, its block's offset in elements in *myoff; MPI_ERR_COUNT
+ * (negated) for a negative count. */
+int bcs_rs_block(const int *counts, int bcount, int n, int me, long *myoff);
 
 /* a new context id agreed by every member of c (collective over c) */
 int bcs_new_ctx(struct bcs_comm *c, uint32_t *ctx);

@@ -39,7 +39,7 @@ static int copy_typed(const void *s, int scount, MPI_Datatype stype, void *r, in
 	return MPI_SUCCESS;
 }
 
-static long extent_of(MPI_Datatype dt)
+long bcs_extent(MPI_Datatype dt)
 {
 	struct bcs_type *t = bcs_type_get(dt);
 	return t ? t->extent : 0;
@@ -305,7 +305,7 @@ static int gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
 		rc = bcs_isend(sbuf, scount, stype, root, TAG_COLL, c, true, &r);
 		return rc ? rc : bcs_waitall(1, &r);
 	}
-	long ext = extent_of(rtype);
+	long ext = bcs_extent(rtype);
 	MPI_Request *r = reqs(n);
 	if (!r)
 		return MPI_ERR_INTERN;
@@ -360,7 +360,7 @@ static int scatterv(const void *sbuf, int scount, const int *scounts, const int 
 		rc = bcs_irecv(rbuf, rcount, rtype, root, TAG_COLL, c, true, &r);
 		return rc ? rc : bcs_waitall(1, &r);
 	}
-	long ext = extent_of(stype);
+	long ext = bcs_extent(stype);
 	MPI_Request *r = reqs(n);
 	if (!r)
 		return MPI_ERR_INTERN;
@@ -409,7 +409,7 @@ static int allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rb
 		      struct bcs_comm *c)
 {
 	int n = c->size, me = c->rank, rc = MPI_SUCCESS;
-	long ext = extent_of(rtype);
+	long ext = bcs_extent(rtype);
 	char *mine_at = (char *)rbuf + ext * (displs ? (long)displs[me] : (long)me * rcount);
 	int mycnt = rcounts ? rcounts[me] : rcount;
 	const void *src = sbuf;
@@ -475,7 +475,7 @@ static int alltoallv(const void *sbuf, int scount, const int *scounts, const int
 	void *copy = NULL;
 	if (sbuf == MPI_IN_PLACE) {
 		/* send from a copy of what the receives will overwrite */
-		long hi = 0, ext = extent_of(rtype);
+		long hi = 0, ext = bcs_extent(rtype);
 		for (int i = 0; i < n; i++) {
 			long end = ext * ((rdispls ? (long)rdispls[i] : (long)i * rcount) +
 					  (rcounts ? rcounts[i] : rcount));
@@ -491,7 +491,7 @@ static int alltoallv(const void *sbuf, int scount, const int *scounts, const int
 		sdispls = rdispls;
 		stype = rtype;
 	}
-	long sext = extent_of(stype), rext = extent_of(rtype);
+	long sext = bcs_extent(stype), rext = bcs_extent(rtype);
 	MPI_Request *r = reqs(2 * n);
 	if (!r) {
 		free(copy);
@@ -540,6 +540,21 @@ int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MP
 				       rtype, c), "MPI_Alltoallv");
 }
 
+int bcs_rs_block(const int *counts, int bcount, int n, int me, long *myoff)
+{
+	long off = 0;
+	*myoff = 0;
+	for (int i = 0; i < n; i++) {
+		int k = counts ? counts[i] : bcount;
+		if (k < 0)
+			return -MPI_ERR_COUNT;
+		if (i == me)
+			*myoff = off;
+		off += k;
+	}
+	return counts ? counts[me] : bcount;
+}
+
 /* Rank j's block of the reduction to rank j, in one round: every rank sends
  * block j to rank j, which folds the n of them in rank order. */
 static int reduce_scatter(const void *sbuf, void *rbuf, const int *counts, int bcount,
@@ -548,16 +563,10 @@ static int reduce_scatter(const void *sbuf, void *rbuf, const int *counts, int b
 	int n = c->size, me = c->rank, rc = bcs_op_check(op, dt);
 	if (rc)
 		return rc;
-	long ext = extent_of(dt), off = 0, myoff = 0;
-	for (int i = 0; i < n; i++) {
-		int k = counts ? counts[i] : bcount;
-		if (k < 0)
-			return MPI_ERR_COUNT;
-		if (i == me)
-			myoff = off;
-		off += k;
-	}
-	int mycount = counts ? counts[me] : bcount;
+	long ext = bcs_extent(dt), off, myoff;
+	int mycount = bcs_rs_block(counts, bcount, n, me, &myoff);
+	if (mycount < 0)
+		return -mycount;
 	const char *src = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
 	long span;
 	char *all;

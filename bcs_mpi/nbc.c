@@ -343,11 +343,6 @@ static struct blk *blks(int n)
 	return b;
 }
 
-static long ext_of(MPI_Datatype dt)
-{
-	struct bcs_type *t = bcs_type_get(dt);
-	return t ? t->extent : 0;
-}
 
 static int nb_gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
 		      const int *rcounts, const int *displs, MPI_Datatype rtype, int root,
@@ -360,7 +355,7 @@ static int nb_gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rb
 	if (!b)
 		return MPI_ERR_INTERN;
 	if (me == root) {
-		long ext = ext_of(rtype);
+		long ext = bcs_extent(rtype);
 		for (int i = 0; i < n; i++)
 			rcv[i] = (struct blk){(char *)rbuf + ext * displs[i], rcounts[i], rtype};
 		if (sbuf == MPI_IN_PLACE)
@@ -393,7 +388,7 @@ static int nb_scatterv(const void *sbuf, const int *scounts, const int *displs,
 	if (!b)
 		return MPI_ERR_INTERN;
 	if (me == root) {
-		long ext = ext_of(stype);
+		long ext = bcs_extent(stype);
 		for (int i = 0; i < n; i++)
 			snd[i] = (struct blk){(const char *)sbuf + ext * displs[i], scounts[i], stype};
 		if (rbuf == MPI_IN_PLACE)
@@ -424,7 +419,7 @@ int MPI_Iallgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf
 	struct blk *b = blks(n), *snd = b, *rcv = b + n;
 	if (!b)
 		return bcs_err(comm, MPI_ERR_INTERN, "MPI_Iallgatherv");
-	long ext = ext_of(rtype);
+	long ext = bcs_extent(rtype);
 	for (int i = 0; i < n; i++)
 		rcv[i] = (struct blk){(char *)rbuf + ext * displs[i], rcounts[i], rtype};
 	/* MPI_IN_PLACE: my block goes from where it already is */
@@ -456,7 +451,7 @@ static int nb_alltoallw(const void *sbuf, const int *scounts, const int *sdispls
 	}
 	for (int i = 0; i < n; i++) {
 		MPI_Datatype rt = rtypes[w ? i : 0];
-		rcv[i] = (struct blk){(char *)rbuf + (w ? 1 : ext_of(rt)) * rdispls[i], rcounts[i], rt};
+		rcv[i] = (struct blk){(char *)rbuf + (w ? 1 : bcs_extent(rt)) * rdispls[i], rcounts[i], rt};
 	}
 	int rc = MPI_SUCCESS;
 	if (sbuf == MPI_IN_PLACE) {
@@ -483,7 +478,7 @@ static int nb_alltoallw(const void *sbuf, const int *scounts, const int *sdispls
 	} else {
 		for (int i = 0; i < n; i++) {
 			MPI_Datatype st = stypes[w ? i : 0];
-			snd[i] = (struct blk){(const char *)sbuf + (w ? 1 : ext_of(st)) * sdispls[i],
+			snd[i] = (struct blk){(const char *)sbuf + (w ? 1 : bcs_extent(st)) * sdispls[i],
 					      scounts[i], st};
 		}
 	}
@@ -538,16 +533,10 @@ static int nb_reduce_scatter(const void *sbuf, void *rbuf, const int *counts, in
 	int n = c->size, me = c->rank, rc = bcs_op_check(op, dt);
 	if (rc)
 		return rc;
-	long ext = ext_of(dt), off = 0, myoff = 0;
-	for (int i = 0; i < n; i++) {
-		int k = counts ? counts[i] : bcount;
-		if (k < 0)
-			return MPI_ERR_COUNT;
-		if (i == me)
-			myoff = off;
-		off += k;
-	}
-	int mycount = counts ? counts[me] : bcount;
+	long ext = bcs_extent(dt), off, myoff;
+	int mycount = bcs_rs_block(counts, bcount, n, me, &myoff);
+	if (mycount < 0)
+		return -mycount;
 	const char *src = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
 	struct red *s = calloc(1, sizeof(*s));
 	if (!s)
