@@ -372,54 +372,14 @@ else
 	bad "  output differs from the recorded run's"
 	diff "$T/nbcoll.recorded" "$T/out" | head -10 | sed 's/^/     /'
 fi
-# persistent requests: a wildcard receive started again and again, Test loops
-expect "storm run --record persist" 0 storm run --record "$T/persist.trace" -N 4 -n 8 "$T/bcs/persist"
-cp "$T/out" "$T/persist.recorded"
-expect "storm replay persist" 0 storm replay "$T/persist.trace"
-if cmp -s "$T/persist.recorded" "$T/out" && cmp -s "$T/mpich/persist.8.out" "$T/out"; then
-	ok "  output equals the recorded run's and MPICH's"
-else
-	bad "  output differs from the recorded run's or MPICH's"
-	diff "$T/persist.recorded" "$T/out" | head -10 | sed 's/^/     /'
-fi
-# one-sided epochs (lock epochs ordered at quiescence) replay too
-expect "storm run --record (rma, 8 ranks)" 0 storm run --record "$T/rma.trace" -N 4 -n 8 "$T/bcs/rma"
-cp "$T/out" "$T/rma.recorded"
-expect "storm replay (rma)" 0 storm replay "$T/rma.trace"
-if cmp -s "$T/rma.recorded" "$T/out" && cmp -s "$T/mpich/rma.8.out" "$T/out"; then
-	ok "  output equals the recorded run's and MPICH's"
-else
-	bad "  output differs from the recorded run's or MPICH's"
-	diff "$T/rma.recorded" "$T/out" | head -10 | sed 's/^/     /'
-fi
-
-# intercommunicators: wildcard receives name remote ranks, recorded as such
-expect "storm run --record (intercomm, 8 ranks)" 0 storm run --record "$T/ic.trace" -N 4 -n 8 \
-	"$T/bcs/intercomm"
-cp "$T/out" "$T/ic.recorded"
-expect "storm replay (intercomm)" 0 storm replay "$T/ic.trace"
-if cmp -s "$T/ic.recorded" "$T/out" && cmp -s "$T/mpich/intercomm.8.out" "$T/out"; then
-	ok "  output equals the recorded run's and MPICH's"
-else
-	bad "  output differs from the recorded run's or MPICH's"
-	diff "$T/ic.recorded" "$T/out" | head -10 | sed 's/^/     /'
-fi
-
-# request-based one-sided operations (progress ships their batches) replay too
-expect "storm run --record (rma_dyn, 8 ranks)" 0 storm run --record "$T/rma_dyn.trace" -N 4 -n 8 "$T/bcs/rma_dyn"
-cp "$T/out" "$T/rma_dyn.recorded"
-expect "storm replay (rma_dyn)" 0 storm replay "$T/rma_dyn.trace"
-if cmp -s "$T/rma_dyn.recorded" "$T/out" && cmp -s "$T/mpich/rma_dyn.8.out" "$T/out"; then
-	ok "  output equals the recorded run's and MPICH's"
-else
-	bad "  output differs from the recorded run's or MPICH's"
-	diff "$T/rma_dyn.recorded" "$T/out" | head -10 | sed 's/^/     /'
-fi
-
-# non-blocking duplicates, the v- and w- non-blocking collectives (Test
-# loops among them), graph topologies, subarray and darray types: a recorded
-# run's replay, and both MPICH's output
-for p in idup nbcollv graph subarray; do
+# recorded at 8 ranks and replayed, the output both the recorded run's and
+# MPICH's: persistent requests (a wildcard receive started again and again,
+# Test loops), one-sided epochs (lock epochs ordered at quiescence),
+# intercommunicators (wildcard receives name remote ranks), request-based
+# one-sided operations (progress ships their batches), non-blocking
+# duplicates, the v- and w- non-blocking collectives, graph topologies,
+# subarray and darray types
+for p in persist rma intercomm rma_dyn idup nbcollv graph subarray; do
 	expect "storm run --record ($p, 8 ranks)" 0 storm run --record "$T/$p.trace" -N 4 -n 8 \
 		"$T/bcs/$p"
 	cp "$T/out" "$T/$p.recorded"
