@@ -37,7 +37,7 @@ SLURM_LIB_SRC := $(filter-out $(SLURM_CMDS:%=slurm/%.c),$(wildcard slurm/*.c))
 VC_SRC  := $(wildcard vcluster/*.c) cli/conn.c cli/opts.c cli/fmt.c
 MM_LIBS := -lsqlite3 -lmicrohttpd
 AUTH_LIBS := -lmunge -lsodium
-DAEMON_LIBS := -lfabric -lprotobuf-c -linih -ljansson $(AUTH_LIBS)
+DAEMON_LIBS := -rdynamic -lfabric -lprotobuf-c -linih -ljansson $(AUTH_LIBS)
 # OpenPMIx's server library (the node daemon's PMIx server, daemons/node/pmix.c);
 # its headers as system headers, so -Werror judges only ours. Expanded where
 # used (=), not as the Makefile is read: `make demo` reads it before `deps`
@@ -336,7 +336,7 @@ UNIT_LIB := net_abstraction/bell.c net_abstraction/spinlock.c net_abstraction/no
             common/hostlist.c common/config.c scheduler/matrix.c cli/opts.c cli/label.c cli/fmt.c cli/mview.c \
             cli/slurmopt.c cli/jobtable.c common/jobid.c common/mpikind.c cli/mpidetect.c \
             daemons/node/pmi_wire.c \
-            common/gm_auth.c common/ctl_auth.c common/boot_wire.c common/evloop.c common/fault.c common/sigchld.c common/log.c daemons/mm/access.c daemons/mm/db.c \
+            common/gm_auth.c common/ctl_auth.c common/boot_wire.c common/evloop.c common/stall.c common/fault.c common/sigchld.c common/log.c daemons/mm/access.c daemons/mm/db.c \
             daemons/node/match.c daemons/node/mbox_seq.c bcs_mpi/abi/dtype.c bcs_mpi/abi/trace_codec.c bcs_mpi/abi/chan_ckpt.c \
             bcs_mpi/abi/rma.c \
             bcs_mpi/abi/procs.c \

@@ -1,5 +1,6 @@
 /* The daemons' event loop (evloop.h). */
 #include "evloop.h"
+#include "stall.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -219,7 +220,9 @@ int ev_run_once(struct ev_loop *l, int64_t max_us)
 			timeout = t;
 	}
 	struct epoll_event evs[64];
+	stall_mark_wait(timeout);
 	int n = wait_us(l->epfd, evs, 64, timeout);
+	stall_mark_turn();
 	if (n < 0) {
 		if (errno != EINTR)
 			return -1;

@@ -13,7 +13,12 @@ void log_set_ident(const char *ident);
 /* Where lines go: a descriptor (stderr by default), or -1 for nowhere (a
  * fuzz harness running the MM thousands of times a second). */
 void log_set_output(int fd);
+int log_output(void);
 void slog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* slog for a thread beside the daemon's own: takes no lock a child forked
+ * meanwhile could inherit held (the local time's offset is the one the
+ * last slog saw). Formats no floating point. */
+void slog_unlocked(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* slog at most GM_LOG_BURST lines per GM_LOG_WINDOW_S for one kind of
  * refusal (a flood of forged messages must not fill the disk). */
 void slog_limited(struct gm_ratelimit *rl, const char *fmt, ...)

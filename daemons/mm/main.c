@@ -1,6 +1,7 @@
 /* stormmm: start-up and the event loop. */
 #include "db.h"
 #include "mm.h"
+#include "stall.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -361,6 +362,9 @@ static int start(struct mm *mm, const char *conf_path)
 		slog("error: event loop: %s", strerror(errno));
 		return -1;
 	}
+	/* a silent MM fails every job: its log must say why it stood still */
+	if (stall_watch(STALL_MS) < 0)
+		slog("running without a stall watcher: %s", strerror(errno));
 	if (metrics_start(mm) < 0 || (by_mm && boot_start(mm) < 0) ||
 	    (c->ctl_address[0] && listen_ctl_tcp(mm) < 0))
 		return -1;

@@ -18,6 +18,7 @@
 #include "layout.h"
 #include "nd.h"
 #include "sigchld.h"
+#include "stall.h"
 
 static const char usage[] =
 	"usage: stormnd -c CONF -n NODENAME [--no-realtime]\n"
@@ -161,7 +162,7 @@ static int64_t fabric_limit(void *arg)
 
 /* SIGUSR1: what the daemon holds, in its log, for diagnosis (a job that
  * hangs: which command it took, which exchange waits for whom). */
-static void dump_state(const struct nd *nd)
+static void dump_state(struct nd *nd)
 {
 	slog("state: slice %" PRIu64 ", command %u of the strobe's %u", nd->slice, nd->cmd_done,
 	     nd->strobe_cmd_seq);
@@ -171,6 +172,11 @@ static void dump_state(const struct nd *nd)
 	nd_mb_dump(nd);
 	nd_pmi_dump(nd);
 	slog("state: end"); /* a reader waits for this line */
+	/* a test's stand-in for a turn that runs too long (the stall watcher's) */
+	uint64_t ms = fault_value(&nd->fault, "dump_sleep_ms");
+	struct timespec ts = { .tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L };
+	if (ms)
+		nanosleep(&ts, NULL);
 }
 
 static void on_signals(struct nd *nd)
@@ -400,6 +406,10 @@ static int setup(struct nd *nd, const struct opts *o)
 		fprintf(stderr, "stormnd: error: event loop: %s\n", strerror(errno));
 		return -1;
 	}
+	/* a node daemon silent for down_after_ms fails its jobs: its log must
+	 * say why it stood still */
+	if (stall_watch(STALL_MS) < 0)
+		slog("running without a stall watcher: %s", strerror(errno));
 	if (by_mm && nd_boot_start(nd) < 0)
 		return -1;
 	slog("node %u of %d up (fabric id %u, provider %s, %s, %s)", nd->index,

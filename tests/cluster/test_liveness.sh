@@ -4,7 +4,8 @@
 # (500 missed strobes, what a loaded host does to it) is late, not DOWN, and
 # the job on it finishes; one stopped beyond the bound is DOWN no sooner
 # than 1.5 s, its job fails naming it, and it is UP again once it reports.
-# Every daemon is taken down on exit, pass or fail.
+# Each stall is in the daemon's own log, with where it stood still. Every
+# daemon is taken down on exit, pass or fail.
 # Usage: test_liveness.sh BUILD_BIN_DIR
 set -u
 BIN=$(cd "${1:-build/bin}" && pwd)
@@ -23,7 +24,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-expect "cluster up (2 nodes, 1 ms slices, down_after_ms 1500)" 0 \
+# node00 sleeps 1.2 s in the turn that dumps its state (a test point): a
+# turn that long is what its stall watcher reports
+STORM_TEST_TAMPER=dump_sleep_ms=1200 STORM_TEST_TAMPER_NODE=node00 \
+	expect "cluster up (2 nodes, 1 ms slices, down_after_ms 1500)" 0 \
 	storm cluster up --nodes 2 --dir "$C" --timeslice-us 1000 --down-after-ms 1500
 [ -s "$STORM_CONF" ] || exit 1
 ND=$(awk '$2 == "node01" { print $1 }' "$C/pids")
@@ -80,9 +84,30 @@ RUN=
 kill -CONT "$ND"
 wait_count "$C/log/mm.log" "node node01 is UP" 2 30 >/dev/null && ok "continued: node01 is UP again" ||
 	bad "node01 never came back UP"
+# stopped, its stall watcher stood still too, and says so when it runs again
+wait_log "$C/log/node01.log" "stall: this whole daemon was not run for" 30 &&
+	ok "  its log says the whole daemon was not run" ||
+	bad "  its log says the whole daemon was not run: $(grep stall: "$C/log/node01.log")"
 expect "a job on both nodes afterwards" 0 storm run -N 2 echo again
 [ "$(grep -c '^again$' "$T/out")" = 2 ] && ok "it ran on both" || bad "output: $(cat "$T/out")"
 
+# ---- 3. a turn that runs too long: the log says where the loop was
+ND0=$(awk '$2 == "node00" { print $1 }' "$C/pids")
+kill -USR1 "$ND0"
+if wait_log "$C/log/node00.log" "stall: over after" 30; then
+	L=$C/log/node00.log
+	grep -q "stall: the event loop has been in one turn for [0-9]* ms: thread state" "$L" &&
+		ok "a 1.2 s turn is reported while it lasts, with the thread's state" ||
+		bad "a 1.2 s turn is reported while it lasts: $(grep stall: "$L")"
+	# the backtrace of the loop's thread, taken during the turn
+	grep -q "nanosleep" "$L" && grep -q "(ev_run_once+" "$L" &&
+		ok "  with a backtrace of the loop inside it" ||
+		bad "  with a backtrace of the loop inside it: $(sed -n '/stall: the event/,/stall: over/p' "$L")"
+	grep -q "stall: over after [0-9]\{4,\} ms" "$L" && ok "  and its end, with its length" ||
+		bad "  and its end, with its length: $(grep 'stall: over' "$L")"
+else
+	bad "node00's 1.2 s turn was never reported: $(grep stall: "$C/log/node00.log")"
+fi
 expect "cluster down" 0 storm cluster down --dir "$C"
 echo "$checks checks, $fails failed"
 [ "$fails" = 0 ]

@@ -1,0 +1,238 @@
+/* The event loop's stall watcher (stall.h). */
+#include "stall.h"
+
+#include <errno.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+
+enum { PHASE_WAIT = 1, PHASE_TURN = 2 };
+
+static bool watching;
+static pid_t loop_tid;
+static pthread_t loop_thread;
+static unsigned threshold_ms;
+/* written by the loop; seq changes with every mark, so the watcher knows a
+ * phase it saw has ended even when the next one is of the same kind */
+static atomic_uint_fast64_t mark_seq, mark_since_ns;
+static atomic_int mark_phase;
+static atomic_int_fast64_t mark_timeout_us;
+/* when the last phase of threshold_ms or more ended: the watcher looks a
+ * quarter of the threshold later, after newer marks */
+static atomic_uint_fast64_t long_end_ns;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void mark(int phase, int64_t timeout_us)
+{
+	if (!watching)
+		return;
+	uint64_t now = mono_ns();
+	if (now - atomic_load_explicit(&mark_since_ns, memory_order_relaxed) >=
+	    (uint64_t)threshold_ms * 1000000u)
+		atomic_store_explicit(&long_end_ns, now, memory_order_relaxed);
+	atomic_store_explicit(&mark_phase, phase, memory_order_relaxed);
+	atomic_store_explicit(&mark_timeout_us, timeout_us, memory_order_relaxed);
+	atomic_store_explicit(&mark_since_ns, now, memory_order_relaxed);
+	atomic_fetch_add_explicit(&mark_seq, 1, memory_order_release);
+}
+
+void stall_mark_wait(int64_t timeout_us)
+{
+	mark(PHASE_WAIT, timeout_us);
+}
+
+void stall_mark_turn(void)
+{
+	mark(PHASE_TURN, -1);
+}
+
+/* the first line of /proc/self/task/TID/NAME, without its newline */
+static void task_file(const char *name, char *buf, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/%s", (int)loop_tid, name);
+	snprintf(buf, len, "?");
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+struct task_view {
+	char state;
+	char syscall[64], wchan[64];
+	uint64_t cpu_ns, queued_ns; /* on a core, and runnable waiting for one */
+};
+
+static void task_look(struct task_view *v)
+{
+	char buf[512];
+	task_file("stat", buf, sizeof(buf));
+	const char *p = strrchr(buf, ')');
+	v->state = p && p[1] == ' ' ? p[2] : '?';
+	task_file("syscall", buf, sizeof(buf));
+	/* the number alone (x86-64: 0 read, 1 write, 7 poll, 61 wait4,
+	 * 232 epoll_wait, 441 epoll_pwait2), or "running" */
+	snprintf(v->syscall, sizeof(v->syscall), "%.*s", (int)strcspn(buf, " "), buf);
+	task_file("wchan", v->wchan, sizeof(v->wchan));
+	task_file("schedstat", buf, sizeof(buf));
+	char *end;
+	v->cpu_ns = strtoull(buf, &end, 10);
+	v->queued_ns = strtoull(end, NULL, 10);
+}
+
+/* on the loop's thread, asked by the watcher: where the loop is */
+static void on_backtrace(int sig)
+{
+	(void)sig;
+	int saved = errno;
+	void *frames[32];
+	int n = backtrace(frames, 32);
+	int fd = log_output();
+	if (fd >= 0)
+		backtrace_symbols_fd(frames, n, fd);
+	errno = saved;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* the watcher's view of the phase it last saw */
+struct watch {
+	uint64_t seq;
+	uint64_t stall_since; /* when the phase being reported began; 0: none */
+	bool quiet;           /* the whole process stood still in it: said once */
+	struct task_view at;  /* the thread when the stall was first seen */
+};
+
+/* the phase w saw is over */
+static void phase_over(struct watch *w)
+{
+	uint64_t ended = atomic_load_explicit(&long_end_ns, memory_order_relaxed);
+	if (w->stall_since && !w->quiet && ended > w->stall_since) {
+		struct task_view end;
+		task_look(&end);
+		slog_unlocked("stall: over after %llu ms; since it was seen, %llu ms on a core "
+			      "and %llu ms waiting for one",
+			      (unsigned long long)((ended - w->stall_since) / 1000000u),
+			      (unsigned long long)((end.cpu_ns - w->at.cpu_ns) / 1000000u),
+			      (unsigned long long)((end.queued_ns - w->at.queued_ns) / 1000000u));
+	}
+	w->stall_since = 0;
+	w->quiet = false;
+}
+
+static void phase_look(struct watch *w, uint64_t now, int phase, uint64_t since,
+		       int64_t timeout_us)
+{
+	uint64_t in_ms = (now - since) / 1000000u;
+	if (phase == PHASE_TURN && in_ms >= threshold_ms) {
+		w->stall_since = since;
+		task_look(&w->at);
+		slog_unlocked("stall: the event loop has been in one turn for %llu ms: thread "
+			      "state %c, system call %s, kernel wait %s; where:",
+			      (unsigned long long)in_ms, w->at.state, w->at.syscall, w->at.wchan);
+		pthread_kill(loop_thread, SIGURG);
+	} else if (phase == PHASE_WAIT && timeout_us >= 0 &&
+		   in_ms >= (uint64_t)timeout_us / 1000u + threshold_ms) {
+		w->stall_since = since;
+		task_look(&w->at);
+		slog_unlocked("stall: the event loop asked to sleep %lld ms and has not run for "
+			      "%llu ms: thread state %c (R: waiting for a core), system call %s",
+			      (long long)(timeout_us / 1000), (unsigned long long)in_ms,
+			      w->at.state, w->at.syscall);
+	}
+}
+
+static void *watch(void *arg)
+{
+	(void)arg;
+	unsigned period = threshold_ms / 4 ? threshold_ms / 4 : 1;
+	struct watch w = {0};
+	uint64_t last = mono_ns();
+	for (;;) {
+		sleep_ms(period);
+		uint64_t now = mono_ns();
+		int64_t late_ms = (int64_t)((now - last) / 1000000u) - period;
+		last = now;
+		uint64_t seq = atomic_load_explicit(&mark_seq, memory_order_acquire);
+		int phase = atomic_load_explicit(&mark_phase, memory_order_relaxed);
+		uint64_t since = atomic_load_explicit(&mark_since_ns, memory_order_relaxed);
+		int64_t timeout_us = atomic_load_explicit(&mark_timeout_us, memory_order_relaxed);
+		if (seq != w.seq) {
+			phase_over(&w);
+			w.seq = seq;
+		}
+		if (late_ms >= (int64_t)threshold_ms && !w.quiet) {
+			/* stopped or descheduled as a whole: the loop's phase
+			 * looks long for the same reason, and is not its fault */
+			slog_unlocked("stall: this whole daemon was not run for %lld ms (its "
+				      "watcher woke that late): the machine, not the daemon",
+				      (long long)late_ms);
+			w.stall_since = since;
+			w.quiet = true;
+		}
+		if (!w.stall_since && since <= now)
+			phase_look(&w, now, phase, since, timeout_us);
+	}
+	return NULL;
+}
+
+int stall_watch(unsigned stall_ms)
+{
+	if (watching)
+		return 0;
+	/* backtrace loads its unwinder on first use (malloc, dlopen): not in
+	 * a signal handler */
+	void *frame;
+	backtrace(&frame, 1);
+	struct sigaction sa = { .sa_handler = on_backtrace, .sa_flags = SA_RESTART };
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGURG, &sa, NULL) < 0)
+		return -1;
+	threshold_ms = stall_ms;
+	loop_tid = (pid_t)syscall(SYS_gettid);
+	loop_thread = pthread_self();
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	watching = true;
+	pthread_t t;
+	int rc = pthread_create(&t, NULL, watch, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		watching = false;
+		errno = rc;
+		return -1;
+	}
+	pthread_detach(t);
+	return 0;
+}
