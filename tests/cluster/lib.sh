@@ -195,6 +195,13 @@ bad() { checks=$((checks + 1)); fails=$((fails + 1)); FAILED_CHECKS+=("$1"); ech
 # summary shows)
 fail_report() {
 	[ "${fails:-0}" -gt 0 ] && [ -n "${C:-}" ] || return 0
+	# a daemon that stood still said why (common/stall.h): a node made
+	# DOWN by its silence fails checks far from the cause
+	if grep -q "stall:" "$C"/log/*.log 2>/dev/null; then
+		echo "     --- the daemons' stalls"
+		grep -h -A14 "stall:" "$C"/log/*.log | grep -v "^--$" | head -80 | cut -c1-220 |
+			sed 's/^/     | /'
+	fi
 	log_tails 12 "$C"/log/*.log
 	echo "     failed: $(printf '%s; ' "${FAILED_CHECKS[@]}")"
 }
