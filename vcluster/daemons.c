@@ -9,12 +9,14 @@
 #include <libgen.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/pidfd.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "cluster.h"
@@ -168,6 +170,20 @@ pid_t vc_spawn_detached(char *const argv[], const char *log, const char *dir, in
 		return -e;
 	}
 	return pid;
+}
+
+void vc_mm_priority(pid_t pid, int realtime)
+{
+	/* the MM's timer drives every switch: it must not wait for a core.
+	 * Real-time only when asked: N real-time daemons on a few shared
+	 * cores would starve everything else if one spun; otherwise nice -10,
+	 * as stormnd --no-realtime does for itself. Not its children. */
+	struct sched_param sp = { .sched_priority = realtime ? 1 : 0 };
+	if (sched_setscheduler(pid, (realtime ? SCHED_FIFO : SCHED_OTHER) | SCHED_RESET_ON_FORK,
+			       &sp) < 0 ||
+	    (!realtime && setpriority(PRIO_PROCESS, (id_t)pid, -10) < 0))
+		fprintf(stderr, "storm: warning: machine manager at normal priority: %s\n",
+			strerror(errno));
 }
 
 int vc_append_pid(const char *pids_file, pid_t pid, const char *name)

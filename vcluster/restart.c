@@ -151,6 +151,8 @@ int vc_cluster_restart(struct cli *c, int argc, char **argv)
 		goto out;
 	}
 	vc_append_pid(pids, pid, name);
+	if (is_mm)
+		vc_mm_priority(pid, 0);
 	if (!is_mm) {
 		printf("storm: %s's node daemon started again (pid %d)\n", name, (int)pid);
 		rc = EXIT_OK;

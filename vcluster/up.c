@@ -121,13 +121,7 @@ static int start_daemons(const struct up_opts *o, const char *dir, const char *c
 		fprintf(stderr, "storm: error: cannot start %s: %s\n", mm_bin, strerror(-(int)pid));
 		return -1;
 	}
-	if (o->realtime) {
-		/* the MM's timer drives every switch: it must not wait for a core */
-		struct sched_param sp = { .sched_priority = 1 };
-		if (sched_setscheduler(pid, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) < 0)
-			fprintf(stderr, "storm: warning: machine manager without real-time "
-					"priority: %s\n", strerror(errno));
-	}
+	vc_mm_priority(pid, o->realtime);
 	d[*nd].pid = pid;
 	snprintf(d[(*nd)++].name, HOSTNAME_MAX, "mm");
 	vc_append_pid(pids, pid, "mm");

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sodium.h>
@@ -28,7 +29,8 @@ static const char usage[] =
 	"\n"
 	"  -c, --config CONF    storm.conf to read\n"
 	"  -n, --name NODENAME  this node's name, as listed in [nodes] names\n"
-	"      --no-realtime    do not try SCHED_FIFO priority 1\n"
+	"      --no-realtime    not SCHED_FIFO priority 1 but nice -10 (a virtual\n"
+	"                       cluster: its daemons share cores with its ranks)\n"
 	"  -h, --help           this text\n";
 
 static int mkdir_p(const char *path, mode_t mode)
@@ -109,6 +111,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
+#define ND_NICE (-10)
+
 static void go_realtime(void)
 {
 	/* reset on fork: the ranks must not inherit the daemon's priority */
@@ -116,6 +120,19 @@ static void go_realtime(void)
 	if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) < 0)
 		slog("running without real-time priority: SCHED_FIFO refused: %s",
 		       strerror(errno));
+}
+
+/* Without real-time priority (a virtual cluster: every node's daemon and
+ * ranks share this machine's cores) a daemon at nice 0 waits for a core
+ * behind the ranks it schedules, and a second of that makes its node look
+ * dead. Nice -10 weighs it ten times a rank; it still cannot starve them.
+ * Reset on fork: the ranks start at nice 0. */
+static void go_favoured(void)
+{
+	struct sched_param sp = {.sched_priority = 0};
+	if (sched_setscheduler(0, SCHED_OTHER | SCHED_RESET_ON_FORK, &sp) < 0 ||
+	    setpriority(PRIO_PROCESS, 0, ND_NICE) < 0)
+		slog("running at nice 0: nice %d refused: %s", ND_NICE, strerror(errno));
 }
 
 /* ---- what the event loop calls (common/evloop.h) */
@@ -320,6 +337,8 @@ static int setup(struct nd *nd, const struct opts *o)
 	nd_jobs_dir_clean(nd);
 	if (o->realtime)
 		go_realtime();
+	else
+		go_favoured();
 
 	sigset_t set;
 	sigemptyset(&set);

@@ -39,6 +39,14 @@ storm run -N 2 sh -c "echo up; while [ ! -e $T/go ]; do sleep 0.05; done; echo f
 	>"$T/run1.out" 2>"$T/run1.err" &
 RUN=$!
 wait_count "$T/run1.out" "up" 2 30 >/dev/null || bad "the job's ranks never started"
+# a virtual cluster's daemons share the cores with its ranks: they are
+# weighted above them (nice -10), the ranks they start are not
+nice_of() { awk '{ sub(/^.*\) /, ""); print $17 }' "/proc/$1/stat" 2>/dev/null; }
+MM=$(awk '$2 == "mm" { print $1 }' "$C/pids")
+RK=$(pgrep -P "$ND" -f "while \\[ ! -e $T/go" | head -1) # a rank: node01 its parent
+[ "$(nice_of "$ND")" = -10 ] && [ "$(nice_of "$MM")" = -10 ] && [ "$(nice_of "$RK")" = 0 ] &&
+	ok "the daemons run at nice -10, a rank at 0" ||
+	bad "the daemons run at nice -10, a rank at 0: node01 '$(nice_of "$ND")', MM '$(nice_of "$MM")', rank $RK '$(nice_of "$RK")'"
 kill -STOP "$ND"
 sleep 0.5 # the stall itself: what is tested is that it is survived
 kill -CONT "$ND"
