@@ -23,6 +23,8 @@
 #include "nd.h"
 
 #define DIR_VAR "STORM_JOB_DIR="
+#define LOOK_AGAIN_NS (20 * 1000000ull) /* an execve's gap is far shorter */
+#define LOOKS_MAX 50u                   /* a second of looks, then the next event */
 
 /* The parent pid (field 4 of /proc/PID/stat), -1 if it cannot be read. */
 static pid_t parent_of(pid_t pid, char *comm, size_t comm_len)
@@ -33,14 +35,16 @@ static pid_t parent_of(pid_t pid, char *comm, size_t comm_len)
 	return p && sscanf(p, " %c %d", &state, &ppid) == 2 ? ppid : -1;
 }
 
-/* Its STORM_JOB_DIR into dir; false if it has none (not a job's). */
-static bool job_dir_of(const char *pid, char *dir, size_t len)
+/* Its STORM_JOB_DIR into dir: 1; 0 if it has none (not a job's); -1 if its
+ * environment read empty, as it does for a moment inside execve (the new
+ * memory map has no environment yet): undecided, to be read again. */
+static int job_dir_of(const char *pid, char *dir, size_t len)
 {
 	char path[300];
 	snprintf(path, sizeof(path), "/proc/%s/environ", pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return false;
+		return 0;
 	/* a job's environment is small; its storm entries come first after the
 	 * user's, so a bounded read finds them in any real one */
 	size_t cap = 256 * 1024, have = 0;
@@ -49,13 +53,13 @@ static bool job_dir_of(const char *pid, char *dir, size_t len)
 	while (env && have < cap && (n = read(fd, env + have, cap - have)) > 0)
 		have += (size_t)n;
 	close(fd);
-	bool found = false;
+	int found = env && !have ? -1 : 0;
 	if (env) {
 		env[have] = '\0';
 		for (size_t at = 0; at < have; at += strlen(env + at) + 1)
 			if (!strncmp(env + at, DIR_VAR, strlen(DIR_VAR))) {
 				snprintf(dir, len, "%s", env + at + strlen(DIR_VAR));
-				found = true;
+				found = 1;
 				break;
 			}
 	}
@@ -87,14 +91,18 @@ static bool job_runs(const struct nd *nd, const char *dir)
 }
 
 /* Signals pid if it is a child of this daemon that a job left behind;
- * true if it is. */
-static bool judge(struct nd *nd, pid_t self, long pid, int sig)
+ * true if it is. *unread: its environment read empty, so it is undecided. */
+static bool judge(struct nd *nd, pid_t self, long pid, int sig, bool *unread)
 {
 	char id[24], comm[64], dir[PATH_MAX];
 	snprintf(id, sizeof(id), "%ld", pid);
 	/* the parent read again: a pid listed a moment ago may be another's now */
 	if (pid <= 0 || pid == self || parent_of((pid_t)pid, comm, sizeof(comm)) != self ||
-	    is_rank(nd, (pid_t)pid) || !job_dir_of(id, dir, sizeof(dir)) || job_runs(nd, dir))
+	    is_rank(nd, (pid_t)pid))
+		return false;
+	int has = job_dir_of(id, dir, sizeof(dir));
+	*unread |= has < 0;
+	if (has <= 0 || job_runs(nd, dir))
 		return false;
 	if (kill((pid_t)pid, sig) == 0)
 		slog("process %ld (%s) of a job that ended here (%s) outlived it; %s", pid, comm, dir,
@@ -148,12 +156,12 @@ static long *children(size_t *n)
 static void sweep(struct nd *nd, int sig)
 {
 	pid_t self = getpid();
-	bool found = false;
+	bool found = false, unread = false;
 	size_t n;
 	long *pids = children(&n);
 	if (pids) {
 		for (size_t i = 0; i < n; i++)
-			found |= judge(nd, self, pids[i], sig);
+			found |= judge(nd, self, pids[i], sig, &unread);
 		free(pids);
 	} else {
 		/* no list from the kernel: every process of the host, by its parent */
@@ -163,13 +171,24 @@ static void sweep(struct nd *nd, int sig)
 			char *end;
 			long pid = strtol(e->d_name, &end, 10);
 			if (!*end)
-				found |= judge(nd, self, pid, sig);
+				found |= judge(nd, self, pid, sig, &unread);
 		}
 		if (d)
 			closedir(d);
 	}
 	if (found && sig != SIGKILL && !nd->leftovers_kill_ns)
 		nd->leftovers_kill_ns = clock_mono_ns() + (uint64_t)nd->conf.kill_wait_ms * 1000000u;
+	/* a child caught inside execve is looked at again soon: no later event
+	 * need come (the next job's end may be hours away); a bounded number of
+	 * times, for a process whose environment stays empty */
+	if (!unread || sig == SIGKILL) {
+		nd->leftovers_looks = unread ? nd->leftovers_looks : 0;
+		return;
+	}
+	if (nd->leftovers_looks < LOOKS_MAX && !nd->leftovers_look_ns) {
+		nd->leftovers_looks++;
+		nd->leftovers_look_ns = clock_mono_ns() + LOOK_AGAIN_NS;
+	}
 }
 
 void nd_leftovers_sweep(struct nd *nd)
@@ -181,6 +200,10 @@ void nd_leftovers_sweep(struct nd *nd)
 void nd_leftovers_timer(struct nd *nd)
 {
 	uint64_t now = clock_mono_ns();
+	if (nd->leftovers_look_ns && now >= nd->leftovers_look_ns) {
+		nd->leftovers_look_ns = 0;
+		nd_leftovers_sweep(nd);
+	}
 	if (!nd->leftovers_kill_ns || now < nd->leftovers_kill_ns)
 		return;
 	nd->leftovers_kill_ns = 0;

@@ -200,6 +200,8 @@ struct nd {
 	struct nd_job *jobs;
 	struct nd_helper *helpers; /* checkpoint and restore helpers (ckpt.c) */
 	uint64_t leftovers_kill_ns; /* leftovers.c: SIGKILL for what SIGTERM left, 0: none */
+	uint64_t leftovers_look_ns; /* leftovers.c: another sweep, for a child unread, 0: none */
+	unsigned leftovers_looks;   /* leftovers.c: such sweeps since one read every child */
 	/* registered by ckpt.c at start-up, so that ranks.c, below it, hands
 	 * over what is checkpointing's without calling up: a child that is
 	 * not a rank (true: it was a helper), and a launch that restores */

@@ -866,6 +866,8 @@ void nd_timers(struct nd *nd)
 int nd_timer_ms(const struct nd *nd)
 {
 	uint64_t now = clock_mono_ns(), best = nd->leftovers_kill_ns ? nd->leftovers_kill_ns : UINT64_MAX;
+	if (nd->leftovers_look_ns && nd->leftovers_look_ns < best)
+		best = nd->leftovers_look_ns;
 	for (const struct nd_job *j = nd->jobs; j; j = j->next)
 		if (j->kill_at_ns && j->kill_at_ns < best)
 			best = j->kill_at_ns;
