@@ -202,6 +202,7 @@ struct nd {
 	uint64_t leftovers_kill_ns; /* leftovers.c: SIGKILL for what SIGTERM left, 0: none */
 	uint64_t leftovers_look_ns; /* leftovers.c: another sweep, for a child unread, 0: none */
 	unsigned leftovers_looks;   /* leftovers.c: such sweeps since one read every child */
+	uint64_t leftovers_unread_faked; /* leftovers.c: reads the test point emptied */
 	/* registered by ckpt.c at start-up, so that ranks.c, below it, hands
 	 * over what is checkpointing's without calling up: a child that is
 	 * not a rank (true: it was a helper), and a launch that restores */

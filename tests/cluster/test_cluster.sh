@@ -58,7 +58,10 @@ export STORM_CONF=$C/storm.conf
 # ---- up
 # DOWN after 3 s without a report: short enough for the node-death checks,
 # long enough that a loaded machine does not lose healthy nodes
-expect "cluster up with 8 nodes" 0 storm cluster up $UP_MODE --nodes 8 --dir "$C" --down-after-ms 3000
+# node00 takes the first 10 reads of a leftover's environment as empty (a
+# test point), as they are while the process is inside execve
+STORM_TEST_TAMPER=environ_unread=10 STORM_TEST_TAMPER_NODE=node00 \
+	expect "cluster up with 8 nodes" 0 storm cluster up $UP_MODE --nodes 8 --dir "$C" --down-after-ms 3000
 expect "nodes --json" 0 storm nodes --json
 if python3 -c 'import json,sys; n=json.load(open(sys.argv[1]))["nodes"]; sys.exit(not (len(n)==8 and all(x["state"]=="UP" for x in n)))' "$T/out"; then
 	ok "all 8 nodes UP"
@@ -173,12 +176,18 @@ has "  ... naming the forms" err "-t/--time wants minutes, M:S, H:M:S"
 # ---- a process that left the job's process group for its own session (as
 # Open MPI's singleton starts its orted) ends with the job: the rank prints
 # its pid once it has its session, then exits. This one ignores SIGTERM,
-# so SIGKILL ends it kill_wait_ms later.
+# so SIGKILL ends it kill_wait_ms later. The rank on node00 leaves it: the
+# daemon's first reads of its environment come back empty (the test point),
+# and no later job's end comes to look again.
 expect "storm run of a rank that leaves a process in a session of its own" 0 \
-	storm run -N 1 sh -c "(setsid sh -c 'trap \"\" TERM; echo \$\$; exec sleep 600' </dev/null 2>/dev/null &) | head -1"
+	storm run -N 8 sh -c "[ \$STORM_NODENAME = node00 ] || exit 0
+		(setsid sh -c 'trap \"\" TERM; echo \$\$; exec sleep 600' </dev/null 2>/dev/null &) | head -1"
 LEFT=$(head -1 "$T/out")
 if [ -n "$LEFT" ] && gone "$LEFT" 30; then ok "  ... it ended after the job"
 else bad "  ... it ended after the job (pid '$LEFT' still runs)"; fi
+grep -q "environ_unread: process $LEFT's environment taken as empty" "$C/log/node00.log" &&
+	ok "  ... though its environment read empty at first" ||
+	bad "  ... though its environment read empty at first: $(grep environ_unread "$C/log/node00.log")"
 if grep -q "process $LEFT (.*outlived it; SIGTERM" "$C"/log/node*.log &&
 	grep -q "process $LEFT (.*outlived it; SIGKILL" "$C"/log/node*.log; then
 	ok "  ... the node daemon sent it SIGTERM, then SIGKILL"
