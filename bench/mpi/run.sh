@@ -34,6 +34,7 @@
 #   BENCH_MPI_RANKS="4 8 16"  BENCH_MPI_TRANSPORTS="shm tcp"  BENCH_MPI_REPS=3
 #   BENCH_MPI_TIMESLICE=1000 (us, the BCS-MPI cluster of the apps/micro/record/racy phases)
 #   BENCH_MPI_SLICES="250 500 1000 2000 5000"  BENCH_MPI_SLICE_RANKS=8
+#   BENCH_MPI_RECORD_RANKS="8 16 64" (the record phase; at RPN 1, as many nodes)
 #   BENCH_MPI_RPN=1 (ranks per virtual node; 2: the micro phase's two ranks
 #                    share a node)  BENCH_MPI_RACY_RUNS=20
 #   BENCH_MPI_MICRO_MAX=1048576 (the micro phase's largest message; bandwidth
@@ -96,6 +97,9 @@ fi
 MICRO_MAX=${BENCH_MPI_MICRO_MAX:-$MICRO_MAX}
 TS=${BENCH_MPI_TIMESLICE:-1000}
 SLICE_RANKS=${BENCH_MPI_SLICE_RANKS:-8}
+# the record phase's rank counts: its overhead where traces are largest
+if [ "$QUICK" = 1 ]; then RECORD_RANKS=${BENCH_MPI_RECORD_RANKS:-$RANKS}
+else RECORD_RANKS=${BENCH_MPI_RECORD_RANKS:-8 16 64}; fi
 RPN=${BENCH_MPI_RPN:-1}
 WANT_BCS=${BENCH_MPI_BCS:-1}
 phase() { case " $PHASES " in *" $1 "*) return 0 ;; esac; return 1; }
@@ -388,10 +392,8 @@ fi
 
 if phase record; then
 	if [ $BCS = 1 ]; then
-		np=${SLICE_RANKS}
-		[ "$QUICK" = 1 ] && np=$RANKS
 		record_reps() {
-			local rep a f
+			local np=$1 rep a f
 			for ((rep = 1; rep <= REPS; rep++)); do
 				for a in sweep_nb stencil racy; do
 					f=$WORK/trace.$a.$rep
@@ -411,8 +413,10 @@ if phase record; then
 				done
 			done
 		}
-		log "record: BCS-MPI $np ranks, shm, with and without --record (load $(load1))"
-		bcs_block shm "$np" record_reps
+		for np in $RECORD_RANKS; do
+			log "record: BCS-MPI $np ranks, shm, with and without --record (load $(load1))"
+			bcs_block shm "$np" record_reps "$np"
+		done
 	else
 		skip record "no BCS-MPI"
 	fi
