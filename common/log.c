@@ -34,9 +34,8 @@ void log_set_ident(const char *id)
 		atomic_store(&utc_offset_s, tm.tm_gmtoff);
 }
 
-/* seconds since the epoch as a civil date, without the C library's
- * time-zone lock (Hinnant's days-to-civil) */
-static void civil(int64_t t, struct tm *tm)
+/* Hinnant's days-to-civil */
+void log_civil(int64_t t, struct tm *tm)
 {
 	int64_t days = t / 86400, secs = t % 86400;
 	if (secs < 0) {
@@ -67,7 +66,7 @@ static void vlog_at(bool locked, const char *fmt, va_list ap)
 		localtime_r(&ts.tv_sec, &tm);
 		atomic_store(&utc_offset_s, tm.tm_gmtoff);
 	} else {
-		civil((int64_t)ts.tv_sec + atomic_load(&utc_offset_s), &tm);
+		log_civil((int64_t)ts.tv_sec + atomic_load(&utc_offset_s), &tm);
 	}
 	int n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ld %s: ",
 			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,

@@ -5,6 +5,7 @@
 #define STORM_LOG_H
 
 #include <stdint.h>
+#include <time.h>
 
 #include "gm_auth.h" /* struct gm_ratelimit */
 
@@ -23,6 +24,11 @@ void slog_unlocked(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * refusal (a flood of forged messages must not fill the disk). */
 void slog_limited(struct gm_ratelimit *rl, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* Seconds since the epoch (UTC, or shifted by an offset) as a civil date
+ * and time of day, without the C library's time-zone lock; tm_year, tm_mon,
+ * tm_mday, tm_hour, tm_min and tm_sec are set. Pure (unit-tested). */
+void log_civil(int64_t t, struct tm *tm);
 
 /* CLOCK_REALTIME in seconds: what users and the database see. */
 double clock_wall_s(void);

@@ -31,6 +31,7 @@ int main(void)
 	add_spinlock_suite();
 	add_layout_suite();
 	add_mbox_seq_suite();
+	add_log_suite();
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();

@@ -24,4 +24,5 @@ void add_bell_suite(void);
 void add_spinlock_suite(void);
 void add_layout_suite(void);
 void add_mbox_seq_suite(void);
+void add_log_suite(void);
 #endif
