@@ -1071,6 +1071,7 @@ static int stop_tree(struct tproc **tpp, size_t *n, const struct ckpt_dump_opts 
  * metadata sections, then the tree; every section's index names its
  * process (ckpt_sec_index). Read from the stopped processes (no snapshot:
  * the fork of one would not hold the memory it shares with the others). */
+/* whole: one file written in offset order; the sections' offsets and the table are one count */
 static int dump_tree(struct tproc *tp, size_t n, const char *path, const struct ckpt_dump_opts *o,
 		     struct ckpt_stats *st, double t0, double t_stopped, char *err, size_t errlen)
 {

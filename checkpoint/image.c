@@ -64,6 +64,7 @@ void ckpt_header_free(struct ckpt_header *h)
 	h->nsec = 0;
 }
 
+/* whole: the header's checks in the order of its bytes, each a test and its error */
 int ckpt_image_read_header(const void *buf, size_t len, struct ckpt_header *h,
 			   char *err, size_t errlen)
 {

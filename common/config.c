@@ -266,6 +266,7 @@ static void defaults(struct storm_conf *c, const char *path)
 	c->switch_wait_pct = 25;
 }
 
+/* whole: the configuration's cross-key checks one after the other, each a test and its error */
 static int finish(struct parse *p, int rc)
 {
 	struct storm_conf *c = p->c;

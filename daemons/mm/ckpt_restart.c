@@ -155,6 +155,7 @@ static void stage_free(Storm__Cl__CkptCopy **v, size_t n)
  * node, by an up node that holds it (ckpt_copy.c on the nodes). The MM never
  * reads the images itself. 1: everything is in place; 2: staging started,
  * the launch waits for it; -1: the job failed, saying why. */
+/* whole: one plan of copies built in one array, then sent; its cleanup is shared */
 int ckpt_restart_prepare(struct mm *mm, struct job *j)
 {
 	struct mm_ckpt *r = ckpt_rec_find(mm, j->spec->restore_checkpoint);

@@ -235,6 +235,7 @@ static void on_turn(void *arg)
 		ev_stop(mm->loop);
 }
 
+/* whole: the start-up steps in the order they must run, each a few lines on mm */
 static int start(struct mm *mm, const char *conf_path)
 {
 	char err[512];

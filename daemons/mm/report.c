@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+/* whole: a report's records applied in the order the node wrote them, each a short loop */
 static void consume_report(struct mm *mm, int idx)
 {
 	struct mm_node *n = &mm->nodes[idx];

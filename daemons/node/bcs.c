@@ -470,6 +470,7 @@ static void cancel_posted(struct bjob *j, uint32_t lr, const struct bcs_desc *d,
 
 /* Collection micro-phase: the ranks' new descriptors. Returns whether any
  * but an iprobe came (an iprobe loop counts as polling, not as moving). */
+/* whole: one switch over the descriptor kinds, each case a few lines on the same ring state */
 static bool collect(struct nd *nd, struct bjob *j, uint64_t slice)
 {
 	struct nd_bcs *b = nd->bcs;

@@ -294,6 +294,7 @@ static int wait_stopped(pid_t pid, uint64_t timeout_ns)
 	}
 }
 
+/* whole: the helper process's one life (seize, capture, release, write), timed from one clock */
 static _Noreturn void dump_child(struct nd *nd, struct nd_job *job, const char *dir,
 				 const char *files_dir, int w, uint64_t t_cmd)
 {

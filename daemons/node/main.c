@@ -293,6 +293,7 @@ static void on_turn(void *arg)
 		ev_stop(nd->loop);
 }
 
+/* whole: the start-up steps in the order they must run, each a few lines on nd */
 static int setup(struct nd *nd, const struct opts *o)
 {
 	char err[512];

@@ -716,6 +716,7 @@ void nd_job_start_failed(struct nd *nd, struct nd_job *job, const char *why)
 		job_end(nd, job);
 }
 
+/* whole: one launch, checks then fork, undoing what it made on each failure in one place */
 void nd_launch(struct nd *nd, const Storm__Cl__Command *cmd, size_t k)
 {
 	const Storm__Cl__Launch *L = cmd->launch;
