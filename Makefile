@@ -181,6 +181,8 @@ BCS_LIB_SRC += bcs_mpi/types.c bcs_mpi/group.c bcs_mpi/topo.c bcs_mpi/nbc.c bcs_
 BCS_LIB_SRC += bcs_mpi/intercomm.c
 # info objects, attribute caching, persistent requests, buffered sends
 BCS_LIB_SRC += bcs_mpi/info.c bcs_mpi/attr.c bcs_mpi/bsend.c
+# communicators made from others (dup, split, free); MPI_Init and MPI_Finalize
+BCS_LIB_SRC += bcs_mpi/comm.c bcs_mpi/init.c
 BCS_LIB_OBJ := $(BCS_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 .PHONY: bcsmpi
 bcsmpi: $(BUILD)/lib/libbcsmpi.a $(BUILD)/lib/libbcsmpi.so $(BUILD)/include/mpi.h \
@@ -489,13 +491,13 @@ kernel-check: kernel all $(BUILD)/kernel/storm_guest
 # the layering rules of each folder's README.md, and no daemon call cycle
 # over two files (scripts/layers.py)
 .PHONY: layers
-# the rules, then a report that fails nothing (each folder's call cycles
-# between files), and the functions over 100 lines: at most 10, each with a
+# the rules, then each folder's call cycles between files (none over two
+# files), and the functions over 100 lines: at most 10, each with a
 # "/* whole: <why> */" line above it
 REPORT_DIRS := net_abstraction common scheduler checkpoint bcs_mpi daemons/mm daemons/node cli vcluster
 layers: all
 	./scripts/layers.py
-	./scripts/callgraph.py --max-cycle 999 $(addprefix $(BUILD)/obj/,$(REPORT_DIRS))
+	./scripts/callgraph.py --max-cycle 2 $(addprefix $(BUILD)/obj/,$(REPORT_DIRS))
 	./scripts/longfuncs.py --over 100 --max 10 $(REPORT_DIRS) kernel
 
 # The suites run CHECK_JOBS at a time, the longest first so that the lanes

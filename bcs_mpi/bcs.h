@@ -1,5 +1,11 @@
-/* BCS-MPI library internals shared by mpi.c (environment, point to point,
- * requests, communicators, errors) and coll.c (collectives). */
+/* BCS-MPI library internals shared by its files. The files call down only:
+ * mpi.c (environment, the communicator table, requests, point to point,
+ * errors) is the bottom, which every other calls and which calls none of
+ * them (a persistent buffered send is handed bsend.c's function); init.c
+ * (MPI_Init, MPI_Finalize) is the top. In between, coll.c and intercomm.c
+ * call each other (collectives on an intercommunicator); comm.c (dup,
+ * split, free) calls them, attr.c and topo.c's data; group.c, topo.c and
+ * win.c make communicators through comm.c. */
 #ifndef BCS_INTERNAL_H
 #define BCS_INTERNAL_H
 
@@ -45,9 +51,15 @@ struct bcs_topo {
 struct bcs_comm *bcs_comm_get(MPI_Comm c);
 /* a communicator taking ownership of world (MPI_COMM_NULL when full) */
 MPI_Comm bcs_comm_new(int size, int rank, int *world, uint32_t ctx, int errh);
-/* MPI_Comm_dup without the attributes' copy callbacks; an MPI error class */
+/* bcs_comm_new's two steps: a free handle (MPI_COMM_NULL when full), and
+ * filling it; bcs_comm_slot: a handle's entry, in use or not (mpi.c) */
+MPI_Comm bcs_comm_alloc(void);
+void bcs_comm_set(MPI_Comm h, int size, int rank, int *world, uint32_t ctx, int errh);
+struct bcs_comm *bcs_comm_slot(MPI_Comm h);
+/* MPI_Comm_dup without the attributes' copy callbacks; an MPI error class
+ * (comm.c) */
 int bcs_comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
-/* a copy of a topology (NULL for none) */
+/* a copy of a topology (NULL for none) (comm.c) */
 struct bcs_topo *bcs_topo_dup(const struct bcs_topo *t);
 /* the node this rank runs on, as the world rank of its first local rank */
 int bcs_node_id(void);
@@ -55,6 +67,13 @@ int bcs_node_id(void);
 int bcs_err(MPI_Comm comm, int code, const char *fn);
 /* Checks that MPI is initialised; aborts with a message otherwise. */
 void bcs_need_init(const char *fn);
+/* MPI_Init and MPI_Finalize (init.c) are these steps of mpi.c around a
+ * barrier: the set-up up to it (aborts on failure), MPI_Init_thread's
+ * level, the wait for buffered sends to leave, and the end */
+void bcs_init_common(int *argc, char ***argv);
+void bcs_init_thread(int required, int *provided);
+void bcs_finalize_drain(void);
+void bcs_finalize_done(void);
 
 /* Point to point on a communicator's collective context (coll = true) or its
  * point-to-point one, without error handlers: return an MPI error class. */
@@ -95,7 +114,7 @@ long bcs_extent(MPI_Datatype dt);
  * (negated) for a negative count. */
 int bcs_rs_block(const int *counts, int bcount, int n, int me, long *myoff);
 
-/* a new context id agreed by every member of c (collective over c) */
+/* a new context id agreed by every member of c (collective over c; comm.c) */
 int bcs_new_ctx(struct bcs_comm *c, uint32_t *ctx);
 int bcs_allgather_ints(struct bcs_comm *c, const int *mine, int n, int *all);
 
@@ -127,7 +146,7 @@ static inline const int *bcs_peer_world(const struct bcs_comm *c)
  * free for all of them) */
 uint32_t bcs_ctx_next(void);
 void bcs_ctx_claim(uint32_t end);
-/* MPI_ERR_COMM for fn, not supported on an intercommunicator */
+/* MPI_ERR_COMM for fn, not supported on an intercommunicator (mpi.c) */
 int bcs_inter_refuse(MPI_Comm comm, const char *fn);
 int bcs_inter_dup(struct bcs_comm *c, MPI_Comm comm, MPI_Comm *newcomm);
 /* MPI_Comm_split on an intercommunicator (MPI_Comm_create: by membership) */
@@ -167,6 +186,12 @@ int bcs_bsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MP
 int bcs_bsend_post(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
 		   MPI_Comm comm);
 int bcs_req_complete(MPI_Comm comm, MPI_Request *req);
+/* MPI_Bsend_init's request (mpi.c): each MPI_Start sends by bsend, which
+ * bsend.c passes down so that mpi.c need not call it */
+typedef int bcs_bsend_fn(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+			 MPI_Comm comm);
+int bcs_persist_bsend_init(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+			   MPI_Comm comm, MPI_Request *req, bcs_bsend_fn *bsend);
 
 /* collectives' point-to-point tag, in a communicator's collective context */
 #define TAG_COLL 1
@@ -182,5 +207,11 @@ int bcs_req_complete(MPI_Comm comm, MPI_Request *req);
 	ANY_COMM(comm, fn);                                                            \
 	if (c->rworld)                                                                 \
 		return bcs_inter_refuse(comm, fn)
+
+/* the same, for a call that takes intercommunicators only */
+#define INTER(comm, fn)                                                                 \
+	ANY_COMM(comm, fn);                                                             \
+	if (!c->rworld)                                                                 \
+		return bcs_err(comm, MPI_ERR_COMM, fn " (not an intercommunicator)")
 
 #endif

@@ -70,3 +70,9 @@ int MPI_Ibsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, M
 		rc = bcs_req_complete(comm, req);
 	return bcs_err(comm, rc, "MPI_Ibsend");
 }
+
+int MPI_Bsend_init(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+		   MPI_Comm comm, MPI_Request *req)
+{
+	return bcs_persist_bsend_init(buf, count, dt, dest, tag, comm, req, bcs_bsend);
+}

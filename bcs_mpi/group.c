@@ -96,6 +96,18 @@ int MPI_Comm_group(MPI_Comm comm, MPI_Group *group)
 	return give(c->size, w, group, "MPI_Comm_group");
 }
 
+int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group)
+{
+	INTER(comm, "MPI_Comm_remote_group");
+	MPI_Group wg;
+	int rc = MPI_Comm_group(MPI_COMM_WORLD, &wg);
+	if (rc)
+		return rc;
+	rc = MPI_Group_incl(wg, c->rsize, c->rworld, group);
+	MPI_Group_free(&wg);
+	return rc;
+}
+
 int MPI_Group_size(MPI_Group group, int *size)
 {
 	GROUP(group, g, "MPI_Group_size");

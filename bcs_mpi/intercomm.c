@@ -18,13 +18,6 @@
 
 #define INTER_CTX_IDS 4
 
-int bcs_inter_refuse(MPI_Comm comm, const char *fn)
-{
-	char what[128];
-	snprintf(what, sizeof(what), "%s on an intercommunicator (not supported by BCS-MPI)", fn);
-	return bcs_err(comm, MPI_ERR_COMM, what);
-}
-
 static int *ints_dup(const int *v, int n)
 {
 	int *w = malloc((size_t)(n > 0 ? n : 1) * sizeof(int));
@@ -214,28 +207,11 @@ int MPI_Comm_test_inter(MPI_Comm comm, int *flag)
 	return MPI_SUCCESS;
 }
 
-#define INTER(comm, fn)                                                                 \
-	ANY_COMM(comm, fn);                                                             \
-	if (!c->rworld)                                                                 \
-		return bcs_err(comm, MPI_ERR_COMM, fn " (not an intercommunicator)")
-
 int MPI_Comm_remote_size(MPI_Comm comm, int *size)
 {
 	INTER(comm, "MPI_Comm_remote_size");
 	*size = c->rsize;
 	return MPI_SUCCESS;
-}
-
-int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group)
-{
-	INTER(comm, "MPI_Comm_remote_group");
-	MPI_Group wg;
-	int rc = MPI_Comm_group(MPI_COMM_WORLD, &wg);
-	if (rc)
-		return rc;
-	rc = MPI_Group_incl(wg, c->rsize, c->rworld, group);
-	MPI_Group_free(&wg);
-	return rc;
 }
 
 /* same order (0), same members (1) or neither (2) */

@@ -1,5 +1,6 @@
 /* BCS-MPI: environment, the channel to the node daemon, requests, point to
- * point, communicators, errors. Every communication call only posts a
+ * point, the communicator table, errors. The bottom of the library: every
+ * other file calls it and it calls none of them back (bcs.h). Every communication call only posts a
  * descriptor (bcs_mpi/abi/chan.h); the node daemon matches and moves the data at
  * its timeslices, and completions come back at the strobe. */
 #include <errno.h>
@@ -23,9 +24,6 @@
 
 #define EAGER_MAX 65536 /* a blocking MPI_Send of at most this is buffered */
 #define MAX_COMMS 4096
-/* MPI_Comm_idup's context ids (idup_ctx): bcs_new_ctx stays below */
-#define IDUP_CTX_BASE 0x80000000u
-#define IDUP_CTX_PAIRS (1u << 29) /* the ids stay below 0xc0000000 */
 #define REQ_CHUNK 256
 #define REQ_CHUNKS 4096
 
@@ -68,7 +66,6 @@ static struct {
 	uint32_t chan_flags; /* test hooks (BCS_CHAN_REFUSE_COPY, _STOP_IN_COPY) */
 	struct bcs_comm comms[MAX_COMMS];
 	uint32_t next_ctx;
-	uint32_t idup_next; /* MPI_Comm_idup's contexts this rank led */
 	MPI_User_function *ops[256];
 	int op_commute[256];
 } g = {.free_head = -1};
@@ -498,6 +495,13 @@ int bcs_err(MPI_Comm comm, int code, const char *fn)
 	return code;
 }
 
+int bcs_inter_refuse(MPI_Comm comm, const char *fn)
+{
+	char what[128];
+	snprintf(what, sizeof(what), "%s on an intercommunicator (not supported by BCS-MPI)", fn);
+	return bcs_err(comm, MPI_ERR_COMM, what);
+}
+
 int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler h)
 {
 	bcs_need_init("MPI_Comm_set_errhandler");
@@ -525,7 +529,7 @@ int MPI_Errhandler_free(MPI_Errhandler *h)
 	return MPI_SUCCESS;
 }
 
-static MPI_Comm comm_alloc(void)
+MPI_Comm bcs_comm_alloc(void)
 {
 	for (int i = 3; i < MAX_COMMS; i++)
 		if (!g.comms[i].used)
@@ -533,17 +537,24 @@ static MPI_Comm comm_alloc(void)
 	return MPI_COMM_NULL;
 }
 
-static void comm_set(MPI_Comm h, int size, int rank, int *world, uint32_t ctx, int errh)
+void bcs_comm_set(MPI_Comm h, int size, int rank, int *world, uint32_t ctx, int errh)
 {
 	g.comms[h] = (struct bcs_comm){.used = 1, .size = size, .rank = rank, .world = world,
 				       .ctx = ctx, .errh = errh};
 }
 
+/* a slot of the table whether in use or not (an MPI_Comm_idup completing
+ * after the program freed its communicator writes to it harmlessly) */
+struct bcs_comm *bcs_comm_slot(MPI_Comm h)
+{
+	return &g.comms[h];
+}
+
 MPI_Comm bcs_comm_new(int size, int rank, int *world, uint32_t ctx, int errh)
 {
-	MPI_Comm h = comm_alloc();
+	MPI_Comm h = bcs_comm_alloc();
 	if (h != MPI_COMM_NULL)
-		comm_set(h, size, rank, world, ctx, errh);
+		bcs_comm_set(h, size, rank, world, ctx, errh);
 	return h;
 }
 
@@ -572,26 +583,6 @@ int MPI_Comm_size(MPI_Comm comm, int *size)
 	return MPI_SUCCESS;
 }
 
-int bcs_new_ctx(struct bcs_comm *c, uint32_t *ctx)
-{
-	if (g.next_ctx >= IDUP_CTX_BASE)
-		return MPI_ERR_INTERN; /* the ids above are MPI_Comm_idup's */
-	int mine = (int)g.next_ctx, *all = malloc((size_t)c->size * sizeof(int));
-	if (!all)
-		return MPI_ERR_INTERN;
-	int rc = bcs_allgather_ints(c, &mine, 1, all);
-	uint32_t m = 0;
-	for (int i = 0; !rc && i < c->size; i++)
-		if ((uint32_t)all[i] > m)
-			m = (uint32_t)all[i];
-	free(all);
-	if (rc)
-		return rc;
-	*ctx = m;
-	g.next_ctx = m + 2;
-	return MPI_SUCCESS;
-}
-
 uint32_t bcs_ctx_next(void)
 {
 	return g.next_ctx;
@@ -603,219 +594,6 @@ void bcs_ctx_claim(uint32_t end)
 		g.next_ctx = end;
 }
 
-
-/* a duplicate without the attributes: a library's own communicator (win.c)
- * must not run the program's copy callbacks */
-int bcs_comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
-{
-	struct bcs_comm *c = bcs_comm_get(comm);
-	if (!c)
-		return MPI_ERR_COMM;
-	uint32_t ctx;
-	int rc = bcs_new_ctx(c, &ctx);
-	if (rc)
-		return rc;
-	MPI_Comm h = comm_alloc();
-	int *w = malloc((size_t)c->size * sizeof(int));
-	if (!h || !w) {
-		free(w);
-		return MPI_ERR_INTERN;
-	}
-	memcpy(w, c->world, (size_t)c->size * sizeof(int));
-	comm_set(h, c->size, c->rank, w, ctx, c->errh);
-	g.comms[h].topo = bcs_topo_dup(c->topo);
-	*newcomm = h;
-	return MPI_SUCCESS;
-}
-
-int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
-{
-	bcs_need_init("MPI_Comm_dup");
-	struct bcs_comm *c = bcs_comm_get(comm);
-	if (!c)
-		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_dup");
-	MPI_Comm h;
-	int rc;
-	if (c->rworld) {
-		if ((rc = bcs_inter_dup(c, comm, &h)))
-			return rc; /* reported there */
-	} else if ((rc = bcs_comm_dup(comm, &h))) {
-		return bcs_err(comm, rc, "MPI_Comm_dup");
-	}
-	rc = bcs_attr_copy(BCS_ATTR_COMM, comm, h);
-	if (rc) {
-		MPI_Comm_free(&h);
-		return bcs_err(comm, rc, "MPI_Comm_dup");
-	}
-	*newcomm = h;
-	return MPI_SUCCESS;
-}
-
-/* MPI_Comm_idup. The context cannot be agreed on as bcs_new_ctx does (a
- * maximum over the members' next ids): the members create other
- * communicators before the request completes, and any of them could take
- * that maximum meanwhile. So the parent's rank 0 alone picks the id, from
- * a range of its own: IDUP_CTX_BASE + (its world rank, the count of idups
- * it led) two ids apart, which no other rank and no other allocator hands
- * out. It sends the id to the others in one round on the parent's
- * collective context, in the order of the parent's collectives, so the
- * request completes as any non-blocking collective and nothing waits at
- * the call. */
-
-static int idup_ctx(uint32_t *ctx)
-{
-	uint32_t bits = 1, per;
-	while ((1u << bits) < (uint32_t)g.size)
-		bits++;
-	per = IDUP_CTX_PAIRS >> bits; /* the idups one rank may lead */
-	if (g.idup_next >= per)
-		return MPI_ERR_INTERN;
-	*ctx = IDUP_CTX_BASE + 2 * ((uint32_t)g.rank * per + g.idup_next++);
-	return MPI_SUCCESS;
-}
-
-struct idup {
-	MPI_Comm h;
-	uint32_t ctx; /* the leader's id, received here */
-};
-
-static int idup_fin(void *state)
-{
-	struct idup *s = state;
-	g.comms[s->h].ctx = s->ctx;
-	return MPI_SUCCESS;
-}
-
-static int idup(struct bcs_comm *c, MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *req)
-{
-	struct idup *s = calloc(1, sizeof(*s));
-	int *w = malloc((size_t)c->size * sizeof(int));
-	MPI_Comm h = comm_alloc();
-	int rc = !s || !w || !h ? MPI_ERR_INTERN : c->rank == 0 ? idup_ctx(&s->ctx) : 0;
-	if (rc) {
-		free(s);
-		free(w);
-		return rc;
-	}
-	memcpy(w, c->world, (size_t)c->size * sizeof(int));
-	/* the handle is the program's at once; its context is set at completion */
-	comm_set(h, c->size, c->rank, w, s->ctx, c->errh);
-	g.comms[h].topo = bcs_topo_dup(c->topo);
-	s->h = h;
-	rc = bcs_attr_copy(BCS_ATTR_COMM, comm, h);
-	if (rc) {
-		MPI_Comm_free(&h);
-		free(s);
-		return rc;
-	}
-	int id = bcs_coll_start(comm, idup_fin, s);
-	MPI_Request r;
-	for (int i = 1; !rc && c->rank == 0 && i < c->size; i++) {
-		rc = bcs_isend(&s->ctx, 1, MPI_UINT32_T, i, TAG_COLL, c, true, &r);
-		if (!rc)
-			bcs_coll_part(id, r);
-	}
-	if (c->rank != 0) {
-		rc = bcs_irecv(&s->ctx, 1, MPI_UINT32_T, 0, TAG_COLL, c, true, &r);
-		if (!rc)
-			bcs_coll_part(id, r);
-	}
-	bcs_coll_arm(id, rc);
-	*newcomm = h;
-	*req = id;
-	return rc;
-}
-
-int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *req)
-{
-	COMM(comm, "MPI_Comm_idup");
-	return bcs_err(comm, idup(c, comm, newcomm, req), "MPI_Comm_idup");
-}
-
-int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *req)
-{
-	(void)info; /* no hint changes what a communicator does here */
-	COMM(comm, "MPI_Comm_idup_with_info");
-	return bcs_err(comm, idup(c, comm, newcomm, req), "MPI_Comm_idup_with_info");
-}
-
-int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
-{
-	bcs_need_init("MPI_Comm_split");
-	struct bcs_comm *c = bcs_comm_get(comm);
-	if (!c)
-		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_split");
-	if (color < 0 && color != MPI_UNDEFINED)
-		return bcs_err(comm, MPI_ERR_ARG, "MPI_Comm_split");
-	if (c->rworld)
-		return bcs_inter_split(c, comm, color, key, newcomm, "MPI_Comm_split");
-	int mine[2] = {color, key};
-	int *all = malloc((size_t)c->size * 2 * sizeof(int));
-	if (!all)
-		return bcs_err(comm, MPI_ERR_INTERN, "MPI_Comm_split");
-	int rc = bcs_allgather_ints(c, mine, 2, all);
-	uint32_t ctx = 0;
-	if (!rc)
-		rc = bcs_new_ctx(c, &ctx);
-	if (rc) {
-		free(all);
-		return bcs_err(comm, rc, "MPI_Comm_split");
-	}
-	if (color == MPI_UNDEFINED) {
-		free(all);
-		*newcomm = MPI_COMM_NULL;
-		return MPI_SUCCESS;
-	}
-	/* members of my color ordered by (key, old rank): insertion sort */
-	int n = 0, *mem = malloc((size_t)c->size * sizeof(int));
-	if (!mem) {
-		free(all);
-		return bcs_err(comm, MPI_ERR_INTERN, "MPI_Comm_split");
-	}
-	for (int i = 0; i < c->size; i++) {
-		if (all[2 * i] != color)
-			continue;
-		int k = n++;
-		while (k > 0 && all[2 * mem[k - 1] + 1] > all[2 * i + 1]) {
-			mem[k] = mem[k - 1];
-			k--;
-		}
-		mem[k] = i;
-	}
-	int me = 0;
-	for (int i = 0; i < n; i++) {
-		if (mem[i] == c->rank)
-			me = i;
-		mem[i] = c->world[mem[i]];
-	}
-	free(all);
-	MPI_Comm h = comm_alloc();
-	if (!h) {
-		free(mem);
-		return bcs_err(comm, MPI_ERR_INTERN, "MPI_Comm_split");
-	}
-	comm_set(h, n, me, mem, ctx, c->errh);
-	*newcomm = h;
-	return MPI_SUCCESS;
-}
-
-int MPI_Comm_free(MPI_Comm *comm)
-{
-	bcs_need_init("MPI_Comm_free");
-	struct bcs_comm *c = bcs_comm_get(*comm);
-	if (!c || *comm == MPI_COMM_WORLD || *comm == MPI_COMM_SELF)
-		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_free");
-	int rc = bcs_attr_free_all(BCS_ATTR_COMM, *comm);
-	if (rc)
-		return bcs_err(*comm, rc, "MPI_Comm_free");
-	free(c->world);
-	free(c->rworld);
-	free(c->topo);
-	free(c->name);
-	memset(c, 0, sizeof(*c));
-	*comm = MPI_COMM_NULL;
-	return MPI_SUCCESS;
-}
 
 int bcs_name_set(char **slot, const char *name)
 {
@@ -851,34 +629,6 @@ int MPI_Comm_get_name(MPI_Comm comm, char *name, int *len)
 	bcs_name_get(c->name,
 		     comm == MPI_COMM_WORLD ? "MPI_COMM_WORLD"
 		     : comm == MPI_COMM_SELF ? "MPI_COMM_SELF" : "", name, len);
-	return MPI_SUCCESS;
-}
-
-int MPI_Comm_compare(MPI_Comm a, MPI_Comm b, int *result)
-{
-	struct bcs_comm *x = bcs_comm_get(a), *y = bcs_comm_get(b);
-	if (!x || !y)
-		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_compare");
-	if (a == b) {
-		*result = MPI_IDENT;
-		return MPI_SUCCESS;
-	}
-	if (x->rworld || y->rworld)
-		return bcs_inter_compare(x, y, result);
-	if (x->size != y->size) {
-		*result = MPI_UNEQUAL;
-		return MPI_SUCCESS;
-	}
-	bool same_order = true, same_set = true;
-	for (int i = 0; i < x->size; i++) {
-		if (x->world[i] != y->world[i])
-			same_order = false;
-		bool found = false;
-		for (int k = 0; k < y->size && !found; k++)
-			found = x->world[i] == y->world[k];
-		same_set = same_set && found;
-	}
-	*result = same_order ? MPI_CONGRUENT : same_set ? MPI_SIMILAR : MPI_UNEQUAL;
 	return MPI_SUCCESS;
 }
 
@@ -927,7 +677,8 @@ static void wait_trace_room(bool (*cond)(void *), void *arg)
 	__atomic_store_n(&g.area->want_room, 0, __ATOMIC_RELEASE);
 }
 
-static int init_common(int *argc, char ***argv)
+/* MPI_Init up to its first barrier (init.c) */
+void bcs_init_common(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
@@ -966,31 +717,20 @@ static int init_common(int *argc, char ***argv)
 	for (int i = 0; i < g.size; i++)
 		w[i] = i;
 	s[0] = g.rank;
-	comm_set(MPI_COMM_WORLD, g.size, g.rank, w, 0, MPI_ERRORS_ARE_FATAL);
-	comm_set(MPI_COMM_SELF, 1, 0, s, 2, MPI_ERRORS_ARE_FATAL);
+	bcs_comm_set(MPI_COMM_WORLD, g.size, g.rank, w, 0, MPI_ERRORS_ARE_FATAL);
+	bcs_comm_set(MPI_COMM_SELF, 1, 0, s, 2, MPI_ERRORS_ARE_FATAL);
 	g.next_ctx = 4;
 	g.inited = 1;
 	bcs_trace_init(g.rank, abort_world, g.area, map, wait_trace_room);
 	bcs_trace_debug_hold(g.rank);
 	struct bcs_desc d = {.op = BCS_OP_INIT};
 	post(&d);
-	/* everyone starts from the same strobe */
-	bcs_trace_mute(1);
-	int rc = MPI_Barrier(MPI_COMM_WORLD);
-	bcs_trace_mute(0);
-	return rc;
 }
 
-int MPI_Init(int *argc, char ***argv)
-{
-	return init_common(argc, argv);
-}
-
-int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+void bcs_init_thread(int required, int *provided)
 {
 	g.thread = required < MPI_THREAD_FUNNELED ? required : MPI_THREAD_FUNNELED;
 	*provided = g.thread;
-	return init_common(argc, argv);
 }
 
 int MPI_Query_thread(int *provided)
@@ -1023,20 +763,17 @@ static bool no_eager(void *arg)
 	return g.eager_out == 0;
 }
 
-int MPI_Finalize(void)
+/* MPI_Finalize's steps before and after its barrier (init.c) */
+void bcs_finalize_drain(void)
 {
-	bcs_need_init("MPI_Finalize");
-	bcs_trace_call(BCS_C_FINALIZE, BCS_PEER_NONE, -1, 0);
-	/* MPI_COMM_SELF's attributes are deleted first (MPI-3.1 §8.7.1) */
-	bcs_attr_free_all(BCS_ATTR_COMM, MPI_COMM_SELF);
-	bcs_trace_mute(1);
 	/* buffered sends must leave this process before it may exit */
 	wait_for(no_eager, NULL);
-	int rc = MPI_Barrier(MPI_COMM_WORLD);
-	bcs_trace_finish();
+}
+
+void bcs_finalize_done(void)
+{
 	g.finalized = 1;
 	__atomic_store_n(&g.area->idle, BCS_IDLE_DONE, __ATOMIC_SEQ_CST);
-	return rc;
 }
 
 int MPI_Abort(MPI_Comm comm, int code)
@@ -1527,7 +1264,8 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int st
 /* ---- persistent requests: a call made once, started many times */
 
 struct persist {
-	bool send, bsend;
+	bool send;
+	bcs_bsend_fn *bsend; /* MPI_Bsend_init's: bsend.c's check and send */
 	void *buf;
 	int count, peer, tag;
 	MPI_Datatype dt;
@@ -1617,10 +1355,11 @@ int MPI_Rsend_init(const void *buf, int count, MPI_Datatype dt, int dest, int ta
 	return persist_init(p, req, "MPI_Rsend_init");
 }
 
-int MPI_Bsend_init(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
-		   MPI_Comm comm, MPI_Request *req)
+/* MPI_Bsend_init (bsend.c): each MPI_Start sends by bsend */
+int bcs_persist_bsend_init(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+			   MPI_Comm comm, MPI_Request *req, bcs_bsend_fn *bsend)
 {
-	struct persist p = {.send = true, .bsend = true, .buf = (void *)buf, .count = count,
+	struct persist p = {.send = true, .bsend = bsend, .buf = (void *)buf, .count = count,
 			    .peer = dest, .tag = tag, .dt = dt, .comm = comm};
 	return persist_init(p, req, "MPI_Bsend_init");
 }
@@ -1644,7 +1383,7 @@ static int start_one(MPI_Request id)
 		return MPI_ERR_COMM;
 	if (p->bsend) {
 		/* done once copied into the attached buffer */
-		int rc = bcs_bsend(p->buf, p->count, p->dt, p->peer, p->tag, p->comm);
+		int rc = p->bsend(p->buf, p->count, p->dt, p->peer, p->tag, p->comm);
 		if (!rc)
 			r->inactive = 0;
 		return rc;

@@ -10,17 +10,6 @@
 #include "bcs.h"
 #include "procs.h"
 
-struct bcs_topo *bcs_topo_dup(const struct bcs_topo *t)
-{
-	if (!t)
-		return NULL;
-	size_t sz = sizeof(*t) + (size_t)t->len * sizeof(int);
-	struct bcs_topo *c = malloc(sz);
-	if (c)
-		memcpy(c, t, sz);
-	return c;
-}
-
 int MPI_Dims_create(int nnodes, int ndims, int dims[])
 {
 	return bcs_err(MPI_COMM_WORLD, bcs_dims_create(nnodes, ndims, dims), "MPI_Dims_create");
