@@ -26,66 +26,8 @@ TARGET_THREADS_TIME = 1.2  # checkpoint and restart
 # What the figures do not show by themselves: the comparison with the
 # helper before snapshots, and what limits the targets still missed
 # (measured 2026-11-22 on this machine, see the text).
-NOTES = """**Before and after the snapshot** (branch ckptfast against main at d2e03a1, the same \
-run.sh, runs alternated on the same cluster directory, medians). Before, the helper read and \
-wrote all of a rank's memory while the job was frozen; now the job is held only while each \
-rank's state is read and a copy-on-write fork of it is taken, and the images are written \
-from the forks while it runs. Job frozen per checkpoint: 0.079 → 0.07 s at 16 MiB, 0.15 → \
-0.07 s at 64 MiB, 0.54 → 0.08 s at 256 MiB, 1.5 → 0.15 s at 1 GiB, 2.1 → 0.25 s at 2 GiB. \
-Checkpoint time (to the confirmation) about the same up to 1 GiB (0.11 → 0.13 s, 0.25 → \
-0.24 s, 0.77 → 0.74 s, 2.45 → 2.4-2.8 s) and longer at 2 GiB (4.5 → 5.4-6.2 s). Failure-free \
-overhead at a 10 s interval (11 checkpoints of 0.5-0.65 GB, 120 s runs): main +10.4 s \
-(+8.3%, frozen 10.2 s), this branch +7.6 s (+6.0%, frozen 1.4 s); at 60 s, frozen 2.36 s \
-(1.9%) → 0.32 s (0.24%), the runtimes within this machine's run-to-run noise: main \
-+0.15%, this branch +4.3% in the run below and +0.67% (frozen 0.27 s, 0.21%) in a second \
-pair of runs (none 122.74 s, 60 s 123.57 s).
-
-**What limits the targets still missed.**
-
-* *Throughput at 16-256 MiB: a fixed cost of the protocol on an oversubscribed host, not \
-the copy.* In the table above, the command needs ~30 ms to reach the last node (the MM's \
-multicast down the node tree: 8 node daemons, their helpers, the job's 8 ranks and the MM \
-share 2 cores), its helper runs ~25 ms later, the CAPTURED and CHECKPOINTED reports each \
-wait for the next strobe (10 ms timeslices) and the COMPARE-AND-WRITE is one more round: \
-about 0.1 s before the size counts, where dd writes 16 MiB in 0.03-0.1 s. dd's own figure \
-swings 2-4x between runs (the disk is shared with other work), so the small rows' ratio \
-says little either way.
-* *Throughput at 1-2 GiB and the runtime overhead: CPU.* Once let go, the job runs while \
-its images are written: its ranks (ckpt_prog writes one word in every page of its heap each \
-step, which at 256 MiB a rank keeps a core busy) take a copy-on-write fault on each page \
-the first time (8192 per 32 MiB rank and checkpoint) and compete with the 8 helpers for \
-the 2 cores; frozen, the helpers had the cores to themselves, which is why 2 GiB takes \
-longer now. On a cluster each node's helper has the node's other cores. Lowering the \
-writing threads' priority once the job runs (nice 10) was tried: +6.5 s at 10 s instead \
-of +7.6 s, within the noise, for a longer checkpoint; not kept.
-* *Restart at 16 MiB (~1.2x)*: a restart has the same fixed costs (the launch's \
-multicast, a helper forked per node, a report per strobe) around a restore of 2 MiB per \
-node, so at 16 MiB it is as long as a checkpoint that is itself fixed-cost bound (the \
-three rounds: 1.16x, 1.22x, 1.65x).
-* *The frozen column is no longer the whole cost*: the copy-on-write faults and the \
-helpers' CPU are paid while the job runs, so they show only in the runtime column, \
-which here varies by more than they cost (identical runs differ by up to ~15%)."""
-
-
 # What the threads table does not show by itself (measured 2026-11-26 on this
 # machine, see the text).
-THREAD_NOTES = """**Why the checkpoint time grows with threads here, and not the freeze.** The rank \
-is held about as long with 8 threads as with one (*held* 0.016-0.017 s; frozen 1.06x and \
-1.17x the single-threaded rank's): each thread's registers, FP state, mask and the like \
-are a few system calls more. What grows is the image's copy from the snapshot once the \
-rank is let go (phases.py *copy*, medians: 0.18 s with 1 thread, 0.34 s with 4, 0.41 s \
-with 8). These threads write every page of the heap within 10 ms, and each page's first \
-write after the snapshot takes a copy-on-write fault: one thread takes its 65536 faults \
-one after the other on one core, 4 or 8 take them on both of this machine's cores at \
-once, and the helper's writing thread waits for a CPU. The same run with the threads \
-writing each page once a second instead (`BENCH_CKPT_THREAD_STEP_MS=1000`, run \
-ckpt-20261126-035323, 5 rounds) checkpoints 4 and 8 threads in 1.13x and 1.07x the \
-single-threaded time (0.245 s and 0.233 s against 0.217 s; *copy* 0.19 s and 0.18 s \
-against 0.16 s), freezes them 1.07x and 1.02x and restarts them in 0.95x and 0.97x. The \
-rank's work is the same either way, only done in parallel; on a node with cores to spare \
-for the helper the copy does not compete with it."""
-
-
 def mib(n):
     return "%.0f MiB" % (n / 2**20) if n >= 2**20 else "%.0f KiB" % (n / 1024)
 
@@ -178,9 +120,6 @@ def threads_section(run, thr, criu):
                        (ver, "/".join(sorted(set(str(r.get("dump_rc")) for r in criu))),
                         "; ".join("`%s`" % e for e in first("error")) or "no error logged",
                         "; ".join("`%s`" % e for e in first("check")) or "nothing wrong"))
-        out.append("")
-    if thr:
-        out.append(THREAD_NOTES)
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 
@@ -290,8 +229,6 @@ def main():
         out.append(table(["interval", "runtime", "checkpoints", "overhead (runtime)",
                           "frozen (of runtime)", "run"], ors))
         out.append("")
-    out.append(NOTES)
-    out.append("")
     replace_section(sys.argv[2], HEADING, "\n".join(out).rstrip() + "\n")
 
 

@@ -199,7 +199,6 @@ def build(res, results_path, plot_rel):
     if sk:
         L.append("Slurm was not measured in this run: %s." % sk)
     elif slurm:
-        retries = sum(r.get("srun_retries", 0) for r in slurm["rows"])
         L.append(
             "Slurm %s on the private cluster of `bench/launch/slurm-cluster.sh up 8`, with"
             " `STORM_SLURM_CONF_EXTRA` setting `SelectType=select/linear` (whole nodes),"
@@ -213,23 +212,6 @@ def build(res, results_path, plot_rel):
              ", ".join("%.2f" % x for x in slurm["ratios"]), fmt_ratio(slurm["ratio"]),
              fmt_ratio(ratio((res.point("storm", "signals", 8, 1000) or {}).get("ratio"),
                              slurm["ratio"]))))
-        L.append("")
-        slow = [r for r in slurm["rows"] if r["t_s"] > 3 * (r["ta_s"] + r["tb_s"])]
-        L.append(
-            "**Caution, srun inside a suspended job.** When the second job is allocated its batch"
-            " script starts, and Slurm's gang scheduler suspends it a moment later; an `srun` that"
-            " asks for its step in between is refused (`step creation temporarily disabled`) and"
-            " waits with a back-off that here took about two minutes, long after the first job"
-            " ended (an `srun -N 8` from outside an allocation did the same: 124 s for two 4 s"
-            " jobs). The job script watches srun's stderr and restarts srun when it says so;"
-            " that restarted it %d times in this run, so it did not catch the refused srun in"
-            " time (why was not established: the batch step is suspended with its job, and"
-            " the long wait starts after the resume). %d of %d together-runs in this run hit"
-            " the back-off. Those runs are kept in the median (of %d runs the median is immune"
-            " to one): it is what a user of this Slurm sees when two multi-node jobs share"
-            " nodes under gang scheduling; the runs without it give Slurm %s." %
-            (retries, len(slow), len(slurm["rows"]), len(slurm["rows"]),
-             ", ".join(fmt_ratio(r["ratio"]) for r in slurm["rows"] if r not in slow) or "none"))
         L.append("")
 
     # ---- trace

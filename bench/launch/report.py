@@ -267,77 +267,15 @@ def build(res, results_path, png_rel):
         L.append("- %s: %s" % (text, verdict))
     L.append("")
 
-    L.append("### What limits the peers")
-    L.append("")
-    L.extend(limits(res))
-    L.append("")
+    fails = failures(res)
+    if fails:
+        L.extend(fails + [""])
     return "\n".join(L)
 
 
-def limits(res):
+def failures(res):
+    """The launches that failed, for the section's end."""
     out = []
-    sizes, nodes = res.sizes(), res.nodes()
-    if not sizes or not nodes:
-        return ["- No results."]
-    big, lo, hi = max(sizes), min(nodes), max(nodes)
-    g = res.med
-    s1, sN = g("srun", big, lo), g("srun", big, hi)
-    if s1 is not None and sN is not None:
-        per = (sN - s1) / (hi - lo) if hi > lo else None
-        out.append(
-            "- **srun's fixed cost.** A launch on %d node%s takes %s: srun asks slurmctld for"
-            " an allocation, gets a credential signed through munge, creates the step,"
-            " and every slurmd forks a slurmstepd that forks the tasks and reports back;"
-            " srun waits for every task's exit message. It grows to %s at %d nodes%s,"
-            " where %d slurmd and their slurmstepd share 2 cores (Slurm forwards the"
-            " launch through a tree of slurmd, TreeWidth %s)." %
-            (lo, "" if lo == 1 else "s", ms(s1), ms(sN), hi,
-             " (%s per added node)" % ms(per) if per is not None else "",
-             hi, res.meta("tree_width") or "?"))
-    one, four = g("srun_1task", big, 1), g("srun", big, 1)
-    if one is not None and four is not None:
-        out.append(
-            "- **slurmstepd's 100 ms nap.** On one node, `srun -n 1` takes %s and `srun -n 4`"
-            " %s. strace on the node's slurmstepd shows why: once it has reaped the first"
-            " task it sleeps 100 ms (`clock_nanosleep`, hard-coded in Slurm 22.05) before it"
-            " collects the other tasks' exits with `WNOHANG`, so it can send one aggregated"
-            " exit message. Every launch with more than one task per node pays it, on"
-            " every node in parallel; no slurm.conf setting removes it." %
-            (ms(one), ms(four)))
-    parts = []
-    for s in sizes:
-        b, p = g("srun_bcast", s, hi), g("srun", s, hi)
-        if b is not None and p is not None:
-            parts.append("%d MiB: %s (%.0f MB/s of written copies)" %
-                         (s, ms(b - p), s * hi * 1.048576 / ((b - p) / 1000) if b > p else 0))
-    if parts:
-        out.append(
-            "- **srun --bcast.** What the transfer adds on %d nodes (srun --bcast − srun): %s."
-            " srun reads the file and sends it in blocks (sbcast's default: the file size"
-            " or 8 MB, whichever is smaller, so 2 blocks at 12 MiB) to the nodes' slurmd"
-            " through the slurmd forwarding tree, and each slurmd writes its own file;"
-            " only then does the launch start. Here all of it is loopback and one disk." %
-            (hi, "; ".join(parts)))
-    m1, mN = g("mpiexec", big, lo), g("mpiexec", big, hi)
-    if m1 is not None and mN is not None:
-        out.append(
-            "- **mpiexec.** Hydra starts one proxy on this host that forks all %d"
-            " processes; no daemons, no allocation, no credential: %s for %d processes,"
-            " %s for %d (%s per process). It is the floor for starting processes here,"
-            " but it has no notion of nodes." %
-            (4 * hi, ms(m1), 4 * lo, ms(mN), 4 * hi,
-             ms((mN - m1) / (4 * (hi - lo))) if hi > lo else "–"))
-    c, cs, cp = g("copy_floor", big, hi), g("copy_floor_shm", big, hi), g("cp", big, hi)
-    if c is not None or cs is not None:
-        rate = lambda v: "%.1f GB/s" % (big * hi * 1.048576 / v) if v else "–"  # noqa: E731
-        out.append(
-            "- **Copy floor.** Writing %d copies of %d MiB from one process takes %s on /tmp"
-            " (%s into the page cache of ext4; nothing is fsync'ed, but a run this size"
-            " meets the kernel's dirty-page throttling and background writeback, which is"
-            " where most of its spread comes from) and %s into tmpfs (%s); `cp` in a loop,"
-            " a process per copy, takes %s. A launcher that materialises the binary on %d"
-            " nodes of this machine does at least this much work, on the same 2 cores." %
-            (hi, big, ms(c), rate(c), ms(cs), rate(cs), ms(cp), hi))
     fails = [r for r in res.launch if "error" in r]
     if fails:
         out.append("- **Failures in this run:** " + "; ".join(
