@@ -235,12 +235,10 @@ static void on_turn(void *arg)
 		ev_stop(mm->loop);
 }
 
-/* whole: the start-up steps in the order they must run, each a few lines on mm */
-static int start(struct mm *mm, const char *conf_path)
+/* the configuration, the cluster key and what the MM holds per node */
+static int load_conf(struct mm *mm, const char *conf_path)
 {
 	char err[512];
-	mm->ctl_tcp_fd = -1;
-	mm_wire(mm);
 	if (conf_load(conf_path, &mm->conf, err, sizeof(err)) < 0) {
 		slog("error: %s", err);
 		return -1;
@@ -264,6 +262,12 @@ static int start(struct mm *mm, const char *conf_path)
 	for (int i = 0; i < c->nnodes; i++)
 		matrix_set_down(&mm->matrix, i, true); /* until its first report */
 	mm->row = -1;
+	return 0;
+}
+
+/* test hooks, the trace, the job queue and the descriptors it may hold */
+static void set_up_run(struct mm *mm)
+{
 	fault_init(&mm->fault, NULL);
 	if (fault_armed(&mm->fault))
 		slog("test hook STORM_TEST_TAMPER=%s", getenv("STORM_TEST_TAMPER"));
@@ -286,19 +290,11 @@ static int start(struct mm *mm, const char *conf_path)
 	}
 	mm->fd_room = nofile.rlim_cur > 4096 ? (size_t)nofile.rlim_cur - 2048
 					      : (size_t)nofile.rlim_cur / 2;
-	/* the jobs of an earlier run of this MM, before anyone can submit */
-	if (persist_open(mm) < 0 || recover_jobs(mm) < 0)
-		return -1;
+}
 
-	/* listen first: the CLI may connect while the fabric is still forming;
-	 * it is answered once every node has joined */
-	mm->listen_fd = listen_socket(c->socket);
-	if (mm->listen_fd < 0)
-		return -1;
-	bool by_mm = !strcmp(c->bootstrap, "mm");
-	if (by_mm && boot_listen(mm) < 0)
-		return -1;
-	slog("listening on %s; joining the fabric", c->socket);
+static int open_fabric(struct mm *mm, bool by_mm)
+{
+	const struct storm_conf *c = &mm->conf;
 	struct sn_config sc;
 	sn_config_defaults(&sc);
 	sc.provider = c->provider;
@@ -330,7 +326,13 @@ static int start(struct mm *mm, const char *conf_path)
 		slog("error: cannot open the fabric: %s", sn_open_error());
 		return -1;
 	}
+	return 0;
+}
 
+/* the slice and probe timers, the signals and every descriptor the loop watches */
+static int arm_loop(struct mm *mm)
+{
+	const struct storm_conf *c = &mm->conf;
 	if (!(mm->loop = ev_loop_new()))
 		return -1;
 	/* slice 1 at once: with long slices, nodes would wait a whole one */
@@ -363,6 +365,32 @@ static int start(struct mm *mm, const char *conf_path)
 		slog("error: event loop: %s", strerror(errno));
 		return -1;
 	}
+	return 0;
+}
+
+static int start(struct mm *mm, const char *conf_path)
+{
+	mm->ctl_tcp_fd = -1;
+	mm_wire(mm);
+	if (load_conf(mm, conf_path) < 0)
+		return -1;
+	const struct storm_conf *c = &mm->conf;
+	set_up_run(mm);
+	/* the jobs of an earlier run of this MM, before anyone can submit */
+	if (persist_open(mm) < 0 || recover_jobs(mm) < 0)
+		return -1;
+
+	/* listen first: the CLI may connect while the fabric is still forming;
+	 * it is answered once every node has joined */
+	mm->listen_fd = listen_socket(c->socket);
+	if (mm->listen_fd < 0)
+		return -1;
+	bool by_mm = !strcmp(c->bootstrap, "mm");
+	if (by_mm && boot_listen(mm) < 0)
+		return -1;
+	slog("listening on %s; joining the fabric", c->socket);
+	if (open_fabric(mm, by_mm) < 0 || arm_loop(mm) < 0)
+		return -1;
 	/* a silent MM fails every job: its log must say why it stood still */
 	if (stall_watch(STALL_MS) < 0)
 		slog("running without a stall watcher: %s", strerror(errno));
