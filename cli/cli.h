@@ -15,6 +15,8 @@
 #define CTL_VERSION 1
 #define CTL_TIMEOUT_MS 10000 /* a reply to a query; the MM answers at slice boundaries */
 
+struct sbatch_opts;
+
 /* Exit codes (docs/storm.1.md): storm run exits with the job's status. */
 enum { EXIT_OK = 0, EXIT_STORM = 1, EXIT_USAGE = 2 };
 
@@ -28,6 +30,8 @@ struct cli {
 	/* Slurm's commands on storm (slurm/): this name in run/submit's
 	 * messages, sbatch's "Submitted batch job N" and slurm-%j.out */
 	const char *slurm_cmd;
+	/* sbatch: its command line's options, taken over the script's */
+	const struct sbatch_opts *sbatch;
 };
 
 /* Finds storm.conf (--conf, $STORM_CONF, /tmp/storm-$UID, /tmp/storm-0,

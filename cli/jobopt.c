@@ -10,6 +10,7 @@
 #include "jobopt.h"
 #include "mpikind.h"
 #include "opts.h"
+#include "sbatchopt.h"
 
 static const char run_help[] =
 	"Usage: storm run [OPTIONS] PROGRAM [ARGS...]\n"
@@ -75,9 +76,9 @@ static const char submit_help[] =
 	"\n"
 	"A PROGRAM starting with #! is a batch script: it runs once, on the first\n"
 	"of its -N nodes, and each 'storm run' in it is a step on those nodes.\n"
-	"Options may come from '#STORM' lines at its head, and from '#SBATCH' lines\n"
-	"(options storm does not share are ignored there with a warning); the\n"
-	"command line's win.\n"
+	"Options may come from '#STORM' lines at its head (these options), and from\n"
+	"'#SBATCH' lines (sbatch's, as its command line takes them: what storm does\n"
+	"not have is ignored with a warning or refused); the command line's win.\n"
 	"\n"
 	"  -N, --nodes N       nodes to allocate (default: as many as the ranks need)\n"
 	"  -n, --ntasks N      ranks to start (default: one per node)\n"
@@ -106,11 +107,6 @@ static const char submit_help[] =
 	"Exit status: 0 when the job was accepted, 1 when refused or no cluster is\n"
 	"up, 2 on bad usage; with --wait, the job's status as for storm run.\n";
 
-enum {
-	J_NODES = 1, J_RANKS, J_LABEL, J_NOBCAST, J_FILE, J_TIMING, J_NAME, J_OVERCOMMIT,
-	J_OUTPUT, J_PARSABLE, J_CONF, J_HELP, J_WAIT, J_CKPT_INTERVAL, J_RESTART_ON_FAILURE,
-	J_RECORD, J_TIME, J_DEPENDENCY, J_ARRAY, J_EXPORT, J_INPUT, J_PTY, J_MPI, J_TIMESLICE
-};
 static const struct cli_opt run_opts[] = {
 	{ "nodes", 'N', 1, J_NODES },	  { "ntasks", 'n', 1, J_RANKS },
 	{ "label", 'l', 0, J_LABEL },	  { "no-bcast", 0, 0, J_NOBCAST },
@@ -164,9 +160,7 @@ static const struct cli_opt directive_opts[] = {
 	{ NULL, 0, 0, 0 },
 };
 
-/* One option into o: -1 to go on, else the exit code (why printed with
- * `where` before it, as "script.sh:3: "). */
-static int apply_opt(struct cli *c, struct job_opts *o, int id, const char *arg, const char *where)
+int job_opt_apply(struct cli *c, struct job_opts *o, int id, const char *arg, const char *where)
 {
 	uint64_t v;
 	char why[256];
@@ -272,7 +266,7 @@ int parse_job_opts(struct cli *c, int argc, char **argv, struct job_opts *o)
 	cli_opt_init(&p, argc, argv, 1, 1);
 	int id;
 	while ((id = cli_opt_next(&p, o->batch ? submit_opts : run_opts)) > 0) {
-		int rc = apply_opt(c, o, id, p.arg, "");
+		int rc = job_opt_apply(c, o, id, p.arg, "");
 		if (rc >= 0)
 			return rc;
 	}
@@ -287,18 +281,23 @@ int parse_job_opts(struct cli *c, int argc, char **argv, struct job_opts *o)
 
 /* ---- a batch script's directives */
 
-/* Slurm options a script may carry that storm does not share: ignored with
- * a warning on #SBATCH lines (so scripts run with the prefix unchanged), an
- * error on #STORM lines. */
+/* The script's #SBATCH lines go through sbatch's parser, as on its command
+ * line (an option storm does not have is ignored with a warning or
+ * refused, one Slurm does not have is an error); its #STORM lines through
+ * storm submit's, after them. */
 struct directives {
 	struct cli *c;
 	struct job_opts *o;
 	const char *path;
+	bool sbatch;           /* this pass reads the #SBATCH lines, else #STORM */
+	struct sbatch_opts sb; /* what the #SBATCH lines said */
 };
 
 static int one_directive(void *arg, int line, bool sbatch, int argc, char **argv)
 {
 	struct directives *d = arg;
+	if (sbatch != d->sbatch)
+		return 0;
 	char where[PATH_MAX + 32];
 	snprintf(where, sizeof(where), "%s:%d: ", d->path, line);
 	/* the values must outlive this line's buffer */
@@ -307,27 +306,46 @@ static int one_directive(void *arg, int line, bool sbatch, int argc, char **argv
 	char **keep = calloc((size_t)argc + 1, sizeof(char *));
 	if (!keep)
 		return usage_error(d->o->cmd, "out of memory");
+	d->o->keep[d->o->nkeep++] = keep;
 	for (int i = 0; i < argc; i++)
 		if (!(keep[i] = strdup(argv[i])))
 			return usage_error(d->o->cmd, "out of memory");
-	d->o->keep[d->o->nkeep++] = keep;
+	if (sbatch) {
+		int rc = sbatch_parse(d->c, d->o->cmd, where, argc, keep, 1, &d->sb, NULL);
+		return rc < 0 ? 0 : rc;
+	}
 	struct cli_optparse p;
 	cli_opt_init(&p, argc, keep, 1, 0);
 	int id;
 	while ((id = cli_opt_next(&p, directive_opts)) != OPT_DONE) {
-		if (id == OPT_ERROR || id == OPT_OPERAND) {
-			const char *what = id == OPT_ERROR ? p.err : "a directive takes no program";
-			if (!sbatch)
-				return usage_error(d->o->cmd, "%s%s", where, what);
-			fprintf(stderr, "%s: warning: %s#SBATCH %s: %s; ignored\n", d->o->cmd, where,
-				id == OPT_OPERAND ? p.arg : keep[p.ind - 1], what);
-			break; /* the rest of this line */
-		}
-		int rc = apply_opt(d->c, d->o, id, p.arg, where);
+		if (id == OPT_ERROR)
+			return usage_error(d->o->cmd, "%s%s", where, p.err);
+		if (id == OPT_OPERAND)
+			return usage_error(d->o->cmd, "%s%s: a directive takes no program", where,
+					   p.arg);
+		int rc = job_opt_apply(d->c, d->o, id, p.arg, where);
 		if (rc >= 0)
 			return rc;
 	}
 	return 0;
+}
+
+/* The directives of one kind (#SBATCH or #STORM): -1 to go on, else the
+ * exit code. */
+static int directives_pass(struct directives *d, const char *text, size_t len, bool sbatch)
+{
+	char why[256];
+	d->sbatch = sbatch;
+	int rc = script_directives(text, len, one_directive, d, why, sizeof(why));
+	if (rc == -1)
+		return usage_error(d->o->cmd, "%s: %s", d->path, why);
+	if (rc)
+		return rc;
+	if (!sbatch)
+		return -1;
+	char where[PATH_MAX + 8];
+	snprintf(where, sizeof(where), "%s: ", d->path);
+	return sbatch_apply(d->c, d->o->cmd, where, &d->sb, NULL, d->o);
 }
 
 int apply_directives(struct cli *c, const char *path, struct job_opts *o)
@@ -349,12 +367,13 @@ int apply_directives(struct cli *c, const char *path, struct job_opts *o)
 		return EXIT_STORM;
 	}
 	struct directives d = { .c = c, .o = o, .path = path };
-	char why[256];
-	int rc = script_directives(text, len, one_directive, &d, why, sizeof(why));
+	int rc = directives_pass(&d, text, len, true);
+	if (rc < 0)
+		rc = directives_pass(&d, text, len, false);
 	free(text);
-	if (rc == -1)
-		return usage_error(o->cmd, "%s: %s", path, why);
-	return rc ? rc : -1;
+	if (rc < 0 && c->sbatch)
+		rc = sbatch_apply(c, o->cmd, "", c->sbatch, &d.sb, o);
+	return rc;
 }
 
 void job_opts_free(struct job_opts *o)

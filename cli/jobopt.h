@@ -19,6 +19,7 @@ struct job_opts {
 	unsigned time_limit; /* -t, seconds; 0: none */
 	int restart_on_failure;
 	const char *name, *output;
+	const char *chdir; /* sbatch's -D: the job's working directory */
 	const char *files[MAX_FILES];
 	int nfiles;
 	char **argv; /* the program and its arguments */
@@ -42,12 +43,24 @@ struct job_opts {
 	int nkeep;
 };
 
+/* The options' ids, for job_opt_apply */
+enum {
+	J_NODES = 1, J_RANKS, J_LABEL, J_NOBCAST, J_FILE, J_TIMING, J_NAME, J_OVERCOMMIT,
+	J_OUTPUT, J_PARSABLE, J_CONF, J_HELP, J_WAIT, J_CKPT_INTERVAL, J_RESTART_ON_FAILURE,
+	J_RECORD, J_TIME, J_DEPENDENCY, J_ARRAY, J_EXPORT, J_INPUT, J_PTY, J_MPI, J_TIMESLICE
+};
+/* One option into o: -1 to go on, else the exit code (why printed with
+ * where before it, as "script.sh:3: "). */
+int job_opt_apply(struct cli *c, struct job_opts *o, int id, const char *arg, const char *where);
+
 /* Parses argv[1..] into o (o->cmd and o->batch set by the caller). Returns
  * -1 to go on, else the exit code (help printed, or a usage error). */
 int parse_job_opts(struct cli *c, int argc, char **argv, struct job_opts *o);
 
 /* storm submit of a batch script: its directives into o, before the command
- * line's options (which win). -1 to go on, else the exit code. */
+ * line's options (which win): its #SBATCH lines as sbatch's command line
+ * (sbatchopt.h), then its #STORM lines as storm submit's, then with sbatch
+ * (c->sbatch) sbatch's own command line. -1 to go on, else the exit code. */
 int apply_directives(struct cli *c, const char *path, struct job_opts *o);
 
 void job_opts_free(struct job_opts *o);

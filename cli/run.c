@@ -908,6 +908,27 @@ static int is_script(const char *path)
 	return yes;
 }
 
+/* A script is found from here, not from PATH, and from -D's directory
+ * too: -D moves us there, as the job's working directory. -1 to go on. */
+static int script_here(struct job_opts *o, char *path, size_t len)
+{
+	char cwd[PATH_MAX];
+	if (o->chdir) {
+		if (!getcwd(cwd, sizeof(cwd)) || absolute_path(cwd, o->argv[0], path, len) < 0)
+			return usage_error(o->cmd, "%s: path too long", o->argv[0]);
+		o->argv[0] = path;
+		if (chdir(o->chdir) < 0) {
+			fprintf(stderr, "%s: error: chdir(%s): %s\n", o->cmd, o->chdir,
+				strerror(errno));
+			return EXIT_STORM;
+		}
+	} else if (!strchr(o->argv[0], '/')) {
+		snprintf(path, len, "./%s", o->argv[0]);
+		o->argv[0] = path;
+	}
+	return -1;
+}
+
 static int job_main(struct cli *c, int argc, char **argv, int batch, int bcs)
 {
 	struct job_opts o = { .cmd = c->slurm_cmd ? c->slurm_cmd
@@ -931,9 +952,9 @@ static int job_main(struct cli *c, int argc, char **argv, int batch, int bcs)
 			return rc;
 		}
 		o = d;
-		if (!strchr(o.argv[0], '/')) { /* from here, not from PATH */
-			snprintf(script_path, sizeof(script_path), "./%s", o.argv[0]);
-			o.argv[0] = script_path;
+		if ((rc = script_here(&o, script_path, sizeof(script_path))) >= 0) {
+			job_opts_free(&o);
+			return rc;
 		}
 	}
 	if (batch && c->slurm_cmd && !o.output) /* sbatch's default, not storm's */

@@ -55,67 +55,6 @@ void sl_exitcode(int32_t status, int state, char *out, size_t len)
 		snprintf(out, len, "%d:0", status < 0 ? 1 : status);
 }
 
-void sl_opt_init(struct cli_optparse *p, int argc, char **argv, int stop_at_operand)
-{
-	cli_opt_init(p, argc, argv, 1, stop_at_operand);
-	p->abbrev = 1;
-}
-
-void sl_names_take(struct sl_names *n, int id, const char *arg)
-{
-	if (id == SL_PARTITION)
-		n->partition = arg;
-	else
-		n->account = arg;
-}
-
-int sl_names_check(struct cli *c, const char *cmd, const struct sl_names *n)
-{
-	if (!n->partition && !n->account)
-		return -1;
-	if (cli_load_conf(c) != 0)
-		return EXIT_STORM;
-	const char *ours = c->conf.name[0] ? c->conf.name : "storm";
-	/* Slurm takes a list of partitions, the job runs in one of them */
-	if (n->partition && !sl_in_list(n->partition, ours))
-		fprintf(stderr, "%s: warning: -p %s ignored: storm's one partition is %s\n", cmd,
-			n->partition, ours);
-	if (n->account && strcmp(n->account, ours))
-		fprintf(stderr, "%s: warning: -A %s ignored: storm's one account is %s\n", cmd,
-			n->account, ours);
-	return -1;
-}
-
-/* The option: a long one's full name (also when typed as a prefix of it),
- * else the word as typed without a value after '='. */
-static void opt_word(const struct cli_optparse *p, char *out, size_t len)
-{
-	if (p->name) {
-		snprintf(out, len, "--%s", p->name);
-		return;
-	}
-	int i = p->ind - 1;
-	if (p->arg && i > 0 && p->argv[i] == p->arg)
-		i--; /* its value was the next word */
-	const char *w = i >= 0 && i < p->argc ? p->argv[i] : "?";
-	snprintf(out, len, "%.*s", (int)strcspn(w, "="), w);
-}
-
-void sl_warn_ignored(const char *cmd, const struct cli_optparse *p, const char *why)
-{
-	char w[64];
-	opt_word(p, w, sizeof(w));
-	fprintf(stderr, "%s: warning: %s ignored: %s\n", cmd, w, why);
-}
-
-int sl_refuse(const char *cmd, const struct cli_optparse *p, const char *why)
-{
-	char w[64];
-	opt_word(p, w, sizeof(w));
-	fprintf(stderr, "%s: error: %s is not supported: %s\n", cmd, w, why);
-	return EXIT_USAGE;
-}
-
 int sl_add(const char *cmd, struct sl_args *a, const char *opt, const char *val)
 {
 	if (a->n + 3 > (int)(sizeof(a->v) / sizeof(a->v[0])))
@@ -124,27 +63,6 @@ int sl_add(const char *cmd, struct sl_args *a, const char *opt, const char *val)
 	if (val)
 		a->v[a->n++] = (char *)val;
 	return -1;
-}
-
-int sl_count(const char *cmd, const char *what, const char *arg, uint64_t *out)
-{
-	if (parse_uint(arg, 1, 1u << 20, out) < 0)
-		return usage_error(cmd, "%s wants a whole number from 1, not '%s'", what, arg);
-	return -1;
-}
-
-bool sl_in_list(const char *list, const char *word)
-{
-	size_t n = strlen(word);
-	for (const char *p = list; *p;) {
-		size_t w = strcspn(p, ",");
-		if (w == n && !strncmp(p, word, n))
-			return true;
-		p += w;
-		if (*p == ',')
-			p++;
-	}
-	return false;
 }
 
 bool sl_row_matches_id(const struct sl_row *row, const char *id)

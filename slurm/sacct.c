@@ -212,7 +212,7 @@ static int parse(struct cli *c, int argc, char **argv, struct want *w, struct jo
 			     "Elapsed NodeList NNodes NTasks Reason Submit Start End MaxRSS TotalCPU\n"
 			     "Timelimit WorkDir");
 			return EXIT_OK;
-		case SL_IGNORE: sl_warn_ignored("sacct", &p, "storm does not have it"); break;
+		case SL_IGNORE: sl_warn_ignored("sacct", "", &p, "storm does not have it"); break;
 		case OPT_OPERAND: return usage_error("sacct", "unexpected argument '%s'", p.arg);
 		default: return usage_error("sacct", "%s", p.err);
 		}

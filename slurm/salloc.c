@@ -78,15 +78,15 @@ int main(int argc, char **argv)
 		case O_QUIET: break;
 		case O_CONF: c.conf_opt = p.arg; break;
 		case O_HELP: fputs(help, stdout); rc = EXIT_OK; break;
-		case SL_IGNORE: sl_warn_ignored("salloc", &p, "storm does not have it"); break;
-		case SL_REFUSE: rc = sl_refuse("salloc", &p, "storm would allocate otherwise"); break;
+		case SL_IGNORE: sl_warn_ignored("salloc", "", &p, "storm does not have it"); break;
+		case SL_REFUSE: rc = sl_refuse("salloc", "", &p, "storm would allocate otherwise"); break;
 		case SL_PARTITION: case SL_ACCOUNT: sl_names_take(&names, id, p.arg); break;
 		}
 	}
 	if (rc < 0 && id == OPT_ERROR)
 		rc = usage_error("salloc", "%s", p.err);
 	if (rc < 0)
-		rc = sl_names_check(&c, "salloc", &names);
+		rc = sl_names_check(&c, "salloc", "", &names);
 	if (rc < 0 && ntasks && ntasks != nodes)
 		rc = usage_error("salloc", "-n %llu on %llu node(s): storm's allocation starts one "
 				 "task a node (give srun -n inside it)", (unsigned long long)ntasks,

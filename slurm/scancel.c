@@ -152,8 +152,8 @@ static int parse(struct cli *c, int argc, char **argv, struct want *w)
 		case O_QUIET: w->quiet = true; break;
 		case O_CONF: c->conf_opt = p.arg; break;
 		case O_HELP: fputs(help, stdout); return EXIT_OK;
-		case SL_IGNORE: sl_warn_ignored("scancel", &p, "storm does not have it"); break;
-		case SL_REFUSE: return sl_refuse("scancel", &p, "storm cannot choose jobs so");
+		case SL_IGNORE: sl_warn_ignored("scancel", "", &p, "storm does not have it"); break;
+		case SL_REFUSE: return sl_refuse("scancel", "", &p, "storm cannot choose jobs so");
 		case OPT_OPERAND:
 			if (jobid_parse(p.arg, &ref) != 0)
 				return usage_error("scancel", "Invalid job id %s", p.arg);

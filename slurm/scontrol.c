@@ -284,7 +284,7 @@ int main(int argc, char **argv)
 		case O_DETAIL: case O_QUIET: break;
 		case O_CONF: c.conf_opt = p.arg; break;
 		case O_HELP: fputs(help, stdout); rc = EXIT_OK; break;
-		case SL_IGNORE: sl_warn_ignored("scontrol", &p, "storm is one cluster"); break;
+		case SL_IGNORE: sl_warn_ignored("scontrol", "", &p, "storm is one cluster"); break;
 		case OPT_OPERAND:
 			if (nw == 3)
 				rc = usage_error("scontrol", "unexpected argument '%s'", p.arg);

@@ -260,8 +260,8 @@ int main(int argc, char **argv)
 		case O_QUIET: break;
 		case O_CONF: c.conf_opt = p.arg; break;
 		case O_HELP: fputs(help, stdout); rc = EXIT_OK; break;
-		case SL_IGNORE: sl_warn_ignored("sinfo", &p, "storm does not have it"); break;
-		case SL_REFUSE: rc = sl_refuse("sinfo", &p, "use -o/--format"); break;
+		case SL_IGNORE: sl_warn_ignored("sinfo", "", &p, "storm does not have it"); break;
+		case SL_REFUSE: rc = sl_refuse("sinfo", "", &p, "use -o/--format"); break;
 		case OPT_OPERAND: rc = usage_error("sinfo", "unexpected argument '%s'", p.arg); break;
 		default: rc = usage_error("sinfo", "%s", p.err); break;
 		}

@@ -11,22 +11,7 @@
 #include "cli.h"
 #include "jobtable.h"
 #include "opts.h"
-
-/* Option ids every command's table may use for what storm lacks: shared by
- * unrelated options, so a prefix of two of them is ambiguous (opts.h). */
-enum { SL_IGNORE = OPT_ID_SHARED, SL_REFUSE = OPT_ID_SHARED + 1 };
-/* -p/--partition and -A/--account: taken quietly when they name storm's one
- * partition or account (the cluster's name), ignored with a warning else */
-enum { SL_PARTITION = OPT_ID_SHARED + 2, SL_ACCOUNT = OPT_ID_SHARED + 3 };
-struct sl_names {
-	const char *partition, *account;
-};
-/* Keeps the value of an SL_PARTITION or SL_ACCOUNT option. */
-void sl_names_take(struct sl_names *n, int id, const char *arg);
-/* After the options (storm.conf may come with --conf): a warning for a
- * partition or account other than storm's. -1 to go on, or the exit code
- * when no storm.conf is found. */
-int sl_names_check(struct cli *c, const char *cmd, const struct sl_names *n);
+#include "sbatchopt.h"
 
 /* Slurm's name for a job state (PENDING, RUNNING, ..., NODE_FAIL); reason
  * tells a job that failed with its node from one whose rank failed. */
@@ -36,15 +21,6 @@ const char *sl_state_short(const char *slurm_state);
 /* storm's exit status as Slurm's CODE:SIGNAL ("0:0", "3:0", "0:15"). */
 void sl_exitcode(int32_t status, int state, char *out, size_t len);
 
-/* cli_opt_init, with long options taken by a unique prefix as Slurm's
- * getopt_long takes them (sbatch --part=x, squeue --noh). */
-void sl_opt_init(struct cli_optparse *p, int argc, char **argv, int stop_at_operand);
-
-/* An option of Slurm's storm does not have: a one-line warning naming it
- * (the word as typed, cut at '='), then the command goes on. */
-void sl_warn_ignored(const char *cmd, const struct cli_optparse *p, const char *why);
-/* One that would change what runs if ignored: a one-line error; exit code 2. */
-int sl_refuse(const char *cmd, const struct cli_optparse *p, const char *why);
 /* The storm command line a Slurm command builds from its options. */
 struct sl_args {
 	char *v[128];
@@ -52,10 +28,6 @@ struct sl_args {
 };
 /* Appends opt (and val unless NULL): -1, or cmd's usage exit when full. */
 int sl_add(const char *cmd, struct sl_args *a, const char *opt, const char *val);
-/* A count of 1 to 2^20 (nodes, tasks) into *out: -1, or cmd's usage exit
- * naming the option (what). */
-int sl_count(const char *cmd, const char *what, const char *arg, uint64_t *out);
-
 /* The cluster's jobs, as the rows of a table: those the machine manager
  * runs or keeps (queued, running, recently ended), then with acct the ended
  * ones of its database that it no longer keeps, each job followed by its
@@ -82,8 +54,6 @@ void sl_jobs_free(struct sl_jobs *j);
 /* "12", "12_3", "12.0", "12.batch" as -j takes it: this row? A job's id
  * names its batch line and steps too, an array's every task. */
 bool sl_row_matches_id(const struct sl_row *r, const char *id);
-/* Comma-separated list membership (-j 1,2 / -u a,b / --name x,y). */
-bool sl_in_list(const char *list, const char *word);
 /* squeue's and sinfo's -o: literal text and %[.][N]X fields ('.' right-
  * justifies, N the width a value is padded and cut to, %% a '%'). The field
  * function writes field X of row, or its header when row is NULL, and

@@ -286,8 +286,8 @@ static int parse(struct cli *c, int argc, char **argv, struct want *w)
 		case O_CONF: c->conf_opt = p.arg; break;
 		case O_HELP: fputs(help, stdout); return EXIT_OK;
 		case O_QUIET: break;
-		case SL_IGNORE: sl_warn_ignored("squeue", &p, "storm does not have it"); break;
-		case SL_REFUSE: return sl_refuse("squeue", &p, "use -o/--format");
+		case SL_IGNORE: sl_warn_ignored("squeue", "", &p, "storm does not have it"); break;
+		case SL_REFUSE: return sl_refuse("squeue", "", &p, "use -o/--format");
 		case OPT_OPERAND: return usage_error("squeue", "unexpected argument '%s'", p.arg);
 		default: return usage_error("squeue", "%s", p.err);
 		}

@@ -15,8 +15,8 @@ static const char help[] =
 	"Usage: srun [OPTIONS] PROGRAM [ARGS...]\n"
 	"\n"
 	"Slurm's srun on a storm cluster: runs PROGRAM's tasks as a job and streams\n"
-	"their output; inside a batch job or an salloc shell (SLURM_JOB_ID or\n"
-	"STORM_JOBID set) a step of it, on its nodes. Options end at PROGRAM.\n"
+	"their output; inside a batch job or an salloc shell (STORM_JOBID set, or\n"
+	"SLURM_JOB_ID without it) a step of it, on its nodes. Options end at PROGRAM.\n"
 	"\n"
 	"  -N, --nodes N             nodes\n"
 	"  -n, --ntasks N            tasks (ranks)\n"
@@ -35,6 +35,11 @@ static const char help[] =
 	"      --pty                 task 0 on a pseudo-terminal\n"
 	"  -O, --overcommit          more tasks than CPUs on a node\n"
 	"  -d, --dependency LIST     as sbatch's\n"
+	"      --jobid JOB           a step of the running job JOB (a batch job or\n"
+	"                            an allocation), from outside it too\n"
+	"      --overlap             taken: storm's steps always share their job's\n"
+	"                            nodes and CPUs\n"
+	"      --cpu-bind none|quiet|verbose  taken: storm binds no task to CPUs\n"
 	"  -u, --unbuffered, -Q, --quiet, -v, --verbose  taken (output is streamed)\n"
 	"      --conf FILE           the cluster's storm.conf\n"
 	"  -h, --help                this help\n"
@@ -42,15 +47,16 @@ static const char help[] =
 	"                            partition or account (the cluster's name)\n"
 	"\n"
 	"Ignored with a warning: another -A or -p, -q, --mem*, -c, --gres, -G/--gpus*, -C,\n"
-	"--comment, -M, -x, -w, --exclusive, --overlap, --cpu-bind, --hint,\n"
+	"--comment, -M, -x, -w, --exclusive, --exact, another --cpu-bind, --hint,\n"
 	"-m/--distribution, -K/--kill-on-bad-exit, -W/--wait, --signal,\n"
 	"--threads-per-core, --mem-bind, --accel-bind, --propagate.\n"
-	"Refused: --jobid, --het-group, --multi-prog, -H/--hold, --begin, --uid,\n"
+	"Refused: --het-group, --multi-prog, -H/--hold, --begin, --uid,\n"
 	"--gid, --test-only, -b/--bcast, -i FILE.\n";
 
 enum {
 	O_NODES = 1, O_NTASKS, O_PERNODE, O_NAME, O_LABEL, O_TIME, O_OUTPUT, O_ERROR, O_MODE,
-	O_CHDIR, O_EXPORT, O_MPI, O_INPUT, O_PTY, O_OVERCOMMIT, O_DEP, O_QUIET, O_CONF, O_HELP
+	O_CHDIR, O_EXPORT, O_MPI, O_INPUT, O_PTY, O_OVERCOMMIT, O_DEP, O_QUIET, O_CONF, O_HELP,
+	O_JOBID, O_CPU_BIND
 };
 static const struct cli_opt opts[] = {
 	{ "nodes", 'N', 1, O_NODES },	      { "ntasks", 'n', 1, O_NTASKS },
@@ -72,13 +78,15 @@ static const struct cli_opt opts[] = {
 	{ "gpus-per-task", 0, 1, SL_IGNORE }, { "constraint", 'C', 1, SL_IGNORE },
 	{ "comment", 0, 1, SL_IGNORE },	      { "clusters", 'M', 1, SL_IGNORE },
 	{ "exclude", 'x', 1, SL_IGNORE },     { "nodelist", 'w', 1, SL_IGNORE },
-	{ "exclusive", 0, OPT_OPTIONAL, SL_IGNORE }, { "overlap", 0, 0, SL_IGNORE },
-	{ "cpu-bind", 0, 1, SL_IGNORE },      { "hint", 0, 1, SL_IGNORE },
+	{ "exclusive", 0, OPT_OPTIONAL, SL_IGNORE },
+	/* storm's steps always share their allocation's nodes and CPUs */
+	{ "overlap", 0, 0, O_QUIET },	      { "exact", 0, 0, SL_IGNORE },
+	{ "cpu-bind", 0, 1, O_CPU_BIND },      { "hint", 0, 1, SL_IGNORE },
 	{ "distribution", 'm', 1, SL_IGNORE }, { "kill-on-bad-exit", 'K', OPT_OPTIONAL, SL_IGNORE },
 	{ "wait", 'W', 1, SL_IGNORE },	      { "signal", 0, 1, SL_IGNORE },
 	{ "threads-per-core", 0, 1, SL_IGNORE }, { "mem-bind", 0, 1, SL_IGNORE },
 	{ "accel-bind", 0, 1, SL_IGNORE },    { "propagate", 0, OPT_OPTIONAL, SL_IGNORE },
-	{ "jobid", 0, 1, SL_REFUSE },	      { "het-group", 0, 1, SL_REFUSE },
+	{ "jobid", 0, 1, O_JOBID },	      { "het-group", 0, 1, SL_REFUSE },
 	{ "multi-prog", 0, 0, SL_REFUSE },    { "hold", 'H', 0, SL_REFUSE },
 	{ "begin", 0, 1, SL_REFUSE },	      { "uid", 0, 1, SL_REFUSE },
 	{ "gid", 0, 1, SL_REFUSE },	      { "test-only", 0, 0, SL_REFUSE },
@@ -89,7 +97,7 @@ struct sr {
 	struct sl_args a;
 	struct sl_names names;
 	uint64_t nodes, ntasks, per_node;
-	const char *output, *error, *chdir;
+	const char *output, *error, *chdir, *jobid;
 	int append;
 	char nbuf[24], tbuf[24];
 };
@@ -97,6 +105,23 @@ struct sr {
 static int add(struct sr *s, const char *opt, const char *val)
 {
 	return sl_add("srun", &s->a, opt, val);
+}
+
+/* --cpu-bind's words that ask for no binding: none, and quiet/verbose
+ * (whether srun reports the binding) */
+static bool cpu_bind_none(const char *arg)
+{
+	static const char *const none[] = { "none", "no", "q", "quiet", "v", "verbose" };
+	for (const char *w = arg; *w;) {
+		size_t n = strcspn(w, ","), i = 0;
+		while (i < sizeof(none) / sizeof(none[0]) &&
+		       (strlen(none[i]) != n || strncmp(w, none[i], n)))
+			i++;
+		if (i == sizeof(none) / sizeof(none[0]))
+			return false;
+		w += n + (w[n] == ',');
+	}
+	return true;
 }
 
 static int one_opt(struct cli *c, struct sr *s, int id, const struct cli_optparse *p)
@@ -120,16 +145,26 @@ static int one_opt(struct cli *c, struct sr *s, int id, const struct cli_optpars
 	case O_MPI: return add(s, "--mpi", !strcmp(p->arg, "pmi2") ? "pmi1" : p->arg);
 	case O_INPUT:
 		if (strcmp(p->arg, "none") && strcmp(p->arg, "0") && strcmp(p->arg, "all"))
-			return sl_refuse("srun", p, "stdin goes to task 0 or to none");
+			return sl_refuse("srun", "", p, "stdin goes to task 0 or to none");
 		return add(s, "-i", !strcmp(p->arg, "none") ? "none" : "0");
 	case O_PTY: return add(s, "--pty", NULL);
 	case O_OVERCOMMIT: return add(s, "-O", NULL);
 	case O_DEP: return add(s, "-d", p->arg);
 	case O_QUIET: return -1;
+	case O_JOBID:
+		if (!p->arg[0] || strspn(p->arg, "0123456789") != strlen(p->arg))
+			return usage_error("srun", "--jobid wants a job's number, not '%s'", p->arg);
+		s->jobid = p->arg;
+		return -1;
+	case O_CPU_BIND:
+		/* storm binds no task: binding none, and saying so or not, is its way */
+		if (!cpu_bind_none(p->arg))
+			sl_warn_ignored("srun", "", p, "storm binds no task to CPUs");
+		return -1;
 	case O_CONF: c->conf_opt = p->arg; return -1;
 	case O_HELP: fputs(help, stdout); return EXIT_OK;
-	case SL_IGNORE: sl_warn_ignored("srun", p, "storm does not have it"); return -1;
-	case SL_REFUSE: return sl_refuse("srun", p, "storm would run the job otherwise");
+	case SL_IGNORE: sl_warn_ignored("srun", "", p, "storm does not have it"); return -1;
+	case SL_REFUSE: return sl_refuse("srun", "", p, "storm would run the job otherwise");
 	case SL_PARTITION:
 	case SL_ACCOUNT: sl_names_take(&s->names, id, p->arg); return -1;
 	}
@@ -214,6 +249,32 @@ static int shape(struct sr *s)
 	return rc;
 }
 
+/* The job the step runs in, as storm run finds it in STORM_JOBID: --jobid,
+ * else Slurm's SLURM_JOB_ID (or SLURM_JOBID) where storm's is not set (a
+ * tool's own environment), but not the Slurm allocation that storm's
+ * cluster itself runs in (its storm.conf in /tmp/storm-slurm-ID). -1. */
+static int allocation(struct cli *c, struct sr *s)
+{
+	const char *id = s->jobid, *own = getenv("STORM_JOBID");
+	if (!id && (!own || !*own)) {
+		id = getenv("SLURM_JOB_ID");
+		if (!id || !*id)
+			id = getenv("SLURM_JOBID");
+		char err[256], outer[64];
+		snprintf(outer, sizeof(outer), "/tmp/storm-slurm-%.19s/", id ? id : "");
+		if (id && *id && cli_find_conf(c, err, sizeof(err)) == 0 &&
+		    !strncmp(c->conf_path, outer, strlen(outer)))
+			id = NULL;
+	}
+	if (!id || !*id || (own && !strcmp(own, id)))
+		return -1;
+	/* another job's: its node count is not ours to know */
+	setenv("STORM_JOBID", id, 1);
+	setenv("SLURM_JOB_ID", id, 1);
+	unsetenv("STORM_JOB_NUM_NODES");
+	return -1;
+}
+
 static int parse(struct cli *c, int argc, char **argv, struct sr *s)
 {
 	struct cli_optparse p;
@@ -228,7 +289,8 @@ static int parse(struct cli *c, int argc, char **argv, struct sr *s)
 		return usage_error("srun", "%s", p.err);
 	if (p.ind >= argc)
 		return usage_error("srun", "no program given");
-	if ((rc = sl_names_check(c, "srun", &s->names)) >= 0 || (rc = shape(s)) >= 0)
+	if ((rc = sl_names_check(c, "srun", "", &s->names)) >= 0 || (rc = shape(s)) >= 0 ||
+	    (rc = allocation(c, s)) >= 0)
 		return rc;
 	if (s->chdir && chdir(s->chdir) < 0) {
 		fprintf(stderr, "srun: error: chdir(%s): %s\n", s->chdir, strerror(errno));

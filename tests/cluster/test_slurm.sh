@@ -63,8 +63,8 @@ EOF
 chmod 644 "$T/job.sh" # sbatch runs a script without its x bit
 expect "storm submit of a batch script" 0 storm submit --wait --parsable -J from-cli job.sh
 id=$(head -1 "$T/out")
-has "  an #SBATCH option storm does not share is a warning naming the line" err \
-	"job.sh:2: #SBATCH --mem=4G"
+has "  an #SBATCH option storm does not have is a warning naming the line" err \
+	"storm submit: warning: job.sh:2: --mem ignored: storm does not have it"
 out="$T/script-$id.out"
 has "  the script ran once, on the first node, seeing its allocation" "script-$id.out" \
 	"script on node00 of 2: node[00-01]"
@@ -241,7 +241,7 @@ storm run -N 1 -n 1 sh -c "echo post $case_dir"
 EOF
 sweep=$(storm submit --parsable sweep.sh 2>"$T/sweep.err")
 [ -n "$sweep" ] && ok "the Slurm script submitted as array $sweep" || bad "the Slurm script submitted"
-grep -q "sweep.sh:9: #SBATCH --partition=compute" "$T/sweep.err" && ok "  --partition ignored, said so" ||
+grep -q "sweep.sh:9: -p compute ignored: storm's one partition is" "$T/sweep.err" && ok "  --partition ignored, said so" ||
 	{ bad "  --partition warning"; cat "$T/sweep.err"; }
 storm submit --wait -d "afterany:$sweep" -o /dev/null true >/dev/null
 allok=1

@@ -165,7 +165,8 @@ srun -N 2 -n 4 -l sh -c 'echo "task \$SLURM_PROCID local \$SLURM_LOCALID node \$
 EOF
 expect "sbatch --parsable of a script with #SBATCH lines" 0 sbatch --parsable submit.sh
 sid=$(cat "$T/out")
-has "  an #SBATCH option storm does not share is a warning" err "#SBATCH --ntasks-per-node=1"
+same "  one warning: the #SBATCH option storm does not have, naming its line" err \
+	"sbatch: warning: $T/submit.sh:5: --signal ignored: storm does not have it"
 if wait_state "$sid" COMPLETED; then ok "  COMPLETED"; else bad "  COMPLETED"; fi
 log=${sid}_0_log.out
 has "  SLURM_JOB_ID, SLURM_JOBID, SLURM_NNODES, the node list, submit dir, name" "$log" \
@@ -201,6 +202,44 @@ expect "  scontrol show job" 0 scontrol show job "$sid"
 has "  JobState=COMPLETED" out "JobState=COMPLETED"
 has "  ExitCode=0:0" out "ExitCode=0:0"
 
+# ---- #SBATCH lines take what sbatch's command line takes, by one parser:
+# prefixes, --opt value, short options with their value attached or not
+mkdir -p "$T/wd2"
+cat >"$T/lines.sh" <<EOF
+#!/bin/sh
+#SBATCH --job-n=lines-$$
+#SBATCH -N2
+#SBATCH --ntasks-per-node 2
+#SBATCH -t 10 --part=$CL -A $CL
+#SBATCH --chdir=$T/wd2 -o %j.sout
+#SBATCH --mem=1G
+echo "nodes=\$SLURM_JOB_NUM_NODES ntasks=\$SLURM_NTASKS name=\$SLURM_JOB_NAME pwd=\$PWD"
+EOF
+expect "sbatch of a script of #SBATCH lines as the command line writes them" 0 sbatch --parsable lines.sh
+lid=$(cat "$T/out")
+same "  one warning, --mem's, naming its line" err \
+	"sbatch: warning: $T/lines.sh:7: --mem ignored: storm does not have it"
+if wait_state "$lid" COMPLETED; then ok "  COMPLETED"; else bad "  COMPLETED"; fi
+has "  -N2, --ntasks-per-node 2, --job-n=, --chdir= and -o taken" "wd2/$lid.sout" \
+	"nodes=2 ntasks=4 name=lines-$$ pwd=$T/wd2"
+expect "  sacct: its name and nodes" 0 sacct -X -P -n --format=JobName,NNodes -j "$lid"
+same "  NAME|2" out "lines-$$|2"
+expect "sbatch -N 1 over #SBATCH -N2 --ntasks-per-node 2" 0 sbatch --parsable -N 1 lines.sh
+lid1=$(cat "$T/out")
+if wait_state "$lid1" COMPLETED; then ok "  COMPLETED"; else bad "  COMPLETED"; fi
+has "  the command line's -N with the script's --ntasks-per-node: 2 tasks" "wd2/$lid1.sout" \
+	"nodes=1 ntasks=2 name=lines-$$"
+printf '#!/bin/sh\n#SBATCH -N 1\n#SBATCH --bogus=1\ntrue\n' >"$T/bogus.sh"
+expect "an #SBATCH option Slurm does not have is an error, as on the command line" 2 sbatch bogus.sh
+same "  naming it and the line" err \
+	"sbatch: error: $T/bogus.sh:3: unknown option '--bogus'; see 'sbatch --help'"
+expect "  storm submit reads #SBATCH lines with the same parser" 2 storm submit bogus.sh
+has "  the same error" err "bogus.sh:3: unknown option '--bogus'"
+printf '#!/bin/sh\n#SBATCH --hold\ntrue\n' >"$T/hold.sh"
+expect "an #SBATCH option storm refuses is refused, as on the command line" 2 sbatch hold.sh
+same "  in one line" err \
+	"sbatch: error: $T/hold.sh:2: --hold is not supported: storm would run the job otherwise"
+
 # ---- a job that holds until it is cancelled; squeue on the way
 expect "sbatch a job that holds" 0 sbatch -J holder-$$ --wrap 'echo started; exec sleep 600'
 has "  'Submitted batch job N'" out "Submitted batch job"
@@ -216,6 +255,19 @@ has "  squeue's default header" out "             JOBID PARTITION     NAME     U
 has "  the job's line, its name cut to 8" out "$(printf '%18s %9s %.8s' "$hid" "$CL" "holder-$$")"
 expect "  sacct sees it RUNNING" 0 sacct -X -P -n --format=JobIdRaw,State -j "$hid"
 same "  ID|RUNNING" out "$hid|RUNNING"
+# srun --jobid and SLURM_JOB_ID: a step of the running job from outside it,
+# as Snakemake's group jobs and scripts run them
+expect "srun --jobid=JOB --overlap --cpu-bind=q from outside the job" 0 \
+	env -u STORM_JOBID srun --jobid="$hid" --overlap --cpu-bind=q \
+	sh -c 'echo "in $SLURM_JOB_ID step $SLURM_STEP_ID"'
+same "  a step of it" out "in $hid step 0"
+same "  --overlap and --cpu-bind=q taken quietly" err ""
+expect "srun with SLURM_JOB_ID set (no --jobid), --exact" 0 env -u STORM_JOBID SLURM_JOB_ID="$hid" \
+	srun --exact sh -c 'echo "in $SLURM_JOB_ID step $SLURM_STEP_ID"'
+same "  the next step of it" out "in $hid step 1"
+same "  --exact ignored, said so" err "srun: warning: --exact ignored: storm does not have it"
+expect "srun --jobid of no number" 2 srun --jobid=x true
+has "  an error naming it" err "--jobid wants a job's number, not 'x'"
 expect "a job that waits for the holder's end" 0 sbatch --parsable -J dep-$$ \
 	-d "afterany:$hid" --wrap 'echo dependent ran'
 did=$(cat "$T/out")
@@ -227,6 +279,12 @@ expect "scancel the holder" 0 scancel "$hid"
 if wait_state "$hid" CANCELLED; then ok "  CANCELLED"; else bad "  CANCELLED"; fi
 expect "  squeue no longer lists it" 0 squeue -h -o "%i"
 if grep -qx "$hid" "$T/out"; then bad "  gone from squeue"; else ok "  gone from squeue"; fi
+expect "  sacct -j: JOB, JOB.batch and its steps JOB.0, JOB.1" 0 sacct -j "$hid" -P -n \
+	--format=JobID,JobName,State
+same "  in that order" out "$hid|holder-$$|CANCELLED
+$hid.batch|batch|CANCELLED
+$hid.0|sh|COMPLETED
+$hid.1|sh|COMPLETED"
 expect "  sacct: ExitCode 0:15 (SIGTERM)" 0 sacct -X -P -n --format=State,ExitCode -j "$hid"
 same "  CANCELLED|0:15" out "CANCELLED|0:15"
 grep -q "dependent ran" "$T/slurm-$did.out" && bad "  the dependent job never ran" ||

@@ -7,7 +7,8 @@
 # and the columns of its rows (every character a space or not, at the same
 # places: the values differ, the widths do not), sinfo's header and fields,
 # the keys scontrol shows (each of storm's also in Slurm's record), scancel's
-# silence. sacct is not compared: this Slurm has no accounting storage.
+# silence; a script's #SBATCH lines written as the command line writes them
+# (the job's name and nodes alike), an unknown one an error on both. sacct is not compared: this Slurm has no accounting storage.
 # Synchronised on the jobs' states as the commands report them.
 # Usage: test_shapes.sh BUILD_BIN_DIR   (make slurmtest; root: it runs slurmd)
 set -u
@@ -175,6 +176,38 @@ on storm scancel "$tid" >"$T/storm.out" 2>&1; echo $? >"$T/storm.rc"
 [ "$(cat "$T/slurm.rc" "$T/storm.rc")" = "0
 0" ] && [ ! -s "$T/slurm.out" ] && [ ! -s "$T/storm.out" ] && ok "scancel: silent, exit 0" ||
 	bad "scancel: $(cat "$T/slurm.rc") '$(cat "$T/slurm.out")' on Slurm, $(cat "$T/storm.rc") '$(cat "$T/storm.out")' on storm"
+# #SBATCH lines as sbatch's command line writes them: a prefix, a value
+# attached or after a space; the job each side makes of them
+cat >"$T/lines.sh" <<'EOF'
+#!/bin/sh
+#SBATCH --job-n=lines
+#SBATCH -N2
+#SBATCH --ntasks-per-node 1
+#SBATCH -t 10
+exec sleep 600
+EOF
+both "sbatch of #SBATCH --job-n=, -N2, --ntasks-per-node 1, -t 10" sbatch --parsable lines.sh
+both_match "  the job id alone" '^[0-9]+$'
+sid=$(cat "$T/slurm.out") tid=$(cat "$T/storm.out")
+wait_running slurm "$sid" && ok "  RUNNING on Slurm" || bad "  RUNNING on Slurm"
+wait_running storm "$tid" && ok "  RUNNING on storm" || bad "  RUNNING on storm"
+on slurm squeue -h -j "$sid" -o "%j %D" >"$T/slurm.out" 2>&1
+on storm squeue -h -j "$tid" -o "%j %D" >"$T/storm.out" 2>&1
+if [ "$(cat "$T/slurm.out")" = "lines 2" ] && cmp -s "$T/slurm.out" "$T/storm.out"; then
+	ok "  the same name and node count: $(cat "$T/storm.out")"
+else bad "  name and nodes: '$(cat "$T/slurm.out")' on Slurm, '$(cat "$T/storm.out")' on storm"; fi
+on slurm scancel "$sid"
+on storm scancel "$tid"
+printf '#!/bin/sh\n#SBATCH --bogus=1\ntrue\n' >"$T/bogus.sh"
+# (storm's usage errors exit 2, Slurm's sbatch 1: the status is not compared)
+for s in slurm storm; do
+	on "$s" sbatch --parsable bogus.sh >"$T/$s.out" 2>"$T/$s.err"
+	echo $? >"$T/$s.rc"
+	if [ "$(cat "$T/$s.rc")" != 0 ] && [ ! -s "$T/$s.out" ] && grep -q -- "--bogus" "$T/$s.err"; then
+		ok "sbatch of an #SBATCH option Slurm does not have, $s: an error naming it, no job"
+	else bad "sbatch of #SBATCH --bogus, $s: $(cat "$T/$s.rc") '$(cat "$T/$s.err")'"; fi
+done
+
 both "squeue -j of no job" squeue -j 999999
 for s in slurm storm; do grep -q "Invalid job id specified" "$T/$s.err" && ok "  $s: Invalid job id specified" ||
 	bad "  $s: $(cat "$T/$s.err")"; done
