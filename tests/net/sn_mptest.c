@@ -784,11 +784,11 @@ static int scen_contend(const struct spawn_node *nd)
  * (barrier_again), and the 4 MiB transfer, whose budget grows with its size
  * (sn_xfer), must still reach the survivors: a relay whose deadline passed
  * between two chunks never signals its data. Measured beside loads of 11
- * to 24: 2 s holds for 2 and 8 nodes on tcp;ofi_rxm, shm and sockets; 32
- * nodes on 2 cores missed it (the first barrier's calls timed out again and
- * again; on shm a relay gave up mid-transfer and its subtree never had its
- * data), and on udp;ofi_rxd the first MiB took 3.3 s to reach the victim of
- * 8 nodes. Those keep the usual timeout. */
+ * to 30: 2 s holds for 2 and 8 nodes on tcp;ofi_rxm, shm and sockets; with
+ * 32 nodes on 2 cores a relay on shm gave up mid-transfer and its subtree
+ * never had its data (1.5 s: so did one on udp;ofi_rxd with 8 nodes, where
+ * the first MiB took 3.3 s to reach the victim). Those keep the usual
+ * timeout. */
 static unsigned kill_timeout_ms(const struct spawn_node *nd)
 {
 	const char *prov = ((const struct params *)nd->arg)->prov;
