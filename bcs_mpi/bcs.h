@@ -61,6 +61,12 @@ struct bcs_comm *bcs_comm_slot(MPI_Comm h);
 int bcs_comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
 /* a copy of a topology (NULL for none) (comm.c) */
 struct bcs_topo *bcs_topo_dup(const struct bcs_topo *t);
+/* this rank's neighbours on c's topology in MPI's order (Cartesian: each
+ * dimension's source then destination of a shift by 1, MPI_PROC_NULL off
+ * an edge; graph: its edges, in and out alike; dist graph: its sources in,
+ * its destinations out), in malloc'd *in and *out; MPI_ERR_TOPOLOGY for
+ * none */
+int bcs_topo_neighbors(const struct bcs_comm *c, int **in, int *nin, int **out, int *nout);
 /* the node this rank runs on, as the world rank of its first local rank */
 int bcs_node_id(void);
 /* Calls the communicator's error handler on a failure; returns code. */

@@ -590,3 +590,65 @@ int MPI_Ireduce_scatter_block(const void *sbuf, void *rbuf, int count, MPI_Datat
 	return bcs_err(comm, nb_reduce_scatter(sbuf, rbuf, NULL, count, dt, op, c, comm, req),
 		       "MPI_Ireduce_scatter_block");
 }
+
+/* Iscan and Iexscan: my operand to every higher rank, the lower ranks'
+ * from each, folded in rank order at completion (MPI_Scan's order); slot
+ * i holds rank i's operand, the fold covers ranks 0..me (Iexscan:
+ * 0..me-1, nothing on rank 0) */
+static int nb_scan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+		   bool exclusive, struct bcs_comm *c, MPI_Comm comm, MPI_Request *req)
+{
+	int n = c->size, me = c->rank, rc = bcs_op_check(op, dt);
+	if (rc)
+		return rc;
+	if (count < 0)
+		return MPI_ERR_COUNT;
+	struct red *s = calloc(1, sizeof(*s));
+	if (!s)
+		return MPI_ERR_INTERN;
+	s->mem = bcs_slots(me + 1, count, dt, &s->span, &s->all);
+	if (!s->mem) {
+		free(s);
+		return MPI_ERR_INTERN;
+	}
+	s->n = exclusive ? me : me + 1;
+	s->count = count;
+	s->dt = dt;
+	bcs_type_hold(dt);
+	s->op = op;
+	s->rbuf = s->n > 0 ? rbuf : NULL;
+	char *my = s->all + s->span * me;
+	rc = bcs_copy_typed(sbuf == MPI_IN_PLACE ? rbuf : sbuf, count, dt, my, count, dt);
+	int id = bcs_coll_start(comm, red_fin, s);
+	for (int i = me + 1; !rc && i < n; i++) {
+		MPI_Request r;
+		rc = bcs_isend(my, count, dt, i, TAG_COLL, c, true, &r);
+		if (!rc)
+			bcs_coll_part(id, r);
+	}
+	for (int i = 0; !rc && i < me; i++) {
+		MPI_Request r;
+		rc = bcs_irecv(s->all + s->span * i, count, dt, i, TAG_COLL, c, true, &r);
+		if (!rc)
+			bcs_coll_part(id, r);
+	}
+	bcs_coll_arm(id, rc);
+	*req = id;
+	return rc;
+}
+
+int MPI_Iscan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+	      MPI_Comm comm, MPI_Request *req)
+{
+	COMM(comm, "MPI_Iscan");
+	return bcs_err(comm, nb_scan(sbuf, rbuf, count, dt, op, false, c, comm, req),
+		       "MPI_Iscan");
+}
+
+int MPI_Iexscan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+		MPI_Comm comm, MPI_Request *req)
+{
+	COMM(comm, "MPI_Iexscan");
+	return bcs_err(comm, nb_scan(sbuf, rbuf, count, dt, op, true, c, comm, req),
+		       "MPI_Iexscan");
+}

@@ -482,3 +482,58 @@ int MPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[], int 
 	}
 	return MPI_SUCCESS;
 }
+
+/* Cartesian: each dimension's source then destination of a shift by 1
+ * (MPI_PROC_NULL off a non-periodic edge), in and out alike */
+static int cart_neighbors(const struct bcs_topo *t, int rank, int *v)
+{
+	int co[t->ndims > 0 ? t->ndims : 1];
+	for (int d = 0; d < t->ndims; d++) {
+		coords_of(t, rank, t->ndims, co);
+		int mine = co[d];
+		co[d] = mine - 1;
+		int s = rank_of(t, co);
+		co[d] = mine + 1;
+		int r = rank_of(t, co);
+		v[2 * d] = s < 0 ? MPI_PROC_NULL : s;
+		v[2 * d + 1] = r < 0 ? MPI_PROC_NULL : r;
+	}
+	return 2 * t->ndims;
+}
+
+int bcs_topo_neighbors(const struct bcs_comm *c, int **in, int *nin, int **out, int *nout)
+{
+	const struct bcs_topo *t = c->topo;
+	if (!t)
+		return MPI_ERR_TOPOLOGY;
+	int first, ni, no;
+	const int *src = NULL, *dst = NULL;
+	if (t->kind == MPI_CART) {
+		ni = no = 2 * t->ndims;
+	} else if (t->kind == MPI_GRAPH) {
+		ni = no = graph_node(t, c->rank, &first);
+		src = dst = t->dims + t->ndims + first;
+	} else {
+		ni = t->ndims;
+		no = t->nedges;
+		src = t->dims;
+		dst = t->dims + 2 * ni;
+	}
+	*in = malloc((size_t)(ni ? ni : 1) * sizeof(int));
+	*out = malloc((size_t)(no ? no : 1) * sizeof(int));
+	if (!*in || !*out) {
+		free(*in);
+		free(*out);
+		return MPI_ERR_INTERN;
+	}
+	if (t->kind == MPI_CART) {
+		cart_neighbors(t, c->rank, *in);
+		cart_neighbors(t, c->rank, *out);
+	} else {
+		memcpy(*in, src, (size_t)ni * sizeof(int));
+		memcpy(*out, dst, (size_t)no * sizeof(int));
+	}
+	*nin = ni;
+	*nout = no;
+	return MPI_SUCCESS;
+}

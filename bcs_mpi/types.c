@@ -1,5 +1,6 @@
 /* BCS-MPI derived datatypes, counts in them, addresses and MPI_Pack: the
  * MPI calls over bcs_mpi/abi/dtype (flat block lists). */
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,38 +13,147 @@
 		return bcs_err(MPI_COMM_WORLD, (expr), fn);                    \
 	} while (0)
 
-/* a new type's envelope (MPI-3.1 §4.1.13): its constructor and how many
+/* MPI_Type_get_contents: a derived type's constructor arguments, by handle.
+ * The derived types among them are held (bcs_type_hold), so that they stay
+ * while this type does whatever the user frees; extra counts the references
+ * to this handle that get_contents handed out beyond the user's own (each
+ * MPI_Type_free takes one back before the handle is freed). */
+struct targs {
+	int *ints;
+	MPI_Aint *addrs;
+	MPI_Datatype *types;
+	int nd, extra;
+};
+static struct targs targs[BCS_TYPE_MAX];
+
+static void targs_gone(MPI_Datatype h);
+
+/* lets go of h's arguments (their held types freed if nothing else holds
+ * them) */
+static void targs_drop(MPI_Datatype h)
+{
+	struct targs a = targs[h];
+	targs[h] = (struct targs){0};
+	for (int i = 0; i < a.nd; i++) {
+		bcs_type_release(a.types[i]);
+		targs_gone(a.types[i]);
+	}
+	free(a.ints);
+	free(a.addrs);
+	free(a.types);
+}
+
+/* h's arguments go once its slot has (a held type outlives MPI_Type_free) */
+static void targs_gone(MPI_Datatype h)
+{
+	if (h > 0 && h < BCS_TYPE_MAX && !bcs_type_held(h))
+		targs_drop(h);
+}
+
+/* the arguments of a constructor call, as MPI-3.1 §4.1.13 lists them */
+struct env {
+	int combiner, ni, na, nd;
+	const int *ints;
+	const MPI_Aint *addrs;
+	const MPI_Datatype *types;
+};
+
+static void *dupmem(const void *p, size_t n)
+{
+	void *d = malloc(n ? n : 1);
+	if (d && n)
+		memcpy(d, p, n);
+	return d;
+}
+
+static int targs_keep(MPI_Datatype h, const struct env *e)
+{
+	struct targs *a = &targs[h];
+	if (a->ints || a->addrs || a->types)
+		targs_drop(h); /* a type in this slot before, gone without MPI_Type_free */
+	a->ints = dupmem(e->ints, (size_t)e->ni * sizeof(int));
+	a->addrs = dupmem(e->addrs, (size_t)e->na * sizeof(MPI_Aint));
+	a->types = malloc((size_t)(e->nd ? e->nd : 1) * sizeof(MPI_Datatype));
+	if (!a->ints || !a->addrs || !a->types) {
+		targs_drop(h);
+		return MPI_ERR_INTERN;
+	}
+	/* predefined ones need no hold (bcs_type_hold takes none for them) */
+	for (int i = 0; i < e->nd; i++) {
+		bcs_type_hold(e->types[i]);
+		a->types[a->nd++] = e->types[i];
+	}
+	return MPI_SUCCESS;
+}
+
+/* a new type's envelope (MPI-3.1 §4.1.13): its constructor and the
  * integers, addresses and datatypes it took */
-static int made(int rc, const MPI_Datatype *newtype, int combiner, int ni, int na, int nd)
+static int made(int rc, MPI_Datatype *newtype, const struct env *e)
 {
 	if (rc)
 		return rc;
 	struct bcs_type *t = bcs_type_get(*newtype);
-	t->combiner = combiner;
-	t->ni = ni;
-	t->na = na;
-	t->nd = nd;
-	return MPI_SUCCESS;
+	t->combiner = e->combiner;
+	t->ni = e->ni;
+	t->na = e->na;
+	t->nd = e->nd;
+	rc = targs_keep(*newtype, e);
+	if (rc)
+		bcs_type_free(newtype);
+	return rc;
 }
+
+/* ni integers from parts: pairs of (const int *, count), NULL ended; the
+ * result freed by the caller (NULL when out of memory) */
+static int *ints_cat(int ni, ...)
+{
+	int *v = malloc((size_t)(ni ? ni : 1) * sizeof(int)), k = 0;
+	va_list ap;
+	va_start(ap, ni);
+	for (const int *p; v && (p = va_arg(ap, const int *));) {
+		int n = va_arg(ap, int);
+		memcpy(v + k, p, (size_t)n * sizeof(int));
+		k += n;
+	}
+	va_end(ap);
+	return v;
+}
+
+/* made() with ints from ints_cat (v NULL: out of memory) */
+static int made_v(int rc, MPI_Datatype *newtype, struct env *e, int *v)
+{
+	if (!rc && !v) {
+		bcs_type_free(newtype);
+		rc = MPI_ERR_INTERN;
+	}
+	e->ints = v;
+	rc = made(rc, newtype, e);
+	free(v);
+	return rc;
+}
+
+/* NULL ends ints_cat's parts */
+#define END ((const int *)NULL)
 
 int MPI_Type_contiguous(int count, MPI_Datatype old, MPI_Datatype *newtype)
 {
-	TYPE_CALL("MPI_Type_contiguous", made(bcs_type_contiguous(count, old, newtype), newtype,
-					      MPI_COMBINER_CONTIGUOUS, 1, 0, 1));
+	struct env e = {MPI_COMBINER_CONTIGUOUS, 1, 0, 1, (int[]){count}, NULL, &old};
+	TYPE_CALL("MPI_Type_contiguous", made(bcs_type_contiguous(count, old, newtype), newtype, &e));
 }
 
 int MPI_Type_vector(int count, int blocklen, int stride, MPI_Datatype old, MPI_Datatype *newtype)
 {
+	struct env e = {MPI_COMBINER_VECTOR, 3, 0, 1, (int[]){count, blocklen, stride}, NULL, &old};
 	TYPE_CALL("MPI_Type_vector", made(bcs_type_vector(count, blocklen, stride, old, newtype),
-					  newtype, MPI_COMBINER_VECTOR, 3, 0, 1));
+					  newtype, &e));
 }
 
 int MPI_Type_create_hvector(int count, int blocklen, MPI_Aint stride, MPI_Datatype old,
 			    MPI_Datatype *newtype)
 {
+	struct env e = {MPI_COMBINER_HVECTOR, 2, 1, 1, (int[]){count, blocklen}, &stride, &old};
 	TYPE_CALL("MPI_Type_create_hvector",
-		  made(bcs_type_hvector(count, blocklen, (long)stride, old, newtype), newtype,
-		       MPI_COMBINER_HVECTOR, 2, 1, 1));
+		  made(bcs_type_hvector(count, blocklen, (long)stride, old, newtype), newtype, &e));
 }
 
 /* displacements widened to long; blens NULL for the _block forms */
@@ -73,32 +183,36 @@ static int indexed(int count, const int *blens, int blen, const int *idispls,
 int MPI_Type_indexed(int count, const int blens[], const int displs[], MPI_Datatype old,
 		     MPI_Datatype *newtype)
 {
-	TYPE_CALL("MPI_Type_indexed", made(indexed(count, blens, 0, displs, NULL, old, newtype),
-					   newtype, MPI_COMBINER_INDEXED, 2 * count + 1, 0, 1));
+	struct env e = {MPI_COMBINER_INDEXED, 2 * count + 1, 0, 1, NULL, NULL, &old};
+	int *v = count < 0 ? NULL : ints_cat(e.ni, &count, 1, blens, count, displs, count, END);
+	TYPE_CALL("MPI_Type_indexed",
+		  made_v(indexed(count, blens, 0, displs, NULL, old, newtype), newtype, &e, v));
 }
 
 int MPI_Type_create_indexed_block(int count, int blen, const int displs[], MPI_Datatype old,
 				  MPI_Datatype *newtype)
 {
+	struct env e = {MPI_COMBINER_INDEXED_BLOCK, count + 2, 0, 1, NULL, NULL, &old};
+	int *v = count < 0 ? NULL : ints_cat(e.ni, &count, 1, &blen, 1, displs, count, END);
 	TYPE_CALL("MPI_Type_create_indexed_block",
-		  made(indexed(count, NULL, blen, displs, NULL, old, newtype), newtype,
-		       MPI_COMBINER_INDEXED_BLOCK, count + 2, 0, 1));
+		  made_v(indexed(count, NULL, blen, displs, NULL, old, newtype), newtype, &e, v));
 }
 
 int MPI_Type_create_hindexed(int count, const int blens[], const MPI_Aint displs[],
 			     MPI_Datatype old, MPI_Datatype *newtype)
 {
+	struct env e = {MPI_COMBINER_HINDEXED, count + 1, count, 1, NULL, displs, &old};
+	int *v = count < 0 ? NULL : ints_cat(e.ni, &count, 1, blens, count, END);
 	TYPE_CALL("MPI_Type_create_hindexed",
-		  made(indexed(count, blens, 0, NULL, displs, old, newtype), newtype,
-		       MPI_COMBINER_HINDEXED, count + 1, count, 1));
+		  made_v(indexed(count, blens, 0, NULL, displs, old, newtype), newtype, &e, v));
 }
 
 int MPI_Type_create_hindexed_block(int count, int blen, const MPI_Aint displs[],
 				   MPI_Datatype old, MPI_Datatype *newtype)
 {
+	struct env e = {MPI_COMBINER_HINDEXED_BLOCK, 2, count, 1, (int[]){count, blen}, displs, &old};
 	TYPE_CALL("MPI_Type_create_hindexed_block",
-		  made(indexed(count, NULL, blen, NULL, displs, old, newtype), newtype,
-		       MPI_COMBINER_HINDEXED_BLOCK, 2, count, 1));
+		  made(indexed(count, NULL, blen, NULL, displs, old, newtype), newtype, &e));
 }
 
 static int type_struct(int count, const int blens[], const MPI_Aint displs[],
@@ -124,17 +238,18 @@ static int type_struct(int count, const int blens[], const MPI_Aint displs[],
 int MPI_Type_create_struct(int count, const int blens[], const MPI_Aint displs[],
 			   const MPI_Datatype types[], MPI_Datatype *newtype)
 {
+	struct env e = {MPI_COMBINER_STRUCT, count + 1, count, count, NULL, displs, types};
+	int *v = count < 0 ? NULL : ints_cat(e.ni, &count, 1, blens, count, END);
 	TYPE_CALL("MPI_Type_create_struct",
-		  made(type_struct(count, blens, displs, types, newtype), newtype,
-		       MPI_COMBINER_STRUCT, count + 1, count, count));
+		  made_v(type_struct(count, blens, displs, types, newtype), newtype, &e, v));
 }
 
 int MPI_Type_create_resized(MPI_Datatype old, MPI_Aint lb, MPI_Aint extent,
 			    MPI_Datatype *newtype)
 {
+	struct env e = {MPI_COMBINER_RESIZED, 0, 2, 1, NULL, (MPI_Aint[]){lb, extent}, &old};
 	TYPE_CALL("MPI_Type_create_resized",
-		  made(bcs_type_resized(old, (long)lb, (long)extent, newtype), newtype,
-		       MPI_COMBINER_RESIZED, 0, 2, 1));
+		  made(bcs_type_resized(old, (long)lb, (long)extent, newtype), newtype, &e));
 }
 
 /* ---- subarrays and distributed arrays: one index list per dimension.
@@ -233,9 +348,12 @@ int MPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[],
 			     const int starts[], int order, MPI_Datatype old,
 			     MPI_Datatype *newtype)
 {
+	struct env e = {MPI_COMBINER_SUBARRAY, 3 * ndims + 2, 0, 1, NULL, NULL, &old};
+	int *v = ndims <= 0 ? NULL : ints_cat(e.ni, &ndims, 1, sizes, ndims, subsizes, ndims,
+					      starts, ndims, &order, 1, END);
 	TYPE_CALL("MPI_Type_create_subarray",
-		  made(subarray(ndims, sizes, subsizes, starts, order, old, newtype), newtype,
-		       MPI_COMBINER_SUBARRAY, 3 * ndims + 2, 0, 1));
+		  made_v(subarray(ndims, sizes, subsizes, starts, order, old, newtype), newtype, &e,
+			 v));
 }
 
 /* the indices of a dimension of gsize that process p of np owns */
@@ -303,15 +421,20 @@ int MPI_Type_create_darray(int size, int rank, int ndims, const int gsizes[],
 			   const int distribs[], const int dargs[], const int psizes[], int order,
 			   MPI_Datatype old, MPI_Datatype *newtype)
 {
+	struct env e = {MPI_COMBINER_DARRAY, 4 * ndims + 4, 0, 1, NULL, NULL, &old};
+	int *v = ndims <= 0 ? NULL : ints_cat(e.ni, (int[]){size, rank, ndims}, 3, gsizes, ndims,
+					      distribs, ndims, dargs, ndims, psizes, ndims,
+					      &order, 1, END);
 	TYPE_CALL("MPI_Type_create_darray",
-		  made(darray(size, rank, ndims, gsizes, distribs, dargs, psizes, order, old,
-			      newtype), newtype, MPI_COMBINER_DARRAY, 4 * ndims + 4, 0, 1));
+		  made_v(darray(size, rank, ndims, gsizes, distribs, dargs, psizes, order, old,
+				newtype), newtype, &e, v));
 }
 
 int MPI_Type_dup(MPI_Datatype old, MPI_Datatype *newtype)
 {
 	bcs_types_init();
-	int rc = made(bcs_type_dup(old, newtype), newtype, MPI_COMBINER_DUP, 0, 0, 1);
+	struct env e = {MPI_COMBINER_DUP, 0, 0, 1, NULL, NULL, &old};
+	int rc = made(bcs_type_dup(old, newtype), newtype, &e);
 	if (!rc) {
 		bcs_type_get(*newtype)->committed = bcs_type_get(old)->committed;
 		rc = bcs_attr_copy(BCS_ATTR_TYPE, old, *newtype);
@@ -335,8 +458,20 @@ int MPI_Type_free(MPI_Datatype *dt)
 {
 	bcs_types_init();
 	struct bcs_type *t = bcs_type_get(*dt);
+	MPI_Datatype h = *dt;
+	if (t && !t->predefined && targs[h].extra > 0) {
+		/* a reference MPI_Type_get_contents handed out */
+		targs[h].extra--;
+		bcs_type_release(h);
+		*dt = MPI_DATATYPE_NULL;
+		return MPI_SUCCESS;
+	}
 	int rc = t && !t->predefined ? bcs_attr_free_all(BCS_ATTR_TYPE, *dt) : MPI_SUCCESS;
-	TYPE_CALL("MPI_Type_free", rc ? rc : bcs_type_free(dt));
+	if (!rc)
+		rc = bcs_type_free(dt);
+	if (!rc)
+		targs_gone(h);
+	TYPE_CALL("MPI_Type_free", rc);
 }
 
 static struct bcs_type *type_of(MPI_Datatype dt)
@@ -383,6 +518,33 @@ int MPI_Type_get_envelope(MPI_Datatype dt, int *ni, int *na, int *nd, int *combi
 	*na = t->na;
 	*nd = t->nd;
 	*combiner = t->predefined ? MPI_COMBINER_NAMED : t->combiner;
+	return MPI_SUCCESS;
+}
+
+int MPI_Type_get_contents(MPI_Datatype dt, int max_ints, int max_addrs, int max_types,
+			  int ints[], MPI_Aint addrs[], MPI_Datatype types[])
+{
+	struct bcs_type *t = type_of(dt);
+	if (!t || t->predefined)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Type_get_contents");
+	const struct targs *a = &targs[dt];
+	if (max_ints < t->ni || max_addrs < t->na || max_types < t->nd)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Type_get_contents");
+	memcpy(ints, a->ints, (size_t)t->ni * sizeof(int));
+	memcpy(addrs, a->addrs, (size_t)t->na * sizeof(MPI_Aint));
+	for (int i = 0; i < t->nd; i++) {
+		/* a derived type is the caller's to free (MPI-3.1 §4.1.13): a
+		 * reference more, or the user's own again if it freed it */
+		MPI_Datatype h = a->types[i];
+		struct bcs_type *d = bcs_type_held(h);
+		if (!d->predefined && d->freed) {
+			d->freed = 0;
+		} else if (!d->predefined) {
+			bcs_type_hold(h);
+			targs[h].extra++;
+		}
+		types[i] = h;
+	}
 	return MPI_SUCCESS;
 }
 

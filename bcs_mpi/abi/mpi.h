@@ -391,6 +391,9 @@ int MPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsi
 int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent);
 int MPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses,
 			  int *num_datatypes, int *combiner);
+int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses,
+			  int max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[],
+			  MPI_Datatype array_of_datatypes[]);
 int MPI_Type_set_name(MPI_Datatype datatype, const char *type_name);
 int MPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen);
 int MPI_Get_address(const void *location, MPI_Aint *address);
@@ -451,6 +454,44 @@ int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts
 int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 			      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
 			      MPI_Request *request);
+int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+	      MPI_Comm comm, MPI_Request *request);
+int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+		MPI_Op op, MPI_Comm comm, MPI_Request *request);
+
+/* ---- neighborhood collectives on Cartesian and (dist) graph topologies
+ * (bcs_mpi/neighbor.c) */
+int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			   void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			    void *recvbuf, const int recvcounts[], const int displs[],
+			    MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			  void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+			   MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+			   const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[],
+			   const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+			   const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
+			   MPI_Comm comm);
+int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			    void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+			    MPI_Request *request);
+int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			     void *recvbuf, const int recvcounts[], const int displs[],
+			     MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			   void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+			   MPI_Request *request);
+int MPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+			    MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+			    const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+			    MPI_Request *request);
+int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[],
+			    const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+			    void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[],
+			    const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request);
 
 /* ---- one-sided communication (bcs_mpi/win.c) */
 typedef int MPI_Win;

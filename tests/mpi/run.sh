@@ -11,7 +11,8 @@
 # intercommunicator program on 1, 2 and 4 nodes and its refusals, and recorded
 # runs (the racy program, the non-blocking collectives, the
 # intercommunicators, persistent requests, non-blocking duplicates, the v-
-# and w- non-blocking collectives) that `storm replay` must reproduce byte
+# and w- non-blocking collectives, scans, neighborhood collectives) that
+# `storm replay` must reproduce byte
 # for byte. Every daemon is taken
 # down on exit.
 #
@@ -44,7 +45,7 @@ C=$T/c
 export PATH=$BIN:$PATH
 export STORM_CONF=$C/storm.conf
 fails=0 checks=0
-PROGS="env p2p coll ops ops_complex comm groups cart dtypes names nbcoll rma intercomm rma_dyn info attr persist bsend reduce_local idup nbcollv graph subarray"
+PROGS="env p2p coll ops ops_complex comm groups cart dtypes names nbcoll rma intercomm rma_dyn info attr persist bsend reduce_local idup nbcollv graph subarray nbscan neighbor typeenv"
 CFLAGS=(-std=c11 -O1 -Wall -Wextra -Werror)
 # GCC 12 warns (wrongly) on MPICH's MPI_STATUSES_IGNORE passed as an array
 MPICH_CFLAGS=("${CFLAGS[@]}" -Wno-stringop-overflow)
@@ -378,8 +379,8 @@ fi
 # intercommunicators (wildcard receives name remote ranks), request-based
 # one-sided operations (progress ships their batches), non-blocking
 # duplicates, the v- and w- non-blocking collectives, graph topologies,
-# subarray and darray types
-for p in persist rma intercomm rma_dyn idup nbcollv graph subarray; do
+# subarray and darray types, Iscan/Iexscan, neighborhood collectives
+for p in persist rma intercomm rma_dyn idup nbcollv graph subarray nbscan neighbor; do
 	expect "storm run --record ($p, 8 ranks)" 0 storm run --record "$T/$p.trace" -N 4 -n 8 \
 		"$T/bcs/$p"
 	cp "$T/out" "$T/$p.recorded"
