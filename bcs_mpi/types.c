@@ -252,6 +252,20 @@ int MPI_Type_create_resized(MPI_Datatype old, MPI_Aint lb, MPI_Aint extent,
 		  made(bcs_type_resized(old, (long)lb, (long)extent, newtype), newtype, &e));
 }
 
+/* MPI-1's names of the two (deprecated, still in MPICH): the same types,
+ * the same combiners, as MPI says of calls from C */
+int MPI_Type_hvector(int count, int blocklen, MPI_Aint stride, MPI_Datatype old,
+		     MPI_Datatype *newtype)
+{
+	return MPI_Type_create_hvector(count, blocklen, stride, old, newtype);
+}
+
+int MPI_Type_hindexed(int count, const int blens[], const MPI_Aint displs[], MPI_Datatype old,
+		      MPI_Datatype *newtype)
+{
+	return MPI_Type_create_hindexed(count, blens, displs, old, newtype);
+}
+
 /* ---- subarrays and distributed arrays: one index list per dimension.
  * The type is built from the fastest-varying dimension out, each level a
  * byte-displaced list of the level inside it (typemap order: the array's

@@ -391,6 +391,11 @@ int MPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsi
 int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent);
 int MPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses,
 			  int *num_datatypes, int *combiner);
+int MPI_Type_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,
+		     MPI_Datatype *newtype);
+int MPI_Type_hindexed(int count, const int array_of_blocklengths[],
+		      const MPI_Aint array_of_displacements[], MPI_Datatype oldtype,
+		      MPI_Datatype *newtype);
 int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses,
 			  int max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[],
 			  MPI_Datatype array_of_datatypes[]);

@@ -31,6 +31,19 @@ import time
 
 DIRS = "group topo coll comm attr init basic datatype pt2pt rma".split()
 HARNESS = ["util/mtest.c", "util/mtest_common.c", "util/dtypes.c", "util/mtest_thread.c"]
+# the datatype pools of the testlist.dtp programs (mtest_dtp.h), built into
+# the harness from a copy beside the header configure would write
+DTPOOLS = "dtpools"
+DTPOOLS_CONF_H = """/* written by storm's bench/conformance/mpich_suite.py in place of
+ * dtpools' configure: a Debian system */
+#define HAVE_STDLIB_H 1
+#define HAVE_STRING_H 1
+#define HAVE_LIMITS_H 1
+#define HAVE_STDINT_H 1
+#define HAVE_SYS_TYPES_H 1
+#define HAVE_STRDUP 1
+#define HAVE_MEMSET 1
+"""
 
 CONF_H = """/* written by storm's bench/conformance/mpich_suite.py in place of
  * configure's: a Debian system, strict MPI (no MPIX extensions) */
@@ -113,12 +126,27 @@ def sources_of(d, name, am):
     return [os.path.join(d, s) for s in src], flags
 
 
-def build_harness(cc, conf, top, out):
+def dtpools_copy(top, work):
+    """a copy of MPICH's dtpools with its configure header; its sources
+    (none when this test/mpi has no dtpools)"""
+    src = os.path.join(top, DTPOOLS)
+    dst = os.path.join(work, DTPOOLS)
+    if not os.path.isdir(os.path.join(src, "src")):
+        return []
+    for sub in ("include", "src"):
+        shutil.copytree(os.path.join(src, sub), os.path.join(dst, sub), dirs_exist_ok=True)
+    open(os.path.join(dst, "dtpoolsconf.h"), "w").write(DTPOOLS_CONF_H)
+    return sorted(os.path.join(dst, "src", f) for f in os.listdir(os.path.join(dst, "src"))
+                  if f.endswith(".c"))
+
+
+def build_harness(cc, conf, top, out, extra=()):
     os.makedirs(out, exist_ok=True)
     objs = []
-    for s in HARNESS:
+    for s in HARNESS + list(extra):
         o = os.path.join(out, os.path.basename(s)[:-2] + ".o")
         r = subprocess.run([cc, "-O1", "-w", "-c", "-I", conf, "-I", os.path.join(top, "include"),
+                            "-I", os.path.join(os.path.dirname(conf), DTPOOLS, "include"),
                             os.path.join(top, s), "-o", o], capture_output=True, text=True)
         if r.returncode:
             return None, first_line(r.stderr)
@@ -139,7 +167,8 @@ def build(cc, conf, top, d, name, am, harness, out):
     if not src:
         return None, "no source"
     exe = os.path.join(out, name)
-    cmd = [cc, "-O1", "-w", "-I", conf, "-I", os.path.join(top, "include")] + flags.split() + src + harness + ["-lm", "-lpthread", "-o", exe]
+    cmd = [cc, "-O1", "-w", "-I", conf, "-I", os.path.join(top, "include"),
+           "-I", os.path.join(os.path.dirname(conf), DTPOOLS, "include")] + flags.split() + src + harness + ["-lm", "-lpthread", "-o", exe]
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=d)
     if r.returncode:
         errs = [l for l in r.stderr.splitlines()
@@ -232,8 +261,9 @@ def main():
     open(os.path.join(conf, "mpitestconf.h"), "w").write(CONF_H)
     open(os.path.join(conf, "mtest_mpix.h"), "w").write("/* strict MPI: no MPIX */\n")
     harness = {}
+    dtp = dtpools_copy(top, work)
     for side, cc in (("mpich", a.mpicc), ("storm", bcscc)):
-        objs, why = build_harness(cc, conf, top, os.path.join(work, side))
+        objs, why = build_harness(cc, conf, top, os.path.join(work, side), dtp)
         if objs is None:
             sys.exit("mpich_suite: the harness does not build with %s: %s" % (cc, why))
         harness[side] = objs
