@@ -84,6 +84,16 @@ static void simple(void)
 	      "hindexed_block.args");
 	MPI_Type_free(&t);
 
+	/* MPI-1's names: the same combiners from C */
+	MPI_Type_hvector(2, 3, 40, MPI_INT, &t);
+	decode(t, MPI_COMBINER_HVECTOR, 2, 1, 1, &g, "mpi1_hvector");
+	check(ints_are(&g, (int[]){2, 3}, 2) && g.addrs[0] == 40, "mpi1_hvector.args");
+	MPI_Type_free(&t);
+	MPI_Type_hindexed(3, bl, ad, MPI_INT, &t);
+	decode(t, MPI_COMBINER_HINDEXED, 4, 3, 1, &g, "mpi1_hindexed");
+	check(ints_are(&g, (int[]){3, 1, 3, 2}, 4) && g.addrs[1] == 32, "mpi1_hindexed.args");
+	MPI_Type_free(&t);
+
 	MPI_Type_create_resized(MPI_INT, -4, 16, &t);
 	decode(t, MPI_COMBINER_RESIZED, 0, 2, 1, &g, "resized");
 	check(g.addrs[0] == -4 && g.addrs[1] == 16 && g.types[0] == MPI_INT, "resized.args");
