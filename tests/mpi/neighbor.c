@@ -7,7 +7,7 @@
  * names for it. The v- and w- forms use uneven counts, gaps between blocks
  * and a vector type. A peer named twice in a periodic dimension of size 1
  * or 2 pairs its messages in an order MPI leaves open: alltoall skips those
- * grids. */
+ * grids. A communicator without a topology refuses them. */
 #include "suite.h"
 
 static MPI_Comm W = MPI_COMM_WORLD;
@@ -252,10 +252,24 @@ static void dist_alltoallw(MPI_Comm d, const int *src, int nonblocking)
 	      nm("dist.%salltoallw.values", nonblocking ? "i" : ""));
 }
 
+/* a communicator without a topology: MPI_ERR_TOPOLOGY */
+static void no_topology(void)
+{
+	int s[2] = {1, 2}, r[8];
+	MPI_Request q = MPI_REQUEST_NULL;
+	MPI_Comm_set_errhandler(W, MPI_ERRORS_RETURN);
+	checkrc(MPI_Neighbor_allgather(s, 1, MPI_INT, r, 1, MPI_INT, W), MPI_ERR_TOPOLOGY,
+		"world.allgather_refused");
+	checkrc(MPI_Ineighbor_alltoall(s, 1, MPI_INT, r, 1, MPI_INT, W, &q), MPI_ERR_TOPOLOGY,
+		"world.ialltoall_refused");
+	MPI_Comm_set_errhandler(W, MPI_ERRORS_ARE_FATAL);
+}
+
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
 	suite_begin();
+	no_topology();
 	carts();
 	graph_ring();
 	int src[2];
