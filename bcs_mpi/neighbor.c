@@ -4,8 +4,8 @@
  * block k of the receive side from in-neighbour k, all posted at the call
  * (MPI_PROC_NULL neighbours leave their block alone). Sends go out in the
  * order of the destinations and receives are posted in the order of the
- * sources, so a peer named twice pairs its messages in that order, as
- * MPICH's linear schedule does. The blocking forms wait for the same
+ * sources (Cartesian: each dimension's pair swapped), so a peer named
+ * twice pairs its messages in that order. The blocking forms wait for the same
  * round; the request completes through MPI_Wait/Test like any other. */
 #include <stdlib.h>
 
@@ -69,9 +69,15 @@ static int hood_post(struct hood *h, struct bcs_comm *c, MPI_Comm comm, MPI_Requ
 		hood_free(h);
 		return rc;
 	}
+	/* Cartesian: a dimension's two receives posted destination first, so
+	 * that a peer both sides of a periodic dimension of size 1 or 2 pairs
+	 * what it sent toward negative with what comes from the positive side
+	 * (MPI-4.0 §7.6; MPICH's ring_neighbor_alltoall checks it) */
+	int flip = c->topo && c->topo->kind == MPI_CART;
 	int id = bcs_coll_start(comm, NULL, NULL);
-	for (int k = 0; !rc && k < h->nin; k++) {
+	for (int i = 0; !rc && i < h->nin; i++) {
 		MPI_Request q;
+		int k = flip ? i ^ 1 : i;
 		if (h->in[k] == MPI_PROC_NULL)
 			continue;
 		rc = bcs_irecv((void *)h->rcv[k].at, h->rcv[k].count, h->rcv[k].dt, h->in[k],
