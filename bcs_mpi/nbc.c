@@ -90,6 +90,29 @@ static int red_fin(void *state)
 	return rc;
 }
 
+/* A fold's state: nslots operand slots of count dt, the first nfold of them
+ * folded into rbuf at completion (NULL: no result on this rank). NULL when
+ * out of memory. */
+static struct red *red_new(int nslots, int nfold, int count, MPI_Datatype dt, MPI_Op op,
+			   void *rbuf)
+{
+	struct red *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->mem = bcs_slots(nslots, count, dt, &s->span, &s->all);
+	if (!s->mem) {
+		free(s);
+		return NULL;
+	}
+	s->n = nfold;
+	s->count = count;
+	s->dt = dt;
+	bcs_type_hold(dt); /* the fold at completion may follow MPI_Type_free */
+	s->op = op;
+	s->rbuf = rbuf;
+	return s;
+}
+
 /* everyone's operand to root (root < 0: to everyone), one round */
 static int nb_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
 		     int root, struct bcs_comm *c, MPI_Comm comm, MPI_Request *req)
@@ -102,22 +125,11 @@ static int nb_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, M
 	if (root >= n)
 		return MPI_ERR_ROOT;
 	bool gets = root < 0 || root == me;
-	struct red *s = calloc(1, sizeof(*s));
-	if (!s)
-		return MPI_ERR_INTERN;
 	/* the operand is copied at the call, so MPI_IN_PLACE's rbuf may be
 	 * overwritten by the result */
-	s->mem = bcs_slots(n, count, dt, &s->span, &s->all);
-	if (!s->mem) {
-		free(s);
+	struct red *s = red_new(n, n, count, dt, op, gets ? rbuf : NULL);
+	if (!s)
 		return MPI_ERR_INTERN;
-	}
-	s->n = n;
-	s->count = count;
-	s->dt = dt;
-	bcs_type_hold(dt); /* the fold at completion may follow MPI_Type_free */
-	s->op = op;
-	s->rbuf = gets ? rbuf : NULL;
 	const void *mine = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
 	char *my = s->all + s->span * me;
 	rc = bcs_copy_typed(mine, count, dt, my, count, dt);
@@ -538,20 +550,9 @@ static int nb_reduce_scatter(const void *sbuf, void *rbuf, const int *counts, in
 	if (mycount < 0)
 		return -mycount;
 	const char *src = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-	struct red *s = calloc(1, sizeof(*s));
+	struct red *s = red_new(n, n, mycount, dt, op, rbuf);
 	if (!s)
 		return MPI_ERR_INTERN;
-	s->mem = bcs_slots(n, mycount, dt, &s->span, &s->all);
-	if (!s->mem) {
-		free(s);
-		return MPI_ERR_INTERN;
-	}
-	s->n = n;
-	s->count = mycount;
-	s->dt = dt;
-	bcs_type_hold(dt);
-	s->op = op;
-	s->rbuf = rbuf;
 	rc = bcs_copy_typed(src + ext * myoff, mycount, dt, s->all + s->span * me, mycount, dt);
 	int id = bcs_coll_start(comm, red_fin, s);
 	off = 0;
@@ -603,20 +604,10 @@ static int nb_scan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI
 		return rc;
 	if (count < 0)
 		return MPI_ERR_COUNT;
-	struct red *s = calloc(1, sizeof(*s));
+	int nfold = exclusive ? me : me + 1;
+	struct red *s = red_new(me + 1, nfold, count, dt, op, nfold > 0 ? rbuf : NULL);
 	if (!s)
 		return MPI_ERR_INTERN;
-	s->mem = bcs_slots(me + 1, count, dt, &s->span, &s->all);
-	if (!s->mem) {
-		free(s);
-		return MPI_ERR_INTERN;
-	}
-	s->n = exclusive ? me : me + 1;
-	s->count = count;
-	s->dt = dt;
-	bcs_type_hold(dt);
-	s->op = op;
-	s->rbuf = s->n > 0 ? rbuf : NULL;
 	char *my = s->all + s->span * me;
 	rc = bcs_copy_typed(sbuf == MPI_IN_PLACE ? rbuf : sbuf, count, dt, my, count, dt);
 	int id = bcs_coll_start(comm, red_fin, s);
