@@ -188,11 +188,11 @@ static void sweep(struct nd *nd, int sig)
 	/* a child caught inside execve is looked at again soon: no later event
 	 * need come (the next job's end may be hours away); a bounded number of
 	 * times, for a process whose environment stays empty */
-	if (!unread || sig == SIGKILL) {
-		nd->leftovers_looks = unread ? nd->leftovers_looks : 0;
+	if (!unread) {
+		nd->leftovers_looks = 0;
 		return;
 	}
-	if (nd->leftovers_looks < LOOKS_MAX && !nd->leftovers_look_ns) {
+	if (sig != SIGKILL && nd->leftovers_looks < LOOKS_MAX && !nd->leftovers_look_ns) {
 		nd->leftovers_looks++;
 		nd->leftovers_look_ns = clock_mono_ns() + LOOK_AGAIN_NS;
 	}
