@@ -167,12 +167,10 @@ kill -INT "$SM_PID"
 if wait_bg "$SM_PID" 120 "snakemake after SIGINT"; then :; fi
 SM_PID=
 has "  snakemake terminates on the interrupt" hold.log "Terminating processes on user request"
-deadline=$((SECONDS + $(patience 60)))
-while [ $SECONDS -lt $deadline ]; do
-	s=$(PATH=$SM_PATH sacct -X -P -n --format=State -j "$hj" 2>/dev/null)
-	[ "$s" = CANCELLED ] && break
-	sleep 0.2
-done
+# the machine manager says when the job has ended (a dependency on it), not
+# a poll of sacct
+timeout "$(patience 60)" storm submit --wait -d "afterany:$hj" -o /dev/null true >/dev/null 2>&1
+s=$(PATH=$SM_PATH sacct -X -P -n --format=State -j "$hj" 2>/dev/null)
 [ "$s" = CANCELLED ] && ok "  its job $hj CANCELLED (scancel)" || bad "  its job $hj: '$s', not CANCELLED"
 
 echo "$((checks - fails))/$checks checks passed"
