@@ -1178,6 +1178,32 @@ void job_on_exit(struct mm *mm, int node, const Storm__Cl__RankExit *e)
 	j->dirty = true; /* saved before the report is acknowledged */
 }
 
+/* The other ranks die by signal: the first abort's code is the job's, as
+ * mpiexec's. First by when the nodes heard them, not by when their reports
+ * came: a rank that aborts makes its peers fail (an MPI library that finds
+ * the aborted peer gone aborts with its own code), and the peers' node may
+ * report in the same round or sooner. */
+static void on_abort(struct mm *mm, struct job *j, int node, const Storm__Cl__JobNote *n)
+{
+	bool first = !j->abort_code;
+	if (first) {
+		j->abort_named = !j->failed && !j->cancelled; /* the reason will be this */
+	} else if (n->at_ns && n->at_ns < j->abort_at_ns) {
+		slog("job %llu: node %s heard an abort %.3f ms before the one reported first: %s",
+		     (unsigned long long)j->id, mm->conf.nodes[node],
+		     (double)(j->abort_at_ns - n->at_ns) / 1e6, n->message);
+		if (j->abort_named)
+			snprintf(j->reason, sizeof(j->reason), "node %s: %s",
+				 mm->conf.nodes[node], n->message);
+	} else {
+		job_fail(mm, j, "node %s: %s", mm->conf.nodes[node], n->message);
+		return;
+	}
+	j->abort_code = (int)(n->value & 255) + 1;
+	j->abort_at_ns = n->at_ns;
+	job_fail(mm, j, "node %s: %s", mm->conf.nodes[node], n->message);
+}
+
 void job_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n)
 {
 	struct job *j = job_find(mm, n->job);
@@ -1199,11 +1225,7 @@ void job_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n)
 		check_end(mm, j);
 		break;
 	case STORM__CL__JOB_NOTE__KIND__ABORTED:
-		/* the other ranks die by signal: the abort's code is the job's,
-		 * as mpiexec's */
-		if (!j->abort_code)
-			j->abort_code = (int)(n->value & 255) + 1;
-		job_fail(mm, j, "node %s: %s", mm->conf.nodes[node], n->message);
+		on_abort(mm, j, node, n);
 		break;
 	case STORM__CL__JOB_NOTE__KIND__STDIN_ACK:
 		if (k == 0 && j->client) {

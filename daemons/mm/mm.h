@@ -110,6 +110,8 @@ struct job {
 	bool confirm_pending, confirm_again;
 	double end_asked;
 	int abort_code;         /* a rank's MPI_Abort code + 1, the job's exit code; 0: none */
+	uint64_t abort_at_ns;   /* when that abort was heard (JobNote.at_ns) */
+	bool abort_named;       /* the job's reason is that abort's */
 	bool released;           /* storm alloc's client is done with it */
 	int stop_sig;            /* the signal that stops it (failed/cancelled), 0 */
 	unsigned stop_kill_after_ms;

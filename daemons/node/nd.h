@@ -95,6 +95,7 @@ struct nd_rec {
 	int32_t wait_status;
 	uint64_t max_rss_kb, cpu_us; /* EXIT: from the rank's rusage */
 	uint64_t value;         /* NOTE: STDIN_ACK's count; BCS: a mark's checkpoint */
+	uint64_t at_ns;         /* NOTE ABORTED: when heard, on the MM's clock */
 	uint64_t mark[4];       /* BCS: the mark's counts per stream */
 	int note;               /* Storm__Cl__JobNote__Kind */
 	char *message;

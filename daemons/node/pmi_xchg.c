@@ -404,6 +404,11 @@ void xchg_abort(struct nd *nd, uint64_t job, uint32_t rank, int code)
 	struct xjob *j = job_get(nd, job, false);
 	if (!j)
 		return;
+	if (fault_value(&nd->fault, "abort_hold_ms")) {
+		slog("test point abort_hold_ms: rank %u's abort (exit code %d) of job %" PRIu64
+		     " is told to no other node", rank, code & 255, job);
+		return;
+	}
 	for (uint32_t k = 0; k < j->n; k++)
 		if (j->nodes[k] != nd->index)
 			nd_mb_send(nd, j->nodes[k], M_PMI_ABORT, job,

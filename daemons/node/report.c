@@ -152,6 +152,8 @@ void nd_queue_abort(struct nd *nd, uint64_t job, uint32_t rank, int code)
 {
 	nd_queue_note_value(nd, job, STORM__CL__JOB_NOTE__KIND__ABORTED, (uint64_t)(code & 255),
 			    "rank %u called MPI_Abort (exit code %d)", rank, code & 255);
+	/* the MM's clock, so aborts heard on different nodes compare */
+	nd->q_tail->at_ns = nd_clock_ns(nd) + (uint64_t)(nd->clk.valid ? nd->clk.offset_ns : 0);
 }
 
 static void rec_free(struct nd_rec *r)
@@ -391,6 +393,7 @@ static size_t put_note(Storm__Cl__JobNote *m, const struct nd_rec *r)
 	m->kind = (Storm__Cl__JobNote__Kind)r->note;
 	m->message = r->message;
 	m->value = r->value;
+	m->at_ns = r->at_ns;
 	return field_cost(storm__cl__job_note__get_packed_size(m));
 }
 
@@ -499,6 +502,19 @@ static void drop_sent(struct nd *nd, struct nd_rec *stop, size_t partial, uint64
 	}
 }
 
+/* Test point abort_hold_ms: this node's report of an abort, and all after
+ * it, reach the MM that much later, as from a slow node, so a test can see
+ * another node's later abort arrive first. */
+static bool abort_held(struct nd *nd, const struct nd_rec *r)
+{
+	if (!fault_armed(&nd->fault) || r->kind != REC_NOTE ||
+	    r->note != STORM__CL__JOB_NOTE__KIND__ABORTED)
+		return false;
+	uint64_t hold = fault_value(&nd->fault, "abort_hold_ms") * 1000000u;
+	uint64_t now = nd_clock_ns(nd) + (uint64_t)(nd->clk.valid ? nd->clk.offset_ns : 0);
+	return now < r->at_ns + hold;
+}
+
 /* Packs the longest prefix of the queue that fits a report slot, sends it,
  * and drops what went out from the queue. Order: the MM reads output, then
  * exits, then notes; a prefix keeps "exit after its output, DONE after its
@@ -519,7 +535,7 @@ static void send_next(struct nd *nd, uint64_t seq)
 	size_t partial = 0; /* output bytes of `stop` that go out in this report */
 	for (; r; r = r->next) {
 		fill_grow(&f);
-		if (!take_rec(&f, r, &partial)) {
+		if (abort_held(nd, r) || !take_rec(&f, r, &partial)) {
 			stop = r;
 			break;
 		}

@@ -30,7 +30,10 @@ cd "$T" || exit 1
 if ! mpicc.mpich -O2 -o "$T/pmiprog" "$HERE/mpi/pmiprog.c" 2>"$T/cc.err"; then
 	bad "mpicc.mpich pmiprog.c"; cat "$T/cc.err"; exit 1
 fi
+# node03 reports an abort 1.5 s late and tells no other node of it, as a
+# slow node would
 expect "cluster up --netns, 4 nodes, MPL 2, switching by signals" 0 \
+	env STORM_TEST_TAMPER=abort_hold_ms=1500 STORM_TEST_TAMPER_NODE=node03 \
 	storm cluster up --netns --nodes 4 --mpl 2 --switch signals --dir "$C"
 [ "$fails" = 0 ] || exit 1
 
@@ -112,6 +115,15 @@ for n in node00 node01 node02 node03; do
 	wait_log "$C/log/$n.log" "job $AJ done" 30 && ended=$((ended + 1))
 done
 [ "$ended" = 4 ] && ok "  every node ended it (job $AJ)" || bad "  every node ended it: $ended of 4 (job $AJ)"
+# the first abort is the job's although its node reports it last: rank 0's
+# (node00) follows rank 7's (node03, whose report is held 1.5 s)
+expect "rank 7 aborts(3), then rank 0 aborts(4): the job fails with the first" 3 \
+	storm run -N 4 -n 8 "$T/pmiprog" abort2 "$C/log/node03.log" \
+	"rank 7's abort (exit code 3) of job $((AJ + 1)) is told to no other node"
+has "  naming the first abort" err "rank 7 called MPI_Abort (exit code 3)"
+grep -q "node node03 heard an abort .* before the one reported first: rank 7 called" "$C/log/mm.log" &&
+	ok "  though rank 0's abort was reported first" ||
+	bad "  rank 0's abort was reported first: $(grep -h MPI_Abort "$C/log/mm.log" | tail -3)"
 
 echo "-- gang-scheduled, cancellable, accounted"
 start_bg loop storm run -N 4 -n 8 "$T/pmiprog" loop

@@ -2,11 +2,26 @@
  * storm's PMI wire-up: ring   a token round the ranks and an allreduce;
  * bw BYTES  rank 0 sends BYTES to the last rank 8 times, which echoes a
  * checksum; abort CODE  the last rank calls MPI_Abort(CODE) while the
- * others wait in a barrier; loop  barriers until killed. */
+ * others wait in a barrier; abort2 FILE TEXT  the last rank calls
+ * MPI_Abort(3), rank 0 calls MPI_Abort(4) once FILE holds TEXT (the abort
+ * was heard); loop  barriers until killed. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+static int file_has(const char *path, const char *text)
+{
+	char line[1024];
+	int found = 0;
+	FILE *f = fopen(path, "r");
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, text) != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
 
 int main(int argc, char **argv)
 {
@@ -51,6 +66,10 @@ int main(int argc, char **argv)
 			printf("received %zu bytes 8 times, checksum %lu\n", bytes, sum);
 		free(b);
 	} else if (!strcmp(mode, "abort") && argc > 2) {
+		/* every rank done with MPI_Init first: a peer that aborts while
+		 * another still connects to it in MPI_Init (UCX does at init)
+		 * makes that one abort too, with the library's code */
+		MPI_Barrier(MPI_COMM_WORLD);
 		if (r == n - 1) {
 			printf("rank %d aborts\n", r);
 			fflush(stdout);
@@ -58,6 +77,16 @@ int main(int argc, char **argv)
 		}
 		MPI_Barrier(MPI_COMM_WORLD);
 		printf("rank %d passed a barrier it should not have\n", r);
+	} else if (!strcmp(mode, "abort2") && argc > 3) {
+		MPI_Barrier(MPI_COMM_WORLD);
+		if (r == n - 1)
+			MPI_Abort(MPI_COMM_WORLD, 3);
+		if (r == 0) {
+			while (!file_has(argv[2], argv[3]))
+				usleep(1000);
+			MPI_Abort(MPI_COMM_WORLD, 4);
+		}
+		MPI_Barrier(MPI_COMM_WORLD);
 	} else if (!strcmp(mode, "loop")) {
 		if (r == 0) {
 			printf("looping\n");
