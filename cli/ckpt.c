@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "frame.h"
 #include "jobid.h"
 #include "fmt.h"
 #include "opts.h"
@@ -192,12 +193,15 @@ int cmd_restart(struct cli *c, int argc, char **argv)
 	Storm__Ctl__Restart rs = STORM__CTL__RESTART__INIT;
 	rs.checkpoint = ckpt;
 	rs.nodes = (uint32_t)nodes;
-	return cli_restart(c, &rs, "storm restart", label);
+	return cli_restart(c, &rs, "storm restart", label, -1);
 }
 
 /* Sends a restart (storm restart, storm replay --from) and streams the
- * restored job's output as storm run does. */
-int cli_restart(struct cli *c, Storm__Ctl__Restart *rs, const char *cmd, int label)
+ * restored job's output as storm run does. A replay's trace goes with the
+ * request as storm run's --file does (a descriptor, its bytes over TCP),
+ * so no node needs to see the path it was read from. */
+int cli_restart(struct cli *c, Storm__Ctl__Restart *rs, const char *cmd, int label,
+		int trace_fd)
 {
 	int fd = cli_connect(c);
 	if (fd < 0)
@@ -205,9 +209,28 @@ int cli_restart(struct cli *c, Storm__Ctl__Restart *rs, const char *cmd, int lab
 	Storm__Ctl__Request req = STORM__CTL__REQUEST__INIT;
 	req.body_case = STORM__CTL__REQUEST__BODY_RESTART;
 	req.restart = rs;
-	int e = ctl_send(fd, &req, NULL, 0);
+	Storm__Ctl__FileData msg, *ptr = &msg;
+	uint8_t *data = NULL;
+	size_t total = 0;
+	int remote = ctl_is_remote(fd), e = 0;
+	rs->replay = trace_fd >= 0;
+	if (rs->replay && remote) {
+		e = cli_file_inline(trace_fd, "the trace", &total, &msg, &data);
+		if (e == -EFBIG)
+			fprintf(stderr, "%s: error: the trace exceeds the %u MiB a request over TCP "
+				"carries\n", cmd, FRAME_MAX >> 20);
+		rs->files = &ptr;
+		rs->n_files = 1;
+	}
+	if (!e)
+		e = ctl_send(fd, &req, trace_fd >= 0 && !remote ? &trace_fd : NULL,
+			     trace_fd >= 0 && !remote);
+	free(data);
+	rs->files = NULL;
+	rs->n_files = 0;
 	if (e != 0) {
-		ctl_report(e);
+		if (e != -1 && e != -EFBIG)
+			ctl_report(e);
 		close(fd);
 		return EXIT_STORM;
 	}

@@ -101,8 +101,17 @@ int cmd_checkpoint(struct cli *c, int argc, char **argv);
 int cmd_restart(struct cli *c, int argc, char **argv);
 int cmd_checkpoints(struct cli *c, int argc, char **argv);
 /* ckpt.c: sends a restart request and streams the restored job (storm restart,
- * storm replay --from); its exit code */
-int cli_restart(struct cli *c, Storm__Ctl__Restart *rs, const char *cmd, int label);
+ * storm replay --from); its exit code. trace_fd: the trace a replay --from
+ * sends along (as a run sends a --file), or -1 */
+int cli_restart(struct cli *c, Storm__Ctl__Restart *rs, const char *cmd, int label,
+		int trace_fd);
+/* run.c: the file at fd as a request over TCP carries it (proto/control.proto's
+ * FileData), its bytes in *data (malloc'd, the caller frees it, also on
+ * failure); *total counts the bytes of the request's files so far. 0, -1
+ * (printed), or -EFBIG: they exceed what one request carries (the caller
+ * says what to do instead). */
+int cli_file_inline(int fd, const char *what, size_t *total, Storm__Ctl__FileData *msg,
+		    uint8_t **data);
 /* run.c: streams a submitted job on fd like storm run; its exit code */
 int cli_stream(struct cli *c, int fd, const char *cmd, int label);
 int cmd_replay(struct cli *c, int argc, char **argv);

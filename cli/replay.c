@@ -33,9 +33,9 @@ static const char replay_help[] =
 	"  --from CHECKPOINT  restore that checkpoint of the recorded job (as\n"
 	"                 storm checkpoints lists it) and replay from where it was\n"
 	"                 taken: each rank forces the outcomes recorded after the\n"
-	"                 checkpoint's mark in TRACE, which must be on a path every\n"
-	"                 node sees; calls are numbered on from the checkpoint (not\n"
-	"                 with --debug or --stop)\n"
+	"                 checkpoint's mark in TRACE (read here and sent to every\n"
+	"                 node of the restart); calls are numbered on from the\n"
+	"                 checkpoint (not with --debug or --stop)\n"
 	"  --debug RANK   hold RANK in MPI_Init under a debugger: gdb in this\n"
 	"                 terminal when there is one (the other ranks replay around\n"
 	"                 it), otherwise the rank prints how to attach (gdbserver's\n"
@@ -115,28 +115,24 @@ static int from_check(struct cli *c, const struct bcs_trace *t, const char *path
 	return 0;
 }
 
-static int replay_from(struct cli *c, const struct bcs_trace *t, const char *path, uint64_t ckpt,
-		       uint32_t nodes, int label)
+static int replay_from(struct cli *c, const struct bcs_trace *t, const char *path, int fd,
+		       uint64_t ckpt, uint32_t nodes, int label)
 {
 	int rc = from_check(c, t, path, ckpt);
 	if (rc)
 		return rc;
-	char abs[PATH_MAX];
-	if (!realpath(path, abs)) {
-		fprintf(stderr, "storm replay: error: %s: %s\n", path, strerror(errno));
-		return EXIT_STORM;
-	}
 	Storm__Ctl__Restart rs = STORM__CTL__RESTART__INIT;
 	rs.checkpoint = ckpt;
-	rs.replay_trace = abs;
 	rs.nodes = nodes;
-	return cli_restart(c, &rs, "storm replay", label);
+	/* the trace read here goes along, as storm run's --file does */
+	return cli_restart(c, &rs, "storm replay", label, fd);
 }
 
 /* storm replay's command line. */
 struct replay_args {
 	int label, json;
 	const char *list, *stop, *path;
+	int fd;     /* the trace, open: what --from sends is what was read */
 	long debug; /* -1: none */
 	long nodes; /* 0: as recorded */
 	unsigned long long from;
@@ -210,17 +206,37 @@ static int replay_parse(struct cli *c, int argc, char **argv, struct replay_args
 	return -1;
 }
 
-/* The trace file at path decoded into *t: 0, or EXIT_STORM (said). */
-static int replay_read(const char *path, struct bcs_trace *t)
+/* The trace file at path opened (*fd) and decoded into *t: 0, or
+ * EXIT_STORM (said). */
+static int replay_read(const char *path, int *fd, struct bcs_trace *t)
 {
-	FILE *in = fopen(path, "rb");
-	if (!in) {
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (*fd < 0 || fstat(*fd, &st) < 0) {
 		fprintf(stderr, "storm replay: error: cannot open %s: %s\n", path, strerror(errno));
 		return EXIT_STORM;
 	}
+	if (!S_ISREG(st.st_mode)) {
+		fprintf(stderr, "storm replay: error: %s: %s, not a trace\n", path,
+			S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+		return EXIT_STORM;
+	}
 	uint8_t *buf = malloc(TRACE_MAX);
-	size_t len = buf ? fread(buf, 1, TRACE_MAX, in) : 0;
-	fclose(in);
+	size_t len = 0;
+	while (buf && len < TRACE_MAX) {
+		ssize_t n = pread(*fd, buf + len, TRACE_MAX - len, (off_t)len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			fprintf(stderr, "storm replay: error: cannot read %s: %s\n", path,
+				strerror(errno));
+			free(buf);
+			return EXIT_STORM;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
 	char why[256];
 	if (!buf || bcs_trace_decode(buf, len, t, why, sizeof(why)) < 0) {
 		fprintf(stderr, "storm replay: error: %s: %s\n", path, buf ? why : "out of memory");
@@ -283,7 +299,8 @@ static int replay_trace(struct cli *c, const struct bcs_trace *t, const struct r
 	}
 	if (a->from && !a->list) {
 		if (a->debug < 0)
-			return replay_from(c, t, a->path, a->from, (uint32_t)a->nodes, a->label);
+			return replay_from(c, t, a->path, a->fd, a->from, (uint32_t)a->nodes,
+					   a->label);
 		fprintf(stderr, "storm replay: error: --debug holds a rank in MPI_Init, which "
 			"a replay --from a checkpoint does not run\n");
 		return EXIT_USAGE;
@@ -304,14 +321,16 @@ static int replay_trace(struct cli *c, const struct bcs_trace *t, const struct r
 
 int cmd_replay(struct cli *c, int argc, char **argv)
 {
-	struct replay_args a = { .debug = -1 };
+	struct replay_args a = { .debug = -1, .fd = -1 };
 	int rc = replay_parse(c, argc, argv, &a);
 	if (rc >= 0)
 		return rc;
 	struct bcs_trace t;
-	if ((rc = replay_read(a.path, &t)))
-		return rc;
-	rc = replay_trace(c, &t, &a);
-	bcs_trace_free(&t);
+	if ((rc = replay_read(a.path, &a.fd, &t)) == 0) {
+		rc = replay_trace(c, &t, &a);
+		bcs_trace_free(&t);
+	}
+	if (a.fd >= 0)
+		close(a.fd);
 	return rc;
 }

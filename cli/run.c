@@ -337,6 +337,40 @@ static void free_prepared(struct prepared *pr, int nfiles)
 		free(pr->file_names[i]);
 }
 
+int cli_file_inline(int fd, const char *what, size_t *total, Storm__Ctl__FileData *msg,
+		    uint8_t **data)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		fprintf(stderr, "storm: error: %s: %s\n", what, strerror(errno));
+		return -1;
+	}
+	*total += (size_t)st.st_size;
+	if (*total > FRAME_MAX)
+		return -EFBIG;
+	size_t len = (size_t)st.st_size, got = 0;
+	if (!(*data = malloc(len ? len : 1))) {
+		fprintf(stderr, "storm: error: out of memory\n");
+		return -1;
+	}
+	while (got < len) {
+		ssize_t n = pread(fd, *data + got, len - got, (off_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			fprintf(stderr, "storm: error: cannot read %s: %s\n", what,
+				n < 0 ? strerror(errno) : "it shrank while read");
+			return -1;
+		}
+		got += (size_t)n;
+	}
+	storm__ctl__file_data__init(msg);
+	msg->data.data = *data;
+	msg->data.len = len;
+	msg->mode = st.st_mode & 0777;
+	return 0;
+}
+
 /* Over TCP the descriptors cannot go: their files' bytes go in the Submit
  * instead (proto/control.proto), each in data[i] (malloc'd; freed by the
  * caller, also on failure). 0, or -1 (printed). */
@@ -348,39 +382,14 @@ static int files_inline(struct prepared *pr, Storm__Ctl__FileData *fd_msgs,
 		const char *what = (!pr->spec.no_bcast && i == 0)
 					   ? pr->program
 					   : pr->file_names[i - (pr->spec.no_bcast ? 0 : 1)];
-		struct stat st;
-		if (fstat(pr->fds[i], &st) != 0) {
-			fprintf(stderr, "storm: error: %s: %s\n", what, strerror(errno));
-			return -1;
-		}
-		total += (size_t)st.st_size;
-		if (total > FRAME_MAX) {
+		int rc = cli_file_inline(pr->fds[i], what, &total, &fd_msgs[i], &data[i]);
+		if (rc == -EFBIG)
 			fprintf(stderr, "storm: error: %s: the program and --file files exceed the %u "
 					"MiB a request over TCP carries; use --no-bcast with the "
 					"program on a file system the nodes share\n",
 				what, FRAME_MAX >> 20);
+		if (rc < 0)
 			return -1;
-		}
-		size_t len = (size_t)st.st_size, got = 0;
-		if (!(data[i] = malloc(len ? len : 1))) {
-			fprintf(stderr, "storm: error: out of memory\n");
-			return -1;
-		}
-		while (got < len) {
-			ssize_t n = pread(pr->fds[i], data[i] + got, len - got, (off_t)got);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0) {
-				fprintf(stderr, "storm: error: cannot read %s: %s\n", what,
-					n < 0 ? strerror(errno) : "it shrank while read");
-				return -1;
-			}
-			got += (size_t)n;
-		}
-		storm__ctl__file_data__init(&fd_msgs[i]);
-		fd_msgs[i].data.data = data[i];
-		fd_msgs[i].data.len = len;
-		fd_msgs[i].mode = st.st_mode & 0777;
 		ptrs[i] = &fd_msgs[i];
 	}
 	pr->sub.files = ptrs;

@@ -214,7 +214,8 @@ struct bcs_chan_hdr {
 	uint32_t replay;      /* reserved */
 	uint32_t flags;       /* BCS_CHAN_* */
 	/* storm replay --from: the job restores this checkpoint and its ranks
-	 * replay the trace at replay_trace (an absolute path) from the mark
+	 * replay the trace at replay_trace (the absolute path of the copy the
+	 * MM sent into the job directory on this node) from the mark
 	 * the checkpoint left in it; 0: not a replay from a checkpoint */
 	uint64_t replay_ckpt;
 	char replay_trace[BCS_REPLAY_PATH];

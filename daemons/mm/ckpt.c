@@ -385,25 +385,37 @@ static void handle_restart(struct mm *mm, struct client *c, const Storm__Ctl__Re
 			    "the cluster is shutting down");
 		return;
 	}
-	const char *replay = rq->replay_trace && rq->replay_trace[0] ? rq->replay_trace : NULL;
-	if (replay && (replay[0] != '/' || strlen(replay) >= BCS_REPLAY_PATH_MAX)) {
-		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID,
-			    "the trace to replay must be an absolute path of at most %d bytes",
-			    BCS_REPLAY_PATH_MAX - 1);
+	/* the trace comes as a Submit's --file does: one descriptor (a TCP
+	 * request's bytes were made one, ctl.c), multicast to the nodes */
+	if (c->rx.nfds != (rq->replay ? 1 : 0)) {
+		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,
+			    "a restart%s takes %s, not %d", rq->replay ? " to replay" : "",
+			    rq->replay ? "its trace as one file" : "no file", c->rx.nfds);
 		return;
 	}
-	if (replay && !r->marks) {
+	struct stat st;
+	if (rq->replay && (fstat(c->rx.fds[0], &st) < 0 || !S_ISREG(st.st_mode))) {
+		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID,
+			    "the trace to replay is not a regular file");
+		return;
+	}
+	if (rq->replay && !r->marks) {
 		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID,
 			    "checkpoint %llu of job %llu has no mark in a trace: the job did not "
 			    "run with storm run --record",
 			    (unsigned long long)r->id, (unsigned long long)r->job);
 		return;
 	}
-	struct job *j = ckpt_restart_job(mm, r, rq->nodes, true, replay, why, sizeof(why));
+	struct job *j = ckpt_restart_job(mm, r, rq->nodes, true, rq->replay ? &c->rx.fds[0] : NULL,
+					 why, sizeof(why));
 	if (!j) {
 		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_INVALID, "%s", why);
 		return;
 	}
+	/* the one copy of the trace this cluster has: a restarted MM takes
+	 * the queued restart up with it (recover.c) */
+	if (j->nfds)
+		persist_files_keep(mm, j);
 	j->client = c;
 	c->job = j;
 	/* as a Submit: the reply says whether it starts now, then it does */

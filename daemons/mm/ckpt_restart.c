@@ -21,10 +21,33 @@
 #define STAGE_MAX_S 600.0
 
 
+/* The trace a restart of storm replay --from replays, as the job's one
+ * file: multicast into its job directory on each node before the launch,
+ * as a run's --file is. *fd is taken. 0, or -1: out of memory. */
+static int take_trace(struct job *j, int *fd)
+{
+	struct stat st;
+	char *name = strdup(CKPT_REPLAY_NAME);
+	if (!name || fstat(*fd, &st) < 0) {
+		free(name);
+		return -1;
+	}
+	/* protobuf-c's empty default is static: only a set one is freed */
+	if (j->spec->replay_trace[0])
+		free(j->spec->replay_trace);
+	j->spec->replay_trace = name;
+	j->fds[0] = *fd; /* job_destroy closes it from here on */
+	j->nfds = 1;
+	*fd = -1;
+	j->fsizes[0] = (uint64_t)st.st_size;
+	j->fmodes[0] = 0400; /* the job's user reads it; nothing writes it */
+	return (j->fnames[0] = strdup(CKPT_REPLAY_NAME)) ? 0 : -1;
+}
+
 /* A new job that restarts checkpoint r on `nodes` nodes (0: as many as it
  * had); c, when given, gets its output and end like a storm run. */
 struct job *ckpt_restart_job(struct mm *mm, struct mm_ckpt *r, uint32_t nodes, bool interactive,
-			       const char *replay, char *why, size_t len)
+			       int *trace_fd, char *why, size_t len)
 {
 	if (!nodes)
 		nodes = r->nnodes;
@@ -46,16 +69,16 @@ struct job *ckpt_restart_job(struct mm *mm, struct mm_ckpt *r, uint32_t nodes, b
 	j->nodes = calloc(nodes, sizeof(int));
 	j->rank_status = malloc(sizeof(int32_t) * r->nranks);
 	j->node_done = calloc(nodes, sizeof(bool));
-	char *rp = replay ? strdup(replay) : NULL;
-	if (rp && j->spec) {
-		/* protobuf-c's empty default is static: only a set one is freed */
-		if (j->spec->replay_trace && j->spec->replay_trace[0])
-			free(j->spec->replay_trace);
-		j->spec->replay_trace = rp;
-		rp = NULL;
+	bool oom = !j->spec || !j->nodes || !j->rank_status || !j->node_done;
+	if (!oom && j->spec->replay_trace[0] && !(trace_fd && *trace_fd >= 0)) {
+		/* a checkpoint of a replay restarted without a trace: its
+		 * ranks replay on from what they hold, or not at all */
+		free(j->spec->replay_trace);
+		j->spec->replay_trace = (char *)protobuf_c_empty_string;
 	}
-	if (!j->spec || !j->nodes || !j->rank_status || !j->node_done || rp) {
-		free(rp);
+	if (!oom && trace_fd && *trace_fd >= 0)
+		oom = take_trace(j, trace_fd) < 0;
+	if (oom) {
 		job_destroy(j);
 		snprintf(why, len, "out of memory");
 		return NULL;

@@ -13,19 +13,21 @@
 #include <string.h>
 #include <unistd.h>
 
-/* A Submit over TCP brings its files' bytes, not descriptors: each goes
- * into an anonymous file that stands for the descriptor, so the job holds
- * and sends it as one passed over the local socket. 0, or -1 (answered). */
-static int submit_files_in(struct mm *mm, struct client *c, const Storm__Ctl__Submit *sub)
+/* A Submit (or a replay's Restart) over TCP brings its files' bytes, not
+ * descriptors: each goes into an anonymous file that stands for the
+ * descriptor, so the job holds and sends it as one passed over the local
+ * socket. 0, or -1 (answered). */
+static int files_in(struct mm *mm, struct client *c, Storm__Ctl__FileData *const *files,
+		    size_t n_files)
 {
-	if (c->rx.nfds || sub->n_files > FRAME_MAX_FDS) {
+	if (c->rx.nfds || n_files > FRAME_MAX_FDS) {
 		reply_error(mm, c, STORM__CTL__ERROR_CODE__ERR_PROTOCOL,
 			    "%zu files sent with %d descriptors: one or the other, at most %d",
-			    sub->n_files, c->rx.nfds, FRAME_MAX_FDS);
+			    n_files, c->rx.nfds, FRAME_MAX_FDS);
 		return -1;
 	}
-	for (size_t i = 0; i < sub->n_files; i++) {
-		const Storm__Ctl__FileData *f = sub->files[i];
+	for (size_t i = 0; i < n_files; i++) {
+		const Storm__Ctl__FileData *f = files[i];
 		int fd = memfd_create("storm-submit", MFD_CLOEXEC);
 		size_t done = 0;
 		while (fd >= 0 && done < f->data.len) {
@@ -337,7 +339,8 @@ static void handle(struct mm *mm, struct client *c, const uint8_t *body, size_t 
 				    (unsigned long long)c->job->id);
 			break;
 		}
-		if (req->submit->n_files && submit_files_in(mm, c, req->submit) < 0)
+		if (req->submit->n_files &&
+		    files_in(mm, c, req->submit->files, req->submit->n_files) < 0)
 			break;
 		job_submit(mm, c, req->submit, c->rx.fds, c->rx.nfds);
 		break;
@@ -362,8 +365,13 @@ static void handle(struct mm *mm, struct client *c, const uint8_t *body, size_t 
 	case STORM__CTL__REQUEST__BODY_SHUTDOWN:
 		handle_shutdown(mm, c);
 		break;
-	case STORM__CTL__REQUEST__BODY_CHECKPOINT:
 	case STORM__CTL__REQUEST__BODY_RESTART:
+		if (req->restart->n_files &&
+		    files_in(mm, c, req->restart->files, req->restart->n_files) < 0)
+			break;
+		ckpt_handle_request(mm, c, req);
+		break;
+	case STORM__CTL__REQUEST__BODY_CHECKPOINT:
 	case STORM__CTL__REQUEST__BODY_CHECKPOINTS:
 	case STORM__CTL__REQUEST__BODY_DELETE_CHECKPOINT:
 		ckpt_handle_request(mm, c, req);

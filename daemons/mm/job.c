@@ -451,6 +451,25 @@ static int take_slot(struct mm *mm)
 	return -1;
 }
 
+/* The job multicasts files to its nodes before its launch: its program
+ * (unless no_bcast) and --file files; a restart's program and files are in
+ * its checkpoint, and it sends only the trace a replay --from brings. */
+static bool sends_files(const struct job *j)
+{
+	return j->spec->restore_checkpoint ? j->nfds > 0 : !j->spec->no_bcast;
+}
+
+/* Its files are on its nodes (or it sends none): a restart's checkpoint
+ * goes there next, then it launches. */
+static void files_sent(struct mm *mm, struct job *j)
+{
+	int in_place = j->spec->restore_checkpoint ? mm->ckpt_hooks->restart_prepare(mm, j) : 1;
+	/* else failed, saying why; or its images move to its nodes first, and
+	 * the end of that launches it (ckpt_stage_note) */
+	if (in_place == 1)
+		job_transferred(mm, j);
+}
+
 static void start(struct mm *mm, struct job *j)
 {
 	struct job *a = NULL;
@@ -486,11 +505,8 @@ static void start(struct mm *mm, struct job *j)
 	slog("job %llu starts on %s in row %d", (unsigned long long)j->id, j->nodelist,
 	       gang_home(mm, j));
 	persist_job(mm, j);
-	int in_place = j->spec->restore_checkpoint ? mm->ckpt_hooks->restart_prepare(mm, j) : 0;
-	if (in_place < 0 || in_place == 2)
-		return; /* failed, saying why; or its images move to its nodes first */
-	if (j->spec->no_bcast || in_place)
-		job_transferred(mm, j);
+	if (!sends_files(j))
+		files_sent(mm, j);
 	else if (transfer_start(mm, j) < 0)
 		job_fail(mm, j, "cannot start the program transfer: out of memory");
 }
@@ -524,7 +540,7 @@ void jobs_schedule(struct mm *mm)
 				continue;
 			}
 		}
-		if (!j->spec->no_bcast && mm->xfer) {
+		if (sends_files(j) && mm->xfer) {
 			snprintf(j->reason, sizeof(j->reason), "waiting for another job's transfer");
 			blocked |= !step;
 			continue;
@@ -1331,7 +1347,7 @@ static void transfer_failed(struct mm *mm, struct job *j, const char *why)
 
 static void transfer_done(struct mm *mm, struct job *j)
 {
-	job_transferred(mm, j);
+	files_sent(mm, j);
 	jobs_schedule(mm); /* the next transfer may start */
 }
 

@@ -142,8 +142,6 @@ struct job {
 /* A checkpoint record (ckpt.c): what `storm checkpoints` lists and what a
  * restart needs. Kept in memory behind ckpt_rec_* so a database can hold
  * them instead. */
-/* bcs_mpi/abi/chan.h's BCS_REPLAY_PATH: the replay trace's path in the channel */
-#define BCS_REPLAY_PATH_MAX 2048
 #define CKPT_MARK_N 4 /* a mark's counts (bcs_mpi/abi/trace_codec.h, enum bcs_stream) */
 
 struct mm_ckpt {
@@ -485,10 +483,15 @@ void ckpt_rec_info(struct mm *mm, const struct mm_ckpt *r, Storm__Ctl__Checkpoin
 void ckpt_reply_info(struct mm *mm, struct client *c, const struct mm_ckpt *r);
 
 /* ckpt_restart.c: a new job from checkpoint r on `nodes` nodes (0: as many
- * as it had), queued; with replay (storm replay --from), its ranks replay
- * that trace from r's mark; NULL with why */
+ * as it had), queued; with a trace (storm replay --from: *trace_fd >= 0,
+ * taken and set to -1), the trace goes to its nodes as a job's file and its
+ * ranks replay it from r's mark; NULL with why */
 struct job *ckpt_restart_job(struct mm *mm, struct mm_ckpt *r, uint32_t nodes, bool interactive,
-			     const char *replay, char *why, size_t len);
+			     int *trace_fd, char *why, size_t len);
+/* the name a replay's trace has in the job directory on each node: a dot
+ * name, which no file of the job restored beside it has (a checkpoint keeps
+ * none of those) */
+#define CKPT_REPLAY_NAME ".storm-replay.bcs"
 void ckpt_send_submitted(struct mm *mm, struct client *c, struct job *j, const char *reason);
 /* the job_ckpt_hooks a restart answers (their meaning: struct job_ckpt_hooks) */
 int ckpt_restart_prepare(struct mm *mm, struct job *j);

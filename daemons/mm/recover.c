@@ -92,6 +92,30 @@ static int reopen_files(struct mm *mm, struct job *j, char *why, size_t len)
 	return 0;
 }
 
+/* A queued restart of storm replay --from: its trace again, from the copy
+ * the MM kept of it (handle_restart); the path the CLI read it from may be
+ * one this host does not see. */
+static int reopen_trace(struct mm *mm, struct job *j, char *why, size_t len)
+{
+	char kept[PATH_MAX + 64];
+	struct stat st;
+	int fd = -1;
+	if (persist_files_path(mm, j->id, 0, kept, sizeof(kept)) == 0)
+		fd = open(kept, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 || fstat(fd, &st) < 0 || !(j->fnames[0] = strdup(CKPT_REPLAY_NAME))) {
+		snprintf(why, len, "its trace to replay is lost with the machine manager: %s",
+			 strerror(fd < 0 ? errno : ENOMEM));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	j->fds[0] = fd;
+	j->fsizes[0] = (uint64_t)st.st_size;
+	j->fmodes[0] = 0400;
+	j->nfds = 1;
+	return 0;
+}
+
 struct restore {
 	struct mm *mm;
 	struct job **tail;
@@ -185,6 +209,8 @@ static int restore_one(void *arg, const struct db_job *d)
 		 * restart takes its images and files from the nodes again */
 		if (!j->spec->restore_checkpoint)
 			reopen_files(mm, j, why, sizeof(why));
+		else if (j->spec->replay_trace[0])
+			reopen_trace(mm, j, why, sizeof(why));
 		rs->queued++;
 	}
 	/* output: the batch file again; an interactive job lost its storm

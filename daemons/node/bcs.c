@@ -1297,10 +1297,16 @@ int nd_bcs_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command
 				 .nlocal = j->nlocal, .area_size = (uint32_t)BCS_AREA_SIZE,
 				 .job = job->id, .world = j->world, .first_rank = j->first,
 				 .flags = flags};
-	/* storm replay --from: the restored ranks replay from the checkpoint's mark */
-	if (L->restore && L->spec && L->spec->replay_trace && L->spec->replay_trace[0]) {
+	/* storm replay --from: the restored ranks replay from the checkpoint's
+	 * mark the trace the MM sent into this node's job directory (its name
+	 * is one of the launch's files: nd_launch_problem) */
+	if (L->restore && L->spec->replay_trace[0]) {
 		h.replay_ckpt = L->spec->restore_checkpoint;
-		snprintf(h.replay_trace, sizeof(h.replay_trace), "%s", L->spec->replay_trace);
+		/* a path too long for the channel: none, which the ranks
+		 * cannot open and say so, rather than replay something else */
+		if ((size_t)snprintf(h.replay_trace, sizeof(h.replay_trace), "%s/%s", job->dir,
+				     L->spec->replay_trace) >= sizeof(h.replay_trace))
+			h.replay_trace[0] = '\0';
 	}
 	memcpy(j->map, &h, sizeof(h));
 	rounds(nd, j);

@@ -116,6 +116,13 @@ const char *nd_launch_problem(const Storm__Cl__Command *cmd, size_t k, char *why
 					*c = '?';
 			return why;
 		}
+	/* a replay's trace is read from the job directory: it must be one of
+	 * the files sent there, whose arrival the launch checks */
+	bool listed = !L->spec->replay_trace[0];
+	for (size_t i = 0; i < L->n_files && !listed; i++)
+		listed = !strcmp(L->files[i]->name, L->spec->replay_trace);
+	if (!listed)
+		return "the trace to replay is not among the job's files";
 	return NULL;
 }
 

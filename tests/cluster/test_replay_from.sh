@@ -9,10 +9,14 @@
 # restores it and forces the outcomes recorded after the mark: the replay
 # starts at step 8 (rank 0's first line is "resumed at step 8", the library
 # says its cursors start at the mark) and prints the recorded steps 8..11,
-# poll counts included, and the recorded result. A checkpoint of another
-# job, a trace without the checkpoint's mark and a deleted checkpoint each
-# get a one-line error. Synchronised on the job's lines, never on sleeps;
-# every daemon is taken down on exit, pass or fail.
+# poll counts included, and the recorded result. The trace travels with the
+# restart: storm replay runs in a mount namespace of its own with TRACE on a
+# tmpfs only it sees (where the nodes look, that directory is empty), and
+# once more over TCP, where the trace's bytes go in the request. A
+# checkpoint of another job, a trace without the checkpoint's mark, a
+# deleted checkpoint, a missing TRACE, a file that is not a trace and a
+# directory each get a one-line error. Synchronised on the job's lines,
+# never on sleeps; every daemon is taken down on exit, pass or fail.
 # Usage: test_replay_from.sh BUILD_BIN_DIR   (make cluster-replay_from)
 set -u
 BIN=$(cd "${1:-build/bin}" && pwd)
@@ -44,8 +48,13 @@ last_ckpt() { storm checkpoints --json | python3 -c 'import json,sys; print(max(
 rank0_from() { sed -n 's/^0: //p' "$1" | sed -n "/$2/,\$p"; }
 
 expect "bcs-mpicc ckptrace.c" 0 bcs-mpicc -O2 -Wall -Werror "$HERE/mpi/ckptrace.c" -o "$T/ckptrace"
-# a loaded machine can starve a daemon for a while: DOWN only after 5 s
-expect "cluster up (2 nodes, 2 ms slices)" 0 storm cluster up $UP_MODE --nodes 2 --dir "$C" --timeslice-us 2000 --down-after-ms 5000
+# a loaded machine can starve a daemon for a while: DOWN only after 5 s;
+# the MM takes requests over TCP too (--hosts has its own ctl_address)
+ctl_port=
+[ "${STORM_HOSTS:-}" = 1 ] ||
+	ctl_port="--ctl-port $(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+expect "cluster up (2 nodes, 2 ms slices)" 0 storm cluster up $UP_MODE --nodes 2 --dir "$C" --timeslice-us 2000 --down-after-ms 5000 $ctl_port
+ADDR=$(sed -n 's/^ctl_address = //p' "$C/storm.conf")
 cd "$T" || exit 1
 
 # the recorded run, checkpointed while it holds at step 4 and at step 8
@@ -105,8 +114,17 @@ PY
 else bad "  marks: $marks"; fi
 read -r W2 T2 <<<"$marks"
 
-# replay from the second checkpoint
-expect "storm replay --from $CK2" 0 storm replay --from "$CK2" -l rec.bcs
+# replay from the second checkpoint, the trace where storm replay alone sees
+# it: a tmpfs in a mount namespace of its own. The nodes, in this one, find
+# nothing at that path: each rank reads the copy the restart brought into
+# its node's job directory.
+mkdir only-cli
+expect "storm replay --from $CK2, TRACE seen by the CLI alone" 0 \
+	unshare --mount --propagation private sh -c \
+	'mount -t tmpfs none "$1" && cp rec.bcs "$1/" && exec storm replay --from "$2" -l "$1/rec.bcs"' \
+	sh "$T/only-cli" "$CK2"
+[ ! -e only-cli/rec.bcs ] && ok "  the nodes' view of its path is empty" ||
+	bad "  $T/only-cli/rec.bcs is seen outside the CLI's namespace"
 cp out rep.out
 cp err rep.err
 first=$(sed -n 's/^0: //p' rep.out | head -1)
@@ -124,8 +142,9 @@ else bad "  rank 0's lines differ from the recorded run's:"
 	diff <(rank0_from rec.out "resumed at step 8") <(rank0_from rep.out "resumed at step 8") | head -10 | sed 's/^/     | /'
 fi
 has "  the same result" out "$result"
-# the same checkpoint restored onto one node: its 4 ranks share it
-expect "storm replay --from $CK2 -N 1" 0 storm replay --from "$CK2" -N 1 -l rec.bcs
+# the same checkpoint restored onto one node: its 4 ranks share it; over
+# TCP, which carries no descriptors, the trace's bytes go in the request
+expect "storm replay --from $CK2 -N 1 over TCP ($ADDR)" 0 storm --mm "$ADDR" replay --from "$CK2" -N 1 -l rec.bcs
 cp out rep1.out
 if diff <(rank0_from rec.out "resumed at step 8") <(rank0_from rep1.out "resumed at step 8") >/dev/null; then
 	ok "  on one node rank 0 prints the recorded steps 8..11 and result"
@@ -154,6 +173,14 @@ has "  says the trace has no mark for it" err "storm replay: error: early.bcs ha
 expect "storm replay --from a checkpoint id that is not one" 2 storm replay --from x rec.bcs
 expect "storm replay --from with --stop" 2 storm replay --from "$CK2" --stop 0:5 rec.bcs
 has "  says they do not go together" err "storm replay: error: --stop cannot be combined with --from"
+# TRACE missing, not a trace, a directory: said in one line, nothing sent
+expect "storm replay --from a TRACE that is not there" 1 storm replay --from "$CK2" gone.bcs
+has_line "  names it and why" err "storm replay: error: cannot open gone.bcs: No such file or directory"
+expect "storm replay --from a file that is not a trace" 1 storm replay --from "$CK2" rec.out
+[ "$(wc -l <err)" = 1 ] && grep -q "^storm replay: error: rec.out: " err &&
+	ok "  one line naming it: $(cat err)" || bad "  not one line naming rec.out: $(cat err)"
+expect "storm replay --from a directory" 1 storm replay --from "$CK2" only-cli
+has_line "  says it is not a trace" err "storm replay: error: only-cli: a directory, not a trace"
 expect "storm replay --from an unknown checkpoint" 1 storm replay --from 999999 rec.bcs
 has "  names it" err "storm replay: error: no checkpoint 999999"
 # deleting a checkpoint keeps the job's record (a replay from the start
