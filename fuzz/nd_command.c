@@ -59,6 +59,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				FUZZ_ASSERT(nd_valid_basename(L->files[i]->name) &&
 						    !strchr(L->files[i]->name, '/'),
 					    "file name '%s'", L->files[i]->name);
+			/* a replay's trace is read from the job directory: one of its files */
+			bool listed = !L->spec->replay_trace[0];
+			for (size_t i = 0; i < L->n_files && !listed; i++)
+				listed = !strcmp(L->files[i]->name, L->spec->replay_trace);
+			FUZZ_ASSERT(listed, "replay trace '%s' is not among the job's files",
+				    L->spec->replay_trace);
 		}
 	}
 	storm__cl__command__free_unpacked(cmd, NULL);
