@@ -191,5 +191,42 @@ has "  says it is gone" err "storm replay: error: no checkpoint $CK1"
 expect "storm traces" 0 storm traces
 if grep -q "^$J " out; then ok "  the job's record is kept"; else bad "  the record of job $J is gone"; fi
 
+# a restarted MM takes a queued replay up again with the copy of the trace
+# it kept (the path it came from is still seen by the CLI alone): the
+# restart waits behind a job whose transfer the test point transfer_hold
+# holds after its first chunk, the MM is killed and started again
+kill -9 "$(daemon_pid mm)"
+gone "$(daemon_pid mm)"
+expect "MM restarted with the transfer_hold test point" 0 \
+	env STORM_TEST_TAMPER=transfer_hold=1 storm cluster restart mm --dir "$C"
+head -c 9437184 /dev/urandom >big
+expect "a job whose transfer is held" 0 storm submit -N 2 -n 2 -o held.out --file big /bin/true
+HJ=$(last_job)
+if wait_log "$C/log/mm.log" "test hook: job $HJ's transfer held" 30; then ok "  job $HJ's transfer is held"
+else bad "  job $HJ's transfer held"; fi
+unshare --mount --propagation private sh -c \
+	'mount -t tmpfs none "$1" && cp rec.bcs "$1/" && exec storm replay --from "$2" "$1/rec.bcs"' \
+	sh "$T/only-cli" "$CK2" >queued.out 2>queued.err &
+run=$!
+bg+=("$run")
+if wait_log queued.err "queued" 60; then ok "storm replay --from $CK2 queued behind it: $(cat queued.err)"
+else bad "storm replay --from $CK2 queued: $(cat queued.err)"; fi
+RJ=$(sed -n 's/^storm: job \([0-9]*\) queued.*/\1/p' queued.err)
+kill -9 "$(daemon_pid mm)"
+gone "$(daemon_pid mm)"
+expect "  MM killed and restarted" 0 storm cluster restart mm --dir "$C"
+wait "$run"
+grep -q "job $RJ restored from the database: QUEUED$" "$C/log/mm.log" &&
+	ok "  job $RJ restored QUEUED, its trace with it" ||
+	bad "  job $RJ restored QUEUED: $(grep "job $RJ restored" "$C/log/mm.log")"
+if wait_log "$C/log/mm.log" "job $RJ ended" 120; then
+	state=$(storm acct -j "$RJ" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["state"])')
+	[ "$state" = COMPLETED ] && ok "  job $RJ completed" || bad "  job $RJ ended $state: $(grep "job $RJ ended" "$C/log/mm.log")"
+else bad "  job $RJ ended after the restart"; fi
+RO=$(in_host mm "$T/storm-$RJ.out")
+cp "$RO" restored.out 2>/dev/null
+has "  its output file: resumed at step 8" restored.out "resumed at step 8"
+has "  and the recorded result" restored.out "${result#0: }"
+
 echo "$((checks - fails))/$checks checks passed"
 [ "$fails" = 0 ]
