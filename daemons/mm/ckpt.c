@@ -422,7 +422,7 @@ static void handle_restart(struct mm *mm, struct client *c, const Storm__Ctl__Re
 	bool first = true;
 	for (struct job *q = mm->jobs; q && q != j; q = q->next)
 		first &= q->state != STORM__CTL__JOB_STATE__QUEUED;
-	if (first && (int)j->nnodes <= matrix_room(&mm->matrix) && !mm->xfer)
+	if (first && (int)j->nnodes <= matrix_room(&mm->matrix) && (!j->nfds || !mm->xfer))
 		j->state = STORM__CTL__JOB_STATE__LAUNCHING;
 	ckpt_send_submitted(mm, c, j, "");
 	j->state = STORM__CTL__JOB_STATE__QUEUED;

@@ -12,7 +12,9 @@
 # poll counts included, and the recorded result. The trace travels with the
 # restart: storm replay runs in a mount namespace of its own with TRACE on a
 # tmpfs only it sees (where the nodes look, that directory is empty), and
-# once more over TCP, where the trace's bytes go in the request. A
+# once more over TCP, where the trace's bytes go in the request; a replay
+# queued when the MM is killed is taken up again by the restarted MM with
+# the copy of the trace it kept, and completes. A
 # checkpoint of another job, a trace without the checkpoint's mark, a
 # deleted checkpoint, a missing TRACE, a file that is not a trace and a
 # directory each get a one-line error. Synchronised on the job's lines,
