@@ -33,7 +33,8 @@ static const char acct_help[] =
 	"                    an optional %WIDTH: JobID, JobName, User, UID, State,\n"
 	"                    Elapsed, NodeList, NNodes, NTasks, ExitCode, Reason,\n"
 	"                    Submit, Start, End, MaxRSS (the largest peak resident\n"
-	"                    set of its ranks), TotalCPU (their CPU time, summed)\n"
+	"                    set of its ranks), TotalCPU (their CPU time, summed),\n"
+	"                    Timelimit (its -t, UNLIMITED without)\n"
 	"      --conf FILE   the cluster's storm.conf\n"
 	"  -h, --help        this help\n"
 	"\n"
@@ -92,6 +93,7 @@ static int print_json(const Storm__Ctl__AcctList *l)
 		json_t *last = json_array_get(arr, json_array_size(arr) - 1);
 		json_object_set_new(last, "max_rss_kb", json_integer((json_int_t)e->max_rss_kb));
 		json_object_set_new(last, "cpu_seconds", json_real(e->cpu_seconds));
+		json_object_set_new(last, "time_limit", json_integer(e->time_limit)); /* 0: none */
 		/* a batch script's line repeats its job's end: a count of jobs skips it */
 		json_object_set_new(last, "batch", json_boolean(e->batch));
 	}
@@ -175,6 +177,7 @@ static int print_fields(const Storm__Ctl__AcctList *l, const struct job_col *col
 		r->exit_status = e->exit_status;
 		r->max_rss_kb = e->max_rss_kb;
 		r->cpu_seconds = e->cpu_seconds;
+		r->time_limit = e->time_limit;
 	}
 	jobtable_print(stdout, cols, ncol, rows, l->n_jobs);
 	free(rows);

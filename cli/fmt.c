@@ -53,6 +53,16 @@ void fmt_elapsed(double secs, char *out, size_t len)
 		snprintf(out, len, "%lu:%02lu", m, s);
 }
 
+void fmt_hms(double secs, char *out, size_t len)
+{
+	unsigned long long s = secs > 0 ? (unsigned long long)secs : 0;
+	if (s >= 86400)
+		snprintf(out, len, "%llu-%02llu:%02llu:%02llu", s / 86400, s / 3600 % 24, s / 60 % 60,
+			 s % 60);
+	else
+		snprintf(out, len, "%02llu:%02llu:%02llu", s / 3600, s / 60 % 60, s % 60);
+}
+
 void fmt_timeslice(unsigned us, char *out, size_t len)
 {
 	if (us < 1000)

@@ -15,6 +15,9 @@ const char *signal_name(int sig, char *buf, size_t len);
 
 /* squeue's TIME column: M:SS, H:MM:SS or D-HH:MM:SS. */
 void fmt_elapsed(double secs, char *out, size_t len);
+/* sacct's Elapsed and Timelimit, scontrol's RunTime and TimeLimit:
+ * HH:MM:SS, or D-HH:MM:SS from a day on. */
+void fmt_hms(double secs, char *out, size_t len);
 /* A timeslice: "10 ms", "1.5 ms", "500 us". */
 void fmt_timeslice(unsigned us, char *out, size_t len);
 /* Bytes as "512 B", "3.0 KiB", "12.0 MiB", "1.2 GiB". */

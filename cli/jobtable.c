@@ -36,12 +36,18 @@ static void f_cpus(const struct job_row *r, char *o, size_t l)
 {
 	snprintf(o, l, "%u", r->cpus ? r->cpus : r->ranks);
 }
+/* sacct's: a step's line (JOB.batch, JOB.0) has none of its own, a job's
+ * is HH:MM:SS; storm acct's as its Elapsed */
 static void f_timelimit(const struct job_row *r, char *o, size_t l)
 {
-	if (r->time_limit)
-		fmt_elapsed(r->time_limit, o, l);
-	else
+	if (r->slurm_state && strchr(r->jobid_raw, '.'))
+		o[0] = '\0';
+	else if (!r->time_limit)
 		snprintf(o, l, "UNLIMITED");
+	else if (r->slurm_state)
+		fmt_hms(r->time_limit, o, l);
+	else
+		fmt_elapsed(r->time_limit, o, l);
 }
 static void f_workdir(const struct job_row *r, char *o, size_t l)
 {
@@ -50,14 +56,10 @@ static void f_workdir(const struct job_row *r, char *o, size_t l)
 static void f_elapsed(const struct job_row *r, char *o, size_t l)
 {
 	double e = r->start > 0 ? (r->end > 0 ? r->end : r->now) - r->start : 0;
-	unsigned long long s = e > 0 ? (unsigned long long)e : 0;
 	if (!r->slurm_state)
 		fmt_elapsed(e > 0 ? e : 0, o, l);
-	else if (s >= 86400) /* sacct's: [D-]HH:MM:SS */
-		snprintf(o, l, "%llu-%02llu:%02llu:%02llu", s / 86400, s / 3600 % 24, s / 60 % 60,
-			 s % 60);
 	else
-		snprintf(o, l, "%02llu:%02llu:%02llu", s / 3600, s / 60 % 60, s % 60);
+		fmt_hms(e, o, l);
 }
 static void f_nodelist(const struct job_row *r, char *o, size_t l)
 {

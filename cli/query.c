@@ -40,7 +40,8 @@ static const char jobs_help[] =
 	"      --json     print {\"jobs\": [...]} for scripts\n"
 	"  -o, --format FIELDS  these columns, comma-separated, each with an optional\n"
 	"                 %WIDTH: JobID, JobName, User, UID, State, Elapsed, NodeList,\n"
-	"                 NNodes, NTasks, ExitCode, Reason, Submit, Start, End\n"
+	"                 NNodes, NTasks, ExitCode, Reason, Submit, Start, End,\n"
+	"                 Timelimit (its -t, UNLIMITED without)\n"
 	"      --conf FILE the cluster's storm.conf\n"
 	"  -h, --help     this help\n"
 	"\n"
@@ -72,6 +73,7 @@ static json_t *job_json(const Storm__Ctl__JobInfo *j)
 		json_object_set_new(o, "allocation", json_integer((json_int_t)jobid_alloc(j->job)));
 		json_object_set_new(o, "step", json_integer(jobid_step_no(j->job)));
 	}
+	json_object_set_new(o, "time_limit", json_integer(j->time_limit)); /* seconds, 0: none */
 	if (j->checkpoint_failed[0])
 		json_object_set_new(o, "checkpoint_failed", json_string(j->checkpoint_failed));
 	if (j->array_job) {
@@ -111,6 +113,7 @@ static int print_jobs_format(const Storm__Ctl__JobList *list, const struct job_c
 		r->end = j->end_time;
 		r->now = wall;
 		r->exit_status = j->exit_status;
+		r->time_limit = j->time_limit;
 	}
 	if (rows)
 		jobtable_print(stdout, cols, ncol, rows, list->n_jobs);

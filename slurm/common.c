@@ -181,6 +181,7 @@ static void from_acct(const Storm__Ctl__AcctEntry *e, struct job_row *r)
 	r->exit_status = e->exit_status;
 	r->max_rss_kb = e->max_rss_kb;
 	r->cpu_seconds = e->cpu_seconds;
+	r->time_limit = e->time_limit;
 }
 
 static void from_live(const Storm__Ctl__JobInfo *ji, double now, struct job_row *r)
@@ -201,6 +202,7 @@ static void from_live(const Storm__Ctl__JobInfo *ji, double now, struct job_row 
 	r->end = ji->end_time;
 	r->now = now;
 	r->exit_status = ji->exit_status;
+	r->time_limit = ji->time_limit;
 }
 
 static void row_add(struct sl_jobs *j, const struct job_row *r, uint64_t raw, bool batch,

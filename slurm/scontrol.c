@@ -8,6 +8,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "fmt.h"
 #include "hostlist.h"
 #include "slurm.h"
 
@@ -66,24 +67,16 @@ static void time_of(double t, char *o, size_t l)
 	strftime(o, l, "%Y-%m-%dT%H:%M:%S", &tm);
 }
 
-static void runtime(double secs, char *o, size_t l)
-{
-	unsigned long long s = secs > 0 ? (unsigned long long)secs : 0;
-	if (s >= 86400)
-		snprintf(o, l, "%llu-%02llu:%02llu:%02llu", s / 86400, s / 3600 % 24, s / 60 % 60,
-			 s % 60);
-	else
-		snprintf(o, l, "%02llu:%02llu:%02llu", s / 3600, s / 60 % 60, s % 60);
-}
-
 static void show_job(const struct sl_row *v)
 {
 	const struct job_row *r = &v->r;
-	char sub[32], st[32], en[32], run[32];
+	char sub[32], st[32], en[32], run[32], limit[32] = "UNLIMITED";
 	time_of(r->submit, sub, sizeof(sub));
 	time_of(r->start, st, sizeof(st));
 	time_of(r->end, en, sizeof(en));
-	runtime(r->start > 0 ? (r->end > 0 ? r->end : r->now) - r->start : 0, run, sizeof(run));
+	fmt_hms(r->start > 0 ? (r->end > 0 ? r->end : r->now) - r->start : 0, run, sizeof(run));
+	if (r->time_limit)
+		fmt_hms(r->time_limit, limit, sizeof(limit));
 	const char *us = strchr(r->jobid, '_');
 	item(true, true, "JobId=%s", r->jobid_raw);
 	if (us)
@@ -95,7 +88,7 @@ static void show_job(const struct sl_row *v)
 	item(true, false, "JobState=%s Reason=%s Dependency=(null)", r->slurm_state,
 	     r->state == STORM__CTL__JOB_STATE__QUEUED && r->reason[0] ? "Priority" : "None");
 	item(true, false, "Requeue=0 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=%s", v->exit);
-	item(true, false, "RunTime=%s TimeLimit=UNLIMITED TimeMin=N/A", run);
+	item(true, false, "RunTime=%s TimeLimit=%s TimeMin=N/A", run, limit);
 	item(true, false, "SubmitTime=%s EligibleTime=%s", sub, sub);
 	item(true, false, "StartTime=%s EndTime=%s Deadline=N/A", st, r->end > 0 ? en : "Unknown");
 	item(true, false, "Partition=%s", r->partition);

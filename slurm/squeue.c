@@ -144,7 +144,12 @@ static void value_of(char x, const struct sl_row *v, char *o, size_t l)
 	case 'r': snprintf(o, l, "%s", r->reason[0] ? r->reason : "None"); break;
 	case 'P': snprintf(o, l, "%s", r->partition); break;
 	case 'C': snprintf(o, l, "%u", r->ranks); break;
-	case 'l': snprintf(o, l, "UNLIMITED"); break;
+	case 'l': /* squeue's form is TIME's: M:SS, H:MM:SS, D-HH:MM:SS */
+		if (r->time_limit)
+			fmt_elapsed(r->time_limit, o, l);
+		else
+			snprintf(o, l, "UNLIMITED");
+		break;
 	case 'S': time_of(r->start, o, l); break;
 	case 'V': time_of(r->submit, o, l); break;
 	case 'e': time_of(r->end, o, l); break;

@@ -68,6 +68,7 @@ static int acct_push(struct acct_out *o, const struct db_acct *a, bool batch)
 	e->array_task = a->array_task;
 	e->max_rss_kb = a->max_rss_kb;
 	e->cpu_seconds = (double)a->cpu_us / 1e6;
+	e->time_limit = a->time_limit;
 	o->v[o->n++] = e;
 	if (!e->name || !e->user || !e->nodelist || !e->reason)
 		return -ENOMEM;

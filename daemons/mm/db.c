@@ -17,8 +17,8 @@ struct mm_db {
 
 /* 2: checkpoints.data, checkpoint_images; 3: accounting's array_job,
  * array_task, max_rss_kb, cpu_us; 4: accounting.script; 5: bcs_records,
- * bcs_streams */
-#define SCHEMA_VERSION 5
+ * bcs_streams; 6: accounting.time_limit */
+#define SCHEMA_VERSION 6
 
 static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value);"
@@ -49,7 +49,7 @@ static const char schema[] =
 	" elapsed REAL, state TEXT, exit_status INTEGER, reason TEXT,"
 	" array_job INTEGER NOT NULL DEFAULT 0, array_task INTEGER NOT NULL DEFAULT 0,"
 	" max_rss_kb INTEGER NOT NULL DEFAULT 0, cpu_us INTEGER NOT NULL DEFAULT 0,"
-	" script INTEGER NOT NULL DEFAULT 0);"
+	" script INTEGER NOT NULL DEFAULT 0, time_limit INTEGER NOT NULL DEFAULT 0);"
 	"CREATE INDEX IF NOT EXISTS accounting_end ON accounting(end_time);"
 	/* storm trace: packed storm.trace.Chunk per job, from a node (its
 	 * index) or the MM (node -1) */
@@ -142,7 +142,8 @@ int db_open(const char *path, bool full_sync, struct mm_db **out, char *err, siz
 	/* a version 1 database: its checkpoints had no relaunch data; before
 	 * version 3 no array tasks in the accounting; before version 4 nothing
 	 * tells a batch script's job (its JOB.batch line) from another: its
-	 * older jobs show none */
+	 * older jobs show none; before version 6 no time limits: its older
+	 * jobs show none (UNLIMITED) */
 	if (add_columns(db, "SELECT data FROM checkpoints",
 			"ALTER TABLE checkpoints ADD COLUMN data BLOB;") < 0 ||
 	    add_columns(db, "SELECT array_job FROM accounting",
@@ -151,7 +152,9 @@ int db_open(const char *path, bool full_sync, struct mm_db **out, char *err, siz
 			"ALTER TABLE accounting ADD COLUMN max_rss_kb INTEGER NOT NULL DEFAULT 0;"
 			"ALTER TABLE accounting ADD COLUMN cpu_us INTEGER NOT NULL DEFAULT 0;") < 0 ||
 	    add_columns(db, "SELECT script FROM accounting",
-			"ALTER TABLE accounting ADD COLUMN script INTEGER NOT NULL DEFAULT 0;") < 0) {
+			"ALTER TABLE accounting ADD COLUMN script INTEGER NOT NULL DEFAULT 0;") < 0 ||
+	    add_columns(db, "SELECT time_limit FROM accounting",
+			"ALTER TABLE accounting ADD COLUMN time_limit INTEGER NOT NULL DEFAULT 0;") < 0) {
 		snprintf(err, errlen, "cannot upgrade the database %s: %s", path, db->err);
 		sqlite3_close(db->h);
 		free(db);
@@ -356,9 +359,9 @@ int db_job_end(struct mm_db *db, const struct db_job *j)
 	if (rc == 0 && (st = prep(db,
 		"INSERT OR REPLACE INTO accounting(job, name, user, uid, nnodes, nranks, nodelist,"
 		" submit_time, start_time, end_time, elapsed, state, exit_status, reason,"
-		" array_job, array_task, max_rss_kb, cpu_us, script)"
+		" array_job, array_task, max_rss_kb, cpu_us, script, time_limit)"
 		" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,"
-		" ?18, ?19)"))) {
+		" ?18, ?19, ?20)"))) {
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
 		bind_text(st, 2, j->name);
 		bind_text(st, 3, j->user);
@@ -379,6 +382,7 @@ int db_job_end(struct mm_db *db, const struct db_job *j)
 		sqlite3_bind_int64(st, 17, (sqlite3_int64)j->max_rss_kb);
 		sqlite3_bind_int64(st, 18, (sqlite3_int64)j->cpu_us);
 		sqlite3_bind_int(st, 19, j->script);
+		sqlite3_bind_int64(st, 20, j->time_limit);
 		rc = step_done(db, st, "recording the accounting");
 	} else if (rc == 0) {
 		rc = -1;
@@ -511,7 +515,7 @@ int db_acct_list(struct mm_db *db, const struct db_acct_filter *f,
 	sqlite3_stmt *st = prep(db,
 		"SELECT job, name, user, uid, nnodes, nranks, nodelist, submit_time, start_time,"
 		" end_time, state, exit_status, reason, array_job, array_task, max_rss_kb, cpu_us,"
-		" script FROM accounting"
+		" script, time_limit FROM accounting"
 		" WHERE (?1 IS NULL OR user = ?1) AND (?2 < 0 OR uid = ?2)"
 		" AND (?3 = 0 OR job = ?3 OR (?5 AND job & 4294967295 = ?3))"
 		" AND end_time >= ?4 ORDER BY job & 4294967295, job"); /* steps after their allocation */
@@ -543,6 +547,7 @@ int db_acct_list(struct mm_db *db, const struct db_acct_filter *f,
 		a.max_rss_kb = (uint64_t)sqlite3_column_int64(st, 15);
 		a.cpu_us = (uint64_t)sqlite3_column_int64(st, 16);
 		a.script = sqlite3_column_int(st, 17) != 0;
+		a.time_limit = (uint32_t)sqlite3_column_int64(st, 18);
 		rc = cb(arg, &a);
 	}
 	if (rc == 0 && s != SQLITE_DONE)

@@ -38,6 +38,7 @@ struct db_job {
 	uint64_t max_rss_kb;     /* the largest of its ranks' peak RSS */
 	uint64_t cpu_us;         /* its ranks' CPU time, summed */
 	bool script;             /* a batch script's allocation (storm submit job.sh) */
+	uint32_t time_limit;     /* seconds it may run (-t), 0: none */
 };
 
 /* One line of `storm acct`. */
@@ -51,6 +52,7 @@ struct db_acct {
 	uint32_t array_task;
 	uint64_t max_rss_kb, cpu_us;
 	bool script;             /* a batch script's: its shell is JOB.batch */
+	uint32_t time_limit;     /* seconds it might run (-t), 0: none */
 };
 
 struct db_acct_filter {

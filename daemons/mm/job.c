@@ -1326,6 +1326,7 @@ void job_fill_info(struct mm *mm, const struct job *j, Storm__Ctl__JobInfo *info
 	info->array_job = j->spec->array_job;
 	info->array_task = j->spec->array_task;
 	info->checkpoint_failed = (char *)j->ckpt_failed;
+	info->time_limit = j->spec->time_limit;
 }
 
 void mm_shutdown(struct mm *mm, const char *why)

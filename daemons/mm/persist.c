@@ -70,6 +70,7 @@ static void to_db(const struct job *j, struct db_job *d)
 	d->max_rss_kb = j->max_rss_kb;
 	d->cpu_us = j->cpu_us;
 	d->script = j->spec->script;
+	d->time_limit = j->spec->time_limit;
 }
 
 int persist_job_new(struct mm *mm, struct job *j)

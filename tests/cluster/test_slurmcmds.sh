@@ -40,6 +40,13 @@ wait_state() {
 	echo "job $1: sacct says '$s', not $2" >&2
 	return 1
 }
+# field_of ID WANT NAME: in storm's table of two columns ($T/out), the line
+# of job ID says WANT
+field_of() {
+	local got
+	got=$(awk -v id="$1" '$1 == id "" { print $2 }' "$T/out")
+	if [ "$got" = "$2" ]; then ok "$3"; else bad "$3"; echo "     got: '$got'"; fi
+}
 # same NAME FILE WANT: FILE's content is exactly WANT
 same() {
 	if [ "$(cat "$T/$2")" = "$3" ]; then ok "$1"; else
@@ -80,6 +87,8 @@ has "  -D ran it there, -o's %j its id" "wd/logs/$id.log" "hello from $id in $T/
 
 expect "  sacct's Account: the cluster's one account" 0 sacct -X -P -n --format=Account,Partition -j "$id"
 same "  ACCOUNT|PARTITION, both the cluster's name" out "$CL|$CL"
+expect "  sacct's Timelimit of its -t 5, after its end" 0 sacct -X -P -n --format=JobIdRaw,Timelimit -j "$id"
+same "  00:05:00, as sacct writes minutes" out "$id|00:05:00"
 
 # ---- long options by a unique prefix, as Slurm's getopt_long
 expect "sbatch --parsab --job-n --part= --accoun= --mem-per-c --wra=" 0 sbatch --parsab --job-n "abbr-$$" \
@@ -201,6 +210,13 @@ same "  the header, the dashes, the line" out "$(printf '%-12s %12s \n%s %s \n%-
 expect "  scontrol show job" 0 scontrol show job "$sid"
 has "  JobState=COMPLETED" out "JobState=COMPLETED"
 has "  ExitCode=0:0" out "ExitCode=0:0"
+has "  no -t: TimeLimit=UNLIMITED" out " TimeLimit=UNLIMITED "
+expect "  sacct's Timelimit of a job without -t" 0 sacct -j "$sid" -P -n --format=JobID,Timelimit
+same "  UNLIMITED on the job's line, nothing on its batch line and steps'" out "$sid|UNLIMITED
+$sid.batch|
+$sid.0|
+$sid.1|
+$sid.2|"
 
 # ---- #SBATCH lines take what sbatch's command line takes, by one parser:
 # prefixes, --opt value, short options with their value attached or not
@@ -222,8 +238,9 @@ same "  one warning, --mem's, naming its line" err \
 if wait_state "$lid" COMPLETED; then ok "  COMPLETED"; else bad "  COMPLETED"; fi
 has "  -N2, --ntasks-per-node 2, --job-n=, --chdir= and -o taken" "wd2/$lid.sout" \
 	"nodes=2 ntasks=4 name=lines-$$ pwd=$T/wd2"
-expect "  sacct: its name and nodes" 0 sacct -X -P -n --format=JobName,NNodes -j "$lid"
-same "  NAME|2" out "lines-$$|2"
+expect "  sacct: its name, nodes and #SBATCH -t 10" 0 sacct -X -P -n \
+	--format=JobName,NNodes,Timelimit -j "$lid"
+same "  NAME|2|00:10:00" out "lines-$$|2|00:10:00"
 expect "sbatch -N 1 over #SBATCH -N2 --ntasks-per-node 2" 0 sbatch --parsable -N 1 lines.sh
 lid1=$(cat "$T/out")
 if wait_state "$lid1" COMPLETED; then ok "  COMPLETED"; else bad "  COMPLETED"; fi
@@ -241,7 +258,8 @@ same "  in one line" err \
 	"sbatch: error: $T/hold.sh:2: --hold is not supported: storm would run the job otherwise"
 
 # ---- a job that holds until it is cancelled; squeue on the way
-expect "sbatch a job that holds" 0 sbatch -J holder-$$ --wrap 'echo started; exec sleep 600'
+expect "sbatch a job that holds, --time=0:05:00" 0 sbatch -J holder-$$ --time=0:05:00 \
+	--wrap 'echo started; exec sleep 600'
 has "  'Submitted batch job N'" out "Submitted batch job"
 hid=$(sed -n 's/^Submitted batch job //p' "$T/out")
 if wait_log "$T/slurm-$hid.out" started 60; then ok "  it runs (slurm-$hid.out)"; else bad "  it runs"; fi
@@ -255,6 +273,14 @@ has "  squeue's default header" out "             JOBID PARTITION     NAME     U
 has "  the job's line, its name cut to 8" out "$(printf '%18s %9s %.8s' "$hid" "$CL" "holder-$$")"
 expect "  sacct sees it RUNNING" 0 sacct -X -P -n --format=JobIdRaw,State -j "$hid"
 same "  ID|RUNNING" out "$hid|RUNNING"
+expect "  squeue -o '%i %l': its time limit" 0 squeue -h -o "%i %l" -j "$hid"
+same "  5:00, as squeue writes it" out "$hid 5:00"
+expect "  scontrol show job while it runs" 0 scontrol show job "$hid"
+has "  TimeLimit=00:05:00" out " TimeLimit=00:05:00 "
+expect "  sacct's Timelimit while it runs" 0 sacct -X -P -n --format=JobIdRaw,Timelimit -j "$hid"
+same "  00:05:00" out "$hid|00:05:00"
+expect "  storm jobs -o JobID,Timelimit" 0 storm jobs -o JobID,Timelimit
+field_of "$hid" 5:00 "  its line says 5:00, storm's form"
 # srun --jobid and SLURM_JOB_ID: a step of the running job from outside it,
 # as Snakemake's group jobs and scripts run them
 expect "srun --jobid=JOB --overlap --cpu-bind=q from outside the job" 0 \
@@ -271,8 +297,10 @@ has "  an error naming it" err "--jobid wants a job's number, not 'x'"
 expect "a job that waits for the holder's end" 0 sbatch --parsable -J dep-$$ \
 	-d "afterany:$hid" --wrap 'echo dependent ran'
 did=$(cat "$T/out")
-expect "  squeue: PENDING" 0 squeue -h -o "%i %t %T" -j "$did"
-same "  PD PENDING" out "$did PD PENDING"
+expect "  squeue: PENDING" 0 squeue -h -o "%i %t %T %l" -j "$did"
+same "  PD PENDING, no -t: UNLIMITED" out "$did PD PENDING UNLIMITED"
+expect "  scontrol show job of it" 0 scontrol show job "$did"
+has "  TimeLimit=UNLIMITED" out " TimeLimit=UNLIMITED "
 expect "  scancel -n NAME" 0 scancel -n "dep-$$"
 if wait_state "$did" CANCELLED; then ok "  CANCELLED"; else bad "  CANCELLED"; fi
 expect "scancel the holder" 0 scancel "$hid"
@@ -287,6 +315,10 @@ $hid.0|sh|COMPLETED
 $hid.1|sh|COMPLETED"
 expect "  sacct: ExitCode 0:15 (SIGTERM)" 0 sacct -X -P -n --format=State,ExitCode -j "$hid"
 same "  CANCELLED|0:15" out "CANCELLED|0:15"
+expect "  sacct's Timelimit after its end" 0 sacct -X -P -n --format=JobIdRaw,Timelimit -j "$hid"
+same "  00:05:00, from the accounting" out "$hid|00:05:00"
+expect "  storm acct --format=JobID,Timelimit" 0 storm acct -j "$hid" --format=JobID,Timelimit
+field_of "$hid" 5:00 "  its line says 5:00, storm's form"
 grep -q "dependent ran" "$T/slurm-$did.out" && bad "  the dependent job never ran" ||
 	ok "  the dependent job never ran"
 

@@ -218,6 +218,12 @@ static void test_formatting(void)
 	CU_ASSERT_STRING_EQUAL(b, "1-01:01:01");
 	fmt_elapsed(-3, b, sizeof(b));
 	CU_ASSERT_STRING_EQUAL(b, "0:00");
+	fmt_hms(300, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "00:05:00");
+	fmt_hms(90061, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "1-01:01:01");
+	fmt_hms(-3, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "00:00:00");
 	fmt_timeslice(10000, b, sizeof(b));
 	CU_ASSERT_STRING_EQUAL(b, "10 ms");
 	fmt_timeslice(500, b, sizeof(b));

@@ -49,6 +49,7 @@ struct seen {
 	int nodes0[16];
 	int32_t rank1[16];
 	bool done1[16];
+	uint32_t limit[16];
 };
 
 static int collect(void *arg, const struct db_job *j)
@@ -175,6 +176,7 @@ static int collect_acct(void *arg, const struct db_acct *a)
 	struct seen *s = arg;
 	s->ids[s->n] = a->id;
 	s->done1[s->n] = a->script;
+	s->limit[s->n] = a->time_limit;
 	s->n++;
 	return 0;
 }
@@ -345,8 +347,45 @@ static void test_upgrade_script(void)
 	struct seen s = { 0 };
 	CU_ASSERT_EQUAL(db_acct_list(db, &f, collect_acct, &s), 0);
 	CU_ASSERT_EQUAL_FATAL(s.n, 2);
-	CU_ASSERT(s.ids[0] == 5 && !s.done1[0]);
+	CU_ASSERT(s.ids[0] == 5 && !s.done1[0] && s.limit[0] == 0);
 	CU_ASSERT(s.ids[1] == 6 && s.done1[1]);
+	gone(db);
+}
+
+/* A database of schema 5 (no accounting.time_limit): its older jobs show
+ * no limit, and a new end records the job's. */
+static void test_upgrade_time_limit(void)
+{
+	struct mm_db *db = opened("CREATE TABLE accounting("
+		" job INTEGER PRIMARY KEY, name TEXT, user TEXT, uid INTEGER, nnodes INTEGER,"
+		" nranks INTEGER, nodelist TEXT, submit_time REAL, start_time REAL, end_time REAL,"
+		" elapsed REAL, state TEXT, exit_status INTEGER, reason TEXT,"
+		" array_job INTEGER NOT NULL DEFAULT 0, array_task INTEGER NOT NULL DEFAULT 0,"
+		" max_rss_kb INTEGER NOT NULL DEFAULT 0, cpu_us INTEGER NOT NULL DEFAULT 0,"
+		" script INTEGER NOT NULL DEFAULT 0);"
+		" CREATE TABLE meta(key TEXT PRIMARY KEY, value);"
+		" INSERT INTO meta VALUES('schema', 5);"
+		" INSERT INTO accounting(job, name, state, end_time, script)"
+		" VALUES(5, 'old', 'COMPLETED', 9, 1);");
+	struct db_job j = job(6, "QUEUED");
+	CU_ASSERT_EQUAL(db_job_insert(db, &j), 0);
+	j.state = "TIMEOUT";
+	j.t_end = 10;
+	j.time_limit = 300;
+	CU_ASSERT_EQUAL(db_job_end(db, &j), 0);
+	struct db_acct_filter f = { .uid = -1 };
+	struct seen s = { 0 };
+	CU_ASSERT_EQUAL(db_acct_list(db, &f, collect_acct, &s), 0);
+	CU_ASSERT_EQUAL_FATAL(s.n, 2);
+	CU_ASSERT(s.ids[0] == 5 && s.done1[0] && s.limit[0] == 0);
+	CU_ASSERT(s.ids[1] == 6 && s.limit[1] == 300);
+	db_close(db);
+	/* and it opens again as it now is */
+	char err[256];
+	CU_ASSERT_EQUAL_FATAL(db_open(path, false, &db, err, sizeof(err)), 0);
+	memset(&s, 0, sizeof(s));
+	CU_ASSERT_EQUAL(db_acct_list(db, &f, collect_acct, &s), 0);
+	CU_ASSERT(s.n == 2 && s.limit[1] == 300);
 	gone(db);
 }
 
@@ -388,5 +427,6 @@ void add_db_suite(void)
 	CU_add_test(s, "checkpoints with relaunch data and image locations", test_ckpt_save);
 	CU_add_test(s, "a schema 1 database is upgraded", test_upgrade);
 	CU_add_test(s, "a schema 3 database gains accounting.script", test_upgrade_script);
+	CU_add_test(s, "a schema 5 database gains accounting.time_limit", test_upgrade_time_limit);
 	CU_add_test(s, "bad files are refused with the path", test_open_errors);
 }

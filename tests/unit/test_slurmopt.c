@@ -223,6 +223,34 @@ static void test_jobtable_sacct(void)
 	free(text);
 }
 
+/* Timelimit: sacct's HH:MM:SS on a job's line, nothing on its steps',
+ * UNLIMITED without one; storm acct's as its Elapsed */
+static void test_jobtable_timelimit(void)
+{
+	struct job_col cols[JOBTABLE_MAX_COLS];
+	int n = 0;
+	char why[512], *text = NULL;
+	size_t len = 0;
+	CU_ASSERT_EQUAL(jobtable_parse("JobID,Timelimit", cols, &n, why, sizeof(why)), 0);
+	struct job_row r[] = {
+		{ .jobid = "7", .jobid_raw = "7", .slurm_state = "RUNNING", .time_limit = 300 },
+		{ .jobid = "7.batch", .jobid_raw = "7.batch", .slurm_state = "RUNNING",
+		  .time_limit = 300 },
+		{ .jobid = "7.0", .jobid_raw = "7.0", .slurm_state = "RUNNING" },
+		{ .jobid = "8", .jobid_raw = "8", .slurm_state = "PENDING" },
+		{ .jobid = "9", .jobid_raw = "9", .slurm_state = "PENDING", .time_limit = 90061 },
+		{ .jobid = "10", .time_limit = 300 }, /* storm acct's */
+		{ .jobid = "11" },
+	};
+	struct jobtable_style p2 = { .delim = "|", .noheader = true };
+	FILE *f = open_memstream(&text, &len);
+	jobtable_print_style(f, cols, n, r, sizeof(r) / sizeof(r[0]), &p2);
+	fclose(f);
+	CU_ASSERT_STRING_EQUAL(text, "7|00:05:00\n7.batch|\n7.0|\n8|UNLIMITED\n9|1-01:01:01\n"
+				     "10|5:00\n11|UNLIMITED\n");
+	free(text);
+}
+
 /* Slurm's optional values: --exclusive or --exclusive=user, never the next word */
 static void test_opt_optional(void)
 {
@@ -253,5 +281,6 @@ void add_slurmopt_suite(void)
 	CU_add_test(s, "#STORM and #SBATCH directives", test_directives);
 	CU_add_test(s, "-o/--format fields", test_jobtable);
 	CU_add_test(s, "sacct's --parsable(2), --noheader, fixed widths", test_jobtable_sacct);
+	CU_add_test(s, "Timelimit as sacct and storm acct show it", test_jobtable_timelimit);
 	CU_add_test(s, "options with an optional value", test_opt_optional);
 }
