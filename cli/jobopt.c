@@ -345,7 +345,7 @@ static int directives_pass(struct directives *d, const char *text, size_t len, b
 		return -1;
 	char where[PATH_MAX + 8];
 	snprintf(where, sizeof(where), "%s: ", d->path);
-	return sbatch_apply(d->c, d->o->cmd, where, &d->sb, NULL, d->o);
+	return sbatch_apply(d->c, where, &d->sb, NULL, d->o);
 }
 
 int apply_directives(struct cli *c, const char *path, struct job_opts *o)
@@ -372,7 +372,7 @@ int apply_directives(struct cli *c, const char *path, struct job_opts *o)
 		rc = directives_pass(&d, text, len, false);
 	free(text);
 	if (rc < 0 && c->sbatch)
-		rc = sbatch_apply(c, o->cmd, "", c->sbatch, &d.sb, o);
+		rc = sbatch_apply(c, "", c->sbatch, &d.sb, o);
 	return rc;
 }
 

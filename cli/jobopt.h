@@ -4,6 +4,8 @@
 #ifndef STORM_CLI_JOBOPT_H
 #define STORM_CLI_JOBOPT_H
 
+#include <limits.h>
+
 #include "cli.h"
 #include "frame.h"
 #include "slurmopt.h"
@@ -19,6 +21,11 @@ struct job_opts {
 	unsigned time_limit; /* -t, seconds; 0: none */
 	int restart_on_failure;
 	const char *name, *output;
+	/* sbatch's -e/--error as the last layer that gave one said it, and
+	 * where ("job.sh: " or "" for the command line): checked against the
+	 * output file once every layer is in (sbatch_check_error) */
+	const char *error;
+	char error_where[PATH_MAX + 8];
 	const char *chdir; /* sbatch's -D: the job's working directory */
 	const char *files[MAX_FILES];
 	int nfiles;

@@ -26,6 +26,7 @@
 #include "mpidetect.h"
 #include "mpikind.h"
 #include "opts.h"
+#include "sbatchopt.h"
 
 extern char **environ;
 
@@ -968,6 +969,9 @@ static int job_main(struct cli *c, int argc, char **argv, int batch, int bcs)
 	}
 	if (batch && c->slurm_cmd && !o.output) /* sbatch's default, not storm's */
 		o.output = o.ntasks ? "slurm-%A_%a.out" : "slurm-%j.out";
+	if (batch)
+		sbatch_check_error(o.cmd, &o, o.output ? o.output
+					  : o.ntasks ? "storm-%A_%a.out" : "storm-%j.out");
 	if (o.ntasks && o.wait) {
 		job_opts_free(&o);
 		return usage_error(o.cmd, "--array and --wait do not go together");

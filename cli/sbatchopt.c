@@ -1,10 +1,13 @@
 /* sbatch's options for its command line and #SBATCH lines (sbatchopt.h). */
 #include "sbatchopt.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "fmt.h"
 #include "jobopt.h"
 
 enum {
@@ -258,7 +261,7 @@ static int put(struct cli *c, struct job_opts *o, int jid, const char *arg, cons
 	return arg ? job_opt_apply(c, o, jid, arg, where) : -1;
 }
 
-int sbatch_apply(struct cli *c, const char *cmd, const char *where, const struct sbatch_opts *s,
+int sbatch_apply(struct cli *c, const char *where, const struct sbatch_opts *s,
 		 const struct sbatch_opts *under, struct job_opts *o)
 {
 	struct sbatch_opts m = *s;
@@ -268,8 +271,6 @@ int sbatch_apply(struct cli *c, const char *cmd, const char *where, const struct
 		m.ntasks = m.ntasks ? m.ntasks : under->ntasks;
 		m.per_node = m.per_node ? m.per_node : under->per_node;
 	}
-	if (under && !m.output)
-		m.output = under->output; /* for -e's check only */
 	/* --ntasks-per-node: the tasks of -N nodes, or the nodes of -n tasks */
 	if (m.per_node) {
 		if (!m.ntasks)
@@ -304,8 +305,61 @@ int sbatch_apply(struct cli *c, const char *cmd, const char *where, const struct
 	o->overcommit |= m.overcommit;
 	if (m.chdir)
 		o->chdir = m.chdir;
-	if (m.error && (!m.output || strcmp(m.error, m.output)))
-		fprintf(stderr, "%s: warning: %s--error %s ignored: a storm job's stderr goes "
-			"to its --output file\n", cmd, where, m.error);
+	if (m.error) {
+		o->error = m.error;
+		snprintf(o->error_where, sizeof(o->error_where), "%s", where);
+	}
 	return -1;
+}
+
+/* A sample job's %j (its id), %A (its array's) and %a (its task): a job
+ * outside an array is its own array's task 0. */
+static const char *sample_value(char x, bool array)
+{
+	if (x == 'j' || (x == 'A' && !array))
+		return "1001";
+	if (x == 'A')
+		return "1000";
+	return array ? "7" : "0";
+}
+
+/* pattern as the machine manager names the sample job's file, absolute
+ * from here, its directory resolved where it exists: two spellings of one
+ * file come out the same. */
+static void sample_file(const char *pattern, bool array, char *out, size_t len)
+{
+	char name[PATH_MAX], cwd[PATH_MAX], abs[PATH_MAX], dir[PATH_MAX];
+	size_t w = 0;
+	for (const char *p = pattern; *p && w + 24 < sizeof(name); p++) {
+		if (p[0] == '%' && (p[1] == 'j' || p[1] == 'A' || p[1] == 'a')) {
+			w += (size_t)snprintf(name + w, sizeof(name) - w, "%s",
+					      sample_value(p[1], array));
+			p++;
+		} else {
+			name[w++] = *p;
+		}
+	}
+	name[w] = '\0';
+	if (!getcwd(cwd, sizeof(cwd)) || absolute_path(cwd, name, abs, sizeof(abs)) < 0) {
+		snprintf(out, len, "%s", name);
+		return;
+	}
+	char *slash = strrchr(abs, '/');
+	*slash = '\0';
+	if (realpath(abs[0] ? abs : "/", dir))
+		snprintf(out, len, "%s/%s", strcmp(dir, "/") ? dir : "", slash + 1);
+	else
+		snprintf(out, len, "%s/%s", abs, slash + 1);
+}
+
+void sbatch_check_error(const char *cmd, const struct job_opts *o, const char *output)
+{
+	char e[PATH_MAX + 32], f[PATH_MAX + 32];
+	if (!o->error)
+		return;
+	sample_file(o->error, o->ntasks > 0, e, sizeof(e));
+	sample_file(output, o->ntasks > 0, f, sizeof(f));
+	if (strcmp(e, f))
+		fprintf(stderr, "%s: warning: %s--error %s ignored: a storm job's stderr goes "
+			"to its output file, %s\n", cmd, o->error_where, o->error, output);
 }

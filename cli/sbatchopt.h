@@ -71,7 +71,13 @@ int sbatch_parse(struct cli *c, const char *cmd, const char *where, int argc, ch
  * under: the script's, when s is sbatch's command line: a shape s gives in
  * part is completed from it (#SBATCH --ntasks-per-node=2 with sbatch -N 3
  * is 6 tasks, as Slurm's). -1 to go on, else the exit code. */
-int sbatch_apply(struct cli *c, const char *cmd, const char *where, const struct sbatch_opts *s,
+int sbatch_apply(struct cli *c, const char *where, const struct sbatch_opts *s,
 		 const struct sbatch_opts *under, struct job_opts *o);
+/* Once every layer is in (#SBATCH lines, #STORM lines, the command line)
+ * and the job's output file is known (its -o, else the command's default;
+ * we are in the job's directory): a warning when -e names another file,
+ * as a storm job's stderr goes to its output file. Not before, as a later
+ * layer may give the -o that makes them one. */
+void sbatch_check_error(const char *cmd, const struct job_opts *o, const char *output);
 
 #endif

@@ -257,6 +257,59 @@ expect "an #SBATCH option storm refuses is refused, as on the command line" 2 sb
 same "  in one line" err \
 	"sbatch: error: $T/hold.sh:2: --hold is not supported: storm would run the job otherwise"
 
+# ---- -e/--error: storm writes a job's stderr to its output file, so -e is
+# taken when it names that file, whichever layer (#SBATCH line, command
+# line) gave -o and -e, and ignored with a warning only when stderr would
+# go elsewhere: the warning is given once every layer is in
+mkdir -p "$T/eo"
+# errjob NAME LINES: a script of those #SBATCH lines writing to stderr
+errjob() {
+	printf '#!/bin/sh\n%becho "stderr of $SLURM_JOB_ID" >&2\n' "$2" >"$T/eo/$1.sh"
+}
+errjob e_then_o '#SBATCH -e %j.both\n'
+expect "#SBATCH -e %j.both with sbatch -o %j.both" 0 sbatch --parsable -D "$T/eo" -o %j.both \
+	eo/e_then_o.sh
+e1=$(cat "$T/out")
+same "  no warning: one file" err ""
+errjob o_then_e '#SBATCH -o same.out\n'
+expect "#SBATCH -o same.out with sbatch -e same.out" 0 sbatch --parsable -D "$T/eo" \
+	-e same.out eo/o_then_e.sh
+e2=$(cat "$T/out")
+same "  no warning" err ""
+errjob both_then_o '#SBATCH -o %j.mine\n#SBATCH -e %j.mine\n'
+expect "#SBATCH -o and -e %j.mine with sbatch -o %j.other" 0 sbatch --parsable -D "$T/eo" \
+	-o %j.other eo/both_then_o.sh
+e3=$(cat "$T/out")
+same "  a warning: its stderr goes to the command line's -o" err \
+	"sbatch: warning: $T/eo/both_then_o.sh: --error %j.mine ignored: a storm job's stderr goes to its output file, %j.other"
+errjob o_e_then_e '#SBATCH -o %j.o\n#SBATCH -e %j.e\n'
+expect "#SBATCH -o %j.o -e %j.e with sbatch -e %j.o" 0 sbatch --parsable -D "$T/eo" -e %j.o \
+	eo/o_e_then_e.sh
+e4=$(cat "$T/out")
+same "  no warning: the command line's -e is the script's -o" err ""
+expect "sbatch -e slurm-%j.out, sbatch's own default output" 0 sbatch --parsable -D "$T/eo" \
+	-e ./slurm-%j.out --wrap 'echo "stderr of $SLURM_JOB_ID" >&2'
+e5=$(cat "$T/out")
+same "  no warning" err ""
+expect "sbatch -e of another file" 0 sbatch --parsable -D "$T/eo" -e other.err \
+	--wrap 'echo "stderr of $SLURM_JOB_ID" >&2'
+e6=$(cat "$T/out")
+same "  a warning naming both" err \
+	"sbatch: warning: --error other.err ignored: a storm job's stderr goes to its output file, slurm-%j.out"
+errjob storm_o '#SBATCH -e %j.st\n'
+cd "$T/eo" || exit 1
+expect "storm submit -o %j.st of #SBATCH -e %j.st" 0 storm submit -o %j.st storm_o.sh
+cd "$T" || exit 1
+e7=$(sed -n 's/^Submitted job //p' "$T/out")
+same "  no warning" err ""
+for j in "$e1 $e1.both" "$e2 same.out" "$e3 $e3.other" "$e4 $e4.o" "$e5 slurm-$e5.out" \
+	"$e6 slurm-$e6.out" "$e7 $e7.st"; do
+	set -- $j
+	if wait_state "$1" COMPLETED; then ok "  job $1 COMPLETED"; else bad "  job $1 COMPLETED"; fi
+	has "  its stderr in $2" "eo/$2" "stderr of $1"
+done
+[ ! -e "$T/eo/other.err" ] && ok "  no other.err" || bad "  no other.err"
+
 # ---- a job that holds until it is cancelled; squeue on the way
 expect "sbatch a job that holds, --time=0:05:00" 0 sbatch -J holder-$$ --time=0:05:00 \
 	--wrap 'echo started; exec sleep 600'
