@@ -166,6 +166,10 @@ int bcs_inter_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt
 			struct bcs_comm *c, MPI_Comm comm);
 int bcs_inter_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
 		     int root, struct bcs_comm *c, MPI_Comm comm);
+/* Reduce_scatter (counts) and Reduce_scatter_block (bcount) */
+int bcs_inter_reduce_scatter(const void *sbuf, void *rbuf, const int *counts, int bcount,
+			     MPI_Datatype dt, MPI_Op op, struct bcs_comm *c, MPI_Comm comm,
+			     const char *fn);
 /* Gather(v), Scatter(v), Allgather(v), Alltoall(v) between the groups (NULL
  * counts: count each; NULL displs: blocks back to back) */
 enum { BCS_INTER_GATHER, BCS_INTER_SCATTER, BCS_INTER_ALLGATHER, BCS_INTER_ALLTOALL };

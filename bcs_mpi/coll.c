@@ -604,7 +604,10 @@ static int reduce_scatter(const void *sbuf, void *rbuf, const int *counts, int b
 int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
 			     MPI_Op op, MPI_Comm comm)
 {
-	COMM(comm, "MPI_Reduce_scatter_block");
+	ANY_COMM(comm, "MPI_Reduce_scatter_block");
+	if (c->rworld)
+		return bcs_inter_reduce_scatter(sbuf, rbuf, NULL, count, dt, op, c, comm,
+						"MPI_Reduce_scatter_block");
 	return bcs_err(comm, reduce_scatter(sbuf, rbuf, NULL, count, dt, op, c),
 		       "MPI_Reduce_scatter_block");
 }
@@ -612,7 +615,10 @@ int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int count, MPI_Dataty
 int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int counts[], MPI_Datatype dt,
 		       MPI_Op op, MPI_Comm comm)
 {
-	COMM(comm, "MPI_Reduce_scatter");
+	ANY_COMM(comm, "MPI_Reduce_scatter");
+	if (c->rworld)
+		return bcs_inter_reduce_scatter(sbuf, rbuf, counts, 0, dt, op, c, comm,
+						"MPI_Reduce_scatter");
 	return bcs_err(comm, reduce_scatter(sbuf, rbuf, counts, 0, dt, op, c),
 		       "MPI_Reduce_scatter");
 }

@@ -656,3 +656,47 @@ int bcs_inter_flat(int kind, const void *sbuf, int scount, const int *scounts,
 				  rcounts, rdispls, rtype, root, c),
 		       fn);
 }
+
+/* Reduce_scatter(_block) between the groups: each group's vectors (the sum
+ * of its own group's counts long, equal on both sides) to every rank of
+ * the other, which folds them in rank order over its own block. Every
+ * message in one round; the non-blocking form takes the same routes. */
+static int inter_reduce_scatter(const void *sbuf, void *rbuf, const int *counts, int bcount,
+				MPI_Datatype dt, MPI_Op op, struct bcs_comm *c)
+{
+	if (sbuf == MPI_IN_PLACE)
+		return MPI_ERR_ARG; /* MPI allows no MPI_IN_PLACE on an intercommunicator */
+	int rc = bcs_op_check(op, dt), n = c->rsize, total = 0;
+	long off, span;
+	int mine = bcs_rs_block(counts, bcount, c->size, c->rank, &off);
+	if (rc || mine < 0)
+		return rc ? rc : -mine;
+	for (int i = 0; i < c->size; i++)
+		total += counts ? counts[i] : bcount;
+	char *all;
+	void *mem = bcs_slots(n, total, dt, &span, &all);
+	MPI_Request *q = calloc(2 * (size_t)n, sizeof(*q));
+	for (int j = 0; mem && q && !rc && j < n; j++) {
+		rc = bcs_irecv(all + span * j, total, dt, j, TAG_COLL, c, true, &q[j]);
+		if (!rc)
+			rc = bcs_isend(sbuf, total, dt, j, TAG_COLL, c, true, &q[n + j]);
+	}
+	int w = mem && q ? bcs_waitall(2 * n, q) : MPI_ERR_INTERN;
+	char *blk = all + bcs_extent(dt) * off;
+	if (!rc)
+		rc = w;
+	if (!rc)
+		rc = bcs_fold(op, dt, mine, blk, span, 0, n);
+	if (!rc)
+		rc = bcs_copy_typed(blk + span * (n - 1), mine, dt, rbuf, mine, dt);
+	free(mem);
+	free(q);
+	return rc;
+}
+
+int bcs_inter_reduce_scatter(const void *sbuf, void *rbuf, const int *counts, int bcount,
+			     MPI_Datatype dt, MPI_Op op, struct bcs_comm *c, MPI_Comm comm,
+			     const char *fn)
+{
+	return bcs_err(comm, inter_reduce_scatter(sbuf, rbuf, counts, bcount, dt, op, c), fn);
+}

@@ -12,6 +12,17 @@
 
 #include "bcs.h"
 
+/* between the groups of an intercommunicator (at the end) */
+static int nbi_bcast(void *buf, int count, MPI_Datatype dt, int root, bool barrier,
+		     struct bcs_comm *c, MPI_Comm comm, MPI_Request *req);
+static int nbi_flat(int kind, const void *sbuf, int scount, const int *scounts,
+		    const int *sdispls, MPI_Datatype stype, void *rbuf, int rcount,
+		    const int *rcounts, const int *rdispls, MPI_Datatype rtype, int root,
+		    struct bcs_comm *c, MPI_Comm comm, MPI_Request *req);
+static int nbi_reduce(const void *sbuf, void *rbuf, int count, const int *counts, int bcount,
+		      MPI_Datatype dt, MPI_Op op, int root, struct bcs_comm *c, MPI_Comm comm,
+		      MPI_Request *req);
+
 static int nb_barrier(struct bcs_comm *c, MPI_Comm comm, MPI_Request *req)
 {
 	int id = bcs_coll_start(comm, NULL, NULL), rc = MPI_SUCCESS;
@@ -34,13 +45,19 @@ static int nb_barrier(struct bcs_comm *c, MPI_Comm comm, MPI_Request *req)
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
 {
-	COMM(comm, "MPI_Ibarrier");
+	ANY_COMM(comm, "MPI_Ibarrier");
+	if (c->rworld)
+		return bcs_err(comm, nbi_bcast(NULL, 0, MPI_BYTE, MPI_ROOT, true, c, comm, req),
+			       "MPI_Ibarrier");
 	return bcs_err(comm, nb_barrier(c, comm, req), "MPI_Ibarrier");
 }
 
 int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request *req)
 {
-	COMM(comm, "MPI_Ibcast");
+	ANY_COMM(comm, "MPI_Ibcast");
+	if (c->rworld)
+		return bcs_err(comm, nbi_bcast(buf, count, dt, root, false, c, comm, req),
+			       "MPI_Ibcast");
 	if (root < 0 || root >= c->size)
 		return bcs_err(comm, MPI_ERR_ROOT, "MPI_Ibcast");
 	int id = bcs_coll_start(comm, NULL, NULL), rc = MPI_SUCCESS;
@@ -157,7 +174,10 @@ static int nb_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, M
 int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
 		   MPI_Comm comm, MPI_Request *req)
 {
-	COMM(comm, "MPI_Iallreduce");
+	ANY_COMM(comm, "MPI_Iallreduce");
+	if (c->rworld)
+		return bcs_err(comm, nbi_reduce(sbuf, rbuf, count, NULL, -1, dt, op, -1, c, comm, req),
+			       "MPI_Iallreduce");
 	return bcs_err(comm, nb_reduce(sbuf, rbuf, count, dt, op, -1, c, comm, req),
 		       "MPI_Iallreduce");
 }
@@ -165,7 +185,10 @@ int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI
 int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
 		MPI_Comm comm, MPI_Request *req)
 {
-	COMM(comm, "MPI_Ireduce");
+	ANY_COMM(comm, "MPI_Ireduce");
+	if (c->rworld)
+		return bcs_err(comm, nbi_reduce(sbuf, rbuf, count, NULL, -1, dt, op, root, c, comm,
+						req), "MPI_Ireduce");
 	if (root < 0)
 		return bcs_err(comm, MPI_ERR_ROOT, "MPI_Ireduce");
 	return bcs_err(comm, nb_reduce(sbuf, rbuf, count, dt, op, root, c, comm, req),
@@ -175,7 +198,11 @@ int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op
 int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
 		   MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
 {
-	COMM(comm, "MPI_Iallgather");
+	ANY_COMM(comm, "MPI_Iallgather");
+	if (c->rworld)
+		return bcs_err(comm, nbi_flat(BCS_INTER_ALLGATHER, sbuf, scount, NULL, NULL, stype,
+					      rbuf, rcount, NULL, NULL, rtype, 0, c, comm, req),
+			       "MPI_Iallgather");
 	struct bcs_type *rt = bcs_type_get(rtype);
 	if (!rt)
 		return bcs_err(comm, MPI_ERR_TYPE, "MPI_Iallgather");
@@ -263,7 +290,11 @@ static int nb_route(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf
 int MPI_Igather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
 		MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req)
 {
-	COMM(comm, "MPI_Igather");
+	ANY_COMM(comm, "MPI_Igather");
+	if (c->rworld)
+		return bcs_err(comm, nbi_flat(BCS_INTER_GATHER, sbuf, scount, NULL, NULL, stype, rbuf,
+					      rcount, NULL, NULL, rtype, root, c, comm, req),
+			       "MPI_Igather");
 	return bcs_err(comm, nb_route(sbuf, scount, stype, rbuf, rcount, rtype, root, 0, c, comm,
 				      req), "MPI_Igather");
 }
@@ -271,7 +302,11 @@ int MPI_Igather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, in
 int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
 		 MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req)
 {
-	COMM(comm, "MPI_Iscatter");
+	ANY_COMM(comm, "MPI_Iscatter");
+	if (c->rworld)
+		return bcs_err(comm, nbi_flat(BCS_INTER_SCATTER, sbuf, scount, NULL, NULL, stype,
+					      rbuf, rcount, NULL, NULL, rtype, root, c, comm, req),
+			       "MPI_Iscatter");
 	return bcs_err(comm, nb_route(sbuf, scount, stype, rbuf, rcount, rtype, root, 1, c, comm,
 				      req), "MPI_Iscatter");
 }
@@ -279,7 +314,11 @@ int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, i
 int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
 		  MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
 {
-	COMM(comm, "MPI_Ialltoall");
+	ANY_COMM(comm, "MPI_Ialltoall");
+	if (c->rworld)
+		return bcs_err(comm, nbi_flat(BCS_INTER_ALLTOALL, sbuf, scount, NULL, NULL, stype,
+					      rbuf, rcount, NULL, NULL, rtype, 0, c, comm, req),
+			       "MPI_Ialltoall");
 	return bcs_err(comm, nb_route(sbuf, scount, stype, rbuf, rcount, rtype, 0, 2, c, comm,
 				      req), "MPI_Ialltoall");
 }
@@ -307,7 +346,8 @@ static int copy_fin(void *state)
 static int nb_blocks(const struct blk *snd, const struct blk *rcv, struct bcs_comm *c,
 		     MPI_Comm comm, int (*fin)(void *), void *state, MPI_Request *req)
 {
-	int n = c->size, me = c->rank, rc = MPI_SUCCESS;
+	/* on an intercommunicator the peers are the remote group: no own block */
+	int n = bcs_peer_size(c), me = c->rworld ? -1 : c->rank, rc = MPI_SUCCESS;
 	for (int i = 0; !rc && i < n; i++) {
 		if (snd[i].count < 0 && rcv[i].count < 0)
 			continue;
@@ -315,7 +355,7 @@ static int nb_blocks(const struct blk *snd, const struct blk *rcv, struct bcs_co
 		    (rcv[i].count >= 0 && !bcs_type_get(rcv[i].dt)))
 			rc = MPI_ERR_TYPE;
 	}
-	if (!rc && snd[me].count >= 0 && rcv[me].count >= 0)
+	if (!rc && me >= 0 && snd[me].count >= 0 && rcv[me].count >= 0)
 		rc = bcs_copy_typed(snd[me].at, snd[me].count, snd[me].dt, (void *)rcv[me].at,
 				    rcv[me].count, rcv[me].dt);
 	if (rc) {
@@ -384,7 +424,11 @@ int MPI_Igatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
 		 const int rcounts[], const int displs[], MPI_Datatype rtype, int root,
 		 MPI_Comm comm, MPI_Request *req)
 {
-	COMM(comm, "MPI_Igatherv");
+	ANY_COMM(comm, "MPI_Igatherv");
+	if (c->rworld)
+		return bcs_err(comm, nbi_flat(BCS_INTER_GATHER, sbuf, scount, NULL, NULL, stype, rbuf,
+					      0, rcounts, displs, rtype, root, c, comm, req),
+			       "MPI_Igatherv");
 	return bcs_err(comm, nb_gatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, c,
 					comm, req), "MPI_Igatherv");
 }
@@ -417,7 +461,11 @@ int MPI_Iscatterv(const void *sbuf, const int scounts[], const int displs[], MPI
 		  void *rbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm,
 		  MPI_Request *req)
 {
-	COMM(comm, "MPI_Iscatterv");
+	ANY_COMM(comm, "MPI_Iscatterv");
+	if (c->rworld)
+		return bcs_err(comm, nbi_flat(BCS_INTER_SCATTER, sbuf, 0, scounts, displs, stype,
+					      rbuf, rcount, NULL, NULL, rtype, root, c, comm, req),
+			       "MPI_Iscatterv");
 	return bcs_err(comm, nb_scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, c,
 					 comm, req), "MPI_Iscatterv");
 }
@@ -426,7 +474,11 @@ int MPI_Iallgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf
 		    const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm,
 		    MPI_Request *req)
 {
-	COMM(comm, "MPI_Iallgatherv");
+	ANY_COMM(comm, "MPI_Iallgatherv");
+	if (c->rworld)
+		return bcs_err(comm, nbi_flat(BCS_INTER_ALLGATHER, sbuf, scount, NULL, NULL, stype,
+					      rbuf, 0, rcounts, displs, rtype, 0, c, comm, req),
+			       "MPI_Iallgatherv");
 	int n = c->size, me = c->rank;
 	struct blk *b = blks(n), *snd = b, *rcv = b + n;
 	if (!b)
@@ -453,7 +505,9 @@ static int nb_alltoallw(const void *sbuf, const int *scounts, const int *sdispls
 			const int *rdispls, const MPI_Datatype *rtypes, bool w,
 			struct bcs_comm *c, MPI_Comm comm, MPI_Request *req)
 {
-	int n = c->size;
+	int n = bcs_peer_size(c);
+	if (c->rworld && sbuf == MPI_IN_PLACE)
+		return MPI_ERR_ARG; /* MPI allows none on an intercommunicator */
 	struct blk *b = blks(n), *snd = b, *rcv = b + n;
 	void **copy = calloc(1, sizeof(*copy));
 	if (!b || !copy) {
@@ -508,7 +562,7 @@ int MPI_Ialltoallv(const void *sbuf, const int scounts[], const int sdispls[],
 		   MPI_Datatype stype, void *rbuf, const int rcounts[], const int rdispls[],
 		   MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
 {
-	COMM(comm, "MPI_Ialltoallv");
+	ANY_COMM(comm, "MPI_Ialltoallv");
 	return bcs_err(comm, nb_alltoallw(sbuf, scounts, sdispls, &stype, rbuf, rcounts, rdispls,
 					  &rtype, false, c, comm, req), "MPI_Ialltoallv");
 }
@@ -518,7 +572,7 @@ int MPI_Ialltoallw(const void *sbuf, const int scounts[], const int sdispls[],
 		   const int rdispls[], const MPI_Datatype rtypes[], MPI_Comm comm,
 		   MPI_Request *req)
 {
-	COMM(comm, "MPI_Ialltoallw");
+	ANY_COMM(comm, "MPI_Ialltoallw");
 	return bcs_err(comm, nb_alltoallw(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls,
 					  rtypes, true, c, comm, req), "MPI_Ialltoallw");
 }
@@ -528,7 +582,7 @@ int MPI_Alltoallw(const void *sbuf, const int scounts[], const int sdispls[],
 		  const MPI_Datatype stypes[], void *rbuf, const int rcounts[], const int rdispls[],
 		  const MPI_Datatype rtypes[], MPI_Comm comm)
 {
-	COMM(comm, "MPI_Alltoallw");
+	ANY_COMM(comm, "MPI_Alltoallw");
 	MPI_Request r = MPI_REQUEST_NULL;
 	int rc = nb_alltoallw(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, true,
 			      c, comm, &r);
@@ -579,7 +633,10 @@ static int nb_reduce_scatter(const void *sbuf, void *rbuf, const int *counts, in
 int MPI_Ireduce_scatter(const void *sbuf, void *rbuf, const int counts[], MPI_Datatype dt,
 			MPI_Op op, MPI_Comm comm, MPI_Request *req)
 {
-	COMM(comm, "MPI_Ireduce_scatter");
+	ANY_COMM(comm, "MPI_Ireduce_scatter");
+	if (c->rworld)
+		return bcs_err(comm, nbi_reduce(sbuf, rbuf, 0, counts, 0, dt, op, -1, c, comm, req),
+			       "MPI_Ireduce_scatter");
 	return bcs_err(comm, nb_reduce_scatter(sbuf, rbuf, counts, 0, dt, op, c, comm, req),
 		       "MPI_Ireduce_scatter");
 }
@@ -587,7 +644,10 @@ int MPI_Ireduce_scatter(const void *sbuf, void *rbuf, const int counts[], MPI_Da
 int MPI_Ireduce_scatter_block(const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
 			      MPI_Op op, MPI_Comm comm, MPI_Request *req)
 {
-	COMM(comm, "MPI_Ireduce_scatter_block");
+	ANY_COMM(comm, "MPI_Ireduce_scatter_block");
+	if (c->rworld)
+		return bcs_err(comm, nbi_reduce(sbuf, rbuf, 0, NULL, count, dt, op, -1, c, comm, req),
+			       "MPI_Ireduce_scatter_block");
 	return bcs_err(comm, nb_reduce_scatter(sbuf, rbuf, NULL, count, dt, op, c, comm, req),
 		       "MPI_Ireduce_scatter_block");
 }
@@ -642,4 +702,150 @@ int MPI_Iexscan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op
 	COMM(comm, "MPI_Iexscan");
 	return bcs_err(comm, nb_scan(sbuf, rbuf, count, dt, op, true, c, comm, req),
 		       "MPI_Iexscan");
+}
+
+/* ---- between the two groups of an intercommunicator: every message
+ * straight between the two ranks it joins, posted at once, blocks by rank
+ * of the remote group; a root is MPI_ROOT at the root, MPI_PROC_NULL at the
+ * rest of its group and the root's rank in the other group. Reductions fold
+ * the remote group's operands in its rank order, as the blocking forms do */
+
+/* block i of a buffer: counts[i] items at displs[i] extents (NULL: count
+ * items at i * count) */
+static struct blk blk_of(const void *buf, int count, const int *counts, const int *displs,
+			 MPI_Datatype dt, int i)
+{
+	long at = displs ? (long)displs[i] : (long)i * count;
+	return (struct blk){(const char *)buf + bcs_extent(dt) * at, counts ? counts[i] : count, dt};
+}
+
+static bool root_bad(int root, const struct bcs_comm *c)
+{
+	return root != MPI_ROOT && root != MPI_PROC_NULL && (root < 0 || root >= c->rsize);
+}
+
+/* Ibarrier (buf NULL, count 0, MPI_BYTE, root MPI_ROOT and every rank a
+ * receiver: everyone's empty message to every remote rank) and Ibcast */
+static int nbi_bcast(void *buf, int count, MPI_Datatype dt, int root, bool barrier,
+		     struct bcs_comm *c, MPI_Comm comm, MPI_Request *req)
+{
+	int n = c->rsize;
+	if (root_bad(root, c))
+		return MPI_ERR_ROOT;
+	struct blk *b = blks(n), *snd = b, *rcv = b + n;
+	if (!b)
+		return MPI_ERR_INTERN;
+	for (int i = 0; i < n; i++) {
+		if (root == MPI_ROOT)
+			snd[i] = (struct blk){buf, count, dt};
+		if (barrier || i == root)
+			rcv[i] = (struct blk){buf, count, dt};
+	}
+	int rc = nb_blocks(snd, rcv, c, comm, NULL, NULL, req);
+	free(b);
+	return rc;
+}
+
+/* Igather(v), Iscatter(v), Iallgather(v), Ialltoall(v) (bcs_inter_flat's
+ * kinds) */
+static int nbi_flat(int kind, const void *sbuf, int scount, const int *scounts,
+		    const int *sdispls, MPI_Datatype stype, void *rbuf, int rcount,
+		    const int *rcounts, const int *rdispls, MPI_Datatype rtype, int root,
+		    struct bcs_comm *c, MPI_Comm comm, MPI_Request *req)
+{
+	int n = c->rsize;
+	bool rooted = kind == BCS_INTER_GATHER || kind == BCS_INTER_SCATTER;
+	if (rooted && root_bad(root, c))
+		return MPI_ERR_ROOT;
+	bool gather = kind == BCS_INTER_GATHER, scatter = kind == BCS_INTER_SCATTER;
+	/* MPI allows no MPI_IN_PLACE on an intercommunicator */
+	bool s_used = !rooted || (root == MPI_ROOT ? scatter : gather && root >= 0);
+	bool r_used = !rooted || (root == MPI_ROOT ? gather : scatter && root >= 0);
+	if ((s_used && sbuf == MPI_IN_PLACE) || (r_used && rbuf == MPI_IN_PLACE))
+		return MPI_ERR_ARG;
+	struct blk *b = blks(n), *snd = b, *rcv = b + n;
+	if (!b)
+		return MPI_ERR_INTERN;
+	for (int i = 0; i < n; i++) {
+		if (kind == BCS_INTER_ALLGATHER)
+			snd[i] = (struct blk){sbuf, scount, stype};
+		else if (!rooted || (scatter && root == MPI_ROOT))
+			snd[i] = blk_of(sbuf, scount, scounts, sdispls, stype, i);
+		if (!rooted || (gather && root == MPI_ROOT))
+			rcv[i] = blk_of(rbuf, rcount, rcounts, rdispls, rtype, i);
+	}
+	if (gather && root >= 0)
+		snd[root] = (struct blk){sbuf, scount, stype};
+	if (scatter && root >= 0)
+		rcv[root] = (struct blk){rbuf, rcount, rtype};
+	int rc = nb_blocks(snd, rcv, c, comm, NULL, NULL, req);
+	free(b);
+	return rc;
+}
+
+/* sbuf's total items to remote rank to (-1: every remote rank,
+ * MPI_PROC_NULL: none); gets: every remote rank's total items in, folded
+ * in rank order at completion over this rank's block of them (mine items
+ * at off) into rbuf */
+static int nbi_fold(const void *sbuf, void *rbuf, int total, long off, int mine,
+		    MPI_Datatype dt, MPI_Op op, bool gets, int to, struct bcs_comm *c,
+		    MPI_Comm comm, MPI_Request *req)
+{
+	int n = c->rsize, rc = MPI_SUCCESS;
+	struct red *s = gets ? red_new(n, n, total, dt, op, rbuf) : NULL;
+	if (gets && !s)
+		return MPI_ERR_INTERN;
+	int id = bcs_coll_start(comm, gets ? red_fin : NULL, s);
+	for (int i = 0; !rc && i < n; i++) {
+		MPI_Request r;
+		if (gets) {
+			rc = bcs_irecv(s->all + s->span * i, total, dt, i, TAG_COLL, c, true, &r);
+			if (!rc)
+				bcs_coll_part(id, r);
+		}
+		if (!rc && (to == -1 || to == i)) {
+			rc = bcs_isend(sbuf, total, dt, i, TAG_COLL, c, true, &r);
+			if (!rc)
+				bcs_coll_part(id, r);
+		}
+	}
+	if (s) { /* whole vectors came; the fold covers this rank's block */
+		s->all += bcs_extent(dt) * off;
+		s->count = mine;
+	}
+	bcs_coll_arm(id, rc);
+	*req = id;
+	return rc;
+}
+
+/* Ireduce (root as above), Iallreduce (root -1) and, with counts or
+ * bcount, Ireduce_scatter(_block): a group's vectors (the sum of the
+ * counts of its own group long) to the other, whose ranks each keep their
+ * block of the reduction */
+static int nbi_reduce(const void *sbuf, void *rbuf, int count, const int *counts, int bcount,
+		      MPI_Datatype dt, MPI_Op op, int root, struct bcs_comm *c, MPI_Comm comm,
+		      MPI_Request *req)
+{
+	if (root != -1 && root_bad(root, c))
+		return MPI_ERR_ROOT;
+	bool gets = root == -1 || root == MPI_ROOT, sends = root == -1 || root >= 0;
+	if ((sends && sbuf == MPI_IN_PLACE) || (gets && rbuf == MPI_IN_PLACE))
+		return MPI_ERR_ARG; /* none on an intercommunicator */
+	int rc = root == MPI_PROC_NULL ? MPI_SUCCESS : bcs_op_check(op, dt);
+	if (rc)
+		return rc;
+	long off = 0;
+	int mine = count;
+	if (counts || bcount >= 0) {
+		mine = bcs_rs_block(counts, bcount, c->size, c->rank, &off);
+		if (mine < 0)
+			return -mine;
+		count = 0;
+		for (int i = 0; i < c->size; i++)
+			count += counts ? counts[i] : bcount;
+	}
+	if (count < 0)
+		return MPI_ERR_COUNT;
+	return nbi_fold(sbuf, rbuf, count, off, mine, dt, op, gets, sends ? root : MPI_PROC_NULL,
+			c, comm, req);
 }
