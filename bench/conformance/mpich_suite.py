@@ -19,6 +19,7 @@ usage: mpich_suite.py [options] TEST_MPI_DIR [DIR[:COUNT] ...]
 See --help for the options.
 """
 import argparse
+import fnmatch
 import json
 import os
 import re
@@ -240,6 +241,8 @@ def main():
     ap.add_argument("--max-ranks", type=int, default=8, help="tests of up to this many ranks (default 8)")
     ap.add_argument("--timeout", type=int, default=90, help="seconds a run may take (default 90)")
     ap.add_argument("--timeslice-us", type=int, default=1000)
+    ap.add_argument("--only", metavar="PATTERNS",
+                    help="only the tests whose names match one of these comma-separated shell patterns")
     ap.add_argument("-o", "--out", help="work directory (default: a new one in /tmp, removed)")
     ap.add_argument("--json", help="write the results to this file too")
     ap.add_argument("--markdown", help="write the table as Markdown to this file")
@@ -278,6 +281,9 @@ def main():
             tests = [t for t in parse_testlist(d) if t[1] <= a.max_ranks]
             if count:
                 tests = tests[:int(count)]
+            if a.only:
+                pats = a.only.split(",")
+                tests = [t for t in tests if any(fnmatch.fnmatchcase(t[0], p) for p in pats)]
             am = makefile_am(d)
             log("== %s: %d tests" % (dname, len(tests)))
             for name, ranks, args in tests:
