@@ -22,6 +22,9 @@ static int nbi_flat(int kind, const void *sbuf, int scount, const int *scounts,
 static int nbi_reduce(const void *sbuf, void *rbuf, int count, const int *counts, int bcount,
 		      MPI_Datatype dt, MPI_Op op, int root, struct bcs_comm *c, MPI_Comm comm,
 		      MPI_Request *req);
+/* Ialltoall's MPI_IN_PLACE: Ialltoallv's with equal blocks (below) */
+static int nb_alltoall_in_place(void *rbuf, int rcount, MPI_Datatype rtype, struct bcs_comm *c,
+				MPI_Comm comm, MPI_Request *req);
 
 static int nb_barrier(struct bcs_comm *c, MPI_Comm comm, MPI_Request *req)
 {
@@ -248,8 +251,6 @@ static int nb_route(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf
 	/* MPI_IN_PLACE: the root's own block stays where it is */
 	bool in_place = (dir == 0 && at_root && sbuf == MPI_IN_PLACE) ||
 			(dir == 1 && at_root && rbuf == MPI_IN_PLACE);
-	if (dir == 2 && sbuf == MPI_IN_PLACE)
-		return MPI_ERR_ARG; /* outside the subset for the non-blocking form */
 	bool needs_s = dir == 2 || (dir == 0 ? !in_place : at_root);
 	bool needs_r = dir == 2 || (dir == 0 ? at_root : !in_place);
 	if ((needs_s && !st) || (needs_r && !rt))
@@ -318,6 +319,9 @@ int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, 
 	if (c->rworld)
 		return bcs_err(comm, nbi_flat(BCS_INTER_ALLTOALL, sbuf, scount, NULL, NULL, stype,
 					      rbuf, rcount, NULL, NULL, rtype, 0, c, comm, req),
+			       "MPI_Ialltoall");
+	if (sbuf == MPI_IN_PLACE)
+		return bcs_err(comm, nb_alltoall_in_place(rbuf, rcount, rtype, c, comm, req),
 			       "MPI_Ialltoall");
 	return bcs_err(comm, nb_route(sbuf, scount, stype, rbuf, rcount, rtype, 0, 2, c, comm,
 				      req), "MPI_Ialltoall");
@@ -555,6 +559,22 @@ static int nb_alltoallw(const void *sbuf, const int *scounts, const int *sdispls
 	}
 	rc = nb_blocks(snd, rcv, c, comm, copy_fin, copy, req);
 	free(b);
+	return rc;
+}
+
+static int nb_alltoall_in_place(void *rbuf, int rcount, MPI_Datatype rtype, struct bcs_comm *c,
+				MPI_Comm comm, MPI_Request *req)
+{
+	int n = c->size, *cd = malloc(2 * (size_t)n * sizeof(int));
+	if (!cd)
+		return MPI_ERR_INTERN;
+	for (int i = 0; i < n; i++) {
+		cd[i] = rcount;
+		cd[n + i] = i * rcount;
+	}
+	int rc = nb_alltoallw(MPI_IN_PLACE, NULL, NULL, NULL, rbuf, cd, cd + n, &rtype, false, c,
+			      comm, req);
+	free(cd);
 	return rc;
 }
 

@@ -1,8 +1,7 @@
 /* More collectives and non-blocking ones: Reduce_scatter, Reduce_scatter_block,
  * Exscan (predefined and non-commutative user ops, MPI_IN_PLACE); Ibarrier,
- * Ibcast, Iallreduce, Ireduce, Iallgather, Igather, Iscatter, Ialltoall
- * completed by Wait, Test loops and
- * Waitall mixed with point-to-point requests, several in flight on one
+ * Ibcast, Iallreduce, Ireduce, Iallgather, Igather, Iscatter, Ialltoall (and
+ * in place) completed by Wait, Test loops and Waitall mixed with point-to-point requests, several in flight on one
  * communicator and overlapping blocking collectives and point to point. */
 #include "suite.h"
 
@@ -278,6 +277,20 @@ static void routed(void)
 	for (int p = 0; p < size; p++)
 		good &= back[2 * p] == p * 100 + 2 * rank && back[2 * p + 1] == p * 100 + 2 * rank + 1;
 	check(good, "ialltoall");
+	/* in place: the blocks sent are the buffer's before the call, while
+	 * the receives overwrite it; a gather's request in flight beside it */
+	for (int i = 0; i < 2 * size; i++)
+		back[i] = rank * 100 + i;
+	MPI_Request iq[2];
+	MPI_Iallgather(&rank, 1, MPI_INT, all, 1, MPI_INT, W, &iq[1]);
+	checkrc(MPI_Ialltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, back, 2, MPI_INT, W, &iq[0]),
+		MPI_SUCCESS, "ialltoall.in_place.rc");
+	MPI_Waitall(2, iq, MPI_STATUSES_IGNORE);
+	good = 1;
+	for (int p = 0; p < size; p++)
+		good &= back[2 * p] == p * 100 + 2 * rank && back[2 * p + 1] == p * 100 + 2 * rank + 1 &&
+			all[p] == p;
+	check(good, "ialltoall.in_place");
 	for (int i = 0; i < 2 * size; i++)
 		all[i] = rank == 0 && i < 2 ? i + 1 : -1;
 	int mine[2] = {rank + 1, rank + 2};
