@@ -185,6 +185,7 @@ BCS_LIB_SRC += bcs_mpi/info.c bcs_mpi/attr.c bcs_mpi/bsend.c
 BCS_LIB_SRC += bcs_mpi/comm.c bcs_mpi/init.c
 # neighborhood collectives
 BCS_LIB_SRC += bcs_mpi/neighbor.c
+BCS_LIB_SRC += bcs_mpi/pcoll.c
 BCS_LIB_OBJ := $(BCS_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 .PHONY: bcsmpi
 bcsmpi: $(BUILD)/lib/libbcsmpi.a $(BUILD)/lib/libbcsmpi.so $(BUILD)/include/mpi.h \

@@ -203,6 +203,13 @@ typedef int bcs_bsend_fn(const void *buf, int count, MPI_Datatype dt, int dest, 
 int bcs_persist_bsend_init(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
 			   MPI_Comm comm, MPI_Request *req, bcs_bsend_fn *bsend);
 
+/* A persistent collective (MPI-4, pcoll.c): each MPI_Start runs start(args),
+ * a non-blocking collective whose request takes the persistent request's
+ * handle (mpi.c); drop(args) when the request is freed (also on failure). */
+typedef int bcs_pcoll_fn(void *args, MPI_Request *req);
+int bcs_persist_coll_init(MPI_Comm comm, bcs_pcoll_fn *start, void (*drop)(void *), void *args,
+			  MPI_Request *req);
+
 /* collectives' point-to-point tag, in a communicator's collective context */
 #define TAG_COLL 1
 

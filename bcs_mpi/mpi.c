@@ -120,6 +120,7 @@ static void req_drop_type(struct req *r)
 }
 
 static void persist_free(struct persist *p);
+static bool persist_is_coll(const struct persist *p);
 
 static void req_release(int id)
 {
@@ -134,9 +135,10 @@ static void req_release(int id)
 
 static int req_new(int kind, MPI_Comm comm)
 {
-	if (g.restart) {
+	if (g.restart && (kind == R_COLL) == persist_is_coll(req_at(g.restart - 1)->pers)) {
 		/* MPI_Start posts the persistent request's own slot, so that
-		 * the handle the program holds is the one that completes */
+		 * the handle the program holds is the one that completes (a
+		 * collective's: its own request, not a part's) */
 		int id = g.restart;
 		struct req *r = req_at(id - 1);
 		struct persist *p = r->pers;
@@ -1266,6 +1268,9 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int st
 struct persist {
 	bool send;
 	bcs_bsend_fn *bsend; /* MPI_Bsend_init's: bsend.c's check and send */
+	bcs_pcoll_fn *coll;  /* a persistent collective's start, on args */
+	void (*drop)(void *args);
+	void *args;
 	void *buf;
 	int count, peer, tag;
 	MPI_Datatype dt;
@@ -1276,10 +1281,17 @@ static void persist_free(struct persist *p)
 {
 	if (!p)
 		return;
+	if (p->drop)
+		p->drop(p->args);
 	struct bcs_type *t = bcs_type_get(p->dt);
 	if (t && !t->predefined)
 		bcs_type_free(&p->dt);
 	free(p);
+}
+
+static bool persist_is_coll(const struct persist *p)
+{
+	return p && p->coll;
 }
 
 static void persist_idle(struct req *r)
@@ -1372,6 +1384,37 @@ int MPI_Recv_init(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_C
 	return persist_init(p, req, "MPI_Recv_init");
 }
 
+int bcs_persist_coll_init(MPI_Comm comm, bcs_pcoll_fn *start, void (*drop)(void *), void *args,
+			  MPI_Request *req)
+{
+	struct persist *h = malloc(sizeof(*h));
+	if (!h) {
+		drop(args);
+		return MPI_ERR_NO_MEM;
+	}
+	*h = (struct persist){.coll = start, .drop = drop, .args = args,
+			      .dt = MPI_DATATYPE_NULL, .comm = comm};
+	int id = req_new(R_NULLDONE, comm);
+	struct req *r = req_at(id - 1);
+	r->pers = h;
+	persist_idle(r);
+	*req = id;
+	return MPI_SUCCESS;
+}
+
+/* A persistent collective's start: the non-blocking collective, whose
+ * request (the first req_new of its kind) takes this slot. A call that
+ * fails before it made one leaves the request inactive. */
+static int start_coll(MPI_Request id, struct persist *p)
+{
+	MPI_Request got = MPI_REQUEST_NULL;
+	g.restart = id;
+	int rc = p->coll(p->args, &got);
+	bool taken = g.restart == 0;
+	g.restart = 0;
+	return rc || taken ? rc : MPI_ERR_INTERN;
+}
+
 static int start_one(MPI_Request id)
 {
 	struct req *r = req_of(id);
@@ -1381,6 +1424,8 @@ static int start_one(MPI_Request id)
 	struct bcs_comm *c = bcs_comm_get(p->comm);
 	if (!c)
 		return MPI_ERR_COMM;
+	if (p->coll)
+		return start_coll(id, p);
 	if (p->bsend) {
 		/* done once copied into the attached buffer */
 		int rc = p->bsend(p->buf, p->count, p->dt, p->peer, p->tag, p->comm);

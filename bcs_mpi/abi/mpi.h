@@ -498,6 +498,67 @@ int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[],
 			    void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[],
 			    const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request);
 
+/* ---- persistent collectives, MPI-4.0 (bcs_mpi/pcoll.c): started by
+ * MPI_Start/MPI_Startall, completed as any request, freed by MPI_Request_free */
+int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *req);
+int MPI_Bcast_init(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
+		   MPI_Info info, MPI_Request *req);
+int MPI_Reduce_init(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+		    int root, MPI_Comm comm, MPI_Info info, MPI_Request *req);
+int MPI_Allreduce_init(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+		       MPI_Comm comm, MPI_Info info, MPI_Request *req);
+int MPI_Reduce_scatter_block_init(const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
+				  MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *req);
+int MPI_Scan_init(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+		  MPI_Comm comm, MPI_Info info, MPI_Request *req);
+int MPI_Exscan_init(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+		    MPI_Comm comm, MPI_Info info, MPI_Request *req);
+int MPI_Reduce_scatter_init(const void *sbuf, void *rbuf, const int counts[], MPI_Datatype dt,
+			    MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *req);
+int MPI_Gather_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+		    MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req);
+int MPI_Scatter_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+		     MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info,
+		     MPI_Request *req);
+int MPI_Allgather_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+		       int rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Info info,
+		       MPI_Request *req);
+int MPI_Alltoall_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+		      MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req);
+int MPI_Neighbor_allgather_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+				int rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Info info,
+				MPI_Request *req);
+int MPI_Neighbor_alltoall_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+			       int rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Info info,
+			       MPI_Request *req);
+int MPI_Gatherv_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+		     const int rcounts[], const int displs[], MPI_Datatype rtype, int root,
+		     MPI_Comm comm, MPI_Info info, MPI_Request *req);
+int MPI_Scatterv_init(const void *sbuf, const int scounts[], const int displs[],
+		      MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root,
+		      MPI_Comm comm, MPI_Info info, MPI_Request *req);
+int MPI_Allgatherv_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+			const int rcounts[], const int displs[], MPI_Datatype rtype,
+			MPI_Comm comm, MPI_Info info, MPI_Request *req);
+int MPI_Neighbor_allgatherv_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+				 const int rcounts[], const int displs[], MPI_Datatype rtype,
+				 MPI_Comm comm, MPI_Info info, MPI_Request *req);
+int MPI_Alltoallv_init(const void *sbuf, const int scounts[], const int sdispls[],
+		       MPI_Datatype stype, void *rbuf, const int rcounts[], const int rdispls[],
+		       MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req);
+int MPI_Neighbor_alltoallv_init(const void *sbuf, const int scounts[], const int sdispls[],
+				MPI_Datatype stype, void *rbuf, const int rcounts[],
+				const int rdispls[], MPI_Datatype rtype, MPI_Comm comm,
+				MPI_Info info, MPI_Request *req);
+int MPI_Alltoallw_init(const void *sbuf, const int scounts[], const int sdispls[],
+		       const MPI_Datatype stypes[], void *rbuf, const int rcounts[],
+		       const int rdispls[], const MPI_Datatype rtypes[], MPI_Comm comm,
+		       MPI_Info info, MPI_Request *req);
+int MPI_Neighbor_alltoallw_init(const void *sbuf, const int scounts[], const MPI_Aint sdispls[],
+				const MPI_Datatype stypes[], void *rbuf, const int rcounts[],
+				const MPI_Aint rdispls[], const MPI_Datatype rtypes[],
+				MPI_Comm comm, MPI_Info info, MPI_Request *req);
+
 /* ---- one-sided communication (bcs_mpi/win.c) */
 typedef int MPI_Win;
 #define MPI_WIN_NULL 0
