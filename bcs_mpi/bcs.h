@@ -113,6 +113,10 @@ int bcs_fold(MPI_Op op, MPI_Datatype dt, int count, char *all, long span, int lo
 /* Combines count items: inout = in op inout (user ops see the user layout). */
 int bcs_reduce_local(MPI_Op op, MPI_Datatype dt, int count, const void *in, void *inout);
 int bcs_op_check(MPI_Op op, MPI_Datatype dt);
+/* a pending reduction's hold on a user op: MPI_Op_free before it folds
+ * leaves the op to it (predefined ops: nothing) */
+void bcs_op_hold(MPI_Op op);
+void bcs_op_release(MPI_Op op);
 /* A datatype's extent in bytes, 0 for an unknown one. */
 long bcs_extent(MPI_Datatype dt);
 /* Reduce_scatter's blocks (counts[i], or bcount each when counts is NULL):

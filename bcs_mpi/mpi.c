@@ -68,6 +68,10 @@ static struct {
 	uint32_t next_ctx;
 	MPI_User_function *ops[256];
 	int op_commute[256];
+	/* a user op stays until the last pending reduction that holds it
+	 * folds, even after MPI_Op_free (which then only marks it freed) */
+	int op_holds[256];
+	bool op_freed[256];
 } g = {.free_head = -1};
 
 /* The thread that called MPI_Init: a thread-local flag, not its tid, which
@@ -1851,18 +1855,43 @@ int MPI_Op_create(MPI_User_function *fn, int commute, MPI_Op *op)
 	return bcs_err(MPI_COMM_WORLD, MPI_ERR_INTERN, "MPI_Op_create");
 }
 
+/* a user op a program may still name (created, not freed) */
+static bool user_op(MPI_Op op)
+{
+	return op >= 32 && op < 256 && g.ops[op] && !g.op_freed[op];
+}
+
 int MPI_Op_free(MPI_Op *op)
 {
-	if (*op < 32 || *op >= 256 || !g.ops[*op])
+	if (!user_op(*op))
 		return bcs_err(MPI_COMM_WORLD, MPI_ERR_OP, "MPI_Op_free");
-	g.ops[*op] = NULL;
+	if (g.op_holds[*op])
+		g.op_freed[*op] = true;
+	else
+		g.ops[*op] = NULL;
 	*op = MPI_OP_NULL;
 	return MPI_SUCCESS;
 }
 
-int MPI_Op_commutative(MPI_Op op, int *commute)
+void bcs_op_hold(MPI_Op op)
 {
 	if (op >= 32 && op < 256 && g.ops[op])
+		g.op_holds[op]++;
+}
+
+void bcs_op_release(MPI_Op op)
+{
+	if (op < 32 || op >= 256 || !g.ops[op] || g.op_holds[op] <= 0)
+		return;
+	if (--g.op_holds[op] == 0 && g.op_freed[op]) {
+		g.ops[op] = NULL;
+		g.op_freed[op] = false;
+	}
+}
+
+int MPI_Op_commutative(MPI_Op op, int *commute)
+{
+	if (user_op(op))
 		*commute = g.op_commute[op] != 0;
 	else if (op >= MPI_MAX && op <= MPI_NO_OP)
 		*commute = 1;
@@ -1885,7 +1914,7 @@ int bcs_op_check(MPI_Op op, MPI_Datatype dt)
 	struct bcs_type *t = bcs_type_get(dt);
 	if (!t || !t->committed)
 		return MPI_ERR_TYPE;
-	if (op >= 32 && op < 256 && g.ops[op])
+	if (user_op(op))
 		return MPI_SUCCESS;
 	if (op < MPI_MAX || op > MPI_MINLOC)
 		return MPI_ERR_OP;

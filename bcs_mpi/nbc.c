@@ -105,6 +105,7 @@ static int red_fin(void *state)
 					    s->count, s->dt);
 	}
 	bcs_type_release(s->dt);
+	bcs_op_release(s->op);
 	free(s->mem);
 	s->mem = NULL;
 	return rc;
@@ -128,6 +129,7 @@ static struct red *red_new(int nslots, int nfold, int count, MPI_Datatype dt, MP
 	s->count = count;
 	s->dt = dt;
 	bcs_type_hold(dt); /* the fold at completion may follow MPI_Type_free */
+	bcs_op_hold(op); /* or MPI_Op_free */
 	s->op = op;
 	s->rbuf = rbuf;
 	return s;

@@ -1,7 +1,8 @@
 /* More collectives and non-blocking ones: Reduce_scatter, Reduce_scatter_block,
  * Exscan (predefined and non-commutative user ops, MPI_IN_PLACE); Ibarrier,
  * Ibcast, Iallreduce, Ireduce, Iallgather, Igather, Iscatter, Ialltoall (and
- * in place) completed by Wait, Test loops and Waitall mixed with point-to-point requests, several in flight on one
+ * in place), user ops freed while they are pending; completed by Wait, Test
+ * loops and Waitall mixed with point-to-point requests, several in flight on one
  * communicator and overlapping blocking collectives and point to point. */
 #include "suite.h"
 
@@ -114,6 +115,34 @@ static void reduce_scatter(void)
 	free(s);
 	free(ds);
 	free(as);
+}
+
+static void isum(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+	(void)dt;
+	for (int i = 0; i < *len; i++)
+		((int *)inout)[i] += ((int *)in)[i];
+}
+
+/* user ops freed while reductions that use them are pending: MPI says
+ * those complete as if the op were still there */
+static void op_freed(void)
+{
+	MPI_Op a, b;
+	MPI_Request q[2];
+	int x[2] = {rank + 1, 2 * rank}, all[2] = {-1, -1}, pre[2] = {-1, -1};
+	MPI_Op_create(isum, 1, &a);
+	MPI_Iallreduce(x, all, 2, MPI_INT, a, W, &q[0]);
+	checkrc(MPI_Op_free(&a), MPI_SUCCESS, "op_freed.free_rc");
+	/* a new op beside the freed one, in flight too */
+	MPI_Op_create(isum, 0, &b);
+	MPI_Iscan(x, pre, 2, MPI_INT, b, W, &q[1]);
+	MPI_Op_free(&b);
+	checkrc(MPI_Waitall(2, q, MPI_STATUSES_IGNORE), MPI_SUCCESS, "op_freed.waitall_rc");
+	check(all[0] == size * (size + 1) / 2 && all[1] == size * (size - 1),
+	      "op_freed.iallreduce");
+	check(pre[0] == (rank + 1) * (rank + 2) / 2 && pre[1] == rank * (rank + 1),
+	      "op_freed.iscan");
 }
 
 static void nonblocking(void)
@@ -313,6 +342,7 @@ int main(int argc, char **argv)
 	suite_begin();
 	reduce_scatter();
 	nonblocking();
+	op_freed();
 	routed();
 	return suite_finish("nbcoll");
 }
