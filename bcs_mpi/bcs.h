@@ -27,6 +27,7 @@ struct bcs_comm {
 	 * point-to-point ranks name it (intercomm.c) */
 	int rsize;
 	int *rworld;
+	uint32_t pcolls;   /* persistent collectives made on it (pcoll.c) */
 };
 
 /* MPI_*_set_name: a copy of name cut to MPI_MAX_OBJECT_NAME - 1 bytes

@@ -63,6 +63,7 @@ static struct {
 	int nreqs, free_head;
 	int eager_out;     /* buffered sends not yet taken by the daemon */
 	int restart;       /* MPI_Start: the persistent request req_new reuses */
+	int coll_tag;      /* MPI_Start of a collective: the tag of its parts */
 	uint32_t chan_flags; /* test hooks (BCS_CHAN_REFUSE_COPY, _STOP_IN_COPY) */
 	struct bcs_comm comms[MAX_COMMS];
 	uint32_t next_ctx;
@@ -973,12 +974,16 @@ static int irecv_impl(void *buf, int count, MPI_Datatype dt, int src, int tag,
 int bcs_isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
 	      struct bcs_comm *c, bool coll, MPI_Request *req)
 {
+	if (coll && tag == TAG_COLL && g.coll_tag)
+		tag = g.coll_tag;
 	return isend_impl(buf, count, dt, dest, tag, c, coll, false, MPI_COMM_WORLD, req);
 }
 
 int bcs_irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, struct bcs_comm *c,
 	      bool coll, MPI_Request *req)
 {
+	if (coll && tag == TAG_COLL && g.coll_tag)
+		tag = g.coll_tag;
 	return irecv_impl(buf, count, dt, src, tag, c, coll, MPI_COMM_WORLD, req);
 }
 
@@ -1396,8 +1401,14 @@ int bcs_persist_coll_init(MPI_Comm comm, bcs_pcoll_fn *start, void (*drop)(void 
 		drop(args);
 		return MPI_ERR_NO_MEM;
 	}
+	/* its parts' tag on the collective context: one per persistent
+	 * collective of the communicator, in the order of the _init calls
+	 * (the same on every member), so that ranks may start them in
+	 * different orders and each part still meets its own */
+	struct bcs_comm *c = bcs_comm_get(comm);
+	int tag = TAG_COLL + 1 + (int)(c->pcolls++ % (1u << 24));
 	*h = (struct persist){.coll = start, .drop = drop, .args = args,
-			      .dt = MPI_DATATYPE_NULL, .comm = comm};
+			      .dt = MPI_DATATYPE_NULL, .comm = comm, .tag = tag};
 	int id = req_new(R_NULLDONE, comm);
 	struct req *r = req_at(id - 1);
 	r->pers = h;
@@ -1413,9 +1424,11 @@ static int start_coll(MPI_Request id, struct persist *p)
 {
 	MPI_Request got = MPI_REQUEST_NULL;
 	g.restart = id;
+	g.coll_tag = p->tag;
 	int rc = p->coll(p->args, &got);
 	bool taken = g.restart == 0;
 	g.restart = 0;
+	g.coll_tag = 0;
 	return rc || taken ? rc : MPI_ERR_INTERN;
 }
 

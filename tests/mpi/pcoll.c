@@ -4,7 +4,8 @@
  * root, Reduce and Allreduce with a non-commutative op (2x2 matrix
  * products mod a prime: rank order or another answer), Scan, Exscan,
  * Reduce_scatter(_block), Gather(v), Scatter(v), Allgather(v), Alltoall(v/w);
- * a Bcast_init on an intercommunicator (the even and the odd ranks).
+ * three started in a different order on each rank; a Bcast_init on an
+ * intercommunicator (the even and the odd ranks).
  * BCS-MPI only: Debian's MPICH 4.0.2 leaves a persistent Gather's blocks
  * unset or wrong, fails later starts with "Invalid communicator", and hangs
  * in a Wait on a persistent collective not yet started (not done here). */
@@ -206,6 +207,27 @@ static void together(struct bufs *b, MPI_Request *q, int s)
 		check(right(b, set[k], s), nm("%s.startall%d.result", names[set[k]], s));
 }
 
+/* started in a different order on each rank (MPI matches persistent
+ * collectives by the order of their _init calls), a blocking Allreduce
+ * between the starts and the waits */
+static void out_of_order(void)
+{
+	int a = -1, x = rank + 1, sum = -1, sum2 = -1;
+	MPI_Request q[3];
+	MPI_Bcast_init(&a, 1, MPI_INT, 0, W, MPI_INFO_NULL, &q[0]);
+	MPI_Barrier_init(W, MPI_INFO_NULL, &q[1]);
+	MPI_Allreduce_init(&x, &sum, 1, MPI_INT, MPI_SUM, W, MPI_INFO_NULL, &q[2]);
+	if (rank == 0)
+		a = 42;
+	for (int k = 0; k < 3; k++)
+		MPI_Start(&q[(rank + (rank % 2 ? 2 - k : k)) % 3]);
+	MPI_Allreduce(&x, &sum2, 1, MPI_INT, MPI_MAX, W);
+	checkrc(MPI_Waitall(3, q, MPI_STATUSES_IGNORE), MPI_SUCCESS, "order.waitall_rc");
+	check(a == 42 && sum == size * (size + 1) / 2 && sum2 == size, "order.results");
+	for (int k = 0; k < 3; k++)
+		MPI_Request_free(&q[k]);
+}
+
 /* the even ranks' rank 0 broadcasts to the odd ranks, started twice */
 static void inter(void)
 {
@@ -267,6 +289,7 @@ int main(int argc, char **argv)
 		checkrc(MPI_Request_free(&none), MPI_SUCCESS, nm("%s.free.rc", names[i]));
 		check(none == MPI_REQUEST_NULL, nm("%s.free.null", names[i]));
 	}
+	out_of_order();
 	if (size >= 2)
 		inter();
 	MPI_Op_free(&matop);
