@@ -20,8 +20,8 @@ static void check_deadlines(struct sn_ctx *ctx)
 	/* finishing one record can free others (a failed ACK cascades), so
 	 * rescan from the head after each; every pass finishes one record */
 	for (struct rec *r = ctx->recs; r;) {
-		if (!r->finished && t >= r->deadline_ns) {
-			sni_rec_try_finish(ctx, r, true);
+		if ((!r->finished || r->tomb) && t >= r->deadline_ns) {
+			sni_rec_expire(ctx, r);
 			r = ctx->recs;
 		} else {
 			r = r->next;
@@ -101,6 +101,8 @@ int sn_progress(struct sn_ctx *ctx)
 		total += rc;
 	}
 	check_deadlines(ctx);
+	if (ctx->cfg.fault_hold_off)
+		sni_hold_release(ctx);
 	return total + sni_caw_deliver(ctx);
 }
 

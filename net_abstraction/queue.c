@@ -297,7 +297,8 @@ void sni_tx_failed(struct sn_ctx *ctx, struct slot *s, int err)
 {
 	note(ctx, "%s to node %u failed: %s", s->write ? "RMA write" : "send", s->dest,
 	     fi_strerror(-err));
-	if (s->rec && !s->rec->finished)
+	/* a tombstone forwards late chunks (treeop.c) */
+	if (s->rec && (!s->rec->finished || s->rec->tomb))
 		ctx->hooks.send_failed(ctx, s->rec, s->dest);
 	sni_tx_done(ctx, s);
 }

@@ -886,6 +886,11 @@ void sni_ctx_free(struct sn_ctx *ctx)
 		free(r->owned);
 		free(r);
 	}
+	while (ctx->held) { /* a test point's (treeop.c) */
+		struct held_msg *h = ctx->held;
+		ctx->held = h->next;
+		free(h);
+	}
 	while (ctx->free_slots) {
 		struct slot *s = ctx->free_slots;
 		ctx->free_slots = s->next;

@@ -52,6 +52,12 @@ struct sn_config {
 	unsigned rx_depth;        /* receive buffers posted per rail, default 32 */
 	uint64_t fault_die_after; /* fault injection: SIGKILL self once this many
 				     bytes were received (0: never) */
+	uint64_t fault_hold_off;  /* fault injection: once a chunk at or past this
+				     offset in its transfer (0: never) comes for a
+				     transfer this node holds a record of, handle
+				     nothing it receives until that record has
+				     expired, as a node descheduled between two
+				     chunks; once per transfer */
 	bool rma;                 /* XFER-AND-SIGNAL chunks by RMA write into the
 				     destination's global memory where the
 				     provider has FI_RMA and the peer published
@@ -251,6 +257,9 @@ struct sn_stats {
 	uint64_t map_refused;          /* requests for our memory from another user */
 	uint64_t caw_retries;          /* COMPARE-AND-WRITE attempts after a call's first
 					  (refused, or queued again) */
+	uint64_t late_chunks;          /* XFER chunks that came after this node's record
+					  of their transfer had expired, placed and
+					  forwarded all the same (treeop.c) */
 };
 void sn_get_stats(const struct sn_ctx *ctx, struct sn_stats *st);
 

@@ -148,6 +148,20 @@ struct rail {
 
 typedef void (*rec_done_fn)(struct sn_ctx *ctx, struct rec *r);
 
+/* How long a tombstone (struct rec, tomb) waits for a late chunk, in the
+ * last down message's budgets: a chunk of its transfer that comes after
+ * it is gone is dropped, and its remote event never signalled here. */
+#define SN_TOMB_BUDGETS 4
+
+/* A message received while a test point holds this node's handling
+ * (sn_config.fault_hold_off), kept for when it lets go. */
+struct held_msg {
+	struct held_msg *next;
+	int rail;
+	size_t len;
+	uint8_t buf[];
+};
+
 /* One tree operation as seen by one member. */
 struct rec {
 	struct rec *next;
@@ -162,10 +176,17 @@ struct rec {
 	int32_t status;         /* 1/0 AND of conditions, or -errno */
 	bool in_set, local_done, finished;
 	bool local_failed;      /* done here, but without effect: not confirmed */
+	/* An XFER that expired here before all its chunks came: finished (its
+	 * parent told), but kept to place, forward and signal the late ones,
+	 * until every byte is here or SN_TOMB_BUDGETS budgets pass without a
+	 * chunk (treeop.c) */
+	bool tomb;
 	bool lock_wait;         /* a CAW prepare queued for a lock here (caw.h) */
 	uint64_t wait_mark;     /* locks.releases when it queued */
 	uint64_t bytes;         /* XFER bytes placed here */
 	uint64_t deadline_ns;
+	uint32_t budget_ms;     /* the last down message's */
+	struct sn_nodeset gone; /* children a send to failed: sent nothing more */
 	unsigned tx_pending;
 	/* root only */
 	rec_done_fn done;
@@ -233,6 +254,11 @@ struct sn_ctx {
 	uint32_t self, n;
 	uint32_t next_opid;
 	struct rec *recs;
+	/* fault_hold_off: what came since it held a transfer's chunk, in order,
+	 * and that transfer (a transfer is held once) */
+	struct held_msg *held, **held_tail;
+	bool holding;
+	uint32_t hold_origin, hold_opid;
 	struct caw_locks locks;   /* this node's, as a member of CAWs */
 	uint32_t caw_seq;         /* COMPARE-AND-WRITEs started here: their tickets */
 	struct caw_call *calls;   /* the CAWs this node coordinates */
@@ -324,6 +350,8 @@ void sni_rec_release(struct sn_ctx *ctx, struct rec *r);
 void sni_rec_forward(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m,
 		     const void *payload);
 void sni_rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired);
+void sni_rec_expire(struct sn_ctx *ctx, struct rec *r);
+void sni_hold_release(struct sn_ctx *ctx);
 void sni_rec_child_failed(struct sn_ctx *ctx, struct rec *r, uint32_t child);
 void sni_combine_status(struct rec *r, int32_t status);
 void sni_handle_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t len);

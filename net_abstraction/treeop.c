@@ -30,16 +30,46 @@ static void rec_free(struct sn_ctx *ctx, struct rec *r)
 
 void sni_rec_release(struct sn_ctx *ctx, struct rec *r)
 {
-	if (r->finished && r->tx_pending == 0)
+	if (r->finished && !r->tomb && r->tx_pending == 0)
 		rec_free(ctx, r);
 }
 
+/* The live record of an operation: the one its ACKs are for. */
 static struct rec *rec_find(struct sn_ctx *ctx, uint32_t origin, uint32_t opid)
 {
 	for (struct rec *r = ctx->recs; r; r = r->next)
 		if (r->m.origin == origin && r->m.opid == opid && !r->finished)
 			return r;
 	return NULL;
+}
+
+/* The record a down message is for: the live one, or the tombstone of a
+ * transfer that expired here mid-way. */
+static struct rec *rec_find_down(struct sn_ctx *ctx, uint32_t origin, uint32_t opid)
+{
+	for (struct rec *r = ctx->recs; r; r = r->next)
+		if (r->m.origin == origin && r->m.opid == opid && (!r->finished || r->tomb))
+			return r;
+	return NULL;
+}
+
+/* A tombstone's end: every byte came, or the rest never will. */
+static void rec_bury(struct sn_ctx *ctx, struct rec *r)
+{
+	r->tomb = false;
+	sni_rec_release(ctx, r);
+}
+
+/* Waits (or waits longer) for the rest of a transfer whose record here
+ * expired: a relay descheduled between two chunks, or behind a slow parent,
+ * still gets them, and without the record they would start a new one that
+ * never reaches the transfer's size, so neither it nor its subtree would
+ * ever signal the data that arrived. */
+static void rec_entomb(struct sn_ctx *ctx, struct rec *r)
+{
+	uint64_t ms = r->budget_ms > ctx->cfg.timeout_ms ? r->budget_ms : ctx->cfg.timeout_ms;
+	r->tomb = true;
+	r->deadline_ns = now_ns() + SN_TOMB_BUDGETS * ms * 1000000ull;
 }
 
 static uint32_t budget_left_ms(const struct rec *r)
@@ -73,6 +103,7 @@ static struct rec *rec_new(struct sn_ctx *ctx, const struct sn_msg *m, int rail,
 	r->in_set = sn_set_has(&m->set, ctx->self);
 	r->status = 1;
 	r->local_ev = SN_NO_EVENT;
+	r->budget_ms = (uint32_t)budget_ms;
 	r->deadline_ns = now_ns() + budget_ms * 1000000ull;
 	r->next = ctx->recs;
 	ctx->recs = r;
@@ -87,7 +118,7 @@ void sni_rec_forward(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m,
 	fw.sender = ctx->self;
 	fw.budget_ms = budget_left_ms(r);
 	for (uint32_t i = 0; i < r->nchildren; i++) {
-		if (sn_set_has(&r->suspect, r->children[i]))
+		if (sn_set_has(&r->gone, r->children[i]))
 			continue; /* already failed */
 		if (sni_send_msg(ctx, r->rail, r->children[i], &fw, payload, fw.chunk_len, r))
 			note(ctx, "out of memory forwarding to node %u", r->children[i]);
@@ -122,6 +153,11 @@ void sni_rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired)
 	if (r->in_set && r->local_done && !r->local_failed)
 		sn_set_add(&r->ok, ctx->self);
 	r->finished = true;
+	/* the rest of a transfer may still come: its parent is told now that
+	 * this subtree did not confirm, but its data and events are not lost */
+	if (expired && r->m.type == SN_MSG_XFER && r->parent != UINT32_MAX &&
+	    r->bytes < r->m.total)
+		rec_entomb(ctx, r);
 	if (r->parent == UINT32_MAX) {
 		if (r->done)
 			r->done(ctx, r);
@@ -146,18 +182,31 @@ void sni_rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired)
 		ctx->hooks.caw_regrant(ctx);
 }
 
+/* Called for a live record or a tombstone (a late chunk's forward). */
 void sni_rec_child_failed(struct sn_ctx *ctx, struct rec *r, uint32_t child)
 {
-	if (!sn_set_has(&r->waiting, child)) {
-		/* nobody waits on an unacknowledged transfer, but later
-		 * chunks should not go to a child known to be gone */
-		if (!(r->m.flags & SN_F_ACK))
-			sn_set_add(&r->suspect, child);
+	/* later chunks do not go to a child known to be gone, whether or not
+	 * anyone waits on its answer */
+	sn_set_add(&r->gone, child);
+	if (r->finished || !sn_set_has(&r->waiting, child))
 		return;
-	}
 	sn_set_del(&r->waiting, child);
 	sn_set_add(&r->suspect, child);
 	sni_rec_try_finish(ctx, r, false);
+}
+
+/* A deadline of r's passed (progress.c): a live record finishes as
+ * expired; a tombstone gives up on the rest of its transfer. */
+void sni_rec_expire(struct sn_ctx *ctx, struct rec *r)
+{
+	if (!r->tomb) {
+		sni_rec_try_finish(ctx, r, true);
+		return;
+	}
+	note(ctx, "op %u/%u: %llu of %llu bytes came; the rest never did, no event here",
+	     r->m.origin, r->m.opid, (unsigned long long)r->bytes,
+	     (unsigned long long)r->m.total);
+	rec_bury(ctx, r);
 }
 
 void sni_combine_status(struct rec *r, int32_t status)
@@ -241,23 +290,51 @@ static bool leaf_fast_path(struct sn_ctx *ctx, const struct sn_msg *m)
 	return true;
 }
 
+/* The record a down message goes to: its operation's, or a new one. NULL:
+ * dropped, said why. */
+static struct rec *rec_of_down(struct sn_ctx *ctx, int rail, const struct sn_msg *m)
+{
+	struct rec *r = rec_find_down(ctx, m->origin, m->opid);
+	/* a transfer's first chunk made its record, so one that finds a
+	 * tombstone is another transfer's: the origin restarted, numbering
+	 * its operations from 1 again */
+	if (r && r->tomb && m->chunk_off == 0) {
+		rec_bury(ctx, r);
+		r = NULL;
+	}
+	if (r) {
+		/* progress on a long transfer keeps it alive */
+		uint64_t ms = (uint64_t)m->budget_ms * (r->tomb ? SN_TOMB_BUDGETS : 1);
+		uint64_t d = now_ns() + ms * 1000000ull;
+		if (d > r->deadline_ns)
+			r->deadline_ns = d;
+		r->budget_ms = m->budget_ms;
+		if (r->tomb)
+			ctx->stats.late_chunks++;
+		return r;
+	}
+	/* one sender's messages come in order, so a later chunk without its
+	 * transfer's record comes after that record's end: the bytes before it
+	 * are not counted anywhere, and a record it began would never reach
+	 * the transfer's size */
+	if (m->type == SN_MSG_XFER && m->chunk_off) {
+		note(ctx, "dropped a chunk of op %u/%u from node %u: the transfer ended here",
+		     m->origin, m->opid, m->sender);
+		return NULL;
+	}
+	r = rec_new(ctx, m, rail, m->budget_ms);
+	if (!r)
+		note(ctx, "cannot place node in tree of op %u/%u", m->origin, m->opid);
+	return r;
+}
+
 static void handle_down(struct sn_ctx *ctx, int rail, const struct sn_msg *m)
 {
 	if (leaf_fast_path(ctx, m))
 		return;
-	struct rec *r = rec_find(ctx, m->origin, m->opid);
-	if (!r) {
-		r = rec_new(ctx, m, rail, m->budget_ms);
-		if (!r) {
-			note(ctx, "cannot place node in tree of op %u/%u", m->origin, m->opid);
-			return;
-		}
-	} else {
-		/* progress on a long transfer keeps it alive */
-		uint64_t d = now_ns() + (uint64_t)m->budget_ms * 1000000ull;
-		if (d > r->deadline_ns)
-			r->deadline_ns = d;
-	}
+	struct rec *r = rec_of_down(ctx, rail, m);
+	if (!r)
+		return;
 	rec_local(ctx, r, m);
 	/* only the root can be outside the set, so the chunk is in our gmem now */
 	const void *payload = m->chunk_len ? ctx->gmem + m->off + m->chunk_off : NULL;
@@ -277,7 +354,10 @@ static void handle_down(struct sn_ctx *ctx, int rail, const struct sn_msg *m)
 	ctx->forwarding = NULL;
 	if (c && --c->refs == 0)
 		free(c); /* every send from it done, or every child given up */
-	sni_rec_try_finish(ctx, r, false);
+	if (r->tomb && r->bytes >= r->m.total)
+		rec_bury(ctx, r); /* its parent heard from it at its deadline */
+	else
+		sni_rec_try_finish(ctx, r, false);
 }
 
 static void handle_ack(struct sn_ctx *ctx, const struct sn_msg *m)
@@ -303,7 +383,7 @@ static void handle_ack(struct sn_ctx *ctx, const struct sn_msg *m)
 	sni_rec_try_finish(ctx, r, false);
 }
 
-void sni_handle_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t len)
+static void handle_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t len)
 {
 	struct sn_msg m;
 	const char *why = "";
@@ -344,6 +424,70 @@ void sni_handle_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t len)
 		handle_ack(ctx, &m);
 		break;
 	}
+}
+
+/* ------------------------------------------------- test point: a held node */
+
+/* sn_config.fault_hold_off: true if the message is held, to be handled once
+ * the transfer it waits on has expired here (sni_hold_release). */
+static bool hold_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t len)
+{
+	struct sn_msg m;
+	const char *why;
+	bool ok = sn_wire_decode(buf, len, ctx->n, &m, &why) == 0;
+	if (!ctx->holding) {
+		if (!ok || m.type != SN_MSG_XFER || m.chunk_off < ctx->cfg.fault_hold_off ||
+		    (m.origin == ctx->hold_origin && m.opid == ctx->hold_opid) ||
+		    !rec_find(ctx, m.origin, m.opid))
+			return false;
+		note(ctx, "test point: holding op %u/%u at byte %llu", m.origin, m.opid,
+		     (unsigned long long)m.chunk_off);
+		ctx->holding = true;
+		ctx->hold_origin = m.origin;
+		ctx->hold_opid = m.opid;
+	}
+	struct held_msg *h = malloc(sizeof(*h) + len);
+	if (!h)
+		return false; /* handled now: in order still, as nothing is held */
+	h->next = NULL;
+	h->rail = rail;
+	h->len = len;
+	memcpy(h->buf, buf, len);
+	if (!ctx->held)
+		ctx->held_tail = &ctx->held;
+	*ctx->held_tail = h;
+	ctx->held_tail = &h->next;
+	/* its sender may wait on our copy (shm) to complete the send */
+	if (ok && (len > SN_BELL_COPY_MIN ||
+		   ((m.flags & SN_F_PLACED) && m.chunk_len > SN_BELL_COPY_MIN)))
+		sni_bell_mark(&ctx->rails[rail], m.sender);
+	return true;
+}
+
+/* Handles what was held, in order, once the held transfer's record here has
+ * expired (progress.c, after the deadlines). */
+void sni_hold_release(struct sn_ctx *ctx)
+{
+	if (!ctx->holding || rec_find(ctx, ctx->hold_origin, ctx->hold_opid))
+		return;
+	note(ctx, "test point: op %u/%u expired, handling what was held", ctx->hold_origin,
+	     ctx->hold_opid);
+	ctx->holding = false;
+	struct held_msg *h = ctx->held;
+	ctx->held = NULL;
+	while (h) {
+		struct held_msg *next = h->next;
+		handle_rx(ctx, h->rail, h->buf, h->len);
+		free(h);
+		h = next;
+	}
+}
+
+void sni_handle_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t len)
+{
+	if (ctx->cfg.fault_hold_off && hold_rx(ctx, rail, buf, len))
+		return;
+	handle_rx(ctx, rail, buf, len);
 }
 
 int sni_next_opid(struct sn_ctx *ctx)

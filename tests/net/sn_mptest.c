@@ -61,7 +61,8 @@ static uint64_t now_ms(void)
 }
 
 static struct sn_ctx *open_node_faulty(const struct spawn_node *nd, size_t gmem,
-				       uint64_t die_after, unsigned timeout_ms)
+				       uint64_t die_after, uint64_t hold_off,
+				       unsigned timeout_ms)
 {
 	const struct params *p = nd->arg;
 	struct sn_config c;
@@ -71,6 +72,7 @@ static struct sn_ctx *open_node_faulty(const struct spawn_node *nd, size_t gmem,
 	c.gmem_size = gmem;
 	c.timeout_ms = timeout_ms;
 	c.fault_die_after = die_after;
+	c.fault_hold_off = hold_off;
 	int rc = sn_open(&c, &ctx);
 	if (rc) {
 		fprintf(stderr, "node %u: sn_open: %s\n", nd->id, sn_open_error());
@@ -86,7 +88,7 @@ static struct sn_ctx *open_node_faulty(const struct spawn_node *nd, size_t gmem,
 
 static struct sn_ctx *open_node(const struct spawn_node *nd, size_t gmem)
 {
-	return open_node_faulty(nd, gmem, 0, OP_TIMEOUT_MS);
+	return open_node_faulty(nd, gmem, 0, 0, OP_TIMEOUT_MS);
 }
 
 static void all_nodes(struct sn_ctx *ctx, struct sn_nodeset *s)
@@ -844,7 +846,8 @@ static int scen_kill(const struct spawn_node *nd)
 {
 	uint32_t self = nd->id, n = nd->n, victim = n - 1;
 	unsigned timeout = kill_timeout_ms(nd);
-	struct sn_ctx *ctx = open_node_faulty(nd, GMEM, self == victim ? 1u << 20 : 0, timeout);
+	struct sn_ctx *ctx =
+		open_node_faulty(nd, GMEM, self == victim ? 1u << 20 : 0, 0, timeout);
 	struct sn_nodeset all, others, survivors;
 	all_nodes(ctx, &all);
 	others = all;
@@ -897,6 +900,91 @@ static int scen_kill(const struct spawn_node *nd)
 		CHECK(sn_test_event(ctx, EV_DATA, 4 * OP_TIMEOUT_MS, NULL) == 1, "data");
 	}
 	CHECK(barrier_again(ctx, &survivors, 2) == 0, "survivors' barrier: %s", sn_strerror(ctx));
+	sn_close(ctx);
+	return 0;
+}
+
+/* ------------------------------------------- a relay late between chunks */
+
+#define STALL_RELAY 1
+#define STALL_HOLD (1u << 20)
+#define STALL_LEN ((2u << 20) + 4096) /* three RMA chunks, 17 messages */
+#define STALL_TIMEOUT_MS 2000
+
+/* Is node j in the subtree of node r in the tree of (root 0, nodes 1..n-1,
+ * fan-out 4)? Node j sits at index j there, its parent at (j-1)/4. */
+static bool in_subtree(uint32_t j, uint32_t r)
+{
+	for (; j > r; j = (j - 1) / 4)
+		;
+	return j == r;
+}
+
+/* Node 1, a relay of node 0's transfers to every other node, handles
+ * nothing it receives from the chunk at 1 MiB on until its record of the
+ * transfer has expired (test point sn_config.fault_hold_off), as a relay
+ * descheduled between two chunks. Each round, every destination must
+ * still end with every byte and its remote event (the relay's subtree
+ * too, from the late chunks), and node 0's local event must fail naming
+ * the relay and its subtree, which did not confirm in time; of an atomic
+ * transfer, whose data phase so fails, no node may signal anything. */
+static int scen_stall(const struct spawn_node *nd)
+{
+	uint32_t self = nd->id, n = nd->n;
+	struct sn_ctx *ctx = open_node_faulty(nd, GMEM, 0, self == STALL_RELAY ? STALL_HOLD : 0,
+					      STALL_TIMEOUT_MS);
+	uint8_t *expect = malloc(STALL_LEN);
+	CHECK(expect, "out of memory");
+	struct sn_nodeset all, others;
+	all_nodes(ctx, &all);
+	others = all;
+	sn_set_del(&others, 0);
+	CHECK(barrier_again(ctx, &all, 1) == 0, "barrier: %s", sn_strerror(ctx));
+	static const struct {
+		bool ack, atomic;
+	} rounds[] = {{true, false}, {false, false}, {true, true}};
+	for (uint32_t round = 0; round < 3; round++) {
+		bool ack = rounds[round].ack, atomic = rounds[round].atomic;
+		fill(expect, STALL_LEN, 300 + round);
+		if (self == 0) {
+			CHECK(sn_xfer(ctx, &others, DATA, expect, STALL_LEN,
+				      ack ? EV_LOCAL : SN_NO_EVENT, EV_DATA,
+				      atomic ? SN_XFER_ATOMIC : 0) == 0,
+			      "xfer: %s", sn_strerror(ctx));
+			struct sn_nodeset failed;
+			sn_set_clear(&failed);
+			int rc = ack ? sn_test_event(ctx, EV_LOCAL, 4 * OP_TIMEOUT_MS, &failed) : -1;
+			CHECK(rc < 0, "round %u: the transfer succeeded (%d) past a relay that "
+				      "expired", round, rc);
+			for (uint32_t j = 1; ack && j < n; j++)
+				CHECK(!in_subtree(j, STALL_RELAY) || sn_set_has(&failed, j),
+				      "round %u: node %u, under relay %u, not named: %s", round, j,
+				      STALL_RELAY, sn_strerror(ctx));
+			CHECK(!ack || strstr(sn_strerror(ctx), "did not confirm"), "message: %s",
+			      sn_strerror(ctx));
+		} else if (!atomic) {
+			CHECK(sn_test_event(ctx, EV_DATA, 4 * OP_TIMEOUT_MS, NULL) == 1,
+			      "round %u: no remote event on node %u%s", round, self,
+			      in_subtree(self, STALL_RELAY) ? ", under the late relay" : "");
+			uint8_t *got = (uint8_t *)sn_gmem(ctx) + DATA;
+			size_t bad = 0;
+			while (bad < STALL_LEN && got[bad] == expect[bad])
+				bad++;
+			CHECK(bad == STALL_LEN, "round %u: byte %zu of what reached node %u differs",
+			      round, bad, self);
+		}
+		if (self == STALL_RELAY) {
+			struct sn_stats st;
+			sn_get_stats(ctx, &st);
+			CHECK(st.late_chunks > 0, "round %u: the relay was not held past its "
+						  "record's end", round);
+		}
+		CHECK(barrier_again(ctx, &all, round + 2) == 0, "barrier %u: %s", round,
+		      sn_strerror(ctx));
+		CHECK(sn_test_event(ctx, EV_DATA, 0, NULL) == 0, "round %u: node %u signalled %s",
+		      round, self, atomic ? "an atomic transfer that failed" : "twice");
+	}
+	free(expect);
 	sn_close(ctx);
 	return 0;
 }
@@ -1413,7 +1501,7 @@ static int run_scenario(int prov, int (*fn)(const struct spawn_node *), uint32_t
 	X(P, order, 2) X(P, order, 8) X(P, stopped, 3) X(P, cutoff, 3) \
 	X(P, kill, 2) X(P, kill, 8) X(P, kill, 32)                \
 	X(P, rails, 8) X(P, static, 4) X(P, badargs, 1) X(P, foreign, 1) \
-	X(P, wake, 2) X(P, wake, 8) X(P, relay, 16)
+	X(P, wake, 2) X(P, wake, 8) X(P, relay, 16) X(P, stall, 8) X(P, stall, 16)
 
 #define DEFINE_TEST(P, S, N)                                                         \
 	static void t_##P##_##S##_##N(void)                                          \
