@@ -428,6 +428,20 @@ static void handle_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t l
 
 /* ------------------------------------------------- test point: a held node */
 
+/* Handles what was held, in order. */
+static void hold_flush(struct sn_ctx *ctx)
+{
+	ctx->holding = false;
+	struct held_msg *h = ctx->held;
+	ctx->held = NULL;
+	while (h) {
+		struct held_msg *next = h->next;
+		handle_rx(ctx, h->rail, h->buf, h->len);
+		free(h);
+		h = next;
+	}
+}
+
 /* sn_config.fault_hold_off: true if the message is held, to be handled once
  * the transfer it waits on has expired here (sni_hold_release). */
 static bool hold_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t len)
@@ -447,8 +461,10 @@ static bool hold_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t len
 		ctx->hold_opid = m.opid;
 	}
 	struct held_msg *h = malloc(sizeof(*h) + len);
-	if (!h)
-		return false; /* handled now: in order still, as nothing is held */
+	if (!h) {
+		hold_flush(ctx); /* out of memory: the hold ends, order kept */
+		return false;
+	}
 	h->next = NULL;
 	h->rail = rail;
 	h->len = len;
@@ -472,15 +488,7 @@ void sni_hold_release(struct sn_ctx *ctx)
 		return;
 	note(ctx, "test point: op %u/%u expired, handling what was held", ctx->hold_origin,
 	     ctx->hold_opid);
-	ctx->holding = false;
-	struct held_msg *h = ctx->held;
-	ctx->held = NULL;
-	while (h) {
-		struct held_msg *next = h->next;
-		handle_rx(ctx, h->rail, h->buf, h->len);
-		free(h);
-		h = next;
-	}
+	hold_flush(ctx);
 }
 
 void sni_handle_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t len)

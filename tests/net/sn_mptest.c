@@ -1503,7 +1503,7 @@ static int run_scenario(int prov, int (*fn)(const struct spawn_node *), uint32_t
 	X(P, order, 2) X(P, order, 8) X(P, stopped, 3) X(P, cutoff, 3) \
 	X(P, kill, 2) X(P, kill, 8) X(P, kill, 32)                \
 	X(P, rails, 8) X(P, static, 4) X(P, badargs, 1) X(P, foreign, 1) \
-	X(P, wake, 2) X(P, wake, 8) X(P, relay, 16) X(P, stall, 8) X(P, stall, 16) X(P, stall, 32)
+	X(P, wake, 2) X(P, wake, 8) X(P, relay, 16) X(P, stall, 8) X(P, stall, 16)
 
 #define DEFINE_TEST(P, S, N)                                                         \
 	static void t_##P##_##S##_##N(void)                                          \
