@@ -34,21 +34,14 @@ void sni_rec_release(struct sn_ctx *ctx, struct rec *r)
 		rec_free(ctx, r);
 }
 
-/* The live record of an operation: the one its ACKs are for. */
-static struct rec *rec_find(struct sn_ctx *ctx, uint32_t origin, uint32_t opid)
+/* The live record of an operation (the one its ACKs are for), or with
+ * tombs also the tombstone of a transfer that expired here mid-way (the
+ * one its late chunks are for). */
+static struct rec *rec_find(struct sn_ctx *ctx, uint32_t origin, uint32_t opid, bool tombs)
 {
 	for (struct rec *r = ctx->recs; r; r = r->next)
-		if (r->m.origin == origin && r->m.opid == opid && !r->finished)
-			return r;
-	return NULL;
-}
-
-/* The record a down message is for: the live one, or the tombstone of a
- * transfer that expired here mid-way. */
-static struct rec *rec_find_down(struct sn_ctx *ctx, uint32_t origin, uint32_t opid)
-{
-	for (struct rec *r = ctx->recs; r; r = r->next)
-		if (r->m.origin == origin && r->m.opid == opid && (!r->finished || r->tomb))
+		if (r->m.origin == origin && r->m.opid == opid &&
+		    (!r->finished || (tombs && r->tomb)))
 			return r;
 	return NULL;
 }
@@ -294,7 +287,7 @@ static bool leaf_fast_path(struct sn_ctx *ctx, const struct sn_msg *m)
  * dropped, said why. */
 static struct rec *rec_of_down(struct sn_ctx *ctx, int rail, const struct sn_msg *m)
 {
-	struct rec *r = rec_find_down(ctx, m->origin, m->opid);
+	struct rec *r = rec_find(ctx, m->origin, m->opid, true);
 	/* a transfer's first chunk made its record, so one that finds a
 	 * tombstone is another transfer's: the origin restarted, numbering
 	 * its operations from 1 again */
@@ -362,7 +355,7 @@ static void handle_down(struct sn_ctx *ctx, int rail, const struct sn_msg *m)
 
 static void handle_ack(struct sn_ctx *ctx, const struct sn_msg *m)
 {
-	struct rec *r = rec_find(ctx, m->origin, m->opid);
+	struct rec *r = rec_find(ctx, m->origin, m->opid, false);
 	if (!r || !sn_set_has(&r->waiting, m->sender)) {
 		note(ctx, "late or unknown ACK for op %u/%u from node %u", m->origin, m->opid,
 		     m->sender);
@@ -452,7 +445,7 @@ static bool hold_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t len
 	if (!ctx->holding) {
 		if (!ok || m.type != SN_MSG_XFER || m.chunk_off < ctx->cfg.fault_hold_off ||
 		    (m.origin == ctx->hold_origin && m.opid == ctx->hold_opid) ||
-		    !rec_find(ctx, m.origin, m.opid))
+		    !rec_find(ctx, m.origin, m.opid, false))
 			return false;
 		note(ctx, "test point: holding op %u/%u at byte %llu", m.origin, m.opid,
 		     (unsigned long long)m.chunk_off);
@@ -484,7 +477,7 @@ static bool hold_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t len
  * expired (progress.c, after the deadlines). */
 void sni_hold_release(struct sn_ctx *ctx)
 {
-	if (!ctx->holding || rec_find(ctx, ctx->hold_origin, ctx->hold_opid))
+	if (!ctx->holding || rec_find(ctx, ctx->hold_origin, ctx->hold_opid, false))
 		return;
 	note(ctx, "test point: op %u/%u expired, handling what was held", ctx->hold_origin,
 	     ctx->hold_opid);

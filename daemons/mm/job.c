@@ -1201,19 +1201,17 @@ void job_on_exit(struct mm *mm, int node, const Storm__Cl__RankExit *e)
  * report in the same round or sooner. */
 static void on_abort(struct mm *mm, struct job *j, int node, const Storm__Cl__JobNote *n)
 {
-	bool first = !j->abort_code;
-	if (first) {
+	if (j->abort_code && !(n->at_ns && n->at_ns < j->abort_at_ns))
+		return; /* a later one: the job already fails with the first */
+	if (!j->abort_code) {
 		j->abort_named = !j->failed && !j->cancelled; /* the reason will be this */
-	} else if (n->at_ns && n->at_ns < j->abort_at_ns) {
+	} else {
 		slog("job %llu: node %s heard an abort %.3f ms before the one reported first: %s",
 		     (unsigned long long)j->id, mm->conf.nodes[node],
 		     (double)(j->abort_at_ns - n->at_ns) / 1e6, n->message);
 		if (j->abort_named)
 			snprintf(j->reason, sizeof(j->reason), "node %s: %s",
 				 mm->conf.nodes[node], n->message);
-	} else {
-		job_fail(mm, j, "node %s: %s", mm->conf.nodes[node], n->message);
-		return;
 	}
 	j->abort_code = (int)(n->value & 255) + 1;
 	j->abort_at_ns = n->at_ns;

@@ -341,6 +341,8 @@ int nd_timed_strobe(struct nd *nd, const struct strobe *s, uint64_t run,
 		    const struct strobe_slot *slots, const uint64_t *run_ahead);
 /* This node's clock: CLOCK_MONOTONIC (plus the test hook's skew). */
 uint64_t nd_clock_ns(const struct nd *nd);
+/* the same moment on the MM's clock, as far as this node knows it */
+uint64_t nd_mm_clock_ns(const struct nd *nd);
 /* A report's ack as the MM wrote it: one exchange for the clock offset. */
 void nd_timed_clock_sample(struct nd *nd, const struct report_ack *a);
 

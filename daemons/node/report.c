@@ -153,7 +153,7 @@ void nd_queue_abort(struct nd *nd, uint64_t job, uint32_t rank, int code)
 	nd_queue_note_value(nd, job, STORM__CL__JOB_NOTE__KIND__ABORTED, (uint64_t)(code & 255),
 			    "rank %u called MPI_Abort (exit code %d)", rank, code & 255);
 	/* the MM's clock, so aborts heard on different nodes compare */
-	nd->q_tail->at_ns = nd_clock_ns(nd) + (uint64_t)(nd->clk.valid ? nd->clk.offset_ns : 0);
+	nd->q_tail->at_ns = nd_mm_clock_ns(nd);
 }
 
 static void rec_free(struct nd_rec *r)
@@ -511,8 +511,7 @@ static bool abort_held(struct nd *nd, const struct nd_rec *r)
 	    r->note != STORM__CL__JOB_NOTE__KIND__ABORTED)
 		return false;
 	uint64_t hold = fault_value(&nd->fault, "abort_hold_ms") * 1000000u;
-	uint64_t now = nd_clock_ns(nd) + (uint64_t)(nd->clk.valid ? nd->clk.offset_ns : 0);
-	return now < r->at_ns + hold;
+	return nd_mm_clock_ns(nd) < r->at_ns + hold;
 }
 
 /* Packs the longest prefix of the queue that fits a report slot, sends it,

@@ -108,6 +108,11 @@ uint64_t nd_clock_ns(const struct nd *nd)
 	return clock_mono_ns() + nd->clock_skew_ns;
 }
 
+uint64_t nd_mm_clock_ns(const struct nd *nd)
+{
+	return nd_clock_ns(nd) + (uint64_t)(nd->clk.valid ? nd->clk.offset_ns : 0);
+}
+
 void nd_timed_clock_sample(struct nd *nd, const struct report_ack *a)
 {
 	if (!a->t1 || a->t1 != nd->report_sent_ns || a->seq != nd->report_seq)
