@@ -16,27 +16,11 @@ static int color, lrank, lsize, rsize;
 static int (*world_of)(int col, int r);
 static MPI_Datatype mat;
 static MPI_Op matop;
-#define P 10007
 
 /* even/odd: rank r of group col (even ranks 0, odd ranks 1) */
 static int world_eo(int col, int r) { return 2 * r + col; }
 /* rank 0 (group 1) against the rest (group 0) */
 static int world_0r(int col, int r) { return col ? 0 : r + 1; }
-
-static void matmul(const int *a, const int *b, int *out)
-{
-	int r[4] = {(a[0] * b[0] + a[1] * b[2]) % P, (a[0] * b[1] + a[1] * b[3]) % P,
-		    (a[2] * b[0] + a[3] * b[2]) % P, (a[2] * b[1] + a[3] * b[3]) % P};
-	memcpy(out, r, sizeof(r));
-}
-
-/* inout = in x inout: in holds the lower ranks' product */
-static void mat_op(void *in, void *inout, int *len, MPI_Datatype *dt)
-{
-	(void)dt;
-	for (int i = 0; i < *len; i++)
-		matmul((int *)in + 4 * i, (int *)inout + 4 * i, (int *)inout + 4 * i);
-}
 
 /* world rank w's matrix k */
 static void mat_of(int w, int k, int *m)
@@ -55,7 +39,7 @@ static void remote_product(int k, int *m)
 	m[1] = m[2] = 0;
 	for (int r = 0; r < rsize; r++) {
 		mat_of(world_of(1 - color, r), k, x);
-		matmul(m, x, m);
+		suite_matmul(m, x, m);
 	}
 }
 
@@ -379,7 +363,7 @@ int main(int argc, char **argv)
 	checki(flag, 0, "intra.test_inter");
 	MPI_Type_contiguous(4, MPI_INT, &mat);
 	MPI_Type_commit(&mat);
-	MPI_Op_create(mat_op, 0, &matop);
+	MPI_Op_create(suite_mat_op, 0, &matop);
 	if (size >= 2) {
 		/* the leaders are world ranks 0 and 1 */
 		world_of = world_eo;

@@ -7,22 +7,6 @@
 #include "suite.h"
 
 static MPI_Comm W = MPI_COMM_WORLD;
-#define P 10007
-
-static void matmul(const int *a, const int *b, int *out)
-{
-	int r[4] = {(a[0] * b[0] + a[1] * b[2]) % P, (a[0] * b[1] + a[1] * b[3]) % P,
-		    (a[2] * b[0] + a[3] * b[2]) % P, (a[2] * b[1] + a[3] * b[3]) % P};
-	memcpy(out, r, sizeof(r));
-}
-
-/* inout = in x inout for each matrix: in is the lower ranks' product */
-static void mat_op(void *in, void *inout, int *len, MPI_Datatype *dt)
-{
-	(void)dt;
-	for (int i = 0; i < *len; i++)
-		matmul((int *)in + 4 * i, (int *)inout + 4 * i, (int *)inout + 4 * i);
-}
 
 static void mat_of(int r, int k, int *m)
 {
@@ -39,7 +23,7 @@ static void prefix(int top, int k, int *m)
 	memcpy(m, id, sizeof(id));
 	for (int r = 0; r < top; r++) {
 		mat_of(r, k, x);
-		matmul(m, x, m);
+		suite_matmul(m, x, m);
 	}
 }
 
@@ -75,7 +59,7 @@ static void matrices(void)
 	MPI_Op op;
 	MPI_Type_contiguous(4, MPI_INT, &mat);
 	MPI_Type_commit(&mat);
-	MPI_Op_create(mat_op, 0, &op);
+	MPI_Op_create(suite_mat_op, 0, &op);
 	int mine[2][4], inc[2][4], exc[2][4], binc[2][4], bexc[2][4], want[4];
 	for (int k = 0; k < 2; k++)
 		mat_of(rank, k, mine[k]);

@@ -14,22 +14,7 @@
 static MPI_Comm W = MPI_COMM_WORLD;
 static MPI_Datatype mat;
 static MPI_Op matop;
-#define P 10007
 #define N 3 /* starts */
-
-static void matmul(const int *a, const int *b, int *out)
-{
-	int r[4] = {(a[0] * b[0] + a[1] * b[2]) % P, (a[0] * b[1] + a[1] * b[3]) % P,
-		    (a[2] * b[0] + a[3] * b[2]) % P, (a[2] * b[1] + a[3] * b[3]) % P};
-	memcpy(out, r, sizeof(r));
-}
-
-static void mat_op(void *in, void *inout, int *len, MPI_Datatype *dt)
-{
-	(void)dt;
-	for (int i = 0; i < *len; i++)
-		matmul((int *)in + 4 * i, (int *)inout + 4 * i, (int *)inout + 4 * i);
-}
 
 /* rank r's matrix k at start s */
 static void mat_of(int r, int k, int s, int *m)
@@ -48,7 +33,7 @@ static void product(int lo, int hi, int k, int s, int *m)
 	m[1] = m[2] = 0;
 	for (int r = lo; r < hi; r++) {
 		mat_of(r, k, s, x);
-		matmul(m, x, m);
+		suite_matmul(m, x, m);
 	}
 }
 
@@ -257,7 +242,7 @@ int main(int argc, char **argv)
 	suite_begin();
 	MPI_Type_contiguous(4, MPI_INT, &mat);
 	MPI_Type_commit(&mat);
-	MPI_Op_create(mat_op, 0, &matop);
+	MPI_Op_create(suite_mat_op, 0, &matop);
 	struct bufs b;
 	b.rs = malloc(sizeof(int) * 4 * 2 * (size_t)size);
 	b.rsout = malloc(sizeof(int) * 4 * 2);
