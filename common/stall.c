@@ -31,6 +31,8 @@ static atomic_int_fast64_t mark_timeout_us;
 /* when the last phase of threshold_ms or more ended: the watcher looks a
  * quarter of the threshold later, after newer marks */
 static atomic_uint_fast64_t long_end_ns;
+/* backtraces taken on the loop's thread */
+static atomic_uint_fast64_t backtraces;
 
 static uint64_t mono_ns(void)
 {
@@ -115,6 +117,7 @@ static void on_backtrace(int sig)
 	int fd = log_output();
 	if (fd >= 0)
 		backtrace_symbols_fd(frames, n, fd);
+	atomic_fetch_add_explicit(&backtraces, 1, memory_order_release);
 	errno = saved;
 }
 
@@ -204,6 +207,11 @@ static void *watch(void *arg)
 			phase_look(&w, now, phase, since, timeout_us);
 	}
 	return NULL;
+}
+
+uint64_t stall_backtraces(void)
+{
+	return atomic_load_explicit(&backtraces, memory_order_acquire);
 }
 
 int stall_watch(unsigned stall_ms)

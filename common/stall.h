@@ -27,5 +27,8 @@ int stall_watch(unsigned stall_ms);
  * timeout_us (-1: without a bound), or it runs callbacks. */
 void stall_mark_wait(int64_t timeout_us);
 void stall_mark_turn(void);
+/* How many backtraces of a long turn the loop's thread has written: a
+ * test that makes a turn long holds it until the watcher has looked. */
+uint64_t stall_backtraces(void);
 
 #endif

@@ -177,6 +177,19 @@ static int64_t fabric_limit(void *arg)
 }
 
 
+static void hold_turn(uint64_t ms)
+{
+	uint64_t seen = stall_backtraces();
+	struct timespec ts = { .tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+	/* a bound against a watcher that never looks: a minute */
+	for (int i = 0; i < 6000 && stall_backtraces() == seen; i++) {
+		ts = (struct timespec){ .tv_nsec = 10000000L };
+		nanosleep(&ts, NULL);
+	}
+}
+
 /* SIGUSR1: what the daemon holds, in its log, for diagnosis (a job that
  * hangs: which command it took, which exchange waits for whom). */
 static void dump_state(struct nd *nd)
@@ -189,11 +202,12 @@ static void dump_state(struct nd *nd)
 	nd_mb_dump(nd);
 	nd_pmi_dump(nd);
 	slog("state: end"); /* a reader waits for this line */
-	/* a test's stand-in for a turn that runs too long (the stall watcher's) */
+	/* a test's stand-in for a turn that runs too long: at least this
+	 * long, and until the stall watcher has written where the loop is
+	 * (a watcher woken late by a loaded machine still finds it here) */
 	uint64_t ms = fault_value(&nd->fault, "dump_sleep_ms");
-	struct timespec ts = { .tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L };
 	if (ms)
-		nanosleep(&ts, NULL);
+		hold_turn(ms);
 }
 
 static void on_signals(struct nd *nd)

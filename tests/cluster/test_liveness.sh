@@ -24,8 +24,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-# node00 sleeps 1.2 s in the turn that dumps its state (a test point): a
-# turn that long is what its stall watcher reports
+# node00 sleeps 1.2 s in the turn that dumps its state, and on until its
+# stall watcher has taken the backtrace (a test point): a turn that long is
+# what the watcher reports, however late a loaded machine wakes it
 STORM_TEST_TAMPER=dump_sleep_ms=1200 STORM_TEST_TAMPER_NODE=node00 \
 	expect "cluster up (2 nodes, 1 ms slices, down_after_ms 1500)" 0 \
 	storm cluster up --nodes 2 --dir "$C" --timeslice-us 1000 --down-after-ms 1500
