@@ -534,11 +534,15 @@ check: test-deps
 	$(MAKE) all
 	$(MAKE) layers
 	$(MAKE) -j$(CHECK_JOBS) check-bins
-	@mkdir -p $(BUILD) && : > $(BUILD)/suites.txt
+	@mkdir -p $(BUILD) && : > $(BUILD)/suites.txt && rm -rf $(BUILD)/suite-logs
 	@$(MAKE) -k -j$(CHECK_JOBS) --output-sync=target SUITE_TIMES=$(CURDIR)/$(BUILD)/suites.txt \
-		check-suites; rc=$$?; \
+		SUITE_LOGS=$(CURDIR)/$(BUILD)/suite-logs check-suites; rc=$$?; \
 	echo "== make check: each suite's verdict and seconds, the longest first"; \
 	sort -k3,3nr $(BUILD)/suites.txt | awk '{ printf "%-22s %-16s %5s s\n", $$1, $$2, $$3 }'; \
+	for f in $$(awk '$$2 != "passed" { print $$1 }' $(BUILD)/suites.txt); do \
+		echo "== $$f: its first failures (whole output: $(BUILD)/suite-logs/$$f.log)"; \
+		grep -m 12 -E 'FAIL|[Ff]ailed|[Ee]rror|[Aa]ssert' $(BUILD)/suite-logs/$$f.log | cut -c1-400; \
+	done; \
 	echo "$$(grep -c ' passed ' $(BUILD)/suites.txt) suites passed, $$(grep -vc ' passed ' $(BUILD)/suites.txt) failed"; \
 	exit $$rc
 

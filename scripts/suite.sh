@@ -5,14 +5,27 @@
 #
 # Usage: suite.sh NAME COMMAND [ARG...]
 #   The line "NAME passed|FAILED(exit=N) SECONDS" is appended to
-#   $SUITE_TIMES when that is set; the exit code is COMMAND's.
+#   $SUITE_TIMES when that is set, and the output is kept in
+#   $SUITE_LOGS/NAME.log when that is set, and printed once it ends (make
+#   check, whose output is shown a suite at a time, prints a failed
+#   suite's first failures again under its summary, where a reader of a
+#   long log looks); the exit code is COMMAND's.
 [ $# -ge 2 ] || { echo "usage: suite.sh NAME COMMAND [ARG...]" >&2; exit 2; }
 name=$1
 shift
 start=$(date +%s)
 echo "== $name: $*"
-"$@"
-rc=$?
+if [ -n "${SUITE_LOGS:-}" ]; then
+	# a file, not a pipe to tee: a process a suite leaves behind holding
+	# its output would keep a pipe open, and the suite from ending
+	mkdir -p "$SUITE_LOGS"
+	"$@" >"$SUITE_LOGS/$name.log" 2>&1
+	rc=$?
+	cat "$SUITE_LOGS/$name.log"
+else
+	"$@"
+	rc=$?
+fi
 secs=$(($(date +%s) - start))
 if [ $rc -eq 0 ]; then verdict=passed; else verdict="FAILED(exit=$rc)"; fi
 echo "== $name: $verdict in $secs s"

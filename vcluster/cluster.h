@@ -25,11 +25,12 @@ struct daemon {
 /* The options of the subcommands (cli_opt ids). */
 enum { C_NODES = 1, C_DIR, C_PROVIDER, C_TIMESLICE, C_CPUS, C_DOWN_AFTER, C_DOWN_AFTER_MS,
        C_NETNS, C_REALTIME, C_WAIT, C_JSON, C_CONF, C_HELP, C_MPL, C_QUANTUM, C_POLICY, C_SWITCH, C_COPIES, C_DATA_TAGS, C_METRICS, C_CTL_PORT, C_AHEAD,
-       C_SWITCH_WAIT, C_SLURM, C_HOSTS, C_SHARE };
+       C_SWITCH_WAIT, C_SLURM, C_HOSTS, C_SHARE, C_UP_TIMEOUT };
 
 /* storm cluster up's options (up_opts.c reads them). */
 struct up_opts {
 	unsigned nodes, timeslice_us, cpus, down_after, down_after_ms, mpl, quantum, metrics_port, ctl_port;
+	unsigned up_timeout; /* s; 0: 30 + half a second a node */
 	int netns, hosts, realtime, slurm;
 	char **cmd; /* --slurm: the command to run with the cluster up, or NULL */
 	char *shares[HOSTS_MAX_SHARES]; /* --share, absolute */
@@ -145,7 +146,7 @@ void vc_on_sigint(int sig);
  * Ctrl-C came (*interrupt set). */
 Storm__Ctl__Reply *vc_wait_up(const char *dir, const char *sock,
 			      const struct storm_conf *conf, struct daemon *d, int nd,
-			      bool *interrupt);
+			      unsigned timeout_s, bool *interrupt);
 
 /* The line a script reads: the cluster's name, nodes, provider, slice. */
 void vc_print_up(const char *dir, const char *conf_path, const struct storm_conf *conf,

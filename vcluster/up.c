@@ -151,9 +151,9 @@ static int start_daemons(const struct up_opts *o, const char *dir, const char *c
  * Ctrl-C came (*interrupt set). */
 Storm__Ctl__Reply *vc_wait_up(const char *dir, const char *sock,
 			      const struct storm_conf *conf, struct daemon *d, int nd,
-			      bool *interrupt)
+			      unsigned timeout_s, bool *interrupt)
 {
-	double start = now_s(), limit = 30.0 + 0.5 * conf->nnodes;
+	double start = now_s(), limit = timeout_s ? timeout_s : 30.0 + 0.5 * conf->nnodes;
 	int err, status;
 	const char *dead;
 	for (;;) {
@@ -261,7 +261,7 @@ int vc_cluster_up(const struct up_opts *o)
 	/* --hosts: over TCP, as from any machine but the MM's */
 	const char *where = o->hosts ? conf.ctl_address : sock;
 	if (start_daemons(o, dir, conf_path, &conf, d, &nd) == 0 &&
-	    (rep = vc_wait_up(dir, where, &conf, d, nd, &interrupt))) {
+	    (rep = vc_wait_up(dir, where, &conf, d, nd, o->up_timeout, &interrupt))) {
 		vc_print_up(dir, conf_path, &conf, rep->status, true);
 		ctl_reply_free(rep);
 		code = EXIT_OK;

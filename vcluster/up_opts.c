@@ -60,6 +60,10 @@ static const char up_help[] =
 	"      --metrics-port P   the machine manager serves Prometheus metrics at\n"
 	"                         http://127.0.0.1:P/metrics (--hosts: the MM host's\n"
 	"                         address; default: off)\n"
+	"      --up-timeout S     how long to wait for every node to come up before\n"
+	"                         taking the cluster down again (1-86400; default 30\n"
+	"                         plus half a second a node; a slow or emulated\n"
+	"                         machine may need more)\n"
 	"      --realtime         daemons at SCHED_FIFO, as on a real cluster (off:\n"
 	"                         N real-time daemons would share this machine's cores;\n"
 	"                         they run at nice -10, their ranks at 0)\n"
@@ -91,6 +95,7 @@ static const struct up_number {
 	{ C_QUANTUM, "--quantum", 1, 1000000, " timeslices", offsetof(struct up_opts, quantum) },
 	{ C_METRICS, "--metrics-port", 1, 65535, "", offsetof(struct up_opts, metrics_port) },
 	{ C_CTL_PORT, "--ctl-port", 1, 65535, "", offsetof(struct up_opts, ctl_port) },
+	{ C_UP_TIMEOUT, "--up-timeout", 1, 86400, " s", offsetof(struct up_opts, up_timeout) },
 };
 
 static const char *const copies_names[] = { "0", "1", NULL }; /* and the other 0/1 settings */
@@ -192,6 +197,7 @@ int vc_cmd_up(int argc, char **argv)
 		{ "ctl-port", 0, 1, C_CTL_PORT },      { "bcs-data-tags", 0, 1, C_DATA_TAGS },
 		{ "switch-wait-pct", 0, 1, C_SWITCH_WAIT }, { "slurm", 0, 0, C_SLURM },
 		{ "hosts", 0, 0, C_HOSTS }, { "share", 0, 1, C_SHARE },
+		{ "up-timeout", 0, 1, C_UP_TIMEOUT },
 		{ NULL, 0, 0, 0 },
 	};
 	const char *cmd = "storm cluster up";

@@ -354,7 +354,8 @@ static int slurm_start(const struct up_opts *o, const struct slurm_alloc *a, con
 	if (start_step(o, a, dir, conf_path, conf, 0, -1, d, nd) != 0)
 		return -1;
 	bool interrupt = false;
-	Storm__Ctl__Reply *rep = vc_wait_up(dir, conf->ctl_address, conf, d, *nd, &interrupt);
+	Storm__Ctl__Reply *rep = vc_wait_up(dir, conf->ctl_address, conf, d, *nd, o->up_timeout,
+					    &interrupt);
 	if (!rep)
 		return -1;
 	vc_print_up(dir, conf_path, conf, rep->status, false);

@@ -172,6 +172,12 @@ grep -q "no cluster was up in $T/c; cleaned up" out && ok "dead cluster cleaned"
 FAKE_ND_FAIL=node01 expect "a node that dies at start" 1 "$T/bin/storm" cluster up --nodes 3 --dir "$T/c"
 has_line "dead node named" err "storm: error: node01 exited with status 3 during start-up:"
 [ ! -e "$T/c/pids" ] && ok "failed up cleaned" || bad "pids left after a failed up"
+expect "--up-timeout 0 refused" 2 "$T/bin/storm" cluster up --nodes 2 --dir "$T/c" --up-timeout 0
+FAKE_ND_SILENT=node01 expect "a node that never comes up, --up-timeout 2" 1 \
+	"$T/bin/storm" cluster up --nodes 2 --dir "$T/c" --up-timeout 2
+has_line "the wait's bound and the node named" err \
+	"storm: error: the cluster did not come up within 2 s: 1 of 2 nodes never came up: node01"
+[ ! -e "$T/c/pids" ] && ok "timed-out up cleaned" || bad "pids left after a timed-out up"
 
 # ---- scripts/install-deps.sh: `make demo` installs what building and running
 # storm needs, `make check` the suites' tools too (--test). Its sets, printed
