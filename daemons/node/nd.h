@@ -151,6 +151,8 @@ struct nd {
 	uint8_t *tamper_saved;  /* report 2, kept for the replay */
 	uint64_t deaf_until;    /* point "deaf" (with "deaf_for" N): strobes up to
 				 * this slice are ignored, as if never received */
+	uint64_t signalled_job; /* point "abort_hold_code": the last job the
+				 * MM signalled, run here or not */
 	size_t tamper_saved_len;
 	uint64_t dones_out;     /* DONE notes sent */
 	uint64_t silent_report; /* point "silent" (K, with "silent_ms" T): the

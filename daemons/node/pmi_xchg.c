@@ -404,8 +404,8 @@ void xchg_abort(struct nd *nd, uint64_t job, uint32_t rank, int code)
 	struct xjob *j = job_get(nd, job, false);
 	if (!j)
 		return;
-	if (fault_value(&nd->fault, "abort_hold_ms")) {
-		slog("test point abort_hold_ms: rank %u's abort (exit code %d) of job %" PRIu64
+	if (fault_armed(&nd->fault) && fault_value(&nd->fault, "abort_hold_code") == (uint64_t)(code & 255)) {
+		slog("test point abort_hold_code: rank %u's abort (exit code %d) of job %" PRIu64
 		     " is told to no other node", rank, code & 255, job);
 		return;
 	}

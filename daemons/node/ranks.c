@@ -830,6 +830,7 @@ fail:
 
 void nd_signal_job(struct nd *nd, const Storm__Cl__Signal *sig)
 {
+	nd->signalled_job = sig->job;
 	struct nd_job *job = find_job(nd, sig->job);
 	if (!job || job->pgid <= 0) {
 		/* it may have ended since the MM decided; nothing to do */

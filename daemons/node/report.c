@@ -502,16 +502,18 @@ static void drop_sent(struct nd *nd, struct nd_rec *stop, size_t partial, uint64
 	}
 }
 
-/* Test point abort_hold_ms: this node's report of an abort, and all after
- * it, reach the MM that much later, as from a slow node, so a test can see
- * another node's later abort arrive first. */
+/* Test point abort_hold_code=K: this node's report of an abort with exit
+ * code K, and all after it, reach the MM only once the MM has signalled
+ * the job (another node's later abort arrived first: the event a test
+ * wants), or a minute after, a bound against a hang; as from a node slow
+ * to report. */
 static bool abort_held(struct nd *nd, const struct nd_rec *r)
 {
 	if (!fault_armed(&nd->fault) || r->kind != REC_NOTE ||
-	    r->note != STORM__CL__JOB_NOTE__KIND__ABORTED)
+	    r->note != STORM__CL__JOB_NOTE__KIND__ABORTED || nd->signalled_job == r->job ||
+	    r->value != fault_value(&nd->fault, "abort_hold_code"))
 		return false;
-	uint64_t hold = fault_value(&nd->fault, "abort_hold_ms") * 1000000u;
-	return nd_mm_clock_ns(nd) < r->at_ns + hold;
+	return nd_mm_clock_ns(nd) < r->at_ns + 60000000000u;
 }
 
 /* Packs the longest prefix of the queue that fits a report slot, sends it,

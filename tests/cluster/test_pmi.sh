@@ -30,10 +30,10 @@ cd "$T" || exit 1
 if ! mpicc.mpich -O2 -o "$T/pmiprog" "$HERE/mpi/pmiprog.c" 2>"$T/cc.err"; then
 	bad "mpicc.mpich pmiprog.c"; cat "$T/cc.err"; exit 1
 fi
-# node03 reports an abort 1.5 s late and tells no other node of it, as a
-# slow node would
+# node03 reports an abort of exit code 3 only once the MM has signalled its
+# job (or after a minute) and tells no other node of it, as a slow node would
 expect "cluster up --netns, 4 nodes, MPL 2, switching by signals" 0 \
-	env STORM_TEST_TAMPER=abort_hold_ms=1500 STORM_TEST_TAMPER_NODE=node03 \
+	env STORM_TEST_TAMPER=abort_hold_code=3 STORM_TEST_TAMPER_NODE=node03 \
 	storm cluster up --netns --nodes 4 --mpl 2 --switch signals --dir "$C"
 [ "$fails" = 0 ] || exit 1
 
@@ -104,8 +104,8 @@ expect "so is storm submit --checkpoint-interval" 2 \
 has "  naming why" err "relink it with bcs-mpicc"
 
 echo "-- MPI_Abort"
-expect "rank 7 calls MPI_Abort(3): the job fails" 3 storm run -N 4 -n 8 "$T/pmiprog" abort 3
-has "  naming the abort and its code" err "rank 7 called MPI_Abort (exit code 3)"
+expect "rank 7 calls MPI_Abort(5): the job fails" 5 storm run -N 4 -n 8 "$T/pmiprog" abort 5
+has "  naming the abort and its code" err "rank 7 called MPI_Abort (exit code 5)"
 grep -q "passed a barrier" "$T/out" && bad "  no rank passed the barrier" ||
 	ok "  no rank passed the barrier"
 # each of its 4 nodes logs this job's end (an earlier job's must not count)
@@ -116,7 +116,8 @@ for n in node00 node01 node02 node03; do
 done
 [ "$ended" = 4 ] && ok "  every node ended it (job $AJ)" || bad "  every node ended it: $ended of 4 (job $AJ)"
 # the first abort is the job's although its node reports it last: rank 0's
-# (node00) follows rank 7's (node03, whose report is held 1.5 s)
+# (node00) follows rank 7's (node03, whose report is held until the MM has
+# signalled the job, which it does on rank 0's abort)
 expect "rank 7 aborts(3), then rank 0 aborts(4): the job fails with the first" 3 \
 	storm run -N 4 -n 8 "$T/pmiprog" abort2 "$C/log/node03.log" \
 	"rank 7's abort (exit code 3) of job $((AJ + 1)) is told to no other node"
