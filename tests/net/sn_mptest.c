@@ -1518,7 +1518,8 @@ static int run_scenario(int prov, int (*fn)(const struct spawn_node *), uint32_t
 	}
 #define ADD_TEST(P, S, N)                                  \
 	if ((!getenv("SN_TEST_ONLY") || strstr(#S " x" #N, getenv("SN_TEST_ONLY"))) && \
-	    !in_list(getenv("SN_TEST_SKIP"), #S) && (N) <= max_nodes(providers[P]))   \
+	    !in_list(getenv("SN_TEST_SKIP"), #S) &&                               \
+	    !in_list(getenv("SN_TEST_SKIP"), #S " x" #N) && (N) <= max_nodes(providers[P])) \
 		add_test(suite, providers[P], #S " x" #N, t_##P##_##S##_##N);
 
 /* SN_TEST_LIST set: name the scenarios the other variables select, run none */
