@@ -22,7 +22,12 @@ fail() {
 # so the wait for the node is a bound against a hang only
 storm cluster up --nodes 1 --cpus 2 --timeslice-us 50000 --switch "$switch" --realtime \
 	--up-timeout 900 \
-	>/tmp/up.out 2>&1 || { cat /tmp/up.out; fail "storm cluster up"; }
+	>/tmp/up.out 2>&1 || {
+	rc=$?
+	# the console keeps lines that say whose they are
+	sed 's/^/guest: up: /' /tmp/up.out
+	fail "storm cluster up: exit $rc"
+}
 if grep -q "switching through /dev/storm" "$dir/log/node00.log"; then
 	echo "PASS: $switch: stormnd switches through /dev/storm"
 else

@@ -22,7 +22,16 @@ if [ ! -f "$vmlinuz" ]; then
 	# apt-get download writes into the current folder as the _apt user
 	tmp=$(mktemp -d)
 	chmod 777 "$tmp"
-	(cd "$tmp" && apt-get download -q "linux-image-$kver" >/dev/null)
+	# a mirror's hiccup is not the module's failure: three tries
+	tries=0
+	until (cd "$tmp" && apt-get download -q "linux-image-$kver" >/dev/null); do
+		tries=$((tries + 1))
+		if [ $tries = 3 ]; then
+			echo "kernel-check: FAIL: cannot download linux-image-$kver (3 tries)" >&2
+			exit 1
+		fi
+		sleep 5
+	done
 	dpkg -x "$tmp"/linux-image-"$kver"_*.deb "$img"
 	rm -rf "$tmp"
 fi
