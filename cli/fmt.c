@@ -53,6 +53,14 @@ void fmt_elapsed(double secs, char *out, size_t len)
 		snprintf(out, len, "%lu:%02lu", m, s);
 }
 
+void fmt_squeue_secs(long secs, char *out, size_t len)
+{
+	if (secs < 0 || secs > 365L * 24 * 3600)
+		snprintf(out, len, "INVALID");
+	else
+		fmt_elapsed((double)secs, out, len);
+}
+
 void fmt_hms(double secs, char *out, size_t len)
 {
 	unsigned long long s = secs > 0 ? (unsigned long long)secs : 0;

@@ -15,6 +15,10 @@ const char *signal_name(int sig, char *buf, size_t len);
 
 /* squeue's TIME column: M:SS, H:MM:SS or D-HH:MM:SS. */
 void fmt_elapsed(double secs, char *out, size_t len);
+/* squeue's TIME, TIME_LIMIT and TIME_LEFT: fmt_elapsed's form, or INVALID
+ * for a negative time or one over a year, as squeue's _print_secs writes
+ * them (a job killed past its limit has a negative time left). */
+void fmt_squeue_secs(long secs, char *out, size_t len);
 /* sacct's Elapsed and Timelimit, scontrol's RunTime and TimeLimit:
  * HH:MM:SS, or D-HH:MM:SS from a day on. */
 void fmt_hms(double secs, char *out, size_t len);

@@ -27,7 +27,7 @@ static const char help[] =
 	"                      long names, or all)\n"
 	"  -s, --steps         list steps instead of jobs\n"
 	"  -o, --format FMT    squeue's format: %[.][N]X fields (X: i A j u U T t M D N\n"
-	"                      R r P C l S V e a F K Z o; '.' right-justifies, N the\n"
+	"                      R r P C l L S V e a F K Z o; '.' right-justifies, N the\n"
 	"                      width) and literal text\n"
 	"  -l, --long          the long format\n"
 	"  -h, --noheader      no header line\n"
@@ -86,6 +86,17 @@ static void time_of(double t, char *o, size_t l)
 	strftime(o, l, "%Y-%m-%dT%H:%M:%S", &tm);
 }
 
+/* squeue's job_time_used: whole seconds from its start to its end (or
+ * now), none for a job that has not started; %M and %L both count them so
+ * that the time used and the time left add up to the limit. */
+static long used_of(const struct job_row *r)
+{
+	if (r->start <= 0 || r->state == STORM__CTL__JOB_STATE__QUEUED)
+		return 0;
+	long e = (long)(r->end > 0 ? r->end : r->now) - (long)r->start;
+	return e > 0 ? e : 0;
+}
+
 static const char *header_of(char x, bool steps)
 {
 	switch (x) {
@@ -104,6 +115,7 @@ static const char *header_of(char x, bool steps)
 	case 'P': return "PARTITION";
 	case 'C': return "CPUS";
 	case 'l': return "TIME_LIMIT";
+	case 'L': return "TIME_LEFT";
 	case 'S': return "START_TIME";
 	case 'V': return "SUBMIT_TIME";
 	case 'e': return "END_TIME";
@@ -128,11 +140,7 @@ static void value_of(char x, const struct sl_row *v, char *o, size_t l)
 	case 'U': snprintf(o, l, "%u", r->uid); break;
 	case 'T': snprintf(o, l, "%s", r->slurm_state); break;
 	case 't': snprintf(o, l, "%s", sl_state_short(r->slurm_state)); break;
-	case 'M': {
-		double e = r->start > 0 ? (r->end > 0 ? r->end : r->now) - r->start : 0;
-		fmt_elapsed(e > 0 ? e : 0, o, l);
-		break;
-	}
+	case 'M': fmt_squeue_secs(used_of(r), o, l); break;
 	case 'D': snprintf(o, l, "%u", r->nodes); break;
 	case 'N': snprintf(o, l, "%s", r->nodelist); break;
 	case 'R':
@@ -146,7 +154,13 @@ static void value_of(char x, const struct sl_row *v, char *o, size_t l)
 	case 'C': snprintf(o, l, "%u", r->ranks); break;
 	case 'l': /* squeue's form is TIME's: M:SS, H:MM:SS, D-HH:MM:SS */
 		if (r->time_limit)
-			fmt_elapsed(r->time_limit, o, l);
+			fmt_squeue_secs(r->time_limit, o, l);
+		else
+			snprintf(o, l, "UNLIMITED");
+		break;
+	case 'L': /* the limit less the time used; a pending job has it all */
+		if (r->time_limit)
+			fmt_squeue_secs((long)r->time_limit - used_of(r), o, l);
 		else
 			snprintf(o, l, "UNLIMITED");
 		break;

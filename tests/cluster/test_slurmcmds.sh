@@ -55,6 +55,16 @@ same() {
 		sed 's/^/     got:  /' "$T/$2" | head -20
 	fi
 }
+# line_is NAME N WANT: line N of $T/out is exactly WANT
+line_is() {
+	if [ "$(sed -n "$2p" "$T/out")" = "$3" ]; then ok "$1"; else
+		bad "$1"
+		echo "     want: $3"
+		echo "     got:  $(sed -n "$2p" "$T/out")"
+	fi
+}
+# secs M:SS: its seconds
+secs() { local m=${1%%:*} s=${1#*:}; echo $((10#$m * 60 + 10#$s)); }
 
 for c in sbatch squeue scancel sacct sacctmgr sinfo scontrol srun salloc; do
 	expect "$c --help" 0 "$SBIN/$c" --help
@@ -328,6 +338,14 @@ expect "  sacct sees it RUNNING" 0 sacct -X -P -n --format=JobIdRaw,State -j "$h
 same "  ID|RUNNING" out "$hid|RUNNING"
 expect "  squeue -o '%i %l': its time limit" 0 squeue -h -o "%i %l" -j "$hid"
 same "  5:00, as squeue writes it" out "$hid 5:00"
+expect "  squeue -o '%M|%L|%.10L': the time used and the time left" 0 squeue -o "%M|%L|%.10L" -j "$hid"
+used=$(sed -n '2s/|.*//p' "$T/out") left=$(sed -n '2s/^[^|]*|\([^|]*\)|.*/\1/p' "$T/out")
+line_is "  the header: TIME|TIME_LEFT| TIME_LEFT" 1 "TIME|TIME_LEFT| TIME_LEFT"
+if [[ $used =~ ^[0-9]+:[0-5][0-9]$ && $left =~ ^[0-9]+:[0-5][0-9]$ ]] &&
+	[ $(($(secs "$used") + $(secs "$left"))) = 300 ]; then
+	ok "  the time left is the limit less the time used ($left + $used)"
+else bad "  time used '$used' and left '$left' make 5:00"; fi
+line_is "  %.10L right-justified in 10" 2 "$used|$left|$(printf '%10s' "$left")"
 expect "  scontrol show job while it runs" 0 scontrol show job "$hid"
 has "  TimeLimit=00:05:00" out " TimeLimit=00:05:00 "
 expect "  sacct's Timelimit while it runs" 0 sacct -X -P -n --format=JobIdRaw,Timelimit -j "$hid"
@@ -350,12 +368,18 @@ has "  an error naming it" err "--jobid wants a job's number, not 'x'"
 expect "a job that waits for the holder's end" 0 sbatch --parsable -J dep-$$ \
 	-d "afterany:$hid" --wrap 'echo dependent ran'
 did=$(cat "$T/out")
-expect "  squeue: PENDING" 0 squeue -h -o "%i %t %T %l" -j "$did"
-same "  PD PENDING, no -t: UNLIMITED" out "$did PD PENDING UNLIMITED"
+expect "  squeue: PENDING" 0 squeue -h -o "%i %t %T %l %L" -j "$did"
+same "  PD PENDING, no -t: UNLIMITED, time left UNLIMITED" out "$did PD PENDING UNLIMITED UNLIMITED"
+expect "another of that name, -t 3:00" 0 sbatch --parsable -J dep-$$ -t 3:00 \
+	-d "afterany:$hid" --wrap 'echo dependent ran'
+did3=$(cat "$T/out")
+expect "  squeue -o '%l %L'" 0 squeue -h -o "%t %l %L" -j "$did3"
+same "  pending: all its time left" out "PD 3:00 3:00"
 expect "  scontrol show job of it" 0 scontrol show job "$did"
 has "  TimeLimit=UNLIMITED" out " TimeLimit=UNLIMITED "
 expect "  scancel -n NAME" 0 scancel -n "dep-$$"
 if wait_state "$did" CANCELLED; then ok "  CANCELLED"; else bad "  CANCELLED"; fi
+if wait_state "$did3" CANCELLED; then ok "  the other of that name too"; else bad "  the other too"; fi
 expect "scancel the holder" 0 scancel "$hid"
 if wait_state "$hid" CANCELLED; then ok "  CANCELLED"; else bad "  CANCELLED"; fi
 expect "  squeue no longer lists it" 0 squeue -h -o "%i"
@@ -372,8 +396,8 @@ expect "  sacct's Timelimit after its end" 0 sacct -X -P -n --format=JobIdRaw,Ti
 same "  00:05:00, from the accounting" out "$hid|00:05:00"
 expect "  storm acct --format=JobID,Timelimit" 0 storm acct -j "$hid" --format=JobID,Timelimit
 field_of "$hid" 5:00 "  its line says 5:00, storm's form"
-grep -q "dependent ran" "$T/slurm-$did.out" && bad "  the dependent job never ran" ||
-	ok "  the dependent job never ran"
+cat "$T/slurm-$did.out" "$T/slurm-$did3.out" 2>/dev/null | grep -q "dependent ran" && bad "  the dependent jobs never ran" ||
+	ok "  the dependent jobs never ran"
 
 # ---- an array and a failing job
 expect "sbatch --array" 0 sbatch --parsable -a 0-2 --wrap 'echo "task $SLURM_ARRAY_JOB_ID $SLURM_ARRAY_TASK_ID"'

@@ -218,6 +218,17 @@ static void test_formatting(void)
 	CU_ASSERT_STRING_EQUAL(b, "1-01:01:01");
 	fmt_elapsed(-3, b, sizeof(b));
 	CU_ASSERT_STRING_EQUAL(b, "0:00");
+	/* squeue's: a time left past the limit, or over a year, is INVALID */
+	fmt_squeue_secs(287, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "4:47");
+	fmt_squeue_secs(0, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "0:00");
+	fmt_squeue_secs(-1, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "INVALID");
+	fmt_squeue_secs(365L * 86400, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "365-00:00:00");
+	fmt_squeue_secs(365L * 86400 + 1, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "INVALID");
 	fmt_hms(300, b, sizeof(b));
 	CU_ASSERT_STRING_EQUAL(b, "00:05:00");
 	fmt_hms(90061, b, sizeof(b));
