@@ -26,9 +26,11 @@ static const char help[] =
 	"\n"
 	"  -o, --oneliner   a record on one line\n"
 	"  -d, --details    taken (-dd too)\n"
+	"  -Q, --quiet, -v, --verbose  taken\n"
 	"      --conf FILE  the cluster's storm.conf\n"
 	"  -h, --help       this help\n"
 	"\n"
+	"Ignored with a warning: -M/--clusters.\n"
 	"Refused with one line: every other command (update, hold, release,\n"
 	"requeue, suspend, ...); storm changes jobs through storm(1).\n";
 

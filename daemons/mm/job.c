@@ -620,6 +620,12 @@ void job_transferred(struct mm *mm, struct job *j)
 	l.spec = j->spec;
 	l.alloc_nodelist = j->nodelist;
 	l.alloc_nodes = j->nnodes;
+	/* a step of an array's task is told the task's place, as Slurm's are */
+	const struct job *a = jobid_is_step(j->id) ? alloc_of(mm, j) : NULL;
+	if (a) {
+		l.alloc_array_job = a->spec->array_job;
+		l.alloc_array_task = a->spec->array_task;
+	}
 	Storm__Cl__JobFile files[FRAME_MAX_FDS], *fptr[FRAME_MAX_FDS];
 	for (int i = 0; i < j->nfds; i++) {
 		storm__cl__job_file__init(&files[i]);

@@ -346,6 +346,17 @@ static void slurm_set(struct slurm_env *se, const char *name, const char *fmt, .
 	va_end(ap);
 }
 
+/* The array a job is a task of, or the one its allocation is (a step of an
+ * array's task): 0 for none. */
+static uint64_t array_job_of(const Storm__Cl__Launch *L)
+{
+	return L->spec->array_job ? L->spec->array_job : L->alloc_array_job;
+}
+static uint32_t array_task_of(const Storm__Cl__Launch *L)
+{
+	return L->spec->array_job ? L->spec->array_task : L->alloc_array_task;
+}
+
 /* The job's (or step's) values, the same for each of its ranks here; the
  * last two entries are the rank's own, set per rank (slurm_env_rank). */
 static void slurm_env_job(struct slurm_env *se, const struct nd *nd,
@@ -388,9 +399,9 @@ static void slurm_env_job(struct slurm_env *se, const struct nd *nd,
 		slurm_set(se, "SLURM_STEP_ID", "%u", jobid_is_step(L->job) ? jobid_step_no(L->job) : 0);
 		slurm_set(se, "SLURM_STEPID", "%u", jobid_is_step(L->job) ? jobid_step_no(L->job) : 0);
 	}
-	if (s->array_job) {
-		slurm_set(se, "SLURM_ARRAY_JOB_ID", "%" PRIu64, s->array_job);
-		slurm_set(se, "SLURM_ARRAY_TASK_ID", "%u", s->array_task);
+	if (array_job_of(L)) {
+		slurm_set(se, "SLURM_ARRAY_JOB_ID", "%" PRIu64, array_job_of(L));
+		slurm_set(se, "SLURM_ARRAY_TASK_ID", "%u", array_task_of(L));
 	}
 	slurm_set(se, "SLURM_PROCID", "0");
 	slurm_set(se, "SLURM_LOCALID", "0");
@@ -512,8 +523,8 @@ static long job_envp(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_job
 	snprintf(ev->e_step, sizeof(ev->e_step), "STORM_STEPID=%u", jobid_step_no(L->job));
 	snprintf(ev->e_alist, sizeof(ev->e_alist), "STORM_JOB_NODELIST=%.512s", L->alloc_nodelist);
 	snprintf(ev->e_anodes, sizeof(ev->e_anodes), "STORM_JOB_NUM_NODES=%u", L->alloc_nodes);
-	snprintf(ev->e_ajob, sizeof(ev->e_ajob), "STORM_ARRAY_JOB_ID=%" PRIu64, L->spec->array_job);
-	snprintf(ev->e_atask, sizeof(ev->e_atask), "STORM_ARRAY_TASK_ID=%u", L->spec->array_task);
+	snprintf(ev->e_ajob, sizeof(ev->e_ajob), "STORM_ARRAY_JOB_ID=%" PRIu64, array_job_of(L));
+	snprintf(ev->e_atask, sizeof(ev->e_atask), "STORM_ARRAY_TASK_ID=%u", array_task_of(L));
 
 	size_t ne = 0;
 	pl->envp = calloc(L->spec->n_env + 16 + SLURM_VARS + ND_PMI_ENV_MAX, sizeof(char *));
@@ -534,7 +545,7 @@ static long job_envp(struct nd *nd, const Storm__Cl__Command *cmd, struct nd_job
 		pl->envp[ne++] = ev->e_alist;
 		pl->envp[ne++] = ev->e_anodes;
 	}
-	if (L->spec->array_job) {
+	if (array_job_of(L)) {
 		pl->envp[ne++] = ev->e_ajob;
 		pl->envp[ne++] = ev->e_atask;
 	}

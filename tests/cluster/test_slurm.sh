@@ -264,6 +264,38 @@ print(len(tasks), len(scripts), len(steps),
 	ok "  acct: 3 tasks, their 3 batch lines (ARRAY_TASK.batch), 9 steps, all COMPLETED" ||
 	{ bad "  acct of the array's tasks and steps"; storm acct -o JobID,State; }
 
+# ---- docs/batch.md's Slurm script itself, unchanged (its #SBATCH lines, srun
+# steps and SLURM_* variables), submitted by Slurm's sbatch on storm: ten
+# tasks of 4 nodes, each of three steps. Its programs write what each task
+# saw; post counts it into the summary the script keeps.
+SBIN=$(cd "$BIN/../lib/storm/slurm/bin" && pwd)
+mkdir -p "$T/doc"
+awk '/^```bash$/ { n++; if (n == 1) { f = 1; next } } /^```$/ { f = 0 } f' \
+	"$HERE/../../docs/batch.md" >"$T/doc/sweep.sh"
+grep -q '^srun -n 16 ./solver "$case_dir"$' "$T/doc/sweep.sh" && ok "docs/batch.md's Slurm script" ||
+	{ bad "docs/batch.md's Slurm script"; cat "$T/doc/sweep.sh"; }
+printf '#!/bin/sh\nmkdir -p "$1" && echo "$SLURM_NODEID" >"$1/prep.$SLURM_PROCID"\n' >"$T/doc/prepare"
+printf '#!/bin/sh\necho "$SLURM_PROCID of $SLURM_NTASKS" >"$1/solve.$SLURM_PROCID"\n' >"$T/doc/solver"
+printf '#!/bin/sh\necho "$1 of $SLURM_ARRAY_JOB_ID: prepared on $(cat "$1"/prep.* | sort -u | tr -d "\\n") solved $(cat "$1"/solve.* | grep -c " of 16$")"\n' >"$T/doc/post"
+chmod +x "$T/doc/prepare" "$T/doc/solver" "$T/doc/post"
+cd "$T/doc" || exit 1
+expect "  sbatch sweep.sh, Slurm's commands on PATH" 0 env PATH="$SBIN:$PATH" sbatch --parsable sweep.sh
+cd "$T" || exit 1
+dsw=$(cat "$T/out")
+has "  --mem ignored, said so naming its line" err "sweep.sh:8: --mem ignored"
+has "  --partition=compute ignored" err "sweep.sh:9: -p compute ignored"
+timeout "$(patience 150)" storm submit --wait -d "afterany:$dsw" -o /dev/null true >/dev/null
+allok=1
+for t in 0 1 2 3 4 5 6 7 8 9; do
+	[ "$(cat "$T/doc/case-$t/summary.txt" 2>/dev/null)" = \
+		"case-$t of $dsw: prepared on 0123 solved 16" ] || allok=0
+done
+[ $allok = 1 ] && ok "  ten tasks: srun -N 4 -n 4 a task a node, srun -n 16, post's summary" ||
+	{ bad "  ten tasks' summaries"; head -n 3 "$T"/doc/case-*/summary.txt "$T"/doc/sweep-*.out; }
+expect "  sacct -X -j ARRAY" 0 env PATH="$SBIN:$PATH" sacct -X -P -n --format=JobID,State -j "$dsw"
+[ "$(grep -c "^${dsw}_[0-9]|COMPLETED$" "$T/out")" = 10 ] && ok "  ten tasks COMPLETED" ||
+	{ bad "  ten tasks COMPLETED"; cat "$T/out"; }
+
 # ---- --record and replay of a step
 expect "a BCS-MPI step recorded inside storm alloc" 0 storm alloc -N 2 \
 	storm run --record "$T/step.rec" -n 4 "$T/ring"

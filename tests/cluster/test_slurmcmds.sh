@@ -400,7 +400,8 @@ cat "$T/slurm-$did.out" "$T/slurm-$did3.out" 2>/dev/null | grep -q "dependent ra
 	ok "  the dependent jobs never ran"
 
 # ---- an array and a failing job
-expect "sbatch --array" 0 sbatch --parsable -a 0-2 --wrap 'echo "task $SLURM_ARRAY_JOB_ID $SLURM_ARRAY_TASK_ID"'
+expect "sbatch --array, each task with an srun step" 0 sbatch --parsable -a 0-2 \
+	--wrap 'echo "task $SLURM_ARRAY_JOB_ID $SLURM_ARRAY_TASK_ID"; srun sh -c "echo step \$SLURM_ARRAY_JOB_ID \$SLURM_ARRAY_TASK_ID"'
 aid=$(cat "$T/out")
 # the machine manager says when every task has ended (a dependency on the
 # array), not a poll of sacct
@@ -411,6 +412,7 @@ ${aid}_1|COMPLETED
 ${aid}_2|COMPLETED"
 for t in 0 1 2; do
 	has "  task $t: SLURM_ARRAY_* in slurm-%A_%a.out" "slurm-${aid}_$t.out" "task $aid $t"
+	has "  task $t's step: its task's SLURM_ARRAY_*, as Slurm's steps" "slurm-${aid}_$t.out" "step $aid $t"
 done
 expect "sbatch a job that exits 3" 0 sbatch --parsable --wrap 'exit 3'
 fid=$(cat "$T/out")

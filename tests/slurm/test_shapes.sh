@@ -7,7 +7,7 @@
 # and the columns of its rows (every character a space or not, at the same
 # places: the values differ, the widths do not), sinfo's header and fields,
 # the keys scontrol shows (each of storm's also in Slurm's record), scancel's
-# silence; a script's #SBATCH lines written as the command line writes them
+# silence; squeue's time left (%L); a script's #SBATCH lines written as the command line writes them
 # (the job's name and nodes alike), an unknown one an error on both. sacct is not compared: this Slurm has no accounting storage.
 # Synchronised on the jobs' states as the commands report them.
 # Usage: test_shapes.sh BUILD_BIN_DIR   (make slurmtest; root: it runs slurmd)
@@ -196,6 +196,15 @@ on storm squeue -h -j "$tid" -o "%j %D" >"$T/storm.out" 2>&1
 if [ "$(cat "$T/slurm.out")" = "lines 2" ] && cmp -s "$T/slurm.out" "$T/storm.out"; then
 	ok "  the same name and node count: $(cat "$T/storm.out")"
 else bad "  name and nodes: '$(cat "$T/slurm.out")' on Slurm, '$(cat "$T/storm.out")' on storm"; fi
+# squeue's time left: the limit less the time used, as TIME writes it
+on slurm squeue -j "$sid" -o "%.10L|%l|%L" >"$T/slurm.out" 2>&1
+on storm squeue -j "$tid" -o "%.10L|%l|%L" >"$T/storm.out" 2>&1
+same_line 1 "squeue -o '%.10L|%l|%L': the same header"
+for s in slurm storm; do
+	if sed -n 2p "$T/$s.out" | grep -qE '^ {5,6}[0-9]{1,2}:[0-5][0-9]\|10:00\|[0-9]{1,2}:[0-5][0-9]$'; then
+		ok "  $s: a time left under -t 10, right-justified in 10"
+	else bad "  $s: '$(sed -n 2p "$T/$s.out")'"; fi
+done
 on slurm scancel "$sid"
 on storm scancel "$tid"
 printf '#!/bin/sh\n#SBATCH --bogus=1\ntrue\n' >"$T/bogus.sh"
