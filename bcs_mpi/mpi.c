@@ -263,8 +263,9 @@ static void on_completion_of(const struct bcs_comp *c)
 static void allow_peers(void);
 
 /* One copy order: the piece straight from the sending rank's buffer into
- * ours, one process_vm_readv, as MPICH's CMA path does. Taken by
- * compare-and-swap: the daemon may have taken it back for itself. */
+ * the receiving rank's, one process_vm_readv by the receiver (or _writev by
+ * the sender, when the receiver computed at the grant), as MPICH's CMA path
+ * does. Taken by compare-and-swap: the daemon may have taken it back. */
 static void take_copy(struct bcs_copy *c)
 {
 	uint32_t s = BCS_COPY_POSTED;
@@ -278,10 +279,11 @@ static void take_copy(struct bcs_copy *c)
 		fprintf(stderr, "BCS-MPI rank %d: test hook: stopped in a copy\n", g.rank);
 		raise(SIGSTOP);
 	}
-	struct iovec l = {(void *)(uintptr_t)c->dst, c->len}, r = {(void *)(uintptr_t)c->src, c->len};
-	ssize_t n = g.chan_flags & BCS_CHAN_REFUSE_COPY
-			    ? (errno = EPERM, -1)
-			    : process_vm_readv((pid_t)c->pid, &l, 1, &r, 1, 0);
+	struct iovec dv = {(void *)(uintptr_t)c->dst, c->len};
+	struct iovec sv = {(void *)(uintptr_t)c->src, c->len};
+	ssize_t n = g.chan_flags & BCS_CHAN_REFUSE_COPY ? (errno = EPERM, -1)
+		    : c->write ? process_vm_writev((pid_t)c->pid, &sv, 1, &dv, 1, 0)
+			       : process_vm_readv((pid_t)c->pid, &dv, 1, &sv, 1, 0);
 	c->err = n == (ssize_t)c->len ? 0 : n < 0 ? errno : EIO;
 	__atomic_store_n(&c->state, c->err ? BCS_COPY_REFUSED : BCS_COPY_DONE, __ATOMIC_RELEASE);
 }
@@ -652,14 +654,15 @@ static void abort_world(int code)
 	MPI_Abort(MPI_COMM_WORLD, code);
 }
 
-/* The ranks of a node copy from each other's buffers (process_vm_readv,
- * take_copy). Where Yama restricts ptrace to descendants (ptrace_scope 1),
+/* The ranks of a node copy between each other's buffers (process_vm_readv
+ * and _writev, take_copy). Where Yama restricts ptrace to descendants (ptrace_scope 1),
  * the peers are allowed explicitly, as Open MPI's CMA path does; the
  * kernel still requires the same user. At scope 2 or 3 nothing helps: the
  * copies are refused and the daemon copies, as it says in its log. */
 static void allow_peers(void)
 {
 	char v = 0;
+	__atomic_store_n(&g.area->takes_writes, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&g.area->peers_allowed, 1, __ATOMIC_RELAXED);
 	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
 	if (!f)

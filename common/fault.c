@@ -53,6 +53,14 @@ uint64_t fault_value(const struct fault *f, const char *point)
 	return 0;
 }
 
+bool fault_is(const struct fault *f, const char *point, uint64_t value)
+{
+	for (int i = 0; i < f->n; i++)
+		if (f->at[i] == value && !strcmp(f->name[i], point))
+			return true;
+	return false;
+}
+
 bool fault_hit(struct fault *f, const char *point, uint64_t value)
 {
 	for (int i = 0; i < f->n; i++)

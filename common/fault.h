@@ -28,6 +28,8 @@ void fault_init(struct fault *f, const char *self);
 bool fault_armed(const struct fault *f);
 /* K for the point, 0 when not armed. */
 uint64_t fault_value(const struct fault *f, const char *point);
+/* The point is armed at `value`, among others: "p=2,p=5" names jobs 2 and 5. */
+bool fault_is(const struct fault *f, const char *point, uint64_t value);
 /* True once, when `value` reaches the point's K, at or past it (a counter
  * may skip K); the point is then disarmed. */
 bool fault_hit(struct fault *f, const char *point, uint64_t value);

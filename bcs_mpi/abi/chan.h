@@ -103,9 +103,9 @@ struct bcs_comp {
 	uint64_t len;   /* bytes received (recv) or message length (probe) */
 };
 
-/* A copy order's state. The daemon fills a FREE slot and makes it POSTED;
- * the receiving rank takes it (POSTED -> TAKEN, compare-and-swap), copies,
- * and says DONE or REFUSED (err: the errno). The daemon may take a POSTED
+/* A copy order's state. The daemon fills a FREE slot of one of the pair's
+ * two ranks and makes it POSTED; that rank takes it (POSTED -> TAKEN,
+ * compare-and-swap), copies, and says DONE or REFUSED (err: the errno). The daemon may take a POSTED
  * order back for itself (POSTED -> DAEMON, compare-and-swap), never a TAKEN
  * one; it frees DONE, REFUSED and DAEMON slots. */
 enum bcs_copy_state {
@@ -120,12 +120,15 @@ enum bcs_copy_state {
 
 struct bcs_copy {
 	uint32_t state;   /* enum bcs_copy_state */
-	uint32_t pid;     /* the sending rank */
+	uint32_t pid;     /* the pair's other rank */
 	uint64_t src;     /* in the sending rank */
-	uint64_t dst;     /* in this rank */
+	uint64_t dst;     /* in the receiving rank */
 	uint64_t len;
-	int32_t err;      /* REFUSED: process_vm_readv's errno */
-	uint32_t pad;
+	int32_t err;      /* REFUSED: process_vm_readv's or _writev's errno */
+	/* 0: this rank receives and reads the piece (process_vm_readv);
+	 * 1: this rank sends and writes it into pid (process_vm_writev), the
+	 * receiver being busy outside MPI at the grant */
+	uint32_t write;
 };
 
 /* bcs_chan_hdr.flags */
@@ -150,7 +153,10 @@ struct bcs_area {
 	/* the rank allowed its peers to read its memory (PR_SET_PTRACER where
 	 * Yama asks for it); a restore clears it: that is not in the image */
 	uint32_t peers_allowed;
-	uint32_t pad0[8];
+	/* the rank's library takes write orders (bcs_copy.write): a library
+	 * that predates them, in a job restored from its image, gets none */
+	uint32_t takes_writes;
+	uint32_t pad0[7];
 	uint32_t sub_head;    /* written by the rank */
 	uint32_t pad1[15];
 	uint32_t sub_tail;    /* written by the daemon */

@@ -1285,11 +1285,12 @@ int nd_bcs_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command
 		       strerror(errno));
 		return -1;
 	}
-	/* test hooks bcs_copy_refuse=J: job J's ranks refuse every copy order,
-	 * as a kernel whose ptrace policy forbids them would; bcs_copy_stop=J:
+	/* test hooks bcs_copy_refuse=J (may name several jobs): job J's ranks
+	 * refuse every copy order, as a kernel whose ptrace policy forbids
+	 * them would; bcs_copy_stop=J:
 	 * a rank of job J stops itself between taking its first order and
 	 * copying, as a checkpoint may find it */
-	uint32_t flags = (fault_value(&nd->fault, "bcs_copy_refuse") == job->id
+	uint32_t flags = (fault_is(&nd->fault, "bcs_copy_refuse", job->id)
 				  ? BCS_CHAN_REFUSE_COPY : 0) |
 			 (fault_value(&nd->fault, "bcs_copy_stop") == job->id
 				  ? BCS_CHAN_STOP_IN_COPY : 0);
@@ -1429,8 +1430,8 @@ void nd_bcs_job_end(struct nd *nd, struct nd_job *job)
 	}
 	if (j->copied_rank || j->copied_daemon)
 		slog("job %" PRIu64 ": messages between this node's ranks: %" PRIu64 " bytes copied "
-		     "by the ranks, %" PRIu64 " by this daemon", j->id, j->copied_rank,
-		     j->copied_daemon);
+		     "by the ranks, %" PRIu64 " by this daemon (%" PRIu64 " of the ranks' by the "
+		     "sender)", j->id, j->copied_rank, j->copied_daemon, j->copied_sender);
 	*pp = j->next;
 	b->dead[b->ndead++ % BCS_DEAD_JOBS] = j->id;
 	bjob_free_queues(b, j);

@@ -3,12 +3,14 @@
  * (matching, grants per slice); at its grant a piece becomes a copy order
  * in the receiving rank's channel area (chan.h, struct bcs_copy), and the
  * rank's library reads it straight from the sending rank's buffer with one
- * process_vm_readv. The daemon copies itself, through its bounce buffer,
- * when the receiver is not waiting in MPI at the grant (it computes: the
- * sender would wait for its next MPI call), when an order was not taken
- * within a phase (the rank is stopped), while a checkpoint drains the job,
- * and for the rest of the job once a rank's copy was refused (the
- * kernel's ptrace policy): docs/design/bcs-mpi.md, "One copy". */
+ * process_vm_readv; when the receiver computes at the grant and the sender
+ * waits in MPI, the order goes to the sender, which writes the piece with
+ * one process_vm_writev. The daemon copies itself, through its bounce
+ * buffer, when neither waits in MPI at the grant (the order would wait for
+ * one's next MPI call), when an order was not taken within a phase (the
+ * rank is stopped), while a checkpoint drains the job, and for the rest of
+ * the job once a rank's copy was refused (the kernel's ptrace policy):
+ * docs/design/bcs-mpi.md, "One copy". */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -41,7 +43,7 @@ static int daemon_copy(struct nd_bcs *b, struct bjob *j, pid_t from, uint64_t sr
 	return 0;
 }
 
-/* The receiving rank is in a blocking MPI call, or polls having seen every
+/* The rank is in a blocking MPI call, or polls having seen every
  * completion (chan.h, waiting and idle): it takes an order at once. */
 static bool rank_waits(struct bjob *j, uint32_t lr)
 {
@@ -64,31 +66,40 @@ static bool allocated(struct bjob *j)
 	return true;
 }
 
-/* Posts a copy order for the piece to the receiving rank; false: none
- * (the daemon copies). */
+/* Posts a copy order for the piece to the receiving rank, or to the
+ * sending one when only it waits in MPI; false: none (the daemon copies). */
 static bool post_order(struct nd *nd, struct bjob *j, struct xfer *x, pid_t from,
 		       uint64_t src, uint64_t off, uint64_t chunk)
 {
-	if (j->copy_off || j->frozen || (j->job && j->job->stopped) || from <= 0 || !allocated(j))
+	uint32_t slr = (uint32_t)x->s->src - j->first, lr = x->lr;
+	pid_t to = bcs_pid_of(j, x->lr);
+	if (j->copy_off || j->frozen || (j->job && j->job->stopped) || from <= 0 || to <= 0 ||
+	    !allocated(j))
 		return false;
-	if (!rank_waits(j, x->lr))
-		return false;
-	struct bcs_area *a = bcs_area_of(j, x->lr);
+	bool write = !rank_waits(j, lr);
+	if (write) {
+		if (!rank_waits(j, slr) ||
+		    !__atomic_load_n(&bcs_area_of(j, slr)->takes_writes, __ATOMIC_RELAXED))
+			return false;
+		lr = slr;
+	}
+	struct bcs_area *a = bcs_area_of(j, lr);
 	for (uint32_t k = 0; k < BCS_COPY_SLOTS; k++) {
 		struct bcs_copy *c = &a->copy[k];
-		if (j->order[x->lr][k] || __atomic_load_n(&c->state, __ATOMIC_ACQUIRE) != BCS_COPY_FREE)
+		if (j->order[lr][k] || __atomic_load_n(&c->state, __ATOMIC_ACQUIRE) != BCS_COPY_FREE)
 			continue;
-		c->pid = (uint32_t)from;
+		c->pid = (uint32_t)(write ? to : from);
 		c->src = src;
 		c->dst = x->r->addr + off;
 		c->len = chunk;
 		c->err = 0;
+		c->write = write;
 		__atomic_store_n(&c->state, BCS_COPY_POSTED, __ATOMIC_RELEASE);
 		__atomic_fetch_add(&a->copy_posted, 1, __ATOMIC_RELEASE);
 		__atomic_fetch_add(&a->futex, 1, __ATOMIC_RELEASE);
 		syscall(SYS_futex, &a->futex, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-		j->order[x->lr][k] = x;
-		j->order_phase[x->lr][k] = nd->bcs->phases;
+		j->order[lr][k] = x;
+		j->order_phase[lr][k] = nd->bcs->phases;
 		x->norders++;
 		j->norders++;
 		nd->bcs->norders++;
@@ -165,11 +176,13 @@ static void order_gone(struct nd_bcs *b, struct bjob *j, uint32_t lr, uint32_t k
 	/* still the head of its grant queue: grant completes it */
 }
 
-/* The daemon does an order itself: taken back, or refused by the rank. */
+/* The daemon does an order of rank lr itself: taken back, or refused. */
 static void copy_instead(struct nd *nd, struct bjob *j, uint32_t lr, const struct bcs_copy *c,
 			 struct xfer *x)
 {
-	if (daemon_copy(nd->bcs, j, (pid_t)c->pid, c->src, bcs_pid_of(j, lr), c->dst, c->len))
+	pid_t me = bcs_pid_of(j, lr), other = (pid_t)c->pid;
+	if (daemon_copy(nd->bcs, j, c->write ? me : other, c->src, c->write ? other : me, c->dst,
+			c->len))
 		x->err = BCS_EFAULT;
 }
 
@@ -181,9 +194,11 @@ static void refused(struct nd *nd, struct bjob *j, uint32_t lr, const struct bcs
 	if (j->copied_daemon == before || j->copy_off)
 		return; /* the daemon could not either: a buffer or a rank gone */
 	j->copy_off = true;
-	slog("job %" PRIu64 ": rank %u cannot read rank %u's memory (process_vm_readv: %s; the "
+	slog("job %" PRIu64 ": rank %u cannot %s rank %u's memory (process_vm_%s: %s; the "
 	     "kernel's ptrace policy?); this daemon copies the job's messages between its ranks",
-	     j->id, j->first + lr, j->first + (uint32_t)x->s->src - j->first, strerror(c->err));
+	     j->id, j->first + lr, c->write ? "write" : "read",
+	     c->write ? (uint32_t)x->s->dst : (uint32_t)x->s->src, c->write ? "writev" : "readv",
+	     strerror(c->err));
 }
 
 /* A rank stopped for a checkpoint while it copied (TAKEN): continued
@@ -234,6 +249,8 @@ void bcs_orders(struct nd *nd, struct bjob *j)
 				order_gone(b, j, lr, k);
 			} else if (s == BCS_COPY_DONE) {
 				j->copied_rank += c->len;
+				if (c->write)
+					j->copied_sender += c->len;
 				order_gone(b, j, lr, k);
 			} else if (s == BCS_COPY_REFUSED) {
 				refused(nd, j, lr, c, x);

@@ -260,6 +260,7 @@ struct bjob {
 	bool copy_off;
 	uint32_t *resumed;         /* per local rank: continued to finish a copy (frozen) */
 	uint64_t copied_rank, copied_daemon;
+	uint64_t copied_sender;    /* of copied_rank: by the sending rank */
 	/* storm run --record (bcs_trace.c): per local rank, where the last
 	 * event taken from its trace ring began and its kind */
 	uint64_t *tr_last;

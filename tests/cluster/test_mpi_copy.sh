@@ -10,7 +10,13 @@
 #    taking its order and copying, as a checkpoint's SIGSTOP may find it):
 #    `storm checkpoint` drains it (the rank is continued alone until its
 #    copy is done), the job ends intact, and a restart from that
-#    checkpoint too.
+#    checkpoint too;
+#  - job 5 (job 4 is the restart; tests/cluster/mpi/busyrecv.c: the receiver computes outside MPI
+#    until the test lets it go, which it does only once the blocking send
+#    has ended): the sending rank copies it (process_vm_writev), the
+#    daemon's count says so;
+#  - job 6 (the same, its copies refused): the daemon copies, and says once
+#    that the sender could not write.
 # Every daemon is taken down on exit.
 # Usage: test_mpi_copy.sh BUILD_BIN_DIR   (make clustertest)
 set -u
@@ -34,14 +40,16 @@ trap 'exit 1' INT TERM
 INTACT="bigmsg: 3145745 ints from 0 tag 5, intact"
 LOG=$C/log/node00.log
 # copied JOB WHO: the bytes of JOB's messages between ranks of node00 copied
-# by WHO (ranks or daemon), from the line the daemon logs at the job's end
+# by WHO (ranks, daemon, or sender: of the ranks' bytes, those the sending
+# rank wrote), from the line the daemon logs at the job's end
 copied() {
-	sed -n "s/.*job $1: messages between this node's ranks: \([0-9]*\) bytes copied by the ranks, \([0-9]*\) by this daemon.*/\1 \2/p" "$LOG" |
-		awk -v w="$2" '{ print (w == "ranks" ? $1 : $2) }'
+	sed -n "s/.*job $1: messages between this node's ranks: \([0-9]*\) bytes copied by the ranks, \([0-9]*\) by this daemon (\([0-9]*\) of the ranks' by the sender).*/\1 \2 \3/p" "$LOG" |
+		awk -v w="$2" '{ print (w == "ranks" ? $1 : w == "daemon" ? $2 : $3) }'
 }
 
 expect "bcs-mpicc bigmsg.c" 0 bcs-mpicc -O2 -Wall -Werror "$HERE/mpi/bigmsg.c" -o "$T/bigmsg"
-STORM_TEST_TAMPER=bcs_copy_refuse=2,bcs_copy_stop=3 STORM_TEST_TAMPER_NODE=node00 \
+expect "bcs-mpicc busyrecv.c" 0 bcs-mpicc -O2 -Wall -Werror "$HERE/mpi/busyrecv.c" -o "$T/busyrecv"
+STORM_TEST_TAMPER=bcs_copy_refuse=2,bcs_copy_stop=3,bcs_copy_refuse=6 STORM_TEST_TAMPER_NODE=node00 \
 	expect "cluster up (1 node, 2 ms slices)" 0 \
 	storm cluster up --nodes 1 --timeslice-us 2000 --down-after-ms 20000 --dir "$C"
 cd "$T" || exit 1
@@ -86,6 +94,33 @@ import json, sys
 print(max(k["id"] for k in json.load(sys.stdin)["checkpoints"] if k["job"] == 3 and k["complete"]))')
 expect "storm restart $CK" 0 storm restart "$CK"
 has "  intact" out "$INTACT"
+
+# ---- jobs 5 and 6: the receiver computes at the grants, the sender waits
+# in its MPI_Send; the receiver goes on only once the send has ended
+busy() { # JOB
+	storm run -N 1 -n 2 ./busyrecv "$T/gate$1" >"job$1.out" 2>"job$1.err" &
+	bg+=($!)
+	wait_log "job$1.err" "busyrecv: sent" 60 >/dev/null &&
+		ok "job $1: the send ended while the receiver computed" ||
+		bad "job $1: the send ended while the receiver computed"
+	: >"$T/gate$1"
+	wait "${bg[-1]}"
+	rc=$?
+	[ "$rc" = 0 ] && ok "  job $1 ends (exit 0)" || bad "  job $1 ends (exit $rc)"
+	grep -q "busyrecv: intact" "job$1.out" && ok "  intact" || bad "  intact"
+	wait_log "$LOG" "job $1: messages between this node's ranks" 30 >/dev/null
+}
+busy 5
+s=$(copied 5 sender)
+[ "${s:-0}" -ge 4194304 ] && ok "  the sending rank wrote it ($s bytes)" ||
+	bad "  the sending rank wrote it (${s:-no count})"
+busy 6
+r=$(copied 6 ranks) d=$(copied 6 daemon)
+[ "$r" = 0 ] && [ "${d:-0}" -ge 12582980 ] && ok "  the daemon copied it all ($d bytes)" ||
+	bad "  the daemon copied it all (ranks ${r:-?}, daemon ${d:-?})"
+n=$(grep -c "job 6: rank 0 cannot write rank 1's memory (process_vm_writev: Operation not permitted" "$LOG")
+[ "$n" = 1 ] && ok "  the daemon said once that it took over" ||
+	bad "  the daemon said once that it took over ($n times)"
 
 echo "test_mpi_copy: $((checks - fails))/$checks passed"
 [ "$fails" = 0 ]

@@ -13,6 +13,12 @@ static void test_parse(void)
 	CU_ASSERT_EQUAL(fault_value(&f, "replay"), 12);
 	CU_ASSERT_EQUAL(fault_value(&f, "strobe"), 150);
 	CU_ASSERT_EQUAL(fault_value(&f, "other"), 0);
+	/* a point armed twice names two values */
+	CU_ASSERT_TRUE(fault_parse(&f, "refuse=2,other=3,refuse=5"));
+	CU_ASSERT_TRUE(fault_is(&f, "refuse", 2));
+	CU_ASSERT_TRUE(fault_is(&f, "refuse", 5));
+	CU_ASSERT_FALSE(fault_is(&f, "refuse", 3));
+	CU_ASSERT_FALSE(fault_is(&f, "other", 2));
 	const char *bad[] = { "", "report", "=3", "report=", "report=x", "report=3;x",
 			      "report=0", "a=1,b=2,c=3,d=4,e=5,f=6,g=7,h=8,i=9",
 			      "averyveryverylongpointname=1", NULL };
