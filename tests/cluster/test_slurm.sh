@@ -572,15 +572,16 @@ storm cancel "$wa" "$wb" >/dev/null
 # the closed connection for ever: its CPU time between two events after the
 # revocation (its command's SIGTERM; the other two storm allocs gone)
 stubborn() { # NAME: a command that notes SIGHUP and SIGTERM and lives on
+	# taken one at a time (blocked, then waited for): a handler could run
+	# inside another's print, and the lines would interleave
 	echo "
-import signal, time
-def note(sig, _):
-    print('got', signal.Signals(sig).name, flush=True)
-signal.signal(signal.SIGHUP, note)
-signal.signal(signal.SIGTERM, note)
+import signal
+sigs = {signal.SIGHUP, signal.SIGTERM}
+signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
 print('ready', flush=True)
 while True:
-    time.sleep(600) # $MARK-$1"
+    got = signal.sigwaitinfo(sigs) # $MARK-$1
+    print('got', signal.Signals(got.si_signo).name, flush=True)"
 }
 sed 's/^kill_wait_ms = .*/kill_wait_ms = 600000/' "$C/storm.conf" >"$T/slow.conf"
 storm alloc -N 1 -J survivor sh -c "trap '' HUP; echo ready; exec sleep 600 # $MARK" \
