@@ -420,15 +420,14 @@ $(BUILD)/bin/storm_selfsum: tests/cluster/selfsum.c
 # jobs and PMI fences: each is sent again and the jobs end (~2 min);
 # snakemake, Snakemake's --slurm executor running a workflow on storm's Slurm
 # commands (each job starts Snakemake twice, in the job and in its srun
-# step; 16 min on this shared machine at a load of 50 to 90: far over the
-# 40 s of a check suite, so in clustertest only; make cluster-snakemake).
+# step: minutes of Python; 10 min at a load of 22, 16 at 50 to 90).
 CLUSTER_SUITES := cluster bootstrap slurm slurmcmds users remote ckpt ckpt_mpi ckpt_threads gang timed \
                   slice liveness caw mpi mpi_copy record replay_from replay_stop mpi16 netns pmi \
                   pmix faults cmd_resend mbox_loss persist load valgrind snakemake
 CLUSTER_BINS := all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/nfq_netem \
                 $(BUILD)/bin/ckpt_prog $(BUILD)/bin/fds_prog $(BUILD)/bin/tree_prog
 SUITE_ARGS_load := 200 10
-cluster-snakemake: bench-deps
+cluster-snakemake: test-deps
 .PHONY: $(CLUSTER_SUITES:%=cluster-%)
 clustertest: $(CLUSTER_SUITES:%=cluster-%)
 $(CLUSTER_SUITES:%=cluster-%): cluster-%: $(CLUSTER_BINS)
@@ -516,7 +515,7 @@ layers: all
 # (docs/RELIABILITY.md, "make check beside a CPU hog").
 # kernel-check boots the module in a QEMU guest (~20 s under TCG here).
 CHECK_JOBS ?= 1
-CHECK_SUITES := net-rma cluster-ckpt_mpi cluster-slurm debtest mpi-thirdparty net-msg \
+CHECK_SUITES := net-rma cluster-snakemake cluster-ckpt_mpi cluster-slurm debtest mpi-thirdparty net-msg \
                 cluster-ckpt_threads hosts-ckpt cluster-valgrind mpi-suite cluster-gang \
                 cluster-ckpt ckpttest mpi-wrapper cluster-mpi16 cluster-record \
                 cluster-replay_from cluster-replay_stop cluster-pmi \

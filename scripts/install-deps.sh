@@ -5,8 +5,7 @@
 # Usage: install-deps.sh [--test | --bench | --kernel] [--list | --dry-run]
 #   (none)    building storm and running it: `make demo`, `make all`
 #   --test    and the test suites' tools: `make check`
-#   --bench   and the benchmarks' peers and Snakemake: `make bench`,
-#             `make cluster-snakemake` (the test set too)
+#   --bench   and the benchmarks' peers: `make bench` (the test set too)
 #   --kernel  and storm.ko's build and its VM: `make kernel`, `make kernel-check`
 #   --list    print the set's packages, one a line; install nothing
 #   --dry-run print the set's missing packages; install nothing
@@ -39,15 +38,14 @@ libxxhash-dev libmicrohttpd-dev libelf-dev libpmix-dev"
 # slurm-wlm (slurmctld, slurmd, slurm-client): tests/slurm/test_alloc.sh runs storm
 # inside allocations of a private Slurm cluster, and bench/launch compares with it
 # (bench/launch/slurm-cluster.sh runs its own munged/slurmctld/slurmd; the system
-# services are not used)
+# services are not used); snakemake: a real workflow manager drives storm's
+# Slurm commands with its --slurm executor (tests/cluster/test_snakemake.sh)
 test_pkgs="clang libclang-rt-14-dev valgrind python3 iproute2 passwd util-linux gdb
 openmpi-bin libopenmpi-dev mpich libmpich-dev sqlite3 iptables libnetfilter-queue-dev
 python3-prometheus-client chromium cmake pandoc man-db debhelper dpkg-dev lintian
-linux-perf slurm-wlm slurmctld slurmd slurm-client"
-# libfabric-bin: fi_pingpong, the primitives' peer; snakemake: the suite outside
-# make check that runs a workflow with its --slurm executor on storm's Slurm
-# commands (make cluster-snakemake; hundreds of packages, too many for check's)
-bench_pkgs="libfabric-bin gnuplot-nox hyperfine snakemake"
+linux-perf slurm-wlm slurmctld slurmd slurm-client snakemake"
+# libfabric-bin: fi_pingpong, the primitives' peer
+bench_pkgs="libfabric-bin gnuplot-nox hyperfine"
 # make kernel / kernel-check only: storm.ko's kbuild (linux-headers-amd64 names the
 # versioned headers), and the VM that loads it: QEMU, a static busybox and cpio for
 # its initramfs (the matching linux-image is unpacked into build/, not installed)

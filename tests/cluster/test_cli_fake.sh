@@ -213,7 +213,7 @@ extra=$(grep -xE 'chromium|slurm-wlm|slurmd|lintian|debhelper|pandoc|valgrind|mp
 expect "install-deps.sh --test --list: make check's set" 0 sh "$DEPS" --test --list
 cp "$T/out" "$T/test.set"
 [ -z "$(comm -23 "$T/demo.set" "$T/test.set")" ] &&
-	[ "$(grep -cxE 'chromium|slurm-wlm|lintian|debhelper|pandoc' "$T/test.set")" = 5 ] &&
+	[ "$(grep -cxE 'chromium|slurm-wlm|lintian|debhelper|pandoc|snakemake' "$T/test.set")" = 6 ] &&
 	ok "  the demo's set and the tests' tools" || bad "  --test's set: $(tr '\n' ' ' <"$T/test.set")"
 expect "install-deps.sh --bench --list" 0 sh "$DEPS" --bench --list
 grep -qx hyperfine "$T/out" && grep -qx chromium "$T/out" && ok "  the benchmarks' tools and the tests'" ||

@@ -12,13 +12,13 @@
 # 1), and a workflow interrupted while its job holds, whose job snakemake
 # cancels. Synchronised on files the jobs write and on snakemake's log
 # lines; every daemon is taken down on exit.
-# Usage: test_snakemake.sh BUILD_BIN_DIR   (make cluster-snakemake; in clustertest, not check)
+# Usage: test_snakemake.sh BUILD_BIN_DIR   (make cluster-snakemake; in make check)
 set -u
 BIN=$(cd "${1:-build/bin}" && pwd)
 SBIN=$(cd "$BIN/../lib/storm/slurm/bin" && pwd) || exit 1
 HERE=$(cd "$(dirname "$0")" && pwd)
 command -v snakemake >/dev/null || {
-	echo "test_snakemake.sh: error: snakemake not found; scripts/install-deps.sh --bench installs it (make cluster-snakemake does)" >&2
+	echo "test_snakemake.sh: error: snakemake not found; scripts/install-deps.sh --test installs it (make check and make cluster-snakemake do)" >&2
 	exit 1
 }
 T=$(mktemp -d /tmp/storm-snakemake.XXXXXX)
