@@ -186,6 +186,8 @@ BCS_LIB_SRC += bcs_mpi/comm.c bcs_mpi/init.c
 # neighborhood collectives
 BCS_LIB_SRC += bcs_mpi/neighbor.c
 BCS_LIB_SRC += bcs_mpi/pcoll.c
+# large-count (_c) forms over the int ones
+BCS_LIB_SRC += bcs_mpi/bigcount.c
 BCS_LIB_OBJ := $(BCS_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 .PHONY: bcsmpi
 bcsmpi: $(BUILD)/lib/libbcsmpi.a $(BUILD)/lib/libbcsmpi.so $(BUILD)/include/mpi.h \

@@ -1703,26 +1703,23 @@ int MPI_Testany(int n, MPI_Request v[], int *indx, int *flag, MPI_Status *st)
 	return one_finish(v, i, st, "MPI_Testany");
 }
 
-int MPI_Waitsome(int n, MPI_Request v[], int *outcount, int idx[], MPI_Status sts[])
+/* the requests of v done now, one bit each (past 64: read at the finish) */
+static uint64_t done_mask(int n, MPI_Request *v)
 {
-	bcs_need_init("MPI_Waitsome");
-	trace_reqs(BCS_C_WAITSOME, n, v);
-	int active, rc = check_reqs(n, v, "MPI_Waitsome", &active);
-	if (rc)
-		return rc;
-	if (!active) {
-		*outcount = MPI_UNDEFINED;
-		return MPI_SUCCESS;
-	}
-	struct any_arg a = {n, v};
-	wait_for(any_done, &a);
 	uint64_t mask = 0;
 	for (int i = 0; i < n && i < 64; i++) {
 		struct req *r = req_active(v[i]);
 		if (r && r->done)
 			mask |= 1ull << i;
 	}
-	mask = bcs_trace_mask(mask, "MPI_Waitsome");
+	return mask;
+}
+
+/* Waitsome's and Testsome's finish: the requests of the mask (the recorded
+ * one in a replay, waited for if they have not completed yet) */
+static int some_finish(int n, MPI_Request *v, uint64_t mask, int *outcount, int idx[],
+		       MPI_Status sts[], const char *fn)
+{
 	int k = 0, err = MPI_SUCCESS;
 	MPI_Comm comm = MPI_COMM_WORLD;
 	for (int i = 0; i < n; i++) {
@@ -1739,7 +1736,45 @@ int MPI_Waitsome(int n, MPI_Request v[], int *outcount, int idx[], MPI_Status st
 		idx[k++] = i;
 	}
 	*outcount = k;
-	return err ? bcs_err(comm, err, "MPI_Waitsome") : MPI_SUCCESS;
+	return err ? bcs_err(comm, err, fn) : MPI_SUCCESS;
+}
+
+int MPI_Waitsome(int n, MPI_Request v[], int *outcount, int idx[], MPI_Status sts[])
+{
+	bcs_need_init("MPI_Waitsome");
+	trace_reqs(BCS_C_WAITSOME, n, v);
+	int active, rc = check_reqs(n, v, "MPI_Waitsome", &active);
+	if (rc)
+		return rc;
+	if (!active) {
+		*outcount = MPI_UNDEFINED;
+		return MPI_SUCCESS;
+	}
+	struct any_arg a = {n, v};
+	wait_for(any_done, &a);
+	uint64_t mask = bcs_trace_mask(done_mask(n, v), "MPI_Waitsome");
+	return some_finish(n, v, mask, outcount, idx, sts, "MPI_Waitsome");
+}
+
+/* As Testany, what has completed is what the daemon has answered once the
+ * channel is drained, and a replay takes the recorded set */
+int MPI_Testsome(int n, MPI_Request v[], int *outcount, int idx[], MPI_Status sts[])
+{
+	bcs_need_init("MPI_Testsome");
+	trace_reqs(BCS_C_TESTSOME, n, v);
+	int active, rc = check_reqs(n, v, "MPI_Testsome", &active);
+	if (rc)
+		return rc;
+	if (!active) {
+		*outcount = MPI_UNDEFINED;
+		return MPI_SUCCESS;
+	}
+	drain();
+	uint64_t mask = bcs_trace_mask(done_mask(n, v), "MPI_Testsome");
+	rc = some_finish(n, v, mask, outcount, idx, sts, "MPI_Testsome");
+	if (*outcount == 0)
+		declare_idle(); /* polling counts as waiting */
+	return rc;
 }
 
 int MPI_Request_free(MPI_Request *rq)

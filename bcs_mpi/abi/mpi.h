@@ -230,6 +230,8 @@ int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status *array_of
 int MPI_Waitany(int count, MPI_Request array_of_requests[], int *indx, MPI_Status *status);
 int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount,
 		 int array_of_indices[], MPI_Status *array_of_statuses);
+int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount,
+		 int array_of_indices[], MPI_Status *array_of_statuses);
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status);
 int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag,
 		MPI_Status *array_of_statuses);
@@ -269,6 +271,25 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
 		   MPI_Comm comm);
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
 		 int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+/* large-count forms (bcs_mpi/bigcount.c): counts and displacements up to
+ * INT_MAX, MPI_ERR_COUNT past it */
+int MPI_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
+	       MPI_Comm comm);
+int MPI_Recv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag,
+	       MPI_Comm comm, MPI_Status *status);
+int MPI_Isend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
+		MPI_Comm comm, MPI_Request *request);
+int MPI_Irecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag,
+		MPI_Comm comm, MPI_Request *request);
+int MPI_Get_count_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count);
+int MPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm);
+int MPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
+		 MPI_Op op, int root, MPI_Comm comm);
+int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
+		    MPI_Op op, MPI_Comm comm);
+int MPI_Alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[],
+		    MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[],
+		    const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm);
 int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
 		  MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
 		  const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm);

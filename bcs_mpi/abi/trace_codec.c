@@ -134,7 +134,7 @@ static const char *const call_names[] = {
 	[BCS_C_REDUCE] = "MPI_Reduce",	   [BCS_C_ALLREDUCE] = "MPI_Allreduce",
 	[BCS_C_GATHER] = "MPI_Gather",	   [BCS_C_SCATTER] = "MPI_Scatter",
 	[BCS_C_ALLGATHER] = "MPI_Allgather", [BCS_C_ALLTOALL] = "MPI_Alltoall",
-	[BCS_C_FINALIZE] = "MPI_Finalize",
+	[BCS_C_FINALIZE] = "MPI_Finalize", [BCS_C_TESTSOME] = "MPI_Testsome",
 };
 
 const char *bcs_call_name(uint32_t kind)

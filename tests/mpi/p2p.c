@@ -1,7 +1,7 @@
 /* Point-to-point conformance: blocking and non-blocking sends and receives,
  * status fields and counts, truncation, self-sends, zero-length and large
  * messages, thousands of outstanding requests, wildcards, PROC_NULL, probes,
- * the Wait/Test family, Request_free, Cancel of a receive, synchronous sends
+ * the Wait/Test family (Testsome too), Request_free, Cancel of a receive, synchronous sends
  * and argument errors under MPI_ERRORS_RETURN.
  *
  * Every rank sends to its right neighbour and receives from its left one (with
@@ -485,6 +485,9 @@ static void wait_test(void)
 	int outcount, idxs[4];
 	MPI_Waitsome(4, rq, &outcount, idxs, MPI_STATUSES_IGNORE);
 	checki(outcount, MPI_UNDEFINED, "waitsome.all_null");
+	outcount = 7;
+	MPI_Testsome(4, rq, &outcount, idxs, MPI_STATUSES_IGNORE);
+	checki(outcount, MPI_UNDEFINED, "testsome.all_null");
 	MPI_Waitall(0, rq, MPI_STATUSES_IGNORE);
 	check(1, "waitall.empty");
 
@@ -504,6 +507,9 @@ static void wait_test(void)
 	MPI_Testall(4, rq, &flag, MPI_STATUSES_IGNORE);
 	nok &= !flag;
 	check(nok, "test_family.pending_is_false");
+	outcount = -1;
+	MPI_Testsome(4, rq, &outcount, idxs, MPI_STATUSES_IGNORE);
+	checki(outcount, 0, "testsome.pending_is_zero");
 	check(rq[1] != MPI_REQUEST_NULL && rq[3] != MPI_REQUEST_NULL, "test_family.pending_kept");
 	MPI_Send(&go, 1, MPI_INT, left, 90, W);
 	MPI_Wait(&grq, MPI_STATUS_IGNORE);
@@ -577,6 +583,35 @@ static void wait_test(void)
 	for (int i = 0; i < 4; i++)
 		good &= in4[i] == val(left, i) && sts[i].MPI_SOURCE == left && r4[i] == MPI_REQUEST_NULL;
 	check(good, "testall.in_order");
+
+	/* Testsome until all four came, REQUEST_NULL between them: each index
+	 * once, its status beside it, the nulls never named */
+	MPI_Request r6[6];
+	for (int i = 0; i < 6; i++)
+		r6[i] = MPI_REQUEST_NULL;
+	for (int i = 0; i < 4; i++)
+		MPI_Irecv(&in4[i], 1, MPI_INT, left, 101 + i, W, &r6[i + (i >= 2) * 2]);
+	for (int i = 3; i >= 0; i--)
+		MPI_Send(&out[i], 1, MPI_INT, right, 101 + i, W);
+	int cnt6[6] = { 0 }, idx6[6];
+	MPI_Status sts6[6];
+	total = 0;
+	good = 1;
+	while (total < 4) {
+		MPI_Testsome(6, r6, &outcount, idx6, sts6);
+		for (int i = 0; i < outcount; i++) {
+			int k = idx6[i], m = k < 2 ? k : k - 2;
+			cnt6[k]++;
+			good &= k != 2 && k != 3 && sts6[i].MPI_TAG == 101 + m &&
+				sts6[i].MPI_SOURCE == left && in4[m] == val(left, m) &&
+				r6[k] == MPI_REQUEST_NULL;
+		}
+		total += outcount;
+	}
+	check(good && cnt6[0] == 1 && cnt6[1] == 1 && cnt6[4] == 1 && cnt6[5] == 1,
+	      "testsome.each_once");
+	MPI_Testsome(6, r6, &outcount, idx6, sts6);
+	checki(outcount, MPI_UNDEFINED, "testsome.after_all");
 }
 
 static void request_free_cancel(void)
