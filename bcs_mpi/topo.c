@@ -153,6 +153,13 @@ int MPI_Cart_sub(MPI_Comm comm, const int remain[], MPI_Comm *newcomm)
 {
 	CART(comm, "MPI_Cart_sub");
 	int n = t->ndims, co[n > 0 ? n : 1], kept = 0, color = 0, key = 0;
+	bool none = true;
+	for (int i = 0; i < n; i++)
+		none = none && !remain[i];
+	/* no dimension kept: a zero-dimensional grid made as Cart_create makes
+	 * it, as MPICH does: rank 0 alone in it, MPI_COMM_NULL elsewhere */
+	if (none)
+		return MPI_Cart_create(comm, 0, NULL, NULL, 0, newcomm);
 	int dims[n > 0 ? n : 1], periods[n > 0 ? n : 1];
 	coords_of(t, c->rank, n, co);
 	/* color: my place along the dropped dimensions; key: along the kept ones */

@@ -87,6 +87,20 @@ static void grid(void)
 	check(gd[0] == d[0] && gp[0] == 1, "sub.col.periodic_kept");
 	MPI_Comm_free(&row);
 	MPI_Comm_free(&col);
+	/* no dimension kept: a zero-dimensional grid of rank 0 alone, as
+	 * Cart_create of no dimensions gives (MPICH's answer) */
+	int keep_none[2] = {0, 0};
+	MPI_Comm none;
+	checkrc(MPI_Cart_sub(cart, keep_none, &none), MPI_SUCCESS, "sub.none.rc");
+	if (rank == 0) {
+		int cmp = -1;
+		MPI_Comm_compare(MPI_COMM_SELF, none, &cmp);
+		MPI_Cartdim_get(none, &nd);
+		check(cmp == MPI_CONGRUENT && nd == 0, "sub.none.self");
+		MPI_Comm_free(&none);
+	} else {
+		check(none == MPI_COMM_NULL, "sub.none.left_out");
+	}
 
 	/* a dup keeps the topology */
 	MPI_Comm dup;
