@@ -179,14 +179,28 @@ int bcs_attr_copy(int kind, int old, int new)
 	return MPI_SUCCESS;
 }
 
+/* obj's attribute to delete next: a communicator's last set first (the
+ * order MPI sets for MPI_COMM_SELF at MPI_Finalize, and MPICH's for every
+ * communicator); a type's or a window's in the order set */
+static struct attr **attr_next_del(int kind, int obj)
+{
+	struct attr **p = &attrs, **found = NULL;
+	for (; *p; p = &(*p)->next) {
+		if ((*p)->kind != kind || (*p)->obj != obj)
+			continue;
+		found = p;
+		if (kind != BCS_ATTR_COMM)
+			break;
+	}
+	return found;
+}
+
 int bcs_attr_free_all(int kind, int obj)
 {
 	int err = MPI_SUCCESS;
 	for (;;) {
-		struct attr **p = &attrs;
-		while (*p && ((*p)->kind != kind || (*p)->obj != obj))
-			p = &(*p)->next;
-		if (!*p)
+		struct attr **p = attr_next_del(kind, obj);
+		if (!p)
 			return err;
 		/* off the list before its callback, which may delete others */
 		struct attr *a = *p;

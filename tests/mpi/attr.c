@@ -243,6 +243,37 @@ static void deprecated(void)
 	MPI_Keyval_free(&kv);
 }
 
+/* the order of the delete callbacks when a communicator is freed: the last
+ * set first (MPI's order for MPI_COMM_SELF at MPI_Finalize, MPICH's for
+ * every communicator; its attr/attrend2) */
+static char del_order[8];
+static int del_n;
+
+static int note_del(MPI_Comm c, int kv, void *val, void *extra)
+{
+	(void)c, (void)kv, (void)extra;
+	if (del_n < 7)
+		del_order[del_n++] = (char)('0' + (int)(intptr_t)val);
+	return MPI_SUCCESS;
+}
+
+static void delete_order(void)
+{
+	int kv[3];
+	MPI_Comm d;
+	MPI_Comm_dup(MPI_COMM_WORLD, &d);
+	for (int i = 0; i < 3; i++) {
+		MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, note_del, &kv[i], NULL);
+		MPI_Comm_set_attr(d, kv[i], (void *)(intptr_t)(i + 1));
+	}
+	del_n = 0;
+	MPI_Comm_free(&d);
+	del_order[del_n] = 0;
+	check(!strcmp(del_order, "321"), nm("delete_order.comm_lifo (%s)", del_order));
+	for (int i = 0; i < 3; i++)
+		MPI_Comm_free_keyval(&kv[i]);
+}
+
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
@@ -253,5 +284,6 @@ int main(int argc, char **argv)
 	type_attrs();
 	win_attrs();
 	deprecated();
+	delete_order();
 	return suite_finish("attr");
 }
