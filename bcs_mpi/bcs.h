@@ -99,6 +99,12 @@ int bcs_world_allreduce(const void *sbuf, void *rbuf, int count, struct bcs_type
  * a posting failure). Once every part is done, fin(state) runs (its error
  * becomes the request's) and the request completes; state is freed with it. */
 int bcs_coll_start(MPI_Comm comm, int (*fin)(void *state), void *state);
+/* the tag the parts of the collectives posted from now on carry in place of
+ * TAG_COLL (0: TAG_COLL); returns the one before. Persistent collectives
+ * take TAG_COLL + 1 up to 2^24 + 1; a group-collective Comm_create_group,
+ * TAG_GROUP_BASE + its tag */
+int bcs_coll_tag_set(int tag);
+#define TAG_GROUP_BASE (1 << 25)
 void bcs_coll_part(int coll, MPI_Request part);
 void bcs_coll_arm(int coll, int err);
 /* n typed scratch slots of count items of dt each: slot i is at

@@ -362,11 +362,15 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *new
 	}
 	/* collective over the group only: the members agree on a context over
 	 * comm's collective context; every receive names its source, so a
-	 * non-member's traffic there cannot match */
+	 * non-member's traffic there cannot match, and the parts carry a tag
+	 * of the call's own, so that a member's collective on comm posted
+	 * before (an MPI_Comm_idup) does not take them */
 	struct bcs_comm tmp = {.used = 1, .size = g->n, .rank = me, .world = g->world,
 			       .ctx = c->ctx, .errh = c->errh};
 	uint32_t ctx;
+	int was = bcs_coll_tag_set(TAG_GROUP_BASE + tag);
 	int rc = bcs_new_ctx(&tmp, &ctx);
+	bcs_coll_tag_set(was);
 	if (!rc)
 		rc = comm_of_group(g, ctx, c->errh, newcomm);
 	return bcs_err(comm, rc, "MPI_Comm_create_group");

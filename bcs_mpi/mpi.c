@@ -982,6 +982,13 @@ int bcs_isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
 	return isend_impl(buf, count, dt, dest, tag, c, coll, false, MPI_COMM_WORLD, req);
 }
 
+int bcs_coll_tag_set(int tag)
+{
+	int was = g.coll_tag;
+	g.coll_tag = tag;
+	return was;
+}
+
 int bcs_irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, struct bcs_comm *c,
 	      bool coll, MPI_Request *req)
 {

@@ -4,7 +4,8 @@
  * collectives on the parent; duplicates of overlapping pair communicators
  * posted in an order that a blocking Comm_dup would deadlock on; attributes,
  * error handlers and a Cartesian topology carried over; traffic on the
- * duplicate isolated from the parent's; a duplicate of a duplicate. */
+ * duplicate isolated from the parent's; a duplicate of a duplicate; one
+ * pending across a Comm_create_group. */
 #include "suite.h"
 
 static MPI_Comm W = MPI_COMM_WORLD;
@@ -194,6 +195,30 @@ static void carried(void)
 	MPI_Comm_free(&cart);
 }
 
+/* a duplicate pending while a Comm_create_group over the same ranks runs:
+ * even ranks create the group first, odd ones post the duplicate first
+ * (MPICH's comm/comm_create_group_idup) */
+static void beside_create_group(void)
+{
+	MPI_Group wg;
+	MPI_Comm gc, d;
+	MPI_Request rq;
+	MPI_Comm_group(W, &wg);
+	if (rank % 2 == 0) {
+		MPI_Comm_create_group(W, wg, 7, &gc);
+		MPI_Comm_idup(W, &d, &rq);
+	} else {
+		MPI_Comm_idup(W, &d, &rq);
+		MPI_Comm_create_group(W, wg, 7, &gc);
+	}
+	MPI_Wait(&rq, MPI_STATUS_IGNORE);
+	works(d, W, "beside_create_group.dup");
+	works(gc, W, "beside_create_group.group");
+	MPI_Group_free(&wg);
+	MPI_Comm_free(&d);
+	MPI_Comm_free(&gc);
+}
+
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
@@ -202,5 +227,6 @@ int main(int argc, char **argv)
 	overlapped();
 	ring_of_pairs();
 	carried();
+	beside_create_group();
 	return suite_finish("idup");
 }
