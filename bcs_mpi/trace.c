@@ -503,6 +503,10 @@ void bcs_trace_call(int kind, int peer, int tag, uint64_t bytes)
 	restored();
 	if (!tr.mode || tr.mute)
 		return;
+	if (peer < BCS_PEER_NONE)
+		peer = BCS_ARG_BAD;
+	if (tag < -1)
+		tag = BCS_ARG_BAD;
 	struct bcs_call c = {.kind = (uint32_t)kind, .peer = peer, .tag = tag, .bytes = bytes};
 	tr.ncall++;
 	if (tr.mode == 1) {

@@ -148,6 +148,8 @@ static void peer_text(char *out, size_t len, const char *what, int32_t peer)
 		snprintf(out, len, "%s=MPI_ANY_SOURCE", what);
 	else if (peer == -2)
 		snprintf(out, len, "%s=MPI_PROC_NULL", what);
+	else if (peer == BCS_ARG_BAD)
+		snprintf(out, len, "%s=invalid", what);
 	else
 		snprintf(out, len, "%s=%d", what, peer);
 }
@@ -165,6 +167,8 @@ void bcs_call_describe(const struct bcs_call *c, char *out, size_t len)
 		peer_text(peer, sizeof(peer), send ? "dest" : coll ? "root" : "source", c->peer);
 	if (tagged && c->tag == -1)
 		snprintf(tag, sizeof(tag), ", tag=MPI_ANY_TAG");
+	else if (tagged && c->tag == BCS_ARG_BAD)
+		snprintf(tag, sizeof(tag), ", tag=invalid");
 	else if (tagged)
 		snprintf(tag, sizeof(tag), ", tag=%d", c->tag);
 	snprintf(out, len, "%s(%s%s%s%llu bytes)", bcs_call_name(k), peer, tag,

@@ -60,6 +60,10 @@ enum bcs_call_kind {
  * for none (a wait for a send, a barrier);
  * tag as given (MPI_ANY_TAG -1); bytes: the message's or buffer's size. */
 #define BCS_PEER_NONE (-3)
+/* a peer or tag outside what MPI allows (a rank below MPI_PROC_NULL, a tag
+ * below MPI_ANY_TAG), kept as this: the call was refused, and the streams
+ * carry only values from BCS_PEER_NONE (tags from MPI_ANY_TAG) up */
+#define BCS_ARG_BAD INT32_MAX
 struct bcs_call {
 	uint32_t kind;
 	int32_t peer, tag;

@@ -400,8 +400,8 @@ fi
 # one-sided operations (progress ships their batches), non-blocking
 # duplicates, the v- and w- non-blocking collectives, graph topologies,
 # subarray and darray types, Iscan/Iexscan, neighborhood collectives, the
-# collectives between an intercommunicator's groups
-for p in persist rma intercomm rma_dyn idup nbcollv graph subarray nbscan neighbor icoll; do
+# collectives between an intercommunicator's groups, the Wait/Test family (Testsome)
+for p in persist rma intercomm rma_dyn idup nbcollv graph subarray nbscan neighbor icoll p2p; do
 	expect "storm run --record ($p, 8 ranks)" 0 storm run --record "$T/$p.trace" -N 4 -n 8 \
 		"$T/bcs/$p"
 	cp "$T/out" "$T/$p.recorded"

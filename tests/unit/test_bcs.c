@@ -723,6 +723,34 @@ static void test_trace_roundtrip(void)
 	bcs_rank_trace_free(&d);
 }
 
+/* a call refused for its rank or tag (kept as BCS_ARG_BAD by the library)
+ * goes through a stream and a section, and is described as such */
+static void test_trace_bad_args(void)
+{
+	uint8_t b[2 * BCS_EV_MAX];
+	size_t n = bcs_stream_event(b, BCS_EV_CALL,
+				    BCS_C_SEND | (uint64_t)((int64_t)BCS_ARG_BAD + 3) << 6, 1 + 1, 4);
+	n += bcs_stream_event(b + n, BCS_EV_CALL, BCS_C_TESTSOME | (uint64_t)(0 + 3) << 6,
+			      (uint64_t)((int64_t)BCS_ARG_BAD + 1), 0);
+	struct bcs_rank_trace t = {0};
+	CU_ASSERT_EQUAL_FATAL(bcs_stream_apply(&t, b, n), 0);
+	CU_ASSERT_EQUAL_FATAL(t.ncalls, 2);
+	size_t len;
+	uint8_t *sec = bcs_trace_encode_rank(&t, &len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(sec);
+	struct bcs_rank_trace d;
+	CU_ASSERT_EQUAL_FATAL(bcs_trace_decode_rank(sec, len, &d), 0);
+	CU_ASSERT_EQUAL_FATAL(d.ncalls, 2);
+	char what[160];
+	bcs_call_describe(&d.calls[0], what, sizeof(what));
+	CU_ASSERT_STRING_EQUAL(what, "MPI_Send(dest=invalid, tag=1, 4 bytes)");
+	bcs_call_describe(&d.calls[1], what, sizeof(what));
+	CU_ASSERT_STRING_EQUAL(what, "MPI_Testsome(source=0, tag=invalid, 0 bytes)");
+	bcs_rank_trace_free(&d);
+	bcs_rank_trace_free(&t);
+	free(sec);
+}
+
 /* a section's MPI calls: kind, peer, tag, size, repeats; numbered from 1 */
 static void test_trace_calls(void)
 {
@@ -1295,6 +1323,7 @@ void add_bcs_suite(void)
 		    test_trace_stream);
 	CU_add_test(s, "trace checkpoint marks: streamed, folded, in the file", test_trace_marks);
 	CU_add_test(s, "trace calls: numbered, described, streamed, v2 files", test_trace_calls);
+	CU_add_test(s, "trace calls: a refused rank or tag, Testsome", test_trace_bad_args);
 	CU_add_test(s, "trace v4: marks and calls in one section, v3 files", test_trace_marks_calls);
 	CU_add_test(s, "base64", test_b64);
 	CU_add_test(s, "checkpoint state codec and ring restore", test_ckpt_state);
