@@ -122,8 +122,9 @@ int vc_resolve_dir(const struct up_opts *o, const char *def, char *dir);
 int vc_clear_dir(const struct up_opts *o, const char *dir, const char *conf_path,
 		 const char *sock, const char *pids);
 
-/* A TCP port no one listens on now (the kernel's pick), or -errno. */
-int vc_free_tcp_port(void);
+/* A TCP port no one listens on now: below the ephemeral range when it is
+ * bound here later (bound_here), else the kernel's pick; or -errno. */
+int vc_free_tcp_port(bool bound_here);
 
 /* The defaults with the options' values over them; paths, addresses and
  * nodes are the caller's. 0, or -1 (printed). */

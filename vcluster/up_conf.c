@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <netinet/in.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 
 #include "cluster.h"
@@ -126,11 +127,12 @@ int vc_clear_dir(const struct up_opts *o, const char *dir, const char *conf_path
 	return rc;
 }
 
-/* A TCP port no one listens on now (the kernel's pick), or -errno. */
-int vc_free_tcp_port(void)
+/* Binds port (0: the kernel's pick) on every address and lets it go: the
+ * port, or -errno. */
+static int try_port(int port)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in sa = {.sin_family = AF_INET};
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
 	socklen_t len = sizeof(sa);
 	if (fd < 0)
 		return -errno;
@@ -139,6 +141,44 @@ int vc_free_tcp_port(void)
 		 ? ntohs(sa.sin_port) : -errno;
 	close(fd);
 	return rc;
+}
+
+/* The first port of the kernel's ephemeral range, or 0 if unreadable. */
+static int ephemeral_low(void)
+{
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
+	int lo = 0, hi = 0;
+	if (f) {
+		if (fscanf(f, "%d %d", &lo, &hi) != 2)
+			lo = 0;
+		fclose(f);
+	}
+	return lo;
+}
+
+/* A TCP port no one listens on now, for a daemon that binds it later: below
+ * the ephemeral range, where only explicit binds land. The kernel's pick
+ * (bind to 0) is in that range, and by the time the daemon binds, an
+ * outgoing connection of any process may have taken it as its local port
+ * (seen: a machine manager started inside a Slurm allocation, "Address
+ * already in use"). bound_here false: a port another network namespace
+ * binds, which no connection here can take: the kernel's pick. The port,
+ * or -errno. */
+int vc_free_tcp_port(bool bound_here)
+{
+	if (!bound_here)
+		return try_port(0);
+	int lo = ephemeral_low();
+	unsigned seed;
+	if (lo > 2048 && getrandom(&seed, sizeof(seed), 0) == sizeof(seed)) {
+		for (int i = 0; i < 64; i++) {
+			int p = try_port(1024 + (int)(seed % (unsigned)(lo - 1024)));
+			if (p > 0)
+				return p;
+			seed = seed * 1103515245u + 12345u;
+		}
+	}
+	return try_port(0);
 }
 
 /* storm.conf for the options, a fresh cluster key and the cluster's own
@@ -232,7 +272,7 @@ int vc_configure(const struct up_opts *o, const char *dir, const char *conf_path
 	snprintf(conf->socket, sizeof(conf->socket), "%s", sock);
 	/* the daemons register their fabric addresses with the MM, as on
 	 * hosts without a shared file system */
-	int port = vc_free_tcp_port();
+	int port = vc_free_tcp_port(true);
 	if (port < 0) {
 		fprintf(stderr, "storm: error: no free TCP port for the MM's registrations: %s\n",
 			strerror(-port));
@@ -247,8 +287,10 @@ int vc_configure(const struct up_opts *o, const char *dir, const char *conf_path
 	snprintf(conf->bootstrap, sizeof(conf->bootstrap), "mm");
 	snprintf(conf->mm_address, sizeof(conf->mm_address), "%s:%d", mm_addr, port);
 	/* --hosts: storm here has no other way to the MM; the MM's host has
-	 * every port free, so one that is free here does */
-	int ctl_port = o->ctl_port ? (int)o->ctl_port : o->hosts ? vc_free_tcp_port() : 0;
+	 * every port free, so one that is free here does. Not a low one: once
+	 * that host is gone, a gateway's proxy may answer a low port of its
+	 * address (seen here), and the next up would take it for a live MM */
+	int ctl_port = o->ctl_port ? (int)o->ctl_port : o->hosts ? vc_free_tcp_port(false) : 0;
 	if (ctl_port < 0) {
 		fprintf(stderr, "storm: error: no free TCP port for the MM's control connections: %s\n",
 			strerror(-ctl_port));

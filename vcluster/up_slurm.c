@@ -137,9 +137,9 @@ static char *key_env(const char *path)
 static int take_ports(struct storm_conf *conf)
 {
 	char host[256], port[16];
-	int p1 = vc_free_tcp_port(), p2 = p1;
+	int p1 = vc_free_tcp_port(true), p2 = p1;
 	while (p2 == p1 && p2 > 0)
-		p2 = vc_free_tcp_port();
+		p2 = vc_free_tcp_port(true);
 	if (p1 < 0 || p2 < 0 ||
 	    conf_address(conf->mm_address, host, sizeof(host), port, sizeof(port)) != 0) {
 		fprintf(stderr, "storm: error: no free TCP port for the machine manager: %s\n",

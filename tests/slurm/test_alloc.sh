@@ -89,6 +89,7 @@ storm run -N 3 -n 6 -l sh -c 'echo "$STORM_NODENAME $(id -un)"' || exit 1
 storm run -N 3 -n 3 ./ring || exit 1
 # found without STORM_CONF: by the allocation's id
 env -u STORM_CONF storm cluster status --json | grep '"cluster"'
+grep -E '^(mm|ctl)_address = ' "$STORM_CONF"
 exit 7
 EOF
 # --exclusive: each node's 4 CPUs (storm's cpus per node are the allocation's)
@@ -97,6 +98,13 @@ expect "salloc -N 3 storm cluster up --slurm -- sh in_alloc.sh: the command's ex
 J=$(sed -n 's/^job //p' "$T/out")
 JOBS="$JOBS $J"
 has "  storm came up on the allocation's nodes" out "3 nodes bn[1-3]"
+# the MM's ports, chosen before it binds them, lie below the ephemeral range,
+# which an outgoing connection of any process could take from it meanwhile
+low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range)
+ports=$(sed -n 's/^\(mm\|ctl\)_address = .*:\([0-9]*\)$/\2/p' "$T/out" | tr '\n' ' ')
+[ "$(echo $ports | wc -w)" = 2 ] && for p in $ports; do [ "$p" -lt "$low" ] || ports=""; done &&
+	[ -n "$ports" ] && ok "  the MM's two ports below the ephemeral range ($ports< $low)" ||
+	bad "  the MM's two ports below the ephemeral range ($low): $(grep _address "$T/out")"
 for l in "0: bn1 $U" "1: bn1 $U" "2: bn2 $U" "3: bn2 $U" "4: bn3 $U" "5: bn3 $U"; do
 	has_line "  rank on its node, as the user: $l" out "$l"
 done
