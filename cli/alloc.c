@@ -277,10 +277,14 @@ static int run_alloc(struct cli *c, int fd, char **cmd)
 			kill(w.child, SIGKILL);
 			w.kill_at = 0;
 		}
-		if (pf[1].revents & POLLIN)
-			rc = alloc_reap(&w, sfd);
-		if (rc < 0 && w.conn >= 0 && (pf[0].revents & (POLLIN | POLLHUP | POLLERR)))
+		/* the MM's word first: a revoked allocation ends its steps and
+		 * then itself in one turn, so COMMAND (a step's client) may
+		 * have ended by the time both are read, and the revocation
+		 * is what happened */
+		if (w.conn >= 0 && (pf[0].revents & (POLLIN | POLLHUP | POLLERR)))
 			rc = alloc_reply(&w, cmd);
+		if (rc < 0 && (pf[1].revents & POLLIN))
+			rc = alloc_reap(&w, sfd);
 	}
 	if (w.job && w.conn >= 0)
 		fprintf(stderr, "storm alloc: relinquishing job allocation %llu\n",

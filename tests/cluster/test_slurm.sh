@@ -143,7 +143,17 @@ import json, sys
 print([j["job"] for j in json.load(sys.stdin)["jobs"] if j["name"] == "holder"][0])')
 expect "  jobs shows the step as ALLOC.0" 0 storm jobs -o JobID,JobName,State
 grep -Eq "^$alloc_id\\.0 +sh " "$T/out" && ok "  $alloc_id.0 listed" || { bad "  $alloc_id.0 listed"; cat "$T/out"; }
+# storm alloc stands still while the allocation is cancelled and its
+# command, the step's client, ends with it: when it runs again both that end
+# and the MM's word are there to read, and the revocation is what happened
+step_client=$(pgrep -P "$BGPID" | head -1)
+kill -STOP "$BGPID"
 expect "  cancelling the allocation" 0 storm cancel "$alloc_id"
+for _ in $(seq 600); do
+	[ "$(awk '{ print $3 }' "/proc/$step_client/stat" 2>/dev/null)" = Z ] && break
+	sleep 0.1
+done
+kill -CONT "$BGPID"
 wait_bg "$BGPID" 60 "storm alloc of a cancelled allocation"
 exec 7<&-
 has "  storm alloc says the allocation was revoked" alloc.err "job allocation $alloc_id revoked"
