@@ -39,6 +39,18 @@
  *            node with records sends as soon as it may; an idle one every
  *            report_every strobes, as its heartbeat. The MM zeroes a slot's
  *            length word as it reads the report, so a slot is decoded once.
+ *   liveness MM -> the UP nodes, every report_every slices: COMPARE-AND-WRITE
+ *            GM_VAR_ALIVE (the slice of the last strobe a node acted on)
+ *            >= a recent slice, writing a new lease number to GM_VAR_QUIET.
+ *            Its answer comes up the tree combined, so the MM hears every
+ *            node alive for a few messages, not one report per node. A node
+ *            whose lease changed within GM_QUIET_LEASE strobes and whose
+ *            report would say nothing new (no records, no switch delays, the
+ *            same commands done and epoch) sends its heartbeat only every
+ *            GM_QUIET_BEAT report_every strobes (its clock exchange); a
+ *            failed, false or late answer renews no lease, so the nodes go
+ *            back to the heartbeat on their own and each is heard, or not,
+ *            by its reports as before.
  *   done     node sets GM_VAR_DONE(slot) = job id once every local rank of the
  *            job ended and its output went out; the MM confirms the end of a
  *            job with COMPARE-AND-WRITE (EQ job) over the job's nodes.
@@ -169,10 +181,22 @@ struct report_ack {
 	uint64_t t3;      /* the MM's CLOCK_MONOTONIC as it sends this ack */
 };
 #define GM_VAR_REPORT_ACK (GM_VARS + 8192)
+
+/* Liveness combined up the tree (the data flow above): u64 on a node, the
+ * slice of the last strobe it acted on (it stores it), and the last lease
+ * number the MM's liveness COMPARE-AND-WRITE wrote. A lease runs
+ * GM_QUIET_LEASE(report_every) strobes from its change: three liveness
+ * rounds, so one late answer does not end it. */
+#define GM_VAR_ALIVE (GM_VARS + 6144)
+#define GM_VAR_QUIET (GM_VARS + 6152)
+#define GM_QUIET_LEASE(every) (3u * (every))
+#define GM_QUIET_BEAT 16u
 #define GM_REPORT_ACK_SIZE (sizeof(struct report_ack) + GM_TAG_BYTES)
 
 _Static_assert(sizeof(struct strobe) + 16 * STORM_MAX_NODES + GM_TAG_BYTES <= GM_STROBE_MAX,
 	       "a strobe without the schedule ahead must fit for every cluster size");
+_Static_assert(GM_VAR_CKPT(GM_JOB_SLOTS) <= GM_VAR_ALIVE && GM_VAR_QUIET + 8 <= GM_VAR_REPORT_ACK,
+	       "the liveness variables overlap others");
 _Static_assert(GM_VAR_REPORT_ACK + GM_REPORT_ACK_SIZE <= 65536, "the variables overlap the command ring");
 
 #define GM_CMD_RING ((uint64_t)65536)

@@ -254,6 +254,13 @@ struct mm {
 	struct gm_copy verify;   /* a report is verified, then used, here (gm_copy) */
 	struct fault fault;      /* tests only: point "strobe", that strobe goes out altered */
 	struct mm_boot *boot;    /* boot.c: registrations (bootstrap = mm), or NULL */
+	/* slice.c: liveness combined up the tree (layout.h): the round in
+	 * flight (0: none), the nodes it asks and the last lease number */
+	uint64_t live_round;
+	struct sn_nodeset live_set;
+	uint64_t live_lease;
+	double live_time;
+	uint64_t live_us;
 };
 
 /* Checkpointing's part in a job's life: ckpt.c registers it (mm_wire), and
@@ -568,6 +575,10 @@ typedef void (*mm_answer_fn)(struct mm *mm, uint64_t id, uint64_t id2,
 			     const struct sn_caw_result *res);
 int mm_query(struct mm *mm, const struct sn_nodeset *set, uint64_t var, enum sn_cmp op,
 	     uint64_t value, mm_answer_fn fn, uint64_t id, uint64_t id2);
+/* The same, and if it holds everywhere write_val to write_off on every node */
+int mm_query_write(struct mm *mm, const struct sn_nodeset *set, uint64_t var, enum sn_cmp op,
+		   uint64_t value, bool do_write, uint64_t write_off, uint64_t write_val,
+		   mm_answer_fn fn, uint64_t id, uint64_t id2);
 
 /* boot.c: node registrations on mm_address (bootstrap = mm). */
 /* The registration port is bound before the fabric opens: a port given

@@ -22,11 +22,19 @@ static void answered(void *arg, const struct sn_caw_result *res)
 int mm_query(struct mm *mm, const struct sn_nodeset *set, uint64_t var, enum sn_cmp op,
 	     uint64_t value, mm_answer_fn fn, uint64_t id, uint64_t id2)
 {
+	return mm_query_write(mm, set, var, op, value, false, 0, 0, fn, id, id2);
+}
+
+int mm_query_write(struct mm *mm, const struct sn_nodeset *set, uint64_t var, enum sn_cmp op,
+		   uint64_t value, bool do_write, uint64_t write_off, uint64_t write_val,
+		   mm_answer_fn fn, uint64_t id, uint64_t id2)
+{
 	struct query *q = malloc(sizeof(*q));
 	if (!q)
 		return -1;
 	*q = (struct query){mm, fn, id, id2};
-	if (sn_caw_start(mm->sn, set, var, op, value, false, 0, 0, answered, q) < 0) {
+	if (sn_caw_start(mm->sn, set, var, op, value, do_write, write_off, write_val, answered,
+			 q) < 0) {
 		free(q);
 		return -1;
 	}

@@ -18,6 +18,16 @@ static unsigned suspect_after(const struct mm *mm)
 	return s < 3 ? 3 : s;
 }
 
+/* UP and heard within suspect_after slices: in the strobe's tree and in
+ * the liveness rounds */
+static bool fresh(const struct mm *mm, int i)
+{
+	const struct mm_node *n = &mm->nodes[i];
+	return n->state == STORM__CTL__NODE_STATE__UP &&
+	       mm->elapsed_us - n->heard_us <=
+		       (uint64_t)suspect_after(mm) * mm->conf.timeslice_us;
+}
+
 static void send_strobe(struct mm *mm)
 {
 	struct strobe *s = (struct strobe *)mm->strobe_buf;
@@ -49,10 +59,7 @@ static void send_strobe(struct mm *mm)
 	sn_set_clear(&tree);
 	for (int i = 0; i < nn; i++) {
 		struct mm_node *n = &mm->nodes[i];
-		bool fresh = n->state == STORM__CTL__NODE_STATE__UP &&
-			     mm->elapsed_us - n->heard_us <=
-				     (uint64_t)suspect_after(mm) * mm->conf.timeslice_us;
-		if (fresh) {
+		if (fresh(mm, i)) {
 			sn_set_add(&tree, fabric_id((uint32_t)i));
 		} else if (n->state == STORM__CTL__NODE_STATE__UP ||
 			   (!mm->probe_timer && mm->slice % 4 == 0)) {
@@ -73,6 +80,63 @@ static void send_strobe(struct mm *mm)
 	int rc = sn_xfer(mm->sn, &tree, GM_STROBE, s, size, SN_NO_EVENT, EV_STROBE, SN_XFER_SYS);
 	if (rc < 0)
 		slog("strobe %llu: %s", (unsigned long long)mm->slice, sn_strerror(mm->sn));
+}
+
+/* A liveness round answered: on true every node asked was alive when it
+ * started (it answered since, and had acted on a recent strobe) and took
+ * the new lease. Anything else renews no lease: the nodes go back to the
+ * heartbeat within GM_QUIET_LEASE strobes, and are heard by their reports,
+ * a vanished one not, as before the rounds. */
+static void live_answered(struct mm *mm, uint64_t lease, uint64_t slice,
+			  const struct sn_caw_result *res)
+{
+	if (lease != mm->live_round)
+		return;
+	mm->live_round = 0;
+	if (mm->trace)
+		fprintf(mm->trace, "live %llu %llu %d %.0f\n", (unsigned long long)slice,
+			(unsigned long long)lease, res->status, (double)clock_mono_ns());
+	if (res->status != 1)
+		return;
+	for (int i = 0; i < mm->conf.nnodes; i++) {
+		struct mm_node *n = &mm->nodes[i];
+		if (!sn_set_has(&mm->live_set, fabric_id((uint32_t)i)) ||
+		    n->state != STORM__CTL__NODE_STATE__UP || n->heard_us >= mm->live_us)
+			continue;
+		n->heard_us = mm->live_us;
+		n->heard_slice = slice;
+		n->heard_time = mm->live_time;
+	}
+}
+
+/* Every report_every slices, one COMPARE-AND-WRITE over the nodes in the
+ * strobe's tree instead of a heartbeat report from each: its answer is
+ * combined up the tree, so the MM's work for it does not grow with the
+ * nodes. One round at a time; one that waits on a dead node holds the next
+ * back, and the leases run out meanwhile. */
+static void live_tick(struct mm *mm)
+{
+	unsigned every = mm->conf.report_every;
+	if (mm->live_round || mm->slice % every || mm->slice <= 2 * (uint64_t)every)
+		return;
+	sn_set_clear(&mm->live_set);
+	for (int i = 0; i < mm->conf.nnodes; i++)
+		if (fresh(mm, i))
+			sn_set_add(&mm->live_set, fabric_id((uint32_t)i));
+	if (sn_set_count(&mm->live_set) == 0)
+		return;
+	/* acted on one of the last two rounds' strobes: a node answering
+	 * the network but no longer taking strobes renews nothing */
+	uint64_t since = mm->slice - 2 * (uint64_t)every;
+	uint64_t lease = ++mm->live_lease;
+	mm->live_us = mm->elapsed_us;
+	mm->live_time = clock_wall_s();
+	mm->live_round = lease;
+	if (mm_query_write(mm, &mm->live_set, GM_VAR_ALIVE, SN_GE, since, true, GM_VAR_QUIET,
+			   lease, live_answered, lease, mm->slice) < 0) {
+		mm->live_round = 0;
+		slog_limited(&mm->rl_report, "liveness round: %s", sn_strerror(mm->sn));
+	}
 }
 
 void probe_tick(struct mm *mm)
@@ -143,6 +207,7 @@ void slice_tick(struct mm *mm)
 	step_grid(mm);
 	ckpt_tick(mm);
 	send_strobe(mm);
+	live_tick(mm);
 	clients_tick(mm);
 	/* what can let a job start (a submission, a job's end, a node UP, a
 	 * transfer done) runs jobs_schedule itself; but an `after:` dependency

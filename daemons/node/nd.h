@@ -227,6 +227,13 @@ struct nd {
 	uint8_t *report_buf;    /* its bytes, for a resend */
 	size_t report_len;
 	unsigned unacked_strobes;
+	/* the MM's liveness lease (layout.h): GM_VAR_QUIET as last read and
+	 * the strobes it still runs (0: report at the heartbeat's pace), and
+	 * what the last report said that a quiet node must not leave unsaid */
+	uint64_t lease_val;
+	unsigned lease_left;
+	uint32_t rep_cmd_done;
+	uint64_t rep_epoch;
 };
 
 /* A refused (forged, altered, replayed) message: counted, and logged

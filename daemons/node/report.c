@@ -261,8 +261,8 @@ static void report_state(struct nd *nd, Storm__Cl__Report *rep, uint64_t seq, ui
 {
 	rep->seq = seq;
 	rep->slice = nd->slice;
-	rep->cmd_done = nd->cmd_done;
-	rep->epoch = nd->mm_epoch;
+	rep->cmd_done = nd->rep_cmd_done = nd->cmd_done;
+	rep->epoch = nd->rep_epoch = nd->mm_epoch;
 	rep->incarnation = nd->incarnation;
 	if (nd->clk.valid) {
 		rep->clock_offset_ns = nd->clk.offset_ns;
@@ -564,8 +564,27 @@ void nd_report_flush(struct nd *nd)
 	}
 }
 
+/* Once a strobe: the MM's liveness lease renewed (its number changed) or
+ * running out. true: it runs, and the report due would carry nothing the MM
+ * lacks, so the heartbeat can wait: the lease says the MM hears this node
+ * through the tree. A node that lags the commands the strobes announce
+ * reports at the usual pace (the MM resends what it lacks on its reports). */
+static bool quiet(struct nd *nd)
+{
+	uint64_t v = sn_var_load(nd->sn, GM_VAR_QUIET);
+	if (v != nd->lease_val) {
+		nd->lease_val = v;
+		nd->lease_left = v ? GM_QUIET_LEASE(nd->conf.report_every) : 0;
+	} else if (nd->lease_left) {
+		nd->lease_left--;
+	}
+	return nd->lease_left && !nd->q_head && !nd->nsw && nd->cmd_done == nd->rep_cmd_done &&
+	       nd->cmd_done >= nd->strobe_cmd_seq && nd->mm_epoch == nd->rep_epoch;
+}
+
 void nd_report(struct nd *nd, uint64_t ack)
 {
+	bool q = quiet(nd);
 	/* a strobe built before the MM's direct ack may carry an older one */
 	if (ack < nd->acked)
 		ack = nd->acked;
@@ -590,8 +609,10 @@ void nd_report(struct nd *nd, uint64_t ack)
 	}
 	if (ack == nd->report_seq) {
 		/* with nothing to say, only every report_every strobes: that
-		 * is the heartbeat, and it keeps the MM's work per slice low */
-		if (nd->q_head || ++nd->quiet_strobes >= nd->conf.report_every) {
+		 * is the heartbeat, and it keeps the MM's work per slice low;
+		 * under a lease only for the clock exchange */
+		unsigned every = nd->conf.report_every * (q ? GM_QUIET_BEAT : 1);
+		if (nd->q_head || ++nd->quiet_strobes >= every) {
 			nd->quiet_strobes = 0;
 			send_next(nd, nd->report_seq + 1);
 		}

@@ -334,6 +334,9 @@ void nd_on_strobe(struct nd *nd)
 	}
 	uint64_t t_recv = clock_mono_ns();
 	bool rejoined = strobe_advance(nd, &s, t_recv);
+	/* what the MM's liveness COMPARE-AND-WRITE reads: this daemon acts on
+	 * strobes, not only answers the network */
+	sn_var_store(nd->sn, GM_VAR_ALIVE, s.slice);
 	/* a command is taken on its own event; here only when the strobe
 	 * says one was sent that is not taken yet (it came before the first
 	 * strobe, or is waited for), not every slice: the slot's previous

@@ -4,8 +4,11 @@
 # (500 missed strobes, what a loaded host does to it) is late, not DOWN, and
 # the job on it finishes; one stopped beyond the bound is DOWN no sooner
 # than 1.5 s, its job fails naming it, and it is UP again once it reports.
-# Each stall is in the daemon's own log, with where it stood still. Every
-# daemon is taken down on exit, pass or fail.
+# Each stall is in the daemon's own log, with where it stood still. Idle
+# nodes, heard through the tree's liveness COMPARE-AND-WRITE, send a fraction
+# of their heartbeat reports, and a node killed, or deaf to strobes while it
+# still answers the network, is DOWN all the same. Every daemon is taken
+# down on exit, pass or fail.
 # Usage: test_liveness.sh BUILD_BIN_DIR
 set -u
 BIN=$(cd "${1:-build/bin}" && pwd)
@@ -117,6 +120,85 @@ if wait_log "$C/log/node00.log" "stall: over after" 30; then
 else
 	bad "node00's 1.2 s turn was never reported: $(grep stall: "$C/log/node00.log")"
 fi
+expect "cluster down" 0 storm cluster down --dir "$C"
+
+# ---- 4. idle nodes are heard through the tree: the MM's liveness
+# COMPARE-AND-WRITE every report_every slices leases them out of their
+# heartbeat, so an idle node's reports are a fraction of it; a node that
+# vanishes, or that still answers the network but no longer acts on
+# strobes (deaf from slice DEAF_AT, a test point), is DOWN as before
+C=$T/c2
+export STORM_CONF=$C/storm.conf
+DEAF_AT=3000
+STORM_TEST_TAMPER=deaf=$DEAF_AT,deaf_for=400 STORM_TEST_TAMPER_NODE=node02 \
+	expect "cluster up (4 nodes, 10 ms slices, down_after_ms 2000)" 0 \
+	storm cluster up --nodes 4 --dir "$C" --down-after-ms 2000
+MM=$(awk '$2 == "mm" { print $1 }' "$C/pids")
+EVERY=$(awk -F' *= *' '$1 == "report_every" { print $2 }' "$STORM_CONF")
+slice_now() { storm cluster status 2>/dev/null | sed -n 's/^slice \([0-9]*\),.*/\1/p'; }
+# the MM's state in its log (SIGUSR1), the slice and each node's report
+dump() {
+	kill -USR1 "$MM"
+	wait_count "$C/log/mm.log" "stormmm: state: slice" "$1" 30 >/dev/null
+}
+dump 1
+s1=$(slice_now)
+until [ "$(slice_now)" -ge $((s1 + 300)) ] 2>/dev/null; do
+	[ "$(slice_now)" ] || break
+	sleep 0.2
+done
+dump 2
+msg=$(python3 - "$C/log/mm.log" "$EVERY" "$DEAF_AT" <<'PY'
+import re, sys
+log, every, deaf_at = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+dumps, cur = [], None
+for line in open(log):
+    m = re.search(r"state: slice (\d+)", line)
+    if m:
+        cur = {"slice": int(m.group(1)), "reports": {}}
+        dumps.append(cur)
+    m = re.search(r"  node (\S+): UP, report (\d+) heard", line)
+    if m and cur is not None:
+        cur["reports"][m.group(1)] = int(m.group(2))
+a, b = dumps[-2], dumps[-1]
+slices = b["slice"] - a["slice"]
+if b["slice"] >= deaf_at or len(b["reports"]) != 4:
+    print(f"the window ran into the deaf node's (slice {b['slice']}) or a node was not UP: {b}")
+    sys.exit(1)
+sent = {n: b["reports"][n] - a["reports"].get(n, 0) for n in b["reports"]}
+beats = slices / every
+bad = {n: k for n, k in sent.items() if k > beats / 2}
+print(f"over {slices} slices (a heartbeat every {every}: {beats:.0f} each) the nodes sent "
+      + ", ".join(f"{n} {k}" for n, k in sorted(sent.items())) + " reports")
+sys.exit(1 if bad else 0)
+PY
+)
+[ $? = 0 ] && ok "idle nodes send under half their heartbeats: $msg" ||
+	bad "idle nodes report at the heartbeat's pace: $msg"
+P3=$(awk '$2 == "node03" { print $1 }' "$C/pids")
+kill -9 "$P3"
+if wait_log "$C/log/mm.log" "node node03 is DOWN" 30; then
+	line=$(grep "node node03 is DOWN" "$C/log/mm.log")
+	since=$(sed -n 's/.*no report for [0-9]* timeslices (\([0-9.]*\) s).*/\1/p' <<<"$line")
+	python3 -c "import sys; sys.exit(not ${since:-0} >= 2.0)" &&
+		ok "a vanished node is DOWN, not sooner than the bound ($line)" ||
+		bad "a vanished node DOWN sooner than down_after_ms: $line"
+else
+	bad "node03 killed was never DOWN"
+fi
+expect "a job on the other three" 0 storm run -N 3 echo three
+wait_log "$C/log/node02.log" "test hook: strobes $DEAF_AT.." 90 ||
+	bad "node02 never went deaf: $(tail -3 "$C/log/node02.log")"
+if wait_log "$C/log/mm.log" "node node02 is DOWN" 30; then
+	ok "a node that answers the network but takes no strobes is DOWN: $(grep 'node node02 is DOWN' "$C/log/mm.log")"
+else
+	bad "node02, deaf to strobes, was never DOWN"
+fi
+wait_count "$C/log/mm.log" "node node02 is UP" 2 30 >/dev/null &&
+	ok "  and UP again once it hears them" || bad "node02 never came back UP"
+grep -q "node node0[01] is DOWN" "$C/log/mm.log" &&
+	bad "a node that ran on was DOWN: $(grep 'is DOWN' "$C/log/mm.log")" ||
+	ok "node00 and node01 stayed UP throughout"
 expect "cluster down" 0 storm cluster down --dir "$C"
 echo "$checks checks, $fails failed"
 [ "$fails" = 0 ]
