@@ -44,7 +44,7 @@
  *            >= a recent slice, writing a new lease number to GM_VAR_QUIET.
  *            Its answer comes up the tree combined, so the MM hears every
  *            node alive for a few messages, not one report per node. A node
- *            whose lease changed within GM_QUIET_LEASE strobes and whose
+ *            whose lease changed within gm_quiet_lease strobes and whose
  *            report would say nothing new (no records, no switch delays, the
  *            same commands done and epoch) sends its heartbeat only every
  *            GM_QUIET_BEAT report_every strobes (its clock exchange); a
@@ -185,11 +185,18 @@ struct report_ack {
 /* Liveness combined up the tree (the data flow above): u64 on a node, the
  * slice of the last strobe it acted on (it stores it), and the last lease
  * number the MM's liveness COMPARE-AND-WRITE wrote. A lease runs
- * GM_QUIET_LEASE(report_every) strobes from its change: three liveness
- * rounds, so one late answer does not end it. */
+ * gm_quiet_lease strobes from its change: three liveness rounds, so one
+ * late answer does not end it, but at most a quarter of the slices a node
+ * may be silent (down_slices): the MM counts a node heard from the start
+ * of the last round it answered, so the lease, and the heartbeat after it
+ * (report_every, at most half of them), must end well within that. */
 #define GM_VAR_ALIVE (GM_VARS + 6144)
 #define GM_VAR_QUIET (GM_VARS + 6152)
-#define GM_QUIET_LEASE(every) (3u * (every))
+static inline unsigned gm_quiet_lease(unsigned report_every, unsigned down_slices)
+{
+	unsigned l = 3 * report_every;
+	return l < down_slices / 4 ? l : down_slices / 4;
+}
 #define GM_QUIET_BEAT 16u
 #define GM_REPORT_ACK_SIZE (sizeof(struct report_ack) + GM_TAG_BYTES)
 

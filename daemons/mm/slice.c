@@ -85,7 +85,7 @@ static void send_strobe(struct mm *mm)
 /* A liveness round answered: on true every node asked was alive when it
  * started (it answered since, and had acted on a recent strobe) and took
  * the new lease. Anything else renews no lease: the nodes go back to the
- * heartbeat within GM_QUIET_LEASE strobes, and are heard by their reports,
+ * heartbeat within gm_quiet_lease strobes, and are heard by their reports,
  * a vanished one not, as before the rounds. */
 static void live_answered(struct mm *mm, uint64_t lease, uint64_t slice,
 			  const struct sn_caw_result *res)

@@ -574,7 +574,8 @@ static bool quiet(struct nd *nd)
 	uint64_t v = sn_var_load(nd->sn, GM_VAR_QUIET);
 	if (v != nd->lease_val) {
 		nd->lease_val = v;
-		nd->lease_left = v ? GM_QUIET_LEASE(nd->conf.report_every) : 0;
+		nd->lease_left = v ? gm_quiet_lease(nd->conf.report_every,
+						 conf_down_slices(&nd->conf)) : 0;
 	} else if (nd->lease_left) {
 		nd->lease_left--;
 	}

@@ -20,8 +20,26 @@ static void test_cmd_reuse(void)
 		CU_ASSERT_EQUAL(GM_CMD_REUSE_DONE(seq), 0);
 }
 
+/* A node leased out of its heartbeat is silent for at most the lease and
+ * one heartbeat after it, counted from the round the MM credits it with;
+ * that must stay within three quarters of the slices a node may be silent,
+ * for every configuration the configuration check allows (report_every at
+ * most half of them). */
+static void test_quiet_lease(void)
+{
+	for (unsigned down = 2; down <= 2000; down++)
+		for (unsigned every = 1; every * 2 <= down; every++) {
+			unsigned l = gm_quiet_lease(every, down);
+			CU_ASSERT(l <= 3 * every);
+			CU_ASSERT(4 * (l + every) <= 3 * down);
+		}
+	/* the default (report_every 10, 500 slices): three rounds */
+	CU_ASSERT_EQUAL(gm_quiet_lease(10, 500), 30);
+}
+
 void add_layout_suite(void)
 {
 	CU_pSuite s = CU_add_suite("layout", NULL, NULL);
 	CU_add_test(s, "a command slot is reused only once its command was taken", test_cmd_reuse);
+	CU_add_test(s, "a quiet node's silence stays within the liveness bound", test_quiet_lease);
 }
