@@ -111,11 +111,22 @@ def _params(costs, p1, p2, bg):
     nd_pb = max(0.0, (nd12 - nd1) / (11 * MIB))
     # the MM's CPU per slice per node: the difference between two sizes
     # must outgrow the load's noise, so it comes from the 1-node point and
-    # the largest one measured (the points between validate it)
-    big = max((q for q in costs["points"] if q.get("idle", {}).get("strobes")),
-              key=lambda q: q["nodes"])
-    m_slope = 0.0
-    if big["nodes"] > 1:
+    # the largest one measured (the points between validate it) -- or, with
+    # three sizes or more at which the MM sends the strobe to a full fan-out
+    # (below it, each node added is also one more send of the strobe), the
+    # least-squares line through them, less sensitive to one noisy point
+    pts = [q for q in costs["points"] if q.get("idle", {}).get("strobes")]
+    big = max(pts, key=lambda q: q["nodes"])
+    full = [q for q in pts if q["nodes"] >= costs["meta"].get("fanout", 4)]
+    m_slope, m_base = 0.0, idle["mm_cpu_per_slice_us"] * us
+    if len(full) >= 3:
+        xs = [q["nodes"] for q in full]
+        ys = [q["idle"]["mm_cpu_per_slice_us"] * us for q in full]
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        m_slope = max(0.0, sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+                      / sum((x - mx) ** 2 for x in xs))
+        m_base = max(0.0, my - m_slope * mx) + m_slope
+    elif big["nodes"] > 1:
         m_slope = max(0.0, (big["idle"]["mm_cpu_per_slice_us"] - idle["mm_cpu_per_slice_us"])
                       * us / (big["nodes"] - 1))
     return {
@@ -128,7 +139,7 @@ def _params(costs, p1, p2, bg):
         "consume_pb": max(0.1 * nd_pb, nd_pb - b),
         "mm_launch_cpu": max(0.0, mm1 - MIB * mm_pb),
         "nd_exec_cpu": max(0.0, nd1 - MIB * nd_pb),
-        "mm_slice_cpu0": max(0.0, idle["mm_cpu_per_slice_us"] * us - m_slope),
+        "mm_slice_cpu0": max(0.0, m_base - m_slope),
         "mm_slice_cpu_node": m_slope,
         "nd_slice_cpu": max(0.0, idle["nd_cpu_per_slice_us"] * us - c),
         "timeslice": ts,
