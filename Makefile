@@ -45,7 +45,7 @@ DAEMON_LIBS := -rdynamic -lfabric -lprotobuf-c -linih -ljansson $(AUTH_LIBS)
 PMIX_CFLAGS = $(patsubst -I%,-isystem %,$(shell pkg-config --cflags pmix 2>/dev/null))
 PMIX_LIBS = $(shell pkg-config --libs pmix 2>/dev/null) -pthread
 
-.PHONY: all deps test-deps bench-deps kernel-deps demo check unit unit-asan nettest bench bench-pmi bench-launch bench-slice bench-gang bench-ckpt bench-mpi clean
+.PHONY: all deps test-deps bench-deps kernel-deps demo check unit unit-asan nettest bench bench-pmi bench-launch bench-slice bench-gang bench-ckpt bench-mpi bench-replay clean
 all: $(BUILD)/lib/libstormnet.a $(BUILD)/lib/libstormcommon.a $(BUILD)/bin/primitives_demo \
      $(BUILD)/bin/sn_mptest $(BUILD)/bin/unit_tests $(BUILD)/bin/stormmm $(BUILD)/bin/stormnd \
      $(BUILD)/bin/storm $(BUILD)/bin/storm-cluster $(BUILD)/lib/libstormckpt.a $(BUILD)/bin/storm-ckpt bcsmpi \
@@ -582,6 +582,7 @@ bench: bench-deps
 	$(MAKE) bench-gang-run
 	$(MAKE) bench-ckpt-run
 	$(MAKE) bench-mpi-run
+	$(MAKE) bench-replay-run
 	./bench/pmi/run.sh
 
 # BCS-MPI against the slice, alone and beside a CPU-bound job, with the
@@ -627,6 +628,16 @@ bench-mpi-run:
 	$(MAKE) all
 	./bench/mpi/run.sh
 	python3 bench/mpi/report.py bench/results/mpi-latest/results.jsonl docs/BENCHMARKS.md
+
+# time to a late failure: a recorded run with K checkpoints against storm
+# replay --from its last one and a whole replay (~15 min at the defaults)
+bench-replay: bench-deps
+	$(MAKE) bench-replay-run
+.PHONY: bench-replay-run
+bench-replay-run:
+	$(MAKE) all
+	./bench/replay/run.sh
+	python3 bench/replay/report.py bench/results/replay-latest/results.jsonl docs/BENCHMARKS.md
 
 # MPICH's conformance suite against BCS-MPI (bench/conformance/README.md):
 # MPICH_TESTS is a checkout of MPICH's test/mpi, DIRS its directories
