@@ -392,6 +392,15 @@ fi
 
 if phase record; then
 	if [ $BCS = 1 ]; then
+		record_with() { # RANKS APP REP TRACE PROG ARGS...: the run with --record
+			local np=$1 a=$2 rep=$3 f=$4 sz
+			shift 4
+			if run bcs shm "$np" record "\"app\":\"$a\",\"rep\":$rep,\"record\":true" --record "$f" -- "$@"; then
+				sz=$(stat -c %s "$f" 2>/dev/null || echo null)
+				sed -i '$ s/}$/,"trace_bytes":'"$sz"'}/' "$OUT"
+				log "    trace: $sz bytes"
+			fi
+		}
 		record_reps() {
 			local np=$1 rep a f
 			for ((rep = 1; rep <= REPS; rep++)); do
@@ -400,15 +409,14 @@ if phase record; then
 					rm -f "$f"
 					local cmd
 					if [ $a = racy ]; then cmd="racy"; else cmd=$(app_cmd $a); fi
+					# alternate which goes first: a load that rises or falls
+					# through a pair weighs on both sides alike
+					# shellcheck disable=SC2086
+					[ $((rep % 2)) = 0 ] && record_with "$np" "$a" "$rep" "$f" $cmd
 					# shellcheck disable=SC2086
 					run bcs shm "$np" record "\"app\":\"$a\",\"rep\":$rep,\"record\":false" -- $cmd
 					# shellcheck disable=SC2086
-					if run bcs shm "$np" record "\"app\":\"$a\",\"rep\":$rep,\"record\":true" --record "$f" -- $cmd; then
-						local sz
-						sz=$(stat -c %s "$f" 2>/dev/null || echo null)
-						sed -i '$ s/}$/,"trace_bytes":'"$sz"'}/' "$OUT"
-						log "    trace: $sz bytes"
-					fi
+					[ $((rep % 2)) = 1 ] && record_with "$np" "$a" "$rep" "$f" $cmd
 					rm -f "$f"
 				done
 			done
