@@ -319,6 +319,14 @@ def build(res, results_path):
     return "\n".join(L)
 
 
+def spread(median, rs):
+    """a median and, beside it, the range of the runs it is the median of"""
+    ts = [r["time_s"] for r in rs]
+    if len(ts) < 2:
+        return sec(median)
+    return "%s (%s–%s)" % (sec(median), sec(min(ts)).replace(" s", ""), sec(max(ts)))
+
+
 def build_record(res, results_path):
     """the record phase's section: with and without --record at each rank
     count, medians of the repetitions"""
@@ -342,7 +350,8 @@ def build_record(res, results_path):
              " %s µs, one fresh cluster per rank count; programs as in the section above (sweep `%s`,"
              " stencil `%s`, racy 50 rounds). Each repetition runs a program without and with"
              " `--record` back to back, alternating which goes first; times are the programs' own"
-             " (launch excluded), medians of the repetitions (n: runs counted, with / without)."
+             " (launch excluded), medians of the repetitions and in brackets their range (n: runs"
+             " counted, with / without)."
              " Target: overhead ≤ 5%%, ≤ 16 bytes per nondeterministic outcome. Outcomes are"
              " counted for racy (its wildcard receives); the mini-apps post no wildcard receive, so"
              " their trace holds only what BCS-MPI records besides. Each run's outcomes stream to"
@@ -366,7 +375,7 @@ def build_record(res, results_path):
             ev = med([r.get("wildcard_recvs") for r in on_r]) if app == "racy" else None
             ov = (on / off - 1) if on is not None and off else None
             bpe = tb / ev if tb is not None and ev else None
-            rows.append(["%d" % n, app.replace("_nb", " --nb"), sec(off), sec(on),
+            rows.append(["%d" % n, app.replace("_nb", " --nb"), spread(off, off_r), spread(on, on_r),
                          "–" if ov is None else "%+.1f%% %s" % (ov * 100, "✓" if ov <= TARGET_RECORD else "✗"),
                          "%d / %d" % (len(on_r), len(off_r)),
                          "–" if tb is None else "%d B" % tb, "–" if ev is None else "%d" % ev,

@@ -35,6 +35,8 @@
 #   BENCH_MPI_TIMESLICE=1000 (us, the BCS-MPI cluster of the apps/micro/record/racy phases)
 #   BENCH_MPI_SLICES="250 500 1000 2000 5000"  BENCH_MPI_SLICE_RANKS=8
 #   BENCH_MPI_RECORD_RANKS="8 16 64" (the record phase; at RPN 1, as many nodes)
+#   BENCH_MPI_RECORD_RACY_RANKS (those of the record phase's rank counts racy
+#                    runs at, default all of them; the mini-apps run at each)
 #   BENCH_MPI_RPN=1 (ranks per virtual node; 2: the micro phase's two ranks
 #                    share a node)  BENCH_MPI_RACY_RUNS=20
 #   BENCH_MPI_MICRO_MAX=1048576 (the micro phase's largest message; bandwidth
@@ -100,6 +102,7 @@ SLICE_RANKS=${BENCH_MPI_SLICE_RANKS:-8}
 # the record phase's rank counts: its overhead where traces are largest
 if [ "$QUICK" = 1 ]; then RECORD_RANKS=${BENCH_MPI_RECORD_RANKS:-$RANKS}
 else RECORD_RANKS=${BENCH_MPI_RECORD_RANKS:-8 16 64}; fi
+RECORD_RACY_RANKS=${BENCH_MPI_RECORD_RACY_RANKS:-$RECORD_RANKS}
 RPN=${BENCH_MPI_RPN:-1}
 WANT_BCS=${BENCH_MPI_BCS:-1}
 phase() { case " $PHASES " in *" $1 "*) return 0 ;; esac; return 1; }
@@ -405,6 +408,7 @@ if phase record; then
 			local np=$1 rep a f
 			for ((rep = 1; rep <= REPS; rep++)); do
 				for a in sweep_nb stencil racy; do
+					[ $a = racy ] && case " $RECORD_RACY_RANKS " in *" $np "*) ;; *) continue ;; esac
 					f=$WORK/trace.$a.$rep
 					rm -f "$f"
 					local cmd
