@@ -111,8 +111,9 @@ static bool held_by_test(struct nd *nd, struct bjob *j, const struct xfer *x)
 
 /* Transmission micro-phase, at the receiver: matched pairs in order per
  * source node. A send that came in its descriptor is copied into the rank
- * at once; a local one copied rank to rank; the others granted pieces of
- * the area's free buffers for their source, up to the slice's budget. The
+ * at once; a local one copied rank to rank (within the slice's budget of
+ * such copies, bcs_local_piece); the others granted pieces of the area's
+ * free buffers for their source, up to the slice's budget. The
  * buffer's data comes back as M_DATA, which frees it and grants again. */
 static void grant(struct nd *nd, struct bjob *j)
 {
@@ -150,43 +151,40 @@ static void grant(struct nd *nd, struct bjob *j)
 					}
 				}
 				x->granted = x->total;
+			} else if (held_by_test(nd, j, x)) {
+				break;
+			} else if (self) {
+				if (!bcs_local_piece(nd, j, x))
+					break; /* budget spent: the rest next slice */
 			} else {
-				if (held_by_test(nd, j, x))
-					break;
 				uint64_t chunk = x->total - x->granted;
 				if (chunk > j->budget[node])
 					chunk = j->budget[node];
-				if (!self) {
-					if (buf >= 0 && (used == b->buf_size || ng == maxg)) {
-						send_grants(nd, j, node, (uint32_t)buf,
-							    b->area[node][buf].gen, g, ng);
-						buf = -1;
-					}
-					if (buf < 0 && chunk) {
-						buf = take_buf(b, node);
-						ng = 0;
-						used = 0;
-					}
-					if (buf < 0)
-						break; /* every buffer in use: the next M_DATA grants */
-					if (chunk > b->buf_size - used)
-						chunk = b->buf_size - used;
+				if (buf >= 0 && (used == b->buf_size || ng == maxg)) {
+					send_grants(nd, j, node, (uint32_t)buf, b->area[node][buf].gen,
+						    g, ng);
+					buf = -1;
 				}
+				if (buf < 0 && chunk) {
+					buf = take_buf(b, node);
+					ng = 0;
+					used = 0;
+				}
+				if (buf < 0)
+					break; /* every buffer in use: the next M_DATA grants */
+				if (chunk > b->buf_size - used)
+					chunk = b->buf_size - used;
 				if (chunk == 0)
 					break; /* budget spent: the rest next slice */
 				j->budget[node] -= chunk;
 				uint64_t off = x->granted;
 				x->granted += chunk;
-				if (self) {
-					bcs_local_piece(nd, j, x, off, chunk);
-				} else {
-					g[ng++] = (struct wgrant){.src = x->s->src, .dst = x->s->dst,
-								  .sreq = x->s->sreq, .rreq = x->r->req,
-								  .off = off, .len = chunk,
-								  .last = x->granted == x->total,
-								  .aoff = (uint32_t)used};
-					used += chunk;
-				}
+				g[ng++] = (struct wgrant){.src = x->s->src, .dst = x->s->dst,
+							  .sreq = x->s->sreq, .rreq = x->r->req,
+							  .off = off, .len = chunk,
+							  .last = x->granted == x->total,
+							  .aoff = (uint32_t)used};
+				used += chunk;
 			}
 			if (x->granted != x->total)
 				continue; /* the next piece, in the next buffer */
@@ -1092,6 +1090,9 @@ void nd_bcs_strobe(struct nd *nd)
 	b->slice_budget = b->link_mbs * (uint64_t)nd_slice_us(nd);
 	if (b->slice_budget < 65536)
 		b->slice_budget = 65536;
+	b->mem_budget = b->mem_mbs * (uint64_t)nd_slice_us(nd);
+	if (b->mem_budget < b->slice_budget)
+		b->mem_budget = b->slice_budget;
 	/* completion: what a full ring held back, and wake-ups */
 	bool any = false;
 	for (struct bjob *j = b->jobs; j; j = j->next) {
@@ -1100,6 +1101,8 @@ void nd_bcs_strobe(struct nd *nd)
 		any = true;
 		for (uint32_t i = 0; i < b->nnodes; i++)
 			j->budget[i] = b->slice_budget;
+		j->lbudget = b->mem_budget;
+		j->lcounted = false;
 		if (j->active && !j->sealed)
 			bcs_publish(j); /* sealed: its rings are as its images keep them */
 	}
@@ -1197,7 +1200,12 @@ int nd_bcs_init(struct nd *nd)
 	b->link_mbs = e && *e ? strtoull(e, NULL, 10) : 0;
 	if (!b->link_mbs)
 		b->link_mbs = BCS_LINK_MBS;
+	e = getenv("STORM_BCS_MEM_MBS");
+	b->mem_mbs = e && *e ? strtoull(e, NULL, 10) : 0;
+	if (!b->mem_mbs)
+		b->mem_mbs = BCS_MEM_MBS;
 	b->slice_budget = 65536; /* until the first strobe gives the slice */
+	b->mem_budget = 65536;
 	/* Early polling only where the loop has nothing to sleep on: a wait
 	 * descriptor (shm's doorbell included) wakes it by itself. */
 	b->early_poll = sn_wait_fd(nd->sn) < 0;
@@ -1431,7 +1439,8 @@ void nd_bcs_job_end(struct nd *nd, struct nd_job *job)
 	if (j->copied_rank || j->copied_daemon)
 		slog("job %" PRIu64 ": messages between this node's ranks: %" PRIu64 " bytes copied "
 		     "by the ranks, %" PRIu64 " by this daemon (%" PRIu64 " of the ranks' by the "
-		     "sender)", j->id, j->copied_rank, j->copied_daemon, j->copied_sender);
+		     "sender), granted in %" PRIu64 " slice(s)", j->id, j->copied_rank,
+		     j->copied_daemon, j->copied_sender, j->lslices);
 	*pp = j->next;
 	b->dead[b->ndead++ % BCS_DEAD_JOBS] = j->id;
 	bjob_free_queues(b, j);

@@ -109,23 +109,42 @@ static bool post_order(struct nd *nd, struct bjob *j, struct xfer *x, pid_t from
 	return false;
 }
 
-/* Transmission of a piece of a pair whose ranks are both here: a copy
- * order to the receiver, or the daemon's copy now. */
-void bcs_local_piece(struct nd *nd, struct bjob *j, struct xfer *x, uint64_t off, uint64_t chunk)
+/* Transmission of the next piece of a pair whose ranks are both here: a
+ * copy order to one of them, within the slice's budget of such copies, or
+ * the daemon's copy now, within the link's budget too (its copy takes the
+ * daemon's time). False: nothing granted, the budget is spent. */
+bool bcs_local_piece(struct nd *nd, struct bjob *j, struct xfer *x)
 {
 	uint32_t slr = (uint32_t)x->s->src - j->first;
 	struct osend *o = bcs_osend_take(j, slr, x->s->sreq, false);
 	pid_t from = bcs_pid_of(j, slr);
+	uint64_t off = x->granted, chunk = x->total - off;
+	uint64_t *link = &j->budget[nd->bcs->self];
+	if (chunk > j->lbudget)
+		chunk = j->lbudget;
+	if (!chunk)
+		return false;
 	int err = o ? 0 : BCS_EFAULT;
 	if (!err && !post_order(nd, j, x, from, o->d.addr + off, off, chunk)) {
+		if (chunk > *link)
+			chunk = *link;
+		if (!chunk)
+			return false;
+		*link -= chunk;
 		err = daemon_copy(nd->bcs, j, from, o->d.addr + off, bcs_pid_of(j, x->lr),
 				  x->r->addr + off, chunk);
 		x->done += chunk;
 	}
-	if (!err)
-		return;
-	x->err = err;
-	x->granted = x->total; /* a rank gone: finish the pair now */
+	j->lbudget -= chunk;
+	x->granted += chunk;
+	if (!j->lcounted)
+		j->lslices++;
+	j->lcounted = true;
+	if (err) {
+		x->err = err;
+		x->granted = x->total; /* a rank gone: finish the pair now */
+	}
+	return true;
 }
 
 /* Both ranks of the pair are done with it: the send completes, then the

@@ -20,6 +20,13 @@
 /* Grants per source node and slice: what the link moves in a slice, at
  * this rate (STORM_BCS_LINK_MBS overrides it), and at least 64 KiB (grant) */
 #define BCS_LINK_MBS 4000
+/* Grants per slice between two ranks of this node that one of them copies:
+ * what a core copies in memory in a slice, at this rate (STORM_BCS_MEM_MBS
+ * overrides it), not the link's: no network is in the way. It still bounds
+ * a piece, so that a rank's copy ends near its slice (a checkpoint's drain
+ * and the next row wait for a copy under way). The daemon's own copies
+ * take its time, not a rank's: they stay within the link's budget. */
+#define BCS_MEM_MBS 16000
 /* sends of at most this many bytes travel in their DESC (exchange) */
 #define BCS_INLINE_MAX 4096
 /* a granted buffer whose sender never answered is free again after this:
@@ -232,6 +239,7 @@ struct bjob {
 	struct osend **osends;     /* hashed by (local rank, request) */
 	struct xfer **gq_head, **gq_tail; /* per source node index: to grant */
 	uint64_t *budget;          /* per source node index, this slice */
+	uint64_t lbudget;          /* this slice's, of copies between ranks here */
 	struct xfer **wait_data;   /* granted, data pending; hashed by (rank, request) */
 	struct comps *comps;       /* per local rank, to publish */
 	uint8_t **batch;           /* per cluster node index: sends for it (wdesc records) */
@@ -261,6 +269,8 @@ struct bjob {
 	uint32_t *resumed;         /* per local rank: continued to finish a copy (frozen) */
 	uint64_t copied_rank, copied_daemon;
 	uint64_t copied_sender;    /* of copied_rank: by the sending rank */
+	uint64_t lslices;          /* slices (budgets) that granted such copies */
+	bool lcounted;             /* this slice's among them */
 	/* storm run --record (bcs_trace.c): per local rank, where the last
 	 * event taken from its trace ring began and its kind */
 	uint64_t *tr_last;
@@ -294,6 +304,7 @@ struct nd_bcs {
 	struct barea (*area)[GM_BCS_AREA_BUFS];
 	uint64_t buf_size, slice_budget; /* slice_budget: per source, this slice */
 	uint64_t link_mbs;                /* the link's rate, MB/s (BCS_LINK_MBS) */
+	uint64_t mem_mbs, mem_budget;     /* memory's (BCS_MEM_MBS), its budget this slice */
 	struct bulk *inflight[GM_BCS_BULK_EVS];
 	struct bulk *bq_head, *bq_tail;   /* waiting for an event */
 	uint32_t nbusy;                   /* buffers granted, their data not in yet */
@@ -334,8 +345,7 @@ void bcs_kill_local(struct bjob *j, int code, const char *why);
 int bcs_node_pos(const struct bjob *j, uint32_t node);
 
 /* bcs_copy.c */
-void bcs_local_piece(struct nd *nd, struct bjob *j, struct xfer *x, uint64_t off,
-		     uint64_t chunk);
+bool bcs_local_piece(struct nd *nd, struct bjob *j, struct xfer *x);
 void bcs_local_granted(struct bjob *j, struct xfer *x);
 void bcs_orders(struct nd *nd, struct bjob *j);
 void bcs_orders_free(struct nd_bcs *b, struct bjob *j);

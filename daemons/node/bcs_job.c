@@ -114,6 +114,7 @@ struct bjob *bcs_job_new(struct nd_bcs *b, uint64_t id)
 		abort();
 	for (uint32_t i = 0; i < n; i++)
 		j->budget[i] = b->slice_budget;
+	j->lbudget = b->mem_budget;
 	j->next = b->jobs;
 	b->jobs = j;
 	return j;
