@@ -49,6 +49,9 @@ struct req {
 	 * empty status, and its handle stays the program's */
 	struct persist *pers;
 	int inactive;
+	/* MPI_Isendrecv's request: its receive, finished (and its status
+	 * taken) when the request completes */
+	int stpart;
 };
 
 static struct {
@@ -1069,6 +1072,18 @@ int bcs_req_take(MPI_Request *id, MPI_Status *st)
 static void coll_done(int id)
 {
 	struct req *r = req_of(id);
+	if (r->stpart) {
+		MPI_Request part = r->stpart;
+		MPI_Status st;
+		r->stpart = 0;
+		int e = finish(&part, &st);
+		r->st.MPI_SOURCE = st.MPI_SOURCE;
+		r->st.MPI_TAG = st.MPI_TAG;
+		r->st.bcs_count = st.bcs_count;
+		r->st.bcs_cancelled = st.bcs_cancelled;
+		if (e && !r->st.MPI_ERROR)
+			r->st.MPI_ERROR = e;
+	}
 	if (r->fin) {
 		int e = r->fin(r->tmp);
 		if (e && !r->st.MPI_ERROR)
@@ -1280,6 +1295,83 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int st
 	bcs_trace_mute(0);
 	free(copy);
 	return rc;
+}
+
+/* a point-to-point call's arguments: MPI_SUCCESS or the error class the
+ * post would return (send: no wildcard) */
+static int check_p2p(const void *buf, int count, MPI_Datatype dt, int peer, int tag,
+		     const struct bcs_comm *c, bool send)
+{
+	struct bcs_type *t;
+	int rc = check_buf(buf, count, dt, &t);
+	if (rc || peer == MPI_PROC_NULL)
+		return rc;
+	if ((send || peer != MPI_ANY_SOURCE) && (peer < 0 || peer >= bcs_peer_size(c)))
+		return MPI_ERR_RANK;
+	if ((send || tag != MPI_ANY_TAG) && (tag < 0 || tag > MPI_TAG_UB))
+		return MPI_ERR_TAG;
+	return MPI_SUCCESS;
+}
+
+/* MPI_Isendrecv and _replace (own): a request over the send and the
+ * receive, complete once both are, with the receive's status. Every
+ * argument is checked before anything is posted, so a refused call leaves
+ * nothing pending. _replace's send leaves from a copy of its own, made
+ * before the receive is posted: a sender may write into buf from then on. */
+static int isendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int stag,
+		     void *rbuf, int rcount, MPI_Datatype rtype, int src, int rtag,
+		     struct bcs_comm *c, MPI_Comm comm, bool own, MPI_Request *req)
+{
+	int rc = check_p2p(sbuf, scount, stype, dest, stag, c, true);
+	if (!rc)
+		rc = check_p2p(rbuf, rcount, rtype, src, rtag, c, false);
+	if (rc)
+		return rc;
+	int id = bcs_coll_start(comm, NULL, NULL);
+	MPI_Request rr, sr;
+	if (own) {
+		isend_copy(sbuf, scount, stype, dest, stag, c, false, LONG_MAX, comm, &sr);
+		bcs_coll_part(id, sr);
+	}
+	irecv_impl(rbuf, rcount, rtype, src, rtag, c, false, comm, &rr);
+	struct req *r = req_of(id), *p = req_of(rr);
+	if (p->done) { /* from MPI_PROC_NULL */
+		r->st.MPI_SOURCE = p->st.MPI_SOURCE;
+		r->st.MPI_TAG = p->st.MPI_TAG;
+		req_release(rr);
+	} else {
+		p->parent = id;
+		r->pending++;
+		r->stpart = rr;
+	}
+	if (!own) {
+		isend_copy(sbuf, scount, stype, dest, stag, c, false, -1, comm, &sr);
+		bcs_coll_part(id, sr);
+	}
+	bcs_coll_arm(id, MPI_SUCCESS);
+	*req = id;
+	return MPI_SUCCESS;
+}
+
+int MPI_Isendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int stag,
+		  void *rbuf, int rcount, MPI_Datatype rtype, int src, int rtag, MPI_Comm comm,
+		  MPI_Request *req)
+{
+	CHECK_COMM(comm, "MPI_Isendrecv");
+	bcs_trace_call(BCS_C_ISENDRECV, dest, stag, bytes_of(scount, stype));
+	return bcs_err(comm, isendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src,
+				       rtag, c, comm, false, req),
+		       "MPI_Isendrecv");
+}
+
+int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int stag, int src,
+			  int rtag, MPI_Comm comm, MPI_Request *req)
+{
+	CHECK_COMM(comm, "MPI_Isendrecv_replace");
+	bcs_trace_call(BCS_C_ISENDRECV, dest, stag, bytes_of(count, dt));
+	return bcs_err(comm, isendrecv(buf, count, dt, dest, stag, buf, count, dt, src, rtag, c,
+				       comm, true, req),
+		       "MPI_Isendrecv_replace");
 }
 
 /* ---- persistent requests: a call made once, started many times */
@@ -1746,17 +1838,27 @@ static int some_finish(int n, MPI_Request *v, uint64_t mask, int *outcount, int 
 	return err ? bcs_err(comm, err, fn) : MPI_SUCCESS;
 }
 
+/* Waitsome's and Testsome's start: initialised, traced, the requests
+ * checked; 1 when the call is answered already (an error in *rc, or no
+ * active request: outcount MPI_UNDEFINED) */
+static int some_start(int call, int n, MPI_Request *v, int *outcount, int *rc, const char *fn)
+{
+	bcs_need_init(fn);
+	trace_reqs(call, n, v);
+	int active;
+	*rc = check_reqs(n, v, fn, &active);
+	if (*rc)
+		return 1;
+	if (!active)
+		*outcount = MPI_UNDEFINED;
+	return !active;
+}
+
 int MPI_Waitsome(int n, MPI_Request v[], int *outcount, int idx[], MPI_Status sts[])
 {
-	bcs_need_init("MPI_Waitsome");
-	trace_reqs(BCS_C_WAITSOME, n, v);
-	int active, rc = check_reqs(n, v, "MPI_Waitsome", &active);
-	if (rc)
+	int rc;
+	if (some_start(BCS_C_WAITSOME, n, v, outcount, &rc, "MPI_Waitsome"))
 		return rc;
-	if (!active) {
-		*outcount = MPI_UNDEFINED;
-		return MPI_SUCCESS;
-	}
 	struct any_arg a = {n, v};
 	wait_for(any_done, &a);
 	uint64_t mask = bcs_trace_mask(done_mask(n, v), "MPI_Waitsome");
@@ -1767,15 +1869,9 @@ int MPI_Waitsome(int n, MPI_Request v[], int *outcount, int idx[], MPI_Status st
  * channel is drained, and a replay takes the recorded set */
 int MPI_Testsome(int n, MPI_Request v[], int *outcount, int idx[], MPI_Status sts[])
 {
-	bcs_need_init("MPI_Testsome");
-	trace_reqs(BCS_C_TESTSOME, n, v);
-	int active, rc = check_reqs(n, v, "MPI_Testsome", &active);
-	if (rc)
+	int rc;
+	if (some_start(BCS_C_TESTSOME, n, v, outcount, &rc, "MPI_Testsome"))
 		return rc;
-	if (!active) {
-		*outcount = MPI_UNDEFINED;
-		return MPI_SUCCESS;
-	}
 	drain();
 	uint64_t mask = bcs_trace_mask(done_mask(n, v), "MPI_Testsome");
 	rc = some_finish(n, v, mask, outcount, idx, sts, "MPI_Testsome");
