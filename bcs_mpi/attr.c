@@ -16,6 +16,7 @@ typedef int delete_fn(int, int, void *, void *);
 struct keyval {
 	int used, kind;
 	int refs;          /* the program's handle (until freed) and each value */
+	int freed;         /* the program freed its handle: a value still holds it */
 	copy_fn *copy;
 	delete_fn *del;
 	void *extra;
@@ -75,12 +76,19 @@ static int keyval_create(int kind, copy_fn *copy, delete_fn *del, int *k, void *
 	return MPI_SUCCESS;
 }
 
+/* The program's handle lets go of the keyval once: a free through a copy
+ * of the handle while a value still holds the keyval (a delete callback
+ * freeing it, then the program again) is accepted and does nothing, as
+ * MPICH counts it; once no value holds it, the handle is invalid. */
 static int keyval_free(int kind, int *k)
 {
 	struct keyval *kv = keyval_get(kind, *k);
 	if (!kv)
 		return MPI_ERR_KEYVAL;
-	keyval_put(*k);
+	if (!kv->freed) {
+		kv->freed = 1;
+		keyval_put(*k);
+	}
 	*k = MPI_KEYVAL_INVALID;
 	return MPI_SUCCESS;
 }

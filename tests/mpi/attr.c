@@ -3,7 +3,8 @@
  * null ones, the program's own), the delete callbacks run when a value is
  * replaced or deleted and when its object is freed (also after its keyval
  * was freed), the predefined attributes of MPI_COMM_WORLD and of windows,
- * MPI_ERR_KEYVAL, and the deprecated MPI_Keyval_create/Attr_put/get/delete. */
+ * MPI_ERR_KEYVAL, a keyval freed again while values hold it, and the
+ * deprecated MPI_Keyval_create/Attr_put/get/delete. */
 #include <stdint.h>
 
 #include "suite.h"
@@ -274,6 +275,59 @@ static void delete_order(void)
 		MPI_Comm_free_keyval(&kv[i]);
 }
 
+/* a delete callback that frees its keyval through a copy of the handle */
+static int free_own_keyval(MPI_Comm c, int kv, void *val, void *extra)
+{
+	(void)c;
+	(void)val;
+	++*(int *)extra;
+	int k = kv;
+	return MPI_Comm_free_keyval(&k);
+}
+
+static int type_free_own_keyval(MPI_Datatype t, int kv, void *val, void *extra)
+{
+	(void)t;
+	(void)val;
+	++*(int *)extra;
+	int k = kv;
+	return MPI_Type_free_keyval(&k);
+}
+
+/* A keyval freed more than once while values still hold it (MPICH's
+ * attr/keyval_double_free): each free through a copy of the handle
+ * succeeds, the values stay readable and their delete callbacks run */
+static void keyval_refs(void)
+{
+	MPI_Comm a, b;
+	MPI_Comm_dup(MPI_COMM_WORLD, &a);
+	MPI_Comm_dup(MPI_COMM_WORLD, &b);
+	int k, dels = 0;
+	MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_own_keyval, &k, &dels);
+	int k2 = k, k3 = k;
+	MPI_Comm_set_attr(a, k, (void *)(intptr_t)5);
+	MPI_Comm_set_attr(b, k, (void *)(intptr_t)6);
+	checkrc(MPI_Comm_free(&a), MPI_SUCCESS, "keyval refs: the delete callback frees the keyval");
+	checkrc(MPI_Comm_free_keyval(&k2), MPI_SUCCESS, "keyval refs: freed again by a copy");
+	checki(k2, MPI_KEYVAL_INVALID, "keyval refs: the copy is invalid");
+	checkrc(MPI_Comm_free_keyval(&k3), MPI_SUCCESS, "keyval refs: and again by another copy");
+	void *v = NULL;
+	int flag = -1;
+	checkrc(MPI_Comm_get_attr(b, k, &v, &flag), MPI_SUCCESS, "keyval refs: the value still there");
+	check(flag == 1 && v == (void *)(intptr_t)6, "keyval refs: the value read");
+	checkrc(MPI_Comm_free(&b), MPI_SUCCESS, "keyval refs: the last value's object freed");
+	checki(dels, 2, "keyval refs: both delete callbacks ran");
+
+	MPI_Datatype t;
+	MPI_Type_contiguous(2, MPI_INT, &t);
+	int tk, tdels = 0;
+	MPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, type_free_own_keyval, &tk, &tdels);
+	MPI_Type_set_attr(t, tk, NULL);
+	checkrc(MPI_Type_free_keyval(&tk), MPI_SUCCESS, "keyval refs: type keyval freed");
+	checkrc(MPI_Type_free(&t), MPI_SUCCESS, "keyval refs: its type freed, the callback frees it");
+	checki(tdels, 1, "keyval refs: the type's delete callback ran");
+}
+
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
@@ -285,5 +339,6 @@ int main(int argc, char **argv)
 	win_attrs();
 	deprecated();
 	delete_order();
+	keyval_refs();
 	return suite_finish("attr");
 }
