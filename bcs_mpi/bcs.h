@@ -166,6 +166,10 @@ void bcs_ctx_claim(uint32_t end);
 /* MPI_ERR_COMM for fn, not supported on an intercommunicator (mpi.c) */
 int bcs_inter_refuse(MPI_Comm comm, const char *fn);
 int bcs_inter_dup(struct bcs_comm *c, MPI_Comm comm, MPI_Comm *newcomm);
+/* Both groups of c as one intracommunicator, the group of the lower world
+ * rank first whichever side calls, its collective steps on c's (ctx + 1);
+ * *off: where c's own group starts in it. Free u->world. */
+int bcs_inter_union(const struct bcs_comm *c, struct bcs_comm *u, int *off);
 /* MPI_Comm_split on an intercommunicator (MPI_Comm_create: by membership) */
 int bcs_inter_split(struct bcs_comm *c, MPI_Comm comm, int color, int key, MPI_Comm *newcomm,
 		    const char *fn);

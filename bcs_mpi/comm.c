@@ -103,18 +103,22 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
  * out. It sends the id to the others in one round on the parent's
  * collective context, in the order of the parent's collectives, so the
  * request completes as any non-blocking collective and nothing waits at
- * the call. */
+ * the call. An intercommunicator's duplicate is led by rank 0 of both
+ * groups together (bcs_inter_union's order, the same on either side), on
+ * its collective context between the groups, and takes two consecutive
+ * pairs: the four ids an intercommunicator holds. */
 
-static int idup_ctx(uint32_t *ctx)
+static int idup_ctx(uint32_t *ctx, uint32_t pairs)
 {
 	const struct bcs_comm *w = bcs_comm_get(MPI_COMM_WORLD);
 	uint32_t bits = 1, per;
 	while ((1u << bits) < (uint32_t)w->size)
 		bits++;
 	per = IDUP_CTX_PAIRS >> bits; /* the idups one rank may lead */
-	if (idup_next >= per)
+	if (idup_next + pairs > per)
 		return MPI_ERR_INTERN;
-	*ctx = IDUP_CTX_BASE + 2 * ((uint32_t)w->rank * per + idup_next++);
+	*ctx = IDUP_CTX_BASE + 2 * ((uint32_t)w->rank * per + idup_next);
+	idup_next += pairs;
 	return MPI_SUCCESS;
 }
 
@@ -130,41 +134,71 @@ static int idup_fin(void *state)
 	return MPI_SUCCESS;
 }
 
-static int idup(struct bcs_comm *c, MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *req)
+/* the new communicator's handle, its context set at completion; an
+ * intercommunicator's remote group too */
+static MPI_Comm idup_handle(const struct bcs_comm *c, uint32_t ctx)
 {
-	struct idup *s = calloc(1, sizeof(*s));
 	int *w = malloc((size_t)c->size * sizeof(int));
-	MPI_Comm h = bcs_comm_alloc();
-	int rc = !s || !w || !h ? MPI_ERR_INTERN : c->rank == 0 ? idup_ctx(&s->ctx) : 0;
-	if (rc) {
-		free(s);
+	int *rw = c->rworld ? malloc((size_t)c->rsize * sizeof(int)) : NULL;
+	MPI_Comm h = w && (rw || !c->rworld) ? bcs_comm_alloc() : MPI_COMM_NULL;
+	if (h == MPI_COMM_NULL) {
 		free(w);
-		return rc;
+		free(rw);
+		return MPI_COMM_NULL;
 	}
 	memcpy(w, c->world, (size_t)c->size * sizeof(int));
-	/* the handle is the program's at once; its context is set at completion */
-	bcs_comm_set(h, c->size, c->rank, w, s->ctx, c->errh);
-	bcs_comm_slot(h)->topo = bcs_topo_dup(c->topo);
-	s->h = h;
-	rc = bcs_attr_copy(BCS_ATTR_COMM, comm, h);
+	bcs_comm_set(h, c->size, c->rank, w, ctx, c->errh);
+	struct bcs_comm *n = bcs_comm_slot(h);
+	n->topo = bcs_topo_dup(c->topo);
+	if (rw) {
+		memcpy(rw, c->rworld, (size_t)c->rsize * sizeof(int));
+		n->rsize = c->rsize;
+		n->rworld = rw;
+	}
+	return h;
+}
+
+static int idup(struct bcs_comm *c, MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *req)
+{
+	/* g: the members the id goes to, on c's collective context */
+	struct bcs_comm u, *g = c;
+	int off;
+	if (c->rworld) {
+		if (bcs_inter_union(c, &u, &off))
+			return MPI_ERR_INTERN;
+		g = &u;
+	}
+	struct idup *s = calloc(1, sizeof(*s));
+	int rc = !s ? MPI_ERR_INTERN : g->rank == 0 ? idup_ctx(&s->ctx, c->rworld ? 2 : 1) : 0;
+	MPI_Comm h = rc ? MPI_COMM_NULL : idup_handle(c, s->ctx);
+	if (!rc && h == MPI_COMM_NULL)
+		rc = MPI_ERR_INTERN;
+	if (!rc) {
+		s->h = h;
+		if ((rc = bcs_attr_copy(BCS_ATTR_COMM, comm, h)))
+			MPI_Comm_free(&h);
+	}
 	if (rc) {
-		MPI_Comm_free(&h);
 		free(s);
+		if (g != c)
+			free(u.world);
 		return rc;
 	}
 	int id = bcs_coll_start(comm, idup_fin, s);
 	MPI_Request r;
-	for (int i = 1; !rc && c->rank == 0 && i < c->size; i++) {
-		rc = bcs_isend(&s->ctx, 1, MPI_UINT32_T, i, TAG_COLL, c, true, &r);
+	for (int i = 1; !rc && g->rank == 0 && i < g->size; i++) {
+		rc = bcs_isend(&s->ctx, 1, MPI_UINT32_T, i, TAG_COLL, g, true, &r);
 		if (!rc)
 			bcs_coll_part(id, r);
 	}
-	if (c->rank != 0) {
-		rc = bcs_irecv(&s->ctx, 1, MPI_UINT32_T, 0, TAG_COLL, c, true, &r);
+	if (g->rank != 0) {
+		rc = bcs_irecv(&s->ctx, 1, MPI_UINT32_T, 0, TAG_COLL, g, true, &r);
 		if (!rc)
 			bcs_coll_part(id, r);
 	}
 	bcs_coll_arm(id, rc);
+	if (g != c)
+		free(u.world); /* posted: the descriptors name world ranks */
 	*newcomm = h;
 	*req = id;
 	return rc;
@@ -172,14 +206,14 @@ static int idup(struct bcs_comm *c, MPI_Comm comm, MPI_Comm *newcomm, MPI_Reques
 
 int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *req)
 {
-	COMM(comm, "MPI_Comm_idup");
+	ANY_COMM(comm, "MPI_Comm_idup");
 	return bcs_err(comm, idup(c, comm, newcomm, req), "MPI_Comm_idup");
 }
 
 int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *req)
 {
 	(void)info; /* no hint changes what a communicator does here */
-	COMM(comm, "MPI_Comm_idup_with_info");
+	ANY_COMM(comm, "MPI_Comm_idup_with_info");
 	return bcs_err(comm, idup(c, comm, newcomm, req), "MPI_Comm_idup_with_info");
 }
 

@@ -50,10 +50,7 @@ static struct bcs_comm local_of(const struct bcs_comm *c)
 				 .ctx = c->ctx + 2, .errh = c->errh};
 }
 
-/* Both groups as one intracommunicator, the group of the lower world rank
- * first whichever side calls, its collective steps on c's (ctx + 1);
- * *off: where c's own group starts in it. Free u->world. */
-static int union_of(const struct bcs_comm *c, struct bcs_comm *u, int *off)
+int bcs_inter_union(const struct bcs_comm *c, struct bcs_comm *u, int *off)
 {
 	int n = c->size + c->rsize, *w = malloc((size_t)n * sizeof(int));
 	if (!w)
@@ -73,7 +70,7 @@ static int union_gather(const struct bcs_comm *c, int *mine, int k, int **all, i
 			uint32_t *ctx)
 {
 	struct bcs_comm u;
-	int rc = union_of(c, &u, off);
+	int rc = bcs_inter_union(c, &u, off);
 	if (rc)
 		return rc;
 	mine[k - 1] = (int)bcs_ctx_next();
@@ -300,7 +297,7 @@ static int inter_split(struct bcs_comm *c, int color, int key, MPI_Comm *newcomm
 	bcs_ctx_claim(ctx + INTER_CTX_IDS); /* one id for every colour: they are disjoint */
 	*newcomm = MPI_COMM_NULL;
 	struct bcs_comm u;
-	if (color == MPI_UNDEFINED || (rc = union_of(c, &u, &off))) {
+	if (color == MPI_UNDEFINED || (rc = bcs_inter_union(c, &u, &off))) {
 		free(all);
 		return rc;
 	}

@@ -5,7 +5,7 @@
  * posted in an order that a blocking Comm_dup would deadlock on; attributes,
  * error handlers and a Cartesian topology carried over; traffic on the
  * duplicate isolated from the parent's; a duplicate of a duplicate; one
- * pending across a Comm_create_group. */
+ * pending across a Comm_create_group; duplicates of an intercommunicator. */
 #include "suite.h"
 
 static MPI_Comm W = MPI_COMM_WORLD;
@@ -219,6 +219,67 @@ static void beside_create_group(void)
 	MPI_Comm_free(&gc);
 }
 
+/* duplicates of an intercommunicator (even ranks and odd): two in flight,
+ * a message on the parent between them, each a congruent intercommunicator
+ * whose traffic stays its own */
+static void inter(void)
+{
+	if (size < 2)
+		return;
+	MPI_Comm local, ic, d[2];
+	MPI_Comm_split(W, rank % 2, rank, &local);
+	MPI_Intercomm_create(local, 0, W, rank % 2 ? 0 : 1, 77, &ic);
+	int lr, rs;
+	MPI_Comm_rank(local, &lr);
+	MPI_Comm_remote_size(ic, &rs);
+	MPI_Request q[3];
+	checkrc(MPI_Comm_idup(ic, &d[0], &q[0]), MPI_SUCCESS, "inter.idup");
+	int out = 1000 + rank, in = -1, peer = lr < rs ? lr : MPI_PROC_NULL;
+	MPI_Request m[2];
+	MPI_Irecv(&in, 1, MPI_INT, peer, 3, ic, &m[0]);
+	MPI_Isend(&out, 1, MPI_INT, peer, 3, ic, &m[1]);
+	MPI_Info info;
+	MPI_Info_create(&info);
+	checkrc(MPI_Comm_idup_with_info(ic, info, &d[1], &q[1]), MPI_SUCCESS,
+		"inter.idup_with_info");
+	MPI_Info_free(&info);
+	q[2] = MPI_REQUEST_NULL;
+	MPI_Waitall(3, q, MPI_STATUSES_IGNORE);
+	MPI_Waitall(2, m, MPI_STATUSES_IGNORE);
+	if (peer != MPI_PROC_NULL)
+		checki(in, 1000 + (rank % 2 ? 2 * lr : 2 * lr + 1), "inter.parent_message");
+	for (int k = 0; k < 2; k++) {
+		int flag = 0, res = MPI_UNEQUAL, r = -1, n = -1;
+		MPI_Comm_test_inter(d[k], &flag);
+		checki(flag, 1, nm("inter.%d.is_inter", k));
+		MPI_Comm_compare(d[k], ic, &res);
+		checki(res, MPI_CONGRUENT, nm("inter.%d.congruent", k));
+		MPI_Comm_remote_size(d[k], &r);
+		MPI_Comm_size(d[k], &n);
+		check(r == rs && n == (rank % 2 ? size / 2 : (size + 1) / 2), nm("inter.%d.sizes", k));
+		/* the same tag on the duplicate and on the parent: each its own */
+		int a = 10 * k + rank, b = -1, c = -1;
+		MPI_Request x[4];
+		MPI_Irecv(&b, 1, MPI_INT, peer, 5, d[k], &x[0]);
+		MPI_Irecv(&c, 1, MPI_INT, peer, 5, ic, &x[1]);
+		int pa = a + 500;
+		MPI_Isend(&pa, 1, MPI_INT, peer, 5, ic, &x[2]);
+		MPI_Isend(&a, 1, MPI_INT, peer, 5, d[k], &x[3]);
+		MPI_Waitall(4, x, MPI_STATUSES_IGNORE);
+		if (peer != MPI_PROC_NULL) {
+			int pw = rank % 2 ? 2 * lr : 2 * lr + 1;
+			check(b == 10 * k + pw && c == 500 + 10 * k + pw, nm("inter.%d.isolated", k));
+		}
+		/* a collective between the groups: the sum of the remote group's ranks */
+		int one = lr, sum = -1;
+		MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, d[k]);
+		checki(sum, rs * (rs - 1) / 2, nm("inter.%d.allreduce", k));
+		MPI_Comm_free(&d[k]);
+	}
+	MPI_Comm_free(&ic);
+	MPI_Comm_free(&local);
+}
+
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
@@ -228,5 +289,6 @@ int main(int argc, char **argv)
 	ring_of_pairs();
 	carried();
 	beside_create_group();
+	inter();
 	return suite_finish("idup");
 }
