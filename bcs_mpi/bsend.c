@@ -54,7 +54,7 @@ int MPI_Buffer_detach(void *buffer_addr, int *size)
 
 int MPI_Bsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
 {
-	COMM(comm, "MPI_Bsend");
+	ANY_COMM(comm, "MPI_Bsend");
 	(void)c;
 	return bcs_err(comm, bcs_bsend(buf, count, dt, dest, tag, comm), "MPI_Bsend");
 }
@@ -63,7 +63,7 @@ int MPI_Bsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MP
 int MPI_Ibsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,
 	       MPI_Request *req)
 {
-	COMM(comm, "MPI_Ibsend");
+	ANY_COMM(comm, "MPI_Ibsend");
 	(void)c;
 	int rc = bcs_bsend(buf, count, dt, dest, tag, comm);
 	if (!rc)

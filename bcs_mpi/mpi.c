@@ -1426,7 +1426,7 @@ static int persist_init(struct persist p, MPI_Request *req, const char *fn)
 	struct bcs_type *t;
 	int rc = check_buf(p.buf, p.count, p.dt, &t);
 	bool any = !p.send && p.peer == MPI_ANY_SOURCE;
-	if (!rc && p.peer != MPI_PROC_NULL && !any && (p.peer < 0 || p.peer >= c->size))
+	if (!rc && p.peer != MPI_PROC_NULL && !any && (p.peer < 0 || p.peer >= bcs_peer_size(c)))
 		rc = MPI_ERR_RANK;
 	if (!rc && !(!p.send && p.tag == MPI_ANY_TAG) && (p.tag < 0 || p.tag > MPI_TAG_UB))
 		rc = MPI_ERR_TAG;

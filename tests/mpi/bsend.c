@@ -2,7 +2,8 @@
  * MPI_Bsend_init: several messages sent before any is received (to the
  * next rank and to oneself), rounds reusing the buffer, a derived
  * datatype, a detach before the receive, and MPI_ERR_BUFFER for no buffer,
- * a message larger than the buffer and a second attach. */
+ * a message larger than the buffer and a second attach; buffered sends on
+ * an intercommunicator. */
 #include "suite.h"
 
 static MPI_Comm W = MPI_COMM_WORLD;
@@ -112,6 +113,54 @@ static void errors(void)
 	free(buf);
 }
 
+/* buffered sends between the groups of an intercommunicator (even ranks
+ * and odd): Bsend, Ibsend and Bsend_init to the remote rank of one's own
+ * local rank, received in the reverse order */
+static void inter(void)
+{
+	if (size < 2)
+		return;
+	MPI_Comm local, ic;
+	MPI_Comm_split(W, rank % 2, rank, &local);
+	MPI_Intercomm_create(local, 0, W, rank % 2 ? 0 : 1, 52, &ic);
+	MPI_Comm_set_errhandler(ic, MPI_ERRORS_RETURN);
+	int lr, rs;
+	MPI_Comm_rank(local, &lr);
+	MPI_Comm_remote_size(ic, &rs);
+	int bsize = 3 * (4 * (int)sizeof(int) + MPI_BSEND_OVERHEAD);
+	char *buf = malloc((size_t)bsize);
+	MPI_Buffer_attach(buf, bsize);
+	int peer = lr < rs ? lr : MPI_PROC_NULL, out[3][4], in[4];
+	for (int m = 0; m < 3; m++)
+		for (int k = 0; k < 4; k++)
+			out[m][k] = 100 * m + 10 * rank + k;
+	checkrc(MPI_Bsend(out[0], 4, MPI_INT, peer, 60, ic), MPI_SUCCESS, "inter: bsend");
+	MPI_Request r;
+	checkrc(MPI_Ibsend(out[1], 4, MPI_INT, peer, 61, ic, &r), MPI_SUCCESS, "inter: ibsend");
+	MPI_Wait(&r, MPI_STATUS_IGNORE);
+	checkrc(MPI_Bsend_init(out[2], 4, MPI_INT, peer, 62, ic, &r), MPI_SUCCESS,
+		"inter: bsend_init");
+	MPI_Start(&r);
+	MPI_Wait(&r, MPI_STATUS_IGNORE);
+	MPI_Request_free(&r);
+	checkrc(MPI_Bsend(out[0], 4, MPI_INT, rs, 63, ic), MPI_ERR_RANK,
+		"inter: a rank past the remote group");
+	int pw = rank % 2 ? 2 * lr : 2 * lr + 1;
+	for (int m = 2; m >= 0 && peer != MPI_PROC_NULL; m--) {
+		MPI_Status st;
+		MPI_Recv(in, 4, MPI_INT, peer, 60 + m, ic, &st);
+		check(in[0] == 100 * m + 10 * pw && in[3] == 100 * m + 10 * pw + 3,
+		      nm("inter: message %d", m));
+		check_status(&st, peer, 60 + m, MPI_INT, 4, nm("inter: status %d", m));
+	}
+	void *back;
+	int bback;
+	MPI_Buffer_detach(&back, &bback);
+	free(buf);
+	MPI_Comm_free(&ic);
+	MPI_Comm_free(&local);
+}
+
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
@@ -120,5 +169,6 @@ int main(int argc, char **argv)
 	rounds();
 	derived_and_persistent();
 	errors();
+	inter();
 	return suite_finish("bsend");
 }
