@@ -94,6 +94,30 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 	return MPI_SUCCESS;
 }
 
+/* A communicator's info hints: none changes what a communicator does
+ * here, so every one is ignored (MPI-4.0 §7.4.4 lets an implementation
+ * ignore a hint), and the hints in use are none: an empty info. */
+int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
+{
+	(void)info;
+	return MPI_Comm_dup(comm, newcomm);
+}
+
+int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info)
+{
+	ANY_COMM(comm, "MPI_Comm_set_info");
+	(void)c;
+	(void)info;
+	return MPI_SUCCESS;
+}
+
+int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used)
+{
+	ANY_COMM(comm, "MPI_Comm_get_info");
+	(void)c;
+	return bcs_err(comm, MPI_Info_create(info_used), "MPI_Comm_get_info");
+}
+
 /* MPI_Comm_idup. The context cannot be agreed on as bcs_new_ctx does (a
  * maximum over the members' next ids): the members create other
  * communicators before the request completes, and any of them could take

@@ -1,7 +1,8 @@
 /* Info objects: MPI_Info_create/set/get/get_valuelen/get_nkeys/get_nthkey/
  * delete/dup/free, keys in the order first set, a value replaced in place,
  * the error classes of a missing key and of a key or value too long,
- * MPI_INFO_ENV, and an info handed to a call that takes one. */
+ * MPI_INFO_ENV, an info handed to a call that takes one, and a
+ * communicator's hints (Comm_dup_with_info, Comm_set_info, Comm_get_info). */
 #include "suite.h"
 
 static void value_is(MPI_Info in, const char *key, const char *want, const char *what)
@@ -134,6 +135,57 @@ static void env_and_use(void)
 	MPI_Info_free(&in);
 }
 
+static int copied;
+static int count_copy(MPI_Comm old, int kv, void *extra, void *in, void *out, int *flag)
+{
+	(void)old;
+	(void)kv;
+	(void)extra;
+	copied++;
+	*(void **)out = in;
+	*flag = 1;
+	return MPI_SUCCESS;
+}
+
+/* a communicator's hints: MPI_Comm_dup_with_info duplicates as
+ * MPI_Comm_dup does (attributes copied), MPI_Comm_set_info takes hints,
+ * MPI_Comm_get_info returns an info of the program's own, in which a key
+ * no implementation knows is not */
+static void comm_hints(void)
+{
+	MPI_Info in, out;
+	MPI_Info_create(&in);
+	MPI_Info_set(in, "storm_test_unknown_key", "true");
+	int kv;
+	MPI_Comm_create_keyval(count_copy, MPI_COMM_NULL_DELETE_FN, &kv, NULL);
+	MPI_Comm_set_attr(MPI_COMM_WORLD, kv, &kv);
+	MPI_Comm d = MPI_COMM_NULL;
+	checkrc(MPI_Comm_dup_with_info(MPI_COMM_WORLD, in, &d), MPI_SUCCESS, "comm: dup_with_info");
+	int res = MPI_UNEQUAL, flag = 0;
+	MPI_Comm_compare(d, MPI_COMM_WORLD, &res);
+	checki(res, MPI_CONGRUENT, "comm: dup_with_info congruent");
+	void *v = NULL;
+	MPI_Comm_get_attr(d, kv, &v, &flag);
+	check(flag && v == &kv && copied == 1, "comm: dup_with_info copies attributes");
+	int one = 1, sum = 0;
+	MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, d);
+	checki(sum, size, "comm: dup_with_info works");
+	MPI_Comm d2;
+	checkrc(MPI_Comm_dup_with_info(d, MPI_INFO_NULL, &d2), MPI_SUCCESS,
+		"comm: dup_with_info of MPI_INFO_NULL");
+	MPI_Comm_free(&d2);
+	checkrc(MPI_Comm_set_info(d, in), MPI_SUCCESS, "comm: set_info");
+	checkrc(MPI_Comm_get_info(d, &out), MPI_SUCCESS, "comm: get_info");
+	absent(out, "storm_test_unknown_key", "comm: get_info");
+	MPI_Info_set(out, "mine", "yes"); /* the program's own info */
+	value_is(out, "mine", "yes", "comm: get_info");
+	checkrc(MPI_Info_free(&out), MPI_SUCCESS, "comm: get_info's info freed");
+	MPI_Info_free(&in);
+	MPI_Comm_free(&d);
+	MPI_Comm_delete_attr(MPI_COMM_WORLD, kv);
+	MPI_Comm_free_keyval(&kv);
+}
+
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
@@ -142,5 +194,6 @@ int main(int argc, char **argv)
 	basics();
 	errors();
 	env_and_use();
+	comm_hints();
 	return suite_finish("info");
 }
