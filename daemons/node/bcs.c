@@ -911,6 +911,24 @@ static void publish_now(struct bjob *j)
 		bcs_publish(j);
 }
 
+/* Node n's report for slice (quiet with lag rounds not run yet), before its
+ * cover moves there. A quiet report covers the slices the node skipped since
+ * its last one (bcs_quiet_push): they get its lag too, at least the rounds
+ * before them it had still not run at slice, so resolving at one of them
+ * waits for those rounds' slices to be quiet as well. */
+static void note_quiet(struct bjob *j, uint32_t n, uint64_t slice, bool quiet, uint8_t lag)
+{
+	uint64_t cover = j->cover[n];
+	j->qmask[n] = bcs_quiet_push(cover, j->qmask[n], slice, quiet);
+	if (!quiet || slice == UINT64_MAX || slice < cover)
+		return;
+	uint64_t lo = slice;
+	if (cover && slice > cover)
+		lo = slice - cover > 63 ? slice - 63 : cover + 1;
+	for (uint64_t t = lo; t <= slice; t++)
+		j->qlag[n][t % 64] = lag;
+}
+
 static void on_message(struct nd *nd, uint32_t from, const struct mhdr *h, const uint8_t *body)
 {
 	struct nd_bcs *b = nd->bcs;
@@ -933,12 +951,8 @@ static void on_message(struct nd *nd, uint32_t from, const struct mhdr *h, const
 			return;
 		add_incoming(j, from, h->slice == UINT64_MAX ? j->cover[from] + 1 : h->slice, body,
 			     h->len, h->count);
-		{
-			bool q = h->quiet != 0 && h->quiet - 1 <= BCS_QLAG_MAX;
-			j->qmask[from] = bcs_quiet_push(j->cover[from], j->qmask[from], h->slice, q);
-			if (q && h->slice != UINT64_MAX && h->slice >= j->cover[from])
-				j->qlag[from][h->slice % 64] = (uint8_t)(h->quiet - 1);
-		}
+		note_quiet(j, from, h->slice, h->quiet != 0 && h->quiet - 1 <= BCS_QLAG_MAX,
+			   (uint8_t)(h->quiet - 1));
 		if (h->slice > j->cover[from])
 			j->cover[from] = h->slice;
 		if (h->flags > j->bar_seen[from])
@@ -1061,9 +1075,7 @@ static void phase(struct nd *nd)
 		}
 		exchange(nd, j, slice, quiet ? lag + 1u : 0, ck);
 		b->spin_until_ns = clock_mono_ns() + BCS_SPIN_NS;
-		j->qmask[b->self] = bcs_quiet_push(j->cover[b->self], j->qmask[b->self], slice, quiet);
-		if (quiet)
-			j->qlag[b->self][slice % 64] = lag;
+		note_quiet(j, b->self, slice, quiet, lag);
 		if (slice > j->cover[b->self])
 			j->cover[b->self] = slice;
 		rounds(nd, j);
@@ -1166,6 +1178,34 @@ void nd_bcs_timers(struct nd *nd)
 			}
 	if (b && b->phase_at_ns && clock_mono_ns() >= b->phase_at_ns)
 		phase(nd);
+}
+
+/* SIGUSR1's part: where a job's matching stands (a wildcard receive that
+ * never completes: the rounds run, the last resolution, every node's cover
+ * and its last quiet reports), and each local rank's queues. */
+void nd_bcs_dump(const struct nd *nd)
+{
+	const struct nd_bcs *b = nd->bcs;
+	for (const struct bjob *j = b ? b->jobs : NULL; j; j = j->next) {
+		slog("  bcs job %" PRIu64 ": round %" PRIu64 ", resolved at %" PRIu64
+		     ", %zu sends and %zu receives not in a round yet", j->id, j->round,
+		     j->resolved, j->ninc, j->nnewr);
+		for (uint32_t k = 0; k < j->nnodes_job; k++) {
+			uint32_t n = j->nodes[k];
+			slog("    node %u: cover %" PRIu64 ", quiet reports %016" PRIx64, n, j->cover[n],
+			     j->qmask[n]);
+		}
+		for (uint32_t lr = 0; lr < (j->mq ? j->nlocal : 0); lr++) {
+			size_t ns = 0, nr = 0;
+			for (const struct bcs_msend *s = j->mq[lr].uhead; s; s = s->next)
+				ns++;
+			for (const struct bcs_mrecv *r = j->mq[lr].phead; r; r = r->next)
+				nr++;
+			const struct bcs_mrecv *r = j->mq[lr].phead;
+			slog("    rank %u: %zu sends unmatched, %zu receives posted%s", j->first + lr, ns,
+			     nr, r && r->src == BCS_ANY_SOURCE ? ", the first a wildcard" : "");
+		}
+	}
 }
 
 /* ---- set-up */

@@ -194,12 +194,14 @@ static void hold_turn(uint64_t ms)
  * hangs: which command it took, which exchange waits for whom). */
 static void dump_state(struct nd *nd)
 {
-	slog("state: slice %" PRIu64 ", command %u of the strobe's %u", nd->slice, nd->cmd_done,
-	     nd->strobe_cmd_seq);
+	slog("state: slice %" PRIu64 ", command %u of the strobe's %u; %" PRIu64
+	     " slices without a strobe", nd->slice, nd->cmd_done, nd->strobe_cmd_seq,
+	     nd->missed_strobes);
 	for (const struct nd_job *j = nd->jobs; j; j = j->next)
 		slog("  job %" PRIu64 ": %u of %u ranks alive, group %d, mpi %d%s", j->id,
 		     j->nalive, j->nranks, (int)j->pgid, j->mpi, j->stopped ? ", stopped" : "");
 	nd_mb_dump(nd);
+	nd_bcs_dump(nd);
 	nd_pmi_dump(nd);
 	slog("state: end"); /* a reader waits for this line */
 	/* a test's stand-in for a turn that runs too long: at least this

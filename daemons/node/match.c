@@ -214,6 +214,14 @@ uint64_t bcs_quiet_push(uint64_t cover, uint64_t qmask, uint64_t slice, bool qui
 	if (slice == cover)
 		return quiet ? qmask : qmask & ~(uint64_t)1;
 	uint64_t d = slice - cover;
-	qmask = d >= 64 ? 0 : qmask << d; /* skipped slices count as busy */
-	return qmask | (quiet ? 1u : 0u);
+	/* The slices between are ones the node ran no phase in (its strobe
+	 * came late and was overtaken, or was refused): its report now covers
+	 * them. What its ranks posted in them is collected now and a completion
+	 * in them marks it moved, so a quiet report says they were quiet too;
+	 * counted busy, a loaded node that misses every other strobe kept the
+	 * job from ever being quiescent. A first report (cover 0) covers only
+	 * its own slice. */
+	uint64_t fill = !quiet ? 0 : cover == 0 ? 1 : d >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << d) - 1;
+	qmask = d >= 64 ? 0 : qmask << d;
+	return qmask | fill;
 }

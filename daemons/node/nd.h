@@ -472,6 +472,7 @@ void nd_mb_timers(struct nd *nd);
 /* ms until nd_mb_timers has something to do (-1: nothing pending) */
 int nd_mb_timer_ms(const struct nd *nd);
 void nd_mb_dump(const struct nd *nd); /* each stream's numbers, in the log */
+void nd_bcs_dump(const struct nd *nd); /* each BCS-MPI job's matching state, in the log */
 /* ckpt_copy.c: checkpoint files moved node to node (buddy copies, a
  * restart's staging) */
 /* The command's copies this node sends; after_dump: once its dump is done. */

@@ -284,6 +284,11 @@ static bool strobe_deaf(struct nd *nd, const struct strobe *s)
 		slog("test hook: hearing strobes again at %" PRIu64, s->slice);
 		nd->deaf_until = 0;
 	}
+	/* a node on a loaded machine: it hears one strobe in K, the others
+	 * overtaken by the next before it reads them */
+	uint64_t every = fault_value(&nd->fault, "hear_every");
+	if (every > 1 && s->slice % every)
+		return true;
 	if (fault_hit(&nd->fault, "deaf", s->slice)) {
 		uint64_t n = fault_value(&nd->fault, "deaf_for");
 		nd->deaf_until = s->slice + (n ? n : 1) - 1;

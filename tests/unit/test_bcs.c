@@ -175,14 +175,28 @@ static void test_quiet(void)
 	m = bcs_quiet_push(cover, m, 7, false);
 	CU_ASSERT(!bcs_quiet_at(cover, m, 7));
 	CU_ASSERT(bcs_quiet_at(cover, m, 6));
-	/* skipped slices count as busy; far history is forgotten */
+	/* slices a node skipped (no phase: its strobe overtaken or refused)
+	 * take the report that covers them: a loaded node hearing every other
+	 * strobe must still let the job be quiescent */
 	m = bcs_quiet_push(cover, m, 10, true);
 	cover = 10;
-	CU_ASSERT(!bcs_quiet_at(cover, m, 10));
+	CU_ASSERT(bcs_quiet_at(cover, m, 10));
+	CU_ASSERT(bcs_quiet_span(cover, m, 10, 2)); /* 8..10 */
+	CU_ASSERT(!bcs_quiet_span(cover, m, 10, 3)); /* slice 7 was busy */
+	m = bcs_quiet_push(cover, m, 12, false);
+	cover = 12;
+	CU_ASSERT(!bcs_quiet_at(cover, m, 11)); /* busy over a skip: busy */
+	m = bcs_quiet_push(cover, m, 14, true);
+	cover = 14;
+	CU_ASSERT(bcs_quiet_at(cover, m, 14));
+	CU_ASSERT(!bcs_quiet_span(cover, m, 14, 2)); /* slice 12 was busy */
+	/* far history is forgotten */
 	m = bcs_quiet_push(cover, m, 200, true);
 	cover = 200;
-	CU_ASSERT(!bcs_quiet_at(cover, m, 200));
+	CU_ASSERT(bcs_quiet_span(cover, m, 200, 16));
 	CU_ASSERT(!bcs_quiet_at(cover, m, 10));
+	/* a node's first report covers only its own slice */
+	CU_ASSERT(!bcs_quiet_at(50, bcs_quiet_push(0, 0, 50, true), 50));
 	/* a node done with the job is quiet for ever */
 	m = bcs_quiet_push(cover, m, UINT64_MAX, false);
 	CU_ASSERT(bcs_quiet_at(UINT64_MAX, m, 500));
