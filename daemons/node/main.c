@@ -195,8 +195,8 @@ static void hold_turn(uint64_t ms)
 static void dump_state(struct nd *nd)
 {
 	slog("state: slice %" PRIu64 ", command %u of the strobe's %u; %" PRIu64
-	     " slices without a strobe", nd->slice, nd->cmd_done, nd->strobe_cmd_seq,
-	     nd->missed_strobes);
+	     " slices without a strobe, %" PRIu64 " strobes read again (torn)", nd->slice,
+	     nd->cmd_done, nd->strobe_cmd_seq, nd->missed_strobes, nd->torn_strobes);
 	for (const struct nd_job *j = nd->jobs; j; j = j->next)
 		slog("  job %" PRIu64 ": %u of %u ranks alive, group %d, mpi %d%s", j->id,
 		     j->nalive, j->nranks, (int)j->pgid, j->mpi, j->stopped ? ", stopped" : "");

@@ -163,6 +163,7 @@ struct nd {
 	uint64_t run_job;       /* the job the last strobe says runs here, 0: none */
 	uint64_t switches;      /* the MM's row changes as of the last strobe */
 	uint64_t missed_strobes;
+	uint64_t torn_strobes;   /* copied while the next one landed, and read again */
 	/* row switches done since the last report, for the MM's metrics: the
 	 * newest ND_SW_KEPT (they ride on reports, never cause one) */
 #define ND_SW_KEPT 16

@@ -221,34 +221,58 @@ static void mm_restarted(struct nd *nd, const struct strobe *s)
 	}
 }
 
+/* The strobe area copied (gm_copy), parsed and its tag checked: 0, or -1
+ * with the log line's words in *why. */
+static int strobe_copy(struct nd *nd, struct strobe *s, uint64_t *ack, uint64_t *run,
+		       struct strobe_slot *slots, uint64_t *run_ahead, const char **why)
+{
+	/* read and verified in a private copy of the most a strobe for this
+	 * cluster's size can hold, not the whole area: the copy is made every
+	 * slice */
+	size_t len = nd->strobe_len;
+	const uint8_t *raw = gm_copy(&nd->verify, nd->gmem + GM_STROBE, len);
+	if (!raw) {
+		*why = NULL;
+		return -1;
+	}
+	if (nd_strobe_read(raw, len, nd->index, s, ack, run, slots, run_ahead) < 0 ||
+	    s->nnodes != (uint32_t)nd->conf.nnodes) {
+		*why = "claims other nodes or slices ahead than the cluster's, or its slots go back";
+		return -1;
+	}
+	size_t signed_size = strobe_signed_size(s->nnodes, strobe_ahead(s));
+	if (!gm_mac_ok(nd->key, GM_MAC_STROBE, GM_MAC_ANY_NODE, raw, signed_size,
+		       raw + signed_size)) {
+		*why = "has a bad tag (forged or altered)";
+		return -1;
+	}
+	return 0;
+}
+
 /* The strobe in the ring read and checked: its size for this cluster,
  * its tag, its epoch and slice against the last one's (an MM restart is
  * taken here). true: one to act on, in *s and the rest. */
 static bool strobe_accept(struct nd *nd, struct strobe *s, uint64_t *ack, uint64_t *run,
 			  struct strobe_slot *slots, uint64_t *run_ahead)
 {
-	/* read and verified in a private copy (gm_copy) of the most a strobe
-	 * for this cluster's size can hold, not the whole area: the copy is
-	 * made every slice */
-	size_t len = nd->strobe_len;
-	const uint8_t *raw = gm_copy(&nd->verify, nd->gmem + GM_STROBE, len);
-	if (!raw) {
-		slog("no memory to check a strobe; ignored");
-		return false;
-	}
-	if (nd_strobe_read(raw, len, nd->index, s, ack, run, slots, run_ahead) < 0 ||
-	    s->nnodes != (uint32_t)nd->conf.nnodes) {
-		nd_log_refused(nd, "strobe %" PRIu64 " claims %u nodes (the cluster has %d) "
-				   "and %u slices ahead, or its slots go back; refused",
-			       s->slice, s->nnodes, nd->conf.nnodes, strobe_ahead(s));
-		return false;
-	}
-	size_t signed_size = strobe_signed_size(s->nnodes, strobe_ahead(s));
-	if (!gm_mac_ok(nd->key, GM_MAC_STROBE, GM_MAC_ANY_NODE, raw, signed_size,
-		       raw + signed_size)) {
-		nd_log_refused(nd, "strobe %" PRIu64 " has a bad tag (forged or altered); refused",
-			       s->slice);
-		return false;
+	const char *why;
+	if (strobe_copy(nd, s, ack, run, slots, run_ahead, &why) < 0) {
+		/* The area holds one strobe, overwritten by the next a slice
+		 * later: a daemon that reads late (a loaded machine) can copy it
+		 * while the next one lands, half of each, and its tag fails.
+		 * The next one is whole by now, and taken if its own tag holds
+		 * (nothing unverified is ever acted on); what still fails is
+		 * refused. An inner node of the strobes' tree that forwards late
+		 * sends such a mix on (sn_xfer), which its children refuse. */
+		if (why && strobe_copy(nd, s, ack, run, slots, run_ahead, &why) == 0) {
+			nd->torn_strobes++;
+		} else {
+			if (!why)
+				slog("no memory to check a strobe; ignored");
+			else
+				nd_log_refused(nd, "strobe %" PRIu64 " %s; refused", s->slice, why);
+			return false;
+		}
 	}
 	/* strobes come down the tree or, to a late node, straight from the MM:
 	 * an older one can land after a newer one, and its acknowledgements
