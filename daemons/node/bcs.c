@@ -305,9 +305,10 @@ static void resolve_cancels(struct nd *nd, struct bjob *j, uint64_t c)
 	j->cancels_tail = pp;
 }
 
-static void resolve(struct nd *nd, struct bjob *j)
+/* Wildcards and cancels at slice c, if the job was quiescent there; the
+ * rounds up to c run, none after it. */
+static void resolve(struct nd *nd, struct bjob *j, uint64_t c)
 {
-	uint64_t c = j->round;
 	if (c == UINT64_MAX || c <= j->resolved || j->frozen)
 		return; /* frozen: after the checkpoint, at the same quiescence */
 	/* a node that reported with rounds still to run (its DESCs came late)
@@ -354,11 +355,25 @@ static void rounds(struct nd *nd, struct bjob *j)
 		}
 	qsort(j->inc, n, sizeof(*j->inc), bcs_msend_cmp);
 	size_t si = 0, ri = 0;
+	/* Every slice passed is a point the job may have been quiescent at,
+	 * taken in order with that slice's descriptors matched and no later
+	 * ones: which slices a node's rounds stop at depends on when the
+	 * others' DESCs came (a node that skipped a slice moves every cover
+	 * past it at once), and a node that looked only where its rounds
+	 * stopped resolved its wildcards at another slice than the rest, or
+	 * later, with sends posted after the quiescence among the candidates.
+	 * Slices 64 or more before t cannot be quiet any more (the reports
+	 * kept are the last 64). */
+	uint64_t c = t == UINT64_MAX || t - j->round <= 64 ? j->round : t - 64;
 	while (si < n || (ri < j->nnewr && j->newr[ri]->label <= t)) {
 		uint64_t ls = si < n ? j->inc[si]->label : UINT64_MAX;
 		uint64_t lr_ = ri < j->nnewr && j->newr[ri]->label <= t ? j->newr[ri]->label
 									  : UINT64_MAX;
 		uint64_t label = ls < lr_ ? ls : lr_;
+		for (; c + 1 < label && t != UINT64_MAX; c++)
+			resolve(nd, j, c + 1);
+		if (label > c)
+			c = label;
 		for (; si < n && j->inc[si]->label == label; si++) {
 			struct bcs_msend *s = j->inc[si];
 			uint32_t lr = (uint32_t)s->dst - j->first;
@@ -390,14 +405,17 @@ static void rounds(struct nd *nd, struct bjob *j)
 				j->probes[lr] = r;
 			}
 		}
+		if (t != UINT64_MAX)
+			resolve(nd, j, label);
 	}
 	memmove(j->inc, j->inc + n, (j->ninc - n) * sizeof(*j->inc));
 	j->ninc -= n;
 	memmove(j->newr, j->newr + ri, (j->nnewr - ri) * sizeof(*j->newr));
 	memmove(j->newr_lr, j->newr_lr + ri, (j->nnewr - ri) * sizeof(*j->newr_lr));
 	j->nnewr -= ri;
+	for (; c < t && t != UINT64_MAX; c++)
+		resolve(nd, j, c + 1);
 	j->round = t;
-	resolve(nd, j);
 	grant(nd, j);
 }
 
