@@ -520,13 +520,14 @@ layers: all $(WALK_CI)
 # The suites run CHECK_JOBS at a time, the longest first so that the lanes
 # end together; each suite's output comes whole when it ends, and a table of
 # verdicts and times closes the run. -k: a failed suite does not stop the
-# others. Two lanes, this machine's cores, but the network layer's suites
-# (CHECK_SOLO: 32 processes each, whose operations have deadlines) run
-# first and alone, one at a time: beside another lane's daemons, which run
-# at a higher priority, they missed those deadlines. CHECK_JOBS=1 runs
-# everything one at a time.
+# others. The network layer's suites (CHECK_SOLO: 32 processes each, whose
+# operations have deadlines) run first and alone: beside another lane's
+# daemons, which run at a higher priority, they missed those deadlines.
+# The others one at a time by default; CHECK_JOBS=2 runs them in two lanes
+# (docs/RELIABILITY.md, "make check beside a CPU hog": what two lanes save,
+# and what failed in them).
 # kernel-check boots the module in a QEMU guest (~20 s under TCG here).
-CHECK_JOBS ?= 2
+CHECK_JOBS ?= 1
 CHECK_SOLO := net-rma net-msg
 CHECK_SUITES := cluster-snakemake cluster-ckpt_mpi cluster-slurm debtest mpi-thirdparty \
                 cluster-ckpt_threads hosts-ckpt cluster-valgrind mpi-suite cluster-gang \
