@@ -91,8 +91,12 @@ passed() {
 }
 
 # bad_end NAME OUT RC MODE: a job that must end badly did, after "before" only
+# (MPICH's hydra may drop a rank's last line when another rank aborts the
+# job before it forwarded it: for MPICH, BEFORE_OPTIONAL=1 waives the
+# "before" line; storm must deliver it)
 bad_end() {
-	if [ "$3" != 0 ] && grep -qx "$4: before" "$2" && ! grep -q "$4: after" "$2"; then
+	if [ "$3" != 0 ] && { [ "${BEFORE_OPTIONAL:-0}" = 1 ] || grep -qx "$4: before" "$2"; } &&
+		! grep -q "$4: after" "$2"; then
 		ok "$1 (exit $3)"
 	else
 		bad "$1: exit $3"
@@ -151,7 +155,7 @@ mpich_runs() {
 	for m in abort fatal fatal-dup; do
 		o=$T/mpich/$m.out
 		timeout "$LIMIT" "${mpiexec_yield[@]}" -n 4 "$T/mpich/abort" "$m" >"$o" 2>"$o.err"
-		bad_end "MPICH $m on 4 ranks ends the job" "$o" $? "$m"
+		BEFORE_OPTIONAL=1 bad_end "MPICH $m on 4 ranks ends the job" "$o" $? "$m"
 	done
 	echo "info: MPICH suite runs took $(( ($(date +%s%N) - start) / 1000000 )) ms"
 }
@@ -302,15 +306,20 @@ for nn in "1 2" "2 2" "4 8"; do
 	timed storm run -N "$1" -n "$2" "$T/bcs/cancel" >"$o" 2>"$o.err"
 	passed "BCS-MPI cancel, $2 ranks on $1 nodes" "$o" $?
 done
-expect "storm run --record cancel" 0 storm run --record "$T/cancel.trace" -N 2 -n 4 "$T/bcs/cancel"
-cp "$T/out" "$T/cancel.recorded"
-expect "storm replay cancel" 0 storm replay "$T/cancel.trace"
-if cmp -s "$T/cancel.recorded" "$T/out" && grep -q '^cancel: [0-9]* checks, 0 failed$' "$T/out"; then
-	ok "  output equals the recorded run's, no check failed"
-else
-	bad "  output differs from the recorded run's, or a check failed"
-	diff "$T/cancel.recorded" "$T/out" | head -10 | sed 's/^/     /'
-fi
+# record_replay PROG NODES RANKS: a recorded run of PROG and its replay
+# give the same output, and no check of it failed
+record_replay() {
+	expect "storm run --record $1" 0 storm run --record "$T/$1.trace" -N "$2" -n "$3" "$T/bcs/$1"
+	cp "$T/out" "$T/$1.recorded"
+	expect "storm replay $1" 0 storm replay "$T/$1.trace"
+	if cmp -s "$T/$1.recorded" "$T/out" && grep -q "^$1: [0-9]* checks, 0 failed\$" "$T/out"; then
+		ok "  output equals the recorded run's, no check failed"
+	else
+		bad "  output differs from the recorded run's, or a check failed"
+		diff "$T/$1.recorded" "$T/out" | head -10 | sed 's/^/     /'
+	fi
+}
+record_replay cancel 2 4
 
 # MPI-4 persistent collectives (pcoll.c: BCS-MPI only, Debian's MPICH 4.0.2
 # gets some wrong) and MPI_Isendrecv (isendrecv.c: BCS-MPI only, MPICH
@@ -322,15 +331,7 @@ for p in pcoll isendrecv; do
 		timed storm run -N "$(nodes "$n")" -n "$n" "$T/bcs/$p" >"$o" 2>"$o.err"
 		passed "BCS-MPI $p, $n ranks" "$o" $?
 	done
-	expect "storm run --record $p" 0 storm run --record "$T/$p.trace" -N 4 -n 8 "$T/bcs/$p"
-	cp "$T/out" "$T/$p.recorded"
-	expect "storm replay $p" 0 storm replay "$T/$p.trace"
-	if cmp -s "$T/$p.recorded" "$T/out" && grep -q "^$p: [0-9]* checks, 0 failed\$" "$T/out"; then
-		ok "  output equals the recorded run's, no check failed"
-	else
-		bad "  output differs from the recorded run's, or a check failed"
-		diff "$T/$p.recorded" "$T/out" | head -10 | sed 's/^/     /'
-	fi
+	record_replay "$p" 4 8
 done
 
 # intercommunicators (even and odd ranks): MPICH's answer on 1, 2 and 4
