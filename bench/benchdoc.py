@@ -4,6 +4,7 @@ import json
 import os
 import re
 import statistics
+import sys
 
 
 def load(path):
@@ -65,6 +66,19 @@ def replace_section(doc, heading, section):
     with open(doc, "w") as f:
         f.write(text)
 
+
+def report_args(usage):
+    """A report script's arguments, RESULTS.jsonl DOC: (rows, doc, shown),
+    shown RESULTS as a path from here for the section's header; exits with
+    usage on --help or a wrong count, and when RESULTS has no meta line."""
+    if len(sys.argv) != 3 or sys.argv[1] in ("-h", "--help"):
+        sys.stderr.write(usage)
+        sys.exit(0 if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help") else 2)
+    path, doc = sys.argv[1], sys.argv[2]
+    rows = load(path)
+    if not any(r.get("bench") == "meta" for r in rows):
+        sys.exit("report.py: %s: no results (no meta line)" % path)
+    return rows, doc, os.path.relpath(os.path.realpath(path), os.getcwd())
 
 def host_meta():
     """What every section's header names about this run's host and tree:

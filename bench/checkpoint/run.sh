@@ -111,16 +111,7 @@ wait_gone() { # wait_gone JOB
 }
 # last_started JOB: Unix time of the last node's "job JOB: started ranks" line
 last_started() {
-	python3 - "$SDIR/log" "$1" <<'PY'
-import datetime, glob, sys
-best = None
-for f in glob.glob(sys.argv[1] + "/node*.log"):
-    for line in open(f, errors="replace"):
-        if ("job %s: started ranks" % sys.argv[2]) in line:
-            t = datetime.datetime.strptime(line[:23], "%Y-%m-%dT%H:%M:%S.%f").timestamp()
-            best = t if best is None or t > best else best
-print(best if best is not None else "")
-PY
+	python3 bench/last_started.py "$SDIR/log" "$1"
 }
 
 # ckpt_restart JOB NODES: `storm checkpoint --json` of the running job into

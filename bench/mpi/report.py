@@ -13,7 +13,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from benchdoc import fmt_ratio, load, med, ratio, replace_section, table  # noqa: E402
+from benchdoc import fmt_ratio, load, med, ratio, replace_section, report_args, table  # noqa: E402
 
 HEADING = "BCS-MPI"
 HEADING_RECORD = "BCS-MPI: record overhead (`storm run --record`)"
@@ -393,14 +393,7 @@ def build_record(res, results_path):
 
 
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] in ("-h", "--help"):
-        sys.stderr.write(__doc__)
-        sys.exit(0 if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help") else 2)
-    path, doc = sys.argv[1], sys.argv[2]
-    rows = load(path)
-    if not any(r.get("bench") == "meta" for r in rows):
-        sys.exit("report.py: %s: no results (no meta line)" % path)
-    shown = os.path.relpath(os.path.realpath(path), os.getcwd())
+    rows, doc, shown = report_args(__doc__)
     res = Res(rows)
     phases = set(str(res.meta.get("phases", "")).split())
     if phases - {"record"}:

@@ -9,7 +9,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from benchdoc import load, med, replace_section, table  # noqa: E402
+from benchdoc import load, med, replace_section, report_args, table  # noqa: E402
 
 HEADING = "Replay from a checkpoint (bench/replay)"
 
@@ -130,14 +130,7 @@ def build(rows, shown):
 
 
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] in ("-h", "--help"):
-        sys.stderr.write(__doc__)
-        sys.exit(0 if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help") else 2)
-    path, doc = sys.argv[1], sys.argv[2]
-    rows = load(path)
-    if not any(r.get("bench") == "meta" for r in rows):
-        sys.exit("report.py: %s: no results (no meta line)" % path)
-    shown = os.path.relpath(os.path.realpath(path), os.getcwd())
+    rows, doc, shown = report_args(__doc__)
     replace_section(doc, HEADING, build(rows, shown))
     reps = [r for r in rows if r.get("bench") == "replay"]
     print("report.py: wrote the '## %s' section of %s" % (HEADING, doc))

@@ -90,16 +90,7 @@ print(" ".join("%d:%d:%.3f" % (k["id"], k["epoch"], k["time"]) for k in sorted(k
 }
 # last_started JOB: Unix time of the last node's "job JOB: started ranks" line
 last_started() {
-	python3 - "$CDIR/log" "$1" <<'PY'
-import datetime, glob, sys
-best = None
-for f in glob.glob(sys.argv[1] + "/node*.log"):
-    for line in open(f, errors="replace"):
-        if ("job %s: started ranks" % sys.argv[2]) in line:
-            t = datetime.datetime.strptime(line[:23], "%Y-%m-%dT%H:%M:%S.%f").timestamp()
-            best = t if best is None or t > best else best
-print(best if best is not None else "")
-PY
+	python3 bench/last_started.py "$CDIR/log" "$1"
 }
 # timed NAME COMMAND...: runs it with NAME.out/NAME.err; T the wall time, RC its status
 timed() {
