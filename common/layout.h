@@ -13,7 +13,10 @@
  * accepted.
  *
  *   strobe   MM -> all UP nodes, every timeslice, SYS rail, no local event:
- *            struct strobe at GM_STROBE, remote EV_STROBE. It names the
+ *            struct strobe in area slice % 2 (GM_STROBE_AT), remote event
+ *            EV_STROBE_AT of that area. Two areas, so that the next strobe
+ *            landing does not overwrite one a late node (or an inner node
+ *            of the tree, forwarding it) is still reading. It names the
  *            matrix row running in this slice and, per node, the job of
  *            that node's cell in the row (strobe_run): each node continues
  *            that job and stops every other one it holds.
@@ -77,13 +80,14 @@
 #define STORM_MAX_LOCAL_RANKS 4096 /* ranks of one job a node starts */
 
 enum storm_event {
-	EV_STROBE = 1, /* remote, on nodes */
+	EV_STROBE0 = 1, /* remote, on nodes: strobe area 0 written */
 	EV_CMD = 2,    /* remote, on nodes */
 	EV_FILE0 = 3,  /* remote, on nodes: file buffer 0 filled */
 	EV_REPORT = 4, /* remote, on the MM */
 	EV_FILE1 = 5,  /* remote, on nodes: file buffer 1 filled */
 	EV_REPORT_ACK = 6, /* remote, on nodes: GM_VAR_REPORT_ACK was written */
 	EV_BCS = 7,    /* remote, on nodes: a BCS-MPI mailbox message or ack */
+	EV_STROBE1 = 8, /* remote, on nodes: strobe area 1 written */
 	/* local completions */
 	EV_CMD_SENT = 10,
 	EV_FILE_SENT0 = 11, /* + buffer index */
@@ -156,10 +160,13 @@ static inline uint64_t *strobe_run_ahead(struct strobe *s, unsigned i)
 }
 
 #define GM_STROBE ((uint64_t)4096)
-/* the strobe's area, up to the variables: K shrinks to fit (strobe_ahead_fit) */
-#define GM_STROBE_MAX ((size_t)(GM_VARS - GM_STROBE))
+/* one strobe area: K shrinks to fit (strobe_ahead_fit) */
+#define GM_STROBE_MAX ((size_t)20480)
+/* slice s's strobe goes to area s % 2 */
+#define GM_STROBE_AT(p) (GM_STROBE + (uint64_t)(p) * GM_STROBE_MAX)
+#define EV_STROBE_AT(p) ((p) ? EV_STROBE1 : EV_STROBE0)
 
-#define GM_VARS ((uint64_t)32768)
+#define GM_VARS (GM_STROBE_AT(2))
 /* u64: seq of the last chunk written from file buffer b */
 #define GM_VAR_FILE_DONE(b) (GM_VARS + 8 * (uint64_t)(b))
 #define GM_JOB_SLOTS 256

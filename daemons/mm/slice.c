@@ -55,6 +55,8 @@ static void send_strobe(struct mm *mm)
 		slog("test hook: strobe %llu goes out altered", (unsigned long long)mm->slice);
 		s->row ^= 0x40;
 	}
+	uint64_t area = GM_STROBE_AT(mm->slice % 2);
+	unsigned ev = EV_STROBE_AT(mm->slice % 2);
 	struct sn_nodeset tree, single;
 	sn_set_clear(&tree);
 	for (int i = 0; i < nn; i++) {
@@ -68,8 +70,7 @@ static void send_strobe(struct mm *mm)
 			 * long (else an 8 s slice kept a starting node waiting 32 s) */
 			sn_set_clear(&single);
 			sn_set_add(&single, fabric_id((uint32_t)i));
-			sn_xfer(mm->sn, &single, GM_STROBE, s, size, SN_NO_EVENT, EV_STROBE,
-				SN_XFER_SYS);
+			sn_xfer(mm->sn, &single, area, s, size, SN_NO_EVENT, ev, SN_XFER_SYS);
 		}
 	}
 	if (sn_set_count(&tree) == 0)
@@ -77,7 +78,7 @@ static void send_strobe(struct mm *mm)
 	if (mm->trace)
 		fprintf(mm->trace, "strobe %llu %llu %d %.0f\n", (unsigned long long)mm->slice,
 			(unsigned long long)mm->switches, mm->row, (double)clock_mono_ns());
-	int rc = sn_xfer(mm->sn, &tree, GM_STROBE, s, size, SN_NO_EVENT, EV_STROBE, SN_XFER_SYS);
+	int rc = sn_xfer(mm->sn, &tree, area, s, size, SN_NO_EVENT, ev, SN_XFER_SYS);
 	if (rc < 0)
 		slog("strobe %llu: %s", (unsigned long long)mm->slice, sn_strerror(mm->sn));
 }
@@ -153,8 +154,8 @@ void probe_tick(struct mm *mm)
 		/* the last strobe again: a node that already has it ignores it */
 		sn_set_clear(&single);
 		sn_set_add(&single, fabric_id((uint32_t)i));
-		sn_xfer(mm->sn, &single, GM_STROBE, mm->strobe_buf, size, SN_NO_EVENT, EV_STROBE,
-			SN_XFER_SYS);
+		sn_xfer(mm->sn, &single, GM_STROBE_AT(last->slice % 2), mm->strobe_buf, size,
+			SN_NO_EVENT, EV_STROBE_AT(last->slice % 2), SN_XFER_SYS);
 	}
 }
 

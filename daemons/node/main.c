@@ -269,8 +269,12 @@ static void on_turn(void *arg)
 	if (drain_event(nd, EV_CMD))
 		nd_on_commands(nd);
 	/* several strobes since the last turn: the latest one counts */
-	if (drain_event(nd, EV_STROBE))
-		nd_on_strobe(nd);
+	unsigned areas = 0;
+	for (unsigned p = 0; p < 2; p++)
+		if (drain_event(nd, EV_STROBE_AT(p)))
+			areas |= 1u << p;
+	if (areas)
+		nd_on_strobe(nd, areas);
 	if (drain_event(nd, EV_BCS))
 		nd_mb_arrived(nd);
 	nd_mb_timers(nd);

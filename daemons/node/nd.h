@@ -259,9 +259,10 @@ struct nd_copy_hdr {
 	uint32_t len;     /* data bytes after the header */
 	char name[ND_COPY_NAME_MAX]; /* relative to the state directory */
 };
-/* strobe.c: a strobe landed (EV_STROBE): checked, then its commands, the
- * gang switch, BCS-MPI's turn and this node's report. */
-void nd_on_strobe(struct nd *nd);
+/* strobe.c: a strobe landed in the areas of bitmask areas (EV_STROBE_AT):
+ * checked, then its commands, the gang switch, BCS-MPI's turn and this
+ * node's report. */
+void nd_on_strobe(struct nd *nd, unsigned areas);
 /* A command landed in the ring (EV_CMD): those due are acted on in order.
  * True when the next one's slot holds one with a bad tag (forged). */
 bool nd_on_commands(struct nd *nd);

@@ -3,6 +3,7 @@
  * (commands for this node acted on in order, those of a restarted MM or
  * never sent skipped), then the gang switch, BCS-MPI's turn and the report. */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,14 +224,15 @@ static void mm_restarted(struct nd *nd, const struct strobe *s)
 
 /* The strobe area copied (gm_copy), parsed and its tag checked: 0, or -1
  * with the log line's words in *why. */
-static int strobe_copy(struct nd *nd, struct strobe *s, uint64_t *ack, uint64_t *run,
-		       struct strobe_slot *slots, uint64_t *run_ahead, const char **why)
+static int strobe_copy(struct nd *nd, unsigned area, struct strobe *s, uint64_t *ack,
+		       uint64_t *run, struct strobe_slot *slots, uint64_t *run_ahead,
+		       const char **why)
 {
 	/* read and verified in a private copy of the most a strobe for this
 	 * cluster's size can hold, not the whole area: the copy is made every
 	 * slice */
 	size_t len = nd->strobe_len;
-	const uint8_t *raw = gm_copy(&nd->verify, nd->gmem + GM_STROBE, len);
+	const uint8_t *raw = gm_copy(&nd->verify, nd->gmem + GM_STROBE_AT(area), len);
 	if (!raw) {
 		*why = NULL;
 		return -1;
@@ -249,22 +251,21 @@ static int strobe_copy(struct nd *nd, struct strobe *s, uint64_t *ack, uint64_t 
 	return 0;
 }
 
-/* The strobe in the ring read and checked: its size for this cluster,
+/* The strobe in an area read and checked: its size for this cluster,
  * its tag, its epoch and slice against the last one's (an MM restart is
  * taken here). true: one to act on, in *s and the rest. */
-static bool strobe_accept(struct nd *nd, struct strobe *s, uint64_t *ack, uint64_t *run,
-			  struct strobe_slot *slots, uint64_t *run_ahead)
+static bool strobe_accept(struct nd *nd, unsigned area, struct strobe *s, uint64_t *ack,
+			  uint64_t *run, struct strobe_slot *slots, uint64_t *run_ahead)
 {
 	const char *why;
-	if (strobe_copy(nd, s, ack, run, slots, run_ahead, &why) < 0) {
-		/* The area holds one strobe, overwritten by the next a slice
-		 * later: a daemon that reads late (a loaded machine) can copy it
-		 * while the next one lands, half of each, and its tag fails.
-		 * The next one is whole by now, and taken if its own tag holds
+	if (strobe_copy(nd, area, s, ack, run, slots, run_ahead, &why) < 0) {
+		/* An area is written again two slices later: a daemon that
+		 * reads that late (a loaded machine) can copy it while the
+		 * strobe after next lands, half of each, and its tag fails.
+		 * That one is whole by now, and taken if its own tag holds
 		 * (nothing unverified is ever acted on); what still fails is
-		 * refused. An inner node of the strobes' tree that forwards late
-		 * sends such a mix on (sn_xfer), which its children refuse. */
-		if (why && strobe_copy(nd, s, ack, run, slots, run_ahead, &why) == 0) {
+		 * refused. */
+		if (why && strobe_copy(nd, area, s, ack, run, slots, run_ahead, &why) == 0) {
 			nd->torn_strobes++;
 		} else {
 			if (!why)
@@ -346,13 +347,16 @@ static bool strobe_advance(struct nd *nd, const struct strobe *s, uint64_t t_rec
 	return rejoined;
 }
 
-void nd_on_strobe(struct nd *nd)
+/* The strobe of an area acted on. false: it was not one to act on. */
+static bool strobe_take(struct nd *nd, unsigned area)
 {
 	struct strobe s;
 	struct strobe_slot slots[STROBE_AHEAD_MAX + 1];
 	uint64_t ack, run, run_ahead[STROBE_AHEAD_MAX];
-	if (!strobe_accept(nd, &s, &ack, &run, slots, run_ahead) || strobe_deaf(nd, &s))
-		return;
+	if (!strobe_accept(nd, area, &s, &ack, &run, slots, run_ahead))
+		return false;
+	if (strobe_deaf(nd, &s))
+		return true;
 	if (!nd->seen_strobe) {
 		nd->seen_strobe = true;
 		/* earlier commands went out before this node was up */
@@ -398,4 +402,27 @@ void nd_on_strobe(struct nd *nd)
 	if (nd->cg_pending)
 		nd_gang_timers(nd);
 	nd_report(nd, ack);
+	return true;
+}
+
+/* Is area a's strobe later than area b's? Read unverified, only to choose
+ * which to verify first: epochs only grow, and slices within one. */
+static bool strobe_later(const struct nd *nd, unsigned a, unsigned b)
+{
+	uint64_t sa, sb, ea, eb;
+	const uint8_t *pa = nd->gmem + GM_STROBE_AT(a), *pb = nd->gmem + GM_STROBE_AT(b);
+	memcpy(&sa, pa + offsetof(struct strobe, slice), 8);
+	memcpy(&sb, pb + offsetof(struct strobe, slice), 8);
+	memcpy(&ea, pa + offsetof(struct strobe, epoch), 8);
+	memcpy(&eb, pb + offsetof(struct strobe, epoch), 8);
+	return ea != eb ? ea > eb : sa > sb;
+}
+
+void nd_on_strobe(struct nd *nd, unsigned areas)
+{
+	/* both areas written since the last turn: the later strobe counts,
+	 * the earlier one only if the later is refused */
+	unsigned first = areas == 3 ? !strobe_later(nd, 0, 1) : areas == 2;
+	if (!strobe_take(nd, first) && areas == 3)
+		strobe_take(nd, !first);
 }

@@ -233,8 +233,8 @@ static void strobe(void)
 	       buf + strobe_signed_size(mm.n, 0));
 	memcpy(mm.last_strobe, buf, strobe_size(mm.n, 0));
 	struct sn_nodeset all = all_nodes();
-	if (sn_xfer(mm.sn, &all, GM_STROBE, buf, strobe_size(mm.n, 0), SN_NO_EVENT, EV_STROBE,
-		    SN_XFER_SYS) < 0)
+	if (sn_xfer(mm.sn, &all, GM_STROBE_AT(s->slice % 2), buf, strobe_size(mm.n, 0),
+		    SN_NO_EVENT, EV_STROBE_AT(s->slice % 2), SN_XFER_SYS) < 0)
 		fatal("strobe: %s", sn_strerror(mm.sn));
 }
 
@@ -888,8 +888,9 @@ static bool inject_strobe(const uint8_t *buf, const char *text)
 {
 	struct sn_nodeset all = all_nodes();
 	for (int k = 0; k < 100; k++) {
-		sn_xfer(mm.sn, &all, GM_STROBE, buf, strobe_size(mm.n, 0), SN_NO_EVENT, EV_STROBE,
-			SN_XFER_SYS);
+		uint64_t slice = ((const struct strobe *)buf)->slice;
+		sn_xfer(mm.sn, &all, GM_STROBE_AT(slice % 2), buf, strobe_size(mm.n, 0), SN_NO_EVENT,
+			EV_STROBE_AT(slice % 2), SN_XFER_SYS);
 		mm.next_strobe_ns = now_ns() + (uint64_t)mm.conf.timeslice_us * 1000u;
 		if (pump_until(logged, (void *)text, 20))
 			return true;

@@ -47,7 +47,7 @@ def limits(costs, prm):
     n = 1
     while ahead_fit(n) == 4:
         n += 1
-    out.append(("the strobe's schedule ahead shrinks below K = 4 (its 28 KiB area)", n))
+    out.append(("the strobe's schedule ahead shrinks below K = 4 (its %d KiB area)" % (GM_STROBE_MAX // 1024), n))
     while ahead_fit(n) >= 0:
         n += 1
     out.append(("the strobe no longer fits its %d-byte area, even with K = 0" % GM_STROBE_MAX, n))

@@ -79,8 +79,8 @@ class Tree(unittest.TestCase):
             self.assertEqual(seen, [0] + [1] * (n - 1))
 
     def test_strobe_stops_fitting(self):
-        self.assertEqual(sm.ahead_fit(1787), 0)
-        self.assertEqual(sm.ahead_fit(1788), -1)
+        self.assertEqual(sm.ahead_fit(1275), 0)
+        self.assertEqual(sm.ahead_fit(1276), -1)
 
 
 class CPU(unittest.TestCase):
