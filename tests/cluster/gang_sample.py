@@ -9,9 +9,11 @@ a stopped (SIGSTOP: T) or frozen (cgroup freezer: S) rank is not.
 
 A sample caught while nodes switch rows may see the old and the new row at
 once. A violation counts only if it is still there once every party that
-could end it has had the CPU: each node daemon (GANG_DAEMONS, their pids)
-scheduled at least 3 times since it was seen, so it took the strobe that
-ends the row, and each rank still running scheduled at least twice, so a
+could end it has had the CPU: each daemon (GANG_DAEMONS, their pids: the
+node daemons and the MM, whose strobe a node that followed its schedule
+ahead to the end waits for) scheduled at least 3 times since it was seen,
+so the strobe that ends the row was sent and taken, and each rank still
+running scheduled at least twice, so a
 SIGSTOP sent to it was delivered (a runnable task takes a pending stop only
 when it next runs). How long that takes depends on the machine's load (the
 daemons share two cores with the spinners and whatever else runs), so it is

@@ -117,9 +117,12 @@ EOF
 	storm matrix >"$T/draw"
 	has "storm matrix marks the running row" draw ">row"
 
-	# the node daemons: the sampler waits for them (and the ranks) to get
-	# the CPU before it calls a mixed state a violation
-	nds=$(awk '$2 ~ /^node/ { printf "%s%s", s, $1; s = "," }' "$C/pids")
+	# the daemons: the sampler waits for them (and the ranks) to get the
+	# CPU before it calls a mixed state a violation. The MM too: a node
+	# that held its schedule ahead to the end holds its last row until the
+	# MM's next strobe, and nodes that missed different strobes hold
+	# different rows meanwhile
+	nds=$(awk '$2 ~ /^(node|mm$)/ { printf "%s%s", s, $1; s = "," }' "$C/pids")
 	if GANG_DAEMONS=$nds python3 "$HERE/gang_sample.py" 3 "$a:$pa" "$b:$pb" "$c:$pc" <"$T/m.json" >"$T/sample"; then
 		ok "sampled: each job runs only in its row, on all its nodes at once ($(tail -1 "$T/sample"))"
 	else
