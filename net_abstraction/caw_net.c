@@ -282,7 +282,7 @@ int sni_caw_deliver(struct sn_ctx *ctx)
 		if (res.status == -EBUSY) {
 			fail(ctx, res.status, "COMPARE-AND-WRITE met conflicting ones for %u ms",
 			     ctx->cfg.timeout_ms);
-		} else if (res.status < 0) {
+		} else if (res.status < 0 && res.status != -ECANCELED) {
 			char list[256];
 			sn_set_format(&res.failed, list, sizeof(list));
 			fail(ctx, res.status, "COMPARE-AND-WRITE failed: node(s) %s did not answer%s",
@@ -302,6 +302,21 @@ int sni_caw_deliver(struct sn_ctx *ctx)
 		}
 	}
 	return n;
+}
+
+/* At close: a call the drain did not see answered (one that commits a
+ * write takes a decision phase and direct decisions after its prepare,
+ * each up to the operation timeout) is answered all the same, -ECANCELED:
+ * every started call gets its one answer, and its caller frees there what
+ * it passed as arg. */
+void sni_caw_cancel(struct sn_ctx *ctx)
+{
+	for (struct caw_call *c = ctx->calls; c; c = c->next)
+		if (!c->delivered && !c->sm.answered) {
+			c->sm.answered = true;
+			c->sm.status = -ECANCELED;
+		}
+	sni_caw_deliver(ctx);
 }
 
 /* A call's priority: its start in ms of the wall clock, which hosts share

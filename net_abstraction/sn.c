@@ -186,9 +186,11 @@ void sn_close(struct sn_ctx *ctx)
 	if (!ctx)
 		return;
 	/* finish what others are waiting on from us: forwards, ACKs, CAW jobs */
-	if (ctx->opened)
+	if (ctx->opened) {
 		wait_until(ctx, drained, NULL,
 			   now_ns() + (uint64_t)ctx->cfg.timeout_ms * 1000000ull);
+		sni_caw_cancel(ctx);
+	}
 	sni_ctx_free(ctx);
 }
 

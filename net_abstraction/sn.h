@@ -215,7 +215,8 @@ typedef void (*sn_caw_fn)(void *arg, const struct sn_caw_result *res);
 /* Starts a COMPARE-AND-WRITE and returns at once: 0, or a negative errno
  * (bad arguments; then fn is never called). fn(arg, result) is called
  * exactly once, from sn_progress (or a blocking call, which drives
- * progress), never from inside sn_caw_start. While an answer waits to be
+ * progress), never from inside sn_caw_start; a call still unanswered when
+ * sn_close has drained what it waits for is answered there, -ECANCELED. While an answer waits to be
  * delivered, sn_next_timeout_ms is 0. */
 int sn_caw_start(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off,
 		 enum sn_cmp op, uint64_t value, bool do_write, uint64_t write_off,

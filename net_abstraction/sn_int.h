@@ -369,5 +369,6 @@ void sni_caw_grant_waiters(struct sn_ctx *ctx);
 void sni_caw_member_decide(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m);
 void sni_caw_backoffs(struct sn_ctx *ctx);
 int sni_caw_deliver(struct sn_ctx *ctx);
+void sni_caw_cancel(struct sn_ctx *ctx);
 
 #endif
