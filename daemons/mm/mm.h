@@ -77,6 +77,10 @@ struct mm_node {
 	uint64_t orphan_killed;  /* last stray job told to die here, and when */
 	uint64_t orphan_slice;
 	unsigned idle_reports;   /* reports without records since the MM started */
+	/* a report consumed this turn, acknowledged after the commit (report.c),
+	 * with its clock exchange's first two times */
+	bool ack_due;
+	uint64_t ack_t1, ack_t2;
 };
 
 struct job {

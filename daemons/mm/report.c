@@ -6,28 +6,30 @@
 #include <stdio.h>
 #include <string.h>
 
-/* whole: a report's records applied in the order the node wrote them, each a short loop */
-static void consume_report(struct mm *mm, int idx)
+/* whole: a report's records applied in the order the node wrote them, each a short loop.
+ * True when one was consumed: its acknowledgement is due once what it
+ * changed is on disk (report_on_event). */
+static bool consume_report(struct mm *mm, int idx)
 {
 	struct mm_node *n = &mm->nodes[idx];
 	uint8_t *slot = (uint8_t *)sn_gmem(mm->sn) + GM_REPORT_SLOT(idx);
 	uint32_t len;
 	memcpy(&len, slot, 4);
 	if (len == 0)
-		return; /* nothing new: every slot is looked at on any EV_REPORT */
+		return false; /* nothing new: every slot is looked at on any EV_REPORT */
 	uint64_t t_took = clock_mono_ns(); /* the node's clock exchange: t2 */
 	/* emptied at once, so the slot is decoded once per report that lands */
 	memset(slot, 0, 4);
 	if (len > GM_REPORT_SLOT_SIZE - 4 - GM_TAG_LEN) {
 		slog_limited(&mm->rl_report, "node %s: report length %u exceeds its slot; ignored",
 			       mm->conf.nodes[idx], len);
-		return;
+		return false;
 	}
 	/* verified and decoded in a private copy (gm_copy) */
 	uint8_t *copy = (uint8_t *)gm_copy(&mm->verify, slot, 4 + len + GM_TAG_LEN);
 	if (!copy) {
 		slog("node %s: no memory to check its report; ignored", mm->conf.nodes[idx]);
-		return;
+		return false;
 	}
 	memcpy(copy, &len, 4); /* the tag covers the length word as sent */
 	if (!gm_mac_ok(mm->key, GM_MAC_REPORT, (uint32_t)idx, copy, 4 + len, copy + 4 + len)) {
@@ -36,13 +38,13 @@ static void consume_report(struct mm *mm, int idx)
 		slog_limited(&mm->rl_report,
 			       "node %s: report slot holds %u bytes with a bad tag (forged or "
 			       "altered); ignored", mm->conf.nodes[idx], len);
-		return;
+		return false;
 	}
 	const char *why;
 	Storm__Cl__Report *r = mm_report_decode(copy, len, &why);
 	if (!r) {
 		slog("node %s: %s (%u bytes); ignored", mm->conf.nodes[idx], why, len);
-		return;
+		return false;
 	}
 	if (r->seq <= n->report_seq) {
 		/* a resend of one already consumed (a node resends an unacknowledged
@@ -53,11 +55,12 @@ static void consume_report(struct mm *mm, int idx)
 				       "replayed; ignored", mm->conf.nodes[idx],
 				       (unsigned long long)r->seq, (unsigned long long)n->report_seq);
 		storm__cl__report__free_unpacked(r, NULL);
-		return;
+		return false;
 	}
 	n->report_seq = r->seq;
+	n->ack_t1 = r->sent_ns;
+	n->ack_t2 = t_took;
 	node_incarnation(mm, idx, r->incarnation);
-	uint64_t t_sent = r->sent_ns;
 	metrics_on_report(mm, idx, r);
 	for (size_t i = 0; i < r->n_traces; i++)
 		trace_on_chunk(mm, idx, r->traces[i]);
@@ -93,24 +96,44 @@ static void consume_report(struct mm *mm, int idx)
 	if (current)
 		recover_node_report(mm, idx, r);
 	storm__cl__report__free_unpacked(r, NULL);
-	/* what the report changed is on disk before the node may forget it:
-	 * a node drops its records once their report is acknowledged */
-	persist_flush(mm);
-	/* acknowledge now rather than in the next strobe: a node with more
-	 * output or a job's end to report sends at once */
+	return true;
+}
+
+/* Now rather than in the next strobe: a node with more output or a job's
+ * end to report sends at once. t1 and t2 (when the node sent the report,
+ * when this MM took it) and t3 are its clock exchange. */
+static void acknowledge(struct mm *mm, int idx)
+{
+	struct mm_node *n = &mm->nodes[idx];
 	struct sn_nodeset one;
 	sn_set_clear(&one);
 	sn_set_add(&one, fabric_id((uint32_t)idx));
 	uint8_t ack[GM_REPORT_ACK_SIZE];
-	struct report_ack a = { .seq = n->report_seq, .t1 = t_sent, .t2 = t_took,
+	struct report_ack a = { .seq = n->report_seq, .t1 = n->ack_t1, .t2 = n->ack_t2,
 				.t3 = clock_mono_ns() };
 	memcpy(ack, &a, sizeof(a));
 	gm_mac(mm->key, GM_MAC_ACK, (uint32_t)idx, ack, sizeof(a), ack + sizeof(a));
 	sn_xfer(mm->sn, &one, GM_VAR_REPORT_ACK, ack, sizeof(ack), SN_NO_EVENT, EV_REPORT_ACK, 0);
 }
 
+/* Every slot that holds a report, then what they changed on disk, then
+ * their acknowledgements: a node drops its records once their report is
+ * acknowledged, so none goes out before the commit. One commit for all the
+ * reports this turn of the loop found, not one per report: each writes a
+ * job's whole row (its per-node and per-rank arrays), and a job's end
+ * brings a report from every node of it at once. */
 void report_on_event(struct mm *mm)
 {
-	for (int i = 0; i < mm->conf.nnodes; i++)
-		consume_report(mm, i);
+	int n = mm->conf.nnodes, k = 0;
+	for (int i = 0; i < n; i++)
+		if ((mm->nodes[i].ack_due = consume_report(mm, i)))
+			k++;
+	if (!k)
+		return;
+	persist_flush(mm);
+	for (int i = 0; i < n; i++)
+		if (mm->nodes[i].ack_due) {
+			mm->nodes[i].ack_due = false;
+			acknowledge(mm, i);
+		}
 }
