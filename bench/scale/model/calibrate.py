@@ -15,6 +15,8 @@ calibration point (procs_running), so the parameters are a daemon's own
 costs, and the model puts the stretch back for the load of each point it
 predicts.
 """
+import math
+
 from scalemodel import MIB, Model
 
 # A machine: every node its own cores; the network per profile. The CPU
@@ -84,14 +86,22 @@ def host_params(costs):
 def _params(costs, p1, p2, bg):
     cores = costs["meta"]["nproc"]
     us = 1e-6
-    # one hop: the root of a read CAW on 2 nodes sends one message and
-    # takes one answer (its CPU per operation); the wall time beyond the
-    # four message costs is two wake-ups
-    c = p2["caw_cpu_us"] * us / 2.0
+    # one hop: the root of a read CAW on 2 nodes sends the prepare, takes
+    # its answer, sends the decision and takes its confirmation (its CPU
+    # per operation: four message ends); the answer comes after the first
+    # two, and the wall time beyond their four message costs (root and
+    # member) is two wake-ups
+    c = p2["caw_cpu_us"] * us / 4.0
     wake_bench = max(0.0, (p2["caw_us"] * us - 4.0 * c) / 2.0)
     # a daemon's wake-up: the strobe's latency on 1 node (the MM's send,
-    # the node's wake-up and receive) less its two message costs
-    wake = max(0.0, (p1["strobe"]["latency_p50_us"] * us - 2.0 * c))
+    # the node's wake-up and receive) less its two message costs; a
+    # constant part and an exponential tail, from its median and its 99th
+    # percentile (an exponential's p99 is 4.61 means, its median 0.69)
+    st1 = p1["strobe"]
+    tail = max(0.0, (st1["latency_p99_us"] - st1["latency_p50_us"]) * us / (4.605 - 0.693))
+    w50 = max(0.0, st1["latency_p50_us"] * us - 2.0 * c)
+    tail = min(tail, w50 / 0.693)
+    wake = w50 - 0.693 * tail + tail
     # a multicast hop's bytes: the root's CPU for 12 MiB less 1 MiB; the
     # receiving end's kernel copies as much
     b = max(0.0, (p2["mcast_12m_cpu_us"] - p2["mcast_1m_cpu_us"]) * us / (11 * MIB))
@@ -129,19 +139,55 @@ def _params(costs, p1, p2, bg):
     elif big["nodes"] > 1:
         m_slope = max(0.0, (big["idle"]["mm_cpu_per_slice_us"] - idle["mm_cpu_per_slice_us"])
                       * us / (big["nodes"] - 1))
+    # the MM's CPU per node's report of a launch: at 1 and 2 nodes below the
+    # noise, so (as the per-slice line) from the sizes with the full
+    # fan-out: the MM's CPU per launch beyond its idle slices meanwhile, its
+    # bytes' part and its fixed part, both program sizes, as a report's
+    # cost r0 + r1 * N (least squares of r0 N + r1 N^2: a commit per report
+    # of the job's row, whose arrays and the write-ahead log it appends to
+    # grow with the job)
+    xs, ys = [], []
+    for q in full:
+        rate = q["idle"]["mm_cpu_per_slice_us"] * us * q["idle"]["strobes"] / q["idle"]["window_s"]
+        for key, nb in (("launch_1m", MIB), ("launch_12m", 12 * MIB)):
+            lq = q.get(key) or {}
+            if lq.get("mm_cpu_ms") is None or lq.get("total_ms") is None:
+                continue
+            xs.append(float(q["nodes"]))
+            ys.append(excess(lq, "mm_cpu_ms", rate) - nb * mm_pb - max(0.0, mm1 - MIB * mm_pb))
+    r0 = r1 = 0.0
+    if len(set(xs)) >= 3:
+        s11 = sum(x * x for x in xs)
+        s12 = sum(x ** 3 for x in xs)
+        s22 = sum(x ** 4 for x in xs)
+        t1 = sum(x * y for x, y in zip(xs, ys))
+        t2 = sum(x * x * y for x, y in zip(xs, ys))
+        det = s11 * s22 - s12 * s12
+        r0 = (t1 * s22 - t2 * s12) / det
+        r1 = (s11 * t2 - s12 * t1) / det
+        if r0 < 0 or r1 < 0:  # one term alone
+            r0, r1 = max(0.0, t1 / s11), 0.0
     return {
         "cores": cores, "bg": bg,
-        "c_send": c, "c_recv": c, "b_send": b, "b_recv": b, "wake": wake, "wake_dist": "exp",
+        "c_send": c, "c_recv": c, "b_send": b, "b_recv": b, "wake": wake, "wake_tail": tail,
         "wake_bench": wake_bench,
-        # a message's handling runs as a burst; moving bulk bytes does not
-        "burst": 2.0 * c,
+        # Linux's EEVDF base slice: 0.75 ms times 1 + log2(CPUs), for up to 8
+        "quantum": 0.75e-3 * (1 + math.log2(min(cores, 8))),
         "mm_read_pb": max(0.1 * mm_pb, mm_pb - b),
         "consume_pb": max(0.1 * nd_pb, nd_pb - b),
         "mm_launch_cpu": max(0.0, mm1 - MIB * mm_pb),
         "nd_exec_cpu": max(0.0, nd1 - MIB * nd_pb),
+        "mm_report_cpu": r0, "mm_report_cpu_node": r1,
         "mm_slice_cpu0": max(0.0, m_base - m_slope),
         "mm_slice_cpu_node": m_slope,
         "nd_slice_cpu": max(0.0, idle["nd_cpu_per_slice_us"] * us - c),
+        # an idle node wakes 2.4-2.9 times a slice (voluntary context
+        # switches of its threads, 4 and 16 nodes) and spends most of its
+        # CPU on what every wake-up runs (perf: 60% of its samples in the
+        # fabric's progress round and the poll, 11% in the strobe's own
+        # handling): the turn that takes the strobe is half of it, the
+        # turns after it the rest
+        "nd_slice_at_strobe": 0.5,
         "timeslice": ts,
         "lat": 0.0, "bw": None, "msg_rate": None, "hw_mcast": False,
     }
@@ -174,7 +220,7 @@ def machine_params(prm, profile, hw_mcast=False, timeslice=10e-3):
     q.pop("bg_ref", None)
     q["hw_mcast"] = hw_mcast
     q["timeslice"] = timeslice
-    q["wake_dist"] = "exp"
+    q["wake_tail"] = None
     q["c_send"] = q["c_recv"] = pr["c_msg"]
     if pr["rma_offload"]:
         q["b_send"] = q["b_recv"] = 0.0

@@ -7,7 +7,7 @@ per slice and the smallest slice it sustains, a daemon's global memory and
 connections; then the sizes at which each of storm's limits is reached.
 
 usage: predict.py COSTS.json [--nodes 64 1024 16384] [--profiles eth100 ib200]
-                  [--timeslice-us 10000] [--json OUT]
+                  [--timeslice-us 10000] [--set NAME=SECONDS ...] [--json OUT]
 """
 import argparse
 import json
@@ -20,6 +20,19 @@ from scalemodel import (GM_STROBE_MAX, MIB, STORM_MAX_NODES, Model, ahead_fit,  
                         gmem_size, pct, strobe_size, tree_depth)
 
 MM_SHARE = 0.5  # the MM may spend at most this share of its core on slices
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+
+
+def unit_nofile():
+    """The MM's descriptor limit under its systemd unit (LimitNOFILE)."""
+    try:
+        with open(os.path.join(TOP, "systemd", "stormmm.service.in")) as f:
+            for line in f:
+                if line.startswith("LimitNOFILE="):
+                    return int(line.split("=", 1)[1])
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def predict(prm, profile, n, hw, ts, slices):
@@ -72,9 +85,18 @@ def limits(costs, prm):
     if len(pts) >= 2:
         a, b = pts[0], pts[-1]
         slope = (b["sockets_mm"] - a["sockets_mm"]) / max(1, b["nodes"] - a["nodes"])
-        if slope > 0:
-            out.append(("the MM's sockets pass 1024 (RLIMIT_NOFILE's usual soft limit; %.1f per node)"
-                        % slope, int((1024 - a["sockets_mm"]) / slope + a["nodes"]) + 1))
+        nofile = unit_nofile()
+        if slope > 0 and nofile:
+            # the MM raises its soft limit to the hard one (daemons/mm/main.c)
+            out.append(("the MM's sockets (%.1f a node, measured) pass its descriptors, "
+                        "LimitNOFILE=%d of systemd/stormmm.service.in" % (slope, nofile),
+                        int((nofile - a["sockets_mm"]) / slope + a["nodes"]) + 1))
+    if prm.get("mm_report_cpu"):
+        # every node of a job reports its end straight to the MM, which
+        # takes them one at a time before the job can end
+        out.append(("the MM's work on a launch's reports alone (%.0f µs a node, measured) "
+                    "passes the 0.2 s launch target" % (prm["mm_report_cpu"] * 1e6),
+                    int(0.2 / prm["mm_report_cpu"]) + 1))
     return sorted(out, key=lambda x: x[1])
 
 
@@ -87,11 +109,19 @@ def main():
     ap.add_argument("--slices", type=int, default=30)
     ap.add_argument("--multicast", nargs="+", default=["tree", "hardware"],
                     choices=["tree", "hardware"])
+    ap.add_argument("--set", nargs="+", default=[], metavar="NAME=SECONDS",
+                    help="a parameter measured elsewhere, in place of the calibration's "
+                         "(e.g. mm_report_cpu=153e-6 for a design measured beside it)")
     ap.add_argument("--json")
     a = ap.parse_args()
     with open(a.costs) as f:
         costs = json.load(f)
     prm = host_params(costs)
+    for kv in a.set:
+        k, v = kv.split("=", 1)
+        if k not in prm:
+            sys.exit("predict.py: --set: no parameter %s" % k)
+        prm[k] = float(v)
     ts = a.timeslice_us * 1e-6
     rows = []
     for prof in a.profiles:

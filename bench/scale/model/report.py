@@ -4,7 +4,9 @@ and writes the "## Scale model (bench/scale)" section of docs/BENCHMARKS.md.
 
 usage: report.py RUN_DIR [DOC]     (RUN_DIR holds costs.json; writes
                                     validation.md/.json and predictions.md/.json there;
-                                    SCALE_REUSE_PREDICTIONS=1 keeps the predictions there)
+                                    SCALE_REUSE_PREDICTIONS=1 keeps the predictions there;
+                                    SCALE_PREDICT_SET="NAME=SECONDS ..." passes
+                                    predict.py --set)
 """
 import contextlib
 import io
@@ -50,8 +52,10 @@ def main():
         with open(os.path.join(d, "predictions.md")) as f:
             pred = f.read()
     else:
+        extra = os.environ.get("SCALE_PREDICT_SET", "").split()
         pred = run(predict, [costs_path, "--nodes", "1024", "16384", "--slices", "5",
-                             "--json", os.path.join(d, "predictions.json")])
+                             "--json", os.path.join(d, "predictions.json")] +
+                   (["--set"] + extra if extra else []))
         with open(os.path.join(d, "predictions.md"), "w") as f:
             f.write(pred)
     print(val)

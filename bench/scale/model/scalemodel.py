@@ -113,76 +113,46 @@ class Sim:
             fn(*args)
 
 
-class SharedCPU:
-    """cores shared by every daemon of a virtual cluster, processor sharing;
-    bg background tasks (other users of the host) always runnable."""
+class HostCPU:
+    """The host's cores as the kernel's fair scheduler shares them among the
+    daemons of a virtual cluster: runnable work in the order it became
+    runnable, each item running at most a quantum (the scheduler's base
+    slice) before the next in line gets the core. A daemon's short work (a
+    message, a strobe's handling: far below the quantum) so runs at once if
+    a core is free and otherwise queues behind whatever became runnable
+    first: N daemons woken together take N items' time on `cores` cores,
+    while long work (a chunk's tag check) is shared quantum by quantum. One
+    pool for all of it: what one daemon runs, no other can. `bg` background
+    tasks (the host's other users) always runnable take their fair share
+    of every core: our work runs at cores / (cores + bg) of a core's speed
+    (not in their queue: a daemon that slept is not made to wait for each
+    of them to run a quantum, as the scheduler credits a task that slept)."""
 
-    def __init__(self, sim, cores, bg=0.0):
-        self.sim, self.cores, self.bg = sim, float(cores), float(bg)
-        self.active = {}
-        self.last = 0.0
-        self.ver = 0
-        self.ids = 0
+    def __init__(self, sim, cores, quantum, bg=0.0):
+        self.sim, self.free, self.quantum = sim, int(cores), float(quantum)
+        self.speed = min(1.0, cores / (cores + bg)) if bg > 0 else 1.0
+        self.q = deque()
         self.busy_time = 0.0
 
-    def rate(self):
-        n = len(self.active)
-        return min(1.0, self.cores / (n + self.bg)) if n else 1.0
-
-    def _advance(self):
-        dt = self.sim.t - self.last
-        if dt > 0 and self.active:
-            r = self.rate()
-            for v in self.active.values():
-                v[0] -= dt * r
-            self.busy_time += dt * r * len(self.active)
-        self.last = self.sim.t
-
-    def _arm(self):
-        self.ver += 1
-        if self.active:
-            rem = min(v[0] for v in self.active.values())
-            self.sim.at(self.sim.t + max(rem, 0.0) / self.rate(), self._due, self.ver)
-
     def add(self, work, cb):
-        self._advance()
-        self.ids += 1
-        self.active[self.ids] = [work, cb]
-        self._arm()
-
-    def _due(self, ver):
-        if ver != self.ver:
-            return
-        self._advance()
-        done = [k for k, v in self.active.items() if v[0] <= 1e-12]
-        cbs = [self.active.pop(k)[1] for k in done]
-        self._arm()
-        for cb in cbs:
-            cb()
-
-
-class BurstCPU:
-    """The same cores for short work items: a daemon woken by a message runs
-    its short burst at once (the kernel's fair scheduler credits a task that
-    slept), so the background does not stretch it; cores at a time, FIFO."""
-
-    def __init__(self, sim, cores):
-        self.sim, self.free = sim, int(cores)
-        self.q = deque()
-
-    def add(self, work, cb):
-        self.q.append((work, cb))
+        self.q.append([float(work), cb])
         self._go()
 
     def _go(self):
         while self.free and self.q:
-            work, cb = self.q.popleft()
+            item = self.q.popleft()
+            run = min(item[0], self.quantum)
             self.free -= 1
-            self.sim.at(self.sim.t + work, self._done, cb)
+            self.sim.at(self.sim.t + run / self.speed, self._done, item, run)
 
-    def _done(self, cb):
+    def _done(self, item, run):
         self.free += 1
-        cb()
+        self.busy_time += run
+        item[0] -= run
+        if item[0] > 1e-12:
+            self.q.append(item)
+        else:
+            item[1]()
         self._go()
 
 
@@ -230,11 +200,11 @@ DEFAULTS = {
     # hop at each end (s)
     "c_send": 5e-6, "c_recv": 5e-6, "b_send": 0.1e-9, "b_recv": 0.1e-9,
     "wake": 30e-6,          # mean delay before a sleeping daemon runs (s)
-    "wake_dist": "exp",     # "exp" (random, mean wake) or "const"
+    "wake_tail": None,      # of which exponentially distributed (None: all
+                            # of it; the rest is a constant)
     "wake_bench": None,     # the same for sn_bench's processes (None: wake)
-    "burst": 2e-3,          # work items up to this long are not stretched
-                            # by the background on shared cores
     "cores": None,          # None: a core per node (a machine); else shared
+    "quantum": 1.5e-3,      # shared cores: the scheduler's base slice (s)
     "bg": 0.0,              # background runnable tasks on the shared cores
     "lat": 0.0,             # network latency per hop (s)
     "bw": None,             # link bandwidth (B/s), None: no link limit
@@ -244,13 +214,17 @@ DEFAULTS = {
     "mm_read_pb": 1e-9,     # MM per byte of a program: pread and tag (s/B)
     "consume_pb": 1e-9,     # node per byte: private copy, tag check, write
     "mm_launch_cpu": 1e-3,  # MM CPU per launch (submit, persist, replies)
-    "mm_launch_node_cpu": 0.0,  # ... and per node of the job
+    "mm_report_cpu": 0.0,   # MM CPU per node's report of a launch (its tag,
+                            # decode, records, the commit, the acknowledgement)
+    "mm_report_cpu_node": 0.0,  # ... and per node of the job, per report
     "nd_exec_cpu": 5e-3,    # node CPU to act on a Launch: fork/exec, report
     "transfer_wait": 0.0,   # non-CPU waits of a transfer, from the 1-node point
     "exec_wait": 0.0,       # and of execution (slice alignment, reaping)
     "mm_slice_cpu0": 50e-6,  # MM CPU per slice: fixed ...
     "mm_slice_cpu_node": 1e-6,  # ... and per node
     "nd_slice_cpu": 30e-6,  # node CPU per slice besides receiving the strobe
+    "nd_slice_at_strobe": 1.0,  # ... the share of it at the strobe's arrival
+                            # (the rest after every node's arrival)
     "timeslice": 10e-3,
     "ahead": 4,
     "clock_err": 5e-6,      # sd of a node's MM-clock offset error (s)
@@ -275,11 +249,9 @@ class Model:
         self.sim = Sim()
         p = self.p
         if p["cores"]:
-            shared = SharedCPU(self.sim, p["cores"], p["bg"])
-            burst = BurstCPU(self.sim, p["cores"])
-            self.cpu_for = lambda node, work=1.0: (  # noqa: E731
-                burst if work <= p["burst"] else shared)
-            self.shared = shared
+            host = HostCPU(self.sim, p["cores"], p["quantum"], p["bg"])
+            self.cpu_for = lambda node, work=1.0: host  # noqa: E731
+            self.shared = host
         else:
             own = OwnCPU(self.sim)
             self.cpu_for = lambda node, work=1.0: own  # noqa: E731
@@ -292,7 +264,8 @@ class Model:
             else self.p["wake"]
         if w <= 0:
             return 0.0
-        return self.rng.expovariate(1.0 / w) if self.p["wake_dist"] == "exp" else w
+        tail = w if self.bench or self.p["wake_tail"] is None else min(w, self.p["wake_tail"])
+        return (w - tail) + (self.rng.expovariate(1.0 / tail) if tail > 0 else 0.0)
 
     def send(self, a, b, nbytes, fn, *args):
         """A message from node a (its CPU already spent) to node b: the link,
@@ -374,66 +347,87 @@ class Model:
             self.sim.at(root.nic_free + p["lat"], nd.post, p["c_recv"] + nbytes * p["b_recv"],
                         fn, nd.idx, k)
 
-    # --- COMPARE-AND-WRITE: a combining wave down and up (twice to write)
+    # --- COMPARE-AND-WRITE: a prepare wave down and up, then a decision's
     def caw(self, op, on_done, cond=None, write=False):
-        """cond(i) evaluated at member i when the wave reaches it (default:
-        true); on_done(all_true) at the root."""
+        """COMPARE-AND-WRITE as net_abstraction/caw.h runs it: PREPARE, a
+        wave down the tree (each member locks and evaluates cond(i), default
+        true) and the combined answer up it; then DECIDE, a second wave down
+        and up that commits the write or only releases the locks. on_done
+        (all_true) at the root: after the prepare for a read (it is answered
+        before the locks are released), after the decision for a write. A
+        read's decision still runs after its answer, on the same CPUs."""
         nodes, f = self.nodes, self.p["fanout"]
         n = len(nodes)
-        rounds = 2 if write else 1
-        state = {"round": 0, "ok": True}
+        state = {"ok": True}
 
-        def start_round():
+        def wave(phase):
+            key = (op, phase)
             for nd in nodes:
-                nd.st[op] = {"acks": 0, "kids": len(tree_children(nd.idx, n, f))}
+                nd.st[key] = {"acks": 0, "kids": len(tree_children(nd.idx, n, f))}
+
+            def down(i):
+                if i and phase == 0 and cond and not cond(i):
+                    state["ok"] = False
+                for c in tree_children(i, n, f):
+                    nodes[i].post(self.send_cost(64), self.send, nodes[i], nodes[c], 64, down, c)
+                maybe_up(i)
+
+            def up_in(i):
+                nodes[i].st[key]["acks"] += 1
+                maybe_up(i)
+
+            def maybe_up(i):
+                s = nodes[i].st[key]
+                if s["acks"] < s["kids"] or s.get("up"):
+                    return
+                s["up"] = True
+                if i == 0:
+                    waved(phase)
+                    return
+                par = tree_parent(i, f)
+                nodes[i].post(self.send_cost(64), self.send, nodes[i], nodes[par], 64, up_in, par)
+
             down(0)
 
-        def down(i):
-            if i and state["round"] == 0 and cond and not cond(i):
-                state["ok"] = False
-            for c in tree_children(i, n, f):
-                nodes[i].post(self.send_cost(64), self.send, nodes[i], nodes[c], 64, down, c)
-            maybe_up(i)
-
-        def up_in(i):
-            nodes[i].st[op]["acks"] += 1
-            maybe_up(i)
-
-        def maybe_up(i):
-            s = nodes[i].st[op]
-            if s["acks"] < s["kids"] or s.get("up"):
-                return
-            s["up"] = True
-            if i == 0:
-                state["round"] += 1
-                if state["round"] < rounds:
-                    start_round()
-                else:
+        def waved(phase):
+            if phase == 0:
+                if not write:
                     on_done(state["ok"])
-                return
-            nodes[i].post(self.send_cost(64), self.send, nodes[i], nodes[tree_parent(i, f)], 64,
-                          up_in, tree_parent(i, f))
+                wave(1)
+            elif write:
+                on_done(state["ok"])
 
-        nodes[0].post(0.0, start_round)
+        nodes[0].post(0.0, wave, 0)
 
     # --- public predictions -------------------------------------------------
     def caw_latency(self, members, write=False, reps=20, keep=False):
         """Median time of a COMPARE-AND-WRITE over `members` processes, the
-        root one of them (sn_bench's caw, every other node asleep). keep:
-        on a model of its own, leaving this one's run as it is."""
+        root one of them, called back to back as sn_bench's caw does (the
+        next call starts when the last answered, while a read's decision may
+        still be on its way; every other node asleep between messages).
+        keep: on a model of its own, leaving this one's run as it is."""
         if keep:
             return Model(**dict(self.p, seed=self.rng.randrange(1 << 30))).caw_latency(
                 members, write, reps)
         out = []
         self.bench = True
-        for _ in range(reps):
-            self._fresh(members)
-            done = {}
-            self.caw("caw", lambda ok: done.setdefault("t", self.sim.t), write=write)
-            self.sim.run()
-            out.append(done["t"])
+        self._fresh(members)
+        state = {"k": 0, "t0": 0.0}
+
+        def start():
+            state["t0"] = self.sim.t
+            self.caw(("caw", state["k"]), answered, write=write)
+
+        def answered(ok):
+            out.append(self.sim.t - state["t0"])
+            state["k"] += 1
+            if state["k"] < reps + 1:  # the first is a warm-up
+                start()
+
+        start()
+        self.sim.run()
         self.bench = False
-        return median(out)
+        return median(out[1:] or out)
 
     def mcast_time(self, members, nbytes, reps=5):
         """sn_bench's mcast: member 0 XFERs nbytes to the others and waits
@@ -461,18 +455,54 @@ class Model:
             es.append(e)
         return median(xs), median(es)
 
-    def cluster_load(self, nnodes):
-        """Cores an idle cluster of nnodes keeps busy with its slices."""
-        p = self.p
-        return (self.mm_cpu_per_slice(nnodes) + nnodes * (p["nd_slice_cpu"] + p["c_recv"])) / \
-            p["timeslice"]
+    def _slices(self, nnodes, stop, phase=0.0, sent=None, arrived=None):
+        """The cluster's timeslices on the current run: every timeslice the
+        MM's per-slice work, then the strobe down the tree, then each node's
+        per-slice work (a node behind acts on the latest strobe only). The
+        slice timer's expirations coalesce: while one slice's work waits in
+        the MM's queue, another is not added. Runs until stop() holds;
+        sent(s) at the MM's send, arrived(s, i) when node i holds it."""
+        p, nodes = self.p, self.nodes
+        k = max(ahead_fit(nnodes, p["ahead"]), 0)
+        size = strobe_size(nnodes, k)
+        acting, took, st = set(), set(), {"due": False}
+        at_strobe = p["nd_slice_cpu"] * p["nd_slice_at_strobe"]
+        later = p["nd_slice_cpu"] - at_strobe
+
+        def got(s, i):
+            if arrived:
+                arrived(s, i)
+            if i not in acting:
+                acting.add(i)
+                took.add(i)
+                nodes[i].post(at_strobe, acting.discard, i)
+
+        def go(s):
+            st["due"] = False
+            if sent:
+                sent(s)
+            self.xfer(("strobe", s), size, on_node=lambda i: got(s, i), piece=size)
+
+        def tick(s):
+            if stop():
+                return
+            if not st["due"]:
+                st["due"] = True
+                nodes[0].post(self.mm_cpu_per_slice(nnodes), go, s)
+            if later > 0:
+                # the rest of the slice's work of each node that took the
+                # last strobe (its other wake-ups), modelled at the next
+                # slice's start: after every node's arrival, not before it
+                for i in sorted(took):
+                    nodes[i].post(later, lambda: None)
+                took.clear()
+            self.sim.at(self.sim.t + p["timeslice"], tick, s + 1)
+
+        self.sim.at(self.sim.t + phase, tick, 0)
 
     def _launch_once(self, nnodes, nbytes):
         p = self.p
         nodes = self._fresh(nnodes + 1)
-        if self.shared is not None:
-            # the cluster's own strobes go on meanwhile, on the same cores
-            self.shared.bg += self.cluster_load(nnodes)
         mm = nodes[0]
         chunks = [min(FILE_DATA_MAX, nbytes - o) for o in range(0, nbytes, FILE_DATA_MAX)] or [0]
         written = {}  # member -> chunks written out
@@ -540,6 +570,9 @@ class Model:
             reports = {"n": 0}
 
             def report_in():
+                mm.post(p["mm_report_cpu"] + nnodes * p["mm_report_cpu_node"], counted)
+
+            def counted():
                 reports["n"] += 1
                 if reports["n"] == nnodes:
                     self.caw("end", lambda ok: res.setdefault("e", self.sim.t))
@@ -551,41 +584,25 @@ class Model:
 
             self.xfer("cmd", CMD_BYTES, on_node=act)
 
-        mm.post(p["mm_launch_cpu"] + nnodes * p["mm_launch_node_cpu"], pump)
+        mm.post(p["mm_launch_cpu"], pump)
+        # the cluster's own slices go on meanwhile, on the same CPUs (on a
+        # machine of more nodes than FAST_CAW_NODES they are left out: each
+        # node's are a few per cent of its own core, and the MM's per-slice
+        # work is predicted on its own)
+        if self.shared is not None or nnodes <= FAST_CAW_NODES:
+            self._slices(nnodes, lambda: "e" in res, phase=self.rng.random() * p["timeslice"])
         self.sim.run()
         return res["x"] + p["transfer_wait"], res["e"] - res["x"] + p["exec_wait"]
 
     def strobes(self, nnodes, slices=100):
-        """Slices of an idle cluster: the MM's work, the strobe down the
-        tree, each node's slice work. Per slice that every node got: the
-        arrival skew (last - first) and the last arrival after the send.
-        Returns (skews, last_arrivals) in seconds."""
-        p = self.p
-        nodes = self._fresh(nnodes + 1)
-        k = max(ahead_fit(nnodes, p["ahead"]), 0)
-        size = strobe_size(nnodes, k)
-        arr = {}
-        sent = {}
-
-        pending = set()
-
-        def got(s, i):
-            arr.setdefault(s, []).append(self.sim.t)
-            if i not in pending:  # a node behind acts on the latest strobe only
-                pending.add(i)
-                nodes[i].post(p["nd_slice_cpu"], pending.discard, i)
-
-        def tick(s):
-            def go():
-                sent[s] = self.sim.t
-                self.xfer(("strobe", s), size, on_node=lambda i: got(s, i), piece=size)
-            # a timer's expirations coalesce: an MM still busy skips the slice
-            if not nodes[0].busy:
-                nodes[0].post(p["mm_slice_cpu0"] + nnodes * p["mm_slice_cpu_node"], go)
-            if s + 1 < slices:
-                self.sim.at(self.sim.t + p["timeslice"], tick, s + 1)
-
-        tick(0)
+        """Slices of an idle cluster (_slices). Per slice that every node
+        got: the arrival skew (last - first) and the last arrival after the
+        send. Returns (skews, last_arrivals) in seconds."""
+        self._fresh(nnodes + 1)
+        arr, sent = {}, {}
+        self._slices(nnodes, lambda: len(sent) >= slices,
+                     sent=lambda s: sent.__setitem__(s, self.sim.t),
+                     arrived=lambda s, i: arr.setdefault(s, []).append(self.sim.t))
         self.sim.run()
         skews = [max(v) - min(v) for s, v in arr.items() if len(v) == nnodes]
         last = [max(v) - sent[s] for s, v in arr.items() if len(v) == nnodes]

@@ -84,22 +84,30 @@ class Tree(unittest.TestCase):
 
 
 class CPU(unittest.TestCase):
-    def test_shared_cores_processor_sharing(self):
+    def run_items(self, cores, works, quantum=0.1, bg=0):
         sim = sm.Sim()
-        cpu = sm.SharedCPU(sim, cores=1)
-        done = []
-        for _ in range(2):
-            cpu.add(1.0, lambda: done.append(sim.t))
+        cpu = sm.HostCPU(sim, cores=cores, quantum=quantum, bg=bg)
+        done = {}
+        for i, w in enumerate(works):
+            cpu.add(w, lambda i=i: done.__setitem__(i, sim.t))
         sim.run()
-        self.assertEqual([round(t, 9) for t in done], [2.0, 2.0])
+        return [round(done[i], 9) for i in range(len(works))]
+
+    def test_long_work_shared_quantum_by_quantum(self):
+        # two seconds of work on one core: both end near 2 s, not 1 and 2
+        self.assertEqual(self.run_items(1, [1.0, 1.0]), [1.9, 2.0])
+
+    def test_short_work_in_order(self):
+        # four 1 ms items on 2 cores: two at a time, in the order they came
+        self.assertEqual(self.run_items(2, [1e-3] * 4), [1e-3, 1e-3, 2e-3, 2e-3])
+
+    def test_one_pool_for_short_and_long(self):
+        # a short item waits for a core two long ones hold for a quantum
+        self.assertEqual(self.run_items(2, [1.0, 1.0, 1e-3], quantum=0.1)[2], 0.101)
 
     def test_background_load_stretches(self):
-        sim = sm.Sim()
-        cpu = sm.SharedCPU(sim, cores=2, bg=3)
-        done = []
-        cpu.add(1.0, lambda: done.append(sim.t))
-        sim.run()
-        self.assertAlmostEqual(done[0], 2.0)  # 2 cores / (1 + 3) = half a core
+        # 2 cores, 2 background tasks: half of a core's speed
+        self.assertAlmostEqual(self.run_items(2, [1.0], bg=2)[0], 2.0, places=6)
 
     def test_node_runs_one_item_at_a_time(self):
         m = sm.Model(cores=2, wake=0)
@@ -118,14 +126,28 @@ class Primitives(unittest.TestCase):
         p.update(kw)
         return sm.Model(**p)
 
+    def one_caw(self, m, members, write=False):
+        m._fresh(members)
+        got = []
+        m.caw("c", lambda ok: got.append(m.sim.t), write=write)
+        m.sim.run()
+        return got[0]
+
     def test_caw_two_members_is_two_hops(self):
-        self.assertAlmostEqual(self.fixed().caw_latency(2, reps=1), 4e-6)
-        self.assertAlmostEqual(self.fixed().caw_latency(2, write=True, reps=1), 8e-6)
+        # a read is answered after the prepare, a write after the decision
+        self.assertAlmostEqual(self.one_caw(self.fixed(), 2), 4e-6)
+        self.assertAlmostEqual(self.one_caw(self.fixed(), 2, write=True), 8e-6)
+
+    def test_caw_back_to_back_waits_for_the_decision(self):
+        # the next read's prepare follows the last one's decision on the
+        # same path: the member takes both and answers both before the
+        # root's second answer is in (6 message costs, not 4)
+        self.assertAlmostEqual(self.fixed().caw_latency(2, reps=3), 6e-6)
 
     def test_caw_grows_with_depth_not_members(self):
         m = self.fixed(lat=1e-6)
-        t5, t6 = m.caw_latency(5, reps=1), m.caw_latency(6, reps=1)
-        t21, t22 = m.caw_latency(21, reps=1), m.caw_latency(22, reps=1)
+        t5, t6 = self.one_caw(m, 5), self.one_caw(m, 6)
+        t21, t22 = self.one_caw(m, 21), self.one_caw(m, 22)
         self.assertLess(t5, t6)  # a second level
         self.assertLess(t21 - t6, t6 - t5 + 10e-6)
         self.assertLess(t21, t22)  # a third
