@@ -678,16 +678,19 @@ bench-launch: bench-deps
 # the scale model (bench/scale/model): per-hop costs measured on a virtual
 # cluster at 1, 2 and SCALE_NODES nodes, the model validated against them and
 # its predictions to 16,384 nodes; writes bench/results/scale-DATE/ and the
-# "Scale model (bench/scale)" section of docs/BENCHMARKS.md. About 7 minutes
-# at the default sizes on this host when loaded, then the predictions (ten
-# minutes per 16,384-node configuration); SCALE_NODES="4 8 16 32 64" for the full set
+# "Scale model (bench/scale)" section of docs/BENCHMARKS.md, and the plots of
+# docs/design/scale-model.md (matplotlib). About 3 minutes for the full set on
+# a quiet host, then the predictions; SCALE_NODES="4 8 16 32 64" for the full set
 SCALE_NODES ?= 4 8
+# the plots need matplotlib: Debian's python3-matplotlib, for Debian's python3
+PLOT_PYTHON ?= /usr/bin/python3
 .PHONY: bench-scale
 bench-scale: all $(BUILD)/bin/sn_bench
 	d=bench/results/scale-$$(date +%Y%m%d-%H%M%S) && \
 	python3 bench/scale/measure.py --nodes $(SCALE_NODES) --out $$d/costs.json && \
 	ln -sfn $$(basename $$d) bench/results/scale-latest && \
-	python3 bench/scale/model/report.py $$d docs/BENCHMARKS.md
+	python3 bench/scale/model/report.py $$d docs/BENCHMARKS.md && \
+	$(PLOT_PYTHON) bench/scale/model/plots.py $$d docs/design
 
 clean:
 	rm -rf $(BUILD)

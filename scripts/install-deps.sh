@@ -44,8 +44,9 @@ test_pkgs="clang libclang-rt-14-dev valgrind python3 iproute2 passwd util-linux 
 openmpi-bin libopenmpi-dev mpich libmpich-dev sqlite3 iptables libnetfilter-queue-dev
 python3-prometheus-client chromium cmake pandoc man-db debhelper dpkg-dev lintian
 linux-perf slurm-wlm slurmctld slurmd slurm-client snakemake"
-# libfabric-bin: fi_pingpong, the primitives' peer
-bench_pkgs="libfabric-bin gnuplot-nox hyperfine"
+# libfabric-bin: fi_pingpong, the primitives' peer; python3-matplotlib: the scale
+# model's plots (make bench-scale, bench/scale/model/plots.py)
+bench_pkgs="libfabric-bin gnuplot-nox hyperfine python3-matplotlib"
 # make kernel / kernel-check only: storm.ko's kbuild (linux-headers-amd64 names the
 # versioned headers), and the VM that loads it: QEMU, a static busybox and cpio for
 # its initramfs (the matching linux-image is unpacked into build/, not installed)

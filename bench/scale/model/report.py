@@ -75,15 +75,21 @@ def main():
            "Command: `make bench-scale` (`SCALE_NODES=\"%s\"`; it runs `bench/scale/measure.py "
            "--nodes $(SCALE_NODES)`, then `bench/scale/model/report.py`, which writes this "
            "section). Generated from `%s`, %s, commit %s: %s virtual nodes of `%s` at a %d µs "
-           "timeslice, %d CPUs, background runnable tasks %.1f–%.1f (**a shared, loaded "
-           "2-core host**); the model is calibrated on the 1- and 2-node points and predicts "
-           "the others (docs/design/scale-model.md)." % (
+           "timeslice, %d CPUs, background runnable tasks %.1f–%.1f (%s); the model is "
+           "calibrated on the 1- and 2-node points (three parameters on the larger sizes: "
+           "docs/design/scale-model.md) and predicts the others." % (
                sizes, os.path.relpath(costs_path, os.path.join(HERE, "..", "..", "..")),
                meta["date"], meta.get("commit") or "none", sizes, meta["provider"],
-               meta["timeslice_us"], meta["nproc"], min(loads or [0]), max(loads or [0])),
+               meta["timeslice_us"], meta["nproc"], min(loads or [0]), max(loads or [0]),
+               "**a shared 2-core host, loaded**" if max(loads or [0]) > 2
+               else "a shared 2-core host, quiet during the run"),
            "", "### Predicted against measured on this host", "",
            val.strip(), "",
            "### Predicted at 16,384 nodes on a machine (a core per node, 10 ms timeslice)", "",
+           ("With %s in place of the calibration's (`SCALE_PREDICT_SET`: measured beside "
+            "this run, docs/design/scale-model.md).\n" % ", ".join(
+                "`%s`" % kv for kv in os.environ.get("SCALE_PREDICT_SET", "").split())
+            if os.environ.get("SCALE_PREDICT_SET", "").split() else ""),
            benchdoc.table(["profile", "multicast", "launch 12 MiB", "CAW", "strobe skew p99",
                            "timed switch skew p99", "MM CPU per slice",
                            "smallest slice (MM ≤ 50%)"], pred_rows), "",
