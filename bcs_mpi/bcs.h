@@ -28,6 +28,9 @@ struct bcs_comm {
 	int rsize;
 	int *rworld;
 	uint32_t pcolls;   /* persistent collectives made on it (pcoll.c) */
+	/* the context ids its members agreed on for its next duplicates
+	 * (comm.c): dup_next up to dup_end */
+	uint32_t dup_next, dup_end;
 };
 
 /* MPI_*_set_name: a copy of name cut to MPI_MAX_OBJECT_NAME - 1 bytes

@@ -47,6 +47,34 @@ int bcs_new_ctx(struct bcs_comm *c, uint32_t *ctx)
 	return MPI_SUCCESS;
 }
 
+/* A communicator's duplicates take their context ids from a block its
+ * members agreed on in one exchange: every member duplicates it in the same
+ * order (MPI's rule for collectives on one communicator), so the n-th
+ * duplicate takes the same ids on all of them, and the claim of the whole
+ * block keeps every other agreement they join above it. One exchange in
+ * DUP_BLOCK duplicates, not one each (a loop of Comm_dup and Comm_free
+ * cost a slice a duplicate). */
+#define DUP_BLOCK 256u /* pairs of ids */
+
+static int dup_ctx(struct bcs_comm *c, uint32_t *ctx)
+{
+	if (c->dup_next < c->dup_end) {
+		*ctx = c->dup_next;
+		c->dup_next += 2;
+		return MPI_SUCCESS;
+	}
+	int rc = bcs_new_ctx(c, ctx);
+	if (rc)
+		return rc;
+	uint32_t end = *ctx + 2 * DUP_BLOCK;
+	if (end <= IDUP_CTX_BASE) {
+		c->dup_next = *ctx + 2;
+		c->dup_end = end;
+		bcs_ctx_claim(end);
+	}
+	return MPI_SUCCESS;
+}
+
 /* a duplicate without the attributes: a library's own communicator (win.c)
  * must not run the program's copy callbacks */
 int bcs_comm_dup(MPI_Comm comm, MPI_Comm *newcomm)

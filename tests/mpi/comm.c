@@ -2,7 +2,8 @@
  * MPI_UNDEFINED), Comm_free, traffic isolation between communicators that
  * share ranks and tags, COMM_SELF, error handlers on derived communicators;
  * Type_contiguous, Type_vector, Type_commit, Type_free, counts in derived
- * types, strided receives and a several-MiB strided message. */
+ * types, strided receives and a several-MiB strided message; hundreds of
+ * duplicates of one communicator alive at once, thousands made and freed. */
 #include "suite.h"
 
 static MPI_Comm W = MPI_COMM_WORLD;
@@ -299,6 +300,56 @@ static void datatypes(void)
 	MPI_Type_free(&c3);
 }
 
+/* Many duplicates of one communicator alive at once (more than one
+ * block of context ids), a duplicate of one of them among them, and a
+ * loop of duplicates freed at once: each carries only its own messages,
+ * sent on every one before any is received, received in reverse order */
+#define MANY 600
+static void many_dups(void)
+{
+	static MPI_Comm d[MANY + 1];
+	int right = (rank + 1) % size, left = (rank + size - 1) % size, ok = 1;
+	MPI_Comm base;
+	MPI_Comm_dup(W, &base);
+	for (int k = 0; k < MANY; k++)
+		ok &= MPI_Comm_dup(base, &d[k]) == MPI_SUCCESS;
+	ok &= MPI_Comm_dup(d[MANY / 2], &d[MANY]) == MPI_SUCCESS;
+	check(ok, "many_dups: 601 duplicates");
+	MPI_Request *rq = malloc((MANY + 1) * sizeof(MPI_Request));
+	int *out = malloc((MANY + 1) * sizeof(int)), *in = malloc((MANY + 1) * sizeof(int));
+	for (int k = 0; k <= MANY; k++) {
+		out[k] = val(rank, k);
+		MPI_Isend(&out[k], 1, MPI_INT, right, 5, d[k], &rq[k]);
+	}
+	for (int k = MANY; k >= 0; k--)
+		MPI_Recv(&in[k], 1, MPI_INT, left, 5, d[k], MPI_STATUS_IGNORE);
+	MPI_Waitall(MANY + 1, rq, MPI_STATUSES_IGNORE);
+	ok = 1;
+	for (int k = 0; k <= MANY; k++)
+		ok &= in[k] == val(left, k);
+	check(ok, "many_dups: each message on its own duplicate");
+	for (int k = 0; k <= MANY; k++)
+		MPI_Comm_free(&d[k]);
+	/* duplicated and freed again and again */
+	ok = 1;
+	for (int it = 0; it < 2000 && ok; it++) {
+		MPI_Comm t;
+		ok &= MPI_Comm_dup(base, &t) == MPI_SUCCESS;
+		if (it % 500 == 0) {
+			int v = -1;
+			MPI_Sendrecv(&it, 1, MPI_INT, right, 1, &v, 1, MPI_INT, left, 1, t,
+				     MPI_STATUS_IGNORE);
+			ok &= v == it;
+		}
+		ok &= MPI_Comm_free(&t) == MPI_SUCCESS;
+	}
+	check(ok, "many_dups: 2000 duplicates made and freed");
+	MPI_Comm_free(&base);
+	free(rq);
+	free(out);
+	free(in);
+}
+
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
@@ -309,5 +360,6 @@ int main(int argc, char **argv)
 	self_comm();
 	errhandlers();
 	datatypes();
+	many_dups();
 	return suite_finish("comm");
 }
