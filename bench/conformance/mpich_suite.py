@@ -243,6 +243,8 @@ def main():
     ap.add_argument("--timeslice-us", type=int, default=1000)
     ap.add_argument("--only", metavar="PATTERNS",
                     help="only the tests whose names match one of these comma-separated shell patterns")
+    ap.add_argument("--skip", metavar="PATTERNS",
+                    help="leave out the tests whose names match one of these comma-separated shell patterns")
     ap.add_argument("-o", "--out", help="work directory (default: a new one in /tmp, removed)")
     ap.add_argument("--json", help="write the results to this file too")
     ap.add_argument("--markdown", help="write the table as Markdown to this file")
@@ -284,6 +286,9 @@ def main():
             if a.only:
                 pats = a.only.split(",")
                 tests = [t for t in tests if any(fnmatch.fnmatchcase(t[0], p) for p in pats)]
+            if a.skip:
+                pats = a.skip.split(",")
+                tests = [t for t in tests if not any(fnmatch.fnmatchcase(t[0], p) for p in pats)]
             am = makefile_am(d)
             log("== %s: %d tests" % (dname, len(tests)))
             for name, ranks, args in tests:
