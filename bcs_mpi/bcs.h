@@ -145,6 +145,9 @@ extern void (*bcs_progress_hook)(void);
 void bcs_wait(bool (*cond)(void *), void *arg);
 bool bcs_req_done(MPI_Request id);
 int bcs_req_take(MPI_Request *id, MPI_Status *st);
+/* a test of cond (MPI_Win_test): true when it holds, the outcome recorded
+ * and replayed as MPI_Test's */
+bool bcs_test(bool (*cond)(void *), void *arg, const char *fn);
 /* a group's members as world ranks (group.c); NULL for a bad handle */
 const int *bcs_group_world(MPI_Group g, int *n);
 

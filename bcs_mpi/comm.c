@@ -83,7 +83,7 @@ int bcs_comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 	if (!c)
 		return MPI_ERR_COMM;
 	uint32_t ctx;
-	int rc = bcs_new_ctx(c, &ctx);
+	int rc = dup_ctx(c, &ctx);
 	if (rc)
 		return rc;
 	MPI_Comm h = bcs_comm_alloc();

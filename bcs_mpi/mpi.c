@@ -27,7 +27,17 @@
 #define REQ_CHUNK 256
 #define REQ_CHUNKS 4096
 
-enum rkind { R_SEND = 1, R_RECV, R_PROBE, R_NULLDONE, R_DAEMON, R_COLL };
+enum rkind { R_SEND = 1, R_RECV, R_PROBE, R_NULLDONE, R_DAEMON, R_COLL, R_GREQ };
+
+/* a generalized request's callbacks (R_GREQ, in its tmp): it completes at
+ * MPI_Grequest_complete, a program's call, so a replay completes it at the
+ * same point of the program */
+struct greq {
+	MPI_Grequest_query_function *query;
+	MPI_Grequest_free_function *free;
+	MPI_Grequest_cancel_function *cancel;
+	void *extra;
+};
 
 struct req {
 	int used, kind, done, freed, internal;
@@ -1013,11 +1023,20 @@ static void empty_status(MPI_Status *st)
 
 static void persist_idle(struct req *r);
 
+static int greq_status(struct req *r);
+
 /* Takes a completed request: status out, request freed (a persistent one
- * left inactive); returns its error. */
+ * left inactive); returns its error. A generalized request's status is its
+ * query callback's, and its free callback runs here. */
 static int finish(MPI_Request *rq, MPI_Status *st)
 {
 	struct req *r = req_of(*rq);
+	if (r->kind == R_GREQ) {
+		struct greq *q = r->tmp;
+		int e = greq_status(r);
+		int fe = q->free(q->extra);
+		r->st.MPI_ERROR = e ? e : fe;
+	}
 	if (r->wild) {
 		struct bcs_comm *c = bcs_comm_get(r->comm);
 		int src = r->st.bcs_cancelled || !c ? -1 : bcs_peer_world(c)[r->st.MPI_SOURCE];
@@ -1239,6 +1258,31 @@ int MPI_Ssend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MP
 		rc = finish(&r, MPI_STATUS_IGNORE);
 	}
 	return bcs_err(comm, rc, "MPI_Ssend");
+}
+
+/* a ready send is a send whose receive the program knows is posted: every
+ * send here completes once matched, so it is a standard send (MPI allows
+ * it; a ready send without its receive is erroneous) */
+int MPI_Rsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
+{
+	CHECK_COMM(comm, "MPI_Rsend");
+	bcs_trace_call(BCS_C_RSEND, dest, tag, bytes_of(count, dt));
+	MPI_Request r;
+	int rc = isend_impl(buf, count, dt, dest, tag, c, false, true, comm, &r);
+	if (!rc && r != MPI_REQUEST_NULL) {
+		wait_for(req_done, &r);
+		rc = finish(&r, MPI_STATUS_IGNORE);
+	}
+	return bcs_err(comm, rc, "MPI_Rsend");
+}
+
+int MPI_Irsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,
+	       MPI_Request *req)
+{
+	CHECK_COMM(comm, "MPI_Irsend");
+	bcs_trace_call(BCS_C_IRSEND, dest, tag, bytes_of(count, dt));
+	return bcs_err(comm, isend_impl(buf, count, dt, dest, tag, c, false, false, comm, req),
+		       "MPI_Irsend");
 }
 
 int MPI_Recv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm comm,
@@ -1635,6 +1679,46 @@ int MPI_Test(MPI_Request *rq, int *flag, MPI_Status *st)
 	return bcs_err(comm, finish(rq, st), "MPI_Test");
 }
 
+/* MPI_Test without the finish: the request stays the program's. Whether
+ * it is complete is recorded and replayed as a test's outcome. */
+int MPI_Request_get_status(MPI_Request rq, int *flag, MPI_Status *st)
+{
+	bcs_need_init("MPI_Request_get_status");
+	if (rq == MPI_REQUEST_NULL) {
+		*flag = 1;
+		empty_status(st);
+		return MPI_SUCCESS;
+	}
+	struct req *r = req_of(rq);
+	if (!r)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Request_get_status");
+	drain();
+	*flag = bcs_trace_test(r->done ? 1 : 0, "MPI_Request_get_status");
+	if (*flag && !r->done)
+		wait_for(req_done, &rq); /* replay: it completed in the recorded run */
+	if (!*flag) {
+		declare_idle(); /* polling counts as waiting */
+		return MPI_SUCCESS;
+	}
+	if (r->kind == R_GREQ)
+		greq_status(r);
+	if (st != MPI_STATUS_IGNORE)
+		*st = r->st;
+	return MPI_SUCCESS;
+}
+
+bool bcs_test(bool (*cond)(void *), void *arg, const char *fn)
+{
+	drain();
+	progress();
+	bool flag = bcs_trace_test(cond(arg) ? 1 : 0, fn);
+	if (flag && !cond(arg))
+		wait_for(cond, arg); /* replay: it held in the recorded run */
+	if (!flag)
+		declare_idle();
+	return flag;
+}
+
 struct any_arg {
 	int n;
 	MPI_Request *v;
@@ -1886,10 +1970,18 @@ int MPI_Request_free(MPI_Request *rq)
 	struct req *r = req_of(*rq);
 	if (!r)
 		return bcs_err(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Request_free");
-	if (r->done)
+	if (r->done && r->kind == R_GREQ) {
+		struct greq *q = r->tmp;
+		q->free(q->extra);
 		req_release(*rq);
-	else
+	} else if (r->done) {
+		req_release(*rq);
+	} else {
+		/* a generalized request's free callback runs at its completion:
+		 * MPI calls it at Request_free or Grequest_complete, whichever
+		 * comes last (MPICH at once) */
 		r->freed = 1;
+	}
 	*rq = MPI_REQUEST_NULL;
 	return MPI_SUCCESS;
 }
@@ -1900,6 +1992,11 @@ int MPI_Cancel(MPI_Request *rq)
 	struct req *r = req_of(*rq);
 	if (!r)
 		return bcs_err(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Cancel");
+	if (r->kind == R_GREQ) {
+		struct greq *q = r->tmp;
+		int e = q->cancel ? q->cancel(q->extra, r->done) : MPI_SUCCESS;
+		return bcs_err(r->comm, e, "MPI_Cancel");
+	}
 	if ((r->kind != R_RECV && r->kind != R_SEND) || r->done)
 		return MPI_SUCCESS;
 	/* the node daemons decide it when the job is next quiescent: a send
@@ -1914,6 +2011,60 @@ int MPI_Cancel(MPI_Request *rq)
 int MPI_Test_cancelled(const MPI_Status *st, int *flag)
 {
 	*flag = st->bcs_cancelled;
+	return MPI_SUCCESS;
+}
+
+int MPI_Status_set_cancelled(MPI_Status *st, int flag)
+{
+	st->bcs_cancelled = flag != 0;
+	return MPI_SUCCESS;
+}
+
+/* ---- generalized requests */
+
+/* the status the query callback gives (an empty one to start from); its
+ * error */
+static int greq_status(struct req *r)
+{
+	struct greq *q = r->tmp;
+	empty_status(&r->st);
+	int e = q->query ? q->query(q->extra, &r->st) : MPI_SUCCESS;
+	r->st.MPI_ERROR = e;
+	return e;
+}
+
+static int greq_none(void *extra)
+{
+	(void)extra;
+	return MPI_SUCCESS;
+}
+
+int MPI_Grequest_start(MPI_Grequest_query_function *query, MPI_Grequest_free_function *free_fn,
+		       MPI_Grequest_cancel_function *cancel, void *extra, MPI_Request *req)
+{
+	bcs_need_init("MPI_Grequest_start");
+	struct greq *q = malloc(sizeof(*q));
+	if (!q)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_NO_MEM, "MPI_Grequest_start");
+	*q = (struct greq){query, free_fn ? free_fn : greq_none, cancel, extra};
+	int id = req_new(R_GREQ, MPI_COMM_WORLD);
+	req_of(id)->tmp = q;
+	*req = id;
+	return MPI_SUCCESS;
+}
+
+int MPI_Grequest_complete(MPI_Request rq)
+{
+	bcs_need_init("MPI_Grequest_complete");
+	struct req *r = req_of(rq);
+	if (!r || r->kind != R_GREQ || r->done)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Grequest_complete");
+	r->done = 1;
+	if (r->freed) {
+		struct greq *q = r->tmp;
+		q->free(q->extra);
+		req_release(rq);
+	}
 	return MPI_SUCCESS;
 }
 

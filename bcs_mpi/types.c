@@ -215,6 +215,9 @@ int MPI_Type_create_hindexed_block(int count, int blen, const MPI_Aint displs[],
 		  made(indexed(count, NULL, blen, NULL, displs, old, newtype), newtype, &e));
 }
 
+/* MPI-1's markers: the lowest MPI_LB and the highest MPI_UB displacement
+ * are the struct's bounds (each bound the data's where there is none of its
+ * marker), without the alignment padding */
 static int type_struct(int count, const int blens[], const MPI_Aint displs[],
 		       const MPI_Datatype types[], MPI_Datatype *newtype)
 {
@@ -222,16 +225,34 @@ static int type_struct(int count, const int blens[], const MPI_Aint displs[],
 		return MPI_ERR_COUNT;
 	size_t m = (size_t)(count ? count : 1);
 	long *bl = malloc(m * sizeof(long)), *d = malloc(m * sizeof(long));
-	int rc = MPI_ERR_INTERN;
-	if (bl && d) {
+	int *tv = malloc(m * sizeof(int)), n = 0, rc = MPI_ERR_INTERN;
+	long lbm = 0, ubm = 0;
+	bool has_lb = false, has_ub = false;
+	if (bl && d && tv) {
 		for (int i = 0; i < count; i++) {
-			bl[i] = blens[i];
-			d[i] = (long)displs[i];
+			if (types[i] == MPI_LB) {
+				lbm = has_lb && lbm < displs[i] ? lbm : (long)displs[i];
+				has_lb = true;
+			} else if (types[i] == MPI_UB) {
+				ubm = has_ub && ubm > displs[i] ? ubm : (long)displs[i];
+				has_ub = true;
+			} else {
+				bl[n] = blens[i];
+				d[n] = (long)displs[i];
+				tv[n++] = types[i];
+			}
 		}
-		rc = bcs_type_build(count, bl, d, types, 1, newtype);
+		rc = bcs_type_build(n, bl, d, tv, !has_ub, newtype);
+	}
+	if (!rc && (has_lb || has_ub)) {
+		struct bcs_type *t = bcs_type_get(*newtype);
+		long lb = has_lb ? lbm : t->lb, ub = has_ub ? ubm : t->lb + t->extent;
+		t->lb = lb;
+		t->extent = ub - lb;
 	}
 	free(bl);
 	free(d);
+	free(tv);
 	return rc;
 }
 
@@ -252,8 +273,14 @@ int MPI_Type_create_resized(MPI_Datatype old, MPI_Aint lb, MPI_Aint extent,
 		  made(bcs_type_resized(old, (long)lb, (long)extent, newtype), newtype, &e));
 }
 
-/* MPI-1's names of the two (deprecated, still in MPICH): the same types,
+/* MPI-1's names of these (deprecated, still in MPICH): the same types,
  * the same combiners, as MPI says of calls from C */
+int MPI_Type_struct(int count, const int blens[], const MPI_Aint displs[],
+		    const MPI_Datatype types[], MPI_Datatype *newtype)
+{
+	return MPI_Type_create_struct(count, blens, displs, types, newtype);
+}
+
 int MPI_Type_hvector(int count, int blocklen, MPI_Aint stride, MPI_Datatype old,
 		     MPI_Datatype *newtype)
 {
@@ -513,6 +540,33 @@ int MPI_Type_get_extent(MPI_Datatype dt, MPI_Aint *lb, MPI_Aint *extent)
 	return MPI_SUCCESS;
 }
 
+/* MPI-1's forms (removed in MPI-3, still in MPICH) */
+int MPI_Type_extent(MPI_Datatype dt, MPI_Aint *extent)
+{
+	MPI_Aint lb;
+	return MPI_Type_get_extent(dt, &lb, extent);
+}
+
+int MPI_Type_lb(MPI_Datatype dt, MPI_Aint *displacement)
+{
+	MPI_Aint extent;
+	return MPI_Type_get_extent(dt, displacement, &extent);
+}
+
+int MPI_Type_ub(MPI_Datatype dt, MPI_Aint *displacement)
+{
+	MPI_Aint lb, extent;
+	int rc = MPI_Type_get_extent(dt, &lb, &extent);
+	if (rc == MPI_SUCCESS)
+		*displacement = lb + extent;
+	return rc;
+}
+
+int MPI_Address(const void *location, MPI_Aint *address)
+{
+	return MPI_Get_address(location, address);
+}
+
 int MPI_Type_get_true_extent(MPI_Datatype dt, MPI_Aint *lb, MPI_Aint *extent)
 {
 	struct bcs_type *t = type_of(dt);
@@ -593,7 +647,8 @@ int MPI_Type_get_name(MPI_Datatype dt, char *name, int *len)
 		return bcs_err(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Type_get_name");
 	bool named = t->predefined && dt > 0 &&
 		     dt < (int)(sizeof(predef_name) / sizeof(predef_name[0])) && predef_name[dt];
-	bcs_name_get(t->name, named ? predef_name[dt] : "", name, len);
+	const char *dflt = named ? predef_name[dt] : dt == MPI_LB ? "MPI_LB" : dt == MPI_UB ? "MPI_UB" : "";
+	bcs_name_get(t->name, dflt, name, len);
 	return MPI_SUCCESS;
 }
 
@@ -619,6 +674,50 @@ int MPI_Get_elements(const MPI_Status *st, MPI_Datatype dt, int *count)
 	long e = bcs_type_elements(t, (long)st->bcs_count);
 	*count = e < 0 ? MPI_UNDEFINED : (int)e;
 	return MPI_SUCCESS;
+}
+
+int MPI_Get_elements_x(const MPI_Status *st, MPI_Datatype dt, MPI_Count *count)
+{
+	struct bcs_type *t = type_of(dt);
+	if (!t)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Get_elements_x");
+	long e = bcs_type_elements(t, (long)st->bcs_count);
+	*count = e < 0 ? MPI_UNDEFINED : e;
+	return MPI_SUCCESS;
+}
+
+/* A status says count basic elements of dt arrived: the bytes they take
+ * (whole items, then the elements of a last partial one, which of a type
+ * of one basic type are all of one size) */
+static int set_elements(MPI_Status *st, MPI_Datatype dt, MPI_Count count, const char *fn)
+{
+	struct bcs_type *t = type_of(dt);
+	if (!t)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_TYPE, fn);
+	if (count < 0)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COUNT, fn);
+	if (t->nelem <= 0 || t->size == 0) {
+		st->bcs_count = 0;
+		return MPI_SUCCESS;
+	}
+	long long whole = count / t->nelem, part = count % t->nelem;
+	long long bytes = whole * t->size;
+	if (part && t->basic)
+		bytes += part * bcs_basic_size(t->basic);
+	else if (part)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COUNT, fn);
+	st->bcs_count = bytes;
+	return MPI_SUCCESS;
+}
+
+int MPI_Status_set_elements(MPI_Status *st, MPI_Datatype dt, int count)
+{
+	return set_elements(st, dt, count, "MPI_Status_set_elements");
+}
+
+int MPI_Status_set_elements_x(MPI_Status *st, MPI_Datatype dt, MPI_Count count)
+{
+	return set_elements(st, dt, count, "MPI_Status_set_elements_x");
 }
 
 int MPI_Get_address(const void *location, MPI_Aint *address)
@@ -680,4 +779,69 @@ int MPI_Unpack(const void *in, int insize, int *position, void *out, int count,
 	bcs_unpack(t, (const char *)in + *position, bytes, out);
 	*position += (int)bytes;
 	return MPI_SUCCESS;
+}
+
+/* ---- MPI_Pack_external: "external32" only (big-endian, MPI's sizes) */
+
+static int ext32_type(const char *datarep, MPI_Datatype dt, struct bcs_type **t)
+{
+	if (!datarep || strcmp(datarep, "external32"))
+		return MPI_ERR_ARG;
+	*t = type_of(dt);
+	return *t && (*t)->committed ? MPI_SUCCESS : MPI_ERR_TYPE;
+}
+
+int MPI_Pack_external_size(const char datarep[], int count, MPI_Datatype dt, MPI_Aint *size)
+{
+	struct bcs_type *t;
+	int rc = ext32_type(datarep, dt, &t);
+	if (!rc && count < 0)
+		rc = MPI_ERR_COUNT;
+	if (!rc)
+		*size = bcs_ext32_size(t, count);
+	return bcs_err(MPI_COMM_WORLD, rc, "MPI_Pack_external_size");
+}
+
+int MPI_Pack_external(const char datarep[], const void *in, int count, MPI_Datatype dt,
+		      void *out, MPI_Aint outsize, MPI_Aint *position)
+{
+	struct bcs_type *t;
+	int rc = ext32_type(datarep, dt, &t);
+	if (!rc && count < 0)
+		rc = MPI_ERR_COUNT;
+	long bytes = rc ? 0 : bcs_ext32_size(t, count);
+	if (!rc && (*position < 0 || *position + bytes > outsize))
+		rc = MPI_ERR_TRUNCATE;
+	unsigned char *tmp = rc ? NULL : malloc((size_t)(count * t->size) + 1);
+	if (!rc && !tmp)
+		rc = MPI_ERR_NO_MEM;
+	if (!rc) {
+		bcs_pack(t, in, count, tmp);
+		bcs_ext32(t, count, tmp, (unsigned char *)out + *position, true);
+		*position += bytes;
+	}
+	free(tmp);
+	return bcs_err(MPI_COMM_WORLD, rc, "MPI_Pack_external");
+}
+
+int MPI_Unpack_external(const char datarep[], const void *in, MPI_Aint insize,
+			MPI_Aint *position, void *out, int count, MPI_Datatype dt)
+{
+	struct bcs_type *t;
+	int rc = ext32_type(datarep, dt, &t);
+	if (!rc && count < 0)
+		rc = MPI_ERR_COUNT;
+	long bytes = rc ? 0 : bcs_ext32_size(t, count);
+	if (!rc && (*position < 0 || *position + bytes > insize))
+		rc = MPI_ERR_TRUNCATE;
+	unsigned char *tmp = rc ? NULL : malloc((size_t)(count * t->size) + 1);
+	if (!rc && !tmp)
+		rc = MPI_ERR_NO_MEM;
+	if (!rc) {
+		bcs_ext32(t, count, tmp, (unsigned char *)in + *position, false);
+		bcs_unpack(t, tmp, count * t->size, out);
+		*position += bytes;
+	}
+	free(tmp);
+	return bcs_err(MPI_COMM_WORLD, rc, "MPI_Unpack_external");
 }

@@ -140,6 +140,7 @@ struct win {
 	int self_lock;     /* this rank's own lock on its window */
 	int servicing;
 	char *name;        /* MPI_Win_set_name's, or NULL */
+	MPI_Info hints;    /* the hints set (win_hints), or MPI_INFO_NULL */
 	int flavor;        /* MPI_WIN_FLAVOR_* */
 	struct bcs_rma_region *rg; /* dynamic: the memory attached here */
 	uint32_t nrg, caprg;
@@ -595,8 +596,33 @@ int MPI_Free_mem(void *base)
 	return MPI_SUCCESS;
 }
 
+/* A window's info hints: none changes what a window does here (MPI-4.0
+ * §12.2.7 lets an implementation ignore them), but MPI_Win_get_info gives
+ * back those MPI defines as the creating call or MPI_Win_set_info set
+ * them, the others at MPI's defaults, as MPICH does */
+static const char *const win_keys[] = {"no_locks", "accumulate_ordering", "accumulate_ops",
+				       "same_size", "same_disp_unit", "alloc_shared_noncontig",
+				       "mpi_accumulate_granularity"};
+#define NKEYS (sizeof(win_keys) / sizeof(win_keys[0]))
+
+static int win_hints(struct win *w, MPI_Info info)
+{
+	if (info == MPI_INFO_NULL)
+		return MPI_SUCCESS;
+	char v[MPI_MAX_INFO_VAL + 1];
+	int flag, rc = MPI_SUCCESS;
+	if (w->hints == MPI_INFO_NULL)
+		rc = MPI_Info_create(&w->hints);
+	for (size_t k = 0; k < NKEYS && !rc; k++) {
+		rc = MPI_Info_get(info, win_keys[k], MPI_MAX_INFO_VAL, v, &flag);
+		if (!rc && flag)
+			rc = MPI_Info_set(w->hints, win_keys[k], v);
+	}
+	return rc;
+}
+
 static int win_new(void *base, MPI_Aint size, int disp_unit, MPI_Comm comm, int flavor,
-		   MPI_Win *win, const char *fn)
+		   MPI_Info info, MPI_Win *win, const char *fn)
 {
 	bcs_need_init(fn);
 	struct bcs_comm *uc = bcs_comm_get(comm);
@@ -648,6 +674,9 @@ static int win_new(void *base, MPI_Aint size, int disp_unit, MPI_Comm comm, int 
 	}
 	free(all);
 	rc = post_lock_hdr(w);
+	w->hints = MPI_INFO_NULL;
+	if (!rc)
+		rc = win_hints(w, info);
 	if (rc)
 		return bcs_err(comm, rc, fn);
 	wins[h] = w;
@@ -659,23 +688,22 @@ static int win_new(void *base, MPI_Aint size, int disp_unit, MPI_Comm comm, int 
 int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
 		   MPI_Win *win)
 {
-	(void)info;
 	if (!base && size > 0)
 		return bcs_err(comm, MPI_ERR_BASE, "MPI_Win_create");
-	return win_new(base, size, disp_unit, comm, MPI_WIN_FLAVOR_CREATE, win, "MPI_Win_create");
+	return win_new(base, size, disp_unit, comm, MPI_WIN_FLAVOR_CREATE, info, win,
+		       "MPI_Win_create");
 }
 
 int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
 		     MPI_Win *win)
 {
-	(void)info;
 	if (size < 0)
 		return bcs_err(comm, MPI_ERR_SIZE, "MPI_Win_allocate");
 	/* zeroed, so that what a program sees does not depend on the heap */
 	void *p = calloc(1, size ? (size_t)size : 1);
 	if (!p)
 		return bcs_err(comm, MPI_ERR_NO_MEM, "MPI_Win_allocate");
-	int rc = win_new(p, size, disp_unit, comm, MPI_WIN_FLAVOR_ALLOCATE, win,
+	int rc = win_new(p, size, disp_unit, comm, MPI_WIN_FLAVOR_ALLOCATE, info, win,
 			 "MPI_Win_allocate");
 	if (rc) {
 		free(p);
@@ -696,8 +724,8 @@ int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
 
 int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
 {
-	(void)info;
-	return win_new(NULL, 0, 1, comm, MPI_WIN_FLAVOR_DYNAMIC, win, "MPI_Win_create_dynamic");
+	return win_new(NULL, 0, 1, comm, MPI_WIN_FLAVOR_DYNAMIC, info, win,
+		       "MPI_Win_create_dynamic");
 }
 
 int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)
@@ -804,10 +832,9 @@ static int map_shared(struct win *w)
 int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
 			    void *baseptr, MPI_Win *win)
 {
-	(void)info;
 	if (size < 0)
 		return bcs_err(comm, MPI_ERR_SIZE, "MPI_Win_allocate_shared");
-	int rc = win_new(NULL, size, disp_unit, comm, MPI_WIN_FLAVOR_SHARED, win,
+	int rc = win_new(NULL, size, disp_unit, comm, MPI_WIN_FLAVOR_SHARED, info, win,
 			 "MPI_Win_allocate_shared");
 	if (rc)
 		return rc;
@@ -911,6 +938,8 @@ int MPI_Win_free(MPI_Win *win)
 	free(w->rg);
 	MPI_Comm_free(&w->comm);
 	free(w->name);
+	if (w->hints != MPI_INFO_NULL)
+		MPI_Info_free(&w->hints);
 	free(w);
 	wins[*win] = NULL;
 	*win = MPI_WIN_NULL;
@@ -1303,6 +1332,46 @@ int MPI_Win_wait(MPI_Win win)
 	serve_exposure(w);
 	bcs_wait(exposure_done, w);
 	w->pstate = 0;
+	return MPI_SUCCESS;
+}
+
+int MPI_Win_set_info(MPI_Win win, MPI_Info info)
+{
+	WIN(win, "MPI_Win_set_info");
+	return bcs_err(w->comm, win_hints(w, info), "MPI_Win_set_info");
+}
+
+int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used)
+{
+	WIN(win, "MPI_Win_get_info");
+	MPI_Info i;
+	int rc = MPI_Info_create(&i);
+	if (!rc)
+		rc = MPI_Info_set(i, "accumulate_ordering", "rar,raw,war,waw");
+	if (!rc)
+		rc = MPI_Info_set(i, "accumulate_ops", "same_op_no_op");
+	char v[MPI_MAX_INFO_VAL + 1];
+	for (size_t k = 0; k < NKEYS && !rc && w->hints != MPI_INFO_NULL; k++) {
+		int flag;
+		rc = MPI_Info_get(w->hints, win_keys[k], MPI_MAX_INFO_VAL, v, &flag);
+		if (!rc && flag)
+			rc = MPI_Info_set(i, win_keys[k], v);
+	}
+	if (rc)
+		return bcs_err(w->comm, rc, "MPI_Win_get_info");
+	*info_used = i;
+	return MPI_SUCCESS;
+}
+
+int MPI_Win_test(MPI_Win win, int *flag)
+{
+	WIN(win, "MPI_Win_test");
+	if (!w->pstate)
+		return bcs_err(w->comm, MPI_ERR_RMA_SYNC, "MPI_Win_test");
+	serve_exposure(w);
+	*flag = bcs_test(exposure_done, w, "MPI_Win_test");
+	if (*flag)
+		w->pstate = 0;
 	return MPI_SUCCESS;
 }
 

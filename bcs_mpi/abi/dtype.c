@@ -9,6 +9,9 @@
 #include "dtype.h"
 #include "mpi.h"
 
+_Static_assert(MPI_UB == BCS_TYPE_MAX - 1 && MPI_LB == BCS_TYPE_MAX - 2,
+	       "the bound markers are the datatype table's last handles");
+
 static struct bcs_type types[BCS_TYPE_MAX];
 
 struct pair_f { float v; int i; };
@@ -112,6 +115,9 @@ void bcs_types_init(void)
 	pair(MPI_LONG_INT, sizeof(long), offsetof(struct pair_l, i), sizeof(struct pair_l));
 	pair(MPI_2INT, sizeof(int), offsetof(struct pair_2i, i), sizeof(struct pair_2i));
 	pair(MPI_SHORT_INT, sizeof(short), offsetof(struct pair_s, i), sizeof(struct pair_s));
+	/* the bound markers: no data (a struct takes their displacements) */
+	predef(MPI_LB, 0);
+	predef(MPI_UB, 0);
 	/* long double carries 10 meaningful bytes in 16 on x86-64: all 16 travel */
 	pair(MPI_LONG_DOUBLE_INT, sizeof(long double), offsetof(struct pair_ld, i),
 	     sizeof(struct pair_ld));
@@ -595,4 +601,143 @@ int bcs_op_apply(int op, int basic, const void *in, void *inout, long n)
 	default: return MPI_ERR_OP;
 	}
 	return 0;
+}
+
+/* ---- external32 (MPI_Pack_external): every basic element big-endian, of
+ * MPI's sizes (long and unsigned long 4 bytes, wchar_t 2, long double 16),
+ * as MPICH packs it; the pair types as their value, then the int */
+
+static int pair_value(int b)
+{
+	switch (b) {
+	case MPI_FLOAT_INT: return MPI_FLOAT;
+	case MPI_DOUBLE_INT: return MPI_DOUBLE;
+	case MPI_LONG_INT: return MPI_LONG;
+	case MPI_2INT: return MPI_INT;
+	case MPI_SHORT_INT: return MPI_SHORT;
+	case MPI_LONG_DOUBLE_INT: return MPI_LONG_DOUBLE;
+	}
+	return 0;
+}
+
+static long ext32_basic(int b)
+{
+	switch (b) {
+	case MPI_WCHAR: return 2;
+	case MPI_LONG: case MPI_UNSIGNED_LONG: return 4;
+	case MPI_LONG_DOUBLE: return 16;
+	case MPI_C_BOOL: return 1;
+	case MPI_C_LONG_DOUBLE_COMPLEX: return 32;
+	}
+	return bcs_basic_size(b);
+}
+
+static bool signed_int(int b)
+{
+	switch (b) {
+	case MPI_CHAR: case MPI_SIGNED_CHAR: case MPI_SHORT: case MPI_INT: case MPI_LONG:
+	case MPI_LONG_LONG_INT: case MPI_INT8_T: case MPI_INT16_T: case MPI_INT32_T:
+	case MPI_INT64_T: case MPI_AINT: case MPI_OFFSET: case MPI_COUNT:
+		return true;
+	}
+	return false;
+}
+
+/* the native byte of significance s (0: the least) of an n-byte value */
+static unsigned char *sig(unsigned char *nat, long n, long s)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	return nat + n - 1 - s;
+#else
+	(void)n;
+	return nat + s;
+#endif
+}
+
+/* one value: n native bytes to e big-endian bytes (out), or back, an
+ * integer narrowed or sign-extended where the sizes differ */
+static void conv(unsigned char *nat, long n, unsigned char *ext, long e, bool sgn, bool out)
+{
+	if (out) {
+		for (long i = 0; i < e; i++)
+			ext[i] = i >= e - n ? *sig(nat, n, e - 1 - i) : 0;
+		return;
+	}
+	unsigned char fill = sgn && (ext[0] & 0x80) ? 0xff : 0;
+	for (long s = 0; s < n; s++)
+		*sig(nat, n, s) = s < e ? ext[e - 1 - s] : fill;
+}
+
+static void conv_basic(int b, unsigned char *nat, unsigned char *ext, bool out)
+{
+	long n = bcs_basic_size(b), e = ext32_basic(b);
+	if (b == MPI_C_FLOAT_COMPLEX || b == MPI_C_DOUBLE_COMPLEX ||
+	    b == MPI_C_LONG_DOUBLE_COMPLEX) {
+		conv(nat, n / 2, ext, e / 2, false, out);
+		conv(nat + n / 2, n / 2, ext + e / 2, e / 2, false, out);
+	} else {
+		conv(nat, n, ext, e, signed_int(b), out);
+	}
+}
+
+/* external bytes of len packed bytes of basic b (a pair's block may hold
+ * only its value or only its int) */
+static long ext32_len(int b, long len)
+{
+	int v = pair_value(b);
+	if (!v)
+		return len / bcs_basic_size(b) * ext32_basic(b);
+	long n = bcs_basic_size(b), vn = bcs_basic_size(v), rem = len % n;
+	return len / n * (ext32_basic(v) + 4) + (rem == vn ? ext32_basic(v) : rem);
+}
+
+long bcs_ext32_size(const struct bcs_type *t, long count)
+{
+	long per = 0;
+	for (int k = 0; k < t->nblocks; k++)
+		per += ext32_len(t->blocks[k].basic, t->blocks[k].len);
+	return per * count;
+}
+
+/* a run of len packed bytes of basic b */
+static void conv_run(int b, unsigned char *nat, long len, unsigned char *ext, bool out)
+{
+	int v = pair_value(b);
+	long n = v ? bcs_basic_size(v) : bcs_basic_size(b), e = v ? ext32_basic(v) : ext32_basic(b);
+	while (len > 0) {
+		if (v && len != 4) { /* a pair's value (4 bytes left: its int alone) */
+			conv_basic(v, nat, ext, out);
+			nat += n, ext += e, len -= n;
+		}
+		if (v && len > 0) {
+			conv_basic(MPI_INT, nat, ext, out);
+			nat += 4, ext += 4, len -= 4;
+		} else if (!v) {
+			conv_basic(b, nat, ext, out);
+			nat += n, ext += e, len -= n;
+		}
+	}
+}
+
+void bcs_ext32(const struct bcs_type *t, long count, unsigned char *packed, unsigned char *ext,
+	       bool out)
+{
+	/* runs of one basic type lie back to back in the packed bytes */
+	int b = 0;
+	long len = 0;
+	for (long i = 0; i < count; i++) {
+		for (int k = 0; k < t->nblocks; k++) {
+			const struct bcs_block *bl = &t->blocks[k];
+			if (bl->basic != b && len) {
+				conv_run(b, packed, len, ext, out);
+				ext += ext32_len(b, len);
+				packed += len;
+				len = 0;
+			}
+			b = bl->basic;
+			len += bl->len;
+		}
+	}
+	if (len)
+		conv_run(b, packed, len, ext, out);
 }

@@ -68,6 +68,12 @@ void bcs_pack(const struct bcs_type *t, const void *buf, long count, void *out);
 /* Unpacks `bytes` packed bytes (whole blocks only) into count items at buf. */
 void bcs_unpack(const struct bcs_type *t, const void *in, long bytes, void *buf);
 
+/* external32 (MPI_Pack_external): its bytes for count items of t, and
+ * count packed items (bcs_pack's bytes) to external32 (out) or back */
+long bcs_ext32_size(const struct bcs_type *t, long count);
+void bcs_ext32(const struct bcs_type *t, long count, unsigned char *packed, unsigned char *ext,
+	       bool out);
+
 /* Applies a predefined op: inout[i] = in[i] op inout[i] for n elements of
  * basic type `basic` (packed). Returns 0 or MPI_ERR_OP when op does not
  * apply to the type. */

@@ -133,6 +133,12 @@ typedef void(MPI_User_function)(void *invec, void *inoutvec, int *len, MPI_Datat
 #define MPI_C_COMPLEX MPI_C_FLOAT_COMPLEX
 #define MPI_C_DOUBLE_COMPLEX 37
 #define MPI_C_LONG_DOUBLE_COMPLEX 38
+/* MPI-1's bound markers (removed in MPI-3, still in MPICH): in
+ * MPI_Type_create_struct (or MPI_Type_struct) they set the lower and upper
+ * bound, as MPI_Type_create_resized does now; no data. The last two
+ * handles of the datatype table. */
+#define MPI_LB 4094
+#define MPI_UB 4095
 
 /* predefined ops */
 #define MPI_MAX 1
@@ -245,6 +251,27 @@ int MPI_Testany(int count, MPI_Request array_of_requests[], int *indx, int *flag
 int MPI_Request_free(MPI_Request *request);
 int MPI_Cancel(MPI_Request *request);
 int MPI_Test_cancelled(const MPI_Status *status, int *flag);
+/* ready sends: a send whose receive the program says is posted already;
+ * every send here waits for its match, so a ready send is a standard one */
+int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+	      MPI_Comm comm);
+int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+	       MPI_Comm comm, MPI_Request *request);
+/* a request's status without freeing it (a test that leaves it) */
+int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status);
+int MPI_Status_set_cancelled(MPI_Status *status, int flag);
+int MPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count);
+int MPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Count count);
+int MPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count);
+/* generalized requests: complete when the program says so */
+typedef int MPI_Grequest_query_function(void *extra_state, MPI_Status *status);
+typedef int MPI_Grequest_free_function(void *extra_state);
+typedef int MPI_Grequest_cancel_function(void *extra_state, int complete);
+int MPI_Grequest_start(MPI_Grequest_query_function *query_fn,
+		       MPI_Grequest_free_function *free_fn,
+		       MPI_Grequest_cancel_function *cancel_fn, void *extra_state,
+		       MPI_Request *request);
+int MPI_Grequest_complete(MPI_Request request);
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
 int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
@@ -426,6 +453,15 @@ int MPI_Type_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype o
 int MPI_Type_hindexed(int count, const int array_of_blocklengths[],
 		      const MPI_Aint array_of_displacements[], MPI_Datatype oldtype,
 		      MPI_Datatype *newtype);
+/* MPI-1's forms (removed in MPI-3, still in MPICH): MPI_Type_struct is
+ * MPI_Type_create_struct, the others read MPI_Type_get_extent's bounds */
+int MPI_Type_struct(int count, const int array_of_blocklengths[],
+		    const MPI_Aint array_of_displacements[], const MPI_Datatype array_of_types[],
+		    MPI_Datatype *newtype);
+int MPI_Type_extent(MPI_Datatype datatype, MPI_Aint *extent);
+int MPI_Type_lb(MPI_Datatype datatype, MPI_Aint *displacement);
+int MPI_Type_ub(MPI_Datatype datatype, MPI_Aint *displacement);
+int MPI_Address(const void *location, MPI_Aint *address);
 int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses,
 			  int max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[],
 			  MPI_Datatype array_of_datatypes[]);
@@ -439,6 +475,13 @@ int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf
 int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount,
 	       MPI_Datatype datatype, MPI_Comm comm);
 int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size);
+/* the portable representation "external32" only: big-endian, MPI's sizes */
+int MPI_Pack_external(const char datarep[], const void *inbuf, int incount,
+		      MPI_Datatype datatype, void *outbuf, MPI_Aint outsize, MPI_Aint *position);
+int MPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize,
+			MPI_Aint *position, void *outbuf, int outcount, MPI_Datatype datatype);
+int MPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype datatype,
+			   MPI_Aint *size);
 
 /* ---- more collectives (bcs_mpi/coll.c) and non-blocking ones (bcs_mpi/nbc.c) */
 int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
@@ -647,6 +690,7 @@ int MPI_Win_post(MPI_Group group, int assert, MPI_Win win);
 int MPI_Win_start(MPI_Group group, int assert, MPI_Win win);
 int MPI_Win_complete(MPI_Win win);
 int MPI_Win_wait(MPI_Win win);
+int MPI_Win_test(MPI_Win win, int *flag);
 int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win);
 int MPI_Win_unlock(int rank, MPI_Win win);
 int MPI_Win_lock_all(int assert, MPI_Win win);
@@ -680,6 +724,9 @@ int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Com
 			    void *baseptr, MPI_Win *win);
 int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr);
 int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler);
+/* info hints: kept and given back, none changes what a window does */
+int MPI_Win_set_info(MPI_Win win, MPI_Info info);
+int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used);
 int MPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler);
 int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
 	     int target_rank, MPI_Aint target_disp, int target_count,

@@ -135,7 +135,8 @@ static const char *const call_names[] = {
 	[BCS_C_GATHER] = "MPI_Gather",	   [BCS_C_SCATTER] = "MPI_Scatter",
 	[BCS_C_ALLGATHER] = "MPI_Allgather", [BCS_C_ALLTOALL] = "MPI_Alltoall",
 	[BCS_C_FINALIZE] = "MPI_Finalize", [BCS_C_TESTSOME] = "MPI_Testsome",
-	[BCS_C_ISENDRECV] = "MPI_Isendrecv",
+	[BCS_C_ISENDRECV] = "MPI_Isendrecv", [BCS_C_RSEND] = "MPI_Rsend",
+	[BCS_C_IRSEND] = "MPI_Irsend",
 };
 
 const char *bcs_call_name(uint32_t kind)
@@ -161,7 +162,8 @@ void bcs_call_describe(const struct bcs_call *c, char *out, size_t len)
 	uint32_t k = c->kind;
 	/* a wait or test names its first receive's source (the peer given) */
 	bool send = k == BCS_C_SEND || k == BCS_C_SSEND || k == BCS_C_ISEND || k == BCS_C_ISSEND ||
-		    k == BCS_C_SENDRECV || k == BCS_C_ISENDRECV;
+		    k == BCS_C_SENDRECV || k == BCS_C_ISENDRECV || k == BCS_C_RSEND ||
+		    k == BCS_C_IRSEND;
 	bool coll = k >= BCS_C_BARRIER && k <= BCS_C_ALLTOALL;
 	bool tagged = !coll && c->peer != BCS_PEER_NONE;
 	if (c->peer != BCS_PEER_NONE)

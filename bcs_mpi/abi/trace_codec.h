@@ -50,8 +50,9 @@ enum bcs_call_kind {
 	BCS_C_SENDRECV, BCS_C_WAIT, BCS_C_TEST, BCS_C_WAITALL, BCS_C_TESTALL, BCS_C_WAITANY,
 	BCS_C_TESTANY, BCS_C_WAITSOME, BCS_C_PROBE, BCS_C_IPROBE, BCS_C_BARRIER, BCS_C_BCAST,
 	BCS_C_REDUCE, BCS_C_ALLREDUCE, BCS_C_GATHER, BCS_C_SCATTER, BCS_C_ALLGATHER,
-	BCS_C_ALLTOALL, BCS_C_FINALIZE, BCS_C_TESTSOME, BCS_C_ISENDRECV,
-	BCS_C_MAX = BCS_C_ISENDRECV, /* below 64: the kind shares a varint with the peer */
+	BCS_C_ALLTOALL, BCS_C_FINALIZE, BCS_C_TESTSOME, BCS_C_ISENDRECV, BCS_C_RSEND,
+	BCS_C_IRSEND,
+	BCS_C_MAX = BCS_C_IRSEND, /* below 64: the kind shares a varint with the peer */
 };
 
 /* One MPI call, and how many times it was made again right after (a

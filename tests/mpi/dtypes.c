@@ -7,7 +7,9 @@
  * Get_elements on whole and partial receives; Pack/Unpack/Pack_size;
  * derived types in Alltoall, Gather, Scatter and Allreduce (a user op);
  * lb and extent of negative extents and strides; receives whose datatypes
- * are freed before the wait. */
+ * are freed before the wait; MPI-1's MPI_Type_struct with MPI_LB and
+ * MPI_UB, MPI_Type_extent, _lb, _ub and MPI_Address; MPI_Pack_external's
+ * bytes. */
 #include <stddef.h>
 
 #include "suite.h"
@@ -417,6 +419,129 @@ static void freed_while_pending(void)
 	free(out);
 }
 
+/* MPI-1's forms MPICH keeps: MPI_Type_struct with the MPI_LB and MPI_UB
+ * markers, MPI_Type_extent, _lb, _ub, MPI_Address; a struct of markers
+ * only; data sent through a marked type lands a marked extent apart */
+static void oldapi(void)
+{
+	int blens[3] = {1, 4, 1}, sz = -1;
+	MPI_Aint disps[3] = {-3, 0, 6}, ext = 0, lb = 0, ub = 0, l2, e2;
+	MPI_Datatype types[3] = {MPI_LB, MPI_BYTE, MPI_UB}, t, c;
+	checkrc(MPI_Type_struct(3, blens, disps, types, &t), MPI_SUCCESS, "oldapi.struct");
+	MPI_Type_size(t, &sz);
+	MPI_Type_extent(t, &ext);
+	MPI_Type_lb(t, &lb);
+	MPI_Type_ub(t, &ub);
+	check(sz == 4 && ext == 9 && lb == -3 && ub == 6, "oldapi.lb_byte4_ub: size 4, extent 9, lb -3, ub 6");
+	MPI_Type_get_true_extent(t, &l2, &e2);
+	check(l2 == 0 && e2 == 4, "oldapi.lb_byte4_ub: true extent");
+	MPI_Type_contiguous(3, t, &c);
+	MPI_Type_extent(c, &ext);
+	MPI_Type_lb(c, &lb);
+	check(ext == 27 && lb == -3, "oldapi.contig3: extent 27, lb -3");
+	MPI_Type_commit(&c);
+	char out[27], in[27];
+	for (int i = 0; i < 27; i++) {
+		out[i] = (char)i;
+		in[i] = -1;
+	}
+	/* the three copies' bytes at 3..6, 12..15, 21..24 of a buffer whose lb is 3 in */
+	MPI_Sendrecv(out + 3, 1, c, rank, 7, in + 3, 1, c, rank, 7, MPI_COMM_WORLD,
+		     MPI_STATUS_IGNORE);
+	check(in[3] == 3 && in[6] == 6 && in[12] == 12 && in[24] == 24 && in[7] == -1 &&
+		      in[11] == -1,
+	      "oldapi.contig3: bytes land 9 apart");
+	MPI_Type_free(&c);
+	MPI_Type_free(&t);
+	/* only a lower-bound marker at 10: no data, ub 0, extent -10 */
+	int one = 1;
+	MPI_Aint ten = 10;
+	MPI_Datatype lbonly = MPI_LB;
+	MPI_Type_create_struct(1, &one, &ten, &lbonly, &t);
+	MPI_Type_size(t, &sz);
+	MPI_Type_get_extent(t, &lb, &ext);
+	check(sz == 0 && lb == 10 && ext == -10, "oldapi.lb_only: size 0, lb 10, extent -10");
+	MPI_Type_free(&t);
+	char name[MPI_MAX_OBJECT_NAME];
+	int len;
+	MPI_Type_get_name(MPI_LB, name, &len);
+	check(!strcmp(name, "MPI_LB"), "oldapi.name MPI_LB");
+	MPI_Type_get_name(MPI_UB, name, &len);
+	check(!strcmp(name, "MPI_UB"), "oldapi.name MPI_UB");
+	MPI_Aint a1, a2;
+	MPI_Address(&out[0], &a1);
+	MPI_Get_address(&out[5], &a2);
+	checki(a2 - a1, 5, "oldapi.address");
+}
+
+/* hex of n bytes, into a ring buffer */
+static const char *hex(const unsigned char *b, long n)
+{
+	static char ring[4][256];
+	static int next;
+	char *o = ring[next++ % 4];
+	for (long i = 0; i < n && i < 120; i++)
+		sprintf(o + 2 * i, "%02x", b[i]);
+	return o;
+}
+
+/* external32: big-endian, long 4 bytes; the bytes themselves are checked
+ * (and printed, so that they are compared with MPICH's), then unpacked */
+static void external32(void)
+{
+	/* one basic type a call: Debian's MPICH 4.0.2 crashes in
+	 * MPI_Pack_external_size of a struct type */
+	int i[2] = {1, -2}, ib[2] = {0, 0};
+	double d = 1.5, db = 0;
+	long l = -3, lb = 0;
+	short sh = 0x1234, sb = 0;
+	unsigned long ul = 0xdeadbeefUL, ulb = 0;
+	const void *in[5] = {i, &d, &l, &sh, &ul};
+	void *back[5] = {ib, &db, &lb, &sb, &ulb};
+	int cnt[5] = {2, 1, 1, 1, 1};
+	MPI_Datatype ty[5] = {MPI_INT, MPI_DOUBLE, MPI_LONG, MPI_SHORT, MPI_UNSIGNED_LONG};
+	MPI_Aint sz = 0, one, pos = 0;
+	for (int k = 0; k < 5; k++) {
+		MPI_Pack_external_size("external32", cnt[k], ty[k], &one);
+		sz += one;
+	}
+	checki(sz, 8 + 8 + 4 + 2 + 4, "external32.size: 26 bytes (long: 4)");
+	unsigned char buf[64];
+	memset(buf, 0xee, sizeof(buf));
+	int rc = MPI_SUCCESS;
+	for (int k = 0; k < 5 && rc == MPI_SUCCESS; k++)
+		rc = MPI_Pack_external("external32", in[k], cnt[k], ty[k], buf, sizeof(buf), &pos);
+	checkrc(rc, MPI_SUCCESS, "external32.pack");
+	checki(pos, 26, "external32.pack: position");
+	check(!strcmp(hex(buf, 26), "00000001fffffffe3ff8000000000000fffffffd1234deadbeef"),
+	      nm("external32.pack: bytes %s", hex(buf, 26)));
+	pos = 0;
+	for (int k = 0; k < 5 && rc == MPI_SUCCESS; k++)
+		rc = MPI_Unpack_external("external32", buf, 26, &pos, back[k], cnt[k], ty[k]);
+	checkrc(rc, MPI_SUCCESS, "external32.unpack");
+	check(pos == 26 && ib[0] == 1 && ib[1] == -2 && db == 1.5 && lb == -3 && sb == 0x1234 &&
+		      ulb == 0xdeadbeefUL,
+	      "external32.unpack: every value (long sign-extended)");
+	/* ints 0, 2, 4 by a vector type (extent 5 ints), two copies */
+	int v[12], w[12] = {0};
+	for (int k = 0; k < 12; k++)
+		v[k] = 256 * k + k;
+	MPI_Datatype vec;
+	MPI_Type_vector(3, 1, 2, MPI_INT, &vec);
+	MPI_Type_commit(&vec);
+	pos = 0;
+	MPI_Pack_external("external32", v, 2, vec, buf, sizeof(buf), &pos);
+	checki(pos, 24, "external32.vector: 24 bytes");
+	check(buf[3] == 0 && buf[7] == 2 && buf[6] == 2 && buf[22] == 9 && buf[23] == 9,
+	      nm("external32.vector: bytes %s", hex(buf, 24)));
+	pos = 0;
+	MPI_Unpack_external("external32", buf, 24, &pos, w, 2, vec);
+	/* the second copy starts an extent (5 ints) after the first */
+	check(w[2] == v[2] && w[5] == v[5] && w[9] == v[9] && w[1] == 0 && w[10] == 0,
+	      "external32.vector: unpacked");
+	MPI_Type_free(&vec);
+}
+
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
@@ -428,5 +553,7 @@ int main(int argc, char **argv)
 	packing();
 	negative_extents();
 	freed_while_pending();
+	oldapi();
+	external32();
 	return suite_finish("dtypes");
 }

@@ -3,7 +3,8 @@
  * neighbours (a strided target type too), accumulates of every kind from all
  * ranks into rank 0, Get_accumulate and Fetch_and_op, Compare_and_swap,
  * a post/start/complete/wait ring, and passive target: a fetch-and-op
- * counter, an exclusive read-modify-write through Win_flush, lock_all.
+ * counter, an exclusive read-modify-write through Win_flush, lock_all;
+ * info hints (Win_set_info, Win_get_info).
  * Only what MPI defines is printed: where the order of lock epochs is free,
  * the checks look at sums and permutations. */
 #include "suite.h"
@@ -292,6 +293,51 @@ static void passive(void)
 	MPI_Win_free(&win);
 }
 
+/* a window's info hints: the creating call's and MPI_Win_set_info's come
+ * back from MPI_Win_get_info, the others at MPI's defaults */
+static int hint_is(MPI_Win win, const char *key, const char *want)
+{
+	MPI_Info i;
+	char v[MPI_MAX_INFO_VAL + 1];
+	int flag = 0;
+	MPI_Win_get_info(win, &i);
+	MPI_Info_get(i, key, MPI_MAX_INFO_VAL, v, &flag);
+	MPI_Info_free(&i);
+	return flag && !strcmp(v, want);
+}
+
+static void set_hint(MPI_Win win, const char *key, const char *val)
+{
+	MPI_Info i;
+	MPI_Info_create(&i);
+	MPI_Info_set(i, key, val);
+	MPI_Win_set_info(win, i);
+	MPI_Info_free(&i);
+}
+
+static void hints(void)
+{
+	MPI_Info i;
+	MPI_Win win;
+	int *base;
+	MPI_Info_create(&i);
+	MPI_Info_set(i, "no_locks", "true");
+	MPI_Win_allocate(sizeof(int), sizeof(int), i, W, &base, &win);
+	MPI_Info_free(&i);
+	check(hint_is(win, "no_locks", "true"), "hints: no_locks from the creating call");
+	check(hint_is(win, "accumulate_ordering", "rar,raw,war,waw"),
+	      "hints: accumulate_ordering's default");
+	check(hint_is(win, "accumulate_ops", "same_op_no_op"), "hints: accumulate_ops's default");
+	set_hint(win, "accumulate_ordering", "none");
+	check(hint_is(win, "accumulate_ordering", "none"), "hints: accumulate_ordering set");
+	set_hint(win, "no_locks", "false");
+	check(hint_is(win, "no_locks", "false"), "hints: no_locks set again");
+	set_hint(win, "same_size", "true");
+	check(hint_is(win, "same_size", "true") && hint_is(win, "accumulate_ordering", "none"),
+	      "hints: same_size set, the others kept");
+	MPI_Win_free(&win);
+}
+
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
@@ -302,5 +348,6 @@ int main(int argc, char **argv)
 	compare_and_swap();
 	pscw_ring();
 	passive();
+	hints();
 	return suite_finish("rma");
 }

@@ -47,7 +47,7 @@ C=$T/c
 export PATH=$BIN:$PATH
 export STORM_CONF=$C/storm.conf
 fails=0 checks=0
-PROGS="env p2p coll ops ops_complex comm groups cart dtypes names nbcoll rma intercomm rma_dyn info attr persist bsend reduce_local idup nbcollv graph subarray nbscan neighbor typeenv icoll bigcount"
+PROGS="env p2p coll ops ops_complex comm groups cart dtypes names nbcoll rma intercomm rma_dyn info attr persist bsend reduce_local idup nbcollv graph subarray nbscan neighbor typeenv icoll bigcount reqstat"
 CFLAGS=(-std=c11 -O1 -Wall -Wextra -Werror)
 # GCC 12 warns (wrongly) on MPICH's MPI_STATUSES_IGNORE passed as an array
 MPICH_CFLAGS=("${CFLAGS[@]}" -Wno-stringop-overflow)
@@ -413,8 +413,9 @@ fi
 # one-sided operations (progress ships their batches), non-blocking
 # duplicates, the v- and w- non-blocking collectives, graph topologies,
 # subarray and darray types, Iscan/Iexscan, neighborhood collectives, the
-# collectives between an intercommunicator's groups, the Wait/Test family (Testsome)
-for p in persist rma intercomm rma_dyn idup nbcollv graph subarray nbscan neighbor icoll p2p; do
+# collectives between an intercommunicator's groups, the Wait/Test family (Testsome),
+# ready sends, MPI_Request_get_status, generalized requests and MPI_Win_test
+for p in persist rma intercomm rma_dyn idup nbcollv graph subarray nbscan neighbor icoll p2p reqstat; do
 	record_replay "$p" 4 8 "$T/mpich/$p.8.out"
 done
 

@@ -1,6 +1,7 @@
 /* BCS-MPI's pure parts: the matching engine, datatype pack/unpack, the
  * predefined reduction operators, the trace codec, one-sided batches. */
 #include <CUnit/CUnit.h>
+#include <complex.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -493,6 +494,45 @@ static void test_negative_extent(void)
 	bcs_type_free(&four);
 	bcs_type_free(&pos);
 	bcs_type_free(&neg);
+}
+
+/* external32: big-endian, long narrowed to 4 bytes and sign-extended back,
+ * a pair type's value then its int, complex halves each swapped */
+static void test_external32(void)
+{
+	bcs_types_init();
+	long l[2] = {-3, 0x12345678};
+	unsigned char ext[64], nat[64];
+	const struct bcs_type *t = bcs_type_get(MPI_LONG);
+	CU_ASSERT_EQUAL(bcs_ext32_size(t, 2), 8);
+	bcs_ext32(t, 2, (unsigned char *)l, ext, true);
+	static const unsigned char want_l[] = {0xff, 0xff, 0xff, 0xfd, 0x12, 0x34, 0x56, 0x78};
+	CU_ASSERT(memcmp(ext, want_l, 8) == 0);
+	long back[2] = {0, 0};
+	bcs_ext32(t, 2, (unsigned char *)back, ext, false);
+	CU_ASSERT(back[0] == -3 && back[1] == 0x12345678);
+	/* MPI_DOUBLE_INT packs as 8 + 4 bytes: 12 in external32 too */
+	struct {
+		double d;
+		int i;
+	} p = {1.0, 258};
+	t = bcs_type_get(MPI_DOUBLE_INT);
+	CU_ASSERT_EQUAL(bcs_ext32_size(t, 1), 12);
+	bcs_pack(t, &p, 1, nat);
+	bcs_ext32(t, 1, nat, ext, true);
+	static const unsigned char want_p[] = {0x3f, 0xf0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2};
+	CU_ASSERT(memcmp(ext, want_p, 12) == 0);
+	float _Complex z = 1.0f + 2.0f * _Complex_I;
+	t = bcs_type_get(MPI_C_FLOAT_COMPLEX);
+	bcs_ext32(t, 1, (unsigned char *)&z, ext, true);
+	static const unsigned char want_z[] = {0x3f, 0x80, 0, 0, 0x40, 0, 0, 0};
+	CU_ASSERT(memcmp(ext, want_z, 8) == 0);
+	/* unsigned long: narrowed, not sign-extended back */
+	unsigned long u = 0xfffffff0UL, ub = 0;
+	t = bcs_type_get(MPI_UNSIGNED_LONG);
+	bcs_ext32(t, 1, (unsigned char *)&u, ext, true);
+	bcs_ext32(t, 1, (unsigned char *)&ub, ext, false);
+	CU_ASSERT_EQUAL(ub, 0xfffffff0UL);
 }
 
 /* a type freed while a receive holds it keeps its layout and its slot */
@@ -1328,6 +1368,7 @@ void add_bcs_suite(void)
 	CU_add_test(s, "indexed, hvector, resized", test_indexed_resized);
 	CU_add_test(s, "lb and extent of negative extents and strides", test_negative_extent);
 	CU_add_test(s, "a freed type stays while held", test_type_refs);
+	CU_add_test(s, "external32: sizes, byte order, pairs, complex", test_external32);
 	CU_add_test(s, "dims_create: MPICH's factoring", test_dims_create);
 	CU_add_test(s, "group set operations and translation", test_group_ops);
 	CU_add_test(s, "Cartesian coordinates and ranks", test_cart);
