@@ -632,6 +632,32 @@ static const char *const predef_name[] = {
 	TNAME(MPI_C_LONG_DOUBLE_COMPLEX),
 };
 
+/* the handles at the table's top: Fortran's types, the bound markers */
+static const char *const top_name[] = {
+	"MPI_CHARACTER", "MPI_LOGICAL", "MPI_INTEGER", "MPI_REAL", "MPI_DOUBLE_PRECISION",
+	"MPI_COMPLEX",	 "MPI_DOUBLE_COMPLEX", "MPI_LB", "MPI_UB",
+};
+
+int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype)
+{
+	static const int real[] = {MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE},
+			 integer[] = {MPI_INT8_T, MPI_INT16_T, MPI_INT32_T, MPI_INT64_T},
+			 cplx[] = {MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX,
+				   MPI_C_LONG_DOUBLE_COMPLEX};
+	const int *v = typeclass == MPI_TYPECLASS_REAL	  ? real
+		       : typeclass == MPI_TYPECLASS_INTEGER ? integer
+		       : typeclass == MPI_TYPECLASS_COMPLEX ? cplx
+							    : NULL;
+	int n = typeclass == MPI_TYPECLASS_INTEGER ? 4 : 3;
+	bcs_types_init();
+	for (int i = 0; v && i < n; i++)
+		if (bcs_basic_size(v[i]) == size) {
+			*datatype = v[i];
+			return MPI_SUCCESS;
+		}
+	return bcs_err(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Type_match_size");
+}
+
 int MPI_Type_set_name(MPI_Datatype dt, const char *name)
 {
 	struct bcs_type *t = type_of(dt);
@@ -647,7 +673,9 @@ int MPI_Type_get_name(MPI_Datatype dt, char *name, int *len)
 		return bcs_err(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Type_get_name");
 	bool named = t->predefined && dt > 0 &&
 		     dt < (int)(sizeof(predef_name) / sizeof(predef_name[0])) && predef_name[dt];
-	const char *dflt = named ? predef_name[dt] : dt == MPI_LB ? "MPI_LB" : dt == MPI_UB ? "MPI_UB" : "";
+	const char *dflt = named ? predef_name[dt] : "";
+	if (t->predefined && dt >= MPI_CHARACTER && dt <= MPI_UB)
+		dflt = top_name[dt - MPI_CHARACTER];
 	bcs_name_get(t->name, dflt, name, len);
 	return MPI_SUCCESS;
 }

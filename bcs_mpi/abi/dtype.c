@@ -9,8 +9,9 @@
 #include "dtype.h"
 #include "mpi.h"
 
-_Static_assert(MPI_UB == BCS_TYPE_MAX - 1 && MPI_LB == BCS_TYPE_MAX - 2,
-	       "the bound markers are the datatype table's last handles");
+_Static_assert(MPI_UB == BCS_TYPE_MAX - 1 && MPI_LB == BCS_TYPE_MAX - 2 &&
+		       MPI_CHARACTER == BCS_TYPE_MAX - 9,
+	       "the bound markers and Fortran's types are the datatype table's last handles");
 
 static struct bcs_type types[BCS_TYPE_MAX];
 
@@ -103,6 +104,16 @@ long bcs_basic_size(int b)
 	return 0;
 }
 
+/* a Fortran type: its C equivalent's layout and elements (reductions and
+ * external32 act on those), under a handle of its own */
+static void fortran(int h, int like)
+{
+	predef(h, bcs_basic_size(like));
+	types[h].basic = like;
+	types[h].blocks[0].basic = like;
+	types[h].align = types[like].align;
+}
+
 void bcs_types_init(void)
 {
 	if (types[MPI_INT].used)
@@ -118,6 +129,13 @@ void bcs_types_init(void)
 	/* the bound markers: no data (a struct takes their displacements) */
 	predef(MPI_LB, 0);
 	predef(MPI_UB, 0);
+	fortran(MPI_CHARACTER, MPI_CHAR);
+	fortran(MPI_LOGICAL, MPI_INT);
+	fortran(MPI_INTEGER, MPI_INT);
+	fortran(MPI_REAL, MPI_FLOAT);
+	fortran(MPI_DOUBLE_PRECISION, MPI_DOUBLE);
+	fortran(MPI_COMPLEX, MPI_C_FLOAT_COMPLEX);
+	fortran(MPI_DOUBLE_COMPLEX, MPI_C_DOUBLE_COMPLEX);
 	/* long double carries 10 meaningful bytes in 16 on x86-64: all 16 travel */
 	pair(MPI_LONG_DOUBLE_INT, sizeof(long double), offsetof(struct pair_ld, i),
 	     sizeof(struct pair_ld));
@@ -384,17 +402,38 @@ int bcs_type_dup(int old, int *newtype)
 	return rc;
 }
 
+static int pair_value(int b);
+
+/* basic elements in len bytes of a block of basic type b (-1: not a whole
+ * number): a pair type's value and int count one each, as MPI_Get_elements
+ * counts them (a block may hold a pair's value or its int alone) */
+static long block_elements(int b, long len)
+{
+	long es = bcs_basic_size(b);
+	if (es <= 0)
+		return -1;
+	if (!pair_value(b))
+		return len % es ? -1 : len / es;
+	long r = len % es, vn = bcs_basic_size(pair_value(b));
+	if (r && r != vn && r != (long)sizeof(int))
+		return -1;
+	return len / es * 2 + (r ? 1 : 0);
+}
+
 long bcs_type_elements(const struct bcs_type *t, long bytes)
 {
 	if (t->size == 0)
 		return 0;
-	long e = bytes / t->size * t->nelem, rem = bytes % t->size;
+	long per = 0, e, rem = bytes % t->size;
+	for (int k = 0; k < t->nblocks; k++)
+		per += block_elements(t->blocks[k].basic, t->blocks[k].len);
+	e = bytes / t->size * per;
 	for (int k = 0; k < t->nblocks && rem > 0; k++) {
-		long es = bcs_basic_size(t->blocks[k].basic);
 		long len = t->blocks[k].len < rem ? t->blocks[k].len : rem;
-		if (es <= 0 || len % es)
+		long n = block_elements(t->blocks[k].basic, len);
+		if (n < 0)
 			return -1;
-		e += len / es;
+		e += n;
 		rem -= len;
 	}
 	return e;
@@ -668,11 +707,34 @@ static void conv(unsigned char *nat, long n, unsigned char *ext, long e, bool sg
 		*sig(nat, n, s) = s < e ? ext[e - 1 - s] : fill;
 }
 
+/* a long double as IEEE binary128, big-endian, as external32 has it (and
+ * MPICH, through __float128); the 80-bit value converts exactly */
+static void conv_ld(unsigned char *nat, unsigned char *ext, bool out)
+{
+	long double ld;
+	__float128 q;
+	if (out) {
+		memcpy(&ld, nat, sizeof(ld));
+		q = (__float128)ld;
+		conv((unsigned char *)&q, sizeof(q), ext, 16, false, true);
+	} else {
+		conv((unsigned char *)&q, sizeof(q), ext, 16, false, false);
+		ld = (long double)q;
+		memcpy(nat, &ld, sizeof(ld));
+	}
+}
+
 static void conv_basic(int b, unsigned char *nat, unsigned char *ext, bool out)
 {
 	long n = bcs_basic_size(b), e = ext32_basic(b);
-	if (b == MPI_C_FLOAT_COMPLEX || b == MPI_C_DOUBLE_COMPLEX ||
-	    b == MPI_C_LONG_DOUBLE_COMPLEX) {
+	if (b == MPI_LONG_DOUBLE) {
+		conv_ld(nat, ext, out);
+	} else if (b == MPI_C_LONG_DOUBLE_COMPLEX) {
+		conv_ld(nat, ext, out);
+		conv_ld(nat + n / 2, ext + e / 2, out);
+	} else if (b == MPI_C_BOOL && out) {
+		*ext = *nat != 0; /* a bool travels as 0 or 1 */
+	} else if (b == MPI_C_FLOAT_COMPLEX || b == MPI_C_DOUBLE_COMPLEX) {
 		conv(nat, n / 2, ext, e / 2, false, out);
 		conv(nat + n / 2, n / 2, ext + e / 2, e / 2, false, out);
 	} else {

@@ -139,6 +139,21 @@ typedef void(MPI_User_function)(void *invec, void *inoutvec, int *len, MPI_Datat
  * handles of the datatype table. */
 #define MPI_LB 4094
 #define MPI_UB 4095
+/* Fortran's types as C programs name them: each laid out as its C
+ * equivalent (character char, logical and integer int, real float, double
+ * precision double, complex float _Complex, double complex double
+ * _Complex), a handle and name of its own; below the markers */
+#define MPI_CHARACTER 4087
+#define MPI_LOGICAL 4088
+#define MPI_INTEGER 4089
+#define MPI_REAL 4090
+#define MPI_DOUBLE_PRECISION 4091
+#define MPI_COMPLEX 4092
+#define MPI_DOUBLE_COMPLEX 4093
+/* MPI_Type_match_size's classes (MPICH's values) */
+#define MPI_TYPECLASS_REAL 1
+#define MPI_TYPECLASS_INTEGER 2
+#define MPI_TYPECLASS_COMPLEX 3
 
 /* predefined ops */
 #define MPI_MAX 1
@@ -462,6 +477,9 @@ int MPI_Type_extent(MPI_Datatype datatype, MPI_Aint *extent);
 int MPI_Type_lb(MPI_Datatype datatype, MPI_Aint *displacement);
 int MPI_Type_ub(MPI_Datatype datatype, MPI_Aint *displacement);
 int MPI_Address(const void *location, MPI_Aint *address);
+/* a predefined type of a class and size: MPI_FLOAT, MPI_INT32_T,
+ * MPI_C_DOUBLE_COMPLEX... (MPI_ERR_ARG for none) */
+int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype);
 int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses,
 			  int max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[],
 			  MPI_Datatype array_of_datatypes[]);

@@ -9,7 +9,7 @@
  * lb and extent of negative extents and strides; receives whose datatypes
  * are freed before the wait; MPI-1's MPI_Type_struct with MPI_LB and
  * MPI_UB, MPI_Type_extent, _lb, _ub and MPI_Address; MPI_Pack_external's
- * bytes. */
+ * bytes; Fortran's types named from C, MPI_Type_match_size. */
 #include <stddef.h>
 
 #include "suite.h"
@@ -542,6 +542,66 @@ static void external32(void)
 	MPI_Type_free(&vec);
 }
 
+/* Fortran's types as C names them: their names and sizes, a sum over
+ * MPI_INTEGER and MPI_REAL, a double complex sent; MPI_Type_match_size */
+static void fortran_types(void)
+{
+	static const struct {
+		MPI_Datatype t;
+		const char *name;
+		int size;
+	} ft[] = {{MPI_CHARACTER, "MPI_CHARACTER", 1},
+		  {MPI_LOGICAL, "MPI_LOGICAL", 4},
+		  {MPI_INTEGER, "MPI_INTEGER", 4},
+		  {MPI_REAL, "MPI_REAL", 4},
+		  {MPI_DOUBLE_PRECISION, "MPI_DOUBLE_PRECISION", 8},
+		  {MPI_COMPLEX, "MPI_COMPLEX", 8},
+		  {MPI_DOUBLE_COMPLEX, "MPI_DOUBLE_COMPLEX", 16}};
+	for (size_t k = 0; k < sizeof(ft) / sizeof(ft[0]); k++) {
+		char name[MPI_MAX_OBJECT_NAME];
+		int len = 0, sz = 0;
+		MPI_Type_get_name(ft[k].t, name, &len);
+		MPI_Type_size(ft[k].t, &sz);
+		check(!strcmp(name, ft[k].name) && sz == ft[k].size,
+		      nm("fortran.%s: name, size %d", ft[k].name, ft[k].size));
+	}
+	int n = rank + 1, sum = 0;
+	float f = 0.5f * (float)rank, fsum = 0;
+	MPI_Allreduce(&n, &sum, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD);
+	MPI_Allreduce(&f, &fsum, 1, MPI_REAL, MPI_SUM, MPI_COMM_WORLD);
+	check(sum == size * (size + 1) / 2 && fsum == 0.25f * (float)(size * (size - 1)),
+	      "fortran.allreduce of INTEGER and REAL");
+	double z[2] = {1.5 * rank, -2.0}, zb[2] = {0, 0};
+	MPI_Sendrecv(z, 1, MPI_DOUBLE_COMPLEX, rank, 3, zb, 1, MPI_DOUBLE_COMPLEX, rank, 3,
+		     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	check(zb[0] == z[0] && zb[1] == -2.0, "fortran.double complex to itself");
+	/* a pair type's value and int are an element each */
+	struct {
+		double d;
+		int i;
+	} pr[2] = {{1.0, 2}, {3.0, 4}}, pb[2];
+	MPI_Status st;
+	int el = -1;
+	MPI_Sendrecv(pr, 2, MPI_DOUBLE_INT, rank, 4, pb, 2, MPI_DOUBLE_INT, rank, 4,
+		     MPI_COMM_WORLD, &st);
+	MPI_Get_elements(&st, MPI_DOUBLE_INT, &el);
+	check(el == 4 && pb[1].d == 3.0 && pb[1].i == 4, "pair.get_elements: 2 DOUBLE_INT, 4 elements");
+	static const struct {
+		int cls, size;
+	} ms[] = {{MPI_TYPECLASS_REAL, 4},    {MPI_TYPECLASS_REAL, 8},	{MPI_TYPECLASS_INTEGER, 1},
+		  {MPI_TYPECLASS_INTEGER, 2}, {MPI_TYPECLASS_INTEGER, 4}, {MPI_TYPECLASS_INTEGER, 8},
+		  {MPI_TYPECLASS_COMPLEX, 8}, {MPI_TYPECLASS_COMPLEX, 16}};
+	for (size_t k = 0; k < sizeof(ms) / sizeof(ms[0]); k++) {
+		MPI_Datatype t = MPI_DATATYPE_NULL;
+		int sz = 0;
+		int rc = MPI_Type_match_size(ms[k].cls, ms[k].size, &t);
+		if (rc == MPI_SUCCESS)
+			MPI_Type_size(t, &sz);
+		check(rc == MPI_SUCCESS && sz == ms[k].size,
+		      nm("match_size class %d size %d", ms[k].cls, ms[k].size));
+	}
+}
+
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
@@ -555,5 +615,6 @@ int main(int argc, char **argv)
 	freed_while_pending();
 	oldapi();
 	external32();
+	fortran_types();
 	return suite_finish("dtypes");
 }

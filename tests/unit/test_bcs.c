@@ -533,6 +533,28 @@ static void test_external32(void)
 	bcs_ext32(t, 1, (unsigned char *)&u, ext, true);
 	bcs_ext32(t, 1, (unsigned char *)&ub, ext, false);
 	CU_ASSERT_EQUAL(ub, 0xfffffff0UL);
+	/* a bool travels as 0 or 1; a long double as binary128 (1.0: 3fff 0...) */
+	_Bool bv = 1;
+	memset(&bv, 2, 1);
+	bcs_ext32(bcs_type_get(MPI_C_BOOL), 1, (unsigned char *)&bv, ext, true);
+	CU_ASSERT_EQUAL(ext[0], 1);
+	long double ld = 1.0L, ldb = 0;
+	bcs_ext32(bcs_type_get(MPI_LONG_DOUBLE), 1, (unsigned char *)&ld, ext, true);
+	CU_ASSERT(ext[0] == 0x3f && ext[1] == 0xff && ext[2] == 0 && ext[15] == 0);
+	bcs_ext32(bcs_type_get(MPI_LONG_DOUBLE), 1, (unsigned char *)&ldb, ext, false);
+	CU_ASSERT(ldb == 1.0L);
+}
+
+/* MPI_Get_elements counts a pair type's value and int apart: 2 a pair */
+static void test_pair_elements(void)
+{
+	bcs_types_init();
+	const struct bcs_type *t = bcs_type_get(MPI_DOUBLE_INT);
+	long n = bcs_basic_size(MPI_DOUBLE_INT);
+	CU_ASSERT_EQUAL(bcs_type_elements(t, 2 * n), 4);
+	CU_ASSERT_EQUAL(bcs_type_elements(t, n + (long)sizeof(double)), 3);
+	CU_ASSERT_EQUAL(bcs_type_elements(t, n + 3), -1);
+	CU_ASSERT_EQUAL(bcs_type_elements(bcs_type_get(MPI_2INT), 8), 2);
 }
 
 /* a type freed while a receive holds it keeps its layout and its slot */
@@ -1369,6 +1391,7 @@ void add_bcs_suite(void)
 	CU_add_test(s, "lb and extent of negative extents and strides", test_negative_extent);
 	CU_add_test(s, "a freed type stays while held", test_type_refs);
 	CU_add_test(s, "external32: sizes, byte order, pairs, complex", test_external32);
+	CU_add_test(s, "elements of pair types", test_pair_elements);
 	CU_add_test(s, "dims_create: MPICH's factoring", test_dims_create);
 	CU_add_test(s, "group set operations and translation", test_group_ops);
 	CU_add_test(s, "Cartesian coordinates and ranks", test_cart);
