@@ -1,5 +1,6 @@
 /* BCS-MPI derived datatypes, counts in them, addresses and MPI_Pack: the
  * MPI calls over bcs_mpi/abi/dtype (flat block lists). */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -526,7 +527,17 @@ int MPI_Type_size(MPI_Datatype dt, int *size)
 	struct bcs_type *t = type_of(dt);
 	if (!t)
 		return bcs_err(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Type_size");
-	*size = (int)t->size;
+	/* a type of more bytes than an int holds: MPI_Type_size_c's */
+	*size = t->size > INT_MAX ? MPI_UNDEFINED : (int)t->size;
+	return MPI_SUCCESS;
+}
+
+int MPI_Type_size_c(MPI_Datatype dt, MPI_Count *size)
+{
+	struct bcs_type *t = type_of(dt);
+	if (!t)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Type_size_c");
+	*size = t->size;
 	return MPI_SUCCESS;
 }
 
@@ -807,6 +818,87 @@ int MPI_Unpack(const void *in, int insize, int *position, void *out, int count,
 	bcs_unpack(t, (const char *)in + *position, bytes, out);
 	*position += (int)bytes;
 	return MPI_SUCCESS;
+}
+
+/* ---- MPI-4's large-count type constructors: the engine counts in longs,
+ * so a type may hold more than INT_MAX bytes; its envelope names the
+ * int form's combiner, with no arguments kept (get_contents gives none) */
+
+static int large(int rc, MPI_Datatype *newtype, int combiner)
+{
+	if (!rc)
+		bcs_type_get(*newtype)->combiner = combiner;
+	return rc;
+}
+
+/* n fields of blens[i] items of old at byte displacements d[i] */
+static int large_build(MPI_Count n, const MPI_Count *blens, MPI_Count blen,
+		       const MPI_Count *d, long unit, MPI_Datatype old, MPI_Datatype *newtype)
+{
+	if (n < 0 || n > INT_MAX)
+		return MPI_ERR_COUNT;
+	size_t m = (size_t)(n ? n : 1);
+	long *bl = malloc(m * sizeof(long)), *dd = malloc(m * sizeof(long));
+	int *o = malloc(m * sizeof(int)), rc = MPI_ERR_INTERN;
+	if (bl && dd && o) {
+		for (MPI_Count i = 0; i < n; i++) {
+			bl[i] = blens ? blens[i] : blen;
+			dd[i] = d ? d[i] * unit : 0;
+			o[i] = old;
+		}
+		rc = bcs_type_build((int)n, bl, dd, o, 0, newtype);
+	}
+	free(bl);
+	free(dd);
+	free(o);
+	return rc;
+}
+
+int MPI_Type_contiguous_c(MPI_Count count, MPI_Datatype old, MPI_Datatype *newtype)
+{
+	TYPE_CALL("MPI_Type_contiguous_c",
+		  large(count < 0 ? MPI_ERR_COUNT
+				  : large_build(1, NULL, count, NULL, 0, old, newtype),
+			newtype, MPI_COMBINER_CONTIGUOUS));
+}
+
+int MPI_Type_create_indexed_block_c(MPI_Count count, MPI_Count blen, const MPI_Count displs[],
+				    MPI_Datatype old, MPI_Datatype *newtype)
+{
+	struct bcs_type *t = type_of(old);
+	TYPE_CALL("MPI_Type_create_indexed_block_c",
+		  large(!t ? MPI_ERR_TYPE
+			   : large_build(count, NULL, blen, displs, t->extent, old, newtype),
+			newtype, MPI_COMBINER_INDEXED_BLOCK));
+}
+
+int MPI_Type_create_hindexed_c(MPI_Count count, const MPI_Count blens[], const MPI_Count displs[],
+			       MPI_Datatype old, MPI_Datatype *newtype)
+{
+	TYPE_CALL("MPI_Type_create_hindexed_c",
+		  large(large_build(count, blens, 0, displs, 1, old, newtype), newtype,
+			MPI_COMBINER_HINDEXED));
+}
+
+int MPI_Type_get_extent_c(MPI_Datatype dt, MPI_Count *lb, MPI_Count *extent)
+{
+	struct bcs_type *t = type_of(dt);
+	if (!t)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Type_get_extent_c");
+	*lb = t->lb;
+	*extent = t->extent;
+	return MPI_SUCCESS;
+}
+
+int MPI_Type_get_true_extent_c(MPI_Datatype dt, MPI_Count *lb, MPI_Count *extent)
+{
+	MPI_Aint l, e;
+	int rc = MPI_Type_get_true_extent(dt, &l, &e);
+	if (rc == MPI_SUCCESS) {
+		*lb = l;
+		*extent = e;
+	}
+	return rc;
 }
 
 /* ---- MPI_Pack_external: "external32" only (big-endian, MPI's sizes) */

@@ -238,7 +238,9 @@ int bcs_type_build(int n, const long *blens, const long *disps, const int *olds,
 			return MPI_ERR_TYPE;
 		if (blens[i] < 0)
 			return MPI_ERR_COUNT;
-		nb += blens[i] * o->nblocks;
+		/* copies of a contiguous type are one block (a type of more
+		 * than INT_MAX bytes is one of a few) */
+		nb += bcs_type_is_contig(o) ? blens[i] > 0 : blens[i] * o->nblocks;
 	}
 	int h = alloc_type();
 	if (h < 0)
@@ -251,7 +253,9 @@ int bcs_type_build(int n, const long *blens, const long *disps, const int *olds,
 	bool any = false;
 	for (int i = 0; i < n; i++) {
 		const struct bcs_type *o = bcs_type_get(olds[i]);
-		for (long k = 0; k < blens[i]; k++)
+		if (bcs_type_is_contig(o) && blens[i] > 0)
+			add_block(v, &nv, disps[i], blens[i] * o->size, o->blocks[0].basic);
+		for (long k = 0; k < blens[i] && !bcs_type_is_contig(o); k++)
 			for (int b = 0; b < o->nblocks; b++)
 				add_block(v, &nv, disps[i] + k * o->extent + o->blocks[b].off,
 					  o->blocks[b].len, o->blocks[b].basic);

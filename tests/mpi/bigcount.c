@@ -3,7 +3,8 @@
  * Get_count_c) and collectives (Bcast_c, Reduce_c, Allreduce_c, and
  * Alltoallv_c with gaps between the blocks, as MPICH's coll/coll_large).
  * Counts that fit in an int: past INT_MAX the two implementations differ
- * (BCS-MPI refuses them with MPI_ERR_COUNT). */
+ * (BCS-MPI refuses them with MPI_ERR_COUNT); but datatypes of more than
+ * INT_MAX bytes (Type_contiguous_c, Type_size_c...), none of them sent. */
 #include "suite.h"
 
 static int val(int from, int i) { return from * 1000 + i * 3 + 1; }
@@ -103,6 +104,49 @@ static void alltoallv(void)
 	check(good, "alltoallv_c.in_place");
 }
 
+/* datatypes of more than INT_MAX bytes (none is sent): their size and
+ * extent by the _c calls, MPI_UNDEFINED from MPI_Type_size; small ones by
+ * the same calls carry data as the int forms do */
+static void types(void)
+{
+	MPI_Datatype big, ib, hi;
+	MPI_Count sz = 0, lb = -1, ext = 0, five = 5000000000LL;
+	MPI_Type_contiguous_c(five, MPI_CHAR, &big);
+	MPI_Type_commit(&big);
+	MPI_Type_size_c(big, &sz);
+	MPI_Type_get_extent_c(big, &lb, &ext);
+	check(sz == five && lb == 0 && ext == five, "types: contiguous_c of 5e9 chars");
+	int isz = 0;
+	MPI_Type_size(big, &isz);
+	checki(isz, MPI_UNDEFINED, "types: its MPI_Type_size is MPI_UNDEFINED");
+	MPI_Count tl = -1, te = 0;
+	MPI_Type_get_true_extent_c(big, &tl, &te);
+	check(tl == 0 && te == five, "types: its true extent");
+	MPI_Type_free(&big);
+	/* ints 1, 4, 7 (blocks of one at displacements 1, 4, 7 ints) */
+	MPI_Count d[3] = {1, 4, 7}, bl[2] = {2, 1}, hd[2] = {0, 12};
+	MPI_Type_create_indexed_block_c(3, 1, d, MPI_INT, &ib);
+	MPI_Type_commit(&ib);
+	/* bytes 0, 1 and 12 */
+	MPI_Type_create_hindexed_c(2, bl, hd, MPI_CHAR, &hi);
+	MPI_Type_commit(&hi);
+	int in[8], out[8] = {0};
+	for (int k = 0; k < 8; k++)
+		in[k] = val(rank, k);
+	MPI_Sendrecv(in, 1, ib, rank, 5, out, 1, ib, rank, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	check(out[1] == in[1] && out[4] == in[4] && out[7] == in[7] && out[0] == 0 && out[5] == 0,
+	      "types: indexed_block_c carries ints 1, 4, 7");
+	unsigned char cin[16], cout[16] = {0};
+	for (int k = 0; k < 16; k++)
+		cin[k] = (unsigned char)(k + 1);
+	MPI_Sendrecv(cin, 1, hi, rank, 6, cout, 1, hi, rank, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	MPI_Type_size_c(hi, &sz);
+	check(sz == 3 && cout[0] == 1 && cout[1] == 2 && cout[12] == 13 && cout[2] == 0,
+	      "types: hindexed_c carries bytes 0, 1, 12");
+	MPI_Type_free(&ib);
+	MPI_Type_free(&hi);
+}
+
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
@@ -111,5 +155,6 @@ int main(int argc, char **argv)
 	p2p();
 	colls();
 	alltoallv();
+	types();
 	return suite_finish("bigcount");
 }

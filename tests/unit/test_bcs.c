@@ -545,6 +545,25 @@ static void test_external32(void)
 	CU_ASSERT(ldb == 1.0L);
 }
 
+/* copies of a contiguous type are one block, however many: a type of more
+ * than INT_MAX bytes is built at once */
+static void test_large_contig(void)
+{
+	bcs_types_init();
+	long bl[2] = {5000000000L, 3}, d[2] = {0, 5000000000L};
+	int olds[2] = {MPI_CHAR, MPI_CHAR}, h;
+	CU_ASSERT_EQUAL_FATAL(bcs_type_build(2, bl, d, olds, 0, &h), 0);
+	const struct bcs_type *t = bcs_type_get(h);
+	CU_ASSERT(t->nblocks == 1 && t->size == 5000000003L && t->extent == 5000000003L);
+	bcs_type_free(&h);
+	/* of a pair type with a gap (not contiguous): a block per copy still */
+	long b3 = 3, z = 0;
+	int di = MPI_DOUBLE_INT;
+	CU_ASSERT_EQUAL_FATAL(bcs_type_build(1, &b3, &z, &di, 0, &h), 0);
+	CU_ASSERT_EQUAL(bcs_type_get(h)->nblocks, 3);
+	bcs_type_free(&h);
+}
+
 /* MPI_Get_elements counts a pair type's value and int apart: 2 a pair */
 static void test_pair_elements(void)
 {
@@ -1392,6 +1411,7 @@ void add_bcs_suite(void)
 	CU_add_test(s, "a freed type stays while held", test_type_refs);
 	CU_add_test(s, "external32: sizes, byte order, pairs, complex", test_external32);
 	CU_add_test(s, "elements of pair types", test_pair_elements);
+	CU_add_test(s, "copies of a contiguous type: one block", test_large_contig);
 	CU_add_test(s, "dims_create: MPICH's factoring", test_dims_create);
 	CU_add_test(s, "group set operations and translation", test_group_ops);
 	CU_add_test(s, "Cartesian coordinates and ranks", test_cart);
