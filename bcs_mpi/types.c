@@ -643,9 +643,11 @@ static const char *const predef_name[] = {
 	TNAME(MPI_C_LONG_DOUBLE_COMPLEX),
 };
 
-/* the handles at the table's top: Fortran's types, the bound markers */
+/* the handles at the table's top: C++'s and Fortran's types, the bound
+ * markers */
 static const char *const top_name[] = {
-	"MPI_CHARACTER", "MPI_LOGICAL", "MPI_INTEGER", "MPI_REAL", "MPI_DOUBLE_PRECISION",
+	"MPI_CXX_BOOL", "MPI_CXX_FLOAT_COMPLEX", "MPI_CXX_DOUBLE_COMPLEX",
+	"MPI_CXX_LONG_DOUBLE_COMPLEX", "MPI_CHARACTER", "MPI_LOGICAL", "MPI_INTEGER", "MPI_REAL", "MPI_DOUBLE_PRECISION",
 	"MPI_COMPLEX",	 "MPI_DOUBLE_COMPLEX", "MPI_LB", "MPI_UB",
 };
 
@@ -685,8 +687,8 @@ int MPI_Type_get_name(MPI_Datatype dt, char *name, int *len)
 	bool named = t->predefined && dt > 0 &&
 		     dt < (int)(sizeof(predef_name) / sizeof(predef_name[0])) && predef_name[dt];
 	const char *dflt = named ? predef_name[dt] : "";
-	if (t->predefined && dt >= MPI_CHARACTER && dt <= MPI_UB)
-		dflt = top_name[dt - MPI_CHARACTER];
+	if (t->predefined && dt >= MPI_CXX_BOOL && dt <= MPI_UB)
+		dflt = top_name[dt - MPI_CXX_BOOL];
 	bcs_name_get(t->name, dflt, name, len);
 	return MPI_SUCCESS;
 }

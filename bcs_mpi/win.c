@@ -1392,6 +1392,8 @@ static bool self_lockable_excl(void *arg)
 
 static int lock_one(struct win *w, int type, int rank, const char *fn)
 {
+	if (rank == MPI_PROC_NULL)
+		return MPI_SUCCESS; /* MPI-3: a valid target, an epoch of nothing */
 	if (rank < 0 || rank >= w->size)
 		return bcs_err(w->comm, MPI_ERR_RANK, fn);
 	if (w->q[rank].lock)
@@ -1513,6 +1515,8 @@ static int flush(struct win *w, const char *which, const char *fn)
 static int on_one(struct win *w, int rank, int (*fn)(struct win *, const char *, const char *),
 		  const char *name)
 {
+	if (rank == MPI_PROC_NULL)
+		return MPI_SUCCESS; /* its lock epoch had nothing to end or flush */
 	if (rank < 0 || rank >= w->size)
 		return bcs_err(w->comm, MPI_ERR_RANK, name);
 	char *which = calloc((size_t)w->size, 1);

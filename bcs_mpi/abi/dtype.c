@@ -10,7 +10,7 @@
 #include "mpi.h"
 
 _Static_assert(MPI_UB == BCS_TYPE_MAX - 1 && MPI_LB == BCS_TYPE_MAX - 2 &&
-		       MPI_CHARACTER == BCS_TYPE_MAX - 9,
+		       MPI_CHARACTER == BCS_TYPE_MAX - 9 && MPI_CXX_BOOL == BCS_TYPE_MAX - 13,
 	       "the bound markers and Fortran's types are the datatype table's last handles");
 
 static struct bcs_type types[BCS_TYPE_MAX];
@@ -104,7 +104,7 @@ long bcs_basic_size(int b)
 	return 0;
 }
 
-/* a Fortran type: its C equivalent's layout and elements (reductions and
+/* a Fortran (or C++) type: its C equivalent's layout and elements (reductions and
  * external32 act on those), under a handle of its own */
 static void fortran(int h, int like)
 {
@@ -136,6 +136,10 @@ void bcs_types_init(void)
 	fortran(MPI_DOUBLE_PRECISION, MPI_DOUBLE);
 	fortran(MPI_COMPLEX, MPI_C_FLOAT_COMPLEX);
 	fortran(MPI_DOUBLE_COMPLEX, MPI_C_DOUBLE_COMPLEX);
+	fortran(MPI_CXX_BOOL, MPI_C_BOOL);
+	fortran(MPI_CXX_FLOAT_COMPLEX, MPI_C_FLOAT_COMPLEX);
+	fortran(MPI_CXX_DOUBLE_COMPLEX, MPI_C_DOUBLE_COMPLEX);
+	fortran(MPI_CXX_LONG_DOUBLE_COMPLEX, MPI_C_LONG_DOUBLE_COMPLEX);
 	/* long double carries 10 meaningful bytes in 16 on x86-64: all 16 travel */
 	pair(MPI_LONG_DOUBLE_INT, sizeof(long double), offsetof(struct pair_ld, i),
 	     sizeof(struct pair_ld));

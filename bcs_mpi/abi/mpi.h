@@ -150,6 +150,11 @@ typedef void(MPI_User_function)(void *invec, void *inoutvec, int *len, MPI_Datat
 #define MPI_DOUBLE_PRECISION 4091
 #define MPI_COMPLEX 4092
 #define MPI_DOUBLE_COMPLEX 4093
+/* and C++'s, laid out as C's bool and complex types */
+#define MPI_CXX_BOOL 4083
+#define MPI_CXX_FLOAT_COMPLEX 4084
+#define MPI_CXX_DOUBLE_COMPLEX 4085
+#define MPI_CXX_LONG_DOUBLE_COMPLEX 4086
 /* MPI_Type_match_size's classes (MPICH's values) */
 #define MPI_TYPECLASS_REAL 1
 #define MPI_TYPECLASS_INTEGER 2

@@ -556,7 +556,10 @@ static void fortran_types(void)
 		  {MPI_REAL, "MPI_REAL", 4},
 		  {MPI_DOUBLE_PRECISION, "MPI_DOUBLE_PRECISION", 8},
 		  {MPI_COMPLEX, "MPI_COMPLEX", 8},
-		  {MPI_DOUBLE_COMPLEX, "MPI_DOUBLE_COMPLEX", 16}};
+		  {MPI_DOUBLE_COMPLEX, "MPI_DOUBLE_COMPLEX", 16},
+		  {MPI_CXX_BOOL, "MPI_CXX_BOOL", 1},
+		  {MPI_CXX_FLOAT_COMPLEX, "MPI_CXX_FLOAT_COMPLEX", 8},
+		  {MPI_CXX_DOUBLE_COMPLEX, "MPI_CXX_DOUBLE_COMPLEX", 16}};
 	for (size_t k = 0; k < sizeof(ft) / sizeof(ft[0]); k++) {
 		char name[MPI_MAX_OBJECT_NAME];
 		int len = 0, sz = 0;

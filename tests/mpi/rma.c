@@ -4,7 +4,7 @@
  * ranks into rank 0, Get_accumulate and Fetch_and_op, Compare_and_swap,
  * a post/start/complete/wait ring, and passive target: a fetch-and-op
  * counter, an exclusive read-modify-write through Win_flush, lock_all;
- * info hints (Win_set_info, Win_get_info).
+ * info hints (Win_set_info, Win_get_info); MPI_PROC_NULL as a target.
  * Only what MPI defines is printed: where the order of lock epochs is free,
  * the checks look at sums and permutations. */
 #include "suite.h"
@@ -293,6 +293,34 @@ static void passive(void)
 	MPI_Win_free(&win);
 }
 
+/* MPI_PROC_NULL as a target: a lock epoch on it, a put, a get, an
+ * accumulate and an Rput in it, a flush and the unlock, all succeed and
+ * touch nothing */
+static void proc_null(void)
+{
+	int *mem, v[2] = {7, 8}, got[2] = {-1, -1};
+	MPI_Win win;
+	MPI_Win_allocate(2 * sizeof(int), sizeof(int), MPI_INFO_NULL, W, &mem, &win);
+	mem[0] = mem[1] = 5;
+	MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+	MPI_Barrier(W);
+	int rc = MPI_Win_lock(MPI_LOCK_EXCLUSIVE, MPI_PROC_NULL, 0, win);
+	checkrc(rc, MPI_SUCCESS, "proc_null: lock");
+	MPI_Request rq;
+	int ok = MPI_Put(v, 2, MPI_INT, MPI_PROC_NULL, 0, 2, MPI_INT, win) == MPI_SUCCESS;
+	ok &= MPI_Get(got, 2, MPI_INT, MPI_PROC_NULL, 0, 2, MPI_INT, win) == MPI_SUCCESS;
+	ok &= MPI_Accumulate(v, 2, MPI_INT, MPI_PROC_NULL, 0, 2, MPI_INT, MPI_SUM, win) ==
+	      MPI_SUCCESS;
+	ok &= MPI_Rput(v, 2, MPI_INT, MPI_PROC_NULL, 0, 2, MPI_INT, win, &rq) == MPI_SUCCESS;
+	ok &= MPI_Wait(&rq, MPI_STATUS_IGNORE) == MPI_SUCCESS;
+	check(ok, "proc_null: put, get, accumulate, rput");
+	checkrc(MPI_Win_flush(MPI_PROC_NULL, win), MPI_SUCCESS, "proc_null: flush");
+	checkrc(MPI_Win_unlock(MPI_PROC_NULL, win), MPI_SUCCESS, "proc_null: unlock");
+	MPI_Barrier(W);
+	check(got[0] == -1 && mem[0] == 5 && mem[1] == 5, "proc_null: nothing touched");
+	MPI_Win_free(&win);
+}
+
 /* a window's info hints: the creating call's and MPI_Win_set_info's come
  * back from MPI_Win_get_info, the others at MPI's defaults */
 static int hint_is(MPI_Win win, const char *key, const char *want)
@@ -349,5 +377,6 @@ int main(int argc, char **argv)
 	pscw_ring();
 	passive();
 	hints();
+	proc_null();
 	return suite_finish("rma");
 }
