@@ -168,6 +168,12 @@ static struct slot *slot_get(struct sn_ctx *ctx, int rail, uint32_t dest, struct
 		ctx->nfree_slots--;
 	} else if (!(s = malloc(sizeof(*s)))) {
 		return NULL;
+	} else {
+		s->all_next = ctx->all_slots;
+		s->all_pprev = &ctx->all_slots;
+		if (ctx->all_slots)
+			ctx->all_slots->all_pprev = &s->all_next;
+		ctx->all_slots = s;
 	}
 	memset(s, 0, offsetof(struct slot, hdr));
 	s->kind = SLOT_TX;
@@ -285,6 +291,9 @@ void sni_tx_done(struct sn_ctx *ctx, struct slot *s)
 		ctx->free_slots = s;
 		ctx->nfree_slots++;
 	} else {
+		*s->all_pprev = s->all_next;
+		if (s->all_next)
+			s->all_next->all_pprev = s->all_pprev;
 		free(s);
 	}
 	if (r) {

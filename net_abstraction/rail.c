@@ -620,15 +620,6 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 	return 0;
 }
 
-static void slots_free(struct slot **head)
-{
-	while (*head) {
-		struct slot *s = *head;
-		*head = s->next;
-		sni_slot_drop_copy(s);
-		free(s);
-	}
-}
 
 static void rail_close(struct rail *rl)
 {
@@ -646,8 +637,8 @@ static void rail_close(struct rail *rl)
 		fi_close(&rl->fabric->fid);
 	if (rl->info)
 		fi_freeinfo(rl->info);
-	slots_free(&rl->txq_head);
-	slots_free(&rl->failq);
+	/* their slots are freed with every other send slot (sni_ctx_free) */
+	rl->txq_head = rl->failq = NULL;
 	free(rl->rx);
 	free(rl->rx_mem);
 	free(rl->peers);
@@ -891,11 +882,14 @@ void sni_ctx_free(struct sn_ctx *ctx)
 		ctx->held = h->next;
 		free(h);
 	}
-	while (ctx->free_slots) {
-		struct slot *s = ctx->free_slots;
-		ctx->free_slots = s->next;
+	/* the cached ones, those queued, and any a provider still held */
+	while (ctx->all_slots) {
+		struct slot *s = ctx->all_slots;
+		ctx->all_slots = s->all_next;
+		sni_slot_drop_copy(s);
 		free(s);
 	}
+	ctx->free_slots = NULL;
 	while (ctx->calls) {
 		struct caw_call *c = ctx->calls;
 		ctx->calls = c->next;

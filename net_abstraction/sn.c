@@ -194,6 +194,15 @@ void sn_close(struct sn_ctx *ctx)
 	sni_ctx_free(ctx);
 }
 
+void sn_close_now(struct sn_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	if (ctx->opened)
+		sni_caw_cancel(ctx);
+	sni_ctx_free(ctx);
+}
+
 struct caw_wait {
 	bool done;
 	struct sn_caw_result res;

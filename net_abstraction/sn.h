@@ -95,7 +95,16 @@ int sn_wait_peers(struct sn_ctx *ctx, unsigned timeout_ms);
 
 /* Why the last sn_open in this thread failed. */
 const char *sn_open_error(void);
+/* Closes the context once what others wait on from it is done (forwards,
+ * ACKs, its COMPARE-AND-WRITE calls and their parts), or after the
+ * operation timeout: a call to a dead node ends only there. */
 void sn_close(struct sn_ctx *ctx);
+/* The same without waiting for anything in flight: for a caller that
+ * knows no peer waits on anything from it any more (the MM once every node
+ * holds its shutdown command), whose answers and send completions would
+ * only come from nodes that are leaving, or at the operation timeout.
+ * Calls still open are answered -ECANCELED; what is in flight is freed. */
+void sn_close_now(struct sn_ctx *ctx);
 
 const char *sn_strerror(const struct sn_ctx *ctx);
 uint32_t sn_node_id(const struct sn_ctx *ctx);

@@ -88,6 +88,10 @@ struct slot {
 	struct fwd_copy *copy; /* the forwarded chunk it sends from, if any */
 	/* header, then an inline payload; not cleared on reuse */
 	uint8_t hdr[SN_WIRE_HDR_MAX + SN_INLINE_MAX];
+	/* every send slot from its malloc to its free (ctx->all_slots), so
+	 * that those a provider still held when the context was closed
+	 * without draining (sn_close_now) are freed too; not cleared on reuse */
+	struct slot *all_next, **all_pprev;
 };
 
 struct rail {
@@ -265,6 +269,7 @@ struct sn_ctx {
 	uint64_t rng;             /* back-off of conflicting CAWs */
 	struct event events[SN_MAX_EVENTS];
 	struct slot *free_slots; /* cache of SN_SLOT_CACHE send slots at most */
+	struct slot *all_slots;  /* every send slot (struct slot: all_next) */
 	unsigned nfree_slots;
 	uint64_t tx_outstanding; /* sends handed out and not yet completed */
 	struct sn_stats stats;

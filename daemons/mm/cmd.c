@@ -99,6 +99,7 @@ void cmd_pump(struct mm *mm)
 		if (mm->nodes[i].state == STORM__CTL__NODE_STATE__UP && !mm->nodes[i].cmd_lagging)
 			sn_set_add(&mm->cmd_set, fabric_id((uint32_t)i));
 	mm->cmd_seq = seq;
+	mm->cmd_reached_all = false;
 	/* a node that is DOWN may only be slow or cut off: it gets each
 	 * command on its own (best effort, outside the tree, which it must not
 	 * cut), so that when it returns its ring is not missing one; but not
@@ -133,6 +134,7 @@ void cmd_on_sent_event(struct mm *mm)
 	if (rc == 0)
 		return;
 	mm->cmd_inflight = false;
+	mm->cmd_reached_all = rc > 0 && sn_set_count(&mm->cmd_set) == (uint32_t)mm->conf.nnodes;
 	if (rc < 0) {
 		/* a dead node inside the tree cuts its subtree off: send again to
 		 * each node that did not confirm, on its own */

@@ -434,7 +434,14 @@ void mm_stop(struct mm *mm)
 		free(mm->cmd_ring[i].buf);
 	metrics_stop(mm);
 	boot_stop(mm);
-	if (mm->sn)
+	/* every node holds the shutdown and is leaving: nothing it waits on
+	 * from the MM, whose own calls and sends to them (a liveness round, a
+	 * strobe) would end only at the operation timeout, seconds of every
+	 * cluster down */
+	if (mm->sn && mm->shutting_down && mm->cmd_reached_all && !mm->cmd_queue &&
+	    !mm->cmd_inflight)
+		sn_close_now(mm->sn);
+	else if (mm->sn)
 		sn_close(mm->sn);
 	if (mm->listen_fd > 0) {
 		close(mm->listen_fd);

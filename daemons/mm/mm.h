@@ -241,6 +241,9 @@ struct mm {
 		uint64_t sent_ns;
 	} cmd_ring[GM_CMD_SLOTS];
 	struct sn_nodeset cmd_set;
+	/* the last command sent reached every node of the cluster (each UP,
+	 * none lagging): once it is the shutdown, no node waits on the MM */
+	bool cmd_reached_all;
 	bool shutting_down;
 	double shutdown_deadline;
 	uint64_t file_seq;       /* last file chunk sent */
