@@ -282,6 +282,22 @@ static void rxd_window_fits(void)
 	setenv("FI_OFI_RXD_MAX_UNACKED", "32", 0);
 }
 
+/* ofi_rxm over verbs sizes each endpoint's verbs completion queue for its
+ * message queues times FI_UNIVERSE_SIZE peers, 256 by default: (128 + 128)
+ * x 256 = 65,536 entries, beyond what soft-RoCE (rdma_rxe) gives one queue
+ * (32,767), so no endpoint opens there ("Unable to create verbs CQ").
+ * A fabric's peers are its nodes: that many, unless set. libfabric reads it
+ * once, at its first call in the process; tcp and the others keep theirs. */
+static void rxm_universe_fits(const struct sn_ctx *ctx)
+{
+	const char *sys = ctx->cfg.sys_provider;
+	if (!strstr(ctx->cfg.provider, "verbs") && !(sys && strstr(sys, "verbs")))
+		return;
+	char v[16];
+	snprintf(v, sizeof(v), "%u", ctx->n > 1 ? ctx->n : 2);
+	setenv("FI_UNIVERSE_SIZE", v, 0);
+}
+
 /* bootstrap "static:PORT": node i's endpoint on rail r listens on its host
  * at PORT + 2i + r, so no two endpoints of one host collide (a virtual
  * cluster runs every node on one host). */
@@ -733,6 +749,7 @@ static int ctx_config(struct sn_ctx *ctx, const struct sn_config *cfg)
 		ctx->cfg.rx_depth = 32;
 	rxm_all_eager(ctx->cfg.chunk_size);
 	rxd_window_fits();
+	rxm_universe_fits(ctx);
 	if (ctx->n == 0 || ctx->n > SN_MAX_NODES)
 		rc = fail(ctx, -EINVAL, "node count %u out of range 1..%d", ctx->n, SN_MAX_NODES);
 	else if (ctx->self >= ctx->n)
