@@ -36,7 +36,11 @@ enum { EV_DATA = 1, EV_LOCAL = 2, EV_GO = 3, EV_SINGLE = 4, EV_BIG = 5, EV_REPLY
 #define RUN_TIMEOUT_MS 120000
 #endif
 
-static const char *providers[] = {"tcp;ofi_rxm", "shm", "sockets", "udp;ofi_rxd"};
+/* the last, verbs, only where SN_TEST_PROVIDERS names it: it needs an RDMA
+ * device (make kernel-check runs it on soft-RoCE in its guest) */
+static const char *providers[] = {"tcp;ofi_rxm", "shm", "sockets", "udp;ofi_rxd",
+				  "verbs;ofi_rxm"};
+enum { NPROV = sizeof(providers) / sizeof(providers[0]), PROV_VERBS = NPROV - 1 };
 
 struct params {
 	const char *prov;
@@ -1542,7 +1546,7 @@ static int run_scenario(int prov, int (*fn)(const struct spawn_node *), uint32_t
 					     #S), 0);                                \
 	}
 #define ADD_TEST(P, S, N)                                  \
-	if ((!getenv("SN_TEST_ONLY") || strstr(#S " x" #N, getenv("SN_TEST_ONLY"))) && \
+	if (only(#S " x" #N) &&                                                   \
 	    !in_list(getenv("SN_TEST_SKIP"), #S) &&                               \
 	    !in_list(getenv("SN_TEST_SKIP"), #S " x" #N) && (N) <= max_nodes(providers[P])) \
 		add_test(suite, providers[P], #S " x" #N, t_##P##_##S##_##N);
@@ -1560,6 +1564,7 @@ SCEN_LIST(DEFINE_TEST, 0)
 SCEN_LIST(DEFINE_TEST, 1)
 SCEN_LIST(DEFINE_TEST, 2)
 SCEN_LIST(DEFINE_TEST, 3)
+SCEN_LIST(DEFINE_TEST, 4)
 
 /* Is name one of list's '|'-separated entries (list NULL or empty: no)? */
 static bool in_list(const char *list, const char *name)
@@ -1571,6 +1576,25 @@ static bool in_list(const char *list, const char *name)
 		if ((p == list || p[-1] == '|') && (p[l] == '\0' || p[l] == '|'))
 			return true;
 	return false;
+}
+
+/* SN_TEST_ONLY unset, or one of its '|'-separated parts is in name
+ * ("caw" selects every size, "caw x2|events x2" two scenarios) */
+static bool only(const char *name)
+{
+	const char *o = getenv("SN_TEST_ONLY");
+	if (!o || !*o)
+		return true;
+	for (const char *p = o;;) {
+		const char *bar = strchr(p, '|');
+		char part[64];
+		snprintf(part, sizeof(part), "%.*s", (int)(bar ? bar - p : (long)strlen(p)), p);
+		if (*part && strstr(name, part))
+			return true;
+		if (!bar)
+			return false;
+		p = bar + 1;
+	}
 }
 
 /* SN_TEST_MAX_NODES: leave out the scenarios of more nodes (a second
@@ -1591,11 +1615,14 @@ static int max_nodes(const char *prov)
 	return mine >= 0 ? mine : all;
 }
 
-/* SN_TEST_PROVIDERS: only these, e.g. "shm|tcp;ofi_rxm" (unset: all) */
-static bool wanted(const char *prov)
+/* SN_TEST_PROVIDERS: only these, e.g. "shm|tcp;ofi_rxm" (unset: all but
+ * verbs) */
+static bool wanted(int prov)
 {
-	const char *only = getenv("SN_TEST_PROVIDERS");
-	return !only || !*only || in_list(only, prov);
+	const char *list = getenv("SN_TEST_PROVIDERS");
+	if (!list || !*list)
+		return prov != PROV_VERBS;
+	return in_list(list, providers[prov]);
 }
 
 int main(void)
@@ -1603,9 +1630,9 @@ int main(void)
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 2;
 	CU_pSuite suite;
-	for (int p = 0; p < 4; p++) {
+	for (int p = 0; p < NPROV; p++) {
 		char name[64];
-		if (!wanted(providers[p]))
+		if (!wanted(p))
 			continue;
 		struct sn_config dflt;
 		sn_config_defaults(&dflt);
@@ -1617,6 +1644,7 @@ int main(void)
 		case 1: SCEN_LIST(ADD_TEST, 1) break;
 		case 2: SCEN_LIST(ADD_TEST, 2) break;
 		case 3: SCEN_LIST(ADD_TEST, 3) break;
+		case 4: SCEN_LIST(ADD_TEST, 4) break;
 		}
 	}
 	if (getenv("SN_TEST_LIST")) {
