@@ -49,8 +49,9 @@ linux-perf slurm-wlm slurmctld slurmd slurm-client snakemake"
 bench_pkgs="libfabric-bin gnuplot-nox hyperfine python3-matplotlib"
 # make kernel / kernel-check only: storm.ko's kbuild (linux-headers-amd64 names the
 # versioned headers), and the VM that loads it: QEMU, a static busybox and cpio for
-# its initramfs (the matching linux-image is unpacked into build/, not installed)
-kernel_pkgs="linux-headers-amd64 qemu-system-x86 busybox-static cpio"
+# its initramfs (the matching linux-image is unpacked into build/, not installed);
+# for soft-RoCE in the guest, rdma-core's rxe provider and iproute2's rdma
+kernel_pkgs="linux-headers-amd64 qemu-system-x86 busybox-static cpio ibverbs-providers iproute2"
 
 usage() {
 	echo "usage: install-deps.sh [--test | --bench | --kernel] [--list | --dry-run]" >&2

@@ -4,8 +4,9 @@
 # busybox, storm.ko, the guest test (tests/kernel/guest.c), storm's daemons
 # and CLI with munged and every library they load, and
 # tests/kernel/guest_cluster.sh; its /init loads the module, tests it on its
-# own, then brings a storm cluster up whose stormnd switches through it, and
-# powers off. The verdict is read from the serial console. The kernel package
+# own, then brings a storm cluster up whose stormnd switches through it, then
+# runs the network layer and BCS-MPI over verbs on soft-RoCE
+# (tests/kernel/guest_rdma.sh), and powers off. The verdict is read from the serial console. The kernel package
 # is unpacked into BUILD/kernel/image, never installed.
 #     tests/kernel/run_vm.sh BUILD
 set -eu
@@ -43,12 +44,37 @@ cp /bin/busybox "$root/bin/busybox"
 for c in sh mount insmod rmmod poweroff cat echo dmesg sleep ip grep tail mkdir find xargs; do
 	ln -s busybox "$root/bin/$c"
 done
-cp "$build/kernel/storm.ko" "$build/kernel/storm_guest" tests/kernel/guest_cluster.sh "$root/"
+cp "$build/kernel/storm.ko" "$build/kernel/storm_guest" tests/kernel/guest_cluster.sh \
+	tests/kernel/guest_rdma.sh "$root/"
 # storm's programs at the paths an install gives them, with their libraries
 mkdir -p "$root/usr/bin" "$root/usr/sbin" "$root/etc" "$root/tmp"
-for b in storm storm-cluster stormmm stormnd; do cp "$build/bin/$b" "$root/usr/bin/"; done
+for b in storm storm-cluster stormmm stormnd sn_mptest; do cp "$build/bin/$b" "$root/usr/bin/"; done
 cp /usr/sbin/munged "$root/usr/sbin/"
-for b in "$root"/usr/bin/* "$root/usr/sbin/munged"; do
+# soft-RoCE (tests/kernel/guest_rdma.sh): the kernel package's rdma_rxe and
+# the modules it and the RDMA connection manager need, in the order they
+# load (the package has no modules.dep: depmod makes it on install), with
+# the crc32 hash rxe asks the crypto layer for (the guest has no modprobe to
+# load it on demand: without it adding a device fails with ENOENT);
+# rdma-core's rxe provider; iproute2's ip (ahead of busybox's on the
+# guest's PATH: the veth pair, and `ip -n -batch` for --netns) and rdma;
+# a BCS-MPI ring
+kmod="$img/lib/modules/$kver/kernel"
+mkdir -p "$root/lib/modules/rdma"
+for m in crypto/crc32_generic drivers/infiniband/core/ib_core drivers/infiniband/core/ib_uverbs \
+	net/ipv4/udp_tunnel net/ipv6/ip6_udp_tunnel drivers/infiniband/sw/rxe/rdma_rxe \
+	drivers/infiniband/core/ib_cm drivers/infiniband/core/iw_cm fs/configfs/configfs \
+	drivers/infiniband/core/rdma_cm drivers/infiniband/core/rdma_ucm drivers/net/veth; do
+	cp "$kmod/$m.ko" "$root/lib/modules/rdma/"
+	echo "${m##*/}" >> "$root/lib/modules/rdma/order"
+done
+verbs=/usr/lib/x86_64-linux-gnu/libibverbs
+mkdir -p "$root$verbs" "$root/etc/libibverbs.d"
+cp "$verbs/librxe-rdmav34.so" "$root$verbs/"
+cp /etc/libibverbs.d/rxe.driver "$root/etc/libibverbs.d/"
+cp /usr/bin/rdma "$root/usr/bin/"
+cp /usr/bin/ip "$root/usr/sbin/ip"
+"$build/bin/bcs-mpicc" tests/cluster/mpi/ring.c -o "$root/usr/bin/ring"
+for b in "$root"/usr/bin/* "$root/usr/sbin/munged" "$root/usr/sbin/ip" "$root$verbs"/*.so; do
 	ldd "$b" | awk '/=> \//{ print $3 } /^\t\/lib/{ print $1 }'
 done | sort -u | while read -r lib; do
 	mkdir -p "$root${lib%/*}"
@@ -74,6 +100,7 @@ if insmod /storm.ko bound_us=120000000; then
 		mkdir -p /sys/fs/cgroup && mount -t cgroup2 cgroup2 /sys/fs/cgroup
 		export PATH=/usr/bin:/usr/sbin:/bin
 		/guest_cluster.sh signals && /guest_cluster.sh freezer || rc=1
+		/guest_rdma.sh || rc=1
 	fi
 	echo "guest-exit: $rc"
 	rmmod storm && echo "guest: storm unloaded"

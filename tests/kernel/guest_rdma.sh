@@ -1,0 +1,78 @@
+#!/bin/sh
+# In the guest: the network layer over libfabric's verbs provider (under
+# ofi_rxm, as a cluster names it: `verbs;ofi_rxm`) on soft-RoCE, rdma_rxe,
+# the kernel's software RDMA device: the three primitives between node
+# processes (sn_mptest), then a BCS-MPI ring on a 2-node storm cluster.
+# Prints PASS/FAIL lines.
+#
+# One rxe device, on one end of a veth pair in the initial network
+# namespace, carries every endpoint (each its own queue pairs, connected
+# through the RDMA connection manager to the same address). Not one device
+# per namespace: this kernel's rxe opens its UDP port (4791) and routes what
+# it sends in the initial namespace only, so a device on an interface moved
+# into another namespace neither receives nor reaches its peer.
+#     guest_rdma.sh
+set -u
+dir=/tmp/storm-0
+fail() {
+	echo "FAIL: rdma: $*"
+	for f in "$dir"/log/*.log; do
+		[ -f "$f" ] || continue
+		echo "--- $f"
+		tail -n 15 "$f"
+	done
+	storm cluster down >/dev/null 2>&1
+	exit 1
+}
+for m in $(cat /lib/modules/rdma/order); do
+	insmod "/lib/modules/rdma/$m.ko" || fail "insmod $m"
+done
+# iproute2's ip by its path: the guest's busybox sh runs its own applets
+# ahead of PATH
+ip=/usr/sbin/ip
+$ip link add rxa type veth peer name rxb || fail "veth pair"
+$ip addr add 10.77.0.1/24 dev rxa || fail "address on rxa"
+$ip link set rxb up && $ip link set rxa up || fail "veth up"
+rdma link add rxe0 type rxe netdev rxa || fail "rdma link add rxe0"
+# libfabric's verbs provider resolves a name (rdma_getaddrinfo) even for an
+# endpoint bound to no address; with no /etc/hosts the guest's resolver
+# asks DNS, there is none, and the provider offers nothing (EAI_AGAIN)
+busybox hostname rdma-guest
+printf '127.0.0.1 localhost\n10.77.0.1 rdma-guest\n' >/etc/hosts
+echo 'hosts: files' >/etc/nsswitch.conf
+echo "guest: rdma: $(rdma link show | tr '\n' ' ')"
+echo "PASS: rdma: soft-RoCE device rxe0 on rxa"
+
+# the three primitives: XFER-AND-SIGNAL with its events (integrity),
+# TEST-EVENT (events) and COMPARE-AND-WRITE (caw), 2 node processes each
+# (CUnit's verdicts on stdout; the scenarios' notes and libfabric's
+# warnings on stderr, shown on a failure)
+SN_TEST_PROVIDERS='verbs;ofi_rxm' SN_TEST_ONLY='integrity x2|events x2|caw x2' \
+	FI_LOG_LEVEL=warn sn_mptest >/tmp/sn_mptest.out 2>/tmp/sn_mptest.err
+rc=$?
+sed -n 's/^ *Test: \(.*\) \.\.\.passed$/PASS: rdma: verbs;ofi_rxm: \1/p' /tmp/sn_mptest.out
+n=$(grep -c '\.\.\.passed$' /tmp/sn_mptest.out)
+if [ $rc != 0 ] || [ "$n" != 3 ]; then
+	cat /tmp/sn_mptest.out /tmp/sn_mptest.err | grep -v '^ *$' | tail -n 40 |
+		sed 's/^/guest: sn_mptest: /'
+	fail "sn_mptest on verbs;ofi_rxm: exit $rc, $n of 3 passed"
+fi
+
+# a BCS-MPI ring of 2 ranks on 2 nodes, the cluster's fabric on verbs
+storm cluster up --nodes 2 --cpus 1 --timeslice-us 50000 --provider 'verbs;ofi_rxm' \
+	--up-timeout 900 >/tmp/up.out 2>&1 || {
+	rc=$?
+	sed 's/^/guest: up: /' /tmp/up.out
+	fail "storm cluster up --provider 'verbs;ofi_rxm': exit $rc"
+}
+# each node daemon names its fabric's provider when it is up
+grep -h ' up (fabric id' "$dir"/log/node*.log | sed 's/^/guest: rdma: /'
+up=$(grep -h ' up (fabric id.*provider verbs;ofi_rxm' "$dir"/log/node*.log | wc -l)
+[ "$up" = 2 ] || fail "$up of 2 node daemons up on verbs;ofi_rxm"
+storm run -N 2 -n 2 /usr/bin/ring >/tmp/ring.out 2>&1 || {
+	sed 's/^/guest: ring: /' /tmp/ring.out
+	fail "storm run -N 2 -n 2 ring"
+}
+grep -q '^ring: token 3 (expected 3)$' /tmp/ring.out || fail "ring: $(cat /tmp/ring.out)"
+echo "PASS: rdma: BCS-MPI ring on 2 nodes over verbs;ofi_rxm"
+storm cluster down >/dev/null || fail "storm cluster down"
