@@ -46,9 +46,12 @@ echo "PASS: rdma: soft-RoCE device rxe0 on rxa"
 # the three primitives: XFER-AND-SIGNAL with its events (integrity),
 # TEST-EVENT (events) and COMPARE-AND-WRITE (caw), 2 node processes each
 # (CUnit's verdicts on stdout; the scenarios' notes and libfabric's
-# warnings on stderr, shown on a failure)
+# warnings on stderr, shown on a failure). Each operation's bound is a
+# minute, against a hang only: rxe hashes every packet (crc32) on the
+# emulated CPU, and integrity's 16 MiB transfer missed the 6 s a host's
+# run allows on a loaded host
 SN_TEST_PROVIDERS='verbs;ofi_rxm' SN_TEST_ONLY='integrity x2|events x2|caw x2' \
-	FI_LOG_LEVEL=warn sn_mptest >/tmp/sn_mptest.out 2>/tmp/sn_mptest.err
+	SN_TEST_OP_TIMEOUT_MS=60000 FI_LOG_LEVEL=warn sn_mptest >/tmp/sn_mptest.out 2>/tmp/sn_mptest.err
 rc=$?
 sed -n 's/^ *Test: \(.*\) \.\.\.passed$/PASS: rdma: verbs;ofi_rxm: \1/p' /tmp/sn_mptest.out
 n=$(grep -c '\.\.\.passed$' /tmp/sn_mptest.out)
