@@ -533,8 +533,9 @@ layers: all $(WALK_CI)
 # The others one at a time by default; CHECK_JOBS=2 runs them in two lanes
 # (docs/RELIABILITY.md, "make check beside a CPU hog": what two lanes save,
 # and what failed in them).
-# kernel-check boots the module in a QEMU guest (under TCG on this loaded host
-# 151 s; 116 s before soft-RoCE's primitives and ring were added).
+# kernel-check boots the module in a QEMU guest (under TCG here 50-150 s as
+# the host's load goes; soft-RoCE's primitives and ring added 0-35 s: with
+# them 50 s and 151 s, without 54 s and 116 s, at the same loads).
 CHECK_JOBS ?= 1
 CHECK_SOLO := net-rma net-msg
 CHECK_SUITES := cluster-snakemake cluster-ckpt_mpi cluster-slurm debtest mpi-thirdparty \
