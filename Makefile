@@ -47,7 +47,7 @@ PMIX_LIBS = $(shell pkg-config --libs pmix 2>/dev/null) -pthread
 
 .PHONY: all deps test-deps bench-deps kernel-deps demo check unit unit-asan nettest bench bench-pmi bench-launch bench-slice bench-gang bench-ckpt bench-mpi bench-replay clean
 all: $(BUILD)/lib/libstormnet.a $(BUILD)/lib/libstormcommon.a $(BUILD)/bin/primitives_demo \
-     $(BUILD)/bin/sn_mptest $(BUILD)/bin/unit_tests $(BUILD)/bin/stormmm $(BUILD)/bin/stormnd \
+     $(BUILD)/bin/sn_mptest $(BUILD)/bin/sn_eptest $(BUILD)/bin/unit_tests $(BUILD)/bin/stormmm $(BUILD)/bin/stormnd \
      $(BUILD)/bin/storm $(BUILD)/bin/storm-cluster $(BUILD)/lib/libstormckpt.a $(BUILD)/bin/storm-ckpt bcsmpi \
      $(SLURM_CMDS:%=$(SLURM_BIN)/%)
 # what make install installs: all but the test programs and the demo's,
@@ -188,6 +188,8 @@ BCS_LIB_SRC += bcs_mpi/neighbor.c
 BCS_LIB_SRC += bcs_mpi/pcoll.c
 # large-count (_c) forms over the int ones
 BCS_LIB_SRC += bcs_mpi/bigcount.c
+# the rank's own endpoint between nodes, over the network layer's small object
+BCS_LIB_SRC += bcs_mpi/rankep.c net_abstraction/ep.c
 BCS_LIB_OBJ := $(BCS_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 .PHONY: bcsmpi
 bcsmpi: $(BUILD)/lib/libbcsmpi.a $(BUILD)/lib/libbcsmpi.so $(BUILD)/include/mpi.h \
@@ -199,7 +201,7 @@ $(BUILD)/lib/libbcsmpi.a: $(BCS_LIB_OBJ)
 	$(AR) rcs $@ $^
 $(BUILD)/lib/libbcsmpi.so: $(BCS_LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -shared -Wl,-soname,libbcsmpi.so -o $@ $^
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libbcsmpi.so -o $@ $^ -lfabric
 $(BUILD)/include/mpi.h: bcs_mpi/abi/mpi.h
 	@mkdir -p $(dir $@)
 	cp $< $@
@@ -364,6 +366,11 @@ $(BUILD)/bin/sn_mptest: $(BUILD)/obj/tests/net/sn_mptest.o $(BUILD)/obj/tests/li
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcunit
 
+# the small object (sn_ep.h) between two processes: net-ep
+$(BUILD)/bin/sn_eptest: $(BUILD)/obj/tests/net/sn_eptest.o $(BUILD)/lib/libstormnet.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcunit
+
 unit: $(BUILD)/bin/unit_tests
 	$(SUITE) $@ sh -c '$(BUILD)/bin/unit_tests && python3 -m unittest discover -s bench/scale/model'
 unit-asan: $(BUILD)/bin/unit_tests_asan
@@ -389,8 +396,8 @@ NET_BIG_SKIP := kill x32|stall x16|events x32|noack x32|caw x32|concurrent x32
 NET_CHECK_SKIP := SN_TEST_SKIP='$(NET_BIG_SKIP)'
 NET_MSG := SN_RMA=0 SN_TEST_PROVIDERS='shm|tcp;ofi_rxm' SN_TEST_MAX_NODES=16
 NET_NO_DATA := caw|concurrent|overlap|contend|badargs|foreign
-.PHONY: net-rma net-msg net-rma-all net-msg-all
-nettest: net-rma-all net-msg-all
+.PHONY: net-rma net-msg net-rma-all net-msg-all net-ep
+nettest: net-rma-all net-msg-all net-ep
 net-rma: $(BUILD)/bin/sn_mptest
 	$(NET_SLOW_MAX) $(NET_CHECK_SKIP) $(SUITE) $@ $(BUILD)/bin/sn_mptest
 net-msg: $(BUILD)/bin/sn_mptest
@@ -399,6 +406,8 @@ net-rma-all: $(BUILD)/bin/sn_mptest
 	$(SUITE) $@ $(BUILD)/bin/sn_mptest
 net-msg-all: $(BUILD)/bin/sn_mptest
 	$(NET_MSG) $(SUITE) $@ $(BUILD)/bin/sn_mptest
+net-ep: $(BUILD)/bin/sn_eptest
+	$(SUITE) $@ $(BUILD)/bin/sn_eptest
 
 # loss and delay on a node's link for the fault tests (this kernel has no netem)
 $(BUILD)/bin/nfq_netem: tests/cluster/nfq_netem.c
@@ -429,7 +438,7 @@ $(BUILD)/bin/storm_selfsum: tests/cluster/selfsum.c
 # step: minutes of Python; 10 min at a load of 22, 16 at 50 to 90).
 CLUSTER_SUITES := cluster bootstrap slurm slurmcmds users remote ckpt ckpt_mpi ckpt_threads gang timed \
                   slice liveness caw mpi mpi_copy record replay_from replay_stop mpi16 netns pmi \
-                  pmix faults cmd_resend mbox_loss persist load valgrind snakemake
+                  pmix faults cmd_resend mbox_loss persist load valgrind snakemake mpi_rankw
 CLUSTER_BINS := all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/nfq_netem \
                 $(BUILD)/bin/ckpt_prog $(BUILD)/bin/fds_prog $(BUILD)/bin/tree_prog
 SUITE_ARGS_load := 200 10
@@ -547,14 +556,14 @@ CHECK_SUITES := cluster-snakemake cluster-ckpt_mpi cluster-slurm debtest mpi-thi
                 cluster-mpi hosts-mpi hosts-hosts cluster-cluster cluster-netns ndtest \
                 cluster-slurmcmds cluster-mbox_loss cluster-load cluster-slice \
                 cluster-bootstrap installtest clitest cluster-users cluster-caw \
-                cluster-remote unit-asan cluster-cmd_resend unit
+                cluster-remote unit-asan cluster-cmd_resend unit net-ep cluster-mpi_rankw
 .PHONY: check-suites check-solo
 check-suites: $(CHECK_SUITES)
 check-solo: $(CHECK_SOLO)
 # what the suites run, built before they start, so that they start in
 # CHECK_SUITES' order rather than as their programs come
 CHECK_BINS := $(sort $(CLUSTER_BINS) $(HOSTS_BINS)) $(BUILD)/bin/unit_tests_asan \
-              $(BUILD)/bin/sn_mptest $(BUILD)/bin/storm-ckpt $(BUILD)/bin/ckpt_threads \
+              $(BUILD)/bin/sn_mptest $(BUILD)/bin/sn_eptest $(BUILD)/bin/storm-ckpt $(BUILD)/bin/ckpt_threads \
               $(BUILD)/bin/ckpt_omp $(BUILD)/bin/fake_ctl_mm $(BUILD)/bin/fake_mm man
 .PHONY: check-bins
 check-bins: $(CHECK_BINS)

@@ -1,7 +1,8 @@
 /* BCS-MPI library internals shared by its files. The files call down only:
  * mpi.c (environment, the communicator table, requests, point to point,
  * errors) is the bottom, which every other calls and which calls none of
- * them (a persistent buffered send is handed bsend.c's function); init.c
+ * them but rankep.c (the rank's endpoint, which calls none) (a persistent
+ * buffered send is handed bsend.c's function); init.c
  * (MPI_Init, MPI_Finalize) is the top. In between, coll.c and intercomm.c
  * call each other (collectives on an intercommunicator); comm.c (dup,
  * split, free) calls them, attr.c and topo.c's data; group.c, topo.c and
@@ -14,6 +15,18 @@
 
 #include "dtype.h"
 #include "mpi.h"
+
+/* rankep.c, below mpi.c: the rank's own endpoint for messages between
+ * nodes (chan.h, "Across nodes, rank to rank"). bcs_ep_drain takes the
+ * daemon's orders and drives the endpoint; while bcs_ep_busy, a waiting
+ * rank naps on the endpoint (bcs_ep_nap) instead of its futex. */
+struct bcs_chan_hdr;
+struct bcs_area;
+void bcs_ep_init(const struct bcs_chan_hdr *h, struct bcs_area *a, int rank);
+void bcs_ep_drain(void);
+void bcs_ep_fini(void); /* MPI_Finalize: closed for good */
+bool bcs_ep_busy(void);
+void bcs_ep_nap(void);
 
 struct bcs_comm {
 	int used;

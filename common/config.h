@@ -43,6 +43,9 @@ struct storm_conf {
 	unsigned kill_wait_ms;   /* SIGTERM to SIGKILL on cancel */
 	unsigned checkpoint_copies; /* 1: a job of >= 2 nodes checkpoints to a buddy too */
 	unsigned bcs_data_tags;     /* 1: BCS-MPI bulk data is tagged and checked */
+	/* 1: BCS-MPI data between nodes goes from the sending rank's own
+	 * endpoint into the receiving rank's pool where both wait in MPI */
+	unsigned bcs_rank_writes;
 	char state_dir[PATH_MAX]; /* node state: <state_dir>/<node name> */
 	char socket[PATH_MAX];   /* the MM's control socket */
 	/* how the daemons learn fabric addresses: "mm" (register with the MM

@@ -214,6 +214,8 @@ int vc_conf_from_opts(const struct up_opts *o, const char *conf_path, struct sto
 		conf->checkpoint_copies = (unsigned)o->copies;
 	if (o->data_tags >= 0)
 		conf->bcs_data_tags = (unsigned)o->data_tags;
+	if (o->rank_writes >= 0)
+		conf->bcs_rank_writes = (unsigned)o->rank_writes;
 	if (o->ahead >= 0)
 		conf->ahead = (unsigned)o->ahead;
 	if (o->switch_wait_pct >= 0)

@@ -44,6 +44,9 @@ static const char up_help[] =
 	"      --bcs-data-tags T  1: BCS-MPI message data between nodes is tagged and\n"
 	"                         checked (default); 0: not, for a fabric only the\n"
 	"                         cluster's hosts reach (more bandwidth)\n"
+	"      --bcs-rank-writes W  1: BCS-MPI message data between nodes goes from the\n"
+	"                         sending rank's endpoint into the receiving rank where\n"
+	"                         both wait in MPI; 0: through the daemons (default)\n"
 	"      --netns            each node daemon in its own network namespace on a\n"
 	"                         bridge (root; 10.X.0.0/16, X 213 or the first free), so a node can be cut off\n"
 	"      --hosts            the MM and each node daemon on a host of its own\n"
@@ -113,6 +116,7 @@ static const struct up_choice {
 	  offsetof(struct up_opts, switch_mode) },
 	{ C_COPIES, "--checkpoint-copies", copies_names, "0 or 1", offsetof(struct up_opts, copies) },
 	{ C_DATA_TAGS, "--bcs-data-tags", copies_names, "0 or 1", offsetof(struct up_opts, data_tags) },
+	{ C_RANK_WRITES, "--bcs-rank-writes", copies_names, "0 or 1", offsetof(struct up_opts, rank_writes) },
 };
 
 /* 1 when id is a table option (read into o), 0 when not, -1 (printed) when
@@ -195,6 +199,7 @@ int vc_cmd_up(int argc, char **argv)
 		{ "switch", 0, 1, C_SWITCH },	       { "checkpoint-copies", 0, 1, C_COPIES },
 		{ "metrics-port", 0, 1, C_METRICS },   { "ahead", 0, 1, C_AHEAD },
 		{ "ctl-port", 0, 1, C_CTL_PORT },      { "bcs-data-tags", 0, 1, C_DATA_TAGS },
+		{ "bcs-rank-writes", 0, 1, C_RANK_WRITES },
 		{ "switch-wait-pct", 0, 1, C_SWITCH_WAIT }, { "slurm", 0, 0, C_SLURM },
 		{ "hosts", 0, 0, C_HOSTS }, { "share", 0, 1, C_SHARE },
 		{ "up-timeout", 0, 1, C_UP_TIMEOUT },
@@ -202,7 +207,7 @@ int vc_cmd_up(int argc, char **argv)
 	};
 	const char *cmd = "storm cluster up";
 	struct up_opts o = { .policy = -1,    .switch_mode = -1, .copies = -1,
-			     .data_tags = -1, .ahead = -1,	 .switch_wait_pct = -1 };
+			     .data_tags = -1, .rank_writes = -1, .ahead = -1,	 .switch_wait_pct = -1 };
 	uint64_t v;
 	struct cli_optparse p;
 	cli_opt_init(&p, argc, argv, 1, 1); /* --slurm's command ends the options */

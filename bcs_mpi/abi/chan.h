@@ -24,6 +24,13 @@
  *                   itself straight from the sender's buffer with one
  *                   process_vm_readv when the daemon grants it
  *                   (struct bcs_copy; docs/design/bcs-mpi.md, "One copy").
+ *   write orders    daemon -> rank, across nodes (storm.conf
+ *   and expectations bcs_rank_writes): the sending rank writes a granted
+ *                   piece from its own endpoint into the receiving rank's
+ *                   pool (struct bcs_wr), which the receiving rank copies
+ *                   into its buffer once the write's immediate data says
+ *                   it is there (struct bcs_rx; docs/design/bcs-mpi.md,
+ *                   "Across nodes from rank to rank").
  *
  * A rank that waits reads `futex`, checks its completions, and sleeps in
  * FUTEX_WAIT on that value: a wake between the check and the sleep changes
@@ -131,6 +138,47 @@ struct bcs_copy {
 	uint32_t write;
 };
 
+/* Across nodes, rank to rank. The rank opens its endpoint at MPI_Init on
+ * the provider the header names (rank_prov) and publishes its blob
+ * (net_abstraction/sn_ep.h: address, pool key and base) in its area,
+ * ep_state OPEN last. A write order (bcs_wr) names a piece of one of the
+ * rank's sends and where it goes: the receiver's blob and an offset in
+ * its pool; the rank writes it with the immediate data imm and says DONE
+ * once the write ended (REFUSED, err: it failed). An expectation (bcs_rx,
+ * slot k: the pool's k-th BCS_RX_SLOTS part) says a write with imm is
+ * coming for dst; the rank copies it there once it arrived and says DONE.
+ * States as copy orders'. A rank asked to close (ep_close: a checkpoint
+ * drains the job) closes its endpoint once nothing of it is in flight
+ * (ep_state CLOSED) and opens a new one once asked no more. */
+enum bcs_ep_state {
+	BCS_EP_NONE = 0,
+	BCS_EP_OPEN = 1,
+	BCS_EP_CLOSED = 2,
+};
+#define BCS_EP_BLOB 96u  /* SN_EP_BLOB_MAX */
+#define BCS_WR_SLOTS 16u
+#define BCS_RX_SLOTS 8u
+
+struct bcs_wr {
+	uint32_t state;
+	uint32_t blen;
+	uint64_t src;     /* in the sending rank */
+	uint64_t len;
+	uint64_t off;     /* in the receiving rank's pool */
+	uint64_t imm;
+	int32_t err;      /* REFUSED: the write's errno */
+	uint32_t pad;
+	uint8_t blob[BCS_EP_BLOB];
+};
+
+struct bcs_rx {
+	uint32_t state;
+	int32_t err;
+	uint64_t imm;
+	uint64_t dst;     /* in the receiving rank */
+	uint64_t len;
+};
+
 /* bcs_chan_hdr.flags */
 #define BCS_CHAN_REFUSE_COPY 1u /* test hook: every copy order is refused (EPERM) */
 #define BCS_CHAN_STOP_IN_COPY 2u /* test hook: a rank stops itself in its first copy */
@@ -191,6 +239,15 @@ struct bcs_area {
 	uint64_t tr_crun;
 	uint64_t pad7[5];
 	uint8_t tr[BCS_TRACE_RING];
+	/* across nodes, rank to rank (above) */
+	uint32_t ep_state;    /* written by the rank: enum bcs_ep_state */
+	uint32_t ep_close;    /* written by the daemon: close the endpoint */
+	uint32_t ep_blen;
+	uint32_t ep_posted;   /* bumped by the daemon with each order or expectation */
+	uint64_t ep_pool;     /* the pool's bytes */
+	uint8_t ep_blob[BCS_EP_BLOB];
+	struct bcs_wr wr[BCS_WR_SLOTS];
+	struct bcs_rx rx[BCS_RX_SLOTS];
 };
 
 /* tr_count and tr_crun live in version 4's padding: the words around them
@@ -225,6 +282,10 @@ struct bcs_chan_hdr {
 	 * the checkpoint left in it; 0: not a replay from a checkpoint */
 	uint64_t replay_ckpt;
 	char replay_trace[BCS_REPLAY_PATH];
+	/* rank to rank across nodes: the provider the ranks open their
+	 * endpoints on and their pools' size; "": the daemons move the data */
+	char rank_prov[64];
+	uint64_t rank_pool;
 };
 
 _Static_assert(sizeof(struct bcs_chan_hdr) <= BCS_CHAN_HDR, "the channel header outgrew its page");

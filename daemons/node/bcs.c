@@ -68,6 +68,17 @@ static void send_grants(struct nd *nd, struct bjob *j, uint32_t node, uint32_t b
 	nd->bcs->spin_until_ns = clock_mono_ns() + BCS_SPIN_NS;
 }
 
+/* A GRANT_RANK to the sender's node: pieces its ranks write into ours. */
+static void send_rank_grants(struct nd *nd, struct bjob *j, uint32_t node,
+			     const struct wrgrant *g, size_t n)
+{
+	if (!n)
+		return;
+	nd->bcs->next_flags = BCS_GRANT_RANK;
+	bcs_send(nd, node, M_GRANT, j->id, 0, (uint32_t)n, g, n * sizeof(*g), NULL, 0);
+	nd->bcs->spin_until_ns = clock_mono_ns() + BCS_SPIN_NS;
+}
+
 /* A free buffer of the area for data from node `from`, taken; -1: none. */
 static int take_buf(struct nd_bcs *b, uint32_t from)
 {
@@ -119,11 +130,14 @@ static void grant(struct nd *nd, struct bjob *j)
 {
 	struct nd_bcs *b = nd->bcs;
 	size_t maxg = (b->max_msg - sizeof(struct bhdr)) / sizeof(struct wgrant);
+	size_t maxr = (b->max_msg - sizeof(struct bhdr)) / sizeof(struct wrgrant);
 	struct wgrant *g = malloc(maxg * sizeof(*g)), *gn = malloc(maxg * sizeof(*gn));
-	if (!g || !gn)
+	struct wrgrant *rg = malloc(maxr * sizeof(*rg));
+	if (!g || !gn || !rg)
 		abort();
 	for (uint32_t node = 0; node < b->nnodes; node++) {
-		size_t ng = 0, nn = 0;
+		size_t ng = 0, nn = 0, nr = 0;
+		int rp;
 		int buf = -1;
 		uint64_t used = 0;
 		while (j->gq_head[node]) {
@@ -156,11 +170,24 @@ static void grant(struct nd *nd, struct bjob *j)
 			} else if (self) {
 				if (!bcs_local_piece(nd, j, x))
 					break; /* budget spent: the rest next slice */
+			} else if ((rp = bcs_rank_piece(nd, j, node, x, &rg[nr])) != 0) {
+				if (rp < 0)
+					break; /* the receiver's next free slot grants it */
+				/* the sending rank writes it into the receiving rank */
+				if (++nr == maxr) {
+					send_rank_grants(nd, j, node, rg, nr);
+					nr = 0;
+				}
 			} else {
 				uint64_t chunk = x->total - x->granted;
 				if (chunk > j->budget[node])
 					chunk = j->budget[node];
 				if (buf >= 0 && (used == b->buf_size || ng == maxg)) {
+					/* earlier pieces first: a send completes with the
+					 * record that says last, which must find the
+					 * writes of its earlier pieces already ordered */
+					send_rank_grants(nd, j, node, rg, nr);
+					nr = 0;
 					send_grants(nd, j, node, (uint32_t)buf, b->area[node][buf].gen,
 						    g, ng);
 					buf = -1;
@@ -201,12 +228,19 @@ static void grant(struct nd *nd, struct bjob *j)
 				j->wait_data[h] = x;
 			}
 		}
+		send_rank_grants(nd, j, node, rg, nr);
 		if (buf >= 0)
 			send_grants(nd, j, node, (uint32_t)buf, b->area[node][buf].gen, g, ng);
 		send_grants(nd, j, node, BCS_NOBUF, 0, gn, nn);
 	}
 	free(g);
 	free(gn);
+	free(rg);
+}
+
+void bcs_grant(struct nd *nd, struct bjob *j)
+{
+	grant(nd, j);
 }
 
 static void matched(struct bjob *j, struct bcs_msend *s, struct bcs_mrecv *r)
@@ -814,7 +848,15 @@ static void on_grant(struct nd *nd, struct bjob *j, uint32_t from, uint32_t buf,
 		    bcs_copy_from(bcs_pid_of(j, lr), o->d.addr + g[i].off, bk->data + g[i].aoff,
 				  g[i].len) == 0)
 			w->err = 0; /* else the rank is gone: the job dies anyway */
-		if (g[i].last) {
+		if (bk) {
+			/* with pieces its rank writes, it completes once every
+			 * piece moved, whichever path moved the last */
+			if (g[i].last) {
+				o->wr_last = true;
+				o->end = g[i].off + g[i].len;
+			}
+			bcs_send_moved(j, lr, o, g[i].len);
+		} else if (g[i].last) {
 			bool cancelled = !bk && g[i].last == BCS_GRANT_CANCELLED;
 			bcs_osend_take(j, lr, g[i].sreq, true);
 			bcs_complete(j, lr, o->d.req, cancelled ? -1 : g[i].dst, 0,
@@ -844,6 +886,8 @@ static void on_data(struct bjob *j, uint32_t from, const struct wdata *w, const 
 		if (w->err || bcs_copy_to(bcs_pid_of(j, h->lr), h->r->addr + w->off, at + w->aoff,
 					  w->len) < 0)
 			h->err = BCS_EFAULT;
+		else
+			j->in_daemon += w->len;
 		h->done += w->len;
 		return;
 	}
@@ -857,8 +901,13 @@ static void on_data(struct bjob *j, uint32_t from, const struct wdata *w, const 
 		int err = x->err || w->err ||
 			  bcs_copy_to(bcs_pid_of(j, x->lr), x->r->addr + w->off, at + w->aoff,
 				      w->len) < 0;
+		if (!err)
+			j->in_daemon += w->len;
 		x->done += w->len;
-		if (x->done >= x->total || err) {
+		if (err)
+			x->err = BCS_EFAULT;
+		/* pieces its ranks still write: the last of them completes it */
+		if ((x->done >= x->total || err) && !x->nrx) {
 			bcs_recv_done(j, x, err ? BCS_EFAULT : 0);
 			*pp = x->next;
 			bcs_xfer_free(x);
@@ -952,7 +1001,7 @@ static void on_message(struct nd *nd, uint32_t from, const struct mhdr *h, const
 	struct nd_bcs *b = nd->bcs;
 	if (bcs_job_dead(b, h->job)) {
 		/* the buffers of the node's area still go back and forth */
-		if (h->type == M_GRANT && h->flags != BCS_NOBUF &&
+		if (h->type == M_GRANT && h->flags != BCS_NOBUF && h->flags != BCS_GRANT_RANK &&
 		    (size_t)h->count * sizeof(struct wgrant) <= h->len)
 			on_grant(nd, NULL, from, h->flags, h->slice, (const struct wgrant *)body,
 				 h->count);
@@ -987,6 +1036,11 @@ static void on_message(struct nd *nd, uint32_t from, const struct mhdr *h, const
 		bcs_try_seal(j);
 		break;
 	case M_GRANT:
+		if (h->flags == BCS_GRANT_RANK) {
+			if ((size_t)h->count * sizeof(struct wrgrant) <= h->len)
+				bcs_rank_on_grant(nd, j, (const struct wrgrant *)body, h->count);
+			break;
+		}
 		if ((size_t)h->count * sizeof(struct wgrant) > h->len)
 			return;
 		on_grant(nd, j, from, h->flags, h->slice, (const struct wgrant *)body, h->count);
@@ -1037,13 +1091,14 @@ static bool ranks_idle(struct bjob *j)
 
 /* Nothing of the job moves on this node: no completion since the last
  * phase, every round before this slice run, no match waiting for its
- * grants or data, no completion waiting for ring room. A node still
+ * grants or data (or writes from rank to rank), no completion waiting for
+ * ring room. A node still
  * restoring ranks is never quiet: their rings hold what they had pending,
  * not collected until they are back, and a wildcard resolved before that
  * would miss their sends. */
 static bool node_quiet(struct bjob *j, uint64_t slice)
 {
-	if (j->moved || j->restoring || j->norders || j->round == UINT64_MAX ||
+	if (j->moved || j->restoring || j->norders || j->nwr || j->round == UINT64_MAX ||
 	    j->round + 1 + BCS_QLAG_MAX < slice)
 		return false;
 	for (uint32_t n = 0; n < j->nnodes_job; n++)
@@ -1072,6 +1127,8 @@ static void phase(struct nd *nd)
 		if (!j->job || !j->map)
 			continue;
 		bcs_orders(nd, j); /* before moved is read: a completion of theirs counts */
+		bcs_rank_poll(nd, j);
+		bcs_rank_close(j);
 		bool idle = ranks_idle(j);
 		/* frozen: the ranks' descriptors stay in their rings */
 		bool quiet = !j->frozen && !collect(nd, j, slice) && idle;
@@ -1176,7 +1233,7 @@ int64_t nd_bcs_timer_us(const struct nd *nd)
 	/* ranks copy what was granted: their orders are looked at this often
 	 * (a rank has no way to wake the loop) */
 	int64_t look = now - b->order_at_ns < BCS_ORDER_FAST_NS ? BCS_ORDER_POLL_NS / 1000 : 1000;
-	if (b->norders && (nap < 0 || nap > look))
+	if ((b->norders || b->nwr) && (nap < 0 || nap > look))
 		nap = look;
 	if (!b->phase_at_ns)
 		return nap;
@@ -1187,10 +1244,12 @@ int64_t nd_bcs_timer_us(const struct nd *nd)
 void nd_bcs_timers(struct nd *nd)
 {
 	struct nd_bcs *b = nd->bcs;
-	if (b && b->norders)
+	if (b && (b->norders || b->nwr))
 		for (struct bjob *j = b->jobs; j; j = j->next)
-			if (j->norders) {
+			if (j->norders || j->nwr) {
 				bcs_orders(nd, j);
+				if (bcs_rank_poll(nd, j))
+					grant(nd, j);
 				bcs_try_seal(j);
 				publish_now(j);
 			}
@@ -1204,10 +1263,16 @@ void nd_bcs_timers(struct nd *nd)
 void nd_bcs_dump(const struct nd *nd)
 {
 	const struct nd_bcs *b = nd->bcs;
+	if (b)
+		slog("  bcs: message data from other nodes, jobs ended here: %" PRIu64 " bytes "
+		     "written by the sending ranks, %" PRIu64 " through this daemon; to other "
+		     "nodes' ranks, %" PRIu64 " bytes its ranks left it wrote itself", b->in_rank,
+		     b->in_daemon, b->out_daemon);
 	for (const struct bjob *j = b ? b->jobs : NULL; j; j = j->next) {
 		slog("  bcs job %" PRIu64 ": round %" PRIu64 ", resolved at %" PRIu64
-		     ", %zu sends and %zu receives not in a round yet", j->id, j->round,
-		     j->resolved, j->ninc, j->nnewr);
+		     ", %zu sends and %zu receives not in a round yet; from other nodes %" PRIu64
+		     " bytes written by the sending ranks, %" PRIu64 " through this daemon",
+		     j->id, j->round, j->resolved, j->ninc, j->nnewr, j->in_rank, j->in_daemon);
 		for (uint32_t k = 0; k < j->nnodes_job; k++) {
 			uint32_t n = j->nodes[k];
 			slog("    node %u: cover %" PRIu64 ", quiet reports %016" PRIx64, n, j->cover[n],
@@ -1267,6 +1332,9 @@ int nd_bcs_init(struct nd *nd)
 	/* Early polling only where the loop has nothing to sleep on: a wait
 	 * descriptor (shm's doorbell included) wakes it by itself. */
 	b->early_poll = sn_wait_fd(nd->sn) < 0;
+	/* rank to rank between nodes (bcs_rank.c): on a network provider;
+	 * between virtual nodes over shm the daemons' path stays */
+	b->rank_writes = nd->conf.bcs_rank_writes && strncmp(nd->conf.provider, "shm", 3);
 	nd->bcs = b;
 	for (uint32_t t = M_DESC; t <= M_RED; t++)
 		nd_mb_register(nd, t, on_mailbox);
@@ -1364,6 +1432,10 @@ int nd_bcs_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command
 				 .nlocal = j->nlocal, .area_size = (uint32_t)BCS_AREA_SIZE,
 				 .job = job->id, .world = j->world, .first_rank = j->first,
 				 .flags = flags};
+	if (b->rank_writes) {
+		snprintf(h.rank_prov, sizeof(h.rank_prov), "%s", nd->conf.provider);
+		h.rank_pool = BCS_RANK_POOL;
+	}
 	/* storm replay --from: the restored ranks replay from the checkpoint's
 	 * mark the trace the MM sent into this node's job directory (its name
 	 * is one of the launch's files: nd_launch_problem) */
@@ -1460,6 +1532,7 @@ static void bjob_free(struct bjob *j)
 static void bjob_free_queues(struct nd_bcs *b, struct bjob *j)
 {
 	bcs_orders_free(b, j);
+	bcs_rank_free(b, j);
 	for (uint32_t i = 0; i < b->nnodes; i++) {
 		for (struct xfer *x = j->gq_head[i], *n; x; x = n) {
 			n = x->next;
@@ -1499,6 +1572,10 @@ void nd_bcs_job_end(struct nd *nd, struct nd_job *job)
 		     "by the ranks, %" PRIu64 " by this daemon (%" PRIu64 " of the ranks' by the "
 		     "sender), granted in %" PRIu64 " slice(s)", j->id, j->copied_rank,
 		     j->copied_daemon, j->copied_sender, j->lslices);
+	if (j->in_rank || j->in_daemon)
+		slog("job %" PRIu64 ": message data from other nodes: %" PRIu64 " bytes written by "
+		     "the sending ranks, %" PRIu64 " through this daemon", j->id, j->in_rank,
+		     j->in_daemon);
 	*pp = j->next;
 	b->dead[b->ndead++ % BCS_DEAD_JOBS] = j->id;
 	bjob_free_queues(b, j);
@@ -1530,6 +1607,7 @@ void nd_bcs_close(struct nd *nd)
 	}
 	while (b->nspare)
 		free(b->spare[--b->nspare]);
+	sn_ep_close(b->ep); /* writes still under way are lost with the daemon */
 	free(b->area);
 	free(b->bounce);
 	free(b);

@@ -45,7 +45,7 @@ static int daemon_copy(struct nd_bcs *b, struct bjob *j, pid_t from, uint64_t sr
 
 /* The rank is in a blocking MPI call, or polls having seen every
  * completion (chan.h, waiting and idle): it takes an order at once. */
-static bool rank_waits(struct bjob *j, uint32_t lr)
+bool bcs_rank_waits(struct bjob *j, uint32_t lr)
 {
 	struct bcs_area *a = bcs_area_of(j, lr);
 	uint32_t idle = __atomic_load_n(&a->idle, __ATOMIC_SEQ_CST);
@@ -76,9 +76,9 @@ static bool post_order(struct nd *nd, struct bjob *j, struct xfer *x, pid_t from
 	if (j->copy_off || j->frozen || (j->job && j->job->stopped) || from <= 0 || to <= 0 ||
 	    !allocated(j))
 		return false;
-	bool write = !rank_waits(j, lr);
+	bool write = !bcs_rank_waits(j, lr);
 	if (write) {
-		if (!rank_waits(j, slr) ||
+		if (!bcs_rank_waits(j, slr) ||
 		    !__atomic_load_n(&bcs_area_of(j, slr)->takes_writes, __ATOMIC_RELAXED))
 			return false;
 		lr = slr;

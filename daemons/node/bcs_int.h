@@ -14,6 +14,7 @@
 
 #include "chan.h"
 #include "layout.h"
+#include "sn_ep.h"
 #include "match.h"
 #include "nd.h"
 
@@ -34,6 +35,11 @@
 #define BCS_AREA_STALE_NS (30ull * 1000000000u)
 #define BCS_NOBUF UINT32_MAX    /* GRANT: records that move no data */
 #define BCS_GRANT_GMAC (1u << 30) /* GRANT's buffer: its node checks AES-GMAC tags */
+/* GRANT: records of pieces the sending rank writes into the receiving
+ * rank's pool (struct wrgrant), no buffer of the area */
+#define BCS_GRANT_RANK (UINT32_MAX - 1)
+/* a rank's pool for writes from other nodes' ranks: BCS_RX_SLOTS pieces */
+#define BCS_RANK_POOL (8u << 20)
 #define BCS_SPIN_NS (2000000u)  /* polling often after sending (nd_bcs_timer_us) */
 #define BCS_NAP_NS (200000)     /* ... every this long */
 #define BCS_BOUNCE (1u << 20)   /* copies between two ranks of a node, per step */
@@ -109,6 +115,16 @@ struct wgrant {
 	uint32_t aoff;     /* where in the buffer */
 };
 
+/* A GRANT_RANK record: the piece, and where the sending rank writes it:
+ * the receiving rank's blob (sn_ep.h), an offset in its pool and the
+ * immediate data its expectation waits for (chan.h, struct bcs_rx) */
+struct wrgrant {
+	struct wgrant g;
+	uint64_t poff, imm;
+	uint32_t blen, pad;
+	uint8_t blob[BCS_EP_BLOB];
+};
+
 #define BCS_GRANT_LAST 1u
 #define BCS_GRANT_CANCELLED 2u /* the send's MPI_Cancel won: it ends cancelled */
 
@@ -159,6 +175,7 @@ struct xfer {
 	uint64_t total, granted, done;
 	int err;          /* a piece was lost: the receive fails */
 	uint32_t norders; /* both ranks here: copy orders its receiver still has */
+	uint32_t nrx;     /* pieces the sending rank writes, not arrived yet */
 	struct xfer *next;
 };
 
@@ -167,6 +184,12 @@ struct osend {
 	uint32_t lr, seq;      /* seq: its post order among the rank's sends */
 	struct bcs_desc d;     /* as the rank posted it (a checkpoint keeps it) */
 	bool cancel;           /* the rank asked to cancel it (a checkpoint keeps it) */
+	/* pieces its rank still writes (bcs_rank.c); its last piece granted
+	 * (end: where it ends); bytes moved by either path. It completes when
+	 * all are moved */
+	uint32_t nwr;
+	bool wr_last;
+	uint64_t end, moved;
 	struct osend *next;
 };
 
@@ -271,6 +294,16 @@ struct bjob {
 	uint64_t copied_sender;    /* of copied_rank: by the sending rank */
 	uint64_t lslices;          /* slices (budgets) that granted such copies */
 	bool lcounted;             /* this slice's among them */
+	/* rank to rank between nodes (bcs_rank.c): per local rank and slot,
+	 * the pair an expectation is for (receiving) and the write an order
+	 * is for (sending); writes waiting for a free slot; the orders and
+	 * expectations out, and the bytes from other nodes each path moved */
+	struct xfer *(*rx_x)[BCS_RX_SLOTS];
+	struct rwrite *(*wr_w)[BCS_WR_SLOTS];
+	struct rwrite *wq_head, *wq_tail;
+	uint64_t rx_gen;
+	uint32_t nwr;
+	uint64_t in_rank, in_daemon;
 	/* storm run --record (bcs_trace.c): per local rank, where the last
 	 * event taken from its trace ring began and its kind */
 	uint64_t *tr_last;
@@ -317,6 +350,24 @@ struct nd_bcs {
 	uint32_t norders;                 /* copy orders out, every job */
 	uint64_t order_at_ns;             /* the last one posted */
 	bool early_poll;                  /* poll the fabric soon while waiting on a peer */
+	bool rank_writes;                 /* storm.conf bcs_rank_writes, on a provider for it */
+	struct sn_ep *ep;                 /* the daemon's own, for orders its ranks leave */
+	bool ep_failed;
+	uint64_t out_daemon;              /* bytes of such orders it wrote itself */
+	uint32_t nwr;                     /* rank write orders and expectations out */
+	uint64_t in_rank, in_daemon;      /* bytes from other nodes, every job ended here */
+};
+
+/* a piece the sending rank writes: as granted, until its order is done */
+struct rwrite {
+	struct rwrite *next;
+	uint32_t lr, sreq;
+	uint64_t phase;     /* posted in (bcs_rank_poll: the daemon takes it back) */
+	uint8_t *stage;     /* the daemon writes it itself: the bytes, read out of the rank */
+	bool by_daemon;     /* the daemon took it over */
+	struct bjob *j;
+	uint32_t k;         /* its order's slot */
+	struct wrgrant w;
 };
 
 /* bcs_job.c */
@@ -349,6 +400,20 @@ bool bcs_local_piece(struct nd *nd, struct bjob *j, struct xfer *x);
 void bcs_local_granted(struct bjob *j, struct xfer *x);
 void bcs_orders(struct nd *nd, struct bjob *j);
 void bcs_orders_free(struct nd_bcs *b, struct bjob *j);
+
+bool bcs_rank_waits(struct bjob *j, uint32_t lr);
+
+/* bcs_rank.c */
+int bcs_rank_piece(struct nd *nd, struct bjob *j, uint32_t node, struct xfer *x,
+		    struct wrgrant *out);
+void bcs_rank_on_grant(struct nd *nd, struct bjob *j, const struct wrgrant *r, size_t n);
+bool bcs_rank_poll(struct nd *nd, struct bjob *j);
+void bcs_send_moved(struct bjob *j, uint32_t lr, struct osend *o, uint64_t len);
+void bcs_rank_close(struct bjob *j);
+void bcs_rank_free(struct nd_bcs *b, struct bjob *j);
+
+/* bcs.c */
+void bcs_grant(struct nd *nd, struct bjob *j);
 
 /* bcs_coll.c */
 /* One node's partial of allreduce seq; kept aside while the job has not

@@ -1,0 +1,200 @@
+/* A rank's own endpoint, for BCS-MPI messages between nodes: the bytes go
+ * from the sending rank's endpoint into the receiving rank's pool, while
+ * descriptors, matching and grants stay between the daemons (chan.h,
+ * "Across nodes, rank to rank"; docs/design/bcs-mpi.md). Below mpi.c: it
+ * calls nothing else of the library, only the network layer's small
+ * object (net_abstraction/sn_ep.h), the one place that calls libfabric.
+ *
+ * The providers storm runs on place a write into a process only while
+ * that process drives its endpoint, so a rank with an expectation or a
+ * write under way polls its endpoint where it would sleep on its futex
+ * (bcs_ep_busy, bcs_ep_nap); the daemon grants this path only to a
+ * receiver that waits in MPI. */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "bcs.h"
+#include "chan.h"
+#include "sn_ep.h"
+
+static struct {
+	struct bcs_area *a;
+	int rank;
+	char prov[64];
+	size_t pool;
+	struct sn_ep *ep;
+	uint32_t seen;   /* ep_posted as last looked at */
+	unsigned taken;  /* expectations taken, not done */
+	bool failed;     /* opening failed: said once, the daemons move the data */
+} e;
+
+static void publish(void)
+{
+	struct bcs_area *a = e.a;
+	a->ep_blen = (uint32_t)sn_ep_addr(e.ep, a->ep_blob);
+	a->ep_pool = sn_ep_pool_size(e.ep);
+	__atomic_store_n(&a->ep_state, BCS_EP_OPEN, __ATOMIC_RELEASE);
+}
+
+static void ep_open(void)
+{
+	char why[200] = "";
+	if (e.failed || sn_ep_open(e.prov, e.pool, &e.ep, why, sizeof(why)) == 0) {
+		if (e.ep)
+			publish();
+		return;
+	}
+	e.failed = true;
+	fprintf(stderr, "BCS-MPI rank %d: no endpoint of its own (%s): its node's daemon moves "
+		"its messages between nodes\n", e.rank, why);
+}
+
+void bcs_ep_init(const struct bcs_chan_hdr *h, struct bcs_area *a, int rank)
+{
+	e.a = a;
+	e.rank = rank;
+	e.seen = 0;
+	e.taken = 0;
+	if (!h->rank_prov[0] || !h->rank_pool)
+		return;
+	snprintf(e.prov, sizeof(e.prov), "%.*s", (int)sizeof(h->rank_prov), h->rank_prov);
+	e.pool = h->rank_pool;
+	ep_open();
+}
+
+/* A write order: the piece from our buffer into the receiver's pool. */
+static void take_write(struct bcs_wr *w)
+{
+	uint32_t s = BCS_COPY_POSTED;
+	if (!__atomic_compare_exchange_n(&w->state, &s, BCS_COPY_TAKEN, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_RELAXED))
+		return;
+	int rc = sn_ep_write(e.ep, w->blob, w->blen, (const void *)(uintptr_t)w->src, w->len,
+			     w->off, w->imm, w);
+	if (rc == -EAGAIN) {
+		__atomic_store_n(&w->state, BCS_COPY_POSTED, __ATOMIC_RELEASE);
+		e.seen--; /* look again */
+		return;
+	}
+	if (rc) {
+		w->err = -rc;
+		__atomic_store_n(&w->state, BCS_COPY_REFUSED, __ATOMIC_RELEASE);
+	}
+}
+
+/* A peer's write arrived: the expectation it names takes it. */
+static void arrived(uint64_t imm)
+{
+	uint32_t k = (uint32_t)(imm & 0xff);
+	struct bcs_rx *r = k < BCS_RX_SLOTS ? &e.a->rx[k] : NULL;
+	uint32_t s = r ? __atomic_load_n(&r->state, __ATOMIC_ACQUIRE) : 0;
+	if (!r || r->imm != imm || (s != BCS_COPY_POSTED && s != BCS_COPY_TAKEN)) {
+		fprintf(stderr, "BCS-MPI rank %d: a write no grant announced (%#llx); ignored\n",
+			e.rank, (unsigned long long)imm);
+		return;
+	}
+	size_t slot = e.pool / BCS_RX_SLOTS;
+	if (r->len > slot) {
+		r->err = EINVAL;
+		__atomic_store_n(&r->state, BCS_COPY_REFUSED, __ATOMIC_RELEASE);
+	} else {
+		memcpy((void *)(uintptr_t)r->dst, (uint8_t *)sn_ep_pool(e.ep) + k * slot, r->len);
+		__atomic_store_n(&r->state, BCS_COPY_DONE, __ATOMIC_RELEASE);
+	}
+	if (s == BCS_COPY_TAKEN && e.taken)
+		e.taken--;
+}
+
+static void events(void)
+{
+	struct sn_ep_event ev[32];
+	int n;
+	while ((n = sn_ep_poll(e.ep, ev, 32)) > 0)
+		for (int i = 0; i < n; i++) {
+			if (ev[i].kind == SN_EP_ARRIVED) {
+				arrived(ev[i].imm);
+				continue;
+			}
+			struct bcs_wr *w = ev[i].ctx;
+			if (!w)
+				continue;
+			w->err = -ev[i].err;
+			__atomic_store_n(&w->state, ev[i].err ? BCS_COPY_REFUSED : BCS_COPY_DONE,
+					 __ATOMIC_RELEASE);
+		}
+}
+
+/* The checkpoint's drain asks us to close, and once it is over to open
+ * again: a new endpoint, a new blob, which the next grants carry. */
+static void close_or_reopen(void)
+{
+	struct bcs_area *a = e.a;
+	bool want_closed = __atomic_load_n(&a->ep_close, __ATOMIC_ACQUIRE);
+	if (want_closed && e.ep && !sn_ep_outstanding(e.ep) && !e.taken) {
+		__atomic_store_n(&a->ep_state, BCS_EP_CLOSED, __ATOMIC_RELEASE);
+		sn_ep_close(e.ep);
+		e.ep = NULL;
+	} else if (!want_closed && !e.ep && e.prov[0]) {
+		ep_open(); /* after a checkpoint, or in the process a restore made */
+	}
+}
+
+void bcs_ep_drain(void)
+{
+	if (!e.prov[0])
+		return;
+	close_or_reopen();
+	if (!e.ep)
+		return;
+	struct bcs_area *a = e.a;
+	uint32_t posted = __atomic_load_n(&a->ep_posted, __ATOMIC_ACQUIRE);
+	if (posted != e.seen) {
+		e.seen = posted;
+		for (unsigned k = 0; k < BCS_RX_SLOTS; k++) {
+			uint32_t s = BCS_COPY_POSTED;
+			if (__atomic_compare_exchange_n(&a->rx[k].state, &s, BCS_COPY_TAKEN, false,
+							__ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+				e.taken++;
+		}
+		for (unsigned k = 0; k < BCS_WR_SLOTS; k++)
+			if (__atomic_load_n(&a->wr[k].state, __ATOMIC_ACQUIRE) == BCS_COPY_POSTED)
+				take_write(&a->wr[k]);
+	}
+	events();
+	close_or_reopen();
+}
+
+void bcs_ep_fini(void)
+{
+	if (!e.ep)
+		return;
+	while (sn_ep_outstanding(e.ep) || e.taken)
+		events(); /* what we write or expect ends before we go */
+	__atomic_store_n(&e.a->ep_state, BCS_EP_CLOSED, __ATOMIC_RELEASE);
+	sn_ep_close(e.ep);
+	e.ep = NULL;
+	e.prov[0] = '\0';
+}
+
+bool bcs_ep_busy(void)
+{
+	return e.ep && (e.taken || sn_ep_outstanding(e.ep));
+}
+
+/* Instead of the futex: the endpoint's descriptor, or a short sleep, at
+ * most a millisecond, so a wake-up from the daemon waits that long at
+ * worst. */
+void bcs_ep_nap(void)
+{
+	int fd = e.ep ? sn_ep_wait_fd(e.ep) : -1;
+	if (fd >= 0) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		poll(&p, 1, 1);
+		return;
+	}
+	struct timespec ts = {0, 50000};
+	nanosleep(&ts, NULL);
+}

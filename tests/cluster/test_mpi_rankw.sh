@@ -1,0 +1,113 @@
+#!/bin/bash
+# BCS-MPI message data between nodes from rank to rank (storm.conf
+# bcs_rank_writes = 1): on a virtual 2-node cluster over tcp;ofi_rxm, one
+# rank on each node, the sending rank writes the granted pieces from its own
+# endpoint into the receiving rank's pool; the daemons only schedule.
+#  - job 1 (tests/cluster/mpi/bigmsg.c, a 12 MiB message and small ones):
+#    intact, and the receiving node's daemon says it moved 0 bytes of
+#    message data, the sending rank all of them;
+#  - job 2 (busyrecv.c: the receiver computes outside MPI at the grants):
+#    the daemons' path, chosen per piece, moves it, and the blocking send
+#    ends while the receiver computes;
+#  - job 3 (rankw.c: two 4 MiB messages, the ranks polling MPI between
+#    them): `storm checkpoint` drains it, the ranks close their endpoints
+#    for the image and open new ones after it, both messages arrive intact
+#    and through the ranks; and a restart from that checkpoint opens
+#    endpoints in the restored processes and moves the second one through
+#    them.
+# Every daemon is taken down on exit.
+# Usage: test_mpi_rankw.sh BUILD_BIN_DIR   (make clustertest)
+set -u
+BIN=$(cd "${1:-build/bin}" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+T=$(mktemp -d /tmp/storm-mpirankw.XXXXXX)
+C=$T/c
+export PATH=$BIN:$PATH
+export STORM_CONF=$C/storm.conf
+fails=0 checks=0
+bg=()
+
+cleanup() {
+	for p in "${bg[@]}"; do kill -9 "$p" 2>/dev/null; done
+	cluster_teardown
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+LOG=$C/log/node01.log
+# moved JOB WHO: the bytes of JOB's message data from other nodes into
+# node01's ranks that WHO moved (ranks or daemon), from the line the daemon
+# logs at the job's end
+moved() {
+	sed -n "s/.*job $1: message data from other nodes: \([0-9]*\) bytes written by the sending ranks, \([0-9]*\) through this daemon.*/\1 \2/p" "$LOG" |
+		awk -v w="$2" '{ print (w == "ranks" ? $1 : $2) }'
+}
+
+for p in bigmsg busyrecv rankw; do
+	expect "bcs-mpicc $p.c" 0 bcs-mpicc -O2 -Wall -Werror "$HERE/mpi/$p.c" -o "$T/$p"
+done
+expect "cluster up (2 nodes, tcp;ofi_rxm, 2 ms slices, rank writes)" 0 \
+	storm cluster up --nodes 2 --provider 'tcp;ofi_rxm' --timeslice-us 2000 \
+	--down-after-ms 20000 --bcs-rank-writes 1 --dir "$C"
+has "  storm.conf says so" c/storm.conf "bcs_rank_writes = 1"
+cd "$T" || exit 1
+
+# ---- job 1: every byte from rank to rank
+expect "job 1: 12 MiB from node00's rank to node01's" 0 storm run -N 2 -n 2 ./bigmsg
+has "  intact" out "bigmsg: 3145745 ints from 0 tag 5, intact"
+wait_log "$LOG" "job 1: message data from other nodes" 30 >/dev/null
+r=$(moved 1 ranks) d=$(moved 1 daemon)
+[ "${r:-0}" -ge 12582980 ] && ok "  the sending rank wrote it ($r bytes)" ||
+	bad "  the sending rank wrote it (${r:-no count})"
+[ "$d" = 0 ] && ok "  node01's daemon moved none of it" ||
+	bad "  node01's daemon moved none of it (${d:-no count})"
+
+# ---- job 2: the receiver computes at the grants: the daemons move it
+storm run -N 2 -n 2 ./busyrecv "$T/gate2" >job2.out 2>job2.err &
+bg+=($!)
+wait_log job2.err "busyrecv: sent" 60 >/dev/null &&
+	ok "job 2: the send ended while the receiver computed" ||
+	bad "job 2: the send ended while the receiver computed"
+: >"$T/gate2"
+wait "${bg[-1]}"
+rc=$?
+[ "$rc" = 0 ] && ok "  job 2 ends (exit 0)" || bad "  job 2 ends (exit $rc)"
+grep -q "busyrecv: intact" job2.out && ok "  intact" || bad "  intact"
+wait_log "$LOG" "job 2: message data from other nodes" 30 >/dev/null
+d=$(moved 2 daemon)
+[ "${d:-0}" -ge 4194304 ] && ok "  the daemons' path moved it ($d bytes)" ||
+	bad "  the daemons' path moved it (${d:-no count})"
+
+# ---- job 3: a checkpoint between two messages, and a restart from it
+storm run -N 2 -n 2 ./rankw "$T/gate3" >job3.out 2>job3.err &
+bg+=($!)
+for r in 0 1; do
+	wait_log job3.err "rankw: rank $r holds" 60 >/dev/null ||
+		bad "job 3's rank $r holds between its messages"
+done
+expect "storm checkpoint 3 (the ranks have endpoints)" 0 storm checkpoint 3
+grep -q "job 3: checkpoint .*: BCS-MPI drained in" "$LOG" &&
+	ok "  the job drained" || bad "  the job drained"
+: >"$T/gate3"
+wait "${bg[-1]}"
+rc=$?
+[ "$rc" = 0 ] && ok "  job 3 ends (exit 0)" || bad "  job 3 ends (exit $rc)"
+n=$(grep -c "rankw: round [01]: intact" job3.out)
+[ "$n" = 2 ] && ok "  both messages intact" || bad "  both messages intact ($n)"
+wait_log "$LOG" "job 3: message data from other nodes" 30 >/dev/null
+r=$(moved 3 ranks)
+[ "${r:-0}" -gt 4194304 ] && ok "  the ranks wrote both, the second after the checkpoint ($r bytes)" ||
+	bad "  the ranks wrote both, the second after the checkpoint (${r:-no count})"
+CK=$(storm checkpoints --json | python3 -c '
+import json, sys
+print(max(k["id"] for k in json.load(sys.stdin)["checkpoints"] if k["job"] == 3 and k["complete"]))')
+expect "storm restart $CK" 0 storm restart "$CK"
+has "  the second message intact" out "rankw: round 1: intact"
+wait_log "$LOG" "job 4: message data from other nodes" 30 >/dev/null
+r=$(moved 4 ranks)
+[ "${r:-0}" -gt 0 ] && ok "  the restored ranks wrote it through new endpoints ($r bytes)" ||
+	bad "  the restored ranks wrote it through new endpoints (${r:-no count})"
+
+echo "test_mpi_rankw: $((checks - fails))/$checks passed"
+[ "$fails" = 0 ]
