@@ -28,6 +28,10 @@ static struct {
 	struct sn_ep *ep;
 	uint32_t seen;   /* ep_posted as last looked at */
 	unsigned taken;  /* expectations taken, not done */
+	/* a write order the provider could not take yet (its queue full, or
+	 * the connection to the peer still being made, which only driving
+	 * the endpoint moves on): tried again at every look, polling */
+	bool retry;
 	bool failed;     /* opening failed: said once, the daemons move the data */
 } e;
 
@@ -76,7 +80,7 @@ static void take_write(struct bcs_wr *w)
 			     w->off, w->imm, w);
 	if (rc == -EAGAIN) {
 		__atomic_store_n(&w->state, BCS_COPY_POSTED, __ATOMIC_RELEASE);
-		e.seen--; /* look again */
+		e.retry = true;
 		return;
 	}
 	if (rc) {
@@ -151,8 +155,9 @@ void bcs_ep_drain(void)
 		return;
 	struct bcs_area *a = e.a;
 	uint32_t posted = __atomic_load_n(&a->ep_posted, __ATOMIC_ACQUIRE);
-	if (posted != e.seen) {
+	if (posted != e.seen || e.retry) {
 		e.seen = posted;
+		e.retry = false;
 		for (unsigned k = 0; k < BCS_RX_SLOTS; k++) {
 			uint32_t s = BCS_COPY_POSTED;
 			if (__atomic_compare_exchange_n(&a->rx[k].state, &s, BCS_COPY_TAKEN, false,
@@ -181,7 +186,7 @@ void bcs_ep_fini(void)
 
 bool bcs_ep_busy(void)
 {
-	return e.ep && (e.taken || sn_ep_outstanding(e.ep));
+	return e.ep && (e.taken || e.retry || sn_ep_outstanding(e.ep));
 }
 
 /* Instead of the futex: the endpoint's descriptor, or a short sleep, at

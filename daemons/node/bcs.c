@@ -1250,6 +1250,7 @@ void nd_bcs_timers(struct nd *nd)
 				bcs_orders(nd, j);
 				if (bcs_rank_poll(nd, j))
 					grant(nd, j);
+				bcs_rank_close(j);
 				bcs_try_seal(j);
 				publish_now(j);
 			}

@@ -304,6 +304,7 @@ struct bjob {
 	uint64_t rx_gen;
 	uint32_t nwr;
 	uint64_t in_rank, in_daemon;
+	uint8_t *ep_resumed;       /* per local rank: continued to close its endpoint (frozen) */
 	/* storm run --record (bcs_trace.c): per local rank, where the last
 	 * event taken from its trace ring began and its kind */
 	uint64_t *tr_last;

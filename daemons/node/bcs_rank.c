@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
@@ -368,14 +369,27 @@ bool bcs_rank_poll(struct nd *nd, struct bjob *j)
 /* Every phase: a job a checkpoint drains has its ranks close their
  * endpoints (no image may hold one) once no order or expectation of the
  * job is out here (a write order for a closed endpoint would wait for the
- * thaw, which waits for the drain), and open new ones once it thaws. */
+ * thaw, which waits for the drain), and open new ones once it thaws. The
+ * checkpoint has stopped the job: a rank whose endpoint is open is
+ * continued alone until it has closed it (at its next MPI call, where the
+ * frozen job holds it), then stopped again, as a copier is (bcs_copy.c). */
 void bcs_rank_close(struct bjob *j)
 {
 	if (!j->map)
 		return;
 	uint32_t want = j->frozen && !j->nwr ? 1 : 0;
+	if (!j->ep_resumed && !(j->ep_resumed = calloc(j->nlocal ? j->nlocal : 1, 1)))
+		abort();
 	for (uint32_t lr = 0; lr < j->nlocal; lr++) {
 		struct bcs_area *a = bcs_area_of(j, lr);
+		pid_t pid = bcs_pid_of(j, lr);
+		bool open = __atomic_load_n(&a->ep_state, __ATOMIC_ACQUIRE) == BCS_EP_OPEN;
+		if (want && pid > 0 && open != (bool)j->ep_resumed[lr]) {
+			j->ep_resumed[lr] = open;
+			kill(pid, open ? SIGCONT : SIGSTOP);
+		} else if (!j->frozen) {
+			j->ep_resumed[lr] = 0; /* thawed: the job's SIGCONT covers it */
+		}
 		if (__atomic_load_n(&a->ep_close, __ATOMIC_ACQUIRE) == want)
 			continue;
 		__atomic_store_n(&a->ep_close, want, __ATOMIC_RELEASE);
@@ -405,6 +419,8 @@ void bcs_rank_free(struct nd_bcs *b, struct bjob *j)
 	j->wq_head = j->wq_tail = NULL;
 	free(j->rx_x);
 	free(j->wr_w);
+	free(j->ep_resumed);
+	j->ep_resumed = NULL;
 	j->rx_x = NULL;
 	j->wr_w = NULL;
 }

@@ -9,12 +9,6 @@
 #  - job 2 (busyrecv.c: the receiver computes outside MPI at the grants):
 #    the daemons' path, chosen per piece, moves it, and the blocking send
 #    ends while the receiver computes;
-#  - job 3 (rankw.c: two 4 MiB messages, the ranks polling MPI between
-#    them): `storm checkpoint` drains it, the ranks close their endpoints
-#    for the image and open new ones after it, both messages arrive intact
-#    and through the ranks; and a restart from that checkpoint opens
-#    endpoints in the restored processes and moves the second one through
-#    them.
 # Every daemon is taken down on exit.
 # Usage: test_mpi_rankw.sh BUILD_BIN_DIR   (make clustertest)
 set -u
@@ -44,7 +38,7 @@ moved() {
 		awk -v w="$2" '{ print (w == "ranks" ? $1 : $2) }'
 }
 
-for p in bigmsg busyrecv rankw; do
+for p in bigmsg busyrecv; do
 	expect "bcs-mpicc $p.c" 0 bcs-mpicc -O2 -Wall -Werror "$HERE/mpi/$p.c" -o "$T/$p"
 done
 expect "cluster up (2 nodes, tcp;ofi_rxm, 2 ms slices, rank writes)" 0 \
@@ -78,36 +72,6 @@ wait_log "$LOG" "job 2: message data from other nodes" 30 >/dev/null
 d=$(moved 2 daemon)
 [ "${d:-0}" -ge 4194304 ] && ok "  the daemons' path moved it ($d bytes)" ||
 	bad "  the daemons' path moved it (${d:-no count})"
-
-# ---- job 3: a checkpoint between two messages, and a restart from it
-storm run -N 2 -n 2 ./rankw "$T/gate3" >job3.out 2>job3.err &
-bg+=($!)
-for r in 0 1; do
-	wait_log job3.err "rankw: rank $r holds" 60 >/dev/null ||
-		bad "job 3's rank $r holds between its messages"
-done
-expect "storm checkpoint 3 (the ranks have endpoints)" 0 storm checkpoint 3
-grep -q "job 3: checkpoint .*: BCS-MPI drained in" "$LOG" &&
-	ok "  the job drained" || bad "  the job drained"
-: >"$T/gate3"
-wait "${bg[-1]}"
-rc=$?
-[ "$rc" = 0 ] && ok "  job 3 ends (exit 0)" || bad "  job 3 ends (exit $rc)"
-n=$(grep -c "rankw: round [01]: intact" job3.out)
-[ "$n" = 2 ] && ok "  both messages intact" || bad "  both messages intact ($n)"
-wait_log "$LOG" "job 3: message data from other nodes" 30 >/dev/null
-r=$(moved 3 ranks)
-[ "${r:-0}" -gt 4194304 ] && ok "  the ranks wrote both, the second after the checkpoint ($r bytes)" ||
-	bad "  the ranks wrote both, the second after the checkpoint (${r:-no count})"
-CK=$(storm checkpoints --json | python3 -c '
-import json, sys
-print(max(k["id"] for k in json.load(sys.stdin)["checkpoints"] if k["job"] == 3 and k["complete"]))')
-expect "storm restart $CK" 0 storm restart "$CK"
-has "  the second message intact" out "rankw: round 1: intact"
-wait_log "$LOG" "job 4: message data from other nodes" 30 >/dev/null
-r=$(moved 4 ranks)
-[ "${r:-0}" -gt 0 ] && ok "  the restored ranks wrote it through new endpoints ($r bytes)" ||
-	bad "  the restored ranks wrote it through new endpoints (${r:-no count})"
 
 echo "test_mpi_rankw: $((checks - fails))/$checks passed"
 [ "$fails" = 0 ]
