@@ -120,6 +120,24 @@ static bool held_by_test(struct nd *nd, struct bjob *j, const struct xfer *x)
 	return true;
 }
 
+/* x, the head of node's grant queue, has had its last piece granted: it
+ * leaves the queue for its completion. */
+static void all_granted(struct bjob *j, uint32_t node, struct xfer *x, bool self)
+{
+	j->gq_head[node] = x->next;
+	if (!x->next)
+		j->gq_tail[node] = NULL;
+	if (x->s->inl || x->total == 0) {
+		bcs_xfer_free(x);
+	} else if (self) {
+		bcs_local_granted(j, x);
+	} else {
+		unsigned h = hkey((uint32_t)x->s->dst, x->r->req);
+		x->next = j->wait_data[h];
+		j->wait_data[h] = x;
+	}
+}
+
 /* Transmission micro-phase, at the receiver: matched pairs in order per
  * source node. A send that came in its descriptor is copied into the rank
  * at once; a local one copied rank to rank (within the slice's budget of
@@ -215,18 +233,7 @@ static void grant(struct nd *nd, struct bjob *j)
 			}
 			if (x->granted != x->total)
 				continue; /* the next piece, in the next buffer */
-			j->gq_head[node] = x->next;
-			if (!x->next)
-				j->gq_tail[node] = NULL;
-			if (x->s->inl || x->total == 0) {
-				bcs_xfer_free(x);
-			} else if (self) {
-				bcs_local_granted(j, x);
-			} else {
-				unsigned h = hkey((uint32_t)x->s->dst, x->r->req);
-				x->next = j->wait_data[h];
-				j->wait_data[h] = x;
-			}
+			all_granted(j, node, x, self);
 		}
 		send_rank_grants(nd, j, node, rg, nr);
 		if (buf >= 0)
@@ -1350,6 +1357,28 @@ uint64_t nd_bcs_bytes_sent(const struct nd *nd)
 	return n;
 }
 
+/* The channel's header, as the ranks read it at MPI_Init. Test hooks
+ * bcs_copy_refuse=J (may name several jobs): job J's ranks refuse every
+ * copy order, as a kernel whose ptrace policy forbids them would;
+ * bcs_copy_stop=J: a rank of job J stops itself between taking its first
+ * order and copying, as a checkpoint may find it. */
+static void chan_header(struct nd *nd, const struct bjob *j, const struct nd_job *job,
+			struct bcs_chan_hdr *h)
+{
+	uint32_t flags = (fault_is(&nd->fault, "bcs_copy_refuse", job->id)
+				  ? BCS_CHAN_REFUSE_COPY : 0) |
+			 (fault_value(&nd->fault, "bcs_copy_stop") == job->id
+				  ? BCS_CHAN_STOP_IN_COPY : 0);
+	*h = (struct bcs_chan_hdr){.magic = BCS_CHAN_MAGIC, .version = BCS_CHAN_VERSION,
+				   .nlocal = j->nlocal, .area_size = (uint32_t)BCS_AREA_SIZE,
+				   .job = job->id, .world = j->world, .first_rank = j->first,
+				   .flags = flags};
+	if (nd->bcs->rank_writes) {
+		snprintf(h->rank_prov, sizeof(h->rank_prov), "%s", nd->conf.provider);
+		h->rank_pool = BCS_RANK_POOL;
+	}
+}
+
 int nd_bcs_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command *cmd, size_t k)
 {
 	struct nd_bcs *b = nd->bcs;
@@ -1420,23 +1449,8 @@ int nd_bcs_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command
 		       strerror(errno));
 		return -1;
 	}
-	/* test hooks bcs_copy_refuse=J (may name several jobs): job J's ranks
-	 * refuse every copy order, as a kernel whose ptrace policy forbids
-	 * them would; bcs_copy_stop=J:
-	 * a rank of job J stops itself between taking its first order and
-	 * copying, as a checkpoint may find it */
-	uint32_t flags = (fault_is(&nd->fault, "bcs_copy_refuse", job->id)
-				  ? BCS_CHAN_REFUSE_COPY : 0) |
-			 (fault_value(&nd->fault, "bcs_copy_stop") == job->id
-				  ? BCS_CHAN_STOP_IN_COPY : 0);
-	struct bcs_chan_hdr h = {.magic = BCS_CHAN_MAGIC, .version = BCS_CHAN_VERSION,
-				 .nlocal = j->nlocal, .area_size = (uint32_t)BCS_AREA_SIZE,
-				 .job = job->id, .world = j->world, .first_rank = j->first,
-				 .flags = flags};
-	if (b->rank_writes) {
-		snprintf(h.rank_prov, sizeof(h.rank_prov), "%s", nd->conf.provider);
-		h.rank_pool = BCS_RANK_POOL;
-	}
+	struct bcs_chan_hdr h;
+	chan_header(nd, j, job, &h);
 	/* storm replay --from: the restored ranks replay from the checkpoint's
 	 * mark the trace the MM sent into this node's job directory (its name
 	 * is one of the launch's files: nd_launch_problem) */
