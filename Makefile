@@ -188,11 +188,14 @@ BCS_LIB_SRC += bcs_mpi/neighbor.c
 BCS_LIB_SRC += bcs_mpi/pcoll.c
 # large-count (_c) forms over the int ones
 BCS_LIB_SRC += bcs_mpi/bigcount.c
-# the rank's own endpoint between nodes, over the network layer's small object
-BCS_LIB_SRC += bcs_mpi/rankep.c net_abstraction/ep.c
+# the rank's own endpoint between nodes, over the network layer's small object,
+# which is a library of its own (libbcsmpi_ep.so) that rankep.c loads only
+# when the cluster has rank writes on: libfabric brings libpsm2 and
+# libinfinipath, whose constructors take over SIGSEGV in every rank
+BCS_LIB_SRC += bcs_mpi/rankep.c
 BCS_LIB_OBJ := $(BCS_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 .PHONY: bcsmpi
-bcsmpi: $(BUILD)/lib/libbcsmpi.a $(BUILD)/lib/libbcsmpi.so $(BUILD)/include/mpi.h \
+bcsmpi: $(BUILD)/lib/libbcsmpi.a $(BUILD)/lib/libbcsmpi.so $(BUILD)/lib/libbcsmpi_ep.so $(BUILD)/include/mpi.h \
         $(BUILD)/bin/bcs-mpicc $(BUILD)/bin/bcs-mpicxx $(BUILD)/bin/bcs-mpic++ \
         $(BUILD)/lib/pkgconfig/bcsmpi.pc
 $(BUILD)/lib/libbcsmpi.a: $(BCS_LIB_OBJ)
@@ -201,7 +204,10 @@ $(BUILD)/lib/libbcsmpi.a: $(BCS_LIB_OBJ)
 	$(AR) rcs $@ $^
 $(BUILD)/lib/libbcsmpi.so: $(BCS_LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -shared -Wl,-soname,libbcsmpi.so -o $@ $^ -lfabric
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libbcsmpi.so -o $@ $^
+$(BUILD)/lib/libbcsmpi_ep.so: $(BUILD)/obj/net_abstraction/ep.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libbcsmpi_ep.so -o $@ $^ -lfabric
 $(BUILD)/include/mpi.h: bcs_mpi/abi/mpi.h
 	@mkdir -p $(dir $@)
 	cp $< $@
@@ -283,6 +289,7 @@ install: progs man $(INST_GEN)
 	$(INSTALL) -m 755 $(SLURM_CMDS:%=$(SLURM_BIN)/%) $(DESTDIR)$(LIBDIR)/storm/slurm/bin
 	ln -sf bcs-mpicxx $(DESTDIR)$(BINDIR)/bcs-mpic++
 	$(INSTALL) -m 755 $(BUILD)/lib/libbcsmpi.so $(DESTDIR)$(LIBDIR)
+	$(INSTALL) -m 755 $(BUILD)/lib/libbcsmpi_ep.so $(DESTDIR)$(LIBDIR)
 	$(INSTALL) -m 644 $(BUILD)/lib/libbcsmpi.a $(DESTDIR)$(LIBDIR)
 	$(INSTALL) -m 644 $(INST)/bcsmpi.pc $(DESTDIR)$(LIBDIR)/pkgconfig
 	$(INSTALL) -m 644 $(BUILD)/include/mpi.h $(DESTDIR)$(INCLUDEDIR)
@@ -319,7 +326,7 @@ debtest:
 # a storm.conf the site changed stays, and so does its cluster.key
 uninstall: $(INST)/storm.conf
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(INST_BIN) bcs-mpicc bcs-mpicxx bcs-mpic++) \
-	    $(DESTDIR)$(LIBDIR)/libbcsmpi.so $(DESTDIR)$(LIBDIR)/libbcsmpi.a \
+	    $(DESTDIR)$(LIBDIR)/libbcsmpi.so $(DESTDIR)$(LIBDIR)/libbcsmpi_ep.so $(DESTDIR)$(LIBDIR)/libbcsmpi.a \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/bcsmpi.pc $(DESTDIR)$(INCLUDEDIR)/mpi.h \
 	    $(DESTDIR)$(MANDIR)/man1/storm.1 $(DESTDIR)$(MANDIR)/man5/storm.conf.5 \
 	    $(DESTDIR)$(UNITDIR)/stormmm.service $(DESTDIR)$(UNITDIR)/stormnd.service \

@@ -10,7 +10,9 @@
  * write under way polls its endpoint where it would sleep on its futex
  * (bcs_ep_busy, bcs_ep_nap); the daemon grants this path only to a
  * receiver that waits in MPI. */
+#include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,6 +21,50 @@
 #include "bcs.h"
 #include "chan.h"
 #include "sn_ep.h"
+
+/* the endpoint's functions, from libbcsmpi_ep.so (loaded only when the
+ * cluster has rank writes on: libfabric's dependencies, libpsm2 and
+ * libinfinipath, take SIGSEGV over in their constructors) */
+static struct {
+	int (*open)(const char *, size_t, struct sn_ep **, char *, size_t);
+	void (*close)(struct sn_ep *);
+	void *(*pool)(const struct sn_ep *);
+	size_t (*pool_size)(const struct sn_ep *);
+	size_t (*addr)(const struct sn_ep *, void *);
+	int (*write)(struct sn_ep *, const void *, size_t, const void *, size_t, uint64_t,
+		     uint64_t, void *);
+	int (*poll)(struct sn_ep *, struct sn_ep_event *, int);
+	int (*wait_fd)(const struct sn_ep *);
+	unsigned (*outstanding)(const struct sn_ep *);
+} f;
+
+#define SYM(field, name) (*(void **)&f.field = dlsym(h, name))
+
+/* libbcsmpi_ep.so beside this library (or on the loader's path) */
+static bool load(char *why, size_t len)
+{
+	if (f.open)
+		return true;
+	Dl_info di;
+	char path[PATH_MAX];
+	void *h = NULL;
+	if (dladdr((void *)bcs_ep_init, &di) && di.dli_fname && strrchr(di.dli_fname, '/')) {
+		int n = (int)(strrchr(di.dli_fname, '/') - di.dli_fname);
+		snprintf(path, sizeof(path), "%.*s/libbcsmpi_ep.so", n, di.dli_fname);
+		h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	}
+	if (!h)
+		h = dlopen("libbcsmpi_ep.so", RTLD_NOW | RTLD_LOCAL);
+	if (!h || !SYM(open, "sn_ep_open") || !SYM(close, "sn_ep_close") ||
+	    !SYM(pool, "sn_ep_pool") || !SYM(pool_size, "sn_ep_pool_size") ||
+	    !SYM(addr, "sn_ep_addr") || !SYM(write, "sn_ep_write") || !SYM(poll, "sn_ep_poll") ||
+	    !SYM(wait_fd, "sn_ep_wait_fd") || !SYM(outstanding, "sn_ep_outstanding")) {
+		snprintf(why, len, "libbcsmpi_ep.so: %s", dlerror());
+		f.open = NULL;
+		return false;
+	}
+	return true;
+}
 
 static struct {
 	struct bcs_area *a;
@@ -38,15 +84,15 @@ static struct {
 static void publish(void)
 {
 	struct bcs_area *a = e.a;
-	a->ep_blen = (uint32_t)sn_ep_addr(e.ep, a->ep_blob);
-	a->ep_pool = sn_ep_pool_size(e.ep);
+	a->ep_blen = (uint32_t)f.addr(e.ep, a->ep_blob);
+	a->ep_pool = f.pool_size(e.ep);
 	__atomic_store_n(&a->ep_state, BCS_EP_OPEN, __ATOMIC_RELEASE);
 }
 
 static void ep_open(void)
 {
 	char why[200] = "";
-	if (e.failed || sn_ep_open(e.prov, e.pool, &e.ep, why, sizeof(why)) == 0) {
+	if (e.failed || (load(why, sizeof(why)) && f.open(e.prov, e.pool, &e.ep, why, sizeof(why)) == 0)) {
 		if (e.ep)
 			publish();
 		return;
@@ -76,7 +122,7 @@ static void take_write(struct bcs_wr *w)
 	if (!__atomic_compare_exchange_n(&w->state, &s, BCS_COPY_TAKEN, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_RELAXED))
 		return;
-	int rc = sn_ep_write(e.ep, w->blob, w->blen, (const void *)(uintptr_t)w->src, w->len,
+	int rc = f.write(e.ep, w->blob, w->blen, (const void *)(uintptr_t)w->src, w->len,
 			     w->off, w->imm, w);
 	if (rc == -EAGAIN) {
 		__atomic_store_n(&w->state, BCS_COPY_POSTED, __ATOMIC_RELEASE);
@@ -105,7 +151,7 @@ static void arrived(uint64_t imm)
 		r->err = EINVAL;
 		__atomic_store_n(&r->state, BCS_COPY_REFUSED, __ATOMIC_RELEASE);
 	} else {
-		memcpy((void *)(uintptr_t)r->dst, (uint8_t *)sn_ep_pool(e.ep) + k * slot, r->len);
+		memcpy((void *)(uintptr_t)r->dst, (uint8_t *)f.pool(e.ep) + k * slot, r->len);
 		__atomic_store_n(&r->state, BCS_COPY_DONE, __ATOMIC_RELEASE);
 	}
 	if (s == BCS_COPY_TAKEN && e.taken)
@@ -116,7 +162,7 @@ static void events(void)
 {
 	struct sn_ep_event ev[32];
 	int n;
-	while ((n = sn_ep_poll(e.ep, ev, 32)) > 0)
+	while ((n = f.poll(e.ep, ev, 32)) > 0)
 		for (int i = 0; i < n; i++) {
 			if (ev[i].kind == SN_EP_ARRIVED) {
 				arrived(ev[i].imm);
@@ -137,9 +183,9 @@ static void close_or_reopen(void)
 {
 	struct bcs_area *a = e.a;
 	bool want_closed = __atomic_load_n(&a->ep_close, __ATOMIC_ACQUIRE);
-	if (want_closed && e.ep && !sn_ep_outstanding(e.ep) && !e.taken) {
+	if (want_closed && e.ep && !f.outstanding(e.ep) && !e.taken) {
 		__atomic_store_n(&a->ep_state, BCS_EP_CLOSED, __ATOMIC_RELEASE);
-		sn_ep_close(e.ep);
+		f.close(e.ep);
 		e.ep = NULL;
 	} else if (!want_closed && !e.ep && e.prov[0]) {
 		ep_open(); /* after a checkpoint, or in the process a restore made */
@@ -176,17 +222,17 @@ void bcs_ep_fini(void)
 {
 	if (!e.ep)
 		return;
-	while (sn_ep_outstanding(e.ep) || e.taken)
+	while (f.outstanding(e.ep) || e.taken)
 		events(); /* what we write or expect ends before we go */
 	__atomic_store_n(&e.a->ep_state, BCS_EP_CLOSED, __ATOMIC_RELEASE);
-	sn_ep_close(e.ep);
+	f.close(e.ep);
 	e.ep = NULL;
 	e.prov[0] = '\0';
 }
 
 bool bcs_ep_busy(void)
 {
-	return e.ep && (e.taken || e.retry || sn_ep_outstanding(e.ep));
+	return e.ep && (e.taken || e.retry || f.outstanding(e.ep));
 }
 
 /* Instead of the futex: the endpoint's descriptor, or a short sleep, at
@@ -194,7 +240,7 @@ bool bcs_ep_busy(void)
  * worst. */
 void bcs_ep_nap(void)
 {
-	int fd = e.ep ? sn_ep_wait_fd(e.ep) : -1;
+	int fd = e.ep ? f.wait_fd(e.ep) : -1;
 	if (fd >= 0) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		poll(&p, 1, 1);
