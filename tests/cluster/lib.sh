@@ -373,7 +373,15 @@ while True:
         name = buf[i + 16:i + 16 + ln].rstrip(b"\0")
         i += 16 + ln
         if wd == top and mask & IN_CREATE:
-            libc.inotify_add_watch(fd, os.path.join(d.encode(), name), IN_CLOSE_WRITE)
+            sub = os.path.join(d.encode(), name)
+            libc.inotify_add_watch(fd, sub, IN_CLOSE_WRITE)
+            # a file written and closed before the watch was added sent
+            # its event to no one: what it holds says so
+            try:
+                if any(e.is_file() and e.stat().st_size > 0 for e in os.scandir(sub)):
+                    sys.exit(0)
+            except OSError:
+                pass
         elif wd != top and mask & IN_CLOSE_WRITE:
             sys.exit(0)
 PY
