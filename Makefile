@@ -590,6 +590,8 @@ check: test-deps
 		grep -m 12 -E 'FAIL|[Ff]ailed|[Ee]rror|[Aa]ssert' $(BUILD)/suite-logs/$$f.log | cut -c1-400; \
 	done; \
 	echo "$$(grep -c ' passed ' $(BUILD)/suites.txt) suites passed, $$(grep -vc ' passed ' $(BUILD)/suites.txt) failed"; \
+	[ $$rc = 0 ] || grep -vq ' passed ' $(BUILD)/suites.txt || \
+		echo "== make check: a suite did not run: what it needs did not build (the make output above says which)"; \
 	exit $$rc
 
 # the main job on the embedded default: an 8-node virtual cluster on this

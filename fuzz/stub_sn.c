@@ -38,6 +38,7 @@ int sn_open(const struct sn_config *cfg, struct sn_ctx **out)
 }
 const char *sn_open_error(void) { return "stub"; }
 void sn_close(struct sn_ctx *ctx) { (void)ctx; }
+void sn_close_now(struct sn_ctx *ctx) { (void)ctx; }
 const char *sn_strerror(const struct sn_ctx *ctx)
 {
 	(void)ctx;
