@@ -255,8 +255,10 @@ static int strobe_copy(struct nd *nd, unsigned area, struct strobe *s, uint64_t 
  * its tag, its epoch and slice against the last one's (an MM restart is
  * taken here). true: one to act on, in *s and the rest. */
 static bool strobe_accept(struct nd *nd, unsigned area, struct strobe *s, uint64_t *ack,
-			  uint64_t *run, struct strobe_slot *slots, uint64_t *run_ahead)
+			  uint64_t *run, struct strobe_slot *slots, uint64_t *run_ahead,
+			  bool *bad_tag)
 {
+	*bad_tag = false;
 	const char *why;
 	if (strobe_copy(nd, area, s, ack, run, slots, run_ahead, &why) < 0) {
 		/* An area is written again two slices later: a daemon that
@@ -272,6 +274,7 @@ static bool strobe_accept(struct nd *nd, unsigned area, struct strobe *s, uint64
 				slog("no memory to check a strobe; ignored");
 			else
 				nd_log_refused(nd, "strobe %" PRIu64 " %s; refused", s->slice, why);
+			*bad_tag = why != NULL;
 			return false;
 		}
 	}
@@ -347,13 +350,14 @@ static bool strobe_advance(struct nd *nd, const struct strobe *s, uint64_t t_rec
 	return rejoined;
 }
 
-/* The strobe of an area acted on. false: it was not one to act on. */
-static bool strobe_take(struct nd *nd, unsigned area)
+/* The strobe of an area acted on. false: it was not one to act on, and
+ * *bad_tag says whether it failed its tag. */
+static bool strobe_take(struct nd *nd, unsigned area, bool *bad_tag)
 {
 	struct strobe s;
 	struct strobe_slot slots[STROBE_AHEAD_MAX + 1];
 	uint64_t ack, run, run_ahead[STROBE_AHEAD_MAX];
-	if (!strobe_accept(nd, area, &s, &ack, &run, slots, run_ahead))
+	if (!strobe_accept(nd, area, &s, &ack, &run, slots, run_ahead, bad_tag))
 		return false;
 	if (strobe_deaf(nd, &s))
 		return true;
@@ -421,8 +425,10 @@ static bool strobe_later(const struct nd *nd, unsigned a, unsigned b)
 void nd_on_strobe(struct nd *nd, unsigned areas)
 {
 	/* both areas written since the last turn: the later strobe counts,
-	 * the earlier one only if the later is refused */
+	 * the earlier one only if the later failed its tag (a later one
+	 * merely taken already makes the earlier old: not copied again) */
 	unsigned first = areas == 3 ? !strobe_later(nd, 0, 1) : areas == 2;
-	if (!strobe_take(nd, first) && areas == 3)
-		strobe_take(nd, !first);
+	bool bad_tag;
+	if (!strobe_take(nd, first, &bad_tag) && bad_tag && areas == 3)
+		strobe_take(nd, !first, &bad_tag);
 }
