@@ -298,6 +298,58 @@ static void rxm_universe_fits(const struct sn_ctx *ctx)
 	setenv("FI_UNIVERSE_SIZE", v, 0);
 }
 
+/* Whether every rail that runs ofi_rxm runs it over tcp (and one does). */
+static bool rxm_over_tcp_only(const struct sn_ctx *ctx)
+{
+	const char *p[2] = {ctx->cfg.provider, ctx->cfg.sys_provider};
+	bool any = false;
+	for (int i = 0; i < 2; i++) {
+		if (!p[i] || !strstr(p[i], "ofi_rxm"))
+			continue;
+		if (!strstr(p[i], "tcp"))
+			return false;
+		any = true;
+	}
+	return any;
+}
+
+/* ofi_rxm over tcp allocates its bounce buffers 1024 at a time, each of
+ * FI_OFI_RXM_BUFFER_SIZE (16 KiB) plus a header, zeroed (resident) at once,
+ * and posts FI_OFI_RXM_MSG_RX_SIZE of them (4096 over tcp, into one shared
+ * receive context) when the endpoint opens: 4 such regions for receives and
+ * one for sends, 84 MiB of a daemon's 95. Over tcp none of them carries
+ * storm's data: receives are placed straight into the buffer storm posted
+ * (rxm's dynamic receive buffers; a receive buffer holds only rxm's header
+ * of a message in flight) and sends go from storm's memory (direct send);
+ * only a message that arrives with none of storm's receives posted is
+ * copied into a receive buffer, when it fits (larger, rxm allocates one
+ * for it). So:
+ *  - a buffer holds storm's largest small message, a full header and an
+ *    inline payload (SN_WIRE_HDR_MAX + SN_INLINE_MAX);
+ *  - 256 are posted: the messages the endpoint reads from its sockets at
+ *    once, one per connection at most, well above a node daemon's peers
+ *    (tree neighbours, the MM); more wait in the kernel's socket buffers
+ *    (TCP's flow control), and the rest of the first 1024-buffer region
+ *    holds messages that arrive before storm posts a receive for them;
+ *  - FI_UNIVERSE_SIZE, which over tcp only sizes each endpoint's message
+ *    completion queue (posted receives + 128 sends a connection x the
+ *    universe, 1024 by default: 12 MiB, resident bit by bit as the queue
+ *    wraps), 16: 16 x 128 covers the 2048 sends rxm lets an endpoint have
+ *    outstanding (a full queue spills into a list, nothing is lost).
+ * Over verbs (no dynamic receive buffers) the buffer size is the eager
+ * limit and each connection posts its own buffers: left as they are. A
+ * value set in the environment is kept. */
+static void rxm_tcp_buffers_fit(const struct sn_ctx *ctx)
+{
+	if (!rxm_over_tcp_only(ctx))
+		return;
+	char v[16];
+	snprintf(v, sizeof(v), "%d", SN_WIRE_HDR_MAX + SN_INLINE_MAX);
+	setenv("FI_OFI_RXM_BUFFER_SIZE", v, 0);
+	setenv("FI_OFI_RXM_MSG_RX_SIZE", "256", 0);
+	setenv("FI_UNIVERSE_SIZE", "16", 0);
+}
+
 /* bootstrap "static:PORT": node i's endpoint on rail r listens on its host
  * at PORT + 2i + r, so no two endpoints of one host collide (a virtual
  * cluster runs every node on one host). */
@@ -750,6 +802,7 @@ static int ctx_config(struct sn_ctx *ctx, const struct sn_config *cfg)
 	rxm_all_eager(ctx->cfg.chunk_size);
 	rxd_window_fits();
 	rxm_universe_fits(ctx);
+	rxm_tcp_buffers_fit(ctx);
 	if (ctx->n == 0 || ctx->n > SN_MAX_NODES)
 		rc = fail(ctx, -EINVAL, "node count %u out of range 1..%d", ctx->n, SN_MAX_NODES);
 	else if (ctx->self >= ctx->n)
