@@ -20,7 +20,7 @@ For each size N:
     launch           `storm run --timing -N N -n N*ppn` of do-nothing programs
                      of 1 and 12 MiB (bench/launch/make-app.sh): transfer,
                      execute, total (medians), and the daemons' CPU per launch
-    footprint        VmRSS and socket descriptors of the MM and of the node
+    footprint        VmRSS, RssAnon and socket descriptors of the MM and of the node
                      daemons after the launches (each endpoint has connected
                      to every peer it talked to)
 Every daemon of the cluster shares this host's CPUs: what the model needs for
@@ -114,10 +114,12 @@ def cpu_ns(pid):
     return t
 
 
-def rss_kib(pid):
+def rss_kib(pid, field="VmRSS"):
+    """VmRSS (everything resident, the shared libraries' pages too) or
+    RssAnon (the daemon's own: heap, the provider's buffers, stacks)."""
     with open("/proc/%d/status" % pid) as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
     return 0
 
@@ -241,6 +243,8 @@ def cluster_point(n, a, apps):
             pt[key]["runs"] = len(runs)
         pt["rss_mm_kib"] = rss_kib(mm)
         pt["rss_nd_kib"] = med([rss_kib(p) for p in nds])
+        pt["anon_mm_kib"] = rss_kib(mm, "RssAnon")
+        pt["anon_nd_kib"] = med([rss_kib(p, "RssAnon") for p in nds])
         pt["sockets_mm"] = sockets(mm)
         pt["sockets_nd"] = med([sockets(p) for p in nds])
         storm(["cluster", "down", "--dir", sdir], env=env, timeout=120)

@@ -8,6 +8,11 @@ connections; then the sizes at which each of storm's limits is reached.
 
 usage: predict.py COSTS.json [--nodes 64 1024 16384] [--profiles eth100 ib200]
                   [--timeslice-us 10000] [--set NAME=SECONDS ...] [--json OUT]
+                  [--memory COSTS.json]
+
+A daemon's resident memory is memory.py's, from the 2-node point and the MM's
+per-node slope of COSTS.json or of the --memory costs file (a run of a build
+whose memory differs from the one the times were measured on).
 """
 import argparse
 import json
@@ -16,6 +21,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import memory  # noqa: E402
 from calibrate import PROFILES, host_params, machine_params, point  # noqa: E402
 from scalemodel import (GM_STROBE_MAX, MIB, STORM_MAX_NODES, Model, ahead_fit,  # noqa: E402
                         gmem_size, pct, strobe_size, tree_depth)
@@ -36,7 +42,7 @@ def unit_nofile():
     return None
 
 
-def predict(prm, profile, n, hw, ts, slices):
+def predict(prm, profile, n, hw, ts, slices, mem=None):
     m = Model(**machine_params(prm, profile, hw_mcast=hw, timeslice=ts))
     x12, e12 = m.launch(n, 12 * MIB, reps=1)
     x1, e1 = m.launch(n, MIB, reps=1) if n <= 4096 else (None, None)  # time: the 12 MiB's is the figure
@@ -51,12 +57,21 @@ def predict(prm, profile, n, hw, ts, slices):
             "timed_skew_p99_us": pct(timed, 99) * 1e6,
             "mm_cpu_per_slice_us": mm * 1e6, "min_slice_ms": mm / MM_SHARE * 1e3,
             "strobe_bytes": strobe_size(n, max(ahead_fit(n), 0)), "ahead_k": ahead_fit(n),
-            "gmem_mib": gmem_size(n) / MIB}
+            "gmem_mib": gmem_size(n) / MIB,
+            "nd_rss_mib": (memory.node_rss(mem, n) or 0) / MIB if mem else None,
+            "mm_rss_mib": (memory.mm_rss(mem, n) or 0) / MIB if mem else None}
 
 
-def limits(costs, prm):
+def limits(costs, prm, mem=None):
     """Node counts at which each limit of today's design is reached."""
     out = []
+    n = memory.first_over(mem or costs, memory.TARGET_MIB * MIB)
+    if n:
+        out.append(("a node daemon's resident memory, running a job on every node, passes "
+                    "%d MiB (%.2f KiB a node of the cluster, %.2f KiB a node of the job, and "
+                    "the buffers sized by node sets of N bits: memory.py)"
+                    % (memory.TARGET_MIB, memory.PER_CONFIGURED / 1024,
+                       memory.PER_JOB_NODE / 1024), n))
     out.append(("node sets are %d-bit maps (STORM_MAX_NODES)" % 1024, STORM_MAX_NODES + 1))
     n = 1
     while ahead_fit(n) == 4:
@@ -116,9 +131,14 @@ def main():
                     help="a parameter measured elsewhere, in place of the calibration's "
                          "(e.g. mm_report_cpu=153e-6 for a design measured beside it)")
     ap.add_argument("--json")
+    ap.add_argument("--memory", help="the costs file whose memory points to use (default: COSTS)")
     a = ap.parse_args()
     with open(a.costs) as f:
         costs = json.load(f)
+    mem = costs
+    if a.memory:
+        with open(a.memory) as f:
+            mem = json.load(f)
     prm = host_params(costs)
     for kv in a.set:
         k, v = kv.split("=", 1)
@@ -132,18 +152,18 @@ def main():
             sys.exit("predict.py: no profile %s (have: %s)" % (prof, ", ".join(PROFILES)))
         for hw in [m == "hardware" for m in a.multicast]:
             for n in a.nodes:
-                rows.append(predict(prm, prof, n, hw, ts, a.slices))
+                rows.append(predict(prm, prof, n, hw, ts, a.slices, mem))
                 print("  %s" % json.dumps(rows[-1]), file=sys.stderr, flush=True)
-    print("| profile | multicast | nodes | depth | launch 12 MiB | launch 1 MiB | CAW | strobe last arrival p99 | strobe skew p99 | timed switch skew p99 | MM CPU per slice | smallest slice (MM ≤ 50%) | strobe | global memory |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| profile | multicast | nodes | depth | launch 12 MiB | launch 1 MiB | CAW | strobe last arrival p99 | strobe skew p99 | timed switch skew p99 | MM CPU per slice | smallest slice (MM ≤ 50%) | strobe | global memory | node daemon RSS | MM RSS |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print("| %s | %s | %d | %d | %.1f ms | %.1f ms | %.0f µs | %.0f µs | %.0f µs | %.0f µs | %.0f µs | %.2f ms | %d B%s | %.0f MiB |" % (
+        print("| %s | %s | %d | %d | %.1f ms | %.1f ms | %.0f µs | %.0f µs | %.0f µs | %.0f µs | %.0f µs | %.2f ms | %d B%s | %.0f MiB | %.1f MiB | %.0f MiB |" % (
             r["profile"], "hardware" if r["hw_mcast"] else "tree", r["nodes"], r["depth"],
             r["launch_12m_s"] * 1e3, (r["launch_1m_s"] or 0) * 1e3, r["caw_us"], r["strobe_last_p99_us"],
             r["strobe_skew_p99_us"], r["timed_skew_p99_us"], r["mm_cpu_per_slice_us"],
             r["min_slice_ms"], r["strobe_bytes"], "" if r["ahead_k"] >= 0 else " (does not fit)",
-            r["gmem_mib"]))
-    lim = limits(costs, prm)
+            r["gmem_mib"], r["nd_rss_mib"] or 0, r["mm_rss_mib"] or 0))
+    lim = limits(costs, prm, mem)
     print("\nWhat breaks first (node count at which each limit is reached):\n")
     for what, n in lim:
         print("- %d nodes: %s" % (n, what))

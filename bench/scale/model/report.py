@@ -69,7 +69,8 @@ def main():
     pred_rows = [[r["profile"], "hardware" if r["hw_mcast"] else "tree",
                   "%.0f ms" % (r["launch_12m_s"] * 1e3), "%.0f µs" % r["caw_us"],
                   "%.0f µs" % r["strobe_skew_p99_us"], "%.0f µs" % r["timed_skew_p99_us"],
-                  "%.1f ms" % (r["mm_cpu_per_slice_us"] / 1e3), "%.0f ms" % r["min_slice_ms"]]
+                  "%.1f ms" % (r["mm_cpu_per_slice_us"] / 1e3), "%.0f ms" % r["min_slice_ms"],
+                  "%.0f MiB" % (r.get("nd_rss_mib") or 0), "%.0f MiB" % (r.get("mm_rss_mib") or 0)]
                  for r in rows]
     sec = ["## " + HEADING, "",
            "Command: `make bench-scale` (`SCALE_NODES=\"%s\"`; it runs `bench/scale/measure.py "
@@ -92,7 +93,8 @@ def main():
             if os.environ.get("SCALE_PREDICT_SET", "").split() else ""),
            benchdoc.table(["profile", "multicast", "launch 12 MiB", "CAW", "strobe skew p99",
                            "timed switch skew p99", "MM CPU per slice",
-                           "smallest slice (MM ≤ 50%)"], pred_rows), "",
+                           "smallest slice (MM ≤ 50%)", "node daemon RSS", "MM RSS"],
+                          pred_rows), "",
            "Limits of today's design, by the node count that reaches them: " +
            "; ".join("%d: %s" % (n, w) for w, n in pj["limits"]) + ".", ""]
     benchdoc.replace_section(doc, HEADING, "\n".join(sec))

@@ -186,5 +186,34 @@ class Primitives(unittest.TestCase):
         self.assertAlmostEqual(m.mm_cpu_per_slice(100), 2e-4)
 
 
+class MemoryTest(unittest.TestCase):
+    COSTS = {"points": [{"nodes": 2, "rss_nd_kib": 24000, "rss_mm_kib": 15000},
+                        {"nodes": 64, "rss_nd_kib": 24200, "rss_mm_kib": 17480}]}
+
+    def test_two_node_point_is_the_base(self):
+        import memory
+        self.assertEqual(memory.node_rss(self.COSTS, 2), 24000 * 1024)
+        self.assertEqual(memory.mm_rss(self.COSTS, 2), 15000 * 1024)
+
+    def test_terms(self):
+        import memory
+        # below 1024 nodes only the per-node terms and the connections grow
+        want = (24000 * 1024 + memory.PER_CONFIGURED * 998 + memory.PER_JOB_NODE * 998 +
+                memory.CONN * (memory.FANOUT + 2 - 2))
+        self.assertAlmostEqual(memory.node_rss(self.COSTS, 1000), want)
+        # a job on fewer nodes costs less; node sets past 1024 bits grow the buffers
+        self.assertLess(memory.node_rss(self.COSTS, 1000, job_nodes=2), want)
+        self.assertEqual(memory.sized_by_header(1000), memory.sized_by_header(2))
+        self.assertGreater(memory.sized_by_header(16384), memory.sized_by_header(1000))
+        # the MM: its measured slope, 40 KiB a node here
+        self.assertAlmostEqual(memory.mm_per_node(self.COSTS), 40 * 1024)
+
+    def test_first_over(self):
+        import memory
+        n = memory.first_over(self.COSTS, 64 * memory.MIB)
+        self.assertGreater(memory.node_rss(self.COSTS, n), 64 * memory.MIB)
+        self.assertLessEqual(memory.node_rss(self.COSTS, n - 1), 64 * memory.MIB)
+
+
 if __name__ == "__main__":
     unittest.main()
