@@ -15,6 +15,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from calibrate import at_point, host_params  # noqa: E402
 from scalemodel import MIB, Model, pct  # noqa: E402
+import memory  # noqa: E402
 
 
 def rows_for(prm, pt, slices):
@@ -64,10 +65,14 @@ def main():
     a = ap.parse_args()
     with open(a.costs) as f:
         costs = json.load(f)
-    prm = host_params(costs)
     rows = []
+    try:
+        prm = host_params(costs)
+    except ValueError as e:  # a run without sn_bench (--no-sn): its memory only
+        prm = None
+        print("validate.py: no times: %s" % e, file=sys.stderr)
     for pt in costs["points"]:
-        if pt["nodes"] <= 2:
+        if pt["nodes"] <= 2 or prm is None:
             continue
         rows += rows_for(prm, pt, a.slices)
     print("| nodes | quantity | predicted | measured | ratio |")
@@ -80,6 +85,11 @@ def main():
                                                 fmt_ms(r["meas_ms"]), r["ratio"],
                                                 " ✓" if good else " ✗"))
     print("\n%d of %d points within ±%d%%" % (ok, len(rows), round(a.band * 100)))
+    mem = memory.validation(costs)
+    if mem:
+        print("\nA node daemon's resident memory (memory.py), predicted / measured: " +
+              ", ".join("%d nodes %.1f / %.1f MiB" % (n, p / memory.MIB, m / memory.MIB)
+                        for n, p, m in mem))
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"params": prm, "rows": rows, "band": a.band, "within": ok}, f, indent=1)
