@@ -317,7 +317,7 @@ static bool rxm_over_tcp_only(const struct sn_ctx *ctx)
  * FI_OFI_RXM_BUFFER_SIZE (16 KiB) plus a header, zeroed (resident) at once,
  * and posts FI_OFI_RXM_MSG_RX_SIZE of them (4096 over tcp, into one shared
  * receive context) when the endpoint opens: 4 such regions for receives and
- * one for sends, 84 MiB of a daemon's 95. Over tcp none of them carries
+ * one for sends, 82 MiB of a daemon's 95. Over tcp none of them carries
  * storm's data: receives are placed straight into the buffer storm posted
  * (rxm's dynamic receive buffers; a receive buffer holds only rxm's header
  * of a message in flight) and sends go from storm's memory (direct send);
