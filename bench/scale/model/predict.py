@@ -67,7 +67,7 @@ def limits(costs, prm, mem=None):
     out = []
     n = memory.first_over(mem or costs, memory.TARGET_MIB * MIB)
     if n:
-        out.append(("a node daemon's resident memory, running a job on every node, passes "
+        out.append(("a node daemon's resident memory, running a job on every node (each node talking to its tree neighbours and the MM), passes "
                     "%d MiB (%.2f KiB a node of the cluster, %.2f KiB a node of the job, and "
                     "the buffers sized by node sets of N bits: memory.py)"
                     % (memory.TARGET_MIB, memory.PER_CONFIGURED / 1024,
