@@ -59,7 +59,8 @@ int vc_find_daemon(const char *name, char *out, size_t len);
 pid_t vc_spawn_detached(char *const argv[], const char *log, const char *dir, int netns_node,
 			pid_t host, int append);
 
-/* The MM just started: SCHED_FIFO with realtime, else nice -10. */
+/* The MM just started: SCHED_FIFO; without realtime under the guard of
+ * common/rtguard.h (nice -10 where real-time is refused). */
 void vc_mm_priority(pid_t pid, int realtime);
 
 int vc_append_pid(const char *pids_file, pid_t pid, const char *name);

@@ -22,6 +22,7 @@
 #include "cluster.h"
 #include "munged.h"
 #include "netns.h"
+#include "rtguard.h"
 
 /* ---- small file helpers */
 
@@ -175,15 +176,22 @@ pid_t vc_spawn_detached(char *const argv[], const char *log, const char *dir, in
 void vc_mm_priority(pid_t pid, int realtime)
 {
 	/* the MM's timer drives every switch: it must not wait for a core.
-	 * Real-time only when asked: N real-time daemons on a few shared
-	 * cores would starve everything else if one spun; otherwise nice -10,
-	 * as stormnd --no-realtime does for itself. Not its children. */
-	struct sched_param sp = { .sched_priority = realtime ? 1 : 0 };
-	if (sched_setscheduler(pid, (realtime ? SCHED_FIFO : SCHED_OTHER) | SCHED_RESET_ON_FORK,
-			       &sp) < 0 ||
-	    (!realtime && setpriority(PRIO_PROCESS, (id_t)pid, -10) < 0))
+	 * SCHED_FIFO; unless asked for real time as such, under the guard
+	 * (common/rtguard.h: nice -10 does not lift a session above the
+	 * machine's others, and a spinning real-time MM would hold a core):
+	 * nice -10 once it has run RT_GUARD_MS without sleeping. The MM
+	 * catches the guard's SIGXCPU from its start. Not its children. */
+	struct sched_param sp = { .sched_priority = 1 };
+	if ((realtime || rt_guard_limit(pid, RT_GUARD_MS) == 0) &&
+	    sched_setscheduler(pid, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) == 0)
+		return;
+	int e = errno;
+	sp.sched_priority = 0;
+	if (realtime ||
+	    sched_setscheduler(pid, SCHED_OTHER | SCHED_RESET_ON_FORK, &sp) < 0 ||
+	    setpriority(PRIO_PROCESS, (id_t)pid, -10) < 0)
 		fprintf(stderr, "storm: warning: machine manager at normal priority: %s\n",
-			strerror(errno));
+			strerror(e));
 }
 
 int vc_append_pid(const char *pids_file, pid_t pid, const char *name)

@@ -1,6 +1,7 @@
 /* stormmm: start-up and the event loop. */
 #include "db.h"
 #include "mm.h"
+#include "rtguard.h"
 #include "stall.h"
 
 #include <errno.h>
@@ -225,6 +226,9 @@ static int64_t transfer_limit(void *arg)
 static void on_turn(void *arg)
 {
 	struct mm *mm = arg;
+	if (rt_guard_tripped())
+		slog("ran %d ms on a core without sleeping: SCHED_FIFO dropped, now nice -10",
+		     RT_GUARD_MS);
 	poll_events(mm);
 	if (mm->tick_due) {
 		mm->tick_due = false;
@@ -476,6 +480,9 @@ int main(int argc, char **argv)
 	const char *conf = NULL;
 	int o;
 	log_set_ident("stormmm");
+	/* a virtual cluster makes it real-time under the guard (rtguard.h):
+	 * its SIGXCPU must find the handler, whenever it comes */
+	rt_guard_install();
 	while ((o = getopt_long(argc, argv, "c:hf", opts, NULL)) != -1) {
 		switch (o) {
 		case 'c':

@@ -36,6 +36,7 @@
 #include "ckpt.h"
 #include "layout.h"
 #include "nd.h"
+#include "rtguard.h"
 #include "trace.pb-c.h"
 
 enum helper_kind { H_DUMP, H_RESTORE };
@@ -734,6 +735,7 @@ static _Noreturn void restore_child(struct nd *nd, const Storm__Cl__Launch *L,
 				    struct nd_job *job, const int *wfds, int w)
 {
 	char err[1024], img[PATH_MAX + 128], files[PATH_MAX + 128];
+	rt_guard_child();
 	if (L->files_dir[0]) {
 		snprintf(files, sizeof(files), "%s/%s", nd->state_dir, L->files_dir);
 		int rc = nd_valid_ckpt_dir(L->files_dir) ? copy_dir_files(files, job->dir, L->spec->uid, L->spec->gid,

@@ -18,6 +18,7 @@
 
 #include "layout.h"
 #include "nd.h"
+#include "rtguard.h"
 #include "sigchld.h"
 #include "stall.h"
 
@@ -29,8 +30,10 @@ static const char usage[] =
 	"\n"
 	"  -c, --config CONF    storm.conf to read\n"
 	"  -n, --name NODENAME  this node's name, as listed in [nodes] names\n"
-	"      --no-realtime    not SCHED_FIFO priority 1 but nice -10 (a virtual\n"
-	"                       cluster: its daemons share cores with its ranks)\n"
+	"      --no-realtime    SCHED_FIFO priority 1 under a guard: dropped to nice\n"
+	"                       -10 once it has run 0.5 s without sleeping (a\n"
+	"                       virtual cluster: its daemons share cores with its\n"
+	"                       ranks); nice -10 where real-time is refused\n"
 	"  -h, --help           this text\n";
 
 static int mkdir_p(const char *path, mode_t mode)
@@ -122,14 +125,23 @@ static void go_realtime(void)
 		       strerror(errno));
 }
 
-/* Without real-time priority (a virtual cluster: every node's daemon and
- * ranks share this machine's cores) a daemon at nice 0 waits for a core
- * behind the ranks it schedules, and a second of that makes its node look
- * dead. Nice -10 weighs it ten times a rank; it still cannot starve them.
- * Reset on fork: the ranks start at nice 0. */
+/* A virtual cluster: every node's daemon and ranks share this machine's
+ * cores. Nice -10 alone is not enough: under autogroups it weighs the
+ * daemon only against the ranks of its own session (rtguard.h), and
+ * beside a loaded machine's other sessions a turn of a few milliseconds
+ * took seconds, long enough for the MM to call the node dead. So
+ * SCHED_FIFO, with a guard that drops the daemon to nice -10 should it
+ * ever run RT_GUARD_MS without sleeping (a spinning real-time daemon would
+ * hold a core from everything else). Reset on fork: the ranks start at
+ * SCHED_OTHER, nice 0. */
 static void go_favoured(void)
 {
-	struct sched_param sp = {.sched_priority = 0};
+	struct sched_param sp = {.sched_priority = 1};
+	if (rt_guard_install() == 0 && rt_guard_limit(0, RT_GUARD_MS) == 0 &&
+	    sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) == 0)
+		return;
+	slog("running at nice %d: a guarded SCHED_FIFO refused: %s", ND_NICE, strerror(errno));
+	sp.sched_priority = 0;
 	if (sched_setscheduler(0, SCHED_OTHER | SCHED_RESET_ON_FORK, &sp) < 0 ||
 	    setpriority(PRIO_PROCESS, 0, ND_NICE) < 0)
 		slog("running at nice 0: nice %d refused: %s", ND_NICE, strerror(errno));
@@ -190,6 +202,18 @@ static void hold_turn(uint64_t ms)
 	}
 }
 
+/* a test's stand-in for a daemon that spins: on a core without ever
+ * sleeping, for ms or until the real-time guard has dropped it */
+static void spin_turn(uint64_t ms)
+{
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((sched_getscheduler(0) & ~SCHED_RESET_ON_FORK) == SCHED_FIFO &&
+	       (uint64_t)((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000) < ms);
+}
+
 /* SIGUSR1: what the daemon holds, in its log, for diagnosis (a job that
  * hangs: which command it took, which exchange waits for whom). */
 static void dump_state(struct nd *nd)
@@ -210,6 +234,8 @@ static void dump_state(struct nd *nd)
 	uint64_t ms = fault_value(&nd->fault, "dump_sleep_ms");
 	if (ms)
 		hold_turn(ms);
+	if ((ms = fault_value(&nd->fault, "dump_spin_ms")))
+		spin_turn(ms);
 }
 
 static void on_signals(struct nd *nd)
@@ -256,6 +282,9 @@ static int drain_event(struct nd *nd, unsigned ev)
 static void on_turn(void *arg)
 {
 	struct nd *nd = arg;
+	if (rt_guard_tripped())
+		slog("ran %d ms on a core without sleeping: SCHED_FIFO dropped, now nice %d",
+		     RT_GUARD_MS, ND_NICE);
 	reap_if_signalled(nd);
 	int rc = sn_progress(nd->sn);
 	if (rc < 0)

@@ -21,6 +21,7 @@
 
 #include "layout.h"
 #include "nd.h"
+#include "rtguard.h"
 #include "trace.pb-c.h"
 
 #define NO_DONE_SLOT UINT32_MAX
@@ -65,6 +66,7 @@ static void child_fail(const struct plan *pl, const char *what, const char *arg,
 static _Noreturn void run_child(const struct plan *pl, int out_w, int err_w)
 {
 	setpgid(0, pl->pgid);
+	rt_guard_child();
 	/* halt at the execve, before the program's first instruction, until
 	 * the daemon has put us in our job's gang state (gang.c) */
 	if (pl->traced_w >= 0 && ptrace(PTRACE_TRACEME, 0, NULL, NULL) == 0 &&

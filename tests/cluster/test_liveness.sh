@@ -29,8 +29,9 @@ trap 'exit 1' INT TERM
 
 # node00 sleeps 1.2 s in the turn that dumps its state, and on until its
 # stall watcher has taken the backtrace (a test point): a turn that long is
-# what the watcher reports, however late a loaded machine wakes it
-STORM_TEST_TAMPER=dump_sleep_ms=1200 STORM_TEST_TAMPER_NODE=node00 \
+# what the watcher reports, however late a loaded machine wakes it; then it
+# spins on a core for up to 5 s (another), which its real-time guard ends
+STORM_TEST_TAMPER=dump_sleep_ms=1200,dump_spin_ms=5000 STORM_TEST_TAMPER_NODE=node00 \
 	expect "cluster up (2 nodes, 1 ms slices, down_after_ms 1500)" 0 \
 	storm cluster up --nodes 2 --dir "$C" --timeslice-us 1000 --down-after-ms 1500
 [ -s "$STORM_CONF" ] || exit 1
@@ -43,14 +44,18 @@ storm run -N 2 sh -c "echo up; while [ ! -e $T/go ]; do sleep 0.05; done; echo f
 	>"$T/run1.out" 2>"$T/run1.err" &
 RUN=$!
 wait_count "$T/run1.out" "up" 2 30 >/dev/null || bad "the job's ranks never started"
-# a virtual cluster's daemons share the cores with its ranks: they are
-# weighted above them (nice -10), the ranks they start are not
-nice_of() { awk '{ sub(/^.*\) /, ""); print $17 }' "/proc/$1/stat" 2>/dev/null; }
+# a virtual cluster's daemons share the cores with its ranks and the
+# machine's other sessions: they run at SCHED_FIFO (nice would weigh them
+# only inside their own session's autogroup), under a guard that drops a
+# daemon which runs 0.5 s without sleeping (RLIMIT_RTTIME); the ranks they
+# start are at SCHED_OTHER, nice 0, without the guard
+sched_of() { echo "$(ps -o cls=,rtprio=,ni= -p "$1" | xargs) $(awk '/^Max realtime timeout/ { print $4 }' "/proc/$1/limits" 2>/dev/null)"; }
 MM=$(awk '$2 == "mm" { print $1 }' "$C/pids")
 RK=$(pgrep -P "$ND" -f "while \\[ ! -e $T/go" | head -1) # a rank: node01 its parent
-[ "$(nice_of "$ND")" = -10 ] && [ "$(nice_of "$MM")" = -10 ] && [ "$(nice_of "$RK")" = 0 ] &&
-	ok "the daemons run at nice -10, a rank at 0" ||
-	bad "the daemons run at nice -10, a rank at 0: node01 '$(nice_of "$ND")', MM '$(nice_of "$MM")', rank $RK '$(nice_of "$RK")'"
+[ "$(sched_of "$ND")" = "FF 1 - 500000" ] && [ "$(sched_of "$MM")" = "FF 1 - 500000" ] &&
+	[ "$(sched_of "$RK")" = "TS - 0 unlimited" ] &&
+	ok "the daemons run at SCHED_FIFO under a 0.5 s guard, a rank at nice 0 without it" ||
+	bad "the daemons run at SCHED_FIFO under a 0.5 s guard, a rank at nice 0 without it: node01 '$(sched_of "$ND")', MM '$(sched_of "$MM")', rank $RK '$(sched_of "$RK")'"
 kill -STOP "$ND"
 sleep 0.5 # the stall itself: what is tested is that it is survived
 kill -CONT "$ND"
@@ -120,6 +125,11 @@ if wait_log "$C/log/node00.log" "stall: over after" 30; then
 else
 	bad "node00's 1.2 s turn was never reported: $(grep stall: "$C/log/node00.log")"
 fi
+# the same dump then spins (a test point) until the guard drops it
+wait_log "$C/log/node00.log" "without sleeping: SCHED_FIFO dropped, now nice -10" 30 &&
+	[ "$(ps -o cls=,ni= -p "$ND0" | xargs)" = "TS -10" ] &&
+	ok "a daemon spinning at SCHED_FIFO is dropped to nice -10, and says so" ||
+	bad "a daemon spinning at SCHED_FIFO is dropped to nice -10: $(ps -o cls=,ni= -p "$ND0"), $(grep -i fifo "$C/log/node00.log")"
 expect "cluster down" 0 storm cluster down --dir "$C"
 
 # ---- 4. idle nodes are heard through the tree: the MM's liveness
