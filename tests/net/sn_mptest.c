@@ -957,7 +957,19 @@ static int scen_kill(const struct spawn_node *nd)
 		CHECK(sn_test_event(ctx, EV_DATA, 4 * OP_TIMEOUT_MS, NULL) == 1, "data");
 	}
 	CHECK(barrier_again(ctx, &survivors, 2) == 0, "survivors' barrier: %s", sn_strerror(ctx));
-	close_leader_after_death(ctx, &survivors);
+	/* the victim's relay in node 0's transfer (its parent in the tree,
+	 * as in_subtree's) has its forwards to the victim in flight too: it
+	 * leads one more barrier, of the survivors from it up, to close as
+	 * node 0 does */
+	uint32_t relay = (victim - 1) / 4;
+	struct sn_nodeset last = survivors;
+	if (relay != 0 && self >= relay) {
+		sn_set_clear(&last);
+		sn_set_range(&last, relay, n - 2);
+		CHECK(barrier_again(ctx, &last, 3) == 0, "barrier of node %u's relay %u: %s", victim,
+		      relay, sn_strerror(ctx));
+	}
+	close_leader_after_death(ctx, &last);
 	return 0;
 }
 
