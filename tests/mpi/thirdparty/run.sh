@@ -62,6 +62,7 @@ RUNS=(
 )
 
 cleanup() {
+	[ -n "${MPICH_PID:-}" ] && kill "$MPICH_PID" 2>/dev/null
 	if [ -f "$C/storm.conf" ]; then storm cluster down --dir "$C" >/dev/null 2>&1; fi
 	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }
@@ -123,34 +124,52 @@ for r in "${RUNS[@]}"; do
 	fi
 done
 
+# mpich_runs: every run under MPICH, one after another, beside BCS-MPI's
+# runs and replays (the two share nothing but the CPUs, and a BCS-MPI job
+# mostly waits for its slices): each run's output in $T/mpich/P.N.out, its
+# exit code in P.N.rc, then a line "ran P N." in $T/mpich/progress, which
+# BCS-MPI's side waits for before it compares
+mpich_runs() {
+	local r p ranks args mode n m i
+	for r in "${RUNS[@]}"; do
+		IFS='|' read -r p ranks args mode <<<"$r"
+		for n in $ranks; do
+			m=$T/mpich/$p.$n.out
+			# each rank's stdout in a file of its own, labelled here:
+			# mpiexec's own labels (-prepend-pattern) go by the chunks
+			# it reads, not by lines
+			rm -f "$m".rank.*
+			# shellcheck disable=SC2086 # ARGS are words
+			timeout "$LIMIT" mpiexec.mpich -genv LD_PRELOAD "$T/mpich_yield.so" \
+				-outfile-pattern "$m.rank.%r" -n "$n" "$T/mpich/$p" $args >"$m.err" 2>&1
+			echo $? >"$m.rc"
+			for i in $(seq 0 $((n - 1))); do
+				[ ! -f "$m.rank.$i" ] || sed "s/^/$i: /" "$m.rank.$i"
+			done >"$m"
+			echo "ran $p $n." >>"$T/mpich/progress"
+		done
+	done
+}
+: >"$T/mpich/progress"
+mpich_runs &
+MPICH_PID=$!
+
 start=$(date +%s%N)
 for r in "${RUNS[@]}"; do
 	IFS='|' read -r p ranks args mode <<<"$r"
 	last=${ranks##* }
 	for n in $ranks; do
 		m=$T/mpich/$p.$n.out b=$T/bcs/$p.$n.out rec=()
-		# each rank's stdout in a file of its own, labelled here: mpiexec's
-		# own labels (-prepend-pattern) go by the chunks it reads, not by lines
-		rm -f "$m".rank.*
-		# shellcheck disable=SC2086 # ARGS are words
-		# MPICH's run beside BCS-MPI's: the two share nothing but the
-		# CPUs, and a BCS-MPI job mostly waits for its slices
-		timeout "$LIMIT" mpiexec.mpich -genv LD_PRELOAD "$T/mpich_yield.so" \
-			-outfile-pattern "$m.rank.%r" -n "$n" "$T/mpich/$p" $args >"$m.err" 2>&1 &
-		mpid=$!
 		[ "$n" = "$last" ] && rec=(--record "$T/$p.trace")
 		t0=$(date +%s%N)
-		# shellcheck disable=SC2086
+		# shellcheck disable=SC2086 # ARGS are words
 		timeout "$LIMIT" storm run -l "${rec[@]}" -N "$(nodes "$n")" -n "$n" \
 			"$T/bcs/$p" $args >"$b" 2>"$b.err"
 		brc=$?
 		ms=$((($(date +%s%N) - t0) / 1000000))
-		wait "$mpid"
-		mrc=$?
-		for i in $(seq 0 $((n - 1))); do
-			[ ! -f "$m.rank.$i" ] || sed "s/^/$i: /" "$m.rank.$i"
-		done >"$m"
-		if [ $mrc = 0 ] && [ $brc = 0 ]; then
+		wait_log "$T/mpich/progress" "ran $p $n." "$LIMIT" >/dev/null
+		mrc=$(cat "$m.rc" 2>/dev/null || echo "none")
+		if [ "$mrc" = 0 ] && [ $brc = 0 ]; then
 			ok "$p, $n ranks${rec:+, recorded}: exit 0 under both ($ms ms)"
 		else
 			bad "$p, $n ranks: exit $mrc under MPICH, $brc under BCS-MPI"
@@ -173,6 +192,8 @@ for r in "${RUNS[@]}"; do
 	fi
 	same "  replay prints the recorded run's output" "$mode" "$T/bcs/$p.$last.out" "$r"
 done
+wait "$MPICH_PID"
+MPICH_PID=
 echo "info: the runs took $((($(date +%s%N) - start) / 1000000)) ms"
 
 echo "$checks checks, $fails failed"
