@@ -447,6 +447,7 @@ int nd_pmi_rank_env(struct nd *nd, struct nd_job *job, uint32_t lr, char **env, 
 		    int *fd);
 void nd_pmi_rank_forked(struct nd *nd, struct nd_job *job, uint32_t lr);
 void nd_pmi_job_end(struct nd *nd, struct nd_job *job);
+void nd_pmi_job_signalled(struct nd *nd, struct nd_job *job); /* a test hook's start */
 void nd_pmi_dump(const struct nd *nd); /* its exchanges, in the log */
 
 /* mailbox.c: the node-to-node mailboxes. Clients register a handler per

@@ -55,6 +55,12 @@ void nd_pmi_rank_forked(struct nd *nd, struct nd_job *job, uint32_t lr)
 		pmi1_rank_forked(nd, job, lr);
 }
 
+void nd_pmi_job_signalled(struct nd *nd, struct nd_job *job)
+{
+	if (job->mpi == STORM__JOB__MPI__MPI_PMIX)
+		pmix_test_hold(nd, job);
+}
+
 void nd_pmi_job_end(struct nd *nd, struct nd_job *job)
 {
 	if (job->mpi == STORM__JOB__MPI__MPI_PMI1)

@@ -55,5 +55,6 @@ int pmix_job_start(struct nd *nd, struct nd_job *job, const Storm__Cl__Command *
 int pmix_rank_env(struct nd *nd, struct nd_job *job, uint32_t lr, char **env, size_t max,
 		  int *fd);
 void pmix_job_end(struct nd *nd, struct nd_job *job);
+void pmix_test_hold(struct nd *nd, struct nd_job *job); /* test hook pmix_late_eof */
 
 #endif

@@ -49,9 +49,13 @@ struct pxmsg {
 	struct pxmsg *next;
 };
 
+enum px_hold { HOLD_NONE, HOLD_ASKED, HOLD_ON, HOLD_OFF };
+
 struct nd_pmix {
-	pthread_mutex_t mu;        /* guards the queue; the only shared state */
+	pthread_mutex_t mu;        /* guards the queue, hold and pxop: the shared state */
+	pthread_cond_t cv;         /* hold changed, or a pxop is done */
 	struct pxmsg *head, *tail;
+	enum px_hold hold;         /* test hook pmix_late_eof */
 	int efd;                   /* eventfd: the queue has messages */
 	char dir[PATH_MAX + 8];    /* the library's rendezvous and session files */
 };
@@ -363,6 +367,7 @@ static int server_up(struct nd *nd)
 	if (!px)
 		return -ENOMEM;
 	pthread_mutex_init(&px->mu, NULL);
+	pthread_cond_init(&px->cv, NULL);
 	/* this daemon's own directory: daemons sharing a host (the virtual
 	 * cluster) share its host name, which the library's file names carry */
 	snprintf(px->dir, sizeof(px->dir), "%s/pmix", nd->state_dir);
@@ -414,6 +419,86 @@ static int server_up(struct nd *nd)
 	return 0;
 }
 
+/* A request to the library the daemon waits for, answered on its thread. */
+struct pxop {
+	struct nd_pmix *px;
+	bool done;
+};
+
+static void op_done(pmix_status_t status, void *arg)
+{
+	struct pxop *op = arg;
+	(void)status;
+	pthread_mutex_lock(&op->px->mu);
+	op->done = true;
+	pthread_cond_broadcast(&op->px->cv);
+	pthread_mutex_unlock(&op->px->mu);
+}
+
+static void op_wait(struct pxop *op)
+{
+	pthread_mutex_lock(&op->px->mu);
+	while (!op->done)
+		pthread_cond_wait(&op->px->cv, &op->px->mu);
+	pthread_mutex_unlock(&op->px->mu);
+}
+
+/* test hook pmix_late_eof: on the library's thread, which stays here until
+ * hold_release */
+static void hold_here(pmix_status_t status, void *arg)
+{
+	struct nd_pmix *px = arg;
+	(void)status;
+	pthread_mutex_lock(&px->mu);
+	px->hold = HOLD_ON;
+	pthread_cond_broadcast(&px->cv);
+	while (px->hold == HOLD_ON)
+		pthread_cond_wait(&px->cv, &px->mu);
+	px->hold = HOLD_NONE;
+	pthread_mutex_unlock(&px->mu);
+}
+
+static void hold_release(struct nd_pmix *px)
+{
+	pthread_mutex_lock(&px->mu);
+	if (px->hold == HOLD_ON) {
+		px->hold = HOLD_OFF;
+		pthread_cond_broadcast(&px->cv);
+	}
+	pthread_mutex_unlock(&px->mu);
+}
+
+/* Test hook pmix_late_eof: from the signal to a job's ranks until the
+ * daemon has asked the library to forget the job (pmix_job_end), the
+ * library's thread stands still, so it reads the ranks' dropped
+ * connections only after the daemon's requests: the order a loaded machine
+ * gives at times, made certain. The daemon must call nothing that waits for
+ * that thread meanwhile (no job may start here). */
+void pmix_test_hold(struct nd *nd, struct nd_job *job)
+{
+	struct nd_pmix *px = nd->pmix;
+	if (!px || !job->pmi || !fault_value(&nd->fault, "pmix_late_eof"))
+		return;
+	pthread_mutex_lock(&px->mu);
+	if (px->hold != HOLD_NONE) {
+		pthread_mutex_unlock(&px->mu);
+		return;
+	}
+	px->hold = HOLD_ASKED;
+	pthread_mutex_unlock(&px->mu);
+	/* any request the library answers on its thread will do: a rank it
+	 * never knew costs it nothing */
+	pmix_proc_t nobody;
+	PMIX_LOAD_PROCID(&nobody, NSPACE_PREFIX "hold", 0);
+	PMIx_server_deregister_client(&nobody, hold_here, px);
+	pthread_mutex_lock(&px->mu);
+	while (px->hold == HOLD_ASKED)
+		pthread_cond_wait(&px->cv, &px->mu);
+	pthread_mutex_unlock(&px->mu);
+	slog("test hook pmix_late_eof: job %" PRIu64 ": the PMIx library's thread held until "
+	     "the job's end here", job->id);
+}
+
 void pmix_dump(const struct nd *nd)
 {
 	struct nd_pmix *px = nd->pmix;
@@ -445,6 +530,7 @@ void pmix_close(struct nd *nd)
 	struct nd_pmix *px = nd->pmix;
 	if (!px)
 		return;
+	hold_release(px);
 	PMIx_server_finalize(); /* joins its thread: no upcall after this */
 	g_px = NULL;
 	ev_io_del(nd->loop, px->efd);
@@ -456,6 +542,7 @@ void pmix_close(struct nd *nd)
 		free(m->data);
 		free(m);
 	}
+	pthread_cond_destroy(&px->cv);
 	pthread_mutex_destroy(&px->mu);
 	free(px);
 	nd->pmix = NULL;
@@ -795,14 +882,23 @@ void pmix_job_end(struct nd *nd, struct nd_job *job)
 	xchg_job_end(nd, job->id);
 	if (!pj)
 		return;
-	for (uint32_t i = 0; i < pj->nlocal; i++)
-		if (pj->client[i]) {
-			pmix_proc_t proc;
-			PMIX_LOAD_PROCID(&proc, pj->nspace, pj->first + i);
-			PMIx_server_deregister_client(&proc, NULL, NULL);
-		}
+	/* Only the namespace is deregistered, not its ranks: OpenPMIx 4.2
+	 * closes a deregistered rank's socket but leaves the socket's read
+	 * event registered with libevent, unless its own thread has already
+	 * read the connection drop (the rank is gone by now, but on a loaded
+	 * machine that thread may not have run since). epoll forgets the
+	 * closed descriptor, libevent still counts it as watched, and the
+	 * next rank accepted on the same number is never added to epoll: its
+	 * first request after connecting goes unread and it waits in
+	 * PMIx_Init for ever, on that descriptor number for the daemon's
+	 * lifetime. Left alone, the library closes each socket itself, and
+	 * deletes its event, when it reads the drop. */
+	struct nd_pmix *px = nd->pmix;
+	struct pxop op = {px, !pj->registered};
 	if (pj->registered)
-		PMIx_server_deregister_nspace(pj->nspace, NULL, NULL);
+		PMIx_server_deregister_nspace(pj->nspace, op_done, &op);
+	hold_release(px); /* after the request: its thread takes it first */
+	op_wait(&op);
 	job_free(pj);
 	job->pmi = NULL;
 }

@@ -855,6 +855,7 @@ void nd_signal_job(struct nd *nd, const Storm__Cl__Signal *sig)
 		slog("job %" PRIu64 ": invalid signal %d; ignored", job->id, sig->signal);
 		return;
 	}
+	nd_pmi_job_signalled(nd, job);
 	if (killpg(job->pgid, sig->signal) < 0 && errno != ESRCH)
 		slog("job %" PRIu64 ": cannot send signal %d: %s", job->id, sig->signal,
 		       strerror(errno));
