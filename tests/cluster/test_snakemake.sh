@@ -103,9 +103,12 @@ EOF
 
 # sm LOG ARGS...: snakemake --slurm in the workflow's directory, with the
 # PATH above, its log in $T/LOG. SIGINT as a terminal's Ctrl-C delivers it:
-# a background command of a script starts with it ignored.
+# a background command of a script starts with it ignored. A status check
+# a second: Snakemake 7.21's --slurm takes any rate above 1 for 0.03 (one
+# sacct round each 33 s, and as long again for its poller to end when the
+# workflow is done), which was most of this suite's time.
 SM=(env --default-signal=INT PATH="$SM_PATH" USER="$(id -un)" snakemake --slurm --jobs 4
-	--max-status-checks-per-second 10 --latency-wait 5)
+	--max-status-checks-per-second 1 --latency-wait 5)
 sm() {
 	local log=$1
 	shift
