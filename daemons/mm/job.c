@@ -1101,7 +1101,11 @@ void job_kill_stray(struct mm *mm, uint64_t id, int idx)
 void job_node_failed(struct mm *mm, struct job *j, int node, const char *why)
 {
 	int k = job_node_pos(j, node);
-	if (k < 0 || !job_active(j))
+	/* once a node: a restarted daemon fails its jobs, then makes the node
+	 * DOWN, which fails them again (a second restart, with a job that
+	 * already failed there); a node that reported its part done has lost
+	 * nothing of it */
+	if (k < 0 || !job_active(j) || j->node_done[k])
 		return;
 	node_is_done(j, k);
 	trace_bcs_node_lost(mm, j, node);

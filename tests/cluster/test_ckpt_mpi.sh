@@ -188,6 +188,10 @@ rc=$?
 	{ bad "the job survives SIGKILL of node01 (exit $rc)"; sed 's/^/     | /' fail.err | tail -5; }
 grep -q "job $FJ restarts from checkpoint" fail.err && ok "  storm run says it restarted" ||
 	bad "  storm run says it restarted"
+# the node counts once against the job: its daemon's restart and the node
+# made DOWN for it once restarted the job twice, two copies writing one file
+n=$(grep -c "restarts checkpoint [0-9]* of job $FJ on" "$C/log/mm.log")
+[ "$n" = 1 ] && ok "  one restart of job $FJ" || bad "  one restart of job $FJ, not $n"
 same_result "  result identical" "$T/live.txt" "$T/ref_live.txt"
 
 echo "test_ckpt_mpi: $((checks - fails))/$checks passed"
