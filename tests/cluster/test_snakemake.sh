@@ -104,15 +104,15 @@ EOF
 # sm LOG ARGS...: snakemake --slurm in the workflow's directory, with the
 # PATH above, its log in $T/LOG. SIGINT as a terminal's Ctrl-C delivers it:
 # a background command of a script starts with it ignored. A status check
-# a second: Snakemake 7.21's --slurm takes any rate above 1 for 0.03 (one
-# sacct round each 33 s, and as long again for its poller to end when the
-# workflow is done), which was most of this suite's time.
+# a second (sm): Snakemake 7.21's --slurm takes any rate above 1 for 0.03
+# (one sacct round each 33 s, and as long again for its poller to end when
+# the workflow is done), which was most of this suite's time.
 SM=(env --default-signal=INT PATH="$SM_PATH" USER="$(id -un)" snakemake --slurm --jobs 4
-	--max-status-checks-per-second 1 --latency-wait 5)
+	--latency-wait 5)
 sm() {
 	local log=$1
 	shift
-	(cd "$T/wf" && exec "${SM[@]}" "$@") >"$T/$log" 2>&1
+	(cd "$T/wf" && exec "${SM[@]}" --max-status-checks-per-second 1 "$@") >"$T/$log" 2>&1
 }
 
 # log_if_failed LOG: its last lines after a failed check
@@ -158,8 +158,12 @@ has "  its output in the job's log" "wf/.snakemake/slurm_logs/rule_fail/$fj.log"
 
 # ---- interrupted: snakemake cancels its job
 rm -f "$T/wf/holding"
-# (the subshell execs snakemake: $! is snakemake's pid)
-(cd "$T/wf" && exec "${SM[@]}" hold.txt --default-resources runtime=10) >"$T/hold.log" 2>&1 &
+# (the subshell execs snakemake: $! is snakemake's pid). At a round each
+# 33 s here: its poller takes the job list out for each round, and an
+# interrupt then finds it empty and cancels nothing; a round a second
+# left the job RUNNING 1 time in 3.
+(cd "$T/wf" && exec "${SM[@]}" --max-status-checks-per-second 10 hold.txt \
+	--default-resources runtime=10) >"$T/hold.log" 2>&1 &
 SM_PID=$!
 if wait_log "$T/wf/holding" "" 120; then ok "snakemake's job holds"
 else bad "snakemake's job holds"; sed 's/^/     | /' "$T/hold.log" | tail -20; fi
