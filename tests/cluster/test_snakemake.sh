@@ -45,11 +45,11 @@ cd "$T" || exit 1
 mkdir -p "$T/path"
 slurm_own=" $(dpkg -L slurm-client slurmctld slurmd slurm-wlm-basic-plugins sview 2>/dev/null |
 	sed -n 's|^/usr/s\{0,1\}bin/||p' | tr '\n' ' ') "
-for f in /usr/bin/* /usr/sbin/*; do
-	n=${f##*/}
-	case $slurm_own in *" $n "*) continue ;; esac
-	[ -e "$T/path/$n" ] || ln -s "$f" "$T/path/$n"
-done
+# two ln calls, not one a program: 1,800 forks took up to 85 s beside a hog;
+# /usr/bin's name wins where both have one (ln leaves what exists)
+ln -s /usr/bin/* "$T/path/"
+ln -s /usr/sbin/* "$T/path/" 2>/dev/null
+(cd "$T/path" && rm -f $slurm_own)
 SM_PATH=$SBIN:$BIN:$T/path
 for c in sbatch sacct sacctmgr sinfo scontrol scancel srun squeue; do
 	[ "$(PATH=$SM_PATH command -v $c)" = "$SBIN/$c" ] || bad "$c on the PATH is not storm's"
