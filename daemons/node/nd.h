@@ -155,6 +155,10 @@ struct nd {
 				 * MM signalled, run here or not */
 	size_t tamper_saved_len;
 	uint64_t dones_out;     /* DONE notes sent */
+	/* per GM_VAR_DONE slot: the job launched in it last, and the job whose
+	 * end this node wrote into it last (report.c) */
+	uint64_t slot_job[GM_JOB_SLOTS];
+	uint64_t slot_done[GM_JOB_SLOTS];
 	uint64_t silent_report; /* point "silent" (K, with "silent_ms" T): the
 				 * report carrying the K-th DONE; once the MM
 				 * has it the daemon hangs for T ms */

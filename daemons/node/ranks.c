@@ -738,6 +738,8 @@ void nd_launch(struct nd *nd, const Storm__Cl__Command *cmd, size_t k)
 		slog("job %" PRIu64 " launched again while it runs here; ignored", L->job);
 		return;
 	}
+	if (L->slot < GM_JOB_SLOTS)
+		nd->slot_job[L->slot] = L->job;
 	const char *bad = nd_launch_problem(cmd, k, why, sizeof(why));
 	if (bad) {
 		fail_launch(nd, L->job, L->slot, bad);

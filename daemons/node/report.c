@@ -478,6 +478,24 @@ static void pack_and_send(struct nd *nd, Storm__Cl__Report *rep, struct report_f
 	free(pb);
 }
 
+/* A job's end written into its done slot, unless a later job was launched
+ * in that slot here since. The MM frees a slot when a job ends, and a job
+ * whose node was DOWN ends without that node; back UP, the node kills what
+ * it still ran of the job, and that end can come after the next job in the
+ * slot ended here: written, it would hide the next job's end from the MM's
+ * termination check for good. */
+static void write_done(struct nd *nd, uint32_t slot, uint64_t job)
+{
+	uint64_t owner = nd->slot_job[slot];
+	if (owner && owner != job) {
+		slog("job %" PRIu64 " ended here after job %" PRIu64 " was launched in its done "
+		     "slot %u; the slot is left to that job", job, owner, slot);
+		return;
+	}
+	sn_var_store(nd->sn, GM_VAR_DONE(slot), job);
+	nd->slot_done[slot] = job;
+}
+
 /* Drops what went out from the queue, up to stop, and partial bytes of
  * stop's output; a DONE going out completes the job for the MM. */
 static void drop_sent(struct nd *nd, struct nd_rec *stop, size_t partial, uint64_t seq)
@@ -488,7 +506,16 @@ static void drop_sent(struct nd *nd, struct nd_rec *stop, size_t partial, uint64
 		if (d->kind == REC_OUTPUT)
 			nd->q_bytes -= d->len - d->off;
 		if (d->kind == REC_NOTE && d->done_slot != UINT32_MAX) {
-			sn_var_store(nd->sn, GM_VAR_DONE(d->done_slot), d->job);
+			uint64_t before = nd->slot_done[d->done_slot];
+			write_done(nd, d->done_slot, d->job);
+			/* test point done_late=K: the K-th DONE sent is followed by
+			 * the slot's previous job's end, as from a node back from
+			 * DOWN whose stray ranks died after the next job's */
+			if (before && before != d->job && fault_hit(&nd->fault, "done_late", nd->dones_out + 1)) {
+				slog("test hook done_late: job %" PRIu64 "'s end written again into slot %u",
+				     before, d->done_slot);
+				write_done(nd, d->done_slot, before);
+			}
 			if (fault_hit(&nd->fault, "silent", ++nd->dones_out))
 				nd->silent_report = seq;
 		}

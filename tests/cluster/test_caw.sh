@@ -10,6 +10,8 @@
 # completed (their checks run side by side). That concurrent calls on
 # overlapping sets agree is shown on the primitive itself: the scenario
 # overlap of tests/net/sn_mptest.c.
+# A job's end written late by a node into its slot, after the next job's in
+# that slot, does not hide the next job's end (test point done_late).
 # Every daemon is taken down on exit, pass or fail.
 # Usage: test_caw.sh BUILD_BIN_DIR   (make clustertest)
 set -u
@@ -31,7 +33,7 @@ trap 'exit 1' INT TERM
 mkdir -p "$T/trace"
 # down_after_ms well past the silence: node03 is late, not DOWN
 STORM_TRACE=$T/trace STORM_TEST_TAMPER_NODE=node03 \
-	STORM_TEST_TAMPER="silent=1,silent_ms=$SILENT_MS" \
+	STORM_TEST_TAMPER="silent=1,silent_ms=$SILENT_MS,done_late=1" \
 	expect "cluster up (4 nodes, 10 ms slices, node03 silent after its first job's end)" 0 \
 	storm cluster up --nodes 4 --dir "$C" --timeslice-us 10000 --down-after-ms 30000 --mpl 2
 [ -s "$STORM_CONF" ] || exit 1
@@ -72,6 +74,18 @@ else
 fi
 grep -q "node node03 is DOWN" "$C/log/mm.log" && bad "node03 was declared DOWN" ||
 	ok "node03 was late, not DOWN"
+
+# A node back from DOWN kills what it still ran of a job that ended
+# without it, and that end can come after the next job in the job's done
+# slot ended there. Test point done_late on node03: the first job whose end
+# it writes into a slot that held another job's end (this one, in the first
+# job's slot) is followed by the earlier job's end written again.
+expect "a job in the first job's slot, with node03 writing the first job's end after its own" 0 \
+	storm run -N 4 true
+grep -q "test hook done_late" "$C/log/node03.log" &&
+	grep -q "was launched in its done slot" "$C/log/node03.log" &&
+	ok "  node03 left the slot to the later job" ||
+	bad "  node03 left the slot to the later job (the hook did not fire, or the late end was written)"
 
 # jobs on overlapping node sets, all at once
 pids=""
