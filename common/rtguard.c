@@ -5,9 +5,11 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static pid_t guarded_tid;
@@ -66,4 +68,62 @@ bool rt_guard_tripped(void)
 {
 	int one = 1;
 	return atomic_compare_exchange_strong(&tripped, &one, 2);
+}
+
+/* ---- the share of a core */
+
+#define SHARE_WINDOW_NS 200000000ll
+
+static double budget;     /* of one core; 0: none */
+static bool throttled;    /* at nice -10 for its share, FIFO again below half */
+static long long win_wall, win_cpu;
+
+static long long now_ns(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+void rt_guard_share_from_env(void)
+{
+	const char *s = getenv("STORM_RT_SHARE");
+	double v = s ? strtod(s, NULL) : 0;
+	budget = v > 0 && v <= 100 ? v / 100 : 0;
+	win_wall = now_ns(CLOCK_MONOTONIC);
+	win_cpu = now_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+double rt_guard_share(void)
+{
+	return budget;
+}
+
+int rt_guard_turn(void)
+{
+	if (budget <= 0 || atomic_load(&tripped))
+		return 0;
+	long long wall = now_ns(CLOCK_MONOTONIC);
+	if (wall - win_wall < SHARE_WINDOW_NS)
+		return 0;
+	long long cpu = now_ns(CLOCK_THREAD_CPUTIME_ID);
+	double used = (double)(cpu - win_cpu) / (double)(wall - win_wall);
+	win_wall = wall;
+	win_cpu = cpu;
+	struct sched_param sp = { .sched_priority = 0 };
+	if (!throttled && used > budget) {
+		if (sched_setscheduler(0, SCHED_OTHER | SCHED_RESET_ON_FORK, &sp) < 0)
+			return 0;
+		setpriority(PRIO_PROCESS, 0, -10);
+		throttled = true;
+		return 1;
+	}
+	if (throttled && used < budget / 2) {
+		sp.sched_priority = 1;
+		if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) < 0)
+			return 0;
+		throttled = false;
+		return 2;
+	}
+	return 0;
 }

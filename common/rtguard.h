@@ -38,4 +38,20 @@ void rt_guard_child(void);
  * thread (for the daemon's log, which the handler may not write) */
 bool rt_guard_tripped(void);
 
+/* A share of a core: N virtual daemons at SCHED_FIFO on a few cores, each
+ * woken every slice, leave their ranks nothing once together they want
+ * every core (16 nodes at 1 ms slices on 2 cores: a sweep 20 times
+ * slower). A daemon over its share, measured over 200 ms windows, runs at
+ * nice -10 until it is under half of it, then at SCHED_FIFO again.
+ * STORM_RT_SHARE, in per cent of one core (the virtual cluster sets it
+ * from its cores and daemons); unset: no share. Call from the thread the
+ * guard drops, before rt_guard_turn. */
+void rt_guard_share_from_env(void);
+/* the share in force, of one core (0: none) */
+double rt_guard_share(void);
+/* Each turn of the daemon's loop: 1 if it just went to nice -10 for its
+ * share, 2 if it just came back to SCHED_FIFO, else 0. Never after the
+ * guard dropped the thread for good. */
+int rt_guard_turn(void);
+
 #endif

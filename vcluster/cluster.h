@@ -62,6 +62,9 @@ pid_t vc_spawn_detached(char *const argv[], const char *log, const char *dir, in
 /* The MM just started: SCHED_FIFO; without realtime under the guard of
  * common/rtguard.h (nice -10 where real-time is refused). */
 void vc_mm_priority(pid_t pid, int realtime);
+/* STORM_RT_SHARE for the daemons about to start (common/rtguard.h), unless
+ * the environment has it already */
+void vc_rt_share(int nnodes);
 
 int vc_append_pid(const char *pids_file, pid_t pid, const char *name);
 

@@ -173,6 +173,16 @@ pid_t vc_spawn_detached(char *const argv[], const char *log, const char *dir, in
 	return pid;
 }
 
+void vc_rt_share(int nnodes)
+{
+	/* half of the machine's cores split among the daemons (the MM
+	 * counts), so that their ranks always keep the other half */
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	char v[32];
+	snprintf(v, sizeof(v), "%.1f", 50.0 * (double)(cores > 0 ? cores : 1) / (nnodes + 1));
+	setenv("STORM_RT_SHARE", v, 0);
+}
+
 void vc_mm_priority(pid_t pid, int realtime)
 {
 	/* the MM's timer drives every switch: it must not wait for a core.

@@ -126,6 +126,7 @@ int vc_cluster_restart(struct cli *c, int argc, char **argv)
 		return EXIT_STORM;
 	}
 	int is_mm = !strcmp(name, "mm"), idx = is_mm ? -1 : conf_node_index(&conf, name);
+	vc_rt_share(conf.nnodes);
 	int rc = EXIT_STORM;
 	if (!is_mm && idx < 0) {
 		rc = usage_error(cmd, "'%s' is neither mm nor a node of %s", name, c->conf_path);

@@ -112,6 +112,8 @@ static int start_daemons(const struct up_opts *o, const char *dir, const char *c
 	snprintf(pids, sizeof(pids), "%s/pids", dir);
 	vc_daemon_log(dir, HOSTS_MM, log, sizeof(log));
 	char *mm_argv[] = { mm_bin, "-c", (char *)conf_path, NULL };
+	if (!o->realtime)
+		vc_rt_share(conf->nnodes);
 	pid_t host = 0;
 	if (o->hosts && (host = vc_host_of(dir, HOSTS_MM)) == 0)
 		return -1;

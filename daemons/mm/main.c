@@ -229,6 +229,12 @@ static void on_turn(void *arg)
 	if (rt_guard_tripped())
 		slog("ran %d ms on a core without sleeping: SCHED_FIFO dropped, now nice -10",
 		     RT_GUARD_MS);
+	static bool share_logged;
+	if (rt_guard_turn() == 1 && !share_logged) {
+		share_logged = true;
+		slog("over its share of a core (%.0f%%): nice -10 until under half of it, then "
+		     "SCHED_FIFO again (said once)", 100 * rt_guard_share());
+	}
 	poll_events(mm);
 	if (mm->tick_due) {
 		mm->tick_due = false;
@@ -483,6 +489,7 @@ int main(int argc, char **argv)
 	/* a virtual cluster makes it real-time under the guard (rtguard.h):
 	 * its SIGXCPU must find the handler, whenever it comes */
 	rt_guard_install();
+	rt_guard_share_from_env();
 	while ((o = getopt_long(argc, argv, "c:hf", opts, NULL)) != -1) {
 		switch (o) {
 		case 'c':

@@ -138,8 +138,10 @@ static void go_favoured(void)
 {
 	struct sched_param sp = {.sched_priority = 1};
 	if (rt_guard_install() == 0 && rt_guard_limit(0, RT_GUARD_MS) == 0 &&
-	    sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) == 0)
+	    sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) == 0) {
+		rt_guard_share_from_env();
 		return;
+	}
 	slog("running at nice %d: a guarded SCHED_FIFO refused: %s", ND_NICE, strerror(errno));
 	sp.sched_priority = 0;
 	if (sched_setscheduler(0, SCHED_OTHER | SCHED_RESET_ON_FORK, &sp) < 0 ||
@@ -285,6 +287,9 @@ static void on_turn(void *arg)
 	if (rt_guard_tripped())
 		slog("ran %d ms on a core without sleeping: SCHED_FIFO dropped, now nice %d",
 		     RT_GUARD_MS, ND_NICE);
+	if (rt_guard_turn() == 1 && !nd->share_logged++)
+		slog("over its share of a core (%.0f%%): nice %d until under half of it, then "
+		     "SCHED_FIFO again (said once)", 100 * rt_guard_share(), ND_NICE);
 	reap_if_signalled(nd);
 	int rc = sn_progress(nd->sn);
 	if (rc < 0)

@@ -30,8 +30,11 @@ trap 'exit 1' INT TERM
 # node00 sleeps 1.2 s in the turn that dumps its state, and on until its
 # stall watcher has taken the backtrace (a test point): a turn that long is
 # what the watcher reports, however late a loaded machine wakes it; then it
-# spins on a core for up to 5 s (another), which its real-time guard ends
-STORM_TEST_TAMPER=dump_sleep_ms=1200,dump_spin_ms=5000 STORM_TEST_TAMPER_NODE=node00 \
+# spins on a core for up to 5 s (another), which its real-time guard ends.
+# A whole core as each daemon's share (at 1 ms slices a daemon's usual one,
+# a third of a core here, is less than it needs): the policies checked
+# below are SCHED_FIFO's, not a share's nice -10
+STORM_RT_SHARE=100 STORM_TEST_TAMPER=dump_sleep_ms=1200,dump_spin_ms=5000 STORM_TEST_TAMPER_NODE=node00 \
 	expect "cluster up (2 nodes, 1 ms slices, down_after_ms 1500)" 0 \
 	storm cluster up --nodes 2 --dir "$C" --timeslice-us 1000 --down-after-ms 1500
 [ -s "$STORM_CONF" ] || exit 1
