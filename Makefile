@@ -352,7 +352,7 @@ UNIT_LIB := net_abstraction/bell.c net_abstraction/spinlock.c net_abstraction/no
             common/hostlist.c common/config.c scheduler/matrix.c cli/opts.c cli/label.c cli/fmt.c cli/mview.c \
             cli/slurmopt.c cli/jobtable.c common/jobid.c common/mpikind.c cli/mpidetect.c \
             daemons/node/pmi_wire.c \
-            common/gm_auth.c common/ctl_auth.c common/boot_wire.c common/evloop.c common/stall.c common/fault.c common/sigchld.c common/log.c daemons/mm/access.c daemons/mm/db.c \
+            common/gm_auth.c common/ctl_auth.c common/boot_wire.c common/evloop.c common/stall.c common/fault.c common/rtguard.c common/sigchld.c common/log.c daemons/mm/access.c daemons/mm/db.c \
             daemons/node/match.c daemons/node/mbox_seq.c bcs_mpi/abi/dtype.c bcs_mpi/abi/trace_codec.c bcs_mpi/abi/chan_ckpt.c \
             bcs_mpi/abi/rma.c \
             bcs_mpi/abi/procs.c \

@@ -20,6 +20,7 @@ int main(void)
 	add_auth_suite();
 	add_evloop_suite();
 	add_fault_suite();
+	add_rtguard_suite();
 	add_slurmopt_suite();
 	add_pmi_suite();
 	add_kswitch_suite();

@@ -25,4 +25,5 @@ void add_spinlock_suite(void);
 void add_layout_suite(void);
 void add_mbox_seq_suite(void);
 void add_log_suite(void);
+void add_rtguard_suite(void);
 #endif

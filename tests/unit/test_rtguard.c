@@ -1,0 +1,71 @@
+/* The real-time guard's share of a core: a thread over its share goes to
+ * nice -10, and back to SCHED_FIFO once under half of it. Run in a thread
+ * of its own, so the policies set are that thread's alone. */
+#include <CUnit/CUnit.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rtguard.h"
+#include "suites.h"
+
+static long long cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+struct seen {
+	int over, policy_over, nice_over, under, policy_under;
+};
+
+static void *share_thread(void *arg)
+{
+	struct seen *s = arg;
+	rt_guard_share_from_env();
+	/* 250 ms of this thread's CPU, however long a loaded machine takes:
+	 * all of a core, over a share of 10% */
+	long long t0 = cpu_ns();
+	while (cpu_ns() - t0 < 250000000ll)
+		;
+	s->over = rt_guard_turn();
+	s->policy_over = sched_getscheduler(0);
+	s->nice_over = getpriority(PRIO_PROCESS, (id_t)gettid());
+	/* 300 ms asleep: nothing used, under half the share */
+	struct timespec nap = { 0, 300000000 };
+	nanosleep(&nap, NULL);
+	s->under = rt_guard_turn();
+	s->policy_under = sched_getscheduler(0);
+	struct sched_param sp = { .sched_priority = 0 };
+	sched_setscheduler(0, SCHED_OTHER, &sp);
+	return NULL;
+}
+
+static void test_share(void)
+{
+	setenv("STORM_RT_SHARE", "10", 1);
+	struct seen s = { 0 };
+	pthread_t t;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, share_thread, &s), 0);
+	pthread_join(t, NULL);
+	unsetenv("STORM_RT_SHARE");
+	CU_ASSERT_EQUAL(s.over, 1);
+	CU_ASSERT_EQUAL(s.policy_over & ~SCHED_RESET_ON_FORK, SCHED_OTHER);
+	if (geteuid() == 0) {
+		/* only root may take nice -10 and SCHED_FIFO */
+		CU_ASSERT_EQUAL(s.nice_over, -10);
+		CU_ASSERT_EQUAL(s.under, 2);
+		CU_ASSERT_EQUAL(s.policy_under & ~SCHED_RESET_ON_FORK, SCHED_FIFO);
+	}
+	CU_ASSERT_DOUBLE_EQUAL(rt_guard_share(), 0.10, 1e-9);
+}
+
+void add_rtguard_suite(void)
+{
+	CU_pSuite s = CU_add_suite("rtguard", NULL, NULL);
+	CU_add_test(s, "over its share to nice -10, under half back to SCHED_FIFO", test_share);
+}
