@@ -19,7 +19,9 @@ TOP=$(cd "$HERE/../.." && pwd)
 T=$(mktemp -d /tmp/storm-debtest.XXXXXX)
 fails=0 checks=0
 cleanup() {
-	fail_report [ -n "${KEEP:-}" ] || rm -rf "$T"; }
+	fail_report
+	[ -n "${KEEP:-}" ] || rm -rf "$T"
+}
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 D=$TOP/build/deb
