@@ -47,8 +47,11 @@ int rt_guard_limit(pid_t pid, unsigned ms)
 	if (prlimit(pid, RLIMIT_RTTIME, NULL, &old) < 0)
 		return -1;
 	struct rlimit rl = { .rlim_cur = (rlim_t)ms * 1000, .rlim_max = old.rlim_max };
-	if (rl.rlim_cur > rl.rlim_max)
-		rl.rlim_cur = rl.rlim_max;
+	/* a soft limit at the hard one would be SIGKILL, not SIGXCPU */
+	if (rl.rlim_cur >= rl.rlim_max) {
+		errno = EPERM;
+		return -1;
+	}
 	if (prlimit(pid, RLIMIT_RTTIME, &rl, NULL) < 0)
 		return -1;
 	if (pid == 0 || pid == getpid()) {
@@ -111,7 +114,10 @@ int rt_guard_turn(void)
 	win_wall = wall;
 	win_cpu = cpu;
 	struct sched_param sp = { .sched_priority = 0 };
-	if (!throttled && used > budget) {
+	/* only a thread real-time now is throttled, so only one the guard
+	 * made real-time goes back to SCHED_FIFO */
+	if (!throttled && used > budget &&
+	    (sched_getscheduler(0) & ~SCHED_RESET_ON_FORK) == SCHED_FIFO) {
 		if (sched_setscheduler(0, SCHED_OTHER | SCHED_RESET_ON_FORK, &sp) < 0)
 			return 0;
 		setpriority(PRIO_PROCESS, 0, -10);
@@ -123,6 +129,13 @@ int rt_guard_turn(void)
 		if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) < 0)
 			return 0;
 		throttled = false;
+		/* a SIGXCPU that came meanwhile drops it for good still */
+		if (atomic_load(&tripped)) {
+			sp.sched_priority = 0;
+			sched_setscheduler(0, SCHED_OTHER | SCHED_RESET_ON_FORK, &sp);
+			setpriority(PRIO_PROCESS, 0, -10);
+			return 0;
+		}
 		return 2;
 	}
 	return 0;

@@ -15,16 +15,20 @@
  * links this file, so every one of them agrees (a lock shared with a
  * program that does not link it would not be exclusive: none of the
  * libraries storm's programs load shares one outside them). Only the wait
- * differs from glibc's: after a short spin it yields. */
+ * differs from glibc's: after a short spin it yields, and after a few
+ * yields it sleeps. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <time.h>
 
 #include "sn.h"
 
 /* a few microseconds: longer than a critical section of shm's that runs
  * undisturbed, far shorter than a quantum lost to a preempted holder */
 const unsigned sn_spin_yield_after = 64;
+/* yields before each wait becomes a short sleep */
+static const unsigned sn_spin_sleep_after = 16;
 
 static inline void cpu_relax(void)
 {
@@ -56,12 +60,19 @@ int pthread_spin_lock(pthread_spinlock_t *lock)
 	for (;;) {
 		if (!__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE))
 			return 0;
-		unsigned n = 0;
+		unsigned n = 0, yields = 0;
 		while (__atomic_load_n(lock, __ATOMIC_RELAXED)) {
 			if (++n < sn_spin_yield_after) {
 				cpu_relax();
-			} else {
+			} else if (++yields < sn_spin_sleep_after) {
 				sched_yield();
+				n = 0;
+			} else {
+				/* a real-time waiter's yield gives the core to
+				 * real-time threads only: a holder at SCHED_OTHER
+				 * on this core runs only once the waiter sleeps */
+				struct timespec ts = { 0, 20000 };
+				nanosleep(&ts, NULL);
 				n = 0;
 			}
 		}

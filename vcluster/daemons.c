@@ -177,9 +177,10 @@ void vc_rt_share(int nnodes)
 {
 	/* half of the machine's cores split among the daemons (the MM
 	 * counts), so that their ranks always keep the other half */
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t cpus;
+	int cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
 	char v[32];
-	snprintf(v, sizeof(v), "%.1f", 50.0 * (double)(cores > 0 ? cores : 1) / (nnodes + 1));
+	snprintf(v, sizeof(v), "%g", 50.0 * (cores > 0 ? cores : 1) / (nnodes + 1));
 	setenv("STORM_RT_SHARE", v, 0);
 }
 

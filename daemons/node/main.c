@@ -287,9 +287,11 @@ static void on_turn(void *arg)
 	if (rt_guard_tripped())
 		slog("ran %d ms on a core without sleeping: SCHED_FIFO dropped, now nice %d",
 		     RT_GUARD_MS, ND_NICE);
-	if (rt_guard_turn() == 1 && !nd->share_logged++)
+	if (rt_guard_turn() == 1 && !nd->share_logged) {
+		nd->share_logged = true;
 		slog("over its share of a core (%.0f%%): nice %d until under half of it, then "
 		     "SCHED_FIFO again (said once)", 100 * rt_guard_share(), ND_NICE);
+	}
 	reap_if_signalled(nd);
 	int rc = sn_progress(nd->sn);
 	if (rc < 0)

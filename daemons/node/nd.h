@@ -155,7 +155,7 @@ struct nd {
 				 * MM signalled, run here or not */
 	size_t tamper_saved_len;
 	uint64_t dones_out;     /* DONE notes sent */
-	int share_logged;       /* rtguard.h: went over its share once */
+	bool share_logged;      /* rtguard.h: went over its share once */
 	/* per GM_VAR_DONE slot: the job launched in it last, and the job whose
 	 * end this node wrote into it last (report.c) */
 	uint64_t slot_job[GM_JOB_SLOTS];
