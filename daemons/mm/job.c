@@ -1103,10 +1103,12 @@ void job_node_failed(struct mm *mm, struct job *j, int node, const char *why)
 	int k = job_node_pos(j, node);
 	/* once a node: a restarted daemon fails its jobs, then makes the node
 	 * DOWN, which fails them again (a second restart, with a job that
-	 * already failed there); a node that reported its part done has lost
-	 * nothing of it */
-	if (k < 0 || !job_active(j) || j->node_done[k])
+	 * already failed there). A node that reported its part done still
+	 * fails the job: the job's ranks elsewhere may wait on the ones it
+	 * ran, and die with the job only. */
+	if (k < 0 || !job_active(j) || sn_set_has(&j->lost, (uint32_t)node))
 		return;
+	sn_set_add(&j->lost, (uint32_t)node);
 	node_is_done(j, k);
 	trace_bcs_node_lost(mm, j, node);
 	/* with --restart-on-failure a restart job takes over from its latest

@@ -107,6 +107,7 @@ struct job {
 	uint32_t ranks_ended;
 	bool *node_done;         /* per job node: DONE note (or dead) */
 	uint32_t nodes_done;
+	struct sn_nodeset lost;  /* nodes (MM indexes) it was failed for, once each */
 	bool failed, cancelled, timed_out;
 	/* its end: the COMPARE-AND-WRITE on the nodes' done variables is out;
 	 * or it answered no, and is asked again next slice, until end_asked + the

@@ -251,12 +251,18 @@ storm cluster status --wait "$(patience 30)" >/dev/null && ok "  node05 is UP ag
 	bad "  node05 is UP again after SIGCONT"
 expect "  ... and runs jobs again" 0 storm run -N 8 -n 8 "$SELF"
 
-# ---- a node dies during a job
+# ---- a node dies during a job, after its own rank died and it reported
+# its part done: the job still fails, and its ranks elsewhere die with it
+# (the ranks there may be waiting on the one it ran)
 start_bg death storm run -N 8 -n 8 sh -c "echo up; exec sleep 600 # $MARK"
 for i in 1 2 3 4 5 6 7 8; do read -r line <&7; done
+DJ=$(storm jobs --json | python3 -c 'import json,sys; print(max(j["job"] for j in json.load(sys.stdin)["jobs"]))')
 ndpid=$(awk '$2 == "node03" { print $1 }' "$C/pids")
 pkill -9 -P "$ndpid"
+wait_log "$C/log/node03.log" "job $DJ done" 60 || bad "node03 reported job $DJ done once its rank died"
 kill -9 "$ndpid"
+# the job's other ranks sleep 600 s: a job left running is a failure
+gone "$BGPID" 120 || { bad "the job ended once node03 died"; kill "$BGPID"; }
 wait "$BGPID"
 rc=$?
 exec 7<&-
