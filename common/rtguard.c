@@ -17,14 +17,23 @@ static struct rlimit before = { RLIM_INFINITY, RLIM_INFINITY };
 static bool limited;
 static atomic_int tripped; /* 0, 1: dropped, 2: dropped and told */
 
+/* thread tid (0: the caller) at SCHED_OTHER, nice -10; system calls
+ * only, so the signal handler may call it too. -1 if refused. */
+static int to_nice(pid_t tid)
+{
+	struct sched_param sp = { .sched_priority = 0 };
+	if (sched_setscheduler(tid, SCHED_OTHER | SCHED_RESET_ON_FORK, &sp) < 0)
+		return -1;
+	setpriority(PRIO_PROCESS, (id_t)tid, -10);
+	return 0;
+}
+
 static void on_sigxcpu(int sig)
 {
 	(void)sig;
 	int saved = errno;
 	/* the thread that may spin, not whichever thread took the signal */
-	struct sched_param sp = { .sched_priority = 0 };
-	sched_setscheduler(guarded_tid, SCHED_OTHER | SCHED_RESET_ON_FORK, &sp);
-	setpriority(PRIO_PROCESS, (id_t)guarded_tid, -10);
+	to_nice(guarded_tid);
 	int zero = 0;
 	atomic_compare_exchange_strong(&tripped, &zero, 1);
 	errno = saved;
@@ -113,27 +122,23 @@ int rt_guard_turn(void)
 	double used = (double)(cpu - win_cpu) / (double)(wall - win_wall);
 	win_wall = wall;
 	win_cpu = cpu;
-	struct sched_param sp = { .sched_priority = 0 };
 	/* only a thread real-time now is throttled, so only one the guard
 	 * made real-time goes back to SCHED_FIFO */
 	if (!throttled && used > budget &&
 	    (sched_getscheduler(0) & ~SCHED_RESET_ON_FORK) == SCHED_FIFO) {
-		if (sched_setscheduler(0, SCHED_OTHER | SCHED_RESET_ON_FORK, &sp) < 0)
+		if (to_nice(0) < 0)
 			return 0;
-		setpriority(PRIO_PROCESS, 0, -10);
 		throttled = true;
 		return 1;
 	}
 	if (throttled && used < budget / 2) {
-		sp.sched_priority = 1;
+		struct sched_param sp = { .sched_priority = 1 };
 		if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) < 0)
 			return 0;
 		throttled = false;
 		/* a SIGXCPU that came meanwhile drops it for good still */
 		if (atomic_load(&tripped)) {
-			sp.sched_priority = 0;
-			sched_setscheduler(0, SCHED_OTHER | SCHED_RESET_ON_FORK, &sp);
-			setpriority(PRIO_PROCESS, 0, -10);
+			to_nice(0);
 			return 0;
 		}
 		return 2;
