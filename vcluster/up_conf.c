@@ -95,12 +95,21 @@ int vc_clear_dir(const struct up_opts *o, const char *dir, const char *conf_path
 		old_sock = vc_mm_where(&old);
 		ctl_set_munge_socket(old.munge_socket);
 	}
-	Storm__Ctl__Reply *rep = vc_ask_status(old_sock, 0, &err);
+	/* Over TCP (--hosts, Slurm) with DIR/pids gone, no cluster of this
+	 * directory is up: every up records its daemons there before they
+	 * start, and down removes it last. Its old address is not asked: once
+	 * the cluster's bridge is gone it routes wherever this machine's
+	 * default route goes, where anything may answer, or nothing. */
+	bool tcp = old_sock[0] != '/';
+	Storm__Ctl__Reply *rep = NULL;
+	if (tcp && access(pids, F_OK) != 0 && errno == ENOENT)
+		err = -ENOENT;
+	else
+		rep = vc_ask_status(old_sock, 0, &err);
 	int rc = 0;
-	/* over TCP (--hosts), a dead cluster's address may have no route left */
+	/* over TCP, a dead cluster's address may have no route left */
 	int dead = err == -ECONNREFUSED || err == -ENOENT ||
-		   (old_sock[0] != '/' &&
-		    (err == -ENETUNREACH || err == -EHOSTUNREACH || err == -ETIMEDOUT));
+		   (tcp && (err == -ENETUNREACH || err == -EHOSTUNREACH || err == -ETIMEDOUT));
 	if (rep || !dead) {
 		if (rep && rep->body_case == STORM__CTL__REPLY__BODY_STATUS)
 			fprintf(stderr,
@@ -110,9 +119,10 @@ int vc_clear_dir(const struct up_opts *o, const char *dir, const char *conf_path
 				rep->status->nodes_total, o->dir ? " --dir " : "", o->dir ? dir : "");
 		else
 			fprintf(stderr,
-				"storm: error: something answers on %s; is a cluster up in %s? ('storm "
-				"cluster down%s%s' takes it down)\n",
-				old_sock, dir, o->dir ? " --dir " : "", o->dir ? dir : "");
+				"storm: error: something answers on %s (%s); is a cluster up in %s? "
+				"('storm cluster down%s%s' takes it down)\n",
+				old_sock, rep ? "not a status" : strerror(-err), dir,
+				o->dir ? " --dir " : "", o->dir ? dir : "");
 		ctl_reply_free(rep);
 		rc = -1;
 	}

@@ -107,8 +107,32 @@ none_left "$P" && ok "  no namespace, mount or process of the cluster is left" |
 	ok "  each host keeps only its log" || bad "  each host keeps only its log: $(ls "$C/hosts/node00")"
 [ -s "$C/log/node00.log" ] && ok "  read here through DIR/log" || bad "  node00's log through DIR/log"
 
-# ---- a second up in the same directory, and down from a half-made one
+# ---- a second up in the same directory, and down from a half-made one.
+# The old MM's address, its bridge gone, routes wherever this machine's
+# default route goes, where something may answer (a CI network did): an
+# address of this machine's own, whose listener takes each connection and
+# hangs up, stands in for it
+old=$(sed -n 's/^ctl_address = //p' "$C/storm.conf")
+ip addr add "${old%:*}/32" dev lo
+trap 'ip addr del "${old%:*}/32" dev lo 2>/dev/null; cluster_teardown' EXIT
+coproc ANSWER { exec timeout 300 python3 -c '
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.listen(16)
+print("ready", flush=True)
+while True:
+    s.accept()[0].close()' "${old%:*}" "${old##*:}"; }
+answer=$ANSWER_PID
+read -r -t 30 ready <&"${ANSWER[0]}"
+[ "${ready:-}" = ready ] && ok "  something answers on the old MM's address $old" ||
+	bad "  a listener on the old MM's address $old"
 expect "cluster up --hosts again in the same directory" 0 storm cluster up --hosts --nodes 2 --dir "$C"
+kill "$answer" 2>/dev/null
+wait "$answer" 2>/dev/null
+ip addr del "${old%:*}/32" dev lo
+trap cluster_teardown EXIT
 kill -9 "$(anchor node01)"
 kill -9 "$(awk '$2 == "node01" { p = $1 } END { print p }' "$C/pids")"
 expect "cluster down" 0 storm cluster down --dir "$C"
