@@ -12,7 +12,7 @@ fail() {
 	echo "FAIL: $switch: $*"
 	for f in "$dir"/log/*.log; do
 		echo "--- $f"
-		tail -n 15 "$f"
+		tail -n 40 "$f"
 	done
 	storm cluster down >/dev/null 2>&1
 	exit 1
@@ -37,11 +37,24 @@ a=$(storm submit --parsable -N 1 -n 2 -o /tmp/a.out /storm_guest spin A) || fail
 b=$(storm submit --parsable -N 1 -n 2 -o /tmp/b.out /storm_guest spin B) || fail "submit B"
 /storm_guest observe "${a%%.*}" A "${b%%.*}" B 40 || fail "observing jobs $a and $b"
 # with the freezer, the job out of its row sits in a frozen cgroup (both may
-# be for the instant of a switch); with signals no cgroup is frozen
-frozen=$(find /sys/fs/cgroup -name cgroup.freeze | xargs cat | grep -c '^1$')
+# be for the instant of a switch); with signals no cgroup is frozen. The
+# files are read one after the other, and a switch between two reads shows
+# each job running: with the freezer, a few reads find a consistent one
+for try in 1 2 3 4 5 6 7 8 9 10; do
+	frozen=$(find /sys/fs/cgroup -name cgroup.freeze | xargs cat | grep -c '^1$')
+	[ "$switch:$frozen" != freezer:0 ] && break
+done
 case "$switch:$frozen" in
 freezer:1 | freezer:2 | signals:0) echo "PASS: $switch: $frozen job cgroups frozen" ;;
-*) fail "$frozen job cgroups frozen" ;;
+*)
+	# which cgroups, in what state, and what the daemon saw
+	find /sys/fs/cgroup -name cgroup.freeze | while read -r f; do
+		echo "note: $f: $(cat "$f"), $(tr '\n' ' ' <"${f%/*}/cgroup.events")," \
+			"procs $(tr '\n' ' ' <"${f%/*}/cgroup.procs")"
+	done
+	dmesg | grep -i storm | tail -n 20 | sed 's/^/note: dmesg: /'
+	fail "$frozen job cgroups frozen"
+	;;
 esac
 storm cancel "$a" "$b" || fail "cancel"
 storm cluster down >/dev/null || fail "storm cluster down"
