@@ -62,7 +62,12 @@ RUNS=(
 )
 
 cleanup() {
-	[ -n "${MPICH_PID:-}" ] && kill "$MPICH_PID" 2>/dev/null
+	if [ -n "${MPICH_PID:-}" ]; then
+		# its running timeout too, which passes the TERM on to mpiexec
+		local kids
+		kids=$(pgrep -P "$MPICH_PID")
+		kill "$MPICH_PID" $kids 2>/dev/null
+	fi
 	if [ -f "$C/storm.conf" ]; then storm cluster down --dir "$C" >/dev/null 2>&1; fi
 	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }
