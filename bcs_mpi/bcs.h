@@ -34,6 +34,7 @@ struct bcs_comm {
 	int *world;        /* comm rank -> world rank */
 	uint32_t ctx;      /* point to point; collectives use ctx + 1 */
 	int errh;
+	int win;           /* the window it serves (win.c), or MPI_WIN_NULL */
 	struct bcs_topo *topo; /* a Cartesian communicator's grid (topo.c) */
 	char *name;        /* MPI_Comm_set_name's, or NULL */
 	/* an intercommunicator's remote group (NULL: an intracommunicator);
@@ -66,6 +67,8 @@ struct bcs_topo {
 };
 
 struct bcs_comm *bcs_comm_get(MPI_Comm c);
+/* may error handler h be set on a communicator (win 0) or a window? (mpi.c) */
+bool bcs_errh_fits(int h, int win);
 /* a communicator taking ownership of world (MPI_COMM_NULL when full) */
 MPI_Comm bcs_comm_new(int size, int rank, int *world, uint32_t ctx, int errh);
 /* bcs_comm_new's two steps: a free handle (MPI_COMM_NULL when full), and

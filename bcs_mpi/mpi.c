@@ -503,15 +503,89 @@ int MPI_Error_class(int code, int *cls)
 	return MPI_SUCCESS;
 }
 
+/* The program's own error handlers: handles from ERRH_FIRST on. A freed
+ * one stays valid while a communicator (or a window's) holds it, and its
+ * slot is taken again only once none does. */
+#define ERRH_FIRST 3
+#define MAX_ERRH 256
+enum { ERRH_COMM = 1, ERRH_WIN };
+static struct {
+	int kind; /* 0: slot free */
+	bool freed;
+	void (*fn)(void);
+} errhs[MAX_ERRH];
+
+static bool errh_user(int h)
+{
+	return h >= ERRH_FIRST && h < MAX_ERRH && errhs[h].kind;
+}
+
+static bool errh_held(int h)
+{
+	for (int i = 1; i < MAX_COMMS; i++)
+		if (g.comms[i].used && g.comms[i].errh == h)
+			return true;
+	return false;
+}
+
+static int errh_create(int kind, void (*fn)(void), MPI_Errhandler *out, const char *what)
+{
+	bcs_need_init(what);
+	if (!fn || !out)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_ARG, what);
+	for (int h = ERRH_FIRST; h < MAX_ERRH; h++)
+		if (!errhs[h].kind || (errhs[h].freed && !errh_held(h))) {
+			errhs[h].kind = kind;
+			errhs[h].freed = false;
+			errhs[h].fn = fn;
+			*out = h;
+			return MPI_SUCCESS;
+		}
+	return bcs_err(MPI_COMM_WORLD, MPI_ERR_INTERN, what);
+}
+
+int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *fn, MPI_Errhandler *h)
+{
+	return errh_create(ERRH_COMM, (void (*)(void))fn, h, "MPI_Comm_create_errhandler");
+}
+
+int MPI_Win_create_errhandler(MPI_Win_errhandler_function *fn, MPI_Errhandler *h)
+{
+	return errh_create(ERRH_WIN, (void (*)(void))fn, h, "MPI_Win_create_errhandler");
+}
+
+/* Whether h may be set on a communicator (ERRH_COMM) or a window (ERRH_WIN). */
+bool bcs_errh_fits(int h, int win)
+{
+	if (h == MPI_ERRORS_ARE_FATAL || h == MPI_ERRORS_RETURN)
+		return true;
+	return errh_user(h) && errhs[h].kind == (win ? ERRH_WIN : ERRH_COMM);
+}
+
 int bcs_err(MPI_Comm comm, int code, const char *fn)
 {
 	if (code == MPI_SUCCESS)
 		return code;
 	struct bcs_comm *c = bcs_comm_get(comm);
-	if (!c)
-		c = bcs_comm_get(MPI_COMM_WORLD);
+	if (!c) {
+		comm = MPI_COMM_WORLD;
+		c = bcs_comm_get(comm);
+	}
 	if (c && c->errh == MPI_ERRORS_RETURN)
 		return code;
+	if (c && errh_user(c->errh)) {
+		/* the handler may change the code it is given; the call returns
+		 * the error it had */
+		int given = code;
+		if (errhs[c->errh].kind == ERRH_WIN) {
+			MPI_Win w = c->win;
+			((MPI_Win_errhandler_function *)errhs[c->errh].fn)(&w, &given);
+		} else {
+			MPI_Comm h = comm;
+			((MPI_Comm_errhandler_function *)errhs[c->errh].fn)(&h, &given);
+		}
+		return code;
+	}
 	char s[MPI_MAX_ERROR_STRING];
 	int n;
 	MPI_Error_string(code, s, &n);
@@ -534,10 +608,19 @@ int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler h)
 	struct bcs_comm *c = bcs_comm_get(comm);
 	if (!c)
 		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_set_errhandler");
-	if (h != MPI_ERRORS_ARE_FATAL && h != MPI_ERRORS_RETURN)
+	if (!bcs_errh_fits(h, c->win))
 		return bcs_err(comm, MPI_ERR_ARG, "MPI_Comm_set_errhandler");
 	c->errh = h;
 	return MPI_SUCCESS;
+}
+
+int MPI_Comm_call_errhandler(MPI_Comm comm, int code)
+{
+	bcs_need_init("MPI_Comm_call_errhandler");
+	if (!bcs_comm_get(comm))
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_COMM, "MPI_Comm_call_errhandler");
+	bcs_err(comm, code, "MPI_Comm_call_errhandler");
+	return MPI_SUCCESS; /* the handler was called (and returned) */
 }
 
 int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *h)
@@ -551,6 +634,10 @@ int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *h)
 
 int MPI_Errhandler_free(MPI_Errhandler *h)
 {
+	if (!h)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Errhandler_free");
+	if (errh_user(*h))
+		errhs[*h].freed = true;
 	*h = MPI_ERRHANDLER_NULL;
 	return MPI_SUCCESS;
 }

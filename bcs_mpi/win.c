@@ -681,6 +681,11 @@ static int win_new(void *base, MPI_Aint size, int disp_unit, MPI_Comm comm, int 
 		return bcs_err(comm, rc, fn);
 	wins[h] = w;
 	bcs_progress_hook = progress;
+	c->win = h;
+	/* a program's handler for communicators is not one for windows: the
+	 * window starts with MPI's default */
+	if (!bcs_errh_fits(c->errh, h))
+		c->errh = MPI_ERRORS_ARE_FATAL;
 	*win = h;
 	return MPI_SUCCESS;
 }
@@ -878,6 +883,12 @@ int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler h)
 {
 	WIN(win, "MPI_Win_set_errhandler");
 	return MPI_Comm_set_errhandler(w->comm, h);
+}
+
+int MPI_Win_call_errhandler(MPI_Win win, int code)
+{
+	WIN(win, "MPI_Win_call_errhandler");
+	return MPI_Comm_call_errhandler(w->comm, code);
 }
 
 int MPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *h)

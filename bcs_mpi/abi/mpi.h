@@ -20,6 +20,7 @@ typedef int MPI_Op;
 typedef int MPI_Request;
 typedef int MPI_Errhandler;
 typedef int MPI_Group;
+typedef int MPI_Win;
 typedef long MPI_Aint;
 typedef long long MPI_Count;
 typedef long long MPI_Offset;
@@ -176,9 +177,12 @@ typedef void(MPI_User_function)(void *invec, void *inoutvec, int *len, MPI_Datat
 #define MPI_REPLACE 13
 #define MPI_NO_OP 14
 
-/* error handlers */
+/* error handlers: the predefined ones, then the program's own
+ * (MPI_Comm_create_errhandler, MPI_Win_create_errhandler) */
 #define MPI_ERRORS_ARE_FATAL 1
 #define MPI_ERRORS_RETURN 2
+typedef void MPI_Comm_errhandler_function(MPI_Comm *, int *, ...);
+typedef void MPI_Win_errhandler_function(MPI_Win *, int *, ...);
 
 /* error classes (MPICH's values) */
 #define MPI_SUCCESS 0
@@ -223,6 +227,8 @@ int MPI_Error_class(int errorcode, int *errorclass);
 int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
 int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler);
 int MPI_Errhandler_free(MPI_Errhandler *errhandler);
+int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *fn, MPI_Errhandler *errhandler);
+int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode);
 
 /* communicators */
 int MPI_Comm_rank(MPI_Comm comm, int *rank);
@@ -668,7 +674,6 @@ int MPI_Neighbor_alltoallw_init(const void *sbuf, const int scounts[], const MPI
 				MPI_Comm comm, MPI_Info info, MPI_Request *req);
 
 /* ---- one-sided communication (bcs_mpi/win.c) */
-typedef int MPI_Win;
 #define MPI_WIN_NULL 0
 #define MPI_WIN_BASE 0x66000001
 #define MPI_WIN_SIZE 0x66000003
@@ -763,6 +768,8 @@ int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler);
 int MPI_Win_set_info(MPI_Win win, MPI_Info info);
 int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used);
 int MPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler);
+int MPI_Win_create_errhandler(MPI_Win_errhandler_function *fn, MPI_Errhandler *errhandler);
+int MPI_Win_call_errhandler(MPI_Win win, int errorcode);
 int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
 	     int target_rank, MPI_Aint target_disp, int target_count,
 	     MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request);
