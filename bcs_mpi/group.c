@@ -376,16 +376,53 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *new
 	return bcs_err(comm, rc, "MPI_Comm_create_group");
 }
 
+/* The hardware a rank can name: the node it runs on, its shared memory.
+ * Whatever is finer (a socket, a core) depends on a binding BCS-MPI does
+ * not know, so it names nothing: MPI_COMM_NULL, as MPI allows. */
+static bool node_resource(MPI_Info info)
+{
+	char v[MPI_MAX_INFO_VAL + 1];
+	int flag = 0;
+	if (info == MPI_INFO_NULL ||
+	    MPI_Info_get(info, "mpi_hw_resource_type", MPI_MAX_INFO_VAL, v, &flag) != MPI_SUCCESS ||
+	    !flag)
+		return false;
+	return !strcmp(v, "mpi_shared_memory") || !strcmp(v, "machine");
+}
+
 int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
 			MPI_Comm *newcomm)
 {
-	(void)info;
 	ANY_COMM(comm, "MPI_Comm_split_type");
 	if (c->rworld)
 		return bcs_inter_refuse(comm, "MPI_Comm_split_type");
-	if (split_type != MPI_COMM_TYPE_SHARED && split_type != MPI_UNDEFINED)
+	int color;
+	switch (split_type) {
+	case MPI_COMM_TYPE_SHARED:
+		color = bcs_node_id(); /* shared memory: the ranks of one node */
+		break;
+	case MPI_COMM_TYPE_HW_GUIDED:
+		color = node_resource(info) ? bcs_node_id() : MPI_UNDEFINED;
+		break;
+	case MPI_COMM_TYPE_HW_UNGUIDED: {
+		/* a strict subset of comm, or none: a node's ranks when comm
+		 * spans nodes (every member sees the same sizes) */
+		int rc = MPI_Comm_split(comm, bcs_node_id(), key, newcomm);
+		if (rc != MPI_SUCCESS)
+			return rc;
+		int n;
+		MPI_Comm_size(*newcomm, &n);
+		if (n == c->size)
+			return MPI_Comm_free(newcomm); /* sets MPI_COMM_NULL */
+		if (info != MPI_INFO_NULL)
+			MPI_Info_set(info, "mpi_hw_resource_type", "mpi_shared_memory");
+		return MPI_SUCCESS;
+	}
+	case MPI_UNDEFINED:
+		color = MPI_UNDEFINED;
+		break;
+	default:
 		return bcs_err(comm, MPI_ERR_ARG, "MPI_Comm_split_type");
-	/* shared memory: the ranks of one node */
-	return MPI_Comm_split(comm, split_type == MPI_UNDEFINED ? MPI_UNDEFINED : bcs_node_id(),
-			      key, newcomm);
+	}
+	return MPI_Comm_split(comm, color, key, newcomm);
 }

@@ -379,6 +379,10 @@ int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent);
 #define MPI_GROUP_NULL 0
 #define MPI_GROUP_EMPTY 1
 #define MPI_COMM_TYPE_SHARED 1
+/* MPI-4: by the info key "mpi_hw_resource_type" ("mpi_shared_memory" and
+ * "machine": a node's ranks), or any strict subset (a node's ranks) */
+#define MPI_COMM_TYPE_HW_UNGUIDED 2
+#define MPI_COMM_TYPE_HW_GUIDED 3
 #ifndef MPI_INFO_NULL
 typedef int MPI_Info;
 #define MPI_INFO_NULL 0

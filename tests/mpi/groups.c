@@ -2,7 +2,8 @@
  * incl/excl/range_incl/range_excl, translate_ranks, union/intersection/
  * difference, compare, MPI_GROUP_EMPTY, Group_free; Comm_create (members
  * and non-members), Comm_create_group (only the members call it),
- * Comm_split_type(MPI_COMM_TYPE_SHARED) and traffic on each new communicator. */
+ * Comm_split_type(MPI_COMM_TYPE_SHARED, and MPI-4's HW_GUIDED and HW_UNGUIDED)
+ * and traffic on each new communicator. */
 #include "suite.h"
 
 static MPI_Comm W = MPI_COMM_WORLD;
@@ -184,11 +185,60 @@ static void split_shared(void)
 	MPI_Comm_free(&sh);
 }
 
+/* MPI-4's hardware splits: "mpi_shared_memory" is the shared-memory
+ * split; no key, another key or a value no implementation knows gives
+ * MPI_COMM_NULL; an unguided split is a strict subset naming its kind */
+static void split_hw(void)
+{
+	MPI_Comm sh, hw, nul;
+	MPI_Info info;
+	int cmp = -1;
+	MPI_Comm_split_type(W, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &sh);
+	MPI_Info_create(&info);
+	MPI_Info_set(info, "mpi_hw_resource_type", "mpi_shared_memory");
+	checkrc(MPI_Comm_split_type(W, MPI_COMM_TYPE_HW_GUIDED, rank, info, &hw), MPI_SUCCESS,
+		"split_hw.guided_rc");
+	if (hw != MPI_COMM_NULL)
+		MPI_Comm_compare(sh, hw, &cmp);
+	checki(cmp, MPI_CONGRUENT, "split_hw.shared_memory_is_shared");
+	if (hw != MPI_COMM_NULL)
+		MPI_Comm_free(&hw);
+	MPI_Info_free(&info);
+
+	MPI_Comm_split_type(W, MPI_COMM_TYPE_HW_GUIDED, 0, MPI_INFO_NULL, &nul);
+	check(nul == MPI_COMM_NULL, "split_hw.no_info_null");
+	MPI_Info_create(&info);
+	MPI_Info_set(info, "shmem_topo", "machine");
+	MPI_Comm_split_type(W, MPI_COMM_TYPE_HW_GUIDED, 0, info, &nul);
+	check(nul == MPI_COMM_NULL, "split_hw.other_key_null");
+	MPI_Info_set(info, "mpi_hw_resource_type", "__no_such_resource__");
+	MPI_Comm_split_type(W, MPI_COMM_TYPE_HW_GUIDED, 0, info, &nul);
+	check(nul == MPI_COMM_NULL, "split_hw.unknown_value_null");
+	MPI_Info_free(&info);
+
+	MPI_Info_create(&info);
+	checkrc(MPI_Comm_split_type(W, MPI_COMM_TYPE_HW_UNGUIDED, rank, info, &hw), MPI_SUCCESS,
+		"split_hw.unguided_rc");
+	int ok = 1;
+	if (hw != MPI_COMM_NULL) {
+		int n, flag = 0;
+		char kind[MPI_MAX_INFO_VAL + 1] = "";
+		MPI_Comm_size(hw, &n);
+		MPI_Info_get(info, "mpi_hw_resource_type", MPI_MAX_INFO_VAL, kind, &flag);
+		ok = n < size && flag && kind[0];
+		MPI_Comm_free(&hw);
+	}
+	check(ok, "split_hw.unguided_strict_subset_named");
+	MPI_Info_free(&info);
+	MPI_Comm_free(&sh);
+}
+
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
 	suite_begin();
 	groups();
 	split_shared();
+	split_hw();
 	return suite_finish("groups");
 }
