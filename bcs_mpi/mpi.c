@@ -1109,7 +1109,6 @@ static void empty_status(MPI_Status *st)
 		return;
 	st->MPI_SOURCE = MPI_ANY_SOURCE;
 	st->MPI_TAG = MPI_ANY_TAG;
-	st->MPI_ERROR = MPI_SUCCESS;
 	st->bcs_cancelled = 0;
 	st->bcs_count = 0;
 }
@@ -1136,8 +1135,13 @@ static int finish(MPI_Request *rq, MPI_Status *st)
 		bcs_trace_wild_done(r->wild - 1, src, r->st.bcs_cancelled ? -1 : r->st.MPI_TAG);
 	}
 	int err = r->st.MPI_ERROR;
-	if (st != MPI_STATUS_IGNORE)
+	if (st != MPI_STATUS_IGNORE) {
+		/* a single completion leaves the error field alone (MPI); the
+		 * multiple ones set it themselves */
+		int keep = st->MPI_ERROR;
 		*st = r->st;
+		st->MPI_ERROR = keep;
+	}
 	if (r->pers) {
 		persist_idle(r);
 		return err;
@@ -2222,7 +2226,9 @@ static int probe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st, boo
 		bcs_trace_wild_done(k, found ? bcs_peer_world(c)[r->st.MPI_SOURCE] : -1,
 				    found ? r->st.MPI_TAG : -1);
 	if (found && st != MPI_STATUS_IGNORE) {
+		int keep = st->MPI_ERROR;
 		*st = r->st;
+		st->MPI_ERROR = keep;
 		st->bcs_cancelled = 0;
 	}
 	req_release(id);
@@ -2237,6 +2243,177 @@ int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *st)
 int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st)
 {
 	return probe(src, tag, comm, flag, st, false, "MPI_Iprobe");
+}
+
+/* ---- matched probes: the probed message is received at once, by a
+ * receive naming its source and tag, into a buffer of its own; MPI_Mrecv
+ * copies it out. The probe is the first message that matches; no earlier
+ * one from that source with that tag can exist, or it would have matched
+ * first, so the exact receive takes that very message, and no receive the
+ * program posts later can. Record and replay see a probe and a receive. */
+#define MAX_MSGS 1024
+static struct msg {
+	bool used;
+	MPI_Comm comm;
+	MPI_Status st;
+	void *data;
+	long bytes;
+} msgs[MAX_MSGS]; /* handles from 2: MPI_MESSAGE_NULL and _NO_PROC below */
+
+static void procnull_status(MPI_Status *st)
+{
+	if (st == MPI_STATUS_IGNORE)
+		return;
+	st->MPI_SOURCE = MPI_PROC_NULL;
+	st->MPI_TAG = MPI_ANY_TAG;
+	st->bcs_cancelled = 0;
+	st->bcs_count = 0;
+}
+
+static int take_probed(MPI_Comm comm, const MPI_Status *pst, MPI_Message *out, const char *fn)
+{
+	int h = 2;
+	while (h < MAX_MSGS && msgs[h].used)
+		h++;
+	if (h == MAX_MSGS)
+		return bcs_err(comm, MPI_ERR_INTERN, fn);
+	long bytes = (long)pst->bcs_count;
+	void *data = malloc(bytes ? (size_t)bytes : 1);
+	if (!data)
+		return bcs_err(comm, MPI_ERR_NO_MEM, fn);
+	MPI_Status rst;
+	int rc = MPI_Recv(data, (int)bytes, MPI_BYTE, pst->MPI_SOURCE, pst->MPI_TAG, comm, &rst);
+	if (rc != MPI_SUCCESS) {
+		free(data);
+		return rc;
+	}
+	msgs[h] = (struct msg){
+		.used = true, .comm = comm, .st = rst, .data = data, .bytes = bytes};
+	*out = h;
+	return MPI_SUCCESS;
+}
+
+static void give_status(MPI_Status *st, const MPI_Status *from)
+{
+	if (st == MPI_STATUS_IGNORE)
+		return;
+	int keep = st->MPI_ERROR;
+	*st = *from;
+	st->MPI_ERROR = keep;
+}
+
+int MPI_Mprobe(int src, int tag, MPI_Comm comm, MPI_Message *msg, MPI_Status *st)
+{
+	CHECK_COMM(comm, "MPI_Mprobe");
+	(void)c;
+	if (src == MPI_PROC_NULL) {
+		*msg = MPI_MESSAGE_NO_PROC;
+		procnull_status(st);
+		return MPI_SUCCESS;
+	}
+	MPI_Status pst;
+	int rc = MPI_Probe(src, tag, comm, &pst);
+	if (!rc)
+		rc = take_probed(comm, &pst, msg, "MPI_Mprobe");
+	if (!rc)
+		give_status(st, &msgs[*msg].st);
+	return rc;
+}
+
+int MPI_Improbe(int src, int tag, MPI_Comm comm, int *flag, MPI_Message *msg,
+		MPI_Status *st)
+{
+	CHECK_COMM(comm, "MPI_Improbe");
+	(void)c;
+	if (src == MPI_PROC_NULL) {
+		*flag = 1;
+		*msg = MPI_MESSAGE_NO_PROC;
+		procnull_status(st);
+		return MPI_SUCCESS;
+	}
+	MPI_Status pst;
+	int rc = MPI_Iprobe(src, tag, comm, flag, &pst);
+	if (rc || !*flag)
+		return rc;
+	rc = take_probed(comm, &pst, msg, "MPI_Improbe");
+	if (!rc)
+		give_status(st, &msgs[*msg].st);
+	return rc;
+}
+
+/* The message's bytes into buf: MPI_ERR_TRUNCATE if they do not fit. */
+static int msg_deliver(void *buf, int count, MPI_Datatype dt, MPI_Message *msg, MPI_Status *out,
+		       const char *fn)
+{
+	bcs_need_init(fn);
+	if (!msg)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_ARG, fn);
+	if (*msg == MPI_MESSAGE_NO_PROC) {
+		*msg = MPI_MESSAGE_NULL;
+		procnull_status(out);
+		return MPI_SUCCESS;
+	}
+	if (*msg < 2 || *msg >= MAX_MSGS || !msgs[*msg].used)
+		return bcs_err(MPI_COMM_WORLD, MPI_ERR_REQUEST, fn);
+	struct msg *m = &msgs[*msg];
+	MPI_Comm comm = bcs_comm_get(m->comm) ? m->comm : MPI_COMM_WORLD;
+	struct bcs_type *t;
+	int rc = check_buf(buf, count, dt, &t);
+	if (rc)
+		return bcs_err(comm, rc, fn);
+	long room = (long)count * t->size, n = m->bytes < room ? m->bytes : room;
+	if (bcs_type_is_contig(t))
+		memcpy(buf, m->data, (size_t)n);
+	else
+		bcs_unpack(t, m->data, n, buf);
+	give_status(out, &m->st);
+	if (out != MPI_STATUS_IGNORE)
+		out->bcs_count = n;
+	bool cut = m->bytes > room;
+	free(m->data);
+	*m = (struct msg){0};
+	*msg = MPI_MESSAGE_NULL;
+	return cut ? bcs_err(comm, MPI_ERR_TRUNCATE, fn) : MPI_SUCCESS;
+}
+
+int MPI_Mrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *msg, MPI_Status *st)
+{
+	return msg_deliver(buf, count, dt, msg, st, "MPI_Mrecv");
+}
+
+/* Fortran's handles are these integers */
+#define HANDLE_F(T, name)                                                              \
+	MPI_Fint MPI_##name##_c2f(T h)                                                 \
+	{                                                                              \
+		return (MPI_Fint)h;                                                    \
+	}                                                                              \
+	T MPI_##name##_f2c(MPI_Fint h)                                                 \
+	{                                                                              \
+		return (T)h;                                                           \
+	}
+HANDLE_F(MPI_Comm, Comm)
+HANDLE_F(MPI_Datatype, Type)
+HANDLE_F(MPI_Group, Group)
+HANDLE_F(MPI_Request, Request)
+HANDLE_F(MPI_Op, Op)
+HANDLE_F(MPI_Win, Win)
+HANDLE_F(MPI_Errhandler, Errhandler)
+HANDLE_F(MPI_Message, Message)
+
+/* complete at once: the message is here already */
+int MPI_Imrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *msg, MPI_Request *req)
+{
+	MPI_Status st;
+	int rc = msg_deliver(buf, count, dt, msg, &st, "MPI_Imrecv");
+	if (rc)
+		return rc;
+	int id = req_new(R_NULLDONE, MPI_COMM_WORLD);
+	struct req *r = req_at(id - 1);
+	r->done = 1;
+	r->st = st;
+	r->st.MPI_ERROR = MPI_SUCCESS;
+	*req = id;
+	return MPI_SUCCESS;
 }
 
 /* ---- reduction operators */

@@ -300,6 +300,36 @@ int MPI_Grequest_start(MPI_Grequest_query_function *query_fn,
 int MPI_Grequest_complete(MPI_Request request);
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
+/* matched probes: the message probed is taken off the queue, received
+ * only by MPI_Mrecv or MPI_Imrecv of its handle */
+typedef int MPI_Message;
+#define MPI_MESSAGE_NULL 0
+#define MPI_MESSAGE_NO_PROC 1
+int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status);
+int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+		MPI_Status *status);
+int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+	      MPI_Status *status);
+int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+	       MPI_Request *request);
+
+/* Fortran handles: BCS-MPI's handles are Fortran's integers already */
+MPI_Fint MPI_Comm_c2f(MPI_Comm comm);
+MPI_Comm MPI_Comm_f2c(MPI_Fint comm);
+MPI_Fint MPI_Type_c2f(MPI_Datatype datatype);
+MPI_Datatype MPI_Type_f2c(MPI_Fint datatype);
+MPI_Fint MPI_Group_c2f(MPI_Group group);
+MPI_Group MPI_Group_f2c(MPI_Fint group);
+MPI_Fint MPI_Request_c2f(MPI_Request request);
+MPI_Request MPI_Request_f2c(MPI_Fint request);
+MPI_Fint MPI_Op_c2f(MPI_Op op);
+MPI_Op MPI_Op_f2c(MPI_Fint op);
+MPI_Fint MPI_Win_c2f(MPI_Win win);
+MPI_Win MPI_Win_f2c(MPI_Fint win);
+MPI_Fint MPI_Errhandler_c2f(MPI_Errhandler errhandler);
+MPI_Errhandler MPI_Errhandler_f2c(MPI_Fint errhandler);
+MPI_Fint MPI_Message_c2f(MPI_Message message);
+MPI_Message MPI_Message_f2c(MPI_Fint message);
 int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
 int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count);
 
