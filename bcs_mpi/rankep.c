@@ -13,10 +13,15 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <linux/futex.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bcs.h"
 #include "chan.h"
@@ -79,7 +84,12 @@ static struct {
 	 * the endpoint moves on): tried again at every look, polling */
 	bool retry;
 	bool failed;     /* opening failed: said once, the daemons move the data */
-} e;
+	/* the endpoint is the program's thread's inside MPI calls and the
+	 * closer's when a checkpoint asks for it: a rank that computes
+	 * outside MPI then makes no call that could close it */
+	pthread_mutex_t lock;
+	bool closer;     /* the closer thread runs */
+} e = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void publish(void)
 {
@@ -102,6 +112,55 @@ static void ep_open(void)
 		"its messages between nodes\n", e.rank, why);
 }
 
+static void close_or_reopen(void);
+static void events(void);
+
+/* The closer: sleeps on ep_close, and once a checkpoint asks, closes the
+ * endpoint when nothing of it is in flight, whatever the program's thread
+ * is doing (the daemon has stopped the job and continues this rank alone
+ * until its endpoint is closed). Opening again is the program's thread's,
+ * at its next MPI call, which is the first to need it. */
+static void *closer(void *arg)
+{
+	(void)arg;
+	uint32_t *word = &e.a->ep_close;
+	for (;;) {
+		uint32_t want = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+		if (want) {
+			pthread_mutex_lock(&e.lock);
+			if (e.ep)
+				events(); /* completions still to take */
+			close_or_reopen();
+			bool open = e.ep != NULL;
+			pthread_mutex_unlock(&e.lock);
+			if (open) {
+				/* writes still under way: look again shortly */
+				struct timespec ts = {0, 200000};
+				nanosleep(&ts, NULL);
+				continue;
+			}
+		}
+		syscall(SYS_futex, word, FUTEX_WAIT, want, NULL, NULL, 0);
+	}
+	return NULL;
+}
+
+static void start_closer(void)
+{
+	sigset_t all, was;
+	sigfillset(&all);
+	/* signals are the program's thread's */
+	pthread_sigmask(SIG_BLOCK, &all, &was);
+	pthread_t t;
+	e.closer = pthread_create(&t, NULL, closer, NULL) == 0;
+	if (e.closer)
+		pthread_detach(t);
+	pthread_sigmask(SIG_SETMASK, &was, NULL);
+	if (!e.closer)
+		fprintf(stderr, "BCS-MPI rank %d: no thread to close its endpoint for a "
+			"checkpoint; it closes at its next MPI call\n", e.rank);
+}
+
 void bcs_ep_init(const struct bcs_chan_hdr *h, struct bcs_area *a, int rank)
 {
 	e.a = a;
@@ -113,6 +172,8 @@ void bcs_ep_init(const struct bcs_chan_hdr *h, struct bcs_area *a, int rank)
 	snprintf(e.prov, sizeof(e.prov), "%.*s", (int)sizeof(h->rank_prov), h->rank_prov);
 	e.pool = h->rank_pool;
 	ep_open();
+	if (e.ep && !e.closer)
+		start_closer();
 }
 
 /* A write order: the piece from our buffer into the receiver's pool. */
@@ -184,18 +245,29 @@ static void close_or_reopen(void)
 	struct bcs_area *a = e.a;
 	bool want_closed = __atomic_load_n(&a->ep_close, __ATOMIC_ACQUIRE);
 	if (want_closed && e.ep && !f.outstanding(e.ep) && !e.taken) {
-		__atomic_store_n(&a->ep_state, BCS_EP_CLOSED, __ATOMIC_RELEASE);
+		/* said once every descriptor is gone: the daemon stops this
+		 * rank for the capture as soon as it reads it */
 		f.close(e.ep);
 		e.ep = NULL;
+		__atomic_store_n(&a->ep_state, BCS_EP_CLOSED, __ATOMIC_RELEASE);
 	} else if (!want_closed && !e.ep && e.prov[0]) {
 		ep_open(); /* after a checkpoint, or in the process a restore made */
 	}
 }
 
+static void drain_locked(void);
+
 void bcs_ep_drain(void)
 {
 	if (!e.prov[0])
 		return;
+	pthread_mutex_lock(&e.lock);
+	drain_locked();
+	pthread_mutex_unlock(&e.lock);
+}
+
+static void drain_locked(void)
+{
 	close_or_reopen();
 	if (!e.ep)
 		return;
@@ -220,27 +292,35 @@ void bcs_ep_drain(void)
 
 void bcs_ep_fini(void)
 {
-	if (!e.ep)
-		return;
-	while (f.outstanding(e.ep) || e.taken)
-		events(); /* what we write or expect ends before we go */
-	__atomic_store_n(&e.a->ep_state, BCS_EP_CLOSED, __ATOMIC_RELEASE);
-	f.close(e.ep);
-	e.ep = NULL;
-	e.prov[0] = '\0';
+	pthread_mutex_lock(&e.lock);
+	if (e.ep) {
+		while (f.outstanding(e.ep) || e.taken)
+			events(); /* what we write or expect ends before we go */
+		f.close(e.ep);
+		e.ep = NULL;
+		__atomic_store_n(&e.a->ep_state, BCS_EP_CLOSED, __ATOMIC_RELEASE);
+	}
+	e.prov[0] = '\0'; /* the closer has nothing more to do */
+	pthread_mutex_unlock(&e.lock);
 }
 
 bool bcs_ep_busy(void)
 {
-	return e.ep && (e.taken || e.retry || f.outstanding(e.ep));
+	pthread_mutex_lock(&e.lock);
+	bool busy = e.ep && (e.taken || e.retry || f.outstanding(e.ep));
+	pthread_mutex_unlock(&e.lock);
+	return busy;
 }
 
 /* Instead of the futex: the endpoint's descriptor, or a short sleep, at
  * most a millisecond, so a wake-up from the daemon waits that long at
- * worst. */
+ * worst. (Should the closer close it meanwhile, the poll ends within that
+ * millisecond all the same.) */
 void bcs_ep_nap(void)
 {
+	pthread_mutex_lock(&e.lock);
 	int fd = e.ep ? f.wait_fd(e.ep) : -1;
+	pthread_mutex_unlock(&e.lock);
 	if (fd >= 0) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		poll(&p, 1, 1);

@@ -4,6 +4,7 @@
  * FI_RMA, a region registered with FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
  * FI_MR_PROV_KEY, its key and base published beside the address. */
 #include "sn_ep.h"
+#include "rxm_env.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -89,6 +90,10 @@ static int say(char *why, size_t len, int rc, const char *what, const char *prov
 
 static int ep_getinfo(struct sn_ep *e, const char *prov, char *why, size_t whylen)
 {
+	/* a rank's endpoint sends no messages, only RMA writes: rxm's
+	 * buffers carry its own control messages alone */
+	if (strstr(prov, "ofi_rxm") && strstr(prov, "tcp"))
+		sn_rxm_tcp_env(1024);
 	struct fi_info *hints = fi_allocinfo();
 	if (!hints)
 		return -ENOMEM;

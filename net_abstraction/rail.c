@@ -2,6 +2,7 @@
  * address vector and the peers' addresses as they arrive or change, and
  * sn_open / sn_close. */
 #include "sn_int.h"
+#include "rxm_env.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -343,11 +344,7 @@ static void rxm_tcp_buffers_fit(const struct sn_ctx *ctx)
 {
 	if (!rxm_over_tcp_only(ctx))
 		return;
-	char v[16];
-	snprintf(v, sizeof(v), "%d", SN_WIRE_HDR_MAX + SN_INLINE_MAX);
-	setenv("FI_OFI_RXM_BUFFER_SIZE", v, 0);
-	setenv("FI_OFI_RXM_MSG_RX_SIZE", "256", 0);
-	setenv("FI_UNIVERSE_SIZE", "16", 0);
+	sn_rxm_tcp_env(SN_WIRE_HDR_MAX + SN_INLINE_MAX);
 }
 
 /* bootstrap "static:PORT": node i's endpoint on rail r listens on its host

@@ -394,6 +394,8 @@ void bcs_rank_close(struct bjob *j)
 			continue;
 		__atomic_store_n(&a->ep_close, want, __ATOMIC_RELEASE);
 		wake(a);
+		/* and the rank's closer, which sleeps on the word itself */
+		syscall(SYS_futex, &a->ep_close, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 	}
 }
 
