@@ -9,6 +9,9 @@
 #  - job 2 (busyrecv.c: the receiver computes outside MPI at the grants):
 #    the daemons' path, chosen per piece, moves it, and the blocking send
 #    ends while the receiver computes;
+#  - jobs 3 and 4 (ckptapp.c): checkpoints of a job whose rank 0 computes
+#    outside MPI succeed (each rank's endpoint closed for the capture by a
+#    thread of its library), and a restart gives the uninterrupted result.
 # Every daemon is taken down on exit.
 # Usage: test_mpi_rankw.sh BUILD_BIN_DIR   (make clustertest)
 set -u
@@ -38,7 +41,7 @@ moved() {
 		awk -v w="$2" '{ print (w == "ranks" ? $1 : $2) }'
 }
 
-for p in bigmsg busyrecv; do
+for p in bigmsg busyrecv ckptapp; do
 	expect "bcs-mpicc $p.c" 0 bcs-mpicc -O2 -Wall -Werror "$HERE/mpi/$p.c" -o "$T/$p"
 done
 expect "cluster up (2 nodes, tcp;ofi_rxm, 2 ms slices, rank writes)" 0 \
@@ -72,6 +75,32 @@ wait_log "$LOG" "job 2: message data from other nodes" 30 >/dev/null
 d=$(moved 2 daemon)
 [ "${d:-0}" -ge 4194304 ] && ok "  the daemons' path moved it ($d bytes)" ||
 	bad "  the daemons' path moved it (${d:-no count})"
+
+# ---- job 4: checkpoints while a rank computes outside MPI (ckptapp's rank
+# 0 holds after its last step, step 10, in no MPI call, until live.txt.end
+# exists): each rank's endpoint is closed for the capture all the same, and
+# a restart from the second checkpoint gives the uninterrupted run's result
+APP="./ckptapp 11 4 2 5"
+expect "job 3: an uninterrupted run" 0 storm run -N 2 -n 2 $APP "$T/ref.txt"
+storm run -N 2 -n 2 $APP "$T/live.txt" -1 end >job4.out 2>job4.err &
+bg+=($!)
+wait_log job4.out "step 10" 60 >/dev/null || bad "job 4 reached its last step"
+for k in 1 2; do
+	expect "job 4: checkpoint $k while rank 0 waits outside MPI" 0 storm checkpoint 4
+done
+: >"$T/live.txt.end"
+wait "${bg[-1]}"
+rc=$?
+[ "$rc" = 0 ] && ok "  job 4 ends (exit 0)" || bad "  job 4 ends (exit $rc)"
+cmp -s "$T/ref.txt" "$T/live.txt" && ok "  its result is the uninterrupted run's" ||
+	bad "  its result is the uninterrupted run's"
+ck=$(storm checkpoints --json | python3 -c '
+import json, sys
+print(max(k["id"] for k in json.load(sys.stdin)["checkpoints"] if k["job"] == 4 and k["complete"]))')
+rm -f "$T/live.txt"
+expect "storm restart $ck" 0 storm restart "$ck"
+cmp -s "$T/ref.txt" "$T/live.txt" && ok "  the restarted run's result is the same" ||
+	bad "  the restarted run's result is the same"
 
 echo "test_mpi_rankw: $((checks - fails))/$checks passed"
 [ "$fails" = 0 ]
