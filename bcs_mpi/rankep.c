@@ -45,6 +45,37 @@ static struct {
 
 #define SYM(field, name) (*(void **)&f.field = dlsym(h, name))
 
+/* The program's signal handlers are kept across loading libfabric:
+ * its dependencies (libinfinipath, libpsm2) install their own for SIGSEGV,
+ * SIGTERM and more in their constructors, which print a backtrace and exit
+ * 1, so a rank that crashed or was stopped by a time limit would end with
+ * another status than the one its signal gives */
+static struct sigaction signals_were[NSIG];
+
+static void signals_save(void)
+{
+	for (int sig = 1; sig < NSIG; sig++)
+		sigaction(sig, NULL, &signals_were[sig]);
+}
+
+static void signals_restore(void)
+{
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction now;
+		if (sigaction(sig, NULL, &now) == 0 &&
+		    now.sa_handler != signals_were[sig].sa_handler)
+			sigaction(sig, &signals_were[sig], NULL);
+	}
+}
+
+static void *dlopen_keeping_signals(const char *path)
+{
+	signals_save();
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	signals_restore();
+	return h;
+}
+
 /* libbcsmpi_ep.so beside this library (or on the loader's path) */
 static bool load(char *why, size_t len)
 {
@@ -56,10 +87,10 @@ static bool load(char *why, size_t len)
 	if (dladdr((void *)bcs_ep_init, &di) && di.dli_fname && strrchr(di.dli_fname, '/')) {
 		int n = (int)(strrchr(di.dli_fname, '/') - di.dli_fname);
 		snprintf(path, sizeof(path), "%.*s/libbcsmpi_ep.so", n, di.dli_fname);
-		h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		h = dlopen_keeping_signals(path);
 	}
 	if (!h)
-		h = dlopen("libbcsmpi_ep.so", RTLD_NOW | RTLD_LOCAL);
+		h = dlopen_keeping_signals("libbcsmpi_ep.so");
 	if (!h || !SYM(open, "sn_ep_open") || !SYM(close, "sn_ep_close") ||
 	    !SYM(pool, "sn_ep_pool") || !SYM(pool_size, "sn_ep_pool_size") ||
 	    !SYM(addr, "sn_ep_addr") || !SYM(write, "sn_ep_write") || !SYM(poll, "sn_ep_poll") ||
@@ -102,7 +133,14 @@ static void publish(void)
 static void ep_open(void)
 {
 	char why[200] = "";
-	if (e.failed || (load(why, sizeof(why)) && f.open(e.prov, e.pool, &e.ep, why, sizeof(why)) == 0)) {
+	bool opened = false;
+	if (!e.failed && load(why, sizeof(why))) {
+		/* libfabric loads its providers, and their libraries, here */
+		signals_save();
+		opened = f.open(e.prov, e.pool, &e.ep, why, sizeof(why)) == 0;
+		signals_restore();
+	}
+	if (e.failed || opened) {
 		if (e.ep)
 			publish();
 		return;

@@ -11,7 +11,9 @@
 #    ends while the receiver computes;
 #  - jobs 3 and 4 (ckptapp.c): checkpoints of a job whose rank 0 computes
 #    outside MPI succeed (each rank's endpoint closed for the capture by a
-#    thread of its library), and a restart gives the uninterrupted result.
+#    thread of its library), and a restart gives the uninterrupted result;
+#  - jobs 6 and 7 (failing.c): a rank's SIGSEGV and a time limit's SIGTERM
+#    end the job with their signals' statuses, not libfabric's handlers'.
 # Every daemon is taken down on exit.
 # Usage: test_mpi_rankw.sh BUILD_BIN_DIR   (make clustertest)
 set -u
@@ -41,7 +43,7 @@ moved() {
 		awk -v w="$2" '{ print (w == "ranks" ? $1 : $2) }'
 }
 
-for p in bigmsg busyrecv ckptapp; do
+for p in bigmsg busyrecv ckptapp failing; do
 	expect "bcs-mpicc $p.c" 0 bcs-mpicc -O2 -Wall -Werror "$HERE/mpi/$p.c" -o "$T/$p"
 done
 expect "cluster up (2 nodes, tcp;ofi_rxm, 2 ms slices, rank writes)" 0 \
@@ -101,6 +103,17 @@ rm -f "$T/live.txt"
 expect "storm restart $ck" 0 storm restart "$ck"
 cmp -s "$T/ref.txt" "$T/live.txt" && ok "  the restarted run's result is the same" ||
 	bad "  the restarted run's result is the same"
+
+# ---- the program's signal handlers: libfabric's dependencies install
+# their own as the rank's endpoint opens (a backtrace, then exit 1); a rank
+# that dies of SIGSEGV, or is stopped by its time limit, still ends with
+# its signal's status
+# (rank 0 then waits for rank 1 until the time limit ends it; the trace
+# summary names how each rank ended)
+storm run -N 2 -n 2 --time 0:4 --record crash.bcs ./failing crash 2 >job6.out 2>job6.err
+grep -q "(rank 1: signal 11)" job6.err && ok "job 6: rank 1's SIGSEGV reported as signal 11" ||
+	bad "job 6: rank 1's SIGSEGV reported as signal 11: $(grep -i "rank 1" job6.err | tail -2)"
+expect "job 7: stopped by its time limit" 143 storm run -N 2 -n 2 --time 0:2 ./failing forever
 
 echo "test_mpi_rankw: $((checks - fails))/$checks passed"
 [ "$fails" = 0 ]
