@@ -4,8 +4,10 @@ every validation point, and the predictions to 16,384 nodes.
 
 usage: plots.py RUN_DIR [OUT_DIR]   (RUN_DIR holds validation.json and
                                      predictions.json, as report.py writes
-                                     them; OUT_DIR defaults to RUN_DIR)
-Writes scale-validation.png and scale-predictions.png.
+                                     them, and costs.json; OUT_DIR defaults
+                                     to RUN_DIR)
+Writes scale-validation.png and scale-predictions.png, and
+scale-memory.png when the costs hold the daemons' resident memory.
 """
 import json
 import os
@@ -15,6 +17,9 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import memory  # noqa: E402
 
 QUANTITIES = ["launch 1 MiB", "launch 12 MiB", "strobe skew p50", "CAW (read)", "CAW (write)",
               "multicast 12 MiB", "MM CPU per slice"]
@@ -81,6 +86,33 @@ def predictions(rows, out):
     plt.close(fig)
 
 
+def memory_plot(costs, out):
+    """A node daemon's and the MM's resident memory: the model to 16,384
+    nodes, the sizes measured, and the node daemon's 64 MiB target."""
+    n = [2 ** k for k in range(1, 15)]
+    nd = [memory.node_rss(costs, x) / memory.MIB for x in n]
+    mm = [memory.mm_rss(costs, x) / memory.MIB for x in n]
+    meas = [(p["nodes"], p["rss_nd_kib"] / 1024, p.get("rss_mm_kib", 0) / 1024)
+            for p in costs["points"] if p.get("rss_nd_kib")]
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    ax.plot(n, nd, "s--", color="tab:blue", label="node daemon, model (a job on every node)")
+    ax.plot(n, mm, "^--", color="tab:orange", label="MM, model")
+    ax.plot([m[0] for m in meas], [m[1] for m in meas], "ko", label="node daemon, measured")
+    ax.plot([m[0] for m in meas], [m[2] for m in meas], "kx", label="MM, measured")
+    ax.axhline(memory.TARGET_MIB, color="r", ls=":",
+               label="target %d MiB (node daemon)" % memory.TARGET_MIB)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("nodes")
+    ax.set_ylabel("resident memory (MiB)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.suptitle("A daemon's resident memory (VmRSS)")
+    fig.tight_layout()
+    fig.savefig(out, dpi=90)
+    plt.close(fig)
+
+
 def main():
     if len(sys.argv) not in (2, 3):
         sys.exit(__doc__)
@@ -90,6 +122,12 @@ def main():
     with open(os.path.join(d, "validation.json")) as f:
         v = json.load(f)
     validation(v["rows"], v["band"], os.path.join(out, "scale-validation.png"))
+    cf = os.path.join(d, "costs.json")
+    if os.path.exists(cf):
+        with open(cf) as f:
+            costs = json.load(f)
+        if memory.node_rss(costs, 2) is not None and memory.mm_rss(costs, 2) is not None:
+            memory_plot(costs, os.path.join(out, "scale-memory.png"))
     pf = os.path.join(d, "predictions.json")
     if os.path.exists(pf):
         with open(pf) as f:
