@@ -1,6 +1,7 @@
 /* Real-time priority with a guard: see rtguard.h. */
 #include "rtguard.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
@@ -144,4 +145,34 @@ int rt_guard_turn(void)
 		return 2;
 	}
 	return 0;
+}
+
+/* this process's thread ids, at most max; their count */
+static int threads_now(pid_t *out, int max)
+{
+	DIR *d = opendir("/proc/self/task");
+	int n = 0;
+	if (!d)
+		return 0;
+	for (struct dirent *e; (e = readdir(d)) && n < max;)
+		if (e->d_name[0] != '.')
+			out[n++] = (pid_t)atoi(e->d_name);
+	closedir(d);
+	return n;
+}
+
+int rt_threads_favoured(int (*fn)(void *), void *arg)
+{
+	pid_t before[64], after[64];
+	int nb = threads_now(before, 64);
+	int rc = fn(arg);
+	int na = threads_now(after, 64);
+	for (int i = 0; i < na; i++) {
+		bool old = false;
+		for (int k = 0; k < nb && !old; k++)
+			old = after[i] == before[k];
+		if (!old)
+			to_nice(after[i]);
+	}
+	return rc;
 }

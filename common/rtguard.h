@@ -54,4 +54,10 @@ double rt_guard_share(void);
  * guard dropped the thread for good. */
 int rt_guard_turn(void);
 
+/* Runs fn(arg) and puts the threads it started (a library's progress
+ * thread: OpenPMIx's) at SCHED_OTHER nice -10: SCHED_RESET_ON_FORK starts
+ * every thread of the daemon at nice 0, beside whatever else runs, and the
+ * daemon waits on them. Returns fn's result. */
+int rt_threads_favoured(int (*fn)(void *), void *arg);
+
 #endif

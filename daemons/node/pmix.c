@@ -31,6 +31,18 @@
 #include <pmix_server.h>
 
 #include "pmi.h"
+#include "rtguard.h"
+
+struct server_init {
+	pmix_server_module_t *module;
+	pmix_data_array_t *info;
+};
+
+static int server_init(void *arg)
+{
+	struct server_init *si = arg;
+	return PMIx_server_init(si->module, si->info->array, si->info->size);
+}
 
 enum px_kind { PX_CONNECTED, PX_FINALIZED, PX_ABORT, PX_FENCE };
 
@@ -403,8 +415,12 @@ static int server_up(struct nd *nd)
 	pmix_data_array_t da = PMIX_DATA_ARRAY_STATIC_INIT;
 	pmix_status_t rc = PMIx_Info_list_convert(l, &da);
 	PMIx_Info_list_release(l);
-	if (rc == PMIX_SUCCESS)
-		rc = PMIx_server_init(&module, da.array, da.size);
+	if (rc == PMIX_SUCCESS) {
+		/* its progress thread serves every fence and job end the
+		 * daemon waits for: favoured as the daemon is */
+		struct server_init si = {&module, &da};
+		rc = rt_threads_favoured(server_init, &si);
+	}
 	PMIx_Data_array_destruct(&da);
 	if (rc != PMIX_SUCCESS) {
 		slog("cannot start the PMIx server: %s", PMIx_Error_string(rc));
