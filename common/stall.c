@@ -1,6 +1,7 @@
 /* The event loop's stall watcher (stall.h). */
 #include "stall.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <execinfo.h>
 #include <fcntl.h>
@@ -86,9 +87,61 @@ static void task_file(const char *name, char *buf, size_t len)
 
 struct task_view {
 	char state;
+	int policy, nice;
 	char syscall[64], wchan[64];
 	uint64_t cpu_ns, queued_ns; /* on a core, and runnable waiting for one */
 };
+
+/* stat's field k (1-based; k >= 3, after the command's ')'), or -1 */
+static long stat_field(const char *stat, int k)
+{
+	const char *p = strrchr(stat, ')');
+	if (!p)
+		return -1;
+	p += 2;
+	for (int f = 3; f < k && p; f++) {
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	return p ? strtol(p, NULL, 10) : -1;
+}
+
+/* Who held the cores: the real-time tasks that are runnable, at most a
+ * few, as "comm:pid" (a daemon waiting for a core at SCHED_FIFO waits
+ * only for those). Read from the watcher, only once a stall is seen. */
+static void rt_runnable(char *out, size_t len)
+{
+	size_t w = 0;
+	int n = 0;
+	out[0] = '\0';
+	DIR *d = opendir("/proc");
+	if (!d)
+		return;
+	for (struct dirent *e; (e = readdir(d)) && n < 6;) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		char path[64], buf[512];
+		snprintf(path, sizeof(path), "/proc/%.16s/stat", e->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t k = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (k <= 0)
+			continue;
+		buf[k] = '\0';
+		const char *p = strrchr(buf, ')'), *c = strchr(buf, '(');
+		if (!p || !c || p[1] != ' ' || p[2] != 'R' || stat_field(buf, 41) <= 0)
+			continue;
+		w += (size_t)snprintf(out + w, len > w ? len - w : 0, "%s%.*s:%.16s", n ? " " : "",
+				      (int)(p - c - 1 < 15 ? p - c - 1 : 15), c + 1, e->d_name);
+		n++;
+	}
+	closedir(d);
+	if (!n)
+		snprintf(out, len, "none");
+}
 
 static void task_look(struct task_view *v)
 {
@@ -96,6 +149,8 @@ static void task_look(struct task_view *v)
 	task_file("stat", buf, sizeof(buf));
 	const char *p = strrchr(buf, ')');
 	v->state = p && p[1] == ' ' ? p[2] : '?';
+	v->policy = (int)stat_field(buf, 41);
+	v->nice = (int)stat_field(buf, 19);
 	task_file("syscall", buf, sizeof(buf));
 	/* the number alone (x86-64: 0 read, 1 write, 7 poll, 61 wait4,
 	 * 232 epoll_wait, 441 epoll_pwait2), or "running" */
@@ -168,10 +223,13 @@ static void phase_look(struct watch *w, uint64_t now, int phase, uint64_t since,
 		   in_ms >= (uint64_t)timeout_us / 1000u + threshold_ms) {
 		w->stall_since = since;
 		task_look(&w->at);
+		char rt[160];
+		rt_runnable(rt, sizeof(rt));
 		slog_unlocked("stall: the event loop asked to sleep %lld ms and has not run for "
-			      "%llu ms: thread state %c (R: waiting for a core), system call %s",
+			      "%llu ms: thread state %c (R: waiting for a core), system call %s, "
+			      "policy %d nice %d; real-time tasks runnable: %s",
 			      (long long)(timeout_us / 1000), (unsigned long long)in_ms,
-			      w->at.state, w->at.syscall);
+			      w->at.state, w->at.syscall, w->at.policy, w->at.nice, rt);
 	}
 }
 
