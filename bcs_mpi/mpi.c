@@ -1113,6 +1113,14 @@ static void empty_status(MPI_Status *st)
 	st->bcs_count = 0;
 }
 
+/* what an operation on MPI_PROC_NULL completes with */
+static void procnull_status(MPI_Status *st)
+{
+	empty_status(st);
+	if (st != MPI_STATUS_IGNORE)
+		st->MPI_SOURCE = MPI_PROC_NULL;
+}
+
 static void persist_idle(struct req *r);
 
 static int greq_status(struct req *r);
@@ -2173,10 +2181,7 @@ static int probe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st, boo
 	if (src == MPI_PROC_NULL) {
 		if (flag)
 			*flag = 1;
-		if (st != MPI_STATUS_IGNORE) {
-			empty_status(st);
-			st->MPI_SOURCE = MPI_PROC_NULL;
-		}
+		procnull_status(st);
 		return MPI_SUCCESS;
 	}
 	if (src != MPI_ANY_SOURCE && (src < 0 || src >= bcs_peer_size(c)))
@@ -2260,15 +2265,6 @@ static struct msg {
 	long bytes;
 } msgs[MAX_MSGS]; /* handles from 2: MPI_MESSAGE_NULL and _NO_PROC below */
 
-static void procnull_status(MPI_Status *st)
-{
-	if (st == MPI_STATUS_IGNORE)
-		return;
-	st->MPI_SOURCE = MPI_PROC_NULL;
-	st->MPI_TAG = MPI_ANY_TAG;
-	st->bcs_cancelled = 0;
-	st->bcs_count = 0;
-}
 
 static int take_probed(MPI_Comm comm, const MPI_Status *pst, MPI_Message *out, const char *fn)
 {
