@@ -93,7 +93,7 @@ static int ep_getinfo(struct sn_ep *e, const char *prov, char *why, size_t whyle
 	/* a rank's endpoint sends no messages, only RMA writes: rxm's
 	 * buffers carry its own control messages alone */
 	if (strstr(prov, "ofi_rxm") && strstr(prov, "tcp"))
-		sn_rxm_tcp_env(1024);
+		sn_rxm_tcp_env();
 	struct fi_info *hints = fi_allocinfo();
 	if (!hints)
 		return -ENOMEM;
@@ -138,11 +138,16 @@ static int ep_objects(struct sn_ep *e, const char *prov, char *why, size_t whyle
 	struct fi_av_attr av_attr = {.type = FI_AV_TABLE, .count = EP_PEERS};
 	if ((rc = fi_av_open(e->domain, &av_attr, &e->av, NULL)))
 		return say(why, whylen, rc, "opening the address vector", prov);
+	/* the eager limit of every other endpoint of sn_ep.h (rxm_env.h) */
+	char *eager = sn_rxm_plain_eager();
 	if ((rc = fi_endpoint(e->domain, e->info, &e->ep, NULL)) ||
 	    (rc = fi_ep_bind(e->ep, &e->av->fid, 0)) ||
 	    (rc = fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | FI_RECV)) ||
-	    (rc = fi_enable(e->ep)))
+	    (rc = fi_enable(e->ep))) {
+		sn_rxm_eager_restore(eager);
 		return say(why, whylen, rc, "opening the endpoint", prov);
+	}
+	sn_rxm_eager_restore(eager);
 	return 0;
 }
 

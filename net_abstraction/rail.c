@@ -338,13 +338,13 @@ static bool rxm_over_tcp_only(const struct sn_ctx *ctx)
  *    wraps), 16: 16 x 128 covers the 2048 sends rxm lets an endpoint have
  *    outstanding (a full queue spills into a list, nothing is lost).
  * Over verbs (no dynamic receive buffers) the buffer size is the eager
- * limit and each connection posts its own buffers: left as they are. A
- * value set in the environment is kept. */
+ * limit and each connection posts its own buffers: left as they are.
+ * rxm_env.h says which values the environment may change. */
 static void rxm_tcp_buffers_fit(const struct sn_ctx *ctx)
 {
 	if (!rxm_over_tcp_only(ctx))
 		return;
-	sn_rxm_tcp_env(SN_WIRE_HDR_MAX + SN_INLINE_MAX);
+	sn_rxm_tcp_env();
 }
 
 /* bootstrap "static:PORT": node i's endpoint on rail r listens on its host

@@ -49,6 +49,7 @@
 #include "match.h"
 #include "ckpt.h"
 #include "layout.h"
+#include "sn_ep.h"
 #include "nd.h"
 #include "bcs_int.h"
 #include "trace.pb-c.h"
@@ -1265,6 +1266,26 @@ void nd_bcs_timers(struct nd *nd)
 		phase(nd);
 }
 
+/* A rank's slots of the rank-to-rank path, one letter a slot (free,
+ * posted, taken, done, refused, daemon's), and what it last said. */
+static void dump_rank_writes(const struct bjob *j, uint32_t lr)
+{
+	static const char st[] = "-PTDRd";
+	const struct bcs_area *a = bcs_area_of((struct bjob *)j, lr);
+	char rx[BCS_RX_SLOTS + 1], wr[BCS_WR_SLOTS + 1];
+	for (uint32_t k = 0; k < BCS_RX_SLOTS; k++) {
+		uint32_t s = __atomic_load_n(&a->rx[k].state, __ATOMIC_ACQUIRE);
+		rx[k] = s < sizeof(st) - 1 ? st[s] : '?';
+	}
+	for (uint32_t k = 0; k < BCS_WR_SLOTS; k++) {
+		uint32_t s = __atomic_load_n(&a->wr[k].state, __ATOMIC_ACQUIRE);
+		wr[k] = s < sizeof(st) - 1 ? st[s] : '?';
+	}
+	rx[BCS_RX_SLOTS] = wr[BCS_WR_SLOTS] = '\0';
+	slog("      endpoint %u, waiting %u, idle %u, futex %u, orders %u; expectations %s, "
+	     "write orders %s", a->ep_state, a->waiting, a->idle, a->futex, a->ep_posted, rx, wr);
+}
+
 /* SIGUSR1's part: where a job's matching stands (a wildcard receive that
  * never completes: the rounds run, the last resolution, every node's cover
  * and its last quiet reports), and each local rank's queues. */
@@ -1295,6 +1316,21 @@ void nd_bcs_dump(const struct nd *nd)
 			const struct bcs_mrecv *r = j->mq[lr].phead;
 			slog("    rank %u: %zu sends unmatched, %zu receives posted%s", j->first + lr, ns,
 			     nr, r && r->src == BCS_ANY_SOURCE ? ", the first a wildcard" : "");
+			if (j->map && j->rx_x)
+				dump_rank_writes(j, lr);
+		}
+		if (j->map && j->rx_x) {
+			size_t nq = 0;
+			for (const struct rwrite *w = j->wq_head; w; w = w->next)
+				nq++;
+			size_t staged = 0;
+			for (uint32_t lr = 0; lr < j->nlocal; lr++)
+				for (uint32_t k = 0; k < BCS_WR_SLOTS; k++)
+					staged += j->wr_w[lr][k] && j->wr_w[lr][k]->stage;
+			slog("    rank writes out here: %u, %zu waiting for a slot; the daemon's own "
+			     "endpoint %s, %u writes in flight, %zu staged", j->nwr, nq,
+			     b->ep ? "open" : b->ep_failed ? "failed" : "not opened",
+			     b->ep ? sn_ep_outstanding(b->ep) : 0, staged);
 		}
 	}
 }

@@ -14,6 +14,11 @@
 #    thread of its library), and a restart gives the uninterrupted result;
 #  - jobs 6 and 7 (failing.c): a rank's SIGSEGV and a time limit's SIGTERM
 #    end the job with their signals' statuses, not libfabric's handlers'.
+#  - job 8 (busyrecv.c send: the sender computes outside MPI after its
+#    Isend): the sending node's daemon writes the pieces its rank leaves
+#    from its own endpoint, and the blocking receive ends meanwhile (it
+#    waited for good when rxm refused the daemon's connection: the daemon's
+#    eager limit was not the rank's).
 # Every daemon is taken down on exit.
 # Usage: test_mpi_rankw.sh BUILD_BIN_DIR   (make clustertest)
 set -u
@@ -114,6 +119,25 @@ storm run -N 2 -n 2 --time 0:4 --record crash.bcs ./failing crash 2 >job6.out 2>
 grep -q "(rank 1: signal 11)" job6.err && ok "job 6: rank 1's SIGSEGV reported as signal 11" ||
 	bad "job 6: rank 1's SIGSEGV reported as signal 11: $(grep -i "rank 1" job6.err | tail -2)"
 expect "job 7: stopped by its time limit" 143 storm run -N 2 -n 2 --time 0:2 ./failing forever
+
+# ---- job 8: the sender computes at the grants: its daemon writes
+# (bounded: a receive that never ends would hold the test)
+storm run -N 2 -n 2 --time 0:3 ./busyrecv "$T/gate8" send >job8.out 2>job8.err &
+bg+=($!)
+wait_log job8.err "busyrecv: received" 60 >/dev/null &&
+	ok "job 8: the receive ended while the sender computed" ||
+	bad "job 8: the receive ended while the sender computed: $(tail -2 job8.err)"
+: >"$T/gate8"
+wait "${bg[-1]}"
+rc=$?
+[ "$rc" = 0 ] && ok "  job 8 ends (exit 0)" || bad "  job 8 ends (exit $rc)"
+grep -q "busyrecv: intact" job8.out && ok "  intact" || bad "  intact"
+LOG0=$C/log/node00.log
+pkill -USR1 -f "stormnd -c $C/storm.conf -n node00"
+wait_log "$LOG0" "bytes its ranks left it wrote itself" 30 >/dev/null
+w=$(sed -n 's/.*to other nodes. ranks, \([0-9]*\) bytes its ranks left it.*/\1/p' "$LOG0" | tail -1)
+[ "${w:-0}" -ge 12582980 ] && ok "  node00's daemon wrote it ($w bytes)" ||
+	bad "  node00's daemon wrote it (${w:-no count})"
 
 echo "test_mpi_rankw: $((checks - fails))/$checks passed"
 [ "$fails" = 0 ]

@@ -8,13 +8,16 @@
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "sn.h"
 #include "sn_ep.h"
 
 #define POOL (8u << 20)
@@ -73,13 +76,18 @@ static int receiver(int out, int in)
 	struct sn_ep_event ev[8];
 	int got = 0;
 	uint64_t imm = 0;
-	while (!got) {
+	time_t give_up = time(NULL) + 40; /* the sender's 30 s, and then some */
+	while (!got && time(NULL) < give_up) {
 		int n = sn_ep_poll(ep, ev, 8);
 		for (int i = 0; i < n; i++)
 			if (ev[i].kind == SN_EP_ARRIVED) {
 				got = 1;
 				imm = ev[i].imm;
 			}
+	}
+	if (!got) {
+		fprintf(stderr, "receiver: no write arrived\n");
+		return 8;
 	}
 	const uint8_t *p = (const uint8_t *)sn_ep_pool(ep) + OFF;
 	int bad = imm != IMM;
@@ -96,7 +104,69 @@ static int receiver(int out, int in)
 	return bad ? 5 : fds1 != fds0 ? 6 : th1 != th0 ? 7 : 0;
 }
 
-static void test_write(void)
+/* The writer: opens its endpoint, writes LEN bytes at OFF with IMM into
+ * the peer named by blob, and waits for the write's end; 0 when it ended
+ * well. A peer that refuses every connection (rxm answers -EAGAIN for as
+ * long as it does) fails it after 30 s instead of hanging the suite. */
+static int sender(const uint8_t *blob, uint32_t blen)
+{
+	struct sn_ep *ep = NULL;
+	char why[200];
+	uint8_t *src = malloc(LEN);
+	if (!src)
+		return -1;
+	for (size_t i = 0; i < LEN; i++)
+		src[i] = pattern(i);
+	if (sn_ep_open(prov, POOL, &ep, why, sizeof(why))) {
+		fprintf(stderr, "sender: %s\n", why);
+		free(src);
+		return -1;
+	}
+	int ended = 0, err = 0, w;
+	time_t give_up = time(NULL) + 30;
+	while ((w = sn_ep_write(ep, blob, blen, src, LEN, OFF, IMM, &ended)) == -EAGAIN &&
+	       time(NULL) < give_up) {
+		struct sn_ep_event ev[8];
+		sn_ep_poll(ep, ev, 8);
+	}
+	if (w)
+		fprintf(stderr, "sender: the write was not taken: %s\n", strerror(-w));
+	while (w == 0 && !ended) {
+		struct sn_ep_event ev[8];
+		int n = sn_ep_poll(ep, ev, 8);
+		for (int i = 0; i < n; i++)
+			if (ev[i].kind == SN_EP_SENT && ev[i].ctx == &ended) {
+				ended = 1;
+				err = ev[i].err;
+			}
+	}
+	sn_ep_close(ep);
+	free(src);
+	return w ? w : err;
+}
+
+/* A node daemon's own endpoint: its rails (sn_open) set rxm up first, in
+ * a process of their own, as in stormnd. */
+static int daemon_sender(const uint8_t *blob, uint32_t blen)
+{
+	struct sn_config c;
+	sn_config_defaults(&c);
+	c.provider = prov;
+	c.node_id = 0;
+	c.node_count = 1;
+	c.gmem_size = 1u << 20;
+	c.bootstrap = "external";
+	struct sn_ctx *ctx;
+	if (sn_open(&c, &ctx)) {
+		fprintf(stderr, "daemon: sn_open: %s\n", sn_open_error());
+		return 9;
+	}
+	int rc = sender(blob, blen);
+	sn_close(ctx);
+	return rc ? 10 : 0;
+}
+
+static void run_write(bool from_daemon)
 {
 	int to_parent[2], to_child[2];
 	CU_ASSERT_FATAL(pipe(to_parent) == 0 && pipe(to_child) == 0);
@@ -109,35 +179,18 @@ static void test_write(void)
 	int ok = !full_read(to_parent[0], &blen, 4) && blen <= sizeof(blob) &&
 		 !full_read(to_parent[0], blob, blen);
 	CU_ASSERT(ok);
-	struct sn_ep *ep = NULL;
-	char why[200];
-	uint8_t *src = malloc(LEN);
-	CU_ASSERT_FATAL(src != NULL);
-	for (size_t i = 0; i < LEN; i++)
-		src[i] = pattern(i);
-	int rc = ok ? sn_ep_open(prov, POOL, &ep, why, sizeof(why)) : -1;
-	if (rc)
-		fprintf(stderr, "sender: %s\n", why);
-	CU_ASSERT(rc == 0);
-	int ended = 0, err = 0;
-	if (ep) {
-		int w;
-		while ((w = sn_ep_write(ep, blob, blen, src, LEN, OFF, IMM, &ended)) == -EAGAIN) {
-			struct sn_ep_event ev[8];
-			sn_ep_poll(ep, ev, 8);
-		}
-		CU_ASSERT(w == 0);
-		while (w == 0 && !ended) {
-			struct sn_ep_event ev[8];
-			int n = sn_ep_poll(ep, ev, 8);
-			for (int i = 0; i < n; i++)
-				if (ev[i].kind == SN_EP_SENT && ev[i].ctx == &ended) {
-					ended = 1;
-					err = ev[i].err;
-				}
-		}
-		CU_ASSERT(err == 0);
+	int sent = -1;
+	if (ok && !from_daemon) {
+		sent = sender(blob, blen);
+	} else if (ok) {
+		pid_t d = fork();
+		if (d == 0)
+			_exit(daemon_sender(blob, blen));
+		int dst = 0;
+		waitpid(d, &dst, 0);
+		sent = WIFEXITED(dst) ? WEXITSTATUS(dst) : 128;
 	}
+	CU_ASSERT(sent == 0);
 	CU_ASSERT(write(to_child[1], "k", 1) == 1);
 	int st = 0;
 	waitpid(pid, &st, 0);
@@ -145,13 +198,14 @@ static void test_write(void)
 	if (WIFEXITED(st) && WEXITSTATUS(st))
 		fprintf(stderr, "%s: receiver's check %d failed\n", prov, WEXITSTATUS(st));
 	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	sn_ep_close(ep);
-	free(src);
 	close(to_parent[0]);
 	close(to_parent[1]);
 	close(to_child[0]);
 	close(to_child[1]);
 }
+
+static void test_write(void) { run_write(false); }
+static void test_daemon_write(void) { run_write(true); }
 
 int main(void)
 {
@@ -160,6 +214,10 @@ int main(void)
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 1;
 	CU_pSuite s = CU_add_suite("sn_ep", NULL, NULL);
+	/* first: this process has not loaded libfabric yet, so the two forked
+	 * processes set rxm up each its own way, as a daemon and a rank do */
+	CU_add_test(s, "a node daemon's own endpoint, its rails open, writes into another process's",
+		    test_daemon_write);
 	CU_add_test(s, "a 4 MiB write with immediate data, tcp;ofi_rxm; nothing left", test_write);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
