@@ -31,7 +31,7 @@
  * cluster has rank writes on: libfabric's dependencies, libpsm2 and
  * libinfinipath, take SIGSEGV over in their constructors) */
 static struct {
-	int (*open)(const char *, size_t, struct sn_ep **, char *, size_t);
+	int (*open)(const char *, const char *, size_t, struct sn_ep **, char *, size_t);
 	void (*close)(struct sn_ep *);
 	void *(*pool)(const struct sn_ep *);
 	size_t (*pool_size)(const struct sn_ep *);
@@ -106,6 +106,7 @@ static struct {
 	struct bcs_area *a;
 	int rank;
 	char prov[64];
+	char src[48];    /* the address to open at: our daemon's */
 	size_t pool;
 	struct sn_ep *ep;
 	uint32_t seen;   /* ep_posted as last looked at */
@@ -137,7 +138,7 @@ static void ep_open(void)
 	if (!e.failed && load(why, sizeof(why))) {
 		/* libfabric loads its providers, and their libraries, here */
 		signals_save();
-		opened = f.open(e.prov, e.pool, &e.ep, why, sizeof(why)) == 0;
+		opened = f.open(e.prov, e.src, e.pool, &e.ep, why, sizeof(why)) == 0;
 		signals_restore();
 	}
 	if (e.failed || opened) {
@@ -209,6 +210,7 @@ void bcs_ep_init(const struct bcs_chan_hdr *h, struct bcs_area *a, int rank)
 		return;
 	snprintf(e.prov, sizeof(e.prov), "%.*s", (int)sizeof(h->rank_prov), h->rank_prov);
 	e.pool = h->rank_pool;
+	snprintf(e.src, sizeof(e.src), "%.*s", (int)sizeof(h->rank_src), h->rank_src);
 	ep_open();
 	if (e.ep && !e.closer)
 		start_closer();

@@ -88,7 +88,8 @@ static int say(char *why, size_t len, int rc, const char *what, const char *prov
 	return rc < 0 ? rc : -rc ? -rc : -EIO;
 }
 
-static int ep_getinfo(struct sn_ep *e, const char *prov, char *why, size_t whylen)
+static int ep_getinfo(struct sn_ep *e, const char *prov, const char *src, char *why,
+		      size_t whylen)
 {
 	/* a rank's endpoint sends no messages, only RMA writes: rxm's
 	 * buffers carry its own control messages alone */
@@ -107,7 +108,12 @@ static int ep_getinfo(struct sn_ep *e, const char *prov, char *why, size_t whyle
 	hints->fabric_attr->prov_name = strdup(prov);
 	if (!strncmp(prov, "sockets", 7))
 		hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
-	int rc = fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &e->info);
+	/* at the daemons' address: the provider's own choice of interface
+	 * can be one the peers do not reach, or one that is gone by the time
+	 * they connect */
+	bool at = src && *src;
+	int rc = fi_getinfo(FI_VERSION(1, 9), at ? src : NULL, NULL, at ? FI_SOURCE : 0, hints,
+			    &e->info);
 	fi_freeinfo(hints);
 	if (rc)
 		return say(why, whylen, rc, "no RMA endpoint", prov);
@@ -176,7 +182,8 @@ static int ep_pool(struct sn_ep *e, const char *prov, size_t pool_size, char *wh
 	return 0;
 }
 
-int sn_ep_open(const char *prov, size_t pool_size, struct sn_ep **ep, char *why, size_t whylen)
+int sn_ep_open(const char *prov, const char *src, size_t pool_size, struct sn_ep **ep,
+	       char *why, size_t whylen)
 {
 	struct sn_ep *e = calloc(1, sizeof(*e));
 	*ep = NULL;
@@ -184,7 +191,7 @@ int sn_ep_open(const char *prov, size_t pool_size, struct sn_ep **ep, char *why,
 		return -ENOMEM;
 	e->wait_fd = -1;
 	int rc;
-	if ((rc = ep_getinfo(e, prov, why, whylen)) || (rc = ep_objects(e, prov, why, whylen)) ||
+	if ((rc = ep_getinfo(e, prov, src, why, whylen)) || (rc = ep_objects(e, prov, why, whylen)) ||
 	    (rc = ep_pool(e, prov, pool_size, why, whylen))) {
 		sn_ep_close(e);
 		return rc;

@@ -4,6 +4,7 @@
 #include "sn_int.h"
 #include "rxm_env.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 #include <rdma/fi_cm.h>
@@ -145,6 +147,29 @@ int sn_local_addr(const struct sn_ctx *ctx, int rail, void *buf, size_t *len)
 	memcpy(buf, blob, n);
 	*len = n;
 	return 0;
+}
+
+int sn_local_host(const struct sn_ctx *ctx, char *buf, size_t len)
+{
+	if (ctx->nrails < 1)
+		return -ENOENT;
+	const struct rail *rl = &ctx->rails[0];
+	const uint8_t *a = rl->addrs + (size_t)ctx->self * SN_ADDR_MAX;
+	size_t alen = rl->alens[ctx->self];
+	sa_family_t fam = 0;
+	if (alen >= sizeof(fam))
+		memcpy(&fam, a, sizeof(fam));
+	if (fam == AF_INET && alen >= sizeof(struct sockaddr_in)) {
+		struct sockaddr_in sin;
+		memcpy(&sin, a, sizeof(sin));
+		return inet_ntop(AF_INET, &sin.sin_addr, buf, (socklen_t)len) ? 0 : -ENOSPC;
+	}
+	if (fam == AF_INET6 && alen >= sizeof(struct sockaddr_in6)) {
+		struct sockaddr_in6 sin6;
+		memcpy(&sin6, a, sizeof(sin6));
+		return inet_ntop(AF_INET6, &sin6.sin6_addr, buf, (socklen_t)len) ? 0 : -ENOSPC;
+	}
+	return -ENOENT;
 }
 
 int sn_rail_count(const struct sn_ctx *ctx) { return ctx->nrails; }

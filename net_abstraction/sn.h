@@ -79,6 +79,10 @@ int sn_open(const struct sn_config *cfg, struct sn_ctx **out);
  * suffice). 0, or -ENOSPC/-EINVAL. */
 #define SN_ADDR_MAX 256
 int sn_local_addr(const struct sn_ctx *ctx, int rail, void *buf, size_t *len);
+/* The IP address (text) rail 0 listens on, for another endpoint of this
+ * node to be reached the same way (sn_ep_open's src); -ENOENT when the
+ * provider's addresses are not IP ones (shm). */
+int sn_local_host(const struct sn_ctx *ctx, char *buf, size_t len);
 /* A peer's address on a rail, learned by the caller: a first one is usable
  * at once; a changed one (the peer restarted) replaces the old at its next
  * use. 0 or -errno (sn_strerror says why). */

@@ -35,10 +35,12 @@ struct sn_ep_event {
 	uint64_t imm;
 };
 
-/* Opens an endpoint on prov ("tcp;ofi_rxm", ...) and registers a pool of
- * pool_size bytes for remote writes. On failure *ep is NULL and why holds a
- * sentence. */
-int sn_ep_open(const char *prov, size_t pool_size, struct sn_ep **ep, char *why, size_t whylen);
+/* Opens an endpoint on prov ("tcp;ofi_rxm", ...) at the address src (an
+ * IP address in text, as sn_local_host gives; NULL or "": the provider's
+ * choice) and registers a pool of pool_size bytes for remote writes. On
+ * failure *ep is NULL and why holds a sentence. */
+int sn_ep_open(const char *prov, const char *src, size_t pool_size, struct sn_ep **ep,
+	       char *why, size_t whylen);
 /* Closes everything it opened: no descriptor, mapping or thread of it stays. */
 void sn_ep_close(struct sn_ep *ep);
 void *sn_ep_pool(const struct sn_ep *ep);

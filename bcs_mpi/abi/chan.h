@@ -286,6 +286,9 @@ struct bcs_chan_hdr {
 	 * endpoints on and their pools' size; "": the daemons move the data */
 	char rank_prov[64];
 	uint64_t rank_pool;
+	/* and the address their endpoints open at: the daemons' own ("": the
+	 * provider's choice) */
+	char rank_src[48];
 };
 
 _Static_assert(sizeof(struct bcs_chan_hdr) <= BCS_CHAN_HDR, "the channel header outgrew its page");

@@ -1412,6 +1412,8 @@ static void chan_header(struct nd *nd, const struct bjob *j, const struct nd_job
 	if (nd->bcs->rank_writes) {
 		snprintf(h->rank_prov, sizeof(h->rank_prov), "%s", nd->conf.provider);
 		h->rank_pool = BCS_RANK_POOL;
+		if (sn_local_host(nd->sn, h->rank_src, sizeof(h->rank_src)))
+			h->rank_src[0] = '\0';
 	}
 }
 

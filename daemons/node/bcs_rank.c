@@ -263,7 +263,10 @@ static void daemon_write(struct nd *nd, struct bjob *j, uint32_t lr, struct rwri
 	w->by_daemon = true;
 	if (!b->ep && !b->ep_failed) {
 		char why[200] = "";
-		if (sn_ep_open(nd->conf.provider, 65536, &b->ep, why, sizeof(why))) {
+		char src[48];
+		if (sn_local_host(nd->sn, src, sizeof(src)))
+			src[0] = '\0';
+		if (sn_ep_open(nd->conf.provider, src, 65536, &b->ep, why, sizeof(why))) {
 			b->ep_failed = true;
 			slog("BCS-MPI: no endpoint of this daemon's own (%s): write orders its ranks "
 			     "leave wait for them", why);
