@@ -60,7 +60,8 @@ int bcs_rank_piece(struct nd *nd, struct bjob *j, uint32_t node, struct xfer *x,
 		    struct wrgrant *out)
 {
 	struct nd_bcs *b = nd->bcs;
-	if (!b->rank_writes || j->frozen || !j->map || (j->job && j->job->stopped))
+	if (!b->rank_writes || j->frozen || !j->map || (j->job && j->job->stopped) ||
+	    x->total < BCS_RANK_MIN)
 		return 0;
 	struct bcs_area *a = bcs_area_of(j, x->lr);
 	if (__atomic_load_n(&a->ep_state, __ATOMIC_ACQUIRE) != BCS_EP_OPEN ||
