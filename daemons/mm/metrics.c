@@ -48,6 +48,8 @@ struct mm_metrics {
 	uint64_t *clock_rtt;          /* and that estimate's round trip (0: none yet) */
 	uint64_t requests;
 	uint64_t last_switch;
+	uint64_t reports; /* consumed: each one a receipt, a decode, a share of a
+			   * commit and an acknowledgement of the MM's */
 };
 
 static void observe(struct histogram *h, double v)
@@ -96,6 +98,7 @@ void metrics_on_report(struct mm *mm, int node, const Storm__Cl__Report *r)
 	struct mm_metrics *m = mm->metrics;
 	if (!m)
 		return;
+	m->reports++;
 	m->missed[node] = r->missed_strobes;
 	m->clock_off[node] = r->clock_offset_ns;
 	m->clock_rtt[node] = r->clock_rtt_ns;
@@ -238,6 +241,9 @@ static void render(struct mm *mm, struct out *o)
 	       "# TYPE storm_matrix_rows gauge\nstorm_matrix_rows %u\n",
 	    (unsigned long long)mm->slice, (unsigned long long)mm->switches,
 	    mm->conf.timeslice_us / 1e6, mm->slice_us / 1e6, mm->conf.mpl);
+	put(o, "# HELP storm_reports_total Node reports the machine manager consumed.\n"
+	       "# TYPE storm_reports_total counter\nstorm_reports_total %llu\n",
+	    (unsigned long long)m->reports);
 	put(o, "# HELP storm_node_missed_strobes_total Strobes a node never saw, as it last "
 	       "reported.\n# TYPE storm_node_missed_strobes_total counter\n");
 	for (int i = 0; i < mm->conf.nnodes; i++)
