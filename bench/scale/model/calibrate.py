@@ -178,6 +178,7 @@ def _params(costs, p1, p2, bg):
         "mm_launch_cpu": max(0.0, mm1 - MIB * mm_pb),
         "nd_exec_cpu": max(0.0, nd1 - MIB * nd_pb),
         "mm_report_cpu": r0, "mm_report_cpu_node": r1,
+        "job_end_combined": 0.0,  # the design measured (predict.py --set ...=1: the next one)
         "mm_slice_cpu0": max(0.0, m_base - m_slope),
         "mm_slice_cpu_node": m_slope,
         "nd_slice_cpu": max(0.0, idle["nd_cpu_per_slice_us"] * us - c),

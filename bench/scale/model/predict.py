@@ -108,7 +108,7 @@ def limits(costs, prm, mem=None):
                         "LimitNOFILE=%d of systemd/stormmm.service.in" % (slope, nofile),
                         int((nofile - a["sockets_mm"]) / slope + a["nodes"]) + 1))
     r0, r1 = prm.get("mm_report_cpu", 0.0), prm.get("mm_report_cpu_node", 0.0)
-    if r0 or r1:
+    if (r0 or r1) and not prm.get("job_end_combined"):
         # every node of a job reports its end straight to the MM, which
         # takes them one at a time before the job can end: N (r0 + r1 N)
         n = (-r0 + math.sqrt(r0 * r0 + 4 * r1 * 0.2)) / (2 * r1) if r1 else 0.2 / r0

@@ -217,6 +217,13 @@ DEFAULTS = {
     "mm_report_cpu": 0.0,   # MM CPU per node's report of a launch (its tag,
                             # decode, records, the commit, the acknowledgement)
     "mm_report_cpu_node": 0.0,  # ... and per node of the job, per report
+    "job_end_combined": 0.0,  # 1: the job's end combined up the tree (the
+                            # design of docs/design/scale-model.md, "The job's
+                            # end combined up the tree"): only the job's first
+                            # node reports; every other node whose ranks all
+                            # exited 0 sets its done and accounting words, and
+                            # the MM reads them all with one COMPARE-AND-WRITE,
+                            # asked again a slice later while it is false
     "nd_exec_cpu": 5e-3,    # node CPU to act on a Launch: fork/exec, report
     "transfer_wait": 0.0,   # non-CPU waits of a transfer, from the 1-node point
     "exec_wait": 0.0,       # and of execution (slice alignment, reaping)
@@ -567,6 +574,8 @@ class Model:
             pump()
 
         def execute():
+            if p["job_end_combined"]:
+                return execute_combined()
             reports = {"n": 0}
 
             def report_in():
@@ -581,6 +590,39 @@ class Model:
                 nodes[i].post(p["nd_exec_cpu"], lambda: nodes[i].post(
                     self.send_cost(REPORT_BYTES), self.send, nodes[i], mm, REPORT_BYTES,
                     report_in))
+
+            self.xfer("cmd", CMD_BYTES, on_node=act)
+
+        def execute_combined():
+            done_at = {}  # member -> when its done and accounting words hold
+
+            def probe():
+                # one read over the job's nodes: done == job on every one,
+                # their accounting summed and maxed up the tree on the way
+                if self.shared is None and nnodes > FAST_CAW_NODES:
+                    if "end_l" not in st:
+                        st["end_l"] = self.caw_latency(nnodes + 1, reps=1, keep=True)
+                    t0, L = self.sim.t, st["end_l"]
+                    ok = all(done_at.get(i, math.inf) <= t0 + L / 2
+                             for i in range(1, nnodes + 1))
+                    self.sim.at(t0 + L, answered, ok)
+                    return
+                self.caw(("end", self.sim.t), answered,
+                         cond=lambda i: done_at.get(i, math.inf) <= self.sim.t)
+
+            def answered(ok):
+                if ok:
+                    res.setdefault("e", self.sim.t)
+                else:  # the MM's slice asks again
+                    self.sim.at(self.sim.t + p["timeslice"], mm.post, 0.0, probe)
+
+            def act(i):
+                def ended():
+                    done_at[i] = self.sim.t
+                    if i == 1:  # the job's first node reports: the MM's hint
+                        nodes[i].post(self.send_cost(REPORT_BYTES), self.send, nodes[i], mm,
+                                      REPORT_BYTES, mm.post, p["mm_report_cpu"], probe)
+                nodes[i].post(p["nd_exec_cpu"], ended)
 
             self.xfer("cmd", CMD_BYTES, on_node=act)
 

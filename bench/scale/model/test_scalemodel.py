@@ -181,6 +181,39 @@ class Primitives(unittest.TestCase):
         slow = self.fixed(bw=1e9, consume_pb=10e-9).launch(4, 12 * sm.MIB, reps=1)[0]
         self.assertGreater(slow - fast, 12 * sm.MIB * 10e-9 * 0.5)
 
+    def test_combined_end_does_not_grow_with_the_reports(self):
+        # a report per node: the MM's 1 ms each is in the launch N times;
+        # the end combined up the tree: once (the first node's), whatever N
+        def execute(n, combined):
+            return self.fixed(bw=1e9, mm_report_cpu=1e-3, nd_exec_cpu=1e-4,
+                              job_end_combined=combined).launch(n, 0, reps=1)[1]
+        self.assertGreater(execute(40, 0) - execute(10, 0), 25e-3)
+        self.assertLess(execute(40, 1) - execute(10, 1), 1e-3)
+        self.assertLess(execute(40, 1), 3e-3)
+
+    def test_combined_end_waits_for_every_node(self):
+        # a node that ends 2.5 ms after the first node's report: the read is
+        # false until then, and asked again each timeslice (1 ms here)
+        def model():
+            return self.fixed(mm_report_cpu=1e-5, nd_exec_cpu=1e-4, job_end_combined=1,
+                              timeslice=1e-3)
+        fast = model().launch(8, 0, reps=1)[1]
+        m = model()
+        orig, first = m.caw, []
+
+        def slow_caw(op, on_done, cond=None, write=False):
+            if op[0] == "end":
+                first.append(first[0] if first else m.sim.t)
+                late = first[0] + 2.5e-3
+                return orig(op, on_done, write=write,
+                            cond=lambda i: cond(i) and (i != 5 or m.sim.t > late))
+            return orig(op, on_done, cond=cond, write=write)
+        m.caw = slow_caw
+        slow = m.launch(8, 0, reps=1)[1]
+        self.assertEqual(len(first), 4)  # at 0, 1, 2 ms false; at 3 ms true
+        self.assertGreater(slow, fast + 2.5e-3)
+        self.assertLess(slow, fast + 3.5e-3)
+
     def test_mm_cpu_linear(self):
         m = sm.Model(mm_slice_cpu0=1e-4, mm_slice_cpu_node=1e-6)
         self.assertAlmostEqual(m.mm_cpu_per_slice(100), 2e-4)
