@@ -194,10 +194,25 @@ BCS_LIB_SRC += bcs_mpi/bigcount.c
 # libinfinipath, whose constructors take over SIGSEGV in every rank
 BCS_LIB_SRC += bcs_mpi/rankep.c
 BCS_LIB_OBJ := $(BCS_LIB_SRC:%.c=$(BUILD)/obj/%.o)
+# the profiling interface (scripts/pmpi.sh): the library's own units are
+# compiled with a header naming every function of mpi.h PMPI_ and making
+# MPI_ a weak alias of each one the unit defines
+BCS_API_SRC := $(filter-out bcs_mpi/abi/%,$(BCS_LIB_SRC))
+$(GEN)/pmpi/%.pmpi.h: %.c bcs_mpi/abi/mpi.h scripts/pmpi.sh
+	@mkdir -p $(dir $@)
+	./scripts/pmpi.sh tu bcs_mpi/abi/mpi.h $< > $@.tmp && mv $@.tmp $@
+$(BCS_API_SRC:%.c=$(BUILD)/obj/%.o): $(BUILD)/obj/%.o: %.c $(GEN)/pmpi/%.pmpi.h | $(PROTO_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -include $(GEN)/pmpi/$*.pmpi.h -c $< -o $@
 .PHONY: bcsmpi
 bcsmpi: $(BUILD)/lib/libbcsmpi.a $(BUILD)/lib/libbcsmpi.so $(BUILD)/lib/libbcsmpi_ep.so $(BUILD)/include/mpi.h \
         $(BUILD)/bin/bcs-mpicc $(BUILD)/bin/bcs-mpicxx $(BUILD)/bin/bcs-mpic++ \
-        $(BUILD)/lib/pkgconfig/bcsmpi.pc
+        $(BUILD)/lib/pkgconfig/bcsmpi.pc $(GEN)/pmpi.checked
+# every function mpi.h declares exported by both libraries as PMPI_X and
+# as a weak MPI_X: the build stops if one is not
+$(GEN)/pmpi.checked: $(BUILD)/lib/libbcsmpi.a $(BUILD)/lib/libbcsmpi.so bcs_mpi/abi/mpi.h scripts/pmpi.sh
+	./scripts/pmpi.sh nm bcs_mpi/abi/mpi.h $(BUILD)/lib/libbcsmpi.a $(BUILD)/lib/libbcsmpi.so
+	touch $@
 $(BUILD)/lib/libbcsmpi.a: $(BCS_LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@
@@ -208,9 +223,9 @@ $(BUILD)/lib/libbcsmpi.so: $(BCS_LIB_OBJ)
 $(BUILD)/lib/libbcsmpi_ep.so: $(BUILD)/obj/net_abstraction/ep.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,libbcsmpi_ep.so -o $@ $^ -lfabric
-$(BUILD)/include/mpi.h: bcs_mpi/abi/mpi.h
+$(BUILD)/include/mpi.h: bcs_mpi/abi/mpi.h scripts/pmpi.sh
 	@mkdir -p $(dir $@)
-	cp $< $@
+	./scripts/pmpi.sh header $< > $@.tmp && mv $@.tmp $@
 # the wrappers record the compilers storm is built with as their defaults;
 # the stamp changes (and they are rewritten) only when CC or CXX does
 $(GEN)/wrapper-compilers: FORCE

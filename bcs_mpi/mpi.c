@@ -2377,13 +2377,18 @@ int MPI_Mrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *msg, MPI_Statu
 	return msg_deliver(buf, count, dt, msg, st, "MPI_Mrecv");
 }
 
-/* Fortran's handles are these integers */
+/* Fortran's handles are these integers. Made by a macro, so their
+ * profiling names and weak aliases are made here (scripts/pmpi.sh finds
+ * only definitions written out) */
+#define HANDLE_PRAGMA(x) _Pragma(#x)
 #define HANDLE_F(T, name)                                                              \
-	MPI_Fint MPI_##name##_c2f(T h)                                                 \
+	HANDLE_PRAGMA(weak MPI_##name##_c2f = PMPI_##name##_c2f)                       \
+	HANDLE_PRAGMA(weak MPI_##name##_f2c = PMPI_##name##_f2c)                       \
+	MPI_Fint PMPI_##name##_c2f(T h)                                                \
 	{                                                                              \
 		return (MPI_Fint)h;                                                    \
 	}                                                                              \
-	T MPI_##name##_f2c(MPI_Fint h)                                                 \
+	T PMPI_##name##_f2c(MPI_Fint h)                                                \
 	{                                                                              \
 		return (T)h;                                                           \
 	}

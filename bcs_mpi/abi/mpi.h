@@ -937,6 +937,12 @@ int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype 
 		     MPI_Op op);
 int MPI_Op_commutative(MPI_Op op, int *commute);
 
+/* ---- the profiling interface: PMPI_X is the function, MPI_X a weak alias
+ * of it that a program's own MPI_X overrides. The installed mpi.h has a
+ * PMPI_ twin of every prototype above in place of the next line
+ * (scripts/pmpi.sh) */
+/* PMPI_ prototypes */
+
 #ifdef __cplusplus
 }
 #endif

@@ -47,7 +47,7 @@ C=$T/c
 export PATH=$BIN:$PATH
 export STORM_CONF=$C/storm.conf
 fails=0 checks=0
-PROGS="env p2p coll ops ops_complex comm groups cart dtypes names nbcoll rma intercomm rma_dyn info attr persist bsend reduce_local idup nbcollv graph subarray nbscan neighbor typeenv icoll bigcount reqstat errh mprobe"
+PROGS="env p2p coll ops ops_complex comm groups cart dtypes names nbcoll rma intercomm rma_dyn info attr persist bsend reduce_local idup nbcollv graph subarray nbscan neighbor typeenv icoll bigcount reqstat errh mprobe profile"
 CFLAGS=(-std=c11 -O1 -Wall -Wextra -Werror)
 # GCC 12 warns (wrongly) on MPICH's MPI_STATUSES_IGNORE passed as an array
 MPICH_CFLAGS=("${CFLAGS[@]}" -Wno-stringop-overflow)
