@@ -57,6 +57,12 @@ enum {
 	T_LHDR, T_LBODY, T_LREPLY,       /* lock/unlock */
 };
 
+/* a lock batch of up to this many bytes travels in its header's message:
+ * the target applies it when the header arrives, not a round later when
+ * a separate body would (an epoch of one get or compare-and-swap is
+ * a few dozen bytes) */
+#define LOCK_INLINE 512
+
 #define F_EXCL 1u /* a batch of an exclusive lock epoch */
 #define F_HOLD 2u /* flushed: the epoch goes on, the target keeps it held */
 
@@ -132,7 +138,10 @@ struct win {
 	uint8_t **pbody;
 	/* passive target */
 	MPI_Request lreq;
-	struct hdr lhdr;
+	struct {
+		struct hdr h;
+		uint8_t body[LOCK_INLINE];
+	} lmsg;
 	struct incoming *in;
 	int excl;          /* the origin holding the lock exclusively, or -1 */
 	char *shared;      /* origins holding it shared (flushed epochs) */
@@ -222,6 +231,26 @@ static int send_hdr(struct win *w, int dest, int tag, struct hdr h)
 	struct hdr *p = xmalloc(sizeof(h));
 	*p = h;
 	return send_owned(w, dest, tag, p, sizeof(h));
+}
+
+/* Sends a lock batch B of LEN bytes (taken) to T: in its header's message
+ * when it is small, else after it (take_lock_hdr receives either). */
+static int send_lock_batch(struct win *w, int t, struct hdr h, void *b, uint64_t len)
+{
+	if (len > LOCK_INLINE) {
+		int rc = send_hdr(w, t, T_LHDR, h);
+		if (rc) {
+			free(b);
+			return rc;
+		}
+		return send_owned(w, t, T_LBODY, b, len);
+	}
+	uint8_t *m = xmalloc(sizeof(h) + len);
+	memcpy(m, &h, sizeof(h));
+	if (len)
+		memcpy(m + sizeof(h), b, len);
+	free(b);
+	return send_owned(w, t, T_LHDR, m, sizeof(h) + len);
 }
 
 static int recv(struct win *w, void *buf, uint64_t len, int src, int tag, MPI_Request *r)
@@ -429,7 +458,7 @@ static void serve_locks(struct win *w)
 
 static int post_lock_hdr(struct win *w)
 {
-	return recv(w, &w->lhdr, sizeof(w->lhdr), MPI_ANY_SOURCE, T_LHDR, &w->lreq);
+	return recv(w, &w->lmsg, sizeof(w->lmsg), MPI_ANY_SOURCE, T_LHDR, &w->lreq);
 }
 
 /* A lock batch announced itself: receive its body, look for the next. */
@@ -443,9 +472,11 @@ static void take_lock_hdr(struct win *w)
 		if (c->world[i] == st.MPI_SOURCE)
 			from = i;
 	struct incoming *e = xmalloc(sizeof(*e));
-	*e = (struct incoming){.from = from, .h = w->lhdr, .body_req = MPI_REQUEST_NULL};
+	*e = (struct incoming){.from = from, .h = w->lmsg.h, .body_req = MPI_REQUEST_NULL};
 	e->body = xmalloc(e->h.bytes);
-	if (e->h.bytes)
+	if (e->h.bytes <= LOCK_INLINE)
+		memcpy(e->body, w->lmsg.body, e->h.bytes);
+	else
 		recv(w, e->body, e->h.bytes, from, T_LBODY, &e->body_req);
 	struct incoming **pp = &w->in;
 	while (*pp)
@@ -512,11 +543,8 @@ static void ship_async(struct win *w, int t)
 	q->f = NULL;
 	q->nf = q->capf = q->rq = 0;
 	q->held = 1;
-	int rc = send_hdr(w, t, T_LHDR, (struct hdr){.bytes = len, .flags = flags, .reply = want});
-	if (!rc && len)
-		rc = send_owned(w, t, T_LBODY, b, len);
-	else
-		free(b);
+	int rc = send_lock_batch(w, t, (struct hdr){.bytes = len, .flags = flags, .reply = want},
+				 b, len);
 	if (!rc)
 		rc = recv(w, f->rep, want, t, T_LREPLY, &f->r);
 	if (rc)
@@ -1469,11 +1497,8 @@ static int ship_locked(struct win *w, const char *which, bool hold)
 		uint64_t len, want;
 		void *b = detach(w, q, &len, &want);
 		uint32_t flags = (q->lock == MPI_LOCK_EXCLUSIVE ? F_EXCL : 0) | (hold ? F_HOLD : 0);
-		rc = send_hdr(w, t, T_LHDR, (struct hdr){.bytes = len, .flags = flags, .reply = want});
-		if (!rc && len)
-			rc = send_owned(w, t, T_LBODY, b, len);
-		else
-			free(b);
+		rc = send_lock_batch(w, t, (struct hdr){.bytes = len, .flags = flags, .reply = want},
+				     b, len);
 		rep[t] = xmalloc(want);
 		tgt[k] = t;
 		if (!rc)

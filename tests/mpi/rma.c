@@ -4,7 +4,8 @@
  * ranks into rank 0, Get_accumulate and Fetch_and_op, Compare_and_swap,
  * a post/start/complete/wait ring, and passive target: a fetch-and-op
  * counter, an exclusive read-modify-write through Win_flush, lock_all;
- * info hints (Win_set_info, Win_get_info); MPI_PROC_NULL as a target.
+ * info hints (Win_set_info, Win_get_info); MPI_PROC_NULL as a target;
+ * lock epochs of puts and gets from 4 bytes to 4 KiB.
  * Only what MPI defines is printed: where the order of lock epochs is free,
  * the checks look at sums and permutations. */
 #include "suite.h"
@@ -366,6 +367,45 @@ static void hints(void)
 	MPI_Win_free(&win);
 }
 
+/* lock epochs of puts and gets of every size around the point where an
+ * epoch's batch stops travelling with its announcement (a few hundred
+ * bytes): each lands whole, and a get in the same epoch reads the put */
+static void lock_sizes(void)
+{
+	enum { MAXN = 1024 };
+	static const int counts[] = {1, 2, 100, 120, 127, 128, 129, 140, 1000, MAXN};
+	int *base, *mine = malloc(MAXN * sizeof(int)), *back = malloc(MAXN * sizeof(int));
+	MPI_Win win;
+	MPI_Win_allocate(MAXN * sizeof(int), sizeof(int), MPI_INFO_NULL, W, &base, &win);
+	for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+		int n = counts[k];
+		for (int i = 0; i < MAXN; i++)
+			base[i] = -1;
+		MPI_Barrier(W);
+		for (int i = 0; i < n; i++)
+			mine[i] = rank * 100000 + n * 10 + i;
+		MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right(), 0, win);
+		MPI_Put(mine, n, MPI_INT, right(), 0, n, MPI_INT, win);
+		MPI_Win_unlock(right(), win);
+		MPI_Win_lock(MPI_LOCK_SHARED, right(), 0, win);
+		MPI_Get(back, n, MPI_INT, right(), 0, n, MPI_INT, win);
+		MPI_Win_unlock(right(), win);
+		MPI_Barrier(W);
+		int bad = 0;
+		for (int i = 0; i < n; i++)
+			bad += base[i] != left() * 100000 + n * 10 + i;
+		bad += n < MAXN && base[n] != -1;
+		checki(bad, 0, nm("lock_sizes.put_%d", n));
+		int badback = 0;
+		for (int i = 0; i < n; i++)
+			badback += back[i] != mine[i];
+		checki(badback, 0, nm("lock_sizes.get_%d", n));
+	}
+	MPI_Win_free(&win);
+	free(mine);
+	free(back);
+}
+
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
@@ -378,5 +418,6 @@ int main(int argc, char **argv)
 	passive();
 	hints();
 	proc_null();
+	lock_sizes();
 	return suite_finish("rma");
 }
