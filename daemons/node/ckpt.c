@@ -633,6 +633,19 @@ static void helper_read(struct nd_helper *h)
 	h->buf[h->len] = 0;
 }
 
+/* The helper said every image is written ("C <bytes>"). Every rank was
+ * read stopped, and stays so until released: what it had done then is the
+ * checkpoint's mark in its trace. */
+static void dump_captured(struct nd *nd, struct nd_helper *h, unsigned long long bytes)
+{
+	struct nd_job *job = job_of(nd, h->job);
+	if (job)
+		nd_bcs_trace_mark(nd, job, h->id);
+	dump_release(nd, h);
+	nd_queue_note(nd, h->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINT_CAPTURED, UINT32_MAX,
+		      "%" PRIu64 " %llu", h->id, bytes);
+}
+
 void nd_ckpt_poll(struct nd *nd)
 {
 	for (struct nd_helper **pp = &nd->helpers; *pp;) {
@@ -643,7 +656,10 @@ void nd_ckpt_poll(struct nd *nd)
 			continue;
 		}
 		pp = &h->next;
-		if (h->kind != H_DUMP || h->captured || h->pid == 0)
+		/* test hook ckpt_exit_first=K: checkpoint K's helper is heard
+		 * only when it exits, as a loaded node may */
+		if (h->kind != H_DUMP || h->captured || h->pid == 0 ||
+		    fault_is(&nd->fault, "ckpt_exit_first", h->id))
 			continue;
 		helper_read(h);
 		unsigned long long bytes;
@@ -651,20 +667,19 @@ void nd_ckpt_poll(struct nd *nd)
 		if (strncmp(h->buf, "C ", 2) || !strchr(h->buf, '\n') ||
 		    sscanf(h->buf, "C %llu", &bytes) != 1)
 			continue;
-		/* every rank was read stopped, and stays so until released: what
-		 * it had done then is the checkpoint's mark in its trace */
-		struct nd_job *job = job_of(nd, h->job);
-		if (job)
-			nd_bcs_trace_mark(nd, job, h->id);
-		dump_release(nd, h);
-		nd_queue_note(nd, h->job, STORM__CL__JOB_NOTE__KIND__CHECKPOINT_CAPTURED, UINT32_MAX,
-			      "%" PRIu64 " %llu", h->id, bytes);
+		dump_captured(nd, h, bytes);
 	}
 }
 
 static void dump_done(struct nd *nd, struct nd_helper *h, const char *res)
 {
-	if (!h->captured)
+	unsigned long long captured;
+	/* its exit can be seen before its first line was read: the ranks are
+	 * still stopped, and the mark still theirs (skipping it lost the
+	 * checkpoint's mark from the trace under load) */
+	if (!h->captured && !strncmp(res, "C ", 2) && sscanf(res, "C %llu", &captured) == 1)
+		dump_captured(nd, h, captured);
+	else if (!h->captured)
 		dump_release(nd, h);
 	unsigned long long bytes = 0;
 	const char *ok = strstr(res, "OK "), *e = strstr(res, "E ");
