@@ -67,17 +67,23 @@ r=$(moved 1 ranks) d=$(moved 1 daemon)
 [ "$d" = 0 ] && ok "  node01's daemon moved none of it" ||
 	bad "  node01's daemon moved none of it (${d:-no count})"
 
+# busy_job N MODE LINE WHAT: busyrecv as job N (MODE "" or send), time
+# bounded (a receive that never ends would hold the test); its LINE on
+# stderr must come while one side computes, then the gate lets it end
+busy_job() {
+	storm run -N 2 -n 2 --time 0:3 ./busyrecv "$T/gate$1" $2 >"job$1.out" 2>"job$1.err" &
+	bg+=($!)
+	wait_log "job$1.err" "$3" 60 >/dev/null && ok "job $1: $4" ||
+		bad "job $1: $4: $(tail -2 "job$1.err")"
+	: >"$T/gate$1"
+	wait "${bg[-1]}"
+	local rc=$?
+	[ "$rc" = 0 ] && ok "  job $1 ends (exit 0)" || bad "  job $1 ends (exit $rc)"
+	grep -q "busyrecv: intact" "job$1.out" && ok "  intact" || bad "  intact"
+}
+
 # ---- job 2: the receiver computes at the grants: the daemons move it
-storm run -N 2 -n 2 ./busyrecv "$T/gate2" >job2.out 2>job2.err &
-bg+=($!)
-wait_log job2.err "busyrecv: sent" 60 >/dev/null &&
-	ok "job 2: the send ended while the receiver computed" ||
-	bad "job 2: the send ended while the receiver computed"
-: >"$T/gate2"
-wait "${bg[-1]}"
-rc=$?
-[ "$rc" = 0 ] && ok "  job 2 ends (exit 0)" || bad "  job 2 ends (exit $rc)"
-grep -q "busyrecv: intact" job2.out && ok "  intact" || bad "  intact"
+busy_job 2 "" "busyrecv: sent" "the send ended while the receiver computed"
 wait_log "$LOG" "job 2: message data from other nodes" 30 >/dev/null
 d=$(moved 2 daemon)
 [ "${d:-0}" -ge 4194304 ] && ok "  the daemons' path moved it ($d bytes)" ||
@@ -121,17 +127,7 @@ grep -q "(rank 1: signal 11)" job6.err && ok "job 6: rank 1's SIGSEGV reported a
 expect "job 7: stopped by its time limit" 143 storm run -N 2 -n 2 --time 0:2 ./failing forever
 
 # ---- job 8: the sender computes at the grants: its daemon writes
-# (bounded: a receive that never ends would hold the test)
-storm run -N 2 -n 2 --time 0:3 ./busyrecv "$T/gate8" send >job8.out 2>job8.err &
-bg+=($!)
-wait_log job8.err "busyrecv: received" 60 >/dev/null &&
-	ok "job 8: the receive ended while the sender computed" ||
-	bad "job 8: the receive ended while the sender computed: $(tail -2 job8.err)"
-: >"$T/gate8"
-wait "${bg[-1]}"
-rc=$?
-[ "$rc" = 0 ] && ok "  job 8 ends (exit 0)" || bad "  job 8 ends (exit $rc)"
-grep -q "busyrecv: intact" job8.out && ok "  intact" || bad "  intact"
+busy_job 8 send "busyrecv: received" "the receive ended while the sender computed"
 LOG0=$C/log/node00.log
 pkill -USR1 -f "stormnd -c $C/storm.conf -n node00"
 wait_log "$LOG0" "bytes its ranks left it wrote itself" 30 >/dev/null
