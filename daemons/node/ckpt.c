@@ -633,7 +633,13 @@ static void helper_read(struct nd_helper *h)
 	h->buf[h->len] = 0;
 }
 
-/* The helper said every image is written ("C <bytes>"). Every rank was
+/* The helper says "C <bytes>\n" first, once every image is written. */
+static bool said_captured(const char *out, unsigned long long *bytes)
+{
+	return !strncmp(out, "C ", 2) && strchr(out, '\n') && sscanf(out, "C %llu", bytes) == 1;
+}
+
+/* The helper said every image is written. Every rank was
  * read stopped, and stays so until released: what it had done then is the
  * checkpoint's mark in its trace. */
 static void dump_captured(struct nd *nd, struct nd_helper *h, unsigned long long bytes)
@@ -663,9 +669,7 @@ void nd_ckpt_poll(struct nd *nd)
 			continue;
 		helper_read(h);
 		unsigned long long bytes;
-		/* it says "C <bytes>" first, once every image is written */
-		if (strncmp(h->buf, "C ", 2) || !strchr(h->buf, '\n') ||
-		    sscanf(h->buf, "C %llu", &bytes) != 1)
+		if (!said_captured(h->buf, &bytes))
 			continue;
 		dump_captured(nd, h, bytes);
 	}
@@ -677,7 +681,7 @@ static void dump_done(struct nd *nd, struct nd_helper *h, const char *res)
 	/* its exit can be seen before its first line was read: the ranks are
 	 * still stopped, and the mark still theirs (skipping it lost the
 	 * checkpoint's mark from the trace under load) */
-	if (!h->captured && !strncmp(res, "C ", 2) && sscanf(res, "C %llu", &captured) == 1)
+	if (!h->captured && said_captured(res, &captured))
 		dump_captured(nd, h, captured);
 	else if (!h->captured)
 		dump_release(nd, h);
