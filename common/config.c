@@ -252,6 +252,7 @@ static void defaults(struct storm_conf *c, const char *path)
 	c->kill_wait_ms = 5000;
 	c->checkpoint_copies = 1;
 	c->bcs_data_tags = 1;
+	c->bcs_rank_writes = 1;
 	strcpy(c->state_dir, "/var/lib/storm");
 	strcpy(c->socket, "/run/storm/mm.sock");
 	strcpy(c->metrics_address, "127.0.0.1");
@@ -517,7 +518,7 @@ int conf_print(const struct storm_conf *c, FILE *f)
 		c->database_sync == DB_SYNC_FULL ? "database_sync = full\n" : "",
 		c->checkpoint_copies ? "" : "checkpoint_copies = 0\n",
 		c->bcs_data_tags ? "" : "bcs_data_tags = 0\n",
-		c->bcs_rank_writes ? "bcs_rank_writes = 1\n" : "",
+		c->bcs_rank_writes ? "" : "bcs_rank_writes = 0\n",
 		storm_policy_names[c->policy], c->mpl,
 		c->quantum, c->min_timeslice_us,
 		storm_switch_names[c->switch_mode], c->ahead, c->switch_wait_pct, c->cpus);

@@ -202,10 +202,13 @@ expect "cluster down" 0 storm cluster down --dir "$C"
 # first bulk block after tagging it, as a write by anyone on the fabric into
 # node01's area would; node01 refuses it and the receive fails instead of
 # handing the rank altered bytes. node00 tags with Poly1305 (no_gmac: a node
-# without AES instructions), the other jobs here with AES-GMAC
+# without AES instructions), the other jobs here with AES-GMAC. The tags are
+# on the daemons' path (--bcs-rank-writes 0, a site's choice where others
+# reach the fabric); rank writes would carry this message untagged
 STORM_TEST_TAMPER_NODE=node00 STORM_TEST_TAMPER=bulk_flip=1,no_gmac=1 \
 	expect "cluster up (node00 alters its first message block)" 0 \
-	storm cluster up $UP_MODE --nodes 2 --dir "$C" --timeslice-us 2000 --down-after-ms 5000
+	storm cluster up $UP_MODE --nodes 2 --dir "$C" --timeslice-us 2000 --down-after-ms 5000 \
+	--bcs-rank-writes 0
 timeout 60 storm run -N 2 -n 2 ./bigmsg >"$T/out" 2>"$T/err"
 rc=$?
 case $rc in 0 | 124) bad "12 MiB message with an altered block: exit $rc, wanted a failed job" ;;
@@ -221,7 +224,7 @@ expect "cluster down" 0 storm cluster down --dir "$C"
 # altered bytes reach the rank, which finds them wrong
 STORM_TEST_TAMPER_NODE=node00 STORM_TEST_TAMPER=bulk_flip=1 \
 	expect "cluster up untagged (--bcs-data-tags 0)" 0 storm cluster up $UP_MODE --nodes 2 \
-	--dir "$C" --timeslice-us 2000 --down-after-ms 5000 --bcs-data-tags 0
+	--dir "$C" --timeslice-us 2000 --down-after-ms 5000 --bcs-data-tags 0 --bcs-rank-writes 0
 has "  storm.conf says so" c/storm.conf "bcs_data_tags = 0"
 expect "  the altered block reaches the rank" 1 timeout 60 storm run -N 2 -n 2 ./bigmsg
 has "    which finds it wrong" out "bigmsg: 3145745 ints from 0 tag 5, CORRUPT"

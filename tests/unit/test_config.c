@@ -138,6 +138,7 @@ static void test_conf_good(void)
 	CU_ASSERT_EQUAL(d.database_sync, DB_SYNC_FULL);
 	CU_ASSERT_EQUAL(d.checkpoint_copies, 1); /* the default */
 	CU_ASSERT_EQUAL(d.bcs_data_tags, 1);
+	CU_ASSERT_EQUAL(d.bcs_rank_writes, 1); /* the default */
 	conf_free(&d);
 	/* buddy copies of checkpoints turned off reads back off, untagged
 	 * BCS-MPI data untagged, each on its own */
@@ -151,6 +152,13 @@ static void test_conf_good(void)
 	reread(&c, path, &d);
 	CU_ASSERT_EQUAL(d.checkpoint_copies, 1);
 	CU_ASSERT_EQUAL(d.bcs_data_tags, 0);
+	CU_ASSERT_EQUAL(d.bcs_rank_writes, 1);
+	conf_free(&d);
+	/* the daemons' path for every byte, the one that tags it all, reads back */
+	c.bcs_rank_writes = 0;
+	reread(&c, path, &d);
+	CU_ASSERT_EQUAL(d.bcs_rank_writes, 0);
+	CU_ASSERT_EQUAL(d.bcs_data_tags, 0);
 	unlink(path);
 	conf_free(&c);
 	conf_free(&d);
@@ -163,6 +171,7 @@ static void test_database_keys(void)
 	expect_bad("[cluster]\ndatabase_sync = sometimes\n[nodes]\nnames = a\n", "database_sync");
 	expect_bad("[cluster]\ncheckpoint_copies = 2\n[nodes]\nnames = a\n", "checkpoint_copies");
 	expect_bad("[cluster]\nbcs_data_tags = yes\n[nodes]\nnames = a\n", "bcs_data_tags");
+	expect_bad("[cluster]\nbcs_rank_writes = 2\n[nodes]\nnames = a\n", "bcs_rank_writes");
 }
 
 static void expect_bad(const char *text, const char *fragment)
