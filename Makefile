@@ -682,6 +682,15 @@ bench-replay-run:
 	./bench/replay/run.sh
 	python3 bench/replay/report.py bench/results/replay-latest/results.jsonl docs/BENCHMARKS.md
 
+# the OSU micro-benchmarks from the user's copy of their sources (OSU=PATH),
+# built with bcs-mpicc and with MPICH's mpicc, run side by side (~20 min)
+.PHONY: bench-osu
+bench-osu: bench-deps
+	@[ -n "$(OSU)" ] || { echo "make bench-osu: set OSU to an unpacked osu-micro-benchmarks source tree" >&2; exit 2; }
+	$(MAKE) all
+	./bench/osu/run.sh $(OSU)
+	python3 bench/osu/report.py bench/results/osu-latest/results.jsonl docs/BENCHMARKS.md
+
 # MPICH's conformance suite against BCS-MPI (bench/conformance/README.md):
 # MPICH_TESTS is a checkout of MPICH's test/mpi, DIRS its directories
 .PHONY: bench-conformance
