@@ -691,6 +691,15 @@ bench-osu: bench-deps
 	./bench/osu/run.sh $(OSU)
 	python3 bench/osu/report.py bench/results/osu-latest/results.jsonl docs/BENCHMARKS.md
 
+# CoMD from the user's checkout (COMD=PATH): BCS-MPI on 4 virtual nodes
+# against MPICH over tcp and with shared memory, energies compared (~10 min)
+.PHONY: bench-comd
+bench-comd: bench-deps
+	@[ -n "$(COMD)" ] || { echo "make bench-comd: set COMD to a CoMD checkout (github.com/ECP-copa/CoMD)" >&2; exit 2; }
+	$(MAKE) all
+	./bench/comd/run.sh $(COMD)
+	python3 bench/comd/report.py bench/results/comd-latest/results.jsonl docs/BENCHMARKS.md
+
 # MPICH's conformance suite against BCS-MPI (bench/conformance/README.md):
 # MPICH_TESTS is a checkout of MPICH's test/mpi, DIRS its directories
 .PHONY: bench-conformance

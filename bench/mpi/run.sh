@@ -201,36 +201,9 @@ echo "{\"bench\":\"meta\",\"date\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\",\"quick\":
 log "bench/mpi: BCS-MPI $([ $BCS = 1 ] && echo yes || echo 'NO (MPICH only)'), ranks $RANKS, transports $TRANSPORTS, $REPS reps, timeslice $TS us"
 
 # ------------------------------------------------------------------ running
-# Runs a command with $WORK/out and $WORK/err as its output, at most
-# RUN_TIMEOUT seconds. MPICH over UCX 1.13's TCP transport now and then hangs
-# in MPI_Finalize after the results are out (a rank flushing an endpoint that
-# its peers, already in the PMI barrier, no longer progress: openucx/ucx#8738):
-# 3 s after rank 0 said "results complete" (mb_finalize) the command is ended
-# and HUNG set; the run's results stand, they were measured before. Only
-# MPICH's runs are watched so (BCS-MPI's trace is written at MPI_Finalize).
-HUNG=0
-watch_run() { # WATCH(0|1) COMMAND...
-	HUNG=0
-	local watch=$1
-	shift
-	if [ "$watch" = 0 ]; then
-		timeout "$RUN_TIMEOUT" "$@" >"$WORK/out" 2>"$WORK/err"
-		return
-	fi
-	timeout "$RUN_TIMEOUT" "$@" >"$WORK/out" 2>"$WORK/err" &
-	local pid=$! t_end=""
-	while kill -0 $pid 2>/dev/null; do
-		sleep 0.1
-		if [ -z "$t_end" ]; then
-			grep -q '^bench/mpi: results complete' "$WORK/err" && t_end=$SECONDS
-		elif [ $((SECONDS - t_end)) -ge 3 ]; then
-			HUNG=1
-			kill -TERM $pid 2>/dev/null
-			break
-		fi
-	done
-	wait $pid
-}
+# watch_run: MPICH ended 3 s after "results complete" if it hangs in MPI_Finalize
+# shellcheck source=bench/lib/watch_run.sh
+. "$TOP/bench/lib/watch_run.sh"
 
 # One program run; its JSON lines go to $OUT with the run's facts in front.
 # run IMPL TRANSPORT RANKS BENCH EXTRA_JSON [--record|--replay FILE] -- PROG ARGS...
@@ -262,7 +235,7 @@ run() {
 		l=$(load1)
 		lo0=$(lo_bytes)
 		t0=$(now)
-		watch_run "$([ "$impl" = mpich ] && echo 1 || echo 0)" "${cmd[@]}"
+		watch_run "$([ "$impl" = mpich ] && echo 1 || echo 0)" '^bench/mpi: results complete' err "${cmd[@]}"
 		rc=$?
 		t1=$(now)
 		lo1=$(lo_bytes)

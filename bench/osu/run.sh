@@ -63,6 +63,8 @@ log() { echo "$(date +%T) $*" | tee -a "$LOG"; }
 load1() { cut -d' ' -f1 /proc/loadavg; }
 json_str() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
 down() { [ -e "$C/storm.conf" ] && "$STORM" cluster down --dir "$C" >>"$LOG" 2>&1; rm -rf "$C"; }
+# shellcheck source=bench/lib/watch_run.sh
+. "$TOP/bench/lib/watch_run.sh"
 trap 'down; rm -rf "$WORK"' EXIT
 trap 'exit 1' INT TERM
 
@@ -83,7 +85,7 @@ prog_args() { # PROG: the iterations both builds run
 	osu_bw | osu_bibw) echo "-i 20 -x 2" ;;
 	osu_latency) echo "-i 100 -x 10" ;;
 	osu_allreduce) echo "-m 4194304 -i 20 -x 2" ;;
-	osu_put_bw) echo "-i 5 -x 1" ;;
+	osu_put_bw) echo "-i 2 -x 1" ;; # 32 puts an iteration: 128 MiB at 4 MiB
 	*) echo "" ;;
 	esac
 }
@@ -113,10 +115,12 @@ run() {
 	esac
 	l=$(load1)
 	t0=$EPOCHREALTIME
-	timeout "$RUN_TIMEOUT" "${cmd[@]}" >"$WORK/out" 2>"$WORK/err"
+	# MPICH's results are complete at its last size's line
+	watch_run "$([ "$impl" = mpich ] && echo 1 || echo 0)" '^4194304[[:space:]]' out "${cmd[@]}"
 	rc=$?
+	[ $HUNG = 1 ] && rc=0
 	t1=$EPOCHREALTIME
-	local pre="\"bench\":\"osu\",\"prog\":\"$prog\",\"impl\":\"$impl\",\"place\":\"$place\",\"rep\":$rep,\"unit\":\"$(prog_unit "$prog")\",\"load1\":$l,\"wall_s\":$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')"
+	local pre="\"bench\":\"osu\",\"prog\":\"$prog\",\"impl\":\"$impl\",\"place\":\"$place\",\"rep\":$rep,\"unit\":\"$(prog_unit "$prog")\",\"load1\":$l,\"finalize_hang\":$([ $HUNG = 1 ] && echo true || echo false),\"wall_s\":$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')"
 	if [ $rc != 0 ] || ! grep -qE '^[0-9]+[[:space:]]+[0-9.]+' "$WORK/out"; then
 		FAILS=$((FAILS + 1))
 		log "  FAILED $impl $place $prog: exit $rc: $(tail -1 "$WORK/err")"
