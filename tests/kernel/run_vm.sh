@@ -74,7 +74,13 @@ cp /etc/libibverbs.d/rxe.driver "$root/etc/libibverbs.d/"
 cp /usr/bin/rdma "$root/usr/bin/"
 cp /usr/bin/ip "$root/usr/sbin/ip"
 "$build/bin/bcs-mpicc" tests/cluster/mpi/ring.c -o "$root/usr/bin/ring"
-for b in "$root"/usr/bin/* "$root/usr/sbin/munged" "$root/usr/sbin/ip" "$root$verbs"/*.so; do
+# the ranks' endpoint library, which libbcsmpi.so loads from beside itself
+# (not a link-time dependency: ldd does not name it)
+eplib=$(ldd "$root/usr/bin/ring" | awk '/libbcsmpi.so => \//{ print $3 }')
+eplib=${eplib%/*}/libbcsmpi_ep.so
+mkdir -p "$root${eplib%/*}"
+cp -L "$eplib" "$root$eplib"
+for b in "$root"/usr/bin/* "$root/usr/sbin/munged" "$root/usr/sbin/ip" "$root$verbs"/*.so "$root$eplib"; do
 	ldd "$b" | awk '/=> \//{ print $3 } /^\t\/lib/{ print $1 }'
 done | sort -u | while read -r lib; do
 	mkdir -p "$root${lib%/*}"
