@@ -71,6 +71,16 @@ int rt_guard_limit(pid_t pid, unsigned ms)
 	return 0;
 }
 
+void rt_guard_rearm(unsigned ms)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_RTTIME, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur > (rlim_t)ms * 1000) {
+		rl.rlim_cur = (rlim_t)ms * 1000;
+		setrlimit(RLIMIT_RTTIME, &rl);
+	}
+}
+
 void rt_guard_child(void)
 {
 	if (limited)

@@ -29,6 +29,12 @@ int rt_guard_install(void);
 /* Sets process pid's (0: this one's) RLIMIT_RTTIME to ms (soft; the hard
  * limit stays as it was, so no SIGKILL). 0, or -1 with errno. */
 int rt_guard_limit(pid_t pid, unsigned ms);
+/* In a process another put under the guard, once it has slept after
+ * rt_guard_install: each SIGXCPU the kernel sends raises the soft limit by
+ * a second, so those that came before the handler existed (ignored:
+ * VC_SPAWN_GUARDED) left the guard looser; back to ms where a limit is set
+ * and above it. */
+void rt_guard_rearm(unsigned ms);
 /* In a child the daemon forked, before it execs or becomes a rank: the
  * limit as it was before rt_guard_limit(0, ...), so a rank that takes a
  * real-time policy of its own is not held to the daemon's guard.

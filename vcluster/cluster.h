@@ -54,10 +54,15 @@ int vc_find_daemon(const char *name, char *out, size_t len);
  * A CLOEXEC pipe carries an exec failure back. pid or -errno.
  * netns_node: the node's namespace (>= 0), the MM's (NETNS_MM), or no
  * namespace at all (NO_NETNS); host: with --hosts, the process whose mount,
- * UTS and IPC namespaces it joins (hosts.h), else 0. */
+ * UTS and IPC namespaces it joins (hosts.h), else 0. flags: VC_SPAWN_*. */
 #define NO_NETNS (-1000)
+#define VC_SPAWN_APPEND 1u  /* the log appended to, not truncated */
+/* the caller puts it under the real-time guard (vc_mm_priority) as soon as
+ * it has exec'd, maybe before it installed its SIGXCPU handler: SIGXCPU
+ * ignored until then, which an exec keeps */
+#define VC_SPAWN_GUARDED 2u
 pid_t vc_spawn_detached(char *const argv[], const char *log, const char *dir, int netns_node,
-			pid_t host, int append);
+			pid_t host, unsigned flags);
 
 /* The MM just started: SCHED_FIFO; without realtime under the guard of
  * common/rtguard.h (nice -10 where real-time is refused). */

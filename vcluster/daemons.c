@@ -115,7 +115,7 @@ int vc_find_daemon(const char *name, char *out, size_t len)
  * namespace at all (NO_NETNS); host: with --hosts, the process whose mount,
  * UTS and IPC namespaces it joins (hosts.h), else 0. */
 pid_t vc_spawn_detached(char *const argv[], const char *log, const char *dir, int netns_node,
-			pid_t host, int append)
+			pid_t host, unsigned flags)
 {
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) != 0)
@@ -130,11 +130,15 @@ pid_t vc_spawn_detached(char *const argv[], const char *log, const char *dir, in
 	if (pid == 0) {
 		int e = 0;
 		signal(SIGINT, SIG_DFL);
+		/* the guard's SIGXCPU may come while the loader still runs (a
+		 * slow start: a loaded host, an emulated guest), and kill it */
+		if (flags & VC_SPAWN_GUARDED)
+			signal(SIGXCPU, SIG_IGN);
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		int in = open("/dev/null", O_RDONLY);
-		int out = open(log, O_WRONLY | O_CREAT | (append ? 0 : O_TRUNC) | O_APPEND, 0644);
+		int out = open(log, O_WRONLY | O_CREAT | (flags & VC_SPAWN_APPEND ? 0 : O_TRUNC) | O_APPEND, 0644);
 		if (setsid() < 0 || in < 0 || out < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
 		    dup2(out, 2) < 0)
 			e = errno;

@@ -146,7 +146,8 @@ int vc_cluster_restart(struct cli *c, int argc, char **argv)
 	char *nd_argv[] = { bin, "-c", c->conf_path, "-n", (char *)name, "--no-realtime", NULL };
 	double start = now_s();
 	pid_t pid = vc_spawn_detached(is_mm ? mm_argv : nd_argv, log, dir,
-				   netns ? (is_mm ? NETNS_MM : idx) : NO_NETNS, host, 1);
+				   netns ? (is_mm ? NETNS_MM : idx) : NO_NETNS, host,
+				   VC_SPAWN_APPEND | (is_mm ? VC_SPAWN_GUARDED : 0));
 	if (pid < 0) {
 		fprintf(stderr, "storm: error: cannot start %s: %s\n", bin, strerror(-(int)pid));
 		goto out;

@@ -118,7 +118,7 @@ static int start_daemons(const struct up_opts *o, const char *dir, const char *c
 	if (o->hosts && (host = vc_host_of(dir, HOSTS_MM)) == 0)
 		return -1;
 	pid_t pid = vc_spawn_detached(mm_argv, log, dir, o->netns || o->hosts ? NETNS_MM : NO_NETNS,
-				   host, 0);
+				   host, VC_SPAWN_GUARDED);
 	if (pid < 0) {
 		fprintf(stderr, "storm: error: cannot start %s: %s\n", mm_bin, strerror(-(int)pid));
 		return -1;
