@@ -1575,6 +1575,7 @@ static void bjob_free(struct bjob *j)
 	bcs_free_pend(j);
 	free(j->fcover);
 	free(j->drained);
+	free(j->alone);
 	if (j->map)
 		munmap(j->map, j->maplen);
 	if (j->memfd >= 0)

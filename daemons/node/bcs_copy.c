@@ -60,8 +60,7 @@ static bool allocated(struct bjob *j)
 	uint32_t n = j->nlocal ? j->nlocal : 1;
 	j->order = calloc(n, sizeof(*j->order));
 	j->order_phase = calloc(n, sizeof(*j->order_phase));
-	j->resumed = calloc(n, sizeof(*j->resumed));
-	if (!j->order || !j->order_phase || !j->resumed)
+	if (!j->order || !j->order_phase)
 		abort();
 	return true;
 }
@@ -225,12 +224,7 @@ static void refused(struct nd *nd, struct bjob *j, uint32_t lr, const struct bcs
  * ends (the daemon must never redo a copy a rank may still make). */
 static void resume_copier(struct bjob *j, uint32_t lr, bool taken)
 {
-	pid_t pid = bcs_pid_of(j, lr);
-	if (pid <= 0 || (bool)j->resumed[lr] == taken)
-		return;
-	j->resumed[lr] = taken;
-	kill(pid, taken ? SIGCONT : SIGSTOP);
-	if (taken)
+	if (bcs_alone(j, lr, BCS_ALONE_COPY, taken) && taken)
 		slog("job %" PRIu64 ": checkpoint: rank %u was stopped in a copy; continued until "
 		     "it is done", j->id, j->first + lr);
 }
@@ -281,7 +275,7 @@ void bcs_orders(struct nd *nd, struct bjob *j)
 		if (j->frozen)
 			resume_copier(j, lr, taken);
 		else
-			j->resumed[lr] = 0; /* thawed: the job's SIGCONT covers it */
+			bcs_alone_thawed(j, lr, BCS_ALONE_COPY);
 	}
 }
 
@@ -297,5 +291,4 @@ void bcs_orders_free(struct nd_bcs *b, struct bjob *j)
 	j->lcopy = NULL;
 	free(j->order);
 	free(j->order_phase);
-	free(j->resumed);
 }

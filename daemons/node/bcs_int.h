@@ -294,7 +294,6 @@ struct bjob {
 	uint32_t norders;
 	struct xfer *lcopy;
 	bool copy_off;
-	uint32_t *resumed;         /* per local rank: continued to finish a copy (frozen) */
 	uint64_t copied_rank, copied_daemon;
 	uint64_t copied_sender;    /* of copied_rank: by the sending rank */
 	uint64_t lslices;          /* slices (budgets) that granted such copies */
@@ -309,7 +308,8 @@ struct bjob {
 	uint64_t rx_gen;
 	uint32_t nwr;
 	uint64_t in_rank, in_daemon;
-	uint8_t *ep_resumed;       /* per local rank: continued to close its endpoint (frozen) */
+	/* per local rank of a frozen job: why it runs alone (BCS_ALONE_*) */
+	uint8_t *alone;
 	/* storm run --record (bcs_trace.c): per local rank, where the last
 	 * event taken from its trace ring began and its kind */
 	uint64_t *tr_last;
@@ -376,7 +376,18 @@ struct rwrite {
 	struct wrgrant w;
 };
 
+/* Why a rank of a job a checkpoint stopped is continued alone: to finish
+ * a copy it was stopped in, to close its endpoint, to take the writes
+ * its expectations wait for (the pieces land in its pool: only it copies
+ * them out). One mask, so that no reason stops the rank while another
+ * still needs it running. */
+#define BCS_ALONE_COPY 1u
+#define BCS_ALONE_EP 2u
+#define BCS_ALONE_RX 4u
+
 /* bcs_job.c */
+bool bcs_alone(struct bjob *j, uint32_t lr, uint8_t why, bool on);
+void bcs_alone_thawed(struct bjob *j, uint32_t lr, uint8_t why);
 void *bcs_grow(void *p, size_t *cap, size_t need, size_t elem);
 void bcs_send(struct nd *nd, uint32_t to, uint32_t type, uint64_t job, uint64_t slice,
 	      uint32_t count, const void *body, size_t len, const void *body2, size_t len2);

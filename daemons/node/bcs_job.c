@@ -216,6 +216,30 @@ void bcs_xfer_free(struct xfer *x)
 	free(x);
 }
 
+/* Reason why on or off for local rank lr of a frozen job: the rank is
+ * continued (SIGCONT) when its first reason comes, stopped again when its
+ * last goes. True if why changed. */
+bool bcs_alone(struct bjob *j, uint32_t lr, uint8_t why, bool on)
+{
+	if (!j->alone && !(j->alone = calloc(j->nlocal ? j->nlocal : 1, 1)))
+		abort();
+	uint8_t was = j->alone[lr], now = on ? was | why : was & (uint8_t)~why;
+	pid_t pid = bcs_pid_of(j, lr);
+	if (now == was || pid <= 0)
+		return false;
+	j->alone[lr] = now;
+	if (!was != !now)
+		kill(pid, now ? SIGCONT : SIGSTOP);
+	return true;
+}
+
+/* The job thawed: its own SIGCONT covers every rank; the reason is gone. */
+void bcs_alone_thawed(struct bjob *j, uint32_t lr, uint8_t why)
+{
+	if (j->alone)
+		j->alone[lr] &= (uint8_t)~why;
+}
+
 /* Ranks in an MPI call exit with the abort code at once; the others are
  * killed after a second (the job's kill timer, ranks.c). */
 void bcs_kill_local(struct bjob *j, int code, const char *why)

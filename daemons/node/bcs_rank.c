@@ -374,26 +374,28 @@ bool bcs_rank_poll(struct nd *nd, struct bjob *j)
  * endpoints (no image may hold one) once no order or expectation of the
  * job is out here (a write order for a closed endpoint would wait for the
  * thaw, which waits for the drain), and open new ones once it thaws. The
- * checkpoint has stopped the job: a rank whose endpoint is open is
- * continued alone until it has closed it (at its next MPI call, where the
- * frozen job holds it), then stopped again, as a copier is (bcs_copy.c). */
+ * checkpoint has stopped the job: a rank with an expectation out is
+ * continued alone until it has taken its pieces, and one whose endpoint
+ * is open until it has closed it (at its next MPI call, where the frozen
+ * job holds it), then stopped again, as a copier is (bcs_copy.c). */
 void bcs_rank_close(struct bjob *j)
 {
 	if (!j->map)
 		return;
 	uint32_t want = j->frozen && !j->nwr ? 1 : 0;
-	if (!j->ep_resumed && !(j->ep_resumed = calloc(j->nlocal ? j->nlocal : 1, 1)))
-		abort();
 	for (uint32_t lr = 0; lr < j->nlocal; lr++) {
 		struct bcs_area *a = bcs_area_of(j, lr);
 		pid_t pid = bcs_pid_of(j, lr);
 		bool open = __atomic_load_n(&a->ep_state, __ATOMIC_ACQUIRE) == BCS_EP_OPEN;
-		if (want && pid > 0 && open != (bool)j->ep_resumed[lr]) {
-			j->ep_resumed[lr] = open;
-			kill(pid, open ? SIGCONT : SIGSTOP);
-		} else if (!j->frozen) {
-			j->ep_resumed[lr] = 0; /* thawed: the job's SIGCONT covers it */
-		}
+		bool rx = false;
+		for (uint32_t k = 0; j->rx_x && k < BCS_RX_SLOTS; k++)
+			rx |= j->rx_x[lr][k] != NULL;
+		if (j->frozen && pid > 0)
+			bcs_alone(j, lr, BCS_ALONE_RX, rx);
+		if (want && pid > 0)
+			bcs_alone(j, lr, BCS_ALONE_EP, open);
+		if (!j->frozen)
+			bcs_alone_thawed(j, lr, BCS_ALONE_EP | BCS_ALONE_RX);
 		if (__atomic_load_n(&a->ep_close, __ATOMIC_ACQUIRE) == want)
 			continue;
 		__atomic_store_n(&a->ep_close, want, __ATOMIC_RELEASE);
@@ -425,8 +427,6 @@ void bcs_rank_free(struct nd_bcs *b, struct bjob *j)
 	j->wq_head = j->wq_tail = NULL;
 	free(j->rx_x);
 	free(j->wr_w);
-	free(j->ep_resumed);
-	j->ep_resumed = NULL;
 	j->rx_x = NULL;
 	j->wr_w = NULL;
 }
