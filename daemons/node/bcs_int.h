@@ -310,6 +310,10 @@ struct bjob {
 	uint64_t in_rank, in_daemon;
 	/* per local rank of a frozen job: why it runs alone (BCS_ALONE_*) */
 	uint8_t *alone;
+	/* frozen, its ranks asked to close their endpoints: until the thaw,
+	 * not asked to open them again (a grant that was on its way when the
+	 * job froze makes a write order here, which the daemon then writes) */
+	bool ep_closing;
 	/* storm run --record (bcs_trace.c): per local rank, where the last
 	 * event taken from its trace ring began and its kind */
 	uint64_t *tr_last;
@@ -377,10 +381,10 @@ struct rwrite {
 };
 
 /* Why a rank of a job a checkpoint stopped is continued alone: to finish
- * a copy it was stopped in, to close its endpoint, to take the writes
- * its expectations wait for (the pieces land in its pool: only it copies
- * them out). One mask, so that no reason stops the rank while another
- * still needs it running. */
+ * a copy it was stopped in, to close its endpoint, to end its own rank
+ * writes (take the pieces its expectations wait for, which only it copies
+ * out of its pool; see the end of the writes it took). One mask, so that
+ * no reason stops the rank while another still needs it running. */
 #define BCS_ALONE_COPY 1u
 #define BCS_ALONE_EP 2u
 #define BCS_ALONE_RX 4u

@@ -374,24 +374,31 @@ bool bcs_rank_poll(struct nd *nd, struct bjob *j)
  * endpoints (no image may hold one) once no order or expectation of the
  * job is out here (a write order for a closed endpoint would wait for the
  * thaw, which waits for the drain), and open new ones once it thaws. The
- * checkpoint has stopped the job: a rank with an expectation out is
- * continued alone until it has taken its pieces, and one whose endpoint
+ * checkpoint has stopped the job: a rank with an expectation out, or a
+ * write it took and has not seen end, is continued alone until they are
+ * done (only it copies its pieces out, only it polls its writes' ends; a
+ * write order it had not taken its daemon takes over), and one whose endpoint
  * is open until it has closed it (at its next MPI call, where the frozen
  * job holds it), then stopped again, as a copier is (bcs_copy.c). */
 void bcs_rank_close(struct bjob *j)
 {
 	if (!j->map)
 		return;
-	uint32_t want = j->frozen && !j->nwr ? 1 : 0;
+	j->ep_closing = j->frozen && (j->ep_closing || !j->nwr);
+	uint32_t want = j->ep_closing ? 1 : 0;
 	for (uint32_t lr = 0; lr < j->nlocal; lr++) {
 		struct bcs_area *a = bcs_area_of(j, lr);
 		pid_t pid = bcs_pid_of(j, lr);
 		bool open = __atomic_load_n(&a->ep_state, __ATOMIC_ACQUIRE) == BCS_EP_OPEN;
-		bool rx = false;
+		/* its own work out: expectations, and writes it took */
+		bool own = false;
 		for (uint32_t k = 0; j->rx_x && k < BCS_RX_SLOTS; k++)
-			rx |= j->rx_x[lr][k] != NULL;
+			own |= j->rx_x[lr][k] != NULL;
+		for (uint32_t k = 0; j->wr_w && k < BCS_WR_SLOTS; k++)
+			own |= j->wr_w[lr][k] &&
+			       __atomic_load_n(&a->wr[k].state, __ATOMIC_ACQUIRE) == BCS_COPY_TAKEN;
 		if (j->frozen && pid > 0)
-			bcs_alone(j, lr, BCS_ALONE_RX, rx);
+			bcs_alone(j, lr, BCS_ALONE_RX, own);
 		if (want && pid > 0)
 			bcs_alone(j, lr, BCS_ALONE_EP, open);
 		if (!j->frozen)
