@@ -224,3 +224,10 @@ void caw_sm_retry(struct caw_sm *c)
 	c->attempt++;
 	c->state = CAW_PREPARE;
 }
+
+void caw_gather_add(struct caw_gather *g, uint64_t sum, uint64_t max)
+{
+	g->sum = g->sum > UINT64_MAX - sum ? UINT64_MAX : g->sum + sum;
+	if (max > g->max)
+		g->max = max;
+}

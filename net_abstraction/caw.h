@@ -109,6 +109,21 @@ int caw_lock_decide(struct caw_locks *t, uint32_t origin, uint32_t opid, bool co
 /* Locks held, not counting queued prepares (tests and diagnostics). */
 unsigned caw_locks_held(const struct caw_locks *t, uint64_t now_ns);
 
+/* ---- a read's gathering: the sum and maximum of a second variable pair
+
+ * A read may name a second pair of variables (sn_caw_gather_start): each
+ * member adds its first word into the answer's sum and its second into the
+ * answer's maximum, and every inner node combines its children's answers
+ * with its own as it does their AND. The sum saturates rather than wraps:
+ * a total that cannot be told is better said as the largest than as a
+ * small one. */
+struct caw_gather {
+	uint64_t sum, max;
+};
+
+/* Joins one member's (or one subtree's) sum and maximum into g. */
+void caw_gather_add(struct caw_gather *g, uint64_t sum, uint64_t max);
+
 /* ---- the coordinator's state machine */
 
 enum caw_state {

@@ -36,11 +36,13 @@ bool sni_caw_member_prepare(struct sn_ctx *ctx, struct rec *r, const struct sn_m
 		return false;
 	}
 	r->lock_wait = false;
-	if (rc < 0)
+	if (rc < 0) {
 		sni_combine_status(r, -EBUSY);
-	else
-		sni_combine_status(r, sn_cmp_eval((enum sn_cmp)m->cmp, sn_var_load(ctx, m->off),
-						  m->value));
+		return true;
+	}
+	sni_combine_status(r, sn_cmp_eval((enum sn_cmp)m->cmp, sn_var_load(ctx, m->off), m->value));
+	if (m->flags & SN_F_GATHER)
+		caw_gather_add(&r->gather, sn_var_load(ctx, m->off2), sn_var_load(ctx, m->off2 + 8));
 	return true;
 }
 
@@ -128,6 +130,7 @@ static void caw_leader_done(struct sn_ctx *ctx, struct rec *r)
 	} else {
 		c->leader_locked = true;
 		c->leader_vote = r->status;
+		c->leader_gather = r->gather;
 	}
 	caw_advance(ctx, c);
 }
@@ -138,6 +141,8 @@ static void caw_prepare_done(struct sn_ctx *ctx, struct rec *r)
 	struct sn_nodeset failed;
 	int err = sni_rec_outcome(ctx, r, &failed);
 	int status = err ? err : r->status < 0 ? r->status : r->status && c->leader_vote;
+	c->gather = c->leader_gather;
+	caw_gather_add(&c->gather, r->gather.sum, r->gather.max);
 	caw_sm_prepared(&c->sm, status, &failed);
 	caw_advance(ctx, c);
 }
@@ -213,6 +218,7 @@ static void caw_advance(struct sn_ctx *ctx, struct caw_call *c)
 				caw_advance(ctx, c);
 			}
 		} else if (sn_set_empty(&rest)) {
+			c->gather = c->leader_gather;
 			caw_sm_prepared(&c->sm, c->leader_vote, &rest);
 			caw_advance(ctx, c);
 		} else if (!caw_launch(ctx, c, SN_MSG_EVAL, &rest, caw_prepare_done)) {
@@ -279,6 +285,10 @@ int sni_caw_deliver(struct sn_ctx *ctx)
 			.written = c->sm.written,
 			.failed = c->sm.failed,
 		};
+		if (res.status == 1 && (c->m.flags & SN_F_GATHER)) {
+			res.sum = c->gather.sum;
+			res.max = c->gather.max;
+		}
 		if (res.status == -EBUSY) {
 			fail(ctx, res.status, "COMPARE-AND-WRITE met conflicting ones for %u ms",
 			     ctx->cfg.timeout_ms);
@@ -330,9 +340,9 @@ static uint64_t caw_ticket(struct sn_ctx *ctx)
 	return ms << 20 | (ctx->caw_seq++ & 0xfffff);
 }
 
-int sn_caw_start(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off,
-		 enum sn_cmp op, uint64_t value, bool do_write, uint64_t write_off,
-		 uint64_t write_val, sn_caw_fn fn, void *arg)
+static int caw_start(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off,
+		     enum sn_cmp op, uint64_t value, bool do_write, uint64_t write_off,
+		     uint64_t write_val, bool gather, sn_caw_fn fn, void *arg)
 {
 	int rc;
 	if (sn_set_empty(set))
@@ -342,19 +352,21 @@ int sn_caw_start(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_
 			    sn_set_span(set) - 1, ctx->n);
 	if ((unsigned)op > SN_GE)
 		return fail(ctx, -EINVAL, "unknown comparison %d", (int)op);
-	if ((rc = sni_check_var(ctx, var_off)) || (do_write && (rc = sni_check_var(ctx, write_off))))
+	if ((rc = sni_check_var(ctx, var_off)) || (do_write && (rc = sni_check_var(ctx, write_off))) ||
+	    (gather && ((rc = sni_check_var(ctx, write_off)) ||
+			(rc = sni_check_var(ctx, write_off + 8)))))
 		return rc;
 	struct caw_call *c = calloc(1, sizeof(*c));
 	if (!c)
 		return fail(ctx, -ENOMEM, "out of memory");
 	c->m = (struct sn_msg){
-		.flags = (uint16_t)(do_write ? SN_F_WRITE : 0),
+		.flags = (uint16_t)(do_write ? SN_F_WRITE : gather ? SN_F_GATHER : 0),
 		.fanout = ctx->cfg.fanout,
 		.event = SN_NO_EVENT,
 		.cmp = (uint32_t)op,
 		.off = var_off,
 		.value = value,
-		.off2 = do_write ? write_off : 0,
+		.off2 = do_write || gather ? write_off : 0,
 		.value2 = write_val,
 	};
 	c->rail = sni_pick_rail(ctx, SN_XFER_SYS);
@@ -368,4 +380,19 @@ int sn_caw_start(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_
 	ctx->calls = c;
 	caw_advance(ctx, c);
 	return 0;
+}
+
+int sn_caw_start(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off,
+		 enum sn_cmp op, uint64_t value, bool do_write, uint64_t write_off,
+		 uint64_t write_val, sn_caw_fn fn, void *arg)
+{
+	return caw_start(ctx, set, var_off, op, value, do_write, write_off, write_val, false, fn,
+			 arg);
+}
+
+int sn_caw_gather_start(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off,
+			enum sn_cmp op, uint64_t value, uint64_t pair_off, sn_caw_fn fn,
+			void *arg)
+{
+	return caw_start(ctx, set, var_off, op, value, false, pair_off, 0, true, fn, arg);
 }

@@ -222,6 +222,9 @@ struct sn_caw_result {
 	bool written;           /* the write was committed: every member not in
 				   failed holds it (with status < 0: some did not confirm) */
 	struct sn_nodeset failed; /* status < 0: the members that did not answer */
+	/* sn_caw_gather_start with status 1: the sum of the pair's first
+	 * words over the set, and the largest of its second words */
+	uint64_t sum, max;
 };
 typedef void (*sn_caw_fn)(void *arg, const struct sn_caw_result *res);
 
@@ -234,6 +237,17 @@ typedef void (*sn_caw_fn)(void *arg, const struct sn_caw_result *res);
 int sn_caw_start(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off,
 		 enum sn_cmp op, uint64_t value, bool do_write, uint64_t write_off,
 		 uint64_t write_val, sn_caw_fn fn, void *arg);
+
+/* A read (no write) that also gathers: every member adds the u64 at
+ * pair_off into the answer's sum and takes the largest u64 at pair_off + 8
+ * into its max, combined up the tree with the condition, so the caller
+ * learns a total over the set for the messages of one read. The sum and
+ * max are told only with status 1 (every member answered, every condition
+ * held); the pair is read under the lock of var_off, so a member that
+ * writes the pair before var_off is seen whole. */
+int sn_caw_gather_start(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off,
+			enum sn_cmp op, uint64_t value, uint64_t pair_off, sn_caw_fn fn,
+			void *arg);
 
 /* The same, blocking until the answer: 1, 0 or a negative errno; on
  * failure *failed names the unresponsive nodes. */

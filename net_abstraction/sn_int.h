@@ -178,6 +178,7 @@ struct rec {
 	struct sn_nodeset waiting;  /* children yet to answer */
 	struct sn_nodeset ok, suspect;
 	int32_t status;         /* 1/0 AND of conditions, or -errno */
+	struct caw_gather gather; /* a gathering EVAL: its subtree's (caw.h) */
 	bool in_set, local_done, finished;
 	bool local_failed;      /* done here, but without effect: not confirmed */
 	/* An XFER that expired here before all its chunks came: finished (its
@@ -209,6 +210,8 @@ struct caw_call {
 	uint64_t ticket;          /* its priority, kept across attempts (caw.h) */
 	bool leader_locked;       /* this attempt holds the set's lowest node */
 	int leader_vote;          /* what the condition gave there */
+	struct caw_gather leader_gather, gather; /* a gathering read's: the
+				     leader's, then the whole set's */
 	unsigned direct_left;     /* direct decisions still out */
 	struct sn_nodeset direct_missing;
 	sn_caw_fn fn;

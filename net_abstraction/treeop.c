@@ -163,6 +163,8 @@ void sni_rec_try_finish(struct sn_ctx *ctx, struct rec *r, bool expired)
 			.nbits = ctx->n,
 			.fanout = r->m.fanout,
 			.status = r->status,
+			.value = r->gather.sum,
+			.value2 = r->gather.max,
 			.event = SN_NO_EVENT,
 			.set = r->ok,
 			.set2 = r->suspect,
@@ -261,6 +263,9 @@ static int check_down(struct sn_ctx *ctx, const struct sn_msg *m, const char **w
 	if ((evals && (m->off % 8 || m->off > ctx->gmem_size - 8 || m->cmp > SN_GE)) ||
 	    (writes && (m->off2 % 8 || m->off2 > ctx->gmem_size - 8)))
 		return *why = "bad global variable", -EPROTO;
+	if ((m->flags & SN_F_GATHER) &&
+	    (!evals || writes || m->off2 % 8 || m->off2 > ctx->gmem_size - 16))
+		return *why = "bad gathered variables", -EPROTO;
 	if (!sn_set_has(&m->set, ctx->self) && m->origin != ctx->self)
 		return *why = "not a member of the operation", -EPROTO;
 	return 0;
@@ -373,6 +378,8 @@ static void handle_ack(struct sn_ctx *ctx, const struct sn_msg *m)
 	sn_set_or(&r->ok, &m->set);
 	sn_set_or(&r->suspect, &m->set2);
 	sni_combine_status(r, m->status);
+	if (r->m.flags & SN_F_GATHER)
+		caw_gather_add(&r->gather, m->value, m->value2);
 	sni_rec_try_finish(ctx, r, false);
 }
 

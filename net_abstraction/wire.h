@@ -32,6 +32,9 @@ enum sn_msg_flags {
 				  for any conflicting lock, do not refuse (caw.h) */
 	SN_F_PLACED = 1u << 5, /* XFER: the chunk was RMA-written into the receiver's
 				  global memory before this header; no payload */
+	SN_F_GATHER = 1u << 6, /* EVAL (a read): off2 names a variable pair whose
+				  first word is summed into the ACK's value and
+				  second maxed into its value2 (caw.h) */
 };
 
 struct sn_msg {
@@ -50,9 +53,10 @@ struct sn_msg {
 	uint64_t off;     /* XFER: destination offset; CAW: variable */
 	uint64_t total;   /* XFER: whole length; EVAL: the lock's id */
 	uint64_t chunk_off; /* XFER; EVAL: the call's priority (caw.h) */
-	uint64_t value;   /* EVAL: comparand; WRITE: the id of the lock it decides */
-	uint64_t off2;    /* CAW: write offset */
-	uint64_t value2;  /* CAW: value written */
+	uint64_t value;   /* EVAL: comparand; WRITE: the id of the lock it decides;
+			     ACK of a gathering EVAL: its subtree's sum */
+	uint64_t off2;    /* CAW: write offset; gathering EVAL: the pair's */
+	uint64_t value2;  /* CAW: value written; ACK of a gathering EVAL: the maximum */
 	struct sn_nodeset set;  /* members (down), ok nodes (ACK) */
 	struct sn_nodeset set2; /* ACK: suspects (did not answer their parent) */
 	const void *payload;    /* decode: points into the buffer */

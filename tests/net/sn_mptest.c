@@ -22,7 +22,7 @@
 #include "sn.h"
 
 enum { VAR_A = 4096, VAR_B = 4104, VAR_BAR = 4112, VAR_WIN = 4120, VAR_GO = 4128,
-       DATA = 8192 };
+       VAR_PAIR = 4136, DATA = 8192 };
 enum { EV_DATA = 1, EV_LOCAL = 2, EV_GO = 3, EV_SINGLE = 4, EV_BIG = 5, EV_REPLY = 6,
        EV_ATOMIC = 7, EV_ORDER = 8, EV_UNUSED = 9 };
 #define BIG (16u << 20)
@@ -601,6 +601,32 @@ static int scen_noack(const struct spawn_node *nd)
 
 static uint64_t value_of(uint32_t node) { return node * 10 + 5; }
 
+struct gathered {
+	bool done;
+	struct sn_caw_result res;
+};
+
+static void gathered_fn(void *arg, const struct sn_caw_result *res)
+{
+	struct gathered *g = arg;
+	g->res = *res;
+	g->done = true;
+}
+
+/* A gathering read, waited for: its status, and its sum and max in *g. */
+static int caw_gather(struct sn_ctx *ctx, const struct sn_nodeset *set, enum sn_cmp op,
+		      uint64_t value, struct gathered *g)
+{
+	*g = (struct gathered){0};
+	int rc = sn_caw_gather_start(ctx, set, VAR_A, op, value, VAR_PAIR, gathered_fn, g);
+	if (rc)
+		return rc;
+	uint64_t until = now_ms() + 4 * OP_TIMEOUT_MS;
+	while (!g->done && now_ms() < until)
+		sn_progress(ctx);
+	return g->done ? g->res.status : -ETIMEDOUT;
+}
+
 static int scen_caw(const struct spawn_node *nd)
 {
 	uint32_t self = nd->id, n = nd->n;
@@ -608,6 +634,10 @@ static int scen_caw(const struct spawn_node *nd)
 	struct sn_nodeset all;
 	all_nodes(ctx, &all);
 	sn_var_store(ctx, VAR_A, value_of(self));
+	/* the pair a gathering read sums and maxes: CPU time and peak RSS, as
+	 * a job's end gathers them */
+	sn_var_store(ctx, VAR_PAIR, 1000 + self);
+	sn_var_store(ctx, VAR_PAIR + 8, self == n / 2 ? 900000 : 10 * self);
 	CHECK(barrier(ctx, &all, 1) == 0, "barrier");
 	if (self == 0) {
 		struct sn_nodeset sets[5];
@@ -635,6 +665,27 @@ static int scen_caw(const struct spawn_node *nd)
 					      si, sn_cmp_name((enum sn_cmp)op),
 					      (unsigned long)values[vi], rc, want);
 				}
+		/* a gathering read: the sum and maximum of every member's pair
+		 * when true, nothing told when false */
+		for (int si = 0; si < 5; si++) {
+			uint64_t sum = 0, max = 0;
+			for (uint32_t m = 0; m < n; m++)
+				if (sn_set_has(&sets[si], m)) {
+					sum += 1000 + m;
+					uint64_t r = m == n / 2 ? 900000 : 10 * m;
+					max = r > max ? r : max;
+				}
+			struct gathered g;
+			int rc = caw_gather(ctx, &sets[si], SN_GE, 0, &g);
+			CHECK(rc == 1 && g.res.sum == sum && g.res.max == max,
+			      "set %d: gathered %d, %lu/%lu, want 1, %lu/%lu", si, rc,
+			      (unsigned long)g.res.sum, (unsigned long)g.res.max,
+			      (unsigned long)sum, (unsigned long)max);
+			rc = caw_gather(ctx, &sets[si], SN_EQ, 12345, &g);
+			CHECK(rc == 0 && g.res.sum == 0 && g.res.max == 0,
+			      "set %d: a false gathering told %d, %lu/%lu", si, rc,
+			      (unsigned long)g.res.sum, (unsigned long)g.res.max);
+		}
 		/* a true condition writes on the set only; a false one writes nothing */
 		struct sn_nodeset s = sets[4], rest = all;
 		sn_set_andnot(&rest, &s);

@@ -8,6 +8,7 @@
 
 #include "caw.h"
 #include "suites.h"
+#include "tree.h"
 
 #define LEASE 1000000000ull
 #define VA 4096
@@ -542,6 +543,66 @@ static void test_sm_queued(void)
 	CU_ASSERT_EQUAL(c.status, 1);
 }
 
+/* A gathering read's answer as the tree builds it: each member's ACK is its
+ * own pair joined with its children's ACKs (treeop.c's order: children as
+ * they answer, then its own at the prepare), and the root's is the set's. */
+static struct caw_gather gather_up(uint32_t root, const struct sn_nodeset *set, unsigned fanout,
+				   uint32_t node, const uint64_t *cpu, const uint64_t *rss)
+{
+	struct sn_tree_pos pos;
+	struct caw_gather g = {0, 0};
+	CU_ASSERT_EQUAL_FATAL(sn_tree_position(root, set, fanout, node, &pos), 0);
+	for (uint32_t i = pos.nchildren; i-- > 0;) {
+		struct caw_gather c = gather_up(root, set, fanout, pos.children[i], cpu, rss);
+		caw_gather_add(&g, c.sum, c.max);
+	}
+	if (sn_set_has(set, node))
+		caw_gather_add(&g, cpu[node], rss[node]);
+	return g;
+}
+
+static void test_gather(void)
+{
+	/* a job's nodes' CPU time (us) and peak RSS (KiB), some zero (nodes
+	 * whose accounting went in their reports) */
+	static uint64_t cpu[600], rss[600];
+	uint64_t seed = 12345;
+	for (unsigned fanout = 1; fanout <= 8; fanout *= 2)
+		for (uint32_t n = 1; n <= 520; n += 37) {
+			struct sn_nodeset set;
+			sn_set_clear(&set);
+			uint64_t sum = 0, max = 0;
+			for (uint32_t i = 1; i <= n; i++) {
+				seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+				if ((seed >> 60) == 3)
+					continue; /* not in the job */
+				sn_set_add(&set, i);
+				cpu[i] = (seed >> 33) % 7 ? (seed >> 20) % 5000000 : 0;
+				rss[i] = (seed >> 40) % 900000;
+				sum += cpu[i];
+				if (rss[i] > max)
+					max = rss[i];
+			}
+			if (sn_set_empty(&set))
+				continue;
+			/* rooted at the MM (node 0, not a member), as the MM asks */
+			struct caw_gather g = gather_up(0, &set, fanout, 0, cpu, rss);
+			CU_ASSERT_EQUAL(g.sum, sum);
+			CU_ASSERT_EQUAL(g.max, max);
+		}
+	/* a sum too large to tell saturates instead of wrapping */
+	struct caw_gather g = {UINT64_MAX - 5, 1};
+	caw_gather_add(&g, 10, 0);
+	CU_ASSERT_EQUAL(g.sum, UINT64_MAX);
+	CU_ASSERT_EQUAL(g.max, 1);
+	/* the coordinator joins the leader's answer with the rest's */
+	struct caw_gather lead = {7, 300}, rest = {0, 0};
+	caw_gather_add(&rest, 5, 900);
+	caw_gather_add(&lead, rest.sum, rest.max);
+	CU_ASSERT_EQUAL(lead.sum, 12);
+	CU_ASSERT_EQUAL(lead.max, 900);
+}
+
 void add_caw_suite(void)
 {
 	CU_pSuite s = CU_add_suite("compare-and-write", NULL, NULL);
@@ -556,4 +617,5 @@ void add_caw_suite(void)
 		    test_sim);
 	CU_add_test(s, "the worst interleaving: every call answered, attempts bounded",
 		    test_sim_worst);
+	CU_add_test(s, "a read's sum and maximum gathered up the tree", test_gather);
 }
