@@ -455,12 +455,16 @@ $(BUILD)/bin/storm_selfsum: tests/cluster/selfsum.c
 # (~5 s); mbox_loss, mailbox
 # messages and acks lost at a sender, then 10% loss on links, under BCS-MPI
 # jobs and PMI fences: each is sent again and the jobs end (~2 min);
+# jobend, the job's end combined up the tree (job_end_combined = 1) on 16
+# nodes: the reports a launch costs the MM, the accounting, a failing rank,
+# MM restarts (~1 min);
 # snakemake, Snakemake's --slurm executor running a workflow on storm's Slurm
 # commands (each job starts Snakemake twice, in the job and in its srun
 # step: minutes of Python; 10 min at a load of 22, 16 at 50 to 90).
 CLUSTER_SUITES := cluster bootstrap slurm slurmcmds users remote ckpt ckpt_mpi ckpt_threads gang timed \
                   slice liveness caw mpi mpi_copy record replay_from replay_stop mpi16 netns pmi \
-                  pmix faults cmd_resend mbox_loss persist load valgrind snakemake mpi_rankw
+                  pmix faults cmd_resend mbox_loss persist load valgrind snakemake mpi_rankw \
+                  jobend
 CLUSTER_BINS := all $(BUILD)/bin/storm_selfsum $(BUILD)/bin/ctl_forge $(BUILD)/bin/nfq_netem \
                 $(BUILD)/bin/ckpt_prog $(BUILD)/bin/fds_prog $(BUILD)/bin/tree_prog
 SUITE_ARGS_load := 200 10
@@ -578,7 +582,8 @@ CHECK_SUITES := cluster-snakemake cluster-ckpt_mpi cluster-slurm debtest mpi-thi
                 cluster-mpi hosts-mpi hosts-hosts cluster-cluster cluster-netns ndtest \
                 cluster-slurmcmds cluster-mbox_loss cluster-load cluster-slice \
                 cluster-bootstrap installtest clitest cluster-users cluster-caw \
-                cluster-remote unit-asan cluster-cmd_resend unit net-ep cluster-mpi_rankw
+                cluster-remote unit-asan cluster-cmd_resend unit net-ep cluster-mpi_rankw \
+                cluster-jobend
 .PHONY: check-suites check-solo
 check-suites: $(CHECK_SUITES)
 check-solo: $(CHECK_SOLO)

@@ -102,6 +102,7 @@ static const struct uint_key uint_keys[] = {
 	{ "cluster", "checkpoint_copies", offsetof(struct storm_conf, checkpoint_copies), 0, 1 },
 	{ "cluster", "bcs_data_tags", offsetof(struct storm_conf, bcs_data_tags), 0, 1 },
 	{ "cluster", "bcs_rank_writes", offsetof(struct storm_conf, bcs_rank_writes), 0, 1 },
+	{ "cluster", "job_end_combined", offsetof(struct storm_conf, job_end_combined), 0, 1 },
 	{ "nodes", "cpus", offsetof(struct storm_conf, cpus), 1, 4096 },
 	{ "scheduler", "quantum", offsetof(struct storm_conf, quantum), 1, 1000000 },
 	{ "scheduler", "min_timeslice_us", offsetof(struct storm_conf, min_timeslice_us), 100,
@@ -502,7 +503,7 @@ int conf_print(const struct storm_conf *c, FILE *f)
 		"timeslice_us = %u\ndown_after_ms = %u\nreport_every = %u\nfanout = %u\n"
 		"op_timeout_ms = %u\n"
 		"kill_wait_ms = %u\nstate_dir = %s\nsocket = %s\nbootstrap = %s\n%s%s%s%s%s%s"
-		"key_file = %s\n%s%s%s%s%s%s%s%s%s%s\n"
+		"key_file = %s\n%s%s%s%s%s%s%s%s%s%s%s\n"
 		"[scheduler]\npolicy = %s\nmpl = %u\nquantum = %u\nmin_timeslice_us = %u\n"
 		"switch = %s\nahead = %u\nswitch_wait_pct = %u\n\n"
 		"[nodes]\ncpus = %u\n",
@@ -519,6 +520,7 @@ int conf_print(const struct storm_conf *c, FILE *f)
 		c->checkpoint_copies ? "" : "checkpoint_copies = 0\n",
 		c->bcs_data_tags ? "" : "bcs_data_tags = 0\n",
 		c->bcs_rank_writes ? "" : "bcs_rank_writes = 0\n",
+		c->job_end_combined ? "job_end_combined = 1\n" : "",
 		storm_policy_names[c->policy], c->mpl,
 		c->quantum, c->min_timeslice_us,
 		storm_switch_names[c->switch_mode], c->ahead, c->switch_wait_pct, c->cpus);

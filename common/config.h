@@ -46,6 +46,9 @@ struct storm_conf {
 	/* 1: BCS-MPI data between nodes goes from the sending rank's own
 	 * endpoint into the receiving rank's pool where both wait in MPI */
 	unsigned bcs_rank_writes;
+	/* 1: a node whose ranks all exited 0 ends a job by words the MM reads
+	 * in one COMPARE-AND-WRITE, and takes a command without a report */
+	unsigned job_end_combined;
 	char state_dir[PATH_MAX]; /* node state: <state_dir>/<node name> */
 	char socket[PATH_MAX];   /* the MM's control socket */
 	/* how the daemons learn fabric addresses: "mm" (register with the MM

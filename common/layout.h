@@ -207,11 +207,26 @@ static inline unsigned gm_quiet_lease(unsigned report_every, unsigned down_slice
 #define GM_QUIET_BEAT 16u
 #define GM_REPORT_ACK_SIZE (sizeof(struct report_ack) + GM_TAG_BYTES)
 
+/* The job's end combined up the tree (job_end_combined = 1): u64 on a node,
+ * the last command it took (its cmd_done), which the MM reads with
+ * COMPARE-AND-WRITE (GE) over the UP nodes before it reuses a ring slot and
+ * each liveness round, so a node need not report each command it took.
+ * And per job slot a pair: the CPU time (us) of the node's ranks summed and
+ * their largest peak RSS (KiB), written before GM_VAR_DONE by a node that
+ * ends the job quietly (zeroed before it by one whose accounting went in
+ * its report); the MM's termination check sums and maxes the pairs up the
+ * tree (sn_caw_gather_start) as it reads the done words. */
+#define GM_VAR_CMD_DONE (GM_VARS + 6160)
+#define GM_VAR_END_ACCT(slot) (GM_VARS + 8448 + 16 * (uint64_t)(slot))
+
 _Static_assert(sizeof(struct strobe) + 16 * STORM_MAX_NODES + GM_TAG_BYTES <= GM_STROBE_MAX,
 	       "a strobe without the schedule ahead must fit for every cluster size");
 _Static_assert(GM_VAR_CKPT(GM_JOB_SLOTS) <= GM_VAR_ALIVE && GM_VAR_QUIET + 8 <= GM_VAR_REPORT_ACK,
 	       "the liveness variables overlap others");
 _Static_assert(GM_VAR_REPORT_ACK + GM_REPORT_ACK_SIZE <= 65536, "the variables overlap the command ring");
+_Static_assert(GM_VAR_CMD_DONE + 8 <= GM_VAR_REPORT_ACK &&
+	       GM_VAR_REPORT_ACK + GM_REPORT_ACK_SIZE <= GM_VAR_END_ACCT(0) &&
+	       GM_VAR_END_ACCT(GM_JOB_SLOTS) <= 65536, "the job end's variables overlap others");
 
 #define GM_CMD_RING ((uint64_t)65536)
 #define GM_CMD_SLOTS 16

@@ -24,7 +24,7 @@ struct daemon {
 
 /* The options of the subcommands (cli_opt ids). */
 enum { C_NODES = 1, C_DIR, C_PROVIDER, C_TIMESLICE, C_CPUS, C_DOWN_AFTER, C_DOWN_AFTER_MS,
-       C_NETNS, C_REALTIME, C_WAIT, C_JSON, C_CONF, C_HELP, C_MPL, C_QUANTUM, C_POLICY, C_SWITCH, C_COPIES, C_DATA_TAGS, C_RANK_WRITES, C_METRICS, C_CTL_PORT, C_AHEAD,
+       C_NETNS, C_REALTIME, C_WAIT, C_JSON, C_CONF, C_HELP, C_MPL, C_QUANTUM, C_POLICY, C_SWITCH, C_COPIES, C_DATA_TAGS, C_RANK_WRITES, C_JOB_END, C_METRICS, C_CTL_PORT, C_AHEAD,
        C_SWITCH_WAIT, C_SLURM, C_HOSTS, C_SHARE, C_UP_TIMEOUT };
 
 /* storm cluster up's options (up_opts.c reads them). */
@@ -35,7 +35,7 @@ struct up_opts {
 	char **cmd; /* --slurm: the command to run with the cluster up, or NULL */
 	char *shares[HOSTS_MAX_SHARES]; /* --share, absolute */
 	int nshares;
-	int policy, switch_mode, copies, data_tags, rank_writes; /* -1: the default */
+	int policy, switch_mode, copies, data_tags, rank_writes, job_end; /* -1: the default */
 	int ahead, switch_wait_pct;      /* -1: the default */
 	const char *dir, *provider;
 };

@@ -226,6 +226,8 @@ int vc_conf_from_opts(const struct up_opts *o, const char *conf_path, struct sto
 		conf->bcs_data_tags = (unsigned)o->data_tags;
 	if (o->rank_writes >= 0)
 		conf->bcs_rank_writes = (unsigned)o->rank_writes;
+	if (o->job_end >= 0)
+		conf->job_end_combined = (unsigned)o->job_end;
 	if (o->ahead >= 0)
 		conf->ahead = (unsigned)o->ahead;
 	if (o->switch_wait_pct >= 0)

@@ -47,6 +47,9 @@ static const char up_help[] =
 	"      --bcs-rank-writes W  1: BCS-MPI message data between nodes goes from the\n"
 	"                         sending rank's endpoint into the receiving rank where\n"
 	"                         both wait in MPI; 0: through the daemons (default)\n"
+	"      --job-end-combined J  1: nodes whose ranks all exited 0 end a job without\n"
+	"                         a report, read by the MM in one COMPARE-AND-WRITE;\n"
+	"                         0: every node reports (default)\n"
 	"      --netns            each node daemon in its own network namespace on a\n"
 	"                         bridge (root; 10.X.0.0/16, X 213 or the first free), so a node can be cut off\n"
 	"      --hosts            the MM and each node daemon on a host of its own\n"
@@ -120,6 +123,7 @@ static const struct up_choice {
 	{ C_COPIES, "--checkpoint-copies", copies_names, "0 or 1", offsetof(struct up_opts, copies) },
 	{ C_DATA_TAGS, "--bcs-data-tags", copies_names, "0 or 1", offsetof(struct up_opts, data_tags) },
 	{ C_RANK_WRITES, "--bcs-rank-writes", copies_names, "0 or 1", offsetof(struct up_opts, rank_writes) },
+	{ C_JOB_END, "--job-end-combined", copies_names, "0 or 1", offsetof(struct up_opts, job_end) },
 };
 
 /* 1 when id is a table option (read into o), 0 when not, -1 (printed) when
@@ -203,6 +207,7 @@ int vc_cmd_up(int argc, char **argv)
 		{ "metrics-port", 0, 1, C_METRICS },   { "ahead", 0, 1, C_AHEAD },
 		{ "ctl-port", 0, 1, C_CTL_PORT },      { "bcs-data-tags", 0, 1, C_DATA_TAGS },
 		{ "bcs-rank-writes", 0, 1, C_RANK_WRITES },
+		{ "job-end-combined", 0, 1, C_JOB_END },
 		{ "switch-wait-pct", 0, 1, C_SWITCH_WAIT }, { "slurm", 0, 0, C_SLURM },
 		{ "hosts", 0, 0, C_HOSTS }, { "share", 0, 1, C_SHARE },
 		{ "up-timeout", 0, 1, C_UP_TIMEOUT },
@@ -210,7 +215,7 @@ int vc_cmd_up(int argc, char **argv)
 	};
 	const char *cmd = "storm cluster up";
 	struct up_opts o = { .policy = -1,    .switch_mode = -1, .copies = -1,
-			     .data_tags = -1, .rank_writes = -1, .ahead = -1,	 .switch_wait_pct = -1 };
+			     .data_tags = -1, .rank_writes = -1, .job_end = -1, .ahead = -1,	 .switch_wait_pct = -1 };
 	uint64_t v;
 	struct cli_optparse p;
 	cli_opt_init(&p, argc, argv, 1, 1); /* --slurm's command ends the options */

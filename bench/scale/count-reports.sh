@@ -2,16 +2,18 @@
 # The node reports the MM consumes for a launch (its storm_reports_total),
 # less what an idle cluster sends over as many slices (storm_slices_total):
 # an N-node virtual cluster of its own under /tmp, RUNS launches of
-# `storm run -N N -n N true`, then taken down.
-#   bench/scale/count-reports.sh [NODES [RUNS [BINDIR]]]     (defaults 16 6 build/bin)
+# `storm run -N N -n N true`, then taken down. Options after BINDIR go to
+# `storm cluster up` (e.g. --job-end-combined 1).
+#   bench/scale/count-reports.sh [NODES [RUNS [BINDIR [UP-OPTIONS...]]]]  (defaults 16 6 build/bin)
 set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 N=${1:-16}; RUNS=${2:-6}; B=${3:-$TOP/build/bin}
+shift $(($# < 3 ? $# : 3))
 export PATH=$B:$PATH
 C=$(mktemp -d /tmp/storm-count-reports.XXXXXX); export STORM_CONF=$C/storm.conf
 trap 'storm cluster down --dir "$C" >/dev/null 2>&1; rm -rf "$C"' EXIT
 MPORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-storm cluster up --nodes "$N" --metrics-port "$MPORT" --dir "$C" >/dev/null 2>&1 ||
+storm cluster up --nodes "$N" --metrics-port "$MPORT" --dir "$C" "$@" >/dev/null 2>&1 ||
 	{ echo "count-reports.sh: cluster up failed (log: $C/log)" >&2; exit 1; }
 m() { curl -s "http://127.0.0.1:$MPORT/metrics" |
 	awk '$1 ~ /^storm_slices_total/ { s = $2 } $1 ~ /^storm_reports_total/ { r = $2 } END { print s, r }'; }

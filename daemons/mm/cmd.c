@@ -70,13 +70,51 @@ static uint32_t min_cmd_done(const struct mm *mm)
 	return m;
 }
 
+static void cmd_read_answer(struct mm *mm, uint64_t upto, uint64_t slice,
+			    const struct sn_caw_result *res)
+{
+	(void)slice;
+	mm->cmd_read_pending = false;
+	if (res->status != 1)
+		return; /* asked again: the next slice that needs it, or liveness round */
+	/* every node asked holds upto; a node that went DOWN meanwhile was
+	 * not UP when asked, or answered before it went */
+	for (int i = 0; i < mm->conf.nnodes; i++)
+		if (mm->nodes[i].state == STORM__CTL__NODE_STATE__UP && mm->nodes[i].cmd_done < upto &&
+		    sn_set_has(&mm->cmd_read_set, fabric_id((uint32_t)i)))
+			mm->nodes[i].cmd_done = (uint32_t)upto;
+	cmd_pump(mm);
+}
+
+void cmd_read_done(struct mm *mm, uint32_t upto)
+{
+	if (!mm->conf.job_end_combined || mm->cmd_read_pending || upto == 0)
+		return;
+	sn_set_clear(&mm->cmd_read_set);
+	for (int i = 0; i < mm->conf.nnodes; i++)
+		if (mm->nodes[i].state == STORM__CTL__NODE_STATE__UP && mm->nodes[i].cmd_done < upto)
+			sn_set_add(&mm->cmd_read_set, fabric_id((uint32_t)i));
+	if (sn_set_empty(&mm->cmd_read_set))
+		return;
+	mm->cmd_read_slice = mm->slice;
+	if (mm_query(mm, &mm->cmd_read_set, GM_VAR_CMD_DONE, SN_GE, upto, cmd_read_answer, upto,
+		     mm->slice) == 0)
+		mm->cmd_read_pending = true;
+}
+
 void cmd_pump(struct mm *mm)
 {
 	if (mm->cmd_inflight || !mm->cmd_queue)
 		return;
 	uint32_t seq = mm->cmd_seq + 1;
-	if (min_cmd_done(mm) < GM_CMD_REUSE_DONE(seq))
-		return; /* a slow node has yet to take the slot's command */
+	if (min_cmd_done(mm) < GM_CMD_REUSE_DONE(seq)) {
+		/* a slow node has yet to take the slot's command, or (with
+		 * job_end_combined) has not said so: its count is read, once
+		 * a slice at most */
+		if (mm->cmd_read_slice != mm->slice)
+			cmd_read_done(mm, GM_CMD_REUSE_DONE(seq));
+		return;
+	}
 	struct pending_cmd *p = mm->cmd_queue;
 	mm->cmd_queue = p->next;
 	if (!mm->cmd_queue)

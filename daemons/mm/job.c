@@ -804,6 +804,150 @@ static void finish(struct mm *mm, struct job *j)
 
 static void end_answer(struct mm *mm, uint64_t id, uint64_t unused,
 		       const struct sn_caw_result *res);
+static void quiet_answer(struct mm *mm, uint64_t id, uint64_t unused,
+			 const struct sn_caw_result *res);
+
+/* job_end_combined: the job's first node said DONE and others did not:
+ * they may have ended quietly (every rank exited 0), which only their done
+ * words say. One read over the job's live nodes, which also sums their
+ * accounting pairs (a node that reported has zeroed its pair); asked again
+ * a slice after a false answer, then at doubling intervals up to
+ * report_every slices. */
+static void read_quiet(struct mm *mm, struct job *j)
+{
+	if (mm->slice < j->quiet_next) {
+		j->confirm_again = true; /* jobs_check_time, each slice */
+		return;
+	}
+	j->confirm_again = false;
+	struct sn_nodeset live;
+	sn_set_clear(&live);
+	bool asks = false;
+	for (uint32_t k = 0; k < job_launch_nodes(j); k++)
+		if (mm->nodes[j->nodes[k]].state == STORM__CTL__NODE_STATE__UP) {
+			sn_set_add(&live, fabric_id((uint32_t)j->nodes[k]));
+			asks = asks || !j->node_done[k];
+		}
+	/* a node neither done nor UP: it is asked once UP (after a restart of
+	 * the MM, at its first report), or liveness makes it DOWN, which ends
+	 * the job */
+	if (!asks) {
+		j->confirm_again = true;
+		return;
+	}
+	/* test point end_check, as in check_end: the MM stops two strobes
+	 * after the first node's DONE was saved and the read started */
+	if (fault_hit(&mm->fault, "end_check", j->id)) {
+		slog("test hook: job %llu's read of its nodes' ends starts; the MM stops in "
+		     "two strobes", (unsigned long long)j->id);
+		mm->fault_stop_in = 2;
+	}
+	j->quiet_set = live;
+	if (mm_query_gather(mm, &live, GM_VAR_DONE(j->slot), SN_EQ, j->id, GM_VAR_END_ACCT(j->slot),
+			    quiet_answer, j->id, 0) == 0) {
+		j->confirm_pending = true;
+		return;
+	}
+	slog("job %llu: read of its nodes' ends not started: %s", (unsigned long long)j->id,
+	     sn_strerror(mm->sn));
+	j->confirm_again = true;
+}
+
+static void node_is_done(struct job *j, int k);
+
+/* Node k of j ended it quietly: each of its ranks exited 0 (the block
+ * distribution of the Launch says which they are: job_transferred) */
+static void mark_quiet(struct job *j, uint32_t k)
+{
+	uint32_t ln = job_launch_nodes(j), base = j->nranks / ln, extra = j->nranks % ln;
+	uint32_t first = k * base + (k < extra ? k : extra), count = base + (k < extra);
+	for (uint32_t i = first; i < first + count; i++)
+		if (j->rank_status[i] == INT32_MIN) {
+			j->rank_status[i] = 0;
+			j->ranks_ended++;
+		}
+	node_is_done(j, (int)k);
+}
+
+static void quiet_answer(struct mm *mm, uint64_t id, uint64_t unused,
+			 const struct sn_caw_result *res)
+{
+	(void)unused;
+	struct job *j = job_find(mm, id);
+	if (!j || !j->confirm_pending || mm->fault_stop_in)
+		return;
+	j->confirm_pending = false;
+	if (!job_active(j))
+		return;
+	if (res->status != 1) {
+		unsigned every = mm->conf.report_every;
+		j->quiet_wait = j->quiet_wait ? j->quiet_wait * 2 : 1;
+		if (j->quiet_wait > every)
+			j->quiet_wait = every;
+		j->quiet_next = mm->slice + j->quiet_wait;
+		j->confirm_again = true;
+		return;
+	}
+	/* each node asked that had not reported ended quietly */
+	uint32_t ln = job_launch_nodes(j);
+	for (uint32_t k = 0; k < ln; k++)
+		if (!j->node_done[k] && sn_set_has(&j->quiet_set, fabric_id((uint32_t)j->nodes[k])))
+			mark_quiet(j, k);
+	j->cpu_us += res->sum;
+	if (res->max > j->max_rss_kb)
+		j->max_rss_kb = res->max;
+	j->dirty = true;
+	/* the read held every live node's done word: the end is confirmed */
+	if (j->nodes_done >= ln)
+		finish(mm, j);
+}
+
+static int job_node_pos(const struct job *j, int node);
+static void check_end(struct mm *mm, struct job *j);
+
+static void unlisted_answer(struct mm *mm, uint64_t id, uint64_t node,
+			    const struct sn_caw_result *res)
+{
+	struct job *j = job_find(mm, id);
+	if (!j || !j->confirm_pending || mm->fault_stop_in)
+		return;
+	j->confirm_pending = false;
+	if (!job_active(j))
+		return;
+	int k = job_node_pos(j, (int)node);
+	if (k >= 0 && !j->node_done[k] && res->status == 1) {
+		mark_quiet(j, (uint32_t)k);
+		j->cpu_us += res->sum;
+		if (res->max > j->max_rss_kb)
+			j->max_rss_kb = res->max;
+		j->dirty = true;
+	} else if (k >= 0 && !j->node_done[k] && res->status == 0) {
+		char why[256];
+		snprintf(why, sizeof(why),
+			 "node %s never received its launch command (the machine manager "
+			 "restarted during the launch)", mm->conf.nodes[node]);
+		job_node_failed(mm, j, (int)node, why);
+		return;
+	}
+	/* no answer: its next report asks again, or liveness makes it DOWN */
+	check_end(mm, j);
+}
+
+void job_node_unlisted(struct mm *mm, struct job *j, int node, const char *why)
+{
+	int k = job_node_pos(j, node);
+	if (!mm->conf.job_end_combined || k < 0) {
+		job_node_failed(mm, j, node, why);
+		return;
+	}
+	if (j->confirm_pending || j->node_done[k])
+		return; /* a read is out: the node's next report asks again */
+	sn_set_clear(&j->quiet_set);
+	sn_set_add(&j->quiet_set, fabric_id((uint32_t)node));
+	if (mm_query_gather(mm, &j->quiet_set, GM_VAR_DONE(j->slot), SN_EQ, j->id,
+			    GM_VAR_END_ACCT(j->slot), unlisted_answer, j->id, (uint64_t)node) == 0)
+		j->confirm_pending = true;
+}
 
 /* Every node of the job said DONE (or is gone): confirm with one
  * COMPARE-AND-WRITE over the live ones that each one's done variable holds
@@ -811,8 +955,13 @@ static void end_answer(struct mm *mm, uint64_t id, uint64_t unused,
 static void check_end(struct mm *mm, struct job *j)
 {
 	uint32_t ln = job_launch_nodes(j);
-	if (!job_active(j) || j->nodes_done < ln || j->confirm_pending)
+	if (!job_active(j) || j->confirm_pending)
 		return;
+	if (j->nodes_done < ln) {
+		if (mm->conf.job_end_combined && j->node_done[0] && j->t_launched)
+			read_quiet(mm, j);
+		return;
+	}
 	/* storm alloc's allocation: until its shell is done, or it is stopped */
 	if (!ln && !j->released && !j->cancelled && !j->failed && !j->timed_out)
 		return;

@@ -114,6 +114,11 @@ struct job {
 	 * time a silent node takes to be declared DOWN */
 	bool confirm_pending, confirm_again;
 	double end_asked;
+	/* job_end_combined: the read of the quiet nodes' ends asks again at
+	 * quiet_next (a slice), quiet_wait slices after its last false answer */
+	uint64_t quiet_next;
+	unsigned quiet_wait;
+	struct sn_nodeset quiet_set; /* the nodes that read asked */
 	int abort_code;         /* a rank's MPI_Abort code + 1, the job's exit code; 0: none */
 	uint64_t abort_at_ns;   /* when that abort was heard (JobNote.at_ns) */
 	bool abort_named;       /* the job's reason is that abort's */
@@ -232,6 +237,11 @@ struct mm {
 	uint32_t cmd_queued_seq; /* last queued (numbers are given at queueing) */
 	struct pending_cmd *cmd_queue, **cmd_tail;
 	bool cmd_inflight;
+	/* job_end_combined: the read of the nodes' GM_VAR_CMD_DONE is out, and
+	 * the slice the last one started in (cmd.c) */
+	bool cmd_read_pending;
+	uint64_t cmd_read_slice;
+	struct sn_nodeset cmd_read_set;
 	/* the commands the nodes' rings hold, by slot: the last sent is in
 	 * flight until every UP node confirmed it; any of them goes again
 	 * to a node that reports it missing long after it was sent */
@@ -327,6 +337,9 @@ void report_on_event(struct mm *mm);
  * when targets is NULL) skip it. */
 int cmd_queue(struct mm *mm, Storm__Cl__Command *cmd, const int *targets, size_t ntargets);
 void cmd_pump(struct mm *mm);
+/* job_end_combined: reads GM_VAR_CMD_DONE >= upto on the UP nodes whose
+ * reported count is below it, and takes a true answer as their count */
+void cmd_read_done(struct mm *mm, uint32_t upto);
 void cmd_on_sent_event(struct mm *mm);
 void cmd_on_report(struct mm *mm, int idx);
 /* nodes.c: membership */
@@ -440,6 +453,11 @@ void job_warn(struct mm *mm, struct job *j, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void job_on_exit(struct mm *mm, int node, const Storm__Cl__RankExit *e);
 void job_on_note(struct mm *mm, int node, const Storm__Cl__JobNote *n);
+/* A node's report after a restart of the MM does not list job j, which
+ * waits on it: with job_end_combined it may have ended the job quietly,
+ * which its done word says (read first); else it never received the
+ * launch, and the job fails there (why) */
+void job_node_unlisted(struct mm *mm, struct job *j, int node, const char *why);
 void job_node_lost(struct mm *mm, struct job *j, int node);
 /* Node `node` is done with the job, which fails for `why` (naming it). */
 void job_node_failed(struct mm *mm, struct job *j, int node, const char *why);
@@ -584,6 +602,10 @@ typedef void (*mm_answer_fn)(struct mm *mm, uint64_t id, uint64_t id2,
 int mm_query(struct mm *mm, const struct sn_nodeset *set, uint64_t var, enum sn_cmp op,
 	     uint64_t value, mm_answer_fn fn, uint64_t id, uint64_t id2);
 /* The same, and if it holds everywhere write_val to write_off on every node */
+/* A read that also sums the u64 at pair and maxes the one at pair + 8 over
+ * set (sn_caw_gather_start): res->sum and res->max with status 1. */
+int mm_query_gather(struct mm *mm, const struct sn_nodeset *set, uint64_t var, enum sn_cmp op,
+		    uint64_t value, uint64_t pair, mm_answer_fn fn, uint64_t id, uint64_t id2);
 int mm_query_write(struct mm *mm, const struct sn_nodeset *set, uint64_t var, enum sn_cmp op,
 		   uint64_t value, bool do_write, uint64_t write_off, uint64_t write_val,
 		   mm_answer_fn fn, uint64_t id, uint64_t id2);

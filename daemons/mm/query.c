@@ -25,6 +25,20 @@ int mm_query(struct mm *mm, const struct sn_nodeset *set, uint64_t var, enum sn_
 	return mm_query_write(mm, set, var, op, value, false, 0, 0, fn, id, id2);
 }
 
+int mm_query_gather(struct mm *mm, const struct sn_nodeset *set, uint64_t var, enum sn_cmp op,
+		    uint64_t value, uint64_t pair, mm_answer_fn fn, uint64_t id, uint64_t id2)
+{
+	struct query *q = malloc(sizeof(*q));
+	if (!q)
+		return -1;
+	*q = (struct query){mm, fn, id, id2};
+	if (sn_caw_gather_start(mm->sn, set, var, op, value, pair, answered, q) < 0) {
+		free(q);
+		return -1;
+	}
+	return 0;
+}
+
 int mm_query_write(struct mm *mm, const struct sn_nodeset *set, uint64_t var, enum sn_cmp op,
 		   uint64_t value, bool do_write, uint64_t write_off, uint64_t write_val,
 		   mm_answer_fn fn, uint64_t id, uint64_t id2)

@@ -266,7 +266,7 @@ void recover_node_report(struct mm *mm, int idx, const Storm__Cl__Report *r)
 			 "node %s never received its launch command (the machine manager "
 			 "restarted during the launch)", mm->conf.nodes[idx]);
 		if (j)
-			job_node_failed(mm, j, idx, why);
+			job_node_unlisted(mm, j, idx, why);
 	}
 }
 
@@ -275,20 +275,26 @@ void recover_tick(struct mm *mm)
 	/* A restored job whose nodes were all done with it: the MM died
 	 * between saving the last node's DONE and the job's end (its
 	 * termination check is asynchronous), and no node will report on it
-	 * again, so it ends now. */
+	 * again, so it ends now. With job_end_combined, one whose first
+	 * node's DONE was saved: the others' ends are words in their memory,
+	 * which the termination check reads (job.c) once they are UP. */
 	if (!mm->recover_ended) {
 		mm->recover_ended = true;
 		uint64_t ids[256];
 		int nids = 0;
 		for (struct job *j = mm->jobs; j && nids < 256; j = j->next)
 			if (j->recovered && j->state == STORM__CTL__JOB_STATE__RUNNING &&
-			    job_launch_nodes(j) && j->nodes_done >= job_launch_nodes(j))
+			    job_launch_nodes(j) &&
+			    (j->nodes_done >= job_launch_nodes(j) ||
+			     (mm->conf.job_end_combined && j->node_done[0])))
 				ids[nids++] = j->id;
 		for (int i = 0; i < nids; i++) {
 			struct job *j = job_find(mm, ids[i]);
 			if (j) {
-				slog("job %llu: every node was done with it before the restart; "
-				     "it ends", (unsigned long long)j->id);
+				slog("job %llu: %s before the restart; its end is checked",
+				     (unsigned long long)j->id,
+				     j->nodes_done >= job_launch_nodes(j) ? "every node was done with it"
+									  : "its first node was done with it");
 				job_end_if_done(mm, j);
 			}
 		}

@@ -133,6 +133,9 @@ static void live_tick(struct mm *mm)
 	mm->live_us = mm->elapsed_us;
 	mm->live_time = clock_wall_s();
 	mm->live_round = lease;
+	/* job_end_combined: the commands the nodes took, which they do not
+	 * report each (a node that lags them reports, cmd.c) */
+	cmd_read_done(mm, mm->cmd_seq);
 	if (mm_query_write(mm, &mm->live_set, GM_VAR_ALIVE, SN_GE, since, true, GM_VAR_QUIET,
 			   lease, live_answered, lease, mm->slice) < 0) {
 		mm->live_round = 0;

@@ -51,6 +51,11 @@ struct nd_rank {
 	pid_t pid;              /* 0 before the fork, -1 once reaped */
 	uint32_t rank;
 	struct nd_pipe pipes[2];
+	/* job_end_combined: an exit 0 kept here, not queued (its job may end
+	 * quietly); queued at the job's end if the job does not */
+	bool kept;
+	int kept_status;
+	uint64_t kept_rss_kb, kept_cpu_us;
 	/* strict switch: its threads' run counts when the wait last looked
 	 * (gang.c), 0: not looked since the stop */
 	uint64_t run_mark;
@@ -73,6 +78,12 @@ struct nd_job {
 	bool kregistered;       /* registered with /dev/storm (kswitch.c) */
 	struct nd_trace *trace; /* trace.c: its events here, NULL until the first */
 	int mpi;                /* Storm__Job__Mpi: how its ranks wire up */
+	bool first_node;        /* this node is the job's first (the Launch's node 0) */
+	/* job_end_combined: the job may still end quietly here (report.c,
+	 * nd_quiet_end): every rank that ended exited 0, nothing failed or
+	 * aborted, nothing recorded (--record), it is not a restore, and this
+	 * is not the job's first node */
+	bool may_be_quiet;
 	void *pmi;              /* pmi1.c or pmix.c: its process manager here */
 	struct nd *daemon;      /* for its event callbacks */
 	/* stdin.c: rank 0's stdin when storm run forwards it, else -1 */
@@ -160,6 +171,13 @@ struct nd {
 	 * end this node wrote into it last (report.c) */
 	uint64_t slot_job[GM_JOB_SLOTS];
 	uint64_t slot_done[GM_JOB_SLOTS];
+	/* job_end_combined: jobs ended quietly here whose words wait for
+	 * every record of theirs to be acknowledged (report.c) */
+	struct nd_quiet_end {
+		uint64_t job, cpu_us, max_rss_kb;
+		uint32_t slot;
+	} quiet_ends[GM_JOB_SLOTS];
+	unsigned nquiet_ends;
 	uint64_t silent_report; /* point "silent" (K, with "silent_ms" T): the
 				 * report carrying the K-th DONE; once the MM
 				 * has it the daemon hangs for T ms */
@@ -540,6 +558,13 @@ void nd_queue_note_value(struct nd *nd, uint64_t job, int kind, uint64_t value,
 			 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* After a strobe: send the next report if the last one was acknowledged. */
 void nd_report(struct nd *nd, uint64_t ack);
+/* job_end_combined: job ends quietly here (every rank exited 0): its
+ * accounting pair and done word are written once every record of it is
+ * acknowledged, and nothing is sent */
+void nd_quiet_end(struct nd *nd, uint64_t job, uint32_t slot, uint64_t cpu_us,
+		  uint64_t max_rss_kb);
+/* job_end_combined: the command count in global memory, for the MM's read */
+void nd_cmd_done_store(struct nd *nd);
 /* Sends the queued records now if the last report was acknowledged. */
 void nd_report_flush(struct nd *nd);
 void nd_queue_free(struct nd *nd);

@@ -233,6 +233,32 @@ static void job_end(struct nd *nd, struct nd_job *job)
 		slog("job %" PRIu64 ": cannot kill process group %d: %s", job->id,
 		       (int)job->pgid, strerror(errno));
 	nd_job_dir_remove(nd, job->id);
+	if (job->may_be_quiet) {
+		/* every rank exited 0: the MM reads this end (nd_quiet_end) */
+		uint64_t cpu = 0, rss = 0;
+		for (uint32_t i = 0; i < job->nranks; i++) {
+			cpu += job->ranks[i].kept_cpu_us;
+			if (job->ranks[i].kept_rss_kb > rss)
+				rss = job->ranks[i].kept_rss_kb;
+		}
+		nd_quiet_end(nd, job->id, job->slot, cpu, rss);
+		slog("job %" PRIu64 " done (every rank exited 0: no report)", job->id);
+		job_free(nd, job);
+		nd_leftovers_sweep(nd);
+		return;
+	}
+	/* the exits kept while it might have ended quietly go now, before DONE */
+	for (uint32_t i = 0; i < job->nranks; i++) {
+		struct nd_rank *r = &job->ranks[i];
+		if (!r->kept)
+			continue;
+		struct rusage ru = {0};
+		ru.ru_maxrss = (long)r->kept_rss_kb;
+		ru.ru_utime.tv_sec = (time_t)(r->kept_cpu_us / 1000000);
+		ru.ru_utime.tv_usec = (suseconds_t)(r->kept_cpu_us % 1000000);
+		nd_queue_exit(nd, job->id, r->rank, r->kept_status, &ru);
+		r->kept = false;
+	}
 	nd_trace_flush(nd, job, nd_queue_trace); /* its events reach the MM before its end */
 	nd_queue_note(nd, job->id, STORM__CL__JOB_NOTE__KIND__DONE, job->slot, "%s", "");
 	slog("job %" PRIu64 " done", job->id);
@@ -252,7 +278,19 @@ static void rank_ended(struct nd *nd, struct nd_job *job, struct nd_rank *r, int
 	r->pid = -1;
 	nd_bcs_trace_rank_end(nd, job, (uint32_t)(r - job->ranks), status);
 	nd_trace(job, STORM__TRACE__EVENT__KIND__EXIT, nd_wall_us(), 0, r->rank, (uint64_t)(uint32_t)status);
-	nd_queue_exit(nd, job->id, r->rank, status, ru);
+	if (job->may_be_quiet && status == 0) {
+		/* kept: the job may end quietly here (job_end) */
+		r->kept = true;
+		r->kept_status = status;
+		if (ru) {
+			r->kept_rss_kb = (uint64_t)ru->ru_maxrss; /* Linux: KiB */
+			r->kept_cpu_us = (uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000 +
+					 (uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec);
+		}
+	} else {
+		job->may_be_quiet = false;
+		nd_queue_exit(nd, job->id, r->rank, status, ru);
+	}
 	if (--job->nalive == 0)
 		job_end(nd, job);
 }
@@ -710,7 +748,11 @@ void nd_rank_pipes_watch(struct nd *nd, struct nd_job *job, struct nd_rank *r, i
 
 void nd_job_started(struct nd *nd, struct nd_job *job)
 {
-	nd_queue_note(nd, job->id, STORM__CL__JOB_NOTE__KIND__STARTED, NO_DONE_SLOT, "%s", "");
+	/* job_end_combined: the MM does nothing with a STARTED but mark the
+	 * job's row for its next commit, so the first node's is enough */
+	if (!nd->conf.job_end_combined || job->first_node)
+		nd_queue_note(nd, job->id, STORM__CL__JOB_NOTE__KIND__STARTED, NO_DONE_SLOT, "%s",
+			      "");
 	slog("job %" PRIu64 ": started ranks %u..%u", job->id,
 	       job->nranks ? job->ranks[0].rank : 0,
 	       job->nranks ? job->ranks[job->nranks - 1].rank : 0);
@@ -764,6 +806,9 @@ void nd_launch(struct nd *nd, const Storm__Cl__Command *cmd, size_t k)
 	job->freeze_fd = job->procs_fd = -1;
 	job->stdin_w = -1;
 	job->daemon = nd;
+	job->first_node = k == 0;
+	job->may_be_quiet = nd->conf.job_end_combined && k != 0 && !L->restore &&
+			    !L->spec->replay_trace[0];
 	for (uint32_t i = 0; i < count; i++)
 		job->ranks[i].pipes[0].fd = job->ranks[i].pipes[1].fd = -1;
 	int rc = nd_job_dir_create(nd, L->job, L->spec->uid, L->spec->gid, job->dir, sizeof(job->dir));
@@ -824,8 +869,9 @@ void nd_launch(struct nd *nd, const Storm__Cl__Command *cmd, size_t k)
 			 strerror(-rc));
 		nd_job_start_failed(nd, job, why);
 	} else if (count == 0) {
-		nd_queue_note(nd, job->id, STORM__CL__JOB_NOTE__KIND__STARTED, NO_DONE_SLOT, "%s",
-			      "");
+		if (!nd->conf.job_end_combined || job->first_node)
+			nd_queue_note(nd, job->id, STORM__CL__JOB_NOTE__KIND__STARTED, NO_DONE_SLOT,
+				      "%s", "");
 		job_end(nd, job);
 	} else if (L->restore) {
 		nd->restore_ranks(nd, cmd, job, first);

@@ -78,6 +78,10 @@ void nd_queue_trace(struct nd *nd, uint64_t job, uint8_t *chunk, size_t len)
 
 void nd_queue_bcs(struct nd *nd, uint64_t job, uint32_t rank, const uint8_t *d, size_t len)
 {
+	/* a recorded job's end is reported: its record ends with each rank's */
+	for (struct nd_job *j = nd->jobs; j; j = j->next)
+		if (j->id == job)
+			j->may_be_quiet = false;
 	struct nd_rec *r = xcalloc(1, sizeof(*r));
 	r->kind = REC_BCS;
 	r->job = job;
@@ -119,6 +123,11 @@ void nd_queue_value(struct nd *nd, uint64_t job, int kind, uint64_t value)
 static void vqueue_note(struct nd *nd, uint64_t job, int kind, uint32_t done_slot,
 			uint64_t value, const char *fmt, va_list ap)
 {
+	/* a failure or an abort says something: the job's end here is reported */
+	if (kind == STORM__CL__JOB_NOTE__KIND__FAILED || kind == STORM__CL__JOB_NOTE__KIND__ABORTED)
+		for (struct nd_job *j = nd->jobs; j; j = j->next)
+			if (j->id == job)
+				j->may_be_quiet = false;
 	struct nd_rec *r = xcalloc(1, sizeof(*r));
 	r->kind = REC_NOTE;
 	r->job = job;
@@ -492,8 +501,62 @@ static void write_done(struct nd *nd, uint32_t slot, uint64_t job)
 		     "slot %u; the slot is left to that job", job, owner, slot);
 		return;
 	}
+	/* its accounting went in its records: the MM's read sums nothing here
+	 * (written before the done word, which the read's lock is on) */
+	if (nd->conf.job_end_combined) {
+		sn_var_store(nd->sn, GM_VAR_END_ACCT(slot), 0);
+		sn_var_store(nd->sn, GM_VAR_END_ACCT(slot) + 8, 0);
+	}
 	sn_var_store(nd->sn, GM_VAR_DONE(slot), job);
 	nd->slot_done[slot] = job;
+}
+
+void nd_quiet_end(struct nd *nd, uint64_t job, uint32_t slot, uint64_t cpu_us,
+		  uint64_t max_rss_kb)
+{
+	if (slot >= GM_JOB_SLOTS || nd->nquiet_ends >= GM_JOB_SLOTS)
+		return;
+	nd->quiet_ends[nd->nquiet_ends++] =
+		(struct nd_quiet_end){.job = job, .cpu_us = cpu_us, .max_rss_kb = max_rss_kb, .slot = slot};
+}
+
+/* The quiet ends whose records are all with the MM: each one's accounting
+ * pair, then its done word (the MM reads them under the done word's lock,
+ * so it sees the pair whole once it sees the word). A record still queued
+ * or a report not yet acknowledged holds it: output the MM has not taken
+ * would otherwise miss storm run, which ends with the job. */
+static void quiet_ends_write(struct nd *nd)
+{
+	if (!nd->nquiet_ends || (nd->report_seq && nd->acked != nd->report_seq))
+		return;
+	for (unsigned i = 0; i < nd->nquiet_ends;) {
+		struct nd_quiet_end *e = &nd->quiet_ends[i];
+		bool queued = false;
+		for (struct nd_rec *r = nd->q_head; r && !queued; r = r->next)
+			queued = r->job == e->job;
+		if (queued) {
+			i++;
+			continue;
+		}
+		uint64_t owner = nd->slot_job[e->slot];
+		if (owner && owner != e->job) {
+			slog("job %" PRIu64 " ended quietly here after job %" PRIu64 " was launched "
+			     "in its done slot %u; the slot is left to that job", e->job, owner, e->slot);
+		} else {
+			sn_var_store(nd->sn, GM_VAR_END_ACCT(e->slot), e->cpu_us);
+			sn_var_store(nd->sn, GM_VAR_END_ACCT(e->slot) + 8, e->max_rss_kb);
+			sn_var_store(nd->sn, GM_VAR_DONE(e->slot), e->job);
+			nd->slot_done[e->slot] = e->job;
+			slog("job %" PRIu64 ": its end written for the MM's read (no report)", e->job);
+		}
+		*e = nd->quiet_ends[--nd->nquiet_ends];
+	}
+}
+
+void nd_cmd_done_store(struct nd *nd)
+{
+	if (nd->conf.job_end_combined)
+		sn_var_store(nd->sn, GM_VAR_CMD_DONE, nd->cmd_done);
 }
 
 /* Drops what went out from the queue, up to stop, and partial bytes of
@@ -589,6 +652,7 @@ void nd_report_flush(struct nd *nd)
 		nd->quiet_strobes = 0;
 		send_next(nd, nd->report_seq + 1);
 	}
+	quiet_ends_write(nd);
 }
 
 /* Once a strobe: the MM's liveness lease renewed (its number changed) or
@@ -606,7 +670,10 @@ static bool quiet(struct nd *nd)
 	} else if (nd->lease_left) {
 		nd->lease_left--;
 	}
-	return nd->lease_left && !nd->q_head && !nd->nsw && nd->cmd_done == nd->rep_cmd_done &&
+	/* job_end_combined: the MM reads the commands done (GM_VAR_CMD_DONE)
+	 * rather than waiting for a report of each */
+	bool cmds_said = nd->conf.job_end_combined || nd->cmd_done == nd->rep_cmd_done;
+	return nd->lease_left && !nd->q_head && !nd->nsw && cmds_said &&
 	       nd->cmd_done >= nd->strobe_cmd_seq && nd->mm_epoch == nd->rep_epoch;
 }
 
@@ -628,6 +695,8 @@ void nd_report(struct nd *nd, uint64_t ack)
 			;
 		slog("test hook: silent no more");
 	}
+	nd_cmd_done_store(nd);
+	quiet_ends_write(nd);
 	if (nd->report_seq == 0) {
 		/* first report: continue from whatever the MM last consumed
 		 * from this slot (0 for a fresh MM), so a restarted daemon is

@@ -1,0 +1,156 @@
+#!/bin/bash
+# The job's end combined up the tree (job_end_combined = 1) on a 16-node
+# virtual cluster: the reports the MM consumes for a launch of 16 nodes
+# (storm_reports_total) bounded by a small constant, not two a node; storm
+# acct's CPU time summed over every rank and the peak RSS of a rank on a
+# node that sent no report; a job with one failing rank on a node other
+# than the first: its exit code and the rank named, the nodes whose ranks
+# all exited 0 still quiet; the MM killed (kill -9) with a job running and
+# started again (storm cluster restart mm): the job ends COMPLETED with all
+# its output; the MM stopped right after its read of a job's quiet ends
+# started (test point end_check): the restarted MM reads them again and
+# ends the job.
+# Usage: test_jobend.sh BUILD_BIN_DIR   (part of make clustertest)
+set -u
+BIN=$(cd "${1:-build/bin}" && pwd)
+. "$(dirname "$0")/lib.sh"
+T=$(mktemp -d /tmp/storm-jobendtest.XXXXXX)
+C=$T/c
+export PATH=$BIN:$PATH STORM_CONF=$C/storm.conf
+fails=0 checks=0
+cleanup() {
+	fail_report
+	storm cluster down --dir "$C" >/dev/null 2>&1
+	if [ -f "$C/pids" ]; then
+		while read -r pid _; do kill -9 "$pid" 2>/dev/null; done <"$C/pids"
+	fi
+	[ -n "${KEEP:-}" ] || rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+cd "$T" || exit 1
+kill9() { local p; p=$(daemon_pid "$1"); kill -9 "$p"; gone "$p"; }
+
+MPORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+mkdir "$T/sync"
+if storm cluster up $UP_MODE $(shared "$T/sync") --nodes 16 --job-end-combined 1 \
+	--metrics-port "$MPORT" --down-after-ms 10000 --dir "$C" >"$T/up.out" 2>&1; then
+	ok "cluster up with 16 nodes, job_end_combined = 1"
+else bad "cluster up"; cat "$T/up.out"; exit 1; fi
+has "  storm.conf says so" c/storm.conf "job_end_combined = 1"
+storm cluster status --wait "$(patience 20)" >/dev/null || bad "every node UP"
+
+# reports: the MM's storm_reports_total now
+reports() {
+	curl -s "http://127.0.0.1:$MPORT/metrics" | awk '$1 ~ /^storm_reports_total/ { print $2 }'
+}
+
+# ---- the reports of a launch. A node's heartbeat (every report_every
+# strobes while the MM's liveness lease lapses, and once in GM_QUIET_BEAT
+# of them under it) may fall within a launch, the same instant on all 16
+# nodes: the fewest reports over a few launches are the launch's own.
+# Before the change every node sent two: 33.6 a launch on average.
+expect "a first launch of 16 nodes" 0 storm run -N 16 -n 16 true
+fewest=999 counts=""
+for i in 1 2 3 4 5 6 7 8; do
+	a=$(reports)
+	storm run -N 16 -n 16 true >/dev/null 2>&1 || bad "  launch $i exits 0"
+	b=$(reports)
+	n=$((b - a))
+	counts="$counts $n"
+	[ "$n" -lt "$fewest" ] && fewest=$n
+done
+[ "$fewest" -le 4 ] && ok "  the MM consumed $fewest reports for a launch of 16 nodes (not ~32; each:$counts)" ||
+	bad "  reports a launch of 16 nodes: fewest $fewest (each:$counts), wanted at most 4"
+q=$(grep -l "its end written for the MM's read (no report)" "$C"/log/node*.log | wc -l)
+[ "$q" = 15 ] && ok "  the 15 nodes other than the first ended quietly" ||
+	bad "  nodes that ended quietly: $q, wanted 15"
+
+# ---- accounting: each rank says how much CPU it used; the ranks of the 15
+# quiet nodes' are known to the MM only through the read's sum. Rank 9 (on
+# a quiet node) holds 64 MiB: the job's peak RSS.
+cat >"$T/burn.py" <<'PY'
+import os
+r = int(os.environ["STORM_RANK"])
+keep = bytearray(64 << 20) if r == 9 else None
+if keep:
+    for i in range(0, len(keep), 4096):
+        keep[i] = 1
+x = 0
+for i in range(400000):
+    x += i * i
+t = os.times()
+# one write: the lines of ranks without labels are not kept whole otherwise
+os.write(1, b"cpu %d %.2f\n" % (r, t.user + t.system))
+PY
+expect "a job of 16 ranks that burn CPU, rank 9 with 64 MiB" 0 storm run -N 16 -n 16 python3 "$T/burn.py"
+[ "$(grep -c '^cpu ' "$T/out")" = 16 ] && ok "  every rank's output came (quiet nodes' too)" ||
+	{ bad "  every rank's output came"; cat "$T/out"; }
+said=$(awk '$1 == "cpu" { s += $3 } END { printf "%.2f", s }' "$T/out")
+expect "  storm acct --json" 0 storm acct --json
+python3 - "$T/out" "$said" <<'PY' && ok "  acct: CPU time summed over the 16 ranks (>= the $said s they said), peak RSS >= 64 MiB" ||
+import json, sys
+jobs = json.load(open(sys.argv[1]))["jobs"]
+j = max(jobs, key=lambda j: j["job"])
+said = float(sys.argv[2])
+ok = j["state"] == "COMPLETED" and j["cpu_seconds"] >= said - 0.05 and j["max_rss_kb"] >= 65536
+if not ok:
+    print("job %d: %s, cpu %.3f s (ranks said %.2f), max rss %d KiB"
+          % (j["job"], j["state"], j["cpu_seconds"], said, j["max_rss_kb"]))
+sys.exit(0 if ok else 1)
+PY
+	bad "  acct: CPU time summed and peak RSS"
+
+# ---- one rank fails on a node other than the first: that node reports,
+# the others stay quiet, the job's exit and reason are that rank's
+expect "a job of 32 ranks, rank 21 exits 7" 7 storm run -N 16 -n 32 \
+	sh -c '[ "$STORM_RANK" = 21 ] && exit 7; exit 0'
+grep -q "rank 21 exited with status 7" "$T/err" && ok "  storm run names rank 21" ||
+	{ bad "  storm run names rank 21"; cat "$T/err"; }
+expect "  storm acct" 0 storm acct
+awk 'NR > 1 { l = $0 } END { print l }' "$T/out" | grep -qE " FAILED +16 +32 .* 7 node" &&
+	ok "  acct: FAILED, exit 7" || { bad "  acct: FAILED, exit 7"; tail -2 "$T/out"; }
+
+# ---- the MM killed with a job running, started again: the job ends
+mkfifo "$T/sync/go"
+exec 9<>"$T/sync/go"
+expect "a batch job of 16 nodes that waits" 0 storm submit -N 16 -n 16 -o "$T/held.out" \
+	sh -c "read _ < $T/sync/go; echo done \$STORM_RANK"
+HELD=$(sed -n 's/^Submitted job //p' "$T/out")
+wait_log "$C/log/mm.log" "job $HELD starts" 30 || bad "  job $HELD starts"
+for n in 00 07 15; do
+	wait_log "$C/log/node$n.log" "job $HELD: started ranks" 30 || bad "  job $HELD started on node$n"
+done
+kill9 mm
+expect "  MM killed, restarted" 0 storm cluster restart mm --dir "$C"
+storm cluster status --wait "$(patience 20)" >/dev/null && ok "  every node UP again" || bad "  every node UP again"
+for i in $(seq 16); do echo go >&9; done
+wait_log "$C/log/mm.log" "job $HELD ended" 60
+expect "  storm acct -j $HELD" 0 storm acct -j "$HELD"
+grep -qE "^ +$HELD .* COMPLETED .* 0 node" "$T/out" && ok "  it ended COMPLETED, exit 0" ||
+	{ bad "  it ended COMPLETED"; cat "$T/out"; grep "job $HELD" "$C/log/mm.log"; }
+M=$(in_host mm "$T")
+[ "$(grep -c '^done ' "$M/held.out")" = 16 ] && ok "  all 16 ranks' output in its file" ||
+	{ bad "  all 16 ranks' output"; cat "$M/held.out"; }
+
+# ---- the MM stops right after the first node's DONE is saved and its read
+# of the others' ends started: the restarted MM reads them again
+kill9 mm
+expect "  MM restarted with the end_check test point" 0 \
+	env STORM_TEST_TAMPER=end_check=1 storm cluster restart mm --dir "$C"
+storm cluster status --wait "$(patience 20)" >/dev/null || bad "  every node UP"
+expect "a job of 16 nodes that ends at once" 0 storm submit -N 16 -n 16 -o "$T/endchk.out" true
+ENDCHK=$(sed -n 's/^Submitted job //p' "$T/out")
+wait_log "$C/log/mm.log" "test hook: the MM stops" 60 &&
+	ok "  the MM stopped after its read of the quiet ends started" ||
+	bad "  the MM stopped after its read of the quiet ends started"
+gone "$(daemon_pid mm)"
+expect "  MM restarted" 0 storm cluster restart mm --dir "$C"
+wait_log "$C/log/mm.log" "job $ENDCHK ended" 60
+expect "  storm acct -j $ENDCHK" 0 storm acct -j "$ENDCHK"
+grep -qE "^ +$ENDCHK .* COMPLETED " "$T/out" && ok "  it ended COMPLETED after the restart" ||
+	{ bad "  it ended COMPLETED after the restart"; cat "$T/out"; grep "job $ENDCHK" "$C/log/mm.log"; }
+
+expect "cluster down" 0 storm cluster down --dir "$C"
+echo "$((checks - fails))/$checks checks passed"
+[ "$fails" = 0 ]
