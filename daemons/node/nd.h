@@ -539,6 +539,9 @@ void nd_trace_run(struct nd *nd, struct nd_job *job, bool running);
 void nd_trace_flush(struct nd *nd, struct nd_job *job,
 		    void (*queue)(struct nd *, uint64_t, uint8_t *, size_t));
 void nd_trace_free(struct nd_job *job);
+/* Whether job's trace here holds nothing but its ranks' starts and ends:
+ * no turn given up to another row, no BCS-MPI phase, no checkpoint */
+bool nd_trace_plain(const struct nd_job *job);
 /* a packed storm.trace.Chunk, taken over */
 void nd_queue_trace(struct nd *nd, uint64_t job, uint8_t *chunk, size_t len);
 /* a recording rank's stream events (bcs_trace.c), copied */

@@ -233,7 +233,9 @@ static void job_end(struct nd *nd, struct nd_job *job)
 		slog("job %" PRIu64 ": cannot kill process group %d: %s", job->id,
 		       (int)job->pgid, strerror(errno));
 	nd_job_dir_remove(nd, job->id);
-	if (job->may_be_quiet) {
+	/* a trace with more than the ranks' starts and ends (turns, BCS-MPI
+	 * phases, checkpoints) is worth a report: storm trace shows it */
+	if (job->may_be_quiet && nd_trace_plain(job)) {
 		/* every rank exited 0: the MM reads this end (nd_quiet_end) */
 		uint64_t cpu = 0, rss = 0;
 		for (uint32_t i = 0; i < job->nranks; i++) {

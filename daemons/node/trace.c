@@ -101,6 +101,17 @@ void nd_trace_flush(struct nd *nd, struct nd_job *job,
 	job->trace = NULL;
 }
 
+bool nd_trace_plain(const struct nd_job *job)
+{
+	const struct nd_trace *t = job->trace;
+	for (uint32_t i = 0; t && i < t->n; i++) {
+		int k = t->ev[(t->head + i) % ND_TRACE_MAX].kind;
+		if (k != STORM__TRACE__EVENT__KIND__EXEC && k != STORM__TRACE__EVENT__KIND__EXIT)
+			return false;
+	}
+	return true;
+}
+
 void nd_trace_free(struct nd_job *job)
 {
 	free(job->trace);
