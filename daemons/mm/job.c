@@ -897,9 +897,12 @@ static void quiet_answer(struct mm *mm, uint64_t id, uint64_t unused,
 	if (res->max > j->max_rss_kb)
 		j->max_rss_kb = res->max;
 	j->dirty = true;
-	/* the read held every live node's done word: the end is confirmed */
+	/* the read held every live node's done word: the end is confirmed;
+	 * a node neither done nor UP then is read once it is UP again */
 	if (j->nodes_done >= ln)
 		finish(mm, j);
+	else
+		j->confirm_again = true;
 }
 
 static int job_node_pos(const struct job *j, int node);
