@@ -96,7 +96,10 @@ for _ in $(seq 1 600); do
 	[ "$byranks" -ge $((6 * 262144)) ] && break
 	sleep 0.1
 done
-[ "$byranks" -ge $((6 * 262144)) ] ||
+[ "$byranks" -ge $((6 * 262144)) ] || {
+	sed 's/^/guest: ring: /' /tmp/ring.out
+	grep -h -i "job $jid\|endpoint" "$dir"/log/node*.log | sed 's/^/guest: rdma: /'
 	fail "ring 262144 (job $jid) over verbs: $byranks bytes written by the sending ranks, wanted $((6 * 262144))"
+}
 echo "PASS: rdma: BCS-MPI payloads from rank to rank over verbs;ofi_rxm ($byranks bytes written by the ranks)"
 storm cluster down >/dev/null || fail "storm cluster down"
