@@ -117,8 +117,8 @@ static int ep_getinfo(struct sn_ep *e, const char *prov, const char *src, char *
 	fi_freeinfo(hints);
 	if (rc)
 		return say(why, whylen, rc, "no RMA endpoint", prov);
-	if (e->info->domain_attr->cq_data_size < 8) {
-		snprintf(why, whylen, "'%s' carries no 64-bit immediate data", prov);
+	if (e->info->domain_attr->cq_data_size < 4) {
+		snprintf(why, whylen, "'%s' carries no 32-bit immediate data", prov);
 		return -ENOTSUP;
 	}
 	return 0;
@@ -265,6 +265,8 @@ static struct ep_peer *peer_of(struct sn_ep *e, const uint8_t *blob, size_t blen
 int sn_ep_write(struct sn_ep *e, const void *blob, size_t blen, const void *src, size_t len,
 		uint64_t off, uint64_t imm, void *ctx)
 {
+	if (imm > SN_EP_IMM_MAX)
+		return -EINVAL;
 	struct ep_peer *p = blen <= SN_EP_BLOB_MAX ? peer_of(e, blob, blen) : NULL;
 	if (!p)
 		return -EINVAL;

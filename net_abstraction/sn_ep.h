@@ -1,6 +1,7 @@
 /* storm network abstraction, the small object: one endpoint on one
  * provider with one registered pool that peers write into, and the write
- * that does it (RMA with 64 bits of immediate data, FI_REMOTE_CQ_DATA).
+ * that does it (RMA with 32 bits of immediate data, FI_REMOTE_CQ_DATA: what
+ * verbs carries; tcp carries 64).
  * No nodes, trees or global memory: what a process that is not a daemon
  * (a BCS-MPI rank) needs to move bytes straight into another's pool.
  *
@@ -47,9 +48,12 @@ void *sn_ep_pool(const struct sn_ep *ep);
 size_t sn_ep_pool_size(const struct sn_ep *ep);
 /* Our blob into buf (SN_EP_BLOB_MAX bytes); its length. */
 size_t sn_ep_addr(const struct sn_ep *ep, void *buf);
+/* the largest immediate data every provider sn_ep_open accepts carries */
+#define SN_EP_IMM_MAX UINT32_MAX
 /* Writes len bytes at src into the pool of the peer named by blob, at
- * offset off, with immediate data imm; ends with an SN_EP_SENT event for
- * ctx. -EAGAIN: the provider's queue is full, poll and try again. */
+ * offset off, with immediate data imm (at most SN_EP_IMM_MAX, else
+ * -EINVAL); ends with an SN_EP_SENT event for ctx. -EAGAIN: the provider's
+ * queue is full, poll and try again. */
 int sn_ep_write(struct sn_ep *ep, const void *blob, size_t blen, const void *src, size_t len,
 		uint64_t off, uint64_t imm, void *ctx);
 /* Drives the endpoint: up to max events into ev; their count. */

@@ -82,7 +82,8 @@ int bcs_rank_piece(struct nd *nd, struct bjob *j, uint32_t node, struct xfer *x,
 		if (j->rx_x[x->lr][k] || __atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != BCS_COPY_FREE)
 			continue;
 		uint64_t off = x->granted;
-		r->imm = (++j->rx_gen << 8) | k;
+		/* 32 bits (SN_EP_IMM_MAX): a generation of 24, the slot */
+		r->imm = ((++j->rx_gen & 0xffffffu) << 8) | k;
 		r->dst = x->r->addr + off;
 		r->len = chunk;
 		r->err = 0;

@@ -23,7 +23,7 @@
 #define POOL (8u << 20)
 #define LEN (4u << 20)
 #define OFF (1u << 20)
-#define IMM 0x5eed0000000102ull
+#define IMM 0x5eed0102ull /* 32 bits: what verbs carries */
 
 /* not sockets: its progress threads deadlocked a process driving its
  * completion queue from the main thread (libfabric 1.17) */
@@ -127,6 +127,11 @@ static int sender(const uint8_t *blob, uint32_t blen)
 		return -1;
 	}
 	int ended = 0, err = 0, w;
+	/* more immediate data than every provider carries is refused */
+	bool wide = sn_ep_write(ep, blob, blen, src, LEN, OFF, (uint64_t)SN_EP_IMM_MAX + 1,
+				&ended) != -EINVAL;
+	if (wide)
+		fprintf(stderr, "sender: a 33-bit immediate was not refused\n");
 	time_t give_up = time(NULL) + 30;
 	while ((w = sn_ep_write(ep, blob, blen, src, LEN, OFF, IMM, &ended)) == -EAGAIN &&
 	       time(NULL) < give_up) {
@@ -146,7 +151,7 @@ static int sender(const uint8_t *blob, uint32_t blen)
 	}
 	sn_ep_close(ep);
 	free(src);
-	return w ? w : err;
+	return w ? w : err ? err : wide ? -EINVAL : 0;
 }
 
 /* A node daemon's own endpoint: its rails (sn_open) set rxm up first, in
