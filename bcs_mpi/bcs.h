@@ -23,6 +23,9 @@
 struct bcs_chan_hdr;
 struct bcs_area;
 void bcs_ep_init(const struct bcs_chan_hdr *h, struct bcs_area *a, int rank);
+/* A send or receive of BCS_RANK_MIN bytes or more is about to be posted:
+ * the endpoint opens, once (a job of small messages never loads libfabric) */
+void bcs_ep_want(void);
 void bcs_ep_drain(void);
 void bcs_ep_fini(void); /* MPI_Finalize: closed for good */
 bool bcs_ep_busy(void);

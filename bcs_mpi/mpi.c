@@ -407,6 +407,8 @@ static bool ring_has_room(void *arg)
 static void post(const struct bcs_desc *d)
 {
 	struct bcs_area *a = g.area;
+	if ((d->op == BCS_OP_SEND || d->op == BCS_OP_RECV) && d->len >= BCS_RANK_MIN)
+		bcs_ep_want();
 	if (!ring_has_room(NULL)) {
 		__atomic_store_n(&a->want_room, 1, __ATOMIC_RELEASE);
 		wait_for(ring_has_room, NULL);

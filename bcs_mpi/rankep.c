@@ -116,6 +116,7 @@ static struct {
 	 * the endpoint moves on): tried again at every look, polling */
 	bool retry;
 	bool failed;     /* opening failed: said once, the daemons move the data */
+	bool opened;     /* opened once (bcs_ep_want): opened again after a checkpoint */
 	/* the endpoint is the program's thread's inside MPI calls and the
 	 * closer's when a checkpoint asks for it: a rank that computes
 	 * outside MPI then makes no call that could close it */
@@ -211,7 +212,18 @@ void bcs_ep_init(const struct bcs_chan_hdr *h, struct bcs_area *a, int rank)
 	snprintf(e.prov, sizeof(e.prov), "%.*s", (int)sizeof(h->rank_prov), h->rank_prov);
 	e.pool = h->rank_pool;
 	snprintf(e.src, sizeof(e.src), "%.*s", (int)sizeof(h->rank_src), h->rank_src);
-	ep_open();
+}
+
+void bcs_ep_want(void)
+{
+	if (!e.prov[0] || e.opened || e.failed)
+		return;
+	pthread_mutex_lock(&e.lock);
+	if (!e.ep && !e.opened && !__atomic_load_n(&e.a->ep_close, __ATOMIC_ACQUIRE)) {
+		ep_open();
+		e.opened = e.ep != NULL;
+	}
+	pthread_mutex_unlock(&e.lock);
 	if (e.ep && !e.closer)
 		start_closer();
 }
@@ -290,7 +302,7 @@ static void close_or_reopen(void)
 		f.close(e.ep);
 		e.ep = NULL;
 		__atomic_store_n(&a->ep_state, BCS_EP_CLOSED, __ATOMIC_RELEASE);
-	} else if (!want_closed && !e.ep && e.prov[0]) {
+	} else if (!want_closed && !e.ep && e.prov[0] && e.opened) {
 		ep_open(); /* after a checkpoint, or in the process a restore made */
 	}
 }

@@ -138,8 +138,9 @@ struct bcs_copy {
 	uint32_t write;
 };
 
-/* Across nodes, rank to rank. The rank opens its endpoint at MPI_Init on
- * the provider the header names (rank_prov) and publishes its blob
+/* Across nodes, rank to rank. The rank opens its endpoint when it first
+ * posts a send or receive of BCS_RANK_MIN bytes or more, on the provider
+ * the header names (rank_prov), and publishes its blob
  * (net_abstraction/sn_ep.h: address, pool key and base) in its area,
  * ep_state OPEN last. A write order (bcs_wr) names a piece of one of the
  * rank's sends and where it goes: the receiver's blob and an offset in
@@ -155,6 +156,14 @@ enum bcs_ep_state {
 	BCS_EP_OPEN = 1,
 	BCS_EP_CLOSED = 2,
 };
+/* Messages smaller than this keep the daemons' path even with rank writes
+ * on: a piece on the ranks' path takes an order, a write and two
+ * completions, each seen at a poll, where the daemons' path sends it with
+ * its grant (the 16-node sweep's 6 KiB messages ran 2-3x slower). A rank
+ * opens its endpoint when it first posts a send or receive this large:
+ * opening it (libfabric and its providers loaded) took 0.45 s, at
+ * MPI_Init of every job whatever its messages. */
+#define BCS_RANK_MIN (64u << 10)
 #define BCS_EP_BLOB 96u  /* SN_EP_BLOB_MAX */
 #define BCS_WR_SLOTS 16u
 #define BCS_RX_SLOTS 8u

@@ -40,11 +40,6 @@
 #define BCS_GRANT_RANK (UINT32_MAX - 1)
 /* a rank's pool for writes from other nodes' ranks: BCS_RX_SLOTS pieces */
 #define BCS_RANK_POOL (8u << 20)
-/* Messages smaller than this keep the daemons' path even with rank writes
- * on: a piece on the ranks' path takes an order, a write and two
- * completions, each seen at a poll, where the daemons' path sends it with
- * its grant (the 16-node sweep's 6 KiB messages ran 2-3x slower) */
-#define BCS_RANK_MIN (64u << 10)
 #define BCS_SPIN_NS (2000000u)  /* polling often after sending (nd_bcs_timer_us) */
 #define BCS_NAP_NS (200000)     /* ... every this long */
 #define BCS_BOUNCE (1u << 20)   /* copies between two ranks of a node, per step */
