@@ -48,7 +48,7 @@ moved() {
 		awk -v w="$2" '{ print (w == "ranks" ? $1 : $2) }'
 }
 
-for p in bigmsg busyrecv ckptapp failing; do
+for p in bigmsg busyrecv ckptapp failing lazyep; do
 	expect "bcs-mpicc $p.c" 0 bcs-mpicc -O2 -Wall -Werror "$HERE/mpi/$p.c" -o "$T/$p"
 done
 expect "cluster up (2 nodes, tcp;ofi_rxm, 2 ms slices, rank writes by default)" 0 \
@@ -135,6 +135,15 @@ wait_log "$LOG0" "bytes its ranks left it wrote itself" 30 >/dev/null
 w=$(sed -n 's/.*to other nodes. ranks, \([0-9]*\) bytes its ranks left it.*/\1/p' "$LOG0" | tail -1)
 [ "${w:-0}" -ge 12582980 ] && ok "  node00's daemon wrote it ($w bytes)" ||
 	bad "  node00's daemon wrote it (${w:-no count})"
+
+# ---- job 9: a rank opens its endpoint (loads libfabric) for its first
+# message of 64 KiB or more, not at MPI_Init: a job of small messages
+# starts as fast as without rank writes
+expect "job 9: small messages, then 256 KiB" 0 storm run -N 2 -n 2 ./lazyep
+for r in 0 1; do
+	has "  rank $r: no endpoint for small messages" out "lazyep: rank $r after small messages: libfabric not loaded"
+	has "  rank $r: its endpoint for 256 KiB" out "lazyep: rank $r after 256 KiB: libfabric loaded"
+done
 
 echo "test_mpi_rankw: $((checks - fails))/$checks passed"
 [ "$fails" = 0 ]
