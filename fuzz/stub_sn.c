@@ -151,6 +151,16 @@ int sn_caw_start(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_
 	return 0;
 }
 
+/* the gathering read: answered as any COMPARE-AND-WRITE, its sum and max 0 */
+int sn_caw_gather_start(struct sn_ctx *ctx, const struct sn_nodeset *set, uint64_t var_off,
+			enum sn_cmp op, uint64_t value, uint64_t pair_off, sn_caw_fn fn,
+			void *arg)
+{
+	if (pair_off + 16 > stub.gmem_size)
+		abort();
+	return sn_caw_start(ctx, set, var_off, op, value, false, 0, 0, fn, arg);
+}
+
 int sn_progress(struct sn_ctx *ctx)
 {
 	(void)ctx;
