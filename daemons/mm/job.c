@@ -869,15 +869,32 @@ static void mark_quiet(struct job *j, uint32_t k)
 	node_is_done(j, (int)k);
 }
 
+/* The job a read of quiet ends answers for, its read no longer pending;
+ * NULL if the answer is stale or the job already ended. */
+static struct job *answered(struct mm *mm, uint64_t id)
+{
+	struct job *j = job_find(mm, id);
+	if (!j || !j->confirm_pending || mm->fault_stop_in)
+		return NULL;
+	j->confirm_pending = false;
+	return job_active(j) ? j : NULL;
+}
+
+/* the quiet nodes' accounting pair, summed and maxed by the read */
+static void add_quiet_acct(struct job *j, const struct sn_caw_result *res)
+{
+	j->cpu_us += res->sum;
+	if (res->max > j->max_rss_kb)
+		j->max_rss_kb = res->max;
+	j->dirty = true;
+}
+
 static void quiet_answer(struct mm *mm, uint64_t id, uint64_t unused,
 			 const struct sn_caw_result *res)
 {
 	(void)unused;
-	struct job *j = job_find(mm, id);
-	if (!j || !j->confirm_pending || mm->fault_stop_in)
-		return;
-	j->confirm_pending = false;
-	if (!job_active(j))
+	struct job *j = answered(mm, id);
+	if (!j)
 		return;
 	if (res->status != 1) {
 		unsigned every = mm->conf.report_every;
@@ -893,10 +910,7 @@ static void quiet_answer(struct mm *mm, uint64_t id, uint64_t unused,
 	for (uint32_t k = 0; k < ln; k++)
 		if (!j->node_done[k] && sn_set_has(&j->quiet_set, fabric_id((uint32_t)j->nodes[k])))
 			mark_quiet(j, k);
-	j->cpu_us += res->sum;
-	if (res->max > j->max_rss_kb)
-		j->max_rss_kb = res->max;
-	j->dirty = true;
+	add_quiet_acct(j, res);
 	/* the read held every live node's done word: the end is confirmed;
 	 * a node neither done nor UP then is read once it is UP again */
 	if (j->nodes_done >= ln)
@@ -911,19 +925,13 @@ static void check_end(struct mm *mm, struct job *j);
 static void unlisted_answer(struct mm *mm, uint64_t id, uint64_t node,
 			    const struct sn_caw_result *res)
 {
-	struct job *j = job_find(mm, id);
-	if (!j || !j->confirm_pending || mm->fault_stop_in)
-		return;
-	j->confirm_pending = false;
-	if (!job_active(j))
+	struct job *j = answered(mm, id);
+	if (!j)
 		return;
 	int k = job_node_pos(j, (int)node);
 	if (k >= 0 && !j->node_done[k] && res->status == 1) {
 		mark_quiet(j, (uint32_t)k);
-		j->cpu_us += res->sum;
-		if (res->max > j->max_rss_kb)
-			j->max_rss_kb = res->max;
-		j->dirty = true;
+		add_quiet_acct(j, res);
 	} else if (k >= 0 && !j->node_done[k] && res->status == 0) {
 		char why[256];
 		snprintf(why, sizeof(why),
