@@ -43,27 +43,9 @@ ARGS=${BENCH_COMD_ARGS:--i 2 -j 2 -k 1 -x 40 -y 40 -z 20 -N 100 -n 10}
 NP=$(set -- $ARGS; i=1 j=1 k=1; while [ $# -gt 1 ]; do case $1 in -i) i=$2 ;; -j) j=$2 ;; -k) k=$2 ;; esac; shift; done; echo $((i * j * k)))
 RUN_TIMEOUT=900
 
-for c in mpicc.mpich mpiexec.mpich; do
-	command -v $c >/dev/null || { echo "bench/comd/run.sh: $c missing (Debian: mpich libmpich-dev; make bench-deps)" >&2; exit 1; }
-done
-[ -x "$STORM" ] && [ -x "$SB/bin/bcs-mpicc" ] || { echo "bench/comd/run.sh: no storm build in $SB (make all)" >&2; exit 1; }
-
-RES=$TOP/bench/results/comd-$(date -u +%Y%m%d-%H%M%S)
-mkdir -p "$RES"
-ln -sfn "$(basename "$RES")" "$TOP/bench/results/comd-latest"
-OUT=$RES/results.jsonl
-LOG=$RES/log.txt
-WORK=$(mktemp -d /tmp/storm-comd.XXXXXX)
-C=$WORK/cluster
-export STORM_CONF=$C/storm.conf
-log() { echo "$(date +%T) $*" | tee -a "$LOG"; }
-load1() { cut -d' ' -f1 /proc/loadavg; }
-json_str() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
-down() { [ -e "$C/storm.conf" ] && "$STORM" cluster down --dir "$C" >>"$LOG" 2>&1; rm -rf "$C"; }
-# shellcheck source=bench/lib/watch_run.sh
-. "$TOP/bench/lib/watch_run.sh"
-trap 'down; rm -rf "$WORK"' EXIT
-trap 'exit 1' INT TERM
+NAME=comd
+# shellcheck source=bench/lib/peer.sh
+. "$TOP/bench/lib/peer.sh"
 
 # build IMPL CC: CoMD's MPI variant, its own Makefile
 build() {
@@ -76,7 +58,7 @@ build() {
 build bcs "$SB/bin/bcs-mpicc"
 build mpich mpicc.mpich
 
-echo "{\"bench\":\"meta\",\"date\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\",\"reps\":$REPS,\"timeslice_us\":$TS,\"ranks\":$NP,\"args\":\"$(json_str "$ARGS")\",\"comd\":\"$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null)\",\"mpich\":\"$(json_str "$(mpichversion 2>/dev/null | sed -n 's/^MPICH \(Version\|Device\):[[:space:]]*/\1 /p' | tr '\n' ' ')")\",\"nproc\":$(nproc),\"cpu\":\"$(json_str "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')")\",\"kernel\":\"$(uname -r)\",\"commit\":\"$(git rev-parse --short HEAD 2>/dev/null)\",\"load1_start\":$(load1)}" >>"$OUT"
+echo "{\"bench\":\"meta\",$(host_json),\"reps\":$REPS,\"timeslice_us\":$TS,\"ranks\":$NP,\"args\":\"$(json_str "$ARGS")\",\"comd\":\"$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null)\"}" >>"$OUT"
 
 FAILS=0
 # run IMPL REP: one CoMD run in a directory of its own (it writes a yaml file there)

@@ -46,27 +46,9 @@ PLACES=${BENCH_OSU_PLACES:-nodes node}
 PROGS=${BENCH_OSU_PROGS:-osu_bw osu_bibw osu_latency osu_allreduce osu_put_bw}
 RUN_TIMEOUT=600
 
-for c in mpicc.mpich mpiexec.mpich; do
-	command -v $c >/dev/null || { echo "bench/osu/run.sh: $c missing (Debian: mpich libmpich-dev; make bench-deps)" >&2; exit 1; }
-done
-[ -x "$STORM" ] && [ -x "$SB/bin/bcs-mpicc" ] || { echo "bench/osu/run.sh: no storm build in $SB (make all)" >&2; exit 1; }
-
-RES=$TOP/bench/results/osu-$(date -u +%Y%m%d-%H%M%S)
-mkdir -p "$RES"
-ln -sfn "$(basename "$RES")" "$TOP/bench/results/osu-latest"
-OUT=$RES/results.jsonl
-LOG=$RES/log.txt
-WORK=$(mktemp -d /tmp/storm-osu.XXXXXX)
-C=$WORK/cluster
-export STORM_CONF=$C/storm.conf
-log() { echo "$(date +%T) $*" | tee -a "$LOG"; }
-load1() { cut -d' ' -f1 /proc/loadavg; }
-json_str() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
-down() { [ -e "$C/storm.conf" ] && "$STORM" cluster down --dir "$C" >>"$LOG" 2>&1; rm -rf "$C"; }
-# shellcheck source=bench/lib/watch_run.sh
-. "$TOP/bench/lib/watch_run.sh"
-trap 'down; rm -rf "$WORK"' EXIT
-trap 'exit 1' INT TERM
+NAME=osu
+# shellcheck source=bench/lib/peer.sh
+. "$TOP/bench/lib/peer.sh"
 
 # build IMPL CC: OSU's MPI benchmarks configured out of tree with CC
 build() {
@@ -91,7 +73,7 @@ prog_args() { # PROG: the iterations both builds run
 }
 prog_unit() { case $1 in *_bw | *_bibw) echo "MB/s" ;; *) echo "us" ;; esac; }
 
-echo "{\"bench\":\"meta\",\"date\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\",\"reps\":$REPS,\"timeslice_us\":$TS,\"places\":\"$PLACES\",\"progs\":\"$PROGS\",\"osu\":\"$(json_str "$(sed -n 's/^OSU Micro-Benchmarks v\{0,1\}\([0-9.]*\).*/\1/p; s/^AC_INIT(\[OSU-Micro-Benchmarks\], \[\([0-9.]*\)\].*/\1/p' "$SRC/CHANGES" "$SRC/configure.ac" 2>/dev/null | head -1)")\",\"mpich\":\"$(json_str "$(mpichversion 2>/dev/null | sed -n 's/^MPICH \(Version\|Device\):[[:space:]]*/\1 /p' | tr '\n' ' ')")\",\"nproc\":$(nproc),\"cpu\":\"$(json_str "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')")\",\"kernel\":\"$(uname -r)\",\"commit\":\"$(git rev-parse --short HEAD 2>/dev/null)\",\"load1_start\":$(load1)}" >>"$OUT"
+echo "{\"bench\":\"meta\",$(host_json),\"reps\":$REPS,\"timeslice_us\":$TS,\"places\":\"$PLACES\",\"progs\":\"$PROGS\",\"osu\":\"$(json_str "$(sed -n 's/^OSU Micro-Benchmarks v\{0,1\}\([0-9.]*\).*/\1/p; s/^AC_INIT(\[OSU-Micro-Benchmarks\], \[\([0-9.]*\)\].*/\1/p' "$SRC/CHANGES" "$SRC/configure.ac" 2>/dev/null | head -1)")\"}" >>"$OUT"
 
 # up RANK_WRITES: a fresh 2-node cluster over tcp;ofi_rxm
 up() {
