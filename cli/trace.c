@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bcs.h"
 #include "cli.h"
@@ -15,6 +16,10 @@
 #include "jobid.h"
 #include "opts.h"
 #include "trace.pb-c.h"
+
+/* waiting for quiet nodes' parts: 100 ms apart, 15 s at most */
+#define TRACE_PENDING_US 100000
+#define TRACE_PENDING_TRIES 150
 
 static const char trace_help[] =
 	"Usage: storm trace [-o FILE] JOBID\n"
@@ -294,8 +299,19 @@ int cmd_trace(struct cli *c, int argc, char **argv)
 	req.trace = &g;
 	int rc;
 	Storm__Ctl__Reply *rep = cli_call_for(c, &req, CTL_TIMEOUT_MS, STORM__CTL__REPLY__BODY_TRACE, &rc);
+	/* a node that ended the job quietly sends its part with its next
+	 * heartbeat (at most report_every x 16 slices later): asked again
+	 * until it is there, up to a bound against a node that went away */
+	for (int tries = 0; rep && rep->trace->n_pending && tries < TRACE_PENDING_TRIES; tries++) {
+		ctl_reply_free(rep);
+		usleep(TRACE_PENDING_US);
+		rep = cli_call_for(c, &req, CTL_TIMEOUT_MS, STORM__CTL__REPLY__BODY_TRACE, &rc);
+	}
 	if (!rep)
 		return rc;
+	for (size_t i = 0; i < rep->trace->n_pending; i++)
+		fprintf(stderr, "storm: warning: node %s's trace of job %llu has not arrived; "
+			"the trace lacks it\n", rep->trace->pending[i], (unsigned long long)ref.id);
 	json_t *root = build(rep->trace);
 	ctl_reply_free(rep);
 	FILE *f = out ? fopen(out, "w") : stdout;

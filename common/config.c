@@ -254,6 +254,7 @@ static void defaults(struct storm_conf *c, const char *path)
 	c->checkpoint_copies = 1;
 	c->bcs_data_tags = 1;
 	c->bcs_rank_writes = 1;
+	c->job_end_combined = 1;
 	strcpy(c->state_dir, "/var/lib/storm");
 	strcpy(c->socket, "/run/storm/mm.sock");
 	strcpy(c->metrics_address, "127.0.0.1");
@@ -520,7 +521,7 @@ int conf_print(const struct storm_conf *c, FILE *f)
 		c->checkpoint_copies ? "" : "checkpoint_copies = 0\n",
 		c->bcs_data_tags ? "" : "bcs_data_tags = 0\n",
 		c->bcs_rank_writes ? "" : "bcs_rank_writes = 0\n",
-		c->job_end_combined ? "job_end_combined = 1\n" : "",
+		c->job_end_combined ? "" : "job_end_combined = 0\n",
 		storm_policy_names[c->policy], c->mpl,
 		c->quantum, c->min_timeslice_us,
 		storm_switch_names[c->switch_mode], c->ahead, c->switch_wait_pct, c->cpus);

@@ -35,6 +35,7 @@ void job_destroy(struct job *j)
 	free(j->nodes);
 	free(j->rank_status);
 	free(j->node_done);
+	free(j->trace_state);
 	free(j->stage);
 	free(j->stdin_held);
 	trace_free(j);
@@ -866,6 +867,10 @@ static void mark_quiet(struct job *j, uint32_t k)
 			j->rank_status[i] = 0;
 			j->ranks_ended++;
 		}
+	if (!j->trace_state)
+		j->trace_state = calloc(j->nnodes, 1);
+	if (j->trace_state && j->trace_state[k] == TRACE_UNKNOWN)
+		j->trace_state[k] = TRACE_OWED;
 	node_is_done(j, (int)k);
 }
 

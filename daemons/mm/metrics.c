@@ -51,7 +51,8 @@ struct mm_metrics {
 	uint64_t reports; /* consumed: each one a receipt, a decode, a share of a
 			   * commit and an acknowledgement of the MM's */
 	uint64_t job_reports; /* of them, those with a record of a job: an exit,
-			       * a note, output, a trace chunk or recorded outcomes */
+			       * a note, output or recorded outcomes (a trace
+			       * chunk alone rides a heartbeat: a quiet end's) */
 };
 
 static void observe(struct histogram *h, double v)
@@ -101,7 +102,7 @@ void metrics_on_report(struct mm *mm, int node, const Storm__Cl__Report *r)
 	if (!m)
 		return;
 	m->reports++;
-	if (r->n_exits || r->n_notes || r->n_output || r->n_traces || r->n_bcs)
+	if (r->n_exits || r->n_notes || r->n_output || r->n_bcs)
 		m->job_reports++;
 	m->missed[node] = r->missed_strobes;
 	m->clock_off[node] = r->clock_offset_ns;
@@ -249,7 +250,7 @@ static void render(struct mm *mm, struct out *o)
 	       "# TYPE storm_reports_total counter\nstorm_reports_total %llu\n",
 	    (unsigned long long)m->reports);
 	put(o, "# HELP storm_job_reports_total Node reports with a record of a job (an exit, a "
-	       "note, output, a trace chunk, recorded outcomes).\n"
+	       "note, output, recorded outcomes).\n"
 	       "# TYPE storm_job_reports_total counter\nstorm_job_reports_total %llu\n",
 	    (unsigned long long)m->job_reports);
 	put(o, "# HELP storm_node_missed_strobes_total Strobes a node never saw, as it last "

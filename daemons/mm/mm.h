@@ -83,6 +83,8 @@ struct mm_node {
 	uint64_t ack_t1, ack_t2;
 };
 
+enum { TRACE_UNKNOWN, TRACE_OWED, TRACE_WHOLE };
+
 struct job {
 	uint64_t id;
 	/* what the user asked for, completed by the MM (user, name, restart):
@@ -119,6 +121,10 @@ struct job {
 	uint64_t quiet_next;
 	unsigned quiet_wait;
 	struct sn_nodeset quiet_set; /* the nodes that read asked */
+	/* per launch node, its trace of the job: TRACE_OWED once it ended the
+	 * job quietly (its trace comes with a later report), TRACE_WHOLE once
+	 * its last chunk came (which may be before the MM's read saw the end) */
+	uint8_t *trace_state;
 	int abort_code;         /* a rank's MPI_Abort code + 1, the job's exit code; 0: none */
 	uint64_t abort_at_ns;   /* when that abort was heard (JobNote.at_ns) */
 	bool abort_named;       /* the job's reason is that abort's */

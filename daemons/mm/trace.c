@@ -171,12 +171,23 @@ void trace_free(struct job *j)
 
 void trace_on_chunk(struct mm *mm, int node, const Storm__Trace__Chunk *c)
 {
-	/* only a node of the job, while the job is on */
+	/* only a node of the job, while the job is on; after its end, a node
+	 * that ended it quietly, whose trace follows its end */
 	struct job *j = job_find(mm, c->job);
 	bool ours = false;
-	for (uint32_t k = 0; j && job_active(j) && k < j->nnodes; k++)
-		ours |= j->nodes[k] == node;
+	int pos = -1;
+	for (uint32_t k = 0; j && k < j->nnodes && pos < 0; k++)
+		if (j->nodes[k] == node)
+			pos = (int)k;
+	if (pos >= 0)
+		ours = job_active(j) || (j->trace_state && j->trace_state[pos] == TRACE_OWED);
 	if (!mm->db || !ours || c->n_events > 4096)
+		return;
+	if (c->last && !j->trace_state)
+		j->trace_state = calloc(j->nnodes, 1);
+	if (c->last && j->trace_state)
+		j->trace_state[pos] = TRACE_WHOLE;
+	if (!c->n_events)
 		return;
 	size_t len = storm__trace__chunk__get_packed_size(c);
 	uint8_t *buf = malloc(len);
@@ -260,6 +271,19 @@ static int owner_of(void *arg, const struct db_acct *a)
 	return 0;
 }
 
+/* The UP nodes that ended j quietly and whose trace has not come whole
+ * (storm trace waits for them), at most PENDING_NAMED. */
+#define PENDING_NAMED 64
+static size_t trace_pending(struct mm *mm, const struct job *j, char **names)
+{
+	size_t n = 0;
+	for (uint32_t k = 0; j && j->trace_state && k < j->nnodes && n < PENDING_NAMED; k++)
+		if (j->trace_state[k] == TRACE_OWED &&
+		    mm->nodes[j->nodes[k]].state == STORM__CTL__NODE_STATE__UP)
+			names[n++] = mm->conf.nodes[j->nodes[k]];
+	return n;
+}
+
 void trace_reply(struct mm *mm, struct client *c, const Storm__Ctl__GetTrace *g,
 		 const Storm__Ctl__JobInfo *info)
 {
@@ -341,6 +365,9 @@ void trace_reply(struct mm *mm, struct client *c, const Storm__Ctl__GetTrace *g,
 	}
 	tr.nodes = ntp;
 	tr.n_nodes = nn;
+	char *pending[PENDING_NAMED];
+	tr.n_pending = trace_pending(mm, j, pending);
+	tr.pending = pending;
 	reply_send(mm, c, STORM__CTL__REPLY__BODY_TRACE, &tr);
 	for (size_t i = 0; i < nn; i++)
 		free(nt[i].events);

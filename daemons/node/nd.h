@@ -178,6 +178,11 @@ struct nd {
 		uint32_t slot;
 	} quiet_ends[GM_JOB_SLOTS];
 	unsigned nquiet_ends;
+	/* job_end_combined: a quiet end's trace, held for the next report
+	 * that goes anyway (report.c, later_splice): it costs the MM no
+	 * report of its own */
+	struct nd_rec *later_head, *later_tail;
+	unsigned nlater;
 	uint64_t silent_report; /* point "silent" (K, with "silent_ms" T): the
 				 * report carrying the K-th DONE; once the MM
 				 * has it the daemon hangs for T ms */
@@ -544,6 +549,8 @@ void nd_trace_free(struct nd_job *job);
 bool nd_trace_plain(const struct nd_job *job);
 /* a packed storm.trace.Chunk, taken over */
 void nd_queue_trace(struct nd *nd, uint64_t job, uint8_t *chunk, size_t len);
+/* the same, held until a report goes anyway (a quiet end's trace) */
+void nd_queue_trace_later(struct nd *nd, uint64_t job, uint8_t *chunk, size_t len);
 /* a recording rank's stream events (bcs_trace.c), copied */
 void nd_queue_bcs(struct nd *nd, uint64_t job, uint32_t rank, const uint8_t *d, size_t len);
 /* the same for checkpoint ckpt's mark event, with its four counts for the

@@ -234,7 +234,8 @@ static void job_end(struct nd *nd, struct nd_job *job)
 		       (int)job->pgid, strerror(errno));
 	nd_job_dir_remove(nd, job->id);
 	/* a trace with more than the ranks' starts and ends (turns, BCS-MPI
-	 * phases, checkpoints) is worth a report: storm trace shows it */
+	 * phases, checkpoints) is worth a report of the end: it may say why
+	 * the job was slow, and storm trace shows it whole at once */
 	if (job->may_be_quiet && nd_trace_plain(job)) {
 		/* every rank exited 0: the MM reads this end (nd_quiet_end) */
 		uint64_t cpu = 0, rss = 0;
@@ -244,6 +245,8 @@ static void job_end(struct nd *nd, struct nd_job *job)
 				rss = job->ranks[i].kept_rss_kb;
 		}
 		nd_quiet_end(nd, job->id, job->slot, cpu, rss);
+		/* its trace goes with a later report, after the end */
+		nd_trace_flush(nd, job, nd_queue_trace_later);
 		slog("job %" PRIu64 " done (every rank exited 0: no report)", job->id);
 		job_free(nd, job);
 		nd_leftovers_sweep(nd);

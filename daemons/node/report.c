@@ -13,6 +13,8 @@
 #include "trace.pb-c.h"
 
 #define NOTE_MESSAGE_MAX 1024
+/* held trace chunks (nd_queue_trace_later) that make a report of their own */
+#define ND_LATER_MAX 64
 
 static void *xcalloc(size_t n, size_t size)
 {
@@ -74,6 +76,22 @@ void nd_queue_trace(struct nd *nd, uint64_t job, uint8_t *chunk, size_t len)
 	r->len = len;
 	r->done_slot = UINT32_MAX;
 	enqueue(nd, r);
+}
+
+void nd_queue_trace_later(struct nd *nd, uint64_t job, uint8_t *chunk, size_t len)
+{
+	struct nd_rec *r = xcalloc(1, sizeof(*r));
+	r->kind = REC_TRACE;
+	r->job = job;
+	r->data = chunk;
+	r->len = len;
+	r->done_slot = UINT32_MAX;
+	if (nd->later_tail)
+		nd->later_tail->next = r;
+	else
+		nd->later_head = r;
+	nd->later_tail = r;
+	nd->nlater++;
 }
 
 void nd_queue_bcs(struct nd *nd, uint64_t job, uint32_t rank, const uint8_t *d, size_t len)
@@ -181,6 +199,13 @@ void nd_queue_free(struct nd *nd)
 	}
 	nd->q_tail = NULL;
 	nd->q_bytes = 0;
+	while (nd->later_head) {
+		struct nd_rec *r = nd->later_head;
+		nd->later_head = r->next;
+		rec_free(r);
+	}
+	nd->later_tail = NULL;
+	nd->nlater = 0;
 	free(nd->report_buf);
 	nd->report_buf = NULL;
 	free(nd->tamper_saved);
@@ -511,6 +536,23 @@ static void write_done(struct nd *nd, uint32_t slot, uint64_t job)
 	nd->slot_done[slot] = job;
 }
 
+/* A job's end written here (reported or quiet), before which the slot held
+ * before's: the test points that act on it. done_late=K: the K-th end is
+ * followed by the slot's previous job's end, as from a node back from DOWN
+ * whose stray ranks died after the next job's. silent=K: once the MM has
+ * report seq (for a quiet end, the last one, which it has), the daemon
+ * hangs (nd_report). */
+static void done_hooks(struct nd *nd, uint32_t slot, uint64_t job, uint64_t before, uint64_t seq)
+{
+	if (before && before != job && fault_hit(&nd->fault, "done_late", nd->dones_out + 1)) {
+		slog("test hook done_late: job %" PRIu64 "'s end written again into slot %u",
+		     before, slot);
+		write_done(nd, slot, before);
+	}
+	if (fault_hit(&nd->fault, "silent", ++nd->dones_out))
+		nd->silent_report = seq ? seq : 1;
+}
+
 void nd_quiet_end(struct nd *nd, uint64_t job, uint32_t slot, uint64_t cpu_us,
 		  uint64_t max_rss_kb)
 {
@@ -543,14 +585,40 @@ static void quiet_ends_write(struct nd *nd)
 			slog("job %" PRIu64 " ended quietly here after job %" PRIu64 " was launched "
 			     "in its done slot %u; the slot is left to that job", e->job, owner, e->slot);
 		} else {
+			uint64_t before = nd->slot_done[e->slot];
 			sn_var_store(nd->sn, GM_VAR_END_ACCT(e->slot), e->cpu_us);
 			sn_var_store(nd->sn, GM_VAR_END_ACCT(e->slot) + 8, e->max_rss_kb);
 			sn_var_store(nd->sn, GM_VAR_DONE(e->slot), e->job);
 			nd->slot_done[e->slot] = e->job;
 			slog("job %" PRIu64 ": its end written for the MM's read (no report)", e->job);
+			done_hooks(nd, e->slot, e->job, before, nd->report_seq);
 		}
 		*e = nd->quiet_ends[--nd->nquiet_ends];
 	}
+}
+
+/* The held traces of jobs whose quiet ends are written, onto the queue:
+ * called as a report goes anyway, so they cost the MM no report. One of a
+ * job whose end still waits would hold that end (quiet_ends_write). */
+static void later_splice(struct nd *nd)
+{
+	struct nd_rec **pp = &nd->later_head, *last = NULL;
+	while (*pp) {
+		struct nd_rec *r = *pp;
+		bool waits = false;
+		for (unsigned i = 0; i < nd->nquiet_ends && !waits; i++)
+			waits = nd->quiet_ends[i].job == r->job;
+		if (waits) {
+			last = r;
+			pp = &r->next;
+			continue;
+		}
+		*pp = r->next;
+		r->next = NULL;
+		nd->nlater--;
+		enqueue(nd, r);
+	}
+	nd->later_tail = last;
 }
 
 void nd_cmd_done_store(struct nd *nd)
@@ -571,16 +639,7 @@ static void drop_sent(struct nd *nd, struct nd_rec *stop, size_t partial, uint64
 		if (d->kind == REC_NOTE && d->done_slot != UINT32_MAX) {
 			uint64_t before = nd->slot_done[d->done_slot];
 			write_done(nd, d->done_slot, d->job);
-			/* test point done_late=K: the K-th DONE sent is followed by
-			 * the slot's previous job's end, as from a node back from
-			 * DOWN whose stray ranks died after the next job's */
-			if (before && before != d->job && fault_hit(&nd->fault, "done_late", nd->dones_out + 1)) {
-				slog("test hook done_late: job %" PRIu64 "'s end written again into slot %u",
-				     before, d->done_slot);
-				write_done(nd, d->done_slot, before);
-			}
-			if (fault_hit(&nd->fault, "silent", ++nd->dones_out))
-				nd->silent_report = seq;
+			done_hooks(nd, d->done_slot, d->job, before, seq);
 		}
 		rec_free(d);
 	}
@@ -650,6 +709,7 @@ void nd_report_flush(struct nd *nd)
 {
 	if (nd->report_seq && nd->acked == nd->report_seq && nd->q_head) {
 		nd->quiet_strobes = 0;
+		later_splice(nd);
 		send_next(nd, nd->report_seq + 1);
 	}
 	quiet_ends_write(nd);
@@ -701,6 +761,7 @@ void nd_report(struct nd *nd, uint64_t ack)
 		/* first report: continue from whatever the MM last consumed
 		 * from this slot (0 for a fresh MM), so a restarted daemon is
 		 * not mistaken for a stale one */
+		later_splice(nd);
 		send_next(nd, ack + 1);
 		return;
 	}
@@ -709,8 +770,11 @@ void nd_report(struct nd *nd, uint64_t ack)
 		 * is the heartbeat, and it keeps the MM's work per slice low;
 		 * under a lease only for the clock exchange */
 		unsigned every = nd->conf.report_every * (q ? GM_QUIET_BEAT : 1);
-		if (nd->q_head || ++nd->quiet_strobes >= every) {
+		/* held traces wait for the heartbeat, or go once there are
+		 * enough of them to be worth a report */
+		if (nd->q_head || ++nd->quiet_strobes >= every || nd->nlater >= ND_LATER_MAX) {
 			nd->quiet_strobes = 0;
+			later_splice(nd);
 			send_next(nd, nd->report_seq + 1);
 		}
 		return;

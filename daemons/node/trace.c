@@ -70,12 +70,14 @@ void nd_trace_flush(struct nd *nd, struct nd_job *job,
 {
 	nd_trace_run(nd, job, false);
 	struct nd_trace *t = job->trace;
-	if (!t)
-		return;
+	uint32_t n = t ? t->n : 0;
 	Storm__Trace__Event ev[CHUNK_EVENTS], *pev[CHUNK_EVENTS];
-	for (uint32_t done = 0; done < t->n;) {
+	/* at least one chunk, the last marked: the MM then knows this node's
+	 * trace of the job is whole (one that came after the job's end) */
+	uint32_t done = 0;
+	do {
 		uint32_t k = 0;
-		for (; k < CHUNK_EVENTS && done < t->n; k++, done++) {
+		for (; k < CHUNK_EVENTS && done < n; k++, done++) {
 			const struct tr_ev *e = &t->ev[(t->head + done) % ND_TRACE_MAX];
 			storm__trace__event__init(&ev[k]);
 			ev[k].kind = (Storm__Trace__Event__Kind)e->kind;
@@ -90,13 +92,14 @@ void nd_trace_flush(struct nd *nd, struct nd_job *job,
 		c.job = job->id;
 		c.events = pev;
 		c.n_events = k;
+		c.last = done == n;
 		size_t len = storm__trace__chunk__get_packed_size(&c);
-		uint8_t *buf = malloc(len);
+		uint8_t *buf = malloc(len ? len : 1);
 		if (!buf)
 			break;
 		storm__trace__chunk__pack(&c, buf);
 		queue(nd, job->id, buf, len);
-	}
+	} while (done < n);
 	free(t);
 	job->trace = NULL;
 }

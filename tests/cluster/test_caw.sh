@@ -1,9 +1,10 @@
 #!/bin/bash
 # COMPARE-AND-WRITE does not hold the machine manager's loop. A job's rank
-# on node03 ends at once; once the MM has taken that end, node03's daemon
-# hangs for 4 s (test hook "silent"). The other ranks end then, and
-# the job's termination check, a COMPARE-AND-WRITE over its four nodes,
-# waits for node03 meanwhile: the strobes go on every 10 ms all along (the
+# on node03 ends at once; once node03 has written that end for the MM's
+# read (it ends quietly, as a node that is not the job's first and whose
+# ranks exited 0 does), node03's daemon hangs for 4 s (test hook "silent").
+# The other ranks end then, and the MM's read of the nodes' ends, a
+# COMPARE-AND-WRITE over the job's nodes, waits for node03 meanwhile: the strobes go on every 10 ms all along (the
 # MM's trace), other jobs on the other nodes start and end with their own
 # checks, and the check's answer, once node03 is back, ends the job as
 # completed. Then jobs on overlapping node sets, all at once: each ends

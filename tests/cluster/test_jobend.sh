@@ -1,9 +1,10 @@
 #!/bin/bash
-# The job's end combined up the tree (job_end_combined = 1) on a 16-node
-# virtual cluster: the reports the MM consumes for a launch of 16 nodes
+# The job's end combined up the tree (job_end_combined = 1, the default)
+# on a 16-node virtual cluster: the reports the MM consumes for a launch of 16 nodes
 # (storm_job_reports_total) bounded by a small constant, not two a node; storm
 # acct's CPU time summed over every rank and the peak RSS of a rank on a
-# node that sent no report; a job with one failing rank on a node other
+# node that sent no report; storm trace of a job all of whose nodes but the
+# first ended quietly shows every node's starts and ends; a job with one failing rank on a node other
 # than the first: its exit code and the rank named, the nodes whose ranks
 # all exited 0 still quiet; the MM killed (kill -9) with a job running and
 # started again (storm cluster restart mm): the job ends COMPLETED with all
@@ -33,11 +34,12 @@ kill9() { local p; p=$(daemon_pid "$1"); kill -9 "$p"; gone "$p"; }
 
 MPORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 mkdir "$T/sync"
-if storm cluster up $UP_MODE $(shared "$T/sync") --nodes 16 --job-end-combined 1 \
+if storm cluster up $UP_MODE $(shared "$T/sync") --nodes 16 \
 	--metrics-port "$MPORT" --down-after-ms 10000 --dir "$C" >"$T/up.out" 2>&1; then
 	ok "cluster up with 16 nodes, job_end_combined = 1"
 else bad "cluster up"; cat "$T/up.out"; exit 1; fi
-has "  storm.conf says so" c/storm.conf "job_end_combined = 1"
+grep -q "job_end_combined" "$C/storm.conf" && bad "  storm.conf names job_end_combined (the default is 1)" ||
+	ok "  storm.conf leaves job_end_combined at its default, 1"
 storm cluster status --wait "$(patience 20)" >/dev/null || bad "every node UP"
 
 # metric NAME: the MM's counter NAME now
@@ -68,6 +70,27 @@ done
 q=$(grep -l "its end written for the MM's read (no report)" "$C"/log/node*.log | wc -l)
 [ "$q" = 15 ] && ok "  the 15 nodes other than the first ended quietly" ||
 	bad "  nodes that ended quietly: $q, wanted 15"
+
+# ---- storm trace of a job whose 15 nodes other than the first ended
+# quietly: their parts come with their next heartbeat, after the job's end,
+# and storm trace waits for them
+expect "a job of 16 nodes, 32 ranks, submitted" 0 storm submit --wait --parsable -N 16 -n 32 -o /dev/null true
+TJ=$(head -1 "$T/out")
+expect "  storm trace of it" 0 storm trace -o "$T/quiet.json" "$TJ"
+python3 - "$T/quiet.json" <<'PY' && ok "  every node's 2 execs and 2 exits are in it (15 nodes sent no report of the end)" ||
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+names = {e["pid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
+nodes = [p for p in names if names[p].startswith("node")]
+def count(pid, suffix):
+    return sum(1 for e in ev if e["pid"] == pid and e["ph"] != "M" and e["name"].endswith(suffix))
+bad = [names[p] for p in nodes if count(p, " exec") != 2 or count(p, " exit") != 2]
+if len(nodes) != 16 or bad:
+    print("nodes in the trace: %d; without 2 execs and 2 exits: %s" % (len(nodes), bad))
+    sys.exit(1)
+PY
+	bad "  every node's starts and ends in its trace"
+[ ! -s "$T/err" ] && ok "  ... with no warning of a part missing" || { bad "  no warning"; cat "$T/err"; }
 
 # ---- accounting: each rank says how much CPU it used; the ranks of the 15
 # quiet nodes' are known to the MM only through the read's sum. Rank 9 (on

@@ -135,16 +135,17 @@ grep -qE "^ +$BIG .* COMPLETED .* 0 node" "$T/out" && ok "  the job completed af
 	{ bad "  every rank ran it"; cat "$M/big.out"; }
 
 # ---- the MM dies while one node of a job has finished its part and the
-# other still runs it: the restored job knows node 1 is done and ends
-# COMPLETED. Rank 1 ends at once, rank 0 waits; the MM is killed once its
-# database says node 1 is done (saved before the node's report is
+# other still runs it: the restored job knows node 0 is done and ends
+# COMPLETED once node 1, which ends quietly, is read. Rank 0 ends at once
+# (the first node reports its end), rank 1 waits; the MM is killed once its
+# database says node 0 is done (saved before the node's report is
 # acknowledged), the database's writes being the events waited on
-expect "a job whose rank 1 ends at once" 0 storm submit -N 2 -o "$T/half.out" \
-	sh -c "echo early \$STORM_RANK; [ \$STORM_RANK = 1 ] || $hold"
+expect "a job whose rank 0 ends at once" 0 storm submit -N 2 -o "$T/half.out" \
+	sh -c "echo early \$STORM_RANK; [ \$STORM_RANK = 0 ] || $hold"
 HALF=$(sed -n 's/^Submitted job //p' "$T/out")
 DB=$C/state/mm.db
 [ "${STORM_HOSTS:-}" = 1 ] && DB=$C/hosts/mm/state/mm.db # the MM host's own
-python3 - "$DB" "$HALF" <<'PY' && ok "  the MM saved node 1 done with it" || bad "  node 1 done in the MM's database"
+python3 - "$DB" "$HALF" <<'PY' && ok "  the MM saved node 0 done with it" || bad "  node 0 done in the MM's database"
 import ctypes, os, select, sqlite3, sys, time
 db, job = sys.argv[1], int(sys.argv[2])
 libc = ctypes.CDLL(None, use_errno=True)
@@ -156,7 +157,7 @@ while True:
         c = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=5)
         row = c.execute("select node_done from jobs where id = ?", (job,)).fetchone()
         c.close()
-        if row and row[0] and bytes(row[0])[1:2] == b"\x01":
+        if row and row[0] and bytes(row[0])[0:1] == b"\x01":
             sys.exit(0)
     except sqlite3.Error:
         pass

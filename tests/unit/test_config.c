@@ -139,6 +139,7 @@ static void test_conf_good(void)
 	CU_ASSERT_EQUAL(d.checkpoint_copies, 1); /* the default */
 	CU_ASSERT_EQUAL(d.bcs_data_tags, 1);
 	CU_ASSERT_EQUAL(d.bcs_rank_writes, 1); /* the default */
+	CU_ASSERT_EQUAL(d.job_end_combined, 1); /* the default */
 	conf_free(&d);
 	/* buddy copies of checkpoints turned off reads back off, untagged
 	 * BCS-MPI data untagged, each on its own */
@@ -159,6 +160,10 @@ static void test_conf_good(void)
 	reread(&c, path, &d);
 	CU_ASSERT_EQUAL(d.bcs_rank_writes, 0);
 	CU_ASSERT_EQUAL(d.bcs_data_tags, 0);
+	/* each node's end reported, as before the combined end, reads back */
+	c.job_end_combined = 0;
+	reread(&c, path, &d);
+	CU_ASSERT_EQUAL(d.job_end_combined, 0);
 	unlink(path);
 	conf_free(&c);
 	conf_free(&d);
