@@ -901,6 +901,7 @@ static void quiet_answer(struct mm *mm, uint64_t id, uint64_t unused,
 	struct job *j = answered(mm, id);
 	if (!j)
 		return;
+	j->quiet_answers++;
 	if (res->status != 1) {
 		unsigned every = mm->conf.report_every;
 		j->quiet_wait = j->quiet_wait ? j->quiet_wait * 2 : 1;
@@ -973,6 +974,12 @@ static void check_end(struct mm *mm, struct job *j)
 	uint32_t ln = job_launch_nodes(j);
 	if (!job_active(j) || j->confirm_pending)
 		return;
+	if (mm->acks_due && mm->conf.job_end_combined) {
+		/* the DONE just consumed is written into its node's done word
+		 * once acknowledged: read after the acknowledgements go out */
+		j->check_due = true;
+		return;
+	}
 	if (j->nodes_done < ln) {
 		if (mm->conf.job_end_combined && j->node_done[0] && j->t_launched)
 			read_quiet(mm, j);
@@ -1147,8 +1154,25 @@ void job_fail(struct mm *mm, struct job *j, const char *fmt, ...)
 		stop_job(mm, j, SIGKILL, 0);
 }
 
+void jobs_check_due(struct mm *mm)
+{
+	uint64_t ids[64];
+	int n = 0;
+	for (struct job *j = mm->jobs; j && n < 64; j = j->next)
+		if (j->check_due)
+			ids[n++] = j->id;
+	for (int i = 0; i < n; i++) {
+		struct job *j = job_find(mm, ids[i]);
+		if (j && j->check_due) {
+			j->check_due = false;
+			check_end(mm, j);
+		}
+	}
+}
+
 void jobs_check_time(struct mm *mm)
 {
+	jobs_check_due(mm); /* any held past the 64 a turn takes */
 	double now = clock_wall_s();
 	/* ids first: ending a job (at once, or a job that never launched)
 	 * changes the list */

@@ -115,6 +115,10 @@ struct job {
 	 * or it answered no, and is asked again next slice, until end_asked + the
 	 * time a silent node takes to be declared DOWN */
 	bool confirm_pending, confirm_again;
+	/* its end's check waits for this turn's acknowledgements (report.c):
+	 * a node writes its done word only once its DONE is acknowledged */
+	bool check_due;
+	unsigned quiet_answers; /* reads of quiet ends answered (test point drop_done_from) */
 	double end_asked;
 	/* job_end_combined: the read of the quiet nodes' ends asks again at
 	 * quiet_next (a slice), quiet_wait slices after its last false answer */
@@ -206,6 +210,7 @@ struct mm {
 	int ctl_tcp_fd;          /* ctl_address's listener, or -1 */
 	int probe_timer;         /* 0, or when 4 timeslices exceed PROBE_US its timer */
 	bool tick_due;           /* the slice timer fired this turn */
+	bool acks_due;           /* reports consumed this turn, not yet acknowledged */
 	bool fabric_busy;        /* the last progress did work: poll, do not sleep */
 	uint64_t slice;
 	double slice_start;
@@ -484,6 +489,9 @@ void jobs_node_up(struct mm *mm, int idx);
 void jobs_end_all(struct mm *mm, const char *why);
 /* Jobs that ran past their time limit (-t) are stopped: TIMEOUT. */
 void jobs_check_time(struct mm *mm);
+/* the end checks held while reports were consumed (check_due), once their
+ * acknowledgements are out */
+void jobs_check_due(struct mm *mm);
 
 /* gang.c */
 void gang_tick(struct mm *mm);

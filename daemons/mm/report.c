@@ -6,6 +6,27 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Test point drop_done_from=K: node K-1's reports that hold a DONE are
+ * dropped, as if lost, until a read of that job's quiet ends has answered:
+ * the node's DONE is out and not taken (the node resends it, unacknowledged,
+ * strobes later) while the MM reads the done words. */
+static bool done_dropped(struct mm *mm, int idx, const Storm__Cl__Report *r)
+{
+	if (!fault_armed(&mm->fault) || fault_value(&mm->fault, "drop_done_from") != (uint64_t)idx + 1)
+		return false;
+	for (size_t i = 0; i < r->n_notes; i++) {
+		if (r->notes[i]->kind != STORM__CL__JOB_NOTE__KIND__DONE)
+			continue;
+		struct job *j = job_find(mm, r->notes[i]->job);
+		if (!j || j->quiet_answers)
+			return false;
+		slog("test hook: node %s's report with the DONE of job %llu dropped", mm->conf.nodes[idx],
+		     (unsigned long long)j->id);
+		return true;
+	}
+	return false;
+}
+
 /* whole: a report's records applied in the order the node wrote them, each a short loop.
  * True when one was consumed: its acknowledgement is due once what it
  * changed is on disk (report_on_event). */
@@ -54,6 +75,10 @@ static bool consume_report(struct mm *mm, int idx)
 				       "node %s: report %llu is older than the last consumed (%llu): "
 				       "replayed; ignored", mm->conf.nodes[idx],
 				       (unsigned long long)r->seq, (unsigned long long)n->report_seq);
+		storm__cl__report__free_unpacked(r, NULL);
+		return false;
+	}
+	if (done_dropped(mm, idx, r)) {
 		storm__cl__report__free_unpacked(r, NULL);
 		return false;
 	}
@@ -125,15 +150,20 @@ static void acknowledge(struct mm *mm, int idx)
 void report_on_event(struct mm *mm)
 {
 	int n = mm->conf.nnodes, k = 0;
+	mm->acks_due = true;
 	for (int i = 0; i < n; i++)
 		if ((mm->nodes[i].ack_due = consume_report(mm, i)))
 			k++;
-	if (!k)
+	mm->acks_due = false;
+	if (!k) {
+		jobs_check_due(mm);
 		return;
+	}
 	persist_flush(mm);
 	for (int i = 0; i < n; i++)
 		if (mm->nodes[i].ack_due) {
 			mm->nodes[i].ack_due = false;
 			acknowledge(mm, i);
 		}
+	jobs_check_due(mm);
 }

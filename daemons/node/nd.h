@@ -111,6 +111,7 @@ struct nd_rec {
 	int note;               /* Storm__Cl__JobNote__Kind */
 	char *message;
 	uint32_t done_slot;     /* DONE: GM_VAR_DONE slot to set once sent */
+	bool done_at_send;      /* DONE: set as it is sent, not once acknowledged */
 	uint8_t *data;
 	size_t len, off;        /* output bytes and how many already went out */
 	struct nd_rec *next;
@@ -178,6 +179,13 @@ struct nd {
 		uint32_t slot;
 	} quiet_ends[GM_JOB_SLOTS];
 	unsigned nquiet_ends;
+	/* job_end_combined: DONEs sent whose done words wait for their
+	 * report's acknowledgement (report.c, acked_dones_write) */
+	struct nd_sent_done {
+		uint64_t job, seq;
+		uint32_t slot;
+	} sent_dones[GM_JOB_SLOTS];
+	unsigned nsent_dones;
 	/* job_end_combined: a quiet end's trace, held for the next report
 	 * that goes anyway (report.c, later_splice): it costs the MM no
 	 * report of its own */

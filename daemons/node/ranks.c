@@ -266,6 +266,9 @@ static void job_end(struct nd *nd, struct nd_job *job)
 	}
 	nd_trace_flush(nd, job, nd_queue_trace); /* its events reach the MM before its end */
 	nd_queue_note(nd, job->id, STORM__CL__JOB_NOTE__KIND__DONE, job->slot, "%s", "");
+	/* the job's first node: the MM's read of the others' ends starts as
+	 * it takes this DONE, so the word is there by then */
+	nd->q_tail->done_at_send = job->first_node;
 	slog("job %" PRIu64 " done", job->id);
 	job_free(nd, job);
 	/* and what left the group: no longer a job's once the job is gone */

@@ -597,6 +597,22 @@ static void quiet_ends_write(struct nd *nd)
 	}
 }
 
+/* The done words of DONEs whose reports the MM acknowledged. */
+static void acked_dones_write(struct nd *nd)
+{
+	for (unsigned i = 0; i < nd->nsent_dones;) {
+		struct nd_sent_done *d = &nd->sent_dones[i];
+		if (nd->acked < d->seq) {
+			i++;
+			continue;
+		}
+		uint64_t before = nd->slot_done[d->slot];
+		write_done(nd, d->slot, d->job);
+		done_hooks(nd, d->slot, d->job, before, d->seq);
+		*d = nd->sent_dones[--nd->nsent_dones];
+	}
+}
+
 /* The held traces of jobs whose quiet ends are written, onto the queue:
  * called as a report goes anyway, so they cost the MM no report. One of a
  * job whose end still waits would hold that end (quiet_ends_write). */
@@ -637,9 +653,18 @@ static void drop_sent(struct nd *nd, struct nd_rec *stop, size_t partial, uint64
 		if (d->kind == REC_OUTPUT)
 			nd->q_bytes -= d->len - d->off;
 		if (d->kind == REC_NOTE && d->done_slot != UINT32_MAX) {
-			uint64_t before = nd->slot_done[d->done_slot];
-			write_done(nd, d->done_slot, d->job);
-			done_hooks(nd, d->done_slot, d->job, before, seq);
+			/* job_end_combined: a done word the MM's read of quiet ends
+			 * found before the MM took this DONE would pass this node
+			 * for quiet, its exits lost; written once acknowledged */
+			if (nd->conf.job_end_combined && !d->done_at_send &&
+			    nd->nsent_dones < GM_JOB_SLOTS) {
+				nd->sent_dones[nd->nsent_dones++] = (struct nd_sent_done){
+					.job = d->job, .seq = seq, .slot = d->done_slot};
+			} else {
+				uint64_t before = nd->slot_done[d->done_slot];
+				write_done(nd, d->done_slot, d->job);
+				done_hooks(nd, d->done_slot, d->job, before, seq);
+			}
 		}
 		rec_free(d);
 	}
@@ -712,6 +737,7 @@ void nd_report_flush(struct nd *nd)
 		later_splice(nd);
 		send_next(nd, nd->report_seq + 1);
 	}
+	acked_dones_write(nd);
 	quiet_ends_write(nd);
 }
 
@@ -756,6 +782,7 @@ void nd_report(struct nd *nd, uint64_t ack)
 		slog("test hook: silent no more");
 	}
 	nd_cmd_done_store(nd);
+	acked_dones_write(nd);
 	quiet_ends_write(nd);
 	if (nd->report_seq == 0) {
 		/* first report: continue from whatever the MM last consumed

@@ -6,7 +6,8 @@
 # node that sent no report; storm trace of a job all of whose nodes but the
 # first ended quietly shows every node's starts and ends; a job with one failing rank on a node other
 # than the first: its exit code and the rank named, the nodes whose ranks
-# all exited 0 still quiet; the MM killed (kill -9) with a job running and
+# all exited 0 still quiet; a failing node's DONE not yet taken when the MM
+# reads the done words (test point drop_done_from): its exit not lost; the MM killed (kill -9) with a job running and
 # started again (storm cluster restart mm): the job ends COMPLETED with all
 # its output; the MM stopped right after its read of a job's quiet ends
 # started (test point end_check): the restarted MM reads them again and
@@ -136,6 +137,24 @@ grep -q "rank 21 exited with status 7" "$T/err" && ok "  storm run names rank 21
 expect "  storm acct" 0 storm acct
 awk 'NR > 1 { l = $0 } END { print l }' "$T/out" | grep -qE " FAILED +16 +32 .* 7 node" &&
 	ok "  acct: FAILED, exit 7" || { bad "  acct: FAILED, exit 7"; tail -2 "$T/out"; }
+
+# ---- a node that reports its end (its rank exited 3) whose DONE the MM has
+# not taken when it reads the other nodes' done words (test point
+# drop_done_from: node01's DONE dropped until that read answers; rank 0
+# ends once the MM logged the drop): the node writes its done word only
+# once its DONE is acknowledged, so the read does not take it for quiet and
+# its rank's exit is not lost
+kill9 mm
+expect "  MM restarted with the drop_done_from test point" 0 \
+	env STORM_TEST_TAMPER=drop_done_from=2 storm cluster restart mm --dir "$C"
+storm cluster status --wait "$(patience 20)" >/dev/null || bad "  every node UP"
+expect "a job of 2 nodes, rank 1 exits 3, its DONE not taken when the MM reads" 3 \
+	storm run -N 2 -n 2 bash -c '[ "$STORM_RANK" = 1 ] && exit 3
+		exec 3< <(exec timeout 60 tail -n +1 -F "$1" 2>/dev/null)
+		grep -q -m1 "report with the DONE of job $STORM_JOBID dropped" <&3
+		kill $! 2>/dev/null; exit 0' bash "$C/log/mm.log"
+grep -q "rank 1 exited with status 3" "$T/err" && ok "  storm run names rank 1, not a quiet node" ||
+	{ bad "  storm run names rank 1"; cat "$T/err"; grep "dropped" "$C/log/mm.log"; }
 
 # ---- the MM killed with a job running, started again: the job ends
 mkfifo "$T/sync/go"

@@ -160,6 +160,7 @@ static void test_conf_good(void)
 	reread(&c, path, &d);
 	CU_ASSERT_EQUAL(d.bcs_rank_writes, 0);
 	CU_ASSERT_EQUAL(d.bcs_data_tags, 0);
+	conf_free(&d);
 	/* each node's end reported, as before the combined end, reads back */
 	c.job_end_combined = 0;
 	reread(&c, path, &d);
