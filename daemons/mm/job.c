@@ -994,7 +994,9 @@ static void check_end(struct mm *mm, struct job *j)
 		if (mm->nodes[j->nodes[k]].state == STORM__CTL__NODE_STATE__UP)
 			sn_set_add(&live, fabric_id((uint32_t)j->nodes[k]));
 	if (j->t_launched && !j->failed && ln && sn_set_count(&live)) {
-		if (!j->confirm_again)
+		/* patience from the first ask of this check (confirm_again
+		 * may also be the read of quiet ends' retry, before it) */
+		if (!j->confirm_again || !j->end_asked)
 			j->end_asked = clock_wall_s();
 		j->confirm_again = false;
 		/* the MM then stops two strobes later (slice.c), as a kill -9
