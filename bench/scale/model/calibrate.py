@@ -156,7 +156,12 @@ def _params(costs, p1, p2, bg):
             xs.append(float(q["nodes"]))
             ys.append(excess(lq, "mm_cpu_ms", rate) - nb * mm_pb - max(0.0, mm1 - MIB * mm_pb))
     r0 = r1 = 0.0
-    if len(set(xs)) >= 3:
+    combined = float(costs["meta"].get("job_end_combined", 0))
+    if combined and xs:
+        # the job's end combined: the first node's report and one read,
+        # whatever N; what the MM spends beyond a 1-node launch, once
+        r0 = max(0.0, sum(ys) / len(ys))
+    elif len(set(xs)) >= 3:
         s11 = sum(x * x for x in xs)
         s12 = sum(x ** 3 for x in xs)
         s22 = sum(x ** 4 for x in xs)
@@ -178,7 +183,8 @@ def _params(costs, p1, p2, bg):
         "mm_launch_cpu": max(0.0, mm1 - MIB * mm_pb),
         "nd_exec_cpu": max(0.0, nd1 - MIB * nd_pb),
         "mm_report_cpu": r0, "mm_report_cpu_node": r1,
-        "job_end_combined": 0.0,  # the design measured (predict.py --set ...=1: the next one)
+        # the design measured (costs before the field: each node reported)
+        "job_end_combined": combined,
         "mm_slice_cpu0": max(0.0, m_base - m_slope),
         "mm_slice_cpu_node": m_slope,
         "nd_slice_cpu": max(0.0, idle["nd_cpu_per_slice_us"] * us - c),
