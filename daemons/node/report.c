@@ -553,6 +553,8 @@ static void done_hooks(struct nd *nd, uint32_t slot, uint64_t job, uint64_t befo
 		nd->silent_report = seq ? seq : 1;
 }
 
+static void quiet_ends_write(struct nd *nd);
+
 void nd_quiet_end(struct nd *nd, uint64_t job, uint32_t slot, uint64_t cpu_us,
 		  uint64_t max_rss_kb)
 {
@@ -560,6 +562,10 @@ void nd_quiet_end(struct nd *nd, uint64_t job, uint32_t slot, uint64_t cpu_us,
 		return;
 	nd->quiet_ends[nd->nquiet_ends++] =
 		(struct nd_quiet_end){.job = job, .cpu_us = cpu_us, .max_rss_kb = max_rss_kb, .slot = slot};
+	/* at once when nothing of it waits for an acknowledgement: the MM's
+	 * read, which the first node's DONE starts, finds it without waiting
+	 * for the next strobe (and a slice or more for the read's retry) */
+	quiet_ends_write(nd);
 }
 
 /* The quiet ends whose records are all with the MM: each one's accounting
