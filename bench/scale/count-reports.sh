@@ -3,7 +3,7 @@
 # less what an idle cluster sends over as many slices (storm_slices_total):
 # an N-node virtual cluster of its own under /tmp, RUNS launches of
 # `storm run -N N -n N true`, then taken down. Options after BINDIR go to
-# `storm cluster up` (e.g. --job-end-combined 1).
+# `storm cluster up` (e.g. --job-end-combined 0, each node reporting its end).
 #   bench/scale/count-reports.sh [NODES [RUNS [BINDIR [UP-OPTIONS...]]]]  (defaults 16 6 build/bin)
 set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
