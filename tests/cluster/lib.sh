@@ -203,6 +203,12 @@ fail_report() {
 			sed 's/^/     | /'
 	fi
 	log_tails 12 "$C"/log/*.log
+	# the whole logs, for a rare failure whose cause is before the tails
+	# (scripts/suite.sh names the place)
+	if [ -n "${SUITE_KEEP:-}" ] && [ -d "$C/log" ]; then
+		mkdir -p "$SUITE_KEEP" && cp -r "$C/log" "$SUITE_KEEP/log.$$" 2>/dev/null &&
+			echo "     --- whole logs kept in $SUITE_KEEP/log.$$"
+	fi
 	echo "     failed: $(printf '%s; ' "${FAILED_CHECKS[@]}")"
 }
 # log_tails N FILE...: the last N lines of each log that exists
