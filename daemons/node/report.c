@@ -67,7 +67,7 @@ void nd_queue_exit(struct nd *nd, uint64_t job, uint32_t rank, int status,
 	enqueue(nd, r);
 }
 
-void nd_queue_trace(struct nd *nd, uint64_t job, uint8_t *chunk, size_t len)
+static struct nd_rec *trace_rec(uint64_t job, uint8_t *chunk, size_t len)
 {
 	struct nd_rec *r = xcalloc(1, sizeof(*r));
 	r->kind = REC_TRACE;
@@ -75,17 +75,17 @@ void nd_queue_trace(struct nd *nd, uint64_t job, uint8_t *chunk, size_t len)
 	r->data = chunk;
 	r->len = len;
 	r->done_slot = UINT32_MAX;
-	enqueue(nd, r);
+	return r;
+}
+
+void nd_queue_trace(struct nd *nd, uint64_t job, uint8_t *chunk, size_t len)
+{
+	enqueue(nd, trace_rec(job, chunk, len));
 }
 
 void nd_queue_trace_later(struct nd *nd, uint64_t job, uint8_t *chunk, size_t len)
 {
-	struct nd_rec *r = xcalloc(1, sizeof(*r));
-	r->kind = REC_TRACE;
-	r->job = job;
-	r->data = chunk;
-	r->len = len;
-	r->done_slot = UINT32_MAX;
+	struct nd_rec *r = trace_rec(job, chunk, len);
 	if (nd->later_tail)
 		nd->later_tail->next = r;
 	else
