@@ -278,8 +278,10 @@ void sni_tx_done(struct sn_ctx *ctx, struct slot *s)
 {
 	struct rec *r = s->rec;
 	ctx->tx_outstanding--;
-	if (!s->err) /* the provider took it; one it refused carries the error */
+	if (!s->err) { /* the provider took it; one it refused carries the error */
 		ctx->rails[s->rail].tx_held[s->dest]--;
+		ctx->rails[s->rail].tx_done_ns[s->dest] = now_ns();
+	}
 	sni_slot_drop_copy(s);
 	if (s->big) {
 		ctx->rails[s->rail].big_tx--;

@@ -597,6 +597,8 @@ static int rail_peer_tables(struct sn_ctx *ctx, struct rail *rl)
 	rl->placed_seq = calloc(ctx->n, sizeof(uint64_t));
 	rl->inflight = calloc(ctx->n, sizeof(*rl->inflight));
 	rl->tx_held = calloc(ctx->n, sizeof(uint32_t));
+	rl->rx_ns = calloc(ctx->n, sizeof(uint64_t));
+	rl->tx_done_ns = calloc(ctx->n, sizeof(uint64_t));
 	/* each peer's part of the queue: peers cut off take only theirs */
 	size_t share = fi->tx_attr->size / (ctx->n ? ctx->n : 1);
 	rl->tx_held_max = share < SN_PEER_TX_MIN   ? SN_PEER_TX_MIN
@@ -604,7 +606,8 @@ static int rail_peer_tables(struct sn_ctx *ctx, struct rail *rl)
 						   : (uint32_t)share;
 	if (!rl->addrs || !rl->next || !rl->alens || !rl->nlens || !rl->stale || !rl->peers ||
 	    !rl->rma || !rl->nrma || !rl->rkey || !rl->rbase || !rl->nrkey || !rl->nrbase ||
-	    !rl->tx_seq || !rl->placed_seq || !rl->inflight || !rl->tx_held)
+	    !rl->tx_seq || !rl->placed_seq || !rl->inflight || !rl->tx_held || !rl->rx_ns ||
+	    !rl->tx_done_ns)
 		return fail(ctx, -ENOMEM, "out of memory");
 	return 0;
 }
@@ -756,6 +759,8 @@ static void rail_close(struct rail *rl)
 	free(rl->placed_seq);
 	free(rl->inflight);
 	free(rl->tx_held);
+	free(rl->rx_ns);
+	free(rl->tx_done_ns);
 }
 
 /* "dir:PATH", "static:PORT" (with cfg->hosts) or "external". */

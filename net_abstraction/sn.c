@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
 
 static unsigned env_uint(const char *name, unsigned dflt)
@@ -48,6 +49,46 @@ bool sn_rail_rma(const struct sn_ctx *ctx, int rail)
 void *sn_gmem(struct sn_ctx *ctx) { return ctx->gmem; }
 size_t sn_gmem_size(const struct sn_ctx *ctx) { return ctx->gmem_size; }
 void sn_get_stats(const struct sn_ctx *ctx, struct sn_stats *st) { *st = ctx->stats; }
+
+/* ms since t, or -1 for never */
+static long long ago_ms(uint64_t now, uint64_t t)
+{
+	return t ? (long long)((now - t) / 1000000u) : -1;
+}
+
+int sn_peer_describe(const struct sn_ctx *ctx, uint32_t node, char *buf, size_t len)
+{
+	size_t w = 0;
+	uint64_t now = now_ns();
+	if (len)
+		buf[0] = '\0';
+	for (int i = 0; i < ctx->nrails && node < ctx->n; i++) {
+		const struct rail *rl = &ctx->rails[i];
+		unsigned queued = 0;
+		uint64_t oldest = 0;
+		for (const struct slot *s = rl->txq_head; s; s = s->next)
+			if (s->dest == node) {
+				queued++;
+				if (s->queued_ns && (!oldest || s->queued_ns < oldest))
+					oldest = s->queued_ns;
+			}
+		char q[64] = "";
+		if (oldest)
+			snprintf(q, sizeof(q), " (the oldest pushed back %lld ms ago)",
+				 ago_ms(now, oldest));
+		int k = snprintf(buf + w, len > w ? len - w : 0,
+				 "%srail %d: %u sends held by the provider (at most %u), %u queued "
+				 "here%s, %llu sent in all; its last message %lld ms ago, our last "
+				 "send to it completed %lld ms ago (-1: never)",
+				 i ? "; " : "", i, rl->tx_held[node], rl->tx_held_max, queued, q,
+				 (unsigned long long)rl->tx_seq[node], ago_ms(now, rl->rx_ns[node]),
+				 ago_ms(now, rl->tx_done_ns[node]));
+		if (k < 0)
+			return k;
+		w += (size_t)k;
+	}
+	return (int)w;
+}
 
 /* ---------------------------------------------------------------- open */
 

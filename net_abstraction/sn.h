@@ -275,6 +275,13 @@ int sn_next_timeout_ms(struct sn_ctx *ctx);
  * never more than sn_next_timeout_ms. Called last before sleeping. */
 int sn_sleep_limit_ms(struct sn_ctx *ctx, bool busy);
 
+/* What this end knows of its traffic with peer node, one line into buf
+ * (for a log, when the peer falls silent): per rail, the sends the provider
+ * holds for it and those still queued here, when its last message came and
+ * when our last send to it completed. The number of characters wanted, as
+ * snprintf. */
+int sn_peer_describe(const struct sn_ctx *ctx, uint32_t node, char *buf, size_t len);
+
 /* Counters for tests and benchmarks. */
 struct sn_stats {
 	uint64_t msgs_sent, msgs_recv, bytes_sent, bytes_recv, forwards, timeouts;

@@ -139,6 +139,9 @@ struct rail {
 	 * peer, a strobe a slice to a node cut off filled it in ~20 s and
 	 * every send to every other node was pushed back, the cluster frozen */
 	uint32_t *tx_held, tx_held_max;
+	/* per peer: when its last message came, when our last send to it
+	 * completed (0: never); read only to describe a silent peer */
+	uint64_t *rx_ns, *tx_done_ns;
 	struct inflight (*inflight)[SN_INFLIGHT]; /* per peer, empty: hi == 0 */
 	size_t max_payload;     /* of a message: fits a receive buffer */
 	size_t rma_chunk;       /* of a chunk written by RMA */

@@ -398,6 +398,7 @@ static void handle_rx(struct sn_ctx *ctx, int rail, const uint8_t *buf, size_t l
 		return;
 	}
 	sni_peer_use(ctx, rail, m.sender);
+	ctx->rails[rail].rx_ns[m.sender] = now_ns();
 	if (len > SN_BELL_COPY_MIN || ((m.flags & SN_F_PLACED) && m.chunk_len > SN_BELL_COPY_MIN))
 		sni_bell_mark(&ctx->rails[rail], m.sender);
 	switch (m.type) {

@@ -87,6 +87,12 @@ void nodes_check(struct mm *mm)
 				 (unsigned long long)(missed_us / mm->conf.timeslice_us),
 				 clock_wall_s() - n->heard_time);
 			mark_node(mm, i, STORM__CTL__NODE_STATE__DOWN, why);
+			/* whether it or the fabric fell silent: the cause is
+			 * otherwise in neither side's log */
+			char fabric[600];
+			sn_peer_describe(mm->sn, fabric_id((uint32_t)i), fabric, sizeof(fabric));
+			slog("node %s: report %llu last consumed; the fabric to it: %s",
+			     mm->conf.nodes[i], (unsigned long long)n->report_seq, fabric);
 		}
 	}
 }

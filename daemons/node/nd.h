@@ -200,6 +200,11 @@ struct nd {
 	uint64_t switches;      /* the MM's row changes as of the last strobe */
 	uint64_t missed_strobes;
 	uint64_t torn_strobes;   /* copied while the next one landed, and read again */
+	/* a drought: no strobe taken for a while (strobe.c, nd_strobe_watch) */
+	bool strobe_drought;
+	uint64_t strobe_events;  /* strobe arrivals, taken or not */
+	uint64_t strobes_old;    /* arrived, and not newer than the last taken */
+	uint64_t events_at_take, old_at_take; /* the two when the last was taken */
 	/* row switches done since the last report, for the MM's metrics: the
 	 * newest ND_SW_KEPT (they ride on reports, never cause one) */
 #define ND_SW_KEPT 16
@@ -299,6 +304,10 @@ struct nd_copy_hdr {
  * checked, then its commands, the gang switch, BCS-MPI's turn and this
  * node's report. */
 void nd_on_strobe(struct nd *nd, unsigned areas);
+/* A drought of strobes said in the log (once each); when the next look is due
+ * (0: none) */
+void nd_strobe_watch(struct nd *nd);
+uint64_t nd_strobe_watch_at(const struct nd *nd);
 /* A command landed in the ring (EV_CMD): those due are acted on in order.
  * True when the next one's slot holds one with a bad tag (forged). */
 bool nd_on_commands(struct nd *nd);

@@ -292,6 +292,7 @@ static bool strobe_accept(struct nd *nd, unsigned area, struct strobe *s, uint64
 		mm_restarted(nd, s);
 	nd->mm_epoch = s->epoch;
 	if (nd->seen_strobe && s->slice <= nd->slice) {
+		nd->strobes_old++;
 		/* the tree and a direct send can reorder by one or two slices;
 		 * anything older is a replay */
 		if (s->slice + 8 < nd->slice)
@@ -343,6 +344,13 @@ static bool strobe_advance(struct nd *nd, const struct strobe *s, uint64_t t_rec
 			gap_ns >= (uint64_t)nd->conf.down_after_ms * 1000000;
 	if (nd->slice && s->slice > nd->slice + 1)
 		nd->missed_strobes += s->slice - nd->slice - 1;
+	if (nd->strobe_drought) {
+		slog("strobes again: slice %" PRIu64 ", %" PRIu64 " ms after slice %" PRIu64,
+		     s->slice, (t_recv - nd->strobe_ns) / 1000000u, nd->slice);
+		nd->strobe_drought = false;
+	}
+	nd->events_at_take = nd->strobe_events;
+	nd->old_at_take = nd->strobes_old;
 	nd->slice = s->slice;
 	nd->strobe_ns = t_recv;
 	nd->strobe_mm_ns = s->sent_ns;
@@ -422,8 +430,48 @@ static bool strobe_later(const struct nd *nd, unsigned a, unsigned b)
 	return ea != eb ? ea > eb : sa > sb;
 }
 
+/* A node whose loop turns but takes no strobe for this long says so, once
+ * a drought: the MM declares a silent node DOWN after down_after_ms, and
+ * the node's log would not say whether strobes stopped coming, came and
+ * were refused, or came with nothing to act on. */
+static uint64_t drought_ns(const struct nd *nd)
+{
+	uint64_t ns = 4ull * nd->slice_us * 1000u;
+	return ns > 1000000000u ? ns : 1000000000u;
+}
+
+uint64_t nd_strobe_watch_at(const struct nd *nd)
+{
+	return nd->seen_strobe && !nd->strobe_drought ? nd->strobe_ns + drought_ns(nd) : 0;
+}
+
+void nd_strobe_watch(struct nd *nd)
+{
+	uint64_t at = nd_strobe_watch_at(nd), now = clock_mono_ns();
+	if (!at || now < at)
+		return;
+	nd->strobe_drought = true;
+	uint64_t slice[2], epoch[2];
+	for (unsigned a = 0; a < 2; a++) {
+		const uint8_t *p = nd->gmem + GM_STROBE_AT(a);
+		memcpy(&slice[a], p + offsetof(struct strobe, slice), 8);
+		memcpy(&epoch[a], p + offsetof(struct strobe, epoch), 8);
+	}
+	char fabric[600];
+	sn_peer_describe(nd->sn, MM_FABRIC_ID, fabric, sizeof(fabric));
+	slog("no strobe taken for %" PRIu64 " ms since slice %" PRIu64 " (epoch %" PRIu64
+	     "): %" PRIu64 " strobe arrivals since, %" PRIu64 " of them not newer; "
+	     "the strobe areas hold slices %" PRIu64 " and %" PRIu64 " (epochs %" PRIu64
+	     " and %" PRIu64 ", unverified); report %" PRIu64 " sent, %" PRIu64
+	     " acknowledged; to the MM: %s",
+	     (now - nd->strobe_ns) / 1000000u, nd->slice, nd->mm_epoch,
+	     nd->strobe_events - nd->events_at_take, nd->strobes_old - nd->old_at_take, slice[0], slice[1], epoch[0], epoch[1], nd->report_seq, nd->acked,
+	     fabric);
+}
+
 void nd_on_strobe(struct nd *nd, unsigned areas)
 {
+	nd->strobe_events++;
 	/* both areas written since the last turn: the later strobe counts,
 	 * the earlier one only if the later failed its tag (a later one
 	 * merely taken already makes the earlier old: not copied again) */

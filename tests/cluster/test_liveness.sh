@@ -99,6 +99,12 @@ if wait_log "$C/log/mm.log" "node node01 is DOWN" 30; then
 else
 	bad "node01 stopped for 30 s was never DOWN"
 fi
+# with it, what the MM's end of the fabric knew of node01: nothing from it
+# since it stopped (at least the bound ago), so the node, not the fabric
+fab=$(grep "node node01: report [0-9]* last consumed; the fabric to it: rail 0: " "$C/log/mm.log" | head -1)
+ago=$(sed -n 's/.*rail 0: .*its last message \([0-9]*\) ms ago.*/\1/p' <<<"$fab")
+[ "${ago:-0}" -ge 1000 ] && ok "  the MM logs the fabric's view of it: its last message $ago ms before" ||
+	bad "  the MM logs the fabric's view of it: '$fab'"
 wait "$RUN"
 rc=$?
 RUN=
@@ -166,6 +172,18 @@ else
 fi
 wait_count "$C/log/mm.log" "node node02 is UP" 2 30 >/dev/null &&
 	ok "  and UP again once it hears them" || bad "node02 never came back UP"
+# its own log says that strobes came and it took none (a second or more),
+# and when it took one again: the MM's DOWN is then explained on both sides
+if wait_log "$C/log/node02.log" "strobes again: slice" 30; then
+	drought=$(grep "no strobe taken for" "$C/log/node02.log" | head -1)
+	python3 - "$drought" "$DEAF_AT" <<'PY' && ok "  node02's log says so: $drought" || bad "  node02's drought line: '$drought'"
+import re, sys
+m = re.search(r"no strobe taken for (\d+) ms since slice (\d+) .*: (\d+) strobe arrivals since", sys.argv[1])
+sys.exit(not (m and int(m.group(1)) >= 1000 and int(m.group(2)) < int(sys.argv[2]) and int(m.group(3)) > 0))
+PY
+else
+	bad "  node02 never logged that strobes were taken again: $(grep -i strobe "$C/log/node02.log" | tail -3)"
+fi
 wait_log "$C/log/node02.log" "test hook: hearing strobes again at " 30
 HEARD=$(sed -n 's/.*test hook: hearing strobes again at \([0-9]*\).*/\1/p' "$C/log/node02.log")
 # the MM's state in its log (SIGUSR1), the slice and each node's report
