@@ -166,7 +166,14 @@ static void on_fabric(void *arg, uint32_t events)
 
 static int64_t rank_timer_limit(void *arg)
 {
-	return ev_ms(nd_timer_ms(arg));
+	int ms = nd_timer_ms(arg);
+	uint64_t drought = nd_strobe_watch_at(arg), now = clock_mono_ns();
+	if (drought) {
+		int d = drought <= now ? 0 : (int)((drought - now + 999999) / 1000000);
+		if (ms < 0 || d < ms)
+			ms = d;
+	}
+	return ev_ms(ms);
 }
 
 static int64_t bcs_limit(void *arg)
@@ -334,6 +341,7 @@ static void on_turn(void *arg)
 	}
 	nd_report_flush(nd);
 	nd_timers(nd);
+	nd_strobe_watch(nd);
 	nd_bcs_timers(nd);
 	if (!nd->pipes_paused && nd->q_bytes >= ND_OUTPUT_CAP) {
 		slog("%zu bytes of output wait for reports; pausing rank pipes",

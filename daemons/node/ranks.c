@@ -925,7 +925,6 @@ void nd_signal_job(struct nd *nd, const Storm__Cl__Signal *sig)
 void nd_timers(struct nd *nd)
 {
 	nd_leftovers_timer(nd);
-	nd_strobe_watch(nd);
 	uint64_t now = clock_mono_ns();
 	for (struct nd_job *j = nd->jobs; j; j = j->next)
 		if (j->kill_at_ns && now >= j->kill_at_ns) {
@@ -941,9 +940,6 @@ int nd_timer_ms(const struct nd *nd)
 	uint64_t now = clock_mono_ns(), best = nd->leftovers_kill_ns ? nd->leftovers_kill_ns : UINT64_MAX;
 	if (nd->leftovers_look_ns && nd->leftovers_look_ns < best)
 		best = nd->leftovers_look_ns;
-	uint64_t drought = nd_strobe_watch_at(nd);
-	if (drought && drought < best)
-		best = drought;
 	for (const struct nd_job *j = nd->jobs; j; j = j->next)
 		if (j->kill_at_ns && j->kill_at_ns < best)
 			best = j->kill_at_ns;
