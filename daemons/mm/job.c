@@ -36,6 +36,7 @@ void job_destroy(struct job *j)
 	free(j->rank_status);
 	free(j->node_done);
 	free(j->trace_state);
+	free(j->quiet_read);
 	free(j->stage);
 	free(j->stdin_held);
 	trace_free(j);
@@ -811,8 +812,9 @@ static void quiet_answer(struct mm *mm, uint64_t id, uint64_t unused,
 /* job_end_combined: the job's first node said DONE and others did not:
  * they may have ended quietly (every rank exited 0), which only their done
  * words say. One read over the job's live nodes, which also sums their
- * accounting pairs (a node that reported has zeroed its pair); asked again
- * a slice after a false answer, then at doubling intervals up to
+ * accounting pairs (a node that reported has zeroed its pair; one an
+ * earlier read found quiet is not asked again, its pair counted); asked
+ * again a slice after a false answer, then at doubling intervals up to
  * report_every slices. */
 static void read_quiet(struct mm *mm, struct job *j)
 {
@@ -825,7 +827,8 @@ static void read_quiet(struct mm *mm, struct job *j)
 	sn_set_clear(&live);
 	bool asks = false;
 	for (uint32_t k = 0; k < job_launch_nodes(j); k++)
-		if (mm->nodes[j->nodes[k]].state == STORM__CTL__NODE_STATE__UP) {
+		if (mm->nodes[j->nodes[k]].state == STORM__CTL__NODE_STATE__UP &&
+		    !(j->quiet_read && j->quiet_read[k])) {
 			sn_set_add(&live, fabric_id((uint32_t)j->nodes[k]));
 			asks = asks || !j->node_done[k];
 		}
@@ -867,6 +870,10 @@ static void mark_quiet(struct job *j, uint32_t k)
 			j->rank_status[i] = 0;
 			j->ranks_ended++;
 		}
+	if (!j->quiet_read)
+		j->quiet_read = calloc(j->nnodes, sizeof(bool));
+	if (j->quiet_read)
+		j->quiet_read[k] = true;
 	if (!j->trace_state)
 		j->trace_state = calloc(j->nnodes, 1);
 	if (j->trace_state && j->trace_state[k] == TRACE_UNKNOWN)
@@ -919,10 +926,19 @@ static void quiet_answer(struct mm *mm, uint64_t id, uint64_t unused,
 	add_quiet_acct(j, res);
 	/* the read held every live node's done word: the end is confirmed;
 	 * a node neither done nor UP then is read once it is UP again */
-	if (j->nodes_done >= ln)
+	if (j->nodes_done >= ln) {
 		finish(mm, j);
-	else
-		j->confirm_again = true;
+		return;
+	}
+	j->confirm_again = true;
+	char waiting[256] = "";
+	size_t w = 0;
+	for (uint32_t k = 0; k < ln && w + 12 < sizeof(waiting); k++)
+		if (!j->node_done[k])
+			w += (size_t)snprintf(waiting + w, sizeof(waiting) - w, " %s",
+					      mm->conf.nodes[j->nodes[k]]);
+	slog("job %llu: %u of %u nodes have ended it; waiting for the rest, not UP:%s",
+	     (unsigned long long)j->id, j->nodes_done, ln, waiting);
 }
 
 static int job_node_pos(const struct job *j, int node);

@@ -125,6 +125,9 @@ struct job {
 	uint64_t quiet_next;
 	unsigned quiet_wait;
 	struct sn_nodeset quiet_set; /* the nodes that read asked */
+	/* per job node: a read found its end quiet and counted its
+	 * accounting pair, which a later read must not count again */
+	bool *quiet_read;
 	/* per launch node, its trace of the job: TRACE_OWED once it ended the
 	 * job quietly (its trace comes with a later report), TRACE_WHOLE once
 	 * its last chunk came (which may be before the MM's read saw the end) */

@@ -145,7 +145,9 @@ expect "a job whose rank 0 ends at once" 0 storm submit -N 2 -o "$T/half.out" \
 HALF=$(sed -n 's/^Submitted job //p' "$T/out")
 DB=$C/state/mm.db
 [ "${STORM_HOSTS:-}" = 1 ] && DB=$C/hosts/mm/state/mm.db # the MM host's own
-python3 - "$DB" "$HALF" <<'PY' && ok "  the MM saved node 0 done with it" || bad "  node 0 done in the MM's database"
+# node0_saved JOB: until the MM's database says node 0 of JOB is done
+node0_saved() {
+	python3 - "$DB" "$1" <<'PY'
 import ctypes, os, select, sqlite3, sys, time
 db, job = sys.argv[1], int(sys.argv[2])
 libc = ctypes.CDLL(None, use_errno=True)
@@ -167,6 +169,8 @@ while True:
     if select.select([fd], [], [], left)[0]:
         os.read(fd, 65536)
 PY
+}
+node0_saved "$HALF" && ok "  the MM saved node 0 done with it" || bad "  node 0 done in the MM's database"
 kill9 mm
 expect "  MM killed, restarted" 0 storm cluster restart mm --dir "$C"
 echo go >&9
@@ -174,6 +178,57 @@ wait_log "$C/log/mm.log" "job $HALF ended" 60
 expect "  storm acct -j $HALF" 0 storm acct -j "$HALF"
 grep -qE "^ +$HALF .* COMPLETED .* 0 node" "$T/out" && ok "  it completed after the restart" ||
 	{ bad "  it completed after the restart"; cat "$T/out"; grep "job $HALF" "$C/log/mm.log"; }
+
+# ---- the same with a third node whose daemon is stopped across the MM's
+# restart: the restored MM reads node01's quiet end while node02 is not UP,
+# then node02's once it is. Each node's accounting pair (its ranks' CPU) is
+# counted once: a later read must not ask node01 again. Ranks 1 and 2 burn
+# CPU, then say how much (the shell's own times), then wait for the test.
+BURN='i=0; while [ $i -lt 400000 ]; do i=$((i + 1)); done; times >'"$T/sync"'/cpu.$STORM_RANK'
+expect "a 3-node job whose rank 0 ends at once" 0 storm submit -N 3 -o "$T/third.out" \
+	sh -c "[ \$STORM_RANK = 0 ] && exit 0; $BURN; $hold"
+THIRD=$(sed -n 's/^Submitted job //p' "$T/out")
+wait_count_files() { # N FILES...: until N of them exist (the ranks' CPU lines)
+	local n=$1 i; shift
+	for i in $(seq 600); do
+		[ "$(ls "$@" 2>/dev/null | wc -l)" -ge "$n" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+wait_count_files 2 "$T/sync/cpu.1" "$T/sync/cpu.2" || bad "  ranks 1 and 2 never said their CPU"
+node0_saved "$THIRD" && ok "  the MM saved node 0 done with it" || bad "  node 0 done in the MM's database"
+kill9 mm
+ND2=$(daemon_pid node02)
+kill -STOP "$ND2"
+expect "  MM killed, restarted with node02's daemon stopped" 0 storm cluster restart mm --dir "$C"
+echo go >&9
+echo go >&9
+if wait_log "$C/log/mm.log" "job $THIRD: 2 of 3 nodes have ended it; waiting for the rest, not UP: node02" 60; then
+	ok "  node01's quiet end read while node02 is not UP"
+else
+	bad "  node01's quiet end read while node02 is not UP: $(grep "job $THIRD" "$C/log/mm.log")"
+fi
+kill -CONT "$ND2"
+wait_log "$C/log/mm.log" "job $THIRD ended" 60
+storm acct -j "$THIRD" --json >"$T/third.json"
+msg=$(python3 - "$T/third.json" "$T/sync/cpu.1" "$T/sync/cpu.2" <<'PY'
+import json, re, sys
+def secs(t):  # "0m1.234s"
+    m = re.fullmatch(r"(\d+)m([\d.]+)s", t)
+    return int(m.group(1)) * 60 + float(m.group(2))
+ranks = 0.0
+for f in sys.argv[2:]:
+    user, system = open(f).readline().split()
+    ranks += secs(user) + secs(system)
+jobs = json.load(open(sys.argv[1]))["jobs"]
+acct = jobs[0]["cpu_seconds"] if jobs else -1
+print(f"acct {acct:.2f} s, the ranks' own {ranks:.2f} s; state {jobs[0]['state'] if jobs else '?'}")
+sys.exit(not (jobs and jobs[0]["state"] == "COMPLETED" and 0.8 * ranks <= acct <= 1.25 * ranks))
+PY
+)
+[ $? = 0 ] && ok "  it completed, each node's CPU counted once: $msg" ||
+	bad "  it completed, each node's CPU counted once: $msg"
 
 # ---- the MM dies after every node of a job said DONE (saved, and
 # acknowledged by the strobes) and before the job's end, its termination
