@@ -1,7 +1,7 @@
 # Sourced by the benchmarks that run MPICH beside BCS-MPI. MPICH over UCX
 # 1.13's TCP transport now and then hangs in MPI_Finalize after the results
 # are out (a rank flushing an endpoint that its peers, already in the PMI
-# barrier, no longer progress: openucx/ucx#8738).
+# barrier, no longer progress: a hang reported to UCX upstream).
 #
 # watch_run WATCH DONE_RE DONE_FILE COMMAND...: runs COMMAND with $WORK/out
 # and $WORK/err as its output, at most $RUN_TIMEOUT seconds. With WATCH 1,

@@ -138,7 +138,7 @@ def build(res, results_path):
     hangs = [r for r in res.rows if r.get("finalize_hang")]
     if hangs:
         L.append("%d MPICH run(s) hung in `MPI_Finalize` after printing their results (UCX 1.13's TCP"
-                 " transport, openucx/ucx#8738) and were ended 3 s later; their times stand." % len(hangs))
+                 " transport, a hang reported to UCX upstream) and were ended 3 s later; their times stand." % len(hangs))
     L.append("")
     L.append(
         "Programs: **sweep** (`bench/mpi/sweep.c`): a SWEEP3D-like wavefront, `%s`, 8 octants, 6"
