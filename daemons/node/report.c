@@ -769,6 +769,38 @@ static bool quiet(struct nd *nd)
 	       nd->cmd_done >= nd->strobe_cmd_seq && nd->mm_epoch == nd->rep_epoch;
 }
 
+/* The MM acknowledges more than this node sent (an acknowledgement meant
+ * for an earlier daemon of this node): the last report, not consumed,
+ * renumbered to follow what the MM has, and the DONEs it carries with it,
+ * whose done words wait for its acknowledgement (written at once, the MM's
+ * read of quiet ends could take this node for quiet before it took them). */
+static void renumber(struct nd *nd, uint64_t ack)
+{
+	Storm__Cl__Report *r = storm__cl__report__unpack(
+		NULL, nd->report_len - 4 - GM_TAG_LEN, nd->report_buf + 4);
+	slog("MM acknowledges report %llu, but %llu was sent; resynchronising",
+	     (unsigned long long)ack, (unsigned long long)nd->report_seq);
+	if (!r)
+		return;
+	r->seq = ack + 1;
+	size_t len = storm__cl__report__get_packed_size(r);
+	uint8_t *buf = xcalloc(1, 4 + len + GM_TAG_LEN);
+	uint32_t len32 = (uint32_t)len;
+	memcpy(buf, &len32, 4);
+	storm__cl__report__pack(r, buf + 4);
+	nd_report_seal(nd, buf, len);
+	storm__cl__report__free_unpacked(r, NULL);
+	free(nd->report_buf);
+	nd->report_buf = buf;
+	nd->report_len = 4 + len + GM_TAG_LEN;
+	for (unsigned i = 0; i < nd->nsent_dones; i++)
+		if (nd->sent_dones[i].seq == nd->report_seq)
+			nd->sent_dones[i].seq = ack + 1;
+	nd->report_seq = ack + 1;
+	nd->unacked_strobes = 0;
+	send_bytes(nd);
+}
+
 void nd_report(struct nd *nd, uint64_t ack)
 {
 	bool q = quiet(nd);
@@ -776,6 +808,11 @@ void nd_report(struct nd *nd, uint64_t ack)
 	if (ack < nd->acked)
 		ack = nd->acked;
 	nd->acked = ack;
+	/* neither consumed nor pending: the MM lost track; before the done
+	 * words of acknowledged DONEs are written */
+	bool lost_track = nd->report_seq && ack > nd->report_seq;
+	if (lost_track)
+		renumber(nd, ack);
 	if (nd->silent_report && ack >= nd->silent_report) {
 		/* test hook: the MM took that job's end from this node, which
 		 * now hangs (answers nothing, COMPARE-AND-WRITEs included) */
@@ -812,31 +849,8 @@ void nd_report(struct nd *nd, uint64_t ack)
 		}
 		return;
 	}
-	if (ack + 1 != nd->report_seq) {
-		/* neither consumed nor pending: the MM lost track (restarted);
-		 * renumber the last report so it follows what the MM has */
-		Storm__Cl__Report *r = storm__cl__report__unpack(
-			NULL, nd->report_len - 4 - GM_TAG_LEN, nd->report_buf + 4);
-		slog("MM acknowledges report %llu, but %llu was sent; resynchronising",
-		       (unsigned long long)ack, (unsigned long long)nd->report_seq);
-		if (r) {
-			r->seq = ack + 1;
-			size_t len = storm__cl__report__get_packed_size(r);
-			uint8_t *buf = xcalloc(1, 4 + len + GM_TAG_LEN);
-			uint32_t len32 = (uint32_t)len;
-			memcpy(buf, &len32, 4);
-			storm__cl__report__pack(r, buf + 4);
-			nd_report_seal(nd, buf, len);
-			storm__cl__report__free_unpacked(r, NULL);
-			free(nd->report_buf);
-			nd->report_buf = buf;
-			nd->report_len = 4 + len + GM_TAG_LEN;
-			nd->report_seq = ack + 1;
-			nd->unacked_strobes = 0;
-			send_bytes(nd);
-		}
-		return;
-	}
+	if (lost_track)
+		return; /* the renumbered report went out */
 	/* not consumed yet; a report lost on the way would stop the
 	 * heartbeat for good, so resend the same bytes now and then (the MM
 	 * tells a duplicate by its seq) */

@@ -882,6 +882,22 @@ static bool reported_since(void *arg)
 	return true;
 }
 
+/* An acknowledgement ahead of what each node sent (the MM's count for an
+ * earlier daemon of the node): the node renumbers its last report to follow
+ * it and sends it again, and goes on reporting from there. */
+static void test_resync(void)
+{
+	say("resync: acknowledgements 1000 ahead of what the nodes sent");
+	uint64_t before[MAXN];
+	for (uint32_t i = 0; i < mm.n; i++)
+		mm.ack[i] += 1000;
+	memcpy(before, mm.reports, sizeof(before));
+	CHECK(pump_until(logged, "; resynchronising", 30000),
+	      "every node logs that the MM acknowledges more than it sent");
+	CHECK(pump_until(reported_since, before, 30000),
+	      "every node reports on from the MM's count (3 reports taken from each)");
+}
+
 /* Sends a bad strobe until every node logs `text`: a genuine strobe landing
  * before a node looked would hide it (a node reads the latest only). */
 static bool inject_strobe(const uint8_t *buf, const char *text)
@@ -1244,6 +1260,7 @@ int main(int argc, char **argv)
 	for (uint32_t i = 0; i < mm.n; i++)
 		CHECK(mm.reports[i] >= before[i] + 3, "node %u sent %" PRIu64 " reports in 30 s", i,
 		      mm.reports[i] - before[i]);
+	test_resync();
 	test_rejoin(uid, gid, user);
 	test_lost(uid, gid, user);
 	test_shutdown(uid, gid, user);
