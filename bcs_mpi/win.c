@@ -65,6 +65,14 @@ enum {
 
 #define F_EXCL 1u /* a batch of an exclusive lock epoch */
 #define F_HOLD 2u /* flushed: the epoch goes on, the target keeps it held */
+/* this rank's own exclusive lock on its window, asked of itself through
+ * the daemons like any origin's epoch: it is granted in the order the
+ * other origins' batches are, decided at quiescence, and a rank spinning on
+ * its own window waits there, so the job can become quiescent and the
+ * batches it waits for arrive (taken at once, a rank spinning on epochs of
+ * its own memory never let the job be quiescent, and every other origin's
+ * header waited for ever) */
+#define F_SELF 4u
 
 struct hdr {
 	uint64_t bytes;  /* the batch's length */
@@ -402,6 +410,8 @@ static int apply_self(struct win *w)
 
 static bool may_apply(const struct win *w, const struct incoming *e)
 {
+	if (e->h.flags & F_SELF)
+		return w->excl < 0 && w->nshared == 0 && w->self_lock == 0;
 	if (w->excl >= 0)
 		return w->excl == e->from;
 	if (w->self_lock == MPI_LOCK_EXCLUSIVE)
@@ -428,6 +438,14 @@ static void serve_locks(struct win *w)
 			}
 			if (!may_apply(w, e))
 				continue;
+			if (e->h.flags & F_SELF) {
+				w->self_lock = MPI_LOCK_EXCLUSIVE; /* lock_one waits for it */
+				*pp = e->next;
+				free(e->body);
+				free(e);
+				again = true;
+				break;
+			}
 			void *rep;
 			apply(w, e->body, e->h.bytes, e->h.reply, &rep);
 			send_owned(w, e->from, T_LREPLY, rep, e->h.reply);
@@ -1423,10 +1441,9 @@ static bool self_lockable(void *arg)
 	       (w->self_lock == 0 || w->self_lock == MPI_LOCK_SHARED);
 }
 
-static bool self_lockable_excl(void *arg)
+static bool self_locked_excl(void *arg)
 {
-	struct win *w = arg;
-	return w->excl < 0 && w->nshared == 0;
+	return ((struct win *)arg)->self_lock == MPI_LOCK_EXCLUSIVE;
 }
 
 static int lock_one(struct win *w, int type, int rank, const char *fn)
@@ -1438,10 +1455,18 @@ static int lock_one(struct win *w, int type, int rank, const char *fn)
 	if (w->q[rank].lock)
 		return bcs_err(w->comm, MPI_ERR_RMA_SYNC, fn);
 	w->q[rank].lock = type;
-	if (rank == w->rank) {
-		/* our own memory: no origin's batch while we hold it */
+	if (rank == w->rank && type == MPI_LOCK_EXCLUSIVE) {
+		/* our own memory: no origin's batch while we hold it; granted
+		 * in turn with the other origins' epochs (F_SELF) */
+		int rc = send_lock_batch(w, rank, (struct hdr){.flags = F_SELF | F_EXCL}, NULL, 0);
+		if (rc)
+			return bcs_err(w->comm, rc, fn);
+		bcs_wait(self_locked_excl, w);
+	} else if (rank == w->rank) {
+		/* shared: only an exclusive holder keeps us out; what we do in
+		 * the epoch goes through the daemons as any origin's (ship_locked) */
 		serve_locks(w);
-		bcs_wait(type == MPI_LOCK_EXCLUSIVE ? self_lockable_excl : self_lockable, w);
+		bcs_wait(self_lockable, w);
 		w->self_lock = type;
 	}
 	return MPI_SUCCESS;
@@ -1484,7 +1509,8 @@ static int ship_locked(struct win *w, const char *which, bool hold)
 		struct tq *q = &w->q[t];
 		if (!which[t])
 			continue;
-		if (t == w->rank) {
+		if (t == w->rank && (q->lock == MPI_LOCK_EXCLUSIVE || !q->b.nrec)) {
+			/* held exclusively: nothing else applies here meanwhile */
 			if (q->b.nrec)
 				err = apply_self(w);
 			continue;
@@ -1496,14 +1522,17 @@ static int ship_locked(struct win *w, const char *which, bool hold)
 			continue;
 		uint64_t len, want;
 		void *b = detach(w, q, &len, &want);
-		uint32_t flags = (q->lock == MPI_LOCK_EXCLUSIVE ? F_EXCL : 0) | (hold ? F_HOLD : 0);
+		/* to ourselves under our shared lock: in turn with the other
+		 * origins' batches, never held (our own lock is the hold) */
+		uint32_t flags = (q->lock == MPI_LOCK_EXCLUSIVE ? F_EXCL : 0) |
+				 (hold && t != w->rank ? F_HOLD : 0);
 		rc = send_lock_batch(w, t, (struct hdr){.bytes = len, .flags = flags, .reply = want},
 				     b, len);
 		rep[t] = xmalloc(want);
 		tgt[k] = t;
 		if (!rc)
 			rc = recv(w, rep[t], want, t, T_LREPLY, &r[k++]);
-		q->held = hold;
+		q->held = hold && t != w->rank;
 	}
 	r[k] = -1;
 	if (!rc)
