@@ -213,7 +213,13 @@ struct bcs_area {
 	/* the rank's library takes write orders (bcs_copy.write): a library
 	 * that predates them, in a job restored from its image, gets none */
 	uint32_t takes_writes;
-	uint32_t pad0[7];
+	/* written by the daemon at each collection of this rank's ring: the
+	 * slice (never 0). An MPI_Iprobe that found nothing is answered the
+	 * same by the library until it changes: nothing posted after it could
+	 * be answered before the next collection anyway. 0: a daemon that
+	 * predates it, every iprobe goes to the daemon */
+	uint32_t phase;
+	uint32_t pad0[6];
 	uint32_t sub_head;    /* written by the rank */
 	uint32_t pad1[15];
 	uint32_t sub_tail;    /* written by the daemon */

@@ -537,6 +537,7 @@ static bool collect(struct nd *nd, struct bjob *j, uint64_t slice)
 		return false; /* its rings hold what the ranks had pending: not before they are back */
 	for (uint32_t lr = 0; lr < j->nlocal; lr++) {
 		struct bcs_area *a = bcs_area_of(j, lr);
+		__atomic_store_n(&a->phase, (uint32_t)slice ? (uint32_t)slice : 1u, __ATOMIC_RELEASE);
 		uint32_t head = __atomic_load_n(&a->sub_head, __ATOMIC_ACQUIRE);
 		uint32_t tail = a->sub_tail;
 		if (head - tail > BCS_SUB_RING) {
