@@ -63,6 +63,12 @@ enum {
  * a few dozen bytes) */
 #define LOCK_INLINE 512
 
+/* wildcard header receives a window keeps posted (up to one per member):
+ * one quiescence takes every lock batch then waiting for this target, in
+ * the same order one receive took them in over as many quiescences
+ * (lowest source first), instead of one batch per quiescence */
+#define LOCK_HDRS 16
+
 #define F_EXCL 1u /* a batch of an exclusive lock epoch */
 #define F_HOLD 2u /* flushed: the epoch goes on, the target keeps it held */
 /* this rank's own exclusive lock on its window, asked of itself through
@@ -145,11 +151,12 @@ struct win {
 	MPI_Request *preq;
 	uint8_t **pbody;
 	/* passive target */
-	MPI_Request lreq;
-	struct {
+	MPI_Request *lreq; /* nlreq wildcard header receives, posted in */
+	struct lmsg {      /* ring order from lnext: the oldest first */
 		struct hdr h;
 		uint8_t body[LOCK_INLINE];
-	} lmsg;
+	} *lmsg;
+	int nlreq, lnext;
 	struct incoming *in;
 	int excl;          /* the origin holding the lock exclusively, or -1 */
 	char *shared;      /* origins holding it shared (flushed epochs) */
@@ -474,33 +481,43 @@ static void serve_locks(struct win *w)
 	w->servicing = 0;
 }
 
-static int post_lock_hdr(struct win *w)
+static int post_lock_hdr(struct win *w, int i)
 {
-	return recv(w, &w->lmsg, sizeof(w->lmsg), MPI_ANY_SOURCE, T_LHDR, &w->lreq);
+	return recv(w, &w->lmsg[i], sizeof(w->lmsg[i]), MPI_ANY_SOURCE, T_LHDR, &w->lreq[i]);
+}
+
+/* The oldest header receive, when it has completed: the daemons match the
+ * posted ones in post order, so none after it completes before it. */
+static bool lock_hdr_ready(const struct win *w)
+{
+	return w->nlreq && w->lreq[w->lnext] != MPI_REQUEST_NULL &&
+	       bcs_req_done(w->lreq[w->lnext]);
 }
 
 /* A lock batch announced itself: receive its body, look for the next. */
 static void take_lock_hdr(struct win *w)
 {
 	MPI_Status st;
-	bcs_req_take(&w->lreq, &st);
+	int i = w->lnext;
+	bcs_req_take(&w->lreq[i], &st);
 	struct bcs_comm *c = wc(w);
 	int from = -1;
 	for (int i = 0; i < c->size; i++)
 		if (c->world[i] == st.MPI_SOURCE)
 			from = i;
 	struct incoming *e = xmalloc(sizeof(*e));
-	*e = (struct incoming){.from = from, .h = w->lmsg.h, .body_req = MPI_REQUEST_NULL};
+	*e = (struct incoming){.from = from, .h = w->lmsg[i].h, .body_req = MPI_REQUEST_NULL};
 	e->body = xmalloc(e->h.bytes);
 	if (e->h.bytes <= LOCK_INLINE)
-		memcpy(e->body, w->lmsg.body, e->h.bytes);
+		memcpy(e->body, w->lmsg[i].body, e->h.bytes);
 	else
 		recv(w, e->body, e->h.bytes, from, T_LBODY, &e->body_req);
 	struct incoming **pp = &w->in;
 	while (*pp)
 		pp = &(*pp)->next;
 	*pp = e;
-	post_lock_hdr(w);
+	post_lock_hdr(w, i); /* now the newest */
+	w->lnext = (i + 1) % w->nlreq;
 }
 
 /* ---- post/start/complete/wait at the target */
@@ -611,7 +628,7 @@ static void progress(void)
 		struct win *w = wins[h];
 		if (!w)
 			continue;
-		if (w->lreq != MPI_REQUEST_NULL && bcs_req_done(w->lreq))
+		while (lock_hdr_ready(w))
 			take_lock_hdr(w);
 		if (w->in)
 			serve_locks(w);
@@ -702,7 +719,11 @@ static int win_new(void *base, MPI_Aint size, int disp_unit, MPI_Comm comm, int 
 	w->allocated = flavor == MPI_WIN_FLAVOR_ALLOCATE;
 	w->flavor = flavor;
 	w->excl = -1;
-	w->lreq = MPI_REQUEST_NULL;
+	w->nlreq = w->size < LOCK_HDRS ? w->size : LOCK_HDRS;
+	w->lreq = xmalloc((size_t)w->nlreq * sizeof(*w->lreq));
+	w->lmsg = xmalloc((size_t)w->nlreq * sizeof(*w->lmsg));
+	for (int i = 0; i < w->nlreq; i++)
+		w->lreq[i] = MPI_REQUEST_NULL;
 	w->sizes = xmalloc((size_t)w->size * sizeof(MPI_Aint));
 	w->units = xmalloc((size_t)w->size * sizeof(int));
 	w->q = calloc((size_t)w->size, sizeof(struct tq));
@@ -719,7 +740,8 @@ static int win_new(void *base, MPI_Aint size, int disp_unit, MPI_Comm comm, int 
 		w->units[i] = all[3 * i + 2];
 	}
 	free(all);
-	rc = post_lock_hdr(w);
+	for (int i = 0; i < w->nlreq && !rc; i++)
+		rc = post_lock_hdr(w, i);
 	w->hints = MPI_INFO_NULL;
 	if (!rc)
 		rc = win_hints(w, info);
@@ -966,13 +988,21 @@ int MPI_Win_free(MPI_Win *win)
 	rc = MPI_Barrier(w->comm);
 	if (rc)
 		return rc;
-	if (w->lreq != MPI_REQUEST_NULL) {
-		/* ours now, not progress's (which would post the next one) */
-		MPI_Request v[2] = {w->lreq, -1};
-		w->lreq = MPI_REQUEST_NULL;
-		MPI_Cancel(&v[0]);
+	if (w->nlreq) {
+		/* ours now, not progress's (which would post the next ones) */
+		int n = w->nlreq;
+		MPI_Request *v = xmalloc((size_t)(n + 1) * sizeof(*v));
+		w->nlreq = 0;
+		for (int i = 0; i < n; i++) {
+			v[i] = w->lreq[i];
+			MPI_Cancel(&v[i]);
+		}
+		v[n] = -1;
 		wait_reqs(v);
+		free(v);
 	}
+	free(w->lreq);
+	free(w->lmsg);
 	/* our answers must have left before the memory goes */
 	bcs_wait(no_pending, NULL);
 	for (int i = 0; i < w->size; i++) {
