@@ -5,8 +5,14 @@
  * operations (Rput, Rget, Raccumulate, Rget_accumulate) completed with
  * Waitall inside lock_all and lock epochs, flush_local; a shared window of
  * each node's ranks (Win_allocate_shared, Win_shared_query, Win_sync); the
- * window flavors. Only what MPI defines is printed, whatever the ranks per
- * node. */
+ * window flavors; a linked list every rank appends to at once, as MPICH's
+ * rma/linked_list programs do (compare-and-swap on a tail's next rank in an
+ * exclusive epoch or under lock_all with flush, chases that spin on gets and
+ * poll MPI_Iprobe, a rank spinning on exclusive epochs of its own window
+ * for what another rank puts there). Only what MPI defines is printed,
+ * whatever the ranks per node. */
+#include <stddef.h>
+
 #include "suite.h"
 
 static MPI_Comm W = MPI_COMM_WORLD;
@@ -273,6 +279,177 @@ static void shared_window(void)
 	MPI_Comm_free(&node);
 }
 
+/* ---- a linked list in a dynamic window, every rank appending */
+
+struct elem {
+	int value;
+	int next_rank; /* -1: the tail */
+	MPI_Aint next_disp;
+};
+
+#define LL_PER_RANK 8
+#define LL_PROBES 20
+
+static MPI_Aint ll_alloc(MPI_Win win, int value, struct elem **keep, int *nkeep)
+{
+	struct elem *e = NULL;
+	MPI_Alloc_mem(sizeof(*e), MPI_INFO_NULL, &e);
+	*e = (struct elem){.value = value, .next_rank = -1, .next_disp = 0};
+	MPI_Win_attach(win, e, sizeof(*e));
+	keep[(*nkeep)++] = e;
+	MPI_Aint d;
+	MPI_Get_address(e, &d);
+	return d;
+}
+
+#define NEXT_RANK(d) ((d) + (MPI_Aint)offsetof(struct elem, next_rank))
+#define NEXT_DISP(d) ((d) + (MPI_Aint)offsetof(struct elem, next_disp))
+
+/* One append: a compare-and-swap of the tail's next rank, then its next
+ * displacement put; a stale tail is chased. lockall: under lock_all with
+ * flushes (MPICH's linked_list_lockall), else exclusive epochs. */
+static void ll_append(MPI_Win win, int *trank, MPI_Aint *tdisp, MPI_Aint mine, int lockall)
+{
+	int nil = -1;
+	for (;;) {
+		int got = -1;
+		if (!lockall)
+			MPI_Win_lock(MPI_LOCK_EXCLUSIVE, *trank, 0, win);
+		MPI_Compare_and_swap(&rank, &nil, &got, MPI_INT, *trank, NEXT_RANK(*tdisp), win);
+		if (lockall)
+			MPI_Win_flush(*trank, win);
+		else
+			MPI_Win_unlock(*trank, win);
+		if (got == -1) {
+			if (lockall) {
+				MPI_Accumulate(&mine, 1, MPI_AINT, *trank, NEXT_DISP(*tdisp), 1,
+					       MPI_AINT, MPI_REPLACE, win);
+				MPI_Win_flush(*trank, win);
+			} else {
+				MPI_Win_lock(MPI_LOCK_EXCLUSIVE, *trank, 0, win);
+				MPI_Put(&mine, 1, MPI_AINT, *trank, NEXT_DISP(*tdisp), 1, MPI_AINT,
+					win);
+				MPI_Win_unlock(*trank, win);
+			}
+			*trank = rank;
+			*tdisp = mine;
+			for (int j = 0; j < LL_PROBES; j++) {
+				int flag;
+				MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, W, &flag, MPI_STATUS_IGNORE);
+			}
+			return;
+		}
+		/* stale: the next element's displacement, once its appender put it */
+		MPI_Aint next = 0;
+		do {
+			if (lockall) {
+				MPI_Get_accumulate(NULL, 0, MPI_DATATYPE_NULL, &next, 1, MPI_AINT,
+						   *trank, NEXT_DISP(*tdisp), 1, MPI_AINT, MPI_NO_OP,
+						   win);
+				MPI_Win_flush(*trank, win);
+			} else {
+				MPI_Win_lock(MPI_LOCK_EXCLUSIVE, *trank, 0, win);
+				MPI_Get(&next, 1, MPI_AINT, *trank, NEXT_DISP(*tdisp), 1, MPI_AINT,
+					win);
+				MPI_Win_unlock(*trank, win);
+			}
+		} while (next == 0);
+		*trank = got;
+		*tdisp = next;
+	}
+}
+
+/* rank 0 walks the list from head: each rank's elements counted */
+static void ll_check(MPI_Win win, MPI_Aint head, int lockall, const char *what)
+{
+	char name[96];
+	if (rank == 0) {
+		int counts[SLOTS] = {0}, n = 0, trank = 0, bad = 0;
+		MPI_Aint tdisp = head;
+		if (lockall)
+			MPI_Win_lock_all(0, win);
+		while (trank != -1 && n <= size * LL_PER_RANK + 1) {
+			struct elem e;
+			if (!lockall)
+				MPI_Win_lock(MPI_LOCK_EXCLUSIVE, trank, 0, win);
+			MPI_Get(&e, (int)sizeof(e), MPI_BYTE, trank, tdisp, (int)sizeof(e), MPI_BYTE,
+				win);
+			if (lockall)
+				MPI_Win_flush(trank, win);
+			else
+				MPI_Win_unlock(trank, win);
+			if (n > 0) {
+				if (e.value >= 0 && e.value < size)
+					counts[e.value]++;
+				else
+					bad++;
+			}
+			n++;
+			trank = e.next_rank;
+			tdisp = e.next_disp;
+		}
+		if (lockall)
+			MPI_Win_unlock_all(win);
+		snprintf(name, sizeof(name), "linked_list.%s.length", what);
+		checki(n - 1, size * LL_PER_RANK, name);
+		snprintf(name, sizeof(name), "linked_list.%s.values", what);
+		checki(bad, 0, name);
+		for (int r = 0; r < size; r++) {
+			snprintf(name, sizeof(name), "linked_list.%s.rank%d", what, r);
+			checki(counts[r], LL_PER_RANK, name);
+		}
+	}
+	MPI_Barrier(W);
+}
+
+static void linked_list(void)
+{
+	MPI_Win win;
+	struct elem *keep[2 * LL_PER_RANK + 4];
+	int nkeep = 0;
+	MPI_Win_create_dynamic(MPI_INFO_NULL, W, &win);
+
+	/* rank 0 spins on exclusive epochs of its own window until the last
+	 * rank's put lands there: its epochs must let the put through */
+	MPI_Aint flagd = rank == 0 ? ll_alloc(win, 0, keep, &nkeep) : 0;
+	MPI_Bcast(&flagd, 1, MPI_AINT, 0, W);
+	if (rank == size - 1) {
+		int one = 1;
+		MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
+		MPI_Put(&one, 1, MPI_INT, 0, flagd, 1, MPI_INT, win);
+		MPI_Win_unlock(0, win);
+	}
+	if (rank == 0) {
+		int seen = 0, spins = 0;
+		while (!seen) {
+			MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
+			MPI_Get(&seen, 1, MPI_INT, 0, flagd, 1, MPI_INT, win);
+			MPI_Win_unlock(0, win);
+			spins++;
+		}
+		checki(seen, 1, "linked_list.self_spin");
+	}
+	MPI_Barrier(W);
+
+	for (int lockall = 0; lockall < 2; lockall++) {
+		MPI_Aint head = rank == 0 ? ll_alloc(win, -1, keep, &nkeep) : 0;
+		MPI_Bcast(&head, 1, MPI_AINT, 0, W);
+		int trank = 0;
+		MPI_Aint tdisp = head;
+		if (lockall)
+			MPI_Win_lock_all(0, win);
+		for (int i = 0; i < LL_PER_RANK; i++)
+			ll_append(win, &trank, &tdisp, ll_alloc(win, rank, keep, &nkeep), lockall);
+		if (lockall)
+			MPI_Win_unlock_all(win);
+		MPI_Barrier(W);
+		ll_check(win, head, lockall, lockall ? "lockall" : "exclusive");
+	}
+	MPI_Win_free(&win);
+	for (int i = 0; i < nkeep; i++)
+		MPI_Free_mem(keep[i]);
+}
+
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
@@ -286,5 +463,6 @@ int main(int argc, char **argv)
 	dynamic_window();
 	request_based();
 	shared_window();
+	linked_list();
 	return suite_finish("rma_dyn");
 }
