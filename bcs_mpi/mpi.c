@@ -2239,7 +2239,8 @@ static int probe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st, boo
 		}
 		blocking = true;
 	}
-	if (!block && iprobe_again(c->ctx, wsrc, wtag)) {
+	/* not when a replay decided this one found a message (blocking) */
+	if (!blocking && iprobe_again(c->ctx, wsrc, wtag)) {
 		/* nothing since the daemon said nothing: the same answer, the
 		 * same records (a flag, a wildcard's ordinal), without a slice */
 		int k = wild ? bcs_trace_wild_post(&wsrc, &wtag) : -1;
