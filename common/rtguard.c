@@ -14,6 +14,10 @@
 #include <unistd.h>
 
 static pid_t guarded_tid;
+/* threads rt_threads_favoured made real-time: dropped with the guarded one */
+#define FAVOURED_MAX 8
+static pid_t favoured[FAVOURED_MAX];
+static atomic_int nfavoured;
 static struct rlimit before = { RLIM_INFINITY, RLIM_INFINITY };
 static bool limited;
 static atomic_int tripped; /* 0, 1: dropped, 2: dropped and told */
@@ -33,8 +37,12 @@ static void on_sigxcpu(int sig)
 {
 	(void)sig;
 	int saved = errno;
-	/* the thread that may spin, not whichever thread took the signal */
+	/* the thread that may spin, not whichever thread took the signal;
+	 * which of them ran the limit is not said, so every real-time one */
 	to_nice(guarded_tid);
+	int n = atomic_load(&nfavoured);
+	for (int i = 0; i < n && i < FAVOURED_MAX; i++)
+		to_nice(favoured[i]);
 	int zero = 0;
 	atomic_compare_exchange_strong(&tripped, &zero, 1);
 	errno = saved;
@@ -181,8 +189,20 @@ int rt_threads_favoured(int (*fn)(void *), void *arg)
 		bool old = false;
 		for (int k = 0; k < nb && !old; k++)
 			old = after[i] == before[k];
-		if (!old)
+		if (old)
+			continue;
+		/* the daemon's loop waits on such a thread: at the loop's own
+		 * policy while the guard holds, or it waits behind the
+		 * machine's other sessions (autogroups) for seconds */
+		struct sched_param sp = { .sched_priority = 1 };
+		int k = atomic_load(&nfavoured);
+		if (limited && !atomic_load(&tripped) && k < FAVOURED_MAX &&
+		    sched_setscheduler(after[i], SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) == 0) {
+			favoured[k] = after[i];
+			atomic_store(&nfavoured, k + 1);
+		} else {
 			to_nice(after[i]);
+		}
 	}
 	return rc;
 }

@@ -61,9 +61,13 @@ double rt_guard_share(void);
 int rt_guard_turn(void);
 
 /* Runs fn(arg) and puts the threads it started (a library's progress
- * thread: OpenPMIx's) at SCHED_OTHER nice -10: SCHED_RESET_ON_FORK starts
- * every thread of the daemon at nice 0, beside whatever else runs, and the
- * daemon waits on them. Returns fn's result. */
+ * thread: OpenPMIx's) at the daemon's own policy: SCHED_FIFO under the
+ * guard (a SIGXCPU drops them with the guarded thread), else nice -10.
+ * SCHED_RESET_ON_FORK starts every thread of the daemon at nice 0, beside
+ * whatever else runs, and the daemon's loop waits on them (a job's start
+ * and end wait for OpenPMIx's thread): a thread the loop waits on must be
+ * scheduled as the loop is, or the machine's other sessions (autogroups)
+ * hold the loop too. Returns fn's result. */
 int rt_threads_favoured(int (*fn)(void *), void *arg);
 
 #endif

@@ -6,6 +6,7 @@
 #include <execinfo.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -67,10 +68,10 @@ void stall_mark_turn(void)
 }
 
 /* the first line of /proc/self/task/TID/NAME, without its newline */
-static void task_file(const char *name, char *buf, size_t len)
+static void task_file(pid_t tid, const char *name, char *buf, size_t len)
 {
 	char path[64];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/%s", (int)loop_tid, name);
+	snprintf(path, sizeof(path), "/proc/self/task/%d/%s", (int)tid, name);
 	snprintf(buf, len, "?");
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -143,23 +144,55 @@ static void rt_runnable(char *out, size_t len)
 		snprintf(out, len, "none");
 }
 
-static void task_look(struct task_view *v)
+static void task_look_at(pid_t tid, struct task_view *v)
 {
 	char buf[512];
-	task_file("stat", buf, sizeof(buf));
+	task_file(tid, "stat", buf, sizeof(buf));
 	const char *p = strrchr(buf, ')');
 	v->state = p && p[1] == ' ' ? p[2] : '?';
 	v->policy = (int)stat_field(buf, 41);
 	v->nice = (int)stat_field(buf, 19);
-	task_file("syscall", buf, sizeof(buf));
+	task_file(tid, "syscall", buf, sizeof(buf));
 	/* the number alone (x86-64: 0 read, 1 write, 7 poll, 61 wait4,
 	 * 232 epoll_wait, 441 epoll_pwait2), or "running" */
 	snprintf(v->syscall, sizeof(v->syscall), "%.*s", (int)strcspn(buf, " "), buf);
-	task_file("wchan", v->wchan, sizeof(v->wchan));
-	task_file("schedstat", buf, sizeof(buf));
+	task_file(tid, "wchan", v->wchan, sizeof(v->wchan));
+	task_file(tid, "schedstat", buf, sizeof(buf));
 	char *end;
 	v->cpu_ns = strtoull(buf, &end, 10);
 	v->queued_ns = strtoull(end, NULL, 10);
+}
+
+static void task_look(struct task_view *v)
+{
+	task_look_at(loop_tid, v);
+}
+
+/* The daemon's other threads as the loop stands still (a library's thread
+ * the loop waits for, say): one line each, for the log. */
+static void others_say(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return;
+	pid_t self = (pid_t)syscall(SYS_gettid);
+	int n = 0;
+	for (struct dirent *e; (e = readdir(d)) && n < 8;) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+		if (tid <= 0 || tid == loop_tid || tid == self)
+			continue;
+		struct task_view v;
+		char comm[32];
+		task_look_at(tid, &v);
+		task_file(tid, "comm", comm, sizeof(comm));
+		slog_unlocked("stall:   thread %d (%s): state %c, policy %d nice %d, system call %s, "
+			      "kernel wait %s, %llu ms on a core and %llu ms waiting for one in all",
+			      (int)tid, comm, v.state, v.policy, v.nice, v.syscall, v.wchan,
+			      (unsigned long long)(v.cpu_ns / 1000000u),
+			      (unsigned long long)(v.queued_ns / 1000000u));
+		n++;
+	}
+	closedir(d);
 }
 
 /* on the loop's thread, asked by the watcher: where the loop is */
@@ -219,6 +252,7 @@ static void phase_look(struct watch *w, uint64_t now, int phase, uint64_t since,
 			      "state %c, system call %s, kernel wait %s; where:",
 			      (unsigned long long)in_ms, w->at.state, w->at.syscall, w->at.wchan);
 		pthread_kill(loop_thread, SIGURG);
+		others_say();
 	} else if (phase == PHASE_WAIT && timeout_us >= 0 &&
 		   in_ms >= (uint64_t)timeout_us / 1000u + threshold_ms) {
 		w->stall_since = since;
@@ -233,9 +267,18 @@ static void phase_look(struct watch *w, uint64_t now, int phase, uint64_t since,
 	}
 }
 
+/* the loop thread's policy when the watcher started: the watcher runs at
+ * it (threads start at SCHED_OTHER nice 0 under SCHED_RESET_ON_FORK), so
+ * that a late watcher means the daemon as a whole could not run, not that
+ * its watcher waited behind the machine's other sessions */
+static int loop_policy;
+static struct sched_param loop_param;
+
 static void *watch(void *arg)
 {
 	(void)arg;
+	if ((loop_policy & ~SCHED_RESET_ON_FORK) == SCHED_FIFO)
+		sched_setscheduler(0, loop_policy, &loop_param);
 	unsigned period = threshold_ms / 4 ? threshold_ms / 4 : 1;
 	struct watch w = {0};
 	uint64_t last = mono_ns();
@@ -287,6 +330,8 @@ int stall_watch(unsigned stall_ms)
 	threshold_ms = stall_ms;
 	loop_tid = (pid_t)syscall(SYS_gettid);
 	loop_thread = pthread_self();
+	loop_policy = sched_getscheduler(0);
+	sched_getparam(0, &loop_param);
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);

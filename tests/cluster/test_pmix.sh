@@ -65,6 +65,16 @@ id=$(last_job)
 n=0
 for i in 0 1 2 3; do grep -q "PMIx server up" "$C/log/node0$i.log" && n=$((n + 1)); done
 [ $n = 4 ] && ok "  every node daemon started its PMIx server" || bad "  PMIx servers up on $n of 4"
+# the daemon's loop waits on the library's thread at every job's start and
+# end, and its watcher says whether the daemon as a whole could run: both at
+# the loop's SCHED_FIFO, not at the nice 0 (or -10) a thread starts at,
+# where they wait behind the machine's other sessions
+ND0=$(awk '$2 == "node00" { print $1 }' "$C/pids")
+pols=$(ps -L -o cls= -p "$ND0" | sort | uniq -c | xargs)
+nthreads=$(ls "/proc/$ND0/task" | wc -l)
+[ "$nthreads" -ge 3 ] && [ "$pols" = "$nthreads FF" ] &&
+	ok "  node00's $nthreads threads (loop, watcher, PMIx's) all at SCHED_FIFO" ||
+	bad "  node00's threads all at SCHED_FIFO: $nthreads threads, policies '$pols' ($(ps -L -o tid=,cls=,ni=,comm= -p "$ND0" | xargs))"
 
 expect "the same with --mpi=pmix" 0 timeout 120 storm run --mpi=pmix -N 4 -n 8 "$T/ompi_modes" ring
 [ "$(sort "$T/out")" = "$want" ] && ok "  all 8 ranks right" ||
