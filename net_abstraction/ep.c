@@ -95,6 +95,18 @@ static int ep_getinfo(struct sn_ep *e, const char *prov, const char *src, char *
 	 * buffers carry its own control messages alone */
 	if (strstr(prov, "ofi_rxm") && strstr(prov, "tcp"))
 		sn_rxm_tcp_env();
+	/* ofi_rxm over verbs sizes the verbs completion queue it opens when
+	 * the endpoint is enabled at (128 + 128) entries times
+	 * FI_UNIVERSE_SIZE, 256 by default: 65,536, more than soft-RoCE gives
+	 * one queue (32,767), and fi_enable failed with EINVAL. This endpoint
+	 * keeps EP_PEERS peers: that many (unless set), read by libfabric at
+	 * its first call, this one in a rank. A node daemon's rails have set
+	 * theirs already (rail.c). */
+	if (strstr(prov, "verbs")) {
+		char v[16];
+		snprintf(v, sizeof(v), "%u", (unsigned)EP_PEERS);
+		setenv("FI_UNIVERSE_SIZE", v, 0);
+	}
 	struct fi_info *hints = fi_allocinfo();
 	if (!hints)
 		return -ENOMEM;

@@ -2,7 +2,8 @@
 # In the guest: the network layer over libfabric's verbs provider (under
 # ofi_rxm, as a cluster names it: `verbs;ofi_rxm`) on soft-RoCE, rdma_rxe,
 # the kernel's software RDMA device: the three primitives between node
-# processes (sn_mptest), then a BCS-MPI ring on a 2-node storm cluster.
+# processes (sn_mptest), then a BCS-MPI ring on a 2-node storm cluster,
+# whose payloads go from the sending rank's own verbs endpoint.
 # Prints PASS/FAIL lines.
 #
 # One rxe device, on one end of a veth pair in the initial network
@@ -78,10 +79,32 @@ storm run -N 2 -n 2 /usr/bin/ring >/tmp/ring.out 2>&1 || {
 }
 grep -q '^ring: token 3 (expected 3)$' /tmp/ring.out || fail "ring: $(cat /tmp/ring.out)"
 echo "PASS: rdma: BCS-MPI ring on 2 nodes over verbs;ofi_rxm"
-# the same with 256 KiB payloads, big enough for rank writes (the default).
-# On verbs the ranks' own endpoints do not open yet (EINVAL from opening,
-# binding or enabling the endpoint; not found yet), so the daemons carry them: checked intact,
-# and the ranks' own words on it shown
+# The receiving node daemons' counts of a job's message data from the
+# other node, as each logs them when the job ends here: "X Y" summed over
+# the nodes, X written by the sending ranks, Y through the daemons. Waits
+# for the job's line from each of the 2 nodes (the job's end reaches them
+# in their own time), a deadline against a hang only.
+data_lines() {
+	cat "$dir"/log/node*.log | grep -c 'message data from other nodes'
+}
+data_after() {
+	want=$(($1 + 2)) t=0
+	while [ "$(data_lines)" -lt $want ] && [ $t -lt 600 ]; do
+		sleep 1
+		t=$((t + 1))
+	done
+	for f in "$dir"/log/node*.log; do
+		grep -h 'message data from other nodes' "$f" | tail -n 1
+	done | sed -n 's/.*: \([0-9]*\) bytes written by the sending ranks, \([0-9]*\) through this daemon.*/\1 \2/p' |
+		awk '{ r += $1; d += $2; n++ } END { print r + 0, d + 0, n + 0 }'
+}
+# the same with 256 KiB payloads, big enough for rank writes (the default):
+# the sending rank writes each piece from its own verbs endpoint into the
+# receiving rank's pool, which the receiving node daemons count (each piece
+# that cannot go that way goes through them); checked intact, and the
+# ranks' own words on their endpoints shown. (The first ring logged no
+# such line: its tokens went inline in their descriptors.)
+before=$(data_lines)
 storm run -N 2 -n 2 /usr/bin/ring 262144 >/tmp/ring.out 2>&1 || {
 	sed 's/^/guest: ring: /' /tmp/ring.out
 	fail "storm run -N 2 -n 2 ring 262144"
@@ -89,4 +112,10 @@ storm run -N 2 -n 2 /usr/bin/ring 262144 >/tmp/ring.out 2>&1 || {
 grep -q '^ring: 262144-byte payloads intact$' /tmp/ring.out || fail "ring 262144: $(cat /tmp/ring.out)"
 grep -h 'endpoint' /tmp/ring.out | sed 's/^/guest: ring: /'
 echo "PASS: rdma: BCS-MPI 256 KiB payloads on 2 nodes over verbs;ofi_rxm"
+set -- $(data_after $before)
+echo "guest: rdma: ring 262144: $1 bytes from the other node written rank to rank, $2 through the daemons ($3 of 2 nodes' counts)"
+[ "$3" = 2 ] || fail "ring 262144: $3 of 2 node daemons logged the job's message data"
+# 3 laps, each a payload either way between the 2 nodes
+[ "$1" -gt 0 ] || fail "ring 262144: no byte went rank to rank over verbs ($2 through the daemons)"
+echo "PASS: rdma: BCS-MPI payloads written rank to rank over verbs;ofi_rxm ($1 of $((6 * 262144)) bytes)"
 storm cluster down >/dev/null || fail "storm cluster down"
