@@ -184,6 +184,14 @@ int sn_rail_count(const struct sn_ctx *ctx)
 	(void)ctx;
 	return 1;
 }
+int sn_peer_describe(const struct sn_ctx *ctx, uint32_t node, char *buf, size_t len)
+{
+	(void)ctx;
+	(void)node;
+	if (len)
+		buf[0] = '\0';
+	return 0;
+}
 int sn_local_addr(const struct sn_ctx *ctx, int rail, void *buf, size_t *len)
 {
 	(void)ctx;
