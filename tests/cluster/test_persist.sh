@@ -184,19 +184,11 @@ grep -qE "^ +$HALF .* COMPLETED .* 0 node" "$T/out" && ok "  it completed after 
 # then node02's once it is. Each node's accounting pair (its ranks' CPU) is
 # counted once: a later read must not ask node01 again. Ranks 1 and 2 burn
 # CPU, then say how much (the shell's own times), then wait for the test.
-BURN='i=0; while [ $i -lt 400000 ]; do i=$((i + 1)); done; times >'"$T/sync"'/cpu.$STORM_RANK'
+BURN='i=0; while [ $i -lt 400000 ]; do i=$((i + 1)); done; times >'"$T/sync"'/cpu.$STORM_RANK; echo burnt'
 expect "a 3-node job whose rank 0 ends at once" 0 storm submit -N 3 -o "$T/third.out" \
 	sh -c "[ \$STORM_RANK = 0 ] && exit 0; $BURN; $hold"
 THIRD=$(sed -n 's/^Submitted job //p' "$T/out")
-wait_count_files() { # N FILES...: until N of them exist (the ranks' CPU lines)
-	local n=$1 i; shift
-	for i in $(seq 600); do
-		[ "$(ls "$@" 2>/dev/null | wc -l)" -ge "$n" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-wait_count_files 2 "$T/sync/cpu.1" "$T/sync/cpu.2" || bad "  ranks 1 and 2 never said their CPU"
+wait_count "$T/third.out" "burnt" 2 60 >/dev/null || bad "  ranks 1 and 2 never said their CPU"
 node0_saved "$THIRD" && ok "  the MM saved node 0 done with it" || bad "  node 0 done in the MM's database"
 kill9 mm
 ND2=$(daemon_pid node02)
