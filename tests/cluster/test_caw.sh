@@ -83,10 +83,18 @@ grep -q "node node03 is DOWN" "$C/log/mm.log" && bad "node03 was declared DOWN" 
 # job's slot) is followed by the earlier job's end written again.
 expect "a job in the first job's slot, with node03 writing the first job's end after its own" 0 \
 	storm run -N 4 true
-grep -q "test hook done_late" "$C/log/node03.log" &&
-	grep -q "was launched in its done slot" "$C/log/node03.log" &&
-	ok "  node03 left the slot to the later job" ||
-	bad "  node03 left the slot to the later job (the hook did not fire, or the late end was written)"
+# the hook names the earlier job and its slot; node03 must leave that slot,
+# for that job, to the later one
+hook=$(grep -m1 "test hook done_late" "$C/log/node03.log")
+late=$(echo "$hook" | sed -n "s/.*: job \([0-9]*\)'s end written again into slot \([0-9]*\)$/\1 \2/p")
+if [ -z "$late" ]; then
+	bad "  node03 left the slot to the later job (the hook did not fire: '$hook')"
+elif grep -q "job ${late% *} ended here after job [0-9]* was launched in its done slot ${late#* };" \
+	"$C/log/node03.log"; then
+	ok "  node03 left the slot to the later job"
+else
+	bad "  node03 left the slot to the later job (job ${late% *}'s late end in slot ${late#* } was written)"
+fi
 
 # jobs on overlapping node sets, all at once
 pids=""
@@ -96,7 +104,7 @@ for i in 1 2 3 4 5 6; do
 done
 BG="$pids"
 n_ok=0
-for p in $pids; do wait "$p" && n_ok=$((n_ok + 1)); done
+for p in $pids; do wait_bg "$p" 120 "a job on overlapping node sets" && n_ok=$((n_ok + 1)); done
 BG=""
 [ "$n_ok" = 6 ] && ok "six jobs on overlapping node sets at once all completed" ||
 	bad "jobs on overlapping node sets: $n_ok of 6 completed"

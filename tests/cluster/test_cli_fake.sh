@@ -223,6 +223,14 @@ grep -qx qemu-system-x86 "$T/out" && grep -qx libpmix-dev "$T/out" && ! grep -qx
 	ok "  storm.ko's and the demo's" || bad "  --kernel's set"
 expect "install-deps.sh --test --dry-run installs nothing" 0 sh "$DEPS" --test --dry-run
 grep -q '^install-deps: would install: ' "$T/out" && ok "  says what it would install" || bad "  --dry-run: $(cat "$T/out")"
+# make demo on a machine without OpenPMIx yet: the Makefile, read before
+# deps installs it, says nothing of the missing package (a dry run: make
+# reads the Makefile and prints each recipe, the sub-make's too)
+mkdir -p "$T/nopc"
+PKG_CONFIG_LIBDIR=$T/nopc make -n -C "$HERE/../.." demo BUILD="$T/demo-build" >/dev/null 2>"$T/demo.err"
+[ "$?" = 0 ] && ! grep -qiE "pkg-config|was not found|pmix.pc" "$T/demo.err" &&
+	ok "make -n demo without pmix.pc: no pkg-config errors" ||
+	bad "make -n demo without pmix.pc: $(head -1 "$T/demo.err")"
 expect "install-deps.sh --frob" 2 sh "$DEPS" --frob
 has_line "  ... names it" err "install-deps: error: unknown option '--frob'"
 
