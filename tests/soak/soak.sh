@@ -30,18 +30,19 @@ while [ $# -gt 0 ]; do
 	*) break ;;
 	esac
 done
-# each scenario: its setup (a cluster, once) and one run
+# each scenario: its setup (a cluster, once), one run, and what its ranks'
+# command lines hold (STACKS_OF: whose stacks a failure keeps)
 scenario() {
 	case $1 in
-	restart-2to4) SETUP=ckpt_setup RUN="ckpt_run 2 4" ;;
-	restart-4to2) SETUP=ckpt_setup RUN="ckpt_run 4 2" ;;
-	restart-4to1) SETUP=ckpt_setup RUN="ckpt_run 4 1" ;;
-	ompi-b2b) SETUP=ompi_setup RUN=ompi_run ;;
-	mpich) SETUP=mpich_setup RUN=mpich_run ;;
-	gang-pair) SETUP=gang_setup RUN=gang_run ;;
-	mm-kill) SETUP=mm_setup RUN=mm_run ;;
-	nd-kill) SETUP=nd_setup RUN=nd_run ;;
-	link-cut) SETUP=link_setup RUN=link_run ;;
+	restart-2to4) SETUP=ckpt_setup RUN="ckpt_run 2 4" RANKS='$T/ckptapp' ;;
+	restart-4to2) SETUP=ckpt_setup RUN="ckpt_run 4 2" RANKS='$T/ckptapp' ;;
+	restart-4to1) SETUP=ckpt_setup RUN="ckpt_run 4 1" RANKS='$T/ckptapp' ;;
+	ompi-b2b) SETUP=ompi_setup RUN=ompi_run RANKS='$T/ompi_modes' ;;
+	mpich) SETUP=mpich_setup RUN=mpich_run RANKS='$T/pmiprog' ;;
+	gang-pair) SETUP=gang_setup RUN=gang_run RANKS='$T/ckptapp' ;;
+	mm-kill) SETUP=mm_setup RUN=mm_run RANKS='$T/mmgo' ;;
+	nd-kill) SETUP=nd_setup RUN=nd_run RANKS='$BIN/ckpt_prog' ;;
+	link-cut) SETUP=link_setup RUN=link_run RANKS='$T/linkgo' ;;
 	*) return 1 ;;
 	esac
 }
@@ -106,15 +107,19 @@ step() {
 	fi
 	return $rc
 }
-# hang_dump: the daemons' state and the ranks' stacks, now (a wait that
-# timed out on something other than a command)
-hang_dump() {
-	HUNG=1
+# now_dump WHAT: the daemons' state and the ranks' stacks, now, into the
+# run's dump.txt
+now_dump() {
 	{
 		echo "--- $1"
 		cluster_dump
-		[ -n "${STACKS_OF:-}" ] && stacks "$STACKS_OF"
+		stacks "$STACKS_OF"
 	} >>"$R/dump.txt" 2>&1
+}
+# hang_dump WHAT: a wait that timed out on something other than a command
+hang_dump() {
+	HUNG=1
+	now_dump "$1"
 	fail "$1"
 }
 
@@ -150,7 +155,7 @@ ckpt_run() {
 	cmp -s "$T/ref.txt" "$T/live.txt" || fail "job $j: result differs from the uninterrupted run"
 	k=$(last_ckpt)
 	rm -f "$T/live.txt"
-	STACKS_OF=$T/ckptapp step 300 restart storm restart -N "$to" "$k" ||
+	step 300 restart storm restart -N "$to" "$k" ||
 		fail "storm restart -N $to $k: exit $?: $(tail -1 "$R/restart.err")"
 	cmp -s "$T/ref.txt" "$T/live.txt" ||
 		fail "restart -N $to of checkpoint $k (step $s): result differs from the uninterrupted run"
@@ -166,7 +171,6 @@ ompi_setup() {
 OMPI_WANT=$(for r in 0 1 2 3 4 5 6 7; do echo "rank $r of 8: token $((r == 0 ? 8 : r + 1)) sum 28"; done)
 ompi_run() {
 	local kind i
-	export STACKS_OF=$T/ompi_modes
 	for i in 1 2 3; do
 		kind=$(echo "ring none abort" | tr ' ' '\n' | shuf -n1)
 		case $kind in
@@ -195,7 +199,7 @@ mpich_setup() {
 	storm cluster up --netns --nodes 4 --dir "$C" >"$T/up.out" 2>&1
 }
 mpich_run() {
-	STACKS_OF=$T/pmiprog step 120 ring storm run -N 4 -n 8 "$T/pmiprog" ring || fail "ring: exit $?"
+	step 120 ring storm run -N 4 -n 8 "$T/pmiprog" ring || fail "ring: exit $?"
 	[ "$(grep -c ' of 8: token .* sum 28$' "$R/ring.out")" = 8 ] || fail "ring: wrong output"
 }
 
@@ -213,8 +217,8 @@ gang_run() {
 	storm run -N 4 -n 8 $GAPP "$T/g1.txt" >"$R/g1.out" 2>"$R/g1.err" &
 	local a=$!
 	jitter 200
-	STACKS_OF=$T/ckptapp step 300 g2 storm run -N 4 -n 8 $GAPP "$T/g2.txt" || fail "second job: exit $?"
-	gone "$a" 300 || { STACKS_OF=$T/ckptapp hang_dump "first job did not end"; kill "$a"; }
+	step 300 g2 storm run -N 4 -n 8 $GAPP "$T/g2.txt" || fail "second job: exit $?"
+	gone "$a" 300 || { hang_dump "first job did not end"; kill "$a"; }
 	wait "$a" || fail "first job: exit $?"
 	cmp -s "$T/gref.txt" "$T/g1.txt" || fail "first job: result differs"
 	cmp -s "$T/gref.txt" "$T/g2.txt" || fail "second job: result differs"
@@ -336,6 +340,8 @@ for sc in $SCENARIOS; do
 	rm -rf "$C"
 	mkdir -p "$OUT/$sc"
 	scenario "$sc"
+	export STACKS_OF
+	STACKS_OF=$(eval echo "$RANKS")
 	if ! $SETUP >"$OUT/$sc/setup.log" 2>&1; then
 		cat "$T/up.out" >>"$OUT/$sc/setup.log" 2>/dev/null
 		echo "soak.sh: $sc: its setup failed (log: $OUT/$sc/setup.log)" >&2
@@ -352,8 +358,13 @@ for sc in $SCENARIOS; do
 		mark=$(date +%s.%N)
 		$RUN >>"$R/harness.txt" 2>&1
 		# every job ended and its nodes free before the next run
-		for j in $(storm jobs --json 2>/dev/null | python3 -c 'import json,sys; print(" ".join(str(j["job"]) for j in json.load(sys.stdin)["jobs"]))' 2>/dev/null); do
-			kill_job "$j" >/dev/null 2>&1 || fail "job $j left running"
+		left=$(storm jobs --json 2>/dev/null | python3 -c 'import json,sys; print(" ".join(str(j["job"]) for j in json.load(sys.stdin)["jobs"]))' 2>/dev/null)
+		[ -n "$left" ] && fail "jobs left running: $left"
+		# a failure that is not a hang: the daemons' state and the ranks'
+		# stacks as they are right after it (a hang took them while stuck)
+		[ -n "$WHY" ] && [ "$HUNG" = 0 ] && now_dump "after the failure: $WHY"
+		for j in $left; do
+			kill_job "$j" >/dev/null 2>&1 || fail "job $j could not be ended"
 		done
 		if [ -n "$WHY" ]; then
 			nf=$((nf + 1))
