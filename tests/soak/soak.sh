@@ -2,10 +2,12 @@
 # The soak harness (make soak): named scenarios, each run N times on a virtual
 # cluster with a CPU hog beside it, with random timing where timing matters
 # (when a checkpoint, a kill or a link cut lands). A run fails when its
-# answer differs from the uninterrupted one, a job is lost, or a step outlives
-# its limit (a hang: the daemons' SIGUSR1 dumps and the ranks' stacks are
-# taken while it is stuck). Every failed run's logs are kept. Prints a row a
-# scenario: runs, failures, hangs; the same rows go to OUT/summary.tsv.
+# answer differs from the uninterrupted one, a job is lost or left running, or
+# a step outlives its limit (a hang: the daemons' SIGUSR1 dumps and the ranks'
+# stacks are taken while it is stuck; after any other failure, as it ends).
+# Every failed run's logs are kept. Prints a row a scenario: runs, failures,
+# hangs, and for the restart scenarios how many checkpoints froze their big
+# message still moving; the same rows go to OUT/summary.tsv.
 #
 # Usage: soak.sh [-n RUNS] [-o OUT] [--no-hog] [--list] BUILD_BIN [SCENARIO...]
 #   RUNS   runs per scenario (default 200)
@@ -149,6 +151,13 @@ ckpt_run() {
 	j=$(last_job)
 	jitter 60
 	step 300 ckpt storm checkpoint "$j" || fail "storm checkpoint $j at step $s: $(tail -1 "$R/ckpt.err")"
+	# whether the checkpoint froze the big message still moving (the
+	# nodes' drain says how many bytes were left): counted, not required
+	local m
+	m=$(grep -h "job $j: checkpoint .*BCS-MPI frozen with" "$C"/log/node0*.log |
+		sed -n 's/.* \([0-9]*\) bytes still to move.*/\1/p' | sort -n | tail -1)
+	echo "checkpoint at step $s: ${m:-0} bytes still to move" >>"$R/harness.txt"
+	[ "${m:-0}" -gt 1048576 ] && MOVING=$((MOVING + 1))
 	touch "$T/live.txt.go"
 	gone "$run" 300 || { hang_dump "job $j did not end"; kill "$run"; }
 	wait "$run" || fail "job $j exit $?"
@@ -332,8 +341,8 @@ if [ "$HOG" = 1 ]; then
 	sh -c 'while :; do :; done' &
 	HOGPID=$!
 fi
-printf 'scenario\truns\tfailures\thangs\n' >"$OUT/summary.tsv"
-printf '%-14s %6s %9s %6s\n' scenario runs failures hangs
+printf 'scenario\truns\tfailures\thangs\tfrozen_moving\n' >"$OUT/summary.tsv"
+printf '%-14s %6s %9s %6s %14s\n' scenario runs failures hangs frozen_moving
 total_bad=0
 for sc in $SCENARIOS; do
 	cluster_kill
@@ -349,7 +358,7 @@ for sc in $SCENARIOS; do
 		total_bad=$((total_bad + 1))
 		continue
 	fi
-	nf=0 nh=0
+	nf=0 nh=0 MOVING=0
 	for i in $(seq 1 "$RUNS"); do
 		R=$T/run
 		rm -rf "$R"
@@ -383,8 +392,11 @@ for sc in $SCENARIOS; do
 			fi
 		fi
 	done
-	printf '%-14s %6s %9s %6s\n' "$sc" "$RUNS" "$nf" "$nh"
-	printf '%s\t%s\t%s\t%s\n' "$sc" "$RUNS" "$nf" "$nh" >>"$OUT/summary.tsv"
+	# frozen_moving: the restart scenarios' checkpoints that froze a message
+	# of over 1 MiB still moving
+	case $sc in restart-*) mv=$MOVING ;; *) mv=- ;; esac
+	printf '%-14s %6s %9s %6s %14s\n' "$sc" "$RUNS" "$nf" "$nh" "$mv"
+	printf '%s\t%s\t%s\t%s\t%s\n' "$sc" "$RUNS" "$nf" "$nh" "$mv" >>"$OUT/summary.tsv"
 	[ "$nf" = 0 ] || total_bad=$((total_bad + 1))
 done
 echo "soak: summary in $OUT/summary.tsv"
