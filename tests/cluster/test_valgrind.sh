@@ -8,6 +8,12 @@ BIN=$(cd "${1:-build/bin}" && pwd)
 . "$(dirname "$0")/lib.sh"
 T=$(mktemp -d /tmp/storm-vgtest.XXXXXX)
 export STORM_CONF=$T/storm.conf PATH=$BIN:$PATH
+# the daemons are started here, not by storm cluster up, which puts a plain
+# cluster's fabric on loopback: the providers' default is the first other
+# interface, which can be another cluster's bridge; when its network
+# namespaces go, every connection on it stalls in TCP's retransmission
+# back-off (up to 2 minutes) and the nodes look dead
+export FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo FI_UDP_IFACE=lo
 PIDS="" MUNGED_PID=""
 cleanup() {
 	fail_report
@@ -46,6 +52,11 @@ done
 wait_log "$T/mm.log" "listening on" 60 || { bad "the MM never listened"; exit 1; }
 # under valgrind and a loaded machine the nodes take minutes to come UP
 storm cluster status --wait "$(patience 120)" >/dev/null || { bad "nodes never came up"; exit 1; }
+# every TCP socket the daemons listen on is on loopback
+away=$(ss -Htlnp | grep -E "pid=($(echo $PIDS | tr ' ' '|'))," | awk '{ print $4 }' |
+	grep -vE '^(127\.0\.0\.1|\[::1\]):')
+[ -z "$away" ] && ok "the daemons listen on loopback only" ||
+	bad "the daemons listen on loopback only: also on $(echo $away)"
 [ "$(storm run -N 2 -n 4 sh -c 'echo hi' | wc -l)" = 4 ] && ok "run" || bad "run"
 [ "$(storm run -N 2 --file /etc/hostname cat /etc/hostname | wc -l)" = 2 ] && ok "--file" || bad "--file"
 storm submit --wait -o "$T/b.out" -N 2 sh -c 'exit 3' >/dev/null 2>&1
