@@ -1031,7 +1031,7 @@ static int ckpt_watch(const char *tag)
 	verdict(seen.slots > 0 && seen.held == seen.slots,
 		"checkpointed job stays stopped while held",
 		"%d of its slots came in the %llu ms its ranks stayed stopped before the dump "
-		"seized them, %d of them held (%d checkpoints taken, at most 3; want at least 1, all held)",
+		"seized them, %d of them held (checkpoints taken: %d of at most 3; want at least 1, all held)",
 		seen.slots, (unsigned long long)seen.stopped_ms, seen.held, tries);
 	close(fd);
 	return failed ? 1 : 0;
