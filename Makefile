@@ -570,7 +570,9 @@ layers: all $(WALK_CI)
 # and what failed in them).
 # kernel-check boots the module in a QEMU guest (under TCG here 50-150 s as
 # the host's load goes; soft-RoCE's primitives and ring added 0-35 s: with
-# them 50 s and 151 s, without 54 s and 116 s, at the same loads).
+# them 50 s and 151 s, without 54 s and 116 s, at the same loads; with an
+# allocation's steps, a checkpoint and COMPARE-AND-WRITE under contention
+# too, 97 s and 117 s at a load of 7).
 CHECK_JOBS ?= 1
 CHECK_SOLO := net-rma net-msg
 CHECK_SUITES := cluster-snakemake cluster-ckpt_mpi cluster-slurm debtest mpi-thirdparty \

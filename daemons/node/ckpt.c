@@ -536,6 +536,18 @@ void nd_checkpoint(struct nd *nd, const Storm__Cl__Checkpoint *c)
 	h->slot = c->slot;
 	add_helper(nd, h);
 	nd_copy_plan(nd, c); /* buddy copies, sent once the dump is done */
+	/* test hook ckpt_deaf_for=N: the command overtakes the strobes, as on
+	 * a node that lags: the next N are not heard (nor the one that brought
+	 * it, if one did), so the module plays the entries pushed before the
+	 * command (its slots come while the job is held), and the dump starts
+	 * at the first strobe heard */
+	uint64_t deaf = fault_value(&nd->fault, "ckpt_deaf_for");
+	if (deaf) {
+		nd->deaf_until = nd->slice + deaf;
+		slog("test hook: checkpoint %" PRIu64 ": strobes to %" PRIu64 " ignored", c->id,
+		     nd->deaf_until);
+		return;
+	}
 	/* the helper starts once the job's BCS-MPI traffic has drained
 	 * (nd_ckpt_poll): at once for a job that has none */
 	nd_ckpt_poll(nd);

@@ -161,8 +161,9 @@ struct nd {
 	 * "replay" (report 2 goes out again in its place) */
 	struct fault fault;
 	uint8_t *tamper_saved;  /* report 2, kept for the replay */
-	uint64_t deaf_until;    /* point "deaf" (with "deaf_for" N): strobes up to
-				 * this slice are ignored, as if never received */
+	uint64_t deaf_until;    /* points "deaf" (with "deaf_for" N) and
+				 * "ckpt_deaf_for": strobes up to this slice are
+				 * ignored, as if never received */
 	uint64_t signalled_job; /* point "abort_hold_code": the last job the
 				 * MM signalled, run here or not */
 	size_t tamper_saved_len;

@@ -388,6 +388,10 @@ static bool strobe_take(struct nd *nd, unsigned area, bool *bad_tag)
 	 * command would be verified and decoded each time */
 	bool forged = nd->cmd_done < s.cmd_seq && nd_on_commands(nd);
 	skip_unsent_commands(nd, s.cmd_seq, rejoined, forged);
+	/* test hook ckpt_deaf_for: a Checkpoint command this strobe brought
+	 * makes the node deaf from this strobe on, its schedule unread */
+	if (nd->deaf_until >= s.slice)
+		return true;
 	if (nd->helpers)
 		nd_ckpt_poll(nd);
 	nd->strobe_cmd_seq = s.cmd_seq;

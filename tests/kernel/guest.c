@@ -9,12 +9,24 @@
  *                          checkpoint, never continued by entries pushed
  *                          before it, until released);
  *   storm_guest spin TAG   a rank of a storm job: spins (TAG names its job);
- *   storm_guest observe ID_A TAG_A ID_B TAG_B SWITCHES
+ *   storm_guest spin TAG GATE
+ *                          a rank that computes a chain of steps, spins until
+ *                          the file GATE exists, computes as many again and
+ *                          prints the chain's value (restarted from a
+ *                          checkpoint taken anywhere in it, the same);
+ *   storm_guest sum        prints that value, computed here at once;
+ *   storm_guest observe ID_A TAG_A ID_B TAG_B SWITCHES [REGISTRATIONS]
  *                          two storm jobs that stormnd gang-schedules through
  *                          /dev/storm, watched read-only from outside until
- *                          the module has made SWITCHES switches;
+ *                          the module has made SWITCHES switches (job A may
+ *                          be an allocation whose steps each run ranks of
+ *                          TAG_A: REGISTRATIONS, default 2, counts each);
+ *   storm_guest ckptwatch TAG
+ *                          runs `storm checkpoint` on the job whose ranks are
+ *                          TAG while stormnd gang-schedules it beside another,
+ *                          watching its ranks and the module's ring;
  *   storm_guest ranks TAG  prints how many ranks of TAG run (exit 1 if any).
- * Both checks read the module's ring: every switch completed (the outgoing
+ * The checks read the module's ring: every switch completed (the outgoing
  * tasks off the CPU before the incoming job continued), the right jobs, a
  * stopped job gained no CPU time until it was continued; and from 1 ms
  * samples of each process's run time (/proc/PID/schedstat), the two jobs
@@ -87,6 +99,31 @@ static void spin(void)
 	volatile uint64_t x = 0;
 	for (;;)
 		x++;
+}
+
+/* The gated rank's work: each step depends on the last (no shortcut), so
+ * its value after a restart says the registers and memory came back. */
+#define CHAIN_STEPS (1ULL << 22)
+static uint64_t chain(uint64_t x, uint64_t from, uint64_t steps)
+{
+	for (uint64_t i = from; i < from + steps; i++) {
+		x = x * 6364136223846793005ULL + i;
+		x ^= x >> 29;
+	}
+	return x;
+}
+
+static int spin_gated(const char *gate)
+{
+	uint64_t x = chain(1, 0, CHAIN_STEPS);
+	volatile uint64_t idle = 0;
+	/* spinning, with a look at the gate now and then */
+	while (access(gate, F_OK) != 0)
+		for (int k = 0; k < (1 << 20); k++)
+			idle++;
+	x = chain(x, CHAIN_STEPS, CHAIN_STEPS);
+	printf("sum %016llx\n", (unsigned long long)x);
+	return 0;
 }
 
 /* A job: a process group of PER_JOB spinners; pids[0] leads it. */
@@ -601,10 +638,29 @@ static int find_ranks(const char *tag, pid_t *out)
 	return n;
 }
 
+/* Threads of the processes pids[0..n-1]. */
+static unsigned threads_of(const pid_t *pids, int n)
+{
+	unsigned t = 0;
+	for (int k = 0; k < n; k++) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/task", (int)pids[k]);
+		DIR *d = opendir(path);
+		struct dirent *de;
+		while (d && (de = readdir(d)))
+			t += de->d_name[0] != '.';
+		if (d)
+			closedir(d);
+	}
+	return t;
+}
+
 /* Two storm jobs, gang-scheduled by stormnd through the module: watched
  * from outside with a read-only open (as any rank may), until the module has
- * made `switches` more switches. */
-static int observe(uint64_t ida, const char *taga, uint64_t idb, const char *tagb, int switches)
+ * made `switches` more switches. Job A may be an allocation whose steps run
+ * its ranks: the module then holds regs registrations in all, one a step. */
+static int observe(uint64_t ida, const char *taga, uint64_t idb, const char *tagb, int switches,
+		   unsigned regs)
 {
 	int fd = open(STORM_DEVICE, O_RDONLY);
 	struct storm_info info;
@@ -625,17 +681,21 @@ static int observe(uint64_t ida, const char *taga, uint64_t idb, const char *tag
 		js.n[1] = find_ranks(tagb, js.pid[1]);
 		if (ioctl(fd, STORM_IOC_QUERY, &info) < 0)
 			info.jobs = 0;
-		if (js.n[0] == PER_JOB && js.n[1] == PER_JOB && info.jobs >= 2)
+		if (js.n[0] == PER_JOB && js.n[1] == PER_JOB && info.jobs >= regs)
 			break;
 		usleep(20000);
 	} while (now_ns() < give_up);
 	verdict(js.n[0] == PER_JOB && js.n[1] == PER_JOB, "ranks found",
 		"%d of job %llu, %d of job %llu", js.n[0], (unsigned long long)ida, js.n[1],
 		(unsigned long long)idb);
-	verdict(info.jobs >= 2, "stormnd registered the jobs", "%u registered, running %llu",
-		info.jobs, (unsigned long long)info.running_job);
+	verdict(info.jobs >= regs, "stormnd registered the jobs", "%u of %u registered, running %llu",
+		info.jobs, regs, (unsigned long long)info.running_job);
+	/* short of a step's registration, what that does to the turns is
+	 * judged too */
 	if (js.n[0] != PER_JOB || js.n[1] != PER_JOB || info.jobs < 2)
 		return 1;
+	unsigned threads[2] = { threads_of(js.pid[0], js.n[0]), threads_of(js.pid[1], js.n[1]) };
+	uint64_t t_regs = now_ns(); /* a switch started before may predate a registration */
 
 	uint64_t head0 = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE);
 	uint64_t target = switches_done(fd) + (uint64_t)switches;
@@ -652,7 +712,7 @@ static int observe(uint64_t ida, const char *taga, uint64_t idb, const char *tag
 	if (n < 4)
 		return 1;
 
-	int not_done = 0, wrong = 0, cpu_moved = 0, turned = 0;
+	int not_done = 0, wrong = 0, cpu_moved = 0, turned = 0, partial = 0;
 	uint64_t prev_in = ring_rec(ring, head0)->out_job, stopped_cpu[2] = { 0 };
 	int was_stopped[2] = { 0 };
 	for (uint64_t s = head0; s < head; s++) {
@@ -676,6 +736,14 @@ static int observe(uint64_t ida, const char *taga, uint64_t idb, const char *tag
 		prev_in = r->in_job;
 		if (same)
 			continue;
+		/* the incoming job's every rank (an allocation: each step's) */
+		if (in >= 0 && r->start_ns > t_regs && r->in_tasks != threads[in]) {
+			if (partial < 3)
+				printf("note: record %llu: %u of job %llu's %u threads continued\n",
+				       (unsigned long long)s, r->in_tasks,
+				       (unsigned long long)r->in_job, threads[in]);
+			partial++;
+		}
 		if (out >= 0) {
 			stopped_cpu[out] = r->out_cpu_ns;
 			was_stopped[out] = 1;
@@ -705,6 +773,10 @@ static int observe(uint64_t ida, const char *taga, uint64_t idb, const char *tag
 	}
 	verdict(!wrong, "the jobs take turns", "%d of %llu records out of turn", wrong,
 		(unsigned long long)n);
+	verdict(!partial, "each switch continues all of the incoming job",
+		"%d of %llu records continued part of it (job %llu: %u ranks' threads, job %llu: %u)",
+		partial, (unsigned long long)n, (unsigned long long)ida, threads[0],
+		(unsigned long long)idb, threads[1]);
 	verdict(!cpu_moved, "stopped job gains no CPU",
 		"%d times a job's run time moved between its stop and its continue", cpu_moved);
 	int both, alone[2], unexplained = overlaps(ring, head0, head, ns, &both, alone);
@@ -717,8 +789,251 @@ static int observe(uint64_t ida, const char *taga, uint64_t idb, const char *tag
 			slice->slice >= head,
 		"slice page", "slice %llu, job %llu running", (unsigned long long)slice->slice,
 		(unsigned long long)slice->job_id);
+	/* once whatever ran before has ended: exactly these (a registration
+	 * refused, a step's by its allocation's id, would be missing) */
+	if (ioctl(fd, STORM_IOC_QUERY, &info) < 0)
+		info.jobs = 0;
+	verdict(info.jobs == regs, "every job and step registered on its own",
+		"%u registered, want %u", info.jobs, regs);
 	close(fd);
 	printf("kernel-check: storm cluster: %d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
+
+/* A rank's state letter in /proc/PID/stat ('?' if it is gone) and whether a
+ * tracer holds it (the checkpoint's dump seizes it with ptrace). */
+static char rank_state(pid_t pid, bool *traced)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int f = open(path, O_RDONLY);
+	ssize_t n = f < 0 ? -1 : read(f, buf, sizeof(buf) - 1);
+	if (f >= 0)
+		close(f);
+	if (n <= 0)
+		return '?';
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')');
+	char st = p && p[1] == ' ' ? p[2] : '?';
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = open(path, O_RDONLY);
+	n = f < 0 ? -1 : read(f, buf, sizeof(buf) - 1);
+	if (f >= 0)
+		close(f);
+	buf[n > 0 ? n : 0] = '\0';
+	const char *t = strstr(buf, "TracerPid:");
+	*traced = t && atoi(t + 10) != 0;
+	return st;
+}
+
+/* The job id in a rank's environment (STORM_JOBID), 0 if none. */
+static uint64_t rank_job(pid_t pid)
+{
+	char path[64];
+	static char env[16384];
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	int f = open(path, O_RDONLY);
+	ssize_t n = f < 0 ? -1 : read(f, env, sizeof(env) - 1);
+	if (f >= 0)
+		close(f);
+	if (n <= 0)
+		return 0;
+	env[n] = '\0';
+	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(env + i) + 1) {
+		if (!strncmp(env + i, "STORM_JOBID=", 12))
+			return strtoull(env + i + 12, NULL, 10);
+	}
+	return 0;
+}
+
+struct csample {
+	uint64_t t0, t1, cpu; /* before and after reading; the ranks' run time */
+	bool stopped;         /* every rank in state T or t */
+	bool traced;          /* a rank held by a tracer: the dump */
+};
+static struct csample csamples[MAX_SAMPLES];
+
+/* Switches by stormnd through the module that continued job id since
+ * ring record from. */
+static int continued(const struct storm_ring_hdr *ring, uint64_t from, uint64_t id)
+{
+	int n = 0;
+	uint64_t head = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE);
+	for (uint64_t s = from; s < head; s++)
+		n += ring_rec(ring, s)->in_job == id && ring_rec(ring, s)->in_tasks;
+	return n;
+}
+
+/* Runs `storm checkpoint job` and samples the n ranks pids (state, tracer,
+ * run time) every 1 ms until it ends; returns the samples (at most
+ * MAX_SAMPLES: past them it only waits), -1 (printed) if it failed. */
+static int ckpt_sample(uint64_t job, const pid_t *pids, int n)
+{
+	char id[32];
+	snprintf(id, sizeof(id), "%llu", (unsigned long long)job);
+	fflush(stdout);
+	pid_t cmd = fork();
+	if (cmd == 0) {
+		execlp("storm", "storm", "checkpoint", id, (char *)NULL);
+		_exit(127);
+	}
+	/* the sampler must not wait behind the ranks and the daemons */
+	struct sched_param sp = { .sched_priority = 50 }, normal = { 0 };
+	sched_setscheduler(0, SCHED_FIFO, &sp);
+	int ns = 0, status = -1;
+	struct timespec next;
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	for (uint64_t end = now_ns() + DEADLINE_NS; now_ns() < end;) {
+		if (waitpid(cmd, &status, WNOHANG) == cmd)
+			break;
+		if (ns < MAX_SAMPLES) {
+			struct csample *c = &csamples[ns++];
+			c->t0 = now_ns();
+			c->cpu = 0;
+			c->stopped = true;
+			c->traced = false;
+			for (int k = 0; k < n; k++) {
+				bool tr = false;
+				char st = rank_state(pids[k], &tr);
+				c->stopped &= st == 'T' || st == 't';
+				c->traced |= tr;
+				c->cpu += run_ns(pids[k]);
+			}
+			c->t1 = now_ns();
+		}
+		next.tv_nsec += 1000000;
+		if (next.tv_nsec >= 1000000000) {
+			next.tv_nsec -= 1000000000;
+			next.tv_sec++;
+		}
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+	}
+	sched_setscheduler(0, SCHED_OTHER, &normal);
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		printf("FAIL: checkpoint: storm checkpoint %s: status %#x\n", id, status);
+		return -1;
+	}
+	return ns;
+}
+
+/* What one checkpoint showed: the job's slots in the stretch its ranks
+ * stayed stopped before the dump seized them, and how many were held. */
+struct ckpt_seen {
+	int slots, held;
+	uint64_t stopped_ms;
+};
+
+/* The ns samples against the ring's records from..head-1 of run id id: the
+ * dump's seize is the first sample with a tracer on a rank; before it, the
+ * run of samples in which the ranks stayed stopped holds the job's slots
+ * that came while it was held. false (printed) when no seize was seen. */
+static bool ckpt_judge(const struct storm_ring_hdr *ring, uint64_t from, uint64_t head,
+		       uint64_t id, int ns, struct ckpt_seen *seen)
+{
+	int seize = 0;
+	while (seize < ns && !csamples[seize].traced)
+		seize++;
+	if (seize == ns) {
+		verdict(false, "checkpoint dumps the job", "no sample saw its ranks seized (%d)", ns);
+		return false;
+	}
+	/* (the seize itself moves their run time: a stopped task is woken
+	 * to trap into its ptrace stop) */
+	int last = seize - 1, s0 = last;
+	while (s0 > 0 && csamples[s0 - 1].stopped && csamples[s0 - 1].cpu == csamples[s0].cpu)
+		s0--;
+	bool stretch = last >= 0 && csamples[last].stopped;
+	uint64_t t_from = stretch ? csamples[s0].t1 : 0, t_to = stretch ? csamples[last].t1 : 0;
+	*seen = (struct ckpt_seen){ .stopped_ms = (t_to - t_from) / 1000000 };
+	for (uint64_t s = from; s < head; s++) {
+		const struct storm_record *r = ring_rec(ring, s);
+		bool in = stretch && r->in_job == id && r->start_ns >= t_from && r->cont_ns <= t_to;
+		seen->slots += in;
+		seen->held += in && (r->flags & STORM_REC_HELD) && !r->in_tasks;
+	}
+	/* unless all is well, its slots from a second before that stop to the
+	 * seize */
+	for (uint64_t s = from; s < head && (!seen->slots || seen->held != seen->slots); s++) {
+		const struct storm_record *r = ring_rec(ring, s);
+		if (r->in_job == id && r->cont_ns + 1000000000ULL >= t_from &&
+		    r->start_ns <= csamples[seize].t0)
+			printf("note: checkpoint: switch %llu to job %llu at %+lld ms from the stop: "
+			       "%u tasks continued, flags %#x\n",
+			       (unsigned long long)s, (unsigned long long)id,
+			       ((long long)r->start_ns - (long long)t_from) / 1000000, r->in_tasks,
+			       r->flags);
+	}
+	return true;
+}
+
+/* Waits (bounded) until the job whose ranks are tag runs them, and the
+ * module has continued it twice since ring record *from (registered, and
+ * taking turns); its id, 0 (printed) if not. *from moves to the head. */
+static uint64_t ckpt_running(const struct storm_ring_hdr *ring, const char *tag, pid_t *pids,
+			     int *n, uint64_t *from)
+{
+	uint64_t id = 0, give_up = now_ns() + 120000000000ULL;
+	do {
+		*n = find_ranks(tag, pids);
+		if (*n == PER_JOB && !id)
+			id = rank_job(pids[0]);
+		if (*n == PER_JOB && id && continued(ring, *from, id) >= 2)
+			break;
+		usleep(20000);
+	} while (now_ns() < give_up);
+	if (*n != PER_JOB || !id || continued(ring, *from, id) < 2) {
+		printf("FAIL: checkpoint: %d ranks of %s, job %llu, %d switches to it\n", *n, tag,
+		       (unsigned long long)id, id ? continued(ring, *from, id) : 0);
+		return 0;
+	}
+	*from = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE);
+	return id;
+}
+
+/* `storm checkpoint` of the job whose ranks are tag (a plain job: its id is
+ * the run id the module's entries name), stormnd gang-scheduling it beside
+ * another through the module; run with stormnd's test hook ckpt_deaf_for,
+ * so the module plays the entries pushed before the command while the job
+ * is held. The job's ranks must stay stopped through the slots of its run
+ * id that come then, up to the dump's seize. A checkpoint through whose
+ * hold none of its slots came (the entries left were the other job's)
+ * proves nothing: another is taken, up to 3. The commands' output is
+ * printed. */
+static int ckpt_watch(const char *tag)
+{
+	int fd = open(STORM_DEVICE, O_RDONLY);
+	struct storm_info info;
+	const struct storm_ring_hdr *ring;
+	const struct storm_slice_page *slice;
+	if (fd < 0 || ioctl(fd, STORM_IOC_QUERY, &info) < 0) {
+		printf("FAIL: open/query %s read-only: %s\n", STORM_DEVICE, strerror(errno));
+		return 1;
+	}
+	if (!map_areas(fd, &info, &ring, &slice))
+		return 1;
+	pid_t pids[MAXP];
+	int n = 0, tries = 0;
+	uint64_t id, from = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE);
+	struct ckpt_seen seen = { 0 };
+	do {
+		if (!(id = ckpt_running(ring, tag, pids, &n, &from)))
+			return 1;
+		int ns = ckpt_sample(id, pids, n);
+		if (ns < 0)
+			return 1;
+		uint64_t head = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE);
+		if (head - from > ring->records)
+			from = head - ring->records;
+		if (!ckpt_judge(ring, from, head, id, ns, &seen))
+			return 1;
+		from = head;
+	} while (++tries < 3 && !seen.slots);
+	verdict(seen.slots > 0 && seen.held == seen.slots,
+		"checkpointed job stays stopped while held",
+		"%d of its slots came in the %llu ms its ranks stayed stopped before the dump "
+		"seized them, %d of them held (checkpoints taken: %d of at most 3; want at least 1, all held)",
+		seen.slots, (unsigned long long)seen.stopped_ms, seen.held, tries);
+	close(fd);
 	return failed ? 1 : 0;
 }
 
@@ -726,9 +1041,18 @@ int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "spin"))
 		spin();
-	if (argc == 7 && !strcmp(argv[1], "observe"))
+	if (argc == 4 && !strcmp(argv[1], "spin"))
+		return spin_gated(argv[3]);
+	if (argc == 2 && !strcmp(argv[1], "sum")) {
+		printf("sum %016llx\n",
+		       (unsigned long long)chain(chain(1, 0, CHAIN_STEPS), CHAIN_STEPS, CHAIN_STEPS));
+		return 0;
+	}
+	if ((argc == 7 || argc == 8) && !strcmp(argv[1], "observe"))
 		return observe(strtoull(argv[2], NULL, 10), argv[3], strtoull(argv[4], NULL, 10),
-			       argv[5], atoi(argv[6]));
+			       argv[5], atoi(argv[6]), argc == 8 ? (unsigned)atoi(argv[7]) : 2);
+	if (argc == 3 && !strcmp(argv[1], "ckptwatch"))
+		return ckpt_watch(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "ranks")) {
 		pid_t p[MAXP];
 		int n = find_ranks(argv[2], p);
@@ -736,8 +1060,8 @@ int main(int argc, char **argv)
 		return n ? 1 : 0;
 	}
 	if (argc != 1) {
-		fprintf(stderr, "usage: storm_guest [spin TAG | observe ID_A TAG_A ID_B TAG_B SWITCHES "
-				"| ranks TAG]\n");
+		fprintf(stderr, "usage: storm_guest [spin TAG [GATE] | sum | observe ID_A TAG_A ID_B "
+				"TAG_B SWITCHES [REGISTRATIONS] | ckptwatch TAG | ranks TAG]\n");
 		return 2;
 	}
 	return module_test();

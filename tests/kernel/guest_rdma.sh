@@ -2,8 +2,9 @@
 # In the guest: the network layer over libfabric's verbs provider (under
 # ofi_rxm, as a cluster names it: `verbs;ofi_rxm`) on soft-RoCE, rdma_rxe,
 # the kernel's software RDMA device: the three primitives between node
-# processes (sn_mptest), then a BCS-MPI ring on a 2-node storm cluster,
-# whose payloads go from the sending rank's own verbs endpoint.
+# processes and COMPARE-AND-WRITE under contention (sn_mptest), then a
+# BCS-MPI ring on a 2-node storm cluster, whose payloads go from the
+# sending rank's own verbs endpoint.
 # Prints PASS/FAIL lines.
 #
 # One rxe device, on one end of a veth pair in the initial network
@@ -45,21 +46,28 @@ echo "guest: rdma: $(rdma link show | tr '\n' ' ')"
 echo "PASS: rdma: soft-RoCE device rxe0 on rxa"
 
 # the three primitives: XFER-AND-SIGNAL with its events (integrity),
-# TEST-EVENT (events) and COMPARE-AND-WRITE (caw), 2 node processes each
+# TEST-EVENT (events) and COMPARE-AND-WRITE (caw), 2 node processes each;
+# then COMPARE-AND-WRITE under contention, 8 node processes each: every
+# one writing over its overlapping window and over all at one instant
+# (contend), and all racing for one value (concurrent)
 # (CUnit's verdicts on stdout; the scenarios' notes and libfabric's
 # warnings on stderr, shown on a failure). Each operation's bound is a
 # minute, against a hang only: rxe hashes every packet (crc32) on the
 # emulated CPU, and integrity's 16 MiB transfer missed the 6 s a host's
 # run allows on a loaded host
-SN_TEST_PROVIDERS='verbs;ofi_rxm' SN_TEST_ONLY='integrity x2|events x2|caw x2' \
+scen='integrity x2|events x2|caw x2|contend x8|concurrent x8'
+SN_TEST_PROVIDERS='verbs;ofi_rxm' SN_TEST_ONLY=$scen \
 	SN_TEST_OP_TIMEOUT_MS=60000 FI_LOG_LEVEL=warn sn_mptest >/tmp/sn_mptest.out 2>/tmp/sn_mptest.err
 rc=$?
 sed -n 's/^ *Test: \(.*\) \.\.\.passed$/PASS: rdma: verbs;ofi_rxm: \1/p' /tmp/sn_mptest.out
+# each scenario's time and its nodes' CPU
+grep '^time: ' /tmp/sn_mptest.err | sed 's/^/guest: sn_mptest: /'
 n=$(grep -c '\.\.\.passed$' /tmp/sn_mptest.out)
-if [ $rc != 0 ] || [ "$n" != 3 ]; then
+want=$(echo "$scen" | tr '|' '\n' | grep -c .)
+if [ $rc != 0 ] || [ "$n" != "$want" ]; then
 	cat /tmp/sn_mptest.out /tmp/sn_mptest.err | grep -v '^ *$' | tail -n 40 |
 		sed 's/^/guest: sn_mptest: /'
-	fail "sn_mptest on verbs;ofi_rxm: exit $rc, $n of 3 passed"
+	fail "sn_mptest on verbs;ofi_rxm: exit $rc, $n of $want passed"
 fi
 
 # a BCS-MPI ring of 2 ranks on 2 nodes, the cluster's fabric on verbs
