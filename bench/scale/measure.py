@@ -5,16 +5,23 @@ at a few sizes, written as one JSON costs file for the scale model
 
 usage: measure.py [--nodes 4 8] [--out FILE] [--reps 5] [--window 3]
                   [--timeslice-us 10000] [--provider P] [--ppn 1] [--no-sn]
-                  [--sn-max 16] [--job-end-combined 0|1]
+                  [--sn-max 16] [--caw-runs 3] [--job-end-combined 0|1]
 
 The 1- and 2-node points, which calibrate the model, are always measured.
 For each size N:
-  sn_bench (2 <= N <= --sn-max)  read-only and writing COMPARE-AND-WRITE over N nodes,
-                     multicast of 1 and 12 MiB to N-1 nodes (wall, median),
-                     and the root's CPU per operation (node0_cpu_us)
+  sn_bench (2 <= N <= --sn-max)  read-only and writing COMPARE-AND-WRITE over N nodes
+                     (--caw-runs runs each, alternating; the median of their
+                     medians, and each), multicast of 1 and 12 MiB to N-1 nodes
+                     (wall, median), the root's CPU per operation
+                     (node0_cpu_us), and every process's CPU per
+                     COMPARE-AND-WRITE (the runs' CPU less a short run's)
   storm cluster up --nodes N --timeslice-us T, with STORM_TRACE:
-    idle             every daemon's CPU (/proc/PID/schedstat, ns) over a
-                     window, per strobe the MM sent in it (mm.trace)
+    idle             every daemon's CPU (/proc/PID/schedstat, ns) and
+                     wake-ups (voluntary context switches) over a window,
+                     per strobe the MM sent in it (mm.trace); how many node
+                     daemons run at SCHED_FIFO (the virtual cluster's share
+                     of a core drops one over it to nice -10) at its end and
+                     after the launches
     strobe           per slice of the window that every node saw: arrival
                      skew (last - first T_RECV) and latency (T_RECV - send)
     launch           `storm run --timing -N N -n N*ppn` of do-nothing programs
@@ -29,6 +36,7 @@ that (the number of CPUs, the load average) is recorded beside the costs.
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -63,7 +71,15 @@ def runnable(seconds=1.0, samples=20):
     return sum(v) / len(v)
 
 
-def sn_bench(provider, nodes, test, size=None, iters=20, warmup=3):
+def children_cpu_s():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def sn_bench(provider, nodes, test, size=None, iters=20, warmup=3, cpu=None):
+    """One sn_bench run's JSON line; cpu, a list, gets the CPU seconds of
+    every process of the run (sn_bench waits for its node processes)."""
+    c0 = children_cpu_s()
     cmd = [os.path.join(BIN, "sn_bench"), "--provider", provider, "--nodes", str(nodes),
            "--test", test, "--iters", str(iters), "--warmup", str(warmup), "--budget-s", "30"]
     if size is not None:
@@ -71,6 +87,8 @@ def sn_bench(provider, nodes, test, size=None, iters=20, warmup=3):
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if p.returncode != 0:
         raise RuntimeError("sn_bench %s %d nodes: %s" % (test, nodes, p.stderr.strip()[-300:]))
+    if cpu is not None:
+        cpu.append(children_cpu_s() - c0)
     line = [ln for ln in p.stdout.splitlines() if ln.startswith("{")][-1]
     return json.loads(line)
 
@@ -122,6 +140,35 @@ def rss_kib(pid, field="VmRSS"):
             if line.startswith(field + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def wakeups(pid):
+    """Voluntary context switches of every thread of pid: its sleeps,
+    so its wake-ups."""
+    n = 0
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return 0
+    for tid in tids:
+        try:
+            with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        n += int(line.split()[1])
+        except OSError:
+            pass
+    return n
+
+
+def fifo(pid):
+    """Whether pid's main thread runs at SCHED_FIFO (policy, field 41 of
+    /proc/PID/stat)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[38]) == 1
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def sockets(pid):
@@ -222,12 +269,18 @@ def cluster_point(n, a, apps):
         # idle: the MM's and the nodes' CPU per strobe
         time.sleep(0.5)  # not a synchronisation: lets the first slices' set-up pass
         c0 = {p: cpu_ns(p) for p in [mm] + nds}
+        w0 = {p: wakeups(p) for p in [mm] + nds}
         t0 = time.monotonic_ns()
         time.sleep(a.window)  # the measurement window itself
         t1 = time.monotonic_ns()
         c1 = {p: cpu_ns(p) for p in [mm] + nds}
+        w1 = {p: wakeups(p) for p in [mm] + nds}
         idle_mm = c1[mm] - c0[mm]
         idle_nd = sum(c1[p] - c0[p] for p in nds)
+        wake_mm = w1[mm] - w0[mm]
+        wake_nd = sum(w1[p] - w0[p] for p in nds)
+        fifo_idle = sum(1 for p in nds if fifo(p))
+        mm_fifo_idle = fifo(mm)
         # launches
         for size, path in apps:
             runs = []
@@ -248,6 +301,8 @@ def cluster_point(n, a, apps):
             pt[key] = {k: med([x[k] for x in runs]) for k in
                        ("transfer_ms", "execute_ms", "total_ms", "mm_cpu_ms", "nd_cpu_ms")}
             pt[key]["runs"] = len(runs)
+        pt["nd_fifo_after_launches"] = sum(1 for p in nds if fifo(p))
+        pt["mm_fifo_after_launches"] = fifo(mm)
         pt["rss_mm_kib"] = rss_kib(mm)
         pt["rss_nd_kib"] = med([rss_kib(p) for p in nds])
         pt["anon_mm_kib"] = rss_kib(mm, "RssAnon")
@@ -259,7 +314,9 @@ def cluster_point(n, a, apps):
         ns = max(1, st["strobes"])
         pt["idle"] = {"window_s": (t1 - t0) / 1e9, "strobes": st["strobes"],
                       "mm_cpu_per_slice_us": idle_mm / 1e3 / ns,
-                      "nd_cpu_per_slice_us": idle_nd / 1e3 / ns / n}
+                      "nd_cpu_per_slice_us": idle_nd / 1e3 / ns / n,
+                      "mm_wakes_per_slice": wake_mm / ns, "nd_wakes_per_slice": wake_nd / ns / n,
+                      "nd_fifo": fifo_idle, "mm_fifo": mm_fifo_idle}
         pt["strobe"] = st
     finally:
         storm(["cluster", "down", "--dir", sdir], env=env, timeout=120)
@@ -272,9 +329,31 @@ def sn_point(n, a):
     try:
         # COMPARE-AND-WRITE calls are short: enough of them that the
         # median of a read and of a write settles (30 left the 4-node write
-        # 26% below the read measured in the same minute)
-        for key, test, size, iters in (("caw", "caw", None, 200), ("caw_write", "caw_write", None, 200),
-                                       ("mcast_1m", "mcast", MIB, 10),
+        # 26% below the read measured in the same minute); and several runs
+        # of each, alternating: the 4-node read measured 78, 123 and 166 µs
+        # in three runs of 200 calls (each run's calls share one placement
+        # of the processes on the cores, so its spread says little)
+        runs = {"caw": [], "caw_write": []}
+        cpus = {"caw": [], "caw_write": []}
+        for _ in range(a.caw_runs):
+            for test in ("caw", "caw_write"):
+                r = sn_bench(a.provider, n, test, None, iters=200, cpu=cpus[test])
+                runs[test].append(r)
+        for test in ("caw", "caw_write"):
+            meds = [r["median_us"] for r in runs[test]]
+            pt[test + "_us"] = med(meds)
+            pt[test + "_runs_us"] = meds
+            pt[test + "_cpu_us"] = med([r.get("node0_cpu_us") for r in runs[test]])
+            # every process's CPU per call (the members' besides the
+            # root's): the runs' CPU less a short run's, which has the
+            # same start-up, over the calls between them
+            short = []
+            sn_bench(a.provider, n, test, None, iters=20, cpu=short)
+            calls = sum(r.get("iters", 200) for r in runs[test]) - len(runs[test]) * 20
+            if calls > 0:
+                pt[test + "_all_cpu_us"] = (sum(cpus[test]) - len(runs[test]) * short[0]) \
+                    * 1e6 / calls
+        for key, test, size, iters in (("mcast_1m", "mcast", MIB, 10),
                                        ("mcast_12m", "mcast", 12 * MIB, 5)):
             r = sn_bench(a.provider, n, test, size, iters=iters)
             pt[key + "_us"] = r["median_us"]
@@ -304,6 +383,8 @@ def main():
     ap.add_argument("--provider", default="tcp;ofi_rxm")
     ap.add_argument("--ppn", type=int, default=1)
     ap.add_argument("--no-sn", action="store_true", help="skip sn_bench")
+    ap.add_argument("--caw-runs", type=int, default=3,
+                    help="sn_bench runs of each COMPARE-AND-WRITE test a size")
     ap.add_argument("--job-end-combined", type=int, choices=(0, 1), default=None,
                     help="the cluster's job_end_combined (default: storm's own default)")
     a = ap.parse_args()

@@ -41,6 +41,7 @@ CMD_BYTES = 2048                 # a launch command (Launch message + tag), typi
 REPORT_BYTES = 512               # a report with a few records, typical
 RXM_RX_BUFS = 128                # FI_OFI_RXM_MSG_RX_SIZE
 RXM_BUF = 128 << 10              # storm's rxm eager limit, its chunk
+SN_CM_POLL = 5e-3                # SN_CM_POLL_MS: a sleeping daemon's longest sleep
 FAST_CAW_NODES = 256             # above: a launch's flow-control CAWs in closed form
 
 
@@ -171,13 +172,26 @@ class Node:
 
     def __init__(self, m, idx):
         self.m, self.idx = m, idx
-        self.q = deque()
+        self.q = deque()   # the network layer's: messages, forwards, ACKs
+        self.dq = deque()  # the daemon's own work on what arrived
         self.busy = False
         self.nic_free = 0.0
         self.st = {}  # per-operation state
+        self.cpu = 0.0  # CPU spent (sn_bench's root: its CPU per call)
 
     def post(self, work, fn, *args):
+        """Network work (a message in or out): taken first in a turn."""
         self.q.append((work, fn, args))
+        self._wake()
+
+    def work(self, work, fn, *args):
+        """The daemon's work on what arrived (a chunk's write, a Launch, a
+        strobe's handling): after the turn's network progress, as the
+        daemons' loops do (sn_progress, then the events)."""
+        self.dq.append((work, fn, args))
+        self._wake()
+
+    def _wake(self):
         if not self.busy:
             self.busy = True
             w = self.m.wake()
@@ -187,10 +201,11 @@ class Node:
                 self._next()
 
     def _next(self):
-        if not self.q:
+        if not self.q and not self.dq:
             self.busy = False
             return
-        work, fn, args = self.q.popleft()
+        work, fn, args = (self.q or self.dq).popleft()
+        self.cpu += work
         self.m.cpu_for(self, work).add(work, lambda: (fn(*args), self._next()))
 
 
@@ -328,9 +343,13 @@ class Model:
                 for c in tree_children(i, n, f):
                     nodes[i].post(self.send_cost(pieces[k]), self.send, nodes[i], nodes[c],
                                   pieces[k], piece_in, c, k)
+            # the network layer acknowledges in its progress round, before
+            # the daemon acts on the data in the same turn (a leaf's ACK
+            # does not wait for its chunk's write; an inner node's waits
+            # for its children's, which queue behind that work)
+            maybe_ack(i)
             if s["got"] == len(pieces) and on_node:
                 on_node(i)
-            maybe_ack(i)
 
         def root_send():
             root.st[op]["got"] = len(pieces)
@@ -343,7 +362,7 @@ class Model:
                         root.post(self.send_cost(sz), self.send, root, nodes[c], sz, piece_in, c, k)
             maybe_ack(0)
 
-        root.post(root_work, root_send)
+        root.work(root_work, root_send)
 
     def _mcast(self, root, nbytes, fn, k):
         p = self.p
@@ -434,6 +453,9 @@ class Model:
         start()
         self.sim.run()
         self.bench = False
+        root = self.nodes[0]
+        self.root_cpu_per_call = root.cpu / (reps + 1)
+        self.cpu_per_call = sum(nd.cpu for nd in self.nodes) / (reps + 1)
         return median(out[1:] or out)
 
     def mcast_time(self, members, nbytes, reps=5):
@@ -472,7 +494,7 @@ class Model:
         p, nodes = self.p, self.nodes
         k = max(ahead_fit(nnodes, p["ahead"]), 0)
         size = strobe_size(nnodes, k)
-        acting, took, st = set(), set(), {"due": False}
+        acting, st = set(), {"due": False}
         at_strobe = p["nd_slice_cpu"] * p["nd_slice_at_strobe"]
         later = p["nd_slice_cpu"] - at_strobe
 
@@ -481,8 +503,12 @@ class Model:
                 arrived(s, i)
             if i not in acting:
                 acting.add(i)
-                took.add(i)
-                nodes[i].post(at_strobe, acting.discard, i)
+                nodes[i].work(at_strobe, acting.discard, i)
+                if later > 0:
+                    # the rest of its slice's work: the wake-ups its
+                    # fabric's poll limit makes (SN_CM_POLL_MS, 5 ms) after
+                    # the strobe's turn, in the middle of the slice
+                    self.sim.at(self.sim.t + SN_CM_POLL, nodes[i].work, later, lambda: None)
 
         def go(s):
             st["due"] = False
@@ -495,14 +521,7 @@ class Model:
                 return
             if not st["due"]:
                 st["due"] = True
-                nodes[0].post(self.mm_cpu_per_slice(nnodes), go, s)
-            if later > 0:
-                # the rest of the slice's work of each node that took the
-                # last strobe (its other wake-ups), modelled at the next
-                # slice's start: after every node's arrival, not before it
-                for i in sorted(took):
-                    nodes[i].post(later, lambda: None)
-                took.clear()
+                nodes[0].work(self.mm_cpu_per_slice(nnodes), go, s)
             self.sim.at(self.sim.t + p["timeslice"], tick, s + 1)
 
         self.sim.at(self.sim.t + phase, tick, 0)
@@ -523,7 +542,7 @@ class Model:
             written_at[(i, k)] = self.sim.t
 
         def consume(i, k):
-            nodes[i].post(chunks[k] * p["consume_pb"], wrote, i, k)
+            nodes[i].work(chunks[k] * p["consume_pb"], wrote, i, k)
 
         def pump():
             # send what the buffers allow; ask (COMPARE-AND-WRITE) before reuse
@@ -579,7 +598,7 @@ class Model:
             reports = {"n": 0}
 
             def report_in():
-                mm.post(p["mm_report_cpu"] + nnodes * p["mm_report_cpu_node"], counted)
+                mm.work(p["mm_report_cpu"] + nnodes * p["mm_report_cpu_node"], counted)
 
             def counted():
                 reports["n"] += 1
@@ -587,7 +606,7 @@ class Model:
                     self.caw("end", lambda ok: res.setdefault("e", self.sim.t))
 
             def act(i):
-                nodes[i].post(p["nd_exec_cpu"], lambda: nodes[i].post(
+                nodes[i].work(p["nd_exec_cpu"], lambda: nodes[i].post(
                     self.send_cost(REPORT_BYTES), self.send, nodes[i], mm, REPORT_BYTES,
                     report_in))
 
@@ -621,12 +640,12 @@ class Model:
                     done_at[i] = self.sim.t
                     if i == 1:  # the job's first node reports: the MM's hint
                         nodes[i].post(self.send_cost(REPORT_BYTES), self.send, nodes[i], mm,
-                                      REPORT_BYTES, mm.post, p["mm_report_cpu"], probe)
-                nodes[i].post(p["nd_exec_cpu"], ended)
+                                      REPORT_BYTES, mm.work, p["mm_report_cpu"], probe)
+                nodes[i].work(p["nd_exec_cpu"], ended)
 
             self.xfer("cmd", CMD_BYTES, on_node=act)
 
-        mm.post(p["mm_launch_cpu"], pump)
+        mm.work(p["mm_launch_cpu"], pump)
         # the cluster's own slices go on meanwhile, on the same CPUs (on a
         # machine of more nodes than FAST_CAW_NODES they are left out: each
         # node's are a few per cent of its own core, and the MM's per-slice
@@ -634,6 +653,9 @@ class Model:
         if self.shared is not None or nnodes <= FAST_CAW_NODES:
             self._slices(nnodes, lambda: "e" in res, phase=self.rng.random() * p["timeslice"])
         self.sim.run()
+        # the daemons' CPU per launch, as measure.py takes it (its slices
+        # meanwhile included): the MM's and a node's mean
+        self.launch_cpu = (nodes[0].cpu, sum(nd.cpu for nd in nodes[1:]) / max(1, nnodes))
         return res["x"] + p["transfer_wait"], res["e"] - res["x"] + p["exec_wait"]
 
     def strobes(self, nnodes, slices=100):

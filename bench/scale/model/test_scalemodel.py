@@ -120,6 +120,42 @@ class CPU(unittest.TestCase):
         self.assertAlmostEqual(m.sim.t, 2.0)  # not 1.0: the daemon is one thread
 
 
+    def test_network_before_the_daemons_work(self):
+        # a message that arrives while the daemon's work waits for a core is
+        # taken first in its turn (sn_progress, then the events)
+        m = sm.Model(cores=1, wake=0)
+        nodes = m._fresh(2)
+        order = []
+        nodes[1].post(1.0, order.append, "busy")     # holds the only core
+        nodes[0].work(1.0, order.append, "write")
+        nodes[0].post(1e-3, order.append, "msg")      # queued behind "write"
+        m.sim.run()
+        self.assertEqual(order, ["busy", "write", "msg"])
+        m = sm.Model(cores=1, wake=0)
+        nodes = m._fresh(1)
+        order = []
+        nodes[0].post(1.0, order.append, "first")
+        nodes[0].work(1.0, order.append, "write")
+        nodes[0].post(1e-3, order.append, "msg")
+        m.sim.run()
+        self.assertEqual(order, ["first", "msg", "write"])
+
+
+class Calibration(unittest.TestCase):
+    def test_message_cost_from_the_shared_sizes(self):
+        import calibrate
+        # the root's CPU per call: 8 µs a message end at 4 and 8 nodes (12
+        # and 16 ends); at 2 nodes it polls (40 µs for 4 ends): not used
+        costs = {"meta": {"fanout": 4}, "points": [
+            {"nodes": 2, "caw_cpu_us": 40.0, "caw_write_cpu_us": 40.0},
+            {"nodes": 4, "caw_cpu_us": 96.0, "caw_write_cpu_us": 96.0},
+            {"nodes": 8, "caw_cpu_us": 128.0, "caw_write_cpu_us": 128.0}]}
+        self.assertAlmostEqual(calibrate.msg_cost(costs, costs["points"][0]), 8e-6)
+        # without a size of 4 nodes or more: the 2-node root's over its 4 ends
+        two = {"meta": {}, "points": costs["points"][:1]}
+        self.assertAlmostEqual(calibrate.msg_cost(two, two["points"][0]), 10e-6)
+
+
 class Primitives(unittest.TestCase):
     def fixed(self, **kw):
         p = dict(c_send=1e-6, c_recv=1e-6, b_send=0, b_recv=0, wake=0, cores=None)
@@ -174,6 +210,19 @@ class Primitives(unittest.TestCase):
         hw = self.fixed(bw=1e9, hw_mcast=True).mcast_time(30, 4 * sm.MIB, reps=1)
         # the tree's root writes 4 copies, hardware multicast one
         self.assertLess(hw, tree / 2)
+
+    def test_leaf_acknowledges_before_its_write(self):
+        # the XFER's ACK leaves in the network's round, not after the
+        # daemon's write of the chunk: the root's local event comes first
+        m = self.fixed(consume_pb=1e-6)  # 1 s a MiB written
+        nodes = m._fresh(2)
+        ev = {}
+        m.xfer("x", sm.MIB, on_node=lambda i: nodes[i].work(
+                   sm.MIB * 1e-6, lambda: ev.setdefault("written", m.sim.t)),
+               on_done=lambda: ev.setdefault("acked", m.sim.t))
+        m.sim.run()
+        self.assertLess(ev["acked"], 1e-3)
+        self.assertGreater(ev["written"], 0.5)
 
     def test_launch_waits_for_flow_control(self):
         # a node that writes its chunk out slowly holds the third chunk back
