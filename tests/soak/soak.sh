@@ -147,8 +147,11 @@ ckpt_run() {
 	storm run -N "$from" -n 4 $APP "$T/live.txt" 90 >"$R/live.out" 2>"$R/live.err" &
 	local run=$!
 	s=$((4 * $(rnd 1 20) + 1))
-	wait_log "$R/live.out" "step $s big message" 120 || { hang_dump "job reached step $s"; kill "$run"; return; }
+	# the job's id before its big message: asked after, the question's
+	# time (a python under the hog) let most messages end first
+	wait_log "$R/live.out" "step 1 big message" 120 || { hang_dump "job did not start"; kill "$run"; return; }
 	j=$(last_job)
+	wait_log "$R/live.out" "step $s big message" 120 || { hang_dump "job reached step $s"; kill "$run"; return; }
 	jitter 60
 	step 300 ckpt storm checkpoint "$j" || fail "storm checkpoint $j at step $s: $(tail -1 "$R/ckpt.err")"
 	# whether the checkpoint froze the big message still moving (the
