@@ -509,6 +509,17 @@ slurmtest: all
 	$(SUITE) slurm-alloc ./tests/slurm/test_alloc.sh $(BUILD)/bin
 	$(SUITE) slurm-shapes ./tests/slurm/test_shapes.sh $(BUILD)/bin
 
+# OpenPMIx 4.2's deregister_client bug that daemons/node/pmix.c works around
+# (docs/RELIABILITY.md), reproduced with OpenPMIx's own APIs alone, then
+# avoided as the node daemon does (~15 s); not in make check: it tests the
+# installed library, not storm
+.PHONY: pmix-repro
+$(BUILD)/bin/pmix_deregister_repro: tests/pmix/deregister_repro.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror $(PMIX_CFLAGS) -o $@ $< $(PMIX_LIBS)
+pmix-repro: $(BUILD)/bin/pmix_deregister_repro
+	./tests/pmix/deregister_repro.sh $(BUILD)/bin
+
 # MPI conformance (tests/mpi): the suite under MPICH and under BCS-MPI on a
 # virtual cluster, outputs compared; the racy program; record and replay;
 # bcs-mpicc and bcs-mpicxx as drop-in compilers (make, CMake, pkg-config);

@@ -908,7 +908,8 @@ void pmix_job_end(struct nd *nd, struct nd_job *job)
 	 * first request after connecting goes unread and it waits in
 	 * PMIx_Init for ever, on that descriptor number for the daemon's
 	 * lifetime. Left alone, the library closes each socket itself, and
-	 * deletes its event, when it reads the drop. */
+	 * deletes its event, when it reads the drop. `make pmix-repro` shows
+	 * both with the library alone (tests/pmix/deregister_repro.c). */
 	struct nd_pmix *px = nd->pmix;
 	struct pxop op = {px, !pj->registered};
 	if (pj->registered)
