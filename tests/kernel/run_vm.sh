@@ -88,6 +88,12 @@ done | sort -u | while read -r lib; do
 	mkdir -p "$root${lib%/*}"
 	cp -L "$lib" "$root$lib"
 done
+# the guest mounts its own /tmp: a build there (a clone in /tmp) would be
+# hidden, so its libraries go where the loader looks anyway, the endpoint
+# library beside them
+case $eplib in /tmp/*)
+	for l in "${eplib%/*}"/*.so*; do cp -L "$l" "$root/usr/lib/x86_64-linux-gnu/"; done ;;
+esac
 echo 'root:x:0:0:root:/root:/bin/sh' > "$root/etc/passwd"
 echo 'root:x:0:' > "$root/etc/group"
 cat > "$root/init" <<'INIT'
