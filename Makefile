@@ -757,7 +757,7 @@ bench-launch: bench-deps
 # cluster at 1, 2 and SCALE_NODES nodes, the model validated against them and
 # its predictions to 16,384 nodes; writes bench/results/scale-DATE/ and the
 # "Scale model (bench/scale)" section of docs/BENCHMARKS.md, and the plots of
-# docs/design/scale-model.md (matplotlib). About 3 minutes for the full set on
+# docs/design/scale.md (matplotlib). About 3 minutes for the full set on
 # a quiet host, then the predictions; SCALE_NODES="4 8 16 32 64" for the full set
 SCALE_NODES ?= 4 8
 # the plots need matplotlib: Debian's python3-matplotlib, for Debian's python3

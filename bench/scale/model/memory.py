@@ -2,7 +2,7 @@
 
 The sizes this host runs (1-64 nodes) cannot tell the per-node terms from
 the noise (a node daemon's RSS moves by 0.3 MiB from 2 to 64 nodes), so each
-is measured or counted on its own (docs/design/scale-model.md, "A daemon's
+is measured or counted on its own (docs/design/scale.md, "A daemon's
 memory"), and the sizes measured are the check:
 
   node daemon = its RSS at the 2-node point (after the launches: shared

@@ -157,9 +157,11 @@ def main():
     print("| profile | multicast | nodes | depth | launch 12 MiB | launch 1 MiB | CAW | strobe last arrival p99 | strobe skew p99 | timed switch skew p99 | MM CPU per slice | smallest slice (MM ≤ 50%) | strobe | global memory | node daemon RSS | MM RSS |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print("| %s | %s | %d | %d | %.1f ms | %.1f ms | %.0f µs | %.0f µs | %.0f µs | %.0f µs | %.0f µs | %.2f ms | %d B%s | %.0f MiB | %.1f MiB | %.0f MiB |" % (
+        print("| %s | %s | %d | %d | %.1f ms | %s | %.0f µs | %.0f µs | %.0f µs | %.0f µs | %.0f µs | %.2f ms | %d B%s | %.0f MiB | %.1f MiB | %.0f MiB |" % (
             r["profile"], "hardware" if r["hw_mcast"] else "tree", r["nodes"], r["depth"],
-            r["launch_12m_s"] * 1e3, (r["launch_1m_s"] or 0) * 1e3, r["caw_us"], r["strobe_last_p99_us"],
+            r["launch_12m_s"] * 1e3,
+            "-" if r["launch_1m_s"] is None else "%.1f ms" % (r["launch_1m_s"] * 1e3),  # not run past 4,096 nodes
+            r["caw_us"], r["strobe_last_p99_us"],
             r["strobe_skew_p99_us"], r["timed_skew_p99_us"], r["mm_cpu_per_slice_us"],
             r["min_slice_ms"], r["strobe_bytes"], "" if r["ahead_k"] >= 0 else " (does not fit)",
             r["gmem_mib"], r["nd_rss_mib"] or 0, r["mm_rss_mib"] or 0))

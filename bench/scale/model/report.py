@@ -77,8 +77,9 @@ def main():
            "--nodes $(SCALE_NODES)`, then `bench/scale/model/report.py`, which writes this "
            "section). Generated from `%s`, %s, commit %s: %s virtual nodes of `%s` at a %d µs "
            "timeslice, %d CPUs, background runnable tasks %.1f–%.1f (%s); the model is "
-           "calibrated on the 1- and 2-node points (three parameters on the larger sizes: "
-           "docs/design/scale-model.md) and predicts the others." % (
+           "calibrated on the 1- and 2-node points (a message's CPU and the MM's per-node costs on "
+           "the sizes of 4 nodes and more: "
+           "docs/design/scale.md) and predicts the others." % (
                sizes, os.path.relpath(costs_path, os.path.join(HERE, "..", "..", "..")),
                meta["date"], meta.get("commit") or "none", sizes, meta["provider"],
                meta["timeslice_us"], meta["nproc"], min(loads or [0]), max(loads or [0]),
@@ -88,7 +89,7 @@ def main():
            val.strip(), "",
            "### Predicted at 16,384 nodes on a machine (a core per node, 10 ms timeslice)", "",
            ("With %s in place of the calibration's (`SCALE_PREDICT_SET`: measured beside "
-            "this run, docs/design/scale-model.md).\n" % ", ".join(
+            "this run, docs/design/scale.md).\n" % ", ".join(
                 "`%s`" % kv for kv in os.environ.get("SCALE_PREDICT_SET", "").split())
             if os.environ.get("SCALE_PREDICT_SET", "").split() else ""),
            benchdoc.table(["profile", "multicast", "launch 12 MiB", "CAW", "strobe skew p99",

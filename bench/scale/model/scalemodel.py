@@ -233,7 +233,7 @@ DEFAULTS = {
                             # decode, records, the commit, the acknowledgement)
     "mm_report_cpu_node": 0.0,  # ... and per node of the job, per report
     "job_end_combined": 0.0,  # 1: the job's end combined up the tree (the
-                            # design of docs/design/scale-model.md, "The job's
+                            # design of docs/design/scale.md, "The job's
                             # end combined up the tree"): only the job's first
                             # node reports; every other node whose ranks all
                             # exited 0 sets its done and accounting words, and
