@@ -116,20 +116,28 @@ def mm_and_nodes(d):
     return (mm[0] if mm else None), nodes
 
 
-def cpu_ns(pid):
-    """CPU time of every thread of pid (libfabric's and the daemon's own)."""
-    t = 0
+def per_thread_sum(pid, read):
+    """read(tid_dir) summed over every thread of pid (libfabric's and the
+    daemon's own); a thread gone meanwhile counts 0."""
     try:
         tids = os.listdir("/proc/%d/task" % pid)
     except OSError:
         return 0
+    t = 0
     for tid in tids:
         try:
-            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
-                t += int(f.read().split()[0])
+            t += read("/proc/%d/task/%s" % (pid, tid))
         except OSError:
             pass
     return t
+
+
+def cpu_ns(pid):
+    """CPU time of every thread of pid."""
+    def one(d):
+        with open(d + "/schedstat") as f:
+            return int(f.read().split()[0])
+    return per_thread_sum(pid, one)
 
 
 def rss_kib(pid, field="VmRSS"):
@@ -145,20 +153,13 @@ def rss_kib(pid, field="VmRSS"):
 def wakeups(pid):
     """Voluntary context switches of every thread of pid: its sleeps,
     so its wake-ups."""
-    n = 0
-    try:
-        tids = os.listdir("/proc/%d/task" % pid)
-    except OSError:
+    def one(d):
+        with open(d + "/status") as f:
+            for line in f:
+                if line.startswith("voluntary_ctxt_switches:"):
+                    return int(line.split()[1])
         return 0
-    for tid in tids:
-        try:
-            with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
-                for line in f:
-                    if line.startswith("voluntary_ctxt_switches:"):
-                        n += int(line.split()[1])
-        except OSError:
-            pass
-    return n
+    return per_thread_sum(pid, one)
 
 
 def fifo(pid):
