@@ -191,6 +191,18 @@ static uint64_t switches_done(int fd)
 /* Samples both jobs' run time every 1 ms until the module has made (or
  * superseded) target switches, or the deadline; returns the samples (at
  * most MAX_SAMPLES: past them it only waits). */
+/* sleeps to the next millisecond of a sampler's clock (absolute: a late
+ * sample does not shift the ones after it) */
+static void tick_1ms(struct timespec *next)
+{
+	next->tv_nsec += 1000000;
+	if (next->tv_nsec >= 1000000000) {
+		next->tv_nsec -= 1000000000;
+		next->tv_sec++;
+	}
+	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, next, NULL);
+}
+
 static int sample_until(const struct jobset *js, int fd, uint64_t target)
 {
 	uint64_t end = now_ns() + DEADLINE_NS;
@@ -212,12 +224,7 @@ static int sample_until(const struct jobset *js, int fd, uint64_t target)
 			}
 			s->t1 = now_ns();
 		}
-		next.tv_nsec += 1000000;
-		if (next.tv_nsec >= 1000000000) {
-			next.tv_nsec -= 1000000000;
-			next.tv_sec++;
-		}
-		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+		tick_1ms(&next);
 	}
 	struct sched_param normal = { 0 };
 	sched_setscheduler(0, SCHED_OTHER, &normal);
@@ -901,12 +908,7 @@ static int ckpt_sample(uint64_t job, const pid_t *pids, int n)
 			}
 			c->t1 = now_ns();
 		}
-		next.tv_nsec += 1000000;
-		if (next.tv_nsec >= 1000000000) {
-			next.tv_nsec -= 1000000000;
-			next.tv_sec++;
-		}
-		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+		tick_1ms(&next);
 	}
 	sched_setscheduler(0, SCHED_OTHER, &normal);
 	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
