@@ -192,6 +192,10 @@ int sn_peer_describe(const struct sn_ctx *ctx, uint32_t node, char *buf, size_t 
 		buf[0] = '\0';
 	return 0;
 }
+int sn_peer_tcp_describe(const struct sn_ctx *ctx, uint32_t node, char *buf, size_t len)
+{
+	return sn_peer_describe(ctx, node, buf, len);
+}
 int sn_local_addr(const struct sn_ctx *ctx, int rail, void *buf, size_t *len)
 {
 	(void)ctx;

@@ -4,11 +4,18 @@
  * progress engine until what they wait for holds. */
 #include "sn_int.h"
 
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 
 static unsigned env_uint(const char *name, unsigned dflt)
 {
@@ -54,6 +61,150 @@ void sn_get_stats(const struct sn_ctx *ctx, struct sn_stats *st) { *st = ctx->st
 static long long ago_ms(uint64_t now, uint64_t t)
 {
 	return t ? (long long)((now - t) / 1000000u) : -1;
+}
+
+/* The kernel's view of the TCP connections that carry traffic with a
+ * peer that fell silent: a stream whose retransmission timer has backed
+ * off (a loss on a stalled machine waits 0.2, 0.4, 0.8, 1.6 s... before
+ * the next try), bytes queued unsent or unacknowledged, or bytes that
+ * arrived and sit unread in our socket say which side holds the silence;
+ * the provider's counters (sn_peer_describe) cannot. A connection is matched to the
+ * peer by its remote address (one we opened); one the peer opened comes
+ * from a port of its choosing, so every one from its host is listed (on a
+ * virtual cluster, from several peers), and any other that is not idle. */
+static bool peer_sockaddr(const struct sn_ctx *ctx, uint32_t node, int rail,
+			  struct sockaddr_storage *out)
+{
+	const struct rail *rl = &ctx->rails[rail];
+	size_t alen = rl->alens[node];
+	const uint8_t *a = rl->addrs + (size_t)node * SN_ADDR_MAX;
+	sa_family_t fam;
+	if (alen < sizeof(fam))
+		return false;
+	memcpy(&fam, a, sizeof(fam));
+	if (!((fam == AF_INET && alen >= sizeof(struct sockaddr_in)) ||
+	      (fam == AF_INET6 && alen >= sizeof(struct sockaddr_in6))))
+		return false;
+	memset(out, 0, sizeof(*out));
+	memcpy(out, a, fam == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+	return true;
+}
+
+/* the same host (and, with port, the same port) */
+static bool same_sockaddr(const struct sockaddr_storage *a, const struct sockaddr_storage *b,
+			  bool port)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET) {
+		const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+		return (!port || x->sin_port == y->sin_port) &&
+		       x->sin_addr.s_addr == y->sin_addr.s_addr;
+	}
+	const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+	return (!port || x->sin6_port == y->sin6_port) &&
+	       !memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr));
+}
+
+static void sockaddr_text(const struct sockaddr_storage *sa, char *buf, size_t len)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+	if (sa->ss_family == AF_INET) {
+		const struct sockaddr_in *s = (const void *)sa;
+		inet_ntop(AF_INET, &s->sin_addr, host, sizeof(host));
+		port = ntohs(s->sin_port);
+	} else if (sa->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s = (const void *)sa;
+		inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof(host));
+		port = ntohs(s->sin6_port);
+	}
+	snprintf(buf, len, "%s:%u", host, port);
+}
+
+int sn_peer_tcp_describe(const struct sn_ctx *ctx, uint32_t node, char *buf, size_t len)
+{
+	if (len)
+		buf[0] = '\0';
+	/* per rail: the peer's listening address and ours; a connection it
+	 * opened reaches ours from its host, at a port of its choosing */
+	struct sockaddr_storage want[8], mine[8];
+	int nwant = 0;
+	for (int i = 0; i < ctx->nrails && nwant < 8 && node < ctx->n; i++)
+		if (peer_sockaddr(ctx, node, i, &want[nwant]) &&
+		    peer_sockaddr(ctx, ctx->self, i, &mine[nwant]))
+			nwant++;
+	if (!nwant)
+		return snprintf(buf, len, "the rails to it are not over TCP or IP");
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return snprintf(buf, len, "/proc/self/fd: %s", strerror(errno));
+	size_t w = 0;
+	unsigned idle = 0, shown = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		char *end;
+		long fd = strtol(de->d_name, &end, 10);
+		if (*end || fd < 0 || fd == dirfd(d))
+			continue;
+		int type = 0, proto = 0;
+		socklen_t sl = sizeof(type);
+		if (getsockopt((int)fd, SOL_SOCKET, SO_TYPE, &type, &sl) || type != SOCK_STREAM)
+			continue;
+		sl = sizeof(proto);
+		if (getsockopt((int)fd, SOL_SOCKET, SO_PROTOCOL, &proto, &sl) || proto != IPPROTO_TCP)
+			continue;
+		struct sockaddr_storage local, remote;
+		socklen_t ll = sizeof(local), rlen = sizeof(remote);
+		if (getsockname((int)fd, (struct sockaddr *)&local, &ll) ||
+		    getpeername((int)fd, (struct sockaddr *)&remote, &rlen))
+			continue; /* a listener */
+		bool ours = false, from_host = false;
+		for (int k = 0; k < nwant; k++) {
+			ours |= same_sockaddr(&remote, &want[k], true);
+			from_host |= same_sockaddr(&local, &mine[k], true) &&
+				     same_sockaddr(&remote, &want[k], false);
+		}
+		struct tcp_info ti;
+		sl = sizeof(ti);
+		memset(&ti, 0, sizeof(ti));
+		if (getsockopt((int)fd, IPPROTO_TCP, TCP_INFO, &ti, &sl))
+			continue;
+		int unread = 0, unacked = 0, unsent = 0;
+		ioctl((int)fd, SIOCINQ, &unread);
+		ioctl((int)fd, SIOCOUTQ, &unacked);
+		ioctl((int)fd, SIOCOUTQNSD, &unsent);
+		bool busy = unread || unacked || ti.tcpi_backoff || ti.tcpi_retransmits ||
+			    ti.tcpi_probes;
+		if (!ours && !from_host && !busy) {
+			idle++;
+			continue;
+		}
+		if (shown == 6) {
+			idle++;
+			continue;
+		}
+		shown++;
+		char l[64], r[64];
+		sockaddr_text(&local, l, sizeof(l));
+		sockaddr_text(&remote, r, sizeof(r));
+		int k = snprintf(buf + w, len > w ? len - w : 0,
+				 "%sfd %ld %s->%s (%s): unread %d, unacked %d (unsent %d), "
+				 "retransmissions %u (%u in all), back-off %u, rto %u ms, "
+				 "window probes %u; last data in %u ms ago, ack in %u, data out %u",
+				 shown == 1 ? "" : "; ", fd, l, r,
+				 ours ? "to it" : from_host ? "from its host" : "not idle",
+				 unread, unacked, unsent, ti.tcpi_retransmits, ti.tcpi_total_retrans,
+				 ti.tcpi_backoff, ti.tcpi_rto / 1000u, ti.tcpi_probes,
+				 ti.tcpi_last_data_recv, ti.tcpi_last_ack_recv, ti.tcpi_last_data_sent);
+		if (k < 0)
+			break;
+		w += (size_t)k;
+	}
+	closedir(d);
+	int k = snprintf(buf + w, len > w ? len - w : 0, "%s%u other connection(s) idle",
+			 shown ? "; " : "no connection to it; ", idle);
+	return k < 0 ? k : (int)(w + (size_t)k);
 }
 
 int sn_peer_describe(const struct sn_ctx *ctx, uint32_t node, char *buf, size_t len)

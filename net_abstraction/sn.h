@@ -281,6 +281,11 @@ int sn_sleep_limit_ms(struct sn_ctx *ctx, bool busy);
  * when our last send to it completed. The number of characters wanted, as
  * snprintf. */
 int sn_peer_describe(const struct sn_ctx *ctx, uint32_t node, char *buf, size_t len);
+/* Where the rails run over TCP, the kernel's view of this process's
+ * connections to peer node and of any other that is not idle (bytes
+ * unread, unsent or unacknowledged, retransmission back-off, zero-window
+ * probes), one line into buf; as sn_peer_describe. */
+int sn_peer_tcp_describe(const struct sn_ctx *ctx, uint32_t node, char *buf, size_t len);
 
 /* Counters for tests and benchmarks. */
 struct sn_stats {

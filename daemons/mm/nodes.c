@@ -89,10 +89,12 @@ void nodes_check(struct mm *mm)
 			mark_node(mm, i, STORM__CTL__NODE_STATE__DOWN, why);
 			/* whether it or the fabric fell silent: the cause is
 			 * otherwise in neither side's log */
-			char fabric[600];
+			char fabric[600], tcp[1000];
 			sn_peer_describe(mm->sn, fabric_id((uint32_t)i), fabric, sizeof(fabric));
 			slog("node %s: report %llu last consumed; the fabric to it: %s",
 			     mm->conf.nodes[i], (unsigned long long)n->report_seq, fabric);
+			sn_peer_tcp_describe(mm->sn, fabric_id((uint32_t)i), tcp, sizeof(tcp));
+			slog("node %s: the kernel's TCP to it: %s", mm->conf.nodes[i], tcp);
 		}
 	}
 }

@@ -461,7 +461,7 @@ void nd_strobe_watch(struct nd *nd)
 		memcpy(&slice[a], p + offsetof(struct strobe, slice), 8);
 		memcpy(&epoch[a], p + offsetof(struct strobe, epoch), 8);
 	}
-	char fabric[600];
+	char fabric[600], tcp[1000];
 	sn_peer_describe(nd->sn, MM_FABRIC_ID, fabric, sizeof(fabric));
 	slog("no strobe taken for %" PRIu64 " ms since slice %" PRIu64 " (epoch %" PRIu64
 	     "): %" PRIu64 " strobe arrivals since, %" PRIu64 " of them not newer; "
@@ -471,6 +471,8 @@ void nd_strobe_watch(struct nd *nd)
 	     (now - nd->strobe_ns) / 1000000u, nd->slice, nd->mm_epoch,
 	     nd->strobe_events - nd->events_at_take, nd->strobes_old - nd->old_at_take, slice[0], slice[1], epoch[0], epoch[1], nd->report_seq, nd->acked,
 	     fabric);
+	sn_peer_tcp_describe(nd->sn, MM_FABRIC_ID, tcp, sizeof(tcp));
+	slog("the kernel's TCP to the MM: %s", tcp);
 }
 
 void nd_on_strobe(struct nd *nd, unsigned areas)

@@ -105,6 +105,12 @@ fab=$(grep "node node01: report [0-9]* last consumed; the fabric to it: rail 0: 
 ago=$(sed -n 's/.*rail 0: .*its last message \([0-9]*\) ms ago.*/\1/p' <<<"$fab")
 [ "${ago:-0}" -ge 1000 ] && ok "  the MM logs the fabric's view of it: its last message $ago ms before" ||
 	bad "  the MM logs the fabric's view of it: '$fab'"
+# and the kernel's view of the TCP connection the MM opened to it (the MM
+# speaks first), whose counters say whether bytes wait or back off
+tcp=$(grep "node node01: the kernel's TCP to it: " "$C/log/mm.log" | head -1)
+grep -q "fd [0-9]* [0-9.]*:[0-9]*->[0-9.]*:[0-9]* (to it): unread [0-9]*, unacked [0-9]*.* back-off [0-9]*, rto [0-9]* ms" <<<"$tcp" &&
+	ok "  and the kernel's view of its TCP connection: ${tcp#*TCP to it: }" ||
+	bad "  and the kernel's view of its TCP connection: '$tcp'"
 wait "$RUN"
 rc=$?
 RUN=
@@ -181,6 +187,11 @@ import re, sys
 m = re.search(r"no strobe taken for (\d+) ms since slice (\d+) .*: (\d+) strobe arrivals since", sys.argv[1])
 sys.exit(not (m and int(m.group(1)) >= 1000 and int(m.group(2)) < int(sys.argv[2]) and int(m.group(3)) > 0))
 PY
+	# the connection the MM opened to it comes from the MM's host
+	tcp=$(grep "the kernel's TCP to the MM: " "$C/log/node02.log" | head -1)
+	grep -q "fd [0-9]* [0-9.]*:[0-9]*->[0-9.]*:[0-9]* (from its host): unread [0-9]*, unacked" <<<"$tcp" &&
+		ok "  with the kernel's view of its TCP from the MM: ${tcp#*TCP to the MM: }" ||
+		bad "  with the kernel's view of its TCP from the MM: '$tcp'"
 else
 	bad "  node02 never logged that strobes were taken again: $(grep -i strobe "$C/log/node02.log" | tail -3)"
 fi
