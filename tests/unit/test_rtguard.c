@@ -33,14 +33,18 @@ static void *share_thread(void *arg)
 	s->was_fifo = sched_setscheduler(0, SCHED_FIFO, &fifo) == 0;
 	rt_guard_share_from_env();
 	/* 250 ms of this thread's CPU, however long a loaded machine takes:
-	 * over a share of 1% unless the window lasts 25 s */
+	 * over a share of 10% unless the window lasts 2.5 s (at SCHED_FIFO
+	 * the thread waits only behind other real-time threads) */
 	long long t0 = cpu_ns();
 	while (cpu_ns() - t0 < 250000000ll)
 		;
 	s->over = rt_guard_turn();
 	s->policy_over = sched_getscheduler(0);
 	s->nice_over = getpriority(PRIO_PROCESS, (id_t)gettid());
-	/* 300 ms asleep: nothing used, under half the share */
+	/* 300 ms asleep: under half the share (5%) with a wide margin. A
+	 * sleep is not free: in the sanitizer build on one VM this thread
+	 * was charged 0.6% of the time it slept (2 ms for 300 ms, 3 ms for
+	 * 1 s, every run), more than half of a 1% share */
 	struct timespec nap = { 0, 300000000 };
 	nanosleep(&nap, NULL);
 	s->under = rt_guard_turn();
@@ -52,9 +56,9 @@ static void *share_thread(void *arg)
 
 static void test_share(void)
 {
-	/* 1%: a whole core of CPU in the window stays over it however
-	 * little of a core a loaded machine gives the thread */
-	setenv("STORM_RT_SHARE", "1", 1);
+	/* 10%: the spin stays over it and the sleep under half of it, each
+	 * by a factor of 4 or more */
+	setenv("STORM_RT_SHARE", "10", 1);
 	struct seen s = { 0 };
 	pthread_t t;
 	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, share_thread, &s), 0);
@@ -71,7 +75,7 @@ static void test_share(void)
 		CU_ASSERT_EQUAL(s.under, 2);
 		CU_ASSERT_EQUAL(s.policy_under & ~SCHED_RESET_ON_FORK, SCHED_FIFO);
 	}
-	CU_ASSERT_DOUBLE_EQUAL(rt_guard_share(), 0.01, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(rt_guard_share(), 0.10, 1e-9);
 }
 
 void add_rtguard_suite(void)
