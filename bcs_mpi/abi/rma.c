@@ -209,12 +209,35 @@ int bcs_rma_apply(void *base, uint64_t size, const void *batch, uint64_t n, void
 	return 0;
 }
 
+/* Whether [off, off + len) is attached: every byte in some region. One
+ * access may run across regions attached side by side (MPI asks only that
+ * the memory be attached, and MPICH serves it), so the block is walked
+ * region by region; a zero-length block needs only its start in one. */
 static bool in_regions(uint64_t off, uint64_t len, const struct bcs_rma_region *rg, uint32_t n)
 {
-	for (uint32_t i = 0; i < n; i++)
-		if (off >= rg[i].addr && len <= rg[i].len && off - rg[i].addr <= rg[i].len - len)
+	if (len > UINT64_MAX - off)
+		return false;
+	uint64_t at = off, end = off + len;
+	for (;;) {
+		/* of the regions holding byte `at`, the one reaching furthest */
+		bool held = false;
+		uint64_t reach = at;
+		for (uint32_t i = 0; i < n; i++) {
+			if (rg[i].len > UINT64_MAX - rg[i].addr)
+				continue;
+			uint64_t rend = rg[i].addr + rg[i].len;
+			if (at >= rg[i].addr && (at < rend || (len == 0 && at == rend))) {
+				held = true;
+				if (rend > reach)
+					reach = rend;
+			}
+		}
+		if (!held)
+			return false;
+		if (reach >= end)
 			return true;
-	return false;
+		at = reach;
+	}
 }
 
 int bcs_rma_check(const void *batch, uint64_t n, const struct bcs_rma_region *rg, uint32_t nrg,

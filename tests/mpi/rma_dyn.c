@@ -1,7 +1,8 @@
 /* One-sided communication as the OSU one-sided benchmarks use it: a
  * dynamic window with several regions attached on every rank (their
  * addresses exchanged with Allgather), puts and gets into them from every
- * rank, a region detached and another attached in its place; request-based
+ * rank, a region detached and another attached in its place, accesses
+ * across two regions attached side by side; request-based
  * operations (Rput, Rget, Raccumulate, Rget_accumulate) completed with
  * Waitall inside lock_all and lock epochs, flush_local; a shared window of
  * each node's ranks (Win_allocate_shared, Win_shared_query, Win_sync); the
@@ -127,6 +128,63 @@ static void dynamic_window(void)
 	free(fall);
 	free(got);
 	free(all);
+}
+
+/* the two halves of one array attached apart: a put, an accumulate and a
+ * get that each run across the seam, which MPI allows (every byte is
+ * attached) and MPICH's rma/win_dynamic_rma_flush_get does */
+static void adjacent_regions(void)
+{
+	enum { HALF = 64, SPAN = 48, BEFORE = 16 };
+	int *mem = malloc(2 * HALF * sizeof(int));
+	for (int i = 0; i < 2 * HALF; i++)
+		mem[i] = -1;
+	MPI_Win win;
+	MPI_Win_create_dynamic(MPI_INFO_NULL, W, &win);
+	checkrc(MPI_Win_attach(win, mem, HALF * sizeof(int)), MPI_SUCCESS, "dyn.seam.attach_lo.rc");
+	checkrc(MPI_Win_attach(win, mem + HALF, HALF * sizeof(int)), MPI_SUCCESS,
+		"dyn.seam.attach_hi.rc");
+	MPI_Aint a, *all = malloc((size_t)size * sizeof(MPI_Aint));
+	MPI_Get_address(mem, &a);
+	MPI_Allgather(&a, 1, MPI_AINT, all, 1, MPI_AINT, W);
+	int dst = (rank + 1) % size, src[SPAN], ones[8], back[SPAN];
+	for (int i = 0; i < SPAN; i++)
+		src[i] = 1000 * rank + i;
+	for (int i = 0; i < 8; i++)
+		ones[i] = 1;
+	MPI_Aint at = MPI_Aint_add(all[dst], (HALF - BEFORE) * sizeof(int));
+	MPI_Win_lock_all(0, win);
+	checkrc(MPI_Put(src, SPAN, MPI_INT, dst, at, SPAN, MPI_INT, win), MPI_SUCCESS,
+		"dyn.seam.put.rc");
+	checkrc(MPI_Win_flush(dst, win), MPI_SUCCESS, "dyn.seam.put_flush.rc");
+	/* 4 ints either side of the seam */
+	MPI_Accumulate(ones, 8, MPI_INT, dst, MPI_Aint_add(all[dst], (HALF - 4) * sizeof(int)), 8,
+		       MPI_INT, MPI_SUM, win);
+	checkrc(MPI_Win_flush(dst, win), MPI_SUCCESS, "dyn.seam.acc_flush.rc");
+	MPI_Get(back, SPAN, MPI_INT, dst, at, SPAN, MPI_INT, win);
+	checkrc(MPI_Win_flush(dst, win), MPI_SUCCESS, "dyn.seam.get_flush.rc");
+	MPI_Win_unlock_all(win);
+	int ok = 1;
+	for (int i = 0; i < SPAN; i++) {
+		int seam = i >= BEFORE - 4 && i < BEFORE + 4;
+		ok = ok && back[i] == src[i] + seam;
+	}
+	check(ok, "dyn.seam.get_back");
+	MPI_Barrier(W);
+	/* what the left neighbour wrote here, and nothing outside it */
+	int l = (rank + size - 1) % size;
+	ok = mem[HALF - BEFORE - 1] == -1 && mem[HALF - BEFORE + SPAN] == -1;
+	for (int i = 0; i < SPAN; i++) {
+		int seam = i >= BEFORE - 4 && i < BEFORE + 4;
+		ok = ok && mem[HALF - BEFORE + i] == 1000 * l + i + seam;
+	}
+	check(ok, "dyn.seam.target");
+	MPI_Barrier(W);
+	MPI_Win_detach(win, mem);
+	MPI_Win_detach(win, mem + HALF);
+	checkrc(MPI_Win_free(&win), MPI_SUCCESS, "dyn.seam.free.rc");
+	free(all);
+	free(mem);
 }
 
 static void request_based(void)
@@ -461,6 +519,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	dynamic_window();
+	adjacent_regions();
 	request_based();
 	shared_window();
 	linked_list();

@@ -1310,9 +1310,12 @@ static void test_rma_errors(void)
 static void test_rma_regions(void)
 {
 	bcs_types_init();
-	long r1[4] = {1, 2, 3, 4}, r2[2] = {5, 6}, gone[2] = {7, 8};
-	struct bcs_rma_region rg[2] = {{(uint64_t)(uintptr_t)r1, sizeof(r1)},
-				       {(uint64_t)(uintptr_t)r2, sizeof(r2)}};
+	/* one array, so what lies between the regions is known: r1, a gap of
+	 * one long, r2, a gap, then memory never attached */
+	long mem[10] = {1, 2, 3, 4, -1, 5, 6, -1, 7, 8};
+	long *r1 = mem, *r2 = mem + 5, *gone = mem + 8;
+	struct bcs_rma_region rg[2] = {{(uint64_t)(uintptr_t)r1, 4 * sizeof(long)},
+				       {(uint64_t)(uintptr_t)r2, 2 * sizeof(long)}};
 	struct bcs_block in1 = {.off = (long)(uintptr_t)&r1[3], .len = sizeof(long)},
 			 in2 = {.off = (long)(uintptr_t)r2, .len = 2 * sizeof(long)},
 			 out = {.off = (long)(uintptr_t)&gone[1], .len = sizeof(long)},
@@ -1336,6 +1339,24 @@ static void test_rma_regions(void)
 	bcs_rma_buf_free(&b);
 	memcpy(bcs_rma_add(&b, BCS_RMA_PUT, 0, MPI_LONG, &straddle, 1), w2, sizeof(w2));
 	CU_ASSERT_EQUAL(bcs_rma_check(b.p, b.len, rg, 2, &bad), MPI_ERR_RMA_RANGE);
+	CU_ASSERT_EQUAL(bad, (uint64_t)(uintptr_t)&r1[3]);
+	/* the gap attached too: one block may run across regions side by
+	 * side, in whatever order they were attached; not one byte further */
+	struct bcs_rma_region side[3] = {rg[1], {(uint64_t)(uintptr_t)&mem[4], sizeof(long)},
+					 rg[0]};
+	CU_ASSERT_EQUAL(bcs_rma_check(b.p, b.len, side, 3, &bad), 0);
+	struct bcs_block across = {.off = (long)(uintptr_t)&r1[1], .len = 6 * sizeof(long)},
+			 past = {.off = (long)(uintptr_t)&r1[1], .len = 7 * sizeof(long)};
+	struct bcs_rma_buf e = {0};
+	CU_ASSERT_PTR_NOT_NULL(bcs_rma_add(&e, BCS_RMA_GET, 0, MPI_LONG, &across, 1));
+	CU_ASSERT_EQUAL(bcs_rma_check(e.p, e.len, side, 3, &bad), 0);
+	CU_ASSERT_EQUAL(bcs_rma_check(e.p, e.len, side, 2, &bad), MPI_ERR_RMA_RANGE);
+	CU_ASSERT_PTR_NOT_NULL(bcs_rma_add(&e, BCS_RMA_GET, 0, MPI_LONG, &past, 1));
+	CU_ASSERT_EQUAL(bcs_rma_check(e.p, e.len, side, 3, &bad), MPI_ERR_RMA_RANGE);
+	CU_ASSERT_EQUAL(bad, (uint64_t)(uintptr_t)&r1[1]);
+	bcs_rma_buf_free(&e);
+	CU_ASSERT_EQUAL(bcs_rma_apply(NULL, BCS_RMA_ANY, b.p, b.len, NULL, 0, &rlen), 0);
+	CU_ASSERT(mem[3] == 50 && mem[4] == 60 && mem[5] == 55);
 	bcs_rma_buf_free(&b);
 	/* every truncation of a good batch is refused, never read past */
 	memcpy(bcs_rma_add(&b, BCS_RMA_ACC, MPI_SUM, MPI_LONG, &in2, 1), w2, sizeof(w2));
