@@ -133,9 +133,17 @@ static void dynamic_window(void)
 /* the two halves of one array attached apart: a put, an accumulate and a
  * get that each run across the seam, which MPI allows (every byte is
  * attached) and MPICH's rma/win_dynamic_rma_flush_get does */
+enum { HALF = 64, SPAN = 48, BEFORE = 16 };
+
+/* int i of the span rank `from` put across the seam, after the accumulate
+ * of ones into the 4 ints either side of it */
+static int seam_val(int from, int i)
+{
+	return 1000 * from + i + (i >= BEFORE - 4 && i < BEFORE + 4);
+}
+
 static void adjacent_regions(void)
 {
-	enum { HALF = 64, SPAN = 48, BEFORE = 16 };
 	int *mem = malloc(2 * HALF * sizeof(int));
 	for (int i = 0; i < 2 * HALF; i++)
 		mem[i] = -1;
@@ -165,19 +173,15 @@ static void adjacent_regions(void)
 	checkrc(MPI_Win_flush(dst, win), MPI_SUCCESS, "dyn.seam.get_flush.rc");
 	MPI_Win_unlock_all(win);
 	int ok = 1;
-	for (int i = 0; i < SPAN; i++) {
-		int seam = i >= BEFORE - 4 && i < BEFORE + 4;
-		ok = ok && back[i] == src[i] + seam;
-	}
+	for (int i = 0; i < SPAN; i++)
+		ok = ok && back[i] == seam_val(rank, i);
 	check(ok, "dyn.seam.get_back");
 	MPI_Barrier(W);
 	/* what the left neighbour wrote here, and nothing outside it */
 	int l = (rank + size - 1) % size;
 	ok = mem[HALF - BEFORE - 1] == -1 && mem[HALF - BEFORE + SPAN] == -1;
-	for (int i = 0; i < SPAN; i++) {
-		int seam = i >= BEFORE - 4 && i < BEFORE + 4;
-		ok = ok && mem[HALF - BEFORE + i] == 1000 * l + i + seam;
-	}
+	for (int i = 0; i < SPAN; i++)
+		ok = ok && mem[HALF - BEFORE + i] == seam_val(l, i);
 	check(ok, "dyn.seam.target");
 	MPI_Barrier(W);
 	MPI_Win_detach(win, mem);
