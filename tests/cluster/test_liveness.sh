@@ -204,8 +204,10 @@ dump() {
 }
 dump 1
 s1=$(slice_now)
+# 300 slices on: a bound, so a cluster whose slices stopped fails below
+deadline=$((SECONDS + $(patience 30)))
 until [ "$(slice_now)" -ge $((s1 + 300)) ] 2>/dev/null; do
-	[ "$(slice_now)" ] || break
+	[ "$(slice_now)" ] && [ $SECONDS -lt $deadline ] || break
 	sleep 0.2
 done
 dump 2
