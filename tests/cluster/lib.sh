@@ -187,9 +187,25 @@ wait_bg() {
 
 # Checks: ok/bad count them in $checks and $fails; expect and has keep the
 # command's output in $T/out and $T/err (T: the test's scratch directory).
-ok() { checks=$((checks + 1)); echo "ok   $1"; }
+# A check that came 2 s or more after the one before it says how long it
+# took, so that a suite's log shows where its time went.
+CHECK_AT=${EPOCHREALTIME/./}
+# check_gap: the gap since the last check, if 2 s or more, in $gap
+check_gap() {
+	local now=${EPOCHREALTIME/./} d
+	d=$(((now - CHECK_AT) / 100000))
+	CHECK_AT=$now
+	gap=
+	[ "$d" -lt 20 ] || gap=$(printf '   [%d.%d s]' $((d / 10)) $((d % 10)))
+}
+ok() { checks=$((checks + 1)); check_gap; echo "ok   $1$gap"; }
 FAILED_CHECKS=()
-bad() { checks=$((checks + 1)); fails=$((fails + 1)); FAILED_CHECKS+=("$1"); echo "FAIL $1"; }
+bad() {
+	checks=$((checks + 1)) fails=$((fails + 1))
+	FAILED_CHECKS+=("$1")
+	check_gap
+	echo "FAIL $1$gap"
+}
 # fail_report: after a failed check, the tails of the cluster's daemon logs
 # and the failed checks again (the last lines of a long run are what a CI
 # summary shows)
