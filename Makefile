@@ -552,12 +552,14 @@ kernel-check: kernel all $(BUILD)/kernel/storm_guest
 
 # the layering rules of each folder's README.md, and no daemon call cycle
 # over two files (scripts/layers.py)
-# the daemons' call graphs as gcc sees them (-fcallgraph-info), for walk.py's
-# count of steps between files along the loops a reader follows
-WALK_CI := $(patsubst %.c,$(BUILD)/ci/%.ci,$(wildcard daemons/mm/*.c daemons/node/*.c))
-$(BUILD)/ci/%.ci: %.c | $(PROTO_H)
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(PMIX_CFLAGS) -fcallgraph-info -c $< -o $(@:.ci=.o) -MF $(@:.ci=.d) -MT $@
+# the daemons' call graphs as gcc sees them (-fcallgraph-info: a .ci beside
+# each object, written by the same compile), for walk.py's count of steps
+# between files along the loops a reader follows
+$(BUILD)/obj/daemons/%.o: CFLAGS += -fcallgraph-info
+WALK_CI := $(patsubst %.c,$(BUILD)/obj/%.ci,$(wildcard daemons/mm/*.c daemons/node/*.c))
+# an object compiled before its .ci was asked for is compiled again
+$(WALK_CI): $(BUILD)/obj/%.ci: $(BUILD)/obj/%.o
+	@test -f $@ || { rm -f $<; $(MAKE) --no-print-directory $<; }
 .PHONY: layers
 # the rules, then each folder's call cycles between files (none over two
 # files), and the functions over 100 lines: at most 10, each with a
@@ -567,8 +569,8 @@ layers: all $(WALK_CI)
 	./scripts/layers.py
 	./scripts/callgraph.py --max-cycle 2 $(addprefix $(BUILD)/obj/,$(REPORT_DIRS))
 	./scripts/longfuncs.py --over 100 --max 10 $(REPORT_DIRS) kernel
-	./scripts/walk.py $(BUILD)/ci/daemons/mm main.c:main ctl.c:handle slice.c:slice_tick
-	./scripts/walk.py $(BUILD)/ci/daemons/node main.c:main strobe.c:nd_on_strobe strobe.c:nd_on_commands
+	./scripts/walk.py $(BUILD)/obj/daemons/mm main.c:main ctl.c:handle slice.c:slice_tick
+	./scripts/walk.py $(BUILD)/obj/daemons/node main.c:main strobe.c:nd_on_strobe strobe.c:nd_on_commands
 
 # The suites run CHECK_JOBS at a time, the longest first so that the lanes
 # end together; each suite's output comes whole when it ends, and a table of
