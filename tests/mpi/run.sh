@@ -1,8 +1,13 @@
 #!/bin/bash
-# MPI conformance: the programs of tests/mpi built against MPICH (mpicc,
-# mpiexec) and against BCS-MPI (bcs-mpicc, storm run on a 4-node virtual
-# cluster this script starts), run on 1, 2, 4 and 8 ranks; every output must
-# say the checks passed and BCS-MPI's must equal MPICH's byte for byte. Then
+# MPI conformance: the programs of tests/mpi built against BCS-MPI
+# (bcs-mpicc, storm run on a 4-node virtual cluster this script starts), run
+# on 1, 2, 4 and 8 ranks; every output must say the checks passed and equal
+# MPICH's byte for byte. MPICH's outputs are kept as sha256 sums in
+# tests/mpi/mpich.sums, with the sums of the sources they came from: a
+# source changed since fails the suite until the sums are written again
+# (--mpich-only --write-sums, which runs the same programs under MPICH's
+# mpicc and mpiexec); an output that differs runs MPICH there and then to
+# show the difference. Then
 # the jobs that end badly (MPI_Abort, ERRORS_ARE_FATAL), MPI_Cancel's own
 # answers (cancel.c: BCS-MPI only), MPI-4 persistent collectives (pcoll.c:
 # BCS-MPI only), MPI_Isendrecv (isendrecv.c: BCS-MPI only), one-sided
@@ -18,24 +23,28 @@
 # for byte. Every daemon is taken
 # down on exit.
 #
-# Usage: run.sh [--mpich-only] [--ranks "1 2 4 8"] [--racy-runs N]
-#               [--mpich-racy-runs N] [BUILD_BIN_DIR]
-#   --mpich-only         only the MPICH half (the suite's own validation)
+# Usage: run.sh [--mpich-only [--write-sums]] [--ranks "1 2 4 8"]
+#               [--racy-runs N] [--mpich-racy-runs N] [BUILD_BIN_DIR]
+#   --mpich-only         only the MPICH half (the suite's own validation:
+#                        every program's checks pass under MPICH too)
+#   --write-sums         and, if they all passed, tests/mpi/mpich.sums
 #   --racy-runs N        runs of the racy program under BCS-MPI (default 50)
-#   --mpich-racy-runs N  and under MPICH, to count its outcomes (default 0:
-#                        one run of 8 ranks on 2 cores takes about 1.4 s)
+#   --mpich-racy-runs N  with --mpich-only, runs under MPICH, to count its
+#                        outcomes (default 0: one run of 8 ranks on 2 cores
+#                        takes about 1.4 s)
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../cluster/lib.sh
 . "$HERE/../cluster/lib.sh"
-MPICH_ONLY=0 RANKS="1 2 4 8" RACY_RUNS=50 MPICH_RACY_RUNS=0 BIN=build/bin
+MPICH_ONLY=0 WRITE_SUMS=0 RANKS="1 2 4 8" RACY_RUNS=50 MPICH_RACY_RUNS=0 BIN=build/bin
 while [ $# -gt 0 ]; do
 	case $1 in
 	--mpich-only) MPICH_ONLY=1 ;;
+	--write-sums) WRITE_SUMS=1 ;;
 	--ranks) RANKS=$2; shift ;;
 	--racy-runs) RACY_RUNS=$2; shift ;;
 	--mpich-racy-runs) MPICH_RACY_RUNS=$2; shift ;;
-	-h | --help) sed -n '2,26s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,35s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	-*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
 	*) BIN=$1 ;;
 	esac
@@ -56,7 +65,6 @@ LIMIT=${MPI_TEST_TIMEOUT:-120}
 
 cleanup() {
 	fail_report
-	[ -n "${MPICH_PID:-}" ] && kill "$MPICH_PID" 2>/dev/null
 	if [ -f "$C/storm.conf" ]; then storm cluster down --dir "$C" >/dev/null 2>&1; fi
 	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }
@@ -104,8 +112,8 @@ bad_end() {
 	fi
 }
 
-# ---- the builds, two at a time: both halves' programs
-echo "# MPICH ($(mpiexec.mpich --version 2>/dev/null | sed -n 's/^ *Version: *//p'))"
+# ---- the builds, two at a time: the programs of the half this run is
+[ "$MPICH_ONLY" = 0 ] || echo "# MPICH ($(mpiexec.mpich --version 2>/dev/null | sed -n 's/^ *Version: *//p'))"
 mkdir -p "$T/mpich" "$T/bcs"
 cc -O2 -shared -fPIC -o "$T/mpich_yield.so" "$HERE/mpich_yield.c" -ldl || bad "cc mpich_yield.c"
 # the suite's ranks yield when idle (mpich_yield.c); the racy program's do not
@@ -132,15 +140,68 @@ built() {
 }
 BCS_PROGS="$PROGS abort racy cancel rma_range pcoll isendrecv"
 want=()
-for p in $PROGS abort racy; do want+=("mpich:$p"); done
-if [ "$MPICH_ONLY" = 0 ]; then for p in $BCS_PROGS; do want+=("bcs:$p"); done; fi
+if [ "$MPICH_ONLY" = 1 ]; then
+	for p in $PROGS abort racy; do want+=("mpich:$p"); done
+else
+	for p in $BCS_PROGS; do want+=("bcs:$p"); done
+fi
 par_each 2 build "${want[@]}"
-built mpich mpicc $PROGS abort racy
+[ "$MPICH_ONLY" = 0 ] || built mpich mpicc $PROGS abort racy
 
-# mpich_runs: the suite under MPICH, its checks' lines on stdout; each run
-# then has a line "ran P N" in $T/mpich/progress. Beside BCS-MPI's runs
-# (which wait for that line before they compare): the two share nothing
-# but the CPUs, and a BCS-MPI job mostly waits for its slices.
+# MPICH's outputs as sums (mpich.sums): "src FILE SUM" for each source they
+# came from, "out PROG RANKS SUM" for each output
+SUMS=$HERE/mpich.sums
+SUM_SRCS="suite.h ops.h $(printf '%s.c ' $PROGS)"
+sum_of() { sha256sum <"$1" | cut -c1-64; }
+mpich_version() { mpiexec.mpich --version 2>/dev/null | sed -n 's/^ *Version: *//p'; }
+# write_sums: MPICH's outputs of every program on every rank count
+write_sums() {
+	local f n p
+	{
+		echo "# MPICH's outputs of the programs of tests/mpi as sha256 sums, which"
+		echo "# BCS-MPI's outputs must equal (run.sh). Written by run.sh --mpich-only"
+		echo "# --write-sums; the sources' sums say which programs they came from."
+		echo "mpich $(mpich_version)"
+		for f in $SUM_SRCS; do echo "src $f $(sum_of "$HERE/$f")"; done
+		for n in $RANKS; do
+			for p in $PROGS; do echo "out $p $n $(sum_of "$T/mpich/$p.$n.out")"; done
+		done
+	} >"$SUMS"
+}
+# mpich_diff P N OUT: MPICH's run of P on N ranks, here and now, and how
+# OUT differs from it (only once an output differed: the sums hold no text)
+mpich_diff() {
+	local m=$T/mpich/$1.$2.out
+	if ! command -v mpicc.mpich >/dev/null; then
+		echo "     (no MPICH here to show how: install mpich)"
+		return
+	fi
+	[ -f "$T/mpich/$1.built" ] || build "mpich:$1" || {
+		head -5 "$T/mpich/$1.cc" | sed 's/^/     | /'
+		return
+	}
+	timeout "$LIMIT" "${mpiexec_yield[@]}" -n "$2" "$T/mpich/$1" >"$m" 2>"$m.err"
+	echo "     MPICH's run here (exit $?) against this one:"
+	diff "$m" "$3" | head -20 | sed 's/^/     /'
+	cmp -s "$m" "$3" && echo "     the same: mpich.sums is not this MPICH's (--mpich-only --write-sums)"
+}
+# mpich_sum P N: the sum of MPICH's output of P on N ranks
+mpich_sum() { awk -v p="$1" -v n="$2" '$1 == "out" && $2 == p && $3 == n { print $4 }' "$SUMS"; }
+# same_as_mpich NAME P N OUT: OUT is MPICH's output of P on N ranks
+same_as_mpich() {
+	local want
+	want=$(mpich_sum "$2" "$3")
+	if [ -n "$want" ] && [ "$(sum_of "$4")" = "$want" ]; then
+		ok "$1"
+	elif [ -z "$want" ]; then
+		bad "$1: mpich.sums holds no output of $2 on $3 ranks"
+	else
+		bad "$1: differs"
+		mpich_diff "$2" "$3" "$4"
+	fi
+}
+
+# mpich_runs: the suite under MPICH, each output in $T/mpich/P.N.out
 mpich_runs() {
 	local n p o m start
 	start=$(date +%s%N)
@@ -149,7 +210,6 @@ mpich_runs() {
 			o=$T/mpich/$p.$n.out
 			timed "${mpiexec_yield[@]}" -n "$n" "$T/mpich/$p" >"$o" 2>"$o.err"
 			passed "MPICH $p, $n ranks" "$o" $?
-			echo "ran $p $n" >>"$T/mpich/progress"
 		done
 	done
 	for m in abort fatal fatal-dup; do
@@ -159,22 +219,7 @@ mpich_runs() {
 	done
 	echo "info: MPICH suite runs took $(( ($(date +%s%N) - start) / 1000000 )) ms"
 }
-# mpich_done: MPICH's runs in the background have ended; their lines are
-# printed and their checks counted
-mpich_done() {
-	wait "$MPICH_PID"
-	cat "$T/mpich.log"
-	checks=$((checks + $(grep -c '^ok \|^FAIL ' "$T/mpich.log")))
-	fails=$((fails + $(grep -c '^FAIL ' "$T/mpich.log")))
-	mapfile -t -O "${#FAILED_CHECKS[@]}" FAILED_CHECKS < <(sed -n 's/^FAIL //p' "$T/mpich.log")
-}
-: >"$T/mpich/progress"
-if [ "$MPICH_ONLY" = 1 ]; then
-	mpich_runs
-else
-	mpich_runs >"$T/mpich.log" 2>&1 &
-	MPICH_PID=$!
-fi
+[ "$MPICH_ONLY" = 0 ] || mpich_runs
 
 # distinct NAME RUNS CMD...: runs CMD RUNS times, the count of distinct
 # outputs in $distinct, each output's last line in $T/racy.all (a failed run
@@ -203,14 +248,32 @@ if [ "$MPICH_ONLY" = 1 ]; then
 		distinct "MPICH racy" "$MPICH_RACY_RUNS" mpiexec.mpich -n 8 "$T/mpich/racy"
 		echo "info: the racy program under MPICH, 8 ranks: $distinct distinct outcomes in $MPICH_RACY_RUNS runs"
 	fi
+	if [ "$WRITE_SUMS" = 1 ]; then
+		if [ "$fails" = 0 ]; then
+			write_sums
+			echo "info: wrote $SUMS"
+		else
+			echo "info: $SUMS not written: a check failed"
+		fi
+	fi
 	echo "$checks checks, $fails failed (MPICH only)"
 	[ "$fails" = 0 ]
 	exit
 fi
 
-# ---- BCS-MPI: the same programs, the same outputs
+# ---- BCS-MPI: the same programs, MPICH's outputs
 echo "# BCS-MPI"
 built bcs bcs-mpicc $BCS_PROGS
+stale=()
+for f in $SUM_SRCS; do
+	[ "$(awk -v f="$f" '$1 == "src" && $2 == f { print $3 }' "$SUMS")" = "$(sum_of "$HERE/$f")" ] ||
+		stale+=("$f")
+done
+if [ ${#stale[@]} = 0 ]; then
+	ok "MPICH's outputs (mpich.sums, MPICH $(sed -n 's/^mpich //p' "$SUMS")) are of the sources here"
+else
+	bad "mpich.sums is older than ${stale[*]}: run tests/mpi/run.sh --mpich-only --write-sums"
+fi
 # 2 ms slices: a blocking call costs a slice or two; 10 s before a node that
 # misses strobes is DOWN, as this machine may be loaded by other jobs
 # outside the subset: a clear build error, never a wrong result
@@ -237,21 +300,10 @@ for n in $RANKS; do
 		record_arg "$p" "$n"
 		timed storm run "${rec[@]}" -N "$(nodes "$n")" -n "$n" "$T/bcs/$p" >"$o" 2>"$o.err"
 		passed "BCS-MPI $p, $n ranks" "$o" $?
-		wait_log "$T/mpich/progress" "ran $p $n" "$LIMIT" >/dev/null
-		if cmp -s "$T/mpich/$p.$n.out" "$o"; then
-			ok "  same output as MPICH"
-		else
-			bad "  output differs from MPICH's"
-			diff "$T/mpich/$p.$n.out" "$o" | head -20 | sed 's/^/     /'
-		fi
+		same_as_mpich "  same output as MPICH" "$p" "$n" "$o"
 	done
 done
 echo "info: BCS-MPI suite runs took $(( ($(date +%s%N) - start) / 1000000 )) ms"
-mpich_done
-if [ "$MPICH_RACY_RUNS" -gt 0 ]; then
-	distinct "MPICH racy" "$MPICH_RACY_RUNS" mpiexec.mpich -n 8 "$T/mpich/racy"
-	echo "info: the racy program under MPICH, 8 ranks: $distinct distinct outcomes in $MPICH_RACY_RUNS runs"
-fi
 for m in abort fatal fatal-dup; do
 	o=$T/bcs/$m.out
 	timeout "$LIMIT" storm run -N 4 -n 4 "$T/bcs/abort" "$m" >"$o" 2>"$o.err"
@@ -276,12 +328,7 @@ for nn in 1 2; do
 	o=$T/bcs/rma_dyn.4.on$nn.out
 	timed storm run -N "$nn" -n 4 "$T/bcs/rma_dyn" >"$o" 2>"$o.err"
 	passed "BCS-MPI rma_dyn, 4 ranks on $nn nodes" "$o" $?
-	if cmp -s "$T/mpich/rma_dyn.4.out" "$o"; then
-		ok "  same output as MPICH"
-	else
-		bad "  output differs from MPICH's"
-		diff "$T/mpich/rma_dyn.4.out" "$o" | head -10 | sed 's/^/     /'
-	fi
+	same_as_mpich "  same output as MPICH" rma_dyn 4 "$o"
 done
 for nn in "1 1" "1 4" "2 4" "4 4"; do
 	set -- $nn
@@ -317,9 +364,9 @@ for nn in "1 2" "2 2" "4 8"; do
 	timed storm run -N "$1" -n "$2" "$T/bcs/cancel" >"$o" 2>"$o.err"
 	passed "BCS-MPI cancel, $2 ranks on $1 nodes" "$o" $?
 done
-# record_replay PROG NODES RANKS [MPICH_OUT]: a recorded run of PROG and
+# record_replay PROG NODES RANKS [mpich]: a recorded run of PROG and
 # its replay give the same output, and no check of it failed (with
-# MPICH_OUT: and that output is MPICH's). The run is the suite's own above
+# "mpich": and that output is MPICH's). The run is the suite's own above
 # when that one was recorded (record_arg), else one here.
 record_replay() {
 	if [ -f "$T/$1.trace" ] && [ "$2" = "$(nodes "$3")" ] && [ -f "$T/bcs/$1.$3.out" ]; then
@@ -336,7 +383,7 @@ record_replay() {
 	fi
 	expect "storm replay $1" 0 storm replay "$T/$1.trace"
 	if [ -n "${4:-}" ]; then
-		cmp -s "$4" "$T/out"
+		[ "$(sum_of "$T/out")" = "$(mpich_sum "$1" "$3")" ]
 		set -- "$1" "$?" " and MPICH's"
 	else
 		grep -q "^$1: [0-9]* checks, 0 failed\$" "$T/out"
@@ -376,12 +423,7 @@ for nn in "1 4" "2 4" "1 8" "2 8"; do
 	o=$T/bcs/intercomm.$1.$2.out
 	timed storm run "${oc[@]}" -N "$1" -n "$2" "$T/bcs/intercomm" >"$o" 2>"$o.err"
 	passed "BCS-MPI intercomm, $2 ranks on $1 nodes" "$o" $?
-	if cmp -s "$T/mpich/intercomm.$2.out" "$o"; then
-		ok "  same output as MPICH"
-	else
-		bad "  output differs from MPICH's"
-		diff "$T/mpich/intercomm.$2.out" "$o" | head -20 | sed 's/^/     /'
-	fi
+	same_as_mpich "  same output as MPICH" intercomm "$2" "$o"
 done
 o=$T/bcs/refuse.out
 timeout "$LIMIT" storm run -N 2 -n 4 "$T/bcs/intercomm" refuse >"$o" 2>"$o.err"
@@ -413,13 +455,7 @@ done
 
 # non-blocking collectives: Test loops, Waitany and a wildcard receive
 record_replay nbcoll 4 8
-if [ -f "$T/mpich/nbcoll.8.out" ]; then
-	if cmp -s "$T/mpich/nbcoll.8.out" "$T/nbcoll.recorded"; then
-		ok "  recorded nbcoll output equals MPICH's"
-	else
-		bad "  recorded nbcoll output differs from MPICH's"
-	fi
-fi
+same_as_mpich "  recorded nbcoll output equals MPICH's" nbcoll 8 "$T/nbcoll.recorded"
 # recorded at 8 ranks and replayed, the output both the recorded run's and
 # MPICH's: persistent requests (a wildcard receive started again and again,
 # Test loops), one-sided epochs (lock epochs ordered at quiescence),
@@ -430,7 +466,7 @@ fi
 # collectives between an intercommunicator's groups, the Wait/Test family (Testsome),
 # ready sends, MPI_Request_get_status, generalized requests and MPI_Win_test
 for p in persist rma intercomm rma_dyn idup nbcollv graph subarray nbscan neighbor icoll p2p reqstat; do
-	record_replay "$p" 4 8 "$T/mpich/$p.8.out"
+	record_replay "$p" 4 8 mpich
 done
 
 echo "$checks checks, $fails failed"

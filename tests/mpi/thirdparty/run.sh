@@ -3,20 +3,37 @@
 # micro-benchmarks (point to point, collectives and one-sided) and of the
 # mpitutorial.com examples (tests/mpi/thirdparty: our own code, behaving and
 # printing as the originals, which Debian does not package). Each is built
-# with MPICH's mpicc/mpicxx and with bcs-mpicc/bcs-mpicxx, run under
-# mpiexec and under storm run on a 4-node virtual cluster this script
-# starts; every rank's lines (labelled, each rank's in its order) must be
-# the same. The timing columns are masked (the sizes, rows and validation
-# columns stay); the processor names of mpi_hello_world too. The largest
-# run of each program is recorded (storm run --record) and `storm replay`
-# must print it again. Every daemon is taken down on exit.
+# with bcs-mpicc/bcs-mpicxx and run under storm run on a 4-node virtual
+# cluster this script starts; every rank's lines (labelled, each rank's in
+# its order) must be MPICH's (mpicc/mpicxx, mpiexec). The timing columns are
+# masked (the sizes, rows and validation columns stay); the processor names
+# of mpi_hello_world too. MPICH's outputs, so masked, are kept as sha256
+# sums in mpich.sums with the sums of the sources and runs they came from:
+# a source or run changed since fails the suite until they are written
+# again (--mpich-only --write-sums); an output that differs runs MPICH there
+# and then to show the difference. The largest run of each program is
+# recorded (storm run --record) and `storm replay` must print it again.
+# Every daemon is taken down on exit.
 #
-# Usage: run.sh [BUILD_BIN_DIR]
+# Usage: run.sh [--mpich-only [--write-sums]] [BUILD_BIN_DIR]
+#   --mpich-only   only MPICH's runs (each must exit 0)
+#   --write-sums   and, if they all did, tests/mpi/thirdparty/mpich.sums
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../../cluster/lib.sh
 . "$HERE/../../cluster/lib.sh"
-BIN=$(cd "${1:-build/bin}" && pwd) || exit 2
+MPICH_ONLY=0 WRITE_SUMS=0 BIN=build/bin
+while [ $# -gt 0 ]; do
+	case $1 in
+	--mpich-only) MPICH_ONLY=1 ;;
+	--write-sums) WRITE_SUMS=1 ;;
+	-h | --help) sed -n '2,24s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	-*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+	*) BIN=$1 ;;
+	esac
+	shift
+done
+BIN=$(cd "$BIN" && pwd) || exit 2
 T=$(mktemp -d "${TMPDIR:-/tmp}/storm-thirdparty.XXXXXX")
 C=$T/c
 export PATH=$BIN:$PATH
@@ -62,12 +79,6 @@ RUNS=(
 )
 
 cleanup() {
-	if [ -n "${MPICH_PID:-}" ]; then
-		# its running timeout too, which passes the TERM on to mpiexec
-		local kids
-		kids=$(pgrep -P "$MPICH_PID")
-		kill "$MPICH_PID" $kids 2>/dev/null
-	fi
 	if [ -f "$C/storm.conf" ]; then storm cluster down --dir "$C" >/dev/null 2>&1; fi
 	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }
@@ -97,74 +108,149 @@ same() {
 	fi
 }
 
-echo "# build (MPICH, BCS-MPI), beside the cluster's start"
 mkdir -p "$T/mpich" "$T/bcs"
 cc -O2 -shared -fPIC -o "$T/mpich_yield.so" "$HERE/../mpich_yield.c" -ldl || bad "cc mpich_yield.c"
-# build P: P with MPICH's compiler and with BCS-MPI's; its compilers' names
-# in $T/P.cc, its errors in $T/P.cc.err, a file $T/P.built if both built
+# build IMPL P: P with MPICH's compiler (mpich) or BCS-MPI's (bcs), its
+# compiler's name in $T/IMPL/P.cc, its errors in $T/IMPL/P.cc.err, a file
+# $T/IMPL/P.built if it built
 build() {
-	local p=$1 src mcc bcc std
+	local impl=$1 p=$2 src cc std
 	if [ -f "$HERE/$p.cpp" ]; then
-		src=$HERE/$p.cpp mcc=mpicxx.mpich bcc=bcs-mpicxx std=-std=c++17
+		src=$HERE/$p.cpp cc=bcs-mpicxx std=-std=c++17
+		[ "$impl" = bcs ] || cc=mpicxx.mpich
 	else
-		src=$HERE/$p.c mcc=mpicc.mpich bcc=bcs-mpicc std=-std=c11
+		src=$HERE/$p.c cc=bcs-mpicc std=-std=c11
+		[ "$impl" = bcs ] || cc=mpicc.mpich
 	fi
-	echo "$mcc and $bcc" >"$T/$p.cc"
-	$mcc $std "${MPICH_CFLAGS[@]}" -o "$T/mpich/$p" "$src" -lm 2>"$T/$p.cc.err" &&
-		$bcc $std "${CFLAGS[@]}" -o "$T/bcs/$p" "$src" -lm 2>>"$T/$p.cc.err" &&
-		: >"$T/$p.built"
+	echo "$cc" >"$T/$impl/$p.cc"
+	if [ "$impl" = bcs ]; then
+		$cc $std "${CFLAGS[@]}" -o "$T/bcs/$p" "$src" -lm 2>"$T/bcs/$p.cc.err"
+	else
+		$cc $std "${MPICH_CFLAGS[@]}" -o "$T/mpich/$p" "$src" -lm 2>"$T/mpich/$p.cc.err"
+	fi && : >"$T/$impl/$p.built"
 }
-par_each 2 build "${RUNS[@]%%|*}" &
+build_bcs() { build bcs "$1"; }
+build_mpich() { build mpich "$1"; }
+# built IMPL: a check for each program's build
+built() {
+	local r p
+	for r in "${RUNS[@]}"; do
+		p=${r%%|*}
+		if [ -f "$T/$1/$p.built" ]; then
+			ok "$p: $(cat "$T/$1/$p.cc")"
+		else
+			bad "$p: build with $(cat "$T/$1/$p.cc")"
+			head -20 "$T/$1/$p.cc.err" | sed 's/^/     /'
+		fi
+	done
+}
+# mpich_run P N ARGS: P's run on N ranks under MPICH, its labelled output in
+# $T/mpich/P.N.out (each rank's stdout in a file of its own, labelled here:
+# mpiexec's own labels, -prepend-pattern, go by the chunks it reads, not by
+# lines), its exit code returned
+mpich_run() {
+	local p=$1 n=$2 m=$T/mpich/$1.$2.out rc i
+	rm -f "$m".rank.*
+	# shellcheck disable=SC2086 # ARGS are words
+	timeout "$LIMIT" mpiexec.mpich -genv LD_PRELOAD "$T/mpich_yield.so" \
+		-outfile-pattern "$m.rank.%r" -n "$n" "$T/mpich/$p" $3 >"$m.err" 2>&1
+	rc=$?
+	for i in $(seq 0 $((n - 1))); do
+		[ ! -f "$m.rank.$i" ] || sed "s/^/$i: /" "$m.rank.$i"
+	done >"$m"
+	return $rc
+}
+
+# MPICH's outputs as sums (mpich.sums): "src FILE SUM" for each source, "runs
+# SUM" for the table of runs, "out PROG RANKS SUM" for each masked output
+SUMS=$HERE/mpich.sums
+sum_of() { sha256sum | cut -c1-64; }
+sources() { (cd "$HERE" && ls ./*.c ./*.cpp ./*.h | sed 's|^\./||'); }
+runs_sum() { printf '%s\n' "${RUNS[@]}" | sum_of; }
+mpich_sum() { awk -v p="$1" -v n="$2" '$1 == "out" && $2 == p && $3 == n { print $4 }' "$SUMS"; }
+
+if [ "$MPICH_ONLY" = 1 ]; then
+	echo "# MPICH ($(mpiexec.mpich --version 2>/dev/null | sed -n 's/^ *Version: *//p'))"
+	par_each 2 build_mpich "${RUNS[@]%%|*}"
+	built mpich
+	: >"$T/outs"
+	for r in "${RUNS[@]}"; do
+		IFS='|' read -r p ranks args mode <<<"$r"
+		for n in $ranks; do
+			mpich_run "$p" "$n" "$args"
+			rc=$?
+			if [ $rc = 0 ] && [ -s "$T/mpich/$p.$n.out" ]; then
+				ok "MPICH $p, $n ranks: exit 0"
+			else
+				bad "MPICH $p, $n ranks: exit $rc"
+				head -5 "$T/mpich/$p.$n.out.err" | sed 's/^/     /'
+			fi
+			echo "out $p $n $(norm "$mode" "$T/mpich/$p.$n.out" | sum_of)" >>"$T/outs"
+		done
+	done
+	if [ "$WRITE_SUMS" = 1 ] && [ "$fails" = 0 ]; then
+		{
+			echo "# MPICH's outputs of tests/mpi/thirdparty's runs, masked as run.sh"
+			echo "# compares them, as sha256 sums. Written by run.sh --mpich-only"
+			echo "# --write-sums; the sources' and the runs' sums say what they came from."
+			echo "mpich $(mpiexec.mpich --version 2>/dev/null | sed -n 's/^ *Version: *//p')"
+			for f in $(sources); do echo "src $f $(sum_of <"$HERE/$f")"; done
+			echo "runs $(runs_sum)"
+			cat "$T/outs"
+		} >"$SUMS"
+		echo "info: wrote $SUMS"
+	fi
+	echo "$checks checks, $fails failed (MPICH only)"
+	[ "$fails" = 0 ]
+	exit
+fi
+
+# same_as_mpich NAME P N ARGS MODE OUT: OUT, masked, is MPICH's; if not,
+# MPICH's run here and now shows how it differs
+same_as_mpich() {
+	local want
+	want=$(mpich_sum "$2" "$3")
+	if [ -n "$want" ] && [ "$(norm "$5" "$6" | sum_of)" = "$want" ]; then
+		ok "$1"
+		return
+	fi
+	if [ -z "$want" ]; then bad "$1: mpich.sums holds no output of $2 on $3 ranks"; else bad "$1"; fi
+	if ! command -v mpicc.mpich >/dev/null; then
+		echo "     (no MPICH here to show how: install mpich)"
+	elif build mpich "$2"; then
+		mpich_run "$2" "$3" "$4"
+		echo "     MPICH's run here (exit $?) against this one:"
+		diff <(norm "$5" "$T/mpich/$2.$3.out") <(norm "$5" "$6") | head -10 | sed 's/^/     /'
+		[ "$(norm "$5" "$T/mpich/$2.$3.out")" != "$(norm "$5" "$6")" ] ||
+			echo "     the same: mpich.sums is not this MPICH's (--mpich-only --write-sums)"
+	fi
+}
+
+echo "# build (BCS-MPI), beside the cluster's start"
+par_each 2 build_bcs "${RUNS[@]%%|*}" &
 builds=$!
 expect "cluster up (4 nodes, 2 ms slices)" 0 storm cluster up --nodes 4 --dir "$C" \
 	--timeslice-us 2000 --down-after-ms 10000
 wait "$builds"
-for r in "${RUNS[@]}"; do
-	p=${r%%|*}
-	if [ -f "$T/$p.built" ]; then
-		ok "$p: $(cat "$T/$p.cc")"
-	else
-		bad "$p: build"
-		head -20 "$T/$p.cc.err" | sed 's/^/     /'
-	fi
+built bcs
+stale=()
+for f in $(sources); do
+	[ "$(awk -v f="$f" '$1 == "src" && $2 == f { print $3 }' "$SUMS")" = "$(sum_of <"$HERE/$f")" ] ||
+		stale+=("$f")
 done
-
-# mpich_runs: every run under MPICH, one after another, beside BCS-MPI's
-# runs and replays (the two share nothing but the CPUs, and a BCS-MPI job
-# mostly waits for its slices): each run's output in $T/mpich/P.N.out, its
-# exit code in P.N.rc, then a line "ran P N." in $T/mpich/progress, which
-# BCS-MPI's side waits for before it compares
-mpich_runs() {
-	local r p ranks args mode n m i
-	for r in "${RUNS[@]}"; do
-		IFS='|' read -r p ranks args mode <<<"$r"
-		for n in $ranks; do
-			m=$T/mpich/$p.$n.out
-			# each rank's stdout in a file of its own, labelled here:
-			# mpiexec's own labels (-prepend-pattern) go by the chunks
-			# it reads, not by lines
-			rm -f "$m".rank.*
-			# shellcheck disable=SC2086 # ARGS are words
-			timeout "$LIMIT" mpiexec.mpich -genv LD_PRELOAD "$T/mpich_yield.so" \
-				-outfile-pattern "$m.rank.%r" -n "$n" "$T/mpich/$p" $args >"$m.err" 2>&1
-			echo $? >"$m.rc"
-			for i in $(seq 0 $((n - 1))); do
-				[ ! -f "$m.rank.$i" ] || sed "s/^/$i: /" "$m.rank.$i"
-			done >"$m"
-			echo "ran $p $n." >>"$T/mpich/progress"
-		done
-	done
-}
-: >"$T/mpich/progress"
-mpich_runs &
-MPICH_PID=$!
+[ "$(sed -n 's/^runs //p' "$SUMS")" = "$(runs_sum)" ] || stale+=("the table of runs")
+if [ ${#stale[@]} = 0 ]; then
+	ok "MPICH's outputs (mpich.sums, MPICH $(sed -n 's/^mpich //p' "$SUMS")) are of the sources and runs here"
+else
+	bad "mpich.sums is older than ${stale[*]}: run tests/mpi/thirdparty/run.sh --mpich-only --write-sums"
+fi
 
 start=$(date +%s%N)
 for r in "${RUNS[@]}"; do
 	IFS='|' read -r p ranks args mode <<<"$r"
 	last=${ranks##* }
 	for n in $ranks; do
-		m=$T/mpich/$p.$n.out b=$T/bcs/$p.$n.out rec=()
+		b=$T/bcs/$p.$n.out rec=()
 		[ "$n" = "$last" ] && rec=(--record "$T/$p.trace")
 		t0=$(date +%s%N)
 		# shellcheck disable=SC2086 # ARGS are words
@@ -172,20 +258,18 @@ for r in "${RUNS[@]}"; do
 			"$T/bcs/$p" $args >"$b" 2>"$b.err"
 		brc=$?
 		ms=$((($(date +%s%N) - t0) / 1000000))
-		wait_log "$T/mpich/progress" "ran $p $n." "$LIMIT" >/dev/null
-		mrc=$(cat "$m.rc" 2>/dev/null || echo "none")
-		if [ "$mrc" = 0 ] && [ $brc = 0 ]; then
-			ok "$p, $n ranks${rec:+, recorded}: exit 0 under both ($ms ms)"
+		if [ $brc = 0 ]; then
+			ok "$p, $n ranks${rec:+, recorded}: exit 0 ($ms ms)"
 		else
-			bad "$p, $n ranks: exit $mrc under MPICH, $brc under BCS-MPI"
-			head -5 "$m.err" "$b.err" | sed 's/^/     /'
+			bad "$p, $n ranks: exit $brc"
+			head -5 "$b.err" | sed 's/^/     /'
 		fi
 		case $mode in
 		timing) what=" (timings masked)" ;;
 		procname) what=" (processor names masked)" ;;
 		*) what= ;;
 		esac
-		same "  same output as MPICH's$what" "$mode" "$m" "$b"
+		same_as_mpich "  same output as MPICH's$what" "$p" "$n" "$args" "$mode" "$b"
 	done
 	# the recorded run again
 	r=$T/bcs/$p.replay.out
@@ -197,8 +281,6 @@ for r in "${RUNS[@]}"; do
 	fi
 	same "  replay prints the recorded run's output" "$mode" "$T/bcs/$p.$last.out" "$r"
 done
-wait "$MPICH_PID"
-MPICH_PID=
 echo "info: the runs took $((($(date +%s%N) - start) / 1000000)) ms"
 
 echo "$checks checks, $fails failed"
