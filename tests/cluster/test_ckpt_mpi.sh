@@ -170,7 +170,13 @@ storm run -N 2 -n 4 --checkpoint-interval 1 --restart-on-failure $LIVE_APP "$T/l
 	>fail.out 2>fail.err &
 RUN=$!
 bg+=($RUN)
-wait_log fail.out "step 0" 30
+# a job that never ends its first step under checkpoints each second is
+# stuck: what the daemons and the ranks are doing then names the cause
+if ! wait_log fail.out "step 0" 30; then
+	bad "the job under checkpoints each second ended its first step"
+	cluster_dump
+	stacks "$T/ckptapp"
+fi
 FJ=$(last_job)
 wait_log "$C/log/mm.log" "job $FJ: complete checkpoint" 60 || bad "a periodic checkpoint completed"
 N1=$(awk '$2 == "node01" { print $1 }' "$C/pids")
