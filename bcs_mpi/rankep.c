@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -141,6 +142,14 @@ static void ep_open(void)
 		signals_save();
 		opened = f.open(e.prov, e.src, e.pool, &e.ep, why, sizeof(why)) == 0;
 		signals_restore();
+		/* test hook: the endpoint stays half open (its sockets made,
+		 * OPEN not said) this long, for a checkpoint to land there */
+		const char *hold = getenv("STORM_TEST_EP_OPEN_HOLD_MS");
+		if (hold && opened) {
+			struct timespec ts = {atoi(hold) / 1000, (long)(atoi(hold) % 1000) * 1000000};
+			while (nanosleep(&ts, &ts) < 0)
+				;
+		}
 	}
 	if (e.failed || opened) {
 		if (e.ep)
