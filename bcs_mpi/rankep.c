@@ -138,18 +138,25 @@ static void ep_open(void)
 	char why[200] = "";
 	bool opened = false;
 	if (!e.failed && load(why, sizeof(why))) {
+		uint32_t was = __atomic_load_n(&e.a->ep_state, __ATOMIC_ACQUIRE);
+		__atomic_store_n(&e.a->ep_state, BCS_EP_OPENING, __ATOMIC_RELEASE);
 		/* libfabric loads its providers, and their libraries, here */
 		signals_save();
 		opened = f.open(e.prov, e.src, e.pool, &e.ep, why, sizeof(why)) == 0;
 		signals_restore();
-		/* test hook: the endpoint stays half open (its sockets made,
-		 * OPEN not said) this long, for a checkpoint to land there */
-		const char *hold = getenv("STORM_TEST_EP_OPEN_HOLD_MS");
-		if (hold && opened) {
-			struct timespec ts = {atoi(hold) / 1000, (long)(atoi(hold) % 1000) * 1000000};
-			while (nanosleep(&ts, &ts) < 0)
-				;
+		/* test hook: the first endpoint stays half open (its sockets
+		 * made, OPEN not said) until the file named exists, for a
+		 * checkpoint to land there */
+		const char *hold = getenv("STORM_TEST_EP_OPEN_HOLD");
+		if (hold && opened && !e.opened) {
+			fprintf(stderr, "BCS-MPI rank %d: test hook: endpoint half open until %s\n",
+				e.rank, hold);
+			struct timespec ts = {0, 10000000};
+			while (access(hold, F_OK) != 0)
+				nanosleep(&ts, NULL);
 		}
+		if (!opened)
+			__atomic_store_n(&e.a->ep_state, was, __ATOMIC_RELEASE);
 	}
 	if (e.failed || opened) {
 		if (e.ep)

@@ -155,7 +155,16 @@ enum bcs_ep_state {
 	BCS_EP_NONE = 0,
 	BCS_EP_OPEN = 1,
 	BCS_EP_CLOSED = 2,
+	/* being opened: its sockets may exist, its blob is not out yet; a
+	 * checkpoint's drain waits for it as for an open one, which it then
+	 * asks to close (no image may hold the sockets) */
+	BCS_EP_OPENING = 3,
 };
+/* an endpoint a checkpoint must see closed first */
+static inline int bcs_ep_held(uint32_t state)
+{
+	return state == BCS_EP_OPEN || state == BCS_EP_OPENING;
+}
 /* Messages smaller than this keep the daemons' path even with rank writes
  * on: a piece on the ranks' path takes an order, a write and two
  * completions, each seen at a poll, where the daemons' path sends it with

@@ -41,7 +41,7 @@ bool bcs_drained_here(struct bjob *j)
 	/* no image may hold a rank's endpoint: each closes it once asked
 	 * (bcs_rank_close), at its next MPI call if it computes */
 	for (uint32_t lr = 0; j->map && lr < j->nlocal; lr++)
-		if (__atomic_load_n(&bcs_area_of(j, lr)->ep_state, __ATOMIC_ACQUIRE) == BCS_EP_OPEN &&
+		if (bcs_ep_held(__atomic_load_n(&bcs_area_of(j, lr)->ep_state, __ATOMIC_ACQUIRE)) &&
 		    bcs_pid_of(j, lr) > 0)
 			return false;
 	for (uint32_t k = 0; k < j->nnodes_job; k++)

@@ -390,7 +390,7 @@ void bcs_rank_close(struct bjob *j)
 	for (uint32_t lr = 0; lr < j->nlocal; lr++) {
 		struct bcs_area *a = bcs_area_of(j, lr);
 		pid_t pid = bcs_pid_of(j, lr);
-		bool open = __atomic_load_n(&a->ep_state, __ATOMIC_ACQUIRE) == BCS_EP_OPEN;
+		bool open = bcs_ep_held(__atomic_load_n(&a->ep_state, __ATOMIC_ACQUIRE));
 		/* its own work out: expectations, and writes it took */
 		bool own = false;
 		for (uint32_t k = 0; j->rx_x && k < BCS_RX_SLOTS; k++)

@@ -158,6 +158,32 @@ expect "storm-ckpt restore of it is refused" 1 storm-ckpt restore "$IMG"
 has "  naming the channel mapping" err "/memfd:storm-bcs"
 has "  and who can supply it" err "only the checkpointing daemon can supply"
 
+# ---- a checkpoint while a rank's endpoint is half open: its sockets made,
+# OPEN not yet said (test hook: until a file exists). The drain waits for
+# it (the rank alone is let go on) and has it closed, so the image holds no
+# socket: the checkpoint completes and the job ends with the uninterrupted
+# result
+rm -f "$T/half.txt" "$T/half.go"
+STORM_TEST_EP_OPEN_HOLD=$T/half.go storm run -N 2 -n 4 $APP "$T/half.txt" >half.out 2>half.err &
+bg+=($!)
+if wait_log half.err "test hook: endpoint half open" 60; then
+	HJ=$(last_job)
+	storm checkpoint "$HJ" >half.ck 2>&1 &
+	CK=$!
+	wait_log "$C/log/node00.log" "job $HJ: checkpoint" 60 ||
+		bad "the checkpoint of job $HJ never started on node00"
+	: >"$T/half.go"
+	wait "$CK" && ok "storm checkpoint $HJ while a rank's endpoint is half open" ||
+		{ bad "storm checkpoint $HJ while a rank's endpoint is half open"; sed 's/^/     | /' half.ck; }
+else
+	bad "a rank held its endpoint half open"
+	: >"$T/half.go"
+fi
+wait "${bg[-1]}"
+rc=$?
+[ "$rc" = 0 ] && ok "  the job ends (exit 0)" || bad "  the job ends (exit $rc)"
+same_result "  its result is the uninterrupted run's" "$T/half.txt"
+
 # ---- a node dies: restarted from its latest complete checkpoint
 # (rank 0 holds at the end until the restart is under way). A checkpoint a
 # second keeps the job frozen or writing images most of the time on a
