@@ -152,7 +152,8 @@ par_each 2 build "${want[@]}"
 # came from, "out PROG RANKS SUM" for each output
 SUMS=$HERE/mpich.sums
 SUM_SRCS="suite.h ops.h $(printf '%s.c ' $PROGS)"
-sum_of() { sha256sum <"$1" | cut -c1-64; }
+# shellcheck source=sums.sh
+. "$HERE/sums.sh"
 mpich_version() { mpiexec.mpich --version 2>/dev/null | sed -n 's/^ *Version: *//p'; }
 # write_sums: MPICH's outputs of every program on every rank count
 write_sums() {
@@ -162,9 +163,9 @@ write_sums() {
 		echo "# BCS-MPI's outputs must equal (run.sh). Written by run.sh --mpich-only"
 		echo "# --write-sums; the sources' sums say which programs they came from."
 		echo "mpich $(mpich_version)"
-		for f in $SUM_SRCS; do echo "src $f $(sum_of "$HERE/$f")"; done
+		for f in $SUM_SRCS; do echo "src $f $(sum_of <"$HERE/$f")"; done
 		for n in $RANKS; do
-			for p in $PROGS; do echo "out $p $n $(sum_of "$T/mpich/$p.$n.out")"; done
+			for p in $PROGS; do echo "out $p $n $(sum_of <"$T/mpich/$p.$n.out")"; done
 		done
 	} >"$SUMS"
 }
@@ -185,13 +186,11 @@ mpich_diff() {
 	diff "$m" "$3" | head -20 | sed 's/^/     /'
 	cmp -s "$m" "$3" && echo "     the same: mpich.sums is not this MPICH's (--mpich-only --write-sums)"
 }
-# mpich_sum P N: the sum of MPICH's output of P on N ranks
-mpich_sum() { awk -v p="$1" -v n="$2" '$1 == "out" && $2 == p && $3 == n { print $4 }' "$SUMS"; }
 # same_as_mpich NAME P N OUT: OUT is MPICH's output of P on N ranks
 same_as_mpich() {
 	local want
 	want=$(mpich_sum "$2" "$3")
-	if [ -n "$want" ] && [ "$(sum_of "$4")" = "$want" ]; then
+	if [ -n "$want" ] && [ "$(sum_of <"$4")" = "$want" ]; then
 		ok "$1"
 	elif [ -z "$want" ]; then
 		bad "$1: mpich.sums holds no output of $2 on $3 ranks"
@@ -264,11 +263,8 @@ fi
 # ---- BCS-MPI: the same programs, MPICH's outputs
 echo "# BCS-MPI"
 built bcs bcs-mpicc $BCS_PROGS
-stale=()
-for f in $SUM_SRCS; do
-	[ "$(awk -v f="$f" '$1 == "src" && $2 == f { print $3 }' "$SUMS")" = "$(sum_of "$HERE/$f")" ] ||
-		stale+=("$f")
-done
+# shellcheck disable=SC2086 # file names are words
+mapfile -t stale < <(sums_stale "$HERE" $SUM_SRCS)
 if [ ${#stale[@]} = 0 ]; then
 	ok "MPICH's outputs (mpich.sums, MPICH $(sed -n 's/^mpich //p' "$SUMS")) are of the sources here"
 else
@@ -383,7 +379,7 @@ record_replay() {
 	fi
 	expect "storm replay $1" 0 storm replay "$T/$1.trace"
 	if [ -n "${4:-}" ]; then
-		[ "$(sum_of "$T/out")" = "$(mpich_sum "$1" "$3")" ]
+		[ "$(sum_of <"$T/out")" = "$(mpich_sum "$1" "$3")" ]
 		set -- "$1" "$?" " and MPICH's"
 	else
 		grep -q "^$1: [0-9]* checks, 0 failed\$" "$T/out"

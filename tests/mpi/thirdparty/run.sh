@@ -164,10 +164,10 @@ mpich_run() {
 # MPICH's outputs as sums (mpich.sums): "src FILE SUM" for each source, "runs
 # SUM" for the table of runs, "out PROG RANKS SUM" for each masked output
 SUMS=$HERE/mpich.sums
-sum_of() { sha256sum | cut -c1-64; }
+# shellcheck source=../sums.sh
+. "$HERE/../sums.sh"
 sources() { (cd "$HERE" && ls ./*.c ./*.cpp ./*.h | sed 's|^\./||'); }
 runs_sum() { printf '%s\n' "${RUNS[@]}" | sum_of; }
-mpich_sum() { awk -v p="$1" -v n="$2" '$1 == "out" && $2 == p && $3 == n { print $4 }' "$SUMS"; }
 
 if [ "$MPICH_ONLY" = 1 ]; then
 	echo "# MPICH ($(mpiexec.mpich --version 2>/dev/null | sed -n 's/^ *Version: *//p'))"
@@ -233,11 +233,8 @@ expect "cluster up (4 nodes, 2 ms slices)" 0 storm cluster up --nodes 4 --dir "$
 	--timeslice-us 2000 --down-after-ms 10000
 wait "$builds"
 built bcs
-stale=()
-for f in $(sources); do
-	[ "$(awk -v f="$f" '$1 == "src" && $2 == f { print $3 }' "$SUMS")" = "$(sum_of <"$HERE/$f")" ] ||
-		stale+=("$f")
-done
+# shellcheck disable=SC2046 # file names are words
+mapfile -t stale < <(sums_stale "$HERE" $(sources))
 [ "$(sed -n 's/^runs //p' "$SUMS")" = "$(runs_sum)" ] || stale+=("the table of runs")
 if [ ${#stale[@]} = 0 ]; then
 	ok "MPICH's outputs (mpich.sums, MPICH $(sed -n 's/^mpich //p' "$SUMS")) are of the sources and runs here"
