@@ -193,7 +193,9 @@ BCS_LIB_SRC += bcs_mpi/bigcount.c
 # when the cluster has rank writes on: libfabric brings libpsm2 and
 # libinfinipath, whose constructors take over SIGSEGV in every rank
 BCS_LIB_SRC += bcs_mpi/rankep.c
-BCS_LIB_OBJ := $(BCS_LIB_SRC:%.c=$(BUILD)/obj/%.o)
+# and the network layer's fopen, which spares each rank that opens its
+# endpoint libfabric's scans of /proc/kallsyms (net_abstraction/kallsyms.c)
+BCS_LIB_OBJ := $(BCS_LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/net_abstraction/kallsyms.o
 # the profiling interface (scripts/pmpi.sh): the library's own units are
 # compiled with a header naming every function of mpi.h PMPI_ and making
 # MPI_ a weak alias of each one the unit defines
@@ -587,6 +589,9 @@ layers: all $(WALK_CI)
 # allocation's steps, a checkpoint and COMPARE-AND-WRITE under contention
 # too, 97 s and 117 s at a load of 7).
 CHECK_JOBS ?= 1
+# the build before the suites uses every core: compiling is CPU alone, with
+# no deadline to miss
+BUILD_JOBS ?= $(shell nproc)
 CHECK_SOLO := net-rma net-msg
 CHECK_SUITES := cluster-snakemake cluster-ckpt_mpi cluster-slurm debtest mpi-thirdparty \
                 cluster-ckpt_threads hosts-ckpt cluster-valgrind mpi-suite cluster-gang \
@@ -610,9 +615,9 @@ CHECK_BINS := $(sort $(CLUSTER_BINS) $(HOSTS_BINS)) $(BUILD)/bin/unit_tests_asan
 .PHONY: check-bins
 check-bins: $(CHECK_BINS)
 check: test-deps
-	$(MAKE) -j$(CHECK_JOBS) all
+	$(MAKE) -j$(BUILD_JOBS) all
 	$(MAKE) layers
-	$(MAKE) -j$(CHECK_JOBS) check-bins
+	$(MAKE) -j$(BUILD_JOBS) check-bins
 	@mkdir -p $(BUILD) && : > $(BUILD)/suites.txt && rm -rf $(BUILD)/suite-logs
 	@$(MAKE) -k -j1 SUITE_TIMES=$(CURDIR)/$(BUILD)/suites.txt \
 		SUITE_LOGS=$(CURDIR)/$(BUILD)/suite-logs check-solo; solo=$$?; \

@@ -46,6 +46,11 @@ static struct {
 
 #define SYM(field, name) (*(void **)&f.field = dlsym(h, name))
 
+/* links the network layer's fopen (kallsyms.c) into a program that links
+ * this library statically too: libfabric, loaded with the endpoint, scans
+ * /proc/kallsyms without it */
+__attribute__((used)) static unsigned *const kallsyms_linked = &sn_kallsyms_refused;
+
 /* The program's signal handlers are kept across loading libfabric:
  * its dependencies (libinfinipath, libpsm2) install their own for SIGSEGV,
  * SIGTERM and more in their constructors, which print a backtrace and exit

@@ -3,6 +3,7 @@
  * sn_open / sn_close. */
 #include "sn_int.h"
 #include "rxm_env.h"
+#include "sn_ep.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -495,6 +496,10 @@ static int rail_getinfo(struct sn_ctx *ctx, int rail, const char *prov, const ch
 	if (rc)
 		return fail(ctx, -ENOENT, "libfabric provider '%s' is not available here: %s",
 			    prov, fi_strerror(-rc));
+	/* naming sn_kallsyms_refused is also what links kallsyms.c, and so
+	 * its fopen, into every program of this library */
+	note(ctx, "rail %d: libfabric's scans of /proc/kallsyms refused: %u", rail,
+	     sn_kallsyms_refused);
 	return 0;
 }
 

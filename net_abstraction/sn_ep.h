@@ -24,6 +24,11 @@
 
 struct sn_ep;
 
+/* Scans of /proc/kallsyms that libfabric began and kallsyms.c refused (its
+ * fopen takes the place of libc's in every program of this library and in
+ * libbcsmpi); naming it is what links that file. */
+extern unsigned sn_kallsyms_refused;
+
 enum sn_ep_kind {
 	SN_EP_SENT = 1,    /* our write ended (ctx as given); err 0 or -errno */
 	SN_EP_ARRIVED = 2, /* a peer's write is in our pool; imm as it sent it */

@@ -2,7 +2,8 @@
  * tcp;ofi_rxm, the provider BCS-MPI ranks write on: a 4 MiB write with immediate data lands intact in the
  * peer's pool and its arrival names the immediate data; and an endpoint
  * closed leaves nothing behind (no descriptor, no thread), which is what
- * lets a BCS-MPI rank that closed its endpoint be checkpointed. The two
+ * lets a BCS-MPI rank that closed its endpoint be checkpointed; and
+ * libfabric's scans of /proc/kallsyms are refused. The two
  * processes meet through pipes, never by sleeping. */
 #include <CUnit/Basic.h>
 #include <dirent.h>
@@ -216,6 +217,23 @@ static void run_write(bool from_daemon)
 static void test_write(void) { run_write(false); }
 static void test_daemon_write(void) { run_write(true); }
 
+/* After test_write opened an endpoint here: libfabric's verbs provider
+ * began its scans of /proc/kallsyms and was refused each (75 ms of CPU a
+ * process otherwise), while the program's own fopen of the file is
+ * libc's, untouched */
+static void test_kallsyms(void)
+{
+	CU_ASSERT(sn_kallsyms_refused >= 1);
+	if (!sn_kallsyms_refused)
+		fprintf(stderr, "libfabric opened /proc/kallsyms through libc's fopen, or no "
+			"longer opens it (then net_abstraction/kallsyms.c can go)\n");
+	FILE *f = fopen("/proc/kallsyms", "r");
+	char line[256];
+	CU_ASSERT(f && fgets(line, sizeof(line), f));
+	if (f)
+		fclose(f);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -228,6 +246,8 @@ int main(void)
 	CU_add_test(s, "a node daemon's own endpoint, its rails open, writes into another process's",
 		    test_daemon_write);
 	CU_add_test(s, "a 4 MiB write with immediate data, tcp;ofi_rxm; nothing left", test_write);
+	CU_add_test(s, "libfabric's scans of /proc/kallsyms refused, the program's own served",
+		    test_kallsyms);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();
