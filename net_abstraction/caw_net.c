@@ -17,6 +17,22 @@ static uint64_t caw_lease_ns(const struct sn_ctx *ctx)
  * it (caw.h says which): false, not done. */
 bool sni_caw_member_prepare(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m)
 {
+	/* Not in the round of progress that brought it, but at the start of
+	 * the next: the program has then taken the events of everything that
+	 * arrived before it and acted on them. The MM acknowledges a node's
+	 * report and reads, right after, the done word that the node writes
+	 * when it takes that acknowledgement: both arrived in one round, the
+	 * read compared the word before the node had written it, and asked
+	 * again a slice later. */
+	if (!r->eval_seen) {
+		r->eval_seen = true;
+		r->eval_round = ctx->round;
+	}
+	if (r->eval_round == ctx->round) {
+		r->eval_deferred = true;
+		return false;
+	}
+	r->eval_deferred = false;
 	struct caw_req req = {
 		.origin = m->origin,
 		.opid = (uint32_t)m->total,
@@ -84,6 +100,25 @@ void sni_caw_grant_waiters(struct sn_ctx *ctx)
 		if (sni_caw_member_prepare(ctx, next, &next->m)) {
 			next->local_done = true;
 			sni_rec_try_finish(ctx, next, false); /* may free it */
+		}
+	}
+}
+
+/* The prepares that arrived in an earlier round of progress, at the start
+ * of this one. */
+void sni_caw_serve_deferred(struct sn_ctx *ctx)
+{
+	for (bool again = true; again;) {
+		again = false;
+		for (struct rec *r = ctx->recs; r; r = r->next) {
+			if (!r->eval_deferred || r->finished)
+				continue;
+			if (sni_caw_member_prepare(ctx, r, &r->m)) {
+				r->local_done = true;
+				sni_rec_try_finish(ctx, r, false); /* may free it */
+				again = true;
+				break;
+			}
 		}
 	}
 }

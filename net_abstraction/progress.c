@@ -87,6 +87,8 @@ static int rail_progress(struct sn_ctx *ctx, int rail)
 int sn_progress(struct sn_ctx *ctx)
 {
 	int total = 0;
+	ctx->round++;
+	sni_caw_serve_deferred(ctx);
 	sni_peers_refresh(ctx);
 	for (int i = 0; i < ctx->nrails; i++) {
 		/* a node that never sleeps (busy-polling) reads its bell now and
@@ -172,9 +174,12 @@ int sn_sleep_limit_ms(struct sn_ctx *ctx, bool busy)
 int sn_next_timeout_ms(struct sn_ctx *ctx)
 {
 	uint64_t t = now_ns(), best = UINT64_MAX;
-	for (struct rec *r = ctx->recs; r; r = r->next)
+	for (struct rec *r = ctx->recs; r; r = r->next) {
 		if (!r->finished && r->deadline_ns < best)
 			best = r->deadline_ns;
+		if (!r->finished && r->eval_deferred)
+			best = 0; /* a prepare to evaluate in the next round */
+	}
 	for (struct caw_call *c = ctx->calls; c; c = c->next) {
 		if (c->sm.state == CAW_BACKOFF && c->sm.backoff_until_ns < best)
 			best = c->sm.backoff_until_ns;

@@ -190,6 +190,10 @@ struct rec {
 	 * chunk (treeop.c) */
 	bool tomb;
 	bool lock_wait;         /* a CAW prepare queued for a lock here (caw.h) */
+	/* a CAW prepare is evaluated in a later round of progress than the
+	 * one it arrived in (caw_net.c) */
+	bool eval_seen, eval_deferred;
+	uint64_t eval_round;
 	uint64_t wait_mark;     /* locks.releases when it queued */
 	uint64_t bytes;         /* XFER bytes placed here */
 	uint64_t deadline_ns;
@@ -247,6 +251,7 @@ struct sni_hooks {
 
 struct sn_ctx {
 	struct sn_config cfg;
+	uint64_t round;         /* calls of sn_progress */
 	struct sni_hooks hooks;
 	char provider[2][64];
 	enum { BOOT_DIR, BOOT_STATIC, BOOT_EXTERNAL } boot;
@@ -377,6 +382,7 @@ void sni_root_launch(struct sn_ctx *ctx, struct rec *r);
 /* caw_net.c */
 bool sni_caw_member_prepare(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m);
 void sni_caw_grant_waiters(struct sn_ctx *ctx);
+void sni_caw_serve_deferred(struct sn_ctx *ctx);
 void sni_caw_member_decide(struct sn_ctx *ctx, struct rec *r, const struct sn_msg *m);
 void sni_caw_backoffs(struct sn_ctx *ctx);
 int sni_caw_deliver(struct sn_ctx *ctx);

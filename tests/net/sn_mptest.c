@@ -1113,6 +1113,51 @@ static int scen_stall(const struct spawn_node *nd)
 
 /* ------------------------------------------------------------ order */
 
+/* A COMPARE-AND-WRITE compares what the member's program made of the
+ * transfers that came before it from the same caller: node 0 sends node 1 a
+ * value with an event, then asks at once whether node 1's VAR_B holds it;
+ * node 1 copies the value into VAR_B when it takes the event. Node 1 stays
+ * out of progress meanwhile, so that both arrive in one round of it (a node
+ * daemon descheduled for a slice: the MM acknowledges a report and reads
+ * the done word that the acknowledgement makes the node write). The
+ * answer must be true, at the first call. */
+#define CAUSAL_VALUE 77
+static int scen_causal(const struct spawn_node *nd)
+{
+	uint32_t self = nd->id;
+	struct sn_ctx *ctx = open_node(nd, 1 << 20);
+	struct sn_nodeset all, one;
+	all_nodes(ctx, &all);
+	sn_set_clear(&one);
+	sn_set_add(&one, 1);
+	sn_var_store(ctx, VAR_B, 0);
+	CHECK(barrier(ctx, &all, 1) == 0, "barrier");
+	if (self == 0) {
+		uint64_t v = CAUSAL_VALUE;
+		CHECK(sn_xfer(ctx, &one, VAR_A, &v, 8, SN_NO_EVENT, EV_DATA, 0) == 0, "xfer: %s",
+		      sn_strerror(ctx));
+		int rc = sn_caw(ctx, &one, VAR_B, SN_EQ, CAUSAL_VALUE, false, 0, 0, NULL);
+		CHECK(rc == 1, "the compare ran before node 1 took the transfer's event: %d", rc);
+		CHECK(sn_xfer(ctx, &one, VAR_GO, &v, 8, SN_NO_EVENT, EV_GO, 0) == 0, "go: %s",
+		      sn_strerror(ctx));
+	} else {
+		struct timespec away = {0, 300 * 1000000};
+		nanosleep(&away, NULL);
+		uint64_t until = now_ms() + 4 * OP_TIMEOUT_MS;
+		bool go = false;
+		while (!go && now_ms() < until) {
+			CHECK(sn_progress(ctx) >= 0, "progress: %s", sn_strerror(ctx));
+			if (sn_event_take(ctx, EV_DATA, NULL) == 1)
+				sn_var_store(ctx, VAR_B, sn_var_load(ctx, VAR_A));
+			go = sn_event_take(ctx, EV_GO, NULL) == 1;
+		}
+		CHECK(go, "node 0's last transfer never came");
+	}
+	CHECK(barrier(ctx, &all, 2) == 0, "barrier");
+	sn_close(ctx);
+	return 0;
+}
+
 /* One sender's transfers to the same nodes are delivered in the order they
  * were issued whichever path each takes: small ones (messages), large ones
  * (RMA writes where the provider has them, two chunks, split into
@@ -1620,7 +1665,7 @@ static int run_scenario(int prov, int (*fn)(const struct spawn_node *), uint32_t
 	X(P, integrity, 2) X(P, integrity, 8) X(P, integrity, 32) \
 	X(P, events, 2) X(P, events, 8) X(P, events, 32)          \
 	X(P, noack, 2) X(P, noack, 8) X(P, noack, 32)             \
-	X(P, caw, 2) X(P, caw, 8) X(P, caw, 32)                   \
+	X(P, caw, 2) X(P, caw, 8) X(P, caw, 32) X(P, causal, 2)   \
 	X(P, concurrent, 2) X(P, concurrent, 8) X(P, concurrent, 32) \
 	X(P, overlap, 5) X(P, overlap, 16) X(P, contend, 8) X(P, contend, 32) \
 	X(P, order, 2) X(P, order, 8) X(P, stopped, 3) X(P, cutoff, 3) \
