@@ -215,9 +215,10 @@ const char *sn_cmp_name(enum sn_cmp op);
  *   drops its locks when their lease (4 x timeout_ms) ends, as aborted.
  * - Local sn_var_store and XFER-AND-SIGNAL writes are not ordered with it,
  *   but for one thing: a member evaluates the call in a later sn_progress
- *   than the one that brought it, so it sees what its program stored on
- *   taking the events of everything that arrived before it from the same
- *   caller (sn_next_timeout_ms is 0 meanwhile).
+ *   than the one that brought it, so a program that takes its events
+ *   after each sn_progress (a daemon's loop) has acted on those of
+ *   everything that arrived before it from the same caller when it
+ *   compares (sn_next_timeout_ms is 0 meanwhile).
  * - Answered within about 4 x timeout_ms of reaching the head of its
  *   queue, whatever fails. */
 struct sn_caw_result {

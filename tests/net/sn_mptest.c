@@ -1119,8 +1119,9 @@ static int scen_stall(const struct spawn_node *nd)
  * node 1 copies the value into VAR_B when it takes the event. Node 1 stays
  * out of progress meanwhile, so that both arrive in one round of it (a node
  * daemon descheduled for a slice: the MM acknowledges a report and reads
- * the done word that the acknowledgement makes the node write). The
- * answer must be true, at the first call. */
+ * the done word that the acknowledgement makes the node write), and takes
+ * its events after each round, as a daemon's loop does. The answer must
+ * be true, at the first call. */
 #define CAUSAL_VALUE 77
 static int scen_causal(const struct spawn_node *nd)
 {
@@ -1134,6 +1135,10 @@ static int scen_causal(const struct spawn_node *nd)
 	CHECK(barrier(ctx, &all, 1) == 0, "barrier");
 	if (self == 0) {
 		uint64_t v = CAUSAL_VALUE;
+		/* node 1 is out of the barrier's own rounds of progress, in
+		 * which it would compare before its program could act */
+		CHECK(sn_test_event(ctx, EV_REPLY, 4 * OP_TIMEOUT_MS, NULL) == 1, "node 1 ready: %s",
+		      sn_strerror(ctx));
 		CHECK(sn_xfer(ctx, &one, VAR_A, &v, 8, SN_NO_EVENT, EV_DATA, 0) == 0, "xfer: %s",
 		      sn_strerror(ctx));
 		int rc = sn_caw(ctx, &one, VAR_B, SN_EQ, CAUSAL_VALUE, false, 0, 0, NULL);
@@ -1141,6 +1146,12 @@ static int scen_causal(const struct spawn_node *nd)
 		CHECK(sn_xfer(ctx, &one, VAR_GO, &v, 8, SN_NO_EVENT, EV_GO, 0) == 0, "go: %s",
 		      sn_strerror(ctx));
 	} else {
+		struct sn_nodeset zero;
+		sn_set_clear(&zero);
+		sn_set_add(&zero, 0);
+		uint64_t ready = 1;
+		CHECK(sn_xfer(ctx, &zero, VAR_WIN, &ready, 8, SN_NO_EVENT, EV_REPLY, 0) == 0,
+		      "ready: %s", sn_strerror(ctx));
 		struct timespec away = {0, 300 * 1000000};
 		nanosleep(&away, NULL);
 		uint64_t until = now_ms() + 4 * OP_TIMEOUT_MS;
