@@ -24,11 +24,7 @@ bool sni_caw_member_prepare(struct sn_ctx *ctx, struct rec *r, const struct sn_m
 	 * when it takes that acknowledgement: both arrived in one round, the
 	 * read compared the word before the node had written it, and asked
 	 * again a slice later. */
-	if (!r->eval_seen) {
-		r->eval_seen = true;
-		r->eval_round = ctx->round;
-	}
-	if (r->eval_round == ctx->round) {
+	if (r->round_in == ctx->round) {
 		r->eval_deferred = true;
 		return false;
 	}

@@ -21,10 +21,9 @@
  * and hands every other call to libc's fopen untouched. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-
-#include <stdbool.h>
 
 #include "sn_ep.h"
 

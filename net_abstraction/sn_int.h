@@ -190,10 +190,8 @@ struct rec {
 	 * chunk (treeop.c) */
 	bool tomb;
 	bool lock_wait;         /* a CAW prepare queued for a lock here (caw.h) */
-	/* a CAW prepare is evaluated in a later round of progress than the
-	 * one it arrived in (caw_net.c) */
-	bool eval_seen, eval_deferred;
-	uint64_t eval_round;
+	uint64_t round_in;      /* the round of progress that brought it */
+	bool eval_deferred;     /* a CAW prepare held for a later round (caw_net.c) */
 	uint64_t wait_mark;     /* locks.releases when it queued */
 	uint64_t bytes;         /* XFER bytes placed here */
 	uint64_t deadline_ns;

@@ -84,6 +84,7 @@ static struct rec *rec_new(struct sn_ctx *ctx, const struct sn_msg *m, int rail,
 	if (!r)
 		return NULL;
 	r->m = *m;
+	r->round_in = ctx->round; /* a CAW prepare is evaluated in a later one */
 	r->m.payload = NULL;
 	r->rail = rail;
 	r->parent = pos.parent;
