@@ -18,13 +18,23 @@ import subprocess
 import sys
 
 
-def symbols(obj):
-    out = subprocess.run(["nm", "--defined-only", "-g", obj], capture_output=True,
-                         text=True, check=True).stdout
-    defined = {ln.split()[-1] for ln in out.splitlines() if ln.strip()}
-    out = subprocess.run(["nm", "-u", obj], capture_output=True, text=True,
-                         check=True).stdout
-    needed = {ln.split()[-1] for ln in out.splitlines() if ln.strip()}
+def folder_symbols(objdir, objs):
+    """Each object's defined and needed global symbols, from one nm for the
+    folder (an nm per object was most of `make layers`' time)."""
+    defined = {o: set() for o in objs}
+    needed = {o: set() for o in objs}
+    if not objs:
+        return defined, needed
+    out = subprocess.run(["nm", "-A", "-g"] + [os.path.join(objdir, o) for o in objs],
+                         capture_output=True, text=True, check=True).stdout
+    for ln in out.splitlines():
+        path, _, rest = ln.partition(".o:")
+        fields = rest.split()
+        if len(fields) < 2:
+            continue
+        # U: undefined; w, v: undefined weak (a defined weak one is W or V)
+        (needed if fields[-2] in ("U", "w", "v") else defined)[os.path.basename(path) + ".o"].add(
+            fields[-1])
     return defined, needed
 
 
@@ -63,10 +73,9 @@ def sccs(nodes, edges):
 
 def folder_graph(objdir):
     objs = sorted(f for f in os.listdir(objdir) if f.endswith(".o"))
-    defs, needs = {}, {}
-    for o in objs:
-        name = o[:-2] + ".c"
-        defs[name], needs[name] = symbols(os.path.join(objdir, o))
+    defined, needed = folder_symbols(objdir, objs)
+    defs = {o[:-2] + ".c": defined[o] for o in objs}
+    needs = {o[:-2] + ".c": needed[o] for o in objs}
     owner = {}
     for f, ds in defs.items():
         for s in ds:

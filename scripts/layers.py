@@ -20,6 +20,8 @@ import re
 import subprocess
 import sys
 
+from callgraph import folder_symbols
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # the compiler's -I folders, in the Makefile's order; proto headers are
 # generated into build/gen/proto and belong to the folder "proto"
@@ -111,10 +113,10 @@ def check_pure(folder, objdir, errors):
     if not os.path.isdir(d):
         errors.append(f"{folder}/: no objects in {objdir} (build first)")
         return
-    for o in sorted(f for f in os.listdir(d) if f.endswith(".o")):
-        out = subprocess.run(["nm", "-u", os.path.join(d, o)], capture_output=True,
-                             text=True, check=True).stdout
-        used = {ln.split()[-1] for ln in out.splitlines() if ln.strip()} & IO_SYMBOLS
+    objs = sorted(f for f in os.listdir(d) if f.endswith(".o"))
+    _, needed = folder_symbols(d, objs)
+    for o in objs:
+        used = needed[o] & IO_SYMBOLS
         if used:
             errors.append(f"{folder}/{o[:-2]}.c: does I/O ({', '.join(sorted(used))}) in a "
                           "folder that is pure")
