@@ -163,14 +163,6 @@ int sn_sleep_limit_ms(struct sn_ctx *ctx, bool busy)
 	return timeout;
 }
 
-/* Connection set-up (rxm over tcp or sockets) is progressed only inside
- * fi_cq_read, and an incoming connection request does not make the CQ's
- * wait fd readable. A node that sleeps until a message arrives can then
- * never accept the connection that message needs: a tree child whose only
- * traffic comes from its parent would sleep forever. So a sleeper wakes at
- * least this often to drive progress. */
-#define SN_CM_POLL_MS 5
-
 int sn_next_timeout_ms(struct sn_ctx *ctx)
 {
 	uint64_t t = now_ns(), best = UINT64_MAX;
@@ -189,9 +181,9 @@ int sn_next_timeout_ms(struct sn_ctx *ctx)
 	int ms = best == UINT64_MAX ? -1
 		 : best <= t	     ? 0
 				     : (int)((best - t + 999999) / 1000000);
-	if (ms < 0 || ms > SN_CM_POLL_MS)
-		ms = SN_CM_POLL_MS;
 	for (int i = 0; i < ctx->nrails; i++) {
+		if (ms < 0 || ms > (int)ctx->rails[i].cm_poll_ms)
+			ms = (int)ctx->rails[i].cm_poll_ms;
 		if (ctx->rails[i].txq_head && ms > 1)
 			ms = 1; /* retry what the provider pushed back */
 		/* in case its ring back never comes; a peer that copied

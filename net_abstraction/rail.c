@@ -704,6 +704,12 @@ static int rail_open(struct sn_ctx *ctx, int rail, const char *prov)
 			    SN_ADDR_MAX);
 	if ((rc = rail_peer_tables(ctx, rl)))
 		return rc;
+	/* rxm takes connection requests at most every 10 ms while it is not
+	 * connecting itself (FI_OFI_RXM_CM_PROGRESS_INTERVAL, 10000 µs): a
+	 * faster poll finds nothing to do, and past 10 ms a 10 ms slice's
+	 * strobe or timer wakes a daemon first */
+	rl->cm_poll_ms = strstr(rl->info->fabric_attr->prov_name, "ofi_rxm") ? SN_CM_POLL_RXM_MS
+									  : SN_CM_POLL_MS;
 	if (rl->wait_fd < 0 && !strcmp(rl->info->fabric_attr->prov_name, "shm") &&
 	    (rc = rail_bell(ctx, rail, addr, alen)))
 		return rc;

@@ -94,6 +94,15 @@ struct slot {
 	struct slot *all_next, **all_pprev;
 };
 
+/* Connection set-up (rxm over tcp or sockets) is progressed only inside
+ * fi_cq_read, and an incoming connection request does not make the CQ's
+ * wait fd readable. A node that sleeps until a message arrives can then
+ * never accept the connection that message needs: a tree child whose only
+ * traffic comes from its parent would sleep forever. So a sleeper wakes at
+ * least this often to drive progress (struct rail, cm_poll_ms). */
+#define SN_CM_POLL_MS 5
+#define SN_CM_POLL_RXM_MS 12
+
 struct rail {
 	struct fi_info *info;
 	struct fid_fabric *fabric;
@@ -102,6 +111,9 @@ struct rail {
 	struct fid_cq *cq;
 	struct fid_ep *ep;
 	int wait_fd;
+	/* the longest this rail may go without progress while its wait fd is
+	 * quiet, for connection set-up (progress.c, sn_next_timeout_ms) */
+	unsigned cm_poll_ms;
 	/* a provider without a wait descriptor (shm): our doorbell, the peers
 	 * to ring once the current flush is through, whether our completion
 	 * queue may hold entries we have not read (our own sends complete into
