@@ -946,6 +946,18 @@ static bool ckpt_judge(const struct storm_ring_hdr *ring, uint64_t from, uint64_
 		s0--;
 	bool stretch = last >= 0 && csamples[last].stopped;
 	uint64_t t_from = stretch ? csamples[s0].t1 : 0, t_to = stretch ? csamples[last].t1 : 0;
+	/* The stretch may begin at a gang switch's stop, before the hold: a
+	 * slot of the job that continued its ranks before the checkpoint held
+	 * and stopped them, with no core for them in between (the daemon takes
+	 * the hold and stops the job at once, at a real-time priority), falls
+	 * inside it and is no fault. The job's time held starts after the
+	 * last such continue. A continue after the hold would let the ranks
+	 * run (their run time moves), which ends the stretch instead. */
+	for (uint64_t s = from; stretch && s < head; s++) {
+		const struct storm_record *r = ring_rec(ring, s);
+		if (r->in_job == id && r->in_tasks && r->cont_ns >= t_from && r->cont_ns <= t_to)
+			t_from = r->cont_ns + 1;
+	}
 	*seen = (struct ckpt_seen){ .stopped_ms = (t_to - t_from) / 1000000 };
 	for (uint64_t s = from; s < head; s++) {
 		const struct storm_record *r = ring_rec(ring, s);
