@@ -10,6 +10,17 @@ LDLIBS  := -lfabric
 # CPPFLAGS and LDFLAGS as make's conventions have them, empty unless given
 # (a package build's hardening flags, from dpkg-buildflags); CFLAGS stays
 # the tree's own
+# Objects compile through ccache where it is installed, its cache in the
+# build directory (a compiler the wrappers and the package name stays $(CC)).
+# make check compiles the tree, then the package from a copy of it under
+# build/deb (debtest): the tree's compile takes the package's preprocessor
+# flags (CHECK_CPPFLAGS), so that the package's comes from the cache.
+CCACHE := $(shell command -v ccache 2>/dev/null)
+ifneq ($(CCACHE),)
+export CCACHE_DIR ?= $(CURDIR)/$(BUILD)/ccache
+export CCACHE_BASEDIR ?= $(CURDIR)
+endif
+CHECK_CPPFLAGS = $(shell DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get CPPFLAGS 2>/dev/null)
 # each suite of make check through it: its verdict and time in the log
 SUITE := ./scripts/suite.sh
 SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -72,12 +83,12 @@ $(GEN)/proto/%.pb-c.c $(GEN)/proto/%.pb-c.h: proto/%.proto
 	protoc-c --proto_path=proto --c_out=$(GEN)/proto $<
 $(GEN)/obj/%.o: $(GEN)/%.c | $(PROTO_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(filter-out -Werror,$(CFLAGS)) -c $< -o $@
+	$(CCACHE) $(CC) $(CPPFLAGS) $(filter-out -Werror,$(CFLAGS)) -c $< -o $@
 
 # ---- libraries
 $(BUILD)/obj/%.o: %.c | $(PROTO_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CCACHE) $(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 $(BUILD)/asan/%.o: %.c | $(PROTO_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SANFLAGS) -c $< -o $@
@@ -144,7 +155,7 @@ $(BUILD)/obj/daemons/node/pmix.o: daemons/node/pmix.c | $(PROTO_H)
 	@pkg-config --exists pmix || { echo "error: OpenPMIx not found (pkg-config pmix): \
 	install libpmix-dev (make deps, scripts/install-deps.sh)" >&2; exit 1; }
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(PMIX_CFLAGS) -c $< -o $@
+	$(CCACHE) $(CC) $(CPPFLAGS) $(CFLAGS) $(PMIX_CFLAGS) -c $< -o $@
 $(BUILD)/lib/libstormcli.a: $(CLI_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(dir $@)
 	rm -f $@
@@ -205,7 +216,7 @@ $(GEN)/pmpi/%.pmpi.h: %.c bcs_mpi/abi/mpi.h scripts/pmpi.sh
 	./scripts/pmpi.sh tu bcs_mpi/abi/mpi.h $< > $@.tmp && mv $@.tmp $@
 $(BCS_API_SRC:%.c=$(BUILD)/obj/%.o): $(BUILD)/obj/%.o: %.c $(GEN)/pmpi/%.pmpi.h | $(PROTO_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -include $(GEN)/pmpi/$*.pmpi.h -c $< -o $@
+	$(CCACHE) $(CC) $(CPPFLAGS) $(CFLAGS) -include $(GEN)/pmpi/$*.pmpi.h -c $< -o $@
 .PHONY: bcsmpi
 bcsmpi: $(BUILD)/lib/libbcsmpi.a $(BUILD)/lib/libbcsmpi.so $(BUILD)/lib/libbcsmpi_ep.so $(BUILD)/include/mpi.h \
         $(BUILD)/bin/bcs-mpicc $(BUILD)/bin/bcs-mpicxx $(BUILD)/bin/bcs-mpic++ \
@@ -558,6 +569,8 @@ kernel-check: kernel all $(BUILD)/kernel/storm_guest
 # each object, written by the same compile), for walk.py's count of steps
 # between files along the loops a reader follows
 $(BUILD)/obj/daemons/%.o: CFLAGS += -fcallgraph-info
+# (a second output, which ccache would not give back on a hit)
+$(BUILD)/obj/daemons/%.o: CCACHE :=
 WALK_CI := $(patsubst %.c,$(BUILD)/obj/%.ci,$(wildcard daemons/mm/*.c daemons/node/*.c))
 # an object compiled before its .ci was asked for is compiled again
 $(WALK_CI): $(BUILD)/obj/%.ci: $(BUILD)/obj/%.o
@@ -615,9 +628,9 @@ CHECK_BINS := $(sort $(CLUSTER_BINS) $(HOSTS_BINS)) $(BUILD)/bin/unit_tests_asan
 .PHONY: check-bins
 check-bins: $(CHECK_BINS)
 check: test-deps
-	$(MAKE) -j$(BUILD_JOBS) all
-	$(MAKE) layers
-	$(MAKE) -j$(BUILD_JOBS) check-bins
+	$(MAKE) -j$(BUILD_JOBS) CPPFLAGS='$(CHECK_CPPFLAGS)' all
+	$(MAKE) CPPFLAGS='$(CHECK_CPPFLAGS)' layers
+	$(MAKE) -j$(BUILD_JOBS) CPPFLAGS='$(CHECK_CPPFLAGS)' check-bins
 	@mkdir -p $(BUILD) && : > $(BUILD)/suites.txt && rm -rf $(BUILD)/suite-logs
 	@$(MAKE) -k -j1 SUITE_TIMES=$(CURDIR)/$(BUILD)/suites.txt \
 		SUITE_LOGS=$(CURDIR)/$(BUILD)/suite-logs check-solo; solo=$$?; \

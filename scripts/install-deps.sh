@@ -34,6 +34,7 @@ libxxhash-dev libmicrohttpd-dev libelf-dev libpmix-dev"
 # cmake: tests/mpi/test_wrapper.sh builds a CMake project with bcs-mpicc and bcs-mpicxx;
 # pandoc: the man pages (make man); man-db: tests/install renders them;
 # debhelper, dpkg-dev: make deb (debian/); lintian: tests/install/test_deb.sh checks its result;
+# ccache: make check's package build takes what the tree's build compiled;
 # linux-perf: tests/cluster/gang_overlap.py traces sched_switch for the exact overlap;
 # slurm-wlm (slurmctld, slurmd, slurm-client): tests/slurm/test_alloc.sh runs storm
 # inside allocations of a private Slurm cluster, and bench/launch compares with it
@@ -42,7 +43,7 @@ libxxhash-dev libmicrohttpd-dev libelf-dev libpmix-dev"
 # Slurm commands with its --slurm executor (tests/cluster/test_snakemake.sh)
 test_pkgs="clang libclang-rt-14-dev valgrind python3 iproute2 passwd util-linux gdb
 openmpi-bin libopenmpi-dev mpich libmpich-dev sqlite3 iptables libnetfilter-queue-dev
-python3-prometheus-client chromium cmake pandoc man-db debhelper dpkg-dev lintian
+python3-prometheus-client chromium cmake pandoc man-db debhelper dpkg-dev lintian ccache
 linux-perf slurm-wlm slurmctld slurmd slurm-client snakemake"
 # libfabric-bin: fi_pingpong, the primitives' peer; python3-matplotlib: the scale
 # model's plots (make bench-scale, bench/scale/model/plots.py)
