@@ -1,8 +1,7 @@
 /* ofi_rxm over tcp sized to storm's traffic (rail.c says why, value by
  * value): its bounce buffers hold storm's largest small message and a
  * header, it posts 256 of them, and its completion queues are sized for a
- * universe of 16; its inner tcp completion queues wait on their sockets
- * (pollfd). Shared by the daemons' rails and the endpoints of
+ * universe of 16. Shared by the daemons' rails and the endpoints of
  * sn_ep.h (ranks' and a node daemon's own), which carry only RMA writes,
  * so that none pays rxm's 70 MiB of default buffers. Call before the
  * first fi_getinfo.
@@ -34,12 +33,6 @@ static inline void sn_rxm_tcp_env(void)
 	setenv("FI_OFI_RXM_BUFFER_SIZE", v, 1);
 	setenv("FI_OFI_RXM_MSG_RX_SIZE", "256", 0);
 	setenv("FI_UNIVERSE_SIZE", "16", 0);
-	/* rxm's wait fd then polls tcp's sockets itself, instead of tcp
-	 * signalling a wait fd of its own with a write, and its reader clearing
-	 * it with a read, at every completion: a 4-node cluster's daemons at
-	 * 2 ms slices spent 12-40% less CPU idle and 18-23% less under a loop
-	 * of MPI jobs */
-	setenv("FI_OFI_RXM_DEF_TCP_WAIT_OBJ", "pollfd", 0);
 }
 
 /* FI_OFI_RXM_EAGER_LIMIT, which rxm reads as each endpoint opens, unset
