@@ -20,7 +20,9 @@ ifneq ($(CCACHE),)
 export CCACHE_DIR ?= $(CURDIR)/$(BUILD)/ccache
 export CCACHE_BASEDIR ?= $(CURDIR)
 endif
-CHECK_CPPFLAGS = $(shell DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get CPPFLAGS 2>/dev/null)
+# (the package's build options read from debian/rules, so that the two agree)
+CHECK_CPPFLAGS = $(shell DEB_BUILD_MAINT_OPTIONS='$(shell sed -n 's/^export DEB_BUILD_MAINT_OPTIONS *= *//p' debian/rules)' \
+                   dpkg-buildflags --get CPPFLAGS 2>/dev/null)
 # each suite of make check through it: its verdict and time in the log
 SUITE := ./scripts/suite.sh
 SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -628,9 +630,8 @@ CHECK_BINS := $(sort $(CLUSTER_BINS) $(HOSTS_BINS)) $(BUILD)/bin/unit_tests_asan
 .PHONY: check-bins
 check-bins: $(CHECK_BINS)
 check: test-deps
-	$(MAKE) -j$(BUILD_JOBS) CPPFLAGS='$(CHECK_CPPFLAGS)' all
+	$(MAKE) -j$(BUILD_JOBS) CPPFLAGS='$(CHECK_CPPFLAGS)' all check-bins
 	$(MAKE) CPPFLAGS='$(CHECK_CPPFLAGS)' layers
-	$(MAKE) -j$(BUILD_JOBS) CPPFLAGS='$(CHECK_CPPFLAGS)' check-bins
 	@mkdir -p $(BUILD) && : > $(BUILD)/suites.txt && rm -rf $(BUILD)/suite-logs
 	@$(MAKE) -k -j1 SUITE_TIMES=$(CURDIR)/$(BUILD)/suites.txt \
 		SUITE_LOGS=$(CURDIR)/$(BUILD)/suite-logs check-solo; solo=$$?; \
