@@ -630,8 +630,9 @@ CHECK_BINS := $(sort $(CLUSTER_BINS) $(HOSTS_BINS)) $(BUILD)/bin/unit_tests_asan
 .PHONY: check-bins
 check-bins: $(CHECK_BINS)
 check: test-deps
-	$(MAKE) -j$(BUILD_JOBS) CPPFLAGS='$(CHECK_CPPFLAGS)' all check-bins
+	$(MAKE) -j$(BUILD_JOBS) CPPFLAGS='$(CHECK_CPPFLAGS)' all
 	$(MAKE) CPPFLAGS='$(CHECK_CPPFLAGS)' layers
+	$(MAKE) -j$(BUILD_JOBS) CPPFLAGS='$(CHECK_CPPFLAGS)' check-bins
 	@mkdir -p $(BUILD) && : > $(BUILD)/suites.txt && rm -rf $(BUILD)/suite-logs
 	@$(MAKE) -k -j1 SUITE_TIMES=$(CURDIR)/$(BUILD)/suites.txt \
 		SUITE_LOGS=$(CURDIR)/$(BUILD)/suite-logs check-solo; solo=$$?; \
